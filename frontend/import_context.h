@@ -1,0 +1,94 @@
+// What an ONNX op adapter sees while importing one node, and the table of
+// adapters. An adapter turns one ONNX node into kiln nodes: renaming,
+// normalising attributes across opsets, hoisting compile-time operands
+// (shapes, axes, pads) into attributes, or decomposing into several ops.
+// ONNX ops without an adapter import 1:1 under their snake_case name with
+// their attributes unchanged (see default_kiln_name).
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/op_registry.h"
+
+namespace kiln {
+
+class ImportContext {
+ public:
+  virtual ~ImportContext() = default;
+
+  virtual const std::string& op_type() const = 0;   // ONNX op type, e.g. "Reshape"
+  virtual int64_t opset() const = 0;                // default-domain opset of the model
+  virtual const AttrMap& attrs() const = 0;         // ONNX attributes, converted
+  virtual int num_inputs() const = 0;
+  virtual bool has_input(int i) const = 0;          // false for "" and past the end
+  virtual Value* input(int i) const = 0;            // error if absent
+  virtual int num_outputs() const = 0;              // as the ONNX node lists them
+  virtual bool output_used(int i) const = 0;        // non-empty ONNX output name
+
+  // Compile-time value of a value (constant, frozen input, or computed from
+  // constants with the reference kernels), or nullptr.
+  virtual const Tensor* value_of(Value* v) = 0;
+  const Tensor* value(int i) { return has_input(i) ? value_of(input(i)) : nullptr; }
+  // Like value(i) but a missing value is an error naming `what`.
+  virtual const Tensor& require_value(int i, const std::string& what) = 0;
+
+  // Adds a kiln node after inferring its result types; returns its results.
+  virtual std::vector<Value*> emit(const std::string& op, const std::vector<Value*>& inputs,
+                                   const AttrMap& attrs = {}, int num_outputs = 1) = 0;
+  Value* emit1(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs = {}) {
+    return emit(op, inputs, attrs, 1)[0];
+  }
+  virtual Value* constant(Tensor t, const std::string& name_hint = "") = 0;
+
+  // Binds the ONNX node's outputs, in order (nullptr for unused optional ones).
+  virtual void set_outputs(const std::vector<Value*>& outs) = 0;
+
+  // The default 1:1 import under kiln op `kiln_op` (attributes as given).
+  virtual void import_as(const std::string& kiln_op, const AttrMap& attrs) = 0;
+  void import_as(const std::string& kiln_op) { import_as(kiln_op, attrs()); }
+
+  // "model.onnx: node "conv1" (Conv)"
+  virtual std::string label() const = 0;
+  template <typename... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) const {
+    throw Error(label() + ": " + fmt::format(f, std::forward<Args>(args)...));
+  }
+  template <typename... Args>
+  [[noreturn]] void unsupported(fmt::format_string<Args...> f, Args&&... args) const {
+    throw Unsupported(label() + ": " + fmt::format(f, std::forward<Args>(args)...));
+  }
+};
+
+using Adapter = std::function<void(ImportContext&)>;
+
+class AdapterTable {
+ public:
+  void add(const std::string& onnx_op, Adapter a);
+  const Adapter* find(const std::string& onnx_op) const;
+
+ private:
+  std::map<std::string, Adapter> table_;
+};
+
+const AdapterTable& adapter_table();
+
+// "BatchNormalization" -> "batch_normalization", "MatMul" -> "matmul",
+// "ReduceSum" -> "reduce_sum" (with a few exceptions kept in one list).
+std::string default_kiln_name(const std::string& onnx_op);
+
+// Registration of each family's adapters (frontend/adapters_<family>.cpp).
+namespace adapters {
+void register_elementwise(AdapterTable& t);
+void register_shape(AdapterTable& t);
+void register_index(AdapterTable& t);
+void register_reduction(AdapterTable& t);
+void register_normalization(AdapterTable& t);
+void register_nn(AdapterTable& t);
+void register_linalg(AdapterTable& t);
+void register_misc(AdapterTable& t);
+}  // namespace adapters
+
+}  // namespace kiln

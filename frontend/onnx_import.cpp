@@ -1,0 +1,429 @@
+#include "frontend/onnx_import.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <set>
+#include <unordered_map>
+
+#include "frontend/import_context.h"
+#include "frontend/tensor_proto.h"
+#include "ir/error.h"
+#include "ops/registry.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 10;
+constexpr int64_t kMaxOpset = 21;
+
+class Importer;
+
+// One node being imported.
+class NodeContext final : public ImportContext {
+ public:
+  NodeContext(Importer& imp, const onnx::NodeProto& node, AttrMap attrs, std::vector<Value*> inputs)
+      : imp_(imp), node_(node), attrs_(std::move(attrs)), inputs_(std::move(inputs)) {}
+
+  using ImportContext::import_as;
+  const std::string& op_type() const override { return node_.op_type(); }
+  int64_t opset() const override;
+  const AttrMap& attrs() const override { return attrs_; }
+  int num_inputs() const override { return static_cast<int>(inputs_.size()); }
+  bool has_input(int i) const override { return i >= 0 && i < num_inputs() && inputs_[i] != nullptr; }
+  Value* input(int i) const override {
+    if (!has_input(i)) fail("operand {} is missing", i);
+    return inputs_[i];
+  }
+  int num_outputs() const override { return node_.output_size(); }
+  bool output_used(int i) const override { return i < node_.output_size() && !node_.output(i).empty(); }
+  const Tensor* value_of(Value* v) override;
+  const Tensor& require_value(int i, const std::string& what) override {
+    if (!has_input(i)) fail("{} (operand {}) is missing", what, i);
+    const Tensor* t = value_of(input(i));
+    if (!t)
+      fail("{} (operand {}, \"{}\") must be known at compile time: kiln compiles static shapes", what, i,
+           input(i)->name());
+    return *t;
+  }
+  std::vector<Value*> emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
+                           int num_outputs) override;
+  Value* constant(Tensor t, const std::string& name_hint) override;
+  void set_outputs(const std::vector<Value*>& outs) override;
+  void import_as(const std::string& kiln_op, const AttrMap& attrs) override {
+    // Trailing unused outputs are dropped; kiln ops produce what is asked.
+    int n = num_outputs();
+    while (n > 1 && !output_used(n - 1)) --n;
+    set_outputs(emit(kiln_op, inputs_, attrs, n));
+  }
+  std::string label() const override;
+  bool outputs_set() const { return outputs_set_; }
+
+ private:
+  Importer& imp_;
+  const onnx::NodeProto& node_;
+  AttrMap attrs_;
+  std::vector<Value*> inputs_;
+  bool outputs_set_ = false;
+  int emitted_ = 0;
+};
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, std::string base_dir, std::string file, const ImportOptions& opts)
+      : model_(model), base_dir_(std::move(base_dir)), file_(std::move(file)), opts_(opts) {}
+
+  ImportResult run();
+
+  const std::string& file() const { return file_; }
+  int64_t opset() const { return opset_; }
+  Graph& graph() { return *graph_; }
+
+  const Tensor* known_value(Value* v);
+  void bind(const std::string& name, Value* v, const std::string& ctx) {
+    if (name.empty()) return;
+    if (env_.count(name)) fail("{}: value \"{}\" is defined twice", ctx, name);
+    env_[name] = v;
+  }
+  std::string unique_name(const std::string& hint) {
+    std::string base = hint.empty() ? "c" : hint;
+    std::string n = base;
+    for (int i = 1; names_.count(n) || env_.count(n); ++i) n = base + "." + std::to_string(i);
+    names_.insert(n);
+    return n;
+  }
+
+ private:
+  void import_inputs();
+  void import_initializers();
+  void import_node(const onnx::NodeProto& node);
+  AttrMap convert_attrs(const onnx::NodeProto& node, const std::string& ctx);
+  TensorType input_type(const onnx::ValueInfoProto& vi);
+
+  const onnx::ModelProto& model_;
+  std::string base_dir_, file_;
+  const ImportOptions& opts_;
+  int64_t opset_ = 0;
+  std::unique_ptr<Graph> graph_;
+  std::unordered_map<std::string, Value*> env_;
+  std::set<std::string> names_;
+  std::unordered_map<Value*, Tensor> known_;
+  std::vector<std::string> frozen_;
+  friend class NodeContext;
+};
+
+int64_t NodeContext::opset() const { return imp_.opset(); }
+
+std::string NodeContext::label() const {
+  std::string name = node_.name().empty() ? (node_.output_size() ? "->" + node_.output(0) : "?") : node_.name();
+  return fmt::format("{}: node \"{}\" ({})", imp_.file(), name, node_.op_type());
+}
+
+const Tensor* NodeContext::value_of(Value* v) { return imp_.known_value(v); }
+
+std::vector<Value*> NodeContext::emit(const std::string& op, const std::vector<Value*>& inputs,
+                                      const AttrMap& attrs, int num_outputs) {
+  const OpDef* def = op_registry().find(op);
+  if (!def) unsupported("kiln has no op '{}' (needed for ONNX {} at opset {})", op, op_type(), opset());
+  InferContext ic(op, inputs, attrs, num_outputs, label(), [this](Value* v) { return imp_.known_value(v); });
+  std::vector<TensorType> types;
+  try {
+    types = infer_types(*def, ic);
+  } catch (const Unsupported&) {
+    throw;
+  } catch (const Error& e) {
+    // Inference already prefixed the label; keep one.
+    throw;
+  }
+  std::string node_name = node_.name();
+  if (emitted_ > 0 && !node_name.empty()) node_name += "#" + std::to_string(emitted_);
+  ++emitted_;
+  Node* n = imp_.graph().add_node(op, inputs, types, attrs, node_name);
+  for (int i = 0; i < n->num_outputs(); ++i) {
+    std::string hint = node_.output_size() ? node_.output(0) : op;
+    n->output(i)->set_name(imp_.unique_name(hint + ".k" + std::to_string(emitted_) + "_" + std::to_string(i)));
+  }
+  return n->outputs();
+}
+
+Value* NodeContext::constant(Tensor t, const std::string& name_hint) {
+  std::string hint = name_hint.empty() ? (node_.output_size() ? node_.output(0) : op_type()) : name_hint;
+  return imp_.graph().add_constant(imp_.unique_name(hint), std::move(t));
+}
+
+void NodeContext::set_outputs(const std::vector<Value*>& outs) {
+  if (outputs_set_) fail("outputs set twice (adapter bug)");
+  outputs_set_ = true;
+  for (int i = 0; i < node_.output_size(); ++i) {
+    const std::string& name = node_.output(i);
+    if (name.empty()) continue;
+    if (i >= static_cast<int>(outs.size()) || !outs[i])
+      unsupported("output {} (\"{}\") is not produced by kiln's import of {}", i, name, op_type());
+    Value* v = outs[i];
+    // Give the result its ONNX name when it is fresh, for readable IR.
+    if (v->producer() && !imp_.env_.count(name)) {
+      bool is_fresh = v->name().find(".k") != std::string::npos && imp_.names_.count(v->name());
+      if (is_fresh) {
+        imp_.names_.erase(v->name());
+        v->set_name(name);
+        imp_.names_.insert(name);
+      }
+    }
+    imp_.bind(name, v, label());
+  }
+}
+
+const Tensor* Importer::known_value(Value* v) {
+  if (!v) return nullptr;
+  if (v->is_constant()) return v->has_data() ? &v->data() : nullptr;
+  if (auto it = known_.find(v); it != known_.end()) return &it->second;
+  if (v->is_input()) {
+    auto it = opts_.known_inputs.find(v->name());
+    if (it == opts_.known_inputs.end()) return nullptr;
+    if (it->second.type().dtype != v->dtype() || it->second.shape() != v->shape())
+      fail("{}: value given for input \"{}\" is {} but the model declares {}", file_, v->name(),
+           it->second.type().str(), v->type().str());
+    graph_->freeze_input(v, it->second);
+    frozen_.push_back(v->name());
+    return &v->data();
+  }
+  // A result: computable if all operands are.
+  Node* n = v->producer();
+  std::vector<const Tensor*> ins;
+  for (Value* in : n->inputs()) {
+    if (!in) {
+      ins.push_back(nullptr);
+      continue;
+    }
+    const Tensor* t = known_value(in);
+    if (!t) return nullptr;
+    ins.push_back(t);
+  }
+  const OpDef& def = op_registry().get(n->op());
+  std::vector<TensorType> types;
+  for (Value* o : n->outputs()) types.push_back(o->type());
+  std::vector<Tensor> outs = evaluate_op(def, n->attrs(), ins, types, file_ + ": " + n->describe());
+  for (int i = 0; i < n->num_outputs(); ++i) known_[n->output(i)] = std::move(outs[i]);
+  return &known_.at(v);
+}
+
+TensorType Importer::input_type(const onnx::ValueInfoProto& vi) {
+  std::string ctx = fmt::format("{}: input \"{}\"", file_, vi.name());
+  if (!vi.type().has_tensor_type()) unsupported("{}: only tensor inputs are supported", ctx);
+  const auto& tt = vi.type().tensor_type();
+  DType dt = dtype_from_onnx(tt.elem_type(), ctx);
+  if (auto it = opts_.input_shapes.find(vi.name()); it != opts_.input_shapes.end()) {
+    if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(it->second.size()))
+      fail("{}: --shapes gives rank {} but the model declares rank {}", ctx, it->second.size(),
+           tt.shape().dim_size());
+    if (tt.has_shape())
+      for (int i = 0; i < tt.shape().dim_size(); ++i) {
+        const auto& d = tt.shape().dim(i);
+        if (d.has_dim_value() && d.dim_value() != it->second[i])
+          fail("{}: --shapes sets dim {} to {} but the model fixes it at {}", ctx, i, it->second[i], d.dim_value());
+      }
+    return TensorType(dt, it->second);
+  }
+  if (auto it = opts_.known_inputs.find(vi.name()); it != opts_.known_inputs.end())
+    return TensorType(dt, it->second.shape());
+  if (!tt.has_shape()) fail("{}: the model gives no shape; set one with --shapes {}:DIMS", ctx, vi.name());
+  Shape s;
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto& d = tt.shape().dim(i);
+    if (!d.has_dim_value() || d.dim_value() < 0) {
+      std::string sym = d.has_dim_param() ? fmt::format(" (\"{}\")", d.dim_param()) : "";
+      fail("{}: dimension {}{} is not fixed; set it with --shapes {}:DIMS", ctx, i, sym, vi.name());
+    }
+    s.push_back(d.dim_value());
+  }
+  return TensorType(dt, s);
+}
+
+void Importer::import_initializers() {
+  for (const auto& init : model_.graph().initializer()) {
+    std::string ctx = fmt::format("{}: initializer \"{}\"", file_, init.name());
+    if (init.name().empty()) fail("{}: initializer without a name", file_);
+    Tensor t = tensor_from_proto(init, base_dir_, ctx);
+    if (env_.count(init.name())) fail("{}: defined twice", ctx);
+    names_.insert(init.name());
+    env_[init.name()] = graph_->add_constant(init.name(), std::move(t));
+  }
+  if (model_.graph().sparse_initializer_size())
+    unsupported("{}: sparse initializers are not supported", file_);
+}
+
+void Importer::import_inputs() {
+  for (const auto& vi : model_.graph().input()) {
+    if (env_.count(vi.name())) continue;  // an initializer with a declared input (old models): a constant
+    if (vi.name().empty()) fail("{}: graph input without a name", file_);
+    names_.insert(vi.name());
+    env_[vi.name()] = graph_->add_input(vi.name(), input_type(vi));
+  }
+}
+
+AttrMap Importer::convert_attrs(const onnx::NodeProto& node, const std::string& ctx) {
+  using AP = onnx::AttributeProto;
+  AttrMap m;
+  for (const auto& a : node.attribute()) {
+    if (!a.ref_attr_name().empty()) unsupported("{}: attribute '{}' refers to a function attribute", ctx, a.name());
+    switch (a.type()) {
+      case AP::INT: m.set(a.name(), int64_t(a.i())); break;
+      case AP::FLOAT: m.set(a.name(), a.f()); break;
+      case AP::STRING: m.set(a.name(), a.s()); break;
+      case AP::INTS: m.set(a.name(), std::vector<int64_t>(a.ints().begin(), a.ints().end())); break;
+      case AP::FLOATS: m.set(a.name(), std::vector<float>(a.floats().begin(), a.floats().end())); break;
+      case AP::STRINGS: m.set(a.name(), std::vector<std::string>(a.strings().begin(), a.strings().end())); break;
+      case AP::TENSOR: m.set(a.name(), tensor_from_proto(a.t(), base_dir_, ctx + " attribute '" + a.name() + "'")); break;
+      case AP::GRAPH:
+      case AP::GRAPHS:
+        unsupported("{}: subgraph attribute '{}' (control flow) is not supported", ctx, a.name());
+      case AP::SPARSE_TENSOR:
+      case AP::SPARSE_TENSORS: unsupported("{}: sparse tensor attribute '{}' is not supported", ctx, a.name());
+      case AP::TYPE_PROTO:
+      case AP::TYPE_PROTOS: unsupported("{}: type attribute '{}' is not supported", ctx, a.name());
+      default: fail("{}: attribute '{}' has no valid type ({})", ctx, a.name(), int(a.type()));
+    }
+  }
+  return m;
+}
+
+void Importer::import_node(const onnx::NodeProto& node) {
+  std::string name = node.name().empty() ? (node.output_size() ? "->" + node.output(0) : "?") : node.name();
+  std::string ctx = fmt::format("{}: node \"{}\" ({})", file_, name, node.op_type());
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    unsupported("{}: domain '{}' is not supported", ctx, node.domain());
+  std::vector<Value*> inputs;
+  for (const std::string& in : node.input()) {
+    if (in.empty()) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    auto it = env_.find(in);
+    if (it == env_.end())
+      fail("{}: input \"{}\" is not defined by any earlier node, initializer or graph input", ctx, in);
+    inputs.push_back(it->second);
+  }
+  while (!inputs.empty() && !inputs.back()) inputs.pop_back();
+  NodeContext nc(*this, node, convert_attrs(node, ctx), std::move(inputs));
+  if (const Adapter* a = adapter_table().find(node.op_type())) {
+    (*a)(nc);
+  } else {
+    std::string op = default_kiln_name(node.op_type());
+    if (!op_registry().find(op)) unsupported("{}: op {} (opset {}) is not supported", ctx, node.op_type(), opset_);
+    nc.import_as(op);
+  }
+  if (!nc.outputs_set()) fail("{}: import produced no outputs (adapter bug)", ctx);
+}
+
+ImportResult Importer::run() {
+  if (model_.ir_version() < kMinIrVersion || model_.ir_version() > kMaxIrVersion)
+    unsupported("{}: ONNX IR version {} is not supported (kiln reads {} to {})", file_, model_.ir_version(),
+                kMinIrVersion, kMaxIrVersion);
+  for (const auto& op : model_.opset_import()) {
+    if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
+  }
+  if (opset_ == 0) opset_ = model_.ir_version() <= 3 ? 1 : 0;
+  if (opset_ <= 0) fail("{}: the model imports no default-domain opset", file_);
+  if (opset_ > kMaxOpset)
+    unsupported("{}: opset {} is newer than kiln supports (up to {})", file_, opset_, kMaxOpset);
+  if (!model_.has_graph()) fail("{}: the model has no graph", file_);
+
+  graph_ = std::make_unique<Graph>(model_.graph().name().empty() ? "main" : "main");
+  import_initializers();
+  import_inputs();
+  for (const auto& node : model_.graph().node()) import_node(node);
+
+  std::vector<Value*> outs;
+  for (const auto& vi : model_.graph().output()) {
+    auto it = env_.find(vi.name());
+    if (it == env_.end()) fail("{}: graph output \"{}\" is never produced", file_, vi.name());
+    Value* v = it->second;
+    std::string ctx = fmt::format("{}: output \"{}\"", file_, vi.name());
+    if (vi.type().has_tensor_type()) {
+      const auto& tt = vi.type().tensor_type();
+      if (tt.elem_type() != 0 && dtype_from_onnx(tt.elem_type(), ctx) != v->dtype())
+        fail("{}: the model declares {} but kiln infers {}", ctx,
+             dtype_name(dtype_from_onnx(tt.elem_type(), ctx)), v->type().str());
+      if (tt.has_shape() && tt.shape().dim_size() == v->type().rank()) {
+        for (int i = 0; i < tt.shape().dim_size(); ++i) {
+          const auto& d = tt.shape().dim(i);
+          if (d.has_dim_value() && d.dim_value() != v->shape()[i])
+            fail("{}: the model declares dim {} = {} but kiln infers {}", ctx, i, d.dim_value(), v->type().str());
+        }
+      }
+    }
+    outs.push_back(v);
+  }
+  graph_->set_outputs(outs);
+  // Inputs frozen for shapes are constants now; inputs nobody reads stay
+  // (callers still bind them by name).
+  ImportResult r;
+  r.graph = std::move(graph_);
+  r.ir_version = model_.ir_version();
+  r.opset = opset_;
+  r.frozen_inputs = frozen_;
+  return r;
+}
+
+}  // namespace
+
+ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const std::string& display_name,
+                               const ImportOptions& opts) {
+  onnx::ModelProto model;
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetTotalBytesLimit(INT32_MAX);
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    fail("{}: not a valid ONNX model (protobuf parse failed)", display_name);
+  Importer imp(model, base_dir, display_name, opts);
+  return imp.run();
+}
+
+ImportResult import_onnx_file(const std::string& path, const ImportOptions& opts) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot open file", path);
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  if (size < 0) fail("{}: cannot read file", path);
+  if (size > INT32_MAX) unsupported("{}: model files over 2 GiB must keep weights as external data", path);
+  in.seekg(0);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.read(bytes.data(), size);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return import_onnx_bytes(bytes, dir.empty() ? "." : dir, path, opts);
+}
+
+std::map<std::string, Shape> parse_shapes_flag(const std::string& spec) {
+  std::map<std::string, Shape> r;
+  std::stringstream ss(spec);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto colon = item.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      fail("--shapes: '{}' should look like name:1x3x224x224", item);
+    std::string name = item.substr(0, colon), dims = item.substr(colon + 1);
+    Shape s;
+    std::stringstream ds(dims);
+    std::string d;
+    while (std::getline(ds, d, 'x')) {
+      try {
+        size_t used = 0;
+        long long v = std::stoll(d, &used);
+        if (used != d.size() || v < 0) throw std::invalid_argument("");
+        s.push_back(v);
+      } catch (...) {
+        fail("--shapes: '{}' in '{}' is not a dimension", d, item);
+      }
+    }
+    r[name] = s;
+  }
+  return r;
+}
+
+}  // namespace kiln

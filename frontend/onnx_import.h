@@ -1,0 +1,41 @@
+// The ONNX frontend: reads a .onnx file (or bytes) and builds kiln's Graph.
+//
+// kiln compiles static shapes: every input dim must be known (from the model
+// or from --shapes), and operands that decide shapes (Reshape's shape, Slice's
+// starts, TopK's k...) must be known at compile time: constants, values
+// computable from constants, or inputs the caller supplies in known_inputs.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kiln {
+
+struct ImportOptions {
+  // Fixes input dims: name -> full shape (trtexec's --shapes).
+  std::map<std::string, Shape> input_shapes;
+  // Input values available at compile time. An input listed here is turned
+  // into a constant only if some op needs its value to know shapes; the
+  // others stay runtime inputs (their shapes are taken from these tensors).
+  std::map<std::string, Tensor> known_inputs;
+};
+
+struct ImportResult {
+  std::unique_ptr<Graph> graph;
+  int64_t ir_version = 0;
+  int64_t opset = 0;                        // default-domain opset
+  std::vector<std::string> frozen_inputs;   // inputs that became constants
+};
+
+// Throws kiln::Error (or kiln::Unsupported) with "file: node "x" (Op): problem".
+ImportResult import_onnx_file(const std::string& path, const ImportOptions& opts = {});
+ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base_dir,
+                               const std::string& display_name, const ImportOptions& opts = {});
+
+// Parses "x:1x3x224x224,y:2x4" into input_shapes.
+std::map<std::string, Shape> parse_shapes_flag(const std::string& spec);
+
+}  // namespace kiln

@@ -1,0 +1,182 @@
+#include "frontend/tensor_proto.h"
+
+#include <sys/stat.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "frontend/safe_path.h"
+#include "ir/error.h"
+
+namespace kiln {
+
+DType dtype_from_onnx(int elem_type, const std::string& context) {
+  using TP = onnx::TensorProto;
+  switch (elem_type) {
+    case TP::FLOAT: return DType::F32;
+    case TP::FLOAT16: return DType::F16;
+    case TP::BFLOAT16: return DType::BF16;
+    case TP::DOUBLE: return DType::F64;
+    case TP::INT8: return DType::I8;
+    case TP::INT16: return DType::I16;
+    case TP::INT32: return DType::I32;
+    case TP::INT64: return DType::I64;
+    case TP::UINT8: return DType::U8;
+    case TP::UINT16: return DType::U16;
+    case TP::UINT32: return DType::U32;
+    case TP::UINT64: return DType::U64;
+    case TP::BOOL: return DType::Bool;
+    case TP::STRING: unsupported("{}: string tensors are not supported", context);
+    case TP::COMPLEX64:
+    case TP::COMPLEX128: unsupported("{}: complex tensors are not supported", context);
+    case TP::UNDEFINED: fail("{}: tensor element type is undefined", context);
+    default: unsupported("{}: tensor element type {} is not supported", context, elem_type);
+  }
+}
+
+int dtype_to_onnx(DType t) {
+  using TP = onnx::TensorProto;
+  switch (t) {
+    case DType::F32: return TP::FLOAT;
+    case DType::F16: return TP::FLOAT16;
+    case DType::BF16: return TP::BFLOAT16;
+    case DType::F64: return TP::DOUBLE;
+    case DType::I8: return TP::INT8;
+    case DType::I16: return TP::INT16;
+    case DType::I32: return TP::INT32;
+    case DType::I64: return TP::INT64;
+    case DType::U8: return TP::UINT8;
+    case DType::U16: return TP::UINT16;
+    case DType::U32: return TP::UINT32;
+    case DType::U64: return TP::UINT64;
+    case DType::Bool: return TP::BOOL;
+  }
+  return TP::UNDEFINED;
+}
+
+namespace {
+
+// Copies `count` typed-field values into t, checking the count matches.
+template <typename Field>
+void from_field(const Field& f, Tensor& t, const std::string& ctx, const char* field_name) {
+  if (static_cast<int64_t>(f.size()) != t.numel())
+    fail("{}: {} holds {} values but the shape [{}] needs {}", ctx, field_name, f.size(),
+         fmt::join(t.shape(), ","), t.numel());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if constexpr (std::is_floating_point_v<typename Field::value_type>) t.set_double(i, f.Get(i));
+    else t.set_int(i, static_cast<int64_t>(f.Get(i)));
+  }
+}
+
+void read_external(const onnx::TensorProto& p, Tensor& t, const std::string& base_dir, const std::string& ctx) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : p.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset" || kv.key() == "length") {
+      int64_t v = 0;
+      try {
+        size_t used = 0;
+        v = std::stoll(kv.value(), &used);
+        if (used != kv.value().size()) throw std::invalid_argument("");
+      } catch (...) {
+        fail("{}: external data {} '{}' is not an integer", ctx, kv.key(), kv.value());
+      }
+      if (v < 0) fail("{}: external data {} {} is negative", ctx, kv.key(), v);
+      (kv.key() == "offset" ? offset : length) = v;
+    }
+  }
+  if (location.empty()) fail("{}: external data has no location", ctx);
+  if (base_dir.empty()) fail("{}: external data is not allowed here (no model folder)", ctx);
+  std::string path = resolve_external_data_path(base_dir, location, ctx);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail("{}: cannot stat external data file '{}'", ctx, location);
+  int64_t size = st.st_size;
+  int64_t want = static_cast<int64_t>(t.nbytes());
+  if (length >= 0 && length != want)
+    fail("{}: external data length {} does not match {} bytes for {}", ctx, length, want, t.type().str());
+  if (offset > size || want > size - offset)
+    fail("{}: external data '{}' range [{}, {}+{}) lies outside the file ({} bytes)", ctx, location, offset, offset,
+         want, size);
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(offset);
+  in.read(static_cast<char*>(t.raw()), want);
+  if (!in) fail("{}: reading external data '{}' failed", ctx, location);
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir, const std::string& ctx) {
+  if (p.has_segment()) unsupported("{}: segmented tensors are not supported", ctx);
+  DType dt = dtype_from_onnx(p.data_type(), ctx);
+  Shape shape(p.dims().begin(), p.dims().end());
+  for (int64_t d : shape)
+    if (d < 0) fail("{}: negative dimension {}", ctx, d);
+  int64_t numel = 0;
+  try {
+    numel = shape_numel(shape);
+  } catch (const Error& e) {
+    fail("{}: {}", ctx, e.what());
+  }
+  // Reject sizes the file cannot hold before allocating.
+  constexpr int64_t kMaxTensorBytes = int64_t(1) << 36;  // 64 GiB
+  if (numel > kMaxTensorBytes / int64_t(dtype_size(dt)))
+    fail("{}: tensor of shape [{}] is too large", ctx, fmt::join(shape, ","));
+  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
+    Tensor t(dt, shape);
+    read_external(p, t, base_dir, ctx);
+    return t;
+  }
+  if (p.has_raw_data()) {
+    const std::string& raw = p.raw_data();
+    int64_t want = numel * int64_t(dtype_size(dt));
+    if (static_cast<int64_t>(raw.size()) != want)
+      fail("{}: raw_data has {} bytes but {}[{}] needs {}", ctx, raw.size(), dtype_name(dt), fmt::join(shape, ","),
+           want);
+    Tensor t(dt, shape);
+    if (want) std::memcpy(t.raw(), raw.data(), want);  // ONNX raw data is little-endian, as is the host
+    return t;
+  }
+  Tensor t(dt, shape);
+  if (numel == 0) return t;
+  switch (dt) {
+    case DType::F32: from_field(p.float_data(), t, ctx, "float_data"); break;
+    case DType::F64: from_field(p.double_data(), t, ctx, "double_data"); break;
+    case DType::I64: from_field(p.int64_data(), t, ctx, "int64_data"); break;
+    case DType::U32:
+    case DType::U64: from_field(p.uint64_data(), t, ctx, "uint64_data"); break;
+    case DType::F16:
+    case DType::BF16: {
+      // 16-bit floats travel as their bit patterns in int32_data.
+      if (p.int32_data_size() != numel)
+        fail("{}: int32_data holds {} values but {} are needed", ctx, p.int32_data_size(), numel);
+      auto* d = t.data<uint16_t>();
+      for (int64_t i = 0; i < numel; ++i) d[i] = static_cast<uint16_t>(p.int32_data(i));
+      break;
+    }
+    default: from_field(p.int32_data(), t, ctx, "int32_data"); break;
+  }
+  return t;
+}
+
+onnx::TensorProto tensor_to_proto(const Tensor& t, const std::string& name) {
+  onnx::TensorProto p;
+  p.set_name(name);
+  p.set_data_type(dtype_to_onnx(t.dtype()));
+  for (int64_t d : t.shape()) p.add_dims(d);
+  p.set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
+  return p;
+}
+
+Tensor read_tensor_pb(const std::string& path, std::string* name) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot open", path);
+  onnx::TensorProto p;
+  if (!p.ParseFromIstream(&in)) fail("{}: not a valid TensorProto", path);
+  if (name) *name = p.name();
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return tensor_from_proto(p, dir, path);
+}
+
+}  // namespace kiln

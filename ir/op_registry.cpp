@@ -1,0 +1,103 @@
+#include "ir/op_registry.h"
+
+namespace kiln {
+
+std::string_view op_category_name(OpCategory c) {
+  switch (c) {
+    case OpCategory::Pointwise: return "pointwise";
+    case OpCategory::Injective: return "injective";
+    case OpCategory::Reduction: return "reduction";
+    case OpCategory::Compute: return "compute";
+    case OpCategory::Fused: return "fused";
+  }
+  return "?";
+}
+
+Value* InferContext::input(int i) const {
+  if (!has_input(i)) fail("operand {} is missing", i);
+  return inputs_[i];
+}
+
+std::vector<DType> InferContext::input_dtypes() const {
+  std::vector<DType> r;
+  for (int i = 0; i < num_inputs(); ++i) r.push_back(has_input(i) ? dtype(i) : DType::F32);
+  return r;
+}
+
+const Tensor* InferContext::value(int i) const {
+  if (!has_input(i)) return nullptr;
+  Value* v = inputs_[i];
+  if (v->is_constant() && v->has_data()) return &v->data();
+  return oracle_ ? oracle_(v) : nullptr;
+}
+
+const Tensor& InferContext::require_value(int i, std::string_view what) const {
+  const Tensor* t = value(i);
+  if (!t)
+    fail("{} (operand {}, %{}) must be known at compile time: kiln compiles static shapes", what, i,
+         input(i)->name());
+  return *t;
+}
+
+const Tensor& KernelContext::in(int i) const {
+  if (!has(i)) throw Error(fmt::format("{}: operand {} is missing", label, i));
+  return *inputs[i];
+}
+
+void OpRegistry::add(OpDef def) {
+  KILN_CHECK(!ops_.count(def.name), "op '{}' registered twice", def.name);
+  KILN_CHECK(def.infer, "op '{}' has no inference", def.name);
+  KILN_CHECK(def.category != OpCategory::Pointwise || def.expr, "pointwise op '{}' has no expr", def.name);
+  std::string name = def.name;
+  ops_.emplace(std::move(name), std::move(def));
+}
+
+const OpDef* OpRegistry::find(std::string_view name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+const OpDef& OpRegistry::get(std::string_view name) const {
+  const OpDef* d = find(name);
+  if (!d) throw Unsupported(fmt::format("unknown op '{}'", name));
+  return *d;
+}
+
+std::vector<const OpDef*> OpRegistry::all() const {
+  std::vector<const OpDef*> r;
+  for (auto& [k, v] : ops_) r.push_back(&v);
+  return r;
+}
+
+std::vector<TensorType> infer_types(const OpDef& def, InferContext& ctx) {
+  int n = ctx.num_inputs();
+  if (n < def.min_inputs || (def.max_inputs >= 0 && n > def.max_inputs)) {
+    if (def.max_inputs < 0) ctx.fail("expects at least {} operands, got {}", def.min_inputs, n);
+    ctx.fail("expects {} to {} operands, got {}", def.min_inputs, def.max_inputs, n);
+  }
+  int m = ctx.num_outputs();
+  if (m < def.min_outputs || (def.max_outputs >= 0 && m > def.max_outputs))
+    ctx.fail("cannot produce {} results", m);
+  for (const AttrSpec& s : def.attrs) {
+    const Attribute* a = ctx.attrs().find(s.name);
+    if (!a && s.required) ctx.fail("required attribute '{}' is missing", s.name);
+    if (a && attr_kind(*a) != s.kind && !(s.kind == AttrKind::Float && attr_kind(*a) == AttrKind::Int))
+      ctx.fail("attribute '{}' should be {} but is {}", s.name, attr_kind_name(s.kind),
+               attr_kind_name(attr_kind(*a)));
+  }
+  for (auto& [name, a] : ctx.attrs()) {
+    bool known = false;
+    for (const AttrSpec& s : def.attrs) known |= s.name == name;
+    if (!known) ctx.unsupported("attribute '{}' is not supported by kiln's {}", name, def.name);
+  }
+  std::vector<TensorType> r = def.infer(ctx);
+  if (static_cast<int>(r.size()) != m) {
+    // Inference may return more results than asked for (optional outputs);
+    // keep only those requested.
+    if (static_cast<int>(r.size()) > m) r.resize(m);
+    else ctx.fail("inference produced {} results, {} expected", r.size(), m);
+  }
+  return r;
+}
+
+}  // namespace kiln

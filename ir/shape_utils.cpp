@@ -1,0 +1,52 @@
+#include "ir/shape_utils.h"
+
+#include <algorithm>
+
+#include "ir/error.h"
+
+namespace kiln {
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  size_t n = std::max(a.size(), b.size());
+  Shape r(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da == db || db == 1) r[i] = da;
+    else if (da == 1) r[i] = db;
+    else fail("shapes [{}] and [{}] cannot be broadcast", fmt::join(a, ","), fmt::join(b, ","));
+  }
+  return r;
+}
+
+Shape broadcast_all(const std::vector<Shape>& shapes) {
+  Shape r;
+  for (const Shape& s : shapes) r = broadcast_shapes(r, s);
+  return r;
+}
+
+int normalize_axis(int64_t axis, int rank, std::string_view what) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= std::max(rank, 1)) fail("{} {} is out of range for rank {}", what, axis, rank);
+  return static_cast<int>(a);
+}
+
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size());
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> st(out.size(), 0);
+  std::vector<int64_t> ist = strides_of(in);
+  size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) st[off + i] = in[i] == 1 ? 0 : ist[i];
+  return st;
+}
+
+}  // namespace kiln

@@ -1,0 +1,136 @@
+#include "ir/tensor.h"
+
+#include <cstring>
+
+#include "ir/error.h"
+
+namespace kiln {
+
+int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0) fail("negative dimension {} in shape [{}]", d, fmt::join(s, ","));
+    if (d != 0 && n > (int64_t(1) << 62) / d)
+      fail("element count of shape [{}] overflows", fmt::join(s, ","));
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  if (s.empty()) return "scalar";
+  return fmt::format("{}", fmt::join(s, "x"));
+}
+
+std::string TensorType::str() const {
+  std::string r = fmt::format("{}[{}]", dtype_name(dtype), fmt::join(shape, ","));
+  if (layout == Layout::NHWC) r += "{nhwc}";
+  return r;
+}
+
+Tensor::Tensor(TensorType type) : type_(std::move(type)) {
+  numel_ = type_.numel();
+  size_t n = nbytes();
+  // Over-allocate a little so 16-bit and 8-bit tensors can be read as
+  // vectors by kernels without special tails.
+  data_ = std::shared_ptr<uint8_t[]>(new uint8_t[n + 64]());
+}
+
+Tensor Tensor::scalar(DType dtype, double v) {
+  Tensor t(dtype, {});
+  t.set_double(0, v);
+  return t;
+}
+
+namespace {
+template <typename T>
+double load_double(DType dt, const T* p) {
+  if constexpr (std::is_same_v<T, uint16_t>) {
+    if (dt == DType::F16) return half_to_float(*p);
+    if (dt == DType::BF16) return bf16_to_float(*p);
+  }
+  return static_cast<double>(*p);
+}
+template <typename T>
+void store_double(DType dt, T* p, double v) {
+  if constexpr (std::is_same_v<T, uint16_t>) {
+    if (dt == DType::F16) { *p = float_to_half(static_cast<float>(v)); return; }
+    if (dt == DType::BF16) { *p = float_to_bf16(static_cast<float>(v)); return; }
+  }
+  if constexpr (std::is_integral_v<T>) {
+    if (dt == DType::Bool) { *p = v != 0; return; }
+    if (v != v) { *p = 0; return; }  // NaN to int: defined as 0 here
+  }
+  *p = static_cast<T>(v);
+}
+}  // namespace
+
+double Tensor::get_double(int64_t i) const {
+  return dispatch_storage(dtype(), [&](auto z) -> double {
+    using T = decltype(z);
+    return load_double(dtype(), data<T>() + i);
+  });
+}
+
+int64_t Tensor::get_int(int64_t i) const {
+  return dispatch_storage(dtype(), [&](auto z) -> int64_t {
+    using T = decltype(z);
+    if constexpr (std::is_integral_v<T>) {
+      if (dtype() != DType::F16 && dtype() != DType::BF16) return static_cast<int64_t>(data<T>()[i]);
+    }
+    return static_cast<int64_t>(load_double(dtype(), data<T>() + i));
+  });
+}
+
+void Tensor::set_double(int64_t i, double v) {
+  dispatch_storage(dtype(), [&](auto z) {
+    using T = decltype(z);
+    store_double(dtype(), data<T>() + i, v);
+  });
+}
+
+void Tensor::set_int(int64_t i, int64_t v) {
+  dispatch_storage(dtype(), [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_integral_v<T>) {
+      if (dtype() == DType::Bool) { data<T>()[i] = v != 0; return; }
+      if (dtype() != DType::F16 && dtype() != DType::BF16) { data<T>()[i] = static_cast<T>(v); return; }
+    }
+    store_double(dtype(), data<T>() + i, static_cast<double>(v));
+  });
+}
+
+std::vector<int64_t> Tensor::to_int_vector() const {
+  std::vector<int64_t> r(numel_);
+  for (int64_t i = 0; i < numel_; ++i) r[i] = get_int(i);
+  return r;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  KILN_CHECK(shape_numel(shape) == numel_, "reshape {} -> {}", shape_str(this->shape()), shape_str(shape));
+  Tensor t = *this;
+  t.type_.shape = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(type_);
+  if (numel_ > 0) std::memcpy(t.raw(), raw(), nbytes());
+  return t;
+}
+
+Tensor Tensor::cast(DType to) const {
+  Tensor t(to, shape());
+  bool int_path = !is_float(dtype()) && !is_float(to);
+  for (int64_t i = 0; i < numel_; ++i) {
+    if (int_path) t.set_int(i, get_int(i));
+    else t.set_double(i, get_double(i));
+  }
+  return t;
+}
+
+bool Tensor::same_bytes(const Tensor& o) const {
+  return type_ == o.type_ && (numel_ == 0 || std::memcmp(raw(), o.raw(), nbytes()) == 0);
+}
+
+}  // namespace kiln

@@ -1,0 +1,97 @@
+// Tensor types (dtype, static shape, layout tag) and host tensors with data.
+// kiln compiles static shapes: every dim is a known non-negative integer once
+// the frontend has imported a model.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace kiln {
+
+using Shape = std::vector<int64_t>;
+
+// Element count with overflow checks (throws kiln::Error on negative dims or
+// overflow past 2^62).
+int64_t shape_numel(const Shape& s);
+std::string shape_str(const Shape& s);  // "1x3x224x224" style, "scalar" for {}
+
+// The physical order of a value's elements. Default is row-major in logical
+// dim order (NCHW for images); NHWC keeps the logical shape NCHW but stores
+// channels innermost. Chosen by layout selection, printed on the type.
+enum class Layout : uint8_t { Default, NHWC };
+
+struct TensorType {
+  DType dtype = DType::F32;
+  Shape shape;
+  Layout layout = Layout::Default;
+
+  TensorType() = default;
+  TensorType(DType d, Shape s, Layout l = Layout::Default)
+      : dtype(d), shape(std::move(s)), layout(l) {}
+  int rank() const { return static_cast<int>(shape.size()); }
+  int64_t numel() const { return shape_numel(shape); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  bool operator==(const TensorType& o) const = default;
+  std::string str() const;  // "f32[1,3,224,224]", "f16[1,64,56,56]{nhwc}"
+};
+
+// A host tensor: a type and contiguous row-major storage shared between
+// copies (constants are large and copied often). Writers own the only copy.
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(TensorType type);  // zero-filled
+  Tensor(DType dtype, Shape shape) : Tensor(TensorType(dtype, std::move(shape))) {}
+
+  template <typename T>
+  static Tensor from(DType dtype, Shape shape, const std::vector<T>& values) {
+    Tensor t(dtype, std::move(shape));
+    for (size_t i = 0; i < values.size() && i < size_t(t.numel()); ++i)
+      t.set_double(i, static_cast<double>(values[i]));
+    return t;
+  }
+  static Tensor scalar(DType dtype, double v);
+
+  const TensorType& type() const { return type_; }
+  DType dtype() const { return type_.dtype; }
+  const Shape& shape() const { return type_.shape; }
+  int rank() const { return type_.rank(); }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return numel_ * dtype_size(type_.dtype); }
+  bool has_data() const { return data_ != nullptr || numel_ == 0; }
+
+  void* raw() { return data_.get(); }
+  const void* raw() const { return data_.get(); }
+  template <typename T> T* data() { return reinterpret_cast<T*>(data_.get()); }
+  template <typename T> const T* data() const { return reinterpret_cast<const T*>(data_.get()); }
+  std::span<const uint8_t> bytes() const { return {data_.get(), nbytes()}; }
+
+  // Element access converting through double / int64 (slow; for small
+  // tensors such as shapes, indices and test comparisons).
+  double get_double(int64_t i) const;
+  int64_t get_int(int64_t i) const;
+  void set_double(int64_t i, double v);
+  void set_int(int64_t i, int64_t v);
+  std::vector<int64_t> to_int_vector() const;
+
+  // Same data, new shape (element counts must match).
+  Tensor reshaped(Shape shape) const;
+  // Deep copy with its own storage.
+  Tensor clone() const;
+  // Converts every element (float<->int truncation as static_cast; to bool is != 0).
+  Tensor cast(DType to) const;
+  // True when all elements are bitwise equal.
+  bool same_bytes(const Tensor& o) const;
+  bool operator==(const Tensor& o) const { return same_bytes(o); }
+
+ private:
+  TensorType type_;
+  int64_t numel_ = 0;
+  std::shared_ptr<uint8_t[]> data_;
+};
+
+}  // namespace kiln

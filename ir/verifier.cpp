@@ -1,0 +1,4 @@
+#include "ir/verifier.h"
+namespace kiln {
+void verify_graph(const Graph& g, const OpRegistry& registry) {}
+}  // namespace kiln

@@ -1,0 +1,74 @@
+// Small helpers for writing op definitions: common inference shapes and
+// typed loops for reference kernels.
+#pragma once
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "ir/op_registry.h"
+#include "ir/shape_utils.h"
+
+namespace kiln::ops {
+
+// Result has operand 0's type.
+inline std::vector<TensorType> same_as_input0(InferContext& c) { return {c.type(0)}; }
+
+// Result: broadcast of all present operands' shapes, with `dtype` (or
+// operand 0's dtype when nullopt).
+std::vector<TensorType> broadcast_result(InferContext& c, std::optional<DType> dtype = std::nullopt);
+
+// Requires every present operand to share one dtype; error names the operands.
+void require_same_dtype(InferContext& c);
+// Requires operand i's dtype to be one of `allowed`.
+void require_dtype(InferContext& c, int i, std::initializer_list<DType> allowed);
+void require_float(InferContext& c, int i);
+
+// Calls f(T{}) with T the *computation* type for reference kernels:
+// float for f32/f16/bf16 (read and written through float), double for f64,
+// int64_t for every integer and bool dtype. Use with load/store below.
+template <typename F>
+decltype(auto) dispatch_compute(DType t, F&& f) {
+  if (t == DType::F64) return f(double{});
+  if (is_float(t)) return f(float{});
+  return f(int64_t{});
+}
+
+// Reads a whole tensor into a vector of the computation type T, and writes one back.
+template <typename T>
+std::vector<T> load_all(const Tensor& t) {
+  std::vector<T> r(t.numel());
+  dispatch_storage(t.dtype(), [&](auto z) {
+    using S = decltype(z);
+    const S* p = t.data<S>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (t.dtype() == DType::F16) r[i] = static_cast<T>(half_to_float(static_cast<uint16_t>(p[i])));
+      else if (t.dtype() == DType::BF16) r[i] = static_cast<T>(bf16_to_float(static_cast<uint16_t>(p[i])));
+      else r[i] = static_cast<T>(p[i]);
+    }
+  });
+  return r;
+}
+
+template <typename T>
+void store_all(Tensor& t, const std::vector<T>& v) {
+  dispatch_storage(t.dtype(), [&](auto z) {
+    using S = decltype(z);
+    S* p = t.data<S>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (t.dtype() == DType::F16) p[i] = float_to_half(static_cast<float>(v[i]));
+      else if (t.dtype() == DType::BF16) p[i] = float_to_bf16(static_cast<float>(v[i]));
+      else if (t.dtype() == DType::Bool) p[i] = v[i] != 0;
+      else p[i] = static_cast<S>(v[i]);
+    }
+  });
+}
+
+// Copies elements of any dtype without conversion (for data movement ops).
+// elem_size-generic: moves `dtype_size` bytes per element.
+inline void copy_element(const Tensor& src, int64_t si, Tensor& dst, int64_t di) {
+  size_t es = dtype_size(src.dtype());
+  std::memcpy(static_cast<uint8_t*>(dst.raw()) + di * es, static_cast<const uint8_t*>(src.raw()) + si * es, es);
+}
+
+}  // namespace kiln::ops

@@ -1,0 +1,293 @@
+#include "ops/pointwise_eval.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ir/error.h"
+#include "ir/shape_utils.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr int64_t kChunk = 2048;
+
+// Reads `len` elements at `offsets` of a tensor into double or int64 lanes.
+void load_lanes(const Tensor& t, const int64_t* offsets, int64_t len, double* fl, int64_t* il) {
+  DType dt = t.dtype();
+  dispatch_storage(dt, [&](auto z) {
+    using T = decltype(z);
+    const T* p = t.data<T>();
+    if (dt == DType::F16) {
+      for (int64_t j = 0; j < len; ++j) fl[j] = half_to_float(static_cast<uint16_t>(p[offsets[j]]));
+    } else if (dt == DType::BF16) {
+      for (int64_t j = 0; j < len; ++j) fl[j] = bf16_to_float(static_cast<uint16_t>(p[offsets[j]]));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      for (int64_t j = 0; j < len; ++j) fl[j] = p[offsets[j]];
+    } else {
+      for (int64_t j = 0; j < len; ++j) il[j] = static_cast<int64_t>(p[offsets[j]]);
+    }
+  });
+}
+
+void store_lanes(Tensor& t, int64_t start, int64_t len, const double* fl, const int64_t* il) {
+  DType dt = t.dtype();
+  dispatch_storage(dt, [&](auto z) {
+    using T = decltype(z);
+    T* p = t.data<T>() + start;
+    if (dt == DType::F16) {
+      for (int64_t j = 0; j < len; ++j) p[j] = float_to_half(static_cast<float>(fl[j]));
+    } else if (dt == DType::BF16) {
+      for (int64_t j = 0; j < len; ++j) p[j] = float_to_bf16(static_cast<float>(fl[j]));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      for (int64_t j = 0; j < len; ++j) p[j] = static_cast<T>(fl[j]);
+    } else if (dt == DType::Bool) {
+      for (int64_t j = 0; j < len; ++j) p[j] = il[j] != 0;
+    } else {
+      for (int64_t j = 0; j < len; ++j) p[j] = static_cast<T>(il[j]);
+    }
+  });
+}
+
+// Rounds a double to what the dtype can hold (casts inside an expression must
+// lose precision exactly as a real cast would).
+double round_to(DType t, double v) {
+  switch (t) {
+    case DType::F32: return static_cast<float>(v);
+    case DType::F16: return half_to_float(float_to_half(static_cast<float>(v)));
+    case DType::BF16: return bf16_to_float(float_to_bf16(static_cast<float>(v)));
+    default: return v;
+  }
+}
+
+int64_t wrap_int(DType t, int64_t v) {
+  switch (t) {
+    case DType::I8: return static_cast<int8_t>(v);
+    case DType::I16: return static_cast<int16_t>(v);
+    case DType::I32: return static_cast<int32_t>(v);
+    case DType::U8: return static_cast<uint8_t>(v);
+    case DType::U16: return static_cast<uint16_t>(v);
+    case DType::U32: return static_cast<uint32_t>(v);
+    case DType::Bool: return v != 0;
+    default: return v;
+  }
+}
+
+int64_t float_to_int(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
+double py_mod(double a, double b) {
+  double r = std::fmod(a, b);
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+int64_t py_mod_int(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+double fmax_nan(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NAN : (a > b ? a : b); }
+double fmin_nan(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NAN : (a < b ? a : b); }
+
+}  // namespace
+
+void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Tensor& out) {
+  const Shape& os = out.shape();
+  const int64_t n = out.numel();
+  const int rank = static_cast<int>(os.size());
+  const int nn = static_cast<int>(e.nodes.size());
+  KILN_CHECK(e.result_dtype() == out.dtype(), "expr gives {} but output is {}", dtype_name(e.result_dtype()),
+             dtype_name(out.dtype()));
+
+  std::vector<std::vector<int64_t>> in_strides(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i]) in_strides[i] = broadcast_strides(inputs[i]->shape(), os);
+
+  std::vector<std::vector<double>> fl(nn);
+  std::vector<std::vector<int64_t>> il(nn);
+  std::vector<bool> isf(nn);
+  for (int k = 0; k < nn; ++k) {
+    isf[k] = is_float(e.nodes[k].dtype);
+    if (isf[k]) fl[k].resize(kChunk);
+    else il[k].resize(kChunk);
+  }
+  std::vector<std::vector<int64_t>> offsets(inputs.size(), std::vector<int64_t>(kChunk));
+  std::vector<int64_t> idx(rank, 0);
+
+  for (int64_t start = 0; start < n; start += kChunk) {
+    const int64_t len = std::min(kChunk, n - start);
+    // Element offsets of every input for this chunk, walking the output
+    // multi-index once.
+    {
+      std::vector<int64_t> rem(rank);
+      int64_t s = start;
+      for (int d = rank - 1; d >= 0; --d) {
+        idx[d] = os[d] ? s % os[d] : 0;
+        s = os[d] ? s / os[d] : 0;
+      }
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (!inputs[i]) continue;
+        const auto& st = in_strides[i];
+        int64_t off = 0;
+        for (int d = 0; d < rank; ++d) off += idx[d] * st[d];
+        std::vector<int64_t> cur = idx;
+        int64_t* o = offsets[i].data();
+        for (int64_t j = 0; j < len; ++j) {
+          o[j] = off;
+          for (int d = rank - 1; d >= 0; --d) {
+            off += st[d];
+            if (++cur[d] < os[d]) break;
+            off -= st[d] * os[d];
+            cur[d] = 0;
+          }
+        }
+      }
+    }
+
+    for (int k = 0; k < nn; ++k) {
+      const ExprNode& nd = e.nodes[k];
+      double* F = isf[k] ? fl[k].data() : nullptr;
+      int64_t* I = isf[k] ? nullptr : il[k].data();
+      auto fa = [&](int src, int64_t j) -> double { return isf[src] ? fl[src][j] : static_cast<double>(il[src][j]); };
+      auto ia = [&](int src, int64_t j) -> int64_t { return isf[src] ? float_to_int(fl[src][j]) : il[src][j]; };
+      auto unary_f = [&](auto f) { for (int64_t j = 0; j < len; ++j) F[j] = f(fa(nd.a, j)); };
+      auto binary_f = [&](auto f) { for (int64_t j = 0; j < len; ++j) F[j] = f(fa(nd.a, j), fa(nd.b, j)); };
+      auto unary_i = [&](auto f) { for (int64_t j = 0; j < len; ++j) I[j] = wrap_int(nd.dtype, f(ia(nd.a, j))); };
+      auto binary_i = [&](auto f) {
+        for (int64_t j = 0; j < len; ++j) I[j] = wrap_int(nd.dtype, f(ia(nd.a, j), ia(nd.b, j)));
+      };
+      // Comparisons and logic read their operands in the operands' own kind.
+      auto compare = [&](auto f) {
+        bool opf = isf[nd.a] || isf[nd.b];
+        for (int64_t j = 0; j < len; ++j)
+          I[j] = opf ? f(fa(nd.a, j), fa(nd.b, j)) : f(ia(nd.a, j), ia(nd.b, j));
+      };
+      const bool f = isf[k];
+      switch (nd.op) {
+        case ExprOp::Input: {
+          const Tensor* t = inputs.at(nd.input);
+          KILN_CHECK(t, "expr reads absent input {}", nd.input);
+          if (is_float(t->dtype()) == f) {
+            load_lanes(*t, offsets[nd.input].data(), len, F, I);
+          } else {  // the expression reads the operand in another kind
+            std::vector<double> tf(len);
+            std::vector<int64_t> ti(len);
+            load_lanes(*t, offsets[nd.input].data(), len, tf.data(), ti.data());
+            for (int64_t j = 0; j < len; ++j) {
+              if (f) F[j] = static_cast<double>(ti[j]);
+              else I[j] = float_to_int(tf[j]);
+            }
+          }
+          break;
+        }
+        case ExprOp::Const:
+          for (int64_t j = 0; j < len; ++j) {
+            if (f) F[j] = nd.value;
+            else I[j] = static_cast<int64_t>(nd.value);
+          }
+          break;
+        case ExprOp::Neg: f ? unary_f([](double x) { return -x; }) : unary_i([](int64_t x) { return -x; }); break;
+        case ExprOp::Abs:
+          f ? unary_f([](double x) { return std::fabs(x); }) : unary_i([](int64_t x) { return x < 0 ? -x : x; });
+          break;
+        case ExprOp::Exp: unary_f([](double x) { return std::exp(x); }); break;
+        case ExprOp::Log: unary_f([](double x) { return std::log(x); }); break;
+        case ExprOp::Sqrt: unary_f([](double x) { return std::sqrt(x); }); break;
+        case ExprOp::Recip: unary_f([](double x) { return 1.0 / x; }); break;
+        case ExprOp::Floor: f ? unary_f([](double x) { return std::floor(x); }) : unary_i([](int64_t x) { return x; }); break;
+        case ExprOp::Ceil: f ? unary_f([](double x) { return std::ceil(x); }) : unary_i([](int64_t x) { return x; }); break;
+        case ExprOp::Round: f ? unary_f([](double x) { return std::nearbyint(x); }) : unary_i([](int64_t x) { return x; }); break;
+        case ExprOp::Sign:
+          f ? unary_f([](double x) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); })
+            : unary_i([](int64_t x) { return int64_t((x > 0) - (x < 0)); });
+          break;
+        case ExprOp::Sin: unary_f([](double x) { return std::sin(x); }); break;
+        case ExprOp::Cos: unary_f([](double x) { return std::cos(x); }); break;
+        case ExprOp::Tan: unary_f([](double x) { return std::tan(x); }); break;
+        case ExprOp::Asin: unary_f([](double x) { return std::asin(x); }); break;
+        case ExprOp::Acos: unary_f([](double x) { return std::acos(x); }); break;
+        case ExprOp::Atan: unary_f([](double x) { return std::atan(x); }); break;
+        case ExprOp::Sinh: unary_f([](double x) { return std::sinh(x); }); break;
+        case ExprOp::Cosh: unary_f([](double x) { return std::cosh(x); }); break;
+        case ExprOp::Tanh: unary_f([](double x) { return std::tanh(x); }); break;
+        case ExprOp::Asinh: unary_f([](double x) { return std::asinh(x); }); break;
+        case ExprOp::Acosh: unary_f([](double x) { return std::acosh(x); }); break;
+        case ExprOp::Atanh: unary_f([](double x) { return std::atanh(x); }); break;
+        case ExprOp::Erf: unary_f([](double x) { return std::erf(x); }); break;
+        case ExprOp::Not: for (int64_t j = 0; j < len; ++j) I[j] = ia(nd.a, j) == 0; break;
+        case ExprOp::BitNot: unary_i([](int64_t x) { return ~x; }); break;
+        case ExprOp::IsNan: for (int64_t j = 0; j < len; ++j) I[j] = std::isnan(fa(nd.a, j)); break;
+        case ExprOp::IsPosInf: for (int64_t j = 0; j < len; ++j) I[j] = fa(nd.a, j) == INFINITY; break;
+        case ExprOp::IsNegInf: for (int64_t j = 0; j < len; ++j) I[j] = fa(nd.a, j) == -INFINITY; break;
+        case ExprOp::Add:
+          f ? binary_f([](double a, double b) { return a + b; })
+            : binary_i([](int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); });
+          break;
+        case ExprOp::Sub:
+          f ? binary_f([](double a, double b) { return a - b; })
+            : binary_i([](int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); });
+          break;
+        case ExprOp::Mul:
+          f ? binary_f([](double a, double b) { return a * b; })
+            : binary_i([](int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); });
+          break;
+        case ExprOp::Div:
+          f ? binary_f([](double a, double b) { return a / b; })
+            : binary_i([](int64_t a, int64_t b) { return b == 0 ? int64_t(0) : a / b; });
+          break;
+        case ExprOp::Pow:
+          f ? binary_f([](double a, double b) { return std::pow(a, b); })
+            : binary_i([](int64_t a, int64_t b) { return float_to_int(std::pow(double(a), double(b))); });
+          break;
+        case ExprOp::Max: f ? binary_f(fmax_nan) : binary_i([](int64_t a, int64_t b) { return a > b ? a : b; }); break;
+        case ExprOp::Min: f ? binary_f(fmin_nan) : binary_i([](int64_t a, int64_t b) { return a < b ? a : b; }); break;
+        case ExprOp::Mod: f ? binary_f(py_mod) : binary_i(py_mod_int); break;
+        case ExprOp::FMod:
+          f ? binary_f([](double a, double b) { return std::fmod(a, b); })
+            : binary_i([](int64_t a, int64_t b) { return b == 0 ? int64_t(0) : a % b; });
+          break;
+        case ExprOp::Eq: compare([](auto a, auto b) { return int64_t(a == b); }); break;
+        case ExprOp::Lt: compare([](auto a, auto b) { return int64_t(a < b); }); break;
+        case ExprOp::Le: compare([](auto a, auto b) { return int64_t(a <= b); }); break;
+        case ExprOp::Gt: compare([](auto a, auto b) { return int64_t(a > b); }); break;
+        case ExprOp::Ge: compare([](auto a, auto b) { return int64_t(a >= b); }); break;
+        case ExprOp::And: for (int64_t j = 0; j < len; ++j) I[j] = ia(nd.a, j) && ia(nd.b, j); break;
+        case ExprOp::Or: for (int64_t j = 0; j < len; ++j) I[j] = ia(nd.a, j) || ia(nd.b, j); break;
+        case ExprOp::Xor: for (int64_t j = 0; j < len; ++j) I[j] = (ia(nd.a, j) != 0) != (ia(nd.b, j) != 0); break;
+        case ExprOp::BitAnd: binary_i([](int64_t a, int64_t b) { return a & b; }); break;
+        case ExprOp::BitOr: binary_i([](int64_t a, int64_t b) { return a | b; }); break;
+        case ExprOp::BitXor: binary_i([](int64_t a, int64_t b) { return a ^ b; }); break;
+        case ExprOp::Shl:
+          binary_i([](int64_t a, int64_t b) { return b < 0 || b >= 64 ? int64_t(0) : int64_t(uint64_t(a) << b); });
+          break;
+        case ExprOp::Shr:
+          binary_i([](int64_t a, int64_t b) { return b < 0 || b >= 64 ? int64_t(0) : int64_t(uint64_t(a) >> b); });
+          break;
+        case ExprOp::Select:
+          for (int64_t j = 0; j < len; ++j) {
+            bool c = ia(nd.a, j) != 0;
+            if (f) F[j] = c ? fa(nd.b, j) : fa(nd.c, j);
+            else I[j] = c ? ia(nd.b, j) : ia(nd.c, j);
+          }
+          break;
+        case ExprOp::Cast:
+          for (int64_t j = 0; j < len; ++j) {
+            if (f) F[j] = round_to(nd.dtype, fa(nd.a, j));
+            else if (nd.dtype == DType::Bool) I[j] = isf[nd.a] ? fl[nd.a][j] != 0 : il[nd.a][j] != 0;
+            else I[j] = wrap_int(nd.dtype, ia(nd.a, j));
+          }
+          break;
+      }
+    }
+    store_lanes(out, start, len, isf[nn - 1] ? fl[nn - 1].data() : nullptr, isf[nn - 1] ? nullptr : il[nn - 1].data());
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,15 @@
+// The execution backends the CLI can run a graph on, by name.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kiln {
+
+// "ref": the CPU reference backend on the imported graph.
+std::vector<Tensor> run_on_backend(const std::string& backend, Graph& g, const std::map<std::string, Tensor>& inputs);
+std::vector<std::string> backend_names();
+
+}  // namespace kiln

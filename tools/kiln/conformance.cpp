@@ -1,0 +1,277 @@
+#include "tools/kiln/conformance.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <onnx/onnx_pb.h>
+#include <set>
+#include <thread>
+
+#include "frontend/onnx_import.h"
+#include "frontend/tensor_proto.h"
+#include "ir/error.h"
+#include "ops/registry.h"
+#include "tools/kiln/backends.h"
+#include "tools/kiln/compare.h"
+
+namespace kiln {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TestCase {
+  std::string suite, name, dir;
+};
+
+struct Outcome {
+  std::string status;  // pass, fail, unsupported, crash
+  std::string message;
+};
+
+bool is_test_dir(const fs::path& p) { return fs::exists(p / "model.onnx"); }
+
+std::vector<TestCase> discover(const std::vector<std::string>& paths) {
+  std::vector<TestCase> tests;
+  for (const std::string& p : paths) {
+    fs::path root(p);
+    if (!fs::exists(root)) fail("conformance: '{}' does not exist", p);
+    if (is_test_dir(root)) {
+      tests.push_back({root.parent_path().filename().string(), root.filename().string(), root.string()});
+      continue;
+    }
+    std::vector<fs::path> dirs;
+    for (const auto& e : fs::directory_iterator(root))
+      if (e.is_directory() && is_test_dir(e.path())) dirs.push_back(e.path());
+    std::sort(dirs.begin(), dirs.end());
+    for (const auto& d : dirs) tests.push_back({root.filename().string(), d.filename().string(), d.string()});
+  }
+  return tests;
+}
+
+// input_0.pb, input_1.pb, ..., input_10.pb in numeric order.
+std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::pair<int, fs::path>> found;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string f = e.path().filename().string();
+    if (f.rfind(prefix, 0) == 0 && f.size() > 3 && f.substr(f.size() - 3) == ".pb") {
+      try {
+        found.push_back({std::stoi(f.substr(prefix.size())), e.path()});
+      } catch (...) {
+      }
+    }
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> r;
+  for (auto& [i, p] : found) r.push_back(p);
+  return r;
+}
+
+std::vector<std::string> model_input_names(const std::string& model_path) {
+  std::ifstream in(model_path, std::ios::binary);
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&in)) fail("{}: not a valid ONNX model", model_path);
+  std::set<std::string> inits;
+  for (const auto& i : m.graph().initializer()) inits.insert(i.name());
+  std::vector<std::string> names;
+  for (const auto& i : m.graph().input())
+    if (!inits.count(i.name())) names.push_back(i.name());
+  return names;
+}
+
+Outcome run_test(const TestCase& t, const std::string& backend) {
+  std::string model = (fs::path(t.dir) / "model.onnx").string();
+  std::vector<std::string> in_names = model_input_names(model);
+  std::vector<fs::path> sets;
+  for (const auto& e : fs::directory_iterator(t.dir))
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return {"fail", "no test_data_set_* folder"};
+  for (const fs::path& set : sets) {
+    ImportOptions opts;
+    std::vector<fs::path> ins = numbered(set, "input_");
+    for (size_t k = 0; k < ins.size(); ++k) {
+      std::string name;
+      Tensor v = read_tensor_pb(ins[k].string(), &name);
+      if (name.empty() || std::find(in_names.begin(), in_names.end(), name) == in_names.end()) {
+        if (k >= in_names.size()) fail("{}: more input files than model inputs", set.string());
+        name = in_names[k];
+      }
+      opts.known_inputs[name] = std::move(v);
+    }
+    std::vector<Tensor> want;
+    for (const fs::path& p : numbered(set, "output_")) want.push_back(read_tensor_pb(p.string()));
+
+    ImportResult imp = import_onnx_file(model, opts);
+    std::map<std::string, Tensor> feed;
+    for (Value* in : imp.graph->inputs()) {
+      auto it = opts.known_inputs.find(in->name());
+      if (it == opts.known_inputs.end()) fail("no data for input \"{}\"", in->name());
+      feed[in->name()] = it->second;
+    }
+    std::vector<Tensor> got = run_on_backend(backend, *imp.graph, feed);
+    if (got.size() != want.size())
+      return {"fail", fmt::format("{}: {} outputs but {} expected", set.filename().string(), got.size(), want.size())};
+    for (size_t k = 0; k < got.size(); ++k) {
+      std::string diff = compare_tensors(got[k], want[k]);
+      if (!diff.empty())
+        return {"fail", fmt::format("{}: output {} (\"{}\"): {}", set.filename().string(), k,
+                                    imp.graph->outputs()[k]->name(), diff)};
+    }
+  }
+  return {"pass", ""};
+}
+
+Outcome run_test_guarded(const TestCase& t, const std::string& backend) {
+  try {
+    return run_test(t, backend);
+  } catch (const Unsupported& e) {
+    return {"unsupported", e.what()};
+  } catch (const Error& e) {
+    return {"fail", e.what()};
+  } catch (const std::exception& e) {
+    return {"fail", std::string("internal error: ") + e.what()};
+  }
+}
+
+struct Running {
+  pid_t pid;
+  int fd;
+  size_t index;
+  std::chrono::steady_clock::time_point start;
+  std::string buf;
+};
+
+// Runs every test in a child process, `jobs` at a time.
+std::vector<Outcome> run_isolated(const std::vector<TestCase>& tests, const ConformanceOptions& opts) {
+  std::vector<Outcome> out(tests.size());
+  int jobs = opts.jobs > 0 ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
+  op_registry();  // build before forking so children share it
+  std::vector<Running> running;
+  size_t next = 0;
+  while (next < tests.size() || !running.empty()) {
+    while (next < tests.size() && static_cast<int>(running.size()) < jobs) {
+      int p[2];
+      if (pipe(p) != 0) fail("conformance: pipe failed");
+      std::cout.flush();
+      pid_t pid = fork();
+      if (pid < 0) fail("conformance: fork failed");
+      if (pid == 0) {
+        close(p[0]);
+        Outcome o = run_test_guarded(tests[next], opts.backend);
+        std::string msg = o.status + "\n" + o.message.substr(0, 3000);
+        ssize_t ignored = write(p[1], msg.data(), msg.size());
+        (void)ignored;
+        close(p[1]);
+        _exit(0);
+      }
+      close(p[1]);
+      fcntl(p[0], F_SETFL, O_NONBLOCK);
+      running.push_back({pid, p[0], next, std::chrono::steady_clock::now(), ""});
+      ++next;
+    }
+    std::vector<pollfd> fds;
+    for (auto& r : running) fds.push_back({r.fd, POLLIN, 0});
+    poll(fds.data(), fds.size(), 100);
+    for (auto it = running.begin(); it != running.end();) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = read(it->fd, buf, sizeof buf)) > 0) it->buf.append(buf, n);
+      int status = 0;
+      pid_t w = waitpid(it->pid, &status, WNOHANG);
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - it->start).count();
+      if (w == 0 && secs > opts.timeout_s) {
+        kill(it->pid, SIGKILL);
+        waitpid(it->pid, &status, 0);
+        out[it->index] = {"crash", fmt::format("timed out after {} s", opts.timeout_s)};
+      } else if (w == it->pid) {
+        while ((n = read(it->fd, buf, sizeof buf)) > 0) it->buf.append(buf, n);
+        if (WIFSIGNALED(status)) {
+          out[it->index] = {"crash", fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)))};
+        } else if (it->buf.empty()) {
+          out[it->index] = {"crash", fmt::format("exited with code {} and no result", WEXITSTATUS(status))};
+        } else {
+          auto nl = it->buf.find('\n');
+          out[it->index] = {it->buf.substr(0, nl), nl == std::string::npos ? "" : it->buf.substr(nl + 1)};
+        }
+      } else {
+        ++it;
+        continue;
+      }
+      close(it->fd);
+      it = running.erase(it);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_conformance(const ConformanceOptions& opts) {
+  std::vector<std::string> paths = opts.paths;
+  if (paths.empty())
+    for (const char* s : {"node", "pytorch-converted", "pytorch-operator", "simple"})
+      paths.push_back((fs::path(kDebianTestData) / s).string());
+  std::vector<TestCase> tests = discover(paths);
+  if (!opts.filter.empty())
+    std::erase_if(tests, [&](const TestCase& t) { return t.name.find(opts.filter) == std::string::npos; });
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Outcome> results = run_isolated(tests, opts);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  struct Count {
+    int pass = 0, fail = 0, unsupported = 0, crash = 0;
+  };
+  std::map<std::string, Count> suites;
+  std::vector<std::string> suite_order;
+  Count total;
+  nlohmann::json jtests = nlohmann::json::array();
+  for (size_t i = 0; i < tests.size(); ++i) {
+    const Outcome& o = results[i];
+    if (!suites.count(tests[i].suite)) suite_order.push_back(tests[i].suite);
+    Count& c = suites[tests[i].suite];
+    for (Count* k : {&c, &total}) {
+      if (o.status == "pass") ++k->pass;
+      else if (o.status == "unsupported") ++k->unsupported;
+      else if (o.status == "crash") ++k->crash;
+      else ++k->fail;
+    }
+    if (opts.verbose && o.status != "pass")
+      std::cout << o.status << " " << tests[i].suite << "/" << tests[i].name << ": " << o.message << "\n";
+    jtests.push_back({{"suite", tests[i].suite}, {"name", tests[i].name}, {"status", o.status}, {"message", o.message}});
+  }
+  for (const std::string& s : suite_order) {
+    const Count& c = suites[s];
+    int n = c.pass + c.fail + c.unsupported + c.crash;
+    std::cout << fmt::format("{} [{}]: {} passed, {} failed, {} unsupported, {} crashed of {} ({:.1f}% pass)\n", s,
+                             opts.backend, c.pass, c.fail, c.unsupported, c.crash, n, n ? 100.0 * c.pass / n : 0.0);
+  }
+  std::cout << fmt::format("conformance [{}] took {:.1f} s\n", opts.backend, secs);
+  std::cout << fmt::format("{} passed, {} failed, {} skipped\n", total.pass, total.fail + total.crash,
+                           total.unsupported);
+  if (!opts.json_path.empty()) {
+    nlohmann::json j = {{"backend", opts.backend},
+                        {"summary",
+                         {{"passed", total.pass},
+                          {"failed", total.fail},
+                          {"unsupported", total.unsupported},
+                          {"crashed", total.crash}}},
+                        {"tests", jtests}};
+    std::ofstream f(opts.json_path);
+    if (!f) fail("cannot write {}", opts.json_path);
+    f << j.dump(1) << "\n";
+  }
+  return (total.fail + total.crash) ? 1 : 0;
+}
+
+}  // namespace kiln

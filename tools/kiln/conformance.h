@@ -1,0 +1,27 @@
+// The ONNX backend-test runner behind `kiln conformance`: runs test folders
+// (model.onnx + test_data_set_N/{input,output}_K.pb), each in its own forked
+// process so a crash ends only that test, and reports pass / fail /
+// unsupported / crash per suite, with optional JSON.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct ConformanceOptions {
+  std::string backend = "ref";
+  std::vector<std::string> paths;  // test dirs or folders of them; empty: Debian's suites
+  std::string json_path;
+  std::string filter;              // substring a test name must contain
+  int jobs = 0;                    // 0: number of CPUs
+  int timeout_s = 300;             // per test
+  bool verbose = false;            // print every non-passing test
+};
+
+// Returns the process exit code: 0 when no test failed or crashed.
+int run_conformance(const ConformanceOptions& opts);
+
+// Where Debian's libonnx-testdata puts the suites.
+inline constexpr const char* kDebianTestData = "/usr/share/libonnx-testdata/data";
+
+}  // namespace kiln
