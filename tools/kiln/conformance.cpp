@@ -90,35 +90,15 @@ std::vector<std::string> model_input_names(const std::string& model_path) {
 }
 
 Outcome run_test(const TestCase& t, const std::string& backend) {
-  std::string model = (fs::path(t.dir) / "model.onnx").string();
-  std::vector<std::string> in_names = model_input_names(model);
   std::vector<fs::path> sets;
   for (const auto& e : fs::directory_iterator(t.dir))
     if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return {"fail", "no test_data_set_* folder"};
   for (const fs::path& set : sets) {
-    ImportOptions opts;
-    std::vector<fs::path> ins = numbered(set, "input_");
-    for (size_t k = 0; k < ins.size(); ++k) {
-      std::string name;
-      Tensor v = read_tensor_pb(ins[k].string(), &name);
-      if (name.empty() || std::find(in_names.begin(), in_names.end(), name) == in_names.end()) {
-        if (k >= in_names.size()) fail("{}: more input files than model inputs", set.string());
-        name = in_names[k];
-      }
-      opts.known_inputs[name] = std::move(v);
-    }
-    std::vector<Tensor> want;
-    for (const fs::path& p : numbered(set, "output_")) want.push_back(read_tensor_pb(p.string()));
-
-    ImportResult imp = import_onnx_file(model, opts);
     std::map<std::string, Tensor> feed;
-    for (Value* in : imp.graph->inputs()) {
-      auto it = opts.known_inputs.find(in->name());
-      if (it == opts.known_inputs.end()) fail("no data for input \"{}\"", in->name());
-      feed[in->name()] = it->second;
-    }
+    std::vector<Tensor> want;
+    ImportResult imp = import_conformance_case(t.dir, set.filename().string(), &feed, &want);
     std::vector<Tensor> got = run_on_backend(backend, *imp.graph, feed);
     if (got.size() != want.size())
       return {"fail", fmt::format("{}: {} outputs but {} expected", set.filename().string(), got.size(), want.size())};
@@ -216,6 +196,41 @@ std::vector<Outcome> run_isolated(const std::vector<TestCase>& tests, const Conf
 }
 
 }  // namespace
+
+ImportResult import_conformance_case(const std::string& dir, const std::string& data_set,
+                                     std::map<std::string, Tensor>* feed, std::vector<Tensor>* expected) {
+  std::string model = (fs::path(dir) / "model.onnx").string();
+  std::vector<std::string> in_names = model_input_names(model);
+  fs::path set = fs::path(dir) / data_set;
+  ImportOptions opts;
+  std::vector<fs::path> ins = numbered(set, "input_");
+  for (size_t k = 0; k < ins.size(); ++k) {
+    std::string name;
+    Tensor v = read_tensor_pb(ins[k].string(), &name);
+    if (name.empty() || std::find(in_names.begin(), in_names.end(), name) == in_names.end()) {
+      if (k >= in_names.size()) fail("{}: more input files than model inputs", set.string());
+      name = in_names[k];
+    }
+    opts.known_inputs[name] = std::move(v);
+  }
+  if (expected)
+    for (const fs::path& p : numbered(set, "output_")) expected->push_back(read_tensor_pb(p.string()));
+  ImportResult imp = import_onnx_file(model, opts);
+  if (feed) {
+    for (Value* in : imp.graph->inputs()) {
+      auto it = opts.known_inputs.find(in->name());
+      if (it == opts.known_inputs.end()) fail("{}: no data for input \"{}\"", set.string(), in->name());
+      (*feed)[in->name()] = it->second;
+    }
+  }
+  return imp;
+}
+
+std::vector<std::string> conformance_test_dirs(const std::vector<std::string>& paths) {
+  std::vector<std::string> r;
+  for (const TestCase& t : discover(paths)) r.push_back(t.dir);
+  return r;
+}
 
 int run_conformance(const ConformanceOptions& opts) {
   std::vector<std::string> paths = opts.paths;

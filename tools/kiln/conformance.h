@@ -3,8 +3,11 @@
 // process so a crash ends only that test, and reports pass / fail /
 // unsupported / crash per suite, with optional JSON.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
+
+#include "frontend/onnx_import.h"
 
 namespace kiln {
 
@@ -20,6 +23,15 @@ struct ConformanceOptions {
 
 // Returns the process exit code: 0 when no test failed or crashed.
 int run_conformance(const ConformanceOptions& opts);
+
+// Imports the model of one test folder with the inputs of one data set
+// (test_data_set_N) as known inputs; fills `feed` with the runtime inputs and
+// `expected` with the expected outputs when given.
+ImportResult import_conformance_case(const std::string& dir, const std::string& data_set,
+                                     std::map<std::string, Tensor>* feed = nullptr,
+                                     std::vector<Tensor>* expected = nullptr);
+// Every test folder under the given paths (a test folder or a folder of them).
+std::vector<std::string> conformance_test_dirs(const std::vector<std::string>& paths);
 
 // Where Debian's libonnx-testdata puts the suites.
 inline constexpr const char* kDebianTestData = "/usr/share/libonnx-testdata/data";
