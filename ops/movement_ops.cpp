@@ -303,49 +303,57 @@ OpDef pad_op() {
     std::vector<int64_t> pads = k.attrs.get_ints("pads");
     PadMode mode = pad_mode(k.attrs.get_string("mode", "constant"), nullptr);
     const int r = in.rank();
-    const size_t es = dtype_size(in.dtype());
+    const int64_t es = static_cast<int64_t>(dtype_size(in.dtype()));
     const Shape &is = in.shape(), &os = out.shape();
-    if (mode == PadMode::Constant) {
-      Tensor value = k.has(1) ? *k.inputs[1] : Tensor::scalar(in.dtype(), k.attrs.get_float("value", 0.0f));
-      fill_bytes(out.raw(), value.raw(), es, out.numel());
-      // The part of the result that comes from the operand: one strided copy.
-      Shape region(r);
-      int64_t src_off = 0, dst_off = 0;
-      std::vector<int64_t> ist = strides_of(is), ost = strides_of(os);
-      for (int i = 0; i < r; ++i) {
-        int64_t lo = std::max<int64_t>(0, pads[i]), hi = std::min<int64_t>(os[i], pads[i] + is[i]);
-        if (hi <= lo) return;  // nothing of the operand survives
-        region[i] = hi - lo;
-        dst_off += lo * ost[i];
-        src_off += (lo - pads[i]) * ist[i];
-      }
-      copy_strided(static_cast<const uint8_t*>(in.raw()) + src_off * int64_t(es), ist,
-                   static_cast<uint8_t*>(out.raw()) + dst_off * int64_t(es), ost, region, es);
-      return;
-    }
-    // reflect / edge / wrap: per dim, the source index of each result index.
-    std::vector<std::vector<int64_t>> map(r);
-    std::vector<int64_t> ist = strides_of(is);
-    for (int i = 0; i < r; ++i) {
-      map[i].resize(os[i]);
-      for (int64_t o = 0; o < os[i]; ++o) map[i][o] = pad_source(mode, o - pads[i], is[i]) * ist[i];
-    }
+    Tensor value = k.has(1) ? *k.inputs[1] : Tensor::scalar(in.dtype(), k.attrs.get_float("value", 0.0f));
     const auto* src = static_cast<const uint8_t*>(in.raw());
     auto* dst = static_cast<uint8_t*>(out.raw());
     if (r == 0) {
       std::memcpy(dst, src, es);
       return;
     }
+    // Per dim, the source offset (index * stride) of each result index, or
+    // kPadded where the constant goes.
+    constexpr int64_t kPadded = INT64_MIN;
+    std::vector<std::vector<int64_t>> map(r);
+    std::vector<int64_t> ist = strides_of(is);
+    for (int i = 0; i < r; ++i) {
+      map[i].resize(os[i]);
+      for (int64_t o = 0; o < os[i]; ++o) {
+        int64_t p = pad_source(mode, o - pads[i], is[i]);
+        map[i][o] = p < 0 ? kPadded : p * ist[i];
+      }
+    }
+    // Rows along the last dim: result positions [mid_lo, mid_hi) read one
+    // contiguous run of an operand row; the rest is per element.
     const int64_t inner = os[r - 1];
     const std::vector<int64_t>& im = map[r - 1];
+    const int64_t mid_lo = std::clamp<int64_t>(pads[r - 1], 0, inner);
+    const int64_t mid_hi = std::clamp<int64_t>(pads[r - 1] + is[r - 1], mid_lo, inner);
+    auto edge = [&](uint8_t* dd, const uint8_t* s, int64_t lo, int64_t hi) {
+      for (int64_t o = lo; o < hi; ++o) {
+        if (im[o] == kPadded) std::memcpy(dd + o * es, value.raw(), es);
+        else std::memcpy(dd + o * es, s + im[o] * es, es);
+      }
+    };
     std::vector<int64_t> idx(r - 1, 0);
-    int64_t rows = out.numel() / inner;
+    const int64_t rows = out.numel() / inner;
     for (int64_t row = 0; row < rows; ++row) {
+      uint8_t* dd = dst + row * inner * es;
       int64_t base = 0;
-      for (int i = 0; i < r - 1; ++i) base += map[i][idx[i]];
-      const uint8_t* s = src + base * int64_t(es);
-      uint8_t* dd = dst + row * inner * int64_t(es);
-      for (int64_t o = 0; o < inner; ++o) std::memcpy(dd + o * int64_t(es), s + im[o] * int64_t(es), es);
+      bool padded = false;
+      for (int i = 0; i < r - 1 && !padded; ++i) {
+        padded = map[i][idx[i]] == kPadded;
+        base += padded ? 0 : map[i][idx[i]];
+      }
+      if (padded) {
+        fill_bytes(dd, value.raw(), es, inner);
+      } else {
+        const uint8_t* s = src + base * es;
+        edge(dd, s, 0, mid_lo);
+        if (mid_hi > mid_lo) std::memcpy(dd + mid_lo * es, s + im[mid_lo] * es, static_cast<size_t>(mid_hi - mid_lo) * es);
+        edge(dd, s, mid_hi, inner);
+      }
       for (int i = r - 2; i >= 0; --i) {
         if (++idx[i] < os[i]) break;
         idx[i] = 0;

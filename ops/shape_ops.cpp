@@ -64,6 +64,41 @@ void strided_run(const uint8_t* s, int64_t ss, uint8_t* d, int64_t ds, int64_t n
   }
 }
 
+// dst[i*di + j*dj] = src[i*si + j*sj] for i < ni, j < nj, in 32x32 tiles.
+template <typename T>
+void tiled_2d_t(const uint8_t* s, int64_t si, int64_t sj, uint8_t* d, int64_t di, int64_t dj, int64_t ni, int64_t nj) {
+  constexpr int64_t B = 32;
+  const int64_t z = sizeof(T);
+  for (int64_t i0 = 0; i0 < ni; i0 += B) {
+    const int64_t i1 = std::min(ni, i0 + B);
+    for (int64_t j0 = 0; j0 < nj; j0 += B) {
+      const int64_t j1 = std::min(nj, j0 + B);
+      for (int64_t i = i0; i < i1; ++i) {
+        const uint8_t* srow = s + i * si * z;
+        uint8_t* drow = d + i * di * z;
+        for (int64_t j = j0; j < j1; ++j) {
+          T v;
+          std::memcpy(&v, srow + j * sj * z, sizeof(T));
+          std::memcpy(drow + j * dj * z, &v, sizeof(T));
+        }
+      }
+    }
+  }
+}
+
+void tiled_2d(const uint8_t* s, int64_t si, int64_t sj, uint8_t* d, int64_t di, int64_t dj, int64_t ni, int64_t nj,
+              size_t es) {
+  switch (es) {
+    case 1: return tiled_2d_t<uint8_t>(s, si, sj, d, di, dj, ni, nj);
+    case 2: return tiled_2d_t<uint16_t>(s, si, sj, d, di, dj, ni, nj);
+    case 4: return tiled_2d_t<uint32_t>(s, si, sj, d, di, dj, ni, nj);
+    case 8: return tiled_2d_t<uint64_t>(s, si, sj, d, di, dj, ni, nj);
+    default:
+      for (int64_t i = 0; i < ni; ++i)
+        strided_run(s + i * si * int64_t(es), sj, d + i * di * int64_t(es), dj, nj, es);
+  }
+}
+
 }  // namespace
 
 void copy_strided(const void* src, const std::vector<int64_t>& src_strides, void* dst,
@@ -92,13 +127,28 @@ void copy_strided(const void* src, const std::vector<int64_t>& src_strides, void
   }
   const Dim in = dims.front();
   std::vector<Dim> outer(dims.rbegin(), dims.rend() - 1);  // outer to inner, without the innermost
+  // A transpose-like copy (the innermost dim jumps in src while some other
+  // dim is contiguous there) goes through cache-sized 2-D tiles of those two dims.
+  int tile_dim = -1;
+  if (in.s != 1 && in.size >= 8)
+    for (size_t j = 0; j < outer.size(); ++j)
+      if (outer[j].s == 1 && outer[j].size >= 8) tile_dim = static_cast<int>(j);
+  Dim t{1, 0, 0};
+  if (tile_dim >= 0) {
+    t = outer[tile_dim];
+    outer.erase(outer.begin() + tile_dim);
+  }
   size_t k = outer.size();
   std::vector<int64_t> idx(k, 0);
   int64_t so = 0, dof = 0;
-  const int64_t iters = n / in.size;
+  const int64_t iters = n / (in.size * t.size);
   const int64_t ies = static_cast<int64_t>(es);
   for (int64_t it = 0; it < iters; ++it) {
-    strided_run(sp + so * ies, in.s, dp + dof * ies, in.d, in.size, es);
+    if (tile_dim >= 0) {
+      tiled_2d(sp + so * ies, in.s, t.s, dp + dof * ies, in.d, t.d, in.size, t.size, es);
+    } else {
+      strided_run(sp + so * ies, in.s, dp + dof * ies, in.d, in.size, es);
+    }
     for (size_t j = k; j-- > 0;) {
       if (++idx[j] < outer[j].size) {
         so += outer[j].s;

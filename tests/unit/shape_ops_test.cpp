@@ -127,21 +127,29 @@ TEST(ShapeOps, TransposeOfBoolMovesBytes) {
   EXPECT_EQ(values(y), (std::vector<double>{1, 0, 1, 1}));
 }
 
-TEST(ShapeOps, TransposeLargeMatchesNaiveLoop) {
-  Shape s{3, 5, 7, 11, 2};
-  I perm{4, 1, 3, 0, 2};
-  Tensor x = iota(DType::F32, s);
+// Checks transpose against an index-by-index loop (the input holds its own flat indices).
+void check_transpose(DType dt, const Shape& s, const I& perm) {
+  Tensor x = iota(dt, s);
   Tensor y = run("transpose", {x}, attrs({{"perm", perm}}));
   std::vector<int64_t> ist = strides_of(s), ost = strides_of(y.shape());
   for (int64_t o = 0; o < y.numel(); ++o) {
     int64_t rem = o, src = 0;
-    for (int d = 0; d < 5; ++d) {
+    for (size_t d = 0; d < s.size(); ++d) {
       int64_t i = rem / ost[d];
       rem %= ost[d];
       src += i * ist[perm[d]];
     }
-    ASSERT_EQ(y.get_double(o), static_cast<double>(src)) << "at " << o;
+    ASSERT_EQ(y.get_double(o), x.get_double(src)) << "at " << o;
   }
+}
+
+TEST(ShapeOps, TransposeMatchesNaiveLoop) {
+  check_transpose(DType::F32, {3, 5, 7, 11, 2}, {4, 1, 3, 0, 2});
+  // Tiled paths (both dims >= 8, partial 32-blocks), every element size.
+  check_transpose(DType::F32, {2, 40, 50}, {0, 2, 1});
+  check_transpose(DType::F16, {70, 33}, {1, 0});
+  check_transpose(DType::U8, {3, 9, 4, 65}, {3, 0, 2, 1});
+  check_transpose(DType::F64, {9, 2, 37}, {2, 1, 0});
 }
 
 // ---------------------------------------------------------------------------
@@ -291,6 +299,47 @@ TEST(ShapeOps, PadReflectEdgeWrapMatchNumpy) {
   // Reflect wider than the dim: np.pad([1,2,3], (5,4), 'reflect')
   Tensor big = run("pad", {ints(DType::I8, {3}, {1, 2, 3})}, attrs({{"pads", I{5, 4}}, {"mode", std::string("reflect")}}));
   EXPECT_EQ(values(big), (std::vector<double>{2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3}));
+}
+
+// numpy-style padding by repeated mirroring (independent of the kernel's modular formula).
+int64_t naive_source(const std::string& mode, int64_t p, int64_t d) {
+  if (p >= 0 && p < d) return p;
+  if (mode == "constant") return -1;
+  if (mode == "edge") return p < 0 ? 0 : d - 1;
+  if (mode == "wrap") {
+    while (p < 0) p += d;
+    return p % d;
+  }
+  if (d == 1) return 0;
+  while (p < 0 || p >= d) p = p < 0 ? -p : 2 * (d - 1) - p;
+  return p;
+}
+
+TEST(ShapeOps, PadMatchesNaiveLoopInEveryMode) {
+  Shape s{3, 4, 5};
+  Tensor x = iota(DType::F32, s);
+  std::vector<I> pad_sets = {{0, 0, 0, 0, 0, 0}, {1, 2, 3, 2, 1, 0}, {-1, 0, 2, 1, -2, 7}, {2, -3, -1, -2, 5, -3}};
+  for (const char* mode : {"constant", "reflect", "edge", "wrap"})
+    for (const I& pads : pad_sets) {
+      AttrMap a = attrs({{"pads", pads}, {"mode", std::string(mode)}});
+      if (std::string(mode) == "constant") a.set("value", -7.0f);
+      Tensor y = run("pad", {x}, a);
+      Shape os = y.shape();
+      std::vector<int64_t> ost = strides_of(os), ist = strides_of(s);
+      for (int64_t o = 0; o < y.numel(); ++o) {
+        int64_t rem = o, src = 0;
+        bool padded = false;
+        for (int d = 0; d < 3; ++d) {
+          int64_t i = rem / ost[d];
+          rem %= ost[d];
+          int64_t p = naive_source(mode, i - pads[d], s[d]);
+          padded |= p < 0;
+          src += p * ist[d];
+        }
+        ASSERT_EQ(y.get_double(o), padded ? -7.0 : x.get_double(src))
+            << mode << " pads " << ::testing::PrintToString(pads) << " at " << o;
+      }
+    }
 }
 
 TEST(ShapeOps, PadReflectWithCropOnOtherSide) {
