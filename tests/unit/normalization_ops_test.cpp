@@ -338,6 +338,19 @@ TEST(NormalizationAdapters, GroupNormOpset18RepeatsPerGroupParams) {
   EXPECT_THROW(import_and_run(spec), Error);
 }
 
+TEST(NormalizationAdapters, GroupNormOpset18RuntimeParamsAreRepeatedInTheGraph) {
+  // Per-group params that are graph inputs are expanded with reshape/mul/reshape.
+  if (!op_registry().find("reshape")) GTEST_SKIP() << "kiln op 'reshape' (shape family) is not registered yet";
+  Tensor x = f32({1, 4, 1}, {1, 3, 0, 4});
+  OnnxNode spec{"GroupNormalization", 18,
+                {{"x", x}, {"s", f32({2}, {2, 3})}, {"b", f32({2}, {1, -1})}},
+                {"y"},
+                {int_attr("num_groups", 2)},
+                {}};
+  double i0 = 1 / std::sqrt(1 + 1e-5), i1 = 1 / std::sqrt(4 + 1e-5);
+  expect_near_all(import_and_run(spec)[0], {-i0 * 2 + 1, i0 * 2 + 1, -2 * i1 * 3 - 1, 2 * i1 * 3 - 1}, 1e-5);
+}
+
 OnnxNode batch_norm_spec(int64_t opset) {
   Tensor x = f32({1, 2, 1}, {1, 2});
   Tensor p = f32({2}, {1, 1});
