@@ -88,6 +88,8 @@ int main(int argc, char** argv) {
   conf->add_option("-j,--jobs", copts.jobs, "Tests run at once (default: CPUs)");
   conf->add_option("--timeout", copts.timeout_s, "Seconds per test before it counts as a crash");
   conf->add_flag("-v,--verbose", copts.verbose, "Print every test that does not pass");
+  conf->add_option("--require-pass", copts.require_pass,
+                   "Gate: SUITE[+SUITE...]:PERCENT must pass (exit code then reflects the gates)");
 
   std::string docs_out;
   auto* docs = app.add_subcommand("gen-op-docs", "Write docs/ops.md from the op registry");
