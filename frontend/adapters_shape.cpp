@@ -129,7 +129,12 @@ void flatten_adapter(ImportContext& c) {
   if (axis < 0 && c.opset() >= 11) axis += r;
   if (axis < 0 || axis > r) c.fail("axis {} is out of range for rank {}", c.attrs().get_int("axis", 1), r);
   const Shape& s = x->shape();
-  Shape out{shape_numel(Shape(s.begin(), s.begin() + axis)), shape_numel(Shape(s.begin() + axis, s.end()))};
+  Shape out;
+  try {
+    out = {shape_numel(Shape(s.begin(), s.begin() + axis)), shape_numel(Shape(s.begin() + axis, s.end()))};
+  } catch (const Error& e) {
+    c.fail("{}", e.what());
+  }
   c.set_outputs({emit_reshape(c, x, out)});
 }
 
@@ -466,6 +471,9 @@ void constant_of_shape_adapter(ImportContext& c) {
   } catch (const Error& e) {
     c.fail("{}", e.what());
   }
+  if (static_cast<double>(shape_numel(s)) * static_cast<double>(dtype_size(value.dtype())) > double(int64_t(1) << 34))
+    c.unsupported("a {} constant of shape [{}] is too large to build at compile time", dtype_name(value.dtype()),
+                  fmt::join(dims, ","));
   Tensor t(value.dtype(), s);
   ops::fill_bytes(t.raw(), value.raw(), dtype_size(value.dtype()), t.numel());
   c.set_outputs({c.constant(t)});

@@ -92,7 +92,7 @@ OpDef concat_op() {
         if (k != a && s[k] != out[k])
           c.fail("operand {} is {} but operand 0 is {}: dim {} differs off the concat axis {}", i, c.type(i).str(),
                  c.type(0).str(), k, a);
-      out[a] += s[a];
+      if (__builtin_add_overflow(out[a], s[a], &out[a])) c.fail("concatenated dim {} overflows", a);
     }
     return std::vector<TensorType>{TensorType(c.dtype(0), out)};
   };
@@ -144,7 +144,7 @@ OpDef split_op() {
     std::vector<TensorType> r_types;
     for (int64_t s : split) {
       if (s < 0) c.fail("split [{}] has a negative size", fmt::join(split, ","));
-      sum += s;
+      if (__builtin_add_overflow(sum, s, &sum)) c.fail("split [{}] overflows", fmt::join(split, ","));
       Shape o = c.shape(0);
       o[a] = s;
       r_types.emplace_back(c.dtype(0), o);
@@ -284,7 +284,7 @@ OpDef pad_op() {
       int64_t dim = c.shape(0)[i], b = pads[i], e = pads[i + r];
       constexpr int64_t kMax = int64_t(1) << 50;
       if (b > kMax || b < -kMax || e > kMax || e < -kMax) c.fail("pads [{}] are too large", fmt::join(pads, ","));
-      out[i] = dim + b + e;
+      if (__builtin_add_overflow(dim, b + e, &out[i])) c.fail("padded dim {} overflows", i);
       if (out[i] < 0) c.fail("pads {} and {} remove more than dim {} of {}", b, e, i, c.type(0).str());
       if (mode != PadMode::Constant && dim == 0 && out[i] > 0)
         c.fail("{} padding of the empty dim {} has nothing to copy", c.attrs().get_string("mode", ""), i);

@@ -344,7 +344,10 @@ OpDef depth_to_space_op() {
     const Shape& s = c.shape(0);
     if (b > (int64_t(1) << 31) || s[1] % (b * b) != 0)
       c.fail("channels {} are not divisible by blocksize^2 ({}^2)", s[1], b);
-    return std::vector<TensorType>{TensorType(c.dtype(0), {s[0], s[1] / (b * b), s[2] * b, s[3] * b})};
+    Shape out{s[0], s[1] / (b * b), 0, 0};
+    if (__builtin_mul_overflow(s[2], b, &out[2]) || __builtin_mul_overflow(s[3], b, &out[3]))
+      c.fail("result dims overflow");
+    return std::vector<TensorType>{TensorType(c.dtype(0), out)};
   };
   d.reference = [](KernelContext& k) {
     const Tensor& in = k.in(0);
@@ -374,7 +377,8 @@ OpDef space_to_depth_op() {
     const Shape& s = c.shape(0);
     if (s[2] % b != 0 || s[3] % b != 0) c.fail("spatial dims {}x{} are not divisible by blocksize {}", s[2], s[3], b);
     if (b > (int64_t(1) << 31)) c.fail("blocksize {} is too large", b);
-    Shape out{s[0], s[1] * b * b, s[2] / b, s[3] / b};
+    Shape out{s[0], 0, s[2] / b, s[3] / b};
+    if (__builtin_mul_overflow(s[1], b * b, &out[1])) c.fail("result channels overflow");
     try {
       shape_numel(out);
     } catch (const Error& e) {
@@ -405,7 +409,7 @@ int64_t range_count(const Tensor& start, const Tensor& limit, const Tensor& delt
     if (dl == 0 || std::isnan(dl)) return -1;
     double n = std::ceil((l - s) / dl);
     if (std::isnan(n)) return -2;
-    if (n > double(int64_t(1) << 40)) return -3;
+    if (n > double(int64_t(1) << 32)) return -3;
     return n > 0 ? static_cast<int64_t>(n) : 0;
   }
   // Integers: exact ceiling division in 128-bit (limit - start cannot overflow there).
@@ -420,7 +424,7 @@ int64_t range_count(const Tensor& start, const Tensor& limit, const Tensor& delt
   __int128 q = diff / dl;
   if ((diff % dl != 0) && ((diff > 0) == (dl > 0))) ++q;  // ceil
   if (q <= 0) return 0;
-  if (q > (__int128(1) << 40)) return -3;
+  if (q > (__int128(1) << 32)) return -3;
   return static_cast<int64_t>(q);
 }
 
@@ -441,7 +445,7 @@ OpDef range_op() {
     int64_t n = range_count(s, l, dl);
     if (n == -1) c.fail("delta is zero");
     if (n == -2) c.fail("range({}, {}, {}) has no defined length", s.get_double(0), l.get_double(0), dl.get_double(0));
-    if (n < 0) c.fail("range({}, {}, {}) is too long", s.get_double(0), l.get_double(0), dl.get_double(0));
+    if (n < 0) c.unsupported("range({}, {}, {}) has more than 2^32 elements", s.get_double(0), l.get_double(0), dl.get_double(0));
     return std::vector<TensorType>{TensorType(c.dtype(0), {n})};
   };
   d.reference = [](KernelContext& k) {
