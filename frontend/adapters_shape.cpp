@@ -314,6 +314,15 @@ void slice_adapter(ImportContext& c) {
 // ---------------------------------------------------------------------------
 // Pad
 
+// True when `v` is a constant or computed from constants only (no graph inputs).
+bool fixed_by_model(const Value* v, int depth = 0) {
+  if (v->is_constant()) return true;
+  if (v->is_input() || depth > 64) return false;
+  for (const Value* in : v->producer()->inputs())
+    if (in && !fixed_by_model(in, depth + 1)) return false;
+  return true;
+}
+
 // The one element of `t` as an f32 when that is exact (integers past 2^24 and
 // most f64 values are not: those stay a constant operand of pad).
 std::optional<float> exact_f32(const Tensor& t) {
@@ -355,7 +364,9 @@ void pad_adapter(ImportContext& c) {
       if (v->dtype() != x->dtype())
         c.fail("constant_value is {} but the data is {}", dtype_name(v->dtype()), dtype_name(x->dtype()));
       if (v->type().numel() != 1) c.fail("constant_value must be one element, got {}", v->type().str());
-      const Tensor* t = c.value(2);
+      // Only read the value when it is fixed by the model; asking for a graph
+      // input's value would freeze that input into a constant.
+      const Tensor* t = fixed_by_model(v) ? c.value(2) : nullptr;
       if (std::optional<float> f = t ? exact_f32(*t) : std::nullopt) value = f;
       else value_operand = v;
     }

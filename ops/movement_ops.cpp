@@ -351,7 +351,8 @@ OpDef pad_op() {
       } else {
         const uint8_t* s = src + base * es;
         edge(dd, s, 0, mid_lo);
-        if (mid_hi > mid_lo) std::memcpy(dd + mid_lo * es, s + im[mid_lo] * es, static_cast<size_t>(mid_hi - mid_lo) * es);
+        if (mid_hi > mid_lo)
+          std::memcpy(dd + mid_lo * es, s + im[mid_lo] * es, static_cast<size_t>(mid_hi - mid_lo) * es);
         edge(dd, s, mid_hi, inner);
       }
       for (int i = r - 2; i >= 0; --i) {

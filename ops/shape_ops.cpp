@@ -216,7 +216,8 @@ OpDef transpose_op() {
   d.infer = [](InferContext& c) {
     std::vector<int64_t> perm = attr_ints(c, "perm");
     int r = c.rank(0);
-    if (static_cast<int>(perm.size()) != r) c.fail("perm [{}] has {} entries for rank {}", fmt::join(perm, ","), perm.size(), r);
+    if (static_cast<int>(perm.size()) != r)
+      c.fail("perm [{}] has {} entries for rank {}", fmt::join(perm, ","), perm.size(), r);
     std::vector<bool> seen(r, false);
     Shape out(r);
     for (int i = 0; i < r; ++i) {
@@ -445,7 +446,9 @@ OpDef range_op() {
     int64_t n = range_count(s, l, dl);
     if (n == -1) c.fail("delta is zero");
     if (n == -2) c.fail("range({}, {}, {}) has no defined length", s.get_double(0), l.get_double(0), dl.get_double(0));
-    if (n < 0) c.unsupported("range({}, {}, {}) has more than 2^32 elements", s.get_double(0), l.get_double(0), dl.get_double(0));
+    if (n < 0)
+      c.unsupported("range({}, {}, {}) has more than 2^32 elements", s.get_double(0), l.get_double(0),
+                    dl.get_double(0));
     return std::vector<TensorType>{TensorType(c.dtype(0), {n})};
   };
   d.reference = [](KernelContext& k) {

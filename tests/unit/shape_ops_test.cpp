@@ -251,7 +251,8 @@ TEST(ShapeOps, SliceNegativeStepsIn2d) {
 }
 
 TEST(ShapeOps, SliceEmptyResult) {
-  Tensor y = run("slice", {iota(DType::F32, {3, 4})}, attrs({{"starts", I{1, 2}}, {"ends", I{1, 4}}, {"steps", I{1, 1}}}));
+  Tensor y =
+      run("slice", {iota(DType::F32, {3, 4})}, attrs({{"starts", I{1, 2}}, {"ends", I{1, 4}}, {"steps", I{1, 1}}}));
   EXPECT_EQ(y.shape(), (Shape{0, 2}));
 }
 
@@ -262,10 +263,12 @@ TEST(ShapeOps, PadRejectsCropPastTheDim) {
   EXPECT_ERROR_HAS(infer("pad", {TensorType(DType::F32, {3, 2})}, attrs({{"pads", I{0, -2, 0, -1}}})),
                    "remove more than dim 1");
   EXPECT_ERROR_HAS(infer("pad", {TensorType(DType::F32, {3})}, attrs({{"pads", I{1}}})), "needs 2 values");
-  EXPECT_ERROR_HAS(infer("pad", {TensorType(DType::F32, {3})}, attrs({{"pads", I{1, 1}}, {"mode", std::string("mirror")}})),
-                   "mode 'mirror'");
-  EXPECT_ERROR_HAS(infer("pad", {TensorType(DType::F32, {0})}, attrs({{"pads", I{1, 1}}, {"mode", std::string("edge")}})),
-                   "nothing to copy");
+  EXPECT_ERROR_HAS(
+      infer("pad", {TensorType(DType::F32, {3})}, attrs({{"pads", I{1, 1}}, {"mode", std::string("mirror")}})),
+      "mode 'mirror'");
+  EXPECT_ERROR_HAS(
+      infer("pad", {TensorType(DType::F32, {0})}, attrs({{"pads", I{1, 1}}, {"mode", std::string("edge")}})),
+      "nothing to copy");
   EXPECT_ERROR_HAS(infer("pad", {TensorType(DType::F32, {2}), TensorType(DType::F64, {})}, attrs({{"pads", I{1, 1}}})),
                    "padding value is f64");
 }
@@ -297,7 +300,8 @@ TEST(ShapeOps, PadReflectEdgeWrapMatchNumpy) {
   EXPECT_EQ(values(w), (std::vector<double>{5, 3, 4, 5, 3, 4, 5, 2, 0, 1, 2, 0, 1, 2,
                                             5, 3, 4, 5, 3, 4, 5, 2, 0, 1, 2, 0, 1, 2}));
   // Reflect wider than the dim: np.pad([1,2,3], (5,4), 'reflect')
-  Tensor big = run("pad", {ints(DType::I8, {3}, {1, 2, 3})}, attrs({{"pads", I{5, 4}}, {"mode", std::string("reflect")}}));
+  Tensor big =
+      run("pad", {ints(DType::I8, {3}, {1, 2, 3})}, attrs({{"pads", I{5, 4}}, {"mode", std::string("reflect")}}));
   EXPECT_EQ(values(big), (std::vector<double>{2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3}));
 }
 
@@ -539,6 +543,10 @@ TEST(ShapeAdapters, PadKeepsLargeIntegerValueExact) {
   auto y = run_onnx({"Pad", 13, {{"x", ints(DType::I64, {1}, {5})}, {"p", i64({1, 0})}, {"v", v}}, {"v"}});
   EXPECT_EQ(y[0].get_int(0), (int64_t(1) << 53) + 1);
   EXPECT_EQ(y[0].get_int(1), 5);
+  // A runtime constant_value stays an operand.
+  auto rt = run_onnx(
+      {"Pad", 13, {{"x", ints(DType::F32, {1}, {5})}, {"p", i64({0, 2})}, {"v", Tensor::scalar(DType::F32, -1)}}});
+  EXPECT_EQ(values(rt[0]), (std::vector<double>{5, -1, -1}));
   // Opset 2: pads and value attributes.
   auto old = run_onnx({"Pad", 2, {{"x", iota(DType::F32, {2})}}, {}, 1, [](onnx::NodeProto& n) {
                          attr_ints(n, "pads", {0, 2});
@@ -546,7 +554,8 @@ TEST(ShapeAdapters, PadKeepsLargeIntegerValueExact) {
                        }});
   EXPECT_EQ(values(old[0]), (std::vector<double>{0, 1, 1.5, 1.5}));
   // Opset 18 axes: pad only the last dim.
-  auto ax = run_onnx({"Pad", 18, {{"x", iota(DType::F32, {2, 2})}, {"p", i64({1, 0})}, {"", Tensor()}, {"a", i64({-1})}}});
+  auto ax =
+      run_onnx({"Pad", 18, {{"x", iota(DType::F32, {2, 2})}, {"p", i64({1, 0})}, {"", Tensor()}, {"a", i64({-1})}}});
   EXPECT_EQ(values(ax[0]), (std::vector<double>{0, 0, 1, 0, 2, 3}));
 }
 
@@ -603,8 +612,10 @@ TEST(ShapeAdapters, ConstantNodeForms) {
 }
 
 TEST(ShapeAdapters, TileOpset1AndExpandBidirectional) {
-  auto t = run_onnx({"Tile", 1,
-                     {{"x", iota(DType::F32, {2, 1})}, {"t", Tensor::scalar(DType::I64, 3)}, {"a", Tensor::scalar(DType::I64, 1)}}});
+  auto t = run_onnx(
+      {"Tile",
+       1,
+       {{"x", iota(DType::F32, {2, 1})}, {"t", Tensor::scalar(DType::I64, 3)}, {"a", Tensor::scalar(DType::I64, 1)}}});
   EXPECT_EQ(t[0].shape(), (Shape{2, 3}));
   EXPECT_EQ(values(t[0]), (std::vector<double>{0, 0, 0, 1, 1, 1}));
   // Expand's shape may be smaller than the input's dims (bidirectional broadcast).
