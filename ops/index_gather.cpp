@@ -42,6 +42,8 @@ void gather_kernel(KernelContext& ctx) {
   const size_t es = dtype_size(x.dtype());
   const size_t row = static_cast<size_t>(dims_product(x.shape(), axis + 1, x.shape().size())) * es;
   const int64_t m = idx.numel();
+  KILN_CHECK(y.nbytes() == static_cast<size_t>(outer * m) * row, "{}: result {} does not fit", ctx.label,
+             y.type().str());
   // Indices are checked once, then every output row is one copy.
   std::vector<int64_t> w(m);
   dispatch_index(ctx, idx, [&](auto z) {
@@ -52,10 +54,19 @@ void gather_kernel(KernelContext& ctx) {
   const uint8_t* src = static_cast<const uint8_t*>(x.raw());
   uint8_t* dst = static_cast<uint8_t*>(y.raw());
   if (row == 0) return;
+  if (row == es) {  // single elements: fixed-size copies
+    dispatch_bytes(es, [&](auto z) {
+      using E = decltype(z);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < m; ++j) copy_elem<E>(dst, o * m + j, src, o * n + w[j]);
+    });
+    return;
+  }
   for (int64_t o = 0; o < outer; ++o) {
     const uint8_t* s = src + static_cast<size_t>(o * n) * row;
     uint8_t* d = dst + static_cast<size_t>(o * m) * row;
-    for (int64_t j = 0; j < m; ++j) std::memcpy(d + static_cast<size_t>(j) * row, s + static_cast<size_t>(w[j]) * row, row);
+    for (int64_t j = 0; j < m; ++j)
+      std::memcpy(d + static_cast<size_t>(j) * row, s + static_cast<size_t>(w[j]) * row, row);
   }
 }
 
@@ -86,6 +97,8 @@ void gather_elements_kernel(KernelContext& ctx) {
   const std::vector<int64_t> ds = strides_of(x.shape());
   const int64_t n = x.shape()[axis];
   const int64_t m = idx.numel();
+  KILN_CHECK(idx.rank() == r && y.numel() == m, "{}: operands were not checked by inference", ctx.label);
+  for (int d = 0; d < r; ++d) KILN_CHECK(d == axis || is[d] <= x.shape()[d], "{}: indices exceed data", ctx.label);
   const uint8_t* src = static_cast<const uint8_t*>(x.raw());
   uint8_t* dst = static_cast<uint8_t*>(y.raw());
   dispatch_bytes(dtype_size(x.dtype()), [&](auto ez) {
@@ -138,12 +151,15 @@ void gather_nd_kernel(KernelContext& ctx) {
   const Shape& xs = x.shape();
   const Shape& is = idx.shape();
   const size_t m = static_cast<size_t>(is.back());
+  KILN_CHECK(b < is.size() && m >= 1 && b + m <= xs.size(), "{}: operands were not checked by inference", ctx.label);
   const std::vector<int64_t> st = strides_of(xs);
   const int64_t batches = dims_product(xs, 0, b);
   const int64_t batch_elems = dims_product(xs, b, xs.size());
   const int64_t tuples = dims_product(is, b, is.size() - 1);
   const size_t es = dtype_size(x.dtype());
   const size_t slice = static_cast<size_t>(dims_product(xs, b + m, xs.size())) * es;
+  KILN_CHECK(y.nbytes() == static_cast<size_t>(batches * tuples) * slice, "{}: result {} does not fit", ctx.label,
+             y.type().str());
   const uint8_t* src = static_cast<const uint8_t*>(x.raw());
   uint8_t* dst = static_cast<uint8_t*>(y.raw());
   dispatch_index(ctx, idx, [&](auto iz) {

@@ -71,6 +71,8 @@ void one_hot_kernel(KernelContext& ctx) {
   if (axis < 0) axis += r + 1;
   const int64_t outer = dims_product(idx.shape(), 0, axis);
   const int64_t inner = dims_product(idx.shape(), axis, idx.shape().size());
+  KILN_CHECK(values.numel() == 2 && y.dtype() == values.dtype() && y.numel() == outer * depth * inner,
+             "{}: operands were not checked by inference", ctx.label);
   const std::vector<int64_t> pos = one_hot_positions(idx, depth);
   const uint8_t* v = static_cast<const uint8_t*>(values.raw());
   uint8_t* dst = static_cast<uint8_t*>(y.raw());
@@ -100,6 +102,7 @@ void trilu_kernel(KernelContext& ctx) {
   Tensor& y = ctx.out();
   const bool upper = ctx.attrs.get_int("upper", 1) == 1;
   const Shape& s = x.shape();
+  KILN_CHECK(s.size() >= 2 && y.type() == x.type(), "{}: operands were not checked by inference", ctx.label);
   const int64_t rows = s[s.size() - 2], cols = s.back();
   // Clamping k keeps i + k in range without changing which elements are kept.
   const int64_t k = std::clamp<int64_t>(ctx.attrs.get_int("k", 0), -rows - 1, cols + 1);
@@ -143,6 +146,7 @@ std::vector<TensorType> infer_eye_like(InferContext& c) {
 
 void eye_like_kernel(KernelContext& ctx) {
   Tensor& y = ctx.out();
+  KILN_CHECK(y.rank() == 2, "{}: result was not checked by inference", ctx.label);
   const int64_t rows = y.shape()[0], cols = y.shape()[1];
   const int64_t k = std::clamp<int64_t>(ctx.attrs.get_int("k", 0), -rows, cols);
   if (y.nbytes()) std::memset(y.raw(), 0, y.nbytes());
@@ -171,6 +175,9 @@ void reverse_sequence_kernel(KernelContext& ctx) {
   const int ba = static_cast<int>(ctx.attrs.get_int("batch_axis", 1));
   const int ta = static_cast<int>(ctx.attrs.get_int("time_axis", 0));
   const Shape& s = x.shape();
+  KILN_CHECK(s.size() >= 2 && (ba == 0 || ba == 1) && (ta == 0 || ta == 1) && ba != ta && lens.numel() == s[ba] &&
+                 y.type() == x.type(),
+             "{}: operands were not checked by inference", ctx.label);
   const std::vector<int64_t> st = strides_of(s);
   const int64_t batch = s[ba], steps = s[ta];
   const size_t es = dtype_size(x.dtype());

@@ -58,8 +58,10 @@ T combine_value(T a, T b, Reduction r) {
     switch (r) {
       case Reduction::Add: return a + b;
       case Reduction::Mul: return a * b;
-      case Reduction::Max: return std::isnan(a) || std::isnan(b) ? std::numeric_limits<T>::quiet_NaN() : (b > a ? b : a);
-      case Reduction::Min: return std::isnan(a) || std::isnan(b) ? std::numeric_limits<T>::quiet_NaN() : (b < a ? b : a);
+      case Reduction::Max:
+        return std::isnan(a) || std::isnan(b) ? std::numeric_limits<T>::quiet_NaN() : (b > a ? b : a);
+      case Reduction::Min:
+        return std::isnan(a) || std::isnan(b) ? std::numeric_limits<T>::quiet_NaN() : (b < a ? b : a);
       case Reduction::None: return b;
     }
   } else {

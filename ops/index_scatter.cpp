@@ -56,6 +56,9 @@ void scatter_elements_kernel(KernelContext& ctx) {
   const int64_t n = x.shape()[axis];
   const int64_t m = idx.numel();
   const size_t es = dtype_size(x.dtype());
+  KILN_CHECK(idx.rank() == r && upd.shape() == is && upd.dtype() == x.dtype() && y.type() == x.type(),
+             "{}: operands were not checked by inference", ctx.label);
+  for (int d = 0; d < r; ++d) KILN_CHECK(d == axis || is[d] <= x.shape()[d], "{}: indices exceed data", ctx.label);
   if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
   const uint8_t* src = static_cast<const uint8_t*>(upd.raw());
   uint8_t* dst = static_cast<uint8_t*>(y.raw());
@@ -110,6 +113,9 @@ void scatter_nd_kernel(KernelContext& ctx) {
   const int64_t tuples = dims_product(idx.shape(), 0, idx.shape().size() - 1);
   const int64_t slice = dims_product(xs, k, xs.size());
   const size_t es = dtype_size(x.dtype());
+  KILN_CHECK(k >= 1 && k <= xs.size() && upd.numel() == tuples * slice && upd.dtype() == x.dtype() &&
+                 y.type() == x.type(),
+             "{}: operands were not checked by inference", ctx.label);
   if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
   const uint8_t* src = static_cast<const uint8_t*>(upd.raw());
   uint8_t* dst = static_cast<uint8_t*>(y.raw());

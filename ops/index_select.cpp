@@ -58,6 +58,8 @@ void nonzero_kernel(KernelContext& ctx) {
   Tensor& y = ctx.out();
   std::vector<uint8_t> mask = nonzero_mask(x);
   const int64_t count = std::count(mask.begin(), mask.end(), uint8_t(1));
+  KILN_CHECK(y.rank() == 2 && y.shape()[0] == std::max(x.rank(), 1), "{}: result {} was not inferred", ctx.label,
+             y.type().str());
   if (y.shape()[1] != count)
     throw Error(fmt::format("{}: input has {} non-zero elements but the result was compiled for {}", ctx.label,
                             count, y.shape()[1]));
@@ -322,7 +324,8 @@ void register_select_ops(OpRegistry& r) {
   un.attrs = {{"sorted", AttrKind::Int}, {"axis", AttrKind::Int}};
   un.infer = infer_unique;
   un.reference = unique_kernel;
-  un.doc = "(y, indices, inverse_indices, counts) of the distinct elements or slices along axis (input needed at compile time)";
+  un.doc = "(y, indices, inverse_indices, counts) of the distinct elements or slices along axis "
+           "(input needed at compile time)";
   r.add(std::move(un));
 }
 
