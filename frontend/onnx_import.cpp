@@ -290,6 +290,7 @@ void Importer::import_node(const onnx::NodeProto& node) {
   std::string ctx = fmt::format("{}: node \"{}\" ({})", file_, name, node.op_type());
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     unsupported("{}: domain '{}' is not supported", ctx, node.domain());
+  if (opset_ <= 0) fail("{}: the model imports no opset for the default domain", ctx);
   std::vector<Value*> inputs;
   for (const std::string& in : node.input()) {
     if (in.empty()) {
@@ -320,8 +321,9 @@ ImportResult Importer::run() {
   for (const auto& op : model_.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
   }
-  if (opset_ == 0) opset_ = model_.ir_version() <= 3 ? 1 : 0;
-  if (opset_ <= 0) fail("{}: the model imports no default-domain opset", file_);
+  // A model may import only other domains (training, ML); its nodes are
+  // then reported as unsupported one by one.
+  if (opset_ == 0 && model_.opset_import_size() == 0) opset_ = 1;
   if (opset_ > kMaxOpset)
     unsupported("{}: opset {} is newer than kiln supports (up to {})", file_, opset_, kMaxOpset);
   if (!model_.has_graph()) fail("{}: the model has no graph", file_);

@@ -62,7 +62,19 @@ def vision(ctor):
 def bert():
     from transformers import BertConfig, BertModel
     torch.manual_seed(0)
-    m = BertModel(BertConfig()).eval()
+    inner = BertModel(BertConfig()).eval()
+
+    class Bert(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            o = self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                           use_cache=False, return_dict=True)
+            return o.last_hidden_state, o.pooler_output
+
+    m = Bert().eval()
     ids = torch.randint(0, 30522, (1, SEQ))
     mask = torch.ones(1, SEQ, dtype=torch.int64)
     types = torch.zeros(1, SEQ, dtype=torch.int64)
