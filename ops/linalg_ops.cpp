@@ -133,7 +133,7 @@ void batched_matmul(const T* A, const T* B, T* C, const MatmulDims& d, const std
     contiguous_a &= a_off[i] == i * d.M * d.K;
   }
   int64_t M = d.M;
-  if (shared_b && contiguous_a) {
+  if (shared_b && contiguous_a && d.M * nb <= INT32_MAX) {
     M *= nb;
     nb = 1;
   }
