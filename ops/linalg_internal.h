@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/op_registry.h"
+#include "ops/op_helpers.h"
 
 namespace kiln::ops::linalg {
 
@@ -51,9 +52,24 @@ void gemm_int_acc(int64_t M, int64_t N, int64_t K, const TA* A, const TB* B, TC*
   }
 }
 
+inline void require_numeric(InferContext& c, int i) {
+  if (c.dtype(i) == DType::Bool) c.unsupported("operand {} is bool; kiln's {} needs numbers", i, c.op());
+}
+
+// Integer tensors as wrapping 64-bit values (products and sums wrap like
+// two's complement; storing truncates to the element type).
+inline std::vector<uint64_t> load_wrapping(const Tensor& t) {
+  std::vector<int64_t> v = load_all<int64_t>(t);
+  return std::vector<uint64_t>(v.begin(), v.end());
+}
+inline void store_wrapping(Tensor& t, const std::vector<uint64_t>& v) {
+  store_all<int64_t>(t, std::vector<int64_t>(v.begin(), v.end()));
+}
+
 }  // namespace kiln::ops::linalg
 
 namespace kiln::ops {
 // Registration of the files beside linalg_ops.cpp (called from register_linalg_ops).
-void register_quant_ops(OpRegistry& r);
+void register_quant_ops(OpRegistry& r);  // quant_ops.cpp
+void register_einsum_op(OpRegistry& r);  // einsum_op.cpp
 }  // namespace kiln::ops
