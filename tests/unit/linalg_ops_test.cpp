@@ -2,10 +2,14 @@
 // not reach (matmul broadcasting, gemm transposes and C shapes, einsum edge
 // cases), numerics against naive loops, and recurrent/signal op properties.
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 
+#include "frontend/onnx_import.h"
+#include "frontend/tensor_proto.h"
 #include "ir/error.h"
 #include "ir/graph.h"
 #include "ir/shape_utils.h"
@@ -39,10 +43,14 @@ std::string infer_error(const std::string& op, const std::vector<TensorType>& in
   return "(no error)";
 }
 
+// Infers with the operands as constants (so data-dependent inference sees
+// them), then runs the reference kernel.
 std::vector<Tensor> run(const std::string& op, const std::vector<Tensor>& ins, const AttrMap& a = {}, int nout = 1) {
-  std::vector<TensorType> types;
-  for (const Tensor& t : ins) types.push_back(t.type());
-  std::vector<TensorType> outs = infer(op, types, a, nout);
+  Graph g;
+  std::vector<Value*> vs;
+  for (size_t i = 0; i < ins.size(); ++i) vs.push_back(g.add_constant(fmt::format("c{}", i), ins[i]));
+  InferContext ic(op, vs, a, nout, "test");
+  std::vector<TensorType> outs = infer_types(op_registry().get(op), ic);
   std::vector<const Tensor*> ptrs;
   for (const Tensor& t : ins) ptrs.push_back(&t);
   return evaluate_op(op_registry().get(op), a, ptrs, outs, "test");
@@ -386,6 +394,277 @@ TEST(MiscOps, NmsNeedsKnownInputs) {
   std::string e = infer_error("non_max_suppression",
                               {TensorType(DType::F32, {1, 4, 4}), TensorType(DType::F32, {1, 1, 4})}, a);
   EXPECT_NE(e.find("must be known at compile time"), std::string::npos) << e;
+}
+
+
+TEST(LinalgOps, QlinearMatmulRoundsHalfToEvenAndSaturates) {
+  // y = rint(a * b * (1 * 1 / 2)) + y_zp: 5/2 = 2.5 -> 2, 7/2 = 3.5 -> 4, 600/2 -> 255.
+  Tensor a = Tensor::from<int>(DType::U8, {3, 1}, {5, 7, 200});
+  Tensor b = Tensor::from<int>(DType::U8, {1, 1}, {1});
+  Tensor one = Tensor::scalar(DType::F32, 1), two = Tensor::scalar(DType::F32, 2), zp = Tensor::scalar(DType::U8, 0);
+  Tensor b3 = Tensor::from<int>(DType::U8, {1, 1}, {3});
+  Tensor y = run("qlinear_matmul", {a, one, zp, b, one, zp, two, zp})[0];
+  EXPECT_EQ(y.dtype(), DType::U8);
+  EXPECT_EQ(y.get_int(0), 2);
+  EXPECT_EQ(y.get_int(1), 4);
+  EXPECT_EQ(y.get_int(2), 100);
+  Tensor ys = run("qlinear_matmul", {a, one, zp, b3, one, zp, two, zp})[0];
+  EXPECT_EQ(ys.get_int(2), 255);  // 600 / 2 saturates
+  // An i8 result saturates at -128.
+  Tensor yi = run("qlinear_matmul", {a, one, zp, b3, one, zp, two, Tensor::scalar(DType::I8, -100)})[0];
+  EXPECT_EQ(yi.dtype(), DType::I8);
+  EXPECT_EQ(yi.get_int(0), -92);  // rint(7.5) = 8 - 100
+  EXPECT_EQ(yi.get_int(2), 127);
+}
+
+TEST(LinalgOps, DynamicQuantizeLinearByHand) {
+  Tensor x = Tensor::from<float>(DType::F32, {4}, {-1.0f, 0.0f, 1.0f, 2.55f});
+  std::vector<Tensor> r = run("dynamic_quantize_linear", {x}, {}, 3);
+  float scale = 3.55f / 255.0f;
+  EXPECT_FLOAT_EQ(r[1].get_double(0), scale);
+  EXPECT_EQ(r[2].get_int(0), 72);  // rint(1 / scale) = rint(71.83)
+  std::vector<int64_t> want = {0, 72, 144, 255};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(r[0].get_int(i), want[i]) << i;
+  // All-positive data keeps 0 in range: zero point 0.
+  std::vector<Tensor> p = run("dynamic_quantize_linear", {Tensor::from<float>(DType::F32, {2}, {1, 2})}, {}, 3);
+  EXPECT_EQ(p[2].get_int(0), 0);
+  EXPECT_EQ(p[0].get_int(1), 255);
+}
+
+// Naive grouped, strided, dilated conv of (x - xzp) and (w - wzp[m]) for 2-D.
+std::vector<int64_t> naive_conv2d(const Tensor& x, const Tensor& w, int64_t xzp, const std::vector<int64_t>& wzp,
+                                  int64_t group, std::vector<int64_t> st, std::vector<int64_t> dil,
+                                  std::vector<int64_t> pads, Shape& out_shape) {
+  int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  int64_t M = w.shape()[0], CG = w.shape()[1], KH = w.shape()[2], KW = w.shape()[3];
+  int64_t OH = (H + pads[0] + pads[2] - ((KH - 1) * dil[0] + 1)) / st[0] + 1;
+  int64_t OW = (W + pads[1] + pads[3] - ((KW - 1) * dil[1] + 1)) / st[1] + 1;
+  out_shape = {N, M, OH, OW};
+  std::vector<int64_t> r;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          int64_t s = 0, g = m / (M / group);
+          for (int64_t c = 0; c < CG; ++c)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t ih = oh * st[0] + kh * dil[0] - pads[0], iw = ow * st[1] + kw * dil[1] - pads[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                int64_t xv = x.get_int(((n * C + g * CG + c) * H + ih) * W + iw) - xzp;
+                int64_t wv = w.get_int(((m * CG + c) * KH + kh) * KW + kw) - wzp[m];
+                s += xv * wv;
+              }
+          r.push_back(s);
+        }
+  return r;
+}
+
+TEST(LinalgOps, ConvIntegerGroupsStridesDilationsMatchNaive) {
+  Tensor x = random_tensor(DType::U8, {2, 4, 7, 6}, 60, 0, 255);
+  Tensor w = random_tensor(DType::I8, {6, 2, 3, 2}, 61, -128, 127);
+  std::vector<int64_t> wzp = {3, -4, 0, 7, 1, -1};
+  Tensor wzt = Tensor::from<int64_t>(DType::I8, {6}, wzp);
+  AttrMap a;
+  a.set("group", int64_t(2));
+  a.set("strides", std::vector<int64_t>{2, 1});
+  a.set("dilations", std::vector<int64_t>{1, 2});
+  a.set("pads", std::vector<int64_t>{1, 0, 2, 1});
+  Tensor y = run("conv_integer", {x, w, Tensor::scalar(DType::U8, 128), wzt}, a)[0];
+  Shape want_shape;
+  std::vector<int64_t> want = naive_conv2d(x, w, 128, wzp, 2, {2, 1}, {1, 2}, {1, 0, 2, 1}, want_shape);
+  ASSERT_EQ(y.shape(), want_shape);
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.get_int(i), want[i]) << i;
+}
+
+TEST(LinalgOps, QlinearConvPerChannelScales) {
+  // 1x1 kernels: y[m] = rint(x * w[m] * x_scale * w_scale[m] / y_scale) + y_zp (+ bias before scaling).
+  Tensor x = Tensor::from<int>(DType::U8, {1, 1, 1, 2}, {10, 20});
+  Tensor w = Tensor::from<int>(DType::U8, {2, 1, 1, 1}, {2, 3});
+  Tensor ws = Tensor::from<float>(DType::F32, {2}, {0.5f, 0.25f});
+  Tensor bias = Tensor::from<int>(DType::I32, {2}, {4, -60});
+  Tensor f1 = Tensor::scalar(DType::F32, 1), zp = Tensor::scalar(DType::U8, 0), wzp = Tensor::from<int>(DType::U8, {2}, {0, 0});
+  Tensor y = run("qlinear_conv", {x, f1, zp, w, ws, wzp, f1, Tensor::scalar(DType::U8, 5), bias})[0];
+  ASSERT_EQ(y.shape(), (Shape{1, 2, 1, 2}));
+  // m=0: (20+4)*0.5+5 = 17, (40+4)*0.5+5 = 27; m=1: (30-60)*0.25+5 = -2.5 -> 0 (saturates), (60-60)*.25+5 = 5.
+  std::vector<int64_t> want = {17, 27, 0, 5};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(y.get_int(i), want[i]) << i;
+}
+
+TEST(MiscOps, WindowsByHand) {
+  auto win = [](const std::string& op, int64_t n, int64_t periodic) {
+    AttrMap a;
+    a.set("size", n);
+    a.set("periodic", periodic);
+    return run(op, {}, a)[0];
+  };
+  expect_near(win("hann_window", 4, 1), {0, 0.5, 1, 0.5}, 1e-7);
+  expect_near(win("hann_window", 5, 0), {0, 0.5, 1, 0.5, 0}, 1e-7);
+  expect_near(win("hamming_window", 2, 1), {4.0 / 46, 1.0}, 1e-7);
+  expect_near(win("blackman_window", 3, 0), {0, 1, 0}, 1e-7);
+  AttrMap d;
+  d.set("size", int64_t(3));
+  d.set("dtype", std::string("f64"));
+  EXPECT_EQ(run("hann_window", {}, d)[0].dtype(), DType::F64);
+}
+
+TEST(MiscOps, StftIsDftOfWindowedFrames) {
+  Tensor sig = random_tensor(DType::F32, {1, 10, 1}, 70);
+  Tensor win = Tensor::from<float>(DType::F32, {4}, {0.5f, 1.0f, 1.0f, 0.5f});
+  AttrMap a;
+  a.set("frame_step", int64_t(3));
+  a.set("frame_length", int64_t(4));
+  Tensor s = run("stft", {sig, win}, a)[0];
+  ASSERT_EQ(s.shape(), (Shape{1, 3, 3, 2}));
+  for (int64_t f = 0; f < 3; ++f) {
+    Tensor frame(DType::F32, {1, 4, 1});
+    for (int j = 0; j < 4; ++j) frame.set_double(j, sig.get_double(f * 3 + j) * win.get_double(j));
+    AttrMap da;
+    da.set("axis", int64_t(1));
+    da.set("onesided", int64_t(1));
+    Tensor d = run("dft", {frame}, da)[0];
+    for (int64_t k = 0; k < 6; ++k) EXPECT_NEAR(s.get_double(f * 6 + k), d.get_double(k), 1e-6);
+  }
+}
+
+TEST(MiscOps, NmsSelectsByScoreAndIou) {
+  // Boxes 0 and 1 overlap with IoU 0.81 (> 0.5); box 2 is apart. Scores 0.9, 0.95, 0.3.
+  Tensor boxes = Tensor::from<float>(DType::F32, {1, 3, 4}, {0, 0, 10, 10, 1, 1, 10, 10, 20, 20, 30, 30});
+  Tensor scores = Tensor::from<float>(DType::F32, {1, 1, 3}, {0.9f, 0.95f, 0.3f});
+  AttrMap a;
+  a.set("max_output_boxes_per_class", int64_t(10));
+  a.set("iou_threshold", 0.5f);
+  Tensor y = run("non_max_suppression", {boxes, scores}, a)[0];
+  ASSERT_EQ(y.shape(), (Shape{2, 3}));
+  std::vector<int64_t> want = {0, 0, 1, 0, 0, 2};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y.get_int(i), want[i]);
+  a.set("score_threshold", 0.5f);
+  EXPECT_EQ(run("non_max_suppression", {boxes, scores}, a)[0].shape(), (Shape{1, 3}));
+  a.set("iou_threshold", 0.9f);
+  EXPECT_EQ(run("non_max_suppression", {boxes, scores}, a)[0].shape(), (Shape{2, 3}));
+  // Center-point form of the same boxes selects the same.
+  Tensor cb = Tensor::from<float>(DType::F32, {1, 3, 4}, {5, 5, 10, 10, 5.5, 5.5, 9, 9, 25, 25, 10, 10});
+  AttrMap c;
+  c.set("max_output_boxes_per_class", int64_t(10));
+  c.set("iou_threshold", 0.5f);
+  c.set("center_point_box", int64_t(1));
+  Tensor yc = run("non_max_suppression", {cb, scores}, c)[0];
+  ASSERT_EQ(yc.shape(), (Shape{2, 3}));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(yc.get_int(i), want[i]);
+}
+
+// ---- adapters ------------------------------------------------------------------
+
+// A one-node ONNX model with float inputs of the given dims.
+onnx::ModelProto one_node(int64_t opset, const std::string& op, const std::vector<std::pair<std::string, Shape>>& ins,
+                          int nout, const std::function<void(onnx::NodeProto&)>& attrs,
+                          int elem = onnx::TensorProto::FLOAT) {
+  onnx::ModelProto m;
+  m.set_ir_version(opset >= 14 ? 8 : 6);
+  m.add_opset_import()->set_version(opset);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name("n");
+  for (auto& [name, dims] : ins) {
+    n->add_input(name);
+    if (name.empty()) continue;
+    auto* in = g->add_input();
+    in->set_name(name);
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem);
+    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  for (int i = 0; i < nout; ++i) {
+    n->add_output(fmt::format("y{}", i));
+    g->add_output()->set_name(fmt::format("y{}", i));
+  }
+  attrs(*n);
+  return m;
+}
+
+void set_int(onnx::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+ImportResult import(const onnx::ModelProto& m) { return import_onnx_bytes(m.SerializeAsString(), ".", "m.onnx"); }
+
+TEST(LinalgAdapters, GemmOpset6BroadcastZeroNeedsFullC) {
+  auto model = [](Shape c, int64_t broadcast) {
+    return one_node(6, "Gemm", {{"a", {2, 3}}, {"b", {3, 4}}, {"c", c}}, 1,
+                    [&](onnx::NodeProto& n) { set_int(n, "broadcast", broadcast); });
+  };
+  EXPECT_EQ(import(model({2, 4}, 0)).graph->outputs()[0]->type().str(), "f32[2,4]");
+  EXPECT_EQ(import(model({4}, 1)).graph->outputs()[0]->type().str(), "f32[2,4]");
+  try {
+    import(model({4}, 0));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("broadcast=0"), std::string::npos) << e.what();
+  }
+  // transA/transB become trans_a/trans_b.
+  ImportResult r = import(one_node(13, "Gemm", {{"a", {3, 2}}, {"b", {4, 3}}}, 1, [](onnx::NodeProto& n) {
+    set_int(n, "transA", 1);
+    set_int(n, "transB", 1);
+  }));
+  const Node& g = *r.graph->nodes().front();
+  EXPECT_EQ(g.op(), "gemm");
+  EXPECT_EQ(g.attrs().get_int("trans_a", 0), 1);
+  EXPECT_EQ(g.attrs().get_int("trans_b", 0), 1);
+  EXPECT_EQ(g.output()->type().str(), "f32[2,4]");
+}
+
+TEST(LinalgAdapters, ConvIntegerAutoPadBecomesExplicitPads) {
+  auto model = [](const std::string& ap) {
+    return one_node(10, "ConvInteger", {{"x", {1, 1, 5, 5}}, {"w", {1, 1, 2, 2}}}, 1, [&](onnx::NodeProto& n) {
+      auto* a = n.add_attribute();
+      a->set_name("auto_pad");
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s(ap);
+      auto* s = n.add_attribute();
+      s->set_name("strides");
+      s->set_type(onnx::AttributeProto::INTS);
+      s->add_ints(2);
+      s->add_ints(2);
+    }, onnx::TensorProto::UINT8);
+  };
+  // out = ceil(5/2) = 3; total pad = (3-1)*2 + 2 - 5 = 1.
+  ImportResult up = import(model("SAME_UPPER"));
+  EXPECT_EQ(up.graph->nodes().front()->attrs().get_ints("pads"), (std::vector<int64_t>{0, 0, 1, 1}));
+  EXPECT_EQ(up.graph->outputs()[0]->type().str(), "i32[1,1,3,3]");
+  ImportResult lo = import(model("SAME_LOWER"));
+  EXPECT_EQ(lo.graph->nodes().front()->attrs().get_ints("pads"), (std::vector<int64_t>{1, 1, 0, 0}));
+  EXPECT_EQ(import(model("VALID")).graph->outputs()[0]->type().str(), "i32[1,1,2,2]");
+}
+
+TEST(MiscAdapters, RnnActivationParametersBecomePositional) {
+  ImportResult r = import(one_node(
+      14, "GRU", {{"X", {2, 1, 3}}, {"W", {2, 12, 3}}, {"R", {2, 12, 4}}}, 2, [](onnx::NodeProto& n) {
+        set_int(n, "hidden_size", 4);
+        auto* d = n.add_attribute();
+        d->set_name("direction");
+        d->set_type(onnx::AttributeProto::STRING);
+        d->set_s("bidirectional");
+        auto* acts = n.add_attribute();
+        acts->set_name("activations");
+        acts->set_type(onnx::AttributeProto::STRINGS);
+        for (const char* s : {"HardSigmoid", "tanh", "LeakyRelu", "ScaledTanh"}) acts->add_strings(s);
+        auto* al = n.add_attribute();
+        al->set_name("activation_alpha");
+        al->set_type(onnx::AttributeProto::FLOATS);
+        for (float f : {0.3f, 0.1f, 2.0f}) al->add_floats(f);
+      }));
+  const Node& g = *r.graph->nodes().front();
+  EXPECT_EQ(g.op(), "gru");
+  EXPECT_EQ(g.attrs().get_strings("activations"),
+            (std::vector<std::string>{"HardSigmoid", "Tanh", "LeakyRelu", "ScaledTanh"}));
+  EXPECT_EQ(g.attrs().get_floats("activation_alpha"), (std::vector<float>{0.3f, 0.0f, 0.1f, 2.0f}));
+  EXPECT_EQ(g.attrs().get_floats("activation_beta"), (std::vector<float>{0.5f, 0.0f, 0.0f, 1.0f}));
+  EXPECT_EQ(g.output(0)->type().str(), "f32[2,2,1,4]");
 }
 
 }  // namespace
