@@ -48,11 +48,14 @@ std::string infer_error(const std::string& op, const std::vector<TensorType>& in
 std::vector<Tensor> run(const std::string& op, const std::vector<Tensor>& ins, const AttrMap& a = {}, int nout = 1) {
   Graph g;
   std::vector<Value*> vs;
-  for (size_t i = 0; i < ins.size(); ++i) vs.push_back(g.add_constant(fmt::format("c{}", i), ins[i]));
+  // A default-constructed Tensor (rank 0 but no element) stands for an absent operand.
+  auto absent = [](const Tensor& t) { return t.rank() == 0 && t.numel() == 0; };
+  for (size_t i = 0; i < ins.size(); ++i)
+    vs.push_back(absent(ins[i]) ? nullptr : g.add_constant(fmt::format("c{}", i), ins[i]));
   InferContext ic(op, vs, a, nout, "test");
   std::vector<TensorType> outs = infer_types(op_registry().get(op), ic);
   std::vector<const Tensor*> ptrs;
-  for (const Tensor& t : ins) ptrs.push_back(&t);
+  for (const Tensor& t : ins) ptrs.push_back(absent(t) ? nullptr : &t);
   return evaluate_op(op_registry().get(op), a, ptrs, outs, "test");
 }
 
@@ -551,6 +554,68 @@ TEST(MiscOps, NmsSelectsByScoreAndIou) {
   Tensor yc = run("non_max_suppression", {cb, scores}, c)[0];
   ASSERT_EQ(yc.shape(), (Shape{2, 3}));
   for (int i = 0; i < 6; ++i) EXPECT_EQ(yc.get_int(i), want[i]);
+}
+
+// One LSTM step with H = I = 1 written out: peepholes, clip and input_forget.
+TEST(MiscOps, LstmStepByHand) {
+  double x = 3, h0 = 0.5, c0 = -0.25;
+  double w[4] = {0.5, -1, 2, 1}, r[4] = {1, 0.5, -0.5, 2}, wb[4] = {0.1, 0.2, 0.3, 0.4}, rb[4] = {0, -0.1, 0.1, 0};
+  double p[3] = {0.3, -0.2, 0.6};  // i, o, f
+  for (int forget = 0; forget < 2; ++forget) {
+    auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+    auto clip = [](double v) { return std::clamp(v, -1.0, 1.0); };
+    auto pre = [&](int g) { return w[g] * x + r[g] * h0 + wb[g] + rb[g]; };
+    double i = sig(clip(pre(0) + p[0] * c0));
+    double f = forget ? 1 - i : sig(clip(pre(2) + p[2] * c0));
+    double cand = std::tanh(clip(pre(3)));
+    double c = f * c0 + i * cand;
+    double o = sig(clip(pre(1) + p[1] * c));
+    double h = o * std::tanh(c);
+    AttrMap a = rnn_attrs(1, "forward");
+    a.set("clip", 1.0f);
+    a.set("input_forget", int64_t(forget));
+    Tensor X = Tensor::from<double>(DType::F64, {1, 1, 1}, {x});
+    Tensor W = Tensor::from<double>(DType::F64, {1, 4, 1}, {w[0], w[1], w[2], w[3]});
+    Tensor R = Tensor::from<double>(DType::F64, {1, 4, 1}, {r[0], r[1], r[2], r[3]});
+    Tensor B = Tensor::from<double>(DType::F64, {1, 8}, {wb[0], wb[1], wb[2], wb[3], rb[0], rb[1], rb[2], rb[3]});
+    Tensor L = Tensor::from<int>(DType::I32, {1}, {1});
+    Tensor H0 = Tensor::from<double>(DType::F64, {1, 1, 1}, {h0}), C0 = Tensor::from<double>(DType::F64, {1, 1, 1}, {c0});
+    Tensor P = Tensor::from<double>(DType::F64, {1, 3}, {p[0], p[1], p[2]});
+    std::vector<Tensor> y = run("lstm", {X, W, R, B, L, H0, C0, P}, a, 3);
+    EXPECT_NEAR(y[0].get_double(0), h, 1e-12) << forget;
+    EXPECT_NEAR(y[1].get_double(0), h, 1e-12) << forget;
+    EXPECT_NEAR(y[2].get_double(0), c, 1e-12) << forget;
+  }
+}
+
+// layout = 1 is layout = 0 with batch and sequence (and state batch/direction) swapped.
+TEST(MiscOps, RecurrentLayoutOneIsATranspose) {
+  int64_t S = 3, B = 2, I = 2, H = 3;
+  Tensor x = random_tensor(DType::F32, {S, B, I}, 80, -1, 1), h0 = random_tensor(DType::F32, {2, B, H}, 81, -1, 1);
+  Tensor w = random_tensor(DType::F32, {2, 3 * H, I}, 82, -1, 1), r = random_tensor(DType::F32, {2, 3 * H, H}, 83, -1, 1);
+  Tensor xt(DType::F32, {B, S, I}), h0t(DType::F32, {B, 2, H});
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < I; ++i) xt.set_double((b * S + s) * I + i, x.get_double((s * B + b) * I + i));
+  for (int64_t d = 0; d < 2; ++d)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h) h0t.set_double((b * 2 + d) * H + h, h0.get_double((d * B + b) * H + h));
+  AttrMap a = rnn_attrs(H, "bidirectional");
+  a.set("linear_before_reset", int64_t(1));
+  std::vector<Tensor> y0 = run("gru", {x, w, r, Tensor(), Tensor(), h0}, a, 2);
+  a.set("layout", int64_t(1));
+  std::vector<Tensor> y1 = run("gru", {xt, w, r, Tensor(), Tensor(), h0t}, a, 2);
+  ASSERT_EQ(y1[0].shape(), (Shape{B, S, 2, H}));
+  ASSERT_EQ(y1[1].shape(), (Shape{B, 2, H}));
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t d = 0; d < 2; ++d)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h)
+          EXPECT_EQ(y1[0].get_double(((b * S + s) * 2 + d) * H + h), y0[0].get_double(((s * 2 + d) * B + b) * H + h));
+  for (int64_t d = 0; d < 2; ++d)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        EXPECT_EQ(y1[1].get_double((b * 2 + d) * H + h), y0[1].get_double((d * B + b) * H + h));
 }
 
 // ---- adapters ------------------------------------------------------------------
