@@ -57,6 +57,7 @@ float fat(const std::vector<float>& v, int64_t i) { return v.size() == 1 ? v[0] 
 int64_t requantize(double v, DType dt) {
   double r = std::nearbyint(v);  // default rounding mode: half to even
   double lo = dt == DType::U8 ? 0 : -128, hi = dt == DType::U8 ? 255 : 127;
+  if (std::isnan(r)) return 0;  // NaN scales: no defined value; keep the cast defined
   return static_cast<int64_t>(std::clamp(r, lo, hi));
 }
 
@@ -343,9 +344,12 @@ OpDef dynamic_quantize_linear_op() {
     }
     float scale = (mx == mn ? 1.0f : (mx - mn)) / 255.0f;
     float zp = std::nearbyint(std::clamp(0.0f - mn / scale, 0.0f, 255.0f));
+    if (std::isnan(zp)) zp = 0;  // infinite inputs
     uint8_t* y = ctx.out(0).data<uint8_t>();
-    for (int64_t i = 0; i < x.numel(); ++i)
-      y[i] = static_cast<uint8_t>(std::clamp(std::nearbyint(xv[i] / scale) + zp, 0.0f, 255.0f));
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      float q = std::nearbyint(xv[i] / scale) + zp;
+      y[i] = std::isnan(q) ? uint8_t(0) : static_cast<uint8_t>(std::clamp(q, 0.0f, 255.0f));
+    }
     if (ctx.outputs.size() > 1) ctx.out(1).data<float>()[0] = scale;
     if (ctx.outputs.size() > 2) ctx.out(2).data<uint8_t>()[0] = static_cast<uint8_t>(zp);
   };
