@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <type_traits>
 
 namespace kiln::ops {
 

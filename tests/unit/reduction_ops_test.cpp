@@ -158,6 +158,10 @@ TEST(ReduceOps, LogSumExpIsStable) {
   expect_near_all(run1("reduce_log_sum_exp", reduce_attrs({1}, 0), x), {1000 + std::log(2.0), -kInf});
   Tensor y = Tensor::from<double>(DType::F32, {2}, {kInf, 1});
   expect_near_all(run1("reduce_log_sum_exp", reduce_attrs({0}, 0), y), {kInf});
+  // Down columns (the kept trailing dim is folded side by side): each column has its own shift.
+  Tensor z = Tensor::from<double>(DType::F32, {2, 2}, {1000, -1000, 1000, -1001});
+  expect_near_all(run1("reduce_log_sum_exp", reduce_attrs({0}, 0), z),
+                  {1000 + std::log(2.0), -1000 + std::log(1 + std::exp(-1.0))});
 }
 
 TEST(ReduceOps, IntegersAccumulateExactly) {
