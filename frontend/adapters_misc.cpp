@@ -1,9 +1,164 @@
 // ONNX adapters for the misc family (see import_context.h). Ops without an
 // entry here import 1:1 under their default kiln name.
 #include "frontend/import_context.h"
+#include "frontend/tensor_proto.h"
+#include "ops/misc_internal.h"
 
 namespace kiln::adapters {
 
-void register_misc(AdapterTable& t) {}
+namespace {
+
+// Rejects attributes outside `known`.
+void check_attrs(ImportContext& c, std::initializer_list<const char*> known) {
+  for (auto& [name, v] : c.attrs()) {
+    bool ok = false;
+    for (const char* k : known) ok |= name == k;
+    if (!ok) c.unsupported("attribute '{}' is not supported", name);
+  }
+}
+
+// A scalar (or one-element) compile-time operand.
+double scalar_value(ImportContext& c, int i, const std::string& what) {
+  const Tensor& t = c.require_value(i, what);
+  if (t.numel() != 1) c.fail("{} (operand {}) must hold one value, got shape [{}]", what, i, fmt::join(t.shape(), ","));
+  return t.get_double(0);
+}
+int64_t int_value(ImportContext& c, int i, const std::string& what) {
+  const Tensor& t = c.require_value(i, what);
+  if (t.numel() != 1) c.fail("{} (operand {}) must hold one value, got shape [{}]", what, i, fmt::join(t.shape(), ","));
+  return t.get_int(0);
+}
+
+std::vector<Value*> all_inputs(ImportContext& c) {
+  std::vector<Value*> ins;
+  for (int i = 0; i < c.num_inputs(); ++i) ins.push_back(c.has_input(i) ? c.input(i) : nullptr);
+  return ins;
+}
+
+// Trailing unused outputs are not produced.
+int outputs_needed(ImportContext& c) {
+  int n = c.num_outputs();
+  while (n > 1 && !c.output_used(n - 1)) --n;
+  return n;
+}
+
+// RNN / GRU / LSTM: activations made explicit per direction with positional
+// alphas/betas; hidden_size taken from R when absent; opset-1 output_sequence dropped.
+void recurrent(ImportContext& c, const std::string& op) {
+  std::vector<const char*> known = {"activation_alpha", "activation_beta", "activations", "clip", "direction",
+                                    "hidden_size", "layout", "output_sequence"};
+  if (op == "lstm") known.push_back("input_forget");
+  if (op == "gru") known.push_back("linear_before_reset");
+  for (auto& [name, v] : c.attrs()) {
+    bool ok = false;
+    for (const char* k : known) ok |= name == k;
+    if (!ok) c.unsupported("attribute '{}' is not supported", name);
+  }
+  AttrMap a = c.attrs();
+  a.erase("output_sequence");
+  if (!a.has("hidden_size")) {
+    const Shape& r = c.input(2)->shape();
+    if (r.size() != 3) c.fail("R must be 3-D, got rank {}", r.size());
+    a.set("hidden_size", r[2]);
+  }
+  std::string dir = a.get_string("direction", "forward");
+  int dirs = dir == "bidirectional" ? 2 : 1;
+  try {
+    ops::normalize_rnn_activations(op, dirs, a);
+  } catch (const Unsupported& e) {
+    c.unsupported("{}", e.what());
+  } catch (const Error& e) {
+    c.fail("{}", e.what());
+  }
+  c.set_outputs(c.emit(op, all_inputs(c), a, outputs_needed(c)));
+}
+
+std::string output_dtype(ImportContext& c, int dflt) {
+  int code = static_cast<int>(c.attrs().get_int("output_datatype", dflt));
+  return std::string(dtype_name(dtype_from_onnx(code, c.label() + " attribute 'output_datatype'")));
+}
+
+// HannWindow / HammingWindow / BlackmanWindow: size operand -> attribute.
+void window(ImportContext& c, const std::string& op) {
+  check_attrs(c, {"output_datatype", "periodic"});
+  AttrMap a;
+  a.set("size", int_value(c, 0, "window size"));
+  a.set("periodic", c.attrs().get_int("periodic", 1));
+  a.set("dtype", output_dtype(c, 1));
+  c.set_outputs(c.emit(op, {}, a));
+}
+
+// DFT: dft_length operand and (opset >= 20) axis operand -> attributes.
+void dft(ImportContext& c) {
+  check_attrs(c, {"axis", "inverse", "onesided"});
+  AttrMap a;
+  int64_t axis = c.attrs().get_int("axis", 1);
+  if (c.opset() >= 20) {
+    if (c.attrs().has("axis")) c.fail("axis is an operand from opset 20 on, not an attribute");
+    axis = c.has_input(2) ? int_value(c, 2, "axis") : -2;
+    // Negative axes count over the full rank: -2 is the last signal dim.
+  }
+  a.set("axis", axis);
+  if (c.has_input(1)) a.set("length", int_value(c, 1, "dft_length"));
+  a.set("inverse", c.attrs().get_int("inverse", 0));
+  a.set("onesided", c.attrs().get_int("onesided", 0));
+  c.set_outputs(c.emit("dft", {c.input(0)}, a));
+}
+
+// STFT(signal, frame_step, window?, frame_length?)
+void stft(ImportContext& c) {
+  check_attrs(c, {"onesided"});
+  AttrMap a;
+  a.set("frame_step", int_value(c, 1, "frame_step"));
+  int64_t len;
+  if (c.has_input(3)) len = int_value(c, 3, "frame_length");
+  else if (c.has_input(2) && c.input(2)->shape().size() == 1) len = c.input(2)->shape()[0];
+  else if (c.input(0)->shape().size() >= 2) len = c.input(0)->shape()[1];
+  else c.fail("signal must be [batch, length, 1|2]");
+  a.set("frame_length", len);
+  a.set("onesided", c.attrs().get_int("onesided", 1));
+  std::vector<Value*> ins{c.input(0)};
+  if (c.has_input(2)) ins.push_back(c.input(2));
+  c.set_outputs(c.emit("stft", ins, a));
+}
+
+// MelWeightMatrix: every operand -> attribute.
+void mel_weight_matrix(ImportContext& c) {
+  check_attrs(c, {"output_datatype"});
+  AttrMap a;
+  a.set("num_mel_bins", int_value(c, 0, "num_mel_bins"));
+  a.set("dft_length", int_value(c, 1, "dft_length"));
+  a.set("sample_rate", int_value(c, 2, "sample_rate"));
+  a.set("lower_edge_hertz", static_cast<float>(scalar_value(c, 3, "lower_edge_hertz")));
+  a.set("upper_edge_hertz", static_cast<float>(scalar_value(c, 4, "upper_edge_hertz")));
+  a.set("dtype", output_dtype(c, 1));
+  c.set_outputs(c.emit("mel_weight_matrix", {}, a));
+}
+
+// NonMaxSuppression: the scalar operands -> attributes.
+void non_max_suppression(ImportContext& c) {
+  check_attrs(c, {"center_point_box"});
+  AttrMap a;
+  a.set("center_point_box", c.attrs().get_int("center_point_box", 0));
+  a.set("max_output_boxes_per_class", c.has_input(2) ? int_value(c, 2, "max_output_boxes_per_class") : int64_t(0));
+  a.set("iou_threshold", c.has_input(3) ? static_cast<float>(scalar_value(c, 3, "iou_threshold")) : 0.0f);
+  if (c.has_input(4)) a.set("score_threshold", static_cast<float>(scalar_value(c, 4, "score_threshold")));
+  c.set_outputs(c.emit("non_max_suppression", {c.input(0), c.input(1)}, a));
+}
+
+}  // namespace
+
+void register_misc(AdapterTable& t) {
+  t.add("RNN", [](ImportContext& c) { recurrent(c, "rnn"); });
+  t.add("GRU", [](ImportContext& c) { recurrent(c, "gru"); });
+  t.add("LSTM", [](ImportContext& c) { recurrent(c, "lstm"); });
+  t.add("HannWindow", [](ImportContext& c) { window(c, "hann_window"); });
+  t.add("HammingWindow", [](ImportContext& c) { window(c, "hamming_window"); });
+  t.add("BlackmanWindow", [](ImportContext& c) { window(c, "blackman_window"); });
+  t.add("DFT", dft);
+  t.add("STFT", stft);
+  t.add("MelWeightMatrix", mel_weight_matrix);
+  t.add("NonMaxSuppression", non_max_suppression);
+}
 
 }  // namespace kiln::adapters

@@ -2,12 +2,15 @@
 //
 // A pointwise op's definition builds an Expr from its operands (with their
 // dtypes) and attributes. The reference backend interprets it over whole
-// chunks of elements (expr_eval.cpp); codegen prints it as CUDA C. So the
+// chunks of elements (ops/pointwise_eval.cpp); codegen prints it as CUDA C. So the
 // meaning of add, relu, gelu, where... is written in exactly one place.
 //
-// Each expression node has a result dtype. Floating nodes evaluate in double
-// on the CPU, integer and bool nodes in int64, and the result is converted to
-// the output dtype at the end.
+// Each expression node has a result dtype. On the CPU, f64 nodes evaluate in
+// double and f32/f16/bf16 nodes at float precision (as generated CUDA code
+// computes them; f16/bf16 round only at a Cast or the final store); integer
+// and bool nodes evaluate in int64, wrapped to their dtype. A Cast from
+// floating to integer truncates toward zero and saturates (NaN gives 0), as
+// CUDA's cvt.rzi does; to f16/bf16 it rounds once, to nearest even.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,5 +1,7 @@
 #include "ops/pointwise_eval.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -49,13 +51,23 @@ void store_lanes(Tensor& t, int64_t start, int64_t len, const double* fl, const 
   });
 }
 
+// Rounds a double to float with round-to-odd: a later rounding to a
+// narrower format (f16, bf16) then rounds as if straight from the double.
+float to_float_odd(double v) {
+  float f = static_cast<float>(v);
+  if (!std::isfinite(f) || static_cast<double>(f) == v) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
+  uint32_t bits = std::bit_cast<uint32_t>(f) | 1u;
+  return std::bit_cast<float>(bits);
+}
+
 // Rounds a double to what the dtype can hold (casts inside an expression must
-// lose precision exactly as a real cast would).
+// lose precision exactly as a real cast would), with a single rounding.
 double round_to(DType t, double v) {
   switch (t) {
     case DType::F32: return static_cast<float>(v);
-    case DType::F16: return half_to_float(float_to_half(static_cast<float>(v)));
-    case DType::BF16: return bf16_to_float(float_to_bf16(static_cast<float>(v)));
+    case DType::F16: return half_to_float(float_to_half(to_float_odd(v)));
+    case DType::BF16: return bf16_to_float(float_to_bf16(to_float_odd(v)));
     default: return v;
   }
 }
@@ -80,6 +92,38 @@ int64_t float_to_int(double v) {
   return static_cast<int64_t>(v);
 }
 
+// Float to an integer dtype as a cast does: truncation toward zero,
+// saturating at the dtype's range, NaN to 0 (what CUDA's cvt.rzi does).
+int64_t float_to_dtype(DType t, double v) {
+  if (std::isnan(v)) return 0;
+  switch (t) {
+    case DType::I8: return static_cast<int64_t>(std::clamp(std::trunc(v), -128.0, 127.0));
+    case DType::I16: return static_cast<int64_t>(std::clamp(std::trunc(v), -32768.0, 32767.0));
+    case DType::I32: return static_cast<int64_t>(std::clamp(std::trunc(v), -2147483648.0, 2147483647.0));
+    case DType::U8: return static_cast<int64_t>(std::clamp(std::trunc(v), 0.0, 255.0));
+    case DType::U16: return static_cast<int64_t>(std::clamp(std::trunc(v), 0.0, 65535.0));
+    case DType::U32: return static_cast<int64_t>(std::clamp(std::trunc(v), 0.0, 4294967295.0));
+    case DType::U64:
+      if (v <= 0) return 0;
+      if (v >= 18446744073709551616.0) return -1;  // all ones: UINT64_MAX
+      return static_cast<int64_t>(static_cast<uint64_t>(v));
+    case DType::Bool: return v != 0;
+    default: return float_to_int(v);
+  }
+}
+
+// Integer power with wrap-around; negative exponents give 0 except for |base| = 1.
+int64_t int_pow(int64_t base, int64_t e) {
+  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+  uint64_t r = 1, b = static_cast<uint64_t>(base);
+  while (e) {
+    if (e & 1) r *= b;
+    b *= b;
+    e >>= 1;
+  }
+  return static_cast<int64_t>(r);
+}
+
 double py_mod(double a, double b) {
   double r = std::fmod(a, b);
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
@@ -87,7 +131,7 @@ double py_mod(double a, double b) {
 }
 
 int64_t py_mod_int(int64_t a, int64_t b) {
-  if (b == 0) return 0;
+  if (b == 0 || b == -1) return 0;  // -1: INT64_MIN % -1 traps
   int64_t r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
@@ -155,7 +199,13 @@ void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Ten
       const ExprNode& nd = e.nodes[k];
       double* F = isf[k] ? fl[k].data() : nullptr;
       int64_t* I = isf[k] ? nullptr : il[k].data();
-      auto fa = [&](int src, int64_t j) -> double { return isf[src] ? fl[src][j] : static_cast<double>(il[src][j]); };
+      // Operand j of node src as a double / an int64. uint64 lanes hold the
+      // bit pattern in an int64.
+      auto fa = [&](int src, int64_t j) -> double {
+        if (isf[src]) return fl[src][j];
+        if (e.nodes[src].dtype == DType::U64) return static_cast<double>(static_cast<uint64_t>(il[src][j]));
+        return static_cast<double>(il[src][j]);
+      };
       auto ia = [&](int src, int64_t j) -> int64_t { return isf[src] ? float_to_int(fl[src][j]) : il[src][j]; };
       auto unary_f = [&](auto f) { for (int64_t j = 0; j < len; ++j) F[j] = f(fa(nd.a, j)); };
       auto binary_f = [&](auto f) { for (int64_t j = 0; j < len; ++j) F[j] = f(fa(nd.a, j), fa(nd.b, j)); };
@@ -163,11 +213,21 @@ void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Ten
       auto binary_i = [&](auto f) {
         for (int64_t j = 0; j < len; ++j) I[j] = wrap_int(nd.dtype, f(ia(nd.a, j), ia(nd.b, j)));
       };
+      // uint64 results: the same on the unsigned bit patterns.
+      auto binary_u = [&](auto f) {
+        for (int64_t j = 0; j < len; ++j)
+          I[j] = static_cast<int64_t>(f(static_cast<uint64_t>(ia(nd.a, j)), static_cast<uint64_t>(ia(nd.b, j))));
+      };
+      const bool u64 = nd.dtype == DType::U64;
       // Comparisons and logic read their operands in the operands' own kind.
       auto compare = [&](auto f) {
         bool opf = isf[nd.a] || isf[nd.b];
-        for (int64_t j = 0; j < len; ++j)
-          I[j] = opf ? f(fa(nd.a, j), fa(nd.b, j)) : f(ia(nd.a, j), ia(nd.b, j));
+        bool opu = e.nodes[nd.a].dtype == DType::U64 || e.nodes[nd.b].dtype == DType::U64;
+        for (int64_t j = 0; j < len; ++j) {
+          if (opf) I[j] = f(fa(nd.a, j), fa(nd.b, j));
+          else if (opu) I[j] = f(static_cast<uint64_t>(ia(nd.a, j)), static_cast<uint64_t>(ia(nd.b, j)));
+          else I[j] = f(ia(nd.a, j), ia(nd.b, j));
+        }
       };
       const bool f = isf[k];
       switch (nd.op) {
@@ -190,12 +250,16 @@ void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Ten
         case ExprOp::Const:
           for (int64_t j = 0; j < len; ++j) {
             if (f) F[j] = nd.value;
-            else I[j] = static_cast<int64_t>(nd.value);
+            else I[j] = float_to_dtype(nd.dtype, nd.value);
           }
           break;
-        case ExprOp::Neg: f ? unary_f([](double x) { return -x; }) : unary_i([](int64_t x) { return -x; }); break;
+        case ExprOp::Neg:
+          f ? unary_f([](double x) { return -x; }) : unary_i([](int64_t x) { return int64_t(0 - uint64_t(x)); });
+          break;
         case ExprOp::Abs:
-          f ? unary_f([](double x) { return std::fabs(x); }) : unary_i([](int64_t x) { return x < 0 ? -x : x; });
+          if (f) unary_f([](double x) { return std::fabs(x); });
+          else if (is_unsigned_int(nd.dtype)) unary_i([](int64_t x) { return x; });
+          else unary_i([](int64_t x) { return x < 0 ? int64_t(0 - uint64_t(x)) : x; });
           break;
         case ExprOp::Exp: unary_f([](double x) { return std::exp(x); }); break;
         case ExprOp::Log: unary_f([](double x) { return std::log(x); }); break;
@@ -205,8 +269,9 @@ void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Ten
         case ExprOp::Ceil: f ? unary_f([](double x) { return std::ceil(x); }) : unary_i([](int64_t x) { return x; }); break;
         case ExprOp::Round: f ? unary_f([](double x) { return std::nearbyint(x); }) : unary_i([](int64_t x) { return x; }); break;
         case ExprOp::Sign:
-          f ? unary_f([](double x) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); })
-            : unary_i([](int64_t x) { return int64_t((x > 0) - (x < 0)); });
+          if (f) unary_f([](double x) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); });
+          else if (is_unsigned_int(nd.dtype)) unary_i([](int64_t x) { return int64_t(x != 0); });
+          else unary_i([](int64_t x) { return int64_t((x > 0) - (x < 0)); });
           break;
         case ExprOp::Sin: unary_f([](double x) { return std::sin(x); }); break;
         case ExprOp::Cos: unary_f([](double x) { return std::cos(x); }); break;
@@ -239,19 +304,39 @@ void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Ten
             : binary_i([](int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); });
           break;
         case ExprOp::Div:
-          f ? binary_f([](double a, double b) { return a / b; })
-            : binary_i([](int64_t a, int64_t b) { return b == 0 ? int64_t(0) : a / b; });
+          if (f) binary_f([](double a, double b) { return a / b; });
+          else if (u64) binary_u([](uint64_t a, uint64_t b) { return b == 0 ? uint64_t(0) : a / b; });
+          // Truncation; x / 0 is defined as 0 and INT64_MIN / -1 wraps (both trap in C).
+          else binary_i([](int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? int64_t(0 - uint64_t(a)) : a / b; });
           break;
         case ExprOp::Pow:
-          f ? binary_f([](double a, double b) { return std::pow(a, b); })
-            : binary_i([](int64_t a, int64_t b) { return float_to_int(std::pow(double(a), double(b))); });
+          if (f) {
+            binary_f([](double a, double b) { return std::pow(a, b); });
+          } else if (isf[nd.b]) {  // integer base, floating exponent: computed in floating point, truncated
+            for (int64_t j = 0; j < len; ++j) I[j] = float_to_dtype(nd.dtype, std::pow(fa(nd.a, j), fl[nd.b][j]));
+          } else {
+            binary_i(int_pow);
+          }
           break;
-        case ExprOp::Max: f ? binary_f(fmax_nan) : binary_i([](int64_t a, int64_t b) { return a > b ? a : b; }); break;
-        case ExprOp::Min: f ? binary_f(fmin_nan) : binary_i([](int64_t a, int64_t b) { return a < b ? a : b; }); break;
-        case ExprOp::Mod: f ? binary_f(py_mod) : binary_i(py_mod_int); break;
+        case ExprOp::Max:
+          if (f) binary_f(fmax_nan);
+          else if (u64) binary_u([](uint64_t a, uint64_t b) { return a > b ? a : b; });
+          else binary_i([](int64_t a, int64_t b) { return a > b ? a : b; });
+          break;
+        case ExprOp::Min:
+          if (f) binary_f(fmin_nan);
+          else if (u64) binary_u([](uint64_t a, uint64_t b) { return a < b ? a : b; });
+          else binary_i([](int64_t a, int64_t b) { return a < b ? a : b; });
+          break;
+        case ExprOp::Mod:
+          if (f) binary_f(py_mod);
+          else if (u64) binary_u([](uint64_t a, uint64_t b) { return b == 0 ? uint64_t(0) : a % b; });
+          else binary_i(py_mod_int);
+          break;
         case ExprOp::FMod:
-          f ? binary_f([](double a, double b) { return std::fmod(a, b); })
-            : binary_i([](int64_t a, int64_t b) { return b == 0 ? int64_t(0) : a % b; });
+          if (f) binary_f([](double a, double b) { return std::fmod(a, b); });
+          else if (u64) binary_u([](uint64_t a, uint64_t b) { return b == 0 ? uint64_t(0) : a % b; });
+          else binary_i([](int64_t a, int64_t b) { return b == 0 || b == -1 ? int64_t(0) : a % b; });
           break;
         case ExprOp::Eq: compare([](auto a, auto b) { return int64_t(a == b); }); break;
         case ExprOp::Lt: compare([](auto a, auto b) { return int64_t(a < b); }); break;
@@ -279,12 +364,26 @@ void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Ten
           break;
         case ExprOp::Cast:
           for (int64_t j = 0; j < len; ++j) {
-            if (f) F[j] = round_to(nd.dtype, fa(nd.a, j));
-            else if (nd.dtype == DType::Bool) I[j] = isf[nd.a] ? fl[nd.a][j] != 0 : il[nd.a][j] != 0;
-            else I[j] = wrap_int(nd.dtype, ia(nd.a, j));
+            if (f) {
+              if (!isf[nd.a] && nd.dtype == DType::F32)  // one rounding from a 64-bit integer
+                F[j] = e.nodes[nd.a].dtype == DType::U64 ? double(float(uint64_t(il[nd.a][j])))
+                                                         : double(float(il[nd.a][j]));
+              else
+                F[j] = round_to(nd.dtype, fa(nd.a, j));
+            } else if (nd.dtype == DType::Bool) {
+              I[j] = isf[nd.a] ? fl[nd.a][j] != 0 : il[nd.a][j] != 0;
+            } else if (isf[nd.a]) {
+              I[j] = float_to_dtype(nd.dtype, fl[nd.a][j]);
+            } else {
+              I[j] = wrap_int(nd.dtype, il[nd.a][j]);
+            }
           }
           break;
       }
+      // Floating nodes below f64 compute at float precision, as generated
+      // CUDA code does (f16/bf16 compute in float too); casts round further.
+      if (f && nd.dtype != DType::F64 && nd.op != ExprOp::Input)
+        for (int64_t j = 0; j < len; ++j) F[j] = static_cast<float>(F[j]);
     }
     store_lanes(out, start, len, isf[nn - 1] ? fl[nn - 1].data() : nullptr, isf[nn - 1] ? nullptr : il[nn - 1].data());
   }
