@@ -93,7 +93,7 @@ class Importer {
   std::string unique_name(const std::string& hint) {
     std::string base = hint.empty() ? "c" : hint;
     std::string n = base;
-    for (int i = 1; names_.count(n) || env_.count(n); ++i) n = base + "." + std::to_string(i);
+    for (int i = 1; names_.count(n) || env_.count(n) || onnx_outputs_.count(n); ++i) n = base + "." + std::to_string(i);
     names_.insert(n);
     return n;
   }
@@ -112,6 +112,9 @@ class Importer {
   std::unique_ptr<Graph> graph_;
   std::unordered_map<std::string, Value*> env_;
   std::set<std::string> names_;
+  // Every node output name of the model: fresh names avoid them, so a node's
+  // result can take its ONNX name later without two values sharing a name.
+  std::set<std::string> onnx_outputs_;
   std::unordered_map<Value*, Tensor> known_;
   std::vector<std::string> frozen_;
   friend class NodeContext;
@@ -331,6 +334,8 @@ ImportResult Importer::run() {
   graph_ = std::make_unique<Graph>(model_.graph().name().empty() ? "main" : "main");
   import_initializers();
   import_inputs();
+  for (const auto& node : model_.graph().node())
+    for (const auto& o : node.output()) onnx_outputs_.insert(o);
   for (const auto& node : model_.graph().node()) import_node(node);
 
   std::vector<Value*> outs;

@@ -1,7 +1,9 @@
 // Every model of Debian's ONNX test suites that kiln imports must print as IR
-// text that parses back and prints identically, and must pass the verifier.
-// Models the importer rejects (kiln::Error / Unsupported) are skipped and
-// counted; the number checked grows as ops land.
+// text that parses back and prints identically, and must pass the verifier
+// once fold-constants (the first pass of every pipeline) has made the values
+// the importer computed at compile time into constants. Models the importer
+// rejects (kiln::Error / Unsupported) are skipped and counted; the number
+// checked grows as ops land.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "ops/registry.h"
+#include "passes/pass.h"
 #include "tools/kiln/conformance.h"
 
 namespace kiln {
@@ -22,7 +25,8 @@ namespace fs = std::filesystem;
 struct ModelResult {
   std::string name;
   std::string roundtrip_error;  // empty: round-trips
-  std::string verify_error;     // empty: verifies
+  std::string verify_error;     // empty: verifies after fold-constants
+  std::string raw_verify_error; // empty: verifies as imported (reported, not required)
 };
 
 struct Survey {
@@ -43,19 +47,31 @@ std::string first_difference(const std::string& a, const std::string& b) {
   }
 }
 
-ModelResult check(const std::string& name, const Graph& g) {
-  ModelResult r{name, {}, {}};
+std::string verify_message(const Graph& g) {
   try {
     verify_graph(g, op_registry());
   } catch (const Error& e) {
-    r.verify_error = e.what();
+    return e.what();
   }
+  return {};
+}
+
+ModelResult check(const std::string& name, Graph& g) {
+  ModelResult r{name, {}, {}, {}};
+  r.raw_verify_error = verify_message(g);
   std::string text = print_graph(g);
   try {
     std::string again = print_graph(*parse_graph(text, name + ".kir"));
     if (again != text) r.roundtrip_error = first_difference(text, again);
   } catch (const Error& e) {
     r.roundtrip_error = std::string("parse: ") + e.what();
+  }
+  PassStats stats;
+  try {
+    create_pass("fold-constants")->run(g, PassOptions{}, stats);
+    r.verify_error = verify_message(g);
+  } catch (const Error& e) {
+    r.verify_error = std::string("fold-constants: ") + e.what();
   }
   return r;
 }
@@ -99,12 +115,19 @@ TEST(RoundTripModels, EveryImportedModelPrintsParsesAndReprintsIdentically) {
   EXPECT_GT(s.checked.size(), 10u) << "too few models imported to mean anything";
 }
 
-TEST(RoundTripModels, EveryImportedModelVerifies) {
+TEST(RoundTripModels, EveryImportedModelVerifiesAfterFolding) {
   if (!fs::exists(kDebianTestData)) GTEST_SKIP() << "libonnx-testdata is not installed";
   std::string failures;
-  int failed = 0;
-  for (const ModelResult& r : survey().checked)
+  int failed = 0, raw_failed = 0;
+  for (const ModelResult& r : survey().checked) {
     if (!r.verify_error.empty()) failures += "  " + r.name + ": " + r.verify_error + "\n", ++failed;
+    // Graphs that need folding first (an op whose inference needs an operand
+    // the importer computed but left as a node) are listed for the record.
+    if (!r.raw_verify_error.empty()) {
+      if (++raw_failed <= 10) std::cout << "  verifies only after folding: " << r.name << ": " << r.raw_verify_error << "\n";
+    }
+  }
+  std::cout << fmt::format("[ verifier   ] {} failed after fold-constants; {} failed as imported\n", failed, raw_failed);
   EXPECT_EQ(failed, 0) << failures;
 }
 
