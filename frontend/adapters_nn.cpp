@@ -201,18 +201,23 @@ void max_unpool(ImportContext& c) {
   std::vector<int64_t> in = spatial_dims(c);
   const size_t nd = in.size();
   const Shape& xs = c.input(0)->shape();
-  std::vector<int64_t> shape;
-  if (c.has_input(2)) {
-    shape = c.require_value(2, "output_shape").to_int_vector();
-  } else {
-    if (!c.attrs().has("kernel_shape")) c.fail("attribute 'kernel_shape' is required");
-    std::vector<int64_t> k = ints_or(c, "kernel_shape", nd, 1), s = ints_or(c, "strides", nd, 1),
-                         pads = ints_or(c, "pads", 2 * nd, 0);
-    shape = {xs[0], xs[1]};
-    for (size_t d = 0; d < nd; ++d) shape.push_back((in[d] - 1) * s[d] + k[d] - pads[d] - pads[d + nd]);
+  // The indices address MaxPool's input, whose shape the window attributes
+  // give back; an output_shape operand only enlarges (pads at the end) or
+  // crops the result, as ONNX Runtime does.
+  if (!c.attrs().has("kernel_shape")) c.fail("attribute 'kernel_shape' is required");
+  std::vector<int64_t> k = ints_or(c, "kernel_shape", nd, 1), s = ints_or(c, "strides", nd, 1),
+                       pads = ints_or(c, "pads", 2 * nd, 0);
+  std::vector<int64_t> index_shape = {xs[0], xs[1]};
+  for (size_t d = 0; d < nd; ++d) {
+    int64_t len = (in[d] - 1) * s[d] + k[d] - pads[d] - pads[d + nd];
+    if (len < 1) c.fail("unpooled length {} along spatial axis {} is not positive", len, d);
+    index_shape.push_back(len);
   }
+  std::vector<int64_t> shape = index_shape;
+  if (c.has_input(2)) shape = c.require_value(2, "output_shape").to_int_vector();
   AttrMap a;
   a.set("output_shape", shape);
+  if (shape != index_shape) a.set("index_shape", index_shape);
   c.set_outputs({c.emit1("max_unpool", {c.input(0), c.input(1)}, a)});
 }
 
@@ -255,8 +260,7 @@ void resize(ImportContext& c) {
   } else {
     check_attrs(c, {"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
                     "extrapolation_value", "keep_aspect_ratio_policy", "mode", "nearest_mode"});
-    if (c.attrs().get_int("antialias", 0) != 0)
-      c.unsupported("antialias = {} is not supported", c.attrs().get_int("antialias", 0));
+    a.set("antialias", c.attrs().get_int("antialias", 0));
     std::string ct = c.attrs().get_string("coordinate_transformation_mode", "half_pixel");
     a.set("coordinate_transformation_mode", ct);
     a.set("nearest_mode", c.attrs().get_string("nearest_mode", "round_prefer_floor"));

@@ -302,6 +302,11 @@ std::vector<TensorType> infer_max_unpool(InferContext& c) {
   if (os[0] != c.shape(0)[0] || os[1] != c.shape(0)[1])
     c.fail("output_shape {} must keep the input's batch and channel dims {}x{}", shape_str(os), c.shape(0)[0],
            c.shape(0)[1]);
+  if (c.attrs().has("index_shape")) {
+    std::vector<int64_t> is = window_ints(c.attrs(), "index_shape", os.size(), 0, c.label());
+    if (is[0] != os[0] || is[1] != os[1])
+      c.fail("index_shape {} must keep the batch and channel dims of output_shape {}", shape_str(is), shape_str(os));
+  }
   return {TensorType(c.dtype(0), os)};
 }
 
@@ -310,12 +315,29 @@ void max_unpool_kernel(KernelContext& ctx) {
   const Tensor& ind = ctx.in(1);
   Tensor& y = ctx.out(0);
   const int64_t* ip = ind.data<int64_t>();
-  const int64_t n = y.numel();
-  for (int64_t i = 0; i < ind.numel(); ++i)
-    if (ip[i] < 0 || ip[i] >= n)
-      failf(ctx.label, "index {} at position {} is outside the output's {} elements", ip[i], i, n);
+  const Shape& os = y.shape();
+  const Shape is = ctx.attrs.has("index_shape") ? ctx.attrs.get_ints("index_shape") : os;
+  const int64_t n = shape_numel(is);
+  const std::vector<int64_t> ostr = row_strides(os);
+  // Flat indices address a tensor of index_shape (MaxPool's input); each
+  // lands at the same coordinates of the output.
+  std::vector<int64_t> dst(static_cast<size_t>(ind.numel()));
+  for (int64_t i = 0; i < ind.numel(); ++i) {
+    int64_t v = ip[i];
+    if (v < 0 || v >= n)
+      failf(ctx.label, "index {} at position {} is outside the {} elements of shape {}", v, i, n, shape_str(is));
+    int64_t off = 0;
+    for (int d = static_cast<int>(is.size()) - 1; d >= 0; --d) {
+      int64_t coord = v % is[d];
+      v /= is[d];
+      if (coord >= os[d])
+        failf(ctx.label, "index {} at position {} lands outside the output shape {}", ip[i], i, shape_str(os));
+      off += coord * ostr[d];
+    }
+    dst[i] = off;
+  }
   // The output is zero-filled; scatter the values (later duplicates win).
-  for (int64_t i = 0; i < x.numel(); ++i) copy_element(x, i, y, ip[i]);
+  for (int64_t i = 0; i < x.numel(); ++i) copy_element(x, i, y, dst[i]);
 }
 
 std::vector<AttrSpec> window_attrs(std::vector<AttrSpec> extra) {
@@ -384,10 +406,12 @@ void register_pool_ops(OpRegistry& r) {
   mu.name = "max_unpool";
   mu.category = OpCategory::Compute;
   mu.min_inputs = mu.max_inputs = 2;
-  mu.attrs = {{"output_shape", AttrKind::Ints, true}};
+  mu.attrs = {{"output_shape", AttrKind::Ints, true}, {"index_shape", AttrKind::Ints}};
   mu.infer = infer_max_unpool;
   mu.reference = max_unpool_kernel;
-  mu.doc = "zeros of output_shape with x scattered to the flat positions given by indices (operand 1)";
+  mu.doc =
+      "zeros of output_shape with x scattered to the positions given by indices (operand 1), flat indices into "
+      "index_shape (default: output_shape) placed at the same coordinates of the output";
   r.add(std::move(mu));
 }
 

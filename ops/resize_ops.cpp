@@ -10,7 +10,8 @@
 //   coordinate_transformation_mode  half_pixel | half_pixel_symmetric | pytorch_half_pixel |
 //                                   align_corners | asymmetric | tf_half_pixel_for_nn | tf_crop_and_resize
 //   nearest_mode                    round_prefer_floor | round_prefer_ceil | floor | ceil
-//   cubic_coeff_a, exclude_outside, extrapolation_value, roi (starts then ends, tf_crop_and_resize)
+//   cubic_coeff_a, exclude_outside, extrapolation_value, roi (starts then ends, tf_crop_and_resize),
+//   antialias (linear/cubic downsampling widens the filter by 1/scale)
 //
 // The interpolation is separable: every output element is a weighted sum
 // over the product of per-axis taps (1 for nearest, 2 linear, 4 cubic),
@@ -36,6 +37,7 @@ struct ResizeParams {
   Round round = Round::PreferFloor;
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  bool antialias = false;
   double extrapolation = 0;
   std::vector<int64_t> sizes;
   std::vector<float> scales, roi;  // empty when absent
@@ -69,6 +71,9 @@ ResizeParams resize_params(const AttrMap& a, const Shape& xs, const std::string&
   if (eo != 0 && eo != 1) failf(label, "exclude_outside is {}, must be 0 or 1", eo);
   p.exclude_outside = eo == 1;
   p.extrapolation = a.get_float("extrapolation_value", 0.0f);
+  int64_t aa = a.get_int("antialias", 0);
+  if (aa != 0 && aa != 1) failf(label, "antialias is {}, must be 0 or 1", aa);
+  p.antialias = aa == 1;
   p.sizes = window_ints(a, "sizes", r, 0, label);
   for (size_t d = 0; d < r; ++d)
     if (xs[d] == 0 && p.sizes[d] != 0) failf(label, "cannot resize the empty axis {} to {}", d, p.sizes[d]);
@@ -161,7 +166,25 @@ AxisPlan plan_axis(const ResizeParams& p, size_t axis, int64_t in) {
         int64_t x0 = static_cast<int64_t>(std::floor(x));
         double r = x - std::floor(x);
         std::vector<Tap> t;
-        if (p.mode == Mode::Linear) {
+        if (p.antialias && scale < 1) {
+          // Downsampling with antialias: the filter is stretched by 1/scale
+          // (more taps), weights normalised to sum 1 (ONNX Resize-18).
+          const double A = p.cubic_a;
+          const double support = p.mode == Mode::Linear ? 1.0 : 2.0;
+          const int64_t start = static_cast<int64_t>(std::floor(-support / scale)) + 1;
+          double sum = 0;
+          for (int64_t i = start; i < 2 - start; ++i) {
+            double u = std::abs(scale * (static_cast<double>(i) - r)), w;
+            if (p.mode == Mode::Linear) w = std::max(0.0, 1 - u);
+            else if (u <= 1) w = ((A + 2) * u - (A + 3)) * u * u + 1;
+            else if (u < 2) w = ((A * u - 5 * A) * u + 8 * A) * u - 4 * A;
+            else w = 0;
+            t.push_back({x0 + i, w});
+            sum += w;
+          }
+          if (sum != 0)
+            for (Tap& tp : t) tp.weight /= sum;
+        } else if (p.mode == Mode::Linear) {
           t = {{x0, 1 - r}, {x0 + 1, r}};
         } else {
           auto c = cubic_coeffs(r, p.cubic_a);
@@ -272,7 +295,8 @@ void register_resize_ops(OpRegistry& r) {
              {"cubic_coeff_a", AttrKind::Float},
              {"exclude_outside", AttrKind::Int},
              {"extrapolation_value", AttrKind::Float},
-             {"roi", AttrKind::Floats}};
+             {"roi", AttrKind::Floats},
+             {"antialias", AttrKind::Int}};
   d.infer = infer_resize;
   d.reference = resize_kernel;
   d.doc =

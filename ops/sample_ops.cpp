@@ -1,9 +1,10 @@
 // grid_sample and roi_align: sampling a 2-D image at computed locations.
 //
 // grid_sample {mode: linear|nearest|cubic, padding_mode: zeros|border|reflection,
-// align_corners}: x [N,C,H,W], grid [N,Ho,Wo,2] holding (x, y) in [-1, 1];
-// result [N,C,Ho,Wo]. Follows ONNX GridSample (opset 16) as ONNX Runtime
-// implements it: nearest rounds half to even, cubic uses Keys' A = -0.75.
+// align_corners}: x [N,C,D1..Dr], grid [N,O1..Or,r] holding coordinates in
+// [-1, 1], innermost axis first ((x, y) for images); result [N,C,O1..Or].
+// Follows ONNX GridSample (opsets 16 and 20) as ONNX Runtime implements it:
+// nearest rounds half to even, cubic (4-D only) uses Keys' A = -0.75.
 //
 // roi_align {mode: avg|max, output_height, output_width, sampling_ratio,
 // spatial_scale, coordinate_transformation_mode: half_pixel|output_half_pixel}:
@@ -50,18 +51,23 @@ GsParams gs_params(const AttrMap& a, const std::string& label) {
 }
 
 std::vector<TensorType> infer_grid_sample(InferContext& c) {
-  gs_params(c.attrs(), c.label());
+  GsParams p = gs_params(c.attrs(), c.label());
   for (int i = 0; i < 2; ++i)
     if (!is_nn_float(c.dtype(i)))
       c.unsupported("operand {} has dtype {}; kiln's grid_sample takes f32, f64, f16 or bf16", i,
                     dtype_name(c.dtype(i)));
-  if (c.rank(0) != 4)
-    c.unsupported("input rank {}: kiln's grid_sample handles 4-D inputs (N,C,H,W) only", c.rank(0));
   const Shape& xs = c.shape(0);
   const Shape& gs = c.shape(1);
-  if (gs.size() != 4 || gs[3] != 2 || gs[0] != xs[0])
-    c.fail("grid has shape {}; expected [{},Ho,Wo,2]", shape_str(gs), xs[0]);
-  return {TensorType(c.dtype(0), {xs[0], xs[1], gs[1], gs[2]})};
+  if (xs.size() < 3) c.fail("input rank {} is below 3 (N, C and spatial axes)", xs.size());
+  const int64_t r = static_cast<int64_t>(xs.size()) - 2;
+  if (p.mode == GsMode::Cubic && r != 2) c.fail("cubic mode needs a 4-D input, got rank {}", xs.size());
+  if (static_cast<int64_t>(gs.size()) != r + 2 || gs.back() != r || gs[0] != xs[0])
+    c.fail("grid has shape {}; expected [{},<{} output dims>,{}]", shape_str(gs), xs[0], r, r);
+  for (int64_t d = 0; d < r; ++d)
+    if (xs[d + 2] < 1) c.fail("input spatial axis {} is empty", d);
+  Shape out = {xs[0], xs[1]};
+  out.insert(out.end(), gs.begin() + 1, gs.end() - 1);
+  return {TensorType(c.dtype(0), out)};
 }
 
 double gs_reflect(double x, double lo, double hi) {
@@ -95,67 +101,86 @@ void grid_sample_kernel(KernelContext& ctx) {
   const Tensor& xt = ctx.in(0);
   const Shape& xs = xt.shape();
   const Shape& gsh = ctx.in(1).shape();
-  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], Ho = gsh[1], Wo = gsh[2];
+  const int r = static_cast<int>(xs.size()) - 2;
+  const int64_t N = xs[0], C = xs[1];
+  const std::vector<int64_t> in(xs.begin() + 2, xs.end()), out(gsh.begin() + 1, gsh.end() - 1);
+  const std::vector<int64_t> istr = row_strides(in);
+  const int64_t in_size = prod(in), out_size = prod(out);
   std::vector<double> x = load_all<double>(xt), g = load_all<double>(ctx.in(1));
   std::vector<double> y(static_cast<size_t>(ctx.out(0).numel()));
-  const double x_min = p.align ? 0.0 : -0.5, x_max = p.align ? W - 1.0 : W - 0.5;
-  const double y_min = p.align ? 0.0 : -0.5, y_max = p.align ? H - 1.0 : H - 0.5;
-  auto denorm = [&](double v, int64_t len) {
-    return p.align ? (v + 1) / 2 * static_cast<double>(len - 1) : ((v + 1) * static_cast<double>(len) - 1) / 2;
-  };
+  // Per spatial axis: the range a sample may lie in, and the taps of one
+  // sample (input coordinate, weight); the grid lists coordinates innermost
+  // axis first (x, y, z).
+  std::vector<double> lo(r), hi(r), f(r);
+  for (int d = 0; d < r; ++d) {
+    lo[d] = p.align ? 0.0 : -0.5;
+    hi[d] = p.align ? in[d] - 1.0 : in[d] - 0.5;
+  }
+  std::vector<std::vector<std::pair<int64_t, double>>> taps(r);
+  std::vector<int64_t> t(r);
   for (int64_t n = 0; n < N; ++n)
-    for (int64_t c = 0; c < C; ++c) {
-      const double* img = x.data() + (n * C + c) * H * W;
-      // A pixel of the image, with padding_mode deciding what lies outside.
-      auto pixel = [&](int64_t r, int64_t col) -> double {
-        if (p.pad == GsPad::Zeros) {
-          if (r < 0 || r >= H || col < 0 || col >= W) return 0.0;
-        } else if (p.pad == GsPad::Reflection) {
-          col = static_cast<int64_t>(gs_reflect(static_cast<double>(col), x_min, x_max));
-          r = static_cast<int64_t>(gs_reflect(static_cast<double>(r), y_min, y_max));
+    for (int64_t oi = 0; oi < out_size; ++oi) {
+      const double* gp = g.data() + (n * out_size + oi) * r;
+      bool finite = true;
+      for (int d = 0; d < r; ++d) {
+        double v = gp[r - 1 - d];
+        double len = static_cast<double>(in[d]);
+        double fd = p.align ? (v + 1) / 2 * (len - 1) : ((v + 1) * len - 1) / 2;
+        if (p.mode == GsMode::Nearest) fd = std::nearbyint(fd);
+        if (fd < lo[d] || fd > hi[d]) {
+          if (p.pad == GsPad::Border) fd = std::clamp(fd, 0.0, len - 1);
+          else if (p.pad == GsPad::Reflection) fd = gs_reflect(fd, lo[d], hi[d]);
         }
-        col = std::clamp<int64_t>(col, 0, W - 1);
-        r = std::clamp<int64_t>(r, 0, H - 1);
-        return img[r * W + col];
-      };
-      for (int64_t oh = 0; oh < Ho; ++oh)
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          const double* gp = g.data() + ((n * Ho + oh) * Wo + ow) * 2;
-          double fx = denorm(gp[0], W), fy = denorm(gp[1], H);
-          if (p.mode == GsMode::Nearest) {
-            fx = std::nearbyint(fx);
-            fy = std::nearbyint(fy);
-          }
-          if (fx < x_min || fx > x_max || fy < y_min || fy > y_max) {
-            if (p.pad == GsPad::Border) {
-              fx = std::clamp(fx, 0.0, W - 1.0);
-              fy = std::clamp(fy, 0.0, H - 1.0);
+        finite &= std::isfinite(fd);
+        f[d] = fd;
+      }
+      for (int d = 0; d < r && finite; ++d) {
+        taps[d].clear();
+        if (p.mode == GsMode::Nearest) {
+          taps[d].push_back({static_cast<int64_t>(f[d]), 1.0});
+        } else if (p.mode == GsMode::Linear) {
+          int64_t i0 = static_cast<int64_t>(std::floor(f[d]));
+          taps[d].push_back({i0, i0 + 1 - f[d]});
+          taps[d].push_back({i0 + 1, f[d] - i0});
+        } else {
+          int64_t i0 = static_cast<int64_t>(std::floor(f[d])) - 1;
+          auto w = gs_cubic(f[d] - i0 - 1);
+          for (int j = 0; j < 4; ++j) taps[d].push_back({i0 + j, w[j]});
+        }
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        double& dst = y[(n * C + c) * out_size + oi];
+        if (!finite) {
+          dst = p.pad == GsPad::Zeros ? 0.0 : std::nan("");
+          continue;
+        }
+        const double* img = x.data() + (n * C + c) * in_size;
+        double acc = 0;
+        std::fill(t.begin(), t.end(), 0);
+        while (true) {
+          double w = 1;
+          int64_t off = 0;
+          bool zero = false;
+          for (int d = 0; d < r; ++d) {
+            auto [idx, wd] = taps[d][t[d]];
+            w *= wd;
+            if (p.pad == GsPad::Zeros) {
+              zero |= idx < 0 || idx >= in[d];
             } else if (p.pad == GsPad::Reflection) {
-              fx = gs_reflect(fx, x_min, x_max);
-              fy = gs_reflect(fy, y_min, y_max);
+              idx = static_cast<int64_t>(gs_reflect(static_cast<double>(idx), lo[d], hi[d]));
             }
+            off += std::clamp<int64_t>(idx, 0, in[d] - 1) * istr[d];
           }
-          double v = 0;
-          if (!std::isfinite(fx) || !std::isfinite(fy)) {
-            v = p.pad == GsPad::Zeros ? 0.0 : std::nan("");
-          } else if (p.mode == GsMode::Nearest) {
-            v = pixel(static_cast<int64_t>(fy), static_cast<int64_t>(fx));
-          } else if (p.mode == GsMode::Linear) {
-            int64_t x1 = static_cast<int64_t>(std::floor(fx)), y1 = static_cast<int64_t>(std::floor(fy));
-            double dx1 = fx - x1, dx2 = x1 + 1 - fx, dy1 = fy - y1, dy2 = y1 + 1 - fy;
-            v = dy2 * (dx2 * pixel(y1, x1) + dx1 * pixel(y1, x1 + 1)) +
-                dy1 * (dx2 * pixel(y1 + 1, x1) + dx1 * pixel(y1 + 1, x1 + 1));
-          } else {
-            int64_t x0 = static_cast<int64_t>(std::floor(fx)) - 1, y0 = static_cast<int64_t>(std::floor(fy)) - 1;
-            auto cx = gs_cubic(fx - x0 - 1), cy = gs_cubic(fy - y0 - 1);
-            for (int64_t i = 0; i < 4; ++i) {
-              double row = 0;
-              for (int64_t j = 0; j < 4; ++j) row += cx[j] * pixel(y0 + i, x0 + j);
-              v += cy[i] * row;
-            }
+          if (!zero) acc += w * img[off];
+          int d = r - 1;
+          for (; d >= 0; --d) {
+            if (++t[d] < static_cast<int64_t>(taps[d].size())) break;
+            t[d] = 0;
           }
-          y[((n * C + c) * Ho + oh) * Wo + ow] = v;
+          if (d < 0) break;
         }
+        dst = acc;
+      }
     }
   store_all(ctx.out(0), y);
 }
@@ -286,7 +311,7 @@ void register_sample_ops(OpRegistry& r) {
   gs.attrs = {{"mode", AttrKind::String}, {"padding_mode", AttrKind::String}, {"align_corners", AttrKind::Int}};
   gs.infer = infer_grid_sample;
   gs.reference = grid_sample_kernel;
-  gs.doc = "samples x [N,C,H,W] at grid [N,Ho,Wo,2] locations in [-1,1] (linear/nearest/cubic)";
+  gs.doc = "samples x [N,C,D1..Dr] at grid [N,O1..Or,r] locations in [-1,1] (linear/nearest/cubic)";
   r.add(std::move(gs));
 
   OpDef ra;
