@@ -131,22 +131,15 @@ std::vector<Value*> NodeContext::emit(const std::string& op, const std::vector<V
   const OpDef* def = op_registry().find(op);
   if (!def) unsupported("kiln has no op '{}' (needed for ONNX {} at opset {})", op, op_type(), opset());
   InferContext ic(op, inputs, attrs, num_outputs, label(), [this](Value* v) { return imp_.known_value(v); });
-  std::vector<TensorType> types;
-  try {
-    types = infer_types(*def, ic);
-  } catch (const Unsupported&) {
-    throw;
-  } catch (const Error& e) {
-    // Inference already prefixed the label; keep one.
-    throw;
-  }
+  std::vector<TensorType> types = infer_types(*def, ic);
+  // An ONNX node imported as several kiln nodes: name them conv1, conv1#1, ...
   std::string node_name = node_.name();
-  if (emitted_ > 0 && !node_name.empty()) node_name += "#" + std::to_string(emitted_);
+  if (emitted_ > 0 && !node_name.empty()) node_name = fmt::format("{}#{}", node_name, emitted_);
   ++emitted_;
   Node* n = imp_.graph().add_node(op, inputs, types, attrs, node_name);
   for (int i = 0; i < n->num_outputs(); ++i) {
     std::string hint = node_.output_size() ? node_.output(0) : op;
-    n->output(i)->set_name(imp_.unique_name(hint + ".k" + std::to_string(emitted_) + "_" + std::to_string(i)));
+    n->output(i)->set_name(imp_.unique_name(fmt::format("{}.k{}_{}", hint, emitted_, i)));
   }
   return n->outputs();
 }

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "frontend/onnx_import.h"
@@ -286,7 +287,28 @@ int run_conformance(const ConformanceOptions& opts) {
     if (!f) fail("cannot write {}", opts.json_path);
     f << j.dump(1) << "\n";
   }
-  return (total.fail + total.crash) ? 1 : 0;
+  if (opts.require_pass.empty()) return (total.fail + total.crash) ? 1 : 0;
+  bool ok = total.crash == 0;
+  if (total.crash) std::cout << fmt::format("gate: {} tests crashed\n", total.crash);
+  for (const std::string& gate : opts.require_pass) {
+    auto colon = gate.rfind(':');
+    if (colon == std::string::npos) fail("--require-pass '{}' should look like node:70", gate);
+    double want = std::stod(gate.substr(colon + 1));
+    int pass = 0, n = 0;
+    std::stringstream ss(gate.substr(0, colon));
+    std::string suite;
+    while (std::getline(ss, suite, '+')) {
+      if (!suites.count(suite)) fail("--require-pass: no tests ran from suite '{}'", suite);
+      const Count& c = suites[suite];
+      pass += c.pass;
+      n += c.pass + c.fail + c.unsupported + c.crash;
+    }
+    double got = n ? 100.0 * pass / n : 0;
+    bool held = got >= want;
+    ok &= held;
+    std::cout << fmt::format("gate {}: {:.1f}% >= {}%: {}\n", gate.substr(0, colon), got, want, held ? "ok" : "FAILED");
+  }
+  return ok ? 0 : 1;
 }
 
 }  // namespace kiln

@@ -88,10 +88,13 @@ int main(int argc, char** argv) {
   conf->add_option("-j,--jobs", copts.jobs, "Tests run at once (default: CPUs)");
   conf->add_option("--timeout", copts.timeout_s, "Seconds per test before it counts as a crash");
   conf->add_flag("-v,--verbose", copts.verbose, "Print every test that does not pass");
+  conf->add_option("--require-pass", copts.require_pass,
+                   "Gate: SUITE[+SUITE...]:PERCENT must pass (exit code then reflects the gates)");
 
-  std::string docs_out;
-  auto* docs = app.add_subcommand("gen-op-docs", "Write docs/ops.md from the op registry");
+  std::string docs_out, docs_json;
+  auto* docs = app.add_subcommand("gen-op-docs", "Write docs/ops.md from the op registry and a conformance run");
   docs->add_option("out", docs_out, "Output Markdown file")->required();
+  docs->add_option("--conformance", docs_json, "JSON from `kiln conformance --json` for the status columns");
 
   try {
     app.parse(argc, argv);
@@ -141,7 +144,7 @@ int main(int argc, char** argv) {
     } else if (*conf) {
       return kiln::run_conformance(copts);
     } else if (*docs) {
-      kiln::write_op_docs(docs_out);
+      kiln::write_op_docs(docs_out, docs_json);
     }
   } catch (const kiln::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -1,0 +1,67 @@
+// fold-constants: evaluates nodes whose operands are all constants with the
+// reference kernels and replaces them by constants, so whole constant
+// subgraphs (shape arithmetic, weight transposes, ConstantOfShape chains)
+// disappear. Leaves alone: results larger than PassOptions::fold_max_bytes
+// unless no bigger than the operands (folding must not bloat the model),
+// and nodes with bodies.
+#include "ops/registry.h"
+#include "passes/pass.h"
+#include "passes/pass_list.h"
+
+namespace kiln {
+namespace {
+
+class FoldConstants : public Pass {
+ public:
+  std::string_view name() const override { return "fold-constants"; }
+  bool run(Graph& g, const PassOptions& opts, PassStats& stats) override {
+    bool changed = false;
+    for (Node* n : g.node_list()) {
+      if (n->body()) continue;
+      std::vector<const Tensor*> ins;
+      size_t in_bytes = 0;
+      bool all_const = true;
+      for (Value* v : n->inputs()) {
+        if (!v) {
+          ins.push_back(nullptr);
+          continue;
+        }
+        if (!v->is_constant() || !v->has_data()) {
+          all_const = false;
+          break;
+        }
+        ins.push_back(&v->data());
+        in_bytes += v->data().nbytes();
+      }
+      if (!all_const) continue;
+      size_t out_bytes = 0;
+      std::vector<TensorType> types;
+      for (Value* o : n->outputs()) {
+        types.push_back(o->type());
+        out_bytes += o->type().nbytes();
+      }
+      if (out_bytes > size_t(opts.fold_max_bytes) && out_bytes > in_bytes) {
+        stats.count("too-large");
+        continue;
+      }
+      const OpDef* def = op_registry().find(n->op());
+      if (!def) continue;
+      std::vector<Tensor> outs = evaluate_op(*def, n->attrs(), ins, types, n->describe());
+      for (int i = 0; i < n->num_outputs(); ++i) {
+        Value* c = g.add_constant(n->output(i)->name(), std::move(outs[i]));
+        g.replace_all_uses(n->output(i), c);
+      }
+      g.erase_node(n);
+      stats.count("nodes-folded");
+      changed = true;
+    }
+    if (changed) g.remove_unused_constants();
+    return changed;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> create_fold_constants_pass() { return std::make_unique<FoldConstants>(); }
+
+}  // namespace kiln

@@ -1,0 +1,15 @@
+// Every pass's factory, declared once; pass_registry.cpp lists them by name.
+// Adding a pass: write passes/<name>.cpp with create_<name>_pass() and add it
+// to both lists.
+#pragma once
+#include <memory>
+
+#include "passes/pass.h"
+
+namespace kiln {
+
+std::unique_ptr<Pass> create_dce_pass();
+std::unique_ptr<Pass> create_cse_pass();
+std::unique_ptr<Pass> create_fold_constants_pass();
+
+}  // namespace kiln

@@ -1,0 +1,57 @@
+#include "passes/pass_manager.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "ir/error.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "ops/registry.h"
+
+namespace kiln {
+
+std::vector<std::string> default_pipeline(const PassOptions&) {
+  return {"fold-constants", "dce", "cse", "dce"};
+}
+
+std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, const PipelineOptions& po) {
+  std::ostream& out = po.print_to ? *po.print_to : std::cerr;
+  std::vector<PassRecord> records;
+  if (!po.dump_dir.empty()) {
+    std::filesystem::create_directories(po.dump_dir);
+    std::ofstream(std::filesystem::path(po.dump_dir) / "000.input.kir") << print_graph(g);
+  }
+  int index = 0;
+  for (auto& p : passes_) {
+    ++index;
+    std::string name(p->name());
+    if (po.print_before.count(name))
+      out << "// -----// IR before " << name << " //----- //\n" << print_graph(g);
+    PassRecord rec;
+    rec.name = name;
+    rec.nodes_before = g.num_nodes();
+    auto t0 = std::chrono::steady_clock::now();
+    rec.changed = p->run(g, opts, rec.stats);
+    rec.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    rec.nodes_after = g.num_nodes();
+    if (po.verify_each) {
+      try {
+        verify_graph(g, op_registry());
+      } catch (const Error& e) {
+        throw Error(fmt::format("after pass '{}': {}", name, e.what()));
+      }
+    }
+    if (po.print_after_all || po.print_after.count(name) || (po.print_after_change && rec.changed))
+      out << "// -----// IR after " << name << " //----- //\n" << print_graph(g);
+    if (!po.dump_dir.empty())
+      std::ofstream(std::filesystem::path(po.dump_dir) / fmt::format("{:03}.after.{}.kir", index, name))
+          << print_graph(g);
+    records.push_back(std::move(rec));
+    if (name == po.stop_after) break;
+  }
+  return records;
+}
+
+}  // namespace kiln

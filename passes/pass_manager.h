@@ -1,0 +1,47 @@
+// Runs a sequence of passes with MLIR-style instrumentation: the verifier
+// after each pass, IR printing before/after chosen passes, numbered dumps,
+// statistics and timing, and stopping after a pass for bisecting.
+#pragma once
+#include <iosfwd>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "passes/pass.h"
+
+namespace kiln {
+
+struct PipelineOptions {
+  bool verify_each = true;
+  std::set<std::string> print_before, print_after;
+  bool print_after_all = false;
+  bool print_after_change = false;
+  std::string stop_after;  // pass name; empty = run all
+  std::string dump_dir;    // NNN.after.<pass>.kir per pass, final .dot
+  std::ostream* print_to = nullptr;  // where --print-ir-* goes (stderr if null)
+};
+
+struct PassRecord {
+  std::string name;
+  bool changed = false;
+  double ms = 0;
+  size_t nodes_before = 0, nodes_after = 0;
+  PassStats stats;
+};
+
+class PassManager {
+ public:
+  void add(std::unique_ptr<Pass> p) { passes_.push_back(std::move(p)); }
+  void add(std::string_view name) { add(create_pass(name)); }
+  // Runs the passes in order; throws kiln::Error when verification fails,
+  // naming the pass that broke the graph.
+  std::vector<PassRecord> run(Graph& g, const PassOptions& opts, const PipelineOptions& popts = {});
+
+ private:
+  std::vector<std::unique_ptr<Pass>> passes_;
+};
+
+// The default pipeline for the given options, as pass names.
+std::vector<std::string> default_pipeline(const PassOptions& opts);
+
+}  // namespace kiln

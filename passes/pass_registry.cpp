@@ -1,0 +1,33 @@
+#include <functional>
+#include <map>
+
+#include "ir/error.h"
+#include "passes/pass_list.h"
+
+namespace kiln {
+
+namespace {
+using Factory = std::unique_ptr<Pass> (*)();
+const std::map<std::string, Factory, std::less<>>& factories() {
+  static const std::map<std::string, Factory, std::less<>> f = {
+      {"dce", create_dce_pass},
+      {"cse", create_cse_pass},
+      {"fold-constants", create_fold_constants_pass},
+  };
+  return f;
+}
+}  // namespace
+
+std::unique_ptr<Pass> create_pass(std::string_view name) {
+  auto it = factories().find(name);
+  if (it == factories().end()) fail("unknown pass '{}' (known: {})", name, fmt::join(pass_names(), ", "));
+  return it->second();
+}
+
+std::vector<std::string> pass_names() {
+  std::vector<std::string> r;
+  for (auto& [k, v] : factories()) r.push_back(k);
+  return r;
+}
+
+}  // namespace kiln
