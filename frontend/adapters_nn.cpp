@@ -254,9 +254,10 @@ void resize(ImportContext& c) {
       scales = float_operand(c, 1, "scales");
     }
     if (scales.size() != r) c.fail("scales has {} entries, expected {}", scales.size(), r);
-    // The pre-opset-11 forms map output index x to x / scale.
+    // The pre-opset-11 forms map output index x to x / scale and take the
+    // nearest pixel by flooring, or by ceiling on axes that shrink.
     a.set("coordinate_transformation_mode", std::string("asymmetric"));
-    a.set("nearest_mode", std::string("floor"));
+    a.set("nearest_mode", std::string("simple"));
   } else {
     check_attrs(c, {"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
                     "extrapolation_value", "keep_aspect_ratio_policy", "mode", "nearest_mode"});

@@ -9,7 +9,9 @@
 //   mode                            nearest | linear | cubic
 //   coordinate_transformation_mode  half_pixel | half_pixel_symmetric | pytorch_half_pixel |
 //                                   align_corners | asymmetric | tf_half_pixel_for_nn | tf_crop_and_resize
-//   nearest_mode                    round_prefer_floor | round_prefer_ceil | floor | ceil
+//   nearest_mode                    round_prefer_floor | round_prefer_ceil | floor | ceil |
+//                                   simple (Resize-10/Upsample: ceil on axes that shrink, floor otherwise,
+//                                   as ONNX Runtime and the opset-10 tests do)
 //   cubic_coeff_a, exclude_outside, extrapolation_value, roi (starts then ends, tf_crop_and_resize),
 //   antialias (linear/cubic downsampling widens the filter by 1/scale)
 //
@@ -29,7 +31,7 @@ namespace {
 
 enum class Mode { Nearest, Linear, Cubic };
 enum class Coord { HalfPixel, HalfPixelSymmetric, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNN, TfCrop };
-enum class Round { PreferFloor, PreferCeil, Floor, Ceil };
+enum class Round { PreferFloor, PreferCeil, Floor, Ceil, Simple };
 
 struct ResizeParams {
   Mode mode = Mode::Nearest;
@@ -65,7 +67,8 @@ ResizeParams resize_params(const AttrMap& a, const Shape& xs, const std::string&
   else if (nm == "round_prefer_ceil") p.round = Round::PreferCeil;
   else if (nm == "floor") p.round = Round::Floor;
   else if (nm == "ceil") p.round = Round::Ceil;
-  else failf(label, "nearest_mode '{}' is not one of round_prefer_floor, round_prefer_ceil, floor, ceil", nm);
+  else if (nm == "simple") p.round = Round::Simple;
+  else failf(label, "nearest_mode '{}' is not one of round_prefer_floor, round_prefer_ceil, floor, ceil, simple", nm);
   p.cubic_a = a.get_float("cubic_coeff_a", -0.75f);
   int64_t eo = a.get_int("exclude_outside", 0);
   if (eo != 0 && eo != 1) failf(label, "exclude_outside is {}, must be 0 or 1", eo);
@@ -160,6 +163,7 @@ AxisPlan plan_axis(const ResizeParams& p, size_t axis, int64_t in) {
           case Round::PreferCeil: i = static_cast<int64_t>(x - f == 0.5 ? f + 1 : std::round(x)); break;
           case Round::Floor: i = static_cast<int64_t>(f); break;
           case Round::Ceil: i = static_cast<int64_t>(std::ceil(x)); break;
+          case Round::Simple: i = static_cast<int64_t>(scale < 1 ? std::ceil(x) : f); break;
         }
         plan.taps.push_back({clamp(i), 1.0});
       } else {

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "frontend/onnx_import.h"
+#include "backends/reference/executor.h"
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
 #include "ops/nn_shape.h"
@@ -264,7 +265,8 @@ TEST(NnShape, CeilModeDropsAWindowStartingInTheEndPadding) {
 
 // Builds a one-node ONNX model around `node` with float input x and
 // initializer weight w (if given), imports it, and returns the graph.
-std::unique_ptr<Graph> import_one(const onnx::NodeProto& node, const Shape& xs, const Tensor* w, int opset = 13) {
+std::unique_ptr<Graph> import_one(const onnx::NodeProto& node, const Shape& xs, const Tensor* w, int opset = 13,
+                                  const std::string& w_name = "w") {
   onnx::ModelProto m;
   m.set_ir_version(8);
   auto* op = m.add_opset_import();
@@ -277,7 +279,7 @@ std::unique_ptr<Graph> import_one(const onnx::NodeProto& node, const Shape& xs, 
   in->set_name("x");
   in->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
   for (int64_t d : xs) in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
-  if (w) *g->add_initializer() = tensor_to_proto(*w, "w");
+  if (w) *g->add_initializer() = tensor_to_proto(*w, w_name);
   g->add_output()->set_name("y");
   return import_onnx_bytes(m.SerializeAsString(), ".", "t.onnx").graph;
 }
@@ -442,6 +444,38 @@ TEST(NnResize, LinearAndNearestAgainstHandValues) {
   EXPECT_FLOAT_EQ(y.get_double(2), -1);
   // sizes of the wrong rank
   EXPECT_THROW(infer("resize", {{DType::F32, {1, 3}}}, resize_attrs({4}, "linear", "half_pixel")), Error);
+}
+
+TEST(NnAdapter, OldResizeAndUpsampleUseAsymmetricFloorOrCeil) {
+  // Resize-10, scales 0.6 on a 2x4 plane (the ONNX opset-10 test): x_orig =
+  // 0 and 1/0.6 = 1.67 along W; shrinking axes take the ceiling -> [[1, 3]].
+  onnx::NodeProto n;
+  n.set_op_type("Resize");
+  for (const char* name : {"x", "s"}) *n.add_input() = std::string_view(name);
+  *n.add_output() = std::string_view("y");
+  Tensor scales = Tensor::from<double>(DType::F32, {4}, {1, 1, 0.6, 0.6});
+  auto g = import_one(n, {1, 1, 2, 4}, &scales, 10, "s");
+  Node* r = g->nodes().front().get();
+  EXPECT_EQ(r->attrs().get_string("nearest_mode", ""), "simple");
+  EXPECT_EQ(r->output(0)->shape(), (Shape{1, 1, 1, 2}));
+  Tensor x = Tensor::from<double>(DType::F32, {1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Tensor y = run_graph_reference(*g, {&x})[0];
+  EXPECT_EQ(y.get_double(0), 1);
+  EXPECT_EQ(y.get_double(1), 3);
+  // Upsample-7 with a scales attribute: 2x nearest repeats elements.
+  onnx::NodeProto u;
+  u.set_op_type("Upsample");
+  *u.add_input() = std::string_view("x");
+  *u.add_output() = std::string_view("y");
+  auto* a = u.add_attribute();
+  a->set_name("scales");
+  a->set_type(onnx::AttributeProto::FLOATS);
+  for (float f : {1.0f, 1.0f, 2.0f, 1.0f}) a->add_floats(f);
+  auto g2 = import_one(u, {1, 1, 2, 4}, nullptr, 7);
+  Tensor y2 = run_graph_reference(*g2, {&x})[0];
+  ASSERT_EQ(y2.shape(), (Shape{1, 1, 4, 4}));
+  double want[] = {1, 2, 3, 4, 1, 2, 3, 4, 5, 6, 7, 8, 5, 6, 7, 8};
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(y2.get_double(i), want[i]) << i;
 }
 
 }  // namespace
