@@ -347,6 +347,23 @@ void resize(ImportContext& c) {
   c.set_outputs({c.emit1("resize", {c.input(0)}, a)});
 }
 
+void col2im(ImportContext& c) {
+  check_attrs(c, {"dilations", "pads", "strides"});
+  std::vector<int64_t> image = c.require_value(1, "image_shape").to_int_vector();
+  std::vector<int64_t> block = c.require_value(2, "block_shape").to_int_vector();
+  if (image.size() != block.size() || image.empty())
+    c.fail("image_shape has {} entries and block_shape {}; they must match and be non-empty", image.size(),
+           block.size());
+  const size_t nd = image.size();
+  AttrMap a;
+  a.set("image_shape", image);
+  a.set("block_shape", block);
+  a.set("strides", ints_or(c, "strides", nd, 1));
+  a.set("dilations", ints_or(c, "dilations", nd, 1));
+  a.set("pads", ints_or(c, "pads", 2 * nd, 0));
+  c.set_outputs({c.emit1("col2im", {c.input(0)}, a)});
+}
+
 void grid_sample(ImportContext& c) {
   check_attrs(c, {"align_corners", "mode", "padding_mode"});
   std::string mode = c.attrs().get_string("mode", c.opset() >= 20 ? "linear" : "bilinear");
@@ -388,6 +405,7 @@ void register_nn(AdapterTable& t) {
   t.add("MaxUnpool", max_unpool);
   t.add("Resize", resize);
   t.add("Upsample", resize);
+  t.add("Col2Im", col2im);
   t.add("GridSample", grid_sample);
   t.add("RoiAlign", roi_align);
 }

@@ -1,4 +1,5 @@
-// conv and conv_transpose (1-D, 2-D, 3-D and beyond; groups, dilations).
+// conv and conv_transpose (1-D, 2-D, 3-D and beyond; groups, dilations), and
+// col2im (ONNX Col2Im, the scatter half of conv_transpose).
 //
 // Attributes are always explicit (the ONNX adapter resolves auto_pad,
 // output_shape and defaults): strides, dilations (one per spatial axis),
@@ -289,6 +290,58 @@ void conv_kernel(KernelContext& ctx, bool transpose) {
   }
 }
 
+// col2im: x [N, C*prod(block), L] -> [N, C, image...], summing each
+// column's block back into the image (the adjoint of conv's im2col).
+ConvParams col2im_params(const AttrMap& a, const Shape& xs, const std::string& label) {
+  ConvParams p;
+  if (xs.size() != 3) failf(label, "input rank {} must be 3 (N, C*prod(block_shape), L)", xs.size());
+  std::vector<int64_t> image = a.get_ints("image_shape");
+  if (image.empty()) failf(label, "image_shape is empty");
+  const size_t nd = image.size();
+  p.nd = static_cast<int>(nd);
+  p.out = window_ints(a, "image_shape", nd, 1, label);
+  p.k = window_ints(a, "block_shape", nd, 1, label);
+  p.strides = window_ints(a, "strides", nd, 1, label);
+  p.dilations = window_ints(a, "dilations", nd, 1, label);
+  p.pads = window_ints(a, "pads", 2 * nd, 0, label);
+  p.k_size = prod(p.k);
+  if (xs[1] % p.k_size != 0)
+    failf(label, "input dim 1 ({}) is not a multiple of the block size {}", xs[1], p.k_size);
+  p.N = xs[0];
+  p.Mg = p.M = xs[1] / p.k_size;
+  p.in.resize(nd);
+  for (size_t d = 0; d < nd; ++d) {
+    p.in[d] = window_out_dim(p.out[d], p.k[d], p.strides[d], p.pads[d], p.pads[d + nd], p.dilations[d]);
+    if (p.in[d] < 1) failf(label, "block {} does not fit the padded image along axis {}", p.k[d], d);
+  }
+  p.in_size = prod(p.in);
+  p.out_size = prod(p.out);
+  if (p.in_size != xs[2])
+    failf(label, "input has {} columns but the image and block shapes give {} block positions", xs[2], p.in_size);
+  return p;
+}
+
+std::vector<TensorType> infer_col2im(InferContext& c) {
+  if (c.dtype(0) == DType::Bool) c.unsupported("operand 0 has dtype bool, which kiln's col2im does not support");
+  ConvParams p = col2im_params(c.attrs(), c.shape(0), c.label());
+  Shape out = {p.N, p.M};
+  out.insert(out.end(), p.out.begin(), p.out.end());
+  return {TensorType(c.dtype(0), out)};
+}
+
+void col2im_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.in(0);
+  ConvParams p = col2im_params(ctx.attrs, x.shape(), ctx.label);
+  dispatch_compute(x.dtype(), [&](auto z) {
+    using T = decltype(z);
+    std::vector<T> xv = load_all<T>(x);
+    std::vector<T> yv(static_cast<size_t>(ctx.out(0).numel()), T(0));
+    for (int64_t n = 0; n < p.N; ++n)
+      col2im(xv.data() + n * p.M * p.k_size * p.in_size, p, yv.data() + n * p.M * p.out_size);
+    store_all(ctx.out(0), yv);
+  });
+}
+
 std::vector<AttrSpec> conv_attrs(bool transpose) {
   std::vector<AttrSpec> a = {{"strides", AttrKind::Ints, true},
                              {"pads", AttrKind::Ints, true},
@@ -324,6 +377,17 @@ void register_conv_ops(OpRegistry& r) {
       "N-D transposed convolution of x [N,C,...] with w [C,M/group,k...] (+ bias [M]); out = s*(in-1) + "
       "output_padding + (k-1)*d + 1 - pad_begin - pad_end (negative pads extend the output with zeros)";
   r.add(std::move(convt));
+
+  OpDef c2i;
+  c2i.name = "col2im";
+  c2i.category = OpCategory::Compute;
+  c2i.attrs = {{"image_shape", AttrKind::Ints, true}, {"block_shape", AttrKind::Ints, true},
+               {"strides", AttrKind::Ints, true},     {"pads", AttrKind::Ints, true},
+               {"dilations", AttrKind::Ints, true}};
+  c2i.infer = infer_col2im;
+  c2i.reference = col2im_kernel;
+  c2i.doc = "sums columns x [N, C*prod(block_shape), L] back into images [N, C, image_shape...] (ONNX Col2Im)";
+  r.add(std::move(c2i));
 }
 
 }  // namespace kiln::ops::nn

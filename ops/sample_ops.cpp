@@ -221,6 +221,7 @@ std::vector<TensorType> infer_roi_align(InferContext& c) {
   if (c.dtype(2) != DType::I64 && c.dtype(2) != DType::I32)
     c.fail("batch_indices (operand 2) must be i64 or i32, got {}", dtype_name(c.dtype(2)));
   if (c.rank(0) != 4) c.fail("input rank {} must be 4 (N,C,H,W)", c.rank(0));
+  if (c.shape(0)[2] < 1 || c.shape(0)[3] < 1) c.fail("input image {} is empty", shape_str(c.shape(0)));
   const Shape& rs = c.shape(1);
   if (rs.size() != 2 || rs[1] != 4) c.fail("rois have shape {}; expected [R,4]", shape_str(rs));
   if (c.shape(2) != Shape{rs[0]})
