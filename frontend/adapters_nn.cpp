@@ -99,6 +99,20 @@ void conv(ImportContext& c) {
   c.set_outputs({c.emit1("conv", operands(c, 3), a)});
 }
 
+void deform_conv(ImportContext& c) {
+  check_attrs(c, {"dilations", "group", "kernel_shape", "offset_group", "pads", "strides"});
+  std::vector<int64_t> in = spatial_dims(c);
+  const size_t nd = in.size();
+  conv_kernel(c, nd);
+  AttrMap a;
+  a.set("strides", ints_or(c, "strides", nd, 1));
+  a.set("dilations", ints_or(c, "dilations", nd, 1));
+  a.set("pads", ints_or(c, "pads", 2 * nd, 0));
+  a.set("group", c.attrs().get_int("group", 1));
+  a.set("offset_group", c.attrs().get_int("offset_group", 1));
+  c.set_outputs({c.emit1("deform_conv", operands(c, 5), a)});
+}
+
 void conv_transpose(ImportContext& c) {
   check_attrs(c, {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
                   "strides"});
@@ -396,6 +410,7 @@ void roi_align(ImportContext& c) {
 void register_nn(AdapterTable& t) {
   t.add("Conv", conv);
   t.add("ConvTranspose", conv_transpose);
+  t.add("DeformConv", deform_conv);
   t.add("MaxPool", [](ImportContext& c) { window_pool(c, "max_pool"); });
   t.add("AveragePool", [](ImportContext& c) { window_pool(c, "average_pool"); });
   t.add("LpPool", [](ImportContext& c) { window_pool(c, "lp_pool"); });

@@ -478,5 +478,40 @@ TEST(NnAdapter, OldResizeAndUpsampleUseAsymmetricFloorOrCeil) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(y2.get_double(i), want[i]) << i;
 }
 
+TEST(NnDeformConv, ZeroOffsetsAreConvAndIntegerOffsetsShift) {
+  std::mt19937 rng(5);
+  // 2 groups, 2 offset groups, stride 1, pads 1: out 5x6
+  Tensor x = random_tensor(DType::F32, {1, 4, 5, 6}, rng), w = random_tensor(DType::F32, {4, 2, 3, 3}, rng);
+  Tensor b = random_tensor(DType::F32, {4}, rng);
+  AttrMap a = conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 2);
+  Tensor ref = run("conv", {&x, &w, &b}, a)[0];
+  a.set("offset_group", int64_t(2));
+  Tensor off(DType::F32, {1, 2 * 2 * 9, 5, 6});
+  Tensor y = run("deform_conv", {&x, &w, &off, &b}, a)[0];
+  ASSERT_EQ(y.shape(), ref.shape());
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_NEAR(y.get_double(i), ref.get_double(i), 1e-5) << i;
+  // A mask of 0.5 everywhere halves the conv part (bias stays).
+  Tensor mask(DType::F32, {1, 2 * 9, 5, 6});
+  for (int64_t i = 0; i < mask.numel(); ++i) mask.set_double(i, 0.5);
+  y = run("deform_conv", {&x, &w, &off, &b, &mask}, a)[0];
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    double bias = b.get_double(i / 30);
+    ASSERT_NEAR(y.get_double(i) - bias, (ref.get_double(i) - bias) * 0.5, 1e-5) << i;
+  }
+  // Offsetting every tap by +1 along W reads x one column to the right:
+  // equal to conv with the W pads shifted by one (begin 0, end 2).
+  for (int64_t i = 0; i < off.numel(); ++i) {
+    int64_t chan = (i / 30) % 2;  // offset channels alternate (h, w) per tap
+    off.set_double(i, chan == 1 ? 1.0 : 0.0);
+  }
+  y = run("deform_conv", {&x, &w, &off, &b}, a)[0];
+  Tensor shifted = run("conv", {&x, &w, &b}, conv_attrs({1, 1}, {1, 0, 1, 2}, {1, 1}, 2))[0];
+  ASSERT_EQ(shifted.shape(), y.shape());
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_NEAR(y.get_double(i), shifted.get_double(i), 1e-5) << i;
+  // offset of the wrong shape
+  Tensor bad(DType::F32, {1, 9, 5, 6});
+  EXPECT_THROW(run("deform_conv", {&x, &w, &bad}, a), Error);
+}
+
 }  // namespace
 }  // namespace kiln
