@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Rebuilds kiln's real-model tests from tests/models/*.skeleton.onnx.
+
+For each skeleton: weights are regenerated from the recipes export_models.py
+left in each stripped initializer (seeded, so every run gives the same bytes),
+inputs are drawn with a fixed seed, and ONNX Runtime (CPU, graph
+optimisations off: a plain reference) computes the expected outputs. Each
+model becomes a conformance-format folder that `kiln conformance` runs:
+    OUT/<name>/model.onnx
+    OUT/<name>/test_data_set_0/input_K.pb, output_K.pb
+A folder whose stamp matches the skeleton and this script is left alone.
+
+Usage: prepare_models.py OUT [names...]   (needs numpy, onnx, onnxruntime)
+"""
+import hashlib
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# How each model's inputs are drawn (seed 7). Images: standard normal.
+INPUTS = {
+    "bert_base": {"input_ids": ("ints", 30522), "attention_mask": ("mask", 16), "token_type_ids": ("zeros",)},
+    "gpt2": {"input_ids": ("ints", 50257)},
+}
+
+
+def rebuild_weights(model):
+    for init in model.graph.initializer:
+        if not init.doc_string.startswith("kiln-recipe:"):
+            continue
+        r = json.loads(init.doc_string[len("kiln-recipe:"):])
+        shape = tuple(init.dims)
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(init.data_type)
+        if "const" in r:
+            arr = np.full(shape, r["const"], dtype=dtype)
+        else:
+            rng = np.random.default_rng(r["seed"])
+            mean, std = (np.array(v)[:, None] for v in r["normal_rows"])
+            rows = mean.shape[0]
+            arr = rng.standard_normal((rows, int(np.prod(shape)) // rows)) * std + mean
+            arr = np.clip(arr, r["clip"][0], r["clip"][1]).reshape(shape).astype(dtype)
+        init.raw_data = arr.tobytes()
+        init.doc_string = ""
+
+
+def make_inputs(name, model):
+    rng = np.random.default_rng(7)
+    inits = {i.name for i in model.graph.initializer}
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        shape = [d.dim_value for d in tt.shape.dim]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
+        spec = INPUTS.get(name, {}).get(vi.name, ("normal",))
+        if spec[0] == "ints":
+            arr = rng.integers(0, spec[1], shape)
+        elif spec[0] == "mask":  # attend to all but the last spec[1] positions
+            arr = np.ones(shape)
+            arr[..., -spec[1]:] = 0
+        elif spec[0] == "zeros":
+            arr = np.zeros(shape)
+        else:
+            arr = rng.standard_normal(shape)
+        feeds[vi.name] = arr.astype(dtype)
+    return feeds
+
+
+def stamp_of(skeleton_path):
+    h = hashlib.sha256()
+    for p in (skeleton_path, os.path.abspath(__file__)):
+        with open(p, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def prepare(name, out_root):
+    skeleton = os.path.join(HERE, f"{name}.skeleton.onnx")
+    folder = os.path.join(out_root, name)
+    stamp_path = os.path.join(folder, "stamp")
+    stamp = stamp_of(skeleton)
+    if os.path.exists(stamp_path) and open(stamp_path).read() == stamp:
+        print(f"{name}: up to date")
+        return
+    model = onnx.load(skeleton)
+    rebuild_weights(model)
+    data = os.path.join(folder, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+    model_path = os.path.join(folder, "model.onnx")
+    onnx.save(model, model_path)
+    feeds = make_inputs(name, model)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model_path, opts, providers=["CPUExecutionProvider"])
+    outs = sess.run(None, feeds)
+    for k, (n, arr) in enumerate(feeds.items()):
+        onnx.save_tensor(numpy_helper.from_array(arr, n), os.path.join(data, f"input_{k}.pb"))
+    for k, (o, arr) in enumerate(zip(sess.get_outputs(), outs)):
+        onnx.save_tensor(numpy_helper.from_array(arr, o.name), os.path.join(data, f"output_{k}.pb"))
+    with open(stamp_path, "w") as f:
+        f.write(stamp)
+    print(f"{name}: written ({os.path.getsize(model_path) >> 20} MiB)")
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    out_root = sys.argv[1]
+    names = sys.argv[2:] or sorted(f[: -len(".skeleton.onnx")] for f in os.listdir(HERE) if f.endswith(".skeleton.onnx"))
+    for n in names:
+        prepare(n, out_root)
+
+
+if __name__ == "__main__":
+    main()
