@@ -324,9 +324,9 @@ void resize(ImportContext& c) {
       double s = scales[i];
       if (!(s > 0) || !std::isfinite(s)) c.fail("scale {} for axis {} is not a positive finite number", s, ax);
       full_scales[ax] = s;
-      double len = static_cast<double>(xs[ax]) * s;
-      if (!full_roi.empty()) len *= full_roi[ax + r] - full_roi[ax];
-      sizes[ax] = static_cast<int64_t>(std::floor(len));
+      // floor(in * scale); the roi does not enter (the ONNX reference and
+      // ONNX Runtime both ignore the spec's roi factor here).
+      sizes[ax] = static_cast<int64_t>(std::floor(static_cast<double>(xs[ax]) * s));
     }
   } else {
     if (sizes_in.size() != axes.size()) c.fail("sizes has {} entries, expected {}", sizes_in.size(), axes.size());
