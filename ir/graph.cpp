@@ -24,7 +24,7 @@ void add_use(Value* v, Node* user, int operand) {
 
 const Tensor& Value::data() const {
   KILN_CHECK(kind_ == ValueKind::Constant, "%{} is not a constant", name_);
-  if (!data_.has_data())
+  if (!has_data())
     fail("constant %{} has no data: the graph was loaded from IR text without its weights", name_);
   return data_;
 }
@@ -37,7 +37,7 @@ void Value::set_data(Tensor t) {
 }
 
 uint64_t Value::digest() const {
-  if (!data_.has_data() || data_.numel() == 0) return digest_;
+  if (!has_data() || data_.numel() == 0) return digest_;
   return XXH64(data_.raw(), data_.nbytes(), 0);
 }
 
@@ -80,7 +80,10 @@ std::string Node::describe() const {
 Graph::Graph(std::string name) : name_(std::move(name)) {}
 
 Graph::~Graph() {
-  // Destroy nodes last-to-first so no node outlives a value it uses.
+  // Drop every operand first: in a graph whose order is broken (a node using
+  // a later node's result, which the verifier reports), no destruction order
+  // would otherwise keep each node's operands alive until it goes.
+  for (auto& n : nodes_) n->set_inputs({});
   while (!nodes_.empty()) nodes_.pop_back();
 }
 

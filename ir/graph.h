@@ -45,7 +45,9 @@ class Value {
   // For constants. data() throws kiln::Error when the graph was parsed from
   // text that printed this constant by reference only (no weights loaded).
   const Tensor& data() const;
-  bool has_data() const { return data_.has_data(); }
+  // (A default Tensor claims data when empty; a constant parsed by reference
+  // holds one, so look at the storage.)
+  bool has_data() const { return data_.raw() != nullptr; }
   // Replaces a constant's data (same type). Used by folding passes.
   void set_data(Tensor t);
   // The digest of a constant's bytes (xxh64), printed with by-reference

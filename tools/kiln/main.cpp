@@ -110,14 +110,31 @@ int main(int argc, char** argv) {
       std::cout << kiln::print_graph(*r.graph);
     } else if (*opt) {
       std::string text = kir == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_file(kir);
-      std::vector<std::unique_ptr<kiln::Graph>> graphs;
-      if (split) graphs = kiln::parse_graphs_split(text, kir);
-      else graphs.push_back(kiln::parse_graph(text, kir));
-      for (size_t i = 0; i < graphs.size(); ++i) {
-        kiln::verify_graph(*graphs[i], kiln::op_registry());
+      // With --split-input-file each piece is parsed, verified and printed on
+      // its own; an error in one is reported and the others still run (as
+      // mlir-opt does), so one FileCheck file can hold many error cases.
+      std::vector<kiln::InputChunk> chunks;
+      if (split) chunks = kiln::split_input_file(text);
+      else chunks.push_back({text, 1});
+      bool failed = false;
+      for (size_t i = 0; i < chunks.size(); ++i) {
         if (i) std::cout << "// -----\n";
-        std::cout << kiln::print_graph(*graphs[i]);
+        try {
+          auto g = kiln::parse_graph(chunks[i].text, kir, chunks[i].first_line);
+          try {
+            kiln::verify_graph(*g, kiln::op_registry());
+          } catch (const kiln::Error& e) {
+            kiln::fail("{}: graph @{}: {}", kir, g->name(), e.what());
+          }
+          std::cout << kiln::print_graph(*g);
+        } catch (const kiln::Error& e) {
+          if (!split) throw;
+          std::cout.flush();
+          std::cerr << "error: " << e.what() << "\n";
+          failed = true;
+        }
       }
+      if (failed) return 1;
     } else if (*run) {
       kiln::ImportOptions io;
       io.input_shapes = kiln::parse_shapes_flag(shapes_flag);
