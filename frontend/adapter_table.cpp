@@ -25,6 +25,7 @@ const AdapterTable& adapter_table() {
     adapters::register_nn(t);
     adapters::register_linalg(t);
     adapters::register_misc(t);
+    adapters::register_sequence(t);
     return t;
   }();
   return table;

@@ -46,6 +46,13 @@ class ImportContext {
   // Binds the ONNX node's outputs, in order (nullptr for unused optional ones).
   virtual void set_outputs(const std::vector<Value*>& outs) = 0;
 
+  // ONNX sequences are unrolled at import: a sequence value is a list of
+  // kiln values whose length and element shapes are known at compile time.
+  // Operand i as a sequence, or nullptr when it is a tensor or absent.
+  virtual const std::vector<Value*>* sequence_input(int i) const = 0;
+  // Binds ONNX output i to a sequence (used by sequence ops only).
+  virtual void set_sequence_output(int i, std::vector<Value*> elements) = 0;
+
   // The default 1:1 import under kiln op `kiln_op` (attributes as given).
   virtual void import_as(const std::string& kiln_op, const AttrMap& attrs) = 0;
   void import_as(const std::string& kiln_op) { import_as(kiln_op, attrs()); }
@@ -89,6 +96,7 @@ void register_normalization(AdapterTable& t);
 void register_nn(AdapterTable& t);
 void register_linalg(AdapterTable& t);
 void register_misc(AdapterTable& t);
+void register_sequence(AdapterTable& t);
 }  // namespace adapters
 
 }  // namespace kiln

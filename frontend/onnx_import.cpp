@@ -4,6 +4,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -27,8 +28,9 @@ class Importer;
 // One node being imported.
 class NodeContext final : public ImportContext {
  public:
-  NodeContext(Importer& imp, const onnx::NodeProto& node, AttrMap attrs, std::vector<Value*> inputs)
-      : imp_(imp), node_(node), attrs_(std::move(attrs)), inputs_(std::move(inputs)) {}
+  NodeContext(Importer& imp, const onnx::NodeProto& node, AttrMap attrs, std::vector<Value*> inputs,
+              std::vector<const std::vector<Value*>*> seq_inputs)
+      : imp_(imp), node_(node), attrs_(std::move(attrs)), inputs_(std::move(inputs)), seq_inputs_(std::move(seq_inputs)) {}
 
   using ImportContext::import_as;
   const std::string& op_type() const override { return node_.op_type(); }
@@ -55,6 +57,10 @@ class NodeContext final : public ImportContext {
                            int num_outputs) override;
   Value* constant(Tensor t, const std::string& name_hint) override;
   void set_outputs(const std::vector<Value*>& outs) override;
+  const std::vector<Value*>* sequence_input(int i) const override {
+    return i >= 0 && i < static_cast<int>(seq_inputs_.size()) ? seq_inputs_[i] : nullptr;
+  }
+  void set_sequence_output(int i, std::vector<Value*> elements) override;
   void import_as(const std::string& kiln_op, const AttrMap& attrs) override {
     // Trailing unused outputs are dropped; kiln ops produce what is asked.
     int n = num_outputs();
@@ -69,6 +75,7 @@ class NodeContext final : public ImportContext {
   const onnx::NodeProto& node_;
   AttrMap attrs_;
   std::vector<Value*> inputs_;
+  std::vector<const std::vector<Value*>*> seq_inputs_;
   bool outputs_set_ = false;
   int emitted_ = 0;
 };
@@ -111,6 +118,7 @@ class Importer {
   int64_t opset_ = 0;
   std::unique_ptr<Graph> graph_;
   std::unordered_map<std::string, Value*> env_;
+  std::unordered_map<std::string, std::vector<Value*>> seq_env_;  // unrolled sequences
   std::set<std::string> names_;
   // Every node output name of the model: fresh names avoid them, so a node's
   // result can take its ONNX name later without two values sharing a name.
@@ -172,6 +180,14 @@ void NodeContext::set_outputs(const std::vector<Value*>& outs) {
     }
     imp_.bind(name, v, label());
   }
+}
+
+void NodeContext::set_sequence_output(int i, std::vector<Value*> elements) {
+  outputs_set_ = true;
+  if (i >= node_.output_size() || node_.output(i).empty()) return;
+  const std::string& name = node_.output(i);
+  if (imp_.env_.count(name) || imp_.seq_env_.count(name)) fail("value \"{}\" is defined twice", name);
+  imp_.seq_env_[name] = std::move(elements);
 }
 
 const Tensor* Importer::known_value(Value* v) {
@@ -295,8 +311,15 @@ void Importer::import_node(const onnx::NodeProto& node) {
     unsupported("{}: domain '{}' is not supported", ctx, node.domain());
   if (opset_ <= 0) fail("{}: the model imports no opset for the default domain", ctx);
   std::vector<Value*> inputs;
+  std::vector<const std::vector<Value*>*> seq_inputs;
   for (const std::string& in : node.input()) {
+    seq_inputs.push_back(nullptr);
     if (in.empty()) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    if (auto s = seq_env_.find(in); s != seq_env_.end()) {
+      seq_inputs.back() = &s->second;
       inputs.push_back(nullptr);
       continue;
     }
@@ -305,8 +328,14 @@ void Importer::import_node(const onnx::NodeProto& node) {
       fail("{}: input \"{}\" is not defined by any earlier node, initializer or graph input", ctx, in);
     inputs.push_back(it->second);
   }
-  while (!inputs.empty() && !inputs.back()) inputs.pop_back();
-  NodeContext nc(*this, node, convert_attrs(node, ctx), std::move(inputs));
+  while (!inputs.empty() && !inputs.back() && !seq_inputs[inputs.size() - 1]) inputs.pop_back();
+  seq_inputs.resize(inputs.size());
+  bool takes_sequence = std::any_of(seq_inputs.begin(), seq_inputs.end(), [](auto* p) { return p != nullptr; });
+  NodeContext nc(*this, node, convert_attrs(node, ctx), std::move(inputs), std::move(seq_inputs));
+  bool sequence_op = node.op_type().rfind("Sequence", 0) == 0 || node.op_type() == "SplitToSequence" ||
+                     node.op_type() == "ConcatFromSequence";
+  if (takes_sequence && !sequence_op)
+    unsupported("{}: an operand is a sequence; only sequence ops take sequences", ctx);
   if (const Adapter* a = adapter_table().find(node.op_type())) {
     (*a)(nc);
   } else {
@@ -340,6 +369,8 @@ ImportResult Importer::run() {
 
   std::vector<Value*> outs;
   for (const auto& vi : model_.graph().output()) {
+    if (seq_env_.count(vi.name()))
+      unsupported("{}: graph output \"{}\" is a sequence; kiln's outputs are tensors", file_, vi.name());
     auto it = env_.find(vi.name());
     if (it == env_.end()) fail("{}: graph output \"{}\" is never produced", file_, vi.name());
     Value* v = it->second;
