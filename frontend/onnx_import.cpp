@@ -141,13 +141,24 @@ std::vector<Value*> NodeContext::emit(const std::string& op, const std::vector<V
                                       const AttrMap& attrs, int num_outputs) {
   const OpDef* def = op_registry().find(op);
   if (!def) unsupported("kiln has no op '{}' (needed for ONNX {} at opset {})", op, op_type(), opset());
-  InferContext ic(op, inputs, attrs, num_outputs, label(), [this](Value* v) { return imp_.known_value(v); });
+  // Operands whose values inference reads must be constants in the graph
+  // (the verifier re-runs inference seeing constants only), so an operand
+  // the oracle computed from constants is replaced by a constant here.
+  std::set<Value*> computed;
+  InferContext ic(op, inputs, attrs, num_outputs, label(), [this, &computed](Value* v) {
+    const Tensor* t = imp_.known_value(v);
+    if (t && !v->is_constant()) computed.insert(v);
+    return t;
+  });
   std::vector<TensorType> types = infer_types(*def, ic);
   // An ONNX node imported as several kiln nodes: name them conv1, conv1#1, ...
   std::string node_name = node_.name();
   if (emitted_ > 0 && !node_name.empty()) node_name = fmt::format("{}#{}", node_name, emitted_);
   ++emitted_;
-  Node* n = imp_.graph().add_node(op, inputs, types, attrs, node_name);
+  std::vector<Value*> operands = inputs;
+  for (Value*& v : operands)
+    if (v && computed.count(v)) v = constant(*imp_.known_value(v), v->name() + ".value");
+  Node* n = imp_.graph().add_node(op, operands, types, attrs, node_name);
   for (int i = 0; i < n->num_outputs(); ++i) {
     std::string hint = node_.output_size() ? node_.output(0) : op;
     n->output(i)->set_name(imp_.unique_name(fmt::format("{}.k{}_{}", hint, emitted_, i)));

@@ -1,0 +1,49 @@
+// The compile driver shared by `kiln compile`, `kiln dump-ir`, `kiln opt`,
+// `kiln run` and the conformance runner: runs a pass pipeline over a graph
+// with the pass-manager flags, and reports what `--json` prints.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "passes/pass_manager.h"
+
+namespace CLI {
+class App;
+}
+
+namespace kiln {
+
+struct CompileOptions {
+  PassOptions pass;
+  PipelineOptions pipeline;
+  bool optimize = true;              // false: --no-opt, the imported graph as is
+  std::vector<std::string> passes;   // explicit pass list; empty: default pipeline
+  bool stats = false;                // print per-pass statistics to stderr
+};
+
+// Adds the Build/Reporting flags (--precision, --target, --passes, --no-opt,
+// --print-ir-*, --stop-after, --dump-dir, --no-verify-each, --stats) to a
+// subcommand, writing into `o`.
+void add_compile_flags(CLI::App* cmd, CompileOptions& o);
+
+struct CompileReport {
+  size_t nodes_in = 0, nodes_out = 0;
+  std::vector<PassRecord> passes;
+};
+
+// Runs the pipeline (or nothing when !optimize) over `g`.
+CompileReport compile_graph(Graph& g, const CompileOptions& o);
+
+// How many kernels the graph launches: fused nodes plus compute nodes left
+// unfused; reshapes and identities are views, not launches.
+int count_kernels(const Graph& g);
+int64_t weight_bytes(const Graph& g);
+
+// The `kiln compile --json` object (without the memory figures when the
+// pipeline planned no memory).
+nlohmann::json compile_report_json(const Graph& g, const CompileReport& r);
+// Human-readable per-pass table for --stats.
+std::string format_stats(const CompileReport& r);
+
+}  // namespace kiln
