@@ -103,7 +103,7 @@ std::vector<std::string> model_input_names(const std::string& model_path) {
   return names;
 }
 
-Outcome run_test(const TestCase& t, const std::string& backend) {
+Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
   std::vector<fs::path> sets;
   for (const auto& e : fs::directory_iterator(t.dir))
     if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
@@ -113,7 +113,8 @@ Outcome run_test(const TestCase& t, const std::string& backend) {
     std::map<std::string, Tensor> feed;
     std::vector<Tensor> want;
     ImportResult imp = import_conformance_case(t.dir, set.filename().string(), &feed, &want);
-    std::vector<Tensor> got = run_on_backend(backend, *imp.graph, feed);
+    compile_graph(*imp.graph, opts.compile);
+    std::vector<Tensor> got = run_on_backend(opts.backend, *imp.graph, feed);
     if (got.size() != want.size())
       return {"fail", fmt::format("{}: {} outputs but {} expected", set.filename().string(), got.size(), want.size())};
     for (size_t k = 0; k < got.size(); ++k) {
@@ -126,9 +127,9 @@ Outcome run_test(const TestCase& t, const std::string& backend) {
   return {"pass", ""};
 }
 
-Outcome run_test_guarded(const TestCase& t, const std::string& backend) {
+Outcome run_test_guarded(const TestCase& t, const ConformanceOptions& opts) {
   try {
-    return run_test(t, backend);
+    return run_test(t, opts);
   } catch (const Unsupported& e) {
     return {"unsupported", e.what()};
   } catch (const Error& e) {
@@ -162,7 +163,7 @@ std::vector<Outcome> run_isolated(const std::vector<TestCase>& tests, const Conf
       if (pid < 0) fail("conformance: fork failed");
       if (pid == 0) {
         close(p[0]);
-        Outcome o = run_test_guarded(tests[next], opts.backend);
+        Outcome o = run_test_guarded(tests[next], opts);
         std::string msg = o.status + "\n" + o.message.substr(0, 3000);
         ssize_t ignored = write(p[1], msg.data(), msg.size());
         (void)ignored;
@@ -312,11 +313,14 @@ int run_conformance(const ConformanceOptions& opts) {
     std::cout << fmt::format("{} [{}]: {} passed, {} failed, {} unsupported, {} crashed of {} ({:.1f}% pass)\n", s,
                              opts.backend, c.pass, c.fail, c.unsupported, c.crash, n, n ? 100.0 * c.pass / n : 0.0);
   }
-  std::cout << fmt::format("conformance [{}] took {:.1f} s\n", opts.backend, secs);
+  std::cout << fmt::format("conformance [{}, {}] took {:.1f} s\n", opts.backend,
+                           opts.compile.optimize ? "default pipeline " + opts.compile.pass.precision : "no passes", secs);
   std::cout << fmt::format("{} passed, {} failed, {} skipped\n", total.pass, total.fail + total.crash,
                            total.unsupported);
   if (!opts.json_path.empty()) {
     nlohmann::json j = {{"backend", opts.backend},
+                        {"optimized", opts.compile.optimize},
+                        {"precision", opts.compile.pass.precision},
                         {"summary",
                          {{"passed", total.pass},
                           {"failed", total.fail},

@@ -8,11 +8,13 @@
 #include <vector>
 
 #include "frontend/onnx_import.h"
+#include "tools/kiln/compile.h"
 
 namespace kiln {
 
 struct ConformanceOptions {
   std::string backend = "ref";
+  CompileOptions compile;          // the pipeline each test goes through (--no-opt: none)
   std::vector<std::string> paths;  // test dirs or folders of them; empty: Debian's suites
   std::string json_path;
   std::string filter;              // substring a test name must contain

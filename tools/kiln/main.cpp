@@ -1,8 +1,10 @@
 // kiln: the command-line driver. Subcommands:
-//   dump-ir MODEL.onnx        print the imported IR
-//   opt FILE.kir              parse IR text, verify, print (passes come with the passes issue)
-//   run MODEL.onnx            import and run on a backend with random or given inputs
-//   conformance [PATH...]     run ONNX backend tests
+//   compile MODEL.onnx        import and optimise; --stats, --json, --dump-dir, --print-ir-*
+//   run MODEL.onnx            compile and run on a backend with random inputs, timing it
+//   dump-ir MODEL.onnx        print the imported IR (-O or --passes: after passes)
+//   opt FILE.kir              parse IR text, run --passes, verify, print (what FileCheck tests drive)
+//   conformance [PATH...]     run ONNX backend tests through the pipeline on a backend
+//   gen-op-docs FILE          write docs/ops.md
 // Exit codes: 0 ok, 1 user error (bad model, flag, unsupported op), 2 internal error.
 #include <CLI/CLI.hpp>
 
@@ -18,6 +20,7 @@
 #include "ir/verifier.h"
 #include "ops/registry.h"
 #include "tools/kiln/backends.h"
+#include "tools/kiln/compile.h"
 #include "tools/kiln/conformance.h"
 #include "tools/kiln/docs_gen.h"
 
@@ -48,9 +51,54 @@ kiln::Tensor random_tensor(const kiln::TensorType& t, uint64_t seed) {
 uint64_t checksum(const kiln::Tensor& t) {
   // FNV-1a over the bytes: a quick fingerprint to compare runs.
   uint64_t h = 1469598103934665603ull;
-  auto b = t.bytes();
-  for (uint8_t c : b) h = (h ^ c) * 1099511628211ull;
+  for (uint8_t c : t.bytes()) h = (h ^ c) * 1099511628211ull;
   return h;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+kiln::ImportResult import_model(const std::string& model, const std::string& shapes) {
+  kiln::ImportOptions io;
+  io.input_shapes = kiln::parse_shapes_flag(shapes);
+  return kiln::import_onnx_file(model, io);
+}
+
+void print_stats(const kiln::CompileOptions& o, const kiln::CompileReport& r) {
+  if (o.stats) std::cerr << kiln::format_stats(r);
+}
+
+int run_opt(const std::string& kir, bool split, kiln::CompileOptions copts) {
+  std::string text = kir == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_file(kir);
+  // With --split-input-file each piece is parsed, run, verified and printed on
+  // its own; an error in one is reported and the others still run (as
+  // mlir-opt does), so one FileCheck file can hold many error cases.
+  std::vector<kiln::InputChunk> chunks;
+  if (split) chunks = kiln::split_input_file(text);
+  else chunks.push_back({text, 1});
+  copts.optimize = !copts.passes.empty();
+  bool failed = false;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (i) std::cout << "// -----\n";
+    try {
+      auto g = kiln::parse_graph(chunks[i].text, kir, chunks[i].first_line);
+      try {
+        kiln::verify_graph(*g, kiln::op_registry());
+      } catch (const kiln::Error& e) {
+        kiln::fail("{}: graph @{}: {}", kir, g->name(), e.what());
+      }
+      copts.pipeline.print_to = &std::cout;
+      print_stats(copts, kiln::compile_graph(*g, copts));
+      std::cout << kiln::print_graph(*g);
+    } catch (const kiln::Error& e) {
+      if (!split) throw;
+      std::cout.flush();
+      std::cerr << "error: " << e.what() << "\n";
+      failed = true;
+    }
+  }
+  return failed ? 1 : 0;
 }
 
 }  // namespace
@@ -60,36 +108,52 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "kiln 0.1.0");
 
-  std::string model, shapes_flag;
-  auto* dump = app.add_subcommand("dump-ir", "Print the IR of an imported ONNX model");
-  dump->add_option("model", model, "Model file (.onnx)")->required();
-  dump->add_option("--shapes", shapes_flag, "Fix input shapes: name:1x3x224x224,...");
+  std::string model, shapes_flag, json_out;
+  kiln::CompileOptions copts;
 
-  std::string kir;
-  auto* opt = app.add_subcommand("opt", "Read IR text, verify it and print it back");
-  opt->add_option("file", kir, "IR text file (.kir), - for stdin")->required();
-  bool split = false;
-  opt->add_flag("--split-input-file", split, "Treat '// -----' lines as separators between graphs");
+  auto* compile = app.add_subcommand("compile", "Import an ONNX model and optimise it");
+  compile->add_option("model", model, "Model file (.onnx)")->required()->group("Model");
+  compile->add_option("--shapes", shapes_flag, "Fix input shapes: name:1x3x224x224,...")->group("Model");
+  compile->add_option("--json", json_out, "Write the compile report as JSON")->group("Reporting");
+  bool print_final = false;
+  compile->add_flag("--print-ir", print_final, "Print the final IR to stdout")->group("Reporting");
+  add_compile_flags(compile, copts);
 
   std::string backend = "ref";
   int iterations = 1;
-  auto* run = app.add_subcommand("run", "Import a model and run it on a backend with random inputs");
-  run->add_option("model", model, "Model file (.onnx)")->required();
-  run->add_option("--shapes", shapes_flag, "Fix input shapes: name:1x3x224x224,...");
-  run->add_option("--backend", backend, "Backend: ref");
-  run->add_option("--iterations", iterations, "Runs to time");
+  auto* run = app.add_subcommand("run", "Compile a model and run it on a backend with random inputs");
+  run->add_option("model", model, "Model file (.onnx)")->required()->group("Model");
+  run->add_option("--shapes", shapes_flag, "Fix input shapes: name:1x3x224x224,...")->group("Model");
+  run->add_option("--backend", backend, "Backend: ref")->group("Runtime");
+  run->add_option("--iterations", iterations, "Runs to time")->group("Runtime");
+  add_compile_flags(run, copts);
 
-  kiln::ConformanceOptions copts;
+  auto* dump = app.add_subcommand("dump-ir", "Print the IR of an ONNX model (after passes with -O or --passes)");
+  dump->add_option("model", model, "Model file (.onnx)")->required()->group("Model");
+  dump->add_option("--shapes", shapes_flag, "Fix input shapes: name:1x3x224x224,...")->group("Model");
+  bool dump_opt = false;
+  dump->add_flag("-O,--optimize", dump_opt, "Run the default pipeline first")->group("Build");
+  add_compile_flags(dump, copts);
+
+  std::string kir;
+  bool split = false;
+  auto* opt = app.add_subcommand("opt", "Read IR text, run passes (--passes), verify and print it");
+  opt->add_option("file", kir, "IR text file (.kir), - for stdin")->required();
+  opt->add_flag("--split-input-file", split, "Treat '// -----' lines as separators between graphs");
+  add_compile_flags(opt, copts);
+
+  kiln::ConformanceOptions conf_opts;
   auto* conf = app.add_subcommand("conformance", "Run ONNX backend tests (model.onnx + test_data_set_N)");
-  conf->add_option("paths", copts.paths, "Test folders or folders of them (default: Debian's libonnx-testdata)");
-  conf->add_option("--backend", copts.backend, "Backend: ref");
-  conf->add_option("--json", copts.json_path, "Write results as JSON");
-  conf->add_option("--filter", copts.filter, "Only tests whose name contains this");
-  conf->add_option("-j,--jobs", copts.jobs, "Tests run at once (default: CPUs)");
-  conf->add_option("--timeout", copts.timeout_s, "Seconds per test before it counts as a crash");
-  conf->add_flag("-v,--verbose", copts.verbose, "Print every test that does not pass");
-  conf->add_option("--require-pass", copts.require_pass,
+  conf->add_option("paths", conf_opts.paths, "Test folders or folders of them (default: Debian's libonnx-testdata)");
+  conf->add_option("--backend", conf_opts.backend, "Backend: ref");
+  conf->add_option("--json", conf_opts.json_path, "Write results as JSON");
+  conf->add_option("--filter", conf_opts.filter, "Only tests whose name contains this");
+  conf->add_option("-j,--jobs", conf_opts.jobs, "Tests run at once (default: CPUs)");
+  conf->add_option("--timeout", conf_opts.timeout_s, "Seconds per test before it counts as a crash");
+  conf->add_flag("-v,--verbose", conf_opts.verbose, "Print every test that does not pass");
+  conf->add_option("--require-pass", conf_opts.require_pass,
                    "Gate: SUITE[+SUITE...]:PERCENT must pass (exit code then reflects the gates)");
+  add_compile_flags(conf, conf_opts.compile);
 
   std::string docs_out, docs_json;
   auto* docs = app.add_subcommand("gen-op-docs", "Write docs/ops.md from the op registry and a conformance run");
@@ -103,44 +167,39 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*dump) {
-      kiln::ImportOptions io;
-      io.input_shapes = kiln::parse_shapes_flag(shapes_flag);
-      auto r = kiln::import_onnx_file(model, io);
+    if (*compile) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto r = import_model(model, shapes_flag);
+      double import_ms = ms_since(t0);
+      kiln::CompileReport rep = kiln::compile_graph(*r.graph, copts);
+      print_stats(copts, rep);
+      if (print_final) std::cout << kiln::print_graph(*r.graph);
+      nlohmann::json j = kiln::compile_report_json(*r.graph, rep);
+      j["model"] = model;
+      j["import_ms"] = import_ms;
+      j["precision"] = copts.pass.precision;
+      j["target"] = copts.pass.target;
+      if (!json_out.empty()) {
+        std::ofstream f(json_out);
+        if (!f) kiln::fail("cannot write {}", json_out);
+        f << j.dump(2) << "\n";
+      }
+      std::cerr << fmt::format("{}: {} nodes in, {} out, {} kernels, {:.1f} ms import + {:.1f} ms passes\n", model,
+                               rep.nodes_in, rep.nodes_out, kiln::count_kernels(*r.graph), import_ms,
+                               ms_since(t0) - import_ms);
+    } else if (*dump) {
+      auto r = import_model(model, shapes_flag);
+      copts.optimize = dump_opt || !copts.passes.empty();
+      print_stats(copts, kiln::compile_graph(*r.graph, copts));
       std::cout << kiln::print_graph(*r.graph);
     } else if (*opt) {
-      std::string text = kir == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_file(kir);
-      // With --split-input-file each piece is parsed, verified and printed on
-      // its own; an error in one is reported and the others still run (as
-      // mlir-opt does), so one FileCheck file can hold many error cases.
-      std::vector<kiln::InputChunk> chunks;
-      if (split) chunks = kiln::split_input_file(text);
-      else chunks.push_back({text, 1});
-      bool failed = false;
-      for (size_t i = 0; i < chunks.size(); ++i) {
-        if (i) std::cout << "// -----\n";
-        try {
-          auto g = kiln::parse_graph(chunks[i].text, kir, chunks[i].first_line);
-          try {
-            kiln::verify_graph(*g, kiln::op_registry());
-          } catch (const kiln::Error& e) {
-            kiln::fail("{}: graph @{}: {}", kir, g->name(), e.what());
-          }
-          std::cout << kiln::print_graph(*g);
-        } catch (const kiln::Error& e) {
-          if (!split) throw;
-          std::cout.flush();
-          std::cerr << "error: " << e.what() << "\n";
-          failed = true;
-        }
-      }
-      if (failed) return 1;
+      return run_opt(kir, split, copts);
     } else if (*run) {
-      kiln::ImportOptions io;
-      io.input_shapes = kiln::parse_shapes_flag(shapes_flag);
       auto t0 = std::chrono::steady_clock::now();
-      auto r = kiln::import_onnx_file(model, io);
-      auto t1 = std::chrono::steady_clock::now();
+      auto r = import_model(model, shapes_flag);
+      kiln::CompileReport rep = kiln::compile_graph(*r.graph, copts);
+      double compile_ms = ms_since(t0);
+      print_stats(copts, rep);
       std::map<std::string, kiln::Tensor> feed;
       uint64_t seed = 1;
       for (kiln::Value* in : r.graph->inputs()) feed[in->name()] = random_tensor(in->type(), seed++);
@@ -149,17 +208,17 @@ int main(int argc, char** argv) {
       for (int i = 0; i < std::max(1, iterations); ++i) {
         auto a = std::chrono::steady_clock::now();
         outs = kiln::run_on_backend(backend, *r.graph, feed);
-        best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+        best = std::min(best, ms_since(a));
       }
-      std::cout << fmt::format("backend: {} (CPU reference)\n", backend);
-      std::cout << fmt::format("import: {:.1f} ms, {} nodes\n",
-                               std::chrono::duration<double, std::milli>(t1 - t0).count(), r.graph->num_nodes());
+      std::cout << fmt::format("backend: {} (CPU reference; no GPU backend yet)\n", backend);
+      std::cout << fmt::format("compile: {:.1f} ms, {} nodes -> {} nodes, {} kernels\n", compile_ms, rep.nodes_in,
+                               rep.nodes_out, kiln::count_kernels(*r.graph));
       for (size_t i = 0; i < outs.size(); ++i)
         std::cout << fmt::format("output {} \"{}\": {} checksum {:016x}\n", i, r.graph->outputs()[i]->name(),
                                  outs[i].type().str(), checksum(outs[i]));
       std::cout << fmt::format("run: {:.2f} ms (best of {})\n", best, std::max(1, iterations));
     } else if (*conf) {
-      return kiln::run_conformance(copts);
+      return kiln::run_conformance(conf_opts);
     } else if (*docs) {
       kiln::write_op_docs(docs_out, docs_json);
     }
