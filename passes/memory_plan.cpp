@@ -173,12 +173,14 @@ class Planner {
     for (int k = 0; k < n.num_outputs(); ++k) {
       const Value* r = n.output(k);
       const Value* over = nullptr;
+      // Among dying operands, continue the buffer that started earliest: a
+      // residual stream then stays in one long-lived buffer instead of a new
+      // one per block, which packs better.
       if (pointwise)
         for (const Value* x : n.inputs())
-          if (x && in_place_ok(n, t, r, x, taken)) {
+          if (x && in_place_ok(n, t, r, x, taken) &&
+              (!over || groups_[group_of(x)].first < groups_[group_of(over)].first))
             over = x;
-            break;
-          }
       if (over) {
         int gi = group_of(over);
         taken.push_back(gi);
