@@ -6,6 +6,7 @@
 // bytes of one arena gives the reference results.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -625,10 +626,19 @@ TEST(MemoryPlanModels, EveryConformanceModel) {
   EXPECT_GT(runs, 500);
 }
 
+// Where tools/prepare_models.sh put the real models: $KILN_MODELS_DIR, else
+// build/models beside build/bin.
+fs::path models_dir() {
+  if (const char* env = std::getenv("KILN_MODELS_DIR")) return env;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path().parent_path() / "models";
+}
+
 TEST(MemoryPlanModels, RealModels) {
   int found = 0;
-  for (const char* m : {"resnet50", "mobilenet_v2", "vit_b_16", "bert_base"}) {
-    fs::path dir = fs::path("/work/models") / m;
+  for (const char* m : {"resnet50", "mobilenet_v2", "vit_b_16", "bert_base", "gpt2"}) {
+    fs::path dir = models_dir() / m;
     if (!fs::exists(dir / "model.onnx") || !fs::exists(dir / "test_data_set_0")) continue;
     ++found;
     std::map<std::string, Tensor> feed;
@@ -653,7 +663,7 @@ TEST(MemoryPlanModels, RealModels) {
       }
     }
   }
-  if (!found) GTEST_SKIP() << "no models under /work/models (tools/prepare_models.sh)";
+  if (!found) GTEST_SKIP() << "no models under " << models_dir() << " (tools/prepare_models.sh; or set KILN_MODELS_DIR)";
 }
 
 }  // namespace
