@@ -34,6 +34,40 @@ bool is_pointwise_node(const Node& n) {
   return def && def->category == OpCategory::Pointwise;
 }
 
+namespace {
+bool same_elements(const Value* a, const Value* r) {
+  return a->type().numel() == r->type().numel() && dtype_size(a->dtype()) == dtype_size(r->dtype()) &&
+         a->type().layout == r->type().layout;
+}
+
+// Whether every body value computed from `p` is computed by pointwise ops
+// and has `numel` elements (so element i reads only element i of p).
+bool flows_elementwise(const Value* p, int64_t numel) {
+  std::vector<const Value*> todo = {p};
+  for (size_t i = 0; i < todo.size(); ++i) {
+    for (const Use& u : todo[i]->uses()) {
+      if (!is_pointwise_node(*u.user)) return false;
+      for (const Value* o : u.user->outputs()) {
+        if (o->type().numel() != numel) return false;
+        if (std::find(todo.begin(), todo.end(), o) == todo.end()) todo.push_back(o);
+      }
+    }
+  }
+  return true;
+}
+}  // namespace
+
+bool may_overwrite(const Node& n, const std::vector<int>& operands, const Value* r) {
+  bool fused = n.op() == "fused" && n.body() && n.body()->inputs().size() == size_t(n.num_inputs());
+  if (!fused && !is_pointwise_node(n)) return false;
+  for (int k : operands) {
+    const Value* x = n.input(k);
+    if (!x || !same_elements(x, r)) return false;
+    if (fused && !flows_elementwise(n.body()->inputs()[k], r->type().numel())) return false;
+  }
+  return !operands.empty();
+}
+
 const ValuePlan* MemoryPlan::find(const Value* v) const {
   auto it = index.find(v);
   return it == index.end() ? nullptr : &values[it->second];
@@ -137,21 +171,20 @@ class Planner {
     return o_.outputs_in_arena || gx.storage == Storage::Arena;
   }
 
-  // Whether result r of pointwise node n (at position t) may overwrite operand x.
+  // Whether result r of node n (at position t) may overwrite operand x.
   bool in_place_ok(const Node& n, int t, const Value* r, const Value* x, const std::vector<int>& taken) {
     if (x->is_input() || x->is_constant()) return false;
     int gi = group_of(x);
     const Group& gx = groups_[gi];
     if (gx.storage != Storage::Arena || gx.last != t) return false;
     if (std::find(taken.begin(), taken.end(), gi) != taken.end()) return false;
-    // Every operand reading these bytes must read element i when element i is written.
-    for (const Value* in : n.inputs()) {
-      if (!in || in->is_input() || in->is_constant() || group_of(in) != gi) continue;
-      if (in->type().numel() != r->type().numel() || dtype_size(in->dtype()) != dtype_size(r->dtype()) ||
-          in->type().layout != r->type().layout)
-        return false;
+    // Every operand reading these bytes must read element i only for element i.
+    std::vector<int> readers;
+    for (int k = 0; k < n.num_inputs(); ++k) {
+      const Value* in = n.input(k);
+      if (in && !in->is_input() && !in->is_constant() && group_of(in) == gi) readers.push_back(k);
     }
-    return true;
+    return may_overwrite(n, readers, r);
   }
 
   void visit(const Node& n, MemoryPlan& plan) {
@@ -168,7 +201,7 @@ class Planner {
       }
       ++plan.view_copies;
     }
-    bool pointwise = o_.in_place && !view_op && is_pointwise_node(n);
+    bool pointwise = o_.in_place && !view_op && (n.op() == "fused" || is_pointwise_node(n));
     std::vector<int> taken;  // groups already overwritten by an earlier result of n
     for (int k = 0; k < n.num_outputs(); ++k) {
       const Value* r = n.output(k);

@@ -8,7 +8,8 @@
 //     bytes, no kernel); a pointwise op, or a fused node made only of pointwise
 //     ops, writes its result into an operand's buffer when that operand (and
 //     every view of it) dies at the node and has the result's element count,
-//     element size and layout (in-place reuse);
+//     element size and layout (in-place reuse); likewise a fused node whose
+//     body reads that operand only through pointwise ops (an epilogue);
 //   - offset: buffers (a value, its views and in-place successors share one)
 //     are packed into the arena by an offline "greedy by size, best fit"
 //     allocator over live intervals (as TFLite's arena planner and TVM's
@@ -117,9 +118,17 @@ struct MemoryPlan {
 
 MemoryPlan plan_memory(const Graph& g, const MemoryPlanOptions& opts = {});
 
-// Whether `n` computes each result element from the operand elements at the
-// same position only (pointwise ops, fused nodes made only of pointwise ops),
-// so a result may overwrite an operand of the same element count.
+// Whether `n` is a pointwise op or a fused node made only of pointwise ops.
 bool is_pointwise_node(const Node& n);
+
+// Whether result `r` of node `n` may be written over the bytes that n's
+// operands `operands` (indices) read, those bytes being dead after n: each
+// element i of those operands is read only to compute element i of n's
+// results, and the bytes line up (same element count, element size and
+// layout as r). True for a pointwise op; for a fused node when each such
+// operand flows only through pointwise body ops, to body results of its own
+// element count (a GEMM/conv epilogue adding a residual qualifies, the GEMM
+// operands do not). The kernel then reads element i before writing it.
+bool may_overwrite(const Node& n, const std::vector<int>& operands, const Value* r);
 
 }  // namespace kiln

@@ -95,7 +95,6 @@ void MemoryPlan::validate() const {
         }
         case AliasKind::InPlace: {
           if (!of) fail_at(v, "is written in place over a graph input or constant");
-          if (!is_pointwise_node(*n)) fail_at(v, "is written in place by a node that is not pointwise");
           const Value* x = p->alias_of;
           if (std::find(n->inputs().begin(), n->inputs().end(), x) == n->inputs().end())
             fail_at(v, fmt::format("is written in place over {}, which is not an operand", vname(x)));
@@ -104,12 +103,12 @@ void MemoryPlan::validate() const {
             fail_at(v, fmt::format("is written in place over {} but does not share its bytes", vname(x)));
           const ContentClass& old = classes.at(class_of.at(x));
           if (old.last != t) fail_at(v, fmt::format("overwrites {}, whose contents are needed after {}", vname(x), n->describe()));
-          for (const Value* in : n->inputs()) {
-            if (!in || !class_of.count(in) || class_of.at(in) != old.root) continue;
-            if (in->type().numel() != v->type().numel() || dtype_size(in->dtype()) != dtype_size(v->dtype()) ||
-                in->type().layout != v->type().layout)
-              fail_at(v, fmt::format("overwrites operand {}, whose elements do not line up with the result's", vname(in)));
-          }
+          std::vector<int> readers;
+          for (int k = 0; k < n->num_inputs(); ++k)
+            if (n->input(k) && class_of.count(n->input(k)) && class_of.at(n->input(k)) == old.root) readers.push_back(k);
+          if (!may_overwrite(*n, readers, v))
+            fail_at(v, fmt::format("is written over {} by {}, which may read an element of it after writing there",
+                                   vname(x), n->describe()));
           classes[v] = {v, p->storage, p->output_index, p->offset, p->size, t, last_use(v)};
           class_of[v] = v;
           break;

@@ -332,6 +332,65 @@ graph @fused(%x: f32[4,32]) -> (f32[4,32]) {
   expect_arena_run_matches(*g, p);
 }
 
+// A fused GEMM with a residual epilogue: the residual flows only through the
+// pointwise add, so the result may overwrite it (the kernel reads each
+// residual element right before writing that element). The GEMM's own
+// operands never: the GEMM reads them all over.
+TEST(MemoryPlan, FusedEpilogueOverwritesResidual) {
+  auto g = parse(R"(
+graph @epilogue(%x: f32[8,16], %w: f32[16,16]) -> (f32[8,16]) {
+  %res = softmax(%x) {axis=1} : f32[8,16]
+  %a = softmax(%x) {axis=0} : f32[8,16]
+  %f = fused(%a, %w, %res) {kind="gemm"} : f32[8,16] {
+    graph @f0(%p: f32[8,16], %q: f32[16,16], %r: f32[8,16]) -> (f32[8,16]) {
+      %m = matmul(%p, %q) : f32[8,16]
+      %s = add(%m, %r) : f32[8,16]
+      %t = relu(%s) : f32[8,16]
+      return %t
+    }
+  }
+  %o = softmax(%f) {axis=1} : f32[8,16]
+  return %o
+})");
+  MemoryPlan p = plan_memory(*g);
+  p.validate();
+  EXPECT_EQ(plan_of(p, *g, "f").alias, AliasKind::InPlace);
+  EXPECT_EQ(plan_of(p, *g, "f").alias_of, value(*g, "res"));
+  expect_arena_run_matches(*g, p);
+}
+
+// A fused node that reads the dying operand through a non-pointwise op, or
+// broadcasts it into a larger body value (a thread writing element j of that
+// value reads another element of the operand), does not overwrite it.
+TEST(MemoryPlan, FusedNodesThatReadAcrossElementsDoNotOverwrite) {
+  auto g = parse(R"(
+graph @across(%x: f32[8,16], %w: f32[16,16], %q: f32[3,8,16]) -> (f32[8,16], f32[8,16], f32[3,8,16]) {
+  %a = softmax(%x) {axis=1} : f32[8,16]
+  %f = fused(%a, %w) {kind="gemm"} : f32[8,16] {
+    graph @f0(%p: f32[8,16], %v: f32[16,16]) -> (f32[8,16]) {
+      %m = matmul(%p, %v) : f32[8,16]
+      %s = add(%m, %p) : f32[8,16]
+      return %s
+    }
+  }
+  %b = softmax(%x) {axis=0} : f32[8,16]
+  %h, %k = fused(%b, %q) {kind="pointwise"} : f32[8,16], f32[3,8,16] {
+    graph @f1(%p: f32[8,16], %r: f32[3,8,16]) -> (f32[8,16], f32[3,8,16]) {
+      %e = exp(%p) : f32[8,16]
+      %s = add(%p, %r) : f32[3,8,16]
+      return %e, %s
+    }
+  }
+  return %f, %h, %k
+})");
+  MemoryPlan p = plan_memory(*g);
+  p.validate();
+  EXPECT_EQ(p.in_place, 0);
+  EXPECT_FALSE(may_overwrite(*value(*g, "f")->producer(), {0}, value(*g, "f")));
+  EXPECT_FALSE(may_overwrite(*value(*g, "h")->producer(), {0}, value(*g, "h")));
+  expect_arena_run_matches(*g, p);
+}
+
 // A node with two results that both could overwrite the one dying operand:
 // only one does. A result nobody reads still gets bytes, at its producer.
 TEST(MemoryPlan, MultiResultNodes) {
@@ -509,23 +568,29 @@ graph @pass(%x: f32[64,64]) -> (f32[64,64]) {
 // ---------------------------------------------------------------------------
 // Every conformance model after the default pipeline.
 
-// A stand-in for the fuser (another pass): joins each pointwise node with the
-// pointwise node that is the only reader of its result into one fused node,
-// so the planner meets fused nodes on whole models.
-int fuse_pointwise_pairs(Graph& g) {
-  auto single_pointwise = [](const Node* n) {
-    return n->op() != "fused" && n->num_outputs() == 1 && is_pointwise_node(*n);
+// A stand-in for the fuser (another pass): folds each pointwise node into
+// the producer of an operand that nothing else reads, when that producer is
+// pointwise, a conv/matmul/gemm (an epilogue) or an earlier such fused node,
+// so the planner meets pointwise chains and epilogues as fused nodes on
+// whole models.
+int fuse_for_test(Graph& g) {
+  auto single = [](const Node* n) { return n->num_outputs() == 1; };
+  auto pointwise = [&](const Node* n) { return single(n) && n->op() != "fused" && is_pointwise_node(*n); };
+  auto head = [&](const Node* n) {
+    return single(n) && (pointwise(n) || n->op() == "fused" || n->op() == "conv" || n->op() == "matmul" ||
+                         n->op() == "gemm");
   };
-  std::set<const Node*> erased;
   int fused = 0;
-  for (Node* m : g.node_list()) {
-    if (erased.count(m) || !single_pointwise(m)) continue;
-    Node* n = nullptr;
-    for (Value* x : m->inputs())
-      if (x && x->producer() && !erased.count(x->producer()) && single_pointwise(x->producer()) &&
-          x->uses().size() == 1 && !g.is_output(x))
-        n = x->producer();
-    if (!n) continue;
+  for (;;) {  // one fusion per sweep: erased nodes' addresses may be reused
+    Node *m = nullptr, *n = nullptr;
+    for (Node* cand : g.node_list()) {
+      if (!pointwise(cand)) continue;
+      for (Value* x : cand->inputs())
+        if (x && x->producer() && head(x->producer()) && x->uses().size() == 1 && !g.is_output(x))
+          n = x->producer(), m = cand;
+      if (m) break;
+    }
+    if (!m) break;
     std::vector<Value*> operands;
     for (const Node* k : {static_cast<const Node*>(n), static_cast<const Node*>(m)})
       for (Value* v : k->inputs())
@@ -534,21 +599,27 @@ int fuse_pointwise_pairs(Graph& g) {
     auto body = std::make_unique<Graph>(fmt::format("fused_{}", fused));
     std::map<const Value*, Value*> map;
     for (Value* v : operands) map[v] = body->add_input(fmt::format("p{}", map.size()), v->type());
-    auto copy = [&](const Node* k) {
+    auto copy = [&](const Node* k, std::map<const Value*, Value*>& to) {
       std::vector<Value*> ins;
-      for (Value* v : k->inputs()) ins.push_back(v ? map.at(v) : nullptr);
+      for (Value* v : k->inputs()) ins.push_back(v ? to.at(v) : nullptr);
       Node* c = body->add_node(k->op(), ins, {k->output(0)->type()}, k->attrs());
-      map[k->output(0)] = c->output(0);
-      return c;
+      to[k->output(0)] = c->output(0);
     };
-    copy(n);
-    body->set_outputs({copy(m)->output(0)});
+    if (n->op() == "fused") {  // inline the earlier fused node's body
+      std::map<const Value*, Value*> inner;
+      for (int i = 0; i < n->num_inputs(); ++i) inner[n->body()->inputs()[i]] = map.at(n->input(i));
+      for (const auto& k : n->body()->nodes()) copy(k.get(), inner);
+      map[n->output(0)] = inner.at(n->body()->outputs()[0]);
+    } else {
+      copy(n, map);
+    }
+    copy(m, map);
+    body->set_outputs({map.at(m->output(0))});
     Node* f = g.add_node("fused", operands, {m->output(0)->type()}, {}, n->name() + "+" + m->name(), m);
     f->set_body(std::move(body));
     g.replace_all_uses(m->output(0), f->output(0));
     g.erase_node(m);
     g.erase_node(n);
-    erased.insert(m), erased.insert(n);
     ++fused;
   }
   return fused;
@@ -574,15 +645,15 @@ int check_graph(Graph& g, const std::string& name, const std::map<std::string, T
       EXPECT_LE(p.live_peak_bytes, p.arena_bytes) << what;
       if (feed && in_place) runs += expect_arena_run_matches(g, p, what, feed);
     }
-  // Again with pointwise pairs fused, when there are any.
+  // Again with pointwise chains and epilogues fused, when there are any.
   auto f = g.clone();
-  if (int pairs = fuse_pointwise_pairs(*f)) {
-    std::string what = name + " (pointwise pairs fused)";
+  if (int pairs = fuse_for_test(*f)) {
+    std::string what = name + " (fused)";
     MemoryPlan p = plan_memory(*f);
     if (verbose) {
       MemoryPlan unfused = plan_memory(g);
-      std::cout << fmt::format("[ memory plan ] {}: arena {} of naive {}; with {} pointwise pairs fused {} of {}\n", name,
-                               unfused.arena_bytes, unfused.naive_bytes, pairs, p.arena_bytes, p.naive_bytes);
+      std::cout << fmt::format("[ memory plan ] {}: arena {} of naive {}; with {} nodes fused into others {} of {}\n",
+                               name, unfused.arena_bytes, unfused.naive_bytes, pairs, p.arena_bytes, p.naive_bytes);
     }
     try {
       verify_graph(*f, op_registry());
