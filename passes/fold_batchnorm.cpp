@@ -21,6 +21,7 @@
 // values with a non-default layout tag.
 #include <cmath>
 
+#include "ops/op_helpers.h"
 #include "passes/pass.h"
 #include "passes/pass_list.h"
 #include "passes/rewrite_util.h"
@@ -61,15 +62,43 @@ std::optional<BnParams> bn_params(const Node* bn, PassStats& stats) {
   return r;
 }
 
-// Tensor of `type` with element i = f(i) (computed in double), or nullopt if
-// some element is not finite once stored.
+// Reads a constant's elements as double; f32 and f64 straight from storage
+// (weights are large), other dtypes through a converted copy.
+class Reader {
+ public:
+  explicit Reader(const Tensor& t) {
+    if (t.dtype() == DType::F32) f32_ = t.data<float>();
+    else if (t.dtype() == DType::F64) f64_ = t.data<double>();
+    else other_ = ops::load_all<double>(t);
+  }
+  double operator[](int64_t i) const { return f32_ ? f32_[i] : f64_ ? f64_[i] : other_[size_t(i)]; }
+
+ private:
+  const float* f32_ = nullptr;
+  const double* f64_ = nullptr;
+  std::vector<double> other_;
+};
+
+// Tensor of `dtype` with element i = f(i) (computed in double), or nullopt
+// if some element is not finite once stored (f16 overflow).
 template <typename F>
 std::optional<Tensor> make_tensor(DType dtype, Shape shape, F f) {
   Tensor t(dtype, std::move(shape));
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    t.set_double(i, f(i));
-    if (!std::isfinite(t.get_double(i))) return std::nullopt;
+  const int64_t n = t.numel();
+  bool finite = true;
+  if (dtype == DType::F32) {
+    float* p = t.data<float>();
+    for (int64_t i = 0; i < n; ++i) finite &= std::isfinite(p[i] = static_cast<float>(f(i)));
+  } else if (dtype == DType::F64) {
+    double* p = t.data<double>();
+    for (int64_t i = 0; i < n; ++i) finite &= std::isfinite(p[i] = f(i));
+  } else {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = f(i);
+    ops::store_all(t, v);
+    for (double x : ops::load_all<double>(t)) finite &= std::isfinite(x);
   }
+  if (!finite) return std::nullopt;
   return t;
 }
 
@@ -124,7 +153,8 @@ class BatchNormFolder {
       return (ci / cg) * mg + j;
     };
     if ((transpose ? mg * group : w->shape()[0]) != M || (transpose && (cg == 0 || k == 0))) return false;
-    auto nw = make_tensor(w->dtype(), w->shape(), [&](int64_t i) { return w->get_double(i) * bp.a[channel(i)]; });
+    Reader wv(*w);
+    auto nw = make_tensor(w->dtype(), w->shape(), [&](int64_t i) { return wv[i] * bp.a[channel(i)]; });
     auto nb = make_tensor(w->dtype(), {M}, [&](int64_t c) { return (b ? b->get_double(c) : 0.0) * bp.a[c] + bp.shift[c]; });
     if (!nw || !nb) return not_finite();
     std::vector<Value*> ins = {conv->input(0), nullptr, nullptr};
@@ -148,9 +178,10 @@ class BatchNormFolder {
     double beta = gemm->attrs().get_float("beta", 1.0f);
     const Shape& out = gemm->output(0)->shape();
     int64_t M = out[0], N = out[1];
+    Reader wv(*w);
     auto nw = make_tensor(w->dtype(), w->shape(), [&](int64_t i) {
       int64_t j = tb ? i / w->shape()[1] : i % w->shape()[1];
-      return w->get_double(i) * bp.a[j];
+      return wv[i] * bp.a[j];
     });
     // C' keeps only the rows it needs: [N] when C does not vary along M.
     bool rows = c && c->rank() == 2 && c->shape()[0] != 1;
@@ -187,7 +218,8 @@ class BatchNormFolder {
     const Tensor* w = constant_data(mm->input(1));
     if (!w || w->rank() != 2 || mm->input(0)->type().rank() != 2) return false;
     int64_t N = w->shape()[1];
-    auto nw = make_tensor(w->dtype(), w->shape(), [&](int64_t i) { return w->get_double(i) * bp.a[i % N]; });
+    Reader wv(*w);
+    auto nw = make_tensor(w->dtype(), w->shape(), [&](int64_t i) { return wv[i] * bp.a[i % N]; });
     auto nb = make_tensor(w->dtype(), {N}, [&](int64_t j) { return bp.shift[j]; });
     if (!nw || !nb) return not_finite();
     std::string wname = mm->input(1)->name();
