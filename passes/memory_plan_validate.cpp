@@ -3,6 +3,7 @@
 // recomputed from the graph's use lists), so tests catch planner bugs.
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "ir/error.h"
 #include "passes/memory_plan.h"
@@ -128,11 +129,15 @@ void MemoryPlan::validate() const {
     return p->alias == AliasKind::InPlace && class_of.at(p->alias_of) == a.root && a.last == b.first &&
            a.offset == b.offset && a.size == b.size;
   };
+  // Sorted by place, each class need only be compared with the ones that
+  // start below its end.
+  std::sort(live.begin(), live.end(), [](const ContentClass* a, const ContentClass* b) {
+    return std::tuple(a->storage, a->output_index, a->offset) < std::tuple(b->storage, b->output_index, b->offset);
+  });
   for (size_t i = 0; i < live.size(); ++i)
     for (size_t j = i + 1; j < live.size(); ++j) {
       const ContentClass &a = *live[i], &b = *live[j];
-      if (a.storage != b.storage || a.output_index != b.output_index) continue;
-      if (a.offset >= b.offset + b.size || b.offset >= a.offset + a.size) continue;
+      if (a.storage != b.storage || a.output_index != b.output_index || b.offset >= a.offset + a.size) break;
       if (a.last < b.first || b.last < a.first) continue;
       if (touches(a, b) || touches(b, a)) continue;
       fail("memory plan: {} (nodes {}..{}) and {} (nodes {}..{}) are live together but share bytes [{}, {}) of {}",
