@@ -103,7 +103,6 @@ struct Group {
   int first = 0, last = 0;
   int64_t size = 0;
   std::vector<const Value*> members;
-  int outputs = 0;  // graph outputs among members
 };
 
 class Planner {
@@ -143,10 +142,7 @@ class Planner {
     gr.members.push_back(r);
     gr.last = std::max(gr.last, live_.last_use(g_, r));
     gr.size = std::max(gr.size, int64_t(r->type().nbytes()));
-    if (output_index_.count(r)) {
-      ++gr.outputs;
-      if (is_user_output(r)) gr.storage = Storage::Output, gr.output_index = output_index_.at(r);
-    }
+    if (is_user_output(r)) gr.storage = Storage::Output, gr.output_index = output_index_.at(r);
     group_of_[r] = gi;
   }
 
@@ -201,7 +197,7 @@ class Planner {
       }
       ++plan.view_copies;
     }
-    bool pointwise = o_.in_place && !view_op && (n.op() == "fused" || is_pointwise_node(n));
+    bool may_reuse = o_.in_place && !view_op && (n.op() == "fused" || is_pointwise_node(n));
     std::vector<int> taken;  // groups already overwritten by an earlier result of n
     for (int k = 0; k < n.num_outputs(); ++k) {
       const Value* r = n.output(k);
@@ -209,7 +205,7 @@ class Planner {
       // Among dying operands, continue the buffer that started earliest: a
       // residual stream then stays in one long-lived buffer instead of a new
       // one per block, which packs better.
-      if (pointwise)
+      if (may_reuse)
         for (const Value* x : n.inputs())
           if (x && in_place_ok(n, t, r, x, taken) &&
               (!over || groups_[group_of(x)].first < groups_[group_of(over)].first))
