@@ -219,14 +219,16 @@ int recognize_attention(Graph& g, PassStats& stats) {
         for (int i = 0; i < r; ++i) composed[i] = pp[perm[i]];
         perm = composed;
         k_transposes.push_back(p);
+        m.chain.push_back(p);
+        k = p->input(0);
       } else {
         Value* inner = nullptr;
         std::optional<double> f = scalar_factor(p, &inner);
         if (!f) break;
         m.scale *= *f;
+        m.chain.push_back(p);
+        k = inner;
       }
-      m.chain.push_back(p);
-      k = p->input(0);
     }
     std::swap(perm[r - 2], perm[r - 1]);
     // Shapes: q [.., Sq, D], k (after perm) [.., Sk, D], v [.., Sk, Dv], batch dims equal.
@@ -242,6 +244,7 @@ int recognize_attention(Graph& g, PassStats& stats) {
       continue;
     // Build: k transpose, masks, (reshapes for rank 3), attention.
     std::string name = joined_names(g, m.chain);
+    std::string base = mm2->output()->name().empty() ? "attention" : mm2->output()->name();
     bool identity = true;
     for (int i = 0; i < r; ++i) identity &= perm[i] == i;
     if (!identity) {
@@ -251,12 +254,12 @@ int recognize_attention(Graph& g, PassStats& stats) {
     }
     std::vector<Value*> masks = m.masks;
     for (const WhereMask& w : m.where_masks) {
-      Value* zero = g.add_constant(name + ".zero", Tensor::scalar(m.dt, 0.0));
-      Value* fill = g.add_constant(name + ".fill", Tensor::scalar(m.dt, w.fill));
+      Value* zero = g.add_constant(base + ".zero", Tensor::scalar(m.dt, 0.0));
+      Value* fill = g.add_constant(base + ".fill", Tensor::scalar(m.dt, w.fill));
       std::vector<Value*> ins = {w.cond, w.masked_when_true ? fill : zero, w.masked_when_true ? zero : fill};
-      masks.push_back(make_node(g, "where", ins, {}, name + ".mask", mm2)->output());
+      masks.push_back(make_node(g, "where", ins, {}, name, mm2)->output());
     }
-    if (masks.size() == 2) masks = {make_node(g, "add", masks, {}, name + ".mask", mm2)->output()};
+    if (masks.size() == 2) masks = {make_node(g, "add", masks, {}, name, mm2)->output()};
     Value* v = m.v;
     if (r == 3) {
       auto lift = [&](Value* x) {
@@ -278,8 +281,10 @@ int recognize_attention(Graph& g, PassStats& stats) {
       a.set("shape", mm2->output()->shape());
       out = make_node(g, "reshape", {out}, std::move(a), name, mm2)->output();
     }
+    std::string out_name = mm2->output()->name();
     g.replace_all_uses(mm2->output(), out);
     erase_dead(g, m.chain);
+    out->set_name(out_name);
     stats.count("attention");
     if (m.causal) stats.count("attention-causal");
     ++rewritten;

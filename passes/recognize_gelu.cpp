@@ -151,8 +151,10 @@ int recognize_gelu(Graph& g, PassStats& stats) {
     AttrMap attrs;
     attrs.set("approximate", std::string(tanh ? "tanh" : "none"));
     Node* gelu = make_node(g, "gelu", {x}, std::move(attrs), joined_names(g, chain), last);
+    std::string out_name = last->output()->name();
     g.replace_all_uses(last->output(), gelu->output());
     erase_dead(g, chain);
+    gelu->output()->set_name(out_name);
     stats.count("gelu");
     if (tanh) stats.count("gelu-tanh");
     ++rewritten;

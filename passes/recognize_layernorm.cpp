@@ -185,7 +185,7 @@ int recognize_layer_norm(Graph& g, PassStats& stats) {
       if (n == last) continue;
       bool stat = n->output() == m.mean || n->op() == "reciprocal";
       if (used_only_by(g, n->output(), inside)) continue;
-      if (!stat || g.is_output(n->output()) || m.x->dtype() != DType::F32) ok = false;
+      if (!stat || m.x->dtype() != DType::F32) ok = false;
       for (const Use& use : n->output()->uses())
         if (!inside.count(use.user) && !comes_before(g, last, use.user)) ok = false;
       ext_mean_inv[n->op() == "reciprocal" ? 1 : 0].push_back(n->output());
@@ -198,7 +198,7 @@ int recognize_layer_norm(Graph& g, PassStats& stats) {
       Shape norm_shape(m.x->shape().begin() + m.axis, m.x->shape().end());
       Tensor ones(m.x->dtype(), norm_shape);
       for (int64_t i = 0; i < ones.numel(); ++i) ones.set_double(i, 1.0);
-      gamma = g.add_constant(sqrt->output()->name() + ".ones", std::move(ones));
+      gamma = g.add_constant((y->name().empty() ? "layer_norm" : y->name()) + ".ones", std::move(ones));
     }
     std::vector<Value*> ins = {m.x, gamma};
     if (beta) ins.push_back(beta);
@@ -206,10 +206,15 @@ int recognize_layer_norm(Graph& g, PassStats& stats) {
     attrs.set("axis", int64_t(m.axis));
     attrs.set("epsilon", float(m.eps));
     Node* ln = make_node(g, "layer_normalization", ins, std::move(attrs), joined_names(g, tail), last, outputs);
+    std::string names[3] = {y->name()};
     g.replace_all_uses(y, ln->output(0));
     for (int k = 0; k < 2; ++k)
-      for (Value* v : ext_mean_inv[k]) g.replace_all_uses(v, ln->output(k + 1));
+      for (Value* v : ext_mean_inv[k]) {
+        if (names[k + 1].empty()) names[k + 1] = v->name();
+        g.replace_all_uses(v, ln->output(k + 1));
+      }
     erase_dead(g, tail);
+    for (int k = 0; k < outputs; ++k) ln->output(k)->set_name(names[k]);
     stats.count("layer-norm");
     ++rewritten;
   }

@@ -25,6 +25,7 @@ class RecognizePatterns : public Pass {
     int n = patterns::recognize_gelu(g, stats);
     n += patterns::recognize_layer_norm(g, stats);
     n += patterns::recognize_attention(g, stats);
+    if (n > 0) g.remove_unused_constants();  // the formulas' constants
     return n > 0;
   }
 };
