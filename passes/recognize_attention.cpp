@@ -251,6 +251,7 @@ int recognize_attention(Graph& g, PassStats& stats) {
       AttrMap a;
       a.set("perm", perm);
       k = make_node(g, "transpose", {k}, std::move(a), joined_names(g, k_transposes), mm2)->output();
+      k->set_name(base + ".k");
     }
     std::vector<Value*> masks = m.masks;
     for (const WhereMask& w : m.where_masks) {
@@ -271,6 +272,10 @@ int recognize_attention(Graph& g, PassStats& stats) {
     }
     std::vector<Value*> ins = {q, k, v};
     if (!masks.empty()) ins.push_back(masks[0]);
+    // Within a few float roundings of 1/sqrt(D) (sqrt(scale) on q and k,
+    // squared) the scale is that value.
+    double dflt = 1.0 / std::sqrt(double(qs[r - 1]));
+    if (std::abs(m.scale - dflt) <= 4e-7 * dflt) m.scale = dflt;
     AttrMap attrs;
     attrs.set("scale", float(m.scale));
     attrs.set("causal", int64_t(m.causal));
