@@ -19,7 +19,9 @@
 //             swapped (one new transpose node, none when it is the identity:
 //             layout passes may cancel it).
 //   p'        p through identity casts and SDPA's where(isnan(p), 0, p)
-//             (-> nan_to_zero=1).
+//             (-> nan_to_zero=1). A softmax in f32 between a cast up from
+//             f16/bf16 scores and a cast back down (softmax(s, dtype=float32)
+//             .to(f16)) is the f16/bf16 op, which computes in float anyway.
 // Ranks 4 ([B,H,S,D]) and 3 ([B*H,S,D], reshaped to [1,B*H,S,D] around the
 // op); q, k and v must agree on the batch dims (no broadcasting). Every
 // intermediate must be used only inside the pattern; q, k, v and the masks
@@ -49,6 +51,7 @@ struct Match {
   std::vector<Value*> masks;  // additive
   std::vector<WhereMask> where_masks;
   bool causal = false, nan_to_zero = false;
+  bool upcast = false;  // softmax in f32 between casts from and back to dt
   int adds = 0, wheres = 0;
   std::vector<Node*> chain;
 };
@@ -160,12 +163,14 @@ Node* match_probs(const Graph& g, Value* p, Match& m) {
     }
     if (!single_use(g, p)) return nullptr;
     Node* u = p->uses()[0].user;
-    if (is_identity_cast(u)) {
+    bool downcast = m.upcast && u->op() == "cast" && u->output()->dtype() == m.dt && p->dtype() == DType::F32;
+    if (is_identity_cast(u) || downcast) {
+      m.upcast = m.upcast && !downcast;
       m.chain.push_back(u);
       p = u->output();
       continue;
     }
-    if (u->op() != "matmul" || u->input(0) != p || u->input(1) == p) return nullptr;
+    if (u->op() != "matmul" || u->input(0) != p || u->input(1) == p || m.upcast) return nullptr;
     m.chain.push_back(u);
     m.v = u->input(1);
     return u;
@@ -201,7 +206,16 @@ int recognize_attention(Graph& g, PassStats& stats) {
     int r = static_cast<int>(m.scores.size());
     int64_t axis = sm->attrs().get_int("axis", -1);
     if ((r != 3 && r != 4) || (axis != -1 && axis != r - 1) || !is_float(m.dt)) continue;
-    if (!peel_scores(g, sm->input(0), m, false)) continue;
+    Value* scores = sm->input(0);
+    Node* up = producer(scores, "cast");
+    if (m.dt == DType::F32 && up && single_use(g, scores) &&
+        (up->input(0)->dtype() == DType::F16 || up->input(0)->dtype() == DType::BF16)) {
+      m.upcast = true;  // softmax(x, dtype=float32).to(f16), as Llama-style exports do
+      m.dt = up->input(0)->dtype();
+      m.chain.push_back(up);
+      scores = up->input(0);
+    }
+    if (!peel_scores(g, scores, m, false)) continue;
     m.chain.push_back(sm);
     Node* mm2 = match_probs(g, sm->output(), m);
     if (!mm2) continue;

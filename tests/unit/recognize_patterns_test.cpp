@@ -251,6 +251,22 @@ graph @g(%q: f16[1,2,4,8], %k: f16[1,2,4,8], %v: f16[1,2,4,8]) -> (f16[1,2,4,8])
 })", "attention", 1, {2.5e-3, 1e-3});
 }
 
+TEST(RecognizePatterns, AttentionF16WithF32SoftmaxKeepsMeaning) {
+  expect_rewritten(R"(
+graph @g(%q: f16[1,2,4,8], %k: f16[1,2,4,8], %v: f16[1,2,4,8], %mask: f16[1,1,4,4]) -> (f16[1,2,4,8]) {
+  %c = const f16[] splat<0.35351562>
+  %kt = transpose(%k) {perm=[0,1,3,2]} : f16[1,2,8,4]
+  %s = matmul(%q, %kt) : f16[1,2,4,4]
+  %ss = mul(%s, %c) : f16[1,2,4,4]
+  %sm = add(%ss, %mask) : f16[1,2,4,4]
+  %up = cast(%sm) {to="f32"} : f32[1,2,4,4]
+  %p = softmax(%up) {axis=3} : f32[1,2,4,4]
+  %down = cast(%p) {to="f16"} : f16[1,2,4,4]
+  %o = matmul(%down, %v) : f16[1,2,4,8]
+  return %o
+})", "attention", 1, {2.5e-3, 1e-3});
+}
+
 TEST(RecognizePatterns, LeavesExtraUsersAlone) {
   auto g = testing::parse(R"(
 graph @g(%x: f32[4]) -> (f32[4], f32[4]) {
