@@ -13,5 +13,6 @@ std::unique_ptr<Pass> create_cse_pass();
 std::unique_ptr<Pass> create_fold_constants_pass();
 std::unique_ptr<Pass> create_simplify_pass();
 std::unique_ptr<Pass> create_fold_batchnorm_pass();
+std::unique_ptr<Pass> create_recognize_patterns_pass();
 
 }  // namespace kiln
