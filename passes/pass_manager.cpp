@@ -13,7 +13,8 @@
 namespace kiln {
 
 std::vector<std::string> default_pipeline(const PassOptions&) {
-  return {"fold-constants", "dce", "cse", "dce"};
+  return {"fold-constants", "dce", "cse", "dce",
+          "fuse"};
 }
 
 std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, const PipelineOptions& po) {
