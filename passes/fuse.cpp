@@ -3,11 +3,12 @@
 //
 // One walk in topological order decides, node by node (rules and their
 // reasons in passes/fusion_rules.{h,cpp}):
-//  - a pointwise op, a view (reshape, identity), or a transpose/split joins
-//    the epilogue of a producer's conv/gemm/matmul/attention/reduction group
-//    when it maps that result's elements one to one (bias, activation,
-//    residual add, cast, reshape/transpose of the stored result), taking the
-//    producer computed last when several qualify;
+//  - a pointwise op, a view (reshape, identity), or a transpose, split, slice
+//    or one-index gather joins the epilogue of a producer's conv / gemm /
+//    matmul / attention / reduction group when it maps that result's elements
+//    one to one (bias, activation, residual add, cast, head split/merge of
+//    the stored result), taking the producer computed last when several
+//    qualify;
 //  - otherwise a pointwise or injective op merges with its producers' anchorless
 //    groups as long as everything the merged group writes has one shape;
 //  - a reduction (softmax, layer_normalization, reduce_*, pooling...) takes
@@ -136,7 +137,7 @@ class Fuse : public Pass {
   }
 
   // Map ids of c's results: pointwise ops and views keep their operand's
-  // element order; transpose and split start new ones.
+  // element order; transpose, split, slice and gather start new ones.
   static void set_map_ids(FusionState& s, int g, const Node& c) {
     int id = -1;
     for (const Value* v : c.inputs())

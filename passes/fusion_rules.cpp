@@ -135,10 +135,23 @@ void FusionState::merge(int a, int b) {
   groups_[b].alive = false;
 }
 
+namespace {
+// Injective ops an epilogue can store through: each of their result elements
+// is one element of the operand, found from its index alone (a permutation, a
+// partition or a window), so the epilogue computes every element once.
+bool stores_through(const Node& c) {
+  const std::string& op = c.op();
+  if (op == "transpose" || op == "split" || op == "slice") return true;
+  // gather of one constant index along an axis: a window (ViT's q/k/v select).
+  const Value* idx = c.input(1);
+  return op == "gather" && idx && idx->is_constant() && idx->type().numel() == 1;
+}
+}  // namespace
+
 std::string check_epilogue(const FusionState& s, int gi, const Node& c) {
   const Group& g = s.group(gi);
   Role r = op_role(c);
-  bool layout = r == Role::Injective && (c.op() == "transpose" || c.op() == "split");
+  bool layout = r == Role::Injective && stores_through(c);
   if (r != Role::Pointwise && r != Role::View && !layout)
     return fmt::format("{} moves or repeats elements; an epilogue stores each result element once", c.op());
   bool float_path = g.kind == GroupKind::Compute || g.kind == GroupKind::Attention;
