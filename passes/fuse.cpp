@@ -111,7 +111,8 @@ class Fuse : public Pass {
     });
     for (size_t i = 0; i < anchored.size(); ++i) {
       int a = anchored[i];
-      std::string why = check_epilogue(s, a, c);
+      std::string why = prologue_instead(s, a, c);
+      if (why.empty()) why = check_epilogue(s, a, c);
       if (!why.empty()) {
         refuse(s, a, c, why);
         continue;
@@ -134,6 +135,27 @@ class Fuse : public Pass {
       }
       s.merge(p, mine);
     }
+  }
+
+  // An op whose only reader is a reduction's data operand, on a value group
+  // `a` writes anyway, is better read as that reduction's prologue than
+  // stored as a second copy by `a` (fp16 models: the cast to f32 before a
+  // layer norm of the residual stream). Returns why, or "".
+  static std::string prologue_instead(const FusionState& s, int a, const Node& c) {
+    if (c.num_outputs() != 1 || s.graph().is_output(c.output(0)) || !c.output(0)->has_uses()) return "";
+    const Node* r = c.output(0)->uses()[0].user;
+    if (op_role(*r) != Role::Reduction) return "";
+    for (const Use& u : c.output(0)->uses())
+      if (u.user != r || u.operand != 0) return "";
+    for (const Value* v : c.inputs()) {
+      if (s.group_of_value(v) != a) continue;
+      bool written = s.graph().is_output(v);
+      for (const Use& u : v->uses()) written |= u.user != &c && s.group_of(u.user) != a;
+      if (written)
+        return fmt::format("left to the {} as its prologue: the {} kernel writes {} anyway", r->op(),
+                           s.group(a).anchor->op(), value_label(v));
+    }
+    return "";
   }
 
   // Map ids of c's results: pointwise ops and views keep their operand's

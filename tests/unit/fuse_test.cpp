@@ -124,6 +124,22 @@ TEST(Fuse, ReductionPrologueAndEpilogue) {
   EXPECT_EQ(kind(f[1]), "gemm_epilogue");
 }
 
+TEST(Fuse, HalfPrecisionResidualStream) {
+  auto g = fuse(R"(graph @m(%x: f16[2,8], %w: f16[8,8], %res: f16[2,8], %g: f32[8], %b: f32[8]) -> (f16[2,8], f16[2,8]) {
+    %m = matmul(%x, %w) : f16[2,8]
+    %r = add(%m, %res) : f16[2,8]
+    %c = cast(%r) {to="f32"} : f32[2,8]
+    %n = layer_normalization(%c, %g, %b) {axis=-1, epsilon=1e-05} : f32[2,8]
+    %y = cast(%n) {to="f16"} : f16[2,8]
+    return %y, %r
+  })");
+  auto f = fused_nodes(*g);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(kind(f[0]), "gemm_epilogue");
+  EXPECT_EQ(f[0]->num_outputs(), 1);  // only the f16 sum, no f32 copy
+  EXPECT_EQ(kind(f[1]), "reduction");
+}
+
 TEST(Fuse, AttentionWithMaskAndHeadMerge) {
   auto g = fuse(R"(graph @m(%q: f32[1,2,5,4], %k: f32[1,2,4,5], %v: f32[1,2,5,4], %mask: f32[1,1,5,5]) -> (f32[1,5,8]) {
     %c = const f32[] splat<0.5>
