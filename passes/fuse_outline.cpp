@@ -22,12 +22,20 @@ bool worth_a_node(const Group& grp) {
 }
 
 // Builds the fused node for one group at the end of `g` and removes the
-// group's nodes. Returns the new node.
+// group's nodes. Returns the new node, or nullptr for a dead group.
 Node* outline(Graph& g, const FusionState& s, const Group& grp, int index) {
   std::vector<Node*> members = grp.nodes;
   std::sort(members.begin(), members.end(),
             [&](const Node* a, const Node* b) { return s.position(a) < s.position(b); });
   std::unordered_set<const Node*> in(members.begin(), members.end());
+  std::vector<Value*> results;
+  for (Node* m : members)
+    for (Value* o : m->outputs()) {
+      bool used_outside = g.is_output(o);
+      for (const Use& u : o->uses()) used_outside |= !in.count(u.user);
+      if (used_outside) results.push_back(o);
+    }
+  if (results.empty()) return nullptr;  // dead code (no dce ran): nothing to launch
 
   auto body = std::make_unique<Graph>(fmt::format("fused_{}", index));
   std::unordered_map<const Value*, Value*> map = {{nullptr, nullptr}};
@@ -44,7 +52,6 @@ Node* outline(Graph& g, const FusionState& s, const Group& grp, int index) {
       map[v] = body->add_input(v->name(), v->type());
     }
 
-  std::vector<Value*> results;
   std::vector<std::string> names;
   for (Node* m : members) {
     std::vector<Value*> ins;
@@ -56,9 +63,6 @@ Node* outline(Graph& g, const FusionState& s, const Group& grp, int index) {
       Value* o = m->output(i);
       copy->output(i)->set_name(o->name());
       map[o] = copy->output(i);
-      bool used_outside = g.is_output(o);
-      for (const Use& u : o->uses()) used_outside |= !in.count(u.user);
-      if (used_outside) results.push_back(o);
     }
     if (!m->name().empty()) names.push_back(m->name());
   }
@@ -123,9 +127,11 @@ int outline_groups(Graph& g, const FusionState& s, PassStats& stats) {
     int last = 0;
     for (const Node* n : grp.nodes) last = std::max(last, s.position(n));
     std::string kind = group_kind_name(grp);
-    stats.count("nodes-fused", static_cast<int64_t>(grp.nodes.size()));
-    Node* f = outline(g, s, grp, made++);
+    Node* f = outline(g, s, grp, made);
+    if (!f) continue;
+    ++made;
     key[f] = last;
+    stats.count("nodes-fused", static_cast<int64_t>(grp.nodes.size()));
     stats.count("fused." + kind);
   }
   if (made == 0) return 0;
