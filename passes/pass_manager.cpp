@@ -13,7 +13,7 @@
 namespace kiln {
 
 std::vector<std::string> default_pipeline(const PassOptions&) {
-  return {"fold-constants", "dce", "cse", "dce",
+  return {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm", "dce",
           "fuse"};
 }
 
