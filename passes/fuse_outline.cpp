@@ -64,7 +64,8 @@ Node* outline(Graph& g, const FusionState& s, const Group& grp, int index) {
       copy->output(i)->set_name(o->name());
       map[o] = copy->output(i);
     }
-    if (!m->name().empty()) names.push_back(m->name());
+    if (!m->name().empty() && std::find(names.begin(), names.end(), m->name()) == names.end())
+      names.push_back(m->name());
   }
   std::vector<Value*> body_outs;
   std::vector<TensorType> types;

@@ -14,7 +14,7 @@ namespace kiln {
 
 std::vector<std::string> default_pipeline(const PassOptions&) {
   return {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm", "dce",
-          "fuse"};
+          "merge-sibling-matmuls", "fuse"};
 }
 
 std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, const PipelineOptions& po) {

@@ -16,6 +16,7 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"simplify", create_simplify_pass},
       {"fold-batchnorm", create_fold_batchnorm_pass},
       {"fuse", create_fuse_pass},
+      {"merge-sibling-matmuls", create_merge_sibling_matmuls_pass},
   };
   return f;
 }
