@@ -204,9 +204,10 @@ TEST(Fuse, FusedNodesAreNotFusedAgain) {
   EXPECT_EQ(print_graph(*g), once);
 }
 
-// Random DAGs over f32[2,3] (and f32[2,1] after a reduce_sum) mixing
-// pointwise, injective-free reductions, matmuls and unfusable cumsums, with
-// random extra graph outputs so values escape groups.
+// Random DAGs over f32[2,3] (and f32[2,1] after a reduce_sum or split) mixing
+// pointwise ops, reductions, matmuls, layout round trips, split/concat,
+// one-index gathers and unfusable cumsums, with random extra graph outputs so
+// values escape groups.
 std::string random_graph(std::mt19937& rng, int nodes) {
   struct V {
     std::string name;
@@ -227,7 +228,7 @@ std::string random_graph(std::mt19937& rng, int nodes) {
   auto ty = [](bool narrow) { return narrow ? "f32[2,1]" : "f32[2,3]"; };
   for (int i = 0; i < nodes; ++i) {
     std::string out = "v" + std::to_string(i);
-    int what = std::uniform_int_distribution<int>(0, 9)(rng);
+    int what = std::uniform_int_distribution<int>(0, 12)(rng);
     bool narrow = false;
     std::string line;
     if (what <= 2) {
@@ -252,8 +253,22 @@ std::string random_graph(std::mt19937& rng, int nodes) {
       }
     } else if (what == 8) {
       line = fmt::format("matmul(%{}, %w)", pick(true).name);
-    } else {
+    } else if (what == 9) {
       line = fmt::format("layer_normalization(%{}, %g, %b) {{axis=1, epsilon=1e-05}}", pick(true).name);
+    } else if (what == 10) {  // a layout round trip: transpose (or reshape) and back
+      bool tr = std::uniform_int_distribution<int>(0, 1)(rng);
+      body += fmt::format("  %{}t = {}(%{}) {} : f32[3,2]\n", out, tr ? "transpose" : "reshape", pick(true).name,
+                          tr ? "{perm=[1,0]}" : "{shape=[3,2]}");
+      line = fmt::format("{}(%{}t) {}", tr ? "transpose" : "reshape", out, tr ? "{perm=[1,0]}" : "{shape=[2,3]}");
+    } else if (what == 11) {  // split, keep the narrow part too, concat back
+      body += fmt::format("  %{}a, %{}b = split(%{}) {{axis=1, split=[1,2]}} : f32[2,1], f32[2,2]\n", out, out,
+                          pick(true).name);
+      vals.push_back({out + "a", true});
+      line = fmt::format("concat(%{}a, %{}b) {{axis=1}}", out, out);
+    } else {  // gather one column (a window), broadcast back by an add
+      body += fmt::format("  %{}g = gather(%{}, %one) {{axis=1}} : f32[2]\n", out, pick(true).name);
+      body += fmt::format("  %{}r = reshape(%{}g) {{shape=[2,1]}} : f32[2,1]\n", out, out);
+      line = fmt::format("add(%{}r, %{})", out, pick(true).name);
     }
     body += fmt::format("  %{} = {} : {}\n", out, line, ty(narrow));
     vals.push_back({out, narrow});
@@ -268,7 +283,8 @@ std::string random_graph(std::mt19937& rng, int nodes) {
     types += std::string(i ? ", " : "") + ty(outs[i].narrow);
   }
   return fmt::format(
-      "graph @r(%x: f32[2,3], %y: f32[2,3], %n: f32[2,1], %w: f32[3,3], %g: f32[3], %b: f32[3]) -> ({}) {{\n{}  "
+      "graph @r(%x: f32[2,3], %y: f32[2,3], %n: f32[2,1], %w: f32[3,3], %g: f32[3], %b: f32[3]) -> ({}) {{\n"
+      "  %one = const i64[] splat<1>\n{}  "
       "return {}\n}}\n",
       types, body, names);
 }
