@@ -151,7 +151,9 @@ class Fuse : public Pass {
       if (s.group_of_value(v) != a) continue;
       bool written = s.graph().is_output(v);
       for (const Use& u : v->uses()) written |= u.user != &c && s.group_of(u.user) != a;
-      if (written)
+      // Only when the reduction can take c as its prologue; else c would be
+      // a kernel of its own.
+      if (written && check_prologue(s, s.group_of(&c), *r).empty())
         return fmt::format("left to the {} as its prologue: the {} kernel writes {} anyway", r->op(),
                            s.group(a).anchor->op(), value_label(v));
     }
