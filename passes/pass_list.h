@@ -13,6 +13,7 @@ std::unique_ptr<Pass> create_cse_pass();
 std::unique_ptr<Pass> create_fold_constants_pass();
 std::unique_ptr<Pass> create_simplify_pass();
 std::unique_ptr<Pass> create_fold_batchnorm_pass();
+std::unique_ptr<Pass> create_recognize_patterns_pass();
 std::unique_ptr<Pass> create_fuse_pass();
 std::unique_ptr<Pass> create_merge_sibling_matmuls_pass();
 

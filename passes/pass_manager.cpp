@@ -13,7 +13,9 @@
 namespace kiln {
 
 std::vector<std::string> default_pipeline(const PassOptions&) {
-  return {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm", "dce",
+  return {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm",
+          "recognize-patterns", "fold-constants",
+          "dce",
           "merge-sibling-matmuls", "fuse"};
 }
 

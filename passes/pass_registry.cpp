@@ -15,6 +15,7 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"fold-constants", create_fold_constants_pass},
       {"simplify", create_simplify_pass},
       {"fold-batchnorm", create_fold_batchnorm_pass},
+      {"recognize-patterns", create_recognize_patterns_pass},
       {"fuse", create_fuse_pass},
       {"merge-sibling-matmuls", create_merge_sibling_matmuls_pass},
   };
