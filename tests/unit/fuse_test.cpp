@@ -161,6 +161,20 @@ TEST(Fuse, AttentionWithMaskAndHeadMerge) {
   EXPECT_EQ(f[0]->num_inputs(), 4);
 }
 
+TEST(Fuse, AttentionOpEpilogue) {
+  auto g = fuse(R"(graph @m(%q: f32[1,2,4,3], %k: f32[1,2,5,3], %v: f32[1,2,5,3], %mask: f32[1,1,1,5], %x: f32[1,4,6]) -> (f32[1,4,6]) {
+    %o = attention(%q, %k, %v, %mask) {causal=0, scale=0.5} : f32[1,2,4,3]
+    %t = transpose(%o) {perm=[0,2,1,3]} : f32[1,4,2,3]
+    %r = reshape(%t) {shape=[1,4,6]} : f32[1,4,6]
+    %y = add(%r, %x) : f32[1,4,6]
+    return %y
+  })");
+  auto f = fused_nodes(*g);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(kind(f[0]), "attention");
+  EXPECT_EQ(f[0]->num_inputs(), 5);
+}
+
 TEST(Fuse, InjectiveOpsJoinPointwiseKernels) {
   auto g = fuse(R"(graph @m(%ids: i64[2,3], %pos: f32[3,4], %x: f32[4,3,2]) -> (f32[2,3,4], f32[2,3,4]) {
     %table = const f32[5,4] splat<0.25>
