@@ -15,5 +15,7 @@ std::unique_ptr<Pass> create_simplify_pass();
 std::unique_ptr<Pass> create_fold_batchnorm_pass();
 std::unique_ptr<Pass> create_recognize_patterns_pass();
 std::unique_ptr<Pass> create_plan_memory_pass();
+std::unique_ptr<Pass> create_fuse_pass();
+std::unique_ptr<Pass> create_merge_sibling_matmuls_pass();
 
 }  // namespace kiln

@@ -16,7 +16,7 @@ std::vector<std::string> default_pipeline(const PassOptions&) {
   return {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm",
           "recognize-patterns", "fold-constants",
           "dce",
-          "plan-memory"};
+          "merge-sibling-matmuls", "fuse", "plan-memory"};
 }
 
 std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, const PipelineOptions& po) {

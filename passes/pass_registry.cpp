@@ -17,6 +17,8 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"fold-batchnorm", create_fold_batchnorm_pass},
       {"recognize-patterns", create_recognize_patterns_pass},
       {"plan-memory", create_plan_memory_pass},
+      {"fuse", create_fuse_pass},
+      {"merge-sibling-matmuls", create_merge_sibling_matmuls_pass},
   };
   return f;
 }

@@ -1,0 +1,204 @@
+// fuse: groups nodes into `fused` nodes, each one future GPU kernel (kind
+// pointwise, injective, reduction, gemm_epilogue, conv_epilogue, attention).
+//
+// One walk in topological order decides, node by node (rules and their
+// reasons in passes/fusion_rules.{h,cpp}):
+//  - a pointwise op, a view (reshape, identity), or a transpose, split, slice
+//    or one-index gather joins the epilogue of a producer's conv / gemm /
+//    matmul / attention / reduction group when it maps that result's elements
+//    one to one (bias, activation, residual add, cast, head split/merge of
+//    the stored result), taking the producer computed last when several
+//    qualify;
+//  - otherwise a pointwise or injective op merges with its producers' anchorless
+//    groups as long as everything the merged group writes has one shape;
+//  - a reduction (softmax, layer_normalization, reduce_*, pooling...) takes
+//    the anchorless group computing its data operand as a prologue; values of
+//    that prologue used elsewhere become extra results of the same shape;
+//  - a matmul reading softmax(matmul(..) + pointwise) + pointwise over the last
+//    axis closes an attention kernel (softmax(QK^T)V).
+// Left alone: ops outside those categories (topk, nonzero, scatter, rnn...),
+// prologues of conv/gemm (their operands are read as tiles), two anchors in
+// one kernel (conv -> max_pool), and any merge that would create a cycle
+// (a path leaving the group and coming back) or make a value computed twice
+// for two outside users: a value used outside always becomes a result.
+// --stats lists, for each producer -> consumer pair left in different
+// kernels, why.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "passes/fuse_outline.h"
+#include "passes/fusion_rules.h"
+#include "passes/pass.h"
+#include "passes/pass_list.h"
+
+namespace kiln {
+namespace {
+
+using namespace fusion;
+
+class Fuse : public Pass {
+ public:
+  std::string_view name() const override { return "fuse"; }
+
+  bool run(Graph& g, const PassOptions&, PassStats& stats) override {
+    FusionState s(g);
+    reasons_.clear();
+    for (Node* c : g.node_list()) {
+      switch (op_role(*c)) {
+        case Role::Opaque: break;
+        case Role::Compute: attention(s, *c); break;
+        case Role::Reduction: prologue(s, *c); break;
+        default: epilogue_or_plain(s, *c); break;
+      }
+    }
+    write_notes(g, s, stats);
+    return outline_groups(g, s, stats) > 0;
+  }
+
+ private:
+  // Why the pair (producer, consumer) was not fused; the first reason stays.
+  std::map<std::pair<const Node*, const Node*>, std::string> reasons_;
+
+  void refuse(const FusionState& s, int producer_group, const Node& c, const std::string& why) {
+    for (const Value* v : c.inputs())
+      if (s.group_of_value(v) == producer_group) reasons_.emplace(std::make_pair(v->producer(), &c), why);
+  }
+
+  void attention(FusionState& s, Node& m2) {
+    if (m2.op() != "matmul") return;
+    int scores = -1, probs = -1;
+    std::string why = check_attention(s, m2, scores, probs);
+    if (!why.empty()) {
+      int p = s.group_of_value(m2.input(0));
+      if (p >= 0 && s.group(p).kind == GroupKind::Reduction && s.group(p).anchor->op() == "softmax")
+        refuse(s, p, m2, "no attention kernel: " + why);
+      return;
+    }
+    int gm = s.group_of(&m2);
+    s.merge(gm, scores);
+    s.merge(gm, probs);
+    s.group(gm).kind = GroupKind::Attention;
+  }
+
+  void prologue(FusionState& s, Node& r) {
+    const Value* in = r.input(0);
+    int p = s.group_of_value(in);
+    if (p < 0 || op_role(*in->producer()) == Role::Opaque) return;
+    const Group& pg = s.group(p);
+    std::string why;
+    if (pg.kind != GroupKind::Plain)
+      why = fmt::format("{} and {} would be two anchors in one kernel", pg.anchor->op(), r.op());
+    else
+      why = check_prologue(s, p, r);
+    if (!why.empty()) return refuse(s, p, r, why);
+    s.merge(s.group_of(&r), p);
+  }
+
+  void epilogue_or_plain(FusionState& s, Node& c) {
+    std::vector<int> anchored, plain;
+    for (const Value* v : c.inputs()) {
+      int p = s.group_of_value(v);
+      if (p < 0 || op_role(*v->producer()) == Role::Opaque) continue;
+      auto& list = s.group(p).kind == GroupKind::Plain ? plain : anchored;
+      if (std::find(list.begin(), list.end(), p) == list.end()) list.push_back(p);
+    }
+    // The anchor computed last first: its result is the freshest.
+    std::sort(anchored.begin(), anchored.end(), [&](int a, int b) {
+      return s.position(s.group(a).anchor) > s.position(s.group(b).anchor);
+    });
+    for (size_t i = 0; i < anchored.size(); ++i) {
+      int a = anchored[i];
+      std::string why = prologue_instead(s, a, c);
+      if (why.empty()) why = check_epilogue(s, a, c);
+      if (!why.empty()) {
+        refuse(s, a, c, why);
+        continue;
+      }
+      set_map_ids(s, a, c);
+      s.merge(a, s.group_of(&c));
+      std::string joined = fmt::format("{} joined the epilogue of {} {}", c.op(), s.group(a).anchor->op(),
+                                       value_label(s.group(a).anchor->output(0)));
+      for (size_t j = i + 1; j < anchored.size(); ++j) refuse(s, anchored[j], c, joined + ", computed later");
+      for (int p : plain) refuse(s, p, c, joined + "; epilogues take no second input group");
+      return;
+    }
+    for (int p : plain) {
+      int mine = s.group_of(&c);
+      if (p == mine) continue;
+      std::string why = check_plain(s, p, mine);
+      if (!why.empty()) {
+        refuse(s, p, c, why);
+        continue;
+      }
+      s.merge(p, mine);
+    }
+  }
+
+  // An op whose only reader is a reduction's data operand, on a value group
+  // `a` writes anyway, is better read as that reduction's prologue than
+  // stored as a second copy by `a` (fp16 models: the cast to f32 before a
+  // layer norm of the residual stream). Returns why, or "".
+  static std::string prologue_instead(const FusionState& s, int a, const Node& c) {
+    if (c.num_outputs() != 1 || s.graph().is_output(c.output(0)) || !c.output(0)->has_uses()) return "";
+    const Node* r = c.output(0)->uses()[0].user;
+    if (op_role(*r) != Role::Reduction) return "";
+    for (const Use& u : c.output(0)->uses())
+      if (u.user != r || u.operand != 0) return "";
+    for (const Value* v : c.inputs()) {
+      if (s.group_of_value(v) != a) continue;
+      bool written = s.graph().is_output(v);
+      for (const Use& u : v->uses()) written |= u.user != &c && s.group_of(u.user) != a;
+      // Only when the reduction can take c as its prologue; else c would be
+      // a kernel of its own.
+      if (written && check_prologue(s, s.group_of(&c), *r).empty())
+        return fmt::format("left to the {} as its prologue: the {} kernel writes {} anyway", r->op(),
+                           s.group(a).anchor->op(), value_label(v));
+    }
+    return "";
+  }
+
+  // Map ids of c's results: pointwise ops and views keep their operand's
+  // element order; transpose, split, slice and gather start new ones.
+  static void set_map_ids(FusionState& s, int g, const Node& c) {
+    int id = -1;
+    for (const Value* v : c.inputs())
+      if (s.group_of_value(v) == g) id = s.map_id(v);
+    Role r = op_role(c);
+    for (Value* o : c.outputs()) s.set_map_id(o, r == Role::Pointwise || r == Role::View ? id : s.new_map_id());
+  }
+
+  void write_notes(const Graph& g, const FusionState& s, PassStats& stats) {
+    std::set<std::pair<const Node*, const Node*>> seen;
+    for (const auto& np : g.nodes()) {
+      const Node& c = *np;
+      Role rc = op_role(c);
+      if (rc == Role::Opaque) continue;
+      for (int i = 0; i < c.num_inputs(); ++i) {
+        const Value* v = c.input(i);
+        if (!v || !v->producer() || op_role(*v->producer()) == Role::Opaque) continue;
+        const Node* p = v->producer();
+        if (s.group_of(p) == s.group_of(&c) || !seen.insert({p, &c}).second) continue;
+        if (op_role(*p) == Role::View && s.group(s.group_of(p)).nodes.size() == 1 && rc == Role::Compute)
+          continue;  // a lone reshape feeding a matmul: nothing to fuse
+        std::string why;
+        auto it = reasons_.find({p, &c});
+        if (it != reasons_.end()) why = it->second;
+        else if (rc == Role::Compute) why = fmt::format("{} takes no fused prologue", c.op());
+        else if (rc == Role::Reduction && i > 0) why = fmt::format("feeds operand {} of {}, not its data", i, c.op());
+        else why = "the consumer was fused elsewhere first";
+        stats.notes.push_back(fmt::format("not fused: {} ({}) -> {} ({}): {}", value_label(v), p->op(),
+                                          value_label(c.output(0)), c.op(), why));
+        stats.count("pairs-not-fused");
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> create_fuse_pass() { return std::make_unique<Fuse>(); }
+
+}  // namespace kiln

@@ -1,0 +1,144 @@
+#include "passes/fuse_outline.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/error.h"
+
+namespace kiln::fusion {
+
+namespace {
+
+constexpr int64_t kBodyConstantElements = 16;
+
+bool worth_a_node(const Group& grp) {
+  if (!grp.alive || grp.nodes.size() < 2) return false;
+  for (const Node* n : grp.nodes)
+    if (op_role(*n) != Role::View) return true;
+  return false;
+}
+
+// Builds the fused node for one group at the end of `g` and removes the
+// group's nodes. Returns the new node, or nullptr for a dead group.
+Node* outline(Graph& g, const FusionState& s, const Group& grp, int index) {
+  std::vector<Node*> members = grp.nodes;
+  std::sort(members.begin(), members.end(),
+            [&](const Node* a, const Node* b) { return s.position(a) < s.position(b); });
+  std::unordered_set<const Node*> in(members.begin(), members.end());
+  std::vector<Value*> results;
+  for (Node* m : members)
+    for (Value* o : m->outputs()) {
+      bool used_outside = g.is_output(o);
+      for (const Use& u : o->uses()) used_outside |= !in.count(u.user);
+      if (used_outside) results.push_back(o);
+    }
+  if (results.empty()) return nullptr;  // dead code (no dce ran): nothing to launch
+
+  auto body = std::make_unique<Graph>(fmt::format("fused_{}", index));
+  std::unordered_map<const Value*, Value*> map = {{nullptr, nullptr}};
+  std::vector<Value*> operands;
+  for (Node* m : members)
+    for (Value* v : m->inputs()) {
+      if (!v || map.count(v) || (v->producer() && in.count(v->producer()))) continue;
+      if (v->is_constant() && v->type().numel() <= kBodyConstantElements) {
+        map[v] = v->has_data() ? body->add_constant(v->name(), v->data())
+                               : body->add_constant_ref(v->name(), v->type(), v->digest());
+        continue;
+      }
+      operands.push_back(v);
+      map[v] = body->add_input(v->name(), v->type());
+    }
+
+  std::vector<std::string> names;
+  for (Node* m : members) {
+    std::vector<Value*> ins;
+    for (Value* v : m->inputs()) ins.push_back(map.at(v));
+    std::vector<TensorType> types;
+    for (Value* o : m->outputs()) types.push_back(o->type());
+    Node* copy = body->add_node(m->op(), ins, types, m->attrs(), m->name());
+    for (int i = 0; i < m->num_outputs(); ++i) {
+      Value* o = m->output(i);
+      copy->output(i)->set_name(o->name());
+      map[o] = copy->output(i);
+    }
+    if (!m->name().empty() && std::find(names.begin(), names.end(), m->name()) == names.end())
+      names.push_back(m->name());
+  }
+  std::vector<Value*> body_outs;
+  std::vector<TensorType> types;
+  for (Value* r : results) {
+    body_outs.push_back(map.at(r));
+    types.push_back(r->type());
+  }
+  body->set_outputs(body_outs);
+
+  AttrMap attrs;
+  attrs.set("kind", group_kind_name(grp));
+  Node* f = g.add_node("fused", operands, types, std::move(attrs), fmt::format("{}", fmt::join(names, "+")));
+  f->set_body(std::move(body));
+  std::vector<std::string> result_names;
+  for (size_t i = 0; i < results.size(); ++i) {
+    result_names.push_back(results[i]->name());
+    g.replace_all_uses(results[i], f->output(static_cast<int>(i)));
+  }
+  for (auto it = members.rbegin(); it != members.rend(); ++it) g.erase_node(*it);
+  for (size_t i = 0; i < results.size(); ++i) f->output(static_cast<int>(i))->set_name(result_names[i]);
+  return f;
+}
+
+// Kahn's algorithm, taking among ready nodes the one that came first.
+void reorder(Graph& g, const std::unordered_map<const Node*, int>& key) {
+  std::vector<Node*> nodes = g.node_list();
+  std::unordered_map<const Node*, int> pending;
+  using Item = std::pair<int, Node*>;
+  auto later = [](const Item& a, const Item& b) { return a.first > b.first; };
+  std::priority_queue<Item, std::vector<Item>, decltype(later)> ready(later);
+  for (Node* n : nodes) {
+    int k = 0;
+    for (Value* v : n->inputs()) k += v && v->producer() ? 1 : 0;
+    pending[n] = k;
+    if (k == 0) ready.push({key.at(n), n});
+  }
+  size_t placed = 0;
+  while (!ready.empty()) {
+    Node* n = ready.top().second;
+    ready.pop();
+    g.move_node(n, nullptr);
+    ++placed;
+    for (Value* o : n->outputs())
+      for (const Use& u : o->uses())
+        if (--pending[u.user] == 0) ready.push({key.at(u.user), u.user});
+  }
+  KILN_CHECK(placed == nodes.size(), "fuse: the fused graph has a cycle ({} of {} nodes ordered)", placed,
+             nodes.size());
+}
+
+}  // namespace
+
+int outline_groups(Graph& g, const FusionState& s, PassStats& stats) {
+  std::unordered_map<const Node*, int> key;
+  for (const auto& n : g.nodes()) key[n.get()] = s.position(n.get());
+  int made = 0;
+  for (int gi = 0; gi < s.num_groups(); ++gi) {
+    const Group& grp = s.group(gi);
+    if (!worth_a_node(grp)) continue;
+    int last = 0;
+    for (const Node* n : grp.nodes) last = std::max(last, s.position(n));
+    std::string kind = group_kind_name(grp);
+    Node* f = outline(g, s, grp, made);
+    if (!f) continue;
+    ++made;
+    key[f] = last;
+    stats.count("nodes-fused", static_cast<int64_t>(grp.nodes.size()));
+    stats.count("fused." + kind);
+  }
+  if (made == 0) return 0;
+  reorder(g, key);
+  g.remove_unused_constants();
+  return made;
+}
+
+}  // namespace kiln::fusion
