@@ -12,8 +12,10 @@
 
 namespace kiln {
 
-std::vector<std::string> default_pipeline(const PassOptions&) {
-  return {"fold-constants", "dce", "cse", "dce"};
+std::vector<std::string> default_pipeline(const PassOptions& opts) {
+  std::vector<std::string> p = {"fold-constants", "dce", "cse", "dce"};
+  if (opts.precision != "fp32") p.insert(p.end(), {"precision", "fold-constants", "cse", "dce"});
+  return p;
 }
 
 std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, const PipelineOptions& po) {

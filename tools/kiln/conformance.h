@@ -4,10 +4,12 @@
 // unsupported / crash per suite, with optional JSON.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "frontend/onnx_import.h"
+#include "tools/kiln/compare.h"
 #include "tools/kiln/compile.h"
 
 namespace kiln {
@@ -21,6 +23,11 @@ struct ConformanceOptions {
   int jobs = 0;                    // 0: number of CPUs
   int timeout_s = 300;             // per test
   bool verbose = false;            // print every non-passing test
+  // Float outputs are compared with run_tolerance(output dtype, precision)
+  // unless this overrides it (--tolerance atol,rtol: whole models, whose
+  // error grows with depth; docs/precision.md gives the bounds used).
+  std::optional<Tolerance> tolerance;
+  bool show_errors = false;        // print every float output's max abs/rel error, passing or not
   // Gates for CI, e.g. "node:70" or "pytorch-converted+pytorch-operator+simple:90":
   // the suites' combined pass rate must reach the percentage. When any gate
   // is given, the exit code says whether all gates held and nothing crashed,
