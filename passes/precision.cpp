@@ -93,7 +93,7 @@ class Rewriter {
     }
     if (clamped_) {
       std::string msg = fmt::format(
-          "precision {}: {} weight value(s) outside the {} range were clamped to +-{:g}", dtype_name(low_), clamped_,
+          "precision {}: {} constant value(s) outside the {} range were clamped to +-{:g}", dtype_name(low_), clamped_,
           dtype_name(low_), max_finite(low_));
       std::cerr << "warning: " << msg << "\n";
       stats_.notes.push_back(msg);
@@ -146,18 +146,20 @@ class Rewriter {
     Tensor t(TensorType(d, src.shape(), src.type().layout));
     const float* s = src.data<float>();
     uint16_t* o = t.data<uint16_t>();
-    float hi = float(max_finite(d));
+    const float hi = float(max_finite(d));
+    const bool half = d == DType::F16;
+    int64_t flushed = 0;
     for (int64_t i = 0; i < src.numel(); ++i) {
       float x = s[i];
-      if (std::isfinite(x) && std::fabs(x) > hi) {
+      if (std::fabs(x) > hi && std::fabs(x) != INFINITY) {  // NaN compares false: kept
         x = std::copysign(hi, x);
         ++clamped_;
       }
-      o[i] = d == DType::F16 ? float_to_half(x) : float_to_bf16(x);
-      float back = d == DType::F16 ? half_to_float(o[i]) : bf16_to_float(o[i]);
-      if (x != 0 && back == 0) stats_.count("weight-values-flushed-to-zero");
+      o[i] = half ? float_to_half(x) : float_to_bf16(x);
+      flushed += (o[i] & 0x7fff) == 0 && x != 0;  // a nonzero weight became +-0
     }
     if (clamped_) stats_.counters["weight-values-clamped"] = clamped_;
+    if (flushed) stats_.count("weight-values-flushed-to-zero", flushed);
     return t;
   }
 

@@ -118,6 +118,7 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
     std::vector<Tensor> got = run_on_backend(opts.backend, *imp.graph, feed);
     if (got.size() != want.size())
       return {"fail", fmt::format("{}: {} outputs but {} expected", set.filename().string(), got.size(), want.size())};
+    std::string first_diff;
     for (size_t k = 0; k < got.size(); ++k) {
       Tolerance tol = opts.tolerance && is_float(want[k].dtype())
                           ? *opts.tolerance
@@ -131,8 +132,10 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
                               "tolerance atol {:g} rtol {:g}",
                               errors.empty() ? "" : "; ", where, e.max_abs, e.max_rel, e.tol_ratio, tol.atol, tol.rtol);
       }
-      if (!diff.empty()) return {"fail", fmt::format("{}: {}{}", where, diff, errors.empty() ? "" : " [" + errors + "]")};
+      if (!diff.empty() && first_diff.empty()) first_diff = where + ": " + diff;
     }
+    // Every output's errors are measured before a failure is reported.
+    if (!first_diff.empty()) return {"fail", first_diff + (errors.empty() ? "" : " [" + errors + "]")};
   }
   return {"pass", errors};
 }
