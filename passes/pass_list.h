@@ -12,5 +12,7 @@ std::unique_ptr<Pass> create_dce_pass();
 std::unique_ptr<Pass> create_cse_pass();
 std::unique_ptr<Pass> create_fold_constants_pass();
 std::unique_ptr<Pass> create_precision_pass();
+std::unique_ptr<Pass> create_simplify_pass();
+std::unique_ptr<Pass> create_fold_batchnorm_pass();
 
 }  // namespace kiln

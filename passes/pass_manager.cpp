@@ -13,8 +13,8 @@
 namespace kiln {
 
 std::vector<std::string> default_pipeline(const PassOptions& opts) {
-  std::vector<std::string> p = {"fold-constants", "dce", "cse", "dce"};
-  if (opts.precision != "fp32") p.insert(p.end(), {"precision", "fold-constants", "cse", "dce"});
+  std::vector<std::string> p = {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm", "dce"};
+  if (opts.precision != "fp32") p.insert(p.end(), {"precision", "fold-constants", "simplify", "cse", "dce"});
   return p;
 }
 

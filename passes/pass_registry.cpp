@@ -14,6 +14,8 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"cse", create_cse_pass},
       {"fold-constants", create_fold_constants_pass},
       {"precision", create_precision_pass},
+      {"simplify", create_simplify_pass},
+      {"fold-batchnorm", create_fold_batchnorm_pass},
   };
   return f;
 }

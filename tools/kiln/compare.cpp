@@ -19,6 +19,19 @@ Tolerance default_tolerance(DType t) {
   }
 }
 
+Tolerance parse_tolerance(const std::string& spec) {
+  auto comma = spec.find(',');
+  try {
+    if (comma == std::string::npos) throw std::invalid_argument("");
+    size_t a = 0, b = 0;
+    Tolerance t{std::stod(spec.substr(0, comma), &a), std::stod(spec.substr(comma + 1), &b)};
+    if (a != comma || b != spec.size() - comma - 1 || t.atol < 0 || t.rtol < 0) throw std::invalid_argument("");
+    return t;
+  } catch (const std::exception&) {
+    throw Error(fmt::format("--tolerance '{}' should be ATOL,RTOL with non-negative numbers, e.g. 1e-4,1e-3", spec));
+  }
+}
+
 Tolerance run_tolerance(DType output, std::string_view precision) {
   Tolerance t = default_tolerance(output);
   if (!is_float(output)) return t;
@@ -26,20 +39,6 @@ Tolerance run_tolerance(DType output, std::string_view precision) {
   if (precision == "fp16" || precision == "tf32") p = default_tolerance(DType::F16);
   else if (precision == "bf16") p = default_tolerance(DType::BF16);
   return {std::max(t.atol, p.atol), std::max(t.rtol, p.rtol)};
-}
-
-Tolerance parse_tolerance(const std::string& text) {
-  auto comma = text.find(',');
-  try {
-    if (comma != std::string::npos) {
-      size_t used_a = 0, used_r = 0;
-      std::string a = text.substr(0, comma), r = text.substr(comma + 1);
-      Tolerance t{std::stod(a, &used_a), std::stod(r, &used_r)};
-      if (used_a == a.size() && used_r == r.size() && t.atol >= 0 && t.rtol >= 0) return t;
-    }
-  } catch (const std::exception&) {
-  }
-  fail("--tolerance '{}' should be atol,rtol with non-negative numbers, e.g. 1e-2,1e-2", text);
 }
 
 ErrorStats error_stats(const Tensor& got, const Tensor& want, Tolerance tol) {

@@ -13,15 +13,14 @@ struct Tolerance {
   double atol, rtol;
 };
 Tolerance default_tolerance(DType t);
+// "1e-4,1e-3" -> {atol 1e-4, rtol 1e-3}; throws kiln::Error otherwise.
+Tolerance parse_tolerance(const std::string& spec);
 
 // The tolerance float outputs of a run compiled with `--precision` are held
 // to: the looser of the output dtype's and the precision's (fp16: FP16's,
 // bf16: BF16's, tf32: FP16's, since TF32 keeps FP16's 10 mantissa bits).
 // Integer and bool outputs stay exact. See docs/precision.md.
 Tolerance run_tolerance(DType output, std::string_view precision);
-
-// Parses "atol,rtol" (e.g. "1e-2,1e-2"); throws kiln::Error otherwise.
-Tolerance parse_tolerance(const std::string& text);
 
 // How far a float result is from the expected one: the largest |got - want|,
 // that divided by the largest |want| (the error relative to the output's

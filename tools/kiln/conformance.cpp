@@ -120,8 +120,10 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
       return {"fail", fmt::format("{}: {} outputs but {} expected", set.filename().string(), got.size(), want.size())};
     std::string first_diff;
     for (size_t k = 0; k < got.size(); ++k) {
-      Tolerance tol = opts.tolerance && is_float(want[k].dtype())
-                          ? *opts.tolerance
+      // The run's precision loosens float tolerances (run_tolerance); a
+      // --tolerance bound replaces them (whole models).
+      Tolerance tol = !opts.tolerance.empty() && is_float(want[k].dtype())
+                          ? parse_tolerance(opts.tolerance)
                           : run_tolerance(want[k].dtype(), opts.compile.pass.precision);
       std::string where = fmt::format("{}: output {} (\"{}\")", set.filename().string(), k,
                                       imp.graph->outputs()[k]->name());
@@ -288,6 +290,7 @@ std::vector<std::string> conformance_test_dirs(const std::vector<std::string>& p
 }
 
 int run_conformance(const ConformanceOptions& opts) {
+  if (!opts.tolerance.empty()) parse_tolerance(opts.tolerance);  // a bad flag is an error before any test runs
   std::vector<std::string> paths = opts.paths;
   if (paths.empty())
     for (const char* s : {"node", "pytorch-converted", "pytorch-operator", "simple"})
@@ -326,9 +329,7 @@ int run_conformance(const ConformanceOptions& opts) {
     std::cout << fmt::format("{} [{}]: {} passed, {} failed, {} unsupported, {} crashed of {} ({:.1f}% pass)\n", s,
                              opts.backend, c.pass, c.fail, c.unsupported, c.crash, n, n ? 100.0 * c.pass / n : 0.0);
   }
-  std::string tol = opts.tolerance ? fmt::format(", float tolerance atol {:g} rtol {:g}", opts.tolerance->atol,
-                                                 opts.tolerance->rtol)
-                                   : "";
+  std::string tol = opts.tolerance.empty() ? "" : ", float tolerance " + opts.tolerance;
   std::cout << fmt::format("conformance [{}, {}{}] took {:.1f} s\n", opts.backend,
                            opts.compile.optimize ? "default pipeline " + opts.compile.pass.precision : "no passes", tol,
                            secs);
@@ -338,8 +339,7 @@ int run_conformance(const ConformanceOptions& opts) {
     nlohmann::json j = {{"backend", opts.backend},
                         {"optimized", opts.compile.optimize},
                         {"precision", opts.compile.pass.precision},
-                        {"tolerance", opts.tolerance ? nlohmann::json{opts.tolerance->atol, opts.tolerance->rtol}
-                                                     : nlohmann::json("per output dtype and precision")},
+                        {"tolerance", opts.tolerance.empty() ? "per output dtype and precision" : opts.tolerance},
                         {"summary",
                          {{"passed", total.pass},
                           {"failed", total.fail},
@@ -350,8 +350,29 @@ int run_conformance(const ConformanceOptions& opts) {
     if (!f) fail("cannot write {}", opts.json_path);
     f << j.dump(1) << "\n";
   }
-  if (opts.require_pass.empty()) return (total.fail + total.crash) ? 1 : 0;
-  bool ok = total.crash == 0;
+  int regressions = 0;
+  if (!opts.baseline_json.empty()) {
+    std::ifstream bf(opts.baseline_json);
+    if (!bf) fail("cannot read baseline {}", opts.baseline_json);
+    nlohmann::json base = nlohmann::json::parse(bf);
+    std::map<std::string, std::string> now;
+    for (const auto& t : jtests) now[t["suite"].get<std::string>() + "/" + t["name"].get<std::string>()] = t["status"];
+    int base_pass = 0;
+    for (const auto& t : base["tests"]) {
+      if (t["status"] != "pass") continue;
+      ++base_pass;
+      std::string key = t["suite"].get<std::string>() + "/" + t["name"].get<std::string>();
+      auto it = now.find(key);
+      if (it != now.end() && it->second != "pass") {
+        ++regressions;
+        std::cout << fmt::format("regression: {} passed in the baseline, now {}\n", key, it->second);
+      }
+    }
+    std::cout << fmt::format("baseline {}: {} passed there, {} passed here, {} regressions\n", opts.baseline_json,
+                             base_pass, total.pass, regressions);
+  }
+  if (opts.require_pass.empty() && opts.baseline_json.empty()) return (total.fail + total.crash) ? 1 : 0;
+  bool ok = total.crash == 0 && regressions == 0;
   if (total.crash) std::cout << fmt::format("gate: {} tests crashed\n", total.crash);
   for (const std::string& gate : opts.require_pass) {
     auto colon = gate.rfind(':');

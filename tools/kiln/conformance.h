@@ -4,7 +4,6 @@
 // unsupported / crash per suite, with optional JSON.
 #pragma once
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,16 +22,20 @@ struct ConformanceOptions {
   int jobs = 0;                    // 0: number of CPUs
   int timeout_s = 300;             // per test
   bool verbose = false;            // print every non-passing test
-  // Float outputs are compared with run_tolerance(output dtype, precision)
-  // unless this overrides it (--tolerance atol,rtol: whole models, whose
-  // error grows with depth; docs/precision.md gives the bounds used).
-  std::optional<Tolerance> tolerance;
   bool show_errors = false;        // print every float output's max abs/rel error, passing or not
   // Gates for CI, e.g. "node:70" or "pytorch-converted+pytorch-operator+simple:90":
   // the suites' combined pass rate must reach the percentage. When any gate
   // is given, the exit code says whether all gates held and nothing crashed,
   // instead of whether every test passed.
   std::vector<std::string> require_pass;
+  // A JSON file from an earlier run (e.g. --no-opt): every test that passed
+  // there must pass here, or the run fails naming the regressions.
+  std::string baseline_json;
+  // Overrides the per-dtype tolerance for floating outputs: "atol,rtol".
+  // Without it, float outputs are compared with run_tolerance(output dtype,
+  // --precision): an fp16/bf16 run with FP16/BF16 tolerances (docs/precision.md).
+  // Whole-model suites use a documented looser bound (docs/testing.md).
+  std::string tolerance;
 };
 
 // Returns the process exit code: 0 when no test failed or crashed (or, with

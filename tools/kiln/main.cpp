@@ -151,12 +151,14 @@ int main(int argc, char** argv) {
   conf->add_option("-j,--jobs", conf_opts.jobs, "Tests run at once (default: CPUs)");
   conf->add_option("--timeout", conf_opts.timeout_s, "Seconds per test before it counts as a crash");
   conf->add_flag("-v,--verbose", conf_opts.verbose, "Print every test that does not pass");
-  std::string conf_tolerance;
-  conf->add_option("--tolerance", conf_tolerance,
-                   "Compare float outputs with atol,rtol (default: the output dtype's, loosened to --precision's)");
   conf->add_flag("--show-errors", conf_opts.show_errors, "Print max abs/rel errors of passing tests too");
   conf->add_option("--require-pass", conf_opts.require_pass,
                    "Gate: SUITE[+SUITE...]:PERCENT must pass (exit code then reflects the gates)");
+  conf->add_option("--baseline", conf_opts.baseline_json,
+                   "Fail if a test that passed in this earlier JSON result does not pass now");
+  conf->add_option("--tolerance", conf_opts.tolerance,
+                   "ATOL,RTOL for floating outputs instead of the per-dtype defaults (loosened to --precision's; "
+                   "whole models)");
   add_compile_flags(conf, conf_opts.compile);
 
   std::string docs_out, docs_json;
@@ -222,7 +224,6 @@ int main(int argc, char** argv) {
                                  outs[i].type().str(), checksum(outs[i]));
       std::cout << fmt::format("run: {:.2f} ms (best of {})\n", best, std::max(1, iterations));
     } else if (*conf) {
-      if (!conf_tolerance.empty()) conf_opts.tolerance = kiln::parse_tolerance(conf_tolerance);
       return kiln::run_conformance(conf_opts);
     } else if (*docs) {
       kiln::write_op_docs(docs_out, docs_json);
