@@ -14,5 +14,7 @@ std::unique_ptr<Pass> create_fold_constants_pass();
 std::unique_ptr<Pass> create_precision_pass();
 std::unique_ptr<Pass> create_simplify_pass();
 std::unique_ptr<Pass> create_fold_batchnorm_pass();
+std::unique_ptr<Pass> create_recognize_patterns_pass();
+std::unique_ptr<Pass> create_plan_memory_pass();
 
 }  // namespace kiln

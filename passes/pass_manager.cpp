@@ -13,8 +13,11 @@
 namespace kiln {
 
 std::vector<std::string> default_pipeline(const PassOptions& opts) {
-  std::vector<std::string> p = {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm", "dce"};
+  std::vector<std::string> p = {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm",
+                                "recognize-patterns", "fold-constants",
+                                "dce"};
   if (opts.precision != "fp32") p.insert(p.end(), {"precision", "fold-constants", "simplify", "cse", "dce"});
+  p.push_back("plan-memory");
   return p;
 }
 

@@ -16,6 +16,8 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"precision", create_precision_pass},
       {"simplify", create_simplify_pass},
       {"fold-batchnorm", create_fold_batchnorm_pass},
+      {"recognize-patterns", create_recognize_patterns_pass},
+      {"plan-memory", create_plan_memory_pass},
   };
   return f;
 }

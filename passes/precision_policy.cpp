@@ -32,6 +32,7 @@ const std::vector<std::pair<std::string_view, PrecisionClass>> kTable = {
     {"asinh", P::Float32},
     {"atan", P::Follow},
     {"atanh", P::Float32},
+    {"attention", P::Reduced},  // its kernel upcasts the softmax to f32 itself
     {"average_pool", P::Float32},
     {"batch_normalization", P::Float32},
     {"cast", P::Cast},
