@@ -466,7 +466,8 @@ std::vector<AttrSpec> conv_attrs(bool transpose) {
   std::vector<AttrSpec> a = {{"strides", AttrKind::Ints, true},
                              {"pads", AttrKind::Ints, true},
                              {"dilations", AttrKind::Ints, true},
-                             {"group", AttrKind::Int}};
+                             {"group", AttrKind::Int},
+                             {"tf32", AttrKind::Int}};  // set by the precision pass: may use TF32 math
   if (transpose) a.push_back({"output_padding", AttrKind::Ints});
   return a;
 }

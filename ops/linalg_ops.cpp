@@ -152,6 +152,7 @@ OpDef matmul_op() {
   OpDef d;
   d.name = "matmul";
   d.min_inputs = d.max_inputs = 2;
+  d.attrs = {{"tf32", AttrKind::Int}};  // set by the precision pass: may use TF32 math
   d.infer = [](InferContext& c) {
     require_same_dtype(c);
     require_numeric(c, 0);
@@ -213,7 +214,7 @@ OpDef gemm_op() {
   d.min_inputs = 2;
   d.max_inputs = 3;
   d.attrs = {{"trans_a", AttrKind::Int}, {"trans_b", AttrKind::Int}, {"alpha", AttrKind::Float},
-             {"beta", AttrKind::Float}};
+             {"beta", AttrKind::Float}, {"tf32", AttrKind::Int}};  // tf32: set by the precision pass
   d.infer = [](InferContext& c) {
     require_same_dtype(c);
     require_numeric(c, 0);

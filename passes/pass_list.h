@@ -11,6 +11,7 @@ namespace kiln {
 std::unique_ptr<Pass> create_dce_pass();
 std::unique_ptr<Pass> create_cse_pass();
 std::unique_ptr<Pass> create_fold_constants_pass();
+std::unique_ptr<Pass> create_precision_pass();
 std::unique_ptr<Pass> create_simplify_pass();
 std::unique_ptr<Pass> create_fold_batchnorm_pass();
 std::unique_ptr<Pass> create_recognize_patterns_pass();

@@ -12,11 +12,13 @@
 
 namespace kiln {
 
-std::vector<std::string> default_pipeline(const PassOptions&) {
-  return {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm",
-          "recognize-patterns", "fold-constants",
-          "dce",
-          "merge-sibling-matmuls", "fuse", "plan-memory"};
+std::vector<std::string> default_pipeline(const PassOptions& opts) {
+  std::vector<std::string> p = {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm",
+                                "recognize-patterns", "fold-constants",
+                                "dce"};
+  if (opts.precision != "fp32") p.insert(p.end(), {"precision", "fold-constants", "simplify", "cse", "dce"});
+  p.insert(p.end(), {"merge-sibling-matmuls", "fuse", "plan-memory"});
+  return p;
 }
 
 std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, const PipelineOptions& po) {

@@ -13,6 +13,7 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"dce", create_dce_pass},
       {"cse", create_cse_pass},
       {"fold-constants", create_fold_constants_pass},
+      {"precision", create_precision_pass},
       {"simplify", create_simplify_pass},
       {"fold-batchnorm", create_fold_batchnorm_pass},
       {"recognize-patterns", create_recognize_patterns_pass},

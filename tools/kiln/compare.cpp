@@ -1,5 +1,6 @@
 #include "tools/kiln/compare.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -29,6 +30,32 @@ Tolerance parse_tolerance(const std::string& spec) {
   } catch (const std::exception&) {
     throw Error(fmt::format("--tolerance '{}' should be ATOL,RTOL with non-negative numbers, e.g. 1e-4,1e-3", spec));
   }
+}
+
+Tolerance run_tolerance(DType output, std::string_view precision) {
+  Tolerance t = default_tolerance(output);
+  if (!is_float(output)) return t;
+  Tolerance p = t;
+  if (precision == "fp16" || precision == "tf32") p = default_tolerance(DType::F16);
+  else if (precision == "bf16") p = default_tolerance(DType::BF16);
+  return {std::max(t.atol, p.atol), std::max(t.rtol, p.rtol)};
+}
+
+ErrorStats error_stats(const Tensor& got, const Tensor& want, Tolerance tol) {
+  ErrorStats e;
+  if (!is_float(want.dtype()) || got.shape() != want.shape()) return e;
+  double scale = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double a = got.get_double(i), b = want.get_double(i);
+    if (!std::isfinite(b)) continue;
+    double err = std::isnan(a) ? INFINITY : std::fabs(a - b);
+    e.max_abs = std::max(e.max_abs, err);
+    scale = std::max(scale, std::fabs(b));
+    double bound = tol.atol + tol.rtol * std::fabs(b);
+    e.tol_ratio = std::max(e.tol_ratio, bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0));
+  }
+  e.max_rel = scale > 0 ? e.max_abs / scale : (e.max_abs > 0 ? INFINITY : 0.0);
+  return e;
 }
 
 std::string compare_tensors(const Tensor& got, const Tensor& want, Tolerance tol) {

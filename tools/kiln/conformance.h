@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "frontend/onnx_import.h"
+#include "tools/kiln/compare.h"
 #include "tools/kiln/compile.h"
 
 namespace kiln {
@@ -21,6 +22,7 @@ struct ConformanceOptions {
   int jobs = 0;                    // 0: number of CPUs
   int timeout_s = 300;             // per test
   bool verbose = false;            // print every non-passing test
+  bool show_errors = false;        // print every float output's max abs/rel error, passing or not
   // Gates for CI, e.g. "node:70" or "pytorch-converted+pytorch-operator+simple:90":
   // the suites' combined pass rate must reach the percentage. When any gate
   // is given, the exit code says whether all gates held and nothing crashed,
@@ -30,6 +32,8 @@ struct ConformanceOptions {
   // there must pass here, or the run fails naming the regressions.
   std::string baseline_json;
   // Overrides the per-dtype tolerance for floating outputs: "atol,rtol".
+  // Without it, float outputs are compared with run_tolerance(output dtype,
+  // --precision): an fp16/bf16 run with FP16/BF16 tolerances (docs/precision.md).
   // Whole-model suites use a documented looser bound (docs/testing.md).
   std::string tolerance;
 };
