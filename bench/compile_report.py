@@ -65,7 +65,7 @@ def main():
         if "kernels_per_layer" in t:
             verdicts.append(("kernels/layer<=%d" % t["kernels_per_layer"], per_layer <= t["kernels_per_layer"]))
         if "memory_ratio" in t:
-            verdicts.append(("memory<=25%%", ratio is not None and ratio <= t["memory_ratio"]))
+            verdicts.append(("memory<=25%", ratio is not None and ratio <= t["memory_ratio"]))
         if "compile_s" in t:
             verdicts.append(("passes<%gs" % t["compile_s"], passes_s < t["compile_s"]))
         ok &= all(v for _, v in verdicts)
