@@ -11,5 +11,6 @@ namespace kiln {
 std::unique_ptr<Pass> create_dce_pass();
 std::unique_ptr<Pass> create_cse_pass();
 std::unique_ptr<Pass> create_fold_constants_pass();
+std::unique_ptr<Pass> create_layout_pass();
 
 }  // namespace kiln

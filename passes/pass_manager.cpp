@@ -12,8 +12,11 @@
 
 namespace kiln {
 
-std::vector<std::string> default_pipeline(const PassOptions&) {
-  return {"fold-constants", "dce", "cse", "dce"};
+std::vector<std::string> default_pipeline(const PassOptions& opts) {
+  std::vector<std::string> p = {"fold-constants", "dce", "cse"};
+  if (opts.target != "cpu") p.push_back("layout");  // channels-last conv regions for tensor cores
+  p.push_back("dce");
+  return p;
 }
 
 std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, const PipelineOptions& po) {

@@ -13,6 +13,7 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"dce", create_dce_pass},
       {"cse", create_cse_pass},
       {"fold-constants", create_fold_constants_pass},
+      {"layout", create_layout_pass},
   };
   return f;
 }
