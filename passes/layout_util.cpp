@@ -1,7 +1,6 @@
 #include "passes/layout_util.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "ir/error.h"
 #include "ir/shape_utils.h"
@@ -169,26 +168,49 @@ bool is_identity(const Perm& p) {
   return true;
 }
 
-Tensor transpose_tensor(const Tensor& t, const Perm& perm, Layout layout) {
-  const Shape& in = t.shape();
-  Shape out = permute_dims(in, perm);
-  Tensor r(TensorType(t.dtype(), out, layout));
-  const std::vector<int64_t> ist = strides_of(in);
-  const size_t es = dtype_size(t.dtype());
-  const int rank = t.rank();
-  std::vector<int64_t> src_stride(rank), idx(rank, 0);
-  for (int i = 0; i < rank; ++i) src_stride[i] = ist[perm[i]];
-  const auto* src = static_cast<const uint8_t*>(t.raw());
-  auto* dst = static_cast<uint8_t*>(r.raw());
+namespace {
+
+// dst (row-major over `out`) gets src read with strides `sstride` per dim of out.
+template <typename E>
+void gather_transposed(const E* src, E* dst, const Shape& out, const std::vector<int64_t>& sstride) {
+  const int rank = static_cast<int>(out.size());
+  if (rank == 0) {
+    dst[0] = src[0];
+    return;
+  }
+  const int64_t inner = out[rank - 1], step = sstride[rank - 1];
+  if (inner == 0) return;
+  const int64_t outer = shape_numel(out) / inner;
+  std::vector<int64_t> idx(rank, 0);
   int64_t off = 0;
-  for (int64_t k = 0; k < r.numel(); ++k) {
-    std::memcpy(dst + k * es, src + off * es, es);
-    for (int d = rank - 1; d >= 0; --d) {
-      off += src_stride[d];
-      if (++idx[d] < out[d]) break;
-      off -= src_stride[d] * out[d];
-      idx[d] = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    const E* s = src + off;
+    E* d = dst + o * inner;
+    for (int64_t j = 0; j < inner; ++j) d[j] = s[j * step];
+    for (int k = rank - 2; k >= 0; --k) {
+      off += sstride[k];
+      if (++idx[k] < out[k]) break;
+      off -= sstride[k] * out[k];
+      idx[k] = 0;
     }
+  }
+}
+
+}  // namespace
+
+Tensor transpose_tensor(const Tensor& t, const Perm& perm, Layout layout) {
+  Shape out = permute_dims(t.shape(), perm);
+  Tensor r(TensorType(t.dtype(), out, layout));
+  if (r.numel() == 0) return r;
+  const std::vector<int64_t> ist = strides_of(t.shape());
+  std::vector<int64_t> sstride(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) sstride[i] = ist[perm[i]];
+  switch (dtype_size(t.dtype())) {
+    case 1: gather_transposed(t.data<uint8_t>(), r.data<uint8_t>(), out, sstride); break;
+    case 2: gather_transposed(t.data<uint16_t>(), r.data<uint16_t>(), out, sstride); break;
+    case 4: gather_transposed(t.data<uint32_t>(), r.data<uint32_t>(), out, sstride); break;
+    case 8: gather_transposed(t.data<uint64_t>(), r.data<uint64_t>(), out, sstride); break;
+    default: KILN_CHECK(false, "transpose of {}: unexpected element size", t.type().str());
   }
   return r;
 }

@@ -84,8 +84,10 @@ graph @g(%x: f32[2,6,9,7]) -> (f32[2,12,5,4]) {
 })",
                      2);
   EXPECT_EQ(count_op(*after, "conv"), 3);
-  for (const auto& n : after->nodes())
-    if (n->op() == "conv") EXPECT_EQ(n->attrs().get_string("layout", ""), "nhwc");
+  for (const auto& n : after->nodes()) {
+    if (n->op() != "conv") continue;
+    EXPECT_EQ(n->attrs().get_string("layout", ""), "nhwc");
+  }
 }
 
 TEST(LayoutPass, DepthwiseWithChannelMultiplierAndSingleInputChannel) {
