@@ -11,6 +11,8 @@ namespace kiln {
 std::unique_ptr<Pass> create_dce_pass();
 std::unique_ptr<Pass> create_cse_pass();
 std::unique_ptr<Pass> create_fold_constants_pass();
+std::unique_ptr<Pass> create_simplify_pass();
+std::unique_ptr<Pass> create_fold_batchnorm_pass();
 std::unique_ptr<Pass> create_layout_pass();
 
 }  // namespace kiln

@@ -13,7 +13,7 @@
 namespace kiln {
 
 std::vector<std::string> default_pipeline(const PassOptions& opts) {
-  std::vector<std::string> p = {"fold-constants", "dce", "cse"};
+  std::vector<std::string> p = {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm"};
   if (opts.target != "cpu") p.push_back("layout");  // channels-last conv regions for tensor cores
   p.push_back("dce");
   return p;

@@ -13,6 +13,8 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"dce", create_dce_pass},
       {"cse", create_cse_pass},
       {"fold-constants", create_fold_constants_pass},
+      {"simplify", create_simplify_pass},
+      {"fold-batchnorm", create_fold_batchnorm_pass},
       {"layout", create_layout_pass},
   };
   return f;

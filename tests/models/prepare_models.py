@@ -31,22 +31,19 @@ INPUTS = {
 }
 
 
+def seeded_normal(shape, mean, std, seed):
+    """The twin of export_models.py's generator: same bytes for the same recipe."""
+    return (np.random.default_rng(seed).standard_normal(shape) * std + mean).astype(np.float32)
+
+
 def rebuild_weights(model):
     for init in model.graph.initializer:
         if not init.doc_string.startswith("kiln-recipe:"):
             continue
         r = json.loads(init.doc_string[len("kiln-recipe:"):])
-        shape = tuple(init.dims)
+        arr = seeded_normal(tuple(init.dims), r["normal"][0], r["normal"][1], r["seed"])
         dtype = onnx.helper.tensor_dtype_to_np_dtype(init.data_type)
-        if "const" in r:
-            arr = np.full(shape, r["const"], dtype=dtype)
-        else:
-            rng = np.random.default_rng(r["seed"])
-            mean, std = (np.array(v)[:, None] for v in r["normal_rows"])
-            rows = mean.shape[0]
-            arr = rng.standard_normal((rows, int(np.prod(shape)) // rows)) * std + mean
-            arr = np.clip(arr, r["clip"][0], r["clip"][1]).reshape(shape).astype(dtype)
-        init.raw_data = arr.tobytes()
+        init.raw_data = arr.astype(dtype).tobytes()
         init.doc_string = ""
 
 

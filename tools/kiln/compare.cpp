@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/error.h"
+
 namespace kiln {
 
 Tolerance default_tolerance(DType t) {
@@ -13,6 +15,19 @@ Tolerance default_tolerance(DType t) {
     case DType::F32:
     case DType::F64: return {1e-5, 1e-4};
     default: return {0, 0};
+  }
+}
+
+Tolerance parse_tolerance(const std::string& spec) {
+  auto comma = spec.find(',');
+  try {
+    if (comma == std::string::npos) throw std::invalid_argument("");
+    size_t a = 0, b = 0;
+    Tolerance t{std::stod(spec.substr(0, comma), &a), std::stod(spec.substr(comma + 1), &b)};
+    if (a != comma || b != spec.size() - comma - 1 || t.atol < 0 || t.rtol < 0) throw std::invalid_argument("");
+    return t;
+  } catch (const std::exception&) {
+    throw Error(fmt::format("--tolerance '{}' should be ATOL,RTOL with non-negative numbers, e.g. 1e-4,1e-3", spec));
   }
 }
 

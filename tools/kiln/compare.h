@@ -12,6 +12,8 @@ struct Tolerance {
   double atol, rtol;
 };
 Tolerance default_tolerance(DType t);
+// "1e-4,1e-3" -> {atol 1e-4, rtol 1e-3}; throws kiln::Error otherwise.
+Tolerance parse_tolerance(const std::string& spec);
 
 // Empty string when `got` matches `want`; otherwise what differs first.
 std::string compare_tensors(const Tensor& got, const Tensor& want, Tolerance tol);

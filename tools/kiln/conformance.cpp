@@ -118,7 +118,9 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
     if (got.size() != want.size())
       return {"fail", fmt::format("{}: {} outputs but {} expected", set.filename().string(), got.size(), want.size())};
     for (size_t k = 0; k < got.size(); ++k) {
-      std::string diff = compare_tensors(got[k], want[k]);
+      Tolerance tol = default_tolerance(want[k].dtype());
+      if (!opts.tolerance.empty() && is_float(want[k].dtype())) tol = parse_tolerance(opts.tolerance);
+      std::string diff = compare_tensors(got[k], want[k], tol);
       if (!diff.empty())
         return {"fail", fmt::format("{}: output {} (\"{}\"): {}", set.filename().string(), k,
                                     imp.graph->outputs()[k]->name(), diff)};
@@ -275,6 +277,7 @@ std::vector<std::string> conformance_test_dirs(const std::vector<std::string>& p
 }
 
 int run_conformance(const ConformanceOptions& opts) {
+  if (!opts.tolerance.empty()) parse_tolerance(opts.tolerance);  // a bad flag is an error before any test runs
   std::vector<std::string> paths = opts.paths;
   if (paths.empty())
     for (const char* s : {"node", "pytorch-converted", "pytorch-operator", "simple"})
@@ -331,8 +334,29 @@ int run_conformance(const ConformanceOptions& opts) {
     if (!f) fail("cannot write {}", opts.json_path);
     f << j.dump(1) << "\n";
   }
-  if (opts.require_pass.empty()) return (total.fail + total.crash) ? 1 : 0;
-  bool ok = total.crash == 0;
+  int regressions = 0;
+  if (!opts.baseline_json.empty()) {
+    std::ifstream bf(opts.baseline_json);
+    if (!bf) fail("cannot read baseline {}", opts.baseline_json);
+    nlohmann::json base = nlohmann::json::parse(bf);
+    std::map<std::string, std::string> now;
+    for (const auto& t : jtests) now[t["suite"].get<std::string>() + "/" + t["name"].get<std::string>()] = t["status"];
+    int base_pass = 0;
+    for (const auto& t : base["tests"]) {
+      if (t["status"] != "pass") continue;
+      ++base_pass;
+      std::string key = t["suite"].get<std::string>() + "/" + t["name"].get<std::string>();
+      auto it = now.find(key);
+      if (it != now.end() && it->second != "pass") {
+        ++regressions;
+        std::cout << fmt::format("regression: {} passed in the baseline, now {}\n", key, it->second);
+      }
+    }
+    std::cout << fmt::format("baseline {}: {} passed there, {} passed here, {} regressions\n", opts.baseline_json,
+                             base_pass, total.pass, regressions);
+  }
+  if (opts.require_pass.empty() && opts.baseline_json.empty()) return (total.fail + total.crash) ? 1 : 0;
+  bool ok = total.crash == 0 && regressions == 0;
   if (total.crash) std::cout << fmt::format("gate: {} tests crashed\n", total.crash);
   for (const std::string& gate : opts.require_pass) {
     auto colon = gate.rfind(':');

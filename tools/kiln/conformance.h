@@ -26,6 +26,12 @@ struct ConformanceOptions {
   // is given, the exit code says whether all gates held and nothing crashed,
   // instead of whether every test passed.
   std::vector<std::string> require_pass;
+  // A JSON file from an earlier run (e.g. --no-opt): every test that passed
+  // there must pass here, or the run fails naming the regressions.
+  std::string baseline_json;
+  // Overrides the per-dtype tolerance for floating outputs: "atol,rtol".
+  // Whole-model suites use a documented looser bound (docs/testing.md).
+  std::string tolerance;
 };
 
 // Returns the process exit code: 0 when no test failed or crashed (or, with

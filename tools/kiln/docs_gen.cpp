@@ -97,6 +97,35 @@ void write_op_docs(const std::string& path, const std::string& conformance_json)
     f << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", op, import, fmt::join(info.opsets, ", "),
                      fmt::join(info.dtypes, ", "), info.pass, info.fail, info.unsupported, info.crash);
   }
+  // Why the ONNX ops kiln does not import are left out.
+  static const std::map<std::string, std::string> why = {
+      {"Bernoulli", "random numbers: kiln's results are deterministic"},
+      {"RandomUniformLike", "random numbers: kiln's results are deterministic"},
+      {"RandomNormalLike", "random numbers: kiln's results are deterministic"},
+      {"RandomUniform", "random numbers: kiln's results are deterministic"},
+      {"RandomNormal", "random numbers: kiln's results are deterministic"},
+      {"Multinomial", "random numbers: kiln's results are deterministic"},
+      {"If", "control flow (subgraph attributes) is not supported yet"},
+      {"Loop", "control flow (subgraph attributes) is not supported yet"},
+      {"Scan", "control flow (subgraph attributes) is not supported yet"},
+      {"SequenceMap", "a subgraph over a sequence; sequences are unrolled at import, subgraphs are not supported"},
+      {"OptionalGetElement", "optional values: kiln's values are tensors"},
+      {"OptionalHasElement", "optional values: kiln's values are tensors"},
+      {"Optional", "optional values: kiln's values are tensors"},
+      {"StringNormalizer", "string tensors"},
+      {"TfIdfVectorizer", "string/ML-domain text featurisation"},
+  };
+  std::string missing;
+  for (const auto& [op, info] : onnx_ops) {
+    std::string kiln_name = default_kiln_name(op);
+    if (adapter_table().find(op) || op_registry().find(kiln_name)) continue;
+    auto it = why.find(op);
+    missing += fmt::format("- {}: {}\n", op, it == why.end() ? "not implemented yet" : it->second);
+  }
+  if (!missing.empty()) f << "\n### Not imported, and why\n\n" << missing;
+  f << "\nTraining ops (domain `ai.onnx.preview.training`) and sequence/optional-typed graph inputs and outputs are\n"
+       "unsupported as well; sequences inside a graph are unrolled at import when their structure is known.\n";
+
   f << "\n## kiln ops\n\n"
        "Category drives fusion and codegen: pointwise ops are scalar expressions, the rest have reference kernels.\n\n";
   f << "| op | category | operands | attributes | meaning |\n|---|---|---|---|---|\n";

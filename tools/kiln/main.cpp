@@ -153,6 +153,10 @@ int main(int argc, char** argv) {
   conf->add_flag("-v,--verbose", conf_opts.verbose, "Print every test that does not pass");
   conf->add_option("--require-pass", conf_opts.require_pass,
                    "Gate: SUITE[+SUITE...]:PERCENT must pass (exit code then reflects the gates)");
+  conf->add_option("--baseline", conf_opts.baseline_json,
+                   "Fail if a test that passed in this earlier JSON result does not pass now");
+  conf->add_option("--tolerance", conf_opts.tolerance,
+                   "ATOL,RTOL for floating outputs instead of the per-dtype defaults (whole models)");
   add_compile_flags(conf, conf_opts.compile);
 
   std::string docs_out, docs_json;
