@@ -59,6 +59,8 @@ class LayoutPass : public Pass {
     g_ = &g;
     stats_ = &stats;
     names_.clear();
+    const_cache_.clear();
+    nhwc_cache_.clear();
     for (Value* v : g.inputs()) names_.insert(v->name());
     for (Value* v : g.constants()) names_.insert(v->name());
     for (Node* n : g.node_list())
