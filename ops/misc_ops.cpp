@@ -1,5 +1,6 @@
-// Misc family: non_max_suppression here; the recurrent ops (rnn_ops.cpp) and
-// signal ops (signal_ops.cpp) register through register_misc_ops.
+// Misc family: non_max_suppression here; the recurrent ops (rnn_ops.cpp),
+// signal ops (signal_ops.cpp) and attention (attention_ops.cpp) register
+// through register_misc_ops.
 #include <algorithm>
 #include <cmath>
 
@@ -140,6 +141,7 @@ void register_misc_ops(OpRegistry& r) {
   r.add(nms_op());
   register_rnn_ops(r);
   register_signal_ops(r);
+  register_attention_ops(r);
 }
 
 }  // namespace kiln::ops

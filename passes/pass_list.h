@@ -13,6 +13,8 @@ std::unique_ptr<Pass> create_cse_pass();
 std::unique_ptr<Pass> create_fold_constants_pass();
 std::unique_ptr<Pass> create_simplify_pass();
 std::unique_ptr<Pass> create_fold_batchnorm_pass();
+std::unique_ptr<Pass> create_recognize_patterns_pass();
+std::unique_ptr<Pass> create_plan_memory_pass();
 std::unique_ptr<Pass> create_layout_pass();
 
 }  // namespace kiln

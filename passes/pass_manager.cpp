@@ -13,9 +13,11 @@
 namespace kiln {
 
 std::vector<std::string> default_pipeline(const PassOptions& opts) {
-  std::vector<std::string> p = {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm"};
+  std::vector<std::string> p = {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm",
+                                "recognize-patterns", "fold-constants"};
   if (opts.target != "cpu") p.push_back("layout");  // channels-last conv regions for tensor cores
   p.push_back("dce");
+  p.push_back("plan-memory");
   return p;
 }
 

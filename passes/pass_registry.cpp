@@ -15,6 +15,8 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"fold-constants", create_fold_constants_pass},
       {"simplify", create_simplify_pass},
       {"fold-batchnorm", create_fold_batchnorm_pass},
+      {"recognize-patterns", create_recognize_patterns_pass},
+      {"plan-memory", create_plan_memory_pass},
       {"layout", create_layout_pass},
   };
   return f;

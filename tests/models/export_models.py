@@ -46,8 +46,14 @@ def seeded_normal(shape, mean, std, seed):
 
 def make_reproducible(m):
     """Overwrites large float parameters with seeded normals; returns
-    {bytes of the tensor: recipe}."""
+    {bytes of the tensor: recipe}. Zero-initialised biases get small seeded
+    values too: trained models have none that are exactly zero, and a zero
+    bias lets `x + 0` vanish, which would flatter kernel counts."""
     recipes = {}
+    for name, p in m.named_parameters():
+        if p.dtype.is_floating_point and name.endswith("bias") and not bool(p.any()):
+            with torch.no_grad():
+                p.copy_(torch.from_numpy(seeded_normal(tuple(p.shape), 0.0, 0.02, zlib.crc32(name.encode()))))
     for name, p in itertools.chain(m.named_parameters(), m.named_buffers()):
         if not p.dtype.is_floating_point or p.numel() <= KEEP_ELEMENTS:
             continue
