@@ -97,6 +97,12 @@ std::vector<TensorType> infer_types(const OpDef& def, InferContext& ctx) {
     if (static_cast<int>(r.size()) > m) r.resize(m);
     else ctx.fail("inference produced {} results, {} expected", r.size(), m);
   }
+  if (def.category == OpCategory::Pointwise || def.keeps_layout) {
+    // A result with the rank of a channels-last operand is channels-last too.
+    for (TensorType& t : r)
+      for (int i = 0; i < n; ++i)
+        if (ctx.has_input(i) && ctx.type(i).layout == Layout::NHWC && ctx.rank(i) == t.rank()) t.layout = Layout::NHWC;
+  }
   return r;
 }
 

@@ -110,6 +110,12 @@ struct OpDef {
   int min_outputs = 1;
   int max_outputs = 1;  // -1: variadic
   std::vector<AttrSpec> attrs;
+  // Results keep a channels-last ({nhwc}) operand's layout tag: ops whose
+  // attributes name dims of the operands as stored (concat, split, slice,
+  // pad, resize, reduce_*), so they work on channels-last values unchanged
+  // once the layout pass has remapped those attributes. Pointwise ops always
+  // do. See infer_types and docs/ir.md "Layouts".
+  bool keeps_layout = false;
   InferFn infer;
   ExprFn expr;          // Pointwise ops: the scalar expression
   KernelFn reference;   // everything else: the reference CPU kernel

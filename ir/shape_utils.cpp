@@ -49,4 +49,29 @@ std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
   return st;
 }
 
+std::vector<int64_t> channels_last_perm(int rank) {
+  KILN_CHECK(rank >= 2, "channels_last_perm needs rank >= 2, got {}", rank);
+  std::vector<int64_t> p = {0};
+  for (int i = 2; i < rank; ++i) p.push_back(i);
+  p.push_back(1);
+  return p;
+}
+
+std::vector<int64_t> channels_first_perm(int rank) {
+  KILN_CHECK(rank >= 2, "channels_first_perm needs rank >= 2, got {}", rank);
+  std::vector<int64_t> p = {0, rank - 1};
+  for (int i = 1; i < rank - 1; ++i) p.push_back(i);
+  return p;
+}
+
+Shape permute_dims(const Shape& s, const std::vector<int64_t>& perm) {
+  KILN_CHECK(perm.size() == s.size(), "permutation of {} entries for rank {}", perm.size(), s.size());
+  Shape r(s.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    KILN_CHECK(perm[i] >= 0 && perm[i] < int64_t(s.size()), "bad permutation entry {}", perm[i]);
+    r[i] = s[perm[i]];
+  }
+  return r;
+}
+
 }  // namespace kiln

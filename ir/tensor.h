@@ -19,9 +19,12 @@ using Shape = std::vector<int64_t>;
 int64_t shape_numel(const Shape& s);
 std::string shape_str(const Shape& s);  // "1x3x224x224" style, "scalar" for {}
 
-// The physical order of a value's elements. Default is row-major in logical
-// dim order (NCHW for images); NHWC keeps the logical shape NCHW but stores
-// channels innermost. Chosen by layout selection, printed on the type.
+// The layout tag of a value. Default: the dims are the model's (NCHW for
+// images), stored row-major. NHWC: the value is a channels-first tensor
+// [N, C, S...] whose dims are listed, and stored row-major, in the physical
+// channels-last order [N, S..., C] (so f16[1,56,56,64]{nhwc} holds a
+// [1,64,56,56] activation). Chosen by the layout pass; printed `{nhwc}` after
+// the type; see docs/ir.md "Layouts".
 enum class Layout : uint8_t { Default, NHWC };
 
 struct TensorType {

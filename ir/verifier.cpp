@@ -9,8 +9,8 @@
 //  - graph outputs are values of the graph;
 //  - each node's op exists; its attributes are declared and its result count
 //    and types (dtype and shape) equal what inference gives. Inference sees
-//    constants' values only. Layout tags are not compared: inference is
-//    layout-agnostic, layout selection sets them;
+//    constants' values only. Layout tags are not compared: passes set
+//    them (see docs/ir.md "Layouts");
 //  - a fused node (op "fused") has a body whose inputs and outputs have the
 //    node's operand and result types; the body is verified the same way. Its
 //    attributes are free-form. No other node may carry a body.

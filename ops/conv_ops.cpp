@@ -11,6 +11,12 @@
 // (weights [M/g, C/g*K] x columns [C/g*K, out]) and conv_transpose is one
 // GEMM (weights^T x input) + col2im. f32 and f64 go through OpenBLAS; f16
 // and bf16 are widened to float and computed with the f32 path.
+//
+// conv {layout="nhwc"} (chosen by the layout pass, docs/ir.md "Layouts")
+// takes x [N, in..., C] and w [M, k..., C/group] and gives y [N, out..., M]
+// tagged {nhwc}. Its kernel is im2col by rows (one row of k*C/g values per
+// output position) + one GEMM against the weights transposed, or, for
+// depthwise convs (C/group == 1), direct loops over the channels.
 #include <cblas.h>
 
 #include <algorithm>
@@ -246,6 +252,88 @@ void run_conv_transpose(const ConvParams& p, const T* x, const T* w, const T* b,
   add_bias(y, b, p.N, p.M, p.out_size);
 }
 
+// Channels-last conv: x [N, in..., C], w [M, k..., Cg], y [N, out..., M].
+// For each output position, `taps` lists per kernel position the input
+// position it reads, or -1 in the padding.
+void conv_taps(const ConvParams& p, std::vector<int64_t>& taps) {
+  const int nd = p.nd;
+  const std::vector<int64_t> istr = row_strides(p.in);
+  taps.assign(static_cast<size_t>(p.out_size * p.k_size), -1);
+  std::vector<int64_t> o(nd, 0), kidx(nd, 0);
+  for (int64_t oi = 0; oi < p.out_size; ++oi, next_index(o, p.out)) {
+    std::fill(kidx.begin(), kidx.end(), 0);
+    for (int64_t kp = 0; kp < p.k_size; ++kp, next_index(kidx, p.k)) {
+      int64_t off = 0;
+      bool valid = true;
+      for (int d = 0; d < nd && valid; ++d) {
+        int64_t ix = o[d] * p.strides[d] - p.pads[d] + kidx[d] * p.dilations[d];
+        valid = ix >= 0 && ix < p.in[d];
+        off += ix * istr[d];
+      }
+      if (valid) taps[oi * p.k_size + kp] = off;
+    }
+  }
+}
+
+template <typename T>
+void run_conv_nhwc(const ConvParams& p, const T* x, const T* w, const T* b, T* y, const std::string& label) {
+  const int64_t K = p.Cg * p.k_size;
+  std::fill(y, y + p.N * p.out_size * p.M, T(0));
+  if (p.N == 0 || p.M == 0 || K == 0) {
+    // no products: only the bias
+  } else if (p.Cg == 1) {
+    // Depthwise (with channel multiplier Mg): y[n, o, g*Mg + j] += x[n, tap, g] * w[g*Mg + j, kp].
+    std::vector<int64_t> taps;
+    conv_taps(p, taps);
+    std::vector<T> wt(static_cast<size_t>(p.k_size * p.M));  // [kp][m], contiguous over the channels
+    for (int64_t m = 0; m < p.M; ++m)
+      for (int64_t kp = 0; kp < p.k_size; ++kp) wt[kp * p.M + m] = w[m * p.k_size + kp];
+    for (int64_t n = 0; n < p.N; ++n)
+      for (int64_t oi = 0; oi < p.out_size; ++oi) {
+        T* yr = y + (n * p.out_size + oi) * p.M;
+        for (int64_t kp = 0; kp < p.k_size; ++kp) {
+          int64_t t = taps[oi * p.k_size + kp];
+          if (t < 0) continue;
+          const T* xr = x + (n * p.in_size + t) * p.C;
+          const T* wr = wt.data() + kp * p.M;
+          if (p.Mg == 1) {
+            for (int64_t c = 0; c < p.C; ++c) yr[c] += xr[c] * wr[c];
+          } else {
+            for (int64_t g = 0; g < p.group; ++g)
+              for (int64_t j = 0; j < p.Mg; ++j) yr[g * p.Mg + j] += xr[g] * wr[g * p.Mg + j];
+          }
+        }
+      }
+  } else {
+    check_blas_dims(label, {p.out_size, p.Mg, K, p.C, p.M});
+    bool direct = true;  // 1x1 kernel, stride 1, no padding: the input rows are the column rows
+    for (int d = 0; d < p.nd; ++d)
+      direct &= p.k[d] == 1 && p.strides[d] == 1 && p.pads[d] == 0 && p.pads[d + p.nd] == 0;
+    std::vector<int64_t> taps;
+    if (!direct) conv_taps(p, taps);
+    std::vector<T> col(direct ? 0 : static_cast<size_t>(p.out_size * K));
+    for (int64_t n = 0; n < p.N; ++n)
+      for (int64_t g = 0; g < p.group; ++g) {
+        const T* xg = x + n * p.in_size * p.C + g * p.Cg;
+        if (!direct) {
+          for (int64_t oi = 0; oi < p.out_size; ++oi)
+            for (int64_t kp = 0; kp < p.k_size; ++kp) {
+              int64_t t = taps[oi * p.k_size + kp];
+              T* dst = col.data() + oi * K + kp * p.Cg;
+              if (t < 0) std::fill(dst, dst + p.Cg, T(0));
+              else std::copy(xg + t * p.C, xg + t * p.C + p.Cg, dst);
+            }
+        }
+        // y_g [out, Mg] (row stride M) = columns [out, K] x w_g^T, w_g [Mg, K].
+        gemm(false, true, p.out_size, p.Mg, K, direct ? xg : col.data(), direct ? p.C : K, w + g * p.Mg * K, K,
+             y + n * p.out_size * p.M + g * p.Mg, p.M);
+      }
+  }
+  if (b)
+    for (int64_t i = 0; i < p.N * p.out_size; ++i)
+      for (int64_t m = 0; m < p.M; ++m) y[i * p.M + m] += b[m];
+}
+
 std::vector<TensorType> infer_conv(InferContext& c, bool transpose) {
   for (int i = 0; i < c.num_inputs(); ++i) {
     if (!c.has_input(i)) {
@@ -258,20 +346,26 @@ std::vector<TensorType> infer_conv(InferContext& c, bool transpose) {
   }
   require_same_dtype(c);
   const Shape* bs = c.has_input(2) ? &c.shape(2) : nullptr;
-  ConvParams p = conv_params(c.attrs(), c.shape(0), c.shape(1), bs, transpose, c.label());
+  bool nhwc = !transpose && nhwc_layout(c.attrs(), c.label());
+  ConvParams p = conv_params(c.attrs(), channels_first_shape(c, 0, nhwc), channels_first_shape(c, 1, nhwc), bs,
+                             transpose, c.label());
   Shape out = {p.N, p.M};
   out.insert(out.end(), p.out.begin(), p.out.end());
-  return {TensorType(c.dtype(0), out)};
+  return {image_result(c.dtype(0), out, nhwc)};
 }
 
 void conv_kernel(KernelContext& ctx, bool transpose) {
   const Tensor& x = ctx.in(0);
   const Tensor& w = ctx.in(1);
   const Tensor* b = ctx.has(2) ? &ctx.in(2) : nullptr;
-  ConvParams p = conv_params(ctx.attrs, x.shape(), w.shape(), b ? &b->shape() : nullptr, transpose, ctx.label);
+  const bool nhwc = !transpose && nhwc_layout(ctx.attrs, ctx.label);
+  const Shape xs = nhwc ? permute_dims(x.shape(), channels_first_perm(x.rank())) : x.shape();
+  const Shape ws = nhwc ? permute_dims(w.shape(), channels_first_perm(w.rank())) : w.shape();
+  ConvParams p = conv_params(ctx.attrs, xs, ws, b ? &b->shape() : nullptr, transpose, ctx.label);
   Tensor& y = ctx.out(0);
   auto run = [&](auto* xp, auto* wp, auto* bp, auto* yp) {
     if (transpose) run_conv_transpose(p, xp, wp, bp, yp, ctx.label);
+    else if (nhwc) run_conv_nhwc(p, xp, wp, bp, yp, ctx.label);
     else run_conv(p, xp, wp, bp, yp, ctx.label);
   };
   switch (x.dtype()) {
@@ -481,9 +575,12 @@ void register_conv_ops(OpRegistry& r) {
   conv.min_inputs = 2;
   conv.max_inputs = 3;
   conv.attrs = conv_attrs(false);
+  conv.attrs.push_back({"layout", AttrKind::String});
   conv.infer = [](InferContext& c) { return infer_conv(c, false); };
   conv.reference = [](KernelContext& ctx) { conv_kernel(ctx, false); };
-  conv.doc = "N-D convolution of x [N,C,...] with w [M,C/group,k...] (+ bias [M]); explicit strides/pads/dilations";
+  conv.doc =
+      "N-D convolution of x [N,C,...] with w [M,C/group,k...] (+ bias [M]); explicit strides/pads/dilations; "
+      "layout=\"nhwc\": x [N,...,C], w [M,k...,C/group], y [N,...,M]";
   r.add(std::move(conv));
 
   OpDef convt;

@@ -72,6 +72,7 @@ OpDef concat_op() {
   OpDef d;
   d.name = "concat";
   d.category = OpCategory::Injective;
+  d.keeps_layout = true;
   d.max_inputs = -1;
   d.attrs = {{"axis", AttrKind::Int, true}};
   d.infer = [](InferContext& c) {
@@ -128,6 +129,7 @@ OpDef split_op() {
   OpDef d;
   d.name = "split";
   d.category = OpCategory::Injective;
+  d.keeps_layout = true;
   d.max_outputs = -1;
   d.attrs = {{"axis", AttrKind::Int, true}, {"split", AttrKind::Ints, true}};
   d.infer = [](InferContext& c) {
@@ -185,6 +187,7 @@ OpDef slice_op() {
   OpDef d;
   d.name = "slice";
   d.category = OpCategory::Injective;
+  d.keeps_layout = true;
   d.attrs = {{"starts", AttrKind::Ints, true}, {"ends", AttrKind::Ints, true}, {"steps", AttrKind::Ints, true}};
   d.infer = [](InferContext& c) {
     std::vector<int64_t> st = attr_ints(c, "starts"), en = attr_ints(c, "ends"), sp = attr_ints(c, "steps");
@@ -263,6 +266,7 @@ OpDef pad_op() {
   OpDef d;
   d.name = "pad";
   d.category = OpCategory::Injective;
+  d.keeps_layout = true;
   d.max_inputs = 2;
   d.attrs = {{"pads", AttrKind::Ints, true}, {"mode", AttrKind::String}, {"value", AttrKind::Float}};
   d.infer = [](InferContext& c) {

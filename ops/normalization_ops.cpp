@@ -5,6 +5,10 @@
 //
 // Kernels compute means and variances in double with two passes (mean, then
 // the mean of squared deviations), so f32 results are as exact as f32 allows.
+//
+// batch, instance and group normalization take layout="nhwc" (chosen by the
+// layout pass, docs/ir.md "Layouts"): x is [N, S..., C], channels last, and
+// the result too, tagged {nhwc}; the per-channel parameters stay [C].
 #include <cmath>
 
 #include "ops/families.h"
@@ -54,19 +58,23 @@ OpDef batch_normalization() {
   // against dim 1), so not an Expr. BatchNorm folding rewrites it away.
   d.category = OpCategory::Compute;
   d.min_inputs = d.max_inputs = 5;
-  d.attrs = {{"epsilon", AttrKind::Float}};
+  d.attrs = {{"epsilon", AttrKind::Float}, {"layout", AttrKind::String}};
   d.infer = [](InferContext& c) {
     require_float(c, 0);
     require_rank_at_least(c, 0, 2, "x");
     check_epsilon(c);
-    int64_t ch = c.shape(0)[1];
+    bool nhwc = nhwc_layout(c.attrs(), c.label());
+    Shape xs = channels_first_shape(c, 0, nhwc);
+    int64_t ch = xs[1];
     const char* names[] = {"x", "scale", "bias", "mean", "var"};
-    for (int i = 1; i < 5; ++i) require_vector(c, i, ch, names[i], "the channel count, dim 1 of x");
-    return std::vector<TensorType>{TensorType(c.dtype(0), c.shape(0))};
+    for (int i = 1; i < 5; ++i)
+      require_vector(c, i, ch, names[i], nhwc ? "the channel count, the last dim of x" : "the channel count, dim 1 of x");
+    return std::vector<TensorType>{image_result(c.dtype(0), xs, nhwc)};
   };
   d.reference = [](KernelContext& k) {
     const Tensor& x = k.in(0);
-    const Shape& s = x.shape();
+    const bool nhwc = nhwc_layout(k.attrs, k.label);
+    const Shape s = nhwc ? permute_dims(x.shape(), channels_first_perm(x.rank())) : x.shape();
     int64_t n = s[0], ch = s[1], inner = dims_product(s, 2, x.rank());
     double eps = epsilon_of(k.attrs);
     std::vector<double> scale = load_params(k.in(1)), bias = load_params(k.in(2)), mean = load_params(k.in(3)),
@@ -79,6 +87,15 @@ OpDef batch_normalization() {
       FloatOut<C> out(k.out(0));
       const C* xp = in.data();
       C* yp = out.data();
+      if (nhwc) {
+        for (int64_t row = 0; row < n * inner; ++row)
+          for (int64_t c = 0; c < ch; ++c) {
+            int64_t i = row * ch + c;
+            yp[i] = static_cast<C>((xp[i] - mean[c]) * a[c] + bias[c]);
+          }
+        out.commit();
+        return;
+      }
       for (int64_t b = 0; b < n; ++b)
         for (int64_t c = 0; c < ch; ++c) {
           int64_t base = (b * ch + c) * inner;
@@ -88,7 +105,9 @@ OpDef batch_normalization() {
       out.commit();
     });
   };
-  d.doc = "inference batch norm: (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c], channels on dim 1";
+  d.doc =
+      "inference batch norm: (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c], channels on dim 1 "
+      "(layout=\"nhwc\": on the last dim)";
   return d;
 }
 
@@ -247,29 +266,68 @@ void group_norm_kernel(const C* x, C* y, int64_t n, int64_t ch, int64_t inner, i
     }
 }
 
+// The same for channels-last x [N, inner..., C]: group g of image b reads
+// x[(b * inner + j) * ch + g * cpg + cc].
+template <typename C>
+void group_norm_nhwc_kernel(const C* x, C* y, int64_t n, int64_t ch, int64_t inner, int64_t groups, double eps,
+                            const std::vector<double>& scale, const std::vector<double>& bias) {
+  int64_t cpg = ch / groups;
+  double len = static_cast<double>(cpg * inner);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t base = b * inner * ch + g * cpg;
+      double sum = 0;
+      for (int64_t j = 0; j < inner; ++j)
+        for (int64_t cc = 0; cc < cpg; ++cc) sum += x[base + j * ch + cc];
+      double mean = sum / len;
+      double sq = 0;
+      for (int64_t j = 0; j < inner; ++j)
+        for (int64_t cc = 0; cc < cpg; ++cc) {
+          double dv = x[base + j * ch + cc] - mean;
+          sq += dv * dv;
+        }
+      double inv = 1.0 / std::sqrt(sq / len + eps);
+      for (int64_t cc = 0; cc < cpg; ++cc) {
+        int64_t c = g * cpg + cc;
+        double a = inv * scale[c], sh = bias[c] - mean * a;
+        for (int64_t j = 0; j < inner; ++j) {
+          int64_t i = base + j * ch + cc;
+          y[i] = static_cast<C>(x[i] * a + sh);
+        }
+      }
+    }
+}
+
 void run_group_norm(KernelContext& k, int64_t groups) {
   const Tensor& x = k.in(0);
-  const Shape& s = x.shape();
+  const bool nhwc = nhwc_layout(k.attrs, k.label);
+  const Shape s = nhwc ? permute_dims(x.shape(), channels_first_perm(x.rank())) : x.shape();
   int64_t n = s[0], ch = s[1], inner = dims_product(s, 2, x.rank());
   std::vector<double> scale = load_params(k.in(1)), bias = load_params(k.in(2));
   dispatch_float(x.dtype(), [&](auto z) {
     using C = decltype(z);
     FloatIn<C> in(x);
     FloatOut<C> out(k.out(0));
-    group_norm_kernel(in.data(), out.data(), n, ch, inner, groups, epsilon_of(k.attrs), scale, bias);
+    if (nhwc) group_norm_nhwc_kernel(in.data(), out.data(), n, ch, inner, groups, epsilon_of(k.attrs), scale, bias);
+    else group_norm_kernel(in.data(), out.data(), n, ch, inner, groups, epsilon_of(k.attrs), scale, bias);
     out.commit();
   });
 }
 
-// Operands x [N, C, ...], scale [C], bias [C].
-std::vector<TensorType> infer_channel_norm(InferContext& c) {
+// Operands x [N, C, ...] (layout nhwc: [N, ..., C]), scale [C], bias [C].
+// Also returns the channel count.
+std::vector<TensorType> infer_channel_norm(InferContext& c, int64_t* channels = nullptr) {
   require_float(c, 0);
   require_rank_at_least(c, 0, 2, "x");
   check_epsilon(c);
-  int64_t ch = c.shape(0)[1];
-  require_vector(c, 1, ch, "scale", "the channel count, dim 1 of x");
-  require_vector(c, 2, ch, "bias", "the channel count, dim 1 of x");
-  return {TensorType(c.dtype(0), c.shape(0))};
+  bool nhwc = nhwc_layout(c.attrs(), c.label());
+  Shape xs = channels_first_shape(c, 0, nhwc);
+  int64_t ch = xs[1];
+  const char* of = nhwc ? "the channel count, the last dim of x" : "the channel count, dim 1 of x";
+  require_vector(c, 1, ch, "scale", of);
+  require_vector(c, 2, ch, "bias", of);
+  if (channels) *channels = ch;
+  return {image_result(c.dtype(0), xs, nhwc)};
 }
 
 OpDef instance_normalization() {
@@ -277,9 +335,9 @@ OpDef instance_normalization() {
   d.name = "instance_normalization";
   d.category = OpCategory::Reduction;
   d.min_inputs = d.max_inputs = 3;
-  d.attrs = {{"epsilon", AttrKind::Float}};
-  d.infer = infer_channel_norm;
-  d.reference = [](KernelContext& k) { run_group_norm(k, k.in(0).shape()[1]); };
+  d.attrs = {{"epsilon", AttrKind::Float}, {"layout", AttrKind::String}};
+  d.infer = [](InferContext& c) { return infer_channel_norm(c); };
+  d.reference = [](KernelContext& k) { run_group_norm(k, k.in(1).numel()); };
   d.doc = "per (sample, channel) normalization over the spatial dims, then * scale[c] + bias[c]";
   return d;
 }
@@ -289,11 +347,11 @@ OpDef group_normalization() {
   d.name = "group_normalization";
   d.category = OpCategory::Reduction;
   d.min_inputs = d.max_inputs = 3;
-  d.attrs = {{"epsilon", AttrKind::Float}, {"num_groups", AttrKind::Int, true}};
+  d.attrs = {{"epsilon", AttrKind::Float}, {"num_groups", AttrKind::Int, true}, {"layout", AttrKind::String}};
   d.infer = [](InferContext& c) {
-    std::vector<TensorType> r = infer_channel_norm(c);
+    int64_t ch = 0;
+    std::vector<TensorType> r = infer_channel_norm(c, &ch);
     int64_t g = c.attrs().require_int("num_groups");
-    int64_t ch = c.shape(0)[1];
     if (g <= 0) c.fail("num_groups {} must be positive", g);
     if (ch % g != 0) c.fail("channel count {} is not divisible by num_groups {}", ch, g);
     return r;

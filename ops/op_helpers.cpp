@@ -32,4 +32,23 @@ void require_float(InferContext& c, int i) {
     c.unsupported("operand {} has dtype {}; kiln's {} needs a floating dtype", i, dtype_name(c.dtype(i)), c.op());
 }
 
+bool nhwc_layout(const AttrMap& a, const std::string& label) {
+  if (!a.has("layout")) return false;
+  std::string l = a.get_string("layout", "");
+  if (l != "nhwc") throw Error(fmt::format("{}: layout \"{}\" must be \"nhwc\" (absent: channels first)", label, l));
+  return true;
+}
+
+Shape channels_first_shape(InferContext& c, int i, bool nhwc) {
+  if (!nhwc) return c.shape(i);
+  if (c.rank(i) < 3) c.fail("layout nhwc needs operand {} of rank >= 3, got {}", i, c.type(i).str());
+  return permute_dims(c.shape(i), channels_first_perm(c.rank(i)));
+}
+
+TensorType image_result(DType dtype, const Shape& channels_first, bool nhwc) {
+  if (!nhwc) return TensorType(dtype, channels_first);
+  return TensorType(dtype, permute_dims(channels_first, channels_last_perm(static_cast<int>(channels_first.size()))),
+                    Layout::NHWC);
+}
+
 }  // namespace kiln::ops

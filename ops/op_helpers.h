@@ -24,6 +24,20 @@ void require_same_dtype(InferContext& c);
 void require_dtype(InferContext& c, int i, std::initializer_list<DType> allowed);
 void require_float(InferContext& c, int i);
 
+// The `layout` attribute of ops that take channels-last images (conv, the
+// pools, batch/instance/group normalization, and transpose into channels-last;
+// see docs/ir.md, "Layouts"): "nhwc" means operand 0 and the image results
+// hold their dims channels-last ([N, S..., C]) and results are tagged {nhwc};
+// absent means channels-first. Throws kiln::Error naming `label` for any other
+// value.
+bool nhwc_layout(const AttrMap& a, const std::string& label);
+// For such an op's inference: operand i's dims in channels-first order
+// (permuted back when the op is channels-last; then rank must be >= 3).
+Shape channels_first_shape(InferContext& c, int i, bool nhwc);
+// A channels-first result shape as the op gives it: permuted to channels-last
+// and tagged {nhwc} when the op is channels-last.
+TensorType image_result(DType dtype, const Shape& channels_first, bool nhwc);
+
 // Calls f(T{}) with T the *computation* type for reference kernels:
 // float for f32/f16/bf16 (read and written through float), double for f64,
 // int64_t for every integer and bool dtype. Use with load/store below.

@@ -6,6 +6,11 @@
 // Padding never contributes a value: max ignores it, lp_pool treats it as 0,
 // average_pool divides by the taps inside the input, or, with
 // count_include_pad, by the taps inside the padded input.
+//
+// layout="nhwc" (max/average/lp pools and the global pools; chosen by the
+// layout pass, docs/ir.md "Layouts"): x is [N, S..., C] and so is the result,
+// tagged {nhwc}. The kernels then walk the windows once per image and loop over
+// the channels innermost. max_pool's indices result is channels-first only.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -59,6 +64,18 @@ Shape pool_out_shape(const PoolParams& p) {
   s.insert(s.end(), p.out.begin(), p.out.end());
   return s;
 }
+
+// A kernel's view of x: channels-first dims, and whether it is channels-last.
+struct PoolInput {
+  bool nhwc;
+  Shape dims;  // channels first
+};
+PoolInput pool_input(const KernelContext& ctx) {
+  const Tensor& x = ctx.in(0);
+  bool nhwc = nhwc_layout(ctx.attrs, ctx.label);
+  return {nhwc, nhwc ? permute_dims(x.shape(), channels_first_perm(x.rank())) : x.shape()};
+}
+
 
 // Per spatial axis and output coordinate: the input coordinates the window
 // reads (inside the input) and how many taps fall inside the padded input.
@@ -129,16 +146,48 @@ void for_each_window(const PoolParams& p, const std::vector<AxisTaps>& taps, F&&
 std::vector<TensorType> infer_max_pool(InferContext& c) {
   DType t = c.dtype(0);
   if (t == DType::Bool) c.unsupported("operand 0 has dtype bool, which kiln's max_pool does not support");
-  PoolParams p = pool_params(c.attrs(), c.shape(0), c.label());
+  bool nhwc = nhwc_layout(c.attrs(), c.label());
+  PoolParams p = pool_params(c.attrs(), channels_first_shape(c, 0, nhwc), c.label());
   int64_t so = c.attrs().get_int("storage_order", 0);
   if (so != 0 && so != 1) c.fail("storage_order is {}, must be 0 or 1", so);
   Shape out = pool_out_shape(p);
+  if (nhwc) {
+    if (c.num_outputs() > 1) c.fail("layout nhwc max_pool has no indices result (they index channels-first x)");
+    return {image_result(t, out, true)};
+  }
   return {TensorType(t, out), TensorType(DType::I64, out)};
+}
+
+void max_pool_nhwc_kernel(KernelContext& ctx, const PoolParams& p) {
+  std::vector<AxisTaps> taps = axis_taps(p);
+  dispatch_compute(ctx.in(0).dtype(), [&](auto z) {
+    using T = decltype(z);
+    std::vector<T> xv = load_all<T>(ctx.in(0));
+    std::vector<T> yv(static_cast<size_t>(ctx.out(0).numel()));
+    const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                          : std::numeric_limits<T>::lowest();
+    for (int64_t n = 0; n < p.N; ++n) {
+      const T* xn = xv.data() + n * p.in_size * p.C;
+      for_each_window(p, taps, [&](int64_t oi, const std::vector<int64_t>&, const std::vector<int64_t>& offs,
+                                   const std::vector<int64_t>&) {
+        T* yr = yv.data() + (n * p.out_size + oi) * p.C;
+        std::fill(yr, yr + p.C, lowest);
+        for (size_t j = 0; j < offs.size(); ++j) {
+          const T* xr = xn + offs[j] * p.C;
+          for (int64_t c = 0; c < p.C; ++c)
+            if (j == 0 || xr[c] > yr[c]) yr[c] = xr[c];
+        }
+      });
+    }
+    store_all(ctx.out(0), yv);
+  });
 }
 
 void max_pool_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
-  PoolParams p = pool_params(ctx.attrs, x.shape(), ctx.label);
+  PoolInput pin = pool_input(ctx);
+  PoolParams p = pool_params(ctx.attrs, pin.dims, ctx.label);
+  if (pin.nhwc) return max_pool_nhwc_kernel(ctx, p);
   bool col_major = ctx.attrs.get_int("storage_order", 0) == 1;
   bool want_idx = ctx.outputs.size() > 1;
   std::vector<AxisTaps> taps = axis_taps(p);
@@ -188,19 +237,21 @@ void max_pool_kernel(KernelContext& ctx) {
 std::vector<TensorType> infer_float_pool(InferContext& c) {
   if (!is_nn_float(c.dtype(0)))
     c.unsupported("operand 0 has dtype {}; kiln's {} takes f32, f64, f16 or bf16", dtype_name(c.dtype(0)), c.op());
-  PoolParams p = pool_params(c.attrs(), c.shape(0), c.label());
+  bool nhwc = nhwc_layout(c.attrs(), c.label());
+  PoolParams p = pool_params(c.attrs(), channels_first_shape(c, 0, nhwc), c.label());
   if (c.op() == "average_pool") {
     int64_t cip = c.attrs().get_int("count_include_pad", 0);
     if (cip != 0 && cip != 1) c.fail("count_include_pad is {}, must be 0 or 1", cip);
   } else if (c.attrs().get_int("p", 2) < 1) {
     c.fail("p is {}, must be at least 1", c.attrs().get_int("p", 2));
   }
-  return {TensorType(c.dtype(0), pool_out_shape(p))};
+  return {image_result(c.dtype(0), pool_out_shape(p), nhwc)};
 }
 
 void float_pool_kernel(KernelContext& ctx, bool lp) {
   const Tensor& x = ctx.in(0);
-  PoolParams p = pool_params(ctx.attrs, x.shape(), ctx.label);
+  PoolInput pin = pool_input(ctx);
+  PoolParams p = pool_params(ctx.attrs, pin.dims, ctx.label);
   bool include_pad = ctx.attrs.get_int("count_include_pad", 0) == 1;
   int64_t pw = ctx.attrs.get_int("p", 2);
   std::vector<AxisTaps> taps = axis_taps(p);
@@ -209,28 +260,40 @@ void float_pool_kernel(KernelContext& ctx, bool lp) {
     if constexpr (std::is_floating_point_v<T>) {
       std::vector<T> xv = load_all<T>(x);
       std::vector<T> yv(static_cast<size_t>(ctx.out(0).numel()));
-      for (int64_t nc = 0; nc < p.N * p.C; ++nc) {
-        const T* xp = xv.data() + nc * p.in_size;
-        T* yp = yv.data() + nc * p.out_size;
-        for_each_window(p, taps, [&](int64_t oi, const std::vector<int64_t>& o, const std::vector<int64_t>& offs,
-                                     const std::vector<int64_t>&) {
-          T acc = 0;
-          if (lp) {
-            for (int64_t off : offs) {
-              T v = std::abs(xp[off]);
-              acc += pw == 1 ? v : pw == 2 ? v * v : static_cast<T>(std::pow(v, static_cast<T>(pw)));
-            }
-            yp[oi] = pw == 1 ? acc : pw == 2 ? std::sqrt(acc) : static_cast<T>(std::pow(acc, T(1) / T(pw)));
-          } else {
-            for (int64_t off : offs) acc += xp[off];
-            int64_t count = 1;
-            if (include_pad)
-              for (int d = 0; d < p.nd; ++d) count *= taps[d].padded_count[o[d]];
-            else
-              count = static_cast<int64_t>(offs.size());
-            yp[oi] = acc / static_cast<T>(count);  // an all-padding window gives 0/0 = NaN
+      // One window's value; the window's elements are xp[off * stride].
+      auto value = [&](const T* xp, int64_t stride, const std::vector<int64_t>& o, const std::vector<int64_t>& offs) {
+        T acc = 0;
+        if (lp) {
+          for (int64_t off : offs) {
+            T v = std::abs(xp[off * stride]);
+            acc += pw == 1 ? v : pw == 2 ? v * v : static_cast<T>(std::pow(v, static_cast<T>(pw)));
           }
-        });
+          return pw == 1 ? acc : pw == 2 ? std::sqrt(acc) : static_cast<T>(std::pow(acc, T(1) / T(pw)));
+        }
+        for (int64_t off : offs) acc += xp[off * stride];
+        int64_t count = 1;
+        if (include_pad)
+          for (int d = 0; d < p.nd; ++d) count *= taps[d].padded_count[o[d]];
+        else
+          count = static_cast<int64_t>(offs.size());
+        return acc / static_cast<T>(count);  // an all-padding window gives 0/0 = NaN
+      };
+      if (pin.nhwc) {
+        for (int64_t n = 0; n < p.N; ++n) {
+          const T* xn = xv.data() + n * p.in_size * p.C;
+          for_each_window(p, taps, [&](int64_t oi, const std::vector<int64_t>& o, const std::vector<int64_t>& offs,
+                                       const std::vector<int64_t>&) {
+            T* yr = yv.data() + (n * p.out_size + oi) * p.C;
+            for (int64_t c = 0; c < p.C; ++c) yr[c] = value(xn + c, p.C, o, offs);
+          });
+        }
+      } else {
+        for (int64_t nc = 0; nc < p.N * p.C; ++nc) {
+          const T* xp = xv.data() + nc * p.in_size;
+          T* yp = yv.data() + nc * p.out_size;
+          for_each_window(p, taps, [&](int64_t oi, const std::vector<int64_t>& o, const std::vector<int64_t>& offs,
+                                       const std::vector<int64_t>&) { yp[oi] = value(xp, 1, o, offs); });
+        }
       }
       store_all(ctx.out(0), yv);
     }
@@ -248,39 +311,45 @@ std::vector<TensorType> infer_global_pool(InferContext& c) {
     c.fail("input rank {} is below 3 (global pooling needs batch, channel and at least one spatial axis)", c.rank(0));
   if (c.op() == "global_lp_pool" && c.attrs().get_int("p", 2) < 1)
     c.fail("p is {}, must be at least 1", c.attrs().get_int("p", 2));
-  Shape s = c.shape(0);
+  bool nhwc = nhwc_layout(c.attrs(), c.label());
+  Shape s = channels_first_shape(c, 0, nhwc);
   for (size_t d = 2; d < s.size(); ++d) s[d] = 1;
-  return {TensorType(t, s)};
+  return {image_result(t, s, nhwc)};
 }
 
 enum class GlobalKind { Average, Max, Lp };
 
 void global_pool_kernel(KernelContext& ctx, GlobalKind kind) {
   const Tensor& x = ctx.in(0);
-  const Shape& xs = x.shape();
-  int64_t planes = xs[0] * xs[1];
+  const bool nhwc = nhwc_layout(ctx.attrs, ctx.label);
+  const Shape xs = nhwc ? permute_dims(x.shape(), channels_first_perm(x.rank())) : x.shape();
+  const int64_t C = xs[1], planes = xs[0] * C;
   int64_t spatial = 1;
   for (size_t d = 2; d < xs.size(); ++d) spatial *= xs[d];
   int64_t pw = ctx.attrs.get_int("p", 2);
+  // Plane i = (n, c) holds xp[j * step], j < spatial; the result [N, C] (or
+  // [N, 1.., C]) has element i at i in both layouts.
+  const int64_t step = nhwc ? C : 1;
   dispatch_compute(x.dtype(), [&](auto z) {
     using T = decltype(z);
     std::vector<T> xv = load_all<T>(x);
     std::vector<T> yv(static_cast<size_t>(planes));
     for (int64_t i = 0; i < planes; ++i) {
-      const T* xp = xv.data() + i * spatial;
+      const T* xp = xv.data() + (nhwc ? (i / C) * spatial * C + i % C : i * spatial);
       if (kind == GlobalKind::Max) {
         T best = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                       : std::numeric_limits<T>::lowest();
         for (int64_t j = 0; j < spatial; ++j)
-          if (j == 0 || xp[j] > best) best = xp[j];
+          if (j == 0 || xp[j * step] > best) best = xp[j * step];
         yv[i] = best;
       } else if constexpr (std::is_floating_point_v<T>) {
         T acc = 0;
         if (kind == GlobalKind::Average) {
-          for (int64_t j = 0; j < spatial; ++j) acc += xp[j];
+          for (int64_t j = 0; j < spatial; ++j) acc += xp[j * step];
           yv[i] = acc / static_cast<T>(spatial);
         } else {
-          for (int64_t j = 0; j < spatial; ++j) acc += static_cast<T>(std::pow(std::abs(xp[j]), static_cast<T>(pw)));
+          for (int64_t j = 0; j < spatial; ++j)
+            acc += static_cast<T>(std::pow(std::abs(xp[j * step]), static_cast<T>(pw)));
           yv[i] = static_cast<T>(std::pow(acc, T(1) / T(pw)));
         }
       }
@@ -345,7 +414,8 @@ std::vector<AttrSpec> window_attrs(std::vector<AttrSpec> extra) {
                              {"strides", AttrKind::Ints, true},
                              {"pads", AttrKind::Ints, true},
                              {"dilations", AttrKind::Ints, true},
-                             {"ceil_mode", AttrKind::Int}};
+                             {"ceil_mode", AttrKind::Int},
+                             {"layout", AttrKind::String}};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }
@@ -394,7 +464,8 @@ void register_pool_ops(OpRegistry& r) {
     OpDef d;
     d.name = g.name;
     d.category = OpCategory::Reduction;
-    if (g.kind == GlobalKind::Lp) d.attrs = {{"p", AttrKind::Int}};
+    d.attrs = {{"layout", AttrKind::String}};
+    if (g.kind == GlobalKind::Lp) d.attrs.push_back({"p", AttrKind::Int});
     d.infer = infer_global_pool;
     GlobalKind kind = g.kind;
     d.reference = [kind](KernelContext& ctx) { global_pool_kernel(ctx, kind); };

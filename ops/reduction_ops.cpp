@@ -191,6 +191,7 @@ OpDef reduce_def(const ReductionSpec& s) {
   OpDef d;
   d.name = std::string(s.op);
   d.category = OpCategory::Reduction;
+  d.keeps_layout = true;
   d.attrs = {{"axes", AttrKind::Ints, true}, {"keepdims", AttrKind::Int}};
   d.infer = [&s](InferContext& c) {
     DType dt = c.dtype(0);

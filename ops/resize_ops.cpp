@@ -291,6 +291,7 @@ void register_resize_ops(OpRegistry& r) {
   OpDef d;
   d.name = "resize";
   d.category = OpCategory::Compute;
+  d.keeps_layout = true;
   d.attrs = {{"sizes", AttrKind::Ints, true},
              {"scales", AttrKind::Floats},
              {"mode", AttrKind::String},

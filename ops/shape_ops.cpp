@@ -212,7 +212,7 @@ OpDef transpose_op() {
   OpDef d;
   d.name = "transpose";
   d.category = OpCategory::Injective;
-  d.attrs = {{"perm", AttrKind::Ints, true}};
+  d.attrs = {{"perm", AttrKind::Ints, true}, {"layout", AttrKind::String}};
   d.infer = [](InferContext& c) {
     std::vector<int64_t> perm = attr_ints(c, "perm");
     int r = c.rank(0);
@@ -226,6 +226,13 @@ OpDef transpose_op() {
       seen[perm[i]] = true;
       out[i] = c.shape(0)[perm[i]];
     }
+    // layout="nhwc": a transpose into channels-last (docs/ir.md "Layouts").
+    if (nhwc_layout(c.attrs(), c.label())) {
+      if (r < 3 || perm != channels_last_perm(r))
+        c.fail("layout nhwc needs the channels-last perm of a rank >= 3 operand, got [{}] for rank {}",
+               fmt::join(perm, ","), r);
+      return std::vector<TensorType>{TensorType(c.dtype(0), out, Layout::NHWC)};
+    }
     return std::vector<TensorType>{TensorType(c.dtype(0), out)};
   };
   d.reference = [](KernelContext& k) {
@@ -235,7 +242,8 @@ OpDef transpose_op() {
     for (size_t i = 0; i < perm.size(); ++i) src[i] = ist[perm[i]];
     view_copy(in, src, k.out(0).shape(), k.out(0));
   };
-  d.doc = "Permutes dims: result dim i is operand dim perm[i] (perm is explicit, never defaulted).";
+  d.doc = "Permutes dims: result dim i is operand dim perm[i] (perm is explicit, never defaulted); "
+          "layout=\"nhwc\" marks a transpose into channels-last (perm [0,2,..,r-1,1], result tagged {nhwc}).";
   return d;
 }
 

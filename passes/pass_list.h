@@ -18,5 +18,6 @@ std::unique_ptr<Pass> create_recognize_patterns_pass();
 std::unique_ptr<Pass> create_plan_memory_pass();
 std::unique_ptr<Pass> create_fuse_pass();
 std::unique_ptr<Pass> create_merge_sibling_matmuls_pass();
+std::unique_ptr<Pass> create_layout_pass();
 
 }  // namespace kiln

@@ -14,8 +14,9 @@ namespace kiln {
 
 std::vector<std::string> default_pipeline(const PassOptions& opts) {
   std::vector<std::string> p = {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm",
-                                "recognize-patterns", "fold-constants",
-                                "dce"};
+                                "recognize-patterns", "fold-constants"};
+  if (opts.target != "cpu") p.push_back("layout");  // channels-last conv regions for tensor cores
+  p.push_back("dce");
   if (opts.precision != "fp32") p.insert(p.end(), {"precision", "fold-constants", "simplify", "cse", "dce"});
   p.insert(p.end(), {"merge-sibling-matmuls", "fuse", "plan-memory"});
   return p;

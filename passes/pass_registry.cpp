@@ -20,6 +20,7 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"plan-memory", create_plan_memory_pass},
       {"fuse", create_fuse_pass},
       {"merge-sibling-matmuls", create_merge_sibling_matmuls_pass},
+      {"layout", create_layout_pass},
   };
   return f;
 }
