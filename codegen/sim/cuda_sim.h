@@ -58,6 +58,10 @@
 #define gridDim (::kiln::sim::detail::cur().grid_dim)
 #define warpSize 32
 #define __syncthreads() ::kiln::sim::detail::block_barrier(__FILE__, __LINE__)
+#define __syncthreads_count(p) ::kiln::sim::detail::block_barrier(__FILE__, __LINE__, (p))
+#define __syncthreads_and(p) \
+  (::kiln::sim::detail::block_barrier(__FILE__, __LINE__, !(p)) == 0 ? 1 : 0)
+#define __syncthreads_or(p) (::kiln::sim::detail::block_barrier(__FILE__, __LINE__, (p)) != 0 ? 1 : 0)
 
 namespace kiln::sim::detail {
 
@@ -70,15 +74,16 @@ Ptr<T> dynamic_shared_as(const char* name) {
 
 template <typename T>
 uint64_t to_slot(const T& v) {
-  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp collective on a type wider than 8 bytes");
+  // __half2 and friends are plain bits with user-written copy operations.
+  static_assert(sizeof(T) <= 8 && std::is_standard_layout_v<T>, "warp collective on a type wider than 8 bytes");
   uint64_t s = 0;
-  std::memcpy(&s, &v, sizeof(T));
+  std::memcpy(&s, static_cast<const void*>(&v), sizeof(T));
   return s;
 }
 template <typename T>
 T from_slot(uint64_t s) {
   T v;
-  std::memcpy(&v, &s, sizeof(T));
+  std::memcpy(static_cast<void*>(&v), &s, sizeof(T));
   return v;
 }
 
@@ -270,3 +275,12 @@ inline float min(float a, float b) { return fminf(a, b); }
 inline float max(float a, float b) { return fmaxf(a, b); }
 inline double min(double a, double b) { return fmin(a, b); }
 inline double max(double a, double b) { return fmax(a, b); }
+// The mixed forms CUDA declares (crt/math_functions.hpp): the wider/unsigned type wins.
+inline unsigned min(int a, unsigned b) { return min(static_cast<unsigned>(a), b); }
+inline unsigned min(unsigned a, int b) { return min(a, static_cast<unsigned>(b)); }
+inline unsigned max(int a, unsigned b) { return max(static_cast<unsigned>(a), b); }
+inline unsigned max(unsigned a, int b) { return max(a, static_cast<unsigned>(b)); }
+inline double min(float a, double b) { return fmin(a, b); }
+inline double min(double a, float b) { return fmin(a, b); }
+inline double max(float a, double b) { return fmax(a, b); }
+inline double max(double a, float b) { return fmax(a, b); }

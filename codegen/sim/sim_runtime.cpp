@@ -140,6 +140,8 @@ struct Block {
   int live = 0;
   int exited = 0;
   int at_barrier = 0;
+  int barrier_count = 0;   // nonzero predicates of the barrier being gathered
+  int barrier_result = 0;  // ... of the barrier released last
   const char* barrier_file = nullptr;
   int barrier_line = 0;
   std::vector<unsigned char> dyn_shared;
@@ -292,7 +294,7 @@ int worker_count(const LaunchConfig& cfg, int64_t blocks) {
                            arg, offset, from, to));
 }
 
-void block_barrier(const char* file, int line) {
+int block_barrier(const char* file, int line, int pred) {
   Thread& t = me();
   Block& b = *t.block;
   if (b.exited > 0)
@@ -305,17 +307,22 @@ void block_barrier(const char* file, int line) {
     kernel_error(fmt::format("divergent __syncthreads: this thread is at {}:{} while {} other(s) wait at {}:{}", file,
                              line, b.at_barrier, b.barrier_file, b.barrier_line));
   }
+  b.barrier_count += pred != 0;
   if (++b.at_barrier == b.live) {
-    b.at_barrier = 0;
+    // The released threads read barrier_result before any of them can
+    // complete another barrier, so one snapshot suffices.
+    b.barrier_result = b.barrier_count;
+    b.at_barrier = b.barrier_count = 0;
     for (Thread& o : b.threads)
       if (o.wait == Wait::block) {
         o.wait = Wait::none;
         b.ready.push_back(o.tid);
       }
-    return;
+    return b.barrier_result;
   }
   t.wait = Wait::block;
   suspend(t);
+  return b.barrier_result;
 }
 
 WarpSlots warp_collective(unsigned mask, uint64_t value, const char* what) {

@@ -51,8 +51,9 @@ inline const ThreadIndex& cur() { return *tls_thread; }
 // Throws SimError naming the kernel, block and thread that is running.
 [[noreturn]] void kernel_error(const std::string& what);
 
-// Block barrier (__syncthreads); `file:line` names the call site.
-void block_barrier(const char* file, int line);
+// Block barrier (__syncthreads); `file:line` names the call site. Returns
+// how many threads passed a nonzero `pred` (__syncthreads_count/_and/_or).
+int block_barrier(const char* file, int line, int pred = 0);
 // A warp collective: the calling lane publishes `value` and waits until every
 // lane of `mask` (that exists in the block) published its value for the same
 // collective; returns the 32 slots and the set of lanes that took part. The

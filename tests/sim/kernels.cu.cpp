@@ -144,3 +144,41 @@ __global__ void scale4(KILN_PTR(float) data, float s, int n4) {
   float4 a = v[i];
   v[i] = make_float4(a.x * s, a.y * s, a.z * s, a.w * s);
 }
+
+// Lane 0 of each warp waits at the block barrier while lanes 1..31 wait in a
+// full-mask shuffle for it: neither can complete.
+__global__ void deadlock(KILN_PTR(int) out) {
+  int v = threadIdx.x;
+  if (threadIdx.x % 32 == 0) __syncthreads();
+  else v = __shfl_xor_sync(0xffffffffu, v, 1);
+  out[threadIdx.x] = v;
+}
+
+// f16 row sums: half loads, float accumulation, a reduction that shuffles
+// __half2 and __nv_bfloat16 values directly, __syncthreads_count/and/or.
+// 48 threads: the second warp has 16 lanes, so the full mask names 16.
+__global__ void half_ops(KILN_PTR(const __half) x, KILN_PTR(__half) hsum, KILN_PTR(__nv_bfloat16) bmax,
+                         KILN_PTR(int) counts) {
+  __shared__ __half stage[48];
+  int t = threadIdx.x;
+  __half h = x[t];
+  stage[t] = __hadd(h, __float2half(1.0f));
+  int c = __syncthreads_count(__half2float(h) > 0.0f);
+  int all = __syncthreads_and(__half2float(h) > -100.0f);
+  int any = __syncthreads_or(__half2float(h) > 100.0f);
+  __half2 pair = __halves2half2(stage[t], stage[(t + 1) % 48]);
+  int width = t < 32 ? 32 : 16;
+  for (int off = width / 2; off > 0; off /= 2) pair = __hadd2(pair, __shfl_xor_sync(0xffffffffu, pair, off, width));
+  __nv_bfloat16 b = __float2bfloat16(__half2float(h));
+  for (int off = width / 2; off > 0; off /= 2) b = __hmax(b, __shfl_down_sync(0xffffffffu, b, off, width));
+  if (t % 32 == 0) {
+    hsum[t / 32] = __low2half(pair);
+    bmax[t / 32] = b;
+  }
+  if (t == 0) {
+    counts[0] = c;
+    counts[1] = all;
+    counts[2] = any;
+    counts[3] = min(t - 1, 5u) == 5u;  // CUDA's mixed min: -1 becomes unsigned
+  }
+}

@@ -1,5 +1,8 @@
 // The test kernels of kernels.cu.cpp, as the host side sees them.
 #pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "codegen/sim/sim_runtime.h"
 
 namespace ks = kiln::sim;
@@ -17,3 +20,5 @@ void split_barriers(ks::Ptr<int> out);
 void divergent_shuffle(ks::Ptr<int> out);
 void transpose_tile(ks::Ptr<const float> in, ks::Ptr<float> out, int n);
 void scale4(ks::Ptr<float> data, float s, int n4);
+void deadlock(ks::Ptr<int> out);
+void half_ops(ks::Ptr<const __half> x, ks::Ptr<__half> hsum, ks::Ptr<__nv_bfloat16> bmax, ks::Ptr<int> counts);

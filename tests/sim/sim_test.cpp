@@ -172,6 +172,35 @@ TEST(Sim, DivergentBarrierIsReported) {
                    "divergent __shfl_down_sync");
 }
 
+TEST(Sim, DeadlockIsReported) {
+  std::vector<int> out(64);
+  expect_sim_error([&] { KILN_SIM_LAUNCH(deadlock, dim3(1), dim3(64), 0, arg(out.data(), 64, "out")); },
+                   "kernel deadlock: deadlock in block (0,0,0); thread (0,0,0) at __syncthreads");
+}
+
+TEST(Sim, HalfBfloat16AndPartialWarps) {
+  std::vector<__half> x(48);
+  float sum[2] = {0, 0}, mx[2] = {-1e9f, -1e9f};
+  int positive = 0;
+  for (int t = 0; t < 48; ++t) {
+    float v = static_cast<float>(t % 7 - 3) * 0.5f;
+    x[t] = __float2half(v);
+    sum[t / 32] += v + 1.0f;
+    mx[t / 32] = std::max(mx[t / 32], v);
+    positive += v > 0;
+  }
+  std::vector<__half> hsum(2);
+  std::vector<__nv_bfloat16> bmax(2);
+  std::vector<int> counts(4, -1);
+  KILN_SIM_LAUNCH(half_ops, dim3(1), dim3(48), 0, arg<const __half>(x.data(), 48, "x"), arg(hsum.data(), 2, "hsum"),
+                  arg(bmax.data(), 2, "bmax"), arg(counts.data(), 4, "counts"));
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_EQ(__half2float(hsum[w]), sum[w]) << w;
+    EXPECT_EQ(__bfloat162float(bmax[w]), mx[w]) << w;
+  }
+  EXPECT_EQ(counts, (std::vector<int>{positive, 1, 0, 1}));
+}
+
 TEST(Sim, DynamicSharedMemoryAnd2DBlocks) {
   const int n = 64;
   std::vector<float> in(n * n), out(n * n, 0.f);
