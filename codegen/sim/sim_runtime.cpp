@@ -63,7 +63,10 @@ class StackPool {
     stacks.clear();
   }
   size_t bytes() const { return bytes_; }
-  static size_t page() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+  static size_t page() {
+    static const size_t p = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    return p;
+  }
 
  private:
   size_t bytes_;
@@ -201,14 +204,19 @@ void run_block(Grid& g, int64_t linear, std::vector<void*>& stacks, Block& b) {
   const uint3 bidx{static_cast<unsigned>(linear % cfg.grid.x),
                    static_cast<unsigned>(linear / cfg.grid.x % cfg.grid.y),
                    static_cast<unsigned>(linear / (static_cast<int64_t>(cfg.grid.x) * cfg.grid.y))};
-  b = Block{};
+  // The vectors are reused from the previous block of this OS thread.
   b.grid = &g;
-  b.threads = std::vector<Thread>(static_cast<size_t>(n));
-  b.warps = std::vector<Warp>(static_cast<size_t>((n + 31) / 32));
+  b.threads.resize(static_cast<size_t>(n));
+  b.warps.assign(static_cast<size_t>((n + 31) / 32), Warp{});
+  b.ready.clear();
   b.live = n;
+  b.exited = b.at_barrier = b.barrier_count = b.barrier_result = 0;
+  b.stop = false;
   if (cfg.shared_bytes) b.dyn_shared.assign(cfg.shared_bytes, 0xff);  // NaN / -1: uninitialized reads show
   for (int i = 0; i < n; ++i) {
     Thread& t = b.threads[static_cast<size_t>(i)];
+    t.wait = Wait::none;
+    t.done = false;
     t.tid = i;
     t.block = &b;
     t.thread_idx = uint3{static_cast<unsigned>(i) % bx, static_cast<unsigned>(i) / bx % by,
