@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -242,6 +243,38 @@ TEST(KernelCache, TruncatedOrCorruptEntryIgnoredAndRewritten) {
   c4.compile({{"f", src}});
   EXPECT_EQ(c4.nvrtc_compilations(), 0);
   EXPECT_EQ(c4.cache_hits(), 1);
+}
+
+TEST(KernelCache, ConcurrentStoresNeverTearEntries) {
+  TempDir tmp;
+  KernelCache cache(tmp.path);
+  std::string src = simple_kernel("f");
+  auto k = KernelCompiler("sm_90").compile({{"f", src}})[0];
+  auto key = KernelCache::make_key(src, KernelCompiler("sm_90").options(), "sm_90", nvrtc_version());
+  std::atomic<int> torn{0}, hits{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 8; ++t)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        if (t % 2 == 0) {
+          EXPECT_TRUE(cache.store(key, k));
+        } else if (auto e = cache.lookup(key)) {
+          ++hits;
+          if (e->cubin != k.cubin || e->ptx != k.ptx) ++torn;
+        }
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(torn, 0);
+  int files = 0;
+  for (auto& e : fs::directory_iterator(cache.dir())) {
+    EXPECT_EQ(e.path().extension(), ".kernel") << e.path();
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+  KernelCompiler c("sm_90", &cache);
+  c.compile({{"f", src}});
+  EXPECT_EQ(c.nvrtc_compilations(), 0);
 }
 
 TEST(KernelCache, DirectoryFromEnvironment) {
