@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "ir/error.h"
+#include "ir/dot_printer.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "ops/registry.h"
@@ -57,6 +58,7 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, cons
     records.push_back(std::move(rec));
     if (name == po.stop_after) break;
   }
+  if (!po.dump_dir.empty()) std::ofstream(std::filesystem::path(po.dump_dir) / "final.dot") << print_dot(g);
   return records;
 }
 

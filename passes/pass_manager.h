@@ -17,7 +17,7 @@ struct PipelineOptions {
   bool print_after_all = false;
   bool print_after_change = false;
   std::string stop_after;  // pass name; empty = run all
-  std::string dump_dir;    // NNN.after.<pass>.kir per pass, final .dot
+  std::string dump_dir;    // 000.input.kir, NNN.after.<pass>.kir per pass, final.dot
   std::ostream* print_to = nullptr;  // where --print-ir-* goes (stderr if null)
 };
 
