@@ -92,6 +92,8 @@ T from_slot(uint64_t s) {
 enum class Shfl { idx, up, down, bfly };
 template <typename T>
 T shuffle(Shfl mode, unsigned mask, const T& var, int b, int width, const char* what) {
+  if (width < 1 || width > 32 || (width & (width - 1)) != 0)
+    kernel_error(fmt::format("{} with width {}: not a power of two in [1, 32]", what, width));
   WarpSlots w = warp_collective(mask, to_slot(var), what);
   const int lane = static_cast<int>(cur().lane);
   const int segmask = (32 - width) & 31;  // lanes of other segments: high bits
