@@ -16,11 +16,11 @@ namespace kiln::codegen {
 namespace {
 
 // Outside the simulator: what docs/simulator.md's NVRTC column says.
+// (cuda_fp16.h / cuda_bf16.h, included only by kernels that use them, come
+// before this: they are most of NVRTC's time for a small kernel.)
 constexpr std::string_view kKernelPrelude = R"(#ifndef KILN_KERNEL_PRELUDE_
 #define KILN_KERNEL_PRELUDE_
 #ifndef KILN_SIM
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
 #define KILN_PTR(T) T* __restrict__
 #define KILN_PTR_CAST(U, p) reinterpret_cast<U*>(p)
 #define KILN_DYNAMIC_SHARED(T, name) \
@@ -161,7 +161,23 @@ PointwiseKernel emit_pointwise(const Expr& e, const std::vector<TensorType>& ope
   body += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
   body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";
 
-  const std::string prelude = std::string(kKernelPrelude) + std::string(expr_prelude());
+  bool f16 = out.dtype == DType::F16, bf16 = out.dtype == DType::BF16;
+  for (const TensorType& t : operands) {
+    f16 = f16 || t.dtype == DType::F16;
+    bf16 = bf16 || t.dtype == DType::BF16;
+  }
+  for (const ExprNode& nd : e.nodes) {
+    f16 = f16 || nd.dtype == DType::F16;
+    bf16 = bf16 || nd.dtype == DType::BF16;
+  }
+  std::string prelude;
+  if (f16 || bf16) {
+    prelude += "#ifndef KILN_SIM\n";
+    if (f16) prelude += "#include <cuda_fp16.h>\n";
+    if (bf16) prelude += "#include <cuda_bf16.h>\n";
+    prelude += "#endif\n";
+  }
+  prelude += std::string(kKernelPrelude) + std::string(expr_prelude());
   k.name = fmt::format("kiln_pw_{}_{:016x}", sanitize(label), XXH64(body.data(), body.size(), 0));
   std::string named;
   for (size_t pos = 0;;) {

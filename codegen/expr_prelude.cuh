@@ -89,10 +89,6 @@ KILN_FN float kiln_d2f_odd(double v) {
   if (::fabs((double)f) > ::fabs(v)) u -= 1u;
   return __uint_as_float(u | 1u);
 }
-KILN_FN float kiln_round_f16(float x) { return __half2float(__float2half_rn(x)); }
-KILN_FN float kiln_round_f16(double x) { return kiln_round_f16(kiln_d2f_odd(x)); }
-KILN_FN float kiln_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
-KILN_FN float kiln_round_bf16(double x) { return kiln_round_bf16(kiln_d2f_odd(x)); }
 
 // Floating -> integer: truncate, saturate, NaN -> 0 (cvt.rzi).
 KILN_FN long long kiln_f2ll(double v) {
@@ -159,3 +155,15 @@ KILN_FN long long kiln_umin(long long a, long long b) {
 KILN_FN long long kiln_iabs(long long x) { return x < 0 ? kiln_ineg(x) : x; }
 
 #endif  // KILN_EXPR_PRELUDE_
+
+// Rounding to f16 / bf16 (kernels that use them include the CUDA header first).
+#if defined(__CUDA_FP16_H__) && !defined(KILN_EXPR_PRELUDE_FP16_)
+#define KILN_EXPR_PRELUDE_FP16_
+KILN_FN float kiln_round_f16(float x) { return __half2float(__float2half_rn(x)); }
+KILN_FN float kiln_round_f16(double x) { return kiln_round_f16(kiln_d2f_odd(x)); }
+#endif
+#if defined(__CUDA_BF16_H__) && !defined(KILN_EXPR_PRELUDE_BF16_)
+#define KILN_EXPR_PRELUDE_BF16_
+KILN_FN float kiln_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+KILN_FN float kiln_round_bf16(double x) { return kiln_round_bf16(kiln_d2f_odd(x)); }
+#endif
