@@ -101,10 +101,14 @@ Tensor make_data(const TensorType& t, uint64_t seed) {
                                   2147483647, -2147483648LL, INT64_MAX, INT64_MIN, 4294967296LL};
   const int64_t n = x.numel();
   for (int64_t i = 0; i < n; ++i) {
-    const bool edge = rng() % 4 == 0;
-    double fv = edge ? fedge[rng() % std::size(fedge)] : normal(rng);
+    // Every edge value once at the start (so each meets every value of the
+    // other operands through broadcasting), then a quarter of the rest.
+    const bool first = i < static_cast<int64_t>(std::size(fedge));
+    const bool edge = first || rng() % 4 == 0;
+    double fv = first ? fedge[(i + seed) % std::size(fedge)] : edge ? fedge[rng() % std::size(fedge)] : normal(rng);
     if (!edge && rng() % 3 == 0) fv = std::round(fv);  // integral values: ties, exact results
-    int64_t iv = edge ? iedge[rng() % std::size(iedge)] : static_cast<int64_t>(rng() % 201) - 100;
+    int64_t iv = i < static_cast<int64_t>(std::size(iedge)) ? iedge[(i + seed) % std::size(iedge)]
+                 : edge ? iedge[rng() % std::size(iedge)] : static_cast<int64_t>(rng() % 201) - 100;
     switch (t.dtype) {
       case DType::F32: x.data<float>()[i] = static_cast<float>(fv); break;
       case DType::F64: x.data<double>()[i] = fv; break;
