@@ -107,7 +107,7 @@ PointwiseKernel emit_pointwise(const Expr& e, const std::vector<TensorType>& ope
   body += fmt::format("// {}: {} <- ", sanitize(label), out.str());
   for (size_t i = 0; i < operands.size(); ++i) body += (i ? ", " : "") + operands[i].str();
   body += fmt::format("\n// {}\n", e.str());
-  body += fmt::format("extern \"C\" __global__ void __launch_bounds__(256) @NAME@({}) {{\n", params);
+  body += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", params);
   body += fmt::format("  const long long n = {}LL;\n", k.numel);
   body += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n";
   body += "       i += (long long)gridDim.x * blockDim.x) {\n";

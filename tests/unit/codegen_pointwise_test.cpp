@@ -6,10 +6,13 @@
 // reference's output (bit for bit; any NaN matches any NaN).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
@@ -137,7 +140,7 @@ bool is_nan_bits(DType t, const uint8_t* p) {
   }
 }
 
-const std::vector<DType> kDTypes = {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64, DType::Bool};
+const std::vector<DType> kDTypes = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32, DType::I64, DType::Bool};
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
@@ -227,7 +230,10 @@ TEST(CodegenPointwise, EveryPointwiseOpCompilesAndMatchesReferenceOnSim) {
         max_regs = ks[i].registers;
         max_regs_kernel = describe(cases[i]) + " " + arch;
       }
-      spills += ks[i].spill_bytes > 0;
+      if (ks[i].spill_bytes > 0) {
+        ++spills;
+        fmt::print("  spills: {} on {}: {} bytes\n", describe(cases[i]), arch, ks[i].spill_bytes);
+      }
     }
   }
   auto t2 = clock::now();
@@ -314,6 +320,79 @@ TEST(CodegenPointwise, EmitsBroadcastIndexing) {
   EXPECT_THROW(codegen::emit_pointwise_op(add, {}, {TensorType(DType::F32, {4, 5}), TensorType(DType::F32, {3})},
                                           TensorType(DType::F32, {4, 5})),
                Error);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+struct TempCache {
+  std::filesystem::path path;
+  TempCache() {
+    std::string t = (std::filesystem::temp_directory_path() / "kiln_simmod_XXXXXX").string();
+    path = mkdtemp(t.data());
+  }
+  ~TempCache() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+codegen::PointwiseKernel relu_kernel(int64_t n) {
+  return codegen::emit_pointwise_op(op_registry().get("relu"), {}, {TensorType(DType::F32, {n})},
+                                    TensorType(DType::F32, {n}));
+}
+
+// The module cache: a second compiler finds the module; a key that differs
+// (here: a corrupted key file) is a miss that rebuilds; out-of-bounds
+// accesses come back through the module's entry as SimError.
+TEST(SimModule, CachesModulesAndReportsOutOfBounds) {
+  TempCache dir;
+  codegen::PointwiseKernel k = relu_kernel(1000);
+  {
+    codegen::SimCompiler a(dir.path);
+    a.compile({{k.name, k.source}});
+    EXPECT_EQ(a.compilations(), 1);
+  }
+  codegen::SimCompiler b(dir.path);
+  auto entries = b.compile({{k.name, k.source}});
+  EXPECT_EQ(b.compilations(), 0);
+  EXPECT_EQ(b.cache_hits(), 1);
+  std::vector<float> x(1000), y(1000);
+  for (int i = 0; i < 1000; ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  sim::LaunchConfig cfg;
+  cfg.kernel = k.name;
+  cfg.grid = dim3(k.grid);
+  cfg.block = dim3(k.block);
+  codegen::sim_launch(entries.at(k.name), cfg, {y.data(), x.data()}, {1000, 1000});
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(y[i], std::max(x[i], 0.0f)) << i;
+  // An operand buffer shorter than the kernel reads: caught, named.
+  try {
+    codegen::sim_launch(entries.at(k.name), cfg, {y.data(), x.data()}, {1000, 999});
+    ADD_FAILURE() << "no error";
+  } catch (const sim::SimError& e) {
+    EXPECT_NE(std::string(e.what()).find("argument in0: index 999 out of bounds [0, 999)"), std::string::npos)
+        << e.what();
+  }
+  // A key file that does not match is a miss.
+  for (auto& f : std::filesystem::directory_iterator(b.dir()))
+    if (f.path().extension() == ".key") std::ofstream(f.path(), std::ios::app) << "x";
+  codegen::SimCompiler c(dir.path);
+  c.compile({{k.name, k.source}});
+  EXPECT_EQ(c.compilations(), 1);
+}
+
+TEST(SimModule, CompilerErrorCarriesTheLog) {
+  TempCache dir;
+  codegen::SimCompiler s(dir.path);
+  try {
+    s.compile({{"broken", "extern \"C\" __global__ void broken() { undeclared_thing(); }\n"}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("undeclared_thing"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
