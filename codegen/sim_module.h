@@ -58,8 +58,9 @@ class SimCompiler {
 
   // Compiles `kernels` into up to `modules` shared objects (0: the core
   // count), in parallel, from the cache where possible. Returns each
-  // kernel's entry by name. Throws kiln::Error with the compiler's output
-  // when a module fails to compile.
+  // kernel's entry by name, valid while this compiler lives (it keeps the
+  // modules loaded). Throws kiln::Error with the compiler's output when a
+  // module fails to compile.
   std::map<std::string, SimEntry> compile(const std::vector<KernelSource>& kernels, int modules = 0);
 
   // The compiler command (without the input and output files); part of the key.
