@@ -67,20 +67,48 @@ Layout collapse(const Shape& out, const std::vector<std::vector<int64_t>>& strid
 PointwiseKernel emit_pointwise(const Expr& e, const std::vector<TensorType>& operands, const TensorType& out,
                                const std::string& label) {
   KILN_CHECK(!e.nodes.empty(), "codegen: {}: empty expression", label);
-  if (e.result_dtype() != out.dtype)
-    fail("codegen: {}: expression gives {} but the output is {}", label, dtype_name(e.result_dtype()),
-         dtype_name(out.dtype));
-  for (const ExprNode& nd : e.nodes) {
-    if (nd.op != ExprOp::Input) continue;
-    if (nd.input < 0 || nd.input >= static_cast<int>(operands.size()))
-      fail("codegen: {}: expression reads operand {} of {}", label, nd.input, operands.size());
-    if (operands[nd.input].dtype != nd.dtype)
-      fail("codegen: {}: operand {} is {} but the expression reads {}", label, nd.input,
-           dtype_name(operands[nd.input].dtype), dtype_name(nd.dtype));
+  std::vector<int> args;
+  for (size_t i = 0; i < operands.size(); ++i) args.push_back(static_cast<int>(i));
+  PointwiseStep step{e, args};
+  return emit_pointwise_multi({step}, operands, {{static_cast<int>(operands.size()), out}}, label);
+}
+
+PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::vector<TensorType>& operands,
+                                     const std::vector<std::pair<int, TensorType>>& results,
+                                     const std::string& label) {
+  KILN_CHECK(!results.empty(), "codegen: {}: no results", label);
+  const int nops = static_cast<int>(operands.size());
+  // The dtype of every value: operands, then each step's result.
+  std::vector<DType> vdt;
+  for (const TensorType& t : operands) vdt.push_back(t.dtype);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const PointwiseStep& st = steps[s];
+    KILN_CHECK(!st.expr.nodes.empty(), "codegen: {}: empty expression", label);
+    for (int a : st.args)
+      if (a < 0 || a >= static_cast<int>(vdt.size()))
+        fail("codegen: {}: step {} reads value {} of {}", label, s, a, vdt.size());
+    for (const ExprNode& nd : st.expr.nodes) {
+      if (nd.op != ExprOp::Input) continue;
+      if (nd.input < 0 || nd.input >= static_cast<int>(st.args.size()))
+        fail("codegen: {}: expression reads operand {} of {}", label, nd.input, st.args.size());
+      if (vdt[st.args[nd.input]] != nd.dtype)
+        fail("codegen: {}: operand {} is {} but the expression reads {}", label, nd.input,
+             dtype_name(vdt[st.args[nd.input]]), dtype_name(nd.dtype));
+    }
+    vdt.push_back(st.expr.result_dtype());
   }
+  const TensorType& out = results[0].second;
+  for (const auto& [v, t] : results) {
+    if (v < 0 || v >= static_cast<int>(vdt.size())) fail("codegen: {}: result reads value {}", label, v);
+    if (vdt[v] != t.dtype)
+      fail("codegen: {}: expression gives {} but the output is {}", label, dtype_name(vdt[v]), dtype_name(t.dtype));
+    if (t.shape != out.shape) fail("codegen: {}: results of different shapes {} and {}", label, t.str(), out.str());
+  }
+  const int nres = static_cast<int>(results.size());
   PointwiseKernel k;
+  k.outputs = nres;
   k.numel = out.numel();
-  k.counts.push_back(k.numel);
+  for (int r = 0; r < nres; ++r) k.counts.push_back(k.numel);
   std::vector<std::vector<int64_t>> strides;
   for (const TensorType& t : operands) {
     if (broadcast_shapes(t.shape, out.shape) != out.shape)
@@ -100,13 +128,17 @@ PointwiseKernel emit_pointwise(const Expr& e, const std::vector<TensorType>& ope
   }
 
   // The body, with @NAME@ standing for the kernel name until it is hashed.
-  std::string params = fmt::format("KILN_PTR({}) out", cuda_storage_type(out.dtype));
+  auto out_name = [&](int r) { return nres == 1 ? std::string("out") : fmt::format("out{}", r); };
+  std::string params;
+  for (int r = 0; r < nres; ++r)
+    params += fmt::format("{}KILN_PTR({}) {}", r ? ", " : "", cuda_storage_type(results[r].second.dtype), out_name(r));
   for (size_t i = 0; i < operands.size(); ++i)
     params += fmt::format(", KILN_PTR(const {}) in{}", cuda_storage_type(operands[i].dtype), i);
   std::string body;
-  body += fmt::format("// {}: {} <- ", sanitize(label), out.str());
+  body += fmt::format("// {}: {}{} <- ", sanitize(label), out.str(), nres > 1 ? fmt::format(" x{}", nres) : "");
   for (size_t i = 0; i < operands.size(); ++i) body += (i ? ", " : "") + operands[i].str();
-  body += fmt::format("\n// {}\n", e.str());
+  body += "\n";
+  for (const PointwiseStep& st : steps) body += fmt::format("// {}\n", st.expr.str());
   body += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", params);
   body += fmt::format("  const long long n = {}LL;\n", k.numel);
   body += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n";
@@ -144,32 +176,50 @@ PointwiseKernel emit_pointwise(const Expr& e, const std::vector<TensorType>& ope
     body += fmt::format("    const {} a{} = in{}[{}];\n", cuda_storage_type(operands[i].dtype), i, i, off);
     loads.push_back(cuda_load(operands[i].dtype, fmt::format("a{}", i)));
   }
-  std::string result = emit_expr(e, loads, "v", "    ", body);
-  body += fmt::format("    out[i] = {};\n", cuda_store(out.dtype, result));
+  // Each value as a storage-typed variable: a step's result is rounded to its
+  // dtype before later steps read it, as the reference stores it.
+  std::vector<std::string> stored;
+  for (int i = 0; i < nops; ++i) stored.push_back(fmt::format("a{}", i));
+  for (size_t s = 0; s < steps.size(); ++s) {
+    std::vector<std::string> in;
+    for (int a : steps[s].args) in.push_back(a < nops ? loads[a] : cuda_load(vdt[a], stored[a]));
+    const std::string prefix = steps.size() == 1 ? std::string("v") : fmt::format("v{}_", s);
+    std::string result = emit_expr(steps[s].expr, in, prefix, "    ", body);
+    const DType dt = steps[s].expr.result_dtype();
+    if (steps.size() == 1) {
+      stored.push_back(cuda_store(dt, result));
+    } else {
+      body += fmt::format("    const {} s{} = {};\n", cuda_storage_type(dt), s, cuda_store(dt, result));
+      stored.push_back(fmt::format("s{}", s));
+    }
+  }
+  for (int r = 0; r < nres; ++r) body += fmt::format("    {}[i] = {};\n", out_name(r), stored[results[r].first]);
   body += "  }\n}\n";
   // Simulator entry.
   body += "#ifdef KILN_SIM\n";
   body += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
           "const long long* counts, std::string* error) {\n  try {\n";
-  body += fmt::format("    ::kiln::sim::launch(*cfg, @NAME@,\n        ::kiln::sim::arg(static_cast<{}*>(buffers[0]), "
-                      "counts[0], \"out\")",
-                      cuda_storage_type(out.dtype));
-  for (size_t i = 0; i < operands.size(); ++i)
+  body += "    ::kiln::sim::launch(*cfg, @NAME@";
+  for (int r = 0; r < nres; ++r)
+    body += fmt::format(",\n        ::kiln::sim::arg(static_cast<{}*>(buffers[{}]), counts[{}], \"{}\")",
+                        cuda_storage_type(results[r].second.dtype), r, r, out_name(r));
+  for (int i = 0; i < nops; ++i)
     body += fmt::format(",\n        ::kiln::sim::arg(static_cast<const {}*>(buffers[{}]), counts[{}], \"in{}\")",
-                        cuda_storage_type(operands[i].dtype), i + 1, i + 1, i);
+                        cuda_storage_type(operands[i].dtype), nres + i, nres + i, i);
   body += ");\n    return 0;\n";
   body += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
   body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";
 
-  bool f16 = out.dtype == DType::F16, bf16 = out.dtype == DType::BF16;
-  for (const TensorType& t : operands) {
-    f16 = f16 || t.dtype == DType::F16;
-    bf16 = bf16 || t.dtype == DType::BF16;
+  bool f16 = false, bf16 = false;
+  for (DType t : vdt) {
+    f16 = f16 || t == DType::F16;
+    bf16 = bf16 || t == DType::BF16;
   }
-  for (const ExprNode& nd : e.nodes) {
-    f16 = f16 || nd.dtype == DType::F16;
-    bf16 = bf16 || nd.dtype == DType::BF16;
-  }
+  for (const PointwiseStep& st : steps)
+    for (const ExprNode& nd : st.expr.nodes) {
+      f16 = f16 || nd.dtype == DType::F16;
+      bf16 = bf16 || nd.dtype == DType::BF16;
+    }
   std::string prelude;
   if (f16 || bf16) {
     prelude += "#ifndef KILN_SIM\n";

@@ -18,11 +18,13 @@
 // the message in *error) -- see SimEntry in codegen/sim_module.h.
 //
 // A fused body of several pointwise nodes is the same kernel with one
-// emit_expr() call per node in topological order, each node's inputs being
-// loads or earlier nodes' result variables; only single ops are emitted now.
+// emit_expr() call per node in topological order (emit_pointwise_multi), each
+// node's inputs being loads or earlier nodes' results (rounded to the node's
+// dtype, as the reference stores them); see codegen/emit_fused.h.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/attribute.h"
@@ -41,7 +43,16 @@ struct PointwiseKernel {
   // covers the rest). grid is 0 for an empty output: nothing to launch.
   unsigned block = 256;
   unsigned grid = 0;
-  std::vector<int64_t> counts;  // elements of each buffer: out, then each operand
+  int outputs = 1;              // result buffers (emit_pointwise_multi may write several)
+  std::vector<int64_t> counts;  // elements of each buffer: the outputs, then each operand
+};
+
+// One step of a multi-step pointwise kernel: `expr`'s input j reads value
+// args[j], where values are numbered: the kernel's operands first, then each
+// step's result in order.
+struct PointwiseStep {
+  Expr expr;
+  std::vector<int> args;
 };
 
 // Emits the kernel computing `e` (inputs: `operands`, in order) into `out`.
@@ -50,6 +61,13 @@ struct PointwiseKernel {
 // does not broadcast to the output shape.
 PointwiseKernel emit_pointwise(const Expr& e, const std::vector<TensorType>& operands, const TensorType& out,
                                const std::string& label);
+
+// Several steps over one iteration space, storing `results` (value index and
+// type; all of one shape, every operand broadcasting to it). Buffers: the
+// results in order (named out0, out1... when more than one), then the operands.
+PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::vector<TensorType>& operands,
+                                     const std::vector<std::pair<int, TensorType>>& results,
+                                     const std::string& label);
 
 // The same for one pointwise op (category Pointwise): builds its Expr from
 // the operand dtypes and attributes.

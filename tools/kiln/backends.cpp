@@ -2,13 +2,25 @@
 
 #include "backends/reference/executor.h"
 #include "ir/error.h"
+#ifdef KILN_HAVE_SIM_BACKEND
+#include "codegen/sim_executor.h"
+#endif
 
 namespace kiln {
 
-std::vector<std::string> backend_names() { return {"ref"}; }
+std::vector<std::string> backend_names() {
+#ifdef KILN_HAVE_SIM_BACKEND
+  return {"ref", "sim"};
+#else
+  return {"ref"};
+#endif
+}
 
 std::vector<Tensor> run_on_backend(const std::string& backend, Graph& g, const std::map<std::string, Tensor>& inputs) {
   if (backend == "ref") return ReferenceExecutor(g).run(inputs);
+#ifdef KILN_HAVE_SIM_BACKEND
+  if (backend == "sim") return codegen::SimExecutor(g).run(inputs);
+#endif
   fail("unknown backend '{}' (available: {})", backend, fmt::join(backend_names(), ", "));
 }
 

@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Compile a model and run it on a backend with random inputs");
   run->add_option("model", model, "Model file (.onnx)")->required()->group("Model");
   run->add_option("--shapes", shapes_flag, "Fix input shapes: name:1x3x224x224,...")->group("Model");
-  run->add_option("--backend", backend, "Backend: ref")->group("Runtime");
+  run->add_option("--backend", backend, "Backend: ref, sim (generated kernels on the CPU simulator)")->group("Runtime");
   run->add_option("--iterations", iterations, "Runs to time")->group("Runtime");
   add_compile_flags(run, copts);
 
@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
   kiln::ConformanceOptions conf_opts;
   auto* conf = app.add_subcommand("conformance", "Run ONNX backend tests (model.onnx + test_data_set_N)");
   conf->add_option("paths", conf_opts.paths, "Test folders or folders of them (default: Debian's libonnx-testdata)");
-  conf->add_option("--backend", conf_opts.backend, "Backend: ref");
+  conf->add_option("--backend", conf_opts.backend, "Backend: ref, sim (generated kernels on the CPU simulator)");
   conf->add_option("--json", conf_opts.json_path, "Write results as JSON");
   conf->add_option("--filter", conf_opts.filter, "Only tests whose name contains this");
   conf->add_option("-j,--jobs", conf_opts.jobs, "Tests run at once (default: CPUs)");

@@ -1,0 +1,176 @@
+#include "codegen/sim_executor.h"
+
+#include <mutex>
+#include <unordered_map>
+
+#include "codegen/emit_fused.h"
+#include "codegen/emit_pointwise.h"
+#include "codegen/sim_module.h"
+#include "ir/error.h"
+#include "ir/op_registry.h"
+#include "ops/registry.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+NodeKernel from_pointwise(const PointwiseKernel& k, std::vector<Tensor> extra = {}) {
+  NodeKernel nk;
+  nk.name = k.name;
+  nk.source = k.source;
+  nk.grid = k.grid;
+  nk.block = k.block;
+  nk.extra = std::move(extra);
+  return nk;
+}
+
+bool handles_pointwise(const Node& n) {
+  if (n.body() || n.num_outputs() != 1) return false;
+  const OpDef* def = op_registry().find(n.op());
+  if (!def || def->category != OpCategory::Pointwise || !def->expr) return false;
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return true;
+}
+
+NodeKernel emit_pointwise_node(const Node& n) {
+  std::vector<TensorType> operands;
+  for (Value* v : n.inputs()) operands.push_back(v->type());
+  return from_pointwise(emit_pointwise_op(op_registry().get(n.op()), n.attrs(), operands, n.output(0)->type()));
+}
+
+NodeKernel emit_fused_node(const Node& n) {
+  FusedPointwiseKernel fk = emit_fused_pointwise(n, op_registry());
+  return from_pointwise(fk.kernel, std::move(fk.constants));
+}
+
+// The dispatch table: add a row per emitter (first match wins).
+const KernelEmitter kEmitters[] = {
+    {"pointwise", handles_pointwise, emit_pointwise_node},
+    {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node},
+};
+
+bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
+
+// One compiler for the process: it keeps the loaded modules (entries stay
+// valid) and so compiles a kernel once per process.
+SimCompiler& compiler(const std::filesystem::path& dir) {
+  static std::mutex mu;
+  static std::map<std::filesystem::path, std::unique_ptr<SimCompiler>> compilers;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& c = compilers[dir];
+  if (!c) c = std::make_unique<SimCompiler>(dir);
+  return *c;
+}
+
+}  // namespace
+
+const KernelEmitter* emitter_for(const Node& n) {
+  for (const KernelEmitter& e : kEmitters)
+    if (e.handles(n)) return &e;
+  return nullptr;
+}
+
+struct SimExecutor::Impl {
+  const Graph& g;
+  std::unordered_map<const Node*, NodeKernel> kernels;
+  std::map<std::string, SimEntry> entries;
+};
+
+SimExecutor::SimExecutor(const Graph& g, std::filesystem::path cache_dir) : impl_(new Impl{g, {}, {}}) {
+  // Every node first, so an unsupported graph fails before any compilation.
+  for (const auto& np : g.nodes()) {
+    const Node& n = *np;
+    if (is_view(n)) continue;
+    if (!emitter_for(n)) {
+      std::string what = n.op();
+      if (n.op() == "fused") what += " (kind " + n.attrs().get_string("kind", "?") + ")";
+      unsupported("sim backend: no kernel emitter for op {} yet ({})", what, n.describe());
+    }
+  }
+  std::vector<KernelSource> sources;
+  std::map<std::string, bool> seen;
+  for (const auto& np : g.nodes()) {
+    const Node& n = *np;
+    if (is_view(n)) continue;
+    NodeKernel k = emitter_for(n)->emit(n);
+    if (!seen[k.name]) sources.push_back({k.name, k.source});
+    seen[k.name] = true;
+    impl_->kernels.emplace(&n, std::move(k));
+  }
+  if (!sources.empty()) impl_->entries = compiler(cache_dir).compile(sources);
+}
+
+SimExecutor::~SimExecutor() = default;
+
+std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs) const {
+  const Graph& g = impl_->g;
+  std::unordered_map<const Value*, Tensor> env;
+  for (Value* in : g.inputs()) {
+    auto it = inputs.find(in->name());
+    if (it == inputs.end()) fail("no value given for input \"{}\" ({})", in->name(), in->type().str());
+    if (it->second.dtype() != in->dtype() || it->second.shape() != in->shape())
+      fail("input \"{}\" is {} but the graph expects {}", in->name(), it->second.type().str(), in->type().str());
+    env[in] = it->second;
+  }
+  for (auto& [name, t] : inputs) {
+    bool found = false;
+    for (Value* in : g.inputs()) found |= in->name() == name;
+    if (!found) fail("\"{}\" is not an input of the graph", name);
+  }
+  std::unordered_map<const Value*, int> remaining;
+  for (const auto& n : g.nodes())
+    for (Value* v : n->inputs())
+      if (v && !v->is_constant()) ++remaining[v];
+  for (Value* v : g.outputs()) ++remaining[v];
+  auto lookup = [&](const Value* v) -> const Tensor& {
+    if (v->is_constant()) return v->data();
+    auto it = env.find(v);
+    KILN_CHECK(it != env.end(), "value %{} used before it is computed", v->name());
+    return it->second;
+  };
+  for (const auto& np : g.nodes()) {
+    const Node& n = *np;
+    std::vector<Tensor> outs;
+    if (is_view(n)) {
+      outs.push_back(lookup(n.input(0)).reshaped(n.output(0)->shape()));
+    } else {
+      const NodeKernel& k = impl_->kernels.at(&n);
+      std::vector<void*> bufs;
+      std::vector<long long> counts;
+      for (int r = 0; r < n.num_outputs(); ++r) {
+        outs.emplace_back(n.output(r)->type());
+        bufs.push_back(outs.back().raw());
+        counts.push_back(outs.back().numel());
+      }
+      // Inputs are only read: the kernels take them as const pointers.
+      auto add_input = [&](const Tensor& t) {
+        bufs.push_back(const_cast<void*>(t.raw()));
+        counts.push_back(t.numel());
+      };
+      for (Value* v : n.inputs()) add_input(lookup(v));
+      for (const Tensor& t : k.extra) add_input(t);
+      if (k.grid > 0) {
+        kiln::sim::LaunchConfig cfg;
+        cfg.kernel = k.name;
+        cfg.grid = dim3(k.grid);
+        cfg.block = dim3(k.block);
+        cfg.shared_bytes = k.shared_bytes;
+        try {
+          sim_launch(impl_->entries.at(k.name), cfg, bufs, counts);
+        } catch (const kiln::sim::SimError& e) {
+          fail("sim backend: {}: kernel {} failed: {}", n.describe(), k.name, e.what());
+        }
+      }
+    }
+    for (Value* v : n.inputs())
+      if (v && !v->is_constant() && --remaining[v] == 0) env.erase(v);
+    for (int i = 0; i < n.num_outputs(); ++i)
+      if (remaining[n.output(i)] > 0) env[n.output(i)] = std::move(outs[i]);
+  }
+  std::vector<Tensor> results;
+  for (Value* v : g.outputs()) results.push_back(lookup(v));
+  return results;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,61 @@
+// The "sim" backend: runs a graph node by node, every node through a kernel
+// the codegen emitters generate, compiled for the CPU simulator
+// (codegen/sim_module.h). It checks the emitters end to end against the
+// reference backend (kiln conformance --backend sim) without a GPU.
+//
+// Nodes: graph inputs and constants are host tensors; reshape and identity are
+// views (no kernel); every other node needs an emitter in emitter_for()'s table
+// (codegen/sim_executor.cpp) -- a node without one makes the constructor throw
+// kiln::Unsupported("sim backend: no kernel emitter for op X yet"): there is no
+// fallback to the reference. All kernels of the graph are compiled in one
+// SimCompiler::compile call (cached on disk, see codegen/sim_module.h).
+// The executable must link kiln_sim_module with ENABLE_EXPORTS.
+#pragma once
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kiln::codegen {
+
+// One launch of an emitted kernel for a node.
+struct NodeKernel {
+  std::string name;    // kernel (and simulator entry <name>_sim) name
+  std::string source;  // complete translation unit
+  unsigned grid = 0;   // 0: nothing to launch (empty outputs)
+  unsigned block = 0;
+  size_t shared_bytes = 0;
+  // Buffers: the node's results, then its inputs in order, then `extra`
+  // (host tensors the emitter adds, e.g. a fused body's constants).
+  std::vector<Tensor> extra;
+};
+
+// An emitter: a name for messages, whether it handles a node, and the kernel.
+struct KernelEmitter {
+  const char* name;
+  bool (*handles)(const Node&);
+  NodeKernel (*emit)(const Node&);
+};
+
+// The first emitter of the table that handles `n`, or null.
+const KernelEmitter* emitter_for(const Node& n);
+
+class SimExecutor {
+ public:
+  // Emits and compiles every kernel of `g` (which must outlive the executor).
+  // Throws kiln::Unsupported for a node no emitter handles.
+  explicit SimExecutor(const Graph& g, std::filesystem::path cache_dir = {});
+  ~SimExecutor();
+
+  // As ReferenceExecutor::run.
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::codegen
