@@ -216,7 +216,9 @@ int main(int argc, char** argv) {
         outs = kiln::run_on_backend(backend, *r.graph, feed);
         best = std::min(best, ms_since(a));
       }
-      std::cout << fmt::format("backend: {} (CPU reference; no GPU backend yet)\n", backend);
+      std::cout << fmt::format("backend: {} ({})\n", backend,
+                               backend == "sim" ? "generated kernels on the CPU simulator"
+                                                : "CPU reference; no GPU backend yet");
       std::cout << fmt::format("compile: {:.1f} ms, {} nodes -> {} nodes, {} kernels\n", compile_ms, rep.nodes_in,
                                rep.nodes_out, kiln::count_kernels(*r.graph));
       for (size_t i = 0; i < outs.size(); ++i)
