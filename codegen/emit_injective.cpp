@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -62,10 +64,21 @@ std::string linear(const std::vector<std::string>& coords, const std::vector<int
   for (size_t d = 0; d < coords.size(); ++d) {
     if (strides[d] == 0) continue;
     if (!s.empty()) s += " + ";
-    s += strides[d] == 1 ? coords[d] : fmt::format("{} * {}LL", coords[d], strides[d]);
+    s += strides[d] == 1 ? coords[d] : fmt::format("{} * {}@L@", coords[d], strides[d]);
   }
-  if (base != 0 || s.empty()) s += s.empty() ? fmt::format("{}LL", base) : fmt::format(" + {}LL", base);
+  if (base != 0 || s.empty()) s += s.empty() ? fmt::format("{}@L@", base) : fmt::format(" + {}@L@", base);
   return s;
+}
+
+std::string replace_all(const std::string& s, std::string_view from, std::string_view to) {
+  std::string r;
+  for (size_t pos = 0;;) {
+    size_t at = s.find(from, pos);
+    r.append(s, pos, at == std::string::npos ? std::string::npos : at - pos);
+    if (at == std::string::npos) return r;
+    r += to;
+    pos = at + from.size();
+  }
 }
 
 std::vector<std::string> out_coords(int r) {
@@ -112,14 +125,14 @@ void map_concat(MapCtx& c, std::string& b) {
   const int r = c.out.rank();
   const int64_t a = norm_axis(c.attrs.require_int("axis"), r, "concat");
   std::vector<std::string> co = out_coords(r);
-  co[a] = fmt::format("(o{} - {}LL)", a, 0);
+  co[a] = fmt::format("(o{} - {}@L@)", a, 0);
   int64_t start = 0;
   bool first = true;
   for (size_t k = 0; k < c.in.size(); ++k) {
     const int64_t len = c.in[k].shape[a];
     if (len == 0) continue;
-    co[a] = start ? fmt::format("(o{} - {}LL)", a, start) : fmt::format("o{}", a);
-    b += fmt::format("    {}if (o{} < {}LL) {{ src = {}; off = {}; }}\n", first ? "" : "else ", a, start + len, k,
+    co[a] = start ? fmt::format("(o{} - {}@L@)", a, start) : fmt::format("o{}", a);
+    b += fmt::format("    {}if (o{} < {}@L@) {{ src = {}; off = {}; }}\n", first ? "" : "else ", a, start + len, k,
                      linear(co, strides_of(c.in[k].shape)));
     first = false;
     start += len;
@@ -156,21 +169,21 @@ void map_pad(MapCtx& c, std::string& b) {
     const int64_t dim = is[d], p = pads[d];
     const bool padded = pads[d] != 0 || pads[d + r] != 0;
     std::string v = fmt::format("p{}", d);
-    b += fmt::format("    long long {} = o{}{};\n", v, d, p == 0 ? "" : fmt::format(" - {}LL", p));
+    b += fmt::format("    kidx {} = o{}{};\n", v, d, p == 0 ? "" : fmt::format(" - {}@L@", p));
     if (padded) {
       if (mode == "constant") {
-        b += fmt::format("    if ({} < 0 || {} >= {}LL) src = -1;\n", v, v, dim);
+        b += fmt::format("    if ({} < 0 || {} >= {}@L@) src = -1;\n", v, v, dim);
       } else if (mode == "edge") {
-        b += fmt::format("    {} = {} < 0 ? 0 : {} >= {}LL ? {}LL : {};\n", v, v, v, dim, dim - 1, v);
+        b += fmt::format("    {} = {} < 0 ? 0 : {} >= {}@L@ ? {}@L@ : {};\n", v, v, v, dim, dim - 1, v);
       } else if (mode == "wrap") {
-        b += fmt::format("    {} = (({} % {}LL) + {}LL) % {}LL;\n", v, v, dim, dim, dim);
+        b += fmt::format("    {} = (({} % {}@L@) + {}@L@) % {}@L@;\n", v, v, dim, dim, dim);
       } else if (mode == "reflect") {
         if (dim == 1) {
           b += fmt::format("    {} = 0;\n", v);
         } else {
           const int64_t period = 2 * (dim - 1);
-          b += fmt::format("    {} = (({} % {}LL) + {}LL) % {}LL;\n", v, v, period, period, period);
-          b += fmt::format("    if ({} >= {}LL) {} = {}LL - {};\n", v, dim, v, period, v);
+          b += fmt::format("    {} = (({} % {}@L@) + {}@L@) % {}@L@;\n", v, v, period, period, period);
+          b += fmt::format("    if ({} >= {}@L@) {} = {}@L@ - {};\n", v, dim, v, period, v);
         }
       } else {
         fail("codegen: pad mode '{}' is not known", mode);
@@ -185,7 +198,7 @@ void map_tile(MapCtx& c, std::string& b) {
   const Shape& is = c.in[0].shape;
   std::vector<std::string> co;
   for (size_t d = 0; d < is.size(); ++d)
-    co.push_back(c.out.shape[d] == is[d] ? fmt::format("o{}", d) : fmt::format("(o{} % {}LL)", d, is[d]));
+    co.push_back(c.out.shape[d] == is[d] ? fmt::format("o{}", d) : fmt::format("(o{} % {}@L@)", d, is[d]));
   b += fmt::format("    src = 0; off = {};\n", linear(co, strides_of(is)));
 }
 
@@ -200,12 +213,12 @@ void map_gather(MapCtx& c, std::string& b) {
   std::vector<std::string> ico;
   for (int j = 0; j < q; ++j) ico.push_back(fmt::format("o{}", a + j));
   b += fmt::format("    long long ix = (long long)in1[{}];\n", linear(ico, strides_of(is)));
-  b += fmt::format("    if (ix < 0) ix += {}LL;\n", ds[a]);
+  b += fmt::format("    if (ix < 0) ix += {}@L@;\n", ds[a]);
   std::vector<std::string> dco;
   for (int d = 0; d < r; ++d)
     dco.push_back(d < a ? fmt::format("o{}", d) : d == a ? "ix" : fmt::format("o{}", d - 1 + q));
   // Out of range: the element gets zero bytes (the reference raises an error).
-  b += fmt::format("    if (ix < 0 || ix >= {}LL) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", ds[a],
+  b += fmt::format("    if (ix < 0 || ix >= {}@L@) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", ds[a],
                    linear(dco, strides_of(ds)));
 }
 
@@ -214,19 +227,19 @@ void map_depth_to_space(MapCtx& c, std::string& b) {
   const bool dcr = c.attrs.get_string("mode", "DCR") == "DCR";
   const Shape& s = c.in[0].shape;
   const int64_t C = s[1] / (bs * bs), H = s[2], W = s[3];
-  b += fmt::format("    const long long h = o2 / {0}LL, b1 = o2 % {0}LL, w = o3 / {0}LL, b2 = o3 % {0}LL;\n", bs);
-  b += dcr ? fmt::format("    const long long ch = (b1 * {}LL + b2) * {}LL + o1;\n", bs, C)
-           : fmt::format("    const long long ch = (o1 * {0}LL + b1) * {0}LL + b2;\n", bs);
-  b += fmt::format("    src = 0; off = o0 * {}LL + ch * {}LL + h * {}LL + w;\n", s[1] * H * W, H * W, W);
+  b += fmt::format("    const kidx h = o2 / {0}@L@, b1 = o2 % {0}@L@, w = o3 / {0}@L@, b2 = o3 % {0}@L@;\n", bs);
+  b += dcr ? fmt::format("    const kidx ch = (b1 * {}@L@ + b2) * {}@L@ + o1;\n", bs, C)
+           : fmt::format("    const kidx ch = (o1 * {0}@L@ + b1) * {0}@L@ + b2;\n", bs);
+  b += fmt::format("    src = 0; off = o0 * {}@L@ + ch * {}@L@ + h * {}@L@ + w;\n", s[1] * H * W, H * W, W);
 }
 
 void map_space_to_depth(MapCtx& c, std::string& b) {
   const int64_t bs = c.attrs.require_int("blocksize");
   const Shape& s = c.in[0].shape;
   const int64_t C = s[1], H = s[2], W = s[3];
-  b += fmt::format("    const long long ch = o1 % {}LL, blk = o1 / {}LL;\n", C, C);
-  b += fmt::format("    const long long h = o2 * {0}LL + blk / {0}LL, w = o3 * {0}LL + blk % {0}LL;\n", bs);
-  b += fmt::format("    src = 0; off = o0 * {}LL + ch * {}LL + h * {}LL + w;\n", C * H * W, H * W, W);
+  b += fmt::format("    const kidx ch = o1 % {}@L@, blk = o1 / {}@L@;\n", C, C);
+  b += fmt::format("    const kidx h = o2 * {0}@L@ + blk / {0}@L@, w = o3 * {0}@L@ + blk % {0}@L@;\n", bs);
+  b += fmt::format("    src = 0; off = o0 * {}@L@ + ch * {}@L@ + h * {}@L@ + w;\n", C * H * W, H * W, W);
 }
 
 const std::map<std::string, IndexMap>& maps() {
@@ -275,12 +288,12 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
   body += fmt::format("  const long long n = {}LL;\n", k.numel);
   body += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n";
   body += "       i += (long long)gridDim.x * blockDim.x) {\n";
-  body += "    long long r = i;\n";
+  body += "    kidx r = (kidx)i;\n";
   for (int d = r - 1; d >= 0; --d) {
-    if (d == 0) body += "    const long long o0 = r;\n";
-    else body += fmt::format("    const long long o{0} = r % {1}LL; r /= {1}LL;\n", d, out.shape[d]);
+    if (d == 0) body += "    const kidx o0 = r;\n";
+    else body += fmt::format("    const kidx o{0} = r % {1}@L@; r /= {1}@L@;\n", d, out.shape[d]);
   }
-  body += "    (void)r;\n    int src = 0;\n    long long off = 0;\n";
+  body += "    (void)r;\n    int src = 0;\n    kidx off = 0;\n";
   body += map_code;
   // The select: the data operands are the ones typed E (gather's indices are not).
   body += fmt::format("    {} v;\n", E);
@@ -293,6 +306,11 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
   }
   body += fmt::format("    else v = {};\n", c.fill);
   body += "    out[i] = v;\n  }\n}\n";
+  // Index arithmetic in 32 bits when every offset fits (64-bit division by
+  // the dims' constants costs several times more on the GPU).
+  bool narrow = k.numel <= INT32_MAX;
+  for (const TensorType& t : operands) narrow = narrow && t.numel() <= INT32_MAX;
+  body = replace_all(replace_all(body, "@L@", narrow ? "" : "LL"), "kidx", narrow ? "int" : "long long");
   // Simulator entry.
   body += "#ifdef KILN_SIM\n";
   body += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
@@ -308,15 +326,7 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
   body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";
 
   k.name = fmt::format("kiln_inj_{}_{:016x}", sanitize(def.name), XXH64(body.data(), body.size(), 0));
-  std::string named;
-  for (size_t pos = 0;;) {
-    size_t at = body.find("@NAME@", pos);
-    named.append(body, pos, at == std::string::npos ? std::string::npos : at - pos);
-    if (at == std::string::npos) break;
-    named += k.name;
-    pos = at + 6;
-  }
-  k.source = std::string(kKernelPrelude) + named;
+  k.source = std::string(kKernelPrelude) + replace_all(body, "@NAME@", k.name);
   const int64_t blocks = (k.numel + k.block - 1) / k.block;
   k.grid = static_cast<unsigned>(std::min<int64_t>(blocks, 8192));
   return k;

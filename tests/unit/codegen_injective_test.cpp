@@ -270,3 +270,30 @@ TEST(CodegenInjective, RejectsOpsWithoutIndexMap) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Index arithmetic is 32-bit while every buffer has fewer than 2^31 elements,
+// 64-bit beyond (only emitted and compiled here: the buffers would be 6 GiB).
+TEST(CodegenInjective, WideIndexingPastTwoToThe31Elements) {
+  const OpDef& def = op_registry().get("expand");
+  AttrMap a;
+  a.set("shape", std::vector<int64_t>{3, int64_t{1} << 30});
+  std::vector<TensorType> in = {TensorType(DType::F16, {1})};
+  codegen::InjectiveKernel wide = codegen::emit_injective_op(def, a, in, {TensorType(DType::F16, {3, 1 << 30})});
+  EXPECT_NE(wide.source.find("const long long o1 = r % 1073741824LL;"), std::string::npos) << wide.source;
+  EXPECT_EQ(wide.grid, 8192u);
+  a.set("shape", std::vector<int64_t>{3, 1 << 20});
+  codegen::InjectiveKernel narrow = codegen::emit_injective_op(def, a, in, {TensorType(DType::F16, {3, 1 << 20})});
+  EXPECT_NE(narrow.source.find("const int o1 = r % 1048576;"), std::string::npos) << narrow.source;
+  codegen::KernelCache cache;
+  codegen::KernelCompiler compiler("sm_90", &cache);
+  std::vector<codegen::CompiledKernel> ks = compiler.compile({{wide.name, wide.source}, {narrow.name, narrow.source}});
+  ASSERT_EQ(ks.size(), 2u);
+  EXPECT_FALSE(ks[0].cubin.empty());
+  EXPECT_FALSE(ks[1].cubin.empty());
+}
+
+}  // namespace
+}  // namespace kiln
