@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "codegen/emit_fused.h"
+#include "codegen/emit_injective.h"
 #include "codegen/emit_pointwise.h"
 #include "codegen/sim_module.h"
 #include "ir/error.h"
@@ -33,21 +34,48 @@ bool handles_pointwise(const Node& n) {
   return true;
 }
 
-NodeKernel emit_pointwise_node(const Node& n) {
+std::vector<NodeKernel> emit_pointwise_node(const Node& n) {
   std::vector<TensorType> operands;
   for (Value* v : n.inputs()) operands.push_back(v->type());
-  return from_pointwise(emit_pointwise_op(op_registry().get(n.op()), n.attrs(), operands, n.output(0)->type()));
+  return {from_pointwise(emit_pointwise_op(op_registry().get(n.op()), n.attrs(), operands, n.output(0)->type()))};
 }
 
-NodeKernel emit_fused_node(const Node& n) {
+std::vector<NodeKernel> emit_fused_node(const Node& n) {
   FusedPointwiseKernel fk = emit_fused_pointwise(n, op_registry());
-  return from_pointwise(fk.kernel, std::move(fk.constants));
+  return {from_pointwise(fk.kernel, std::move(fk.constants))};
+}
+
+bool handles_injective(const Node& n) {
+  if (n.body() || !injective_supported(n.op())) return false;
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return true;
+}
+
+// One kernel per result (split).
+std::vector<NodeKernel> emit_injective_node(const Node& n) {
+  std::vector<TensorType> operands, outs;
+  for (Value* v : n.inputs()) operands.push_back(v->type());
+  for (int r = 0; r < n.num_outputs(); ++r) outs.push_back(n.output(r)->type());
+  std::vector<NodeKernel> ks;
+  for (int r = 0; r < n.num_outputs(); ++r) {
+    InjectiveKernel k = emit_injective_op(op_registry().get(n.op()), n.attrs(), operands, outs, r);
+    NodeKernel nk;
+    nk.name = k.name;
+    nk.source = k.source;
+    nk.grid = k.grid;
+    nk.block = k.block;
+    nk.results = {r};
+    ks.push_back(std::move(nk));
+  }
+  return ks;
 }
 
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
     {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node},
+    {"injective", handles_injective, emit_injective_node},
 };
 
 bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
@@ -73,7 +101,7 @@ const KernelEmitter* emitter_for(const Node& n) {
 
 struct SimExecutor::Impl {
   const Graph& g;
-  std::unordered_map<const Node*, NodeKernel> kernels;
+  std::unordered_map<const Node*, std::vector<NodeKernel>> kernels;
   std::map<std::string, SimEntry> entries;
 };
 
@@ -93,10 +121,12 @@ SimExecutor::SimExecutor(const Graph& g, std::filesystem::path cache_dir) : impl
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
     if (is_view(n)) continue;
-    NodeKernel k = emitter_for(n)->emit(n);
-    if (!seen[k.name]) sources.push_back({k.name, k.source});
-    seen[k.name] = true;
-    impl_->kernels.emplace(&n, std::move(k));
+    std::vector<NodeKernel> ks = emitter_for(n)->emit(n);
+    for (const NodeKernel& k : ks) {
+      if (!seen[k.name]) sources.push_back({k.name, k.source});
+      seen[k.name] = true;
+    }
+    impl_->kernels.emplace(&n, std::move(ks));
   }
   if (!sources.empty()) impl_->entries = compiler(cache_dir).compile(sources);
 }
@@ -135,22 +165,23 @@ std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs
     if (is_view(n)) {
       outs.push_back(lookup(n.input(0)).reshaped(n.output(0)->shape()));
     } else {
-      const NodeKernel& k = impl_->kernels.at(&n);
-      std::vector<void*> bufs;
-      std::vector<long long> counts;
-      for (int r = 0; r < n.num_outputs(); ++r) {
-        outs.emplace_back(n.output(r)->type());
-        bufs.push_back(outs.back().raw());
-        counts.push_back(outs.back().numel());
-      }
-      // Inputs are only read: the kernels take them as const pointers.
-      auto add_input = [&](const Tensor& t) {
-        bufs.push_back(const_cast<void*>(t.raw()));
-        counts.push_back(t.numel());
-      };
-      for (Value* v : n.inputs()) add_input(lookup(v));
-      for (const Tensor& t : k.extra) add_input(t);
-      if (k.grid > 0) {
+      for (int r = 0; r < n.num_outputs(); ++r) outs.emplace_back(n.output(r)->type());
+      for (const NodeKernel& k : impl_->kernels.at(&n)) {
+        std::vector<void*> bufs;
+        std::vector<long long> counts;
+        auto add = [&](const Tensor& t) {
+          // Inputs are only read: the kernels take them as const pointers.
+          bufs.push_back(const_cast<void*>(t.raw()));
+          counts.push_back(t.numel());
+        };
+        if (k.results.empty()) {
+          for (const Tensor& t : outs) add(t);
+        } else {
+          for (int r : k.results) add(outs.at(r));
+        }
+        for (Value* v : n.inputs()) add(lookup(v));
+        for (const Tensor& t : k.extra) add(t);
+        if (k.grid == 0) continue;
         kiln::sim::LaunchConfig cfg;
         cfg.kernel = k.name;
         cfg.grid = dim3(k.grid);

@@ -4,7 +4,8 @@
 // reference backend (kiln conformance --backend sim) without a GPU.
 //
 // Nodes: graph inputs and constants are host tensors; reshape and identity are
-// views (no kernel); every other node needs an emitter in emitter_for()'s table
+// views (no kernel); every other node (pointwise ops, pointwise-only fused
+// nodes and injective ops now) needs an emitter in emitter_for()'s table
 // (codegen/sim_executor.cpp) -- a node without one makes the constructor throw
 // kiln::Unsupported("sim backend: no kernel emitter for op X yet"): there is no
 // fallback to the reference. All kernels of the graph are compiled in one
@@ -28,16 +29,19 @@ struct NodeKernel {
   unsigned grid = 0;   // 0: nothing to launch (empty outputs)
   unsigned block = 0;
   size_t shared_bytes = 0;
-  // Buffers: the node's results, then its inputs in order, then `extra`
-  // (host tensors the emitter adds, e.g. a fused body's constants).
+  // Buffers: the node's results listed in `results` (empty: all of them, in
+  // order), then its inputs in order, then `extra` (host tensors the emitter
+  // adds, e.g. a fused body's constants).
+  std::vector<int> results;
   std::vector<Tensor> extra;
 };
 
-// An emitter: a name for messages, whether it handles a node, and the kernel.
+// An emitter: a name for messages, whether it handles a node, and the
+// node's kernels (launched in order; e.g. one per result of a split).
 struct KernelEmitter {
   const char* name;
   bool (*handles)(const Node&);
-  NodeKernel (*emit)(const Node&);
+  std::vector<NodeKernel> (*emit)(const Node&);
 };
 
 // The first emitter of the table that handles `n`, or null.

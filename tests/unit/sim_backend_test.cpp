@@ -138,6 +138,23 @@ TEST(SimBackend, FusedKernelsCompileWithNvrtc) {
   }
 }
 
+// Injective ops (codegen/emit_injective.h) through the dispatch table; a
+// split launches one kernel per result.
+TEST(SimBackend, InjectiveOpsOneKernelPerResult) {
+  auto g = testing::parse(R"(graph @m(%x: f32[3,5,12], %y: f32[12,5,3]) -> (f32[12,5,7], f32[12,5,5], f32[12,5,3]) {
+    %t = transpose(%x) {perm=[2,1,0]} : f32[12,5,3]
+    %s = add(%t, %y) : f32[12,5,3]
+    %p, %q = split(%s) {axis=2, split=[1,2]} : f32[12,5,1], f32[12,5,2]
+    %c = concat(%q, %t, %p, %q) {axis=2} : f32[12,5,8]
+    %k = slice(%c) {ends=[12,5,7], starts=[0,0,0], steps=[1,1,1]} : f32[12,5,7]
+    %e = exp(%q) : f32[12,5,2]
+    %f = concat(%e, %t) {axis=2} : f32[12,5,5]
+    return %k, %f, %s
+  })");
+  for (const auto& n : g->nodes()) EXPECT_NE(codegen::emitter_for(*n), nullptr) << n->describe();
+  expect_matches_reference(*g);
+}
+
 TEST(SimBackend, OpWithoutEmitterIsUnsupported) {
   auto g = testing::parse(R"(graph @m(%x: f32[2,3]) -> (f32[2,3]) {
     %r = relu(%x) : f32[2,3]
