@@ -74,6 +74,68 @@ std::string map_expr(ReduceMap m, const std::string& x, bool fp, bool is_unsigne
   return x;
 }
 
+// A combiner `cn`(a, v) over type A and the block-wide fold `cn`_block(v)
+// (blockDim.x a multiple of 32; every thread gets the result).
+std::string block_fold(const std::string& A, const std::string& cn, const std::string& comb_body,
+                       const std::string& init) {
+  return fmt::format(
+      "__device__ __forceinline__ {0} {1}({0} a, {0} v) {{ return {3}; }}\n"
+      "__device__ __forceinline__ {0} {1}_block({0} v) {{\n"
+      "  __shared__ {0} part[33];\n"
+      "  for (int o = 16; o > 0; o >>= 1) v = {1}(v, __shfl_down_sync(0xffffffffu, v, o));\n"
+      "  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;\n"
+      "  __syncthreads();\n"
+      "  if (lane == 0) part[warp] = v;\n"
+      "  __syncthreads();\n"
+      "  if (warp == 0) {{\n"
+      "    v = lane < nw ? part[lane] : {2};\n"
+      "    for (int o = 16; o > 0; o >>= 1) v = {1}(v, __shfl_down_sync(0xffffffffu, v, o));\n"
+      "    if (lane == 0) part[32] = v;\n"
+      "  }}\n"
+      "  __syncthreads();\n"
+      "  return part[32];\n"
+      "}}\n",
+      A, cn, init, comb_body);
+}
+
+// The simulator entry of a kernel (out, in0) over storage type S.
+std::string sim_entry(std::string_view S) {
+  std::string body = "#ifdef KILN_SIM\n";
+  body += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
+          "const long long* counts, std::string* error) {\n  try {\n";
+  body += fmt::format(
+      "    ::kiln::sim::launch(*cfg, @NAME@,\n        ::kiln::sim::arg(static_cast<{0}*>(buffers[0]), counts[0], "
+      "\"out\"),\n        ::kiln::sim::arg(static_cast<const {0}*>(buffers[1]), counts[1], \"in0\"));\n",
+      S);
+  body += "    return 0;\n";
+  body += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
+  body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";
+  return body;
+}
+
+// Prelude + body with @NAME@ replaced by the hashed name; sets k.name, k.source.
+void finish(ReductionKernel& k, DType dt, const std::string& prefix, std::string_view label, const std::string& body) {
+  std::string prelude;
+  if (dt == DType::F16 || dt == DType::BF16)
+    prelude += fmt::format("#ifndef KILN_SIM\n#include <{}>\n#endif\n", dt == DType::F16 ? "cuda_fp16.h" : "cuda_bf16.h");
+  prelude += std::string(kKernelPrelude);
+  prelude += "#ifndef KILN_RED_INF\n#define KILN_RED_INF (__longlong_as_double(0x7ff0000000000000LL))\n#endif\n";
+  k.name = fmt::format("{}_{}_{:016x}", prefix, sanitize(label), XXH64(body.data(), body.size(), 0));
+  std::string named;
+  for (size_t pos = 0;;) {
+    size_t at = body.find("@NAME@", pos);
+    named.append(body, pos, at == std::string::npos ? std::string::npos : at - pos);
+    if (at == std::string::npos) break;
+    named += k.name;
+    pos = at + 6;
+  }
+  k.source = prelude + named;
+  int64_t b = 32;
+  while (b < k.count && b < 256) b *= 2;
+  k.block = static_cast<unsigned>(b);
+  k.grid = static_cast<unsigned>(std::min<int64_t>(k.outputs, 65535));
+}
+
 }  // namespace
 
 ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in, const std::vector<int64_t>& axes,
@@ -176,25 +238,7 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in
   for (ReduceCombiner c : combs) {
     const std::string cn = fmt::format("@NAME@_{}", ops::reduce_combiner_name(c));
     const std::string cinit = c == s.combiner ? init : "(-KILN_RED_INF)";
-    body += fmt::format("__device__ __forceinline__ {0} {1}({0} a, {0} v) {{ return {2}; }}\n", A, cn, comb_body(c));
-    // Block-wide fold (blockDim.x a multiple of 32); every thread gets the result.
-    body += fmt::format(
-        "__device__ __forceinline__ {0} {1}_block({0} v) {{\n"
-        "  __shared__ {0} part[33];\n"
-        "  for (int o = 16; o > 0; o >>= 1) v = {1}(v, __shfl_down_sync(0xffffffffu, v, o));\n"
-        "  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;\n"
-        "  __syncthreads();\n"
-        "  if (lane == 0) part[warp] = v;\n"
-        "  __syncthreads();\n"
-        "  if (warp == 0) {{\n"
-        "    v = lane < nw ? part[lane] : {2};\n"
-        "    for (int o = 16; o > 0; o >>= 1) v = {1}(v, __shfl_down_sync(0xffffffffu, v, o));\n"
-        "    if (lane == 0) part[32] = v;\n"
-        "  }}\n"
-        "  __syncthreads();\n"
-        "  return part[32];\n"
-        "}}\n",
-        A, cn, cinit);
+    body += block_fold(A, cn, comb_body(c), cinit);
   }
   const std::string comb = fmt::format("@NAME@_{}", ops::reduce_combiner_name(s.combiner));
   body += fmt::format("extern \"C\" __global__ void @NAME@(KILN_PTR({}) out, KILN_PTR(const {}) in0) {{\n", S, S);
@@ -236,38 +280,8 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in
     store = in.dtype == DType::Bool ? "(unsigned char)(res != 0)" : fmt::format("({})res", S);
   }
   body += fmt::format("    if (threadIdx.x == 0) out[o] = {};\n  }}\n}}\n", store);
-  // Simulator entry.
-  body += "#ifdef KILN_SIM\n";
-  body += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
-          "const long long* counts, std::string* error) {\n  try {\n";
-  body += fmt::format(
-      "    ::kiln::sim::launch(*cfg, @NAME@,\n        ::kiln::sim::arg(static_cast<{0}*>(buffers[0]), counts[0], "
-      "\"out\"),\n        ::kiln::sim::arg(static_cast<const {0}*>(buffers[1]), counts[1], \"in0\"));\n",
-      S);
-  body += "    return 0;\n";
-  body += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
-  body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";
-
-  std::string prelude;
-  if (in.dtype == DType::F16 || in.dtype == DType::BF16)
-    prelude += fmt::format("#ifndef KILN_SIM\n#include <{}>\n#endif\n",
-                           in.dtype == DType::F16 ? "cuda_fp16.h" : "cuda_bf16.h");
-  prelude += std::string(kKernelPrelude);
-  prelude += "#ifndef KILN_RED_INF\n#define KILN_RED_INF (__longlong_as_double(0x7ff0000000000000LL))\n#endif\n";
-  k.name = fmt::format("kiln_red_{}_{:016x}", sanitize(label), XXH64(body.data(), body.size(), 0));
-  std::string named;
-  for (size_t pos = 0;;) {
-    size_t at = body.find("@NAME@", pos);
-    named.append(body, pos, at == std::string::npos ? std::string::npos : at - pos);
-    if (at == std::string::npos) break;
-    named += k.name;
-    pos = at + 6;
-  }
-  k.source = prelude + named;
-  int64_t b = 32;
-  while (b < k.count && b < 256) b *= 2;
-  k.block = static_cast<unsigned>(b);
-  k.grid = static_cast<unsigned>(std::min<int64_t>(k.outputs, 65535));
+  body += sim_entry(S);
+  finish(k, in.dtype, "kiln_red", label, body);
   return k;
 }
 
@@ -276,6 +290,61 @@ ReductionKernel emit_reduction_op(const OpDef& def, const AttrMap& attrs, const 
   const ops::ReductionSpec* s = ops::find_reduction_spec(def.name);
   if (!s) fail("codegen: op '{}' is not a reduce_* op", def.name);
   return emit_reduction(*s, in, attrs.get_ints("axes"), out);
+}
+
+ReductionKernel emit_softmax(bool log_softmax, const TensorType& in, int axis) {
+  const std::string label = log_softmax ? "log_softmax" : "softmax";
+  if (!is_float(in.dtype)) fail("codegen: {}: needs a floating dtype, got {}", label, dtype_name(in.dtype));
+  const int rank = static_cast<int>(in.shape.size());
+  if (axis < 0 || axis >= rank) fail("codegen: {}: axis {} is out of range for rank {}", label, axis, rank);
+  ReductionKernel k;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= in.shape[d];
+  for (int d = axis + 1; d < rank; ++d) inner *= in.shape[d];
+  k.count = in.shape[axis];
+  k.outputs = outer * inner;
+  k.counts = {in.numel(), in.numel()};
+  const std::string_view S = cuda_storage_type(in.dtype);
+  const std::string T(cuda_compute_type(in.dtype));  // float, or double for f64
+  const std::string ex = in.dtype == DType::F64 ? "exp" : "expf";
+  std::string body;
+  body += fmt::format("// {}: {} along axis {}: {} lines of {}\n", label, in.str(), axis, k.outputs, k.count);
+  body += block_fold(T, "@NAME@_max", "(v != v) ? v : (v > a ? v : a)", fmt::format("({})(-KILN_RED_INF)", T));
+  body += block_fold("double", "@NAME@_sum", "a + v", "0.0");
+  body += fmt::format("extern \"C\" __global__ void @NAME@(KILN_PTR({}) out, KILN_PTR(const {}) in0) {{\n", S, S);
+  body += fmt::format("  for (long long o = blockIdx.x; o < {}LL; o += gridDim.x) {{\n", k.outputs);
+  if (inner == 1)
+    body += fmt::format("    const long long base = o * {}LL;\n", k.count);
+  else
+    body += fmt::format("    const long long base = (o / {0}LL) * {1}LL + o % {0}LL;\n", inner, k.count * inner);
+  const std::string at = inner == 1 ? "base + j" : fmt::format("base + j * {}LL", inner);
+  const std::string x = fmt::format("(({}){})", T, cuda_load(in.dtype, fmt::format("in0[{}]", at)));
+  const std::string loop = fmt::format("    for (long long j = threadIdx.x; j < {}LL; j += blockDim.x)", k.count);
+  body += fmt::format("    {} m = ({})(-KILN_RED_INF);\n", T, T);
+  body += fmt::format("{} m = @NAME@_max(m, {});\n", loop, x);
+  body += "    m = @NAME@_max_block(m);\n";
+  body += "    double s = 0.0;\n";
+  body += fmt::format("{} s += (double){}({} - m);\n", loop, ex, x);
+  body += "    s = @NAME@_sum_block(s);\n";
+  std::string val;
+  if (log_softmax) {
+    body += "    const double ls = log(s);\n";
+    val = fmt::format("({})((double)({} - m) - ls)", T, x);
+  } else {
+    body += "    const double inv = 1.0 / s;\n";
+    val = fmt::format("({})((double){}({} - m) * inv)", T, ex, x);
+  }
+  body += fmt::format("{} out[{}] = {};\n  }}\n}}\n", loop, at, cuda_store(in.dtype, val));
+  body += sim_entry(S);
+  finish(k, in.dtype, "kiln_sm", label, body);
+  return k;
+}
+
+ReductionKernel emit_softmax_op(const OpDef& def, const AttrMap& attrs, const TensorType& in) {
+  if (def.name != "softmax" && def.name != "log_softmax") fail("codegen: op '{}' is not softmax/log_softmax", def.name);
+  int64_t axis = attrs.get_int("axis", -1);
+  if (axis < 0) axis += static_cast<int64_t>(in.shape.size());
+  return emit_softmax(def.name == "log_softmax", in, static_cast<int>(axis));
 }
 
 }  // namespace kiln::codegen

@@ -55,4 +55,16 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& spec, const TensorType&
 ReductionKernel emit_reduction_op(const OpDef& def, const AttrMap& attrs, const TensorType& in,
                                   const TensorType& out);
 
+// softmax / log_softmax of a floating tensor along `axis` (normalized), as
+// ops/softmax_ops.cpp computes it: the input viewed as [outer, n, inner]; one
+// block per (outer, inner) line; the max in the compute type (float for
+// f16/bf16/f32, double for f64; NaN propagates), then the sum of
+// exp(x - max) in double, then softmax = exp(x - max) * (1 / sum) and
+// log_softmax = (x - max) - log(sum), stored in the dtype. `outputs` is the
+// number of lines, `count` n; launch as emit_reduction's.
+ReductionKernel emit_softmax(bool log_softmax, const TensorType& in, int axis);
+
+// The same for a softmax / log_softmax node (attribute `axis`, default -1).
+ReductionKernel emit_softmax_op(const OpDef& def, const AttrMap& attrs, const TensorType& in);
+
 }  // namespace kiln::codegen

@@ -1,11 +1,13 @@
 // The reduction emitter against the reference: every reduce_* op (one
-// ReductionSpec each) x f32/i32 x axis sets (last, first, middle, all, two
+// ReductionSpec each) x f32 x axis sets (last, first, middle, all, two
 // non-adjacent, two adjacent with a size-1 one, a size-1 axis, an empty
-// reduced set) x keepdims 0/1, and f16/i64 on last, first, all and empty.
+// reduced set) x keepdims 0/1; i32 on last, first, two non-adjacent, empty;
+// f16 on last and all; i64 on last and empty.
 // Every distinct source must compile with NVRTC for sm_80 and sm_90, and run
 // on the simulator matching kiln::evaluate_op: integers exactly, floats
 // within 1e-5 abs + 1e-4 rel (f32) / 1e-3 abs + 2e-3 rel (f16, one f16 ulp:
 // both sides round a double to f16); NaN matches NaN, infinities match exactly.
+// softmax / log_softmax (f32/f16/f64, several axes) go through the same test.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -68,6 +70,7 @@ Tensor make_data(const TensorType& t, const std::string& op, uint64_t seed) {
     switch (t.dtype) {
       case DType::F32: x.data<float>()[i] = static_cast<float>(v); break;
       case DType::F16: x.data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
+      case DType::F64: x.data<double>()[i] = v; break;
       case DType::I32: x.data<int32_t>()[i] = static_cast<int32_t>(iv); break;
       case DType::I64: x.data<int64_t>()[i] = iv; break;
       default: ADD_FAILURE() << "dtype"; break;
@@ -80,24 +83,25 @@ std::vector<Case> all_cases() {
   struct Red {
     Shape shape;
     std::vector<int64_t> axes;
-    bool all_dtypes;  // else f32/i32 only, to keep NVRTC's cold time down (f16 and i64 use the same code paths)
+    const char* dtypes;  // besides f32: i(32), h(f16), l(i64) -- fewer kernels keep NVRTC's cold time down
   };
   const std::vector<Red> reds = {
-      {{6, 300}, {1}, true},          // last axis, rows longer than a block
-      {{37, 6}, {0}, true},           // first axis: strided reads
-      {{4, 7, 33}, {1}, false},       // middle
-      {{4, 7, 33}, {0, 1, 2}, true},  // all: one output of 924
-      {{4, 7, 33}, {0, 2}, false},    // two non-adjacent axes
-      {{5, 9, 1}, {1, 2}, false},     // two adjacent axes, one of size 1
-      {{2, 1, 5}, {1}, false},        // a size-1 axis: count 1
-      {{3, 0, 5}, {1}, true},         // empty reduced set
+      {{6, 300}, {1}, "ihl"},         // last axis, rows longer than a block
+      {{37, 6}, {0}, "i"},            // first axis: strided reads
+      {{4, 7, 33}, {1}, ""},          // middle
+      {{4, 7, 33}, {0, 1, 2}, "h"},   // all: one output of 924
+      {{4, 7, 33}, {0, 2}, "i"},      // two non-adjacent axes
+      {{5, 9, 1}, {1, 2}, ""},        // two adjacent axes, one of size 1
+      {{2, 1, 5}, {1}, ""},           // a size-1 axis: count 1
+      {{3, 0, 5}, {1}, "il"},         // empty reduced set
   };
   std::vector<Case> cases;
   for (const ops::ReductionSpec& s : ops::reduction_specs()) {
     const OpDef& def = op_registry().get(std::string(s.op));
     for (DType dt : {DType::F32, DType::F16, DType::I32, DType::I64}) {
       for (const Red& r : reds) {
-        if (!r.all_dtypes && dt != DType::F32 && dt != DType::I32) continue;
+        const char tag = dt == DType::I32 ? 'i' : dt == DType::F16 ? 'h' : dt == DType::I64 ? 'l' : 'f';
+        if (tag != 'f' && !std::strchr(r.dtypes, tag)) continue;
         for (int keep = 0; keep < 2; ++keep) {
           AttrMap a;
           a.set("axes", r.axes);
@@ -112,14 +116,42 @@ std::vector<Case> all_cases() {
       }
     }
   }
+  // softmax / log_softmax: f32/f16/f64 along the last, first, a middle axis,
+  // a size-1 axis and an empty one.
+  // (f16/f64 on the first two only.)
+  const std::vector<std::pair<Shape, int64_t>> lines = {
+      {{6, 300}, 1}, {{37, 6}, 0}, {{4, 7, 33}, 1}, {{4, 7, 33}, -1}, {{3, 1, 5}, 1}, {{2, 0, 3}, 1}};
+  for (const char* op : {"softmax", "log_softmax"}) {
+    const OpDef& def = op_registry().get(op);
+    for (DType dt : {DType::F32, DType::F16, DType::F64}) {
+      for (size_t li = 0; li < lines.size(); ++li) {
+        if (dt != DType::F32 && li >= 2) break;
+        const auto& [shape, axis] = lines[li];
+        AttrMap a;
+        a.set("axis", axis);
+        TensorType in(dt, shape);
+        std::optional<TensorType> out = try_infer(def, in, a);
+        if (!out) {
+          ADD_FAILURE() << op << " " << in.str() << " does not infer";
+          continue;
+        }
+        cases.push_back(Case{&def, a, fmt::format("{}({}, axis={})", op, in.str(), axis), in, *out, {}});
+      }
+    }
+  }
   return cases;
+}
+
+codegen::ReductionKernel emit(const Case& c) {
+  if (c.def->name == "softmax" || c.def->name == "log_softmax") return codegen::emit_softmax_op(*c.def, c.attrs, c.in);
+  return codegen::emit_reduction_op(*c.def, c.attrs, c.in, c.out);
 }
 
 bool close(DType t, double got, double want) {
   if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
   if (std::isinf(got) || std::isinf(want)) return got == want;
   if (is_int(t)) return got == want;
-  const double abs_tol = t == DType::F32 ? 1e-5 : 1e-3, rel_tol = t == DType::F32 ? 1e-4 : 2e-3;
+  const double abs_tol = t == DType::F16 ? 1e-3 : 1e-5, rel_tol = t == DType::F16 ? 2e-3 : 1e-4;
   return std::fabs(got - want) <= abs_tol + rel_tol * std::fabs(want);
 }
 
@@ -127,17 +159,17 @@ TEST(CodegenReduction, EveryReduceOpCompilesAndMatchesReferenceOnSim) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
   std::vector<Case> cases = all_cases();
-  ASSERT_GT(cases.size(), 300u);
+  ASSERT_GT(cases.size(), 250u);
   std::vector<codegen::KernelSource> sources;
   std::map<std::string, size_t> first_case;  // kernel name -> first case using it
   std::set<std::string> ops_seen;
   for (size_t i = 0; i < cases.size(); ++i) {
     Case& c = cases[i];
-    c.kernel = codegen::emit_reduction_op(*c.def, c.attrs, c.in, c.out);
+    c.kernel = emit(c);
     if (first_case.emplace(c.kernel.name, i).second) sources.push_back({c.kernel.name, c.kernel.source});
     ops_seen.insert(c.def->name);
   }
-  EXPECT_EQ(ops_seen.size(), ops::reduction_specs().size());
+  EXPECT_EQ(ops_seen.size(), ops::reduction_specs().size() + 2);  // + softmax, log_softmax
   auto t1 = clock::now();
 
   codegen::KernelCache cache;
@@ -194,7 +226,7 @@ TEST(CodegenReduction, EveryReduceOpCompilesAndMatchesReferenceOnSim) {
   auto t4 = clock::now();
   auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   fmt::print(
-      "codegen reduction: {} cases ({} distinct kernels) for {} reduce ops, all compiled for sm_80/sm_90 ({} NVRTC "
+      "codegen reduction: {} cases ({} distinct kernels) for {} ops (reduce_*, softmax, log_softmax), all compiled for sm_80/sm_90 ({} NVRTC "
       "runs, the rest cached), max registers {} ({}), {} with spills; {} of {} match the reference on the simulator\n",
       cases.size(), sources.size(), ops_seen.size(), nvrtc_runs, max_regs, max_regs_kernel, spills, matched,
       cases.size());
