@@ -1,0 +1,335 @@
+#include "codegen/emit_injective.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "ir/error.h"
+#include "ir/shape_utils.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+// The same guarded prelude as emit_pointwise.cpp (docs/simulator.md's NVRTC column).
+constexpr std::string_view kKernelPrelude = R"(#ifndef KILN_KERNEL_PRELUDE_
+#define KILN_KERNEL_PRELUDE_
+#ifndef KILN_SIM
+#define KILN_PTR(T) T* __restrict__
+#define KILN_PTR_CAST(U, p) reinterpret_cast<U*>(p)
+#define KILN_DYNAMIC_SHARED(T, name) \
+  extern __shared__ __align__(16) unsigned char kiln_smem_[]; \
+  T* name = reinterpret_cast<T*>(kiln_smem_)
+#endif
+#endif  // KILN_KERNEL_PRELUDE_
+)";
+
+std::string sanitize(const std::string& s) {
+  std::string r;
+  for (char c : s) r += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  return r;
+}
+
+const char* uint_type(size_t bytes) {
+  switch (bytes) {
+    case 1: return "unsigned char";
+    case 2: return "unsigned short";
+    case 4: return "unsigned int";
+    case 8: return "unsigned long long";
+  }
+  fail("codegen: elements of {} bytes are not supported", bytes);
+}
+
+// What an op's index map sees.
+struct MapCtx {
+  const AttrMap& attrs;
+  const std::vector<TensorType>& in;
+  const TensorType& out;
+  int result;
+  std::vector<std::string> param_types;  // per operand; default: the element's unsigned type
+  std::string fill = "0";                // the value for src == -1 (an expression of type E)
+};
+
+// Sum of c{d} * stride terms plus a constant, as a CUDA expression.
+std::string linear(const std::vector<std::string>& coords, const std::vector<int64_t>& strides, int64_t base = 0) {
+  std::string s;
+  for (size_t d = 0; d < coords.size(); ++d) {
+    if (strides[d] == 0) continue;
+    if (!s.empty()) s += " + ";
+    s += strides[d] == 1 ? coords[d] : fmt::format("{} * {}@L@", coords[d], strides[d]);
+  }
+  if (base != 0 || s.empty()) s += s.empty() ? fmt::format("{}@L@", base) : fmt::format(" + {}@L@", base);
+  return s;
+}
+
+std::string replace_all(const std::string& s, std::string_view from, std::string_view to) {
+  std::string r;
+  for (size_t pos = 0;;) {
+    size_t at = s.find(from, pos);
+    r.append(s, pos, at == std::string::npos ? std::string::npos : at - pos);
+    if (at == std::string::npos) return r;
+    r += to;
+    pos = at + from.size();
+  }
+}
+
+std::vector<std::string> out_coords(int r) {
+  std::vector<std::string> c;
+  for (int d = 0; d < r; ++d) c.push_back(fmt::format("o{}", d));
+  return c;
+}
+
+int64_t norm_axis(int64_t a, int r, const char* op) {
+  int64_t n = a < 0 ? a + r : a;
+  if (n < 0 || n >= r) fail("codegen: {}: axis {} is out of range for rank {}", op, a, r);
+  return n;
+}
+
+// Each op's index map: appends statements (indented 4) that set `src` and `off`.
+using IndexMap = std::function<void(MapCtx&, std::string&)>;
+
+void map_reshape(MapCtx&, std::string& b) { b += "    src = 0; off = i;\n"; }
+
+void map_transpose(MapCtx& c, std::string& b) {
+  std::vector<int64_t> perm = c.attrs.get_ints("perm");
+  std::vector<int64_t> ist = strides_of(c.in[0].shape), st;
+  for (int64_t p : perm) st.push_back(ist.at(p));
+  b += fmt::format("    src = 0; off = {};\n", linear(out_coords(c.out.rank()), st));
+}
+
+void map_expand(MapCtx& c, std::string& b) {
+  b += fmt::format("    src = 0; off = {};\n",
+                   linear(out_coords(c.out.rank()), broadcast_strides(c.in[0].shape, c.out.shape)));
+}
+
+void map_slice(MapCtx& c, std::string& b) {
+  std::vector<int64_t> st = c.attrs.get_ints("starts"), sp = c.attrs.get_ints("steps");
+  std::vector<int64_t> ist = strides_of(c.in[0].shape), s(ist.size());
+  int64_t base = 0;
+  for (size_t d = 0; d < ist.size(); ++d) {
+    base += st[d] * ist[d];
+    s[d] = sp[d] * ist[d];
+  }
+  b += fmt::format("    src = 0; off = {};\n", linear(out_coords(c.out.rank()), s, base));
+}
+
+void map_concat(MapCtx& c, std::string& b) {
+  const int r = c.out.rank();
+  const int64_t a = norm_axis(c.attrs.require_int("axis"), r, "concat");
+  std::vector<std::string> co = out_coords(r);
+  co[a] = fmt::format("(o{} - {}@L@)", a, 0);
+  int64_t start = 0;
+  bool first = true;
+  for (size_t k = 0; k < c.in.size(); ++k) {
+    const int64_t len = c.in[k].shape[a];
+    if (len == 0) continue;
+    co[a] = start ? fmt::format("(o{} - {}@L@)", a, start) : fmt::format("o{}", a);
+    b += fmt::format("    {}if (o{} < {}@L@) {{ src = {}; off = {}; }}\n", first ? "" : "else ", a, start + len, k,
+                     linear(co, strides_of(c.in[k].shape)));
+    first = false;
+    start += len;
+  }
+}
+
+void map_split(MapCtx& c, std::string& b) {
+  const int r = c.in[0].rank();
+  const int64_t a = norm_axis(c.attrs.require_int("axis"), r, "split");
+  std::vector<int64_t> split = c.attrs.get_ints("split");
+  int64_t start = 0;
+  for (int k = 0; k < c.result; ++k) start += split.at(k);
+  std::vector<int64_t> ist = strides_of(c.in[0].shape);
+  b += fmt::format("    src = 0; off = {};\n", linear(out_coords(r), ist, start * ist[a]));
+}
+
+void map_pad(MapCtx& c, std::string& b) {
+  std::vector<int64_t> pads = c.attrs.get_ints("pads");
+  const std::string mode = c.attrs.get_string("mode", "constant");
+  const Shape& is = c.in[0].shape;
+  const int r = static_cast<int>(is.size());
+  std::vector<int64_t> ist = strides_of(is);
+  if (c.in.size() > 1) {
+    c.fill = "in1[0]";
+  } else {
+    Tensor v = Tensor::scalar(c.in[0].dtype, c.attrs.get_float("value", 0.0f));
+    uint64_t bits = 0;
+    std::memcpy(&bits, v.raw(), dtype_size(c.in[0].dtype));
+    c.fill = fmt::format("({})0x{:x}ULL", uint_type(dtype_size(c.in[0].dtype)), bits);
+  }
+  b += "    src = 0;\n";
+  std::vector<std::string> co;
+  for (int d = 0; d < r; ++d) {
+    const int64_t dim = is[d], p = pads[d];
+    const bool padded = pads[d] != 0 || pads[d + r] != 0;
+    std::string v = fmt::format("p{}", d);
+    b += fmt::format("    kidx {} = o{}{};\n", v, d, p == 0 ? "" : fmt::format(" - {}@L@", p));
+    if (padded) {
+      if (mode == "constant") {
+        b += fmt::format("    if ({} < 0 || {} >= {}@L@) src = -1;\n", v, v, dim);
+      } else if (mode == "edge") {
+        b += fmt::format("    {} = {} < 0 ? 0 : {} >= {}@L@ ? {}@L@ : {};\n", v, v, v, dim, dim - 1, v);
+      } else if (mode == "wrap") {
+        b += fmt::format("    {} = (({} % {}@L@) + {}@L@) % {}@L@;\n", v, v, dim, dim, dim);
+      } else if (mode == "reflect") {
+        if (dim == 1) {
+          b += fmt::format("    {} = 0;\n", v);
+        } else {
+          const int64_t period = 2 * (dim - 1);
+          b += fmt::format("    {} = (({} % {}@L@) + {}@L@) % {}@L@;\n", v, v, period, period, period);
+          b += fmt::format("    if ({} >= {}@L@) {} = {}@L@ - {};\n", v, dim, v, period, v);
+        }
+      } else {
+        fail("codegen: pad mode '{}' is not known", mode);
+      }
+    }
+    co.push_back(v);
+  }
+  b += fmt::format("    off = {};\n", linear(co, ist));
+}
+
+void map_tile(MapCtx& c, std::string& b) {
+  const Shape& is = c.in[0].shape;
+  std::vector<std::string> co;
+  for (size_t d = 0; d < is.size(); ++d)
+    co.push_back(c.out.shape[d] == is[d] ? fmt::format("o{}", d) : fmt::format("(o{} % {}@L@)", d, is[d]));
+  b += fmt::format("    src = 0; off = {};\n", linear(co, strides_of(is)));
+}
+
+void map_gather(MapCtx& c, std::string& b) {
+  const Shape& ds = c.in[0].shape;
+  const Shape& is = c.in[1].shape;
+  const int r = static_cast<int>(ds.size()), q = static_cast<int>(is.size());
+  const int64_t a = norm_axis(c.attrs.get_int("axis", 0), r, "gather");
+  if (c.in[1].dtype != DType::I32 && c.in[1].dtype != DType::I64)
+    fail("codegen: gather: indices must be i32 or i64, got {}", dtype_name(c.in[1].dtype));
+  c.param_types[1] = c.in[1].dtype == DType::I32 ? "int" : "long long";
+  std::vector<std::string> ico;
+  for (int j = 0; j < q; ++j) ico.push_back(fmt::format("o{}", a + j));
+  b += fmt::format("    long long ix = (long long)in1[{}];\n", linear(ico, strides_of(is)));
+  b += fmt::format("    if (ix < 0) ix += {}@L@;\n", ds[a]);
+  std::vector<std::string> dco;
+  for (int d = 0; d < r; ++d)
+    dco.push_back(d < a ? fmt::format("o{}", d) : d == a ? "ix" : fmt::format("o{}", d - 1 + q));
+  // Out of range: the element gets zero bytes (the reference raises an error).
+  b += fmt::format("    if (ix < 0 || ix >= {}@L@) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", ds[a],
+                   linear(dco, strides_of(ds)));
+}
+
+void map_depth_to_space(MapCtx& c, std::string& b) {
+  const int64_t bs = c.attrs.require_int("blocksize");
+  const bool dcr = c.attrs.get_string("mode", "DCR") == "DCR";
+  const Shape& s = c.in[0].shape;
+  const int64_t C = s[1] / (bs * bs), H = s[2], W = s[3];
+  b += fmt::format("    const kidx h = o2 / {0}@L@, b1 = o2 % {0}@L@, w = o3 / {0}@L@, b2 = o3 % {0}@L@;\n", bs);
+  b += dcr ? fmt::format("    const kidx ch = (b1 * {}@L@ + b2) * {}@L@ + o1;\n", bs, C)
+           : fmt::format("    const kidx ch = (o1 * {0}@L@ + b1) * {0}@L@ + b2;\n", bs);
+  b += fmt::format("    src = 0; off = o0 * {}@L@ + ch * {}@L@ + h * {}@L@ + w;\n", s[1] * H * W, H * W, W);
+}
+
+void map_space_to_depth(MapCtx& c, std::string& b) {
+  const int64_t bs = c.attrs.require_int("blocksize");
+  const Shape& s = c.in[0].shape;
+  const int64_t C = s[1], H = s[2], W = s[3];
+  b += fmt::format("    const kidx ch = o1 % {}@L@, blk = o1 / {}@L@;\n", C, C);
+  b += fmt::format("    const kidx h = o2 * {0}@L@ + blk / {0}@L@, w = o3 * {0}@L@ + blk % {0}@L@;\n", bs);
+  b += fmt::format("    src = 0; off = o0 * {}@L@ + ch * {}@L@ + h * {}@L@ + w;\n", C * H * W, H * W, W);
+}
+
+const std::map<std::string, IndexMap>& maps() {
+  static const std::map<std::string, IndexMap> m = {
+      {"reshape", map_reshape}, {"transpose", map_transpose}, {"expand", map_expand},
+      {"slice", map_slice},     {"concat", map_concat},       {"split", map_split},
+      {"pad", map_pad},         {"tile", map_tile},           {"gather", map_gather},
+      {"depth_to_space", map_depth_to_space},                 {"space_to_depth", map_space_to_depth},
+  };
+  return m;
+}
+
+}  // namespace
+
+bool injective_supported(const std::string& name) { return maps().count(name) != 0; }
+
+InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
+                                  const std::vector<TensorType>& outs, int result) {
+  auto it = maps().find(def.name);
+  if (it == maps().end()) fail("codegen: op '{}' has no injective index map", def.name);
+  if (result < 0 || result >= static_cast<int>(outs.size()))
+    fail("codegen: {}: result {} of {}", def.name, result, outs.size());
+  if (operands.empty()) fail("codegen: {}: no operands", def.name);
+  const TensorType& out = outs[result];
+  const size_t es = dtype_size(out.dtype);
+  if (dtype_size(operands[0].dtype) != es)
+    fail("codegen: {}: operand {} and result {} differ in element size", def.name, operands[0].str(), out.str());
+  const char* E = uint_type(es);
+  MapCtx c{attrs, operands, out, result, std::vector<std::string>(operands.size(), E), "0"};
+  std::string map_code;
+  it->second(c, map_code);
+
+  InjectiveKernel k;
+  k.numel = out.numel();
+  k.counts.push_back(k.numel);
+  for (const TensorType& t : operands) k.counts.push_back(t.numel());
+  const int r = out.rank();
+  std::string params = fmt::format("KILN_PTR({}) out", E);
+  for (size_t i = 0; i < operands.size(); ++i)
+    params += fmt::format(", KILN_PTR(const {}) in{}", c.param_types[i], i);
+  std::string body;
+  body += fmt::format("// {}({}): {} <-", def.name, result, out.str());
+  for (size_t i = 0; i < operands.size(); ++i) body += (i ? ", " : " ") + operands[i].str();
+  body += "\n";
+  body += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", params);
+  body += fmt::format("  const long long n = {}LL;\n", k.numel);
+  body += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n";
+  body += "       i += (long long)gridDim.x * blockDim.x) {\n";
+  body += "    kidx r = (kidx)i;\n";
+  for (int d = r - 1; d >= 0; --d) {
+    if (d == 0) body += "    const kidx o0 = r;\n";
+    else body += fmt::format("    const kidx o{0} = r % {1}@L@; r /= {1}@L@;\n", d, out.shape[d]);
+  }
+  body += "    (void)r;\n    int src = 0;\n    kidx off = 0;\n";
+  body += map_code;
+  // The select: the data operands are the ones typed E (gather's indices are not).
+  body += fmt::format("    {} v;\n", E);
+  bool first = true;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (c.param_types[i] != E) continue;
+    if (def.name == "pad" && i == 1) continue;  // the padding value: the fill
+    body += fmt::format("    {}if (src == {}) v = in{}[off];\n", first ? "" : "else ", i, i);
+    first = false;
+  }
+  body += fmt::format("    else v = {};\n", c.fill);
+  body += "    out[i] = v;\n  }\n}\n";
+  // Index arithmetic in 32 bits when every offset fits (64-bit division by
+  // the dims' constants costs several times more on the GPU).
+  bool narrow = k.numel <= INT32_MAX;
+  for (const TensorType& t : operands) narrow = narrow && t.numel() <= INT32_MAX;
+  body = replace_all(replace_all(body, "@L@", narrow ? "" : "LL"), "kidx", narrow ? "int" : "long long");
+  // Simulator entry.
+  body += "#ifdef KILN_SIM\n";
+  body += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
+          "const long long* counts, std::string* error) {\n  try {\n";
+  body += fmt::format("    ::kiln::sim::launch(*cfg, @NAME@,\n        ::kiln::sim::arg(static_cast<{}*>(buffers[0]), "
+                      "counts[0], \"out\")",
+                      E);
+  for (size_t i = 0; i < operands.size(); ++i)
+    body += fmt::format(",\n        ::kiln::sim::arg(static_cast<const {}*>(buffers[{}]), counts[{}], \"in{}\")",
+                        c.param_types[i], i + 1, i + 1, i);
+  body += ");\n    return 0;\n";
+  body += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
+  body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";
+
+  k.name = fmt::format("kiln_inj_{}_{:016x}", sanitize(def.name), XXH64(body.data(), body.size(), 0));
+  k.source = std::string(kKernelPrelude) + replace_all(body, "@NAME@", k.name);
+  const int64_t blocks = (k.numel + k.block - 1) / k.block;
+  k.grid = static_cast<unsigned>(std::min<int64_t>(blocks, 8192));
+  return k;
+}
+
+}  // namespace kiln::codegen
