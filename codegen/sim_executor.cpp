@@ -5,6 +5,7 @@
 
 #include "codegen/emit_fused.h"
 #include "codegen/emit_injective.h"
+#include "codegen/emit_reduction.h"
 #include "codegen/emit_pointwise.h"
 #include "codegen/sim_module.h"
 #include "ir/error.h"
@@ -71,11 +72,31 @@ std::vector<NodeKernel> emit_injective_node(const Node& n) {
   return ks;
 }
 
+bool handles_reduction(const Node& n) {
+  if (n.body() || n.num_inputs() != 1 || !n.input(0) || n.num_outputs() != 1) return false;
+  if (n.op() == "softmax" || n.op() == "log_softmax") return is_float(n.input(0)->dtype());
+  return ops::find_reduction_spec(n.op()) != nullptr;
+}
+
+std::vector<NodeKernel> emit_reduction_node(const Node& n) {
+  const OpDef& def = op_registry().get(n.op());
+  ReductionKernel k = n.op() == "softmax" || n.op() == "log_softmax"
+                          ? emit_softmax_op(def, n.attrs(), n.input(0)->type())
+                          : emit_reduction_op(def, n.attrs(), n.input(0)->type(), n.output(0)->type());
+  NodeKernel nk;
+  nk.name = k.name;
+  nk.source = k.source;
+  nk.grid = k.grid;
+  nk.block = k.block;
+  return {nk};
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
     {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node},
     {"injective", handles_injective, emit_injective_node},
+    {"reduction", handles_reduction, emit_reduction_node},
 };
 
 bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }

@@ -155,6 +155,17 @@ TEST(SimBackend, InjectiveOpsOneKernelPerResult) {
   expect_matches_reference(*g);
 }
 
+// reduce_* and softmax (codegen/emit_reduction.h) through the dispatch table.
+TEST(SimBackend, ReductionsAndSoftmax) {
+  auto g = testing::parse(R"(graph @m(%x: f32[3,5,70]) -> (f32[3,1,70], f32[3,5,70]) {
+    %r = reduce_sum(%x) {axes=[1], keepdims=1} : f32[3,1,70]
+    %p = softmax(%x) {axis=2} : f32[3,5,70]
+    return %r, %p
+  })");
+  for (const auto& n : g->nodes()) EXPECT_NE(codegen::emitter_for(*n), nullptr) << n->describe();
+  expect_matches_reference(*g);
+}
+
 TEST(SimBackend, OpWithoutEmitterIsUnsupported) {
   auto g = testing::parse(R"(graph @m(%x: f32[2,3]) -> (f32[2,3]) {
     %r = relu(%x) : f32[2,3]
