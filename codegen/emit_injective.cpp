@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/kernel_text.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
 
@@ -19,24 +20,7 @@ namespace kiln::codegen {
 
 namespace {
 
-// The same guarded prelude as emit_pointwise.cpp (docs/simulator.md's NVRTC column).
-constexpr std::string_view kKernelPrelude = R"(#ifndef KILN_KERNEL_PRELUDE_
-#define KILN_KERNEL_PRELUDE_
-#ifndef KILN_SIM
-#define KILN_PTR(T) T* __restrict__
-#define KILN_PTR_CAST(U, p) reinterpret_cast<U*>(p)
-#define KILN_DYNAMIC_SHARED(T, name) \
-  extern __shared__ __align__(16) unsigned char kiln_smem_[]; \
-  T* name = reinterpret_cast<T*>(kiln_smem_)
-#endif
-#endif  // KILN_KERNEL_PRELUDE_
-)";
 
-std::string sanitize(const std::string& s) {
-  std::string r;
-  for (char c : s) r += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-  return r;
-}
 
 const char* uint_type(size_t bytes) {
   switch (bytes) {
@@ -325,7 +309,7 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
   body += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
   body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";
 
-  k.name = fmt::format("kiln_inj_{}_{:016x}", sanitize(def.name), XXH64(body.data(), body.size(), 0));
+  k.name = fmt::format("kiln_inj_{}_{:016x}", sanitize_identifier(def.name), XXH64(body.data(), body.size(), 0));
   k.source = std::string(kKernelPrelude) + replace_all(body, "@NAME@", k.name);
   const int64_t blocks = (k.numel + k.block - 1) / k.block;
   k.grid = static_cast<unsigned>(std::min<int64_t>(blocks, 8192));

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "codegen/emit_expr.h"
+#include "codegen/kernel_text.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
 
@@ -15,26 +16,7 @@ namespace kiln::codegen {
 
 namespace {
 
-// Outside the simulator: what docs/simulator.md's NVRTC column says.
-// (cuda_fp16.h / cuda_bf16.h, included only by kernels that use them, come
-// before this: they are most of NVRTC's time for a small kernel.)
-constexpr std::string_view kKernelPrelude = R"(#ifndef KILN_KERNEL_PRELUDE_
-#define KILN_KERNEL_PRELUDE_
-#ifndef KILN_SIM
-#define KILN_PTR(T) T* __restrict__
-#define KILN_PTR_CAST(U, p) reinterpret_cast<U*>(p)
-#define KILN_DYNAMIC_SHARED(T, name) \
-  extern __shared__ __align__(16) unsigned char kiln_smem_[]; \
-  T* name = reinterpret_cast<T*>(kiln_smem_)
-#endif
-#endif  // KILN_KERNEL_PRELUDE_
-)";
 
-std::string sanitize(const std::string& s) {
-  std::string r;
-  for (char c : s) r += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-  return r;
-}
 
 // Output dims (size-1 dims dropped, adjacent dims merged where every operand
 // reads them as one) and each operand's strides over them.
@@ -135,7 +117,7 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
   for (size_t i = 0; i < operands.size(); ++i)
     params += fmt::format(", KILN_PTR(const {}) in{}", cuda_storage_type(operands[i].dtype), i);
   std::string body;
-  body += fmt::format("// {}: {}{} <- ", sanitize(label), out.str(), nres > 1 ? fmt::format(" x{}", nres) : "");
+  body += fmt::format("// {}: {}{} <- ", sanitize_identifier(label), out.str(), nres > 1 ? fmt::format(" x{}", nres) : "");
   for (size_t i = 0; i < operands.size(); ++i) body += (i ? ", " : "") + operands[i].str();
   body += "\n";
   for (const PointwiseStep& st : steps) body += fmt::format("// {}\n", st.expr.str());
@@ -228,7 +210,7 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
     prelude += "#endif\n";
   }
   prelude += std::string(kKernelPrelude) + std::string(expr_prelude());
-  k.name = fmt::format("kiln_pw_{}_{:016x}", sanitize(label), XXH64(body.data(), body.size(), 0));
+  k.name = fmt::format("kiln_pw_{}_{:016x}", sanitize_identifier(label), XXH64(body.data(), body.size(), 0));
   std::string named;
   for (size_t pos = 0;;) {
     size_t at = body.find("@NAME@", pos);

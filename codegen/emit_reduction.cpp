@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "codegen/emit_expr.h"
+#include "codegen/kernel_text.h"
 #include "ir/error.h"
 
 namespace kiln::codegen {
@@ -19,24 +20,7 @@ namespace {
 using ops::ReduceCombiner;
 using ops::ReduceMap;
 
-// The same guarded text as the pointwise emitter's (docs/simulator.md's NVRTC column).
-constexpr std::string_view kKernelPrelude = R"(#ifndef KILN_KERNEL_PRELUDE_
-#define KILN_KERNEL_PRELUDE_
-#ifndef KILN_SIM
-#define KILN_PTR(T) T* __restrict__
-#define KILN_PTR_CAST(U, p) reinterpret_cast<U*>(p)
-#define KILN_DYNAMIC_SHARED(T, name) \
-  extern __shared__ __align__(16) unsigned char kiln_smem_[]; \
-  T* name = reinterpret_cast<T*>(kiln_smem_)
-#endif
-#endif  // KILN_KERNEL_PRELUDE_
-)";
 
-std::string sanitize(std::string_view s) {
-  std::string r;
-  for (char c : s) r += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-  return r;
-}
 
 struct Group {
   int64_t size, stride;
@@ -120,7 +104,7 @@ void finish(ReductionKernel& k, DType dt, const std::string& prefix, std::string
     prelude += fmt::format("#ifndef KILN_SIM\n#include <{}>\n#endif\n", dt == DType::F16 ? "cuda_fp16.h" : "cuda_bf16.h");
   prelude += std::string(kKernelPrelude);
   prelude += "#ifndef KILN_RED_INF\n#define KILN_RED_INF (__longlong_as_double(0x7ff0000000000000LL))\n#endif\n";
-  k.name = fmt::format("{}_{}_{:016x}", prefix, sanitize(label), XXH64(body.data(), body.size(), 0));
+  k.name = fmt::format("{}_{}_{:016x}", prefix, sanitize_identifier(label), XXH64(body.data(), body.size(), 0));
   std::string named;
   for (size_t pos = 0;;) {
     size_t at = body.find("@NAME@", pos);
