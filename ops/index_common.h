@@ -67,6 +67,28 @@ inline void copy_elem(uint8_t* dst, int64_t di, const uint8_t* src, int64_t si) 
   std::memcpy(dst + di * sizeof(E), src + si * sizeof(E), sizeof(E));
 }
 
+// Walks every element of an index tensor of shape `is` in row-major order,
+// calling f(e, base) where base is the offset, in a tensor with strides `ds`,
+// of the same coordinates with the `axis` coordinate left out: the element
+// GatherElements/ScatterElements address is base + index * ds[axis].
+template <typename F>
+void for_each_off_axis(const Shape& is, const std::vector<int64_t>& ds, int axis, int64_t count, F&& f) {
+  const int r = static_cast<int>(is.size());
+  std::vector<int64_t> coord(r, 0);
+  int64_t base = 0;
+  for (int64_t e = 0; e < count; ++e) {
+    f(e, base);
+    for (int d = r - 1; d >= 0; --d) {
+      if (++coord[d] < is[d]) {
+        if (d != axis) base += ds[d];
+        break;
+      }
+      if (d != axis) base -= (is[d] - 1) * ds[d];
+      coord[d] = 0;
+    }
+  }
+}
+
 // Product of dims [from, to).
 inline int64_t dims_product(const Shape& s, size_t from, size_t to) {
   int64_t n = 1;

@@ -106,22 +106,10 @@ void gather_elements_kernel(KernelContext& ctx) {
     dispatch_index(ctx, idx, [&](auto iz) {
       using I = decltype(iz);
       const I* ip = idx.data<I>();
-      // Odometer over the indices' shape; `base` is the data offset of the
-      // current position without the axis term.
-      std::vector<int64_t> coord(r, 0);
-      int64_t base = 0;
-      for (int64_t e = 0; e < m; ++e) {
+      for_each_off_axis(is, ds, axis, m, [&](int64_t e, int64_t base) {
         int64_t w = wrap_index(ctx, "gather_elements index", ip[e], n);
         copy_elem<E>(dst, e, src, base + w * ds[axis]);
-        for (int d = r - 1; d >= 0; --d) {
-          if (++coord[d] < is[d]) {
-            if (d != axis) base += ds[d];
-            break;
-          }
-          if (d != axis) base -= (is[d] - 1) * ds[d];
-          coord[d] = 0;
-        }
-      }
+      });
     });
   });
 }

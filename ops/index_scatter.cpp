@@ -65,21 +65,11 @@ void scatter_elements_kernel(KernelContext& ctx) {
   dispatch_index(ctx, idx, [&](auto iz) {
     using I = decltype(iz);
     const I* ip = idx.data<I>();
-    std::vector<int64_t> coord(r, 0);
-    int64_t base = 0;  // data offset of the current position without the axis term
-    for (int64_t e = 0; e < m; ++e) {
+    for_each_off_axis(is, ds, axis, m, [&](int64_t e, int64_t base) {
       const int64_t off = base + wrap_index(ctx, "scatter_elements index", ip[e], n) * ds[axis];
       if (combine) combine(dst + off * es, src + e * es);
       else std::memcpy(dst + off * es, src + e * es, es);
-      for (int d = r - 1; d >= 0; --d) {
-        if (++coord[d] < is[d]) {
-          if (d != axis) base += ds[d];
-          break;
-        }
-        if (d != axis) base -= (is[d] - 1) * ds[d];
-        coord[d] = 0;
-      }
-    }
+    });
   });
 }
 
