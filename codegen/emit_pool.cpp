@@ -6,6 +6,7 @@
 #include "codegen/emit_expr.h"
 #include "ir/error.h"
 #include "ops/nn_internal.h"
+#include "ops/nn_shape.h"
 #include "ops/op_helpers.h"
 
 namespace kiln::codegen {
@@ -69,6 +70,10 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
   const std::vector<int64_t> st = ops::nn::window_ints(a, "strides", nd, 1, op);
   const std::vector<int64_t> dil = ops::nn::window_ints(a, "dilations", nd, 1, op);
   const std::vector<int64_t> pads = ops::nn::window_ints(a, "pads", 2 * nd, 0, op);
+  for (size_t d = 0; d < nd; ++d)
+    if (ys[2 + d] != ops::window_out_dim(xs[2 + d], k[d], st[d], pads[d], pads[d + nd], dil[d],
+                                             a.get_int("ceil_mode", 0) == 1))
+      fail("codegen: {}: result {} does not fit the windows over input {}", op, results[0].str(), x.str());
   const bool want_idx = kind == PoolKind::Max && results.size() > 1;
   if (want_idx && (nhwc || results[1].dtype != DType::I64 || results[1].shape != results[0].shape))
     fail("codegen: {}: indices result {} must be i64 of the values' shape (channels first)", op, results[1].str());

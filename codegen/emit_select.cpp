@@ -278,7 +278,7 @@ std::vector<OpKernel> topk(const AttrMap& a, const TensorType& x, const std::vec
   b += fmt::format("  // topk: k = {} {} of {} along axis {}: {} lines of {} (inner {}), sorted in {} shared slots\n",
                    kk, largest ? "largest" : "smallest", x.str(), axis, g.count(), g.n, g.inner, P);
   b += fmt::format("  KILN_DYNAMIC_SHARED({}, sv);\n", A);
-  b += fmt::format("  int* si = reinterpret_cast<int*>(sv + {});\n", P);
+  b += fmt::format("  KILN_PTR(int) si = KILN_PTR_CAST(int, sv + {});\n", P);
   b += fmt::format("  for (long long o = blockIdx.x; o < {}LL; o += gridDim.x) {{\n", g.count());
   b += fmt::format("    const long long base = {};\n", line_base(g, "o"));
   b += fmt::format("    const long long obase = {};\n",
@@ -305,7 +305,8 @@ std::vector<OpKernel> topk(const AttrMap& a, const TensorType& x, const std::vec
   OpKernel k;
   k.block = static_cast<unsigned>(std::clamp<int64_t>(P / 2, 32, 512));
   k.grid = kk == 0 ? 0 : static_cast<unsigned>(std::min<int64_t>(g.count(), 65535));
-  k.shared_bytes = static_cast<size_t>(P) * (vbytes + 4);
+  // Rounded up to whole values, so the simulator's typed view of the slots covers the positions too (P = 1).
+  k.shared_bytes = (static_cast<size_t>(P) * (vbytes + 4) + vbytes - 1) / vbytes * vbytes;
   std::vector<TensorType> res = results;
   if (res.size() > 2) res.resize(2);
   finish_op_kernel(k, "kiln_topk", "topk", buffers_for({x}, res), A, helpers, b);
