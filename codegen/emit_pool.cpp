@@ -58,7 +58,7 @@ Shape channels_first(const Shape& s, bool nhwc) {
 enum class PoolKind { Max, Average, Lp };
 
 OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, const TensorType& x,
-                     const std::vector<TensorType>& results) {
+                     const std::vector<TensorType>& results, const KernelSeams* seams) {
   const bool nhwc = ops::nhwc_layout(a, op);
   const Shape xs = channels_first(x.shape, nhwc);
   if (xs.size() < 3) fail("codegen: {}: input {} has rank below 3", op, x.str());
@@ -201,11 +201,12 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
   kern.grid = items_grid(total, kBlock);
   std::vector<TensorType> res = results;
   if (!want_idx) res.resize(1);
-  finish_op_kernel(kern, "kiln_pool", op, buffers_for({x}, res), A, "", b);
+  finish_op_kernel(kern, "kiln_pool", op, buffers_for({x}, res), A, "", b, seams);
   return kern;
 }
 
-OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& x, const TensorType& y) {
+OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& x, const TensorType& y,
+                     const KernelSeams* seams) {
   const bool nhwc = ops::nhwc_layout(a, op);
   const Shape xs = channels_first(x.shape, nhwc);
   if (xs.size() < 3) fail("codegen: {}: input {} has rank below 3", op, x.str());
@@ -227,7 +228,7 @@ OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& 
   else b += fmt::format("    const I base = o * (I){};\n", spatial);
   const std::string at = nhwc ? fmt::format("base + j * (I){}", C) : "base + j";
   b += fmt::format("    {} acc = {};\n", A, is_max ? lowest(A) : "0");
-  b += fmt::format("    for (I j = 0; j < (I){}; ++j) {{\n      const {} v = KILN_LOAD_X({});\n", spatial, A, at);
+  b += fmt::format("    for (I j = 0; j < (I){}; ++j) {{\n      const {} v = KILN_LOAD_X_ONCE({});\n", spatial, A, at);
   if (is_max) b += "      if (j == 0 || v > acc) acc = v;\n";
   else if (op == "global_average_pool") b += "      acc += v;\n";
   else b += fmt::format("      acc += kiln_pow(kiln_fabs(v), ({}){});\n", A, p);
@@ -239,7 +240,7 @@ OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& 
   OpKernel kern;
   kern.block = kBlock;
   kern.grid = items_grid(planes, kBlock);
-  finish_op_kernel(kern, "kiln_gpool", op, buffers_for({x}, {y}), A, "", b);
+  finish_op_kernel(kern, "kiln_gpool", op, buffers_for({x}, {y}), A, "", b, seams);
   return kern;
 }
 
@@ -298,14 +299,17 @@ bool pool_supported(std::string_view op) {
 }
 
 std::vector<OpKernel> emit_pool_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
-                                   const std::vector<TensorType>& results) {
+                                   const std::vector<TensorType>& results, const KernelSeams* seams) {
   const std::string& op = def.name;
   if (!pool_supported(op)) unsupported("codegen: {} is not a pool op", op);
   if (operands.empty() || results.empty()) fail("codegen: {}: no operand or result", op);
-  if (op == "max_unpool") return max_unpool(attrs, operands, results[0]);
-  if (op.rfind("global_", 0) == 0) return {global_pool(op, attrs, operands[0], results[0])};
+  if (op == "max_unpool") {
+    if (seams) unsupported("codegen: max_unpool (two kernels) takes no fused seams");
+    return max_unpool(attrs, operands, results[0]);
+  }
+  if (op.rfind("global_", 0) == 0) return {global_pool(op, attrs, operands[0], results[0], seams)};
   const PoolKind kind = op == "max_pool" ? PoolKind::Max : op == "average_pool" ? PoolKind::Average : PoolKind::Lp;
-  return {window_pool(kind, op, attrs, operands[0], results)};
+  return {window_pool(kind, op, attrs, operands[0], results, seams)};
 }
 
 }  // namespace kiln::codegen

@@ -39,8 +39,10 @@ bool pool_supported(std::string_view op);
 // The kernels of a pool node (in launch order) from its attributes, operand
 // types and result types (as inference gives them; max_pool with one or two
 // results). Throws kiln::Error for inconsistent types, kiln::Unsupported for
-// an op this emitter does not handle.
+// an op this emitter does not handle. `seams`: a fused anchor's loads/stores
+// (codegen/kernel_shell.h; not for max_unpool). Window pools read overlapping
+// windows, so they have no read-once pass (KILN_LOAD_X_ONCE); global pools do.
 std::vector<OpKernel> emit_pool_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
-                                   const std::vector<TensorType>& results);
+                                   const std::vector<TensorType>& results, const KernelSeams* seams = nullptr);
 
 }  // namespace kiln::codegen

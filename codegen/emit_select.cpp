@@ -86,7 +86,8 @@ std::string at(const Lines& g, const std::string& j) {
 }
 
 // argmax / argmin (results: the i64 index per line) and hardmax (one-hot).
-OpKernel arg_extreme(const std::string& op, const AttrMap& a, const TensorType& x, const TensorType& y) {
+OpKernel arg_extreme(const std::string& op, const AttrMap& a, const TensorType& x, const TensorType& y,
+                     const KernelSeams* seams) {
   const bool hard = op == "hardmax";
   const bool is_min = op == "argmin";
   const bool last = !hard && a.get_int("select_last_index", 0) != 0;
@@ -111,7 +112,7 @@ OpKernel arg_extreme(const std::string& op, const AttrMap& a, const TensorType& 
     b += fmt::format("    const long long base = {};\n", line_base(g, "o"));
     b += fmt::format("    {} best = 0;\n    long long bi = -1;\n", A);
     b += fmt::format("    for (long long vi = 0; vi < {}LL; ++vi) {{\n", g.n);
-    b += fmt::format("      const {} v = ({})KILN_LOAD_X({});\n", A, A, at(g, "vi"));
+    b += fmt::format("      const {} v = ({})KILN_LOAD_X_ONCE({});\n", A, A, at(g, "vi"));
     b += fmt::format("      if (bi < 0 || {}) {{ best = v; bi = vi; }}\n    }}\n", take);
     if (hard) {
       b += fmt::format("    for (long long j = 0; j < {}LL; ++j) KILN_STORE(0, {}, j == bi ? 1.0f : 0.0f);\n", g.n,
@@ -134,7 +135,7 @@ OpKernel arg_extreme(const std::string& op, const AttrMap& a, const TensorType& 
     b += fmt::format("    const long long base = {};\n", line_base(g, "o"));
     b += fmt::format("    {} best = 0;\n    long long bi = -1;\n", A);
     b += fmt::format("    for (long long vi = threadIdx.x; vi < {}LL; vi += blockDim.x) {{\n", g.n);
-    b += fmt::format("      const {} v = ({})KILN_LOAD_X({});\n", A, A, at(g, "vi"));
+    b += fmt::format("      const {} v = ({})KILN_LOAD_X_ONCE({});\n", A, A, at(g, "vi"));
     b += "      @NAME@_fold(best, bi, v, vi);\n    }\n";
     b += "    for (int s = 16; s > 0; s >>= 1) {\n";
     b += fmt::format("      const {} v = __shfl_down_sync(0xffffffffu, best, s);\n", A);
@@ -165,11 +166,11 @@ OpKernel arg_extreme(const std::string& op, const AttrMap& a, const TensorType& 
     k.grid = static_cast<unsigned>(std::min<int64_t>(g.count(), 65535));
   }
   if (g.n == 0) k.grid = 0;  // hardmax of an empty axis: nothing to write
-  finish_op_kernel(k, "kiln_sel", op, buffers_for({x}, {y}), A, helpers, b);
+  finish_op_kernel(k, "kiln_sel", op, buffers_for({x}, {y}), A, helpers, b, seams);
   return k;
 }
 
-OpKernel cumsum(const AttrMap& a, const TensorType& x, const TensorType& y) {
+OpKernel cumsum(const AttrMap& a, const TensorType& x, const TensorType& y, const KernelSeams* seams) {
   const int axis = norm_axis("cumsum", a.require_int("axis"), x.shape.size());
   const bool exclusive = a.get_int("exclusive", 0) != 0, reverse = a.get_int("reverse", 0) != 0;
   if (y.shape != x.shape || y.dtype != x.dtype) fail("codegen: cumsum: result {} does not fit {}", y.str(), x.str());
@@ -178,7 +179,10 @@ OpKernel cumsum(const AttrMap& a, const TensorType& x, const TensorType& y) {
   // Integers add as unsigned 64-bit (wrapping; the store truncates to the dtype as the reference's cast does).
   const std::string A = fp ? "double" : "unsigned long long";
   const std::string X = fp ? "double" : "long long";
-  const std::string load = fmt::format("({})KILN_LOAD_X({})", A, at(g, "j"));
+  // The thread walk and the block's first pass read each element once; the block's second pass again.
+  const std::string load_once = fmt::format("({})KILN_LOAD_X_ONCE({})", A, at(g, "j"));
+  const std::string load_again = fmt::format("({})KILN_LOAD_X({})", A, at(g, "j"));
+  std::string load = load_once;
   const std::string store = fp ? "acc" : "(long long)acc";
   const std::string store_before = fp ? "before" : "(long long)before";
   auto step_index = [&](const std::string& s) { return reverse ? fmt::format("({}LL - 1 - {})", g.n, s) : s; };
@@ -216,7 +220,8 @@ OpKernel cumsum(const AttrMap& a, const TensorType& x, const TensorType& y) {
     // Pass 1: this thread's chunk sum.
     b += fmt::format("    {} acc = 0;\n", A);
     b += "    for (long long s = from; s < to; ++s) {\n";
-    b += fmt::format("      const long long j = {};\n      acc += {};\n    }}\n", step_index("s"), load);
+    b += fmt::format("      const long long j = {};\n      acc += {};\n    }}\n", step_index("s"), load_once);
+    load = load_again;
     // Block-wide inclusive scan of the chunk sums: warps by shuffles, then the warp totals.
     b += "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n";
     b += fmt::format("    {} inc = acc;\n", A);
@@ -240,11 +245,12 @@ OpKernel cumsum(const AttrMap& a, const TensorType& x, const TensorType& y) {
     k.grid = static_cast<unsigned>(std::min<int64_t>(g.count(), 65535));
   }
   if (x.numel() == 0) k.grid = 0;
-  finish_op_kernel(k, "kiln_cumsum", "cumsum", buffers_for({x}, {y}), X, "", b);
+  finish_op_kernel(k, "kiln_cumsum", "cumsum", buffers_for({x}, {y}), X, "", b, seams);
   return k;
 }
 
-std::vector<OpKernel> topk(const AttrMap& a, const TensorType& x, const std::vector<TensorType>& results) {
+std::vector<OpKernel> topk(const AttrMap& a, const TensorType& x, const std::vector<TensorType>& results,
+                           const KernelSeams* seams) {
   const int axis = norm_axis("topk", a.get_int("axis", -1), x.shape.size());
   const int64_t kk = a.require_int("k");
   const bool largest = a.get_int("largest", 1) != 0;
@@ -286,7 +292,7 @@ std::vector<OpKernel> topk(const AttrMap& a, const TensorType& x, const std::vec
                                 : fmt::format("(o / {0}LL) * {1}LL + o % {0}LL", g.inner, kk * g.inner));
   b += "    __syncthreads();  // the previous line's slots are read\n";
   b += fmt::format("    for (int j = threadIdx.x; j < {}; j += blockDim.x) {{\n", P);
-  b += fmt::format("      sv[j] = j < {} ? ({})KILN_LOAD_X({}) : ({})0;\n      si[j] = j;\n    }}\n", g.n, A,
+  b += fmt::format("      sv[j] = j < {} ? ({})KILN_LOAD_X_ONCE({}) : ({})0;\n      si[j] = j;\n    }}\n", g.n, A,
                    at(g, "j"), A);
   b += "    __syncthreads();\n";
   b += fmt::format("    for (int size = 2; size <= {}; size <<= 1) {{\n", P);
@@ -309,7 +315,7 @@ std::vector<OpKernel> topk(const AttrMap& a, const TensorType& x, const std::vec
   k.shared_bytes = (static_cast<size_t>(P) * (vbytes + 4) + vbytes - 1) / vbytes * vbytes;
   std::vector<TensorType> res = results;
   if (res.size() > 2) res.resize(2);
-  finish_op_kernel(k, "kiln_topk", "topk", buffers_for({x}, res), A, helpers, b);
+  finish_op_kernel(k, "kiln_topk", "topk", buffers_for({x}, res), A, helpers, b, seams);
   return {k};
 }
 
@@ -320,13 +326,13 @@ bool select_supported(std::string_view op) {
 }
 
 std::vector<OpKernel> emit_select_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
-                                     const std::vector<TensorType>& results) {
+                                     const std::vector<TensorType>& results, const KernelSeams* seams) {
   const std::string& op = def.name;
   if (!select_supported(op)) unsupported("codegen: {} is not an argmax/argmin/hardmax/cumsum/topk op", op);
   if (operands.size() != 1 || results.empty()) fail("codegen: {}: expects one operand and a result", op);
-  if (op == "cumsum") return {cumsum(attrs, operands[0], results[0])};
-  if (op == "topk") return topk(attrs, operands[0], results);
-  return {arg_extreme(op, attrs, operands[0], results[0])};
+  if (op == "cumsum") return {cumsum(attrs, operands[0], results[0], seams)};
+  if (op == "topk") return topk(attrs, operands[0], results, seams);
+  return {arg_extreme(op, attrs, operands[0], results[0], seams)};
 }
 
 }  // namespace kiln::codegen

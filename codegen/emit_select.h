@@ -42,7 +42,9 @@ bool select_supported(std::string_view op);
 // The kernels of an argmax/argmin/hardmax/cumsum/topk node (topk with one or
 // two results). Throws kiln::Error for inconsistent types, kiln::Unsupported
 // for what the emitter does not do (topk lines longer than 4096).
+// `seams`: a fused anchor's loads/stores (codegen/kernel_shell.h); every
+// kernel here has a read-once pass (KILN_LOAD_X_ONCE).
 std::vector<OpKernel> emit_select_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
-                                     const std::vector<TensorType>& results);
+                                     const std::vector<TensorType>& results, const KernelSeams* seams = nullptr);
 
 }  // namespace kiln::codegen

@@ -11,13 +11,25 @@
 
 namespace kiln::codegen {
 
+namespace {
+
+// A macro body from statements: one logical line.
+std::string one_line(const std::string& stmts) {
+  std::string r;
+  for (char c : stmts) r += c == '\n' ? ' ' : c;
+  return r;
+}
+
+}  // namespace
+
 void finish_op_kernel(OpKernel& k, std::string_view prefix, std::string_view label,
                       const std::vector<ShellBuffer>& buffers, const std::string& x_compute, const std::string& helpers,
-                      const std::string& body) {
+                      const std::string& body, const KernelSeams* seams) {
   bool f16 = false, bf16 = false;
-  std::string params, args, seams, undefs = "#undef KILN_LOAD_X\n#undef KILN_STORE\n";
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    const ShellBuffer& b = buffers[i];
+  std::string params, args, defs, undefs = "#undef KILN_LOAD_X\n#undef KILN_LOAD_X_ONCE\n#undef KILN_STORE\n";
+  const std::vector<ShellBuffer>& params_of = seams ? seams->buffers : buffers;
+  for (size_t i = 0; i < params_of.size(); ++i) {
+    const ShellBuffer& b = params_of[i];
     f16 |= b.dtype == DType::F16;
     bf16 |= b.dtype == DType::BF16;
     const std::string_view S = cuda_storage_type(b.dtype);
@@ -25,19 +37,36 @@ void finish_op_kernel(OpKernel& k, std::string_view prefix, std::string_view lab
     params += fmt::format("{}KILN_PTR({}{}) {}", i ? ", " : "", cq, S, b.name);
     args += fmt::format(",\n        ::kiln::sim::arg(static_cast<{}{}*>(buffers[{}]), counts[{}], \"{}\")", cq, S, i, i,
                         b.name);
-    if (b.name == "in0")
-      seams += fmt::format("#define KILN_LOAD_X(i) (({}){})\n", x_compute, cuda_load(b.dtype, "in0[(i)]"));
+  }
+  if (seams)
+    for (DType t : seams->dtypes) {
+      f16 |= t == DType::F16;
+      bf16 |= t == DType::BF16;
+    }
+  for (const ShellBuffer& b : buffers) {
+    if (b.name == "in0") {
+      f16 |= b.dtype == DType::F16;
+      bf16 |= b.dtype == DType::BF16;
+      for (bool once : {false, true}) {
+        const std::string x = seams ? seams->load_x("(i)", once) : "in0[(i)]";
+        defs += fmt::format("#define KILN_LOAD_X{}(i) (({}){})\n", once ? "_ONCE" : "", x_compute, cuda_load(b.dtype, x));
+      }
+    }
     if (b.result) {
       const std::string r = b.name.substr(3);  // out<r>
-      seams += fmt::format("#define KILN_STORE_{}(i, v) ({}[(i)] = {})\n", r, b.name, cuda_store(b.dtype, "(v)"));
+      const std::string v = cuda_store(b.dtype, "(v)");
+      const std::string st = seams ? one_line(seams->store(std::stoi(r), "(i)", v))
+                                   : fmt::format("{}[(i)] = {};", b.name, v);
+      defs += fmt::format("#define KILN_STORE_{}(i, v) do {{ {} }} while (0)\n", r, st);
       undefs += fmt::format("#undef KILN_STORE_{}\n", r);
     }
   }
-  seams += "#define KILN_STORE(r, i, v) KILN_STORE_##r(i, v)\n";
+  defs += "#define KILN_STORE(r, i, v) KILN_STORE_##r(i, v)\n";
   std::string text = "// Seams: every read of operand 0 and every store of a result (docs/codegen.md).\n";
-  text += seams;
+  text += defs;
   text += helpers;
   text += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", params);
+  if (seams) text += seams->setup;
   text += body;
   text += "}\n" + undefs;
   text += "#ifdef KILN_SIM\n";

@@ -131,7 +131,12 @@ TEST(CodegenPool, EveryPoolOpCompilesAndMatchesReferenceOnSim) {
   std::vector<Case> cases = pool_cases();
   for (Case& c : unpool_cases()) cases.push_back(std::move(c));
   ASSERT_GT(cases.size(), 40u);
-  op_kernels_test::run_all(cases, codegen::emit_pool_op, "pool");
+  op_kernels_test::run_all(
+      cases,
+      [](const OpDef& d, const AttrMap& a, const std::vector<TensorType>& o, const std::vector<TensorType>& r) {
+        return codegen::emit_pool_op(d, a, o, r);
+      },
+      "pool");
 }
 
 // The seams: every kernel reads operand 0 through KILN_LOAD_X and stores

@@ -175,6 +175,52 @@ TEST(CodegenSelect, EverySelectAndLossOpCompilesAndMatchesReferenceOnSim) {
   op_kernels_test::run_all(cases, emit_any, "select/scan/loss");
 }
 
+// The seams as a fused anchor would replace them: argmax reading operand 0
+// through a negating "prologue" must give argmin's answer (ties and NaN
+// included), and cumsum storing through a doubling "epilogue" twice the sums.
+TEST(CodegenSelect, KernelsRunThroughReplacedSeams) {
+  const TensorType x(DType::F32, {6, 150}), idx(DType::I64, {6, 1});
+  const TensorType xi(DType::I32, {5, 7});
+  AttrMap a;
+  a.set("axis", int64_t{1});
+  codegen::KernelSeams neg;
+  neg.buffers = {{DType::I64, "out0", true}, {DType::F32, "in0", false}};
+  neg.load_x = [](const std::string& i, bool) { return "(-in0[" + i + "])"; };
+  neg.store = [](int r, const std::string& i, const std::string& v) { return fmt::format("out{}[{}] = {};", r, i, v); };
+  auto am = codegen::emit_select_op(op_registry().get("argmax"), a, {x}, {idx}, &neg);
+  codegen::KernelSeams twice;
+  twice.buffers = {{DType::I32, "out0", true}, {DType::I32, "in0", false}};
+  twice.load_x = [](const std::string& i, bool) { return "in0[" + i + "]"; };
+  twice.store = [](int r, const std::string& i, const std::string& v) {
+    return fmt::format("const int t = {};\nout{}[{}] = t * 2;", v, r, i);
+  };
+  auto cs = codegen::emit_select_op(op_registry().get("cumsum"), a, {xi}, {xi}, &twice);
+  ASSERT_EQ(am.size(), 1u);
+  ASSERT_EQ(cs.size(), 1u);
+  codegen::SimCompiler sim;
+  auto entries = sim.compile({{am[0].name, am[0].source}, {cs[0].name, cs[0].source}});
+  codegen::KernelCompiler nvrtc("sm_90");
+  EXPECT_NO_THROW(nvrtc.compile({{am[0].name, am[0].source}, {cs[0].name, cs[0].source}}));
+  auto launch = [&](const codegen::OpKernel& k, Tensor& out, const Tensor& in) {
+    sim::LaunchConfig cfg;
+    cfg.kernel = k.name;
+    cfg.grid = dim3(k.grid);
+    cfg.block = dim3(k.block);
+    codegen::sim_launch(entries.at(k.name), cfg, {out.raw(), const_cast<void*>(in.raw())},
+                        {static_cast<long long>(out.numel()), static_cast<long long>(in.numel())});
+  };
+  Tensor xv = data(x, 9, true, {3, 160, 161});
+  Tensor got(idx);
+  launch(am[0], got, xv);
+  Tensor want = evaluate_op(op_registry().get("argmin"), a, {&xv}, {idx}, "node")[0];
+  for (int64_t i = 0; i < idx.numel(); ++i) EXPECT_EQ(got.data<int64_t>()[i], want.data<int64_t>()[i]) << i;
+  Tensor xiv = data(xi, 10);
+  Tensor gi(xi);
+  launch(cs[0], gi, xiv);
+  Tensor wi = evaluate_op(op_registry().get("cumsum"), a, {&xiv}, {xi}, "node")[0];
+  for (int64_t i = 0; i < xi.numel(); ++i) EXPECT_EQ(gi.data<int32_t>()[i], 2 * wi.data<int32_t>()[i]) << i;
+}
+
 TEST(CodegenSelect, LaunchHeuristicsAndLimits) {
   AttrMap a;
   a.set("axis", int64_t{1});
