@@ -205,6 +205,52 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
   return kern;
 }
 
+// Planes of at least this many elements get a block each (global pools).
+constexpr int64_t kBlockPlane = 1024;
+
+// A global pool with one block per plane: threads fold strided elements (max
+// in the compute type skipping NaN, sums in double), then warp shuffles and
+// per-warp partials in shared memory; thread 0 finishes. The reference keeps
+// a NaN only when it is the plane's first element (`v > best` skips later
+// ones), so max reads element 0 again at the end. Sums differ from the
+// reference's sequential float sum by its rounding only.
+OpKernel global_pool_blocks(const std::string& op, const TensorType& x, const TensorType& y, const KernelSeams* seams,
+                            bool nhwc, int64_t C, int64_t planes, int64_t spatial, const std::string& A, int64_t p,
+                            std::string b) {
+  const bool is_max = op == "global_max_pool";
+  const std::string F = is_max ? A : "double";
+  const std::string comb = is_max ? "if (t > acc) acc = t;" : "acc += t;";
+  b += fmt::format("  __shared__ {} part[32];\n", F);
+  b += fmt::format("  for (I o = (I)blockIdx.x; o < (I){}; o += (I)gridDim.x) {{\n", planes);
+  if (nhwc) b += fmt::format("    const I base = (o / (I){0}) * (I){1} + o % (I){0};\n", C, spatial * C);
+  else b += fmt::format("    const I base = o * (I){};\n", spatial);
+  const std::string at = nhwc ? fmt::format("base + j * (I){}", C) : "base + j";
+  b += fmt::format("    {} acc = {};\n", F, is_max ? lowest(A) : "0.0");
+  b += fmt::format("    for (I j = (I)threadIdx.x; j < (I){}; j += (I)blockDim.x) {{\n", spatial);
+  b += fmt::format("      const {} t = ", F);
+  if (is_max) b += fmt::format("KILN_LOAD_X_ONCE({});\n", at);
+  else if (op == "global_average_pool") b += fmt::format("(double)KILN_LOAD_X_ONCE({});\n", at);
+  else b += fmt::format("(double)kiln_pow(kiln_fabs(({})KILN_LOAD_X_ONCE({})), ({}){});\n", A, at, A, p);
+  b += "      " + comb + "\n    }\n";
+  b += fmt::format("    for (int s = 16; s > 0; s >>= 1) {{\n      const {} t = __shfl_down_sync(0xffffffffu, acc, s);\n      {}\n    }}\n", F, comb);
+  b += "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n";
+  b += "    __syncthreads();\n    if (lane == 0) part[warp] = acc;\n    __syncthreads();\n";
+  b += "    if (threadIdx.x == 0) {\n";
+  b += fmt::format("      for (int w = 1; w < (int)(blockDim.x >> 5); ++w) {{\n        const {} t = part[w];\n        {}\n      }}\n", F, comb);
+  std::string res = "acc";
+  if (is_max && A != "long long") {
+    b += fmt::format("      const {} x0 = KILN_LOAD_X(base);\n      if (x0 != x0) acc = x0;\n", A);
+  }
+  if (op == "global_average_pool") res = fmt::format("acc / {}.0", spatial);
+  if (op == "global_lp_pool") res = fmt::format("pow(acc, 1.0 / {}.0)", p);
+  b += fmt::format("      KILN_STORE(0, o, ({})({}));\n    }}\n  }}\n", A, res);
+  OpKernel kern;
+  kern.block = kBlock;
+  kern.grid = static_cast<unsigned>(std::min<int64_t>(planes, 65535));
+  finish_op_kernel(kern, "kiln_gpool", op, buffers_for({x}, {y}), A, "", b, seams);
+  return kern;
+}
+
 OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& x, const TensorType& y,
                      const KernelSeams* seams) {
   const bool nhwc = ops::nhwc_layout(a, op);
@@ -222,6 +268,8 @@ OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& 
   std::string b;
   b += fmt::format("  // {}: {} -> {}: {} planes of {}{}\n", op, x.str(), y.str(), planes, spatial, nhwc ? ", nhwc" : "");
   b += fmt::format("  typedef {} I;\n", index_type(x.numel() + (1LL << 22)));
+  if (spatial >= kBlockPlane && (!nhwc || planes < 2048))
+    return global_pool_blocks(op, x, y, seams, nhwc, C, planes, spatial, A, p, b);
   b += item_loop(planes);
   // Plane o = (n, c) holds x[base + j * step], j < spatial; its result is element o in both layouts.
   if (nhwc) b += fmt::format("    const I base = (o / (I){0}) * (I){1} + o % (I){0};\n", C, spatial * C);

@@ -101,6 +101,14 @@ std::vector<Case> pool_cases() {
     a.set("p", int64_t{3});
     add("global_lp_pool", a, TensorType(DType::F32, {1, 4, 6}), 1, "p 3, 1-D");
   }
+  // Large planes: a block per plane; NaN first in plane 0 (kept), inside plane 1 (skipped by max).
+  for (const char* op : {"global_average_pool", "global_max_pool", "global_lp_pool"}) {
+    add(op, AttrMap(), TensorType(DType::F32, {1, 3, 40, 40}), 1, "block per plane", false, {0, 1700});
+    AttrMap a;
+    a.set("layout", std::string("nhwc"));
+    add(op, a, nhwc(DType::F16, {1, 33, 33, 5}), 1, "nhwc block per plane", false, {3});
+  }
+  add("global_max_pool", AttrMap(), TensorType(DType::I64, {2, 2, 1030}), 1, "i64 block per plane");
   add("global_max_pool", AttrMap(), TensorType(DType::I32, {2, 3, 5, 5}), 1, "i32");
   return cs;
 }
