@@ -311,27 +311,50 @@ std::vector<OpKernel> max_unpool(const AttrMap& a, const std::vector<TensorType>
   zero.block = kBlock;
   zero.grid = items_grid(y.numel(), kBlock);
   finish_op_kernel(zero, "kiln_unpool_zero", "max_unpool", {{y.dtype, "out0", true}}, A, "", z);
-  // Kernel 2: scatter; element i writes unless a later element has the same index.
-  std::string s;
-  s += fmt::format("  // max_unpool: {} at {} into {} (indices address [{}])\n", x.str(), ind.str(), y.str(),
-                   fmt::join(is, ","));
-  s += item_loop(n);
-  s += "    const long long v = (long long)in1[o];\n";
-  s += fmt::format("    if (v < 0 || v >= {}LL) KILN_TRAP(\"max_unpool: an index is outside index_shape\");\n", n_index);
-  s += "    long long r = v, dst = 0;\n";
+  // Element i's destination `dst` (statements), stopping on an index the reference rejects.
+  std::string dst;
+  dst += "    const long long v = (long long)in1[o];\n";
+  dst += fmt::format("    if (v < 0 || v >= {}LL) KILN_TRAP(\"max_unpool: an index is outside index_shape\");\n", n_index);
+  dst += "    long long r = v, dst = 0;\n";
   {
     int64_t ostride = 1;
     for (int d = static_cast<int>(is.size()) - 1; d >= 0; --d) {
-      s += fmt::format("    {{ const long long c = r % {0}LL; r /= {0}LL; ", is[d]);
-      s += fmt::format("if (c >= {}LL) KILN_TRAP(\"max_unpool: an index lands outside the output shape\"); ", os[d]);
-      s += fmt::format("dst += c * {}LL; }}\n", ostride);
+      dst += fmt::format("    {{ const long long c = r % {0}LL; r /= {0}LL; ", is[d]);
+      dst += fmt::format("if (c >= {}LL) KILN_TRAP(\"max_unpool: an index lands outside the output shape\"); ", os[d]);
+      dst += fmt::format("dst += c * {}LL; }}\n", ostride);
       ostride *= os[d];
     }
   }
+  const std::string I = fmt::format("  typedef {} I;\n", index_type(std::max(n, y.numel()) + (1LL << 22)));
+  const std::string header = fmt::format("  // max_unpool: {} at {} into {} (indices address [{}])\n", x.str(), ind.str(),
+                                         y.str(), fmt::join(is, ","));
+  if (x.dtype == DType::F32 || x.dtype == DType::F64) {
+    // Later duplicates win: every element claims its destination with
+    // atomicMax(i + 1) on the zeroed result's bits (as unsigned words of the
+    // value's size), then each result element reads its winner's value.
+    const std::string W = x.dtype == DType::F32 ? "unsigned" : "unsigned long long";
+    std::string c = I + header + item_loop(n) + dst;
+    c += fmt::format("    atomicMax(&KILN_PTR_CAST({0}, out0)[dst], ({0})(o + 1));  // scratch bits, not a result store\n  }}\n", W);
+    OpKernel claim;
+    claim.block = kBlock;
+    claim.grid = items_grid(n, kBlock);
+    finish_op_kernel(claim, "kiln_unpool_claim", "max_unpool", buffers_for(operands, {y}), A, "", c);
+    std::string g = I + header + item_loop(y.numel());
+    g += fmt::format("    const {0} w = KILN_PTR_CAST({0}, out0)[o];\n", W);
+    g += fmt::format("    KILN_STORE(0, o, w ? KILN_LOAD_X(w - 1) : ({})0);\n  }}\n", A);
+    OpKernel gather;
+    gather.block = kBlock;
+    gather.grid = items_grid(y.numel(), kBlock);
+    finish_op_kernel(gather, "kiln_unpool_gather", "max_unpool", buffers_for(operands, {y}), A, "", g);
+    return {zero, claim, gather};
+  }
+  // f16/bf16 (no room for a claim in 16 bits): element i writes unless a
+  // later element has the same index -- each thread scans the elements after
+  // it (quadratic in the worst case).
+  std::string s = I + header + item_loop(n) + dst;
   s += "    bool last = true;\n";
   s += fmt::format("    for (I j = o + 1; j < (I){}; ++j)\n      if ((long long)in1[j] == v) {{ last = false; break; }}\n", n);
   s += "    if (last) KILN_STORE(0, dst, KILN_LOAD_X(o));\n  }\n";
-  s = fmt::format("  typedef {} I;\n", index_type(std::max(n, y.numel()) + (1LL << 22))) + s;
   OpKernel scatter;
   scatter.block = kBlock;
   scatter.grid = items_grid(n, kBlock);

@@ -14,11 +14,13 @@
 // without pow, as the reference). In layout nhwc consecutive threads take
 // consecutive channels, so reads and writes coalesce.
 //
-// max_unpool: a zero fill, then one thread per input element scatters it to
-// the position its index names; where several elements name one position the
-// highest input position wins (the reference's "later duplicates win"),
-// decided without atomics by each thread looking for a later element of its
-// own (n, c) plane with the same target -- see docs/codegen.md.
+// max_unpool: a zero fill, then the scatter of x to the positions its indices
+// name, where several elements name one position the highest input position
+// winning (the reference's "later duplicates win"): f32/f64 claim positions
+// with atomicMax(i + 1) on the zeroed result's bits and a third kernel
+// gathers each position's winner; f16/bf16 (no room for a claim) let each
+// element look for a later one with the same index (quadratic in the worst
+// case). See docs/codegen.md.
 //
 // Reads of operand 0 and stores of results go through the KILN_LOAD_X /
 // KILN_STORE seams (codegen/kernel_shell.h).

@@ -115,12 +115,13 @@ std::vector<Case> pool_cases() {
 
 std::vector<Case> unpool_cases() {
   std::vector<Case> cs;
-  auto add = [&](Shape xs, Shape os, std::vector<int64_t> idx, std::string what, bool bad = false, Shape is = {}) {
+  auto add = [&](Shape xs, Shape os, std::vector<int64_t> idx, std::string what, bool bad = false, Shape is = {},
+                 DType dt = DType::F32) {
     Case c;
     c.op = "max_unpool";
     c.attrs.set("output_shape", os);
     if (!is.empty()) c.attrs.set("index_shape", is);
-    Tensor x = data(TensorType(DType::F32, xs), 77);
+    Tensor x = data(TensorType(dt, xs), 77);
     Tensor ind(TensorType(DType::I64, xs));
     for (int64_t i = 0; i < ind.numel(); ++i) ind.data<int64_t>()[i] = idx[i % idx.size()] + i / idx.size() * 7;
     c.operands = {x, ind};
@@ -132,6 +133,9 @@ std::vector<Case> unpool_cases() {
   add({1, 2, 3, 3}, {1, 2, 6, 6}, {1, 1, 5, 40, 40, 2, 11, 1, 60}, "duplicates: the later element wins");
   add({1, 1, 2, 2}, {1, 1, 5, 5}, {0, 4, 12, 15}, "index_shape [1,1,4,4] inside a larger output", false, {1, 1, 4, 4});
   add({1, 1, 2, 2}, {1, 1, 4, 4}, {0, 4, 12, 16}, "an index outside the output", true);
+  add({1, 2, 3, 3}, {1, 2, 6, 6}, {1, 1, 5, 40, 40, 2, 11, 1, 60}, "f64 duplicates", false, {}, DType::F64);
+  add({1, 2, 3, 3}, {1, 2, 6, 6}, {1, 1, 5, 40, 40, 2, 11, 1, 60}, "f16 duplicates (the scan)", false, {}, DType::F16);
+  add({1, 1, 2, 2}, {1, 1, 4, 4}, {0, 4, 12, -1}, "f16: a negative index", true, {}, DType::F16);
   return cs;
 }
 
