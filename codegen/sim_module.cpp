@@ -105,7 +105,7 @@ std::shared_ptr<SimModule> SimCompiler::build(const std::string& tu) {
   // The key: the command, the simulator headers the module is built against
   // (their ABI must match the runtime linked into this process), the source.
   std::string key = "kiln-sim-module-v1\n" + command_ + "\n";
-  for (const char* h : {"codegen/sim/cuda_sim.h", "codegen/sim/sim_runtime.h"})
+  for (const char* h : {"codegen/sim/cuda_sim.h", "codegen/sim/sim_runtime.h", "codegen/sim/warp_mma.h"})
     key += read_file(fs::path(KILN_SOURCE_DIR) / h) + "\n";
   key += tu;
   const std::string stem = fmt::format("{:016x}", XXH64(key.data(), key.size(), 0));
