@@ -118,10 +118,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) @NAME@(KILN_PTR(@TOUT@) 
         bf[2 * nj + 1][0] = r[2];
         bf[2 * nj + 1][1] = r[3];
       }
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < NI; ++ni) @MMA@(acc[mi][ni], af[mi], bf[ni], acc[mi][ni]);
+      @MMA@<MI, NI>(acc, af, bf);
     }
   }
   kiln_cp_async_wait<0>();
@@ -271,7 +268,7 @@ GemmTcKernel emit_gemm_tc(const GemmTcSpec& s) {
       {"LOAD_A", load_a},
       {"LOAD_B", load_b},
       {"LOAD_BFRAG", load_bfrag},
-      {"MMA", s.dtype == DType::F16 ? "kiln_mma_m16n8k16_f16" : "kiln_mma_m16n8k16_bf16"},
+      {"MMA", s.dtype == DType::F16 ? "kiln_mma_tile_f16" : "kiln_mma_tile_bf16"},
       {"EXTRA_PARAMS", extra_params},
       {"EXTRA_ARGS", extra_args},
   };

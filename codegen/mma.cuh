@@ -11,6 +11,7 @@
 //
 //   kiln_mma_m16n8k16_f16 / _bf16 (d, a[4], b[2], c): D(16x8) = A(16x16) B(16x8) + C, f32 accumulate
 //   kiln_mma_m16n8k8_tf32 (d, a[4], b[2], c):        D(16x8) = A(16x8)  B(8x8)  + C
+//   kiln_mma_tile_f16 / _bf16<MI, NI>(acc, a[MI][4], b[NI][2]): acc[mi][ni] += A_mi B_ni
 //   kiln_ldmatrix_x4 / _x2 (r, row) and the _trans forms: lane 8*i+j gives the
 //     address of row j of 8x8 matrix i (16 contiguous bytes, 16-byte aligned)
 //   kiln_cp_async16(dst, src), kiln_cp_async16_zfill(dst, src, src_bytes),
@@ -52,6 +53,25 @@ __device__ __forceinline__ void kiln_mma_m16n8k8_tf32(float (&d)[4], const unsig
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]),
         "f"(c[3]));
+}
+
+// acc[mi][ni] += A_mi B_ni for every mi < MI, ni < NI (MI, NI <= 4): MI x NI
+// m16n8k16 products (one warp exchange in the simulator).
+template <int MI, int NI>
+__device__ __forceinline__ void kiln_mma_tile_f16(float (&acc)[MI][NI][4], const unsigned (&a)[MI][4],
+                                                  const unsigned (&b)[NI][2]) {
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni) kiln_mma_m16n8k16_f16(acc[mi][ni], a[mi], b[ni], acc[mi][ni]);
+}
+template <int MI, int NI>
+__device__ __forceinline__ void kiln_mma_tile_bf16(float (&acc)[MI][NI][4], const unsigned (&a)[MI][4],
+                                                   const unsigned (&b)[NI][2]) {
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni) kiln_mma_m16n8k16_bf16(acc[mi][ni], a[mi], b[ni], acc[mi][ni]);
 }
 
 __device__ __forceinline__ unsigned kiln_f32_to_tf32(float x) {

@@ -56,7 +56,7 @@ inline int linear_thread() {
 }
 
 struct alignas(16) LaneBuffer {
-  unsigned char bytes[48];
+  unsigned char bytes[112];  // the largest: a 4x4 mma tile's fragments (kiln_mma_tile)
 };
 inline thread_local LaneBuffer lane_buffers[1024][2];
 inline thread_local unsigned char lane_parity[1024];
@@ -80,7 +80,7 @@ std::array<const Frag*, 32> warp_exchange(const Frag& mine, const char* what) {
 }
 
 // IEEE binary16 bits -> float (exact).
-inline float half_bits_to_float(uint16_t h) {
+__attribute__((always_inline)) inline float half_bits_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
   uint32_t bits;
@@ -94,11 +94,11 @@ inline float half_bits_to_float(uint16_t h) {
     bits = sign | ((exp + 112u) << 23) | (man << 13);
   return std::bit_cast<float>(bits);
 }
-inline float bf16_bits_to_float(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
-inline float tf32_bits_to_float(uint32_t x) { return std::bit_cast<float>(x & 0xffffe000u); }
+__attribute__((always_inline)) inline float bf16_bits_to_float(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+__attribute__((always_inline)) inline float tf32_bits_to_float(uint32_t x) { return std::bit_cast<float>(x & 0xffffe000u); }
 
-inline uint16_t lo16(unsigned r) { return static_cast<uint16_t>(r & 0xffffu); }
-inline uint16_t hi16(unsigned r) { return static_cast<uint16_t>(r >> 16); }
+__attribute__((always_inline)) inline uint16_t lo16(unsigned r) { return static_cast<uint16_t>(r & 0xffffu); }
+__attribute__((always_inline)) inline uint16_t hi16(unsigned r) { return static_cast<uint16_t>(r >> 16); }
 
 // What a lane publishes for mma: its A and B registers, its C values, and a
 // count of its collectives (with the buffer's address, it names one mma).
@@ -110,9 +110,10 @@ struct MmaFrag {
 };
 // D of the warp's last mma, computed by the first lane to resume after the
 // exchange for all 32 lanes; the others find it by the stamp.
+// (No initializers: zero-initialized thread_locals need no TLS init call.)
 struct WarpMmaResult {
-  const void* stamp_buf = nullptr;
-  unsigned stamp_seq = 0;
+  const void* stamp_buf;
+  unsigned stamp_seq;
   float d[32][4];
 };
 inline thread_local WarpMmaResult warp_mma_results[32];
@@ -183,6 +184,80 @@ inline void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], c
   }
   const int lane = static_cast<int>(cur().lane);
   for (int i = 0; i < 4; ++i) d[i] = r.d[lane][i];
+}
+
+// kiln_mma_tile: MI x NI m16n8k16 products in one exchange. The first lane
+// to resume decodes the MI A and NI B fragments (by the formulas above) into
+// the warp's cache; each lane then accumulates its own 4 x MI x NI values,
+// in k order onto its accumulators, exactly as MI x NI separate mmas would.
+template <int MI, int NI>
+struct TileFrag {
+  unsigned a[MI][4];
+  unsigned b[NI][2];
+  unsigned seq;
+};
+struct WarpTileCache {
+  const void* stamp_buf;
+  unsigned stamp_seq;
+  float A[4][16][16];  // [mi][row][k]
+  float Bt[4][8][16];  // [ni][col][k]
+};
+inline thread_local WarpTileCache warp_tile_cache[32];
+
+#pragma GCC push_options
+#pragma GCC optimize("O2")
+template <int MI, int NI>
+void mma_tile_decode(const std::array<const TileFrag<MI, NI>*, 32>& f, bool bf16, WarpTileCache& w) {
+  auto cvt = [bf16](uint16_t h) { return bf16 ? bf16_bits_to_float(h) : half_bits_to_float(h); };
+  for (int lane = 0; lane < 32; ++lane) {
+    const int groupID = lane >> 2, threadID_in_group = lane % 4;
+    const TileFrag<MI, NI>& x = *f[lane];
+    for (int mi = 0; mi < MI; ++mi)
+      for (int i = 0; i < 8; ++i) {
+        const int row = (i < 2 || (i >= 4 && i < 6)) ? groupID : groupID + 8;
+        const int col = threadID_in_group * 2 + (i & 0x1) + (i >= 4 ? 8 : 0);
+        w.A[mi][row][col] = cvt((i & 1) ? hi16(x.a[mi][i / 2]) : lo16(x.a[mi][i / 2]));
+      }
+    for (int ni = 0; ni < NI; ++ni)
+      for (int i = 0; i < 4; ++i) {
+        const int row = threadID_in_group * 2 + (i & 0x1) + (i >= 2 ? 8 : 0);
+        w.Bt[ni][groupID][row] = cvt((i & 1) ? hi16(x.b[ni][i / 2]) : lo16(x.b[ni][i / 2]));
+      }
+  }
+}
+
+template <int MI, int NI>
+void mma_tile_lane(float (&acc)[MI][NI][4], const WarpTileCache& w, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  for (int mi = 0; mi < MI; ++mi)
+    for (int ni = 0; ni < NI; ++ni)
+      for (int i = 0; i < 4; ++i) {
+        const float* arow = w.A[mi][g + 8 * (i >> 1)];
+        const float* bcol = w.Bt[ni][2 * t + (i & 1)];
+        float v = acc[mi][ni][i];
+        for (int k = 0; k < 16; ++k) v += arow[k] * bcol[k];
+        acc[mi][ni][i] = v;
+      }
+}
+#pragma GCC pop_options
+
+template <int MI, int NI>
+void mma_tile(float (&acc)[MI][NI][4], const unsigned (&a)[MI][4], const unsigned (&b)[NI][2], bool bf16,
+              const char* what) {
+  static_assert(MI >= 1 && MI <= 4 && NI >= 1 && NI <= 4, "kiln_mma_tile: at most 4 x 4 products");
+  const int tid = linear_thread();
+  TileFrag<MI, NI> mine;
+  std::memcpy(mine.a, a, sizeof mine.a);
+  std::memcpy(mine.b, b, sizeof mine.b);
+  mine.seq = ++lane_mma_seq[tid];
+  const std::array<const TileFrag<MI, NI>*, 32> f = warp_exchange(mine, what);
+  WarpTileCache& w = warp_tile_cache[tid / 32];
+  if (w.stamp_buf != f[0] || w.stamp_seq != f[0]->seq) {
+    mma_tile_decode<MI, NI>(f, bf16, w);
+    w.stamp_buf = f[0];
+    w.stamp_seq = f[0]->seq;
+  }
+  mma_tile_lane<MI, NI>(acc, w, static_cast<int>(cur().lane));
 }
 
 // The checked address of `bytes` bytes at p (shared memory: a raw pointer into
@@ -299,6 +374,14 @@ inline void kiln_mma_m16n8k16_bf16(float (&d)[4], const unsigned (&a)[4], const 
 }
 inline void kiln_mma_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], const float (&c)[4]) {
   ::kiln::sim::detail::mma(d, a, b, c, ::kiln::sim::detail::MmaKind::tf32, "mma.m16n8k8.tf32");
+}
+template <int MI, int NI>
+void kiln_mma_tile_f16(float (&acc)[MI][NI][4], const unsigned (&a)[MI][4], const unsigned (&b)[NI][2]) {
+  ::kiln::sim::detail::mma_tile<MI, NI>(acc, a, b, false, "mma.m16n8k16.f16 tile");
+}
+template <int MI, int NI>
+void kiln_mma_tile_bf16(float (&acc)[MI][NI][4], const unsigned (&a)[MI][4], const unsigned (&b)[NI][2]) {
+  ::kiln::sim::detail::mma_tile<MI, NI>(acc, a, b, true, "mma.m16n8k16.bf16 tile");
 }
 // cvt.rna.tf32.f32: round to nearest, ties away from zero, at 10 mantissa
 // bits; NaN and infinity pass through.

@@ -190,3 +190,41 @@ __global__ void cp_async_groups(KILN_PTR(const float) src, KILN_PTR(float) early
   kiln_cp_async_wait<0>();
   for (int i = 0; i < 8; ++i) late[t * 8 + i] = s[128 + (i / 4) * 128 + t * 4 + i % 4];
 }
+
+// kiln_mma_tile<2, 3>: D (32x24) = A (32x16) B (16x24) + C, six m16n8k16
+// products in one call; fragments loaded per lane by the same formulas.
+__global__ void mma_tile_direct(KILN_PTR(const unsigned short) A, KILN_PTR(const unsigned short) B,
+                                KILN_PTR(const float) C, KILN_PTR(float) D, int bf16) {
+  const int lane = threadIdx.x % 32;
+  const int groupID = lane >> 2, threadID_in_group = lane % 4;
+  unsigned a[2][4], b[3][2];
+  float acc[2][3][4];
+  for (int mi = 0; mi < 2; ++mi) {
+    for (int r = 0; r < 4; ++r) a[mi][r] = 0;
+    for (int i = 0; i < 8; ++i) {
+      const int row = mi * 16 + ((i < 2 || (i >= 4 && i < 6)) ? groupID : groupID + 8);
+      const int col = threadID_in_group * 2 + (i & 0x1) + (i >= 4 ? 8 : 0);
+      a[mi][i / 2] |= static_cast<unsigned>(A[row * 16 + col]) << (16 * (i & 1));
+    }
+  }
+  for (int ni = 0; ni < 3; ++ni) {
+    b[ni][0] = b[ni][1] = 0;
+    for (int i = 0; i < 4; ++i) {
+      const int row = threadID_in_group * 2 + (i & 0x1) + (i >= 2 ? 8 : 0);
+      const int col = ni * 8 + groupID;
+      b[ni][i / 2] |= static_cast<unsigned>(B[row * 24 + col]) << (16 * (i & 1));
+    }
+  }
+  for (int mi = 0; mi < 2; ++mi)
+    for (int ni = 0; ni < 3; ++ni)
+      for (int i = 0; i < 4; ++i)
+        acc[mi][ni][i] = C[(mi * 16 + (i < 2 ? groupID : groupID + 8)) * 24 + ni * 8 + threadID_in_group * 2 + (i & 1)];
+  if (bf16)
+    kiln_mma_tile_bf16<2, 3>(acc, a, b);
+  else
+    kiln_mma_tile_f16<2, 3>(acc, a, b);
+  for (int mi = 0; mi < 2; ++mi)
+    for (int ni = 0; ni < 3; ++ni)
+      for (int i = 0; i < 4; ++i)
+        D[(mi * 16 + (i < 2 ? groupID : groupID + 8)) * 24 + ni * 8 + threadID_in_group * 2 + (i & 1)] = acc[mi][ni][i];
+}

@@ -12,3 +12,5 @@ void mma_via_ldmatrix(ks::Ptr<const unsigned short> A, ks::Ptr<const unsigned sh
                       int b_mode);
 void cp_async_groups(ks::Ptr<const float> src, ks::Ptr<float> early, ks::Ptr<float> pending, ks::Ptr<float> late,
                      int zfill_bytes, int src_offset);
+void mma_tile_direct(ks::Ptr<const unsigned short> A, ks::Ptr<const unsigned short> B, ks::Ptr<const float> C,
+                     ks::Ptr<float> D, int bf16);

@@ -87,6 +87,26 @@ void run_m16n8k16(bool bf16) {
 TEST(SimMma, M16N8K16F16AgainstMatrixProduct) { run_m16n8k16(false); }
 TEST(SimMma, M16N8K16Bf16AgainstMatrixProduct) { run_m16n8k16(true); }
 
+// kiln_mma_tile<2, 3>: six products in one call, twice (the second call
+// accumulates onto the first's result, which exercises the warp's cache).
+TEST(SimMma, MmaTileAgainstMatrixProduct) {
+  for (int bf16 = 0; bf16 < 2; ++bf16) {
+    std::vector<float> a = small_values(32 * 16, 11), b = small_values(16 * 24, 12), c = small_values(32 * 24, 13);
+    std::vector<unsigned short> ab = bits16(a, bf16), bb = bits16(b, bf16);
+    std::vector<float> d(32 * 24, -1.0f), d2(32 * 24, -1.0f);
+    KILN_SIM_LAUNCH(mma_tile_direct, dim3(1), dim3(32), 0, arg<const unsigned short>(ab.data(), ab.size(), "A"),
+                    arg<const unsigned short>(bb.data(), bb.size(), "B"), arg<const float>(c.data(), c.size(), "C"),
+                    arg(d.data(), d.size(), "D"), bf16);
+    const std::vector<float> want = matmul(a, b, &c, 32, 24, 16);
+    for (int i = 0; i < 32 * 24; ++i) ASSERT_EQ(d[i], want[i]) << "bf16 " << bf16 << " row " << i / 24 << " col " << i % 24;
+    KILN_SIM_LAUNCH(mma_tile_direct, dim3(1), dim3(32), 0, arg<const unsigned short>(ab.data(), ab.size(), "A"),
+                    arg<const unsigned short>(bb.data(), bb.size(), "B"), arg<const float>(d.data(), d.size(), "C"),
+                    arg(d2.data(), d2.size(), "D"), bf16);
+    const std::vector<float> want2 = matmul(a, b, &want, 32, 24, 16);
+    for (int i = 0; i < 32 * 24; ++i) ASSERT_EQ(d2[i], want2[i]) << "bf16 " << bf16 << " row " << i / 24 << " col " << i % 24;
+  }
+}
+
 float tf32_truncate(float x) { return std::bit_cast<float>(std::bit_cast<unsigned>(x) & 0xffffe000u); }
 float tf32_round_away(float x) { return std::bit_cast<float>((std::bit_cast<unsigned>(x) + 0x1000u) & 0xffffe000u); }
 
