@@ -166,11 +166,19 @@ TEST(CodegenGemmTc, MatchesReferenceOnSimulator) {
         for (int64_t j = 0; j < s.n; ++j) {
           const double* x = &ad[((a_batches == 1 ? 0 : bi) * s.m + i) * s.k];
           const double* y = &bd[((b_batches == 1 ? 0 : bi) * s.n + j) * s.k];
-          double ref = 0, mag = 0;
-          for (int64_t l = 0; l < s.k; ++l) {
-            ref += x[l] * y[l];
-            mag += std::abs(x[l] * y[l]);
+          // Four partial sums (the order does not matter in double; it lets the compiler vectorize).
+          double r4[4] = {0, 0, 0, 0}, m4[4] = {0, 0, 0, 0};
+          int64_t l = 0;
+          for (; l + 4 <= s.k; l += 4)
+            for (int q = 0; q < 4; ++q) {
+              r4[q] += x[l + q] * y[l + q];
+              m4[q] += std::abs(x[l + q] * y[l + q]);
+            }
+          for (; l < s.k; ++l) {
+            r4[0] += x[l] * y[l];
+            m4[0] += std::abs(x[l] * y[l]);
           }
+          double ref = (r4[0] + r4[1]) + (r4[2] + r4[3]), mag = (m4[0] + m4[1]) + (m4[2] + m4[3]);
           if (c.bias_relu) ref = std::max(0.0, ref + bias.get_double(j));
           // f32 accumulation over K terms, then rounding to the output dtype.
           double tol = 1e-5 * mag + 1e-6;
