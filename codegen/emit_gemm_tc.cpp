@@ -165,10 +165,10 @@ GemmTcKernel emit_gemm_tc(const GemmTcSpec& s) {
   if (bm == 128 && blocks(bm, bn) < kTargetBlocks) bm = 64;
   if (s.bm) bm = s.bm;
   if (s.bn) bn = s.bn;
-  KILN_CHECK((bm == 64 || bm == 128) && (bn == 64 || bn == 128), "codegen: {}: tile {}x{} (64 or 128 each)", label,
-             bm, bn);
+  if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128))
+    fail("codegen: {}: GEMM tile {}x{} (64 or 128 each)", label, bm, bn);
   const int stages = s.stages ? s.stages : 3;
-  KILN_CHECK(stages >= 2 && stages <= 5, "codegen: {}: {} pipeline stages", label, stages);
+  if (stages < 2 || stages > 5) fail("codegen: {}: {} pipeline stages (2 to 5)", label, stages);
   const int warps_n = bn == 128 ? 4 : 2;
   k.bm = bm;
   k.bn = bn;

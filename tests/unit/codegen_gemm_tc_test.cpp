@@ -234,6 +234,12 @@ TEST(CodegenGemmTc, TileHeuristicAndErrors) {
   s.m = 70000;
   s.k = 70000;
   EXPECT_THROW(codegen::emit_gemm_tc(s), Unsupported);
+  s.m = s.k = 64;
+  s.epilogue.operands = {{"bias", DType::F32, 64}};  // operands without the code that reads them
+  EXPECT_THROW(codegen::emit_gemm_tc(s), Error);
+  s.epilogue = {};
+  s.bm = 32;  // not a tile the kernel has
+  EXPECT_THROW(codegen::emit_gemm_tc(s), Error);
 }
 
 }  // namespace
