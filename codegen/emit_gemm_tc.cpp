@@ -44,7 +44,7 @@ std::string substitute(std::string_view text, const std::map<std::string, std::s
 
 // The kernel; @NAME@ stands for the kernel name until the body is hashed.
 constexpr std::string_view kKernel = R"(namespace @NAME@_ep {
-constexpr int kM = @M@, kN = @N@, kK = @K@;
+enum : int { kM = @M@, kN = @N@, kK = @K@ };  // an enum: no unused-variable warnings
 @EPILOGUE@
 }  // namespace @NAME@_ep
 extern "C" __global__ void __launch_bounds__(@THREADS@) @NAME@(KILN_PTR(@TOUT@) out, KILN_PTR(const @T@) a,

@@ -254,6 +254,7 @@ TEST(SimMma, NvrtcAcceptsTheTestKernels) {
                 out[0].registers, out[0].spill_bytes, out[0].ptx.size());
     EXPECT_GT(out[0].registers, 0);
     EXPECT_EQ(out[0].spill_bytes, 0);
+    EXPECT_EQ(out[0].log.find("arning"), std::string::npos) << out[0].log;
     for (const char* insn : {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
                              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
                              "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",

@@ -114,6 +114,7 @@ TEST(CodegenGemmTc, MatchesReferenceOnSimulator) {
       EXPECT_GT(ks[i].registers, 0) << cases[i].text;
       EXPECT_NE(ks[i].ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos) << cases[i].text;
       spills += ks[i].spill_bytes > 0;
+      if (ks[i].log.find("arning") != std::string::npos) ADD_FAILURE() << cases[i].text << ": " << ks[i].log;
     }
   }
   EXPECT_EQ(spills, 0);
