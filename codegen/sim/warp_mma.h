@@ -230,14 +230,21 @@ template <int MI, int NI>
 void mma_tile_lane(float (&acc)[MI][NI][4], const WarpTileCache& w, int lane) {
   const int g = lane >> 2, t = lane & 3;
   for (int mi = 0; mi < MI; ++mi)
-    for (int ni = 0; ni < NI; ++ni)
-      for (int i = 0; i < 4; ++i) {
-        const float* arow = w.A[mi][g + 8 * (i >> 1)];
-        const float* bcol = w.Bt[ni][2 * t + (i & 1)];
-        float v = acc[mi][ni][i];
-        for (int k = 0; k < 16; ++k) v += arow[k] * bcol[k];
-        acc[mi][ni][i] = v;
+    for (int ni = 0; ni < NI; ++ni) {
+      // c0..c3: (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1); four independent sums, each in k order.
+      const float *a0 = w.A[mi][g], *a1 = w.A[mi][g + 8], *b0 = w.Bt[ni][2 * t], *b1 = w.Bt[ni][2 * t + 1];
+      float v0 = acc[mi][ni][0], v1 = acc[mi][ni][1], v2 = acc[mi][ni][2], v3 = acc[mi][ni][3];
+      for (int k = 0; k < 16; ++k) {
+        v0 += a0[k] * b0[k];
+        v1 += a0[k] * b1[k];
+        v2 += a1[k] * b0[k];
+        v3 += a1[k] * b1[k];
       }
+      acc[mi][ni][0] = v0;
+      acc[mi][ni][1] = v1;
+      acc[mi][ni][2] = v2;
+      acc[mi][ni][3] = v3;
+    }
 }
 #pragma GCC pop_options
 
