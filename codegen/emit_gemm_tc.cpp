@@ -179,6 +179,8 @@ GemmTcKernel emit_gemm_tc(const GemmTcSpec& s) {
   k.grid[0] = static_cast<unsigned>((s.n + bn - 1) / bn);
   k.grid[1] = static_cast<unsigned>((s.m + bm - 1) / bm);
   k.grid[2] = static_cast<unsigned>(s.batch);
+  if (k.grid[1] > 65535 || k.grid[0] > 65535)
+    unsupported("codegen: {}: GEMM {}x{}: more than 65535 tiles of {}x{} along M or N", label, s.m, s.n, bm, bn);
   const int lda = kBK + 8;
   const int ldb = s.b_transposed ? kBK + 8 : bn + 8;
   const int a_stage = bm * lda, b_stage = s.b_transposed ? bn * ldb : kBK * ldb;

@@ -235,6 +235,14 @@ TEST(CodegenGemmTc, TileHeuristicAndErrors) {
   s.m = 70000;
   s.k = 70000;
   EXPECT_THROW(codegen::emit_gemm_tc(s), Unsupported);
+  s.m = 65536 * 64 + 1;  // more M tiles than grid.y holds (the matrices themselves are small enough)
+  s.n = s.k = 8;
+  try {
+    codegen::emit_gemm_tc(s);
+    ADD_FAILURE() << "no error for 65537 M tiles";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("65535 tiles"), std::string::npos) << e.what();
+  }
   s.m = s.k = 64;
   s.epilogue.operands = {{"bias", DType::F32, 64}};  // operands without the code that reads them
   EXPECT_THROW(codegen::emit_gemm_tc(s), Error);
