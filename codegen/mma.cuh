@@ -122,10 +122,12 @@ __device__ __forceinline__ void kiln_cp_async16_zfill(T* dst, const T* src, int 
                "r"(src_bytes));
 }
 __device__ __forceinline__ void kiln_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-// Waits until at most N of this thread's most recent committed groups are in flight.
+// Waits until at most N of this thread's most recent committed groups are in
+// flight. A memory clobber: the compiler must not move shared-memory reads of
+// the landed data above the wait.
 template <int N>
 __device__ __forceinline__ void kiln_cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 #endif  // KILN_SIM
