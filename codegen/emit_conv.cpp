@@ -67,12 +67,22 @@ ComputeKernel emit_conv(const Epilogue& ep) {
   const Node& n = ep.anchor();
   const std::string& op = n.op();
   const bool transpose = op == "conv_transpose";
-  if (op != "conv" && !transpose) unsupported("codegen: {} is not conv or conv_transpose", n.describe());
+  const bool ci = op == "conv_integer", qc = op == "qlinear_conv";
+  if (op != "conv" && !transpose && !ci && !qc)
+    unsupported("codegen: {} is not conv, conv_transpose, conv_integer or qlinear_conv", n.describe());
   const bool nhwc = !transpose && n.attrs().get_string("layout", "nchw") == "nhwc";
+  const int iw = qc ? 3 : 1;
   const TensorType& xt = n.input(0)->type();
-  const TensorType& wt = n.input(1)->type();
+  const TensorType& wt = n.input(iw)->type();
   const DType dt = xt.dtype;
-  if (!is_float(dt)) unsupported("codegen: {}: {} operands", n.describe(), dtype_name(dt));
+  if (!is_float(dt) && !ci && !qc) unsupported("codegen: {}: {} operands", n.describe(), dtype_name(dt));
+  // Zero points of the quantized convs: x's per tensor, w's per tensor or per output channel.
+  const int sxzp = ci || qc ? ep.anchor_slot(2) : -1, swzp = ci ? ep.anchor_slot(3) : qc ? ep.anchor_slot(5) : -1;
+  const bool wzp_per_m = swzp >= 0 && n.input(ci ? 3 : 5)->type().numel() > 1;
+  auto with_zp = [=](const std::string& stored, int zslot, const std::string& m) {
+    if (zslot < 0) return gemm_load_as(dt, stored);
+    return fmt::format("(unsigned long long)((long long){} - (long long)in{}[{}])", stored, zslot, m);
+  };
   const Shape xs = nhwc ? permute_dims(xt.shape, channels_first_perm(xt.rank())) : xt.shape;
   const Shape ws = nhwc ? permute_dims(wt.shape, channels_first_perm(wt.rank())) : wt.shape;
   const Shape& yt = n.output(0)->shape();
@@ -80,7 +90,7 @@ ComputeKernel emit_conv(const Epilogue& ep) {
   const ConvGeom G = geometry(n, xs, ws, ys, transpose);
   const int nd = G.nd;
   const char* idx = ep.index_type();
-  const int sx = ep.anchor_slot(0), sw = ep.anchor_slot(1), sbias = ep.anchor_slot(2);
+  const int sx = ep.anchor_slot(0), sw = ep.anchor_slot(iw), sbias = ep.anchor_slot(qc ? 8 : ci ? -1 : 2);
   const std::vector<int64_t> istr = strides_of(G.in);
   TiledGemm g;
   g.dtype = dt;
@@ -104,7 +114,9 @@ ComputeKernel emit_conv(const Epilogue& ep) {
         b += fmt::format("  const {} {}_base = (({})grp * {} + {}) * {};\n", idx, s, idx, c.Mg, row, c.Cg * c.k_size);
       };
       g.a.load = [=](const std::string& k, const std::string& s) {
-        return fmt::format("        v = {};\n", gemm_load_as(dt, fmt::format("in{}[{}_base + {}]", sw, s, k)));
+        return fmt::format("        v = {};\n",
+                           with_zp(fmt::format("in{}[{}_base + {}]", sw, s, k), swzp,
+                                   wzp_per_m ? fmt::format("grp * {} + {}_row", c.Mg, s) : "0"));
       };
       g.b.k_fast = false;
       g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
@@ -124,7 +136,7 @@ ComputeKernel emit_conv(const Epilogue& ep) {
           ok += fmt::format("{}(unsigned)x{} < {}u", d ? " && " : "", d, c.in[d]);
           off += fmt::format(" + ({})x{} * {}", idx, d, istr[d]);
         }
-        b += fmt::format("        if ({}) v = {};\n", ok, gemm_load_as(dt, fmt::format("in{}[{}]", sx, off)));
+        b += fmt::format("        if ({}) v = {};\n", ok, with_zp(fmt::format("in{}[{}]", sx, off), sxzp, "0"));
         return b;
       };
     } else {
@@ -211,12 +223,28 @@ ComputeKernel emit_conv(const Epilogue& ep) {
     bias_m = fmt::format("grp * {} + gn", G.Mg);
   }
   const std::string ct = gemm_compute_type(dt);
-  if (sbias >= 0)
-    g.store += fmt::format("{}const {} r = acc + {};\n", ind, ct,
-                           cuda_load(n.input(2)->dtype(), fmt::format("in{}[{}]", sbias, bias_m)));
-  else
-    g.store += fmt::format("{}const {} r = acc;\n", ind, ct);
-  g.store += ep.code("r", "index", ind);
+  if (qc) {
+    // As the reference: (acc + B[m]) as int32, multiplier x_scale * w_scale[m] / y_scale in float, then
+    // rint(a * multiplier + y_zero_point) in double, saturated (NaN -> 0).
+    const DType yt = n.output(0)->dtype();
+    const std::string lo = yt == DType::U8 ? "0.0" : "-128.0", hi = yt == DType::U8 ? "255.0" : "127.0";
+    g.store += fmt::format("{}const int m = {};\n", ind, bias_m);
+    g.store += fmt::format("{}const int a = (int)(unsigned)(acc{});\n", ind,
+                           sbias >= 0 ? fmt::format(" + (unsigned long long)(long long)in{}[m]", sbias) : "");
+    g.store += fmt::format("{}const float mult = in{}[0] * in{}[{}] / in{}[0];\n", ind, ep.anchor_slot(1),
+                           ep.anchor_slot(4), n.input(4)->type().numel() > 1 ? "m" : "0", ep.anchor_slot(6));
+    g.store += fmt::format("{}double q = rint((double)a * (double)mult + (double)in{}[0]);\n", ind,
+                           ep.anchor_slot(7));
+    g.store += fmt::format("{}q = q != q ? 0.0 : q < {} ? {} : q > {} ? {} : q;\n", ind, lo, lo, hi, hi);
+    g.store += ep.code("(long long)q", "index", ind);
+  } else {
+    if (sbias >= 0)
+      g.store += fmt::format("{}const {} r = acc + {};\n", ind, ct,
+                             cuda_load(n.input(2)->dtype(), fmt::format("in{}[{}]", sbias, bias_m)));
+    else
+      g.store += fmt::format("{}const {} r = acc;\n", ind, ct);
+    g.store += ep.code(gemm_acc_for_epilogue(dt, "r"), "index", ind);
+  }
   return emit_tiled_gemm(g, ep);
 }
 

@@ -137,7 +137,7 @@ Epilogue Epilogue::from_fused(const Node& n, const OpRegistry& ops, const std::v
 }
 
 int Epilogue::anchor_slot(int i) const {
-  return i < static_cast<int>(anchor_slots_.size()) ? anchor_slots_[i] : -1;
+  return i >= 0 && i < static_cast<int>(anchor_slots_.size()) ? anchor_slots_[i] : -1;
 }
 
 std::string Epilogue::params() const {

@@ -163,19 +163,31 @@ std::string gemm_load_as(DType t, const std::string& stored) {
 ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
   const Node& n = ep.anchor();
   const std::string& op = n.op();
-  if (op != "matmul" && op != "gemm") unsupported("codegen: {} is not matmul or gemm", n.describe());
+  const bool mi = op == "matmul_integer", qm = op == "qlinear_matmul";
+  if (op != "matmul" && op != "gemm" && !mi && !qm)
+    unsupported("codegen: {} is not matmul, gemm, matmul_integer or qlinear_matmul", n.describe());
+  const int ib = qm ? 3 : 1;
   const TensorType& at = n.input(0)->type();
-  const TensorType& bt = n.input(1)->type();
+  const TensorType& bt = n.input(ib)->type();
   const DType dt = at.dtype;
   if (dt == DType::Bool) unsupported("codegen: {}: bool operands", n.describe());
   const char* idx = ep.index_type();
-  const int sa = ep.anchor_slot(0), sb = ep.anchor_slot(1);
+  const int sa = ep.anchor_slot(0), sb = ep.anchor_slot(ib);
+  // Zero points (matmul_integer, qlinear_matmul): one per tensor, per row of A, per column of B.
+  const int sazp = mi || qm ? ep.anchor_slot(2) : -1, sbzp = mi ? ep.anchor_slot(3) : qm ? ep.anchor_slot(5) : -1;
+  auto numel_of = [&](int i) { return n.input(i) ? n.input(i)->type().numel() : 0; };
+  const bool azp_rows = sazp >= 0 && numel_of(2) > 1, bzp_cols = sbzp >= 0 && numel_of(qm ? 5 : 3) > 1;
+  // An element of A / B as the compute type, zero point subtracted.
+  auto with_zp = [=](const std::string& stored, int zslot, bool per, const std::string& row) {
+    if (zslot < 0) return gemm_load_as(dt, stored);
+    return fmt::format("(unsigned long long)((long long){} - (long long)in{}[{}])", stored, zslot, per ? row : "0");
+  };
   TiledGemm g;
   g.dtype = dt;
   g.label = op;
   std::string store;
   const std::string ind = "      ";
-  if (op == "matmul") {
+  if (op != "gemm") {
     ops::linalg::MatmulDims d = ops::linalg::matmul_dims(at.shape, bt.shape);
     g.batch = shape_numel(d.batch);
     g.M = d.M;
@@ -203,17 +215,35 @@ ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
       b += fmt::format("  const {} {}_base = a_off + ({}){} * {};\n", idx, s, idx, row, K);
     };
     g.a.load = [=](const std::string& k, const std::string& s) {
-      return fmt::format("        v = {};\n", gemm_load_as(dt, fmt::format("in{}[{}_base + {}]", sa, s, k)));
+      return fmt::format("        v = {};\n",
+                         with_zp(fmt::format("in{}[{}_base + {}]", sa, s, k), sazp, azp_rows, s + "_row"));
     };
     g.b.k_fast = false;
     g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
       b += fmt::format("  const {} {}_base = b_off + {};\n", idx, s, row);
     };
     g.b.load = [=](const std::string& k, const std::string& s) {
-      return fmt::format("        v = {};\n", gemm_load_as(dt, fmt::format("in{}[{}_base + ({}){} * {}]", sb, s, idx, k, N)));
+      return fmt::format("        v = {};\n", with_zp(fmt::format("in{}[{}_base + ({}){} * {}]", sb, s, idx, k, N),
+                                                        sbzp, bzp_cols, s + "_row"));
     };
     store += fmt::format("{}const {} index = ({})bz * {} + ({})gm * {} + gn;\n", ind, idx, idx, d.M * d.N, idx, d.N);
-    store += ep.code(gemm_acc_for_epilogue(dt, "acc"), "index", ind);
+    if (qm) {
+      // As the reference: multiplier a_scale[row] * b_scale[col] / y_scale[row] in float, then
+      // rint(acc * multiplier + y_zero_point[row]) in double, saturated (NaN -> 0).
+      auto at_ = [&](int i, const char* var) {
+        return fmt::format("in{}[{}]", ep.anchor_slot(i), numel_of(i) > 1 ? var : "0");
+      };
+      const DType yt = n.output(0)->dtype();
+      store += fmt::format("{}const float mult = {} * {} / {};\n", ind, at_(1, "gm"), at_(4, "gn"), at_(6, "gm"));
+      store += fmt::format("{}double q = rint((double)(long long)acc * (double)mult + (double){});\n", ind,
+                           at_(7, "gm"));
+      store += fmt::format("{}q = q != q ? 0.0 : q < {} ? {} : q > {} ? {} : q;\n", ind,
+                           yt == DType::U8 ? "0.0" : "-128.0", yt == DType::U8 ? "0.0" : "-128.0",
+                           yt == DType::U8 ? "255.0" : "127.0", yt == DType::U8 ? "255.0" : "127.0");
+      store += ep.code("(long long)q", "index", ind);
+    } else {
+      store += ep.code(gemm_acc_for_epilogue(dt, "acc"), "index", ind);
+    }
   } else {
     if (at.rank() != 2 || bt.rank() != 2) fail("codegen: {}: gemm operands must be 2-D", n.describe());
     const bool ta = n.attrs().get_int("trans_a", 0) != 0, tb = n.attrs().get_int("trans_b", 0) != 0;

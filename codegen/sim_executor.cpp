@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "codegen/emit_conv.h"
+#include "codegen/emit_einsum.h"
 #include "codegen/emit_epilogue.h"
 #include "codegen/emit_fused.h"
 #include "codegen/emit_gemm.h"
@@ -98,13 +99,21 @@ std::vector<NodeKernel> emit_reduction_node(const Node& n) {
 bool is_fused_kind(const Node& n, const char* kind) {
   return n.op() == "fused" && n.body() && n.attrs().get_string("kind", "") == kind;
 }
-bool anchor_operands_present(const Node& n) { return n.num_inputs() >= 2 && n.input(0) && n.input(1); }
+// Every operand present (the executor passes each input as a buffer).
+bool anchor_operands_present(const Node& n) {
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return n.num_inputs() >= 2;
+}
 bool handles_gemm(const Node& n) {
   if (is_fused_kind(n, "gemm_epilogue")) return true;
-  return !n.body() && (n.op() == "matmul" || n.op() == "gemm") && anchor_operands_present(n);
+  return !n.body() &&
+         (n.op() == "matmul" || n.op() == "gemm" || n.op() == "matmul_integer" || n.op() == "qlinear_matmul") &&
+         anchor_operands_present(n);
 }
 bool handles_conv(const Node& n) {
   if (is_fused_kind(n, "conv_epilogue")) return true;
+  if (n.op() == "conv_integer" || n.op() == "qlinear_conv") return !n.body() && anchor_operands_present(n);
   return !n.body() && (n.op() == "conv" || n.op() == "conv_transpose") && anchor_operands_present(n) &&
          is_float(n.input(0)->dtype());
 }
@@ -130,6 +139,17 @@ std::vector<NodeKernel> emit_conv_node(const Node& n) {
   return {from_compute(emit_conv(ep), ep)};
 }
 
+bool handles_einsum(const Node& n) {
+  if (n.body() || n.op() != "einsum" || n.num_inputs() < 1) return false;
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return true;
+}
+std::vector<NodeKernel> emit_einsum_node(const Node& n) {
+  Epilogue ep = Epilogue::from_node(n);
+  return {from_compute(emit_einsum(ep), ep)};
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
@@ -138,6 +158,7 @@ const KernelEmitter kEmitters[] = {
     {"reduction", handles_reduction, emit_reduction_node},
     {"gemm", handles_gemm, emit_gemm_node},
     {"conv", handles_conv, emit_conv_node},
+    {"einsum", handles_einsum, emit_einsum_node},
 };
 
 bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
