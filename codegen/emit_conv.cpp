@@ -1,8 +1,13 @@
 #include "codegen/emit_conv.h"
 
+#include <xxhash.h>
+
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "codegen/emit_expr.h"
+#include "codegen/kernel_text.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
 #include "ops/op_helpers.h"
@@ -61,6 +66,74 @@ void split_index(const std::string& var, const Shape& dims, const std::string& p
   }
 }
 
+// Depthwise conv (one input and one output channel per group): one thread per output element
+// (grid-stride loop) summing its taps -- a GEMM with Mg = 1 would leave 15 of 16 tile rows idle.
+ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
+  const Node& n = ep.anchor();
+  const DType dt = n.input(0)->dtype();
+  const char* idx = ep.index_type();
+  const int nd = G.nd;
+  const int sx = ep.anchor_slot(0), sw = ep.anchor_slot(1), sbias = ep.anchor_slot(2);
+  const int64_t total = G.N * G.M * G.out_size;
+  const std::string ct = dt == DType::F64 ? "double" : "float";
+  const std::vector<int64_t> istr = strides_of(G.in);
+  std::string b = fmt::format("// depthwise conv{}: {} channels, taps {}\n", nhwc ? " nhwc" : "", G.M, G.k_size);
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", ep.params());
+  b += fmt::format("  for ({} i = ({})(blockIdx.x * blockDim.x + threadIdx.x); i < {}; i += ({})(gridDim.x * "
+                   "blockDim.x)) {{\n",
+                   idx, idx, total, idx);
+  // Coordinates: nchw (img, m, o...), nhwc (img, o..., m).
+  b += fmt::format("    {} r = i;\n", idx);
+  if (nhwc) b += fmt::format("    const int m = (int)(r % {}); r /= {};\n", G.M, G.M);
+  for (int d = nd - 1; d >= 0; --d)
+    b += fmt::format("    const int o{} = (int)(r % {}); r /= {};\n", d, G.out[d], G.out[d]);
+  if (!nhwc) b += fmt::format("    const int m = (int)(r % {}); r /= {};\n", G.M, G.M);
+  b += "    const int img = (int)r;\n";
+  // x offset of the window's channel; w [M, taps] in both layouts (nhwc: [M, k..., 1]).
+  const std::string cstride = nhwc ? "1" : std::to_string(G.in_size);
+  const std::string pstride = nhwc ? std::to_string(G.C) : "1";
+  b += fmt::format("    const {} xb = ({})img * {} + ({})m * {};\n", idx, idx, G.C * G.in_size, idx, cstride);
+  b += fmt::format("    {} acc = 0;\n", ct);
+  std::string ind = "    ";
+  for (int d = 0; d < nd; ++d) {
+    b += fmt::format("{}for (int t{} = 0; t{} < {}; ++t{}) {{\n", ind, d, d, G.k[d], d);
+    ind += "  ";
+    b += fmt::format("{}const int x{} = o{} * {} - {} + t{} * {};\n", ind, d, d, G.strides[d], G.pads[d], d,
+                     G.dilations[d]);
+    b += fmt::format("{}if ((unsigned)x{} >= {}u) continue;\n", ind, d, G.in[d]);
+  }
+  std::string pos, tap;
+  const std::vector<int64_t> kstr = strides_of(G.k);
+  for (int d = 0; d < nd; ++d) {
+    pos += fmt::format("{}({})x{} * {}", d ? " + " : "", idx, d, istr[d]);
+    tap += fmt::format("{}t{} * {}", d ? " + " : "", d, kstr[d]);
+  }
+  b += fmt::format("{}acc += {} * {};\n", ind, cuda_load(dt, fmt::format("in{}[xb + ({}) * {}]", sx, pos, pstride)),
+                   cuda_load(dt, fmt::format("in{}[m * {} + {}]", sw, G.k_size, tap)));
+  for (int d = nd - 1; d >= 0; --d) {
+    ind.resize(ind.size() - 2);
+    b += ind + "}\n";
+  }
+  if (sbias >= 0) b += fmt::format("    acc += {};\n", cuda_load(dt, fmt::format("in{}[m]", sbias)));
+  b += ep.code("acc", "i", "    ");
+  b += "  }\n}\n";
+  b += ep.sim_entry("@NAME@");
+  ComputeKernel k;
+  k.name = fmt::format("kiln_dwconv_{:016x}", XXH64(b.data(), b.size(), 0));
+  std::string named;
+  for (size_t p = 0;;) {
+    size_t a = b.find("@NAME@", p);
+    named.append(b, p, a == std::string::npos ? std::string::npos : a - p);
+    if (a == std::string::npos) break;
+    named += k.name;
+    p = a + 6;
+  }
+  k.source = std::string(kKernelPrelude) + ep.fp_includes() + std::string(expr_prelude()) + named;
+  k.block = 256;
+  k.grid = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 8192));
+  return k;
+}
+
 }  // namespace
 
 ComputeKernel emit_conv(const Epilogue& ep) {
@@ -88,6 +161,7 @@ ComputeKernel emit_conv(const Epilogue& ep) {
   const Shape& yt = n.output(0)->shape();
   const Shape ys = nhwc ? permute_dims(yt, channels_first_perm(static_cast<int>(yt.size()))) : yt;
   const ConvGeom G = geometry(n, xs, ws, ys, transpose);
+  if (!transpose && !ci && !qc && G.Cg == 1 && G.Mg == 1 && G.group > 1) return emit_depthwise(ep, G, nhwc);
   const int nd = G.nd;
   const char* idx = ep.index_type();
   const int sx = ep.anchor_slot(0), sw = ep.anchor_slot(iw), sbias = ep.anchor_slot(qc ? 8 : ci ? -1 : 2);
