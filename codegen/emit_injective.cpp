@@ -266,13 +266,13 @@ std::string finish_index_types(const std::string& code, bool narrow) {
 }
 
 std::string coordinates_code(const Shape& s, const std::string& flat, const std::string& indent) {
-  const int r = static_cast<int>(s.size());
-  std::string b = fmt::format("{}kidx r_ = (kidx)({});\n", indent, flat);
-  for (int d = r - 1; d >= 0; --d) {
-    if (d == 0) b += fmt::format("{}const kidx o0 = r_;\n", indent);
-    else b += fmt::format("{0}const kidx o{1} = r_ % {2}@L@; r_ /= {2}@L@;\n", indent, d, s[d]);
+  const int rank = static_cast<int>(s.size());
+  std::string b = fmt::format("{}kidx r = (kidx)({});\n", indent, flat);
+  for (int d = rank - 1; d >= 0; --d) {
+    if (d == 0) b += fmt::format("{}const kidx o0 = r;\n", indent);
+    else b += fmt::format("{0}const kidx o{1} = r % {2}@L@; r /= {2}@L@;\n", indent, d, s[d]);
   }
-  b += indent + "(void)r_;\n";
+  b += indent + "(void)r;\n";
   return b;
 }
 
