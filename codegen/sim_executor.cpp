@@ -7,6 +7,8 @@
 #include "codegen/emit_einsum.h"
 #include "codegen/emit_epilogue.h"
 #include "codegen/emit_fused.h"
+#include "codegen/emit_fused_reduction.h"
+#include "codegen/emit_normalization.h"
 #include "codegen/kernel_build.h"
 #include "codegen/emit_gemm.h"
 #include "codegen/emit_injective.h"
@@ -48,6 +50,11 @@ std::vector<NodeKernel> emit_pointwise_node(const Node& n) {
 
 std::vector<NodeKernel> emit_fused_node(const Node& n) {
   FusedPointwiseKernel fk = emit_fused_pointwise(n, op_registry());
+  return {from_pointwise(fk.kernel, std::move(fk.constants))};
+}
+
+std::vector<NodeKernel> emit_fused_on_demand_node(const Node& n) {
+  FusedPointwiseKernel fk = emit_fused_on_demand(n, op_registry());
   return {from_pointwise(fk.kernel, std::move(fk.constants))};
 }
 
@@ -151,15 +158,48 @@ std::vector<NodeKernel> emit_einsum_node(const Node& n) {
   return {from_compute(emit_einsum(ep), ep)};
 }
 
+NodeKernel from_reduction(const ReductionKernel& k, std::vector<Tensor> extra = {}) {
+  NodeKernel nk;
+  nk.name = k.name;
+  nk.source = k.source;
+  nk.grid = k.grid;
+  nk.block = k.block;
+  nk.extra = std::move(extra);
+  return nk;
+}
+
+bool handles_normalization(const Node& n) {
+  if (n.body() || !normalization_supported(n.op())) return false;
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return true;
+}
+
+std::vector<NodeKernel> emit_normalization_node(const Node& n) {
+  std::vector<TensorType> operands, results;
+  for (Value* v : n.inputs()) operands.push_back(v->type());
+  for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+  return {from_reduction(emit_normalization(op_registry().get(n.op()), n.attrs(), operands, results))};
+}
+
+std::vector<NodeKernel> emit_fused_reduction_node(const Node& n) {
+  std::vector<Tensor> constants;
+  ReductionKernel k = emit_fused_reduction(n, op_registry(), &constants);
+  return {from_reduction(k, std::move(constants))};
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
     {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node},
+    {"fused on demand", [](const Node& n) { return is_on_demand_fused(n, op_registry()); }, emit_fused_on_demand_node},
     {"injective", handles_injective, emit_injective_node},
     {"reduction", handles_reduction, emit_reduction_node},
     {"gemm", handles_gemm, emit_gemm_node},
     {"conv", handles_conv, emit_conv_node},
     {"einsum", handles_einsum, emit_einsum_node},
+    {"normalization", handles_normalization, emit_normalization_node},
+    {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node},
 };
 
 bool is_view(const Node& n) { return is_view_node(n); }
