@@ -7,6 +7,9 @@
 #include "codegen/emit_einsum.h"
 #include "codegen/emit_epilogue.h"
 #include "codegen/emit_fused.h"
+#include "codegen/emit_select.h"
+#include "codegen/emit_pool.h"
+#include "codegen/emit_loss.h"
 #include "codegen/emit_fused_reduction.h"
 #include "codegen/emit_normalization.h"
 #include "codegen/kernel_build.h"
@@ -188,6 +191,37 @@ std::vector<NodeKernel> emit_fused_reduction_node(const Node& n) {
   return {from_reduction(k, std::move(constants))};
 }
 
+// Pool, select/scan and loss nodes (emit_pool, emit_select, emit_loss): each
+// kernel takes the results its `results` list names (all when empty).
+bool handles_op_kernels(const Node& n) {
+  if (n.body() || !(pool_supported(n.op()) || select_supported(n.op()) || loss_supported(n.op()))) return false;
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return true;
+}
+
+std::vector<NodeKernel> emit_op_kernels_node(const Node& n) {
+  std::vector<TensorType> operands, results;
+  for (Value* v : n.inputs()) operands.push_back(v->type());
+  for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+  const OpDef& def = op_registry().get(n.op());
+  std::vector<OpKernel> ks = pool_supported(n.op())     ? emit_pool_op(def, n.attrs(), operands, results)
+                             : select_supported(n.op()) ? emit_select_op(def, n.attrs(), operands, results)
+                                                        : emit_loss_op(def, n.attrs(), operands, results);
+  std::vector<NodeKernel> out;
+  for (OpKernel& k : ks) {
+    NodeKernel nk;
+    nk.name = std::move(k.name);
+    nk.source = std::move(k.source);
+    nk.grid = k.grid;
+    nk.block = k.block;
+    nk.shared_bytes = k.shared_bytes;
+    nk.results = std::move(k.results);
+    out.push_back(std::move(nk));
+  }
+  return out;
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
@@ -200,6 +234,7 @@ const KernelEmitter kEmitters[] = {
     {"einsum", handles_einsum, emit_einsum_node},
     {"normalization", handles_normalization, emit_normalization_node},
     {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node},
+    {"pool/select/loss", handles_op_kernels, emit_op_kernels_node},
 };
 
 bool is_view(const Node& n) { return is_view_node(n); }
