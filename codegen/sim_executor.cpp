@@ -3,6 +3,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "codegen/emit_attention.h"
 #include "codegen/emit_fused.h"
 #include "codegen/emit_injective.h"
 #include "codegen/emit_reduction.h"
@@ -91,12 +92,41 @@ std::vector<NodeKernel> emit_reduction_node(const Node& n) {
   return {nk};
 }
 
+NodeKernel from_attention(const AttentionKernel& k, std::vector<Tensor> extra = {}) {
+  NodeKernel nk;
+  nk.name = k.name;
+  nk.source = k.source;
+  nk.grid = k.grid;
+  nk.block = k.block;
+  nk.extra = std::move(extra);
+  return nk;
+}
+
+bool handles_attention(const Node& n) {
+  if (n.op() == "fused") return n.body() && n.attrs().get_string("kind", "") == "attention";
+  if (n.op() != "attention" || n.body() || n.num_outputs() != 1) return false;
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return true;
+}
+
+std::vector<NodeKernel> emit_attention_node(const Node& n) {
+  if (n.op() == "fused") {
+    FusedAttentionKernel fk = emit_fused_attention(n);
+    return {from_attention(fk.kernel, std::move(fk.constants))};
+  }
+  std::vector<TensorType> operands;
+  for (Value* v : n.inputs()) operands.push_back(v->type());
+  return {from_attention(emit_attention_op(n.attrs(), operands, n.output(0)->type()))};
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
     {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node},
     {"injective", handles_injective, emit_injective_node},
     {"reduction", handles_reduction, emit_reduction_node},
+    {"attention", handles_attention, emit_attention_node},
 };
 
 bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
@@ -200,7 +230,14 @@ std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs
         } else {
           for (int r : k.results) add(outs.at(r));
         }
-        for (Value* v : n.inputs()) add(lookup(v));
+        for (Value* v : n.inputs()) {
+          if (v) {
+            add(lookup(v));
+          } else {  // an absent optional operand: a null buffer of 0 elements
+            bufs.push_back(nullptr);
+            counts.push_back(0);
+          }
+        }
         for (const Tensor& t : k.extra) add(t);
         if (k.grid == 0) continue;
         kiln::sim::LaunchConfig cfg;
