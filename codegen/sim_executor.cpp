@@ -7,6 +7,7 @@
 #include "codegen/emit_fused.h"
 #include "codegen/emit_injective.h"
 #include "codegen/emit_reduction.h"
+#include "codegen/emit_rnn.h"
 #include "codegen/emit_pointwise.h"
 #include "codegen/sim_module.h"
 #include "ir/error.h"
@@ -120,6 +121,28 @@ std::vector<NodeKernel> emit_attention_node(const Node& n) {
   return {from_attention(emit_attention_op(n.attrs(), operands, n.output(0)->type()))};
 }
 
+bool handles_rnn(const Node& n) {
+  return !n.body() && (n.op() == "rnn" || n.op() == "gru" || n.op() == "lstm");
+}
+
+// One persistent block per (direction, batch entry); absent operands are null buffers.
+std::vector<NodeKernel> emit_rnn_node(const Node& n) {
+  std::vector<TensorType> operands, results;
+  std::vector<bool> present;
+  for (Value* v : n.inputs()) {
+    operands.push_back(v ? v->type() : TensorType());
+    present.push_back(v != nullptr);
+  }
+  for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+  RnnKernel k = emit_rnn_op(n.op(), n.attrs(), operands, present, results);
+  NodeKernel nk;
+  nk.name = k.name;
+  nk.source = k.source;
+  nk.grid = k.grid;
+  nk.block = k.block;
+  return {nk};
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
@@ -127,6 +150,7 @@ const KernelEmitter kEmitters[] = {
     {"injective", handles_injective, emit_injective_node},
     {"reduction", handles_reduction, emit_reduction_node},
     {"attention", handles_attention, emit_attention_node},
+    {"recurrent", handles_rnn, emit_rnn_node},
 };
 
 bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
