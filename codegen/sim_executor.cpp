@@ -5,6 +5,7 @@
 
 #include "codegen/emit_attention.h"
 #include "codegen/emit_fused.h"
+#include "codegen/emit_misc_ops.h"
 #include "codegen/emit_injective.h"
 #include "codegen/emit_reduction.h"
 #include "codegen/emit_rnn.h"
@@ -143,6 +144,44 @@ std::vector<NodeKernel> emit_rnn_node(const Node& n) {
   return {nk};
 }
 
+bool handles_misc(const Node& n) {
+  if (n.body() || !n.input(0)) return false;
+  return n.op() == "dft" || n.op() == "stft" || n.op() == "det" || n.op() == "dynamic_quantize_linear";
+}
+
+// dft, stft, det, dynamic_quantize_linear (codegen/emit_misc_ops.h); scratch
+// buffers are host tensors after the operands, shared by a node's kernels.
+std::vector<NodeKernel> emit_misc_node(const Node& n) {
+  std::vector<SimpleKernel> ks;
+  const TensorType& x = n.input(0)->type();
+  if (n.op() == "dft") {
+    ks = {emit_dft(n.attrs(), x, n.output(0)->type())};
+  } else if (n.op() == "stft") {
+    const bool win = n.num_inputs() > 1 && n.input(1);
+    ks = {emit_stft(n.attrs(), x, win, win ? n.input(1)->type() : TensorType(), n.output(0)->type(), n.num_inputs() > 1)};
+  } else if (n.op() == "det") {
+    ks = {emit_det(x, n.output(0)->type())};
+  } else {
+    std::vector<TensorType> results;
+    for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+    ks = emit_dynamic_quantize_linear(x, results);
+  }
+  std::vector<Tensor> scratch;
+  for (const SimpleKernel& k : ks)
+    for (const TensorType& t : k.scratch) scratch.emplace_back(t);
+  std::vector<NodeKernel> out;
+  for (const SimpleKernel& k : ks) {
+    NodeKernel nk;
+    nk.name = k.name;
+    nk.source = k.source;
+    nk.grid = k.grid;
+    nk.block = k.block;
+    nk.extra = scratch;
+    out.push_back(std::move(nk));
+  }
+  return out;
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
@@ -151,6 +190,7 @@ const KernelEmitter kEmitters[] = {
     {"reduction", handles_reduction, emit_reduction_node},
     {"attention", handles_attention, emit_attention_node},
     {"recurrent", handles_rnn, emit_rnn_node},
+    {"misc (dft, stft, det, dynamic_quantize_linear)", handles_misc, emit_misc_node},
 };
 
 bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
