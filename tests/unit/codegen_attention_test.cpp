@@ -233,6 +233,56 @@ TEST(CodegenAttention, FusedAttentionWithEpilogueMatchesReferenceBackend) {
   }
 }
 
+// The fused attention nodes of the real models as `kiln dump-ir MODEL -O
+// --precision fp16 --target sm_90` prints them (names shortened, loc dropped).
+constexpr const char* kRealBert = R"(graph @m(%v1: f16[1,12,128,64], %v2: f16[1,12,128,64], %v3: f16[1,12,128,64], %v4: f16[1,1,128,128]) -> (f16[1,128,768]) {
+  %v0 = fused(%v1, %v2, %v3, %v4) {kind="attention"} : f16[1,128,768] {
+    graph @fused_3(%v1: f16[1,12,128,64], %v2: f16[1,12,128,64], %v3: f16[1,12,128,64], %v4: f16[1,1,128,128]) -> (f16[1,128,768]) {
+      %v5 = attention(%v1, %v2, %v3, %v4) {causal=0, nan_to_zero=1, scale=0.125} : f16[1,12,128,64]
+      %v6 = transpose(%v5) {perm=[0,2,1,3]} : f16[1,128,12,64]
+      %v0 = reshape(%v6) {shape=[1,128,768]} : f16[1,128,768]
+      return %v0
+    }
+  }
+  return %v0
+})";
+
+constexpr const char* kRealGpt2 = R"(graph @m(%v1: f16[1,12,128,64], %v2: f16[1,12,128,64], %v3: f16[1,12,128,64]) -> (f16[128,768]) {
+  %v0 = fused(%v1, %v2, %v3) {kind="attention"} : f16[128,768] {
+    graph @fused_2(%v1: f16[1,12,128,64], %v2: f16[1,12,128,64], %v3: f16[1,12,128,64]) -> (f16[128,768]) {
+      %v4 = attention(%v1, %v2, %v3) {causal=1, scale=0.125} : f16[1,12,128,64]
+      %v5 = transpose(%v4) {perm=[0,2,1,3]} : f16[1,128,12,64]
+      %v0 = reshape(%v5) {shape=[128,768]} : f16[128,768]
+      return %v0
+    }
+  }
+  return %v0
+})";
+
+constexpr const char* kRealVit = R"(graph @m(%v1: f16[1,12,197,64], %v2: f16[1,12,197,64], %v3: f16[1,12,197,64]) -> (f16[197,768]) {
+  %v0 = fused(%v1, %v2, %v3) {kind="attention"} : f16[197,768] {
+    graph @fused_4(%v1: f16[1,12,197,64], %v2: f16[1,12,197,64], %v3: f16[1,12,197,64]) -> (f16[197,768]) {
+      %v4 = attention(%v1, %v2, %v3) {causal=0, scale=0.125} : f16[1,12,197,64]
+      %v5 = transpose(%v4) {perm=[2,0,1,3]} : f16[197,1,12,64]
+      %v0 = reshape(%v5) {shape=[197,768]} : f16[197,768]
+      return %v0
+    }
+  }
+  return %v0
+})";
+
+TEST(CodegenAttention, RealFusedNodesOfBertGpt2VitMatchReferenceBackend) {
+  for (const char* text : {kRealBert, kRealGpt2, kRealVit}) {
+    auto g = testing::parse(text);
+    ASSERT_TRUE(codegen::is_attention_fused(*g->nodes().front())) << print_graph(*g);
+    auto feed = testing::random_inputs(*g, 5);
+    std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
+    std::vector<Tensor> got = codegen::SimExecutor(*g).run(feed);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(compare_tensors(got[0], want[0], Tolerance{1e-3, 2e-3}), "") << print_graph(*g);
+  }
+}
+
 // A body the epilogue cannot express is unsupported, not wrong.
 TEST(CodegenAttention, UnsupportedEpilogueIsReported) {
   auto g = testing::parse(R"(graph @m(%q: f32[1,2,8,4], %k: f32[1,2,8,4], %v: f32[1,2,8,4]) -> (f32[1,2,8,1]) {
