@@ -129,6 +129,8 @@ TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSi
     for (size_t i = 0; i < ks.size(); ++i) {
       EXPECT_FALSE(ks[i].cubin.empty()) << cases[i].text;
       max_regs = std::max(max_regs, ks[i].registers);
+      fmt::print("  {} {}: {} registers, {} bytes of shared memory, BQ={} BK={} TPR={}\n", cases[i].text, arch,
+                 ks[i].registers, kernels[i].shared_bytes, kernels[i].bq, kernels[i].bk, kernels[i].tpr);
       if (ks[i].spill_bytes > 0) {
         ++spills;
         ADD_FAILURE() << cases[i].text << " on " << arch << " spills " << ks[i].spill_bytes << " bytes";
