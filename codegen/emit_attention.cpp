@@ -120,6 +120,8 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
                    has_mask ? " mask " + mask.str() : "", causal ? " causal" : "", nan_to_zero ? " nan_to_zero" : "",
                    scale, bq, bk, tpr);
   b += epi.helpers;
+  // NaN sticks, as the reference's max.
+  b += fmt::format("__device__ __forceinline__ {0} @NAME@_max({0} a, {0} v) {{ return (v != v) ? v : (v > a ? v : a); }}\n", T);
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(epi.params));
   b += fmt::format("  __shared__ {} Qs[{}];\n", T, bq * (D + 1));
   b += fmt::format("  __shared__ {} Ks[{}];\n", T, bk * (D + 1));
@@ -153,35 +155,44 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   b += fmt::format("    const long long vb = ((long long)bh * {} + k0) * {};\n", Sk, Dv);
   b += fmt::format("    for (int e = threadIdx.x; e < nk * {}; e += {}) Vs[e] = {};\n", Dv, nt, ld(epi.v + "[vb + e]"));
   b += "    __syncthreads();\n";
-  // Scores of this row for keys t, t + TPR, ...
-  b += "    if (active) {\n";
-  b += fmt::format("      for (int jj = t; jj < nk; jj += {}) {{\n", tpr);
-  b += fmt::format("        {} s = 0;\n", T);
+  // Scores of this row for keys t, t + TPR, ... (-inf for the rows past Sq,
+  // which take part in the shuffles), and their max.
+  b += fmt::format("    {} lm = -{};\n", T, INF);
+  b += fmt::format("    for (int jj = t; jj < nk; jj += {}) {{\n", tpr);
+  b += fmt::format("      {} s = -{};\n", T, INF);
+  b += "      if (active) {\n";
+  b += "        s = 0;\n";
   b += fmt::format("        for (int dd = 0; dd < {}; ++dd) s += Qs[r * {} + dd] * Ks[jj * {} + dd];\n", D, D + 1, D + 1);
   b += fmt::format("        s = s * {};\n", scale_lit);
   if (has_mask)
     b += fmt::format("        s += {};\n", ld(fmt::format("{}[mb + (long long)i * {} + (long long)(k0 + jj) * {}]",
                                                        epi.mask, ms[2], ms[3])));
   if (causal) b += fmt::format("        if (k0 + jj > i + {}) s = -{};\n", Sk - Sq, INF);
-  b += fmt::format("        Ss[r * {} + jj] = s;\n      }}\n    }}\n", bk + 1);
-  b += "    __syncwarp();  // a row's threads are in one warp\n";
-  // Online softmax over the tile.
+  b += "      }\n";
+  b += fmt::format("      Ss[r * {} + jj] = s;\n", bk + 1);
+  b += "      lm = @NAME@_max(lm, s);\n    }\n";
+  // The row's max over its TPR lanes (adjacent, aligned: xor stays in the row).
+  b += fmt::format("    for (int off = 1; off < {}; off <<= 1) lm = @NAME@_max(lm, __shfl_xor_sync(0xffffffffu, lm, off));\n", tpr);
+  // Online softmax: rescale, then each lane turns its own scores into p.
+  b += "    const " + T + " mt = @NAME@_max(m, lm);\n";
+  b += fmt::format("    const {0} alpha = mt == -{1} ? ({0})1 : {2}(m - mt);\n", T, INF, EXP);
+  b += "    l *= alpha;\n";
+  b += fmt::format("#pragma unroll\n    for (int c = 0; c < {}; ++c) o[c] *= alpha;\n", oc);
+  b += fmt::format("    for (int jj = t; jj < nk; jj += {}) {{\n", tpr);
+  b += fmt::format("      const {0} p = mt == -{1} ? ({0})0 : {2}(Ss[r * {3} + jj] - mt);\n", T, INF, EXP, bk + 1);
+  b += fmt::format("      Ss[r * {} + jj] = p;\n      l += p;  // this lane's share of the row sum\n    }}\n", bk + 1);
+  b += "    __syncwarp();  // a row's p values come from its own warp\n";
+  b += "    m = mt;\n";
   b += "    if (active) {\n";
-  b += fmt::format("      {} mt = m;\n", T);
-  b += fmt::format("      for (int jj = 0; jj < nk; ++jj) {{\n        const {} x = Ss[r * {} + jj];\n", T, bk + 1);
-  b += "        mt = (x != x) ? x : (x > mt ? x : mt);  // NaN sticks, as the reference's max\n      }\n";
-  b += fmt::format("      const {0} alpha = mt == -{1} ? ({0})1 : {2}(m - mt);\n", T, INF, EXP);
-  b += "      l *= alpha;\n";
-  b += fmt::format("#pragma unroll\n      for (int c = 0; c < {}; ++c) o[c] *= alpha;\n", oc);
   b += "      for (int jj = 0; jj < nk; ++jj) {\n";
-  b += fmt::format("        const {0} p = mt == -{1} ? ({0})0 : {2}(Ss[r * {3} + jj] - mt);\n", T, INF, EXP, bk + 1);
-  b += "        l += p;\n";
+  b += fmt::format("        const {} p = Ss[r * {} + jj];\n", T, bk + 1);
   b += fmt::format("#pragma unroll\n        for (int c = 0; c < {}; ++c)\n", oc);
   if (Dv % tpr == 0)
     b += fmt::format("          o[c] += p * Vs[jj * {} + t + {} * c];\n", Dv, tpr);
   else
     b += fmt::format("          if (t + {1} * c < {2}) o[c] += p * Vs[jj * {0} + t + {1} * c];\n", Dv, tpr, Dv);
-  b += "      }\n      m = mt;\n    }\n  }\n";
+  b += "      }\n    }\n  }\n";
+  b += fmt::format("  for (int off = 1; off < {}; off <<= 1) l += __shfl_xor_sync(0xffffffffu, l, off);\n", tpr);
   // Store: o / l, or the reference's NaN / 0 for a row without a finite max.
   b += "  if (!active) return;\n";
   if (Sk == 0) {
