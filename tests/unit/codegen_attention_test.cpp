@@ -185,60 +185,60 @@ TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSi
              sources.size(), max_regs, spills, matched, cases.size());
 }
 
-// Fused bodies as the fuse pass makes them from BERT / GPT-2 / ViT.
-constexpr const char* kBertLike = R"(graph @m(%q: f16[1,12,40,64], %k: f16[1,12,40,64], %v: f16[1,12,40,64], %mk: f16[1,1,40,40]) -> (f16[1,40,768]) {
+// Fused bodies as the fuse pass makes them from BERT / GPT-2 / ViT-like
+// chains (two groups in one graph: one simulator compilation).
+constexpr const char* kFusable = R"(graph @m(%q: f16[1,12,40,64], %k: f16[1,12,40,64], %v: f16[1,12,40,64], %mk: f16[1,1,40,40], %q2: f32[1,3,37,16], %k2: f32[1,3,37,16], %v2: f32[1,3,37,8], %s: f32[8]) -> (f16[1,40,768], f32[37,24], f16[37,1,3,8]) {
     %a = attention(%q, %k, %v, %mk) {causal=0, nan_to_zero=1, scale=0.125} : f16[1,12,40,64]
     %t = transpose(%a) {perm=[0,2,1,3]} : f16[1,40,12,64]
     %r = reshape(%t) {shape=[1,40,768]} : f16[1,40,768]
-    return %r
+    %a2 = attention(%q2, %k2, %v2) {causal=1, scale=0.25} : f32[1,3,37,8]
+    %t2 = transpose(%a2) {perm=[2,0,1,3]} : f32[37,1,3,8]
+    %m2 = mul(%t2, %s) : f32[37,1,3,8]
+    %c2 = cast(%m2) {to="f16"} : f16[37,1,3,8]
+    %r2 = reshape(%t2) {shape=[37,24]} : f32[37,24]
+    return %r, %r2, %c2
   })";
 
-constexpr const char* kVitLike = R"(graph @m(%q: f32[1,3,37,16], %k: f32[1,3,37,16], %v: f32[1,3,37,8], %s: f32[8]) -> (f32[37,24], f16[37,1,3,8]) {
-    %a = attention(%q, %k, %v) {causal=1, scale=0.25} : f32[1,3,37,8]
-    %t = transpose(%a) {perm=[2,0,1,3]} : f32[37,1,3,8]
-    %m = mul(%t, %s) : f32[37,1,3,8]
-    %c = cast(%m) {to="f16"} : f16[37,1,3,8]
-    %r = reshape(%t) {shape=[37,24]} : f32[37,24]
-    return %r, %c
-  })";
-
-TEST(CodegenAttention, FusedAttentionWithEpilogueMatchesReferenceBackend) {
-  for (const char* text : {kBertLike, kVitLike}) {
-    auto g = testing::parse(text);
-    PassStats st;
-    create_pass("fuse")->run(*g, PassOptions{}, st);
-    const Node* fused = nullptr;
-    for (const auto& n : g->nodes())
-      if (n->op() == "fused") fused = n.get();
-    ASSERT_TRUE(fused) << print_graph(*g);
-    ASSERT_EQ(fused->attrs().get_string("kind", ""), "attention") << print_graph(*g);
-    ASSERT_EQ(g->num_nodes(), 1u) << print_graph(*g);
-    ASSERT_TRUE(codegen::is_attention_fused(*fused));
-    codegen::FusedAttentionKernel fk = codegen::emit_fused_attention(*fused);
-    codegen::KernelCache cache;
-    for (std::string arch : {"sm_80", "sm_90"}) {
-      codegen::KernelCompiler compiler(arch, &cache);
-      auto ks = compiler.compile({{fk.kernel.name, fk.kernel.source}});
-      ASSERT_EQ(ks.size(), 1u);
-      EXPECT_EQ(ks[0].spill_bytes, 0) << arch;
-    }
-    auto feed = testing::random_inputs(*g, 11);
-    std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
-    codegen::SimExecutor sim(*g);
-    std::vector<Tensor> got = sim.run(feed);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_EQ(got[i].type(), want[i].type());
-      Tolerance tol = want[i].dtype() == DType::F16 ? Tolerance{1e-3, 2e-3} : Tolerance{1e-5, 1e-4};
-      EXPECT_EQ(compare_tensors(got[i], want[i], tol), "") << "result " << i << "\n" << print_graph(*g);
-    }
+void expect_sim_matches_reference(const Graph& g) {
+  auto feed = testing::random_inputs(g, 11);
+  std::vector<Tensor> want = ReferenceExecutor(g).run(feed);
+  std::vector<Tensor> got = codegen::SimExecutor(g).run(feed);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].type(), want[i].type());
+    Tolerance tol = want[i].dtype() == DType::F16 ? Tolerance{1e-3, 2e-3} : Tolerance{1e-5, 1e-4};
+    EXPECT_EQ(compare_tensors(got[i], want[i], tol), "") << "result " << i << "\n" << print_graph(g);
   }
 }
 
+TEST(CodegenAttention, FusedAttentionWithEpilogueMatchesReferenceBackend) {
+  auto g = testing::parse(kFusable);
+  PassStats st;
+  create_pass("fuse")->run(*g, PassOptions{}, st);
+  std::vector<codegen::KernelSource> sources;
+  for (const auto& n : g->nodes()) {
+    ASSERT_EQ(n->op(), "fused") << print_graph(*g);
+    ASSERT_EQ(n->attrs().get_string("kind", ""), "attention") << print_graph(*g);
+    ASSERT_TRUE(codegen::is_attention_fused(*n));
+    codegen::FusedAttentionKernel fk = codegen::emit_fused_attention(*n);
+    sources.push_back({fk.kernel.name, fk.kernel.source});
+  }
+  ASSERT_EQ(sources.size(), 2u) << print_graph(*g);
+  codegen::KernelCache cache;
+  for (std::string arch : {"sm_80", "sm_90"}) {
+    codegen::KernelCompiler compiler(arch, &cache);
+    auto ks = compiler.compile(sources);
+    ASSERT_EQ(ks.size(), 2u);
+    for (const auto& k : ks) EXPECT_EQ(k.spill_bytes, 0) << arch;
+  }
+  expect_sim_matches_reference(*g);
+}
+
 // The fused attention nodes of the real models as `kiln dump-ir MODEL -O
-// --precision fp16 --target sm_90` prints them (names shortened, loc dropped).
-constexpr const char* kRealBert = R"(graph @m(%v1: f16[1,12,128,64], %v2: f16[1,12,128,64], %v3: f16[1,12,128,64], %v4: f16[1,1,128,128]) -> (f16[1,128,768]) {
-  %v0 = fused(%v1, %v2, %v3, %v4) {kind="attention"} : f16[1,128,768] {
+// --precision fp16 --target sm_90` prints them (names shortened, loc dropped),
+// BERT's, GPT-2's and ViT's in one graph.
+constexpr const char* kRealNodes = R"(graph @m(%b1: f16[1,12,128,64], %b2: f16[1,12,128,64], %b3: f16[1,12,128,64], %b4: f16[1,1,128,128], %g1: f16[1,12,128,64], %g2: f16[1,12,128,64], %g3: f16[1,12,128,64], %t1: f16[1,12,197,64], %t2: f16[1,12,197,64], %t3: f16[1,12,197,64]) -> (f16[1,128,768], f16[128,768], f16[197,768]) {
+  %bert = fused(%b1, %b2, %b3, %b4) {kind="attention"} : f16[1,128,768] {
     graph @fused_3(%v1: f16[1,12,128,64], %v2: f16[1,12,128,64], %v3: f16[1,12,128,64], %v4: f16[1,1,128,128]) -> (f16[1,128,768]) {
       %v5 = attention(%v1, %v2, %v3, %v4) {causal=0, nan_to_zero=1, scale=0.125} : f16[1,12,128,64]
       %v6 = transpose(%v5) {perm=[0,2,1,3]} : f16[1,128,12,64]
@@ -246,11 +246,7 @@ constexpr const char* kRealBert = R"(graph @m(%v1: f16[1,12,128,64], %v2: f16[1,
       return %v0
     }
   }
-  return %v0
-})";
-
-constexpr const char* kRealGpt2 = R"(graph @m(%v1: f16[1,12,128,64], %v2: f16[1,12,128,64], %v3: f16[1,12,128,64]) -> (f16[128,768]) {
-  %v0 = fused(%v1, %v2, %v3) {kind="attention"} : f16[128,768] {
+  %gpt2 = fused(%g1, %g2, %g3) {kind="attention"} : f16[128,768] {
     graph @fused_2(%v1: f16[1,12,128,64], %v2: f16[1,12,128,64], %v3: f16[1,12,128,64]) -> (f16[128,768]) {
       %v4 = attention(%v1, %v2, %v3) {causal=1, scale=0.125} : f16[1,12,128,64]
       %v5 = transpose(%v4) {perm=[0,2,1,3]} : f16[1,128,12,64]
@@ -258,11 +254,7 @@ constexpr const char* kRealGpt2 = R"(graph @m(%v1: f16[1,12,128,64], %v2: f16[1,
       return %v0
     }
   }
-  return %v0
-})";
-
-constexpr const char* kRealVit = R"(graph @m(%v1: f16[1,12,197,64], %v2: f16[1,12,197,64], %v3: f16[1,12,197,64]) -> (f16[197,768]) {
-  %v0 = fused(%v1, %v2, %v3) {kind="attention"} : f16[197,768] {
+  %vit = fused(%t1, %t2, %t3) {kind="attention"} : f16[197,768] {
     graph @fused_4(%v1: f16[1,12,197,64], %v2: f16[1,12,197,64], %v3: f16[1,12,197,64]) -> (f16[197,768]) {
       %v4 = attention(%v1, %v2, %v3) {causal=0, scale=0.125} : f16[1,12,197,64]
       %v5 = transpose(%v4) {perm=[2,0,1,3]} : f16[197,1,12,64]
@@ -270,19 +262,14 @@ constexpr const char* kRealVit = R"(graph @m(%v1: f16[1,12,197,64], %v2: f16[1,1
       return %v0
     }
   }
-  return %v0
+  return %bert, %gpt2, %vit
 })";
 
 TEST(CodegenAttention, RealFusedNodesOfBertGpt2VitMatchReferenceBackend) {
-  for (const char* text : {kRealBert, kRealGpt2, kRealVit}) {
-    auto g = testing::parse(text);
-    ASSERT_TRUE(codegen::is_attention_fused(*g->nodes().front())) << print_graph(*g);
-    auto feed = testing::random_inputs(*g, 5);
-    std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
-    std::vector<Tensor> got = codegen::SimExecutor(*g).run(feed);
-    ASSERT_EQ(got.size(), 1u);
-    EXPECT_EQ(compare_tensors(got[0], want[0], Tolerance{1e-3, 2e-3}), "") << print_graph(*g);
-  }
+  auto g = testing::parse(kRealNodes);
+  ASSERT_EQ(g->num_nodes(), 3u);
+  for (const auto& n : g->nodes()) ASSERT_TRUE(codegen::is_attention_fused(*n)) << n->describe();
+  expect_sim_matches_reference(*g);
 }
 
 // A body the epilogue cannot express is unsupported, not wrong.
