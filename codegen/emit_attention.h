@@ -4,16 +4,18 @@
 // reshapes, casts and pointwise ops) as the same kernel storing each output
 // element through the epilogue.
 //
-// Kernel (docs/codegen.md, "Attention"): one block per (batch, head, tile of
-// BQ queries); TPR threads per query row (row r = threadIdx.x / TPR). The
-// block stages its Q tile in shared memory once, then streams K and V through
-// shared memory in tiles of BK keys: each thread computes the scores of its
-// row for keys t, t + TPR, ... of the tile (dot product over D in the
+// Kernel (docs/codegen.md, "Attention kernels"): one block per (batch, head,
+// tile of BQ queries); TPR adjacent lanes per query row (row r = threadIdx.x /
+// TPR). The block stages its Q tile in shared memory once, then streams K and
+// V through shared memory in tiles of BK keys: each lane computes the scores
+// of its row for keys t, t + TPR, ... of the tile (dot product over D in the
 // compute type, times scale, plus the mask element, -inf where causal hides
-// the key), then every thread of the row folds the tile into the row's
-// online softmax (running max m, running sum l, rescaled by exp(m_old -
-// m_new)) and its share of the output (dims t, t + TPR, ... of Dv, held in
-// registers). No [Sq, Sk] matrix exists anywhere; the result is o / l.
+// the key); the row's tile max is combined over its lanes by shuffles; the
+// online softmax rescales the running sum l and the output share (dims t,
+// t + TPR, ... of Dv, in registers) by exp(m_old - m_new); each lane turns its
+// own scores into p = exp(s - m_new) once, and after a __syncwarp every lane
+// adds p * v over the tile. No [Sq, Sk] matrix exists anywhere; the result
+// is o / l (l summed over the row's lanes).
 // Compute type: float for f16/bf16/f32 (as the reference), double for f64.
 // Rows whose final max is not finite (a NaN score, all keys masked, a +inf
 // score) are NaN, or 0 with nan_to_zero, as the reference's softmax gives.
