@@ -178,25 +178,41 @@ std::vector<SimpleKernel> emit_dynamic_quantize_linear(const TensorType& x, cons
   params.push_back({DType::F32, false, "x"});
   params.push_back({DType::F32, true, "sz"});  // scratch: scale, zero point
   const int64_t n = x.numel();
-  SimpleKernel mm, q;
-  mm.params = q.params = params;
-  mm.scratch = {TensorType(DType::F32, {2})};
-  mm.block = kBlock;
+  // Partial min/max blocks: about 8 elements per thread, at most one block per
+  // thread of the folding block.
+  const int64_t parts = std::clamp<int64_t>((n + kBlock * 8 - 1) / (kBlock * 8), 1, kBlock);
+  SimpleKernel part, mm, q;
+  part.params = mm.params = q.params = params;
+  part.scratch = {TensorType(DType::F32, {2 + 2 * parts})};  // scale, zero point, partial maxima, partial minima
+  part.block = mm.block = kBlock;
+  part.grid = static_cast<unsigned>(parts);
   mm.grid = 1;
-  std::string b = fmt::format("// dynamic_quantize_linear: min/max of {} (one block)\n", x.str());
+  // The block's fold of (mx, mn) into thread 0's (mx, mn).
+  std::string fold = fmt::format("  __shared__ float smx[{0}], smn[{0}];\n", kBlock);
+  fold += "  smx[threadIdx.x] = mx;\n  smn[threadIdx.x] = mn;\n  __syncthreads();\n";
+  fold += fmt::format("  for (int s = {}; s > 0; s >>= 1) {{\n", kBlock / 2);
+  fold += "    if (threadIdx.x < s) {\n";
+  fold += "      const float a = smx[threadIdx.x], c = smx[threadIdx.x + s];\n      smx[threadIdx.x] = a < c ? c : a;\n";
+  fold += "      const float u = smn[threadIdx.x], w = smn[threadIdx.x + s];\n      smn[threadIdx.x] = w < u ? w : u;\n";
+  fold += "    }\n    __syncthreads();\n  }\n";
+  fold += "  if (threadIdx.x != 0) return;\n  mx = smx[0];\n  mn = smn[0];\n";
+  std::string b = fmt::format("// dynamic_quantize_linear: partial min/max of {} ({} blocks)\n", x.str(), parts);
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(params));
-  b += fmt::format("  __shared__ float smx[{0}], smn[{0}];\n", kBlock);
   b += "  float mx = 0.0f, mn = 0.0f;  // std::max / std::min from 0, as the reference (NaN never taken)\n";
-  b += fmt::format("  for (long long e = threadIdx.x; e < {}LL; e += blockDim.x) {{\n", n);
+  b += fmt::format("  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
+                   "e += (long long)gridDim.x * blockDim.x) {{\n",
+                   n);
   b += "    const float v = x[e];\n    mx = mx < v ? v : mx;\n    mn = v < mn ? v : mn;\n  }\n";
-  b += "  smx[threadIdx.x] = mx;\n  smn[threadIdx.x] = mn;\n  __syncthreads();\n";
-  b += fmt::format("  for (int s = {}; s > 0; s >>= 1) {{\n", kBlock / 2);
-  b += "    if (threadIdx.x < s) {\n";
-  b += "      const float a = smx[threadIdx.x], c = smx[threadIdx.x + s];\n      smx[threadIdx.x] = a < c ? c : a;\n";
-  b += "      const float u = smn[threadIdx.x], w = smn[threadIdx.x + s];\n      smn[threadIdx.x] = w < u ? w : u;\n";
-  b += "    }\n    __syncthreads();\n  }\n";
-  b += "  if (threadIdx.x != 0) return;\n";
-  b += "  mx = smx[0];\n  mn = smn[0];\n";
+  b += fold;
+  b += fmt::format("  sz[2 + blockIdx.x] = mx;\n  sz[{} + blockIdx.x] = mn;\n}}\n", 2 + parts);
+  finish(part, "dql_partial", b);
+
+  b = fmt::format("// dynamic_quantize_linear: scale and zero point of {} from {} partial min/max\n", x.str(), parts);
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(params));
+  b += fmt::format("  float mx = threadIdx.x < {0} ? sz[2 + threadIdx.x] : 0.0f, mn = threadIdx.x < {0} ? sz[{1} + "
+                   "threadIdx.x] : 0.0f;\n",
+                   parts, 2 + parts);
+  b += fold;
   b += "  const float scale = (mx == mn ? 1.0f : (mx - mn)) / 255.0f;\n";
   b += "  float zc = 0.0f - mn / scale;\n  zc = zc < 0.0f ? 0.0f : (255.0f < zc ? 255.0f : zc);\n";
   b += "  float zp = rintf(zc);\n  if (zp != zp) zp = 0.0f;  // infinite inputs\n";
@@ -204,7 +220,7 @@ std::vector<SimpleKernel> emit_dynamic_quantize_linear(const TensorType& x, cons
   if (results.size() > 1) b += "  y_scale[0] = scale;\n";
   if (results.size() > 2) b += "  y_zero_point[0] = (unsigned char)zp;\n";
   b += "}\n";
-  finish(mm, "dql_minmax", b);
+  finish(mm, "dql_scale", b);
 
   q.block = kBlock;
   q.grid = n == 0 ? 0 : grid_for(n, kBlock);
@@ -218,7 +234,7 @@ std::vector<SimpleKernel> emit_dynamic_quantize_linear(const TensorType& x, cons
   b += "    y[e] = v != v ? (unsigned char)0 : (unsigned char)(v < 0.0f ? 0.0f : (255.0f < v ? 255.0f : v));\n";
   b += "  }\n}\n";
   finish(q, "dql_quantize", b);
-  return {mm, q};
+  return {part, mm, q};
 }
 
 }  // namespace kiln::codegen

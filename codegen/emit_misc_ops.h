@@ -48,11 +48,13 @@ SimpleKernel emit_stft(const AttrMap& attrs, const TensorType& signal, bool has_
 SimpleKernel emit_det(const TensorType& x, const TensorType& out);
 
 // dynamic_quantize_linear(x f32) -> (y u8[, y_scale f32[], y_zero_point u8[]]):
-// two kernels with one signature (results, x, scratch f32[2]): the first, one
-// block of 256 threads, folds min(x, 0) / max(x, 0) and writes scale and zero
-// point to the scratch (and to the results present); the second quantizes
-// every element (grid-stride, 256 threads per block). f32 arithmetic and
-// round-half-even as the reference.
+// three kernels with one signature (results, x, scratch f32[2 + 2P]): P
+// blocks of 256 threads (about 8 elements per thread, P <= 256) fold
+// min(x, 0) / max(x, 0) into partials; one block folds the partials and
+// writes scale and zero point to the scratch (and to the results present);
+// then every element is quantized (grid-stride, 256 threads per block).
+// f32 arithmetic and round-half-even as the reference; min and max are
+// exact in any order, so the result is the reference's bit for bit.
 std::vector<SimpleKernel> emit_dynamic_quantize_linear(const TensorType& x, const std::vector<TensorType>& results);
 
 }  // namespace kiln::codegen

@@ -80,6 +80,8 @@ std::vector<Case> all_cases() {
   const TensorType u8s(DType::U8, {}), f32s(DType::F32, {});
   add("dql 1000 elements", "dynamic_quantize_linear", {}, {rand(DType::F32, {10, 100}, 14, -3, 5)},
       {TensorType(DType::U8, {10, 100}), f32s, u8s});
+  add("dql 100000 elements (49 partial blocks)", "dynamic_quantize_linear", {}, {rand(DType::F32, {100000}, 17, -2, 3)},
+      {TensorType(DType::U8, {100000}), f32s, u8s});
   add("dql all positive", "dynamic_quantize_linear", {}, {rand(DType::F32, {37}, 15, 1, 9)},
       {TensorType(DType::U8, {37}), f32s, u8s});
   add("dql all negative, y only", "dynamic_quantize_linear", {}, {rand(DType::F32, {3, 5}, 16, -7, -1)},
