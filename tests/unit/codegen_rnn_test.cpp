@@ -15,12 +15,16 @@
 #include <optional>
 #include <random>
 
+#include "backends/reference/executor.h"
 #include "codegen/emit_rnn.h"
 #include "codegen/kernel_cache.h"
 #include "codegen/nvrtc_compiler.h"
+#include "codegen/sim_executor.h"
 #include "codegen/sim_module.h"
 #include "ir/error.h"
 #include "ops/registry.h"
+#include "tests/unit/pass_test_util.h"
+#include "tools/kiln/compare.h"
 
 namespace kiln {
 namespace {
@@ -208,6 +212,34 @@ TEST(CodegenRnn, RejectsUnknownActivationAndBadOperands) {
   EXPECT_NO_THROW(codegen::emit_rnn_op("rnn", a, ops, {true, true, true}, outs));
   ops[1] = TensorType(DType::F32, {1, 5, 3});  // W of the wrong size
   EXPECT_THROW(codegen::emit_rnn_op("rnn", a, ops, {true, true, true}, outs), Error);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Through the sim backend: an lstm whose bias is absent but whose
+// sequence_lens and peepholes are given (a null buffer in the middle of the
+// operand list), and a gru with only Y used, against the reference backend.
+TEST(CodegenRnn, SimBackendPassesAbsentOperandsAsNullBuffers) {
+  auto g = testing::parse(R"(graph @m(%x: f32[5,3,4], %w: f32[1,24,4], %r: f32[1,24,6], %l: i32[3], %h: f32[1,3,6], %c: f32[1,3,6], %p: f32[1,18], %gw: f32[2,18,4], %gr: f32[2,18,6]) -> (f32[5,1,3,6], f32[1,3,6], f32[1,3,6], f32[5,2,3,6]) {
+    %y, %yh, %yc = lstm(%x, %w, %r, _, %l, %h, %c, %p) {hidden_size=6} : f32[5,1,3,6], f32[1,3,6], f32[1,3,6]
+    %gy, %gh = gru(%x, %gw, %gr) {hidden_size=6, direction="bidirectional", linear_before_reset=1} : f32[5,2,3,6], f32[2,3,6]
+    return %y, %yh, %yc, %gy
+  })");
+  auto feed = testing::random_inputs(*g, 3);
+  Tensor lens(TensorType(DType::I32, {3}));
+  lens.data<int32_t>()[0] = 5;
+  lens.data<int32_t>()[1] = 2;
+  lens.data<int32_t>()[2] = 0;
+  feed["l"] = lens;
+  std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
+  std::vector<Tensor> got = codegen::SimExecutor(*g).run(feed);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(compare_tensors(got[i], want[i], Tolerance{1e-5, 1e-4}), "") << "result " << i;
 }
 
 }  // namespace
