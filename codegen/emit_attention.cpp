@@ -329,7 +329,8 @@ struct EpilogueBuilder {
     epi.code += fmt::format("    long long u{}_r = {};\n", id, lin);
     for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
       c[d] = fmt::format("u{}_c{}", id, d);
-      epi.code += fmt::format("    const long long {} = u{}_r % {}LL;\n", c[d], id, std::max<int64_t>(shape[d], 1));
+      epi.code += fmt::format("    const long long {0} = u{1}_r % {2}LL;\n    (void){0};\n", c[d], id,
+                              std::max<int64_t>(shape[d], 1));
       epi.code += fmt::format("    u{}_r /= {}LL;\n", id, std::max<int64_t>(shape[d], 1));
     }
     epi.code += fmt::format("    (void)u{}_r;\n", id);
