@@ -88,6 +88,22 @@ TEST(PlanRoundTrip, PlanKernelsAndLaunchListOnTheSimulatorEqualTheCompiledGraph)
     ASSERT_EQ(got[i].type(), want[i].type()) << i;
     EXPECT_EQ(compare_tensors(got[i], want[i], {1e-5, 1e-4}), "") << "output " << i;
   }
+  // The runtime takes the GPU path when a driver and device exist (then this
+  // checks it), else the CPU path, saying there is no driver or device.
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "m.plan", rt::Backend::Auto);
+  if (!e->on_gpu()) {
+    EXPECT_EQ(e->info().rfind("CPU reference path (", 0), 0u) << e->info();
+    EXPECT_TRUE(e->info().find("no CUDA driver (dlopen libcuda.so.1: ") != std::string::npos ||
+                e->info().find("no CUDA device") != std::string::npos ||
+                e->info().find("does not start (cuInit") != std::string::npos)
+        << e->info();
+  } else {
+    EXPECT_EQ(e->info().rfind("GPU sm_", 0), 0u) << e->info();
+  }
+  std::vector<Tensor> ran = run_engine(*e, feed);
+  ASSERT_EQ(ran.size(), want.size());
+  for (size_t i = 0; i < ran.size(); ++i)
+    EXPECT_EQ(compare_tensors(ran[i], want[i], {1e-5, 1e-4}), "") << "runtime output " << i << ": " << e->info();
 }
 
 TEST(PlanRoundTrip, NodesWithoutEmittersMeanNoGpuKernelsAndTheGpuPathSaysWhich) {
