@@ -121,11 +121,14 @@ TensorType get_type(Reader& r) {
     if (d < 0) fail("{}: negative dimension {}", r.what(), d);
     t.shape.push_back(d);
   }
+  int64_t n = 0;
   try {
-    (void)t.numel();
+    n = t.numel();
   } catch (const Error& e) {
     fail("{}: {}", r.what(), e.what());
   }
+  if (n > (int64_t(1) << 62) / int64_t(dtype_size(t.dtype)))
+    fail("{}: a tensor of {} elements of {} is too large", r.what(), n, dtype_name(t.dtype));
   return t;
 }
 

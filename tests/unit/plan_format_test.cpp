@@ -4,6 +4,8 @@
 // name what is wrong, expected and found.
 #include <gtest/gtest.h>
 
+#include <xxhash.h>
+
 #include <cstring>
 
 #include "backends/reference/executor.h"
@@ -222,6 +224,48 @@ TEST(PlanBindings, OutsideTheArenaOrWeightsAreRejected) {
   p.steps[0].args[0] = {plan::BufferKind::Weight, 3, 0, 16, 4};
   b = plan::serialize(p);
   EXPECT_EQ(load_error(b), "m.plan: launch step 0 binds weight 3, the plan has 0");
+}
+
+// Mutations inside sections with their checksums recomputed (what a bug or a
+// malicious file could hold): every one either loads or is a kiln::Error,
+// never a crash or another exception.
+TEST(PlanFuzz, MutatedSectionsWithValidChecksumsNeverCrash) {
+  plan::Plan p = fake_gpu_plan("sm_90", true);
+  p.weights.push_back({TensorType(DType::F32, {4}), 0, 16});
+  p.weight_data.assign(16, 1);
+  p.memory.arena_bytes = 256;
+  p.memory.values.push_back({0, 0, 0, 0, 16});
+  const std::vector<uint8_t> good = plan::serialize(p);
+  uint32_t count;
+  std::memcpy(&count, good.data() + 24, 4);
+  uint64_t state = 12345;
+  auto next = [&] { return state = state * 6364136223846793005ull + 1442695040888963407ull, state >> 33; };
+  int loaded = 0, rejected = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::vector<uint8_t> b = good;
+    uint32_t s = uint32_t(next() % count);
+    uint8_t* entry = b.data() + 40 + 32 * s;
+    uint64_t off, size;
+    std::memcpy(&off, entry + 8, 8);
+    std::memcpy(&size, entry + 16, 8);
+    if (size == 0) continue;
+    for (int k = 0; k < 1 + int(next() % 3); ++k) b[off + next() % size] = uint8_t(next());
+    uint64_t sum = XXH64(b.data() + off, size, 0);
+    std::memcpy(entry + 24, &sum, 8);
+    uint64_t zero = 0;
+    std::memcpy(b.data() + 32, &zero, 8);
+    uint64_t hsum = XXH64(b.data(), 40 + 32 * count, 0);
+    std::memcpy(b.data() + 32, &hsum, 8);
+    try {
+      plan::Plan q = plan::deserialize(b.data(), b.size(), "fuzz.plan");
+      plan::load_graph(q, "fuzz.plan");
+      ++loaded;
+    } catch (const Error&) {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 1000);
+  fmt::print("  {} mutated plans loaded, {} rejected\n", loaded, rejected);
 }
 
 }  // namespace
