@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
       }
       std::cout << fmt::format("backend: {} ({})\n", backend,
                                backend == "sim" ? "generated kernels on the CPU simulator"
-                                                : "CPU reference; no GPU backend yet");
+                                                : "CPU reference; for the GPU, run a plan: kiln compile --target sm_XX -o");
       std::cout << fmt::format("compile: {:.1f} ms, {} nodes -> {} nodes, {} kernels\n", compile_ms, rep.nodes_in,
                                rep.nodes_out, kiln::count_kernels(*r.graph));
       std::vector<std::pair<std::string, kiln::Tensor>> named;
