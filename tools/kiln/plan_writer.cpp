@@ -20,7 +20,7 @@ namespace kiln {
 
 namespace {
 
-bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
+[[maybe_unused]] bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
 
 uint32_t add_weight(plan::Plan& p, const Tensor& t) {
   uint64_t at = (p.weight_data.size() + plan::kAlignment - 1) / plan::kAlignment * plan::kAlignment;
@@ -78,20 +78,25 @@ struct Locator {
   }
 };
 
-// Nodes that need a kernel and have no emitter ("" when all do).
+// Nodes that need a kernel and have no emitter ("" when all do): how many of
+// each kind, then the first few by name.
 std::string nodes_without_emitter(const Graph& g) {
 #ifdef KILN_HAVE_SIM_BACKEND
-  std::vector<std::string> missing;
-  for (const auto& n : g.nodes())
-    if (!is_view(*n) && !codegen::emitter_for(*n)) {
-      std::string what = n->op();
-      if (n->op() == "fused") what += "/" + n->attrs().get_string("kind", "?");
-      missing.push_back(n->describe() + " [" + what + "]");
-    }
-  if (missing.empty()) return "";
-  std::string s = fmt::format("{} node(s) have no kernel emitter yet: ", missing.size());
-  for (size_t i = 0; i < missing.size() && i < 20; ++i) s += (i ? ", " : "") + missing[i];
-  if (missing.size() > 20) s += fmt::format(", ... ({} more)", missing.size() - 20);
+  std::map<std::string, int> kinds;
+  std::vector<std::string> names;
+  for (const auto& n : g.nodes()) {
+    if (is_view(*n) || codegen::emitter_for(*n)) continue;
+    std::string kind = n->op() == "fused" ? fmt::format("fused/{}", n->attrs().get_string("kind", "?")) : n->op();
+    ++kinds[kind];
+    names.push_back(n->describe());
+  }
+  if (names.empty()) return "";
+  std::vector<std::string> counts;
+  for (const auto& [kind, k] : kinds) counts.push_back(fmt::format("{} x{}", kind, k));
+  size_t shown = std::min<size_t>(names.size(), 3);
+  std::string s = fmt::format("{} node(s) have no kernel emitter yet ({}): {}", names.size(), fmt::join(counts, ", "),
+                              fmt::join(names.begin(), names.begin() + shown, ", "));
+  if (names.size() > shown) s += fmt::format(", ... ({} more)", names.size() - shown);
   return s;
 #else
   return "kiln was built without NVRTC (codegen), so plans carry no GPU kernels";
