@@ -101,7 +101,8 @@ GpuContext::GpuContext(const GpuEngine& e) : e_(e) {
       for (const plan::BufferRef& b : s.args) ptrs.push_back(address(b));
       std::vector<void*> params;
       for (CUdeviceptr& p : ptrs) params.push_back(&p);
-      d.check(d.cuLaunchKernel(e.functions_[s.kernel], s.grid, 1, 1, s.block, 1, 1, s.shared_bytes, stream_,
+      d.check(d.cuLaunchKernel(e.functions_[s.kernel], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y,
+                               s.block.z, s.shared_bytes, stream_,
                                params.data(), nullptr),
               ("capturing kernel " + e.plan_.kernels[s.kernel].name).c_str());
     }

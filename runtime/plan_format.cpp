@@ -232,8 +232,11 @@ std::vector<uint8_t> write_steps(const std::vector<Step>& steps) {
     w.put<uint8_t>(static_cast<uint8_t>(s.kind));
     w.put<uint32_t>(s.node);
     w.put<uint32_t>(s.kernel);
-    w.put<uint32_t>(s.grid);
-    w.put<uint32_t>(s.block);
+    for (const Dim3* d : {&s.grid, &s.block}) {
+      w.put<uint32_t>(d->x);
+      w.put<uint32_t>(d->y);
+      w.put<uint32_t>(d->z);
+    }
     w.put<uint32_t>(s.shared_bytes);
     w.put<uint64_t>(s.args.size());
     for (const BufferRef& b : s.args) {
@@ -249,7 +252,7 @@ std::vector<uint8_t> write_steps(const std::vector<Step>& steps) {
 
 std::vector<Step> read_steps(Reader r) {
   std::vector<Step> steps;
-  uint64_t n = r.count("step count", 29);
+  uint64_t n = r.count("step count", 45);
   for (uint64_t i = 0; i < n; ++i) {
     Step s;
     uint8_t kind = r.get<uint8_t>("step kind");
@@ -257,8 +260,11 @@ std::vector<Step> read_steps(Reader r) {
     s.kind = static_cast<StepKind>(kind);
     s.node = r.get<uint32_t>("step node");
     s.kernel = r.get<uint32_t>("step kernel");
-    s.grid = r.get<uint32_t>("grid");
-    s.block = r.get<uint32_t>("block");
+    for (Dim3* d : {&s.grid, &s.block}) {
+      d->x = r.get<uint32_t>("launch dims");
+      d->y = r.get<uint32_t>("launch dims");
+      d->z = r.get<uint32_t>("launch dims");
+    }
     s.shared_bytes = r.get<uint32_t>("shared bytes");
     uint64_t nargs = r.count("argument count", 29);
     for (uint64_t a = 0; a < nargs; ++a) {

@@ -79,11 +79,16 @@ struct BufferRef {
 };
 
 enum class StepKind : uint8_t { Kernel = 0, Copy = 1 };
+struct Dim3 {
+  uint32_t x = 0, y = 1, z = 1;
+  bool operator==(const Dim3&) const = default;
+};
 struct Step {
   StepKind kind = StepKind::Kernel;
   uint32_t node = 0;    // position in the graph's node list (messages); copies of outputs: UINT32_MAX
   uint32_t kernel = 0;  // index into kernels (Kernel steps)
-  uint32_t grid = 0, block = 0, shared_bytes = 0;
+  Dim3 grid, block;
+  uint32_t shared_bytes = 0;
   std::vector<BufferRef> args;  // kernel parameters in order; Copy: {dst, src}
 };
 

@@ -30,7 +30,7 @@ struct Function {
 struct Op {
   bool launch;
   const Function* fn = nullptr;
-  unsigned grid = 0, block = 0, shared = 0;
+  unsigned grid[3] = {0, 1, 1}, block[3] = {0, 1, 1}, shared = 0;
   std::vector<CUdeviceptr> args;
   CUdeviceptr dst = 0, src = 0;
   size_t bytes = 0;
@@ -47,7 +47,7 @@ struct State {
   bool capturing = false;
   Graph capture;
   int (*arg_count)(const char*) = nullptr;
-  int (*launch)(const char*, unsigned, unsigned, unsigned, const CUdeviceptr*) = nullptr;
+  int (*launch)(const char*, const unsigned*, const unsigned*, unsigned, const CUdeviceptr*) = nullptr;
 };
 State& st() {
   static State s;
@@ -85,7 +85,7 @@ void fake_cuda_set_arch(int major, int minor) {
   st().minor = minor;
 }
 void fake_cuda_set_kernels(int (*arg_count)(const char*),
-                           int (*launch)(const char*, unsigned, unsigned, unsigned, const CUdeviceptr*)) {
+                           int (*launch)(const char*, const unsigned*, const unsigned*, unsigned, const CUdeviceptr*)) {
   st().arg_count = arg_count;
   st().launch = launch;
 }
@@ -166,21 +166,21 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
   return 0;
 }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, void*) {
-  return enqueue({false, nullptr, 0, 0, 0, {}, d, reinterpret_cast<CUdeviceptr>(s), n});
+  return enqueue({false, nullptr, {0, 1, 1}, {0, 1, 1}, 0, {}, d, reinterpret_cast<CUdeviceptr>(s), n});
 }
 CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, void*) {
-  return enqueue({false, nullptr, 0, 0, 0, {}, reinterpret_cast<CUdeviceptr>(d), s, n});
+  return enqueue({false, nullptr, {0, 1, 1}, {0, 1, 1}, 0, {}, reinterpret_cast<CUdeviceptr>(d), s, n});
 }
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void*) {
-  return enqueue({false, nullptr, 0, 0, 0, {}, d, s, n});
+  return enqueue({false, nullptr, {0, 1, 1}, {0, 1, 1}, 0, {}, d, s, n});
 }
 CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, void*, void** params, void** extra) {
   auto* fn = static_cast<Function*>(f);
-  if (gy != 1 || gz != 1 || by != 1 || bz != 1 || extra || !st().arg_count) return kInvalid;
+  if (extra || !st().arg_count) return kInvalid;
   int n = st().arg_count(fn->name.c_str());
   if (n < 0) return kNotFound;
-  Op op{true, fn, gx, bx, shared, {}, 0, 0, 0};
+  Op op{true, fn, {gx, gy, gz}, {bx, by, bz}, shared, {}, 0, 0, 0};
   for (int i = 0; i < n; ++i) op.args.push_back(*static_cast<CUdeviceptr*>(params[i]));
   return enqueue(std::move(op));
 }

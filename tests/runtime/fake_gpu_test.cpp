@@ -29,7 +29,8 @@ using CUdeviceptr = unsigned long long;
 
 struct Fake {
   void (*set_arch)(int, int);
-  void (*set_kernels)(int (*)(const char*), int (*)(const char*, unsigned, unsigned, unsigned, const CUdeviceptr*));
+  void (*set_kernels)(int (*)(const char*),
+                      int (*)(const char*, const unsigned*, const unsigned*, unsigned, const CUdeviceptr*));
   void (*stats)(int*);
 };
 
@@ -68,14 +69,14 @@ int arg_count(const char* name) {
   return it == kernels().end() ? -1 : int(it->second.counts.size());
 }
 
-int launch(const char* name, unsigned grid, unsigned block, unsigned shared, const CUdeviceptr* args) {
+int launch(const char* name, const unsigned* grid, const unsigned* block, unsigned shared, const CUdeviceptr* args) {
   const SimKernel& k = kernels().at(name);
   std::vector<void*> bufs;
   for (size_t i = 0; i < k.counts.size(); ++i) bufs.push_back(reinterpret_cast<void*>(args[i]));
   kiln::sim::LaunchConfig cfg;
   cfg.kernel = name;
-  cfg.grid = dim3(grid);
-  cfg.block = dim3(block);
+  cfg.grid = dim3(grid[0], grid[1], grid[2]);
+  cfg.block = dim3(block[0], block[1], block[2]);
   cfg.shared_bytes = shared;
   try {
     codegen::sim_launch(k.entry, cfg, bufs, k.counts);

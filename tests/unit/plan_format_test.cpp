@@ -38,8 +38,8 @@ plan::Plan fake_gpu_plan(const std::string& arch, bool with_ptx) {
   p.kernels.push_back({"k", "extern \"C\" __global__ void k() {}", arch, {1, 2, 3, 4}, with_ptx ? ".version 8.0" : ""});
   plan::Step s;
   s.kernel = 0;
-  s.grid = 1;
-  s.block = 4;
+  s.grid = {1, 1, 1};
+  s.block = {4, 1, 1};
   s.args = {{plan::BufferKind::Output, 0, 0, 16, 4}, {plan::BufferKind::Input, 0, 0, 16, 4}};
   p.steps.push_back(s);
   return p;

@@ -83,8 +83,8 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
     const plan::Kernel& k = p.kernels.at(s.kernel);
     kiln::sim::LaunchConfig cfg;
     cfg.kernel = k.name;
-    cfg.grid = dim3(s.grid);
-    cfg.block = dim3(s.block);
+    cfg.grid = dim3(s.grid.x, s.grid.y, s.grid.z);
+    cfg.block = dim3(s.block.x, s.block.y, s.block.z);
     cfg.shared_bytes = s.shared_bytes;
     try {
       codegen::sim_launch(entries.at(k.name), cfg, bufs, counts);

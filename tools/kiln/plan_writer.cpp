@@ -11,6 +11,7 @@
 #include "runtime/plan_graph.h"
 #include "runtime/version.h"
 #ifdef KILN_HAVE_SIM_BACKEND
+#include "codegen/kernel_build.h"
 #include "codegen/kernel_cache.h"
 #include "codegen/nvrtc_compiler.h"
 #include "codegen/sim_executor.h"
@@ -20,7 +21,6 @@ namespace kiln {
 
 namespace {
 
-[[maybe_unused]] bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
 
 uint32_t add_weight(plan::Plan& p, const Tensor& t) {
   uint64_t at = (p.weight_data.size() + plan::kAlignment - 1) / plan::kAlignment * plan::kAlignment;
@@ -85,7 +85,7 @@ std::string nodes_without_emitter(const Graph& g) {
   std::map<std::string, int> kinds;
   std::vector<std::string> names;
   for (const auto& n : g.nodes()) {
-    if (is_view(*n) || codegen::emitter_for(*n)) continue;
+    if (codegen::is_view_node(*n) || codegen::emitter_for(*n)) continue;
     std::string kind = n->op() == "fused" ? fmt::format("fused/{}", n->attrs().get_string("kind", "?")) : n->op();
     ++kinds[kind];
     names.push_back(n->describe());
@@ -111,7 +111,7 @@ void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, 
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
     uint32_t node = pos++;
-    if (is_view(n)) {
+    if (codegen::is_view_node(n)) {
       const ValuePlan* vp = loc.mem.find(n.output(0));
       if (vp && vp->alias == AliasKind::View) continue;  // same bytes
       plan::Step s;
@@ -122,14 +122,14 @@ void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, 
       continue;
     }
     for (const codegen::NodeKernel& k : codegen::emitter_for(n)->emit(n)) {
-      if (k.grid == 0) continue;
+      if (k.grid.count() == 0) continue;
       auto [it, fresh] = kernel_index.emplace(k.name, uint32_t(sources.size()));
       if (fresh) sources.push_back({k.name, k.source});
       plan::Step s;
       s.node = node;
       s.kernel = it->second;
-      s.grid = k.grid;
-      s.block = k.block;
+      s.grid = {k.grid.x, k.grid.y, k.grid.z};
+      s.block = {k.block.x, k.block.y, k.block.z};
       s.shared_bytes = static_cast<uint32_t>(k.shared_bytes);
       if (k.results.empty()) {
         for (int r = 0; r < n.num_outputs(); ++r) s.args.push_back(loc.at(n.output(r)));
@@ -165,7 +165,7 @@ void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, 
     p.steps.push_back(std::move(s));
   }
   codegen::KernelCache cache(o.kernel_cache_dir);
-  codegen::KernelCompiler compiler(o.target, &cache);
+  codegen::KernelCompiler compiler(o.target, o.use_cache ? &cache : nullptr);
   for (codegen::CompiledKernel& ck : compiler.compile(sources)) {
     plan::Kernel k;
     k.name = ck.name;

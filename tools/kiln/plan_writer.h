@@ -18,6 +18,7 @@ struct PlanBuildOptions {
   std::string target = "cpu";  // cpu | sm_XX (the GPU arch of the CUBINs)
   std::string precision = "fp32";
   std::filesystem::path kernel_cache_dir;  // empty: codegen's default
+  bool use_cache = true;                   // false: every kernel through NVRTC
 };
 
 plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o);
