@@ -106,19 +106,19 @@ TEST(PlanRoundTrip, PlanKernelsAndLaunchListOnTheSimulatorEqualTheCompiledGraph)
     EXPECT_EQ(compare_tensors(ran[i], want[i], {1e-5, 1e-4}), "") << "runtime output " << i << ": " << e->info();
 }
 
-// cumsum has no kernel emitter (at the time of writing): the plan carries no
+// resize has no kernel emitter (at the time of writing): the plan carries no
 // GPU kernels, says which nodes lack one, and the GPU path refuses it.
 TEST(PlanRoundTrip, NodesWithoutEmittersMeanNoGpuKernelsAndTheGpuPathSaysWhich) {
   if (!plan_sim_available()) GTEST_SKIP() << "kiln built without codegen";
-  auto g = testing::compile_text(R"(graph @m(%x: f32[5,3]) -> (f32[5,3]) {
-    %e = exp(%x) : f32[5,3]
-    %c = cumsum(%e) {axis=0} : f32[5,3]
+  auto g = testing::compile_text(R"(graph @m(%x: f32[1,1,2,3]) -> (f32[1,1,4,6]) {
+    %e = exp(%x) : f32[1,1,2,3]
+    %c = resize(%e) {sizes=[1, 1, 4, 6], mode="nearest"} : f32[1,1,4,6]
     return %c
   })",
                                  "sm_90");
   plan::Plan p = build_plan(*g, {"sm_90", "fp32", {}});
-  if (p.meta.gpu_kernels) GTEST_SKIP() << "cumsum has an emitter now: pick another op";
-  EXPECT_NE(p.meta.no_gpu_reason.find("1 node(s) have no kernel emitter yet (cumsum x1): node "), std::string::npos)
+  if (p.meta.gpu_kernels) GTEST_SKIP() << "resize has an emitter now: pick another op";
+  EXPECT_NE(p.meta.no_gpu_reason.find("1 node(s) have no kernel emitter yet (resize x1): node "), std::string::npos)
       << p.meta.no_gpu_reason;
   EXPECT_TRUE(p.kernels.empty());
   EXPECT_TRUE(p.steps.empty());
@@ -128,7 +128,7 @@ TEST(PlanRoundTrip, NodesWithoutEmittersMeanNoGpuKernelsAndTheGpuPathSaysWhich) 
     FAIL() << "the GPU path accepted a plan without kernels";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("m.plan: the GPU backend is not available: the plan has no GPU kernels: 1 "
-                                         "node(s) have no kernel emitter yet (cumsum x1)"),
+                                         "node(s) have no kernel emitter yet (resize x1)"),
               std::string::npos)
         << e.what();
   }
