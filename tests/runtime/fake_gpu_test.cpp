@@ -13,6 +13,7 @@
 
 #include "backends/reference/executor.h"
 #include "codegen/sim_module.h"
+#include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "kiln/kiln.h"
@@ -107,11 +108,25 @@ std::unique_ptr<Graph> compiled_graph() {
   return g;
 }
 
+// ONNX node tests whose every node has an emitter: conv, GEMM, pooling.
+const char* const kOnnxModels[] = {"test_basic_conv_with_padding", "test_matmul_2d", "test_gemm_default_no_bias",
+                                   "test_maxpool_2d_default"};
+
+std::unique_ptr<Graph> compiled_onnx(const std::string& name) {
+  auto r = import_onnx_file("/usr/share/libonnx-testdata/data/node/" + name + "/model.onnx");
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  compile_graph(*r.graph, o);
+  return std::move(r.graph);
+}
+
+// Plans by arch (kGraph) and by ONNX test name (for sm_90).
 const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
     std::map<std::string, plan::Plan> r;
     for (std::string arch : {"sm_80", "sm_90"}) r[arch] = build_plan(*g, {arch, "fp32", {}});
+    for (const char* m : kOnnxModels) r[m] = build_plan(*compiled_onnx(m), {"sm_90", "fp32", {}});
     return r;
   }();
   return ps;
@@ -123,7 +138,7 @@ class FakeGpu : public ::testing::Test {
     graph = compiled_graph();
     fake().set_arch(9, 0);
   }
-  // A plan for `arch` whose kernels the fake driver can run.
+  // A plan (by arch or ONNX test name) whose kernels the fake driver can run.
   std::vector<uint8_t> plan_for(const std::string& arch) {
     const plan::Plan& p = plans().at(arch);
     EXPECT_TRUE(p.meta.gpu_kernels) << p.meta.no_gpu_reason;
@@ -248,6 +263,24 @@ TEST_F(FakeGpu, CApiWithDevicePointersAndAFailedRunLeavesTheContextUsable) {
   expect_reference(outs, feed);
   kiln_engine_destroy(e);
   kiln_context_destroy(c);
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+}
+
+// Conv, GEMM and pooling kernels (2-D/3-D launch shapes where the emitters
+// use them) through the GPU path.
+TEST_F(FakeGpu, ConvGemmAndPoolPlansEqualTheReference) {
+  for (const char* m : kOnnxModels) {
+    SCOPED_TRACE(m);
+    auto g = compiled_onnx(m);
+    std::vector<uint8_t> bytes = plan_for(m);
+    auto e = rt::Engine::load(bytes.data(), bytes.size(), m, rt::Backend::Gpu);
+    rt::Context ctx(e);
+    auto feed = testing::random_inputs(*g, 13);
+    std::vector<Tensor> got = run(ctx, feed);
+    std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(compare_tensors(got[i], want[i], {1e-5, 1e-4}), "") << i;
+  }
   EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
 }
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The runtime's GPU path on a real GPU (ctest label gpu): small ONNX node
-# models compiled to plans with GPU kernels (CUBIN for the device's arch when
+# models (pointwise, reduction, softmax, layout, conv, GEMM, pool, norm) compiled to plans with GPU kernels (CUBIN for the device's arch when
 # nvidia-smi reports it, and sm_80 PTX, JIT-compiled by the driver), run with
 # `kiln run --backend gpu` (CUDA Graph replay, 3 iterations) and compared
 # with `--backend ref` on the same seeded inputs. Exits 77 (ctest: skipped)
@@ -17,7 +17,9 @@ if cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | h
   case $a in sm_80|sm_86|sm_89|sm_90) archs="$a sm_80";; esac
 fi
 models="test_add_bcast test_relu test_sigmoid test_tanh test_softmax_axis_1 test_reduce_max_default_axes_keepdim_example
-        test_transpose_default test_concat_2d_axis_0 test_where_example test_cast_FLOAT_to_FLOAT16"
+        test_transpose_default test_concat_2d_axis_0 test_where_example test_cast_FLOAT_to_FLOAT16
+        test_basic_conv_with_padding test_matmul_2d test_gemm_default_no_bias test_maxpool_2d_default
+        test_layer_normalization_4d_axis1"
 n=0
 for m in $models; do
   for arch in $archs; do
