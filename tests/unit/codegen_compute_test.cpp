@@ -93,7 +93,7 @@ std::vector<Tensor> run_on_sim(const Case& c, const std::map<std::string, codege
         }
       }
       for (const Tensor& t : k.extra) add(t);
-      if (k.grid == 0) continue;
+      if (k.grid.count() == 0) continue;
       sim::LaunchConfig cfg;
       cfg.kernel = k.name;
       cfg.grid = dim3(k.grid.x, k.grid.y, k.grid.z);
