@@ -1,0 +1,99 @@
+"""kiln: compile ONNX models and run them from Python.
+
+    import kiln, numpy as np
+    eng = kiln.compile("model.onnx", precision="fp16", shapes={"x": [1, 3, 224, 224]})
+    outs = eng.run({"x": np.zeros((1, 3, 224, 224), np.float32)})   # {name: ndarray}
+    eng.save("model.plan"); eng2 = kiln.load("model.plan")
+
+Every failure inside kiln raises kiln.Error with kiln's message. The
+extension (_kiln) does the work; this module gives it a Pythonic face.
+See docs/python.md.
+"""
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+
+from . import _kiln
+
+Error = _kiln.Error
+__version__ = _kiln.__version__
+
+__all__ = ["Engine", "Error", "TensorInfo", "compile", "load", "__version__"]
+
+
+class TensorInfo(NamedTuple):
+    """An input or output: name, numpy dtype name ("float32"; bf16 as "uint16" bits), shape."""
+
+    name: str
+    dtype: str
+    shape: Tuple[int, ...]
+
+
+class Engine:
+    """One compiled plan, loaded by the kiln runtime. Immutable; run() may be
+    called from several threads (each call uses its own runtime context)."""
+
+    def __init__(self, impl: "_kiln.Engine"):
+        self._impl = impl
+
+    @property
+    def inputs(self) -> List[TensorInfo]:
+        return [TensorInfo(*t) for t in self._impl.inputs]
+
+    @property
+    def outputs(self) -> List[TensorInfo]:
+        return [TensorInfo(*t) for t in self._impl.outputs]
+
+    @property
+    def backend(self) -> str:
+        """Where run() executes: "cpu" (the CPU reference path) or "gpu"."""
+        return self._impl.backend
+
+    @property
+    def info(self) -> str:
+        """The runtime's sentence on the path taken and, for the CPU, why not the GPU."""
+        return self._impl.info
+
+    def run(self, inputs: Mapping[str, object]) -> Dict[str, "numpy.ndarray"]:  # noqa: F821
+        """Runs once. `inputs` maps every input name to an array of exactly the
+        model's dtype and shape (no silent conversion); returns {output name: ndarray}."""
+        if not isinstance(inputs, Mapping):
+            raise Error(f"run() takes a dict of input name -> numpy array, not {type(inputs).__name__}")
+        return self._impl.run(dict(inputs))
+
+    def save(self, path: "str | os.PathLike[str]") -> None:
+        """Writes the plan, loadable with kiln.load() or the C API / `kiln run`."""
+        self._impl.save(os.fspath(path))
+
+    def plan_bytes(self) -> bytes:
+        return self._impl.plan_bytes()
+
+    def __repr__(self) -> str:
+        def fmt(ts: Sequence[TensorInfo]) -> str:
+            return ", ".join(f"{t.name}: {t.dtype}{list(t.shape)}" for t in ts)
+
+        return f"<kiln.Engine backend={self.backend} inputs=({fmt(self.inputs)}) outputs=({fmt(self.outputs)})>"
+
+
+def compile(  # noqa: A001 (kiln.compile is the name users expect)
+    model: "str | os.PathLike[str]",
+    precision: str = "fp32",
+    shapes: Optional[Mapping[str, Sequence[int]]] = None,
+    target: str = "cpu",
+    backend: str = "auto",
+    cache_dir: "str | os.PathLike[str] | None" = None,
+) -> Engine:
+    """Compiles an ONNX model in process (as `kiln compile MODEL -o PLAN`) and
+    loads the plan. precision: fp32 | tf32 | fp16 | bf16; shapes fixes input
+    dims ({"x": [1, 3, 224, 224]}); target: cpu | sm_XX (GPU kernels too);
+    backend: auto | cpu | gpu (gpu fails when no usable GPU)."""
+    fixed = {str(k): [int(d) for d in v] for k, v in (shapes or {}).items()}
+    return Engine(
+        _kiln.compile(os.fspath(model), precision, fixed, target, backend, os.fspath(cache_dir) if cache_dir else "")
+    )
+
+
+def load(path: "str | os.PathLike[str]", backend: str = "auto") -> Engine:
+    """Loads a plan written by kiln.compile(...).save() or `kiln compile -o`."""
+    return Engine(_kiln.load(os.fspath(path), backend))

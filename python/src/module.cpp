@@ -1,0 +1,236 @@
+// _kiln: the Python extension behind the `kiln` package (python/kiln). It
+// compiles in process (ONNX import, the pass pipeline and the plan writer, as
+// `kiln compile -o` does), keeps the plan bytes and loads them with the
+// runtime's C API (kiln.hpp), so a compiled engine and a loaded plan run
+// through the same code as an embedding application. Every kiln failure
+// becomes a `kiln.Error` carrying kiln's message. See docs/python.md.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "frontend/onnx_import.h"
+#include "ir/error.h"
+#include "kiln/kiln.hpp"
+#include "runtime/plan_format.h"
+#include "tools/kiln/compile.h"
+#include "tools/kiln/plan_writer.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// The Python exception class kiln.Error; set in the module initialiser.
+PyObject* g_error = nullptr;
+
+[[noreturn]] void raise(const std::string& msg) { throw kiln::Error(msg); }
+
+// numpy's name for a kiln dtype. numpy has no bfloat16: bf16 tensors travel
+// as their uint16 bit patterns (docs/python.md).
+const char* numpy_dtype_name(kiln_dtype d) {
+  switch (d) {
+    case KILN_F32: return "float32";
+    case KILN_F16: return "float16";
+    case KILN_BF16: return "uint16";
+    case KILN_F64: return "float64";
+    case KILN_I8: return "int8";
+    case KILN_I16: return "int16";
+    case KILN_I32: return "int32";
+    case KILN_I64: return "int64";
+    case KILN_U8: return "uint8";
+    case KILN_U16: return "uint16";
+    case KILN_U32: return "uint32";
+    case KILN_U64: return "uint64";
+    case KILN_BOOL: return "bool";
+  }
+  return "unknown";
+}
+
+// The kiln dtype a numpy array's elements have, so that kiln's own binding
+// check compares it with the model's and reports a mismatch in its words.
+// `expected` resolves uint16, which is both u16 and bf16 bits.
+kiln_dtype kiln_dtype_of(const py::dtype& dt, kiln_dtype expected, const std::string& name) {
+  // Read through Python attributes: pybind11's descriptor accessors assume
+  // numpy 1's struct layout, which numpy 2 changed.
+  const char kind = dt.attr("kind").cast<std::string>()[0];
+  const auto size = dt.attr("itemsize").cast<int64_t>();
+  if (kind == 'b' && size == 1) return KILN_BOOL;
+  if (kind == 'f') {
+    if (size == 2) return KILN_F16;
+    if (size == 4) return KILN_F32;
+    if (size == 8) return KILN_F64;
+  }
+  if (kind == 'i') {
+    if (size == 1) return KILN_I8;
+    if (size == 2) return KILN_I16;
+    if (size == 4) return KILN_I32;
+    if (size == 8) return KILN_I64;
+  }
+  if (kind == 'u') {
+    if (size == 1) return KILN_U8;
+    if (size == 2) return expected == KILN_BF16 ? KILN_BF16 : KILN_U16;
+    if (size == 4) return KILN_U32;
+    if (size == 8) return KILN_U64;
+  }
+  raise("input \"" + name + "\": numpy dtype " + dt.attr("name").cast<std::string>() + " has no kiln equivalent (expected " +
+        numpy_dtype_name(expected) + ")");
+}
+
+py::list describe(const std::vector<kiln::TensorInfo>& ts) {
+  py::list r;
+  for (const kiln::TensorInfo& t : ts) r.append(py::make_tuple(t.name, numpy_dtype_name(t.dtype), py::tuple(py::cast(t.shape))));
+  return r;
+}
+
+std::string names_of(const std::vector<kiln::TensorInfo>& ts) {
+  std::string s;
+  for (const auto& t : ts) s += (s.empty() ? "\"" : ", \"") + t.name + "\"";
+  return s;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) raise(path + ": cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+kiln_backend parse_backend(const std::string& b) {
+  if (b == "auto") return KILN_BACKEND_AUTO;
+  if (b == "cpu") return KILN_BACKEND_CPU;
+  if (b == "gpu") return KILN_BACKEND_GPU;
+  raise("backend \"" + b + "\": expected auto, cpu or gpu");
+}
+
+// One loaded plan and its bytes (for save()). Immutable; run() makes a
+// context per call, so one engine may be used from several Python threads.
+class PyEngine {
+ public:
+  PyEngine(std::string plan_bytes, kiln_backend backend)
+      : bytes_(std::move(plan_bytes)),
+        engine_(kiln::Engine::from_memory(bytes_.data(), bytes_.size(), backend)),
+        inputs_(engine_.inputs()),
+        outputs_(engine_.outputs()) {}
+
+  py::list inputs() const { return describe(inputs_); }
+  py::list outputs() const { return describe(outputs_); }
+  std::string backend() const { return engine_.backend() == KILN_BACKEND_GPU ? "gpu" : "cpu"; }
+  std::string info() const { return engine_.info(); }
+  py::bytes plan_bytes() const { return py::bytes(bytes_); }
+
+  void save(const std::string& path) const {
+    std::ofstream out(path, std::ios::binary);
+    if (!out) raise(path + ": cannot write file");
+    out.write(bytes_.data(), std::streamsize(bytes_.size()));
+    if (!out) raise(path + ": write failed");
+  }
+
+  py::dict run(const py::dict& feed) const {
+    for (auto item : feed) {
+      const std::string key = py::str(item.first);
+      bool known = false;
+      for (const auto& t : inputs_) known |= t.name == key;
+      if (!known) raise("unknown input \"" + key + "\"; the model's inputs are " + names_of(inputs_));
+    }
+    kiln::Context ctx(engine_);
+    std::vector<py::array> keep;  // the contiguous input arrays, alive until the run ends
+    for (const kiln::TensorInfo& t : inputs_) {
+      if (!feed.contains(t.name)) raise("missing input \"" + t.name + "\"; the model's inputs are " + names_of(inputs_));
+      py::array a = py::array::ensure(feed[py::str(t.name)], py::array::c_style);
+      if (!a) raise("input \"" + t.name + "\" is not convertible to a numpy array");
+      std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+      ctx.bind_input(t.name, a.data(), kiln_dtype_of(a.dtype(), t.dtype, t.name), shape);
+      keep.push_back(std::move(a));
+    }
+    py::object np_empty = py::module_::import("numpy").attr("empty");
+    py::dict result;
+    for (const kiln::TensorInfo& t : outputs_) {
+      // numpy.empty, not py::array(dtype, shape): pybind11 computes strides
+      // from numpy 1's descriptor layout, which numpy 2 changed.
+      py::array a = np_empty(py::tuple(py::cast(t.shape)), numpy_dtype_name(t.dtype));
+      ctx.bind_output(t.name, a.mutable_data(), t.dtype, t.shape);
+      result[py::str(t.name)] = a;
+    }
+    {
+      py::gil_scoped_release unlocked;
+      ctx.run();
+    }
+    return result;
+  }
+
+ private:
+  std::string bytes_;
+  kiln::Engine engine_;
+  std::vector<kiln::TensorInfo> inputs_, outputs_;
+};
+
+PyEngine load(const std::string& path, const std::string& backend) {
+  kiln_backend b = parse_backend(backend);
+  // From the file first, so a missing or corrupt plan fails with the
+  // runtime's own message; then the bytes, kept for save().
+  kiln::Engine::from_file(path, b);
+  return PyEngine(read_bytes(path), b);
+}
+
+PyEngine compile(const std::string& model, const std::string& precision,
+                 const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& target,
+                 const std::string& backend, const std::string& cache_dir) {
+  static const std::regex kTarget("cpu|sm_[0-9]{2,3}");
+  if (precision != "fp32" && precision != "tf32" && precision != "fp16" && precision != "bf16")
+    raise("precision \"" + precision + "\": expected fp32, tf32, fp16 or bf16");
+  if (!std::regex_match(target, kTarget)) raise("target \"" + target + "\": expected cpu or sm_XX (e.g. sm_90)");
+  kiln_backend b = parse_backend(backend);
+  std::vector<uint8_t> bytes;
+  {
+    py::gil_scoped_release unlocked;
+    kiln::ImportOptions io;
+    for (const auto& [name, dims] : shapes) io.input_shapes[name] = dims;
+    kiln::ImportResult r = kiln::import_onnx_file(model, io);
+    kiln::CompileOptions co;
+    co.pass.target = target;
+    co.pass.precision = precision;
+    co.cache_dir = cache_dir;
+    kiln::compile_graph(*r.graph, co);
+    kiln::plan::Plan p = kiln::build_plan(*r.graph, {target, precision, cache_dir, true});
+    bytes = kiln::plan::serialize(p);
+  }
+  return PyEngine(std::string(bytes.begin(), bytes.end()), b);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_kiln, m) {
+  m.doc() = "kiln: compile ONNX models and run them (the extension behind the kiln package)";
+  // Registered on the module, which keeps it alive; g_error borrows it.
+  py::exception<kiln::Error> error(m, "Error", PyExc_RuntimeError);
+  g_error = error.ptr();
+  // Both kiln's compiler errors and the runtime's statuses become kiln.Error.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const kiln::Error& e) {
+      PyErr_SetString(g_error, e.what());
+    } catch (const kiln::runtime_error& e) {
+      PyErr_SetString(g_error, e.what());
+    }
+  });
+
+  py::class_<PyEngine>(m, "Engine")
+      .def_property_readonly("inputs", &PyEngine::inputs)
+      .def_property_readonly("outputs", &PyEngine::outputs)
+      .def_property_readonly("backend", &PyEngine::backend)
+      .def_property_readonly("info", &PyEngine::info)
+      .def("plan_bytes", &PyEngine::plan_bytes)
+      .def("save", &PyEngine::save, py::arg("path"))
+      .def("run", &PyEngine::run, py::arg("inputs"));
+  m.def("load", &load, py::arg("path"), py::arg("backend") = "auto");
+  m.def("compile", &compile, py::arg("model"), py::arg("precision") = "fp32",
+        py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("target") = "cpu",
+        py::arg("backend") = "auto", py::arg("cache_dir") = "");
+  m.attr("__version__") = kiln_version();
+}
