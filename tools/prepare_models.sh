@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds the real-model test folders (build/models/<name>/) from the committed
 # skeletons: a project-local venv (.venv) with numpy, onnx and onnxruntime
-# from PyPI, then tests/models/prepare_models.py. Up-to-date folders are kept.
+# from PyPI (and pytest, which python/tests runs under), then tests/models/prepare_models.py. Up-to-date folders are kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-${KILN_BUILD_DIR:-build}/models}
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import numpy, onnx, onnxruntime, pytest" 2>/dev/null; then
   python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check numpy onnx onnxruntime
+  .venv/bin/pip install -q --disable-pip-version-check numpy onnx onnxruntime pytest
 fi
 .venv/bin/python tests/models/prepare_models.py "$OUT"

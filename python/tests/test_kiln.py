@@ -1,0 +1,223 @@
+"""The kiln Python package against ONNX Runtime, and its error cases.
+
+Run from the repository root with the built package on the path:
+    PYTHONPATH=build/python .venv/bin/python -m pytest python/tests
+(ctest's python_pytest does exactly this). The real-model test needs
+build/models/mobilenet_v2 (tools/prepare_models.sh) or KILN_MODELS_DIR.
+"""
+import os
+import pathlib
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import helper, numpy_helper, TensorProto
+
+import kiln
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TINY = ROOT / "examples" / "models" / "tiny_cnn.onnx"
+MODELS = pathlib.Path(os.environ.get("KILN_MODELS_DIR", ROOT / "build" / "models"))
+
+
+def ort_run(model, feed):
+    sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feed)))
+
+
+def tiny_input(seed=0):
+    return np.random.default_rng(seed).standard_normal((1, 3, 32, 32)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return kiln.compile(TINY)
+
+
+def test_tiny_cnn_matches_onnxruntime(tiny):
+    for seed in range(3):
+        x = tiny_input(seed) * (1 + 4 * seed)
+        got = tiny.run({"input": x})
+        want = ort_run(TINY, {"input": x})
+        assert list(got) == ["probs"]
+        assert got["probs"].dtype == np.float32 and got["probs"].shape == (1, 10)
+        np.testing.assert_allclose(got["probs"], want["probs"], rtol=1e-4, atol=1e-6)
+    # Different inputs give different outputs (the run really reads the input).
+    a, b = (tiny.run({"input": tiny_input(s)})["probs"] for s in (1, 2))
+    assert not np.allclose(a, b)
+
+
+def test_io_description_and_backend(tiny):
+    assert tiny.inputs == [kiln.TensorInfo("input", "float32", (1, 3, 32, 32))]
+    assert tiny.outputs == [kiln.TensorInfo("probs", "float32", (1, 10))]
+    assert tiny.backend == "cpu"
+    assert tiny.info.startswith("CPU reference path")
+    assert "backend=cpu" in repr(tiny)
+
+
+def test_non_contiguous_input_is_accepted(tiny):
+    x = tiny_input(3)
+    flipped = x[:, :, :, ::-1]
+    np.testing.assert_array_equal(tiny.run({"input": flipped})["probs"],
+                                  tiny.run({"input": np.ascontiguousarray(flipped)})["probs"])
+
+
+def test_save_and_load_round_trip(tiny, tmp_path):
+    plan = tmp_path / "tiny.plan"
+    tiny.save(plan)
+    assert plan.read_bytes() == tiny.plan_bytes()
+    loaded = kiln.load(plan)
+    assert loaded.inputs == tiny.inputs and loaded.outputs == tiny.outputs
+    x = tiny_input(4)
+    np.testing.assert_array_equal(loaded.run({"input": x})["probs"], tiny.run({"input": x})["probs"])
+
+
+def test_compile_is_deterministic():
+    assert kiln.compile(TINY).plan_bytes() == kiln.compile(TINY).plan_bytes()
+
+
+def test_fp16_close_to_onnxruntime():
+    eng = kiln.compile(TINY, precision="fp16")
+    x = tiny_input(5)
+    got = eng.run({"input": x})["probs"]
+    want = ort_run(TINY, {"input": x})["probs"]
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-3)
+    # fp16 really changed the computation.
+    assert not np.array_equal(got, kiln.compile(TINY).run({"input": x})["probs"])
+
+
+def test_gpu_target_runs_on_this_machine():
+    eng = kiln.compile(TINY, target="sm_90")
+    assert eng.backend in ("cpu", "gpu")
+    x = tiny_input(6)
+    np.testing.assert_allclose(eng.run({"input": x})["probs"], ort_run(TINY, {"input": x})["probs"],
+                               rtol=1e-4, atol=1e-6)
+
+
+def dynamic_batch_model(path):
+    """y = relu(x @ W + b) with a symbolic batch dimension."""
+    w = np.arange(12, dtype=np.float32).reshape(4, 3) / 10 - 0.5
+    b = np.array([0.1, -0.2, 0.3], np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["z"]),
+         helper.make_node("Relu", ["z"], ["y"])],
+        "dyn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return w, b
+
+
+def test_shapes_fix_a_symbolic_dimension(tmp_path):
+    path = tmp_path / "dyn.onnx"
+    w, b = dynamic_batch_model(path)
+    eng = kiln.compile(path, shapes={"x": [5, 4]})
+    assert eng.inputs == [kiln.TensorInfo("x", "float32", (5, 4))]
+    assert eng.outputs == [kiln.TensorInfo("y", "float32", (5, 3))]
+    x = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
+    got = eng.run({"x": x})["y"]
+    np.testing.assert_allclose(got, np.maximum(x @ w + b, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, ort_run(path, {"x": x})["y"], rtol=1e-5, atol=1e-6)
+
+
+# Errors: kiln.Error carrying kiln's message.
+
+def test_error_is_a_runtime_error():
+    assert issubclass(kiln.Error, RuntimeError)
+
+
+def test_bad_model_path():
+    with pytest.raises(kiln.Error, match=r"/no/such/model\.onnx: cannot open file"):
+        kiln.compile("/no/such/model.onnx")
+
+
+def test_bad_plan_path():
+    with pytest.raises(kiln.Error, match=r"invalid plan: /no/such\.plan: cannot open plan file"):
+        kiln.load("/no/such.plan")
+
+
+def test_corrupt_plan(tmp_path):
+    bad = tmp_path / "bad.plan"
+    bad.write_bytes(b"this is not a plan" * 10)
+    with pytest.raises(kiln.Error, match=r"invalid plan"):
+        kiln.load(bad)
+
+
+def test_not_an_onnx_model(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\xff\x00garbage")
+    with pytest.raises(kiln.Error, match=r"bad\.onnx"):
+        kiln.compile(bad)
+
+
+def test_wrong_input_name(tiny):
+    with pytest.raises(kiln.Error, match=r'unknown input "image"; the model\'s inputs are "input"'):
+        tiny.run({"image": tiny_input()})
+
+
+def test_missing_input(tiny):
+    with pytest.raises(kiln.Error, match=r'missing input "input"'):
+        tiny.run({})
+
+
+def test_wrong_shape(tiny):
+    with pytest.raises(kiln.Error, match=r'input "input" is f32\[1,3,32,32\] but was bound as f32\[1,3,32,31\]'):
+        tiny.run({"input": np.zeros((1, 3, 32, 31), np.float32)})
+
+
+def test_wrong_dtype(tiny):
+    with pytest.raises(kiln.Error, match=r'input "input" is f32\[1,3,32,32\] but was bound as f64\[1,3,32,32\]'):
+        tiny.run({"input": np.zeros((1, 3, 32, 32), np.float64)})
+    with pytest.raises(kiln.Error, match=r"numpy dtype complex64 has no kiln equivalent"):
+        tiny.run({"input": np.zeros((1, 3, 32, 32), np.complex64)})
+
+
+def test_not_a_dict(tiny):
+    with pytest.raises(kiln.Error, match=r"dict of input name"):
+        tiny.run([tiny_input()])
+
+
+def test_bad_options():
+    with pytest.raises(kiln.Error, match=r'precision "fp8"'):
+        kiln.compile(TINY, precision="fp8")
+    with pytest.raises(kiln.Error, match=r'target "gpu"'):
+        kiln.compile(TINY, target="gpu")
+    with pytest.raises(kiln.Error, match=r'backend "tpu"'):
+        kiln.compile(TINY, backend="tpu")
+
+
+def test_engine_usable_after_an_error(tiny):
+    with pytest.raises(kiln.Error):
+        tiny.run({"input": np.zeros((2, 3, 32, 32), np.float32)})
+    x = tiny_input(7)
+    np.testing.assert_allclose(tiny.run({"input": x})["probs"], ort_run(TINY, {"input": x})["probs"],
+                               rtol=1e-4, atol=1e-6)
+
+
+# A real model: MobileNetV2 (full size) against ONNX Runtime's reference
+# output stored next to it by tools/prepare_models.sh.
+
+def real_model(name):
+    folder = MODELS / name
+    if not (folder / "model.onnx").exists():
+        pytest.skip(f"{folder}/model.onnx not present (tools/prepare_models.sh builds it)")
+    load = lambda p: numpy_helper.to_array(onnx.load_tensor(str(p)))  # noqa: E731
+    data = folder / "test_data_set_0"
+    return folder / "model.onnx", load(data / "input_0.pb"), load(data / "output_0.pb")
+
+
+@pytest.mark.parametrize("precision,atol,rtol", [("fp32", 1e-4, 1e-3), ("fp16", 2e-2, 8e-3)])
+def test_mobilenet_v2_matches_onnxruntime(precision, atol, rtol):
+    model, x, want = real_model("mobilenet_v2")
+    eng = kiln.compile(model, precision=precision)
+    (name, dtype, shape), = eng.inputs
+    assert dtype == "float32" and shape == x.shape
+    got = eng.run({name: x})
+    (out,) = got.values()
+    assert out.shape == want.shape
+    np.testing.assert_allclose(out, want, atol=atol, rtol=rtol)
+    assert np.argmax(out) == np.argmax(want)
