@@ -5,7 +5,10 @@ Run from the repository root with the built package on the path:
 (ctest's python_pytest does exactly this). The real-model test needs
 build/models/mobilenet_v2 (tools/prepare_models.sh) or KILN_MODELS_DIR.
 """
+import contextlib
+import io
 import os
+import re
 import pathlib
 
 import numpy as np
@@ -221,3 +224,28 @@ def test_mobilenet_v2_matches_onnxruntime(precision, atol, rtol):
     assert out.shape == want.shape
     np.testing.assert_allclose(out, want, atol=atol, rtol=rtol)
     assert np.argmax(out) == np.argmax(want)
+
+
+# docs/python.md: its python blocks run as written, and each `print(...)  # text`
+# prints that text (a trailing "..." means: starts with).
+
+def doc_blocks():
+    text = (ROOT / "docs" / "python.md").read_text()
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+@pytest.mark.parametrize("index", range(len(doc_blocks())))
+def test_docs_python_blocks(index, monkeypatch):
+    code = doc_blocks()[index]
+    expected = [m.group(1).strip() for m in re.finditer(r"^\s*print\(.*\)\s+#\s*(.*)$", code, re.M)]
+    monkeypatch.chdir(ROOT)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, f"docs/python.md block {index}", "exec"), {})
+    printed = out.getvalue().splitlines()
+    assert len(printed) >= len(expected) > 0
+    for got, want in zip(printed, expected):
+        if want.endswith("..."):
+            assert got.startswith(want[:-3]), (got, want)
+        else:
+            assert got == want
