@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real-model test folders (build/models/<name>/) from the committed
 # skeletons: a project-local venv (.venv) with numpy, onnx and onnxruntime
-# from PyPI (and pytest, which python/tests runs under), then tests/models/prepare_models.py. Up-to-date folders are kept.
+# from PyPI (and pytest, which python/tests runs under), then
+# tests/models/prepare_models.py. Up-to-date folders are kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-${KILN_BUILD_DIR:-build}/models}
