@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/emit_expr.h"
 #include "codegen/kernel_text.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
@@ -226,12 +227,167 @@ void map_space_to_depth(MapCtx& c, std::string& b) {
   b += fmt::format("    src = 0; off = o0 * {}@L@ + ch * {}@L@ + h * {}@L@ + w;\n", C * H * W, H * W, W);
 }
 
+// ---------------------------------------------------------------------------
+// Index maps of the index family (ops/index_gather.cpp, index_layout.cpp,
+// index_select.cpp). An index outside its range (the reference raises an
+// error) gives the element zero bytes, as gather does.
+
+// The bits of `v` in dtype `t`, as a constant of the element type E.
+std::string const_bits(DType t, double v) {
+  Tensor s = Tensor::scalar(t, v);
+  uint64_t bits = 0;
+  std::memcpy(&bits, s.raw(), dtype_size(t));
+  return fmt::format("({})0x{:x}ULL", uint_type(dtype_size(t)), bits);
+}
+
+std::string index_param_type(const TensorType& t, const char* op) {
+  if (t.dtype != DType::I32 && t.dtype != DType::I64)
+    fail("codegen: {}: indices must be i32 or i64, got {}", op, dtype_name(t.dtype));
+  return t.dtype == DType::I32 ? "int" : "long long";
+}
+
+// out[p] = data[p with p[axis] = indices[p]]; indices have the result's shape.
+void map_gather_elements(MapCtx& c, std::string& b) {
+  const Shape& ds = c.in[0].shape;
+  const int r = static_cast<int>(ds.size());
+  const int64_t a = norm_axis(c.attrs.get_int("axis", 0), r, "gather_elements");
+  c.param_types[1] = index_param_type(c.in[1], "gather_elements");
+  std::vector<std::string> co = out_coords(r);
+  co[a] = "ix";
+  b += "    long long ix = (long long)in1[i];\n";
+  b += fmt::format("    if (ix < 0) ix += {}@L@;\n", ds[a]);
+  b += fmt::format("    if (ix < 0 || ix >= {}@L@) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", ds[a],
+                   linear(co, strides_of(ds)));
+}
+
+// out[t..., s...] = data[batch..., indices[t..., :], s...]: the first q-1
+// result coordinates pick an index tuple (its first batch_dims are also the
+// data's leading coordinates), the rest address the slice.
+void map_gather_nd(MapCtx& c, std::string& b) {
+  const Shape& ds = c.in[0].shape;
+  const Shape& is = c.in[1].shape;
+  const int64_t bd = c.attrs.get_int("batch_dims", 0);
+  const int q = static_cast<int>(is.size()), r = static_cast<int>(ds.size());
+  const int64_t m = is.back();
+  if (bd < 0 || bd + m > r || bd >= q) fail("codegen: gather_nd: operands do not fit batch_dims {}", bd);
+  c.param_types[1] = index_param_type(c.in[1], "gather_nd");
+  std::vector<std::string> tco = out_coords(q - 1);
+  Shape ts(is.begin(), is.end() - 1);
+  const std::vector<int64_t> st = strides_of(ds);
+  b += fmt::format("    const kidx tup = ({}) * {}@L@;\n", linear(tco, strides_of(ts)), m);
+  b += "    bool bad = false;\n";
+  std::string off;
+  for (int64_t d = 0; d < bd; ++d) off += fmt::format("o{} * {}@L@ + ", d, st[d]);
+  for (int64_t j = 0; j < m; ++j) {
+    b += fmt::format("    long long ix{} = (long long)in1[tup + {}];\n", j, j);
+    b += fmt::format("    if (ix{0} < 0) ix{0} += {1}LL;\n    bad = bad || ix{0} < 0 || ix{0} >= {1}LL;\n", j,
+                     ds[bd + j]);
+    off += fmt::format("(kidx)ix{} * {}@L@ + ", j, st[bd + j]);
+  }
+  for (int64_t d = bd + m; d < r; ++d) off += fmt::format("o{} * {}@L@ + ", q - 1 + d - (bd + m), st[d]);
+  off += "0";
+  b += fmt::format("    if (bad) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", off);
+}
+
+// Keeps x where col - row >= k (upper) or <= k (lower), zero elsewhere.
+void map_trilu(MapCtx& c, std::string& b) {
+  const int r = c.out.rank();
+  if (r < 2) fail("codegen: trilu: rank {} < 2", r);
+  const bool upper = c.attrs.get_int("upper", 1) == 1;
+  const int64_t k = c.attrs.get_int("k", 0);
+  b += fmt::format("    const long long diff = (long long)o{} - (long long)o{};\n", r - 1, r - 2);
+  b += fmt::format("    src = diff {} {}LL ? 0 : -1; off = i;\n", upper ? ">=" : "<=", k);
+}
+
+// Ones on diagonal k (col - row == k) in the result's dtype; the operand only
+// gives the shape.
+void map_eye_like(MapCtx& c, std::string& b) {
+  if (c.out.rank() != 2) fail("codegen: eye_like: rank {} != 2", c.out.rank());
+  c.param_types[0] = uint_type(dtype_size(c.in[0].dtype));  // never read
+  const int64_t k = c.attrs.get_int("k", 0);
+  b += fmt::format("    const bool diag = (long long)o1 - (long long)o0 == {}LL;\n", k);
+  b += "    src = -1; off = 0;\n";
+  c.fill = fmt::format("(diag ? {} : {})", const_bits(c.out.dtype, 1.0), const_bits(c.out.dtype, 0.0));
+}
+
+// values[indices == position along axis ? 1 : 0]; indices in [-depth, -1]
+// count from the end, anything else outside [0, depth) matches no position.
+void map_one_hot(MapCtx& c, std::string& b) {
+  const DType idt = c.in[0].dtype;
+  if (idt == DType::F16 || idt == DType::BF16 || idt == DType::Bool)
+    fail("codegen: one_hot: {} indices are not supported by the emitter", dtype_name(idt));
+  c.param_types[0] = std::string(cuda_storage_type(idt));
+  const int64_t depth = c.attrs.require_int("depth");
+  const int r = c.out.rank();
+  int64_t a = c.attrs.get_int("axis", -1);
+  if (a < 0) a += r;
+  if (a < 0 || a >= r) fail("codegen: one_hot: axis out of range");
+  std::vector<std::string> ico;
+  for (int d = 0; d < r; ++d)
+    if (d != a) ico.push_back(fmt::format("o{}", d));
+  const std::string ix = fmt::format("in0[{}]", linear(ico, strides_of(c.in[0].shape)));
+  b += "    long long pos = -1;\n";
+  if (idt == DType::F32 || idt == DType::F64) {
+    b += fmt::format("    const double t = trunc((double){});\n", ix);
+    b += fmt::format("    if (t >= -{0}.0 && t < {0}.0) {{ pos = (long long)t; if (pos < 0) pos += {0}LL; }}\n", depth);
+  } else if (idt == DType::U64) {
+    b += fmt::format("    const unsigned long long u = {};\n    if (u < {}ULL) pos = (long long)u;\n", ix, depth);
+  } else {
+    b += fmt::format("    long long iv = (long long){};\n    if (iv < 0) iv += {}LL;\n", ix, depth);
+    b += fmt::format("    if (iv >= 0 && iv < {}LL) pos = iv;\n", depth);
+  }
+  b += fmt::format("    src = 1; off = pos == (long long)o{} ? 1 : 0;\n", a);
+}
+
+// For batch entry b, the first sequence_lens[b] steps along time_axis are
+// reversed; a length outside [0, steps] (an error in the reference) zeroes.
+void map_reverse_sequence(MapCtx& c, std::string& b) {
+  const int64_t ba = c.attrs.get_int("batch_axis", 1), ta = c.attrs.get_int("time_axis", 0);
+  if (c.out.rank() < 2 || ba == ta || (ba != 0 && ba != 1) || (ta != 0 && ta != 1))
+    fail("codegen: reverse_sequence: batch_axis {} / time_axis {}", ba, ta);
+  c.param_types[1] = index_param_type(c.in[1], "reverse_sequence");
+  const int64_t steps = c.out.shape[ta];
+  std::vector<std::string> co = out_coords(c.out.rank());
+  co[ta] = "from";
+  b += fmt::format("    const long long len = (long long)in1[o{}];\n", ba);
+  b += fmt::format("    const kidx from = (long long)o{0} < len ? (kidx)(len - 1 - o{0}) : o{0};\n", ta);
+  b += fmt::format("    if (len < 0 || len > {}LL) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", steps,
+                   linear(co, strides_of(c.in[0].shape)));
+}
+
+// The j-th kept slice along axis (or element of the flattened input) is at
+// the position of the j-th true entry of condition: each thread finds it by
+// a scan of the condition (its length is the axis', small next to the data).
+void map_compress(MapCtx& c, std::string& b) {
+  const Shape& xs = c.in[0].shape;
+  const bool has_axis = c.attrs.has("axis");
+  const int r = static_cast<int>(xs.size());
+  const int64_t a = has_axis ? norm_axis(c.attrs.get_int("axis", 0), r, "compress") : 0;
+  const int64_t limit = has_axis ? xs[a] : shape_numel(xs);
+  c.param_types[1] = "unsigned char";
+  const int64_t n = c.in[1].numel();
+  b += fmt::format("    const kidx j = o{};\n    kidx pos = -1, seen = 0;\n", has_axis ? a : 0);
+  b += fmt::format("    for (kidx s = 0; s < {}@L@; ++s)\n", n);
+  b += "      if (in1[s]) { if (seen == j) { pos = s; break; } ++seen; }\n";
+  std::string off = "pos";
+  if (has_axis) {
+    std::vector<std::string> co = out_coords(r);
+    co[a] = "pos";
+    off = linear(co, strides_of(xs));
+  }
+  b += fmt::format("    if (pos < 0 || pos >= {}@L@) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", limit,
+                   off);
+}
+
 const std::map<std::string, IndexMap>& maps() {
   static const std::map<std::string, IndexMap> m = {
       {"reshape", map_reshape}, {"transpose", map_transpose}, {"expand", map_expand},
       {"slice", map_slice},     {"concat", map_concat},       {"split", map_split},
       {"pad", map_pad},         {"tile", map_tile},           {"gather", map_gather},
       {"depth_to_space", map_depth_to_space},                 {"space_to_depth", map_space_to_depth},
+      {"gather_elements", map_gather_elements},               {"gather_nd", map_gather_nd},
+      {"trilu", map_trilu},     {"eye_like", map_eye_like},   {"one_hot", map_one_hot},
+      {"reverse_sequence", map_reverse_sequence},             {"compress", map_compress},
   };
   return m;
 }
@@ -249,12 +405,14 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
   if (operands.empty()) fail("codegen: {}: no operands", def.name);
   const TensorType& out = outs[result];
   const size_t es = dtype_size(out.dtype);
-  if (dtype_size(operands[0].dtype) != es)
-    fail("codegen: {}: operand {} and result {} differ in element size", def.name, operands[0].str(), out.str());
   const char* E = uint_type(es);
   MapCtx c{attrs, operands, out, result, std::vector<std::string>(operands.size(), E), "0"};
   std::string map_code;
   it->second(c, map_code);
+  // Operand 0 is copied from unless its map gave it another type (one_hot's
+  // indices, eye_like's shape-only operand).
+  if (c.param_types[0] == E && dtype_size(operands[0].dtype) != es)
+    fail("codegen: {}: operand {} and result {} differ in element size", def.name, operands[0].str(), out.str());
 
   InjectiveKernel k;
   k.numel = out.numel();
@@ -288,7 +446,7 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
     body += fmt::format("    {}if (src == {}) v = in{}[off];\n", first ? "" : "else ", i, i);
     first = false;
   }
-  body += fmt::format("    else v = {};\n", c.fill);
+  body += fmt::format("    {}v = {};\n", first ? "" : "else ", c.fill);
   body += "    out[i] = v;\n  }\n}\n";
   // Index arithmetic in 32 bits when every offset fits (64-bit division by
   // the dims' constants costs several times more on the GPU).
