@@ -6,6 +6,7 @@
 #include "codegen/emit_fused.h"
 #include "codegen/emit_injective.h"
 #include "codegen/emit_reduction.h"
+#include "codegen/emit_scatter.h"
 #include "codegen/emit_pointwise.h"
 #include "codegen/sim_module.h"
 #include "ir/error.h"
@@ -91,12 +92,40 @@ std::vector<NodeKernel> emit_reduction_node(const Node& n) {
   return {nk};
 }
 
+NodeKernel from_simple(const SimpleKernel& k) {
+  NodeKernel nk;
+  nk.name = k.name;
+  nk.source = k.source;
+  nk.grid = k.grid;
+  nk.block = k.block;
+  return nk;
+}
+
+bool all_inputs_present(const Node& n) {
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return !n.body();
+}
+
+std::vector<TensorType> input_types(const Node& n) {
+  std::vector<TensorType> t;
+  for (Value* v : n.inputs()) t.push_back(v->type());
+  return t;
+}
+
+bool handles_scatter(const Node& n) { return scatter_supported(n.op()) && all_inputs_present(n); }
+
+std::vector<NodeKernel> emit_scatter_node(const Node& n) {
+  return {from_simple(emit_scatter_op(op_registry().get(n.op()), n.attrs(), input_types(n), n.output(0)->type()))};
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
     {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node},
     {"injective", handles_injective, emit_injective_node},
     {"reduction", handles_reduction, emit_reduction_node},
+    {"scatter", handles_scatter, emit_scatter_node},
 };
 
 bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
