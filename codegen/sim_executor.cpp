@@ -6,6 +6,7 @@
 #include "codegen/emit_fused.h"
 #include "codegen/emit_injective.h"
 #include "codegen/emit_reduction.h"
+#include "codegen/emit_resize.h"
 #include "codegen/emit_scatter.h"
 #include "codegen/emit_pointwise.h"
 #include "codegen/sim_module.h"
@@ -119,6 +120,18 @@ std::vector<NodeKernel> emit_scatter_node(const Node& n) {
   return {from_simple(emit_scatter_op(op_registry().get(n.op()), n.attrs(), input_types(n), n.output(0)->type()))};
 }
 
+bool handles_resize(const Node& n) {
+  return n.op() == "resize" && n.num_inputs() == 1 && all_inputs_present(n) && n.num_outputs() == 1;
+}
+
+// The taps/weights tables go after the input (NodeKernel::extra).
+std::vector<NodeKernel> emit_resize_node(const Node& n) {
+  ResizeKernel k = emit_resize_op(n.attrs(), n.input(0)->type(), n.output(0)->type());
+  NodeKernel nk = from_simple(k.kernel);
+  nk.extra = std::move(k.tables);
+  return {nk};
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
@@ -126,6 +139,7 @@ const KernelEmitter kEmitters[] = {
     {"injective", handles_injective, emit_injective_node},
     {"reduction", handles_reduction, emit_reduction_node},
     {"scatter", handles_scatter, emit_scatter_node},
+    {"resize", handles_resize, emit_resize_node},
 };
 
 bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
