@@ -7,6 +7,7 @@
 #include "codegen/emit_injective.h"
 #include "codegen/emit_reduction.h"
 #include "codegen/emit_resize.h"
+#include "codegen/emit_sample.h"
 #include "codegen/emit_scatter.h"
 #include "codegen/emit_pointwise.h"
 #include "codegen/sim_module.h"
@@ -132,6 +133,12 @@ std::vector<NodeKernel> emit_resize_node(const Node& n) {
   return {nk};
 }
 
+bool handles_sample(const Node& n) { return sample_supported(n.op()) && all_inputs_present(n); }
+
+std::vector<NodeKernel> emit_sample_node(const Node& n) {
+  return {from_simple(emit_sample_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
@@ -140,6 +147,7 @@ const KernelEmitter kEmitters[] = {
     {"reduction", handles_reduction, emit_reduction_node},
     {"scatter", handles_scatter, emit_scatter_node},
     {"resize", handles_resize, emit_resize_node},
+    {"sample", handles_sample, emit_sample_node},
 };
 
 bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
