@@ -6,6 +6,7 @@
 #include "codegen/emit_fused.h"
 #include "codegen/emit_injective.h"
 #include "codegen/emit_reduction.h"
+#include "codegen/emit_conv_gather.h"
 #include "codegen/emit_resize.h"
 #include "codegen/emit_sample.h"
 #include "codegen/emit_scatter.h"
@@ -139,6 +140,13 @@ std::vector<NodeKernel> emit_sample_node(const Node& n) {
   return {from_simple(emit_sample_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
 }
 
+// deform_conv's optional operands must be a prefix (no mask without a bias).
+bool handles_conv_gather(const Node& n) { return conv_gather_supported(n.op()) && all_inputs_present(n); }
+
+std::vector<NodeKernel> emit_conv_gather_node(const Node& n) {
+  return {from_simple(emit_conv_gather_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
@@ -148,6 +156,7 @@ const KernelEmitter kEmitters[] = {
     {"scatter", handles_scatter, emit_scatter_node},
     {"resize", handles_resize, emit_resize_node},
     {"sample", handles_sample, emit_sample_node},
+    {"conv gather", handles_conv_gather, emit_conv_gather_node},
 };
 
 bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
