@@ -32,7 +32,7 @@ int64_t product(const std::vector<int64_t>& v) {
   return p;
 }
 
-SimpleKernel emit_col2im(const AttrMap& a, const std::vector<TensorType>& ops_, const TensorType& out) {
+OneLaunchKernel emit_col2im(const AttrMap& a, const std::vector<TensorType>& ops_, const TensorType& out) {
   const TensorType& x = ops_.at(0);
   const std::vector<int64_t> image = a.get_ints("image_shape");
   const size_t nd = image.size();
@@ -70,7 +70,7 @@ SimpleKernel emit_col2im(const AttrMap& a, const std::vector<TensorType>& ops_, 
   return make_simple_kernel("convg", "col2im", {{T, "out"}, {"const " + T, "in0"}}, "", b, out.numel(), {t});
 }
 
-SimpleKernel emit_deform_conv(const AttrMap& a, const std::vector<TensorType>& ops_, const TensorType& out) {
+OneLaunchKernel emit_deform_conv(const AttrMap& a, const std::vector<TensorType>& ops_, const TensorType& out) {
   if (ops_.size() < 3) fail("codegen: deform_conv: needs x, w, offset");
   const TensorType& x = ops_[0];
   const TensorType& w = ops_[1];
@@ -134,7 +134,7 @@ SimpleKernel emit_deform_conv(const AttrMap& a, const std::vector<TensorType>& o
   if (has_b) b += fmt::format("    y += ({}){};\n", ct, ld("in3[m]"));
   b += fmt::format("    out[i] = {};\n", cuda_store(t, "y"));
   const std::string T(cuda_storage_type(t));
-  std::vector<KernelParam> params = {{T, "out"}, {"const " + T, "in0"}, {"const " + T, "in1"}, {"const " + T, "in2"}};
+  std::vector<LaunchParam> params = {{T, "out"}, {"const " + T, "in0"}, {"const " + T, "in1"}, {"const " + T, "in2"}};
   if (has_b) params.push_back({"const " + T, "in3"});
   if (has_m) params.push_back({"const " + T, "in4"});
   return make_simple_kernel("convg", "deform_conv", params, "", b, out.numel(), {t});
@@ -144,7 +144,7 @@ SimpleKernel emit_deform_conv(const AttrMap& a, const std::vector<TensorType>& o
 
 bool conv_gather_supported(const std::string& op) { return op == "col2im" || op == "deform_conv"; }
 
-SimpleKernel emit_conv_gather_op(const std::string& op, const AttrMap& attrs, const std::vector<TensorType>& operands,
+OneLaunchKernel emit_conv_gather_op(const std::string& op, const AttrMap& attrs, const std::vector<TensorType>& operands,
                                  const TensorType& out) {
   if (op == "col2im") return emit_col2im(attrs, operands, out);
   if (op == "deform_conv") return emit_deform_conv(attrs, operands, out);

@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include "codegen/emit_expr.h"
 #include "codegen/kernel_text.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
@@ -33,14 +32,16 @@ const char* uint_type(size_t bytes) {
   fail("codegen: elements of {} bytes are not supported", bytes);
 }
 
-// What an op's index map sees.
+// What an op's index map sees, and what it tells the kernel shell.
 struct MapCtx {
   const AttrMap& attrs;
   const std::vector<TensorType>& in;
   const TensorType& out;
   int result;
-  std::vector<std::string> param_types;  // per operand; default: the element's unsigned type
-  std::string fill = "0";                // the value for src == -1 (an expression of type E)
+  const std::function<std::string(int, const std::string&)>& read;  // operand k at an offset (indices, pad value)
+  std::vector<bool> data;       // per operand: whether `src` may name it (default: all)
+  int fill_operand = -1;        // operand holding the value for src == -1 (pad's value operand)
+  uint64_t fill_bits = 0;       // else the fill's bit pattern in the result's dtype
 };
 
 // Sum of c{d} * stride terms plus a constant, as a CUDA expression.
@@ -141,12 +142,11 @@ void map_pad(MapCtx& c, std::string& b) {
   const int r = static_cast<int>(is.size());
   std::vector<int64_t> ist = strides_of(is);
   if (c.in.size() > 1) {
-    c.fill = "in1[0]";
+    c.fill_operand = 1;
+    c.data[1] = false;
   } else {
     Tensor v = Tensor::scalar(c.in[0].dtype, c.attrs.get_float("value", 0.0f));
-    uint64_t bits = 0;
-    std::memcpy(&bits, v.raw(), dtype_size(c.in[0].dtype));
-    c.fill = fmt::format("({})0x{:x}ULL", uint_type(dtype_size(c.in[0].dtype)), bits);
+    std::memcpy(&c.fill_bits, v.raw(), dtype_size(c.in[0].dtype));
   }
   b += "    src = 0;\n";
   std::vector<std::string> co;
@@ -194,10 +194,10 @@ void map_gather(MapCtx& c, std::string& b) {
   const int64_t a = norm_axis(c.attrs.get_int("axis", 0), r, "gather");
   if (c.in[1].dtype != DType::I32 && c.in[1].dtype != DType::I64)
     fail("codegen: gather: indices must be i32 or i64, got {}", dtype_name(c.in[1].dtype));
-  c.param_types[1] = c.in[1].dtype == DType::I32 ? "int" : "long long";
+  c.data[1] = false;
   std::vector<std::string> ico;
   for (int j = 0; j < q; ++j) ico.push_back(fmt::format("o{}", a + j));
-  b += fmt::format("    long long ix = (long long)in1[{}];\n", linear(ico, strides_of(is)));
+  b += fmt::format("    long long ix = (long long){};\n", c.read(1, linear(ico, strides_of(is))));
   b += fmt::format("    if (ix < 0) ix += {}@L@;\n", ds[a]);
   std::vector<std::string> dco;
   for (int d = 0; d < r; ++d)
@@ -228,22 +228,14 @@ void map_space_to_depth(MapCtx& c, std::string& b) {
 }
 
 // ---------------------------------------------------------------------------
-// Index maps of the index family (ops/index_gather.cpp, index_layout.cpp,
-// index_select.cpp). An index outside its range (the reference raises an
-// error) gives the element zero bytes, as gather does.
+// Index maps of the index family (ops/index_gather.cpp, index_layout.cpp).
+// An index outside its range (the reference raises an error) gives the
+// element zero bytes, as gather does. (one_hot, eye_like and compress, whose
+// operands are not data or i32/i64 indices, are in emit_index_select.h.)
 
-// The bits of `v` in dtype `t`, as a constant of the element type E.
-std::string const_bits(DType t, double v) {
-  Tensor s = Tensor::scalar(t, v);
-  uint64_t bits = 0;
-  std::memcpy(&bits, s.raw(), dtype_size(t));
-  return fmt::format("({})0x{:x}ULL", uint_type(dtype_size(t)), bits);
-}
-
-std::string index_param_type(const TensorType& t, const char* op) {
+void require_indices(const TensorType& t, const char* op) {
   if (t.dtype != DType::I32 && t.dtype != DType::I64)
     fail("codegen: {}: indices must be i32 or i64, got {}", op, dtype_name(t.dtype));
-  return t.dtype == DType::I32 ? "int" : "long long";
 }
 
 // out[p] = data[p with p[axis] = indices[p]]; indices have the result's shape.
@@ -251,11 +243,12 @@ void map_gather_elements(MapCtx& c, std::string& b) {
   const Shape& ds = c.in[0].shape;
   const int r = static_cast<int>(ds.size());
   const int64_t a = norm_axis(c.attrs.get_int("axis", 0), r, "gather_elements");
-  c.param_types[1] = index_param_type(c.in[1], "gather_elements");
+  require_indices(c.in[1], "gather_elements");
+  c.data[1] = false;
   std::vector<std::string> co = out_coords(r);
-  co[a] = "ix";
-  b += "    long long ix = (long long)in1[i];\n";
+  b += fmt::format("    long long ix = (long long){};\n", c.read(1, linear(co, strides_of(c.in[1].shape))));
   b += fmt::format("    if (ix < 0) ix += {}@L@;\n", ds[a]);
+  co[a] = "(kidx)ix";
   b += fmt::format("    if (ix < 0 || ix >= {}@L@) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", ds[a],
                    linear(co, strides_of(ds)));
 }
@@ -270,7 +263,8 @@ void map_gather_nd(MapCtx& c, std::string& b) {
   const int q = static_cast<int>(is.size()), r = static_cast<int>(ds.size());
   const int64_t m = is.back();
   if (bd < 0 || bd + m > r || bd >= q) fail("codegen: gather_nd: operands do not fit batch_dims {}", bd);
-  c.param_types[1] = index_param_type(c.in[1], "gather_nd");
+  require_indices(c.in[1], "gather_nd");
+  c.data[1] = false;
   std::vector<std::string> tco = out_coords(q - 1);
   Shape ts(is.begin(), is.end() - 1);
   const std::vector<int64_t> st = strides_of(ds);
@@ -279,7 +273,7 @@ void map_gather_nd(MapCtx& c, std::string& b) {
   std::string off;
   for (int64_t d = 0; d < bd; ++d) off += fmt::format("o{} * {}@L@ + ", d, st[d]);
   for (int64_t j = 0; j < m; ++j) {
-    b += fmt::format("    long long ix{} = (long long)in1[tup + {}];\n", j, j);
+    b += fmt::format("    long long ix{} = (long long){};\n", j, c.read(1, fmt::format("tup + {}", j)));
     b += fmt::format("    if (ix{0} < 0) ix{0} += {1}LL;\n    bad = bad || ix{0} < 0 || ix{0} >= {1}LL;\n", j,
                      ds[bd + j]);
     off += fmt::format("(kidx)ix{} * {}@L@ + ", j, st[bd + j]);
@@ -296,47 +290,8 @@ void map_trilu(MapCtx& c, std::string& b) {
   const bool upper = c.attrs.get_int("upper", 1) == 1;
   const int64_t k = c.attrs.get_int("k", 0);
   b += fmt::format("    const long long diff = (long long)o{} - (long long)o{};\n", r - 1, r - 2);
-  b += fmt::format("    src = diff {} {}LL ? 0 : -1; off = i;\n", upper ? ">=" : "<=", k);
-}
-
-// Ones on diagonal k (col - row == k) in the result's dtype; the operand only
-// gives the shape.
-void map_eye_like(MapCtx& c, std::string& b) {
-  if (c.out.rank() != 2) fail("codegen: eye_like: rank {} != 2", c.out.rank());
-  c.param_types[0] = uint_type(dtype_size(c.in[0].dtype));  // never read
-  const int64_t k = c.attrs.get_int("k", 0);
-  b += fmt::format("    const bool diag = (long long)o1 - (long long)o0 == {}LL;\n", k);
-  b += "    src = -1; off = 0;\n";
-  c.fill = fmt::format("(diag ? {} : {})", const_bits(c.out.dtype, 1.0), const_bits(c.out.dtype, 0.0));
-}
-
-// values[indices == position along axis ? 1 : 0]; indices in [-depth, -1]
-// count from the end, anything else outside [0, depth) matches no position.
-void map_one_hot(MapCtx& c, std::string& b) {
-  const DType idt = c.in[0].dtype;
-  if (idt == DType::F16 || idt == DType::BF16 || idt == DType::Bool)
-    fail("codegen: one_hot: {} indices are not supported by the emitter", dtype_name(idt));
-  c.param_types[0] = std::string(cuda_storage_type(idt));
-  const int64_t depth = c.attrs.require_int("depth");
-  const int r = c.out.rank();
-  int64_t a = c.attrs.get_int("axis", -1);
-  if (a < 0) a += r;
-  if (a < 0 || a >= r) fail("codegen: one_hot: axis out of range");
-  std::vector<std::string> ico;
-  for (int d = 0; d < r; ++d)
-    if (d != a) ico.push_back(fmt::format("o{}", d));
-  const std::string ix = fmt::format("in0[{}]", linear(ico, strides_of(c.in[0].shape)));
-  b += "    long long pos = -1;\n";
-  if (idt == DType::F32 || idt == DType::F64) {
-    b += fmt::format("    const double t = trunc((double){});\n", ix);
-    b += fmt::format("    if (t >= -{0}.0 && t < {0}.0) {{ pos = (long long)t; if (pos < 0) pos += {0}LL; }}\n", depth);
-  } else if (idt == DType::U64) {
-    b += fmt::format("    const unsigned long long u = {};\n    if (u < {}ULL) pos = (long long)u;\n", ix, depth);
-  } else {
-    b += fmt::format("    long long iv = (long long){};\n    if (iv < 0) iv += {}LL;\n", ix, depth);
-    b += fmt::format("    if (iv >= 0 && iv < {}LL) pos = iv;\n", depth);
-  }
-  b += fmt::format("    src = 1; off = pos == (long long)o{} ? 1 : 0;\n", a);
+  b += fmt::format("    src = diff {} {}LL ? 0 : -1; off = {};\n", upper ? ">=" : "<=", k,
+                   linear(out_coords(r), strides_of(c.out.shape)));
 }
 
 // For batch entry b, the first sequence_lens[b] steps along time_axis are
@@ -345,38 +300,15 @@ void map_reverse_sequence(MapCtx& c, std::string& b) {
   const int64_t ba = c.attrs.get_int("batch_axis", 1), ta = c.attrs.get_int("time_axis", 0);
   if (c.out.rank() < 2 || ba == ta || (ba != 0 && ba != 1) || (ta != 0 && ta != 1))
     fail("codegen: reverse_sequence: batch_axis {} / time_axis {}", ba, ta);
-  c.param_types[1] = index_param_type(c.in[1], "reverse_sequence");
+  require_indices(c.in[1], "reverse_sequence");
+  c.data[1] = false;
   const int64_t steps = c.out.shape[ta];
   std::vector<std::string> co = out_coords(c.out.rank());
   co[ta] = "from";
-  b += fmt::format("    const long long len = (long long)in1[o{}];\n", ba);
+  b += fmt::format("    const long long len = (long long){};\n", c.read(1, fmt::format("o{}", ba)));
   b += fmt::format("    const kidx from = (long long)o{0} < len ? (kidx)(len - 1 - o{0}) : o{0};\n", ta);
   b += fmt::format("    if (len < 0 || len > {}LL) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", steps,
                    linear(co, strides_of(c.in[0].shape)));
-}
-
-// The j-th kept slice along axis (or element of the flattened input) is at
-// the position of the j-th true entry of condition: each thread finds it by
-// a scan of the condition (its length is the axis', small next to the data).
-void map_compress(MapCtx& c, std::string& b) {
-  const Shape& xs = c.in[0].shape;
-  const bool has_axis = c.attrs.has("axis");
-  const int r = static_cast<int>(xs.size());
-  const int64_t a = has_axis ? norm_axis(c.attrs.get_int("axis", 0), r, "compress") : 0;
-  const int64_t limit = has_axis ? xs[a] : shape_numel(xs);
-  c.param_types[1] = "unsigned char";
-  const int64_t n = c.in[1].numel();
-  b += fmt::format("    const kidx j = o{};\n    kidx pos = -1, seen = 0;\n", has_axis ? a : 0);
-  b += fmt::format("    for (kidx s = 0; s < {}@L@; ++s)\n", n);
-  b += "      if (in1[s]) { if (seen == j) { pos = s; break; } ++seen; }\n";
-  std::string off = "pos";
-  if (has_axis) {
-    std::vector<std::string> co = out_coords(r);
-    co[a] = "pos";
-    off = linear(co, strides_of(xs));
-  }
-  b += fmt::format("    if (pos < 0 || pos >= {}@L@) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", limit,
-                   off);
 }
 
 const std::map<std::string, IndexMap>& maps() {
@@ -386,8 +318,7 @@ const std::map<std::string, IndexMap>& maps() {
       {"pad", map_pad},         {"tile", map_tile},           {"gather", map_gather},
       {"depth_to_space", map_depth_to_space},                 {"space_to_depth", map_space_to_depth},
       {"gather_elements", map_gather_elements},               {"gather_nd", map_gather_nd},
-      {"trilu", map_trilu},     {"eye_like", map_eye_like},   {"one_hot", map_one_hot},
-      {"reverse_sequence", map_reverse_sequence},             {"compress", map_compress},
+      {"trilu", map_trilu},     {"reverse_sequence", map_reverse_sequence},
   };
   return m;
 }
@@ -396,32 +327,59 @@ const std::map<std::string, IndexMap>& maps() {
 
 bool injective_supported(const std::string& name) { return maps().count(name) != 0; }
 
-InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
-                                  const std::vector<TensorType>& outs, int result) {
+InjectiveMap injective_index_map(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
+                                 const std::vector<TensorType>& outs, int result,
+                                 const std::function<std::string(int, const std::string&)>& read) {
   auto it = maps().find(def.name);
   if (it == maps().end()) fail("codegen: op '{}' has no injective index map", def.name);
   if (result < 0 || result >= static_cast<int>(outs.size()))
     fail("codegen: {}: result {} of {}", def.name, result, outs.size());
   if (operands.empty()) fail("codegen: {}: no operands", def.name);
   const TensorType& out = outs[result];
-  const size_t es = dtype_size(out.dtype);
-  const char* E = uint_type(es);
-  MapCtx c{attrs, operands, out, result, std::vector<std::string>(operands.size(), E), "0"};
-  std::string map_code;
-  it->second(c, map_code);
-  // Operand 0 is copied from unless its map gave it another type (one_hot's
-  // indices, eye_like's shape-only operand).
-  if (c.param_types[0] == E && dtype_size(operands[0].dtype) != es)
+  if (dtype_size(operands[0].dtype) != dtype_size(out.dtype))
     fail("codegen: {}: operand {} and result {} differ in element size", def.name, operands[0].str(), out.str());
+  MapCtx c{attrs, operands, out, result, read, std::vector<bool>(operands.size(), true)};
+  InjectiveMap m;
+  it->second(c, m.code);
+  m.data = c.data;
+  m.fill_operand = c.fill_operand;
+  m.fill_bits = c.fill_bits;
+  return m;
+}
 
+std::string finish_index_types(const std::string& code, bool narrow) {
+  return replace_all(replace_all(code, "@L@", narrow ? "" : "LL"), "kidx", narrow ? "int" : "long long");
+}
+
+std::string coordinates_code(const Shape& s, const std::string& flat, const std::string& indent) {
+  const int rank = static_cast<int>(s.size());
+  std::string b = fmt::format("{}kidx r = (kidx)({});\n", indent, flat);
+  for (int d = rank - 1; d >= 0; --d) {
+    if (d == 0) b += fmt::format("{}const kidx o0 = r;\n", indent);
+    else b += fmt::format("{0}const kidx o{1} = r % {2}@L@; r /= {2}@L@;\n", indent, d, s[d]);
+  }
+  b += indent + "(void)r;\n";
+  return b;
+}
+
+InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
+                                  const std::vector<TensorType>& outs, int result) {
+  const InjectiveMap m = injective_index_map(
+      def, attrs, operands, outs, result, [](int k, const std::string& off) { return fmt::format("in{}[{}]", k, off); });
+  const TensorType& out = outs[result];
+  const char* E = uint_type(dtype_size(out.dtype));
+  std::vector<std::string> param_types(operands.size(), E);
+  for (size_t i = 0; i < operands.size(); ++i)
+    if (!m.data[i] && static_cast<int>(i) != m.fill_operand) param_types[i] = operands[i].dtype == DType::I32 ? "int" : "long long";
+  std::string fill = m.fill_operand >= 0 ? fmt::format("in{}[0]", m.fill_operand)
+                                         : fmt::format("({})0x{:x}ULL", E, m.fill_bits);
   InjectiveKernel k;
   k.numel = out.numel();
   k.counts.push_back(k.numel);
   for (const TensorType& t : operands) k.counts.push_back(t.numel());
-  const int r = out.rank();
   std::string params = fmt::format("KILN_PTR({}) out", E);
   for (size_t i = 0; i < operands.size(); ++i)
-    params += fmt::format(", KILN_PTR(const {}) in{}", c.param_types[i], i);
+    params += fmt::format(", KILN_PTR(const {}) in{}", param_types[i], i);
   std::string body;
   body += fmt::format("// {}({}): {} <-", def.name, result, out.str());
   for (size_t i = 0; i < operands.size(); ++i) body += (i ? ", " : " ") + operands[i].str();
@@ -430,29 +388,24 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
   body += fmt::format("  const long long n = {}LL;\n", k.numel);
   body += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n";
   body += "       i += (long long)gridDim.x * blockDim.x) {\n";
-  body += "    kidx r = (kidx)i;\n";
-  for (int d = r - 1; d >= 0; --d) {
-    if (d == 0) body += "    const kidx o0 = r;\n";
-    else body += fmt::format("    const kidx o{0} = r % {1}@L@; r /= {1}@L@;\n", d, out.shape[d]);
-  }
-  body += "    (void)r;\n    int src = 0;\n    kidx off = 0;\n";
-  body += map_code;
-  // The select: the data operands are the ones typed E (gather's indices are not).
+  body += coordinates_code(out.shape, "i", "    ");
+  body += "    int src = 0;\n    kidx off = 0;\n";
+  body += m.code;
+  // The select over the data operands (not gather's indices, not pad's value).
   body += fmt::format("    {} v;\n", E);
   bool first = true;
   for (size_t i = 0; i < operands.size(); ++i) {
-    if (c.param_types[i] != E) continue;
-    if (def.name == "pad" && i == 1) continue;  // the padding value: the fill
+    if (!m.data[i]) continue;
     body += fmt::format("    {}if (src == {}) v = in{}[off];\n", first ? "" : "else ", i, i);
     first = false;
   }
-  body += fmt::format("    {}v = {};\n", first ? "" : "else ", c.fill);
+  body += fmt::format("    else v = {};\n", fill);
   body += "    out[i] = v;\n  }\n}\n";
   // Index arithmetic in 32 bits when every offset fits (64-bit division by
   // the dims' constants costs several times more on the GPU).
   bool narrow = k.numel <= INT32_MAX;
   for (const TensorType& t : operands) narrow = narrow && t.numel() <= INT32_MAX;
-  body = replace_all(replace_all(body, "@L@", narrow ? "" : "LL"), "kidx", narrow ? "int" : "long long");
+  body = finish_index_types(body, narrow);
   // Simulator entry.
   body += "#ifdef KILN_SIM\n";
   body += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
@@ -462,7 +415,7 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
                       E);
   for (size_t i = 0; i < operands.size(); ++i)
     body += fmt::format(",\n        ::kiln::sim::arg(static_cast<const {}*>(buffers[{}]), counts[{}], \"in{}\")",
-                        c.param_types[i], i + 1, i + 1, i);
+                        param_types[i], i + 1, i + 1, i);
   body += ");\n    return 0;\n";
   body += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
   body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";

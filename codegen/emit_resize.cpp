@@ -92,7 +92,7 @@ ResizeKernel emit_resize_op(const AttrMap& attrs, const TensorType& in, const Te
     const std::string c(cuda_compute_type(t));
     b += fmt::format("    out[i] = {};\n", cuda_store(t, fmt::format("({})acc", c)));
   }
-  std::vector<KernelParam> params = {{T, "out"},
+  std::vector<LaunchParam> params = {{T, "out"},
                                      {"const " + T, "in0"},
                                      {"const long long", "begin"},
                                      {"const long long", "tap"},

@@ -26,7 +26,7 @@
 namespace kiln::codegen {
 
 struct ResizeKernel {
-  SimpleKernel kernel;
+  OneLaunchKernel kernel;
   std::vector<Tensor> tables;  // begin (i64), tap (i64), weight (f64), outside (u8)
 };
 

@@ -43,7 +43,7 @@ std::string store(DType t, const std::string& v) {
   return cuda_store(t, t == DType::F64 ? v : fmt::format("(float)({})", v));
 }
 
-SimpleKernel emit_grid_sample(const AttrMap& a, const std::vector<TensorType>& ops_, const TensorType& out) {
+OneLaunchKernel emit_grid_sample(const AttrMap& a, const std::vector<TensorType>& ops_, const TensorType& out) {
   const std::string mode = a.get_string("mode", "linear"), pad = a.get_string("padding_mode", "zeros");
   const bool align = a.get_int("align_corners", 0) == 1;
   if (mode != "linear" && mode != "nearest" && mode != "cubic") fail("codegen: grid_sample: mode '{}'", mode);
@@ -131,7 +131,7 @@ SimpleKernel emit_grid_sample(const AttrMap& a, const std::vector<TensorType>& o
                             kHelpers, b, out.numel(), {x.dtype, g.dtype});
 }
 
-SimpleKernel emit_roi_align(const AttrMap& a, const std::vector<TensorType>& ops_, const TensorType& out) {
+OneLaunchKernel emit_roi_align(const AttrMap& a, const std::vector<TensorType>& ops_, const TensorType& out) {
   const std::string mode = a.get_string("mode", "avg"), ct = a.get_string("coordinate_transformation_mode", "half_pixel");
   if (mode != "avg" && mode != "max") fail("codegen: roi_align: mode '{}'", mode);
   if (ct != "half_pixel" && ct != "output_half_pixel")
@@ -201,7 +201,7 @@ SimpleKernel emit_roi_align(const AttrMap& a, const std::vector<TensorType>& ops
 
 bool sample_supported(const std::string& op) { return op == "grid_sample" || op == "roi_align"; }
 
-SimpleKernel emit_sample_op(const std::string& op, const AttrMap& attrs, const std::vector<TensorType>& operands,
+OneLaunchKernel emit_sample_op(const std::string& op, const AttrMap& attrs, const std::vector<TensorType>& operands,
                             const TensorType& out) {
   if (op == "grid_sample") return emit_grid_sample(attrs, operands, out);
   if (op == "roi_align") return emit_roi_align(attrs, operands, out);

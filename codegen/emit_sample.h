@@ -36,7 +36,7 @@ namespace kiln::codegen {
 
 bool sample_supported(const std::string& op);
 
-SimpleKernel emit_sample_op(const std::string& op, const AttrMap& attrs, const std::vector<TensorType>& operands,
+OneLaunchKernel emit_sample_op(const std::string& op, const AttrMap& attrs, const std::vector<TensorType>& operands,
                             const TensorType& out);
 
 }  // namespace kiln::codegen

@@ -55,7 +55,7 @@ std::string offset_expr(const std::vector<std::string>& co, const std::vector<in
 
 bool scatter_supported(const std::string& op) { return op == "scatter_elements" || op == "scatter_nd"; }
 
-SimpleKernel emit_scatter_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
+OneLaunchKernel emit_scatter_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
                              const TensorType& out) {
   if (!scatter_supported(def.name)) fail("codegen: op '{}' is not a scatter", def.name);
   if (operands.size() != 3) fail("codegen: {}: expected data, indices, updates", def.name);
@@ -129,7 +129,7 @@ SimpleKernel emit_scatter_op(const OpDef& def, const AttrMap& attrs, const std::
     b += "    }\n";
   }
   b += "    out[i] = v;\n";
-  std::vector<KernelParam> params = {
+  std::vector<LaunchParam> params = {
       {T, "out"}, {"const " + T, "in0"}, {"const " + I, "in1"}, {"const " + T, "in2"}};
   return make_simple_kernel("scatter", def.name, params, kHelpers, b, out.numel(), {t});
 }

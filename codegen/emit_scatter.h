@@ -37,7 +37,7 @@ bool scatter_supported(const std::string& op);
 
 // `operands`: data, indices, updates; `out` as inferred. Throws kiln::Error
 // for another op, a bad reduction or operands that do not fit.
-SimpleKernel emit_scatter_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
+OneLaunchKernel emit_scatter_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
                              const TensorType& out);
 
 }  // namespace kiln::codegen

@@ -25,10 +25,10 @@ std::string replace_all(const std::string& s, std::string_view from, std::string
 
 }  // namespace
 
-SimpleKernel make_simple_kernel(const std::string& kind, const std::string& op, const std::vector<KernelParam>& params,
+OneLaunchKernel make_simple_kernel(const std::string& kind, const std::string& op, const std::vector<LaunchParam>& params,
                                 const std::string& helpers, const std::string& body, int64_t numel,
                                 const std::vector<DType>& dtypes) {
-  SimpleKernel k;
+  OneLaunchKernel k;
   k.numel = numel;
   std::string plist;
   for (size_t i = 0; i < params.size(); ++i)

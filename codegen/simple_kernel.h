@@ -13,7 +13,7 @@
 
 namespace kiln::codegen {
 
-struct SimpleKernel {
+struct OneLaunchKernel {
   std::string name;    // kiln_<kind>_<op>_<16 hex digits of the source's hash>
   std::string source;  // complete translation unit
   int64_t numel = 0;   // work items (usually result elements)
@@ -21,7 +21,7 @@ struct SimpleKernel {
   unsigned grid = 0;   // 0: nothing to launch
 };
 
-struct KernelParam {
+struct LaunchParam {
   std::string type;  // element type, e.g. "float", "const long long"
   std::string name;  // e.g. "out", "in0"
 };
@@ -32,7 +32,7 @@ struct KernelParam {
 // dtypes the code touches (for the half/bfloat16 headers).
 // Launch: block 256, grid = ceil(numel / 256) capped at 8192 (the loop
 // strides over the rest).
-SimpleKernel make_simple_kernel(const std::string& kind, const std::string& op, const std::vector<KernelParam>& params,
+OneLaunchKernel make_simple_kernel(const std::string& kind, const std::string& op, const std::vector<LaunchParam>& params,
                                 const std::string& helpers, const std::string& body, int64_t numel,
                                 const std::vector<DType>& dtypes);
 

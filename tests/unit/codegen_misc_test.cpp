@@ -1,6 +1,6 @@
 // The data-movement and sampling emitters against the reference: the index
-// maps added to emit_injective (gather_elements, gather_nd, trilu, eye_like,
-// one_hot, reverse_sequence, compress), emit_scatter (scatter_elements,
+// maps added to emit_injective (gather_elements, gather_nd, trilu,
+// reverse_sequence), emit_index_select (one_hot, eye_like, compress), emit_scatter (scatter_elements,
 // scatter_nd, every reduction, duplicate indices), emit_resize (every mode,
 // coordinate transform and nearest_mode, cubic exclude_outside, antialias,
 // tf_crop_and_resize, 3-D), emit_sample (grid_sample 1-D..3-D, roi_align)
@@ -19,6 +19,7 @@
 #include <random>
 
 #include "codegen/emit_conv_gather.h"
+#include "codegen/emit_index_select.h"
 #include "codegen/emit_injective.h"
 #include "codegen/emit_resize.h"
 #include "codegen/emit_sample.h"
@@ -85,7 +86,7 @@ void emit(Case& c) {
   }
   InferContext ic(def.name, vals, c.attrs, 1, "node");
   c.outs = infer_types(def, ic);
-  auto take = [&](const codegen::SimpleKernel& k) {
+  auto take = [&](const codegen::OneLaunchKernel& k) {
     c.name = k.name;
     c.source = k.source;
     c.grid = k.grid;
@@ -97,6 +98,8 @@ void emit(Case& c) {
     c.source = k.source;
     c.grid = k.grid;
     c.block = k.block;
+  } else if (codegen::index_select_supported(c.op)) {
+    take(codegen::emit_index_select_op(c.op, c.attrs, types, c.outs[0]));
   } else if (codegen::scatter_supported(c.op)) {
     take(codegen::emit_scatter_op(def, c.attrs, types, c.outs[0]));
   } else if (c.op == "resize") {
@@ -400,7 +403,7 @@ TEST(CodegenMisc, ScatterDuplicatesLastWriteWins) {
   Tensor data = ints(DType::F32, {3}, {10, 20, 30});
   Tensor idx = ints(DType::I64, {5}, {1, 1, -1, 1, 2});
   Tensor upd = ints(DType::F32, {5}, {1, 2, 3, 4, 5});
-  codegen::SimpleKernel k = codegen::emit_scatter_op(def, a, {data.type(), idx.type(), upd.type()}, data.type());
+  codegen::OneLaunchKernel k = codegen::emit_scatter_op(def, a, {data.type(), idx.type(), upd.type()}, data.type());
   codegen::SimCompiler sim;
   auto entries = sim.compile({{k.name, k.source}});
   Tensor got(data.type());
