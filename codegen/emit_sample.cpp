@@ -164,9 +164,9 @@ OneLaunchKernel emit_roi_align(const AttrMap& a, const std::vector<TensorType>& 
     b += fmt::format("    long long gh = (long long)ceil(rh / {}LL), gw = (long long)ceil(rw / {}LL);\n", oh, ow);
     b += "    gh = gh < 0 ? 0 : gh;\n    gw = gw < 0 ? 0 : gw;\n";
   }
-  b += "    const double count = (double)(gh * gw > 1 ? gh * gw : 1);\n";
+  if (!max_mode) b += "    const double count = (double)(gh * gw > 1 ? gh * gw : 1);\n";
   b += fmt::format("    const long long img = (bidx * {}LL + c) * {}LL;\n", C, H * W);
-  b += "    double acc = 0;\n    bool first = true;\n";
+  b += max_mode ? "    double acc = 0;\n    bool first = true;\n" : "    double acc = 0;\n";
   b += "    for (long long iy = 0; iy < gh; ++iy)\n      for (long long ix = 0; ix < gw; ++ix) {\n";
   b += "        double yy = sh + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;\n";
   b += "        double xx = sw + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;\n";

@@ -6,7 +6,7 @@
 // tf_crop_and_resize, 3-D), emit_sample (grid_sample 1-D..3-D, roi_align)
 // and emit_conv_gather (col2im, deform_conv), on odd shapes, size-1 dims and
 // results larger than one block, for f32/f16/f64 and integer/bool dtypes.
-// Every kernel must compile with NVRTC for sm_80 and sm_90 without spills;
+// Every kernel must compile with NVRTC for sm_80 and sm_90 without spills or warnings;
 // on the simulator, index/scatter/nearest/col2im results must equal
 // evaluate_op's bit for bit, interpolations within the float tolerance.
 #include <fmt/format.h>
@@ -335,6 +335,7 @@ TEST(CodegenMisc, EveryKernelCompilesAndMatchesReferenceOnSim) {
         max_regs_kernel = cs[i].label + " " + arch;
       }
       EXPECT_EQ(ks[i].spill_bytes, 0) << "spills: " << cs[i].label << " on " << arch;
+      EXPECT_EQ(ks[i].log.find("warning"), std::string::npos) << cs[i].label << " on " << arch << ": " << ks[i].log;
     }
   }
   auto t2 = clock::now();
