@@ -15,6 +15,7 @@
 
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
+#include "ir/graph.h"
 #include "kiln/kiln.hpp"
 #include "runtime/plan_format.h"
 #include "tools/kiln/compile.h"
@@ -82,7 +83,8 @@ kiln_dtype kiln_dtype_of(const py::dtype& dt, kiln_dtype expected, const std::st
 
 py::list describe(const std::vector<kiln::TensorInfo>& ts) {
   py::list r;
-  for (const kiln::TensorInfo& t : ts) r.append(py::make_tuple(t.name, numpy_dtype_name(t.dtype), py::tuple(py::cast(t.shape))));
+  for (const kiln::TensorInfo& t : ts)
+    r.append(py::make_tuple(t.name, numpy_dtype_name(t.dtype), py::tuple(py::cast(t.shape))));
   return r;
 }
 
@@ -191,6 +193,18 @@ PyEngine compile(const std::string& model, const std::string& precision,
     kiln::ImportOptions io;
     for (const auto& [name, dims] : shapes) io.input_shapes[name] = dims;
     kiln::ImportResult r = kiln::import_onnx_file(model, io);
+    // The importer ignores names it does not know; from Python a typo in
+    // `shapes` should not pass silently.
+    for (const auto& [name, dims] : shapes) {
+      bool found = false;
+      std::string have;
+      for (kiln::Value* in : r.graph->inputs()) {
+        found |= in->name() == name;
+        have += (have.empty() ? "\"" : ", \"") + in->name() + "\"";
+      }
+      if (!found)
+        raise(model + ": shapes names input \"" + name + "\", which the model does not have; its inputs are " + have);
+    }
     kiln::CompileOptions co;
     co.pass.target = target;
     co.pass.precision = precision;

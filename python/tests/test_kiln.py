@@ -157,6 +157,22 @@ def test_not_an_onnx_model(tmp_path):
         kiln.compile(bad)
 
 
+def test_shapes_for_an_unknown_input():
+    with pytest.raises(kiln.Error, match=r'shapes names input "image", which the model does not have; its inputs are "input"'):
+        kiln.compile(TINY, shapes={"image": [1, 3, 32, 32]})
+
+
+def test_unsupported_op(tmp_path):
+    graph = helper.make_graph([helper.make_node("Foo", ["x"], ["y"], name="foo1")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "foo.onnx")
+    with pytest.raises(kiln.Error, match=r'node "foo1" \(Foo\): op Foo \(opset 17\) is not supported'):
+        kiln.compile(tmp_path / "foo.onnx")
+
+
 def test_wrong_input_name(tiny):
     with pytest.raises(kiln.Error, match=r'unknown input "image"; the model\'s inputs are "input"'):
         tiny.run({"image": tiny_input()})
