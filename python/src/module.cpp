@@ -77,8 +77,8 @@ kiln_dtype kiln_dtype_of(const py::dtype& dt, kiln_dtype expected, const std::st
     if (size == 4) return KILN_U32;
     if (size == 8) return KILN_U64;
   }
-  raise("input \"" + name + "\": numpy dtype " + dt.attr("name").cast<std::string>() + " has no kiln equivalent (expected " +
-        numpy_dtype_name(expected) + ")");
+  raise("input \"" + name + "\": numpy dtype " + dt.attr("name").cast<std::string>() +
+        " has no kiln equivalent (expected " + numpy_dtype_name(expected) + ")");
 }
 
 py::list describe(const std::vector<kiln::TensorInfo>& ts) {
@@ -142,7 +142,8 @@ class PyEngine {
     kiln::Context ctx(engine_);
     std::vector<py::array> keep;  // the contiguous input arrays, alive until the run ends
     for (const kiln::TensorInfo& t : inputs_) {
-      if (!feed.contains(t.name)) raise("missing input \"" + t.name + "\"; the model's inputs are " + names_of(inputs_));
+      if (!feed.contains(t.name))
+        raise("missing input \"" + t.name + "\"; the model's inputs are " + names_of(inputs_));
       py::array a = py::array::ensure(feed[py::str(t.name)], py::array::c_style);
       if (!a) raise("input \"" + t.name + "\" is not convertible to a numpy array");
       std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());

@@ -158,7 +158,8 @@ def test_not_an_onnx_model(tmp_path):
 
 
 def test_shapes_for_an_unknown_input():
-    with pytest.raises(kiln.Error, match=r'shapes names input "image", which the model does not have; its inputs are "input"'):
+    with pytest.raises(kiln.Error,
+                       match=r'shapes names input "image", which the model does not have; its inputs are "input"'):
         kiln.compile(TINY, shapes={"image": [1, 3, 32, 32]})
 
 
