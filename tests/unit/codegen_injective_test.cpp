@@ -86,6 +86,8 @@ std::vector<Spec> specs() {
   add("gather", attrs({{"axis", int64_t{1}}}), "axis=1,i32", {{4, 6, 5}}, Shape{2, 3}, DType::I32);
   add("gather", attrs({}), "axis=0", {{9, 40}}, Shape{7});
   add("gather", attrs({{"axis", int64_t{-1}}}), "axis=-1,scalar index", {{3, 4, 5}}, Shape{});
+  add("gather_elements", attrs({{"axis", int64_t{1}}}), "axis=1", {{4, 6, 5}}, Shape{4, 3, 5});
+  add("gather_elements", attrs({{"axis", int64_t{-1}}}), "axis=-1,i32", {{3, 7}}, Shape{2, 9}, DType::I32);
   add("depth_to_space", attrs({{"blocksize", int64_t{2}}}), "b=2,DCR", {{2, 8, 3, 5}});
   add("depth_to_space", attrs({{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}}), "b=2,CRD", {{2, 8, 3, 5}});
   add("depth_to_space", attrs({{"blocksize", int64_t{3}}, {"mode", std::string("CRD")}}), "b=3,CRD", {{1, 27, 2, 3}});
