@@ -226,6 +226,17 @@ void map_gather_elements(MapCtx& c, std::string& b) {
                    linear(co, strides_of(ds)));
 }
 
+// Keeps x[..., i, j] where j - i >= k (upper) or j - i <= k (lower); the
+// rest is the fill (zero bytes).
+void map_trilu(MapCtx& c, std::string& b) {
+  const int r = c.out.rank();
+  if (r < 2) fail("codegen: trilu: rank {} < 2", r);
+  const bool upper = c.attrs.get_int("upper", 1) == 1;
+  const int64_t k = c.attrs.get_int("k", 0);
+  b += fmt::format("    off = i; src = ((long long)o{} - (long long)o{} {} {}LL) ? 0 : -1;\n", r - 1, r - 2,
+                   upper ? ">=" : "<=", k == INT64_MIN ? INT64_MIN + 1 : k);
+}
+
 void map_depth_to_space(MapCtx& c, std::string& b) {
   const int64_t bs = c.attrs.require_int("blocksize");
   const bool dcr = c.attrs.get_string("mode", "DCR") == "DCR";
@@ -251,7 +262,7 @@ const std::map<std::string, IndexMap>& maps() {
       {"reshape", map_reshape}, {"transpose", map_transpose}, {"expand", map_expand},
       {"slice", map_slice},     {"concat", map_concat},       {"split", map_split},
       {"pad", map_pad},         {"tile", map_tile},           {"gather", map_gather},
-      {"gather_elements", map_gather_elements},
+      {"gather_elements", map_gather_elements},               {"trilu", map_trilu},
       {"depth_to_space", map_depth_to_space},                 {"space_to_depth", map_space_to_depth},
   };
   return m;
