@@ -5,7 +5,8 @@
 //
 // Nodes: graph inputs and constants are host tensors; reshape and identity are
 // views (no kernel); every other node (pointwise, injective, reduction,
-// normalization ops, fused nodes...) needs an emitter in emitter_for()'s table
+// normalization ops, pools, argmax/argmin/hardmax/cumsum/topk, the losses,
+// fused nodes...) needs an emitter in emitter_for()'s table
 // (codegen/sim_executor.cpp) -- a node without one makes the constructor throw
 // kiln::Unsupported("sim backend: no kernel emitter for op X yet"): there is no
 // fallback to the reference. All kernels of the graph are compiled in one
