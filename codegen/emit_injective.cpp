@@ -207,36 +207,6 @@ void map_gather(MapCtx& c, std::string& b) {
                    linear(dco, strides_of(ds)));
 }
 
-// out[o] = data[o with o[axis] = indices[o]] (indices have the result's shape).
-void map_gather_elements(MapCtx& c, std::string& b) {
-  const Shape& ds = c.in[0].shape;
-  const int r = static_cast<int>(ds.size());
-  const int64_t a = norm_axis(c.attrs.get_int("axis", 0), r, "gather_elements");
-  if (c.in[1].dtype != DType::I32 && c.in[1].dtype != DType::I64)
-    fail("codegen: gather_elements: indices must be i32 or i64, got {}", dtype_name(c.in[1].dtype));
-  if (c.in[1].shape != c.out.shape || static_cast<int>(c.out.shape.size()) != r)
-    fail("codegen: gather_elements: indices {} and result {} differ", c.in[1].str(), c.out.str());
-  c.data[1] = false;
-  b += fmt::format("    long long ix = (long long){};\n", c.read(1, "i"));
-  b += fmt::format("    if (ix < 0) ix += {}@L@;\n", ds[a]);
-  std::vector<std::string> co = out_coords(r);
-  co[a] = "ix";
-  // Out of range: the element gets zero bytes (the reference raises an error).
-  b += fmt::format("    if (ix < 0 || ix >= {}@L@) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", ds[a],
-                   linear(co, strides_of(ds)));
-}
-
-// Keeps x[..., i, j] where j - i >= k (upper) or j - i <= k (lower); the
-// rest is the fill (zero bytes).
-void map_trilu(MapCtx& c, std::string& b) {
-  const int r = c.out.rank();
-  if (r < 2) fail("codegen: trilu: rank {} < 2", r);
-  const bool upper = c.attrs.get_int("upper", 1) == 1;
-  const int64_t k = c.attrs.get_int("k", 0);
-  b += fmt::format("    off = i; src = ((long long)o{} - (long long)o{} {} {}LL) ? 0 : -1;\n", r - 1, r - 2,
-                   upper ? ">=" : "<=", k == INT64_MIN ? INT64_MIN + 1 : k);
-}
-
 void map_depth_to_space(MapCtx& c, std::string& b) {
   const int64_t bs = c.attrs.require_int("blocksize");
   const bool dcr = c.attrs.get_string("mode", "DCR") == "DCR";
@@ -346,7 +316,6 @@ const std::map<std::string, IndexMap>& maps() {
       {"reshape", map_reshape}, {"transpose", map_transpose}, {"expand", map_expand},
       {"slice", map_slice},     {"concat", map_concat},       {"split", map_split},
       {"pad", map_pad},         {"tile", map_tile},           {"gather", map_gather},
-      {"gather_elements", map_gather_elements},               {"trilu", map_trilu},
       {"depth_to_space", map_depth_to_space},                 {"space_to_depth", map_space_to_depth},
       {"gather_elements", map_gather_elements},               {"gather_nd", map_gather_nd},
       {"trilu", map_trilu},     {"reverse_sequence", map_reverse_sequence},
