@@ -7,6 +7,7 @@
 #include "codegen/emit_einsum.h"
 #include "codegen/emit_epilogue.h"
 #include "codegen/emit_fused.h"
+#include "codegen/kernel_build.h"
 #include "codegen/emit_gemm.h"
 #include "codegen/emit_injective.h"
 #include "codegen/emit_reduction.h"
@@ -161,7 +162,7 @@ const KernelEmitter kEmitters[] = {
     {"einsum", handles_einsum, emit_einsum_node},
 };
 
-bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
+bool is_view(const Node& n) { return is_view_node(n); }
 
 // One compiler for the process: it keeps the loaded modules (entries stay
 // valid) and so compiles a kernel once per process.
@@ -264,11 +265,11 @@ std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs
         }
         for (Value* v : n.inputs()) add(lookup(v));
         for (const Tensor& t : k.extra) add(t);
-        if (k.grid == 0) continue;
+        if (k.grid.count() == 0) continue;
         kiln::sim::LaunchConfig cfg;
         cfg.kernel = k.name;
-        cfg.grid = dim3(k.grid);
-        cfg.block = dim3(k.block);
+        cfg.grid = dim3(k.grid.x, k.grid.y, k.grid.z);
+        cfg.block = dim3(k.block.x, k.block.y, k.block.z);
         cfg.shared_bytes = k.shared_bytes;
         try {
           sim_launch(impl_->entries.at(k.name), cfg, bufs, counts);
