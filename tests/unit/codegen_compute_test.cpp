@@ -96,11 +96,11 @@ std::vector<Tensor> run_on_sim(const Case& c, const std::map<std::string, codege
         }
       }
       for (const Tensor& t : k.extra) add(t);
-      if (k.grid == 0) continue;
+      if (k.grid.count() == 0) continue;
       sim::LaunchConfig cfg;
       cfg.kernel = k.name;
-      cfg.grid = dim3(k.grid);
-      cfg.block = dim3(k.block);
+      cfg.grid = dim3(k.grid.x, k.grid.y, k.grid.z);
+      cfg.block = dim3(k.block.x, k.block.y, k.block.z);
       cfg.shared_bytes = k.shared_bytes;
       codegen::sim_launch(entries.at(k.name), cfg, bufs, counts);
     }
@@ -581,8 +581,8 @@ TEST(CodegenComputeModels, RealModelAnchorsCompileAndMatch) {
       }
       sim::LaunchConfig cfg;
       cfg.kernel = kernels[i].name;
-      cfg.grid = dim3(kernels[i].grid);
-      cfg.block = dim3(kernels[i].block);
+      cfg.grid = dim3(kernels[i].grid.x, kernels[i].grid.y, kernels[i].grid.z);
+      cfg.block = dim3(kernels[i].block.x, kernels[i].block.y, kernels[i].block.z);
       ASSERT_NO_THROW(codegen::sim_launch(entries.at(kernels[i].name), cfg, bufs, counts));
       bool ok = true;
       // An f16 anchor rounds its result to f16 before any cast to f32 in the epilogue: f16 tolerance.
