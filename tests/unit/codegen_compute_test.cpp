@@ -461,6 +461,26 @@ TEST(CodegenCompute, EpilogueRefusesWhatItCannotStore) {
   } catch (const Unsupported& e) {
     EXPECT_NE(std::string(e.what()).find("softmax cannot be an epilogue op"), std::string::npos) << e.what();
   }
+  // Two parts of a split hold different elements: adding them is no one-to-one epilogue.
+  auto g2 = parse_graph(R"(graph @m(%x: f32[4,8], %w: f32[8,6]) -> (f32[4,3]) {
+    %y = fused(%x, %w) {kind="gemm_epilogue"} : f32[4,3] {
+      graph @f(%a: f32[4,8], %b: f32[8,6]) -> (f32[4,3]) {
+        %m = matmul(%a, %b) : f32[4,6]
+        %p, %q = split(%m) {axis=1, split=[3,3]} : f32[4,3], f32[4,3]
+        %s = add(%p, %q) : f32[4,3]
+        return %s
+      }
+    }
+    return %y
+  })",
+                        "t.kir");
+  codegen::Epilogue ep = codegen::Epilogue::from_fused(*g2->nodes().front(), op_registry(), {"matmul"});
+  try {
+    ep.code("acc", "i", "");
+    ADD_FAILURE() << "no error";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("different elements"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
