@@ -1,6 +1,7 @@
 // kiln: the command-line driver. Subcommands:
 //   compile MODEL.onnx        import and optimise; --stats, --json, --dump-dir, --print-ir-*
 //   run MODEL.onnx            compile and run on a backend with random inputs, timing it
+//   inspect MODEL.onnx        I/O, opsets, ops, weights, and every node kiln cannot compile
 //   dump-ir MODEL.onnx        print the imported IR (-O or --passes: after passes)
 //   opt FILE.kir              parse IR text, run --passes, verify, print (what FileCheck tests drive)
 //   conformance [PATH...]     run ONNX backend tests through the pipeline on a backend
@@ -23,6 +24,7 @@
 #include "tools/kiln/compile.h"
 #include "tools/kiln/conformance.h"
 #include "tools/kiln/docs_gen.h"
+#include "tools/kiln/inspect.h"
 #include "tools/kiln/kernels_report.h"
 
 namespace {
@@ -166,6 +168,9 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   add_compile_flags(conf, conf_opts.compile);
 
+  kiln::InspectOptions inspect_opts;
+  auto* inspect = kiln::register_inspect(app, inspect_opts);
+
   std::string docs_out, docs_json;
   auto* docs = app.add_subcommand("gen-op-docs", "Write docs/ops.md from the op registry and a conformance run");
   docs->add_option("out", docs_out, "Output Markdown file")->required();
@@ -180,7 +185,7 @@ int main(int argc, char** argv) {
   try {
     if (*compile) {
       auto t0 = std::chrono::steady_clock::now();
-      auto r = import_model(model, shapes_flag);
+      auto r = kiln::import_checked(model, shapes_flag);  // fails fast listing every unsupported node
       double import_ms = ms_since(t0);
       kiln::CompileReport rep = kiln::compile_graph(*r.graph, copts);
       print_stats(copts, rep);
@@ -236,6 +241,8 @@ int main(int argc, char** argv) {
         std::cout << fmt::format("output {} \"{}\": {} checksum {:016x}\n", i, r.graph->outputs()[i]->name(),
                                  outs[i].type().str(), checksum(outs[i]));
       std::cout << fmt::format("run: {:.2f} ms (best of {})\n", best, std::max(1, iterations));
+    } else if (*inspect) {
+      return kiln::run_inspect(inspect_opts);
     } else if (*conf) {
       return kiln::run_conformance(conf_opts);
     } else if (*docs) {
