@@ -251,7 +251,7 @@ TensorType Importer::input_type(const onnx::ValueInfoProto& vi) {
     if (tt.has_shape())
       for (int i = 0; i < tt.shape().dim_size(); ++i) {
         const auto& d = tt.shape().dim(i);
-        if (d.has_dim_value() && d.dim_value() != it->second[i])
+        if (d.has_dim_value() && d.dim_value() != it->second[i] && !opts_.override_fixed_dims)
           fail("{}: --shapes sets dim {} to {} but the model fixes it at {}", ctx, i, it->second[i], d.dim_value());
       }
     return TensorType(dt, it->second);
@@ -439,7 +439,7 @@ ImportResult Importer::run() {
       if (tt.has_shape() && tt.shape().dim_size() == v->type().rank()) {
         for (int i = 0; i < tt.shape().dim_size(); ++i) {
           const auto& d = tt.shape().dim(i);
-          if (d.has_dim_value() && d.dim_value() != v->shape()[i])
+          if (d.has_dim_value() && d.dim_value() != v->shape()[i] && !opts_.override_fixed_dims)
             fail("{}: the model declares dim {} = {} but kiln infers {}", ctx, i, d.dim_value(), v->type().str());
         }
       }

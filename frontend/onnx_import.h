@@ -35,6 +35,9 @@ struct ImportOptions {
   // whether kiln knows their op. The returned graph is then incomplete (its
   // outputs are only those that were produced) and must not be compiled.
   std::vector<ImportProblem>* problems = nullptr;
+  // input_shapes may change dims the model fixes (kiln bench --batch on a
+  // model exported at batch 1); the declared output dims are then not checked.
+  bool override_fixed_dims = false;
 };
 
 struct ImportResult {

@@ -96,11 +96,8 @@ struct Checked {
 
 // The collecting import. Inputs with free dims that --shapes does not fix are
 // checked with those dims set to 1 when `fill_free_dims` (inspect).
-Checked check_model(const std::string& path, const onnx::ModelProto* proto, const std::string& shapes,
-                    bool fill_free_dims) {
+Checked check_model(const std::string& path, const onnx::ModelProto* proto, ImportOptions io, bool fill_free_dims) {
   Checked c;
-  ImportOptions io;
-  io.input_shapes = parse_shapes_flag(shapes);
   io.problems = &c.problems;
   if (fill_free_dims && proto) {
     std::set<std::string> inits;
@@ -194,7 +191,9 @@ int run_inspect(const InspectOptions& o) {
     j["ops"][op] = n;
   }
 
-  Checked c = check_model(o.model, &m, o.shapes, true);
+  ImportOptions io;
+  io.input_shapes = parse_shapes_flag(o.shapes);
+  Checked c = check_model(o.model, &m, io, true);
   if (!c.free_dims_note.empty())
     std::cout << fmt::format("note: free dims of {} checked as 1 (set them with --shapes)\n",
                              fmt::join(c.free_dims_note, ", "));
@@ -225,8 +224,14 @@ int run_inspect(const InspectOptions& o) {
 }
 
 ImportResult import_checked(const std::string& path, const std::string& shapes) {
+  ImportOptions io;
+  io.input_shapes = parse_shapes_flag(shapes);
+  return import_checked(path, io);
+}
+
+ImportResult import_checked(const std::string& path, ImportOptions io) {
   reject_plan(path);
-  Checked c = check_model(path, nullptr, shapes, false);
+  Checked c = check_model(path, nullptr, io, false);
   if (!c.model_error.empty()) {
     if (c.model_error_unsupported) throw Unsupported(c.model_error);
     throw Error(c.model_error);

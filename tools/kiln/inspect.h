@@ -26,5 +26,6 @@ int run_inspect(const InspectOptions& o);
 // Imports `path` checking every node; throws kiln::Unsupported listing all
 // the nodes kiln cannot import (one per line) when there are any.
 ImportResult import_checked(const std::string& path, const std::string& shapes);
+ImportResult import_checked(const std::string& path, ImportOptions io);
 
 }  // namespace kiln

@@ -2,6 +2,7 @@
 //   compile MODEL.onnx        import and optimise; --stats, --json, --dump-dir, --print-ir-*
 //   run MODEL.onnx            compile and run on a backend with random inputs, timing it
 //   inspect MODEL.onnx        I/O, opsets, ops, weights, and every node kiln cannot compile
+//   bench MODEL.onnx          trtexec-style timing summary on a backend; --profile per node/kernel
 //   dump-ir MODEL.onnx        print the imported IR (-O or --passes: after passes)
 //   opt FILE.kir              parse IR text, run --passes, verify, print (what FileCheck tests drive)
 //   conformance [PATH...]     run ONNX backend tests through the pipeline on a backend
@@ -21,6 +22,7 @@
 #include "ir/verifier.h"
 #include "ops/registry.h"
 #include "tools/kiln/backends.h"
+#include "tools/kiln/bench.h"
 #include "tools/kiln/compile.h"
 #include "tools/kiln/conformance.h"
 #include "tools/kiln/docs_gen.h"
@@ -170,6 +172,8 @@ int main(int argc, char** argv) {
 
   kiln::InspectOptions inspect_opts;
   auto* inspect = kiln::register_inspect(app, inspect_opts);
+  kiln::BenchOptions bench_opts;
+  auto* bench = kiln::register_bench(app, bench_opts);
 
   std::string docs_out, docs_json;
   auto* docs = app.add_subcommand("gen-op-docs", "Write docs/ops.md from the op registry and a conformance run");
@@ -243,6 +247,8 @@ int main(int argc, char** argv) {
       std::cout << fmt::format("run: {:.2f} ms (best of {})\n", best, std::max(1, iterations));
     } else if (*inspect) {
       return kiln::run_inspect(inspect_opts);
+    } else if (*bench) {
+      return kiln::run_bench(bench_opts);
     } else if (*conf) {
       return kiln::run_conformance(conf_opts);
     } else if (*docs) {
