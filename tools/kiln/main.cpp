@@ -27,6 +27,7 @@
 #include "tools/kiln/conformance.h"
 #include "tools/kiln/docs_gen.h"
 #include "tools/kiln/inspect.h"
+#include "tools/kiln/ir_picture.h"
 #include "tools/kiln/kernels_report.h"
 
 namespace {
@@ -138,6 +139,10 @@ int main(int argc, char** argv) {
   dump->add_option("--shapes", shapes_flag, "Fix input shapes: name:1x3x224x224,...")->group("Model");
   bool dump_opt = false;
   dump->add_flag("-O,--optimize", dump_opt, "Run the default pipeline first")->group("Build");
+  std::string dump_format = "text";
+  dump->add_option("--format", dump_format, "text (kiln IR), dot (Graphviz), svg (rendered by Graphviz dot)")
+      ->check(CLI::IsMember({"text", "dot", "svg"}))
+      ->group("Reporting");
   add_compile_flags(dump, copts);
 
   std::string kir;
@@ -217,7 +222,7 @@ int main(int argc, char** argv) {
       auto r = import_model(model, shapes_flag);
       copts.optimize = dump_opt || !copts.passes.empty();
       print_stats(copts, kiln::compile_graph(*r.graph, copts));
-      std::cout << kiln::print_graph(*r.graph);
+      std::cout << kiln::render_graph(*r.graph, dump_format);
     } else if (*opt) {
       return run_opt(kir, split, copts);
     } else if (*run) {
