@@ -26,6 +26,7 @@
 #include "tools/kiln/compile.h"
 #include "tools/kiln/conformance.h"
 #include "tools/kiln/docs_gen.h"
+#include "tools/kiln/dump_index.h"
 #include "tools/kiln/inspect.h"
 #include "tools/kiln/ir_picture.h"
 #include "tools/kiln/kernels_report.h"
@@ -201,6 +202,7 @@ int main(int argc, char** argv) {
       if (print_final) std::cout << kiln::print_graph(*r.graph);
       // Codegen: every kernel emitted and compiled with NVRTC for the target.
       kiln::KernelsOutcome kernels = kiln::build_kernels(*r.graph, copts, true);
+      if (!copts.pipeline.dump_dir.empty()) kiln::write_dump_index(*r.graph, copts, model);
       if (copts.stats) std::cerr << kiln::format_kernel_stats(kernels);
       else if (kernels.built) std::cerr << kiln::kernels_summary(kernels) << "\n";
       nlohmann::json j = kiln::compile_report_json(*r.graph, rep);
