@@ -23,6 +23,7 @@
 #include "ops/registry.h"
 #include "tools/kiln/backends.h"
 #include "tools/kiln/bench.h"
+#include "tools/kiln/cli_style.h"
 #include "tools/kiln/compile.h"
 #include "tools/kiln/conformance.h"
 #include "tools/kiln/docs_gen.h"
@@ -114,6 +115,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kiln: an ONNX graph compiler and runtime"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kiln 0.1.0");
+  kiln::add_verbosity_flag(app);
 
   std::string model, shapes_flag, json_out;
   kiln::CompileOptions copts;
@@ -186,11 +188,14 @@ int main(int argc, char** argv) {
   docs->add_option("out", docs_out, "Output Markdown file")->required();
   docs->add_option("--conformance", docs_json, "JSON from `kiln conformance --json` for the status columns");
 
+  kiln::apply_cli_style(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 1;
   }
+  kiln::apply_verbosity({&copts, &bench_opts.compile, &conf_opts.compile});
+  if (kiln::verbosity() >= 1) conf_opts.verbose = true;
 
   try {
     if (*compile) {
