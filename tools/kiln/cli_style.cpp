@@ -89,7 +89,9 @@ void style(CLI::App& app, const std::shared_ptr<GroupedFormatter>& f) {
     for (const std::string& g : kGroupOrder)
       if (d.rfind(g + ": ", 0) == 0) {
         d = d.substr(g.size() + 2);
-        if (!d.empty()) d[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(d[0])));
+        // Lists of values ("fp32 | tf32") keep their case.
+        if (!d.empty() && d.find(" | ") == std::string::npos)
+          d[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(d[0])));
         o->description(d);
       }
   }
