@@ -393,8 +393,9 @@ int run_conformance(const ConformanceOptions& opts) {
                            secs);
   std::cout << fmt::format("{} passed, {} failed, {} skipped\n", total.pass, total.fail + total.crash,
                            total.unsupported);
+  int nvrtc_failed = 0;  // tests whose kernels NVRTC rejected: always fail the run
   if (!opts.nvrtc_archs.empty()) {
-    int kernels = 0, tests_checked = 0, nvrtc_failed = 0, max_regs = -1;
+    int kernels = 0, tests_checked = 0, max_regs = -1;
     std::string max_where;
     std::vector<std::string> spills;
     for (size_t i = 0; i < tests.size(); ++i) {
@@ -449,7 +450,8 @@ int run_conformance(const ConformanceOptions& opts) {
                              base_pass, total.pass, regressions);
   }
   if (opts.require_pass.empty() && opts.baseline_json.empty()) return (total.fail + total.crash) ? 1 : 0;
-  bool ok = total.crash == 0 && regressions == 0;
+  bool ok = total.crash == 0 && regressions == 0 && nvrtc_failed == 0;
+  if (nvrtc_failed) std::cout << fmt::format("gate: NVRTC rejected the kernels of {} tests\n", nvrtc_failed);
   if (total.crash) std::cout << fmt::format("gate: {} tests crashed\n", total.crash);
   for (const std::string& gate : opts.require_pass) {
     auto colon = gate.rfind(':');
