@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "codegen/emit_epilogue.h"
 #include "codegen/emit_expr.h"
 #include "ir/error.h"
 #include "ir/expr.h"
@@ -111,7 +112,6 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   kk.block = static_cast<unsigned>(nt);
   kk.grid = B * H * Sq * Dv == 0 ? 0 : static_cast<unsigned>(B * H * nqt);
   kk.shared_bytes = shared_bytes_for(bq, bk, D, Dv, es);
-  kk.params = epi.params;
 
   auto ld = [&](const std::string& e) { return fmt::format("({}){}", T, cuda_load(q.dtype, e)); };
   std::string b;
@@ -122,7 +122,7 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   b += epi.helpers;
   // NaN sticks, as the reference's max.
   b += fmt::format("__device__ __forceinline__ {0} @NAME@_max({0} a, {0} v) {{ return (v != v) ? v : (v > a ? v : a); }}\n", T);
-  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(epi.params));
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", epi.params);
   b += fmt::format("  __shared__ {} Qs[{}];\n", T, bq * (D + 1));
   b += fmt::format("  __shared__ {} Ks[{}];\n", T, bk * (D + 1));
   b += fmt::format("  __shared__ {} Vs[{}];\n", T, bk * std::max<int64_t>(Dv, 1));
@@ -206,15 +206,10 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   b += fmt::format("    if (d >= {}) break;\n", Dv);
   b += fmt::format("    const {} val = bad ? {} : o[c] * inv;\n", T, nan_to_zero ? "(" + T + ")0" : NaN);
   b += fmt::format("    const long long lin = ((long long)bh * {} + i) * {} + d;\n", Sq, Dv);
-  b += fmt::format("    const {} acc = {};\n", cuda_storage_type(q.dtype),
-                   cuda_store(q.dtype, f64 ? "val" : fmt::format("({})val", cuda_compute_type(q.dtype))));
-  b += "    (void)lin;\n";
   b += epi.code;
   b += "  }\n}\n";
-  b += kernel_sim_entry(epi.params);
-  std::vector<DType> dts;
-  for (const KernelParam& p : epi.params) dts.push_back(p.dtype);
-  kk.source = finish_kernel_source("kiln_attn", epi.label.empty() ? "attention" : epi.label, b, dts, kk.name);
+  b += epi.sim_entry;
+  kk.source = finish_kernel_source("kiln_attn", epi.label.empty() ? "attention" : epi.label, b, epi.dtypes, kk.name);
   return kk;
 }
 
@@ -224,24 +219,26 @@ AttentionKernel emit_attention_op(const AttrMap& attrs, const std::vector<Tensor
     fail("codegen: attention takes 3 or 4 operands, got {}", operands.size());
   const bool has_mask = operands.size() == 4;
   AttentionEpilogue epi;
-  epi.params = {{out.dtype, true, "out"}, {operands[0].dtype, false, "q"}, {operands[1].dtype, false, "k"},
-                {operands[2].dtype, false, "v"}};
-  if (has_mask) epi.params.push_back({operands[3].dtype, false, "mask"});
-  epi.q = "q";
-  epi.k = "k";
-  epi.v = "v";
-  epi.mask = has_mask ? "mask" : "";
+  std::vector<KernelParam> params = {{out.dtype, true, "out"},
+                                     {operands[0].dtype, false, "q"},
+                                     {operands[1].dtype, false, "k"},
+                                     {operands[2].dtype, false, "v"}};
+  if (has_mask) params.push_back({operands[3].dtype, false, "mask"});
+  epi.params = kernel_param_list(params);
+  epi.sim_entry = kernel_sim_entry(params);
+  for (const KernelParam& p : params) epi.dtypes.push_back(p.dtype);
+  epi.q = params[1].name;
+  epi.k = params[2].name;
+  epi.v = params[3].name;
+  if (has_mask) epi.mask = params[4].name;
   if (out.dtype != operands[0].dtype) fail("codegen: attention: output {} but q {}", out.str(), operands[0].str());
-  epi.code = "    out[lin] = acc;\n";
+  epi.code = fmt::format("    out[lin] = {};\n",
+                         cuda_store(out.dtype, out.dtype == DType::F64 ? "val" : "(float)val"));
   return emit_attention(operands[0], operands[1], operands[2], has_mask, has_mask ? operands[3] : TensorType(),
                         attrs, epi);
 }
 
 namespace {
-
-bool is_view_op(const std::string& op) {
-  return op == "reshape" || op == "identity" || op == "squeeze" || op == "unsqueeze" || op == "flatten";
-}
 
 const Node* attention_in_body(const Node& n) {
   if (n.op() != "fused" || !n.body() || n.attrs().get_string("kind", "") != "attention") return nullptr;
@@ -254,193 +251,53 @@ const Node* attention_in_body(const Node& n) {
   return found;
 }
 
-// The epilogue of a fused attention body (see is_attention_fused). Throws
-// kiln::Unsupported naming what it cannot do.
-struct EpilogueBuilder {
-  const Node& n;
-  const Node* attn = nullptr;
+// The fused node's kernel, or kiln::Unsupported naming what does not fit.
+FusedAttentionKernel build_fused(const Node& n) {
+  if (!attention_in_body(n)) unsupported("codegen: {} is not a fused node with one attention op", n.describe());
+  Epilogue e = Epilogue::from_fused(n, op_registry(), {"attention"});
+  const Node& a = e.anchor();
   AttentionEpilogue epi;
-  std::vector<Tensor> constants;
-  std::unordered_map<const Value*, std::string> outside;  // body input / constant -> parameter
-  struct Chain {
-    std::string var;  // storage-typed variable holding the element
-    std::string lin;  // its row-major index in the value
-    Shape shape;
+  epi.params = e.params();
+  epi.sim_entry = e.sim_entry("@NAME@");
+  for (const TensorType& t : e.results()) epi.dtypes.push_back(t.dtype);
+  for (const TensorType& t : e.slots()) epi.dtypes.push_back(t.dtype);
+  epi.dtypes.push_back(a.output(0)->dtype());
+  auto operand = [&](int i) -> std::string {
+    if (i >= a.num_inputs() || !a.input(i)) return "";
+    const int slot = e.anchor_slot(i);
+    if (slot < 0)
+      unsupported("codegen: fused attention {}: operand {} of the attention is computed inside the body "
+                  "(prologue ops are not supported)",
+                  n.describe(), i);
+    return fmt::format("in{}", slot);
   };
-  std::unordered_map<const Value*, Chain> chain;
-  int counter = 0;
-
-  explicit EpilogueBuilder(const Node& node) : n(node) {
-    attn = attention_in_body(n);
-    if (!attn) unsupported("codegen: {} is not a fused attention node with one attention op", n.describe());
-    const Graph& body = *n.body();
-    KILN_CHECK(body.inputs().size() == static_cast<size_t>(n.num_inputs()) &&
-                   body.outputs().size() == static_cast<size_t>(n.num_outputs()),
-               "{}: body and node disagree on operands/results", n.describe());
-    for (int r = 0; r < n.num_outputs(); ++r) epi.params.push_back({n.output(r)->dtype(), true, fmt::format("r{}", r)});
-    for (size_t j = 0; j < body.inputs().size(); ++j) {
-      epi.params.push_back({body.inputs()[j]->dtype(), false, fmt::format("in{}", j)});
-      outside[body.inputs()[j]] = fmt::format("in{}", j);
-    }
-    for (const auto& bn : body.nodes())
-      for (Value* v : bn->inputs())
-        if (v && v->is_constant() && !outside.count(v)) {
-          outside[v] = fmt::format("c{}", constants.size());
-          epi.params.push_back({v->dtype(), false, fmt::format("c{}", constants.size())});
-          constants.push_back(v->data());
-        }
-    auto operand = [&](int i) -> std::string {
-      if (i >= attn->num_inputs() || !attn->input(i)) return "";
-      auto it = outside.find(attn->input(i));
-      if (it == outside.end())
-        unsupported("codegen: fused attention {}: operand {} of the attention is computed inside the body "
-                    "(prologue ops are not supported)",
-                    n.describe(), i);
-      return it->second;
-    };
-    epi.q = operand(0);
-    epi.k = operand(1);
-    epi.v = operand(2);
-    epi.mask = operand(3);
-    epi.label = "fused_attention";
-    epi.helpers = std::string(expr_prelude());
-    chain[attn->output(0)] = {"acc", "lin", attn->output(0)->shape()};
-    bool after = false;
-    for (const auto& bn : body.nodes()) {
-      if (bn.get() == attn) {
-        after = true;
-        continue;
-      }
-      if (!after) unsupported("codegen: fused attention {}: {} comes before the attention", n.describe(), bn->describe());
-      step(*bn);
-    }
-    for (int r = 0; r < n.num_outputs(); ++r) {
-      auto it = chain.find(body.outputs()[r]);
-      if (it == chain.end())
-        unsupported("codegen: fused attention {}: result {} is not computed from the attention", n.describe(), r);
-      epi.code += fmt::format("    r{}[{}] = {};\n", r, it->second.lin, it->second.var);
-    }
-  }
-
-  // Statements decomposing `lin` over `shape`; returns the coordinate variables.
-  std::vector<std::string> coords(const std::string& lin, const Shape& shape) {
-    const int id = counter++;
-    std::vector<std::string> c(shape.size());
-    epi.code += fmt::format("    long long u{}_r = {};\n", id, lin);
-    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-      c[d] = fmt::format("u{}_c{}", id, d);
-      epi.code += fmt::format("    const long long {} = u{}_r % {}LL;\n", c[d], id, std::max<int64_t>(shape[d], 1));
-      epi.code += fmt::format("    u{}_r /= {}LL;\n", id, std::max<int64_t>(shape[d], 1));
-    }
-    epi.code += fmt::format("    (void)u{}_r;\n", id);
-    return c;
-  }
-
-  void step(const Node& bn) {
-    const Chain* in0 = nullptr;
-    for (Value* v : bn.inputs())
-      if (v && chain.count(v)) in0 = &chain.at(v);
-    if (!in0)
-      unsupported("codegen: fused attention {}: {} does not read the attention's result", n.describe(), bn.describe());
-    if (bn.num_outputs() != 1)
-      unsupported("codegen: fused attention {}: {} has {} results", n.describe(), bn.describe(), bn.num_outputs());
-    Value* out = bn.output(0);
-    if (is_view_op(bn.op())) {
-      if (!bn.input(0) || !chain.count(bn.input(0)) || out->dtype() != bn.input(0)->dtype())
-        unsupported("codegen: fused attention {}: {}", n.describe(), bn.describe());
-      Chain c = chain.at(bn.input(0));
-      c.shape = out->shape();
-      chain[out] = c;
-      return;
-    }
-    if (bn.op() == "transpose") {
-      const Chain& c = chain.at(bn.input(0));
-      const int rank = static_cast<int>(c.shape.size());
-      std::vector<int64_t> perm = bn.attrs().get_ints("perm");
-      if (perm.empty())
-        for (int d = rank - 1; d >= 0; --d) perm.push_back(d);
-      if (static_cast<int>(perm.size()) != rank) fail("{}: perm has {} entries for rank {}", bn.describe(), perm.size(), rank);
-      std::vector<std::string> cs = coords(c.lin, c.shape);
-      std::vector<int64_t> ost = row_major_strides(out->shape());
-      std::string lin;
-      for (int d = 0; d < rank; ++d) {
-        if (perm[d] < 0 || perm[d] >= rank) fail("{}: bad perm", bn.describe());
-        if (!lin.empty()) lin += " + ";
-        lin += fmt::format("{} * {}LL", cs[perm[d]], ost[d]);
-      }
-      const std::string name = fmt::format("lin{}", counter++);
-      epi.code += fmt::format("    const long long {} = {};\n", name, lin.empty() ? "0" : lin);
-      chain[out] = {c.var, name, out->shape()};
-      return;
-    }
-    const OpDef* def = op_registry().find(bn.op());
-    if (!def || def->category != OpCategory::Pointwise || !def->expr || bn.body())
-      unsupported("codegen: fused attention {}: epilogue op {} is not supported (view ops, transpose and pointwise "
-                  "ops are)",
-                  n.describe(), bn.op());
-    std::string lin;
-    std::vector<std::string> loads;
-    std::vector<DType> dts;
-    std::vector<std::string> cs;  // output coordinates, when an outside operand needs them
-    for (Value* v : bn.inputs()) {
-      if (!v) unsupported("codegen: fused attention {}: {} has an absent operand", n.describe(), bn.describe());
-      dts.push_back(v->dtype());
-      auto ci = chain.find(v);
-      if (ci != chain.end()) {
-        if (ci->second.shape != out->shape() || (!lin.empty() && lin != ci->second.lin))
-          unsupported("codegen: fused attention {}: {} mixes elements of the attention's result", n.describe(),
-                      bn.describe());
-        lin = ci->second.lin;
-        loads.push_back(cuda_load(v->dtype(), ci->second.var));
-        continue;
-      }
-      auto oi = outside.find(v);
-      if (oi == outside.end())
-        unsupported("codegen: fused attention {}: {} reads a value computed elsewhere in the body", n.describe(),
-                    bn.describe());
-      if (cs.empty() && !out->shape().empty()) cs = coords(in0->lin, out->shape());
-      const Shape& os = v->shape();
-      if (os.size() > out->shape().size()) fail("{}: operand of rank above the result's", bn.describe());
-      std::vector<int64_t> st = broadcast_strides_to(os, out->shape());
-      std::string idx;
-      for (size_t d = 0; d < st.size(); ++d)
-        if (st[d] != 0) idx += fmt::format("{}{} * {}LL", idx.empty() ? "" : " + ", cs[d], st[d]);
-      loads.push_back(cuda_load(v->dtype(), fmt::format("{}[{}]", oi->second, idx.empty() ? "0" : idx)));
-    }
-    ExprBuilder eb(dts);
-    Expr e = def->expr(eb, bn.attrs());
-    KILN_CHECK(e.result_dtype() == out->dtype(), "{}: expression gives {}, inferred {}", bn.describe(),
-               dtype_name(e.result_dtype()), dtype_name(out->dtype()));
-    const int id = counter++;
-    const std::string res = emit_expr(e, loads, fmt::format("x{}_", id), "    ", epi.code);
-    const std::string var = fmt::format("y{}", id);
-    epi.code += fmt::format("    const {} {} = {};\n", cuda_storage_type(out->dtype()), var,
-                            cuda_store(out->dtype(), res));
-    chain[out] = {var, lin, out->shape()};
-  }
-};
+  epi.q = operand(0);
+  epi.k = operand(1);
+  epi.v = operand(2);
+  epi.mask = operand(3);
+  epi.label = "fused_attention";
+  epi.helpers = std::string(expr_prelude());
+  epi.code = e.code("val", e.wide() ? "lin" : "(int)lin", "    ");
+  const bool has_mask = a.num_inputs() > 3 && a.input(3);
+  FusedAttentionKernel fk;
+  fk.kernel = emit_attention(a.input(0)->type(), a.input(1)->type(), a.input(2)->type(), has_mask,
+                             has_mask ? a.input(3)->type() : TensorType(), a.attrs(), epi);
+  fk.constants = e.constants();
+  return fk;
+}
 
 }  // namespace
 
 bool is_attention_fused(const Node& n) {
   if (!attention_in_body(n)) return false;
   try {
-    EpilogueBuilder eb(n);
+    build_fused(n);
     return true;
   } catch (const Error&) {
     return false;
   }
 }
 
-FusedAttentionKernel emit_fused_attention(const Node& n) {
-  EpilogueBuilder eb(n);
-  const Node& a = *eb.attn;
-  const bool has_mask = a.num_inputs() > 3 && a.input(3);
-  FusedAttentionKernel fk;
-  fk.kernel = emit_attention(a.input(0)->type(), a.input(1)->type(), a.input(2)->type(), has_mask,
-                             has_mask ? a.input(3)->type() : TensorType(), a.attrs(), eb.epi);
-  fk.constants = std::move(eb.constants);
-  return fk;
-}
+FusedAttentionKernel emit_fused_attention(const Node& n) { return build_fused(n); }
 
 }  // namespace kiln::codegen

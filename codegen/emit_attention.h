@@ -39,21 +39,24 @@ struct AttentionKernel {
   unsigned grid = 0;
   unsigned block = 0;
   int bq = 0, bk = 0, tpr = 0;      // the tiling chosen
-  size_t shared_bytes = 0;          // static shared memory the kernel declares
-  std::vector<KernelParam> params;  // buffers in launch order
+  size_t shared_bytes = 0;  // static shared memory the kernel declares
 };
 
 // What happens to each attention output element: `code` is statements that
-// read `acc` (the element, already rounded to the attention's dtype and held
-// in its storage type), `b`, `h`, `i`, `d` (int) and `lin` (long long, the
-// row-major index in [B, H, Sq, Dv]) and store to result parameters. `params`
-// are the kernel's buffers in launch order; `q`, `k`, `v`, `mask` name the
-// parameters holding the attention's operands (mask empty: none).
+// read `val` (the element in the compute type: float, or double for f64) and
+// `lin` (long long, its row-major index in [B, H, Sq, Dv]) and store it to
+// the results. `params` is the kernel's parameter list, `sim_entry` its
+// simulator entry (with @NAME@ for the kernel's name), `dtypes` the dtypes
+// of its buffers; `q`, `k`, `v`, `mask` name the parameters holding the
+// attention's operands (mask empty: none). A fused node's epilogue comes
+// from the shared epilogue emitter (codegen/emit_epilogue.h).
 struct AttentionEpilogue {
-  std::vector<KernelParam> params;
+  std::string params;
+  std::string sim_entry;
+  std::vector<DType> dtypes;
   std::string q, k, v, mask;
   std::string code;
-  std::string helpers;  // device code placed before the kernel (e.g. expr_prelude())
+  std::string helpers;  // device code placed before the kernel
   std::string label;
 };
 
@@ -70,9 +73,10 @@ AttentionKernel emit_attention_op(const AttrMap& attrs, const std::vector<Tensor
                                   const TensorType& out);
 
 // Whether `n` is a fused node of kind "attention" whose body is one attention
-// op (operands: body inputs or constants) and an epilogue of view ops
-// (reshape, identity, squeeze, unsqueeze, flatten), transposes and pointwise
-// ops (the attention's elements with outside operands broadcast into them).
+// op and an epilogue codegen/emit_epilogue.h accepts (reshape, identity,
+// transpose, split, slice, one-index gather, pointwise ops with outside
+// operands broadcast into the element), the attention's operands being
+// body inputs or constants.
 bool is_attention_fused(const Node& n);
 
 struct FusedAttentionKernel {

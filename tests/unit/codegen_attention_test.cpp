@@ -129,6 +129,7 @@ TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSi
     for (size_t i = 0; i < ks.size(); ++i) {
       EXPECT_FALSE(ks[i].cubin.empty()) << cases[i].text;
       max_regs = std::max(max_regs, ks[i].registers);
+      EXPECT_EQ(ks[i].log.find("warning"), std::string::npos) << cases[i].text << " on " << arch << ": " << ks[i].log;
       fmt::print("  {} {}: {} registers, {} bytes of shared memory, BQ={} BK={} TPR={}\n", cases[i].text, arch,
                  ks[i].registers, kernels[i].shared_bytes, kernels[i].bq, kernels[i].bk, kernels[i].tpr);
       if (ks[i].spill_bytes > 0) {
@@ -229,7 +230,10 @@ TEST(CodegenAttention, FusedAttentionWithEpilogueMatchesReferenceBackend) {
     codegen::KernelCompiler compiler(arch, &cache);
     auto ks = compiler.compile(sources);
     ASSERT_EQ(ks.size(), 2u);
-    for (const auto& k : ks) EXPECT_EQ(k.spill_bytes, 0) << arch;
+    for (const auto& k : ks) {
+      EXPECT_EQ(k.spill_bytes, 0) << arch;
+      EXPECT_EQ(k.log.find("warning"), std::string::npos) << arch << ": " << k.log;
+    }
   }
   expect_sim_matches_reference(*g);
 }

@@ -128,6 +128,7 @@ TEST(CodegenMiscOps, DftStftDetDynamicQuantizeCompileAndMatchReferenceOnSim) {
     for (size_t i = 0; i < ks.size(); ++i) {
       EXPECT_FALSE(ks[i].cubin.empty()) << owner[i];
       max_regs = std::max(max_regs, ks[i].registers);
+      EXPECT_EQ(ks[i].log.find("warning"), std::string::npos) << owner[i] << " on " << arch << ": " << ks[i].log;
       if (ks[i].spill_bytes > 0) {
         ++spills;
         ADD_FAILURE() << owner[i] << " spills on " << arch;

@@ -147,6 +147,7 @@ TEST(CodegenRnn, EveryVariantCompilesWithoutSpillsAndMatchesReferenceOnSim) {
     for (size_t i = 0; i < ks.size(); ++i) {
       EXPECT_FALSE(ks[i].cubin.empty());
       max_regs = std::max(max_regs, ks[i].registers);
+      EXPECT_EQ(ks[i].log.find("warning"), std::string::npos) << cases[i].op << " on " << arch << ": " << ks[i].log;
       if (ks[i].spill_bytes > 0) {
         ++spills;
         ADD_FAILURE() << cases[i].op << " case " << i << " on " << arch << " spills";

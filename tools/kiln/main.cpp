@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
       double best = 1e30;
       for (int i = 0; i < std::max(1, iterations); ++i) {
         auto a = std::chrono::steady_clock::now();
-        outs = kiln::run_on_backend(backend, *r.graph, feed);
+        outs = kiln::run_on_backend(backend, *r.graph, feed, copts.cache_dir);
         best = std::min(best, ms_since(a));
       }
       std::cout << fmt::format("backend: {} ({})\n", backend,
