@@ -15,8 +15,8 @@
 // the macros before the kernel from the dtypes -- or from a KernelSeams, the
 // way in for a fused anchor -- and #undefs them after it, so a fused node can
 // reuse the kernel body unchanged.
-#include <functional>
 #pragma once
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,8 +71,8 @@ void finish_op_kernel(OpKernel& k, std::string_view prefix, std::string_view lab
                       const std::vector<ShellBuffer>& buffers, const std::string& x_compute, const std::string& helpers,
                       const std::string& body, const KernelSeams* seams = nullptr);
 
-// A grid for `n` independent work items of `block` threads each covering one
-// item per thread: ceil(n / block), at most 8192 (kernels loop over the rest).
+// The grid for `n` work items at one item per thread: ceil(n / block) blocks,
+// at most 8192 (the kernels' grid-stride loops cover the rest).
 unsigned items_grid(long long n, unsigned block);
 
 }  // namespace kiln::codegen

@@ -13,6 +13,7 @@
 #include "codegen/emit_attention.h"
 #include "codegen/emit_select.h"
 #include "codegen/emit_pool.h"
+#include "codegen/emit_fused_pool.h"
 #include "codegen/emit_loss.h"
 #include "codegen/emit_fused_reduction.h"
 #include "codegen/emit_normalization.h"
@@ -204,14 +205,7 @@ bool handles_op_kernels(const Node& n) {
   return true;
 }
 
-std::vector<NodeKernel> emit_op_kernels_node(const Node& n) {
-  std::vector<TensorType> operands, results;
-  for (Value* v : n.inputs()) operands.push_back(v->type());
-  for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
-  const OpDef& def = op_registry().get(n.op());
-  std::vector<OpKernel> ks = pool_supported(n.op())     ? emit_pool_op(def, n.attrs(), operands, results)
-                             : select_supported(n.op()) ? emit_select_op(def, n.attrs(), operands, results)
-                                                        : emit_loss_op(def, n.attrs(), operands, results);
+std::vector<NodeKernel> to_node_kernels(std::vector<OpKernel> ks, const std::vector<Tensor>& extra = {}) {
   std::vector<NodeKernel> out;
   for (OpKernel& k : ks) {
     NodeKernel nk;
@@ -221,9 +215,28 @@ std::vector<NodeKernel> emit_op_kernels_node(const Node& n) {
     nk.block = k.block;
     nk.shared_bytes = k.shared_bytes;
     nk.results = std::move(k.results);
+    nk.extra = extra;
     out.push_back(std::move(nk));
   }
   return out;
+}
+
+// A fused reduction node whose anchor is a pool or argmax/argmin/hardmax.
+std::vector<NodeKernel> emit_fused_pool_node(const Node& n) {
+  std::vector<Tensor> constants;
+  std::vector<OpKernel> ks = emit_pool_select_fused(n, op_registry(), &constants);
+  return to_node_kernels(std::move(ks), constants);
+}
+
+std::vector<NodeKernel> emit_op_kernels_node(const Node& n) {
+  std::vector<TensorType> operands, results;
+  for (Value* v : n.inputs()) operands.push_back(v->type());
+  for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+  const OpDef& def = op_registry().get(n.op());
+  std::vector<OpKernel> ks = pool_supported(n.op())     ? emit_pool_op(def, n.attrs(), operands, results)
+                             : select_supported(n.op()) ? emit_select_op(def, n.attrs(), operands, results)
+                                                        : emit_loss_op(def, n.attrs(), operands, results);
+  return to_node_kernels(std::move(ks));
 }
 
 NodeKernel from_attention(const AttentionKernel& k, std::vector<Tensor> extra = {}) {
@@ -327,6 +340,7 @@ const KernelEmitter kEmitters[] = {
     {"normalization", handles_normalization, emit_normalization_node},
     {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node},
     {"pool/select/loss", handles_op_kernels, emit_op_kernels_node},
+    {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node},
     {"attention", handles_attention, emit_attention_node},
     {"recurrent", handles_rnn, emit_rnn_node},
     {"misc (dft, stft, det, dynamic_quantize_linear)", handles_misc, emit_misc_node},

@@ -51,7 +51,8 @@ std::vector<Case> select_cases() {
     for (size_t li = 0; li < lines.size(); ++li)
       for (int64_t last : {0, 1}) {
         const Line& l = lines[li];
-        if (std::string(op) == "argmin" && li != 0 && li != 3) continue;  // fewer kernels: NVRTC's cold time
+        // Fewer kernels (NVRTC's cold time): argmin on a block line and a long middle axis, argmax on four.
+        if (li == 1 || (std::string(op) == "argmin" && (li == 2 || li == 4))) continue;
         AttrMap a;
         a.set("axis", l.axis);
         a.set("select_last_index", last);
@@ -67,6 +68,7 @@ std::vector<Case> select_cases() {
   for (const Line& l : lines) {
     AttrMap a;
     a.set("axis", l.axis);
+    if (l.shape.size() == 2 && l.axis == 0) continue;  // the thread form is covered by the middle axis
     add("hardmax", a, TensorType(DType::F32, l.shape), 1, std::string(l.what) + " ties", true, {3, 11, 12, 650});
   }
   {
@@ -158,7 +160,7 @@ std::vector<Case> loss_cases() {
     for (const char* red : {"none", "sum", "mean"}) {
       if (std::string(red) != "sum") add(op, red, {3, 5}, DType::F32, false, std::nullopt, 1, "[N, C]");
       add(op, red, {2, 4, 3, 2}, DType::F32, true, int64_t{-1}, sce ? 2 : 1, "weighted, ii -1");
-      add(op, red, {2, 3, 300}, DType::F32, true, int64_t{2}, 1, "many elements, ii a class");
+      if (std::string(red) != "sum") add(op, red, {2, 3, 300}, DType::F32, true, int64_t{2}, 1, "many elements, ii a class");
     }
     add(op, "mean", {2, 4, 3}, DType::F32, true, int64_t{1}, 1, "all ignored: NaN", false, true);
     add(op, "mean", {2, 5, 3}, DType::F16, true, std::nullopt, sce ? 2 : 1, "f16");
@@ -171,7 +173,7 @@ std::vector<Case> loss_cases() {
 TEST(CodegenSelect, EverySelectAndLossOpCompilesAndMatchesReferenceOnSim) {
   std::vector<Case> cases = select_cases();
   for (Case& c : loss_cases()) cases.push_back(std::move(c));
-  ASSERT_GT(cases.size(), 65u);
+  ASSERT_GT(cases.size(), 55u);
   op_kernels_test::run_all(cases, emit_any, "select/scan/loss");
 }
 
