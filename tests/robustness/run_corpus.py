@@ -56,7 +56,11 @@ def run_one(args, case, command, corpus, tmp):
     argv = [args.kiln, command, d if command == "conformance" else model] + case["args"]
     trace = os.path.join(tmp, "trace.txt")
     full = ["strace", "-f", "-qq", "-e", "trace=open,openat,openat2", "-e", "signal=none", "-o", trace] + argv
-    env = dict(os.environ, KILN_CACHE_DIR=os.path.join(tmp, "cache"))
+    # Sanitizer builds: a report aborts (a signal, never mistaken for exit
+    # code 1); LeakSanitizer cannot run under ptrace (the unit tests check leaks).
+    env = dict(os.environ, KILN_CACHE_DIR=os.path.join(tmp, "cache"),
+               ASAN_OPTIONS="abort_on_error=1:detect_leaks=0",
+               UBSAN_OPTIONS="abort_on_error=1:halt_on_error=1:print_stacktrace=1")
     try:
         p = subprocess.run(full, cwd=d, env=env, capture_output=True, text=True, errors="replace",
                            timeout=args.timeout, preexec_fn=None if args.no_memory_limit else limit_memory)
