@@ -9,6 +9,12 @@
 #include "ir/error.h"
 #include "ir/limits.h"
 
+// GCC 12 at -O3 warns about std::string copies inlined into protobuf setters
+// (a false positive, GCC bug 105329).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
 namespace kiln {
 namespace {
 
