@@ -126,6 +126,7 @@ std::vector<CompiledKernel> KernelCompiler::compile(const std::vector<KernelSour
   std::vector<CompiledKernel> done(unique.size());
   std::vector<std::exception_ptr> errors(unique.size());
   std::atomic<size_t> next{0};
+  std::atomic<int> finished{0};
   auto worker = [&] {
     for (size_t i; (i = next++) < unique.size();) {
       try {
@@ -133,6 +134,7 @@ std::vector<CompiledKernel> KernelCompiler::compile(const std::vector<KernelSour
       } catch (...) {
         errors[i] = std::current_exception();
       }
+      if (progress_) progress_(++finished, static_cast<int>(unique.size()));
     }
   };
   size_t n_threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()),

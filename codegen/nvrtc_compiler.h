@@ -15,6 +15,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,8 @@ class KernelCompiler {
   // kernel (in input order) that failed.
   std::vector<CompiledKernel> compile(const std::vector<KernelSource>& kernels);
 
+  // Called by the compiling threads after each distinct kernel (done, total).
+  void set_progress(std::function<void(int, int)> f) { progress_ = std::move(f); }
   const std::string& arch() const { return arch_; }
   const std::vector<std::string>& options() const { return options_; }
   // NVRTC compilations actually run / served from the cache, since construction.
@@ -70,6 +73,7 @@ class KernelCompiler {
   std::vector<std::string> options_;
   std::atomic<int> compilations_{0};
   std::atomic<int> cache_hits_{0};
+  std::function<void(int, int)> progress_;
 };
 
 }  // namespace kiln::codegen

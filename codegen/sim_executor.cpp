@@ -3,7 +3,12 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "codegen/emit_conv.h"
+#include "codegen/emit_einsum.h"
+#include "codegen/emit_epilogue.h"
 #include "codegen/emit_fused.h"
+#include "codegen/kernel_build.h"
+#include "codegen/emit_gemm.h"
 #include "codegen/emit_injective.h"
 #include "codegen/emit_reduction.h"
 #include "codegen/emit_pointwise.h"
@@ -91,15 +96,73 @@ std::vector<NodeKernel> emit_reduction_node(const Node& n) {
   return {nk};
 }
 
+// matmul/gemm and conv/conv_transpose, bare or anchoring a fused epilogue (codegen/emit_gemm.h, emit_conv.h).
+bool is_fused_kind(const Node& n, const char* kind) {
+  return n.op() == "fused" && n.body() && n.attrs().get_string("kind", "") == kind;
+}
+// Every operand present (the executor passes each input as a buffer).
+bool anchor_operands_present(const Node& n) {
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return n.num_inputs() >= 2;
+}
+bool handles_gemm(const Node& n) {
+  if (is_fused_kind(n, "gemm_epilogue")) return true;
+  return !n.body() &&
+         (n.op() == "matmul" || n.op() == "gemm" || n.op() == "matmul_integer" || n.op() == "qlinear_matmul") &&
+         anchor_operands_present(n);
+}
+bool handles_conv(const Node& n) {
+  if (is_fused_kind(n, "conv_epilogue")) return true;
+  if (n.op() == "conv_integer" || n.op() == "qlinear_conv") return !n.body() && anchor_operands_present(n);
+  return !n.body() && (n.op() == "conv" || n.op() == "conv_transpose") && anchor_operands_present(n) &&
+         is_float(n.input(0)->dtype());
+}
+NodeKernel from_compute(const ComputeKernel& k, const Epilogue& ep) {
+  NodeKernel nk;
+  nk.name = k.name;
+  nk.source = k.source;
+  nk.grid = k.grid;
+  nk.block = k.block;
+  nk.shared_bytes = k.shared_bytes;
+  nk.extra = ep.constants();
+  return nk;
+}
+Epilogue epilogue_of(const Node& n, std::vector<std::string> anchors) {
+  return n.body() ? Epilogue::from_fused(n, op_registry(), anchors) : Epilogue::from_node(n);
+}
+std::vector<NodeKernel> emit_gemm_node(const Node& n) {
+  Epilogue ep = epilogue_of(n, {"matmul", "gemm"});
+  return {from_compute(emit_matmul_gemm(ep), ep)};
+}
+std::vector<NodeKernel> emit_conv_node(const Node& n) {
+  Epilogue ep = epilogue_of(n, {"conv", "conv_transpose"});
+  return {from_compute(emit_conv(ep), ep)};
+}
+
+bool handles_einsum(const Node& n) {
+  if (n.body() || n.op() != "einsum" || n.num_inputs() < 1) return false;
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return true;
+}
+std::vector<NodeKernel> emit_einsum_node(const Node& n) {
+  Epilogue ep = Epilogue::from_node(n);
+  return {from_compute(emit_einsum(ep), ep)};
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
     {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node},
     {"injective", handles_injective, emit_injective_node},
     {"reduction", handles_reduction, emit_reduction_node},
+    {"gemm", handles_gemm, emit_gemm_node},
+    {"conv", handles_conv, emit_conv_node},
+    {"einsum", handles_einsum, emit_einsum_node},
 };
 
-bool is_view(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
+bool is_view(const Node& n) { return is_view_node(n); }
 
 // One compiler for the process: it keeps the loaded modules (entries stay
 // valid) and so compiles a kernel once per process.
@@ -202,11 +265,11 @@ std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs
         }
         for (Value* v : n.inputs()) add(lookup(v));
         for (const Tensor& t : k.extra) add(t);
-        if (k.grid == 0) continue;
+        if (k.grid.count() == 0) continue;
         kiln::sim::LaunchConfig cfg;
         cfg.kernel = k.name;
-        cfg.grid = dim3(k.grid);
-        cfg.block = dim3(k.block);
+        cfg.grid = dim3(k.grid.x, k.grid.y, k.grid.z);
+        cfg.block = dim3(k.block.x, k.block.y, k.block.z);
         cfg.shared_bytes = k.shared_bytes;
         try {
           sim_launch(impl_->entries.at(k.name), cfg, bufs, counts);

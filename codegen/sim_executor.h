@@ -22,13 +22,23 @@
 
 namespace kiln::codegen {
 
+// Grid or block dimensions of a launch. Converts from one unsigned (x), so
+// 1-D emitters write `nk.grid = k.grid`.
+struct LaunchDims {
+  unsigned x = 0, y = 1, z = 1;
+  LaunchDims() = default;
+  LaunchDims(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+  unsigned long long count() const { return 1ull * x * y * z; }
+  bool operator==(const LaunchDims&) const = default;
+};
+
 // One launch of an emitted kernel for a node.
 struct NodeKernel {
   std::string name;    // kernel (and simulator entry <name>_sim) name
   std::string source;  // complete translation unit
-  unsigned grid = 0;   // 0: nothing to launch (empty outputs)
-  unsigned block = 0;
-  size_t shared_bytes = 0;
+  LaunchDims grid;     // count() == 0: nothing to launch (empty outputs)
+  LaunchDims block;
+  size_t shared_bytes = 0;  // dynamic shared memory per block
   // Buffers: the node's results listed in `results` (empty: all of them, in
   // order), then its inputs in order, then `extra` (host tensors the emitter
   // adds, e.g. a fused body's constants).

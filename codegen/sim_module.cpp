@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <exception>
+#include <mutex>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -69,6 +70,38 @@ void check_runtime_exported() {
          "link kiln_sim into it and export its symbols (CMake ENABLE_EXPORTS, -rdynamic)");
 }
 
+struct EmbeddedHeader {
+  const char* path;  // relative to the include root, e.g. "codegen/sim/cuda_sim.h"
+  const char* text;
+};
+// codegen/sim/*.h as they were at configure time (codegen/CMakeLists.txt).
+constexpr EmbeddedHeader kSimHeaders[] = {
+#include "sim_headers.inc"
+};
+
+std::string embedded_headers_text() {
+  std::string all;
+  for (const EmbeddedHeader& h : kSimHeaders) all += std::string(h.path) + "\n" + h.text + "\n";
+  return all;
+}
+
+// Writes the embedded simulator headers under <dir>/include/<xxh64 of them>/
+// (once; the name changes with the contents, so kiln builds of different
+// versions sharing a cache never see each other's headers) and returns that
+// include root.
+fs::path materialize_headers(const fs::path& dir) {
+  const std::string all = embedded_headers_text();
+  const fs::path root = dir / "include" / fmt::format("{:016x}", XXH64(all.data(), all.size(), 0));
+  for (const EmbeddedHeader& h : kSimHeaders) {
+    const fs::path p = root / h.path;
+    if (fs::exists(p) && read_file(p) == h.text) continue;
+    std::error_code ec;
+    fs::create_directories(p.parent_path(), ec);
+    if (!write_atomically(p, h.text)) fail("simulator: cannot write the simulator header {}", p.string());
+  }
+  return root;
+}
+
 }  // namespace
 
 SimModule::SimModule(fs::path so_path) : path_(std::move(so_path)) {
@@ -97,16 +130,40 @@ void sim_launch(SimEntry entry, const kiln::sim::LaunchConfig& cfg, const std::v
 }
 
 SimCompiler::SimCompiler(fs::path cache_dir) : dir_((cache_dir.empty() ? default_dir() : cache_dir) / "sim") {
-  command_ = fmt::format("{} -std=c++20 -O1 -fPIC -shared -w -DKILN_SIM -include {}/codegen/sim/cuda_sim.h -I{} -I{}",
-                         KILN_SIM_CXX, KILN_SOURCE_DIR, KILN_SOURCE_DIR, KILN_SIM_CUDA_INCLUDE_DIR);
+  const fs::path root = materialize_headers(dir_);
+  shim_ = root / "codegen/sim/cuda_sim.h";
+  flags_ = fmt::format("-std=c++20 -O1 -fPIC -w -DKILN_SIM -I{} -I{}", quote(root.string()),
+                       quote(KILN_SIM_CUDA_INCLUDE_DIR));
+  command_ = fmt::format("{} {} -shared -include {}", KILN_SIM_CXX, flags_, quote(shim_.string()));
+}
+
+// Parsing cuda_sim.h with the CUDA fp16/bf16 headers is most of a small
+// module's compile time (about 85% on the dev machine), so the shim is
+// precompiled once, next to it, with the modules' flags: GCC then uses
+// cuda_sim.h.gch for `-include cuda_sim.h`. Built on the first cache miss
+// only (a warm run never pays for it); a failed or stale PCH is not an error
+// (GCC falls back to the header, which gives the same module).
+void SimCompiler::ensure_precompiled_header() {
+  std::call_once(pch_once_, [&] {
+    fs::path gch = shim_;
+    gch += ".gch";
+    if (fs::exists(gch)) return;
+    static std::atomic<unsigned> seq{0};
+    fs::path tmp = gch;
+    tmp += fmt::format(".tmp{}.{}", ::getpid(), seq++);
+    const std::string cmd = fmt::format("{} {} -x c++-header -o {} {} > /dev/null 2>&1", KILN_SIM_CXX, flags_,
+                                        quote(tmp.string()), quote(shim_.string()));
+    std::error_code ec;
+    if (std::system(cmd.c_str()) == 0) fs::rename(tmp, gch, ec);
+    if (ec || fs::exists(tmp)) fs::remove(tmp, ec);
+  });
 }
 
 std::shared_ptr<SimModule> SimCompiler::build(const std::string& tu) {
   // The key: the command, the simulator headers the module is built against
   // (their ABI must match the runtime linked into this process), the source.
   std::string key = "kiln-sim-module-v1\n" + command_ + "\n";
-  for (const char* h : {"codegen/sim/cuda_sim.h", "codegen/sim/sim_runtime.h"})
-    key += read_file(fs::path(KILN_SOURCE_DIR) / h) + "\n";
+  key += embedded_headers_text();
   key += tu;
   const std::string stem = fmt::format("{:016x}", XXH64(key.data(), key.size(), 0));
   const fs::path so = dir_ / (stem + ".so"), key_path = dir_ / (stem + ".key");
@@ -115,6 +172,7 @@ std::shared_ptr<SimModule> SimCompiler::build(const std::string& tu) {
     return std::make_shared<SimModule>(so);
   }
   ++compilations_;
+  ensure_precompiled_header();
   std::error_code ec;
   fs::create_directories(dir_, ec);
   static std::atomic<unsigned> seq{0};

@@ -15,6 +15,9 @@
 // Cache: <dir>/sim/<xxh64>.so with <xxh64>.key holding the full key (the
 // translation unit and the compiler command); a lookup compares the key in
 // full. Files are written under temporary names and renamed into place.
+// The simulator headers are embedded in the binary and written to
+// <dir>/sim/include/<xxh64 of their text>/ (with cuda_sim.h precompiled there
+// on the first miss), so modules never read kiln's source tree.
 // Directory: as codegen/kernel_cache.h (argument, $KILN_CACHE_DIR,
 // $XDG_CACHE_HOME/kiln, ~/.cache/kiln).
 #pragma once
@@ -22,6 +25,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -71,9 +75,13 @@ class SimCompiler {
 
  private:
   std::shared_ptr<SimModule> build(const std::string& tu);
+  void ensure_precompiled_header();
 
   std::filesystem::path dir_;
+  std::filesystem::path shim_;  // the materialized cuda_sim.h
+  std::string flags_;           // shared by modules and the precompiled shim
   std::string command_;
+  std::once_flag pch_once_;
   std::vector<std::shared_ptr<SimModule>> loaded_;  // keeps entries valid
   std::atomic<int> compilations_{0};
   std::atomic<int> cache_hits_{0};

@@ -246,4 +246,35 @@ OpDef einsum_op() {
 
 void register_einsum_op(OpRegistry& r) { r.add(einsum_op()); }
 
+namespace linalg {
+
+EinsumLoops einsum_loops(const std::string& equation, const std::vector<Shape>& shapes) {
+  EinsumSpec s = parse_einsum(equation, shapes);
+  const int nl = static_cast<int>(s.size.size()), nin = static_cast<int>(shapes.size());
+  // As einsum_kernel: per operand, the stride of each label.
+  std::vector<std::vector<int64_t>> stride(nin, std::vector<int64_t>(nl, 0));
+  for (int k = 0; k < nin; ++k) {
+    std::vector<int64_t> st = strides_of(shapes[k]);
+    for (size_t dim = 0; dim < shapes[k].size(); ++dim)
+      if (shapes[k][dim] != 1) stride[k][s.in_labels[k][dim]] += st[dim];
+  }
+  std::vector<bool> is_out(nl, false);
+  for (int l : s.out_labels) is_out[l] = true;
+  EinsumLoops r;
+  r.out_strides.resize(nin);
+  r.sum_strides.resize(nin);
+  for (int l : s.out_labels) {
+    r.out_sizes.push_back(s.size[l]);
+    for (int k = 0; k < nin; ++k) r.out_strides[k].push_back(stride[k][l]);
+  }
+  for (int l = 0; l < nl; ++l)
+    if (s.size[l] >= 0 && !is_out[l]) {
+      r.sum_sizes.push_back(s.size[l]);
+      for (int k = 0; k < nin; ++k) r.sum_strides[k].push_back(stride[k][l]);
+    }
+  return r;
+}
+
+}  // namespace linalg
+
 }  // namespace kiln::ops

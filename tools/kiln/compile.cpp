@@ -37,6 +37,11 @@ void add_compile_flags(CLI::App* cmd, CompileOptions& o) {
       ->group("Reporting");
   cmd->add_flag("--no-verify-each{false}", o.pipeline.verify_each, "Reporting: skip the verifier between passes")
       ->group("Reporting");
+  cmd->add_option("--cache-dir", o.cache_dir,
+                  "Build: kernel cache directory (default $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, ~/.cache/kiln)")
+      ->group("Build");
+  cmd->add_flag("--no-kernel-cache{false}", o.kernel_cache, "Build: compile every kernel with NVRTC, no cache")
+      ->group("Build");
   cmd->add_flag("--stats", o.stats, "Reporting: per-pass statistics (changed, time, node counts)")
       ->group("Reporting");
 }

@@ -20,6 +20,8 @@ struct CompileOptions {
   bool optimize = true;              // false: --no-opt, the imported graph as is
   std::vector<std::string> passes;   // explicit pass list; empty: default pipeline
   bool stats = false;                // print per-pass statistics to stderr
+  std::string cache_dir;             // kernel / simulator module cache (empty: default)
+  bool kernel_cache = true;          // false: --no-kernel-cache
 };
 
 // Adds the Build/Reporting flags (--precision, --target, --passes, --no-opt,

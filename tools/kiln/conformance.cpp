@@ -1,5 +1,7 @@
 #include "tools/kiln/conformance.h"
 
+#include "tools/kiln/kernels_report.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -36,10 +38,42 @@ struct TestCase {
   std::string suite, name, dir;
 };
 
+// What --nvrtc-check found in one test (all archs).
+struct KernelCheck {
+  int kernels = 0;       // distinct kernels, summed over archs
+  int max_registers = -1;
+  std::string max_kernel;
+  std::vector<std::string> spills;  // "name (arch): N bytes"
+};
+
 struct Outcome {
+  Outcome() = default;
+  Outcome(std::string s, std::string m, KernelCheck k = {}) : status(std::move(s)), message(std::move(m)), kc(std::move(k)) {}
   std::string status;  // pass, fail, unsupported, crash
   std::string message;
+  KernelCheck kc;
 };
+
+// Compiles the test graph's kernels for every --nvrtc-check arch. An NVRTC
+// error propagates (the test fails); nodes without an emitter are not this
+// check's business (the sim backend reports them).
+KernelCheck check_kernels(const Graph& g, const ConformanceOptions& opts) {
+  KernelCheck kc;
+  for (const std::string& arch : opts.nvrtc_archs) {
+    CompileOptions co = opts.compile;
+    co.pass.target = arch;
+    nlohmann::json j = kernels_json(build_kernels(g, co, false));
+    if (!j.value("built", false)) fail("--nvrtc-check: {}", j.value("why_not", std::string("no codegen")));
+    for (const auto& d : j["kernels_detail"]) {
+      ++kc.kernels;
+      const int regs = d["registers"].get<int>();
+      if (regs > kc.max_registers) kc.max_registers = regs, kc.max_kernel = d["name"].get<std::string>() + " (" + arch + ")";
+      if (d["spill_bytes"].get<int>() > 0)
+        kc.spills.push_back(fmt::format("{} ({}): {} bytes", d["name"].get<std::string>(), arch, d["spill_bytes"].get<int>()));
+    }
+  }
+  return kc;
+}
 
 bool is_test_dir(const fs::path& p) { return fs::exists(p / "model.onnx"); }
 
@@ -110,14 +144,24 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return {"fail", "no test_data_set_* folder"};
   std::string errors;  // per float output: how far from the expected values
+  KernelCheck kc;
   for (const fs::path& set : sets) {
     std::map<std::string, Tensor> feed;
     std::vector<Tensor> want;
     ImportResult imp = import_conformance_case(t.dir, set.filename().string(), &feed, &want);
     compile_graph(*imp.graph, opts.compile);
+    if (!opts.nvrtc_archs.empty() && set == sets.front()) {
+      try {
+        kc = check_kernels(*imp.graph, opts);
+      } catch (const Unsupported&) {
+        throw;
+      } catch (const Error& e) {
+        return {"fail", fmt::format("--nvrtc-check: {}", e.what()), kc};
+      }
+    }
     std::vector<Tensor> got = run_on_backend(opts.backend, *imp.graph, feed);
     if (got.size() != want.size())
-      return {"fail", fmt::format("{}: {} outputs but {} expected", set.filename().string(), got.size(), want.size())};
+      return {"fail", fmt::format("{}: {} outputs but {} expected", set.filename().string(), got.size(), want.size()), kc};
     std::string first_diff;
     for (size_t k = 0; k < got.size(); ++k) {
       // The run's precision loosens float tolerances (run_tolerance); a
@@ -137,9 +181,9 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
       if (!diff.empty() && first_diff.empty()) first_diff = where + ": " + diff;
     }
     // Every output's errors are measured before a failure is reported.
-    if (!first_diff.empty()) return {"fail", first_diff + (errors.empty() ? "" : " [" + errors + "]")};
+    if (!first_diff.empty()) return {"fail", first_diff + (errors.empty() ? "" : " [" + errors + "]"), kc};
   }
-  return {"pass", errors};
+  return {"pass", errors, kc};
 }
 
 Outcome run_test_guarded(const TestCase& t, const ConformanceOptions& opts) {
@@ -179,7 +223,9 @@ std::vector<Outcome> run_isolated(const std::vector<TestCase>& tests, const Conf
       if (pid == 0) {
         close(p[0]);
         Outcome o = run_test_guarded(tests[next], opts);
-        std::string msg = o.status + "\n" + o.message.substr(0, 3000);
+        // status line, kernel-check line, message.
+        nlohmann::json kj = {{"k", o.kc.kernels}, {"r", o.kc.max_registers}, {"n", o.kc.max_kernel}, {"s", o.kc.spills}};
+        std::string msg = o.status + "\n" + kj.dump() + "\n" + o.message.substr(0, 3000);
         ssize_t ignored = write(p[1], msg.data(), msg.size());
         (void)ignored;
         close(p[1]);
@@ -212,7 +258,19 @@ std::vector<Outcome> run_isolated(const std::vector<TestCase>& tests, const Conf
           out[it->index] = {"crash", fmt::format("exited with code {} and no result", WEXITSTATUS(status))};
         } else {
           auto nl = it->buf.find('\n');
-          out[it->index] = {it->buf.substr(0, nl), nl == std::string::npos ? "" : it->buf.substr(nl + 1)};
+          auto nl2 = nl == std::string::npos ? nl : it->buf.find('\n', nl + 1);
+          Outcome& o = out[it->index];
+          o.status = it->buf.substr(0, nl);
+          if (nl2 != std::string::npos) {
+            auto kj = nlohmann::json::parse(it->buf.substr(nl + 1, nl2 - nl - 1), nullptr, false);
+            if (kj.is_object()) {
+              o.kc.kernels = kj["k"].get<int>();
+              o.kc.max_registers = kj["r"].get<int>();
+              o.kc.max_kernel = kj["n"].get<std::string>();
+              o.kc.spills = kj["s"].get<std::vector<std::string>>();
+            }
+            o.message = it->buf.substr(nl2 + 1);
+          }
         }
       } else {
         ++it;
@@ -335,6 +393,26 @@ int run_conformance(const ConformanceOptions& opts) {
                            secs);
   std::cout << fmt::format("{} passed, {} failed, {} skipped\n", total.pass, total.fail + total.crash,
                            total.unsupported);
+  int nvrtc_failed = 0;  // tests whose kernels NVRTC rejected: always fail the run
+  if (!opts.nvrtc_archs.empty()) {
+    int kernels = 0, tests_checked = 0, max_regs = -1;
+    std::string max_where;
+    std::vector<std::string> spills;
+    for (size_t i = 0; i < tests.size(); ++i) {
+      const KernelCheck& kc = results[i].kc;
+      if (results[i].message.rfind("--nvrtc-check", 0) == 0) ++nvrtc_failed;
+      if (kc.kernels == 0) continue;
+      ++tests_checked;
+      kernels += kc.kernels;
+      if (kc.max_registers > max_regs) max_regs = kc.max_registers, max_where = kc.max_kernel + " in " + tests[i].name;
+      for (const std::string& sp : kc.spills) spills.push_back(tests[i].name + ": " + sp);
+    }
+    std::cout << fmt::format("nvrtc check [{}]: {} kernels compiled over {} tests, {} NVRTC failures; max {} registers "
+                             "({}); {}\n",
+                             fmt::join(opts.nvrtc_archs, ","), kernels, tests_checked, nvrtc_failed, max_regs,
+                             max_where, spills.empty() ? "no spills" : fmt::format("{} kernels spill", spills.size()));
+    for (const std::string& sp : spills) std::cout << "  spill: " << sp << "\n";
+  }
   if (!opts.json_path.empty()) {
     nlohmann::json j = {{"backend", opts.backend},
                         {"optimized", opts.compile.optimize},
@@ -372,7 +450,8 @@ int run_conformance(const ConformanceOptions& opts) {
                              base_pass, total.pass, regressions);
   }
   if (opts.require_pass.empty() && opts.baseline_json.empty()) return (total.fail + total.crash) ? 1 : 0;
-  bool ok = total.crash == 0 && regressions == 0;
+  bool ok = total.crash == 0 && regressions == 0 && nvrtc_failed == 0;
+  if (nvrtc_failed) std::cout << fmt::format("gate: NVRTC rejected the kernels of {} tests\n", nvrtc_failed);
   if (total.crash) std::cout << fmt::format("gate: {} tests crashed\n", total.crash);
   for (const std::string& gate : opts.require_pass) {
     auto colon = gate.rfind(':');

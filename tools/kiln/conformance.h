@@ -36,6 +36,10 @@ struct ConformanceOptions {
   // --precision): an fp16/bf16 run with FP16/BF16 tolerances (docs/precision.md).
   // Whole-model suites use a documented looser bound (docs/testing.md).
   std::string tolerance;
+  // --nvrtc-check sm_80,sm_90: every test's kernels are also emitted and
+  // compiled with NVRTC for these archs (a failure fails the test), and the
+  // run ends with the kernel count, the largest register count and any spills.
+  std::vector<std::string> nvrtc_archs;
 };
 
 // Returns the process exit code: 0 when no test failed or crashed (or, with

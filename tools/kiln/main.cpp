@@ -25,6 +25,7 @@
 #include "tools/kiln/compile.h"
 #include "tools/kiln/conformance.h"
 #include "tools/kiln/docs_gen.h"
+#include "tools/kiln/kernels_report.h"
 
 namespace {
 
@@ -161,6 +162,10 @@ int main(int argc, char** argv) {
   conf->add_option("--tolerance", conf_opts.tolerance,
                    "ATOL,RTOL for floating outputs instead of the per-dtype defaults (loosened to --precision's; "
                    "whole models)");
+  conf->add_option("--nvrtc-check", conf_opts.nvrtc_archs,
+                   "Also compile every test's kernels with NVRTC for these archs (sm_80,sm_90) and report "
+                   "kernel count, registers, spills")
+      ->delimiter(',');
   add_compile_flags(conf, conf_opts.compile);
 
   std::string docs_out, docs_json;
@@ -198,7 +203,13 @@ int main(int argc, char** argv) {
       kiln::CompileReport rep = kiln::compile_graph(*r.graph, copts);
       print_stats(copts, rep);
       if (print_final) std::cout << kiln::print_graph(*r.graph);
+      // Codegen: every kernel emitted and compiled with NVRTC for the target.
+      kiln::KernelsOutcome kernels = kiln::build_kernels(*r.graph, copts, true);
+      if (copts.stats) std::cerr << kiln::format_kernel_stats(kernels);
+      else if (kernels.built) std::cerr << kiln::kernels_summary(kernels) << "\n";
       nlohmann::json j = kiln::compile_report_json(*r.graph, rep);
+      const nlohmann::json kj = kiln::kernels_json(kernels);
+      for (auto& [k, v] : kj.items()) j[k == "built" ? "kernels_built" : k] = v;
       j["model"] = model;
       j["import_ms"] = import_ms;
       j["precision"] = copts.pass.precision;

@@ -1,0 +1,44 @@
+#include "codegen/kernel_build.h"
+
+#include <chrono>
+#include <map>
+#include <utility>
+
+#include "codegen/kernel_cache.h"
+
+namespace kiln::codegen {
+
+bool is_view_node(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
+
+GraphKernels build_graph_kernels(const Graph& g, const KernelBuildOptions& o, bool compile) {
+  const auto t0 = std::chrono::steady_clock::now();
+  GraphKernels r;
+  std::vector<KernelSource> sources;
+  std::map<std::string, bool> seen;
+  for (const auto& np : g.nodes()) {
+    const Node& n = *np;
+    if (is_view_node(n)) continue;
+    const KernelEmitter* e = emitter_for(n);
+    if (!e) {
+      r.missing.push_back(n.describe());
+      continue;
+    }
+    NodeLaunches nl{&n, e->emit(n)};
+    for (const NodeKernel& k : nl.kernels)
+      if (!std::exchange(seen[k.name], true)) sources.push_back({k.name, k.source});
+    r.launches.push_back(std::move(nl));
+  }
+  if (compile && !sources.empty()) {
+    std::unique_ptr<KernelCache> cache;
+    if (o.use_cache) cache = std::make_unique<KernelCache>(o.cache_dir);
+    KernelCompiler kc(o.arch, cache.get());
+    if (o.progress) kc.set_progress(o.progress);
+    r.compiled = kc.compile(sources);
+    r.nvrtc_compilations = kc.nvrtc_compilations();
+    r.cache_hits = kc.cache_hits();
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,50 @@
+// Builds every kernel an optimized graph launches: each node goes through
+// its emitter (codegen/sim_executor.h's emitter_for table), identical sources
+// are kept once, and the distinct kernels are compiled with NVRTC for one
+// arch on a pool of threads, through the on-disk kernel cache. This is what
+// `kiln compile` runs after the passes, what `kiln conformance
+// --nvrtc-check` runs per test, and what a plan's kernel section holds.
+//
+// Nodes without an emitter are listed in `missing` (not an error here: the
+// caller decides; a GPU plan must refuse such a graph).
+#pragma once
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/nvrtc_compiler.h"
+#include "codegen/sim_executor.h"
+#include "ir/graph.h"
+
+namespace kiln::codegen {
+
+struct KernelBuildOptions {
+  std::string arch = "sm_90";
+  bool use_cache = true;
+  std::filesystem::path cache_dir;  // empty: the default (codegen/kernel_cache.h)
+  // Called from the compiling threads as kernels finish (done, total); may be empty.
+  std::function<void(int, int)> progress;
+};
+
+struct NodeLaunches {
+  const Node* node = nullptr;
+  std::vector<NodeKernel> kernels;  // launched in order; empty for views
+};
+
+struct GraphKernels {
+  std::vector<NodeLaunches> launches;      // graph order, every non-view node with an emitter
+  std::vector<std::string> missing;        // Node::describe() of nodes no emitter handles
+  std::vector<CompiledKernel> compiled;    // one per distinct kernel, in first-use order
+  int nvrtc_compilations = 0, cache_hits = 0;
+  double seconds = 0;                      // wall time of emission + compilation
+};
+
+// Nodes that launch nothing (reshape, identity: views of their operand).
+bool is_view_node(const Node& n);
+
+// Emits (and, unless `compile` is false, compiles) the kernels of `g`.
+// Throws kiln::Error when NVRTC rejects a kernel (naming it and the arch).
+GraphKernels build_graph_kernels(const Graph& g, const KernelBuildOptions& o, bool compile = true);
+
+}  // namespace kiln::codegen

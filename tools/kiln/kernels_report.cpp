@@ -1,0 +1,137 @@
+#include "tools/kiln/kernels_report.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#ifdef KILN_HAVE_SIM_BACKEND
+#include "codegen/kernel_build.h"
+#endif
+
+namespace kiln {
+
+#ifdef KILN_HAVE_SIM_BACKEND
+struct KernelsReport {
+  std::string arch;
+  codegen::GraphKernels gk;
+};
+#else
+struct KernelsReport {};
+#endif
+
+KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, bool progress) {
+  KernelsOutcome out;
+#ifdef KILN_HAVE_SIM_BACKEND
+  if (o.pass.target == "cpu") {
+    out.why_not = "target cpu (no GPU kernels)";
+    return out;
+  }
+  codegen::KernelBuildOptions ko;
+  ko.arch = o.pass.target;
+  ko.cache_dir = o.cache_dir;
+  ko.use_cache = o.kernel_cache;
+  const bool tty = ::isatty(2);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::mutex mu;
+  if (progress)
+    ko.progress = [&](int done, int total) {
+      std::lock_guard<std::mutex> lock(mu);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      // A terminal gets one updating line; a pipe or file only every 10% so
+      // logs stay short.
+      if (tty) std::fprintf(stderr, "\rkernels compiled %d/%d (%.1f s)%s", done, total, s, done == total ? "\n" : "");
+      else if (done == total || done % std::max(1, total / 10) == 0)
+        std::fprintf(stderr, "kernels compiled %d/%d (%.1f s)\n", done, total, s);
+    };
+  auto r = std::make_shared<KernelsReport>();
+  r->arch = o.pass.target;
+  r->gk = codegen::build_graph_kernels(g, ko);
+  out.built = true;
+  out.report = std::move(r);
+#else
+  (void)g;
+  (void)o;
+  (void)progress;
+  out.why_not = "kiln was built without codegen (no CUDA toolkit with NVRTC at configure time)";
+#endif
+  return out;
+}
+
+size_t nodes_without_kernels(const KernelsOutcome& k) {
+#ifdef KILN_HAVE_SIM_BACKEND
+  if (k.built) return k.report->gk.missing.size();
+#endif
+  (void)k;
+  return 0;
+}
+
+nlohmann::json kernels_json(const KernelsOutcome& k) {
+  nlohmann::json j;
+  if (!k.built) {
+    j["built"] = false;
+    j["why_not"] = k.why_not;
+    return j;
+  }
+#ifdef KILN_HAVE_SIM_BACKEND
+  const auto& gk = k.report->gk;
+  nlohmann::json detail = nlohmann::json::array();
+  int max_regs = -1;
+  std::string max_name;
+  long long spills = 0;
+  for (const auto& c : gk.compiled) {
+    detail.push_back({{"name", c.name},
+                      {"registers", c.registers},
+                      {"shared_bytes", c.shared_bytes},
+                      {"spill_bytes", c.spill_bytes}});
+    if (c.registers > max_regs) max_regs = c.registers, max_name = c.name;
+    spills += std::max(0, c.spill_bytes);
+  }
+  j = {{"built", true},
+       {"arch", k.report->arch},
+       {"kernels_distinct", gk.compiled.size()},
+       {"nvrtc_compilations", gk.nvrtc_compilations},
+       {"cache_hits", gk.cache_hits},
+       {"seconds", gk.seconds},
+       {"max_registers", max_regs},
+       {"max_registers_kernel", max_name},
+       {"spill_bytes", spills},
+       {"nodes_without_kernels", gk.missing},
+       {"kernels_detail", detail}};
+#endif
+  return j;
+}
+
+std::string kernels_summary(const KernelsOutcome& k) {
+  if (!k.built) return "kernels: not built: " + k.why_not;
+  nlohmann::json j = kernels_json(k);
+  std::string s = fmt::format("kernels: {} distinct for {} ({} compiled by NVRTC, {} from the cache) in {:.2f} s; ",
+                              j["kernels_distinct"].get<size_t>(), j["arch"].get<std::string>(),
+                              j["nvrtc_compilations"].get<int>(), j["cache_hits"].get<int>(),
+                              j["seconds"].get<double>());
+  s += fmt::format("max {} registers ({}); ", j["max_registers"].get<int>(), j["max_registers_kernel"].get<std::string>());
+  const long long spills = j["spill_bytes"].get<long long>();
+  s += spills ? fmt::format("SPILLS: {} bytes in total", spills) : std::string("no spills");
+  const size_t missing = j["nodes_without_kernels"].size();
+  if (missing) s += fmt::format("; {} nodes have no kernel emitter yet", missing);
+  return s;
+}
+
+std::string format_kernel_stats(const KernelsOutcome& k) {
+  std::ostringstream s;
+  if (!k.built) return kernels_summary(k) + "\n";
+  nlohmann::json j = kernels_json(k);
+  s << fmt::format("{:<56} {:>9} {:>12} {:>11}\n", "kernel", "registers", "shared bytes", "spill bytes");
+  for (const auto& d : j["kernels_detail"])
+    s << fmt::format("{:<56} {:>9} {:>12} {:>11}\n", d["name"].get<std::string>(), d["registers"].get<int>(),
+                     d["shared_bytes"].get<int>(), d["spill_bytes"].get<int>());
+  for (const auto& m : j["nodes_without_kernels"]) s << "no kernel emitter: " << m.get<std::string>() << "\n";
+  s << kernels_summary(k) << "\n";
+  return s.str();
+}
+
+}  // namespace kiln

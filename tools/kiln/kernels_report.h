@@ -1,0 +1,38 @@
+// The codegen stage of `kiln compile`: every kernel of the optimized graph
+// emitted and compiled with NVRTC for --target (codegen/kernel_build.h), and
+// what --stats and --json report about them (per-kernel registers, shared
+// memory, spills). Only for GPU targets and when kiln was built with codegen.
+#pragma once
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ir/graph.h"
+#include "tools/kiln/compile.h"
+
+namespace kiln {
+
+struct KernelsReport;  // opaque: holds codegen's GraphKernels when built
+
+struct KernelsOutcome {
+  bool built = false;  // false: target cpu or kiln built without codegen
+  std::string why_not; // when !built
+  std::shared_ptr<const KernelsReport> report;
+};
+
+// Emits and compiles the kernels of `g` for o.pass.target. `progress`: show
+// "kernels N/M" on stderr (on a terminal, one updating line).
+KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, bool progress);
+
+// {"arch", "kernels_distinct", "nvrtc_compilations", "cache_hits", "seconds", "max_registers",
+//  "max_registers_kernel", "spill_bytes", "nodes_without_kernels": [...],
+//  "kernels_detail": [{"name", "registers", "shared_bytes", "spill_bytes"}]}
+nlohmann::json kernels_json(const KernelsOutcome& k);
+// One line: "kernels: N distinct for sm_90 (M compiled, H cached) in S s; max R registers (NAME); no spills".
+std::string kernels_summary(const KernelsOutcome& k);
+// The per-kernel table of --stats.
+std::string format_kernel_stats(const KernelsOutcome& k);
+// Number of nodes without a kernel emitter (0 when !built).
+size_t nodes_without_kernels(const KernelsOutcome& k);
+
+}  // namespace kiln
