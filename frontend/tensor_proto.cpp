@@ -1,7 +1,10 @@
 #include "frontend/tensor_proto.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -102,8 +105,17 @@ Tensor read_external(const onnx::TensorProto& p, const TensorType& type, const s
   if (location.empty()) fail("{}: external data has no location", ctx);
   if (base_dir.empty()) fail("{}: external data is not allowed here (no model folder)", ctx);
   std::string path = resolve_external_data_path(base_dir, location, ctx);
+  // Opened without following a symlink and measured on the open file, so a
+  // path swapped after resolve_external_data_path's checks is not read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) fail("{}: cannot open external data file '{}'", ctx, location);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) fail("{}: cannot stat external data file '{}'", ctx, location);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    fail("{}: external data '{}' is not a regular file", ctx, location);
   int64_t size = st.st_size;
   int64_t want = static_cast<int64_t>(type.nbytes());
   if (length >= 0 && length != want)
@@ -112,10 +124,13 @@ Tensor read_external(const onnx::TensorProto& p, const TensorType& type, const s
     fail("{}: external data '{}' range [{}, {}+{}) lies outside the file ({} bytes)", ctx, location, offset, offset,
          want, size);
   Tensor t(type);  // allocated only once the file is known to hold the bytes
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(offset);
-  in.read(static_cast<char*>(t.raw()), want);
-  if (!in) fail("{}: reading external data '{}' failed", ctx, location);
+  auto* dst = static_cast<char*>(t.raw());
+  for (int64_t done = 0; done < want;) {
+    ssize_t n = ::pread(fd, dst + done, static_cast<size_t>(std::min<int64_t>(want - done, int64_t(1) << 30)),
+                        static_cast<off_t>(offset + done));
+    if (n <= 0) fail("{}: reading external data '{}' failed", ctx, location);
+    done += n;
+  }
   return t;
 }
 

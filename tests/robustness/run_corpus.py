@@ -12,7 +12,8 @@ of address space), under strace, and must:
   - valid cases: exit with code 0;
   - no_crash cases (random bit flips): exit with code 0 or 1;
   - never open a file outside the case's folder, other than the system's
-    shared libraries and locale data (checked in strace's log of open/openat).
+    shared libraries and locale data and the libraries kiln links from other
+    folders (ldd) (checked in strace's log of open/openat).
 Standard library only. Exit code 0 when every case holds.
 """
 import argparse
@@ -28,6 +29,26 @@ MEMORY_LIMIT = 4 << 30  # bytes of address space per kiln process
 # What the dynamic loader and the C/C++ runtimes open on their own.
 SYSTEM_PREFIXES = ("/etc/ld.so.cache", "/lib/", "/lib64/", "/usr/lib/", "/usr/share/locale/", "/proc/", "/sys/",
                    "/dev/", "/etc/localtime", "/usr/share/zoneinfo/")
+
+
+def library_dirs(kiln):
+    """Folders of the shared libraries kiln links (ldd): loading them is not reading the model."""
+    dirs = set()
+    try:
+        out = subprocess.run(["ldd", kiln], capture_output=True, text=True).stdout
+    except OSError:
+        return dirs
+    for line in out.splitlines():
+        for word in line.split():
+            if word.startswith("/"):
+                dirs.add(os.path.dirname(word) + os.sep)
+                dirs.add(os.path.dirname(os.path.realpath(word)) + os.sep)
+    return dirs
+
+
+def is_library(path, lib_dirs):
+    name = os.path.basename(path)
+    return path.startswith(tuple(lib_dirs)) and (name.endswith(".so") or ".so." in name)
 
 
 def limit_memory():
@@ -86,7 +107,8 @@ def run_one(args, case, command, corpus, tmp):
     if os.path.exists(trace):
         for path in opened_files(trace, d):
             inside = path == d or path.startswith(d + os.sep) or path.startswith(tmp + os.sep)
-            system = path.startswith(SYSTEM_PREFIXES) or path == os.path.realpath(args.kiln)
+            system = (path.startswith(SYSTEM_PREFIXES) or path == os.path.realpath(args.kiln)
+                      or is_library(path, args.lib_dirs))
             if not inside and not system:
                 problems.append(f"opened {path}, outside the case folder")
         os.remove(trace)
@@ -106,6 +128,7 @@ def main():
     ap.add_argument("--filter", default="")
     args = ap.parse_args()
     args.kiln = os.path.abspath(args.kiln)
+    args.lib_dirs = library_dirs(args.kiln)
     if not shutil.which("strace"):
         sys.exit("run_corpus: strace is needed to check which files kiln opens (tools/install_deps.sh installs it)")
     corpus = os.path.abspath(args.corpus)
