@@ -8,8 +8,8 @@
 #   tools/test.sh [CTEST ARGS...]
 #   tools/test.sh --sanitize [CTEST ARGS...]
 #       clang with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/):
-#       unit tests, IR tests, the robustness corpus, a short run of each fuzz
-#       target and the pytorch-operator + simple conformance suites.
+#       unit tests, IR tests, the robustness corpus, a 60 s run of each fuzz
+#       target and the four conformance suites (not the real models).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install_deps.sh
