@@ -225,6 +225,7 @@ std::vector<std::string> coords(const std::string& pos, const Shape& shape, cons
     } else {
       b += fmt::format("{}const {} {} = {}_r % {}; {}_r /= {};\n", ind, idx, c[d], p, shape[d], p, shape[d]);
     }
+    b += fmt::format("{}(void){};  // a broadcast operand may not read it\n", ind, c[d]);
   }
   return c;
 }

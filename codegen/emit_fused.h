@@ -29,4 +29,15 @@ bool is_pointwise_fused(const Node& n, const OpRegistry& ops);
 // body is inconsistent.
 FusedPointwiseKernel emit_fused_pointwise(const Node& n, const OpRegistry& ops);
 
+// Whether `n` is a fused node of kind "pointwise" or "injective" whose body
+// holds pointwise and injective ops (with index maps) that
+// emit_fused_on_demand() handles.
+bool is_on_demand_fused(const Node& n, const OpRegistry& ops);
+
+// One kernel for such a body: a grid-stride loop over the results' shape
+// (all results of the group have one shape); each result's element computed
+// by the body evaluator (codegen/emit_body_eval.h). Buffers as
+// emit_fused_pointwise's: the results, the node's operands, `constants`.
+FusedPointwiseKernel emit_fused_on_demand(const Node& n, const OpRegistry& ops);
+
 }  // namespace kiln::codegen

@@ -32,14 +32,16 @@ const char* uint_type(size_t bytes) {
   fail("codegen: elements of {} bytes are not supported", bytes);
 }
 
-// What an op's index map sees.
+// What an op's index map sees, and what it tells the kernel shell.
 struct MapCtx {
   const AttrMap& attrs;
   const std::vector<TensorType>& in;
   const TensorType& out;
   int result;
-  std::vector<std::string> param_types;  // per operand; default: the element's unsigned type
-  std::string fill = "0";                // the value for src == -1 (an expression of type E)
+  const std::function<std::string(int, const std::string&)>& read;  // operand k at an offset (indices, pad value)
+  std::vector<bool> data;       // per operand: whether `src` may name it (default: all)
+  int fill_operand = -1;        // operand holding the value for src == -1 (pad's value operand)
+  uint64_t fill_bits = 0;       // else the fill's bit pattern in the result's dtype
 };
 
 // Sum of c{d} * stride terms plus a constant, as a CUDA expression.
@@ -140,12 +142,11 @@ void map_pad(MapCtx& c, std::string& b) {
   const int r = static_cast<int>(is.size());
   std::vector<int64_t> ist = strides_of(is);
   if (c.in.size() > 1) {
-    c.fill = "in1[0]";
+    c.fill_operand = 1;
+    c.data[1] = false;
   } else {
     Tensor v = Tensor::scalar(c.in[0].dtype, c.attrs.get_float("value", 0.0f));
-    uint64_t bits = 0;
-    std::memcpy(&bits, v.raw(), dtype_size(c.in[0].dtype));
-    c.fill = fmt::format("({})0x{:x}ULL", uint_type(dtype_size(c.in[0].dtype)), bits);
+    std::memcpy(&c.fill_bits, v.raw(), dtype_size(c.in[0].dtype));
   }
   b += "    src = 0;\n";
   std::vector<std::string> co;
@@ -193,10 +194,10 @@ void map_gather(MapCtx& c, std::string& b) {
   const int64_t a = norm_axis(c.attrs.get_int("axis", 0), r, "gather");
   if (c.in[1].dtype != DType::I32 && c.in[1].dtype != DType::I64)
     fail("codegen: gather: indices must be i32 or i64, got {}", dtype_name(c.in[1].dtype));
-  c.param_types[1] = c.in[1].dtype == DType::I32 ? "int" : "long long";
+  c.data[1] = false;
   std::vector<std::string> ico;
   for (int j = 0; j < q; ++j) ico.push_back(fmt::format("o{}", a + j));
-  b += fmt::format("    long long ix = (long long)in1[{}];\n", linear(ico, strides_of(is)));
+  b += fmt::format("    long long ix = (long long){};\n", c.read(1, linear(ico, strides_of(is))));
   b += fmt::format("    if (ix < 0) ix += {}@L@;\n", ds[a]);
   std::vector<std::string> dco;
   for (int d = 0; d < r; ++d)
@@ -240,30 +241,59 @@ const std::map<std::string, IndexMap>& maps() {
 
 bool injective_supported(const std::string& name) { return maps().count(name) != 0; }
 
-InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
-                                  const std::vector<TensorType>& outs, int result) {
+InjectiveMap injective_index_map(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
+                                 const std::vector<TensorType>& outs, int result,
+                                 const std::function<std::string(int, const std::string&)>& read) {
   auto it = maps().find(def.name);
   if (it == maps().end()) fail("codegen: op '{}' has no injective index map", def.name);
   if (result < 0 || result >= static_cast<int>(outs.size()))
     fail("codegen: {}: result {} of {}", def.name, result, outs.size());
   if (operands.empty()) fail("codegen: {}: no operands", def.name);
   const TensorType& out = outs[result];
-  const size_t es = dtype_size(out.dtype);
-  if (dtype_size(operands[0].dtype) != es)
+  if (dtype_size(operands[0].dtype) != dtype_size(out.dtype))
     fail("codegen: {}: operand {} and result {} differ in element size", def.name, operands[0].str(), out.str());
-  const char* E = uint_type(es);
-  MapCtx c{attrs, operands, out, result, std::vector<std::string>(operands.size(), E), "0"};
-  std::string map_code;
-  it->second(c, map_code);
+  MapCtx c{attrs, operands, out, result, read, std::vector<bool>(operands.size(), true)};
+  InjectiveMap m;
+  it->second(c, m.code);
+  m.data = c.data;
+  m.fill_operand = c.fill_operand;
+  m.fill_bits = c.fill_bits;
+  return m;
+}
 
+std::string finish_index_types(const std::string& code, bool narrow) {
+  return replace_all(replace_all(code, "@L@", narrow ? "" : "LL"), "kidx", narrow ? "int" : "long long");
+}
+
+std::string coordinates_code(const Shape& s, const std::string& flat, const std::string& indent) {
+  const int rank = static_cast<int>(s.size());
+  std::string b = fmt::format("{}kidx r = (kidx)({});\n", indent, flat);
+  for (int d = rank - 1; d >= 0; --d) {
+    if (d == 0) b += fmt::format("{}const kidx o0 = r;\n", indent);
+    else b += fmt::format("{0}const kidx o{1} = r % {2}@L@; r /= {2}@L@;\n", indent, d, s[d]);
+  }
+  b += indent + "(void)r;\n";
+  return b;
+}
+
+InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
+                                  const std::vector<TensorType>& outs, int result) {
+  const InjectiveMap m = injective_index_map(
+      def, attrs, operands, outs, result, [](int k, const std::string& off) { return fmt::format("in{}[{}]", k, off); });
+  const TensorType& out = outs[result];
+  const char* E = uint_type(dtype_size(out.dtype));
+  std::vector<std::string> param_types(operands.size(), E);
+  for (size_t i = 0; i < operands.size(); ++i)
+    if (!m.data[i] && static_cast<int>(i) != m.fill_operand) param_types[i] = operands[i].dtype == DType::I32 ? "int" : "long long";
+  std::string fill = m.fill_operand >= 0 ? fmt::format("in{}[0]", m.fill_operand)
+                                         : fmt::format("({})0x{:x}ULL", E, m.fill_bits);
   InjectiveKernel k;
   k.numel = out.numel();
   k.counts.push_back(k.numel);
   for (const TensorType& t : operands) k.counts.push_back(t.numel());
-  const int r = out.rank();
   std::string params = fmt::format("KILN_PTR({}) out", E);
   for (size_t i = 0; i < operands.size(); ++i)
-    params += fmt::format(", KILN_PTR(const {}) in{}", c.param_types[i], i);
+    params += fmt::format(", KILN_PTR(const {}) in{}", param_types[i], i);
   std::string body;
   body += fmt::format("// {}({}): {} <-", def.name, result, out.str());
   for (size_t i = 0; i < operands.size(); ++i) body += (i ? ", " : " ") + operands[i].str();
@@ -272,29 +302,24 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
   body += fmt::format("  const long long n = {}LL;\n", k.numel);
   body += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n";
   body += "       i += (long long)gridDim.x * blockDim.x) {\n";
-  body += "    kidx r = (kidx)i;\n";
-  for (int d = r - 1; d >= 0; --d) {
-    if (d == 0) body += "    const kidx o0 = r;\n";
-    else body += fmt::format("    const kidx o{0} = r % {1}@L@; r /= {1}@L@;\n", d, out.shape[d]);
-  }
-  body += "    (void)r;\n    int src = 0;\n    kidx off = 0;\n";
-  body += map_code;
-  // The select: the data operands are the ones typed E (gather's indices are not).
+  body += coordinates_code(out.shape, "i", "    ");
+  body += "    int src = 0;\n    kidx off = 0;\n";
+  body += m.code;
+  // The select over the data operands (not gather's indices, not pad's value).
   body += fmt::format("    {} v;\n", E);
   bool first = true;
   for (size_t i = 0; i < operands.size(); ++i) {
-    if (c.param_types[i] != E) continue;
-    if (def.name == "pad" && i == 1) continue;  // the padding value: the fill
+    if (!m.data[i]) continue;
     body += fmt::format("    {}if (src == {}) v = in{}[off];\n", first ? "" : "else ", i, i);
     first = false;
   }
-  body += fmt::format("    else v = {};\n", c.fill);
+  body += fmt::format("    else v = {};\n", fill);
   body += "    out[i] = v;\n  }\n}\n";
   // Index arithmetic in 32 bits when every offset fits (64-bit division by
   // the dims' constants costs several times more on the GPU).
   bool narrow = k.numel <= INT32_MAX;
   for (const TensorType& t : operands) narrow = narrow && t.numel() <= INT32_MAX;
-  body = replace_all(replace_all(body, "@L@", narrow ? "" : "LL"), "kidx", narrow ? "int" : "long long");
+  body = finish_index_types(body, narrow);
   // Simulator entry.
   body += "#ifdef KILN_SIM\n";
   body += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
@@ -304,7 +329,7 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
                       E);
   for (size_t i = 0; i < operands.size(); ++i)
     body += fmt::format(",\n        ::kiln::sim::arg(static_cast<const {}*>(buffers[{}]), counts[{}], \"in{}\")",
-                        c.param_types[i], i + 1, i + 1, i);
+                        param_types[i], i + 1, i + 1, i);
   body += ");\n    return 0;\n";
   body += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
   body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";

@@ -22,6 +22,7 @@
 // (buffers/counts: out first, then the operands).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,35 @@ struct InjectiveKernel {
 
 // True when emit_injective_op handles op `name`.
 bool injective_supported(const std::string& name);
+
+// The index map of result `result` of an injective op, for any kernel shell:
+// the standalone kernel below, or an expression inside another kernel
+// (codegen/emit_body_eval.h evaluates fused bodies with it).
+struct InjectiveMap {
+  // Statements (indented 4) that, given the result's flat index `i` and its
+  // coordinates o0..o{r-1} (coordinates_code()), set the caller's `int src`
+  // (which operand to read; -1: the fill value) and `kidx off` (the element
+  // offset in it). They spell the index type `kidx` and the 64-bit literal
+  // suffix `@L@`; finish_index_types() replaces both.
+  std::string code;
+  std::vector<bool> data;  // per operand: whether `src` may name it
+  int fill_operand = -1;   // the operand whose element 0 is the fill (pad's value operand), or
+  uint64_t fill_bits = 0;  // the fill's bit pattern in the result's dtype
+};
+
+// `read(k, off)` must give an expression reading element `off` of operand k;
+// the map uses it for operands that are not data (gather's indices).
+InjectiveMap injective_index_map(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
+                                 const std::vector<TensorType>& outs, int result,
+                                 const std::function<std::string(int, const std::string&)>& read);
+
+// Statements (each prefixed with `indent`) declaring `const kidx o0..o{r-1}`,
+// the coordinates of flat index `flat` over shape `s`.
+std::string coordinates_code(const Shape& s, const std::string& flat, const std::string& indent);
+
+// `code` with `kidx` as int and `@L@` empty when `narrow` (every index below
+// 2^31), else long long and LL.
+std::string finish_index_types(const std::string& code, bool narrow);
 
 // Emits the kernel writing result `result` of `def` (attributes `attrs`,
 // operands `operands`, results `outs` as inferred). Throws kiln::Error for an

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "codegen/emit_expr.h"
+#include "codegen/kernel_io.h"
 #include "codegen/kernel_text.h"
 #include "ir/error.h"
 
@@ -58,6 +59,34 @@ std::string map_expr(ReduceMap m, const std::string& x, bool fp, bool is_unsigne
   return x;
 }
 
+// Prelude + body with @NAME@ replaced by the hashed name; sets k.name, k.source.
+void finish(ReductionKernel& k, DType dt, const std::string& prefix, std::string_view label, const std::string& body,
+            const AnchorIO& io) {
+  std::vector<DType> dts = io.dtypes;
+  dts.push_back(dt);
+  std::string prelude = kernel_headers(dts);
+  if (!io.setup.empty()) prelude += std::string(expr_prelude());  // the fused IO's evaluator uses its helpers
+  prelude += "#ifndef KILN_RED_INF\n#define KILN_RED_INF (__longlong_as_double(0x7ff0000000000000LL))\n#endif\n";
+  k.counts.clear();
+  for (const KernelBuffer& b : io.buffers) k.counts.push_back(b.count);
+  k.name = fmt::format("{}_{}_{:016x}", prefix, sanitize_identifier(label), XXH64(body.data(), body.size(), 0));
+  std::string named;
+  for (size_t pos = 0;;) {
+    size_t at = body.find("@NAME@", pos);
+    named.append(body, pos, at == std::string::npos ? std::string::npos : at - pos);
+    if (at == std::string::npos) break;
+    named += k.name;
+    pos = at + 6;
+  }
+  k.source = prelude + named;
+  int64_t b = 32;
+  while (b < k.count && b < 256) b *= 2;
+  k.block = static_cast<unsigned>(b);
+  k.grid = static_cast<unsigned>(std::min<int64_t>(k.outputs, 65535));
+}
+
+}  // namespace
+
 // A combiner `cn`(a, v) over type A and the block-wide fold `cn`_block(v)
 // (blockDim.x a multiple of 32; every thread gets the result).
 std::string block_fold(const std::string& A, const std::string& cn, const std::string& comb_body,
@@ -82,48 +111,13 @@ std::string block_fold(const std::string& A, const std::string& cn, const std::s
       A, cn, init, comb_body);
 }
 
-// The simulator entry of a kernel (out, in0) over storage type S.
-std::string sim_entry(std::string_view S) {
-  std::string body = "#ifdef KILN_SIM\n";
-  body += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
-          "const long long* counts, std::string* error) {\n  try {\n";
-  body += fmt::format(
-      "    ::kiln::sim::launch(*cfg, @NAME@,\n        ::kiln::sim::arg(static_cast<{0}*>(buffers[0]), counts[0], "
-      "\"out\"),\n        ::kiln::sim::arg(static_cast<const {0}*>(buffers[1]), counts[1], \"in0\"));\n",
-      S);
-  body += "    return 0;\n";
-  body += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
-  body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";
-  return body;
-}
-
-// Prelude + body with @NAME@ replaced by the hashed name; sets k.name, k.source.
-void finish(ReductionKernel& k, DType dt, const std::string& prefix, std::string_view label, const std::string& body) {
-  std::string prelude;
-  if (dt == DType::F16 || dt == DType::BF16)
-    prelude += fmt::format("#ifndef KILN_SIM\n#include <{}>\n#endif\n", dt == DType::F16 ? "cuda_fp16.h" : "cuda_bf16.h");
-  prelude += std::string(kKernelPrelude);
-  prelude += "#ifndef KILN_RED_INF\n#define KILN_RED_INF (__longlong_as_double(0x7ff0000000000000LL))\n#endif\n";
-  k.name = fmt::format("{}_{}_{:016x}", prefix, sanitize_identifier(label), XXH64(body.data(), body.size(), 0));
-  std::string named;
-  for (size_t pos = 0;;) {
-    size_t at = body.find("@NAME@", pos);
-    named.append(body, pos, at == std::string::npos ? std::string::npos : at - pos);
-    if (at == std::string::npos) break;
-    named += k.name;
-    pos = at + 6;
-  }
-  k.source = prelude + named;
-  int64_t b = 32;
-  while (b < k.count && b < 256) b *= 2;
-  k.block = static_cast<unsigned>(b);
-  k.grid = static_cast<unsigned>(std::min<int64_t>(k.outputs, 65535));
-}
-
-}  // namespace
-
 ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in, const std::vector<int64_t>& axes,
                                const TensorType& out) {
+  return emit_reduction(s, in, axes, out, plain_io({in}, {out}));
+}
+
+ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in, const std::vector<int64_t>& axes,
+                               const TensorType& out, const AnchorIO& io) {
   const std::string label(s.op);
   if (in.dtype != out.dtype)
     fail("codegen: {}: input is {} but the output is {}", label, dtype_name(in.dtype), dtype_name(out.dtype));
@@ -162,7 +156,6 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in
   }
   if (out.numel() != k.outputs)
     fail("codegen: {}: output {} has {} elements, the reduction gives {}", label, out.str(), out.numel(), k.outputs);
-  k.counts = {out.numel(), in.numel()};
 
   // Statements (appended to `body`) decomposing `var` over the groups of
   // kind `red`; returns the element offset they give.
@@ -191,8 +184,8 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in
   };
 
   const std::string_view S = cuda_storage_type(in.dtype);
-  auto load = [&](const std::string& idx) {
-    return fmt::format("(({}){})", A, cuda_load(in.dtype, fmt::format("in0[{}]", idx)));
+  auto load = [&](const std::string& idx, bool record) {
+    return fmt::format("(({}){})", A, cuda_load(in.dtype, io.load(0, idx, record)));
   };
   std::string init;
   switch (s.combiner) {
@@ -225,25 +218,30 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in
     body += block_fold(A, cn, comb_body(c), cinit);
   }
   const std::string comb = fmt::format("@NAME@_{}", ops::reduce_combiner_name(s.combiner));
-  body += fmt::format("extern \"C\" __global__ void @NAME@(KILN_PTR({}) out, KILN_PTR(const {}) in0) {{\n", S, S);
+  body += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(io.buffers));
+  body += io.setup;
   body += fmt::format("  for (long long o = blockIdx.x; o < {}LL; o += gridDim.x) {{\n", k.outputs);
   std::string base = offset(false, "o", "    ", body);
   body += fmt::format("    const long long base = {};\n", base);
-  // Reads element r of this output's reduced set into variable `x`.
-  std::string read;
+  // Reads element r of this output's reduced set into variable `x`; the
+  // first pass over the set is the one that records (AnchorIO::load).
+  std::string read, read_first;
   std::string roff = offset(true, "r", "      ", read);
-  read += fmt::format("      const {} x = {};\n", A, load("base + " + roff));
+  read_first = read;
+  read += fmt::format("      const {} x = {};\n", A, load("base + " + roff, false));
+  read_first += fmt::format("      const {} x = {};\n", A, load("base + " + roff, true));
   body += fmt::format("    {} sh = 0;\n", A);
-  if (s.shift_by_max && acc_double) {
+  const bool max_pass = s.shift_by_max && acc_double;
+  if (max_pass) {
     body += "    double m = -KILN_RED_INF;\n";
     body += fmt::format("    for (long long r = threadIdx.x; r < {}LL; r += blockDim.x) {{\n", k.count);
-    body += read + "      m = @NAME@_max(m, x);\n    }\n";
+    body += read_first + "      m = @NAME@_max(m, x);\n    }\n";
     body += "    m = @NAME@_max_block(m);\n";
     body += "    sh = m - m == 0.0 ? m : 0.0;  // 0 unless finite\n";
   }
   body += fmt::format("    {} a = {};\n", A, init);
   body += fmt::format("    for (long long r = threadIdx.x; r < {}LL; r += blockDim.x) {{\n", k.count);
-  body += read;
+  body += max_pass ? read : read_first;
   body += fmt::format("      a = {}(a, {});\n    }}\n", comb, map_expr(s.pre, "(x - sh)", acc_double, uns && !acc_double));
   body += fmt::format("    a = {}_block(a);\n", comb);
   std::string res;
@@ -263,9 +261,9 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in
   } else {
     store = in.dtype == DType::Bool ? "(unsigned char)(res != 0)" : fmt::format("({})res", S);
   }
-  body += fmt::format("    if (threadIdx.x == 0) out[o] = {};\n  }}\n}}\n", store);
-  body += sim_entry(S);
-  finish(k, in.dtype, "kiln_red", label, body);
+  body += fmt::format("    if (threadIdx.x == 0) {{\n{}    }}\n  }}\n}}\n", io.store(0, "o", store, "      "));
+  body += kernel_sim_entry(io.buffers);
+  finish(k, in.dtype, "kiln_red", label, body, io);
   return k;
 }
 
@@ -277,6 +275,10 @@ ReductionKernel emit_reduction_op(const OpDef& def, const AttrMap& attrs, const 
 }
 
 ReductionKernel emit_softmax(bool log_softmax, const TensorType& in, int axis) {
+  return emit_softmax(log_softmax, in, axis, plain_io({in}, {in}));
+}
+
+ReductionKernel emit_softmax(bool log_softmax, const TensorType& in, int axis, const AnchorIO& io) {
   const std::string label = log_softmax ? "log_softmax" : "softmax";
   if (!is_float(in.dtype)) fail("codegen: {}: needs a floating dtype, got {}", label, dtype_name(in.dtype));
   const int rank = static_cast<int>(in.shape.size());
@@ -287,25 +289,26 @@ ReductionKernel emit_softmax(bool log_softmax, const TensorType& in, int axis) {
   for (int d = axis + 1; d < rank; ++d) inner *= in.shape[d];
   k.count = in.shape[axis];
   k.outputs = outer * inner;
-  k.counts = {in.numel(), in.numel()};
-  const std::string_view S = cuda_storage_type(in.dtype);
   const std::string T(cuda_compute_type(in.dtype));  // float, or double for f64
   const std::string ex = in.dtype == DType::F64 ? "exp" : "expf";
   std::string body;
   body += fmt::format("// {}: {} along axis {}: {} lines of {}\n", label, in.str(), axis, k.outputs, k.count);
   body += block_fold(T, "@NAME@_max", "(v != v) ? v : (v > a ? v : a)", fmt::format("({})(-KILN_RED_INF)", T));
   body += block_fold("double", "@NAME@_sum", "a + v", "0.0");
-  body += fmt::format("extern \"C\" __global__ void @NAME@(KILN_PTR({}) out, KILN_PTR(const {}) in0) {{\n", S, S);
+  body += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(io.buffers));
+  body += io.setup;
   body += fmt::format("  for (long long o = blockIdx.x; o < {}LL; o += gridDim.x) {{\n", k.outputs);
   if (inner == 1)
     body += fmt::format("    const long long base = o * {}LL;\n", k.count);
   else
     body += fmt::format("    const long long base = (o / {0}LL) * {1}LL + o % {0}LL;\n", inner, k.count * inner);
   const std::string at = inner == 1 ? "base + j" : fmt::format("base + j * {}LL", inner);
-  const std::string x = fmt::format("(({}){})", T, cuda_load(in.dtype, fmt::format("in0[{}]", at)));
+  // The max pass reads each element once: it records (AnchorIO::load).
+  const std::string x = fmt::format("(({}){})", T, cuda_load(in.dtype, io.load(0, at, false)));
+  const std::string x_first = fmt::format("(({}){})", T, cuda_load(in.dtype, io.load(0, at, true)));
   const std::string loop = fmt::format("    for (long long j = threadIdx.x; j < {}LL; j += blockDim.x)", k.count);
   body += fmt::format("    {} m = ({})(-KILN_RED_INF);\n", T, T);
-  body += fmt::format("{} m = @NAME@_max(m, {});\n", loop, x);
+  body += fmt::format("{} m = @NAME@_max(m, {});\n", loop, x_first);
   body += "    m = @NAME@_max_block(m);\n";
   body += "    double s = 0.0;\n";
   body += fmt::format("{} s += (double){}({} - m);\n", loop, ex, x);
@@ -318,9 +321,9 @@ ReductionKernel emit_softmax(bool log_softmax, const TensorType& in, int axis) {
     body += "    const double inv = 1.0 / s;\n";
     val = fmt::format("({})((double){}({} - m) * inv)", T, ex, x);
   }
-  body += fmt::format("{} out[{}] = {};\n  }}\n}}\n", loop, at, cuda_store(in.dtype, val));
-  body += sim_entry(S);
-  finish(k, in.dtype, "kiln_sm", label, body);
+  body += fmt::format("{} {{\n{}    }}\n  }}\n}}\n", loop, io.store(0, at, cuda_store(in.dtype, val), "      "));
+  body += kernel_sim_entry(io.buffers);
+  finish(k, in.dtype, "kiln_sm", label, body, io);
   return k;
 }
 

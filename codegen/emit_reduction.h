@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/kernel_io.h"
 #include "ir/attribute.h"
 #include "ir/op_registry.h"
 #include "ir/tensor.h"
@@ -50,6 +51,11 @@ struct ReductionKernel {
 // kiln::Error for bad axes, a dtype mismatch or an output of the wrong size.
 ReductionKernel emit_reduction(const ops::ReductionSpec& spec, const TensorType& in, const std::vector<int64_t>& axes,
                                const TensorType& out);
+// The same reading operand 0 and storing result 0 through `io` (the anchor
+// hook, codegen/kernel_io.h; the record pass is the first one: the max pass
+// of a shifted reduction, else the fold). `counts` follow io.buffers.
+ReductionKernel emit_reduction(const ops::ReductionSpec& spec, const TensorType& in, const std::vector<int64_t>& axes,
+                               const TensorType& out, const AnchorIO& io);
 
 // The same for a reduce_* node: `axes` from its attributes.
 ReductionKernel emit_reduction_op(const OpDef& def, const AttrMap& attrs, const TensorType& in,
@@ -63,6 +69,15 @@ ReductionKernel emit_reduction_op(const OpDef& def, const AttrMap& attrs, const 
 // log_softmax = (x - max) - log(sum), stored in the dtype. `outputs` is the
 // number of lines, `count` n; launch as emit_reduction's.
 ReductionKernel emit_softmax(bool log_softmax, const TensorType& in, int axis);
+// Through the anchor hook (the record pass is the max pass).
+ReductionKernel emit_softmax(bool log_softmax, const TensorType& in, int axis, const AnchorIO& io);
+
+// Device functions `cn`(a, v) (returns comb_body over a, v of type A) and
+// `cn`_block(v): the fold over the block (warp shuffles, then one partial per
+// warp in __shared__; blockDim.x a multiple of 32, every thread gets the
+// result; `init` is the identity). Shared by the reduction-category emitters.
+std::string block_fold(const std::string& A, const std::string& cn, const std::string& comb_body,
+                       const std::string& init);
 
 // The same for a softmax / log_softmax node (attribute `axis`, default -1).
 ReductionKernel emit_softmax_op(const OpDef& def, const AttrMap& attrs, const TensorType& in);

@@ -7,6 +7,15 @@
 #include "codegen/emit_einsum.h"
 #include "codegen/emit_epilogue.h"
 #include "codegen/emit_fused.h"
+#include "codegen/emit_rnn.h"
+#include "codegen/emit_misc_ops.h"
+#include "codegen/emit_attention.h"
+#include "codegen/emit_select.h"
+#include "codegen/emit_pool.h"
+#include "codegen/emit_fused_pool.h"
+#include "codegen/emit_loss.h"
+#include "codegen/emit_fused_reduction.h"
+#include "codegen/emit_normalization.h"
 #include "codegen/kernel_build.h"
 #include "codegen/emit_gemm.h"
 #include "codegen/emit_injective.h"
@@ -48,6 +57,11 @@ std::vector<NodeKernel> emit_pointwise_node(const Node& n) {
 
 std::vector<NodeKernel> emit_fused_node(const Node& n) {
   FusedPointwiseKernel fk = emit_fused_pointwise(n, op_registry());
+  return {from_pointwise(fk.kernel, std::move(fk.constants))};
+}
+
+std::vector<NodeKernel> emit_fused_on_demand_node(const Node& n) {
+  FusedPointwiseKernel fk = emit_fused_on_demand(n, op_registry());
   return {from_pointwise(fk.kernel, std::move(fk.constants))};
 }
 
@@ -151,15 +165,184 @@ std::vector<NodeKernel> emit_einsum_node(const Node& n) {
   return {from_compute(emit_einsum(ep), ep)};
 }
 
+NodeKernel from_reduction(const ReductionKernel& k, std::vector<Tensor> extra = {}) {
+  NodeKernel nk;
+  nk.name = k.name;
+  nk.source = k.source;
+  nk.grid = k.grid;
+  nk.block = k.block;
+  nk.extra = std::move(extra);
+  return nk;
+}
+
+bool handles_normalization(const Node& n) {
+  if (n.body() || !normalization_supported(n.op())) return false;
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return true;
+}
+
+std::vector<NodeKernel> emit_normalization_node(const Node& n) {
+  std::vector<TensorType> operands, results;
+  for (Value* v : n.inputs()) operands.push_back(v->type());
+  for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+  return {from_reduction(emit_normalization(op_registry().get(n.op()), n.attrs(), operands, results))};
+}
+
+std::vector<NodeKernel> emit_fused_reduction_node(const Node& n) {
+  std::vector<Tensor> constants;
+  ReductionKernel k = emit_fused_reduction(n, op_registry(), &constants);
+  return {from_reduction(k, std::move(constants))};
+}
+
+// Pool, select/scan and loss nodes (emit_pool, emit_select, emit_loss): each
+// kernel takes the results its `results` list names (all when empty).
+bool handles_op_kernels(const Node& n) {
+  if (n.body() || !(pool_supported(n.op()) || select_supported(n.op()) || loss_supported(n.op()))) return false;
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return true;
+}
+
+std::vector<NodeKernel> to_node_kernels(std::vector<OpKernel> ks, const std::vector<Tensor>& extra = {}) {
+  std::vector<NodeKernel> out;
+  for (OpKernel& k : ks) {
+    NodeKernel nk;
+    nk.name = std::move(k.name);
+    nk.source = std::move(k.source);
+    nk.grid = k.grid;
+    nk.block = k.block;
+    nk.shared_bytes = k.shared_bytes;
+    nk.results = std::move(k.results);
+    nk.extra = extra;
+    out.push_back(std::move(nk));
+  }
+  return out;
+}
+
+// A fused reduction node whose anchor is a pool or argmax/argmin/hardmax.
+std::vector<NodeKernel> emit_fused_pool_node(const Node& n) {
+  std::vector<Tensor> constants;
+  std::vector<OpKernel> ks = emit_pool_select_fused(n, op_registry(), &constants);
+  return to_node_kernels(std::move(ks), constants);
+}
+
+std::vector<NodeKernel> emit_op_kernels_node(const Node& n) {
+  std::vector<TensorType> operands, results;
+  for (Value* v : n.inputs()) operands.push_back(v->type());
+  for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+  const OpDef& def = op_registry().get(n.op());
+  std::vector<OpKernel> ks = pool_supported(n.op())     ? emit_pool_op(def, n.attrs(), operands, results)
+                             : select_supported(n.op()) ? emit_select_op(def, n.attrs(), operands, results)
+                                                        : emit_loss_op(def, n.attrs(), operands, results);
+  return to_node_kernels(std::move(ks));
+}
+
+NodeKernel from_attention(const AttentionKernel& k, std::vector<Tensor> extra = {}) {
+  NodeKernel nk;
+  nk.name = k.name;
+  nk.source = k.source;
+  nk.grid = k.grid;
+  nk.block = k.block;
+  nk.extra = std::move(extra);
+  return nk;
+}
+
+bool handles_attention(const Node& n) {
+  if (n.op() == "fused") return n.body() && n.attrs().get_string("kind", "") == "attention";
+  if (n.op() != "attention" || n.body() || n.num_outputs() != 1) return false;
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return true;
+}
+
+std::vector<NodeKernel> emit_attention_node(const Node& n) {
+  if (n.op() == "fused") {
+    FusedAttentionKernel fk = emit_fused_attention(n);
+    return {from_attention(fk.kernel, std::move(fk.constants))};
+  }
+  std::vector<TensorType> operands;
+  for (Value* v : n.inputs()) operands.push_back(v->type());
+  return {from_attention(emit_attention_op(n.attrs(), operands, n.output(0)->type()))};
+}
+
+bool handles_rnn(const Node& n) {
+  return !n.body() && (n.op() == "rnn" || n.op() == "gru" || n.op() == "lstm");
+}
+
+// One persistent block per (direction, batch entry); absent operands are null buffers.
+std::vector<NodeKernel> emit_rnn_node(const Node& n) {
+  std::vector<TensorType> operands, results;
+  std::vector<bool> present;
+  for (Value* v : n.inputs()) {
+    operands.push_back(v ? v->type() : TensorType());
+    present.push_back(v != nullptr);
+  }
+  for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+  RnnKernel k = emit_rnn_op(n.op(), n.attrs(), operands, present, results);
+  NodeKernel nk;
+  nk.name = k.name;
+  nk.source = k.source;
+  nk.grid = k.grid;
+  nk.block = k.block;
+  return {nk};
+}
+
+bool handles_misc(const Node& n) {
+  if (n.body() || !n.input(0)) return false;
+  return n.op() == "dft" || n.op() == "stft" || n.op() == "det" || n.op() == "dynamic_quantize_linear";
+}
+
+// dft, stft, det, dynamic_quantize_linear (codegen/emit_misc_ops.h); scratch
+// buffers are host tensors after the operands, shared by a node's kernels.
+std::vector<NodeKernel> emit_misc_node(const Node& n) {
+  std::vector<SimpleKernel> ks;
+  const TensorType& x = n.input(0)->type();
+  if (n.op() == "dft") {
+    ks = {emit_dft(n.attrs(), x, n.output(0)->type())};
+  } else if (n.op() == "stft") {
+    const bool win = n.num_inputs() > 1 && n.input(1);
+    ks = {emit_stft(n.attrs(), x, win, win ? n.input(1)->type() : TensorType(), n.output(0)->type(), n.num_inputs() > 1)};
+  } else if (n.op() == "det") {
+    ks = {emit_det(x, n.output(0)->type())};
+  } else {
+    std::vector<TensorType> results;
+    for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+    ks = emit_dynamic_quantize_linear(x, results);
+  }
+  std::vector<Tensor> scratch;
+  for (const SimpleKernel& k : ks)
+    for (const TensorType& t : k.scratch) scratch.emplace_back(t);
+  std::vector<NodeKernel> out;
+  for (const SimpleKernel& k : ks) {
+    NodeKernel nk;
+    nk.name = k.name;
+    nk.source = k.source;
+    nk.grid = k.grid;
+    nk.block = k.block;
+    nk.extra = scratch;
+    out.push_back(std::move(nk));
+  }
+  return out;
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
     {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node},
+    {"fused on demand", [](const Node& n) { return is_on_demand_fused(n, op_registry()); }, emit_fused_on_demand_node},
     {"injective", handles_injective, emit_injective_node},
     {"reduction", handles_reduction, emit_reduction_node},
     {"gemm", handles_gemm, emit_gemm_node},
     {"conv", handles_conv, emit_conv_node},
     {"einsum", handles_einsum, emit_einsum_node},
+    {"normalization", handles_normalization, emit_normalization_node},
+    {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node},
+    {"pool/select/loss", handles_op_kernels, emit_op_kernels_node},
+    {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node},
+    {"attention", handles_attention, emit_attention_node},
+    {"recurrent", handles_rnn, emit_rnn_node},
+    {"misc (dft, stft, det, dynamic_quantize_linear)", handles_misc, emit_misc_node},
 };
 
 bool is_view(const Node& n) { return is_view_node(n); }
@@ -263,7 +446,14 @@ std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs
         } else {
           for (int r : k.results) add(outs.at(r));
         }
-        for (Value* v : n.inputs()) add(lookup(v));
+        for (Value* v : n.inputs()) {
+          if (v) {
+            add(lookup(v));
+          } else {  // an absent optional operand: a null buffer of 0 elements
+            bufs.push_back(nullptr);
+            counts.push_back(0);
+          }
+        }
         for (const Tensor& t : k.extra) add(t);
         if (k.grid.count() == 0) continue;
         kiln::sim::LaunchConfig cfg;

@@ -5,7 +5,8 @@
 //
 // Nodes: graph inputs and constants are host tensors; reshape and identity are
 // views (no kernel); every other node (pointwise ops, pointwise-only fused
-// nodes, injective ops, reduce_* and softmax/log_softmax now) needs an emitter in emitter_for()'s table
+// nodes, injective ops, reduce_* and softmax/log_softmax, pools, argmax/argmin/hardmax/cumsum/topk and the
+// losses now) needs an emitter in emitter_for()'s table
 // (codegen/sim_executor.cpp) -- a node without one makes the constructor throw
 // kiln::Unsupported("sim backend: no kernel emitter for op X yet"): there is no
 // fallback to the reference. All kernels of the graph are compiled in one

@@ -154,6 +154,12 @@ std::string check_epilogue(const FusionState& s, int gi, const Node& c) {
   bool layout = r == Role::Injective && stores_through(c);
   if (r != Role::Pointwise && r != Role::View && !layout)
     return fmt::format("{} moves or repeats elements; an epilogue stores each result element once", c.op());
+  // Reduction kernels store in the anchor's element order and apply only
+  // pointwise ops and reshapes there (codegen/emit_fused_reduction: moving an
+  // element needs the inverse index map); a transpose/slice/gather after a
+  // layer norm is its own kernel.
+  if (layout && g.kind == GroupKind::Reduction)
+    return fmt::format("{} moves elements; a reduction epilogue applies only pointwise ops and reshapes", c.op());
   bool float_path = g.kind == GroupKind::Compute || g.kind == GroupKind::Attention;
   int id = -1;
   for (const Value* v : c.inputs()) {

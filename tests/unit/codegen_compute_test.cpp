@@ -93,11 +93,11 @@ std::vector<Tensor> run_on_sim(const Case& c, const std::map<std::string, codege
         }
       }
       for (const Tensor& t : k.extra) add(t);
-      if (k.grid == 0) continue;
+      if (k.grid.count() == 0) continue;
       sim::LaunchConfig cfg;
       cfg.kernel = k.name;
-      cfg.grid = dim3(k.grid);
-      cfg.block = dim3(k.block);
+      cfg.grid = dim3(k.grid.x, k.grid.y, k.grid.z);
+      cfg.block = dim3(k.block.x, k.block.y, k.block.z);
       cfg.shared_bytes = k.shared_bytes;
       codegen::sim_launch(entries.at(k.name), cfg, bufs, counts);
     }

@@ -16,11 +16,13 @@ std::vector<std::string> backend_names() {
 #endif
 }
 
-std::vector<Tensor> run_on_backend(const std::string& backend, Graph& g, const std::map<std::string, Tensor>& inputs) {
+std::vector<Tensor> run_on_backend(const std::string& backend, Graph& g, const std::map<std::string, Tensor>& inputs,
+                                   const std::string& cache_dir) {
   if (backend == "ref") return ReferenceExecutor(g).run(inputs);
 #ifdef KILN_HAVE_SIM_BACKEND
-  if (backend == "sim") return codegen::SimExecutor(g).run(inputs);
+  if (backend == "sim") return codegen::SimExecutor(g, cache_dir).run(inputs);
 #endif
+  (void)cache_dir;
   fail("unknown backend '{}' (available: {})", backend, fmt::join(backend_names(), ", "));
 }
 

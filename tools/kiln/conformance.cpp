@@ -159,7 +159,7 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
         return {"fail", fmt::format("--nvrtc-check: {}", e.what()), kc};
       }
     }
-    std::vector<Tensor> got = run_on_backend(opts.backend, *imp.graph, feed);
+    std::vector<Tensor> got = run_on_backend(opts.backend, *imp.graph, feed, opts.compile.cache_dir);
     if (got.size() != want.size())
       return {"fail", fmt::format("{}: {} outputs but {} expected", set.filename().string(), got.size(), want.size()), kc};
     std::string first_diff;

@@ -1,6 +1,8 @@
 // kiln: the command-line driver. Subcommands:
-//   compile MODEL.onnx        import and optimise; --stats, --json, --dump-dir, --print-ir-*
-//   run MODEL.onnx            compile and run on a backend with random inputs, timing it
+//   compile MODEL.onnx        import and optimise; --stats, --json, --dump-dir, --print-ir-*;
+//                             -o MODEL.plan writes a plan file (runtime/plan_format.h)
+//   run MODEL.onnx|MODEL.plan compile (or load the plan) and run on a backend, timing it;
+//                             inputs from --inputs name:file.npy or seeded random
 //   dump-ir MODEL.onnx        print the imported IR (-O or --passes: after passes)
 //   opt FILE.kir              parse IR text, run --passes, verify, print (what FileCheck tests drive)
 //   conformance [PATH...]     run ONNX backend tests through the pipeline on a backend
@@ -26,6 +28,9 @@
 #include "tools/kiln/conformance.h"
 #include "tools/kiln/docs_gen.h"
 #include "tools/kiln/kernels_report.h"
+#include "tools/kiln/plan_writer.h"
+#include "tools/kiln/run_plan.h"
+#include "tools/kiln/tensor_io.h"
 
 namespace {
 
@@ -35,27 +40,6 @@ std::string read_file(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// Deterministic pseudo-random inputs so `kiln run` needs no data files.
-kiln::Tensor random_tensor(const kiln::TensorType& t, uint64_t seed) {
-  kiln::Tensor r(t.dtype, t.shape);
-  uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
-  for (int64_t i = 0; i < r.numel(); ++i) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    double u = double(s >> 11) / double(1ull << 53);
-    if (kiln::is_float(t.dtype)) r.set_double(i, u * 2 - 1);
-    else if (t.dtype == kiln::DType::Bool) r.set_int(i, u < 0.5);
-    else r.set_int(i, int64_t(u * 10));
-  }
-  return r;
-}
-
-uint64_t checksum(const kiln::Tensor& t) {
-  // FNV-1a over the bytes: a quick fingerprint to compare runs.
-  uint64_t h = 1469598103934665603ull;
-  for (uint8_t c : t.bytes()) h = (h ^ c) * 1099511628211ull;
-  return h;
 }
 
 double ms_since(std::chrono::steady_clock::time_point t) {
@@ -118,16 +102,24 @@ int main(int argc, char** argv) {
   compile->add_option("model", model, "Model file (.onnx)")->required()->group("Model");
   compile->add_option("--shapes", shapes_flag, "Fix input shapes: name:1x3x224x224,...")->group("Model");
   compile->add_option("--json", json_out, "Write the compile report as JSON")->group("Reporting");
+  std::string plan_out;
+  compile->add_option("-o,--output", plan_out, "Write a plan file for the runtime (MODEL.plan)")->group("Model");
   bool print_final = false;
   compile->add_flag("--print-ir", print_final, "Print the final IR to stdout")->group("Reporting");
   add_compile_flags(compile, copts);
 
-  std::string backend = "ref";
+  std::string backend;
   int iterations = 1;
-  auto* run = app.add_subcommand("run", "Compile a model and run it on a backend with random inputs");
-  run->add_option("model", model, "Model file (.onnx)")->required()->group("Model");
+  std::string inputs_flag, outputs_dir;
+  auto* run = app.add_subcommand("run", "Compile a model (or load a plan) and run it on a backend");
+  run->add_option("model", model, "Model file (.onnx) or plan (.plan)")->required()->group("Model");
   run->add_option("--shapes", shapes_flag, "Fix input shapes: name:1x3x224x224,...")->group("Model");
-  run->add_option("--backend", backend, "Backend: ref, sim (generated kernels on the CPU simulator)")->group("Runtime");
+  run->add_option("--backend", backend,
+                  "Backend: ref, sim (generated kernels on the CPU simulator); plans also auto (default: the GPU "
+                  "when usable, else ref) and gpu")
+      ->group("Runtime");
+  run->add_option("--inputs", inputs_flag, "Input values: name:file.npy,... (others seeded random)")->group("Runtime");
+  run->add_option("--outputs", outputs_dir, "Write each output as DIR/<name>.npy")->group("Runtime");
   run->add_option("--iterations", iterations, "Runs to time")->group("Runtime");
   add_compile_flags(run, copts);
 
@@ -222,6 +214,14 @@ int main(int argc, char** argv) {
       std::cerr << fmt::format("{}: {} nodes in, {} out, {} kernels, {:.1f} ms import + {:.1f} ms passes\n", model,
                                rep.nodes_in, rep.nodes_out, kiln::count_kernels(*r.graph), import_ms,
                                ms_since(t0) - import_ms);
+      if (!plan_out.empty()) {
+        kiln::plan::Plan p = kiln::build_plan(
+            *r.graph, {copts.pass.target, copts.pass.precision, copts.cache_dir, copts.kernel_cache});
+        kiln::plan::write_plan_file(plan_out, p);
+        std::cerr << fmt::format("{}: plan written; GPU kernels: {}\n", plan_out,
+                                 p.meta.gpu_kernels ? fmt::format("{} for {}", p.kernels.size(), p.meta.target)
+                                                    : "none (" + p.meta.no_gpu_reason + ")");
+      }
     } else if (*dump) {
       auto r = import_model(model, shapes_flag);
       copts.optimize = dump_opt || !copts.passes.empty();
@@ -229,21 +229,30 @@ int main(int argc, char** argv) {
       std::cout << kiln::print_graph(*r.graph);
     } else if (*opt) {
       return run_opt(kir, split, copts);
+    } else if (*run && model.size() > 5 && model.ends_with(".plan")) {
+      kiln::RunPlanOptions ro;
+      ro.backend = backend.empty() ? "auto" : backend;
+      ro.inputs = inputs_flag;
+      ro.outputs_dir = outputs_dir;
+      ro.iterations = iterations;
+      return kiln::run_plan_command(model, ro);
     } else if (*run) {
+      if (backend.empty() || backend == "auto") backend = "ref";
+      if (backend == "gpu") kiln::fail("--backend gpu runs plans: kiln compile {} --target sm_XX -o MODEL.plan", model);
       auto t0 = std::chrono::steady_clock::now();
       auto r = import_model(model, shapes_flag);
       kiln::CompileReport rep = kiln::compile_graph(*r.graph, copts);
       double compile_ms = ms_since(t0);
       print_stats(copts, rep);
-      std::map<std::string, kiln::Tensor> feed;
-      uint64_t seed = 1;
-      for (kiln::Value* in : r.graph->inputs()) feed[in->name()] = random_tensor(in->type(), seed++);
+      std::vector<std::pair<std::string, kiln::TensorType>> decl;
+      for (kiln::Value* in : r.graph->inputs()) decl.emplace_back(in->name(), in->type());
+      std::map<std::string, kiln::Tensor> feed = kiln::make_run_inputs(decl, inputs_flag);
       std::vector<kiln::Tensor> outs;
       double best = 1e30;
       for (int i = 0; i < std::max(1, iterations); ++i) {
         auto a = std::chrono::steady_clock::now();
         try {
-          outs = kiln::run_on_backend(backend, *r.graph, feed);
+          outs = kiln::run_on_backend(backend, *r.graph, feed, copts.cache_dir);
         } catch (const kiln::Error& e) {
           // Name the model, as compile errors do.
           if (dynamic_cast<const kiln::Unsupported*>(&e)) kiln::unsupported("{}: {}", model, e.what());
@@ -253,12 +262,12 @@ int main(int argc, char** argv) {
       }
       std::cout << fmt::format("backend: {} ({})\n", backend,
                                backend == "sim" ? "generated kernels on the CPU simulator"
-                                                : "CPU reference; no GPU backend yet");
+                                                : "CPU reference; for the GPU, run a plan: kiln compile --target sm_XX -o");
       std::cout << fmt::format("compile: {:.1f} ms, {} nodes -> {} nodes, {} kernels\n", compile_ms, rep.nodes_in,
                                rep.nodes_out, kiln::count_kernels(*r.graph));
-      for (size_t i = 0; i < outs.size(); ++i)
-        std::cout << fmt::format("output {} \"{}\": {} checksum {:016x}\n", i, r.graph->outputs()[i]->name(),
-                                 outs[i].type().str(), checksum(outs[i]));
+      std::vector<std::pair<std::string, kiln::Tensor>> named;
+      for (size_t i = 0; i < outs.size(); ++i) named.emplace_back(r.graph->outputs()[i]->name(), outs[i]);
+      kiln::report_outputs(named, outputs_dir);
       std::cout << fmt::format("run: {:.2f} ms (best of {})\n", best, std::max(1, iterations));
     } else if (*conf) {
       return kiln::run_conformance(conf_opts);

@@ -1,0 +1,251 @@
+// The C API (include/kiln/kiln.h) over runtime/engine.h: every entry point
+// catches everything and turns it into a status plus the thread's last-error
+// text.
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "ir/error.h"
+#include "kiln/kiln.h"
+#include "runtime/engine.h"
+#include "runtime/version.h"
+
+struct kiln_engine {
+  std::shared_ptr<const kiln::rt::Engine> engine;
+};
+struct kiln_context {
+  kiln::rt::Context context;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+kiln_status failed(kiln_status s, const std::string& message) {
+  last_error = message;
+  return s;
+}
+
+// Runs `f`, mapping exceptions to statuses; `on_error` is the status a
+// kiln::Error means for this call.
+template <typename F>
+kiln_status guard(kiln_status on_error, F&& f) {
+  try {
+    f();
+    return KILN_OK;
+  } catch (const kiln::Error& e) {
+    return failed(on_error, e.what());
+  } catch (const std::bad_alloc&) {
+    return failed(KILN_ERROR_RUNTIME, "out of memory");
+  } catch (const std::exception& e) {
+    return failed(KILN_ERROR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return failed(KILN_ERROR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+#define KILN_REQUIRE(p)                                                            \
+  do {                                                                             \
+    if (!(p)) return failed(KILN_ERROR_INVALID_ARGUMENT, #p " must not be null");  \
+  } while (0)
+
+bool backend_from(kiln_backend b, kiln::rt::Backend* out) {
+  switch (b) {
+    case KILN_BACKEND_AUTO: *out = kiln::rt::Backend::Auto; return true;
+    case KILN_BACKEND_CPU: *out = kiln::rt::Backend::Cpu; return true;
+    case KILN_BACKEND_GPU: *out = kiln::rt::Backend::Gpu; return true;
+  }
+  return false;
+}
+
+kiln_status create(kiln_backend backend, kiln_engine** engine,
+                   std::shared_ptr<const kiln::rt::Engine> (*load)(const void*, kiln::rt::Backend),
+                   const void* arg) {
+  KILN_REQUIRE(engine);
+  *engine = nullptr;
+  kiln::rt::Backend b;
+  if (!backend_from(backend, &b)) return failed(KILN_ERROR_INVALID_ARGUMENT, "unknown backend");
+  std::shared_ptr<const kiln::rt::Engine> e;
+  kiln_status s = guard(KILN_ERROR_INVALID_PLAN, [&] { e = load(arg, b); });
+  if (s != KILN_OK) {
+    // A plan that loads but cannot run on the requested GPU.
+    if (b == kiln::rt::Backend::Gpu && last_error.find("GPU backend is not available") != std::string::npos)
+      s = KILN_ERROR_UNAVAILABLE;
+    return s;
+  }
+  *engine = new kiln_engine{std::move(e)};
+  return KILN_OK;
+}
+
+struct MemoryArg {
+  const void* data;
+  size_t size;
+};
+
+kiln_status describe(const std::vector<kiln::rt::TensorDesc>& ds, int index, kiln_tensor_info* info,
+                     const char* kind) {
+  if (index < 0 || size_t(index) >= ds.size())
+    return failed(KILN_ERROR_NOT_FOUND, fmt::format("{} index {} is out of range (the model has {})", kind, index,
+                                                    ds.size()));
+  const kiln::rt::TensorDesc& d = ds[size_t(index)];
+  info->name = d.name.c_str();
+  info->dtype = static_cast<kiln_dtype>(d.type.dtype);
+  info->rank = d.type.rank();
+  info->shape = d.type.shape.data();
+  return KILN_OK;
+}
+
+kiln_status type_from(kiln_dtype dtype, const int64_t* shape, int rank, kiln::TensorType* out) {
+  if (int(dtype) < 0 || int(dtype) >= kiln::kNumDTypes)
+    return failed(KILN_ERROR_INVALID_ARGUMENT, fmt::format("dtype {} is not a kiln_dtype", int(dtype)));
+  if (rank < 0 || (rank > 0 && !shape))
+    return failed(KILN_ERROR_INVALID_ARGUMENT, "shape must not be null when rank > 0 (and rank >= 0)");
+  out->dtype = static_cast<kiln::DType>(dtype);
+  out->shape.assign(shape, shape + rank);
+  return KILN_OK;
+}
+
+// Binding errors: a name the model lacks is NOT_FOUND, the rest INVALID_ARGUMENT.
+kiln_status bind_status() {
+  return last_error.rfind("the model has no ", 0) == 0 ? KILN_ERROR_NOT_FOUND : KILN_ERROR_INVALID_ARGUMENT;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* kiln_version(void) { return kiln::kKilnVersion; }
+
+const char* kiln_status_message(kiln_status status) {
+  switch (status) {
+    case KILN_OK: return "ok";
+    case KILN_ERROR_INVALID_ARGUMENT: return "invalid argument";
+    case KILN_ERROR_NOT_FOUND: return "not found";
+    case KILN_ERROR_INVALID_PLAN: return "invalid plan";
+    case KILN_ERROR_UNAVAILABLE: return "backend unavailable";
+    case KILN_ERROR_RUNTIME: return "runtime error";
+    case KILN_ERROR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
+const char* kiln_last_error(void) { return last_error.c_str(); }
+
+const char* kiln_dtype_name(kiln_dtype dtype) {
+  if (int(dtype) < 0 || int(dtype) >= kiln::kNumDTypes) return "?";
+  return kiln::dtype_name(static_cast<kiln::DType>(dtype)).data();
+}
+
+size_t kiln_dtype_size(kiln_dtype dtype) {
+  if (int(dtype) < 0 || int(dtype) >= kiln::kNumDTypes) return 0;
+  return kiln::dtype_size(static_cast<kiln::DType>(dtype));
+}
+
+kiln_status kiln_engine_create_from_file(const char* path, kiln_backend backend, kiln_engine** engine) {
+  KILN_REQUIRE(path);
+  return create(
+      backend, engine,
+      [](const void* p, kiln::rt::Backend b) {
+        return kiln::rt::Engine::load_file(static_cast<const char*>(p), b);
+      },
+      path);
+}
+
+kiln_status kiln_engine_create_from_memory(const void* data, size_t size, kiln_backend backend,
+                                           kiln_engine** engine) {
+  KILN_REQUIRE(data || size == 0);
+  MemoryArg arg{data, size};
+  return create(
+      backend, engine,
+      [](const void* p, kiln::rt::Backend b) {
+        auto* m = static_cast<const MemoryArg*>(p);
+        return kiln::rt::Engine::load(static_cast<const uint8_t*>(m->data), m->size, "plan in memory", b);
+      },
+      &arg);
+}
+
+void kiln_engine_destroy(kiln_engine* engine) { delete engine; }
+
+kiln_status kiln_engine_backend(const kiln_engine* engine, kiln_backend* backend) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(backend);
+  *backend = engine->engine->on_gpu() ? KILN_BACKEND_GPU : KILN_BACKEND_CPU;
+  return KILN_OK;
+}
+
+kiln_status kiln_engine_info(const kiln_engine* engine, const char** text) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(text);
+  *text = engine->engine->info().c_str();
+  return KILN_OK;
+}
+
+kiln_status kiln_engine_num_inputs(const kiln_engine* engine, int* count) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(count);
+  *count = int(engine->engine->inputs().size());
+  return KILN_OK;
+}
+
+kiln_status kiln_engine_num_outputs(const kiln_engine* engine, int* count) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(count);
+  *count = int(engine->engine->outputs().size());
+  return KILN_OK;
+}
+
+kiln_status kiln_engine_input(const kiln_engine* engine, int index, kiln_tensor_info* info) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(info);
+  return describe(engine->engine->inputs(), index, info, "input");
+}
+
+kiln_status kiln_engine_output(const kiln_engine* engine, int index, kiln_tensor_info* info) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(info);
+  return describe(engine->engine->outputs(), index, info, "output");
+}
+
+kiln_status kiln_context_create(kiln_engine* engine, kiln_context** context) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(context);
+  *context = nullptr;
+  return guard(KILN_ERROR_RUNTIME, [&] { *context = new kiln_context{kiln::rt::Context(engine->engine)}; });
+}
+
+void kiln_context_destroy(kiln_context* context) { delete context; }
+
+kiln_status kiln_context_bind_input(kiln_context* context, const char* name, const void* data, kiln_dtype dtype,
+                                    const int64_t* shape, int rank, kiln_memory memory) {
+  KILN_REQUIRE(context);
+  KILN_REQUIRE(name);
+  kiln::TensorType t;
+  if (kiln_status s = type_from(dtype, shape, rank, &t); s != KILN_OK) return s;
+  kiln_status s = guard(KILN_ERROR_INVALID_ARGUMENT,
+                        [&] { context->context.bind_input(name, data, t, memory == KILN_MEMORY_DEVICE); });
+  return s == KILN_ERROR_INVALID_ARGUMENT ? bind_status() : s;
+}
+
+kiln_status kiln_context_bind_output(kiln_context* context, const char* name, void* data, kiln_dtype dtype,
+                                     const int64_t* shape, int rank, kiln_memory memory) {
+  KILN_REQUIRE(context);
+  KILN_REQUIRE(name);
+  kiln::TensorType t;
+  if (kiln_status s = type_from(dtype, shape, rank, &t); s != KILN_OK) return s;
+  kiln_status s = guard(KILN_ERROR_INVALID_ARGUMENT,
+                        [&] { context->context.bind_output(name, data, t, memory == KILN_MEMORY_DEVICE); });
+  return s == KILN_ERROR_INVALID_ARGUMENT ? bind_status() : s;
+}
+
+kiln_status kiln_context_run(kiln_context* context) {
+  KILN_REQUIRE(context);
+  return guard(KILN_ERROR_RUNTIME, [&] { context->context.run(); });
+}
+
+kiln_status kiln_context_enqueue(kiln_context* context, void* stream) {
+  KILN_REQUIRE(context);
+  return guard(KILN_ERROR_RUNTIME, [&] { context->context.enqueue(stream); });
+}
+
+}  // extern "C"

@@ -1,0 +1,90 @@
+#include "runtime/cuda_driver.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+#include "ir/error.h"
+
+namespace kiln::rt {
+
+void CudaDriver::check(CUresult r, const char* what) const {
+  if (r == 0) return;
+  const char* s = nullptr;
+  if (cuGetErrorString) cuGetErrorString(r, &s);
+  fail("CUDA: {}: {} (error {})", what, s ? s : "unknown error", r);
+}
+
+namespace {
+
+struct Loaded {
+  CudaDriver driver;
+  bool ok = false;
+  std::string why;
+};
+
+template <typename F>
+bool load(void* lib, F& fn, const char* name, std::string& why) {
+  fn = reinterpret_cast<F>(dlsym(lib, name));
+  if (!fn) why = std::string("libcuda.so.1 has no ") + name;
+  return fn != nullptr;
+}
+
+Loaded load_driver() {
+  Loaded l;
+  // Never dlclose'd: the driver stays for the process's life.
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* e = dlerror();
+    l.why = std::string("no CUDA driver (dlopen libcuda.so.1: ") + (e ? e : "failed") + ")";
+    return l;
+  }
+  CudaDriver& d = l.driver;
+  std::string& w = l.why;
+  bool ok = load(lib, d.cuInit, "cuInit", w) && load(lib, d.cuGetErrorString, "cuGetErrorString", w) &&
+            load(lib, d.cuDeviceGetCount, "cuDeviceGetCount", w) && load(lib, d.cuDeviceGet, "cuDeviceGet", w) &&
+            load(lib, d.cuDeviceGetAttribute, "cuDeviceGetAttribute", w) &&
+            load(lib, d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", w) &&
+            load(lib, d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", w) &&
+            load(lib, d.cuCtxPushCurrent, "cuCtxPushCurrent_v2", w) &&
+            load(lib, d.cuCtxPopCurrent, "cuCtxPopCurrent_v2", w) &&
+            load(lib, d.cuModuleLoadData, "cuModuleLoadData", w) && load(lib, d.cuModuleUnload, "cuModuleUnload", w) &&
+            load(lib, d.cuModuleGetFunction, "cuModuleGetFunction", w) &&
+            load(lib, d.cuFuncSetAttribute, "cuFuncSetAttribute", w) && load(lib, d.cuMemAlloc, "cuMemAlloc_v2", w) &&
+            load(lib, d.cuMemFree, "cuMemFree_v2", w) && load(lib, d.cuMemcpyHtoD, "cuMemcpyHtoD_v2", w) &&
+            load(lib, d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", w) &&
+            load(lib, d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", w) &&
+            load(lib, d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", w) &&
+            load(lib, d.cuLaunchKernel, "cuLaunchKernel", w) && load(lib, d.cuStreamCreate, "cuStreamCreate", w) &&
+            load(lib, d.cuStreamDestroy, "cuStreamDestroy_v2", w) &&
+            load(lib, d.cuStreamSynchronize, "cuStreamSynchronize", w) &&
+            load(lib, d.cuStreamBeginCapture, "cuStreamBeginCapture_v2", w) &&
+            load(lib, d.cuStreamEndCapture, "cuStreamEndCapture", w) &&
+            load(lib, d.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", w) &&
+            load(lib, d.cuGraphLaunch, "cuGraphLaunch", w) && load(lib, d.cuGraphExecDestroy, "cuGraphExecDestroy", w) &&
+            load(lib, d.cuGraphDestroy, "cuGraphDestroy", w);
+  if (!ok) return l;
+  if (CUresult r = d.cuInit(0); r != 0) {
+    const char* s = nullptr;
+    d.cuGetErrorString(r, &s);
+    l.why = std::string("the CUDA driver does not start (cuInit: ") + (s ? s : "error") + ")";
+    return l;
+  }
+  int n = 0;
+  if (d.cuDeviceGetCount(&n) != 0 || n == 0) {
+    l.why = "no CUDA device";
+    return l;
+  }
+  l.ok = true;
+  return l;
+}
+
+}  // namespace
+
+const CudaDriver* cuda_driver(std::string* why) {
+  static const Loaded loaded = load_driver();
+  if (why) *why = loaded.why;
+  return loaded.ok ? &loaded.driver : nullptr;
+}
+
+}  // namespace kiln::rt

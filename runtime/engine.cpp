@@ -1,0 +1,134 @@
+#include "runtime/engine.h"
+
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "backends/reference/executor.h"
+#include "ir/error.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/gpu_executor.h"
+#include "runtime/plan_graph.h"
+
+namespace kiln::rt {
+
+std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, const std::string& what,
+                                           Backend backend) {
+  std::shared_ptr<Engine> e(new Engine());
+  e->plan_ = plan::deserialize(data, size, what);
+  e->graph_ = plan::load_graph(e->plan_, what);
+  for (const Value* v : e->graph_->inputs()) e->inputs_.push_back({v->name(), v->type()});
+  for (size_t i = 0; i < e->graph_->outputs().size(); ++i) {
+    const Value* v = e->graph_->outputs()[i];
+    e->outputs_.push_back({v->name(), v->type()});
+  }
+  // Why the GPU path is not taken (empty: it is).
+  std::string no_gpu;
+  const CudaDriver* driver = nullptr;
+  if (backend == Backend::Cpu) {
+    no_gpu = "the CPU backend was requested";
+  } else if (!e->plan_.meta.gpu_kernels) {
+    no_gpu = "the plan has no GPU kernels: " + e->plan_.meta.no_gpu_reason;
+  } else {
+    driver = cuda_driver(&no_gpu);
+  }
+  if (driver) {
+    std::vector<size_t> in, out;
+    for (const auto& d : e->inputs_) in.push_back(d.type.nbytes());
+    for (const auto& d : e->outputs_) out.push_back(d.type.nbytes());
+    try {
+      e->gpu_ = std::make_unique<GpuEngine>(*driver, e->plan_, in, out, what);
+      e->info_ = e->gpu_->description();
+    } catch (const Error& err) {
+      if (backend == Backend::Gpu) throw;
+      no_gpu = err.what();
+    }
+  }
+  if (!e->gpu_) {
+    if (backend == Backend::Gpu) fail("{}: the GPU backend is not available: {}", what, no_gpu);
+    e->info_ = "CPU reference path (" + no_gpu + ")";
+  }
+  return e;
+}
+
+std::shared_ptr<const Engine> Engine::load_file(const std::string& path, Backend backend) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot open plan file", path);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return load(bytes.data(), bytes.size(), path, backend);
+}
+
+Engine::~Engine() = default;
+
+Context::Context(std::shared_ptr<const Engine> e) : engine_(std::move(e)) {
+  inputs_.resize(engine_->inputs().size());
+  outputs_.resize(engine_->outputs().size());
+  if (engine_->gpu()) gpu_ = std::make_unique<GpuContext>(*engine_->gpu());
+}
+
+Context::~Context() = default;
+
+namespace {
+size_t find(const std::vector<TensorDesc>& ds, const std::string& name, const char* kind) {
+  for (size_t i = 0; i < ds.size(); ++i)
+    if (ds[i].name == name) return i;
+  std::vector<std::string> names;
+  for (const auto& d : ds) names.push_back('"' + d.name + '"');
+  fail("the model has no {} named \"{}\" ({}s: {})", kind, name, kind, fmt::join(names, ", "));
+}
+
+void check_type(const TensorDesc& d, const TensorType& as, const char* kind) {
+  if (as.dtype != d.type.dtype || as.shape != d.type.shape)
+    fail("{} \"{}\" is {} but was bound as {}", kind, d.name, TensorType(d.type.dtype, d.type.shape).str(),
+         TensorType(as.dtype, as.shape).str());
+}
+}  // namespace
+
+void Context::bind_input(const std::string& name, const void* data, const TensorType& as, bool device) {
+  size_t i = find(engine_->inputs(), name, "input");
+  check_type(engine_->inputs()[i], as, "input");
+  if (device && !gpu_) fail("input \"{}\": device memory bound but the engine runs on the CPU", name);
+  if (!data && as.nbytes()) fail("input \"{}\": null data pointer", name);
+  inputs_[i] = {const_cast<void*>(data), device, true};
+}
+
+void Context::bind_output(const std::string& name, void* data, const TensorType& as, bool device) {
+  size_t i = find(engine_->outputs(), name, "output");
+  check_type(engine_->outputs()[i], as, "output");
+  if (device && !gpu_) fail("output \"{}\": device memory bound but the engine runs on the CPU", name);
+  if (!data && as.nbytes()) fail("output \"{}\": null data pointer", name);
+  outputs_[i] = {data, device, true};
+}
+
+void Context::check_bound() const {
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (!inputs_[i].bound) fail("input \"{}\" is not bound", engine_->inputs()[i].name);
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (!outputs_[i].bound) fail("output \"{}\" is not bound", engine_->outputs()[i].name);
+}
+
+void Context::run() { enqueue(nullptr); }
+
+void Context::enqueue(void* stream) {
+  check_bound();
+  if (gpu_) {
+    std::vector<DeviceBinding> in, out;
+    for (const Binding& b : inputs_) in.push_back({b.ptr, b.device});
+    for (const Binding& b : outputs_) out.push_back({b.ptr, b.device});
+    gpu_->enqueue(in, out, static_cast<CUstream>(stream));
+    return;
+  }
+  if (stream) fail("enqueue: the engine runs on the CPU ({}); pass a null stream", engine_->info());
+  std::map<std::string, Tensor> feed;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const TensorDesc& d = engine_->inputs()[i];
+    Tensor t(d.type);
+    if (t.nbytes()) std::memcpy(t.raw(), inputs_[i].ptr, t.nbytes());
+    feed.emplace(d.name, std::move(t));
+  }
+  std::vector<Tensor> outs = ReferenceExecutor(engine_->graph()).run(feed);
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (outs[i].nbytes()) std::memcpy(outputs_[i].ptr, outs[i].raw(), outs[i].nbytes());
+}
+
+}  // namespace kiln::rt

@@ -1,0 +1,84 @@
+// The runtime's engine and context (what the C API in include/kiln/kiln.h
+// wraps). An Engine is a loaded plan, immutable after load and shared by
+// contexts on any thread; it runs on the GPU when the plan has GPU kernels
+// and a CUDA driver, a device and a fitting arch are present, else on the CPU
+// reference path (the plan's graph through backends/reference), and says
+// which and why in info(). A Context holds one thread's or stream's bindings
+// (and, on the GPU, its arena and captured CUDA Graph).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/plan_format.h"
+
+namespace kiln::rt {
+
+enum class Backend { Auto, Cpu, Gpu };
+
+struct TensorDesc {
+  std::string name;
+  TensorType type;
+};
+
+class GpuEngine;
+class GpuContext;
+
+class Engine {
+ public:
+  // Throws kiln::Error: a plan that does not load, or Backend::Gpu where the
+  // GPU path is impossible (the message says why).
+  static std::shared_ptr<const Engine> load(const uint8_t* data, size_t size, const std::string& what,
+                                            Backend backend);
+  static std::shared_ptr<const Engine> load_file(const std::string& path, Backend backend);
+  ~Engine();
+
+  const std::vector<TensorDesc>& inputs() const { return inputs_; }
+  const std::vector<TensorDesc>& outputs() const { return outputs_; }
+  bool on_gpu() const { return gpu_ != nullptr; }
+  // "CPU reference path (no CUDA driver (...))" / "GPU sm_90 (CUBIN, ...)".
+  const std::string& info() const { return info_; }
+  const plan::Plan& plan() const { return plan_; }
+  const Graph& graph() const { return *graph_; }
+  const GpuEngine* gpu() const { return gpu_.get(); }
+
+ private:
+  Engine() = default;
+  plan::Plan plan_;
+  std::unique_ptr<Graph> graph_;
+  std::vector<TensorDesc> inputs_, outputs_;
+  std::unique_ptr<GpuEngine> gpu_;
+  std::string info_;
+};
+
+struct Binding {
+  void* ptr = nullptr;
+  bool device = false;
+  bool bound = false;
+};
+
+class Context {
+ public:
+  explicit Context(std::shared_ptr<const Engine> e);
+  ~Context();
+
+  const Engine& engine() const { return *engine_; }
+  // Binds by name; the dtype and shape must be the engine's (else
+  // kiln::Error saying both). Device memory only on a GPU engine.
+  void bind_input(const std::string& name, const void* data, const TensorType& as, bool device);
+  void bind_output(const std::string& name, void* data, const TensorType& as, bool device);
+  // Runs with the bound buffers (all must be bound); synchronous.
+  void run();
+  // On a GPU engine: asynchronous on `stream` (a CUstream). On the CPU:
+  // `stream` must be null and it runs synchronously.
+  void enqueue(void* stream);
+
+ private:
+  void check_bound() const;
+  std::shared_ptr<const Engine> engine_;
+  std::vector<Binding> inputs_, outputs_;
+  std::unique_ptr<GpuContext> gpu_;
+};
+
+}  // namespace kiln::rt

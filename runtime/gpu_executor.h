@@ -1,0 +1,85 @@
+// The GPU path of the runtime: a plan's kernels and launch list on a CUDA
+// device through the driver API (runtime/cuda_driver.h).
+//
+// GpuEngine (immutable, shared by contexts): device 0's primary context, one
+// module per kernel (its CUBIN when built for this GPU's arch, else its PTX,
+// which the driver JIT-compiles), the weights uploaded once into one device
+// allocation.
+// GpuContext (one per thread/stream): the activation arena (one allocation of
+// the memory plan's size), a device buffer per graph input and output, and
+// the whole launch list captured once as a CUDA Graph on a private stream.
+// enqueue() copies the bound inputs in, replays the graph and copies the
+// outputs out, all on the caller's stream.
+//
+// Untested until a GPU is lent (docs/embedding.md): this machine has none.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda_driver.h"
+#include "runtime/plan_format.h"
+
+namespace kiln::rt {
+
+class GpuEngine {
+ public:
+  // `input_bytes` / `output_bytes`: the graph inputs' and outputs' sizes.
+  GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_t> input_bytes,
+            std::vector<size_t> output_bytes, const std::string& what);
+  ~GpuEngine();
+  GpuEngine(const GpuEngine&) = delete;
+  GpuEngine& operator=(const GpuEngine&) = delete;
+
+  const std::string& description() const { return description_; }
+
+ private:
+  friend class GpuContext;
+  void release();  // frees what the constructor got so far
+  const CudaDriver& d_;
+  const plan::Plan& plan_;
+  std::vector<size_t> input_bytes_, output_bytes_;
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  std::vector<CUmodule> modules_;
+  std::vector<CUfunction> functions_;  // per plan kernel
+  CUdeviceptr weights_ = 0;
+  std::string description_;
+};
+
+// Makes the engine's CUDA context current for a scope.
+class CtxScope {
+ public:
+  CtxScope(const CudaDriver& d, CUcontext c);
+  ~CtxScope();
+
+ private:
+  const CudaDriver& d_;
+};
+
+struct DeviceBinding {
+  void* ptr = nullptr;
+  bool device = false;  // a CUdeviceptr (else host memory)
+};
+
+class GpuContext {
+ public:
+  explicit GpuContext(const GpuEngine& e);
+  ~GpuContext();
+  GpuContext(const GpuContext&) = delete;
+  GpuContext& operator=(const GpuContext&) = delete;
+
+  // Asynchronous on `stream` (nullptr: the context's own stream, then waits).
+  void enqueue(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs, CUstream stream);
+
+ private:
+  CUdeviceptr address(const plan::BufferRef& b) const;
+  void release();
+  const GpuEngine& e_;
+  CUdeviceptr arena_ = 0;
+  std::vector<CUdeviceptr> inputs_, outputs_;
+  CUstream stream_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+};
+
+}  // namespace kiln::rt

@@ -1,0 +1,112 @@
+/* kiln runtime C API: load a compiled plan (`kiln compile MODEL.onnx -o
+ * MODEL.plan`) and run it.
+ *
+ * - Opaque handles. Every call that can fail returns a kiln_status; on failure
+ *   kiln_last_error() gives the message (per thread, valid until the next
+ *   failing call on that thread). No C++ exception crosses this boundary.
+ * - An engine is immutable once created and may be shared by any number of
+ *   threads; each thread (or CUDA stream) uses its own context.
+ * - Inputs and outputs are bound by name with their dtype and shape, which
+ *   must be the model's (queried with kiln_engine_input/output).
+ * - Without a usable GPU (no CUDA driver, no device, a plan without GPU
+ *   kernels) the engine runs on the CPU reference path; kiln_engine_info()
+ *   says which path and why.
+ * See docs/embedding.md. */
+#ifndef KILN_KILN_H_
+#define KILN_KILN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
+#define KILN_VERSION_MAJOR 0
+#define KILN_VERSION_MINOR 1
+#define KILN_VERSION_PATCH 0
+
+typedef enum kiln_status {
+  KILN_OK = 0,
+  KILN_ERROR_INVALID_ARGUMENT = 1, /* null pointer, wrong dtype/shape, unknown backend */
+  KILN_ERROR_NOT_FOUND = 2,        /* no input/output of that name, index out of range */
+  KILN_ERROR_INVALID_PLAN = 3,     /* the plan does not load (corrupt, wrong version, wrong GPU) */
+  KILN_ERROR_UNAVAILABLE = 4,      /* the GPU backend was requested and cannot be used */
+  KILN_ERROR_RUNTIME = 5,          /* running failed (a CUDA error, unbound buffers) */
+  KILN_ERROR_INTERNAL = 6          /* a bug in kiln */
+} kiln_status;
+
+/* Element types; the numbering is kiln's. f16/bf16 are 16-bit patterns, bool one byte. */
+typedef enum kiln_dtype {
+  KILN_F32 = 0, KILN_F16 = 1, KILN_BF16 = 2, KILN_F64 = 3,
+  KILN_I8 = 4, KILN_I16 = 5, KILN_I32 = 6, KILN_I64 = 7,
+  KILN_U8 = 8, KILN_U16 = 9, KILN_U32 = 10, KILN_U64 = 11,
+  KILN_BOOL = 12
+} kiln_dtype;
+
+typedef enum kiln_backend {
+  KILN_BACKEND_AUTO = 0, /* the GPU when usable, else the CPU */
+  KILN_BACKEND_CPU = 1,
+  KILN_BACKEND_GPU = 2   /* fail with KILN_ERROR_UNAVAILABLE when no usable GPU */
+} kiln_backend;
+
+typedef enum kiln_memory {
+  KILN_MEMORY_HOST = 0,
+  KILN_MEMORY_DEVICE = 1 /* a CUdeviceptr (GPU engines only) */
+} kiln_memory;
+
+typedef struct kiln_engine kiln_engine;
+typedef struct kiln_context kiln_context;
+
+/* An input's or output's description; the pointers live as long as the engine. */
+typedef struct kiln_tensor_info {
+  const char* name;
+  kiln_dtype dtype;
+  int rank;
+  const int64_t* shape;
+} kiln_tensor_info;
+
+KILN_API const char* kiln_version(void);
+KILN_API const char* kiln_status_message(kiln_status status);
+KILN_API const char* kiln_last_error(void);
+KILN_API const char* kiln_dtype_name(kiln_dtype dtype);
+KILN_API size_t kiln_dtype_size(kiln_dtype dtype);
+
+KILN_API kiln_status kiln_engine_create_from_file(const char* path, kiln_backend backend, kiln_engine** engine);
+KILN_API kiln_status kiln_engine_create_from_memory(const void* data, size_t size, kiln_backend backend,
+                                                    kiln_engine** engine);
+/* Contexts keep their engine alive: destroy order does not matter. */
+KILN_API void kiln_engine_destroy(kiln_engine* engine);
+/* KILN_BACKEND_CPU or KILN_BACKEND_GPU: where this engine runs. */
+KILN_API kiln_status kiln_engine_backend(const kiln_engine* engine, kiln_backend* backend);
+/* A sentence: the path taken and, for the CPU, why not the GPU. */
+KILN_API kiln_status kiln_engine_info(const kiln_engine* engine, const char** text);
+KILN_API kiln_status kiln_engine_num_inputs(const kiln_engine* engine, int* count);
+KILN_API kiln_status kiln_engine_num_outputs(const kiln_engine* engine, int* count);
+KILN_API kiln_status kiln_engine_input(const kiln_engine* engine, int index, kiln_tensor_info* info);
+KILN_API kiln_status kiln_engine_output(const kiln_engine* engine, int index, kiln_tensor_info* info);
+
+KILN_API kiln_status kiln_context_create(kiln_engine* engine, kiln_context** context);
+KILN_API void kiln_context_destroy(kiln_context* context);
+/* The buffers must stay valid until the run (or the enqueued work) ends. */
+KILN_API kiln_status kiln_context_bind_input(kiln_context* context, const char* name, const void* data,
+                                             kiln_dtype dtype, const int64_t* shape, int rank, kiln_memory memory);
+KILN_API kiln_status kiln_context_bind_output(kiln_context* context, const char* name, void* data,
+                                              kiln_dtype dtype, const int64_t* shape, int rank, kiln_memory memory);
+/* Synchronous. */
+KILN_API kiln_status kiln_context_run(kiln_context* context);
+/* GPU engines: asynchronous on `stream` (a CUstream). CPU engines: `stream`
+ * must be NULL and the call runs synchronously. */
+KILN_API kiln_status kiln_context_enqueue(kiln_context* context, void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_KILN_H_ */

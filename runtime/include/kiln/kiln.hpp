@@ -1,0 +1,112 @@
+// Header-only C++ wrapper over the kiln C API (kiln.h): RAII handles, errors
+// as kiln::runtime_error exceptions (thrown in the caller's code, never
+// across the C boundary). See docs/embedding.md.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+namespace kiln {
+
+class runtime_error : public std::runtime_error {
+ public:
+  runtime_error(kiln_status s, const std::string& what) : std::runtime_error(what), status_(s) {}
+  kiln_status status() const { return status_; }
+
+ private:
+  kiln_status status_;
+};
+
+inline void check(kiln_status s) {
+  if (s != KILN_OK) throw runtime_error(s, std::string(kiln_status_message(s)) + ": " + kiln_last_error());
+}
+
+struct TensorInfo {
+  std::string name;
+  kiln_dtype dtype;
+  std::vector<int64_t> shape;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  size_t nbytes() const { return size_t(numel()) * kiln_dtype_size(dtype); }
+};
+
+// Immutable and shareable: copies share the same engine.
+class Engine {
+ public:
+  static Engine from_file(const std::string& path, kiln_backend backend = KILN_BACKEND_AUTO) {
+    kiln_engine* e = nullptr;
+    check(kiln_engine_create_from_file(path.c_str(), backend, &e));
+    return Engine(e);
+  }
+  static Engine from_memory(const void* data, size_t size, kiln_backend backend = KILN_BACKEND_AUTO) {
+    kiln_engine* e = nullptr;
+    check(kiln_engine_create_from_memory(data, size, backend, &e));
+    return Engine(e);
+  }
+
+  kiln_backend backend() const {
+    kiln_backend b;
+    check(kiln_engine_backend(get(), &b));
+    return b;
+  }
+  std::string info() const {
+    const char* t = nullptr;
+    check(kiln_engine_info(get(), &t));
+    return t;
+  }
+  std::vector<TensorInfo> inputs() const { return list(kiln_engine_num_inputs, kiln_engine_input); }
+  std::vector<TensorInfo> outputs() const { return list(kiln_engine_num_outputs, kiln_engine_output); }
+  kiln_engine* get() const { return e_.get(); }
+
+ private:
+  explicit Engine(kiln_engine* e) : e_(e, kiln_engine_destroy) {}
+  template <typename Count, typename At>
+  std::vector<TensorInfo> list(Count count, At at) const {
+    int n = 0;
+    check(count(get(), &n));
+    std::vector<TensorInfo> r;
+    for (int i = 0; i < n; ++i) {
+      kiln_tensor_info t;
+      check(at(get(), i, &t));
+      r.push_back({t.name, t.dtype, std::vector<int64_t>(t.shape, t.shape + t.rank)});
+    }
+    return r;
+  }
+  std::shared_ptr<kiln_engine> e_;
+};
+
+// One per thread or stream; keeps its engine alive.
+class Context {
+ public:
+  explicit Context(const Engine& e) {
+    kiln_context* c = nullptr;
+    check(kiln_context_create(e.get(), &c));
+    c_.reset(c);
+  }
+  void bind_input(const std::string& name, const void* data, kiln_dtype dtype, const std::vector<int64_t>& shape,
+                  kiln_memory memory = KILN_MEMORY_HOST) {
+    check(kiln_context_bind_input(c_.get(), name.c_str(), data, dtype, shape.data(), int(shape.size()), memory));
+  }
+  void bind_output(const std::string& name, void* data, kiln_dtype dtype, const std::vector<int64_t>& shape,
+                   kiln_memory memory = KILN_MEMORY_HOST) {
+    check(kiln_context_bind_output(c_.get(), name.c_str(), data, dtype, shape.data(), int(shape.size()), memory));
+  }
+  void run() { check(kiln_context_run(c_.get())); }
+  void enqueue(void* stream) { check(kiln_context_enqueue(c_.get(), stream)); }
+  kiln_context* get() const { return c_.get(); }
+
+ private:
+  struct Deleter {
+    void operator()(kiln_context* c) const { kiln_context_destroy(c); }
+  };
+  std::unique_ptr<kiln_context, Deleter> c_;
+};
+
+}  // namespace kiln

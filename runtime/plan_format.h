@@ -1,0 +1,139 @@
+// The plan file: everything the runtime needs to run one compiled model,
+// independent of the compiler (no ONNX, no NVRTC). Layout (little-endian,
+// docs/plan_format.md):
+//
+//   header   magic "KILNPLAN", format version, header size, file size,
+//            section count, xxh64 of the header and section table
+//   table    per section: id, offset, size, xxh64 of its bytes
+//   sections each at a 256-byte aligned file offset:
+//     meta      kiln version, target, precision, archs, whether GPU kernels
+//               are present (and if not, the nodes that lack a kernel)
+//     graph     the optimized graph as kiln IR text (ir/printer.h); large
+//               constants print by reference and live in `weights`
+//     weights   every constant of the graph (nested bodies included, in
+//               walk_constants order) and every kernel's extra buffer, as
+//               raw bytes at 256-byte aligned offsets
+//     kernels   per kernel: name, CUDA source, arch, CUBIN, PTX
+//     launches  the launch list: per step a kernel launch (grid, block,
+//               shared bytes, buffer bindings) or a copy
+//     memory    the memory plan: arena size, alignment, per node result its
+//               storage and offset
+//
+// Loading checks, before anything is parsed: magic, format version, sizes
+// and offsets against the file size, every checksum; every read inside a
+// section is bounds-checked. Failures throw kiln::Error naming what is wrong
+// with the expected and found values.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/tensor.h"
+
+namespace kiln::plan {
+
+inline constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint64_t kAlignment = 256;  // section offsets and weight offsets
+
+struct Meta {
+  std::string kiln_version;
+  std::string target;     // "cpu" or "sm_XX": what the graph was optimized for
+  std::string precision;  // fp32 | tf32 | fp16 | bf16
+  std::vector<std::string> archs;  // archs with a CUBIN (empty: no GPU kernels)
+  bool gpu_kernels = false;
+  std::string no_gpu_reason;  // why not, naming the nodes without a kernel emitter
+  // The first `graph_constants` weights are the graph's constants in
+  // walk_constants order (runtime/plan_graph.h); the rest are kernel extras.
+  uint64_t graph_constants = 0;
+};
+
+struct WeightEntry {
+  TensorType type;
+  uint64_t offset = 0;  // within the weights data area (aligned)
+  uint64_t nbytes = 0;
+};
+
+struct Kernel {
+  std::string name;
+  std::string source;  // CUDA C++
+  std::string arch;    // the CUBIN's, "sm_90"
+  std::vector<uint8_t> cubin;
+  std::string ptx;
+};
+
+// Where a kernel argument's bytes live at run time.
+enum class BufferKind : uint8_t {
+  Arena = 0,   // the activation arena + offset
+  Input = 1,   // graph input `index` + offset
+  Output = 2,  // graph output `index` + offset
+  Weight = 3,  // weights entry `index` + offset
+};
+struct BufferRef {
+  BufferKind kind = BufferKind::Arena;
+  uint32_t index = 0;
+  uint64_t offset = 0;
+  uint64_t nbytes = 0;
+  int64_t elements = 0;  // element count (the simulator's bounds checks)
+};
+
+enum class StepKind : uint8_t { Kernel = 0, Copy = 1 };
+struct Dim3 {
+  uint32_t x = 0, y = 1, z = 1;
+  bool operator==(const Dim3&) const = default;
+};
+struct Step {
+  StepKind kind = StepKind::Kernel;
+  uint32_t node = 0;    // position in the graph's node list (messages); copies of outputs: UINT32_MAX
+  uint32_t kernel = 0;  // index into kernels (Kernel steps)
+  Dim3 grid, block;
+  uint32_t shared_bytes = 0;
+  std::vector<BufferRef> args;  // kernel parameters in order; Copy: {dst, src}
+};
+
+struct MemoryEntry {
+  uint32_t node = 0, result = 0;
+  uint8_t storage = 0;  // passes/memory_plan.h Storage as an integer
+  int64_t offset = 0, size = 0;
+};
+struct Memory {
+  uint64_t arena_bytes = 0;
+  uint64_t alignment = 256;
+  std::vector<MemoryEntry> values;
+};
+
+struct Plan {
+  Meta meta;
+  std::string graph_text;
+  std::vector<WeightEntry> weights;
+  std::vector<uint8_t> weight_data;  // the data area the entries point into
+  std::vector<Kernel> kernels;
+  std::vector<Step> steps;
+  Memory memory;
+};
+
+// Serializes a plan; the same plan gives the same bytes.
+std::vector<uint8_t> serialize(const Plan& p);
+
+struct LoadOptions {
+  // "sm_XX" of the GPU the plan will run on; empty: no GPU (no arch check).
+  // A plan with GPU kernels whose CUBIN arch differs and whose PTX cannot be
+  // JIT-compiled for it (an older GPU than the PTX's arch) is rejected.
+  std::string device_arch;
+};
+
+// Parses and checks a plan held in memory. `what` names it in messages (a
+// file name). Throws kiln::Error.
+Plan deserialize(const uint8_t* data, size_t size, std::string_view what = "plan",
+                 const LoadOptions& opts = {});
+Plan read_plan_file(const std::string& path, const LoadOptions& opts = {});
+void write_plan_file(const std::string& path, const Plan& p);
+
+// How to run the plan's kernels on a GPU of `device_arch` ("sm_86"): "cubin",
+// "ptx" (driver JIT), or throws kiln::Error saying why it cannot.
+std::string select_code(const Plan& p, const std::string& device_arch, std::string_view what = "plan");
+
+std::string section_name(uint32_t id);
+
+}  // namespace kiln::plan

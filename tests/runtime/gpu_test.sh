@@ -1,0 +1,62 @@
+#!/bin/bash
+# The runtime's GPU path on a real GPU (ctest label gpu): small ONNX node
+# models (pointwise, reduction, softmax, layout, conv, GEMM, pool, norm) compiled to plans with GPU kernels (CUBIN for the device's arch when
+# nvidia-smi reports it, and sm_80 PTX, JIT-compiled by the driver), run with
+# `kiln run --backend gpu` (CUDA Graph replay, 3 iterations) and compared
+# with `--backend ref` on the same seeded inputs. Exits 77 (ctest: skipped)
+# when there is no CUDA driver or device.
+# Usage: gpu_test.sh KILN_BINARY
+set -euo pipefail
+kiln=$1
+data=/usr/share/libonnx-testdata/data/node
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+archs=sm_80
+if cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1); then
+  a=sm_${cc/./}
+  case $a in sm_80|sm_86|sm_89|sm_90) archs="$a sm_80";; esac
+fi
+models="test_add_bcast test_relu test_sigmoid test_tanh test_softmax_axis_1 test_reduce_max_default_axes_keepdim_example
+        test_transpose_default test_concat_2d_axis_0 test_where_example test_cast_FLOAT_to_FLOAT16
+        test_basic_conv_with_padding test_matmul_2d test_gemm_default_no_bias test_maxpool_2d_default
+        test_layer_normalization_4d_axis1"
+n=0
+for m in $models; do
+  for arch in $archs; do
+    plan=$tmp/$m.$arch.plan
+    "$kiln" compile "$data/$m/model.onnx" --target "$arch" -o "$plan" 2>"$tmp/compile.txt"
+    grep -q "GPU kernels: none" "$tmp/compile.txt" && { echo "FAIL: $m has no GPU kernels"; cat "$tmp/compile.txt"; exit 1; }
+    if ! "$kiln" run "$plan" --backend gpu --iterations 3 --outputs "$tmp/gpu" >"$tmp/run.txt" 2>&1; then
+      if grep -Eq "no CUDA driver|no CUDA device|does not start" "$tmp/run.txt"; then
+        echo "skipped: $(cat "$tmp/run.txt")"
+        exit 77
+      fi
+      echo "FAIL: $m ($arch):"; cat "$tmp/run.txt"; exit 1
+    fi
+    head -1 "$tmp/run.txt"
+    "$kiln" run "$plan" --backend ref --outputs "$tmp/ref" >/dev/null
+    python3 - "$tmp/gpu" "$tmp/ref" "$m $arch" <<'PY'
+import os, struct, sys
+def load(p):
+    b = open(p, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0]
+    h = b[10:10 + hl].decode()
+    return h.split("'descr': '")[1][:3], b[10 + hl:]
+gpu, ref, what = sys.argv[1:]
+for f in sorted(os.listdir(ref)):
+    d, want = load(os.path.join(ref, f))
+    d2, got = load(os.path.join(gpu, f))
+    assert d == d2 and len(got) == len(want), (what, f, "dtype/size differ")
+    if d in ("<f4", "<f2"):
+        c = "f" if d == "<f4" else "e"
+        n = len(want) // struct.calcsize(c)
+        for i, (g, w) in enumerate(zip(struct.unpack("<%d%s" % (n, c), got), struct.unpack("<%d%s" % (n, c), want))):
+            assert abs(g - w) <= 1e-5 + 1e-4 * abs(w) or g == w, (what, f, i, g, w)
+    else:
+        assert got == want, (what, f, "bytes differ")
+PY
+    rm -rf "$tmp/gpu" "$tmp/ref"
+    n=$((n + 1))
+  done
+done
+echo "ok: $n plans on the GPU equal the reference"

@@ -1,0 +1,72 @@
+#!/bin/bash
+# Packaging end to end: `cmake --install` into a temporary prefix, then
+#  - the installed libkiln_runtime.so passes check_needed.sh;
+#  - the installed `kiln` compiles examples/models/tiny_cnn.onnx to a plan,
+#    twice, byte-identically;
+#  - examples/embed (C++) and examples/embed_c (C) build against the
+#    INSTALLED package with CMake (find_package(kiln)), and embed_c also with
+#    pkg-config; all three run the plan and print the same outputs, which
+#    equal `kiln run tiny.plan --inputs` on the same ramp input.
+# Usage: install_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+cmake --install "$build" --prefix "$prefix" >/dev/null
+lib=$(find "$prefix" -name 'libkiln_runtime.so.[0-9]' | head -1)
+[ -n "$lib" ] || { echo "FAIL: libkiln_runtime.so.N not installed" >&2; exit 1; }
+"$(dirname "$0")/check_needed.sh" "$lib"
+for f in include/kiln/kiln.h include/kiln/kiln.hpp bin/kiln; do
+  [ -e "$prefix/$f" ] || { echo "FAIL: $f not installed" >&2; exit 1; }
+done
+pc=$(find "$prefix" -name kiln.pc | head -1)
+[ -n "$pc" ] || { echo "FAIL: kiln.pc not installed" >&2; exit 1; }
+pcdir=$(dirname "$pc")
+
+"$prefix/bin/kiln" compile "$src/examples/models/tiny_cnn.onnx" -o "$tmp/tiny.plan" 2>/dev/null
+"$prefix/bin/kiln" compile "$src/examples/models/tiny_cnn.onnx" -o "$tmp/tiny2.plan" 2>/dev/null
+cmp "$tmp/tiny.plan" "$tmp/tiny2.plan" || { echo "FAIL: two compiles differ" >&2; exit 1; }
+
+# Only the installed package is visible to the examples' builds.
+for ex in embed embed_c; do
+  cmake -S "$src/examples/$ex" -B "$tmp/build-$ex" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_BUILD_RPATH="$(dirname "$lib")" >/dev/null
+  cmake --build "$tmp/build-$ex" >/dev/null
+done
+PKG_CONFIG_PATH=$pcdir cc -std=c99 -Wall -Wextra -Werror "$src/examples/embed_c/main.c" \
+  $(PKG_CONFIG_PATH=$pcdir pkg-config --cflags kiln) $(PKG_CONFIG_PATH=$pcdir pkg-config --libs kiln) \
+  -Wl,-rpath,"$(dirname "$lib")" -o "$tmp/embed_c_pc"
+
+"$tmp/build-embed/embed" "$tmp/tiny.plan" | tee "$tmp/cpp.txt"
+"$tmp/build-embed_c/embed_c" "$tmp/tiny.plan" > "$tmp/c.txt"
+"$tmp/embed_c_pc" "$tmp/tiny.plan" > "$tmp/c_pc.txt"
+grep -q '^engine: CPU reference path (' "$tmp/cpp.txt" || { echo "FAIL: no CPU path notice" >&2; exit 1; }
+cmp "$tmp/cpp.txt" "$tmp/c.txt" || { echo "FAIL: C and C++ examples differ" >&2; diff "$tmp/cpp.txt" "$tmp/c.txt"; exit 1; }
+cmp "$tmp/c.txt" "$tmp/c_pc.txt" || { echo "FAIL: pkg-config build differs" >&2; exit 1; }
+
+# The same ramp through `kiln run --inputs/--outputs`.
+python3 - "$tmp" <<'PY'
+import struct, sys
+tmp = sys.argv[1]
+n = 1 * 3 * 32 * 32
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 32, 32), }"
+hdr += " " * ((64 - (10 + len(hdr) + 1) % 64) % 64) + "\n"
+with open(tmp + "/ramp.npy", "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
+    f.write(struct.pack("<%df" % n, *[(i % 17 - 8) / 8.0 for i in range(n)]))
+PY
+"$prefix/bin/kiln" run "$tmp/tiny.plan" --inputs input:"$tmp/ramp.npy" --outputs "$tmp/out" >/dev/null
+want=$(python3 - "$tmp/out/probs.npy" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+hl = struct.unpack("<H", b[8:10])[0]
+vals = struct.unpack("<10f", b[10 + hl:10 + hl + 40])
+print("probs:" + "".join(" %.6g" % v for v in vals))
+PY
+)
+got=$(grep '^probs:' "$tmp/cpp.txt")
+[ "$got" = "$want" ] || { echo "FAIL: example printed '$got', kiln run gives '$want'" >&2; exit 1; }
+echo "ok: install, embed, embed_c (cmake + pkg-config) agree with kiln run"

@@ -1,0 +1,294 @@
+// The attention emitter (codegen/emit_attention.h) against the reference
+// (ops/attention_ops.cpp via evaluate_op): the real shapes (BERT [1,12,128,64]
+// f16 with a [1,1,128,128] f16 padding mask, GPT-2 causal [1,12,128,64] f16,
+// ViT [1,12,197,64] f16), odd sizes (Sq/Sk not multiples of the tiles, D !=
+// Dv, causal with Sq != Sk so that whole rows are hidden, masked rows of all
+// -inf with and without nan_to_zero, a NaN score), head dim 128 (smaller key
+// tiles), f32, bf16 and f64. Every kernel compiles with NVRTC for sm_80 and
+// sm_90 without spills, and matches the reference on the simulator: f32
+// within 1e-5 abs + 1e-4 rel, f64 1e-9 + 1e-9, f16 1e-3 + 2e-3 (one f16 ulp:
+// both round a float to f16), bf16 8e-3 + 1e-2. NaN must match NaN.
+// The fused kind "attention" (the fuse pass's group attention -> transpose
+// -> reshape -> cast/pointwise, as in BERT, GPT-2 and ViT) runs through the
+// sim backend against the reference backend.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "backends/reference/executor.h"
+#include "codegen/emit_attention.h"
+#include "codegen/kernel_cache.h"
+#include "codegen/nvrtc_compiler.h"
+#include "codegen/sim_executor.h"
+#include "codegen/sim_module.h"
+#include "ir/error.h"
+#include "ir/printer.h"
+#include "ops/registry.h"
+#include "passes/pass.h"
+#include "tests/unit/pass_test_util.h"
+#include "tools/kiln/compare.h"
+
+namespace kiln {
+namespace {
+
+struct Case {
+  std::string text;
+  DType dt;
+  Shape q, k, v, mask;  // mask empty: none
+  double scale;
+  int causal, nan_to_zero;
+  enum Special { None, MaskedRow, NanScore } special = None;
+  AttrMap attrs() const {
+    AttrMap a;
+    a.set("scale", static_cast<float>(scale));
+    a.set("causal", int64_t{causal});
+    a.set("nan_to_zero", int64_t{nan_to_zero});
+    return a;
+  }
+};
+
+std::vector<Case> all_cases() {
+  using S = Shape;
+  std::vector<Case> c = {
+      {"bert f16 mask", DType::F16, S{1, 12, 128, 64}, S{1, 12, 128, 64}, S{1, 12, 128, 64}, S{1, 1, 128, 128}, 0.125,
+       0, 1},
+      {"gpt2 f16 causal", DType::F16, S{1, 12, 128, 64}, S{1, 12, 128, 64}, S{1, 12, 128, 64}, {}, 0.125, 1, 0},
+      {"vit f16", DType::F16, S{1, 12, 197, 64}, S{1, 12, 197, 64}, S{1, 12, 197, 64}, {}, 0.125, 0, 0},
+      {"odd f32 Dv!=D", DType::F32, S{1, 2, 33, 17}, S{1, 2, 33, 17}, S{1, 2, 33, 5}, {}, 0.3, 0, 0},
+      {"odd f32 Sk>Sq causal mask[B,1,1,Sk]", DType::F32, S{2, 3, 33, 17}, S{2, 3, 70, 17}, S{2, 3, 70, 9},
+       S{2, 1, 1, 70}, 0.25, 1, 0},
+      {"f32 Sq>Sk causal (hidden rows) nan_to_zero", DType::F32, S{1, 2, 41, 8}, S{1, 2, 23, 8}, S{1, 2, 23, 8}, {},
+       0.5, 1, 1},
+      {"f32 Sq>Sk causal (hidden rows -> NaN)", DType::F32, S{1, 2, 41, 8}, S{1, 2, 23, 8}, S{1, 2, 23, 8}, {}, 0.5,
+       1, 0},
+      {"f32 D=128 mask[Sq,Sk]", DType::F32, S{1, 3, 70, 128}, S{1, 3, 129, 128}, S{1, 3, 129, 128}, S{70, 129},
+       0.088, 0, 0},
+      {"f32 masked row nan_to_zero", DType::F32, S{1, 2, 19, 16}, S{1, 2, 75, 16}, S{1, 2, 75, 16}, S{1, 2, 19, 75},
+       0.25, 0, 1, Case::MaskedRow},
+      {"f32 masked row", DType::F32, S{1, 2, 19, 16}, S{1, 2, 75, 16}, S{1, 2, 75, 16}, S{1, 2, 19, 75}, 0.25, 0, 0,
+       Case::MaskedRow},
+      {"f32 NaN score", DType::F32, S{1, 1, 9, 16}, S{1, 1, 75, 16}, S{1, 1, 75, 16}, {}, 0.25, 0, 0, Case::NanScore},
+      {"f32 single query, single key", DType::F32, S{3, 1, 1, 4}, S{3, 1, 1, 4}, S{3, 1, 1, 6}, {}, 1.0, 0, 0},
+      {"f32 no keys", DType::F32, S{1, 1, 5, 4}, S{1, 1, 0, 4}, S{1, 1, 0, 6}, {}, 1.0, 0, 0},
+      {"bf16 causal", DType::BF16, S{2, 2, 37, 64}, S{2, 2, 37, 64}, S{2, 2, 37, 64}, {}, 0.125, 1, 0},
+      {"f64 Dv=128", DType::F64, S{1, 2, 21, 32}, S{1, 2, 45, 32}, S{1, 2, 45, 128}, S{1, 1, 21, 45}, 0.2, 0, 0},
+  };
+  return c;
+}
+
+Tensor make(DType dt, const Shape& s, uint64_t seed, bool is_mask) {
+  Tensor t(TensorType(dt, s));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = normal(rng);
+    if (is_mask) v = (rng() % 5 == 0) ? -10000.0 : 0.0;  // BERT-style padding positions
+    t.set_double(i, v);
+  }
+  return t;
+}
+
+bool close(DType t, double got, double want) {
+  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
+  if (std::isinf(got) || std::isinf(want)) return got == want;
+  double atol = 1e-5, rtol = 1e-4;
+  if (t == DType::F16) atol = 1e-3, rtol = 2e-3;
+  if (t == DType::BF16) atol = 8e-3, rtol = 1e-2;
+  if (t == DType::F64) atol = 1e-9, rtol = 1e-9;
+  return std::fabs(got - want) <= atol + rtol * std::fabs(want);
+}
+
+TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSim) {
+  std::vector<Case> cases = all_cases();
+  const OpDef& def = op_registry().get("attention");
+  std::vector<codegen::KernelSource> sources;
+  std::vector<codegen::AttentionKernel> kernels;
+  for (Case& c : cases) {
+    std::vector<TensorType> ops = {TensorType(c.dt, c.q), TensorType(c.dt, c.k), TensorType(c.dt, c.v)};
+    if (!c.mask.empty()) ops.push_back(TensorType(c.dt, c.mask));
+    TensorType out(c.dt, {c.q[0], c.q[1], c.q[2], c.v[3]});
+    kernels.push_back(codegen::emit_attention_op(c.attrs(), ops, out));
+    sources.push_back({kernels.back().name, kernels.back().source});
+  }
+  // Tiling: BERT's 12 heads x 4 tiles of 32 are below 132 blocks: tiles of 16.
+  EXPECT_EQ(kernels[0].bq, 16);
+  EXPECT_EQ(kernels[0].grid, 12u * 8u);
+  EXPECT_EQ(kernels[0].block, 64u);
+  EXPECT_LE(kernels[7].shared_bytes, 48u * 1024u);  // D=128 f32 fits with smaller key tiles
+  EXPECT_LT(kernels[7].bk, 64);
+
+  codegen::KernelCache cache;
+  int max_regs = 0, spills = 0;
+  for (std::string arch : {"sm_80", "sm_90"}) {
+    codegen::KernelCompiler compiler(arch, &cache);
+    std::vector<codegen::CompiledKernel> ks = compiler.compile(sources);
+    for (size_t i = 0; i < ks.size(); ++i) {
+      EXPECT_FALSE(ks[i].cubin.empty()) << cases[i].text;
+      max_regs = std::max(max_regs, ks[i].registers);
+      EXPECT_EQ(ks[i].log.find("warning"), std::string::npos) << cases[i].text << " on " << arch << ": " << ks[i].log;
+      fmt::print("  {} {}: {} registers, {} bytes of shared memory, BQ={} BK={} TPR={}\n", cases[i].text, arch,
+                 ks[i].registers, kernels[i].shared_bytes, kernels[i].bq, kernels[i].bk, kernels[i].tpr);
+      if (ks[i].spill_bytes > 0) {
+        ++spills;
+        ADD_FAILURE() << cases[i].text << " on " << arch << " spills " << ks[i].spill_bytes << " bytes";
+      }
+    }
+  }
+  codegen::SimCompiler sim;
+  std::map<std::string, codegen::SimEntry> entries = sim.compile(sources);
+  int matched = 0;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
+    std::vector<Tensor> ins = {make(c.dt, c.q, 3 * ci + 1, false), make(c.dt, c.k, 3 * ci + 2, false),
+                               make(c.dt, c.v, 3 * ci + 3, false)};
+    if (!c.mask.empty()) ins.push_back(make(c.dt, c.mask, 100 + ci, true));
+    if (c.special == Case::MaskedRow)  // row 4 of head 1: every key hidden
+      for (int64_t j = 0; j < c.mask[3]; ++j) ins[3].set_double((19 + 4) * c.mask[3] + j, -INFINITY);
+    if (c.special == Case::NanScore) ins[1].set_double(16 * 40 + 3, NAN);  // key 40: a NaN score in every row
+    TensorType out(c.dt, {c.q[0], c.q[1], c.q[2], c.v[3]});
+    std::vector<const Tensor*> ptrs;
+    for (const Tensor& t : ins) ptrs.push_back(&t);
+    Tensor want = evaluate_op(def, c.attrs(), ptrs, {out}, "node")[0];
+    Tensor got(out);
+    std::memset(got.raw(), 0xa5, got.nbytes());
+    std::vector<void*> bufs = {got.raw()};
+    std::vector<long long> counts = {got.numel()};
+    for (const Tensor& t : ins) {
+      bufs.push_back(const_cast<void*>(t.raw()));
+      counts.push_back(t.numel());
+    }
+    if (kernels[ci].grid > 0) {
+      sim::LaunchConfig cfg;
+      cfg.kernel = kernels[ci].name;
+      cfg.grid = dim3(kernels[ci].grid);
+      cfg.block = dim3(kernels[ci].block);
+      ASSERT_NO_THROW(codegen::sim_launch(entries.at(kernels[ci].name), cfg, bufs, counts)) << c.text;
+    }
+    int bad = 0, nans = 0;
+    std::string first;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      nans += std::isnan(want.get_double(i));
+      if (close(c.dt, got.get_double(i), want.get_double(i))) continue;
+      if (bad++ == 0) first = fmt::format("element {}: got {} want {}", i, got.get_double(i), want.get_double(i));
+    }
+    if (c.special != Case::None || c.text.find("-> NaN") != std::string::npos) {
+      EXPECT_EQ(nans > 0, c.nan_to_zero == 0) << c.text << ": the special rows must be NaN exactly without nan_to_zero";
+    }
+    if (bad) ADD_FAILURE() << c.text << ": " << bad << " of " << got.numel() << " differ; " << first;
+    else ++matched;
+  }
+  fmt::print("codegen attention: {} kernels compiled for sm_80/sm_90, max registers {}, {} with spills; {} of {} match "
+             "the reference on the simulator\n",
+             sources.size(), max_regs, spills, matched, cases.size());
+}
+
+// Fused bodies as the fuse pass makes them from BERT / GPT-2 / ViT-like
+// chains (two groups in one graph: one simulator compilation).
+constexpr const char* kFusable = R"(graph @m(%q: f16[1,12,40,64], %k: f16[1,12,40,64], %v: f16[1,12,40,64], %mk: f16[1,1,40,40], %q2: f32[1,3,37,16], %k2: f32[1,3,37,16], %v2: f32[1,3,37,8], %s: f32[8]) -> (f16[1,40,768], f32[37,24], f16[37,1,3,8]) {
+    %a = attention(%q, %k, %v, %mk) {causal=0, nan_to_zero=1, scale=0.125} : f16[1,12,40,64]
+    %t = transpose(%a) {perm=[0,2,1,3]} : f16[1,40,12,64]
+    %r = reshape(%t) {shape=[1,40,768]} : f16[1,40,768]
+    %a2 = attention(%q2, %k2, %v2) {causal=1, scale=0.25} : f32[1,3,37,8]
+    %t2 = transpose(%a2) {perm=[2,0,1,3]} : f32[37,1,3,8]
+    %m2 = mul(%t2, %s) : f32[37,1,3,8]
+    %c2 = cast(%m2) {to="f16"} : f16[37,1,3,8]
+    %r2 = reshape(%t2) {shape=[37,24]} : f32[37,24]
+    return %r, %r2, %c2
+  })";
+
+void expect_sim_matches_reference(const Graph& g) {
+  auto feed = testing::random_inputs(g, 11);
+  std::vector<Tensor> want = ReferenceExecutor(g).run(feed);
+  std::vector<Tensor> got = codegen::SimExecutor(g).run(feed);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].type(), want[i].type());
+    Tolerance tol = want[i].dtype() == DType::F16 ? Tolerance{1e-3, 2e-3} : Tolerance{1e-5, 1e-4};
+    EXPECT_EQ(compare_tensors(got[i], want[i], tol), "") << "result " << i << "\n" << print_graph(g);
+  }
+}
+
+TEST(CodegenAttention, FusedAttentionWithEpilogueMatchesReferenceBackend) {
+  auto g = testing::parse(kFusable);
+  PassStats st;
+  create_pass("fuse")->run(*g, PassOptions{}, st);
+  std::vector<codegen::KernelSource> sources;
+  for (const auto& n : g->nodes()) {
+    ASSERT_EQ(n->op(), "fused") << print_graph(*g);
+    ASSERT_EQ(n->attrs().get_string("kind", ""), "attention") << print_graph(*g);
+    ASSERT_TRUE(codegen::is_attention_fused(*n));
+    codegen::FusedAttentionKernel fk = codegen::emit_fused_attention(*n);
+    sources.push_back({fk.kernel.name, fk.kernel.source});
+  }
+  ASSERT_EQ(sources.size(), 2u) << print_graph(*g);
+  codegen::KernelCache cache;
+  for (std::string arch : {"sm_80", "sm_90"}) {
+    codegen::KernelCompiler compiler(arch, &cache);
+    auto ks = compiler.compile(sources);
+    ASSERT_EQ(ks.size(), 2u);
+    for (const auto& k : ks) {
+      EXPECT_EQ(k.spill_bytes, 0) << arch;
+      EXPECT_EQ(k.log.find("warning"), std::string::npos) << arch << ": " << k.log;
+    }
+  }
+  expect_sim_matches_reference(*g);
+}
+
+// The fused attention nodes of the real models as `kiln dump-ir MODEL -O
+// --precision fp16 --target sm_90` prints them (names shortened, loc dropped),
+// BERT's, GPT-2's and ViT's in one graph.
+constexpr const char* kRealNodes = R"(graph @m(%b1: f16[1,12,128,64], %b2: f16[1,12,128,64], %b3: f16[1,12,128,64], %b4: f16[1,1,128,128], %g1: f16[1,12,128,64], %g2: f16[1,12,128,64], %g3: f16[1,12,128,64], %t1: f16[1,12,197,64], %t2: f16[1,12,197,64], %t3: f16[1,12,197,64]) -> (f16[1,128,768], f16[128,768], f16[197,768]) {
+  %bert = fused(%b1, %b2, %b3, %b4) {kind="attention"} : f16[1,128,768] {
+    graph @fused_3(%v1: f16[1,12,128,64], %v2: f16[1,12,128,64], %v3: f16[1,12,128,64], %v4: f16[1,1,128,128]) -> (f16[1,128,768]) {
+      %v5 = attention(%v1, %v2, %v3, %v4) {causal=0, nan_to_zero=1, scale=0.125} : f16[1,12,128,64]
+      %v6 = transpose(%v5) {perm=[0,2,1,3]} : f16[1,128,12,64]
+      %v0 = reshape(%v6) {shape=[1,128,768]} : f16[1,128,768]
+      return %v0
+    }
+  }
+  %gpt2 = fused(%g1, %g2, %g3) {kind="attention"} : f16[128,768] {
+    graph @fused_2(%v1: f16[1,12,128,64], %v2: f16[1,12,128,64], %v3: f16[1,12,128,64]) -> (f16[128,768]) {
+      %v4 = attention(%v1, %v2, %v3) {causal=1, scale=0.125} : f16[1,12,128,64]
+      %v5 = transpose(%v4) {perm=[0,2,1,3]} : f16[1,128,12,64]
+      %v0 = reshape(%v5) {shape=[128,768]} : f16[128,768]
+      return %v0
+    }
+  }
+  %vit = fused(%t1, %t2, %t3) {kind="attention"} : f16[197,768] {
+    graph @fused_4(%v1: f16[1,12,197,64], %v2: f16[1,12,197,64], %v3: f16[1,12,197,64]) -> (f16[197,768]) {
+      %v4 = attention(%v1, %v2, %v3) {causal=0, scale=0.125} : f16[1,12,197,64]
+      %v5 = transpose(%v4) {perm=[2,0,1,3]} : f16[197,1,12,64]
+      %v0 = reshape(%v5) {shape=[197,768]} : f16[197,768]
+      return %v0
+    }
+  }
+  return %bert, %gpt2, %vit
+})";
+
+TEST(CodegenAttention, RealFusedNodesOfBertGpt2VitMatchReferenceBackend) {
+  auto g = testing::parse(kRealNodes);
+  ASSERT_EQ(g->num_nodes(), 3u);
+  for (const auto& n : g->nodes()) ASSERT_TRUE(codegen::is_attention_fused(*n)) << n->describe();
+  expect_sim_matches_reference(*g);
+}
+
+// A body the epilogue cannot express is unsupported, not wrong.
+TEST(CodegenAttention, UnsupportedEpilogueIsReported) {
+  auto g = testing::parse(R"(graph @m(%q: f32[1,2,8,4], %k: f32[1,2,8,4], %v: f32[1,2,8,4]) -> (f32[1,2,8,1]) {
+    %a = attention(%q, %k, %v) {scale=0.5} : f32[1,2,8,4]
+    %r = reduce_sum(%a) {axes=[3], keepdims=1} : f32[1,2,8,1]
+    return %r
+  })");
+  const Node& n = *g->nodes().front();
+  EXPECT_FALSE(codegen::is_attention_fused(n));  // not a fused node at all
+  EXPECT_THROW(codegen::emit_fused_attention(n), Unsupported);
+  EXPECT_THROW(codegen::emit_attention_op(AttrMap{}, {TensorType(DType::F32, {2, 8, 4})}, TensorType(DType::F32, {2, 8, 4})),
+               Error);
+}
+
+}  // namespace
+}  // namespace kiln

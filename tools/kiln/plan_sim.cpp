@@ -1,0 +1,99 @@
+#include "tools/kiln/plan_sim.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "ir/error.h"
+#ifdef KILN_HAVE_SIM_BACKEND
+#include "codegen/sim_module.h"
+#endif
+
+namespace kiln {
+
+bool plan_sim_available() {
+#ifdef KILN_HAVE_SIM_BACKEND
+  return true;
+#else
+  return false;
+#endif
+}
+
+#ifdef KILN_HAVE_SIM_BACKEND
+namespace {
+
+struct AlignedBytes {
+  std::unique_ptr<uint8_t, decltype(&std::free)> p{nullptr, &std::free};
+  explicit AlignedBytes(size_t n) {
+    size_t size = (std::max<size_t>(n, 1) + plan::kAlignment - 1) / plan::kAlignment * plan::kAlignment;
+    p.reset(static_cast<uint8_t*>(std::aligned_alloc(plan::kAlignment, size)));
+    if (!p) throw std::bad_alloc();
+    std::memset(p.get(), 0, size);
+  }
+  uint8_t* get() const { return p.get(); }
+};
+
+}  // namespace
+#endif
+
+std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const std::map<std::string, Tensor>& inputs) {
+#ifndef KILN_HAVE_SIM_BACKEND
+  unsupported("the sim backend is not built (kiln without NVRTC/codegen)");
+#else
+  if (!p.meta.gpu_kernels) unsupported("sim backend: the plan has no GPU kernels: {}", p.meta.no_gpu_reason);
+  std::vector<Tensor> ins;
+  for (const Value* v : g.inputs()) {
+    auto it = inputs.find(v->name());
+    if (it == inputs.end()) fail("no value given for input \"{}\" ({})", v->name(), v->type().str());
+    if (it->second.dtype() != v->dtype() || it->second.shape() != v->shape())
+      fail("input \"{}\" is {} but the plan expects {}", v->name(), it->second.type().str(), v->type().str());
+    ins.push_back(it->second.clone());  // kernels take non-const pointers
+  }
+  std::vector<Tensor> outs;
+  for (const Value* v : g.outputs()) outs.emplace_back(v->type());
+  AlignedBytes arena(p.memory.arena_bytes), weights(p.weight_data.size());
+  if (!p.weight_data.empty()) std::memcpy(weights.get(), p.weight_data.data(), p.weight_data.size());
+
+  std::vector<codegen::KernelSource> sources;
+  for (const plan::Kernel& k : p.kernels) sources.push_back({k.name, k.source});
+  static codegen::SimCompiler compiler;  // keeps the modules loaded
+  std::map<std::string, codegen::SimEntry> entries = sources.empty() ? decltype(entries){} : compiler.compile(sources);
+
+  auto address = [&](const plan::BufferRef& b) -> uint8_t* {
+    switch (b.kind) {
+      case plan::BufferKind::Arena: return arena.get() + b.offset;
+      case plan::BufferKind::Input: return static_cast<uint8_t*>(ins.at(b.index).raw()) + b.offset;
+      case plan::BufferKind::Output: return static_cast<uint8_t*>(outs.at(b.index).raw()) + b.offset;
+      case plan::BufferKind::Weight: return weights.get() + p.weights.at(b.index).offset + b.offset;
+    }
+    return nullptr;
+  };
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const plan::Step& s = p.steps[i];
+    if (s.kind == plan::StepKind::Copy) {
+      if (s.args[0].nbytes) std::memmove(address(s.args[0]), address(s.args[1]), s.args[0].nbytes);
+      continue;
+    }
+    std::vector<void*> bufs;
+    std::vector<long long> counts;
+    for (const plan::BufferRef& b : s.args) {
+      bufs.push_back(address(b));
+      counts.push_back(b.elements);
+    }
+    const plan::Kernel& k = p.kernels.at(s.kernel);
+    kiln::sim::LaunchConfig cfg;
+    cfg.kernel = k.name;
+    cfg.grid = dim3(s.grid.x, s.grid.y, s.grid.z);
+    cfg.block = dim3(s.block.x, s.block.y, s.block.z);
+    cfg.shared_bytes = s.shared_bytes;
+    try {
+      codegen::sim_launch(entries.at(k.name), cfg, bufs, counts);
+    } catch (const kiln::sim::SimError& e) {
+      fail("plan on sim: step {} (node {}): kernel {} failed: {}", i, s.node, k.name, e.what());
+    }
+  }
+  return outs;
+#endif
+}
+
+}  // namespace kiln

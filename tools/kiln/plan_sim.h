@@ -1,0 +1,22 @@
+// Runs a plan's own kernels and launch list on the CPU kernel simulator: the
+// GPU path's steps (arena offsets, buffer bindings, copies, weights) checked
+// without a GPU. The kernels' CUDA sources are compiled for the simulator
+// (codegen/sim_module.h); the arena, inputs, outputs and weights are host
+// buffers laid out as on the device. Needs the sim backend (codegen built).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/plan_format.h"
+
+namespace kiln {
+
+bool plan_sim_available();
+
+// Inputs by name, checked against `g` (the plan's graph); outputs in order.
+// Throws kiln::Unsupported for a plan without GPU kernels (saying why).
+std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const std::map<std::string, Tensor>& inputs);
+
+}  // namespace kiln

@@ -1,0 +1,217 @@
+#include "tools/kiln/plan_writer.h"
+
+#include <cstring>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "ir/error.h"
+#include "ir/printer.h"
+#include "passes/memory_plan.h"
+#include "runtime/plan_graph.h"
+#include "runtime/version.h"
+#ifdef KILN_HAVE_SIM_BACKEND
+#include "codegen/kernel_build.h"
+#include "codegen/kernel_cache.h"
+#include "codegen/nvrtc_compiler.h"
+#include "codegen/sim_executor.h"
+#endif
+
+namespace kiln {
+
+namespace {
+
+
+uint32_t add_weight(plan::Plan& p, const Tensor& t) {
+  uint64_t at = (p.weight_data.size() + plan::kAlignment - 1) / plan::kAlignment * plan::kAlignment;
+  p.weight_data.resize(at + t.nbytes(), 0);
+  if (t.nbytes()) std::memcpy(p.weight_data.data() + at, t.raw(), t.nbytes());
+  p.weights.push_back({t.type(), at, t.nbytes()});
+  return static_cast<uint32_t>(p.weights.size() - 1);
+}
+
+// Where each value lives at run time, from the memory plan.
+struct Locator {
+  const Graph& g;
+  const MemoryPlan& mem;
+  std::unordered_map<const Value*, uint32_t> input_index, constant_index;
+
+  Locator(const Graph& graph, const MemoryPlan& m) : g(graph), mem(m) {
+    for (size_t i = 0; i < g.inputs().size(); ++i) input_index[g.inputs()[i]] = uint32_t(i);
+    // Top-level constants are the first weights (walk_constants order).
+    for (size_t i = 0; i < g.constants().size(); ++i) constant_index[g.constants()[i]] = uint32_t(i);
+  }
+
+  plan::BufferRef at(const Value* v) const {
+    plan::BufferRef b;
+    b.nbytes = v->type().nbytes();
+    b.elements = v->type().numel();
+    if (v->is_input()) {
+      b.kind = plan::BufferKind::Input;
+      b.index = input_index.at(v);
+      return b;
+    }
+    if (v->is_constant()) {
+      b.kind = plan::BufferKind::Weight;
+      b.index = constant_index.at(v);
+      return b;
+    }
+    const ValuePlan* vp = mem.find(v);
+    KILN_CHECK(vp, "value %{} has no memory plan", v->name());
+    b.offset = static_cast<uint64_t>(vp->offset);
+    switch (vp->storage) {
+      case Storage::Arena: b.kind = plan::BufferKind::Arena; break;
+      case Storage::Output:
+        b.kind = plan::BufferKind::Output;
+        b.index = static_cast<uint32_t>(vp->output_index);
+        break;
+      case Storage::Input:
+        b.kind = plan::BufferKind::Input;
+        b.index = input_index.at(vp->root);
+        break;
+      case Storage::Constant:
+        b.kind = plan::BufferKind::Weight;
+        b.index = constant_index.at(vp->root);
+        break;
+    }
+    return b;
+  }
+};
+
+// Nodes that need a kernel and have no emitter ("" when all do): how many of
+// each kind, then the first few by name.
+std::string nodes_without_emitter(const Graph& g) {
+#ifdef KILN_HAVE_SIM_BACKEND
+  std::map<std::string, int> kinds;
+  std::vector<std::string> names;
+  for (const auto& n : g.nodes()) {
+    if (codegen::is_view_node(*n) || codegen::emitter_for(*n)) continue;
+    std::string kind = n->op() == "fused" ? fmt::format("fused/{}", n->attrs().get_string("kind", "?")) : n->op();
+    ++kinds[kind];
+    names.push_back(n->describe());
+  }
+  if (names.empty()) return "";
+  std::vector<std::string> counts;
+  for (const auto& [kind, k] : kinds) counts.push_back(fmt::format("{} x{}", kind, k));
+  size_t shown = std::min<size_t>(names.size(), 3);
+  std::string s = fmt::format("{} node(s) have no kernel emitter yet ({}): {}", names.size(), fmt::join(counts, ", "),
+                              fmt::join(names.begin(), names.begin() + shown, ", "));
+  if (names.size() > shown) s += fmt::format(", ... ({} more)", names.size() - shown);
+  return s;
+#else
+  return "kiln was built without NVRTC (codegen), so plans carry no GPU kernels";
+#endif
+}
+
+#ifdef KILN_HAVE_SIM_BACKEND
+void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, plan::Plan& p) {
+  std::vector<codegen::KernelSource> sources;
+  std::map<std::string, uint32_t> kernel_index;
+  uint32_t pos = 0;
+  for (const auto& np : g.nodes()) {
+    const Node& n = *np;
+    uint32_t node = pos++;
+    if (codegen::is_view_node(n)) {
+      const ValuePlan* vp = loc.mem.find(n.output(0));
+      if (vp && vp->alias == AliasKind::View) continue;  // same bytes
+      plan::Step s;
+      s.kind = plan::StepKind::Copy;
+      s.node = node;
+      s.args = {loc.at(n.output(0)), loc.at(n.input(0))};
+      p.steps.push_back(std::move(s));
+      continue;
+    }
+    for (const codegen::NodeKernel& k : codegen::emitter_for(n)->emit(n)) {
+      if (k.grid.count() == 0) continue;
+      auto [it, fresh] = kernel_index.emplace(k.name, uint32_t(sources.size()));
+      if (fresh) sources.push_back({k.name, k.source});
+      plan::Step s;
+      s.node = node;
+      s.kernel = it->second;
+      s.grid = {k.grid.x, k.grid.y, k.grid.z};
+      s.block = {k.block.x, k.block.y, k.block.z};
+      s.shared_bytes = static_cast<uint32_t>(k.shared_bytes);
+      if (k.results.empty()) {
+        for (int r = 0; r < n.num_outputs(); ++r) s.args.push_back(loc.at(n.output(r)));
+      } else {
+        for (int r : k.results) s.args.push_back(loc.at(n.output(r)));
+      }
+      for (Value* v : n.inputs()) s.args.push_back(loc.at(v));
+      for (const Tensor& t : k.extra) {
+        plan::BufferRef b;
+        b.kind = plan::BufferKind::Weight;
+        b.index = add_weight(p, t);
+        b.nbytes = t.nbytes();
+        b.elements = t.numel();
+        s.args.push_back(b);
+      }
+      p.steps.push_back(std::move(s));
+    }
+  }
+  // Graph outputs not written in place by their producer (an input, a
+  // constant, a value listed twice) are copied into the caller's buffer.
+  for (size_t j = 0; j < g.outputs().size(); ++j) {
+    const Value* v = g.outputs()[j];
+    plan::BufferRef src = loc.at(v);
+    if (src.kind == plan::BufferKind::Output && src.index == j) continue;
+    plan::Step s;
+    s.kind = plan::StepKind::Copy;
+    s.node = std::numeric_limits<uint32_t>::max();
+    plan::BufferRef dst = src;
+    dst.kind = plan::BufferKind::Output;
+    dst.index = uint32_t(j);
+    dst.offset = 0;
+    s.args = {dst, src};
+    p.steps.push_back(std::move(s));
+  }
+  codegen::KernelCache cache(o.kernel_cache_dir);
+  codegen::KernelCompiler compiler(o.target, o.use_cache ? &cache : nullptr);
+  for (codegen::CompiledKernel& ck : compiler.compile(sources)) {
+    plan::Kernel k;
+    k.name = ck.name;
+    k.arch = ck.arch;
+    k.cubin = std::move(ck.cubin);
+    k.ptx = std::move(ck.ptx);
+    p.kernels.push_back(std::move(k));
+  }
+  for (size_t i = 0; i < sources.size(); ++i) p.kernels[i].source = sources[i].source;
+}
+#endif
+
+}  // namespace
+
+plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
+  plan::Plan p;
+  p.meta.kiln_version = kKilnVersion;
+  p.meta.target = o.target;
+  p.meta.precision = o.precision;
+  p.graph_text = print_graph(g);
+  std::vector<Value*> cs = plan::walk_constants(g);
+  for (const Value* c : cs) add_weight(p, c->data());
+  p.meta.graph_constants = cs.size();
+
+  MemoryPlan mem = plan_memory(g);
+  mem.validate();
+  p.memory.arena_bytes = static_cast<uint64_t>(mem.arena_bytes);
+  p.memory.alignment = static_cast<uint64_t>(mem.options.alignment);
+  std::unordered_map<const Node*, uint32_t> node_pos;
+  for (const auto& n : g.nodes()) node_pos.emplace(n.get(), uint32_t(node_pos.size()));
+  for (const ValuePlan& vp : mem.values)
+    p.memory.values.push_back({node_pos.at(vp.value->producer()), uint32_t(vp.value->producer_output()),
+                               static_cast<uint8_t>(vp.storage), vp.offset, vp.size});
+
+  if (o.target.rfind("sm_", 0) != 0) {
+    p.meta.no_gpu_reason = fmt::format("compiled for target {} (use --target sm_XX for GPU kernels)", o.target);
+    return p;
+  }
+  p.meta.no_gpu_reason = nodes_without_emitter(g);
+  if (!p.meta.no_gpu_reason.empty()) return p;
+#ifdef KILN_HAVE_SIM_BACKEND
+  add_kernels(g, Locator(g, mem), o, p);
+  p.meta.gpu_kernels = true;
+  p.meta.archs = {o.target};
+#endif
+  return p;
+}
+
+}  // namespace kiln

@@ -1,0 +1,26 @@
+// Builds a plan (runtime/plan_format.h) from a compiled graph: the graph as
+// IR text, its weights, the memory plan and, for a GPU target with every node
+// covered by a kernel emitter (codegen/sim_executor.h's emitter_for), the
+// kernels (CUDA source, CUBIN + PTX through NVRTC) and the launch list.
+// Without NVRTC, for target "cpu", or when some node has no emitter yet, the
+// plan has no GPU kernels and meta.no_gpu_reason says why (naming the nodes).
+// Deterministic: the same graph and options give the same plan bytes.
+#pragma once
+#include <filesystem>
+#include <string>
+
+#include "ir/graph.h"
+#include "runtime/plan_format.h"
+
+namespace kiln {
+
+struct PlanBuildOptions {
+  std::string target = "cpu";  // cpu | sm_XX (the GPU arch of the CUBINs)
+  std::string precision = "fp32";
+  std::filesystem::path kernel_cache_dir;  // empty: codegen's default
+  bool use_cache = true;                   // false: every kernel through NVRTC
+};
+
+plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o);
+
+}  // namespace kiln

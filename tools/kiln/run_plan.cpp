@@ -1,0 +1,108 @@
+#include "tools/kiln/run_plan.h"
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "ir/error.h"
+#include "kiln/kiln.hpp"
+#include "runtime/plan_graph.h"
+#include "tools/kiln/plan_sim.h"
+#include "tools/kiln/tensor_io.h"
+
+namespace kiln {
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+std::map<std::string, Tensor> make_run_inputs(const std::vector<std::pair<std::string, TensorType>>& decl,
+                                          const std::string& flag) {
+  std::map<std::string, std::string> files = parse_inputs_flag(flag);
+  std::map<std::string, Tensor> feed;
+  uint64_t seed = 1;
+  for (const auto& [name, type] : decl) {
+    auto it = files.find(name);
+    if (it == files.end()) {
+      feed[name] = random_tensor(type, seed++);
+      continue;
+    }
+    ++seed;
+    Tensor t = read_npy(it->second);
+    if (t.dtype() != type.dtype || t.shape() != type.shape)
+      fail("--inputs: {} holds {} but input \"{}\" is {}", it->second, t.type().str(), name, type.str());
+    feed[name] = std::move(t);
+    files.erase(it);
+  }
+  if (!files.empty()) fail("--inputs: the model has no input named \"{}\"", files.begin()->first);
+  return feed;
+}
+
+void report_outputs(const std::vector<std::pair<std::string, Tensor>>& outs, const std::string& dir) {
+  if (!dir.empty()) std::filesystem::create_directories(dir);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const auto& [name, t] = outs[i];
+    std::cout << fmt::format("output {} \"{}\": {} checksum {:016x}\n", i, name, t.type().str(), tensor_checksum(t));
+    if (!dir.empty()) write_npy((std::filesystem::path(dir) / (name + ".npy")).string(), t);
+  }
+}
+
+int run_plan_command(const std::string& path, const RunPlanOptions& o) {
+  std::vector<std::pair<std::string, Tensor>> results;
+  double best = 1e30;
+  int iters = std::max(1, o.iterations);
+  if (o.backend == "sim") {
+    plan::Plan p = plan::read_plan_file(path);
+    auto g = plan::load_graph(p, path);
+    std::vector<std::pair<std::string, TensorType>> decl;
+    for (const Value* v : g->inputs()) decl.emplace_back(v->name(), v->type());
+    auto feed = make_run_inputs(decl, o.inputs);
+    std::vector<Tensor> outs;
+    for (int i = 0; i < iters; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      outs = run_plan_on_sim(p, *g, feed);
+      best = std::min(best, ms_since(t0));
+    }
+    std::cout << "backend: sim (the plan's kernels and launch list on the CPU simulator)\n";
+    for (size_t i = 0; i < outs.size(); ++i) results.emplace_back(g->outputs()[i]->name(), outs[i]);
+  } else {
+    kiln_backend b = o.backend == "auto"  ? KILN_BACKEND_AUTO
+                     : o.backend == "gpu" ? KILN_BACKEND_GPU
+                     : o.backend == "ref" ? KILN_BACKEND_CPU
+                                          : (fail("unknown backend '{}' for a plan (auto, gpu, ref, sim)", o.backend),
+                                             KILN_BACKEND_AUTO);
+    try {
+      Engine engine = Engine::from_file(path, b);
+      std::vector<std::pair<std::string, TensorType>> decl;
+      for (const TensorInfo& t : engine.inputs()) decl.emplace_back(t.name, TensorType(DType(t.dtype), t.shape));
+      auto feed = make_run_inputs(decl, o.inputs);
+      Context ctx(engine);
+      for (const TensorInfo& t : engine.inputs())
+        ctx.bind_input(t.name, feed.at(t.name).raw(), t.dtype, t.shape);
+      for (const TensorInfo& t : engine.outputs()) {
+        results.emplace_back(t.name, Tensor(DType(t.dtype), t.shape));
+        ctx.bind_output(t.name, results.back().second.raw(), t.dtype, t.shape);
+      }
+      for (int i = 0; i < iters; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        ctx.run();
+        best = std::min(best, ms_since(t0));
+      }
+      std::cout << "backend: " << (engine.backend() == KILN_BACKEND_GPU ? "gpu" : "ref") << " (" << engine.info()
+                << ")\n";
+    } catch (const runtime_error& e) {
+      // Plan and runtime errors are the user's (a bad file, no GPU): exit 1.
+      fail("{}", e.what());
+    }
+  }
+  report_outputs(results, o.outputs_dir);
+  std::cout << fmt::format("run: {:.2f} ms (best of {})\n", best, iters);
+  return 0;
+}
+
+}  // namespace kiln
