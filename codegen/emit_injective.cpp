@@ -227,12 +227,98 @@ void map_space_to_depth(MapCtx& c, std::string& b) {
   b += fmt::format("    src = 0; off = o0 * {}@L@ + ch * {}@L@ + h * {}@L@ + w;\n", C * H * W, H * W, W);
 }
 
+// ---------------------------------------------------------------------------
+// Index maps of the index family (ops/index_gather.cpp, index_layout.cpp).
+// An index outside its range (the reference raises an error) gives the
+// element zero bytes, as gather does. (one_hot, eye_like and compress, whose
+// operands are not data or i32/i64 indices, are in emit_index_select.h.)
+
+void require_indices(const TensorType& t, const char* op) {
+  if (t.dtype != DType::I32 && t.dtype != DType::I64)
+    fail("codegen: {}: indices must be i32 or i64, got {}", op, dtype_name(t.dtype));
+}
+
+// out[p] = data[p with p[axis] = indices[p]]; indices have the result's shape.
+void map_gather_elements(MapCtx& c, std::string& b) {
+  const Shape& ds = c.in[0].shape;
+  const int r = static_cast<int>(ds.size());
+  const int64_t a = norm_axis(c.attrs.get_int("axis", 0), r, "gather_elements");
+  require_indices(c.in[1], "gather_elements");
+  c.data[1] = false;
+  std::vector<std::string> co = out_coords(r);
+  b += fmt::format("    long long ix = (long long){};\n", c.read(1, linear(co, strides_of(c.in[1].shape))));
+  b += fmt::format("    if (ix < 0) ix += {}@L@;\n", ds[a]);
+  co[a] = "(kidx)ix";
+  b += fmt::format("    if (ix < 0 || ix >= {}@L@) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", ds[a],
+                   linear(co, strides_of(ds)));
+}
+
+// out[t..., s...] = data[batch..., indices[t..., :], s...]: the first q-1
+// result coordinates pick an index tuple (its first batch_dims are also the
+// data's leading coordinates), the rest address the slice.
+void map_gather_nd(MapCtx& c, std::string& b) {
+  const Shape& ds = c.in[0].shape;
+  const Shape& is = c.in[1].shape;
+  const int64_t bd = c.attrs.get_int("batch_dims", 0);
+  const int q = static_cast<int>(is.size()), r = static_cast<int>(ds.size());
+  const int64_t m = is.back();
+  if (bd < 0 || bd + m > r || bd >= q) fail("codegen: gather_nd: operands do not fit batch_dims {}", bd);
+  require_indices(c.in[1], "gather_nd");
+  c.data[1] = false;
+  std::vector<std::string> tco = out_coords(q - 1);
+  Shape ts(is.begin(), is.end() - 1);
+  const std::vector<int64_t> st = strides_of(ds);
+  b += fmt::format("    const kidx tup = ({}) * {}@L@;\n", linear(tco, strides_of(ts)), m);
+  b += "    bool bad = false;\n";
+  std::string off;
+  for (int64_t d = 0; d < bd; ++d) off += fmt::format("o{} * {}@L@ + ", d, st[d]);
+  for (int64_t j = 0; j < m; ++j) {
+    b += fmt::format("    long long ix{} = (long long){};\n", j, c.read(1, fmt::format("tup + {}", j)));
+    b += fmt::format("    if (ix{0} < 0) ix{0} += {1}LL;\n    bad = bad || ix{0} < 0 || ix{0} >= {1}LL;\n", j,
+                     ds[bd + j]);
+    off += fmt::format("(kidx)ix{} * {}@L@ + ", j, st[bd + j]);
+  }
+  for (int64_t d = bd + m; d < r; ++d) off += fmt::format("o{} * {}@L@ + ", q - 1 + d - (bd + m), st[d]);
+  off += "0";
+  b += fmt::format("    if (bad) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", off);
+}
+
+// Keeps x where col - row >= k (upper) or <= k (lower), zero elsewhere.
+void map_trilu(MapCtx& c, std::string& b) {
+  const int r = c.out.rank();
+  if (r < 2) fail("codegen: trilu: rank {} < 2", r);
+  const bool upper = c.attrs.get_int("upper", 1) == 1;
+  const int64_t k = c.attrs.get_int("k", 0);
+  b += fmt::format("    const long long diff = (long long)o{} - (long long)o{};\n", r - 1, r - 2);
+  b += fmt::format("    src = diff {} {}LL ? 0 : -1; off = {};\n", upper ? ">=" : "<=", k,
+                   linear(out_coords(r), strides_of(c.out.shape)));
+}
+
+// For batch entry b, the first sequence_lens[b] steps along time_axis are
+// reversed; a length outside [0, steps] (an error in the reference) zeroes.
+void map_reverse_sequence(MapCtx& c, std::string& b) {
+  const int64_t ba = c.attrs.get_int("batch_axis", 1), ta = c.attrs.get_int("time_axis", 0);
+  if (c.out.rank() < 2 || ba == ta || (ba != 0 && ba != 1) || (ta != 0 && ta != 1))
+    fail("codegen: reverse_sequence: batch_axis {} / time_axis {}", ba, ta);
+  require_indices(c.in[1], "reverse_sequence");
+  c.data[1] = false;
+  const int64_t steps = c.out.shape[ta];
+  std::vector<std::string> co = out_coords(c.out.rank());
+  co[ta] = "from";
+  b += fmt::format("    const long long len = (long long){};\n", c.read(1, fmt::format("o{}", ba)));
+  b += fmt::format("    const kidx from = (long long)o{0} < len ? (kidx)(len - 1 - o{0}) : o{0};\n", ta);
+  b += fmt::format("    if (len < 0 || len > {}LL) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", steps,
+                   linear(co, strides_of(c.in[0].shape)));
+}
+
 const std::map<std::string, IndexMap>& maps() {
   static const std::map<std::string, IndexMap> m = {
       {"reshape", map_reshape}, {"transpose", map_transpose}, {"expand", map_expand},
       {"slice", map_slice},     {"concat", map_concat},       {"split", map_split},
       {"pad", map_pad},         {"tile", map_tile},           {"gather", map_gather},
       {"depth_to_space", map_depth_to_space},                 {"space_to_depth", map_space_to_depth},
+      {"gather_elements", map_gather_elements},               {"gather_nd", map_gather_nd},
+      {"trilu", map_trilu},     {"reverse_sequence", map_reverse_sequence},
   };
   return m;
 }

@@ -1,5 +1,6 @@
 #include "codegen/sim_executor.h"
 
+#include <chrono>
 #include <mutex>
 #include <unordered_map>
 
@@ -20,6 +21,11 @@
 #include "codegen/emit_gemm.h"
 #include "codegen/emit_injective.h"
 #include "codegen/emit_reduction.h"
+#include "codegen/emit_conv_gather.h"
+#include "codegen/emit_index_select.h"
+#include "codegen/emit_resize.h"
+#include "codegen/emit_sample.h"
+#include "codegen/emit_scatter.h"
 #include "codegen/emit_pointwise.h"
 #include "codegen/sim_module.h"
 #include "ir/error.h"
@@ -326,6 +332,64 @@ std::vector<NodeKernel> emit_misc_node(const Node& n) {
   return out;
 }
 
+NodeKernel from_simple(const OneLaunchKernel& k) {
+  NodeKernel nk;
+  nk.name = k.name;
+  nk.source = k.source;
+  nk.grid = k.grid;
+  nk.block = k.block;
+  return nk;
+}
+
+bool all_inputs_present(const Node& n) {
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return !n.body();
+}
+
+std::vector<TensorType> input_types(const Node& n) {
+  std::vector<TensorType> t;
+  for (Value* v : n.inputs()) t.push_back(v->type());
+  return t;
+}
+
+bool handles_index_select(const Node& n) { return index_select_supported(n.op()) && all_inputs_present(n); }
+
+std::vector<NodeKernel> emit_index_select_node(const Node& n) {
+  return {from_simple(emit_index_select_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
+}
+
+bool handles_scatter(const Node& n) { return scatter_supported(n.op()) && all_inputs_present(n); }
+
+std::vector<NodeKernel> emit_scatter_node(const Node& n) {
+  return {from_simple(emit_scatter_op(op_registry().get(n.op()), n.attrs(), input_types(n), n.output(0)->type()))};
+}
+
+bool handles_resize(const Node& n) {
+  return n.op() == "resize" && n.num_inputs() == 1 && all_inputs_present(n) && n.num_outputs() == 1;
+}
+
+// The taps/weights tables go after the input (NodeKernel::extra).
+std::vector<NodeKernel> emit_resize_node(const Node& n) {
+  ResizeKernel k = emit_resize_op(n.attrs(), n.input(0)->type(), n.output(0)->type());
+  NodeKernel nk = from_simple(k.kernel);
+  nk.extra = std::move(k.tables);
+  return {nk};
+}
+
+bool handles_sample(const Node& n) { return sample_supported(n.op()) && all_inputs_present(n); }
+
+std::vector<NodeKernel> emit_sample_node(const Node& n) {
+  return {from_simple(emit_sample_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
+}
+
+// deform_conv's optional operands must be a prefix (no mask without a bias).
+bool handles_conv_gather(const Node& n) { return conv_gather_supported(n.op()) && all_inputs_present(n); }
+
+std::vector<NodeKernel> emit_conv_gather_node(const Node& n) {
+  return {from_simple(emit_conv_gather_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
@@ -333,6 +397,11 @@ const KernelEmitter kEmitters[] = {
     {"fused on demand", [](const Node& n) { return is_on_demand_fused(n, op_registry()); }, emit_fused_on_demand_node},
     {"injective", handles_injective, emit_injective_node},
     {"reduction", handles_reduction, emit_reduction_node},
+    {"index select", handles_index_select, emit_index_select_node},
+    {"scatter", handles_scatter, emit_scatter_node},
+    {"resize", handles_resize, emit_resize_node},
+    {"sample", handles_sample, emit_sample_node},
+    {"conv gather", handles_conv_gather, emit_conv_gather_node},
     {"gemm", handles_gemm, emit_gemm_node},
     {"conv", handles_conv, emit_conv_node},
     {"einsum", handles_einsum, emit_einsum_node},
@@ -401,6 +470,10 @@ SimExecutor::SimExecutor(const Graph& g, std::filesystem::path cache_dir) : impl
 SimExecutor::~SimExecutor() = default;
 
 std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs) const {
+  return run(inputs, KernelTimer());
+}
+
+std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs, const KernelTimer& timer) const {
   const Graph& g = impl_->g;
   std::unordered_map<const Value*, Tensor> env;
   for (Value* in : g.inputs()) {
@@ -461,11 +534,14 @@ std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs
         cfg.grid = dim3(k.grid.x, k.grid.y, k.grid.z);
         cfg.block = dim3(k.block.x, k.block.y, k.block.z);
         cfg.shared_bytes = k.shared_bytes;
+        auto start = std::chrono::steady_clock::now();
         try {
           sim_launch(impl_->entries.at(k.name), cfg, bufs, counts);
         } catch (const kiln::sim::SimError& e) {
           fail("sim backend: {}: kernel {} failed: {}", n.describe(), k.name, e.what());
         }
+        if (timer)
+          timer(n, k, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       }
     }
     for (Value* v : n.inputs())

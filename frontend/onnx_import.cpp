@@ -115,6 +115,8 @@ class Importer {
   // it is read.
   void account_bytes(const onnx::TensorProto& p, const std::string& ctx);
   void import_node(const onnx::NodeProto& node);
+  void import_node_collecting(const onnx::NodeProto& node);
+  bool op_known(const onnx::NodeProto& node) const;
   AttrMap convert_attrs(const onnx::NodeProto& node, const std::string& ctx);
   TensorType input_type(const onnx::ValueInfoProto& vi);
 
@@ -132,6 +134,8 @@ class Importer {
   std::unordered_map<Value*, Tensor> known_;
   std::vector<std::string> frozen_;
   int64_t total_bytes_ = 0;
+  // Collecting mode: ONNX names whose producer could not be imported.
+  std::set<std::string> unknown_;
   friend class NodeContext;
 };
 
@@ -254,7 +258,7 @@ TensorType Importer::input_type(const onnx::ValueInfoProto& vi) {
     if (tt.has_shape())
       for (int i = 0; i < tt.shape().dim_size(); ++i) {
         const auto& d = tt.shape().dim(i);
-        if (d.has_dim_value() && d.dim_value() != it->second[i])
+        if (d.has_dim_value() && d.dim_value() != it->second[i] && !opts_.override_fixed_dims)
           fail("{}: --shapes sets dim {} to {} but the model fixes it at {}", ctx, i, it->second[i], d.dim_value());
       }
     check_tensor_bytes(TensorType(dt, it->second), ctx);
@@ -531,6 +535,43 @@ void Importer::check_declared_types() {
   }
 }
 
+// Whether kiln has any import for the node's op (its attributes and dtypes
+// aside): what can still be said about a node whose operands are unknown.
+bool Importer::op_known(const onnx::NodeProto& node) const {
+  if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
+  return adapter_table().find(node.op_type()) || op_registry().find(default_kiln_name(node.op_type()));
+}
+
+void Importer::import_node_collecting(const onnx::NodeProto& node) {
+  std::string name = node.name().empty() ? (node.output_size() ? "->" + node.output(0) : "?") : node.name();
+  auto mark_unknown = [&] {
+    for (const auto& o : node.output()) {
+      env_.erase(o);
+      seq_env_.erase(o);
+      if (!o.empty()) unknown_.insert(o);
+    }
+  };
+  bool reads_unknown = std::any_of(node.input().begin(), node.input().end(),
+                                   [&](const std::string& in) { return unknown_.count(in) > 0; });
+  if (reads_unknown) {
+    if (!op_known(node))
+      opts_.problems->push_back({name, node.op_type(), true,
+                                 fmt::format("{}: node \"{}\" ({}): op {} (domain '{}') is not supported", file_,
+                                             name, node.op_type(), node.op_type(), node.domain())});
+    mark_unknown();
+    return;
+  }
+  try {
+    import_node(node);
+  } catch (const Unsupported& e) {
+    opts_.problems->push_back({name, node.op_type(), true, e.what()});
+    mark_unknown();
+  } catch (const Error& e) {
+    opts_.problems->push_back({name, node.op_type(), false, e.what()});
+    mark_unknown();
+  }
+}
+
 ImportResult Importer::run() {
   if (model_.ir_version() < kMinIrVersion || model_.ir_version() > kMaxIrVersion)
     unsupported("{}: ONNX IR version {} is not supported (kiln reads {} to {})", file_, model_.ir_version(),
@@ -551,11 +592,15 @@ ImportResult Importer::run() {
   import_inputs();
   for (const auto& node : model_.graph().node())
     for (const auto& o : node.output()) onnx_outputs_.insert(o);
-  for (const auto& node : model_.graph().node()) import_node(node);
+  for (const auto& node : model_.graph().node()) {
+    if (opts_.problems) import_node_collecting(node);
+    else import_node(node);
+  }
   check_declared_types();
 
   std::vector<Value*> outs;
   for (const auto& vi : model_.graph().output()) {
+    if (unknown_.count(vi.name())) continue;  // collecting mode: its producer is already reported
     if (seq_env_.count(vi.name()))
       unsupported("{}: graph output \"{}\" is a sequence; kiln's outputs are tensors", file_, vi.name());
     auto it = env_.find(vi.name());
@@ -572,7 +617,7 @@ ImportResult Importer::run() {
       if (tt.has_shape()) {
         for (int i = 0; i < tt.shape().dim_size(); ++i) {
           const auto& d = tt.shape().dim(i);
-          if (d.has_dim_value() && d.dim_value() != v->shape()[i])
+          if (d.has_dim_value() && d.dim_value() != v->shape()[i] && !opts_.override_fixed_dims)
             fail("{}: the model declares dim {} = {} but kiln infers {}", ctx, i, d.dim_value(), v->type().str());
         }
       }

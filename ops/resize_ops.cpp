@@ -24,6 +24,7 @@
 #include <cmath>
 
 #include "ops/nn_internal.h"
+#include "ops/resize_plan.h"
 
 namespace kiln::ops::nn {
 
@@ -311,3 +312,27 @@ void register_resize_ops(OpRegistry& r) {
 }
 
 }  // namespace kiln::ops::nn
+
+// The plan as resize_kernel uses it, for code generators (ops/resize_plan.h).
+namespace kiln::ops {
+
+ResizePlan resize_plan(const AttrMap& attrs, const Shape& in, const std::string& label) {
+  nn::ResizeParams p = nn::resize_params(attrs, in, label);
+  ResizePlan plan;
+  plan.nearest = p.mode == nn::Mode::Nearest;
+  plan.extrapolation = p.extrapolation;
+  for (size_t d = 0; d < in.size(); ++d) {
+    nn::AxisPlan ap = nn::plan_axis(p, d, in[d]);
+    ResizeAxisTaps t;
+    t.begin = std::move(ap.begin);
+    t.outside = std::move(ap.outside);
+    for (const nn::Tap& tp : ap.taps) {
+      t.index.push_back(tp.index);
+      t.weight.push_back(tp.weight);
+    }
+    plan.axes.push_back(std::move(t));
+  }
+  return plan;
+}
+
+}  // namespace kiln::ops
