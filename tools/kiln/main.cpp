@@ -9,7 +9,8 @@
 //   opt FILE.kir              parse IR text, run --passes, verify, print (what FileCheck tests drive)
 //   conformance [PATH...]     run ONNX backend tests through the pipeline on a backend
 //   gen-op-docs FILE          write docs/ops.md
-// Exit codes: 0 ok, 1 user error (bad model, flag, unsupported op), 2 internal error.
+// Exit codes: 0 ok, 1 user error (bad model, flag, unsupported op, a resource
+// limit or host memory exhausted), 2 internal error.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -19,6 +20,7 @@
 
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
+#include "ir/limits.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -180,6 +182,18 @@ int main(int argc, char** argv) {
   docs->add_option("out", docs_out, "Output Markdown file")->required();
   docs->add_option("--conformance", docs_json, "JSON from `kiln conformance --json` for the status columns");
 
+  // Resource limits (ir/limits.h, docs/security.md) on every subcommand that reads models.
+  std::string max_tensor_bytes, max_total_bytes;
+  for (CLI::App* cmd : {compile, run, dump, conf}) {
+    cmd->add_option("--max-tensor-bytes", max_tensor_bytes,
+                    "Largest tensor a model may make kiln allocate (bytes; k/M/G/T suffixes; env "
+                    "KILN_MAX_TENSOR_BYTES)")
+        ->group("Limits");
+    cmd->add_option("--max-total-bytes", max_total_bytes,
+                    "Largest total size of a model's weights (bytes; k/M/G/T suffixes; env KILN_MAX_TOTAL_BYTES)")
+        ->group("Limits");
+  }
+
   kiln::apply_cli_style(app);
   try {
     app.parse(argc, argv);
@@ -190,6 +204,10 @@ int main(int argc, char** argv) {
   if (kiln::verbosity() >= 1) conf_opts.verbose = true;
 
   try {
+    if (!max_tensor_bytes.empty())
+      kiln::limits().max_tensor_bytes = kiln::parse_byte_size(max_tensor_bytes, "--max-tensor-bytes");
+    if (!max_total_bytes.empty())
+      kiln::limits().max_total_bytes = kiln::parse_byte_size(max_total_bytes, "--max-total-bytes");
     if (*compile) {
       auto t0 = std::chrono::steady_clock::now();
       auto r = kiln::import_checked(model, shapes_flag);  // fails fast listing every unsupported node
@@ -254,7 +272,13 @@ int main(int argc, char** argv) {
       double best = 1e30;
       for (int i = 0; i < std::max(1, iterations); ++i) {
         auto a = std::chrono::steady_clock::now();
-        outs = kiln::run_on_backend(backend, *r.graph, feed, copts.cache_dir);
+        try {
+          outs = kiln::run_on_backend(backend, *r.graph, feed, copts.cache_dir);
+        } catch (const kiln::Error& e) {
+          // Name the model, as compile errors do.
+          if (dynamic_cast<const kiln::Unsupported*>(&e)) kiln::unsupported("{}: {}", model, e.what());
+          kiln::fail("{}: {}", model, e.what());
+        }
         best = std::min(best, ms_since(a));
       }
       std::cout << fmt::format("backend: {} ({})\n", backend,
@@ -277,6 +301,13 @@ int main(int argc, char** argv) {
     }
   } catch (const kiln::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Every size is checked against the limits before allocating; running out
+    // anyway means the limits are above what this machine can give.
+    std::cerr << fmt::format("error: out of host memory (limits: {} bytes per tensor, {} bytes of weights; lower "
+                             "them with --max-tensor-bytes / --max-total-bytes)\n",
+                             kiln::limits().max_tensor_bytes, kiln::limits().max_total_bytes);
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "internal error: " << e.what() << "\n";
