@@ -379,6 +379,10 @@ std::string Epilogue::code(const std::string& acc, const std::string& index, con
         dts.push_back(v->dtype());
         auto it = place.find(v);
         if (it != place.end()) {
+          // docs/fusion.md: in-group operands hold the same element, in the op's own shape.
+          if (it->second.pos != src.pos || it->second.ok != src.ok || it->second.shape != os)
+            unsupported("codegen epilogue: {} combines epilogue values of different elements or shapes",
+                        bn->describe());
           ins.push_back(cuda_load(v->dtype(), it->second.var));
           continue;
         }

@@ -11,7 +11,8 @@
 // Covered: transpose, reshape, expand, slice (canonical starts/ends/steps),
 // concat, split (one kernel per result), pad (constant/reflect/edge/wrap,
 // negative pads, value attribute or operand), tile, gather (any axis, i32/i64
-// indices, negative indices wrap), depth_to_space (DCR/CRD), space_to_depth.
+// indices, negative indices wrap), gather_elements, trilu, depth_to_space
+// (DCR/CRD), space_to_depth.
 //
 // Gather with an index outside [-n, n): the reference raises an error; the
 // kernel writes zero bytes for that element (no error flag yet) -- callers

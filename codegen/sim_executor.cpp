@@ -1,5 +1,6 @@
 #include "codegen/sim_executor.h"
 
+#include <chrono>
 #include <mutex>
 #include <unordered_map>
 
@@ -469,6 +470,10 @@ SimExecutor::SimExecutor(const Graph& g, std::filesystem::path cache_dir) : impl
 SimExecutor::~SimExecutor() = default;
 
 std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs) const {
+  return run(inputs, KernelTimer());
+}
+
+std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs, const KernelTimer& timer) const {
   const Graph& g = impl_->g;
   std::unordered_map<const Value*, Tensor> env;
   for (Value* in : g.inputs()) {
@@ -529,11 +534,14 @@ std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs
         cfg.grid = dim3(k.grid.x, k.grid.y, k.grid.z);
         cfg.block = dim3(k.block.x, k.block.y, k.block.z);
         cfg.shared_bytes = k.shared_bytes;
+        auto start = std::chrono::steady_clock::now();
         try {
           sim_launch(impl_->entries.at(k.name), cfg, bufs, counts);
         } catch (const kiln::sim::SimError& e) {
           fail("sim backend: {}: kernel {} failed: {}", n.describe(), k.name, e.what());
         }
+        if (timer)
+          timer(n, k, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       }
     }
     for (Value* v : n.inputs())

@@ -4,9 +4,9 @@
 // reference backend (kiln conformance --backend sim) without a GPU.
 //
 // Nodes: graph inputs and constants are host tensors; reshape and identity are
-// views (no kernel); every other node (pointwise ops, pointwise-only fused
-// nodes, injective ops, reduce_* and softmax/log_softmax, pools, argmax/argmin/hardmax/cumsum/topk and the
-// losses now) needs an emitter in emitter_for()'s table
+// views (no kernel); every other node (pointwise, injective, reduction,
+// normalization ops, pools, argmax/argmin/hardmax/cumsum/topk, the losses,
+// fused nodes...) needs an emitter in emitter_for()'s table
 // (codegen/sim_executor.cpp) -- a node without one makes the constructor throw
 // kiln::Unsupported("sim backend: no kernel emitter for op X yet"): there is no
 // fallback to the reference. All kernels of the graph are compiled in one
@@ -14,6 +14,7 @@
 // The executable must link kiln_sim_module with ENABLE_EXPORTS.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -58,6 +59,10 @@ struct KernelEmitter {
 // The first emitter of the table that handles `n`, or null.
 const KernelEmitter* emitter_for(const Node& n);
 
+// Profiling hook (kiln bench --profile): called after each kernel launch with
+// the node, the kernel and its wall time in milliseconds (views launch none).
+using KernelTimer = std::function<void(const Node& n, const NodeKernel& k, double ms)>;
+
 class SimExecutor {
  public:
   // Emits and compiles every kernel of `g` (which must outlive the executor).
@@ -67,6 +72,8 @@ class SimExecutor {
 
   // As ReferenceExecutor::run.
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+  // The same, timing every kernel through `timer` when it is set.
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, const KernelTimer& timer) const;
 
  private:
   struct Impl;

@@ -14,6 +14,7 @@
 #include "frontend/import_context.h"
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
+#include "ir/limits.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -106,9 +107,16 @@ class Importer {
   }
 
  private:
+  void check_structure();
+  void check_declared_types();
   void import_inputs();
   void import_initializers();
+  // Counts a tensor the model stores against limits().max_total_bytes before
+  // it is read.
+  void account_bytes(const onnx::TensorProto& p, const std::string& ctx);
   void import_node(const onnx::NodeProto& node);
+  void import_node_collecting(const onnx::NodeProto& node);
+  bool op_known(const onnx::NodeProto& node) const;
   AttrMap convert_attrs(const onnx::NodeProto& node, const std::string& ctx);
   TensorType input_type(const onnx::ValueInfoProto& vi);
 
@@ -125,6 +133,9 @@ class Importer {
   std::set<std::string> onnx_outputs_;
   std::unordered_map<Value*, Tensor> known_;
   std::vector<std::string> frozen_;
+  int64_t total_bytes_ = 0;
+  // Collecting mode: ONNX names whose producer could not be imported.
+  std::set<std::string> unknown_;
   friend class NodeContext;
 };
 
@@ -247,9 +258,10 @@ TensorType Importer::input_type(const onnx::ValueInfoProto& vi) {
     if (tt.has_shape())
       for (int i = 0; i < tt.shape().dim_size(); ++i) {
         const auto& d = tt.shape().dim(i);
-        if (d.has_dim_value() && d.dim_value() != it->second[i])
+        if (d.has_dim_value() && d.dim_value() != it->second[i] && !opts_.override_fixed_dims)
           fail("{}: --shapes sets dim {} to {} but the model fixes it at {}", ctx, i, it->second[i], d.dim_value());
       }
+    check_tensor_bytes(TensorType(dt, it->second), ctx);
     return TensorType(dt, it->second);
   }
   if (auto it = opts_.known_inputs.find(vi.name()); it != opts_.known_inputs.end())
@@ -258,12 +270,15 @@ TensorType Importer::input_type(const onnx::ValueInfoProto& vi) {
   Shape s;
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
     const auto& d = tt.shape().dim(i);
-    if (!d.has_dim_value() || d.dim_value() < 0) {
+    if (d.has_dim_value() && d.dim_value() < 0) fail("{}: dimension {} is negative ({})", ctx, i, d.dim_value());
+    if (!d.has_dim_value()) {
       std::string sym = d.has_dim_param() ? fmt::format(" (\"{}\")", d.dim_param()) : "";
       fail("{}: dimension {}{} is not fixed; set it with --shapes {}:DIMS", ctx, i, sym, vi.name());
     }
     s.push_back(d.dim_value());
   }
+  // An input over the per-tensor limit can never be bound: reject it now.
+  check_tensor_bytes(TensorType(dt, s), ctx);
   return TensorType(dt, s);
 }
 
@@ -271,6 +286,7 @@ void Importer::import_initializers() {
   for (const auto& init : model_.graph().initializer()) {
     std::string ctx = fmt::format("{}: initializer \"{}\"", file_, init.name());
     if (init.name().empty()) fail("{}: initializer without a name", file_);
+    account_bytes(init, ctx);
     Tensor t = tensor_from_proto(init, base_dir_, ctx);
     if (env_.count(init.name())) fail("{}: defined twice", ctx);
     names_.insert(init.name());
@@ -292,7 +308,10 @@ void Importer::import_inputs() {
 AttrMap Importer::convert_attrs(const onnx::NodeProto& node, const std::string& ctx) {
   using AP = onnx::AttributeProto;
   AttrMap m;
+  std::set<std::string> seen;
   for (const auto& a : node.attribute()) {
+    if (a.name().empty()) fail("{}: attribute without a name", ctx);
+    if (!seen.insert(a.name()).second) fail("{}: attribute '{}' is given twice", ctx, a.name());
     if (!a.ref_attr_name().empty()) unsupported("{}: attribute '{}' refers to a function attribute", ctx, a.name());
     switch (a.type()) {
       case AP::INT: m.set(a.name(), int64_t(a.i())); break;
@@ -301,7 +320,12 @@ AttrMap Importer::convert_attrs(const onnx::NodeProto& node, const std::string& 
       case AP::INTS: m.set(a.name(), std::vector<int64_t>(a.ints().begin(), a.ints().end())); break;
       case AP::FLOATS: m.set(a.name(), std::vector<float>(a.floats().begin(), a.floats().end())); break;
       case AP::STRINGS: m.set(a.name(), std::vector<std::string>(a.strings().begin(), a.strings().end())); break;
-      case AP::TENSOR: m.set(a.name(), tensor_from_proto(a.t(), base_dir_, ctx + " attribute '" + a.name() + "'")); break;
+      case AP::TENSOR: {
+        std::string actx = ctx + " attribute '" + a.name() + "'";
+        account_bytes(a.t(), actx);
+        m.set(a.name(), tensor_from_proto(a.t(), base_dir_, actx));
+        break;
+      }
       case AP::GRAPH:
       case AP::GRAPHS:
         unsupported("{}: subgraph attribute '{}' (control flow) is not supported", ctx, a.name());
@@ -347,14 +371,205 @@ void Importer::import_node(const onnx::NodeProto& node) {
                      node.op_type() == "ConcatFromSequence";
   if (takes_sequence && !sequence_op)
     unsupported("{}: an operand is a sequence; only sequence ops take sequences", ctx);
-  if (const Adapter* a = adapter_table().find(node.op_type())) {
-    (*a)(nc);
-  } else {
-    std::string op = default_kiln_name(node.op_type());
-    if (!op_registry().find(op)) unsupported("{}: op {} (opset {}) is not supported", ctx, node.op_type(), opset_);
-    nc.import_as(op);
+  try {
+    if (const Adapter* a = adapter_table().find(node.op_type())) {
+      (*a)(nc);
+    } else {
+      std::string op = default_kiln_name(node.op_type());
+      if (!op_registry().find(op)) unsupported("{}: op {} (opset {}) is not supported", ctx, node.op_type(), opset_);
+      nc.import_as(op);
+    }
+  } catch (const Error& e) {
+    // Errors raised below the adapter (attribute getters, tensor helpers)
+    // do not know the node: name it here.
+    std::string what = e.what();
+    if (what.rfind(file_, 0) == 0) throw;
+    if (dynamic_cast<const Unsupported*>(&e)) unsupported("{}: {}", ctx, what);
+    fail("{}: {}", ctx, what);
   }
   if (!nc.outputs_set()) fail("{}: import produced no outputs (adapter bug)", ctx);
+}
+
+void Importer::account_bytes(const onnx::TensorProto& p, const std::string& ctx) {
+  DType dt;
+  try {
+    dt = dtype_from_onnx(p.data_type(), ctx);
+  } catch (const Error&) {
+    return;  // tensor_from_proto names the problem
+  }
+  for (int64_t d : p.dims())
+    if (d < 0) return;  // tensor_from_proto names the problem
+  // The per-tensor limit (and overflow) first: its message is the more precise one.
+  int64_t bytes = check_tensor_bytes(TensorType(dt, Shape(p.dims().begin(), p.dims().end())), ctx);
+  int64_t limit = limits().max_total_bytes;
+  if (bytes > limit - total_bytes_)
+    fail("{}: the model's weights exceed the limit of {} bytes in total ({} bytes read so far, this tensor needs "
+         "{}); raise it with --max-total-bytes or KILN_MAX_TOTAL_BYTES",
+         ctx, limit, total_bytes_, bytes);
+  total_bytes_ += bytes;
+}
+
+namespace {
+
+// Deepest nesting of subgraph attributes (If/Loop/Scan bodies) under `g`,
+// stopping as soon as it passes `cap` so a hostile file cannot make the walk
+// itself deep.
+int subgraph_depth(const onnx::GraphProto& g, int depth, int cap) {
+  int deepest = depth;
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      std::vector<const onnx::GraphProto*> subs;
+      if (a.has_g()) subs.push_back(&a.g());
+      for (const auto& sg : a.graphs()) subs.push_back(&sg);
+      for (const auto* sg : subs) {
+        if (depth + 1 > cap) return depth + 1;
+        deepest = std::max(deepest, subgraph_depth(*sg, depth + 1, cap));
+        if (deepest > cap) return deepest;
+      }
+    }
+  return deepest;
+}
+
+}  // namespace
+
+// Checks on the model's structure before anything is imported: nesting
+// depth, and SSA form of the main graph (every value defined once, every
+// operand defined, nodes in topological order, no cycles), each reported with
+// the names involved.
+void Importer::check_structure() {
+  const onnx::GraphProto& g = model_.graph();
+  int cap = limits().max_subgraph_depth;
+  if (int depth = subgraph_depth(g, 0, cap); depth > cap)
+    fail("{}: subgraphs are nested more than {} deep (the limit, as in ONNX Runtime)", file_, cap);
+
+  auto node_label = [&](int i) {
+    const auto& n = g.node(i);
+    std::string name = n.name().empty() ? (n.output_size() ? "->" + n.output(0) : "?") : n.name();
+    return fmt::format("node \"{}\" ({})", name, n.op_type());
+  };
+  // Who defines each name: -1 an initializer or graph input, else a node.
+  std::unordered_map<std::string, int> producer;
+  for (const auto& init : g.initializer()) producer.emplace(init.name(), -1);
+  for (const auto& vi : g.input()) producer.emplace(vi.name(), -1);
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const std::string& o : g.node(i).output()) {
+      if (o.empty()) continue;
+      auto [it, fresh] = producer.emplace(o, i);
+      if (!fresh)
+        fail("{}: {}: value \"{}\" is defined twice (also by {})", file_, node_label(i), o,
+             it->second < 0 ? std::string("a graph input or initializer") : node_label(it->second));
+    }
+  bool sorted = true;
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const std::string& in : g.node(i).input()) {
+      if (in.empty()) continue;
+      auto it = producer.find(in);
+      if (it == producer.end())
+        fail("{}: {}: input \"{}\" is not defined by any node, initializer or graph input", file_, node_label(i), in);
+      sorted &= it->second < i;
+    }
+  if (sorted) return;
+  // Out of order: a cycle (named) or just unsorted nodes (ONNX requires
+  // topological order, as its checker does).
+  // Depth-first over "reads the output of", iterative: a hostile chain of a
+  // million nodes must not overflow the stack.
+  auto producer_of = [&](int i, int k) {
+    const std::string& in = g.node(i).input(k);
+    auto it = in.empty() ? producer.end() : producer.find(in);
+    return it == producer.end() ? -1 : it->second;
+  };
+  std::vector<int> state(g.node_size(), 0);  // 0 new, 1 on the stack, 2 done
+  std::vector<std::pair<int, int>> stack;    // (node, next input to follow)
+  for (int root = 0; root < g.node_size(); ++root) {
+    if (state[root]) continue;
+    stack.push_back({root, 0});
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto& [i, k] = stack.back();
+      if (k == g.node(i).input_size()) {
+        state[i] = 2;
+        stack.pop_back();
+        continue;
+      }
+      int j = producer_of(i, k++);
+      if (j < 0 || state[j] == 2) continue;
+      if (state[j] == 1) {
+        std::vector<std::string> names;
+        auto from = std::find_if(stack.begin(), stack.end(), [j](const auto& e) { return e.first == j; });
+        for (auto e = from; e != stack.end(); ++e) names.push_back(node_label(e->first));
+        names.push_back(node_label(j));
+        fail("{}: the graph has a cycle: {} (each reads the next one's output)", file_, fmt::join(names, " <- "));
+      }
+      state[j] = 1;
+      stack.push_back({j, 0});
+    }
+  }
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const std::string& in : g.node(i).input())
+      if (!in.empty() && producer.at(in) >= i)
+        fail("{}: {} reads \"{}\" before {} produces it: nodes must be topologically sorted", file_, node_label(i), in,
+             node_label(producer.at(in)));
+}
+
+// value_info entries declare the types of intermediate values: they must
+// agree with what kiln infers (a disagreement means a broken model or a kiln
+// bug, and either way the results could not be trusted).
+void Importer::check_declared_types() {
+  for (const auto& vi : model_.graph().value_info()) {
+    auto it = env_.find(vi.name());
+    if (it == env_.end() || !vi.type().has_tensor_type()) continue;
+    Value* v = it->second;
+    const auto& tt = vi.type().tensor_type();
+    std::string ctx = fmt::format("{}: value_info \"{}\"", file_, vi.name());
+    if (tt.elem_type() != 0 && dtype_from_onnx(tt.elem_type(), ctx) != v->dtype())
+      fail("{}: the model declares {} but kiln infers {}", ctx, dtype_name(dtype_from_onnx(tt.elem_type(), ctx)),
+           v->type().str());
+    if (!tt.has_shape()) continue;
+    if (tt.shape().dim_size() != v->type().rank())
+      fail("{}: the model declares rank {} but kiln infers {}", ctx, tt.shape().dim_size(), v->type().str());
+    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+      const auto& d = tt.shape().dim(i);
+      if (d.has_dim_value() && d.dim_value() != v->shape()[i])
+        fail("{}: the model declares dim {} = {} but kiln infers {}", ctx, i, d.dim_value(), v->type().str());
+    }
+  }
+}
+
+// Whether kiln has any import for the node's op (its attributes and dtypes
+// aside): what can still be said about a node whose operands are unknown.
+bool Importer::op_known(const onnx::NodeProto& node) const {
+  if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
+  return adapter_table().find(node.op_type()) || op_registry().find(default_kiln_name(node.op_type()));
+}
+
+void Importer::import_node_collecting(const onnx::NodeProto& node) {
+  std::string name = node.name().empty() ? (node.output_size() ? "->" + node.output(0) : "?") : node.name();
+  auto mark_unknown = [&] {
+    for (const auto& o : node.output()) {
+      env_.erase(o);
+      seq_env_.erase(o);
+      if (!o.empty()) unknown_.insert(o);
+    }
+  };
+  bool reads_unknown = std::any_of(node.input().begin(), node.input().end(),
+                                   [&](const std::string& in) { return unknown_.count(in) > 0; });
+  if (reads_unknown) {
+    if (!op_known(node))
+      opts_.problems->push_back({name, node.op_type(), true,
+                                 fmt::format("{}: node \"{}\" ({}): op {} (domain '{}') is not supported", file_,
+                                             name, node.op_type(), node.op_type(), node.domain())});
+    mark_unknown();
+    return;
+  }
+  try {
+    import_node(node);
+  } catch (const Unsupported& e) {
+    opts_.problems->push_back({name, node.op_type(), true, e.what()});
+    mark_unknown();
+  } catch (const Error& e) {
+    opts_.problems->push_back({name, node.op_type(), false, e.what()});
+    mark_unknown();
+  }
 }
 
 ImportResult Importer::run() {
@@ -371,15 +586,21 @@ ImportResult Importer::run() {
     unsupported("{}: opset {} is newer than kiln supports (up to {})", file_, opset_, kMaxOpset);
   if (!model_.has_graph()) fail("{}: the model has no graph", file_);
 
+  check_structure();
   graph_ = std::make_unique<Graph>(model_.graph().name().empty() ? "main" : "main");
   import_initializers();
   import_inputs();
   for (const auto& node : model_.graph().node())
     for (const auto& o : node.output()) onnx_outputs_.insert(o);
-  for (const auto& node : model_.graph().node()) import_node(node);
+  for (const auto& node : model_.graph().node()) {
+    if (opts_.problems) import_node_collecting(node);
+    else import_node(node);
+  }
+  check_declared_types();
 
   std::vector<Value*> outs;
   for (const auto& vi : model_.graph().output()) {
+    if (unknown_.count(vi.name())) continue;  // collecting mode: its producer is already reported
     if (seq_env_.count(vi.name()))
       unsupported("{}: graph output \"{}\" is a sequence; kiln's outputs are tensors", file_, vi.name());
     auto it = env_.find(vi.name());
@@ -391,10 +612,12 @@ ImportResult Importer::run() {
       if (tt.elem_type() != 0 && dtype_from_onnx(tt.elem_type(), ctx) != v->dtype())
         fail("{}: the model declares {} but kiln infers {}", ctx,
              dtype_name(dtype_from_onnx(tt.elem_type(), ctx)), v->type().str());
-      if (tt.has_shape() && tt.shape().dim_size() == v->type().rank()) {
+      if (tt.has_shape() && tt.shape().dim_size() != v->type().rank())
+        fail("{}: the model declares rank {} but kiln infers {}", ctx, tt.shape().dim_size(), v->type().str());
+      if (tt.has_shape()) {
         for (int i = 0; i < tt.shape().dim_size(); ++i) {
           const auto& d = tt.shape().dim(i);
-          if (d.has_dim_value() && d.dim_value() != v->shape()[i])
+          if (d.has_dim_value() && d.dim_value() != v->shape()[i] && !opts_.override_fixed_dims)
             fail("{}: the model declares dim {} = {} but kiln infers {}", ctx, i, d.dim_value(), v->type().str());
         }
       }
@@ -416,12 +639,21 @@ ImportResult Importer::run() {
 
 ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const std::string& display_name,
                                const ImportOptions& opts) {
+  if (bytes.empty()) fail("{}: the file is empty, not an ONNX model", display_name);
+  if (static_cast<int64_t>(bytes.size()) > limits().max_model_file_bytes)
+    unsupported("{}: model files over {} bytes must keep weights as external data", display_name,
+                limits().max_model_file_bytes);
   onnx::ModelProto model;
   google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream coded(&raw);
   coded.SetTotalBytesLimit(INT32_MAX);
+  // Room for subgraphs a little past kiln's depth cap (3 messages per level:
+  // node, attribute, graph; plus value_info types), so a model nested too
+  // deep reaches check_structure()'s clear message instead of a parse error.
+  coded.SetRecursionLimit(3 * limits().max_subgraph_depth + 64);
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
-    fail("{}: not a valid ONNX model (protobuf parse failed)", display_name);
+    fail("{}: not a valid ONNX model (protobuf parse failed: truncated, damaged or not protobuf at all)",
+         display_name);
   Importer imp(model, base_dir, display_name, opts);
   return imp.run();
 }
@@ -432,7 +664,9 @@ ImportResult import_onnx_file(const std::string& path, const ImportOptions& opts
   in.seekg(0, std::ios::end);
   std::streamoff size = in.tellg();
   if (size < 0) fail("{}: cannot read file", path);
-  if (size > INT32_MAX) unsupported("{}: model files over 2 GiB must keep weights as external data", path);
+  if (size > limits().max_model_file_bytes)
+    unsupported("{}: model files over {} bytes must keep weights as external data", path,
+                limits().max_model_file_bytes);
   in.seekg(0);
   std::string bytes(static_cast<size_t>(size), '\0');
   in.read(bytes.data(), size);

@@ -14,6 +14,14 @@
 
 namespace kiln {
 
+// One node kiln cannot import, found in collecting mode (ImportOptions::problems).
+struct ImportProblem {
+  std::string node;     // the ONNX node name ("->output" when unnamed)
+  std::string op;       // the ONNX op type
+  bool unsupported;     // true: valid ONNX kiln does not do; false: the model is invalid here
+  std::string message;  // the full "file: node "x" (Op): problem" message
+};
+
 struct ImportOptions {
   // Fixes input dims: name -> full shape (trtexec's --shapes).
   std::map<std::string, Shape> input_shapes;
@@ -21,6 +29,15 @@ struct ImportOptions {
   // into a constant only if some op needs its value to know shapes; the
   // others stay runtime inputs (their shapes are taken from these tensors).
   std::map<std::string, Tensor> known_inputs;
+  // Collecting mode (kiln inspect, compile's coverage check): when set, a node
+  // that cannot be imported is recorded here instead of ending the import, and
+  // its results are marked unknown; nodes reading them are checked only for
+  // whether kiln knows their op. The returned graph is then incomplete (its
+  // outputs are only those that were produced) and must not be compiled.
+  std::vector<ImportProblem>* problems = nullptr;
+  // input_shapes may change dims the model fixes (kiln bench --batch on a
+  // model exported at batch 1); the declared output dims are then not checked.
+  bool override_fixed_dims = false;
 };
 
 struct ImportResult {

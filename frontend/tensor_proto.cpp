@@ -1,13 +1,17 @@
 #include "frontend/tensor_proto.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "frontend/safe_path.h"
 #include "ir/error.h"
+#include "ir/limits.h"
 
 namespace kiln {
 
@@ -57,19 +61,30 @@ int dtype_to_onnx(DType t) {
 
 namespace {
 
-// Copies `count` typed-field values into t, checking the count matches.
+// The typed field a dtype's values travel in (when not raw or external), and
+// how many values it holds: checked against the shape before allocating.
+const char* typed_field(const onnx::TensorProto& p, DType dt, int64_t* count) {
+  switch (dt) {
+    case DType::F32: *count = p.float_data_size(); return "float_data";
+    case DType::F64: *count = p.double_data_size(); return "double_data";
+    case DType::I64: *count = p.int64_data_size(); return "int64_data";
+    case DType::U32:
+    case DType::U64: *count = p.uint64_data_size(); return "uint64_data";
+    default: *count = p.int32_data_size(); return "int32_data";  // 16-bit floats as bit patterns, ints, bool
+  }
+}
+
+// Copies a typed field's values into t (counts already checked).
 template <typename Field>
-void from_field(const Field& f, Tensor& t, const std::string& ctx, const char* field_name) {
-  if (static_cast<int64_t>(f.size()) != t.numel())
-    fail("{}: {} holds {} values but the shape [{}] needs {}", ctx, field_name, f.size(),
-         fmt::join(t.shape(), ","), t.numel());
+void from_field(const Field& f, Tensor& t) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     if constexpr (std::is_floating_point_v<typename Field::value_type>) t.set_double(i, f.Get(i));
     else t.set_int(i, static_cast<int64_t>(f.Get(i)));
   }
 }
 
-void read_external(const onnx::TensorProto& p, Tensor& t, const std::string& base_dir, const std::string& ctx) {
+Tensor read_external(const onnx::TensorProto& p, const TensorType& type, const std::string& base_dir,
+                     const std::string& ctx) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : p.external_data()) {
@@ -90,19 +105,33 @@ void read_external(const onnx::TensorProto& p, Tensor& t, const std::string& bas
   if (location.empty()) fail("{}: external data has no location", ctx);
   if (base_dir.empty()) fail("{}: external data is not allowed here (no model folder)", ctx);
   std::string path = resolve_external_data_path(base_dir, location, ctx);
+  // Opened without following a symlink and measured on the open file, so a
+  // path swapped after resolve_external_data_path's checks is not read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) fail("{}: cannot open external data file '{}'", ctx, location);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) fail("{}: cannot stat external data file '{}'", ctx, location);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    fail("{}: external data '{}' is not a regular file", ctx, location);
   int64_t size = st.st_size;
-  int64_t want = static_cast<int64_t>(t.nbytes());
+  int64_t want = static_cast<int64_t>(type.nbytes());
   if (length >= 0 && length != want)
-    fail("{}: external data length {} does not match {} bytes for {}", ctx, length, want, t.type().str());
+    fail("{}: external data length {} does not match {} bytes for {}", ctx, length, want, type.str());
   if (offset > size || want > size - offset)
     fail("{}: external data '{}' range [{}, {}+{}) lies outside the file ({} bytes)", ctx, location, offset, offset,
          want, size);
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(offset);
-  in.read(static_cast<char*>(t.raw()), want);
-  if (!in) fail("{}: reading external data '{}' failed", ctx, location);
+  Tensor t(type);  // allocated only once the file is known to hold the bytes
+  auto* dst = static_cast<char*>(t.raw());
+  for (int64_t done = 0; done < want;) {
+    ssize_t n = ::pread(fd, dst + done, static_cast<size_t>(std::min<int64_t>(want - done, int64_t(1) << 30)),
+                        static_cast<off_t>(offset + done));
+    if (n <= 0) fail("{}: reading external data '{}' failed", ctx, location);
+    done += n;
+  }
+  return t;
 }
 
 }  // namespace
@@ -113,21 +142,9 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
   Shape shape(p.dims().begin(), p.dims().end());
   for (int64_t d : shape)
     if (d < 0) fail("{}: negative dimension {}", ctx, d);
-  int64_t numel = 0;
-  try {
-    numel = shape_numel(shape);
-  } catch (const Error& e) {
-    fail("{}: {}", ctx, e.what());
-  }
-  // Reject sizes the file cannot hold before allocating.
-  constexpr int64_t kMaxTensorBytes = int64_t(1) << 36;  // 64 GiB
-  if (numel > kMaxTensorBytes / int64_t(dtype_size(dt)))
-    fail("{}: tensor of shape [{}] is too large", ctx, fmt::join(shape, ","));
-  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
-    Tensor t(dt, shape);
-    read_external(p, t, base_dir, ctx);
-    return t;
-  }
+  // Sizes are checked (overflow, the per-tensor limit) before allocating.
+  int64_t numel = check_tensor_bytes(TensorType(dt, shape), ctx) / int64_t(dtype_size(dt));
+  if (p.data_location() == onnx::TensorProto::EXTERNAL) return read_external(p, TensorType(dt, shape), base_dir, ctx);
   if (p.has_raw_data()) {
     const std::string& raw = p.raw_data();
     int64_t want = numel * int64_t(dtype_size(dt));
@@ -138,24 +155,26 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
     if (want) std::memcpy(t.raw(), raw.data(), want);  // ONNX raw data is little-endian, as is the host
     return t;
   }
+  int64_t have = 0;
+  const char* field = typed_field(p, dt, &have);
+  if (numel != 0 && have != numel)
+    fail("{}: {} holds {} values but the shape [{}] needs {}", ctx, field, have, fmt::join(shape, ","), numel);
   Tensor t(dt, shape);
   if (numel == 0) return t;
   switch (dt) {
-    case DType::F32: from_field(p.float_data(), t, ctx, "float_data"); break;
-    case DType::F64: from_field(p.double_data(), t, ctx, "double_data"); break;
-    case DType::I64: from_field(p.int64_data(), t, ctx, "int64_data"); break;
+    case DType::F32: from_field(p.float_data(), t); break;
+    case DType::F64: from_field(p.double_data(), t); break;
+    case DType::I64: from_field(p.int64_data(), t); break;
     case DType::U32:
-    case DType::U64: from_field(p.uint64_data(), t, ctx, "uint64_data"); break;
+    case DType::U64: from_field(p.uint64_data(), t); break;
     case DType::F16:
     case DType::BF16: {
       // 16-bit floats travel as their bit patterns in int32_data.
-      if (p.int32_data_size() != numel)
-        fail("{}: int32_data holds {} values but {} are needed", ctx, p.int32_data_size(), numel);
       auto* d = t.data<uint16_t>();
       for (int64_t i = 0; i < numel; ++i) d[i] = static_cast<uint16_t>(p.int32_data(i));
       break;
     }
-    default: from_field(p.int32_data(), t, ctx, "int32_data"); break;
+    default: from_field(p.int32_data(), t); break;
   }
   return t;
 }

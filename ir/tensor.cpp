@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "ir/error.h"
+#include "ir/limits.h"
 
 namespace kiln {
 
@@ -29,8 +30,10 @@ std::string TensorType::str() const {
 }
 
 Tensor::Tensor(TensorType type) : type_(std::move(type)) {
+  // The last line of defence against sizes from a model: never ask the
+  // allocator for more than the per-tensor limit (ir/limits.h).
   numel_ = type_.numel();
-  size_t n = nbytes();
+  size_t n = static_cast<size_t>(check_tensor_bytes(type_, ""));
   // Over-allocate a little so 16-bit and 8-bit tensors can be read as
   // vectors by kernels without special tails.
   data_ = std::shared_ptr<uint8_t[]>(new uint8_t[n + 64]());

@@ -26,7 +26,13 @@ std::vector<Tensor> evaluate_op(const OpDef& def, const AttrMap& attrs,
                                 const std::vector<TensorType>& out_types, const std::string& label) {
   std::vector<Tensor> outs;
   outs.reserve(out_types.size());
-  for (const TensorType& t : out_types) outs.emplace_back(TensorType(t.dtype, t.shape));
+  for (const TensorType& t : out_types) {
+    try {
+      outs.emplace_back(TensorType(t.dtype, t.shape));
+    } catch (const Error& e) {
+      fail("{}: result {}", label, e.what());  // over the size limit: name the node
+    }
+  }
   if (def.category == OpCategory::Pointwise) {
     std::vector<DType> dts;
     for (const Tensor* t : inputs) dts.push_back(t ? t->dtype() : DType::F32);

@@ -9,6 +9,7 @@ PACKAGES=(
   libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libboost-context-dev
   llvm-14-tools graphviz python3 python3-venv
+  strace clang libclang-rt-14-dev
   python3-dev python3-pybind11
 )
 

@@ -1,12 +1,34 @@
 #!/usr/bin/env bash
 # Builds if needed and runs the whole test suite through ctest: unit tests
 # (GoogleTest), IR tests (lit + FileCheck), IR round trips over every
-# conformance model, the ONNX conformance gates on the reference backend, and
-# the real models (ResNet-50, MobileNetV2, ViT-B/16, BERT-base, GPT-2) checked
-# against ONNX Runtime.
+# conformance model, the robustness corpus, the ONNX conformance gates on the
+# reference backend, and the real models (ResNet-50, MobileNetV2, ViT-B/16,
+# BERT-base, GPT-2) checked against ONNX Runtime.
+#
+#   tools/test.sh [CTEST ARGS...]
+#   tools/test.sh --sanitize [CTEST ARGS...]
+#       clang with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/):
+#       unit tests, IR tests, the robustness corpus, a 60 s run of each fuzz
+#       target and the four conformance suites (not the real models).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install_deps.sh
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  # The robustness corpus is written with numpy + onnx from the project's venv.
+  if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import numpy, onnx" 2>/dev/null; then
+    python3 -m venv .venv
+    .venv/bin/pip install -q --disable-pip-version-check numpy onnx onnxruntime
+  fi
+  # KILN_ASAN_TARGETS limits what is built (CI builds kiln and the fuzz targets only).
+  # shellcheck disable=SC2086
+  tools/build_asan.sh ${KILN_ASAN_TARGETS:-}
+  cd "${KILN_ASAN_BUILD_DIR:-build-asan}"
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:abort_on_error=1}
+  ctest --output-on-failure -j "${KILN_JOBS:-$(nproc)}" -LE models "$@"
+  exit
+fi
 tools/build.sh
 tools/prepare_models.sh "${KILN_BUILD_DIR:-build}/models"
 cd "${KILN_BUILD_DIR:-build}"

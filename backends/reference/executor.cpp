@@ -1,5 +1,6 @@
 #include "backends/reference/executor.h"
 
+#include <chrono>
 #include <unordered_map>
 
 #include "ir/error.h"
@@ -23,7 +24,8 @@ std::vector<Tensor> run_node(const Node& n, const std::vector<const Tensor*>& in
 
 // Runs the nodes of `g` with the given values for its inputs, releasing
 // intermediates after their last use.
-std::vector<Tensor> execute(const Graph& g, std::unordered_map<const Value*, Tensor> env) {
+std::vector<Tensor> execute(const Graph& g, std::unordered_map<const Value*, Tensor> env,
+                            const NodeTimer* timer = nullptr) {
   std::unordered_map<const Value*, int> remaining;
   for (const auto& n : g.nodes())
     for (Value* v : n->inputs())
@@ -40,7 +42,10 @@ std::vector<Tensor> execute(const Graph& g, std::unordered_map<const Value*, Ten
     const Node& n = *np;
     std::vector<const Tensor*> ins;
     for (Value* v : n.inputs()) ins.push_back(v ? lookup(v) : nullptr);
+    auto start = std::chrono::steady_clock::now();
     std::vector<Tensor> outs = run_node(n, ins);
+    if (timer && *timer)
+      (*timer)(n, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     for (Value* v : n.inputs())
       if (v && !v->is_constant() && --remaining[v] == 0) env.erase(v);
     for (int i = 0; i < n.num_outputs(); ++i)
@@ -56,6 +61,10 @@ std::vector<Tensor> execute(const Graph& g, std::unordered_map<const Value*, Ten
 ReferenceExecutor::ReferenceExecutor(const Graph& g) : g_(g) {}
 
 std::vector<Tensor> ReferenceExecutor::run(const std::map<std::string, Tensor>& inputs) const {
+  return run(inputs, NodeTimer());
+}
+
+std::vector<Tensor> ReferenceExecutor::run(const std::map<std::string, Tensor>& inputs, const NodeTimer& timer) const {
   std::unordered_map<const Value*, Tensor> env;
   for (Value* in : g_.inputs()) {
     auto it = inputs.find(in->name());
@@ -69,7 +78,7 @@ std::vector<Tensor> ReferenceExecutor::run(const std::map<std::string, Tensor>& 
     for (Value* in : g_.inputs()) found |= in->name() == name;
     if (!found) fail("\"{}\" is not an input of the graph", name);
   }
-  return execute(g_, std::move(env));
+  return execute(g_, std::move(env), &timer);
 }
 
 std::vector<Tensor> run_graph_reference(const Graph& g, const std::vector<const Tensor*>& inputs) {

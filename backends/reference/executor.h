@@ -2,6 +2,7 @@
 // reference semantics. It is the oracle every other backend and every pass is
 // compared against, and the fallback where no GPU exists.
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -9,6 +10,10 @@
 #include "ir/graph.h"
 
 namespace kiln {
+
+// Profiling hook (kiln bench --profile): called after each top-level node
+// runs, with its wall time in milliseconds.
+using NodeTimer = std::function<void(const Node& n, double ms)>;
 
 class ReferenceExecutor {
  public:
@@ -18,6 +23,8 @@ class ReferenceExecutor {
   // Inputs by graph-input name (all must be given, with the declared types).
   // Returns one tensor per graph output, in order.
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+  // The same, timing every node through `timer` when it is set.
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, const NodeTimer& timer) const;
 
  private:
   const Graph& g_;

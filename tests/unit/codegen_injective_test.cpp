@@ -1,5 +1,6 @@
 // The injective emitter against the reference: transpose, reshape, expand,
-// slice, concat, split, pad, tile, gather, depth_to_space, space_to_depth,
+// slice, concat, split, pad, tile, gather, gather_elements, trilu,
+// depth_to_space, space_to_depth,
 // each with several attribute cases (negative steps, reflect/edge/wrap and
 // negative pads, three-operand concat with an empty operand, gather on a
 // middle axis with negative indices...) for f32/f16/i64/bool. Every kernel
@@ -86,6 +87,10 @@ std::vector<Spec> specs() {
   add("gather", attrs({{"axis", int64_t{1}}}), "axis=1,i32", {{4, 6, 5}}, Shape{2, 3}, DType::I32);
   add("gather", attrs({}), "axis=0", {{9, 40}}, Shape{7});
   add("gather", attrs({{"axis", int64_t{-1}}}), "axis=-1,scalar index", {{3, 4, 5}}, Shape{});
+  add("gather_elements", attrs({{"axis", int64_t{1}}}), "axis=1", {{4, 6, 5}}, Shape{4, 3, 5});
+  add("gather_elements", attrs({{"axis", int64_t{-1}}}), "axis=-1,i32", {{3, 7}}, Shape{2, 9}, DType::I32);
+  add("trilu", attrs({{"k", int64_t{-1}}}), "upper,k=-1", {{2, 5, 7}});
+  add("trilu", attrs({{"upper", int64_t{0}}, {"k", int64_t{2}}}), "lower,k=2", {{6, 4}});
   add("depth_to_space", attrs({{"blocksize", int64_t{2}}}), "b=2,DCR", {{2, 8, 3, 5}});
   add("depth_to_space", attrs({{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}}), "b=2,CRD", {{2, 8, 3, 5}});
   add("depth_to_space", attrs({{"blocksize", int64_t{3}}, {"mode", std::string("CRD")}}), "b=3,CRD", {{1, 27, 2, 3}});

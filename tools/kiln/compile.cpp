@@ -33,7 +33,8 @@ void add_compile_flags(CLI::App* cmd, CompileOptions& o) {
       ->group("Reporting");
   cmd->add_option("--stop-after", o.pipeline.stop_after, "Reporting: stop after pass P (bisecting)")
       ->group("Reporting");
-  cmd->add_option("--dump-dir", o.pipeline.dump_dir, "Reporting: write NNN.after.<pass>.kir per pass here")
+  cmd->add_option("--dump-dir", o.pipeline.dump_dir, "Reporting: write NNN.after.<pass>.kir per pass here (compile: also kernels/*.cu, "
+                  "final.svg and index.html)")
       ->group("Reporting");
   cmd->add_flag("--no-verify-each{false}", o.pipeline.verify_each, "Reporting: skip the verifier between passes")
       ->group("Reporting");

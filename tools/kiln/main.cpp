@@ -3,11 +3,14 @@
 //                             -o MODEL.plan writes a plan file (runtime/plan_format.h)
 //   run MODEL.onnx|MODEL.plan compile (or load the plan) and run on a backend, timing it;
 //                             inputs from --inputs name:file.npy or seeded random
+//   inspect MODEL.onnx        I/O, opsets, ops, weights, and every node kiln cannot compile
+//   bench MODEL.onnx          trtexec-style timing summary on a backend; --profile per node/kernel
 //   dump-ir MODEL.onnx        print the imported IR (-O or --passes: after passes)
 //   opt FILE.kir              parse IR text, run --passes, verify, print (what FileCheck tests drive)
 //   conformance [PATH...]     run ONNX backend tests through the pipeline on a backend
 //   gen-op-docs FILE          write docs/ops.md
-// Exit codes: 0 ok, 1 user error (bad model, flag, unsupported op), 2 internal error.
+// Exit codes: 0 ok, 1 user error (bad model, flag, unsupported op, a resource
+// limit or host memory exhausted), 2 internal error.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -17,14 +20,20 @@
 
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
+#include "ir/limits.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "ops/registry.h"
 #include "tools/kiln/backends.h"
+#include "tools/kiln/bench.h"
+#include "tools/kiln/cli_style.h"
 #include "tools/kiln/compile.h"
 #include "tools/kiln/conformance.h"
 #include "tools/kiln/docs_gen.h"
+#include "tools/kiln/dump_index.h"
+#include "tools/kiln/inspect.h"
+#include "tools/kiln/ir_picture.h"
 #include "tools/kiln/kernels_report.h"
 #include "tools/kiln/plan_writer.h"
 #include "tools/kiln/run_plan.h"
@@ -92,6 +101,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kiln: an ONNX graph compiler and runtime"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kiln 0.1.0");
+  kiln::add_verbosity_flag(app);
 
   std::string model, shapes_flag, json_out;
   kiln::CompileOptions copts;
@@ -126,6 +136,10 @@ int main(int argc, char** argv) {
   dump->add_option("--shapes", shapes_flag, "Fix input shapes: name:1x3x224x224,...")->group("Model");
   bool dump_opt = false;
   dump->add_flag("-O,--optimize", dump_opt, "Run the default pipeline first")->group("Build");
+  std::string dump_format = "text";
+  dump->add_option("--format", dump_format, "text (kiln IR), dot (Graphviz), svg (rendered by Graphviz dot)")
+      ->check(CLI::IsMember({"text", "dot", "svg"}))
+      ->group("Reporting");
   add_compile_flags(dump, copts);
 
   std::string kir;
@@ -158,27 +172,52 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   add_compile_flags(conf, conf_opts.compile);
 
+  kiln::InspectOptions inspect_opts;
+  auto* inspect = kiln::register_inspect(app, inspect_opts);
+  kiln::BenchOptions bench_opts;
+  auto* bench = kiln::register_bench(app, bench_opts);
+
   std::string docs_out, docs_json;
   auto* docs = app.add_subcommand("gen-op-docs", "Write docs/ops.md from the op registry and a conformance run");
   docs->add_option("out", docs_out, "Output Markdown file")->required();
   docs->add_option("--conformance", docs_json, "JSON from `kiln conformance --json` for the status columns");
 
+  // Resource limits (ir/limits.h, docs/security.md) on every subcommand that reads models.
+  std::string max_tensor_bytes, max_total_bytes;
+  for (CLI::App* cmd : {compile, run, dump, conf}) {
+    cmd->add_option("--max-tensor-bytes", max_tensor_bytes,
+                    "Largest tensor a model may make kiln allocate (bytes; k/M/G/T suffixes; env "
+                    "KILN_MAX_TENSOR_BYTES)")
+        ->group("Limits");
+    cmd->add_option("--max-total-bytes", max_total_bytes,
+                    "Largest total size of a model's weights (bytes; k/M/G/T suffixes; env KILN_MAX_TOTAL_BYTES)")
+        ->group("Limits");
+  }
+
+  kiln::apply_cli_style(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 1;
   }
+  kiln::apply_verbosity({&copts, &bench_opts.compile, &conf_opts.compile});
+  if (kiln::verbosity() >= 1) conf_opts.verbose = true;
 
   try {
+    if (!max_tensor_bytes.empty())
+      kiln::limits().max_tensor_bytes = kiln::parse_byte_size(max_tensor_bytes, "--max-tensor-bytes");
+    if (!max_total_bytes.empty())
+      kiln::limits().max_total_bytes = kiln::parse_byte_size(max_total_bytes, "--max-total-bytes");
     if (*compile) {
       auto t0 = std::chrono::steady_clock::now();
-      auto r = import_model(model, shapes_flag);
+      auto r = kiln::import_checked(model, shapes_flag);  // fails fast listing every unsupported node
       double import_ms = ms_since(t0);
       kiln::CompileReport rep = kiln::compile_graph(*r.graph, copts);
       print_stats(copts, rep);
       if (print_final) std::cout << kiln::print_graph(*r.graph);
       // Codegen: every kernel emitted and compiled with NVRTC for the target.
       kiln::KernelsOutcome kernels = kiln::build_kernels(*r.graph, copts, true);
+      if (!copts.pipeline.dump_dir.empty()) kiln::write_dump_index(*r.graph, copts, model);
       if (copts.stats) std::cerr << kiln::format_kernel_stats(kernels);
       else if (kernels.built) std::cerr << kiln::kernels_summary(kernels) << "\n";
       nlohmann::json j = kiln::compile_report_json(*r.graph, rep);
@@ -208,7 +247,7 @@ int main(int argc, char** argv) {
       auto r = import_model(model, shapes_flag);
       copts.optimize = dump_opt || !copts.passes.empty();
       print_stats(copts, kiln::compile_graph(*r.graph, copts));
-      std::cout << kiln::print_graph(*r.graph);
+      std::cout << kiln::render_graph(*r.graph, dump_format);
     } else if (*opt) {
       return run_opt(kir, split, copts);
     } else if (*run && model.size() > 5 && model.ends_with(".plan")) {
@@ -233,7 +272,13 @@ int main(int argc, char** argv) {
       double best = 1e30;
       for (int i = 0; i < std::max(1, iterations); ++i) {
         auto a = std::chrono::steady_clock::now();
-        outs = kiln::run_on_backend(backend, *r.graph, feed, copts.cache_dir);
+        try {
+          outs = kiln::run_on_backend(backend, *r.graph, feed, copts.cache_dir);
+        } catch (const kiln::Error& e) {
+          // Name the model, as compile errors do.
+          if (dynamic_cast<const kiln::Unsupported*>(&e)) kiln::unsupported("{}: {}", model, e.what());
+          kiln::fail("{}: {}", model, e.what());
+        }
         best = std::min(best, ms_since(a));
       }
       std::cout << fmt::format("backend: {} ({})\n", backend,
@@ -245,6 +290,10 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < outs.size(); ++i) named.emplace_back(r.graph->outputs()[i]->name(), outs[i]);
       kiln::report_outputs(named, outputs_dir);
       std::cout << fmt::format("run: {:.2f} ms (best of {})\n", best, std::max(1, iterations));
+    } else if (*inspect) {
+      return kiln::run_inspect(inspect_opts);
+    } else if (*bench) {
+      return kiln::run_bench(bench_opts);
     } else if (*conf) {
       return kiln::run_conformance(conf_opts);
     } else if (*docs) {
@@ -252,6 +301,13 @@ int main(int argc, char** argv) {
     }
   } catch (const kiln::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Every size is checked against the limits before allocating; running out
+    // anyway means the limits are above what this machine can give.
+    std::cerr << fmt::format("error: out of host memory (limits: {} bytes per tensor, {} bytes of weights; lower "
+                             "them with --max-tensor-bytes / --max-total-bytes)\n",
+                             kiln::limits().max_tensor_bytes, kiln::limits().max_total_bytes);
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "internal error: " << e.what() << "\n";

@@ -1,0 +1,21 @@
+#!/bin/sh
+# kiln dump-ir --format svg renders real models after the default pipeline:
+# Graphviz exits 0 (kiln fails otherwise), the SVG holds the fused clusters,
+# and nodes carry op, type, layout and ONNX names.
+# Usage: svg_test.sh KILN MODEL.onnx MIN_CLUSTERS
+set -u
+kiln=$1
+model=$2
+min=$3
+svg=$(mktemp)
+trap 'rm -f "$svg"' EXIT
+fail() { echo "FAIL: $*"; head -c 2000 "$svg"; exit 1; }
+[ -f "$model" ] || fail "missing $model (tools/prepare_models.sh)"
+"$kiln" dump-ir "$model" -O --format svg >"$svg" || fail "kiln dump-ir exit $?"
+head -c 600 "$svg" | grep -q '<svg' || fail "not an SVG"
+clusters=$(grep -c '<g id="clust[0-9]*" class="cluster">' "$svg")
+[ "$clusters" -ge "$min" ] || fail "$clusters clusters, expected at least $min"
+grep -q '>fused (' "$svg" || fail "no fused cluster label"
+grep -q 'default layout' "$svg" || fail "no layout in node labels"
+grep -q '>loc: ' "$svg" || fail "no ONNX node names in labels"
+echo "PASS ($clusters clusters)"

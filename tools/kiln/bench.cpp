@@ -1,0 +1,298 @@
+#include "tools/kiln/bench.h"
+
+#include <CLI/CLI.hpp>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "backends/reference/executor.h"
+#include "ir/error.h"
+#include "tools/kiln/inspect.h"
+#ifdef KILN_HAVE_SIM_BACKEND
+#include "codegen/sim_executor.h"
+#endif
+
+namespace kiln {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// CPU time of the whole process (all threads): the host's cost of a run.
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
+}
+
+// Seeded pseudo-random inputs: bench needs no data files.
+Tensor random_input(const TensorType& t, uint64_t seed) {
+  Tensor r(t.dtype, t.shape);
+  uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
+  for (int64_t i = 0; i < r.numel(); ++i) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    double u = double(s >> 11) / double(1ull << 53);
+    if (is_float(t.dtype)) r.set_double(i, u * 2 - 1);
+    else if (t.dtype == DType::Bool) r.set_int(i, u < 0.5);
+    else r.set_int(i, int64_t(u * 10));
+  }
+  return r;
+}
+
+// --batch N: every input whose first dim is a batch dim (a dim_param, unknown,
+// or 1) gets shape [N, rest...]; inputs --shapes names keep theirs.
+void apply_batch(const std::string& path, int batch, ImportOptions& io) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot open file", path);
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&in)) fail("{}: not a valid ONNX model (protobuf parse failed)", path);
+  std::set<std::string> inits;
+  for (const auto& t : m.graph().initializer()) inits.insert(t.name());
+  int rewritten = 0;
+  for (const auto& vi : m.graph().input()) {
+    if (inits.count(vi.name()) || io.input_shapes.count(vi.name())) continue;
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) continue;
+    const auto& shape = vi.type().tensor_type().shape();
+    if (shape.dim_size() == 0) continue;
+    const auto& d0 = shape.dim(0);
+    if (d0.has_dim_value() && d0.dim_value() != 1) continue;
+    Shape s{batch};
+    for (int i = 1; i < shape.dim_size(); ++i) {
+      const auto& d = shape.dim(i);
+      if (!d.has_dim_value() || d.dim_value() < 0)
+        fail("--batch: input \"{}\" dim {} is not fixed; set the full shape with --shapes", vi.name(), i);
+      s.push_back(d.dim_value());
+    }
+    io.input_shapes[vi.name()] = s;
+    ++rewritten;
+  }
+  if (!rewritten) fail("--batch: no input of {} has a batch dim first (a symbolic dim or 1)", path);
+  io.override_fixed_dims = true;
+}
+
+struct ProfileRow {
+  std::string name, op;
+  int64_t calls = 0;
+  double total_ms = 0;
+};
+
+std::string backend_description(const std::string& b) {
+  if (b == "sim") return "generated kernels on the CPU simulator: a CPU backend, timings are not GPU timings";
+  return "CPU reference executor: a CPU backend, no GPU backend exists on this machine";
+}
+
+}  // namespace
+
+LatencyStats latency_stats(std::vector<double> ms) {
+  LatencyStats s;
+  if (ms.empty()) return s;
+  std::sort(ms.begin(), ms.end());
+  auto pct = [&](double p) {
+    size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * double(ms.size())));
+    return ms[std::min(ms.size() - 1, rank == 0 ? 0 : rank - 1)];
+  };
+  s.min = ms.front();
+  s.max = ms.back();
+  double sum = 0;
+  for (double v : ms) sum += v;
+  s.mean = sum / double(ms.size());
+  s.median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+  s.p90 = pct(90);
+  s.p95 = pct(95);
+  s.p99 = pct(99);
+  return s;
+}
+
+CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
+  auto* cmd = app.add_subcommand("bench", "Compile a model and time it on a backend (trtexec-style summary)");
+  cmd->add_option("model", o.model, "Model file (.onnx)")->required()->group("Model");
+  cmd->add_option("--shapes", o.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
+  cmd->add_option("--batch", o.batch, "Batch size: rewrites the first dim of inputs whose first dim is the batch")
+      ->check(CLI::PositiveNumber)
+      ->group("Model");
+  cmd->add_option("--backend", o.backend, "Backend: ref (CPU reference), sim (generated kernels on the CPU simulator)")
+      ->check(CLI::IsMember({"ref", "sim"}))
+      ->group("Runtime");
+  cmd->add_option("--iterations", o.iterations, "Timed runs (default 10)")->check(CLI::PositiveNumber)->group("Runtime");
+  cmd->add_option("--warmup-ms", o.warmup_ms, "Untimed runs for at least this long first (default 200; 0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->group("Runtime");
+  cmd->add_flag("--profile", o.profile, "Per-node (ref) or per-kernel (sim) time table")->group("Reporting");
+  cmd->add_option("--export-json", o.json_path, "Write the summary (and profile) as JSON")->group("Reporting");
+  add_compile_flags(cmd, o.compile);
+  return cmd;
+}
+
+int run_bench(BenchOptions& o) {
+  if (o.model.size() >= 5 && o.model.substr(o.model.size() - 5) == ".plan")
+    fail("{}: kiln bench takes .onnx models; benchmarking plan files is not implemented yet", o.model);
+  auto t0 = Clock::now();
+  ImportOptions io;
+  io.input_shapes = parse_shapes_flag(o.shapes);
+  if (o.batch > 0) apply_batch(o.model, o.batch, io);
+  ImportResult r = import_checked(o.model, io);
+  CompileReport rep = compile_graph(*r.graph, o.compile);
+  const Graph& g = *r.graph;
+  auto t_compiled = Clock::now();
+
+  std::map<std::string, ProfileRow> profile;
+  std::vector<std::string> order;  // first-seen order, for ties
+  auto record = [&](const std::string& name, const std::string& op, double ms) {
+    auto [it, fresh] = profile.try_emplace(name);
+    if (fresh) {
+      it->second.name = name;
+      it->second.op = op;
+      order.push_back(name);
+    }
+    ++it->second.calls;
+    it->second.total_ms += ms;
+  };
+  bool profiling = false;  // timers record only during the timed runs
+  auto node_label = [](const Node& n) { return n.name().empty() ? n.describe() : n.name(); };
+
+  std::function<std::vector<Tensor>(const std::map<std::string, Tensor>&)> run_once;
+  std::unique_ptr<ReferenceExecutor> ref;
+  if (o.backend == "ref") {
+    ref = std::make_unique<ReferenceExecutor>(g);
+    NodeTimer timer = [&](const Node& n, double ms) {
+      if (profiling) record(node_label(n), n.op(), ms);
+    };
+    run_once = [&, timer](const std::map<std::string, Tensor>& feed) {
+      return o.profile ? ref->run(feed, timer) : ref->run(feed);
+    };
+  }
+#ifdef KILN_HAVE_SIM_BACKEND
+  std::unique_ptr<codegen::SimExecutor> sim;
+  if (o.backend == "sim") {
+    sim = std::make_unique<codegen::SimExecutor>(g, o.compile.cache_dir);
+    codegen::KernelTimer timer = [&](const Node& n, const codegen::NodeKernel& k, double ms) {
+      if (profiling) record(k.name, n.op(), ms);
+    };
+    run_once = [&, timer](const std::map<std::string, Tensor>& feed) {
+      return o.profile ? sim->run(feed, timer) : sim->run(feed);
+    };
+  }
+#endif
+  if (!run_once) fail("backend '{}' is not built into this kiln", o.backend);
+  double build_ms = ms_between(t_compiled, Clock::now());
+
+  std::map<std::string, Tensor> feed;
+  uint64_t seed = 1;
+  for (Value* in : g.inputs()) feed[in->name()] = random_input(in->type(), seed++);
+
+  int warmup_runs = 0;
+  auto w0 = Clock::now();
+  while (o.warmup_ms > 0 && (warmup_runs == 0 || ms_between(w0, Clock::now()) < o.warmup_ms)) {
+    run_once(feed);
+    ++warmup_runs;
+  }
+  double warmup_ms = ms_between(w0, Clock::now());
+
+  profiling = true;
+  std::vector<double> lat, host;
+  auto b0 = Clock::now();
+  for (int i = 0; i < o.iterations; ++i) {
+    double c = process_cpu_ms();
+    auto a = Clock::now();
+    run_once(feed);
+    lat.push_back(ms_between(a, Clock::now()));
+    host.push_back(process_cpu_ms() - c);
+  }
+  double wall_ms = ms_between(b0, Clock::now());
+  profiling = false;
+
+  int64_t batch = 1;
+  if (!g.inputs().empty() && g.inputs()[0]->type().rank() > 0) batch = g.inputs()[0]->shape()[0];
+  LatencyStats L = latency_stats(lat), H = latency_stats(host);
+  double qps = double(o.iterations) / (wall_ms / 1e3);
+  auto line = [](const char* what, const LatencyStats& s) {
+    return fmt::format("{}: min = {:.3f} ms, max = {:.3f} ms, mean = {:.3f} ms, median = {:.3f} ms, "
+                       "percentile(90%) = {:.3f} ms, percentile(95%) = {:.3f} ms, percentile(99%) = {:.3f} ms\n",
+                       what, s.min, s.max, s.mean, s.median, s.p90, s.p95, s.p99);
+  };
+  std::cout << "=== Model ===\n";
+  std::cout << fmt::format("Model: {} ({} nodes -> {} after passes, precision {}, target {})\n", o.model, rep.nodes_in,
+                           rep.nodes_out, o.compile.pass.precision, o.compile.pass.target);
+  std::cout << fmt::format("Inputs: ");
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    std::cout << (i ? ", " : "") << g.inputs()[i]->name() << " " << g.inputs()[i]->type().str();
+  std::cout << "\n";
+  std::cout << fmt::format("Backend: {} ({})\n", o.backend, backend_description(o.backend));
+  std::cout << fmt::format("Build: {:.1f} ms import + passes, {:.1f} ms backend setup\n",
+                           ms_between(t0, t_compiled), build_ms);
+  std::cout << fmt::format("Warm-up: {} runs, {:.1f} ms\n", warmup_runs, warmup_ms);
+  std::cout << "=== Performance summary ===\n";
+  std::cout << fmt::format("Throughput: {:.3f} qps ({:.3f} samples/s at batch {})\n", qps, qps * double(batch), batch);
+  std::cout << line("Latency", L);
+  std::cout << line("Host CPU Time", H);
+  std::cout << "GPU Compute Time: none (CPU backend; no GPU ran)\n";
+  std::cout << fmt::format("Total Host Walltime: {:.3f} s for {} iterations\n", wall_ms / 1e3, o.iterations);
+
+  std::vector<ProfileRow> rows;
+  double prof_total = 0;
+  for (const std::string& n : order) {
+    rows.push_back(profile.at(n));
+    prof_total += rows.back().total_ms;
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.total_ms > b.total_ms; });
+  if (o.profile) {
+    std::cout << fmt::format("=== Profile ({} {}, {} iterations) ===\n", rows.size(),
+                             o.backend == "sim" ? "kernels" : "nodes", o.iterations);
+    std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12} {:>10} {:>7}\n", o.backend == "sim" ? "Kernel" : "Node",
+                             "Op", "Calls", "Total (ms)", "Avg (ms)", "%");
+    // Fused nodes are named after all their members: shortened in the table,
+    // whole in the JSON.
+    auto shorten = [](const std::string& s) { return s.size() <= 48 ? s : s.substr(0, 45) + "..."; };
+    for (const ProfileRow& p : rows)
+      std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12.3f} {:>10.4f} {:>6.1f}%\n", shorten(p.name), p.op, p.calls,
+                               p.total_ms, p.total_ms / double(p.calls),
+                               prof_total > 0 ? 100.0 * p.total_ms / prof_total : 0.0);
+    std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12.3f}\n", "Total", "", "", prof_total);
+  }
+
+  if (!o.json_path.empty()) {
+    auto stats_json = [](const LatencyStats& s) {
+      return nlohmann::json{{"min", s.min},       {"max", s.max}, {"mean", s.mean}, {"median", s.median},
+                            {"p90", s.p90},       {"p95", s.p95}, {"p99", s.p99}};
+    };
+    nlohmann::json j = {{"model", o.model},
+                        {"backend", o.backend},
+                        {"backend_kind", "cpu"},
+                        {"batch", batch},
+                        {"iterations", o.iterations},
+                        {"warmup_runs", warmup_runs},
+                        {"throughput_qps", qps},
+                        {"latency_ms", stats_json(L)},
+                        {"host_cpu_ms", stats_json(H)},
+                        {"latency_samples_ms", lat},
+                        {"total_walltime_ms", wall_ms},
+                        {"nodes_in", rep.nodes_in},
+                        {"nodes_out", rep.nodes_out}};
+    if (o.profile) {
+      j["profile"] = nlohmann::json::array();
+      for (const ProfileRow& p : rows)
+        j["profile"].push_back({{"name", p.name}, {"op", p.op}, {"calls", p.calls}, {"total_ms", p.total_ms},
+                                {"avg_ms", p.total_ms / double(p.calls)},
+                                {"percent", prof_total > 0 ? 100.0 * p.total_ms / prof_total : 0.0}});
+    }
+    std::ofstream f(o.json_path);
+    if (!f) fail("cannot write {}", o.json_path);
+    f << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace kiln

@@ -1,0 +1,248 @@
+#include "tools/kiln/inspect.h"
+
+#include <CLI/CLI.hpp>
+#include <onnx/onnx_pb.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "frontend/tensor_proto.h"
+#include "ir/error.h"
+
+namespace kiln {
+
+namespace {
+
+onnx::ModelProto read_model_proto(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot open file", path);
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&in)) fail("{}: not a valid ONNX model (protobuf parse failed)", path);
+  return m;
+}
+
+std::string elem_type_name(int t) {
+  try {
+    return std::string(dtype_name(dtype_from_onnx(t, "")));
+  } catch (const Error&) {
+    return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t));
+  }
+}
+
+struct IoInfo {
+  std::string name, dtype;
+  std::vector<std::string> dims;  // numbers, dim_params, or "?"
+  bool fixed = true;
+};
+
+IoInfo io_info(const onnx::ValueInfoProto& vi) {
+  IoInfo r{vi.name(), "?", {}, true};
+  if (!vi.type().has_tensor_type()) {
+    r.dtype = "non-tensor";
+    r.fixed = false;
+    return r;
+  }
+  const auto& tt = vi.type().tensor_type();
+  r.dtype = elem_type_name(tt.elem_type());
+  if (!tt.has_shape()) {
+    r.fixed = false;
+    return r;
+  }
+  for (const auto& d : tt.shape().dim()) {
+    if (d.has_dim_value() && d.dim_value() >= 0) r.dims.push_back(std::to_string(d.dim_value()));
+    else {
+      r.dims.push_back(d.has_dim_param() && !d.dim_param().empty() ? d.dim_param() : "?");
+      r.fixed = false;
+    }
+  }
+  return r;
+}
+
+std::string shape_str(const IoInfo& io) {
+  if (io.dims.empty() && !io.fixed) return "[unknown rank]";
+  return fmt::format("[{}]", fmt::join(io.dims, "x"));
+}
+
+// Bytes of an initializer from its dims and type (external data included),
+// without decoding it.
+int64_t initializer_bytes(const onnx::TensorProto& t) {
+  int64_t n = 1;
+  for (int64_t d : t.dims()) n *= d;
+  try {
+    return n * static_cast<int64_t>(dtype_size(dtype_from_onnx(t.data_type(), "")));
+  } catch (const Error&) {
+    return 0;  // strings and other types kiln does not read
+  }
+}
+
+// The detail of a problem message: the text after "node "x" (Op): ".
+std::string problem_detail(const ImportProblem& p) {
+  std::string key = fmt::format("node \"{}\" ({}): ", p.node, p.op);
+  auto at = p.message.find(key);
+  return at == std::string::npos ? p.message : p.message.substr(at + key.size());
+}
+
+struct Checked {
+  ImportResult result;
+  std::vector<ImportProblem> problems;
+  std::vector<std::string> free_dims_note;  // inputs whose free dims were taken as 1
+  std::string model_error;                  // a problem with the model as a whole
+  bool model_error_unsupported = false;
+};
+
+// The collecting import. Inputs with free dims that --shapes does not fix are
+// checked with those dims set to 1 when `fill_free_dims` (inspect).
+Checked check_model(const std::string& path, const onnx::ModelProto* proto, ImportOptions io, bool fill_free_dims) {
+  Checked c;
+  io.problems = &c.problems;
+  if (fill_free_dims && proto) {
+    std::set<std::string> inits;
+    for (const auto& t : proto->graph().initializer()) inits.insert(t.name());
+    for (const auto& vi : proto->graph().input()) {
+      if (inits.count(vi.name()) || io.input_shapes.count(vi.name())) continue;
+      IoInfo info = io_info(vi);
+      if (info.fixed || info.dims.empty()) continue;
+      Shape s;
+      for (const auto& d : info.dims) s.push_back(std::isdigit(static_cast<unsigned char>(d[0])) ? std::stoll(d) : 1);
+      io.input_shapes[vi.name()] = s;
+      c.free_dims_note.push_back(vi.name());
+    }
+  }
+  try {
+    c.result = import_onnx_file(path, io);
+  } catch (const Error& e) {
+    c.model_error = e.what();
+    c.model_error_unsupported = dynamic_cast<const Unsupported*>(&e) != nullptr;
+  }
+  return c;
+}
+
+void reject_plan(const std::string& path) {
+  if (path.size() >= 5 && path.substr(path.size() - 5) == ".plan")
+    fail("{}: kiln inspect reads .onnx models; inspecting plan files is not implemented yet", path);
+}
+
+}  // namespace
+
+CLI::App* register_inspect(CLI::App& app, InspectOptions& o) {
+  auto* cmd = app.add_subcommand(
+      "inspect", "Describe an ONNX model and list every node kiln cannot compile (no compilation; exit 1 if any)");
+  cmd->add_option("model", o.model, "Model file (.onnx)")->required()->group("Model");
+  cmd->add_option("--shapes", o.shapes, "Fix input shapes: name:1x3x224x224,... (free dims are checked as 1)")
+      ->group("Model");
+  cmd->add_option("--json", o.json_path, "Also write the report as JSON")->group("Reporting");
+  return cmd;
+}
+
+int run_inspect(const InspectOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  reject_plan(o.model);
+  onnx::ModelProto m = read_model_proto(o.model);
+  const auto& g = m.graph();
+  nlohmann::json j;
+  j["model"] = o.model;
+  j["ir_version"] = m.ir_version();
+  j["producer"] = m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());
+
+  std::cout << fmt::format("model: {} (ONNX IR version {}{})\n", o.model, m.ir_version(),
+                           m.producer_name().empty() ? "" : ", from " + j["producer"].get<std::string>());
+  std::vector<std::string> opsets;
+  for (const auto& op : m.opset_import()) {
+    std::string domain = op.domain().empty() ? "ai.onnx" : op.domain();
+    opsets.push_back(fmt::format("{} {}", domain, op.version()));
+    j["opsets"][domain] = op.version();
+  }
+  std::cout << fmt::format("opsets: {}\n", fmt::join(opsets, ", "));
+
+  std::set<std::string> inits;
+  int64_t wbytes = 0;
+  for (const auto& t : g.initializer()) {
+    inits.insert(t.name());
+    wbytes += initializer_bytes(t);
+  }
+  auto print_io = [&](const char* title, const auto& list, const char* key) {
+    std::cout << title << ":\n";
+    j[key] = nlohmann::json::array();
+    for (const auto& vi : list) {
+      if (inits.count(vi.name())) continue;  // old models declare initializers as inputs
+      IoInfo io = io_info(vi);
+      std::cout << fmt::format("  {:<24} {:<5} {}\n", io.name, io.dtype, shape_str(io));
+      j[key].push_back({{"name", io.name}, {"dtype", io.dtype}, {"shape", io.dims}});
+    }
+  };
+  print_io("inputs", g.input(), "inputs");
+  print_io("outputs", g.output(), "outputs");
+  std::cout << fmt::format("weights: {} initializers, {} bytes ({:.1f} MiB)\n", g.initializer_size(), wbytes,
+                           double(wbytes) / (1 << 20));
+  j["weight_bytes"] = wbytes;
+
+  std::map<std::string, int> hist;
+  for (const auto& n : g.node())
+    hist[(n.domain().empty() || n.domain() == "ai.onnx" ? "" : n.domain() + "::") + n.op_type()]++;
+  std::vector<std::pair<std::string, int>> ops(hist.begin(), hist.end());
+  std::stable_sort(ops.begin(), ops.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  std::cout << fmt::format("nodes: {} ({} op types)\n", g.node_size(), ops.size());
+  for (const auto& [op, n] : ops) {
+    std::cout << fmt::format("  {:<24} {}\n", op, n);
+    j["ops"][op] = n;
+  }
+
+  ImportOptions io;
+  io.input_shapes = parse_shapes_flag(o.shapes);
+  Checked c = check_model(o.model, &m, io, true);
+  if (!c.free_dims_note.empty())
+    std::cout << fmt::format("note: free dims of {} checked as 1 (set them with --shapes)\n",
+                             fmt::join(c.free_dims_note, ", "));
+  j["unsupported"] = nlohmann::json::array();
+  for (const ImportProblem& p : c.problems)
+    j["unsupported"].push_back(
+        {{"node", p.node}, {"op", p.op}, {"kind", p.unsupported ? "unsupported" : "invalid"}, {"detail", problem_detail(p)}});
+  if (!c.model_error.empty()) j["model_error"] = c.model_error;
+  bool ok = c.problems.empty() && c.model_error.empty();
+  j["supported"] = ok;
+  if (!c.model_error.empty()) std::cout << "model problem: " << c.model_error << "\n";
+  if (c.problems.empty() && c.model_error.empty()) {
+    std::cout << "coverage: every node is supported\n";
+  } else if (!c.problems.empty()) {
+    std::cout << fmt::format("coverage: {} of {} nodes cannot be compiled:\n", c.problems.size(), g.node_size());
+    for (const ImportProblem& p : c.problems)
+      std::cout << fmt::format("  node \"{}\" ({}){}: {}\n", p.node, p.op, p.unsupported ? "" : " [invalid]",
+                               problem_detail(p));
+  }
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << fmt::format("inspected in {:.1f} ms\n", ms);
+  if (!o.json_path.empty()) {
+    std::ofstream f(o.json_path);
+    if (!f) fail("cannot write {}", o.json_path);
+    f << j.dump(2) << "\n";
+  }
+  return ok ? 0 : 1;
+}
+
+ImportResult import_checked(const std::string& path, const std::string& shapes) {
+  ImportOptions io;
+  io.input_shapes = parse_shapes_flag(shapes);
+  return import_checked(path, io);
+}
+
+ImportResult import_checked(const std::string& path, ImportOptions io) {
+  reject_plan(path);
+  Checked c = check_model(path, nullptr, io, false);
+  if (!c.model_error.empty()) {
+    if (c.model_error_unsupported) throw Unsupported(c.model_error);
+    throw Error(c.model_error);
+  }
+  if (c.problems.empty()) return std::move(c.result);
+  std::string list;
+  for (const ImportProblem& p : c.problems)
+    list += fmt::format("\n  node \"{}\" ({}){}: {}", p.node, p.op, p.unsupported ? "" : " [invalid]", problem_detail(p));
+  std::string msg = fmt::format("{}: {} node(s) cannot be compiled:{}", path, c.problems.size(), list);
+  if (std::all_of(c.problems.begin(), c.problems.end(), [](auto& p) { return p.unsupported; })) throw Unsupported(msg);
+  throw Error(msg);
+}
+
+}  // namespace kiln

@@ -1,0 +1,31 @@
+// `kiln inspect MODEL.onnx`: what a model is and whether kiln can compile it,
+// without compiling: inputs/outputs, opsets, op histogram, weight bytes, and
+// every node kiln cannot import (the frontend's collecting mode). Also the
+// coverage check `kiln compile` runs before any pass.
+#pragma once
+#include <string>
+
+#include "frontend/onnx_import.h"
+
+namespace CLI {
+class App;
+}
+
+namespace kiln {
+
+struct InspectOptions {
+  std::string model;
+  std::string shapes;     // --shapes, as for compile
+  std::string json_path;  // --json: the same report as JSON
+};
+
+CLI::App* register_inspect(CLI::App& app, InspectOptions& o);
+// Prints the report to stdout; 0 when every node is supported, 1 otherwise.
+int run_inspect(const InspectOptions& o);
+
+// Imports `path` checking every node; throws kiln::Unsupported listing all
+// the nodes kiln cannot import (one per line) when there are any.
+ImportResult import_checked(const std::string& path, const std::string& shapes);
+ImportResult import_checked(const std::string& path, ImportOptions io);
+
+}  // namespace kiln
