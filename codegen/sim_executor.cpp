@@ -36,7 +36,12 @@ namespace kiln::codegen {
 
 namespace {
 
-NodeKernel from_pointwise(const PointwiseKernel& k, std::vector<Tensor> extra = {}) {
+// The launch every emitter's kernel struct describes (name, source, grid,
+// block), as a NodeKernel. Dynamic shared memory, a result subset and extra
+// buffers are set by the caller where the kernel has them (some structs'
+// `shared_bytes` count static shared memory, which is not launch state).
+template <class K>
+NodeKernel node_kernel(const K& k, std::vector<Tensor> extra = {}) {
   NodeKernel nk;
   nk.name = k.name;
   nk.source = k.source;
@@ -46,36 +51,39 @@ NodeKernel from_pointwise(const PointwiseKernel& k, std::vector<Tensor> extra = 
   return nk;
 }
 
+// Every operand present: the executor passes each input as a buffer.
+bool operands_present(const Node& n) {
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return true;
+}
+
 bool handles_pointwise(const Node& n) {
   if (n.body() || n.num_outputs() != 1) return false;
   const OpDef* def = op_registry().find(n.op());
   if (!def || def->category != OpCategory::Pointwise || !def->expr) return false;
-  for (Value* v : n.inputs())
-    if (!v) return false;
-  return true;
+  return operands_present(n);
 }
 
 std::vector<NodeKernel> emit_pointwise_node(const Node& n) {
   std::vector<TensorType> operands;
   for (Value* v : n.inputs()) operands.push_back(v->type());
-  return {from_pointwise(emit_pointwise_op(op_registry().get(n.op()), n.attrs(), operands, n.output(0)->type()))};
+  return {node_kernel(emit_pointwise_op(op_registry().get(n.op()), n.attrs(), operands, n.output(0)->type()))};
 }
 
 std::vector<NodeKernel> emit_fused_node(const Node& n) {
   FusedPointwiseKernel fk = emit_fused_pointwise(n, op_registry());
-  return {from_pointwise(fk.kernel, std::move(fk.constants))};
+  return {node_kernel(fk.kernel, std::move(fk.constants))};
 }
 
 std::vector<NodeKernel> emit_fused_on_demand_node(const Node& n) {
   FusedPointwiseKernel fk = emit_fused_on_demand(n, op_registry());
-  return {from_pointwise(fk.kernel, std::move(fk.constants))};
+  return {node_kernel(fk.kernel, std::move(fk.constants))};
 }
 
 bool handles_injective(const Node& n) {
   if (n.body() || !injective_supported(n.op())) return false;
-  for (Value* v : n.inputs())
-    if (!v) return false;
-  return true;
+  return operands_present(n);
 }
 
 // One kernel per result (split).
@@ -85,12 +93,7 @@ std::vector<NodeKernel> emit_injective_node(const Node& n) {
   for (int r = 0; r < n.num_outputs(); ++r) outs.push_back(n.output(r)->type());
   std::vector<NodeKernel> ks;
   for (int r = 0; r < n.num_outputs(); ++r) {
-    InjectiveKernel k = emit_injective_op(op_registry().get(n.op()), n.attrs(), operands, outs, r);
-    NodeKernel nk;
-    nk.name = k.name;
-    nk.source = k.source;
-    nk.grid = k.grid;
-    nk.block = k.block;
+    NodeKernel nk = node_kernel(emit_injective_op(op_registry().get(n.op()), n.attrs(), operands, outs, r));
     nk.results = {r};
     ks.push_back(std::move(nk));
   }
@@ -108,24 +111,14 @@ std::vector<NodeKernel> emit_reduction_node(const Node& n) {
   ReductionKernel k = n.op() == "softmax" || n.op() == "log_softmax"
                           ? emit_softmax_op(def, n.attrs(), n.input(0)->type())
                           : emit_reduction_op(def, n.attrs(), n.input(0)->type(), n.output(0)->type());
-  NodeKernel nk;
-  nk.name = k.name;
-  nk.source = k.source;
-  nk.grid = k.grid;
-  nk.block = k.block;
-  return {nk};
+  return {node_kernel(k)};
 }
 
 // matmul/gemm and conv/conv_transpose, bare or anchoring a fused epilogue (codegen/emit_gemm.h, emit_conv.h).
 bool is_fused_kind(const Node& n, const char* kind) {
   return n.op() == "fused" && n.body() && n.attrs().get_string("kind", "") == kind;
 }
-// Every operand present (the executor passes each input as a buffer).
-bool anchor_operands_present(const Node& n) {
-  for (Value* v : n.inputs())
-    if (!v) return false;
-  return n.num_inputs() >= 2;
-}
+bool anchor_operands_present(const Node& n) { return operands_present(n) && n.num_inputs() >= 2; }
 bool handles_gemm(const Node& n) {
   if (is_fused_kind(n, "gemm_epilogue")) return true;
   return !n.body() &&
@@ -139,13 +132,8 @@ bool handles_conv(const Node& n) {
          is_float(n.input(0)->dtype());
 }
 NodeKernel from_compute(const ComputeKernel& k, const Epilogue& ep) {
-  NodeKernel nk;
-  nk.name = k.name;
-  nk.source = k.source;
-  nk.grid = k.grid;
-  nk.block = k.block;
-  nk.shared_bytes = k.shared_bytes;
-  nk.extra = ep.constants();
+  NodeKernel nk = node_kernel(k, ep.constants());
+  nk.shared_bytes = k.shared_bytes;  // dynamic for these kernels
   return nk;
 }
 Epilogue epilogue_of(const Node& n, std::vector<std::string> anchors) {
@@ -162,52 +150,36 @@ std::vector<NodeKernel> emit_conv_node(const Node& n) {
 
 bool handles_einsum(const Node& n) {
   if (n.body() || n.op() != "einsum" || n.num_inputs() < 1) return false;
-  for (Value* v : n.inputs())
-    if (!v) return false;
-  return true;
+  return operands_present(n);
 }
 std::vector<NodeKernel> emit_einsum_node(const Node& n) {
   Epilogue ep = Epilogue::from_node(n);
   return {from_compute(emit_einsum(ep), ep)};
 }
 
-NodeKernel from_reduction(const ReductionKernel& k, std::vector<Tensor> extra = {}) {
-  NodeKernel nk;
-  nk.name = k.name;
-  nk.source = k.source;
-  nk.grid = k.grid;
-  nk.block = k.block;
-  nk.extra = std::move(extra);
-  return nk;
-}
-
 bool handles_normalization(const Node& n) {
   if (n.body() || !normalization_supported(n.op())) return false;
-  for (Value* v : n.inputs())
-    if (!v) return false;
-  return true;
+  return operands_present(n);
 }
 
 std::vector<NodeKernel> emit_normalization_node(const Node& n) {
   std::vector<TensorType> operands, results;
   for (Value* v : n.inputs()) operands.push_back(v->type());
   for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
-  return {from_reduction(emit_normalization(op_registry().get(n.op()), n.attrs(), operands, results))};
+  return {node_kernel(emit_normalization(op_registry().get(n.op()), n.attrs(), operands, results))};
 }
 
 std::vector<NodeKernel> emit_fused_reduction_node(const Node& n) {
   std::vector<Tensor> constants;
   ReductionKernel k = emit_fused_reduction(n, op_registry(), &constants);
-  return {from_reduction(k, std::move(constants))};
+  return {node_kernel(k, std::move(constants))};
 }
 
 // Pool, select/scan and loss nodes (emit_pool, emit_select, emit_loss): each
 // kernel takes the results its `results` list names (all when empty).
 bool handles_op_kernels(const Node& n) {
   if (n.body() || !(pool_supported(n.op()) || select_supported(n.op()) || loss_supported(n.op()))) return false;
-  for (Value* v : n.inputs())
-    if (!v) return false;
-  return true;
+  return operands_present(n);
 }
 
 std::vector<NodeKernel> to_node_kernels(std::vector<OpKernel> ks, const std::vector<Tensor>& extra = {}) {
@@ -244,32 +216,20 @@ std::vector<NodeKernel> emit_op_kernels_node(const Node& n) {
   return to_node_kernels(std::move(ks));
 }
 
-NodeKernel from_attention(const AttentionKernel& k, std::vector<Tensor> extra = {}) {
-  NodeKernel nk;
-  nk.name = k.name;
-  nk.source = k.source;
-  nk.grid = k.grid;
-  nk.block = k.block;
-  nk.extra = std::move(extra);
-  return nk;
-}
-
 bool handles_attention(const Node& n) {
   if (n.op() == "fused") return n.body() && n.attrs().get_string("kind", "") == "attention";
   if (n.op() != "attention" || n.body() || n.num_outputs() != 1) return false;
-  for (Value* v : n.inputs())
-    if (!v) return false;
-  return true;
+  return operands_present(n);
 }
 
 std::vector<NodeKernel> emit_attention_node(const Node& n) {
   if (n.op() == "fused") {
     FusedAttentionKernel fk = emit_fused_attention(n);
-    return {from_attention(fk.kernel, std::move(fk.constants))};
+    return {node_kernel(fk.kernel, std::move(fk.constants))};
   }
   std::vector<TensorType> operands;
   for (Value* v : n.inputs()) operands.push_back(v->type());
-  return {from_attention(emit_attention_op(n.attrs(), operands, n.output(0)->type()))};
+  return {node_kernel(emit_attention_op(n.attrs(), operands, n.output(0)->type()))};
 }
 
 bool handles_rnn(const Node& n) {
@@ -285,13 +245,7 @@ std::vector<NodeKernel> emit_rnn_node(const Node& n) {
     present.push_back(v != nullptr);
   }
   for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
-  RnnKernel k = emit_rnn_op(n.op(), n.attrs(), operands, present, results);
-  NodeKernel nk;
-  nk.name = k.name;
-  nk.source = k.source;
-  nk.grid = k.grid;
-  nk.block = k.block;
-  return {nk};
+  return {node_kernel(emit_rnn_op(n.op(), n.attrs(), operands, present, results))};
 }
 
 bool handles_misc(const Node& n) {
@@ -320,32 +274,11 @@ std::vector<NodeKernel> emit_misc_node(const Node& n) {
   for (const SimpleKernel& k : ks)
     for (const TensorType& t : k.scratch) scratch.emplace_back(t);
   std::vector<NodeKernel> out;
-  for (const SimpleKernel& k : ks) {
-    NodeKernel nk;
-    nk.name = k.name;
-    nk.source = k.source;
-    nk.grid = k.grid;
-    nk.block = k.block;
-    nk.extra = scratch;
-    out.push_back(std::move(nk));
-  }
+  for (const SimpleKernel& k : ks) out.push_back(node_kernel(k, scratch));
   return out;
 }
 
-NodeKernel from_simple(const OneLaunchKernel& k) {
-  NodeKernel nk;
-  nk.name = k.name;
-  nk.source = k.source;
-  nk.grid = k.grid;
-  nk.block = k.block;
-  return nk;
-}
-
-bool all_inputs_present(const Node& n) {
-  for (Value* v : n.inputs())
-    if (!v) return false;
-  return !n.body();
-}
+bool all_inputs_present(const Node& n) { return !n.body() && operands_present(n); }
 
 std::vector<TensorType> input_types(const Node& n) {
   std::vector<TensorType> t;
@@ -356,13 +289,13 @@ std::vector<TensorType> input_types(const Node& n) {
 bool handles_index_select(const Node& n) { return index_select_supported(n.op()) && all_inputs_present(n); }
 
 std::vector<NodeKernel> emit_index_select_node(const Node& n) {
-  return {from_simple(emit_index_select_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
+  return {node_kernel(emit_index_select_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
 }
 
 bool handles_scatter(const Node& n) { return scatter_supported(n.op()) && all_inputs_present(n); }
 
 std::vector<NodeKernel> emit_scatter_node(const Node& n) {
-  return {from_simple(emit_scatter_op(op_registry().get(n.op()), n.attrs(), input_types(n), n.output(0)->type()))};
+  return {node_kernel(emit_scatter_op(op_registry().get(n.op()), n.attrs(), input_types(n), n.output(0)->type()))};
 }
 
 bool handles_resize(const Node& n) {
@@ -372,7 +305,7 @@ bool handles_resize(const Node& n) {
 // The taps/weights tables go after the input (NodeKernel::extra).
 std::vector<NodeKernel> emit_resize_node(const Node& n) {
   ResizeKernel k = emit_resize_op(n.attrs(), n.input(0)->type(), n.output(0)->type());
-  NodeKernel nk = from_simple(k.kernel);
+  NodeKernel nk = node_kernel(k.kernel);
   nk.extra = std::move(k.tables);
   return {nk};
 }
@@ -380,14 +313,14 @@ std::vector<NodeKernel> emit_resize_node(const Node& n) {
 bool handles_sample(const Node& n) { return sample_supported(n.op()) && all_inputs_present(n); }
 
 std::vector<NodeKernel> emit_sample_node(const Node& n) {
-  return {from_simple(emit_sample_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
+  return {node_kernel(emit_sample_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
 }
 
 // deform_conv's optional operands must be a prefix (no mask without a bias).
 bool handles_conv_gather(const Node& n) { return conv_gather_supported(n.op()) && all_inputs_present(n); }
 
 std::vector<NodeKernel> emit_conv_gather_node(const Node& n) {
-  return {from_simple(emit_conv_gather_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
+  return {node_kernel(emit_conv_gather_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
 }
 
 // The dispatch table: add a row per emitter (first match wins).
