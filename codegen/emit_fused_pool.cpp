@@ -1,6 +1,5 @@
 #include "codegen/emit_fused_pool.h"
 
-#include "codegen/emit_body_eval.h"
 #include "codegen/emit_fused_reduction.h"
 #include "codegen/emit_pool.h"
 #include "codegen/emit_select.h"
@@ -14,30 +13,9 @@ bool anchor_op(const std::string& op) {
   return (pool_supported(op) && op != "max_unpool") || op == "argmax" || op == "argmin" || op == "hardmax";
 }
 
-const Node* single_reduction(const Graph& body, const OpRegistry& ops) {
-  const Node* anchor = nullptr;
-  for (const auto& bn : body.nodes()) {
-    const OpDef* def = ops.find(bn->op());
-    if (def && def->category == OpCategory::Reduction) {
-      if (anchor) return nullptr;
-      anchor = bn.get();
-    }
-  }
-  return anchor;
-}
-
 }  // namespace
 
-bool is_pool_select_fused(const Node& n, const OpRegistry& ops) {
-  if (n.op() != "fused" || !n.body() || n.attrs().get_string("kind", "") != "reduction") return false;
-  const Node* anchor = single_reduction(*n.body(), ops);
-  if (!anchor || !anchor_op(anchor->op())) return false;
-  for (const auto& bn : n.body()->nodes())
-    if (bn.get() != anchor && !body_node_evaluable(*bn, ops)) return false;
-  for (Value* v : anchor->inputs())
-    if (!v) return false;
-  return true;
-}
+bool is_pool_select_fused(const Node& n, const OpRegistry& ops) { return is_reduction_fused_with(n, ops, anchor_op); }
 
 std::vector<OpKernel> emit_pool_select_fused(const Node& n, const OpRegistry& ops, std::vector<Tensor>* constants) {
   if (!is_pool_select_fused(n, ops))

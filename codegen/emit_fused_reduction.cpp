@@ -49,9 +49,13 @@ std::string coord_offset(const std::vector<int64_t>& strides) {
 }  // namespace
 
 bool is_reduction_fused(const Node& n, const OpRegistry& ops) {
+  return is_reduction_fused_with(n, ops, anchor_supported);
+}
+
+bool is_reduction_fused_with(const Node& n, const OpRegistry& ops, bool (*anchor_ok)(const std::string& op)) {
   if (n.op() != "fused" || !n.body() || n.attrs().get_string("kind", "") != "reduction") return false;
   const Node* anchor = find_anchor(*n.body(), ops);
-  if (!anchor || !anchor_supported(anchor->op())) return false;
+  if (!anchor || !anchor_ok(anchor->op())) return false;
   for (const auto& bn : n.body()->nodes())
     if (bn.get() != anchor && !body_node_evaluable(*bn, ops)) return false;
   for (Value* v : anchor->inputs())

@@ -38,6 +38,9 @@ struct FusedAnchor {
 // Whether `n` is a fused node of kind "reduction" with exactly one
 // reduction-category node whose other body nodes the evaluator handles.
 bool is_reduction_fused(const Node& n, const OpRegistry& ops);
+// The same test with the anchors another emitter takes (emit_fused_pool:
+// pools, argmax...): `anchor_ok(op)` instead of this emitter's list.
+bool is_reduction_fused_with(const Node& n, const OpRegistry& ops, bool (*anchor_ok)(const std::string& op));
 
 FusedAnchor fused_anchor_io(const Node& n, const OpRegistry& ops);
 
