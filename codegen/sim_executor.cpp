@@ -29,6 +29,7 @@
 #include "codegen/emit_pointwise.h"
 #include "codegen/sim_module.h"
 #include "ir/error.h"
+#include "ir/graph_inputs.h"
 #include "ir/op_registry.h"
 #include "ops/registry.h"
 
@@ -408,19 +409,7 @@ std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs
 
 std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs, const KernelTimer& timer) const {
   const Graph& g = impl_->g;
-  std::unordered_map<const Value*, Tensor> env;
-  for (Value* in : g.inputs()) {
-    auto it = inputs.find(in->name());
-    if (it == inputs.end()) fail("no value given for input \"{}\" ({})", in->name(), in->type().str());
-    if (it->second.dtype() != in->dtype() || it->second.shape() != in->shape())
-      fail("input \"{}\" is {} but the graph expects {}", in->name(), it->second.type().str(), in->type().str());
-    env[in] = it->second;
-  }
-  for (auto& [name, t] : inputs) {
-    bool found = false;
-    for (Value* in : g.inputs()) found |= in->name() == name;
-    if (!found) fail("\"{}\" is not an input of the graph", name);
-  }
+  std::unordered_map<const Value*, Tensor> env = bind_graph_inputs(g, inputs);
   std::unordered_map<const Value*, int> remaining;
   for (const auto& n : g.nodes())
     for (Value* v : n->inputs())

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "ir/error.h"
+#include "ir/graph_inputs.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -65,20 +66,7 @@ std::vector<Tensor> ReferenceExecutor::run(const std::map<std::string, Tensor>& 
 }
 
 std::vector<Tensor> ReferenceExecutor::run(const std::map<std::string, Tensor>& inputs, const NodeTimer& timer) const {
-  std::unordered_map<const Value*, Tensor> env;
-  for (Value* in : g_.inputs()) {
-    auto it = inputs.find(in->name());
-    if (it == inputs.end()) fail("no value given for input \"{}\" ({})", in->name(), in->type().str());
-    if (it->second.dtype() != in->dtype() || it->second.shape() != in->shape())
-      fail("input \"{}\" is {} but the graph expects {}", in->name(), it->second.type().str(), in->type().str());
-    env[in] = it->second;
-  }
-  for (auto& [name, t] : inputs) {
-    bool found = false;
-    for (Value* in : g_.inputs()) found |= in->name() == name;
-    if (!found) fail("\"{}\" is not an input of the graph", name);
-  }
-  return execute(g_, std::move(env), &timer);
+  return execute(g_, bind_graph_inputs(g_, inputs), &timer);
 }
 
 std::vector<Tensor> run_graph_reference(const Graph& g, const std::vector<const Tensor*>& inputs) {
