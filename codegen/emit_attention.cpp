@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "codegen/emit_attention_tc.h"
 #include "codegen/emit_epilogue.h"
 #include "codegen/emit_expr.h"
 #include "ir/error.h"
@@ -69,6 +70,7 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
         fail("codegen: attention: mask {} does not broadcast to [{}]", mask.str(), fmt::join(scores, ","));
     ms = broadcast_strides_to(mask.shape, scores);
   }
+  if (attention_tc_applies(q, k, v)) return emit_attention_tc(q, k, v, has_mask, ms, attrs, epi);
   const double scale = attrs.get_float("scale", 1.0f);
   const bool causal = attrs.get_int("causal", 0) != 0;
   const bool nan_to_zero = attrs.get_int("nan_to_zero", 0) != 0;

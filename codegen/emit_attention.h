@@ -38,7 +38,9 @@ struct AttentionKernel {
   // block = BQ * TPR; shared memory is static (<= 48 KiB).
   unsigned grid = 0;
   unsigned block = 0;
-  int bq = 0, bk = 0, tpr = 0;      // the tiling chosen
+  int bq = 0, bk = 0, tpr = 0;      // the tiling chosen (tpr: SIMT kernel only)
+  int warps = 0;                    // tensor-core kernel: warps per block (16 queries each)
+  bool tensor_cores = false;        // the mma kernel of codegen/emit_attention_tc.h
   size_t shared_bytes = 0;  // static shared memory the kernel declares
 };
 

@@ -76,6 +76,29 @@ std::vector<Case> all_cases() {
       {"f32 no keys", DType::F32, S{1, 1, 5, 4}, S{1, 1, 0, 4}, S{1, 1, 0, 6}, {}, 1.0, 0, 0},
       {"bf16 causal", DType::BF16, S{2, 2, 37, 64}, S{2, 2, 37, 64}, S{2, 2, 37, 64}, {}, 0.125, 1, 0},
       {"f64 Dv=128", DType::F64, S{1, 2, 21, 32}, S{1, 2, 45, 32}, S{1, 2, 45, 128}, S{1, 1, 21, 45}, 0.2, 0, 0},
+      // The tensor-core kernel (codegen/emit_attention_tc.h): f16 and bf16 at
+      // head dims 64 and 128, Sq/Sk off the tiles (1, 17, 33, 65, 130).
+      {"tc f16 D=64 mask[B,1,1,Sk] Sq=17 Sk=130", DType::F16, S{2, 3, 17, 64}, S{2, 3, 130, 64}, S{2, 3, 130, 64},
+       S{2, 1, 1, 130}, 0.125, 0, 0},
+      {"tc bf16 D=64 causal Sq=Sk=130", DType::BF16, S{1, 2, 130, 64}, S{1, 2, 130, 64}, S{1, 2, 130, 64}, {}, 0.125,
+       1, 0},
+      {"tc f16 D=128 causal Sq<Sk mask[Sq,Sk]", DType::F16, S{1, 2, 17, 128}, S{1, 2, 130, 128}, S{1, 2, 130, 128},
+       S{17, 130}, 0.088, 1, 0},
+      {"tc bf16 D=128 masked row nan_to_zero", DType::BF16, S{1, 2, 33, 128}, S{1, 2, 17, 128}, S{1, 2, 17, 128},
+       S{1, 2, 33, 17}, 0.088, 0, 1, Case::MaskedRow},
+      {"tc f16 D=128 masked row", DType::F16, S{1, 2, 33, 128}, S{1, 2, 130, 128}, S{1, 2, 130, 128},
+       S{1, 2, 33, 130}, 0.088, 0, 0, Case::MaskedRow},
+      {"tc f16 D=64 single query, single key", DType::F16, S{2, 2, 1, 64}, S{2, 2, 1, 64}, S{2, 2, 1, 64}, {}, 1.0,
+       0, 0},
+      {"tc bf16 D=64 Sq>Sk causal (hidden rows -> NaN)", DType::BF16, S{1, 2, 130, 64}, S{1, 2, 17, 64},
+       S{1, 2, 17, 64}, {}, 0.125, 1, 0},
+      {"tc f16 D=64 4 warps mask[B,1,1,Sk] nan_to_zero", DType::F16, S{2, 66, 65, 64}, S{2, 66, 40, 64},
+       S{2, 66, 40, 64}, S{2, 1, 1, 40}, 0.125, 0, 1},
+      {"tc bf16 D=128 2 warps causal Sq<Sk", DType::BF16, S{6, 11, 33, 128}, S{6, 11, 70, 128}, S{6, 11, 70, 128},
+       {}, 0.088, 1, 0},
+      {"tc f16 D=64 Dv=128 mask[1,H,1,1]", DType::F16, S{1, 3, 20, 64}, S{1, 3, 50, 64}, S{1, 3, 50, 128},
+       S{1, 3, 1, 1}, 0.2, 0, 0},
+      {"tc f16 D=32 Dv=48", DType::F16, S{1, 1, 9, 32}, S{1, 1, 9, 32}, S{1, 1, 9, 48}, {}, 0.3, 0, 0},
   };
   return c;
 }
@@ -114,10 +137,31 @@ TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSi
     kernels.push_back(codegen::emit_attention_op(c.attrs(), ops, out));
     sources.push_back({kernels.back().name, kernels.back().source});
   }
-  // Tiling: BERT's 12 heads x 4 tiles of 32 are below 132 blocks: tiles of 16.
+  // Tiling: BERT's 12 heads x 2 tiles of 64 queries are below 132 blocks:
+  // one warp (16 queries) per block on tensor cores.
+  EXPECT_TRUE(kernels[0].tensor_cores);
   EXPECT_EQ(kernels[0].bq, 16);
   EXPECT_EQ(kernels[0].grid, 12u * 8u);
-  EXPECT_EQ(kernels[0].block, 64u);
+  EXPECT_EQ(kernels[0].block, 32u);
+  // f16/bf16 at head dims 64 and 128 must take the mma kernel (a silent
+  // fallback to the SIMT kernel fails here); f32/f64 keep the SIMT one.
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const bool half = cases[i].dt == DType::F16 || cases[i].dt == DType::BF16;
+    EXPECT_EQ(kernels[i].tensor_cores, half) << cases[i].text;
+    // Call sites in the kernel (mma.cuh's definitions read differently).
+    const std::string mma = cases[i].dt == DType::BF16 ? "kiln_mma_tile_bf16<1, " : "kiln_mma_tile_f16<1, ";
+    for (const std::string& op : {mma, std::string("kiln_ldmatrix_x4_trans(r, "), std::string("kiln_cp_async16_zfill(ks + ")})
+      EXPECT_EQ(kernels[i].source.find(op) != std::string::npos, half) << cases[i].text << ": " << op;
+  }
+  auto find_case = [&](std::string_view prefix) {
+    for (size_t i = 0; i < cases.size(); ++i)
+      if (cases[i].text.starts_with(prefix)) return i;
+    ADD_FAILURE() << "no case " << prefix;
+    return size_t{0};
+  };
+  EXPECT_EQ(kernels[find_case("tc f16 D=64 4 warps")].warps, 4);
+  EXPECT_EQ(kernels[find_case("tc bf16 D=128 2 warps")].warps, 2);
+  EXPECT_EQ(kernels[find_case("tc bf16 D=128 2 warps")].bk, 32);  // D=128: two stages of 64 keys exceed 48 KiB
   EXPECT_LE(kernels[7].shared_bytes, 48u * 1024u);  // D=128 f32 fits with smaller key tiles
   EXPECT_LT(kernels[7].bk, 64);
 
@@ -130,11 +174,13 @@ TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSi
       EXPECT_FALSE(ks[i].cubin.empty()) << cases[i].text;
       max_regs = std::max(max_regs, ks[i].registers);
       EXPECT_EQ(ks[i].log.find("warning"), std::string::npos) << cases[i].text << " on " << arch << ": " << ks[i].log;
-      fmt::print("  {} {}: {} registers, {} bytes of shared memory, BQ={} BK={} TPR={}\n", cases[i].text, arch,
-                 ks[i].registers, kernels[i].shared_bytes, kernels[i].bq, kernels[i].bk, kernels[i].tpr);
+      fmt::print("  {} {}: {} registers, {} bytes of shared memory, BQ={} BK={} {}\n", cases[i].text, arch,
+                 ks[i].registers, kernels[i].shared_bytes, kernels[i].bq, kernels[i].bk,
+                 kernels[i].tensor_cores ? fmt::format("mma, {} warps", kernels[i].warps)
+                                         : fmt::format("TPR={}", kernels[i].tpr));
       if (ks[i].spill_bytes > 0) {
         ++spills;
-        ADD_FAILURE() << cases[i].text << " on " << arch << " spills " << ks[i].spill_bytes << " bytes";
+        ADD_FAILURE() << cases[i].text << " on " << arch << " spills " << ks[i].spill_bytes << " bytes\n" << ks[i].log;
       }
     }
   }
@@ -147,7 +193,7 @@ TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSi
                                make(c.dt, c.v, 3 * ci + 3, false)};
     if (!c.mask.empty()) ins.push_back(make(c.dt, c.mask, 100 + ci, true));
     if (c.special == Case::MaskedRow)  // row 4 of head 1: every key hidden
-      for (int64_t j = 0; j < c.mask[3]; ++j) ins[3].set_double((19 + 4) * c.mask[3] + j, -INFINITY);
+      for (int64_t j = 0; j < c.mask[3]; ++j) ins[3].set_double((c.mask[2] + 4) * c.mask[3] + j, -INFINITY);
     if (c.special == Case::NanScore) ins[1].set_double(16 * 40 + 3, NAN);  // key 40: a NaN score in every row
     TensorType out(c.dt, {c.q[0], c.q[1], c.q[2], c.v[3]});
     std::vector<const Tensor*> ptrs;
