@@ -16,6 +16,9 @@
 // own scores into p = exp(s - m_new) once, and after a __syncwarp every lane
 // adds p * v over the tile. No [Sq, Sk] matrix exists anywhere; the result
 // is o / l (l summed over the row's lanes).
+// f16/bf16 operands with head dims that are multiples of 16 up to 128 get
+// the tensor-core kernel of codegen/emit_attention_tc.h instead (same
+// semantics, same epilogue hook).
 // Compute type: float for f16/bf16/f32 (as the reference), double for f64.
 // Rows whose final max is not finite (a NaN score, all keys masked, a +inf
 // score) are NaN, or 0 with nan_to_zero, as the reference's softmax gives.
