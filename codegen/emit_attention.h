@@ -38,7 +38,8 @@ struct AttentionKernel {
   std::string name;    // kiln_attn_<label>_<16 hex digits of the source's hash>
   std::string source;  // complete translation unit
   // Launch (docs/codegen.md): grid = B * H * ceil(Sq / BQ) (0: empty output),
-  // block = BQ * TPR; shared memory is static (<= 48 KiB).
+  // block = BQ * TPR (tensor cores: 32 * warps); shared memory is static
+  // (<= 48 KiB).
   unsigned grid = 0;
   unsigned block = 0;
   int bq = 0, bk = 0, tpr = 0;      // the tiling chosen (tpr: SIMT kernel only)

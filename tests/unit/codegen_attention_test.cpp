@@ -4,7 +4,11 @@
 // ViT [1,12,197,64] f16), odd sizes (Sq/Sk not multiples of the tiles, D !=
 // Dv, causal with Sq != Sk so that whole rows are hidden, masked rows of all
 // -inf with and without nan_to_zero, a NaN score), head dim 128 (smaller key
-// tiles), f32, bf16 and f64. Every kernel compiles with NVRTC for sm_80 and
+// tiles), f32, bf16 and f64; the tensor-core kernel (f16/bf16, head dims
+// 64 and 128, masks of several broadcast shapes, causal with Sq < Sk and
+// Sq > Sk, Sq/Sk of 1, 17, 33, 65, 130, fully masked rows, 1, 2 and 4 warps
+// per block), whose source must call mma (no silent SIMT fallback). Every
+// kernel compiles with NVRTC for sm_80 and
 // sm_90 without spills, and matches the reference on the simulator: f32
 // within 1e-5 abs + 1e-4 rel, f64 1e-9 + 1e-9, f16 1e-3 + 2e-3 (one f16 ulp:
 // both round a float to f16), bf16 8e-3 + 1e-2. NaN must match NaN.
@@ -98,7 +102,7 @@ std::vector<Case> all_cases() {
        {}, 0.088, 1, 0},
       {"tc f16 D=64 Dv=128 mask[1,H,1,1]", DType::F16, S{1, 3, 20, 64}, S{1, 3, 50, 64}, S{1, 3, 50, 128},
        S{1, 3, 1, 1}, 0.2, 0, 0},
-      {"tc f16 D=32 Dv=48", DType::F16, S{1, 1, 9, 32}, S{1, 1, 9, 32}, S{1, 1, 9, 48}, {}, 0.3, 0, 0},
+      {"tc f16 D=32 Dv=48 mask[Sk]", DType::F16, S{1, 1, 9, 32}, S{1, 1, 9, 32}, S{1, 1, 9, 48}, S{9}, 0.3, 0, 0},
   };
   return c;
 }
