@@ -9,9 +9,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "backends/reference/executor.h"
 #include "codegen/gemm_tiles.h"
+#include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "runtime/version.h"
+#include "tests/unit/pass_test_util.h"
+#include "tools/kiln/compare.h"
+#include "tools/kiln/compile.h"
+#include "tools/kiln/plan_sim.h"
+#include "tools/kiln/plan_writer.h"
 #include "tools/kiln/tuning.h"
 #include "tools/kiln/tuning_cache.h"
 
@@ -213,6 +220,54 @@ TEST(TuningSession, AStoredTileInvalidForItsProblemIsAnErrorNamingTheFile) {
   }
   TuningOptions cpu = o;
   EXPECT_THROW(TuningSession(g, cpu, "cpu", "", true), Error);
+}
+
+// The GEMM kernel step of a plan (the one whose kernel name has "matmul").
+const plan::Step& gemm_step(const plan::Plan& p) {
+  for (const plan::Step& s : p.steps)
+    if (s.kind == plan::StepKind::Kernel && p.kernels[s.kernel].name.find("matmul") != std::string::npos) return s;
+  throw std::runtime_error("no matmul kernel in the plan");
+}
+
+TEST(TuningSession, AHandWrittenCacheChangesTheGemmKernelAndTheSimulatorStillMatchesTheReference) {
+  auto imported = import_onnx_file(std::string(KILN_TEST_SOURCE_DIR) + "/tests/runtime/tuning_matmul.onnx");
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  o.pass.precision = "fp16";
+  compile_graph(*imported.graph, o);
+  const Graph& g = *imported.graph;
+  plan::Plan def = build_plan(g, {"sm_90", "fp16", {}});
+  const GemmProblem problem{GemmMath::F16, 1, 64, 80, 96};
+  ASSERT_EQ(codegen::default_gemm_tile(problem).bm, 64);
+  GemmTileConfig small = codegen::default_gemm_tile(problem);
+  small.bm = 16;
+  small.bn = 16;
+  small.warps_m = small.warps_n = 1;
+  ASSERT_EQ(codegen::gemm_tile_invalid(small, problem), "");
+  std::string path = temp_path("sim.json");
+  write(path, cache_json({entry_json("Some GPU", "9.0", codegen::gemm_problem_key(problem), small)}));
+  TuningOptions to;
+  to.cache_file = path;
+  plan::Plan tuned;
+  {
+    TuningSession s(g, to, "sm_90", "", true);
+    tuned = build_plan(g, {"sm_90", "fp16", {}});
+    ASSERT_EQ(s.json()["problems"].size(), 1u);
+    EXPECT_EQ(s.json()["problems"][0]["from"], "cache");
+  }
+  const plan::Step &a = gemm_step(def), &b = gemm_step(tuned);
+  EXPECT_NE(def.kernels[a.kernel].name, tuned.kernels[b.kernel].name);
+  // 64x80 in 64x64 tiles: 2 blocks; in 16x16 tiles: 4 x 5 = 20.
+  EXPECT_EQ(uint64_t(a.grid.x) * a.grid.y * a.grid.z, 2u);
+  EXPECT_EQ(uint64_t(b.grid.x) * b.grid.y * b.grid.z, 20u);
+  auto feed = testing::random_inputs(g, 5);
+  std::vector<Tensor> want = ReferenceExecutor(g).run(feed);
+  for (const plan::Plan* p : {&def, &tuned}) {
+    std::vector<Tensor> got = run_plan_on_sim(*p, g, feed);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(compare_tensors(got[i], want[i], {2e-3, 2e-3}), "") << (p == &def ? "default" : "tuned");
+  }
 }
 
 }  // namespace
