@@ -169,6 +169,14 @@ void GpuContext::release() {
 GpuRunTiming GpuContext::run(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out) {
   const CudaDriver& d = e_.d_;
   CtxScope scope(d, e_.ctx_);
+  // After a failed run, copies may still be reading the staging buffers the
+  // host is about to overwrite: let both streams drain first (their errors
+  // were reported by that run).
+  if (!settled_) {
+    d.cuStreamSynchronize(copy_stream_);
+    d.cuStreamSynchronize(stream_);
+  }
+  settled_ = false;
   // Uploads on the copy stream; the host fills staging buffer i+1 while
   // buffer i is on its way.
   d.check(d.cuEventRecord(up_begin_, copy_stream_), "cuEventRecord");
@@ -207,6 +215,7 @@ GpuRunTiming GpuContext::run(const std::vector<DeviceBinding>& in, const std::ve
     if (n && !out[i].device) std::memcpy(out[i].ptr, staged_out_[i], n);
   }
   d.check(d.cuEventSynchronize(graph_end_), "waiting for the graph");
+  settled_ = true;
   GpuRunTiming t;
   d.check(d.cuEventElapsedTime(&t.upload_ms, up_begin_, up_end_), "cuEventElapsedTime (uploads)");
   d.check(d.cuEventElapsedTime(&t.compute_ms, graph_begin_, graph_end_), "cuEventElapsedTime (graph)");

@@ -105,6 +105,7 @@ class GpuContext {
   CUevent up_begin_ = nullptr, up_end_ = nullptr, graph_begin_ = nullptr, graph_end_ = nullptr;
   std::vector<CUevent> downloaded_;
   CUgraphExec exec_ = nullptr;
+  bool settled_ = true;  // false while a run() is in flight or after one failed midway
 };
 
 }  // namespace kiln::rt
