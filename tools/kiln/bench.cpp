@@ -19,6 +19,7 @@
 #include "tools/kiln/bench_plan.h"
 #include "tools/kiln/inspect.h"
 #include "tools/kiln/inspect_plan.h"
+#include "tools/kiln/progress.h"
 #include "tools/kiln/run_plan.h"
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "codegen/sim_executor.h"
@@ -206,6 +207,7 @@ int run_bench(BenchOptions& o) {
 
   profiling = true;
   std::vector<double> lat, host;
+  Progress shown("bench iterations", 2.0);  // full models on the CPU take seconds a run
   auto b0 = Clock::now();
   for (int i = 0; i < o.iterations; ++i) {
     double c = process_cpu_ms();
@@ -213,6 +215,7 @@ int run_bench(BenchOptions& o) {
     run_once(feed);
     lat.push_back(ms_between(a, Clock::now()));
     host.push_back(process_cpu_ms() - c);
+    shown.update(i + 1, o.iterations);
   }
   double wall_ms = ms_between(b0, Clock::now());
   profiling = false;

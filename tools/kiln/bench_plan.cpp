@@ -15,6 +15,7 @@
 #include "runtime/plan_graph.h"
 #include "tools/kiln/bench.h"
 #include "tools/kiln/plan_sim.h"
+#include "tools/kiln/progress.h"
 #include "tools/kiln/run_plan.h"
 
 namespace kiln {
@@ -84,7 +85,7 @@ int run_bench_plan(const BenchOptions& o) {
 
   std::vector<std::pair<std::string, TensorType>> decl;
   for (const Value* v : g->inputs()) decl.emplace_back(v->name(), v->type());
-  std::map<std::string, Tensor> feed = make_run_inputs(decl, "");  // seeded random, as kiln run
+  std::map<std::string, Tensor> feed = make_run_inputs(decl, o.inputs);  // --inputs, else seeded random
 
   std::string ran, info;  // the backend that ran, and what the runtime says about it
   bool on_gpu = false;
@@ -165,6 +166,7 @@ int run_bench_plan(const BenchOptions& o) {
   double warmup_ms = ms_between(w0, Clock::now());
 
   std::vector<double> lat, host, gpu;
+  Progress shown("bench iterations", 2.0);
   auto b0 = Clock::now();
   for (int i = 0; i < o.iterations; ++i) {
     double c = process_cpu_ms();
@@ -173,6 +175,7 @@ int run_bench_plan(const BenchOptions& o) {
     lat.push_back(ms_between(a, Clock::now()));
     host.push_back(process_cpu_ms() - c);
     if (gpu_compute_ms) gpu.push_back(gpu_compute_ms());
+    shown.update(i + 1, o.iterations);
   }
   double wall_ms = ms_between(b0, Clock::now());
   if (o.profile && profiled_run)

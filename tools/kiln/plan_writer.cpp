@@ -166,6 +166,7 @@ void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, 
   }
   codegen::KernelCache cache(o.kernel_cache_dir);
   codegen::KernelCompiler compiler(o.target, o.use_cache ? &cache : nullptr);
+  if (o.progress) compiler.set_progress(o.progress);
   for (codegen::CompiledKernel& ck : compiler.compile(sources)) {
     plan::Kernel k;
     k.name = ck.name;
