@@ -36,6 +36,10 @@ std::string dim3(const plan::Dim3& d) { return fmt::format("{}x{}x{}", d.x, d.y,
 
 std::string known(int64_t v) { return v < 0 ? "?" : std::to_string(v); }
 
+// Fused nodes are named after all their members: shortened in the tables,
+// whole in the JSON.
+std::string shorten(const std::string& t, size_t w) { return t.size() <= w ? t : t.substr(0, w - 3) + "..."; }
+
 // A kernel's resources: ptxas's numbers from the plan, and what its CUBIN's
 // .nv.info says (runtime/cubin_info.h: the check that both agree, and the
 // source of registers for plans written before the `resources` section).
@@ -165,7 +169,7 @@ int run_inspect_plan(const InspectOptions& o) {
   out << fmt::format("  {:<40} {:>6} {:<10} {:>12} {:>12}\n", "node", "result", "storage", "offset", "size");
   nlohmann::json jm = nlohmann::json::array();
   for (const plan::MemoryEntry& e : p.memory.values) {
-    out << fmt::format("  {:<40} {:>6} {:<10} {:>12} {:>12}\n", node_label(nodes, e.node), e.result,
+    out << fmt::format("  {:<40} {:>6} {:<10} {:>12} {:>12}\n", shorten(node_label(nodes, e.node), 40), e.result,
                        storage_name(e.storage), e.offset, e.size);
     jm.push_back({{"node", e.node},
                   {"node_label", node_label(nodes, e.node)},
@@ -220,7 +224,6 @@ int run_inspect_plan(const InspectOptions& o) {
                        "block", "regs", "smem st+dyn", "spills");
     for (size_t i = 0; i < p.steps.size(); ++i) {
       const plan::Step& s = p.steps[i];
-      auto shorten = [](std::string t, size_t w) { return t.size() <= w ? t : t.substr(0, w - 3) + "..."; };
       std::string node = node_label(nodes, s.node);
       if (s.kind == plan::StepKind::Copy) {
         out << fmt::format("  {:>4} {:<30} copy {} bytes\n", i, shorten(node, 30), s.args[0].nbytes);

@@ -20,7 +20,7 @@ struct PlanBuildOptions {
   std::string precision = "fp32";
   std::filesystem::path kernel_cache_dir;  // empty: codegen's default
   bool use_cache = true;                   // false: every kernel through NVRTC
-  std::function<void(int, int)> progress;  // after each distinct kernel compiled (done, total)
+  std::function<void(int, int)> progress = {};  // after each distinct kernel compiled (done, total)
 };
 
 plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o);
