@@ -40,6 +40,7 @@
 #include "tools/kiln/progress.h"
 #include "tools/kiln/run_plan.h"
 #include "tools/kiln/tensor_io.h"
+#include "tools/kiln/tuning.h"
 
 namespace {
 
@@ -117,6 +118,8 @@ int main(int argc, char** argv) {
   bool print_final = false;
   compile->add_flag("--print-ir", print_final, "Print the final IR to stdout")->group("Reporting");
   add_compile_flags(compile, copts);
+  kiln::TuningOptions tuning_opts;
+  kiln::add_tuning_flags(compile, tuning_opts);
 
   std::string backend;
   int iterations = 1;
@@ -217,6 +220,11 @@ int main(int argc, char** argv) {
       kiln::CompileReport rep = kiln::compile_graph(*r.graph, copts);
       print_stats(copts, rep);
       if (print_final) std::cout << kiln::print_graph(*r.graph);
+      // Tuned GEMM tiles (docs/tuning.md): the chooser lives until the plan is written.
+      std::unique_ptr<kiln::TuningSession> tuning;
+      if (tuning_opts.active())
+        tuning = std::make_unique<kiln::TuningSession>(*r.graph, tuning_opts, copts.pass.target, copts.cache_dir,
+                                                       copts.kernel_cache);
       // Codegen: every kernel emitted and compiled with NVRTC for the target.
       kiln::KernelsOutcome kernels = kiln::build_kernels(*r.graph, copts, true);
       if (!copts.pipeline.dump_dir.empty()) kiln::write_dump_index(*r.graph, copts, model);
@@ -229,6 +237,10 @@ int main(int argc, char** argv) {
       j["import_ms"] = import_ms;
       j["precision"] = copts.pass.precision;
       j["target"] = copts.pass.target;
+      if (tuning) {
+        j["tuning"] = tuning->json();
+        std::cerr << tuning->summary() << "\n";
+      }
       if (!json_out.empty()) {
         std::ofstream f(json_out);
         if (!f) kiln::fail("cannot write {}", json_out);

@@ -12,6 +12,9 @@ Progress::Progress(std::string what, double delay_s)
 
 void Progress::update(int done, int total) {
   std::lock_guard<std::mutex> lock(mu_);
+  // Worker threads report out of order (5/11 before 2/11): counts only go up.
+  if (done <= max_done_) return;
+  max_done_ = done;
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   if (s < delay_s_ && !shown_) return;
   const bool last = done >= total;

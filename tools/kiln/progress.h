@@ -2,7 +2,8 @@
 // terminal one updating line ("kernels compiled 12/40 (3.1 s)"); when stderr
 // is a pipe or file, plain lines at every tenth of the work and at the end,
 // so logs stay short. A step that finishes before `delay_s` shows nothing
-// (small models stay quiet). Safe to call from several threads.
+// (small models stay quiet). Safe to call from several threads; a count
+// lower than one already shown is ignored.
 #pragma once
 #include <chrono>
 #include <functional>
@@ -28,6 +29,7 @@ class Progress {
   bool tty_;
   bool shown_ = false;
   int last_tenth_ = -1;
+  int max_done_ = 0;
   std::chrono::steady_clock::time_point start_;
   std::mutex mu_;
 };
