@@ -65,6 +65,8 @@ std::string node_label(const std::vector<const Node*>& nodes, uint32_t node) {
 bool is_plan_path(const std::string& path) { return path.size() > 5 && path.ends_with(".plan"); }
 
 int run_inspect_plan(const InspectOptions& o) {
+  if (!o.shapes.empty())
+    fail("{}: a plan's shapes are fixed when it is compiled; --shapes applies to .onnx models", o.model);
   // The runtime's reader: every loading check the runtime makes (checksums,
   // bounds, cross-section bindings) and the graph parsed back and verified.
   plan::Plan p = plan::read_plan_file(o.model);
