@@ -6,21 +6,22 @@
 // which the driver JIT-compiles), the weights uploaded once into one device
 // allocation.
 // GpuContext (one per thread/stream): the activation arena (one allocation of
-// the memory plan's size), a device buffer per graph input and output, and
-// the whole launch list captured once as a CUDA Graph on a private compute
-// stream.
-// run() (synchronous) stages host buffers through pinned memory
-// (cuMemHostAlloc, one staging buffer per input and output): inputs are
-// copied into their staging buffer and uploaded on a copy stream, the compute
-// stream waits for them (an event), replays the graph between two timing
-// events, and the copy stream waits for that and downloads the outputs into
-// staging, one event per output, which the host copies out as each arrives.
-// So the host's copy of one buffer overlaps the DMA of the next, and the
-// copies run on their own stream. enqueue(stream) copies the bound inputs in,
-// replays the graph and copies the outputs out, all on the caller's stream
-// (host buffers are copied directly, unstaged: staging needs the host to
-// copy out of the pinned buffer after the download, which an asynchronous
-// call cannot wait for).
+// the memory plan's size), and per run in flight (a "slot": one, a second
+// made on first need by submit()) a device buffer per graph input and
+// output, pinned staging (cuMemHostAlloc) per input and output, events, and
+// the whole launch list captured once as a CUDA Graph on the compute stream.
+// submit() copies host inputs into staging and uploads them on the upload
+// stream; the compute stream waits for them (an event) and replays the
+// slot's graph between two timing events; the download stream waits for the
+// graph's end and downloads the outputs into staging, one event per output.
+// wait() copies each output out of staging as its event completes. So the
+// host's copy of one buffer overlaps the DMA of the next, and with two runs
+// in flight one's transfers overlap the other's graph (the upload stream
+// never waits for a graph). run() is submit() + wait(). enqueue(stream)
+// copies the bound inputs in, replays the graph and copies the outputs out,
+// all on the caller's stream (host buffers are copied directly, unstaged:
+// staging needs the host to copy out of the pinned buffer after the
+// download, which an asynchronous call cannot wait for).
 //
 // Untested until a GPU is lent (docs/embedding.md): this machine has none.
 #pragma once

@@ -333,7 +333,7 @@ std::string word(const std::string& line, size_t n) {
 // upload stream, the graph on the compute stream after an event, the outputs
 // downloaded on a download stream after the graph's end event into pinned
 // staging; the event times are the fake clock's (its launch/copy costs).
-TEST_F(FakeGpu, HostBuffersAreStagedThroughPinnedMemoryOnACopyStreamAndTimedWithEvents) {
+TEST_F(FakeGpu, HostBuffersAreStagedThroughPinnedMemoryOnCopyStreamsAndTimedWithEvents) {
   std::vector<uint8_t> bytes = plan_for("sm_90");
   std::vector<int> before = stats();
   {
@@ -350,7 +350,7 @@ TEST_F(FakeGpu, HostBuffersAreStagedThroughPinnedMemoryOnACopyStreamAndTimedWith
     std::string all;
     for (const auto& l : log) all += l + "\n";
     SCOPED_TRACE(all);
-    // Order: uploads (copy stream) -> compute waits -> graph -> copy stream waits -> downloads.
+    // Order: uploads (upload stream) -> compute waits -> graph -> download stream waits -> downloads.
     int up0 = find_line(log, "record ");
     ASSERT_GE(up0, 0);
     std::string copy = word(log[size_t(up0)], 2);
