@@ -52,6 +52,11 @@ class Engine {
   std::string info_;
 };
 
+// GPU event times of a context's last run() (runtime/gpu_executor.h).
+struct RunTiming {
+  float upload_ms = 0, compute_ms = 0, download_ms = 0;
+};
+
 struct Binding {
   void* ptr = nullptr;
   bool device = false;
@@ -68,8 +73,20 @@ class Context {
   // kiln::Error saying both). Device memory only on a GPU engine.
   void bind_input(const std::string& name, const void* data, const TensorType& as, bool device);
   void bind_output(const std::string& name, void* data, const TensorType& as, bool device);
-  // Runs with the bound buffers (all must be bound); synchronous.
+  // Runs with the bound buffers (all must be bound); synchronous. On a GPU
+  // engine host buffers are staged through pinned memory on a copy stream.
   void run();
+  // The CUDA-event times of the last successful run() (or null-stream
+  // enqueue); kiln::Error on a CPU engine or before such a run.
+  RunTiming last_timing() const;
+  // Pipelined runs (at most 2 in flight): submit() takes the bound inputs
+  // (copied at the call: they may be refilled on return) and starts a run;
+  // wait() finishes the oldest, writing its outputs into the buffers bound
+  // at its submit(). On the GPU one run's transfers overlap another's
+  // compute; on the CPU submit() runs at once and wait() only counts.
+  void submit();
+  void wait();
+  size_t in_flight() const;
   // On a GPU engine: asynchronous on `stream` (a CUstream). On the CPU:
   // `stream` must be null and it runs synchronously.
   void enqueue(void* stream);
@@ -79,6 +96,9 @@ class Context {
   std::shared_ptr<const Engine> engine_;
   std::vector<Binding> inputs_, outputs_;
   std::unique_ptr<GpuContext> gpu_;
+  bool timed_ = false;
+  RunTiming timing_;
+  size_t cpu_in_flight_ = 0;
 };
 
 }  // namespace kiln::rt

@@ -6,10 +6,22 @@
 // which the driver JIT-compiles), the weights uploaded once into one device
 // allocation.
 // GpuContext (one per thread/stream): the activation arena (one allocation of
-// the memory plan's size), a device buffer per graph input and output, and
-// the whole launch list captured once as a CUDA Graph on a private stream.
-// enqueue() copies the bound inputs in, replays the graph and copies the
-// outputs out, all on the caller's stream.
+// the memory plan's size), and per run in flight (a "slot": one, a second
+// made on first need by submit()) a device buffer per graph input and
+// output, pinned staging (cuMemHostAlloc) per input and output, events, and
+// the whole launch list captured once as a CUDA Graph on the compute stream.
+// submit() copies host inputs into staging and uploads them on the upload
+// stream; the compute stream waits for them (an event) and replays the
+// slot's graph between two timing events; the download stream waits for the
+// graph's end and downloads the outputs into staging, one event per output.
+// wait() copies each output out of staging as its event completes. So the
+// host's copy of one buffer overlaps the DMA of the next, and with two runs
+// in flight one's transfers overlap the other's graph (the upload stream
+// never waits for a graph). run() is submit() + wait(). enqueue(stream)
+// copies the bound inputs in, replays the graph and copies the outputs out,
+// all on the caller's stream (host buffers are copied directly, unstaged:
+// staging needs the host to copy out of the pinned buffer after the
+// download, which an asynchronous call cannot wait for).
 //
 // Untested until a GPU is lent (docs/embedding.md): this machine has none.
 #pragma once
@@ -62,24 +74,62 @@ struct DeviceBinding {
   bool device = false;  // a CUdeviceptr (else host memory)
 };
 
+// CUDA-event times of the last run(): the uploads on the copy stream, the
+// graph on the compute stream, the downloads (from the graph's end).
+struct GpuRunTiming {
+  float upload_ms = 0, compute_ms = 0, download_ms = 0;
+};
+
 class GpuContext {
  public:
+  // Pipelined submissions in flight at most (each has its own buffers).
+  static constexpr size_t kMaxInFlight = 2;
+
   explicit GpuContext(const GpuEngine& e);
   ~GpuContext();
   GpuContext(const GpuContext&) = delete;
   GpuContext& operator=(const GpuContext&) = delete;
 
-  // Asynchronous on `stream` (nullptr: the context's own stream, then waits).
+  // Asynchronous on `stream`.
   void enqueue(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs, CUstream stream);
+  // Synchronous, staged through pinned memory on the upload, compute and
+  // download streams (above); returns the event times. Refused while
+  // submissions are in flight.
+  GpuRunTiming run(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs);
+  // Pipelined runs: submit() copies the host inputs into pinned staging (the
+  // caller may refill them on return) and enqueues upload, graph and download
+  // without waiting; wait() waits for the oldest submission and copies its
+  // outputs into the buffers bound at its submit(). Each in-flight submission
+  // has its own device inputs/outputs, staging and captured graph (a second
+  // set is made on first need), so one submission's uploads and downloads
+  // run on their streams while another's graph runs on the compute stream.
+  void submit(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs);
+  GpuRunTiming wait();
+  size_t in_flight() const { return queue_.size(); }
 
  private:
-  CUdeviceptr address(const plan::BufferRef& b) const;
+  struct Slot {
+    std::vector<CUdeviceptr> inputs, outputs;
+    std::vector<void*> staged_in, staged_out;  // pinned host memory (null for empty tensors)
+    // Uploads begin/end (upload stream), graph begin/end (compute), one per output download (download).
+    CUevent up_begin = nullptr, up_end = nullptr, graph_begin = nullptr, graph_end = nullptr;
+    std::vector<CUevent> downloaded;
+    CUgraphExec exec = nullptr;
+    std::vector<DeviceBinding> out;  // where wait() copies the outputs
+  };
+  void add_slot();  // buffers, staging, events and the captured launch list
+  void fill_slot(Slot& s);
+  void free_slot(Slot& s);
+  CUdeviceptr address(const Slot& s, const plan::BufferRef& b) const;
   void release();
   const GpuEngine& e_;
-  CUdeviceptr arena_ = 0;
-  std::vector<CUdeviceptr> inputs_, outputs_;
-  CUstream stream_ = nullptr;
-  CUgraphExec exec_ = nullptr;
+  CUdeviceptr arena_ = 0;  // shared: the graphs run one at a time on the compute stream
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<size_t> queue_;  // submitted slots, oldest first
+  CUstream stream_ = nullptr;           // compute: the graphs
+  CUstream upload_stream_ = nullptr;    // uploads of run()/submit()
+  CUstream download_stream_ = nullptr;  // downloads of run()/submit()
+  bool settled_ = true;  // false after a submission or wait failed midway: drain the streams first
 };
 
 }  // namespace kiln::rt
