@@ -14,5 +14,5 @@ if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DKILN_FUZZ=ON >/dev/null
 fi
 targets=("$@")
-((${#targets[@]})) || targets=(kiln kiln_unit_tests fuzz_onnx_import fuzz_ir_parser)
+((${#targets[@]})) || targets=(kiln kiln_unit_tests fuzz_onnx_import fuzz_ir_parser fuzz_plan_load)
 cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}"
