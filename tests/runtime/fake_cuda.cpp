@@ -71,7 +71,7 @@ struct State {
   std::set<void*> streams;
   std::map<void*, Graph> captures;  // stream -> the graph being captured on it
   std::map<std::string, Failure> failures;
-  std::vector<std::unique_ptr<Function>> functions;
+  std::map<std::string, std::unique_ptr<Function>> functions;  // by name: reloads reuse them
   int (*arg_count)(const char*) = nullptr;
   int (*launch)(const char*, const unsigned*, const unsigned*, unsigned, const CUdeviceptr*) = nullptr;
 };
@@ -213,8 +213,9 @@ CUresult cuModuleUnload(void* m) {
 CUresult cuModuleGetFunction(void** f, void*, const char* name) {
   std::lock_guard lock(st().mu);
   if (st().arg_count && st().arg_count(name) < 0) return kNotFound;
-  st().functions.push_back(std::make_unique<Function>(Function{name}));
-  *f = st().functions.back().get();
+  auto& fn = st().functions[name];
+  if (!fn) fn = std::make_unique<Function>(Function{name});
+  *f = fn.get();
   return 0;
 }
 CUresult cuFuncSetAttribute(void*, int, int) { return 0; }
