@@ -62,10 +62,10 @@ void try_load_and_run(const std::vector<uint8_t>& bytes) {
   }
   // A plan that loads runs on zero inputs (bounded: fuzz_limits caps every
   // tensor, and a run failing with kiln::Error is fine).
-  size_t bytes = 0;
+  size_t io_bytes = 0;
   for (const auto* ds : {&e->inputs(), &e->outputs()})
-    for (const auto& d : *ds) bytes += d.type.nbytes();
-  if (bytes > (16u << 20)) return;  // loads, but too big to run within libFuzzer's memory limit
+    for (const auto& d : *ds) io_bytes += d.type.nbytes();
+  if (io_bytes > (16u << 20)) return;  // loads, but too big to run within libFuzzer's memory limit
   try {
     kiln::rt::Context ctx(e);
     std::vector<std::vector<uint8_t>> bufs;
