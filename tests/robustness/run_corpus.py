@@ -4,7 +4,8 @@
 Usage: run_corpus.py KILN CORPUS [--no-memory-limit] [--timeout S] [--filter SUBSTR]
 
 Each command (`kiln compile`, `kiln run`, `kiln conformance` for the valid
-cases) runs in its own process with a timeout and a memory limit
+cases; `kiln run MODEL.plan` for the damaged plans, with the case's extra
+environment, e.g. the fake CUDA driver on LD_LIBRARY_PATH) runs in its own process with a timeout and a memory limit
 (RLIMIT_AS; --no-memory-limit under AddressSanitizer, which reserves terabytes
 of address space), under strace, and must:
   - error cases: exit with code 1 (not a signal, not 2 = internal error) and
