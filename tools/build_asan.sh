@@ -2,7 +2,8 @@
 # Configures (once) and builds the sanitizer build: clang, AddressSanitizer +
 # UndefinedBehaviorSanitizer, libFuzzer targets (KILN_FUZZ), into build-asan/
 # (KILN_ASAN_BUILD_DIR). Builds the targets named, or kiln, the unit tests,
-# the fuzz targets, the fake CUDA driver and the runtime stress test. Used by tools/test.sh --sanitize and tools/fuzz.sh.
+# the fuzz targets, the fake CUDA driver and the runtime stress test. Used by
+# tools/test.sh --sanitize and tools/fuzz.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${KILN_ASAN_BUILD_DIR:-build-asan}
