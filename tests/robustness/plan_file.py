@@ -11,9 +11,9 @@ ALIGN = 256
 FIXED_HEADER = 40  # magic 8, version 4, header size 4, file size 8, count 4, pad 4, xxh64 8
 TABLE_ENTRY = 32   # id 4, pad 4, offset 8, size 8, xxh64 8
 CHECKSUM_AT = 32
-META, GRAPH, WEIGHTS, KERNELS, LAUNCHES, MEMORY = 1, 2, 3, 4, 5, 6
+META, GRAPH, WEIGHTS, KERNELS, LAUNCHES, MEMORY, RESOURCES = 1, 2, 3, 4, 5, 6, 7  # resources: optional
 SECTION_NAMES = {META: "meta", GRAPH: "graph", WEIGHTS: "weights", KERNELS: "kernels", LAUNCHES: "launches",
-                 MEMORY: "memory"}
+                 MEMORY: "memory", RESOURCES: "resources"}
 
 _M = (1 << 64) - 1
 _P1, _P2, _P3, _P4, _P5 = (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63,

@@ -1,7 +1,7 @@
 // The runtime's GPU path under failure, threads and repetition, against the
 // fake CUDA driver (fake_cuda.cpp; kernels run on the CPU simulator):
 // - out of device memory (weights, then the activation arena), a kernel that
-//   fails in the replayed graph, a failing cuStreamSynchronize and a launch
+//   fails in the replayed graph, a failing wait for the run's events and a launch
 //   that fails while the context captures its graph: each is a kiln status
 //   with the CUDA error's text through the C API, nothing leaks, and the next
 //   context or run on the same engine succeeds;
@@ -41,7 +41,7 @@ class FakeGpuFailures : public FakeGpu {
  protected:
   void TearDown() override {
     fake().set_memory_limit(SIZE_MAX);
-    for (const char* f : {"cuMemAlloc_v2", "cuLaunchKernel", "cuGraphLaunch", "cuStreamSynchronize"})
+    for (const char* f : {"cuMemAlloc_v2", "cuLaunchKernel", "cuGraphLaunch", "cuStreamSynchronize", "cuEventSynchronize"})
       fake().fail(f, 0, 0);
     launches_to_fail = 0;
   }
@@ -132,9 +132,9 @@ TEST_F(FakeGpuSafety, FailedLaunchSyncOrCaptureIsAStatusAndTheNextRunSucceeds) {
   expect_reference(outs, feed);
 
   // The driver reports an error when the run is waited for.
-  fake().fail("cuStreamSynchronize", 0, 700);
+  fake().fail("cuEventSynchronize", 0, 700);
   EXPECT_EQ(run_c(c, feed, outs), KILN_ERROR_RUNTIME);
-  EXPECT_EQ(last_error(), "CUDA: cuStreamSynchronize: an illegal memory access was encountered (error 700)");
+  EXPECT_EQ(last_error(), "CUDA: waiting for an output: an illegal memory access was encountered (error 700)");
   auto feed2 = testing::random_inputs(*graph, 42);
   ASSERT_EQ(run_c(c, feed2, outs), KILN_OK) << last_error();
   expect_reference(outs, feed2);

@@ -30,6 +30,8 @@ struct Fake {
   void (*set_kernels)(int (*)(const char*),
                       int (*)(const char*, const unsigned*, const unsigned*, unsigned, const CUdeviceptr*));
   void (*stats)(int*);
+  void (*fail_next)(const char*);
+  const char* (*take_log)();
   void (*fail)(const char*, int, int);      // entry point, calls to skip, error
   void (*set_memory_limit)(size_t);         // bytes; SIZE_MAX: none
   int (*mem_get_info)(size_t*, size_t*);   // cuMemGetInfo_v2: free, total
@@ -49,6 +51,8 @@ inline const Fake& fake() {
     r.set_arch = reinterpret_cast<void (*)(int, int)>(dlsym(h, "fake_cuda_set_arch"));
     r.set_kernels = reinterpret_cast<decltype(r.set_kernels)>(dlsym(h, "fake_cuda_set_kernels"));
     r.stats = reinterpret_cast<void (*)(int*)>(dlsym(h, "fake_cuda_stats"));
+    r.fail_next = reinterpret_cast<void (*)(const char*)>(dlsym(h, "fake_cuda_fail_next"));
+    r.take_log = reinterpret_cast<const char* (*)()>(dlsym(h, "fake_cuda_take_log"));
     r.fail = reinterpret_cast<void (*)(const char*, int, int)>(dlsym(h, "fake_cuda_fail"));
     r.set_memory_limit = reinterpret_cast<void (*)(size_t)>(dlsym(h, "fake_cuda_set_memory_limit"));
     r.mem_get_info = reinterpret_cast<int (*)(size_t*, size_t*)>(dlsym(h, "cuMemGetInfo_v2"));
@@ -164,7 +168,7 @@ class FakeGpu : public ::testing::Test {
     return plan::serialize(p);
   }
   std::vector<int> stats() {
-    std::vector<int> s(6);
+    std::vector<int> s(9);
     fake().stats(s.data());
     return s;
   }
