@@ -260,11 +260,12 @@ def bad_models():
         fh.write(np.ones(4, np.float32).tobytes())
 
 
-PLAN_COMMANDS = ("run",)
+# Every command that reads a plan: the runtime (run, bench) and inspect.
+PLAN_COMMANDS = ("run", "inspect", "bench")
 
 
-def save_plan(name, data, expect, kind="error", args=(), env=None):
-    d = case(name, kind, expect, PLAN_COMMANDS, args, file="model.plan", env=env)
+def save_plan(name, data, expect, kind="error", args=(), env=None, commands=PLAN_COMMANDS):
+    d = case(name, kind, expect, commands, args, file="model.plan", env=env)
     with open(os.path.join(d, "model.plan"), "wb") as fh:
         fh.write(data)
     return d
@@ -288,7 +289,8 @@ def bad_plans(kiln, fake_cuda):
     header, each section's checksum, then (checksums recomputed, so only the
     bounds and consistency checks can catch them) section offsets and sizes,
     counts, weight entries, launch bindings, the graph text, the kiln version
-    and a GPU plan for another arch. Each through `kiln run MODEL.plan`."""
+    and a GPU plan for another arch. Each through `kiln run`, `kiln inspect`
+    and `kiln bench` (MODEL.plan)."""
     base_dir = os.path.join(OUT, "plan_base")
     os.makedirs(base_dir)
     w = numpy_helper.from_array(np.linspace(-1, 1, 3 * 2 * 3 * 3, dtype=np.float32).reshape(3, 2, 3, 3), "w")
@@ -403,7 +405,8 @@ def bad_plans(kiln, fake_cuda):
               ".version 8.0\n.target sm_90\n")]))
         gpu = [x for x in gpu if x[0] != pf.RESOURCES]  # optional; it would have to list the kernel
         save_plan("plan_other_gpu_arch", pf.build(gpu), "the plan's kernels are for sm_90, this GPU is sm_80",
-                  args=["--backend", "gpu"], env={"LD_LIBRARY_PATH": fake_cuda, "FAKE_CUDA_ARCH": "8.0"})
+                  args=["--backend", "gpu"], env={"LD_LIBRARY_PATH": fake_cuda, "FAKE_CUDA_ARCH": "8.0"},
+                  commands=("run", "bench"))  # inspect reads the plan without a GPU
 
     # --- random damage: accepted or rejected, never a crash ------------------
     rng = random.Random(11)
