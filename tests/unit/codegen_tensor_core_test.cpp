@@ -43,6 +43,7 @@ struct Case {
   Prec prec = Prec::F16;
   bool fuse = false;
   bool want_cp_async = false;  // every operand arrives in 16-byte chunks
+  std::string want_in_source;  // e.g. the kernel comment naming an operand's load path
   std::unique_ptr<Graph> g;
   std::unordered_map<const Node*, std::vector<codegen::NodeKernel>> kernels;
   std::vector<size_t> anchor_sources;  // indices into the source list of the matmul/gemm/conv kernels
@@ -103,9 +104,10 @@ std::vector<Case> all_cases() {
     };
     gemm("alpha=0.5, beta=2.0, trans_a=1, trans_b=1", "24,31", "45,24", "1,45", "31,45", false);
     gemm("trans_b=1", "20,64", "72,64", "72", "20,72", true);
+    gemm("trans_a=1", "40,32", "40,48", "48", "32,48", true);  // A [K, M] by cp.async: ldmatrix.trans
+    cs.back().want_in_source = "A cp.async [k][m], B cp.async [k][n]";
     extra = true;
     gemm("alpha=2.0", "20,64", "64,72", "", "20,72", true);
-    gemm("beta=-1.0", "37,24", "24,40", "37,40", "37,40", true);
     extra = false;
     auto conv = [&](const std::string& x, const std::string& w, const std::string& bias, const std::string& attrs,
                     const std::string& y, const std::string& op, const std::string& ytag, bool dense) {
@@ -302,6 +304,9 @@ TEST(CodegenTensorCore, MatmulGemmConvUseMmaAndMatchReferenceOnSim) {
       const bool mma = ptx80[i].find(want) != std::string::npos;
       const bool cp = ptx80[i].find("cp.async.cg.shared.global") != std::string::npos;
       EXPECT_TRUE(mma) << c.name << ": no " << want << " in the PTX";
+      if (!c.want_in_source.empty()) {
+        EXPECT_NE(sources[i].source.find(c.want_in_source), std::string::npos) << c.name << ": " << c.want_in_source;
+      }
       if (c.want_cp_async) {
         EXPECT_TRUE(cp) << c.name << ": no cp.async in the PTX";
       }
