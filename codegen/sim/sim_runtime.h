@@ -135,6 +135,14 @@ Ptr<U> ptr_cast(const Ptr<T>& p) {
   return r + bytes_off / static_cast<int64_t>(sizeof(U));
 }
 
+// The address p points at, as an integer (KILN_PTR_ADDR: a kernel's test of
+// whether a buffer is aligned for vector access; not checked against the extent).
+template <typename T>
+unsigned long long ptr_address(const Ptr<T>& p) {
+  return static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p.base())) +
+         static_cast<unsigned long long>(p.offset()) * sizeof(T);
+}
+
 // Wraps a host buffer as a kernel argument.
 template <typename T>
 Ptr<T> arg(T* base, int64_t count, const char* name) { return Ptr<T>(base, count, name); }
