@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "codegen/emit_expr.h"
+#include "codegen/emit_rowwise.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
 
@@ -184,6 +185,9 @@ ReductionKernel layer_norm(const AttrMap& a, const std::vector<TensorType>& ops,
   const TensorType& x = ops[0];
   const int r = x.rank();
   const int axis = norm_axis(a.get_int("axis", -1), r, "layer_normalization");
+  // Rows that fit in registers: one pass over memory (emit_rowwise.h).
+  if (std::optional<ReductionKernel> rk = emit_row_layer_norm(axis, a.get_float("epsilon", 1e-5f), ops, res, io))
+    return *rk;
   View v{x.shape, std::vector<bool>(r, false)};
   for (int d = axis; d < r; ++d) v.reduced[d] = true;
   const Shape ns(x.shape.begin() + axis, x.shape.end());

@@ -124,11 +124,15 @@ class Ptr {
 };
 
 // Reinterprets a checked pointer as another element type (float -> float4):
-// the extent becomes whole U elements; the offset must be a multiple of them.
+// the extent becomes whole U elements; the offset must be a multiple of them
+// and the address a multiple of U's alignment.
 template <typename U, typename T>
 Ptr<U> ptr_cast(const Ptr<T>& p) {
   int64_t bytes_off = p.offset() * static_cast<int64_t>(sizeof(T));
-  if (bytes_off % static_cast<int64_t>(sizeof(U)) != 0)
+  // As on a GPU, the address must also be aligned for U (a 16-byte vector
+  // access at an address that is not a multiple of 16 faults there).
+  if (bytes_off % static_cast<int64_t>(sizeof(U)) != 0 ||
+      (reinterpret_cast<uintptr_t>(p.base()) + static_cast<uintptr_t>(bytes_off)) % alignof(U) != 0)
     detail::misaligned_cast(p.name(), p.offset(), sizeof(T), sizeof(U));
   Ptr<U> r(reinterpret_cast<U*>(p.base()), p.count() * static_cast<int64_t>(sizeof(T)) / static_cast<int64_t>(sizeof(U)),
            p.name());
