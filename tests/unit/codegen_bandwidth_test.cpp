@@ -173,6 +173,23 @@ TEST(CodegenBandwidth, AlignedCasesAreVectorized) {
   }
 }
 
+// Transposes that move the innermost dim go through the shared-memory tile;
+// ones that keep it (or only move size-1 dims) keep the generic kernel.
+TEST(CodegenBandwidth, TransposesOfTheInnermostDimAreTiled) {
+  auto tiled = [](const Shape& s, std::vector<int64_t> perm) {
+    AttrMap a;
+    a.set("perm", perm);
+    const std::string src = emit_case(make("transpose", {{DType::F16, s}}, a)).source;
+    return src.find("tile[32][33]") != std::string::npos;
+  };
+  EXPECT_TRUE(tiled({33, 65}, {1, 0}));
+  EXPECT_TRUE(tiled({5, 7, 9, 11}, {0, 3, 1, 2}));
+  EXPECT_TRUE(tiled({6, 1, 40}, {2, 1, 0}));
+  EXPECT_FALSE(tiled({4, 5, 6}, {1, 0, 2}));   // the innermost dim stays: rows copied as they are
+  EXPECT_FALSE(tiled({4, 1, 6}, {1, 0, 2}));   // only a size-1 dim moves
+  EXPECT_FALSE(tiled({3, 4, 5}, {0, 1, 2}));   // identity
+}
+
 // Misaligned buffers (a view starting one element into its allocation) take
 // the scalar path and still give the reference's result; the simulator's
 // checked casts would stop a misaligned vector access.
