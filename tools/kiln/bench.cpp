@@ -17,6 +17,7 @@
 #include "backends/reference/executor.h"
 #include "ir/error.h"
 #include "tools/kiln/inspect.h"
+#include "tools/kiln/run_plan.h"
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "codegen/sim_executor.h"
 #endif
@@ -36,20 +37,6 @@ double process_cpu_ms() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
-}
-
-// Seeded pseudo-random inputs: bench needs no data files.
-Tensor random_input(const TensorType& t, uint64_t seed) {
-  Tensor r(t.dtype, t.shape);
-  uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
-  for (int64_t i = 0; i < r.numel(); ++i) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    double u = double(s >> 11) / double(1ull << 53);
-    if (is_float(t.dtype)) r.set_double(i, u * 2 - 1);
-    else if (t.dtype == DType::Bool) r.set_int(i, u < 0.5);
-    else r.set_int(i, int64_t(u * 10));
-  }
-  return r;
 }
 
 // --batch N: every input whose first dim is a batch dim (a dim_param, unknown,
@@ -126,6 +113,10 @@ CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--backend", o.backend, "Backend: ref (CPU reference), sim (generated kernels on the CPU simulator)")
       ->check(CLI::IsMember({"ref", "sim"}))
       ->group("Runtime");
+  cmd->add_option("--inputs", o.inputs,
+                  "Input values: name:file.npy,... (others seeded random; integer inputs such as token ids "
+                  "usually need real values)")
+      ->group("Runtime");
   cmd->add_option("--iterations", o.iterations, "Timed runs (default 10)")->check(CLI::PositiveNumber)->group("Runtime");
   cmd->add_option("--warmup-ms", o.warmup_ms, "Untimed runs for at least this long first (default 200; 0: none)")
       ->check(CLI::NonNegativeNumber)
@@ -189,9 +180,10 @@ int run_bench(BenchOptions& o) {
   if (!run_once) fail("backend '{}' is not built into this kiln", o.backend);
   double build_ms = ms_between(t_compiled, Clock::now());
 
-  std::map<std::string, Tensor> feed;
-  uint64_t seed = 1;
-  for (Value* in : g.inputs()) feed[in->name()] = random_input(in->type(), seed++);
+  // Seeded pseudo-random values for inputs --inputs does not name (as kiln run).
+  std::vector<std::pair<std::string, TensorType>> decl;
+  for (const Value* in : g.inputs()) decl.emplace_back(in->name(), in->type());
+  std::map<std::string, Tensor> feed = make_run_inputs(decl, o.inputs);
 
   int warmup_runs = 0;
   auto w0 = Clock::now();

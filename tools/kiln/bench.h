@@ -19,6 +19,7 @@ struct BenchOptions {
   int iterations = 10;     // timed runs
   double warmup_ms = 200;  // untimed runs until this much time has passed (at least one when > 0)
   std::string backend = "ref";
+  std::string inputs;  // --inputs name:file.npy,...
   bool profile = false;
   std::string json_path;
   CompileOptions compile;

@@ -38,9 +38,12 @@ KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, bool progr
   const bool tty = ::isatty(2);
   const auto t0 = std::chrono::steady_clock::now();
   std::mutex mu;
+  int shown = 0;  // worker threads report out of order: print counts only upwards
   if (progress)
     ko.progress = [&](int done, int total) {
       std::lock_guard<std::mutex> lock(mu);
+      if (done <= shown) return;
+      shown = done;
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       // A terminal gets one updating line; a pipe or file only every 10% so
       // logs stay short.
