@@ -217,6 +217,11 @@ ReductionKernel group_norm(const std::string& op, int64_t groups, const AttrMap&
   const int64_t inner = nhwc ? product(x.shape, 1, r - 1) : product(x.shape, 2, r);
   if (groups <= 0 || ch % groups != 0) fail("codegen: {}: {} channels in {} groups", op, ch, groups);
   const int64_t cpg = ch / groups;
+  // NCHW groups are contiguous rows: one pass when they fit in registers.
+  if (!nhwc)
+    if (std::optional<ReductionKernel> rk =
+            emit_row_group_norm(op, groups, a.get_float("epsilon", 1e-5f), ops, {ops[0]}, io))
+      return *rk;
   View v;
   std::string c;
   if (nhwc) {

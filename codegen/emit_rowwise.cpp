@@ -1,6 +1,7 @@
 #include "codegen/emit_rowwise.h"
 
 #include <algorithm>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -264,19 +265,25 @@ std::optional<ReductionKernel> emit_row_softmax(bool log_softmax, const TensorTy
   return k;
 }
 
-std::optional<ReductionKernel> emit_row_layer_norm(int axis, float epsilon, const std::vector<TensorType>& ops,
-                                                   const std::vector<TensorType>& results, const AnchorIO& io) {
+namespace {
+
+// The normalization of rows of `count` contiguous elements of ops[0]:
+// (x - mean) * inv_std * scale + bias, scale/bias operand k (1, 2) read at
+// the index `pidx(k, code)` gives (statements for it appended to code; the
+// row is `row`, the position in it `r`).
+std::optional<ReductionKernel> row_norm(const std::string& label, int64_t count, float epsilon,
+                                        const std::vector<TensorType>& ops, const std::vector<TensorType>& results,
+                                        const AnchorIO& io,
+                                        const std::function<std::string(int, std::string&)>& pidx) {
   const TensorType& x = ops[0];
-  if (!is_float(x.dtype) || axis < 0 || axis >= x.rank()) return std::nullopt;
-  const Shape ns(x.shape.begin() + axis, x.shape.end());
-  const int64_t count = shape_numel(ns);
+  if (!is_float(x.dtype)) return std::nullopt;
   std::optional<RowPlan> p = plan_rows(count ? x.numel() / count : 0, count, x.dtype, plain_row_io(io));
   if (!p) return std::nullopt;
   RowKernel rk(*p, x.dtype, io);
   const std::string& C = rk.C();
   const std::string sq = x.dtype == DType::F64 ? "sqrt" : "sqrtf";
-  std::string b = fmt::format("// layer_normalization: {} from axis {}: {} rows of {} ({} per row, {} threads, {} x {} slots{})\n",
-                              x.str(), axis, p->rows, p->count, p->warp ? "a warp" : "a block", p->T, p->NV, p->W,
+  std::string b = fmt::format("// {}: {}: {} rows of {} ({} per row, {} threads, {} x {} slots{})\n", label, x.str(),
+                              p->rows, p->count, p->warp ? "a warp" : "a block", p->T, p->NV, p->W,
                               p->vec ? ", vector access" : "");
   b += rk.helpers();
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(io.buffers));
@@ -297,17 +304,41 @@ std::optional<ReductionKernel> emit_row_layer_norm(int axis, float epsilon, cons
                                                                        names[r - 1])),
                               "      "));
   std::string code;
-  const std::string si = param_index(ops[1].shape, ns, "ps", code);
-  std::string value = fmt::format("(XS - mean) * inv * ({})({})", C, cuda_load(ops[1].dtype, io.load(1, si, false)));
-  if (ops.size() > 2) {
-    const std::string bi = param_index(ops[2].shape, ns, "pb", code);
-    value += fmt::format(" + ({})({})", C, cuda_load(ops[2].dtype, io.load(2, bi, false)));
-  }
+  std::string value = fmt::format("(XS - mean) * inv * ({})({})", C,
+                                  cuda_load(ops[1].dtype, io.load(1, pidx(1, code), false)));
+  if (ops.size() > 2)
+    value += fmt::format(" + ({})({})", C, cuda_load(ops[2].dtype, io.load(2, pidx(2, code), false)));
   b += rk.store(code, value);
   b += "  }\n}\n";
   ReductionKernel k;
-  rk.finish(k, "kiln_norm", "layer_normalization", b);
+  rk.finish(k, "kiln_norm", label, b);
   return k;
+}
+
+}  // namespace
+
+std::optional<ReductionKernel> emit_row_layer_norm(int axis, float epsilon, const std::vector<TensorType>& ops,
+                                                   const std::vector<TensorType>& results, const AnchorIO& io) {
+  const TensorType& x = ops[0];
+  if (axis < 0 || axis >= x.rank() || ops.size() < 2) return std::nullopt;
+  const Shape ns(x.shape.begin() + axis, x.shape.end());
+  return row_norm("layer_normalization", shape_numel(ns), epsilon, ops, results, io, [&](int k, std::string& code) {
+    return param_index(ops[k].shape, ns, k == 1 ? "ps" : "pb", code);
+  });
+}
+
+std::optional<ReductionKernel> emit_row_group_norm(const std::string& op, int64_t groups, float epsilon,
+                                                   const std::vector<TensorType>& ops,
+                                                   const std::vector<TensorType>& results, const AnchorIO& io) {
+  const TensorType& x = ops[0];
+  if (x.rank() < 2 || ops.size() < 3 || groups <= 0 || x.shape[1] % groups != 0) return std::nullopt;
+  int64_t inner = 1;
+  for (int d = 2; d < x.rank(); ++d) inner *= x.shape[d];
+  const int64_t cpg = x.shape[1] / groups;
+  // The channel of position r in row (n, g): g * cpg + r / inner.
+  std::string ch = groups == 1 ? std::string("0LL") : fmt::format("(row % {}LL) * {}LL", groups, cpg);
+  if (cpg > 1) ch += inner == 1 ? " + r" : fmt::format(" + r / {}LL", inner);
+  return row_norm(op, cpg * inner, epsilon, ops, results, io, [&](int, std::string&) { return "(" + ch + ")"; });
 }
 
 }  // namespace kiln::codegen

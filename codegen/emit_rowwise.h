@@ -1,5 +1,5 @@
-// Single-pass row kernels for softmax / log_softmax and layer normalization
-// along the innermost axis (docs/codegen.md "Bandwidth-bound kernels").
+// Single-pass row kernels for softmax / log_softmax, layer normalization and
+// group / instance normalization (NCHW) over contiguous rows (docs/codegen.md "Bandwidth-bound kernels").
 //
 // The input is viewed as [rows, count] (rows contiguous). Each row is read
 // from global memory once into registers -- a warp per row for rows of at
@@ -40,6 +40,13 @@ std::optional<ReductionKernel> emit_row_softmax(bool log_softmax, const TensorTy
 // layer_normalization of ops[0] over its axes from `axis` on (normalized),
 // scale ops[1], optional bias ops[2], results: y, optional mean, inv_std.
 std::optional<ReductionKernel> emit_row_layer_norm(int axis, float epsilon, const std::vector<TensorType>& ops,
+                                                   const std::vector<TensorType>& results, const AnchorIO& io);
+
+// group / instance normalization in the NCHW layout: x [N, C, S...], each
+// (n, group) a row of C / groups * prod(S) contiguous elements; scale ops[1]
+// and bias ops[2] per channel.
+std::optional<ReductionKernel> emit_row_group_norm(const std::string& op, int64_t groups, float epsilon,
+                                                   const std::vector<TensorType>& ops,
                                                    const std::vector<TensorType>& results, const AnchorIO& io);
 
 }  // namespace kiln::codegen

@@ -1,7 +1,8 @@
 // The bandwidth-bound kernels (docs/codegen.md "Bandwidth-bound kernels"):
 // pointwise (vector loads/stores of 16 bytes, a guarded scalar tail),
 // softmax / log_softmax and layer normalization (rows read once into
-// registers: a warp per short row, a block per long row) and transposes, for
+// registers: a warp per short row, a block per long row), group/instance
+// normalization (NCHW groups as rows) and transposes, for
 // f32/f16/bf16 on sizes that are and are not multiples of the vector width.
 // Every kernel compiles with NVRTC for sm_80 and sm_90 without spills and
 // matches evaluate_op on the simulator (codegen_op_kernels_util.h's
@@ -99,6 +100,15 @@ std::vector<Case> softmax_norm_cases() {
     a1.set("axis", int64_t{1});
     cs.push_back(make("softmax", {{t, {4, 33, 5}}}, a1));  // not the innermost axis
     cs.push_back(make("layer_normalization", {{t, {2, 6, 8}}, {t, {6, 8}}, {t, {8}}}, a1));
+    // group / instance normalization (NCHW): rows of C / groups * H * W.
+    for (auto [shape, groups] : std::vector<std::pair<Shape, int64_t>>{
+             {{2, 6, 5, 7}, 3}, {{2, 8, 32, 32}, 2}, {{1, 4, 3}, 1}}) {
+      AttrMap g;
+      g.set("num_groups", groups);
+      cs.push_back(make("group_normalization", {{t, shape}, {t, {shape[1]}}, {t, {shape[1]}}}, g));
+    }
+    for (const Shape& shape : std::vector<Shape>{{2, 3, 9, 11}, {1, 4, 64, 64}, {1, 2, 200, 200}})
+      cs.push_back(make("instance_normalization", {{t, shape}, {t, {shape[1]}}, {t, {shape[1]}}}));
   }
   return cs;
 }
@@ -165,7 +175,8 @@ TEST(CodegenBandwidth, AlignedCasesAreVectorized) {
     a.set("axis", int64_t{-1});
     for (const Case& c : {make("add", {{t, {4096}}, {t, {4096}}}), make("mul", {{t, {3, 40}}, {t, {40}}}),
                           make("softmax", {{t, {4, 1024}}}, a), make("softmax", {{t, {4, 20000}}}, a),
-                          make("layer_normalization", {{t, {4, 768}}, {t, {768}}, {t, {768}}}, a)}) {
+                          make("layer_normalization", {{t, {4, 768}}, {t, {768}}, {t, {768}}}, a),
+                          make("instance_normalization", {{t, {2, 4, 32, 32}}, {t, {4}}, {t, {4}}})}) {
       const std::string ptx = ptx_of(emit_case(c));
       EXPECT_GT(count(ptx, kVecLoad), 0) << c.text << ": no vector load in\n" << ptx.substr(0, 4000);
       EXPECT_GT(count(ptx, kVecStore), 0) << c.text << ": no vector store";
