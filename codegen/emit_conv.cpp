@@ -170,6 +170,10 @@ ComputeKernel emit_conv(const Epilogue& ep) {
   g.dtype = dt;
   g.label = transpose ? "conv_transpose" : nhwc ? "conv_nhwc" : "conv";
   g.K = G.Cg * G.k_size;
+  g.tf32 = n.attrs().get_int("tf32", 0) != 0;
+  // Elements per 16-byte chunk (the cp.async path of the tensor-core kernel).
+  const int64_t W = 16 / static_cast<int64_t>(dtype_size(dt));
+  const bool chunks = gemm_math(g) != GemmMath::Simt && !ci && !qc;
   const std::string ind = "      ";
   auto tap_coords = [&](const std::string& kp, const std::string& s, std::string& b) {
     split_index(kp, G.k, s + "_t", "        ", b);
@@ -192,6 +196,12 @@ ComputeKernel emit_conv(const Epilogue& ep) {
                            with_zp(fmt::format("in{}[{}_base + {}]", sw, s, k), swzp,
                                    wzp_per_m ? fmt::format("grp * {} + {}_row", c.Mg, s) : "0"));
       };
+      if (chunks && g.K % W == 0) {  // weight rows of K elements
+        g.a.chunk_buffer = fmt::format("in{}", sw);
+        g.a.chunk = [=](const std::string& k, const std::string& s) {
+          return fmt::format("        ok = true;\n        off = {}_base + {};\n", s, k);
+        };
+      }
       g.b.k_fast = false;
       g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
         split_index(row, c.out, s + "_o", "  ", b);
@@ -285,6 +295,23 @@ ComputeKernel emit_conv(const Epilogue& ep) {
                        gemm_load_as(dt, fmt::format("in{}[{}_base + ({}) * {} + ch]", sx, s, pos, c.C)));
       return b;
     };
+    if (chunks && c.Cg % W == 0) {
+      // A chunk of W channels lies inside one tap: contiguous in x, aligned (C, grp * Cg multiples of W).
+      g.a.chunk_buffer = fmt::format("in{}", sx);
+      g.a.chunk = [=](const std::string& k, const std::string& s) {
+        std::string b;
+        b += fmt::format("        const int kp = {} / {}, ch = {} % {};\n", k, c.Cg, k, c.Cg);
+        tap_coords("kp", s, b);
+        std::string ok, pos;
+        for (int d = 0; d < nd; ++d) {
+          b += fmt::format("        const int x{} = {}_i{} + {}_t{} * {};\n", d, s, d, s, d, c.dilations[d]);
+          ok += fmt::format("{}(unsigned)x{} < {}u", d ? " && " : "", d, c.in[d]);
+          pos += fmt::format("{}({})x{} * {}", d ? " + " : "", idx, d, istr[d]);
+        }
+        b += fmt::format("        ok = {};\n        off = {}_base + ({}) * {} + ch;\n", ok, s, pos, c.C);
+        return b;
+      };
+    }
     // w [M, k..., Cg]: B(k, m) = w[(grp * Mg + m) * K + k].
     g.b.k_fast = true;
     g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
@@ -293,6 +320,12 @@ ComputeKernel emit_conv(const Epilogue& ep) {
     g.b.load = [=](const std::string& k, const std::string& s) {
       return fmt::format("        v = {};\n", gemm_load_as(dt, fmt::format("in{}[{}_base + {}]", sw, s, k)));
     };
+    if (chunks && g.K % W == 0) {  // weight rows of K elements
+      g.b.chunk_buffer = fmt::format("in{}", sw);
+      g.b.chunk = [=](const std::string& k, const std::string& s) {
+        return fmt::format("        ok = true;\n        off = {}_base + {};\n", s, k);
+      };
+    }
     g.store += fmt::format("{}const {} index = ({})gm * {} + grp * {} + gn;\n", ind, idx, idx, G.M, G.Mg);
     bias_m = fmt::format("grp * {} + gn", G.Mg);
   }

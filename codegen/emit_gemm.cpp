@@ -60,24 +60,17 @@ std::string gemm_acc_for_epilogue(DType t, const std::string& acc) {
   return fmt::format("(long long)({})", acc);
 }
 
-GemmTile choose_gemm_tile(int64_t batch, int64_t M, int64_t N) {
-  GemmTile t;
-  auto pick = [](int64_t n) { return n >= 48 ? 64 : n >= 24 ? 32 : 16; };
-  t.bm = pick(M);
-  t.bn = pick(N);
-  // Fewer blocks than one wave of a large GPU (132 SMs): smaller tiles, but
-  // not below 32 (each halving doubles the staging traffic per product, and
-  // the simulator's barrier count).
-  auto blocks = [&] { return batch * ((M + t.bm - 1) / t.bm) * ((N + t.bn - 1) / t.bn); };
-  while (blocks() < 132 && std::max(t.bm, t.bn) > 32) {
-    if (t.bm >= t.bn) t.bm /= 2;
-    else t.bn /= 2;
-  }
-  return t;
+GemmMath gemm_math(const TiledGemm& g) {
+  if (g.dtype == DType::F16) return GemmMath::F16;
+  if (g.dtype == DType::BF16) return GemmMath::BF16;
+  if (g.dtype == DType::F32 && g.tf32) return GemmMath::Tf32;
+  return GemmMath::Simt;
 }
 
 ComputeKernel emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep) {
-  const GemmTile tile = choose_gemm_tile(g.batch, g.M, g.N);
+  const GemmMath math = gemm_math(g);
+  const GemmTileConfig tile = choose_gemm_tile_config({math, g.batch, g.M, g.N, g.K});
+  if (math != GemmMath::Simt) return emit_mma_gemm(g, ep, math, tile);
   const int BM = tile.bm, BN = tile.bn, BK = tile.bk, TM = BM / 16, TN = BN / 16;
   const std::string ct = gemm_compute_type(g.dtype);
   const int64_t tiles_m = (g.M + BM - 1) / BM, tiles_n = (g.N + BN - 1) / BN;
@@ -185,6 +178,10 @@ ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
   TiledGemm g;
   g.dtype = dt;
   g.label = op;
+  g.tf32 = n.attrs().get_int("tf32", 0) != 0;
+  // Elements per 16-byte chunk (the cp.async path of the tensor-core kernel).
+  const int64_t W = 16 / static_cast<int64_t>(dtype_size(dt));
+  const bool chunks = gemm_math(g) != GemmMath::Simt && !mi && !qm;
   std::string store;
   const std::string ind = "      ";
   if (op != "gemm") {
@@ -218,10 +215,23 @@ ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
       return fmt::format("        v = {};\n",
                          with_zp(fmt::format("in{}[{}_base + {}]", sa, s, k), sazp, azp_rows, s + "_row"));
     };
+    if (chunks && K % W == 0) {  // rows of A: a_off and row * K are multiples of W
+      g.a.chunk_buffer = fmt::format("in{}", sa);
+      g.a.chunk = [=](const std::string& k, const std::string& s) {
+        return fmt::format("        ok = true;\n        off = {}_base + {};\n", s, k);
+      };
+    }
     g.b.k_fast = false;
     g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
       b += fmt::format("  const {} {}_base = b_off + {};\n", idx, s, row);
     };
+    if (chunks && N % W == 0) {  // rows of B [K, N]: chunks along n
+      g.b.chunk_buffer = fmt::format("in{}", sb);
+      g.b.chunk_k_fast = false;
+      g.b.chunk = [=](const std::string& k, const std::string& s) {
+        return fmt::format("        ok = true;\n        off = {}_base + ({}){} * {};\n", s, idx, k, N);
+      };
+    }
     g.b.load = [=](const std::string& k, const std::string& s) {
       return fmt::format("        v = {};\n", with_zp(fmt::format("in{}[{}_base + ({}){} * {}]", sb, s, idx, k, N),
                                                         sbzp, bzp_cols, s + "_row"));
@@ -260,6 +270,12 @@ ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
       return fmt::format("        v = {};\n", gemm_load_as(dt, ta ? fmt::format("in{}[{}_base + ({}){} * {}]", sa, s, idx, k, M)
                                                              : fmt::format("in{}[{}_base + {}]", sa, s, k)));
     };
+    if (chunks && !ta && K % W == 0) {
+      g.a.chunk_buffer = fmt::format("in{}", sa);
+      g.a.chunk = [=](const std::string& k, const std::string& s) {
+        return fmt::format("        ok = true;\n        off = {}_base + {};\n", s, k);
+      };
+    }
     g.b.k_fast = tb;
     g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
       b += fmt::format("  const {} {}_base = ({}){}{};\n", idx, s, idx, row, tb ? fmt::format(" * {}", K) : "");
@@ -268,6 +284,14 @@ ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
       return fmt::format("        v = {};\n", gemm_load_as(dt, tb ? fmt::format("in{}[{}_base + {}]", sb, s, k)
                                                              : fmt::format("in{}[{}_base + ({}){} * {}]", sb, s, idx, k, N)));
     };
+    if (chunks && (tb ? K % W == 0 : N % W == 0)) {
+      g.b.chunk_buffer = fmt::format("in{}", sb);
+      g.b.chunk_k_fast = tb;
+      g.b.chunk = [=](const std::string& k, const std::string& s) {
+        return tb ? fmt::format("        ok = true;\n        off = {}_base + {};\n", s, k)
+                  : fmt::format("        ok = true;\n        off = {}_base + ({}){} * {};\n", s, idx, k, N);
+      };
+    }
     const int sc = ep.anchor_slot(2);
     const bool has_c = sc >= 0 && beta != 0;  // beta == 0 ignores C, as the reference does
     std::string cval;

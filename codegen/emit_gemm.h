@@ -15,10 +15,13 @@
 // and the epilogue runs once per element, threads sweeping the tile
 // row-major (coalesced stores, one copy of the epilogue code).
 //
-// Seam for tensor cores: the main loop (`emit_simt_mainloop` in
-// emit_gemm.cpp) only has to leave each tile element's accumulator in the
-// staging tile; an mma.sync main loop for f16/bf16 can replace it without
-// touching the loaders' index maps, the staging or the epilogue.
+// Tensor cores (emit_gemm_mma.cpp, docs/codegen.md "Tensor cores in
+// matmul/gemm/conv"): for f16/bf16 operands, and f32 operands of a node
+// marked tf32=1, the main loop is mma.sync instead (warps of 16x8 mma tiles,
+// a multi-stage shared-memory pipeline, cp.async for operands that give
+// 16-byte chunks); it leaves the accumulators in the same kind of staging
+// tile, so the loaders' index maps, the `store` code and the epilogue are
+// shared. Tile shapes: codegen/gemm_tiles.h.
 //
 // Compute types: float for f16/bf16/f32 (f16/bf16 widened when staged),
 // double for f64, unsigned long long for integers (wrapping like the
@@ -29,6 +32,7 @@
 #include <string>
 
 #include "codegen/emit_epilogue.h"
+#include "codegen/gemm_tiles.h"
 #include "ir/dtype.h"
 
 namespace kiln::codegen {
@@ -57,6 +61,17 @@ struct OperandLoad {
   // the element at (row, k) (k: an int variable < K, row < the row count),
   // or leave it 0 (padding); may use the slot's variables.
   std::function<std::string(const std::string& k, const std::string& s)> load;
+  // Optional, tensor cores only: 16-byte chunks for cp.async. Set it only
+  // when every chunk is W = 16 / sizeof(element) contiguous, 16-byte aligned
+  // elements of `chunk_buffer` (an operand slot such as "in1"): along k
+  // (`chunk_k_fast`; then K % W == 0) or along the row (then the row count
+  // is a multiple of W). Statements (indented 8) run after the slot's setup
+  // with `row` < the row count and `k` < K (chunk starts) that set `ok`
+  // (bool, false before: the chunk is zero, e.g. conv padding) and `off`
+  // (the index type) to the chunk's first element.
+  std::function<std::string(const std::string& k, const std::string& s)> chunk;
+  bool chunk_k_fast = true;
+  std::string chunk_buffer;
 };
 
 struct TiledGemm {
@@ -70,6 +85,8 @@ struct TiledGemm {
   // result) and `acc` (compute type) in scope; they finish the anchor's value
   // and run the epilogue.
   std::string store;
+  // f32 operands may use TF32 tensor cores (the node's tf32=1 attribute).
+  bool tf32 = false;
 };
 
 // The compute type of a GEMM over `dtype`: float, double or unsigned long long.
@@ -79,15 +96,14 @@ std::string gemm_load_as(DType dtype, const std::string& stored);
 // The accumulator as the epilogue expects it (Epilogue::code's `acc`).
 std::string gemm_acc_for_epilogue(DType dtype, const std::string& acc);
 
-// The tile shape chosen for a problem (docs/codegen.md).
-struct GemmTile {
-  int bm = 64, bn = 64, bk = 16;
-};
-GemmTile choose_gemm_tile(int64_t batch, int64_t M, int64_t N);
+// The math a TiledGemm runs on (tensor cores for f16/bf16, f32 with tf32).
+GemmMath gemm_math(const TiledGemm& g);
 
 // The complete kernel (source, name, launch) for `g`; `ep` gives the buffers
 // and the simulator entry.
 ComputeKernel emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep);
+// The tensor-core kernel for `g` with tile `c` (emit_gemm_mma.cpp); `math` is not Simt.
+ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath math, const GemmTileConfig& c);
 
 // matmul / gemm, bare (Epilogue::from_node) or anchoring a fused node.
 // Throws kiln::Unsupported for what is not handled (say which).

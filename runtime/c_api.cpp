@@ -248,4 +248,13 @@ kiln_status kiln_context_enqueue(kiln_context* context, void* stream) {
   return guard(KILN_ERROR_RUNTIME, [&] { context->context.enqueue(stream); });
 }
 
+kiln_status kiln_context_last_timing(const kiln_context* context, kiln_run_timing* timing) {
+  KILN_REQUIRE(context);
+  KILN_REQUIRE(timing);
+  return guard(KILN_ERROR_UNAVAILABLE, [&] {
+    kiln::rt::RunTiming t = context->context.last_timing();
+    *timing = {t.upload_ms, t.compute_ms, t.download_ms};
+  });
+}
+
 }  // extern "C"

@@ -62,7 +62,12 @@ Loaded load_driver() {
             load(lib, d.cuStreamEndCapture, "cuStreamEndCapture", w) &&
             load(lib, d.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", w) &&
             load(lib, d.cuGraphLaunch, "cuGraphLaunch", w) && load(lib, d.cuGraphExecDestroy, "cuGraphExecDestroy", w) &&
-            load(lib, d.cuGraphDestroy, "cuGraphDestroy", w);
+            load(lib, d.cuGraphDestroy, "cuGraphDestroy", w) && load(lib, d.cuDeviceGetName, "cuDeviceGetName", w) &&
+            load(lib, d.cuEventCreate, "cuEventCreate", w) && load(lib, d.cuEventDestroy, "cuEventDestroy_v2", w) &&
+            load(lib, d.cuEventRecord, "cuEventRecord", w) && load(lib, d.cuEventSynchronize, "cuEventSynchronize", w) &&
+            load(lib, d.cuEventElapsedTime, "cuEventElapsedTime", w) &&
+            load(lib, d.cuStreamWaitEvent, "cuStreamWaitEvent", w) &&
+            load(lib, d.cuMemHostAlloc, "cuMemHostAlloc", w) && load(lib, d.cuMemFreeHost, "cuMemFreeHost", w);
   if (!ok) return l;
   if (CUresult r = d.cuInit(0); r != 0) {
     const char* s = nullptr;
@@ -80,6 +85,18 @@ Loaded load_driver() {
 }
 
 }  // namespace
+
+DeviceIdentity device_identity(const CudaDriver& d) {
+  DeviceIdentity id;
+  CUdevice dev = 0;
+  d.check(d.cuDeviceGet(&dev, 0), "cuDeviceGet");
+  d.check(d.cuDeviceGetAttribute(&id.major, kAttrComputeMajor, dev), "compute capability");
+  d.check(d.cuDeviceGetAttribute(&id.minor, kAttrComputeMinor, dev), "compute capability");
+  char name[256] = {};
+  d.check(d.cuDeviceGetName(name, int(sizeof name) - 1, dev), "cuDeviceGetName");
+  id.name = name;
+  return id;
+}
 
 const CudaDriver* cuda_driver(std::string* why) {
   static const Loaded loaded = load_driver();

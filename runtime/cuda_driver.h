@@ -17,6 +17,7 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUgraph = struct CUgraph_st*;
 using CUgraphExec = struct CUgraphExec_st*;
+using CUevent = struct CUevent_st*;
 
 struct CudaDriver {
   CUresult (*cuInit)(unsigned) = nullptr;
@@ -49,6 +50,17 @@ struct CudaDriver {
   CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
   CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
   CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
+  // Device name (tuning-cache keys), events (timing, ordering the copy and
+  // compute streams), pinned host memory (staging host buffers).
+  CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
+  CUresult (*cuEventCreate)(CUevent*, unsigned) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent) = nullptr;
+  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*cuEventSynchronize)(CUevent) = nullptr;
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent) = nullptr;
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
+  CUresult (*cuMemHostAlloc)(void**, size_t, unsigned) = nullptr;
+  CUresult (*cuMemFreeHost)(void*) = nullptr;
 
   // Throws kiln::Error "CUDA: <what>: <driver's error name>" unless r == 0.
   void check(CUresult r, const char* what) const;
@@ -64,5 +76,16 @@ inline constexpr int kAttrComputeMinor = 76;
 inline constexpr int kFuncAttrMaxDynamicShared = 8;
 inline constexpr int kCaptureModeThreadLocal = 1;
 inline constexpr unsigned kStreamNonBlocking = 1;
+inline constexpr unsigned kEventDefault = 0;
+inline constexpr unsigned kEventDisableTiming = 2;
+inline constexpr unsigned kMemHostAllocPortable = 1;
+
+// Device 0's name and compute capability ("NVIDIA H100 80GB HBM3", 9, 0).
+struct DeviceIdentity {
+  std::string name;
+  int major = 0, minor = 0;
+  std::string arch() const { return "sm_" + std::to_string(major) + std::to_string(minor); }
+};
+DeviceIdentity device_identity(const CudaDriver& d);
 
 }  // namespace kiln::rt

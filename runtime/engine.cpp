@@ -109,13 +109,26 @@ void Context::check_bound() const {
 
 void Context::run() { enqueue(nullptr); }
 
+RunTiming Context::last_timing() const {
+  if (!gpu_) fail("no GPU timing: the engine runs on the CPU ({})", engine_->info());
+  if (!timed_) fail("no GPU timing yet: the context has not run synchronously (run, or enqueue on a null stream)");
+  return timing_;
+}
+
 void Context::enqueue(void* stream) {
   check_bound();
   if (gpu_) {
     std::vector<DeviceBinding> in, out;
     for (const Binding& b : inputs_) in.push_back({b.ptr, b.device});
     for (const Binding& b : outputs_) out.push_back({b.ptr, b.device});
-    gpu_->enqueue(in, out, static_cast<CUstream>(stream));
+    if (stream) {
+      gpu_->enqueue(in, out, static_cast<CUstream>(stream));
+      return;
+    }
+    timed_ = false;  // a failed run leaves no timing
+    GpuRunTiming t = gpu_->run(in, out);
+    timing_ = {t.upload_ms, t.compute_ms, t.download_ms};
+    timed_ = true;
     return;
   }
   if (stream) fail("enqueue: the engine runs on the CPU ({}); pass a null stream", engine_->info());

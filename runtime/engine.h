@@ -52,6 +52,11 @@ class Engine {
   std::string info_;
 };
 
+// GPU event times of a context's last run() (runtime/gpu_executor.h).
+struct RunTiming {
+  float upload_ms = 0, compute_ms = 0, download_ms = 0;
+};
+
 struct Binding {
   void* ptr = nullptr;
   bool device = false;
@@ -68,8 +73,12 @@ class Context {
   // kiln::Error saying both). Device memory only on a GPU engine.
   void bind_input(const std::string& name, const void* data, const TensorType& as, bool device);
   void bind_output(const std::string& name, void* data, const TensorType& as, bool device);
-  // Runs with the bound buffers (all must be bound); synchronous.
+  // Runs with the bound buffers (all must be bound); synchronous. On a GPU
+  // engine host buffers are staged through pinned memory on a copy stream.
   void run();
+  // The CUDA-event times of the last successful run() (or null-stream
+  // enqueue); kiln::Error on a CPU engine or before such a run.
+  RunTiming last_timing() const;
   // On a GPU engine: asynchronous on `stream` (a CUstream). On the CPU:
   // `stream` must be null and it runs synchronously.
   void enqueue(void* stream);
@@ -79,6 +88,8 @@ class Context {
   std::shared_ptr<const Engine> engine_;
   std::vector<Binding> inputs_, outputs_;
   std::unique_ptr<GpuContext> gpu_;
+  bool timed_ = false;
+  RunTiming timing_;
 };
 
 }  // namespace kiln::rt

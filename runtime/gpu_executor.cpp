@@ -1,5 +1,7 @@
 #include "runtime/gpu_executor.h"
 
+#include <cstring>
+
 #include "ir/error.h"
 
 namespace kiln::rt {
@@ -87,6 +89,22 @@ GpuContext::GpuContext(const GpuEngine& e) : e_(e) {
     arena_ = alloc(d, e.plan_.memory.arena_bytes, "allocating the activation arena");
     for (size_t n : e.input_bytes_) inputs_.push_back(alloc(d, n, "allocating an input buffer"));
     for (size_t n : e.output_bytes_) outputs_.push_back(alloc(d, n, "allocating an output buffer"));
+    // Pinned staging for host bindings: DMA-able, so uploads and downloads
+    // are truly asynchronous to the host.
+    auto pinned = [&](size_t n, const char* what) {
+      void* p = nullptr;
+      if (n) d.check(d.cuMemHostAlloc(&p, n, kMemHostAllocPortable), what);
+      return p;
+    };
+    for (size_t n : e.input_bytes_) staged_in_.push_back(pinned(n, "allocating pinned staging for an input"));
+    for (size_t n : e.output_bytes_) staged_out_.push_back(pinned(n, "allocating pinned staging for an output"));
+    for (CUevent* ev : {&up_begin_, &up_end_, &graph_begin_, &graph_end_})
+      d.check(d.cuEventCreate(ev, kEventDefault), "cuEventCreate");
+    for (size_t i = 0; i < e.output_bytes_.size(); ++i) {
+      downloaded_.push_back(nullptr);
+      d.check(d.cuEventCreate(&downloaded_.back(), kEventDefault), "cuEventCreate");
+    }
+    d.check(d.cuStreamCreate(&copy_stream_, kStreamNonBlocking), "cuStreamCreate (copies)");
     d.check(d.cuStreamCreate(&stream_, kStreamNonBlocking), "cuStreamCreate");
     // The launch list, captured once; every address is fixed for the
     // context's life, so the graph is replayed as is.
@@ -124,6 +142,20 @@ void GpuContext::release() {
   CtxScope scope(d, e_.ctx_);
   if (exec_) d.cuGraphExecDestroy(exec_);
   if (stream_) d.cuStreamDestroy(stream_);
+  if (copy_stream_) d.cuStreamDestroy(copy_stream_);
+  for (CUevent ev : {up_begin_, up_end_, graph_begin_, graph_end_})
+    if (ev) d.cuEventDestroy(ev);
+  for (CUevent ev : downloaded_)
+    if (ev) d.cuEventDestroy(ev);
+  for (void* p : staged_in_)
+    if (p) d.cuMemFreeHost(p);
+  for (void* p : staged_out_)
+    if (p) d.cuMemFreeHost(p);
+  up_begin_ = up_end_ = graph_begin_ = graph_end_ = nullptr;
+  downloaded_.clear();
+  staged_in_.clear();
+  staged_out_.clear();
+  copy_stream_ = nullptr;
   for (CUdeviceptr p : inputs_) d.cuMemFree(p);
   for (CUdeviceptr p : outputs_) d.cuMemFree(p);
   if (arena_) d.cuMemFree(arena_);
@@ -132,6 +164,55 @@ void GpuContext::release() {
   inputs_.clear();
   outputs_.clear();
   arena_ = 0;
+}
+
+GpuRunTiming GpuContext::run(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out) {
+  const CudaDriver& d = e_.d_;
+  CtxScope scope(d, e_.ctx_);
+  // Uploads on the copy stream; the host fills staging buffer i+1 while
+  // buffer i is on its way.
+  d.check(d.cuEventRecord(up_begin_, copy_stream_), "cuEventRecord");
+  for (size_t i = 0; i < in.size(); ++i) {
+    size_t n = e_.input_bytes_[i];
+    if (!n) continue;
+    if (in[i].device) {
+      d.check(d.cuMemcpyDtoDAsync(inputs_[i], reinterpret_cast<CUdeviceptr>(in[i].ptr), n, copy_stream_),
+              "copying an input");
+    } else {
+      std::memcpy(staged_in_[i], in[i].ptr, n);
+      d.check(d.cuMemcpyHtoDAsync(inputs_[i], staged_in_[i], n, copy_stream_), "uploading an input");
+    }
+  }
+  d.check(d.cuEventRecord(up_end_, copy_stream_), "cuEventRecord");
+  // The graph on the compute stream once the inputs are there.
+  d.check(d.cuStreamWaitEvent(stream_, up_end_, 0), "cuStreamWaitEvent");
+  d.check(d.cuEventRecord(graph_begin_, stream_), "cuEventRecord");
+  d.check(d.cuGraphLaunch(exec_, stream_), "cuGraphLaunch");
+  d.check(d.cuEventRecord(graph_end_, stream_), "cuEventRecord");
+  // Downloads on the copy stream once the graph is done, one event each.
+  d.check(d.cuStreamWaitEvent(copy_stream_, graph_end_, 0), "cuStreamWaitEvent");
+  for (size_t i = 0; i < out.size(); ++i) {
+    size_t n = e_.output_bytes_[i];
+    if (n && out[i].device)
+      d.check(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out[i].ptr), outputs_[i], n, copy_stream_),
+              "copying an output");
+    else if (n)
+      d.check(d.cuMemcpyDtoHAsync(staged_out_[i], outputs_[i], n, copy_stream_), "downloading an output");
+    d.check(d.cuEventRecord(downloaded_[i], copy_stream_), "cuEventRecord");
+  }
+  // The host copies each output out of staging as it arrives.
+  for (size_t i = 0; i < out.size(); ++i) {
+    d.check(d.cuEventSynchronize(downloaded_[i]), "waiting for an output");
+    size_t n = e_.output_bytes_[i];
+    if (n && !out[i].device) std::memcpy(out[i].ptr, staged_out_[i], n);
+  }
+  d.check(d.cuEventSynchronize(graph_end_), "waiting for the graph");
+  GpuRunTiming t;
+  d.check(d.cuEventElapsedTime(&t.upload_ms, up_begin_, up_end_), "cuEventElapsedTime (uploads)");
+  d.check(d.cuEventElapsedTime(&t.compute_ms, graph_begin_, graph_end_), "cuEventElapsedTime (graph)");
+  if (!downloaded_.empty())
+    d.check(d.cuEventElapsedTime(&t.download_ms, graph_end_, downloaded_.back()), "cuEventElapsedTime (downloads)");
+  return t;
 }
 
 void GpuContext::enqueue(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out,

@@ -7,9 +7,20 @@
 // allocation.
 // GpuContext (one per thread/stream): the activation arena (one allocation of
 // the memory plan's size), a device buffer per graph input and output, and
-// the whole launch list captured once as a CUDA Graph on a private stream.
-// enqueue() copies the bound inputs in, replays the graph and copies the
-// outputs out, all on the caller's stream.
+// the whole launch list captured once as a CUDA Graph on a private compute
+// stream.
+// run() (synchronous) stages host buffers through pinned memory
+// (cuMemHostAlloc, one staging buffer per input and output): inputs are
+// copied into their staging buffer and uploaded on a copy stream, the compute
+// stream waits for them (an event), replays the graph between two timing
+// events, and the copy stream waits for that and downloads the outputs into
+// staging, one event per output, which the host copies out as each arrives.
+// So the host's copy of one buffer overlaps the DMA of the next, and the
+// copies run on their own stream. enqueue(stream) copies the bound inputs in,
+// replays the graph and copies the outputs out, all on the caller's stream
+// (host buffers are copied directly, unstaged: staging needs the host to
+// copy out of the pinned buffer after the download, which an asynchronous
+// call cannot wait for).
 //
 // Untested until a GPU is lent (docs/embedding.md): this machine has none.
 #pragma once
@@ -62,6 +73,12 @@ struct DeviceBinding {
   bool device = false;  // a CUdeviceptr (else host memory)
 };
 
+// CUDA-event times of the last run(): the uploads on the copy stream, the
+// graph on the compute stream, the downloads (from the graph's end).
+struct GpuRunTiming {
+  float upload_ms = 0, compute_ms = 0, download_ms = 0;
+};
+
 class GpuContext {
  public:
   explicit GpuContext(const GpuEngine& e);
@@ -69,8 +86,11 @@ class GpuContext {
   GpuContext(const GpuContext&) = delete;
   GpuContext& operator=(const GpuContext&) = delete;
 
-  // Asynchronous on `stream` (nullptr: the context's own stream, then waits).
+  // Asynchronous on `stream`.
   void enqueue(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs, CUstream stream);
+  // Synchronous, staged through pinned memory on the copy and compute
+  // streams (above); returns the event times.
+  GpuRunTiming run(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs);
 
  private:
   CUdeviceptr address(const plan::BufferRef& b) const;
@@ -78,7 +98,12 @@ class GpuContext {
   const GpuEngine& e_;
   CUdeviceptr arena_ = 0;
   std::vector<CUdeviceptr> inputs_, outputs_;
-  CUstream stream_ = nullptr;
+  std::vector<void*> staged_in_, staged_out_;  // pinned host memory (null for empty tensors)
+  CUstream stream_ = nullptr;                  // compute: the graph
+  CUstream copy_stream_ = nullptr;             // uploads and downloads of run()
+  // run()'s events: uploads begin/end (copy), graph begin/end (compute), one per output download (copy).
+  CUevent up_begin_ = nullptr, up_end_ = nullptr, graph_begin_ = nullptr, graph_end_ = nullptr;
+  std::vector<CUevent> downloaded_;
   CUgraphExec exec_ = nullptr;
 };
 

@@ -13,8 +13,11 @@ namespace kiln::plan {
 
 namespace {
 
-enum SectionId : uint32_t { kMeta = 1, kGraph = 2, kWeights = 3, kKernels = 4, kLaunches = 5, kMemory = 6 };
-constexpr uint32_t kSectionIds[] = {kMeta, kGraph, kWeights, kKernels, kLaunches, kMemory};
+enum SectionId : uint32_t {
+  kMeta = 1, kGraph = 2, kWeights = 3, kKernels = 4, kLaunches = 5, kMemory = 6,
+  kResources = 7,  // optional: a plan without it loads with the fields it holds unknown (-1)
+};
+constexpr uint32_t kSectionIds[] = {kMeta, kGraph, kWeights, kKernels, kLaunches, kMemory};  // required
 constexpr size_t kFixedHeader = 40;  // magic 8, version 4, header size 4, file size 8, count 4, pad 4, xxh64 8
 constexpr size_t kTableEntry = 32;   // id 4, pad 4, offset 8, size 8, xxh64 8
 constexpr size_t kChecksumAt = 32;   // offset of the header checksum
@@ -320,6 +323,36 @@ Memory read_memory(Reader r) {
   return m;
 }
 
+// Section `resources`: the memory plan's live peak, then per kernel (as many
+// as the kernels section has) registers, static shared bytes, spill bytes.
+std::vector<uint8_t> write_resources(const Plan& p) {
+  Writer w;
+  w.put<int64_t>(p.memory.live_peak_bytes);
+  w.put<uint64_t>(p.kernels.size());
+  for (const Kernel& k : p.kernels) {
+    w.put<int32_t>(k.registers);
+    w.put<int32_t>(k.static_shared_bytes);
+    w.put<int32_t>(k.spill_bytes);
+  }
+  return w.bytes;
+}
+
+void read_resources(Reader r, Plan& p) {
+  int64_t peak = r.get<int64_t>("live peak");
+  if (peak < -1) fail("{}: live peak {} is negative", r.what(), peak);
+  p.memory.live_peak_bytes = peak;
+  uint64_t n = r.count("kernel count", 12);
+  if (n != p.kernels.size())
+    fail("{}: resources for {} kernels, the kernels section has {}", r.what(), n, p.kernels.size());
+  for (Kernel& k : p.kernels) {
+    for (int32_t* v : {&k.registers, &k.static_shared_bytes, &k.spill_bytes}) {
+      *v = r.get<int32_t>("kernel resource");
+      if (*v < -1) fail("{}: kernel {}: resource value {} is negative", r.what(), k.name, *v);
+    }
+  }
+  r.expect_end();
+}
+
 // Cross-section checks: every binding inside the buffer it names.
 void check_steps(const Plan& p, std::string_view what) {
   for (size_t i = 0; i < p.steps.size(); ++i) {
@@ -353,6 +386,7 @@ std::string section_name(uint32_t id) {
     case kKernels: return "kernels";
     case kLaunches: return "launches";
     case kMemory: return "memory";
+    case kResources: return "resources";
   }
   return fmt::format("#{}", id);
 }
@@ -365,6 +399,7 @@ std::vector<uint8_t> serialize(const Plan& p) {
   sections.emplace_back(kKernels, write_kernels(p.kernels));
   sections.emplace_back(kLaunches, write_steps(p.steps));
   sections.emplace_back(kMemory, write_memory(p.memory));
+  sections.emplace_back(kResources, write_resources(p));
 
   uint64_t header_size = kFixedHeader + kTableEntry * sections.size();
   std::vector<uint64_t> offsets;
@@ -466,6 +501,7 @@ Plan deserialize(const uint8_t* data, size_t size, std::string_view what, const 
   p.kernels = read_kernels(reader(kKernels));
   p.steps = read_steps(reader(kLaunches));
   p.memory = read_memory(reader(kMemory));
+  if (where.count(kResources)) read_resources(reader(kResources), p);
   check_steps(p, what);
   if (p.meta.graph_constants > p.weights.size())
     fail("{}: meta says {} graph constants, the weights section has {} entries", what, p.meta.graph_constants,

@@ -18,6 +18,11 @@
 //               shared bytes, buffer bindings) or a copy
 //     memory    the memory plan: arena size, alignment, per node result its
 //               storage and offset
+//   optional sections (readers that predate one ignore it; plans without it
+//   load with its fields unknown):
+//     resources what the compiler measured, for `kiln inspect`: the memory
+//               plan's live peak, per kernel ptxas's registers, static shared
+//               bytes and spill bytes
 //
 // Loading checks, before anything is parsed: magic, format version, sizes
 // and offsets against the file size, every checksum; every read inside a
@@ -61,6 +66,11 @@ struct Kernel {
   std::string arch;    // the CUBIN's, "sm_90"
   std::vector<uint8_t> cubin;
   std::string ptx;
+  // From ptxas (section `resources`); -1: not recorded (an older plan, or
+  // ptxas reported no entry function).
+  int32_t registers = -1;            // per thread
+  int32_t static_shared_bytes = -1;  // per block, besides the launch's dynamic bytes
+  int32_t spill_bytes = -1;          // spill stores + spill loads, bytes per thread
 };
 
 // Where a kernel argument's bytes live at run time.
@@ -101,6 +111,8 @@ struct Memory {
   uint64_t arena_bytes = 0;
   uint64_t alignment = 256;
   std::vector<MemoryEntry> values;
+  // Most arena bytes live at one node (section `resources`); -1: not recorded.
+  int64_t live_peak_bytes = -1;
 };
 
 struct Plan {

@@ -6,12 +6,29 @@
 // installs (it runs the plan's kernels on the CPU simulator). A test process
 // dlopens this file by path first; the runtime's dlopen("libcuda.so.1") then
 // finds it loaded (same SONAME).
+//
+// For the autotuner and host staging it also fakes a device clock: every
+// launch (direct or replayed from a graph) advances it by a cost computed from
+// the launch's dimensions (FAKE_CUDA_COST / fake_cuda_set_cost: "blocks", the
+// default, costs 0.005 ms + 0.001 ms per block, so the fewest blocks win;
+// "inverse_blocks" costs 1/blocks ms, so the most blocks win), and every copy
+// by its bytes at 10 GB/s; events record the clock, so cuEventElapsedTime is
+// deterministic. Pinned host memory (cuMemHostAlloc) is tracked, copies say
+// whether their host side was pinned, and the calls that matter for ordering
+// are logged ("htod pinned s1", "record e3 s2", "wait s2 e3", ...).
+// fake_cuda_fail_next(NAME) makes the next call of entry point NAME fail.
+// A process without the test's simulator callbacks (kiln itself, loaded with
+// LD_LIBRARY_PATH pointing here) only times launches, it runs none.
+// Environment: FAKE_CUDA_ARCH ("8.6"), FAKE_CUDA_NAME, FAKE_CUDA_COST,
+// FAKE_CUDA_INIT_ERROR (cuInit fails).
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,30 +55,70 @@ struct Op {
 struct Graph {
   std::vector<Op> ops;
 };
+struct Stream {
+  int id;
+};
+struct Event {
+  int id;
+  bool recorded = false;
+  double time = 0;
+};
 
 struct State {
   std::mutex mu;
   int major = 9, minor = 0;
+  std::string name = "Fake GPU (kiln tests)";
+  bool inverse_blocks = false;
+  bool init_error = false;
   int cubin_loads = 0, ptx_loads = 0, graph_launches = 0, captured_launches = 0, direct_launches = 0;
-  std::set<void*> allocs;
+  std::set<void*> allocs, pinned;
+  int pinned_allocs = 0, events_recorded = 0, next_id = 1;
+  double clock_ms = 0;
+  std::string log;
+  std::map<std::string, int> fail_next;
   bool capturing = false;
   Graph capture;
   int (*arg_count)(const char*) = nullptr;
   int (*launch)(const char*, const unsigned*, const unsigned*, unsigned, const CUdeviceptr*) = nullptr;
+  State() {
+    if (const char* a = std::getenv("FAKE_CUDA_ARCH")) std::sscanf(a, "%d.%d", &major, &minor);
+    if (const char* n = std::getenv("FAKE_CUDA_NAME")) name = n;
+    if (const char* c = std::getenv("FAKE_CUDA_COST")) inverse_blocks = std::strcmp(c, "inverse_blocks") == 0;
+    init_error = std::getenv("FAKE_CUDA_INIT_ERROR") != nullptr;
+  }
 };
 State& st() {
   static State s;
   return s;
 }
 
-constexpr CUresult kInvalid = 1, kNotFound = 500;
+constexpr CUresult kInvalid = 1, kOutOfMemory = 2, kNotReady = 600, kNotFound = 500, kLaunchFailed = 719;
+
+// Whether the test asked this entry point to fail once.
+bool failing(const char* fn) {
+  auto it = st().fail_next.find(fn);
+  if (it == st().fail_next.end()) return false;
+  st().fail_next.erase(it);
+  return true;
+}
+
+void log(const std::string& line) { st().log += line + "\n"; }
+int id_of(void* stream) { return stream ? static_cast<Stream*>(stream)->id : 0; }
+
+double cost_ms(const Op& op) {
+  if (!op.launch) return double(op.bytes) / 1e7;  // 10 GB/s
+  double blocks = double(op.grid[0]) * op.grid[1] * op.grid[2];
+  if (blocks <= 0) blocks = 1;
+  return st().inverse_blocks ? 1.0 / blocks : 0.005 + 0.001 * blocks;
+}
 
 CUresult run(const Op& op) {
+  st().clock_ms += cost_ms(op);
   if (!op.launch) {
     std::memmove(reinterpret_cast<void*>(op.dst), reinterpret_cast<const void*>(op.src), op.bytes);
     return 0;
   }
-  if (!st().launch) return kInvalid;
+  if (!st().launch) return 0;  // timing only (no simulator in this process)
   return st().launch(op.fn->name.c_str(), op.grid, op.block, op.shared, op.args.data());
 }
 
@@ -74,6 +131,9 @@ CUresult enqueue(Op op) {
   st().direct_launches += op.launch;
   return run(op);
 }
+
+// Staging copies start at their pinned allocation.
+bool is_pinned(const void* p) { return st().pinned.count(const_cast<void*>(p)) > 0; }
 
 }  // namespace
 
@@ -89,7 +149,8 @@ void fake_cuda_set_kernels(int (*arg_count)(const char*),
   st().arg_count = arg_count;
   st().launch = launch;
 }
-// cubin loads, ptx loads, graph launches, captured launches, launches outside a capture, live allocations.
+// cubin loads, ptx loads, graph launches, captured launches, launches outside a capture, live allocations,
+// live pinned host allocations, pinned allocations ever, events recorded.
 void fake_cuda_stats(int* out) {
   out[0] = st().cubin_loads;
   out[1] = st().ptx_loads;
@@ -97,9 +158,34 @@ void fake_cuda_stats(int* out) {
   out[3] = st().captured_launches;
   out[4] = st().direct_launches;
   out[5] = int(st().allocs.size());
+  out[6] = int(st().pinned.size());
+  out[7] = st().pinned_allocs;
+  out[8] = st().events_recorded;
+}
+void fake_cuda_set_cost(const char* mode) { st().inverse_blocks = std::strcmp(mode, "inverse_blocks") == 0; }
+void fake_cuda_set_name(const char* name) { st().name = name; }
+void fake_cuda_fail_next(const char* fn) { st().fail_next[fn] = 1; }
+// The call log since the last call (then cleared).
+const char* fake_cuda_take_log() {
+  static std::string taken;
+  taken = std::move(st().log);
+  st().log.clear();
+  return taken.c_str();
 }
 
-CUresult cuInit(unsigned) { return 0; }
+CUresult cuInit(unsigned) { return st().init_error ? 100 : 0; }  // CUDA_ERROR_NO_DEVICE
+// NVRTC asks the driver it finds loaded for its private tables; "not
+// supported" makes it compile without them (without this NVRTC crashes in a
+// process that has this fake loaded).
+CUresult cuGetExportTable(const void** table, const void*) {
+  if (table) *table = nullptr;
+  return 801;  // CUDA_ERROR_NOT_SUPPORTED
+}
+CUresult cuDeviceGetName(char* name, int len, int) {
+  if (len <= 0) return kInvalid;
+  std::snprintf(name, size_t(len), "%s", st().name.c_str());
+  return 0;
+}
 CUresult cuGetErrorString(CUresult, const char** s) {
   *s = "fake CUDA error";
   return 0;
@@ -165,11 +251,61 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
   std::memcpy(reinterpret_cast<void*>(d), s, n);
   return 0;
 }
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, void*) {
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, void* stream) {
+  if (failing("cuMemcpyHtoDAsync")) return kLaunchFailed;
+  if (!st().capturing) log(std::string("htod ") + (is_pinned(s) ? "pinned" : "pageable") + " s" + std::to_string(id_of(stream)));
   return enqueue({false, nullptr, {0, 1, 1}, {0, 1, 1}, 0, {}, d, reinterpret_cast<CUdeviceptr>(s), n});
 }
-CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, void*) {
+CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, void* stream) {
+  if (!st().capturing) log(std::string("dtoh ") + (is_pinned(d) ? "pinned" : "pageable") + " s" + std::to_string(id_of(stream)));
   return enqueue({false, nullptr, {0, 1, 1}, {0, 1, 1}, 0, {}, reinterpret_cast<CUdeviceptr>(d), s, n});
+}
+CUresult cuMemHostAlloc(void** p, size_t n, unsigned) {
+  if (failing("cuMemHostAlloc")) return kOutOfMemory;
+  if (n == 0) return kInvalid;
+  void* m = std::aligned_alloc(256, (n + 255) / 256 * 256);
+  st().pinned.insert(m);
+  ++st().pinned_allocs;
+  *p = m;
+  return 0;
+}
+CUresult cuMemFreeHost(void* p) {
+  if (!st().pinned.erase(p)) return kInvalid;
+  std::free(p);
+  return 0;
+}
+CUresult cuEventCreate(void** e, unsigned) {
+  *e = new Event{st().next_id++};
+  return 0;
+}
+CUresult cuEventDestroy_v2(void* e) {
+  delete static_cast<Event*>(e);
+  return 0;
+}
+CUresult cuEventRecord(void* e, void* stream) {
+  if (!e) return kInvalid;
+  auto* ev = static_cast<Event*>(e);
+  ev->recorded = true;
+  ev->time = st().clock_ms;
+  ++st().events_recorded;
+  log("record e" + std::to_string(ev->id) + " s" + std::to_string(id_of(stream)));
+  return 0;
+}
+CUresult cuEventSynchronize(void* e) {
+  if (failing("cuEventSynchronize")) return kLaunchFailed;
+  return e && static_cast<Event*>(e)->recorded ? 0 : kInvalid;
+}
+CUresult cuEventElapsedTime(float* ms, void* a, void* b) {
+  auto *ea = static_cast<Event*>(a), *eb = static_cast<Event*>(b);
+  if (!ea || !eb) return kInvalid;
+  if (!ea->recorded || !eb->recorded) return kNotReady;
+  *ms = float(eb->time - ea->time);
+  return 0;
+}
+CUresult cuStreamWaitEvent(void* stream, void* e, unsigned) {
+  if (!e) return kInvalid;
+  log("wait s" + std::to_string(id_of(stream)) + " e" + std::to_string(static_cast<Event*>(e)->id));
+  return 0;
 }
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void*) {
   return enqueue({false, nullptr, {0, 1, 1}, {0, 1, 1}, 0, {}, d, s, n});
@@ -177,19 +313,24 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void*) {
 CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, void*, void** params, void** extra) {
   auto* fn = static_cast<Function*>(f);
-  if (extra || !st().arg_count) return kInvalid;
-  int n = st().arg_count(fn->name.c_str());
-  if (n < 0) return kNotFound;
+  if (extra) return kInvalid;
+  if (failing("cuLaunchKernel")) return kLaunchFailed;
   Op op{true, fn, {gx, gy, gz}, {bx, by, bz}, shared, {}, 0, 0, 0};
-  for (int i = 0; i < n; ++i) op.args.push_back(*static_cast<CUdeviceptr*>(params[i]));
+  if (st().arg_count) {
+    int n = st().arg_count(fn->name.c_str());
+    if (n < 0) return kNotFound;
+    for (int i = 0; i < n; ++i) op.args.push_back(*static_cast<CUdeviceptr*>(params[i]));
+  }
   return enqueue(std::move(op));
 }
 CUresult cuStreamCreate(void** s, unsigned) {
-  static int dummy;
-  *s = &dummy;
+  *s = new Stream{st().next_id++};
   return 0;
 }
-CUresult cuStreamDestroy_v2(void*) { return 0; }
+CUresult cuStreamDestroy_v2(void* s) {
+  delete static_cast<Stream*>(s);
+  return 0;
+}
 CUresult cuStreamSynchronize(void*) { return 0; }
 CUresult cuStreamBeginCapture_v2(void*, int) {
   if (st().capturing) return kInvalid;
@@ -207,8 +348,10 @@ CUresult cuGraphInstantiateWithFlags(void** exec, void* g, unsigned long long) {
   *exec = new Graph(*static_cast<Graph*>(g));
   return 0;
 }
-CUresult cuGraphLaunch(void* exec, void*) {
+CUresult cuGraphLaunch(void* exec, void* stream) {
+  if (failing("cuGraphLaunch")) return kLaunchFailed;
   ++st().graph_launches;
+  log("graph s" + std::to_string(id_of(stream)));
   for (const Op& op : static_cast<Graph*>(exec)->ops)
     if (CUresult r = run(op); r != 0) return r;
   return 0;

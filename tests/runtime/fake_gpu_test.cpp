@@ -9,7 +9,9 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "backends/reference/executor.h"
 #include "codegen/sim_module.h"
@@ -22,6 +24,8 @@
 #include "tools/kiln/compare.h"
 #include "tools/kiln/compile.h"
 #include "tools/kiln/plan_writer.h"
+#include "tools/kiln/bench.h"
+#include "tools/kiln/bench_plan.h"
 
 namespace kiln {
 namespace {
@@ -33,6 +37,8 @@ struct Fake {
   void (*set_kernels)(int (*)(const char*),
                       int (*)(const char*, const unsigned*, const unsigned*, unsigned, const CUdeviceptr*));
   void (*stats)(int*);
+  void (*fail_next)(const char*);
+  const char* (*take_log)();
 };
 
 const std::map<std::string, plan::Plan>& plans();
@@ -49,6 +55,8 @@ const Fake& fake() {
     r.set_arch = reinterpret_cast<void (*)(int, int)>(dlsym(h, "fake_cuda_set_arch"));
     r.set_kernels = reinterpret_cast<decltype(r.set_kernels)>(dlsym(h, "fake_cuda_set_kernels"));
     r.stats = reinterpret_cast<void (*)(int*)>(dlsym(h, "fake_cuda_stats"));
+    r.fail_next = reinterpret_cast<void (*)(const char*)>(dlsym(h, "fake_cuda_fail_next"));
+    r.take_log = reinterpret_cast<const char* (*)()>(dlsym(h, "fake_cuda_take_log"));
     return r;
   }();
   return f;
@@ -156,7 +164,7 @@ class FakeGpu : public ::testing::Test {
     return plan::serialize(p);
   }
   std::vector<int> stats() {
-    std::vector<int> s(6);
+    std::vector<int> s(9);
     fake().stats(s.data());
     return s;
   }
@@ -281,6 +289,201 @@ TEST_F(FakeGpu, ConvGemmAndPoolPlansEqualTheReference) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(compare_tensors(got[i], want[i], {1e-5, 1e-4}), "") << i;
   }
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+}
+
+// The fake driver's call log as lines.
+std::vector<std::string> take_log() {
+  std::vector<std::string> lines;
+  std::string s = fake().take_log(), line;
+  for (char c : s) {
+    if (c != '\n') {
+      line += c;
+      continue;
+    }
+    lines.push_back(line);
+    line.clear();
+  }
+  return lines;
+}
+
+// Index of the first line at or after `from` that starts with `prefix` (-1: none).
+int find_line(const std::vector<std::string>& log, const std::string& prefix, int from = 0) {
+  for (int i = from; i < int(log.size()); ++i)
+    if (log[size_t(i)].rfind(prefix, 0) == 0) return i;
+  return -1;
+}
+
+// The stream ("s3") and event ("e7") words of a log line.
+std::string word(const std::string& line, size_t n) {
+  std::vector<std::string> w;
+  std::string cur;
+  for (char c : line + " ") {
+    if (c == ' ') {
+      w.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  return n < w.size() ? w[n] : "";
+}
+
+// run() with host buffers: inputs staged in pinned memory and uploaded on a
+// copy stream, the graph on the compute stream after an event, the outputs
+// downloaded on the copy stream after the graph's end event into pinned
+// staging; the event times are the fake clock's (its launch/copy costs).
+TEST_F(FakeGpu, HostBuffersAreStagedThroughPinnedMemoryOnACopyStreamAndTimedWithEvents) {
+  std::vector<uint8_t> bytes = plan_for("sm_90");
+  std::vector<int> before = stats();
+  {
+    auto e = rt::Engine::load(bytes.data(), bytes.size(), "m.plan", rt::Backend::Gpu);
+    rt::Context ctx(e);
+    size_t staged = e->inputs().size() + e->outputs().size();
+    EXPECT_EQ(stats()[7] - before[7], int(staged));  // one pinned buffer per input and output
+    EXPECT_EQ(stats()[6] - before[6], int(staged));
+    EXPECT_THROW(ctx.last_timing(), Error);  // not run yet
+    take_log();
+    auto feed = testing::random_inputs(*graph, 31);
+    expect_reference(run(ctx, feed), feed);
+    std::vector<std::string> log = take_log();
+    std::string all;
+    for (const auto& l : log) all += l + "\n";
+    SCOPED_TRACE(all);
+    // Order: uploads (copy stream) -> compute waits -> graph -> copy stream waits -> downloads.
+    int up0 = find_line(log, "record ");
+    ASSERT_GE(up0, 0);
+    std::string copy = word(log[size_t(up0)], 2);
+    int h = up0;
+    for (size_t i = 0; i < e->inputs().size(); ++i) {
+      h = find_line(log, "htod ", h + 1);
+      ASSERT_GE(h, 0);
+      EXPECT_EQ(log[size_t(h)], "htod pinned " + copy);
+    }
+    int up1 = find_line(log, "record ", h + 1);
+    ASSERT_GE(up1, 0);
+    EXPECT_EQ(word(log[size_t(up1)], 2), copy);
+    int wait_in = find_line(log, "wait ", up1 + 1);
+    ASSERT_GE(wait_in, 0);
+    std::string compute = word(log[size_t(wait_in)], 1);
+    EXPECT_NE(compute, copy);
+    EXPECT_EQ(word(log[size_t(wait_in)], 2), word(log[size_t(up1)], 1));  // waits for the uploads' event
+    int g0 = find_line(log, "record ", wait_in + 1), g = find_line(log, "graph ", wait_in + 1);
+    int g1 = find_line(log, "record ", g + 1);
+    ASSERT_TRUE(g0 >= 0 && g > g0 && g1 > g);
+    EXPECT_EQ(log[size_t(g)], "graph " + compute);
+    EXPECT_EQ(word(log[size_t(g1)], 2), compute);
+    int wait_out = find_line(log, "wait ", g1 + 1);
+    ASSERT_GE(wait_out, 0);
+    EXPECT_EQ(log[size_t(wait_out)], "wait " + copy + " " + word(log[size_t(g1)], 1));
+    int d = wait_out;
+    for (size_t i = 0; i < e->outputs().size(); ++i) {
+      d = find_line(log, "dtoh ", d + 1);
+      ASSERT_GE(d, 0);
+      EXPECT_EQ(log[size_t(d)], "dtoh pinned " + copy);
+      EXPECT_EQ(word(log[size_t(d + 1)], 2), copy) << "an event after each download";
+    }
+    EXPECT_EQ(find_line(log, "htod pageable"), -1);
+    EXPECT_EQ(find_line(log, "dtoh pageable"), -1);
+    // The fake clock: launches cost 0.005 + 0.001 x blocks ms, copies bytes / 1e7 ms.
+    double want_compute = 0, want_up = 0, want_down = 0;
+    for (const plan::Step& st : e->plan().steps)
+      want_compute += st.kind == plan::StepKind::Copy ? double(st.args[0].nbytes) / 1e7
+                                                      : 0.005 + 0.001 * double(st.grid.x) * st.grid.y * st.grid.z;
+    for (const auto& t : e->inputs()) want_up += double(t.type.nbytes()) / 1e7;
+    for (const auto& t : e->outputs()) want_down += double(t.type.nbytes()) / 1e7;
+    rt::RunTiming t = ctx.last_timing();
+    EXPECT_NEAR(t.compute_ms, want_compute, 1e-4);
+    EXPECT_NEAR(t.upload_ms, want_up, 1e-5);
+    EXPECT_NEAR(t.download_ms, want_down, 1e-5);
+  }
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+  EXPECT_EQ(stats()[6], 0) << "pinned allocations leaked";
+}
+
+// Driver failures during context creation and runs become statuses with the
+// driver's words; the context stays usable and frees everything.
+TEST_F(FakeGpu, DriverFailuresInStagingBecomeStatusesAndLeaveTheContextUsable) {
+  std::vector<uint8_t> bytes = plan_for("sm_90");
+  kiln_engine* e = nullptr;
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK);
+  kiln_context* c = nullptr;
+  fake().fail_next("cuMemHostAlloc");
+  EXPECT_EQ(kiln_context_create(e, &c), KILN_ERROR_RUNTIME);
+  EXPECT_EQ(c, nullptr);
+  EXPECT_NE(std::string(kiln_last_error()).find("CUDA: allocating pinned staging for an input: fake CUDA error"),
+            std::string::npos)
+      << kiln_last_error();
+  EXPECT_EQ(stats()[6], 0) << "pinned memory of the failed context leaked";
+  ASSERT_EQ(kiln_context_create(e, &c), KILN_OK) << kiln_last_error();
+  kiln_run_timing t;
+  EXPECT_EQ(kiln_context_last_timing(c, &t), KILN_ERROR_UNAVAILABLE);
+  auto feed = testing::random_inputs(*graph, 41);
+  std::vector<Tensor> outs;
+  for (const Value* v : graph->outputs()) outs.emplace_back(v->type());
+  for (const Value* v : graph->inputs()) {
+    const Tensor& x = feed.at(v->name());
+    ASSERT_EQ(kiln_context_bind_input(c, v->name().c_str(), x.raw(), KILN_F32, x.shape().data(), int(x.shape().size()),
+                                      KILN_MEMORY_HOST),
+              KILN_OK);
+  }
+  for (size_t i = 0; i < outs.size(); ++i)
+    ASSERT_EQ(kiln_context_bind_output(c, graph->outputs()[i]->name().c_str(), outs[i].raw(), KILN_F32,
+                                       outs[i].shape().data(), int(outs[i].shape().size()), KILN_MEMORY_HOST),
+              KILN_OK);
+  for (const char* fn : {"cuMemcpyHtoDAsync", "cuGraphLaunch", "cuEventSynchronize"}) {
+    SCOPED_TRACE(fn);
+    fake().fail_next(fn);
+    EXPECT_EQ(kiln_context_run(c), KILN_ERROR_RUNTIME);
+    EXPECT_NE(std::string(kiln_last_error()).find("fake CUDA error"), std::string::npos) << kiln_last_error();
+    EXPECT_EQ(kiln_context_last_timing(c, &t), KILN_ERROR_UNAVAILABLE);
+    ASSERT_EQ(kiln_context_run(c), KILN_OK) << kiln_last_error();
+    expect_reference(outs, feed);
+    ASSERT_EQ(kiln_context_last_timing(c, &t), KILN_OK) << kiln_last_error();
+    EXPECT_GT(t.compute_ms, 0.f);
+  }
+  kiln_context_destroy(c);
+  kiln_engine_destroy(e);
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+  EXPECT_EQ(stats()[6], 0) << "pinned allocations leaked";
+}
+
+// `kiln bench MODEL.plan --backend gpu` (tools/kiln/bench_plan.cpp) through the
+// C API on the fake driver: the GPU backend is named, GPU Compute Time is each
+// run's event time (the fake clock's sum over the launch list), and --profile
+// says plainly that no per-kernel times exist instead of printing a table.
+TEST_F(FakeGpu, BenchOfAPlanReportsTheGpuComputeTimeOfEveryRun) {
+  plan_for("sm_90");  // the fake driver's kernels
+  std::string dir = ::testing::TempDir();
+  std::string path = dir + "/bench_fake.plan", json = dir + "/bench_fake.json";
+  plan::write_plan_file(path, plans().at("sm_90"));
+  BenchOptions o;
+  o.model = path;
+  o.backend = "gpu";
+  o.iterations = 4;
+  o.warmup_ms = 0;
+  o.profile = true;
+  o.json_path = json;
+  ::testing::internal::CaptureStdout();
+  int rc = run_bench_plan(o);
+  std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("Backend: gpu (GPU sm_90 (CUBIN, "), std::string::npos) << out;
+  EXPECT_NE(out.find("GPU Compute Time: min = "), std::string::npos) << out;
+  EXPECT_NE(out.find("=== Profile ===\nnot available: no per-kernel profile on the GPU"), std::string::npos) << out;
+  double want_compute = 0;
+  for (const plan::Step& st : plans().at("sm_90").steps)
+    want_compute += st.kind == plan::StepKind::Copy ? double(st.args[0].nbytes) / 1e7
+                                                    : 0.005 + 0.001 * double(st.grid.x) * st.grid.y * st.grid.z;
+  std::ifstream f(json);
+  nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["backend"], "gpu");
+  EXPECT_EQ(j["backend_kind"], "gpu");
+  ASSERT_EQ(j["gpu_compute_samples_ms"].size(), 4u);
+  for (const auto& v : j["gpu_compute_samples_ms"]) EXPECT_NEAR(v.get<double>(), want_compute, 1e-4);
+  EXPECT_NEAR(j["gpu_compute_ms"]["median"].get<double>(), want_compute, 1e-4);
+  EXPECT_EQ(j["latency_samples_ms"].size(), 4u);
+  EXPECT_EQ(j["profile"].size(), 0u);
   EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
 }
 

@@ -16,7 +16,10 @@
 
 #include "backends/reference/executor.h"
 #include "ir/error.h"
+#include "tools/kiln/bench_plan.h"
 #include "tools/kiln/inspect.h"
+#include "tools/kiln/inspect_plan.h"
+#include "tools/kiln/progress.h"
 #include "tools/kiln/run_plan.h"
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "codegen/sim_executor.h"
@@ -104,14 +107,19 @@ LatencyStats latency_stats(std::vector<double> ms) {
 }
 
 CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
-  auto* cmd = app.add_subcommand("bench", "Compile a model and time it on a backend (trtexec-style summary)");
-  cmd->add_option("model", o.model, "Model file (.onnx)")->required()->group("Model");
+  auto* cmd = app.add_subcommand(
+      "bench", "Compile a model (or load a plan) and time it on a backend (trtexec-style summary)");
+  cmd->add_option("model", o.model, "Model file (.onnx) or compiled plan (.plan, run through the runtime)")
+      ->required()
+      ->group("Model");
   cmd->add_option("--shapes", o.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
   cmd->add_option("--batch", o.batch, "Batch size: rewrites the first dim of inputs whose first dim is the batch")
       ->check(CLI::PositiveNumber)
       ->group("Model");
-  cmd->add_option("--backend", o.backend, "Backend: ref (CPU reference), sim (generated kernels on the CPU simulator)")
-      ->check(CLI::IsMember({"ref", "sim"}))
+  cmd->add_option("--backend", o.backend,
+                  "Backend: ref (CPU reference), sim (generated kernels on the CPU simulator); plans also auto "
+                  "(default for plans: the GPU when usable, else ref) and gpu")
+      ->check(CLI::IsMember({"auto", "ref", "sim", "gpu"}))
       ->group("Runtime");
   cmd->add_option("--inputs", o.inputs,
                   "Input values: name:file.npy,... (others seeded random; integer inputs such as token ids "
@@ -128,8 +136,12 @@ CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
 }
 
 int run_bench(BenchOptions& o) {
-  if (o.model.size() >= 5 && o.model.substr(o.model.size() - 5) == ".plan")
-    fail("{}: kiln bench takes .onnx models; benchmarking plan files is not implemented yet", o.model);
+  if (is_plan_path(o.model)) return run_bench_plan(o);
+  if (o.backend.empty() || o.backend == "auto") o.backend = "ref";
+  if (o.backend == "gpu")
+    fail("{}: --backend gpu benchmarks plans: kiln compile {} --target sm_XX -o MODEL.plan, then kiln bench "
+         "MODEL.plan",
+         o.model, o.model);
   auto t0 = Clock::now();
   ImportOptions io;
   io.input_shapes = parse_shapes_flag(o.shapes);
@@ -195,6 +207,7 @@ int run_bench(BenchOptions& o) {
 
   profiling = true;
   std::vector<double> lat, host;
+  Progress shown("bench iterations", 2.0);  // full models on the CPU take seconds a run
   auto b0 = Clock::now();
   for (int i = 0; i < o.iterations; ++i) {
     double c = process_cpu_ms();
@@ -202,6 +215,7 @@ int run_bench(BenchOptions& o) {
     run_once(feed);
     lat.push_back(ms_between(a, Clock::now()));
     host.push_back(process_cpu_ms() - c);
+    shown.update(i + 1, o.iterations);
   }
   double wall_ms = ms_between(b0, Clock::now());
   profiling = false;

@@ -1,6 +1,7 @@
 // `kiln bench MODEL.onnx`: a trtexec-style performance summary (throughput,
 // latency percentiles, host CPU time) of a model on a backend, and with
-// --profile a per-node (ref) or per-kernel (sim) time table.
+// --profile a per-node (ref) or per-kernel (sim) time table. Plans go to
+// tools/kiln/bench_plan.h (the runtime's C API).
 #pragma once
 #include <string>
 
@@ -18,7 +19,7 @@ struct BenchOptions {
   int batch = 0;           // 0: the model's own
   int iterations = 10;     // timed runs
   double warmup_ms = 200;  // untimed runs until this much time has passed (at least one when > 0)
-  std::string backend = "ref";
+  std::string backend;  // empty: ref for .onnx models, auto for plans
   std::string inputs;  // --inputs name:file.npy,...
   bool profile = false;
   std::string json_path;

@@ -27,6 +27,7 @@
 #include "ops/registry.h"
 #include "tools/kiln/backends.h"
 #include "tools/kiln/compare.h"
+#include "tools/kiln/progress.h"
 
 namespace kiln {
 
@@ -213,6 +214,9 @@ std::vector<Outcome> run_isolated(const std::vector<TestCase>& tests, const Conf
   op_registry();  // build before forking so children share it
   std::vector<Running> running;
   size_t next = 0;
+  // A full run takes minutes: progress on stderr once it takes a while.
+  Progress shown("conformance tests finished", 2.0);
+  int finished = 0;
   while (next < tests.size() || !running.empty()) {
     while (next < tests.size() && static_cast<int>(running.size()) < jobs) {
       int p[2];
@@ -278,6 +282,7 @@ std::vector<Outcome> run_isolated(const std::vector<TestCase>& tests, const Conf
       }
       close(it->fd);
       it = running.erase(it);
+      shown.update(++finished, static_cast<int>(tests.size()));
     }
   }
   return out;

@@ -12,6 +12,7 @@
 
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
+#include "tools/kiln/inspect_plan.h"
 
 namespace kiln {
 
@@ -121,17 +122,21 @@ Checked check_model(const std::string& path, const onnx::ModelProto* proto, Impo
   return c;
 }
 
+// compile, bench's compile path and the coverage check read ONNX; a plan is
+// already compiled.
 void reject_plan(const std::string& path) {
-  if (path.size() >= 5 && path.substr(path.size() - 5) == ".plan")
-    fail("{}: kiln inspect reads .onnx models; inspecting plan files is not implemented yet", path);
+  if (is_plan_path(path))
+    fail("{}: this is a compiled plan; this command reads .onnx models (plans: kiln inspect, run, bench)", path);
 }
 
 }  // namespace
 
 CLI::App* register_inspect(CLI::App& app, InspectOptions& o) {
   auto* cmd = app.add_subcommand(
-      "inspect", "Describe an ONNX model and list every node kiln cannot compile (no compilation; exit 1 if any)");
-  cmd->add_option("model", o.model, "Model file (.onnx)")->required()->group("Model");
+      "inspect",
+      "Describe an ONNX model and list every node kiln cannot compile (no compilation; exit 1 if any), or describe "
+      "a compiled plan (archs, kernels, launches, memory plan, I/O)");
+  cmd->add_option("model", o.model, "Model file (.onnx) or compiled plan (.plan)")->required()->group("Model");
   cmd->add_option("--shapes", o.shapes, "Fix input shapes: name:1x3x224x224,... (free dims are checked as 1)")
       ->group("Model");
   cmd->add_option("--json", o.json_path, "Also write the report as JSON")->group("Reporting");
@@ -139,8 +144,8 @@ CLI::App* register_inspect(CLI::App& app, InspectOptions& o) {
 }
 
 int run_inspect(const InspectOptions& o) {
+  if (is_plan_path(o.model)) return run_inspect_plan(o);
   auto t0 = std::chrono::steady_clock::now();
-  reject_plan(o.model);
   onnx::ModelProto m = read_model_proto(o.model);
   const auto& g = m.graph();
   nlohmann::json j;

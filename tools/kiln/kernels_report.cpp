@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "tools/kiln/progress.h"
+
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "codegen/kernel_build.h"
 #endif
@@ -35,22 +37,8 @@ KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, bool progr
   ko.arch = o.pass.target;
   ko.cache_dir = o.cache_dir;
   ko.use_cache = o.kernel_cache;
-  const bool tty = ::isatty(2);
-  const auto t0 = std::chrono::steady_clock::now();
-  std::mutex mu;
-  int shown = 0;  // worker threads report out of order: print counts only upwards
-  if (progress)
-    ko.progress = [&](int done, int total) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (done <= shown) return;
-      shown = done;
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      // A terminal gets one updating line; a pipe or file only every 10% so
-      // logs stay short.
-      if (tty) std::fprintf(stderr, "\rkernels compiled %d/%d (%.1f s)%s", done, total, s, done == total ? "\n" : "");
-      else if (done == total || done % std::max(1, total / 10) == 0)
-        std::fprintf(stderr, "kernels compiled %d/%d (%.1f s)\n", done, total, s);
-    };
+  Progress shown("kernels compiled");
+  if (progress) ko.progress = shown.callback();
   auto r = std::make_shared<KernelsReport>();
   r->arch = o.pass.target;
   r->gk = codegen::build_graph_kernels(g, ko);

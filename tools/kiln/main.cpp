@@ -3,8 +3,9 @@
 //                             -o MODEL.plan writes a plan file (runtime/plan_format.h)
 //   run MODEL.onnx|MODEL.plan compile (or load the plan) and run on a backend, timing it;
 //                             inputs from --inputs name:file.npy or seeded random
-//   inspect MODEL.onnx        I/O, opsets, ops, weights, and every node kiln cannot compile
-//   bench MODEL.onnx          trtexec-style timing summary on a backend; --profile per node/kernel
+//   inspect MODEL.onnx        I/O, opsets, ops, weights, and every node kiln cannot compile;
+//   inspect MODEL.plan        a plan's archs, kernels, launches, memory plan, weights, I/O
+//   bench MODEL.onnx|.plan    trtexec-style timing summary on a backend; --profile per node/kernel
 //   dump-ir MODEL.onnx        print the imported IR (-O or --passes: after passes)
 //   opt FILE.kir              parse IR text, run --passes, verify, print (what FileCheck tests drive)
 //   conformance [PATH...]     run ONNX backend tests through the pipeline on a backend
@@ -36,8 +37,10 @@
 #include "tools/kiln/ir_picture.h"
 #include "tools/kiln/kernels_report.h"
 #include "tools/kiln/plan_writer.h"
+#include "tools/kiln/progress.h"
 #include "tools/kiln/run_plan.h"
 #include "tools/kiln/tensor_io.h"
+#include "tools/kiln/tuning.h"
 
 namespace {
 
@@ -115,6 +118,8 @@ int main(int argc, char** argv) {
   bool print_final = false;
   compile->add_flag("--print-ir", print_final, "Print the final IR to stdout")->group("Reporting");
   add_compile_flags(compile, copts);
+  kiln::TuningOptions tuning_opts;
+  kiln::add_tuning_flags(compile, tuning_opts);
 
   std::string backend;
   int iterations = 1;
@@ -215,6 +220,11 @@ int main(int argc, char** argv) {
       kiln::CompileReport rep = kiln::compile_graph(*r.graph, copts);
       print_stats(copts, rep);
       if (print_final) std::cout << kiln::print_graph(*r.graph);
+      // Tuned GEMM tiles (docs/tuning.md): the chooser lives until the plan is written.
+      std::unique_ptr<kiln::TuningSession> tuning;
+      if (tuning_opts.active())
+        tuning = std::make_unique<kiln::TuningSession>(*r.graph, tuning_opts, copts.pass.target, copts.cache_dir,
+                                                       copts.kernel_cache);
       // Codegen: every kernel emitted and compiled with NVRTC for the target.
       kiln::KernelsOutcome kernels = kiln::build_kernels(*r.graph, copts, true);
       if (!copts.pipeline.dump_dir.empty()) kiln::write_dump_index(*r.graph, copts, model);
@@ -227,6 +237,10 @@ int main(int argc, char** argv) {
       j["import_ms"] = import_ms;
       j["precision"] = copts.pass.precision;
       j["target"] = copts.pass.target;
+      if (tuning) {
+        j["tuning"] = tuning->json();
+        std::cerr << tuning->summary() << "\n";
+      }
       if (!json_out.empty()) {
         std::ofstream f(json_out);
         if (!f) kiln::fail("cannot write {}", json_out);
@@ -236,8 +250,11 @@ int main(int argc, char** argv) {
                                rep.nodes_in, rep.nodes_out, kiln::count_kernels(*r.graph), import_ms,
                                ms_since(t0) - import_ms);
       if (!plan_out.empty()) {
-        kiln::plan::Plan p = kiln::build_plan(
-            *r.graph, {copts.pass.target, copts.pass.precision, copts.cache_dir, copts.kernel_cache});
+        // The kernels were just compiled: cache hits, unless --no-kernel-cache
+        // (then NVRTC again, with progress once it takes a second).
+        kiln::Progress plan_progress("plan kernels compiled", 1.0);
+        kiln::plan::Plan p = kiln::build_plan(*r.graph, {copts.pass.target, copts.pass.precision, copts.cache_dir,
+                                                         copts.kernel_cache, plan_progress.callback()});
         kiln::plan::write_plan_file(plan_out, p);
         std::cerr << fmt::format("{}: plan written; GPU kernels: {}\n", plan_out,
                                  p.meta.gpu_kernels ? fmt::format("{} for {}", p.kernels.size(), p.meta.target)

@@ -1,5 +1,6 @@
 #include "tools/kiln/plan_sim.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -36,8 +37,10 @@ struct AlignedBytes {
 }  // namespace
 #endif
 
-std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const std::map<std::string, Tensor>& inputs) {
+std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const std::map<std::string, Tensor>& inputs,
+                                    const PlanStepTimer& timer) {
 #ifndef KILN_HAVE_SIM_BACKEND
+  (void)timer;
   unsupported("the sim backend is not built (kiln without NVRTC/codegen)");
 #else
   if (!p.meta.gpu_kernels) unsupported("sim backend: the plan has no GPU kernels: {}", p.meta.no_gpu_reason);
@@ -70,8 +73,13 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
   };
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const plan::Step& s = p.steps[i];
+    const auto t0 = std::chrono::steady_clock::now();
+    auto timed = [&] {
+      if (timer) timer(i, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    };
     if (s.kind == plan::StepKind::Copy) {
       if (s.args[0].nbytes) std::memmove(address(s.args[0]), address(s.args[1]), s.args[0].nbytes);
+      timed();
       continue;
     }
     std::vector<void*> bufs;
@@ -91,6 +99,7 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
     } catch (const kiln::sim::SimError& e) {
       fail("plan on sim: step {} (node {}): kernel {} failed: {}", i, s.node, k.name, e.what());
     }
+    timed();
   }
   return outs;
 #endif

@@ -4,6 +4,7 @@
 // (codegen/sim_module.h); the arena, inputs, outputs and weights are host
 // buffers laid out as on the device. Needs the sim backend (codegen built).
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,8 +16,12 @@ namespace kiln {
 
 bool plan_sim_available();
 
+// Called after each step of the launch list with its index and wall time.
+using PlanStepTimer = std::function<void(size_t step, double ms)>;
+
 // Inputs by name, checked against `g` (the plan's graph); outputs in order.
 // Throws kiln::Unsupported for a plan without GPU kernels (saying why).
-std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const std::map<std::string, Tensor>& inputs);
+std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const std::map<std::string, Tensor>& inputs,
+                                    const PlanStepTimer& timer = {});
 
 }  // namespace kiln

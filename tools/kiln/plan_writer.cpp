@@ -166,12 +166,16 @@ void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, 
   }
   codegen::KernelCache cache(o.kernel_cache_dir);
   codegen::KernelCompiler compiler(o.target, o.use_cache ? &cache : nullptr);
+  if (o.progress) compiler.set_progress(o.progress);
   for (codegen::CompiledKernel& ck : compiler.compile(sources)) {
     plan::Kernel k;
     k.name = ck.name;
     k.arch = ck.arch;
     k.cubin = std::move(ck.cubin);
     k.ptx = std::move(ck.ptx);
+    k.registers = ck.registers;
+    k.static_shared_bytes = ck.shared_bytes;
+    k.spill_bytes = ck.spill_bytes;
     p.kernels.push_back(std::move(k));
   }
   for (size_t i = 0; i < sources.size(); ++i) p.kernels[i].source = sources[i].source;
@@ -194,6 +198,7 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   mem.validate();
   p.memory.arena_bytes = static_cast<uint64_t>(mem.arena_bytes);
   p.memory.alignment = static_cast<uint64_t>(mem.options.alignment);
+  p.memory.live_peak_bytes = mem.live_peak_bytes;
   std::unordered_map<const Node*, uint32_t> node_pos;
   for (const auto& n : g.nodes()) node_pos.emplace(n.get(), uint32_t(node_pos.size()));
   for (const ValuePlan& vp : mem.values)

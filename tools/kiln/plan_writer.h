@@ -7,6 +7,7 @@
 // Deterministic: the same graph and options give the same plan bytes.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "ir/graph.h"
@@ -19,6 +20,7 @@ struct PlanBuildOptions {
   std::string precision = "fp32";
   std::filesystem::path kernel_cache_dir;  // empty: codegen's default
   bool use_cache = true;                   // false: every kernel through NVRTC
+  std::function<void(int, int)> progress = {};  // after each distinct kernel compiled (done, total)
 };
 
 plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o);

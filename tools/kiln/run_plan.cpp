@@ -95,6 +95,12 @@ int run_plan_command(const std::string& path, const RunPlanOptions& o) {
       }
       std::cout << "backend: " << (engine.backend() == KILN_BACKEND_GPU ? "gpu" : "ref") << " (" << engine.info()
                 << ")\n";
+      if (engine.backend() == KILN_BACKEND_GPU) {
+        // Host buffers went through pinned staging; CUDA events time each part.
+        kiln_run_timing t = ctx.last_timing();
+        std::cout << fmt::format("gpu (last run, CUDA events): compute {:.3f} ms, upload {:.3f} ms, download {:.3f} ms\n",
+                                 t.compute_ms, t.upload_ms, t.download_ms);
+      }
     } catch (const runtime_error& e) {
       // Plan and runtime errors are the user's (a bad file, no GPU): exit 1.
       fail("{}", e.what());

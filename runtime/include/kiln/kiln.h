@@ -105,6 +105,19 @@ KILN_API kiln_status kiln_context_run(kiln_context* context);
  * must be NULL and the call runs synchronously. */
 KILN_API kiln_status kiln_context_enqueue(kiln_context* context, void* stream);
 
+/* GPU times of a context's last synchronous run (kiln_context_run, or
+ * enqueue on a NULL stream), from CUDA events: host inputs are staged through
+ * pinned memory and uploaded on a copy stream (upload_ms), the model runs on
+ * the compute stream (compute_ms: GPU-only time), outputs are downloaded on
+ * the copy stream (download_ms, from the end of the compute). */
+typedef struct kiln_run_timing {
+  float upload_ms;
+  float compute_ms;
+  float download_ms;
+} kiln_run_timing;
+/* KILN_ERROR_UNAVAILABLE on a CPU engine or before a synchronous GPU run. */
+KILN_API kiln_status kiln_context_last_timing(const kiln_context* context, kiln_run_timing* timing);
+
 #ifdef __cplusplus
 }
 #endif

@@ -100,6 +100,12 @@ class Context {
   }
   void run() { check(kiln_context_run(c_.get())); }
   void enqueue(void* stream) { check(kiln_context_enqueue(c_.get(), stream)); }
+  // GPU event times of the last synchronous run (throws on a CPU engine).
+  kiln_run_timing last_timing() const {
+    kiln_run_timing t{};
+    check(kiln_context_last_timing(c_.get(), &t));
+    return t;
+  }
   kiln_context* get() const { return c_.get(); }
 
  private:

@@ -1,0 +1,397 @@
+// Tensor cores in matmul / gemm / conv / conv_transpose (codegen/emit_gemm_mma.cpp):
+// for f16, bf16 and tf32-marked f32 operands every such node -- bare or as the
+// anchor of a fused epilogue -- must compile to mma.sync (checked in the PTX, so
+// a silent fall back to the SIMT core fails), with cp.async where the operands
+// give 16-byte chunks, for sm_80 and sm_90 without spills, and must match the
+// reference backend on the simulator within the precision's tolerance
+// (docs/precision.md: f16 / bf16 results at their dtype's, tf32 at FP16's).
+// Shapes: 2-D, batched and broadcast-batch matmul; gemm with transposes,
+// alpha, beta and a bias; conv NCHW and NHWC with strides, pads, dilations,
+// groups and odd channel counts (the guarded element-by-element loads);
+// conv_transpose; and bias + relu + residual + cast epilogues.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <random>
+#include <unordered_map>
+
+#include "backends/reference/executor.h"
+#include "codegen/gemm_tiles.h"
+#include "codegen/kernel_cache.h"
+#include "codegen/nvrtc_compiler.h"
+#include "codegen/sim_executor.h"
+#include "codegen/sim_module.h"
+#include "ir/error.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "ops/registry.h"
+#include "passes/pass.h"
+#include "tools/kiln/compare.h"
+
+namespace kiln {
+namespace {
+
+enum class Prec { F16, BF16, Tf32 };
+
+struct Case {
+  std::string name;
+  std::string text;
+  Prec prec = Prec::F16;
+  bool fuse = false;
+  bool want_cp_async = false;  // every operand arrives in 16-byte chunks
+  std::unique_ptr<Graph> g;
+  std::unordered_map<const Node*, std::vector<codegen::NodeKernel>> kernels;
+  std::vector<size_t> anchor_sources;  // indices into the source list of the matmul/gemm/conv kernels
+};
+
+const char* dt_of(Prec p) { return p == Prec::F16 ? "f16" : p == Prec::BF16 ? "bf16" : "f32"; }
+// The attribute list with tf32=1 added for tf32 cases.
+std::string with_tf32(Prec p, const std::string& attrs) {
+  if (p != Prec::Tf32) return attrs;
+  return attrs.empty() ? "tf32=1" : attrs + ", tf32=1";
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cs;
+  for (Prec p : {Prec::F16, Prec::BF16, Prec::Tf32}) {
+    const std::string dt = dt_of(p);
+    const std::string pn = p == Prec::Tf32 ? "tf32" : dt;
+    auto add = [&](std::string name, std::string text, bool fuse = false, bool dense = false) {
+      Case c;
+      c.name = pn + " " + name;
+      c.text = std::move(text);
+      c.prec = p;
+      c.fuse = fuse;
+      c.want_cp_async = dense;
+      cs.push_back(std::move(c));
+    };
+    auto attrs_of = [&](const std::string& a) {
+      const std::string t = with_tf32(p, a);
+      return t.empty() ? std::string() : " {" + t + "}";
+    };
+    auto mm = [&](const std::string& a, const std::string& b, const std::string& y, bool dense) {
+      add(fmt::format("matmul {} x {}", a, b),
+          fmt::format("graph @m(%a: {0}[{1}], %b: {0}[{2}]) -> ({0}[{3}]) {{\n  %y = matmul(%a, %b){4} : {0}[{3}]\n  "
+                      "return %y\n}}",
+                      dt, a, b, y, attrs_of("")),
+          false, dense);
+    };
+    mm("64,48", "48,96", "64,96", true);           // dense: cp.async for A and B ([K, N] rows, ldmatrix.trans)
+    mm("70,40", "40,130", "70,130", false);        // N % 8 != 0: B element by element
+    mm("33,27", "27,65", "33,65", false);          // K, N odd: both element by element, partial tiles
+    mm("3,33,24", "3,24,40", "3,33,40", true);     // batched
+    mm("2,1,17,32", "3,32,24", "2,3,17,24", true);  // broadcast batch dims
+    mm("1,136", "136,200", "1,200", true);         // one row (a GEMV), several k-tiles
+    auto gemm = [&](const std::string& attrs, const std::string& a, const std::string& b, const std::string& c,
+                    const std::string& y, bool dense) {
+      const bool has_c = !c.empty();
+      add(fmt::format("gemm {{{}}} {} x {} + {}", attrs, a, b, c),
+          fmt::format("graph @m(%a: {0}[{1}], %b: {0}[{2}]{3}) -> ({0}[{4}]) {{\n  %y = gemm(%a, %b{5}){6} : "
+                      "{0}[{4}]\n  return %y\n}}",
+                      dt, a, b, has_c ? fmt::format(", %c: {}[{}]", dt, c) : "", y, has_c ? ", %c" : "",
+                      attrs_of(attrs)),
+          false, dense);
+    };
+    gemm("alpha=0.5, beta=2.0, trans_a=1, trans_b=1", "24,31", "45,24", "1,45", "31,45", false);
+    gemm("trans_b=1", "20,64", "72,64", "72", "20,72", true);
+    gemm("alpha=2.0", "20,64", "64,72", "", "20,72", true);
+    gemm("beta=-1.0", "37,24", "24,40", "37,40", "37,40", true);
+    auto conv = [&](const std::string& x, const std::string& w, const std::string& bias, const std::string& attrs,
+                    const std::string& y, const std::string& op, const std::string& ytag, bool dense) {
+      add(fmt::format("{} x{} w{} {{{}}}", op, x, w, attrs),
+          fmt::format("graph @m(%x: {0}[{1}], %w: {0}[{2}]{3}) -> ({0}[{4}]{7}) {{\n  %y = {6}(%x, %w{5}){8} : "
+                      "{0}[{4}]{7}\n  return %y\n}}",
+                      dt, x, w, bias.empty() ? "" : fmt::format(", %b: {}[{}]", dt, bias), y,
+                      bias.empty() ? "" : ", %b", op, ytag, attrs_of(attrs)),
+          false, dense);
+    };
+    const std::string d1 = "dilations=[1,1]", s1 = "strides=[1,1]", p0 = "pads=[0,0,0,0]";
+    // NCHW: the weights (A) by cp.async when K % 8 == 0, the im2col B element by element.
+    conv("2,16,9,11", "24,16,3,3", "24", d1 + ", pads=[1,1,1,1], strides=[2,2]", "2,24,5,6", "conv", "", false);
+    conv("1,8,10,9", "6,4,3,2", "", "dilations=[2,1], group=2, pads=[0,1,2,0], " + s1, "1,6,8,9", "conv", "", false);
+    conv("1,5,7,7", "7,5,3,3", "7", d1 + ", " + p0 + ", " + s1, "1,7,5,5", "conv", "", false);  // odd channels
+    // NHWC: im2col rows by cp.async (a chunk of 8 channels lies in one tap) when Cg % 8 == 0.
+    conv("2,9,11,16", "24,3,3,16", "24", d1 + ", layout=\"nhwc\", pads=[1,1,1,1], strides=[2,2]", "2,5,6,24", "conv",
+         "{nhwc}", true);
+    conv("1,7,7,16", "12,1,1,8", "12", d1 + ", group=2, layout=\"nhwc\", " + p0 + ", " + s1, "1,7,7,12", "conv",
+         "{nhwc}", true);
+    conv("1,6,6,5", "7,3,3,5", "", "dilations=[2,2], layout=\"nhwc\", pads=[2,2,2,2], " + s1, "1,6,6,7", "conv",
+         "{nhwc}", false);  // odd channels: element by element
+    conv("1,8,5,6", "8,4,3,3", "4", "dilations=[1,1], output_padding=[1,1], pads=[1,1,1,1], strides=[2,2]",
+         "1,4,10,12", "conv_transpose", "", false);
+    conv("2,6,5", "6,3,4", "", "dilations=[2], group=2, pads=[1,0], strides=[1]", "2,6,10", "conv_transpose", "",
+         false);
+    // Fused epilogues: bias + relu + residual + cast.
+    const std::string cv = p == Prec::Tf32 ? "f16" : "f32";
+    add("conv_epilogue nhwc: bias, residual, relu, cast",
+        fmt::format(R"(graph @m(%x: {0}[1,9,9,16], %w: {0}[32,3,3,16], %b: {0}[32], %r: {0}[1,9,9,32]{{nhwc}}) -> ({1}[1,9,9,32]{{nhwc}}) {{
+    %c = conv(%x, %w, %b) {{{2}}} : {0}[1,9,9,32]{{nhwc}}
+    %a = add(%c, %r) : {0}[1,9,9,32]{{nhwc}}
+    %y = relu(%a) : {0}[1,9,9,32]{{nhwc}}
+    %z = cast(%y) {{to="{1}"}} : {1}[1,9,9,32]{{nhwc}}
+    return %z
+  }})",
+                    dt, cv, with_tf32(p, "dilations=[1,1], layout=\"nhwc\", pads=[1,1,1,1], strides=[1,1]")),
+        true, true);
+    add("gemm_epilogue: bias, residual, relu, cast",
+        fmt::format(R"(graph @m(%x: {0}[40,64], %w: {0}[64,96], %b: {0}[96], %r: {0}[40,96]) -> ({1}[40,96]) {{
+    %m = matmul(%x, %w){2} : {0}[40,96]
+    %a = add(%m, %b) : {0}[40,96]
+    %s = add(%a, %r) : {0}[40,96]
+    %y = relu(%s) : {0}[40,96]
+    %z = cast(%y) {{to="{1}"}} : {1}[40,96]
+    return %z
+  }})",
+                    dt, cv, attrs_of("")),
+        true, true);
+  }
+  return cs;
+}
+
+// Seeded data: uniform in [-1, 1]. For the tf32 cases rounded to 10 mantissa bits, so that the
+// tf32 operands equal the reference's f32 ones and the comparison checks the kernel (fragment
+// layouts, pipeline, epilogue) rather than TF32's own rounding, which grows with K past FP16's
+// tolerance on sums of 100+ terms (the simulator's cvt.rna/mma rounding is tested in tests/sim).
+std::map<std::string, Tensor> inputs_for(const Graph& g, uint64_t seed, bool tf32_exact = false) {
+  std::map<std::string, Tensor> feed;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (Value* in : g.inputs()) {
+    Tensor t(in->type());
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      double v = u(rng);
+      if (tf32_exact) v = std::ldexp(std::nearbyint(std::ldexp(v, 10)), -10);  // |v| < 1: 10 bits after the point
+      t.set_double(i, v);
+    }
+    feed[in->name()] = std::move(t);
+  }
+  return feed;
+}
+
+// Runs `g` with the kernels already emitted for it (entries from one SimCompiler).
+std::vector<Tensor> run_on_sim(const Case& c, const std::map<std::string, codegen::SimEntry>& entries,
+                               const std::map<std::string, Tensor>& feed) {
+  const Graph& g = *c.g;
+  std::unordered_map<const Value*, Tensor> env;
+  for (Value* in : g.inputs()) env[in] = feed.at(in->name());
+  auto lookup = [&](const Value* v) -> const Tensor& { return v->is_constant() ? v->data() : env.at(v); };
+  for (const auto& np : g.nodes()) {
+    const Node& n = *np;
+    std::vector<Tensor> outs;
+    for (int r = 0; r < n.num_outputs(); ++r) outs.emplace_back(n.output(r)->type());
+    for (const codegen::NodeKernel& k : c.kernels.at(&n)) {
+      std::vector<void*> bufs;
+      std::vector<long long> counts;
+      auto add = [&](const Tensor& t) {
+        bufs.push_back(const_cast<void*>(t.raw()));
+        counts.push_back(t.numel());
+      };
+      if (k.results.empty()) {
+        for (const Tensor& t : outs) add(t);
+      } else {
+        for (int r : k.results) add(outs.at(r));
+      }
+      for (Value* v : n.inputs()) add(lookup(v));
+      for (const Tensor& t : k.extra) add(t);
+      if (k.grid.count() == 0) continue;
+      sim::LaunchConfig cfg;
+      cfg.kernel = k.name;
+      cfg.grid = dim3(k.grid.x, k.grid.y, k.grid.z);
+      cfg.block = dim3(k.block.x, k.block.y, k.block.z);
+      cfg.shared_bytes = k.shared_bytes;
+      codegen::sim_launch(entries.at(k.name), cfg, bufs, counts);
+    }
+    for (int r = 0; r < n.num_outputs(); ++r) env[n.output(r)] = std::move(outs[r]);
+  }
+  std::vector<Tensor> res;
+  for (Value* v : g.outputs()) res.push_back(lookup(v));
+  return res;
+}
+
+// docs/precision.md: f16 / bf16 results at their dtype's tolerance; tf32 math at FP16's (an f32
+// result of a tf32 run included).
+Tolerance tolerance_for(Prec p, DType t) {
+  if (t == DType::BF16 || p == Prec::BF16) return default_tolerance(DType::BF16);
+  return default_tolerance(DType::F16);
+}
+
+bool is_anchor(const Node& n) {
+  const std::string& op = n.op();
+  return op == "matmul" || op == "gemm" || op == "conv" || op == "conv_transpose" ||
+         (op == "fused" && (n.attrs().get_string("kind", "") == "gemm_epilogue" ||
+                            n.attrs().get_string("kind", "") == "conv_epilogue"));
+}
+
+TEST(CodegenTensorCore, MatmulGemmConvUseMmaAndMatchReferenceOnSim) {
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  std::vector<Case> cases = all_cases();
+  std::vector<codegen::KernelSource> sources;
+  std::vector<std::string> source_case;
+  std::map<std::string, size_t> seen;
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    c.g = parse_graph(c.text, "test.kir");
+    ASSERT_NO_THROW(verify_graph(*c.g, op_registry())) << c.text;
+    if (c.fuse) {
+      PassStats st;
+      create_pass("fuse")->run(*c.g, PassOptions{}, st);
+      int fused = 0;
+      for (const auto& n : c.g->nodes()) fused += n->op() == "fused";
+      EXPECT_EQ(fused, 1) << print_graph(*c.g);
+    }
+    for (const auto& np : c.g->nodes()) {
+      const Node& n = *np;
+      const codegen::KernelEmitter* e = codegen::emitter_for(n);
+      ASSERT_NE(e, nullptr) << n.describe();
+      std::vector<codegen::NodeKernel> ks;
+      ASSERT_NO_THROW(ks = e->emit(n)) << n.describe();
+      for (const codegen::NodeKernel& k : ks) {
+        auto [it, fresh] = seen.emplace(k.name, sources.size());
+        if (fresh) {
+          sources.push_back({k.name, k.source});
+          source_case.push_back(c.name);
+        }
+        if (is_anchor(n)) c.anchor_sources.push_back(it->second);
+      }
+      c.kernels[&n] = std::move(ks);
+    }
+    EXPECT_EQ(c.anchor_sources.size(), 1u) << print_graph(*c.g);
+  }
+  auto t1 = clock::now();
+  codegen::KernelCache cache;
+  int max_regs = 0, spills = 0;
+  std::string max_regs_kernel;
+  std::vector<std::string> ptx80(sources.size());
+  for (std::string arch : {"sm_80", "sm_90"}) {
+    codegen::KernelCompiler compiler(arch, &cache);
+    std::vector<codegen::CompiledKernel> ks;
+    ASSERT_NO_THROW(ks = compiler.compile(sources));
+    for (size_t i = 0; i < ks.size(); ++i) {
+      EXPECT_FALSE(ks[i].cubin.empty()) << source_case[i];
+      if (arch == "sm_80") ptx80[i] = ks[i].ptx;
+      if (ks[i].registers > max_regs) {
+        max_regs = ks[i].registers;
+        max_regs_kernel = source_case[i] + " " + arch;
+      }
+      if (ks[i].spill_bytes > 0) {
+        ++spills;
+        fmt::print("  spills: {} on {}: {} bytes\n", source_case[i], arch, ks[i].spill_bytes);
+        if (std::getenv("KILN_DUMP_SPILLS")) fmt::print("{}\n{}\n", ks[i].log, sources[i].source);
+      }
+    }
+  }
+  // The anchors really are on tensor cores (and cp.async where every operand is dense).
+  int mma_kernels = 0, cp_async_kernels = 0;
+  for (const Case& c : cases) {
+    for (size_t i : c.anchor_sources) {
+      const std::string want =
+          c.prec == Prec::Tf32 ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+                               : fmt::format("mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32", dt_of(c.prec));
+      const bool mma = ptx80[i].find(want) != std::string::npos;
+      const bool cp = ptx80[i].find("cp.async.cg.shared.global") != std::string::npos;
+      EXPECT_TRUE(mma) << c.name << ": no " << want << " in the PTX";
+      if (c.want_cp_async) {
+        EXPECT_TRUE(cp) << c.name << ": no cp.async in the PTX";
+      }
+      mma_kernels += mma;
+      cp_async_kernels += cp;
+    }
+  }
+  auto t2 = clock::now();
+  codegen::SimCompiler sim;
+  std::map<std::string, codegen::SimEntry> entries = sim.compile(sources);
+  auto t3 = clock::now();
+  int passed = 0;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
+    SCOPED_TRACE(c.name);
+    auto feed = inputs_for(*c.g, ci + 1, c.prec == Prec::Tf32);
+    std::vector<Tensor> want = ReferenceExecutor(*c.g).run(feed);
+    std::vector<Tensor> got;
+    ASSERT_NO_THROW(got = run_on_sim(c, entries, feed));
+    ASSERT_EQ(got.size(), want.size());
+    bool ok = true;
+    for (size_t i = 0; i < got.size(); ++i) {
+      std::string diff = compare_tensors(got[i], want[i], tolerance_for(c.prec, want[i].dtype()));
+      EXPECT_EQ(diff, "") << "result " << i;
+      ok = ok && diff.empty();
+    }
+    passed += ok;
+  }
+  auto t4 = clock::now();
+  auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  fmt::print(
+      "codegen tensor cores: {} cases, {} kernels ({} anchors on mma.sync, {} with cp.async), compiled for "
+      "sm_80/sm_90, max registers {} ({}), {} with spills; {} of {} match the reference on the simulator\n",
+      cases.size(), sources.size(), mma_kernels, cp_async_kernels, max_regs, max_regs_kernel, spills, passed,
+      cases.size());
+  fmt::print("  times: emit {:.2f}s, nvrtc {:.2f}s, sim build {:.2f}s, run {:.2f}s\n", secs(t0, t1), secs(t1, t2),
+             secs(t2, t3), secs(t3, t4));
+  EXPECT_EQ(spills, 0);
+  EXPECT_EQ(passed, static_cast<int>(cases.size()));
+}
+
+// The tile configurations: the default is valid and first among the
+// candidates, every candidate is valid, and a chooser overrides the default
+// (and an invalid choice is refused, naming the problem).
+TEST(CodegenTensorCore, TileConfigurations) {
+  using namespace codegen;
+  for (GemmMath m : {GemmMath::Simt, GemmMath::F16, GemmMath::BF16, GemmMath::Tf32})
+    for (auto [b, M, N, K] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>{
+             {1, 1, 768, 768}, {1, 3136, 64, 576}, {12, 128, 128, 64}, {1, 4096, 4096, 4096}, {1, 7, 5, 3}}) {
+      GemmProblem p{m, b, M, N, K};
+      std::vector<GemmTileConfig> cs = gemm_tile_candidates(p);
+      ASSERT_FALSE(cs.empty());
+      EXPECT_EQ(cs[0], default_gemm_tile(p)) << gemm_problem_key(p);
+      for (const GemmTileConfig& c : cs) EXPECT_EQ(gemm_tile_invalid(c, p), "") << gemm_tile_name(c);
+      if (m != GemmMath::Simt) {
+        EXPECT_GT(cs.size(), 4u) << gemm_problem_key(p);
+      }
+    }
+  GemmProblem p{GemmMath::F16, 1, 4096, 4096, 4096};
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile(p)), "128x128x32 w2x4 s3");
+  EXPECT_EQ(gemm_problem_key(p), "f16:b1:m4096:n4096:k4096");
+  GemmTileConfig small{64, 32, 16, 2, 1, 2};
+  {
+    ScopedGemmTileChooser ch([&](const GemmProblem&) { return std::optional<GemmTileConfig>(small); });
+    EXPECT_EQ(choose_gemm_tile_config(p), small);
+    GemmTileConfig bad = small;
+    bad.warps_n = 3;
+    ScopedGemmTileChooser inner([&](const GemmProblem&) { return std::optional<GemmTileConfig>(bad); });
+    EXPECT_THROW(choose_gemm_tile_config(p), Error);
+  }
+  EXPECT_EQ(choose_gemm_tile_config(p), default_gemm_tile(p));
+}
+
+// An overridden tile reaches the kernel: a chooser's configuration changes the
+// emitted source (the autotuner's entry point) and stays correct on the simulator.
+TEST(CodegenTensorCore, ChooserOverridesTheKernelTile) {
+  auto g = parse_graph(R"(graph @m(%a: f16[40,72], %b: f16[72,48]) -> (f16[40,48]) {
+    %y = matmul(%a, %b) : f16[40,48]
+    return %y
+  })",
+                       "t.kir");
+  const Node& n = *g->nodes().front();
+  const codegen::KernelEmitter* e = codegen::emitter_for(n);
+  ASSERT_NE(e, nullptr);
+  std::string def = e->emit(n).at(0).source;
+  codegen::GemmTileConfig c{16, 16, 16, 1, 1, 4};
+  codegen::ScopedGemmTileChooser ch([&](const codegen::GemmProblem&) { return std::optional(c); });
+  std::vector<codegen::NodeKernel> ks = e->emit(n);
+  EXPECT_NE(ks.at(0).source, def);
+  EXPECT_NE(ks.at(0).source.find("tile 16x16x16 w1x1 s4"), std::string::npos);
+  EXPECT_EQ(ks.at(0).block.x, 32u);
+  codegen::SimExecutor sim(*g);
+  std::map<std::string, Tensor> feed = inputs_for(*g, 5);
+  std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
+  std::vector<Tensor> got = sim.run(feed);
+  EXPECT_EQ(compare_tensors(got.at(0), want.at(0), default_tolerance(DType::F16)), "");
+}
+
+}  // namespace
+}  // namespace kiln

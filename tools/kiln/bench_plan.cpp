@@ -1,0 +1,268 @@
+#include "tools/kiln/bench_plan.h"
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "backends/reference/executor.h"
+#include "ir/error.h"
+#include "kiln/kiln.hpp"
+#include "runtime/plan_format.h"
+#include "runtime/plan_graph.h"
+#include "tools/kiln/bench.h"
+#include "tools/kiln/plan_sim.h"
+#include "tools/kiln/progress.h"
+#include "tools/kiln/run_plan.h"
+
+namespace kiln {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
+}
+
+std::string stats_line(const char* what, const LatencyStats& s) {
+  return fmt::format("{}: min = {:.3f} ms, max = {:.3f} ms, mean = {:.3f} ms, median = {:.3f} ms, "
+                     "percentile(90%) = {:.3f} ms, percentile(95%) = {:.3f} ms, percentile(99%) = {:.3f} ms\n",
+                     what, s.min, s.max, s.mean, s.median, s.p90, s.p95, s.p99);
+}
+
+nlohmann::json stats_json(const LatencyStats& s) {
+  return {{"min", s.min},   {"max", s.max}, {"mean", s.mean}, {"median", s.median},
+          {"p90", s.p90},   {"p95", s.p95}, {"p99", s.p99}};
+}
+
+struct ProfileRow {
+  std::string name, op;
+  int64_t calls = 0;
+  double total_ms = 0;
+};
+
+// Accumulates times by name, keeping first-seen order for ties.
+struct Profile {
+  std::map<std::string, ProfileRow> rows;
+  std::vector<std::string> order;
+  void add(const std::string& name, const std::string& op, double ms) {
+    auto [it, fresh] = rows.try_emplace(name);
+    if (fresh) {
+      it->second.name = name;
+      it->second.op = op;
+      order.push_back(name);
+    }
+    ++it->second.calls;
+    it->second.total_ms += ms;
+  }
+};
+
+}  // namespace
+
+int run_bench_plan(const BenchOptions& o) {
+  if (o.batch > 0 || !o.shapes.empty())
+    fail("{}: a plan's shapes are fixed when it is compiled; --batch/--shapes apply to .onnx models (recompile "
+         "with kiln compile --shapes ... -o MODEL.plan)",
+         o.model);
+  const std::string backend = o.backend.empty() ? "auto" : o.backend;
+  auto t0 = Clock::now();
+  // The plan's graph, through the runtime's reader: node names for the
+  // profile, the launch list for sim.
+  plan::Plan p = plan::read_plan_file(o.model);
+  std::unique_ptr<Graph> g = plan::load_graph(p, o.model);
+  std::vector<const Node*> nodes;
+  for (const auto& n : g->nodes()) nodes.push_back(n.get());
+
+  std::vector<std::pair<std::string, TensorType>> decl;
+  for (const Value* v : g->inputs()) decl.emplace_back(v->name(), v->type());
+  std::map<std::string, Tensor> feed = make_run_inputs(decl, o.inputs);  // --inputs, else seeded random
+
+  std::string ran, info;  // the backend that ran, and what the runtime says about it
+  bool on_gpu = false;
+  std::function<void()> run_once;
+  std::function<double()> gpu_compute_ms;  // the last run's GPU-only time
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Context> ctx;
+  std::vector<Tensor> outs;
+  std::function<void()> profiled_run;  // one run that feeds `prof`
+  Profile prof;
+  std::string profile_unit, profile_note;
+
+  if (backend == "sim") {
+    if (!plan_sim_available()) fail("backend 'sim' is not built into this kiln (no NVRTC/codegen)");
+    ran = "sim";
+    info = "the plan's kernels and launch list on the CPU simulator: a CPU backend, timings are not GPU timings";
+    run_once = [&] { outs = run_plan_on_sim(p, *g, feed); };
+    profiled_run = [&] {
+      outs = run_plan_on_sim(p, *g, feed, [&](size_t i, double ms) {
+        const plan::Step& s = p.steps[i];
+        std::string op = s.node < nodes.size() ? nodes[s.node]->op() : "copy";
+        prof.add(s.kind == plan::StepKind::Copy ? fmt::format("copy (step {})", i) : p.kernels[s.kernel].name, op, ms);
+      });
+    };
+    profile_unit = "kernels";
+  } else {
+    kiln_backend b = backend == "auto"  ? KILN_BACKEND_AUTO
+                     : backend == "gpu" ? KILN_BACKEND_GPU
+                     : backend == "ref" ? KILN_BACKEND_CPU
+                                        : (fail("unknown backend '{}' for a plan (auto, gpu, ref, sim)", backend),
+                                           KILN_BACKEND_AUTO);
+    try {
+      engine = std::make_unique<Engine>(Engine::from_file(o.model, b));
+      on_gpu = engine->backend() == KILN_BACKEND_GPU;
+      ran = on_gpu ? "gpu" : "ref";
+      info = engine->info();
+      ctx = std::make_unique<Context>(*engine);
+      for (const TensorInfo& t : engine->inputs()) ctx->bind_input(t.name, feed.at(t.name).raw(), t.dtype, t.shape);
+      for (const TensorInfo& t : engine->outputs()) {
+        outs.emplace_back(DType(t.dtype), t.shape);
+        ctx->bind_output(t.name, outs.back().raw(), t.dtype, t.shape);
+      }
+    } catch (const runtime_error& e) {
+      fail("{}", e.what());  // a bad plan or no usable GPU: the user's (exit 1)
+    }
+    run_once = [&] {
+      try {
+        ctx->run();
+      } catch (const runtime_error& e) {
+        fail("{}: {}", o.model, e.what());
+      }
+    };
+    if (on_gpu) {
+      gpu_compute_ms = [&] { return double(ctx->last_timing().compute_ms); };
+      profile_note =
+          "no per-kernel profile on the GPU: the runtime replays the whole launch list as one CUDA Graph and "
+          "exposes no per-kernel times (use Nsight Systems: nsys profile kiln bench ...)";
+    } else {
+      // The engine's CPU path is this executor over this graph
+      // (runtime/engine.cpp); the C API has no per-node hook.
+      profiled_run = [&] {
+        ReferenceExecutor ex(*g);
+        ex.run(feed, [&](const Node& n, double ms) { prof.add(n.name().empty() ? n.describe() : n.name(), n.op(), ms); });
+      };
+      profile_unit = "nodes";
+      profile_note = "per node of the plan's graph through the reference executor (the runtime's CPU path), from "
+                     "separate profiled runs after the timed ones";
+    }
+  }
+  double load_ms = ms_between(t0, Clock::now());
+
+  int warmup_runs = 0;
+  auto w0 = Clock::now();
+  while (o.warmup_ms > 0 && (warmup_runs == 0 || ms_between(w0, Clock::now()) < o.warmup_ms)) {
+    run_once();
+    ++warmup_runs;
+  }
+  double warmup_ms = ms_between(w0, Clock::now());
+
+  std::vector<double> lat, host, gpu;
+  Progress shown("bench iterations", 2.0);
+  auto b0 = Clock::now();
+  for (int i = 0; i < o.iterations; ++i) {
+    double c = process_cpu_ms();
+    auto a = Clock::now();
+    run_once();
+    lat.push_back(ms_between(a, Clock::now()));
+    host.push_back(process_cpu_ms() - c);
+    if (gpu_compute_ms) gpu.push_back(gpu_compute_ms());
+    shown.update(i + 1, o.iterations);
+  }
+  double wall_ms = ms_between(b0, Clock::now());
+  if (o.profile && profiled_run)
+    for (int i = 0; i < o.iterations; ++i) profiled_run();
+
+  int64_t batch = 1;
+  if (!g->inputs().empty() && g->inputs()[0]->type().rank() > 0) batch = g->inputs()[0]->shape()[0];
+  LatencyStats L = latency_stats(lat), H = latency_stats(host), G = latency_stats(gpu);
+  double qps = double(o.iterations) / (wall_ms / 1e3);
+
+  std::cout << "=== Model ===\n";
+  std::cout << fmt::format("Plan: {} (kiln {}, target {}, precision {}, {} GPU kernels)\n", o.model,
+                           p.meta.kiln_version, p.meta.target, p.meta.precision,
+                           p.meta.gpu_kernels ? std::to_string(p.kernels.size()) : "no");
+  std::cout << "Inputs: ";
+  for (size_t i = 0; i < g->inputs().size(); ++i)
+    std::cout << (i ? ", " : "") << g->inputs()[i]->name() << " " << g->inputs()[i]->type().str();
+  std::cout << "\n";
+  std::cout << fmt::format("Backend: {} ({})\n", ran, info);
+  std::cout << fmt::format("Load: {:.1f} ms (plan read, checked and loaded by the runtime)\n", load_ms);
+  std::cout << fmt::format("Warm-up: {} runs, {:.1f} ms\n", warmup_runs, warmup_ms);
+  std::cout << "=== Performance summary ===\n";
+  std::cout << fmt::format("Throughput: {:.3f} qps ({:.3f} samples/s at batch {})\n", qps, qps * double(batch), batch);
+  std::cout << stats_line("Latency", L);
+  // Runs are synchronous (kiln_context_run returns when the outputs are
+  // written), so the host's enqueue time is the whole run's.
+  std::cout << stats_line("Host CPU Time", H);
+  if (on_gpu) std::cout << stats_line("GPU Compute Time", G);
+  else std::cout << "GPU Compute Time: none (CPU backend; no GPU ran)\n";
+  std::cout << fmt::format("Total Host Walltime: {:.3f} s for {} iterations\n", wall_ms / 1e3, o.iterations);
+
+  std::vector<ProfileRow> rows;
+  double prof_total = 0;
+  for (const std::string& n : prof.order) {
+    rows.push_back(prof.rows.at(n));
+    prof_total += rows.back().total_ms;
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.total_ms > b.total_ms; });
+  if (o.profile) {
+    if (!profiled_run) {
+      std::cout << "=== Profile ===\n" << "not available: " << profile_note << "\n";
+    } else {
+      std::cout << fmt::format("=== Profile ({} {}, {} iterations) ===\n", rows.size(), profile_unit, o.iterations);
+      if (!profile_note.empty()) std::cout << "(" << profile_note << ")\n";
+      std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12} {:>10} {:>7}\n", profile_unit == "kernels" ? "Kernel" : "Node",
+                               "Op", "Calls", "Total (ms)", "Avg (ms)", "%");
+      auto shorten = [](const std::string& s) { return s.size() <= 48 ? s : s.substr(0, 45) + "..."; };
+      for (const ProfileRow& r : rows)
+        std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12.3f} {:>10.4f} {:>6.1f}%\n", shorten(r.name), r.op, r.calls,
+                                 r.total_ms, r.total_ms / double(r.calls),
+                                 prof_total > 0 ? 100.0 * r.total_ms / prof_total : 0.0);
+      std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12.3f}\n", "Total", "", "", prof_total);
+    }
+  }
+
+  if (!o.json_path.empty()) {
+    nlohmann::json j = {{"model", o.model},
+                        {"plan", true},
+                        {"backend", ran},
+                        {"backend_kind", on_gpu ? "gpu" : "cpu"},
+                        {"backend_info", info},
+                        {"target", p.meta.target},
+                        {"precision", p.meta.precision},
+                        {"batch", batch},
+                        {"iterations", o.iterations},
+                        {"warmup_runs", warmup_runs},
+                        {"load_ms", load_ms},
+                        {"throughput_qps", qps},
+                        {"latency_ms", stats_json(L)},
+                        {"host_cpu_ms", stats_json(H)},
+                        {"latency_samples_ms", lat},
+                        {"total_walltime_ms", wall_ms}};
+    j["gpu_compute_ms"] = on_gpu ? stats_json(G) : nlohmann::json(nullptr);
+    if (on_gpu) j["gpu_compute_samples_ms"] = gpu;
+    if (o.profile) {
+      j["profile"] = nlohmann::json::array();
+      for (const ProfileRow& r : rows)
+        j["profile"].push_back({{"name", r.name}, {"op", r.op}, {"calls", r.calls}, {"total_ms", r.total_ms},
+                                {"avg_ms", r.total_ms / double(r.calls)},
+                                {"percent", prof_total > 0 ? 100.0 * r.total_ms / prof_total : 0.0}});
+      if (!profile_note.empty()) j["profile_note"] = profile_note;
+    }
+    std::ofstream f(o.json_path);
+    if (!f) fail("cannot write {}", o.json_path);
+    f << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace kiln

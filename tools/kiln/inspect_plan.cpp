@@ -1,0 +1,264 @@
+#include "tools/kiln/inspect_plan.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "ir/error.h"
+#include "runtime/cubin_info.h"
+#include "runtime/plan_format.h"
+#include "runtime/plan_graph.h"
+#include "tools/kiln/inspect.h"
+
+namespace kiln {
+
+namespace {
+
+// passes/memory_plan.h's Storage, as stored in the plan.
+std::string storage_name(uint8_t s) {
+  switch (s) {
+    case 0: return "arena";
+    case 1: return "output";
+    case 2: return "input-view";
+    case 3: return "const-view";
+  }
+  return fmt::format("#{}", s);
+}
+
+std::string dims(const Shape& s) {
+  if (s.empty()) return "[] (scalar)";
+  return fmt::format("[{}]", fmt::join(s, "x"));
+}
+
+std::string dim3(const plan::Dim3& d) { return fmt::format("{}x{}x{}", d.x, d.y, d.z); }
+
+std::string known(int64_t v) { return v < 0 ? "?" : std::to_string(v); }
+
+// Fused nodes are named after all their members: shortened in the tables,
+// whole in the JSON.
+std::string shorten(const std::string& t, size_t w) { return t.size() <= w ? t : t.substr(0, w - 3) + "..."; }
+
+// A kernel's resources: ptxas's numbers from the plan, and what its CUBIN's
+// .nv.info says (runtime/cubin_info.h: the check that both agree, and the
+// source of registers for plans written before the `resources` section).
+struct KernelView {
+  const plan::Kernel* k = nullptr;
+  int cubin_registers = -1;
+  int cubin_frame_bytes = -1;  // local memory per thread: spills and local arrays
+  std::string cubin_error;
+  int launches = 0;
+  int registers() const { return k->registers >= 0 ? k->registers : cubin_registers; }
+};
+
+// Plans name nodes by their position in the graph's node list.
+std::string node_label(const std::vector<const Node*>& nodes, uint32_t node) {
+  if (node == UINT32_MAX) return "(graph output copy)";
+  if (node >= nodes.size()) return fmt::format("node #{} (out of range)", node);
+  const Node& n = *nodes[node];
+  return n.name().empty() ? fmt::format("#{} {}", node, n.op()) : fmt::format("#{} {} ({})", node, n.name(), n.op());
+}
+
+}  // namespace
+
+bool is_plan_path(const std::string& path) { return path.size() > 5 && path.ends_with(".plan"); }
+
+int run_inspect_plan(const InspectOptions& o) {
+  if (!o.shapes.empty())
+    fail("{}: a plan's shapes are fixed when it is compiled; --shapes applies to .onnx models", o.model);
+  // The runtime's reader: every loading check the runtime makes (checksums,
+  // bounds, cross-section bindings) and the graph parsed back and verified.
+  plan::Plan p = plan::read_plan_file(o.model);
+  std::unique_ptr<Graph> g = plan::load_graph(p, o.model);
+  const plan::Meta& m = p.meta;
+  std::vector<const Node*> nodes;
+  for (const auto& n : g->nodes()) nodes.push_back(n.get());
+  nlohmann::json j;
+  auto& out = std::cout;
+
+  uint64_t file_bytes = std::filesystem::file_size(o.model);
+  out << fmt::format("plan: {} ({} bytes, plan format version {})\n", o.model, file_bytes, plan::kFormatVersion);
+  out << fmt::format("kiln version: {}\n", m.kiln_version);
+  out << fmt::format("target: {}, precision: {}\n", m.target, m.precision);
+  j["plan"] = o.model;
+  j["file_bytes"] = file_bytes;
+  j["format_version"] = plan::kFormatVersion;
+  j["kiln_version"] = m.kiln_version;
+  j["target"] = m.target;
+  j["precision"] = m.precision;
+  j["archs"] = m.archs;
+  j["gpu_kernels"] = m.gpu_kernels;
+
+  std::vector<KernelView> kv(p.kernels.size());
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    kv[i].k = &p.kernels[i];
+    if (p.kernels[i].cubin.empty()) {
+      kv[i].cubin_error = "no CUBIN";
+      continue;
+    }
+    try {
+      plan::CubinKernelInfo ci = plan::cubin_kernel_info(p.kernels[i].cubin, p.kernels[i].name);
+      kv[i].cubin_registers = ci.registers;
+      kv[i].cubin_frame_bytes = ci.frame_bytes;
+    } catch (const Error& e) {
+      kv[i].cubin_error = e.what();
+    }
+  }
+  int launches = 0, copies = 0;
+  for (const plan::Step& s : p.steps) {
+    if (s.kind == plan::StepKind::Copy) {
+      ++copies;
+    } else {
+      ++launches;
+      ++kv[s.kernel].launches;  // index checked by the loader
+    }
+  }
+
+  if (m.gpu_kernels) {
+    bool ptx = std::all_of(p.kernels.begin(), p.kernels.end(), [](const plan::Kernel& k) { return !k.ptx.empty(); });
+    out << fmt::format("archs: {} (CUBIN{} per kernel)\n", fmt::join(m.archs, ", "), ptx ? " + PTX" : "");
+    out << fmt::format("GPU kernels: {} distinct, {} launch steps ({} kernel launches, {} copies)\n",
+                       p.kernels.size(), p.steps.size(), launches, copies);
+  } else {
+    out << "archs: none\n";
+    out << fmt::format("GPU kernels: none: {}\n", m.no_gpu_reason);
+    out << "  (the runtime runs this plan on its CPU reference path: the graph below through the reference "
+           "executor)\n";
+    j["no_gpu_reason"] = m.no_gpu_reason;
+  }
+
+  auto io = [&](const char* title, const std::vector<Value*>& vs, const char* key) {
+    out << title << ":\n";
+    j[key] = nlohmann::json::array();
+    for (const Value* v : vs) {
+      out << fmt::format("  {:<24} {:<5} {}\n", v->name(), dtype_name(v->dtype()), dims(v->shape()));
+      j[key].push_back({{"name", v->name()},
+                        {"dtype", std::string(dtype_name(v->dtype()))},
+                        {"shape", v->shape()},
+                        {"bytes", v->type().nbytes()}});
+    }
+  };
+  io("inputs", g->inputs(), "inputs");
+  io("outputs", g->outputs(), "outputs");
+
+  uint64_t graph_bytes = 0, extra_bytes = 0;
+  for (size_t i = 0; i < p.weights.size(); ++i) (i < m.graph_constants ? graph_bytes : extra_bytes) += p.weights[i].nbytes;
+  out << fmt::format("weights: {} bytes ({:.1f} MiB) in {} entries: {} graph constants ({} bytes), {} kernel "
+                     "buffers ({} bytes)\n",
+                     graph_bytes + extra_bytes, double(graph_bytes + extra_bytes) / (1 << 20), p.weights.size(),
+                     m.graph_constants, graph_bytes, p.weights.size() - m.graph_constants, extra_bytes);
+  j["weights"] = {{"bytes", graph_bytes + extra_bytes},
+                  {"entries", p.weights.size()},
+                  {"graph_constants", m.graph_constants},
+                  {"graph_constant_bytes", graph_bytes},
+                  {"kernel_buffer_bytes", extra_bytes}};
+
+  std::map<std::string, int> per_storage;
+  int64_t separate = 0;  // bytes if every arena result had its own buffer
+  for (const plan::MemoryEntry& e : p.memory.values) {
+    ++per_storage[storage_name(e.storage)];
+    if (e.storage == 0) separate += e.size;
+  }
+  std::vector<std::string> counts;
+  for (const auto& [k, n] : per_storage) counts.push_back(fmt::format("{} {}", n, k));
+  out << fmt::format("memory plan: arena {} bytes (alignment {}), live peak {}, {} bytes without reuse; {} "
+                     "results ({})\n",
+                     p.memory.arena_bytes, p.memory.alignment,
+                     p.memory.live_peak_bytes < 0 ? std::string("not recorded (older plan)")
+                                                  : fmt::format("{} bytes", p.memory.live_peak_bytes),
+                     separate, p.memory.values.size(), fmt::join(counts, ", "));
+  out << fmt::format("  {:<40} {:>6} {:<10} {:>12} {:>12}\n", "node", "result", "storage", "offset", "size");
+  nlohmann::json jm = nlohmann::json::array();
+  for (const plan::MemoryEntry& e : p.memory.values) {
+    out << fmt::format("  {:<40} {:>6} {:<10} {:>12} {:>12}\n", shorten(node_label(nodes, e.node), 40), e.result,
+                       storage_name(e.storage), e.offset, e.size);
+    jm.push_back({{"node", e.node},
+                  {"node_label", node_label(nodes, e.node)},
+                  {"result", e.result},
+                  {"storage", storage_name(e.storage)},
+                  {"offset", e.offset},
+                  {"size", e.size}});
+  }
+  j["memory"] = {{"arena_bytes", p.memory.arena_bytes},
+                 {"alignment", p.memory.alignment},
+                 {"live_peak_bytes", p.memory.live_peak_bytes},
+                 {"bytes_without_reuse", separate},
+                 {"values", jm}};
+
+  j["kernels"] = nlohmann::json::array();
+  j["launches"] = nlohmann::json::array();
+  if (!p.kernels.empty()) {
+    out << fmt::format("kernels ({}; registers, static shared bytes and spill bytes from ptxas; registers checked "
+                       "against the CUBIN, frame = its local bytes per thread):\n",
+                       p.kernels.size());
+    out << fmt::format("  {:>3} {:<44} {:<6} {:>9} {:>12} {:>7} {:>6} {:>8}\n", "#", "name", "arch", "registers",
+                       "static smem", "spills", "frame", "launches");
+    for (size_t i = 0; i < kv.size(); ++i) {
+      const KernelView& k = kv[i];
+      std::string regs = known(k.registers());
+      // ptxas and the CUBIN disagreeing would mean a stale or mixed-up plan.
+      if (k.k->registers >= 0 && k.cubin_registers >= 0 && k.k->registers != k.cubin_registers)
+        regs += fmt::format(" (CUBIN: {})", k.cubin_registers);
+      out << fmt::format("  {:>3} {:<44} {:<6} {:>9} {:>12} {:>7} {:>6} {:>8}\n", i, k.k->name, k.k->arch, regs,
+                         known(k.k->static_shared_bytes), known(k.k->spill_bytes), known(k.cubin_frame_bytes),
+                         k.launches);
+      if (!k.cubin_error.empty()) out << fmt::format("      CUBIN not read: {}\n", k.cubin_error);
+      nlohmann::json jk = {{"index", i},
+                           {"name", k.k->name},
+                           {"arch", k.k->arch},
+                           {"registers", k.registers()},
+                           {"static_shared_bytes", k.k->static_shared_bytes},
+                           {"spill_bytes", k.k->spill_bytes},
+                           {"ptxas_registers", k.k->registers},
+                           {"cubin_registers", k.cubin_registers},
+                           {"cubin_frame_bytes", k.cubin_frame_bytes},
+                           {"cubin_bytes", k.k->cubin.size()},
+                           {"ptx_bytes", k.k->ptx.size()},
+                           {"launches", k.launches}};
+      if (!k.cubin_error.empty()) jk["cubin_error"] = k.cubin_error;
+      j["kernels"].push_back(jk);
+    }
+  }
+  if (!p.steps.empty()) {
+    out << fmt::format("launches ({} steps, in order):\n", p.steps.size());
+    out << fmt::format("  {:>4} {:<30} {:<36} {:>14} {:>10} {:>5} {:>14} {:>6}\n", "step", "node", "kernel", "grid",
+                       "block", "regs", "smem st+dyn", "spills");
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      const plan::Step& s = p.steps[i];
+      std::string node = node_label(nodes, s.node);
+      if (s.kind == plan::StepKind::Copy) {
+        out << fmt::format("  {:>4} {:<30} copy {} bytes\n", i, shorten(node, 30), s.args[0].nbytes);
+        j["launches"].push_back({{"step", i}, {"kind", "copy"}, {"node", node}, {"bytes", s.args[0].nbytes}});
+        continue;
+      }
+      const KernelView& k = kv[s.kernel];
+      out << fmt::format("  {:>4} {:<30} {:<36} {:>14} {:>10} {:>5} {:>14} {:>6}\n", i, shorten(node, 30),
+                         shorten(k.k->name, 36), dim3(s.grid), dim3(s.block), known(k.registers()),
+                         fmt::format("{}+{}", known(k.k->static_shared_bytes), s.shared_bytes), known(k.k->spill_bytes));
+      j["launches"].push_back({{"step", i},
+                               {"kind", "kernel"},
+                               {"node", node},
+                               {"kernel", k.k->name},
+                               {"kernel_index", s.kernel},
+                               {"grid", {s.grid.x, s.grid.y, s.grid.z}},
+                               {"block", {s.block.x, s.block.y, s.block.z}},
+                               {"registers", k.registers()},
+                               {"static_shared_bytes", k.k->static_shared_bytes},
+                               {"dynamic_shared_bytes", s.shared_bytes},
+                               {"spill_bytes", k.k->spill_bytes},
+                               {"buffers", s.args.size()}});
+    }
+  }
+  out << fmt::format("graph: {} nodes (the optimized graph; kiln dump-ir prints IR of .onnx models)\n",
+                     g->nodes().size());
+  j["graph_nodes"] = g->nodes().size();
+  if (!o.json_path.empty()) {
+    std::ofstream f(o.json_path);
+    if (!f) fail("cannot write {}", o.json_path);
+    f << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace kiln

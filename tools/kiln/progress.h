@@ -1,0 +1,37 @@
+// Progress of a long CLI step on stderr, the same for every step: on a
+// terminal one updating line ("kernels compiled 12/40 (3.1 s)"); when stderr
+// is a pipe or file, plain lines at every tenth of the work and at the end,
+// so logs stay short. A step that finishes before `delay_s` shows nothing
+// (small models stay quiet). Safe to call from several threads; a count
+// lower than one already shown is ignored.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+
+namespace kiln {
+
+class Progress {
+ public:
+  explicit Progress(std::string what, double delay_s = 0);
+  // `done` of `total` units finished.
+  void update(int done, int total);
+  // The callback form codegen's KernelCompiler::set_progress takes; the
+  // Progress must outlive it.
+  std::function<void(int, int)> callback() {
+    return [this](int done, int total) { update(done, total); };
+  }
+
+ private:
+  std::string what_;
+  double delay_s_;
+  bool tty_;
+  bool shown_ = false;
+  int last_tenth_ = -1;
+  int max_done_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  std::mutex mu_;
+};
+
+}  // namespace kiln
