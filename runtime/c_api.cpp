@@ -251,6 +251,16 @@ kiln_status kiln_context_enqueue(kiln_context* context, void* stream) {
   return guard(KILN_ERROR_RUNTIME, [&] { context->context.enqueue(stream); });
 }
 
+kiln_status kiln_context_submit(kiln_context* context) {
+  KILN_REQUIRE(context);
+  return guard(KILN_ERROR_RUNTIME, [&] { context->context.submit(); });
+}
+
+kiln_status kiln_context_wait(kiln_context* context) {
+  KILN_REQUIRE(context);
+  return guard(KILN_ERROR_RUNTIME, [&] { context->context.wait(); });
+}
+
 kiln_status kiln_context_last_timing(const kiln_context* context, kiln_run_timing* timing) {
   KILN_REQUIRE(context);
   KILN_REQUIRE(timing);

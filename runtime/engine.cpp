@@ -119,6 +119,36 @@ RunTiming Context::last_timing() const {
   return timing_;
 }
 
+void Context::submit() {
+  check_bound();
+  if (gpu_) {
+    std::vector<DeviceBinding> in, out;
+    for (const Binding& b : inputs_) in.push_back({b.ptr, b.device});
+    for (const Binding& b : outputs_) out.push_back({b.ptr, b.device});
+    gpu_->submit(in, out);
+    return;
+  }
+  if (cpu_in_flight_ >= GpuContext::kMaxInFlight)
+    fail("{} runs are in flight (the most a context pipelines): wait for one first", cpu_in_flight_);
+  enqueue(nullptr);
+  ++cpu_in_flight_;
+}
+
+void Context::wait() {
+  if (gpu_) {
+    if (!gpu_->in_flight()) fail("no run is in flight: nothing to wait for");
+    timed_ = false;  // a failed wait leaves no timing
+    GpuRunTiming t = gpu_->wait();
+    timing_ = {t.upload_ms, t.compute_ms, t.download_ms};
+    timed_ = true;
+    return;
+  }
+  if (!cpu_in_flight_) fail("no run is in flight: nothing to wait for");
+  --cpu_in_flight_;
+}
+
+size_t Context::in_flight() const { return gpu_ ? gpu_->in_flight() : cpu_in_flight_; }
+
 void Context::enqueue(void* stream) {
   check_bound();
   if (gpu_) {

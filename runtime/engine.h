@@ -79,6 +79,14 @@ class Context {
   // The CUDA-event times of the last successful run() (or null-stream
   // enqueue); kiln::Error on a CPU engine or before such a run.
   RunTiming last_timing() const;
+  // Pipelined runs (at most 2 in flight): submit() takes the bound inputs
+  // (copied at the call: they may be refilled on return) and starts a run;
+  // wait() finishes the oldest, writing its outputs into the buffers bound
+  // at its submit(). On the GPU one run's transfers overlap another's
+  // compute; on the CPU submit() runs at once and wait() only counts.
+  void submit();
+  void wait();
+  size_t in_flight() const;
   // On a GPU engine: asynchronous on `stream` (a CUstream). On the CPU:
   // `stream` must be null and it runs synchronously.
   void enqueue(void* stream);
@@ -90,6 +98,7 @@ class Context {
   std::unique_ptr<GpuContext> gpu_;
   bool timed_ = false;
   RunTiming timing_;
+  size_t cpu_in_flight_ = 0;
 };
 
 }  // namespace kiln::rt

@@ -1,5 +1,6 @@
 #include "runtime/gpu_executor.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "ir/error.h"
@@ -72,11 +73,11 @@ void GpuEngine::release() {
   ctx_ = nullptr;
 }
 
-CUdeviceptr GpuContext::address(const plan::BufferRef& b) const {
+CUdeviceptr GpuContext::address(const Slot& sl, const plan::BufferRef& b) const {
   switch (b.kind) {
     case plan::BufferKind::Arena: return arena_ + b.offset;
-    case plan::BufferKind::Input: return inputs_.at(b.index) + b.offset;
-    case plan::BufferKind::Output: return outputs_.at(b.index) + b.offset;
+    case plan::BufferKind::Input: return sl.inputs.at(b.index) + b.offset;
+    case plan::BufferKind::Output: return sl.outputs.at(b.index) + b.offset;
     case plan::BufferKind::Weight: return e_.weights_ + e_.plan_.weights.at(b.index).offset + b.offset;
   }
   return 0;
@@ -87,155 +88,216 @@ GpuContext::GpuContext(const GpuEngine& e) : e_(e) {
   CtxScope scope(d, e.ctx_);
   try {
     arena_ = alloc(d, e.plan_.memory.arena_bytes, "allocating the activation arena");
-    for (size_t n : e.input_bytes_) inputs_.push_back(alloc(d, n, "allocating an input buffer"));
-    for (size_t n : e.output_bytes_) outputs_.push_back(alloc(d, n, "allocating an output buffer"));
-    // Pinned staging for host bindings: DMA-able, so uploads and downloads
-    // are truly asynchronous to the host.
-    auto pinned = [&](size_t n, const char* what) {
-      void* p = nullptr;
-      if (n) d.check(d.cuMemHostAlloc(&p, n, kMemHostAllocPortable), what);
-      return p;
-    };
-    for (size_t n : e.input_bytes_) staged_in_.push_back(pinned(n, "allocating pinned staging for an input"));
-    for (size_t n : e.output_bytes_) staged_out_.push_back(pinned(n, "allocating pinned staging for an output"));
-    for (CUevent* ev : {&up_begin_, &up_end_, &graph_begin_, &graph_end_})
-      d.check(d.cuEventCreate(ev, kEventDefault), "cuEventCreate");
-    for (size_t i = 0; i < e.output_bytes_.size(); ++i) {
-      downloaded_.push_back(nullptr);
-      d.check(d.cuEventCreate(&downloaded_.back(), kEventDefault), "cuEventCreate");
-    }
-    d.check(d.cuStreamCreate(&copy_stream_, kStreamNonBlocking), "cuStreamCreate (copies)");
+    d.check(d.cuStreamCreate(&upload_stream_, kStreamNonBlocking), "cuStreamCreate (uploads)");
+    d.check(d.cuStreamCreate(&download_stream_, kStreamNonBlocking), "cuStreamCreate (downloads)");
     d.check(d.cuStreamCreate(&stream_, kStreamNonBlocking), "cuStreamCreate");
-    // The launch list, captured once; every address is fixed for the
-    // context's life, so the graph is replayed as is.
-    d.check(d.cuStreamBeginCapture(stream_, kCaptureModeThreadLocal), "cuStreamBeginCapture");
-    for (const plan::Step& s : e.plan_.steps) {
-      if (s.kind == plan::StepKind::Copy) {
-        d.check(d.cuMemcpyDtoDAsync(address(s.args[0]), address(s.args[1]), s.args[0].nbytes, stream_),
-                "capturing a copy");
-        continue;
-      }
-      std::vector<CUdeviceptr> ptrs;
-      for (const plan::BufferRef& b : s.args) ptrs.push_back(address(b));
-      std::vector<void*> params;
-      for (CUdeviceptr& p : ptrs) params.push_back(&p);
-      d.check(d.cuLaunchKernel(e.functions_[s.kernel], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y,
-                               s.block.z, s.shared_bytes, stream_,
-                               params.data(), nullptr),
-              ("capturing kernel " + e.plan_.kernels[s.kernel].name).c_str());
-    }
-    CUgraph graph = nullptr;
-    d.check(d.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
-    CUresult r = d.cuGraphInstantiateWithFlags(&exec_, graph, 0);
-    d.cuGraphDestroy(graph);
-    d.check(r, "cuGraphInstantiate");
+    add_slot();
   } catch (...) {
     release();
     throw;
   }
 }
 
+void GpuContext::add_slot() {
+  auto owned = std::make_unique<Slot>();
+  Slot& sl = *owned;
+  try {
+    fill_slot(sl);
+  } catch (...) {
+    free_slot(sl);
+    throw;
+  }
+  slots_.push_back(std::move(owned));
+}
+
+void GpuContext::fill_slot(Slot& sl) {
+  const CudaDriver& d = e_.d_;
+  for (size_t n : e_.input_bytes_) sl.inputs.push_back(alloc(d, n, "allocating an input buffer"));
+  for (size_t n : e_.output_bytes_) sl.outputs.push_back(alloc(d, n, "allocating an output buffer"));
+  // Pinned staging for host bindings: DMA-able, so uploads and downloads
+  // are truly asynchronous to the host.
+  auto pinned = [&](size_t n, const char* what) {
+    void* p = nullptr;
+    if (n) d.check(d.cuMemHostAlloc(&p, n, kMemHostAllocPortable), what);
+    return p;
+  };
+  for (size_t n : e_.input_bytes_) sl.staged_in.push_back(pinned(n, "allocating pinned staging for an input"));
+  for (size_t n : e_.output_bytes_) sl.staged_out.push_back(pinned(n, "allocating pinned staging for an output"));
+  for (CUevent* ev : {&sl.up_begin, &sl.up_end, &sl.graph_begin, &sl.graph_end})
+    d.check(d.cuEventCreate(ev, kEventDefault), "cuEventCreate");
+  for (size_t i = 0; i < e_.output_bytes_.size(); ++i) {
+    sl.downloaded.push_back(nullptr);
+    d.check(d.cuEventCreate(&sl.downloaded.back(), kEventDefault), "cuEventCreate");
+  }
+  // The launch list, captured once per slot; every address is fixed for the
+  // context's life, so the graph is replayed as is.
+  d.check(d.cuStreamBeginCapture(stream_, kCaptureModeThreadLocal), "cuStreamBeginCapture");
+  for (const plan::Step& s : e_.plan_.steps) {
+    if (s.kind == plan::StepKind::Copy) {
+      d.check(d.cuMemcpyDtoDAsync(address(sl, s.args[0]), address(sl, s.args[1]), s.args[0].nbytes, stream_),
+              "capturing a copy");
+      continue;
+    }
+    std::vector<CUdeviceptr> ptrs;
+    for (const plan::BufferRef& b : s.args) ptrs.push_back(address(sl, b));
+    std::vector<void*> params;
+    for (CUdeviceptr& p : ptrs) params.push_back(&p);
+    d.check(d.cuLaunchKernel(e_.functions_[s.kernel], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z,
+                             s.shared_bytes, stream_, params.data(), nullptr),
+            ("capturing kernel " + e_.plan_.kernels[s.kernel].name).c_str());
+  }
+  CUgraph graph = nullptr;
+  d.check(d.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
+  CUresult r = d.cuGraphInstantiateWithFlags(&sl.exec, graph, 0);
+  d.cuGraphDestroy(graph);
+  d.check(r, "cuGraphInstantiate");
+}
+
 GpuContext::~GpuContext() { release(); }
+
+void GpuContext::free_slot(Slot& sl) {
+  const CudaDriver& d = e_.d_;
+  if (sl.exec) d.cuGraphExecDestroy(sl.exec);
+  for (CUevent ev : {sl.up_begin, sl.up_end, sl.graph_begin, sl.graph_end})
+    if (ev) d.cuEventDestroy(ev);
+  for (CUevent ev : sl.downloaded)
+    if (ev) d.cuEventDestroy(ev);
+  for (void* p : sl.staged_in)
+    if (p) d.cuMemFreeHost(p);
+  for (void* p : sl.staged_out)
+    if (p) d.cuMemFreeHost(p);
+  for (CUdeviceptr p : sl.inputs) d.cuMemFree(p);
+  for (CUdeviceptr p : sl.outputs) d.cuMemFree(p);
+}
 
 void GpuContext::release() {
   const CudaDriver& d = e_.d_;
   CtxScope scope(d, e_.ctx_);
-  if (exec_) d.cuGraphExecDestroy(exec_);
-  if (stream_) d.cuStreamDestroy(stream_);
-  if (copy_stream_) d.cuStreamDestroy(copy_stream_);
-  for (CUevent ev : {up_begin_, up_end_, graph_begin_, graph_end_})
-    if (ev) d.cuEventDestroy(ev);
-  for (CUevent ev : downloaded_)
-    if (ev) d.cuEventDestroy(ev);
-  for (void* p : staged_in_)
-    if (p) d.cuMemFreeHost(p);
-  for (void* p : staged_out_)
-    if (p) d.cuMemFreeHost(p);
-  up_begin_ = up_end_ = graph_begin_ = graph_end_ = nullptr;
-  downloaded_.clear();
-  staged_in_.clear();
-  staged_out_.clear();
-  copy_stream_ = nullptr;
-  for (CUdeviceptr p : inputs_) d.cuMemFree(p);
-  for (CUdeviceptr p : outputs_) d.cuMemFree(p);
+  // Nothing may still be reading or writing what is freed.
+  for (CUstream s : {upload_stream_, stream_, download_stream_})
+    if (s) d.cuStreamSynchronize(s);
+  for (auto& sl : slots_) free_slot(*sl);
+  slots_.clear();
+  queue_.clear();
+  for (CUstream s : {upload_stream_, stream_, download_stream_})
+    if (s) d.cuStreamDestroy(s);
+  upload_stream_ = stream_ = download_stream_ = nullptr;
   if (arena_) d.cuMemFree(arena_);
-  exec_ = nullptr;
-  stream_ = nullptr;
-  inputs_.clear();
-  outputs_.clear();
   arena_ = 0;
 }
 
-GpuRunTiming GpuContext::run(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out) {
+void GpuContext::submit(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out) {
   const CudaDriver& d = e_.d_;
   CtxScope scope(d, e_.ctx_);
-  // Uploads on the copy stream; the host fills staging buffer i+1 while
+  if (queue_.size() >= kMaxInFlight)
+    fail("{} runs are in flight (the most a context pipelines): wait for one first", queue_.size());
+  // After a failure, copies may still be reading staging buffers the host is
+  // about to overwrite: let the streams drain first (their errors were
+  // reported by the call that failed).
+  if (!settled_) {
+    for (CUstream s : {upload_stream_, stream_, download_stream_}) d.cuStreamSynchronize(s);
+    settled_ = true;
+  }
+  size_t k = 0;
+  while (k < slots_.size() && std::find(queue_.begin(), queue_.end(), k) != queue_.end()) ++k;
+  if (k == slots_.size()) add_slot();
+  Slot& sl = *slots_[k];
+  settled_ = false;
+  // Uploads on the upload stream; the host fills staging buffer i+1 while
   // buffer i is on its way.
-  d.check(d.cuEventRecord(up_begin_, copy_stream_), "cuEventRecord");
+  d.check(d.cuEventRecord(sl.up_begin, upload_stream_), "cuEventRecord");
   for (size_t i = 0; i < in.size(); ++i) {
     size_t n = e_.input_bytes_[i];
     if (!n) continue;
     if (in[i].device) {
-      d.check(d.cuMemcpyDtoDAsync(inputs_[i], reinterpret_cast<CUdeviceptr>(in[i].ptr), n, copy_stream_),
+      d.check(d.cuMemcpyDtoDAsync(sl.inputs[i], reinterpret_cast<CUdeviceptr>(in[i].ptr), n, upload_stream_),
               "copying an input");
     } else {
-      std::memcpy(staged_in_[i], in[i].ptr, n);
-      d.check(d.cuMemcpyHtoDAsync(inputs_[i], staged_in_[i], n, copy_stream_), "uploading an input");
+      std::memcpy(sl.staged_in[i], in[i].ptr, n);
+      d.check(d.cuMemcpyHtoDAsync(sl.inputs[i], sl.staged_in[i], n, upload_stream_), "uploading an input");
     }
   }
-  d.check(d.cuEventRecord(up_end_, copy_stream_), "cuEventRecord");
-  // The graph on the compute stream once the inputs are there.
-  d.check(d.cuStreamWaitEvent(stream_, up_end_, 0), "cuStreamWaitEvent");
-  d.check(d.cuEventRecord(graph_begin_, stream_), "cuEventRecord");
-  d.check(d.cuGraphLaunch(exec_, stream_), "cuGraphLaunch");
-  d.check(d.cuEventRecord(graph_end_, stream_), "cuEventRecord");
-  // Downloads on the copy stream once the graph is done, one event each.
-  d.check(d.cuStreamWaitEvent(copy_stream_, graph_end_, 0), "cuStreamWaitEvent");
+  d.check(d.cuEventRecord(sl.up_end, upload_stream_), "cuEventRecord");
+  // The graph on the compute stream once the inputs are there (other
+  // submissions' graphs are ordered by the stream: they share the arena).
+  d.check(d.cuStreamWaitEvent(stream_, sl.up_end, 0), "cuStreamWaitEvent");
+  d.check(d.cuEventRecord(sl.graph_begin, stream_), "cuEventRecord");
+  d.check(d.cuGraphLaunch(sl.exec, stream_), "cuGraphLaunch");
+  d.check(d.cuEventRecord(sl.graph_end, stream_), "cuEventRecord");
+  // Downloads on the download stream once the graph is done, one event each.
+  d.check(d.cuStreamWaitEvent(download_stream_, sl.graph_end, 0), "cuStreamWaitEvent");
   for (size_t i = 0; i < out.size(); ++i) {
     size_t n = e_.output_bytes_[i];
     if (n && out[i].device)
-      d.check(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out[i].ptr), outputs_[i], n, copy_stream_),
+      d.check(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out[i].ptr), sl.outputs[i], n, download_stream_),
               "copying an output");
     else if (n)
-      d.check(d.cuMemcpyDtoHAsync(staged_out_[i], outputs_[i], n, copy_stream_), "downloading an output");
-    d.check(d.cuEventRecord(downloaded_[i], copy_stream_), "cuEventRecord");
+      d.check(d.cuMemcpyDtoHAsync(sl.staged_out[i], sl.outputs[i], n, download_stream_), "downloading an output");
+    d.check(d.cuEventRecord(sl.downloaded[i], download_stream_), "cuEventRecord");
   }
-  // The host copies each output out of staging as it arrives.
-  for (size_t i = 0; i < out.size(); ++i) {
-    d.check(d.cuEventSynchronize(downloaded_[i]), "waiting for an output");
-    size_t n = e_.output_bytes_[i];
-    if (n && !out[i].device) std::memcpy(out[i].ptr, staged_out_[i], n);
+  sl.out = out;
+  queue_.push_back(k);
+  settled_ = true;
+}
+
+GpuRunTiming GpuContext::wait() {
+  const CudaDriver& d = e_.d_;
+  CtxScope scope(d, e_.ctx_);
+  if (queue_.empty()) fail("no run is in flight: nothing to wait for");
+  Slot& sl = *slots_[queue_.front()];
+  queue_.erase(queue_.begin());  // waited for, even if waiting fails
+  try {
+    // The host copies each output out of staging as it arrives.
+    for (size_t i = 0; i < sl.out.size(); ++i) {
+      d.check(d.cuEventSynchronize(sl.downloaded[i]), "waiting for an output");
+      size_t n = e_.output_bytes_[i];
+      if (n && !sl.out[i].device) std::memcpy(sl.out[i].ptr, sl.staged_out[i], n);
+    }
+    d.check(d.cuEventSynchronize(sl.graph_end), "waiting for the graph");
+    GpuRunTiming t;
+    d.check(d.cuEventElapsedTime(&t.upload_ms, sl.up_begin, sl.up_end), "cuEventElapsedTime (uploads)");
+    d.check(d.cuEventElapsedTime(&t.compute_ms, sl.graph_begin, sl.graph_end), "cuEventElapsedTime (graph)");
+    if (!sl.downloaded.empty())
+      d.check(d.cuEventElapsedTime(&t.download_ms, sl.graph_end, sl.downloaded.back()),
+              "cuEventElapsedTime (downloads)");
+    return t;
+  } catch (...) {
+    settled_ = false;
+    throw;
   }
-  d.check(d.cuEventSynchronize(graph_end_), "waiting for the graph");
-  GpuRunTiming t;
-  d.check(d.cuEventElapsedTime(&t.upload_ms, up_begin_, up_end_), "cuEventElapsedTime (uploads)");
-  d.check(d.cuEventElapsedTime(&t.compute_ms, graph_begin_, graph_end_), "cuEventElapsedTime (graph)");
-  if (!downloaded_.empty())
-    d.check(d.cuEventElapsedTime(&t.download_ms, graph_end_, downloaded_.back()), "cuEventElapsedTime (downloads)");
-  return t;
+}
+
+GpuRunTiming GpuContext::run(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out) {
+  if (!queue_.empty())
+    fail("run: {} submitted run(s) in flight; wait for them first", queue_.size());
+  submit(in, out);
+  return wait();
 }
 
 void GpuContext::enqueue(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out,
                          CUstream stream) {
   const CudaDriver& d = e_.d_;
   CtxScope scope(d, e_.ctx_);
+  if (!queue_.empty())
+    fail("enqueue: {} submitted run(s) in flight on this context; wait for them first", queue_.size());
+  const Slot& sl = *slots_[0];
   CUstream s = stream ? stream : stream_;
   for (size_t i = 0; i < in.size(); ++i) {
     size_t n = e_.input_bytes_[i];
     if (!n) continue;
     if (in[i].device)
-      d.check(d.cuMemcpyDtoDAsync(inputs_[i], reinterpret_cast<CUdeviceptr>(in[i].ptr), n, s), "copying an input");
+      d.check(d.cuMemcpyDtoDAsync(sl.inputs[i], reinterpret_cast<CUdeviceptr>(in[i].ptr), n, s), "copying an input");
     else
-      d.check(d.cuMemcpyHtoDAsync(inputs_[i], in[i].ptr, n, s), "copying an input");
+      d.check(d.cuMemcpyHtoDAsync(sl.inputs[i], in[i].ptr, n, s), "copying an input");
   }
-  d.check(d.cuGraphLaunch(exec_, s), "cuGraphLaunch");
+  d.check(d.cuGraphLaunch(sl.exec, s), "cuGraphLaunch");
   for (size_t i = 0; i < out.size(); ++i) {
     size_t n = e_.output_bytes_[i];
     if (!n) continue;
     if (out[i].device)
-      d.check(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out[i].ptr), outputs_[i], n, s), "copying an output");
+      d.check(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out[i].ptr), sl.outputs[i], n, s), "copying an output");
     else
-      d.check(d.cuMemcpyDtoHAsync(out[i].ptr, outputs_[i], n, s), "copying an output");
+      d.check(d.cuMemcpyDtoHAsync(out[i].ptr, sl.outputs[i], n, s), "copying an output");
   }
   if (!stream) d.check(d.cuStreamSynchronize(s), "cuStreamSynchronize");
 }

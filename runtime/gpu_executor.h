@@ -6,21 +6,22 @@
 // which the driver JIT-compiles), the weights uploaded once into one device
 // allocation.
 // GpuContext (one per thread/stream): the activation arena (one allocation of
-// the memory plan's size), a device buffer per graph input and output, and
-// the whole launch list captured once as a CUDA Graph on a private compute
-// stream.
-// run() (synchronous) stages host buffers through pinned memory
-// (cuMemHostAlloc, one staging buffer per input and output): inputs are
-// copied into their staging buffer and uploaded on a copy stream, the compute
-// stream waits for them (an event), replays the graph between two timing
-// events, and the copy stream waits for that and downloads the outputs into
-// staging, one event per output, which the host copies out as each arrives.
-// So the host's copy of one buffer overlaps the DMA of the next, and the
-// copies run on their own stream. enqueue(stream) copies the bound inputs in,
-// replays the graph and copies the outputs out, all on the caller's stream
-// (host buffers are copied directly, unstaged: staging needs the host to
-// copy out of the pinned buffer after the download, which an asynchronous
-// call cannot wait for).
+// the memory plan's size), and per run in flight (a "slot": one, a second
+// made on first need by submit()) a device buffer per graph input and
+// output, pinned staging (cuMemHostAlloc) per input and output, events, and
+// the whole launch list captured once as a CUDA Graph on the compute stream.
+// submit() copies host inputs into staging and uploads them on the upload
+// stream; the compute stream waits for them (an event) and replays the
+// slot's graph between two timing events; the download stream waits for the
+// graph's end and downloads the outputs into staging, one event per output.
+// wait() copies each output out of staging as its event completes. So the
+// host's copy of one buffer overlaps the DMA of the next, and with two runs
+// in flight one's transfers overlap the other's graph (the upload stream
+// never waits for a graph). run() is submit() + wait(). enqueue(stream)
+// copies the bound inputs in, replays the graph and copies the outputs out,
+// all on the caller's stream (host buffers are copied directly, unstaged:
+// staging needs the host to copy out of the pinned buffer after the
+// download, which an asynchronous call cannot wait for).
 //
 // Untested until a GPU is lent (docs/embedding.md): this machine has none.
 #pragma once
@@ -81,6 +82,9 @@ struct GpuRunTiming {
 
 class GpuContext {
  public:
+  // Pipelined submissions in flight at most (each has its own buffers).
+  static constexpr size_t kMaxInFlight = 2;
+
   explicit GpuContext(const GpuEngine& e);
   ~GpuContext();
   GpuContext(const GpuContext&) = delete;
@@ -88,23 +92,44 @@ class GpuContext {
 
   // Asynchronous on `stream`.
   void enqueue(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs, CUstream stream);
-  // Synchronous, staged through pinned memory on the copy and compute
-  // streams (above); returns the event times.
+  // Synchronous, staged through pinned memory on the upload, compute and
+  // download streams (above); returns the event times. Refused while
+  // submissions are in flight.
   GpuRunTiming run(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs);
+  // Pipelined runs: submit() copies the host inputs into pinned staging (the
+  // caller may refill them on return) and enqueues upload, graph and download
+  // without waiting; wait() waits for the oldest submission and copies its
+  // outputs into the buffers bound at its submit(). Each in-flight submission
+  // has its own device inputs/outputs, staging and captured graph (a second
+  // set is made on first need), so one submission's uploads and downloads
+  // run on their streams while another's graph runs on the compute stream.
+  void submit(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs);
+  GpuRunTiming wait();
+  size_t in_flight() const { return queue_.size(); }
 
  private:
-  CUdeviceptr address(const plan::BufferRef& b) const;
+  struct Slot {
+    std::vector<CUdeviceptr> inputs, outputs;
+    std::vector<void*> staged_in, staged_out;  // pinned host memory (null for empty tensors)
+    // Uploads begin/end (upload stream), graph begin/end (compute), one per output download (download).
+    CUevent up_begin = nullptr, up_end = nullptr, graph_begin = nullptr, graph_end = nullptr;
+    std::vector<CUevent> downloaded;
+    CUgraphExec exec = nullptr;
+    std::vector<DeviceBinding> out;  // where wait() copies the outputs
+  };
+  void add_slot();  // buffers, staging, events and the captured launch list
+  void fill_slot(Slot& s);
+  void free_slot(Slot& s);
+  CUdeviceptr address(const Slot& s, const plan::BufferRef& b) const;
   void release();
   const GpuEngine& e_;
-  CUdeviceptr arena_ = 0;
-  std::vector<CUdeviceptr> inputs_, outputs_;
-  std::vector<void*> staged_in_, staged_out_;  // pinned host memory (null for empty tensors)
-  CUstream stream_ = nullptr;                  // compute: the graph
-  CUstream copy_stream_ = nullptr;             // uploads and downloads of run()
-  // run()'s events: uploads begin/end (copy), graph begin/end (compute), one per output download (copy).
-  CUevent up_begin_ = nullptr, up_end_ = nullptr, graph_begin_ = nullptr, graph_end_ = nullptr;
-  std::vector<CUevent> downloaded_;
-  CUgraphExec exec_ = nullptr;
+  CUdeviceptr arena_ = 0;  // shared: the graphs run one at a time on the compute stream
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<size_t> queue_;  // submitted slots, oldest first
+  CUstream stream_ = nullptr;           // compute: the graphs
+  CUstream upload_stream_ = nullptr;    // uploads of run()/submit()
+  CUstream download_stream_ = nullptr;  // downloads of run()/submit()
+  bool settled_ = true;  // false after a submission or wait failed midway: drain the streams first
 };
 
 }  // namespace kiln::rt

@@ -161,11 +161,11 @@ std::string word(const std::string& line, size_t n) {
   return n < w.size() ? w[n] : "";
 }
 
-// run() with host buffers: inputs staged in pinned memory and uploaded on a
-// copy stream, the graph on the compute stream after an event, the outputs
-// downloaded on the copy stream after the graph's end event into pinned
+// run() with host buffers: inputs staged in pinned memory and uploaded on an
+// upload stream, the graph on the compute stream after an event, the outputs
+// downloaded on a download stream after the graph's end event into pinned
 // staging; the event times are the fake clock's (its launch/copy costs).
-TEST_F(FakeGpu, HostBuffersAreStagedThroughPinnedMemoryOnACopyStreamAndTimedWithEvents) {
+TEST_F(FakeGpu, HostBuffersAreStagedThroughPinnedMemoryOnCopyStreamsAndTimedWithEvents) {
   std::vector<uint8_t> bytes = plan_for("sm_90");
   std::vector<int> before = stats();
   {
@@ -182,7 +182,7 @@ TEST_F(FakeGpu, HostBuffersAreStagedThroughPinnedMemoryOnACopyStreamAndTimedWith
     std::string all;
     for (const auto& l : log) all += l + "\n";
     SCOPED_TRACE(all);
-    // Order: uploads (copy stream) -> compute waits -> graph -> copy stream waits -> downloads.
+    // Order: uploads (upload stream) -> compute waits -> graph -> download stream waits -> downloads.
     int up0 = find_line(log, "record ");
     ASSERT_GE(up0, 0);
     std::string copy = word(log[size_t(up0)], 2);
@@ -207,13 +207,16 @@ TEST_F(FakeGpu, HostBuffersAreStagedThroughPinnedMemoryOnACopyStreamAndTimedWith
     EXPECT_EQ(word(log[size_t(g1)], 2), compute);
     int wait_out = find_line(log, "wait ", g1 + 1);
     ASSERT_GE(wait_out, 0);
-    EXPECT_EQ(log[size_t(wait_out)], "wait " + copy + " " + word(log[size_t(g1)], 1));
+    std::string down = word(log[size_t(wait_out)], 1);  // the download stream waits for the graph's end
+    EXPECT_NE(down, copy);
+    EXPECT_NE(down, compute);
+    EXPECT_EQ(log[size_t(wait_out)], "wait " + down + " " + word(log[size_t(g1)], 1));
     int d = wait_out;
     for (size_t i = 0; i < e->outputs().size(); ++i) {
       d = find_line(log, "dtoh ", d + 1);
       ASSERT_GE(d, 0);
-      EXPECT_EQ(log[size_t(d)], "dtoh pinned " + copy);
-      EXPECT_EQ(word(log[size_t(d + 1)], 2), copy) << "an event after each download";
+      EXPECT_EQ(log[size_t(d)], "dtoh pinned " + down);
+      EXPECT_EQ(word(log[size_t(d + 1)], 2), down) << "an event after each download";
     }
     EXPECT_EQ(find_line(log, "htod pageable"), -1);
     EXPECT_EQ(find_line(log, "dtoh pageable"), -1);
@@ -278,6 +281,111 @@ TEST_F(FakeGpu, DriverFailuresInStagingBecomeStatusesAndLeaveTheContextUsable) {
   kiln_engine_destroy(e);
   EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
   EXPECT_EQ(stats()[6], 0) << "pinned allocations leaked";
+}
+
+// Pipelined runs: two submissions in flight, each with its own buffers and
+// captured graph (the second made on first need); the upload stream never
+// waits for a graph, so one run's uploads overlap another's compute on a GPU;
+// wait() returns each run's own outputs; a third submission and a wait with
+// nothing in flight are errors; run() is refused while runs are in flight.
+TEST_F(FakeGpu, TwoPipelinedRunsHaveTheirOwnBuffersAndUploadsNeverWaitForCompute) {
+  std::vector<uint8_t> bytes = plan_for("sm_90");
+  std::vector<int> before = stats();
+  {
+    auto e = rt::Engine::load(bytes.data(), bytes.size(), "m.plan", rt::Backend::Gpu);
+    int kernel_steps = 0;
+    for (const plan::Step& st : e->plan().steps) kernel_steps += st.kind == plan::StepKind::Kernel;
+    rt::Context ctx(e);
+    EXPECT_EQ(stats()[3] - before[3], kernel_steps);  // one slot captured
+    auto feed_a = testing::random_inputs(*graph, 51), feed_b = testing::random_inputs(*graph, 52);
+    std::vector<Tensor> out_a, out_b;
+    for (const auto& d : e->outputs()) {
+      out_a.emplace_back(d.type);
+      out_b.emplace_back(d.type);
+    }
+    auto bind = [&](std::map<std::string, Tensor>& feed, std::vector<Tensor>& outs) {
+      for (const auto& d : e->inputs()) ctx.bind_input(d.name, feed.at(d.name).raw(), d.type, false);
+      for (size_t i = 0; i < outs.size(); ++i) ctx.bind_output(e->outputs()[i].name, outs[i].raw(), outs[i].type(), false);
+    };
+    take_log();
+    for (int round = 0; round < 2; ++round) {
+      SCOPED_TRACE(round);
+      // The caller refills its input buffers right after submit: the run took a copy.
+      std::map<std::string, Tensor> in_a = feed_a, in_b = feed_b;
+      for (auto& [name, t] : in_a) t = t.clone();
+      for (auto& [name, t] : in_b) t = t.clone();
+      bind(in_a, out_a);
+      ctx.submit();
+      for (auto& [name, t] : in_a)
+        for (int64_t i = 0; i < t.numel(); ++i) t.set_double(i, 99.0);
+      bind(in_b, out_b);
+      ctx.submit();
+      EXPECT_EQ(ctx.in_flight(), 2u);
+      EXPECT_THROW(ctx.submit(), Error);
+      EXPECT_THROW(ctx.run(), Error);
+      ctx.wait();
+      expect_reference(out_a, feed_a);
+      ctx.wait();
+      expect_reference(out_b, feed_b);
+      EXPECT_EQ(ctx.in_flight(), 0u);
+      EXPECT_THROW(ctx.wait(), Error);
+      EXPECT_GT(ctx.last_timing().compute_ms, 0.f);
+    }
+    EXPECT_EQ(stats()[3] - before[3], 2 * kernel_steps);  // the second slot captured once, on first need
+    EXPECT_EQ(stats()[7] - before[7], int(2 * (e->inputs().size() + e->outputs().size())));
+    std::vector<std::string> log = take_log();
+    // Uploads: one stream, which never waits for anything (so never for a graph).
+    int h = find_line(log, "htod ");
+    ASSERT_GE(h, 0);
+    std::string up = word(log[size_t(h)], 2);
+    for (const std::string& l : log) {
+      if (l.rfind("htod ", 0) == 0) {
+        EXPECT_EQ(l, "htod pinned " + up);
+      }
+      EXPECT_NE(l.rfind("wait " + up + " ", 0), 0u) << l;
+    }
+    // Both runs' uploads were issued before the first run's outputs were waited for.
+    int second_upload = find_line(log, "htod ", find_line(log, "graph ") + 1);
+    EXPECT_GE(second_upload, 0);
+  }
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+  EXPECT_EQ(stats()[6], 0) << "pinned allocations leaked";
+}
+
+// The same calls on a CPU engine: submit runs at once, wait counts, the limits hold.
+TEST_F(FakeGpu, PipelinedCallsOnACpuEngineRunAtOnceAndCount) {
+  std::vector<uint8_t> bytes = plan_for("sm_90");
+  kiln_engine* e = nullptr;
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_CPU, &e), KILN_OK);
+  kiln_context* c = nullptr;
+  ASSERT_EQ(kiln_context_create(e, &c), KILN_OK);
+  EXPECT_EQ(kiln_context_wait(c), KILN_ERROR_RUNTIME);
+  EXPECT_STREQ(kiln_last_error(), "no run is in flight: nothing to wait for");
+  EXPECT_EQ(kiln_context_submit(c), KILN_ERROR_RUNTIME);  // nothing bound
+  auto feed = testing::random_inputs(*graph, 61);
+  std::vector<Tensor> outs;
+  for (const Value* v : graph->outputs()) outs.emplace_back(v->type());
+  for (const Value* v : graph->inputs()) {
+    const Tensor& x = feed.at(v->name());
+    ASSERT_EQ(kiln_context_bind_input(c, v->name().c_str(), x.raw(), KILN_F32, x.shape().data(), int(x.shape().size()),
+                                      KILN_MEMORY_HOST),
+              KILN_OK);
+  }
+  for (size_t i = 0; i < outs.size(); ++i)
+    ASSERT_EQ(kiln_context_bind_output(c, graph->outputs()[i]->name().c_str(), outs[i].raw(), KILN_F32,
+                                       outs[i].shape().data(), int(outs[i].shape().size()), KILN_MEMORY_HOST),
+              KILN_OK);
+  ASSERT_EQ(kiln_context_submit(c), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kiln_context_submit(c), KILN_OK) << kiln_last_error();
+  EXPECT_EQ(kiln_context_submit(c), KILN_ERROR_RUNTIME);
+  EXPECT_EQ(kiln_context_wait(c), KILN_OK);
+  EXPECT_EQ(kiln_context_wait(c), KILN_OK);
+  EXPECT_EQ(kiln_context_wait(c), KILN_ERROR_RUNTIME);
+  expect_reference(outs, feed);
+  kiln_run_timing t;
+  EXPECT_EQ(kiln_context_last_timing(c, &t), KILN_ERROR_UNAVAILABLE);
+  kiln_context_destroy(c);
+  kiln_engine_destroy(e);
 }
 
 // `kiln bench MODEL.plan --backend gpu` (tools/kiln/bench_plan.cpp) through the

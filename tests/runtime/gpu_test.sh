@@ -5,6 +5,7 @@
 # `kiln run --backend gpu` (CUDA Graph replay, 3 iterations) and compared
 # with `--backend ref` on the same seeded inputs. Exits 77 (ctest: skipped)
 # when there is no CUDA driver or device.
+# Then, on a real GPU only, --tune on tests/runtime/tuning_matmul.onnx.
 # Usage: gpu_test.sh KILN_BINARY
 set -euo pipefail
 kiln=$1
@@ -60,3 +61,28 @@ PY
   done
 done
 echo "ok: $n plans on the GPU equal the reference"
+
+# Autotuning on the GPU (docs/tuning.md): --tune times the GEMM candidates of
+# tests/runtime/tuning_matmul.onnx (fp16, tensor cores) for the device's arch,
+# stores the winner, and the tuned plan equals the reference (fp16 bounds).
+tuned_arch=${archs%% *}
+if [ -n "${a:-}" ] && [ "$tuned_arch" = "$a" ]; then
+  model=$(dirname "$0")/tuning_matmul.onnx
+  "$kiln" compile "$model" --target "$tuned_arch" --precision fp16 --tune --tuning-cache "$tmp/tuning.json" \
+    -o "$tmp/tuned.plan" 2>"$tmp/tune.txt" || { echo "FAIL: --tune:"; cat "$tmp/tune.txt"; exit 1; }
+  grep "^tuned " "$tmp/tune.txt"
+  grep -q '"problem": "f16:b1:m64:n80:k96"' "$tmp/tuning.json" || { echo "FAIL: no winner stored"; exit 1; }
+  "$kiln" run "$tmp/tuned.plan" --backend gpu --outputs "$tmp/gpu" >/dev/null
+  "$kiln" run "$tmp/tuned.plan" --backend ref --outputs "$tmp/ref" >/dev/null
+  python3 - "$tmp/gpu/y.npy" "$tmp/ref/y.npy" <<'PY'
+import struct, sys
+def load(p):
+    b = open(p, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0]
+    d = b[10 + hl:]
+    return struct.unpack("<%df" % (len(d) // 4), d)
+for i, (g, w) in enumerate(zip(load(sys.argv[1]), load(sys.argv[2]))):
+    assert abs(g - w) <= 2e-3 + 2e-3 * abs(w), ("tuned plan", i, g, w)
+PY
+  echo "ok: the tuned plan on the GPU equals the reference"
+fi

@@ -68,6 +68,20 @@ tile() { json "$1" '"%dx%d" % (j["entries"][0]["config"]["bm"], j["entries"][0][
 LD_LIBRARY_PATH=$fake "$kiln" compile "$model" "${flags[@]}" --tune --tuning-cache "$tmp/blocks.json" \
   --json "$tmp/again.json" 2>/dev/null
 [ "$(json "$tmp/again.json" 'j["tuning"]["tuned"]')" = 0 ] || fail "a cached problem was tuned again"
+# Another GPU's winners join the same file; applying it then needs --tuning-gpu.
+FAKE_CUDA_NAME="Other GPU" FAKE_CUDA_COST=inverse_blocks LD_LIBRARY_PATH=$fake "$kiln" compile "$model" "${flags[@]}" \
+  --tune --tune-iterations 5 --tuning-cache "$tmp/blocks.json" 2>/dev/null
+[ "$(json "$tmp/blocks.json" '",".join(e["gpu"] for e in j["entries"])')" = "Fake GPU (kiln tests),Other GPU" ] ||
+  fail "the first GPU's entry was not kept"
+if "$kiln" compile "$model" "${flags[@]}" --tuning-cache "$tmp/blocks.json" 2>"$tmp/err.txt"; then
+  fail "an ambiguous cache was applied"
+fi
+grep -q "several GPUs for cc 9.0 (kiln [0-9.]*): Fake GPU (kiln tests), Other GPU; choose one with --tuning-gpu" \
+  "$tmp/err.txt" || fail "unexpected message: $(cat "$tmp/err.txt")"
+"$kiln" compile "$model" "${flags[@]}" --tuning-cache "$tmp/blocks.json" --tuning-gpu "Other GPU" \
+  --json "$tmp/other.json" 2>/dev/null
+[ "$(json "$tmp/other.json" 'j["tuning"]["problems"][0]["tile"].split()[0]')" = 16x16x32 ] ||
+  fail "--tuning-gpu did not pick Other GPU's winner"
 
 # Applying a cache: no driver, deterministic, a different GEMM kernel.
 "$kiln" compile "$model" "${flags[@]}" --json "$tmp/default.json" -o "$tmp/default.plan" 2>/dev/null

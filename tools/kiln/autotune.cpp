@@ -2,6 +2,7 @@
 
 #ifdef KILN_HAVE_SIM_BACKEND
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <utility>
@@ -229,6 +230,8 @@ AutotuneOutcome autotune(const Graph& g, const AutotuneRequest& r) {
       if (!w.candidates) fail("kiln compile --tune: every candidate of GEMM {} failed ({})", s.key, out.notes.back());
       w.ms = best;
       out.winners.push_back(w);
+      std::fprintf(stderr, "tuned %zu/%zu: GEMM %s: %s, %.4f ms (median; %d candidates)\n", i + 1, sites.size(),
+                   s.key.c_str(), codegen::gemm_tile_name(w.config).c_str(), w.ms, w.candidates);
     }
     d.cuStreamDestroy(stream);
   } catch (...) {

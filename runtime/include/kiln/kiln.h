@@ -119,6 +119,18 @@ typedef struct kiln_run_timing {
 /* KILN_ERROR_UNAVAILABLE on a CPU engine or before a synchronous GPU run. */
 KILN_API kiln_status kiln_context_last_timing(const kiln_context* context, kiln_run_timing* timing);
 
+/* Pipelined runs, at most 2 in flight per context. kiln_context_submit
+ * starts a run with the bound buffers: host inputs are copied at the call
+ * (they may be refilled as soon as it returns). kiln_context_wait finishes
+ * the oldest submitted run, writing its outputs into the output buffers that
+ * were bound when it was submitted (and sets kiln_context_last_timing). On a
+ * GPU engine each run in flight has its own buffers, so one run's uploads and
+ * downloads (copy streams) overlap another's compute. On a CPU engine submit
+ * runs synchronously and wait only counts. run/enqueue are refused while runs
+ * are in flight. */
+KILN_API kiln_status kiln_context_submit(kiln_context* context);
+KILN_API kiln_status kiln_context_wait(kiln_context* context);
+
 #ifdef __cplusplus
 }
 #endif

@@ -100,6 +100,9 @@ class Context {
   }
   void run() { check(kiln_context_run(c_.get())); }
   void enqueue(void* stream) { check(kiln_context_enqueue(c_.get(), stream)); }
+  // Pipelined runs (at most 2 in flight; see kiln_context_submit).
+  void submit() { check(kiln_context_submit(c_.get())); }
+  void wait() { check(kiln_context_wait(c_.get())); }
   // GPU event times of the last synchronous run (throws on a CPU engine).
   kiln_run_timing last_timing() const {
     kiln_run_timing t{};
