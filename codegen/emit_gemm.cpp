@@ -270,10 +270,12 @@ ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
       return fmt::format("        v = {};\n", gemm_load_as(dt, ta ? fmt::format("in{}[{}_base + ({}){} * {}]", sa, s, idx, k, M)
                                                              : fmt::format("in{}[{}_base + {}]", sa, s, k)));
     };
-    if (chunks && !ta && K % W == 0) {
+    if (chunks && (ta ? M % W == 0 : K % W == 0)) {
       g.a.chunk_buffer = fmt::format("in{}", sa);
+      g.a.chunk_k_fast = !ta;  // A stored [K, M]: chunks along m (an A stage [BK][BM], ldmatrix.trans)
       g.a.chunk = [=](const std::string& k, const std::string& s) {
-        return fmt::format("        ok = true;\n        off = {}_base + {};\n", s, k);
+        return ta ? fmt::format("        ok = true;\n        off = {}_base + ({}){} * {};\n", s, idx, k, M)
+                  : fmt::format("        ok = true;\n        off = {}_base + {};\n", s, k);
       };
     }
     g.b.k_fast = tb;

@@ -62,14 +62,15 @@ ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath mat
   const std::string st = tf32 ? "float" : std::string(cuda_storage_type(g.dtype));
   const char* idx = ep.index_type();
   const bool a_chunk = static_cast<bool>(g.a.chunk), b_chunk = static_cast<bool>(g.b.chunk);
-  KILN_CHECK(!a_chunk || g.a.chunk_k_fast, "codegen: {}: A chunks must run along k", g.label);
-  KILN_CHECK(!a_chunk || g.K % W == 0, "codegen: {}: A chunks with K % {} != 0", g.label, W);
+  KILN_CHECK(!a_chunk || (g.a.chunk_k_fast ? g.K % W == 0 : g.M % W == 0), "codegen: {}: A chunks off 16 bytes",
+             g.label);
   KILN_CHECK(!b_chunk || (g.b.chunk_k_fast ? g.K % W == 0 : g.N % W == 0), "codegen: {}: B chunks off 16 bytes",
              g.label);
   const bool b_kn = b_chunk && !g.b.chunk_k_fast;  // B stage [BK][BN + pad]
+  const bool a_km = a_chunk && !g.a.chunk_k_fast;  // A stage [BK][BM + pad] (A stored [K, M])
   const int pad = tf32 ? 4 : 8;
-  const int LDA = BK + pad, LDB = b_kn ? BN + 8 : BK + pad;
-  const int A_STAGE = BM * LDA, B_STAGE = b_kn ? BK * LDB : BN * LDB;
+  const int LDA = a_km ? BM + 8 : BK + pad, LDB = b_kn ? BN + 8 : BK + pad;
+  const int A_STAGE = a_km ? BK * LDA : BM * LDA, B_STAGE = b_kn ? BK * LDB : BN * LDB;
   const int CLD = BN + 4;
   const int64_t tiles_m = (g.M + BM - 1) / BM, tiles_n = (g.N + BN - 1) / BN;
   const int64_t blocks = g.batch * tiles_m * tiles_n;
@@ -84,7 +85,8 @@ ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath mat
   std::string b;
   b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}] on tensor cores ({}); tile {}, A {}, B {}{}\n",
                    g.label, g.batch, g.M, g.N, g.M, g.K, g.K, g.N, gemm_math_name(math), gemm_tile_name(c),
-                   a_chunk ? "cp.async" : "loaded", b_chunk ? "cp.async" : "loaded", b_kn ? " [k][n]" : "");
+                   a_chunk ? (a_km ? "cp.async [k][m]" : "cp.async") : "loaded",
+                   b_chunk ? (b_kn ? "cp.async [k][n]" : "cp.async") : "loaded", "");
   // Min. 1 block per SM: with the block size alone, NVRTC's ptxas capped small blocks' registers and spilled.
   b += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) @NAME@({}) {{\n", threads, ep.params());
   b += fmt::format("  constexpr int BM = {}, BN = {}, BK = {}, STAGES = {}, LDA = {}, LDB = {};\n", BM, BN, BK, STAGES,
@@ -177,8 +179,10 @@ ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath mat
   b += "    const auto as = smem + (kt % STAGES) * (A_STAGE + B_STAGE);\n    const auto bs = as + A_STAGE;\n";
   if (!tf32) {
     b += "#pragma unroll\n    for (int kk = 0; kk < BK; kk += 16) {\n      unsigned af[MI][4], bf[NI][2];\n";
-    b += "#pragma unroll\n      for (int mi = 0; mi < MI; ++mi)\n"
-         "        kiln_ldmatrix_x4(af[mi], as + (wm * WTM + mi * 16 + lane % 16) * LDA + kk + (lane / 16) * 8);\n";
+    b += "#pragma unroll\n      for (int mi = 0; mi < MI; ++mi)\n" +
+         std::string(a_km ? "        kiln_ldmatrix_x4_trans(af[mi], as + (kk + lane % 8 + (lane / 16) * 8) * LDA + wm * WTM + mi * 16 + "
+                 "((lane / 8) % 2) * 8);\n"
+               : "        kiln_ldmatrix_x4(af[mi], as + (wm * WTM + mi * 16 + lane % 16) * LDA + kk + (lane / 16) * 8);\n");
     b += "#pragma unroll\n      for (int nj = 0; nj < NI / 2; ++nj) {\n        unsigned r[4];\n";
     if (b_kn)
       b += "        kiln_ldmatrix_x4_trans(r, bs + (kk + lane % 8 + ((lane / 8) % 2) * 8) * LDB + wn * WTN + nj * 16 + "
@@ -194,9 +198,14 @@ ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath mat
     // m16n8k8 tf32 fragments: a_i (row g + 8 (i & 1), col t + 4 (i >> 1)), b_i (k t + 4 i, n g).
     b += "#pragma unroll\n    for (int kk = 0; kk < BK; kk += 8) {\n      unsigned af[MI][4], bf[NI][2];\n";
     b += "#pragma unroll\n      for (int mi = 0; mi < MI; ++mi) {\n"
-         "        const auto ap = as + (wm * WTM + mi * 16 + g4) * LDA + kk + t4;\n"
-         "        af[mi][0] = kiln_f32_to_tf32(ap[0]);\n        af[mi][1] = kiln_f32_to_tf32(ap[8 * LDA]);\n"
-         "        af[mi][2] = kiln_f32_to_tf32(ap[4]);\n        af[mi][3] = kiln_f32_to_tf32(ap[8 * LDA + 4]);\n"
+         + std::string(a_km ? "        const auto ap = as + (kk + t4) * LDA + wm * WTM + mi * 16 + g4;\n"
+                              "        af[mi][0] = kiln_f32_to_tf32(ap[0]);\n        af[mi][1] = kiln_f32_to_tf32(ap[8]);\n"
+                              "        af[mi][2] = kiln_f32_to_tf32(ap[4 * LDA]);\n"
+                              "        af[mi][3] = kiln_f32_to_tf32(ap[4 * LDA + 8]);\n"
+                            : "        const auto ap = as + (wm * WTM + mi * 16 + g4) * LDA + kk + t4;\n"
+                              "        af[mi][0] = kiln_f32_to_tf32(ap[0]);\n        af[mi][1] = kiln_f32_to_tf32(ap[8 * LDA]);\n"
+                              "        af[mi][2] = kiln_f32_to_tf32(ap[4]);\n"
+                              "        af[mi][3] = kiln_f32_to_tf32(ap[8 * LDA + 4]);\n") +
          "      }\n";
     b += "#pragma unroll\n      for (int ni = 0; ni < NI; ++ni) {\n";
     if (b_kn)

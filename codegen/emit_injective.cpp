@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/emit_transpose_tiled.h"
 #include "codegen/kernel_text.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
@@ -364,6 +365,10 @@ std::string coordinates_code(const Shape& s, const std::string& flat, const std:
 
 InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
                                   const std::vector<TensorType>& outs, int result) {
+  // Transposes that move the innermost dim: through shared-memory tiles.
+  if (def.name == "transpose" && operands.size() == 1 && outs.size() == 1 &&
+      dtype_size(operands[0].dtype) == dtype_size(outs[0].dtype))
+    if (std::optional<InjectiveKernel> t = emit_tiled_transpose(operands[0], attrs.get_ints("perm"))) return *t;
   const InjectiveMap m = injective_index_map(
       def, attrs, operands, outs, result, [](int k, const std::string& off) { return fmt::format("in{}[{}]", k, off); });
   const TensorType& out = outs[result];

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "codegen/emit_expr.h"
+#include "codegen/emit_rowwise.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
 
@@ -184,6 +185,9 @@ ReductionKernel layer_norm(const AttrMap& a, const std::vector<TensorType>& ops,
   const TensorType& x = ops[0];
   const int r = x.rank();
   const int axis = norm_axis(a.get_int("axis", -1), r, "layer_normalization");
+  // Rows that fit in registers: one pass over memory (emit_rowwise.h).
+  if (std::optional<ReductionKernel> rk = emit_row_layer_norm(axis, a.get_float("epsilon", 1e-5f), ops, res, io))
+    return *rk;
   View v{x.shape, std::vector<bool>(r, false)};
   for (int d = axis; d < r; ++d) v.reduced[d] = true;
   const Shape ns(x.shape.begin() + axis, x.shape.end());
@@ -213,6 +217,11 @@ ReductionKernel group_norm(const std::string& op, int64_t groups, const AttrMap&
   const int64_t inner = nhwc ? product(x.shape, 1, r - 1) : product(x.shape, 2, r);
   if (groups <= 0 || ch % groups != 0) fail("codegen: {}: {} channels in {} groups", op, ch, groups);
   const int64_t cpg = ch / groups;
+  // NCHW groups are contiguous rows: one pass when they fit in registers.
+  if (!nhwc)
+    if (std::optional<ReductionKernel> rk =
+            emit_row_group_norm(op, groups, a.get_float("epsilon", 1e-5f), ops, {ops[0]}, io))
+      return *rk;
   View v;
   std::string c;
   if (nhwc) {

@@ -3,8 +3,9 @@
 // compiler for the simulator (codegen/sim_module.h).
 //
 // The kernel: `extern "C" __global__ void NAME(KILN_PTR(Tout) out,
-// KILN_PTR(const T0) in0, ...)`, a grid-stride loop over the output's
-// elements (row-major), numpy broadcasting with the static shapes baked in
+// KILN_PTR(const T0) in0, ...)`, a grid-stride loop over chunks of
+// `vector_width` consecutive output elements (row-major; vector loads and
+// stores where aligned, docs/codegen.md "Bandwidth-bound kernels"), numpy broadcasting with the static shapes baked in
 // as constants (adjacent dims that every operand reads contiguously are
 // merged first; an operand of the output's shape reads element i directly).
 // The source starts with a prelude (guarded, so kernels can be concatenated
@@ -39,10 +40,12 @@ struct PointwiseKernel {
   std::string source;  // complete translation unit
   int64_t numel = 0;   // output elements
   // Launch configuration (docs/codegen.md): 256 threads per block, enough
-  // blocks for one element per thread up to 8192 blocks (the grid-stride loop
-  // covers the rest). grid is 0 for an empty output: nothing to launch.
+  // blocks for one chunk of vector_width elements per thread up to 8192
+  // blocks (the grid-stride loop covers the rest). grid is 0 for an empty
+  // output: nothing to launch.
   unsigned block = 256;
   unsigned grid = 0;
+  int vector_width = 1;         // output elements per thread and chunk
   int outputs = 1;              // result buffers (emit_pointwise_multi may write several)
   std::vector<int64_t> counts;  // elements of each buffer: the outputs, then each operand
 };

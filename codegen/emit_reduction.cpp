@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "codegen/emit_expr.h"
+#include "codegen/emit_rowwise.h"
 #include "codegen/kernel_io.h"
 #include "codegen/kernel_text.h"
 #include "ir/error.h"
@@ -289,6 +290,9 @@ ReductionKernel emit_softmax(bool log_softmax, const TensorType& in, int axis, c
   for (int d = axis + 1; d < rank; ++d) inner *= in.shape[d];
   k.count = in.shape[axis];
   k.outputs = outer * inner;
+  // Rows along the innermost extent: read once into registers (emit_rowwise.h).
+  if (inner == 1)
+    if (std::optional<ReductionKernel> rk = emit_row_softmax(log_softmax, in, k.count, io)) return *rk;
   const std::string T(cuda_compute_type(in.dtype));  // float, or double for f64
   const std::string ex = in.dtype == DType::F64 ? "exp" : "expf";
   std::string body;

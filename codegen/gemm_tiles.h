@@ -58,7 +58,11 @@ std::vector<GemmTileConfig> gemm_tile_candidates(const GemmProblem& p);
 // The override hook for autotuning: while a chooser is installed (on this
 // thread), the emitters ask it first; it returns a configuration for the
 // problem (which must be valid, else the emitter throws) or nullopt for the
-// default. Scoped: the previous chooser is restored on destruction.
+// default. Scoped: the previous chooser is restored on destruction. Each
+// matmul/gemm/conv/conv_transpose kernel (not depthwise, not einsum) asks
+// exactly once per emission, so a tuner can emit a node once under a chooser
+// that records the problem and returns nullopt, then once per candidate of
+// gemm_tile_candidates(problem) under a chooser returning it, and time each.
 using GemmTileChooser = std::function<std::optional<GemmTileConfig>(const GemmProblem&)>;
 class ScopedGemmTileChooser {
  public:

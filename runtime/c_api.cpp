@@ -8,6 +8,7 @@
 
 #include "ir/error.h"
 #include "kiln/kiln.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/engine.h"
 #include "runtime/version.h"
 
@@ -34,6 +35,8 @@ kiln_status guard(kiln_status on_error, F&& f) {
   try {
     f();
     return KILN_OK;
+  } catch (const kiln::rt::CudaError& e) {  // the GPU failed, whatever the call
+    return failed(KILN_ERROR_RUNTIME, e.what());
   } catch (const kiln::Error& e) {
     return failed(on_error, e.what());
   } catch (const std::bad_alloc&) {

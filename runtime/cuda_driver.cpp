@@ -12,7 +12,7 @@ void CudaDriver::check(CUresult r, const char* what) const {
   if (r == 0) return;
   const char* s = nullptr;
   if (cuGetErrorString) cuGetErrorString(r, &s);
-  fail("CUDA: {}: {} (error {})", what, s ? s : "unknown error", r);
+  throw CudaError(fmt::format("CUDA: {}: {} (error {})", what, s ? s : "unknown error", r));
 }
 
 namespace {

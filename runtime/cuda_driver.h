@@ -6,7 +6,16 @@
 #include <cstddef>
 #include <string>
 
+#include "ir/error.h"
+
 namespace kiln::rt {
+
+// A CUDA driver call that failed (out of memory, a launch failure...): the
+// plan is fine, running it failed; the C API reports KILN_ERROR_RUNTIME.
+class CudaError : public Error {
+ public:
+  explicit CudaError(const std::string& what) : Error(what) {}
+};
 
 using CUresult = int;
 using CUdevice = int;
@@ -63,6 +72,7 @@ struct CudaDriver {
   CUresult (*cuMemFreeHost)(void*) = nullptr;
 
   // Throws kiln::Error "CUDA: <what>: <driver's error name>" unless r == 0.
+  // Throws CudaError "CUDA: <what>: <driver's text> (error N)" unless r is 0.
   void check(CUresult r, const char* what) const;
 };
 

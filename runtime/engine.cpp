@@ -39,6 +39,10 @@ std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, con
     try {
       e->gpu_ = std::make_unique<GpuEngine>(*driver, e->plan_, in, out, what);
       e->info_ = e->gpu_->description();
+    } catch (const CudaError& err) {
+      // The plan is fine; the GPU failed (out of memory...): name the plan.
+      if (backend == Backend::Gpu) throw CudaError(what + ": " + err.what());
+      no_gpu = err.what();
     } catch (const Error& err) {
       if (backend == Backend::Gpu) throw;
       no_gpu = err.what();

@@ -5,13 +5,13 @@
 # in the build tree, a crash to build-asan/fuzz-artifacts/<target>-crash-*.
 # Fix the bug, then add the artifact to tests/fuzz/corpus/<target>/.
 #
-#   tools/fuzz.sh [SECONDS] [TARGET...]     (default: 60 s each; onnx_import ir_parser)
+#   tools/fuzz.sh [SECONDS] [TARGET...]     (default: 60 s each; onnx_import ir_parser plan_load)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}
 shift || true
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(onnx_import ir_parser)
+((${#TARGETS[@]})) || TARGETS=(onnx_import ir_parser plan_load)
 BUILD_DIR=${KILN_ASAN_BUILD_DIR:-build-asan}
 tools/install_deps.sh
 tools/build_asan.sh "${TARGETS[@]/#/fuzz_}"

@@ -9,10 +9,23 @@
 #   tools/test.sh --sanitize [CTEST ARGS...]
 #       clang with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/):
 #       unit tests, IR tests, the robustness corpus, a 60 s run of each fuzz
-#       target and the four conformance suites (not the real models).
+#       target, the runtime's thread, leak (LeakSanitizer) and binding tests
+#       and the four conformance suites (not the real models).
+#   tools/test.sh --tsan [CTEST ARGS...]
+#       clang with ThreadSanitizer (build-tsan/, only the runtime stress test
+#       and what it links): the 8-thread shared-engine test on the reference
+#       path (KILN_THREAD_TEST_SECONDS, default 30); a data race fails it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install_deps.sh
+if [ "${1:-}" = "--tsan" ]; then
+  shift
+  tools/build_tsan.sh
+  cd "${KILN_TSAN_BUILD_DIR:-build-tsan}"
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+  ctest --output-on-failure -R '^runtime_threads$' "$@"
+  exit
+fi
 if [ "${1:-}" = "--sanitize" ]; then
   shift
   # The robustness corpus is written with numpy + onnx from the project's venv.

@@ -9,6 +9,7 @@
 // Differences from NVRTC source that codegen writes through macros:
 //   KILN_PTR(T) name            `T* __restrict__ name` there, kiln::sim::Ptr<T> here
 //   KILN_PTR_CAST(U, p)          reinterpret_cast<U*>(p) there, kiln::sim::ptr_cast<U>(p) here
+//   KILN_PTR_ADDR(p)             the address as an integer (alignment tests of vector access)
 //   KILN_DYNAMIC_SHARED(T, name) `extern __shared__ T name[]` there, a checked Ptr<T> here
 // `__shared__` is thread_local: one block runs at a time per OS thread, and
 // all fibers of a block share their OS thread's variables, as a block shares
@@ -49,6 +50,7 @@
 #define KILN_SIM 1
 #define KILN_PTR(T) ::kiln::sim::Ptr<T>
 #define KILN_PTR_CAST(U, p) ::kiln::sim::ptr_cast<U>(p)
+#define KILN_PTR_ADDR(p) ::kiln::sim::ptr_address(p)
 #define KILN_DYNAMIC_SHARED(T, name) \
   ::kiln::sim::Ptr<T> name = ::kiln::sim::detail::dynamic_shared_as<T>(#name)
 

@@ -298,7 +298,7 @@ int worker_count(const LaunchConfig& cfg, int64_t blocks) {
 
 [[noreturn]] void misaligned_cast(const char* arg, int64_t offset, size_t from, size_t to) {
   kernel_error(fmt::format("argument {}: offset {} (elements of {} bytes) is not a multiple of the {}-byte element "
-                           "it is cast to",
+                           "it is cast to, or the address is not aligned for it",
                            arg, offset, from, to));
 }
 

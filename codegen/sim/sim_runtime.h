@@ -124,15 +124,27 @@ class Ptr {
 };
 
 // Reinterprets a checked pointer as another element type (float -> float4):
-// the extent becomes whole U elements; the offset must be a multiple of them.
+// the extent becomes whole U elements; the offset must be a multiple of them
+// and the address a multiple of U's alignment.
 template <typename U, typename T>
 Ptr<U> ptr_cast(const Ptr<T>& p) {
   int64_t bytes_off = p.offset() * static_cast<int64_t>(sizeof(T));
-  if (bytes_off % static_cast<int64_t>(sizeof(U)) != 0)
+  // As on a GPU, the address must also be aligned for U (a 16-byte vector
+  // access at an address that is not a multiple of 16 faults there).
+  if (bytes_off % static_cast<int64_t>(sizeof(U)) != 0 ||
+      (reinterpret_cast<uintptr_t>(p.base()) + static_cast<uintptr_t>(bytes_off)) % alignof(U) != 0)
     detail::misaligned_cast(p.name(), p.offset(), sizeof(T), sizeof(U));
   Ptr<U> r(reinterpret_cast<U*>(p.base()), p.count() * static_cast<int64_t>(sizeof(T)) / static_cast<int64_t>(sizeof(U)),
            p.name());
   return r + bytes_off / static_cast<int64_t>(sizeof(U));
+}
+
+// The address p points at, as an integer (KILN_PTR_ADDR: a kernel's test of
+// whether a buffer is aligned for vector access; not checked against the extent).
+template <typename T>
+unsigned long long ptr_address(const Ptr<T>& p) {
+  return static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p.base())) +
+         static_cast<unsigned long long>(p.offset()) * sizeof(T);
 }
 
 // Wraps a host buffer as a kernel argument.

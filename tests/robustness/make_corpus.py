@@ -2,12 +2,16 @@
 """Writes kiln's robustness corpus: bad models that must end in a clear error
 and valid edge cases that must run.
 
-Usage: make_corpus.py OUT     (needs numpy and onnx)
+Usage: make_corpus.py OUT [--kiln KILN] [--fake-cuda DIR]     (needs numpy and onnx)
 
-Each case is a folder OUT/<name>/ holding model.onnx (and whatever files the
-case needs beside it); OUT/cases.json lists them:
+Each case is a folder OUT/<name>/ holding model.onnx or model.plan (and
+whatever files the case needs beside it); OUT/cases.json lists them:
     {"name", "kind": "error" | "valid" | "no_crash", "expect": substring of the
-     error message (for "error"), "commands": ["compile", "run"...], "args": [...]}
+     error message (for "error"), "commands": ["compile", "run"...], "args": [...],
+     "file": "model.onnx" | "model.plan", "env": {extra environment}}
+Damaged plans (plan_*) need KILN to compile the plan they start from; the
+plan for another GPU arch needs the fake CUDA driver's folder (DIR holds
+libcuda.so.1, tests/runtime/fake_cuda.cpp), which poses as an sm_80 GPU.
 "error" cases must exit with code 1 and a message containing `expect`;
 "valid" cases must pass (their folder is also a conformance test with
 expected outputs computed here with numpy); "no_crash" cases (random bit flips)
@@ -15,15 +19,21 @@ may be accepted or rejected but must end in exit code 0 or 1.
 OUT/outside/secret.bin is a file outside every case folder that external data
 cases try to reach: the runner checks nothing outside the case folder is read.
 """
+import argparse
 import json
 import os
 import random
 import shutil
+import struct
+import subprocess
 import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plan_file as pf  # noqa: E402
 
 OPSET = 17
 CASES = []
@@ -44,10 +54,11 @@ def relu_model():
     return model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", [2, 3])], [vi("y", [2, 3])])
 
 
-def case(name, kind, expect="", commands=("compile", "run"), args=()):
+def case(name, kind, expect="", commands=("compile", "run"), args=(), file="model.onnx", env=None):
     d = os.path.join(OUT, name)
     os.makedirs(d, exist_ok=True)
-    CASES.append({"name": name, "kind": kind, "expect": expect, "commands": list(commands), "args": list(args)})
+    CASES.append({"name": name, "kind": kind, "expect": expect, "commands": list(commands), "args": list(args),
+                  "file": file, "env": env or {}})
     return d
 
 
@@ -249,6 +260,170 @@ def bad_models():
         fh.write(np.ones(4, np.float32).tobytes())
 
 
+# Every command that reads a plan: the runtime (run, bench) and inspect.
+PLAN_COMMANDS = ("run", "inspect", "bench")
+
+
+def save_plan(name, data, expect, kind="error", args=(), env=None, commands=PLAN_COMMANDS):
+    d = case(name, kind, expect, commands, args, file="model.plan", env=env)
+    with open(os.path.join(d, "model.plan"), "wb") as fh:
+        fh.write(data)
+    return d
+
+
+def flip(data, pos, bit=0):
+    b = bytearray(data)
+    b[pos] ^= 1 << bit
+    return bytes(b)
+
+
+def patched(body, pos, fmt, value):
+    b = bytearray(body)
+    struct.pack_into(fmt, b, pos, value)
+    return bytes(b)
+
+
+def bad_plans(kiln, fake_cuda):
+    """A real plan (a small Conv + Relu + Add compiled by `kiln compile -o`,
+    CPU target) damaged every way the loader checks: bytes and framing, the
+    header, each section's checksum, then (checksums recomputed, so only the
+    bounds and consistency checks can catch them) section offsets and sizes,
+    counts, weight entries, launch bindings, the graph text, the kiln version
+    and a GPU plan for another arch. Each through `kiln run`, `kiln inspect`
+    and `kiln bench` (MODEL.plan)."""
+    base_dir = os.path.join(OUT, "plan_base")
+    os.makedirs(base_dir)
+    w = numpy_helper.from_array(np.linspace(-1, 1, 3 * 2 * 3 * 3, dtype=np.float32).reshape(3, 2, 3, 3), "w")
+    b = numpy_helper.from_array(np.array([0.5, -0.5, 0.25], np.float32), "b")
+    m = model([helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+               helper.make_node("Relu", ["c"], ["r"], name="relu"), helper.make_node("Add", ["r", "c"], ["y"], name="add")],
+              [vi("x", [1, 2, 5, 5])], [vi("y", [1, 3, 5, 5])], inits=[w, b])
+    onnx.save(m, os.path.join(base_dir, "model.onnx"))
+    base_path = os.path.join(base_dir, "model.plan")
+    env = dict(os.environ, KILN_CACHE_DIR=os.path.join(OUT, "plan_base", "cache"))
+    subprocess.run([kiln, "compile", os.path.join(base_dir, "model.onnx"), "-o", base_path], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    with open(base_path, "rb") as fh:
+        base = fh.read()
+    secs = pf.parse(base)
+    body = dict(secs)
+    assert [sid for sid, _ in secs][:6] == [pf.META, pf.GRAPH, pf.WEIGHTS, pf.KERNELS, pf.LAUNCHES, pf.MEMORY]
+    assert pf.build(secs) == base, "plan_file.py does not reproduce kiln's plan layout"
+    with_ = lambda sid, new: pf.build(pf.replace(secs, sid, new))  # noqa: E731
+
+    save_plan("plan_valid", base, "", kind="valid")
+
+    # --- bytes and framing -------------------------------------------------
+    save_plan("plan_empty", b"", "truncated: 0 bytes")
+    save_plan("plan_truncated_header", base[:30], "truncated: 30 bytes, a plan header needs 40")
+    save_plan("plan_truncated", base[: len(base) // 2], f"truncated: the header says the plan has {len(base)} bytes")
+    save_plan("plan_trailing_bytes", base + b"\0" * 100, "trailing bytes")
+    save_plan("plan_bad_magic", b"KILNPLAM" + base[8:], "not a kiln plan: magic is 'KILNPLAM'")
+    save_plan("plan_onnx_file", m.SerializeToString(), "not a kiln plan")
+    save_plan("plan_format_version", pf.build(secs, version=2), "plan format version 2, this runtime reads version 1")
+
+    # --- the header and its checksum ---------------------------------------
+    save_plan("plan_header_flip", flip(base, pf.table_entry_at(1) + 4), "corrupt header: xxh64")
+    save_plan("plan_section_count", pf.fix_header_checksum(patched(base, 24, "<I", 100)), "corrupt header: 100 sections")
+
+    # --- a flipped byte in each section: its checksum ----------------------
+    for i, (sid, sec) in enumerate(secs):
+        off = struct.unpack_from("<Q", base, pf.table_entry_at(i) + 8)[0]
+        name = pf.SECTION_NAMES[sid]
+        save_plan(f"plan_flip_{name}", flip(base, off + len(sec) // 2, 3), f"section '{name}' is corrupt")
+
+    # --- section table bounds (header checksum recomputed) -------------------
+    def table(i, field, value):
+        return pf.fix_header_checksum(patched(base, pf.table_entry_at(i) + field, "<Q", value))
+    save_plan("plan_section_offset_past_end", table(2, 8, len(base) + 256), "section 'weights' (")
+    save_plan("plan_section_size_huge", table(2, 16, (1 << 64) - 16), "is outside the")
+    save_plan("plan_section_inside_header", table(1, 8, 0), "section 'graph' (")
+    save_plan("plan_section_missing", pf.build([x for x in secs if x[0] != pf.MEMORY]), "section 'memory' is missing")
+    save_plan("plan_section_twice", pf.build(secs + [(pf.GRAPH, body[pf.GRAPH])]), "section 'graph' appears twice")
+
+    # --- inside sections (section checksums recomputed) ----------------------
+    meta = pf.read_meta(body[pf.META])
+    save_plan("plan_meta_string_length", with_(pf.META, patched(body[pf.META], 0, "<Q", 1 << 40)),
+              "truncated reading kiln version")
+    save_plan("plan_meta_trailing", with_(pf.META, body[pf.META] + b"\0"), "unexpected bytes after the last field")
+    arch_count_at = 24 + sum(len(meta[k].encode()) for k in ("kiln_version", "target", "precision"))
+    save_plan("plan_meta_arch_count", with_(pf.META, patched(body[pf.META], arch_count_at, "<Q", 1 << 61)),
+              "arch count is")
+    wsec = body[pf.WEIGHTS]
+    entries = pf.weight_entries(wsec)
+    start, _, rank, off_at, size_at = entries[0]
+    w_off, w_size = struct.unpack_from("<QQ", wsec, off_at)
+    save_plan("plan_weight_count_huge", with_(pf.WEIGHTS, patched(wsec, 0, "<Q", 1 << 60)), "weight count is")
+    save_plan("plan_weight_offset_past_data", with_(pf.WEIGHTS, patched(wsec, off_at, "<Q", 1 << 30)),
+              "is past the data's end")
+    save_plan("plan_weight_offset_unaligned", with_(pf.WEIGHTS, patched(wsec, off_at, "<Q", w_off + 4)),
+              "is not 256-byte aligned")
+    save_plan("plan_weight_size_mismatch", with_(pf.WEIGHTS, patched(wsec, size_at, "<Q", w_size + 4)),
+              f"has {w_size + 4} bytes, expected {w_size}")
+    save_plan("plan_weight_dtype_code", with_(pf.WEIGHTS, patched(wsec, start, "<B", 200)), "dtype code 200")
+    save_plan("plan_weight_negative_dim", with_(pf.WEIGHTS, patched(wsec, start + 10, "<q", -3)),
+              "negative dimension -3")
+    save_plan("plan_weight_rank_huge", with_(pf.WEIGHTS, patched(wsec, start + 2, "<Q", 1 << 58)), "rank is")
+    save_plan("plan_weight_dims_overflow", with_(pf.WEIGHTS, patched(patched(wsec, start + 10, "<q", 1 << 40),
+                                                                     start + 18, "<q", 1 << 40)), "weight")
+    # f32 -> i32: the same size, a type the graph's constant does not have.
+    save_plan("plan_weight_type_vs_graph", with_(pf.WEIGHTS, patched(wsec, start, "<B", 6)),
+              "in the graph but weight 0 is i32")
+    save_plan("plan_graph_constant_count", with_(pf.META, pf.write_meta(dict(meta, graph_constants=len(entries) - 1))),
+              f"the graph has {len(entries)} constants, the weights section holds {len(entries) - 1}")
+    save_plan("plan_graph_garbage", with_(pf.GRAPH, b"graph @m(%x: f32[1,2"), "the graph section does not parse")
+    save_plan("plan_graph_invalid", with_(pf.GRAPH, body[pf.GRAPH].replace(b"relu(", b"tanh(", 1).replace(
+        b"f32[1,3,5,5]", b"f32[1,3,5,4]", 1)), "the graph declares f32[1,3,5,4]")
+    arena = pf.memory_arena_bytes(body[pf.MEMORY])
+    kernel_step = (0, 0, 3, (1, 1, 1), (32, 1, 1), 0, [(0, 0, 0, 4, 1)])
+    save_plan("plan_launch_kernel_index", with_(pf.LAUNCHES, pf.write_steps([kernel_step])),
+              "launch step 0 names kernel 3, the plan has 0")
+    copy = (1, 0, 0, (0, 1, 1), (0, 1, 1), 0, [(0, 0, arena, 16, 4), (0, 0, 0, 16, 4)])
+    save_plan("plan_launch_arena_range", with_(pf.LAUNCHES, pf.write_steps([copy])),
+              f"binds 16 bytes at arena offset {arena}, the arena has {arena}")
+    copy_w = (1, 0, 0, (0, 1, 1), (0, 1, 1), 0, [(2, 0, 0, 16, 4), (3, 99, 0, 16, 4)])
+    save_plan("plan_launch_weight_index", with_(pf.LAUNCHES, pf.write_steps([copy_w])), "binds weight 99, the plan has")
+    copy_r = (1, 0, 0, (0, 1, 1), (0, 1, 1), 0, [(2, 0, 0, 16, 4), (3, 0, w_size - 4, 16, 4)])
+    save_plan("plan_launch_weight_range", with_(pf.LAUNCHES, pf.write_steps([copy_r])),
+              f"reads 16 bytes at {w_size - 4} of weight 0")
+    save_plan("plan_launch_step_kind", with_(pf.LAUNCHES, patched(pf.write_steps([copy]), 8, "<B", 7)),
+              "step 0 has unknown kind 7")
+    save_plan("plan_launch_copy_arity", with_(pf.LAUNCHES, pf.write_steps([copy[:6] + ([copy[6][0]],)])),
+              "copy step 0 has 1 buffers, expected 2")
+    save_plan("plan_memory_truncated", with_(pf.MEMORY, body[pf.MEMORY][:12]), "section 'memory': truncated reading")
+    save_plan("plan_kernels_count_huge", with_(pf.KERNELS, struct.pack("<Q", 1 << 62)), "kernel count is")
+
+    # --- another kiln, another GPU -------------------------------------------
+    save_plan("plan_other_kiln_version", with_(pf.META, pf.write_meta(dict(meta, kiln_version="0.0.9"))),
+              "built by kiln 0.0.9, this runtime is kiln")
+    if fake_cuda:
+        # A GPU plan whose kernels are for sm_90 (CUBIN and PTX) on a GPU
+        # posing as sm_80: PTX for sm_90 cannot JIT on an older GPU.
+        gpu = pf.replace(pf.replace(secs, pf.META, pf.write_meta(dict(
+            meta, target="sm_90", archs=["sm_90"], gpu_kernels=True, no_gpu_reason=""))), pf.KERNELS, pf.write_kernels(
+            [("kiln_relu", "extern \"C\" __global__ void kiln_relu() {}", "sm_90", b"\x7fELF" + bytes(60),
+              ".version 8.0\n.target sm_90\n")]))
+        gpu = [x for x in gpu if x[0] != pf.RESOURCES]  # optional; it would have to list the kernel
+        save_plan("plan_other_gpu_arch", pf.build(gpu), "the plan's kernels are for sm_90, this GPU is sm_80",
+                  args=["--backend", "gpu"], env={"LD_LIBRARY_PATH": fake_cuda, "FAKE_CUDA_ARCH": "8.0"},
+                  commands=("run", "bench"))  # inspect reads the plan without a GPU
+
+    # --- random damage: accepted or rejected, never a crash ------------------
+    rng = random.Random(11)
+    for i in range(8):  # bit flips anywhere: the checksums catch them
+        data = bytearray(base)
+        for _ in range(1 + i % 3):
+            data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        save_plan(f"plan_bit_flip_random_{i}", bytes(data), "", kind="no_crash")
+    for i in range(12):  # bytes of one section changed, checksums recomputed: only the parser's checks remain
+        sid = secs[i % len(secs)][0]
+        sec = bytearray(body[sid])
+        for _ in range(1 + i % 4):
+            if sec:
+                sec[rng.randrange(len(sec))] = rng.randrange(256)
+        save_plan(f"plan_mutated_{pf.SECTION_NAMES[sid]}_{i}", with_(sid, bytes(sec)), "", kind="no_crash")
+
+
 def write_test_data(d, inputs, outputs):
     t = os.path.join(d, "test_data_set_0")
     os.makedirs(t, exist_ok=True)
@@ -292,15 +467,20 @@ def valid_models():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    OUT = os.path.abspath(sys.argv[1])
+    ap = argparse.ArgumentParser(usage=__doc__)
+    ap.add_argument("out")
+    ap.add_argument("--kiln")
+    ap.add_argument("--fake-cuda")
+    cli = ap.parse_args()
+    OUT = os.path.abspath(cli.out)
     shutil.rmtree(OUT, ignore_errors=True)
     os.makedirs(os.path.join(OUT, "outside"))
     with open(os.path.join(OUT, "outside", "secret.bin"), "wb") as fh:
         fh.write(np.ones(64, np.float32).tobytes())
     bad_models()
     valid_models()
+    if cli.kiln:
+        bad_plans(os.path.abspath(cli.kiln), cli.fake_cuda and os.path.abspath(cli.fake_cuda))
     with open(os.path.join(OUT, "cases.json"), "w") as fh:
         json.dump(CASES, fh, indent=1)
     print(f"{len(CASES)} cases in {OUT}")

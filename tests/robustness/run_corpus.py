@@ -4,7 +4,8 @@
 Usage: run_corpus.py KILN CORPUS [--no-memory-limit] [--timeout S] [--filter SUBSTR]
 
 Each command (`kiln compile`, `kiln run`, `kiln conformance` for the valid
-cases) runs in its own process with a timeout and a memory limit
+cases; `kiln run MODEL.plan` for the damaged plans, with the case's extra
+environment, e.g. the fake CUDA driver on LD_LIBRARY_PATH) runs in its own process with a timeout and a memory limit
 (RLIMIT_AS; --no-memory-limit under AddressSanitizer, which reserves terabytes
 of address space), under strace, and must:
   - error cases: exit with code 1 (not a signal, not 2 = internal error) and
@@ -73,7 +74,7 @@ def opened_files(trace_path, cwd):
 
 def run_one(args, case, command, corpus, tmp):
     d = os.path.join(corpus, case["name"])
-    model = os.path.join(d, "model.onnx")
+    model = os.path.join(d, case.get("file", "model.onnx"))
     argv = [args.kiln, command, d if command == "conformance" else model] + case["args"]
     trace = os.path.join(tmp, "trace.txt")
     full = ["strace", "-f", "-qq", "-e", "trace=open,openat,openat2", "-e", "signal=none", "-o", trace] + argv
@@ -82,6 +83,12 @@ def run_one(args, case, command, corpus, tmp):
     env = dict(os.environ, KILN_CACHE_DIR=os.path.join(tmp, "cache"),
                ASAN_OPTIONS="abort_on_error=1:detect_leaks=0",
                UBSAN_OPTIONS="abort_on_error=1:halt_on_error=1:print_stacktrace=1")
+    env.update(case.get("env", {}))
+    # Libraries a case's environment adds (the fake CUDA driver) are not the model.
+    lib_dirs = set(args.lib_dirs)
+    for folder in case.get("env", {}).get("LD_LIBRARY_PATH", "").split(":"):
+        if folder:
+            lib_dirs |= {folder.rstrip(os.sep) + os.sep, os.path.realpath(folder) + os.sep}
     try:
         p = subprocess.run(full, cwd=d, env=env, capture_output=True, text=True, errors="replace",
                            timeout=args.timeout, preexec_fn=None if args.no_memory_limit else limit_memory)
@@ -108,7 +115,7 @@ def run_one(args, case, command, corpus, tmp):
         for path in opened_files(trace, d):
             inside = path == d or path.startswith(d + os.sep) or path.startswith(tmp + os.sep)
             system = (path.startswith(SYSTEM_PREFIXES) or path == os.path.realpath(args.kiln)
-                      or is_library(path, args.lib_dirs))
+                      or is_library(path, lib_dirs))
             if not inside and not system:
                 problems.append(f"opened {path}, outside the case folder")
         os.remove(trace)

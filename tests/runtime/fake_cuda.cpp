@@ -16,7 +16,13 @@
 // deterministic. Pinned host memory (cuMemHostAlloc) is tracked, copies say
 // whether their host side was pinned, and the calls that matter for ordering
 // are logged ("htod pinned s1", "record e3 s2", "wait s2 e3", ...).
-// fake_cuda_fail_next(NAME) makes the next call of entry point NAME fail.
+// fake_cuda_fail_next(NAME) makes the next call of entry point NAME fail;
+// fake_cuda_fail(NAME, SKIP, ERROR) the call after SKIP more with ERROR;
+// fake_cuda_set_memory_limit(BYTES) makes cuMemAlloc return
+// CUDA_ERROR_OUT_OF_MEMORY past a byte budget (cuMemGetInfo reports it).
+// Thread-safe: the state is behind one mutex, each stream has its own
+// capture (as with CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), and launches run
+// outside the lock so contexts on different threads run kernels concurrently.
 // A process without the test's simulator callbacks (kiln itself, loaded with
 // LD_LIBRARY_PATH pointing here) only times launches, it runs none.
 // Environment: FAKE_CUDA_ARCH ("8.6"), FAKE_CUDA_NAME, FAKE_CUDA_COST,
@@ -64,6 +70,13 @@ struct Event {
   double time = 0;
 };
 
+// An armed failure: the call after `skip` more calls fails with `error`
+// (0: the entry point's usual error).
+struct Failure {
+  int skip = 0;
+  CUresult error = 0;
+};
+
 struct State {
   std::mutex mu;
   int major = 9, minor = 0;
@@ -71,13 +84,15 @@ struct State {
   bool inverse_blocks = false;
   bool init_error = false;
   int cubin_loads = 0, ptx_loads = 0, graph_launches = 0, captured_launches = 0, direct_launches = 0;
-  std::set<void*> allocs, pinned;
+  std::map<void*, size_t> allocs;  // live device allocation -> bytes
+  size_t live_bytes = 0, memory_limit = SIZE_MAX;
+  std::set<void*> pinned;
   int pinned_allocs = 0, events_recorded = 0, next_id = 1;
   double clock_ms = 0;
   std::string log;
-  std::map<std::string, int> fail_next;
-  bool capturing = false;
-  Graph capture;
+  std::map<std::string, Failure> fail_next;
+  std::map<void*, Graph> captures;  // stream -> the graph being captured on it
+  std::map<std::string, std::unique_ptr<Function>> functions;  // by name: reloads reuse them
   int (*arg_count)(const char*) = nullptr;
   int (*launch)(const char*, const unsigned*, const unsigned*, unsigned, const CUdeviceptr*) = nullptr;
   State() {
@@ -94,13 +109,22 @@ State& st() {
 
 constexpr CUresult kInvalid = 1, kOutOfMemory = 2, kNotReady = 600, kNotFound = 500, kLaunchFailed = 719;
 
-// Whether the test asked this entry point to fail once.
-bool failing(const char* fn) {
+// Every entry point holds the state's lock (run() lets go of it while a
+// kernel runs).
+using Lock = std::unique_lock<std::mutex>;
+#define FAKE_LOCK Lock lock(st().mu)
+
+// The error the test armed for this call of `fn` (0: none); `usual` when
+// armed without one (fake_cuda_fail_next).
+CUresult failing(const char* fn, CUresult usual) {
   auto it = st().fail_next.find(fn);
-  if (it == st().fail_next.end()) return false;
+  if (it == st().fail_next.end()) return 0;
+  if (it->second.skip-- > 0) return 0;
+  CUresult e = it->second.error ? it->second.error : usual;
   st().fail_next.erase(it);
-  return true;
+  return e;
 }
+bool capturing(void* stream) { return st().captures.count(stream) > 0; }
 
 void log(const std::string& line) { st().log += line + "\n"; }
 int id_of(void* stream) { return stream ? static_cast<Stream*>(stream)->id : 0; }
@@ -112,24 +136,29 @@ double cost_ms(const Op& op) {
   return st().inverse_blocks ? 1.0 / blocks : 0.005 + 0.001 * blocks;
 }
 
-CUresult run(const Op& op) {
+// Called with the lock held; a kernel runs without it.
+CUresult run(const Op& op, Lock& lock) {
   st().clock_ms += cost_ms(op);
   if (!op.launch) {
     std::memmove(reinterpret_cast<void*>(op.dst), reinterpret_cast<const void*>(op.src), op.bytes);
     return 0;
   }
-  if (!st().launch) return 0;  // timing only (no simulator in this process)
-  return st().launch(op.fn->name.c_str(), op.grid, op.block, op.shared, op.args.data());
+  auto* launch = st().launch;
+  if (!launch) return 0;  // timing only (no simulator in this process)
+  lock.unlock();
+  CUresult r = launch(op.fn->name.c_str(), op.grid, op.block, op.shared, op.args.data());
+  lock.lock();
+  return r;
 }
 
-CUresult enqueue(Op op) {
-  if (st().capturing) {
+CUresult enqueue(Op op, void* stream, Lock& lock) {
+  if (auto it = st().captures.find(stream); it != st().captures.end()) {
     st().captured_launches += op.launch;
-    st().capture.ops.push_back(std::move(op));
+    it->second.ops.push_back(std::move(op));
     return 0;
   }
   st().direct_launches += op.launch;
-  return run(op);
+  return run(op, lock);
 }
 
 // Staging copies start at their pinned allocation.
@@ -141,17 +170,20 @@ extern "C" {
 
 // Test controls.
 void fake_cuda_set_arch(int major, int minor) {
+  FAKE_LOCK;
   st().major = major;
   st().minor = minor;
 }
 void fake_cuda_set_kernels(int (*arg_count)(const char*),
                            int (*launch)(const char*, const unsigned*, const unsigned*, unsigned, const CUdeviceptr*)) {
+  FAKE_LOCK;
   st().arg_count = arg_count;
   st().launch = launch;
 }
 // cubin loads, ptx loads, graph launches, captured launches, launches outside a capture, live allocations,
 // live pinned host allocations, pinned allocations ever, events recorded.
 void fake_cuda_stats(int* out) {
+  FAKE_LOCK;
   out[0] = st().cubin_loads;
   out[1] = st().ptx_loads;
   out[2] = st().graph_launches;
@@ -162,11 +194,35 @@ void fake_cuda_stats(int* out) {
   out[7] = st().pinned_allocs;
   out[8] = st().events_recorded;
 }
-void fake_cuda_set_cost(const char* mode) { st().inverse_blocks = std::strcmp(mode, "inverse_blocks") == 0; }
-void fake_cuda_set_name(const char* name) { st().name = name; }
-void fake_cuda_fail_next(const char* fn) { st().fail_next[fn] = 1; }
+void fake_cuda_set_cost(const char* mode) {
+  FAKE_LOCK;
+  st().inverse_blocks = std::strcmp(mode, "inverse_blocks") == 0;
+}
+void fake_cuda_set_name(const char* name) {
+  FAKE_LOCK;
+  st().name = name;
+}
+void fake_cuda_fail_next(const char* fn) {
+  FAKE_LOCK;
+  st().fail_next[fn] = {};
+}
+// The call of entry point `fn` ("cuMemAlloc_v2", "cuLaunchKernel",
+// "cuGraphLaunch", "cuStreamSynchronize"...) after `skip` more calls returns
+// `error`, once. error 0 disarms.
+void fake_cuda_fail(const char* fn, int skip, int error) {
+  FAKE_LOCK;
+  if (error) st().fail_next[fn] = {skip, error};
+  else st().fail_next.erase(fn);
+}
+// cuMemAlloc fails with CUDA_ERROR_OUT_OF_MEMORY when the live bytes would
+// pass `bytes` (SIZE_MAX: no limit).
+void fake_cuda_set_memory_limit(size_t bytes) {
+  FAKE_LOCK;
+  st().memory_limit = bytes;
+}
 // The call log since the last call (then cleared).
 const char* fake_cuda_take_log() {
+  FAKE_LOCK;
   static std::string taken;
   taken = std::move(st().log);
   st().log.clear();
@@ -182,12 +238,19 @@ CUresult cuGetExportTable(const void** table, const void*) {
   return 801;  // CUDA_ERROR_NOT_SUPPORTED
 }
 CUresult cuDeviceGetName(char* name, int len, int) {
+  FAKE_LOCK;
   if (len <= 0) return kInvalid;
   std::snprintf(name, size_t(len), "%s", st().name.c_str());
   return 0;
 }
-CUresult cuGetErrorString(CUresult, const char** s) {
-  *s = "fake CUDA error";
+// The real driver's words for the errors tests inject.
+CUresult cuGetErrorString(CUresult r, const char** s) {
+  switch (r) {
+    case kOutOfMemory: *s = "out of memory"; break;
+    case kLaunchFailed: *s = "unspecified launch failure"; break;
+    case 700: *s = "an illegal memory access was encountered"; break;
+    default: *s = "fake CUDA error";
+  }
   return 0;
 }
 CUresult cuDeviceGetCount(int* n) {
@@ -199,6 +262,7 @@ CUresult cuDeviceGet(int* d, int i) {
   return i == 0 ? 0 : kInvalid;
 }
 CUresult cuDeviceGetAttribute(int* v, int attr, int) {
+  FAKE_LOCK;
   if (attr == 75) *v = st().major;
   else if (attr == 76) *v = st().minor;
   else return kInvalid;
@@ -216,6 +280,7 @@ CUresult cuCtxPopCurrent_v2(void** c) {
   return 0;
 }
 CUresult cuModuleLoadData(void** m, const void* image) {
+  FAKE_LOCK;
   // PTX is text starting with a comment or directive; a CUBIN is an ELF file.
   bool ptx = std::memcmp(image, "\x7f" "ELF", 4) != 0;
   (ptx ? st().ptx_loads : st().cubin_loads)++;
@@ -227,24 +292,42 @@ CUresult cuModuleUnload(void* m) {
   return 0;
 }
 CUresult cuModuleGetFunction(void** f, void*, const char* name) {
+  FAKE_LOCK;
   if (st().arg_count && st().arg_count(name) < 0) return kNotFound;
-  static std::vector<std::unique_ptr<Function>> keep;
-  keep.push_back(std::make_unique<Function>(Function{name}));
-  *f = keep.back().get();
+  auto& fn = st().functions[name];
+  if (!fn) fn = std::make_unique<Function>(Function{name});
+  *f = fn.get();
   return 0;
 }
 CUresult cuFuncSetAttribute(void*, int, int) { return 0; }
 CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
+  FAKE_LOCK;
+  if (CUresult e = failing("cuMemAlloc_v2", kOutOfMemory)) return e;
   if (n == 0) return kInvalid;  // as the real driver
+  if (n > st().memory_limit - st().live_bytes) return kOutOfMemory;
   void* m = std::aligned_alloc(256, (n + 255) / 256 * 256);
-  st().allocs.insert(m);
+  if (!m) return kOutOfMemory;
+  st().allocs.emplace(m, n);
+  st().live_bytes += n;
   *p = reinterpret_cast<CUdeviceptr>(m);
   return 0;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
+  FAKE_LOCK;
   void* m = reinterpret_cast<void*>(p);
-  if (!st().allocs.erase(m)) return kInvalid;
+  auto it = st().allocs.find(m);
+  if (it == st().allocs.end()) return kInvalid;
+  st().live_bytes -= it->second;
+  st().allocs.erase(it);
   std::free(m);
+  return 0;
+}
+// Free and total "device" memory: total is the memory limit (or 80 GiB).
+CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
+  FAKE_LOCK;
+  size_t total = st().memory_limit == SIZE_MAX ? size_t(80) << 30 : st().memory_limit;
+  *total_bytes = total;
+  *free_bytes = total > st().live_bytes ? total - st().live_bytes : 0;
   return 0;
 }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
@@ -252,16 +335,21 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
   return 0;
 }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, void* stream) {
-  if (failing("cuMemcpyHtoDAsync")) return kLaunchFailed;
-  if (!st().capturing) log(std::string("htod ") + (is_pinned(s) ? "pinned" : "pageable") + " s" + std::to_string(id_of(stream)));
-  return enqueue({false, nullptr, {0, 1, 1}, {0, 1, 1}, 0, {}, d, reinterpret_cast<CUdeviceptr>(s), n});
+  FAKE_LOCK;
+  if (CUresult e = failing("cuMemcpyHtoDAsync", kLaunchFailed)) return e;
+  if (!capturing(stream))
+    log(std::string("htod ") + (is_pinned(s) ? "pinned" : "pageable") + " s" + std::to_string(id_of(stream)));
+  return enqueue({false, nullptr, {0, 1, 1}, {0, 1, 1}, 0, {}, d, reinterpret_cast<CUdeviceptr>(s), n}, stream, lock);
 }
 CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, void* stream) {
-  if (!st().capturing) log(std::string("dtoh ") + (is_pinned(d) ? "pinned" : "pageable") + " s" + std::to_string(id_of(stream)));
-  return enqueue({false, nullptr, {0, 1, 1}, {0, 1, 1}, 0, {}, reinterpret_cast<CUdeviceptr>(d), s, n});
+  FAKE_LOCK;
+  if (!capturing(stream))
+    log(std::string("dtoh ") + (is_pinned(d) ? "pinned" : "pageable") + " s" + std::to_string(id_of(stream)));
+  return enqueue({false, nullptr, {0, 1, 1}, {0, 1, 1}, 0, {}, reinterpret_cast<CUdeviceptr>(d), s, n}, stream, lock);
 }
 CUresult cuMemHostAlloc(void** p, size_t n, unsigned) {
-  if (failing("cuMemHostAlloc")) return kOutOfMemory;
+  FAKE_LOCK;
+  if (CUresult e = failing("cuMemHostAlloc", kOutOfMemory)) return e;
   if (n == 0) return kInvalid;
   void* m = std::aligned_alloc(256, (n + 255) / 256 * 256);
   st().pinned.insert(m);
@@ -270,11 +358,13 @@ CUresult cuMemHostAlloc(void** p, size_t n, unsigned) {
   return 0;
 }
 CUresult cuMemFreeHost(void* p) {
+  FAKE_LOCK;
   if (!st().pinned.erase(p)) return kInvalid;
   std::free(p);
   return 0;
 }
 CUresult cuEventCreate(void** e, unsigned) {
+  FAKE_LOCK;
   *e = new Event{st().next_id++};
   return 0;
 }
@@ -283,6 +373,7 @@ CUresult cuEventDestroy_v2(void* e) {
   return 0;
 }
 CUresult cuEventRecord(void* e, void* stream) {
+  FAKE_LOCK;
   if (!e) return kInvalid;
   auto* ev = static_cast<Event*>(e);
   ev->recorded = true;
@@ -292,10 +383,12 @@ CUresult cuEventRecord(void* e, void* stream) {
   return 0;
 }
 CUresult cuEventSynchronize(void* e) {
-  if (failing("cuEventSynchronize")) return kLaunchFailed;
+  FAKE_LOCK;
+  if (CUresult r = failing("cuEventSynchronize", kLaunchFailed)) return r;
   return e && static_cast<Event*>(e)->recorded ? 0 : kInvalid;
 }
 CUresult cuEventElapsedTime(float* ms, void* a, void* b) {
+  FAKE_LOCK;
   auto *ea = static_cast<Event*>(a), *eb = static_cast<Event*>(b);
   if (!ea || !eb) return kInvalid;
   if (!ea->recorded || !eb->recorded) return kNotReady;
@@ -303,45 +396,56 @@ CUresult cuEventElapsedTime(float* ms, void* a, void* b) {
   return 0;
 }
 CUresult cuStreamWaitEvent(void* stream, void* e, unsigned) {
+  FAKE_LOCK;
   if (!e) return kInvalid;
   log("wait s" + std::to_string(id_of(stream)) + " e" + std::to_string(static_cast<Event*>(e)->id));
   return 0;
 }
-CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void*) {
-  return enqueue({false, nullptr, {0, 1, 1}, {0, 1, 1}, 0, {}, d, s, n});
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void* stream) {
+  FAKE_LOCK;
+  return enqueue({false, nullptr, {0, 1, 1}, {0, 1, 1}, 0, {}, d, s, n}, stream, lock);
 }
 CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                        unsigned shared, void*, void** params, void** extra) {
+                        unsigned shared, void* stream, void** params, void** extra) {
+  FAKE_LOCK;
   auto* fn = static_cast<Function*>(f);
   if (extra) return kInvalid;
-  if (failing("cuLaunchKernel")) return kLaunchFailed;
+  if (CUresult e = failing("cuLaunchKernel", kLaunchFailed)) return e;
   Op op{true, fn, {gx, gy, gz}, {bx, by, bz}, shared, {}, 0, 0, 0};
   if (st().arg_count) {
     int n = st().arg_count(fn->name.c_str());
     if (n < 0) return kNotFound;
     for (int i = 0; i < n; ++i) op.args.push_back(*static_cast<CUdeviceptr*>(params[i]));
   }
-  return enqueue(std::move(op));
+  return enqueue(std::move(op), stream, lock);
 }
 CUresult cuStreamCreate(void** s, unsigned) {
+  FAKE_LOCK;
   *s = new Stream{st().next_id++};
   return 0;
 }
 CUresult cuStreamDestroy_v2(void* s) {
+  FAKE_LOCK;
+  st().captures.erase(s);
   delete static_cast<Stream*>(s);
   return 0;
 }
-CUresult cuStreamSynchronize(void*) { return 0; }
-CUresult cuStreamBeginCapture_v2(void*, int) {
-  if (st().capturing) return kInvalid;
-  st().capturing = true;
-  st().capture = Graph{};
+CUresult cuStreamSynchronize(void*) {
+  FAKE_LOCK;
+  return failing("cuStreamSynchronize", kLaunchFailed);
+}
+CUresult cuStreamBeginCapture_v2(void* s, int) {
+  FAKE_LOCK;
+  if (capturing(s)) return kInvalid;
+  st().captures[s] = Graph{};
   return 0;
 }
-CUresult cuStreamEndCapture(void*, void** g) {
-  if (!st().capturing) return kInvalid;
-  st().capturing = false;
-  *g = new Graph(std::move(st().capture));
+CUresult cuStreamEndCapture(void* s, void** g) {
+  FAKE_LOCK;
+  auto it = st().captures.find(s);
+  if (it == st().captures.end()) return kInvalid;
+  *g = new Graph(std::move(it->second));
+  st().captures.erase(it);
   return 0;
 }
 CUresult cuGraphInstantiateWithFlags(void** exec, void* g, unsigned long long) {
@@ -349,11 +453,12 @@ CUresult cuGraphInstantiateWithFlags(void** exec, void* g, unsigned long long) {
   return 0;
 }
 CUresult cuGraphLaunch(void* exec, void* stream) {
-  if (failing("cuGraphLaunch")) return kLaunchFailed;
+  FAKE_LOCK;
+  if (CUresult e = failing("cuGraphLaunch", kLaunchFailed)) return e;
   ++st().graph_launches;
   log("graph s" + std::to_string(id_of(stream)));
   for (const Op& op : static_cast<Graph*>(exec)->ops)
-    if (CUresult r = run(op); r != 0) return r;
+    if (CUresult r = run(op, lock); r != 0) return r;
   return 0;
 }
 CUresult cuGraphExecDestroy(void* e) {

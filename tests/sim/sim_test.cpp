@@ -221,6 +221,16 @@ TEST(Sim, VectorCastOfCheckedPointer) {
                    "argument data: index 10 out of bounds [0, 10)");
 }
 
+// As on a GPU, a vector access needs an aligned address, not only an offset
+// that is a multiple of the vector: a buffer starting 4 bytes past a 16-byte
+// boundary cannot be read as float4 (the kernels test KILN_PTR_ADDR first).
+TEST(Sim, VectorCastOfMisalignedAddressIsAnError) {
+  alignas(16) float d[44] = {};
+  EXPECT_EQ(::kiln::sim::ptr_address(arg(d + 1, 40, "data")) % 16, 4u);
+  expect_sim_error([&] { KILN_SIM_LAUNCH(scale4, dim3(1), dim3(32), 0, arg(d + 1, 40, "data"), 2.f, 10); },
+                   "not aligned");
+}
+
 TEST(Sim, InvalidLaunchIsAnError) {
   std::vector<int> out(64);
   expect_sim_error([&] { KILN_SIM_LAUNCH(barrier_rotate, dim3(1), dim3(2048), 0, arg(out.data(), 64, "out")); },

@@ -615,6 +615,7 @@ TEST(CodegenComputeModels, RealModelAnchorsCompileAndMatch) {
       cfg.kernel = kernels[i].name;
       cfg.grid = dim3(kernels[i].grid.x, kernels[i].grid.y, kernels[i].grid.z);
       cfg.block = dim3(kernels[i].block.x, kernels[i].block.y, kernels[i].block.z);
+      cfg.shared_bytes = kernels[i].shared_bytes;  // the tensor-core kernels use dynamic shared memory
       ASSERT_NO_THROW(codegen::sim_launch(entries.at(kernels[i].name), cfg, bufs, counts));
       bool ok = true;
       // An f16 anchor rounds its result to f16 before any cast to f32 in the epilogue: f16 tolerance.

@@ -136,11 +136,19 @@ TEST(CodegenNorm, LaunchShapeAndErrors) {
                                        {TensorType(DType::F32, {3, 5, 300})});
   EXPECT_EQ(k.outputs, 15);
   EXPECT_EQ(k.count, 300);
-  EXPECT_EQ(k.block, 256u);
-  EXPECT_EQ(k.grid, 15u);
+  // Rows of <= 1024 elements: a warp per row, 4 rows per block
+  // (docs/codegen.md "Bandwidth-bound kernels").
+  EXPECT_EQ(k.block, 128u);
+  EXPECT_EQ(k.grid, 4u);
   auto small = codegen::emit_normalization(ln, a, {TensorType(DType::F32, {3, 7}), TensorType(DType::F32, {7})},
                                            {TensorType(DType::F32, {3, 7})});
-  EXPECT_EQ(small.block, 32u);
+  EXPECT_EQ(small.block, 128u);
+  EXPECT_EQ(small.grid, 1u);
+  // Longer rows: a block per row, about 16 elements per thread.
+  auto wide = codegen::emit_normalization(ln, a, {TensorType(DType::F32, {2, 5000}), TensorType(DType::F32, {5000})},
+                                          {TensorType(DType::F32, {2, 5000})});
+  EXPECT_EQ(wide.block, 512u);
+  EXPECT_EQ(wide.grid, 2u);
   EXPECT_THROW(codegen::emit_normalization(op_registry().get("softmax"), a, {TensorType(DType::F32, {3, 7})},
                                            {TensorType(DType::F32, {3, 7})}),
                Error);

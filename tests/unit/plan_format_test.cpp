@@ -11,6 +11,7 @@
 #include "backends/reference/executor.h"
 #include "ir/error.h"
 #include "runtime/plan_graph.h"
+#include "runtime/version.h"
 #include "tests/unit/plan_test_util.h"
 
 namespace kiln {
@@ -29,7 +30,7 @@ std::string load_error(const std::vector<uint8_t>& bytes, const plan::LoadOption
 // A plan with GPU kernels for `arch`, made by hand (no NVRTC needed).
 plan::Plan fake_gpu_plan(const std::string& arch, bool with_ptx) {
   plan::Plan p;
-  p.meta.kiln_version = "0.1.0";
+  p.meta.kiln_version = kKilnVersion;
   p.meta.target = arch;
   p.meta.precision = "fp32";
   p.meta.archs = {arch};
@@ -182,6 +183,14 @@ TEST_F(PlanReject, AlteredHeader) {
   auto c = good;
   c[24] = 200;  // section count
   EXPECT_NE(load_error(c).find("corrupt header: 200 sections"), std::string::npos) << load_error(c);
+}
+
+TEST_F(PlanReject, AnotherKilnVersion) {
+  plan::Plan p = plan::deserialize(good.data(), good.size(), "m.plan");
+  p.meta.kiln_version = "0.0.9";
+  EXPECT_EQ(load_error(plan::serialize(p)), fmt::format("m.plan: the plan was built by kiln 0.0.9, this runtime is "
+                                                        "kiln {} (recompile the model with this kiln)",
+                                                        kKilnVersion));
 }
 
 TEST_F(PlanReject, TrailingBytes) {

@@ -86,7 +86,7 @@ TEST(SimBackend, FusedGeluChainWithBroadcastingAndTwoResults) {
   codegen::FusedPointwiseKernel k = codegen::emit_fused_pointwise(f, op_registry());
   EXPECT_EQ(k.kernel.outputs, 2);
   EXPECT_EQ(k.constants.size(), 3u);  // the three small constants live in the body
-  EXPECT_EQ(k.kernel.grid, 10u);      // ceil(2345 / 256)
+  EXPECT_EQ(k.kernel.grid, 3u);       // ceil(ceil(2345 / 4) / 256): 4 floats per thread
   expect_matches_reference(*g);
 }
 

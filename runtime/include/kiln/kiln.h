@@ -38,7 +38,8 @@ typedef enum kiln_status {
   KILN_ERROR_NOT_FOUND = 2,        /* no input/output of that name, index out of range */
   KILN_ERROR_INVALID_PLAN = 3,     /* the plan does not load (corrupt, wrong version, wrong GPU) */
   KILN_ERROR_UNAVAILABLE = 4,      /* the GPU backend was requested and cannot be used */
-  KILN_ERROR_RUNTIME = 5,          /* running failed (a CUDA error, unbound buffers) */
+  KILN_ERROR_RUNTIME = 5,          /* running failed (a CUDA error such as out of memory, also
+                                      while creating a GPU engine or context; unbound buffers) */
   KILN_ERROR_INTERNAL = 6          /* a bug in kiln */
 } kiln_status;
 

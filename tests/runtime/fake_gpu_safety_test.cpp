@@ -1,0 +1,258 @@
+// The runtime's GPU path under failure, threads and repetition, against the
+// fake CUDA driver (fake_cuda.cpp; kernels run on the CPU simulator):
+// - out of device memory (weights, then the activation arena), a kernel that
+//   fails in the replayed graph, a failing wait for the run's events and a launch
+//   that fails while the context captures its graph: each is a kiln status
+//   with the CUDA error's text through the C API, nothing leaks, and the next
+//   context or run on the same engine succeeds;
+// - one engine shared by 8 threads, each with its own context (stream, arena,
+//   captured graph), for KILN_THREAD_TEST_SECONDS (default 30): every output
+//   equal to the single-threaded result bit for bit;
+// - KILN_LEAK_TEST_CYCLES (default 1000) load/run/destroy cycles: device
+//   memory back to all free (cuMemGetInfo), no live allocation, host RSS flat.
+// What a fake cannot show: errors that poison a real CUDA context (an illegal
+// address is sticky: every later call fails), see docs/security.md.
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "tests/runtime/fake_gpu_util.h"
+
+namespace kiln {
+namespace {
+
+using namespace fakegpu;
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+size_t rss_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * size_t(sysconf(_SC_PAGESIZE));
+}
+
+// The fake driver back to normal after each test.
+class FakeGpuFailures : public FakeGpu {
+ protected:
+  void TearDown() override {
+    fake().set_memory_limit(SIZE_MAX);
+    for (const char* f : {"cuMemAlloc_v2", "cuLaunchKernel", "cuGraphLaunch", "cuStreamSynchronize", "cuEventSynchronize"})
+      fake().fail(f, 0, 0);
+    launches_to_fail = 0;
+  }
+  // Binds `feed` and fresh outputs through the C API and runs.
+  kiln_status run_c(kiln_context* c, const std::map<std::string, Tensor>& feed, std::vector<Tensor>& outs) {
+    outs.clear();
+    for (const Value* v : graph->inputs()) {
+      const TensorType& t = v->type();
+      kiln_status s = kiln_context_bind_input(c, v->name().c_str(), feed.at(v->name()).raw(), kiln_dtype(t.dtype),
+                                              t.shape.data(), t.rank(), KILN_MEMORY_HOST);
+      if (s != KILN_OK) return s;
+    }
+    for (const Value* v : graph->outputs()) outs.emplace_back(v->type());
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const TensorType& t = outs[i].type();
+      std::string name = graph->outputs()[i]->name();
+      kiln_status s = kiln_context_bind_output(c, name.c_str(), outs[i].raw(), kiln_dtype(t.dtype), t.shape.data(),
+                                               t.rank(), KILN_MEMORY_HOST);
+      if (s != KILN_OK) return s;
+    }
+    return kiln_context_run(c);
+  }
+  std::string last_error() const { return kiln_last_error(); }
+};
+
+using FakeGpuSafety = FakeGpuFailures;
+using FakeGpuThreads = FakeGpuFailures;
+using FakeGpuLeaks = FakeGpuFailures;
+
+TEST_F(FakeGpuSafety, OutOfDeviceMemoryIsAStatusWithTextAndTheEngineRecovers) {
+  std::vector<uint8_t> bytes = plan_for("sm_90");
+  const size_t weight_bytes = plans().at("sm_90").weight_data.size();
+  ASSERT_GT(weight_bytes, 0u);
+  // Not even the weights fit: the GPU engine cannot be made.
+  fake().set_memory_limit(weight_bytes - 1);
+  kiln_engine* e = nullptr;
+  EXPECT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_ERROR_RUNTIME);
+  EXPECT_EQ(last_error(), "plan in memory: CUDA: allocating the weights: out of memory (error 2)");
+  EXPECT_EQ(e, nullptr);
+  EXPECT_EQ(stats()[5], 0) << "a failed engine left device allocations";
+  // Auto falls back to the CPU path and says why.
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_AUTO, &e), KILN_OK);
+  const char* info = nullptr;
+  ASSERT_EQ(kiln_engine_info(e, &info), KILN_OK);
+  EXPECT_NE(std::string(info).find("CPU reference path (CUDA: allocating the weights: out of memory"),
+            std::string::npos)
+      << info;
+  kiln_engine_destroy(e);
+
+  // The weights fit, the context's arena does not.
+  fake().set_memory_limit(weight_bytes);
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
+      << last_error();
+  kiln_context* c = nullptr;
+  EXPECT_EQ(kiln_context_create(e, &c), KILN_ERROR_RUNTIME);
+  EXPECT_EQ(c, nullptr);
+  EXPECT_NE(last_error().find("CUDA: allocating the activation arena: out of memory (error 2)"), std::string::npos)
+      << last_error();
+  EXPECT_EQ(stats()[5], 1) << "the failed context kept device memory (only the weights should be live)";
+  // Memory freed elsewhere: the same engine makes a context that runs.
+  fake().set_memory_limit(SIZE_MAX);
+  ASSERT_EQ(kiln_context_create(e, &c), KILN_OK) << last_error();
+  auto feed = testing::random_inputs(*graph, 31);
+  std::vector<Tensor> outs;
+  ASSERT_EQ(run_c(c, feed, outs), KILN_OK) << last_error();
+  expect_reference(outs, feed);
+  kiln_context_destroy(c);
+  kiln_engine_destroy(e);
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+}
+
+TEST_F(FakeGpuSafety, FailedLaunchSyncOrCaptureIsAStatusAndTheNextRunSucceeds) {
+  std::vector<uint8_t> bytes = plan_for("sm_90");
+  kiln_engine* e = nullptr;
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
+      << last_error();
+  kiln_context* c = nullptr;
+  ASSERT_EQ(kiln_context_create(e, &c), KILN_OK) << last_error();
+  const int live = stats()[5];
+  auto feed = testing::random_inputs(*graph, 41);
+  std::vector<Tensor> outs;
+
+  // A kernel of the replayed graph fails.
+  launches_to_fail = 1;
+  EXPECT_EQ(run_c(c, feed, outs), KILN_ERROR_RUNTIME);
+  EXPECT_EQ(last_error(), "CUDA: cuGraphLaunch: unspecified launch failure (error 719)");
+  ASSERT_EQ(run_c(c, feed, outs), KILN_OK) << last_error();
+  expect_reference(outs, feed);
+
+  // The driver reports an error when the run is waited for.
+  fake().fail("cuEventSynchronize", 0, 700);
+  EXPECT_EQ(run_c(c, feed, outs), KILN_ERROR_RUNTIME);
+  EXPECT_EQ(last_error(), "CUDA: waiting for an output: an illegal memory access was encountered (error 700)");
+  auto feed2 = testing::random_inputs(*graph, 42);
+  ASSERT_EQ(run_c(c, feed2, outs), KILN_OK) << last_error();
+  expect_reference(outs, feed2);
+
+  // The second launch fails while a new context captures its graph: no
+  // context, its memory freed, and the next context works.
+  fake().fail("cuLaunchKernel", 1, 719);
+  kiln_context* c2 = nullptr;
+  EXPECT_EQ(kiln_context_create(e, &c2), KILN_ERROR_RUNTIME);
+  EXPECT_EQ(c2, nullptr);
+  EXPECT_EQ(last_error().rfind("CUDA: capturing kernel kiln_", 0), 0u) << last_error();
+  EXPECT_NE(last_error().find(": unspecified launch failure (error 719)"), std::string::npos) << last_error();
+  EXPECT_EQ(stats()[5], live) << "the failed context kept device memory";
+  ASSERT_EQ(kiln_context_create(e, &c2), KILN_OK) << last_error();
+  ASSERT_EQ(run_c(c2, feed, outs), KILN_OK) << last_error();
+  expect_reference(outs, feed);
+
+  // An out-of-memory while the engine loads, after other allocations: all freed.
+  kiln_engine* e2 = nullptr;
+  fake().fail("cuMemAlloc_v2", 0, 2);
+  EXPECT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e2), KILN_ERROR_RUNTIME);
+  EXPECT_NE(last_error().find("out of memory (error 2)"), std::string::npos) << last_error();
+  kiln_context_destroy(c2);
+  kiln_context_destroy(c);
+  kiln_engine_destroy(e);
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+}
+
+TEST_F(FakeGpuThreads, OneEngineEightThreadsOwnContextsBitExact) {
+  const double seconds = env_int("KILN_THREAD_TEST_SECONDS", 30);
+  std::vector<uint8_t> bytes = plan_for("sm_90");
+  kiln_engine* e = nullptr;
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
+      << last_error();
+  constexpr int kInputs = 8, kThreads = 8;
+  std::vector<std::map<std::string, Tensor>> feeds;
+  std::vector<std::vector<Tensor>> want(kInputs);
+  {
+    kiln_context* c = nullptr;
+    ASSERT_EQ(kiln_context_create(e, &c), KILN_OK) << last_error();
+    for (int i = 0; i < kInputs; ++i) {
+      feeds.push_back(testing::random_inputs(*graph, 200 + i));
+      ASSERT_EQ(run_c(c, feeds[i], want[i]), KILN_OK) << last_error();
+    }
+    expect_reference(want[0], feeds[0]);
+    kiln_context_destroy(c);
+  }
+  std::atomic<long> runs{0}, mismatches{0};
+  std::vector<std::string> errors(kThreads);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      kiln_context* c = nullptr;
+      if (kiln_context_create(e, &c) != KILN_OK) {
+        errors[t] = kiln_last_error();
+        return;
+      }
+      std::vector<Tensor> outs;
+      for (long i = 0; i == 0 || std::chrono::steady_clock::now() < deadline; ++i) {
+        int k = int((t + i) % kInputs);
+        if (run_c(c, feeds[k], outs) != KILN_OK) {
+          errors[t] = kiln_last_error();
+          break;
+        }
+        bool same = outs.size() == want[k].size();
+        for (size_t o = 0; same && o < outs.size(); ++o)
+          same = std::memcmp(outs[o].raw(), want[k][o].raw(), outs[o].nbytes()) == 0;
+        mismatches += !same;
+        ++runs;
+      }
+      kiln_context_destroy(c);
+    });
+  for (auto& th : threads) th.join();
+  kiln_engine_destroy(e);
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
+  EXPECT_EQ(mismatches.load(), 0) << "of " << runs.load() << " runs";
+  EXPECT_GE(runs.load(), kThreads);
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+  std::printf("%ld runs on %d threads in %.0f s (simulator), %ld differed from the single-threaded result\n",
+              runs.load(), kThreads, seconds, mismatches.load());
+}
+
+TEST_F(FakeGpuLeaks, LoadRunDestroyCyclesKeepDeviceAndHostMemoryFlat) {
+  const int cycles = env_int("KILN_LEAK_TEST_CYCLES", 1000);
+  ASSERT_GE(cycles, 200);
+  std::vector<uint8_t> bytes = plan_for("sm_90");
+  size_t free0 = 0, total = 0;
+  ASSERT_EQ(fake().mem_get_info(&free0, &total), 0);
+  auto feed = testing::random_inputs(*graph, 51);
+  std::vector<Tensor> outs, first;
+  size_t rss_100 = 0;
+  for (int i = 1; i <= cycles; ++i) {
+    kiln_engine* e = nullptr;
+    ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
+        << last_error();
+    kiln_context* c = nullptr;
+    ASSERT_EQ(kiln_context_create(e, &c), KILN_OK) << last_error();
+    ASSERT_EQ(run_c(c, feed, outs), KILN_OK) << last_error();
+    kiln_context_destroy(c);
+    kiln_engine_destroy(e);
+    if (i == 1) {
+      expect_reference(outs, feed);
+      first = outs;
+    }
+    for (size_t o = 0; o < outs.size(); ++o)
+      ASSERT_EQ(std::memcmp(outs[o].raw(), first[o].raw(), outs[o].nbytes()), 0) << "cycle " << i;
+    size_t free_now = 0;
+    ASSERT_EQ(fake().mem_get_info(&free_now, &total), 0);
+    ASSERT_EQ(free_now, free0) << "device memory not all freed after cycle " << i;
+    if (i == 100) rss_100 = rss_bytes();
+  }
+  size_t rss_end = rss_bytes();
+  std::printf("RSS after cycle 100: %zu KiB, after cycle %d: %zu KiB; device memory free %zu of %zu bytes\n",
+              rss_100 >> 10, cycles, rss_end >> 10, free0, total);
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+  EXPECT_LT(rss_end, rss_100 + (size_t(1) << 20)) << "host memory grew by " << ((rss_end - rss_100) >> 10) << " KiB";
+}
+
+}  // namespace
+}  // namespace kiln
