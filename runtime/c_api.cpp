@@ -58,6 +58,7 @@ bool backend_from(kiln_backend b, kiln::rt::Backend* out) {
     case KILN_BACKEND_AUTO: *out = kiln::rt::Backend::Auto; return true;
     case KILN_BACKEND_CPU: *out = kiln::rt::Backend::Cpu; return true;
     case KILN_BACKEND_GPU: *out = kiln::rt::Backend::Gpu; return true;
+    case KILN_BACKEND_MAX_ENUM: break;  // not a backend
   }
   return false;
 }
@@ -109,6 +110,11 @@ kiln_status type_from(kiln_dtype dtype, const int64_t* shape, int rank, kiln::Te
   return KILN_OK;
 }
 
+kiln_status memory_check(kiln_memory memory) {
+  if (memory == KILN_MEMORY_HOST || memory == KILN_MEMORY_DEVICE) return KILN_OK;
+  return failed(KILN_ERROR_INVALID_ARGUMENT, fmt::format("memory {} is not a kiln_memory", int(memory)));
+}
+
 // Binding errors: a name the model lacks is NOT_FOUND, the rest INVALID_ARGUMENT.
 kiln_status bind_status() {
   return last_error.rfind("the model has no ", 0) == 0 ? KILN_ERROR_NOT_FOUND : KILN_ERROR_INVALID_ARGUMENT;
@@ -129,6 +135,7 @@ const char* kiln_status_message(kiln_status status) {
     case KILN_ERROR_UNAVAILABLE: return "backend unavailable";
     case KILN_ERROR_RUNTIME: return "runtime error";
     case KILN_ERROR_INTERNAL: return "internal error";
+    case KILN_STATUS_MAX_ENUM: break;  // not a status
   }
   return "unknown status";
 }
@@ -225,6 +232,7 @@ kiln_status kiln_context_bind_input(kiln_context* context, const char* name, con
   KILN_REQUIRE(name);
   kiln::TensorType t;
   if (kiln_status s = type_from(dtype, shape, rank, &t); s != KILN_OK) return s;
+  if (kiln_status s = memory_check(memory); s != KILN_OK) return s;
   kiln_status s = guard(KILN_ERROR_INVALID_ARGUMENT,
                         [&] { context->context.bind_input(name, data, t, memory == KILN_MEMORY_DEVICE); });
   return s == KILN_ERROR_INVALID_ARGUMENT ? bind_status() : s;
@@ -236,6 +244,7 @@ kiln_status kiln_context_bind_output(kiln_context* context, const char* name, vo
   KILN_REQUIRE(name);
   kiln::TensorType t;
   if (kiln_status s = type_from(dtype, shape, rank, &t); s != KILN_OK) return s;
+  if (kiln_status s = memory_check(memory); s != KILN_OK) return s;
   kiln_status s = guard(KILN_ERROR_INVALID_ARGUMENT,
                         [&] { context->context.bind_output(name, data, t, memory == KILN_MEMORY_DEVICE); });
   return s == KILN_ERROR_INVALID_ARGUMENT ? bind_status() : s;

@@ -47,6 +47,7 @@ const char* numpy_dtype_name(kiln_dtype d) {
     case KILN_U32: return "uint32";
     case KILN_U64: return "uint64";
     case KILN_BOOL: return "bool";
+    case KILN_DTYPE_MAX_ENUM: break;  // not a dtype
   }
   return "unknown";
 }

@@ -95,6 +95,10 @@ TEST_F(CApi, BindingErrorsSayWhatIsWrongAndTheEngineStaysUsable) {
   EXPECT_STREQ(kiln_last_error(), "input \"input\": device memory bound but the engine runs on the CPU");
   EXPECT_EQ(kiln_context_bind_input(ctx, "input", input.raw(), kiln_dtype(99), in_shape, 4, KILN_MEMORY_HOST),
             KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(kiln_last_error(), "dtype 99 is not a kiln_dtype");
+  EXPECT_EQ(kiln_context_bind_input(ctx, "input", input.raw(), KILN_F32, in_shape, 4, kiln_memory(7)),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(kiln_last_error(), "memory 7 is not a kiln_memory");
   EXPECT_EQ(kiln_context_bind_input(nullptr, "input", input.raw(), KILN_F32, in_shape, 4, KILN_MEMORY_HOST),
             KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(kiln_last_error(), "context must not be null");

@@ -40,26 +40,34 @@ typedef enum kiln_status {
   KILN_ERROR_UNAVAILABLE = 4,      /* the GPU backend was requested and cannot be used */
   KILN_ERROR_RUNTIME = 5,          /* running failed (a CUDA error such as out of memory, also
                                       while creating a GPU engine or context; unbound buffers) */
-  KILN_ERROR_INTERNAL = 6          /* a bug in kiln */
+  KILN_ERROR_INTERNAL = 6,         /* a bug in kiln */
+  KILN_STATUS_MAX_ENUM = 0x7fffffff
 } kiln_status;
+
+/* Each enum ends in a *_MAX_ENUM member: it makes the enum's range every
+   int32, so a value a caller got wrong (e.g. (kiln_dtype)99) is one kiln
+   checks and rejects, not undefined behaviour in kiln's C++. Never pass it. */
 
 /* Element types; the numbering is kiln's. f16/bf16 are 16-bit patterns, bool one byte. */
 typedef enum kiln_dtype {
   KILN_F32 = 0, KILN_F16 = 1, KILN_BF16 = 2, KILN_F64 = 3,
   KILN_I8 = 4, KILN_I16 = 5, KILN_I32 = 6, KILN_I64 = 7,
   KILN_U8 = 8, KILN_U16 = 9, KILN_U32 = 10, KILN_U64 = 11,
-  KILN_BOOL = 12
+  KILN_BOOL = 12,
+  KILN_DTYPE_MAX_ENUM = 0x7fffffff
 } kiln_dtype;
 
 typedef enum kiln_backend {
   KILN_BACKEND_AUTO = 0, /* the GPU when usable, else the CPU */
   KILN_BACKEND_CPU = 1,
-  KILN_BACKEND_GPU = 2   /* fail with KILN_ERROR_UNAVAILABLE when no usable GPU */
+  KILN_BACKEND_GPU = 2,  /* fail with KILN_ERROR_UNAVAILABLE when no usable GPU */
+  KILN_BACKEND_MAX_ENUM = 0x7fffffff
 } kiln_backend;
 
 typedef enum kiln_memory {
   KILN_MEMORY_HOST = 0,
-  KILN_MEMORY_DEVICE = 1 /* a CUdeviceptr (GPU engines only) */
+  KILN_MEMORY_DEVICE = 1, /* a CUdeviceptr (GPU engines only) */
+  KILN_MEMORY_MAX_ENUM = 0x7fffffff
 } kiln_memory;
 
 typedef struct kiln_engine kiln_engine;
