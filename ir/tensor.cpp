@@ -1,6 +1,8 @@
 #include "ir/tensor.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "ir/error.h"
 #include "ir/limits.h"
@@ -62,7 +64,20 @@ void store_double(DType dt, T* p, double v) {
   }
   if constexpr (std::is_integral_v<T>) {
     if (dt == DType::Bool) { *p = v != 0; return; }
-    if (v != v) { *p = 0; return; }  // NaN to int: defined as 0 here
+    // A double outside T's range converts with undefined behaviour in C++;
+    // kiln defines it as x86 and numpy do: truncate to int64, then wrap to
+    // T's width (uint64 keeps its upper half); NaN is 0, beyond int64 saturates.
+    if (v != v) { *p = 0; return; }
+    const double t = std::trunc(v);
+    if constexpr (std::is_same_v<T, uint64_t>) {
+      if (t >= 0 && t < 18446744073709551616.0) { *p = static_cast<uint64_t>(t); return; }
+    }
+    if (t >= -9223372036854775808.0 && t < 9223372036854775808.0) {
+      *p = static_cast<T>(static_cast<int64_t>(t));  // modular narrowing (C++20)
+      return;
+    }
+    *p = t < 0 ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max();
+    return;
   }
   *p = static_cast<T>(v);
 }
