@@ -31,10 +31,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
 // CPU time of the whole process (all threads): the host's cost of a run.
 double process_cpu_ms() {
   timespec ts{};
@@ -104,6 +100,43 @@ LatencyStats latency_stats(std::vector<double> ms) {
   s.p95 = pct(95);
   s.p99 = pct(99);
   return s;
+}
+
+std::string stats_line(const char* what, const LatencyStats& s) {
+  return fmt::format("{}: min = {:.3f} ms, max = {:.3f} ms, mean = {:.3f} ms, median = {:.3f} ms, "
+                     "percentile(90%) = {:.3f} ms, percentile(95%) = {:.3f} ms, percentile(99%) = {:.3f} ms\n",
+                     what, s.min, s.max, s.mean, s.median, s.p90, s.p95, s.p99);
+}
+
+nlohmann::json stats_json(const LatencyStats& s) {
+  return {{"min", s.min}, {"max", s.max}, {"mean", s.mean}, {"median", s.median},
+          {"p90", s.p90}, {"p95", s.p95}, {"p99", s.p99}};
+}
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+TimedRuns time_runs(const std::function<void(bool timed)>& run, int iterations, double warmup_ms) {
+  TimedRuns t;
+  auto w0 = Clock::now();
+  while (warmup_ms > 0 && (t.warmup_runs == 0 || ms_between(w0, Clock::now()) < warmup_ms)) {
+    run(false);
+    ++t.warmup_runs;
+  }
+  t.warmup_ms = ms_between(w0, Clock::now());
+  Progress shown("bench iterations", 2.0);  // full models on the CPU take seconds a run
+  auto b0 = Clock::now();
+  for (int i = 0; i < iterations; ++i) {
+    double c = process_cpu_ms();
+    auto a = Clock::now();
+    run(true);
+    t.latency_ms.push_back(ms_between(a, Clock::now()));
+    t.host_cpu_ms.push_back(process_cpu_ms() - c);
+    shown.update(i + 1, iterations);
+  }
+  t.wall_ms = ms_between(b0, Clock::now());
+  return t;
 }
 
 CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
@@ -197,38 +230,18 @@ int run_bench(BenchOptions& o) {
   for (const Value* in : g.inputs()) decl.emplace_back(in->name(), in->type());
   std::map<std::string, Tensor> feed = make_run_inputs(decl, o.inputs);
 
-  int warmup_runs = 0;
-  auto w0 = Clock::now();
-  while (o.warmup_ms > 0 && (warmup_runs == 0 || ms_between(w0, Clock::now()) < o.warmup_ms)) {
-    run_once(feed);
-    ++warmup_runs;
-  }
-  double warmup_ms = ms_between(w0, Clock::now());
-
-  profiling = true;
-  std::vector<double> lat, host;
-  Progress shown("bench iterations", 2.0);  // full models on the CPU take seconds a run
-  auto b0 = Clock::now();
-  for (int i = 0; i < o.iterations; ++i) {
-    double c = process_cpu_ms();
-    auto a = Clock::now();
-    run_once(feed);
-    lat.push_back(ms_between(a, Clock::now()));
-    host.push_back(process_cpu_ms() - c);
-    shown.update(i + 1, o.iterations);
-  }
-  double wall_ms = ms_between(b0, Clock::now());
+  TimedRuns t = time_runs(
+      [&](bool timed) {
+        profiling = timed;  // the profile counts only the timed runs
+        run_once(feed);
+      },
+      o.iterations, o.warmup_ms);
   profiling = false;
 
   int64_t batch = 1;
   if (!g.inputs().empty() && g.inputs()[0]->type().rank() > 0) batch = g.inputs()[0]->shape()[0];
-  LatencyStats L = latency_stats(lat), H = latency_stats(host);
-  double qps = double(o.iterations) / (wall_ms / 1e3);
-  auto line = [](const char* what, const LatencyStats& s) {
-    return fmt::format("{}: min = {:.3f} ms, max = {:.3f} ms, mean = {:.3f} ms, median = {:.3f} ms, "
-                       "percentile(90%) = {:.3f} ms, percentile(95%) = {:.3f} ms, percentile(99%) = {:.3f} ms\n",
-                       what, s.min, s.max, s.mean, s.median, s.p90, s.p95, s.p99);
-  };
+  LatencyStats L = latency_stats(t.latency_ms), H = latency_stats(t.host_cpu_ms);
+  double qps = double(o.iterations) / (t.wall_ms / 1e3);
   std::cout << "=== Model ===\n";
   std::cout << fmt::format("Model: {} ({} nodes -> {} after passes, precision {}, target {})\n", o.model, rep.nodes_in,
                            rep.nodes_out, o.compile.pass.precision, o.compile.pass.target);
@@ -239,13 +252,13 @@ int run_bench(BenchOptions& o) {
   std::cout << fmt::format("Backend: {} ({})\n", o.backend, backend_description(o.backend));
   std::cout << fmt::format("Build: {:.1f} ms import + passes, {:.1f} ms backend setup\n",
                            ms_between(t0, t_compiled), build_ms);
-  std::cout << fmt::format("Warm-up: {} runs, {:.1f} ms\n", warmup_runs, warmup_ms);
+  std::cout << fmt::format("Warm-up: {} runs, {:.1f} ms\n", t.warmup_runs, t.warmup_ms);
   std::cout << "=== Performance summary ===\n";
   std::cout << fmt::format("Throughput: {:.3f} qps ({:.3f} samples/s at batch {})\n", qps, qps * double(batch), batch);
-  std::cout << line("Latency", L);
-  std::cout << line("Host CPU Time", H);
+  std::cout << stats_line("Latency", L);
+  std::cout << stats_line("Host CPU Time", H);
   std::cout << "GPU Compute Time: none (CPU backend; no GPU ran)\n";
-  std::cout << fmt::format("Total Host Walltime: {:.3f} s for {} iterations\n", wall_ms / 1e3, o.iterations);
+  std::cout << fmt::format("Total Host Walltime: {:.3f} s for {} iterations\n", t.wall_ms / 1e3, o.iterations);
 
   std::vector<ProfileRow> rows;
   double prof_total = 0;
@@ -270,21 +283,17 @@ int run_bench(BenchOptions& o) {
   }
 
   if (!o.json_path.empty()) {
-    auto stats_json = [](const LatencyStats& s) {
-      return nlohmann::json{{"min", s.min},       {"max", s.max}, {"mean", s.mean}, {"median", s.median},
-                            {"p90", s.p90},       {"p95", s.p95}, {"p99", s.p99}};
-    };
     nlohmann::json j = {{"model", o.model},
                         {"backend", o.backend},
                         {"backend_kind", "cpu"},
                         {"batch", batch},
                         {"iterations", o.iterations},
-                        {"warmup_runs", warmup_runs},
+                        {"warmup_runs", t.warmup_runs},
                         {"throughput_qps", qps},
                         {"latency_ms", stats_json(L)},
                         {"host_cpu_ms", stats_json(H)},
-                        {"latency_samples_ms", lat},
-                        {"total_walltime_ms", wall_ms},
+                        {"latency_samples_ms", t.latency_ms},
+                        {"total_walltime_ms", t.wall_ms},
                         {"nodes_in", rep.nodes_in},
                         {"nodes_out", rep.nodes_out}};
     if (o.profile) {

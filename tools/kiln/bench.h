@@ -3,6 +3,9 @@
 // --profile a per-node (ref) or per-kernel (sim) time table. Plans go to
 // tools/kiln/bench_plan.h (the runtime's C API).
 #pragma once
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "tools/kiln/compile.h"
@@ -35,5 +38,22 @@ struct LatencyStats {
   double min = 0, max = 0, mean = 0, median = 0, p90 = 0, p95 = 0, p99 = 0;
 };
 LatencyStats latency_stats(std::vector<double> ms);
+// "Latency: min = ... ms, ..., percentile(99%) = ... ms\n", trtexec's words.
+std::string stats_line(const char* what, const LatencyStats& s);
+nlohmann::json stats_json(const LatencyStats& s);
+
+// The bench loop both `kiln bench MODEL.onnx` and `MODEL.plan` use: untimed
+// runs for at least `warmup_ms` (at least one when > 0), then `iterations`
+// timed ones with a progress line. `run(timed)` does one inference; `timed`
+// says whether it is one of the measured runs (for per-run hooks such as
+// profiling or reading the GPU's event times).
+struct TimedRuns {
+  int warmup_runs = 0;
+  double warmup_ms = 0, wall_ms = 0;   // wall: the timed runs, end to end
+  std::vector<double> latency_ms;      // per timed run, wall clock
+  std::vector<double> host_cpu_ms;     // per timed run, CPU time of the process
+};
+TimedRuns time_runs(const std::function<void(bool timed)>& run, int iterations, double warmup_ms);
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b);
 
 }  // namespace kiln

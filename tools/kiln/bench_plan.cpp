@@ -1,7 +1,6 @@
 #include "tools/kiln/bench_plan.h"
 
 #include <chrono>
-#include <ctime>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -15,7 +14,6 @@
 #include "runtime/plan_graph.h"
 #include "tools/kiln/bench.h"
 #include "tools/kiln/plan_sim.h"
-#include "tools/kiln/progress.h"
 #include "tools/kiln/run_plan.h"
 
 namespace kiln {
@@ -23,27 +21,6 @@ namespace kiln {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-double process_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
-}
-
-std::string stats_line(const char* what, const LatencyStats& s) {
-  return fmt::format("{}: min = {:.3f} ms, max = {:.3f} ms, mean = {:.3f} ms, median = {:.3f} ms, "
-                     "percentile(90%) = {:.3f} ms, percentile(95%) = {:.3f} ms, percentile(99%) = {:.3f} ms\n",
-                     what, s.min, s.max, s.mean, s.median, s.p90, s.p95, s.p99);
-}
-
-nlohmann::json stats_json(const LatencyStats& s) {
-  return {{"min", s.min},   {"max", s.max}, {"mean", s.mean}, {"median", s.median},
-          {"p90", s.p90},   {"p95", s.p95}, {"p99", s.p99}};
-}
 
 struct ProfileRow {
   std::string name, op;
@@ -157,34 +134,20 @@ int run_bench_plan(const BenchOptions& o) {
   }
   double load_ms = ms_between(t0, Clock::now());
 
-  int warmup_runs = 0;
-  auto w0 = Clock::now();
-  while (o.warmup_ms > 0 && (warmup_runs == 0 || ms_between(w0, Clock::now()) < o.warmup_ms)) {
-    run_once();
-    ++warmup_runs;
-  }
-  double warmup_ms = ms_between(w0, Clock::now());
-
-  std::vector<double> lat, host, gpu;
-  Progress shown("bench iterations", 2.0);
-  auto b0 = Clock::now();
-  for (int i = 0; i < o.iterations; ++i) {
-    double c = process_cpu_ms();
-    auto a = Clock::now();
-    run_once();
-    lat.push_back(ms_between(a, Clock::now()));
-    host.push_back(process_cpu_ms() - c);
-    if (gpu_compute_ms) gpu.push_back(gpu_compute_ms());
-    shown.update(i + 1, o.iterations);
-  }
-  double wall_ms = ms_between(b0, Clock::now());
+  std::vector<double> gpu;
+  TimedRuns t = time_runs(
+      [&](bool timed) {
+        run_once();
+        if (timed && gpu_compute_ms) gpu.push_back(gpu_compute_ms());
+      },
+      o.iterations, o.warmup_ms);
   if (o.profile && profiled_run)
     for (int i = 0; i < o.iterations; ++i) profiled_run();
 
   int64_t batch = 1;
   if (!g->inputs().empty() && g->inputs()[0]->type().rank() > 0) batch = g->inputs()[0]->shape()[0];
-  LatencyStats L = latency_stats(lat), H = latency_stats(host), G = latency_stats(gpu);
-  double qps = double(o.iterations) / (wall_ms / 1e3);
+  LatencyStats L = latency_stats(t.latency_ms), H = latency_stats(t.host_cpu_ms), G = latency_stats(gpu);
+  double qps = double(o.iterations) / (t.wall_ms / 1e3);
 
   std::cout << "=== Model ===\n";
   std::cout << fmt::format("Plan: {} (kiln {}, target {}, precision {}, {} GPU kernels)\n", o.model,
@@ -196,7 +159,7 @@ int run_bench_plan(const BenchOptions& o) {
   std::cout << "\n";
   std::cout << fmt::format("Backend: {} ({})\n", ran, info);
   std::cout << fmt::format("Load: {:.1f} ms (plan read, checked and loaded by the runtime)\n", load_ms);
-  std::cout << fmt::format("Warm-up: {} runs, {:.1f} ms\n", warmup_runs, warmup_ms);
+  std::cout << fmt::format("Warm-up: {} runs, {:.1f} ms\n", t.warmup_runs, t.warmup_ms);
   std::cout << "=== Performance summary ===\n";
   std::cout << fmt::format("Throughput: {:.3f} qps ({:.3f} samples/s at batch {})\n", qps, qps * double(batch), batch);
   std::cout << stats_line("Latency", L);
@@ -205,7 +168,7 @@ int run_bench_plan(const BenchOptions& o) {
   std::cout << stats_line("Host CPU Time", H);
   if (on_gpu) std::cout << stats_line("GPU Compute Time", G);
   else std::cout << "GPU Compute Time: none (CPU backend; no GPU ran)\n";
-  std::cout << fmt::format("Total Host Walltime: {:.3f} s for {} iterations\n", wall_ms / 1e3, o.iterations);
+  std::cout << fmt::format("Total Host Walltime: {:.3f} s for {} iterations\n", t.wall_ms / 1e3, o.iterations);
 
   std::vector<ProfileRow> rows;
   double prof_total = 0;
@@ -241,13 +204,13 @@ int run_bench_plan(const BenchOptions& o) {
                         {"precision", p.meta.precision},
                         {"batch", batch},
                         {"iterations", o.iterations},
-                        {"warmup_runs", warmup_runs},
+                        {"warmup_runs", t.warmup_runs},
                         {"load_ms", load_ms},
                         {"throughput_qps", qps},
                         {"latency_ms", stats_json(L)},
                         {"host_cpu_ms", stats_json(H)},
-                        {"latency_samples_ms", lat},
-                        {"total_walltime_ms", wall_ms}};
+                        {"latency_samples_ms", t.latency_ms},
+                        {"total_walltime_ms", t.wall_ms}};
     j["gpu_compute_ms"] = on_gpu ? stats_json(G) : nlohmann::json(nullptr);
     if (on_gpu) j["gpu_compute_samples_ms"] = gpu;
     if (o.profile) {
