@@ -18,16 +18,6 @@ namespace {
 
 constexpr int kThreads = 256;  // 16 x 16 threads per block
 
-std::string replace_all(const std::string& s, std::string_view from, std::string_view to) {
-  std::string r;
-  for (size_t pos = 0;;) {
-    size_t at = s.find(from, pos);
-    r.append(s, pos, at == std::string::npos ? std::string::npos : at - pos);
-    if (at == std::string::npos) return r;
-    r += to;
-    pos = at + from.size();
-  }
-}
 
 // Staging of one operand into shared memory for the k-tile at k0: per slot
 // j, the element l = tid + 256 j of the BROWS x BK tile.

@@ -37,21 +37,6 @@
 
 namespace kiln::codegen {
 
-namespace {
-
-std::string replace_all(const std::string& s, std::string_view from, std::string_view to) {
-  std::string r;
-  for (size_t pos = 0;;) {
-    size_t at = s.find(from, pos);
-    r.append(s, pos, at == std::string::npos ? std::string::npos : at - pos);
-    if (at == std::string::npos) return r;
-    r += to;
-    pos = at + from.size();
-  }
-}
-
-}  // namespace
-
 ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath math, const GemmTileConfig& c) {
   KILN_CHECK(math != GemmMath::Simt, "codegen: {}: emit_mma_gemm needs tensor-core math", g.label);
   const bool tf32 = math == GemmMath::Tf32;

@@ -21,8 +21,6 @@ namespace kiln::codegen {
 
 namespace {
 
-
-
 const char* uint_type(size_t bytes) {
   switch (bytes) {
     case 1: return "unsigned char";
@@ -57,16 +55,6 @@ std::string linear(const std::vector<std::string>& coords, const std::vector<int
   return s;
 }
 
-std::string replace_all(const std::string& s, std::string_view from, std::string_view to) {
-  std::string r;
-  for (size_t pos = 0;;) {
-    size_t at = s.find(from, pos);
-    r.append(s, pos, at == std::string::npos ? std::string::npos : at - pos);
-    if (at == std::string::npos) return r;
-    r += to;
-    pos = at + from.size();
-  }
-}
 
 std::vector<std::string> out_coords(int r) {
   std::vector<std::string> c;

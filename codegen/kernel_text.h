@@ -24,4 +24,8 @@ inline constexpr std::string_view kKernelPrelude = R"(#ifndef KILN_KERNEL_PRELUD
 // Letters, digits and '_' kept; anything else becomes '_'.
 std::string sanitize_identifier(std::string_view s);
 
+// `s` with every occurrence of `from` replaced by `to` (template
+// placeholders such as @NAME@ in kernel text).
+std::string replace_all(const std::string& s, std::string_view from, std::string_view to);
+
 }  // namespace kiln::codegen

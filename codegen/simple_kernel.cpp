@@ -10,21 +10,6 @@
 
 namespace kiln::codegen {
 
-namespace {
-
-std::string replace_all(const std::string& s, std::string_view from, std::string_view to) {
-  std::string r;
-  for (size_t pos = 0;;) {
-    size_t at = s.find(from, pos);
-    r.append(s, pos, at == std::string::npos ? std::string::npos : at - pos);
-    if (at == std::string::npos) return r;
-    r += to;
-    pos = at + from.size();
-  }
-}
-
-}  // namespace
-
 OneLaunchKernel make_simple_kernel(const std::string& kind, const std::string& op, const std::vector<LaunchParam>& params,
                                 const std::string& helpers, const std::string& body, int64_t numel,
                                 const std::vector<DType>& dtypes) {
