@@ -154,32 +154,6 @@ std::string param(const AnchorIO& io, const std::vector<TensorType>& ops, int k,
   return fmt::format("(double){}", cuda_load(ops[k].dtype, io.load(k, idx, false)));
 }
 
-// Statements setting `name` to the index into a parameter of shape `ps`
-// broadcast over the normalized block `ns` (leading dims of ps beyond ns's
-// rank are 1) at block index `r`.
-std::string suffix_param_index(const Shape& ps_in, const Shape& ns, const std::string& name, std::string& code) {
-  Shape ps = ps_in;
-  while (ps.size() > ns.size()) ps.erase(ps.begin());
-  if (shape_numel(ps) == 1) return "0LL";
-  std::vector<int64_t> st = broadcast_strides(ps, ns);
-  std::vector<int64_t> contiguous(ns.size());
-  for (int d = static_cast<int>(ns.size()) - 1, run = 1; d >= 0; --d) {
-    contiguous[d] = run;
-    run *= ns[d];
-  }
-  if (st == contiguous) return "r";
-  code += fmt::format("      long long {}_q = r;\n", name);
-  std::string off;
-  for (int d = static_cast<int>(ns.size()) - 1; d >= 0; --d) {
-    std::string c = fmt::format("{}_d{}", name, d);
-    code += fmt::format("      const long long {} = {}_q % {}LL; {}_q /= {}LL;\n", c, name, ns[d], name, ns[d]);
-    if (st[d] == 0) continue;
-    if (!off.empty()) off += " + ";
-    off += st[d] == 1 ? c : fmt::format("{} * {}LL", c, st[d]);
-  }
-  return off.empty() ? "0LL" : off;
-}
-
 ReductionKernel layer_norm(const AttrMap& a, const std::vector<TensorType>& ops, const std::vector<TensorType>& res,
                            const AnchorIO& io) {
   const TensorType& x = ops[0];
@@ -193,11 +167,11 @@ ReductionKernel layer_norm(const AttrMap& a, const std::vector<TensorType>& ops,
   const Shape ns(x.shape.begin() + axis, x.shape.end());
   StatSpec sp;
   sp.stats = fmt::format("    const double inv = 1.0 / sqrt(var + {});\n", dlit(a.get_float("epsilon", 1e-5f)));
-  std::string si = suffix_param_index(ops[1].shape, ns, "ps", sp.param);
+  std::string si = broadcast_param_index(ops[1].shape, ns, "ps", sp.param, "      ", "\n");
   sp.param += fmt::format("      const double sc = {};\n", param(io, ops, 1, si));
   sp.y = "(x - mean) * inv * sc";
   if (ops.size() > 2) {
-    std::string bi = suffix_param_index(ops[2].shape, ns, "pb", sp.param);
+    std::string bi = broadcast_param_index(ops[2].shape, ns, "pb", sp.param, "      ", "\n");
     sp.param += fmt::format("      const double bi = {};\n", param(io, ops, 2, bi));
     sp.y += " + bi";
   }

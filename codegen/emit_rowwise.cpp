@@ -201,31 +201,6 @@ class RowKernel {
   std::string C_;
 };
 
-// The index into a parameter of shape `ps_in` broadcast over the normalized
-// block `ns` at the block's flat position r; statements go to `code`.
-std::string param_index(const Shape& ps_in, const Shape& ns, const std::string& name, std::string& code) {
-  Shape ps = ps_in;
-  while (ps.size() > ns.size()) ps.erase(ps.begin());
-  if (shape_numel(ps) == 1) return "0LL";
-  std::vector<int64_t> st = broadcast_strides(ps, ns);
-  std::vector<int64_t> contiguous(ns.size());
-  for (int d = static_cast<int>(ns.size()) - 1, run = 1; d >= 0; --d) {
-    contiguous[d] = run;
-    run *= ns[d];
-  }
-  if (st == contiguous) return "r";
-  code += fmt::format("long long {}_q = r; ", name);
-  std::string off;
-  for (int d = static_cast<int>(ns.size()) - 1; d >= 0; --d) {
-    std::string c = fmt::format("{}_d{}", name, d);
-    code += fmt::format("const long long {} = {}_q % {}LL; {}_q /= {}LL; ", c, name, ns[d], name, ns[d]);
-    if (st[d] == 0) continue;
-    if (!off.empty()) off += " + ";
-    off += st[d] == 1 ? c : fmt::format("{} * {}LL", c, st[d]);
-  }
-  return off.empty() ? "0LL" : off;
-}
-
 }  // namespace
 
 std::optional<ReductionKernel> emit_row_softmax(bool log_softmax, const TensorType& in, int64_t count,
@@ -323,7 +298,7 @@ std::optional<ReductionKernel> emit_row_layer_norm(int axis, float epsilon, cons
   if (axis < 0 || axis >= x.rank() || ops.size() < 2) return std::nullopt;
   const Shape ns(x.shape.begin() + axis, x.shape.end());
   return row_norm("layer_normalization", shape_numel(ns), epsilon, ops, results, io, [&](int k, std::string& code) {
-    return param_index(ops[k].shape, ns, k == 1 ? "ps" : "pb", code);
+    return broadcast_param_index(ops[k].shape, ns, k == 1 ? "ps" : "pb", code, "", " ");
   });
 }
 
@@ -339,6 +314,31 @@ std::optional<ReductionKernel> emit_row_group_norm(const std::string& op, int64_
   std::string ch = groups == 1 ? std::string("0LL") : fmt::format("(row % {}LL) * {}LL", groups, cpg);
   if (cpg > 1) ch += inner == 1 ? " + r" : fmt::format(" + r / {}LL", inner);
   return row_norm(op, cpg * inner, epsilon, ops, results, io, [&](int, std::string&) { return "(" + ch + ")"; });
+}
+
+std::string broadcast_param_index(const Shape& ps_in, const Shape& ns, const std::string& name, std::string& code,
+                                  std::string_view line_prefix, std::string_view line_end) {
+  Shape ps = ps_in;
+  while (ps.size() > ns.size()) ps.erase(ps.begin());
+  if (shape_numel(ps) == 1) return "0LL";
+  std::vector<int64_t> st = broadcast_strides(ps, ns);
+  std::vector<int64_t> contiguous(ns.size());
+  for (int d = static_cast<int>(ns.size()) - 1, run = 1; d >= 0; --d) {
+    contiguous[d] = run;
+    run *= ns[d];
+  }
+  if (st == contiguous) return "r";
+  code += fmt::format("{}long long {}_q = r;{}", line_prefix, name, line_end);
+  std::string off;
+  for (int d = static_cast<int>(ns.size()) - 1; d >= 0; --d) {
+    std::string c = fmt::format("{}_d{}", name, d);
+    code += fmt::format("{}const long long {} = {}_q % {}LL; {}_q /= {}LL;{}", line_prefix, c, name, ns[d], name, ns[d],
+                        line_end);
+    if (st[d] == 0) continue;
+    if (!off.empty()) off += " + ";
+    off += st[d] == 1 ? c : fmt::format("{} * {}LL", c, st[d]);
+  }
+  return off.empty() ? "0LL" : off;
 }
 
 }  // namespace kiln::codegen

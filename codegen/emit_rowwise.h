@@ -20,6 +20,8 @@
 // shuffle tree.
 #pragma once
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen/emit_reduction.h"
@@ -48,5 +50,14 @@ std::optional<ReductionKernel> emit_row_layer_norm(int axis, float epsilon, cons
 std::optional<ReductionKernel> emit_row_group_norm(const std::string& op, int64_t groups, float epsilon,
                                                    const std::vector<TensorType>& ops,
                                                    const std::vector<TensorType>& results, const AnchorIO& io);
+
+// The index expression into a parameter of shape `ps` broadcast over the
+// normalized block `ns` (leading dims of ps beyond ns's rank are 1) at the
+// block's flat position `r`; the statements it needs go to `code`, each
+// written as line_prefix + statement + line_end (the row and block kernels
+// lay out their code differently). Shared by the row kernels and the
+// multi-pass normalization kernels (emit_normalization.cpp).
+std::string broadcast_param_index(const Shape& ps, const Shape& ns, const std::string& name, std::string& code,
+                                  std::string_view line_prefix, std::string_view line_end);
 
 }  // namespace kiln::codegen
