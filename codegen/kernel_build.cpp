@@ -4,7 +4,7 @@
 #include <map>
 #include <utility>
 
-#include "codegen/kernel_cache.h"
+#include "codegen/nvrtc/kernel_cache.h"
 
 namespace kiln::codegen {
 

@@ -1,5 +1,5 @@
 // Builds every kernel an optimized graph launches: each node goes through
-// its emitter (codegen/sim_executor.h's emitter_for table), identical sources
+// its emitter (backends/sim/sim_executor.h's emitter_for table), identical sources
 // are kept once, and the distinct kernels are compiled with NVRTC for one
 // arch on a pool of threads, through the on-disk kernel cache. This is what
 // `kiln compile` runs after the passes, what `kiln conformance
@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_executor.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_executor.h"
 #include "ir/graph.h"
 
 namespace kiln::codegen {
@@ -22,7 +22,7 @@ namespace kiln::codegen {
 struct KernelBuildOptions {
   std::string arch = "sm_90";
   bool use_cache = true;
-  std::filesystem::path cache_dir;  // empty: the default (codegen/kernel_cache.h)
+  std::filesystem::path cache_dir;  // empty: the default (codegen/nvrtc/kernel_cache.h)
   // Called from the compiling threads as kernels finish (done, total); may be empty.
   std::function<void(int, int)> progress;
 };

@@ -66,7 +66,7 @@ inline void store_wrapping(Tensor& t, const std::vector<uint64_t>& v) {
   store_all<int64_t>(t, std::vector<int64_t>(v.begin(), v.end()));
 }
 
-// einsum's loops, for code generators (codegen/emit_einsum.cpp): the output
+// einsum's loops, for code generators (codegen/emitters/gemm_conv/emit_einsum.cpp): the output
 // dims and the summed labels, each with every operand's element stride along
 // it (0 where the operand lacks the label or broadcasts it; a repeated label
 // -- a diagonal -- adds its strides). Throws kiln::Error as einsum's inference.

@@ -10,7 +10,7 @@
 #include <map>
 
 #include "backends/reference/executor.h"
-#include "codegen/sim_module.h"
+#include "backends/sim/sim_module.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "ir/parser.h"

@@ -1,6 +1,6 @@
 // Test kernels for the simulator, written as kiln's codegen writes CUDA
 // source: only the shim is included, pointer parameters go through KILN_PTR.
-#include "codegen/sim/cuda_sim.h"
+#include "backends/sim/cuda_sim.h"
 
 // Each thread publishes a value, then reads its neighbour's after the barrier,
 // three rounds over the same shared buffer (a missing barrier reads stale data).

@@ -3,7 +3,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "codegen/sim/sim_runtime.h"
+#include "backends/sim/sim_runtime.h"
 
 namespace ks = kiln::sim;
 void barrier_rotate(ks::Ptr<int> out);

@@ -1,6 +1,6 @@
-// Test kernels for codegen/mma.cuh's tensor-core device functions. This file
+// Test kernels for codegen/core/mma.cuh's tensor-core device functions. This file
 // is compiled twice: by the host compiler for the simulator (mma_kernels.cu.cpp
-// includes the shim and codegen/mma.cuh first) and by NVRTC for sm_80/sm_90
+// includes the shim and codegen/core/mma.cuh first) and by NVRTC for sm_80/sm_90
 // (mma_test.cpp prepends kiln's kernel prelude and mma.cuh), so it includes
 // nothing itself.
 //

@@ -1,6 +1,6 @@
 // The kernels of mma_kernels.cuh, as the host side sees them.
 #pragma once
-#include "codegen/sim/sim_runtime.h"
+#include "backends/sim/sim_runtime.h"
 
 namespace ks = kiln::sim;
 void mma_m16n8k16_direct(ks::Ptr<const unsigned short> A, ks::Ptr<const unsigned short> B, ks::Ptr<const float> C,

@@ -1,5 +1,5 @@
-// Self-tests of the simulator's tensor-core ops (codegen/mma.cuh under
-// KILN_SIM = codegen/sim/warp_mma.h): each fragment op against a plain matrix
+// Self-tests of the simulator's tensor-core ops (codegen/core/mma.cuh under
+// KILN_SIM = backends/sim/warp_mma.h): each fragment op against a plain matrix
 // product computed here. Operands are small multiples of 1/4 or 1/8 drawn at
 // random, so every product and sum is exact in f32 and results compare
 // bit for bit; a fragment element in the wrong lane or register shows.
@@ -18,9 +18,9 @@
 #include "mma_kernels.h"
 
 #ifdef KILN_SIM_TESTS_NVRTC
-#include "codegen/emit_gemm_tc.h"
-#include "codegen/kernel_text.h"
-#include "codegen/nvrtc_compiler.h"
+#include "codegen/emitters/gemm_conv/emit_gemm_tc.h"
+#include "codegen/core/kernel_text.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
 #endif
 
 namespace {

@@ -1,4 +1,4 @@
-// The attention emitter (codegen/emit_attention.h) against the reference
+// The attention emitter (codegen/emitters/attention/emit_attention.h) against the reference
 // (ops/attention_ops.cpp via evaluate_op): the real shapes (BERT [1,12,128,64]
 // f16 with a [1,1,128,128] f16 padding mask, GPT-2 causal [1,12,128,64] f16,
 // ViT [1,12,197,64] f16), odd sizes (Sq/Sk not multiples of the tiles, D !=
@@ -24,11 +24,11 @@
 #include <random>
 
 #include "backends/reference/executor.h"
-#include "codegen/emit_attention.h"
-#include "codegen/kernel_cache.h"
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_executor.h"
-#include "codegen/sim_module.h"
+#include "codegen/emitters/attention/emit_attention.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_executor.h"
+#include "backends/sim/sim_module.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "ops/registry.h"
@@ -80,7 +80,7 @@ std::vector<Case> all_cases() {
       {"f32 no keys", DType::F32, S{1, 1, 5, 4}, S{1, 1, 0, 4}, S{1, 1, 0, 6}, {}, 1.0, 0, 0},
       {"bf16 causal", DType::BF16, S{2, 2, 37, 64}, S{2, 2, 37, 64}, S{2, 2, 37, 64}, {}, 0.125, 1, 0},
       {"f64 Dv=128", DType::F64, S{1, 2, 21, 32}, S{1, 2, 45, 32}, S{1, 2, 45, 128}, S{1, 1, 21, 45}, 0.2, 0, 0},
-      // The tensor-core kernel (codegen/emit_attention_tc.h): f16 and bf16 at
+      // The tensor-core kernel (codegen/emitters/attention/emit_attention_tc.h): f16 and bf16 at
       // head dims 64 and 128, Sq/Sk off the tiles (1, 17, 33, 65, 130).
       {"tc f16 D=64 mask[B,1,1,Sk] Sq=17 Sk=130", DType::F16, S{2, 3, 17, 64}, S{2, 3, 130, 64}, S{2, 3, 130, 64},
        S{2, 1, 1, 130}, 0.125, 0, 0},

@@ -15,10 +15,10 @@
 #include <cstring>
 #include <regex>
 
-#include "codegen/emit_injective.h"
-#include "codegen/emit_normalization.h"
-#include "codegen/emit_pointwise.h"
-#include "codegen/emit_reduction.h"
+#include "codegen/emitters/data_movement/emit_injective.h"
+#include "codegen/emitters/reduction/emit_normalization.h"
+#include "codegen/emitters/elementwise/emit_pointwise.h"
+#include "codegen/emitters/reduction/emit_reduction.h"
 #include "codegen_op_kernels_util.h"
 
 namespace kiln {

@@ -1,4 +1,4 @@
-// The compute emitters (codegen/emit_gemm.h, emit_conv.h, emit_epilogue.h)
+// The compute emitters (codegen/emitters/gemm_conv/emit_gemm.h, emit_conv.h, emit_epilogue.h)
 // against the reference: small graphs of matmul / gemm / conv /
 // conv_transpose, alone and fused with their epilogues (the fuse pass makes
 // the gemm_epilogue / conv_epilogue nodes), with odd sizes, size-1 dims,
@@ -18,11 +18,11 @@
 #include <unordered_map>
 
 #include "backends/reference/executor.h"
-#include "codegen/emit_epilogue.h"
-#include "codegen/kernel_cache.h"
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_executor.h"
-#include "codegen/sim_module.h"
+#include "codegen/emitters/gemm_conv/emit_epilogue.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_executor.h"
+#include "backends/sim/sim_module.h"
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"

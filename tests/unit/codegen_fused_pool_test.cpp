@@ -1,11 +1,11 @@
 // Fused reduction nodes whose anchor is a pool or argmax/argmin/hardmax
-// (codegen/emit_fused_pool.h): the fuse pass builds them (prologue before the
+// (codegen/emitters/pool_select_loss/emit_fused_pool.h): the fuse pass builds them (prologue before the
 // anchor, epilogue after it), the sim backend runs them through the anchor's
 // emitter with the fused node's seams, and the result matches the reference;
 // every kernel compiles with NVRTC for sm_80 and sm_90.
 #include <gtest/gtest.h>
 
-#include "codegen/emit_fused_pool.h"
+#include "codegen/emitters/pool_select_loss/emit_fused_pool.h"
 #include "ir/error.h"
 #include "ops/registry.h"
 #include "passes/pass.h"

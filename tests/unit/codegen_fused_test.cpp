@@ -1,6 +1,6 @@
 // Fused kernels on the sim backend against the reference: bodies with
-// injective ops evaluated on demand (codegen/emit_body_eval.h: fused kinds
-// pointwise and injective) and fused reductions (codegen/emit_fused_reduction.h)
+// injective ops evaluated on demand (codegen/core/emit_body_eval.h: fused kinds
+// pointwise and injective) and fused reductions (codegen/emitters/reduction/emit_fused_reduction.h)
 // shaped like BERT's, GPT-2's and ViT's: gather + gather + add + add ->
 // layer_normalization -> cast f16 as a second result, a residual add whose sum
 // is a second result, an f16 residual stream cast around an f32 layer norm,
@@ -11,9 +11,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "codegen/emit_body_eval.h"
-#include "codegen/emit_fused.h"
-#include "codegen/emit_fused_reduction.h"
+#include "codegen/core/emit_body_eval.h"
+#include "codegen/emitters/elementwise/emit_fused.h"
+#include "codegen/emitters/reduction/emit_fused_reduction.h"
 #include "ir/error.h"
 #include "ops/registry.h"
 #include "tests/unit/codegen_graph_check.h"

@@ -1,4 +1,4 @@
-// The tensor-core GEMM emitter (codegen/emit_gemm_tc.h): every kernel
+// The tensor-core GEMM emitter (codegen/emitters/gemm_conv/emit_gemm_tc.h): every kernel
 // compiles with NVRTC for sm_80 and sm_90 without spills, and runs on the
 // simulator (mma.sync / ldmatrix / cp.async with the PTX fragment layouts)
 // matching a double-precision reference on transformer shapes, odd sizes
@@ -13,10 +13,10 @@
 #include <map>
 #include <random>
 
-#include "codegen/emit_gemm_tc.h"
-#include "codegen/kernel_cache.h"
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_module.h"
+#include "codegen/emitters/gemm_conv/emit_gemm_tc.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_module.h"
 #include "ir/error.h"
 #include "ir/tensor.h"
 

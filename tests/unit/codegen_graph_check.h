@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "backends/reference/executor.h"
-#include "codegen/kernel_cache.h"
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_executor.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_executor.h"
 #include "ir/printer.h"
 #include "tests/unit/pass_test_util.h"
 #include "tools/kiln/compare.h"

@@ -15,10 +15,10 @@
 #include <optional>
 #include <random>
 
-#include "codegen/emit_injective.h"
-#include "codegen/kernel_cache.h"
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_module.h"
+#include "codegen/emitters/data_movement/emit_injective.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_module.h"
 #include "ir/error.h"
 #include "ir/graph.h"
 #include "ops/registry.h"

@@ -1,4 +1,4 @@
-// codegen/emit_misc_ops.h against the reference (evaluate_op): dft (real and
+// codegen/emitters/misc/emit_misc_ops.h against the reference (evaluate_op): dft (real and
 // complex input, a middle axis, zero-padding and truncation by `length`,
 // inverse, onesided, f16 and f64, more bins than one block), stft (with and
 // without a window, complex signal, not onesided), det (2x2, batched 3x3 with
@@ -16,10 +16,10 @@
 #include <map>
 #include <random>
 
-#include "codegen/emit_misc_ops.h"
-#include "codegen/kernel_cache.h"
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_module.h"
+#include "codegen/emitters/misc/emit_misc_ops.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_module.h"
 #include "ir/error.h"
 #include "ops/registry.h"
 

@@ -1,4 +1,4 @@
-// The normalization emitter (codegen/emit_normalization.h) against the
+// The normalization emitter (codegen/emitters/reduction/emit_normalization.h) against the
 // reference: layer / group / instance / batch normalization, lrn,
 // mean_variance_normalization and lp_normalization on shapes with odd sizes,
 // size-1 dims, groups longer than a block (300 > 256), both layouts, f32 /
@@ -9,7 +9,7 @@
 
 #include <cmath>
 
-#include "codegen/emit_normalization.h"
+#include "codegen/emitters/reduction/emit_normalization.h"
 #include "ir/error.h"
 #include "ops/registry.h"
 #include "tests/unit/codegen_graph_check.h"

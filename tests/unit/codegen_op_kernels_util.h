@@ -16,10 +16,10 @@
 #include <random>
 #include <set>
 
-#include "codegen/kernel_cache.h"
-#include "codegen/kernel_shell.h"
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_module.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/core/kernel_shell.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_module.h"
 #include "ir/error.h"
 #include "ir/graph.h"
 #include "ops/registry.h"

@@ -18,10 +18,10 @@
 #include <random>
 #include <set>
 
-#include "codegen/emit_pointwise.h"
-#include "codegen/kernel_cache.h"
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_module.h"
+#include "codegen/emitters/elementwise/emit_pointwise.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_module.h"
 #include "ir/error.h"
 #include "ir/graph.h"
 #include "ops/registry.h"

@@ -1,11 +1,11 @@
-// The pool emitter (codegen/emit_pool.h) against the reference: max_pool
+// The pool emitter (codegen/emitters/pool_select_loss/emit_pool.h) against the reference: max_pool
 // (with and without indices, storage_order 1, ceil_mode, dilations, pads,
 // 1-D/2-D/3-D, NaN, integers, f16 nhwc as ResNet-50's first pool), average_pool
 // (count_include_pad 0/1, ceil_mode, nhwc), lp_pool (p 1/2/3), the global
 // pools (both layouts, f16, a size-1 plane) and max_unpool (duplicate indices,
 // an index outside the output: both the reference and the kernel stop).
 // Harness: codegen_op_kernels_util.h (NVRTC sm_80/sm_90, simulator vs evaluate_op).
-#include "codegen/emit_pool.h"
+#include "codegen/emitters/pool_select_loss/emit_pool.h"
 #include "codegen_op_kernels_util.h"
 
 namespace kiln {

@@ -20,10 +20,10 @@
 #include <random>
 #include <set>
 
-#include "codegen/emit_reduction.h"
-#include "codegen/kernel_cache.h"
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_module.h"
+#include "codegen/emitters/reduction/emit_reduction.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_module.h"
 #include "ir/error.h"
 #include "ir/graph.h"
 #include "ops/reduction_spec.h"

@@ -1,4 +1,4 @@
-// The recurrent emitter (codegen/emit_rnn.h) against the reference
+// The recurrent emitter (codegen/emitters/rnn/emit_rnn.h) against the reference
 // (ops/rnn_ops.cpp via evaluate_op): rnn, gru (with and without
 // linear_before_reset) and lstm (peepholes, input_forget) forward, reverse
 // and bidirectional, layout 0 and 1, clip, non-default activations with
@@ -16,11 +16,11 @@
 #include <random>
 
 #include "backends/reference/executor.h"
-#include "codegen/emit_rnn.h"
-#include "codegen/kernel_cache.h"
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_executor.h"
-#include "codegen/sim_module.h"
+#include "codegen/emitters/rnn/emit_rnn.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_executor.h"
+#include "backends/sim/sim_module.h"
 #include "ir/error.h"
 #include "ops/registry.h"
 #include "tests/unit/pass_test_util.h"

@@ -1,5 +1,5 @@
-// The select/scan emitter (codegen/emit_select.h: argmax, argmin, hardmax,
-// cumsum, topk) and the loss emitter (codegen/emit_loss.h: nll_loss,
+// The select/scan emitter (codegen/emitters/pool_select_loss/emit_select.h: argmax, argmin, hardmax,
+// cumsum, topk) and the loss emitter (codegen/emitters/pool_select_loss/emit_loss.h: nll_loss,
 // softmax_cross_entropy_loss) against the reference on edge shapes: lines
 // taken by a block (n >= 128, inner < 32) and by a thread, NaN lines, ties
 // (select_last_index), keepdims, integers, f16; cumsum exclusive/reverse on
@@ -8,8 +8,8 @@
 // every reduction, weights, ignore_index (also all ignored: mean = NaN), the
 // log_prob result, f16, and an out-of-range target (both sides stop).
 // Harness: codegen_op_kernels_util.h (NVRTC sm_80/sm_90, simulator vs evaluate_op).
-#include "codegen/emit_loss.h"
-#include "codegen/emit_select.h"
+#include "codegen/emitters/pool_select_loss/emit_loss.h"
+#include "codegen/emitters/pool_select_loss/emit_select.h"
 #include "codegen_op_kernels_util.h"
 
 namespace kiln {

@@ -1,4 +1,4 @@
-// Tensor cores in matmul / gemm / conv / conv_transpose (codegen/emit_gemm_mma.cpp):
+// Tensor cores in matmul / gemm / conv / conv_transpose (codegen/emitters/gemm_conv/emit_gemm_mma.cpp):
 // for f16, bf16 and tf32-marked f32 operands every such node -- bare or as the
 // anchor of a fused epilogue -- must compile to mma.sync (checked in the PTX, so
 // a silent fall back to the SIMT core fails), with cp.async where the operands
@@ -19,11 +19,11 @@
 #include <unordered_map>
 
 #include "backends/reference/executor.h"
-#include "codegen/gemm_tiles.h"
-#include "codegen/kernel_cache.h"
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_executor.h"
-#include "codegen/sim_module.h"
+#include "codegen/emitters/gemm_conv/gemm_tiles.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_executor.h"
+#include "backends/sim/sim_module.h"
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "backends/reference/executor.h"
-#include "codegen/gemm_tiles.h"
+#include "codegen/emitters/gemm_conv/gemm_tiles.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "runtime/version.h"

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "codegen/kernel_cache.h"
-#include "codegen/nvrtc_compiler.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
 #include "ir/error.h"
 
 using namespace kiln::codegen;

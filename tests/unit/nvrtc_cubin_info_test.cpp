@@ -4,7 +4,7 @@
 // a name the CUBIN lacks is an error naming it.
 #include <gtest/gtest.h>
 
-#include "codegen/nvrtc_compiler.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
 #include "ir/error.h"
 #include "runtime/cubin_info.h"
 

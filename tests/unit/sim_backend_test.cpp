@@ -1,14 +1,14 @@
-// The "sim" backend (codegen/sim_executor.h): graphs run through generated
+// The "sim" backend (backends/sim/sim_executor.h): graphs run through generated
 // kernels on the CPU simulator, compared with the reference backend. Fused
-// pointwise bodies (codegen/emit_fused.h) become one kernel each.
+// pointwise bodies (codegen/emitters/elementwise/emit_fused.h) become one kernel each.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "backends/reference/executor.h"
-#include "codegen/emit_fused.h"
-#include "codegen/kernel_cache.h"
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_executor.h"
+#include "codegen/emitters/elementwise/emit_fused.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_executor.h"
 #include "ir/printer.h"
 #include "ops/registry.h"
 #include "passes/pass.h"
@@ -138,7 +138,7 @@ TEST(SimBackend, FusedKernelsCompileWithNvrtc) {
   }
 }
 
-// Injective ops (codegen/emit_injective.h) through the dispatch table; a
+// Injective ops (codegen/emitters/data_movement/emit_injective.h) through the dispatch table; a
 // split launches one kernel per result.
 TEST(SimBackend, InjectiveOpsOneKernelPerResult) {
   auto g = testing::parse(R"(graph @m(%x: f32[3,5,12], %y: f32[12,5,3]) -> (f32[12,5,7], f32[12,5,5], f32[12,5,3]) {
@@ -155,7 +155,7 @@ TEST(SimBackend, InjectiveOpsOneKernelPerResult) {
   expect_matches_reference(*g);
 }
 
-// reduce_* and softmax (codegen/emit_reduction.h) through the dispatch table.
+// reduce_* and softmax (codegen/emitters/reduction/emit_reduction.h) through the dispatch table.
 TEST(SimBackend, ReductionsAndSoftmax) {
   auto g = testing::parse(R"(graph @m(%x: f32[3,5,70]) -> (f32[3,1,70], f32[3,5,70]) {
     %r = reduce_sum(%x) {axes=[1], keepdims=1} : f32[3,1,70]

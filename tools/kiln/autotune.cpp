@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "codegen/kernel_build.h"
-#include "codegen/kernel_cache.h"
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_executor.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_executor.h"
 #include "ir/error.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/gpu_executor.h"

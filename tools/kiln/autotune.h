@@ -1,7 +1,7 @@
 // Measuring GEMM tile candidates on the GPU for `kiln compile --tune`
 // (docs/tuning.md). For each GEMM problem of the graph that `wanted` selects:
 // the first node asking for it is emitted once per candidate configuration
-// (codegen/gemm_tiles.h's gemm_tile_candidates, the default first) with the
+// (codegen/emitters/gemm_conv/gemm_tiles.h's gemm_tile_candidates, the default first) with the
 // candidate forced for that problem, all candidates are compiled with NVRTC
 // for the target (through the kernel cache), and on device 0 (the runtime's
 // dlopen'ed driver, runtime/cuda_driver.h) each candidate's kernels are
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/gemm_tiles.h"
+#include "codegen/emitters/gemm_conv/gemm_tiles.h"
 #include "ir/graph.h"
 
 namespace kiln {

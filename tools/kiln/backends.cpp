@@ -3,7 +3,7 @@
 #include "backends/reference/executor.h"
 #include "ir/error.h"
 #ifdef KILN_HAVE_SIM_BACKEND
-#include "codegen/sim_executor.h"
+#include "backends/sim/sim_executor.h"
 #endif
 
 namespace kiln {

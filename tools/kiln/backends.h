@@ -10,9 +10,9 @@ namespace kiln {
 
 // "ref": the CPU reference backend on the imported graph.
 // "sim" (when codegen is built): generated kernels on the CPU simulator
-// (codegen/sim_executor.h); throws kiln::Unsupported for ops without an emitter.
+// (backends/sim/sim_executor.h); throws kiln::Unsupported for ops without an emitter.
 // `cache_dir`: the simulator's module cache (empty: the default, see
-// codegen/kernel_cache.h).
+// codegen/nvrtc/kernel_cache.h).
 std::vector<Tensor> run_on_backend(const std::string& backend, Graph& g, const std::map<std::string, Tensor>& inputs,
                                    const std::string& cache_dir = "");
 std::vector<std::string> backend_names();

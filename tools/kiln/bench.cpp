@@ -22,7 +22,7 @@
 #include "tools/kiln/progress.h"
 #include "tools/kiln/run_plan.h"
 #ifdef KILN_HAVE_SIM_BACKEND
-#include "codegen/sim_executor.h"
+#include "backends/sim/sim_executor.h"
 #endif
 
 namespace kiln {

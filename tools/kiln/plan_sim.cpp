@@ -7,7 +7,7 @@
 
 #include "ir/error.h"
 #ifdef KILN_HAVE_SIM_BACKEND
-#include "codegen/sim_module.h"
+#include "backends/sim/sim_module.h"
 #endif
 
 namespace kiln {

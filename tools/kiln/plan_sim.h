@@ -1,7 +1,7 @@
 // Runs a plan's own kernels and launch list on the CPU kernel simulator: the
 // GPU path's steps (arena offsets, buffer bindings, copies, weights) checked
 // without a GPU. The kernels' CUDA sources are compiled for the simulator
-// (codegen/sim_module.h); the arena, inputs, outputs and weights are host
+// (backends/sim/sim_module.h); the arena, inputs, outputs and weights are host
 // buffers laid out as on the device. Needs the sim backend (codegen built).
 #pragma once
 #include <functional>

@@ -12,9 +12,9 @@
 #include "runtime/version.h"
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "codegen/kernel_build.h"
-#include "codegen/kernel_cache.h"
-#include "codegen/nvrtc_compiler.h"
-#include "codegen/sim_executor.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "backends/sim/sim_executor.h"
 #endif
 
 namespace kiln {

@@ -6,8 +6,8 @@
 #include "ir/error.h"
 #include "runtime/version.h"
 #ifdef KILN_HAVE_SIM_BACKEND
-#include "codegen/gemm_tiles.h"
-#include "codegen/kernel_cache.h"
+#include "codegen/emitters/gemm_conv/gemm_tiles.h"
+#include "codegen/nvrtc/kernel_cache.h"
 #include "tools/kiln/autotune.h"
 #include "tools/kiln/tuning_cache.h"
 #endif

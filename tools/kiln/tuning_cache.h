@@ -1,6 +1,6 @@
 // The tuning cache (docs/tuning.md): a JSON file of autotuning winners, each
 // keyed by the GPU (name and compute capability), the kiln version, the op
-// kind and the problem (codegen/gemm_tiles.h's gemm_problem_key: math,
+// kind and the problem (codegen/emitters/gemm_conv/gemm_tiles.h's gemm_problem_key: math,
 // batch, M, N, K; epilogue-independent), holding the winning configuration and
 // its measured median time. `kiln compile --tune` writes it;
 // `kiln compile --tuning-cache FILE` applies it (deterministically: the
@@ -17,7 +17,7 @@
 #include <tuple>
 #include <vector>
 
-#include "codegen/gemm_tiles.h"
+#include "codegen/emitters/gemm_conv/gemm_tiles.h"
 
 namespace kiln {
 

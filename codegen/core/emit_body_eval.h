@@ -1,0 +1,62 @@
+// The on-demand body evaluator (docs/fusion.md: "evaluated on demand"):
+// device code computing any value of a fused body made of pointwise and
+// injective ops at a given element, recursively from the body's inputs.
+//
+// Each body value computed by a node becomes one lambda at the top of the
+// kernel body,
+//   const auto kiln_evN = [&](long long i) -> S { ... };
+// returning element i (flat, row-major over the value's own shape) in the
+// value's storage type S. A pointwise node reads its operands at the
+// broadcast offsets of i's coordinates and applies its Expr (emit_expr, the
+// result rounded to its dtype exactly where the reference stores it); an
+// injective node runs its index map (codegen/emitters/data_movement/emit_injective.h) and returns
+// the chosen operand's element, or the fill. Body inputs and constants are
+// kernel buffers read directly. Nothing is cached: a value read twice is
+// computed twice (fused bodies are cheap; the fuser keeps expensive values
+// as results).
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/op_registry.h"
+
+namespace kiln::codegen {
+
+// Whether the evaluator can compute `n`'s results: a pointwise op with an
+// Expr, identity, or an op with an injective index map (no body).
+bool body_node_evaluable(const Node& n, const OpRegistry& ops);
+
+class BodyEvaluator {
+ public:
+  // `buffers`: the kernel buffer (parameter name) holding each body input
+  // and each constant the body reads.
+  BodyEvaluator(const Graph& body, const OpRegistry& ops, std::map<const Value*, std::string> buffers);
+
+  // An expression of v's storage type: v's element at flat index `idx` (an
+  // integer expression, within v's shape). Defines the lambdas it needs.
+  // Throws kiln::Unsupported for a node the evaluator cannot compute.
+  std::string value(const Value* v, const std::string& idx);
+
+  // The lambda definitions value() needed so far, in dependency order
+  // (statements indented 2), to place before their first use.
+  std::string definitions() const;
+
+  // Every dtype of the values defined (for kernel_headers).
+  std::vector<DType> dtypes() const;
+
+ private:
+  void define(const Value* v);
+
+  const Graph& body_;
+  const OpRegistry& ops_;
+  std::map<const Value*, std::string> buffers_;
+  std::map<const Value*, std::string> lambdas_;  // value -> lambda name
+  std::string defs_;
+  std::set<DType> dtypes_;
+  bool narrow_ = true;  // every value of the body has < 2^31 elements
+};
+
+}  // namespace kiln::codegen

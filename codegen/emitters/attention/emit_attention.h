@@ -1,0 +1,96 @@
+// The attention emitter: softmax(scale * q k^T + mask) v (ops/attention_ops.cpp)
+// as one FlashAttention-style kernel, and the fused kind "attention"
+// (docs/fusion.md: the attention op followed by an epilogue of transposes,
+// reshapes, casts and pointwise ops) as the same kernel storing each output
+// element through the epilogue.
+//
+// Kernel (docs/codegen.md, "Attention kernels"): one block per (batch, head,
+// tile of BQ queries); TPR adjacent lanes per query row (row r = threadIdx.x /
+// TPR). The block stages its Q tile in shared memory once, then streams K and
+// V through shared memory in tiles of BK keys: each lane computes the scores
+// of its row for keys t, t + TPR, ... of the tile (dot product over D in the
+// compute type, times scale, plus the mask element, -inf where causal hides
+// the key); the row's tile max is combined over its lanes by shuffles; the
+// online softmax rescales the running sum l and the output share (dims t,
+// t + TPR, ... of Dv, in registers) by exp(m_old - m_new); each lane turns its
+// own scores into p = exp(s - m_new) once, and after a __syncwarp every lane
+// adds p * v over the tile. No [Sq, Sk] matrix exists anywhere; the result
+// is o / l (l summed over the row's lanes).
+// f16/bf16 operands with head dims that are multiples of 16 up to 128 get
+// the tensor-core kernel of codegen/emitters/attention/emit_attention_tc.h instead (same
+// semantics, same epilogue hook).
+// Compute type: float for f16/bf16/f32 (as the reference), double for f64.
+// Rows whose final max is not finite (a NaN score, all keys masked, a +inf
+// score) are NaN, or 0 with nan_to_zero, as the reference's softmax gives.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/core/kernel_params.h"
+#include "ir/attribute.h"
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace kiln::codegen {
+
+struct AttentionKernel {
+  std::string name;    // kiln_attn_<label>_<16 hex digits of the source's hash>
+  std::string source;  // complete translation unit
+  // Launch (docs/codegen.md): grid = B * H * ceil(Sq / BQ) (0: empty output),
+  // block = BQ * TPR (tensor cores: 32 * warps); shared memory is static
+  // (<= 48 KiB).
+  unsigned grid = 0;
+  unsigned block = 0;
+  int bq = 0, bk = 0, tpr = 0;      // the tiling chosen (tpr: SIMT kernel only)
+  int warps = 0;                    // tensor-core kernel: warps per block (16 queries each)
+  bool tensor_cores = false;        // the mma kernel of codegen/emitters/attention/emit_attention_tc.h
+  size_t shared_bytes = 0;  // static shared memory the kernel declares
+};
+
+// What happens to each attention output element: `code` is statements that
+// read `val` (the element in the compute type: float, or double for f64) and
+// `lin` (long long, its row-major index in [B, H, Sq, Dv]) and store it to
+// the results. `params` is the kernel's parameter list, `sim_entry` its
+// simulator entry (with @NAME@ for the kernel's name), `dtypes` the dtypes
+// of its buffers; `q`, `k`, `v`, `mask` name the parameters holding the
+// attention's operands (mask empty: none). A fused node's epilogue comes
+// from the shared epilogue emitter (codegen/emitters/gemm_conv/emit_epilogue.h).
+struct AttentionEpilogue {
+  std::string params;
+  std::string sim_entry;
+  std::vector<DType> dtypes;
+  std::string q, k, v, mask;
+  std::string code;
+  std::string helpers;  // device code placed before the kernel
+  std::string label;
+};
+
+// The kernel for attention over q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv],
+// mask (of q's dtype, broadcast to [B,H,Sq,Sk]; empty shape and
+// has_mask=false: none), attributes scale / causal / nan_to_zero, storing
+// through `epi`. Throws kiln::Error for inconsistent types, kiln::Unsupported
+// when even the smallest tiles exceed 48 KiB of shared memory.
+AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const TensorType& v, bool has_mask,
+                               const TensorType& mask, const AttrMap& attrs, const AttentionEpilogue& epi);
+
+// The plain op: buffers out, q, k, v[, mask].
+AttentionKernel emit_attention_op(const AttrMap& attrs, const std::vector<TensorType>& operands,
+                                  const TensorType& out);
+
+// Whether `n` is a fused node of kind "attention" whose body is one attention
+// op and an epilogue codegen/emitters/gemm_conv/emit_epilogue.h accepts (reshape, identity,
+// transpose, split, slice, one-index gather, pointwise ops with outside
+// operands broadcast into the element), the attention's operands being
+// body inputs or constants.
+bool is_attention_fused(const Node& n);
+
+struct FusedAttentionKernel {
+  AttentionKernel kernel;  // buffers: the node's results, its operands, then `constants`
+  std::vector<Tensor> constants;
+};
+
+// Throws kiln::Unsupported (naming the body op) when !is_attention_fused(n).
+FusedAttentionKernel emit_fused_attention(const Node& n);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,158 @@
+#include "codegen/emitters/elementwise/emit_fused.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "codegen/core/emit_body_eval.h"
+#include "codegen/core/emit_expr.h"
+#include "codegen/core/kernel_io.h"
+
+#include "ir/error.h"
+#include "ir/op_registry.h"
+#include "ir/shape_utils.h"
+
+namespace kiln::codegen {
+
+bool is_pointwise_fused(const Node& n, const OpRegistry& ops) {
+  if (n.op() != "fused" || !n.body() || n.attrs().get_string("kind", "") != "pointwise") return false;
+  for (const auto& bn : n.body()->nodes()) {
+    const OpDef* def = ops.find(bn->op());
+    if (!def || def->category != OpCategory::Pointwise || !def->expr || bn->body()) return false;
+    for (Value* v : bn->inputs())
+      if (!v) return false;
+  }
+  return !n.body()->nodes().empty();
+}
+
+FusedPointwiseKernel emit_fused_pointwise(const Node& n, const OpRegistry& ops) {
+  if (!is_pointwise_fused(n, ops))
+    unsupported("codegen: {} is not a fused node of kind pointwise with only pointwise ops in its body", n.describe());
+  const Graph& body = *n.body();
+  KILN_CHECK(body.inputs().size() == static_cast<size_t>(n.num_inputs()), "{}: body takes {} inputs, node gives {}",
+             n.describe(), body.inputs().size(), n.num_inputs());
+  KILN_CHECK(body.outputs().size() == static_cast<size_t>(n.num_outputs()), "{}: body returns {}, node has {}",
+             n.describe(), body.outputs().size(), n.num_outputs());
+  FusedPointwiseKernel fk;
+  std::vector<TensorType> operands;
+  std::unordered_map<const Value*, int> index;  // body value -> kernel value
+  for (Value* v : body.inputs()) {
+    index[v] = static_cast<int>(operands.size());
+    operands.push_back(v->type());
+  }
+  // Constants become operands after the body's inputs (numbered before any step).
+  for (const auto& bn : body.nodes())
+    for (Value* v : bn->inputs())
+      if (v->is_constant() && !index.count(v)) {
+        index[v] = static_cast<int>(operands.size());
+        operands.push_back(v->type());
+        fk.constants.push_back(v->data());
+      }
+  for (Value* v : body.outputs())
+    if (v->is_constant() && !index.count(v)) {
+      index[v] = static_cast<int>(operands.size());
+      operands.push_back(v->type());
+      fk.constants.push_back(v->data());
+    }
+  const int nops = static_cast<int>(operands.size());
+  std::vector<PointwiseStep> steps;
+  for (const auto& bn : body.nodes()) {
+    const OpDef& def = ops.get(bn->op());
+    KILN_CHECK(bn->num_outputs() == 1, "{}: a pointwise op with {} results", bn->describe(), bn->num_outputs());
+    PointwiseStep st;
+    std::vector<DType> dts;
+    for (Value* v : bn->inputs()) {
+      auto it = index.find(v);
+      KILN_CHECK(it != index.end(), "{}: %{} used before it is computed", bn->describe(), v->name());
+      st.args.push_back(it->second);
+      dts.push_back(v->dtype());
+    }
+    ExprBuilder b(dts);
+    st.expr = def.expr(b, bn->attrs());
+    KILN_CHECK(st.expr.result_dtype() == bn->output(0)->dtype(), "{}: expression gives {}, inferred {}",
+               bn->describe(), dtype_name(st.expr.result_dtype()), dtype_name(bn->output(0)->dtype()));
+    index[bn->output(0)] = nops + static_cast<int>(steps.size());
+    steps.push_back(std::move(st));
+  }
+  std::vector<std::pair<int, TensorType>> results;
+  for (int r = 0; r < n.num_outputs(); ++r) {
+    Value* v = body.outputs()[r];
+    auto it = index.find(v);
+    KILN_CHECK(it != index.end(), "{}: body result %{} is not computed", n.describe(), v->name());
+    results.emplace_back(it->second, n.output(r)->type());
+  }
+  fk.kernel = emit_pointwise_multi(steps, operands, results, "fused");
+  return fk;
+}
+
+}  // namespace kiln::codegen
+
+namespace kiln::codegen {
+
+bool is_on_demand_fused(const Node& n, const OpRegistry& ops) {
+  if (n.op() != "fused" || !n.body()) return false;
+  const std::string kind = n.attrs().get_string("kind", "");
+  if (kind != "pointwise" && kind != "injective") return false;
+  for (const auto& bn : n.body()->nodes())
+    if (!body_node_evaluable(*bn, ops)) return false;
+  return !n.body()->nodes().empty() && n.num_outputs() > 0;
+}
+
+FusedPointwiseKernel emit_fused_on_demand(const Node& n, const OpRegistry& ops) {
+  if (!is_on_demand_fused(n, ops))
+    unsupported("codegen: {} is not a fused pointwise/injective node of evaluable ops", n.describe());
+  const Graph& body = *n.body();
+  KILN_CHECK(body.inputs().size() == static_cast<size_t>(n.num_inputs()), "{}: body takes {} inputs, node gives {}",
+             n.describe(), body.inputs().size(), n.num_inputs());
+  KILN_CHECK(body.outputs().size() == static_cast<size_t>(n.num_outputs()), "{}: body returns {}, node has {}",
+             n.describe(), body.outputs().size(), n.num_outputs());
+  FusedPointwiseKernel fk;
+  std::vector<KernelBuffer> bufs;
+  std::map<const Value*, std::string> names;
+  const Shape& shape = n.output(0)->shape();
+  for (int r = 0; r < n.num_outputs(); ++r) {
+    if (n.output(r)->shape() != shape)
+      unsupported("codegen: {}: results of different shapes {} and {}", n.describe(), n.output(0)->type().str(),
+                  n.output(r)->type().str());
+    bufs.push_back({fmt::format("out{}", r), n.output(r)->dtype(), true, n.output(r)->type().numel()});
+  }
+  for (Value* v : body.inputs()) {
+    names[v] = fmt::format("in{}", names.size());
+    bufs.push_back({names[v], v->dtype(), false, v->type().numel()});
+  }
+  auto add_constant = [&](Value* v) {
+    if (!v->is_constant() || names.count(v)) return;
+    names[v] = fmt::format("in{}", names.size());
+    bufs.push_back({names[v], v->dtype(), false, v->type().numel()});
+    fk.constants.push_back(v->data());
+  };
+  for (const auto& bn : body.nodes())
+    for (Value* v : bn->inputs()) add_constant(v);
+  for (Value* v : body.outputs()) add_constant(v);
+  BodyEvaluator ev(body, ops, names);
+  std::string loop;
+  for (int r = 0; r < n.num_outputs(); ++r)
+    loop += fmt::format("    out{}[i] = {};\n", r, ev.value(body.outputs()[r], "i"));
+  std::vector<DType> dts = ev.dtypes();
+  for (const KernelBuffer& b : bufs) dts.push_back(b.dtype);
+  PointwiseKernel& k = fk.kernel;
+  k.numel = shape_numel(shape);
+  k.outputs = n.num_outputs();
+  for (const KernelBuffer& b : bufs) k.counts.push_back(b.count);
+  std::string src = fmt::format("// fused {}: {}\n", n.attrs().get_string("kind", ""), n.describe());
+  src += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(bufs));
+  src += ev.definitions();
+  src += fmt::format("  const long long n = {}LL;\n", k.numel);
+  src += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n";
+  src += "       i += (long long)gridDim.x * blockDim.x) {\n";
+  src += loop + "  }\n}\n";
+  src += kernel_sim_entry(bufs);
+  std::string named = name_kernel("kiln_fe", n.attrs().get_string("kind", "fused"), src, k.name);
+  k.source = kernel_headers(dts) + std::string(expr_prelude()) + named;
+  k.grid = static_cast<unsigned>(std::min<int64_t>((k.numel + k.block - 1) / k.block, 8192));
+  return fk;
+}
+
+}  // namespace kiln::codegen

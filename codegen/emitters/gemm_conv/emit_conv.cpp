@@ -1,0 +1,358 @@
+#include "codegen/emitters/gemm_conv/emit_conv.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "codegen/core/emit_expr.h"
+#include "codegen/core/kernel_text.h"
+#include "ir/error.h"
+#include "ir/shape_utils.h"
+#include "ops/op_helpers.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+struct ConvGeom {
+  int nd = 0;
+  int64_t N = 0, C = 0, M = 0, group = 1, Cg = 0, Mg = 0;
+  Shape in, k, out;  // spatial
+  std::vector<int64_t> strides, dilations, pads;
+  int64_t in_size = 1, k_size = 1, out_size = 1;
+};
+
+std::vector<int64_t> ints_or(const AttrMap& a, const char* name, size_t n, int64_t dflt) {
+  std::vector<int64_t> v = a.get_ints(name);
+  if (v.empty()) v.assign(n, dflt);
+  if (v.size() != n) fail("codegen: conv attribute {} has {} values, expected {}", name, v.size(), n);
+  return v;
+}
+
+// `out` is the anchor's result shape (channels first).
+ConvGeom geometry(const Node& n, const Shape& xs, const Shape& ws, const Shape& ys, bool transpose) {
+  ConvGeom g;
+  g.nd = static_cast<int>(xs.size()) - 2;
+  KILN_CHECK(g.nd >= 1 && ws.size() == xs.size() && ys.size() == xs.size(), "codegen: {}: conv ranks",
+             n.describe());
+  g.group = n.attrs().get_int("group", 1);
+  g.N = xs[0];
+  g.C = xs[1];
+  g.Cg = g.C / g.group;
+  g.M = ys[1];
+  g.Mg = g.M / g.group;
+  g.in.assign(xs.begin() + 2, xs.end());
+  g.k.assign(ws.begin() + 2, ws.end());
+  g.out.assign(ys.begin() + 2, ys.end());
+  g.strides = ints_or(n.attrs(), "strides", g.nd, 1);
+  g.dilations = ints_or(n.attrs(), "dilations", g.nd, 1);
+  g.pads = ints_or(n.attrs(), "pads", 2 * g.nd, 0);
+  g.in_size = shape_numel(g.in);
+  g.k_size = shape_numel(g.k);
+  g.out_size = shape_numel(g.out);
+  return g;
+}
+
+// `var` (an int in [0, prod(dims))) split into coordinates <p>0.. over dims.
+void split_index(const std::string& var, const Shape& dims, const std::string& p, const std::string& ind,
+                 std::string& b) {
+  const int r = static_cast<int>(dims.size());
+  b += fmt::format("{}int {}r = {};\n", ind, p, var);
+  for (int d = r - 1; d >= 0; --d) {
+    if (d == 0) b += fmt::format("{}const int {}{} = {}r;\n", ind, p, d, p);
+    else b += fmt::format("{}const int {}{} = {}r % {}; {}r /= {};\n", ind, p, d, p, dims[d], p, dims[d]);
+  }
+}
+
+// Depthwise conv (one input and one output channel per group): one thread per output element
+// (grid-stride loop) summing its taps -- a GEMM with Mg = 1 would leave 15 of 16 tile rows idle.
+ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
+  const Node& n = ep.anchor();
+  const DType dt = n.input(0)->dtype();
+  const char* idx = ep.index_type();
+  const int nd = G.nd;
+  const int sx = ep.anchor_slot(0), sw = ep.anchor_slot(1), sbias = ep.anchor_slot(2);
+  const int64_t total = G.N * G.M * G.out_size;
+  const std::string ct = dt == DType::F64 ? "double" : "float";
+  const std::vector<int64_t> istr = strides_of(G.in);
+  std::string b = fmt::format("// depthwise conv{}: {} channels, taps {}\n", nhwc ? " nhwc" : "", G.M, G.k_size);
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", ep.params());
+  b += fmt::format("  for ({} i = ({})(blockIdx.x * blockDim.x + threadIdx.x); i < {}; i += ({})(gridDim.x * "
+                   "blockDim.x)) {{\n",
+                   idx, idx, total, idx);
+  // Coordinates: nchw (img, m, o...), nhwc (img, o..., m).
+  b += fmt::format("    {} r = i;\n", idx);
+  if (nhwc) b += fmt::format("    const int m = (int)(r % {}); r /= {};\n", G.M, G.M);
+  for (int d = nd - 1; d >= 0; --d)
+    b += fmt::format("    const int o{} = (int)(r % {}); r /= {};\n", d, G.out[d], G.out[d]);
+  if (!nhwc) b += fmt::format("    const int m = (int)(r % {}); r /= {};\n", G.M, G.M);
+  b += "    const int img = (int)r;\n";
+  // x offset of the window's channel; w [M, taps] in both layouts (nhwc: [M, k..., 1]).
+  const std::string cstride = nhwc ? "1" : std::to_string(G.in_size);
+  const std::string pstride = nhwc ? std::to_string(G.C) : "1";
+  b += fmt::format("    const {} xb = ({})img * {} + ({})m * {};\n", idx, idx, G.C * G.in_size, idx, cstride);
+  b += fmt::format("    {} acc = 0;\n", ct);
+  std::string ind = "    ";
+  for (int d = 0; d < nd; ++d) {
+    b += fmt::format("{}for (int t{} = 0; t{} < {}; ++t{}) {{\n", ind, d, d, G.k[d], d);
+    ind += "  ";
+    b += fmt::format("{}const int x{} = o{} * {} - {} + t{} * {};\n", ind, d, d, G.strides[d], G.pads[d], d,
+                     G.dilations[d]);
+    b += fmt::format("{}if ((unsigned)x{} >= {}u) continue;\n", ind, d, G.in[d]);
+  }
+  std::string pos, tap;
+  const std::vector<int64_t> kstr = strides_of(G.k);
+  for (int d = 0; d < nd; ++d) {
+    pos += fmt::format("{}({})x{} * {}", d ? " + " : "", idx, d, istr[d]);
+    tap += fmt::format("{}t{} * {}", d ? " + " : "", d, kstr[d]);
+  }
+  b += fmt::format("{}acc += {} * {};\n", ind, cuda_load(dt, fmt::format("in{}[xb + ({}) * {}]", sx, pos, pstride)),
+                   cuda_load(dt, fmt::format("in{}[m * {} + {}]", sw, G.k_size, tap)));
+  for (int d = nd - 1; d >= 0; --d) {
+    ind.resize(ind.size() - 2);
+    b += ind + "}\n";
+  }
+  if (sbias >= 0) b += fmt::format("    acc += {};\n", cuda_load(dt, fmt::format("in{}[m]", sbias)));
+  b += ep.code("acc", "i", "    ");
+  b += "  }\n}\n";
+  b += ep.sim_entry("@NAME@");
+  ComputeKernel k;
+  k.name = fmt::format("kiln_dwconv_{:016x}", XXH64(b.data(), b.size(), 0));
+  std::string named;
+  for (size_t p = 0;;) {
+    size_t a = b.find("@NAME@", p);
+    named.append(b, p, a == std::string::npos ? std::string::npos : a - p);
+    if (a == std::string::npos) break;
+    named += k.name;
+    p = a + 6;
+  }
+  k.source = std::string(kKernelPrelude) + ep.fp_includes() + std::string(expr_prelude()) + named;
+  k.block = 256;
+  k.grid = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 8192));
+  return k;
+}
+
+}  // namespace
+
+ComputeKernel emit_conv(const Epilogue& ep) {
+  const Node& n = ep.anchor();
+  const std::string& op = n.op();
+  const bool transpose = op == "conv_transpose";
+  const bool ci = op == "conv_integer", qc = op == "qlinear_conv";
+  if (op != "conv" && !transpose && !ci && !qc)
+    unsupported("codegen: {} is not conv, conv_transpose, conv_integer or qlinear_conv", n.describe());
+  const bool nhwc = !transpose && n.attrs().get_string("layout", "nchw") == "nhwc";
+  const int iw = qc ? 3 : 1;
+  const TensorType& xt = n.input(0)->type();
+  const TensorType& wt = n.input(iw)->type();
+  const DType dt = xt.dtype;
+  if (!is_float(dt) && !ci && !qc) unsupported("codegen: {}: {} operands", n.describe(), dtype_name(dt));
+  // Zero points of the quantized convs: x's per tensor, w's per tensor or per output channel.
+  const int sxzp = ci || qc ? ep.anchor_slot(2) : -1, swzp = ci ? ep.anchor_slot(3) : qc ? ep.anchor_slot(5) : -1;
+  const bool wzp_per_m = swzp >= 0 && n.input(ci ? 3 : 5)->type().numel() > 1;
+  auto with_zp = [=](const std::string& stored, int zslot, const std::string& m) {
+    if (zslot < 0) return gemm_load_as(dt, stored);
+    return fmt::format("(unsigned long long)((long long){} - (long long)in{}[{}])", stored, zslot, m);
+  };
+  const Shape xs = nhwc ? permute_dims(xt.shape, channels_first_perm(xt.rank())) : xt.shape;
+  const Shape ws = nhwc ? permute_dims(wt.shape, channels_first_perm(wt.rank())) : wt.shape;
+  const Shape& yt = n.output(0)->shape();
+  const Shape ys = nhwc ? permute_dims(yt, channels_first_perm(static_cast<int>(yt.size()))) : yt;
+  const ConvGeom G = geometry(n, xs, ws, ys, transpose);
+  if (!transpose && !ci && !qc && G.Cg == 1 && G.Mg == 1 && G.group > 1) return emit_depthwise(ep, G, nhwc);
+  const int nd = G.nd;
+  const char* idx = ep.index_type();
+  const int sx = ep.anchor_slot(0), sw = ep.anchor_slot(iw), sbias = ep.anchor_slot(qc ? 8 : ci ? -1 : 2);
+  const std::vector<int64_t> istr = strides_of(G.in);
+  TiledGemm g;
+  g.dtype = dt;
+  g.label = transpose ? "conv_transpose" : nhwc ? "conv_nhwc" : "conv";
+  g.K = G.Cg * G.k_size;
+  g.tf32 = n.attrs().get_int("tf32", 0) != 0;
+  // Elements per 16-byte chunk (the cp.async path of the tensor-core kernel).
+  const int64_t W = 16 / static_cast<int64_t>(dtype_size(dt));
+  const bool chunks = gemm_math(g) != GemmMath::Simt && !ci && !qc;
+  const std::string ind = "      ";
+  auto tap_coords = [&](const std::string& kp, const std::string& s, std::string& b) {
+    split_index(kp, G.k, s + "_t", "        ", b);
+  };
+  std::string bias_m;  // the output channel of the tile element, for the bias
+  if (!nhwc) {
+    // Per (image, group): rows = output channels of the group, columns = output positions.
+    g.batch = G.N * G.group;
+    g.M = G.Mg;
+    g.N = G.out_size;
+    g.prologue = fmt::format("  const int img = bz / {}, grp = bz % {};\n", G.group, G.group);
+    const ConvGeom c = G;
+    if (!transpose) {
+      g.a.k_fast = true;
+      g.a.setup = [=](const std::string& row, const std::string& s, std::string& b) {
+        b += fmt::format("  const {} {}_base = (({})grp * {} + {}) * {};\n", idx, s, idx, c.Mg, row, c.Cg * c.k_size);
+      };
+      g.a.load = [=](const std::string& k, const std::string& s) {
+        return fmt::format("        v = {};\n",
+                           with_zp(fmt::format("in{}[{}_base + {}]", sw, s, k), swzp,
+                                   wzp_per_m ? fmt::format("grp * {} + {}_row", c.Mg, s) : "0"));
+      };
+      if (chunks && g.K % W == 0) {  // weight rows of K elements
+        g.a.chunk_buffer = fmt::format("in{}", sw);
+        g.a.chunk = [=](const std::string& k, const std::string& s) {
+          return fmt::format("        ok = true;\n        off = {}_base + {};\n", s, k);
+        };
+      }
+      g.b.k_fast = false;
+      g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
+        split_index(row, c.out, s + "_o", "  ", b);
+        for (int d = 0; d < nd; ++d)
+          b += fmt::format("  const int {}_i{} = {}_o{} * {} - {};\n", s, d, s, d, c.strides[d], c.pads[d]);
+        b += fmt::format("  const {} {}_base = (({})img * {} + ({})grp * {}) * {};\n", idx, s, idx, c.C, idx, c.Cg,
+                         c.in_size);
+      };
+      g.b.load = [=](const std::string& k, const std::string& s) {
+        std::string b;
+        b += fmt::format("        const int ch = {} / {}, kp = {} % {};\n", k, c.k_size, k, c.k_size);
+        tap_coords("kp", s, b);
+        std::string ok, off = fmt::format("{}_base + ({})ch * {}", s, idx, c.in_size);
+        for (int d = 0; d < nd; ++d) {
+          b += fmt::format("        const int x{} = {}_i{} + {}_t{} * {};\n", d, s, d, s, d, c.dilations[d]);
+          ok += fmt::format("{}(unsigned)x{} < {}u", d ? " && " : "", d, c.in[d]);
+          off += fmt::format(" + ({})x{} * {}", idx, d, istr[d]);
+        }
+        b += fmt::format("        if ({}) v = {};\n", ok, with_zp(fmt::format("in{}[{}]", sx, off), sxzp, "0"));
+        return b;
+      };
+    } else {
+      // w [C, Mg, k...]: A(m, (ch, kp)) = w[((grp * Cg + ch) * Mg + m) * taps + kp].
+      g.a.k_fast = true;
+      g.a.setup = [=](const std::string& row, const std::string& s, std::string& b) {
+        b += fmt::format("  const {} {}_base = ({})grp * {} + ({}){} * {};\n", idx, s, idx, c.Cg * c.Mg * c.k_size,
+                         idx, row, c.k_size);
+      };
+      g.a.load = [=](const std::string& k, const std::string& s) {
+        return fmt::format("        const int ch = {} / {}, kp = {} % {};\n        v = {};\n", k, c.k_size, k,
+                           c.k_size,
+                           gemm_load_as(dt, fmt::format("in{}[{}_base + ({})ch * {} + kp]", sw, s, idx,
+                                                        c.Mg * c.k_size)));
+      };
+      g.b.k_fast = false;
+      g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
+        split_index(row, c.out, s + "_o", "  ", b);
+        for (int d = 0; d < nd; ++d)
+          b += fmt::format("  const int {}_q{} = {}_o{} + {};\n", s, d, s, d, c.pads[d]);
+        b += fmt::format("  const {} {}_base = (({})img * {} + ({})grp * {}) * {};\n", idx, s, idx, c.C, idx, c.Cg,
+                         c.in_size);
+      };
+      g.b.load = [=](const std::string& k, const std::string& s) {
+        std::string b;
+        b += fmt::format("        const int ch = {} / {}, kp = {} % {};\n", k, c.k_size, k, c.k_size);
+        tap_coords("kp", s, b);
+        std::string ok, off = fmt::format("{}_base + ({})ch * {}", s, idx, c.in_size);
+        for (int d = 0; d < nd; ++d) {
+          // input position i with i * stride = o + pad - tap * dilation
+          b += fmt::format("        const int u{} = {}_q{} - {}_t{} * {};\n", d, s, d, s, d, c.dilations[d]);
+          b += fmt::format("        const int x{} = u{} / {};\n", d, d, c.strides[d]);
+          ok += fmt::format("{}u{} >= 0 && u{} % {} == 0 && x{} < {}", d ? " && " : "", d, d, c.strides[d], d,
+                            c.in[d]);
+          off += fmt::format(" + ({})x{} * {}", idx, d, istr[d]);
+        }
+        b += fmt::format("        if ({}) v = {};\n", ok, gemm_load_as(dt, fmt::format("in{}[{}]", sx, off)));
+        return b;
+      };
+    }
+    g.store += fmt::format("{}const {} index = (({})img * {} + ({})grp * {} + gm) * {} + gn;\n", ind, idx, idx, G.M,
+                           idx, G.Mg, G.out_size);
+    bias_m = fmt::format("grp * {} + gm", G.Mg);
+  } else {
+    // Per group: rows = (image, output position), columns = output channels of the group.
+    g.batch = G.group;
+    g.M = G.N * G.out_size;
+    g.N = G.Mg;
+    g.prologue = "  const int grp = bz;\n";
+    const ConvGeom c = G;
+    g.a.k_fast = true;
+    g.a.setup = [=](const std::string& row, const std::string& s, std::string& b) {
+      b += fmt::format("  const int {}_img = {} / {};\n", s, row, c.out_size);
+      b += fmt::format("  const int {}_pos = {} % {};\n", s, row, c.out_size);
+      split_index(s + "_pos", c.out, s + "_o", "  ", b);
+      for (int d = 0; d < nd; ++d)
+        b += fmt::format("  const int {}_i{} = {}_o{} * {} - {};\n", s, d, s, d, c.strides[d], c.pads[d]);
+      b += fmt::format("  const {} {}_base = ({}){}_img * {} + ({})grp * {};\n", idx, s, idx, s, c.in_size * c.C, idx,
+                       c.Cg);
+    };
+    g.a.load = [=](const std::string& k, const std::string& s) {
+      std::string b;
+      b += fmt::format("        const int kp = {} / {}, ch = {} % {};\n", k, c.Cg, k, c.Cg);
+      tap_coords("kp", s, b);
+      std::string ok, pos;
+      for (int d = 0; d < nd; ++d) {
+        b += fmt::format("        const int x{} = {}_i{} + {}_t{} * {};\n", d, s, d, s, d, c.dilations[d]);
+        ok += fmt::format("{}(unsigned)x{} < {}u", d ? " && " : "", d, c.in[d]);
+        pos += fmt::format("{}({})x{} * {}", d ? " + " : "", idx, d, istr[d]);
+      }
+      b += fmt::format("        if ({}) v = {};\n", ok,
+                       gemm_load_as(dt, fmt::format("in{}[{}_base + ({}) * {} + ch]", sx, s, pos, c.C)));
+      return b;
+    };
+    if (chunks && c.Cg % W == 0) {
+      // A chunk of W channels lies inside one tap: contiguous in x, aligned (C, grp * Cg multiples of W).
+      g.a.chunk_buffer = fmt::format("in{}", sx);
+      g.a.chunk = [=](const std::string& k, const std::string& s) {
+        std::string b;
+        b += fmt::format("        const int kp = {} / {}, ch = {} % {};\n", k, c.Cg, k, c.Cg);
+        tap_coords("kp", s, b);
+        std::string ok, pos;
+        for (int d = 0; d < nd; ++d) {
+          b += fmt::format("        const int x{} = {}_i{} + {}_t{} * {};\n", d, s, d, s, d, c.dilations[d]);
+          ok += fmt::format("{}(unsigned)x{} < {}u", d ? " && " : "", d, c.in[d]);
+          pos += fmt::format("{}({})x{} * {}", d ? " + " : "", idx, d, istr[d]);
+        }
+        b += fmt::format("        ok = {};\n        off = {}_base + ({}) * {} + ch;\n", ok, s, pos, c.C);
+        return b;
+      };
+    }
+    // w [M, k..., Cg]: B(k, m) = w[(grp * Mg + m) * K + k].
+    g.b.k_fast = true;
+    g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
+      b += fmt::format("  const {} {}_base = (({})grp * {} + {}) * {};\n", idx, s, idx, c.Mg, row, c.Cg * c.k_size);
+    };
+    g.b.load = [=](const std::string& k, const std::string& s) {
+      return fmt::format("        v = {};\n", gemm_load_as(dt, fmt::format("in{}[{}_base + {}]", sw, s, k)));
+    };
+    if (chunks && g.K % W == 0) {  // weight rows of K elements
+      g.b.chunk_buffer = fmt::format("in{}", sw);
+      g.b.chunk = [=](const std::string& k, const std::string& s) {
+        return fmt::format("        ok = true;\n        off = {}_base + {};\n", s, k);
+      };
+    }
+    g.store += fmt::format("{}const {} index = ({})gm * {} + grp * {} + gn;\n", ind, idx, idx, G.M, G.Mg);
+    bias_m = fmt::format("grp * {} + gn", G.Mg);
+  }
+  const std::string ct = gemm_compute_type(dt);
+  if (qc) {
+    // As the reference: (acc + B[m]) as int32, multiplier x_scale * w_scale[m] / y_scale in float, then
+    // rint(a * multiplier + y_zero_point) in double, saturated (NaN -> 0).
+    const DType yt = n.output(0)->dtype();
+    const std::string lo = yt == DType::U8 ? "0.0" : "-128.0", hi = yt == DType::U8 ? "255.0" : "127.0";
+    g.store += fmt::format("{}const int m = {};\n", ind, bias_m);
+    g.store += fmt::format("{}const int a = (int)(unsigned)(acc{});\n", ind,
+                           sbias >= 0 ? fmt::format(" + (unsigned long long)(long long)in{}[m]", sbias) : "");
+    g.store += fmt::format("{}const float mult = in{}[0] * in{}[{}] / in{}[0];\n", ind, ep.anchor_slot(1),
+                           ep.anchor_slot(4), n.input(4)->type().numel() > 1 ? "m" : "0", ep.anchor_slot(6));
+    g.store += fmt::format("{}double q = rint((double)a * (double)mult + (double)in{}[0]);\n", ind,
+                           ep.anchor_slot(7));
+    g.store += fmt::format("{}q = q != q ? 0.0 : q < {} ? {} : q > {} ? {} : q;\n", ind, lo, lo, hi, hi);
+    g.store += ep.code("(long long)q", "index", ind);
+  } else {
+    if (sbias >= 0)
+      g.store += fmt::format("{}const {} r = acc + {};\n", ind, ct,
+                             cuda_load(n.input(2)->dtype(), fmt::format("in{}[{}]", sbias, bias_m)));
+    else
+      g.store += fmt::format("{}const {} r = acc;\n", ind, ct);
+    g.store += ep.code(gemm_acc_for_epilogue(dt, "r"), "index", ind);
+  }
+  return emit_tiled_gemm(g, ep);
+}
+
+}  // namespace kiln::codegen

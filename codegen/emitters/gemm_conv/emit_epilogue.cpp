@@ -1,0 +1,430 @@
+#include "codegen/emitters/gemm_conv/emit_epilogue.h"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "codegen/core/emit_expr.h"
+#include "ir/error.h"
+#include "ir/shape_utils.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+constexpr int64_t kNarrow = (int64_t{1} << 31) - 1;
+
+bool is_layout_op(const std::string& op) {
+  return op == "reshape" || op == "identity" || op == "transpose" || op == "split" || op == "slice" ||
+         op == "gather";
+}
+
+}  // namespace
+
+Epilogue Epilogue::from_node(const Node& anchor) {
+  Epilogue e;
+  e.anchor_ = &anchor;
+  KILN_CHECK(anchor.num_outputs() == 1, "{}: an anchor with {} results", anchor.describe(), anchor.num_outputs());
+  e.results_.push_back(anchor.output(0)->type());
+  for (int i = 0; i < anchor.num_inputs(); ++i) {
+    Value* v = anchor.input(i);
+    e.anchor_slots_.push_back(v ? i : -1);
+    e.slots_.push_back(v ? v->type() : TensorType());
+    e.slot_values_.push_back(v);
+  }
+  e.wide_ = anchor.output(0)->type().numel() > kNarrow;
+  for (const TensorType& t : e.slots_) e.wide_ = e.wide_ || t.numel() > kNarrow;
+  return e;
+}
+
+Epilogue Epilogue::from_fused(const Node& n, const OpRegistry& ops, const std::vector<std::string>& anchors) {
+  if (n.op() != "fused" || !n.body()) unsupported("codegen: {} is not a fused node", n.describe());
+  const Graph& body = *n.body();
+  KILN_CHECK(body.inputs().size() == static_cast<size_t>(n.num_inputs()), "{}: body takes {} inputs, node gives {}",
+             n.describe(), body.inputs().size(), n.num_inputs());
+  KILN_CHECK(body.outputs().size() == static_cast<size_t>(n.num_outputs()), "{}: body returns {}, node has {}",
+             n.describe(), body.outputs().size(), n.num_outputs());
+  Epilogue e;
+  e.body_ = &body;
+  e.ops_ = &ops;
+  for (Value* v : body.inputs()) {
+    e.slots_.push_back(v->type());
+    e.slot_values_.push_back(v);
+  }
+  std::unordered_map<const kiln::Value*, bool> in_group;  // values holding anchor elements
+  for (const auto& bn : body.nodes()) {
+    const bool is_anchor = std::find(anchors.begin(), anchors.end(), bn->op()) != anchors.end();
+    if (is_anchor) {
+      if (e.anchor_)
+        unsupported("codegen: {}: two anchors ({} and {}) in one body", n.describe(), e.anchor_->op(), bn->op());
+      e.anchor_ = bn.get();
+      in_group[bn->output(0)] = true;
+    } else {
+      if (!e.anchor_)
+        unsupported("codegen: {}: {} comes before the anchor; only epilogue ops may follow it", n.describe(),
+                    bn->op());
+      const OpDef* def = ops.find(bn->op());
+      const bool pointwise = def && def->category == OpCategory::Pointwise && def->expr && !bn->body();
+      if (!pointwise && !is_layout_op(bn->op()))
+        unsupported("codegen: {}: {} cannot be an epilogue op (pointwise, reshape, transpose, split, slice or "
+                    "gather of one index)",
+                    n.describe(), bn->op());
+      bool reads_group = false;
+      for (int i = 0; i < bn->num_inputs(); ++i) {
+        Value* v = bn->input(i);
+        if (!v) unsupported("codegen: {}: {} has an absent operand", n.describe(), bn->op());
+        if (in_group.count(v)) {
+          if (!pointwise && i != 0)
+            unsupported("codegen: {}: {} reads an epilogue value as operand {}", n.describe(), bn->op(), i);
+          reads_group = true;
+        }
+      }
+      if (!reads_group)
+        unsupported("codegen: {}: {} reads no value of the anchor's result", n.describe(), bn->op());
+      if (bn->op() == "gather") {
+        // One constant index: a body constant, or a constant operand of the fused node.
+        Value* iv = bn->input(1);
+        const Value* src = iv;
+        if (!iv->is_constant()) {
+          auto it = std::find(body.inputs().begin(), body.inputs().end(), iv);
+          src = it == body.inputs().end() ? nullptr : n.input(static_cast<int>(it - body.inputs().begin()));
+        }
+        if (!src || !src->is_constant() || src->type().numel() != 1 || !is_int(src->dtype()))
+          unsupported("codegen: {}: a gather in an epilogue needs one constant integer index", n.describe());
+        e.gather_index_[bn.get()] = src->data();
+      }
+      for (Value* o : bn->outputs()) in_group[o] = true;
+    }
+    // Constants the body reads become slots after the node's inputs.
+    for (Value* v : bn->inputs())
+      if (v && v->is_constant() &&
+          std::find(e.slot_values_.begin(), e.slot_values_.end(), v) == e.slot_values_.end()) {
+        e.slots_.push_back(v->type());
+        e.slot_values_.push_back(v);
+        e.constants_.push_back(v->data());
+      }
+  }
+  if (!e.anchor_) unsupported("codegen: {}: no anchor ({}) in the body", n.describe(), fmt::join(anchors, ", "));
+  KILN_CHECK(e.anchor_->num_outputs() == 1, "{}: anchor {} has {} results", n.describe(), e.anchor_->op(),
+             e.anchor_->num_outputs());
+  for (int r = 0; r < n.num_outputs(); ++r) {
+    Value* v = body.outputs()[r];
+    if (!in_group.count(v))
+      unsupported("codegen: {}: result {} (%{}) is not computed from the anchor's result", n.describe(), r, v->name());
+    e.results_.push_back(n.output(r)->type());
+  }
+  for (int i = 0; i < e.anchor_->num_inputs(); ++i) {
+    Value* v = e.anchor_->input(i);
+    if (!v) {
+      e.anchor_slots_.push_back(-1);
+      continue;
+    }
+    if (in_group.count(v)) unsupported("codegen: {}: the anchor reads its own epilogue", n.describe());
+    auto it = std::find(e.slot_values_.begin(), e.slot_values_.end(), v);
+    KILN_CHECK(it != e.slot_values_.end(), "{}: anchor operand %{} is neither an input nor a constant", n.describe(),
+               v->name());
+    e.anchor_slots_.push_back(static_cast<int>(it - e.slot_values_.begin()));
+  }
+  e.wide_ = e.anchor_->output(0)->type().numel() > kNarrow;
+  for (const TensorType& t : e.slots_) e.wide_ = e.wide_ || t.numel() > kNarrow;
+  for (const TensorType& t : e.results_) e.wide_ = e.wide_ || t.numel() > kNarrow;
+  for (const auto& bn : body.nodes())
+    for (Value* o : bn->outputs()) e.wide_ = e.wide_ || o->type().numel() > kNarrow;
+  return e;
+}
+
+int Epilogue::anchor_slot(int i) const {
+  return i >= 0 && i < static_cast<int>(anchor_slots_.size()) ? anchor_slots_[i] : -1;
+}
+
+std::string Epilogue::params() const {
+  std::string p;
+  for (size_t r = 0; r < results_.size(); ++r)
+    p += fmt::format("{}KILN_PTR({}) out{}", r ? ", " : "", cuda_storage_type(results_[r].dtype), r);
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    if (!slot_values_[s]) {
+      // An absent operand still has a buffer position (the sim backend passes every input).
+      p += fmt::format(", KILN_PTR(const unsigned char) in{}", s);
+      continue;
+    }
+    p += fmt::format(", KILN_PTR(const {}) in{}", cuda_storage_type(slots_[s].dtype), s);
+  }
+  return p;
+}
+
+std::string Epilogue::sim_entry(const std::string& name) const {
+  std::string b = "#ifdef KILN_SIM\n";
+  b += fmt::format(
+      "extern \"C\" int {}_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, const long long* counts, "
+      "std::string* error) {{\n  try {{\n    ::kiln::sim::launch(*cfg, {}",
+      name, name);
+  const size_t nr = results_.size();
+  for (size_t r = 0; r < nr; ++r)
+    b += fmt::format(",\n        ::kiln::sim::arg(static_cast<{}*>(buffers[{}]), counts[{}], \"out{}\")",
+                     cuda_storage_type(results_[r].dtype), r, r, r);
+  for (size_t s = 0; s < slots_.size(); ++s)
+    b += fmt::format(",\n        ::kiln::sim::arg(static_cast<const {}*>(buffers[{}]), counts[{}], \"in{}\")",
+                     slot_values_[s] ? std::string(cuda_storage_type(slots_[s].dtype)) : "unsigned char", nr + s,
+                     nr + s, s);
+  b += ");\n    return 0;\n";
+  b += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
+  b += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";
+  return b;
+}
+
+std::string Epilogue::fp_includes() const {
+  bool f16 = false, bf16 = false;
+  auto see = [&](DType t) {
+    f16 = f16 || t == DType::F16;
+    bf16 = bf16 || t == DType::BF16;
+  };
+  for (const TensorType& t : results_) see(t.dtype);
+  for (size_t s = 0; s < slots_.size(); ++s)
+    if (slot_values_[s]) see(slots_[s].dtype);
+  see(anchor_->output(0)->dtype());
+  if (body_)
+    for (const auto& bn : body_->nodes())
+      for (Value* o : bn->outputs()) see(o->dtype());
+  std::string s;
+  if (!f16 && !bf16) return s;
+  s += "#ifndef KILN_SIM\n";
+  if (f16) s += "#include <cuda_fp16.h>\n";
+  if (bf16) s += "#include <cuda_bf16.h>\n";
+  return s + "#endif\n";
+}
+
+namespace {
+
+// What the generated code knows about one body value at the element being
+// stored: whether the element is in it (`ok`), its row-major index there, and
+// the variable holding its value in the storage type.
+struct Place {
+  std::string ok;   // "true" or a bool variable
+  std::string pos;  // index variable
+  std::string var;  // storage-typed variable
+  DType dtype;
+  Shape shape;
+};
+
+// Coordinates of index `pos` over `shape`, as variables `<p>_<d>`.
+std::vector<std::string> coords(const std::string& pos, const Shape& shape, const std::string& p, const char* idx,
+                                const std::string& ind, std::string& b) {
+  const int r = static_cast<int>(shape.size());
+  std::vector<std::string> c(r);
+  if (r == 0) return c;
+  b += fmt::format("{}{} {}_r = {};\n", ind, idx, p, pos);
+  for (int d = r - 1; d >= 0; --d) {
+    c[d] = fmt::format("{}_{}", p, d);
+    if (shape[d] == 1) {
+      b += fmt::format("{}const {} {} = 0;\n", ind, idx, c[d]);
+    } else if (d == 0) {
+      b += fmt::format("{}const {} {} = {}_r;\n", ind, idx, c[d], p);
+    } else {
+      b += fmt::format("{}const {} {} = {}_r % {}; {}_r /= {};\n", ind, idx, c[d], p, shape[d], p, shape[d]);
+    }
+    b += fmt::format("{}(void){};  // a broadcast operand may not read it\n", ind, c[d]);
+  }
+  return c;
+}
+
+std::string linear(const std::vector<std::string>& c, const std::vector<int64_t>& strides, const char* idx) {
+  std::string s;
+  for (size_t d = 0; d < c.size(); ++d) {
+    if (strides[d] == 0) continue;
+    if (!s.empty()) s += " + ";
+    s += strides[d] == 1 ? c[d] : fmt::format("{} * ({}){}", c[d], idx, strides[d]);
+  }
+  return s.empty() ? "0" : s;
+}
+
+std::string and_ok(const std::string& a, const std::string& b) {
+  if (a == "true") return b;
+  if (b == "true") return a;
+  return fmt::format("({} && {})", a, b);
+}
+
+}  // namespace
+
+std::string Epilogue::code(const std::string& acc, const std::string& index, const std::string& ind0) const {
+  const char* idx = index_type();
+  const std::string ind = ind0 + "  ";
+  std::string b = ind0 + "{\n";
+  const TensorType& at = anchor_->output(0)->type();
+  std::unordered_map<const kiln::Value*, Place> place;
+  b += fmt::format("{}const {} e_p0 = {};\n", ind, idx, index);
+  b += fmt::format("{}const {} e_v0 = {};\n", ind, cuda_storage_type(at.dtype), cuda_store(at.dtype, acc));
+  place[anchor_->output(0)] = Place{"true", "e_p0", "e_v0", at.dtype, at.shape};
+  int counter = 1;
+  auto slot_of = [&](const kiln::Value* v) {
+    auto it = std::find(slot_values_.begin(), slot_values_.end(), v);
+    KILN_CHECK(it != slot_values_.end(), "codegen epilogue: %{} is not a slot", v->name());
+    return static_cast<int>(it - slot_values_.begin());
+  };
+  if (body_) {
+    bool after_anchor = false;
+    for (const auto& bn : body_->nodes()) {
+      if (bn.get() == anchor_) {
+        after_anchor = true;
+        continue;
+      }
+      if (!after_anchor) continue;
+      const std::string& op = bn->op();
+      const int id = counter++;
+      const Place& src = [&]() -> const Place& {
+        for (Value* v : bn->inputs())
+          if (place.count(v)) return place.at(v);
+        fail("codegen epilogue: {} reads no epilogue value", bn->describe());
+      }();
+      const std::string p = fmt::format("e_p{}", id), vv = fmt::format("e_v{}", id), okv = fmt::format("e_ok{}", id);
+      if (op == "reshape" || op == "identity") {
+        place[bn->output(0)] = Place{src.ok, src.pos, src.var, src.dtype, bn->output(0)->shape()};
+        continue;
+      }
+      if (op == "transpose") {
+        std::vector<int64_t> perm = bn->attrs().get_ints("perm");
+        const Shape& os = bn->output(0)->shape();
+        std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
+        std::vector<std::string> oc;
+        for (int64_t q : perm) oc.push_back(c.at(q));
+        b += fmt::format("{}const {} {} = {};\n", ind, idx, p, linear(oc, strides_of(os), idx));
+        place[bn->output(0)] = Place{src.ok, p, src.var, src.dtype, os};
+        continue;
+      }
+      if (op == "split") {
+        const int r = static_cast<int>(src.shape.size());
+        const int a = normalize_axis(bn->attrs().require_int("axis"), r, "split axis");
+        std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
+        int64_t start = 0;
+        for (int k = 0; k < bn->num_outputs(); ++k) {
+          Value* o = bn->output(k);
+          const int64_t len = o->shape()[a];
+          std::vector<std::string> oc = c;
+          oc[a] = fmt::format("({} - {})", c[a], start);
+          const std::string ok = fmt::format("e_ok{}_{}", id, k), pk = fmt::format("e_p{}_{}", id, k);
+          b += fmt::format("{}const bool {} = {} && {} >= {} && {} < {};\n", ind, ok, src.ok, c[a], start, c[a],
+                           start + len);
+          b += fmt::format("{}const {} {} = {};\n", ind, idx, pk, linear(oc, strides_of(o->shape()), idx));
+          place[o] = Place{ok, pk, src.var, src.dtype, o->shape()};
+          start += len;
+        }
+        continue;
+      }
+      if (op == "slice") {
+        std::vector<int64_t> st = bn->attrs().get_ints("starts"), sp = bn->attrs().get_ints("steps");
+        const Shape& os = bn->output(0)->shape();
+        const int r = static_cast<int>(src.shape.size());
+        KILN_CHECK(static_cast<int>(st.size()) == r && static_cast<int>(sp.size()) == r,
+                   "codegen epilogue: {}: starts/steps are not canonical (one per dim)", bn->describe());
+        std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
+        std::vector<std::string> oc(r);
+        std::string ok = src.ok;
+        for (int d = 0; d < r; ++d) {
+          if (st[d] == 0 && sp[d] == 1 && os[d] == src.shape[d]) {
+            oc[d] = c[d];
+            continue;
+          }
+          // t = (c - start) * sign(step): the element is in the slice when t >= 0, t % |step| == 0 and
+          // t / |step| < out dim.
+          const std::string t = fmt::format("e_t{}_{}", id, d);
+          const int64_t step = sp[d] > 0 ? sp[d] : -sp[d];
+          b += fmt::format("{}const {} {} = {};\n", ind, idx, t,
+                           sp[d] > 0 ? fmt::format("{} - {}", c[d], st[d]) : fmt::format("{} - {}", st[d], c[d]));
+          const std::string cond =
+              step == 1 ? fmt::format("({} >= 0 && {} < {})", t, t, os[d])
+                        : fmt::format("({} >= 0 && {} % {} == 0 && {} / {} < {})", t, t, step, t, step, os[d]);
+          ok = and_ok(ok, cond);
+          oc[d] = step == 1 ? t : fmt::format("({} / {})", t, step);
+        }
+        b += fmt::format("{}const bool {} = {};\n", ind, okv, ok);
+        b += fmt::format("{}const {} {} = {} ? {} : 0;\n", ind, idx, p, okv, linear(oc, strides_of(os), idx));
+        place[bn->output(0)] = Place{okv, p, src.var, src.dtype, os};
+        continue;
+      }
+      if (op == "gather") {
+        const int r = static_cast<int>(src.shape.size());
+        const int a = normalize_axis(bn->attrs().get_int("axis", 0), r, "gather axis");
+        auto gi = gather_index_.find(bn.get());
+        KILN_CHECK(gi != gather_index_.end(), "codegen epilogue: {}: no constant index", bn->describe());
+        const Tensor* data = &gi->second;
+        if (data->numel() != 1 || !is_int(data->dtype()))
+          unsupported("codegen epilogue: {}: gather needs one integer index", bn->describe());
+        int64_t ix = data->get_int(0);
+        if (ix < 0) ix += src.shape[a];
+        if (ix < 0 || ix >= src.shape[a])
+          fail("codegen epilogue: {}: gather index {} is out of range for dim {}", bn->describe(), data->get_int(0),
+               src.shape[a]);
+        std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
+        std::vector<std::string> oc;
+        for (int d = 0; d < a; ++d) oc.push_back(c[d]);
+        for (int j = 0; j < data->rank(); ++j) oc.push_back("0");
+        for (int d = a + 1; d < r; ++d) oc.push_back(c[d]);
+        const Shape& os = bn->output(0)->shape();
+        b += fmt::format("{}const bool {} = {};\n", ind, okv, and_ok(src.ok, fmt::format("{} == {}", c[a], ix)));
+        b += fmt::format("{}const {} {} = {};\n", ind, idx, p, linear(oc, strides_of(os), idx));
+        place[bn->output(0)] = Place{okv, p, src.var, src.dtype, os};
+        continue;
+      }
+      // A pointwise op: in-group operands share the element's index; the others broadcast into its shape.
+      const OpDef& def = ops_->get(op);
+      const Shape& os = bn->output(0)->shape();
+      std::vector<DType> dts;
+      std::vector<std::string> ins;
+      std::vector<std::string> oc;  // the element's coordinates, computed once when an operand broadcasts
+      bool have_coords = false;
+      for (int i = 0; i < bn->num_inputs(); ++i) {
+        Value* v = bn->input(i);
+        dts.push_back(v->dtype());
+        auto it = place.find(v);
+        if (it != place.end()) {
+          // docs/fusion.md: in-group operands hold the same element, in the op's own shape.
+          if (it->second.pos != src.pos || it->second.ok != src.ok || it->second.shape != os)
+            unsupported("codegen epilogue: {} combines epilogue values of different elements or shapes",
+                        bn->describe());
+          ins.push_back(cuda_load(v->dtype(), it->second.var));
+          continue;
+        }
+        const int s = slot_of(v);
+        std::string off;
+        if (v->shape() == os) {
+          off = src.pos;
+        } else if (v->type().numel() == 1) {
+          off = std::string(1, '0');  // (not = "0": GCC 12 -Wrestrict false positive)
+        } else {
+          if (!have_coords) {
+            oc = coords(src.pos, os, fmt::format("e_c{}", id), idx, ind, b);
+            have_coords = true;
+          }
+          off = linear(oc, broadcast_strides(v->shape(), os), idx);
+        }
+        const std::string a = fmt::format("e_a{}_{}", id, i);
+        // Elements outside the value (split/slice parts) read nothing.
+        b += fmt::format("{}const {} {} = {}in{}[{} ? {} : 0];\n", ind, cuda_storage_type(v->dtype()), a,
+                         "", s, src.ok, off);
+        ins.push_back(cuda_load(v->dtype(), a));
+      }
+      ExprBuilder eb(dts);
+      Expr ex = def.expr(eb, bn->attrs());
+      const DType odt = bn->output(0)->dtype();
+      KILN_CHECK(ex.result_dtype() == odt, "codegen epilogue: {}: expression gives {}, inferred {}", bn->describe(),
+                 dtype_name(ex.result_dtype()), dtype_name(odt));
+      std::string res = emit_expr(ex, ins, fmt::format("e_x{}_", id), ind, b);
+      b += fmt::format("{}const {} {} = {};\n", ind, cuda_storage_type(odt), vv, cuda_store(odt, res));
+      place[bn->output(0)] = Place{src.ok, src.pos, vv, odt, os};
+    }
+  }
+  const std::vector<kiln::Value*> outs =
+      body_ ? body_->outputs() : std::vector<kiln::Value*>{anchor_->output(0)};
+  for (size_t r = 0; r < outs.size(); ++r) {
+    const Place& pl = place.at(outs[r]);
+    KILN_CHECK(pl.dtype == results_[r].dtype, "codegen epilogue: result {} is {}, the value {}", r,
+               dtype_name(results_[r].dtype), dtype_name(pl.dtype));
+    if (pl.ok == "true") b += fmt::format("{}out{}[{}] = {};\n", ind, r, pl.pos, pl.var);
+    else b += fmt::format("{}if ({}) out{}[{}] = {};\n", ind, pl.ok, r, pl.pos, pl.var);
+  }
+  return b + ind0 + "}\n";
+}
+
+}  // namespace kiln::codegen

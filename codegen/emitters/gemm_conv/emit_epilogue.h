@@ -1,0 +1,83 @@
+// The epilogue of an anchored kernel (conv, gemm/matmul, attention): what a
+// fused node of kind conv_epilogue / gemm_epilogue / attention does to each
+// element of its anchor's result before storing it (docs/fusion.md).
+//
+// The anchor kernel computes one accumulator value per element of the
+// anchor's result; Epilogue::code() turns (that value, the element's row-major
+// index in the anchor's result) into statements that compute every epilogue
+// value holding that element and store it into each result it reaches:
+//   - pointwise ops (emit_expr), each value rounded to its dtype as the
+//     reference stores it; operands from outside the group (bias, residual,
+//     small body constants) broadcast into the op's shape;
+//   - reshape / identity keep the element's index;
+//   - transpose permutes its coordinates; split, slice and a gather of one
+//     constant index keep it only where it lands in their result (elements
+//     outside are not stored there), and re-map it.
+// A bare anchor node (no fused body) is the trivial epilogue: one result, the
+// anchor's, stored at the index.
+//
+// Buffers of the kernel (the sim backend's order, backends/sim/sim_executor.h):
+// `out0`, `out1`... for the node's results, then `in0`, `in1`... for operand
+// slots: the node's inputs in order, then the body's constants (constants(),
+// passed as NodeKernel::extra). The anchor's own operands are slots too
+// (anchor_slot()).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/op_registry.h"
+#include "ir/tensor.h"
+
+namespace kiln::codegen {
+
+class Epilogue {
+ public:
+  // A fused node whose body is one anchor (an op named in `anchors`) and
+  // epilogue ops after it. Throws kiln::Unsupported for a body outside the
+  // rules above, naming the node and the op.
+  static Epilogue from_fused(const Node& fused, const OpRegistry& ops, const std::vector<std::string>& anchors);
+  // A bare node: its only result is the anchor's.
+  static Epilogue from_node(const Node& anchor);
+
+  // The anchor (a body node for a fused node).
+  const Node& anchor() const { return *anchor_; }
+  // The slot anchor operand i reads, or -1 when the operand is absent.
+  int anchor_slot(int i) const;
+  const std::vector<TensorType>& results() const { return results_; }
+  const std::vector<TensorType>& slots() const { return slots_; }
+  // Tensors for the slots after the node's inputs.
+  const std::vector<Tensor>& constants() const { return constants_; }
+
+  // Statements (each line prefixed by `indent`, wrapped in one `{ }` block)
+  // that take `acc`, an expression of the anchor's compute type (float for
+  // f16/bf16/f32, double for f64, long long for integers), holding the
+  // anchor's result element at row-major index `index` (an expression of
+  // index_type()), and store every result element it gives.
+  std::string code(const std::string& acc, const std::string& index, const std::string& indent) const;
+  // "int" while every result and slot has fewer than 2^31 elements, else "long long".
+  const char* index_type() const { return wide_ ? "long long" : "int"; }
+  bool wide() const { return wide_; }
+
+  // Kernel parameters `KILN_PTR(T) out0, ..., KILN_PTR(const T) in0, ...`.
+  std::string params() const;
+  // The simulator entry `extern "C" int <name>_sim(...)` (under #ifdef KILN_SIM) launching <name> with the
+  // buffers above.
+  std::string sim_entry(const std::string& name) const;
+  // `#include <cuda_fp16.h>` / `<cuda_bf16.h>` (outside KILN_SIM) as the results, slots or body use them.
+  std::string fp_includes() const;
+
+ private:
+  const Node* anchor_ = nullptr;
+  const Graph* body_ = nullptr;  // null for a bare node
+  const OpRegistry* ops_ = nullptr;
+  std::vector<int> anchor_slots_;
+  std::vector<TensorType> results_, slots_;
+  std::vector<Tensor> constants_;
+  std::vector<const kiln::Value*> slot_values_;  // body value read through each slot (null: none)
+  std::map<const Node*, Tensor> gather_index_;  // a gather's one constant index
+  bool wide_ = false;
+};
+
+}  // namespace kiln::codegen

@@ -1,0 +1,323 @@
+#include "codegen/emitters/gemm_conv/emit_gemm.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "codegen/core/emit_expr.h"
+#include "codegen/core/kernel_text.h"
+#include "ir/error.h"
+#include "ir/shape_utils.h"
+#include "ops/linalg_internal.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+constexpr int kThreads = 256;  // 16 x 16 threads per block
+
+
+// Staging of one operand into shared memory for the k-tile at k0: per slot
+// j, the element l = tid + 256 j of the BROWS x BK tile.
+struct Staging {
+  int rows;       // BM or BN
+  int slots;      // rows * BK / 256
+  bool k_fast;
+};
+
+// The (row, kk) of slot j for thread `tid` as expressions.
+std::pair<std::string, std::string> slot_coords(const Staging& st, int bk, int j) {
+  if (st.k_fast) {
+    // kk = l % BK, row = l / BK; 256 is a multiple of BK.
+    return {fmt::format("(tid / {} + {})", bk, j * kThreads / bk), fmt::format("(tid % {})", bk)};
+  }
+  return {fmt::format("(tid % {} + {})", st.rows, (j * kThreads) % st.rows),
+          fmt::format("(tid / {} + {})", st.rows, (j * kThreads) / st.rows)};
+}
+
+}  // namespace
+
+std::string gemm_compute_type(DType t) {
+  if (t == DType::F64) return "double";
+  if (is_float(t)) return "float";
+  return "unsigned long long";
+}
+
+std::string gemm_acc_for_epilogue(DType t, const std::string& acc) {
+  if (is_float(t)) return acc;
+  return fmt::format("(long long)({})", acc);
+}
+
+GemmMath gemm_math(const TiledGemm& g) {
+  if (g.dtype == DType::F16) return GemmMath::F16;
+  if (g.dtype == DType::BF16) return GemmMath::BF16;
+  if (g.dtype == DType::F32 && g.tf32) return GemmMath::Tf32;
+  return GemmMath::Simt;
+}
+
+ComputeKernel emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep) {
+  const GemmMath math = gemm_math(g);
+  const GemmTileConfig tile = choose_gemm_tile_config({math, g.batch, g.M, g.N, g.K});
+  if (math != GemmMath::Simt) return emit_mma_gemm(g, ep, math, tile);
+  const int BM = tile.bm, BN = tile.bn, BK = tile.bk, TM = BM / 16, TN = BN / 16;
+  const std::string ct = gemm_compute_type(g.dtype);
+  const int64_t tiles_m = (g.M + BM - 1) / BM, tiles_n = (g.N + BN - 1) / BN;
+  ComputeKernel k;
+  const int64_t blocks = g.batch * tiles_m * tiles_n;
+  if (blocks > INT32_MAX) unsupported("codegen: {}: {} tiles exceed one grid", g.label, blocks);
+  k.grid = g.M == 0 || g.N == 0 ? 0 : static_cast<unsigned>(blocks);
+  k.block = kThreads;
+  const int stage_elems = std::max(BK * (BM + 1) + BK * (BN + 1), BM * BN);
+
+  std::string b;
+  b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}]; tile {}x{}x{}, {}\n", g.label, g.batch, g.M,
+                   g.N, g.M, g.K, g.K, g.N, BM, BN, BK, ct);
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", ep.params());
+  b += fmt::format("  __shared__ {} kiln_sm[{}];\n", ct, stage_elems);
+  b += fmt::format("  {}* As = kiln_sm;  // [{}][{}]: A(m, k) at k * {} + m\n", ct, BK, BM + 1, BM + 1);
+  b += fmt::format("  {}* Bs = kiln_sm + {};  // [{}][{}]\n", ct, BK * (BM + 1), BK, BN + 1);
+  b += "  const int tid = threadIdx.x;\n  const int tx = tid % 16, ty = tid / 16;\n";
+  b += fmt::format("  int t = blockIdx.x;\n  const int tn = t % {}; t /= {};\n", tiles_n, tiles_n);
+  b += fmt::format("  const int tm = t % {};\n  const int bz = t / {};\n", tiles_m, tiles_m);
+  b += fmt::format("  const int m0 = tm * {}, n0 = tn * {};\n", BM, BN);
+  b += g.prologue;
+  const Staging sa{BM, BM * BK / kThreads, g.a.k_fast}, sb{BN, BN * BK / kThreads, g.b.k_fast};
+  // Per-slot setup.
+  auto setup = [&](const Staging& st, const OperandLoad& ld, const char* p, const char* base) {
+    for (int j = 0; j < st.slots; ++j) {
+      auto [row, kk] = slot_coords(st, BK, j);
+      const std::string s = fmt::format("{}{}", p, j);
+      b += fmt::format("  const int {}_row = {} + {};\n", s, base, row);
+      b += fmt::format("  const int {}_kk = {};\n", s, kk);
+      b += fmt::format("  const int {}_st = {}_kk * {} + {};  // staging index\n", s, s, st.rows + 1, row);
+      ld.setup(s + "_row", s, b);
+    }
+  };
+  setup(sa, g.a, "a", "m0");
+  setup(sb, g.b, "b", "n0");
+  for (int i = 0; i < TM; ++i)
+    for (int j = 0; j < TN; ++j) b += fmt::format("  {} acc{}_{} = 0;\n", ct, i, j);
+  b += fmt::format("  for (int k0 = 0; k0 < {}; k0 += {}) {{\n", g.K, BK);
+  auto stage = [&](const Staging& st, const OperandLoad& ld, const char* p, const char* sm, int64_t rows) {
+    for (int j = 0; j < st.slots; ++j) {
+      const std::string s = fmt::format("{}{}", p, j);
+      b += fmt::format("    {{\n      const int k = k0 + {}_kk;\n      {} v = 0;\n", s, ct);
+      b += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", s, rows, g.K, ld.load("k", s));
+      b += fmt::format("      {}[{}_st] = v;\n    }}\n", sm, s);
+    }
+  };
+  stage(sa, g.a, "a", "As", g.M);
+  stage(sb, g.b, "b", "Bs", g.N);
+  b += "    __syncthreads();\n";
+  // Main loop (SIMT): the seam where a tensor-core loop would go.
+  b += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{\n", BK);
+  for (int i = 0; i < TM; ++i)
+    b += fmt::format("      const {} a{} = As[kk * {} + ty + {}];\n", ct, i, BM + 1, 16 * i);
+  for (int j = 0; j < TN; ++j)
+    b += fmt::format("      const {} b{} = Bs[kk * {} + tx + {}];\n", ct, j, BN + 1, 16 * j);
+  for (int i = 0; i < TM; ++i)
+    for (int j = 0; j < TN; ++j) b += fmt::format("      acc{}_{} += a{} * b{};\n", i, j, i, j);
+  b += "    }\n    __syncthreads();\n  }\n";
+  // Staging tile, then the epilogue once per element.
+  b += fmt::format("  {}* Cs = kiln_sm;  // [{}][{}]\n", ct, BM, BN);
+  for (int i = 0; i < TM; ++i)
+    for (int j = 0; j < TN; ++j)
+      b += fmt::format("  Cs[(ty + {}) * {} + tx + {}] = acc{}_{};\n", 16 * i, BN, 16 * j, i, j);
+  b += "  __syncthreads();\n";
+  b += fmt::format("#pragma unroll 1\n  for (int e = tid; e < {}; e += {}) {{\n", BM * BN, kThreads);
+  b += fmt::format("    const int gm = m0 + e / {}, gn = n0 + e % {};\n", BN, BN);
+  b += fmt::format("    if (gm < {} && gn < {}) {{\n      const {} acc = Cs[e];\n", g.M, g.N, ct);
+  b += g.store;
+  b += "    }\n  }\n}\n";
+  b += ep.sim_entry("@NAME@");
+  k.name = fmt::format("kiln_{}_{:016x}", sanitize_identifier(g.label), XXH64(b.data(), b.size(), 0));
+  k.source = std::string(kKernelPrelude) + ep.fp_includes() + std::string(expr_prelude()) +
+             replace_all(b, "@NAME@", k.name);
+  return k;
+}
+
+std::string gemm_load_as(DType t, const std::string& stored) {
+  if (is_float(t)) return cuda_load(t, stored);
+  return fmt::format("(unsigned long long)(long long)({})", stored);
+}
+
+ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
+  const Node& n = ep.anchor();
+  const std::string& op = n.op();
+  const bool mi = op == "matmul_integer", qm = op == "qlinear_matmul";
+  if (op != "matmul" && op != "gemm" && !mi && !qm)
+    unsupported("codegen: {} is not matmul, gemm, matmul_integer or qlinear_matmul", n.describe());
+  const int ib = qm ? 3 : 1;
+  const TensorType& at = n.input(0)->type();
+  const TensorType& bt = n.input(ib)->type();
+  const DType dt = at.dtype;
+  if (dt == DType::Bool) unsupported("codegen: {}: bool operands", n.describe());
+  const char* idx = ep.index_type();
+  const int sa = ep.anchor_slot(0), sb = ep.anchor_slot(ib);
+  // Zero points (matmul_integer, qlinear_matmul): one per tensor, per row of A, per column of B.
+  const int sazp = mi || qm ? ep.anchor_slot(2) : -1, sbzp = mi ? ep.anchor_slot(3) : qm ? ep.anchor_slot(5) : -1;
+  auto numel_of = [&](int i) { return n.input(i) ? n.input(i)->type().numel() : 0; };
+  const bool azp_rows = sazp >= 0 && numel_of(2) > 1, bzp_cols = sbzp >= 0 && numel_of(qm ? 5 : 3) > 1;
+  // An element of A / B as the compute type, zero point subtracted.
+  auto with_zp = [=](const std::string& stored, int zslot, bool per, const std::string& row) {
+    if (zslot < 0) return gemm_load_as(dt, stored);
+    return fmt::format("(unsigned long long)((long long){} - (long long)in{}[{}])", stored, zslot, per ? row : "0");
+  };
+  TiledGemm g;
+  g.dtype = dt;
+  g.label = op;
+  g.tf32 = n.attrs().get_int("tf32", 0) != 0;
+  // Elements per 16-byte chunk (the cp.async path of the tensor-core kernel).
+  const int64_t W = 16 / static_cast<int64_t>(dtype_size(dt));
+  const bool chunks = gemm_math(g) != GemmMath::Simt && !mi && !qm;
+  std::string store;
+  const std::string ind = "      ";
+  if (op != "gemm") {
+    ops::linalg::MatmulDims d = ops::linalg::matmul_dims(at.shape, bt.shape);
+    g.batch = shape_numel(d.batch);
+    g.M = d.M;
+    g.N = d.N;
+    g.K = d.K;
+    // Batch offsets of A's and B's matrices (broadcast batch dims).
+    const int ar = std::max(0, at.rank() - 2), br = std::max(0, bt.rank() - 2);
+    Shape ab(at.shape.begin(), at.shape.begin() + ar), bb(bt.shape.begin(), bt.shape.begin() + br);
+    std::vector<int64_t> as = broadcast_strides(ab, d.batch), bs = broadcast_strides(bb, d.batch);
+    std::string pro = fmt::format("  {} a_off = 0, b_off = 0;\n", idx);
+    if (!d.batch.empty()) {
+      pro += fmt::format("  {{\n    {} r = bz;\n", idx);
+      for (int q = static_cast<int>(d.batch.size()) - 1; q >= 0; --q) {
+        pro += fmt::format("    {{ const {} c = r % {}; r /= {};", idx, d.batch[q], d.batch[q]);
+        if (as[q]) pro += fmt::format(" a_off += c * ({}){};", idx, as[q] * d.M * d.K);
+        if (bs[q]) pro += fmt::format(" b_off += c * ({}){};", idx, bs[q] * d.K * d.N);
+        pro += " }\n";
+      }
+      pro += "  }\n";
+    }
+    g.prologue = pro;
+    const int64_t K = d.K, N = d.N;
+    g.a.k_fast = true;
+    g.a.setup = [=](const std::string& row, const std::string& s, std::string& b) {
+      b += fmt::format("  const {} {}_base = a_off + ({}){} * {};\n", idx, s, idx, row, K);
+    };
+    g.a.load = [=](const std::string& k, const std::string& s) {
+      return fmt::format("        v = {};\n",
+                         with_zp(fmt::format("in{}[{}_base + {}]", sa, s, k), sazp, azp_rows, s + "_row"));
+    };
+    if (chunks && K % W == 0) {  // rows of A: a_off and row * K are multiples of W
+      g.a.chunk_buffer = fmt::format("in{}", sa);
+      g.a.chunk = [=](const std::string& k, const std::string& s) {
+        return fmt::format("        ok = true;\n        off = {}_base + {};\n", s, k);
+      };
+    }
+    g.b.k_fast = false;
+    g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
+      b += fmt::format("  const {} {}_base = b_off + {};\n", idx, s, row);
+    };
+    if (chunks && N % W == 0) {  // rows of B [K, N]: chunks along n
+      g.b.chunk_buffer = fmt::format("in{}", sb);
+      g.b.chunk_k_fast = false;
+      g.b.chunk = [=](const std::string& k, const std::string& s) {
+        return fmt::format("        ok = true;\n        off = {}_base + ({}){} * {};\n", s, idx, k, N);
+      };
+    }
+    g.b.load = [=](const std::string& k, const std::string& s) {
+      return fmt::format("        v = {};\n", with_zp(fmt::format("in{}[{}_base + ({}){} * {}]", sb, s, idx, k, N),
+                                                        sbzp, bzp_cols, s + "_row"));
+    };
+    store += fmt::format("{}const {} index = ({})bz * {} + ({})gm * {} + gn;\n", ind, idx, idx, d.M * d.N, idx, d.N);
+    if (qm) {
+      // As the reference: multiplier a_scale[row] * b_scale[col] / y_scale[row] in float, then
+      // rint(acc * multiplier + y_zero_point[row]) in double, saturated (NaN -> 0).
+      auto at_ = [&](int i, const char* var) {
+        return fmt::format("in{}[{}]", ep.anchor_slot(i), numel_of(i) > 1 ? var : "0");
+      };
+      const DType yt = n.output(0)->dtype();
+      store += fmt::format("{}const float mult = {} * {} / {};\n", ind, at_(1, "gm"), at_(4, "gn"), at_(6, "gm"));
+      store += fmt::format("{}double q = rint((double)(long long)acc * (double)mult + (double){});\n", ind,
+                           at_(7, "gm"));
+      store += fmt::format("{}q = q != q ? 0.0 : q < {} ? {} : q > {} ? {} : q;\n", ind,
+                           yt == DType::U8 ? "0.0" : "-128.0", yt == DType::U8 ? "0.0" : "-128.0",
+                           yt == DType::U8 ? "255.0" : "127.0", yt == DType::U8 ? "255.0" : "127.0");
+      store += ep.code("(long long)q", "index", ind);
+    } else {
+      store += ep.code(gemm_acc_for_epilogue(dt, "acc"), "index", ind);
+    }
+  } else {
+    if (at.rank() != 2 || bt.rank() != 2) fail("codegen: {}: gemm operands must be 2-D", n.describe());
+    const bool ta = n.attrs().get_int("trans_a", 0) != 0, tb = n.attrs().get_int("trans_b", 0) != 0;
+    const double alpha = n.attrs().get_float("alpha", 1.0f), beta = n.attrs().get_float("beta", 1.0f);
+    g.M = ta ? at.shape[1] : at.shape[0];
+    g.K = ta ? at.shape[0] : at.shape[1];
+    g.N = tb ? bt.shape[0] : bt.shape[1];
+    const int64_t M = g.M, N = g.N, K = g.K;
+    g.a.k_fast = !ta;
+    g.a.setup = [=](const std::string& row, const std::string& s, std::string& b) {
+      b += fmt::format("  const {} {}_base = ({}){}{};\n", idx, s, idx, row, ta ? "" : fmt::format(" * {}", K));
+    };
+    g.a.load = [=](const std::string& k, const std::string& s) {
+      return fmt::format("        v = {};\n", gemm_load_as(dt, ta ? fmt::format("in{}[{}_base + ({}){} * {}]", sa, s, idx, k, M)
+                                                             : fmt::format("in{}[{}_base + {}]", sa, s, k)));
+    };
+    if (chunks && (ta ? M % W == 0 : K % W == 0)) {
+      g.a.chunk_buffer = fmt::format("in{}", sa);
+      g.a.chunk_k_fast = !ta;  // A stored [K, M]: chunks along m (an A stage [BK][BM], ldmatrix.trans)
+      g.a.chunk = [=](const std::string& k, const std::string& s) {
+        return ta ? fmt::format("        ok = true;\n        off = {}_base + ({}){} * {};\n", s, idx, k, M)
+                  : fmt::format("        ok = true;\n        off = {}_base + {};\n", s, k);
+      };
+    }
+    g.b.k_fast = tb;
+    g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
+      b += fmt::format("  const {} {}_base = ({}){}{};\n", idx, s, idx, row, tb ? fmt::format(" * {}", K) : "");
+    };
+    g.b.load = [=](const std::string& k, const std::string& s) {
+      return fmt::format("        v = {};\n", gemm_load_as(dt, tb ? fmt::format("in{}[{}_base + {}]", sb, s, k)
+                                                             : fmt::format("in{}[{}_base + ({}){} * {}]", sb, s, idx, k, N)));
+    };
+    if (chunks && (tb ? K % W == 0 : N % W == 0)) {
+      g.b.chunk_buffer = fmt::format("in{}", sb);
+      g.b.chunk_k_fast = tb;
+      g.b.chunk = [=](const std::string& k, const std::string& s) {
+        return tb ? fmt::format("        ok = true;\n        off = {}_base + {};\n", s, k)
+                  : fmt::format("        ok = true;\n        off = {}_base + ({}){} * {};\n", s, idx, k, N);
+      };
+    }
+    const int sc = ep.anchor_slot(2);
+    const bool has_c = sc >= 0 && beta != 0;  // beta == 0 ignores C, as the reference does
+    std::string cval;
+    if (has_c) {
+      const TensorType& ctt = n.input(2)->type();
+      std::vector<int64_t> cs = broadcast_strides(ctt.shape, {M, N});
+      std::string off;
+      if (cs[0]) off += fmt::format("({})gm * {}", idx, cs[0]);
+      if (cs[1]) off += fmt::format("{}({})gn{}", off.empty() ? "" : " + ", idx, cs[1] == 1 ? "" : fmt::format(" * {}", cs[1]));
+      if (off.empty()) off = "0";
+      store += fmt::format("{}const {} c_raw = in{}[{}];\n", ind, cuda_storage_type(ctt.dtype), sc, off);
+      cval = "c_raw";
+    }
+    const std::string ct = gemm_compute_type(dt);
+    if (is_float(dt)) {
+      // As the reference: Y = (T)(beta * C) first, then alpha * AB + Y.
+      std::string r = alpha == 1.0 ? "acc" : fmt::format("({})({:.17g}) * acc", ct, alpha);
+      if (has_c)
+        r = fmt::format("{} + ({})({:.17g} * (double){})", r, ct, beta, cuda_load(dt, cval));
+      store += fmt::format("{}const {} r = {};\n", ind, ct, r);
+    } else {
+      const bool exact = alpha == 1.0 && (!has_c || beta == 1.0);
+      if (exact) {
+        store += fmt::format("{}const {} r = acc{};\n", ind, ct,
+                             has_c ? fmt::format(" + (unsigned long long)(long long){}", cval) : "");
+      } else {
+        store += fmt::format("{}const {} r = (unsigned long long)(long long)({:.17g} * (double)(long long)acc{});\n",
+                             ind, ct, alpha, has_c ? fmt::format(" + {:.17g} * (double)(long long){}", beta, cval) : "");
+      }
+    }
+    store += ep.code(gemm_acc_for_epilogue(dt, "r"), fmt::format("({})gm * {} + gn", idx, N), ind);
+  }
+  g.store = store;
+  return emit_tiled_gemm(g, ep);
+}
+
+}  // namespace kiln::codegen

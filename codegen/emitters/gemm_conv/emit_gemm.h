@@ -1,0 +1,112 @@
+// Tiled GEMM kernels: matmul (numpy semantics) and gemm, alone or as the
+// anchor of a gemm_epilogue fused node, and the shared-memory tiled SIMT
+// core that conv (codegen/emitters/gemm_conv/emit_conv.h) reuses as an implicit GEMM.
+//
+// The core computes, for each batch index z, C_z[M,N] = A_z[M,K] B_z[K,N]
+// where the emitter supplies how an element A(m,k) / B(k,n) is loaded (any
+// index map: strided, transposed, im2col...) and what happens with each
+// accumulator (the anchor's finishing step -- alpha/beta, bias -- and then
+// the Epilogue of codegen/emitters/gemm_conv/emit_epilogue.h). One block of 256 threads computes
+// a BM x BN tile of one batch index (block index = (z * tilesM + tm) * tilesN
+// + tn, one flat grid); per K-tile of 16 it stages A and B into shared memory
+// in the compute type and each thread accumulates a (BM/16) x (BN/16) micro
+// tile in registers (rows ty + 16i, columns tx + 16j). After the main loop the
+// accumulators go through shared memory once more (a BM x BN staging tile)
+// and the epilogue runs once per element, threads sweeping the tile
+// row-major (coalesced stores, one copy of the epilogue code).
+//
+// Tensor cores (emit_gemm_mma.cpp, docs/codegen.md "Tensor cores in
+// matmul/gemm/conv"): for f16/bf16 operands, and f32 operands of a node
+// marked tf32=1, the main loop is mma.sync instead (warps of 16x8 mma tiles,
+// a multi-stage shared-memory pipeline, cp.async for operands that give
+// 16-byte chunks); it leaves the accumulators in the same kind of staging
+// tile, so the loaders' index maps, the `store` code and the epilogue are
+// shared. Tile shapes: codegen/emitters/gemm_conv/gemm_tiles.h.
+//
+// Compute types: float for f16/bf16/f32 (f16/bf16 widened when staged),
+// double for f64, unsigned long long for integers (wrapping like the
+// reference).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "codegen/emitters/gemm_conv/emit_epilogue.h"
+#include "codegen/emitters/gemm_conv/gemm_tiles.h"
+#include "ir/dtype.h"
+
+namespace kiln::codegen {
+
+// A launch of an anchored kernel (the sim backend turns it into a NodeKernel).
+struct ComputeKernel {
+  std::string name;
+  std::string source;
+  unsigned grid = 0;  // 0: empty result, nothing to launch
+  unsigned block = 256;
+  size_t shared_bytes = 0;  // dynamic shared memory (the tiled kernels use static shared memory: 0)
+};
+
+// How one GEMM operand is read.
+struct OperandLoad {
+  // Whether k is the contiguous index in memory: threads then sweep k
+  // fastest when staging (coalesced reads), else the row (m or n) index.
+  bool k_fast = true;
+  // Statements run once per thread and staging slot: `row` names an int
+  // variable with the slot's row (m for A, n for B; possibly >= the row
+  // count, then the loads are skipped, so the setup must not read memory),
+  // `s` is a suffix for the variables it declares. `bz` (the batch index) is
+  // in scope.
+  std::function<void(const std::string& row, const std::string& s, std::string& b)> setup;
+  // Statements (indented 8) that set `v` (of the compute type, 0 before) to
+  // the element at (row, k) (k: an int variable < K, row < the row count),
+  // or leave it 0 (padding); may use the slot's variables.
+  std::function<std::string(const std::string& k, const std::string& s)> load;
+  // Optional, tensor cores only: 16-byte chunks for cp.async. Set it only
+  // when every chunk is W = 16 / sizeof(element) contiguous, 16-byte aligned
+  // elements of `chunk_buffer` (an operand slot such as "in1"): along k
+  // (`chunk_k_fast`; then K % W == 0) or along the row (then the row count
+  // is a multiple of W). Statements (indented 8) run after the slot's setup
+  // with `row` < the row count and `k` < K (chunk starts) that set `ok`
+  // (bool, false before: the chunk is zero, e.g. conv padding) and `off`
+  // (the index type) to the chunk's first element.
+  std::function<std::string(const std::string& k, const std::string& s)> chunk;
+  bool chunk_k_fast = true;
+  std::string chunk_buffer;
+};
+
+struct TiledGemm {
+  std::string label;     // kernel name prefix
+  DType dtype;           // operand dtype: decides the compute type
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+  OperandLoad a, b;
+  // Statements run once per thread before the main loop (batch offsets...), `bz` in scope.
+  std::string prologue;
+  // Statements for one tile element: `bz`, `gm`, `gn` (int, inside the
+  // result) and `acc` (compute type) in scope; they finish the anchor's value
+  // and run the epilogue.
+  std::string store;
+  // f32 operands may use TF32 tensor cores (the node's tf32=1 attribute).
+  bool tf32 = false;
+};
+
+// The compute type of a GEMM over `dtype`: float, double or unsigned long long.
+std::string gemm_compute_type(DType dtype);
+// A stored operand element (an expression of the dtype's storage type) as the compute type.
+std::string gemm_load_as(DType dtype, const std::string& stored);
+// The accumulator as the epilogue expects it (Epilogue::code's `acc`).
+std::string gemm_acc_for_epilogue(DType dtype, const std::string& acc);
+
+// The math a TiledGemm runs on (tensor cores for f16/bf16, f32 with tf32).
+GemmMath gemm_math(const TiledGemm& g);
+
+// The complete kernel (source, name, launch) for `g`; `ep` gives the buffers
+// and the simulator entry.
+ComputeKernel emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep);
+// The tensor-core kernel for `g` with tile `c` (emit_gemm_mma.cpp); `math` is not Simt.
+ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath math, const GemmTileConfig& c);
+
+// matmul / gemm, bare (Epilogue::from_node) or anchoring a fused node.
+// Throws kiln::Unsupported for what is not handled (say which).
+ComputeKernel emit_matmul_gemm(const Epilogue& ep);
+
+}  // namespace kiln::codegen

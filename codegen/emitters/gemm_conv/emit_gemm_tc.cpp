@@ -1,0 +1,315 @@
+#include "codegen/emitters/gemm_conv/emit_gemm_tc.h"
+
+#include <xxhash.h>
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "codegen/core/emit_expr.h"
+#include "codegen/core/kernel_text.h"
+#include "ir/error.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+// codegen/core/mma.cuh, embedded at build time (CMake writes the .inc).
+constexpr std::string_view kMma =
+#include "mma.inc"
+    ;
+
+// Blocks that fill an H100 (132 SMs) once; fewer tiles than this shrink the tile.
+constexpr int64_t kTargetBlocks = 132;
+constexpr int kBK = 32;
+
+// Replaces every @KEY@ of `text` by vars[KEY].
+std::string substitute(std::string_view text, const std::map<std::string, std::string>& vars) {
+  std::string out;
+  for (size_t pos = 0;;) {
+    size_t at = text.find('@', pos);
+    if (at == std::string_view::npos) {
+      out.append(text.substr(pos));
+      return out;
+    }
+    size_t end = text.find('@', at + 1);
+    KILN_CHECK(end != std::string_view::npos, "codegen: unterminated @KEY@ in the GEMM template");
+    auto it = vars.find(std::string(text.substr(at + 1, end - at - 1)));
+    KILN_CHECK(it != vars.end(), "codegen: unknown key {} in the GEMM template", text.substr(at, end - at + 1));
+    out.append(text.substr(pos, at - pos));
+    out += it->second;
+    pos = end + 1;
+  }
+}
+
+// The kernel; @NAME@ stands for the kernel name until the body is hashed.
+constexpr std::string_view kKernel = R"(namespace @NAME@_ep {
+enum : int { kM = @M@, kN = @N@, kK = @K@ };  // an enum: no unused-variable warnings
+@EPILOGUE@
+}  // namespace @NAME@_ep
+extern "C" __global__ void __launch_bounds__(@THREADS@) @NAME@(KILN_PTR(@TOUT@) out, KILN_PTR(const @T@) a,
+    KILN_PTR(const @T@) b@EXTRA_PARAMS@) {
+  constexpr int M = @M@, N = @N@, K = @K@;
+  constexpr int BM = @BM@, BN = @BN@, BK = @BK@, STAGES = @STAGES@, THREADS = @THREADS@;
+  constexpr int WARPS_N = @WARPS_N@, WTM = BM / 2, WTN = BN / WARPS_N, MI = WTM / 16, NI = WTN / 8;
+  constexpr int LDA = BK + 8;  // A stage [BM][LDA]: rows padded by 16 bytes
+  constexpr int LDB = @LDB@;  // B stage @B_STAGE_SHAPE@
+  constexpr int A_STAGE = BM * LDA, B_STAGE = @B_STAGE@;
+  constexpr int KT = (K + BK - 1) / BK;
+  KILN_DYNAMIC_SHARED(@T@, smem);
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const long long batch = blockIdx.z;
+  a += batch * @A_BSTRIDE@LL;
+  b += batch * @B_BSTRIDE@LL;
+  const @T@ zero = @ZERO@;
+  (void)zero;
+  float acc[MI][NI][4];
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[mi][ni][i] = 0.0f;
+
+  // K tile kt -> stage s (zero-filled past M, N and K).
+  auto load_tile = [&](int s, int kt) {
+    const auto as = smem + s * (A_STAGE + B_STAGE);
+    const auto bs = as + A_STAGE;
+    const int k0 = kt * BK;
+#pragma unroll
+    for (int c = tid; c < BM * BK / 8; c += THREADS) {
+      const int r = c / (BK / 8), kc = (c % (BK / 8)) * 8;
+      const int gm = m0 + r, gk = k0 + kc;
+@LOAD_A@
+    }
+#pragma unroll
+    for (int c = tid; c < BN * BK / 8; c += THREADS) {
+@LOAD_B@
+    }
+  };
+
+  // The pipeline: STAGES - 1 tiles in flight while one is multiplied.
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < KT) load_tile(s, s);
+    kiln_cp_async_commit();
+  }
+  for (int kt = 0; kt < KT; ++kt) {
+    kiln_cp_async_wait<STAGES - 2>();  // tile kt has landed (this thread's copies) ...
+    __syncthreads();                   // ... everyone's; and stage (kt - 1) % STAGES is free
+    if (kt + STAGES - 1 < KT) load_tile((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
+    kiln_cp_async_commit();
+    const auto as = smem + (kt % STAGES) * (A_STAGE + B_STAGE);
+    const auto bs = as + A_STAGE;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      unsigned af[MI][4], bf[NI][2];
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+        kiln_ldmatrix_x4(af[mi], as + (wm * WTM + mi * 16 + lane % 16) * LDA + kk + (lane / 16) * 8);
+#pragma unroll
+      for (int nj = 0; nj < NI / 2; ++nj) {
+        unsigned r[4];
+@LOAD_BFRAG@
+        bf[2 * nj][0] = r[0];
+        bf[2 * nj][1] = r[1];
+        bf[2 * nj + 1][0] = r[2];
+        bf[2 * nj + 1][1] = r[3];
+      }
+      @MMA@<MI, NI>(acc, af, bf);
+    }
+  }
+  kiln_cp_async_wait<0>();
+
+  // Accumulator c_i of mma tile (mi, ni): row g + 8 * (i >> 1), col 2t + (i & 1).
+  const int g = lane >> 2, t = lane % 4;
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int row = m0 + wm * WTM + mi * 16 + g + 8 * (i >> 1);
+        const int col = n0 + wn * WTN + ni * 8 + 2 * t + (i & 1);
+        if (row < M && col < N) @NAME@_ep::kiln_epilogue(out, batch, row, col, acc[mi][ni][i]@EXTRA_ARGS@);
+      }
+}
+)";
+
+}  // namespace
+
+std::string_view mma_prelude() { return kMma; }
+
+GemmTcKernel emit_gemm_tc(const GemmTcSpec& s) {
+  const std::string label = sanitize_identifier(s.label);
+  if (s.dtype != DType::F16 && s.dtype != DType::BF16)
+    unsupported("codegen: {}: tensor-core GEMM of {} inputs (f16 and bf16 only)", label, dtype_name(s.dtype));
+  if (s.batch < 1 || s.m < 1 || s.n < 1 || s.k < 1)
+    fail("codegen: {}: GEMM sizes batch {} M {} N {} K {} must be positive", label, s.batch, s.m, s.n, s.k);
+  const int64_t limit = (int64_t{1} << 31) - 1;
+  if (s.m * s.k > limit || s.k * s.n > limit || s.m * s.n > limit || s.batch > 65535)
+    unsupported("codegen: {}: GEMM {}x{}x{} (batch {}): a matrix of 2^31 elements or more, or more than 65535 "
+                "batches",
+                label, s.m, s.n, s.k, s.batch);
+  const int64_t a_stride = s.a_batch_stride < 0 ? s.m * s.k : s.a_batch_stride;
+  const int64_t b_stride = s.b_batch_stride < 0 ? s.k * s.n : s.b_batch_stride;
+
+  GemmTcKernel k;
+  // Tile heuristic (docs/codegen.md): 128x128 unless that gives fewer
+  // blocks than one wave; then N, then M halves to 64.
+  auto blocks = [&](int bm, int bn) { return s.batch * ((s.m + bm - 1) / bm) * ((s.n + bn - 1) / bn); };
+  int bm = s.m <= 64 ? 64 : 128, bn = s.n <= 64 ? 64 : 128;
+  if (bn == 128 && blocks(bm, bn) < kTargetBlocks) bn = 64;
+  if (bm == 128 && blocks(bm, bn) < kTargetBlocks) bm = 64;
+  if (s.bm) bm = s.bm;
+  if (s.bn) bn = s.bn;
+  if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128))
+    fail("codegen: {}: GEMM tile {}x{} (64 or 128 each)", label, bm, bn);
+  const int stages = s.stages ? s.stages : 3;
+  if (stages < 2 || stages > 5) fail("codegen: {}: {} pipeline stages (2 to 5)", label, stages);
+  const int warps_n = bn == 128 ? 4 : 2;
+  k.bm = bm;
+  k.bn = bn;
+  k.bk = kBK;
+  k.stages = stages;
+  k.warps = 2 * warps_n;
+  k.block = static_cast<unsigned>(32 * k.warps);
+  k.grid[0] = static_cast<unsigned>((s.n + bn - 1) / bn);
+  k.grid[1] = static_cast<unsigned>((s.m + bm - 1) / bm);
+  k.grid[2] = static_cast<unsigned>(s.batch);
+  if (k.grid[1] > 65535 || k.grid[0] > 65535)
+    unsupported("codegen: {}: GEMM {}x{}: more than 65535 tiles of {}x{} along M or N", label, s.m, s.n, bm, bn);
+  const int lda = kBK + 8;
+  const int ldb = s.b_transposed ? kBK + 8 : bn + 8;
+  const int a_stage = bm * lda, b_stage = s.b_transposed ? bn * ldb : kBK * ldb;
+  k.shared_bytes = static_cast<size_t>(stages) * static_cast<size_t>(a_stage + b_stage) * 2;
+
+  // Buffers and their extents: a batch stride past the buffer is an error.
+  const int64_t out_count = s.batch * s.m * s.n;
+  const int64_t a_count = (s.batch - 1) * a_stride + s.m * s.k;
+  const int64_t b_count = (s.batch - 1) * b_stride + s.k * s.n;
+  if (a_stride < 0 || b_stride < 0) fail("codegen: {}: negative batch stride", label);
+  k.counts = {out_count, a_count, b_count};
+
+  // 16-byte cp.async needs rows (and batch offsets) that are multiples of 8 elements.
+  const bool a_vec = s.k % 8 == 0 && a_stride % 8 == 0;
+  const bool b_vec = (s.b_transposed ? s.k % 8 == 0 : s.n % 8 == 0) && b_stride % 8 == 0;
+  std::string load_a, load_b, load_bfrag;
+  if (a_vec) {
+    load_a =
+        "      const bool ok = gm < M && gk < K;\n"
+        "      kiln_cp_async16_zfill(as + r * LDA + kc, a + (ok ? gm * K + gk : 0), ok ? 16 : 0);";
+  } else {
+    load_a =
+        "#pragma unroll\n"
+        "      for (int j = 0; j < 8; ++j) as[r * LDA + kc + j] = (gm < M && gk + j < K) ? a[gm * K + gk + j] : zero;";
+  }
+  if (s.b_transposed) {  // rows n of K elements; stage [BN][LDB]
+    load_b =
+        "      const int r = c / (BK / 8), kc = (c % (BK / 8)) * 8;\n"
+        "      const int gn = n0 + r, gk = k0 + kc;\n";
+    load_b += b_vec ? "      const bool ok = gn < N && gk < K;\n"
+                      "      kiln_cp_async16_zfill(bs + r * LDB + kc, b + (ok ? gn * K + gk : 0), ok ? 16 : 0);"
+                    : "#pragma unroll\n"
+                      "      for (int j = 0; j < 8; ++j) bs[r * LDB + kc + j] = (gn < N && gk + j < K) ? b[gn * K + gk "
+                      "+ j] : zero;";
+    // Matrices (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15).
+    load_bfrag =
+        "        kiln_ldmatrix_x4(r, bs + (wn * WTN + nj * 16 + lane % 8 + (lane / 16) * 8) * LDB + kk + ((lane / 8) % "
+        "2) * 8);";
+  } else {  // rows k of N elements; stage [BK][LDB]
+    load_b =
+        "      const int r = c / (BN / 8), nc = (c % (BN / 8)) * 8;\n"
+        "      const int gk = k0 + r, gn = n0 + nc;\n";
+    load_b += b_vec ? "      const bool ok = gk < K && gn < N;\n"
+                      "      kiln_cp_async16_zfill(bs + r * LDB + nc, b + (ok ? gk * N + gn : 0), ok ? 16 : 0);"
+                    : "#pragma unroll\n"
+                      "      for (int j = 0; j < 8; ++j) bs[r * LDB + nc + j] = (gk < K && gn + j < N) ? b[gk * N + gn "
+                      "+ j] : zero;";
+    // Matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15), transposed.
+    load_bfrag =
+        "        kiln_ldmatrix_x4_trans(r, bs + (kk + lane % 8 + ((lane / 8) % 2) * 8) * LDB + wn * WTN + nj * 16 + "
+        "(lane / 16) * 8);";
+  }
+
+  const std::string tin(cuda_storage_type(s.dtype)), tout(cuda_storage_type(s.out_dtype));
+  std::string extra_params, extra_args, epilogue = s.epilogue.code;
+  for (size_t i = 0; i < s.epilogue.operands.size(); ++i) {
+    extra_params += fmt::format(", KILN_PTR(const {}) e{}", cuda_storage_type(s.epilogue.operands[i].dtype), i);
+    extra_args += fmt::format(", e{}", i);
+  }
+  if (epilogue.empty()) {
+    if (!s.epilogue.operands.empty())
+      fail("codegen: {}: epilogue operands without epilogue code", label);
+    epilogue = fmt::format(
+        "__device__ __forceinline__ void kiln_epilogue(KILN_PTR({}) out, long long batch, int row, int col, float acc) "
+        "{{\n  out[(batch * kM + row) * kN + col] = {};\n}}",
+        tout, cuda_store(s.out_dtype, "acc"));
+  }
+  std::map<std::string, std::string> vars = {
+      {"NAME", "@NAME@"},
+      {"M", std::to_string(s.m)},
+      {"N", std::to_string(s.n)},
+      {"K", std::to_string(s.k)},
+      {"BM", std::to_string(bm)},
+      {"BN", std::to_string(bn)},
+      {"BK", std::to_string(kBK)},
+      {"STAGES", std::to_string(stages)},
+      {"THREADS", std::to_string(k.block)},
+      {"WARPS_N", std::to_string(warps_n)},
+      {"LDB", s.b_transposed ? "BK + 8" : "BN + 8"},
+      {"B_STAGE_SHAPE", s.b_transposed ? "[BN][LDB] (B stored [N, K])" : "[BK][LDB] (B stored [K, N])"},
+      {"B_STAGE", s.b_transposed ? "BN * LDB" : "BK * LDB"},
+      {"T", tin},
+      {"TOUT", tout},
+      {"A_BSTRIDE", std::to_string(a_stride)},
+      {"B_BSTRIDE", std::to_string(b_stride)},
+      {"ZERO", cuda_store(s.dtype, "0.0f")},
+      {"LOAD_A", load_a},
+      {"LOAD_B", load_b},
+      {"LOAD_BFRAG", load_bfrag},
+      {"MMA", s.dtype == DType::F16 ? "kiln_mma_tile_f16" : "kiln_mma_tile_bf16"},
+      {"EXTRA_PARAMS", extra_params},
+      {"EXTRA_ARGS", extra_args},
+  };
+  // The epilogue is user code: substituted last, so an '@' in it is kept.
+  vars["EPILOGUE"] = "@EPILOGUE_CODE@";
+  std::string body = fmt::format("// {}: tensor-core GEMM [{}] {}x{}x{} {}{} -> {}, tile {}x{}x{}, {} stages, {} warps\n",
+                                 label, s.batch, s.m, s.n, s.k, dtype_name(s.dtype), s.b_transposed ? " B^T" : "",
+                                 dtype_name(s.out_dtype), bm, bn, kBK, stages, k.warps);
+  body += substitute(kKernel, vars);
+
+  // Simulator entry.
+  body += "#ifdef KILN_SIM\n";
+  body += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
+          "const long long* counts, std::string* error) {\n  try {\n";
+  body += "    ::kiln::sim::launch(*cfg, @NAME@";
+  body += fmt::format(",\n        ::kiln::sim::arg(static_cast<{}*>(buffers[0]), counts[0], \"out\")", tout);
+  body += fmt::format(",\n        ::kiln::sim::arg(static_cast<const {}*>(buffers[1]), counts[1], \"a\")", tin);
+  body += fmt::format(",\n        ::kiln::sim::arg(static_cast<const {}*>(buffers[2]), counts[2], \"b\")", tin);
+  for (size_t i = 0; i < s.epilogue.operands.size(); ++i)
+    body += fmt::format(",\n        ::kiln::sim::arg(static_cast<const {}*>(buffers[{}]), counts[{}], \"{}\")",
+                        cuda_storage_type(s.epilogue.operands[i].dtype), 3 + i, 3 + i,
+                        sanitize_identifier(s.epilogue.operands[i].name));
+  body += ");\n    return 0;\n";
+  body += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
+  body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";
+
+  std::string hashed = body + epilogue;
+  k.name = fmt::format("kiln_gemm_tc_{}_{:016x}", label, XXH64(hashed.data(), hashed.size(), 0));
+  std::string named = substitute(body, {{"NAME", k.name}, {"EPILOGUE_CODE", "@EPILOGUE_CODE@"}});
+  const size_t at = named.find("@EPILOGUE_CODE@");
+  named.replace(at, 15, epilogue);
+
+  std::string prelude = "#ifndef KILN_SIM\n";
+  prelude += s.dtype == DType::F16 || s.out_dtype == DType::F16 ? "#include <cuda_fp16.h>\n" : "";
+  prelude += s.dtype == DType::BF16 || s.out_dtype == DType::BF16 ? "#include <cuda_bf16.h>\n" : "";
+  prelude += "#endif\n";
+  k.source = prelude + std::string(kKernelPrelude) + std::string(kMma) + named;
+  for (const GemmOperand& o : s.epilogue.operands) k.counts.push_back(o.count);
+  return k;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,164 @@
+#include "codegen/emitters/gemm_conv/gemm_tiles.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "ir/error.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+// Blocks that fill an H100 (132 SMs) once: fewer tiles than this shrink the tile.
+constexpr int64_t kTargetBlocks = 132;
+
+thread_local GemmTileChooser tile_chooser;
+
+int64_t blocks_of(const GemmProblem& p, int bm, int bn) {
+  return p.batch * ((p.M + bm - 1) / bm) * ((p.N + bn - 1) / bn);
+}
+
+bool one_of(int v, std::initializer_list<int> set) { return std::find(set.begin(), set.end(), v) != set.end(); }
+
+// Tensor cores: warp tiles of at most 32 columns (NI <= 4 mma tiles of 8) and
+// then as many warps along M as keep the block at 8 warps or fewer, with warp
+// tiles of at most 64 rows (MI <= 4 mma tiles of 16).
+void default_warps(GemmTileConfig& c) {
+  c.warps_n = c.bn / std::min(c.bn, 32);
+  c.warps_m = std::min(c.bm / std::min(c.bm, 32), 8 / c.warps_n);
+}
+
+}  // namespace
+
+const char* gemm_math_name(GemmMath m) {
+  switch (m) {
+    case GemmMath::F16: return "f16";
+    case GemmMath::BF16: return "bf16";
+    case GemmMath::Tf32: return "tf32";
+    case GemmMath::Simt: break;
+  }
+  return "simt";
+}
+
+std::string gemm_problem_key(const GemmProblem& p) {
+  return fmt::format("{}:b{}:m{}:n{}:k{}", gemm_math_name(p.math), p.batch, p.M, p.N, p.K);
+}
+
+std::string gemm_tile_name(const GemmTileConfig& c) {
+  return fmt::format("{}x{}x{} w{}x{} s{}", c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.stages);
+}
+
+std::string gemm_tile_invalid(const GemmTileConfig& c, const GemmProblem& p) {
+  if (p.math == GemmMath::Simt) {
+    if (!one_of(c.bm, {16, 32, 64}) || !one_of(c.bn, {16, 32, 64})) return "SIMT tiles are 16, 32 or 64 each way";
+    if (c.bk != 16 || c.stages != 1) return "SIMT tiles are 16 deep with 1 stage";
+    return "";
+  }
+  if (!one_of(c.bm, {16, 32, 64, 128}) || !one_of(c.bn, {16, 32, 64, 128}))
+    return "tensor-core tiles are 16, 32, 64 or 128 each way";
+  if (!(p.math == GemmMath::Tf32 ? one_of(c.bk, {8, 16, 32}) : one_of(c.bk, {16, 32})))
+    return "tensor-core tile depth: 16 or 32 (tf32: 8, 16 or 32)";
+  if (c.warps_m < 1 || c.warps_n < 1 || c.warps_m * c.warps_n > 8) return "1 to 8 warps";
+  if (c.bm % c.warps_m || c.bn % c.warps_n) return "the warps must split the tile evenly";
+  const int wtm = c.bm / c.warps_m, wtn = c.bn / c.warps_n;
+  if (!one_of(wtm, {16, 32, 48, 64}) || !one_of(wtn, {16, 32}))
+    return "warp tiles: 16 to 64 rows (multiples of 16), 16 or 32 columns";
+  if (c.stages < 2 || c.stages > 4) return "2 to 4 pipeline stages";
+  return "";
+}
+
+GemmTileConfig default_gemm_tile(const GemmProblem& p) {
+  GemmTileConfig c;
+  if (p.math == GemmMath::Simt) {
+    auto pick = [](int64_t n) { return n >= 48 ? 64 : n >= 24 ? 32 : 16; };
+    c.bm = pick(p.M);
+    c.bn = pick(p.N);
+    // Fewer blocks than one wave: smaller tiles, but not below 32 (each
+    // halving doubles the staging traffic per product, and the simulator's
+    // barrier count).
+    while (blocks_of(p, c.bm, c.bn) < kTargetBlocks && std::max(c.bm, c.bn) > 32) {
+      if (c.bm >= c.bn) c.bm /= 2;
+      else c.bn /= 2;
+    }
+    c.bk = 16;
+    c.warps_m = 8;
+    c.warps_n = 1;
+    c.stages = 1;
+    return c;
+  }
+  // Tensor cores: the smallest tile of 16 (rows) / 32 (columns) .. 128 that
+  // covers the problem; then halve the larger side while that leaves fewer
+  // blocks than one wave and the tile is above 64.
+  c.bm = p.M <= 16 ? 16 : p.M <= 32 ? 32 : p.M <= 64 ? 64 : 128;
+  c.bn = p.N <= 16 ? 16 : p.N <= 32 ? 32 : p.N <= 64 ? 64 : 128;
+  while (blocks_of(p, c.bm, c.bn) < kTargetBlocks && std::max(c.bm, c.bn) > 64) {
+    if (c.bm >= c.bn) c.bm /= 2;
+    else c.bn /= 2;
+  }
+  c.bk = p.math == GemmMath::Tf32 ? 16 : 32;  // 64-byte rows of shared memory either way
+  default_warps(c);
+  // Three stages keep two k-tiles in flight; a K of one or two tiles needs two.
+  c.stages = p.K <= 2 * c.bk ? 2 : 3;
+  return c;
+}
+
+std::vector<GemmTileConfig> gemm_tile_candidates(const GemmProblem& p) {
+  std::vector<GemmTileConfig> out = {default_gemm_tile(p)};
+  auto add = [&](const GemmTileConfig& c) {
+    if (gemm_tile_invalid(c, p).empty() && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  if (p.math == GemmMath::Simt) {
+    for (int bm : {16, 32, 64})
+      for (int bn : {16, 32, 64}) {
+        GemmTileConfig c = out[0];
+        c.bm = bm;
+        c.bn = bn;
+        add(c);
+      }
+    return out;
+  }
+  // Tiles no larger than twice the problem (larger ones only add padding).
+  const std::vector<int> bks = p.math == GemmMath::Tf32 ? std::vector<int>{16, 32} : std::vector<int>{32, 16};
+  for (int bm : {128, 64, 32, 16}) {
+    if (bm > 16 && bm / 2 >= p.M) continue;
+    for (int bn : {128, 64, 32, 16}) {
+      if (bn > 16 && bn / 2 >= p.N) continue;
+      for (int bk : bks)
+        for (int stages : {3, 2, 4}) {
+          GemmTileConfig c;
+          c.bm = bm;
+          c.bn = bn;
+          c.bk = bk;
+          c.stages = stages;
+          default_warps(c);
+          add(c);
+          // The other warp split of a 128-row tile: 4 warps of 32 columns x 64 rows.
+          if (bm == 128 && c.warps_m > 2) {
+            c.warps_m = 2;
+            add(c);
+          }
+        }
+    }
+  }
+  return out;
+}
+
+ScopedGemmTileChooser::ScopedGemmTileChooser(GemmTileChooser chooser) : previous_(std::move(tile_chooser)) {
+  tile_chooser = std::move(chooser);
+}
+ScopedGemmTileChooser::~ScopedGemmTileChooser() { tile_chooser = std::move(previous_); }
+
+GemmTileConfig choose_gemm_tile_config(const GemmProblem& p) {
+  if (tile_chooser) {
+    if (std::optional<GemmTileConfig> c = tile_chooser(p)) {
+      const std::string why = gemm_tile_invalid(*c, p);
+      if (!why.empty())
+        fail("codegen: tile {} chosen for GEMM {}: {}", gemm_tile_name(*c), gemm_problem_key(p), why);
+      return *c;
+    }
+  }
+  return default_gemm_tile(p);
+}
+
+}  // namespace kiln::codegen

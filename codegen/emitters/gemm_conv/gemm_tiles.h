@@ -1,0 +1,82 @@
+// Tile configurations of the GEMM core (codegen/emitters/gemm_conv/emit_gemm.h) that matmul,
+// gemm, conv and conv_transpose (and their fused epilogues) share: the
+// default heuristic, the candidates an autotuner may time, and the hook
+// through which it overrides the default (docs/codegen.md, "Tensor cores in
+// matmul/gemm/conv").
+//
+// A problem is batch x [M x N] = [M x K] [K x N] in one of four maths:
+//   Simt  -- the 256-thread SIMT core (integers, f64, f32 without tf32);
+//   F16, BF16 -- mma.sync m16n8k16 with f32 accumulators;
+//   Tf32  -- mma.sync m16n8k8 on f32 operands rounded to tf32 (nodes marked
+//            tf32=1 by the precision pass).
+// A configuration is the block tile (bm x bn, bk deep), the warp grid
+// (warps_m x warps_n warps, each computing a (bm/warps_m) x (bn/warps_n)
+// sub-tile) and the depth of the shared-memory pipeline (stages).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::codegen {
+
+enum class GemmMath { Simt, F16, BF16, Tf32 };
+
+struct GemmTileConfig {
+  int bm = 64, bn = 64, bk = 16;
+  int warps_m = 1, warps_n = 1;  // Simt: 8 warps in all (16 x 16 threads), the split is not used
+  int stages = 1;                // Simt: 1 (register accumulation after each staged k-tile)
+  bool operator==(const GemmTileConfig&) const = default;
+};
+
+struct GemmProblem {
+  GemmMath math = GemmMath::Simt;
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+};
+
+// "f16", "bf16", "tf32", "simt".
+const char* gemm_math_name(GemmMath m);
+// A stable key of the problem ("f16:b1:m3136:n64:k576"), for tuning caches.
+std::string gemm_problem_key(const GemmProblem& p);
+// "128x64x32 w2x2 s3".
+std::string gemm_tile_name(const GemmTileConfig& c);
+
+// Whether the core can build `c` for `p` (empty: yes; else why not). Tensor
+// cores: bm, bn in {16 (bm only), 32, 64, 128}, warp tiles of 16..64 rows and
+// 16..32 columns (at most 4 x 4 mma tiles), at most 8 warps, bk 16 or 32
+// (tf32: 8, 16 or 32), 2 to 4 stages. Simt: bm, bn in {16, 32, 64}, bk 16,
+// 1 stage.
+std::string gemm_tile_invalid(const GemmTileConfig& c, const GemmProblem& p);
+
+// The default configuration (deterministic: a function of the problem only).
+GemmTileConfig default_gemm_tile(const GemmProblem& p);
+
+// Every valid configuration worth timing for `p`, the default first.
+std::vector<GemmTileConfig> gemm_tile_candidates(const GemmProblem& p);
+
+// The override hook for autotuning: while a chooser is installed (on this
+// thread), the emitters ask it first; it returns a configuration for the
+// problem (which must be valid, else the emitter throws) or nullopt for the
+// default. Scoped: the previous chooser is restored on destruction. Each
+// matmul/gemm/conv/conv_transpose kernel (not depthwise, not einsum) asks
+// exactly once per emission, so a tuner can emit a node once under a chooser
+// that records the problem and returns nullopt, then once per candidate of
+// gemm_tile_candidates(problem) under a chooser returning it, and time each.
+using GemmTileChooser = std::function<std::optional<GemmTileConfig>(const GemmProblem&)>;
+class ScopedGemmTileChooser {
+ public:
+  explicit ScopedGemmTileChooser(GemmTileChooser chooser);
+  ~ScopedGemmTileChooser();
+  ScopedGemmTileChooser(const ScopedGemmTileChooser&) = delete;
+  ScopedGemmTileChooser& operator=(const ScopedGemmTileChooser&) = delete;
+
+ private:
+  GemmTileChooser previous_;
+};
+
+// The configuration the emitters use: the installed chooser's, else the
+// default. Throws kiln::Error for an invalid chosen configuration.
+GemmTileConfig choose_gemm_tile_config(const GemmProblem& p);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,60 @@
+// Emitters for ops that each need one small dedicated kernel: dft and stft
+// (ops/signal_ops.cpp), det (ops/linalg_ops.cpp), dynamic_quantize_linear
+// (ops/quant_ops.cpp).
+//
+// dft / stft are
+// the direct O(n * length) DFT per output bin in double, as the reference:
+// one thread per output complex value (a grid-stride loop, 256 threads per
+// block), summing x_j * exp(-+2 pi i (k j mod len) / len) over the used
+// points with the twiddle angle computed exactly as the reference's table
+// ((2 pi m) / len, cos and sin in double). No FFT: for the sizes these ops
+// see (conformance, spectrograms of a few hundred points) the direct sum is
+// fine and exactly the reference's arithmetic (docs/codegen.md).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "codegen/core/kernel_params.h"
+#include "ir/attribute.h"
+#include "ir/tensor.h"
+
+namespace kiln::codegen {
+
+// A kernel that takes the node's results then its operands (absent
+// operands: null buffers), launched as grid x block, plus host scratch
+// buffers appended after the operands (zeroed tensors of these types).
+struct SimpleKernel {
+  std::string name;
+  std::string source;
+  unsigned grid = 0;  // 0: nothing to launch
+  unsigned block = 0;
+  std::vector<KernelParam> params;
+  std::vector<TensorType> scratch;
+};
+
+// dft(x) {axis, length, inverse, onesided} -> out.
+SimpleKernel emit_dft(const AttrMap& attrs, const TensorType& x, const TensorType& out);
+
+// stft(signal, window?) {frame_step, frame_length, onesided} -> out.
+// `window_slot`: the node has a second operand slot (a null buffer when
+// !has_window).
+SimpleKernel emit_stft(const AttrMap& attrs, const TensorType& signal, bool has_window, const TensorType& window,
+                       const TensorType& out, bool window_slot = false);
+
+// det(x [..., M, M]) -> [...]: one thread per matrix (128 per block), LU with
+// partial pivoting in double on a per-matrix copy in a global scratch buffer
+// (scratch[0]: f64 [batch, M, M]), the reference's loop exactly (an exact
+// zero pivot ends it with 0).
+SimpleKernel emit_det(const TensorType& x, const TensorType& out);
+
+// dynamic_quantize_linear(x f32) -> (y u8[, y_scale f32[], y_zero_point u8[]]):
+// three kernels with one signature (results, x, scratch f32[2 + 2P]): P
+// blocks of 256 threads (about 8 elements per thread, P <= 256) fold
+// min(x, 0) / max(x, 0) into partials; one block folds the partials and
+// writes scale and zero point to the scratch (and to the results present);
+// then every element is quantized (grid-stride, 256 threads per block).
+// f32 arithmetic and round-half-even as the reference; min and max are
+// exact in any order, so the result is the reference's bit for bit.
+std::vector<SimpleKernel> emit_dynamic_quantize_linear(const TensorType& x, const std::vector<TensorType>& results);
+
+}  // namespace kiln::codegen
