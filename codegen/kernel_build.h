@@ -1,5 +1,5 @@
 // Builds every kernel an optimized graph launches: each node goes through
-// its emitter (backends/sim/sim_executor.h's emitter_for table), identical sources
+// its emitter (codegen/emitter_table.h's emitter_for table), identical sources
 // are kept once, and the distinct kernels are compiled with NVRTC for one
 // arch on a pool of threads, through the on-disk kernel cache. This is what
 // `kiln compile` runs after the passes, what `kiln conformance
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "codegen/nvrtc/nvrtc_compiler.h"
-#include "backends/sim/sim_executor.h"
+#include "codegen/emitter_table.h"
 #include "ir/graph.h"
 
 namespace kiln::codegen {

@@ -20,44 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "codegen/emitter_table.h"
 #include "ir/graph.h"
 
 namespace kiln::codegen {
-
-// Grid or block dimensions of a launch. Converts from one unsigned (x), so
-// 1-D emitters write `nk.grid = k.grid`.
-struct LaunchDims {
-  unsigned x = 0, y = 1, z = 1;
-  LaunchDims() = default;
-  LaunchDims(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
-  unsigned long long count() const { return 1ull * x * y * z; }
-  bool operator==(const LaunchDims&) const = default;
-};
-
-// One launch of an emitted kernel for a node.
-struct NodeKernel {
-  std::string name;    // kernel (and simulator entry <name>_sim) name
-  std::string source;  // complete translation unit
-  LaunchDims grid;     // count() == 0: nothing to launch (empty outputs)
-  LaunchDims block;
-  size_t shared_bytes = 0;  // dynamic shared memory per block
-  // Buffers: the node's results listed in `results` (empty: all of them, in
-  // order), then its inputs in order, then `extra` (host tensors the emitter
-  // adds, e.g. a fused body's constants).
-  std::vector<int> results;
-  std::vector<Tensor> extra;
-};
-
-// An emitter: a name for messages, whether it handles a node, and the
-// node's kernels (launched in order; e.g. one per result of a split).
-struct KernelEmitter {
-  const char* name;
-  bool (*handles)(const Node&);
-  std::vector<NodeKernel> (*emit)(const Node&);
-};
-
-// The first emitter of the table that handles `n`, or null.
-const KernelEmitter* emitter_for(const Node& n);
 
 // Profiling hook (kiln bench --profile): called after each kernel launch with
 // the node, the kernel and its wall time in milliseconds (views launch none).

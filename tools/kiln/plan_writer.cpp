@@ -14,7 +14,7 @@
 #include "codegen/kernel_build.h"
 #include "codegen/nvrtc/kernel_cache.h"
 #include "codegen/nvrtc/nvrtc_compiler.h"
-#include "backends/sim/sim_executor.h"
+#include "codegen/emitter_table.h"
 #endif
 
 namespace kiln {

@@ -1,6 +1,6 @@
 // Builds a plan (runtime/plan_format.h) from a compiled graph: the graph as
 // IR text, its weights, the memory plan and, for a GPU target with every node
-// covered by a kernel emitter (backends/sim/sim_executor.h's emitter_for), the
+// covered by a kernel emitter (codegen/emitter_table.h's emitter_for), the
 // kernels (CUDA source, CUBIN + PTX through NVRTC) and the launch list.
 // Without NVRTC, for target "cpu", or when some node has no emitter yet, the
 // plan has no GPU kernels and meta.no_gpu_reason says why (naming the nodes).

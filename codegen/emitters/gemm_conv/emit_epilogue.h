@@ -16,7 +16,7 @@
 // A bare anchor node (no fused body) is the trivial epilogue: one result, the
 // anchor's, stored at the index.
 //
-// Buffers of the kernel (the sim backend's order, backends/sim/sim_executor.h):
+// Buffers of the kernel (the order of codegen/emitter_table.h's NodeKernel):
 // `out0`, `out1`... for the node's results, then `in0`, `in1`... for operand
 // slots: the node's inputs in order, then the body's constants (constants(),
 // passed as NodeKernel::extra). The anchor's own operands are slots too

@@ -1,0 +1,351 @@
+#include "codegen/emitter_table.h"
+
+#include "codegen/emitters/attention/emit_attention.h"
+#include "codegen/emitters/data_movement/emit_index_select.h"
+#include "codegen/emitters/data_movement/emit_injective.h"
+#include "codegen/emitters/data_movement/emit_resize.h"
+#include "codegen/emitters/data_movement/emit_sample.h"
+#include "codegen/emitters/data_movement/emit_scatter.h"
+#include "codegen/emitters/elementwise/emit_fused.h"
+#include "codegen/emitters/elementwise/emit_pointwise.h"
+#include "codegen/emitters/gemm_conv/emit_conv.h"
+#include "codegen/emitters/gemm_conv/emit_conv_gather.h"
+#include "codegen/emitters/gemm_conv/emit_einsum.h"
+#include "codegen/emitters/gemm_conv/emit_epilogue.h"
+#include "codegen/emitters/gemm_conv/emit_gemm.h"
+#include "codegen/emitters/misc/emit_misc_ops.h"
+#include "codegen/emitters/pool_select_loss/emit_fused_pool.h"
+#include "codegen/emitters/pool_select_loss/emit_loss.h"
+#include "codegen/emitters/pool_select_loss/emit_pool.h"
+#include "codegen/emitters/pool_select_loss/emit_select.h"
+#include "codegen/emitters/reduction/emit_fused_reduction.h"
+#include "codegen/emitters/reduction/emit_normalization.h"
+#include "codegen/emitters/reduction/emit_reduction.h"
+#include "codegen/emitters/rnn/emit_rnn.h"
+#include "ir/error.h"
+#include "ir/op_registry.h"
+#include "ops/registry.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+// The launch every emitter's kernel struct describes (name, source, grid,
+// block), as a NodeKernel. Dynamic shared memory, a result subset and extra
+// buffers are set by the caller where the kernel has them (some structs'
+// `shared_bytes` count static shared memory, which is not launch state).
+template <class K>
+NodeKernel node_kernel(const K& k, std::vector<Tensor> extra = {}) {
+  NodeKernel nk;
+  nk.name = k.name;
+  nk.source = k.source;
+  nk.grid = k.grid;
+  nk.block = k.block;
+  nk.extra = std::move(extra);
+  return nk;
+}
+
+// Every operand present: the executor passes each input as a buffer.
+bool operands_present(const Node& n) {
+  for (Value* v : n.inputs())
+    if (!v) return false;
+  return true;
+}
+
+bool handles_pointwise(const Node& n) {
+  if (n.body() || n.num_outputs() != 1) return false;
+  const OpDef* def = op_registry().find(n.op());
+  if (!def || def->category != OpCategory::Pointwise || !def->expr) return false;
+  return operands_present(n);
+}
+
+std::vector<NodeKernel> emit_pointwise_node(const Node& n) {
+  std::vector<TensorType> operands;
+  for (Value* v : n.inputs()) operands.push_back(v->type());
+  return {node_kernel(emit_pointwise_op(op_registry().get(n.op()), n.attrs(), operands, n.output(0)->type()))};
+}
+
+std::vector<NodeKernel> emit_fused_node(const Node& n) {
+  FusedPointwiseKernel fk = emit_fused_pointwise(n, op_registry());
+  return {node_kernel(fk.kernel, std::move(fk.constants))};
+}
+
+std::vector<NodeKernel> emit_fused_on_demand_node(const Node& n) {
+  FusedPointwiseKernel fk = emit_fused_on_demand(n, op_registry());
+  return {node_kernel(fk.kernel, std::move(fk.constants))};
+}
+
+bool handles_injective(const Node& n) {
+  if (n.body() || !injective_supported(n.op())) return false;
+  return operands_present(n);
+}
+
+// One kernel per result (split).
+std::vector<NodeKernel> emit_injective_node(const Node& n) {
+  std::vector<TensorType> operands, outs;
+  for (Value* v : n.inputs()) operands.push_back(v->type());
+  for (int r = 0; r < n.num_outputs(); ++r) outs.push_back(n.output(r)->type());
+  std::vector<NodeKernel> ks;
+  for (int r = 0; r < n.num_outputs(); ++r) {
+    NodeKernel nk = node_kernel(emit_injective_op(op_registry().get(n.op()), n.attrs(), operands, outs, r));
+    nk.results = {r};
+    ks.push_back(std::move(nk));
+  }
+  return ks;
+}
+
+bool handles_reduction(const Node& n) {
+  if (n.body() || n.num_inputs() != 1 || !n.input(0) || n.num_outputs() != 1) return false;
+  if (n.op() == "softmax" || n.op() == "log_softmax") return is_float(n.input(0)->dtype());
+  return ops::find_reduction_spec(n.op()) != nullptr;
+}
+
+std::vector<NodeKernel> emit_reduction_node(const Node& n) {
+  const OpDef& def = op_registry().get(n.op());
+  ReductionKernel k = n.op() == "softmax" || n.op() == "log_softmax"
+                          ? emit_softmax_op(def, n.attrs(), n.input(0)->type())
+                          : emit_reduction_op(def, n.attrs(), n.input(0)->type(), n.output(0)->type());
+  return {node_kernel(k)};
+}
+
+// matmul/gemm and conv/conv_transpose, bare or anchoring a fused epilogue (codegen/emitters/gemm_conv/emit_gemm.h, emit_conv.h).
+bool is_fused_kind(const Node& n, const char* kind) {
+  return n.op() == "fused" && n.body() && n.attrs().get_string("kind", "") == kind;
+}
+bool anchor_operands_present(const Node& n) { return operands_present(n) && n.num_inputs() >= 2; }
+bool handles_gemm(const Node& n) {
+  if (is_fused_kind(n, "gemm_epilogue")) return true;
+  return !n.body() &&
+         (n.op() == "matmul" || n.op() == "gemm" || n.op() == "matmul_integer" || n.op() == "qlinear_matmul") &&
+         anchor_operands_present(n);
+}
+bool handles_conv(const Node& n) {
+  if (is_fused_kind(n, "conv_epilogue")) return true;
+  if (n.op() == "conv_integer" || n.op() == "qlinear_conv") return !n.body() && anchor_operands_present(n);
+  return !n.body() && (n.op() == "conv" || n.op() == "conv_transpose") && anchor_operands_present(n) &&
+         is_float(n.input(0)->dtype());
+}
+NodeKernel from_compute(const ComputeKernel& k, const Epilogue& ep) {
+  NodeKernel nk = node_kernel(k, ep.constants());
+  nk.shared_bytes = k.shared_bytes;  // dynamic for these kernels
+  return nk;
+}
+Epilogue epilogue_of(const Node& n, std::vector<std::string> anchors) {
+  return n.body() ? Epilogue::from_fused(n, op_registry(), anchors) : Epilogue::from_node(n);
+}
+std::vector<NodeKernel> emit_gemm_node(const Node& n) {
+  Epilogue ep = epilogue_of(n, {"matmul", "gemm"});
+  return {from_compute(emit_matmul_gemm(ep), ep)};
+}
+std::vector<NodeKernel> emit_conv_node(const Node& n) {
+  Epilogue ep = epilogue_of(n, {"conv", "conv_transpose"});
+  return {from_compute(emit_conv(ep), ep)};
+}
+
+bool handles_einsum(const Node& n) {
+  if (n.body() || n.op() != "einsum" || n.num_inputs() < 1) return false;
+  return operands_present(n);
+}
+std::vector<NodeKernel> emit_einsum_node(const Node& n) {
+  Epilogue ep = Epilogue::from_node(n);
+  return {from_compute(emit_einsum(ep), ep)};
+}
+
+bool handles_normalization(const Node& n) {
+  if (n.body() || !normalization_supported(n.op())) return false;
+  return operands_present(n);
+}
+
+std::vector<NodeKernel> emit_normalization_node(const Node& n) {
+  std::vector<TensorType> operands, results;
+  for (Value* v : n.inputs()) operands.push_back(v->type());
+  for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+  return {node_kernel(emit_normalization(op_registry().get(n.op()), n.attrs(), operands, results))};
+}
+
+std::vector<NodeKernel> emit_fused_reduction_node(const Node& n) {
+  std::vector<Tensor> constants;
+  ReductionKernel k = emit_fused_reduction(n, op_registry(), &constants);
+  return {node_kernel(k, std::move(constants))};
+}
+
+// Pool, select/scan and loss nodes (emit_pool, emit_select, emit_loss): each
+// kernel takes the results its `results` list names (all when empty).
+bool handles_op_kernels(const Node& n) {
+  if (n.body() || !(pool_supported(n.op()) || select_supported(n.op()) || loss_supported(n.op()))) return false;
+  return operands_present(n);
+}
+
+std::vector<NodeKernel> to_node_kernels(std::vector<OpKernel> ks, const std::vector<Tensor>& extra = {}) {
+  std::vector<NodeKernel> out;
+  for (OpKernel& k : ks) {
+    NodeKernel nk;
+    nk.name = std::move(k.name);
+    nk.source = std::move(k.source);
+    nk.grid = k.grid;
+    nk.block = k.block;
+    nk.shared_bytes = k.shared_bytes;
+    nk.results = std::move(k.results);
+    nk.extra = extra;
+    out.push_back(std::move(nk));
+  }
+  return out;
+}
+
+// A fused reduction node whose anchor is a pool or argmax/argmin/hardmax.
+std::vector<NodeKernel> emit_fused_pool_node(const Node& n) {
+  std::vector<Tensor> constants;
+  std::vector<OpKernel> ks = emit_pool_select_fused(n, op_registry(), &constants);
+  return to_node_kernels(std::move(ks), constants);
+}
+
+std::vector<NodeKernel> emit_op_kernels_node(const Node& n) {
+  std::vector<TensorType> operands, results;
+  for (Value* v : n.inputs()) operands.push_back(v->type());
+  for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+  const OpDef& def = op_registry().get(n.op());
+  std::vector<OpKernel> ks = pool_supported(n.op())     ? emit_pool_op(def, n.attrs(), operands, results)
+                             : select_supported(n.op()) ? emit_select_op(def, n.attrs(), operands, results)
+                                                        : emit_loss_op(def, n.attrs(), operands, results);
+  return to_node_kernels(std::move(ks));
+}
+
+bool handles_attention(const Node& n) {
+  if (n.op() == "fused") return n.body() && n.attrs().get_string("kind", "") == "attention";
+  if (n.op() != "attention" || n.body() || n.num_outputs() != 1) return false;
+  return operands_present(n);
+}
+
+std::vector<NodeKernel> emit_attention_node(const Node& n) {
+  if (n.op() == "fused") {
+    FusedAttentionKernel fk = emit_fused_attention(n);
+    return {node_kernel(fk.kernel, std::move(fk.constants))};
+  }
+  std::vector<TensorType> operands;
+  for (Value* v : n.inputs()) operands.push_back(v->type());
+  return {node_kernel(emit_attention_op(n.attrs(), operands, n.output(0)->type()))};
+}
+
+bool handles_rnn(const Node& n) {
+  return !n.body() && (n.op() == "rnn" || n.op() == "gru" || n.op() == "lstm");
+}
+
+// One persistent block per (direction, batch entry); absent operands are null buffers.
+std::vector<NodeKernel> emit_rnn_node(const Node& n) {
+  std::vector<TensorType> operands, results;
+  std::vector<bool> present;
+  for (Value* v : n.inputs()) {
+    operands.push_back(v ? v->type() : TensorType());
+    present.push_back(v != nullptr);
+  }
+  for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+  return {node_kernel(emit_rnn_op(n.op(), n.attrs(), operands, present, results))};
+}
+
+bool handles_misc(const Node& n) {
+  if (n.body() || !n.input(0)) return false;
+  return n.op() == "dft" || n.op() == "stft" || n.op() == "det" || n.op() == "dynamic_quantize_linear";
+}
+
+// dft, stft, det, dynamic_quantize_linear (codegen/emitters/misc/emit_misc_ops.h); scratch
+// buffers are host tensors after the operands, shared by a node's kernels.
+std::vector<NodeKernel> emit_misc_node(const Node& n) {
+  std::vector<SimpleKernel> ks;
+  const TensorType& x = n.input(0)->type();
+  if (n.op() == "dft") {
+    ks = {emit_dft(n.attrs(), x, n.output(0)->type())};
+  } else if (n.op() == "stft") {
+    const bool win = n.num_inputs() > 1 && n.input(1);
+    ks = {emit_stft(n.attrs(), x, win, win ? n.input(1)->type() : TensorType(), n.output(0)->type(), n.num_inputs() > 1)};
+  } else if (n.op() == "det") {
+    ks = {emit_det(x, n.output(0)->type())};
+  } else {
+    std::vector<TensorType> results;
+    for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+    ks = emit_dynamic_quantize_linear(x, results);
+  }
+  std::vector<Tensor> scratch;
+  for (const SimpleKernel& k : ks)
+    for (const TensorType& t : k.scratch) scratch.emplace_back(t);
+  std::vector<NodeKernel> out;
+  for (const SimpleKernel& k : ks) out.push_back(node_kernel(k, scratch));
+  return out;
+}
+
+bool all_inputs_present(const Node& n) { return !n.body() && operands_present(n); }
+
+std::vector<TensorType> input_types(const Node& n) {
+  std::vector<TensorType> t;
+  for (Value* v : n.inputs()) t.push_back(v->type());
+  return t;
+}
+
+bool handles_index_select(const Node& n) { return index_select_supported(n.op()) && all_inputs_present(n); }
+
+std::vector<NodeKernel> emit_index_select_node(const Node& n) {
+  return {node_kernel(emit_index_select_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
+}
+
+bool handles_scatter(const Node& n) { return scatter_supported(n.op()) && all_inputs_present(n); }
+
+std::vector<NodeKernel> emit_scatter_node(const Node& n) {
+  return {node_kernel(emit_scatter_op(op_registry().get(n.op()), n.attrs(), input_types(n), n.output(0)->type()))};
+}
+
+bool handles_resize(const Node& n) {
+  return n.op() == "resize" && n.num_inputs() == 1 && all_inputs_present(n) && n.num_outputs() == 1;
+}
+
+// The taps/weights tables go after the input (NodeKernel::extra).
+std::vector<NodeKernel> emit_resize_node(const Node& n) {
+  ResizeKernel k = emit_resize_op(n.attrs(), n.input(0)->type(), n.output(0)->type());
+  NodeKernel nk = node_kernel(k.kernel);
+  nk.extra = std::move(k.tables);
+  return {nk};
+}
+
+bool handles_sample(const Node& n) { return sample_supported(n.op()) && all_inputs_present(n); }
+
+std::vector<NodeKernel> emit_sample_node(const Node& n) {
+  return {node_kernel(emit_sample_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
+}
+
+// deform_conv's optional operands must be a prefix (no mask without a bias).
+bool handles_conv_gather(const Node& n) { return conv_gather_supported(n.op()) && all_inputs_present(n); }
+
+std::vector<NodeKernel> emit_conv_gather_node(const Node& n) {
+  return {node_kernel(emit_conv_gather_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
+}
+
+// The dispatch table: add a row per emitter (first match wins).
+const KernelEmitter kEmitters[] = {
+    {"pointwise", handles_pointwise, emit_pointwise_node},
+    {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node},
+    {"fused on demand", [](const Node& n) { return is_on_demand_fused(n, op_registry()); }, emit_fused_on_demand_node},
+    {"injective", handles_injective, emit_injective_node},
+    {"reduction", handles_reduction, emit_reduction_node},
+    {"index select", handles_index_select, emit_index_select_node},
+    {"scatter", handles_scatter, emit_scatter_node},
+    {"resize", handles_resize, emit_resize_node},
+    {"sample", handles_sample, emit_sample_node},
+    {"conv gather", handles_conv_gather, emit_conv_gather_node},
+    {"gemm", handles_gemm, emit_gemm_node},
+    {"conv", handles_conv, emit_conv_node},
+    {"einsum", handles_einsum, emit_einsum_node},
+    {"normalization", handles_normalization, emit_normalization_node},
+    {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node},
+    {"pool/select/loss", handles_op_kernels, emit_op_kernels_node},
+    {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node},
+    {"attention", handles_attention, emit_attention_node},
+    {"recurrent", handles_rnn, emit_rnn_node},
+    {"misc (dft, stft, det, dynamic_quantize_linear)", handles_misc, emit_misc_node},
+};
+}  // namespace
+
+const KernelEmitter* emitter_for(const Node& n) {
+  for (const KernelEmitter& e : kEmitters)
+    if (e.handles(n)) return &e;
+  return nullptr;
+}
+
+}  // namespace kiln::codegen
