@@ -302,6 +302,38 @@ def bad_npy_inputs():
             fh.write(npy_file(header, data))
 
 
+def bad_models_issue15():
+    """Inputs strangers sent (issue 15): each used to be accepted silently, or
+    to fail without naming the file."""
+    f = TensorProto.FLOAT
+    # An initializer shadowing a graph input of another shape (ONNX Runtime rejects it).
+    save("initializer_shadows_input_shape",
+         model([helper.make_node("Add", ["x", "w"], ["y"])], [vi("x", [2]), vi("w", [3])], [vi("y", [2])],
+               inits=[helper.make_tensor("w", f, [2], [1, 2])]),
+         'input "w": declared as f32[3] but the initializer of the same name is f32[2]')
+    save("initializer_shadows_input_dtype",
+         model([helper.make_node("Add", ["x", "w"], ["y"])], [vi("x", [2]), vi("w", [2], TensorProto.INT64)],
+               [vi("y", [2])], inits=[helper.make_tensor("w", f, [2], [1, 2])]),
+         'input "w": declared as i64[2]')
+    both = helper.make_tensor("w", f, [2], [1.0, 2.0])
+    both.raw_data = np.ones(2, np.float32).tobytes()
+    save("tensor_raw_and_typed_data", model([helper.make_node("Add", ["x", "w"], ["y"])], [vi("x", [2])],
+                                            [vi("y", [2])], inits=[both]),
+         "holds its values twice (raw_data and float_data)")
+    save("graph_without_outputs", model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], []),
+         "model.onnx: the graph has no outputs")
+    # A Gather of constants that constant folding evaluates: its error names the model and the node.
+    data = numpy_helper.from_array(np.ones((3, 2), np.float32), "data")
+    idx = numpy_helper.from_array(np.array([0, 7], np.int64), "i")
+    save("folded_gather_index_out_of_range",
+         model([helper.make_node("Gather", ["data", "i"], ["y"], name="gather")], [], [vi("y", [2, 2])],
+               inits=[data, idx]), 'model.onnx: node "gather" (gather)')
+    # A 1 MB node name is shortened in messages: first and last 60 characters.
+    long_name = "n" * (1 << 20)
+    save("node_name_1mb", model([helper.make_node("FrobnicateX", ["x"], ["y"], name=long_name)], [vi("x", [2])],
+                                [vi("y", [2])]), 'node "' + "n" * 60 + "..." + "n" * 60 + '" (FrobnicateX)')
+
+
 # Every command that reads a plan: the runtime (run, bench) and inspect.
 PLAN_COMMANDS = ("run", "inspect", "bench")
 
@@ -521,6 +553,7 @@ if __name__ == "__main__":
         fh.write(np.ones(64, np.float32).tobytes())
     bad_models()
     bad_npy_inputs()
+    bad_models_issue15()
     valid_models()
     if cli.kiln:
         bad_plans(os.path.abspath(cli.kiln), cli.fake_cuda and os.path.abspath(cli.fake_cuda))

@@ -2,7 +2,7 @@
 // through every pass (the default pipeline for a GPU target with layout and
 // precision included), a pass that renames one is reported, and errors raised
 // inside passes name the model file. Also short_name, which every message
-// printing a model's names uses.
+// printing a model's names uses (Node::describe included).
 #include <gtest/gtest.h>
 
 #include "ir/error.h"
@@ -94,6 +94,18 @@ TEST(PassManager, PassErrorsNameTheModel) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind("dir/model.onnx: node \"gather\" (gather): ", 0), 0u) << e.what();
   }
+}
+
+// Node::describe, which messages about nodes use, shortens a 1 MB name.
+TEST(ShortName, NodeDescriptionsAreShort) {
+  auto g = testing::parse(R"(graph @m(%x: f32[2]) -> (f32[2]) {
+  %y = relu(%x) : f32[2]
+  return %y
+}
+)");
+  Node* n = g->node_list()[0];
+  n->set_name(std::string(1 << 20, 'n'));
+  EXPECT_EQ(n->describe(), "node \"" + std::string(60, 'n') + "..." + std::string(60, 'n') + "\" (relu)");
 }
 
 TEST(ShortName, KeepsShortNamesAndCutsLongOnes) {
