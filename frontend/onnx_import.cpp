@@ -15,6 +15,7 @@
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
 #include "ir/limits.h"
+#include "ir/short_name.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -23,6 +24,13 @@ namespace {
 
 constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 10;
 constexpr int64_t kMaxOpset = 21;
+
+// "node "conv1" (Conv)" for messages; a node without a name is named by its
+// first output. Names are shortened (short_name): models come from strangers.
+std::string node_label(const onnx::NodeProto& n) {
+  std::string name = n.name().empty() ? (n.output_size() ? "->" + n.output(0) : "?") : n.name();
+  return fmt::format("node \"{}\" ({})", short_name(name), short_name(n.op_type()));
+}
 
 class Importer;
 
@@ -95,7 +103,7 @@ class Importer {
   const Tensor* known_value(Value* v);
   void bind(const std::string& name, Value* v, const std::string& ctx) {
     if (name.empty()) return;
-    if (env_.count(name)) fail("{}: value \"{}\" is defined twice", ctx, name);
+    if (env_.count(name)) fail("{}: value \"{}\" is defined twice", ctx, short_name(name));
     env_[name] = v;
   }
   std::string unique_name(const std::string& hint) {
@@ -110,6 +118,7 @@ class Importer {
   void check_structure();
   void check_declared_types();
   void import_inputs();
+  void check_shadowed_input(const onnx::ValueInfoProto& vi, const Value* init);
   void import_initializers();
   // Counts a tensor the model stores against limits().max_total_bytes before
   // it is read.
@@ -141,10 +150,7 @@ class Importer {
 
 int64_t NodeContext::opset() const { return imp_.opset(); }
 
-std::string NodeContext::label() const {
-  std::string name = node_.name().empty() ? (node_.output_size() ? "->" + node_.output(0) : "?") : node_.name();
-  return fmt::format("{}: node \"{}\" ({})", imp_.file(), name, node_.op_type());
-}
+std::string NodeContext::label() const { return fmt::format("{}: {}", imp_.file(), node_label(node_)); }
 
 const Tensor* NodeContext::value_of(Value* v) { return imp_.known_value(v); }
 
@@ -247,7 +253,7 @@ const Tensor* Importer::known_value(Value* v) {
 }
 
 TensorType Importer::input_type(const onnx::ValueInfoProto& vi) {
-  std::string ctx = fmt::format("{}: input \"{}\"", file_, vi.name());
+  std::string ctx = fmt::format("{}: input \"{}\"", file_, short_name(vi.name()));
   if (!vi.type().has_tensor_type()) unsupported("{}: only tensor inputs are supported", ctx);
   const auto& tt = vi.type().tensor_type();
   DType dt = dtype_from_onnx(tt.elem_type(), ctx);
@@ -284,7 +290,7 @@ TensorType Importer::input_type(const onnx::ValueInfoProto& vi) {
 
 void Importer::import_initializers() {
   for (const auto& init : model_.graph().initializer()) {
-    std::string ctx = fmt::format("{}: initializer \"{}\"", file_, init.name());
+    std::string ctx = fmt::format("{}: initializer \"{}\"", file_, short_name(init.name()));
     if (init.name().empty()) fail("{}: initializer without a name", file_);
     account_bytes(init, ctx);
     Tensor t = tensor_from_proto(init, base_dir_, ctx);
@@ -298,10 +304,43 @@ void Importer::import_initializers() {
 
 void Importer::import_inputs() {
   for (const auto& vi : model_.graph().input()) {
-    if (env_.count(vi.name())) continue;  // an initializer with a declared input (old models): a constant
+    if (auto it = env_.find(vi.name()); it != env_.end()) {
+      // An initializer with a declared input (old models): a constant.
+      check_shadowed_input(vi, it->second);
+      continue;
+    }
     if (vi.name().empty()) fail("{}: graph input without a name", file_);
     names_.insert(vi.name());
     env_[vi.name()] = graph_->add_input(vi.name(), input_type(vi));
+  }
+}
+
+// An initializer that shadows a graph input is the input's default value, so
+// it must have the input's declared type (ONNX Runtime rejects the model
+// otherwise); silently taking the initializer would change what the model
+// means. Symbolic or absent dims match any size.
+void Importer::check_shadowed_input(const onnx::ValueInfoProto& vi, const Value* init) {
+  if (!vi.type().has_tensor_type()) return;
+  const auto& tt = vi.type().tensor_type();
+  std::string ctx = fmt::format("{}: input \"{}\"", file_, short_name(vi.name()));
+  bool same = true;
+  if (tt.elem_type() != 0) same = dtype_from_onnx(tt.elem_type(), ctx) == init->dtype();
+  if (tt.has_shape()) {
+    same = same && tt.shape().dim_size() == init->type().rank();
+    for (int i = 0; same && i < tt.shape().dim_size(); ++i) {
+      const auto& d = tt.shape().dim(i);
+      same = !d.has_dim_value() || d.dim_value() == init->shape()[i];
+    }
+  }
+  if (!same) {
+    std::string declared = tt.elem_type() != 0 ? std::string(dtype_name(dtype_from_onnx(tt.elem_type(), ctx))) : "?";
+    std::vector<std::string> dims;
+    for (const auto& d : tt.shape().dim())
+      dims.push_back(d.has_dim_value()        ? std::to_string(d.dim_value())
+                     : d.dim_param().empty() ? std::string("?")
+                                             : short_name(d.dim_param()));
+    std::string shape = tt.has_shape() ? fmt::format("[{}]", fmt::join(dims, ",")) : "";
+    fail("{}: declared as {}{} but the initializer of the same name is {}", ctx, declared, shape, init->type().str());
   }
 }
 
@@ -340,10 +379,9 @@ AttrMap Importer::convert_attrs(const onnx::NodeProto& node, const std::string& 
 }
 
 void Importer::import_node(const onnx::NodeProto& node) {
-  std::string name = node.name().empty() ? (node.output_size() ? "->" + node.output(0) : "?") : node.name();
-  std::string ctx = fmt::format("{}: node \"{}\" ({})", file_, name, node.op_type());
+  std::string ctx = fmt::format("{}: {}", file_, node_label(node));
   if (!node.domain().empty() && node.domain() != "ai.onnx")
-    unsupported("{}: domain '{}' is not supported", ctx, node.domain());
+    unsupported("{}: domain '{}' is not supported", ctx, short_name(node.domain()));
   if (opset_ <= 0) fail("{}: the model imports no opset for the default domain", ctx);
   std::vector<Value*> inputs;
   std::vector<const std::vector<Value*>*> seq_inputs;
@@ -360,7 +398,7 @@ void Importer::import_node(const onnx::NodeProto& node) {
     }
     auto it = env_.find(in);
     if (it == env_.end())
-      fail("{}: input \"{}\" is not defined by any earlier node, initializer or graph input", ctx, in);
+      fail("{}: input \"{}\" is not defined by any earlier node, initializer or graph input", ctx, short_name(in));
     inputs.push_back(it->second);
   }
   while (!inputs.empty() && !inputs.back() && !seq_inputs[inputs.size() - 1]) inputs.pop_back();
@@ -376,7 +414,8 @@ void Importer::import_node(const onnx::NodeProto& node) {
       (*a)(nc);
     } else {
       std::string op = default_kiln_name(node.op_type());
-      if (!op_registry().find(op)) unsupported("{}: op {} (opset {}) is not supported", ctx, node.op_type(), opset_);
+      if (!op_registry().find(op))
+        unsupported("{}: op {} (opset {}) is not supported", ctx, short_name(node.op_type()), opset_);
       nc.import_as(op);
     }
   } catch (const Error& e) {
@@ -442,11 +481,7 @@ void Importer::check_structure() {
   if (int depth = subgraph_depth(g, 0, cap); depth > cap)
     fail("{}: subgraphs are nested more than {} deep (the limit, as in ONNX Runtime)", file_, cap);
 
-  auto node_label = [&](int i) {
-    const auto& n = g.node(i);
-    std::string name = n.name().empty() ? (n.output_size() ? "->" + n.output(0) : "?") : n.name();
-    return fmt::format("node \"{}\" ({})", name, n.op_type());
-  };
+  auto label = [&](int i) { return node_label(g.node(i)); };
   // Who defines each name: -1 an initializer or graph input, else a node.
   std::unordered_map<std::string, int> producer;
   for (const auto& init : g.initializer()) producer.emplace(init.name(), -1);
@@ -456,8 +491,8 @@ void Importer::check_structure() {
       if (o.empty()) continue;
       auto [it, fresh] = producer.emplace(o, i);
       if (!fresh)
-        fail("{}: {}: value \"{}\" is defined twice (also by {})", file_, node_label(i), o,
-             it->second < 0 ? std::string("a graph input or initializer") : node_label(it->second));
+        fail("{}: {}: value \"{}\" is defined twice (also by {})", file_, label(i), short_name(o),
+             it->second < 0 ? std::string("a graph input or initializer") : label(it->second));
     }
   bool sorted = true;
   for (int i = 0; i < g.node_size(); ++i)
@@ -465,7 +500,8 @@ void Importer::check_structure() {
       if (in.empty()) continue;
       auto it = producer.find(in);
       if (it == producer.end())
-        fail("{}: {}: input \"{}\" is not defined by any node, initializer or graph input", file_, node_label(i), in);
+        fail("{}: {}: input \"{}\" is not defined by any node, initializer or graph input", file_, label(i),
+             short_name(in));
       sorted &= it->second < i;
     }
   if (sorted) return;
@@ -496,8 +532,8 @@ void Importer::check_structure() {
       if (state[j] == 1) {
         std::vector<std::string> names;
         auto from = std::find_if(stack.begin(), stack.end(), [j](const auto& e) { return e.first == j; });
-        for (auto e = from; e != stack.end(); ++e) names.push_back(node_label(e->first));
-        names.push_back(node_label(j));
+        for (auto e = from; e != stack.end(); ++e) names.push_back(label(e->first));
+        names.push_back(label(j));
         fail("{}: the graph has a cycle: {} (each reads the next one's output)", file_, fmt::join(names, " <- "));
       }
       state[j] = 1;
@@ -507,8 +543,9 @@ void Importer::check_structure() {
   for (int i = 0; i < g.node_size(); ++i)
     for (const std::string& in : g.node(i).input())
       if (!in.empty() && producer.at(in) >= i)
-        fail("{}: {} reads \"{}\" before {} produces it: nodes must be topologically sorted", file_, node_label(i), in,
-             node_label(producer.at(in)));
+        fail("{}: {} reads \"{}\" before {} produces it: nodes must be topologically sorted", file_, label(i),
+             short_name(in),
+             label(producer.at(in)));
 }
 
 // value_info entries declare the types of intermediate values: they must
@@ -520,7 +557,7 @@ void Importer::check_declared_types() {
     if (it == env_.end() || !vi.type().has_tensor_type()) continue;
     Value* v = it->second;
     const auto& tt = vi.type().tensor_type();
-    std::string ctx = fmt::format("{}: value_info \"{}\"", file_, vi.name());
+    std::string ctx = fmt::format("{}: value_info \"{}\"", file_, short_name(vi.name()));
     if (tt.elem_type() != 0 && dtype_from_onnx(tt.elem_type(), ctx) != v->dtype())
       fail("{}: the model declares {} but kiln infers {}", ctx, dtype_name(dtype_from_onnx(tt.elem_type(), ctx)),
            v->type().str());
@@ -543,7 +580,7 @@ bool Importer::op_known(const onnx::NodeProto& node) const {
 }
 
 void Importer::import_node_collecting(const onnx::NodeProto& node) {
-  std::string name = node.name().empty() ? (node.output_size() ? "->" + node.output(0) : "?") : node.name();
+  std::string name = short_name(node.name().empty() ? (node.output_size() ? "->" + node.output(0) : "?") : node.name());
   auto mark_unknown = [&] {
     for (const auto& o : node.output()) {
       env_.erase(o);
@@ -555,19 +592,19 @@ void Importer::import_node_collecting(const onnx::NodeProto& node) {
                                    [&](const std::string& in) { return unknown_.count(in) > 0; });
   if (reads_unknown) {
     if (!op_known(node))
-      opts_.problems->push_back({name, node.op_type(), true,
-                                 fmt::format("{}: node \"{}\" ({}): op {} (domain '{}') is not supported", file_,
-                                             name, node.op_type(), node.op_type(), node.domain())});
+      opts_.problems->push_back({name, short_name(node.op_type()), true,
+                                 fmt::format("{}: {}: op {} (domain '{}') is not supported", file_,
+                                             node_label(node), short_name(node.op_type()), short_name(node.domain()))});
     mark_unknown();
     return;
   }
   try {
     import_node(node);
   } catch (const Unsupported& e) {
-    opts_.problems->push_back({name, node.op_type(), true, e.what()});
+    opts_.problems->push_back({name, short_name(node.op_type()), true, e.what()});
     mark_unknown();
   } catch (const Error& e) {
-    opts_.problems->push_back({name, node.op_type(), false, e.what()});
+    opts_.problems->push_back({name, short_name(node.op_type()), false, e.what()});
     mark_unknown();
   }
 }
@@ -585,6 +622,9 @@ ImportResult Importer::run() {
   if (opset_ > kMaxOpset)
     unsupported("{}: opset {} is newer than kiln supports (up to {})", file_, opset_, kMaxOpset);
   if (!model_.has_graph()) fail("{}: the model has no graph", file_);
+  // A graph computes nothing anyone can read without outputs (the ONNX
+  // checker rejects it too).
+  if (model_.graph().output_size() == 0) fail("{}: the graph has no outputs", file_);
 
   check_structure();
   graph_ = std::make_unique<Graph>(model_.graph().name().empty() ? "main" : "main");
@@ -602,11 +642,11 @@ ImportResult Importer::run() {
   for (const auto& vi : model_.graph().output()) {
     if (unknown_.count(vi.name())) continue;  // collecting mode: its producer is already reported
     if (seq_env_.count(vi.name()))
-      unsupported("{}: graph output \"{}\" is a sequence; kiln's outputs are tensors", file_, vi.name());
+      unsupported("{}: graph output \"{}\" is a sequence; kiln's outputs are tensors", file_, short_name(vi.name()));
     auto it = env_.find(vi.name());
-    if (it == env_.end()) fail("{}: graph output \"{}\" is never produced", file_, vi.name());
+    if (it == env_.end()) fail("{}: graph output \"{}\" is never produced", file_, short_name(vi.name()));
     Value* v = it->second;
-    std::string ctx = fmt::format("{}: output \"{}\"", file_, vi.name());
+    std::string ctx = fmt::format("{}: output \"{}\"", file_, short_name(vi.name()));
     if (vi.type().has_tensor_type()) {
       const auto& tt = vi.type().tensor_type();
       if (tt.elem_type() != 0 && dtype_from_onnx(tt.elem_type(), ctx) != v->dtype())

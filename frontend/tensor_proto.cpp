@@ -134,10 +134,30 @@ Tensor read_external(const onnx::TensorProto& p, const TensorType& type, const s
   return t;
 }
 
+// The fields that hold a tensor's values, as ONNX allows exactly one: two
+// (raw_data and float_data, say) would leave it to the reader which one
+// counts, and the ONNX checker rejects such a tensor. External data must come
+// without any in-file values.
+void check_one_storage(const onnx::TensorProto& p, const std::string& ctx) {
+  std::vector<const char*> fields;
+  if (p.has_raw_data()) fields.push_back("raw_data");
+  if (p.float_data_size()) fields.push_back("float_data");
+  if (p.int32_data_size()) fields.push_back("int32_data");
+  if (p.string_data_size()) fields.push_back("string_data");
+  if (p.int64_data_size()) fields.push_back("int64_data");
+  if (p.double_data_size()) fields.push_back("double_data");
+  if (p.uint64_data_size()) fields.push_back("uint64_data");
+  if (p.data_location() == onnx::TensorProto::EXTERNAL && !fields.empty())
+    fail("{}: the data is stored externally but the tensor also holds {}", ctx, fields[0]);
+  if (fields.size() > 1)
+    fail("{}: the tensor holds its values twice ({} and {}); ONNX allows one data field", ctx, fields[0], fields[1]);
+}
+
 }  // namespace
 
 Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir, const std::string& ctx) {
   if (p.has_segment()) unsupported("{}: segmented tensors are not supported", ctx);
+  check_one_storage(p, ctx);
   DType dt = dtype_from_onnx(p.data_type(), ctx);
   Shape shape(p.dims().begin(), p.dims().end());
   for (int64_t d : shape)

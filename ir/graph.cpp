@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include "ir/error.h"
+#include "ir/short_name.h"
 
 namespace kiln {
 
@@ -73,8 +74,9 @@ std::vector<Value*> Node::outputs() const {
 void Node::set_body(std::unique_ptr<Graph> g) { body_ = std::move(g); }
 
 std::string Node::describe() const {
-  if (name_.empty()) return fmt::format("node ({}) producing %{}", op_, outputs_.empty() ? "" : outputs_[0]->name());
-  return fmt::format("node \"{}\" ({})", name_, op_);
+  if (name_.empty())
+    return fmt::format("node ({}) producing %{}", op_, outputs_.empty() ? "" : short_name(outputs_[0]->name()));
+  return fmt::format("node \"{}\" ({})", short_name(name_), op_);
 }
 
 Graph::Graph(std::string name) : name_(std::move(name)) {}

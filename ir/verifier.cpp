@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "ir/error.h"
+#include "ir/short_name.h"
 
 namespace kiln {
 
@@ -27,7 +28,8 @@ namespace {
 
 constexpr int kMaxDepth = 64;
 
-std::string vname(const Value* v) { return "%" + v->name(); }
+// Names come from models: shortened, as every message shortens them.
+std::string vname(const Value* v) { return "%" + short_name(v->name()); }
 
 struct PairHash {
   size_t operator()(const std::pair<const Node*, int>& p) const {

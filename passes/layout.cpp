@@ -66,11 +66,15 @@ class LayoutPass : public Pass {
     for (Node* n : g.node_list())
       for (Value* o : n->outputs()) names_.insert(o->name());
 
+    std::vector<std::string> output_names;
+    for (Value* v : g.outputs()) output_names.push_back(v->name());
+
     select_regions();
     for (Node* n : region_order_) rewrite(n);
     for (Node* n : region_order_) restore_exits(n);
     bool changed = !region_order_.empty();
     changed |= cancel_transposes();
+    keep_output_names(output_names);
     if (changed) g.remove_unused_constants();
     return changed;
   }
@@ -246,6 +250,21 @@ class LayoutPass : public Pass {
     return nullptr;
   }
 
+  // Callers bind graph outputs by name (plans, `kiln run --outputs`): the
+  // value now in an output's slot (the transpose back to channels-first)
+  // takes the output's name, and the channels-last value that had it is
+  // renamed.
+  void keep_output_names(const std::vector<std::string>& want) {
+    for (size_t i = 0; i < want.size(); ++i) {
+      Value* v = g_->outputs()[i];
+      if (v->name() == want[i] || !v->producer() || want[i].empty()) continue;
+      for (Node* n : g_->node_list())
+        for (Value* o : n->outputs())
+          if (o != v && o->name() == want[i]) o->set_name(fresh_name(want[i] + ".nhwc"));
+      v->set_name(want[i]);
+    }
+  }
+
   // ---- transpose clean-up over the whole graph
 
   bool cancel_transposes() {
@@ -282,11 +301,25 @@ class LayoutPass : public Pass {
         }
       }
       if (!repl) continue;
+      if (g_->is_output(out)) repl = as_output(out, repl, t);
       g_->replace_all_uses(out, repl);
       erase_if_dead(t);
       changed = true;
     }
     return changed;
+  }
+
+  // `repl` standing in for the graph output `out`, able to take its name
+  // (keep_output_names): a new constant is renamed now; a graph input, an
+  // older constant or another output cannot be renamed, so an identity (a
+  // view, no kernel) placed before `at` stands in.
+  Value* as_output(Value* out, Value* repl, Node* at) {
+    if (repl->is_constant() && !repl->has_uses() && !g_->is_output(repl)) {
+      repl->set_name(out->name());  // made just now by the fold above; `out` goes with its transpose
+      return repl;
+    }
+    if (repl->producer() && !g_->is_output(repl)) return repl;
+    return g_->add_node("identity", {repl}, {repl->type()}, {}, at->name(), at)->output();
   }
 
   void erase_if_dead(Node* n) {

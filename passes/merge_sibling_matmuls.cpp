@@ -12,13 +12,20 @@
 // constant; the old ones go when nothing else reads them. Left alone: gemm
 // (alpha/beta/transposes), weights computed at run time or loaded by
 // reference only (no bytes to concatenate), and a lone matmul.
+//
+// Models that share weights across layers (ALBERT: every layer reads the same
+// Wq, Wk, Wv) have several sibling sets with the same weights: they share one
+// concatenated constant, and every new value gets a fresh name (two values
+// called %"wq+wk+wv" would break the graph).
 #include <fmt/format.h>
 
 #include <cstring>
+#include <map>
 #include <unordered_map>
 
 #include "passes/pass.h"
 #include "passes/pass_list.h"
+#include "passes/rewrite_util.h"
 
 namespace kiln {
 namespace {
@@ -67,9 +74,11 @@ class MergeSiblingMatmuls : public Pass {
       }
     }
     bool changed = false;
+    rewrite::NameSet names(g);
+    std::map<std::vector<const Value*>, Value*> concats;  // weights -> their concatenation
     for (const auto& set : sets) {
       if (set.size() < 2) continue;
-      merge(g, set);
+      merge(g, set, names, concats);
       stats.count("matmuls-merged", static_cast<int64_t>(set.size()));
       changed = true;
     }
@@ -78,18 +87,21 @@ class MergeSiblingMatmuls : public Pass {
   }
 
  private:
-  static void merge(Graph& g, const std::vector<Node*>& set) {
+  static void merge(Graph& g, const std::vector<Node*>& set, rewrite::NameSet& fresh,
+                    std::map<std::vector<const Value*>, Value*>& concats) {
     std::vector<const Tensor*> ws;
+    std::vector<const Value*> wvals;
     std::vector<std::string> names, wnames;
     std::vector<int64_t> widths;
     for (Node* n : set) {
       ws.push_back(&n->input(1)->data());
+      wvals.push_back(n->input(1));
       widths.push_back(n->input(1)->shape()[1]);
       wnames.push_back(n->input(1)->name());
       if (!n->name().empty()) names.push_back(n->name());
     }
-    Tensor wcat = concat_columns(ws);
-    Value* w = g.add_constant(fmt::format("{}", fmt::join(wnames, "+")), std::move(wcat));
+    Value*& w = concats[wvals];
+    if (!w) w = g.add_constant(fresh.fresh(fmt::format("{}", fmt::join(wnames, "+"))), concat_columns(ws));
     TensorType out = set[0]->output(0)->type();
     int axis = out.rank() - 1;
     int64_t total = 0;
@@ -103,7 +115,7 @@ class MergeSiblingMatmuls : public Pass {
     sa.set("axis", int64_t(axis));
     sa.set("split", widths);
     Node* split = g.add_node("split", {m->output(0)}, parts, std::move(sa), name, set[0]);
-    m->output(0)->set_name(set[0]->output(0)->name() + ".merged");
+    m->output(0)->set_name(fresh.fresh(set[0]->output(0)->name() + ".merged"));
     for (size_t i = 0; i < set.size(); ++i) {
       std::string keep = set[i]->output(0)->name();
       g.replace_all_uses(set[i]->output(0), split->output(static_cast<int>(i)));

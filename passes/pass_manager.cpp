@@ -8,6 +8,7 @@
 #include "ir/error.h"
 #include "ir/dot_printer.h"
 #include "ir/printer.h"
+#include "ir/short_name.h"
 #include "ir/verifier.h"
 #include "ops/registry.h"
 
@@ -23,6 +24,34 @@ std::vector<std::string> default_pipeline(const PassOptions& opts) {
   return p;
 }
 
+namespace {
+
+std::vector<std::string> output_names(const Graph& g) {
+  std::vector<std::string> names;
+  for (const Value* v : g.outputs()) names.push_back(v->name());
+  return names;
+}
+
+// Callers bind a graph's outputs by name (the runtime's I/O, `kiln run
+// --outputs` files), so no pass may rename, add or drop one.
+void check_output_names(const Graph& g, const std::vector<std::string>& want) {
+  std::vector<std::string> have = output_names(g);
+  if (have.size() != want.size())
+    fail("the graph has {} outputs, it had {} before", have.size(), want.size());
+  for (size_t i = 0; i < have.size(); ++i)
+    if (have[i] != want[i])
+      fail("graph output {} is {}, it was %{}: passes must keep output names", i,
+           have[i].empty() ? "an unnamed value" : "named %" + short_name(have[i]), short_name(want[i]));
+}
+
+// "model.onnx: <message>", unless the message names the file already.
+std::string in_source(const std::string& source, const std::string& what) {
+  if (source.empty() || what.rfind(source + ":", 0) == 0) return what;
+  return source + ": " + what;
+}
+
+}  // namespace
+
 std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, const PipelineOptions& po) {
   std::ostream& out = po.print_to ? *po.print_to : std::cerr;
   std::vector<PassRecord> records;
@@ -30,6 +59,7 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, cons
     std::filesystem::create_directories(po.dump_dir);
     std::ofstream(std::filesystem::path(po.dump_dir) / "000.input.kir") << print_graph(g);
   }
+  const std::vector<std::string> outputs_before = output_names(g);
   int index = 0;
   for (auto& p : passes_) {
     ++index;
@@ -40,14 +70,21 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, cons
     rec.name = name;
     rec.nodes_before = g.num_nodes();
     auto t0 = std::chrono::steady_clock::now();
-    rec.changed = p->run(g, opts, rec.stats);
+    try {
+      rec.changed = p->run(g, opts, rec.stats);
+    } catch (const Unsupported& e) {
+      throw Unsupported(in_source(po.source, e.what()));
+    } catch (const Error& e) {
+      throw Error(in_source(po.source, e.what()));
+    }
     rec.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     rec.nodes_after = g.num_nodes();
     if (po.verify_each) {
       try {
         verify_graph(g, op_registry());
+        check_output_names(g, outputs_before);
       } catch (const Error& e) {
-        throw Error(fmt::format("after pass '{}': {}", name, e.what()));
+        throw Error(in_source(po.source, fmt::format("after pass '{}': {}", name, e.what())));
       }
     }
     if (po.print_after_all || po.print_after.count(name) || (po.print_after_change && rec.changed))

@@ -260,6 +260,80 @@ def bad_models():
         fh.write(np.ones(4, np.float32).tobytes())
 
 
+def npy_file(header, data=b""):
+    """A .npy (version 1) with this header dict text, padded as numpy pads it."""
+    h = header.encode() + b" "
+    h += b" " * ((64 - (10 + len(h) + 1) % 64) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h + data
+
+
+def bad_npy_inputs():
+    """`kiln run --inputs x:bad.npy` on a Relu of f32[2,3]: each .npy damaged
+    one way; the message must name the .npy file."""
+    m = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", [2, 3])], [vi("y", [2, 3])])
+    ok = np.arange(6, dtype=np.float32).tobytes()
+    cases = [
+        ("npy_dim_overflow", "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999, 3), }", ok,
+         "bad.npy: .npy shape dimension 99999999999999999999999 does not fit in 64 bits"),
+        ("npy_negative_dim", "{'descr': '<f4', 'fortran_order': False, 'shape': (-2, 3), }", ok,
+         "bad.npy: .npy shape has a negative dimension -2"),
+        ("npy_float_dim", "{'descr': '<f4', 'fortran_order': False, 'shape': (2.0, 3), }", ok,
+         "bad.npy: .npy shape dimension '2.0' is not a non-negative integer"),
+        ("npy_numel_overflow", "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", ok,
+         "bad.npy: element count of shape [4294967296,4294967296] overflows"),
+        ("npy_big_endian", "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }",
+         np.arange(6, dtype=">f4").tobytes(), "bad.npy: .npy data is big-endian"),
+        ("npy_fortran_order", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", ok,
+         "bad.npy: Fortran-order arrays are not supported"),
+        ("npy_object_array", "{'descr': '|O', 'fortran_order': False, 'shape': (2, 3), }", b"\x80\x04\x95" + bytes(40),
+         "bad.npy: .npy holds Python objects (dtype '|O'); kiln reads numeric arrays only and never unpickles"),
+        ("npy_structured_dtype", "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2, 3), }", ok,
+         "bad.npy: .npy dtype is not a plain type"),
+        ("npy_unsupported_dtype", "{'descr': '<U4', 'fortran_order': False, 'shape': (2, 3), }", bytes(96),
+         "bad.npy: .npy dtype '<U4' is not supported"),
+        ("npy_truncated_data", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", ok[:10],
+         "bad.npy: f32[2,3] needs 24 data bytes, the file holds 10 (truncated)"),
+        ("npy_malformed_header", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)", ok,
+         "bad.npy: malformed .npy header"),
+    ]
+    for name, header, data, expect in cases:
+        d = save(name, m, expect, commands=("run",), args=["--inputs", "x:bad.npy"])
+        with open(os.path.join(d, "bad.npy"), "wb") as fh:
+            fh.write(npy_file(header, data))
+
+
+def bad_models_issue15():
+    """Inputs strangers sent (issue 15): each used to be accepted silently, or
+    to fail without naming the file."""
+    f = TensorProto.FLOAT
+    # An initializer shadowing a graph input of another shape (ONNX Runtime rejects it).
+    save("initializer_shadows_input_shape",
+         model([helper.make_node("Add", ["x", "w"], ["y"])], [vi("x", [2]), vi("w", [3])], [vi("y", [2])],
+               inits=[helper.make_tensor("w", f, [2], [1, 2])]),
+         'input "w": declared as f32[3] but the initializer of the same name is f32[2]')
+    save("initializer_shadows_input_dtype",
+         model([helper.make_node("Add", ["x", "w"], ["y"])], [vi("x", [2]), vi("w", [2], TensorProto.INT64)],
+               [vi("y", [2])], inits=[helper.make_tensor("w", f, [2], [1, 2])]),
+         'input "w": declared as i64[2]')
+    both = helper.make_tensor("w", f, [2], [1.0, 2.0])
+    both.raw_data = np.ones(2, np.float32).tobytes()
+    save("tensor_raw_and_typed_data", model([helper.make_node("Add", ["x", "w"], ["y"])], [vi("x", [2])],
+                                            [vi("y", [2])], inits=[both]),
+         "holds its values twice (raw_data and float_data)")
+    save("graph_without_outputs", model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], []),
+         "model.onnx: the graph has no outputs")
+    # A Gather of constants that constant folding evaluates: its error names the model and the node.
+    data = numpy_helper.from_array(np.ones((3, 2), np.float32), "data")
+    idx = numpy_helper.from_array(np.array([0, 7], np.int64), "i")
+    save("folded_gather_index_out_of_range",
+         model([helper.make_node("Gather", ["data", "i"], ["y"], name="gather")], [], [vi("y", [2, 2])],
+               inits=[data, idx]), 'model.onnx: node "gather" (gather)')
+    # A 1 MB node name is shortened in messages: first and last 60 characters.
+    long_name = "n" * (1 << 20)
+    save("node_name_1mb", model([helper.make_node("FrobnicateX", ["x"], ["y"], name=long_name)], [vi("x", [2])],
+                                [vi("y", [2])]), 'node "' + "n" * 60 + "..." + "n" * 60 + '" (FrobnicateX)')
+
+
 # Every command that reads a plan: the runtime (run, bench) and inspect.
 PLAN_COMMANDS = ("run", "inspect", "bench")
 
@@ -478,6 +552,8 @@ if __name__ == "__main__":
     with open(os.path.join(OUT, "outside", "secret.bin"), "wb") as fh:
         fh.write(np.ones(64, np.float32).tobytes())
     bad_models()
+    bad_npy_inputs()
+    bad_models_issue15()
     valid_models()
     if cli.kiln:
         bad_plans(os.path.abspath(cli.kiln), cli.fake_cuda and os.path.abspath(cli.fake_cuda))

@@ -115,6 +115,18 @@ TEST(Verifier, DuplicateValueNames) {
   EXPECT_VERIFY_ERROR(s.g, "value name %x is used by two values of graph @main");
 }
 
+// Names come from models: a 1 MB one is shortened in the message.
+TEST(Verifier, LongNamesAreShortened) {
+  Simple s;
+  std::string big(1 << 20, 'v');
+  s.x->set_name(big);
+  s.relu->output()->set_name(big);
+  std::string e = verify_error(s.g);
+  EXPECT_NE(e.find("value name %" + std::string(60, 'v') + "..." + std::string(60, 'v') + " is used by two"),
+            std::string::npos);
+  EXPECT_LT(e.size(), 300u);
+}
+
 TEST(Verifier, EmptyNamesAreAllowed) {
   Simple s;
   s.add->output()->set_name("");

@@ -208,6 +208,7 @@ int main(int argc, char** argv) {
   kiln::apply_verbosity({&copts, &bench_opts.compile, &conf_opts.compile});
   if (kiln::verbosity() >= 1) conf_opts.verbose = true;
 
+  copts.pipeline.source = model;  // passes' errors name the model, as the importer's do
   try {
     if (!max_tensor_bytes.empty())
       kiln::limits().max_tensor_bytes = kiln::parse_byte_size(max_tensor_bytes, "--max-tensor-bytes");
@@ -322,9 +323,9 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     // Every size is checked against the limits before allocating; running out
     // anyway means the limits are above what this machine can give.
-    std::cerr << fmt::format("error: out of host memory (limits: {} bytes per tensor, {} bytes of weights; lower "
+    std::cerr << fmt::format("error: {}out of host memory (limits: {} bytes per tensor, {} bytes of weights; lower "
                              "them with --max-tensor-bytes / --max-total-bytes)\n",
-                             kiln::limits().max_tensor_bytes, kiln::limits().max_total_bytes);
+                             model.empty() ? "" : model + ": ", kiln::limits().max_tensor_bytes, kiln::limits().max_total_bytes);
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "internal error: " << e.what() << "\n";

@@ -1,12 +1,15 @@
 #include "tools/kiln/tensor_io.h"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
 #include "ir/error.h"
+#include "ir/limits.h"
 
 namespace kiln {
 
@@ -31,21 +34,132 @@ const char* npy_descr(DType t) {
   return nullptr;
 }
 
-// The value of 'key' in the header dict, as raw text up to the next top-level comma.
-std::string dict_value(const std::string& h, const std::string& key, const std::string& path) {
-  size_t k = h.find("'" + key + "'");
-  if (k == std::string::npos) fail("{}: .npy header has no '{}'", path, key);
-  size_t c = h.find(':', k);
-  if (c == std::string::npos) fail("{}: malformed .npy header", path);
-  size_t s = c + 1, depth = 0, e = s;
-  for (; e < h.size(); ++e) {
-    if (h[e] == '(') ++depth;
-    if (h[e] == ')') --depth;
-    if ((h[e] == ',' || h[e] == '}') && depth == 0) break;
+// The header of a .npy file is a Python dict literal, e.g.
+//   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+// Files come from strangers: it is parsed strictly (string keys; a string,
+// True/False or a tuple of non-negative integers as values) and never
+// evaluated, so object arrays are refused rather than unpickled.
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  Shape shape;
+};
+
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& text, const std::string& path) : h_(text), path_(path) {}
+
+  NpyHeader parse() {
+    NpyHeader r;
+    bool have_descr = false, have_order = false, have_shape = false;
+    expect('{');
+    while (!peek('}')) {
+      std::string key = string_literal();
+      expect(':');
+      if (key == "descr") {
+        if (!peek('\'') && !peek('"'))
+          fail("{}: .npy dtype is not a plain type (structured or object arrays are not supported)", path_);
+        r.descr = string_literal();
+        have_descr = true;
+      } else if (key == "fortran_order") {
+        r.fortran_order = boolean();
+        have_order = true;
+      } else if (key == "shape") {
+        r.shape = shape();
+        have_shape = true;
+      } else {
+        fail("{}: .npy header has an unknown key '{}'", path_, key);
+      }
+      if (!peek(',')) break;
+      expect(',');
+    }
+    expect('}');
+    skip_space();
+    if (at_ != h_.size()) fail("{}: malformed .npy header: unexpected text after the dict", path_);
+    if (!have_descr || !have_order || !have_shape)
+      fail("{}: .npy header lacks '{}'", path_, !have_descr ? "descr" : !have_order ? "fortran_order" : "shape");
+    return r;
   }
-  std::string v = h.substr(s, e - s);
-  size_t a = v.find_first_not_of(" "), b = v.find_last_not_of(" ");
-  return a == std::string::npos ? "" : v.substr(a, b - a + 1);
+
+ private:
+  void skip_space() {
+    while (at_ < h_.size() && std::isspace(static_cast<unsigned char>(h_[at_]))) ++at_;
+  }
+  bool peek(char c) {
+    skip_space();
+    return at_ < h_.size() && h_[at_] == c;
+  }
+  void expect(char c) {
+    if (!peek(c)) fail("{}: malformed .npy header: expected '{}' at byte {}", path_, c, at_);
+    ++at_;
+  }
+  std::string string_literal() {
+    skip_space();
+    if (at_ >= h_.size() || (h_[at_] != '\'' && h_[at_] != '"'))
+      fail("{}: malformed .npy header: expected a quoted string at byte {}", path_, at_);
+    char q = h_[at_++];
+    size_t end = h_.find(q, at_);
+    if (end == std::string::npos) fail("{}: malformed .npy header: unterminated string", path_);
+    std::string r = h_.substr(at_, end - at_);
+    at_ = end + 1;
+    return r;
+  }
+  bool boolean() {
+    skip_space();
+    for (auto [word, value] : {std::pair{"True", true}, std::pair{"False", false}})
+      if (h_.compare(at_, std::strlen(word), word) == 0) {
+        at_ += std::strlen(word);
+        return value;
+      }
+    fail("{}: malformed .npy header: fortran_order is not True or False", path_);
+  }
+  // "(2, 3)", "(3,)", "()": each dim a plain non-negative integer that fits in int64.
+  Shape shape() {
+    expect('(');
+    Shape s;
+    while (!peek(')')) {
+      size_t from = at_;
+      while (at_ < h_.size() && h_[at_] != ',' && h_[at_] != ')') ++at_;
+      std::string dim = h_.substr(from, at_ - from);
+      size_t a = dim.find_first_not_of(" "), b = dim.find_last_not_of(" ");
+      dim = a == std::string::npos ? "" : dim.substr(a, b - a + 1);
+      if (!dim.empty() && dim[0] == '-') fail("{}: .npy shape has a negative dimension {}", path_, dim);
+      bool digits = !dim.empty() && std::all_of(dim.begin(), dim.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits) fail("{}: .npy shape dimension '{}' is not a non-negative integer", path_, dim);
+      int64_t v = 0;
+      auto [end, ec] = std::from_chars(dim.data(), dim.data() + dim.size(), v);
+      if (ec != std::errc() || end != dim.data() + dim.size())
+        fail("{}: .npy shape dimension {} does not fit in 64 bits", path_, dim);
+      s.push_back(v);
+      if (!peek(',')) break;
+      expect(',');
+    }
+    expect(')');
+    return s;
+  }
+
+  const std::string& h_;
+  const std::string& path_;
+  size_t at_ = 0;
+};
+
+// The kiln dtype of a .npy descr, or a clear error.
+DType npy_dtype(const std::string& descr, const std::string& path) {
+  for (int i = 0; i < kNumDTypes; ++i) {
+    const char* d = npy_descr(DType(i));
+    if (!d) continue;
+    // '=' (native) and '<' both mean little-endian here; '|' single-byte.
+    std::string alt = d;
+    alt[0] = '=';
+    if (descr == d || descr == alt) return DType(i);
+  }
+  if (descr.find('O') != std::string::npos)
+    fail("{}: .npy holds Python objects (dtype '{}'); kiln reads numeric arrays only and never unpickles", path,
+         descr);
+  if (!descr.empty() && descr[0] == '>')
+    fail("{}: .npy data is big-endian (dtype '{}'); save it little-endian (arr.astype(arr.dtype.newbyteorder('<')))",
+         path, descr);
+  fail("{}: .npy dtype '{}' is not supported (little-endian numeric or bool)", path, descr);
 }
 
 }  // namespace
@@ -70,37 +184,18 @@ Tensor read_npy(const std::string& path) {
     fail("{}: .npy version {} is not supported", path, major);
   }
   if (hlen > bytes.size() - at) fail("{}: truncated .npy header", path);
-  std::string h = bytes.substr(at, hlen);
+  NpyHeader h = HeaderParser(bytes.substr(at, hlen), path).parse();
   at += hlen;
-  std::string descr = dict_value(h, "descr", path);
-  if (descr.size() < 2) fail("{}: bad descr {}", path, descr);
-  descr = descr.substr(1, descr.size() - 2);
-  if (dict_value(h, "fortran_order", path) != "False") fail("{}: Fortran-order arrays are not supported", path);
-  std::optional<DType> dt;
-  for (int i = 0; i < kNumDTypes; ++i) {
-    const char* d = npy_descr(DType(i));
-    if (!d) continue;
-    // '=' and '<' both mean little-endian here; '|' single-byte.
-    std::string alt = d;
-    alt[0] = '=';
-    if (descr == d || descr == alt) dt = DType(i);
-  }
-  if (!dt) fail("{}: .npy dtype '{}' is not supported (little-endian numeric or bool)", path, descr);
-  std::string shape_text = dict_value(h, "shape", path);
-  Shape shape;
-  std::string num;
-  for (char c : shape_text) {
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      num += c;
-    } else if (!num.empty()) {
-      shape.push_back(std::stoll(num));
-      num.clear();
-    }
-  }
-  Tensor t(*dt, shape);
-  if (t.nbytes() != bytes.size() - at)
-    fail("{}: {} holds {} data bytes, expected {}", path, t.type().str(), bytes.size() - at, t.nbytes());
-  if (t.nbytes()) std::memcpy(t.raw(), bytes.data() + at, t.nbytes());
+  DType dt = npy_dtype(h.descr, path);
+  if (h.fortran_order) fail("{}: Fortran-order arrays are not supported; save np.ascontiguousarray(arr)", path);
+  // Sized (overflow, the per-tensor limit) before anything is allocated.
+  TensorType type(dt, h.shape);
+  int64_t want = check_tensor_bytes(type, path);
+  if (static_cast<int64_t>(bytes.size() - at) != want)
+    fail("{}: {} needs {} data bytes, the file holds {}{}", path, type.str(), want, bytes.size() - at,
+         static_cast<int64_t>(bytes.size() - at) < want ? " (truncated)" : "");
+  Tensor t(dt, h.shape);
+  if (want) std::memcpy(t.raw(), bytes.data() + at, static_cast<size_t>(want));
   return t;
 }
 
