@@ -20,10 +20,10 @@
 #include "tools/kiln/bench_plan.h"
 #include "tools/kiln/inspect.h"
 #include "tools/kiln/inspect_plan.h"
+#include "tools/kiln/output_paths.h"
 #include "tools/kiln/plan_sniff.h"
 #include "tools/kiln/progress.h"
 #include "tools/kiln/run_inputs.h"
-#include "tools/kiln/output_paths.h"
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "codegen/sim_executor.h"
 #endif

@@ -13,9 +13,9 @@
 #include "runtime/plan_format.h"
 #include "runtime/plan_graph.h"
 #include "tools/kiln/bench.h"
+#include "tools/kiln/output_paths.h"
 #include "tools/kiln/plan_sim.h"
 #include "tools/kiln/run_inputs.h"
-#include "tools/kiln/output_paths.h"
 
 namespace kiln {
 

@@ -27,8 +27,8 @@
 #include "ops/registry.h"
 #include "tools/kiln/backends.h"
 #include "tools/kiln/compare.h"
-#include "tools/kiln/progress.h"
 #include "tools/kiln/output_paths.h"
+#include "tools/kiln/progress.h"
 
 namespace kiln {
 

@@ -14,8 +14,8 @@
 #include "ir/error.h"
 #include "tools/kiln/cli_checks.h"
 #include "tools/kiln/inspect_plan.h"
-#include "tools/kiln/plan_sniff.h"
 #include "tools/kiln/output_paths.h"
+#include "tools/kiln/plan_sniff.h"
 
 namespace kiln {
 

@@ -50,7 +50,6 @@
 #include "tools/kiln/run_plan.h"
 #include "tools/kiln/tensor_io.h"
 #include "tools/kiln/tuning.h"
-#include "tools/kiln/output_paths.h"
 
 namespace {
 
