@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -19,8 +20,10 @@
 #include "tools/kiln/bench_plan.h"
 #include "tools/kiln/inspect.h"
 #include "tools/kiln/inspect_plan.h"
+#include "tools/kiln/output_paths.h"
+#include "tools/kiln/plan_sniff.h"
 #include "tools/kiln/progress.h"
-#include "tools/kiln/run_plan.h"
+#include "tools/kiln/run_inputs.h"
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "backends/sim/sim_executor.h"
 #endif
@@ -154,11 +157,9 @@ CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
                   "(default for plans: the GPU when usable, else ref) and gpu")
       ->check(CLI::IsMember({"auto", "ref", "sim", "gpu"}))
       ->group("Runtime");
-  cmd->add_option("--inputs", o.inputs,
-                  "Input values: name:file.npy,... (others seeded random; integer inputs such as token ids "
-                  "usually need real values)")
-      ->group("Runtime");
-  cmd->add_option("--iterations", o.iterations, "Timed runs (default 10)")->check(CLI::PositiveNumber)->group("Runtime");
+  add_input_flags(cmd, o.inputs, o.input_ranges);
+  cmd->add_option("--iterations", o.iterations, "Timed runs (default 10)")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))->group("Runtime");
   cmd->add_option("--warmup-ms", o.warmup_ms, "Untimed runs for at least this long first (default 200; 0: none)")
       ->check(CLI::NonNegativeNumber)
       ->group("Runtime");
@@ -169,7 +170,7 @@ CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
 }
 
 int run_bench(BenchOptions& o) {
-  if (is_plan_path(o.model)) return run_bench_plan(o);
+  if (is_plan_file(o.model)) return run_bench_plan(o);
   if (o.backend.empty() || o.backend == "auto") o.backend = "ref";
   if (o.backend == "gpu")
     fail("{}: --backend gpu benchmarks plans: kiln compile {} --target sm_XX -o MODEL.plan, then kiln bench "
@@ -180,6 +181,8 @@ int run_bench(BenchOptions& o) {
   io.input_shapes = parse_shapes_flag(o.shapes);
   if (o.batch > 0) apply_batch(o.model, o.batch, io);
   ImportResult r = import_checked(o.model, io);
+  // Before the passes: a Gather fused away still bounds the ids it reads.
+  std::map<std::string, int64_t> bounds = index_bounds(*r.graph);
   CompileReport rep = compile_graph(*r.graph, o.compile);
   const Graph& g = *r.graph;
   auto t_compiled = Clock::now();
@@ -228,7 +231,7 @@ int run_bench(BenchOptions& o) {
   // Seeded pseudo-random values for inputs --inputs does not name (as kiln run).
   std::vector<std::pair<std::string, TensorType>> decl;
   for (const Value* in : g.inputs()) decl.emplace_back(in->name(), in->type());
-  std::map<std::string, Tensor> feed = make_run_inputs(decl, o.inputs);
+  std::map<std::string, Tensor> feed = make_run_inputs(decl, {o.inputs, o.input_ranges, bounds});
 
   TimedRuns t = time_runs(
       [&](bool timed) {
@@ -303,9 +306,7 @@ int run_bench(BenchOptions& o) {
                                 {"avg_ms", p.total_ms / double(p.calls)},
                                 {"percent", prof_total > 0 ? 100.0 * p.total_ms / prof_total : 0.0}});
     }
-    std::ofstream f(o.json_path);
-    if (!f) fail("cannot write {}", o.json_path);
-    f << j.dump(2) << "\n";
+    write_text_file(o.json_path, j.dump(2) + "\n");
   }
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "tools/kiln/compile.h"
 
@@ -23,7 +24,8 @@ struct BenchOptions {
   int iterations = 10;     // timed runs
   double warmup_ms = 200;  // untimed runs until this much time has passed (at least one when > 0)
   std::string backend;  // empty: ref for .onnx models, auto for plans
-  std::string inputs;  // --inputs name:file.npy,...
+  std::string inputs;  // --inputs name:file.npy,... (or .pb)
+  std::vector<std::string> input_ranges;  // --input-range [NAME:][LO,HI]
   bool profile = false;
   std::string json_path;
   CompileOptions compile;

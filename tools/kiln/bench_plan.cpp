@@ -13,8 +13,9 @@
 #include "runtime/plan_format.h"
 #include "runtime/plan_graph.h"
 #include "tools/kiln/bench.h"
+#include "tools/kiln/output_paths.h"
 #include "tools/kiln/plan_sim.h"
-#include "tools/kiln/run_plan.h"
+#include "tools/kiln/run_inputs.h"
 
 namespace kiln {
 
@@ -62,7 +63,8 @@ int run_bench_plan(const BenchOptions& o) {
 
   std::vector<std::pair<std::string, TensorType>> decl;
   for (const Value* v : g->inputs()) decl.emplace_back(v->name(), v->type());
-  std::map<std::string, Tensor> feed = make_run_inputs(decl, o.inputs);  // --inputs, else seeded random
+  // --inputs, else seeded random in the range of the tables they index
+  std::map<std::string, Tensor> feed = make_run_inputs(decl, {o.inputs, o.input_ranges, index_bounds(*g)});
 
   std::string ran, info;  // the backend that ran, and what the runtime says about it
   bool on_gpu = false;
@@ -221,9 +223,7 @@ int run_bench_plan(const BenchOptions& o) {
                                 {"percent", prof_total > 0 ? 100.0 * r.total_ms / prof_total : 0.0}});
       if (!profile_note.empty()) j["profile_note"] = profile_note;
     }
-    std::ofstream f(o.json_path);
-    if (!f) fail("cannot write {}", o.json_path);
-    f << j.dump(2) << "\n";
+    write_text_file(o.json_path, j.dump(2) + "\n");
   }
   return 0;
 }

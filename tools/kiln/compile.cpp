@@ -10,8 +10,28 @@
 namespace kiln {
 
 void add_compile_flags(CLI::App* cmd, CompileOptions& o) {
-  cmd->add_option("--precision", o.pass.precision, "Build: fp32 | tf32 | fp16 | bf16")
-      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))
+  CLI::Option* precision = cmd->add_option("--precision", o.pass.precision, "Build: fp32 | tf32 | fp16 | bf16")
+                               ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))
+                               ->group("Build");
+  // trtexec's spellings. One precision per build: two of them is an error,
+  // not "the last one wins".
+  std::vector<CLI::Option*> aliases{precision};
+  for (const char* p : {"fp16", "bf16", "tf32"}) {
+    CLI::Option* a = cmd->add_flag_callback(
+        fmt::format("--{}", p), [&o, p] { o.pass.precision = p; }, fmt::format("Build: as --precision {} (trtexec)", p));
+    a->group("Build");
+    for (CLI::Option* other : aliases) a->excludes(other);
+    aliases.push_back(a);
+  }
+  // INT8 needs calibration or Q/DQ nodes kiln does not lower: refuse rather
+  // than build an fp32 plan the user believes is int8.
+  cmd->add_flag_callback(
+         "--int8",
+         [] {
+           throw CLI::ValidationError("--int8", "INT8 is not supported yet; kiln builds fp32, tf32, fp16 and bf16 "
+                                                "(--precision, or --fp16 / --bf16 / --tf32)");
+         },
+         "Build: not supported yet (refused with a message)")
       ->group("Build");
   cmd->add_option("--target", o.pass.target, "Build: cpu | sm_80 | sm_86 | sm_89 | sm_90")
       ->check(CLI::IsMember({"cpu", "sm_80", "sm_86", "sm_89", "sm_90"}))

@@ -27,6 +27,7 @@
 #include "ops/registry.h"
 #include "tools/kiln/backends.h"
 #include "tools/kiln/compare.h"
+#include "tools/kiln/output_paths.h"
 #include "tools/kiln/progress.h"
 
 namespace kiln {
@@ -429,9 +430,7 @@ int run_conformance(const ConformanceOptions& opts) {
                           {"unsupported", total.unsupported},
                           {"crashed", total.crash}}},
                         {"tests", jtests}};
-    std::ofstream f(opts.json_path);
-    if (!f) fail("cannot write {}", opts.json_path);
-    f << j.dump(1) << "\n";
+    write_text_file(opts.json_path, j.dump(1) + "\n");
   }
   int regressions = 0;
   if (!opts.baseline_json.empty()) {

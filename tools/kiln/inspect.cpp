@@ -12,7 +12,10 @@
 
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
+#include "tools/kiln/cli_checks.h"
 #include "tools/kiln/inspect_plan.h"
+#include "tools/kiln/output_paths.h"
+#include "tools/kiln/plan_sniff.h"
 
 namespace kiln {
 
@@ -125,7 +128,7 @@ Checked check_model(const std::string& path, const onnx::ModelProto* proto, Impo
 // compile, bench's compile path and the coverage check read ONNX; a plan is
 // already compiled.
 void reject_plan(const std::string& path) {
-  if (is_plan_path(path))
+  if (is_plan_file(path))
     fail("{}: this is a compiled plan; this command reads .onnx models (plans: kiln inspect, run, bench)", path);
 }
 
@@ -144,10 +147,21 @@ CLI::App* register_inspect(CLI::App& app, InspectOptions& o) {
 }
 
 int run_inspect(const InspectOptions& o) {
-  if (is_plan_path(o.model)) return run_inspect_plan(o);
+  if (is_plan_file(o.model)) return run_inspect_plan(o);
   auto t0 = std::chrono::steady_clock::now();
   onnx::ModelProto m = read_model_proto(o.model);
   const auto& g = m.graph();
+  // A --shapes typo is found before anything is printed.
+  ImportOptions io;
+  io.input_shapes = parse_shapes_flag(o.shapes);
+  {
+    std::set<std::string> inits;
+    for (const auto& t : g.initializer()) inits.insert(t.name());
+    std::vector<std::string> inputs;
+    for (const auto& vi : g.input())
+      if (!inits.count(vi.name())) inputs.push_back(vi.name());
+    check_shapes_names(io.input_shapes, inputs, o.model);
+  }
   nlohmann::json j;
   j["model"] = o.model;
   j["ir_version"] = m.ir_version();
@@ -196,8 +210,6 @@ int run_inspect(const InspectOptions& o) {
     j["ops"][op] = n;
   }
 
-  ImportOptions io;
-  io.input_shapes = parse_shapes_flag(o.shapes);
   Checked c = check_model(o.model, &m, io, true);
   if (!c.free_dims_note.empty())
     std::cout << fmt::format("note: free dims of {} checked as 1 (set them with --shapes)\n",
@@ -221,9 +233,7 @@ int run_inspect(const InspectOptions& o) {
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::cout << fmt::format("inspected in {:.1f} ms\n", ms);
   if (!o.json_path.empty()) {
-    std::ofstream f(o.json_path);
-    if (!f) fail("cannot write {}", o.json_path);
-    f << j.dump(2) << "\n";
+    write_text_file(o.json_path, j.dump(2) + "\n");
   }
   return ok ? 0 : 1;
 }
@@ -241,7 +251,12 @@ ImportResult import_checked(const std::string& path, ImportOptions io) {
     if (c.model_error_unsupported) throw Unsupported(c.model_error);
     throw Error(c.model_error);
   }
-  if (c.problems.empty()) return std::move(c.result);
+  if (c.problems.empty()) {
+    std::vector<std::string> inputs;
+    for (const Value* v : c.result.graph->inputs()) inputs.push_back(v->name());
+    check_shapes_names(io.input_shapes, inputs, path);
+    return std::move(c.result);
+  }
   std::string list;
   for (const ImportProblem& p : c.problems)
     list += fmt::format("\n  node \"{}\" ({}){}: {}", p.node, p.op, p.unsupported ? "" : " [invalid]", problem_detail(p));

@@ -11,6 +11,7 @@
 #include "runtime/plan_format.h"
 #include "runtime/plan_graph.h"
 #include "tools/kiln/inspect.h"
+#include "tools/kiln/output_paths.h"
 
 namespace kiln {
 
@@ -61,8 +62,6 @@ std::string node_label(const std::vector<const Node*>& nodes, uint32_t node) {
 }
 
 }  // namespace
-
-bool is_plan_path(const std::string& path) { return path.size() > 5 && path.ends_with(".plan"); }
 
 int run_inspect_plan(const InspectOptions& o) {
   if (!o.shapes.empty())
@@ -254,9 +253,7 @@ int run_inspect_plan(const InspectOptions& o) {
                      g->nodes().size());
   j["graph_nodes"] = g->nodes().size();
   if (!o.json_path.empty()) {
-    std::ofstream f(o.json_path);
-    if (!f) fail("cannot write {}", o.json_path);
-    f << j.dump(2) << "\n";
+    write_text_file(o.json_path, j.dump(2) + "\n");
   }
   return 0;
 }

@@ -15,6 +15,4 @@ struct InspectOptions;
 // Prints the report to stdout (and JSON to o.json_path); returns 0.
 int run_inspect_plan(const InspectOptions& o);
 
-bool is_plan_path(const std::string& path);
-
 }  // namespace kiln

@@ -15,8 +15,10 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "frontend/onnx_import.h"
@@ -26,8 +28,11 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "ops/registry.h"
+#include "runtime/plan_format.h"
+#include "runtime/plan_graph.h"
 #include "tools/kiln/backends.h"
 #include "tools/kiln/bench.h"
+#include "tools/kiln/cli_checks.h"
 #include "tools/kiln/cli_style.h"
 #include "tools/kiln/compile.h"
 #include "tools/kiln/conformance.h"
@@ -36,8 +41,12 @@
 #include "tools/kiln/inspect.h"
 #include "tools/kiln/ir_picture.h"
 #include "tools/kiln/kernels_report.h"
+#include "tools/kiln/output_paths.h"
+#include "tools/kiln/output_report.h"
+#include "tools/kiln/plan_sniff.h"
 #include "tools/kiln/plan_writer.h"
 #include "tools/kiln/progress.h"
+#include "tools/kiln/run_inputs.h"
 #include "tools/kiln/run_plan.h"
 #include "tools/kiln/tensor_io.h"
 #include "tools/kiln/tuning.h"
@@ -59,7 +68,11 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 kiln::ImportResult import_model(const std::string& model, const std::string& shapes) {
   kiln::ImportOptions io;
   io.input_shapes = kiln::parse_shapes_flag(shapes);
-  return kiln::import_onnx_file(model, io);
+  kiln::ImportResult r = kiln::import_onnx_file(model, io);
+  std::vector<std::string> inputs;
+  for (const kiln::Value* v : r.graph->inputs()) inputs.push_back(v->name());
+  kiln::check_shapes_names(io.input_shapes, inputs, model);
+  return r;
 }
 
 void print_stats(const kiln::CompileOptions& o, const kiln::CompileReport& r) {
@@ -124,6 +137,7 @@ int main(int argc, char** argv) {
   std::string backend;
   int iterations = 1;
   std::string inputs_flag, outputs_dir;
+  std::vector<std::string> input_ranges;
   auto* run = app.add_subcommand("run", "Compile a model (or load a plan) and run it on a backend");
   run->add_option("model", model, "Model file (.onnx) or plan (.plan)")->required()->group("Model");
   run->add_option("--shapes", shapes_flag, "Fix input shapes: name:1x3x224x224,...")->group("Model");
@@ -131,13 +145,16 @@ int main(int argc, char** argv) {
                   "Backend: ref, sim (generated kernels on the CPU simulator); plans also auto (default: the GPU "
                   "when usable, else ref) and gpu")
       ->group("Runtime");
-  run->add_option("--inputs", inputs_flag, "Input values: name:file.npy,... (others seeded random)")->group("Runtime");
-  run->add_option("--outputs", outputs_dir, "Write each output as DIR/<name>.npy")->group("Runtime");
-  run->add_option("--iterations", iterations, "Runs to time")->group("Runtime");
+  kiln::add_input_flags(run, inputs_flag, input_ranges);
+  run->add_option("--outputs", outputs_dir,
+                  "Write each output as DIR/<name>.npy (bytes outside [A-Za-z0-9._-] become _; docs/cli.md)")
+      ->group("Runtime");
+  run->add_option("--iterations", iterations, "Runs to time")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))->group("Runtime");
   add_compile_flags(run, copts);
 
   auto* dump = app.add_subcommand("dump-ir", "Print the IR of an ONNX model (after passes with -O or --passes)");
-  dump->add_option("model", model, "Model file (.onnx)")->required()->group("Model");
+  dump->add_option("model", model, "Model file (.onnx), or a plan (prints the plan's graph)")->required()->group("Model");
   dump->add_option("--shapes", shapes_flag, "Fix input shapes: name:1x3x224x224,...")->group("Model");
   bool dump_opt = false;
   dump->add_flag("-O,--optimize", dump_opt, "Run the default pipeline first")->group("Build");
@@ -200,6 +217,10 @@ int main(int argc, char** argv) {
   }
 
   kiln::apply_cli_style(app);
+  if (std::string e = kiln::unknown_subcommand_error(app, argc, argv); !e.empty()) {
+    std::cerr << "error: " << e << "\n";
+    return 1;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -214,6 +235,13 @@ int main(int argc, char** argv) {
       kiln::limits().max_tensor_bytes = kiln::parse_byte_size(max_tensor_bytes, "--max-tensor-bytes");
     if (!max_total_bytes.empty())
       kiln::limits().max_total_bytes = kiln::parse_byte_size(max_total_bytes, "--max-total-bytes");
+    // A plan is compiled already: flags that only compiling reads are
+    // mistakes (the model may be a renamed plan: its bytes decide).
+    if (*run && kiln::is_plan_file(model)) kiln::reject_compile_flags_for_plan(*run, model);
+    if (*dump && kiln::is_plan_file(model)) kiln::reject_compile_flags_for_plan(*dump, model);
+    if (*bench && kiln::is_plan_file(bench_opts.model)) kiln::reject_compile_flags_for_plan(*bench, bench_opts.model);
+    // Every file and folder kiln will write, before any compile or run.
+    for (const CLI::App* sub : app.get_subcommands()) kiln::check_output_flags(*sub);
     if (*compile) {
       auto t0 = std::chrono::steady_clock::now();
       auto r = kiln::import_checked(model, shapes_flag);  // fails fast listing every unsupported node
@@ -243,9 +271,7 @@ int main(int argc, char** argv) {
         std::cerr << tuning->summary() << "\n";
       }
       if (!json_out.empty()) {
-        std::ofstream f(json_out);
-        if (!f) kiln::fail("cannot write {}", json_out);
-        f << j.dump(2) << "\n";
+        kiln::write_text_file(json_out, j.dump(2) + "\n");
       }
       std::cerr << fmt::format("{}: {} nodes in, {} out, {} kernels, {:.1f} ms import + {:.1f} ms passes\n", model,
                                rep.nodes_in, rep.nodes_out, kiln::count_kernels(*r.graph), import_ms,
@@ -261,6 +287,10 @@ int main(int argc, char** argv) {
                                  p.meta.gpu_kernels ? fmt::format("{} for {}", p.kernels.size(), p.meta.target)
                                                     : "none (" + p.meta.no_gpu_reason + ")");
       }
+    } else if (*dump && kiln::is_plan_file(model)) {
+      // The plan's optimized graph, as the runtime reads it back.
+      kiln::plan::Plan p = kiln::plan::read_plan_file(model);
+      std::cout << kiln::render_graph(*kiln::plan::load_graph(p, model), dump_format);
     } else if (*dump) {
       auto r = import_model(model, shapes_flag);
       copts.optimize = dump_opt || !copts.passes.empty();
@@ -268,10 +298,11 @@ int main(int argc, char** argv) {
       std::cout << kiln::render_graph(*r.graph, dump_format);
     } else if (*opt) {
       return run_opt(kir, split, copts);
-    } else if (*run && model.size() > 5 && model.ends_with(".plan")) {
+    } else if (*run && kiln::is_plan_file(model)) {
       kiln::RunPlanOptions ro;
       ro.backend = backend.empty() ? "auto" : backend;
       ro.inputs = inputs_flag;
+      ro.input_ranges = input_ranges;
       ro.outputs_dir = outputs_dir;
       ro.iterations = iterations;
       return kiln::run_plan_command(model, ro);
@@ -280,12 +311,17 @@ int main(int argc, char** argv) {
       if (backend == "gpu") kiln::fail("--backend gpu runs plans: kiln compile {} --target sm_XX -o MODEL.plan", model);
       auto t0 = std::chrono::steady_clock::now();
       auto r = import_model(model, shapes_flag);
+      // Inputs before the passes: a misnamed --inputs fails in milliseconds,
+      // and a Gather fused away still bounds the ids it reads.
+      std::vector<std::pair<std::string, kiln::TensorType>> decl;
+      for (kiln::Value* in : r.graph->inputs()) decl.emplace_back(in->name(), in->type());
+      std::vector<std::string> described;
+      std::map<std::string, kiln::Tensor> feed =
+          kiln::make_run_inputs(decl, {inputs_flag, input_ranges, kiln::index_bounds(*r.graph)}, &described);
       kiln::CompileReport rep = kiln::compile_graph(*r.graph, copts);
       double compile_ms = ms_since(t0);
       print_stats(copts, rep);
-      std::vector<std::pair<std::string, kiln::TensorType>> decl;
-      for (kiln::Value* in : r.graph->inputs()) decl.emplace_back(in->name(), in->type());
-      std::map<std::string, kiln::Tensor> feed = kiln::make_run_inputs(decl, inputs_flag);
+      for (const std::string& d : described) std::cout << d << "\n";
       std::vector<kiln::Tensor> outs;
       double best = 1e30;
       for (int i = 0; i < std::max(1, iterations); ++i) {
@@ -306,7 +342,7 @@ int main(int argc, char** argv) {
                                rep.nodes_out, kiln::count_kernels(*r.graph));
       std::vector<std::pair<std::string, kiln::Tensor>> named;
       for (size_t i = 0; i < outs.size(); ++i) named.emplace_back(r.graph->outputs()[i]->name(), outs[i]);
-      kiln::report_outputs(named, outputs_dir);
+      kiln::report_outputs(named, outputs_dir, copts.pass.precision);
       std::cout << fmt::format("run: {:.2f} ms (best of {})\n", best, std::max(1, iterations));
     } else if (*inspect) {
       return kiln::run_inspect(inspect_opts);
@@ -326,6 +362,11 @@ int main(int argc, char** argv) {
     std::cerr << fmt::format("error: {}out of host memory (limits: {} bytes per tensor, {} bytes of weights; lower "
                              "them with --max-tensor-bytes / --max-total-bytes)\n",
                              model.empty() ? "" : model + ": ", kiln::limits().max_tensor_bytes, kiln::limits().max_total_bytes);
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // The user's disk, not a kiln bug (a folder vanished, a disk filled up
+    // after the up-front checks): exit 1 with the operating system's reason.
+    std::cerr << "error: " << e.what() << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "internal error: " << e.what() << "\n";

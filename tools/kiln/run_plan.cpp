@@ -8,8 +8,9 @@
 #include "ir/error.h"
 #include "kiln/kiln.hpp"
 #include "runtime/plan_graph.h"
+#include "tools/kiln/output_report.h"
 #include "tools/kiln/plan_sim.h"
-#include "tools/kiln/tensor_io.h"
+#include "tools/kiln/run_inputs.h"
 
 namespace kiln {
 
@@ -21,47 +22,20 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-std::map<std::string, Tensor> make_run_inputs(const std::vector<std::pair<std::string, TensorType>>& decl,
-                                          const std::string& flag) {
-  std::map<std::string, std::string> files = parse_inputs_flag(flag);
-  std::map<std::string, Tensor> feed;
-  uint64_t seed = 1;
-  for (const auto& [name, type] : decl) {
-    auto it = files.find(name);
-    if (it == files.end()) {
-      feed[name] = random_tensor(type, seed++);
-      continue;
-    }
-    ++seed;
-    Tensor t = read_npy(it->second);
-    if (t.dtype() != type.dtype || t.shape() != type.shape)
-      fail("--inputs: {} holds {} but input \"{}\" is {}", it->second, t.type().str(), name, type.str());
-    feed[name] = std::move(t);
-    files.erase(it);
-  }
-  if (!files.empty()) fail("--inputs: the model has no input named \"{}\"", files.begin()->first);
-  return feed;
-}
-
-void report_outputs(const std::vector<std::pair<std::string, Tensor>>& outs, const std::string& dir) {
-  if (!dir.empty()) std::filesystem::create_directories(dir);
-  for (size_t i = 0; i < outs.size(); ++i) {
-    const auto& [name, t] = outs[i];
-    std::cout << fmt::format("output {} \"{}\": {} checksum {:016x}\n", i, name, t.type().str(), tensor_checksum(t));
-    if (!dir.empty()) write_npy((std::filesystem::path(dir) / (name + ".npy")).string(), t);
-  }
-}
-
 int run_plan_command(const std::string& path, const RunPlanOptions& o) {
   std::vector<std::pair<std::string, Tensor>> results;
   double best = 1e30;
   int iters = std::max(1, o.iterations);
+  // The plan's graph, through the runtime's reader: its inputs, the Gather
+  // tables they index (for random values in range) and its precision.
+  plan::Plan p = plan::read_plan_file(path);
+  auto g = plan::load_graph(p, path);
+  std::vector<std::pair<std::string, TensorType>> decl;
+  for (const Value* v : g->inputs()) decl.emplace_back(v->name(), v->type());
+  std::vector<std::string> described;
+  auto feed = make_run_inputs(decl, {o.inputs, o.input_ranges, index_bounds(*g)}, &described);
+  for (const std::string& d : described) std::cout << d << "\n";
   if (o.backend == "sim") {
-    plan::Plan p = plan::read_plan_file(path);
-    auto g = plan::load_graph(p, path);
-    std::vector<std::pair<std::string, TensorType>> decl;
-    for (const Value* v : g->inputs()) decl.emplace_back(v->name(), v->type());
-    auto feed = make_run_inputs(decl, o.inputs);
     std::vector<Tensor> outs;
     for (int i = 0; i < iters; ++i) {
       auto t0 = std::chrono::steady_clock::now();
@@ -78,9 +52,6 @@ int run_plan_command(const std::string& path, const RunPlanOptions& o) {
                                              KILN_BACKEND_AUTO);
     try {
       Engine engine = Engine::from_file(path, b);
-      std::vector<std::pair<std::string, TensorType>> decl;
-      for (const TensorInfo& t : engine.inputs()) decl.emplace_back(t.name, TensorType(DType(t.dtype), t.shape));
-      auto feed = make_run_inputs(decl, o.inputs);
       Context ctx(engine);
       for (const TensorInfo& t : engine.inputs())
         ctx.bind_input(t.name, feed.at(t.name).raw(), t.dtype, t.shape);
@@ -106,7 +77,7 @@ int run_plan_command(const std::string& path, const RunPlanOptions& o) {
       fail("{}", e.what());
     }
   }
-  report_outputs(results, o.outputs_dir);
+  report_outputs(results, o.outputs_dir, p.meta.precision);
   std::cout << fmt::format("run: {:.2f} ms (best of {})\n", best, iters);
   return 0;
 }

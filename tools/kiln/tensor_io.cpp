@@ -218,29 +218,16 @@ void write_npy(const std::string& path, const Tensor& t) {
   if (!out) fail("{}: write failed", path);
 }
 
-std::map<std::string, std::string> parse_inputs_flag(const std::string& flag) {
-  std::map<std::string, std::string> r;
-  std::stringstream ss(flag);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    size_t c = item.rfind(':');
-    if (c == std::string::npos || c == 0 || c + 1 == item.size())
-      fail("--inputs: '{}' is not NAME:FILE.npy", item);
-    r[item.substr(0, c)] = item.substr(c + 1);
-  }
-  return r;
-}
-
-Tensor random_tensor(const TensorType& t, uint64_t seed) {
+Tensor random_tensor(const TensorType& t, uint64_t seed, std::optional<ValueRange> range) {
   Tensor r(t.dtype, t.shape);
+  ValueRange v = range ? *range : is_float(t.dtype) ? ValueRange{-1, 1} : ValueRange{0, 9};
   uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
   for (int64_t i = 0; i < r.numel(); ++i) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
     double u = double(s >> 11) / double(1ull << 53);
-    if (is_float(t.dtype)) r.set_double(i, u * 2 - 1);
+    if (is_float(t.dtype)) r.set_double(i, v.lo + u * (v.hi - v.lo));
     else if (t.dtype == DType::Bool) r.set_int(i, u < 0.5);
-    else r.set_int(i, int64_t(u * 10));
+    else r.set_int(i, std::min(int64_t(v.hi), int64_t(v.lo) + int64_t(u * (v.hi - v.lo + 1))));  // u*span may round up
   }
   return r;
 }

@@ -1,8 +1,9 @@
 // Tensors in and out of the CLI: NumPy .npy files (`kiln run --inputs /
-// --outputs`), seeded random inputs, and a fingerprint to compare runs.
+// --outputs`, tools/kiln/run_inputs.h), seeded random inputs, and a
+// fingerprint to compare runs.
 #pragma once
 #include <cstdint>
-#include <map>
+#include <optional>
 #include <string>
 
 #include "ir/tensor.h"
@@ -15,11 +16,16 @@ namespace kiln {
 Tensor read_npy(const std::string& path);
 void write_npy(const std::string& path, const Tensor& t);
 
-// "name:file.npy,name2:file2.npy" -> name -> path.
-std::map<std::string, std::string> parse_inputs_flag(const std::string& flag);
+// Closed interval of values for random inputs (--input-range).
+struct ValueRange {
+  double lo = 0, hi = 0;
+};
 
-// Deterministic pseudo-random values so `kiln run` needs no data files.
-Tensor random_tensor(const TensorType& t, uint64_t seed);
+// Deterministic pseudo-random values so `kiln run` needs no data files:
+// uniform in `range`, by default [-1, 1] for floating types and the integers
+// 0..9 for integer types (integers: lo + floor(u * (hi - lo + 1))); bool 0/1
+// whatever the range.
+Tensor random_tensor(const TensorType& t, uint64_t seed, std::optional<ValueRange> range = {});
 // FNV-1a over the bytes.
 uint64_t tensor_checksum(const Tensor& t);
 

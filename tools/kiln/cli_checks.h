@@ -1,0 +1,34 @@
+// Command lines that parse but mean nothing: an unknown subcommand, compile
+// flags given with an already compiled plan, a --shapes name that is no input.
+// Each is a user mistake that kiln used to accept silently (or answer with a
+// misleading message), so each is an error (exit 1) naming what exists.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/tensor.h"
+
+namespace CLI {
+class App;
+}
+
+namespace kiln {
+
+// `kiln frobnicate`: CLI11 says only "A subcommand is required". Returns the
+// error text naming the word and the subcommands when the first non-option
+// argument is not one of app's subcommands; empty otherwise.
+std::string unknown_subcommand_error(const CLI::App& app, int argc, const char* const* argv);
+
+// Throws kiln::Error when `cmd` was given a flag that only compiling uses
+// (--shapes, --batch, --precision and its aliases, --target, --passes, -O,
+// --print-ir-*, --dump-dir, --stats, ...): a plan is already compiled and
+// would ignore them.
+void reject_compile_flags_for_plan(const CLI::App& cmd, const std::string& plan_path);
+
+// Throws kiln::Error when --shapes names something that is not one of
+// `inputs` (the model's inputs), listing those that exist.
+void check_shapes_names(const std::map<std::string, Shape>& shapes, const std::vector<std::string>& inputs,
+                        const std::string& model);
+
+}  // namespace kiln
