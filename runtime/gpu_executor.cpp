@@ -132,6 +132,25 @@ void GpuContext::fill_slot(Slot& sl) {
   // The launch list, captured once per slot; every address is fixed for the
   // context's life, so the graph is replayed as is.
   d.check(d.cuStreamBeginCapture(stream_, kCaptureModeThreadLocal), "cuStreamBeginCapture");
+  try {
+    capture_steps(sl);
+  } catch (...) {
+    // End the capture before anything else: while this thread captures, the
+    // driver refuses the frees and synchronization of the cleanup
+    // (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and the stream stays capturing.
+    CUgraph partial = nullptr;
+    if (d.cuStreamEndCapture(stream_, &partial) == 0 && partial) d.cuGraphDestroy(partial);
+    throw;
+  }
+  CUgraph graph = nullptr;
+  d.check(d.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
+  CUresult r = d.cuGraphInstantiateWithFlags(&sl.exec, graph, 0);
+  d.cuGraphDestroy(graph);
+  d.check(r, "cuGraphInstantiate");
+}
+
+void GpuContext::capture_steps(Slot& sl) {
+  const CudaDriver& d = e_.d_;
   for (const plan::Step& s : e_.plan_.steps) {
     if (s.kind == plan::StepKind::Copy) {
       d.check(d.cuMemcpyDtoDAsync(address(sl, s.args[0]), address(sl, s.args[1]), s.args[0].nbytes, stream_),
@@ -146,11 +165,6 @@ void GpuContext::fill_slot(Slot& sl) {
                              s.shared_bytes, stream_, params.data(), nullptr),
             ("capturing kernel " + e_.plan_.kernels[s.kernel].name).c_str());
   }
-  CUgraph graph = nullptr;
-  d.check(d.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
-  CUresult r = d.cuGraphInstantiateWithFlags(&sl.exec, graph, 0);
-  d.cuGraphDestroy(graph);
-  d.check(r, "cuGraphInstantiate");
 }
 
 GpuContext::~GpuContext() { release(); }

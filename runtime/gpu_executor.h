@@ -23,7 +23,12 @@
 // staging needs the host to copy out of the pinned buffer after the
 // download, which an asynchronous call cannot wait for).
 //
-// Untested until a GPU is lent (docs/embedding.md): this machine has none.
+// A capture is always ended (and its graph destroyed) before anything else
+// is done after an error inside it: the driver refuses frees and
+// synchronization while a thread captures.
+//
+// Tested against a fake driver as strict as the hardware (docs/testing.md);
+// untested on a GPU (docs/embedding.md).
 #pragma once
 #include <memory>
 #include <string>
@@ -119,6 +124,7 @@ class GpuContext {
   };
   void add_slot();  // buffers, staging, events and the captured launch list
   void fill_slot(Slot& s);
+  void capture_steps(Slot& s);  // the launch list onto the capturing compute stream
   void free_slot(Slot& s);
   CUdeviceptr address(const Slot& s, const plan::BufferRef& b) const;
   void release();

@@ -1,17 +1,17 @@
 // The runtime's GPU path under failure, threads and repetition, against the
-// fake CUDA driver (fake_cuda.cpp; kernels run on the CPU simulator):
-// - out of device memory (weights, then the activation arena), a kernel that
-//   fails in the replayed graph, a failing wait for the run's events and a launch
-//   that fails while the context captures its graph: each is a kiln status
-//   with the CUDA error's text through the C API, nothing leaks, and the next
-//   context or run on the same engine succeeds;
+// fake CUDA driver (tests/runtime/fake_cuda/; kernels run on the CPU simulator):
+// - out of device memory (weights, then the activation arena), a failing
+//   graph launch, a failing wait for the run's events and a launch that fails
+//   while the context captures its graph (injected, or over the device's
+//   limits): each is a kiln status with the CUDA error's text through the C
+//   API, the capture is ended, nothing leaks, and the next context or run on
+//   the same engine succeeds (sticky errors, after which nothing succeeds,
+//   are not recovered from);
 // - one engine shared by 8 threads, each with its own context (stream, arena,
 //   captured graph), for KILN_THREAD_TEST_SECONDS (default 30): every output
 //   equal to the single-threaded result bit for bit;
 // - KILN_LEAK_TEST_CYCLES (default 1000) load/run/destroy cycles: device
 //   memory back to all free (cuMemGetInfo), no live allocation, host RSS flat.
-// What a fake cannot show: errors that poison a real CUDA context (an illegal
-// address is sticky: every later call fails), see docs/security.md.
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -40,8 +40,10 @@ size_t rss_bytes() {
 class FakeGpuFailures : public FakeGpu {
  protected:
   void TearDown() override {
+    FakeGpu::TearDown();
     fake().set_memory_limit(SIZE_MAX);
-    for (const char* f : {"cuMemAlloc_v2", "cuLaunchKernel", "cuGraphLaunch", "cuStreamSynchronize", "cuEventSynchronize"})
+    for (const char* f : {"cuMemAlloc_v2", "cuLaunchKernel", "cuGraphLaunch", "cuStreamSynchronize", "cuEventSynchronize",
+                          "cuCtxPushCurrent_v2", "cuMemcpyHtoDAsync", "cuMemHostAlloc"})
       fake().fail(f, 0, 0);
     launches_to_fail = 0;
   }
@@ -124,29 +126,30 @@ TEST_F(FakeGpuSafety, FailedLaunchSyncOrCaptureIsAStatusAndTheNextRunSucceeds) {
   auto feed = testing::random_inputs(*graph, 41);
   std::vector<Tensor> outs;
 
-  // A kernel of the replayed graph fails.
-  launches_to_fail = 1;
+  // The graph launch fails (an error that leaves the CUDA context usable).
+  fake().fail("cuGraphLaunch", 0, 2);
   EXPECT_EQ(run_c(c, feed, outs), KILN_ERROR_RUNTIME);
-  EXPECT_EQ(last_error(), "CUDA: cuGraphLaunch: unspecified launch failure (error 719)");
+  EXPECT_EQ(last_error(), "CUDA: cuGraphLaunch: out of memory (error 2)");
   ASSERT_EQ(run_c(c, feed, outs), KILN_OK) << last_error();
   expect_reference(outs, feed);
 
   // The driver reports an error when the run is waited for.
-  fake().fail("cuEventSynchronize", 0, 700);
+  fake().fail("cuEventSynchronize", 0, 2);
   EXPECT_EQ(run_c(c, feed, outs), KILN_ERROR_RUNTIME);
-  EXPECT_EQ(last_error(), "CUDA: waiting for an output: an illegal memory access was encountered (error 700)");
+  EXPECT_EQ(last_error(), "CUDA: waiting for an output: out of memory (error 2)");
   auto feed2 = testing::random_inputs(*graph, 42);
   ASSERT_EQ(run_c(c, feed2, outs), KILN_OK) << last_error();
   expect_reference(outs, feed2);
 
-  // The second launch fails while a new context captures its graph: no
-  // context, its memory freed, and the next context works.
-  fake().fail("cuLaunchKernel", 1, 719);
+  // The second launch fails while a new context captures its graph: the
+  // capture ended, no context, its memory freed, and the next context works.
+  fake().fail("cuLaunchKernel", 1, 1);
   kiln_context* c2 = nullptr;
   EXPECT_EQ(kiln_context_create(e, &c2), KILN_ERROR_RUNTIME);
   EXPECT_EQ(c2, nullptr);
   EXPECT_EQ(last_error().rfind("CUDA: capturing kernel kiln_", 0), 0u) << last_error();
-  EXPECT_NE(last_error().find(": unspecified launch failure (error 719)"), std::string::npos) << last_error();
+  EXPECT_NE(last_error().find(": invalid argument (error 1)"), std::string::npos) << last_error();
+  EXPECT_EQ(stats()[9], 0) << "the failed capture was not ended";
   EXPECT_EQ(stats()[5], live) << "the failed context kept device memory";
   ASSERT_EQ(kiln_context_create(e, &c2), KILN_OK) << last_error();
   ASSERT_EQ(run_c(c2, feed, outs), KILN_OK) << last_error();
@@ -159,6 +162,34 @@ TEST_F(FakeGpuSafety, FailedLaunchSyncOrCaptureIsAStatusAndTheNextRunSucceeds) {
   EXPECT_NE(last_error().find("out of memory (error 2)"), std::string::npos) << last_error();
   kiln_context_destroy(c2);
   kiln_context_destroy(c);
+  kiln_engine_destroy(e);
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+}
+
+// A plan whose launch breaks the device's limits (2048 threads per block)
+// fails while the context captures its graph: the capture is ended before
+// the cleanup frees memory (the driver refuses cuMemFree/cuMemFreeHost while
+// a thread captures, so without that every buffer leaked and the stream
+// stayed capturing), and nothing of the context is left.
+TEST_F(FakeGpuSafety, ALaunchOverTheDeviceLimitsFailsTheCaptureAndLeavesNothing) {
+  plan_for("sm_90");
+  plan::Plan p = plans().at("sm_90");
+  size_t k = 0;
+  while (p.steps[k].kind != plan::StepKind::Kernel) ++k;
+  p.steps[k].block = {2048, 1, 1};
+  std::vector<uint8_t> bytes = plan::serialize(p);
+  kiln_engine* e = nullptr;
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
+      << last_error();
+  const int live = stats()[5];
+  kiln_context* c = nullptr;
+  EXPECT_EQ(kiln_context_create(e, &c), KILN_ERROR_RUNTIME);
+  EXPECT_EQ(c, nullptr);
+  EXPECT_EQ(last_error(), "CUDA: capturing kernel " + p.kernels[p.steps[k].kernel].name +
+                              ": invalid argument (error 1)");
+  EXPECT_EQ(stats()[9], 0) << "the compute stream was left capturing";
+  EXPECT_EQ(stats()[5], live) << "the failed context kept device memory";
+  EXPECT_EQ(stats()[6], 0) << "the failed context kept pinned memory";
   kiln_engine_destroy(e);
   EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
 }
