@@ -35,6 +35,8 @@ kiln_status guard(kiln_status on_error, F&& f) {
   try {
     f();
     return KILN_OK;
+  } catch (const kiln::rt::DeviceLost& e) {  // a sticky CUDA error: nothing on this GPU works any more
+    return failed(KILN_ERROR_DEVICE_LOST, e.what());
   } catch (const kiln::rt::CudaError& e) {  // the GPU failed, whatever the call
     return failed(KILN_ERROR_RUNTIME, e.what());
   } catch (const kiln::Error& e) {
@@ -135,6 +137,7 @@ const char* kiln_status_message(kiln_status status) {
     case KILN_ERROR_UNAVAILABLE: return "backend unavailable";
     case KILN_ERROR_RUNTIME: return "runtime error";
     case KILN_ERROR_INTERNAL: return "internal error";
+    case KILN_ERROR_DEVICE_LOST: return "GPU unusable (sticky CUDA error)";
     case KILN_STATUS_MAX_ENUM: break;  // not a status
   }
   return "unknown status";

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <map>
 #include <mutex>
 
 #include "ir/error.h"
@@ -12,7 +13,7 @@ void CudaDriver::check(CUresult r, const char* what) const {
   if (r == 0) return;
   const char* s = nullptr;
   if (cuGetErrorString) cuGetErrorString(r, &s);
-  throw CudaError(fmt::format("CUDA: {}: {} (error {})", what, s ? s : "unknown error", r));
+  throw CudaError(fmt::format("CUDA: {}: {} (error {})", what, s ? s : "unknown error", r), r);
 }
 
 namespace {
@@ -96,6 +97,22 @@ DeviceIdentity device_identity(const CudaDriver& d) {
   d.check(d.cuDeviceGetName(name, int(sizeof name) - 1, dev), "cuDeviceGetName");
   id.name = name;
   return id;
+}
+
+namespace {
+std::mutex lost_mu;
+std::map<int, std::string> lost;  // device -> why it is unusable
+}  // namespace
+
+void mark_device_lost(int device, const std::string& why) {
+  std::lock_guard<std::mutex> g(lost_mu);
+  lost.emplace(device, why);  // the first error is the cause
+}
+
+std::string device_lost(int device) {
+  std::lock_guard<std::mutex> g(lost_mu);
+  auto it = lost.find(device);
+  return it == lost.end() ? std::string() : it->second;
 }
 
 const CudaDriver* cuda_driver(std::string* why) {

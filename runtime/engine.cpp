@@ -39,9 +39,12 @@ std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, con
     try {
       e->gpu_ = std::make_unique<GpuEngine>(*driver, e->plan_, in, out, what);
       e->info_ = e->gpu_->description();
+    } catch (const DeviceLost& err) {
+      if (backend == Backend::Gpu) throw DeviceLost(what + ": " + err.what(), err.code());
+      no_gpu = err.what();
     } catch (const CudaError& err) {
       // The plan is fine; the GPU failed (out of memory...): name the plan.
-      if (backend == Backend::Gpu) throw CudaError(what + ": " + err.what());
+      if (backend == Backend::Gpu) throw CudaError(what + ": " + err.what(), err.code());
       no_gpu = err.what();
     } catch (const Error& err) {
       if (backend == Backend::Gpu) throw;

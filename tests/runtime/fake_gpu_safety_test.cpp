@@ -6,7 +6,9 @@
 //   limits): each is a kiln status with the CUDA error's text through the C
 //   API, the capture is ended, nothing leaks, and the next context or run on
 //   the same engine succeeds (sticky errors, after which nothing succeeds,
-//   are not recovered from);
+//   are FakeGpuSticky's in fake_driver_rules_test.cpp);
+// - enqueue on the caller's stream ordered against the context's streams,
+//   a destructor whose driver calls fail;
 // - one engine shared by 8 threads, each with its own context (stream, arena,
 //   captured graph), for KILN_THREAD_TEST_SECONDS (default 30): every output
 //   equal to the single-threaded result bit for bit;
@@ -192,6 +194,81 @@ TEST_F(FakeGpuSafety, ALaunchOverTheDeviceLimitsFailsTheCaptureAndLeavesNothing)
   EXPECT_EQ(stats()[6], 0) << "the failed context kept pinned memory";
   kiln_engine_destroy(e);
   EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+}
+
+// enqueue(stream) replays slot 0's graph on the caller's stream; a run right
+// after it uploads into the same input buffers and runs on the same arena on
+// the context's streams. Without an event ordering them, the fake driver
+// sees the run's uploads overwrite inputs the caller's stream may still read
+// (a race, FakeGpu::TearDown) and the outputs may be the second run's.
+TEST_F(FakeGpuSafety, EnqueueIsOrderedAgainstTheContextsOwnStreams) {
+  std::vector<uint8_t> bytes = plan_for("sm_90");
+  kiln_engine* e = nullptr;
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
+      << last_error();
+  kiln_context* c = nullptr;
+  ASSERT_EQ(kiln_context_create(e, &c), KILN_OK) << last_error();
+  CallerStream caller;
+  auto alloc = fake().sym<int (*)(CUdeviceptr*, size_t)>("cuMemAlloc_v2");
+  auto to_host = fake().sym<int (*)(void*, CUdeviceptr, size_t)>("cuMemcpyDtoH_v2");
+  auto free_dev = fake().sym<int (*)(CUdeviceptr)>("cuMemFree_v2");
+  auto feed = testing::random_inputs(*graph, 71), feed2 = testing::random_inputs(*graph, 72);
+  // Inputs from host memory (taken at the call), outputs into device
+  // buffers: nothing in enqueue waits for the caller's stream.
+  std::vector<CUdeviceptr> dev_out;
+  for (const Value* v : graph->inputs()) {
+    const TensorType& t = v->type();
+    ASSERT_EQ(kiln_context_bind_input(c, v->name().c_str(), feed.at(v->name()).raw(), kiln_dtype(t.dtype),
+                                      t.shape.data(), t.rank(), KILN_MEMORY_HOST),
+              KILN_OK);
+  }
+  for (const Value* v : graph->outputs()) {
+    const TensorType& t = v->type();
+    dev_out.push_back(0);
+    ASSERT_EQ(alloc(&dev_out.back(), t.nbytes()), 0);
+    ASSERT_EQ(kiln_context_bind_output(c, v->name().c_str(), reinterpret_cast<void*>(dev_out.back()),
+                                       kiln_dtype(t.dtype), t.shape.data(), t.rank(), KILN_MEMORY_DEVICE),
+              KILN_OK);
+  }
+  ASSERT_EQ(kiln_context_enqueue(c, caller.stream), KILN_OK) << last_error();
+  std::vector<Tensor> outs2;
+  ASSERT_EQ(run_c(c, feed2, outs2), KILN_OK) << last_error();  // binds host buffers, runs on the context's streams
+  expect_reference(outs2, feed2);
+  ASSERT_EQ(caller.synchronize(), 0);
+  std::vector<Tensor> outs;
+  for (size_t i = 0; i < graph->outputs().size(); ++i) {
+    outs.emplace_back(graph->outputs()[i]->type());
+    ASSERT_EQ(to_host(outs.back().raw(), dev_out[i], outs.back().nbytes()), 0);
+    free_dev(dev_out[i]);
+  }
+  expect_reference(outs, feed);
+  kiln_context_destroy(c);
+  kiln_engine_destroy(e);
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+}
+
+// A context destroyed while the driver refuses to make its CUDA context
+// current: the destructor must not throw (that would be std::terminate).
+// Its memory cannot be freed without the context (the driver's rule), so
+// the test only asks that the process survives and the engine still works.
+TEST_F(FakeGpuSafety, DestructorsNeverThrowWhenTheDriverFails) {
+  std::vector<uint8_t> bytes = plan_for("sm_90");
+  kiln_engine* e = nullptr;
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
+      << last_error();
+  kiln_context* c = nullptr;
+  ASSERT_EQ(kiln_context_create(e, &c), KILN_OK) << last_error();
+  fake().fail("cuCtxPushCurrent_v2", 0, 201);  // CUDA_ERROR_INVALID_CONTEXT
+  kiln_context_destroy(c);
+  ASSERT_EQ(kiln_context_create(e, &c), KILN_OK) << last_error();
+  auto feed = testing::random_inputs(*graph, 91);
+  std::vector<Tensor> outs;
+  ASSERT_EQ(run_c(c, feed, outs), KILN_OK) << last_error();
+  expect_reference(outs, feed);
+  kiln_context_destroy(c);
+  kiln_engine_destroy(e);
+  EXPECT_GT(stats()[5], 0) << "the first context's memory was freed without a current context";
+  fake().sym<void (*)()>("fake_cuda_reset_memory")();
 }
 
 TEST_F(FakeGpuThreads, OneEngineEightThreadsOwnContextsBitExact) {

@@ -268,7 +268,7 @@ TEST_F(FakeGpu, DriverFailuresInStagingBecomeStatusesAndLeaveTheContextUsable) {
                                        outs[i].shape().data(), int(outs[i].shape().size()), KILN_MEMORY_HOST),
               KILN_OK);
   // Errors that leave the CUDA context usable (out of memory; a sticky one,
-  // such as a launch failure, poisons it: FakeDriverRules).
+  // such as a launch failure, is FakeDriverRules' and FakeGpuSticky's).
   for (const char* fn : {"cuMemcpyHtoDAsync", "cuGraphLaunch", "cuEventSynchronize"}) {
     SCOPED_TRACE(fn);
     fake().fail(fn, 0, 2);

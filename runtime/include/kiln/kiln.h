@@ -41,6 +41,9 @@ typedef enum kiln_status {
   KILN_ERROR_RUNTIME = 5,          /* running failed (a CUDA error such as out of memory, also
                                       while creating a GPU engine or context; unbound buffers) */
   KILN_ERROR_INTERNAL = 6,         /* a bug in kiln */
+  KILN_ERROR_DEVICE_LOST = 7,      /* the GPU's CUDA context is unusable after a sticky error (an
+                                      illegal address, a kernel that failed): CUDA reports it to
+                                      every later call in the process; restart the process */
   KILN_STATUS_MAX_ENUM = 0x7fffffff
 } kiln_status;
 
