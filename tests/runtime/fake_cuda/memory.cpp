@@ -16,6 +16,7 @@
 //   stream order, events or host synchronization (vector clocks), are a race:
 //   on a GPU the result would depend on timing. Races are logged
 //   (fake_cuda_take_races, fake_cuda_stats) and printed to stderr.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -63,12 +64,19 @@ void access(CUdeviceptr lo, size_t bytes, bool write, bool kernel, const Stream&
   if (al->accesses.size() > 64) al->accesses.pop_front();  // forgetting old accesses only misses races
 }
 
-// Accesses the host has synchronized with are ordered before all later work.
+// An access is forgotten once it is ordered before all later work: before
+// the host's present (future calls) and before what every queued operation
+// was issued after (an operation issued before the host synchronized knows
+// less than the host does now).
 void prune_accesses() {
+  VClock floor = st().host;
+  for (const Stream* s : st().streams)
+    for (const Op& op : s->queue)
+      for (size_t i = 0; i < floor.size(); ++i) floor[i] = std::min(floor[i], i < op.host.size() ? op.host[i] : 0);
   for (auto& [p, al] : st().allocs) {
     std::deque<Access> keep;
     for (const Access& a : al.accesses)
-      if (!ordered(st().host, a)) keep.push_back(a);
+      if (!ordered(floor, a)) keep.push_back(a);
     al.accesses.swap(keep);
   }
 }
