@@ -58,6 +58,8 @@ struct CudaDriver {
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
   CUresult (*cuCtxPushCurrent)(CUcontext) = nullptr;
   CUresult (*cuCtxPopCurrent)(CUcontext*) = nullptr;
+  CUresult (*cuCtxGetCurrent)(CUcontext*) = nullptr;
+  CUresult (*cuCtxGetDevice)(CUdevice*) = nullptr;
   CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
   CUresult (*cuModuleUnload)(CUmodule) = nullptr;
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
@@ -109,13 +111,17 @@ inline constexpr unsigned kEventDefault = 0;
 inline constexpr unsigned kEventDisableTiming = 2;
 inline constexpr unsigned kMemHostAllocPortable = 1;
 
-// Device 0's name and compute capability ("NVIDIA H100 80GB HBM3", 9, 0).
+// A device's name and compute capability ("NVIDIA H100 80GB HBM3", 9, 0).
 struct DeviceIdentity {
   std::string name;
   int major = 0, minor = 0;
   std::string arch() const { return "sm_" + std::to_string(major) + std::to_string(minor); }
 };
-DeviceIdentity device_identity(const CudaDriver& d);
+DeviceIdentity device_identity(const CudaDriver& d, int ordinal = 0);
+
+// The device a GPU engine uses when the caller names none: the device of the
+// calling thread's current CUDA context, else device 0.
+int default_device(const CudaDriver& d);
 
 // Sticky errors are per device (its primary context) for the process: the
 // first one is remembered here, and every later engine or context on that

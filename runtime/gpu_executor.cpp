@@ -40,9 +40,14 @@ void GpuEngine::lose(const CudaError& err) const {
 }
 
 GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_t> input_bytes,
-                     std::vector<size_t> output_bytes, const std::string& what)
+                     std::vector<size_t> output_bytes, const std::string& what, int device)
     : d_(d), plan_(p), input_bytes_(std::move(input_bytes)), output_bytes_(std::move(output_bytes)) {
-  d.check(d.cuDeviceGet(&dev_, 0), "cuDeviceGet");
+  int ordinal = device >= 0 ? device : default_device(d);
+  int count = 0;
+  d.check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (ordinal >= count)  // CUDA_ERROR_INVALID_DEVICE: the GPU path's failure, not the plan's
+    throw CudaError(fmt::format("CUDA device {} does not exist ({} device(s))", ordinal, count), 101);
+  d.check(d.cuDeviceGet(&dev_, ordinal), "cuDeviceGet");
   check_usable();
   int major = 0, minor = 0;
   d.check(d.cuDeviceGetAttribute(&major, kAttrComputeMajor, dev_), "compute capability");
@@ -75,8 +80,9 @@ GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_
     release();
     throw;
   }
-  description_ = fmt::format("GPU {} ({}, {} kernels, CUDA Graph replay)", arch,
-                             code == "cubin" ? "CUBIN" : "PTX JIT", p.kernels.size());
+  description_ = fmt::format("GPU {} ({}, {} kernels, CUDA Graph replay{})", arch,
+                             code == "cubin" ? "CUBIN" : "PTX JIT", p.kernels.size(),
+                             dev_ ? fmt::format(", device {}", dev_) : std::string());
 }
 
 GpuEngine::~GpuEngine() { release(); }

@@ -1,7 +1,8 @@
 // The GPU path of the runtime: a plan's kernels and launch list on a CUDA
 // device through the driver API (runtime/cuda_driver.h).
 //
-// GpuEngine (immutable, shared by contexts): device 0's primary context, one
+// GpuEngine (immutable, shared by contexts): its device's primary context (the
+// device the caller chose, else the current context's, else device 0), one
 // module per kernel (its CUBIN when built for this GPU's arch, else its PTX,
 // which the driver JIT-compiles), the weights uploaded once into one device
 // allocation.
@@ -50,8 +51,9 @@ namespace kiln::rt {
 class GpuEngine {
  public:
   // `input_bytes` / `output_bytes`: the graph inputs' and outputs' sizes.
+  // `device`: the CUDA device ordinal; -1: default_device().
   GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_t> input_bytes,
-            std::vector<size_t> output_bytes, const std::string& what);
+            std::vector<size_t> output_bytes, const std::string& what, int device = -1);
   ~GpuEngine();
   GpuEngine(const GpuEngine&) = delete;
   GpuEngine& operator=(const GpuEngine&) = delete;

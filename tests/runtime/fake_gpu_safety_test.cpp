@@ -8,7 +8,7 @@
 //   the same engine succeeds (sticky errors, after which nothing succeeds,
 //   are FakeGpuSticky's in fake_driver_rules_test.cpp);
 // - enqueue on the caller's stream ordered against the context's streams,
-//   a destructor whose driver calls fail;
+//   the device chosen by the caller, a destructor whose driver calls fail;
 // - one engine shared by 8 threads, each with its own context (stream, arena,
 //   captured graph), for KILN_THREAD_TEST_SECONDS (default 30): every output
 //   equal to the single-threaded result bit for bit;
@@ -48,6 +48,7 @@ class FakeGpuFailures : public FakeGpu {
                           "cuCtxPushCurrent_v2", "cuMemcpyHtoDAsync", "cuMemHostAlloc"})
       fake().fail(f, 0, 0);
     launches_to_fail = 0;
+    fake().set_device_count(1);
   }
   // Binds `feed` and fresh outputs through the C API and runs.
   kiln_status run_c(kiln_context* c, const std::map<std::string, Tensor>& feed, std::vector<Tensor>& outs) {
@@ -243,6 +244,50 @@ TEST_F(FakeGpuSafety, EnqueueIsOrderedAgainstTheContextsOwnStreams) {
   }
   expect_reference(outs, feed);
   kiln_context_destroy(c);
+  kiln_engine_destroy(e);
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+}
+
+// The device is the caller's: named at engine creation, else the current
+// context's (an application that made device 1 current), else device 0.
+TEST_F(FakeGpuSafety, TheEngineRunsOnTheDeviceTheCallerChose) {
+  std::vector<uint8_t> bytes = plan_for("sm_90");
+  fake().set_device_count(2);
+  kiln_engine* e = nullptr;
+  const char* info = nullptr;
+  ASSERT_EQ(kiln_engine_create_from_memory_on_device(bytes.data(), bytes.size(), KILN_BACKEND_GPU, 1, &e), KILN_OK)
+      << last_error();
+  ASSERT_EQ(kiln_engine_info(e, &info), KILN_OK);
+  EXPECT_NE(std::string(info).find(", device 1)"), std::string::npos) << info;
+  kiln_context* c = nullptr;
+  ASSERT_EQ(kiln_context_create(e, &c), KILN_OK) << last_error();
+  auto feed = testing::random_inputs(*graph, 81);
+  std::vector<Tensor> outs;
+  ASSERT_EQ(run_c(c, feed, outs), KILN_OK) << last_error();
+  expect_reference(outs, feed);
+  kiln_context_destroy(c);
+  kiln_engine_destroy(e);
+
+  EXPECT_EQ(kiln_engine_create_from_memory_on_device(bytes.data(), bytes.size(), KILN_BACKEND_GPU, 2, &e),
+            KILN_ERROR_RUNTIME);
+  EXPECT_EQ(last_error(), "plan in memory: CUDA device 2 does not exist (2 device(s))");
+  EXPECT_EQ(kiln_engine_create_from_memory_on_device(bytes.data(), bytes.size(), KILN_BACKEND_GPU, -2, &e),
+            KILN_ERROR_INVALID_ARGUMENT);
+
+  // Device 1's primary context current on this thread: the engine takes device 1.
+  void* ctx = nullptr;
+  ASSERT_EQ(fake().sym<int (*)(void**, int)>("cuDevicePrimaryCtxRetain")(&ctx, 1), 0);
+  ASSERT_EQ(fake().sym<int (*)(void*)>("cuCtxPushCurrent_v2")(ctx), 0);
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK) << last_error();
+  ASSERT_EQ(kiln_engine_info(e, &info), KILN_OK);
+  EXPECT_NE(std::string(info).find(", device 1)"), std::string::npos) << info;
+  kiln_engine_destroy(e);
+  void* popped = nullptr;
+  fake().sym<int (*)(void**)>("cuCtxPopCurrent_v2")(&popped);
+  // No current context: device 0 (its description names no device).
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK) << last_error();
+  ASSERT_EQ(kiln_engine_info(e, &info), KILN_OK);
+  EXPECT_EQ(std::string(info).find("device 1"), std::string::npos) << info;
   kiln_engine_destroy(e);
   EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
 }
