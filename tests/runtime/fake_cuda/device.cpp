@@ -6,6 +6,7 @@
 // FAKE_CUDA_ARCH ("8.6": overrides the preset's), FAKE_CUDA_NAME,
 // FAKE_CUDA_DRIVER_VERSION (13000 = CUDA 13.0: the newest PTX ISA it JITs),
 // FAKE_CUDA_DEVICE_COUNT, FAKE_CUDA_COST, FAKE_CUDA_INIT_ERROR,
+// FAKE_CUDA_FAIL (ENTRY:SKIP:ERROR, as fake_cuda_fail),
 // KILN_FAKE_CUDA_DISABLE (rules to switch off, docs/testing.md).
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +44,13 @@ State::State() {
   if (const char* v = std::getenv("FAKE_CUDA_DEVICE_COUNT")) device_count = std::atoi(v);
   if (const char* c = std::getenv("FAKE_CUDA_COST")) inverse_blocks = std::strcmp(c, "inverse_blocks") == 0;
   init_error = std::getenv("FAKE_CUDA_INIT_ERROR") != nullptr;
+  // FAKE_CUDA_FAIL=ENTRY:SKIP:ERROR arms fake_cuda_fail for a process
+  // without the test controls (kiln itself).
+  if (const char* f = std::getenv("FAKE_CUDA_FAIL")) {
+    char entry[128] = {};
+    int skip = 0, error = 0;
+    if (std::sscanf(f, "%127[^:]:%d:%d", entry, &skip, &error) == 3) fail_next[entry] = {skip, error};
+  }
   if (const char* off = std::getenv("KILN_FAKE_CUDA_DISABLE")) {
     std::stringstream ss(off);
     std::string r;
