@@ -35,6 +35,8 @@ kiln_status guard(kiln_status on_error, F&& f) {
   try {
     f();
     return KILN_OK;
+  } catch (const kiln::rt::DeviceLost& e) {  // a sticky CUDA error: nothing on this GPU works any more
+    return failed(KILN_ERROR_DEVICE_LOST, e.what());
   } catch (const kiln::rt::CudaError& e) {  // the GPU failed, whatever the call
     return failed(KILN_ERROR_RUNTIME, e.what());
   } catch (const kiln::Error& e) {
@@ -63,15 +65,15 @@ bool backend_from(kiln_backend b, kiln::rt::Backend* out) {
   return false;
 }
 
-kiln_status create(kiln_backend backend, kiln_engine** engine,
-                   std::shared_ptr<const kiln::rt::Engine> (*load)(const void*, kiln::rt::Backend),
-                   const void* arg) {
+template <typename Load>
+kiln_status create_on(kiln_backend backend, int device, kiln_engine** engine, Load&& load) {
   KILN_REQUIRE(engine);
   *engine = nullptr;
   kiln::rt::Backend b;
   if (!backend_from(backend, &b)) return failed(KILN_ERROR_INVALID_ARGUMENT, "unknown backend");
+  if (device < -1) return failed(KILN_ERROR_INVALID_ARGUMENT, fmt::format("device {} is not a CUDA device ordinal", device));
   std::shared_ptr<const kiln::rt::Engine> e;
-  kiln_status s = guard(KILN_ERROR_INVALID_PLAN, [&] { e = load(arg, b); });
+  kiln_status s = guard(KILN_ERROR_INVALID_PLAN, [&] { e = load(b, device); });
   if (s != KILN_OK) {
     // A plan that loads but cannot run on the requested GPU.
     if (b == kiln::rt::Backend::Gpu && last_error.find("GPU backend is not available") != std::string::npos)
@@ -82,10 +84,19 @@ kiln_status create(kiln_backend backend, kiln_engine** engine,
   return KILN_OK;
 }
 
-struct MemoryArg {
-  const void* data;
-  size_t size;
-};
+kiln_status create_from_file(const char* path, kiln_backend backend, int device, kiln_engine** engine) {
+  KILN_REQUIRE(path);
+  return create_on(backend, device, engine,
+                   [&](kiln::rt::Backend b, int dev) { return kiln::rt::Engine::load_file(path, b, dev); });
+}
+
+kiln_status create_from_memory(const void* data, size_t size, kiln_backend backend, int device,
+                               kiln_engine** engine) {
+  KILN_REQUIRE(data || size == 0);
+  return create_on(backend, device, engine, [&](kiln::rt::Backend b, int dev) {
+    return kiln::rt::Engine::load(static_cast<const uint8_t*>(data), size, "plan in memory", b, dev);
+  });
+}
 
 kiln_status describe(const std::vector<kiln::rt::TensorDesc>& ds, int index, kiln_tensor_info* info,
                      const char* kind) {
@@ -135,6 +146,7 @@ const char* kiln_status_message(kiln_status status) {
     case KILN_ERROR_UNAVAILABLE: return "backend unavailable";
     case KILN_ERROR_RUNTIME: return "runtime error";
     case KILN_ERROR_INTERNAL: return "internal error";
+    case KILN_ERROR_DEVICE_LOST: return "GPU unusable (sticky CUDA error)";
     case KILN_STATUS_MAX_ENUM: break;  // not a status
   }
   return "unknown status";
@@ -153,26 +165,22 @@ size_t kiln_dtype_size(kiln_dtype dtype) {
 }
 
 kiln_status kiln_engine_create_from_file(const char* path, kiln_backend backend, kiln_engine** engine) {
-  KILN_REQUIRE(path);
-  return create(
-      backend, engine,
-      [](const void* p, kiln::rt::Backend b) {
-        return kiln::rt::Engine::load_file(static_cast<const char*>(p), b);
-      },
-      path);
+  return create_from_file(path, backend, -1, engine);
 }
 
 kiln_status kiln_engine_create_from_memory(const void* data, size_t size, kiln_backend backend,
                                            kiln_engine** engine) {
-  KILN_REQUIRE(data || size == 0);
-  MemoryArg arg{data, size};
-  return create(
-      backend, engine,
-      [](const void* p, kiln::rt::Backend b) {
-        auto* m = static_cast<const MemoryArg*>(p);
-        return kiln::rt::Engine::load(static_cast<const uint8_t*>(m->data), m->size, "plan in memory", b);
-      },
-      &arg);
+  return create_from_memory(data, size, backend, -1, engine);
+}
+
+kiln_status kiln_engine_create_from_file_on_device(const char* path, kiln_backend backend, int device,
+                                                   kiln_engine** engine) {
+  return create_from_file(path, backend, device, engine);
+}
+
+kiln_status kiln_engine_create_from_memory_on_device(const void* data, size_t size, kiln_backend backend, int device,
+                                                     kiln_engine** engine) {
+  return create_from_memory(data, size, backend, device, engine);
 }
 
 void kiln_engine_destroy(kiln_engine* engine) { delete engine; }

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <map>
 #include <mutex>
 
 #include "ir/error.h"
@@ -12,7 +13,7 @@ void CudaDriver::check(CUresult r, const char* what) const {
   if (r == 0) return;
   const char* s = nullptr;
   if (cuGetErrorString) cuGetErrorString(r, &s);
-  throw CudaError(fmt::format("CUDA: {}: {} (error {})", what, s ? s : "unknown error", r));
+  throw CudaError(fmt::format("CUDA: {}: {} (error {})", what, s ? s : "unknown error", r), r);
 }
 
 namespace {
@@ -48,6 +49,7 @@ Loaded load_driver() {
             load(lib, d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", w) &&
             load(lib, d.cuCtxPushCurrent, "cuCtxPushCurrent_v2", w) &&
             load(lib, d.cuCtxPopCurrent, "cuCtxPopCurrent_v2", w) &&
+            load(lib, d.cuCtxGetCurrent, "cuCtxGetCurrent", w) && load(lib, d.cuCtxGetDevice, "cuCtxGetDevice", w) &&
             load(lib, d.cuModuleLoadData, "cuModuleLoadData", w) && load(lib, d.cuModuleUnload, "cuModuleUnload", w) &&
             load(lib, d.cuModuleGetFunction, "cuModuleGetFunction", w) &&
             load(lib, d.cuFuncSetAttribute, "cuFuncSetAttribute", w) && load(lib, d.cuMemAlloc, "cuMemAlloc_v2", w) &&
@@ -86,16 +88,39 @@ Loaded load_driver() {
 
 }  // namespace
 
-DeviceIdentity device_identity(const CudaDriver& d) {
+DeviceIdentity device_identity(const CudaDriver& d, int ordinal) {
   DeviceIdentity id;
   CUdevice dev = 0;
-  d.check(d.cuDeviceGet(&dev, 0), "cuDeviceGet");
+  d.check(d.cuDeviceGet(&dev, ordinal), "cuDeviceGet");
   d.check(d.cuDeviceGetAttribute(&id.major, kAttrComputeMajor, dev), "compute capability");
   d.check(d.cuDeviceGetAttribute(&id.minor, kAttrComputeMinor, dev), "compute capability");
   char name[256] = {};
   d.check(d.cuDeviceGetName(name, int(sizeof name) - 1, dev), "cuDeviceGetName");
   id.name = name;
   return id;
+}
+
+int default_device(const CudaDriver& d) {
+  CUcontext current = nullptr;
+  CUdevice dev = 0;
+  if (d.cuCtxGetCurrent(&current) == 0 && current && d.cuCtxGetDevice(&dev) == 0) return dev;
+  return 0;
+}
+
+namespace {
+std::mutex lost_mu;
+std::map<int, std::string> lost;  // device -> why it is unusable
+}  // namespace
+
+void mark_device_lost(int device, const std::string& why) {
+  std::lock_guard<std::mutex> g(lost_mu);
+  lost.emplace(device, why);  // the first error is the cause
+}
+
+std::string device_lost(int device) {
+  std::lock_guard<std::mutex> g(lost_mu);
+  auto it = lost.find(device);
+  return it == lost.end() ? std::string() : it->second;
 }
 
 const CudaDriver* cuda_driver(std::string* why) {

@@ -14,8 +14,28 @@ namespace kiln::rt {
 // plan is fine, running it failed; the C API reports KILN_ERROR_RUNTIME.
 class CudaError : public Error {
  public:
-  explicit CudaError(const std::string& what) : Error(what) {}
+  explicit CudaError(const std::string& what, int code = 0) : Error(what), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
 };
+
+// The GPU's CUDA context is unusable: an earlier call failed with a sticky
+// error (an illegal address, a launch failure...). The driver reports it to
+// every later call in the process, so the engine refuses to run (C API:
+// KILN_ERROR_DEVICE_LOST).
+class DeviceLost : public CudaError {
+ public:
+  using CudaError::CudaError;
+};
+
+// The errors after which "the process is left in an inconsistent state and
+// any further CUDA work will return the same error" (cuda.h):
+// CUDA_ERROR_ILLEGAL_ADDRESS (700), _LAUNCH_TIMEOUT (702), _HARDWARE_STACK_ERROR
+// (714), _ILLEGAL_INSTRUCTION (715), _MISALIGNED_ADDRESS (716),
+// _INVALID_ADDRESS_SPACE (717), _INVALID_PC (718), _LAUNCH_FAILED (719).
+inline bool is_sticky_error(int code) { return code == 700 || code == 702 || (code >= 714 && code <= 719); }
 
 using CUresult = int;
 using CUdevice = int;
@@ -38,6 +58,8 @@ struct CudaDriver {
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
   CUresult (*cuCtxPushCurrent)(CUcontext) = nullptr;
   CUresult (*cuCtxPopCurrent)(CUcontext*) = nullptr;
+  CUresult (*cuCtxGetCurrent)(CUcontext*) = nullptr;
+  CUresult (*cuCtxGetDevice)(CUdevice*) = nullptr;
   CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
   CUresult (*cuModuleUnload)(CUmodule) = nullptr;
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
@@ -71,7 +93,6 @@ struct CudaDriver {
   CUresult (*cuMemHostAlloc)(void**, size_t, unsigned) = nullptr;
   CUresult (*cuMemFreeHost)(void*) = nullptr;
 
-  // Throws kiln::Error "CUDA: <what>: <driver's error name>" unless r == 0.
   // Throws CudaError "CUDA: <what>: <driver's text> (error N)" unless r is 0.
   void check(CUresult r, const char* what) const;
 };
@@ -90,12 +111,22 @@ inline constexpr unsigned kEventDefault = 0;
 inline constexpr unsigned kEventDisableTiming = 2;
 inline constexpr unsigned kMemHostAllocPortable = 1;
 
-// Device 0's name and compute capability ("NVIDIA H100 80GB HBM3", 9, 0).
+// A device's name and compute capability ("NVIDIA H100 80GB HBM3", 9, 0).
 struct DeviceIdentity {
   std::string name;
   int major = 0, minor = 0;
   std::string arch() const { return "sm_" + std::to_string(major) + std::to_string(minor); }
 };
-DeviceIdentity device_identity(const CudaDriver& d);
+DeviceIdentity device_identity(const CudaDriver& d, int ordinal = 0);
+
+// The device a GPU engine uses when the caller names none: the device of the
+// calling thread's current CUDA context, else device 0.
+int default_device(const CudaDriver& d);
+
+// Sticky errors are per device (its primary context) for the process: the
+// first one is remembered here, and every later engine or context on that
+// device fails at once with its text (empty: the device is usable).
+void mark_device_lost(int device, const std::string& why);
+std::string device_lost(int device);
 
 }  // namespace kiln::rt

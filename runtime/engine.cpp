@@ -13,7 +13,7 @@
 namespace kiln::rt {
 
 std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, const std::string& what,
-                                           Backend backend) {
+                                           Backend backend, int device) {
   std::shared_ptr<Engine> e(new Engine());
   e->plan_ = plan::deserialize(data, size, what);
   e->graph_ = plan::load_graph(e->plan_, what);
@@ -37,11 +37,14 @@ std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, con
     for (const auto& d : e->inputs_) in.push_back(d.type.nbytes());
     for (const auto& d : e->outputs_) out.push_back(d.type.nbytes());
     try {
-      e->gpu_ = std::make_unique<GpuEngine>(*driver, e->plan_, in, out, what);
+      e->gpu_ = std::make_unique<GpuEngine>(*driver, e->plan_, in, out, what, device);
       e->info_ = e->gpu_->description();
+    } catch (const DeviceLost& err) {
+      if (backend == Backend::Gpu) throw DeviceLost(what + ": " + err.what(), err.code());
+      no_gpu = err.what();
     } catch (const CudaError& err) {
       // The plan is fine; the GPU failed (out of memory...): name the plan.
-      if (backend == Backend::Gpu) throw CudaError(what + ": " + err.what());
+      if (backend == Backend::Gpu) throw CudaError(what + ": " + err.what(), err.code());
       no_gpu = err.what();
     } catch (const Error& err) {
       if (backend == Backend::Gpu) throw;
@@ -55,11 +58,11 @@ std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, con
   return e;
 }
 
-std::shared_ptr<const Engine> Engine::load_file(const std::string& path, Backend backend) {
+std::shared_ptr<const Engine> Engine::load_file(const std::string& path, Backend backend, int device) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open plan file", path);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return load(bytes.data(), bytes.size(), path, backend);
+  return load(bytes.data(), bytes.size(), path, backend, device);
 }
 
 Engine::~Engine() = default;

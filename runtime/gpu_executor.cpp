@@ -15,16 +15,40 @@ CUdeviceptr alloc(const CudaDriver& d, size_t n, const char* what) {
 }
 }  // namespace
 
-CtxScope::CtxScope(const CudaDriver& d, CUcontext c) : d_(d) { d.check(d.cuCtxPushCurrent(c), "cuCtxPushCurrent"); }
+CtxScope::CtxScope(const CudaDriver& d, CUcontext c) : d_(d) {
+  d.check(d.cuCtxPushCurrent(c), "cuCtxPushCurrent");
+  pushed_ = true;
+}
+CtxScope::CtxScope(const CudaDriver& d, CUcontext c, std::nothrow_t) noexcept : d_(d) {
+  pushed_ = c && d.cuCtxPushCurrent(c) == 0;
+}
 CtxScope::~CtxScope() {
   CUcontext popped = nullptr;
-  d_.cuCtxPopCurrent(&popped);
+  if (pushed_) d_.cuCtxPopCurrent(&popped);
+}
+
+void GpuEngine::check_usable() const {
+  std::string why = device_lost(dev_);
+  if (!why.empty()) throw DeviceLost(why);
+}
+
+void GpuEngine::lose(const CudaError& err) const {
+  mark_device_lost(dev_, fmt::format("the GPU (CUDA device {}) is unusable: {}; CUDA reports this error to every "
+                                     "later call in this process (restart the process to use the GPU again)",
+                                     dev_, err.what()));
+  throw DeviceLost(device_lost(dev_), err.code());
 }
 
 GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_t> input_bytes,
-                     std::vector<size_t> output_bytes, const std::string& what)
+                     std::vector<size_t> output_bytes, const std::string& what, int device)
     : d_(d), plan_(p), input_bytes_(std::move(input_bytes)), output_bytes_(std::move(output_bytes)) {
-  d.check(d.cuDeviceGet(&dev_, 0), "cuDeviceGet");
+  int ordinal = device >= 0 ? device : default_device(d);
+  int count = 0;
+  d.check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (ordinal >= count)  // CUDA_ERROR_INVALID_DEVICE: the GPU path's failure, not the plan's
+    throw CudaError(fmt::format("CUDA device {} does not exist ({} device(s))", ordinal, count), 101);
+  d.check(d.cuDeviceGet(&dev_, ordinal), "cuDeviceGet");
+  check_usable();
   int major = 0, minor = 0;
   d.check(d.cuDeviceGetAttribute(&major, kAttrComputeMajor, dev_), "compute capability");
   d.check(d.cuDeviceGetAttribute(&minor, kAttrComputeMinor, dev_), "compute capability");
@@ -33,6 +57,7 @@ GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_
   d.check(d.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
   try {
     CtxScope scope(d, ctx_);
+    guarded([&] {
     for (const plan::Kernel& k : p.kernels) {
       CUmodule m = nullptr;
       // The PTX must be NUL-terminated for the JIT: std::string's c_str() is.
@@ -50,12 +75,14 @@ GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_
     weights_ = alloc(d, p.weight_data.size(), "allocating the weights");
     if (!p.weight_data.empty())
       d.check(d.cuMemcpyHtoD(weights_, p.weight_data.data(), p.weight_data.size()), "uploading the weights");
+    });
   } catch (...) {
     release();
     throw;
   }
-  description_ = fmt::format("GPU {} ({}, {} kernels, CUDA Graph replay)", arch,
-                             code == "cubin" ? "CUBIN" : "PTX JIT", p.kernels.size());
+  description_ = fmt::format("GPU {} ({}, {} kernels, CUDA Graph replay{})", arch,
+                             code == "cubin" ? "CUBIN" : "PTX JIT", p.kernels.size(),
+                             dev_ ? fmt::format(", device {}", dev_) : std::string());
 }
 
 GpuEngine::~GpuEngine() { release(); }
@@ -63,7 +90,7 @@ GpuEngine::~GpuEngine() { release(); }
 void GpuEngine::release() {
   if (!ctx_) return;
   {
-    CtxScope scope(d_, ctx_);
+    CtxScope scope(d_, ctx_, std::nothrow);
     if (weights_) d_.cuMemFree(weights_);
     for (CUmodule m : modules_) d_.cuModuleUnload(m);
   }
@@ -85,13 +112,17 @@ CUdeviceptr GpuContext::address(const Slot& sl, const plan::BufferRef& b) const 
 
 GpuContext::GpuContext(const GpuEngine& e) : e_(e) {
   const CudaDriver& d = e.d_;
+  e.check_usable();
   CtxScope scope(d, e.ctx_);
   try {
-    arena_ = alloc(d, e.plan_.memory.arena_bytes, "allocating the activation arena");
-    d.check(d.cuStreamCreate(&upload_stream_, kStreamNonBlocking), "cuStreamCreate (uploads)");
-    d.check(d.cuStreamCreate(&download_stream_, kStreamNonBlocking), "cuStreamCreate (downloads)");
-    d.check(d.cuStreamCreate(&stream_, kStreamNonBlocking), "cuStreamCreate");
-    add_slot();
+    e.guarded([&] {
+      arena_ = alloc(d, e.plan_.memory.arena_bytes, "allocating the activation arena");
+      d.check(d.cuStreamCreate(&upload_stream_, kStreamNonBlocking), "cuStreamCreate (uploads)");
+      d.check(d.cuStreamCreate(&download_stream_, kStreamNonBlocking), "cuStreamCreate (downloads)");
+      d.check(d.cuStreamCreate(&stream_, kStreamNonBlocking), "cuStreamCreate");
+      d.check(d.cuEventCreate(&enqueued_, kEventDisableTiming), "cuEventCreate");
+      add_slot();
+    });
   } catch (...) {
     release();
     throw;
@@ -132,6 +163,25 @@ void GpuContext::fill_slot(Slot& sl) {
   // The launch list, captured once per slot; every address is fixed for the
   // context's life, so the graph is replayed as is.
   d.check(d.cuStreamBeginCapture(stream_, kCaptureModeThreadLocal), "cuStreamBeginCapture");
+  try {
+    capture_steps(sl);
+  } catch (...) {
+    // End the capture before anything else: while this thread captures, the
+    // driver refuses the frees and synchronization of the cleanup
+    // (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and the stream stays capturing.
+    CUgraph partial = nullptr;
+    if (d.cuStreamEndCapture(stream_, &partial) == 0 && partial) d.cuGraphDestroy(partial);
+    throw;
+  }
+  CUgraph graph = nullptr;
+  d.check(d.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
+  CUresult r = d.cuGraphInstantiateWithFlags(&sl.exec, graph, 0);
+  d.cuGraphDestroy(graph);
+  d.check(r, "cuGraphInstantiate");
+}
+
+void GpuContext::capture_steps(Slot& sl) {
+  const CudaDriver& d = e_.d_;
   for (const plan::Step& s : e_.plan_.steps) {
     if (s.kind == plan::StepKind::Copy) {
       d.check(d.cuMemcpyDtoDAsync(address(sl, s.args[0]), address(sl, s.args[1]), s.args[0].nbytes, stream_),
@@ -146,11 +196,6 @@ void GpuContext::fill_slot(Slot& sl) {
                              s.shared_bytes, stream_, params.data(), nullptr),
             ("capturing kernel " + e_.plan_.kernels[s.kernel].name).c_str());
   }
-  CUgraph graph = nullptr;
-  d.check(d.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
-  CUresult r = d.cuGraphInstantiateWithFlags(&sl.exec, graph, 0);
-  d.cuGraphDestroy(graph);
-  d.check(r, "cuGraphInstantiate");
 }
 
 GpuContext::~GpuContext() { release(); }
@@ -170,12 +215,18 @@ void GpuContext::free_slot(Slot& sl) {
   for (CUdeviceptr p : sl.outputs) d.cuMemFree(p);
 }
 
-void GpuContext::release() {
+void GpuContext::release() noexcept {
   const CudaDriver& d = e_.d_;
-  CtxScope scope(d, e_.ctx_);
-  // Nothing may still be reading or writing what is freed.
+  CtxScope scope(d, e_.ctx_, std::nothrow);
+  // Nothing may still be reading or writing what is freed: the context's
+  // streams and the caller's stream of the last enqueue().
   for (CUstream s : {upload_stream_, stream_, download_stream_})
     if (s) d.cuStreamSynchronize(s);
+  if (enqueued_) {
+    d.cuEventSynchronize(enqueued_);
+    d.cuEventDestroy(enqueued_);
+    enqueued_ = nullptr;
+  }
   for (auto& sl : slots_) free_slot(*sl);
   slots_.clear();
   queue_.clear();
@@ -187,8 +238,13 @@ void GpuContext::release() {
 }
 
 void GpuContext::submit(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out) {
+  e_.check_usable();
+  CtxScope scope(e_.d_, e_.ctx_);
+  e_.guarded([&] { submit_unguarded(in, out); });
+}
+
+void GpuContext::submit_unguarded(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out) {
   const CudaDriver& d = e_.d_;
-  CtxScope scope(d, e_.ctx_);
   if (queue_.size() >= kMaxInFlight)
     fail("{} runs are in flight (the most a context pipelines): wait for one first", queue_.size());
   // After a failure, copies may still be reading staging buffers the host is
@@ -203,6 +259,14 @@ void GpuContext::submit(const std::vector<DeviceBinding>& in, const std::vector<
   if (k == slots_.size()) add_slot();
   Slot& sl = *slots_[k];
   settled_ = false;
+  // After an enqueue() on the caller's stream: its graph may still read slot
+  // 0's inputs and use the arena. Once the upload and compute streams wait
+  // for it, their own order covers later submissions.
+  if (enqueue_pending_) {
+    d.check(d.cuStreamWaitEvent(upload_stream_, enqueued_, 0), "cuStreamWaitEvent");
+    d.check(d.cuStreamWaitEvent(stream_, enqueued_, 0), "cuStreamWaitEvent");
+    enqueue_pending_ = false;
+  }
   // Uploads on the upload stream; the host fills staging buffer i+1 while
   // buffer i is on its way.
   d.check(d.cuEventRecord(sl.up_begin, upload_stream_), "cuEventRecord");
@@ -241,9 +305,14 @@ void GpuContext::submit(const std::vector<DeviceBinding>& in, const std::vector<
 }
 
 GpuRunTiming GpuContext::wait() {
-  const CudaDriver& d = e_.d_;
-  CtxScope scope(d, e_.ctx_);
   if (queue_.empty()) fail("no run is in flight: nothing to wait for");
+  e_.check_usable();
+  CtxScope scope(e_.d_, e_.ctx_);
+  return e_.guarded([&] { return wait_unguarded(); });
+}
+
+GpuRunTiming GpuContext::wait_unguarded() {
+  const CudaDriver& d = e_.d_;
   Slot& sl = *slots_[queue_.front()];
   queue_.erase(queue_.begin());  // waited for, even if waiting fails
   try {
@@ -277,11 +346,22 @@ GpuRunTiming GpuContext::run(const std::vector<DeviceBinding>& in, const std::ve
 void GpuContext::enqueue(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out,
                          CUstream stream) {
   const CudaDriver& d = e_.d_;
-  CtxScope scope(d, e_.ctx_);
   if (!queue_.empty())
     fail("enqueue: {} submitted run(s) in flight on this context; wait for them first", queue_.size());
+  e_.check_usable();
+  CtxScope scope(d, e_.ctx_);
+  e_.guarded([&] { enqueue_on(in, out, stream); });
+}
+
+void GpuContext::enqueue_on(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out,
+                            CUstream stream) {
+  const CudaDriver& d = e_.d_;
   const Slot& sl = *slots_[0];
   CUstream s = stream ? stream : stream_;
+  // Slot 0's buffers and the arena are shared with earlier work: the
+  // previous enqueue (perhaps on another stream) must be done with them.
+  // Runs and submissions before this call were waited for by the host.
+  d.check(d.cuStreamWaitEvent(s, enqueued_, 0), "cuStreamWaitEvent");
   for (size_t i = 0; i < in.size(); ++i) {
     size_t n = e_.input_bytes_[i];
     if (!n) continue;
@@ -299,6 +379,9 @@ void GpuContext::enqueue(const std::vector<DeviceBinding>& in, const std::vector
     else
       d.check(d.cuMemcpyDtoHAsync(out[i].ptr, sl.outputs[i], n, s), "copying an output");
   }
+  // The next enqueue, run/submit and the context's destruction wait for this.
+  d.check(d.cuEventRecord(enqueued_, s), "cuEventRecord");
+  enqueue_pending_ = true;
   if (!stream) d.check(d.cuStreamSynchronize(s), "cuStreamSynchronize");
 }
 

@@ -1,7 +1,8 @@
 // The GPU path of the runtime: a plan's kernels and launch list on a CUDA
 // device through the driver API (runtime/cuda_driver.h).
 //
-// GpuEngine (immutable, shared by contexts): device 0's primary context, one
+// GpuEngine (immutable, shared by contexts): its device's primary context (the
+// device the caller chose, else the current context's, else device 0), one
 // module per kernel (its CUBIN when built for this GPU's arch, else its PTX,
 // which the driver JIT-compiles), the weights uploaded once into one device
 // allocation.
@@ -23,9 +24,22 @@
 // staging needs the host to copy out of the pinned buffer after the
 // download, which an asynchronous call cannot wait for).
 //
-// Untested until a GPU is lent (docs/embedding.md): this machine has none.
+// enqueue(stream) is ordered against the context's own streams with an
+// event: the caller's stream waits for the previous enqueue, and the next
+// run/submit (upload and compute streams) waits for this one, since both
+// use slot 0's buffers and the arena; destruction waits for it too.
+//
+// Errors: every driver call is checked; a sticky error (cuda_driver.h)
+// marks the device lost for the process and every later call on the engine
+// or any context of it throws DeviceLost with the first error's text.
+// Destructors never throw. A capture is always ended (and its graph
+// destroyed) before anything else is done after an error inside it: the
+// driver refuses frees and synchronization while a thread captures.
+//
+// Tested against a fake driver as strict as the hardware (docs/testing.md).
 #pragma once
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -37,15 +51,33 @@ namespace kiln::rt {
 class GpuEngine {
  public:
   // `input_bytes` / `output_bytes`: the graph inputs' and outputs' sizes.
+  // `device`: the CUDA device ordinal; -1: default_device().
   GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_t> input_bytes,
-            std::vector<size_t> output_bytes, const std::string& what);
+            std::vector<size_t> output_bytes, const std::string& what, int device = -1);
   ~GpuEngine();
   GpuEngine(const GpuEngine&) = delete;
   GpuEngine& operator=(const GpuEngine&) = delete;
 
   const std::string& description() const { return description_; }
+  int device() const { return dev_; }
+  // Throws DeviceLost when a sticky error made the device unusable.
+  void check_usable() const;
+  // Runs `f`; a sticky CudaError from it marks the device lost and becomes DeviceLost.
+  template <typename F>
+  auto guarded(F&& f) const -> decltype(f()) {
+    check_usable();
+    try {
+      return f();
+    } catch (const DeviceLost&) {
+      throw;
+    } catch (const CudaError& err) {
+      if (!is_sticky_error(err.code())) throw;
+      lose(err);
+    }
+  }
 
  private:
+  [[noreturn]] void lose(const CudaError& err) const;
   friend class GpuContext;
   void release();  // frees what the constructor got so far
   const CudaDriver& d_;
@@ -59,14 +91,17 @@ class GpuEngine {
   std::string description_;
 };
 
-// Makes the engine's CUDA context current for a scope.
+// Makes the engine's CUDA context current for a scope. The nothrow form
+// (for destructors) makes it current if it can and pops only what it pushed.
 class CtxScope {
  public:
   CtxScope(const CudaDriver& d, CUcontext c);
+  CtxScope(const CudaDriver& d, CUcontext c, std::nothrow_t) noexcept;
   ~CtxScope();
 
  private:
   const CudaDriver& d_;
+  bool pushed_ = false;
 };
 
 struct DeviceBinding {
@@ -119,9 +154,12 @@ class GpuContext {
   };
   void add_slot();  // buffers, staging, events and the captured launch list
   void fill_slot(Slot& s);
+  void capture_steps(Slot& s);  // the launch list onto the capturing compute stream
+  void enqueue_on(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs,
+                  CUstream stream);
   void free_slot(Slot& s);
   CUdeviceptr address(const Slot& s, const plan::BufferRef& b) const;
-  void release();
+  void release() noexcept;
   const GpuEngine& e_;
   CUdeviceptr arena_ = 0;  // shared: the graphs run one at a time on the compute stream
   std::vector<std::unique_ptr<Slot>> slots_;
@@ -130,6 +168,12 @@ class GpuContext {
   CUstream upload_stream_ = nullptr;    // uploads of run()/submit()
   CUstream download_stream_ = nullptr;  // downloads of run()/submit()
   bool settled_ = true;  // false after a submission or wait failed midway: drain the streams first
+  // Recorded on the caller's stream at the end of each enqueue(): the next
+  // enqueue, run/submit and destruction wait for it.
+  CUevent enqueued_ = nullptr;
+  bool enqueue_pending_ = false;  // recorded since the context's streams last waited for it
+  void submit_unguarded(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs);
+  GpuRunTiming wait_unguarded();
 };
 
 }  // namespace kiln::rt

@@ -11,7 +11,7 @@ whatever files the case needs beside it); OUT/cases.json lists them:
      "file": "model.onnx" | "model.plan", "env": {extra environment}}
 Damaged plans (plan_*) need KILN to compile the plan they start from; the
 plan for another GPU arch needs the fake CUDA driver's folder (DIR holds
-libcuda.so.1, tests/runtime/fake_cuda.cpp), which poses as an sm_80 GPU.
+libcuda.so.1, tests/runtime/fake_cuda/), which poses as an sm_80 GPU.
 "error" cases must exit with code 1 and a message containing `expect`;
 "valid" cases must pass (their folder is also a conformance test with
 expected outputs computed here with numpy); "no_crash" cases (random bit flips)

@@ -1,5 +1,5 @@
 // The runtime's GPU path (runtime/gpu_executor.cpp) against a fake CUDA
-// driver (fake_cuda.cpp): the real code path from dlopen to cuGraphLaunch,
+// driver (tests/runtime/fake_cuda/): the real code path from dlopen to cuGraphLaunch,
 // with "device memory" in host memory and each launch run by the plan's
 // kernel on the CPU simulator. Checks: results equal the reference backend,
 // the launch list is captured once and replayed per run, CUBIN vs PTX
@@ -98,8 +98,9 @@ TEST_F(FakeGpu, CApiWithDevicePointersAndAFailedRunLeavesTheContextUsable) {
               KILN_OK)
         << kiln_last_error();
   }
-  int stream_dummy = 0;
-  ASSERT_EQ(kiln_context_enqueue(c, &stream_dummy), KILN_OK) << kiln_last_error();
+  CallerStream caller;
+  ASSERT_EQ(kiln_context_enqueue(c, caller.stream), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(caller.synchronize(), 0);  // asynchronous: the outputs are there once the stream is done
   expect_reference(outs, feed);
   kiln_engine_destroy(e);
   kiln_context_destroy(c);
@@ -266,11 +267,13 @@ TEST_F(FakeGpu, DriverFailuresInStagingBecomeStatusesAndLeaveTheContextUsable) {
     ASSERT_EQ(kiln_context_bind_output(c, graph->outputs()[i]->name().c_str(), outs[i].raw(), KILN_F32,
                                        outs[i].shape().data(), int(outs[i].shape().size()), KILN_MEMORY_HOST),
               KILN_OK);
+  // Errors that leave the CUDA context usable (out of memory; a sticky one,
+  // such as a launch failure, is FakeDriverRules' and FakeGpuSticky's).
   for (const char* fn : {"cuMemcpyHtoDAsync", "cuGraphLaunch", "cuEventSynchronize"}) {
     SCOPED_TRACE(fn);
-    fake().fail_next(fn);
+    fake().fail(fn, 0, 2);
     EXPECT_EQ(kiln_context_run(c), KILN_ERROR_RUNTIME);
-    EXPECT_NE(std::string(kiln_last_error()).find("unspecified launch failure"), std::string::npos) << kiln_last_error();
+    EXPECT_NE(std::string(kiln_last_error()).find("out of memory (error 2)"), std::string::npos) << kiln_last_error();
     EXPECT_EQ(kiln_context_last_timing(c, &t), KILN_ERROR_UNAVAILABLE);
     ASSERT_EQ(kiln_context_run(c), KILN_OK) << kiln_last_error();
     expect_reference(outs, feed);

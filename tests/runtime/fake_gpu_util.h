@@ -35,6 +35,19 @@ struct Fake {
   void (*fail)(const char*, int, int);      // entry point, calls to skip, error
   void (*set_memory_limit)(size_t);         // bytes; SIZE_MAX: none
   int (*mem_get_info)(size_t*, size_t*);   // cuMemGetInfo_v2: free, total
+  void (*pause)(int);                       // 1: the "GPU" starts nothing until pause(0)
+  const char* (*take_races)();              // races found since the last call
+  void (*clear_sticky)();                   // a new process, as far as sticky errors go
+  int (*set_property)(const char*, int);    // a device limit by name
+  void (*set_driver_version)(int);          // 13000: CUDA 13.0
+  void (*set_device)(const char*);          // "h100", "a100", "l4", "" (default)
+  void (*set_device_count)(int);
+  int (*rule)(const char*);                 // 1: the rule is on (KILN_FAKE_CUDA_DISABLE turns them off)
+  void* handle;                             // the library, for its cu* entry points
+  template <typename F>
+  F sym(const char* name) const {
+    return reinterpret_cast<F>(dlsym(handle, name));
+  }
 };
 
 inline const std::map<std::string, plan::Plan>& plans();
@@ -56,6 +69,15 @@ inline const Fake& fake() {
     r.fail = reinterpret_cast<void (*)(const char*, int, int)>(dlsym(h, "fake_cuda_fail"));
     r.set_memory_limit = reinterpret_cast<void (*)(size_t)>(dlsym(h, "fake_cuda_set_memory_limit"));
     r.mem_get_info = reinterpret_cast<int (*)(size_t*, size_t*)>(dlsym(h, "cuMemGetInfo_v2"));
+    r.pause = reinterpret_cast<void (*)(int)>(dlsym(h, "fake_cuda_pause"));
+    r.take_races = reinterpret_cast<const char* (*)()>(dlsym(h, "fake_cuda_take_races"));
+    r.clear_sticky = reinterpret_cast<void (*)()>(dlsym(h, "fake_cuda_clear_sticky"));
+    r.set_property = reinterpret_cast<int (*)(const char*, int)>(dlsym(h, "fake_cuda_set_property"));
+    r.set_driver_version = reinterpret_cast<void (*)(int)>(dlsym(h, "fake_cuda_set_driver_version"));
+    r.set_device = reinterpret_cast<void (*)(const char*)>(dlsym(h, "fake_cuda_set_device"));
+    r.set_device_count = reinterpret_cast<void (*)(int)>(dlsym(h, "fake_cuda_set_device_count"));
+    r.rule = reinterpret_cast<int (*)(const char*)>(dlsym(h, "fake_cuda_rule"));
+    r.handle = h;
     return r;
   }();
   return f;
@@ -81,8 +103,11 @@ inline int arg_count(const char* name) {
 // simulator runs any: the runtime-safety tests set it.
 inline std::atomic<int> launches_to_fail{0};
 
+// The error a failing launch returns (a sticky one: a kernel that faults).
+inline std::atomic<int> launch_error{719};  // CUDA_ERROR_LAUNCH_FAILED
+
 inline int launch(const char* name, const unsigned* grid, const unsigned* block, unsigned shared, const CUdeviceptr* args) {
-  if (launches_to_fail > 0 && launches_to_fail-- > 0) return 719;  // CUDA_ERROR_LAUNCH_FAILED
+  if (launches_to_fail > 0 && launches_to_fail-- > 0) return launch_error;
   const SimKernel& k = kernels().at(name);
   std::vector<void*> bufs;
   for (size_t i = 0; i < k.counts.size(); ++i) bufs.push_back(reinterpret_cast<void*>(args[i]));
@@ -144,11 +169,41 @@ inline const std::map<std::string, plan::Plan>& plans() {
   return ps;
 }
 
+// A stream of the caller's own (for enqueue): device 0's primary context made
+// current on this thread, as an application using the driver API has it.
+class CallerStream {
+ public:
+  CallerStream() {
+    const Fake& f = fake();
+    void* ctx = nullptr;
+    f.sym<int (*)(void**, int)>("cuDevicePrimaryCtxRetain")(&ctx, 0);
+    f.sym<int (*)(void*)>("cuCtxPushCurrent_v2")(ctx);
+    EXPECT_EQ(f.sym<int (*)(void**, unsigned)>("cuStreamCreate")(&stream, 1), 0);  // CU_STREAM_NON_BLOCKING
+  }
+  ~CallerStream() {
+    const Fake& f = fake();
+    f.sym<int (*)(void*)>("cuStreamDestroy_v2")(stream);
+    void* popped = nullptr;
+    f.sym<int (*)(void**)>("cuCtxPopCurrent_v2")(&popped);
+  }
+  int synchronize() const { return fake().sym<int (*)(void*)>("cuStreamSynchronize")(stream); }
+  void* stream = nullptr;
+};
+
 class FakeGpu : public ::testing::Test {
  protected:
   void SetUp() override {
     graph = compiled_graph();
     fake().set_arch(9, 0);
+    fake().take_races();
+  }
+  // The strict driver found no race (an unordered access of one buffer from
+  // two streams: a wrong answer on a GPU, depending on timing).
+  void TearDown() override {
+    std::string races = fake().take_races();
+    EXPECT_EQ(races, "") << "the fake driver found races";
+    std::vector<int> s = stats();
+    EXPECT_EQ(s[9], 0) << "a stream was left capturing";
   }
   // A plan (by arch or ONNX test name) whose kernels the fake driver can run.
   std::vector<uint8_t> plan_for(const std::string& arch) {
@@ -168,7 +223,7 @@ class FakeGpu : public ::testing::Test {
     return plan::serialize(p);
   }
   std::vector<int> stats() {
-    std::vector<int> s(9);
+    std::vector<int> s(12);
     fake().stats(s.data());
     return s;
   }

@@ -41,6 +41,15 @@ if FAKE_CUDA_ARCH=8.0 LD_LIBRARY_PATH=$fake "$kiln" compile "$model" "${flags[@]
      --tuning-cache "$tmp/x.json" 2>"$tmp/err.txt"; then fail "--tune on an sm_80 GPU for sm_90 succeeded"; fi
 grep -q "is sm_80, the target is sm_90: tune with --target sm_80" "$tmp/err.txt" || fail "$(cat "$tmp/err.txt")"
 
+# A candidate that faults (CUDA_ERROR_ILLEGAL_ADDRESS, sticky: every later
+# call fails) stops tuning at once with that error, instead of trying every
+# other candidate on a dead context.
+if FAKE_CUDA_FAIL=cuLaunchKernel:0:700 LD_LIBRARY_PATH=$fake "$kiln" compile "$model" "${flags[@]}" --tune \
+     --tuning-cache "$tmp/x.json" 2>"$tmp/err.txt"; then fail "--tune after a faulting candidate succeeded"; fi
+grep -q "^error: kiln compile --tune: GEMM f16:b1:m64:n80:k96: tile .* left the GPU unusable, tuning stops: CUDA: launching .*: an illegal memory access was encountered (error 700)" "$tmp/err.txt" ||
+  fail "unexpected message: $(cat "$tmp/err.txt")"
+[ ! -e "$tmp/x.json" ] || fail "a failed --tune wrote a cache"
+
 # A malformed cache names the file.
 echo '{"kiln_tuning_cache": 1, "entries": [{"gpu": 3}]}' > "$tmp/bad.json"
 if "$kiln" compile "$model" "${flags[@]}" --tuning-cache "$tmp/bad.json" 2>"$tmp/err.txt"; then

@@ -218,6 +218,14 @@ AutotuneOutcome autotune(const Graph& g, const AutotuneRequest& r) {
         double ms = 0;
         try {
           ms = time_candidate(d, *s.node, c, compiled, values, stream, r.warmup, r.iterations);
+        } catch (const rt::CudaError& e) {
+          // A faulting candidate (illegal address...) poisons the CUDA context:
+          // every later call fails, so no other candidate can be timed.
+          if (rt::is_sticky_error(e.code()))
+            fail("kiln compile --tune: GEMM {}: tile {} left the GPU unusable, tuning stops: {}", s.key,
+                 codegen::gemm_tile_name(c.config), e.what());
+          out.notes.push_back(fmt::format("{}: tile {} skipped: {}", s.key, codegen::gemm_tile_name(c.config), e.what()));
+          continue;
         } catch (const Error& e) {
           out.notes.push_back(fmt::format("{}: tile {} skipped: {}", s.key, codegen::gemm_tile_name(c.config), e.what()));
           continue;

@@ -41,6 +41,9 @@ typedef enum kiln_status {
   KILN_ERROR_RUNTIME = 5,          /* running failed (a CUDA error such as out of memory, also
                                       while creating a GPU engine or context; unbound buffers) */
   KILN_ERROR_INTERNAL = 6,         /* a bug in kiln */
+  KILN_ERROR_DEVICE_LOST = 7,      /* the GPU's CUDA context is unusable after a sticky error (an
+                                      illegal address, a kernel that failed): CUDA reports it to
+                                      every later call in the process; restart the process */
   KILN_STATUS_MAX_ENUM = 0x7fffffff
 } kiln_status;
 
@@ -90,6 +93,14 @@ KILN_API size_t kiln_dtype_size(kiln_dtype dtype);
 KILN_API kiln_status kiln_engine_create_from_file(const char* path, kiln_backend backend, kiln_engine** engine);
 KILN_API kiln_status kiln_engine_create_from_memory(const void* data, size_t size, kiln_backend backend,
                                                     kiln_engine** engine);
+/* The same on CUDA device `device` (an ordinal). The calls above use the
+ * device of the calling thread's current CUDA context, else device 0; so
+ * does device -1. A device that does not exist is KILN_ERROR_RUNTIME
+ * (KILN_BACKEND_AUTO falls back to the CPU and says why). */
+KILN_API kiln_status kiln_engine_create_from_file_on_device(const char* path, kiln_backend backend, int device,
+                                                           kiln_engine** engine);
+KILN_API kiln_status kiln_engine_create_from_memory_on_device(const void* data, size_t size, kiln_backend backend,
+                                                             int device, kiln_engine** engine);
 /* Contexts keep their engine alive: destroy order does not matter. */
 KILN_API void kiln_engine_destroy(kiln_engine* engine);
 /* KILN_BACKEND_CPU or KILN_BACKEND_GPU: where this engine runs. */

@@ -40,14 +40,16 @@ struct TensorInfo {
 // Immutable and shareable: copies share the same engine.
 class Engine {
  public:
-  static Engine from_file(const std::string& path, kiln_backend backend = KILN_BACKEND_AUTO) {
+  // `device`: a CUDA device ordinal; -1: the current CUDA context's device, else 0.
+  static Engine from_file(const std::string& path, kiln_backend backend = KILN_BACKEND_AUTO, int device = -1) {
     kiln_engine* e = nullptr;
-    check(kiln_engine_create_from_file(path.c_str(), backend, &e));
+    check(kiln_engine_create_from_file_on_device(path.c_str(), backend, device, &e));
     return Engine(e);
   }
-  static Engine from_memory(const void* data, size_t size, kiln_backend backend = KILN_BACKEND_AUTO) {
+  static Engine from_memory(const void* data, size_t size, kiln_backend backend = KILN_BACKEND_AUTO,
+                            int device = -1) {
     kiln_engine* e = nullptr;
-    check(kiln_engine_create_from_memory(data, size, backend, &e));
+    check(kiln_engine_create_from_memory_on_device(data, size, backend, device, &e));
     return Engine(e);
   }
 

@@ -1,0 +1,381 @@
+// The fake CUDA driver's rules (tests/runtime/fake_cuda/, docs/testing.md),
+// one test each, called through the driver API itself. Each test fails when
+// its rule is switched off (KILN_FAKE_CUDA_DISABLE=<rule>): ctest
+// fake_rule_<rule>_must_fail runs it so (tests/runtime/rule_must_fail.sh).
+// Last, FakeGpuSticky: what the runtime does after a sticky error (it leaves
+// the process's GPU unusable, as CUDA does: it runs after the other tests).
+#include <cstring>
+#include <thread>
+
+#include "runtime/cubin_info.h"
+#include "tests/runtime/fake_gpu_util.h"
+
+namespace kiln {
+namespace {
+
+using namespace fakegpu;
+
+// The driver entry points the tests call.
+struct Api {
+  template <typename F>
+  static F get(const char* n) {
+    F f = fake().sym<F>(n);
+    if (!f) throw std::runtime_error(std::string("the fake driver has no ") + n);
+    return f;
+  }
+  int (*retain)(void**, int) = get<decltype(retain)>("cuDevicePrimaryCtxRetain");
+  int (*push)(void*) = get<decltype(push)>("cuCtxPushCurrent_v2");
+  int (*pop)(void**) = get<decltype(pop)>("cuCtxPopCurrent_v2");
+  int (*stream_create)(void**, unsigned) = get<decltype(stream_create)>("cuStreamCreate");
+  int (*stream_destroy)(void*) = get<decltype(stream_destroy)>("cuStreamDestroy_v2");
+  int (*stream_sync)(void*) = get<decltype(stream_sync)>("cuStreamSynchronize");
+  int (*alloc)(CUdeviceptr*, size_t) = get<decltype(alloc)>("cuMemAlloc_v2");
+  int (*free)(CUdeviceptr) = get<decltype(free)>("cuMemFree_v2");
+  int (*host_alloc)(void**, size_t, unsigned) = get<decltype(host_alloc)>("cuMemHostAlloc");
+  int (*host_free)(void*) = get<decltype(host_free)>("cuMemFreeHost");
+  int (*htod_async)(CUdeviceptr, const void*, size_t, void*) = get<decltype(htod_async)>("cuMemcpyHtoDAsync_v2");
+  int (*dtoh_async)(void*, CUdeviceptr, size_t, void*) = get<decltype(dtoh_async)>("cuMemcpyDtoHAsync_v2");
+  int (*dtod_async)(CUdeviceptr, CUdeviceptr, size_t, void*) = get<decltype(dtod_async)>("cuMemcpyDtoDAsync_v2");
+  int (*event_create)(void**, unsigned) = get<decltype(event_create)>("cuEventCreate");
+  int (*event_destroy)(void*) = get<decltype(event_destroy)>("cuEventDestroy_v2");
+  int (*event_record)(void*, void*) = get<decltype(event_record)>("cuEventRecord");
+  int (*event_query)(void*) = get<decltype(event_query)>("cuEventQuery");
+  int (*event_sync)(void*) = get<decltype(event_sync)>("cuEventSynchronize");
+  int (*wait_event)(void*, void*, unsigned) = get<decltype(wait_event)>("cuStreamWaitEvent");
+  int (*module_load)(void**, const void*) = get<decltype(module_load)>("cuModuleLoadData");
+  int (*module_unload)(void*) = get<decltype(module_unload)>("cuModuleUnload");
+  int (*get_function)(void**, void*, const char*) = get<decltype(get_function)>("cuModuleGetFunction");
+  int (*set_attribute)(void*, int, int) = get<decltype(set_attribute)>("cuFuncSetAttribute");
+  int (*launch)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**) =
+      get<decltype(launch)>("cuLaunchKernel");
+  int (*begin_capture)(void*, int) = get<decltype(begin_capture)>("cuStreamBeginCapture_v2");
+  int (*end_capture)(void*, void**) = get<decltype(end_capture)>("cuStreamEndCapture");
+  int (*is_capturing)(void*, int*) = get<decltype(is_capturing)>("cuStreamIsCapturing");
+  int (*graph_destroy)(void*) = get<decltype(graph_destroy)>("cuGraphDestroy");
+};
+
+int no_args(const char*) { return 0; }
+int fault(const char*, const unsigned*, const unsigned*, unsigned, const CUdeviceptr*) { return 700; }
+
+class FakeDriverRules : public FakeGpu {
+ protected:
+  void SetUp() override {
+    FakeGpu::SetUp();
+    plans();
+    fake().set_kernels(nullptr, nullptr);  // launches are timed, not run: the rules are the point
+    ASSERT_EQ(api.retain(&ctx, 0), 0);
+    ASSERT_EQ(api.push(ctx), 0);
+  }
+  void TearDown() override {
+    void* popped = nullptr;
+    api.pop(&popped);
+    fake().pause(0);
+    fake().clear_sticky();
+    fake().set_driver_version(13000);
+    fake().set_property("regs_per_block", 65536);
+    fake().set_arch(9, 0);
+    FakeGpu::TearDown();
+  }
+  void* new_stream() {
+    void* s = nullptr;
+    EXPECT_EQ(api.stream_create(&s, 1), 0);
+    return s;
+  }
+  // The plan kernel with the most registers, loaded from its CUBIN.
+  void* kernel(std::string* name = nullptr, int* registers = nullptr) {
+    const plan::Plan& p = plans().at("test_matmul_2d");
+    const plan::Kernel* best = nullptr;
+    int most = -1;
+    for (const plan::Kernel& k : p.kernels) {
+      int r = plan::cubin_kernel_info(k.cubin, k.name).registers;
+      if (r > most) most = r, best = &k;
+    }
+    EXPECT_EQ(api.module_load(&module, best->cubin.data()), 0);
+    void* f = nullptr;
+    EXPECT_EQ(api.get_function(&f, module, best->name.c_str()), 0);
+    if (name) *name = best->name;
+    if (registers) *registers = most;
+    return f;
+  }
+  Api api;
+  void* ctx = nullptr;
+  void* module = nullptr;
+};
+
+// async: a stream's work runs after the call returns, when the device gets
+// to it: with the "GPU" paused, a copy and an event recorded after it are
+// still pending; once it runs, the event completes and the data is there.
+TEST_F(FakeDriverRules, AsyncStreamWorkRunsAfterTheCallReturns) {
+  void* s = new_stream();
+  void *in = nullptr, *out = nullptr, *ev = nullptr;
+  CUdeviceptr d = 0;
+  ASSERT_EQ(api.host_alloc(&in, 256, 0), 0);
+  ASSERT_EQ(api.host_alloc(&out, 256, 0), 0);
+  ASSERT_EQ(api.alloc(&d, 256), 0);
+  ASSERT_EQ(api.event_create(&ev, 0), 0);
+  std::memset(in, 7, 256);
+  std::memset(out, 0, 256);
+  fake().pause(1);
+  EXPECT_EQ(api.htod_async(d, in, 256, s), 0);
+  EXPECT_EQ(api.dtoh_async(out, d, 256, s), 0);
+  EXPECT_EQ(api.event_record(ev, s), 0);
+  EXPECT_EQ(api.event_query(ev), 600) << "CUDA_ERROR_NOT_READY: the stream ran its work inside the calls";
+  EXPECT_EQ(static_cast<uint8_t*>(out)[0], 0) << "the copies ran before the device got to them";
+  fake().pause(0);
+  EXPECT_EQ(api.event_sync(ev), 0);
+  EXPECT_EQ(static_cast<uint8_t*>(out)[255], 7);
+  // A copy from pageable memory takes its source at the call.
+  std::vector<uint8_t> pageable(256, 3);
+  fake().pause(1);
+  EXPECT_EQ(api.htod_async(d, pageable.data(), 256, s), 0);
+  std::fill(pageable.begin(), pageable.end(), 9);
+  fake().pause(0);
+  EXPECT_EQ(api.dtoh_async(out, d, 256, s), 0);
+  EXPECT_EQ(api.stream_sync(s), 0);
+  EXPECT_EQ(static_cast<uint8_t*>(out)[0], 3);
+  api.event_destroy(ev);
+  api.stream_destroy(s);
+  api.free(d);
+  api.host_free(in);
+  api.host_free(out);
+}
+
+// races: a buffer written on one stream and read on another without an
+// event between them is reported; with cuStreamWaitEvent it is not.
+TEST_F(FakeDriverRules, RacesUnorderedAccessesFromTwoStreamsAreReported) {
+  void *s1 = new_stream(), *s2 = new_stream();
+  void *in = nullptr, *out = nullptr, *ev = nullptr;
+  CUdeviceptr d = 0;
+  ASSERT_EQ(api.host_alloc(&in, 256, 0), 0);
+  ASSERT_EQ(api.host_alloc(&out, 256, 0), 0);
+  ASSERT_EQ(api.alloc(&d, 256), 0);
+  ASSERT_EQ(api.event_create(&ev, 0), 0);
+  EXPECT_EQ(api.htod_async(d, in, 256, s1), 0);
+  EXPECT_EQ(api.dtoh_async(out, d, 128, s2), 0);  // no wait for s1's upload
+  EXPECT_EQ(api.stream_sync(s1), 0);
+  EXPECT_EQ(api.stream_sync(s2), 0);
+  std::string races = fake().take_races();
+  EXPECT_NE(races.find("race: copy "), std::string::npos) << races;
+  EXPECT_NE(races.find("of device allocation +0"), std::string::npos) << races;
+  // Ordered by an event: no race.
+  EXPECT_EQ(api.htod_async(d, in, 256, s1), 0);
+  EXPECT_EQ(api.event_record(ev, s1), 0);
+  EXPECT_EQ(api.wait_event(s2, ev, 0), 0);
+  EXPECT_EQ(api.dtoh_async(out, d, 256, s2), 0);
+  EXPECT_EQ(api.stream_sync(s2), 0);
+  EXPECT_EQ(api.stream_sync(s1), 0);
+  EXPECT_EQ(std::string(fake().take_races()), "");
+  api.event_destroy(ev);
+  api.stream_destroy(s1);
+  api.stream_destroy(s2);
+  api.free(d);
+  api.host_free(in);
+  api.host_free(out);
+}
+
+// launch_limits: block and grid dimensions, dynamic shared memory against the
+// function's allowance and cuFuncSetAttribute's ceiling, registers x threads.
+TEST_F(FakeDriverRules, LaunchLimitsAreTheDevicesPerBlockAndGridLimits) {
+  void* s = new_stream();
+  std::string name;
+  int regs = 0;
+  void* f = kernel(&name, &regs);
+  ASSERT_GT(regs, 0) << name << ": no register count in its CUBIN";
+  auto launch = [&](unsigned gx, unsigned gy, unsigned bx, unsigned by, unsigned bz, unsigned shared) {
+    return api.launch(f, gx, gy, 1, bx, by, bz, shared, s, nullptr, nullptr);
+  };
+  EXPECT_EQ(launch(1, 1, 128, 1, 1, 0), 0);
+  EXPECT_EQ(launch(1, 1, 1025, 1, 1, 0), 1) << "CUDA_ERROR_INVALID_VALUE: more than 1024 threads in x";
+  EXPECT_EQ(launch(1, 1, 1024, 2, 1, 0), 1) << "2048 threads per block";
+  EXPECT_EQ(launch(1, 1, 1, 1, 65, 0), 1) << "block z > 64";
+  EXPECT_EQ(launch(1, 65536, 32, 1, 1, 0), 1) << "grid y > 65535";
+  EXPECT_EQ(launch(0, 1, 32, 1, 1, 0), 1) << "an empty grid";
+  // Dynamic shared memory: 48 KiB (minus static) unless raised.
+  EXPECT_EQ(launch(1, 1, 32, 1, 1, 48 * 1024 + 1), 1);
+  EXPECT_EQ(api.set_attribute(f, 8, 228 * 1024), 1) << "past the H100's 227 KiB opt-in maximum";
+  EXPECT_EQ(api.set_attribute(f, 8, 100 * 1024), 0);
+  EXPECT_EQ(launch(1, 1, 32, 1, 1, 100 * 1024), 0);
+  EXPECT_EQ(launch(1, 1, 32, 1, 1, 100 * 1024 + 1), 1);
+  // Registers: allocated per warp in units of 256; a block of 8 warps does
+  // not fit a register file one register short of them.
+  const int per_warp = (regs * 32 + 255) / 256 * 256;
+  ASSERT_EQ(fake().set_property("regs_per_block", per_warp * 8 - 1), 0);
+  EXPECT_EQ(launch(1, 1, 256, 1, 1, 0), 701) << "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (" << name << ", " << regs
+                                             << " registers)";
+  EXPECT_EQ(launch(1, 1, 224, 1, 1, 0), 0);
+  EXPECT_EQ(api.stream_sync(s), 0);
+  api.stream_destroy(s);
+  api.module_unload(module);
+}
+
+// capture: unsafe calls during a capture fail and invalidate it; the capture
+// still ends (with the error and no graph); thread-local captures bind only
+// their own thread, global ones every thread.
+TEST_F(FakeDriverRules, CaptureForbidsUnsafeCallsAndInvalidatesTheCapture) {
+  void* s = new_stream();
+  CUdeviceptr a = 0, b = 0, p = 0;
+  ASSERT_EQ(api.alloc(&a, 256), 0);
+  ASSERT_EQ(api.alloc(&b, 256), 0);
+  void* g = nullptr;
+  int status = -1;
+  ASSERT_EQ(api.begin_capture(s, 1), 0);  // thread-local
+  EXPECT_EQ(api.dtod_async(a, b, 16, s), 0);
+  EXPECT_EQ(api.alloc(&p, 256), 900) << "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+  EXPECT_EQ(api.free(a), 900);
+  EXPECT_EQ(api.dtod_async(a, b, 16, s), 901) << "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
+  EXPECT_EQ(api.end_capture(s, &g), 901);
+  EXPECT_EQ(g, nullptr);
+  EXPECT_EQ(api.is_capturing(s, &status), 0);
+  EXPECT_EQ(status, 0) << "the capture ended";
+  // Synchronizing the capturing stream.
+  ASSERT_EQ(api.begin_capture(s, 1), 0);
+  EXPECT_EQ(api.stream_sync(s), 900);
+  EXPECT_EQ(api.end_capture(s, &g), 901);
+  // Another thread may allocate during a thread-local capture, not during a global one.
+  auto other_thread_alloc = [&] {
+    int r = -1;
+    std::thread t([&] {
+      EXPECT_EQ(api.push(ctx), 0);
+      CUdeviceptr q = 0;
+      r = api.alloc(&q, 256);
+      if (r == 0) api.free(q);
+      void* popped = nullptr;
+      api.pop(&popped);
+    });
+    t.join();
+    return r;
+  };
+  ASSERT_EQ(api.begin_capture(s, 1), 0);
+  EXPECT_EQ(other_thread_alloc(), 0);
+  EXPECT_EQ(api.end_capture(s, &g), 0);
+  ASSERT_NE(g, nullptr);
+  api.graph_destroy(g);
+  ASSERT_EQ(api.begin_capture(s, 0), 0);  // global
+  EXPECT_EQ(other_thread_alloc(), 900);
+  EXPECT_EQ(api.end_capture(s, &g), 901);
+  api.stream_destroy(s);
+  api.free(a);
+  api.free(b);
+}
+
+// sticky: a kernel that faults (illegal address) poisons the context: the
+// error comes with the next synchronizing call and every later call.
+TEST_F(FakeDriverRules, StickyErrorsPoisonTheContextForEveryLaterCall) {
+  void* s = new_stream();
+  void* f = kernel();
+  fake().set_kernels(no_args, fault);
+  EXPECT_EQ(api.launch(f, 1, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr), 0) << "a fault is reported later";
+  EXPECT_EQ(api.stream_sync(s), 700);
+  CUdeviceptr p = 0;
+  EXPECT_EQ(api.alloc(&p, 256), 700);
+  EXPECT_EQ(api.stream_sync(s), 700);
+  void* ev = nullptr;
+  EXPECT_EQ(api.event_create(&ev, 0), 700);
+  EXPECT_EQ(stats()[11], 700);
+  fake().set_kernels(nullptr, nullptr);
+  fake().clear_sticky();  // what only a new process gets
+  ASSERT_EQ(api.alloc(&p, 256), 0);
+  api.free(p);
+  api.stream_destroy(s);
+  api.module_unload(module);
+}
+
+// modules: a CUBIN only on its own major arch (equal or newer minor), PTX
+// only up to the driver's ISA version and the device's arch.
+TEST_F(FakeDriverRules, ModuleImagesAreCheckedAgainstTheDeviceAndTheDriver) {
+  const plan::Kernel& k90 = plans().at("sm_90").kernels.at(0);
+  void* m = nullptr;
+  fake().set_arch(8, 0);
+  EXPECT_EQ(api.module_load(&m, k90.cubin.data()), 209) << "CUDA_ERROR_NO_BINARY_FOR_GPU: an sm_90 CUBIN on sm_80";
+  fake().set_arch(9, 0);
+  ASSERT_EQ(api.module_load(&m, k90.cubin.data()), 0);
+  api.module_unload(m);
+  const std::string ptx = plans().at("sm_80").kernels.at(0).ptx;
+  ASSERT_NE(ptx.find(".version 9."), std::string::npos) << "this test assumes CUDA 13's PTX ISA 9.x";
+  fake().set_driver_version(12040);
+  EXPECT_EQ(api.module_load(&m, ptx.c_str()), 222) << "CUDA_ERROR_UNSUPPORTED_PTX_VERSION: ISA 9 on a CUDA 12.4 driver";
+  fake().set_driver_version(13000);
+  ASSERT_EQ(api.module_load(&m, ptx.c_str()), 0);
+  api.module_unload(m);
+  std::string newer = ptx;
+  size_t t = newer.find(".target sm_80");
+  ASSERT_NE(t, std::string::npos);
+  newer.replace(t, 13, ".target sm_100");
+  EXPECT_EQ(api.module_load(&m, newer.c_str()), 218) << "CUDA_ERROR_INVALID_PTX: sm_100 PTX on an sm_90 device";
+}
+
+// context: calls that need a context fail without a current one.
+TEST_F(FakeDriverRules, CallsNeedACurrentContext) {
+  void* popped = nullptr;
+  ASSERT_EQ(api.pop(&popped), 0);
+  CUdeviceptr p = 0;
+  void* s = nullptr;
+  EXPECT_EQ(api.alloc(&p, 256), 201) << "CUDA_ERROR_INVALID_CONTEXT";
+  EXPECT_EQ(api.stream_create(&s, 1), 201);
+  ASSERT_EQ(api.push(ctx), 0);  // TearDown pops it
+}
+
+// The runtime after a sticky error: the run that met it and every later call
+// on the engine or its contexts fail with KILN_ERROR_DEVICE_LOST and a
+// message saying so; a new GPU engine on the device fails the same way, an
+// Auto engine falls back to the CPU and says why; destroying everything
+// neither throws nor leaks. The process's GPU stays unusable (CUDA's rule),
+// which is why this suite is the executable's last.
+using FakeGpuSticky = FakeGpu;
+TEST_F(FakeGpuSticky, AStickyErrorMakesTheEngineUnusableWithAClearStatus) {
+  std::vector<uint8_t> bytes = plan_for("sm_90");
+  kiln_engine* e = nullptr;
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
+      << kiln_last_error();
+  kiln_context* c = nullptr;
+  ASSERT_EQ(kiln_context_create(e, &c), KILN_OK) << kiln_last_error();
+  auto feed = testing::random_inputs(*graph, 101);
+  std::vector<Tensor> outs;
+  for (const Value* v : graph->outputs()) outs.emplace_back(v->type());
+  for (const Value* v : graph->inputs()) {
+    const TensorType& t = v->type();
+    ASSERT_EQ(kiln_context_bind_input(c, v->name().c_str(), feed.at(v->name()).raw(), kiln_dtype(t.dtype),
+                                      t.shape.data(), t.rank(), KILN_MEMORY_HOST),
+              KILN_OK);
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const TensorType& t = outs[i].type();
+    ASSERT_EQ(kiln_context_bind_output(c, graph->outputs()[i]->name().c_str(), outs[i].raw(), kiln_dtype(t.dtype),
+                                       t.shape.data(), t.rank(), KILN_MEMORY_HOST),
+              KILN_OK);
+  }
+  ASSERT_EQ(kiln_context_run(c), KILN_OK) << kiln_last_error();
+  expect_reference(outs, feed);
+
+  launches_to_fail = 1;  // a kernel of the graph fails: CUDA_ERROR_LAUNCH_FAILED, sticky
+  EXPECT_EQ(kiln_context_run(c), KILN_ERROR_DEVICE_LOST);
+  const std::string lost = kiln_last_error();
+  EXPECT_EQ(lost.rfind("the GPU (CUDA device 0) is unusable: CUDA: ", 0), 0u) << lost;
+  EXPECT_NE(lost.find(": unspecified launch failure (error 719); CUDA reports this error to every later call in "
+                      "this process (restart the process to use the GPU again)"),
+            std::string::npos)
+      << lost;
+  EXPECT_EQ(kiln_context_run(c), KILN_ERROR_DEVICE_LOST);
+  EXPECT_EQ(kiln_last_error(), lost);
+  EXPECT_EQ(kiln_context_submit(c), KILN_ERROR_DEVICE_LOST);
+  kiln_context* c2 = nullptr;
+  EXPECT_EQ(kiln_context_create(e, &c2), KILN_ERROR_DEVICE_LOST);
+  EXPECT_EQ(c2, nullptr);
+  kiln_engine* e2 = nullptr;
+  EXPECT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e2), KILN_ERROR_DEVICE_LOST);
+  EXPECT_EQ(kiln_last_error(), "plan in memory: " + lost);
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_AUTO, &e2), KILN_OK);
+  const char* info = nullptr;
+  ASSERT_EQ(kiln_engine_info(e2, &info), KILN_OK);
+  EXPECT_EQ(std::string(info), "CPU reference path (" + lost + ")");
+  EXPECT_STREQ(kiln_status_message(KILN_ERROR_DEVICE_LOST), "GPU unusable (sticky CUDA error)");
+  kiln_engine_destroy(e2);
+  kiln_context_destroy(c);
+  kiln_engine_destroy(e);
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+  EXPECT_EQ(stats()[6], 0) << "pinned allocations leaked";
+  fake().clear_sticky();
+}
+
+}  // namespace
+}  // namespace kiln
