@@ -1,7 +1,5 @@
 #include "codegen/nvrtc/nvrtc_compiler.h"
 
-#include <nvrtc.h>
-
 #include <algorithm>
 #include <exception>
 #include <map>
@@ -9,6 +7,7 @@
 #include <thread>
 
 #include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_library.h"
 #include "ir/error.h"
 
 namespace kiln::codegen {
@@ -22,19 +21,23 @@ int max_match(const std::string& log, const std::regex& re) {
   return best;
 }
 
-std::string program_log(nvrtcProgram p) {
+using Program = NvrtcLibrary::Program;
+constexpr NvrtcLibrary::Result kOk = NvrtcLibrary::kSuccess;
+
+std::string program_log(const NvrtcLibrary& nv, Program p) {
   size_t n = 0;
-  if (nvrtcGetProgramLogSize(p, &n) != NVRTC_SUCCESS || n == 0) return {};
+  if (nv.GetProgramLogSize(p, &n) != kOk || n == 0) return {};
   std::string log(n, '\0');
-  if (nvrtcGetProgramLog(p, log.data()) != NVRTC_SUCCESS) return {};
+  if (nv.GetProgramLog(p, log.data()) != kOk) return {};
   while (!log.empty() && log.back() == '\0') log.pop_back();
   return log;
 }
 
-struct Program {  // owns an nvrtcProgram
-  nvrtcProgram p = nullptr;
-  ~Program() {
-    if (p) nvrtcDestroyProgram(&p);
+struct OwnedProgram {  // owns an NVRTC program
+  const NvrtcLibrary& nv;
+  Program p = nullptr;
+  ~OwnedProgram() {
+    if (p) nv.DestroyProgram(&p);
   }
 };
 
@@ -54,9 +57,8 @@ void parse_ptxas_report(const std::string& log, CompiledKernel& k) {
 }
 
 std::string nvrtc_version() {
-  int major = 0, minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) fail("NVRTC: nvrtcVersion failed");
-  return fmt::format("{}.{}", major, minor);
+  const NvrtcLibrary& nv = nvrtc_library();
+  return fmt::format("{}.{}", nv.major, nv.minor);
 }
 
 KernelCompiler::KernelCompiler(std::string arch, KernelCache* cache,
@@ -81,31 +83,31 @@ CompiledKernel KernelCompiler::compile_unique(const KernelSource& ks) {
     }
   }
   ++compilations_;
-  Program prog;
+  const NvrtcLibrary& nv = nvrtc_library();
+  OwnedProgram prog{nv};
   // The program name is fixed so that the result depends on the source only.
-  if (nvrtcCreateProgram(&prog.p, ks.source.c_str(), "kernel.cu", 0, nullptr, nullptr) !=
-      NVRTC_SUCCESS)
+  if (nv.CreateProgram(&prog.p, ks.source.c_str(), "kernel.cu", 0, nullptr, nullptr) != kOk)
     fail("kernel '{}': nvrtcCreateProgram failed", ks.name);
   std::vector<const char*> opts;
   for (const auto& o : options_) opts.push_back(o.c_str());
-  nvrtcResult r = nvrtcCompileProgram(prog.p, static_cast<int>(opts.size()), opts.data());
+  NvrtcLibrary::Result r = nv.CompileProgram(prog.p, static_cast<int>(opts.size()), opts.data());
   CompiledKernel k;
   k.name = ks.name;
   k.arch = arch_;
-  k.log = program_log(prog.p);
-  if (r != NVRTC_SUCCESS)
+  k.log = program_log(nv, prog.p);
+  if (r != kOk)
     fail("kernel '{}': NVRTC compilation for {} failed ({}):\n{}", ks.name, arch_,
-         nvrtcGetErrorString(r), k.log);
+         nv.GetErrorString(r), k.log);
   size_t n = 0;
-  if (nvrtcGetCUBINSize(prog.p, &n) != NVRTC_SUCCESS || n == 0)
+  if (nv.GetCUBINSize(prog.p, &n) != kOk || n == 0)
     fail("kernel '{}': NVRTC produced no CUBIN for {}", ks.name, arch_);
   k.cubin.resize(n);
-  if (nvrtcGetCUBIN(prog.p, reinterpret_cast<char*>(k.cubin.data())) != NVRTC_SUCCESS)
+  if (nv.GetCUBIN(prog.p, reinterpret_cast<char*>(k.cubin.data())) != kOk)
     fail("kernel '{}': nvrtcGetCUBIN failed", ks.name);
-  if (nvrtcGetPTXSize(prog.p, &n) != NVRTC_SUCCESS || n == 0)
+  if (nv.GetPTXSize(prog.p, &n) != kOk || n == 0)
     fail("kernel '{}': NVRTC produced no PTX for {}", ks.name, arch_);
   k.ptx.assign(n, '\0');
-  if (nvrtcGetPTX(prog.p, k.ptx.data()) != NVRTC_SUCCESS)
+  if (nv.GetPTX(prog.p, k.ptx.data()) != kOk)
     fail("kernel '{}': nvrtcGetPTX failed", ks.name);
   while (!k.ptx.empty() && k.ptx.back() == '\0') k.ptx.pop_back();
   parse_ptxas_report(k.log, k);
