@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <tuple>
+#include <unordered_set>
 
 #include "ir/error.h"
 #include "ir/op_registry.h"
@@ -44,13 +45,16 @@ bool same_elements(const Value* a, const Value* r) {
 // Whether every body value computed from `p` is computed by pointwise ops
 // and has `numel` elements (so element i reads only element i of p).
 bool flows_elementwise(const Value* p, int64_t numel) {
+  // A set beside the work list: a search of the list per value was
+  // quadratic in the body's size (a long pointwise chain is one body).
   std::vector<const Value*> todo = {p};
+  std::unordered_set<const Value*> queued = {p};
   for (size_t i = 0; i < todo.size(); ++i) {
     for (const Use& u : todo[i]->uses()) {
       if (!is_pointwise_node(*u.user)) return false;
       for (const Value* o : u.user->outputs()) {
         if (o->type().numel() != numel) return false;
-        if (std::find(todo.begin(), todo.end(), o) == todo.end()) todo.push_back(o);
+        if (queued.insert(o).second) todo.push_back(o);
       }
     }
   }
