@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 #include <xxhash.h>
 
 #include "ir/error.h"
@@ -192,18 +193,19 @@ void Graph::replace_all_uses(Value* from, Value* to) {
 }
 
 int Graph::remove_unused_constants() {
-  int removed = 0;
+  // One sweep over owned_ for all of them: erasing each from owned_ on its
+  // own is quadratic when a pass (fuse, moving small constants into bodies)
+  // drops tens of thousands.
+  std::unordered_set<const Value*> gone, outs(outputs_.begin(), outputs_.end());
   std::vector<Value*> keep;
   for (Value* c : constants_) {
-    if (c->has_uses() || is_output(c)) {
-      keep.push_back(c);
-    } else {
-      ++removed;
-      owned_.erase(std::find_if(owned_.begin(), owned_.end(), [&](auto& p) { return p.get() == c; }));
-    }
+    if (c->has_uses() || outs.count(c)) keep.push_back(c);
+    else gone.insert(c);
   }
+  if (gone.empty()) return 0;
   constants_ = std::move(keep);
-  return removed;
+  std::erase_if(owned_, [&](const std::unique_ptr<Value>& p) { return gone.count(p.get()) > 0; });
+  return static_cast<int>(gone.size());
 }
 
 std::unique_ptr<Graph> Graph::clone() const {

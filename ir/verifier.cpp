@@ -16,6 +16,8 @@
 //    attributes are free-form. No other node may carry a body.
 #include "ir/verifier.h"
 
+#include <memory_resource>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -27,6 +29,8 @@ namespace kiln {
 namespace {
 
 constexpr int kMaxDepth = 64;
+// Use lists up to this long are searched for duplicates directly.
+constexpr size_t kShortUseList = 8;
 
 // Names come from models: shortened, as every message shortens them.
 std::string vname(const Value* v) { return "%" + short_name(v->name()); }
@@ -44,9 +48,18 @@ class Verifier {
   // `where` prefixes messages for bodies: "in the body of node ...: ".
   void graph(const Graph& g, const std::string& where, int depth) {
     if (depth > kMaxDepth) err(where, "bodies nest deeper than {} levels", kMaxDepth);
-    std::unordered_map<const Value*, int> position;  // -1: always defined; else index of the producing node
-    std::unordered_map<std::string, const Value*> names;
+    // The tables' entries come from one arena released at once: freeing
+    // them one by one cost as much as filling them on large graphs.
+    std::pmr::monotonic_buffer_resource arena;
+    std::pmr::unordered_map<const Value*, int> position(&arena);  // -1: always defined; else index of the producing node
+    std::pmr::unordered_map<std::string_view, const Value*> names(&arena);  // views of the values' own names
     std::vector<const Value*> values;  // in order, for deterministic messages
+    // Sized once: the verifier runs after every pass, and rehashing as the
+    // tables grow was a good part of its time on large graphs.
+    size_t expect = g.inputs().size() + g.constants().size() + 2 * g.num_nodes();
+    position.reserve(expect);
+    names.reserve(expect);
+    values.reserve(expect);
     auto add_value = [&](const Value* v, int pos) {
       position[v] = pos;
       values.push_back(v);
@@ -60,12 +73,13 @@ class Verifier {
       if (c->has_data() && c->data().type() != c->type())
         err(where, "constant {} has type {} but its data is {}", vname(c), c->type().str(), c->data().type().str());
     }
-    std::unordered_set<const Node*> nodes;
+    std::pmr::unordered_set<const Node*> nodes(&arena);
+    nodes.reserve(g.num_nodes());
     int index = 0;
     for (const auto& n : g.nodes()) {
       nodes.insert(n.get());
       if (n->owner() != &g) err(where, "{} is listed in graph @{} but owned by another graph", n->describe(), g.name());
-      for (const Value* v : n->outputs()) add_value(v, index);
+      for (int i = 0; i < n->num_outputs(); ++i) add_value(n->output(i), index);  // outputs() would copy
       ++index;
     }
 
@@ -87,24 +101,42 @@ class Verifier {
       ++index;
     }
     // Use lists: every use is real and listed once, and there are as many
-    // uses as operands (linear, with a set, as values may have many uses).
-    std::unordered_set<std::pair<const Node*, int>, PairHash> seen;
+    // uses as operands. A use (user, operand) that is real belongs to one
+    // value only, so duplicates are looked for within each value's list (a
+    // set only for long lists), not in one set of every use of the graph.
+    size_t uses = 0;
+    std::pmr::unordered_set<std::pair<const Node*, int>, PairHash> long_list(&arena);
     for (const Value* v : values) {
-      for (const Use& u : v->uses()) {
+      const std::vector<Use>& us = v->uses();
+      if (us.size() > kShortUseList) long_list.clear();
+      for (size_t k = 0; k < us.size(); ++k) {
+        const Use& u = us[k];
         if (!nodes.count(u.user))
           err(where, "the use list of {} names a node that is not in graph @{}", vname(v), g.name());
         if (u.operand < 0 || u.user->input(u.operand) != v)
           err(where, "the use list of {} says {} uses it as operand {}, but it does not", vname(v),
               u.user->describe(), u.operand);
-        if (!seen.insert({u.user, u.operand}).second)
+        bool twice = false;
+        if (us.size() > kShortUseList) {
+          twice = !long_list.insert({u.user, u.operand}).second;
+        } else {
+          for (size_t j = 0; j < k && !twice; ++j) twice = us[j].user == u.user && us[j].operand == u.operand;
+        }
+        if (twice)
           err(where, "the use list of {} holds operand {} of {} twice", vname(v), u.operand, u.user->describe());
       }
+      uses += us.size();
     }
-    if (seen.size() != operands) {
+    if (uses != operands) {
       for (const auto& n : g.nodes())
-        for (int i = 0; i < n->num_inputs(); ++i)
-          if (n->input(i) && !seen.count({n.get(), i}))
-            err(where, "{}: the use list of operand {} ({}) lacks this use", n->describe(), i, vname(n->input(i)));
+        for (int i = 0; i < n->num_inputs(); ++i) {
+          const Value* v = n->input(i);
+          if (!v) continue;
+          bool listed = false;
+          for (const Use& u : v->uses()) listed |= u.user == n.get() && u.operand == i;
+          if (!listed)
+            err(where, "{}: the use list of operand {} ({}) lacks this use", n->describe(), i, vname(v));
+        }
     }
     for (size_t i = 0; i < g.outputs().size(); ++i) {
       const Value* v = g.outputs()[i];

@@ -78,8 +78,9 @@ class Fuse : public Pass {
       return;
     }
     int gm = s.group_of(&m2);
-    s.merge(gm, scores);
-    s.merge(gm, probs);
+    // One merge of all three: only their union is convex (the scores reach
+    // m2 through the softmax group).
+    s.merge(gm, {scores, probs});
     s.group(gm).kind = GroupKind::Attention;
   }
 

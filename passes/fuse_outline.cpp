@@ -53,6 +53,9 @@ Node* outline(Graph& g, const FusionState& s, const Group& grp, int index) {
     }
 
   std::vector<std::string> names;
+  // A set beside the list: searching the list per member was quadratic in
+  // the group's size (a 100k-node pointwise chain is one group).
+  std::unordered_set<std::string> named;
   for (Node* m : members) {
     std::vector<Value*> ins;
     for (Value* v : m->inputs()) ins.push_back(map.at(v));
@@ -64,8 +67,7 @@ Node* outline(Graph& g, const FusionState& s, const Group& grp, int index) {
       copy->output(i)->set_name(o->name());
       map[o] = copy->output(i);
     }
-    if (!m->name().empty() && std::find(names.begin(), names.end(), m->name()) == names.end())
-      names.push_back(m->name());
+    if (!m->name().empty() && named.insert(m->name()).second) names.push_back(m->name());
   }
   std::vector<Value*> body_outs;
   std::vector<TensorType> types;

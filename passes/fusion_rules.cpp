@@ -2,27 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
-#include "ops/registry.h"
 
 namespace kiln::fusion {
-
-Role op_role(const Node& n) {
-  const std::string& op = n.op();
-  if (n.body() || op == "fused" || n.num_outputs() == 0) return Role::Opaque;
-  if (op == "reshape" || op == "identity") return Role::View;
-  if (op == "conv" || op == "conv_transpose" || op == "gemm" || op == "matmul" || op == "attention")
-    return Role::Compute;
-  const OpDef* d = op_registry().find(op);
-  if (!d) return Role::Opaque;
-  switch (d->category) {
-    case OpCategory::Pointwise: return Role::Pointwise;
-    case OpCategory::Injective: return Role::Injective;
-    case OpCategory::Reduction: return Role::Reduction;
-    default: return Role::Opaque;
-  }
-}
 
 std::string group_kind_name(const Group& g) {
   switch (g.kind) {
@@ -47,93 +28,6 @@ std::string value_label(const Value* v) { return v->name().empty() ? "(unnamed)"
 namespace {
 std::string type_label(const Value* v) { return v->type().str(); }
 }  // namespace
-
-FusionState::FusionState(const Graph& g) : g_(g) {
-  for (const auto& np : g.nodes()) {
-    Node* n = np.get();
-    int id = static_cast<int>(groups_.size());
-    pos_[n] = id;
-    group_[n] = id;
-    Group grp;
-    grp.nodes = {n};
-    Role r = op_role(*n);
-    if (r == Role::Compute || r == Role::Reduction) {
-      grp.anchor = n;
-      grp.kind = r == Role::Compute ? GroupKind::Compute : GroupKind::Reduction;
-      map_[n->output(0)] = new_map_id();
-    }
-    groups_.push_back(std::move(grp));
-  }
-}
-
-int FusionState::group_of_value(const Value* v) const {
-  if (!v || !v->producer()) return -1;
-  auto it = group_.find(v->producer());
-  return it == group_.end() ? -1 : it->second;
-}
-
-int FusionState::map_id(const Value* v) const {
-  auto it = map_.find(v);
-  return it == map_.end() ? -1 : it->second;
-}
-
-std::vector<Value*> FusionState::escaping(int a, int b) const {
-  std::vector<Value*> out;
-  for (int gi : {a, b}) {
-    if (gi < 0) continue;
-    for (const Node* n : groups_[gi].nodes)
-      for (Value* v : n->outputs()) {
-        bool esc = g_.is_output(v);
-        for (const Use& u : v->uses()) {
-          int x = group_of(u.user);
-          esc |= x != a && x != b;
-        }
-        if (esc) out.push_back(v);
-      }
-  }
-  return out;
-}
-
-bool FusionState::would_cycle(const std::vector<int>& parts) const {
-  // The union is convex unless some path leaves it and comes back. Each part
-  // is convex already, so that path runs through a group outside the union.
-  auto inside = [&](int x) { return std::find(parts.begin(), parts.end(), x) != parts.end(); };
-  std::vector<char> seen(groups_.size(), 0);
-  std::vector<int> stack;
-  auto expand = [&](int gi, bool from_inside) {
-    for (const Node* n : groups_[gi].nodes)
-      for (const Value* v : n->outputs())
-        for (const Use& u : v->uses()) {
-          int x = group_of(u.user);
-          if (inside(x)) {
-            if (!from_inside) return true;
-            continue;
-          }
-          if (!seen[x]) {
-            seen[x] = 1;
-            stack.push_back(x);
-          }
-        }
-    return false;
-  };
-  for (int p : parts) expand(p, true);
-  while (!stack.empty()) {
-    int x = stack.back();
-    stack.pop_back();
-    if (expand(x, false)) return true;
-  }
-  return false;
-}
-
-void FusionState::merge(int a, int b) {
-  if (a == b) return;
-  for (Node* n : groups_[b].nodes) {
-    group_[n] = a;
-    groups_[a].nodes.push_back(n);
-  }
-  groups_[b].nodes.clear();
-  groups_[b].alive = false;
-}
 
 namespace {
 // Injective ops an epilogue can store through: each of their result elements
@@ -184,10 +78,7 @@ std::string check_epilogue(const FusionState& s, int gi, const Node& c) {
 }
 
 std::string check_plain(const FusionState& s, int a, int b) {
-  bool views_only = true;
-  for (int gi : {a, b})
-    for (const Node* n : s.group(gi).nodes) views_only &= op_role(*n) == Role::View;
-  if (views_only) return "only views (reshape/identity), nothing to launch";
+  if (s.group(a).non_views + s.group(b).non_views == 0) return "only views (reshape/identity), nothing to launch";
   std::vector<Value*> esc = s.escaping(a, b);
   for (const Value* v : esc) {
     const Value* f = esc.front();

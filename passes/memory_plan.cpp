@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <tuple>
+#include <unordered_set>
 
 #include "ir/error.h"
 #include "ir/op_registry.h"
@@ -43,13 +45,16 @@ bool same_elements(const Value* a, const Value* r) {
 // Whether every body value computed from `p` is computed by pointwise ops
 // and has `numel` elements (so element i reads only element i of p).
 bool flows_elementwise(const Value* p, int64_t numel) {
+  // A set beside the work list: a search of the list per value was
+  // quadratic in the body's size (a long pointwise chain is one body).
   std::vector<const Value*> todo = {p};
+  std::unordered_set<const Value*> queued = {p};
   for (size_t i = 0; i < todo.size(); ++i) {
     for (const Use& u : todo[i]->uses()) {
       if (!is_pointwise_node(*u.user)) return false;
       for (const Value* o : u.user->outputs()) {
         if (o->type().numel() != numel) return false;
-        if (std::find(todo.begin(), todo.end(), o) == todo.end()) todo.push_back(o);
+        if (queued.insert(o).second) todo.push_back(o);
       }
     }
   }
@@ -76,6 +81,44 @@ const ValuePlan* MemoryPlan::find(const Value* v) const {
 namespace {
 
 constexpr int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+// The placed buffers, by live range, so the allocator asks for those that
+// overlap one range in time proportional to the answer (a scan of all placed
+// buffers per buffer made planning quadratic in the graph's size). A range
+// [f, l] meets [first, last] when it contains the point f, or starts in (f, l]:
+// a segment tree over positions answers the first, a map by start the second.
+class LiveRangeIndex {
+ public:
+  explicit LiveRangeIndex(int positions) : n_(positions), tree_(4 * size_t(positions)) {}
+  void add(int id, int first, int last) {
+    insert(1, 0, n_ - 1, first, last, id);
+    by_first_[first].push_back(id);
+  }
+  // Appends every added id whose range meets [first, last], each once.
+  void overlapping(int first, int last, std::vector<int>& out) const {
+    for (int node = 1, l = 0, r = n_ - 1;;) {
+      out.insert(out.end(), tree_[node].begin(), tree_[node].end());
+      if (l == r) break;
+      int m = (l + r) / 2;
+      if (first <= m) node = 2 * node, r = m;
+      else node = 2 * node + 1, l = m + 1;
+    }
+    for (auto it = by_first_.upper_bound(first); it != by_first_.end() && it->first <= last; ++it)
+      out.insert(out.end(), it->second.begin(), it->second.end());
+  }
+
+ private:
+  void insert(int node, int l, int r, int first, int last, int id) {
+    if (last < l || r < first) return;
+    if (first <= l && r <= last) return tree_[node].push_back(id);
+    int m = (l + r) / 2;
+    insert(2 * node, l, m, first, last, id);
+    insert(2 * node + 1, m + 1, r, first, last, id);
+  }
+  int n_;
+  std::vector<std::vector<int>> tree_;
+  std::map<int, std::vector<int>> by_first_;
+};
 
 // Positions of nodes and the last position each value is needed at.
 struct Liveness {
@@ -285,17 +328,21 @@ class Planner {
     };
     int64_t best = -1;
     std::vector<int64_t> best_offsets;
+    int positions = 1;
+    for (int i : arena) positions = std::max(positions, bufs[i].last + 1);
     for (auto& less : orders) {
       std::vector<int> order = arena;
       std::sort(order.begin(), order.end(), less);
       std::vector<int64_t> off(bufs.size(), 0);
-      std::vector<int> placed;
+      LiveRangeIndex placed(positions);
       int64_t total = 0;
+      std::vector<int> overlapping;
       std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, end) of overlapping placed buffers
       for (int i : order) {
+        overlapping.clear();
+        placed.overlapping(bufs[i].first, bufs[i].last, overlapping);
         busy.clear();
-        for (int p : placed)
-          if (bufs[p].first <= bufs[i].last && bufs[i].first <= bufs[p].last) busy.emplace_back(off[p], off[p] + sz(p));
+        for (int p : overlapping) busy.emplace_back(off[p], off[p] + sz(p));
         std::sort(busy.begin(), busy.end());
         int64_t need = sz(i), at = -1, at_gap = 0, end = 0;
         for (auto [b, e] : busy) {
@@ -305,7 +352,7 @@ class Planner {
         }
         off[i] = at >= 0 ? at : end;
         total = std::max(total, off[i] + need);
-        placed.push_back(i);
+        placed.add(i, bufs[i].first, bufs[i].last);
       }
       if (best < 0 || total < best) best = total, best_offsets = off;
     }

@@ -3,6 +3,7 @@
 // recomputed from the graph's use lists), so tests catch planner bugs.
 #include <algorithm>
 #include <map>
+#include <queue>
 #include <tuple>
 
 #include "ir/error.h"
@@ -129,22 +130,42 @@ void MemoryPlan::validate() const {
     return p->alias == AliasKind::InPlace && class_of.at(p->alias_of) == a.root && a.last == b.first &&
            a.offset == b.offset && a.size == b.size;
   };
-  // Sorted by place, each class need only be compared with the ones that
-  // start below its end.
+  // Swept in order of first need, each class is compared with the classes
+  // live at that moment whose bytes could meet its own (comparing each pair
+  // of classes at one place was quadratic on long graphs, whose arenas
+  // reuse a few places thousands of times). Classes live together share no
+  // bytes, as each was checked on arrival, except an in-place pair, whose
+  // bytes are the same: so the ones meeting [offset, offset + size) are
+  // those at the highest place not above `offset`, then those below its end.
   std::sort(live.begin(), live.end(), [](const ContentClass* a, const ContentClass* b) {
-    return std::tuple(a->storage, a->output_index, a->offset) < std::tuple(b->storage, b->output_index, b->offset);
+    return std::tuple(a->first, a->storage, a->output_index, a->offset) <
+           std::tuple(b->first, b->storage, b->output_index, b->offset);
   });
-  for (size_t i = 0; i < live.size(); ++i)
-    for (size_t j = i + 1; j < live.size(); ++j) {
-      const ContentClass &a = *live[i], &b = *live[j];
-      if (a.storage != b.storage || a.output_index != b.output_index || b.offset >= a.offset + a.size) break;
-      if (a.last < b.first || b.last < a.first) continue;
+  using Place = std::tuple<Storage, int, int64_t>;
+  std::multimap<Place, const ContentClass*> active;
+  using Expiry = std::pair<int, std::multimap<Place, const ContentClass*>::iterator>;
+  auto later = [](const Expiry& x, const Expiry& y) { return x.first > y.first; };
+  std::priority_queue<Expiry, std::vector<Expiry>, decltype(later)> expiry(later);
+  for (const ContentClass* bp : live) {
+    const ContentClass& b = *bp;
+    while (!expiry.empty() && expiry.top().first < b.first) {
+      active.erase(expiry.top().second);
+      expiry.pop();
+    }
+    auto same_store = [&](const ContentClass& a) { return a.storage == b.storage && a.output_index == b.output_index; };
+    auto it = active.upper_bound(Place(b.storage, b.output_index, b.offset));
+    if (it != active.begin() && same_store(*std::prev(it)->second)) it = active.lower_bound(std::prev(it)->first);
+    for (; it != active.end() && same_store(*it->second) && it->second->offset < b.offset + b.size; ++it) {
+      const ContentClass& a = *it->second;
+      if (a.offset + a.size <= b.offset || a.last < b.first || b.last < a.first) continue;
       if (touches(a, b) || touches(b, a)) continue;
       fail("memory plan: {} (nodes {}..{}) and {} (nodes {}..{}) are live together but share bytes [{}, {}) of {}",
            vname(a.root), a.first, a.last, vname(b.root), b.first, b.last, std::max(a.offset, b.offset),
            std::min(a.offset + a.size, b.offset + b.size),
            a.storage == Storage::Arena ? std::string("the arena") : fmt::format("output {}", a.output_index));
     }
+    expiry.emplace(b.last, active.emplace(Place(b.storage, b.output_index, b.offset), bp));
+  }
 }
 
 std::string MemoryPlan::str() const {

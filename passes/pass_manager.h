@@ -27,7 +27,11 @@ struct PipelineOptions {
 struct PassRecord {
   std::string name;
   bool changed = false;
-  double ms = 0;
+  double ms = 0;         // wall time of the pass itself
+  double verify_ms = 0;  // wall time of the verifier run after it (0 with --no-verify-each)
+  // The same as CPU time of the process: on a loaded machine the wall time
+  // says more about the other processes than about the pass.
+  double cpu_ms = 0, verify_cpu_ms = 0;
   size_t nodes_before = 0, nodes_after = 0;
   PassStats stats;
 };
