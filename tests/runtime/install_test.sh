@@ -9,7 +9,9 @@
 #    equal `kiln run tiny.plan --inputs` on the same ramp input;
 #  - every binary built against the package starts WITHOUT LD_LIBRARY_PATH
 #    (the prefix is no system library folder: the link line must carry the
-#    rpath, kiln.pc's Libs and CMake's build-tree rpath for imported targets).
+#    rpath: kiln.pc's Libs, CMake's build-tree rpath for imported targets,
+#    and, once the application is installed, the examples'
+#    CMAKE_INSTALL_RPATH_USE_LINK_PATH).
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1
@@ -39,6 +41,8 @@ for ex in embed embed_c; do
   cmake -S "$src/examples/$ex" -B "$tmp/build-$ex" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
     >/dev/null
   cmake --build "$tmp/build-$ex" >/dev/null
+  # The application installed too: CMake strips build-tree rpaths at install.
+  cmake --install "$tmp/build-$ex" --prefix "$tmp/app" >/dev/null
 done
 # Exactly the command docs/embedding.md gives, with nothing added.
 export PKG_CONFIG_PATH=$pcdir
@@ -50,6 +54,11 @@ cc -std=c99 -Wall -Wextra -Werror "$src/examples/embed_c/main.c" $(pkg-config --
 no_ld_path() { env -u LD_LIBRARY_PATH "$@"; }
 no_ld_path "$tmp/build-embed/embed" "$tmp/tiny.plan" | tee "$tmp/cpp.txt"
 no_ld_path "$tmp/build-embed_c/embed_c" "$tmp/tiny.plan" > "$tmp/c.txt"
+for ex in embed embed_c; do
+  no_ld_path "$tmp/app/bin/$ex" "$tmp/tiny.plan" > "$tmp/app-$ex.txt" ||
+    { echo "FAIL: installed $ex does not start without LD_LIBRARY_PATH" >&2; exit 1; }
+done
+cmp "$tmp/app-embed_c.txt" "$tmp/c.txt" || { echo "FAIL: installed embed_c differs" >&2; exit 1; }
 no_ld_path "$tmp/embed_c_pc" "$tmp/tiny.plan" > "$tmp/c_pc.txt" ||
   { echo "FAIL: the pkg-config build does not start without LD_LIBRARY_PATH (no rpath from kiln.pc?)" >&2; exit 1; }
 
