@@ -11,7 +11,8 @@
 #    (the prefix is no system library folder: the link line must carry the
 #    rpath: kiln.pc's Libs, CMake's build-tree rpath for imported targets,
 #    and, once the application is installed, the examples'
-#    CMAKE_INSTALL_RPATH_USE_LINK_PATH).
+#    CMAKE_INSTALL_RPATH_USE_LINK_PATH);
+#  - the C walk-through of docs/embedding.md compiles (-Werror) and runs.
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1
@@ -62,6 +63,19 @@ cmp "$tmp/app-embed_c.txt" "$tmp/c.txt" || { echo "FAIL: installed embed_c diffe
 no_ld_path "$tmp/embed_c_pc" "$tmp/tiny.plan" > "$tmp/c_pc.txt" ||
   { echo "FAIL: the pkg-config build does not start without LD_LIBRARY_PATH (no rpath from kiln.pc?)" >&2; exit 1; }
 
+# docs/embedding.md's C walk-through is a whole program: the first ```c block
+# after its heading, compiled as the doc says and run on the plan.
+awk '/^## C walk-through/ {h = 1} h && /^```c$/ {c = 1; next} c && /^```$/ {exit} c' \
+  "$src/docs/embedding.md" > "$tmp/walkthrough.c"
+grep -q 'int main' "$tmp/walkthrough.c" || { echo "FAIL: no C walk-through program in docs/embedding.md" >&2; exit 1; }
+cc -std=c99 -Wall -Wextra -Werror "$tmp/walkthrough.c" $(pkg-config --cflags --libs kiln) -o "$tmp/walkthrough"
+no_ld_path "$tmp/walkthrough" "$tmp/tiny.plan" > "$tmp/walk.txt" || { cat "$tmp/walk.txt"; echo "FAIL: walk-through" >&2; exit 1; }
+grep -q '^engine: CPU reference path (' "$tmp/walk.txt" && grep -q '^probs: [-0-9.e]' "$tmp/walk.txt" ||
+  { cat "$tmp/walk.txt"; echo "FAIL: walk-through printed no engine or probs line" >&2; exit 1; }
+grep -q '^engine: CPU reference path (' "$tmp/cpp.txt" || { echo "FAIL: no CPU path notice" >&2; exit 1; }
+cmp "$tmp/cpp.txt" "$tmp/c.txt" || { echo "FAIL: C and C++ examples differ" >&2; diff "$tmp/cpp.txt" "$tmp/c.txt"; exit 1; }
+cmp "$tmp/c.txt" "$tmp/c_pc.txt" || { echo "FAIL: pkg-config build differs" >&2; exit 1; }
+
 # The same ramp through `kiln run --inputs/--outputs`.
 python3 - "$tmp" <<'PY'
 import struct, sys
@@ -84,4 +98,4 @@ PY
 )
 got=$(grep '^probs:' "$tmp/cpp.txt")
 [ "$got" = "$want" ] || { echo "FAIL: example printed '$got', kiln run gives '$want'" >&2; exit 1; }
-echo "ok: install, embed, embed_c (cmake + pkg-config, no LD_LIBRARY_PATH) agree with kiln run"
+echo "ok: install, embed, embed_c (cmake + pkg-config, no LD_LIBRARY_PATH) agree with kiln run; doc walk-through runs"
