@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     CHECK(kiln_engine_input(engine, i, &t));
     printf("input \"%s\": ", t.name);
     print_type(&t);
-    buffers[i] = calloc((size_t)numel(&t) + 1, kiln_dtype_size(t.dtype));
+    buffers[i] = calloc((size_t)numel(&t), kiln_dtype_size(t.dtype));
     if (t.dtype == KILN_F32)
       for (int64_t k = 0; k < numel(&t); ++k) ((float*)buffers[i])[k] = (float)(k % 17 - 8) / 8.0f; /* the ramp */
     CHECK(kiln_context_bind_input(ctx, t.name, buffers[i], t.dtype, t.shape, t.rank, KILN_MEMORY_HOST));
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   for (int o = 0; o < n_out; ++o) {
     kiln_tensor_info t;
     CHECK(kiln_engine_output(engine, o, &t));
-    buffers[n_in + o] = calloc((size_t)numel(&t) + 1, kiln_dtype_size(t.dtype));
+    buffers[n_in + o] = calloc((size_t)numel(&t), kiln_dtype_size(t.dtype));
     CHECK(kiln_context_bind_output(ctx, t.name, buffers[n_in + o], t.dtype, t.shape, t.rank, KILN_MEMORY_HOST));
   }
 
