@@ -92,6 +92,10 @@ struct CudaDriver {
   CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
   CUresult (*cuMemHostAlloc)(void**, size_t, unsigned) = nullptr;
   CUresult (*cuMemFreeHost)(void*) = nullptr;
+  // For `kiln doctor`'s report only, so optional: nullptr when the library
+  // lacks them (the GPU path never calls them).
+  CUresult (*cuDriverGetVersion)(int*) = nullptr;
+  CUresult (*cuDeviceTotalMem)(size_t*, CUdevice) = nullptr;
 
   // Throws CudaError "CUDA: <what>: <driver's text> (error N)" unless r is 0.
   void check(CUresult r, const char* what) const;

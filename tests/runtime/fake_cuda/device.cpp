@@ -247,6 +247,14 @@ CUresult cuDeviceGetName(char* name, int len, int dev) {
   std::snprintf(name, size_t(len), "%s", st().dev.name.c_str());
   return 0;
 }
+// The preset's memory (`kiln doctor` reports it), not the memory budget.
+CUresult cuDeviceTotalMem_v2(size_t* bytes, int dev) {
+  FAKE_LOCK;
+  if (!bytes) return kInvalidValue;
+  if (dev < 0 || dev >= st().device_count) return kInvalidDevice;
+  *bytes = st().dev.memory;
+  return 0;
+}
 // The real driver's words.
 CUresult cuGetErrorString(CUresult r, const char** s) {
   switch (r) {
