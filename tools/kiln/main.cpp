@@ -10,6 +10,7 @@
 //   opt FILE.kir              parse IR text, run --passes, verify, print (what FileCheck tests drive)
 //   conformance [PATH...]     run ONNX backend tests through the pipeline on a backend
 //   gen-op-docs FILE          write docs/ops.md
+//   doctor [PLAN]             the CUDA driver, GPUs, NVRTC; whether PLAN runs on a GPU here
 // Exit codes: 0 ok, 1 user error (bad model, flag, unsupported op, a resource
 // limit or host memory exhausted), 2 internal error.
 #include <CLI/CLI.hpp>
@@ -37,6 +38,7 @@
 #include "tools/kiln/compile.h"
 #include "tools/kiln/conformance.h"
 #include "tools/kiln/docs_gen.h"
+#include "tools/kiln/doctor.h"
 #include "tools/kiln/dump_index.h"
 #include "tools/kiln/inspect.h"
 #include "tools/kiln/ir_picture.h"
@@ -198,6 +200,8 @@ int main(int argc, char** argv) {
   auto* inspect = kiln::register_inspect(app, inspect_opts);
   kiln::BenchOptions bench_opts;
   auto* bench = kiln::register_bench(app, bench_opts);
+  kiln::DoctorOptions doctor_opts;
+  auto* doctor = kiln::register_doctor(app, doctor_opts);
 
   std::string docs_out, docs_json;
   auto* docs = app.add_subcommand("gen-op-docs", "Write docs/ops.md from the op registry and a conformance run");
@@ -350,6 +354,8 @@ int main(int argc, char** argv) {
       return kiln::run_bench(bench_opts);
     } else if (*conf) {
       return kiln::run_conformance(conf_opts);
+    } else if (*doctor) {
+      return kiln::run_doctor(doctor_opts);
     } else if (*docs) {
       kiln::write_op_docs(docs_out, docs_json);
     }
