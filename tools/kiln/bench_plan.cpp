@@ -13,6 +13,7 @@
 #include "runtime/plan_format.h"
 #include "runtime/plan_graph.h"
 #include "tools/kiln/bench.h"
+#include "tools/kiln/doctor.h"
 #include "tools/kiln/output_paths.h"
 #include "tools/kiln/plan_sim.h"
 #include "tools/kiln/run_inputs.h"
@@ -101,6 +102,9 @@ int run_bench_plan(const BenchOptions& o) {
       on_gpu = engine->backend() == KILN_BACKEND_GPU;
       ran = on_gpu ? "gpu" : "ref";
       info = engine->info();
+      // Auto on the CPU although a GPU is present: say why (issue 14).
+      if (b == KILN_BACKEND_AUTO && !on_gpu)
+        if (std::string w = auto_cpu_warning(info, nullptr); !w.empty()) std::cerr << w << "\n";
       ctx = std::make_unique<Context>(*engine);
       for (const TensorInfo& t : engine->inputs()) ctx->bind_input(t.name, feed.at(t.name).raw(), t.dtype, t.shape);
       for (const TensorInfo& t : engine->outputs()) {

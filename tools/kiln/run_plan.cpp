@@ -8,6 +8,7 @@
 #include "ir/error.h"
 #include "kiln/kiln.hpp"
 #include "runtime/plan_graph.h"
+#include "tools/kiln/doctor.h"
 #include "tools/kiln/output_report.h"
 #include "tools/kiln/plan_sim.h"
 #include "tools/kiln/run_inputs.h"
@@ -64,8 +65,14 @@ int run_plan_command(const std::string& path, const RunPlanOptions& o) {
         ctx.run();
         best = std::min(best, ms_since(t0));
       }
+      // Auto on the CPU: a warning when a GPU was there to use (issue 14: no
+      // silent CPU), else the engine line says there is no GPU at all.
+      std::string no_gpu;
+      if (b == KILN_BACKEND_AUTO && engine.backend() != KILN_BACKEND_GPU)
+        if (std::string w = auto_cpu_warning(engine.info(), &no_gpu); !w.empty()) std::cerr << w << "\n";
+      if (engine.info().find(no_gpu) != std::string::npos) no_gpu.clear();  // said already
       std::cout << "backend: " << (engine.backend() == KILN_BACKEND_GPU ? "gpu" : "ref") << " (" << engine.info()
-                << ")\n";
+                << ")" << (no_gpu.empty() ? "" : " (" + no_gpu + ")") << "\n";
       if (engine.backend() == KILN_BACKEND_GPU) {
         // Host buffers went through pinned staging; CUDA events time each part.
         kiln_run_timing t = ctx.last_timing();
