@@ -71,8 +71,11 @@ Loaded load_driver() {
             load(lib, d.cuStreamWaitEvent, "cuStreamWaitEvent", w) &&
             load(lib, d.cuMemHostAlloc, "cuMemHostAlloc", w) && load(lib, d.cuMemFreeHost, "cuMemFreeHost", w);
   if (!ok) return l;
-  d.cuDriverGetVersion = reinterpret_cast<decltype(d.cuDriverGetVersion)>(dlsym(lib, "cuDriverGetVersion"));
-  d.cuDeviceTotalMem = reinterpret_cast<decltype(d.cuDeviceTotalMem)>(dlsym(lib, "cuDeviceTotalMem_v2"));
+  // Optional (kiln doctor's report): absent, they stay nullptr.
+  d.cuDriverGetVersion =
+      reinterpret_cast<decltype(d.cuDriverGetVersion)>(dlsym(lib, "cuDriverGetVersion"));
+  d.cuDeviceTotalMem =
+      reinterpret_cast<decltype(d.cuDeviceTotalMem)>(dlsym(lib, "cuDeviceTotalMem_v2"));
   if (CUresult r = d.cuInit(0); r != 0) {
     const char* s = nullptr;
     d.cuGetErrorString(r, &s);
