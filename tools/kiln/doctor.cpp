@@ -5,7 +5,9 @@
 
 #include <iostream>
 
+#ifdef KILN_HAVE_SIM_BACKEND  // codegen is built (not in sanitizer builds)
 #include "codegen/nvrtc/nvrtc_library.h"
+#endif
 #include "ir/error.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/plan_format.h"
@@ -99,11 +101,18 @@ int run_doctor(const DoctorOptions& o) {
   }
   // NVRTC compiles GPU plans (kiln compile --target sm_XX); running a plan
   // does not need it (CUBIN, or PTX JIT-compiled by the driver).
-  std::string nvrtc_why;
-  if (codegen::nvrtc_available(&nvrtc_why)) {
+  std::string nvrtc_why = "this kiln was built without GPU code generation (no CUDA toolkit headers at build time)";
+#ifdef KILN_HAVE_SIM_BACKEND
+  const bool have_nvrtc = codegen::nvrtc_available(&nvrtc_why);
+#else
+  const bool have_nvrtc = false;
+#endif
+  if (have_nvrtc) {
+#ifdef KILN_HAVE_SIM_BACKEND
     const codegen::NvrtcLibrary& n = codegen::nvrtc_library();
     std::cout << fmt::format("NVRTC: {}, version {}.{}\n", n.path, n.major, n.minor);
     j["nvrtc"] = {{"found", true}, {"path", n.path}, {"version", fmt::format("{}.{}", n.major, n.minor)}};
+#endif
   } else {
     std::cout << "NVRTC: unavailable (kiln compile --target sm_XX needs it; running plans does not): " << nvrtc_why
               << "\n";
