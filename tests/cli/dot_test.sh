@@ -1,0 +1,30 @@
+#!/bin/sh
+# kiln dump-ir -O --format dot on small models (issue 16): every node sits in
+# exactly one place (fused members in their cluster, edges at top level, so
+# Graphviz adopts no outside node into a cluster), labels stay short and
+# carry tooltips. check_dot.py asks Graphviz (dot -Tjson0) what it makes of it.
+# Usage: dot_test.sh KILN SOURCE_DIR
+set -u
+kiln=$1
+src=$2
+dot=$(mktemp)
+trap 'rm -f "$dot"' EXIT
+status=0
+check() {  # MODEL UNFUSED_OPS...
+  model=$1
+  shift
+  echo "== $model"
+  "$kiln" dump-ir "$src/$model" -O --format dot >"$dot" || { echo "FAIL: kiln dump-ir exit $?"; status=1; return; }
+  python3 "$src/tests/cli/check_dot.py" "$dot" "$@" || status=1
+}
+# graph inputs, max_pool, gemm and softmax are not fused in tiny_cnn; transpose
+# and reduce_max are not in small.onnx.
+check examples/models/tiny_cnn.onnx max_pool gemm softmax
+check tests/cli/small.onnx transpose reduce_max
+# the short form must still say what the node is
+"$kiln" dump-ir "$src/examples/models/tiny_cnn.onnx" -O --format dot >"$dot"
+grep -q 'strides' "$dot" || { echo "FAIL: no conv attributes"; status=1; }
+grep -q 'const f32\[8,3,3,3\]' "$dot" || { echo "FAIL: no weight shape"; status=1; }
+grep -q 'loc: ' "$dot" || { echo "FAIL: no ONNX node names"; status=1; }
+[ $status = 0 ] && echo PASS
+exit $status
