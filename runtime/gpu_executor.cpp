@@ -192,11 +192,13 @@ void GpuContext::capture_graph(Slot& sl) {
 
 void GpuContext::issue_steps(const Slot& sl, CUstream stream, CUevent* after) {
   const CudaDriver& d = e_.d_;
+  // Errors say which: a capture (every run's graph) or a profiling run.
+  const std::string doing = after ? "launching" : "capturing";
   for (size_t i = 0; i < e_.plan_.steps.size(); ++i) {
     const plan::Step& s = e_.plan_.steps[i];
     if (s.kind == plan::StepKind::Copy) {
       d.check(d.cuMemcpyDtoDAsync(address(sl, s.args[0]), address(sl, s.args[1]), s.args[0].nbytes, stream),
-              "issuing a copy");
+              (doing + " a copy").c_str());
     } else {
       std::vector<CUdeviceptr> ptrs;
       for (const plan::BufferRef& b : s.args) ptrs.push_back(address(sl, b));
@@ -204,7 +206,7 @@ void GpuContext::issue_steps(const Slot& sl, CUstream stream, CUevent* after) {
       for (CUdeviceptr& p : ptrs) params.push_back(&p);
       d.check(d.cuLaunchKernel(e_.functions_[s.kernel], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y,
                                s.block.z, s.shared_bytes, stream, params.data(), nullptr),
-              ("launching kernel " + e_.plan_.kernels[s.kernel].name).c_str());
+              (doing + " kernel " + e_.plan_.kernels[s.kernel].name).c_str());
     }
     if (after) d.check(d.cuEventRecord(after[i], stream), "cuEventRecord");
   }
