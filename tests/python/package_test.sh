@@ -22,7 +22,8 @@ CMAKE_BUILD_PARALLEL_LEVEL=${KILN_JOBS:-2} "$py" -m pip install -v --no-deps --t
 echo "pip install: $(( $(date +%s) - start )) s"
 # Progress: CMake's configure and the compiler's lines reach the user (-v, build.verbose).
 grep -q -- '-- Configuring done' "$dir/pip.log" || fail "no CMake configure output"
-grep -q 'Building CXX object' "$dir/pip.log" || fail "no build progress lines"
+# (ninja's "[12/178] g++ ..." or make's "Building CXX object ...", whichever CMake generates for)
+grep -Eq '^ *\[[0-9]+/[0-9]+\] |Building CXX object' "$dir/pip.log" || fail "no build progress lines"
 
 cd "$dir"
 PYTHONPATH="$dir/site" "$py" - "$src/examples/models/tiny_cnn.onnx" "$dir/site" <<'PYEOF' || fail "the installed package does not work"
