@@ -10,6 +10,7 @@
 #include "kiln/kiln.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/engine.h"
+#include "runtime/log.h"
 #include "runtime/version.h"
 
 struct kiln_engine {
@@ -17,6 +18,7 @@ struct kiln_engine {
 };
 struct kiln_context {
   kiln::rt::Context context;
+  std::vector<kiln_profile_entry> profile;  // views of context.profile()'s strings
 };
 
 namespace {
@@ -225,11 +227,39 @@ kiln_status kiln_engine_output(const kiln_engine* engine, int index, kiln_tensor
   return describe(engine->engine->outputs(), index, info, "output");
 }
 
+kiln_status kiln_engine_input_index(const kiln_engine* engine, const char* name, int* index) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(name);
+  KILN_REQUIRE(index);
+  return guard(KILN_ERROR_NOT_FOUND, [&] { *index = int(engine->engine->input_index(name)); });
+}
+
+kiln_status kiln_engine_output_index(const kiln_engine* engine, const char* name, int* index) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(name);
+  KILN_REQUIRE(index);
+  return guard(KILN_ERROR_NOT_FOUND, [&] { *index = int(engine->engine->output_index(name)); });
+}
+
+kiln_status kiln_engine_target(const kiln_engine* engine, const char** target) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(target);
+  *target = engine->engine->plan().meta.target.c_str();
+  return KILN_OK;
+}
+
+kiln_status kiln_engine_precision(const kiln_engine* engine, const char** precision) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(precision);
+  *precision = engine->engine->plan().meta.precision.c_str();
+  return KILN_OK;
+}
+
 kiln_status kiln_context_create(kiln_engine* engine, kiln_context** context) {
   KILN_REQUIRE(engine);
   KILN_REQUIRE(context);
   *context = nullptr;
-  return guard(KILN_ERROR_RUNTIME, [&] { *context = new kiln_context{kiln::rt::Context(engine->engine)}; });
+  return guard(KILN_ERROR_RUNTIME, [&] { *context = new kiln_context{kiln::rt::Context(engine->engine), {}}; });
 }
 
 void kiln_context_destroy(kiln_context* context) { delete context; }
@@ -255,6 +285,20 @@ kiln_status kiln_context_bind_output(kiln_context* context, const char* name, vo
   if (kiln_status s = memory_check(memory); s != KILN_OK) return s;
   kiln_status s = guard(KILN_ERROR_INVALID_ARGUMENT,
                         [&] { context->context.bind_output(name, data, t, memory == KILN_MEMORY_DEVICE); });
+  return s == KILN_ERROR_INVALID_ARGUMENT ? bind_status() : s;
+}
+
+kiln_status kiln_context_bind_input_device(kiln_context* context, const char* name, uint64_t ptr) {
+  KILN_REQUIRE(context);
+  KILN_REQUIRE(name);
+  kiln_status s = guard(KILN_ERROR_INVALID_ARGUMENT, [&] { context->context.bind_input_device(name, ptr); });
+  return s == KILN_ERROR_INVALID_ARGUMENT ? bind_status() : s;
+}
+
+kiln_status kiln_context_bind_output_device(kiln_context* context, const char* name, uint64_t ptr) {
+  KILN_REQUIRE(context);
+  KILN_REQUIRE(name);
+  kiln_status s = guard(KILN_ERROR_INVALID_ARGUMENT, [&] { context->context.bind_output_device(name, ptr); });
   return s == KILN_ERROR_INVALID_ARGUMENT ? bind_status() : s;
 }
 
@@ -284,6 +328,28 @@ kiln_status kiln_context_last_timing(const kiln_context* context, kiln_run_timin
   return guard(KILN_ERROR_UNAVAILABLE, [&] {
     kiln::rt::RunTiming t = context->context.last_timing();
     *timing = {t.upload_ms, t.compute_ms, t.download_ms};
+  });
+}
+
+kiln_status kiln_context_profile(kiln_context* context, const kiln_profile_entry** entries, int* count) {
+  KILN_REQUIRE(context);
+  KILN_REQUIRE(entries);
+  KILN_REQUIRE(count);
+  *entries = nullptr;
+  *count = 0;
+  return guard(KILN_ERROR_RUNTIME, [&] {
+    context->profile.clear();
+    for (const kiln::rt::ProfileEntry& p : context->context.profile())
+      context->profile.push_back({p.name.c_str(), p.node.c_str(), p.op.c_str(), p.ms});
+    *entries = context->profile.data();
+    *count = int(context->profile.size());
+  });
+}
+
+void kiln_set_log_callback(kiln_log_callback callback, void* user_data) {
+  if (!callback) return kiln::rt::set_log_callback(nullptr);
+  kiln::rt::set_log_callback([callback, user_data](kiln::rt::LogLevel level, const std::string& message) {
+    callback(static_cast<kiln_log_level>(level), message.c_str(), user_data);
   });
 }
 

@@ -8,6 +8,7 @@
 #include "ir/error.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/gpu_executor.h"
+#include "runtime/log.h"
 #include "runtime/plan_graph.h"
 
 namespace kiln::rt {
@@ -55,6 +56,10 @@ std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, con
     if (backend == Backend::Gpu) fail("{}: the GPU backend is not available: {}", what, no_gpu);
     e->info_ = "CPU reference path (" + no_gpu + ")";
   }
+  // The AUTO backend's fallback is the one choice the caller did not make.
+  bool fell_back = backend == Backend::Auto && !e->gpu_;
+  log(fell_back ? LogLevel::Warning : LogLevel::Info,
+      fmt::format("{}: {}{}", what, fell_back ? "the AUTO backend runs on the " : "runs on the ", e->info_));
   return e;
 }
 
@@ -91,6 +96,9 @@ void check_type(const TensorDesc& d, const TensorType& as, const char* kind) {
 }
 }  // namespace
 
+size_t Engine::input_index(const std::string& name) const { return find(inputs_, name, "input"); }
+size_t Engine::output_index(const std::string& name) const { return find(outputs_, name, "output"); }
+
 void Context::bind_input(const std::string& name, const void* data, const TensorType& as, bool device) {
   size_t i = find(engine_->inputs(), name, "input");
   check_type(engine_->inputs()[i], as, "input");
@@ -107,6 +115,20 @@ void Context::bind_output(const std::string& name, void* data, const TensorType&
   outputs_[i] = {data, device, true};
 }
 
+void Context::bind_input_device(const std::string& name, unsigned long long ptr) {
+  size_t i = engine_->input_index(name);
+  if (!gpu_) fail("input \"{}\": zero-copy device binding but the engine runs on the CPU ({})", name, engine_->info());
+  if (!ptr && engine_->inputs()[i].type.nbytes()) fail("input \"{}\": null device pointer", name);
+  inputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true};
+}
+
+void Context::bind_output_device(const std::string& name, unsigned long long ptr) {
+  size_t i = engine_->output_index(name);
+  if (!gpu_) fail("output \"{}\": zero-copy device binding but the engine runs on the CPU ({})", name, engine_->info());
+  if (!ptr && engine_->outputs()[i].type.nbytes()) fail("output \"{}\": null device pointer", name);
+  outputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true};
+}
+
 void Context::check_bound() const {
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (!inputs_[i].bound) fail("input \"{}\" is not bound", engine_->inputs()[i].name);
@@ -115,6 +137,14 @@ void Context::check_bound() const {
 }
 
 void Context::run() { enqueue(nullptr); }
+
+namespace {
+std::vector<DeviceBinding> device_bindings(const std::vector<Binding>& bs) {
+  std::vector<DeviceBinding> r;
+  for (const Binding& b : bs) r.push_back({b.ptr, b.device, b.zero_copy});
+  return r;
+}
+}  // namespace
 
 RunTiming Context::last_timing() const {
   if (!gpu_) fail("no GPU timing: the engine runs on the CPU ({})", engine_->info());
@@ -125,10 +155,7 @@ RunTiming Context::last_timing() const {
 void Context::submit() {
   check_bound();
   if (gpu_) {
-    std::vector<DeviceBinding> in, out;
-    for (const Binding& b : inputs_) in.push_back({b.ptr, b.device});
-    for (const Binding& b : outputs_) out.push_back({b.ptr, b.device});
-    gpu_->submit(in, out);
+    gpu_->submit(device_bindings(inputs_), device_bindings(outputs_));
     return;
   }
   if (cpu_in_flight_ >= GpuContext::kMaxInFlight)
@@ -155,9 +182,7 @@ size_t Context::in_flight() const { return gpu_ ? gpu_->in_flight() : cpu_in_fli
 void Context::enqueue(void* stream) {
   check_bound();
   if (gpu_) {
-    std::vector<DeviceBinding> in, out;
-    for (const Binding& b : inputs_) in.push_back({b.ptr, b.device});
-    for (const Binding& b : outputs_) out.push_back({b.ptr, b.device});
+    std::vector<DeviceBinding> in = device_bindings(inputs_), out = device_bindings(outputs_);
     if (stream) {
       gpu_->enqueue(in, out, static_cast<CUstream>(stream));
       return;
@@ -169,6 +194,10 @@ void Context::enqueue(void* stream) {
     return;
   }
   if (stream) fail("enqueue: the engine runs on the CPU ({}); pass a null stream", engine_->info());
+  run_on_cpu(nullptr);
+}
+
+void Context::run_on_cpu(std::vector<ProfileEntry>* profile) {
   std::map<std::string, Tensor> feed;
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const TensorDesc& d = engine_->inputs()[i];
@@ -176,9 +205,36 @@ void Context::enqueue(void* stream) {
     if (t.nbytes()) std::memcpy(t.raw(), inputs_[i].ptr, t.nbytes());
     feed.emplace(d.name, std::move(t));
   }
-  std::vector<Tensor> outs = ReferenceExecutor(engine_->graph()).run(feed);
+  ReferenceExecutor ex(engine_->graph());
+  std::vector<Tensor> outs =
+      profile ? ex.run(feed, [&](const Node& n, double ms) {
+        profile->push_back({n.name().empty() ? n.describe() : n.name(), n.name(), n.op(), float(ms)});
+      })
+              : ex.run(feed);
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (outs[i].nbytes()) std::memcpy(outputs_[i].ptr, outs[i].raw(), outs[i].nbytes());
+}
+
+const std::vector<ProfileEntry>& Context::profile() {
+  check_bound();
+  if (in_flight()) fail("profile: {} submitted run(s) in flight; wait for them first", in_flight());
+  profile_.clear();
+  if (!gpu_) {
+    run_on_cpu(&profile_);
+    return profile_;
+  }
+  std::vector<float> ms = gpu_->profile(device_bindings(inputs_), device_bindings(outputs_));
+  const plan::Plan& p = engine_->plan();
+  std::vector<const Node*> nodes;  // Step::node indexes the graph's node list
+  for (const auto& n : engine_->graph().nodes()) nodes.push_back(n.get());
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const plan::Step& s = p.steps[i];
+    const Node* n = s.node < nodes.size() ? nodes[s.node] : nullptr;
+    bool copy = s.kind == plan::StepKind::Copy;
+    profile_.push_back({copy ? fmt::format("copy (step {})", i) : p.kernels[s.kernel].name,
+                        n ? n->name() : std::string(), copy ? "copy" : n ? n->op() : std::string(), ms[i]});
+  }
+  return profile_;
 }
 
 }  // namespace kiln::rt

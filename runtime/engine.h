@@ -37,6 +37,10 @@ class Engine {
 
   const std::vector<TensorDesc>& inputs() const { return inputs_; }
   const std::vector<TensorDesc>& outputs() const { return outputs_; }
+  // The position of the input/output `name`; kiln::Error "the model has no
+  // input named ..." (listing the names) when there is none.
+  size_t input_index(const std::string& name) const;
+  size_t output_index(const std::string& name) const;
   bool on_gpu() const { return gpu_ != nullptr; }
   // "CPU reference path (no CUDA driver (...))" / "GPU sm_90 (CUBIN, ...)".
   const std::string& info() const { return info_; }
@@ -62,6 +66,14 @@ struct Binding {
   void* ptr = nullptr;
   bool device = false;
   bool bound = false;
+  bool zero_copy = false;  // a device buffer the captured graph reads/writes in place
+};
+
+// One step of a profiled run: the kernel (GPU) or node (CPU), the graph node
+// it computes and its op, and its time.
+struct ProfileEntry {
+  std::string name, node, op;
+  float ms = 0;
 };
 
 class Context {
@@ -74,6 +86,12 @@ class Context {
   // kiln::Error saying both). Device memory only on a GPU engine.
   void bind_input(const std::string& name, const void* data, const TensorType& as, bool device);
   void bind_output(const std::string& name, void* data, const TensorType& as, bool device);
+  // Zero-copy (GPU engines only): the kernels read the input from / write the
+  // output into this device buffer directly, without copies. The first run
+  // with a new set of such buffers captures the launch list again with their
+  // addresses; later runs replay it. At most one run in flight.
+  void bind_input_device(const std::string& name, unsigned long long ptr);
+  void bind_output_device(const std::string& name, unsigned long long ptr);
   // Runs with the bound buffers (all must be bound); synchronous. On a GPU
   // engine host buffers are staged through pinned memory on a copy stream.
   void run();
@@ -91,15 +109,24 @@ class Context {
   // On a GPU engine: asynchronous on `stream` (a CUstream). On the CPU:
   // `stream` must be null and it runs synchronously.
   void enqueue(void* stream);
+  // One more synchronous run with the bound buffers that times each step:
+  // on the GPU the launch list is issued un-captured with CUDA events around
+  // each kernel (the captured graph has no per-kernel times); on the CPU each
+  // node of the reference executor by the wall clock. The outputs are written
+  // as by run(). Valid until the next profile() or the context's end.
+  const std::vector<ProfileEntry>& profile();
 
  private:
   void check_bound() const;
+  // The reference executor over the plan's graph; `profile`: time each node.
+  void run_on_cpu(std::vector<ProfileEntry>* profile);
   std::shared_ptr<const Engine> engine_;
   std::vector<Binding> inputs_, outputs_;
   std::unique_ptr<GpuContext> gpu_;
   bool timed_ = false;
   RunTiming timing_;
   size_t cpu_in_flight_ = 0;
+  std::vector<ProfileEntry> profile_;
 };
 
 }  // namespace kiln::rt

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ir/error.h"
+#include "runtime/log.h"
 
 namespace kiln::rt {
 
@@ -33,9 +34,11 @@ void GpuEngine::check_usable() const {
 }
 
 void GpuEngine::lose(const CudaError& err) const {
+  bool first = device_lost(dev_).empty();
   mark_device_lost(dev_, fmt::format("the GPU (CUDA device {}) is unusable: {}; CUDA reports this error to every "
                                      "later call in this process (restart the process to use the GPU again)",
                                      dev_, err.what()));
+  if (first) log(LogLevel::Error, device_lost(dev_));
   throw DeviceLost(device_lost(dev_), err.code());
 }
 
@@ -103,8 +106,8 @@ void GpuEngine::release() {
 CUdeviceptr GpuContext::address(const Slot& sl, const plan::BufferRef& b) const {
   switch (b.kind) {
     case plan::BufferKind::Arena: return arena_ + b.offset;
-    case plan::BufferKind::Input: return sl.inputs.at(b.index) + b.offset;
-    case plan::BufferKind::Output: return sl.outputs.at(b.index) + b.offset;
+    case plan::BufferKind::Input: return sl.bound_in.at(b.index) + b.offset;
+    case plan::BufferKind::Output: return sl.bound_out.at(b.index) + b.offset;
     case plan::BufferKind::Weight: return e_.weights_ + e_.plan_.weights.at(b.index).offset + b.offset;
   }
   return 0;
@@ -160,11 +163,18 @@ void GpuContext::fill_slot(Slot& sl) {
     sl.downloaded.push_back(nullptr);
     d.check(d.cuEventCreate(&sl.downloaded.back(), kEventDefault), "cuEventCreate");
   }
-  // The launch list, captured once per slot; every address is fixed for the
-  // context's life, so the graph is replayed as is.
+  // The launch list, captured once per slot; every address is fixed until
+  // zero-copy bindings change (rebind), so the graph is replayed as is.
+  sl.bound_in = sl.inputs;
+  sl.bound_out = sl.outputs;
+  capture_graph(sl);
+}
+
+void GpuContext::capture_graph(Slot& sl) {
+  const CudaDriver& d = e_.d_;
   d.check(d.cuStreamBeginCapture(stream_, kCaptureModeThreadLocal), "cuStreamBeginCapture");
   try {
-    capture_steps(sl);
+    issue_steps(sl, stream_, nullptr);
   } catch (...) {
     // End the capture before anything else: while this thread captures, the
     // driver refuses the frees and synchronization of the cleanup
@@ -180,23 +190,52 @@ void GpuContext::fill_slot(Slot& sl) {
   d.check(r, "cuGraphInstantiate");
 }
 
-void GpuContext::capture_steps(Slot& sl) {
+void GpuContext::issue_steps(const Slot& sl, CUstream stream, CUevent* after) {
   const CudaDriver& d = e_.d_;
-  for (const plan::Step& s : e_.plan_.steps) {
+  // Errors say which: a capture (every run's graph) or a profiling run.
+  const std::string doing = after ? "launching" : "capturing";
+  for (size_t i = 0; i < e_.plan_.steps.size(); ++i) {
+    const plan::Step& s = e_.plan_.steps[i];
     if (s.kind == plan::StepKind::Copy) {
-      d.check(d.cuMemcpyDtoDAsync(address(sl, s.args[0]), address(sl, s.args[1]), s.args[0].nbytes, stream_),
-              "capturing a copy");
-      continue;
+      d.check(d.cuMemcpyDtoDAsync(address(sl, s.args[0]), address(sl, s.args[1]), s.args[0].nbytes, stream),
+              (doing + " a copy").c_str());
+    } else {
+      std::vector<CUdeviceptr> ptrs;
+      for (const plan::BufferRef& b : s.args) ptrs.push_back(address(sl, b));
+      std::vector<void*> params;
+      for (CUdeviceptr& p : ptrs) params.push_back(&p);
+      d.check(d.cuLaunchKernel(e_.functions_[s.kernel], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y,
+                               s.block.z, s.shared_bytes, stream, params.data(), nullptr),
+              (doing + " kernel " + e_.plan_.kernels[s.kernel].name).c_str());
     }
-    std::vector<CUdeviceptr> ptrs;
-    for (const plan::BufferRef& b : s.args) ptrs.push_back(address(sl, b));
-    std::vector<void*> params;
-    for (CUdeviceptr& p : ptrs) params.push_back(&p);
-    d.check(d.cuLaunchKernel(e_.functions_[s.kernel], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z,
-                             s.shared_bytes, stream_, params.data(), nullptr),
-            ("capturing kernel " + e_.plan_.kernels[s.kernel].name).c_str());
+    if (after) d.check(d.cuEventRecord(after[i], stream), "cuEventRecord");
   }
 }
+
+void GpuContext::rebind(Slot& sl, const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out) {
+  std::vector<CUdeviceptr> want_in = sl.inputs, want_out = sl.outputs;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i].zero_copy) want_in[i] = reinterpret_cast<CUdeviceptr>(in[i].ptr);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i].zero_copy) want_out[i] = reinterpret_cast<CUdeviceptr>(out[i].ptr);
+  if (want_in == sl.bound_in && want_out == sl.bound_out) return;
+  // A new graph with the new addresses (an exec still running is freed by
+  // the driver once it is done: cuGraphExecDestroy).
+  const CudaDriver& d = e_.d_;
+  if (sl.exec) d.check(d.cuGraphExecDestroy(sl.exec), "cuGraphExecDestroy");
+  sl.exec = nullptr;
+  sl.bound_in = std::move(want_in);
+  sl.bound_out = std::move(want_out);
+  capture_graph(sl);
+}
+
+namespace {
+bool any_zero_copy(const std::vector<DeviceBinding>& bs) {
+  for (const DeviceBinding& b : bs)
+    if (b.zero_copy) return true;
+  return false;
+}
+}  // namespace
 
 GpuContext::~GpuContext() { release(); }
 
@@ -230,6 +269,8 @@ void GpuContext::release() noexcept {
   for (auto& sl : slots_) free_slot(*sl);
   slots_.clear();
   queue_.clear();
+  for (CUevent ev : profile_events_) d.cuEventDestroy(ev);
+  profile_events_.clear();
   for (CUstream s : {upload_stream_, stream_, download_stream_})
     if (s) d.cuStreamDestroy(s);
   upload_stream_ = stream_ = download_stream_ = nullptr;
@@ -254,11 +295,17 @@ void GpuContext::submit_unguarded(const std::vector<DeviceBinding>& in, const st
     for (CUstream s : {upload_stream_, stream_, download_stream_}) d.cuStreamSynchronize(s);
     settled_ = true;
   }
+  // Zero-copy buffers are the caller's single copy: a second run in flight
+  // would write the outputs the first one's caller has yet to read.
+  bool zero_copy = any_zero_copy(in) || any_zero_copy(out);
+  if (zero_copy && !queue_.empty())
+    fail("zero-copy device bindings allow one run in flight ({} submitted); wait for it first", queue_.size());
   size_t k = 0;
   while (k < slots_.size() && std::find(queue_.begin(), queue_.end(), k) != queue_.end()) ++k;
   if (k == slots_.size()) add_slot();
   Slot& sl = *slots_[k];
   settled_ = false;
+  rebind(sl, in, out);
   // After an enqueue() on the caller's stream: its graph may still read slot
   // 0's inputs and use the arena. Once the upload and compute streams wait
   // for it, their own order covers later submissions.
@@ -272,7 +319,7 @@ void GpuContext::submit_unguarded(const std::vector<DeviceBinding>& in, const st
   d.check(d.cuEventRecord(sl.up_begin, upload_stream_), "cuEventRecord");
   for (size_t i = 0; i < in.size(); ++i) {
     size_t n = e_.input_bytes_[i];
-    if (!n) continue;
+    if (!n || in[i].zero_copy) continue;
     if (in[i].device) {
       d.check(d.cuMemcpyDtoDAsync(sl.inputs[i], reinterpret_cast<CUdeviceptr>(in[i].ptr), n, upload_stream_),
               "copying an input");
@@ -292,7 +339,9 @@ void GpuContext::submit_unguarded(const std::vector<DeviceBinding>& in, const st
   d.check(d.cuStreamWaitEvent(download_stream_, sl.graph_end, 0), "cuStreamWaitEvent");
   for (size_t i = 0; i < out.size(); ++i) {
     size_t n = e_.output_bytes_[i];
-    if (n && out[i].device)
+    if (out[i].zero_copy) {
+      // written in place by the graph
+    } else if (n && out[i].device)
       d.check(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out[i].ptr), sl.outputs[i], n, download_stream_),
               "copying an output");
     else if (n)
@@ -356,15 +405,16 @@ void GpuContext::enqueue(const std::vector<DeviceBinding>& in, const std::vector
 void GpuContext::enqueue_on(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out,
                             CUstream stream) {
   const CudaDriver& d = e_.d_;
-  const Slot& sl = *slots_[0];
+  Slot& sl = *slots_[0];
   CUstream s = stream ? stream : stream_;
   // Slot 0's buffers and the arena are shared with earlier work: the
   // previous enqueue (perhaps on another stream) must be done with them.
   // Runs and submissions before this call were waited for by the host.
   d.check(d.cuStreamWaitEvent(s, enqueued_, 0), "cuStreamWaitEvent");
+  rebind(sl, in, out);
   for (size_t i = 0; i < in.size(); ++i) {
     size_t n = e_.input_bytes_[i];
-    if (!n) continue;
+    if (!n || in[i].zero_copy) continue;
     if (in[i].device)
       d.check(d.cuMemcpyDtoDAsync(sl.inputs[i], reinterpret_cast<CUdeviceptr>(in[i].ptr), n, s), "copying an input");
     else
@@ -373,7 +423,7 @@ void GpuContext::enqueue_on(const std::vector<DeviceBinding>& in, const std::vec
   d.check(d.cuGraphLaunch(sl.exec, s), "cuGraphLaunch");
   for (size_t i = 0; i < out.size(); ++i) {
     size_t n = e_.output_bytes_[i];
-    if (!n) continue;
+    if (!n || out[i].zero_copy) continue;
     if (out[i].device)
       d.check(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out[i].ptr), sl.outputs[i], n, s), "copying an output");
     else
@@ -383,6 +433,58 @@ void GpuContext::enqueue_on(const std::vector<DeviceBinding>& in, const std::vec
   d.check(d.cuEventRecord(enqueued_, s), "cuEventRecord");
   enqueue_pending_ = true;
   if (!stream) d.check(d.cuStreamSynchronize(s), "cuStreamSynchronize");
+}
+
+}  // namespace kiln::rt
+
+namespace kiln::rt {
+
+std::vector<float> GpuContext::profile(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out) {
+  if (!queue_.empty()) fail("profile: {} submitted run(s) in flight; wait for them first", queue_.size());
+  e_.check_usable();
+  CtxScope scope(e_.d_, e_.ctx_);
+  return e_.guarded([&] {
+    const CudaDriver& d = e_.d_;
+    const size_t steps = e_.plan_.steps.size();
+    while (profile_events_.size() < steps + 1) {
+      profile_events_.push_back(nullptr);
+      d.check(d.cuEventCreate(&profile_events_.back(), kEventDefault), "cuEventCreate");
+    }
+    // Slot 0's buffers, ordered after an earlier enqueue as enqueue_on is;
+    // everything on the compute stream, the host waits for the end.
+    Slot& sl = *slots_[0];
+    if (enqueue_pending_) {
+      d.check(d.cuStreamWaitEvent(stream_, enqueued_, 0), "cuStreamWaitEvent");
+      d.check(d.cuStreamWaitEvent(upload_stream_, enqueued_, 0), "cuStreamWaitEvent");
+      enqueue_pending_ = false;
+    }
+    rebind(sl, in, out);
+    for (size_t i = 0; i < in.size(); ++i) {
+      size_t n = e_.input_bytes_[i];
+      if (!n || in[i].zero_copy) continue;
+      if (in[i].device)
+        d.check(d.cuMemcpyDtoDAsync(sl.inputs[i], reinterpret_cast<CUdeviceptr>(in[i].ptr), n, stream_),
+                "copying an input");
+      else
+        d.check(d.cuMemcpyHtoDAsync(sl.inputs[i], in[i].ptr, n, stream_), "uploading an input");
+    }
+    d.check(d.cuEventRecord(profile_events_[0], stream_), "cuEventRecord");
+    issue_steps(sl, stream_, profile_events_.data() + 1);
+    for (size_t i = 0; i < out.size(); ++i) {
+      size_t n = e_.output_bytes_[i];
+      if (!n || out[i].zero_copy) continue;
+      if (out[i].device)
+        d.check(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out[i].ptr), sl.outputs[i], n, stream_),
+                "copying an output");
+      else
+        d.check(d.cuMemcpyDtoHAsync(out[i].ptr, sl.outputs[i], n, stream_), "downloading an output");
+    }
+    d.check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    std::vector<float> ms(steps);
+    for (size_t i = 0; i < steps; ++i)
+      d.check(d.cuEventElapsedTime(&ms[i], profile_events_[i], profile_events_[i + 1]), "cuEventElapsedTime");
+    return ms;
+  });
 }
 
 }  // namespace kiln::rt

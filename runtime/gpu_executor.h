@@ -106,7 +106,8 @@ class CtxScope {
 
 struct DeviceBinding {
   void* ptr = nullptr;
-  bool device = false;  // a CUdeviceptr (else host memory)
+  bool device = false;     // a CUdeviceptr (else host memory)
+  bool zero_copy = false;  // (device) the graph uses it in place of the slot's buffer: no copy
 };
 
 // CUDA-event times of the last run(): the uploads on the copy stream, the
@@ -141,6 +142,10 @@ class GpuContext {
   void submit(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs);
   GpuRunTiming wait();
   size_t in_flight() const { return queue_.size(); }
+  // One synchronous run on the compute stream with the launch list issued
+  // un-captured and a timing event after each step: per plan step, its
+  // milliseconds. Refused while submissions are in flight.
+  std::vector<float> profile(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs);
 
  private:
   struct Slot {
@@ -150,11 +155,18 @@ class GpuContext {
     CUevent up_begin = nullptr, up_end = nullptr, graph_begin = nullptr, graph_end = nullptr;
     std::vector<CUevent> downloaded;
     CUgraphExec exec = nullptr;
+    // The addresses the graph was captured with for each input and output:
+    // the slot's own buffers, or the caller's zero-copy ones.
+    std::vector<CUdeviceptr> bound_in, bound_out;
     std::vector<DeviceBinding> out;  // where wait() copies the outputs
   };
   void add_slot();  // buffers, staging, events and the captured launch list
   void fill_slot(Slot& s);
-  void capture_steps(Slot& s);  // the launch list onto the capturing compute stream
+  void capture_graph(Slot& s);  // the launch list as the slot's graph exec, with s.bound_in/out
+  // The launch list onto `stream` (capturing or not); `after` (if any) after each step.
+  void issue_steps(const Slot& s, CUstream stream, CUevent* after);
+  // Captures the slot's graph again when the zero-copy bindings changed its addresses.
+  void rebind(Slot& s, const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs);
   void enqueue_on(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs,
                   CUstream stream);
   void free_slot(Slot& s);
@@ -172,6 +184,7 @@ class GpuContext {
   // enqueue, run/submit and destruction wait for it.
   CUevent enqueued_ = nullptr;
   bool enqueue_pending_ = false;  // recorded since the context's streams last waited for it
+  std::vector<CUevent> profile_events_;  // profile(): one before the first step and one after each
   void submit_unguarded(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs);
   GpuRunTiming wait_unguarded();
 };

@@ -19,7 +19,7 @@ from . import _kiln
 Error = _kiln.Error
 __version__ = _kiln.__version__
 
-__all__ = ["Engine", "Error", "TensorInfo", "compile", "load", "__version__"]
+__all__ = ["Engine", "Error", "TensorInfo", "compile", "load", "set_log_callback", "__version__"]
 
 
 class TensorInfo(NamedTuple):
@@ -54,6 +54,31 @@ class Engine:
     def info(self) -> str:
         """The runtime's sentence on the path taken and, for the CPU, why not the GPU."""
         return self._impl.info
+
+    @property
+    def target(self) -> str:
+        """The plan's target: "cpu" or the GPU arch it was compiled for ("sm_90")."""
+        return self._impl.target
+
+    @property
+    def precision(self) -> str:
+        """The plan's precision: "fp32", "tf32", "fp16" or "bf16"."""
+        return self._impl.precision
+
+    def input_index(self, name: str) -> int:
+        """The position of input `name` in `inputs`; kiln.Error when there is none."""
+        return self._impl.input_index(name)
+
+    def output_index(self, name: str) -> int:
+        """The position of output `name` in `outputs`; kiln.Error when there is none."""
+        return self._impl.output_index(name)
+
+    def profile(self, inputs: Mapping[str, object]) -> Tuple[Dict[str, "numpy.ndarray"], List[dict]]:  # noqa: F821
+        """Runs once more timing each step: (outputs, [{"name", "node", "op", "ms"}, ...]) in run
+        order: per kernel from CUDA events on the GPU, per node on the CPU (kiln_context_profile)."""
+        if not isinstance(inputs, Mapping):
+            raise Error(f"profile() takes a dict of input name -> numpy array, not {type(inputs).__name__}")
+        return self._impl.profile(dict(inputs))
 
     def run(self, inputs: Mapping[str, object]) -> Dict[str, "numpy.ndarray"]:  # noqa: F821
         """Runs once. `inputs` maps every input name to an array of exactly the
@@ -97,3 +122,11 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
 def load(path: "str | os.PathLike[str]", backend: str = "auto") -> Engine:
     """Loads a plan written by kiln.compile(...).save() or `kiln compile -o`."""
     return Engine(_kiln.load(os.fspath(path), backend))
+
+
+def set_log_callback(callback) -> None:
+    """Receives the runtime's messages: callback(level, message), level "error", "warning"
+    or "info" (e.g. why the auto backend runs on the CPU). None removes it. Process-wide."""
+    if callback is not None and not callable(callback):
+        raise Error(f"set_log_callback() takes a callable or None, not {type(callback).__name__}")
+    _kiln.set_log_callback(callback)

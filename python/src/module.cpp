@@ -124,6 +124,10 @@ class PyEngine {
   py::list outputs() const { return describe(outputs_); }
   std::string backend() const { return engine_.backend() == KILN_BACKEND_GPU ? "gpu" : "cpu"; }
   std::string info() const { return engine_.info(); }
+  std::string target() const { return engine_.target(); }
+  std::string precision() const { return engine_.precision(); }
+  int input_index(const std::string& name) const { return engine_.input_index(name); }
+  int output_index(const std::string& name) const { return engine_.output_index(name); }
   py::bytes plan_bytes() const { return py::bytes(bytes_); }
 
   void save(const std::string& path) const {
@@ -134,6 +138,34 @@ class PyEngine {
   }
 
   py::dict run(const py::dict& feed) const {
+    py::dict result;
+    run_with(feed, result, [](kiln::Context& ctx) { ctx.run(); });
+    return result;
+  }
+
+  // One more run timing each kernel (GPU) or node (CPU): (outputs, [{name,
+  // node, op, ms}, ...]).
+  py::tuple profile(const py::dict& feed) const {
+    py::dict result;
+    std::vector<kiln::ProfileEntry> entries;
+    run_with(feed, result, [&](kiln::Context& ctx) { entries = ctx.profile(); });
+    py::list rows;
+    for (const kiln::ProfileEntry& e : entries) {
+      py::dict row;
+      row["name"] = e.name;
+      row["node"] = e.node;
+      row["op"] = e.op;
+      row["ms"] = e.ms;
+      rows.append(row);
+    }
+    return py::make_tuple(result, rows);
+  }
+
+ private:
+  // Binds `feed` and fresh output arrays (into `result`) to a new context and
+  // calls `go` on it without the GIL.
+  template <typename Go>
+  void run_with(const py::dict& feed, py::dict& result, Go&& go) const {
     for (auto item : feed) {
       const std::string key = py::str(item.first);
       bool known = false;
@@ -152,7 +184,6 @@ class PyEngine {
       keep.push_back(std::move(a));
     }
     py::object np_empty = py::module_::import("numpy").attr("empty");
-    py::dict result;
     for (const kiln::TensorInfo& t : outputs_) {
       // numpy.empty, not py::array(dtype, shape): pybind11 computes strides
       // from numpy 1's descriptor layout, which numpy 2 changed.
@@ -162,12 +193,10 @@ class PyEngine {
     }
     {
       py::gil_scoped_release unlocked;
-      ctx.run();
+      go(ctx);
     }
-    return result;
   }
 
- private:
   std::string bytes_;
   kiln::Engine engine_;
   std::vector<kiln::TensorInfo> inputs_, outputs_;
@@ -218,6 +247,33 @@ PyEngine compile(const std::string& model, const std::string& precision,
   return PyEngine(std::string(bytes.begin(), bytes.end()), b);
 }
 
+// kiln.set_log_callback(fn): fn(level, message) with level "error",
+// "warning" or "info"; None removes it.
+void set_log_callback(py::object fn) {
+  // Never destroyed: the runtime may outlive the interpreter's teardown.
+  static py::object* current = new py::object();
+  {
+    // Without the GIL: kiln_set_log_callback waits for a callback running on
+    // another thread, which may be waiting for the GIL.
+    py::gil_scoped_release unlocked;
+    kiln_set_log_callback(nullptr, nullptr);
+  }
+  *current = fn;
+  if (fn.is_none()) return;
+  py::gil_scoped_release unlocked;
+  kiln_set_log_callback(
+      [](kiln_log_level level, const char* message, void* f) {
+        py::gil_scoped_acquire gil;
+        const char* name = level == KILN_LOG_ERROR ? "error" : level == KILN_LOG_WARNING ? "warning" : "info";
+        try {
+          (*static_cast<py::object*>(f))(name, message);
+        } catch (py::error_already_set& e) {
+          e.discard_as_unraisable("kiln log callback");
+        }
+      },
+      current);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_kiln, m) {
@@ -241,9 +297,15 @@ PYBIND11_MODULE(_kiln, m) {
       .def_property_readonly("outputs", &PyEngine::outputs)
       .def_property_readonly("backend", &PyEngine::backend)
       .def_property_readonly("info", &PyEngine::info)
+      .def_property_readonly("target", &PyEngine::target)
+      .def_property_readonly("precision", &PyEngine::precision)
+      .def("input_index", &PyEngine::input_index, py::arg("name"))
+      .def("output_index", &PyEngine::output_index, py::arg("name"))
+      .def("profile", &PyEngine::profile, py::arg("inputs"))
       .def("plan_bytes", &PyEngine::plan_bytes)
       .def("save", &PyEngine::save, py::arg("path"))
       .def("run", &PyEngine::run, py::arg("inputs"));
+  m.def("set_log_callback", &set_log_callback, py::arg("callback"));
   m.def("load", &load, py::arg("path"), py::arg("backend") = "auto");
   m.def("compile", &compile, py::arg("model"), py::arg("precision") = "fp32",
         py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("target") = "cpu",

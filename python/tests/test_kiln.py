@@ -76,6 +76,40 @@ def test_save_and_load_round_trip(tiny, tmp_path):
     np.testing.assert_array_equal(loaded.run({"input": x})["probs"], tiny.run({"input": x})["probs"])
 
 
+def test_lookup_by_name_and_plan_getters(tiny):
+    assert tiny.input_index("input") == 0
+    assert tiny.output_index("probs") == 0
+    assert tiny.target == "cpu"
+    assert tiny.precision == "fp32"
+    assert kiln.compile(TINY, precision="fp16").precision == "fp16"
+    with pytest.raises(kiln.Error, match=r'no input named "nope" \(inputs: "input"\)'):
+        tiny.input_index("nope")
+
+
+def test_profile_times_each_node_and_returns_the_outputs(tiny):
+    x = tiny_input(3)
+    outs, rows = tiny.profile({"input": x})
+    np.testing.assert_array_equal(outs["probs"], tiny.run({"input": x})["probs"])
+    assert rows and all(set(r) == {"name", "node", "op", "ms"} and r["ms"] >= 0 for r in rows)
+    assert [r["op"] for r in rows][-2:] == ["gemm", "softmax"]  # the optimised graph, in run order
+
+
+def test_log_callback_hears_the_cpu_fallback_and_can_be_removed(tiny):
+    heard = []
+    kiln.set_log_callback(lambda level, message: heard.append((level, message)))
+    try:
+        kiln.compile(TINY)
+    finally:
+        kiln.set_log_callback(None)
+    kiln.compile(TINY)
+    assert len(heard) == 1, heard
+    level, message = heard[0]
+    assert level == "warning"
+    assert "the AUTO backend runs on the CPU reference path (the plan has no GPU kernels" in message
+    with pytest.raises(kiln.Error, match="takes a callable or None"):
+        kiln.set_log_callback(3)
+
+
 def test_compile_is_deterministic():
     assert kiln.compile(TINY).plan_bytes() == kiln.compile(TINY).plan_bytes()
 

@@ -35,6 +35,7 @@
 #include "tools/kiln/bench.h"
 #include "tools/kiln/cli_checks.h"
 #include "tools/kiln/cli_style.h"
+#include "tools/kiln/compare_ort.h"
 #include "tools/kiln/compile.h"
 #include "tools/kiln/conformance.h"
 #include "tools/kiln/docs_gen.h"
@@ -154,6 +155,8 @@ int main(int argc, char** argv) {
   run->add_option("--iterations", iterations, "Runs to time")
       ->check(CLI::Range(1, std::numeric_limits<int>::max()))->group("Runtime");
   add_compile_flags(run, copts);
+  std::string compare;
+  kiln::add_compare_flag(run, compare);
 
   auto* dump = app.add_subcommand("dump-ir", "Print the IR of an ONNX model (after passes with -O or --passes)");
   dump->add_option("model", model, "Model file (.onnx), or a plan (prints the plan's graph)")->required()->group("Model");
@@ -303,6 +306,10 @@ int main(int argc, char** argv) {
     } else if (*opt) {
       return run_opt(kir, split, copts);
     } else if (*run && kiln::is_plan_file(model)) {
+      if (!compare.empty())
+        kiln::fail("{}: --compare ort needs the ONNX model (ONNX Runtime cannot run a plan): kiln run MODEL.onnx "
+                   "--compare ort",
+                   model);
       kiln::RunPlanOptions ro;
       ro.backend = backend.empty() ? "auto" : backend;
       ro.inputs = inputs_flag;
@@ -314,6 +321,7 @@ int main(int argc, char** argv) {
       if (backend.empty() || backend == "auto") backend = "ref";
       if (backend == "gpu") kiln::fail("--backend gpu runs plans: kiln compile {} --target sm_XX -o MODEL.plan", model);
       auto t0 = std::chrono::steady_clock::now();
+      std::string ort_python = compare.empty() ? "" : kiln::ort_python();  // a missing ORT fails before the compile
       auto r = import_model(model, shapes_flag);
       // Inputs before the passes: a misnamed --inputs fails in milliseconds,
       // and a Gather fused away still bounds the ids it reads.
@@ -348,6 +356,7 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < outs.size(); ++i) named.emplace_back(r.graph->outputs()[i]->name(), outs[i]);
       kiln::report_outputs(named, outputs_dir, copts.pass.precision);
       std::cout << fmt::format("run: {:.2f} ms (best of {})\n", best, std::max(1, iterations));
+      if (!compare.empty() && !kiln::compare_with_ort(ort_python, model, feed, named, copts.pass.precision)) return 1;
     } else if (*inspect) {
       return kiln::run_inspect(inspect_opts);
     } else if (*bench) {

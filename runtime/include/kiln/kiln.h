@@ -113,6 +113,15 @@ KILN_API kiln_status kiln_engine_num_inputs(const kiln_engine* engine, int* coun
 KILN_API kiln_status kiln_engine_num_outputs(const kiln_engine* engine, int* count);
 KILN_API kiln_status kiln_engine_input(const kiln_engine* engine, int index, kiln_tensor_info* info);
 KILN_API kiln_status kiln_engine_output(const kiln_engine* engine, int index, kiln_tensor_info* info);
+/* The index (for kiln_engine_input/output) of the input/output `name`;
+ * KILN_ERROR_NOT_FOUND (the message lists the names) when there is none. */
+KILN_API kiln_status kiln_engine_input_index(const kiln_engine* engine, const char* name, int* index);
+KILN_API kiln_status kiln_engine_output_index(const kiln_engine* engine, const char* name, int* index);
+/* What the plan was compiled for: its target ("sm_90") and precision ("fp32",
+ * "fp16", "bf16"), as `kiln inspect PLAN` shows them; they live as long as
+ * the engine. */
+KILN_API kiln_status kiln_engine_target(const kiln_engine* engine, const char** target);
+KILN_API kiln_status kiln_engine_precision(const kiln_engine* engine, const char** precision);
 
 KILN_API kiln_status kiln_context_create(kiln_engine* engine, kiln_context** context);
 KILN_API void kiln_context_destroy(kiln_context* context);
@@ -121,6 +130,17 @@ KILN_API kiln_status kiln_context_bind_input(kiln_context* context, const char* 
                                              kiln_dtype dtype, const int64_t* shape, int rank, kiln_memory memory);
 KILN_API kiln_status kiln_context_bind_output(kiln_context* context, const char* name, void* data,
                                               kiln_dtype dtype, const int64_t* shape, int rank, kiln_memory memory);
+/* Zero-copy (GPU engines only; KILN_ERROR_INVALID_ARGUMENT on the CPU): the
+ * model's kernels read the input from, or write the output into, the caller's
+ * device buffer `ptr` (a CUdeviceptr of the engine's device, holding the
+ * model's dtype and shape) directly, where KILN_MEMORY_DEVICE bindings are
+ * copied to and from the context's own buffers. The first run with a new set
+ * of zero-copy buffers captures the CUDA Graph again with their addresses (a
+ * one-time cost, like creating the context); runs with the same buffers
+ * replay it. The buffer must stay valid while runs use it; at most one run is
+ * in flight (kiln_context_submit refuses a second). */
+KILN_API kiln_status kiln_context_bind_input_device(kiln_context* context, const char* name, uint64_t ptr);
+KILN_API kiln_status kiln_context_bind_output_device(kiln_context* context, const char* name, uint64_t ptr);
 /* Synchronous. */
 KILN_API kiln_status kiln_context_run(kiln_context* context);
 /* GPU engines: asynchronous on `stream` (a CUstream). CPU engines: `stream`
@@ -151,6 +171,39 @@ KILN_API kiln_status kiln_context_last_timing(const kiln_context* context, kiln_
  * are in flight. */
 KILN_API kiln_status kiln_context_submit(kiln_context* context);
 KILN_API kiln_status kiln_context_wait(kiln_context* context);
+
+/* Per-kernel profiling. One more synchronous run with the bound buffers (the
+ * outputs are written as by kiln_context_run) that times each step: on a GPU
+ * engine the launch list is issued un-captured on the context's stream with a
+ * CUDA event after each kernel (a replayed CUDA Graph has no per-kernel
+ * times; launch gaps make the sum exceed a graph replay's compute_ms); on a
+ * CPU engine each node of the reference path, by the wall clock. *entries
+ * points at *count entries in run order, valid until the next profile call on
+ * this context or its destruction. Refused while submitted runs are in flight. */
+typedef struct kiln_profile_entry {
+  const char* name; /* the kernel (GPU) or node (CPU); "copy (step N)" for a copy step */
+  const char* node; /* the graph node it computes ("" for a copy of an output) */
+  const char* op;   /* that node's op ("copy" for a copy step) */
+  float ms;
+} kiln_profile_entry;
+KILN_API kiln_status kiln_context_profile(kiln_context* context, const kiln_profile_entry** entries, int* count);
+
+/* Messages of the runtime: the backend an engine took and, for the AUTO
+ * backend's fallback to the CPU, why (KILN_LOG_WARNING); a GPU made unusable
+ * by a sticky CUDA error (KILN_LOG_ERROR). The library prints nothing itself:
+ * without a callback the messages are dropped (the same facts stay in
+ * kiln_engine_info and the statuses). Process-wide; NULL removes the
+ * callback, which is never called after kiln_set_log_callback returns. It may
+ * be called from any thread that uses kiln; it must not call
+ * kiln_set_log_callback. `message` is valid during the call only. */
+typedef enum kiln_log_level {
+  KILN_LOG_ERROR = 0,
+  KILN_LOG_WARNING = 1,
+  KILN_LOG_INFO = 2,
+  KILN_LOG_LEVEL_MAX_ENUM = 0x7fffffff
+} kiln_log_level;
+typedef void (*kiln_log_callback)(kiln_log_level level, const char* message, void* user_data);
+KILN_API void kiln_set_log_callback(kiln_log_callback callback, void* user_data);
 
 #ifdef __cplusplus
 }

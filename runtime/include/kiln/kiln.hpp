@@ -3,6 +3,7 @@
 // across the C boundary). See docs/embedding.md.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -37,6 +38,27 @@ struct TensorInfo {
   size_t nbytes() const { return size_t(numel()) * kiln_dtype_size(dtype); }
 };
 
+struct ProfileEntry {
+  std::string name, node, op;
+  float ms;
+};
+
+// The runtime's messages (kiln_set_log_callback); an empty function removes
+// the callback. Process-wide, like the C call.
+inline void set_log_callback(std::function<void(kiln_log_level, const std::string&)> fn) {
+  static std::function<void(kiln_log_level, const std::string&)> current;
+  if (!fn) {
+    kiln_set_log_callback(nullptr, nullptr);  // returns once the old callback cannot run
+    current = nullptr;
+    return;
+  }
+  kiln_set_log_callback(nullptr, nullptr);
+  current = std::move(fn);
+  kiln_set_log_callback([](kiln_log_level l, const char* m, void* f) {
+    (*static_cast<std::function<void(kiln_log_level, const std::string&)>*>(f))(l, m);
+  }, &current);
+}
+
 // Immutable and shareable: copies share the same engine.
 class Engine {
  public:
@@ -65,6 +87,28 @@ class Engine {
   }
   std::vector<TensorInfo> inputs() const { return list(kiln_engine_num_inputs, kiln_engine_input); }
   std::vector<TensorInfo> outputs() const { return list(kiln_engine_num_outputs, kiln_engine_output); }
+  // Position of the input/output `name` in inputs()/outputs(); throws (not found) when there is none.
+  int input_index(const std::string& name) const {
+    int i = 0;
+    check(kiln_engine_input_index(get(), name.c_str(), &i));
+    return i;
+  }
+  int output_index(const std::string& name) const {
+    int i = 0;
+    check(kiln_engine_output_index(get(), name.c_str(), &i));
+    return i;
+  }
+  // The plan's target ("sm_90") and precision ("fp32", "fp16", "bf16").
+  std::string target() const {
+    const char* t = nullptr;
+    check(kiln_engine_target(get(), &t));
+    return t;
+  }
+  std::string precision() const {
+    const char* p = nullptr;
+    check(kiln_engine_precision(get(), &p));
+    return p;
+  }
   kiln_engine* get() const { return e_.get(); }
 
  private:
@@ -100,6 +144,13 @@ class Context {
                    kiln_memory memory = KILN_MEMORY_HOST) {
     check(kiln_context_bind_output(c_.get(), name.c_str(), data, dtype, shape.data(), int(shape.size()), memory));
   }
+  // Zero-copy device buffers (GPU engines; see kiln_context_bind_input_device).
+  void bind_input_device(const std::string& name, uint64_t ptr) {
+    check(kiln_context_bind_input_device(c_.get(), name.c_str(), ptr));
+  }
+  void bind_output_device(const std::string& name, uint64_t ptr) {
+    check(kiln_context_bind_output_device(c_.get(), name.c_str(), ptr));
+  }
   void run() { check(kiln_context_run(c_.get())); }
   void enqueue(void* stream) { check(kiln_context_enqueue(c_.get(), stream)); }
   // Pipelined runs (at most 2 in flight; see kiln_context_submit).
@@ -110,6 +161,15 @@ class Context {
     kiln_run_timing t{};
     check(kiln_context_last_timing(c_.get(), &t));
     return t;
+  }
+  // One more run, timing each kernel (GPU) or node (CPU): see kiln_context_profile.
+  std::vector<ProfileEntry> profile() {
+    const kiln_profile_entry* e = nullptr;
+    int n = 0;
+    check(kiln_context_profile(c_.get(), &e, &n));
+    std::vector<ProfileEntry> r;
+    for (int i = 0; i < n; ++i) r.push_back({e[i].name, e[i].node, e[i].op, e[i].ms});
+    return r;
   }
   kiln_context* get() const { return c_.get(); }
 

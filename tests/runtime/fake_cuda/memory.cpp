@@ -227,7 +227,9 @@ CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, void* p) {
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void* p) {
   FAKE_LOCK;
   if (CUresult e = context_check()) return e;
-  return submit(copy(d, s, n), stream_of(p), lock);
+  Stream* stream = stream_of(p);
+  if (!stream->capture) log("dtod s" + std::to_string(stream->id));
+  return submit(copy(d, s, n), stream, lock);
 }
 
 }  // extern "C"
