@@ -348,4 +348,15 @@ const KernelEmitter* emitter_for(const Node& n) {
   return nullptr;
 }
 
+std::string why_no_kernel(const Node& n) {
+  const KernelEmitter* e = emitter_for(n);
+  if (!e) return fmt::format("codegen: no emitter handles {}", n.describe());
+  try {
+    e->emit(n);
+  } catch (const Error& err) {
+    return err.what();
+  }
+  return "";
+}
+
 }  // namespace kiln::codegen
