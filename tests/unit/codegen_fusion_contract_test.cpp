@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "codegen/emitter_table.h"
+#include "codegen/kernel_build.h"
+#include "ir/error.h"
 #include "tests/unit/pass_test_util.h"
 
 namespace kiln {
@@ -100,6 +102,23 @@ TEST(FusionContract, AttentionGroupWithoutAttentionKernelIsNotFormed) {
   auto fused = expect_pass_keeps_meaning(*g, {"recognize-patterns", "fuse"}, with_codegen());
   expect_every_node_has_a_kernel(*fused);
   for (const Node* f : fused_nodes(*fused)) EXPECT_NE(f->attrs().get_string("kind", ""), "attention");
+}
+
+// Codegen's errors name the model file (issue 15: the GoogLeNet message named
+// none): the refused attention group of the structural rules, emitted.
+TEST(FusionContract, CodegenErrorsNameTheModel) {
+  auto g = parse(kMildFillAttention);
+  PassStats st;
+  create_pass("recognize-patterns")->run(*g, {}, st);
+  create_pass("fuse")->run(*g, {}, st);
+  codegen::KernelBuildOptions ko;
+  ko.source = "models/falcon.onnx";
+  try {
+    codegen::build_graph_kernels(*g, ko, /*compile=*/false);
+    FAIL() << "codegen emitted an attention group without attention op";
+  } catch (const Unsupported& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("models/falcon.onnx: codegen: ", 0), 0u) << e.what();
+  }
 }
 
 // A group codegen refuses after the walk is split back: here a stand-in
