@@ -348,4 +348,20 @@ const KernelEmitter* emitter_for(const Node& n) {
   return nullptr;
 }
 
+std::string why_no_kernel(const Node& n) {
+  const KernelEmitter* e = emitter_for(n);
+  if (!e) return fmt::format("codegen: no emitter handles {}", n.describe());
+  try {
+    e->emit(n);
+  } catch (const Error& err) {
+    return err.what();
+  } catch (const std::exception& err) {
+    // An emitter's internal check failing on a candidate group: no kernel
+    // for it either, and the fuser should not form it (a compile for the
+    // reference backend must not stop on it).
+    return fmt::format("codegen: {}: emitter '{}' failed: {}", n.describe(), e->name, err.what());
+  }
+  return "";
+}
+
 }  // namespace kiln::codegen

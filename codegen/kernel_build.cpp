@@ -5,12 +5,15 @@
 #include <utility>
 
 #include "codegen/nvrtc/kernel_cache.h"
+#include "ir/error.h"
 
 namespace kiln::codegen {
 
 bool is_view_node(const Node& n) { return !n.body() && (n.op() == "reshape" || n.op() == "identity"); }
 
-GraphKernels build_graph_kernels(const Graph& g, const KernelBuildOptions& o, bool compile) {
+namespace {
+
+GraphKernels build(const Graph& g, const KernelBuildOptions& o, bool compile) {
   const auto t0 = std::chrono::steady_clock::now();
   GraphKernels r;
   std::vector<KernelSource> sources;
@@ -39,6 +42,21 @@ GraphKernels build_graph_kernels(const Graph& g, const KernelBuildOptions& o, bo
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+}  // namespace
+
+GraphKernels build_graph_kernels(const Graph& g, const KernelBuildOptions& o, bool compile) {
+  if (o.source.empty()) return build(g, o, compile);
+  // Same error type, message prefixed with the model (unsupported stays
+  // unsupported for the conformance runner).
+  try {
+    return build(g, o, compile);
+  } catch (const Unsupported& e) {
+    throw Unsupported(fmt::format("{}: {}", o.source, e.what()));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", o.source, e.what()));
+  }
 }
 
 }  // namespace kiln::codegen

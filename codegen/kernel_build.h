@@ -23,6 +23,9 @@ struct KernelBuildOptions {
   std::string arch = "sm_90";
   bool use_cache = true;
   std::filesystem::path cache_dir;  // empty: the default (codegen/nvrtc/kernel_cache.h)
+  // The model file: errors (an emitter refusing a node, NVRTC rejecting a
+  // kernel) are prefixed with it, as the importer's and the passes' are.
+  std::string source;
   // Called from the compiling threads as kernels finish (done, total); may be empty.
   std::function<void(int, int)> progress;
 };
@@ -44,7 +47,9 @@ struct GraphKernels {
 bool is_view_node(const Node& n);
 
 // Emits (and, unless `compile` is false, compiles) the kernels of `g`.
-// Throws kiln::Error when NVRTC rejects a kernel (naming it and the arch).
+// Throws kiln::Error when NVRTC rejects a kernel (naming it and the arch),
+// kiln::Unsupported when an emitter refuses a node; both start with
+// `o.source` when it is set.
 GraphKernels build_graph_kernels(const Graph& g, const KernelBuildOptions& o, bool compile = true);
 
 }  // namespace kiln::codegen

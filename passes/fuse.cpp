@@ -23,6 +23,16 @@
 // for two outside users: a value used outside always becomes a result.
 // --stats lists, for each producer -> consumer pair left in different
 // kernels, why.
+//
+// Codegen has the last word (passes/fusion_capabilities.h): with
+// PassOptions::why_no_kernel set, a prologue joins a reduction and an
+// attention kernel closes only when codegen can emit the union (e.g. a
+// max_pool reads overlapping windows and cannot also write its prologue's
+// values; an attention group with no recognised attention op in it is left
+// as softmax and matmul kernels). Every group left at the end is asked too;
+// one refused is split back: its anchor (for an anchorless group, each
+// member) is sealed, left alone, and the walk runs again. Each round seals at
+// least one more node, so this ends; usually no round is needed.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -43,24 +53,89 @@ class Fuse : public Pass {
  public:
   std::string_view name() const override { return "fuse"; }
 
-  bool run(Graph& g, const PassOptions&, PassStats& stats) override {
-    FusionState s(g);
-    reasons_.clear();
-    for (Node* c : g.node_list()) {
-      switch (op_role(*c)) {
-        case Role::Opaque: break;
-        case Role::Compute: attention(s, *c); break;
-        case Role::Reduction: prologue(s, *c); break;
-        default: epilogue_or_plain(s, *c); break;
+  bool run(Graph& g, const PassOptions& opts, PassStats& stats) override {
+    why_no_kernel_ = opts.why_no_kernel;
+    sealed_.clear();
+    split_notes_.clear();
+    for (;;) {
+      FusionState s(g);
+      reasons_.clear();
+      for (Node* c : g.node_list()) {
+        if (sealed_.count(c)) continue;
+        switch (op_role(*c)) {
+          case Role::Opaque: break;
+          case Role::Compute: attention(s, *c); break;
+          case Role::Reduction: prologue(s, *c); break;
+          default: epilogue_or_plain(s, *c); break;
+        }
       }
+      if (split_back(s, stats)) continue;
+      write_notes(g, s, stats);
+      for (const std::string& n : split_notes_) stats.notes.push_back(n);
+      return outline_groups(g, s, stats) > 0;
     }
-    write_notes(g, s, stats);
-    return outline_groups(g, s, stats) > 0;
   }
 
  private:
   // Why the pair (producer, consumer) was not fused; the first reason stays.
   std::map<std::pair<const Node*, const Node*>, std::string> reasons_;
+  WhyNoKernel why_no_kernel_;
+  // Nodes left alone after codegen refused the group they were in, and why.
+  std::map<const Node*, std::string> sealed_;
+  std::vector<std::string> split_notes_;
+
+  // A group holding a sealed node holds only it (nothing merges with it).
+  bool is_sealed(const FusionState& s, int gi) const {
+    const Group& grp = s.group(gi);
+    return grp.nodes.size() == 1 && sealed_.count(grp.nodes[0]);
+  }
+  const std::string& sealed_why(const FusionState& s, int gi) const { return sealed_.at(s.group(gi).nodes[0]); }
+
+  // Why codegen cannot emit the fused node of `grp`, or "" (also when no
+  // codegen was handed over, or the group writes nothing).
+  std::string why_no_kernel(const FusionState& s, const Group& grp) const {
+    if (!why_no_kernel_) return "";
+    std::unique_ptr<Graph> probe = probe_fused(s.graph(), s, grp);
+    if (!probe) return "";
+    return why_no_kernel_(*probe->nodes().front());
+  }
+
+  // The union of groups `parts` as it would be, anchored by `anchor`.
+  static Group union_of(const FusionState& s, const std::vector<int>& parts, Node* anchor, GroupKind kind) {
+    Group u;
+    u.anchor = anchor;
+    u.kind = kind;
+    for (int p : parts) {
+      const Group& grp = s.group(p);
+      u.nodes.insert(u.nodes.end(), grp.nodes.begin(), grp.nodes.end());
+      u.non_views += grp.non_views;
+    }
+    return u;
+  }
+
+  // Asks codegen about every group that would become a fused node; seals
+  // those it refuses. Returns true when the walk must run again.
+  bool split_back(const FusionState& s, PassStats& stats) {
+    if (!why_no_kernel_) return false;
+    bool again = false;
+    for (int gi = 0; gi < s.num_groups(); ++gi) {
+      const Group& grp = s.group(gi);
+      if (!becomes_fused_node(grp)) continue;
+      std::string why = why_no_kernel(s, grp);
+      if (why.empty()) continue;
+      std::string sealed_why = "codegen refused the group it was in: " + why;
+      if (grp.anchor) {
+        sealed_.emplace(grp.anchor, sealed_why);
+      } else {
+        for (const Node* n : grp.nodes) sealed_.emplace(n, sealed_why);
+      }
+      split_notes_.push_back(fmt::format("split back: a {} group of {} nodes: {}", group_kind_name(grp),
+                                         grp.nodes.size(), why));
+      stats.count("groups-split-back");
+      again = true;
+    }
+    return again;
+  }
 
   void refuse(const FusionState& s, int producer_group, const Node& c, const std::string& why) {
     for (const Value* v : c.inputs())
@@ -71,6 +146,10 @@ class Fuse : public Pass {
     if (m2.op() != "matmul") return;
     int scores = -1, probs = -1;
     std::string why = check_attention(s, m2, scores, probs);
+    if (why.empty() && is_sealed(s, scores)) why = sealed_why(s, scores);
+    if (why.empty() && is_sealed(s, probs)) why = sealed_why(s, probs);
+    if (why.empty())
+      why = why_no_kernel(s, union_of(s, {s.group_of(&m2), scores, probs}, &m2, GroupKind::Attention));
     if (!why.empty()) {
       int p = s.group_of_value(m2.input(0));
       if (p >= 0 && s.group(p).kind == GroupKind::Reduction && s.group(p).anchor->op() == "softmax")
@@ -92,8 +171,11 @@ class Fuse : public Pass {
     std::string why;
     if (pg.kind != GroupKind::Plain)
       why = fmt::format("{} and {} would be two anchors in one kernel", pg.anchor->op(), r.op());
+    else if (is_sealed(s, p))
+      why = sealed_why(s, p);
     else
       why = check_prologue(s, p, r);
+    if (why.empty()) why = why_no_kernel(s, union_of(s, {s.group_of(&r), p}, &r, GroupKind::Reduction));
     if (!why.empty()) return refuse(s, p, r, why);
     s.merge(s.group_of(&r), p);
   }
@@ -103,6 +185,10 @@ class Fuse : public Pass {
     for (const Value* v : c.inputs()) {
       int p = s.group_of_value(v);
       if (p < 0 || op_role(*v->producer()) == Role::Opaque) continue;
+      if (is_sealed(s, p)) {
+        refuse(s, p, c, sealed_why(s, p));
+        continue;
+      }
       auto& list = s.group(p).kind == GroupKind::Plain ? plain : anchored;
       if (std::find(list.begin(), list.end(), p) == list.end()) list.push_back(p);
     }

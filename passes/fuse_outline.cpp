@@ -14,32 +14,31 @@ namespace {
 
 constexpr int64_t kBodyConstantElements = 16;
 
-bool worth_a_node(const Group& grp) {
-  if (!grp.alive || grp.nodes.size() < 2) return false;
-  for (const Node* n : grp.nodes)
-    if (op_role(*n) != Role::View) return true;
-  return false;
-}
+// What a group's fused node is made of: its body, the outside values it reads
+// (operands) and its values used outside (results).
+struct FusedParts {
+  std::unique_ptr<Graph> body;
+  std::vector<Value*> operands, results;
+  std::string name;  // the members' names joined with '+'
+};
 
-// Builds the fused node for one group at the end of `g` and removes the
-// group's nodes. Returns the new node, or nullptr for a dead group.
-Node* outline(Graph& g, const FusionState& s, const Group& grp, int index) {
-  std::vector<Node*> members = grp.nodes;
+// Copies `members` into a body graph; no body when the members write nothing
+// used outside (dead code: nothing to launch).
+FusedParts fused_parts(const Graph& g, const FusionState& s, std::vector<Node*> members, int index) {
+  FusedParts p;
   std::sort(members.begin(), members.end(),
             [&](const Node* a, const Node* b) { return s.position(a) < s.position(b); });
   std::unordered_set<const Node*> in(members.begin(), members.end());
-  std::vector<Value*> results;
   for (Node* m : members)
     for (Value* o : m->outputs()) {
       bool used_outside = g.is_output(o);
       for (const Use& u : o->uses()) used_outside |= !in.count(u.user);
-      if (used_outside) results.push_back(o);
+      if (used_outside) p.results.push_back(o);
     }
-  if (results.empty()) return nullptr;  // dead code (no dce ran): nothing to launch
+  if (p.results.empty()) return p;
 
   auto body = std::make_unique<Graph>(fmt::format("fused_{}", index));
   std::unordered_map<const Value*, Value*> map = {{nullptr, nullptr}};
-  std::vector<Value*> operands;
   for (Node* m : members)
     for (Value* v : m->inputs()) {
       if (!v || map.count(v) || (v->producer() && in.count(v->producer()))) continue;
@@ -48,7 +47,7 @@ Node* outline(Graph& g, const FusionState& s, const Group& grp, int index) {
                                : body->add_constant_ref(v->name(), v->type(), v->digest());
         continue;
       }
-      operands.push_back(v);
+      p.operands.push_back(v);
       map[v] = body->add_input(v->name(), v->type());
     }
 
@@ -70,24 +69,38 @@ Node* outline(Graph& g, const FusionState& s, const Group& grp, int index) {
     if (!m->name().empty() && named.insert(m->name()).second) names.push_back(m->name());
   }
   std::vector<Value*> body_outs;
-  std::vector<TensorType> types;
-  for (Value* r : results) {
-    body_outs.push_back(map.at(r));
-    types.push_back(r->type());
-  }
+  for (Value* r : p.results) body_outs.push_back(map.at(r));
   body->set_outputs(body_outs);
+  p.body = std::move(body);
+  p.name = fmt::format("{}", fmt::join(names, "+"));
+  return p;
+}
 
+std::vector<TensorType> result_types(const FusedParts& p) {
+  std::vector<TensorType> types;
+  for (Value* r : p.results) types.push_back(r->type());
+  return types;
+}
+
+// Builds the fused node for one group at the end of `g` and removes the
+// group's nodes. Returns the new node, or nullptr for a dead group.
+Node* outline(Graph& g, const FusionState& s, const Group& grp, int index) {
+  FusedParts p = fused_parts(g, s, grp.nodes, index);
+  if (!p.body) return nullptr;
   AttrMap attrs;
   attrs.set("kind", group_kind_name(grp));
-  Node* f = g.add_node("fused", operands, types, std::move(attrs), fmt::format("{}", fmt::join(names, "+")));
-  f->set_body(std::move(body));
+  Node* f = g.add_node("fused", p.operands, result_types(p), std::move(attrs), p.name);
+  f->set_body(std::move(p.body));
   std::vector<std::string> result_names;
-  for (size_t i = 0; i < results.size(); ++i) {
-    result_names.push_back(results[i]->name());
-    g.replace_all_uses(results[i], f->output(static_cast<int>(i)));
+  for (size_t i = 0; i < p.results.size(); ++i) {
+    result_names.push_back(p.results[i]->name());
+    g.replace_all_uses(p.results[i], f->output(static_cast<int>(i)));
   }
+  std::vector<Node*> members = grp.nodes;
+  std::sort(members.begin(), members.end(),
+            [&](const Node* a, const Node* b) { return s.position(a) < s.position(b); });
   for (auto it = members.rbegin(); it != members.rend(); ++it) g.erase_node(*it);
-  for (size_t i = 0; i < results.size(); ++i) f->output(static_cast<int>(i))->set_name(result_names[i]);
+  for (size_t i = 0; i < p.results.size(); ++i) f->output(static_cast<int>(i))->set_name(result_names[i]);
   return f;
 }
 
@@ -120,13 +133,35 @@ void reorder(Graph& g, const std::unordered_map<const Node*, int>& key) {
 
 }  // namespace
 
+bool becomes_fused_node(const Group& grp) {
+  if (!grp.alive || grp.nodes.size() < 2) return false;
+  for (const Node* n : grp.nodes)
+    if (op_role(*n) != Role::View) return true;
+  return false;
+}
+
+std::unique_ptr<Graph> probe_fused(const Graph& g, const FusionState& s, const Group& grp) {
+  FusedParts p = fused_parts(g, s, grp.nodes, 0);
+  if (!p.body) return nullptr;
+  auto scratch = std::make_unique<Graph>("probe");
+  std::vector<Value*> operands;
+  for (Value* v : p.operands) operands.push_back(scratch->add_input(v->name(), v->type()));
+  AttrMap attrs;
+  attrs.set("kind", group_kind_name(grp));
+  Node* f = scratch->add_node("fused", operands, result_types(p), std::move(attrs), p.name);
+  f->set_body(std::move(p.body));
+  for (size_t i = 0; i < p.results.size(); ++i) f->output(static_cast<int>(i))->set_name(p.results[i]->name());
+  scratch->set_outputs(f->outputs());
+  return scratch;
+}
+
 int outline_groups(Graph& g, const FusionState& s, PassStats& stats) {
   std::unordered_map<const Node*, int> key;
   for (const auto& n : g.nodes()) key[n.get()] = s.position(n.get());
   int made = 0;
   for (int gi = 0; gi < s.num_groups(); ++gi) {
     const Group& grp = s.group(gi);
-    if (!worth_a_node(grp)) continue;
+    if (!becomes_fused_node(grp)) continue;
     int last = 0;
     for (const Node* n : grp.nodes) last = std::max(last, s.position(n));
     std::string kind = group_kind_name(grp);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/fusion_capabilities.h"
 
 namespace kiln {
 
@@ -19,6 +20,9 @@ struct PassOptions {
   // Constant folding leaves results larger than this unfolded (an Expand of
   // a scalar to a big tensor is cheaper to compute than to store).
   int64_t fold_max_bytes = 64 << 20;
+  // Whether codegen can emit a fused node (passes/fusion_capabilities.h);
+  // empty: the fuser's structural rules alone decide.
+  WhyNoKernel why_no_kernel;
 };
 
 // What a pass reports: named counters and free-form notes (e.g. why two

@@ -3,6 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <sstream>
 
+#ifdef KILN_HAVE_SIM_BACKEND
+#include "codegen/emitter_table.h"
+#endif
 #include "ir/error.h"
 #include "ir/verifier.h"
 #include "ops/registry.h"
@@ -77,7 +80,12 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
     if (!o.pipeline.stop_after.empty() &&
         std::find(names.begin(), names.end(), o.pipeline.stop_after) == names.end())
       fail("--stop-after: pass '{}' is not in the pipeline ({})", o.pipeline.stop_after, fmt::join(names, ","));
-    r.passes = pm.run(g, o.pass, o.pipeline);
+    PassOptions popts = o.pass;
+#ifdef KILN_HAVE_SIM_BACKEND
+    // The fuser forms only groups codegen can emit, whatever the target (passes/fusion_capabilities.h).
+    if (!popts.why_no_kernel) popts.why_no_kernel = codegen::why_no_kernel;
+#endif
+    r.passes = pm.run(g, popts, o.pipeline);
   } else if (o.pipeline.verify_each) {
     verify_graph(g, op_registry());
   }

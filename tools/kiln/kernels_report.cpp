@@ -37,6 +37,7 @@ KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, bool progr
   ko.arch = o.pass.target;
   ko.cache_dir = o.cache_dir;
   ko.use_cache = o.kernel_cache;
+  ko.source = o.pipeline.source;  // codegen's errors name the model
   Progress shown("kernels compiled");
   if (progress) ko.progress = shown.callback();
   auto r = std::make_shared<KernelsReport>();
