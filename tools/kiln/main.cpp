@@ -285,7 +285,7 @@ int main(int argc, char** argv) {
         // (then NVRTC again, with progress once it takes a second).
         kiln::Progress plan_progress("plan kernels compiled", 1.0);
         kiln::plan::Plan p = kiln::build_plan(*r.graph, {copts.pass.target, copts.pass.precision, copts.cache_dir,
-                                                         copts.kernel_cache, plan_progress.callback()});
+                                                         copts.kernel_cache, plan_progress.callback(), model});
         kiln::plan::write_plan_file(plan_out, p);
         std::cerr << fmt::format("{}: plan written; GPU kernels: {}\n", plan_out,
                                  p.meta.gpu_kernels ? fmt::format("{} for {}", p.kernels.size(), p.meta.target)
