@@ -194,6 +194,8 @@ int main(int argc, char** argv) {
                    "Also compile every test's kernels with NVRTC for these archs (sm_80,sm_90) and report "
                    "kernel count, registers, spills")
       ->delimiter(',');
+  conf->add_option("--write-plans", conf_opts.plans_dir,
+                   "Also write each test's plan (needs --target sm_XX) as DIR/<suite>__<test>.plan");
   add_compile_flags(conf, conf_opts.compile);
 
   kiln::InspectOptions inspect_opts;
