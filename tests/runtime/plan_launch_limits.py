@@ -49,7 +49,7 @@ def misfits(launch):
             bad.append(f"grid {grid}")
     if threads > H100["threads"]:
         bad.append(f"{threads} threads")
-    regs = launch["registers"]
+    regs = max(launch["registers"], launch.get("cubin_registers", -1))  # ptxas's report or the CUBIN's
     if regs < 0:
         bad.append("registers unknown")
     elif (threads + 31) // 32 * ((regs * 32 + 255) // 256 * 256) > H100["regs"]:
