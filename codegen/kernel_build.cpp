@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "codegen/launch_fit.h"
 #include "codegen/nvrtc/kernel_cache.h"
 #include "ir/error.h"
 
@@ -18,6 +19,7 @@ GraphKernels build(const Graph& g, const KernelBuildOptions& o, bool compile) {
   GraphKernels r;
   std::vector<KernelSource> sources;
   std::map<std::string, bool> seen;
+  LaunchBounder bounder;  // the same __launch_bounds__ a plan's kernels get
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
     if (is_view_node(n)) continue;
@@ -27,6 +29,7 @@ GraphKernels build(const Graph& g, const KernelBuildOptions& o, bool compile) {
       continue;
     }
     NodeLaunches nl{&n, e->emit(n)};
+    for (NodeKernel& k : nl.kernels) bounder.apply(k);
     for (const NodeKernel& k : nl.kernels)
       if (!std::exchange(seen[k.name], true)) sources.push_back({k.name, k.source});
     r.launches.push_back(std::move(nl));

@@ -24,7 +24,9 @@ struct SectionHeader {
 
 constexpr uint32_t kShtSymtab = 2;
 constexpr uint8_t kEifmtSval = 4;
-constexpr uint8_t kEiattrRegcount = 0x2f, kEiattrFrameSize = 0x11;
+constexpr uint8_t kEifmtHval = 3;
+constexpr uint8_t kEiattrRegcount = 0x2f, kEiattrFrameSize = 0x11, kEiattrMaxThreads = 0x05,
+                  kEiattrCbankParamSize = 0x19;
 
 }  // namespace
 
@@ -60,9 +62,11 @@ CubinKernelInfo cubin_kernel_info(const std::vector<uint8_t>& b, const std::stri
   // The kernel's symbol index.
   int64_t sym = -1;
   const SectionHeader* info = nullptr;
+  const SectionHeader* own_info = nullptr;  // .nv.info.<kernel>
   for (const SectionHeader& s : sh) {
     std::string n = string_at(sh[shstrndx], s.name);
     if (n == ".nv.info") info = &s;
+    if (n == ".nv.info." + kernel) own_info = &s;
     if (s.type != kShtSymtab || sym >= 0) continue;
     if (s.entsize < 24 || s.link >= shnum) fail("CUBIN: symbol table entry size {} / link {}", s.entsize, s.link);
     for (uint64_t i = 0; i < s.size / s.entsize; ++i)
@@ -73,6 +77,21 @@ CubinKernelInfo cubin_kernel_info(const std::vector<uint8_t>& b, const std::stri
   }
   if (sym < 0) fail("CUBIN: no symbol named {} (the kernel is not in this CUBIN)", kernel);
   CubinKernelInfo r;
+  if (own_info)
+    for (uint64_t at = own_info->offset, end = own_info->offset + own_info->size; at + 4 <= end;) {
+      uint8_t format = b[at], attr = b[at + 1];
+      uint16_t value = read_at<uint16_t>(b, at + 2, ".nv.info entry value");
+      if (format != kEifmtSval) {
+        if (format == kEifmtHval && attr == kEiattrCbankParamSize) r.param_bytes = value;
+        at += 4;
+        continue;
+      }
+      if (value > end - at - 4) fail("CUBIN: .nv.info.{} entry of {} bytes past the section's end", kernel, value);
+      if (attr == kEiattrMaxThreads && value >= 12)
+        r.max_threads = 1ll * read_at<uint32_t>(b, at + 4, "max threads x") * read_at<uint32_t>(b, at + 8, "y") *
+                        read_at<uint32_t>(b, at + 12, "z");
+      at += 4 + value;
+    }
   if (!info) return r;
   for (uint64_t at = info->offset, end = info->offset + info->size; at + 4 <= end;) {
     uint8_t format = b[at], attr = b[at + 1];

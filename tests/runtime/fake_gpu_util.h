@@ -19,6 +19,7 @@
 #include "tests/unit/pass_test_util.h"
 #include "tools/kiln/compare.h"
 #include "tools/kiln/compile.h"
+#include "tools/kiln/conformance.h"
 #include "tools/kiln/plan_writer.h"
 
 namespace kiln::fakegpu {
@@ -157,13 +158,54 @@ inline std::unique_ptr<Graph> compiled_onnx(const std::string& name) {
   return std::move(r.graph);
 }
 
-// Plans by arch (kGraph) and by ONNX test name (for sm_90).
+// Node tests across the emitter families (the launch-limit ctest,
+// tests/runtime/plan_launch_limits.py, checks every conformance plan's
+// launches; these run on the strict H100 the fake driver is by default):
+// reductions, normalizations, softmax, data movement, pooling, conv, GEMM,
+// scans, top-k, RNNs.
+inline const char* const kLaunchFitModels[] = {
+    "test_softmax_large_number", "test_logsoftmax_axis_1", "test_reduce_sum_keepdims_random",
+    "test_reduce_mean_keepdims_random", "test_layer_normalization_4d_axis1", "test_instancenorm_example",
+    "test_batchnorm_example", "test_lrn", "test_concat_3d_axis_1", "test_transpose_all_permutations_0",
+    "test_gather_0", "test_split_equal_parts_1d", "test_where_example", "test_pow", "test_averagepool_2d_default",
+    "test_globalaveragepool", "test_conv_with_strides_padding", "test_convtranspose", "test_einsum_batch_matmul",
+    "test_argmax_default_axis_example", "test_top_k", "test_cumsum_1d", "test_lstm_defaults", "test_gru_defaults"};
+
+// The issue's case: a softmax over 32768 f64 values, 1024-thread blocks
+// (without __launch_bounds__ 1024 x 95 registers: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
+inline constexpr const char* kWideSoftmax = R"(graph @m(%x: f64[1,32768]) -> (f64[1,32768]) {
+    %y = softmax(%x) {axis=-1} : f64[1,32768]
+    return %y
+  })";
+
+// A conformance test's model imported with its first data set's inputs (as
+// `kiln conformance` does: shape inputs known), compiled for sm_90; `feed`
+// gets those inputs (in range for gathers, top-k and the like).
+inline std::unique_ptr<Graph> compiled_case(const std::string& name, std::map<std::string, Tensor>* feed = nullptr) {
+  auto r = import_conformance_case("/usr/share/libonnx-testdata/data/node/" + name, "test_data_set_0", feed);
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  compile_graph(*r.graph, o);
+  return std::move(r.graph);
+}
+
+inline std::unique_ptr<Graph> compiled_text(const char* text) {
+  auto g = parse_graph(text);
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  compile_graph(*g, o);
+  return g;
+}
+
+// Plans by arch (kGraph), by ONNX test name (for sm_90) and "wide_softmax".
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
     std::map<std::string, plan::Plan> r;
     for (std::string arch : {"sm_80", "sm_90"}) r[arch] = build_plan(*g, {arch, "fp32", {}});
     for (const char* m : kOnnxModels) r[m] = build_plan(*compiled_onnx(m), {"sm_90", "fp32", {}});
+    for (const char* m : kLaunchFitModels) r[m] = build_plan(*compiled_case(m), {"sm_90", "fp32", {}});
+    r["wide_softmax"] = build_plan(*compiled_text(kWideSoftmax), {"sm_90", "fp32", {}});
     return r;
   }();
   return ps;

@@ -1,7 +1,8 @@
 // runtime/cubin_info.h on CUBINs that NVRTC makes: the registers read from
 // .nv.info equal what ptxas reported, for several kernels and archs; a
 // kernel whose volatile local array lives in local memory has a stack frame;
-// a name the CUBIN lacks is an error naming it.
+// a name the CUBIN lacks is an error naming it; a kernel's __launch_bounds__
+// and parameter bytes come back from its own .nv.info.<kernel> section.
 #include <gtest/gtest.h>
 
 #include "codegen/nvrtc/nvrtc_compiler.h"
@@ -57,6 +58,23 @@ TEST(CubinInfo, RegistersMatchPtxasReport) {
     } catch (const Error& e) {
       EXPECT_STREQ(e.what(), "CUBIN: no symbol named wide_k (the kernel is not in this CUBIN)");
     }
+  }
+}
+
+TEST(CubinInfo, LaunchBoundAndParameterBytes) {
+  const char* bounded = R"(extern "C" __global__ void __launch_bounds__(256) bounded_k(float* y, const float* x) {
+  y[threadIdx.x] = x[threadIdx.x];
+})";
+  for (std::string arch : {"sm_80", "sm_90"}) {
+    codegen::KernelCompiler compiler(arch, nullptr);
+    std::vector<codegen::CompiledKernel> ks = compiler.compile({{"bounded_k", bounded}, {"small_k", kSmall}});
+    plan::CubinKernelInfo b = plan::cubin_kernel_info(ks[0].cubin, "bounded_k");
+    EXPECT_EQ(b.max_threads, 256) << arch;
+    EXPECT_EQ(b.param_bytes, 16) << arch;  // two pointers
+    plan::CubinKernelInfo s = plan::cubin_kernel_info(ks[1].cubin, "small_k");
+    EXPECT_EQ(s.max_threads, -1) << arch;  // no bound
+    EXPECT_EQ(s.param_bytes, 24) << arch;  // two pointers and a long long
+    EXPECT_GT(s.registers, 0) << arch;
   }
 }
 

@@ -28,6 +28,7 @@
 #include "tools/kiln/backends.h"
 #include "tools/kiln/compare.h"
 #include "tools/kiln/output_paths.h"
+#include "tools/kiln/plan_writer.h"
 #include "tools/kiln/progress.h"
 
 namespace kiln {
@@ -75,6 +76,14 @@ KernelCheck check_kernels(const Graph& g, const ConformanceOptions& opts) {
     }
   }
   return kc;
+}
+
+// --write-plans: the test's plan for --target, as `kiln compile -o` writes it.
+void write_test_plan(const TestCase& t, const Graph& g, const ConformanceOptions& opts) {
+  const CompileOptions& c = opts.compile;
+  plan::Plan p = build_plan(g, {c.pass.target, c.pass.precision, c.cache_dir, c.kernel_cache, {},
+                                (fs::path(t.dir) / "model.onnx").string()});
+  plan::write_plan_file((fs::path(opts.plans_dir) / (t.suite + "__" + t.name + ".plan")).string(), p);
 }
 
 bool is_test_dir(const fs::path& p) { return fs::exists(p / "model.onnx"); }
@@ -159,6 +168,15 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
         throw;
       } catch (const Error& e) {
         return {"fail", fmt::format("--nvrtc-check: {}", e.what()), kc};
+      }
+    }
+    if (!opts.plans_dir.empty() && set == sets.front()) {
+      try {
+        write_test_plan(t, *imp.graph, opts);
+      } catch (const Unsupported&) {
+        throw;
+      } catch (const Error& e) {
+        return {"fail", fmt::format("--write-plans: {}", e.what()), kc};
       }
     }
     std::vector<Tensor> got = run_on_backend(opts.backend, *imp.graph, feed, opts.compile.cache_dir);
@@ -360,6 +378,11 @@ int run_conformance(const ConformanceOptions& opts) {
     for (const char* s : {"node", "pytorch-converted", "pytorch-operator", "simple"})
       paths.push_back((fs::path(kDebianTestData) / s).string());
   std::vector<TestCase> tests = discover(paths);
+  if (!opts.plans_dir.empty()) {
+    if (opts.compile.pass.target.rfind("sm_", 0) != 0)
+      fail("--write-plans needs a GPU --target (sm_80, sm_86, sm_89, sm_90), not '{}'", opts.compile.pass.target);
+    fs::create_directories(opts.plans_dir);
+  }
   if (!opts.filter.empty())
     std::erase_if(tests, [&](const TestCase& t) { return t.name.find(opts.filter) == std::string::npos; });
   auto t0 = std::chrono::steady_clock::now();

@@ -40,6 +40,10 @@ struct ConformanceOptions {
   // compiled with NVRTC for these archs (a failure fails the test), and the
   // run ends with the kernel count, the largest register count and any spills.
   std::vector<std::string> nvrtc_archs;
+  // --write-plans DIR (with --target sm_XX): each test's plan, built from its
+  // first data set's graph, as DIR/<suite>__<test>.plan (a plan builder
+  // error, such as a launch over the arch's limits, fails the test).
+  std::string plans_dir;
 };
 
 // Returns the process exit code: 0 when no test failed or crashed (or, with

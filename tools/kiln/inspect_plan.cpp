@@ -48,6 +48,8 @@ struct KernelView {
   const plan::Kernel* k = nullptr;
   int cubin_registers = -1;
   int cubin_frame_bytes = -1;  // local memory per thread: spills and local arrays
+  long long cubin_max_threads = -1;  // the kernel's __launch_bounds__ as the CUBIN records it
+  int cubin_param_bytes = -1;
   std::string cubin_error;
   int launches = 0;
   int registers() const { return k->registers >= 0 ? k->registers : cubin_registers; }
@@ -100,6 +102,8 @@ int run_inspect_plan(const InspectOptions& o) {
       plan::CubinKernelInfo ci = plan::cubin_kernel_info(p.kernels[i].cubin, p.kernels[i].name);
       kv[i].cubin_registers = ci.registers;
       kv[i].cubin_frame_bytes = ci.frame_bytes;
+      kv[i].cubin_max_threads = ci.max_threads;
+      kv[i].cubin_param_bytes = ci.param_bytes;
     } catch (const Error& e) {
       kv[i].cubin_error = e.what();
     }
@@ -242,7 +246,12 @@ int run_inspect_plan(const InspectOptions& o) {
                                {"kernel_index", s.kernel},
                                {"grid", {s.grid.x, s.grid.y, s.grid.z}},
                                {"block", {s.block.x, s.block.y, s.block.z}},
+                               {"threads", 1ull * s.block.x * s.block.y * s.block.z},
                                {"registers", k.registers()},
+                               {"cubin_registers", k.cubin_registers},
+                               {"cubin_max_threads", k.cubin_max_threads},
+                               {"param_bytes", s.args.size() * 8},
+                               {"cubin_param_bytes", k.cubin_param_bytes},
                                {"static_shared_bytes", k.k->static_shared_bytes},
                                {"dynamic_shared_bytes", s.shared_bytes},
                                {"spill_bytes", k.k->spill_bytes},

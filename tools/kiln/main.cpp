@@ -197,6 +197,8 @@ int main(int argc, char** argv) {
                    "Also compile every test's kernels with NVRTC for these archs (sm_80,sm_90) and report "
                    "kernel count, registers, spills")
       ->delimiter(',');
+  conf->add_option("--write-plans", conf_opts.plans_dir,
+                   "Also write each test's plan (needs --target sm_XX) as DIR/<suite>__<test>.plan");
   add_compile_flags(conf, conf_opts.compile);
 
   kiln::InspectOptions inspect_opts;
@@ -288,7 +290,7 @@ int main(int argc, char** argv) {
         // (then NVRTC again, with progress once it takes a second).
         kiln::Progress plan_progress("plan kernels compiled", 1.0);
         kiln::plan::Plan p = kiln::build_plan(*r.graph, {copts.pass.target, copts.pass.precision, copts.cache_dir,
-                                                         copts.kernel_cache, plan_progress.callback()});
+                                                         copts.kernel_cache, plan_progress.callback(), model});
         kiln::plan::write_plan_file(plan_out, p);
         std::cerr << fmt::format("{}: plan written; GPU kernels: {}\n", plan_out,
                                  p.meta.gpu_kernels ? fmt::format("{} for {}", p.kernels.size(), p.meta.target)

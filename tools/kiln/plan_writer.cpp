@@ -15,6 +15,7 @@
 #include "codegen/nvrtc/kernel_cache.h"
 #include "codegen/nvrtc/nvrtc_compiler.h"
 #include "codegen/emitter_table.h"
+#include "codegen/launch_fit.h"
 #endif
 
 namespace kiln {
@@ -104,9 +105,31 @@ std::string nodes_without_emitter(const Graph& g) {
 }
 
 #ifdef KILN_HAVE_SIM_BACKEND
+// Fails unless launch `s` of `n` fits the target's per-block limits
+// (codegen/launch_fit.h); `k` is the compiled kernel when there is one yet.
+void check_launch_fits(const plan::Step& s, const Node& n, const std::string& source, const std::string& kernel,
+                       const plan::Kernel* k, const PlanBuildOptions& o) {
+  codegen::LaunchShape l;
+  l.grid = {s.grid.x, s.grid.y, s.grid.z};
+  l.block = {s.block.x, s.block.y, s.block.z};
+  l.dynamic_shared = s.shared_bytes;
+  l.param_bytes = static_cast<long long>(s.args.size()) * 8;  // every parameter is a buffer pointer
+  l.bounded_threads = codegen::declared_launch_bound(source, kernel);
+  if (k) {
+    l.registers = k->registers;
+    l.static_shared = k->static_shared_bytes;
+  }
+  std::string misfit = codegen::launch_misfit(l, codegen::arch_limits(o.target));
+  if (!misfit.empty())
+    fail("{}{}: kernel {} cannot be launched on {}: {}", o.source_name.empty() ? "" : o.source_name + ": ",
+         n.describe(), kernel, o.target, misfit);
+}
+
 void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, plan::Plan& p) {
   std::vector<codegen::KernelSource> sources;
   std::map<std::string, uint32_t> kernel_index;
+  std::vector<const Node*> step_node;  // per step, for messages
+  codegen::LaunchBounder bounder;
   uint32_t pos = 0;
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
@@ -119,10 +142,12 @@ void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, 
       s.node = node;
       s.args = {loc.at(n.output(0)), loc.at(n.input(0))};
       p.steps.push_back(std::move(s));
+      step_node.push_back(&n);
       continue;
     }
-    for (const codegen::NodeKernel& k : codegen::emitter_for(n)->emit(n)) {
+    for (codegen::NodeKernel& k : codegen::emitter_for(n)->emit(n)) {
       if (k.grid.count() == 0) continue;
+      bounder.apply(k);
       auto [it, fresh] = kernel_index.emplace(k.name, uint32_t(sources.size()));
       if (fresh) sources.push_back({k.name, k.source});
       plan::Step s;
@@ -145,7 +170,10 @@ void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, 
         b.elements = t.numel();
         s.args.push_back(b);
       }
+      // Before NVRTC: what needs no compiled kernel (block, grid, parameters).
+      check_launch_fits(s, n, sources[s.kernel].source, k.name, nullptr, o);
       p.steps.push_back(std::move(s));
+      step_node.push_back(&n);
     }
   }
   // Graph outputs not written in place by their producer (an input, a
@@ -179,6 +207,13 @@ void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, 
     p.kernels.push_back(std::move(k));
   }
   for (size_t i = 0; i < sources.size(); ++i) p.kernels[i].source = sources[i].source;
+  // After NVRTC: registers and static shared memory as ptxas allocated them.
+  for (size_t i = 0; i < step_node.size(); ++i) {
+    const plan::Step& s = p.steps[i];
+    if (s.kind != plan::StepKind::Kernel) continue;
+    const plan::Kernel& k = p.kernels[s.kernel];
+    check_launch_fits(s, *step_node[i], k.source, k.name, &k, o);
+  }
 }
 #endif
 

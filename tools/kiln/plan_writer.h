@@ -21,8 +21,13 @@ struct PlanBuildOptions {
   std::filesystem::path kernel_cache_dir;  // empty: codegen's default
   bool use_cache = true;                   // false: every kernel through NVRTC
   std::function<void(int, int)> progress = {};  // after each distinct kernel compiled (done, total)
+  std::string source_name = {};  // the model file, for errors ("": none)
 };
 
+// For a GPU target every kernel carries __launch_bounds__ and every launch is
+// checked against the arch's per-block limits (codegen/launch_fit.h) before
+// and after NVRTC: a launch the GPU would refuse is a kiln::Error naming
+// `source_name`, the node, the kernel and the limit, never a plan.
 plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o);
 
 }  // namespace kiln

@@ -1,0 +1,124 @@
+#include "codegen/launch_fit.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "codegen/core/kernel_text.h"
+#include "ir/error.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+ArchLimits with_optin(std::string_view arch, long long optin_kb) {
+  ArchLimits l;
+  l.arch = arch;
+  l.shared_optin = optin_kb * 1024;
+  return l;
+}
+
+std::string dims(const LaunchDims& d) { return fmt::format("{} x {} x {}", d.x, d.y, d.z); }
+
+// Where `__global__ void` followed by optional attributes and `name(` starts
+// the kernel's signature: the position just after "__global__ void ", or npos.
+size_t signature_at(const std::string& source, const std::string& name) {
+  static constexpr std::string_view kGlobal = "__global__ void ";
+  for (size_t at = source.find(kGlobal); at != std::string::npos; at = source.find(kGlobal, at + 1)) {
+    size_t after = at + kGlobal.size();
+    // The kernel's own signature: `name(` directly, or after a launch bound.
+    if (source.compare(after, name.size() + 1, name + "(") == 0) return after;
+    if (source.compare(after, 18, "__launch_bounds__(") == 0) {
+      size_t close = source.find(')', after);
+      if (close != std::string::npos && source.compare(close + 2, name.size() + 1, name + "(") == 0) return after;
+    }
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
+const ArchLimits& arch_limits(std::string_view arch) {
+  static const ArchLimits sm80 = with_optin("sm_80", 163), sm86 = with_optin("sm_86", 99),
+                          sm89 = with_optin("sm_89", 99), sm90 = with_optin("sm_90", 227);
+  if (arch == "sm_80") return sm80;
+  if (arch == "sm_86") return sm86;
+  if (arch == "sm_89") return sm89;
+  if (arch == "sm_90") return sm90;
+  fail("no launch limits known for arch '{}' (sm_80, sm_86, sm_89, sm_90)", arch);
+}
+
+std::string launch_misfit(const LaunchShape& l, const ArchLimits& lim) {
+  const unsigned long long threads = l.block.count();
+  const unsigned block[3] = {l.block.x, l.block.y, l.block.z};
+  const unsigned grid[3] = {l.grid.x, l.grid.y, l.grid.z};
+  static constexpr char kAxis[3] = {'x', 'y', 'z'};
+  for (int i = 0; i < 3; ++i) {
+    if (block[i] == 0 || block[i] > lim.max_block[i])
+      return fmt::format("block {} has {} threads in {}, {} allows 1..{}", dims(l.block), block[i], kAxis[i],
+                         lim.arch, lim.max_block[i]);
+    if (grid[i] == 0 || grid[i] > lim.max_grid[i])
+      return fmt::format("grid {} has {} blocks in {}, {} allows 1..{}", dims(l.grid), grid[i], kAxis[i], lim.arch,
+                         lim.max_grid[i]);
+  }
+  if (threads > lim.max_threads)
+    return fmt::format("block {} has {} threads, over {}'s {} threads per block", dims(l.block), threads, lim.arch,
+                       lim.max_threads);
+  if (l.bounded_threads >= 0 && threads > static_cast<unsigned long long>(l.bounded_threads))
+    return fmt::format("block of {} threads, over the kernel's __launch_bounds__({})", threads, l.bounded_threads);
+  if (l.param_bytes > lim.param_bytes)
+    return fmt::format("{} bytes of kernel parameters ({} buffer pointers), over {}'s {}-byte parameter space",
+                       l.param_bytes, l.param_bytes / 8, lim.arch, lim.param_bytes);
+  if (l.registers > 0) {
+    const long long per_warp = (l.registers * 32ll + 255) / 256 * 256;
+    const long long warps = static_cast<long long>((threads + 31) / 32);
+    if (per_warp * warps > lim.registers_per_block)
+      return fmt::format("{} threads x {} registers ({} warps x {} registers allocated per warp = {}) exceed {}'s {} "
+                         "registers per block",
+                         threads, l.registers, warps, per_warp, per_warp * warps, lim.arch, lim.registers_per_block);
+  }
+  const long long static_shared = std::max(l.static_shared, 0);
+  if (static_shared > lim.static_shared)
+    return fmt::format("{} bytes of static shared memory, over {}'s {} bytes per block", static_shared, lim.arch,
+                       lim.static_shared);
+  if (static_shared + l.dynamic_shared > lim.shared_optin)
+    return fmt::format("{} static + {} dynamic bytes of shared memory, over {}'s {} bytes per block (with the opt-in)",
+                       static_shared, l.dynamic_shared, lim.arch, lim.shared_optin);
+  // The runtime opts a kernel in (cuFuncSetAttribute) only when its dynamic
+  // bytes alone exceed 48 KB (runtime/gpu_executor.cpp); below that the
+  // driver's default applies: static + dynamic within 48 KB.
+  if (l.dynamic_shared <= lim.static_shared && static_shared + l.dynamic_shared > lim.static_shared)
+    return fmt::format("{} static + {} dynamic bytes of shared memory, over the {} bytes a kernel gets without "
+                       "the opt-in (the runtime opts in only above {} dynamic bytes)",
+                       static_shared, l.dynamic_shared, lim.static_shared, lim.static_shared);
+  return "";
+}
+
+long long declared_launch_bound(const std::string& source, const std::string& name) {
+  size_t at = signature_at(source, name);
+  if (at == std::string::npos || source.compare(at, 18, "__launch_bounds__(") != 0) return -1;
+  return std::strtoll(source.c_str() + at + 18, nullptr, 10);
+}
+
+void LaunchBounder::apply(NodeKernel& k) {
+  const unsigned long long threads = k.block.count();
+  if (threads == 0 || k.grid.count() == 0) return;
+  if (signature_at(k.source, k.name) == std::string::npos)
+    fail("kernel {}: no `__global__ void {}(` signature in its source to bound", k.name, k.name);
+  if (declared_launch_bound(k.source, k.name) >= 0) return;  // the emitter's own (tensor-core kernels)
+  auto [it, fresh] = threads_of_.emplace(k.name, threads);
+  if (!fresh && it->second != threads) {
+    const std::string renamed = fmt::format("{}_t{}", k.name, threads);
+    k.source = replace_all(k.source, k.name, renamed);
+    k.name = renamed;
+    threads_of_.emplace(k.name, threads);
+  }
+  // Over the arch's 1024 the bound would be an NVRTC error; the launch check
+  // names the node and the limit instead.
+  if (threads > 1024) return;
+  const size_t at = signature_at(k.source, k.name);
+  k.source.insert(at, fmt::format("__launch_bounds__({}) ", threads));
+}
+
+}  // namespace kiln::codegen

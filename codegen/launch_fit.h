@@ -1,0 +1,77 @@
+// Plans are launchable by construction: every emitted kernel declares
+// __launch_bounds__(the threads of its block), so ptxas caps its registers at
+// what fits that block (65536 / threads, spilling if it must), and every
+// launch is checked against the target arch's per-block limits before a plan
+// is written -- what cuLaunchKernel would otherwise refuse on the GPU with
+// CUDA_ERROR_INVALID_VALUE or CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES.
+//
+// The limits (CUDA C Programming Guide, "Compute Capabilities", table
+// "Technical Specifications per Compute Capability"; the parameter space from
+// "Function Parameters": 32,764 bytes on Volta and newer with a CUDA 12.1+
+// driver, which kiln requires anyway for NVRTC 13's PTX):
+//
+//   arch   threads  regs/block  static smem  static+dynamic smem  grid          params
+//   sm_80  1024     65536       48 KB        163 KB (opt-in)      2^31-1 x 64K  32764
+//   sm_86  1024     65536       48 KB         99 KB (opt-in)      2^31-1 x 64K  32764
+//   sm_89  1024     65536       48 KB         99 KB (opt-in)      2^31-1 x 64K  32764
+//   sm_90  1024     65536       48 KB        227 KB (opt-in)      2^31-1 x 64K  32764
+//
+// Registers are allocated per warp in units of 256 (regs x 32 rounded up),
+// which is what the block's warps must fit in (the strict fake driver,
+// tests/runtime/fake_cuda/modules.cpp, checks the same rule).
+#pragma once
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "codegen/emitter_table.h"
+
+namespace kiln::codegen {
+
+struct ArchLimits {
+  std::string_view arch;
+  unsigned long long max_threads = 1024;
+  unsigned max_block[3] = {1024, 1024, 64};
+  unsigned long long max_grid[3] = {2147483647ull, 65535, 65535};
+  long long registers_per_block = 65536;
+  long long static_shared = 48 * 1024;
+  long long shared_optin = 0;  // static + dynamic per block, with the opt-in
+  long long param_bytes = 32764;
+};
+
+// The limits of sm_80, sm_86, sm_89 or sm_90; kiln::Error for another arch.
+const ArchLimits& arch_limits(std::string_view arch);
+
+// One launch as the checker sees it; -1: not known (yet).
+struct LaunchShape {
+  LaunchDims grid, block;
+  long long dynamic_shared = 0;
+  long long param_bytes = 0;      // kernel parameter bytes (8 per buffer pointer)
+  int registers = -1;             // per thread, from ptxas / the CUBIN
+  int static_shared = -1;         // per block, from ptxas
+  long long bounded_threads = -1;  // the kernel's __launch_bounds__ (-1: none)
+};
+
+// "" when the launch fits `lim`, else the first limit it breaks, with the
+// figures (e.g. "1024 threads x 94 registers (96 x 32 rounded to 256 per
+// warp: 98304) exceed sm_90's 65536 registers per block").
+std::string launch_misfit(const LaunchShape& l, const ArchLimits& lim);
+
+// The threads a launch bound in `source` gives kernel `name`, or -1 when its
+// signature has none.
+long long declared_launch_bound(const std::string& source, const std::string& name);
+
+// Gives each kernel __launch_bounds__(its block's threads). A kernel that
+// declares its own bound keeps it. Kernels are deduplicated by name later, so
+// when one name comes back with a different block (the same text launched
+// two ways), that launch's kernel is renamed NAME_tTHREADS.
+class LaunchBounder {
+ public:
+  void apply(NodeKernel& k);
+
+ private:
+  std::map<std::string, unsigned long long> threads_of_;
+};
+
+}  // namespace kiln::codegen

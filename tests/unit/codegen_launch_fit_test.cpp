@@ -1,0 +1,154 @@
+// Plans are launchable by construction (codegen/launch_fit.h): every kernel
+// carries __launch_bounds__(its block), and a launch the GPU would refuse is
+// an error naming the model file, node and limit, never a plan.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "backends/reference/executor.h"
+#include "codegen/launch_fit.h"
+#include "ir/error.h"
+#include "runtime/plan_graph.h"
+#include "tests/unit/plan_test_util.h"
+#include "tools/kiln/compare.h"
+#include "tools/kiln/plan_sim.h"
+
+namespace kiln {
+namespace {
+
+// Registers a block of `threads` needs on sm_80/sm_90: per warp, regs x 32
+// rounded up to 256 (written out here, not taken from launch_fit).
+long long block_registers(long long threads, int regs) { return (threads + 31) / 32 * ((regs * 32 + 255) / 256 * 256); }
+
+// The issue's case: without a launch bound, ptxas gives this softmax 94
+// registers per thread at 1024 threads per block (96,256 > 65,536:
+// CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES on an H100). With the bound it fits, and
+// the plan still computes the softmax.
+TEST(LaunchFit, SoftmaxOver32768F64FitsAnH100Block) {
+  if (!plan_sim_available()) GTEST_SKIP() << "kiln built without codegen";
+  auto g = testing::compile_text(R"(graph @m(%x: f64[1,32768]) -> (f64[1,32768]) {
+    %y = softmax(%x) {axis=-1} : f64[1,32768]
+    return %y
+  })",
+                                 "sm_90");
+  plan::Plan p = build_plan(*g, {"sm_90", "fp32", {}});
+  ASSERT_TRUE(p.meta.gpu_kernels) << p.meta.no_gpu_reason;
+  unsigned long long widest = 0;
+  for (const plan::Step& s : p.steps) {
+    if (s.kind != plan::StepKind::Kernel) continue;
+    const plan::Kernel& k = p.kernels[s.kernel];
+    const long long threads = 1ll * s.block.x * s.block.y * s.block.z;
+    widest = std::max<unsigned long long>(widest, threads);
+    EXPECT_NE(k.source.find(fmt::format("__launch_bounds__({})", threads)), std::string::npos) << k.name;
+    ASSERT_GT(k.registers, 0) << k.name;
+    EXPECT_LE(block_registers(threads, k.registers), 65536) << k.name << ": " << threads << " threads x "
+                                                             << k.registers << " registers";
+  }
+  EXPECT_EQ(widest, 1024u) << "the softmax no longer runs 1024-thread blocks: pick a case that does";
+  auto feed = testing::random_inputs(*g, 5);
+  std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
+  std::vector<Tensor> got = run_plan_on_sim(p, *plan::load_graph(p), feed);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(compare_tensors(got[0], want[0], {1e-12, 1e-10}), "");
+}
+
+// 5,000 buffers are 40,008 bytes of kernel parameters, over the 32,764 the
+// driver takes: an error naming the model file, the node and the limit
+// before NVRTC (whose own error names neither).
+TEST(LaunchFit, ConcatOf5000InputsIsAnErrorNamingFileNodeAndLimit) {
+  if (!plan_sim_available()) GTEST_SKIP() << "kiln built without codegen";
+  std::string params, args;
+  for (int i = 0; i < 5000; ++i) {
+    params += fmt::format("{}%x{}: f32[1]", i ? ", " : "", i);
+    args += fmt::format("{}%x{}", i ? ", " : "", i);
+  }
+  auto g = testing::parse(fmt::format("graph @m({}) -> (f32[5000]) {{\n  %cat = concat({}) {{axis=0}} : f32[5000]\n"
+                                      "  return %cat\n}}",
+                                      params, args));
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  o.passes = {"plan-memory"};
+  compile_graph(*g, o);
+  try {
+    build_plan(*g, {"sm_90", "fp32", {}, true, {}, "wide.onnx"});
+    FAIL() << "a plan with a 40,008-byte parameter list";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("wide.onnx: node (concat) producing %cat: kernel kiln_inj_concat_"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("40008 bytes of kernel parameters (5001 buffer pointers), over sm_90's "
+                                         "32764-byte parameter space"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(LaunchFit, EachLimitNamesItsFigures) {
+  const codegen::ArchLimits& h100 = codegen::arch_limits("sm_90");
+  codegen::LaunchShape l;
+  l.grid = {4};
+  l.block = {1024};
+  l.registers = 94;
+  EXPECT_EQ(codegen::launch_misfit(l, h100),
+            "1024 threads x 94 registers (32 warps x 3072 registers allocated per warp = 98304) exceed sm_90's 65536 "
+            "registers per block");
+  l.registers = 64;
+  EXPECT_EQ(codegen::launch_misfit(l, h100), "");
+  l.block = {2048};
+  EXPECT_EQ(codegen::launch_misfit(l, h100), "block 2048 x 1 x 1 has 2048 threads in x, sm_90 allows 1..1024");
+  l.block = {32, 32, 2};
+  EXPECT_EQ(codegen::launch_misfit(l, h100), "block 32 x 32 x 2 has 2048 threads, over sm_90's 1024 threads per block");
+  l.block = {256};
+  l.bounded_threads = 128;
+  EXPECT_EQ(codegen::launch_misfit(l, h100), "block of 256 threads, over the kernel's __launch_bounds__(128)");
+  l.bounded_threads = -1;
+  l.grid = {1, 70000};
+  EXPECT_EQ(codegen::launch_misfit(l, h100), "grid 1 x 70000 x 1 has 70000 blocks in y, sm_90 allows 1..65535");
+  l.grid = {1};
+  l.static_shared = 40 * 1024;
+  l.dynamic_shared = 160 * 1024;
+  EXPECT_EQ(codegen::launch_misfit(l, h100), "");
+  EXPECT_EQ(codegen::launch_misfit(l, codegen::arch_limits("sm_80")),
+            "40960 static + 163840 dynamic bytes of shared memory, over sm_80's 166912 bytes per block (with the "
+            "opt-in)");
+  l.dynamic_shared = 16 * 1024;
+  EXPECT_EQ(codegen::launch_misfit(l, h100),
+            "40960 static + 16384 dynamic bytes of shared memory, over the 49152 bytes a kernel gets without the "
+            "opt-in (the runtime opts in only above 49152 dynamic bytes)");
+  l.static_shared = 50 * 1024;
+  l.dynamic_shared = 0;
+  EXPECT_EQ(codegen::launch_misfit(l, h100), "51200 bytes of static shared memory, over sm_90's 49152 bytes per block");
+  EXPECT_THROW(codegen::arch_limits("sm_75"), Error);
+}
+
+TEST(LaunchFit, BoundsEveryKernelOnceAndRenamesAKernelLaunchedTwoWays) {
+  codegen::NodeKernel a;
+  a.name = "k_add_0123";
+  a.source = "extern \"C\" __global__ void k_add_0123(float* out) {}\nint k_add_0123_sim() { return 0; }\n";
+  a.grid = {8};
+  a.block = {256};
+  codegen::NodeKernel b = a;
+  b.block = {128};
+  codegen::LaunchBounder bounder;
+  bounder.apply(a);
+  EXPECT_EQ(a.name, "k_add_0123");
+  EXPECT_NE(a.source.find("__global__ void __launch_bounds__(256) k_add_0123(float* out)"), std::string::npos)
+      << a.source;
+  EXPECT_EQ(codegen::declared_launch_bound(a.source, a.name), 256);
+  bounder.apply(b);
+  EXPECT_EQ(b.name, "k_add_0123_t128");
+  EXPECT_NE(b.source.find("__global__ void __launch_bounds__(128) k_add_0123_t128(float* out)"), std::string::npos)
+      << b.source;
+  EXPECT_NE(b.source.find("int k_add_0123_t128_sim()"), std::string::npos) << b.source;
+  // A kernel with its own bound (the tensor-core ones) keeps it.
+  codegen::NodeKernel tc;
+  tc.name = "k_mma";
+  tc.source = "extern \"C\" __global__ void __launch_bounds__(128, 1) k_mma(float* out) {}\n";
+  tc.grid = {1};
+  tc.block = {128};
+  const std::string before = tc.source;
+  bounder.apply(tc);
+  EXPECT_EQ(tc.source, before);
+  EXPECT_EQ(codegen::declared_launch_bound(tc.source, "k_mma"), 128);
+}
+
+}  // namespace
+}  // namespace kiln
