@@ -112,6 +112,21 @@ double distinct_bytes(const std::vector<plan::BufferRef>& args) {
   return bytes;
 }
 
+// A gather reads only the elements it indexes, not its whole data operand
+// (an embedding table): the bytes a kernel's buffers overstate for the
+// gathers of `n` whose data comes from memory rather than from the kernel.
+double gather_unread_bytes(const Node& n) {
+  if (n.body()) {
+    double b = 0;
+    for (const auto& m : n.body()->nodes()) b += gather_unread_bytes(*m);
+    return b;
+  }
+  if (n.op() != "gather" && n.op() != "gather_elements" && n.op() != "gather_nd") return 0;
+  const Value* data = n.input(0);
+  if (!data || data->producer()) return 0;
+  return std::max(0.0, double(data->type().nbytes()) - double(n.output(0)->type().nbytes()));
+}
+
 // "batch 1 x [M x N] = [M x K] [K x N]": the GEMM header comment of the
 // tiled emitters (codegen/emitters/gemm_conv/emit_gemm*.cpp).
 double source_gemm_flops(const std::string& source) {
@@ -210,7 +225,7 @@ std::vector<StepWork> plan_work(const plan::Plan& p, const Graph& g) {
     w.threads = static_cast<int>(s.block.x * s.block.y * s.block.z);
     w.registers = regs[s.kernel];
     w.smem_bytes = static_cast<int>(std::max(k.static_shared_bytes, 0) + int64_t(s.shared_bytes));
-    w.bytes = distinct_bytes(s.args);
+    w.bytes = std::max(distinct_bytes(s.args) - gather_unread_bytes(n), 0.0);
     const Node* a = anchor_of(n);
     AnchorWork aw;
     if (a) aw = anchor_work(*a);

@@ -2,7 +2,8 @@
 // (perf/perf_model.h): the step's node in the plan's graph names the op and
 // its operands' real shapes and dtypes (FLOPs: 2 x M x N x K for conv and
 // GEMM, 2 x B x H x Sq x Sk x (D + Dv) for attention); the step's buffer
-// bindings give the bytes (each distinct buffer once); the launch gives the
+// bindings give the bytes (each distinct buffer once; of a gather's data
+// operand, only as many bytes as the gather writes); the launch gives the
 // grid and block; ptxas's resources (the plan's `resources` section, else
 // the CUBIN's .nv.info via runtime/cubin_info.h) give registers and static
 // shared memory; and the kernel's source states its tile loop (the tile,
