@@ -51,6 +51,10 @@ TEST(PerfOccupancy, EachLimit) {
   EXPECT_EQ(o.blocks_per_sm, 4);
   EXPECT_EQ(o.limiter, "registers");
   EXPECT_DOUBLE_EQ(o.warp_occupancy, 0.25);
+  // 97 registers: 3104 per warp round up to 3328, 4 warps per sub-partition,
+  // so 4 blocks (65536 / 3104 without the allocation units would give 5).
+  EXPECT_EQ(occupancy(block_of(128, 97, 0), h100()).blocks_per_sm, 4);
+  EXPECT_EQ(occupancy(block_of(128, 95, 0), h100()).blocks_per_sm, 5);  // 3072 per warp: 5 per sub-partition
   // 255 registers round up to 8192 per warp: 2 warps per sub-partition, one 8-warp block.
   EXPECT_EQ(occupancy(block_of(256, 255, 0), h100()).blocks_per_sm, 1);
   // 100 KiB of shared memory (+1 KiB reserved): 228 KiB / 101 KiB = 2 blocks.
