@@ -218,7 +218,8 @@ std::vector<StepWork> plan_work(const plan::Plan& p, const Graph& g) {
       fail("plan step {}: node #{} is not in the plan's graph ({} nodes)", i, s.node, nodes.size());
     const Node& n = *nodes[s.node];
     const plan::Kernel& k = p.kernels.at(s.kernel);
-    sw.node = n.name().empty() ? fmt::format("#{} {}", s.node, n.op()) : fmt::format("#{} {} ({})", s.node, n.name(), n.op());
+    sw.node = n.name().empty() ? fmt::format("#{} {}", s.node, n.op())
+                               : fmt::format("#{} {} ({})", s.node, n.name(), n.op());
     sw.kernel = k.name;
     LaunchWork& w = sw.work;
     w.blocks = int64_t(s.grid.x) * s.grid.y * s.grid.z;

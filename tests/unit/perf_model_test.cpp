@@ -194,7 +194,8 @@ TEST(PerfTileLoop, FromGemmSources) {
   EXPECT_EQ(t.stages, 1);
   EXPECT_EQ(t.k_tiles, 7);
   // Attention: BQ query rows, keys in tiles of BK, two stages.
-  t = tile_loop_from_source("  constexpr int BQ = 32, BK = 64, D = 64, DV = 64, SQ = 128, SK = 200, THREADS = 64;\n", 0);
+  t = tile_loop_from_source(
+      "  constexpr int BQ = 32, BK = 64, D = 64, DV = 64, SQ = 128, SK = 200, THREADS = 64;\n", 0);
   EXPECT_EQ(t.bm, 32);
   EXPECT_EQ(t.k_tiles, 4);
   EXPECT_EQ(t.stages, 2);

@@ -60,8 +60,8 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
     const perf::LaunchEstimate& e = s.est;
     ++bounds[e.bound];
     const bool copy = w.kind == perf::WorkKind::Copy;
-    out << fmt::format("  {:>4} {:<34} {:<9} {:>8.3f} {:>8.3f} {:>7} {:>4} {:>4} {:>6} {:>4} {:>6.2f} {:>6} {:>9.2f} {:<8} "
-                       "{:>5.1f}\n",
+    out << fmt::format("  {:>4} {:<34} {:<9} {:>8.3f} {:>8.3f} {:>7} {:>4} {:>4} {:>6} {:>4} {:>6.2f} {:>6} "
+                       "{:>9.2f} {:<8} {:>5.1f}\n",
                        s.work.step, shorten(s.work.node, 34), perf::work_kind_name(w.kind), w.flops / 1e9,
                        w.bytes / 1e6, copy ? std::string("-") : std::to_string(w.blocks),
                        copy ? std::string("-") : std::to_string(w.threads),
@@ -100,8 +100,8 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
     launches.push_back(std::move(jl));
   }
   const double pct = pe.heavy ? 100.0 * pe.heavy_full_wave / pe.heavy : 0.0;
-  out << fmt::format("total: {:.1f} us = {:.3f} ms at batch {}: kernels {:.1f} us + graph overhead {} steps x {:.1f} us "
-                     "= {:.1f} us (speed of light {:.1f} us)\n",
+  out << fmt::format("total: {:.1f} us = {:.3f} ms at batch {}: kernels {:.1f} us + graph overhead {} steps x "
+                     "{:.1f} us = {:.1f} us (speed of light {:.1f} us)\n",
                      pe.total_us, pe.total_us / 1e3, pe.batch, pe.kernel_us, pe.steps.size(), c.graph_node_overhead_us,
                      pe.overhead_us, pe.sol_us);
   std::vector<std::string> bs;
