@@ -91,6 +91,7 @@ std::vector<Case> all_cases() {
     extra = true;
     mm("1,136", "136,200", "1,200", true);  // one row (a GEMV), several k-tiles
     mm("70,40", "40,130", "70,130", false);  // N % 8 != 0: B element by element
+    mm("40,264", "264,72", "40,72", true);  // 2 blocks x 9 k-tiles: the 4-stage pipeline of long-K sub-wave grids
     extra = false;
     auto gemm = [&](const std::string& attrs, const std::string& a, const std::string& b, const std::string& c,
                     const std::string& y, bool dense) {
@@ -367,6 +368,12 @@ TEST(CodegenTensorCore, TileConfigurations) {
     }
   GemmProblem p{GemmMath::F16, 1, 4096, 4096, 4096};
   EXPECT_EQ(gemm_tile_name(default_gemm_tile(p)), "128x128x32 w2x4 s3");
+  // Below one wave with 8+ k-tiles: four stages (ResNet-50's stage-4 3x3 conv, BERT's FFN-down GEMM);
+  // a full wave or a short K keeps three.
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 49, 512, 4608})), "64x64x32 w2x2 s4");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 768, 3072})), "64x64x32 w2x2 s4");
+  EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 49, 512, 224}).stages, 3);
+  EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 4096, 512, 4608}).stages, 3);
   EXPECT_EQ(gemm_problem_key(p), "f16:b1:m4096:n4096:k4096");
   GemmTileConfig small{64, 32, 16, 2, 1, 2};
   {

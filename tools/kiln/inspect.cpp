@@ -143,11 +143,20 @@ CLI::App* register_inspect(CLI::App& app, InspectOptions& o) {
   cmd->add_option("--shapes", o.shapes, "Fix input shapes: name:1x3x224x224,... (free dims are checked as 1)")
       ->group("Model");
   cmd->add_option("--json", o.json_path, "Also write the report as JSON")->group("Reporting");
+  cmd->add_flag("--perf", o.perf,
+                "Plans: estimate each launch's time on a GPU (kiln's performance model, docs/performance.md) "
+                "instead of listing the plan; --json then also holds a \"perf\" object")
+      ->group("Performance model");
+  cmd->add_option("--gpu", o.gpu, "The GPU --perf models: h100, h200, a100 or l4 (default: the plan's arch)")
+      ->group("Performance model");
   return cmd;
 }
 
 int run_inspect(const InspectOptions& o) {
   if (is_plan_file(o.model)) return run_inspect_plan(o);
+  if (o.perf || !o.gpu.empty())
+    fail("{}: --perf and --gpu model a compiled plan; compile it first (kiln compile {} --target sm_90 -o M.plan)",
+         o.model, o.model);
   auto t0 = std::chrono::steady_clock::now();
   onnx::ModelProto m = read_model_proto(o.model);
   const auto& g = m.graph();

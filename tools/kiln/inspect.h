@@ -17,6 +17,8 @@ struct InspectOptions {
   std::string model;
   std::string shapes;     // --shapes, as for compile
   std::string json_path;  // --json: the same report as JSON
+  bool perf = false;      // --perf (plans): the performance model's report instead of the listing
+  std::string gpu;        // --gpu for --perf: h100|h200|a100|l4 (empty: the plan's arch decides)
 };
 
 CLI::App* register_inspect(CLI::App& app, InspectOptions& o);

@@ -11,6 +11,7 @@
 #include "runtime/plan_format.h"
 #include "runtime/plan_graph.h"
 #include "tools/kiln/inspect.h"
+#include "tools/kiln/inspect_perf.h"
 #include "tools/kiln/output_paths.h"
 
 namespace kiln {
@@ -75,8 +76,11 @@ int run_inspect_plan(const InspectOptions& o) {
   const plan::Meta& m = p.meta;
   std::vector<const Node*> nodes;
   for (const auto& n : g->nodes()) nodes.push_back(n.get());
+  if (!o.gpu.empty() && !o.perf) fail("{}: --gpu names the GPU for --perf; add --perf", o.model);
   nlohmann::json j;
-  auto& out = std::cout;
+  // --perf: the model's report replaces the listing; the JSON keeps both.
+  std::ostream no_listing(nullptr);
+  std::ostream& out = o.perf ? no_listing : std::cout;
 
   uint64_t file_bytes = std::filesystem::file_size(o.model);
   out << fmt::format("plan: {} ({} bytes, plan format version {})\n", o.model, file_bytes, plan::kFormatVersion);
@@ -261,6 +265,7 @@ int run_inspect_plan(const InspectOptions& o) {
   out << fmt::format("graph: {} nodes (the optimized graph; kiln dump-ir prints IR of .onnx models)\n",
                      g->nodes().size());
   j["graph_nodes"] = g->nodes().size();
+  if (o.perf) j["perf"] = report_plan_perf(p, *g, o.model, o.gpu, std::cout);
   if (!o.json_path.empty()) {
     write_text_file(o.json_path, j.dump(2) + "\n");
   }

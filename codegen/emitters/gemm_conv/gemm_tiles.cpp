@@ -99,7 +99,13 @@ GemmTileConfig default_gemm_tile(const GemmProblem& p) {
   c.bk = p.math == GemmMath::Tf32 ? 16 : 32;  // 64-byte rows of shared memory either way
   default_warps(c);
   // Three stages keep two k-tiles in flight; a K of one or two tiles needs two.
-  c.stages = p.K <= 2 * c.bk ? 2 : 3;
+  // A grid below one wave with a long K (8+ k-tiles) is latency-bound: each
+  // block waits on its k-loop, and four stages (three tiles in flight) cut
+  // each k-tile's wait by a third (kiln's performance model,
+  // docs/performance.md: ResNet-50 and BERT-base sm_90 fp16 -24%).
+  const int64_t k_tiles = (p.K + c.bk - 1) / c.bk;
+  const bool sub_wave_long_k = k_tiles >= 8 && blocks_of(p, c.bm, c.bn) < kTargetBlocks;
+  c.stages = k_tiles <= 2 ? 2 : sub_wave_long_k ? 4 : 3;
   return c;
 }
 

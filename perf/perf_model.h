@@ -1,0 +1,96 @@
+// kiln's performance model of one kernel launch on a named GPU: an estimate
+// from first principles, not a measurement (docs/performance.md says how it
+// is built, what it assumes and where it is known to be off).
+//
+// For a launch it takes the work (useful FLOPs and compulsory DRAM bytes from
+// the launch's real tensor sizes), the launch shape (blocks, threads), the
+// kernel's resources (ptxas registers, shared memory) and, for the tiled
+// GEMM/conv/attention kernels, their tile loop (block tile, k-tiles,
+// pipeline stages). From the GPU table (perf/gpu_specs.h) it computes:
+//   occupancy  blocks per SM = min over threads/warps, registers (allocated
+//              per warp in units of 256, per sub-partition), shared memory
+//              (+1 KiB reserved per block) and the blocks-per-SM cap;
+//   waves      blocks / (SMs x blocks per SM), executed as ceil(waves);
+//   compute    tiled: the busiest SM runs ceil(blocks / SMs) blocks of
+//              padded tile work at its share of the tensor peak (scaled by
+//              the GPU's mma.sync fraction, and by warps/4 when one SM holds
+//              fewer than 4 warps); untiled: FLOPs / (non-tensor peak x the
+//              fraction of SMs that have a block);
+//   memory     bytes / (DRAM bandwidth x efficiency x the fraction of SMs
+//              that have a block);
+//   latency    tiled: per wave, k-tiles x (load latency / (stages - 1)) plus
+//              a prologue/epilogue round trip; untiled: one round trip;
+// and the estimate is the largest of the three; its name is the bound, or
+// "launch" when even that is not above the per-node launch overhead.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "perf/gpu_specs.h"
+
+namespace kiln::perf {
+
+// Which peak the launch's arithmetic runs at.
+enum class Math { F16Tensor, BF16Tensor, TF32Tensor, Fp32 };
+// What the launch computes; conv, gemm and attention are the "heavy" kinds
+// whose grids should fill the GPU.
+enum class WorkKind { Conv, Gemm, Attention, Other, Copy };
+
+const char* math_name(Math m);
+const char* work_kind_name(WorkKind k);
+bool is_heavy(WorkKind k);
+
+// A tiled kernel's main loop: each block computes a bm x bn tile (attention:
+// bm query rows) by k_tiles steps of bk, through a `stages`-deep pipeline.
+struct TileLoop {
+  int bm = 0, bn = 0, bk = 0, stages = 1;
+  int64_t k_tiles = 0;  // 0: the kernel has no tile loop
+};
+
+struct LaunchWork {
+  WorkKind kind = WorkKind::Other;
+  Math math = Math::Fp32;
+  double flops = 0;  // useful floating-point operations (multiply-add = 2)
+  double bytes = 0;  // compulsory DRAM bytes: every distinct buffer read or written once
+  int64_t blocks = 1;
+  int threads = 32;
+  int registers = -1;   // per thread; -1: unknown (no register limit applied)
+  int smem_bytes = 0;   // per block, static + dynamic
+  TileLoop tile;
+  // One block's arithmetic including tile padding (2 x bm x bn x bk x
+  // k_tiles for a GEMM tile); 0: flops / blocks.
+  double block_flops = 0;
+};
+
+// The assumptions that are not in a GPU table (docs/performance.md,
+// "Constants"); tests pass their own.
+struct ModelConstants {
+  double graph_node_overhead_us = 1.0;  // per CUDA Graph node (kernel or copy) in a replayed graph
+  double dram_efficiency = 0.9;         // the share of the data-sheet bandwidth a streaming kernel gets
+  double load_latency_us = 0.5;         // a global load's round trip under load (DRAM; L2 hits are faster)
+};
+
+struct Occupancy {
+  int blocks_per_sm = 0;    // 0: the block does not fit on an SM
+  std::string limiter;      // "threads", "registers", "shared memory", "blocks"
+  double warp_occupancy = 0;  // resident warps / the SM's maximum
+};
+
+struct LaunchEstimate {
+  Occupancy occ;
+  double waves = 0;          // blocks / (SMs x blocks per SM)
+  int64_t waves_run = 0;     // ceil(waves): what the GPU executes
+  double compute_us = 0, memory_us = 0, latency_us = 0;
+  double est_us = 0;         // max of the three
+  std::string bound;         // "compute", "memory", "latency" or "launch"
+  double sol_us = 0;         // speed of light: max(flops / peak, bytes / bandwidth)
+  double sol_pct = 0;        // 100 x sol_us / est_us
+};
+
+double math_peak_tflops(Math m, const GpuSpec& g);
+// Blocks of `w` that fit on one SM of `g` at once. Throws kiln::Error when
+// one block needs more shared memory or threads than `g` allows.
+Occupancy occupancy(const LaunchWork& w, const GpuSpec& g);
+LaunchEstimate estimate_launch(const LaunchWork& w, const GpuSpec& g, const ModelConstants& c = {});
+
+}  // namespace kiln::perf

@@ -1,0 +1,103 @@
+// perf/plan_work.h: what each step of a plan asks of the GPU, read from a
+// hand-built graph and launch list: a gather reading an embedding table (only
+// the rows it writes count as bytes), a matmul (2 x M x N x K FLOPs, fp16
+// tensor cores, the tile loop from its source) and an output copy.
+#include <gtest/gtest.h>
+
+#include "ir/error.h"
+#include "ir/graph.h"
+#include "perf/plan_work.h"
+
+namespace kiln::perf {
+namespace {
+
+plan::BufferRef buffer(plan::BufferKind kind, uint32_t index, uint64_t nbytes) {
+  plan::BufferRef b;
+  b.kind = kind;
+  b.index = index;
+  b.nbytes = nbytes;
+  return b;
+}
+
+struct Fixture {
+  Graph g;
+  plan::Plan p;
+  Fixture() {
+    Value* ids = g.add_input("ids", TensorType(DType::I64, {8}));
+    Value* table = g.add_constant_ref("table", TensorType(DType::F16, {30522, 768}), 1);
+    Value* w = g.add_constant_ref("w", TensorType(DType::F16, {768, 256}), 2);
+    Node* gather = g.add_node("gather", {table, ids}, {TensorType(DType::F16, {8, 768})}, {}, "embed");
+    Node* mm = g.add_node("matmul", {gather->output(0), w}, {TensorType(DType::F16, {8, 256})}, {}, "proj");
+    g.set_outputs({mm->output(0)});
+    p.kernels.resize(2);
+    p.kernels[0].name = "kiln_gather";
+    p.kernels[0].registers = 24;
+    p.kernels[1].name = "kiln_mm";
+    p.kernels[1].registers = 96;
+    p.kernels[1].static_shared_bytes = 0;
+    p.kernels[1].source =
+        "// proj: batch 1 x [8 x 256] = [8 x 768] [768 x 256] on tensor cores (f16); tile 64x64x32 w2x2 s3\n"
+        "  constexpr int BM = 64, BN = 64, BK = 32, STAGES = 3, LDA = 40, LDB = 72;\n"
+        "  constexpr int A_STAGE = 2560, B_STAGE = 2304, KT = 24, WTM = 32, WTN = 32, MI = 2, NI = 4;\n";
+    plan::Step s0;
+    s0.node = 0;
+    s0.kernel = 0;
+    s0.grid = {6, 1, 1};
+    s0.block = {256, 1, 1};
+    s0.args = {buffer(plan::BufferKind::Arena, 0, 8 * 768 * 2), buffer(plan::BufferKind::Weight, 0, 30522 * 768 * 2),
+               buffer(plan::BufferKind::Input, 0, 64)};
+    plan::Step s1;
+    s1.node = 1;
+    s1.kernel = 1;
+    s1.grid = {4, 1, 1};
+    s1.block = {128, 1, 1};
+    s1.shared_bytes = 29184;
+    s1.args = {buffer(plan::BufferKind::Output, 0, 8 * 256 * 2), buffer(plan::BufferKind::Arena, 0, 8 * 768 * 2),
+               buffer(plan::BufferKind::Weight, 1, 768 * 256 * 2)};
+    plan::Step s2;
+    s2.kind = plan::StepKind::Copy;
+    s2.node = UINT32_MAX;
+    s2.args = {buffer(plan::BufferKind::Output, 0, 4096), buffer(plan::BufferKind::Arena, 0, 4096)};
+    p.steps = {s0, s1, s2};
+  }
+};
+
+TEST(PerfPlanWork, GatherMatmulAndCopy) {
+  Fixture f;
+  std::vector<StepWork> w = plan_work(f.p, f.g);
+  ASSERT_EQ(w.size(), 3u);
+  // The gather: 8 rows of the 47 MB table are read, as many bytes as it writes.
+  EXPECT_EQ(w[0].node, "#0 embed (gather)");
+  EXPECT_EQ(w[0].work.kind, WorkKind::Other);
+  EXPECT_EQ(w[0].work.bytes, 8 * 768 * 2 + 8 * 768 * 2 + 64);
+  EXPECT_EQ(w[0].work.blocks, 6);
+  EXPECT_EQ(w[0].work.threads, 256);
+  EXPECT_EQ(w[0].work.registers, 24);
+  EXPECT_EQ(w[0].work.tile.k_tiles, 0);
+  // The matmul: 2 x 8 x 256 x 768 FLOPs on fp16 tensor cores; shared
+  // memory = static (0) + the launch's dynamic bytes; tiles 64 x 64 x 32,
+  // 24 k-tiles, so one block does 2 x 64 x 64 x 768 padded FLOPs.
+  const LaunchWork& mm = w[1].work;
+  EXPECT_EQ(w[1].anchor, "matmul");
+  EXPECT_EQ(mm.kind, WorkKind::Gemm);
+  EXPECT_EQ(mm.math, Math::F16Tensor);
+  EXPECT_DOUBLE_EQ(mm.flops, 2.0 * 8 * 256 * 768);
+  EXPECT_EQ(mm.smem_bytes, 29184);
+  EXPECT_EQ(mm.tile.k_tiles, 24);
+  EXPECT_EQ(mm.tile.stages, 3);
+  EXPECT_DOUBLE_EQ(mm.block_flops, 2.0 * 64 * 64 * 768);
+  EXPECT_EQ(mm.bytes, 8 * 256 * 2 + 8 * 768 * 2 + 768 * 256 * 2);
+  // The copy reads and writes its bytes.
+  EXPECT_EQ(w[2].work.kind, WorkKind::Copy);
+  EXPECT_EQ(w[2].work.bytes, 2 * 4096);
+  EXPECT_EQ(plan_batch(f.g), 8);
+}
+
+TEST(PerfPlanWork, StepOutsideTheGraphIsAnError) {
+  Fixture f;
+  f.p.steps[1].node = 7;
+  EXPECT_THROW(plan_work(f.p, f.g), Error);
+}
+
+}  // namespace
+}  // namespace kiln::perf

@@ -1,0 +1,127 @@
+#include "tools/kiln/inspect_perf.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <ostream>
+
+#include "ir/error.h"
+#include "perf/plan_estimate.h"
+
+namespace kiln {
+
+namespace {
+
+std::string shorten(const std::string& t, size_t w) { return t.size() <= w ? t : t.substr(0, w - 3) + "..."; }
+
+const perf::GpuSpec& pick_gpu(const plan::Plan& p, const std::string& path, const std::string& name) {
+  if (!p.meta.gpu_kernels)
+    fail("{}: --perf models GPU kernels, and this plan has none: {}", path, p.meta.no_gpu_reason);
+  const perf::GpuSpec* gpu = nullptr;
+  if (name.empty()) {
+    for (const std::string& arch : p.meta.archs)
+      if ((gpu = perf::default_gpu_for_arch(arch))) break;
+    if (!gpu)
+      fail("{}: no GPU in kiln's table runs {} by default; name one with --gpu {}", path,
+           fmt::join(p.meta.archs, ", "), perf::gpu_names("|"));
+  } else if (!(gpu = perf::find_gpu(name))) {
+    fail("{}: --gpu {}: not a GPU kiln's performance model knows (known: {})", path, name, perf::gpu_names(", "));
+  }
+  // The model times the plan's own kernels: a GPU that cannot run them has
+  // no time to estimate (an sm_90 CUBIN and PTX do not run on an sm_80 A100).
+  try {
+    plan::select_code(p, gpu->arch, path);
+  } catch (const Error& e) {
+    fail("{}: --gpu {} ({}): {}", path, gpu->name, gpu->arch, e.what());
+  }
+  return *gpu;
+}
+
+}  // namespace
+
+nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::string& path, const std::string& gpu,
+                                std::ostream& out) {
+  const perf::GpuSpec& spec = pick_gpu(p, path, gpu);
+  const perf::PlanEstimate pe = perf::estimate_plan(p, g, spec);
+  const perf::ModelConstants& c = pe.constants;
+  out << "performance model: an estimate from the plan alone, not a measurement (docs/performance.md)\n";
+  out << fmt::format("gpu: {} ({}, {}): {} SMs, {:.1f} TFLOPS fp16 tensor (dense; kiln's mma.sync at {:.0f}%), "
+                     "{:.1f} TFLOPS fp32, {:.0f} GB/s DRAM, {:.0f} MB L2\n",
+                     spec.name, spec.title, spec.arch, spec.sms, spec.fp16_tensor_tflops,
+                     100 * spec.mma_sync_fraction, spec.fp32_tflops, spec.dram_gb_per_s, spec.l2_bytes / 1e6);
+  out << fmt::format("plan: {}, target {}, precision {}, batch {}\n", path, p.meta.target, p.meta.precision, pe.batch);
+  out << fmt::format("  {:>4} {:<34} {:<9} {:>8} {:>8} {:>7} {:>4} {:>4} {:>6} {:>4} {:>6} {:>6} {:>9} {:<8} {:>5}\n",
+                     "step", "node", "kind", "GFLOP", "MB", "blocks", "thr", "regs", "smem", "b/SM", "waves", "ktiles",
+                     "est_us", "bound", "%SOL");
+  nlohmann::json launches = nlohmann::json::array();
+  std::map<std::string, int> bounds;
+  for (const perf::StepEstimate& s : pe.steps) {
+    const perf::LaunchWork& w = s.work.work;
+    const perf::LaunchEstimate& e = s.est;
+    ++bounds[e.bound];
+    const bool copy = w.kind == perf::WorkKind::Copy;
+    out << fmt::format("  {:>4} {:<34} {:<9} {:>8.3f} {:>8.3f} {:>7} {:>4} {:>4} {:>6} {:>4} {:>6.2f} {:>6} "
+                       "{:>9.2f} {:<8} {:>5.1f}\n",
+                       s.work.step, shorten(s.work.node, 34), perf::work_kind_name(w.kind), w.flops / 1e9,
+                       w.bytes / 1e6, copy ? std::string("-") : std::to_string(w.blocks),
+                       copy ? std::string("-") : std::to_string(w.threads),
+                       w.registers < 0 ? std::string("?") : std::to_string(w.registers),
+                       copy ? std::string("-") : std::to_string(w.smem_bytes),
+                       copy ? std::string("-") : std::to_string(e.occ.blocks_per_sm), e.waves,
+                       w.tile.k_tiles > 0 ? std::to_string(w.tile.k_tiles) : std::string("-"), e.est_us, e.bound,
+                       e.sol_pct);
+    nlohmann::json jl = {{"step", s.work.step},
+                         {"node", s.work.node},
+                         {"kernel", s.work.kernel},
+                         {"kind", perf::work_kind_name(w.kind)},
+                         {"anchor", s.work.anchor},
+                         {"math", perf::math_name(w.math)},
+                         {"flops", w.flops},
+                         {"bytes", w.bytes},
+                         {"blocks", w.blocks},
+                         {"threads", w.threads},
+                         {"registers", w.registers},
+                         {"shared_bytes", w.smem_bytes},
+                         {"blocks_per_sm", e.occ.blocks_per_sm},
+                         {"occupancy_limiter", e.occ.limiter},
+                         {"warp_occupancy", e.occ.warp_occupancy},
+                         {"waves", e.waves},
+                         {"waves_run", e.waves_run},
+                         {"compute_us", e.compute_us},
+                         {"memory_us", e.memory_us},
+                         {"latency_us", e.latency_us},
+                         {"est_us", e.est_us},
+                         {"bound", e.bound},
+                         {"sol_us", e.sol_us},
+                         {"sol_pct", e.sol_pct}};
+    if (w.tile.k_tiles > 0)
+      jl["tile"] = {{"bm", w.tile.bm}, {"bn", w.tile.bn}, {"bk", w.tile.bk}, {"stages", w.tile.stages},
+                    {"k_tiles", w.tile.k_tiles}};
+    launches.push_back(std::move(jl));
+  }
+  const double pct = pe.heavy ? 100.0 * pe.heavy_full_wave / pe.heavy : 0.0;
+  out << fmt::format("total: {:.1f} us = {:.3f} ms at batch {}: kernels {:.1f} us + graph overhead {} steps x "
+                     "{:.1f} us = {:.1f} us (speed of light {:.1f} us)\n",
+                     pe.total_us, pe.total_us / 1e3, pe.batch, pe.kernel_us, pe.steps.size(), c.graph_node_overhead_us,
+                     pe.overhead_us, pe.sol_us);
+  std::vector<std::string> bs;
+  for (const auto& [b, n] : bounds) bs.push_back(fmt::format("{} {}", b, n));
+  out << fmt::format("bounds: {}\n", fmt::join(bs, ", "));
+  out << fmt::format("conv/GEMM/attention launches: {}; filling >= 1 wave: {} ({:.0f}%); >= 1 block per SM: {}\n",
+                     pe.heavy, pe.heavy_full_wave, pct, pe.heavy_every_sm);
+  return {{"gpu", spec.name},
+          {"gpu_title", spec.title},
+          {"sms", spec.sms},
+          {"batch", pe.batch},
+          {"estimated_ms", pe.total_us / 1e3},
+          {"kernel_us", pe.kernel_us},
+          {"graph_overhead_us", pe.overhead_us},
+          {"graph_node_overhead_us", c.graph_node_overhead_us},
+          {"sol_us", pe.sol_us},
+          {"heavy_launches", pe.heavy},
+          {"heavy_full_wave", pe.heavy_full_wave},
+          {"heavy_every_sm", pe.heavy_every_sm},
+          {"launches", std::move(launches)}};
+}
+
+}  // namespace kiln
