@@ -26,6 +26,8 @@ const AdapterTable& adapter_table() {
     adapters::register_linalg(t);
     adapters::register_misc(t);
     adapters::register_sequence(t);
+    adapters::register_transformer(t);
+    adapters::register_image(t);
     return t;
   }();
   return table;
