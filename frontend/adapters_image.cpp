@@ -131,8 +131,8 @@ void affine_grid(ImportContext& c) {
 }  // namespace
 
 void register_image(AdapterTable& t) {
-  t.add("CenterCropPad", center_crop_pad);
-  t.add("AffineGrid", affine_grid);
+  t.add("CenterCropPad", since_opset(18, center_crop_pad));
+  t.add("AffineGrid", since_opset(20, affine_grid));
 }
 
 }  // namespace kiln::adapters

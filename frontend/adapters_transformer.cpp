@@ -1,5 +1,6 @@
 // ONNX adapters for the transformer ops of opsets 23-24 (see import_context.h):
-// RMSNormalization, RotaryEmbedding, Attention, Swish and SwiGLU (opset 28). Each is written
+// RMSNormalization, RotaryEmbedding, Attention, TensorScatter, Swish and
+// SwiGLU (opset 28). Each is written
 // here as kiln ops whose kernels already exist (reductions, pointwise chains,
 // slices, kiln's fused `attention`), following the ONNX reference
 // (onnx/reference/ops/op_*.py); the fusion passes turn the pieces back into a
@@ -188,16 +189,59 @@ void swiglu(ImportContext& c) {
   c.set_outputs({b.op("mul", {b.op("mul", {a, b.op("sigmoid", {ax})}), v})});
 }
 
+// TensorScatter-24 (a KV-cache write): present = past with update's slices
+// along `axis` written at write_indices[b] + i (modulo the cache length in
+// circular mode): a scatter_elements whose index, built here, is
+// write_indices[b] + i broadcast over update's shape.
+void tensor_scatter(ImportContext& c) {
+  only_attrs(c, {"axis", "mode"});
+  Build b{c};
+  Value *past = c.input(0), *update = c.input(1);
+  const Shape &ps = past->shape(), &us = update->shape();
+  int r = past->type().rank();
+  int64_t axis = c.attrs().get_int("axis", -2);
+  if (axis < -r || axis >= r) c.fail("axis {} is out of range for rank {}", axis, r);
+  if (axis < 0) axis += r;
+  if (axis == 0) c.fail("axis 0 is the batch axis; the sequence axis must come after it");
+  std::string mode = c.attrs().get_string("mode", "linear");
+  if (mode != "linear" && mode != "circular") c.fail("mode must be \"linear\" or \"circular\", not \"{}\"", mode);
+  if (update->type().rank() != r || update->dtype() != past->dtype())
+    c.fail("update {} does not match the cache {}", update->type().str(), past->type().str());
+  for (int i = 0; i < r; ++i)
+    if (i == axis ? us[i] > ps[i] : us[i] != ps[i])
+      c.fail("update {} does not fit the cache {} (axis {})", update->type().str(), past->type().str(), axis);
+  Shape one(static_cast<size_t>(r), 1);
+  one[axis] = us[axis];
+  Tensor steps(DType::I64, one);
+  for (int64_t i = 0; i < us[axis]; ++i) steps.set_double(i, double(i));
+  Value* idx = c.constant(std::move(steps), "sequence_step");
+  if (c.has_input(2)) {
+    Value* w = c.input(2);
+    if (w->dtype() != DType::I64 || w->shape() != Shape{ps[0]})
+      c.fail("write_indices is {}; it must be i64[{}]", w->type().str(), ps[0]);
+    Shape per_batch(static_cast<size_t>(r), 1);
+    per_batch[0] = ps[0];
+    idx = b.op("add", {b.reshape(w, per_batch), idx});
+  }
+  if (mode == "circular") idx = b.op("mod", {idx, b.scalar(DType::I64, double(ps[axis]), "cache_length")});
+  idx = b.expand(idx, us);
+  AttrMap a;
+  a.set("axis", axis);
+  a.set("reduction", std::string("none"));
+  c.set_outputs({c.emit1("scatter_elements", {past, idx, update}, a)});
+}
+
 }  // namespace
 
 void attention(ImportContext& c);  // adapters_attention.cpp
 
 void register_transformer(AdapterTable& t) {
-  t.add("RMSNormalization", rms_normalization);
-  t.add("RotaryEmbedding", rotary_embedding);
-  t.add("Swish", swish);
-  t.add("SwiGLU", swiglu);
-  t.add("Attention", attention);
+  t.add("RMSNormalization", since_opset(23, rms_normalization));
+  t.add("RotaryEmbedding", since_opset(23, rotary_embedding));
+  t.add("Swish", since_opset(24, swish));
+  t.add("SwiGLU", since_opset(28, swiglu));
+  t.add("Attention", since_opset(23, attention));
+  t.add("TensorScatter", since_opset(24, tensor_scatter));
 }
 
 }  // namespace kiln::adapters

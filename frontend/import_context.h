@@ -83,6 +83,10 @@ class AdapterTable {
 
 const AdapterTable& adapter_table();
 
+// The adapter of an op ONNX defines from opset `first` on: a model importing
+// an older opset names no such op, which is an error saying so.
+Adapter since_opset(int64_t first, Adapter a);
+
 // "BatchNormalization" -> "batch_normalization", "MatMul" -> "matmul",
 // "ReduceSum" -> "reduce_sum" (with a few exceptions kept in one list): the
 // name an adapter usually picks, for docs; import never resolves ops by it.
