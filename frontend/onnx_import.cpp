@@ -23,9 +23,9 @@ namespace kiln {
 
 namespace {
 
-// onnx 1.23 writes IR versions up to 12 and defines up to 14 (float6 types);
-// kiln reads them all: the IR versions since 10 add types, which are refused
-// where a tensor of one is read.
+// onnx 1.23 defines IR versions up to 14 (its node tests are stamped 11 to
+// 14); kiln reads them all: the IR versions since 10 add element types, which
+// are refused where a tensor of one is read.
 constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 14;
 constexpr int64_t kMaxOpset = kMaxOnnxOpset;
 
