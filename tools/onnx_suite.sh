@@ -4,15 +4,15 @@
 # `kiln conformance --suite onnx-1.23` (its default). A second run costs a
 # second: the folder records the onnx version it was made with.
 #
-#   tools/onnx_suite.sh            # -> $KILN_CACHE_DIR | $XDG_CACHE_HOME/kiln | ~/.cache/kiln / onnx-1.23-tests
+#   tools/onnx_suite.sh            # -> ${XDG_CACHE_HOME:-~/.cache}/kiln/onnx-1.23-tests
 #   KILN_ONNX_TESTS=DIR tools/onnx_suite.sh
+# (Not under $KILN_CACHE_DIR: that is the kernel cache, which tests move to
+# temporary folders.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ONNX_SERIES=1.23
-if [ -n "${KILN_CACHE_DIR:-}" ]; then cache=$KILN_CACHE_DIR
-elif [ -n "${XDG_CACHE_HOME:-}" ]; then cache=$XDG_CACHE_HOME/kiln
-else cache=$HOME/.cache/kiln; fi
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/kiln
 out=${KILN_ONNX_TESTS:-$cache/onnx-$ONNX_SERIES-tests}
 
 # The project venv with onnx 1.23.x (tests/models and the robustness corpus use it too).

@@ -61,8 +61,9 @@ ImportResult import_conformance_case(const std::string& dir, const std::string& 
 std::vector<std::string> conformance_test_dirs(const std::vector<std::string>& paths);
 
 // The four folders (node, pytorch-converted, pytorch-operator, simple) of a
-// named suite: "onnx-1.23" under $KILN_ONNX_TESTS, else kiln's cache
-// ($KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, ~/.cache/kiln)/onnx-1.23-tests;
+// named suite: "onnx-1.23" under $KILN_ONNX_TESTS, else
+// ($XDG_CACHE_HOME/kiln or ~/.cache/kiln)/onnx-1.23-tests (not under
+// $KILN_CACHE_DIR, the kernel cache tests move to temporary folders);
 // "debian-1.12" under kDebianTestData. An unknown name or a suite not
 // generated yet is an error saying what to run.
 std::vector<std::string> conformance_suite_paths(const std::string& suite);
