@@ -14,6 +14,14 @@ const Adapter* AdapterTable::find(const std::string& onnx_op) const {
   return it == table_.end() ? nullptr : &it->second;
 }
 
+Adapter since_opset(int64_t first, Adapter a) {
+  return [first, a = std::move(a)](ImportContext& c) {
+    if (c.opset() < first)
+      c.fail("{} exists from opset {} on; the model imports opset {}", c.op_type(), first, c.opset());
+    a(c);
+  };
+}
+
 const AdapterTable& adapter_table() {
   static const AdapterTable table = [] {
     AdapterTable t;
@@ -26,6 +34,8 @@ const AdapterTable& adapter_table() {
     adapters::register_linalg(t);
     adapters::register_misc(t);
     adapters::register_sequence(t);
+    adapters::register_transformer(t);
+    adapters::register_image(t);
     return t;
   }();
   return table;

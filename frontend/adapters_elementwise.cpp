@@ -117,16 +117,58 @@ void clip(ImportContext& c) {
 void mod(ImportContext& c) {
   int64_t fmod = c.attrs().get_int("fmod", 0);
   if (fmod != 0 && fmod != 1) c.fail("fmod must be 0 or 1, not {}", fmod);
-  if (fmod == 0 && is_float(c.input(0)->dtype()))
-    c.fail("fmod=0 is not defined for {} operands (ONNX requires fmod=1 for floating dtypes)",
+  // Mod-28 defines fmod=0 for floats too (A - floor(A/B)*B, the divisor's
+  // sign: kiln's mod); before, floats required fmod=1.
+  if (fmod == 0 && is_float(c.input(0)->dtype()) && c.opset() < 28)
+    c.fail("fmod=0 is not defined for {} operands before opset 28 (ONNX requires fmod=1 for floating dtypes)",
            dtype_name(c.input(0)->dtype()));
-  c.set_outputs({c.emit1(fmod ? "fmod" : "mod", {c.input(0), c.input(1)})});
+  Value* r = c.emit1(fmod ? "fmod" : "mod", {c.input(0), c.input(1)});
+  // Mod-28: a zero remainder with fmod=0 takes the divisor's sign (1 / (0 mod
+  // -2) is -inf); kiln's mod gives +0. |r| * sign(b) is that signed zero.
+  if (fmod == 0 && is_float(r->dtype())) {
+    Value* zero = c.constant(Tensor(r->dtype(), {}), "zero");
+    Value* signed_zero = c.emit1("mul", {c.emit1("abs", {r}), c.emit1("sign", {c.input(1)})});
+    r = c.emit1("where", {c.emit1("equal", {r, zero}), signed_zero, r});
+  }
+  c.set_outputs({r});
 }
 
+DType unsigned_of(DType t) {
+  switch (t) {
+    case DType::I8: return DType::U8;
+    case DType::I16: return DType::U16;
+    case DType::I32: return DType::U32;
+    case DType::I64: return DType::U64;
+    default: return t;
+  }
+}
+
+AttrMap cast_attrs(DType to);
+
+// BitShift on unsigned types (opset 11) maps onto kiln's logical shifts.
+// Opset 28 adds signed types: a left shift is the unsigned one on the same
+// bits; a right shift is arithmetic, computed as ~(~x >> y) for negative x,
+// which also gives -1 for a negative x shifted by a negative or too large
+// amount (kiln's shift gives 0 there), as the spec asks.
 void bit_shift(ImportContext& c) {
   std::string dir = c.attrs().get_string("direction", "");
   if (dir != "LEFT" && dir != "RIGHT") c.fail("direction must be \"LEFT\" or \"RIGHT\", not \"{}\"", dir);
-  c.set_outputs({c.emit1(dir == "LEFT" ? "bit_shift_left" : "bit_shift_right", {c.input(0), c.input(1)})});
+  const char* op = dir == "LEFT" ? "bit_shift_left" : "bit_shift_right";
+  Value *x = c.input(0), *y = c.input(1);
+  DType t = x->dtype();
+  if (!is_signed_int(t)) return c.set_outputs({c.emit1(op, {x, y})});
+  if (c.opset() < 28) c.fail("signed operands ({}) need opset 28 or newer", dtype_name(t));
+  DType u = unsigned_of(t);
+  Value* uy = c.emit1("cast", {y}, cast_attrs(u));
+  if (dir == "LEFT") {
+    Value* r = c.emit1(op, {c.emit1("cast", {x}, cast_attrs(u)), uy});
+    return c.set_outputs({c.emit1("cast", {r}, cast_attrs(t))});
+  }
+  Value* all_ones = c.constant(Tensor::scalar(t, -1), "all_ones");
+  Value* negative = c.emit1("less", {x, c.constant(Tensor(t, {}), "zero")});
+  Value* flipped = c.emit1("where", {negative, c.emit1("bitwise_xor", {x, all_ones}), x});
+  Value* shifted = c.emit1("cast", {c.emit1(op, {c.emit1("cast", {flipped}, cast_attrs(u)), uy})}, cast_attrs(t));
+  c.set_outputs({c.emit1("where", {negative, c.emit1("bitwise_xor", {shifted, all_ones}), shifted})});
 }
 
 void prelu(ImportContext& c) {
@@ -161,9 +203,11 @@ AttrMap cast_attrs(DType to) {
   return a;
 }
 
-// `saturate` (opset 19+) only affects float8 targets, which kiln rejects.
+// `saturate` (opset 19+) only affects float8 targets and `round_mode`
+// (opset 24+) only float8e8m0 targets, which kiln rejects.
 void cast(ImportContext& c) { c.set_outputs({c.emit1("cast", {c.input(0)}, cast_attrs(cast_target(c)))}); }
 
+// `saturate` and `round_mode` as for Cast.
 void cast_like(ImportContext& c) {
   c.set_outputs({c.emit1("cast", {c.input(0)}, cast_attrs(c.input(1)->dtype()))});
 }
@@ -242,6 +286,16 @@ void quantize(ImportContext& c) {
   } else {
     zp = c.constant(Tensor(q, {}), "zero_point");
   }
+  // `precision` (opset 23+): the type x / y_scale is computed in, by
+  // default y_scale's. kiln divides in f32 (f64 for f64 operands), exact
+  // for f32, f16 and bf16 scales; a coarser precision would round the
+  // quotient first, which kiln does not do.
+  if (int64_t p = c.attrs().get_int("precision", 0); p != 0) {
+    DType pd = dtype_from_onnx(static_cast<int>(p), c.label());
+    DType sd = c.input(1)->dtype();
+    if (pd != sd && pd != DType::F32 && pd != DType::F64)
+      c.unsupported("precision {} (coarser than the scale's {}) is not supported", dtype_name(pd), dtype_name(sd));
+  }
   Value* scale = along_axis(c, c.input(1), axis, x, "scale");
   zp = along_axis(c, zp, axis, x, "zero point");
   // `saturate` (opset 19+) only affects float8 outputs, which kiln rejects.
@@ -255,7 +309,14 @@ void dequantize(ImportContext& c) {
   Value* zp = c.has_input(2) ? c.input(2) : c.constant(Tensor(x->dtype(), {}), "zero_point");
   Value* scale = along_axis(c, c.input(1), axis, x, "scale");
   zp = along_axis(c, zp, axis, x, "zero point");
-  c.set_outputs({c.emit1("dequantize_linear", {x, scale, zp})});
+  Value* y = c.emit1("dequantize_linear", {x, scale, zp});
+  // `output_dtype` (opset 23+): the result's type, by default the scale's.
+  if (int64_t od = c.attrs().get_int("output_dtype", 0); od != 0) {
+    DType want = dtype_from_onnx(static_cast<int>(od), c.label());
+    if (!is_float(want)) c.fail("output_dtype {} is not a floating type", dtype_name(want));
+    if (want != y->dtype()) y = c.emit1("cast", {y}, cast_attrs(want));
+  }
+  c.set_outputs({y});
 }
 
 }  // namespace

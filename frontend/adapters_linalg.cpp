@@ -1,7 +1,7 @@
-// ONNX adapters for the linalg family (see import_context.h). Ops without an
-// entry here import 1:1 under their default kiln name: MatMul -> matmul,
-// Einsum -> einsum, Det -> det, MatMulInteger -> matmul_integer,
-// QLinearMatMul -> qlinear_matmul, DynamicQuantizeLinear -> dynamic_quantize_linear.
+// ONNX adapters for the linalg family (see import_context.h). MatMul,
+// Einsum, Det, MatMulInteger, QLinearMatMul and DynamicQuantizeLinear import
+// 1:1 under the kiln op of the same meaning, named here (an ONNX op name is
+// never looked up in kiln's op table).
 #include "frontend/import_context.h"
 
 namespace kiln::adapters {
@@ -98,6 +98,16 @@ void integer_conv(ImportContext& c, const std::string& kiln_op, int x_index, int
 }  // namespace
 
 void register_linalg(AdapterTable& t) {
+  const std::pair<const char*, const char*> one_to_one[] = {
+      {"MatMul", "matmul"},
+      {"Einsum", "einsum"},
+      {"Det", "det"},
+      {"MatMulInteger", "matmul_integer"},
+      {"QLinearMatMul", "qlinear_matmul"},
+      {"DynamicQuantizeLinear", "dynamic_quantize_linear"},
+  };
+  for (auto& [onnx_op, kiln_op] : one_to_one)
+    t.add(onnx_op, [k = std::string(kiln_op)](ImportContext& c) { c.import_as(k); });
   t.add("Gemm", gemm);
   t.add("ConvInteger", [](ImportContext& c) { integer_conv(c, "conv_integer", 0, 1); });
   t.add("QLinearConv", [](ImportContext& c) { integer_conv(c, "qlinear_conv", 0, 3); });

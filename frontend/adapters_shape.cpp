@@ -9,6 +9,8 @@
 //   Tile -> tile {repeats}               Range -> range
 //   DepthToSpace -> depth_to_space       SpaceToDepth -> space_to_depth
 //   Shape, Size, ConstantOfShape, Constant -> constants (shapes are static)
+#include <onnx/onnx_pb.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -525,7 +527,14 @@ void constant_adapter(ImportContext& c) {
 // Range, DepthToSpace, SpaceToDepth
 
 void range_adapter(ImportContext& c) {
-  only_attrs(c, {});
+  // `stash_type` (opset 27+): the type f16/bf16 ranges are computed in
+  // before rounding, float by default. kiln computes start + i * delta in
+  // double and rounds once; float or double stashes agree with that.
+  only_attrs(c, c.opset() >= 27 ? std::initializer_list<const char*>{"stash_type"}
+                                : std::initializer_list<const char*>{});
+  int64_t stash = c.attrs().get_int("stash_type", onnx::TensorProto::FLOAT);
+  if (stash != onnx::TensorProto::FLOAT && stash != onnx::TensorProto::DOUBLE)
+    c.unsupported("stash_type {} (not float or double) is not supported", stash);
   c.set_outputs({c.emit1("range", {c.input(0), c.input(1), c.input(2)})});
 }
 
@@ -539,12 +548,33 @@ void depth_to_space_adapter(ImportContext& c) {
   c.set_outputs({c.emit1("depth_to_space", {c.input(0)}, m)});
 }
 
+// SpaceToDepth orders the moved blocks depth-column-row (DCR, kiln's
+// space_to_depth). Opset 28 adds `mode` CRD (column-row-depth, the inverse
+// of DepthToSpace CRD): a reshape to [N, C, H/b, b, W/b, b], a transpose
+// to [N, C, b, b, H/b, W/b] and a reshape to [N, C*b*b, H/b, W/b].
 void space_to_depth_adapter(ImportContext& c) {
-  only_attrs(c, {"blocksize"});
+  only_attrs(c, c.opset() >= 28 ? std::initializer_list<const char*>{"blocksize", "mode"}
+                                : std::initializer_list<const char*>{"blocksize"});
   if (!c.attrs().has("blocksize")) c.fail("attribute 'blocksize' is missing");
-  AttrMap m;
-  m.set("blocksize", c.attrs().get_int("blocksize", 0));
-  c.set_outputs({c.emit1("space_to_depth", {c.input(0)}, m)});
+  int64_t b = c.attrs().get_int("blocksize", 0);
+  std::string mode = c.attrs().get_string("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") c.fail("mode must be \"DCR\" or \"CRD\", not \"{}\"", mode);
+  Value* x = c.input(0);
+  if (mode == "DCR") {
+    AttrMap m;
+    m.set("blocksize", b);
+    return c.set_outputs({c.emit1("space_to_depth", {x}, m)});
+  }
+  const Shape& s = x->shape();
+  if (s.size() != 4) c.fail("expects a rank-4 input, got {}", x->type().str());
+  if (b <= 0) c.fail("blocksize must be positive, not {}", b);
+  if (s[2] % b || s[3] % b) c.fail("blocksize {} does not divide the spatial dims of {}", b, x->type().str());
+  AttrMap r1, tr, r2;
+  r1.set("shape", std::vector<int64_t>{s[0], s[1], s[2] / b, b, s[3] / b, b});
+  tr.set("perm", std::vector<int64_t>{0, 1, 3, 5, 2, 4});
+  r2.set("shape", std::vector<int64_t>{s[0], s[1] * b * b, s[2] / b, s[3] / b});
+  Value* y = c.emit1("transpose", {c.emit1("reshape", {x}, r1)}, tr);
+  c.set_outputs({c.emit1("reshape", {y}, r2)});
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // adapters. An adapter turns one ONNX node into kiln nodes: renaming,
 // normalising attributes across opsets, hoisting compile-time operands
 // (shapes, axes, pads) into attributes, or decomposing into several ops.
-// ONNX ops without an adapter import 1:1 under their snake_case name with
-// their attributes unchanged (see default_kiln_name).
+// Every ONNX op kiln imports has an adapter, even a 1:1 one: an ONNX op name
+// is never looked up in kiln's op table (ONNX Attention and kiln's attention
+// differ), and an op without an adapter is unsupported.
 #pragma once
 #include <functional>
 #include <map>
@@ -82,8 +83,13 @@ class AdapterTable {
 
 const AdapterTable& adapter_table();
 
+// The adapter of an op ONNX defines from opset `first` on: a model importing
+// an older opset names no such op, which is an error saying so.
+Adapter since_opset(int64_t first, Adapter a);
+
 // "BatchNormalization" -> "batch_normalization", "MatMul" -> "matmul",
-// "ReduceSum" -> "reduce_sum" (with a few exceptions kept in one list).
+// "ReduceSum" -> "reduce_sum" (with a few exceptions kept in one list): the
+// name an adapter usually picks, for docs; import never resolves ops by it.
 std::string default_kiln_name(const std::string& onnx_op);
 
 // Registration of each family's adapters (frontend/adapters_<family>.cpp).
@@ -97,6 +103,8 @@ void register_nn(AdapterTable& t);
 void register_linalg(AdapterTable& t);
 void register_misc(AdapterTable& t);
 void register_sequence(AdapterTable& t);
+void register_transformer(AdapterTable& t);
+void register_image(AdapterTable& t);
 }  // namespace adapters
 
 }  // namespace kiln

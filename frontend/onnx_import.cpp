@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "frontend/import_context.h"
+#include "frontend/op_versions.h"
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
 #include "ir/limits.h"
@@ -22,8 +23,11 @@ namespace kiln {
 
 namespace {
 
-constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 10;
-constexpr int64_t kMaxOpset = 21;
+// onnx 1.23 defines IR versions up to 14 (its node tests are stamped 11 to
+// 14); kiln reads them all: the IR versions since 10 add element types, which
+// are refused where a tensor of one is read.
+constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 14;
+constexpr int64_t kMaxOpset = kMaxOnnxOpset;
 
 // "node "conv1" (Conv)" for messages; a node without a name is named by its
 // first output. Names are shortened (short_name): models come from strangers.
@@ -409,15 +413,13 @@ void Importer::import_node(const onnx::NodeProto& node) {
                      node.op_type() == "ConcatFromSequence";
   if (takes_sequence && !sequence_op)
     unsupported("{}: an operand is a sequence; only sequence ops take sequences", ctx);
+  // Every ONNX op goes through its adapter: kiln's own op names are never
+  // looked up with an ONNX name (ONNX Attention is not kiln's attention).
+  const Adapter* adapter = adapter_table().find(node.op_type());
+  if (!adapter) unsupported("{}: op {} (opset {}) is not supported", ctx, short_name(node.op_type()), opset_);
+  check_op_version(node.op_type(), opset_, ctx);
   try {
-    if (const Adapter* a = adapter_table().find(node.op_type())) {
-      (*a)(nc);
-    } else {
-      std::string op = default_kiln_name(node.op_type());
-      if (!op_registry().find(op))
-        unsupported("{}: op {} (opset {}) is not supported", ctx, short_name(node.op_type()), opset_);
-      nc.import_as(op);
-    }
+    (*adapter)(nc);
   } catch (const Error& e) {
     // Errors raised below the adapter (attribute getters, tensor helpers)
     // do not know the node: name it here.
@@ -576,7 +578,7 @@ void Importer::check_declared_types() {
 // aside): what can still be said about a node whose operands are unknown.
 bool Importer::op_known(const onnx::NodeProto& node) const {
   if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
-  return adapter_table().find(node.op_type()) || op_registry().find(default_kiln_name(node.op_type()));
+  return adapter_table().find(node.op_type()) != nullptr;
 }
 
 void Importer::import_node_collecting(const onnx::NodeProto& node) {

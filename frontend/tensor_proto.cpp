@@ -35,7 +35,15 @@ DType dtype_from_onnx(int elem_type, const std::string& context) {
     case TP::COMPLEX64:
     case TP::COMPLEX128: unsupported("{}: complex tensors are not supported", context);
     case TP::UNDEFINED: fail("{}: tensor element type is undefined", context);
-    default: unsupported("{}: tensor element type {} is not supported", context, elem_type);
+    default: {
+      // Types newer than Debian's onnx.proto knows, named as onnx 1.23 does.
+      static const char* const low_bit[] = {"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
+                                            "uint4",        "int4",           "float4e2m1", "float8e8m0",
+                                            "uint2",        "int2",           "float6e2m3", "float6e3m2"};
+      if (elem_type >= 17 && elem_type <= 28)
+        unsupported("{}: tensor element type {} ({}) is not supported", context, low_bit[elem_type - 17], elem_type);
+      unsupported("{}: tensor element type {} is not supported", context, elem_type);
+    }
   }
 }
 

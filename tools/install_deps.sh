@@ -26,3 +26,6 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# onnx 1.23's backend tests for `kiln conformance` (generated once, cached).
+"$(dirname "$0")/onnx_suite.sh"

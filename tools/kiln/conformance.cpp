@@ -186,9 +186,11 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
     for (size_t k = 0; k < got.size(); ++k) {
       // The run's precision loosens float tolerances (run_tolerance); a
       // --tolerance bound replaces them (whole models).
-      Tolerance tol = !opts.tolerance.empty() && is_float(want[k].dtype())
-                          ? parse_tolerance(opts.tolerance)
-                          : run_tolerance(want[k].dtype(), opts.compile.pass.precision);
+      const std::string& precision = opts.compile.pass.precision;
+      Tolerance tol = !opts.tolerance.empty() && is_float(want[k].dtype()) ? parse_tolerance(opts.tolerance)
+                      : opts.paths.empty() && opts.suite == "onnx-1.23"
+                          ? onnx_runner_tolerance(want[k].dtype(), precision)
+                          : run_tolerance(want[k].dtype(), precision);
       std::string where = fmt::format("{}: output {} (\"{}\")", set.filename().string(), k,
                                       imp.graph->outputs()[k]->name());
       std::string diff = compare_tensors(got[k], want[k], tol);
@@ -365,6 +367,47 @@ ImportResult import_conformance_case(const std::string& dir, const std::string& 
   return imp;
 }
 
+namespace {
+
+// The suite's folder does not follow KILN_CACHE_DIR: that is the kernel
+// cache, which tests point at fresh temporary folders.
+fs::path kiln_cache_dir() {
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return fs::path(d) / "kiln";
+  if (const char* d = std::getenv("HOME"); d && *d) return fs::path(d) / ".cache" / "kiln";
+  return fs::temp_directory_path() / "kiln-cache";
+}
+
+}  // namespace
+
+std::vector<std::string> conformance_suite_paths(const std::string& suite) {
+  fs::path root;
+  if (suite == "debian-1.12") {
+    root = kDebianTestData;
+    if (!fs::exists(root / "node")) fail("conformance: suite debian-1.12 needs {} (tools/install_deps.sh installs "
+                                         "libonnx-testdata)", root.string());
+  } else if (suite == "onnx-1.23") {
+    const char* env = std::getenv("KILN_ONNX_TESTS");
+    root = env && *env ? fs::path(env) : kiln_cache_dir() / "onnx-1.23-tests";
+    if (!fs::exists(root / "node"))
+      fail("conformance: suite onnx-1.23 is not generated in {}: run tools/onnx_suite.sh (or name another folder "
+           "with KILN_ONNX_TESTS)", root.string());
+  } else {
+    fail("conformance: unknown --suite '{}' (onnx-1.23 or debian-1.12)", suite);
+  }
+  std::vector<std::string> r;
+  for (const char* s : {"node", "pytorch-converted", "pytorch-operator", "simple"})
+    if (fs::exists(root / s)) r.push_back((root / s).string());
+  return r;
+}
+
+Tolerance onnx_runner_tolerance(DType output, std::string_view precision) {
+  if (!is_float(output)) return default_tolerance(output);
+  Tolerance t{1e-7, output == DType::BF16 ? 0.015625 : 1e-3};
+  if (precision == "fp32") return t;
+  Tolerance p = run_tolerance(output, precision);
+  return {std::max(t.atol, p.atol), std::max(t.rtol, p.rtol)};
+}
+
 std::vector<std::string> conformance_test_dirs(const std::vector<std::string>& paths) {
   std::vector<std::string> r;
   for (const TestCase& t : discover(paths)) r.push_back(t.dir);
@@ -373,10 +416,7 @@ std::vector<std::string> conformance_test_dirs(const std::vector<std::string>& p
 
 int run_conformance(const ConformanceOptions& opts) {
   if (!opts.tolerance.empty()) parse_tolerance(opts.tolerance);  // a bad flag is an error before any test runs
-  std::vector<std::string> paths = opts.paths;
-  if (paths.empty())
-    for (const char* s : {"node", "pytorch-converted", "pytorch-operator", "simple"})
-      paths.push_back((fs::path(kDebianTestData) / s).string());
+  std::vector<std::string> paths = opts.paths.empty() ? conformance_suite_paths(opts.suite) : opts.paths;
   std::vector<TestCase> tests = discover(paths);
   if (!opts.plans_dir.empty()) {
     if (opts.compile.pass.target.rfind("sm_", 0) != 0)
@@ -417,7 +457,10 @@ int run_conformance(const ConformanceOptions& opts) {
                              opts.backend, c.pass, c.fail, c.unsupported, c.crash, n, n ? 100.0 * c.pass / n : 0.0);
   }
   std::string tol = opts.tolerance.empty() ? "" : ", float tolerance " + opts.tolerance;
-  std::cout << fmt::format("conformance [{}, {}{}] took {:.1f} s\n", opts.backend,
+  if (opts.paths.empty() && opts.tolerance.empty())
+    tol = opts.suite == "onnx-1.23" ? ", ONNX runner tolerance" : ", kiln tolerance per dtype";
+  std::cout << fmt::format("conformance [{}{}, {}{}] took {:.1f} s\n",
+                           opts.paths.empty() ? opts.suite + ", " : "", opts.backend,
                            opts.compile.optimize ? "default pipeline " + opts.compile.pass.precision : "no passes", tol,
                            secs);
   std::cout << fmt::format("{} passed, {} failed, {} skipped\n", total.pass, total.fail + total.crash,
@@ -443,10 +486,14 @@ int run_conformance(const ConformanceOptions& opts) {
     for (const std::string& sp : spills) std::cout << "  spill: " << sp << "\n";
   }
   if (!opts.json_path.empty()) {
-    nlohmann::json j = {{"backend", opts.backend},
+    nlohmann::json j = {{"suite", opts.paths.empty() ? opts.suite : "paths"},
+                        {"backend", opts.backend},
                         {"optimized", opts.compile.optimize},
                         {"precision", opts.compile.pass.precision},
-                        {"tolerance", opts.tolerance.empty() ? "per output dtype and precision" : opts.tolerance},
+                        {"tolerance", !opts.tolerance.empty() ? opts.tolerance
+                                      : opts.paths.empty() && opts.suite == "onnx-1.23"
+                                          ? "ONNX runner: atol 1e-7, rtol 1e-3 (bf16 2^-6), per precision"
+                                          : "per output dtype and precision"},
                         {"summary",
                          {{"passed", total.pass},
                           {"failed", total.fail},

@@ -178,7 +178,8 @@ int main(int argc, char** argv) {
 
   kiln::ConformanceOptions conf_opts;
   auto* conf = app.add_subcommand("conformance", "Run ONNX backend tests (model.onnx + test_data_set_N)");
-  conf->add_option("paths", conf_opts.paths, "Test folders or folders of them (default: Debian's libonnx-testdata)");
+  conf->add_option("paths", conf_opts.paths, "Test folders or folders of them (default: the --suite's four)");
+  conf->add_option("--suite", conf_opts.suite, "onnx-1.23 (default; tools/onnx_suite.sh) or debian-1.12 (libonnx-testdata)");
   conf->add_option("--backend", conf_opts.backend, "Backend: ref, sim (generated kernels on the CPU simulator)");
   conf->add_option("--json", conf_opts.json_path, "Write results as JSON");
   conf->add_option("--filter", conf_opts.filter, "Only tests whose name contains this");
