@@ -18,8 +18,8 @@
 #include "ir/graph.h"
 #include "kiln/kiln.hpp"
 #include "runtime/plan_format.h"
-#include "tools/kiln/compile.h"
-#include "tools/kiln/plan_writer.h"
+#include "compiler/compile.h"
+#include "compiler/plan_writer.h"
 
 namespace py = pybind11;
 

@@ -18,8 +18,8 @@
 #include "runtime/engine.h"
 #include "tests/unit/pass_test_util.h"
 #include "tools/kiln/compare.h"
-#include "tools/kiln/compile.h"
-#include "tools/kiln/plan_writer.h"
+#include "compiler/compile.h"
+#include "compiler/plan_writer.h"
 
 namespace kiln::fakegpu {
 

@@ -21,8 +21,8 @@
 #include "tools/kiln/inspect.h"
 #include "tools/kiln/inspect_plan.h"
 #include "tools/kiln/output_paths.h"
-#include "tools/kiln/plan_sniff.h"
-#include "tools/kiln/progress.h"
+#include "compiler/plan_sniff.h"
+#include "compiler/progress.h"
 #include "tools/kiln/run_inputs.h"
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "backends/sim/sim_executor.h"

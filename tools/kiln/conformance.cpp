@@ -1,6 +1,6 @@
 #include "tools/kiln/conformance.h"
 
-#include "tools/kiln/kernels_report.h"
+#include "compiler/kernels_report.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -28,7 +28,7 @@
 #include "tools/kiln/backends.h"
 #include "tools/kiln/compare.h"
 #include "tools/kiln/output_paths.h"
-#include "tools/kiln/progress.h"
+#include "compiler/progress.h"
 
 namespace kiln {
 

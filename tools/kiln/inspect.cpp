@@ -15,7 +15,7 @@
 #include "tools/kiln/cli_checks.h"
 #include "tools/kiln/inspect_plan.h"
 #include "tools/kiln/output_paths.h"
-#include "tools/kiln/plan_sniff.h"
+#include "compiler/plan_sniff.h"
 
 namespace kiln {
 

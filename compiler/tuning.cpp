@@ -1,4 +1,4 @@
-#include "tools/kiln/tuning.h"
+#include "compiler/tuning.h"
 
 #include <CLI/CLI.hpp>
 #include <map>
@@ -8,8 +8,8 @@
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
 #include "codegen/nvrtc/kernel_cache.h"
-#include "tools/kiln/autotune.h"
-#include "tools/kiln/tuning_cache.h"
+#include "compiler/autotune.h"
+#include "compiler/tuning_cache.h"
 #endif
 
 namespace kiln {

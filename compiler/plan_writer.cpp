@@ -1,4 +1,4 @@
-#include "tools/kiln/plan_writer.h"
+#include "compiler/plan_writer.h"
 
 #include <cstring>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "tools/kiln/kernels_report.h"
+#include "compiler/kernels_report.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "tools/kiln/progress.h"
+#include "compiler/progress.h"
 
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "codegen/kernel_build.h"

@@ -1,4 +1,4 @@
-#include "tools/kiln/compile.h"
+#include "compiler/compile.h"
 
 #include <CLI/CLI.hpp>
 #include <sstream>
