@@ -1,6 +1,5 @@
 #include "compiler/compile.h"
 
-#include <CLI/CLI.hpp>
 #include <sstream>
 
 #include "ir/error.h"
@@ -8,64 +7,6 @@
 #include "ops/registry.h"
 
 namespace kiln {
-
-void add_compile_flags(CLI::App* cmd, CompileOptions& o) {
-  CLI::Option* precision = cmd->add_option("--precision", o.pass.precision, "Build: fp32 | tf32 | fp16 | bf16")
-                               ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))
-                               ->group("Build");
-  // trtexec's spellings. One precision per build: two of them is an error,
-  // not "the last one wins".
-  std::vector<CLI::Option*> aliases{precision};
-  for (const char* p : {"fp16", "bf16", "tf32"}) {
-    CLI::Option* a = cmd->add_flag_callback(
-        fmt::format("--{}", p), [&o, p] { o.pass.precision = p; }, fmt::format("Build: as --precision {} (trtexec)", p));
-    a->group("Build");
-    for (CLI::Option* other : aliases) a->excludes(other);
-    aliases.push_back(a);
-  }
-  // INT8 needs calibration or Q/DQ nodes kiln does not lower: refuse rather
-  // than build an fp32 plan the user believes is int8.
-  cmd->add_flag_callback(
-         "--int8",
-         [] {
-           throw CLI::ValidationError("--int8", "INT8 is not supported yet; kiln builds fp32, tf32, fp16 and bf16 "
-                                                "(--precision, or --fp16 / --bf16 / --tf32)");
-         },
-         "Build: not supported yet (refused with a message)")
-      ->group("Build");
-  cmd->add_option("--target", o.pass.target, "Build: cpu | sm_80 | sm_86 | sm_89 | sm_90")
-      ->check(CLI::IsMember({"cpu", "sm_80", "sm_86", "sm_89", "sm_90"}))
-      ->group("Build");
-  cmd->add_option("--passes", o.passes, "Build: run these passes instead of the default pipeline")
-      ->delimiter(',')
-      ->group("Build");
-  cmd->add_flag("--no-opt{false}", o.optimize, "Build: run no passes (the imported graph)")->group("Build");
-  cmd->add_option("--print-ir-before", o.pipeline.print_before, "Reporting: print IR before pass P")
-      ->delimiter(',')
-      ->group("Reporting");
-  cmd->add_option("--print-ir-after", o.pipeline.print_after, "Reporting: print IR after pass P")
-      ->delimiter(',')
-      ->group("Reporting");
-  cmd->add_flag("--print-ir-after-all", o.pipeline.print_after_all, "Reporting: print IR after every pass")
-      ->group("Reporting");
-  cmd->add_flag("--print-ir-after-change", o.pipeline.print_after_change,
-                "Reporting: print IR after each pass that changed it")
-      ->group("Reporting");
-  cmd->add_option("--stop-after", o.pipeline.stop_after, "Reporting: stop after pass P (bisecting)")
-      ->group("Reporting");
-  cmd->add_option("--dump-dir", o.pipeline.dump_dir, "Reporting: write NNN.after.<pass>.kir per pass here (compile: also kernels/*.cu, "
-                  "final.svg and index.html)")
-      ->group("Reporting");
-  cmd->add_flag("--no-verify-each{false}", o.pipeline.verify_each, "Reporting: skip the verifier between passes")
-      ->group("Reporting");
-  cmd->add_option("--cache-dir", o.cache_dir,
-                  "Build: kernel cache directory (default $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, ~/.cache/kiln)")
-      ->group("Build");
-  cmd->add_flag("--no-kernel-cache{false}", o.kernel_cache, "Build: compile every kernel with NVRTC, no cache")
-      ->group("Build");
-  cmd->add_flag("--stats", o.stats, "Reporting: per-pass statistics (changed, time, node counts)")
-      ->group("Reporting");
-}
 
 CompileReport compile_graph(Graph& g, const CompileOptions& o) {
   CompileReport r;

@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "compiler/progress.h"
 
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "codegen/kernel_build.h"
@@ -26,7 +25,7 @@ struct KernelsReport {
 struct KernelsReport {};
 #endif
 
-KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, bool progress) {
+KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, const std::function<void(int, int)>& progress) {
   KernelsOutcome out;
 #ifdef KILN_HAVE_SIM_BACKEND
   if (o.pass.target == "cpu") {
@@ -37,8 +36,7 @@ KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, bool progr
   ko.arch = o.pass.target;
   ko.cache_dir = o.cache_dir;
   ko.use_cache = o.kernel_cache;
-  Progress shown("kernels compiled");
-  if (progress) ko.progress = shown.callback();
+  ko.progress = progress;
   auto r = std::make_shared<KernelsReport>();
   r->arch = o.pass.target;
   r->gk = codegen::build_graph_kernels(g, ko);
@@ -51,6 +49,14 @@ KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, bool progr
   out.why_not = "kiln was built without codegen (no CUDA toolkit with NVRTC at configure time)";
 #endif
   return out;
+}
+
+const codegen::GraphKernels* graph_kernels(const KernelsOutcome& k) {
+#ifdef KILN_HAVE_SIM_BACKEND
+  if (k.built) return &k.report->gk;
+#endif
+  (void)k;
+  return nullptr;
 }
 
 size_t nodes_without_kernels(const KernelsOutcome& k) {

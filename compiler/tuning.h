@@ -18,10 +18,6 @@
 
 #include "ir/graph.h"
 
-namespace CLI {
-class App;
-}
-
 namespace kiln {
 
 struct TuningOptions {
@@ -31,9 +27,6 @@ struct TuningOptions {
   int warmup = 10, iterations = 50;  // --tune-iterations: timed launches per candidate (median)
   bool active() const { return tune || !cache_file.empty(); }
 };
-
-// Adds --tune, --tuning-cache, --tuning-gpu and --tune-iterations.
-void add_tuning_flags(CLI::App* cmd, TuningOptions& o);
 
 class TuningSession {
  public:

@@ -64,7 +64,7 @@ KernelCheck check_kernels(const Graph& g, const ConformanceOptions& opts) {
   for (const std::string& arch : opts.nvrtc_archs) {
     CompileOptions co = opts.compile;
     co.pass.target = arch;
-    nlohmann::json j = kernels_json(build_kernels(g, co, false));
+    nlohmann::json j = kernels_json(build_kernels(g, co));
     if (!j.value("built", false)) fail("--nvrtc-check: {}", j.value("why_not", std::string("no codegen")));
     for (const auto& d : j["kernels_detail"]) {
       ++kc.kernels;
