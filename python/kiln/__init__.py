@@ -108,14 +108,25 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
     target: str = "cpu",
     backend: str = "auto",
     cache_dir: "str | os.PathLike[str] | None" = None,
+    tuning_cache: "str | os.PathLike[str] | None" = None,
 ) -> Engine:
-    """Compiles an ONNX model in process (as `kiln compile MODEL -o PLAN`) and
-    loads the plan. precision: fp32 | tf32 | fp16 | bf16; shapes fixes input
-    dims ({"x": [1, 3, 224, 224]}); target: cpu | sm_XX (GPU kernels too);
-    backend: auto | cpu | gpu (gpu fails when no usable GPU)."""
+    """Compiles an ONNX model in process (the pipeline and checks of
+    `kiln compile MODEL -o PLAN`) and loads the plan. precision: fp32 | tf32 |
+    fp16 | bf16; shapes fixes input dims ({"x": [1, 3, 224, 224]}); target:
+    cpu | sm_80 | sm_86 | sm_89 | sm_90 (GPU kernels too); tuning_cache: as
+    `--tuning-cache` (docs/tuning.md); backend: auto | cpu | gpu (gpu fails
+    when no usable GPU)."""
     fixed = {str(k): [int(d) for d in v] for k, v in (shapes or {}).items()}
     return Engine(
-        _kiln.compile(os.fspath(model), precision, fixed, target, backend, os.fspath(cache_dir) if cache_dir else "")
+        _kiln.compile(
+            os.fspath(model),
+            precision,
+            fixed,
+            target,
+            backend,
+            os.fspath(cache_dir) if cache_dir else "",
+            os.fspath(tuning_cache) if tuning_cache else "",
+        )
     )
 
 

@@ -1,6 +1,6 @@
 // _kiln: the Python extension behind the `kiln` package (python/kiln). It
-// compiles in process (ONNX import, the pass pipeline and the plan writer, as
-// `kiln compile -o` does), keeps the plan bytes and loads them with the
+// compiles in process (compiler/compile_model.h, the pipeline `kiln compile
+// -o` runs, with the same checks), keeps the plan bytes and loads them with the
 // runtime's C API (kiln.hpp), so a compiled engine and a loaded plan run
 // through the same code as an embedding application. Every kiln failure
 // becomes a `kiln.Error` carrying kiln's message. See docs/python.md.
@@ -10,7 +10,6 @@
 
 #include <fstream>
 #include <map>
-#include <regex>
 #include <sstream>
 
 #include "frontend/onnx_import.h"
@@ -18,8 +17,7 @@
 #include "ir/graph.h"
 #include "kiln/kiln.hpp"
 #include "runtime/plan_format.h"
-#include "tools/kiln/compile.h"
-#include "tools/kiln/plan_writer.h"
+#include "compiler/compile_model.h"
 
 namespace py = pybind11;
 
@@ -212,37 +210,21 @@ PyEngine load(const std::string& path, const std::string& backend) {
 
 PyEngine compile(const std::string& model, const std::string& precision,
                  const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& target,
-                 const std::string& backend, const std::string& cache_dir) {
-  static const std::regex kTarget("cpu|sm_[0-9]{2,3}");
-  if (precision != "fp32" && precision != "tf32" && precision != "fp16" && precision != "bf16")
-    raise("precision \"" + precision + "\": expected fp32, tf32, fp16 or bf16");
-  if (!std::regex_match(target, kTarget)) raise("target \"" + target + "\": expected cpu or sm_XX (e.g. sm_90)");
+                 const std::string& backend, const std::string& cache_dir, const std::string& tuning_cache) {
   kiln_backend b = parse_backend(backend);
   std::vector<uint8_t> bytes;
   {
     py::gil_scoped_release unlocked;
-    kiln::ImportOptions io;
-    for (const auto& [name, dims] : shapes) io.input_shapes[name] = dims;
-    kiln::ImportResult r = kiln::import_onnx_file(model, io);
-    // The importer ignores names it does not know; from Python a typo in
-    // `shapes` should not pass silently.
-    for (const auto& [name, dims] : shapes) {
-      bool found = false;
-      std::string have;
-      for (kiln::Value* in : r.graph->inputs()) {
-        found |= in->name() == name;
-        have += (have.empty() ? "\"" : ", \"") + in->name() + "\"";
-      }
-      if (!found)
-        raise(model + ": shapes names input \"" + name + "\", which the model does not have; its inputs are " + have);
-    }
-    kiln::CompileOptions co;
-    co.pass.target = target;
-    co.pass.precision = precision;
-    co.cache_dir = cache_dir;
-    kiln::compile_graph(*r.graph, co);
-    kiln::plan::Plan p = kiln::build_plan(*r.graph, {target, precision, cache_dir, true});
-    bytes = kiln::plan::serialize(p);
+    // The CLI's pipeline and checks (compiler/compile_model.h): the coverage
+    // check, --shapes names, the targets and precisions `kiln compile` takes,
+    // the tuning cache.
+    kiln::CompileModelOptions o;
+    o.build.pass.target = target;
+    o.build.pass.precision = precision;
+    o.build.cache_dir = cache_dir;
+    for (const auto& [name, dims] : shapes) o.input_shapes[name] = dims;
+    o.tuning.cache_file = tuning_cache;
+    bytes = kiln::compile_model(kiln::ModelSource::file(model), o).plan;
   }
   return PyEngine(std::string(bytes.begin(), bytes.end()), b);
 }
@@ -309,6 +291,6 @@ PYBIND11_MODULE(_kiln, m) {
   m.def("load", &load, py::arg("path"), py::arg("backend") = "auto");
   m.def("compile", &compile, py::arg("model"), py::arg("precision") = "fp32",
         py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("target") = "cpu",
-        py::arg("backend") = "auto", py::arg("cache_dir") = "");
+        py::arg("backend") = "auto", py::arg("cache_dir") = "", py::arg("tuning_cache") = "");
   m.attr("__version__") = kiln_version();
 }

@@ -193,7 +193,7 @@ def test_not_an_onnx_model(tmp_path):
 
 def test_shapes_for_an_unknown_input():
     with pytest.raises(kiln.Error,
-                       match=r'shapes names input "image", which the model does not have; its inputs are "input"'):
+                       match=r'names "image", which is not an input of the model \(its inputs: "input"\)'):
         kiln.compile(TINY, shapes={"image": [1, 3, 32, 32]})
 
 
@@ -242,6 +242,30 @@ def test_bad_options():
         kiln.compile(TINY, target="gpu")
     with pytest.raises(kiln.Error, match=r'backend "tpu"'):
         kiln.compile(TINY, backend="tpu")
+
+
+def test_targets_the_cli_refuses():
+    # kiln compile --target takes cpu and the archs codegen supports; so does Python.
+    with pytest.raises(kiln.Error, match=r'target "sm_75": expected one of cpu, sm_80, sm_86, sm_89, sm_90'):
+        kiln.compile(TINY, target="sm_75")
+
+
+def test_coverage_check_lists_every_unsupported_node(tmp_path):
+    # As `kiln compile`: the import fails fast naming all the nodes, not the first.
+    nodes = [helper.make_node("Foo", ["x"], ["t"], name="foo1"), helper.make_node("Bar", ["t"], ["y"], name="bar1")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "two.onnx")
+    with pytest.raises(kiln.Error, match=r'(?s)two\.onnx: 2 node\(s\) cannot be compiled:.*"foo1".*"bar1"'):
+        kiln.compile(tmp_path / "two.onnx")
+
+
+def test_tuning_cache_is_read(tmp_path):
+    # --tuning-cache's file is read (a missing one is an error naming it), as the CLI does.
+    with pytest.raises(kiln.Error, match=r"no_such_tuning\.json"):
+        kiln.compile(TINY, target="sm_90", tuning_cache=tmp_path / "no_such_tuning.json")
 
 
 def test_engine_usable_after_an_error(tiny):

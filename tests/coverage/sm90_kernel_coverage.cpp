@@ -30,9 +30,9 @@
 #include <vector>
 
 #include "codegen/kernel_build.h"
+#include "compiler/compile.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
-#include "tools/kiln/compile.h"
 #include "tools/kiln/conformance.h"
 
 namespace fs = std::filesystem;

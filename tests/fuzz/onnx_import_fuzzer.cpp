@@ -12,7 +12,7 @@
 #include "ir/verifier.h"
 #include "ops/registry.h"
 #include "tests/fuzz/fuzz_limits.h"
-#include "tools/kiln/compile.h"
+#include "compiler/compile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const bool ready = (kiln::fuzz::set_fuzz_limits(), true);

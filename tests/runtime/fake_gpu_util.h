@@ -18,9 +18,9 @@
 #include "runtime/engine.h"
 #include "tests/unit/pass_test_util.h"
 #include "tools/kiln/compare.h"
-#include "tools/kiln/compile.h"
+#include "compiler/compile.h"
 #include "tools/kiln/conformance.h"
-#include "tools/kiln/plan_writer.h"
+#include "compiler/plan_writer.h"
 
 namespace kiln::fakegpu {
 

@@ -30,7 +30,7 @@
 #include "ops/registry.h"
 #include "passes/pass.h"
 #include "tools/kiln/compare.h"
-#include "tools/kiln/compile.h"
+#include "compiler/compile.h"
 #include "tools/kiln/conformance.h"
 
 namespace kiln {

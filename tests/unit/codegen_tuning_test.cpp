@@ -1,5 +1,5 @@
-// The tuning cache (tools/kiln/tuning_cache.h) and the tuning session that
-// applies it to the GEMM tile chooser (tools/kiln/tuning.h): round trips,
+// The tuning cache (compiler/tuning_cache.h) and the tuning session that
+// applies it to the GEMM tile chooser (compiler/tuning.h): round trips,
 // errors naming the file, keys per GPU and problem, stored winners replacing
 // the default tile, and a plan built with a hand-written cache still
 // computing the reference's results on the simulator.
@@ -16,11 +16,11 @@
 #include "runtime/version.h"
 #include "tests/unit/pass_test_util.h"
 #include "tools/kiln/compare.h"
-#include "tools/kiln/compile.h"
+#include "compiler/compile.h"
 #include "tools/kiln/plan_sim.h"
-#include "tools/kiln/plan_writer.h"
-#include "tools/kiln/tuning.h"
-#include "tools/kiln/tuning_cache.h"
+#include "compiler/plan_writer.h"
+#include "compiler/tuning.h"
+#include "compiler/tuning_cache.h"
 
 namespace kiln {
 namespace {

@@ -20,7 +20,7 @@
 #include "passes/pass_manager.h"
 #include "pass_test_util.h"
 #include "tools/kiln/compare.h"
-#include "tools/kiln/compile.h"
+#include "compiler/compile.h"
 #include "tools/kiln/conformance.h"
 
 namespace kiln {

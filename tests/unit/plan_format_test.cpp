@@ -1,4 +1,4 @@
-// Plan files (runtime/plan_format.h, tools/kiln/plan_writer.h): byte-identical
+// Plan files (runtime/plan_format.h, compiler/plan_writer.h): byte-identical
 // output for the same model and options, and loading rejects truncated,
 // corrupt, altered, wrong-version and wrong-arch plans with messages that
 // name what is wrong, expected and found.

@@ -7,8 +7,8 @@
 #include "frontend/onnx_import.h"
 #include "runtime/plan_format.h"
 #include "tests/unit/pass_test_util.h"
-#include "tools/kiln/compile.h"
-#include "tools/kiln/plan_writer.h"
+#include "compiler/compile.h"
+#include "compiler/plan_writer.h"
 
 namespace kiln::testing {
 

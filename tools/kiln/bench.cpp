@@ -16,13 +16,15 @@
 #include <set>
 
 #include "backends/reference/executor.h"
+#include "compiler/import_checked.h"
 #include "ir/error.h"
 #include "tools/kiln/bench_plan.h"
+#include "tools/kiln/compile_flags.h"
 #include "tools/kiln/inspect.h"
 #include "tools/kiln/inspect_plan.h"
 #include "tools/kiln/output_paths.h"
-#include "tools/kiln/plan_sniff.h"
-#include "tools/kiln/progress.h"
+#include "compiler/plan_sniff.h"
+#include "compiler/progress.h"
 #include "tools/kiln/run_inputs.h"
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "backends/sim/sim_executor.h"
@@ -180,7 +182,7 @@ int run_bench(BenchOptions& o) {
   ImportOptions io;
   io.input_shapes = parse_shapes_flag(o.shapes);
   if (o.batch > 0) apply_batch(o.model, o.batch, io);
-  ImportResult r = import_checked(o.model, io);
+  ImportResult r = import_checked(ModelSource::file(o.model), io);
   // Before the passes: a Gather fused away still bounds the ids it reads.
   std::map<std::string, int64_t> bounds = index_bounds(*r.graph);
   CompileReport rep = compile_graph(*r.graph, o.compile);

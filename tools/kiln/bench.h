@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/kiln/compile.h"
+#include "compiler/compile.h"
 
 namespace CLI {
 class App;

@@ -47,15 +47,4 @@ void reject_compile_flags_for_plan(const CLI::App& cmd, const std::string& plan_
        shapes ? " (a plan's shapes are fixed when it is compiled)" : "", given.front(), plan_path);
 }
 
-void check_shapes_names(const std::map<std::string, Shape>& shapes, const std::vector<std::string>& inputs,
-                        const std::string& model) {
-  for (const auto& [name, dims] : shapes) {
-    if (std::find(inputs.begin(), inputs.end(), name) != inputs.end()) continue;
-    std::vector<std::string> quoted;
-    for (const std::string& i : inputs) quoted.push_back("\"" + i + "\"");
-    fail("{}: --shapes names \"{}\", which is not an input of the model (its inputs: {})", model, name,
-         quoted.empty() ? "none" : fmt::format("{}", fmt::join(quoted, ", ")));
-  }
-}
-
 }  // namespace kiln

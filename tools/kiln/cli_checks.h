@@ -1,5 +1,6 @@
 // Command lines that parse but mean nothing: an unknown subcommand, compile
-// flags given with an already compiled plan, a --shapes name that is no input.
+// flags given with an already compiled plan.
+// (A --shapes name that is no input: compiler/import_checked.h.)
 // Each is a user mistake that kiln used to accept silently (or answer with a
 // misleading message), so each is an error (exit 1) naming what exists.
 #pragma once
@@ -25,10 +26,5 @@ std::string unknown_subcommand_error(const CLI::App& app, int argc, const char* 
 // --print-ir-*, --dump-dir, --stats, ...): a plan is already compiled and
 // would ignore them.
 void reject_compile_flags_for_plan(const CLI::App& cmd, const std::string& plan_path);
-
-// Throws kiln::Error when --shapes names something that is not one of
-// `inputs` (the model's inputs), listing those that exist.
-void check_shapes_names(const std::map<std::string, Shape>& shapes, const std::vector<std::string>& inputs,
-                        const std::string& model);
 
 }  // namespace kiln

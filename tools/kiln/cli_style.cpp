@@ -7,7 +7,7 @@
 #include <regex>
 #include <sstream>
 
-#include "tools/kiln/compile.h"
+#include "compiler/compile.h"
 
 namespace kiln {
 

@@ -1,6 +1,6 @@
 #include "tools/kiln/conformance.h"
 
-#include "tools/kiln/kernels_report.h"
+#include "compiler/kernels_report.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -28,8 +28,8 @@
 #include "tools/kiln/backends.h"
 #include "tools/kiln/compare.h"
 #include "tools/kiln/output_paths.h"
-#include "tools/kiln/plan_writer.h"
-#include "tools/kiln/progress.h"
+#include "compiler/plan_writer.h"
+#include "compiler/progress.h"
 
 namespace kiln {
 
@@ -65,7 +65,7 @@ KernelCheck check_kernels(const Graph& g, const ConformanceOptions& opts) {
   for (const std::string& arch : opts.nvrtc_archs) {
     CompileOptions co = opts.compile;
     co.pass.target = arch;
-    nlohmann::json j = kernels_json(build_kernels(g, co, false));
+    nlohmann::json j = kernels_json(build_kernels(g, co));
     if (!j.value("built", false)) fail("--nvrtc-check: {}", j.value("why_not", std::string("no codegen")));
     for (const auto& d : j["kernels_detail"]) {
       ++kc.kernels;

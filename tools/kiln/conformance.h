@@ -9,7 +9,7 @@
 
 #include "frontend/onnx_import.h"
 #include "tools/kiln/compare.h"
-#include "tools/kiln/compile.h"
+#include "compiler/compile.h"
 
 namespace kiln {
 

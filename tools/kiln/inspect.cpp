@@ -11,11 +11,12 @@
 #include <set>
 
 #include "frontend/tensor_proto.h"
+#include "compiler/import_checked.h"
 #include "ir/error.h"
 #include "tools/kiln/cli_checks.h"
 #include "tools/kiln/inspect_plan.h"
 #include "tools/kiln/output_paths.h"
-#include "tools/kiln/plan_sniff.h"
+#include "compiler/plan_sniff.h"
 
 namespace kiln {
 
@@ -83,13 +84,6 @@ int64_t initializer_bytes(const onnx::TensorProto& t) {
   }
 }
 
-// The detail of a problem message: the text after "node "x" (Op): ".
-std::string problem_detail(const ImportProblem& p) {
-  std::string key = fmt::format("node \"{}\" ({}): ", p.node, p.op);
-  auto at = p.message.find(key);
-  return at == std::string::npos ? p.message : p.message.substr(at + key.size());
-}
-
 struct Checked {
   ImportResult result;
   std::vector<ImportProblem> problems;
@@ -102,7 +96,6 @@ struct Checked {
 // checked with those dims set to 1 when `fill_free_dims` (inspect).
 Checked check_model(const std::string& path, const onnx::ModelProto* proto, ImportOptions io, bool fill_free_dims) {
   Checked c;
-  io.problems = &c.problems;
   if (fill_free_dims && proto) {
     std::set<std::string> inits;
     for (const auto& t : proto->graph().initializer()) inits.insert(t.name());
@@ -116,20 +109,12 @@ Checked check_model(const std::string& path, const onnx::ModelProto* proto, Impo
       c.free_dims_note.push_back(vi.name());
     }
   }
-  try {
-    c.result = import_onnx_file(path, io);
-  } catch (const Error& e) {
-    c.model_error = e.what();
-    c.model_error_unsupported = dynamic_cast<const Unsupported*>(&e) != nullptr;
-  }
+  CollectedImport ci = import_collecting(ModelSource::file(path), io);
+  c.result = std::move(ci.result);
+  c.problems = std::move(ci.problems);
+  c.model_error = std::move(ci.model_error);
+  c.model_error_unsupported = ci.model_error_unsupported;
   return c;
-}
-
-// compile, bench's compile path and the coverage check read ONNX; a plan is
-// already compiled.
-void reject_plan(const std::string& path) {
-  if (is_plan_file(path))
-    fail("{}: this is a compiled plan; this command reads .onnx models (plans: kiln inspect, run, bench)", path);
 }
 
 }  // namespace
@@ -245,33 +230,6 @@ int run_inspect(const InspectOptions& o) {
     write_text_file(o.json_path, j.dump(2) + "\n");
   }
   return ok ? 0 : 1;
-}
-
-ImportResult import_checked(const std::string& path, const std::string& shapes) {
-  ImportOptions io;
-  io.input_shapes = parse_shapes_flag(shapes);
-  return import_checked(path, io);
-}
-
-ImportResult import_checked(const std::string& path, ImportOptions io) {
-  reject_plan(path);
-  Checked c = check_model(path, nullptr, io, false);
-  if (!c.model_error.empty()) {
-    if (c.model_error_unsupported) throw Unsupported(c.model_error);
-    throw Error(c.model_error);
-  }
-  if (c.problems.empty()) {
-    std::vector<std::string> inputs;
-    for (const Value* v : c.result.graph->inputs()) inputs.push_back(v->name());
-    check_shapes_names(io.input_shapes, inputs, path);
-    return std::move(c.result);
-  }
-  std::string list;
-  for (const ImportProblem& p : c.problems)
-    list += fmt::format("\n  node \"{}\" ({}){}: {}", p.node, p.op, p.unsupported ? "" : " [invalid]", problem_detail(p));
-  std::string msg = fmt::format("{}: {} node(s) cannot be compiled:{}", path, c.problems.size(), list);
-  if (std::all_of(c.problems.begin(), c.problems.end(), [](auto& p) { return p.unsupported; })) throw Unsupported(msg);
-  throw Error(msg);
 }
 
 }  // namespace kiln

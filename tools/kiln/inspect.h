@@ -1,7 +1,7 @@
 // `kiln inspect MODEL.onnx`: what a model is and whether kiln can compile it,
 // without compiling: inputs/outputs, opsets, op histogram, weight bytes, and
-// every node kiln cannot import (the frontend's collecting mode). Also the
-// coverage check `kiln compile` runs before any pass.
+// every node kiln cannot import (the frontend's collecting mode). The same
+// collecting import `kiln compile` runs before any pass (compiler/import_checked.h).
 #pragma once
 #include <string>
 
@@ -24,10 +24,5 @@ struct InspectOptions {
 CLI::App* register_inspect(CLI::App& app, InspectOptions& o);
 // Prints the report to stdout; 0 when every node is supported, 1 otherwise.
 int run_inspect(const InspectOptions& o);
-
-// Imports `path` checking every node; throws kiln::Unsupported listing all
-// the nodes kiln cannot import (one per line) when there are any.
-ImportResult import_checked(const std::string& path, const std::string& shapes);
-ImportResult import_checked(const std::string& path, ImportOptions io);
 
 }  // namespace kiln

@@ -3,14 +3,19 @@
 // what --stats and --json report about them (per-kernel registers, shared
 // memory, spills). Only for GPU targets and when kiln was built with codegen.
 #pragma once
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "ir/graph.h"
-#include "tools/kiln/compile.h"
+#include "compiler/compile.h"
 
 namespace kiln {
+
+namespace codegen {
+struct GraphKernels;
+}
 
 struct KernelsReport;  // opaque: holds codegen's GraphKernels when built
 
@@ -20,9 +25,14 @@ struct KernelsOutcome {
   std::shared_ptr<const KernelsReport> report;
 };
 
-// Emits and compiles the kernels of `g` for o.pass.target. `progress`: show
-// "kernels N/M" on stderr (on a terminal, one updating line).
-KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, bool progress);
+// Emits and compiles the kernels of `g` for o.pass.target. `progress`, when
+// set, is called from the compiling threads as kernels finish (done, total).
+KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o,
+                             const std::function<void(int, int)>& progress = {});
+
+// The emitted and compiled kernels (launches, sources, CUBINs) for the plan
+// writer to reuse; null when !k.built.
+const codegen::GraphKernels* graph_kernels(const KernelsOutcome& k);
 
 // {"arch", "kernels_distinct", "nvrtc_compilations", "cache_hits", "seconds", "max_registers",
 //  "max_registers_kernel", "spill_bytes", "nodes_without_kernels": [...],

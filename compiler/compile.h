@@ -1,4 +1,4 @@
-// The compile driver shared by `kiln compile`, `kiln dump-ir`, `kiln opt`,
+// The pass-pipeline driver shared by `kiln compile`, `kiln dump-ir`, `kiln opt`,
 // `kiln run` and the conformance runner: runs a pass pipeline over a graph
 // with the pass-manager flags, and reports what `--json` prints.
 #pragma once
@@ -7,10 +7,6 @@
 #include <vector>
 
 #include "passes/pass_manager.h"
-
-namespace CLI {
-class App;
-}
 
 namespace kiln {
 
@@ -23,11 +19,6 @@ struct CompileOptions {
   std::string cache_dir;             // kernel / simulator module cache (empty: default)
   bool kernel_cache = true;          // false: --no-kernel-cache
 };
-
-// Adds the Build/Reporting flags (--precision, --target, --passes, --no-opt,
-// --print-ir-*, --stop-after, --dump-dir, --no-verify-each, --stats) to a
-// subcommand, writing into `o`.
-void add_compile_flags(CLI::App* cmd, CompileOptions& o);
 
 struct CompileReport {
   size_t nodes_in = 0, nodes_out = 0;

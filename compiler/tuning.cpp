@@ -1,6 +1,5 @@
-#include "tools/kiln/tuning.h"
+#include "compiler/tuning.h"
 
-#include <CLI/CLI.hpp>
 #include <map>
 
 #include "ir/error.h"
@@ -8,28 +7,11 @@
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
 #include "codegen/nvrtc/kernel_cache.h"
-#include "tools/kiln/autotune.h"
-#include "tools/kiln/tuning_cache.h"
+#include "compiler/autotune.h"
+#include "compiler/tuning_cache.h"
 #endif
 
 namespace kiln {
-
-void add_tuning_flags(CLI::App* cmd, TuningOptions& o) {
-  cmd->add_flag("--tune", o.tune,
-                "Build: time GEMM tile candidates on the GPU for the problems the tuning cache lacks, store the "
-                "winners there and use them (needs a GPU of the --target arch)")
-      ->group("Build");
-  cmd->add_option("--tuning-cache", o.cache_file,
-                  "Build: tuning cache (JSON) whose winners this build uses (with --tune: also updated; default "
-                  "<kernel cache dir>/tuning.json)")
-      ->group("Build");
-  cmd->add_option("--tuning-gpu", o.gpu,
-                  "Build: whose winners apply when the tuning cache holds several GPUs of the target's arch")
-      ->group("Build");
-  cmd->add_option("--tune-iterations", o.iterations, "Build: timed launches per candidate with --tune (median)")
-      ->check(CLI::Range(1, 100000))
-      ->group("Build");
-}
 
 #ifdef KILN_HAVE_SIM_BACKEND
 

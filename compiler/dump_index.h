@@ -6,7 +6,7 @@
 #include <string>
 
 #include "ir/graph.h"
-#include "tools/kiln/compile.h"
+#include "compiler/compile.h"
 
 namespace kiln {
 

@@ -1,8 +1,8 @@
 // `kiln compile --tune / --tuning-cache FILE` (docs/tuning.md): for the scope
 // of one compile, installs the GEMM tile chooser of codegen/emitters/gemm_conv/gemm_tiles.h that
 // answers every problem the emitters ask about from a tuning cache
-// (tools/kiln/tuning_cache.h), after measuring the problems the cache lacks
-// on the GPU when --tune (tools/kiln/autotune.h).
+// (compiler/tuning_cache.h), after measuring the problems the cache lacks
+// on the GPU when --tune (compiler/autotune.h).
 //
 // Which GPU's winners apply: with --tune, the device's. Without, entries for
 // the target's compute capability and this kiln version; if those name more
@@ -18,10 +18,6 @@
 
 #include "ir/graph.h"
 
-namespace CLI {
-class App;
-}
-
 namespace kiln {
 
 struct TuningOptions {
@@ -31,9 +27,6 @@ struct TuningOptions {
   int warmup = 10, iterations = 50;  // --tune-iterations: timed launches per candidate (median)
   bool active() const { return tune || !cache_file.empty(); }
 };
-
-// Adds --tune, --tuning-cache, --tuning-gpu and --tune-iterations.
-void add_tuning_flags(CLI::App* cmd, TuningOptions& o);
 
 class TuningSession {
  public:

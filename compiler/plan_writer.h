@@ -15,6 +15,10 @@
 
 namespace kiln {
 
+namespace codegen {
+struct GraphKernels;
+}
+
 struct PlanBuildOptions {
   std::string target = "cpu";  // cpu | sm_XX (the GPU arch of the CUBINs)
   std::string precision = "fp32";
@@ -22,6 +26,10 @@ struct PlanBuildOptions {
   bool use_cache = true;                   // false: every kernel through NVRTC
   std::function<void(int, int)> progress = {};  // after each distinct kernel compiled (done, total)
   std::string source_name = {};  // the model file, for errors ("": none)
+  // The kernels already emitted and compiled for this graph and target
+  // (compiler/kernels_report.h's build_kernels, as compile_model runs it):
+  // the plan takes them instead of emitting and compiling again. Null: here.
+  const codegen::GraphKernels* kernels = nullptr;
 };
 
 // For a GPU target every kernel carries __launch_bounds__ and every launch is

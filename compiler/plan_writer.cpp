@@ -1,4 +1,4 @@
-#include "tools/kiln/plan_writer.h"
+#include "compiler/plan_writer.h"
 
 #include <cstring>
 #include <limits>
@@ -129,7 +129,12 @@ void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, 
   std::vector<codegen::KernelSource> sources;
   std::map<std::string, uint32_t> kernel_index;
   std::vector<const Node*> step_node;  // per step, for messages
+  // Kernels emitted here get their __launch_bounds__ here; prebuilt ones
+  // (codegen::build_graph_kernels) already carry them.
   codegen::LaunchBounder bounder;
+  std::unordered_map<const Node*, const std::vector<codegen::NodeKernel>*> prebuilt;
+  if (o.kernels)
+    for (const codegen::NodeLaunches& nl : o.kernels->launches) prebuilt.emplace(nl.node, &nl.kernels);
   uint32_t pos = 0;
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
@@ -145,9 +150,18 @@ void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, 
       step_node.push_back(&n);
       continue;
     }
-    for (codegen::NodeKernel& k : codegen::emitter_for(n)->emit(n)) {
+    std::vector<codegen::NodeKernel> emitted;
+    const std::vector<codegen::NodeKernel>* kernels = &emitted;
+    if (o.kernels) {
+      auto at = prebuilt.find(&n);
+      KILN_CHECK(at != prebuilt.end(), "node {} has no prebuilt kernels", n.describe());
+      kernels = at->second;
+    } else {
+      emitted = codegen::emitter_for(n)->emit(n);
+      for (codegen::NodeKernel& k : emitted) bounder.apply(k);
+    }
+    for (const codegen::NodeKernel& k : *kernels) {
       if (k.grid.count() == 0) continue;
-      bounder.apply(k);
       auto [it, fresh] = kernel_index.emplace(k.name, uint32_t(sources.size()));
       if (fresh) sources.push_back({k.name, k.source});
       plan::Step s;
@@ -192,10 +206,25 @@ void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, 
     s.args = {dst, src};
     p.steps.push_back(std::move(s));
   }
-  codegen::KernelCache cache(o.kernel_cache_dir);
-  codegen::KernelCompiler compiler(o.target, o.use_cache ? &cache : nullptr);
-  if (o.progress) compiler.set_progress(o.progress);
-  for (codegen::CompiledKernel& ck : compiler.compile(sources)) {
+  std::vector<codegen::CompiledKernel> compiled;
+  if (o.kernels) {
+    // Compiled once already (they may include kernels of empty launches,
+    // which the plan leaves out): picked by name, in the plan's order.
+    std::map<std::string, const codegen::CompiledKernel*> by_name;
+    for (const codegen::CompiledKernel& ck : o.kernels->compiled) by_name.emplace(ck.name, &ck);
+    for (const codegen::KernelSource& src : sources) {
+      auto at = by_name.find(src.name);
+      KILN_CHECK(at != by_name.end() && at->second->arch == o.target, "kernel {} was not compiled for {}", src.name,
+                 o.target);
+      compiled.push_back(*at->second);
+    }
+  } else {
+    codegen::KernelCache cache(o.kernel_cache_dir);
+    codegen::KernelCompiler compiler(o.target, o.use_cache ? &cache : nullptr);
+    if (o.progress) compiler.set_progress(o.progress);
+    compiled = compiler.compile(sources);
+  }
+  for (codegen::CompiledKernel& ck : compiled) {
     plan::Kernel k;
     k.name = ck.name;
     k.arch = ck.arch;

@@ -1,4 +1,4 @@
-#include "tools/kiln/ir_picture.h"
+#include "compiler/ir_picture.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "tools/kiln/plan_sniff.h"
+#include "compiler/plan_sniff.h"
 
 #include <cstring>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "tools/kiln/kernels_report.h"
+#include "compiler/kernels_report.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "tools/kiln/progress.h"
 
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "codegen/kernel_build.h"
@@ -26,7 +25,7 @@ struct KernelsReport {
 struct KernelsReport {};
 #endif
 
-KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, bool progress) {
+KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, const std::function<void(int, int)>& progress) {
   KernelsOutcome out;
 #ifdef KILN_HAVE_SIM_BACKEND
   if (o.pass.target == "cpu") {
@@ -38,8 +37,7 @@ KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, bool progr
   ko.cache_dir = o.cache_dir;
   ko.use_cache = o.kernel_cache;
   ko.source = o.pipeline.source;  // codegen's errors name the model
-  Progress shown("kernels compiled");
-  if (progress) ko.progress = shown.callback();
+  ko.progress = progress;
   auto r = std::make_shared<KernelsReport>();
   r->arch = o.pass.target;
   r->gk = codegen::build_graph_kernels(g, ko);
@@ -52,6 +50,14 @@ KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, bool progr
   out.why_not = "kiln was built without codegen (no CUDA toolkit with NVRTC at configure time)";
 #endif
   return out;
+}
+
+const codegen::GraphKernels* graph_kernels(const KernelsOutcome& k) {
+#ifdef KILN_HAVE_SIM_BACKEND
+  if (k.built) return &k.report->gk;
+#endif
+  (void)k;
+  return nullptr;
 }
 
 size_t nodes_without_kernels(const KernelsOutcome& k) {

@@ -1,4 +1,4 @@
-#include "tools/kiln/autotune.h"
+#include "compiler/autotune.h"
 
 #ifdef KILN_HAVE_SIM_BACKEND
 #include <algorithm>

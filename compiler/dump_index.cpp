@@ -1,4 +1,4 @@
-#include "tools/kiln/dump_index.h"
+#include "compiler/dump_index.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -8,7 +8,7 @@
 
 #include "ir/dot_printer.h"
 #include "ir/error.h"
-#include "tools/kiln/ir_picture.h"
+#include "compiler/ir_picture.h"
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "codegen/kernel_build.h"
 #endif

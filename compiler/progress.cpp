@@ -1,4 +1,4 @@
-#include "tools/kiln/progress.h"
+#include "compiler/progress.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 #ifdef KILN_HAVE_SIM_BACKEND
-#include "tools/kiln/tuning_cache.h"
+#include "compiler/tuning_cache.h"
 
 #include <filesystem>
 #include <fstream>

@@ -1,0 +1,89 @@
+#include "compiler/compile.h"
+
+#include <sstream>
+
+#ifdef KILN_HAVE_SIM_BACKEND
+#include "codegen/emitter_table.h"
+#endif
+#include "ir/error.h"
+#include "ir/verifier.h"
+#include "ops/registry.h"
+
+namespace kiln {
+
+CompileReport compile_graph(Graph& g, const CompileOptions& o) {
+  CompileReport r;
+  r.nodes_in = g.num_nodes();
+  if (o.optimize) {
+    PassManager pm;
+    std::vector<std::string> names = o.passes.empty() ? default_pipeline(o.pass) : o.passes;
+    for (const std::string& n : names) pm.add(n);
+    if (!o.pipeline.stop_after.empty() &&
+        std::find(names.begin(), names.end(), o.pipeline.stop_after) == names.end())
+      fail("--stop-after: pass '{}' is not in the pipeline ({})", o.pipeline.stop_after, fmt::join(names, ","));
+    PassOptions popts = o.pass;
+#ifdef KILN_HAVE_SIM_BACKEND
+    // The fuser forms only groups codegen can emit, whatever the target (passes/fusion_capabilities.h).
+    if (!popts.why_no_kernel) popts.why_no_kernel = codegen::why_no_kernel;
+#endif
+    r.passes = pm.run(g, popts, o.pipeline);
+  } else if (o.pipeline.verify_each) {
+    verify_graph(g, op_registry());
+  }
+  r.nodes_out = g.num_nodes();
+  return r;
+}
+
+int count_kernels(const Graph& g) {
+  int n = 0;
+  for (const auto& node : g.nodes())
+    if (node->op() != "reshape" && node->op() != "identity") ++n;
+  return n;
+}
+
+int64_t weight_bytes(const Graph& g) {
+  int64_t b = 0;
+  for (const Value* c : g.constants()) b += static_cast<int64_t>(c->type().nbytes());
+  return b;
+}
+
+nlohmann::json compile_report_json(const Graph& g, const CompileReport& r) {
+  nlohmann::json passes = nlohmann::json::array();
+  nlohmann::json j = {{"nodes_in", r.nodes_in},
+                      {"nodes_out", r.nodes_out},
+                      {"kernels", count_kernels(g)},
+                      {"weight_bytes", weight_bytes(g)}};
+  for (const PassRecord& p : r.passes) {
+    nlohmann::json pj = {{"name", p.name}, {"changed", p.changed}, {"ms", p.ms}, {"verify_ms", p.verify_ms},
+                        {"cpu_ms", p.cpu_ms}, {"verify_cpu_ms", p.verify_cpu_ms}};
+    for (const auto& [k, v] : p.stats.counters) {
+      pj["stats"][k] = v;
+      // The memory planner reports the arena figures the JSON promises.
+      if (k == "activation_bytes_naive" || k == "activation_bytes_planned") j[k] = v;
+    }
+    passes.push_back(pj);
+  }
+  j["passes"] = passes;
+  return j;
+}
+
+std::string format_stats(const CompileReport& r) {
+  std::ostringstream s;
+  s << fmt::format("{:<22} {:>7} {:>9} {:>7} {:>7}  {}\n", "pass", "changed", "ms", "nodes", "after", "statistics");
+  double total = 0;
+  for (const PassRecord& p : r.passes) {
+    std::string st;
+    for (const auto& [k, v] : p.stats.counters) st += fmt::format("{}{}={}", st.empty() ? "" : " ", k, v);
+    s << fmt::format("{:<22} {:>7} {:>9.2f} {:>7} {:>7}  {}\n", p.name, p.changed ? "yes" : "no", p.ms,
+                     p.nodes_before, p.nodes_after, st);
+    for (const std::string& note : p.stats.notes) s << "    " << note << "\n";
+    total += p.ms;
+  }
+  double verify = 0;
+  for (const PassRecord& p : r.passes) verify += p.verify_ms;
+  if (verify > 0) s << fmt::format("{:<22} {:>7} {:>9.2f}\n", "(verifier, all runs)", "", verify);
+  s << fmt::format("{:<22} {:>7} {:>9.2f} {:>7} {:>7}\n", "total", "", total + verify, r.nodes_in, r.nodes_out);
+  return s.str();
+}
+
+}  // namespace kiln

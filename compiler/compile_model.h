@@ -1,0 +1,65 @@
+// The compiler as a library: compile_model() is the one entry the kiln CLI,
+// the Python package and the tests call, so the pipeline is named once, here
+// (as TVM's relax/pipeline.py names its own):
+//
+//   import (fail-fast coverage check: every node kiln cannot compile, listed)
+//     -> passes (default pipeline or CompileOptions::passes)
+//     -> tuning (GEMM tiles from a tuning cache / --tune, docs/tuning.md)
+//     -> codegen (every kernel emitted, deduplicated and NVRTC-compiled once)
+//     -> plan (runtime/plan_format.h; from the kernels just compiled)
+//
+// Errors are kiln::Error / kiln::Unsupported naming the model file and node,
+// as the importer and the passes raise them. Nothing here parses a command
+// line or writes to stdout/stderr by itself: messages go through the
+// callbacks, so an embedding app decides where they end up.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "compiler/kernels_report.h"
+#include "compiler/model_source.h"
+#include "compiler/tuning.h"
+#include "ir/tensor.h"
+
+namespace kiln {
+
+struct CompileModelOptions {
+  // Target, precision, passes, --print-ir-*, --dump-dir, kernel cache, --stats.
+  CompileOptions build;
+  std::map<std::string, Shape> input_shapes;  // --shapes: names must be model inputs
+  TuningOptions tuning;                       // --tune / --tuning-cache (inactive: emitters' defaults)
+  bool print_final_ir = false;                // the optimized graph to ir_out (--print-ir)
+  std::ostream* ir_out = nullptr;             // null: std::cout
+  bool write_plan = true;                     // false: the report only (kiln compile without -o)
+  // Messages a person reads (the --stats tables, the kernels line, the tuning
+  // line, the summary), each one or more whole lines ending in '\n'. May be empty.
+  std::function<void(const std::string&)> log;
+  // Long steps ("kernels compiled"): called from the compiling threads with
+  // (step, done, total). May be empty.
+  std::function<void(const std::string& step, int done, int total)> progress;
+};
+
+struct CompileResult {
+  std::vector<uint8_t> plan;  // serialized plan; empty unless write_plan
+  int plan_gpu_kernels = 0;   // distinct kernels in the plan (0: no GPU kernels)
+  std::string plan_target;
+  std::string no_gpu_reason;  // why the plan has no GPU kernels ("" when it has them)
+  CompileReport passes;       // per-pass records (time, statistics)
+  KernelsOutcome kernels;     // what NVRTC built (registers, spills, cache hits)
+  nlohmann::json report;      // the `kiln compile --json` object
+  // Wall times: import with its coverage check, the passes, codegen (emission
+  // and NVRTC, including tuning), and assembling the plan.
+  double import_ms = 0, passes_ms = 0, kernels_ms = 0, plan_ms = 0;
+};
+
+// Throws kiln::Error for a target or precision kiln does not build (as the
+// CLI's flags refuse them), then as the pipeline's steps do.
+CompileResult compile_model(const ModelSource& source, const CompileModelOptions& o);
+
+}  // namespace kiln

@@ -1,0 +1,52 @@
+// `kiln dump-ir MODEL.onnx`: the imported IR (-O or --passes: after passes),
+// as text, Graphviz dot or SVG; for a plan, the plan's optimized graph.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "compiler/compile.h"
+#include "compiler/import_checked.h"
+#include "compiler/ir_picture.h"
+#include "compiler/plan_sniff.h"
+#include "frontend/onnx_import.h"
+#include "runtime/plan_format.h"
+#include "runtime/plan_graph.h"
+#include "tools/kiln/commands.h"
+#include "tools/kiln/compile_flags.h"
+
+namespace kiln {
+
+CLI::App* register_dump_ir(CLI::App& app, DumpIrCommand& c) {
+  auto* dump = app.add_subcommand("dump-ir", "Print the IR of an ONNX model (after passes with -O or --passes)");
+  dump->add_option("model", c.model, "Model file (.onnx), or a plan (prints the plan's graph)")->required()->group("Model");
+  dump->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
+  dump->add_flag("-O,--optimize", c.optimize, "Run the default pipeline first")->group("Build");
+  dump->add_option("--format", c.format, "text (kiln IR), dot (Graphviz), svg (rendered by Graphviz dot)")
+      ->check(CLI::IsMember({"text", "dot", "svg"}))
+      ->group("Reporting");
+  add_compile_flags(dump, c.copts);
+  return dump;
+}
+
+int run_dump_ir(DumpIrCommand& c) {
+  if (is_plan_file(c.model)) {
+    // The plan's optimized graph, as the runtime reads it back.
+    plan::Plan p = plan::read_plan_file(c.model);
+    std::cout << render_graph(*plan::load_graph(p, c.model), c.format);
+    return 0;
+  }
+  c.copts.pipeline.source = c.model;  // passes' errors name the model, as the importer's do
+  ImportOptions io;
+  io.input_shapes = parse_shapes_flag(c.shapes);
+  ImportResult r = import_onnx_file(c.model, io);
+  std::vector<std::string> names;
+  for (const Value* v : r.graph->inputs()) names.push_back(v->name());
+  check_shapes_names(io.input_shapes, names, c.model);
+  c.copts.optimize = c.optimize || !c.copts.passes.empty();
+  CompileReport rep = compile_graph(*r.graph, c.copts);
+  if (c.copts.stats) std::cerr << format_stats(rep);
+  std::cout << render_graph(*r.graph, c.format);
+  return 0;
+}
+
+}  // namespace kiln

@@ -1,0 +1,85 @@
+#include "tools/kiln/compile_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "compiler/targets.h"
+
+namespace kiln {
+
+void add_compile_flags(CLI::App* cmd, CompileOptions& o) {
+  CLI::Option* precision = cmd->add_option("--precision", o.pass.precision, "Build: fp32 | tf32 | fp16 | bf16")
+                               ->check(CLI::IsMember(supported_precisions()))
+                               ->group("Build");
+  // trtexec's spellings. One precision per build: two of them is an error,
+  // not "the last one wins".
+  std::vector<CLI::Option*> aliases{precision};
+  for (const char* p : {"fp16", "bf16", "tf32"}) {
+    CLI::Option* a = cmd->add_flag_callback(
+        fmt::format("--{}", p), [&o, p] { o.pass.precision = p; }, fmt::format("Build: as --precision {} (trtexec)", p));
+    a->group("Build");
+    for (CLI::Option* other : aliases) a->excludes(other);
+    aliases.push_back(a);
+  }
+  // INT8 needs calibration or Q/DQ nodes kiln does not lower: refuse rather
+  // than build an fp32 plan the user believes is int8.
+  cmd->add_flag_callback(
+         "--int8",
+         [] {
+           throw CLI::ValidationError("--int8", "INT8 is not supported yet; kiln builds fp32, tf32, fp16 and bf16 "
+                                                "(--precision, or --fp16 / --bf16 / --tf32)");
+         },
+         "Build: not supported yet (refused with a message)")
+      ->group("Build");
+  cmd->add_option("--target", o.pass.target, "Build: cpu | sm_80 | sm_86 | sm_89 | sm_90")
+      ->check(CLI::IsMember(supported_targets()))
+      ->group("Build");
+  cmd->add_option("--passes", o.passes, "Build: run these passes instead of the default pipeline")
+      ->delimiter(',')
+      ->group("Build");
+  cmd->add_flag("--no-opt{false}", o.optimize, "Build: run no passes (the imported graph)")->group("Build");
+  cmd->add_option("--print-ir-before", o.pipeline.print_before, "Reporting: print IR before pass P")
+      ->delimiter(',')
+      ->group("Reporting");
+  cmd->add_option("--print-ir-after", o.pipeline.print_after, "Reporting: print IR after pass P")
+      ->delimiter(',')
+      ->group("Reporting");
+  cmd->add_flag("--print-ir-after-all", o.pipeline.print_after_all, "Reporting: print IR after every pass")
+      ->group("Reporting");
+  cmd->add_flag("--print-ir-after-change", o.pipeline.print_after_change,
+                "Reporting: print IR after each pass that changed it")
+      ->group("Reporting");
+  cmd->add_option("--stop-after", o.pipeline.stop_after, "Reporting: stop after pass P (bisecting)")
+      ->group("Reporting");
+  cmd->add_option("--dump-dir", o.pipeline.dump_dir, "Reporting: write NNN.after.<pass>.kir per pass here (compile: also kernels/*.cu, "
+                  "final.svg and index.html)")
+      ->group("Reporting");
+  cmd->add_flag("--no-verify-each{false}", o.pipeline.verify_each, "Reporting: skip the verifier between passes")
+      ->group("Reporting");
+  cmd->add_option("--cache-dir", o.cache_dir,
+                  "Build: kernel cache directory (default $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, ~/.cache/kiln)")
+      ->group("Build");
+  cmd->add_flag("--no-kernel-cache{false}", o.kernel_cache, "Build: compile every kernel with NVRTC, no cache")
+      ->group("Build");
+  cmd->add_flag("--stats", o.stats, "Reporting: per-pass statistics (changed, time, node counts)")
+      ->group("Reporting");
+}
+
+void add_tuning_flags(CLI::App* cmd, TuningOptions& o) {
+  cmd->add_flag("--tune", o.tune,
+                "Build: time GEMM tile candidates on the GPU for the problems the tuning cache lacks, store the "
+                "winners there and use them (needs a GPU of the --target arch)")
+      ->group("Build");
+  cmd->add_option("--tuning-cache", o.cache_file,
+                  "Build: tuning cache (JSON) whose winners this build uses (with --tune: also updated; default "
+                  "<kernel cache dir>/tuning.json)")
+      ->group("Build");
+  cmd->add_option("--tuning-gpu", o.gpu,
+                  "Build: whose winners apply when the tuning cache holds several GPUs of the target's arch")
+      ->group("Build");
+  cmd->add_option("--tune-iterations", o.iterations, "Build: timed launches per candidate with --tune (median)")
+      ->check(CLI::Range(1, 100000))
+      ->group("Build");
+}
+
+}  // namespace kiln
