@@ -306,7 +306,12 @@ def whisper():
                begin_suppress_tokens=[])
 
     def fn(i, feats, dec):
-        return i(input_features=feats, decoder_input_ids=dec, use_cache=False).logits
+        # Explicit mask and positions: without them transformers looks for
+        # packed sequences with torch.diff, which has no ONNX form.
+        mask = torch.ones_like(dec)
+        pos = torch.arange(dec.shape[1]).unsqueeze(0)
+        return i(input_features=feats, decoder_input_ids=dec, decoder_attention_mask=mask,
+                 decoder_position_ids=pos, use_cache=False).logits
 
     ins = {"input_features": ((1, 16, 64), "float32", ("normal",)),
            "decoder_input_ids": ((1, 8), "int64", ("ints", VOCAB))}
@@ -421,7 +426,7 @@ def table():
         # encoder text models
         "bert_tiny": encoder("BertModel", "BertConfig"),
         "albert_tiny": encoder("AlbertModel", "AlbertConfig", embedding_size=32, num_hidden_layers=3),
-        "deberta_v2_tiny": encoder("DebertaV2Model", "DebertaV2Config", pooled=False, relative_attention=True,
+        "deberta_v2_tiny": encoder("DebertaV2Model", "DebertaV2Config", types=False, pooled=False, relative_attention=True,
                                    position_buckets=8, max_relative_positions=32, pos_att_type=["p2c", "c2p"]),
         "electra_tiny": encoder("ElectraModel", "ElectraConfig", pooled=False, embedding_size=32),
         "roberta_tiny": encoder("RobertaModel", "RobertaConfig", types=False, pad_token_id=1),
