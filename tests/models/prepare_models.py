@@ -51,6 +51,8 @@ def rebuild_weights(model):
         arr = seeded_normal(dims, r["normal"][0], r["normal"][1], r["seed"])
         if perm is not None:
             arr = arr.transpose(perm)
+        if "scale" in r:  # BatchNorm folded into a Conv by the exporter: per output channel
+            arr = (arr * np.asarray(r["scale"], np.float32).reshape((-1,) + (1,) * (arr.ndim - 1))).astype(np.float32)
         dtype = onnx.helper.tensor_dtype_to_np_dtype(init.data_type)
         init.raw_data = arr.astype(dtype).tobytes()
         init.doc_string = ""

@@ -71,6 +71,25 @@ def make_reproducible(m):
     return recipes
 
 
+def folded_recipe(arr, recipes):
+    """The dynamo exporter folds BatchNorm into the preceding Conv: the
+    weight is then a seeded parameter times a per-output-channel scale,
+    which the recipe keeps (C floats instead of the whole tensor)."""
+    if arr.ndim < 2:
+        return None
+    for data, r in recipes.items():
+        if r.get("shape") != list(arr.shape):
+            continue
+        base = np.frombuffer(data, np.float32).reshape(arr.shape)
+        rows, brow = arr.reshape(len(arr), -1), base.reshape(len(base), -1)
+        k = np.argmax(np.abs(brow), axis=1)
+        scale = (rows[np.arange(len(rows)), k] / brow[np.arange(len(brow)), k]).astype(np.float32)
+        rebuilt = (base * scale.reshape((-1,) + (1,) * (arr.ndim - 1))).astype(np.float32)
+        if np.allclose(rebuilt, arr, rtol=1e-5, atol=1e-7):
+            return {**r, "scale": [float(x) for x in scale]}
+    return None
+
+
 def strip(model, recipes):
     from onnx import numpy_helper
     recipes = recipes_with_transposes(recipes)
@@ -79,13 +98,13 @@ def strip(model, recipes):
         arr = numpy_helper.to_array(init)
         if arr.dtype.kind != "f" or arr.size <= export_models.KEEP_ELEMENTS:
             continue
-        r = recipes.get(arr.astype(np.float32).tobytes())
+        r = recipes.get(arr.astype(np.float32).tobytes()) or folded_recipe(arr, recipes)
         if r is None:
             if arr.size > KEEP_UNSEEDED:
                 raise RuntimeError(f"initializer {init.name} {arr.shape} is not a seeded parameter")
             kept += arr.size
             continue
-        r = {k: v for k, v in r.items() if k in ("normal", "seed", "transpose")}
+        r = {k: v for k, v in r.items() if k in ("normal", "seed", "transpose", "scale")}
         init.ClearField("raw_data")
         init.ClearField("float_data")
         init.doc_string = "kiln-recipe:" + json.dumps(r, sort_keys=True)
