@@ -96,10 +96,19 @@ def swin_small():
                            stochastic_depth_prob=0.0, num_classes=100)
 
 
+def sharpen_head(layer, factor=8.0):
+    """Random init leaves some heads' logits so close that their softmax is
+    nearly uniform (export_zoo.py refuses that): a larger init std fixes it."""
+    with torch.no_grad():
+        layer.weight.mul_(factor)
+
+
 def maxvit_small():
     from torchvision.models.maxvit import MaxVit
-    return MaxVit(input_size=(IMG, IMG), stem_channels=16, partition_size=4, block_channels=[16, 32],
+    m = MaxVit(input_size=(IMG, IMG), stem_channels=16, partition_size=4, block_channels=[16, 32],
                   block_layers=[1, 1], head_dim=8, stochastic_depth_prob=0.0, num_classes=100)
+    sharpen_head(m.classifier[-1])
+    return m
 
 
 def r3d_small():
@@ -348,9 +357,11 @@ def clip():
     return Spec(Call(inner, fn), list(ins), ["logits_per_image", "text_embeds", "image_embeds"], ins, None)
 
 
-def hf_vision(cls_name, config_name, out, size=32, calib=False, **kw):
+def hf_vision(cls_name, config_name, out, size=32, calib=False, head=None, **kw):
     def build():
         inner = hf(cls_name, config_name, **kw)
+        if head:
+            sharpen_head(head(inner))
 
         def fn(i, x):
             o = i(pixel_values=x, return_dict=True)
@@ -412,7 +423,7 @@ def table():
                                      calib=True, num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
                                      hidden_sizes=[16, 32], patch_sizes=[7, 3], strides=[4, 2],
                                      num_attention_heads=[1, 2], mlp_ratios=[2, 2], decoder_hidden_size=32,
-                                     num_labels=5),
+                                     num_labels=5, head=lambda m: m.decode_head.classifier),
         # detection / segmentation
         "detr_small": detr,
         "lraspp_mobilenet_v3": segmentation(lambda: tvm.segmentation.lraspp_mobilenet_v3_large(

@@ -27,6 +27,7 @@ import json
 import os
 import sys
 import traceback
+import zlib
 
 import numpy as np
 import onnx
@@ -60,6 +61,13 @@ def recipes_with_transposes(recipes):
 
 
 def make_reproducible(m):
+    # Zero-initialised weights (DETR's box head) would make an output
+    # constant; export_models re-draws only zero biases and large tensors.
+    for name, p in m.named_parameters():
+        if p.dtype.is_floating_point and name.endswith("weight") and not bool(p.any()):
+            with torch.no_grad():
+                p.copy_(torch.from_numpy(export_models.seeded_normal(tuple(p.shape), 0.0, 0.02,
+                                                                     zlib.crc32(name.encode()))))
     recipes = export_models.make_reproducible(m)
     shapes = {}
     for _, p in list(m.named_parameters()) + list(m.named_buffers()):
