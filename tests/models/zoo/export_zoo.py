@@ -20,7 +20,7 @@ The figures go into the skeleton's metadata (kiln-export), the input recipe
 into kiln-inputs; prepare_models.py reads both.
 
 Run with a venv holding torch, torchvision, transformers, onnx, onnxscript,
-onnxruntime and numpy (tools/export_zoo_venv.sh makes .venv-export):
+onnxruntime and numpy (docs/models.md shows how to make .venv-export):
     .venv-export/bin/python tests/models/zoo/export_zoo.py [names...]
 """
 import json
