@@ -10,7 +10,11 @@ model becomes a conformance-format folder that `kiln conformance` runs:
     OUT/<name>/test_data_set_0/input_K.pb, output_K.pb
 A folder whose stamp matches the skeleton and this script is left alone.
 
-Usage: prepare_models.py OUT [names...]   (needs numpy, onnx, onnxruntime)
+The model zoo (tests/models/zoo/*.skeleton.onnx, docs/models.md) is prepared
+the same way with --zoo; its skeletons carry their input recipe in the
+metadata entry kiln-inputs instead of INPUTS below.
+
+Usage: prepare_models.py [--zoo] OUT [names...]   (needs numpy, onnx, onnxruntime)
 """
 import hashlib
 import json
@@ -23,6 +27,7 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ZOO = os.path.join(HERE, "zoo")
 
 # How each model's inputs are drawn (seed 7). Images: standard normal.
 INPUTS = {
@@ -41,15 +46,50 @@ def rebuild_weights(model):
         if not init.doc_string.startswith("kiln-recipe:"):
             continue
         r = json.loads(init.doc_string[len("kiln-recipe:"):])
-        arr = seeded_normal(tuple(init.dims), r["normal"][0], r["normal"][1], r["seed"])
+        perm = r.get("transpose")  # stored transposed by the exporter
+        dims = tuple(init.dims) if perm is None else tuple(init.dims[p] for p in perm)
+        arr = seeded_normal(dims, r["normal"][0], r["normal"][1], r["seed"])
+        if perm is not None:
+            arr = arr.transpose(perm)
+        if "scale" in r:  # BatchNorm folded into a Conv by the exporter: per output channel
+            arr = (arr * np.asarray(r["scale"], np.float32).reshape((-1,) + (1,) * (arr.ndim - 1))).astype(np.float32)
         dtype = onnx.helper.tensor_dtype_to_np_dtype(init.data_type)
         init.raw_data = arr.astype(dtype).tobytes()
         init.doc_string = ""
 
 
+def draw(rng, shape, dtype, spec):
+    """One input from its recipe: ("normal",), ("ints", high), ("mask", k)
+    (ones but the last k positions), ("zeros",), ("ones",), ("uniform", lo, hi)."""
+    if spec[0] == "ints":
+        arr = rng.integers(0, spec[1], shape)
+    elif spec[0] == "mask":  # attend to all but the last spec[1] positions
+        arr = np.ones(shape)
+        arr[..., -spec[1]:] = 0
+    elif spec[0] == "zeros":
+        arr = np.zeros(shape)
+    elif spec[0] == "ones":
+        arr = np.ones(shape)
+    elif spec[0] == "uniform":
+        arr = rng.uniform(spec[1], spec[2], shape)
+    elif spec[0] == "normal":
+        arr = rng.standard_normal(shape)
+    else:
+        raise SystemExit(f"unknown input recipe {spec}")
+    return arr.astype(dtype)
+
+
+def input_specs(name, model):
+    meta = {p.key: p.value for p in model.metadata_props}
+    if "kiln-inputs" in meta:
+        return {n: tuple(v["draw"]) for n, v in json.loads(meta["kiln-inputs"]).items()}
+    return INPUTS.get(name, {})
+
+
 def make_inputs(name, model):
     rng = np.random.default_rng(7)
     inits = {i.name for i in model.graph.initializer}
+    specs = input_specs(name, model)
     feeds = {}
     for vi in model.graph.input:
         if vi.name in inits:
@@ -57,17 +97,7 @@ def make_inputs(name, model):
         tt = vi.type.tensor_type
         shape = [d.dim_value for d in tt.shape.dim]
         dtype = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
-        spec = INPUTS.get(name, {}).get(vi.name, ("normal",))
-        if spec[0] == "ints":
-            arr = rng.integers(0, spec[1], shape)
-        elif spec[0] == "mask":  # attend to all but the last spec[1] positions
-            arr = np.ones(shape)
-            arr[..., -spec[1]:] = 0
-        elif spec[0] == "zeros":
-            arr = np.zeros(shape)
-        else:
-            arr = rng.standard_normal(shape)
-        feeds[vi.name] = arr.astype(dtype)
+        feeds[vi.name] = draw(rng, shape, dtype, specs.get(vi.name, ("normal",)))
     return feeds
 
 
@@ -79,8 +109,8 @@ def stamp_of(skeleton_path):
     return h.hexdigest()
 
 
-def prepare(name, out_root):
-    skeleton = os.path.join(HERE, f"{name}.skeleton.onnx")
+def prepare(name, out_root, src=HERE):
+    skeleton = os.path.join(src, f"{name}.skeleton.onnx")
     folder = os.path.join(out_root, name)
     stamp_path = os.path.join(folder, "stamp")
     stamp = stamp_of(skeleton)
@@ -108,12 +138,17 @@ def prepare(name, out_root):
 
 
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    src = HERE
+    if args and args[0] == "--zoo":
+        src, args = ZOO, args[1:]
+    if not args:
         sys.exit(__doc__)
-    out_root = sys.argv[1]
-    names = sys.argv[2:] or sorted(f[: -len(".skeleton.onnx")] for f in os.listdir(HERE) if f.endswith(".skeleton.onnx"))
+    out_root = args[0]
+    suffix = ".skeleton.onnx"
+    names = args[1:] or sorted(f[: -len(suffix)] for f in os.listdir(src) if f.endswith(suffix))
     for n in names:
-        prepare(n, out_root)
+        prepare(n, out_root, src)
 
 
 if __name__ == "__main__":

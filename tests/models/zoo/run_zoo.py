@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Runs the model zoo (build/zoo/<model>/, made by tools/prepare_models.sh)
+through `kiln conformance` in one configuration and holds the result to the
+committed expected-failures list, strictly both ways:
+
+- a model that fails and is not listed fails the test;
+- a listed model must fail with a message containing the listed text (the
+  kiln error it is listed for); one that passes, or fails differently, fails
+  the test too, so the list stays true as defects are fixed.
+
+A model missing from the zoo folder fails the test (prepare it first).
+
+Configurations (tolerances: docs/models.md):
+    ref-fp32   reference backend, default pipeline, fp32
+    sim-fp32   generated kernels on the CPU simulator, sm_90, NVRTC-checked
+    sim-fp16   the same at --precision fp16
+    sim-bf16   the same at --precision bf16
+
+Usage: run_zoo.py --kiln KILN --zoo DIR --config CFG [--json OUT] [--jobs N] [models...]
+Only the standard library: CI runs it with any python3.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONFIGS = {
+    "ref-fp32": ["--backend", "ref"],
+    "sim-fp32": ["--backend", "sim", "--target", "sm_90", "--nvrtc-check", "sm_90"],
+    "sim-fp16": ["--backend", "sim", "--target", "sm_90", "--precision", "fp16"],
+    "sim-bf16": ["--backend", "sim", "--target", "sm_90", "--precision", "bf16"],
+}
+# Whole-model bounds (atol,rtol), docs/models.md: fp32 the bound of
+# docs/testing.md; fp16/bf16 3x the precision's tolerance, as for the
+# transformers of docs/precision.md, unless tolerances.txt says otherwise.
+DEFAULT_TOLERANCE = {"fp32": "1e-4,1e-3", "fp16": "7.5e-3,3e-3", "bf16": "6e-2,3e-2"}
+TIMEOUT_S = 900
+
+
+def read_table(path, fields):
+    """Lines of `model config ... | text`; '#' starts a comment line."""
+    rows = {}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            head, _, text = line.partition("|")
+            parts = head.split()
+            if len(parts) != fields:
+                sys.exit(f"{path}:{n}: expected {fields} fields before '|': {line}")
+            if not text.strip():
+                sys.exit(f"{path}:{n}: nothing after '|': {line}")
+            rows[tuple(parts)] = text.strip()
+    return rows
+
+
+def tolerance(model, config, tolerances):
+    prec = config.split("-")[1]
+    return tolerances.get((model, prec), DEFAULT_TOLERANCE[prec])
+
+
+def run_one(kiln, folder, config, tol):
+    cmd = [kiln, "conformance", folder, *CONFIGS[config], "--tolerance", tol, "-j", "1",
+           "--timeout", str(TIMEOUT_S), "-v", "--show-errors"]
+    start = time.monotonic()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    secs = time.monotonic() - start
+    out = p.stdout
+    passed = p.returncode == 0 and re.search(r"^1 passed, 0 failed", out, re.M) is not None
+    line = next((ln for ln in out.splitlines() if re.match(r"(pass|fail|crash|unsupported) ", ln)), "")
+    message = line.split(": ", 1)[1] if ": " in line else out.strip()[-500:]
+    errs = [float(x) for x in re.findall(r"max abs err ([0-9.eE+-]+|nan|inf)", message)]
+    ratios = [float(x) for x in re.findall(r", ([0-9.eE+-]+|nan|inf) of tolerance", message)]
+    return {"passed": passed, "seconds": round(secs, 2), "message": message, "max_abs_err": max(errs, default=None),
+            "tol_ratio": max(ratios, default=None), "tolerance": tol, "command": " ".join(cmd)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kiln", required=True)
+    ap.add_argument("--zoo", required=True, help="folder of prepared zoo models")
+    ap.add_argument("--config", required=True, choices=sorted(CONFIGS))
+    ap.add_argument("--json", help="write every model's result here")
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("KILN_ZOO_JOBS", "1")))
+    ap.add_argument("models", nargs="*")
+    a = ap.parse_args()
+    expected = read_table(os.path.join(HERE, "expected_failures.txt"), 2)
+    tolerances = read_table(os.path.join(HERE, "tolerances.txt"), 2)
+    suffix = ".skeleton.onnx"
+    models = a.models or sorted(f[: -len(suffix)] for f in os.listdir(HERE) if f.endswith(suffix))
+    for (m, c) in expected:
+        if c not in CONFIGS or m not in models and not a.models:
+            sys.exit(f"expected_failures.txt: unknown model or configuration: {m} {c}")
+
+    def job(m):
+        folder = os.path.join(a.zoo, m)
+        if not os.path.isfile(os.path.join(folder, "model.onnx")):
+            return m, {"passed": False, "seconds": 0, "message": f"missing {folder} (run tools/prepare_models.sh)"}
+        return m, run_one(a.kiln, folder, a.config, tolerance(m, a.config, tolerances))
+
+    results, problems = {}, []
+    with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
+        for m, r in pool.map(job, models):
+            want = expected.get((m, a.config))
+            if r["passed"]:
+                verdict = "pass" if want is None else "UNEXPECTED PASS (remove it from expected_failures.txt)"
+            elif want is None:
+                verdict = "FAIL"
+            elif want in r["message"]:
+                verdict = "expected failure"
+            else:
+                verdict = f"FAILS DIFFERENTLY (expected_failures.txt says: {want})"
+            r["verdict"] = verdict
+            results[m] = r
+            err = "" if r.get("max_abs_err") is None else f", max abs err {r['max_abs_err']:.3g}"
+            ratio = "" if r.get("tol_ratio") is None else f" ({r['tol_ratio']:.2f} of tolerance {r['tolerance']})"
+            print(f"{m} [{a.config}]: {verdict}, {r['seconds']:.1f} s{err}{ratio}", flush=True)
+            if verdict not in ("pass", "expected failure"):
+                problems.append(m)
+                print(f"  {r['message'][:1500]}", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"config": a.config, "results": results}, f, indent=1, sort_keys=True)
+    n_pass = sum(r["verdict"] == "pass" for r in results.values())
+    n_xfail = sum(r["verdict"] == "expected failure" for r in results.values())
+    print(f"zoo [{a.config}]: {n_pass} passed, {n_xfail} expected failures, {len(problems)} problems "
+          f"of {len(results)} models, {sum(r['seconds'] for r in results.values()):.0f} s")
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
