@@ -9,7 +9,8 @@
 # The folder (default .devbundle/, ignored by git, so it travels with
 # run(carry=[".devbundle"])) holds:
 #   bin/kiln          a wrapper that runs bin/kiln.bin with lib/ first on the
-#                     library path (for kiln's process alone: PyTorch keeps its own)
+#                     library path (for kiln's process alone: PyTorch keeps its
+#                     own); files over 1 MB are gzipped, the wrapper unpacks them
 #   lib/              the ldd closure of kiln and libkiln_runtime, less glibc
 #                     (the machine's own; kiln.bin needs the GLIBC version in
 #                     MANIFEST) and the CUDA driver (the machine's; NVRTC is
@@ -60,8 +61,15 @@ ldd "$kiln" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
 done
 cat > "$out/bin/kiln" <<'WRAP'
 #!/bin/sh
-# kiln from the bundle: its own libraries first, for this process only.
+# kiln from the bundle: its own libraries first, for this process only. The
+# large files travel gzipped (the device's 64 MiB limit) and are unpacked on
+# the first run (each by a rename, so concurrent first runs are safe).
 here=$(dirname "$(readlink -f "$0")")
+for z in "$here/kiln.bin.gz" "$here"/../lib/*.gz; do
+  if [ -f "$z" ] && [ ! -f "${z%.gz}" ]; then
+    gzip -dc "$z" > "${z%.gz}.$$" && chmod +x "${z%.gz}.$$" && mv -f "${z%.gz}.$$" "${z%.gz}" || exit 2
+  fi
+done
 LD_LIBRARY_PATH="$here/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/kiln.bin" "$@"
 WRAP
 chmod +x "$out/bin/kiln"
@@ -99,6 +107,9 @@ rm -rf "$out/bench/gpubench/__pycache__"
 cp tests/runtime/gpu_test.sh tests/runtime/tuning_matmul.onnx "$out/bench/"
 
 glibc=$(objdump -T "$kiln" "$out"/lib/*.so* 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
+# Binaries over 1 MB travel gzipped (bin/kiln unpacks them): 66 MB -> 30 MB.
+strip --strip-unneeded "$out/bin/kiln.bin" "$out/lib/libkiln_runtime.so"* 2>/dev/null || true
+find "$out/bin" "$out/lib" -type f -size +1M ! -name '*.gz' -exec gzip -9 {} +
 {
   echo "kiln device bundle"
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"

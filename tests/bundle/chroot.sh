@@ -57,7 +57,11 @@ in_chroot() {
 }
 
 drop_chroot() {
-  local root=$1 m
+  local root=$1 m p
+  # Whatever still runs inside (a test that was interrupted) goes first.
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && kill -KILL "${p#/proc/}" 2>/dev/null
+  done
   for m in "$root"/dev "$root"/proc $(awk -v r="$root/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r); do
     mountpoint -q "$m" 2>/dev/null && umount -l "$m"
   done

@@ -24,7 +24,10 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/kiln-fresh-test.XXXXXX")
 trap 'drop_chroot "$tmp/root"; rm -rf "$tmp"' EXIT
 new_chroot "$tmp/root"
 mkdir -p "$tmp/root/src"
-(cd "$src" && git ls-files -z -co --exclude-standard | xargs -0 tar -cf - --no-recursion 2>/dev/null) | tar -C "$tmp/root/src" -xf -
+# What a clone holds, plus untracked files not ignored (a worktree's .venv and
+# build/models may be symbolic links, which .gitignore's "/.venv/" misses).
+(cd "$src" && git ls-files -z -co --exclude-standard | grep -zv -e '^\.venv$' -e '^build' |
+   xargs -0 tar -cf - --no-recursion) | tar -C "$tmp/root/src" -xf -
 [ -e "$tmp/root/usr/local/cuda" ] && { echo "FAIL: the chroot has /usr/local/cuda"; exit 1; }
 ccache_env="CCACHE_DISABLE=1"
 KILN_FRESH_CCACHE=${KILN_FRESH_CCACHE-$HOME/.cache/kiln/fresh-ccache}
