@@ -5,8 +5,10 @@
 #
 # GPU code generation needs NVRTC and the CUDA headers its kernels include.
 # With a CUDA 13 toolkit (/usr/local/cuda, or CUDA_PATH) kiln uses it; without
-# one, they come from PyPI: the nvidia-cuda-nvrtc (libnvrtc.so.13) and
-# nvidia-cuda-runtime (cuda.h, cuda_fp16.h, cuda_bf16.h) wheels, installed
+# one, they come from PyPI: the nvidia-cuda-nvrtc (libnvrtc.so.13),
+# nvidia-cuda-runtime (cuda.h, cuda_fp16.h, cuda_bf16.h) and nvidia-cuda-crt
+# (crt/host_defines.h, which the simulator's host build of vector_types.h
+# includes) cu13 wheels, installed
 # into the project's .venv, where CMake finds the headers and kiln finds NVRTC
 # at run time (codegen/nvrtc/nvrtc_library.h). No GPU is needed to compile.
 # KILN_JOBS=N: parallel build jobs (default: all cores).
@@ -21,7 +23,8 @@ if [ -f "$toolkit/include/cuda_fp16.h" ] && ls "$toolkit"/lib64/libnvrtc.so.13* 
 else
   echo "kiln: no CUDA toolkit ($toolkit): NVRTC and the CUDA headers from PyPI into .venv"
   [ -x .venv/bin/python ] || python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check "nvidia-cuda-nvrtc>=13,<14" "nvidia-cuda-runtime>=13,<14"
+  .venv/bin/pip install -q --disable-pip-version-check \
+    "nvidia-cuda-nvrtc>=13,<14" "nvidia-cuda-runtime>=13,<14" "nvidia-cuda-crt>=13,<14"
 fi
 
 # Configure once; again if an earlier configure found no CUDA headers.

@@ -8,6 +8,7 @@
 #   new_chroot DIR     unpack (building the cache first if need be) into DIR,
 #                      with /proc, /dev and the host's resolv.conf (for apt and pip)
 #   in_chroot DIR CMD  run CMD (bash -c) inside, as root, with a clean environment
+#                      (plus the host's proxy settings and CA bundle for pip)
 #   drop_chroot DIR    unmount and delete
 set -euo pipefail
 KILN_CHROOT_CACHE=${KILN_CHROOT_CACHE:-$HOME/.cache/kiln/debootstrap-bookworm-minbase.tar.gz}
@@ -46,14 +47,23 @@ new_chroot() {
   mkdir -p "$root"
   tar -C "$root" -xzf "$KILN_CHROOT_CACHE"
   cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+  # The host's network, so the host's certificate authorities (an HTTPS proxy's
+  # too); pip in the chroot is pointed at them (in_chroot).
+  cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/kiln-host-ca.crt" 2>/dev/null || true
   mount -t proc proc "$root/proc"
   mount --bind /dev "$root/dev"
 }
 
 in_chroot() {
   local root=$1; shift
+  local net=() v
+  [ -f "$root/etc/kiln-host-ca.crt" ] && net+=(PIP_CERT=/etc/kiln-host-ca.crt)
+  for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+    [ -n "${!v:-}" ] && net+=("$v=${!v}")
+  done
+  # shellcheck disable=SC2086
   env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb LANG=C.UTF-8 \
-    ${KILN_CHROOT_ENV:-} chroot "$root" /bin/bash -c "$*"
+    "${net[@]}" ${KILN_CHROOT_ENV:-} chroot "$root" /bin/bash -c "$*"
 }
 
 drop_chroot() {

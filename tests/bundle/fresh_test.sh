@@ -13,7 +13,8 @@
 # as the chroot's ccache. It holds compiler outputs only, keyed by the
 # preprocessed source and the chroot's compiler, so a warm run rebuilds only
 # what changed, and a fresh CI machine (empty cache) measures the cold case.
-# KILN_FRESH_CCACHE=none: no ccache at all (cold every time).
+# KILN_FRESH_CCACHE=none: no ccache at all (cold every time). The apt and pip
+# downloads are kept in ~/.cache/kiln/fresh-apt and fresh-pip.
 # Usage: fresh_test.sh SOURCE_DIR
 set -euo pipefail
 src=$(readlink -f "$1")
@@ -29,6 +30,12 @@ mkdir -p "$tmp/root/src"
 (cd "$src" && git ls-files -z -co --exclude-standard | grep -zv -e '^\.venv$' -e '^build' |
    xargs -0 tar -cf - --no-recursion) | tar -C "$tmp/root/src" -xf -
 [ -e "$tmp/root/usr/local/cuda" ] && { echo "FAIL: the chroot has /usr/local/cuda"; exit 1; }
+# Downloads (Debian packages, wheels) are cached beside it, so a warm run does
+# not fetch them again; what is installed is the same.
+for c in apt:/var/cache/apt/archives pip:/root/.cache/pip; do
+  mkdir -p "$HOME/.cache/kiln/fresh-${c%%:*}" "$tmp/root${c#*:}"
+  mount --bind "$HOME/.cache/kiln/fresh-${c%%:*}" "$tmp/root${c#*:}"
+done
 ccache_env="CCACHE_DISABLE=1"
 KILN_FRESH_CCACHE=${KILN_FRESH_CCACHE-$HOME/.cache/kiln/fresh-ccache}
 if [ -n "$KILN_FRESH_CCACHE" ] && [ "$KILN_FRESH_CCACHE" != none ]; then
