@@ -272,7 +272,7 @@ run_models() {
   fi
   : > "$out/models.tsv"
   for m in ${model_names:-$(ls "$dir")}; do
-    [ -f "$dir/$m/model.onnx" ] || { echo "no model $dir/$m"; return 1; }
+    [ -f "$dir/$m/model.onnx" ] || { echo "no model $dir/$m" >&2; return 1; }
     for p in fp32 fp16; do echo "$m:$p"; done
   done > "$work/models.list"
   echo "$(wc -l < "$work/models.list") plans from $dir"
@@ -307,12 +307,14 @@ step models run_models
 step bench run_bench
 
 fail=0
+for s in "${steps[@]}"; do
+  [[ $s == *"|fail|"* ]] && fail=1
+done
 {
   echo "$banner"
   for s in "${steps[@]}"; do
     IFS='|' read -r n st sec det <<< "$s"
     printf '%-12s %-8s %7ss  %s\n' "$n" "$st" "$sec" "$det"
-    [ "$st" = fail ] && fail=1
   done
   echo "total: $(( $(date +%s) - t_start )) s; $( ((fail)) && echo FAILED || echo passed)"
 } | tee "$out/summary.txt" > "$work/summary"
