@@ -23,10 +23,8 @@ if [ -f "$toolkit/include/cuda_fp16.h" ] && ls "$toolkit"/lib64/libnvrtc.so.13* 
 else
   echo "kiln: no CUDA toolkit ($toolkit): NVRTC and the CUDA headers from PyPI into .venv"
   [ -x .venv/bin/python ] || python3 -m venv .venv
-  # CUDA 13.0, as the toolkit kiln is tested with: a newer NVRTC writes PTX
-  # that an R580 driver (CUDA 13.0) refuses.
   .venv/bin/pip install -q --disable-pip-version-check \
-    "nvidia-cuda-nvrtc==13.0.*" "nvidia-cuda-runtime==13.0.*" "nvidia-cuda-crt==13.0.*"
+    "nvidia-cuda-nvrtc>=13,<14" "nvidia-cuda-runtime>=13,<14" "nvidia-cuda-crt>=13,<14"
 fi
 
 # Configure once; again if an earlier configure found no CUDA headers.
