@@ -1,30 +1,121 @@
 #!/usr/bin/env bash
-# Packs this machine's kiln build for the device machine (docs/benchmarks.md):
-# .devbundle/kiln is a wrapper that runs build/bin/kiln's copy with the
-# shared libraries the device image lacks (protobuf, ONNX, OpenBLAS, fmt,
-# xxHash, Boost.Context, kiln's runtime), set for kiln's process alone so
-# PyTorch in the same shell keeps its own. glibc, libstdc++, libgcc and
-# NVRTC are the device's own (its image has CUDA 13's toolkit); the kiln
-# binary needs glibc >= the version printed below.
-#   bench/device_bundle.sh [BUILD_DIR]      then: run(carry=[".devbundle"], ...)
+# Packs everything bench/gpu_run_all.sh needs into one folder that runs on a
+# machine with none of kiln's build dependencies (the GPU machine: a CUDA 13
+# driver, PyTorch, no package registry; or a bare Debian chroot, ctest label
+# `bundle`). docs/benchmarks.md, "The first GPU run", says how to use it.
+#
+#   bench/device_bundle.sh [--build DIR] [--out DIR] [--with-nvrtc] [--models NAMES]
+#
+# The folder (default .devbundle/, ignored by git, so it travels with
+# run(carry=[".devbundle"])) holds:
+#   bin/kiln          a wrapper that runs bin/kiln.bin with lib/ first on the
+#                     library path (for kiln's process alone: PyTorch keeps its
+#                     own); files over 1 MB are gzipped, the wrapper unpacks them
+#   lib/              the ldd closure of kiln and libkiln_runtime, less glibc
+#                     (the machine's own; kiln.bin needs the GLIBC version in
+#                     MANIFEST) and the CUDA driver (the machine's; NVRTC is
+#                     dlopen'ed, never linked)
+#   fake_cuda/        the strict fake driver, for gpu_run_all.sh --dry-run
+#   data/onnx-testdata.tar.gz   Debian's ONNX conformance suites
+#   models/           the real models' skeletons and prepare_models.py (the
+#                     GPU machine rebuilds them with its numpy/onnx/onnxruntime);
+#                     --models copies prepared folders from DIR/models too
+#   nvrtc/            --with-nvrtc: NVRTC and the CUDA headers kernels include,
+#                     for a machine without them (the chroot; the GPU machine
+#                     has its own)
+#   gpu_run_all.sh, gpu.sh + gpubench/, gpu_test.sh, tuning_matmul.onnx, MANIFEST
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build}
-[ -x "$build/bin/kiln" ] || { echo "no $build/bin/kiln: build first (tools/build.sh)" >&2; exit 1; }
-rm -rf .devbundle
-mkdir -p .devbundle/lib
-cp "$build/bin/kiln" .devbundle/kiln.bin
-ldd "$build/bin/kiln" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
-  case $(basename "$lib") in
-    libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libstdc++.so*|libgcc_s.so*|libnvrtc*|libcuda.so*|libz.so*) ;;
-    *) cp -L "$lib" .devbundle/lib/ ;;
+build=build out=.devbundle nvrtc=0 models=""
+while (($#)); do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --with-nvrtc) nvrtc=1; shift ;;
+    --models) models=${2//,/ }; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    *) echo "device_bundle.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
-cat > .devbundle/kiln <<'WRAP'
+kiln=$build/bin/kiln
+fake=$build/lib/fake_cuda/libcuda.so.1
+[ -x "$kiln" ] || { echo "device_bundle.sh: no $kiln: build first (tools/build.sh)" >&2; exit 1; }
+[ -f "$fake" ] || { echo "device_bundle.sh: no $fake: build the fake driver (cmake --build $build --target kiln_fake_cuda)" >&2; exit 1; }
+testdata=/usr/share/libonnx-testdata/data
+[ -d "$testdata" ] || { echo "device_bundle.sh: no $testdata (Debian package libonnx-testdata)" >&2; exit 1; }
+
+rm -rf "$out"
+mkdir -p "$out"/{bin,lib,fake_cuda,data,models,bench}
+cp "$kiln" "$out/bin/kiln.bin"
+cp "$fake" "$out/fake_cuda/"
+
+# The closure of kiln's NEEDED libraries (ldd resolves it transitively).
+# glibc's libraries must come from the machine (they go with its ld.so); the
+# driver and NVRTC are the machine's too.
+ldd "$kiln" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
+  case $(basename "$lib") in
+    ld-linux*|libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libresolv.so*|libutil.so*) ;;
+    libcuda.so*|libnvrtc*) ;;
+    *) cp -L "$lib" "$out/lib/" ;;
+  esac
+done
+cat > "$out/bin/kiln" <<'WRAP'
 #!/bin/sh
+# kiln from the bundle: its own libraries first, for this process only. The
+# large files travel gzipped (the device's 64 MiB limit) and are unpacked on
+# the first run (each by a rename, so concurrent first runs are safe).
 here=$(dirname "$(readlink -f "$0")")
-LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}" exec "$here/kiln.bin" "$@"
+for z in "$here/kiln.bin.gz" "$here"/../lib/*.gz; do
+  if [ -f "$z" ] && [ ! -f "${z%.gz}" ]; then
+    gzip -dc "$z" > "${z%.gz}.$$" && chmod +x "${z%.gz}.$$" && mv -f "${z%.gz}.$$" "${z%.gz}" || exit 2
+  fi
+done
+LD_LIBRARY_PATH="$here/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/kiln.bin" "$@"
 WRAP
-chmod +x .devbundle/kiln
-glibc=$(objdump -T .devbundle/kiln.bin | grep -o 'GLIBC_[0-9.]*' | sort -V | tail -1)
-echo ".devbundle: $(du -sh .devbundle | cut -f1) (kiln needs $glibc)"
+chmod +x "$out/bin/kiln"
+
+tar -C "$testdata/.." -czf "$out/data/onnx-testdata.tar.gz" data
+cp tests/models/*.skeleton.onnx tests/models/prepare_models.py "$out/models/"
+for m in $models; do
+  [ -f "$build/models/$m/model.onnx" ] || { echo "device_bundle.sh: no prepared $build/models/$m (tools/prepare_models.sh)" >&2; exit 1; }
+  mkdir -p "$out/models/prepared"
+  cp -rL "$build/models/$m" "$out/models/prepared/"
+done
+
+if ((nvrtc)); then
+  # From the toolkit kiln was built against, else the nvidia-cuda-nvrtc and
+  # nvidia-cuda-runtime wheels in .venv (tools/quickstart.sh).
+  libdir="" incdir=""
+  for d in /usr/local/cuda/lib64 .venv/lib/python3*/site-packages/nvidia/cu13/lib; do
+    [ -f "$d/libnvrtc.so.13" ] && { libdir=$d; break; }
+  done
+  for d in /usr/local/cuda/include .venv/lib/python3*/site-packages/nvidia/cu13/include; do
+    [ -f "$d/cuda_fp16.h" ] && { incdir=$d; break; }
+  done
+  [ -n "$libdir" ] && [ -n "$incdir" ] || { echo "device_bundle.sh: --with-nvrtc: no libnvrtc.so.13 / cuda_fp16.h found" >&2; exit 1; }
+  mkdir -p "$out/nvrtc/lib" "$out/nvrtc/include"
+  cp -L "$libdir"/libnvrtc.so.13 "$libdir"/libnvrtc-builtins.so.13.* "$out/nvrtc/lib/"
+  # Kernels include cuda_fp16.h and cuda_bf16.h, which include more of the
+  # folder; all of it but CCCL (17 MB of C++ library kernels do not use).
+  for f in "$incdir"/*; do [ "$(basename "$f")" = cccl ] || cp -rL "$f" "$out/nvrtc/include/"; done
+  [ -f "$out/nvrtc/include/cuda_fp16.h" ] || { echo "device_bundle.sh: could not copy the CUDA headers from $incdir" >&2; exit 1; }
+fi
+
+cp bench/gpu_run_all.sh bench/gpu_run_all_compare.py bench/gpu.sh "$out/"
+cp -r bench/gpubench "$out/bench/"
+rm -rf "$out/bench/gpubench/__pycache__"
+cp tests/runtime/gpu_test.sh tests/runtime/tuning_matmul.onnx "$out/bench/"
+
+glibc=$(objdump -T "$kiln" "$out"/lib/*.so* 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
+# Binaries over 1 MB travel gzipped (bin/kiln unpacks them): 66 MB -> 30 MB.
+strip --strip-unneeded "$out/bin/kiln.bin" "$out/lib/libkiln_runtime.so"* 2>/dev/null || true
+find "$out/bin" "$out/lib" -type f -size +1M ! -name '*.gz' -exec gzip -9 {} +
+{
+  echo "kiln device bundle"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+  echo "built: $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -m)"
+  echo "needs: $glibc or newer (glibc from the machine), a CUDA driver (libcuda.so.1) for GPU runs"
+  echo "nvrtc: $( ((nvrtc)) && echo "bundled (nvrtc/)" || echo "the machine's (KILN_NVRTC_LIBRARY, CUDA_PATH, a nvidia-cuda-nvrtc wheel)")"
+  (cd "$out" && find . -type f | sort | xargs du -k | awk '{print $1 " KiB  " $2}')
+} > "$out/MANIFEST"
+echo "$out: $(du -sh "$out" | cut -f1) (kiln needs $glibc; $(ls "$out/lib" | wc -l) libraries)"

@@ -1,17 +1,35 @@
 #!/usr/bin/env bash
 # Installs what kiln needs to build and test, from Debian's packages, only
 # when something is missing (so a second run costs a second). Needs root or sudo.
+#   tools/install_deps.sh              everything tools/test.sh needs
+#   tools/install_deps.sh --build-only what building the kiln CLI needs
+#                                      (tools/quickstart.sh)
 set -euo pipefail
 
-PACKAGES=(
+# Building kiln (CMake's configure needs GTest and Boost.Context too); the CUDA
+# headers and NVRTC come from the toolkit or from PyPI wheels (quickstart).
+BUILD_PACKAGES=(
   build-essential cmake ccache pkg-config
-  libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
-  libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libprotobuf-dev protobuf-compiler libonnx-dev
+  libopenblas-dev libgtest-dev libgmock-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libboost-context-dev
-  llvm-14-tools graphviz python3 python3-venv
-  strace clang libclang-rt-14-dev
-  python3-dev python3-pybind11
+  python3 python3-venv
 )
+# The test suite besides: conformance data, benchmarks, lit/FileCheck, dot,
+# the sanitizer build, Python bindings, and debootstrap for the bare-chroot
+# tests (labels bundle and fresh).
+TEST_PACKAGES=(
+  libonnx-testdata libbenchmark-dev
+  llvm-14-tools graphviz
+  strace clang libclang-rt-14-dev
+  python3-dev python3-pybind11 debootstrap
+)
+PACKAGES=("${BUILD_PACKAGES[@]}")
+case ${1:-} in
+  --build-only) ;;
+  "") PACKAGES+=("${TEST_PACKAGES[@]}") ;;
+  *) echo "install_deps.sh: unknown argument '$1' (--build-only, or nothing)" >&2; exit 1 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

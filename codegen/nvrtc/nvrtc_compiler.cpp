@@ -1,6 +1,7 @@
 #include "codegen/nvrtc/nvrtc_compiler.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <regex>
@@ -67,8 +68,11 @@ KernelCompiler::KernelCompiler(std::string arch, KernelCache* cache,
   static const char* const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
   if (std::find(std::begin(archs), std::end(archs), arch_) == std::end(archs))
     fail("codegen: unsupported GPU arch '{}' (expected sm_80, sm_86, sm_89 or sm_90)", arch_);
+  // KILN_CUDA_INCLUDE_DIR in the environment replaces the build's header
+  // folder: a relocated kiln (bench/device_bundle.sh) brings its own headers.
+  const char* headers = std::getenv("KILN_CUDA_INCLUDE_DIR");
   options_ = {"--std=c++17", "-arch=" + arch_, "-default-device",
-              std::string("-I") + KILN_CUDA_INCLUDE_DIR, "-Xptxas", "-v"};
+              std::string("-I") + (headers && *headers ? headers : KILN_CUDA_INCLUDE_DIR), "-Xptxas", "-v"};
   options_.insert(options_.end(), extra_options.begin(), extra_options.end());
 }
 

@@ -9,7 +9,7 @@
 # Usage: gpu_test.sh KILN_BINARY
 set -euo pipefail
 kiln=$1
-data=/usr/share/libonnx-testdata/data/node
+data=${KILN_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}/node  # bench/gpu_run_all.sh passes a bundle's copy
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 archs=sm_80
