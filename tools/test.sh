@@ -3,9 +3,15 @@
 # (GoogleTest), IR tests (lit + FileCheck), IR round trips over every
 # conformance model, the robustness corpus, the ONNX conformance gates on the
 # reference backend, and the real models (ResNet-50, MobileNetV2, ViT-B/16,
-# BERT-base, GPT-2) checked against ONNX Runtime.
+# BERT-base, GPT-2) and the model zoo checked against ONNX Runtime.
 #
 #   tools/test.sh [CTEST ARGS...]
+#       everything but the tests labelled `full` (what CI runs: .ci/run)
+#   tools/test.sh --full [CTEST ARGS...]
+#       also the `full` tier (docs/testing.md): the zoo at fp16/bf16 on the
+#       simulator, the launch-limit check over every sm_90 plan, the device
+#       bundle's dry run and the quickstart in a bare Debian chroot, and
+#       `pip install .`; tens of minutes more with a cold kernel cache.
 #   tools/test.sh --sanitize [CTEST ARGS...]
 #       clang with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/):
 #       unit tests, IR tests, the robustness corpus, a 60 s run of each fuzz
@@ -42,7 +48,12 @@ if [ "${1:-}" = "--sanitize" ]; then
   ctest --output-on-failure -j "${KILN_JOBS:-$(nproc)}" -LE models "$@"
   exit
 fi
+tiers=(-LE full)
+if [ "${1:-}" = "--full" ]; then
+  shift
+  tiers=()
+fi
 tools/build.sh
 tools/prepare_models.sh "${KILN_BUILD_DIR:-build}/models"
 cd "${KILN_BUILD_DIR:-build}"
-ctest --output-on-failure -j "${KILN_JOBS:-$(nproc)}" "$@"
+ctest --output-on-failure -j "${KILN_JOBS:-$(nproc)}" "${tiers[@]}" "$@"
