@@ -189,10 +189,15 @@ class LayoutPass : public Pass {
     Node* p = v->producer();
     if (p && p->op() == "transpose") {
       Perm total = layout::compose(p->attrs().get_ints("perm"), perm);
-      stats_->count("transpose-pairs-cancelled");
-      if (layout::is_identity(total)) return p->input(0);
-      return transpose(p->input(0), total, to_nhwc && total == channels_last_perm(v->type().rank()), before,
-                       node_name);
+      // A channels-last request must come back tagged {nhwc}: compose only
+      // when the composed transpose is itself the channels-last one. (An
+      // identity would hand back the untagged value under the transpose,
+      // e.g. wav2vec2's conv -> transpose -> layer_norm -> transpose -> gelu.)
+      if (!to_nhwc || total == channels_last_perm(v->type().rank())) {
+        stats_->count("transpose-pairs-cancelled");
+        if (layout::is_identity(total)) return p->input(0);
+        return transpose(p->input(0), total, to_nhwc, before, node_name);
+      }
     }
     AttrMap a;
     a.set("perm", perm);
