@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -78,6 +79,13 @@ void cover(const std::string& item, const codegen::KernelBuildOptions& ko, bool 
     ++c.failed;
     fmt::print("PIPELINE FAILED: {}: {}\n", model, e.what());
     return;
+  } catch (const std::exception& e) {
+    // A broken check inside kiln (an internal error): counted, not fatal, so
+    // the run still reports every other graph.
+    ++c.graphs;
+    ++c.failed;
+    fmt::print("INTERNAL ERROR: {}: {}\n", model, e.what());
+    return;
   }
   try {
     codegen::GraphKernels gk = codegen::build_graph_kernels(*g, ko, nvrtc);
@@ -92,6 +100,10 @@ void cover(const std::string& item, const codegen::KernelBuildOptions& ko, bool 
     ++c.graphs;
     ++c.failed;
     fmt::print("CODEGEN REFUSED: {}\n", e.what());
+  } catch (const std::exception& e) {
+    ++c.graphs;
+    ++c.failed;
+    fmt::print("INTERNAL ERROR in codegen: {}: {}\n", model, e.what());
   }
 }
 
