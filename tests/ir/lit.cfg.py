@@ -29,3 +29,9 @@ for tool in (kiln, filecheck, not_tool):
 config.substitutions.append((r"\bFileCheck\b", filecheck))
 config.substitutions.append((r"\bnot\b", not_tool))
 config.substitutions.append((r"\bkiln\b", kiln))
+
+# "codegen": this kiln was built with CUDA codegen, so `kiln opt` hands the
+# fuser codegen's answer (docs/fusion.md); the sanitizer build has none and
+# skips the tests that say `REQUIRES: codegen`.
+if params.get("codegen", "0") == "1":
+    config.available_features.add("codegen")
