@@ -14,14 +14,6 @@ namespace kiln::adapters {
 
 namespace {
 
-void only_attrs(ImportContext& c, std::initializer_list<const char*> known) {
-  for (auto& [name, a] : c.attrs()) {
-    bool ok = false;
-    for (const char* k : known) ok |= name == k;
-    if (!ok) c.unsupported("attribute '{}' is not supported", name);
-  }
-}
-
 std::vector<int64_t> int_values(ImportContext& c, int i, const char* what) {
   const Tensor& t = c.require_value(i, what);
   if (!is_int(t.dtype()) || t.type().rank() != 1) c.fail("{} must be a 1-D integer tensor, got {}", what, t.type().str());
@@ -31,7 +23,7 @@ std::vector<int64_t> int_values(ImportContext& c, int i, const char* what) {
 }
 
 void center_crop_pad(ImportContext& c) {
-  only_attrs(c, {"axes"});
+  c.only_attrs({"axes"});
   Value* x = c.input(0);
   const Shape& s = x->shape();
   int r = x->type().rank();
@@ -81,7 +73,7 @@ void center_crop_pad(ImportContext& c) {
 }
 
 void affine_grid(ImportContext& c) {
-  only_attrs(c, {"align_corners"});
+  c.only_attrs({"align_corners"});
   Value* theta = c.input(0);
   if (!is_float(theta->dtype())) c.fail("theta is {}, not a floating type", theta->type().str());
   std::vector<int64_t> size = int_values(c, 1, "AffineGrid size");

@@ -19,15 +19,6 @@ namespace kiln::adapters {
 
 namespace {
 
-// Rejects ONNX attributes this adapter does not translate, naming them.
-void only_attrs(ImportContext& c, std::initializer_list<const char*> known) {
-  for (auto& [name, a] : c.attrs()) {
-    bool ok = false;
-    for (const char* k : known) ok |= name == k;
-    if (!ok) c.unsupported("attribute '{}' is not supported", name);
-  }
-}
-
 // Axis attribute `name` normalised against `rank` (axes may be negative in ONNX).
 int64_t axis_attr(ImportContext& c, const char* name, int64_t dflt, int rank) {
   int64_t a = c.attrs().get_int(name, dflt);
@@ -51,14 +42,14 @@ int64_t scalar_int(ImportContext& c, int i, const std::string& what) {
 }
 
 void gather_like(ImportContext& c, const char* op) {
-  only_attrs(c, {"axis"});
+  c.only_attrs({"axis"});
   AttrMap a;
   a.set("axis", axis_attr(c, "axis", 0, rank_of(c, 0)));
   c.set_outputs({c.emit1(op, {c.input(0), c.input(1)}, a)});
 }
 
 void gather_nd(ImportContext& c) {
-  only_attrs(c, {"batch_dims"});
+  c.only_attrs({"batch_dims"});
   AttrMap a;
   a.set("batch_dims", c.attrs().get_int("batch_dims", 0));
   c.set_outputs({c.emit1("gather_nd", {c.input(0), c.input(1)}, a)});
@@ -67,8 +58,8 @@ void gather_nd(ImportContext& c) {
 void scatter_elements(ImportContext& c) {
   // Scatter (opset 9-10) is ScatterElements without reduction.
   bool old = c.op_type() == "Scatter";
-  if (old) only_attrs(c, {"axis"});
-  else only_attrs(c, {"axis", "reduction"});
+  if (old) c.only_attrs({"axis"});
+  else c.only_attrs({"axis", "reduction"});
   AttrMap a;
   a.set("axis", axis_attr(c, "axis", 0, rank_of(c, 0)));
   a.set("reduction", c.attrs().get_string("reduction", "none"));
@@ -76,14 +67,14 @@ void scatter_elements(ImportContext& c) {
 }
 
 void scatter_nd(ImportContext& c) {
-  only_attrs(c, {"reduction"});
+  c.only_attrs({"reduction"});
   AttrMap a;
   a.set("reduction", c.attrs().get_string("reduction", "none"));
   c.set_outputs({c.emit1("scatter_nd", {c.input(0), c.input(1), c.input(2)}, a)});
 }
 
 void one_hot(ImportContext& c) {
-  only_attrs(c, {"axis"});
+  c.only_attrs({"axis"});
   AttrMap a;
   a.set("axis", c.attrs().get_int("axis", -1));
   a.set("depth", scalar_int(c, 1, "OneHot depth"));
@@ -91,19 +82,19 @@ void one_hot(ImportContext& c) {
 }
 
 void nonzero(ImportContext& c) {
-  only_attrs(c, {});
+  c.only_attrs({});
   c.set_outputs({c.emit1("nonzero", {c.input(0)})});
 }
 
 void compress(ImportContext& c) {
-  only_attrs(c, {"axis"});
+  c.only_attrs({"axis"});
   AttrMap a;
   if (c.attrs().has("axis")) a.set("axis", axis_attr(c, "axis", 0, rank_of(c, 0)));
   c.set_outputs({c.emit1("compress", {c.input(0), c.input(1)}, a)});
 }
 
 void unique(ImportContext& c) {
-  only_attrs(c, {"sorted", "axis"});
+  c.only_attrs({"sorted", "axis"});
   AttrMap a;
   a.set("sorted", c.attrs().get_int("sorted", 1));
   if (c.attrs().has("axis")) a.set("axis", axis_attr(c, "axis", 0, rank_of(c, 0)));
@@ -113,7 +104,7 @@ void unique(ImportContext& c) {
 }
 
 void trilu(ImportContext& c) {
-  only_attrs(c, {"upper"});
+  c.only_attrs({"upper"});
   AttrMap a;
   a.set("upper", c.attrs().get_int("upper", 1));
   a.set("k", c.has_input(1) ? scalar_int(c, 1, "Trilu k") : int64_t(0));
@@ -121,7 +112,7 @@ void trilu(ImportContext& c) {
 }
 
 void eye_like(ImportContext& c) {
-  only_attrs(c, {"dtype", "k"});
+  c.only_attrs({"dtype", "k"});
   AttrMap a;
   if (c.attrs().has("dtype"))
     a.set("dtype", std::string(dtype_name(dtype_from_onnx(static_cast<int>(c.attrs().get_int("dtype", 0)),
@@ -131,7 +122,7 @@ void eye_like(ImportContext& c) {
 }
 
 void reverse_sequence(ImportContext& c) {
-  only_attrs(c, {"batch_axis", "time_axis"});
+  c.only_attrs({"batch_axis", "time_axis"});
   AttrMap a;
   a.set("batch_axis", c.attrs().get_int("batch_axis", 1));
   a.set("time_axis", c.attrs().get_int("time_axis", 0));

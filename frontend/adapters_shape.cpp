@@ -25,15 +25,6 @@ namespace kiln::adapters {
 
 namespace {
 
-// Rejects ONNX attributes this adapter does not translate, naming them.
-void only_attrs(ImportContext& c, std::initializer_list<const char*> known) {
-  for (auto& [name, a] : c.attrs()) {
-    bool ok = false;
-    for (const char* k : known) ok |= name == k;
-    if (!ok) c.unsupported("attribute '{}' is not supported", name);
-  }
-}
-
 // A compile-time integer list operand (shape, axes, starts, pads...), 1-D
 // (or a scalar where `allow_scalar`).
 std::vector<int64_t> int_list(ImportContext& c, int i, const std::string& what, bool allow_scalar = false) {
@@ -110,11 +101,11 @@ Shape resolve_reshape(ImportContext& c, const Shape& in, const std::vector<int64
 void reshape_adapter(ImportContext& c) {
   std::vector<int64_t> spec;
   if (c.opset() < 5) {
-    only_attrs(c, {"shape", "consumed_inputs"});
+    c.only_attrs({"shape", "consumed_inputs"});
     if (!c.attrs().has("shape")) c.fail("attribute 'shape' is missing");
     spec = c.attrs().get_ints("shape");
   } else {
-    only_attrs(c, {"allowzero"});
+    c.only_attrs({"allowzero"});
     spec = int_list(c, 1, "Reshape shape");
   }
   int64_t allowzero = c.attrs().get_int("allowzero", 0);
@@ -124,7 +115,7 @@ void reshape_adapter(ImportContext& c) {
 }
 
 void flatten_adapter(ImportContext& c) {
-  only_attrs(c, {"axis"});
+  c.only_attrs({"axis"});
   Value* x = c.input(0);
   int r = x->type().rank();
   int64_t axis = c.attrs().get_int("axis", 1);
@@ -143,11 +134,11 @@ void flatten_adapter(ImportContext& c) {
 std::vector<int64_t> axes_operand(ImportContext& c, int first_input_opset, const char* op, bool* given) {
   *given = false;
   if (c.opset() < first_input_opset) {
-    only_attrs(c, {"axes"});
+    c.only_attrs({"axes"});
     *given = c.attrs().has("axes");
     return c.attrs().get_ints("axes");
   }
-  only_attrs(c, {});
+  c.only_attrs({});
   if (!c.has_input(1)) return {};
   *given = true;
   return int_list(c, 1, std::string(op) + " axes", true);
@@ -192,7 +183,7 @@ void unsqueeze_adapter(ImportContext& c) {
 // Transpose, Concat, Split
 
 void transpose_adapter(ImportContext& c) {
-  only_attrs(c, {"perm"});
+  c.only_attrs({"perm"});
   int r = c.input(0)->type().rank();
   std::vector<int64_t> perm;
   if (c.attrs().has("perm")) {
@@ -206,7 +197,7 @@ void transpose_adapter(ImportContext& c) {
 }
 
 void concat_adapter(ImportContext& c) {
-  only_attrs(c, {"axis"});
+  c.only_attrs({"axis"});
   if (c.opset() >= 4 && !c.attrs().has("axis")) c.fail("attribute 'axis' is missing");
   int64_t axis = c.attrs().get_int("axis", 1);  // Concat-1 defaults to 1
   std::vector<Value*> ins;
@@ -229,7 +220,7 @@ void split_adapter(ImportContext& c) {
   bool have_split = false;
   int64_t num_outputs = 0;
   if (c.opset() >= 13) {
-    only_attrs(c, c.opset() >= 18 ? std::initializer_list<const char*>{"axis", "num_outputs"}
+    c.only_attrs(c.opset() >= 18 ? std::initializer_list<const char*>{"axis", "num_outputs"}
                                    : std::initializer_list<const char*>{"axis"});
     if (c.has_input(1)) {
       split = int_list(c, 1, "Split sizes");
@@ -238,7 +229,7 @@ void split_adapter(ImportContext& c) {
     num_outputs = c.attrs().get_int("num_outputs", 0);
     if (have_split && c.attrs().has("num_outputs")) c.fail("both a split operand and num_outputs are given");
   } else {
-    only_attrs(c, {"axis", "split"});
+    c.only_attrs({"axis", "split"});
     if (c.attrs().has("split")) {
       split = c.attrs().get_ints("split");
       have_split = true;
@@ -284,13 +275,13 @@ void slice_adapter(ImportContext& c) {
   Value* x = c.input(0);
   std::vector<int64_t> starts, ends, axes, steps;
   if (c.opset() < 10) {
-    only_attrs(c, {"starts", "ends", "axes"});
+    c.only_attrs({"starts", "ends", "axes"});
     if (!c.attrs().has("starts") || !c.attrs().has("ends")) c.fail("attributes 'starts' and 'ends' are required");
     starts = c.attrs().get_ints("starts");
     ends = c.attrs().get_ints("ends");
     axes = c.attrs().get_ints("axes");
   } else {
-    only_attrs(c, {});
+    c.only_attrs({});
     starts = int_list(c, 1, "Slice starts");
     ends = int_list(c, 2, "Slice ends");
     if (c.has_input(3)) axes = int_list(c, 3, "Slice axes");
@@ -354,12 +345,12 @@ void pad_adapter(ImportContext& c) {
   std::optional<float> value;  // kept as an attribute when known and exact in f32
   if (c.opset() < 11) {
     const char* pads_name = c.opset() < 2 ? "paddings" : "pads";
-    only_attrs(c, {"mode", pads_name, "value"});
+    c.only_attrs({"mode", pads_name, "value"});
     if (!c.attrs().has(pads_name)) c.fail("attribute '{}' is missing", pads_name);
     pads = c.attrs().get_ints(pads_name);
     value = c.attrs().get_float("value", 0.0f);
   } else {
-    only_attrs(c, {"mode"});
+    c.only_attrs({"mode"});
     pads = int_list(c, 1, "Pad pads");
     if (c.has_input(2)) {
       Value* v = c.input(2);
@@ -406,7 +397,7 @@ void pad_adapter(ImportContext& c) {
 // Expand, Tile
 
 void expand_adapter(ImportContext& c) {
-  only_attrs(c, {});
+  c.only_attrs({});
   Value* x = c.input(0);
   std::vector<int64_t> spec = int_list(c, 1, "Expand shape");
   for (int64_t v : spec)
@@ -423,7 +414,7 @@ void expand_adapter(ImportContext& c) {
 }
 
 void tile_adapter(ImportContext& c) {
-  only_attrs(c, {});
+  c.only_attrs({});
   Value* x = c.input(0);
   int r = x->type().rank();
   std::vector<int64_t> repeats;
@@ -447,7 +438,7 @@ void tile_adapter(ImportContext& c) {
 // Shape, Size, ConstantOfShape, Constant: constants at import.
 
 void shape_adapter(ImportContext& c) {
-  only_attrs(c, {"start", "end"});
+  c.only_attrs({"start", "end"});
   const Shape& s = c.input(0)->shape();
   int64_t r = static_cast<int64_t>(s.size());
   int64_t start = c.attrs().get_int("start", 0), end = c.attrs().get_int("end", r);
@@ -462,14 +453,14 @@ void shape_adapter(ImportContext& c) {
 }
 
 void size_adapter(ImportContext& c) {
-  only_attrs(c, {});
+  c.only_attrs({});
   Tensor t(DType::I64, {});
   t.set_int(0, c.input(0)->type().numel());
   c.set_outputs({c.constant(t)});
 }
 
 void constant_of_shape_adapter(ImportContext& c) {
-  only_attrs(c, {"value"});
+  c.only_attrs({"value"});
   std::vector<int64_t> dims = int_list(c, 0, "ConstantOfShape shape");
   for (int64_t d : dims)
     if (d < 0) c.fail("shape [{}] has a negative dim", fmt::join(dims, ","));
@@ -493,7 +484,7 @@ void constant_of_shape_adapter(ImportContext& c) {
 }
 
 void constant_adapter(ImportContext& c) {
-  only_attrs(c, {"value", "value_float", "value_floats", "value_int", "value_ints", "value_string",
+  c.only_attrs({"value", "value_float", "value_floats", "value_int", "value_ints", "value_string",
                  "value_strings", "sparse_value"});
   if (c.attrs().has("value_string") || c.attrs().has("value_strings"))
     c.unsupported("string constants are not supported (kiln has no string dtype)");
@@ -530,7 +521,7 @@ void range_adapter(ImportContext& c) {
   // `stash_type` (opset 27+): the type f16/bf16 ranges are computed in
   // before rounding, float by default. kiln computes start + i * delta in
   // double and rounds once; float or double stashes agree with that.
-  only_attrs(c, c.opset() >= 27 ? std::initializer_list<const char*>{"stash_type"}
+  c.only_attrs(c.opset() >= 27 ? std::initializer_list<const char*>{"stash_type"}
                                 : std::initializer_list<const char*>{});
   int64_t stash = c.attrs().get_int("stash_type", onnx::TensorProto::FLOAT);
   if (stash != onnx::TensorProto::FLOAT && stash != onnx::TensorProto::DOUBLE)
@@ -539,7 +530,7 @@ void range_adapter(ImportContext& c) {
 }
 
 void depth_to_space_adapter(ImportContext& c) {
-  only_attrs(c, c.opset() >= 11 ? std::initializer_list<const char*>{"blocksize", "mode"}
+  c.only_attrs(c.opset() >= 11 ? std::initializer_list<const char*>{"blocksize", "mode"}
                                 : std::initializer_list<const char*>{"blocksize"});
   if (!c.attrs().has("blocksize")) c.fail("attribute 'blocksize' is missing");
   AttrMap m;
@@ -553,7 +544,7 @@ void depth_to_space_adapter(ImportContext& c) {
 // of DepthToSpace CRD): a reshape to [N, C, H/b, b, W/b, b], a transpose
 // to [N, C, b, b, H/b, W/b] and a reshape to [N, C*b*b, H/b, W/b].
 void space_to_depth_adapter(ImportContext& c) {
-  only_attrs(c, c.opset() >= 28 ? std::initializer_list<const char*>{"blocksize", "mode"}
+  c.only_attrs(c.opset() >= 28 ? std::initializer_list<const char*>{"blocksize", "mode"}
                                 : std::initializer_list<const char*>{"blocksize"});
   if (!c.attrs().has("blocksize")) c.fail("attribute 'blocksize' is missing");
   int64_t b = c.attrs().get_int("blocksize", 0);

@@ -18,14 +18,6 @@ namespace kiln::adapters {
 
 namespace {
 
-void only_attrs(ImportContext& c, std::initializer_list<const char*> known) {
-  for (auto& [name, a] : c.attrs()) {
-    bool ok = false;
-    for (const char* k : known) ok |= name == k;
-    if (!ok) c.unsupported("attribute '{}' is not supported", name);
-  }
-}
-
 // Small builders over ImportContext::emit, one kiln op each.
 struct Build {
   ImportContext& c;
@@ -82,7 +74,7 @@ DType stash_type(ImportContext& c) {
 // * scale, computed in the stash type (float by default) and rounded to X's
 // type before the scale multiplies, as the ONNX function body does.
 void rms_normalization(ImportContext& c) {
-  only_attrs(c, {"axis", "epsilon", "stash_type"});
+  c.only_attrs({"axis", "epsilon", "stash_type"});
   Build b{c};
   Value* x = c.input(0);
   Value* scale = c.input(1);
@@ -108,7 +100,7 @@ void rms_normalization(ImportContext& c) {
 
 // Swish-24: x * sigmoid(alpha * x).
 void swish(ImportContext& c) {
-  only_attrs(c, {"alpha"});
+  c.only_attrs({"alpha"});
   Build b{c};
   Value* x = c.input(0);
   if (!is_float(x->dtype())) c.fail("X is {}, not a floating type", x->type().str());
@@ -123,7 +115,7 @@ void swish(ImportContext& c) {
 // with cos/sin [max_pos, d/2] gathered by position_ids [B, S], or given as
 // [B, S, d/2] without position_ids.
 void rotary_embedding(ImportContext& c) {
-  only_attrs(c, {"interleaved", "num_heads", "rotary_embedding_dim"});
+  c.only_attrs({"interleaved", "num_heads", "rotary_embedding_dim"});
   Build b{c};
   Value* x = c.input(0);
   const Shape xs = x->shape();
@@ -180,7 +172,7 @@ void rotary_embedding(ImportContext& c) {
 
 // SwiGLU-28: Swish_alpha(A) * B, A and B of one shape.
 void swiglu(ImportContext& c) {
-  only_attrs(c, {"alpha"});
+  c.only_attrs({"alpha"});
   Build b{c};
   Value *a = c.input(0), *v = c.input(1);
   if (!is_float(a->dtype())) c.fail("A is {}, not a floating type", a->type().str());
@@ -194,7 +186,7 @@ void swiglu(ImportContext& c) {
 // circular mode): a scatter_elements whose index, built here, is
 // write_indices[b] + i broadcast over update's shape.
 void tensor_scatter(ImportContext& c) {
-  only_attrs(c, {"axis", "mode"});
+  c.only_attrs({"axis", "mode"});
   Build b{c};
   Value *past = c.input(0), *update = c.input(1);
   const Shape &ps = past->shape(), &us = update->shape();

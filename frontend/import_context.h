@@ -7,6 +7,7 @@
 // differ), and an op without an adapter is unsupported.
 #pragma once
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -67,6 +68,16 @@ class ImportContext {
   template <typename... Args>
   [[noreturn]] void unsupported(fmt::format_string<Args...> f, Args&&... args) const {
     throw Unsupported(label() + ": " + fmt::format(f, std::forward<Args>(args)...));
+  }
+
+  // Rejects (as unsupported) any ONNX attribute not in `known`, naming it:
+  // for adapters that translate attributes one by one.
+  void only_attrs(std::initializer_list<const char*> known) const {
+    for (auto& [name, a] : attrs()) {
+      bool ok = false;
+      for (const char* k : known) ok |= name == k;
+      if (!ok) unsupported("attribute '{}' is not supported", name);
+    }
   }
 };
 
