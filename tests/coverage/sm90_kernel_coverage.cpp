@@ -20,6 +20,9 @@
 // frontend or the passes: training ops, strings, sequences, control flow)
 // are counted and listed with -v, not failed: they run nowhere, and the
 // conformance tests gate them. Any other error of the sm_90 pipeline fails. Folders: arguments, else Debian's suites;
+// `--suite onnx-1.23` (or debian-1.12) adds a suite's four folders, found as
+// `kiln conformance --suite` finds them (run time, not configure time, so a
+// suite generated after cmake ran counts, and a missing one is an error);
 // $KILN_COVERAGE_DIRS (':'-separated) adds more.
 #include <fmt/format.h>
 
@@ -77,7 +80,9 @@ void cover(const std::string& item, const codegen::KernelBuildOptions& ko, bool 
     // Not "kiln does not do this" but a failure of the sm_90 pipeline itself.
     ++c.graphs;
     ++c.failed;
-    fmt::print("PIPELINE FAILED: {}: {}\n", model, e.what());
+    // kiln's errors name the model already; name it here only when not.
+    std::string what = e.what();
+    fmt::print("PIPELINE FAILED: {}{}\n", what.rfind(model, 0) == 0 ? "" : model + ": ", what);
     return;
   } catch (const std::exception& e) {
     // A broken check inside kiln (an internal error): counted, not fatal, so
@@ -134,13 +139,21 @@ std::vector<std::string> items(const std::vector<std::string>& paths) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> paths;
+  std::vector<std::string> paths, suites;
   bool nvrtc = false, verbose = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--nvrtc") nvrtc = true;
     else if (a == "-v") verbose = true;
+    else if (a == "--suite" && i + 1 < argc) suites.push_back(argv[++i]);
     else paths.push_back(a);
+  }
+  try {
+    for (const std::string& suite : suites)
+      for (const std::string& p : conformance_suite_paths(suite)) paths.push_back(p);
+  } catch (const Error& e) {
+    fmt::print(stderr, "sm90_kernel_coverage: {}\n", e.what());
+    return 1;
   }
   if (paths.empty())  // the four suites `kiln conformance` runs
     for (const char* suite : {"node", "pytorch-converted", "pytorch-operator", "simple"})
@@ -169,7 +182,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   fmt::print("sm90_kernel_coverage: {} graphs compiled for sm_90 ({} rejected before codegen), {} nodes, {} kernels{}; "
-             "{} graphs with a node without a kernel\n",
+             "{} graphs failed (a node without a kernel, or an error of the sm_90 pipeline)\n",
              c.graphs, c.rejected, c.nodes, c.kernels, nvrtc ? " (NVRTC-compiled)" : " (emitted)", c.failed);
   return c.failed == 0 && c.graphs > 0 ? 0 : 1;
 }
