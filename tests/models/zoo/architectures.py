@@ -357,9 +357,23 @@ def clip():
     return Spec(Call(inner, fn), list(ins), ["logits_per_image", "text_embeds", "image_embeds"], ins, None)
 
 
-def hf_vision(cls_name, config_name, out, size=32, calib=False, head=None, **kw):
+def unit_batchnorm_scales(m):
+    """transformers draws BatchNorm scales from N(0, initializer_range=0.02)
+    (MobileViT): with the statistics calibrated, every conv-BN block then
+    shrinks the signal about 50x and the logits no longer depend on the
+    image (export_zoo.py refuses them). Trained networks keep scales near 1."""
+    with torch.no_grad():
+        for b in m.modules():
+            if isinstance(b, nn.modules.batchnorm._BatchNorm):
+                b.weight.fill_(1.0)
+    return m
+
+
+def hf_vision(cls_name, config_name, out, size=32, calib=False, head=None, prepare=None, **kw):
     def build():
         inner = hf(cls_name, config_name, **kw)
+        if prepare:
+            prepare(inner)
         if head:
             sharpen_head(head(inner))
 
@@ -377,10 +391,14 @@ def detr():
     import transformers
     backbone = transformers.ResNetConfig(embedding_size=16, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1],
                                          layer_type="basic", out_features=["stage4"])
+    # init_std 0.1 instead of 0.02: the decoder starts from zero queries and
+    # sees the image only through cross-attention's value and output
+    # projections; at 0.02 each shrinks the signal ~6x and the boxes no longer
+    # depend on the image (docs/models.md).
     cfg = transformers.DetrConfig(use_timm_backbone=False, use_pretrained_backbone=False, backbone_config=backbone,
                                   backbone=None, d_model=64, encoder_layers=2, decoder_layers=2,
                                   encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
-                                  decoder_ffn_dim=128, num_queries=10, num_labels=8)
+                                  decoder_ffn_dim=128, num_queries=10, num_labels=8, init_std=0.1)
     cfg._attn_implementation = "eager"
     inner = transformers.DetrForObjectDetection(cfg)
 
@@ -418,7 +436,8 @@ def table():
         "maxvit_small": vision(maxvit_small),
         "mobilevit_small": hf_vision("MobileViTForImageClassification", "MobileViTConfig", "logits", size=64,
                                      calib=True, image_size=64, hidden_sizes=[32, 48, 64],
-                                     neck_hidden_sizes=[8, 16, 24, 24, 32, 40, 80], num_labels=10),
+                                     neck_hidden_sizes=[8, 16, 24, 24, 32, 40, 80], num_labels=10,
+                                     prepare=unit_batchnorm_scales, head=lambda m: m.classifier),
         "segformer_small": hf_vision("SegformerForSemanticSegmentation", "SegformerConfig", "logits", size=32,
                                      calib=True, num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
                                      hidden_sizes=[16, 32], patch_sizes=[7, 3], strides=[4, 2],

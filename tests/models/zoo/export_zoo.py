@@ -43,7 +43,7 @@ import architectures  # noqa: E402
 # Exported a second time with the dynamo exporter (opset 18).
 DYNAMO = ["resnet18", "mobilenet_v3_small", "convnext_small", "regnet_small", "vit_small", "yolo_style",
           "r3d_small", "bert_tiny", "llama_gqa", "qwen2_tiny", "gpt_neox_tiny", "t5_tiny", "phi_tiny", "flow_warp",
-          "gpt2_tiny", "electra_tiny", "mistral_tiny"]
+          "gpt2_tiny", "electra_tiny", "mistral_tiny", "detr_small", "mobilevit_small"]
 # Tensors without a recipe (constant-folded by the exporter, e.g. rotary
 # tables) are kept whole up to this many elements; anything larger is an error.
 KEEP_UNSEEDED = 65536
@@ -203,6 +203,10 @@ def export(name, build, dynamo):
     model = onnx.load(tmp)
     os.remove(tmp)
     stripped, kept = strip(model, recipes)
+    # The dynamo exporter annotates every node with its Python stack and
+    # module path (metadata_props, several KB a node): not part of the graph.
+    for node in model.graph.node:
+        del node.metadata_props[:]
     params = sum(p.numel() for p in m.parameters())
     meta = {"architecture": name, "exporter": "dynamo" if dynamo else "torchscript", "opset": opset,
             "torch": torch.__version__, "params": params, "nodes": len(model.graph.node),
