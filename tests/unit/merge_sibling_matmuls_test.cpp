@@ -1,6 +1,7 @@
 // merge-sibling-matmuls: the merged matmul + split gives the same results as
 // the separate matmuls (column order of the concatenated weight, batched left
-// operands, f16 weights), alone and followed by the fuser.
+// operands, f16 weights, weights shared across layers), alone and followed by
+// the fuser.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -56,6 +57,34 @@ TEST(MergeSiblingMatmuls, HalfWeights) {
   auto merged = testing::expect_pass_keeps_meaning(*g, {"merge-sibling-matmuls"});
   EXPECT_EQ(count(*merged, "matmul"), 1);
   EXPECT_EQ(merged->constants()[0]->dtype(), DType::F16);
+}
+
+// ALBERT shares one layer's weights across layers (issue 15): two sibling
+// sets read the same Wq, Wk, Wv. They used to make two constants both named
+// %"wq+wk+wv" (the verifier refused the graph); now the two merged matmuls
+// share one concatenation and the graph verifies and keeps its meaning.
+TEST(MergeSiblingMatmuls, WeightsSharedAcrossLayers) {
+  std::string text = "graph @m(%x: f32[3,4]) -> (f32[3,2]) {\n" + weight("wq", "f32", 4, 4, 1) +
+                     weight("wk", "f32", 4, 4, 2) + weight("wv", "f32", 4, 2, 3) +
+                     "  %q1 = matmul(%x, %wq) : f32[3,4]\n"
+                     "  %k1 = matmul(%x, %wk) : f32[3,4]\n"
+                     "  %v1 = matmul(%x, %wv) : f32[3,2]\n"
+                     "  %h1 = add(%q1, %k1) : f32[3,4]\n"
+                     "  %q2 = matmul(%h1, %wq) : f32[3,4]\n"
+                     "  %k2 = matmul(%h1, %wk) : f32[3,4]\n"
+                     "  %v2 = matmul(%h1, %wv) : f32[3,2]\n"
+                     "  %h2 = add(%q2, %k2) : f32[3,4]\n"
+                     "  %s = reduce_sum(%h2) {axes=[1], keepdims=1} : f32[3,1]\n"
+                     "  %o1 = add(%v1, %v2) : f32[3,2]\n"
+                     "  %o = add(%o1, %s) : f32[3,2]\n"
+                     "  return %o\n}\n";
+  auto g = testing::parse(text);
+  auto merged = testing::expect_pass_keeps_meaning(*g, {"merge-sibling-matmuls"});
+  verify_graph(*merged, op_registry());
+  EXPECT_EQ(count(*merged, "matmul"), 2);
+  EXPECT_EQ(merged->constants().size(), 1u);  // one concatenation, read by both layers
+  auto fused = testing::expect_pass_keeps_meaning(*g, {"merge-sibling-matmuls", "fuse"});
+  verify_graph(*fused, op_registry());
 }
 
 }  // namespace
