@@ -108,7 +108,8 @@ std::vector<NodeKernel> emit_reduction_node(const Node& n) {
   return {node_kernel(k)};
 }
 
-// matmul/gemm and conv/conv_transpose, bare or anchoring a fused epilogue (codegen/emitters/gemm_conv/emit_gemm.h, emit_conv.h).
+// matmul/gemm and conv/conv_transpose, bare or anchoring a fused epilogue (codegen/emitters/gemm_conv/emit_gemm.h,
+// emit_conv.h).
 bool is_fused_kind(const Node& n, const char* kind) {
   return n.op() == "fused" && n.body() && n.attrs().get_string("kind", "") == kind;
 }
@@ -226,9 +227,7 @@ std::vector<NodeKernel> emit_attention_node(const Node& n) {
   return {node_kernel(emit_attention_op(n.attrs(), operands, n.output(0)->type()))};
 }
 
-bool handles_rnn(const Node& n) {
-  return !n.body() && (n.op() == "rnn" || n.op() == "gru" || n.op() == "lstm");
-}
+bool handles_rnn(const Node& n) { return !n.body() && (n.op() == "rnn" || n.op() == "gru" || n.op() == "lstm"); }
 
 // One persistent block per (direction, batch entry); absent operands are null buffers.
 std::vector<NodeKernel> emit_rnn_node(const Node& n) {
@@ -256,7 +255,8 @@ std::vector<NodeKernel> emit_misc_node(const Node& n) {
     ks = {emit_dft(n.attrs(), x, n.output(0)->type())};
   } else if (n.op() == "stft") {
     const bool win = n.num_inputs() > 1 && n.input(1);
-    ks = {emit_stft(n.attrs(), x, win, win ? n.input(1)->type() : TensorType(), n.output(0)->type(), n.num_inputs() > 1)};
+    ks = {
+        emit_stft(n.attrs(), x, win, win ? n.input(1)->type() : TensorType(), n.output(0)->type(), n.num_inputs() > 1)};
   } else if (n.op() == "det") {
     ks = {emit_det(x, n.output(0)->type())};
   } else {

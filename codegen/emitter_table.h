@@ -47,10 +47,9 @@ const KernelEmitter* emitter_for(const Node& n);
 
 // Why `n` gets no kernel, or "" when it gets one: no emitter handles it, or
 // the emitter that handles it refuses it (the kiln::Error it raises while
-// emitting; any other exception is reported as a failure of that emitter). The answer comes from running that very emitter, so it cannot
-// disagree with what codegen later does. The pipeline hands this to the fuse
-// pass (PassOptions::why_no_kernel, passes/fusion_capabilities.h): a group
-// this refuses is never formed.
+// emitting; any other exception is reported as a failure of that emitter). The answer comes from running that very
+// emitter, so it cannot disagree with what codegen later does. The pipeline hands this to the fuse pass
+// (PassOptions::why_no_kernel, passes/fusion_capabilities.h): a group this refuses is never formed.
 std::string why_no_kernel(const Node& n);
 
 }  // namespace kiln::codegen

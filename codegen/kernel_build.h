@@ -36,11 +36,11 @@ struct NodeLaunches {
 };
 
 struct GraphKernels {
-  std::vector<NodeLaunches> launches;      // graph order, every non-view node with an emitter
-  std::vector<std::string> missing;        // Node::describe() of nodes no emitter handles
-  std::vector<CompiledKernel> compiled;    // one per distinct kernel, in first-use order
+  std::vector<NodeLaunches> launches;    // graph order, every non-view node with an emitter
+  std::vector<std::string> missing;      // Node::describe() of nodes no emitter handles
+  std::vector<CompiledKernel> compiled;  // one per distinct kernel, in first-use order
   int nvrtc_compilations = 0, cache_hits = 0;
-  double seconds = 0;                      // wall time of emission + compilation
+  double seconds = 0;  // wall time of emission + compilation
 };
 
 // Nodes that launch nothing (reshape, identity: views of their operand).

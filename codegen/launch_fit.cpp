@@ -56,8 +56,8 @@ std::string launch_misfit(const LaunchShape& l, const ArchLimits& lim) {
   static constexpr char kAxis[3] = {'x', 'y', 'z'};
   for (int i = 0; i < 3; ++i) {
     if (block[i] == 0 || block[i] > lim.max_block[i])
-      return fmt::format("block {} has {} threads in {}, {} allows 1..{}", dims(l.block), block[i], kAxis[i],
-                         lim.arch, lim.max_block[i]);
+      return fmt::format("block {} has {} threads in {}, {} allows 1..{}", dims(l.block), block[i], kAxis[i], lim.arch,
+                         lim.max_block[i]);
     if (grid[i] == 0 || grid[i] > lim.max_grid[i])
       return fmt::format("grid {} has {} blocks in {}, {} allows 1..{}", dims(l.grid), grid[i], kAxis[i], lim.arch,
                          lim.max_grid[i]);
@@ -74,9 +74,10 @@ std::string launch_misfit(const LaunchShape& l, const ArchLimits& lim) {
     const long long per_warp = (l.registers * 32ll + 255) / 256 * 256;
     const long long warps = static_cast<long long>((threads + 31) / 32);
     if (per_warp * warps > lim.registers_per_block)
-      return fmt::format("{} threads x {} registers ({} warps x {} registers allocated per warp = {}) exceed {}'s {} "
-                         "registers per block",
-                         threads, l.registers, warps, per_warp, per_warp * warps, lim.arch, lim.registers_per_block);
+      return fmt::format(
+          "{} threads x {} registers ({} warps x {} registers allocated per warp = {}) exceed {}'s {} "
+          "registers per block",
+          threads, l.registers, warps, per_warp, per_warp * warps, lim.arch, lim.registers_per_block);
   }
   const long long static_shared = std::max(l.static_shared, 0);
   if (static_shared > lim.static_shared)
@@ -89,9 +90,10 @@ std::string launch_misfit(const LaunchShape& l, const ArchLimits& lim) {
   // bytes alone exceed 48 KB (runtime/gpu_executor.cpp); below that the
   // driver's default applies: static + dynamic within 48 KB.
   if (l.dynamic_shared <= lim.static_shared && static_shared + l.dynamic_shared > lim.static_shared)
-    return fmt::format("{} static + {} dynamic bytes of shared memory, over the {} bytes a kernel gets without "
-                       "the opt-in (the runtime opts in only above {} dynamic bytes)",
-                       static_shared, l.dynamic_shared, lim.static_shared, lim.static_shared);
+    return fmt::format(
+        "{} static + {} dynamic bytes of shared memory, over the {} bytes a kernel gets without "
+        "the opt-in (the runtime opts in only above {} dynamic bytes)",
+        static_shared, l.dynamic_shared, lim.static_shared, lim.static_shared);
   return "";
 }
 

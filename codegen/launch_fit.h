@@ -47,9 +47,9 @@ const ArchLimits& arch_limits(std::string_view arch);
 struct LaunchShape {
   LaunchDims grid, block;
   long long dynamic_shared = 0;
-  long long param_bytes = 0;      // kernel parameter bytes (8 per buffer pointer)
-  int registers = -1;             // per thread, from ptxas / the CUBIN
-  int static_shared = -1;         // per block, from ptxas
+  long long param_bytes = 0;       // kernel parameter bytes (8 per buffer pointer)
+  int registers = -1;              // per thread, from ptxas / the CUBIN
+  int static_shared = -1;          // per block, from ptxas
   long long bounded_threads = -1;  // the kernel's __launch_bounds__ (-1: none)
 };
 

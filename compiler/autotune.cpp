@@ -113,8 +113,8 @@ double time_candidate(const CudaDriver& d, const Node& n, const Candidate& c,
       for (Launch& l : launches) {
         std::vector<void*> params;
         for (CUdeviceptr& p : l.args) params.push_back(&p);
-        d.check(d.cuLaunchKernel(l.fn, l.k->grid.x, l.k->grid.y, l.k->grid.z, l.k->block.x, l.k->block.y,
-                                 l.k->block.z, unsigned(l.k->shared_bytes), stream, params.data(), nullptr),
+        d.check(d.cuLaunchKernel(l.fn, l.k->grid.x, l.k->grid.y, l.k->grid.z, l.k->block.x, l.k->block.y, l.k->block.z,
+                                 unsigned(l.k->shared_bytes), stream, params.data(), nullptr),
                 ("launching " + l.k->name).c_str());
       }
     };
@@ -185,10 +185,11 @@ AutotuneOutcome autotune(const Graph& g, const AutotuneRequest& r) {
   for (const GemmProblemSite& s : sites) {
     candidates.emplace_back();
     for (const codegen::GemmTileConfig& c : codegen::gemm_tile_candidates(s.problem)) {
-      Candidate cand{c, emit_with(*s.node, [&](const codegen::GemmProblem& p) -> std::optional<codegen::GemmTileConfig> {
-                          if (codegen::gemm_problem_key(p) == s.key) return c;
-                          return std::nullopt;
-                        })};
+      Candidate cand{c,
+                     emit_with(*s.node, [&](const codegen::GemmProblem& p) -> std::optional<codegen::GemmTileConfig> {
+                       if (codegen::gemm_problem_key(p) == s.key) return c;
+                       return std::nullopt;
+                     })};
       for (const codegen::NodeKernel& k : cand.kernels)
         if (!std::exchange(seen[k.name], true)) sources.push_back({k.name, k.source});
       candidates.back().push_back(std::move(cand));
@@ -224,10 +225,12 @@ AutotuneOutcome autotune(const Graph& g, const AutotuneRequest& r) {
           if (rt::is_sticky_error(e.code()))
             fail("kiln compile --tune: GEMM {}: tile {} left the GPU unusable, tuning stops: {}", s.key,
                  codegen::gemm_tile_name(c.config), e.what());
-          out.notes.push_back(fmt::format("{}: tile {} skipped: {}", s.key, codegen::gemm_tile_name(c.config), e.what()));
+          out.notes.push_back(
+              fmt::format("{}: tile {} skipped: {}", s.key, codegen::gemm_tile_name(c.config), e.what()));
           continue;
         } catch (const Error& e) {
-          out.notes.push_back(fmt::format("{}: tile {} skipped: {}", s.key, codegen::gemm_tile_name(c.config), e.what()));
+          out.notes.push_back(
+              fmt::format("{}: tile {} skipped: {}", s.key, codegen::gemm_tile_name(c.config), e.what()));
           continue;
         }
         if (w.candidates++ == 0 || ms < best) {

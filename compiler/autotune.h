@@ -38,7 +38,7 @@ struct AutotuneWinner {
 };
 
 struct AutotuneOutcome {
-  std::string gpu, cc;  // device 0's name, "9.0"
+  std::string gpu, cc;                  // device 0's name, "9.0"
   std::vector<AutotuneWinner> winners;  // problem order of the graph
   std::vector<std::string> notes;       // skipped candidates
 };

@@ -18,8 +18,7 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
     PassManager pm;
     std::vector<std::string> names = o.passes.empty() ? default_pipeline(o.pass) : o.passes;
     for (const std::string& n : names) pm.add(n);
-    if (!o.pipeline.stop_after.empty() &&
-        std::find(names.begin(), names.end(), o.pipeline.stop_after) == names.end())
+    if (!o.pipeline.stop_after.empty() && std::find(names.begin(), names.end(), o.pipeline.stop_after) == names.end())
       fail("--stop-after: pass '{}' is not in the pipeline ({})", o.pipeline.stop_after, fmt::join(names, ","));
     PassOptions popts = o.pass;
 #ifdef KILN_HAVE_SIM_BACKEND
@@ -54,8 +53,8 @@ nlohmann::json compile_report_json(const Graph& g, const CompileReport& r) {
                       {"kernels", count_kernels(g)},
                       {"weight_bytes", weight_bytes(g)}};
   for (const PassRecord& p : r.passes) {
-    nlohmann::json pj = {{"name", p.name}, {"changed", p.changed}, {"ms", p.ms}, {"verify_ms", p.verify_ms},
-                        {"cpu_ms", p.cpu_ms}, {"verify_cpu_ms", p.verify_cpu_ms}};
+    nlohmann::json pj = {{"name", p.name},           {"changed", p.changed}, {"ms", p.ms},
+                         {"verify_ms", p.verify_ms}, {"cpu_ms", p.cpu_ms},   {"verify_cpu_ms", p.verify_cpu_ms}};
     for (const auto& [k, v] : p.stats.counters) {
       pj["stats"][k] = v;
       // The memory planner reports the arena figures the JSON promises.
@@ -74,8 +73,8 @@ std::string format_stats(const CompileReport& r) {
   for (const PassRecord& p : r.passes) {
     std::string st;
     for (const auto& [k, v] : p.stats.counters) st += fmt::format("{}{}={}", st.empty() ? "" : " ", k, v);
-    s << fmt::format("{:<22} {:>7} {:>9.2f} {:>7} {:>7}  {}\n", p.name, p.changed ? "yes" : "no", p.ms,
-                     p.nodes_before, p.nodes_after, st);
+    s << fmt::format("{:<22} {:>7} {:>9.2f} {:>7} {:>7}  {}\n", p.name, p.changed ? "yes" : "no", p.ms, p.nodes_before,
+                     p.nodes_after, st);
     for (const std::string& note : p.stats.notes) s << "    " << note << "\n";
     total += p.ms;
   }

@@ -13,11 +13,11 @@ namespace kiln {
 struct CompileOptions {
   PassOptions pass;
   PipelineOptions pipeline;
-  bool optimize = true;              // false: --no-opt, the imported graph as is
-  std::vector<std::string> passes;   // explicit pass list; empty: default pipeline
-  bool stats = false;                // print per-pass statistics to stderr
-  std::string cache_dir;             // kernel / simulator module cache (empty: default)
-  bool kernel_cache = true;          // false: --no-kernel-cache
+  bool optimize = true;             // false: --no-opt, the imported graph as is
+  std::vector<std::string> passes;  // explicit pass list; empty: default pipeline
+  bool stats = false;               // print per-pass statistics to stderr
+  std::string cache_dir;            // kernel / simulator module cache (empty: default)
+  bool kernel_cache = true;         // false: --no-kernel-cache
 };
 
 struct CompileReport {

@@ -23,11 +23,20 @@ std::string html_escape(const std::string& s) {
   std::string r;
   for (char c : s) {
     switch (c) {
-      case '&': r += "&amp;"; break;
-      case '<': r += "&lt;"; break;
-      case '>': r += "&gt;"; break;
-      case '"': r += "&quot;"; break;
-      default: r += c;
+      case '&':
+        r += "&amp;";
+        break;
+      case '<':
+        r += "&lt;";
+        break;
+      case '>':
+        r += "&gt;";
+        break;
+      case '"':
+        r += "&quot;";
+        break;
+      default:
+        r += c;
     }
   }
   return r;
@@ -83,9 +92,10 @@ int write_dump_index(const Graph& g, const CompileOptions& o, const std::string&
   std::string picture;
   try {
     write_file(dir / "final.svg", dot_to_svg(print_dot(g)));
-    picture = "<p><a href=\"final.svg\">final.svg</a> (fused groups are clusters) &middot; "
-              "<a href=\"final.dot\">final.dot</a></p>\n<object data=\"final.svg\" type=\"image/svg+xml\" "
-              "style=\"max-width:100%\"></object>\n";
+    picture =
+        "<p><a href=\"final.svg\">final.svg</a> (fused groups are clusters) &middot; "
+        "<a href=\"final.dot\">final.dot</a></p>\n<object data=\"final.svg\" type=\"image/svg+xml\" "
+        "style=\"max-width:100%\"></object>\n";
   } catch (const Error& e) {
     picture = fmt::format("<p>No picture: {}. <a href=\"final.dot\">final.dot</a></p>\n", html_escape(e.what()));
   }
@@ -102,7 +112,8 @@ int write_dump_index(const Graph& g, const CompileOptions& o, const std::string&
        << fmt::format("<p>target {}, precision {}</p>\n", html_escape(o.pass.target), html_escape(o.pass.precision))
        << "<h2>IR after each pass</h2>\n<ol start=\"0\">\n";
   for (const std::string& f : ir_files) html << fmt::format("<li><a href=\"{0}\">{0}</a></li>\n", html_escape(f));
-  html << "</ol>\n<h2>Picture</h2>\n" << picture << "<h2>Kernels (" << written << " distinct sources)</h2>\n"
+  html << "</ol>\n<h2>Picture</h2>\n"
+       << picture << "<h2>Kernels (" << written << " distinct sources)</h2>\n"
        << kernels_html.str() << "</body></html>\n";
   write_file(dir / "index.html", html.str());
   return written;

@@ -31,9 +31,8 @@ CollectedImport import_collecting(const ModelSource& source, ImportOptions io) {
   CollectedImport c;
   io.problems = &c.problems;
   try {
-    c.result = source.path.empty()
-                   ? import_onnx_bytes(source.bytes, source.base_dir, source.display_name, io)
-                   : import_onnx_file(source.path, io);
+    c.result = source.path.empty() ? import_onnx_bytes(source.bytes, source.base_dir, source.display_name, io)
+                                   : import_onnx_file(source.path, io);
   } catch (const Error& e) {
     c.model_error = e.what();
     c.model_error_unsupported = dynamic_cast<const Unsupported*>(&e) != nullptr;
@@ -56,7 +55,8 @@ ImportResult import_checked(const ModelSource& source, const ImportOptions& io) 
   }
   std::string list;
   for (const ImportProblem& p : c.problems)
-    list += fmt::format("\n  node \"{}\" ({}){}: {}", p.node, p.op, p.unsupported ? "" : " [invalid]", problem_detail(p));
+    list +=
+        fmt::format("\n  node \"{}\" ({}){}: {}", p.node, p.op, p.unsupported ? "" : " [invalid]", problem_detail(p));
   std::string msg = fmt::format("{}: {} node(s) cannot be compiled:{}", source.display_name, c.problems.size(), list);
   if (std::all_of(c.problems.begin(), c.problems.end(), [](auto& p) { return p.unsupported; })) throw Unsupported(msg);
   throw Error(msg);

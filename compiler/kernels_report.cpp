@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "codegen/kernel_build.h"
 #endif
@@ -107,11 +106,12 @@ nlohmann::json kernels_json(const KernelsOutcome& k) {
 std::string kernels_summary(const KernelsOutcome& k) {
   if (!k.built) return "kernels: not built: " + k.why_not;
   nlohmann::json j = kernels_json(k);
-  std::string s = fmt::format("kernels: {} distinct for {} ({} compiled by NVRTC, {} from the cache) in {:.2f} s; ",
-                              j["kernels_distinct"].get<size_t>(), j["arch"].get<std::string>(),
-                              j["nvrtc_compilations"].get<int>(), j["cache_hits"].get<int>(),
-                              j["seconds"].get<double>());
-  s += fmt::format("max {} registers ({}); ", j["max_registers"].get<int>(), j["max_registers_kernel"].get<std::string>());
+  std::string s =
+      fmt::format("kernels: {} distinct for {} ({} compiled by NVRTC, {} from the cache) in {:.2f} s; ",
+                  j["kernels_distinct"].get<size_t>(), j["arch"].get<std::string>(), j["nvrtc_compilations"].get<int>(),
+                  j["cache_hits"].get<int>(), j["seconds"].get<double>());
+  s += fmt::format("max {} registers ({}); ", j["max_registers"].get<int>(),
+                   j["max_registers_kernel"].get<std::string>());
   const long long spills = j["spill_bytes"].get<long long>();
   s += spills ? fmt::format("SPILLS: {} bytes in total", spills) : std::string("no spills");
   const size_t missing = j["nodes_without_kernels"].size();

@@ -20,8 +20,8 @@ struct GraphKernels;
 struct KernelsReport;  // opaque: holds codegen's GraphKernels when built
 
 struct KernelsOutcome {
-  bool built = false;  // false: target cpu or kiln built without codegen
-  std::string why_not; // when !built
+  bool built = false;   // false: target cpu or kiln built without codegen
+  std::string why_not;  // when !built
   std::shared_ptr<const KernelsReport> report;
 };
 

@@ -22,7 +22,6 @@ namespace kiln {
 
 namespace {
 
-
 uint32_t add_weight(plan::Plan& p, const Tensor& t) {
   uint64_t at = (p.weight_data.size() + plan::kAlignment - 1) / plan::kAlignment * plan::kAlignment;
   p.weight_data.resize(at + t.nbytes(), 0);
@@ -61,7 +60,9 @@ struct Locator {
     KILN_CHECK(vp, "value %{} has no memory plan", v->name());
     b.offset = static_cast<uint64_t>(vp->offset);
     switch (vp->storage) {
-      case Storage::Arena: b.kind = plan::BufferKind::Arena; break;
+      case Storage::Arena:
+        b.kind = plan::BufferKind::Arena;
+        break;
       case Storage::Output:
         b.kind = plan::BufferKind::Output;
         b.index = static_cast<uint32_t>(vp->output_index);

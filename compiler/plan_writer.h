@@ -22,10 +22,10 @@ struct GraphKernels;
 struct PlanBuildOptions {
   std::string target = "cpu";  // cpu | sm_XX (the GPU arch of the CUBINs)
   std::string precision = "fp32";
-  std::filesystem::path kernel_cache_dir;  // empty: codegen's default
-  bool use_cache = true;                   // false: every kernel through NVRTC
+  std::filesystem::path kernel_cache_dir;       // empty: codegen's default
+  bool use_cache = true;                        // false: every kernel through NVRTC
   std::function<void(int, int)> progress = {};  // after each distinct kernel compiled (done, total)
-  std::string source_name = {};  // the model file, for errors ("": none)
+  std::string source_name = {};                 // the model file, for errors ("": none)
   // The kernels already emitted and compiled for this graph and target
   // (compiler/kernels_report.h's build_kernels, as compile_model runs it):
   // the plan takes them instead of emitting and compiling again. Null: here.

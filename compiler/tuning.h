@@ -21,9 +21,9 @@
 namespace kiln {
 
 struct TuningOptions {
-  std::string cache_file;  // --tuning-cache (with --tune: default <kernel cache dir>/../tuning.json)
-  bool tune = false;       // --tune: measure what the cache lacks, write winners back
-  std::string gpu;         // --tuning-gpu: whose winners apply without --tune
+  std::string cache_file;            // --tuning-cache (with --tune: default <kernel cache dir>/../tuning.json)
+  bool tune = false;                 // --tune: measure what the cache lacks, write winners back
+  std::string gpu;                   // --tuning-gpu: whose winners apply without --tune
   int warmup = 10, iterations = 50;  // --tune-iterations: timed launches per candidate (median)
   bool active() const { return tune || !cache_file.empty(); }
 };
@@ -32,8 +32,8 @@ class TuningSession {
  public:
   // Loads the cache, tunes (--tune) and installs the chooser. `target`: the
   // compile's --target (sm_XY); `kernel_cache_dir` as CompileOptions'.
-  TuningSession(const Graph& g, const TuningOptions& o, const std::string& target,
-                const std::string& kernel_cache_dir, bool use_kernel_cache);
+  TuningSession(const Graph& g, const TuningOptions& o, const std::string& target, const std::string& kernel_cache_dir,
+                bool use_kernel_cache);
   ~TuningSession();
   TuningSession(const TuningSession&) = delete;
   TuningSession& operator=(const TuningSession&) = delete;

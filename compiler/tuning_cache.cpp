@@ -61,8 +61,7 @@ TuningCache TuningCache::load(const std::string& path, bool missing_ok) {
     fail("tuning cache {}: not a kiln tuning cache (no \"kiln_tuning_cache\" format field)", path);
   if (!j["kiln_tuning_cache"].is_number_integer() || j["kiln_tuning_cache"].get<int>() != kFormat)
     fail("tuning cache {}: format {}, this kiln reads format {}", path, j["kiln_tuning_cache"].dump(), kFormat);
-  if (!j.contains("entries") || !j["entries"].is_array())
-    fail("tuning cache {}: \"entries\" must be an array", path);
+  if (!j.contains("entries") || !j["entries"].is_array()) fail("tuning cache {}: \"entries\" must be an array", path);
   size_t i = 0;
   for (const nlohmann::json& e : j["entries"]) {
     std::string where = fmt::format("tuning cache {}: entry {}", path, i++);

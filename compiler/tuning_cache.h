@@ -34,8 +34,8 @@ struct TuningKey {
 struct TuningEntry {
   TuningKey key;
   codegen::GemmTileConfig config;
-  double ms = 0;        // median of the timed runs
-  int candidates = 0;   // how many configurations were timed
+  double ms = 0;       // median of the timed runs
+  int candidates = 0;  // how many configurations were timed
 };
 
 class TuningCache {

@@ -73,8 +73,7 @@ Value* additive_mask(AttentionBuild& b, Value* m, DType t, int64_t keys) {
   if (m->dtype() != DType::Bool && m->dtype() != t)
     c.fail("attn_mask is {}; it must be bool or Q's dtype {}", m->type().str(), dtype_name(t));
   if (m->type().rank() < 1 || m->type().rank() > 4) c.fail("attn_mask {} must have rank 1 to 4", m->type().str());
-  if (m->shape().back() > keys)
-    c.fail("attn_mask {} covers more than the {} keys", m->type().str(), keys);
+  if (m->shape().back() > keys) c.fail("attn_mask {} covers more than the {} keys", m->type().str(), keys);
   if (m->shape().back() < keys) {
     Shape pad = m->shape();
     pad.back() = keys - pad.back();
@@ -83,8 +82,7 @@ Value* additive_mask(AttentionBuild& b, Value* m, DType t, int64_t keys) {
       for (int64_t i = 0; i < fill.numel(); ++i) fill.set_double(i, -INFINITY);
     m = b.concat({m, c.constant(std::move(fill), "attn_mask_pad")}, m->type().rank() - 1);
   }
-  if (m->dtype() == DType::Bool)
-    m = b.emit("where", {m, b.scalar(t, 0, "attend"), b.scalar(t, -INFINITY, "masked")});
+  if (m->dtype() == DType::Bool) m = b.emit("where", {m, b.scalar(t, 0, "attend"), b.scalar(t, -INFINITY, "masked")});
   return m;
 }
 
@@ -132,9 +130,9 @@ Value* cache_mask(AttentionBuild& b, Value* lens, DType t, int64_t batch, int64_
 
 void attention(ImportContext& c) {
   for (auto& [name, a] : c.attrs()) {
-    static const char* known[] = {"is_causal", "kv_num_heads",     "q_num_heads",     "qk_matmul_output_mode",
-                                  "scale",     "softcap",          "softmax_precision", "left_window_size",
-                                  "right_window_size"};
+    static const char* known[] = {
+        "is_causal", "kv_num_heads",      "q_num_heads",      "qk_matmul_output_mode", "scale",
+        "softcap",   "softmax_precision", "left_window_size", "right_window_size"};
     bool ok = false;
     for (const char* k : known) ok |= name == k;
     if (!ok) c.unsupported("attribute '{}' is not supported", name);
@@ -145,8 +143,7 @@ void attention(ImportContext& c) {
   if (!is_float(t)) c.fail("Q is {}, not a floating type", q->type().str());
   int rank = q->type().rank();
   if ((rank != 3 && rank != 4) || k->type().rank() != rank || v->type().rank() != rank)
-    c.fail("Q {}, K {} and V {} must all have rank 3 or all rank 4", q->type().str(), k->type().str(),
-           v->type().str());
+    c.fail("Q {}, K {} and V {} must all have rank 3 or all rank 4", q->type().str(), k->type().str(), v->type().str());
   const int64_t batch = q->shape()[0], sq_in = rank == 3 ? q->shape()[1] : q->shape()[2];
   if (rank == 3) {
     q = b.heads_first(q, c.attrs().get_int("q_num_heads", 0), "Q");
@@ -165,8 +162,7 @@ void attention(ImportContext& c) {
   }
   Value *present_k = k, *present_v = v;
   const int64_t hq = q->shape()[1], hkv = k->shape()[1], sq = q->shape()[2], sk = k->shape()[2];
-  if (v->shape()[1] != hkv || hkv <= 0 || hq % hkv)
-    c.fail("{} query heads cannot share {} key/value heads", hq, hkv);
+  if (v->shape()[1] != hkv || hkv <= 0 || hq % hkv) c.fail("{} query heads cannot share {} key/value heads", hq, hkv);
   k = b.repeat_heads(k, hq / hkv);
   v = b.repeat_heads(v, hq / hkv);
 

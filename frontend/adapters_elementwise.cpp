@@ -45,8 +45,8 @@ Value* legacy_rhs(ImportContext& c) {
   int64_t axis = c.attrs().require_int("axis");
   if (axis < 0) axis += ra;
   if (axis < 0 || axis + rb > ra)
-    c.fail("broadcast axis {} does not fit operands {} and {}", c.attrs().require_int("axis"),
-           c.input(0)->type().str(), b->type().str());
+    c.fail("broadcast axis {} does not fit operands {} and {}", c.attrs().require_int("axis"), c.input(0)->type().str(),
+           b->type().str());
   Shape s = b->shape();
   s.resize(static_cast<size_t>(ra - axis), 1);
   return reshaped(c, b, s);
@@ -135,11 +135,16 @@ void mod(ImportContext& c) {
 
 DType unsigned_of(DType t) {
   switch (t) {
-    case DType::I8: return DType::U8;
-    case DType::I16: return DType::U16;
-    case DType::I32: return DType::U32;
-    case DType::I64: return DType::U64;
-    default: return t;
+    case DType::I8:
+      return DType::U8;
+    case DType::I16:
+      return DType::U16;
+    case DType::I32:
+      return DType::U32;
+    case DType::I64:
+      return DType::U64;
+    default:
+      return t;
   }
 }
 
@@ -208,9 +213,7 @@ AttrMap cast_attrs(DType to) {
 void cast(ImportContext& c) { c.set_outputs({c.emit1("cast", {c.input(0)}, cast_attrs(cast_target(c)))}); }
 
 // `saturate` and `round_mode` as for Cast.
-void cast_like(ImportContext& c) {
-  c.set_outputs({c.emit1("cast", {c.input(0)}, cast_attrs(c.input(1)->dtype()))});
-}
+void cast_like(ImportContext& c) { c.set_outputs({c.emit1("cast", {c.input(0)}, cast_attrs(c.input(1)->dtype()))}); }
 
 // Inference-mode dropout: y = x, mask all true. Training mode is random and
 // unsupported, except with ratio 0, where it is the identity too.
@@ -323,40 +326,69 @@ void dequantize(ImportContext& c) {
 
 void register_elementwise(AdapterTable& t) {
   const std::pair<const char*, const char*> unary[] = {
-      {"Neg", "neg"},           {"Abs", "abs"},
-      {"Reciprocal", "reciprocal"}, {"Floor", "floor"},
-      {"Ceil", "ceil"},         {"Round", "round"},
-      {"Sign", "sign"},         {"Sqrt", "sqrt"},
-      {"Exp", "exp"},           {"Log", "log"},
-      {"Sin", "sin"},           {"Cos", "cos"},
-      {"Tan", "tan"},           {"Asin", "asin"},
-      {"Acos", "acos"},         {"Atan", "atan"},
-      {"Sinh", "sinh"},         {"Cosh", "cosh"},
-      {"Tanh", "tanh"},         {"Asinh", "asinh"},
-      {"Acosh", "acosh"},       {"Atanh", "atanh"},
-      {"Erf", "erf"},           {"Sigmoid", "sigmoid"},
-      {"HardSigmoid", "hard_sigmoid"}, {"HardSwish", "hard_swish"},
-      {"Relu", "relu"},         {"LeakyRelu", "leaky_relu"},
-      {"Elu", "elu"},           {"Selu", "selu"},
-      {"Celu", "celu"},         {"ThresholdedRelu", "thresholded_relu"},
-      {"Softplus", "softplus"}, {"Softsign", "softsign"},
-      {"Mish", "mish"},         {"Gelu", "gelu"},
-      {"Shrink", "shrink"},     {"Not", "not"},
-      {"IsNaN", "isnan"},       {"IsInf", "isinf"},
-      {"BitwiseNot", "bitwise_not"}, {"Identity", "identity"},
+      {"Neg", "neg"},
+      {"Abs", "abs"},
+      {"Reciprocal", "reciprocal"},
+      {"Floor", "floor"},
+      {"Ceil", "ceil"},
+      {"Round", "round"},
+      {"Sign", "sign"},
+      {"Sqrt", "sqrt"},
+      {"Exp", "exp"},
+      {"Log", "log"},
+      {"Sin", "sin"},
+      {"Cos", "cos"},
+      {"Tan", "tan"},
+      {"Asin", "asin"},
+      {"Acos", "acos"},
+      {"Atan", "atan"},
+      {"Sinh", "sinh"},
+      {"Cosh", "cosh"},
+      {"Tanh", "tanh"},
+      {"Asinh", "asinh"},
+      {"Acosh", "acosh"},
+      {"Atanh", "atanh"},
+      {"Erf", "erf"},
+      {"Sigmoid", "sigmoid"},
+      {"HardSigmoid", "hard_sigmoid"},
+      {"HardSwish", "hard_swish"},
+      {"Relu", "relu"},
+      {"LeakyRelu", "leaky_relu"},
+      {"Elu", "elu"},
+      {"Selu", "selu"},
+      {"Celu", "celu"},
+      {"ThresholdedRelu", "thresholded_relu"},
+      {"Softplus", "softplus"},
+      {"Softsign", "softsign"},
+      {"Mish", "mish"},
+      {"Gelu", "gelu"},
+      {"Shrink", "shrink"},
+      {"Not", "not"},
+      {"IsNaN", "isnan"},
+      {"IsInf", "isinf"},
+      {"BitwiseNot", "bitwise_not"},
+      {"Identity", "identity"},
       {"Where", "where"},
   };
   for (auto& [onnx_op, kiln_op] : unary) t.add(onnx_op, direct(kiln_op));
 
   const std::pair<const char*, const char*> binaries[] = {
-      {"Add", "add"},         {"Sub", "sub"},
-      {"Mul", "mul"},         {"Div", "div"},
-      {"Pow", "pow"},         {"And", "and"},
-      {"Or", "or"},           {"Xor", "xor"},
-      {"Equal", "equal"},     {"Less", "less"},
-      {"Greater", "greater"}, {"LessOrEqual", "less_or_equal"},
-      {"GreaterOrEqual", "greater_or_equal"}, {"BitwiseAnd", "bitwise_and"},
-      {"BitwiseOr", "bitwise_or"}, {"BitwiseXor", "bitwise_xor"},
+      {"Add", "add"},
+      {"Sub", "sub"},
+      {"Mul", "mul"},
+      {"Div", "div"},
+      {"Pow", "pow"},
+      {"And", "and"},
+      {"Or", "or"},
+      {"Xor", "xor"},
+      {"Equal", "equal"},
+      {"Less", "less"},
+      {"Greater", "greater"},
+      {"LessOrEqual", "less_or_equal"},
+      {"GreaterOrEqual", "greater_or_equal"},
+      {"BitwiseAnd", "bitwise_and"},
+      {"BitwiseOr", "bitwise_or"},
+      {"BitwiseXor", "bitwise_xor"},
   };
   for (auto& [onnx_op, kiln_op] : binaries) t.add(onnx_op, binary(kiln_op));
 

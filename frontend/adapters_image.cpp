@@ -16,7 +16,8 @@ namespace {
 
 std::vector<int64_t> int_values(ImportContext& c, int i, const char* what) {
   const Tensor& t = c.require_value(i, what);
-  if (!is_int(t.dtype()) || t.type().rank() != 1) c.fail("{} must be a 1-D integer tensor, got {}", what, t.type().str());
+  if (!is_int(t.dtype()) || t.type().rank() != 1)
+    c.fail("{} must be a 1-D integer tensor, got {}", what, t.type().str());
   std::vector<int64_t> r;
   for (int64_t k = 0; k < t.numel(); ++k) r.push_back(static_cast<int64_t>(t.get_double(k)));
   return r;

@@ -27,8 +27,7 @@ void gemm(ImportContext& c) {
       const Shape &sa = c.input(0)->shape(), &sb = c.input(1)->shape(), &sc = c.input(2)->shape();
       if (sa.size() == 2 && sb.size() == 2) {
         int64_t m = a.get_int("transA", 0) ? sa[1] : sa[0], n = a.get_int("transB", 0) ? sb[0] : sb[1];
-        if (sc != Shape{m, n})
-          c.fail("C has shape [{}] but broadcast=0 requires [{},{}]", fmt::join(sc, ","), m, n);
+        if (sc != Shape{m, n}) c.fail("C has shape [{}] but broadcast=0 requires [{},{}]", fmt::join(sc, ","), m, n);
       }
     }
   } else if (c.opset() < 11) {

@@ -45,8 +45,8 @@ int outputs_needed(ImportContext& c) {
 // RNN / GRU / LSTM: activations made explicit per direction with positional
 // alphas/betas; hidden_size taken from R when absent; opset-1 output_sequence dropped.
 void recurrent(ImportContext& c, const std::string& op) {
-  std::vector<const char*> known = {"activation_alpha", "activation_beta", "activations", "clip", "direction",
-                                    "hidden_size", "layout", "output_sequence"};
+  std::vector<const char*> known = {"activation_alpha", "activation_beta", "activations", "clip",
+                                    "direction",        "hidden_size",     "layout",      "output_sequence"};
   if (op == "lstm") known.push_back("input_forget");
   if (op == "gru") known.push_back("linear_before_reset");
   for (auto& [name, v] : c.attrs()) {

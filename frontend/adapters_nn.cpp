@@ -114,8 +114,8 @@ void deform_conv(ImportContext& c) {
 }
 
 void conv_transpose(ImportContext& c) {
-  check_attrs(c, {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
-                  "strides"});
+  check_attrs(c,
+              {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"});
   std::vector<int64_t> in = spatial_dims(c);
   const size_t nd = in.size();
   std::vector<int64_t> k = conv_kernel(c, nd);
@@ -155,8 +155,7 @@ void window_pool(ImportContext& c, const std::string& op) {
     check_attrs(c, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
   else if (op == "average_pool")
     check_attrs(c, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"});
-  else
-    check_attrs(c, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"});
+  else check_attrs(c, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"});
   std::vector<int64_t> in = spatial_dims(c);
   const size_t nd = in.size();
   if (!c.attrs().has("kernel_shape")) c.fail("attribute 'kernel_shape' is required");

@@ -67,12 +67,13 @@ void batch_normalization(ImportContext& c) {
     c.unsupported("training_mode={}: kiln implements inference batch normalization", tm);
   for (int i = 1; i < c.num_outputs(); ++i)
     if (c.output_used(i))
-      c.unsupported("output {} (running/saved statistics) is only produced in training mode, which kiln does "
-                    "not implement",
-                    i);
+      c.unsupported(
+          "output {} (running/saved statistics) is only produced in training mode, which kiln does "
+          "not implement",
+          i);
   require_inputs(c, 5, 5);
-  Value* y = c.emit1("batch_normalization", {c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)},
-                     epsilon_attr(c));
+  Value* y =
+      c.emit1("batch_normalization", {c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)}, epsilon_attr(c));
   c.set_outputs({y});
 }
 
@@ -102,8 +103,7 @@ Value* per_channel_param(ImportContext& c, int i, int64_t groups, int64_t channe
   Value* v = c.input(i);
   const Shape& s = v->shape();
   if (s.size() != 1 || s[0] != groups)
-    c.fail("{} has shape [{}]; at opset {} it must be [num_groups] = [{}]", what, fmt::join(s, ","), c.opset(),
-           groups);
+    c.fail("{} has shape [{}]; at opset {} it must be [num_groups] = [{}]", what, fmt::join(s, ","), c.opset(), groups);
   if (groups == channels) return v;
   int64_t cpg = channels / groups;
   if (const Tensor* t = c.value_of(v)) {

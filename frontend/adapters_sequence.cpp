@@ -44,9 +44,8 @@ void register_sequence(AdapterTable& t) {
       if (v->dtype() != els[0]->dtype()) c.fail("sequence elements have different dtypes");
     c.set_sequence_output(0, els);
   });
-  t.add("SequenceLength", [](ImportContext& c) {
-    c.set_outputs({c.constant(Tensor::scalar(DType::I64, double(seq(c, 0).size())))});
-  });
+  t.add("SequenceLength",
+        [](ImportContext& c) { c.set_outputs({c.constant(Tensor::scalar(DType::I64, double(seq(c, 0).size())))}); });
   t.add("SequenceAt", [](ImportContext& c) {
     const auto& s = seq(c, 0);
     c.set_outputs({s[position(c, 1, static_cast<int64_t>(s.size()), -1, false)]});

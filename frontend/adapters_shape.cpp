@@ -74,8 +74,8 @@ Shape resolve_reshape(ImportContext& c, const Shape& in, const std::vector<int64
     if (v < -1) c.fail("shape [{}] has invalid dim {}", fmt::join(spec, ","), v);
     if (v == 0 && !allowzero) {
       if (i >= in.size())
-        c.fail("shape [{}] copies dim {} (0) but the input {} has rank {}", fmt::join(spec, ","), i,
-               shape_str(in), in.size());
+        c.fail("shape [{}] copies dim {} (0) but the input {} has rank {}", fmt::join(spec, ","), i, shape_str(in),
+               in.size());
       v = in[i];
     }
     if (v == 0) has_zero = true;
@@ -85,8 +85,7 @@ Shape resolve_reshape(ImportContext& c, const Shape& in, const std::vector<int64
   }
   int64_t numel = shape_numel(in);
   if (infer_at >= 0) {
-    if (allowzero && has_zero)
-      c.fail("shape [{}] has both 0 and -1 with allowzero=1", fmt::join(spec, ","));
+    if (allowzero && has_zero) c.fail("shape [{}] has both 0 and -1 with allowzero=1", fmt::join(spec, ","));
     if (known == 0) {
       if (numel != 0) c.fail("cannot reshape {} elements to [{}]", numel, fmt::join(spec, ","));
       c.fail("shape [{}]: -1 is ambiguous next to a zero-sized dim", fmt::join(spec, ","));
@@ -221,7 +220,7 @@ void split_adapter(ImportContext& c) {
   int64_t num_outputs = 0;
   if (c.opset() >= 13) {
     c.only_attrs(c.opset() >= 18 ? std::initializer_list<const char*>{"axis", "num_outputs"}
-                                   : std::initializer_list<const char*>{"axis"});
+                                 : std::initializer_list<const char*>{"axis"});
     if (c.has_input(1)) {
       split = int_list(c, 1, "Split sizes");
       have_split = true;
@@ -252,8 +251,7 @@ void split_adapter(ImportContext& c) {
       for (int i = 0; i < n; ++i) split.push_back(std::max<int64_t>(0, std::min(chunk, dim - chunk * i)));
       int64_t sum = 0;
       for (int64_t s : split) sum += s;
-      if (sum != dim)
-        c.fail("dim {} of size {} cannot be split into {} chunks", a, dim, n);
+      if (sum != dim) c.fail("dim {} of size {} cannot be split into {} chunks", a, dim, n);
     } else {
       if (n <= 0) c.fail("has no outputs");
       if (dim % n != 0) c.fail("dim {} of size {} does not split into {} equal parts", a, dim, n);
@@ -484,8 +482,8 @@ void constant_of_shape_adapter(ImportContext& c) {
 }
 
 void constant_adapter(ImportContext& c) {
-  c.only_attrs({"value", "value_float", "value_floats", "value_int", "value_ints", "value_string",
-                 "value_strings", "sparse_value"});
+  c.only_attrs({"value", "value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings",
+                "sparse_value"});
   if (c.attrs().has("value_string") || c.attrs().has("value_strings"))
     c.unsupported("string constants are not supported (kiln has no string dtype)");
   int count = 0;
@@ -522,7 +520,7 @@ void range_adapter(ImportContext& c) {
   // before rounding, float by default. kiln computes start + i * delta in
   // double and rounds once; float or double stashes agree with that.
   c.only_attrs(c.opset() >= 27 ? std::initializer_list<const char*>{"stash_type"}
-                                : std::initializer_list<const char*>{});
+                               : std::initializer_list<const char*>{});
   int64_t stash = c.attrs().get_int("stash_type", onnx::TensorProto::FLOAT);
   if (stash != onnx::TensorProto::FLOAT && stash != onnx::TensorProto::DOUBLE)
     c.unsupported("stash_type {} (not float or double) is not supported", stash);
@@ -531,7 +529,7 @@ void range_adapter(ImportContext& c) {
 
 void depth_to_space_adapter(ImportContext& c) {
   c.only_attrs(c.opset() >= 11 ? std::initializer_list<const char*>{"blocksize", "mode"}
-                                : std::initializer_list<const char*>{"blocksize"});
+                               : std::initializer_list<const char*>{"blocksize"});
   if (!c.attrs().has("blocksize")) c.fail("attribute 'blocksize' is missing");
   AttrMap m;
   m.set("blocksize", c.attrs().get_int("blocksize", 0));
@@ -545,7 +543,7 @@ void depth_to_space_adapter(ImportContext& c) {
 // to [N, C, b, b, H/b, W/b] and a reshape to [N, C*b*b, H/b, W/b].
 void space_to_depth_adapter(ImportContext& c) {
   c.only_attrs(c.opset() >= 28 ? std::initializer_list<const char*>{"blocksize", "mode"}
-                                : std::initializer_list<const char*>{"blocksize"});
+                               : std::initializer_list<const char*>{"blocksize"});
   if (!c.attrs().has("blocksize")) c.fail("attribute 'blocksize' is missing");
   int64_t b = c.attrs().get_int("blocksize", 0);
   std::string mode = c.attrs().get_string("mode", "DCR");

@@ -21,14 +21,14 @@ class ImportContext {
  public:
   virtual ~ImportContext() = default;
 
-  virtual const std::string& op_type() const = 0;   // ONNX op type, e.g. "Reshape"
-  virtual int64_t opset() const = 0;                // default-domain opset of the model
-  virtual const AttrMap& attrs() const = 0;         // ONNX attributes, converted
+  virtual const std::string& op_type() const = 0;  // ONNX op type, e.g. "Reshape"
+  virtual int64_t opset() const = 0;               // default-domain opset of the model
+  virtual const AttrMap& attrs() const = 0;        // ONNX attributes, converted
   virtual int num_inputs() const = 0;
-  virtual bool has_input(int i) const = 0;          // false for "" and past the end
-  virtual Value* input(int i) const = 0;            // error if absent
-  virtual int num_outputs() const = 0;              // as the ONNX node lists them
-  virtual bool output_used(int i) const = 0;        // non-empty ONNX output name
+  virtual bool has_input(int i) const = 0;    // false for "" and past the end
+  virtual Value* input(int i) const = 0;      // error if absent
+  virtual int num_outputs() const = 0;        // as the ONNX node lists them
+  virtual bool output_used(int i) const = 0;  // non-empty ONNX output name
 
   // Compile-time value of a value (constant, frozen input, or computed from
   // constants with the reference kernels), or nullptr.
@@ -38,8 +38,8 @@ class ImportContext {
   virtual const Tensor& require_value(int i, const std::string& what) = 0;
 
   // Adds a kiln node after inferring its result types; returns its results.
-  virtual std::vector<Value*> emit(const std::string& op, const std::vector<Value*>& inputs,
-                                   const AttrMap& attrs = {}, int num_outputs = 1) = 0;
+  virtual std::vector<Value*> emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs = {},
+                                   int num_outputs = 1) = 0;
   Value* emit1(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs = {}) {
     return emit(op, inputs, attrs, 1)[0];
   }

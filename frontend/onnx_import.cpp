@@ -43,7 +43,11 @@ class NodeContext final : public ImportContext {
  public:
   NodeContext(Importer& imp, const onnx::NodeProto& node, AttrMap attrs, std::vector<Value*> inputs,
               std::vector<const std::vector<Value*>*> seq_inputs)
-      : imp_(imp), node_(node), attrs_(std::move(attrs)), inputs_(std::move(inputs)), seq_inputs_(std::move(seq_inputs)) {}
+      : imp_(imp),
+        node_(node),
+        attrs_(std::move(attrs)),
+        inputs_(std::move(inputs)),
+        seq_inputs_(std::move(seq_inputs)) {}
 
   using ImportContext::import_as;
   const std::string& op_type() const override { return node_.op_type(); }
@@ -158,8 +162,8 @@ std::string NodeContext::label() const { return fmt::format("{}: {}", imp_.file(
 
 const Tensor* NodeContext::value_of(Value* v) { return imp_.known_value(v); }
 
-std::vector<Value*> NodeContext::emit(const std::string& op, const std::vector<Value*>& inputs,
-                                      const AttrMap& attrs, int num_outputs) {
+std::vector<Value*> NodeContext::emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
+                                      int num_outputs) {
   const OpDef* def = op_registry().find(op);
   if (!def) unsupported("kiln has no op '{}' (needed for ONNX {} at opset {})", op, op_type(), opset());
   // Operands whose values inference reads must be constants in the graph
@@ -263,8 +267,7 @@ TensorType Importer::input_type(const onnx::ValueInfoProto& vi) {
   DType dt = dtype_from_onnx(tt.elem_type(), ctx);
   if (auto it = opts_.input_shapes.find(vi.name()); it != opts_.input_shapes.end()) {
     if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(it->second.size()))
-      fail("{}: --shapes gives rank {} but the model declares rank {}", ctx, it->second.size(),
-           tt.shape().dim_size());
+      fail("{}: --shapes gives rank {} but the model declares rank {}", ctx, it->second.size(), tt.shape().dim_size());
     if (tt.has_shape())
       for (int i = 0; i < tt.shape().dim_size(); ++i) {
         const auto& d = tt.shape().dim(i);
@@ -302,8 +305,7 @@ void Importer::import_initializers() {
     names_.insert(init.name());
     env_[init.name()] = graph_->add_constant(init.name(), std::move(t));
   }
-  if (model_.graph().sparse_initializer_size())
-    unsupported("{}: sparse initializers are not supported", file_);
+  if (model_.graph().sparse_initializer_size()) unsupported("{}: sparse initializers are not supported", file_);
 }
 
 void Importer::import_inputs() {
@@ -340,7 +342,7 @@ void Importer::check_shadowed_input(const onnx::ValueInfoProto& vi, const Value*
     std::string declared = tt.elem_type() != 0 ? std::string(dtype_name(dtype_from_onnx(tt.elem_type(), ctx))) : "?";
     std::vector<std::string> dims;
     for (const auto& d : tt.shape().dim())
-      dims.push_back(d.has_dim_value()        ? std::to_string(d.dim_value())
+      dims.push_back(d.has_dim_value()       ? std::to_string(d.dim_value())
                      : d.dim_param().empty() ? std::string("?")
                                              : short_name(d.dim_param()));
     std::string shape = tt.has_shape() ? fmt::format("[{}]", fmt::join(dims, ",")) : "";
@@ -357,12 +359,24 @@ AttrMap Importer::convert_attrs(const onnx::NodeProto& node, const std::string& 
     if (!seen.insert(a.name()).second) fail("{}: attribute '{}' is given twice", ctx, a.name());
     if (!a.ref_attr_name().empty()) unsupported("{}: attribute '{}' refers to a function attribute", ctx, a.name());
     switch (a.type()) {
-      case AP::INT: m.set(a.name(), int64_t(a.i())); break;
-      case AP::FLOAT: m.set(a.name(), a.f()); break;
-      case AP::STRING: m.set(a.name(), a.s()); break;
-      case AP::INTS: m.set(a.name(), std::vector<int64_t>(a.ints().begin(), a.ints().end())); break;
-      case AP::FLOATS: m.set(a.name(), std::vector<float>(a.floats().begin(), a.floats().end())); break;
-      case AP::STRINGS: m.set(a.name(), std::vector<std::string>(a.strings().begin(), a.strings().end())); break;
+      case AP::INT:
+        m.set(a.name(), int64_t(a.i()));
+        break;
+      case AP::FLOAT:
+        m.set(a.name(), a.f());
+        break;
+      case AP::STRING:
+        m.set(a.name(), a.s());
+        break;
+      case AP::INTS:
+        m.set(a.name(), std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+        break;
+      case AP::FLOATS:
+        m.set(a.name(), std::vector<float>(a.floats().begin(), a.floats().end()));
+        break;
+      case AP::STRINGS:
+        m.set(a.name(), std::vector<std::string>(a.strings().begin(), a.strings().end()));
+        break;
       case AP::TENSOR: {
         std::string actx = ctx + " attribute '" + a.name() + "'";
         account_bytes(a.t(), actx);
@@ -373,10 +387,13 @@ AttrMap Importer::convert_attrs(const onnx::NodeProto& node, const std::string& 
       case AP::GRAPHS:
         unsupported("{}: subgraph attribute '{}' (control flow) is not supported", ctx, a.name());
       case AP::SPARSE_TENSOR:
-      case AP::SPARSE_TENSORS: unsupported("{}: sparse tensor attribute '{}' is not supported", ctx, a.name());
+      case AP::SPARSE_TENSORS:
+        unsupported("{}: sparse tensor attribute '{}' is not supported", ctx, a.name());
       case AP::TYPE_PROTO:
-      case AP::TYPE_PROTOS: unsupported("{}: type attribute '{}' is not supported", ctx, a.name());
-      default: fail("{}: attribute '{}' has no valid type ({})", ctx, a.name(), int(a.type()));
+      case AP::TYPE_PROTOS:
+        unsupported("{}: type attribute '{}' is not supported", ctx, a.name());
+      default:
+        fail("{}: attribute '{}' has no valid type ({})", ctx, a.name(), int(a.type()));
     }
   }
   return m;
@@ -444,9 +461,10 @@ void Importer::account_bytes(const onnx::TensorProto& p, const std::string& ctx)
   int64_t bytes = check_tensor_bytes(TensorType(dt, Shape(p.dims().begin(), p.dims().end())), ctx);
   int64_t limit = limits().max_total_bytes;
   if (bytes > limit - total_bytes_)
-    fail("{}: the model's weights exceed the limit of {} bytes in total ({} bytes read so far, this tensor needs "
-         "{}); raise it with --max-total-bytes or KILN_MAX_TOTAL_BYTES",
-         ctx, limit, total_bytes_, bytes);
+    fail(
+        "{}: the model's weights exceed the limit of {} bytes in total ({} bytes read so far, this tensor needs "
+        "{}); raise it with --max-total-bytes or KILN_MAX_TOTAL_BYTES",
+        ctx, limit, total_bytes_, bytes);
   total_bytes_ += bytes;
 }
 
@@ -546,8 +564,7 @@ void Importer::check_structure() {
     for (const std::string& in : g.node(i).input())
       if (!in.empty() && producer.at(in) >= i)
         fail("{}: {} reads \"{}\" before {} produces it: nodes must be topologically sorted", file_, label(i),
-             short_name(in),
-             label(producer.at(in)));
+             short_name(in), label(producer.at(in)));
 }
 
 // value_info entries declare the types of intermediate values: they must
@@ -595,8 +612,8 @@ void Importer::import_node_collecting(const onnx::NodeProto& node) {
   if (reads_unknown) {
     if (!op_known(node))
       opts_.problems->push_back({name, short_name(node.op_type()), true,
-                                 fmt::format("{}: {}: op {} (domain '{}') is not supported", file_,
-                                             node_label(node), short_name(node.op_type()), short_name(node.domain()))});
+                                 fmt::format("{}: {}: op {} (domain '{}') is not supported", file_, node_label(node),
+                                             short_name(node.op_type()), short_name(node.domain()))});
     mark_unknown();
     return;
   }
@@ -621,8 +638,7 @@ ImportResult Importer::run() {
   // A model may import only other domains (training, ML); its nodes are
   // then reported as unsupported one by one.
   if (opset_ == 0 && model_.opset_import_size() == 0) opset_ = 1;
-  if (opset_ > kMaxOpset)
-    unsupported("{}: opset {} is newer than kiln supports (up to {})", file_, opset_, kMaxOpset);
+  if (opset_ > kMaxOpset) unsupported("{}: opset {} is newer than kiln supports (up to {})", file_, opset_, kMaxOpset);
   if (!model_.has_graph()) fail("{}: the model has no graph", file_);
   // A graph computes nothing anyone can read without outputs (the ONNX
   // checker rejects it too).
@@ -652,8 +668,8 @@ ImportResult Importer::run() {
     if (vi.type().has_tensor_type()) {
       const auto& tt = vi.type().tensor_type();
       if (tt.elem_type() != 0 && dtype_from_onnx(tt.elem_type(), ctx) != v->dtype())
-        fail("{}: the model declares {} but kiln infers {}", ctx,
-             dtype_name(dtype_from_onnx(tt.elem_type(), ctx)), v->type().str());
+        fail("{}: the model declares {} but kiln infers {}", ctx, dtype_name(dtype_from_onnx(tt.elem_type(), ctx)),
+             v->type().str());
       if (tt.has_shape() && tt.shape().dim_size() != v->type().rank())
         fail("{}: the model declares rank {} but kiln infers {}", ctx, tt.shape().dim_size(), v->type().str());
       if (tt.has_shape()) {
@@ -694,8 +710,7 @@ ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base
   // deep reaches check_structure()'s clear message instead of a parse error.
   coded.SetRecursionLimit(3 * limits().max_subgraph_depth + 64);
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
-    fail("{}: not a valid ONNX model (protobuf parse failed: truncated, damaged or not protobuf at all)",
-         display_name);
+    fail("{}: not a valid ONNX model (protobuf parse failed: truncated, damaged or not protobuf at all)", display_name);
   Importer imp(model, base_dir, display_name, opts);
   return imp.run();
 }
@@ -723,8 +738,7 @@ std::map<std::string, Shape> parse_shapes_flag(const std::string& spec) {
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
     auto colon = item.rfind(':');
-    if (colon == std::string::npos || colon == 0)
-      fail("--shapes: '{}' should look like name:1x3x224x224", item);
+    if (colon == std::string::npos || colon == 0) fail("--shapes: '{}' should look like name:1x3x224x224", item);
     std::string name = item.substr(0, colon), dims = item.substr(colon + 1);
     Shape s;
     std::stringstream ds(dims);

@@ -43,14 +43,14 @@ struct ImportOptions {
 struct ImportResult {
   std::unique_ptr<Graph> graph;
   int64_t ir_version = 0;
-  int64_t opset = 0;                        // default-domain opset
-  std::vector<std::string> frozen_inputs;   // inputs that became constants
+  int64_t opset = 0;                       // default-domain opset
+  std::vector<std::string> frozen_inputs;  // inputs that became constants
 };
 
 // Throws kiln::Error (or kiln::Unsupported) with "file: node "x" (Op): problem".
 ImportResult import_onnx_file(const std::string& path, const ImportOptions& opts = {});
-ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base_dir,
-                               const std::string& display_name, const ImportOptions& opts = {});
+ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const std::string& display_name,
+                               const ImportOptions& opts = {});
 
 // Parses "x:1x3x224x224,y:2x4" into input_shapes.
 std::map<std::string, Shape> parse_shapes_flag(const std::string& spec);

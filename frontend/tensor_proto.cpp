@@ -18,23 +18,39 @@ namespace kiln {
 DType dtype_from_onnx(int elem_type, const std::string& context) {
   using TP = onnx::TensorProto;
   switch (elem_type) {
-    case TP::FLOAT: return DType::F32;
-    case TP::FLOAT16: return DType::F16;
-    case TP::BFLOAT16: return DType::BF16;
-    case TP::DOUBLE: return DType::F64;
-    case TP::INT8: return DType::I8;
-    case TP::INT16: return DType::I16;
-    case TP::INT32: return DType::I32;
-    case TP::INT64: return DType::I64;
-    case TP::UINT8: return DType::U8;
-    case TP::UINT16: return DType::U16;
-    case TP::UINT32: return DType::U32;
-    case TP::UINT64: return DType::U64;
-    case TP::BOOL: return DType::Bool;
-    case TP::STRING: unsupported("{}: string tensors are not supported", context);
+    case TP::FLOAT:
+      return DType::F32;
+    case TP::FLOAT16:
+      return DType::F16;
+    case TP::BFLOAT16:
+      return DType::BF16;
+    case TP::DOUBLE:
+      return DType::F64;
+    case TP::INT8:
+      return DType::I8;
+    case TP::INT16:
+      return DType::I16;
+    case TP::INT32:
+      return DType::I32;
+    case TP::INT64:
+      return DType::I64;
+    case TP::UINT8:
+      return DType::U8;
+    case TP::UINT16:
+      return DType::U16;
+    case TP::UINT32:
+      return DType::U32;
+    case TP::UINT64:
+      return DType::U64;
+    case TP::BOOL:
+      return DType::Bool;
+    case TP::STRING:
+      unsupported("{}: string tensors are not supported", context);
     case TP::COMPLEX64:
-    case TP::COMPLEX128: unsupported("{}: complex tensors are not supported", context);
-    case TP::UNDEFINED: fail("{}: tensor element type is undefined", context);
+    case TP::COMPLEX128:
+      unsupported("{}: complex tensors are not supported", context);
+    case TP::UNDEFINED:
+      fail("{}: tensor element type is undefined", context);
     default: {
       // Types newer than Debian's onnx.proto knows, named as onnx 1.23 does.
       static const char* const low_bit[] = {"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
@@ -50,19 +66,32 @@ DType dtype_from_onnx(int elem_type, const std::string& context) {
 int dtype_to_onnx(DType t) {
   using TP = onnx::TensorProto;
   switch (t) {
-    case DType::F32: return TP::FLOAT;
-    case DType::F16: return TP::FLOAT16;
-    case DType::BF16: return TP::BFLOAT16;
-    case DType::F64: return TP::DOUBLE;
-    case DType::I8: return TP::INT8;
-    case DType::I16: return TP::INT16;
-    case DType::I32: return TP::INT32;
-    case DType::I64: return TP::INT64;
-    case DType::U8: return TP::UINT8;
-    case DType::U16: return TP::UINT16;
-    case DType::U32: return TP::UINT32;
-    case DType::U64: return TP::UINT64;
-    case DType::Bool: return TP::BOOL;
+    case DType::F32:
+      return TP::FLOAT;
+    case DType::F16:
+      return TP::FLOAT16;
+    case DType::BF16:
+      return TP::BFLOAT16;
+    case DType::F64:
+      return TP::DOUBLE;
+    case DType::I8:
+      return TP::INT8;
+    case DType::I16:
+      return TP::INT16;
+    case DType::I32:
+      return TP::INT32;
+    case DType::I64:
+      return TP::INT64;
+    case DType::U8:
+      return TP::UINT8;
+    case DType::U16:
+      return TP::UINT16;
+    case DType::U32:
+      return TP::UINT32;
+    case DType::U64:
+      return TP::UINT64;
+    case DType::Bool:
+      return TP::BOOL;
   }
   return TP::UNDEFINED;
 }
@@ -73,12 +102,22 @@ namespace {
 // how many values it holds: checked against the shape before allocating.
 const char* typed_field(const onnx::TensorProto& p, DType dt, int64_t* count) {
   switch (dt) {
-    case DType::F32: *count = p.float_data_size(); return "float_data";
-    case DType::F64: *count = p.double_data_size(); return "double_data";
-    case DType::I64: *count = p.int64_data_size(); return "int64_data";
+    case DType::F32:
+      *count = p.float_data_size();
+      return "float_data";
+    case DType::F64:
+      *count = p.double_data_size();
+      return "double_data";
+    case DType::I64:
+      *count = p.int64_data_size();
+      return "int64_data";
     case DType::U32:
-    case DType::U64: *count = p.uint64_data_size(); return "uint64_data";
-    default: *count = p.int32_data_size(); return "int32_data";  // 16-bit floats as bit patterns, ints, bool
+    case DType::U64:
+      *count = p.uint64_data_size();
+      return "uint64_data";
+    default:
+      *count = p.int32_data_size();
+      return "int32_data";  // 16-bit floats as bit patterns, ints, bool
   }
 }
 
@@ -190,11 +229,19 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
   Tensor t(dt, shape);
   if (numel == 0) return t;
   switch (dt) {
-    case DType::F32: from_field(p.float_data(), t); break;
-    case DType::F64: from_field(p.double_data(), t); break;
-    case DType::I64: from_field(p.int64_data(), t); break;
+    case DType::F32:
+      from_field(p.float_data(), t);
+      break;
+    case DType::F64:
+      from_field(p.double_data(), t);
+      break;
+    case DType::I64:
+      from_field(p.int64_data(), t);
+      break;
     case DType::U32:
-    case DType::U64: from_field(p.uint64_data(), t); break;
+    case DType::U64:
+      from_field(p.uint64_data(), t);
+      break;
     case DType::F16:
     case DType::BF16: {
       // 16-bit floats travel as their bit patterns in int32_data.
@@ -202,7 +249,9 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
       for (int64_t i = 0; i < numel; ++i) d[i] = static_cast<uint16_t>(p.int32_data(i));
       break;
     }
-    default: from_field(p.int32_data(), t); break;
+    default:
+      from_field(p.int32_data(), t);
+      break;
   }
   return t;
 }

@@ -9,13 +9,20 @@ namespace kiln {
 
 std::string_view attr_kind_name(AttrKind k) {
   switch (k) {
-    case AttrKind::Int: return "int";
-    case AttrKind::Float: return "float";
-    case AttrKind::String: return "string";
-    case AttrKind::Ints: return "ints";
-    case AttrKind::Floats: return "floats";
-    case AttrKind::Strings: return "strings";
-    case AttrKind::Tensor: return "tensor";
+    case AttrKind::Int:
+      return "int";
+    case AttrKind::Float:
+      return "float";
+    case AttrKind::String:
+      return "string";
+    case AttrKind::Ints:
+      return "ints";
+    case AttrKind::Floats:
+      return "floats";
+    case AttrKind::Strings:
+      return "strings";
+    case AttrKind::Tensor:
+      return "tensor";
   }
   return "?";
 }

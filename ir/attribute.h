@@ -11,8 +11,8 @@
 
 namespace kiln {
 
-using Attribute = std::variant<int64_t, float, std::string, std::vector<int64_t>,
-                               std::vector<float>, std::vector<std::string>, Tensor>;
+using Attribute = std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>,
+                               std::vector<std::string>, Tensor>;
 
 enum class AttrKind { Int, Float, String, Ints, Floats, Strings, Tensor };
 inline AttrKind attr_kind(const Attribute& a) { return static_cast<AttrKind>(a.index()); }

@@ -70,10 +70,8 @@ std::string types_of(const Node& n) {
   std::vector<std::pair<std::string, int>> runs;
   for (int i = 0; i < n.num_outputs(); ++i) {
     std::string t = type_str(n.output(i)->type());
-    if (!runs.empty() && runs.back().first == t)
-      ++runs.back().second;
-    else
-      runs.emplace_back(t, 1);
+    if (!runs.empty() && runs.back().first == t) ++runs.back().second;
+    else runs.emplace_back(t, 1);
   }
   std::string s;
   for (const auto& [t, count] : runs) {
@@ -85,10 +83,14 @@ std::string types_of(const Node& n) {
 
 std::string attr_str(const Attribute& a) {
   switch (attr_kind(a)) {
-    case AttrKind::Int: return std::to_string(std::get<int64_t>(a));
-    case AttrKind::Float: return float_repr(std::get<float>(a));
-    case AttrKind::String: return std::get<std::string>(a);
-    case AttrKind::Ints: return fmt::format("[{}]", fmt::join(std::get<std::vector<int64_t>>(a), ","));
+    case AttrKind::Int:
+      return std::to_string(std::get<int64_t>(a));
+    case AttrKind::Float:
+      return float_repr(std::get<float>(a));
+    case AttrKind::String:
+      return std::get<std::string>(a);
+    case AttrKind::Ints:
+      return fmt::format("[{}]", fmt::join(std::get<std::vector<int64_t>>(a), ","));
     case AttrKind::Floats: {
       std::string s;
       for (float f : std::get<std::vector<float>>(a)) {
@@ -97,8 +99,10 @@ std::string attr_str(const Attribute& a) {
       }
       return "[" + s + "]";
     }
-    case AttrKind::Strings: return fmt::format("[{}]", fmt::join(std::get<std::vector<std::string>>(a), ","));
-    case AttrKind::Tensor: return "tensor " + std::get<Tensor>(a).type().str();
+    case AttrKind::Strings:
+      return fmt::format("[{}]", fmt::join(std::get<std::vector<std::string>>(a), ","));
+    case AttrKind::Tensor:
+      return "tensor " + std::get<Tensor>(a).type().str();
   }
   return "?";
 }
@@ -114,8 +118,8 @@ bool all_equal(const Attribute& a, int64_t v) {
 // The attributes that tell one node of an op from another (conv's kernel,
 // strides and pads, transpose's perm, ...), leaving out defaults: one short line.
 std::string key_attrs(const Node& n) {
-  static const char* const kKeys[] = {"kernel_shape", "strides", "pads",    "dilations", "group",  "perm",
-                                      "axis",         "axes",    "trans_a", "trans_b",   "split",  "shape",
+  static const char* const kKeys[] = {"kernel_shape", "strides", "pads",    "dilations", "group",   "perm",
+                                      "axis",         "axes",    "trans_a", "trans_b",   "split",   "shape",
                                       "num_heads",    "causal",  "mode",    "to",        "keepdims"};
   std::string s;
   for (const char* k : kKeys) {
@@ -201,8 +205,7 @@ class DotWriter {
     for (const auto& [k, a] : n.attrs()) tip += "\n" + k + "=" + cut(attr_str(a), 200);
     tip += const_tips;
     for (const std::string& name : split_names(n.name())) tip += "\nloc: " + name;
-    out_ << indent
-         << fmt::format("{} [label=\"{}\", tooltip=\"{}\"];\n", id, escape(cut(label, 400)), escape(tip));
+    out_ << indent << fmt::format("{} [label=\"{}\", tooltip=\"{}\"];\n", id, escape(cut(label, 400)), escape(tip));
   }
 
   void write_nodes(const Graph& g, const std::string& indent) {
@@ -221,8 +224,8 @@ class DotWriter {
         for (const std::string& name : names) tip += "\n" + name;
         out_ << indent << "subgraph cluster_" << id << " {\n"
              << indent
-             << fmt::format("  label=\"{} ({})\"; tooltip=\"{}\"; style=rounded; color=\"#3a6ea5\";\n",
-                            escape(n.op()), escape(kind), escape(tip));
+             << fmt::format("  label=\"{} ({})\"; tooltip=\"{}\"; style=rounded; color=\"#3a6ea5\";\n", escape(n.op()),
+                            escape(kind), escape(tip));
         for (size_t i = 0; i < body.inputs().size() && i < size_t(n.num_inputs()); ++i) {
           Value* o = n.input(static_cast<int>(i));
           if (!o) continue;

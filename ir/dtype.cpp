@@ -13,10 +13,9 @@ struct Info {
   size_t size;
 };
 constexpr Info kInfo[] = {
-    {DType::F32, "f32", 4},  {DType::F16, "f16", 2},  {DType::BF16, "bf16", 2},
-    {DType::F64, "f64", 8},  {DType::I8, "i8", 1},    {DType::I16, "i16", 2},
-    {DType::I32, "i32", 4},  {DType::I64, "i64", 8},  {DType::U8, "u8", 1},
-    {DType::U16, "u16", 2},  {DType::U32, "u32", 4},  {DType::U64, "u64", 8},
+    {DType::F32, "f32", 4},   {DType::F16, "f16", 2}, {DType::BF16, "bf16", 2}, {DType::F64, "f64", 8},
+    {DType::I8, "i8", 1},     {DType::I16, "i16", 2}, {DType::I32, "i32", 4},   {DType::I64, "i64", 8},
+    {DType::U8, "u8", 1},     {DType::U16, "u16", 2}, {DType::U32, "u32", 4},   {DType::U64, "u64", 8},
     {DType::Bool, "bool", 1},
 };
 }  // namespace
@@ -30,15 +29,9 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_float(DType t) {
-  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;
-}
-bool is_signed_int(DType t) {
-  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64;
-}
-bool is_unsigned_int(DType t) {
-  return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;
-}
+bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64; }
+bool is_signed_int(DType t) { return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64; }
+bool is_unsigned_int(DType t) { return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64; }
 
 float half_to_float(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16;

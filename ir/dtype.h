@@ -9,9 +9,18 @@
 namespace kiln {
 
 enum class DType : uint8_t {
-  F32, F16, BF16, F64,
-  I8, I16, I32, I64,
-  U8, U16, U32, U64,
+  F32,
+  F16,
+  BF16,
+  F64,
+  I8,
+  I16,
+  I32,
+  I64,
+  U8,
+  U16,
+  U32,
+  U64,
   Bool,
 };
 inline constexpr int kNumDTypes = 13;
@@ -35,19 +44,32 @@ uint16_t float_to_bf16(float f);
 template <typename F>
 decltype(auto) dispatch_storage(DType t, F&& f) {
   switch (t) {
-    case DType::F32: return f(float{});
-    case DType::F64: return f(double{});
-    case DType::F16: return f(uint16_t{});
-    case DType::BF16: return f(uint16_t{});
-    case DType::I8: return f(int8_t{});
-    case DType::I16: return f(int16_t{});
-    case DType::I32: return f(int32_t{});
-    case DType::I64: return f(int64_t{});
-    case DType::U8: return f(uint8_t{});
-    case DType::U16: return f(uint16_t{});
-    case DType::U32: return f(uint32_t{});
-    case DType::U64: return f(uint64_t{});
-    case DType::Bool: return f(uint8_t{});
+    case DType::F32:
+      return f(float{});
+    case DType::F64:
+      return f(double{});
+    case DType::F16:
+      return f(uint16_t{});
+    case DType::BF16:
+      return f(uint16_t{});
+    case DType::I8:
+      return f(int8_t{});
+    case DType::I16:
+      return f(int16_t{});
+    case DType::I32:
+      return f(int32_t{});
+    case DType::I64:
+      return f(int64_t{});
+    case DType::U8:
+      return f(uint8_t{});
+    case DType::U16:
+      return f(uint16_t{});
+    case DType::U32:
+      return f(uint32_t{});
+    case DType::U64:
+      return f(uint64_t{});
+    case DType::Bool:
+      return f(uint8_t{});
   }
   return f(float{});
 }

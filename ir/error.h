@@ -32,12 +32,11 @@ template <typename... Args>
 }
 
 // Internal invariant; failing it is a kiln bug, not a user error.
-#define KILN_CHECK(cond, ...)                                                   \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      throw std::logic_error(fmt::format("{}:{}: check failed: {}: {}",        \
-                                         __FILE__, __LINE__, #cond,            \
-                                         fmt::format(__VA_ARGS__)));           \
+#define KILN_CHECK(cond, ...)                                                                               \
+  do {                                                                                                      \
+    if (!(cond))                                                                                            \
+      throw std::logic_error(                                                                               \
+          fmt::format("{}:{}: check failed: {}: {}", __FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__))); \
   } while (0)
 
 }  // namespace kiln

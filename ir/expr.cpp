@@ -9,11 +9,11 @@ namespace kiln {
 
 std::string_view expr_op_name(ExprOp op) {
   static constexpr std::string_view names[] = {
-      "input", "const", "neg", "abs", "exp", "log", "sqrt", "recip", "floor", "ceil", "round", "sign",
-      "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
-      "erf", "not", "bitnot", "isnan", "isposinf", "isneginf", "add", "sub", "mul", "div", "pow",
-      "max", "min", "mod", "fmod", "eq", "lt", "le", "gt", "ge", "and", "or", "xor", "bitand",
-      "bitor", "bitxor", "shl", "shr", "select", "cast"};
+      "input", "const", "neg", "abs",    "exp",    "log",    "sqrt",     "recip",    "floor",  "ceil", "round",
+      "sign",  "sin",   "cos", "tan",    "asin",   "acos",   "atan",     "sinh",     "cosh",   "tanh", "asinh",
+      "acosh", "atanh", "erf", "not",    "bitnot", "isnan",  "isposinf", "isneginf", "add",    "sub",  "mul",
+      "div",   "pow",   "max", "min",    "mod",    "fmod",   "eq",       "lt",       "le",     "gt",   "ge",
+      "and",   "or",    "xor", "bitand", "bitor",  "bitxor", "shl",      "shr",      "select", "cast"};
   return names[static_cast<int>(op)];
 }
 
@@ -22,10 +22,18 @@ std::string Expr::str() const {
   for (size_t i = 0; i < nodes.size(); ++i) {
     const ExprNode& n = nodes[i];
     switch (n.op) {
-      case ExprOp::Input: s[i] = fmt::format("in{}", n.input); break;
-      case ExprOp::Const: s[i] = double_repr(n.value); break;
-      case ExprOp::Cast: s[i] = fmt::format("{}({})", dtype_name(n.dtype), s[n.a]); break;
-      case ExprOp::Select: s[i] = fmt::format("({} ? {} : {})", s[n.a], s[n.b], s[n.c]); break;
+      case ExprOp::Input:
+        s[i] = fmt::format("in{}", n.input);
+        break;
+      case ExprOp::Const:
+        s[i] = double_repr(n.value);
+        break;
+      case ExprOp::Cast:
+        s[i] = fmt::format("{}({})", dtype_name(n.dtype), s[n.a]);
+        break;
+      case ExprOp::Select:
+        s[i] = fmt::format("({} ? {} : {})", s[n.a], s[n.b], s[n.c]);
+        break;
       default:
         if (n.b < 0) s[i] = fmt::format("{}({})", expr_op_name(n.op), s[n.a]);
         else s[i] = fmt::format("{}({}, {})", expr_op_name(n.op), s[n.a], s[n.b]);
@@ -48,16 +56,21 @@ E ExprBuilder::constant(double v, DType dtype) { return push({ExprOp::Const, dty
 
 E ExprBuilder::unary(ExprOp op, E a) {
   DType t = a.dtype;
-  if (op == ExprOp::Not || op == ExprOp::IsNan || op == ExprOp::IsPosInf || op == ExprOp::IsNegInf)
-    t = DType::Bool;
+  if (op == ExprOp::Not || op == ExprOp::IsNan || op == ExprOp::IsPosInf || op == ExprOp::IsNegInf) t = DType::Bool;
   return push({op, t, a.id});
 }
 
 E ExprBuilder::binary(ExprOp op, E a, E b) {
   DType t = a.dtype;
   switch (op) {
-    case ExprOp::Eq: case ExprOp::Lt: case ExprOp::Le: case ExprOp::Gt: case ExprOp::Ge:
-    case ExprOp::And: case ExprOp::Or: case ExprOp::Xor:
+    case ExprOp::Eq:
+    case ExprOp::Lt:
+    case ExprOp::Le:
+    case ExprOp::Gt:
+    case ExprOp::Ge:
+    case ExprOp::And:
+    case ExprOp::Or:
+    case ExprOp::Xor:
       t = DType::Bool;
       break;
     default:

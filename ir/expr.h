@@ -21,15 +21,60 @@
 namespace kiln {
 
 enum class ExprOp : uint8_t {
-  Input, Const,
+  Input,
+  Const,
   // unary
-  Neg, Abs, Exp, Log, Sqrt, Recip, Floor, Ceil, Round /* half to even */, Sign,
-  Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Asinh, Acosh, Atanh, Erf,
-  Not /* logical */, BitNot, IsNan, IsPosInf, IsNegInf,
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Sqrt,
+  Recip,
+  Floor,
+  Ceil,
+  Round /* half to even */,
+  Sign,
+  Sin,
+  Cos,
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Tanh,
+  Asinh,
+  Acosh,
+  Atanh,
+  Erf,
+  Not /* logical */,
+  BitNot,
+  IsNan,
+  IsPosInf,
+  IsNegInf,
   // binary
-  Add, Sub, Mul, Div /* ints truncate */, Pow, Max, Min,
-  Mod /* result takes the divisor's sign (Python) */, FMod /* C fmod, dividend's sign */,
-  Eq, Lt, Le, Gt, Ge, And, Or, Xor, BitAnd, BitOr, BitXor, Shl, Shr,
+  Add,
+  Sub,
+  Mul,
+  Div /* ints truncate */,
+  Pow,
+  Max,
+  Min,
+  Mod /* result takes the divisor's sign (Python) */,
+  FMod /* C fmod, dividend's sign */,
+  Eq,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  And,
+  Or,
+  Xor,
+  BitAnd,
+  BitOr,
+  BitXor,
+  Shl,
+  Shr,
   // ternary: cond ? a : b
   Select,
   // conversion to the node's dtype
@@ -40,10 +85,10 @@ std::string_view expr_op_name(ExprOp op);
 
 struct ExprNode {
   ExprOp op;
-  DType dtype;         // result dtype
+  DType dtype;                 // result dtype
   int a = -1, b = -1, c = -1;  // operand node indices
-  int input = -1;      // for Input
-  double value = 0;    // for Const
+  int input = -1;              // for Input
+  double value = 0;            // for Const
 };
 
 // A DAG of ExprNodes in evaluation order; the last node is the result.

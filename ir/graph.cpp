@@ -14,8 +14,8 @@ namespace {
 void remove_use(Value* v, Node* user, int operand) {
   if (!v) return;
   auto& uses = const_cast<std::vector<Use>&>(v->uses());
-  auto it = std::find_if(uses.begin(), uses.end(),
-                         [&](const Use& u) { return u.user == user && u.operand == operand; });
+  auto it =
+      std::find_if(uses.begin(), uses.end(), [&](const Use& u) { return u.user == user && u.operand == operand; });
   KILN_CHECK(it != uses.end(), "use list of %{} lacks operand {} of {}", v->name(), operand, user->op());
   uses.erase(it);
 }
@@ -26,8 +26,7 @@ void add_use(Value* v, Node* user, int operand) {
 
 const Tensor& Value::data() const {
   KILN_CHECK(kind_ == ValueKind::Constant, "%{} is not a constant", name_);
-  if (!has_data())
-    fail("constant %{} has no data: the graph was loaded from IR text without its weights", name_);
+  if (!has_data()) fail("constant %{} has no data: the graph was loaded from IR text without its weights", name_);
   return data_;
 }
 
@@ -138,8 +137,8 @@ void Graph::remove_input(Value* input) {
   owned_.erase(std::find_if(owned_.begin(), owned_.end(), [&](auto& p) { return p.get() == input; }));
 }
 
-Node* Graph::add_node(std::string op, std::vector<Value*> inputs, std::vector<TensorType> output_types,
-                      AttrMap attrs, std::string node_name, Node* before) {
+Node* Graph::add_node(std::string op, std::vector<Value*> inputs, std::vector<TensorType> output_types, AttrMap attrs,
+                      std::string node_name, Node* before) {
   std::unique_ptr<Node> n(new Node());
   Node* raw = n.get();
   n->op_ = std::move(op);
@@ -163,8 +162,8 @@ Node* Graph::add_node(std::string op, std::vector<Value*> inputs, std::vector<Te
 void Graph::erase_node(Node* n) {
   KILN_CHECK(n->owner_ == this, "node {} is not in graph @{}", n->describe(), name_);
   for (auto& o : n->outputs_)
-    KILN_CHECK(!o->has_uses() && !is_output(o.get()), "erasing {} whose result %{} is still used",
-               n->describe(), o->name());
+    KILN_CHECK(!o->has_uses() && !is_output(o.get()), "erasing {} whose result %{} is still used", n->describe(),
+               o->name());
   nodes_.erase(n->self_);
 }
 
@@ -173,9 +172,7 @@ void Graph::move_node(Node* n, Node* before) {
   nodes_.splice(pos, nodes_, n->self_);
 }
 
-bool Graph::is_output(const Value* v) const {
-  return std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end();
-}
+bool Graph::is_output(const Value* v) const { return std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end(); }
 
 std::vector<Node*> Graph::node_list() const {
   std::vector<Node*> r;
@@ -214,8 +211,8 @@ std::unique_ptr<Graph> Graph::clone() const {
   map[nullptr] = nullptr;
   for (Value* v : inputs_) map[v] = g->add_input(v->name(), v->type());
   for (Value* c : constants_) {
-    Value* nc = c->has_data() ? g->add_constant(c->name(), c->data_)
-                              : g->add_constant_ref(c->name(), c->type(), c->digest_);
+    Value* nc =
+        c->has_data() ? g->add_constant(c->name(), c->data_) : g->add_constant_ref(c->name(), c->type(), c->digest_);
     nc->type_ = c->type_;
     map[c] = nc;
   }

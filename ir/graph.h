@@ -133,8 +133,8 @@ class Graph {
   void remove_input(Value* input);  // must have no uses
 
   // Creates a node. `before` == nullptr appends at the end of the order.
-  Node* add_node(std::string op, std::vector<Value*> inputs, std::vector<TensorType> output_types,
-                 AttrMap attrs = {}, std::string node_name = {}, Node* before = nullptr);
+  Node* add_node(std::string op, std::vector<Value*> inputs, std::vector<TensorType> output_types, AttrMap attrs = {},
+                 std::string node_name = {}, Node* before = nullptr);
   // Deletes a node whose results have no uses and are not graph outputs.
   void erase_node(Node* n);
   // Moves `n` right before `before` (nullptr: to the end).

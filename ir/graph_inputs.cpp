@@ -4,7 +4,8 @@
 
 namespace kiln {
 
-std::unordered_map<const Value*, Tensor> bind_graph_inputs(const Graph& g, const std::map<std::string, Tensor>& inputs) {
+std::unordered_map<const Value*, Tensor> bind_graph_inputs(const Graph& g,
+                                                           const std::map<std::string, Tensor>& inputs) {
   std::unordered_map<const Value*, Tensor> env;
   for (Value* in : g.inputs()) {
     auto it = inputs.find(in->name());

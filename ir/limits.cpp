@@ -47,11 +47,24 @@ int64_t parse_byte_size(const std::string& text, const std::string& what) {
   if (suffix.empty()) shift = 0;
   else if (suffix.size() == 1 || (suffix.size() == 3 && (suffix.substr(1) == "iB" || suffix.substr(1) == "ib")))
     switch (suffix[0]) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      case 't': case 'T': shift = 40; break;
-      default: break;
+      case 'k':
+      case 'K':
+        shift = 10;
+        break;
+      case 'm':
+      case 'M':
+        shift = 20;
+        break;
+      case 'g':
+      case 'G':
+        shift = 30;
+        break;
+      case 't':
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        break;
     }
   if (digits == 0 || digits > 15 || shift < 0)
     fail("{}: '{}' is not a byte size (a number with an optional k, M, G or T suffix)", what, text);
@@ -70,9 +83,10 @@ int64_t check_tensor_bytes(const TensorType& type, const std::string& context) {
   int64_t elem = int64_t(dtype_size(type.dtype));
   int64_t limit = limits().max_tensor_bytes;
   if (numel > limit / elem)
-    fail("{}{}{} needs {} bytes, over the limit of {} bytes per tensor (raise it with --max-tensor-bytes or "
-         "KILN_MAX_TENSOR_BYTES)",
-         context, context.empty() ? "" : ": ", type.str(), numel > INT64_MAX / elem ? INT64_MAX : numel * elem, limit);
+    fail(
+        "{}{}{} needs {} bytes, over the limit of {} bytes per tensor (raise it with --max-tensor-bytes or "
+        "KILN_MAX_TENSOR_BYTES)",
+        context, context.empty() ? "" : ": ", type.str(), numel > INT64_MAX / elem ? INT64_MAX : numel * elem, limit);
   return numel * elem;
 }
 

@@ -16,9 +16,9 @@
 namespace kiln {
 
 struct Limits {
-  int64_t max_tensor_bytes = 0;  // any one tensor: constant, input, intermediate, output
-  int64_t max_total_bytes = 0;   // all the weights (initializers, tensor attributes) of one model
-  int max_subgraph_depth = 32;   // nesting of subgraph attributes (ONNX Runtime's limit)
+  int64_t max_tensor_bytes = 0;                     // any one tensor: constant, input, intermediate, output
+  int64_t max_total_bytes = 0;                      // all the weights (initializers, tensor attributes) of one model
+  int max_subgraph_depth = 32;                      // nesting of subgraph attributes (ONNX Runtime's limit)
   int64_t max_model_file_bytes = int64_t(2) << 30;  // a .onnx file (protobuf's own 2 GiB limit)
 };
 

@@ -4,11 +4,16 @@ namespace kiln {
 
 std::string_view op_category_name(OpCategory c) {
   switch (c) {
-    case OpCategory::Pointwise: return "pointwise";
-    case OpCategory::Injective: return "injective";
-    case OpCategory::Reduction: return "reduction";
-    case OpCategory::Compute: return "compute";
-    case OpCategory::Fused: return "fused";
+    case OpCategory::Pointwise:
+      return "pointwise";
+    case OpCategory::Injective:
+      return "injective";
+    case OpCategory::Reduction:
+      return "reduction";
+    case OpCategory::Compute:
+      return "compute";
+    case OpCategory::Fused:
+      return "fused";
   }
   return "?";
 }
@@ -34,8 +39,7 @@ const Tensor* InferContext::value(int i) const {
 const Tensor& InferContext::require_value(int i, std::string_view what) const {
   const Tensor* t = value(i);
   if (!t)
-    fail("{} (operand {}, %{}) must be known at compile time: kiln compiles static shapes", what, i,
-         input(i)->name());
+    fail("{} (operand {}, %{}) must be known at compile time: kiln compiles static shapes", what, i, input(i)->name());
   return *t;
 }
 
@@ -76,14 +80,12 @@ std::vector<TensorType> infer_types(const OpDef& def, InferContext& ctx) {
     ctx.fail("expects {} to {} operands, got {}", def.min_inputs, def.max_inputs, n);
   }
   int m = ctx.num_outputs();
-  if (m < def.min_outputs || (def.max_outputs >= 0 && m > def.max_outputs))
-    ctx.fail("cannot produce {} results", m);
+  if (m < def.min_outputs || (def.max_outputs >= 0 && m > def.max_outputs)) ctx.fail("cannot produce {} results", m);
   for (const AttrSpec& s : def.attrs) {
     const Attribute* a = ctx.attrs().find(s.name);
     if (!a && s.required) ctx.fail("required attribute '{}' is missing", s.name);
     if (a && attr_kind(*a) != s.kind && !(s.kind == AttrKind::Float && attr_kind(*a) == AttrKind::Int))
-      ctx.fail("attribute '{}' should be {} but is {}", s.name, attr_kind_name(s.kind),
-               attr_kind_name(attr_kind(*a)));
+      ctx.fail("attribute '{}' should be {} but is {}", s.name, attr_kind_name(s.kind), attr_kind_name(attr_kind(*a)));
   }
   for (auto& [name, a] : ctx.attrs()) {
     bool known = false;

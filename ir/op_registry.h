@@ -36,10 +36,14 @@ class InferContext {
   // input, or computable from constants); nullptr otherwise.
   using Oracle = std::function<const Tensor*(Value*)>;
 
-  InferContext(std::string_view op, const std::vector<Value*>& inputs, const AttrMap& attrs,
-               int num_outputs, std::string label, Oracle oracle = {})
-      : op_(op), inputs_(inputs), attrs_(attrs), num_outputs_(num_outputs),
-        label_(std::move(label)), oracle_(std::move(oracle)) {}
+  InferContext(std::string_view op, const std::vector<Value*>& inputs, const AttrMap& attrs, int num_outputs,
+               std::string label, Oracle oracle = {})
+      : op_(op),
+        inputs_(inputs),
+        attrs_(attrs),
+        num_outputs_(num_outputs),
+        label_(std::move(label)),
+        oracle_(std::move(oracle)) {}
 
   std::string_view op() const { return op_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
@@ -106,7 +110,7 @@ struct OpDef {
   std::string name;  // kiln op name, snake_case: "conv", "reduce_sum"
   OpCategory category = OpCategory::Compute;
   int min_inputs = 1;
-  int max_inputs = 1;   // -1: variadic
+  int max_inputs = 1;  // -1: variadic
   int min_outputs = 1;
   int max_outputs = 1;  // -1: variadic
   std::vector<AttrSpec> attrs;
@@ -117,9 +121,9 @@ struct OpDef {
   // do. See infer_types and docs/ir.md "Layouts".
   bool keeps_layout = false;
   InferFn infer;
-  ExprFn expr;          // Pointwise ops: the scalar expression
-  KernelFn reference;   // everything else: the reference CPU kernel
-  std::string doc;      // one line for docs/ops.md
+  ExprFn expr;         // Pointwise ops: the scalar expression
+  KernelFn reference;  // everything else: the reference CPU kernel
+  std::string doc;     // one line for docs/ops.md
 };
 
 class OpRegistry {

@@ -37,8 +37,7 @@ struct Tok {
 
 class Lexer {
  public:
-  Lexer(std::string_view src, std::string_view file, int first_line)
-      : src_(src), file_(file), line_(first_line) {}
+  Lexer(std::string_view src, std::string_view file, int first_line) : src_(src), file_(file), line_(first_line) {}
 
   [[noreturn]] void error_at(int line, int col, const std::string& msg) const {
     throw Error(fmt::format("{}:{}:{}: {}", file_, line, col, msg));
@@ -66,7 +65,8 @@ class Lexer {
     } else if (is_ident_start(c)) {
       t.kind = T::Ident;
       while (pos_ < src_.size() && is_ident_char(src_[pos_])) t.text += advance();
-    } else if (is_digit(c) || (c == '-' && pos_ + 1 < src_.size() && (is_digit(src_[pos_ + 1]) || is_ident_start(src_[pos_ + 1])))) {
+    } else if (is_digit(c) ||
+               (c == '-' && pos_ + 1 < src_.size() && (is_digit(src_[pos_ + 1]) || is_ident_start(src_[pos_ + 1])))) {
       // Numbers are lexed greedily ([-]digit-or-letter run, with a sign after
       // an exponent 'e') and validated where they are used; "-inf" and "-nan"
       // lex as numbers too.
@@ -205,11 +205,16 @@ class Parser {
   [[noreturn]] void error(const Tok& t, const std::string& msg) { lex_.error_at(t.line, t.col, msg); }
   static std::string describe(const Tok& t) {
     switch (t.kind) {
-      case T::End: return "end of input";
-      case T::String: return "string " + quote_string(t.text);
-      case T::Value: return "%" + bare_or_quoted(t.text);
-      case T::At: return "@" + bare_or_quoted(t.text);
-      default: return "'" + t.text + "'";
+      case T::End:
+        return "end of input";
+      case T::String:
+        return "string " + quote_string(t.text);
+      case T::Value:
+        return "%" + bare_or_quoted(t.text);
+      case T::At:
+        return "@" + bare_or_quoted(t.text);
+      default:
+        return "'" + t.text + "'";
     }
   }
   Tok expect(T kind, const char* what) {
@@ -328,16 +333,25 @@ class Parser {
       return v;
     };
     switch (dt) {
-      case DType::F32: t.data<float>()[i] = parse_float<float>(e); return;
-      case DType::F64: t.data<double>()[i] = parse_float<double>(e); return;
-      case DType::F16: t.data<uint16_t>()[i] = float_to_half(parse_float<float>(e)); return;
-      case DType::BF16: t.data<uint16_t>()[i] = float_to_bf16(parse_float<float>(e)); return;
+      case DType::F32:
+        t.data<float>()[i] = parse_float<float>(e);
+        return;
+      case DType::F64:
+        t.data<double>()[i] = parse_float<double>(e);
+        return;
+      case DType::F16:
+        t.data<uint16_t>()[i] = float_to_half(parse_float<float>(e));
+        return;
+      case DType::BF16:
+        t.data<uint16_t>()[i] = float_to_bf16(parse_float<float>(e));
+        return;
       case DType::Bool:
         if (e.kind != T::Ident || (e.text != "true" && e.text != "false"))
           error(e, fmt::format("expected true or false, found {}", describe(e)));
         t.data<uint8_t>()[i] = e.text == "true";
         return;
-      default: break;
+      default:
+        break;
     }
     dispatch_storage(dt, [&](auto z) {
       using I = decltype(z);
@@ -354,7 +368,8 @@ class Parser {
     if (!splat && int64_t(elems.size()) != n)
       error(at, fmt::format("dense<> has {} elements but {} holds {}", elems.size(), type.str(), n));
     if (n > kMaxConstantBytes / int64_t(dtype_size(type.dtype)))
-      error(at, fmt::format("{} is too large to materialize from text (limit {} bytes)", type.str(), kMaxConstantBytes));
+      error(at,
+            fmt::format("{} is too large to materialize from text (limit {} bytes)", type.str(), kMaxConstantBytes));
     Tensor t(type);
     if (n == 0) return t;
     store_element(t, 0, elems[0]);
@@ -495,7 +510,8 @@ class Parser {
       node->set_inputs(std::move(ins));
     }
     if (outs.size() != out_types.size())
-      error(ret, fmt::format("return gives {} values but the graph declares {} results", outs.size(), out_types.size()));
+      error(ret,
+            fmt::format("return gives {} values but the graph declares {} results", outs.size(), out_types.size()));
     std::vector<Value*> out_values;
     for (size_t i = 0; i < outs.size(); ++i) {
       Value* v = resolve(s, outs[i]);

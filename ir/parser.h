@@ -24,7 +24,6 @@ std::vector<InputChunk> split_input_file(std::string_view text);
 
 // A file holding several graphs separated by lines "// -----" (lit/FileCheck
 // tests, as with mlir-opt --split-input-file).
-std::vector<std::unique_ptr<Graph>> parse_graphs_split(std::string_view text,
-                                                       std::string_view filename = "<text>");
+std::vector<std::unique_ptr<Graph>> parse_graphs_split(std::string_view text, std::string_view filename = "<text>");
 
 }  // namespace kiln

@@ -23,13 +23,20 @@ namespace {
 // One element of a tensor as the parser reads it back.
 std::string element_repr(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DType::F32: return float_repr(t.data<float>()[i]);
-    case DType::F64: return double_repr(t.data<double>()[i]);
-    case DType::F16: return float_repr(half_to_float(t.data<uint16_t>()[i]));
-    case DType::BF16: return float_repr(bf16_to_float(t.data<uint16_t>()[i]));
-    case DType::Bool: return t.data<uint8_t>()[i] ? "true" : "false";
-    case DType::U64: return std::to_string(t.data<uint64_t>()[i]);
-    default: return std::to_string(t.get_int(i));
+    case DType::F32:
+      return float_repr(t.data<float>()[i]);
+    case DType::F64:
+      return double_repr(t.data<double>()[i]);
+    case DType::F16:
+      return float_repr(half_to_float(t.data<uint16_t>()[i]));
+    case DType::BF16:
+      return float_repr(bf16_to_float(t.data<uint16_t>()[i]));
+    case DType::Bool:
+      return t.data<uint8_t>()[i] ? "true" : "false";
+    case DType::U64:
+      return std::to_string(t.data<uint64_t>()[i]);
+    default:
+      return std::to_string(t.get_int(i));
   }
 }
 
@@ -79,9 +86,12 @@ std::string list_repr(const std::vector<T>& v, const char* empty, F&& item) {
 
 std::string attr_repr(const Attribute& a) {
   switch (attr_kind(a)) {
-    case AttrKind::Int: return std::to_string(std::get<int64_t>(a));
-    case AttrKind::Float: return float_repr(std::get<float>(a));
-    case AttrKind::String: return quote_string(std::get<std::string>(a));
+    case AttrKind::Int:
+      return std::to_string(std::get<int64_t>(a));
+    case AttrKind::Float:
+      return float_repr(std::get<float>(a));
+    case AttrKind::String:
+      return quote_string(std::get<std::string>(a));
     case AttrKind::Ints:
       return list_repr(std::get<std::vector<int64_t>>(a), "ints[]", [](int64_t x) { return std::to_string(x); });
     case AttrKind::Floats:

@@ -13,8 +13,7 @@ int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) {
     if (d < 0) fail("negative dimension {} in shape [{}]", d, fmt::join(s, ","));
-    if (d != 0 && n > (int64_t(1) << 62) / d)
-      fail("element count of shape [{}] overflows", fmt::join(s, ","));
+    if (d != 0 && n > (int64_t(1) << 62) / d) fail("element count of shape [{}] overflows", fmt::join(s, ","));
     n *= d;
   }
   return n;
@@ -59,18 +58,33 @@ double load_double(DType dt, const T* p) {
 template <typename T>
 void store_double(DType dt, T* p, double v) {
   if constexpr (std::is_same_v<T, uint16_t>) {
-    if (dt == DType::F16) { *p = float_to_half(static_cast<float>(v)); return; }
-    if (dt == DType::BF16) { *p = float_to_bf16(static_cast<float>(v)); return; }
+    if (dt == DType::F16) {
+      *p = float_to_half(static_cast<float>(v));
+      return;
+    }
+    if (dt == DType::BF16) {
+      *p = float_to_bf16(static_cast<float>(v));
+      return;
+    }
   }
   if constexpr (std::is_integral_v<T>) {
-    if (dt == DType::Bool) { *p = v != 0; return; }
+    if (dt == DType::Bool) {
+      *p = v != 0;
+      return;
+    }
     // A double outside T's range converts with undefined behaviour in C++;
     // kiln defines it as x86 and numpy do: truncate to int64, then wrap to
     // T's width (uint64 keeps its upper half); NaN is 0, beyond int64 saturates.
-    if (v != v) { *p = 0; return; }
+    if (v != v) {
+      *p = 0;
+      return;
+    }
     const double t = std::trunc(v);
     if constexpr (std::is_same_v<T, uint64_t>) {
-      if (t >= 0 && t < 18446744073709551616.0) { *p = static_cast<uint64_t>(t); return; }
+      if (t >= 0 && t < 18446744073709551616.0) {
+        *p = static_cast<uint64_t>(t);
+        return;
+      }
     }
     if (t >= -9223372036854775808.0 && t < 9223372036854775808.0) {
       *p = static_cast<T>(static_cast<int64_t>(t));  // modular narrowing (C++20)
@@ -111,8 +125,14 @@ void Tensor::set_int(int64_t i, int64_t v) {
   dispatch_storage(dtype(), [&](auto z) {
     using T = decltype(z);
     if constexpr (std::is_integral_v<T>) {
-      if (dtype() == DType::Bool) { data<T>()[i] = v != 0; return; }
-      if (dtype() != DType::F16 && dtype() != DType::BF16) { data<T>()[i] = static_cast<T>(v); return; }
+      if (dtype() == DType::Bool) {
+        data<T>()[i] = v != 0;
+        return;
+      }
+      if (dtype() != DType::F16 && dtype() != DType::BF16) {
+        data<T>()[i] = static_cast<T>(v);
+        return;
+      }
     }
     store_double(dtype(), data<T>() + i, static_cast<double>(v));
   });

@@ -33,8 +33,7 @@ struct TensorType {
   Layout layout = Layout::Default;
 
   TensorType() = default;
-  TensorType(DType d, Shape s, Layout l = Layout::Default)
-      : dtype(d), shape(std::move(s)), layout(l) {}
+  TensorType(DType d, Shape s, Layout l = Layout::Default) : dtype(d), shape(std::move(s)), layout(l) {}
   int rank() const { return static_cast<int>(shape.size()); }
   int64_t numel() const { return shape_numel(shape); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
@@ -53,8 +52,7 @@ class Tensor {
   template <typename T>
   static Tensor from(DType dtype, Shape shape, const std::vector<T>& values) {
     Tensor t(dtype, std::move(shape));
-    for (size_t i = 0; i < values.size() && i < size_t(t.numel()); ++i)
-      t.set_double(i, static_cast<double>(values[i]));
+    for (size_t i = 0; i < values.size() && i < size_t(t.numel()); ++i) t.set_double(i, static_cast<double>(values[i]));
     return t;
   }
   static Tensor scalar(DType dtype, double v);
@@ -69,8 +67,14 @@ class Tensor {
 
   void* raw() { return data_.get(); }
   const void* raw() const { return data_.get(); }
-  template <typename T> T* data() { return reinterpret_cast<T*>(data_.get()); }
-  template <typename T> const T* data() const { return reinterpret_cast<const T*>(data_.get()); }
+  template <typename T>
+  T* data() {
+    return reinterpret_cast<T*>(data_.get());
+  }
+  template <typename T>
+  const T* data() const {
+    return reinterpret_cast<const T*>(data_.get());
+  }
   std::span<const uint8_t> bytes() const { return {data_.get(), nbytes()}; }
 
   // Element access converting through double / int64 (slow; for small

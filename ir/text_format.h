@@ -9,8 +9,7 @@ namespace kiln {
 
 // Characters of a bare value or graph name: %conv1.out-2, @main.
 inline bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
 }
 // Identifiers (op names, attribute names, keywords, dtypes): [A-Za-z_][A-Za-z0-9_.]*
 inline bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }

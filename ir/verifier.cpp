@@ -51,9 +51,10 @@ class Verifier {
     // The tables' entries come from one arena released at once: freeing
     // them one by one cost as much as filling them on large graphs.
     std::pmr::monotonic_buffer_resource arena;
-    std::pmr::unordered_map<const Value*, int> position(&arena);  // -1: always defined; else index of the producing node
+    std::pmr::unordered_map<const Value*, int> position(
+        &arena);  // -1: always defined; else index of the producing node
     std::pmr::unordered_map<std::string_view, const Value*> names(&arena);  // views of the values' own names
-    std::vector<const Value*> values;  // in order, for deterministic messages
+    std::vector<const Value*> values;                                       // in order, for deterministic messages
     // Sized once: the verifier runs after every pass, and rehashing as the
     // tables grow was a good part of its time on large graphs.
     size_t expect = g.inputs().size() + g.constants().size() + 2 * g.num_nodes();
@@ -114,8 +115,8 @@ class Verifier {
         if (!nodes.count(u.user))
           err(where, "the use list of {} names a node that is not in graph @{}", vname(v), g.name());
         if (u.operand < 0 || u.user->input(u.operand) != v)
-          err(where, "the use list of {} says {} uses it as operand {}, but it does not", vname(v),
-              u.user->describe(), u.operand);
+          err(where, "the use list of {} says {} uses it as operand {}, but it does not", vname(v), u.user->describe(),
+              u.operand);
         bool twice = false;
         if (us.size() > kShortUseList) {
           twice = !long_list.insert({u.user, u.operand}).second;
@@ -134,14 +135,14 @@ class Verifier {
           if (!v) continue;
           bool listed = false;
           for (const Use& u : v->uses()) listed |= u.user == n.get() && u.operand == i;
-          if (!listed)
-            err(where, "{}: the use list of operand {} ({}) lacks this use", n->describe(), i, vname(v));
+          if (!listed) err(where, "{}: the use list of operand {} ({}) lacks this use", n->describe(), i, vname(v));
         }
     }
     for (size_t i = 0; i < g.outputs().size(); ++i) {
       const Value* v = g.outputs()[i];
       if (!v) err(where, "graph @{}: output {} is missing", g.name(), i);
-      if (!position.count(v)) err(where, "graph @{}: output {} ({}) is not a value of the graph", g.name(), i, vname(v));
+      if (!position.count(v))
+        err(where, "graph @{}: output {} ({}) is not a value of the graph", g.name(), i, vname(v));
     }
   }
 
@@ -176,7 +177,8 @@ class Verifier {
     const Graph* body = n.body();
     if (!body) err(where, "{}: a fused node needs a body", n.describe());
     if (body->inputs().size() != size_t(n.num_inputs()))
-      err(where, "{}: has {} operands but its body takes {} inputs", n.describe(), n.num_inputs(), body->inputs().size());
+      err(where, "{}: has {} operands but its body takes {} inputs", n.describe(), n.num_inputs(),
+          body->inputs().size());
     for (int i = 0; i < n.num_inputs(); ++i) {
       if (!n.input(i)) err(where, "{}: operand {} is absent (fused nodes take every operand)", n.describe(), i);
       if (n.input(i)->type() != body->inputs()[i]->type())

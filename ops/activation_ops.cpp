@@ -21,9 +21,7 @@ E sigmoid(ExprBuilder& b, E x) {
 }
 
 // log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)): no overflow for large x.
-E softplus(ExprBuilder& b, E x) {
-  return b.add(b.max(x, b.zero(x)), b.log(b.add(b.one(x), b.exp(b.neg(b.abs(x))))));
-}
+E softplus(ExprBuilder& b, E x) { return b.add(b.max(x, b.zero(x)), b.log(b.add(b.one(x), b.exp(b.neg(b.abs(x)))))); }
 
 // max(0, min(1, alpha * x + beta))
 E hard_sigmoid(ExprBuilder& b, E x, float alpha, float beta) {
@@ -96,8 +94,7 @@ void register_activation_ops(OpRegistry& r) {
       [](ExprBuilder& b, E x, A a) { return hard_sigmoid(b, x, attr(a, "alpha", 0.2f), attr(a, "beta", 0.5f)); },
       "max(0, min(1, alpha * x + beta)) (alpha = 0.2, beta = 0.5)"));
   r.add(unary_op(
-      "hard_swish", kFloatKind, {},
-      [](ExprBuilder& b, E x, A) { return b.mul(x, hard_sigmoid(b, x, 1.0f / 6, 0.5f)); },
+      "hard_swish", kFloatKind, {}, [](ExprBuilder& b, E x, A) { return b.mul(x, hard_sigmoid(b, x, 1.0f / 6, 0.5f)); },
       "x * max(0, min(1, x / 6 + 0.5))"));
   r.add(unary_op(
       "elu", kFloatKind, {{"alpha", F}},

@@ -78,10 +78,8 @@ std::vector<TensorType> infer_attention(InferContext& c) {
 template <typename T>
 void attention_head(const T* q, const T* k, const T* v, T* o, const T* mask, int64_t mi, int64_t mj, int64_t Sq,
                     int64_t Sk, int64_t D, int64_t Dv, T scale, bool causal, bool nan_to_zero, T* s) {
-  if constexpr (std::is_same_v<T, float>)
-    linalg::gemm_f32(false, true, Sq, Sk, D, scale, q, D, k, D, 0.0f, s, Sk);
-  else
-    linalg::gemm_f64(false, true, Sq, Sk, D, scale, q, D, k, D, 0.0, s, Sk);
+  if constexpr (std::is_same_v<T, float>) linalg::gemm_f32(false, true, Sq, Sk, D, scale, q, D, k, D, 0.0f, s, Sk);
+  else linalg::gemm_f64(false, true, Sq, Sk, D, scale, q, D, k, D, 0.0, s, Sk);
   const T inf = std::numeric_limits<T>::infinity();
   for (int64_t i = 0; i < Sq; ++i) {
     T* row = s + i * Sk;
@@ -108,10 +106,8 @@ void attention_head(const T* q, const T* k, const T* v, T* o, const T* mask, int
       row[j] = nan_to_zero && std::isnan(p) ? T(0) : p;
     }
   }
-  if constexpr (std::is_same_v<T, float>)
-    linalg::gemm_f32(false, false, Sq, Dv, Sk, 1.0f, s, Sk, v, Dv, 0.0f, o, Dv);
-  else
-    linalg::gemm_f64(false, false, Sq, Dv, Sk, 1.0, s, Sk, v, Dv, 0.0, o, Dv);
+  if constexpr (std::is_same_v<T, float>) linalg::gemm_f32(false, false, Sq, Dv, Sk, 1.0f, s, Sk, v, Dv, 0.0f, o, Dv);
+  else linalg::gemm_f64(false, false, Sq, Dv, Sk, 1.0, s, Sk, v, Dv, 0.0, o, Dv);
 }
 
 template <typename T>
@@ -128,8 +124,8 @@ void attention_kernel(KernelContext& ctx, const T* q, const T* k, const T* v, co
     for (int64_t h = 0; h < H; ++h) {
       int64_t bh = b * H + h;
       const T* mp = mask ? mask + b * ms[0] + h * ms[1] : nullptr;
-      attention_head(q + bh * Sq * D, k + bh * Sk * D, v + bh * Sk * Dv, o + bh * Sq * Dv, mp, ms[2], ms[3], Sq, Sk,
-                     D, Dv, scale, causal, nan_to_zero, scratch.data());
+      attention_head(q + bh * Sq * D, k + bh * Sk * D, v + bh * Sk * Dv, o + bh * Sq * Dv, mp, ms[2], ms[3], Sq, Sk, D,
+                     Dv, scale, causal, nan_to_zero, scratch.data());
     }
 }
 
@@ -163,9 +159,10 @@ OpDef attention_op() {
       }
     }
   };
-  d.doc = "softmax(scale * q k^T + mask) v; q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv], optional additive mask "
-          "broadcast to [B,H,Sq,Sk]; causal=1 masks keys j > i + Sk - Sq; nan_to_zero=1 takes NaN probabilities "
-          "as 0";
+  d.doc =
+      "softmax(scale * q k^T + mask) v; q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv], optional additive mask "
+      "broadcast to [B,H,Sq,Sk]; causal=1 masks keys j > i + Sk - Sq; nan_to_zero=1 takes NaN probabilities "
+      "as 0";
   return d;
 }
 

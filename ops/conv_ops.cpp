@@ -32,7 +32,7 @@ namespace {
 struct ConvParams {
   int nd = 0;
   int64_t N = 0, C = 0, M = 0, group = 1;
-  int64_t Cg = 0, Mg = 0;  // channels per group: input, output
+  int64_t Cg = 0, Mg = 0;           // channels per group: input, output
   std::vector<int64_t> in, k, out;  // spatial dims (for conv_transpose: in = its input, out = its output)
   std::vector<int64_t> strides, dilations, pads, output_padding;
   int64_t in_size = 0, k_size = 0, out_size = 0;
@@ -75,8 +75,8 @@ ConvParams conv_params(const AttrMap& a, const Shape& xs, const Shape& ws, const
   p.dilations = window_ints(a, "dilations", nd, 1, label);
   p.pads = window_ints(a, "pads", 2 * nd, transpose ? INT64_MIN : 0, label);
   if (transpose) {
-    p.output_padding = a.has("output_padding") ? window_ints(a, "output_padding", nd, 0, label)
-                                               : std::vector<int64_t>(nd, 0);
+    p.output_padding =
+        a.has("output_padding") ? window_ints(a, "output_padding", nd, 0, label) : std::vector<int64_t>(nd, 0);
   }
   p.out.resize(nd);
   for (size_t d = 0; d < nd; ++d) {
@@ -84,8 +84,8 @@ ConvParams conv_params(const AttrMap& a, const Shape& xs, const Shape& ws, const
     if (!transpose) {
       o = window_out_dim(p.in[d], p.k[d], p.strides[d], p.pads[d], p.pads[d + nd], p.dilations[d]);
       if (o < 1)
-        failf(label, "kernel {} (dilation {}) does not fit the input {} padded by {}+{} along spatial axis {}",
-              p.k[d], p.dilations[d], p.in[d], p.pads[d], p.pads[d + nd], d);
+        failf(label, "kernel {} (dilation {}) does not fit the input {} padded by {}+{} along spatial axis {}", p.k[d],
+              p.dilations[d], p.in[d], p.pads[d], p.pads[d + nd], d);
     } else {
       if (p.in[d] < 1) failf(label, "input spatial axis {} is empty", d);
       o = conv_transpose_out_dim(p.in[d], p.k[d], p.strides[d], p.pads[d], p.pads[d + nd], p.dilations[d],
@@ -103,13 +103,13 @@ ConvParams conv_params(const AttrMap& a, const Shape& xs, const Shape& ws, const
 }
 
 // C = op(A) * op(B), row-major, through BLAS.
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* A, int64_t lda, const float* B,
-          int64_t ldb, float* C, int64_t ldc) {
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* A, int64_t lda, const float* B, int64_t ldb,
+          float* C, int64_t ldc) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
               1.0f, A, int(lda), B, int(ldb), 0.0f, C, int(ldc));
 }
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* A, int64_t lda, const double* B,
-          int64_t ldb, double* C, int64_t ldc) {
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* A, int64_t lda, const double* B, int64_t ldb,
+          double* C, int64_t ldc) {
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
               1.0, A, int(lda), B, int(ldb), 0.0, C, int(ldc));
 }
@@ -401,8 +401,7 @@ ConvParams col2im_params(const AttrMap& a, const Shape& xs, const std::string& l
   p.dilations = window_ints(a, "dilations", nd, 1, label);
   p.pads = window_ints(a, "pads", 2 * nd, 0, label);
   p.k_size = prod(p.k);
-  if (xs[1] % p.k_size != 0)
-    failf(label, "input dim 1 ({}) is not a multiple of the block size {}", xs[1], p.k_size);
+  if (xs[1] % p.k_size != 0) failf(label, "input dim 1 ({}) is not a multiple of the block size {}", xs[1], p.k_size);
   p.N = xs[0];
   p.Mg = p.M = xs[1] / p.k_size;
   p.in.resize(nd);
@@ -613,8 +612,10 @@ void register_conv_ops(OpRegistry& r) {
   OpDef c2i;
   c2i.name = "col2im";
   c2i.category = OpCategory::Compute;
-  c2i.attrs = {{"image_shape", AttrKind::Ints, true}, {"block_shape", AttrKind::Ints, true},
-               {"strides", AttrKind::Ints, true},     {"pads", AttrKind::Ints, true},
+  c2i.attrs = {{"image_shape", AttrKind::Ints, true},
+               {"block_shape", AttrKind::Ints, true},
+               {"strides", AttrKind::Ints, true},
+               {"pads", AttrKind::Ints, true},
                {"dilations", AttrKind::Ints, true}};
   c2i.infer = infer_col2im;
   c2i.reference = col2im_kernel;

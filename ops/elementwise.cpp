@@ -8,7 +8,10 @@ namespace kiln::ops {
 
 void require_kinds(InferContext& c, int i, unsigned kinds) {
   DType t = c.dtype(i);
-  unsigned k = is_float(t) ? kFloatKind : is_signed_int(t) ? kSignedKind : is_unsigned_int(t) ? kUnsignedKind : kBoolKind;
+  unsigned k = is_float(t)          ? kFloatKind
+               : is_signed_int(t)   ? kSignedKind
+               : is_unsigned_int(t) ? kUnsignedKind
+                                    : kBoolKind;
   if (k & kinds) return;
   std::string want;
   auto add = [&](unsigned bit, const char* what) {
@@ -66,8 +69,7 @@ OpDef arith(std::string name, ExprOp op, unsigned kinds, std::string doc) {
 
 OpDef math1(std::string name, ExprOp op, unsigned kinds, std::string doc) {
   return unary_op(
-      std::move(name), kinds, {}, [op](ExprBuilder& b, E x, const AttrMap&) { return b.unary(op, x); },
-      std::move(doc));
+      std::move(name), kinds, {}, [op](ExprBuilder& b, E x, const AttrMap&) { return b.unary(op, x); }, std::move(doc));
 }
 
 // pow: base and exponent may have different dtypes; the result has the base's.

@@ -47,9 +47,7 @@ OpDef where_op() {
       c.fail("operands 1 and 2 must have one dtype, got {} and {}", dtype_name(c.dtype(1)), dtype_name(c.dtype(2)));
     return broadcast_result(c, c.dtype(1));
   };
-  d.expr = [](ExprBuilder& b, A) {
-    return b.finish(b.select(b.input(0), b.input(1), b.input(2)), b.input_dtype(1));
-  };
+  d.expr = [](ExprBuilder& b, A) { return b.finish(b.select(b.input(0), b.input(1), b.input(2)), b.input_dtype(1)); };
   d.doc = "cond ? a : b, all three broadcast";
   return d;
 }
@@ -118,8 +116,8 @@ OpDef quantize_op() {
       c.unsupported("zero point has dtype {}; kiln quantizes to 8-, 16- and 32-bit integers", dtype_name(q));
     std::vector<TensorType> r = broadcast_result(c, q);
     if (r[0].shape != c.shape(0))
-      c.fail("scale {} and zero point {} do not broadcast to the input's shape {}", c.type(1).str(),
-             c.type(2).str(), c.type(0).str());
+      c.fail("scale {} and zero point {} do not broadcast to the input's shape {}", c.type(1).str(), c.type(2).str(),
+             c.type(0).str());
     return r;
   };
   d.expr = [](ExprBuilder& b, A) {
@@ -148,8 +146,8 @@ OpDef dequantize_op() {
       c.fail("zero point is {} but the input is {}", dtype_name(c.dtype(2)), dtype_name(c.dtype(0)));
     std::vector<TensorType> r = broadcast_result(c, c.dtype(1));
     if (r[0].shape != c.shape(0))
-      c.fail("scale {} and zero point {} do not broadcast to the input's shape {}", c.type(1).str(),
-             c.type(2).str(), c.type(0).str());
+      c.fail("scale {} and zero point {} do not broadcast to the input's shape {}", c.type(1).str(), c.type(2).str(),
+             c.type(0).str());
     return r;
   };
   d.expr = [](ExprBuilder& b, A) {

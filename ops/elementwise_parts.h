@@ -40,7 +40,7 @@ OpDef unary_op(std::string name, unsigned kinds, std::vector<AttrSpec> attrs, Un
 OpDef binary_op(std::string name, unsigned kinds, BinaryBody body, std::string doc, bool bool_result = false);
 
 void register_elementwise_math(OpRegistry& r);   // elementwise.cpp
-void register_activation_ops(OpRegistry& r);    // activation_ops.cpp
+void register_activation_ops(OpRegistry& r);     // activation_ops.cpp
 void register_elementwise_logic(OpRegistry& r);  // elementwise_logic.cpp
 
 }  // namespace kiln::ops

@@ -54,10 +54,14 @@ CombineFn combiner(DType dtype, Reduction r);
 template <typename F>
 decltype(auto) dispatch_bytes(size_t elem_size, F&& f) {
   switch (elem_size) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    default: return f(uint64_t{});
+    case 1:
+      return f(uint8_t{});
+    case 2:
+      return f(uint16_t{});
+    case 4:
+      return f(uint32_t{});
+    default:
+      return f(uint64_t{});
   }
 }
 

@@ -73,8 +73,7 @@ void gather_kernel(KernelContext& ctx) {
 std::vector<TensorType> infer_gather_elements(InferContext& c) {
   require_index_dtype(c, 1, "indices");
   if (c.rank(0) < 1) c.fail("data must have rank >= 1, got a scalar");
-  if (c.rank(1) != c.rank(0))
-    c.fail("indices rank {} differs from data rank {}", c.rank(1), c.rank(0));
+  if (c.rank(1) != c.rank(0)) c.fail("indices rank {} differs from data rank {}", c.rank(1), c.rank(0));
   int axis = 0;
   try {
     axis = normalize_axis(c.attrs().get_int("axis", 0), c.rank(0));
@@ -157,8 +156,7 @@ void gather_nd_kernel(KernelContext& ctx) {
       for (int64_t t = 0; t < tuples; ++t) {
         const int64_t k = bi * tuples + t;
         int64_t off = bi * batch_elems;
-        for (size_t j = 0; j < m; ++j)
-          off += wrap_index(ctx, "gather_nd index", ip[k * m + j], xs[b + j]) * st[b + j];
+        for (size_t j = 0; j < m; ++j) off += wrap_index(ctx, "gather_nd index", ip[k * m + j], xs[b + j]) * st[b + j];
         if (slice) std::memcpy(dst + static_cast<size_t>(k) * slice, src + static_cast<size_t>(off) * es, slice);
       }
     }

@@ -23,8 +23,7 @@ namespace index {
 
 void require_index_dtype(InferContext& c, int i, std::string_view what) {
   DType d = c.dtype(i);
-  if (d != DType::I32 && d != DType::I64)
-    c.fail("{} (operand {}) must be i32 or i64, got {}", what, i, dtype_name(d));
+  if (d != DType::I32 && d != DType::I64) c.fail("{} (operand {}) must be i32 or i64, got {}", what, i, dtype_name(d));
 }
 
 void index_out_of_range(const KernelContext& ctx, std::string_view what, int64_t index, int64_t size) {
@@ -56,23 +55,31 @@ template <typename T>
 T combine_value(T a, T b, Reduction r) {
   if constexpr (std::is_floating_point_v<T>) {
     switch (r) {
-      case Reduction::Add: return a + b;
-      case Reduction::Mul: return a * b;
+      case Reduction::Add:
+        return a + b;
+      case Reduction::Mul:
+        return a * b;
       case Reduction::Max:
         return std::isnan(a) || std::isnan(b) ? std::numeric_limits<T>::quiet_NaN() : (b > a ? b : a);
       case Reduction::Min:
         return std::isnan(a) || std::isnan(b) ? std::numeric_limits<T>::quiet_NaN() : (b < a ? b : a);
-      case Reduction::None: return b;
+      case Reduction::None:
+        return b;
     }
   } else {
     // Wrapping arithmetic: signed overflow is done in the unsigned type.
     using U = std::make_unsigned_t<T>;
     switch (r) {
-      case Reduction::Add: return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-      case Reduction::Mul: return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-      case Reduction::Max: return b > a ? b : a;
-      case Reduction::Min: return b < a ? b : a;
-      case Reduction::None: return b;
+      case Reduction::Add:
+        return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+      case Reduction::Mul:
+        return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+      case Reduction::Max:
+        return b > a ? b : a;
+      case Reduction::Min:
+        return b < a ? b : a;
+      case Reduction::None:
+        return b;
     }
   }
   return b;
@@ -109,19 +116,32 @@ void combine_bool(uint8_t* dst, const uint8_t* src) {
 template <Reduction R>
 CombineFn combiner_for(DType t) {
   switch (t) {
-    case DType::F32: return combine_plain<float, R>;
-    case DType::F64: return combine_plain<double, R>;
-    case DType::F16: return combine_half<false, R>;
-    case DType::BF16: return combine_half<true, R>;
-    case DType::I8: return combine_plain<int8_t, R>;
-    case DType::I16: return combine_plain<int16_t, R>;
-    case DType::I32: return combine_plain<int32_t, R>;
-    case DType::I64: return combine_plain<int64_t, R>;
-    case DType::U8: return combine_plain<uint8_t, R>;
-    case DType::U16: return combine_plain<uint16_t, R>;
-    case DType::U32: return combine_plain<uint32_t, R>;
-    case DType::U64: return combine_plain<uint64_t, R>;
-    case DType::Bool: return combine_bool<R>;
+    case DType::F32:
+      return combine_plain<float, R>;
+    case DType::F64:
+      return combine_plain<double, R>;
+    case DType::F16:
+      return combine_half<false, R>;
+    case DType::BF16:
+      return combine_half<true, R>;
+    case DType::I8:
+      return combine_plain<int8_t, R>;
+    case DType::I16:
+      return combine_plain<int16_t, R>;
+    case DType::I32:
+      return combine_plain<int32_t, R>;
+    case DType::I64:
+      return combine_plain<int64_t, R>;
+    case DType::U8:
+      return combine_plain<uint8_t, R>;
+    case DType::U16:
+      return combine_plain<uint16_t, R>;
+    case DType::U32:
+      return combine_plain<uint32_t, R>;
+    case DType::U64:
+      return combine_plain<uint64_t, R>;
+    case DType::Bool:
+      return combine_bool<R>;
   }
   return nullptr;
 }
@@ -130,11 +150,16 @@ CombineFn combiner_for(DType t) {
 
 CombineFn combiner(DType dtype, Reduction r) {
   switch (r) {
-    case Reduction::Add: return combiner_for<Reduction::Add>(dtype);
-    case Reduction::Mul: return combiner_for<Reduction::Mul>(dtype);
-    case Reduction::Max: return combiner_for<Reduction::Max>(dtype);
-    case Reduction::Min: return combiner_for<Reduction::Min>(dtype);
-    case Reduction::None: break;
+    case Reduction::Add:
+      return combiner_for<Reduction::Add>(dtype);
+    case Reduction::Mul:
+      return combiner_for<Reduction::Mul>(dtype);
+    case Reduction::Max:
+      return combiner_for<Reduction::Max>(dtype);
+    case Reduction::Min:
+      return combiner_for<Reduction::Min>(dtype);
+    case Reduction::None:
+      break;
   }
   return nullptr;  // plain copy; callers memcpy
 }

@@ -17,8 +17,7 @@ namespace {
 void check_reduction(InferContext& c) { parse_reduction(c, c.attrs().get_string("reduction", "none")); }
 
 void check_updates_dtype(InferContext& c) {
-  if (c.dtype(2) != c.dtype(0))
-    c.fail("updates are {} but data is {}", dtype_name(c.dtype(2)), dtype_name(c.dtype(0)));
+  if (c.dtype(2) != c.dtype(0)) c.fail("updates are {} but data is {}", dtype_name(c.dtype(2)), dtype_name(c.dtype(0)));
 }
 
 std::vector<TensorType> infer_scatter_elements(InferContext& c) {
@@ -103,9 +102,9 @@ void scatter_nd_kernel(KernelContext& ctx) {
   const int64_t tuples = dims_product(idx.shape(), 0, idx.shape().size() - 1);
   const int64_t slice = dims_product(xs, k, xs.size());
   const size_t es = dtype_size(x.dtype());
-  KILN_CHECK(k >= 1 && k <= xs.size() && upd.numel() == tuples * slice && upd.dtype() == x.dtype() &&
-                 y.type() == x.type(),
-             "{}: operands were not checked by inference", ctx.label);
+  KILN_CHECK(
+      k >= 1 && k <= xs.size() && upd.numel() == tuples * slice && upd.dtype() == x.dtype() && y.type() == x.type(),
+      "{}: operands were not checked by inference", ctx.label);
   if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
   const uint8_t* src = static_cast<const uint8_t*>(upd.raw());
   uint8_t* dst = static_cast<uint8_t*>(y.raw());

@@ -61,8 +61,8 @@ void nonzero_kernel(KernelContext& ctx) {
   KILN_CHECK(y.rank() == 2 && y.shape()[0] == std::max(x.rank(), 1), "{}: result {} was not inferred", ctx.label,
              y.type().str());
   if (y.shape()[1] != count)
-    throw Error(fmt::format("{}: input has {} non-zero elements but the result was compiled for {}", ctx.label,
-                            count, y.shape()[1]));
+    throw Error(fmt::format("{}: input has {} non-zero elements but the result was compiled for {}", ctx.label, count,
+                            y.shape()[1]));
   const Shape shape = x.rank() == 0 ? Shape{1} : x.shape();
   const int r = static_cast<int>(shape.size());
   int64_t* out = y.data<int64_t>();
@@ -90,8 +90,8 @@ std::vector<int64_t> compress_positions(const Tensor& cond, int64_t limit, const
   for (int64_t i = 0; i < static_cast<int64_t>(mask.size()); ++i) {
     if (!mask[i]) continue;
     if (i >= limit)
-      throw Error(fmt::format("{}: condition is true at {} but the selected axis has only {} entries", label, i,
-                              limit));
+      throw Error(
+          fmt::format("{}: condition is true at {} but the selected axis has only {} entries", label, i, limit));
     pos.push_back(i);
   }
   return pos;
@@ -276,8 +276,8 @@ void unique_kernel(KernelContext& ctx) {
   const UniqueLayout lay = unique_layout(x.shape(), axis);
   Tensor& y = ctx.out(0);
   if (y.numel() != lay.outer * nu * lay.inner)
-    throw Error(fmt::format("{}: input has {} distinct entries but the result was compiled for shape [{}]",
-                            ctx.label, nu, fmt::join(y.shape(), ",")));
+    throw Error(fmt::format("{}: input has {} distinct entries but the result was compiled for shape [{}]", ctx.label,
+                            nu, fmt::join(y.shape(), ",")));
   const size_t row = static_cast<size_t>(lay.inner) * dtype_size(x.dtype());
   const uint8_t* src = static_cast<const uint8_t*>(x.raw());
   uint8_t* dst = static_cast<uint8_t*>(y.raw());
@@ -324,8 +324,9 @@ void register_select_ops(OpRegistry& r) {
   un.attrs = {{"sorted", AttrKind::Int}, {"axis", AttrKind::Int}};
   un.infer = infer_unique;
   un.reference = unique_kernel;
-  un.doc = "(y, indices, inverse_indices, counts) of the distinct elements or slices along axis "
-           "(input needed at compile time)";
+  un.doc =
+      "(y, indices, inverse_indices, counts) of the distinct elements or slices along axis "
+      "(input needed at compile time)";
   r.add(std::move(un));
 }
 

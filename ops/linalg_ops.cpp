@@ -167,8 +167,12 @@ OpDef matmul_op() {
     std::vector<int64_t> ao, bo;
     matmul_batch_offsets(a.shape(), b.shape(), m, ao, bo);
     switch (a.dtype()) {
-      case DType::F32: batched_matmul(a.data<float>(), b.data<float>(), out.data<float>(), m, ao, bo); break;
-      case DType::F64: batched_matmul(a.data<double>(), b.data<double>(), out.data<double>(), m, ao, bo); break;
+      case DType::F32:
+        batched_matmul(a.data<float>(), b.data<float>(), out.data<float>(), m, ao, bo);
+        break;
+      case DType::F64:
+        batched_matmul(a.data<double>(), b.data<double>(), out.data<double>(), m, ao, bo);
+        break;
       case DType::F16:
       case DType::BF16: {
         std::vector<float> av = load_all<float>(a), bv = load_all<float>(b), cv(out.numel());
@@ -213,12 +217,16 @@ OpDef gemm_op() {
   d.name = "gemm";
   d.min_inputs = 2;
   d.max_inputs = 3;
-  d.attrs = {{"trans_a", AttrKind::Int}, {"trans_b", AttrKind::Int}, {"alpha", AttrKind::Float},
-             {"beta", AttrKind::Float}, {"tf32", AttrKind::Int}};  // tf32: set by the precision pass
+  d.attrs = {{"trans_a", AttrKind::Int},
+             {"trans_b", AttrKind::Int},
+             {"alpha", AttrKind::Float},
+             {"beta", AttrKind::Float},
+             {"tf32", AttrKind::Int}};  // tf32: set by the precision pass
   d.infer = [](InferContext& c) {
     require_same_dtype(c);
     require_numeric(c, 0);
-    if (c.rank(0) != 2 || c.rank(1) != 2) c.fail("gemm operands must be 2-D, got ranks {} and {}", c.rank(0), c.rank(1));
+    if (c.rank(0) != 2 || c.rank(1) != 2)
+      c.fail("gemm operands must be 2-D, got ranks {} and {}", c.rank(0), c.rank(1));
     bool ta = c.attrs().get_int("trans_a", 0) != 0, tb = c.attrs().get_int("trans_b", 0) != 0;
     GemmDims g = gemm_dims(c.shape(0), c.shape(1), ta, tb);
     int64_t kb = tb ? c.shape(1)[1] : c.shape(1)[0];

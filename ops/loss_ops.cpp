@@ -37,8 +37,7 @@ Reduction reduction_of(const AttrMap& a) {
 std::vector<TensorType> infer_loss(InferContext& c, bool is_sce) {
   require_float(c, 0);
   std::string red = c.attrs().get_string("reduction", "");
-  if (red != "none" && red != "sum" && red != "mean")
-    c.fail("reduction '{}' is not one of none, sum, mean", red);
+  if (red != "none" && red != "sum" && red != "mean") c.fail("reduction '{}' is not one of none, sum, mean", red);
   const Shape& xs = c.shape(0);
   if (xs.size() < 2) c.fail("input {} needs rank at least 2 (N, C, ...)", c.type(0).str());
   if (c.dtype(1) != DType::I32 && c.dtype(1) != DType::I64)
@@ -100,8 +99,8 @@ void loss_kernel(KernelContext& k, const double* logp, int64_t n, int64_t ch, in
         continue;
       }
       if (cls < 0 || cls >= ch)
-        throw Error(fmt::format("{}: target {} at flat index {} is outside [0, {}) and is not ignore_index{}",
-                                k.label, cls, e, ch, has_ii ? fmt::format(" ({})", ii) : std::string(" (none set)")));
+        throw Error(fmt::format("{}: target {} at flat index {} is outside [0, {}) and is not ignore_index{}", k.label,
+                                cls, e, ch, has_ii ? fmt::format(" ({})", ii) : std::string(" (none set)")));
       double w = weight.empty() ? 1.0 : weight[cls];
       loss[e] = -w * logp[(b * ch + cls) * inner + j];
       sum += loss[e];
@@ -126,8 +125,9 @@ OpDef nll_loss() {
     std::vector<double> logp = load_all<double>(x);
     loss_kernel(k, logp.data(), n, ch, inner);
   };
-  d.doc = "negative log-likelihood loss of log-probabilities input [N,C,...] at class target [N,...]; optional "
-          "weight [C] and ignore_index; reduction none/sum/mean (weighted mean)";
+  d.doc =
+      "negative log-likelihood loss of log-probabilities input [N,C,...] at class target [N,...]; optional "
+      "weight [C] and ignore_index; reduction none/sum/mean (weighted mean)";
   return d;
 }
 

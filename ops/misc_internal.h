@@ -7,8 +7,8 @@
 
 namespace kiln::ops {
 
-void register_rnn_ops(OpRegistry& r);     // rnn_ops.cpp: rnn, gru, lstm
-void register_signal_ops(OpRegistry& r);  // signal_ops.cpp: windows, dft, stft, mel_weight_matrix
+void register_rnn_ops(OpRegistry& r);        // rnn_ops.cpp: rnn, gru, lstm
+void register_signal_ops(OpRegistry& r);     // signal_ops.cpp: windows, dft, stft, mel_weight_matrix
 void register_attention_ops(OpRegistry& r);  // attention_ops.cpp: attention (made by recognize-patterns)
 
 // Rewrites ONNX `activations` / `activation_alpha` / `activation_beta` of an

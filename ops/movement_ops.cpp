@@ -202,9 +202,10 @@ OpDef slice_op() {
                       : (p < 0 && p != INT64_MIN && -1 <= e && e <= s && s <= std::max<int64_t>(dim - 1, -1) &&
                          (dim > 0 || s == -1));
       if (!ok)
-        c.fail("dim {} (size {}): start {}, end {}, step {} is not a canonical slice (step > 0: 0 <= start <= end <= "
-               "dim; step < 0: -1 <= end <= start < dim)",
-               i, dim, s, e, p);
+        c.fail(
+            "dim {} (size {}): start {}, end {}, step {} is not a canonical slice (step > 0: 0 <= start <= end <= "
+            "dim; step < 0: -1 <= end <= start < dim)",
+            i, dim, s, e, p);
       out[i] = slice_extent(s, e, p);
     }
     return std::vector<TensorType>{TensorType(c.dtype(0), out)};
@@ -224,9 +225,10 @@ OpDef slice_op() {
     copy_strided(static_cast<const uint8_t*>(in.raw()) + base * static_cast<int64_t>(es), src, out.raw(),
                  strides_of(out.shape()), out.shape(), es);
   };
-  d.doc = "Strided window: per dim, element k reads start + k*step for k < ceil((end-start)/step). One "
-          "start/end/step per dim, canonical (step > 0: 0 <= start <= end <= dim; step < 0: "
-          "-1 <= end <= start <= dim-1; empty as start == end); the ONNX adapter clamps and fills them in.";
+  d.doc =
+      "Strided window: per dim, element k reads start + k*step for k < ceil((end-start)/step). One "
+      "start/end/step per dim, canonical (step > 0: 0 <= start <= end <= dim; step < 0: "
+      "-1 <= end <= start <= dim-1; empty as start == end); the ONNX adapter clamps and fills them in.";
   return d;
 }
 
@@ -249,9 +251,12 @@ PadMode pad_mode(const std::string& m, InferContext* c) {
 int64_t pad_source(PadMode mode, int64_t p, int64_t dim) {
   if (p >= 0 && p < dim) return p;
   switch (mode) {
-    case PadMode::Constant: return -1;
-    case PadMode::Edge: return p < 0 ? 0 : dim - 1;
-    case PadMode::Wrap: return ((p % dim) + dim) % dim;
+    case PadMode::Constant:
+      return -1;
+    case PadMode::Edge:
+      return p < 0 ? 0 : dim - 1;
+    case PadMode::Wrap:
+      return ((p % dim) + dim) % dim;
     case PadMode::Reflect: {
       if (dim == 1) return 0;
       int64_t period = 2 * (dim - 1);
@@ -365,9 +370,10 @@ OpDef pad_op() {
       }
     }
   };
-  d.doc = "Pads (or, with negative pads, crops) each dim: pads = [begin_0.., end_0..] for every dim. mode "
-          "constant (value from the `value` attribute, default 0, or from a scalar operand 1 when not known at "
-          "compile time), reflect (mirror without repeating the edge), edge (repeat the edge) or wrap (periodic).";
+  d.doc =
+      "Pads (or, with negative pads, crops) each dim: pads = [begin_0.., end_0..] for every dim. mode "
+      "constant (value from the `value` attribute, default 0, or from a scalar operand 1 when not known at "
+      "compile time), reflect (mirror without repeating the edge), edge (repeat the edge) or wrap (periodic).";
   return d;
 }
 

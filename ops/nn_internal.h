@@ -10,10 +10,10 @@
 
 namespace kiln::ops::nn {
 
-void register_conv_ops(OpRegistry& r);      // conv, conv_transpose
-void register_pool_ops(OpRegistry& r);      // max/average/lp pooling, global pools, max_unpool
-void register_resize_ops(OpRegistry& r);    // resize
-void register_sample_ops(OpRegistry& r);    // grid_sample, roi_align
+void register_conv_ops(OpRegistry& r);    // conv, conv_transpose
+void register_pool_ops(OpRegistry& r);    // max/average/lp pooling, global pools, max_unpool
+void register_resize_ops(OpRegistry& r);  // resize
+void register_sample_ops(OpRegistry& r);  // grid_sample, roi_align
 
 // Throws kiln::Error "label: message" (works in inference and kernels alike).
 template <typename... Args>
@@ -41,8 +41,6 @@ inline bool next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& di
 }
 
 // The float dtypes the nn ops compute on.
-inline bool is_nn_float(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16;
-}
+inline bool is_nn_float(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16; }
 
 }  // namespace kiln::ops::nn

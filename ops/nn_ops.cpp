@@ -10,8 +10,8 @@
 
 namespace kiln::ops {
 
-int64_t window_out_dim(int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin, int64_t pad_end,
-                       int64_t dilation, bool ceil_mode) {
+int64_t window_out_dim(int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin, int64_t pad_end, int64_t dilation,
+                       bool ceil_mode) {
   int64_t span = in + pad_begin + pad_end - effective_kernel(kernel, dilation);
   if (span < 0 || stride < 1) return -1;
   if (!ceil_mode) return span / stride + 1;

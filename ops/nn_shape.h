@@ -24,8 +24,8 @@ inline int64_t effective_kernel(int64_t k, int64_t dilation) { return (k - 1) * 
 // ceil_mode (pooling only) rounds the window count up, but, as PyTorch and
 // ONNX Runtime do, drops a last window that would start past the input and
 // the begin padding (it would see only end padding).
-int64_t window_out_dim(int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin, int64_t pad_end,
-                       int64_t dilation, bool ceil_mode = false);
+int64_t window_out_dim(int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin, int64_t pad_end, int64_t dilation,
+                       bool ceil_mode = false);
 
 // ONNX auto_pad for Conv and pooling: SAME_UPPER / SAME_LOWER pick pads
 // so that out = ceil(in / stride), the odd pad going to the end (UPPER) or to

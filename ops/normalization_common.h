@@ -52,8 +52,8 @@ template <typename C>
 class FloatOut {
  public:
   explicit FloatOut(Tensor& t) : t_(t) {
-    direct_ = (std::is_same_v<C, float> && t.dtype() == DType::F32) ||
-              (std::is_same_v<C, double> && t.dtype() == DType::F64);
+    direct_ =
+        (std::is_same_v<C, float> && t.dtype() == DType::F32) || (std::is_same_v<C, double> && t.dtype() == DType::F64);
     if (direct_) {
       p_ = t.data<C>();
     } else {

@@ -68,7 +68,8 @@ OpDef batch_normalization() {
     int64_t ch = xs[1];
     const char* names[] = {"x", "scale", "bias", "mean", "var"};
     for (int i = 1; i < 5; ++i)
-      require_vector(c, i, ch, names[i], nhwc ? "the channel count, the last dim of x" : "the channel count, dim 1 of x");
+      require_vector(c, i, ch, names[i],
+                     nhwc ? "the channel count, the last dim of x" : "the channel count, dim 1 of x");
     return std::vector<TensorType>{image_result(c.dtype(0), xs, nhwc)};
   };
   d.reference = [](KernelContext& k) {
@@ -120,7 +121,8 @@ void check_suffix_param(InferContext& c, int i, int axis, std::string_view what)
   const Shape& xs = c.shape(0);
   const Shape& ps = c.shape(i);
   int r = static_cast<int>(xs.size());
-  if (static_cast<int>(ps.size()) > r) c.fail("{} {} has a higher rank than x {}", what, c.type(i).str(), c.type(0).str());
+  if (static_cast<int>(ps.size()) > r)
+    c.fail("{} {} has a higher rank than x {}", what, c.type(i).str(), c.type(0).str());
   int off = r - static_cast<int>(ps.size());
   for (int j = 0; j < static_cast<int>(ps.size()); ++j) {
     int xd = off + j;
@@ -163,8 +165,8 @@ std::vector<double> expand_suffix_param(const Tensor& p, const Shape& xs, int ax
 // element of the block. Writes each block's mean and inv = 1/sqrt(var + eps)
 // into mean_out/inv_out when given.
 template <typename C>
-void normalize_rows(const C* x, C* y, int64_t rows, int64_t len, double eps, const double* scale,
-                    const double* bias, float* mean_out, float* inv_out) {
+void normalize_rows(const C* x, C* y, int64_t rows, int64_t len, double eps, const double* scale, const double* bias,
+                    float* mean_out, float* inv_out) {
   for (int64_t r = 0; r < rows; ++r) {
     const C* xr = x + r * len;
     C* yr = y + r * len;
@@ -229,8 +231,9 @@ OpDef layer_normalization() {
       out.commit();
     });
   };
-  d.doc = "(x - mean) / sqrt(var + epsilon) * scale + bias over dims [axis, rank); optional f32 mean and "
-          "1/sqrt(var + epsilon) results";
+  d.doc =
+      "(x - mean) / sqrt(var + epsilon) * scale + bias over dims [axis, rank); optional f32 mean and "
+      "1/sqrt(var + epsilon) results";
   return d;
 }
 

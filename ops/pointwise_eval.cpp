@@ -65,23 +65,35 @@ float to_float_odd(double v) {
 // lose precision exactly as a real cast would), with a single rounding.
 double round_to(DType t, double v) {
   switch (t) {
-    case DType::F32: return static_cast<float>(v);
-    case DType::F16: return half_to_float(float_to_half(to_float_odd(v)));
-    case DType::BF16: return bf16_to_float(float_to_bf16(to_float_odd(v)));
-    default: return v;
+    case DType::F32:
+      return static_cast<float>(v);
+    case DType::F16:
+      return half_to_float(float_to_half(to_float_odd(v)));
+    case DType::BF16:
+      return bf16_to_float(float_to_bf16(to_float_odd(v)));
+    default:
+      return v;
   }
 }
 
 int64_t wrap_int(DType t, int64_t v) {
   switch (t) {
-    case DType::I8: return static_cast<int8_t>(v);
-    case DType::I16: return static_cast<int16_t>(v);
-    case DType::I32: return static_cast<int32_t>(v);
-    case DType::U8: return static_cast<uint8_t>(v);
-    case DType::U16: return static_cast<uint16_t>(v);
-    case DType::U32: return static_cast<uint32_t>(v);
-    case DType::Bool: return v != 0;
-    default: return v;
+    case DType::I8:
+      return static_cast<int8_t>(v);
+    case DType::I16:
+      return static_cast<int16_t>(v);
+    case DType::I32:
+      return static_cast<int32_t>(v);
+    case DType::U8:
+      return static_cast<uint8_t>(v);
+    case DType::U16:
+      return static_cast<uint16_t>(v);
+    case DType::U32:
+      return static_cast<uint32_t>(v);
+    case DType::Bool:
+      return v != 0;
+    default:
+      return v;
   }
 }
 
@@ -97,18 +109,26 @@ int64_t float_to_int(double v) {
 int64_t float_to_dtype(DType t, double v) {
   if (std::isnan(v)) return 0;
   switch (t) {
-    case DType::I8: return static_cast<int64_t>(std::clamp(std::trunc(v), -128.0, 127.0));
-    case DType::I16: return static_cast<int64_t>(std::clamp(std::trunc(v), -32768.0, 32767.0));
-    case DType::I32: return static_cast<int64_t>(std::clamp(std::trunc(v), -2147483648.0, 2147483647.0));
-    case DType::U8: return static_cast<int64_t>(std::clamp(std::trunc(v), 0.0, 255.0));
-    case DType::U16: return static_cast<int64_t>(std::clamp(std::trunc(v), 0.0, 65535.0));
-    case DType::U32: return static_cast<int64_t>(std::clamp(std::trunc(v), 0.0, 4294967295.0));
+    case DType::I8:
+      return static_cast<int64_t>(std::clamp(std::trunc(v), -128.0, 127.0));
+    case DType::I16:
+      return static_cast<int64_t>(std::clamp(std::trunc(v), -32768.0, 32767.0));
+    case DType::I32:
+      return static_cast<int64_t>(std::clamp(std::trunc(v), -2147483648.0, 2147483647.0));
+    case DType::U8:
+      return static_cast<int64_t>(std::clamp(std::trunc(v), 0.0, 255.0));
+    case DType::U16:
+      return static_cast<int64_t>(std::clamp(std::trunc(v), 0.0, 65535.0));
+    case DType::U32:
+      return static_cast<int64_t>(std::clamp(std::trunc(v), 0.0, 4294967295.0));
     case DType::U64:
       if (v <= 0) return 0;
       if (v >= 18446744073709551616.0) return -1;  // all ones: UINT64_MAX
       return static_cast<int64_t>(static_cast<uint64_t>(v));
-    case DType::Bool: return v != 0;
-    default: return float_to_int(v);
+    case DType::Bool:
+      return v != 0;
+    default:
+      return float_to_int(v);
   }
 }
 
@@ -207,9 +227,15 @@ void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Ten
         return static_cast<double>(il[src][j]);
       };
       auto ia = [&](int src, int64_t j) -> int64_t { return isf[src] ? float_to_int(fl[src][j]) : il[src][j]; };
-      auto unary_f = [&](auto f) { for (int64_t j = 0; j < len; ++j) F[j] = f(fa(nd.a, j)); };
-      auto binary_f = [&](auto f) { for (int64_t j = 0; j < len; ++j) F[j] = f(fa(nd.a, j), fa(nd.b, j)); };
-      auto unary_i = [&](auto f) { for (int64_t j = 0; j < len; ++j) I[j] = wrap_int(nd.dtype, f(ia(nd.a, j))); };
+      auto unary_f = [&](auto f) {
+        for (int64_t j = 0; j < len; ++j) F[j] = f(fa(nd.a, j));
+      };
+      auto binary_f = [&](auto f) {
+        for (int64_t j = 0; j < len; ++j) F[j] = f(fa(nd.a, j), fa(nd.b, j));
+      };
+      auto unary_i = [&](auto f) {
+        for (int64_t j = 0; j < len; ++j) I[j] = wrap_int(nd.dtype, f(ia(nd.a, j)));
+      };
       auto binary_i = [&](auto f) {
         for (int64_t j = 0; j < len; ++j) I[j] = wrap_int(nd.dtype, f(ia(nd.a, j), ia(nd.b, j)));
       };
@@ -261,36 +287,86 @@ void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Ten
           else if (is_unsigned_int(nd.dtype)) unary_i([](int64_t x) { return x; });
           else unary_i([](int64_t x) { return x < 0 ? int64_t(0 - uint64_t(x)) : x; });
           break;
-        case ExprOp::Exp: unary_f([](double x) { return std::exp(x); }); break;
-        case ExprOp::Log: unary_f([](double x) { return std::log(x); }); break;
-        case ExprOp::Sqrt: unary_f([](double x) { return std::sqrt(x); }); break;
-        case ExprOp::Recip: unary_f([](double x) { return 1.0 / x; }); break;
-        case ExprOp::Floor: f ? unary_f([](double x) { return std::floor(x); }) : unary_i([](int64_t x) { return x; }); break;
-        case ExprOp::Ceil: f ? unary_f([](double x) { return std::ceil(x); }) : unary_i([](int64_t x) { return x; }); break;
-        case ExprOp::Round: f ? unary_f([](double x) { return std::nearbyint(x); }) : unary_i([](int64_t x) { return x; }); break;
+        case ExprOp::Exp:
+          unary_f([](double x) { return std::exp(x); });
+          break;
+        case ExprOp::Log:
+          unary_f([](double x) { return std::log(x); });
+          break;
+        case ExprOp::Sqrt:
+          unary_f([](double x) { return std::sqrt(x); });
+          break;
+        case ExprOp::Recip:
+          unary_f([](double x) { return 1.0 / x; });
+          break;
+        case ExprOp::Floor:
+          f ? unary_f([](double x) { return std::floor(x); }) : unary_i([](int64_t x) { return x; });
+          break;
+        case ExprOp::Ceil:
+          f ? unary_f([](double x) { return std::ceil(x); }) : unary_i([](int64_t x) { return x; });
+          break;
+        case ExprOp::Round:
+          f ? unary_f([](double x) { return std::nearbyint(x); }) : unary_i([](int64_t x) { return x; });
+          break;
         case ExprOp::Sign:
           if (f) unary_f([](double x) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); });
           else if (is_unsigned_int(nd.dtype)) unary_i([](int64_t x) { return int64_t(x != 0); });
           else unary_i([](int64_t x) { return int64_t((x > 0) - (x < 0)); });
           break;
-        case ExprOp::Sin: unary_f([](double x) { return std::sin(x); }); break;
-        case ExprOp::Cos: unary_f([](double x) { return std::cos(x); }); break;
-        case ExprOp::Tan: unary_f([](double x) { return std::tan(x); }); break;
-        case ExprOp::Asin: unary_f([](double x) { return std::asin(x); }); break;
-        case ExprOp::Acos: unary_f([](double x) { return std::acos(x); }); break;
-        case ExprOp::Atan: unary_f([](double x) { return std::atan(x); }); break;
-        case ExprOp::Sinh: unary_f([](double x) { return std::sinh(x); }); break;
-        case ExprOp::Cosh: unary_f([](double x) { return std::cosh(x); }); break;
-        case ExprOp::Tanh: unary_f([](double x) { return std::tanh(x); }); break;
-        case ExprOp::Asinh: unary_f([](double x) { return std::asinh(x); }); break;
-        case ExprOp::Acosh: unary_f([](double x) { return std::acosh(x); }); break;
-        case ExprOp::Atanh: unary_f([](double x) { return std::atanh(x); }); break;
-        case ExprOp::Erf: unary_f([](double x) { return std::erf(x); }); break;
-        case ExprOp::Not: for (int64_t j = 0; j < len; ++j) I[j] = ia(nd.a, j) == 0; break;
-        case ExprOp::BitNot: unary_i([](int64_t x) { return ~x; }); break;
-        case ExprOp::IsNan: for (int64_t j = 0; j < len; ++j) I[j] = std::isnan(fa(nd.a, j)); break;
-        case ExprOp::IsPosInf: for (int64_t j = 0; j < len; ++j) I[j] = fa(nd.a, j) == INFINITY; break;
-        case ExprOp::IsNegInf: for (int64_t j = 0; j < len; ++j) I[j] = fa(nd.a, j) == -INFINITY; break;
+        case ExprOp::Sin:
+          unary_f([](double x) { return std::sin(x); });
+          break;
+        case ExprOp::Cos:
+          unary_f([](double x) { return std::cos(x); });
+          break;
+        case ExprOp::Tan:
+          unary_f([](double x) { return std::tan(x); });
+          break;
+        case ExprOp::Asin:
+          unary_f([](double x) { return std::asin(x); });
+          break;
+        case ExprOp::Acos:
+          unary_f([](double x) { return std::acos(x); });
+          break;
+        case ExprOp::Atan:
+          unary_f([](double x) { return std::atan(x); });
+          break;
+        case ExprOp::Sinh:
+          unary_f([](double x) { return std::sinh(x); });
+          break;
+        case ExprOp::Cosh:
+          unary_f([](double x) { return std::cosh(x); });
+          break;
+        case ExprOp::Tanh:
+          unary_f([](double x) { return std::tanh(x); });
+          break;
+        case ExprOp::Asinh:
+          unary_f([](double x) { return std::asinh(x); });
+          break;
+        case ExprOp::Acosh:
+          unary_f([](double x) { return std::acosh(x); });
+          break;
+        case ExprOp::Atanh:
+          unary_f([](double x) { return std::atanh(x); });
+          break;
+        case ExprOp::Erf:
+          unary_f([](double x) { return std::erf(x); });
+          break;
+        case ExprOp::Not:
+          for (int64_t j = 0; j < len; ++j) I[j] = ia(nd.a, j) == 0;
+          break;
+        case ExprOp::BitNot:
+          unary_i([](int64_t x) { return ~x; });
+          break;
+        case ExprOp::IsNan:
+          for (int64_t j = 0; j < len; ++j) I[j] = std::isnan(fa(nd.a, j));
+          break;
+        case ExprOp::IsPosInf:
+          for (int64_t j = 0; j < len; ++j) I[j] = fa(nd.a, j) == INFINITY;
+          break;
+        case ExprOp::IsNegInf:
+          for (int64_t j = 0; j < len; ++j) I[j] = fa(nd.a, j) == -INFINITY;
+          break;
         case ExprOp::Add:
           f ? binary_f([](double a, double b) { return a + b; })
             : binary_i([](int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); });
@@ -338,17 +414,39 @@ void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Ten
           else if (u64) binary_u([](uint64_t a, uint64_t b) { return b == 0 ? uint64_t(0) : a % b; });
           else binary_i([](int64_t a, int64_t b) { return b == 0 || b == -1 ? int64_t(0) : a % b; });
           break;
-        case ExprOp::Eq: compare([](auto a, auto b) { return int64_t(a == b); }); break;
-        case ExprOp::Lt: compare([](auto a, auto b) { return int64_t(a < b); }); break;
-        case ExprOp::Le: compare([](auto a, auto b) { return int64_t(a <= b); }); break;
-        case ExprOp::Gt: compare([](auto a, auto b) { return int64_t(a > b); }); break;
-        case ExprOp::Ge: compare([](auto a, auto b) { return int64_t(a >= b); }); break;
-        case ExprOp::And: for (int64_t j = 0; j < len; ++j) I[j] = ia(nd.a, j) && ia(nd.b, j); break;
-        case ExprOp::Or: for (int64_t j = 0; j < len; ++j) I[j] = ia(nd.a, j) || ia(nd.b, j); break;
-        case ExprOp::Xor: for (int64_t j = 0; j < len; ++j) I[j] = (ia(nd.a, j) != 0) != (ia(nd.b, j) != 0); break;
-        case ExprOp::BitAnd: binary_i([](int64_t a, int64_t b) { return a & b; }); break;
-        case ExprOp::BitOr: binary_i([](int64_t a, int64_t b) { return a | b; }); break;
-        case ExprOp::BitXor: binary_i([](int64_t a, int64_t b) { return a ^ b; }); break;
+        case ExprOp::Eq:
+          compare([](auto a, auto b) { return int64_t(a == b); });
+          break;
+        case ExprOp::Lt:
+          compare([](auto a, auto b) { return int64_t(a < b); });
+          break;
+        case ExprOp::Le:
+          compare([](auto a, auto b) { return int64_t(a <= b); });
+          break;
+        case ExprOp::Gt:
+          compare([](auto a, auto b) { return int64_t(a > b); });
+          break;
+        case ExprOp::Ge:
+          compare([](auto a, auto b) { return int64_t(a >= b); });
+          break;
+        case ExprOp::And:
+          for (int64_t j = 0; j < len; ++j) I[j] = ia(nd.a, j) && ia(nd.b, j);
+          break;
+        case ExprOp::Or:
+          for (int64_t j = 0; j < len; ++j) I[j] = ia(nd.a, j) || ia(nd.b, j);
+          break;
+        case ExprOp::Xor:
+          for (int64_t j = 0; j < len; ++j) I[j] = (ia(nd.a, j) != 0) != (ia(nd.b, j) != 0);
+          break;
+        case ExprOp::BitAnd:
+          binary_i([](int64_t a, int64_t b) { return a & b; });
+          break;
+        case ExprOp::BitOr:
+          binary_i([](int64_t a, int64_t b) { return a | b; });
+          break;
+        case ExprOp::BitXor:
+          binary_i([](int64_t a, int64_t b) { return a ^ b; });
+          break;
         case ExprOp::Shl:
           binary_i([](int64_t a, int64_t b) { return b < 0 || b >= 64 ? int64_t(0) : int64_t(uint64_t(a) << b); });
           break;
@@ -368,8 +466,7 @@ void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Ten
               if (!isf[nd.a] && nd.dtype == DType::F32)  // one rounding from a 64-bit integer
                 F[j] = e.nodes[nd.a].dtype == DType::U64 ? double(float(uint64_t(il[nd.a][j])))
                                                          : double(float(il[nd.a][j]));
-              else
-                F[j] = round_to(nd.dtype, fa(nd.a, j));
+              else F[j] = round_to(nd.dtype, fa(nd.a, j));
             } else if (nd.dtype == DType::Bool) {
               I[j] = isf[nd.a] ? fl[nd.a][j] != 0 : il[nd.a][j] != 0;
             } else if (isf[nd.a]) {

@@ -32,8 +32,7 @@ struct PoolParams {
 PoolParams pool_params(const AttrMap& a, const Shape& xs, const std::string& label) {
   PoolParams p;
   if (xs.size() < 3)
-    failf(label, "input rank {} is below 3 (pooling needs batch, channel and at least one spatial axis)",
-          xs.size());
+    failf(label, "input rank {} is below 3 (pooling needs batch, channel and at least one spatial axis)", xs.size());
   p.nd = static_cast<int>(xs.size()) - 2;
   size_t nd = static_cast<size_t>(p.nd);
   p.N = xs[0];
@@ -75,7 +74,6 @@ PoolInput pool_input(const KernelContext& ctx) {
   bool nhwc = nhwc_layout(ctx.attrs, ctx.label);
   return {nhwc, nhwc ? permute_dims(x.shape(), channels_first_perm(x.rank())) : x.shape()};
 }
-
 
 // Per spatial axis and output coordinate: the input coordinates the window
 // reads (inside the input) and how many taps fall inside the padded input.
@@ -164,20 +162,21 @@ void max_pool_nhwc_kernel(KernelContext& ctx, const PoolParams& p) {
     using T = decltype(z);
     std::vector<T> xv = load_all<T>(ctx.in(0));
     std::vector<T> yv(static_cast<size_t>(ctx.out(0).numel()));
-    const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                          : std::numeric_limits<T>::lowest();
+    const T lowest =
+        std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
     for (int64_t n = 0; n < p.N; ++n) {
       const T* xn = xv.data() + n * p.in_size * p.C;
-      for_each_window(p, taps, [&](int64_t oi, const std::vector<int64_t>&, const std::vector<int64_t>& offs,
-                                   const std::vector<int64_t>&) {
-        T* yr = yv.data() + (n * p.out_size + oi) * p.C;
-        std::fill(yr, yr + p.C, lowest);
-        for (size_t j = 0; j < offs.size(); ++j) {
-          const T* xr = xn + offs[j] * p.C;
-          for (int64_t c = 0; c < p.C; ++c)
-            if (j == 0 || xr[c] > yr[c]) yr[c] = xr[c];
-        }
-      });
+      for_each_window(
+          p, taps,
+          [&](int64_t oi, const std::vector<int64_t>&, const std::vector<int64_t>& offs, const std::vector<int64_t>&) {
+            T* yr = yv.data() + (n * p.out_size + oi) * p.C;
+            std::fill(yr, yr + p.C, lowest);
+            for (size_t j = 0; j < offs.size(); ++j) {
+              const T* xr = xn + offs[j] * p.C;
+              for (int64_t c = 0; c < p.C; ++c)
+                if (j == 0 || xr[c] > yr[c]) yr[c] = xr[c];
+            }
+          });
     }
     store_all(ctx.out(0), yv);
   });
@@ -196,37 +195,38 @@ void max_pool_kernel(KernelContext& ctx) {
     std::vector<T> xv = load_all<T>(x);
     std::vector<T> yv(static_cast<size_t>(ctx.out(0).numel()));
     int64_t* idx = want_idx ? ctx.out(1).data<int64_t>() : nullptr;
-    const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                          : std::numeric_limits<T>::lowest();
+    const T lowest =
+        std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
     for (int64_t nc = 0; nc < p.N * p.C; ++nc) {
       const T* xp = xv.data() + nc * p.in_size;
       T* yp = yv.data() + nc * p.out_size;
-      for_each_window(p, taps, [&](int64_t oi, const std::vector<int64_t>&, const std::vector<int64_t>& offs,
-                                   const std::vector<int64_t>& coords) {
-        T best = lowest;
-        int64_t arg = -1;
-        for (size_t j = 0; j < offs.size(); ++j)
-          if (arg < 0 || xp[offs[j]] > best) {
-            best = xp[offs[j]];
-            arg = static_cast<int64_t>(j);
-          }
-        yp[oi] = best;
-        if (idx) {
-          int64_t flat = 0;
-          if (arg >= 0) {
-            if (!col_major) {
-              flat = offs[arg];
-            } else {  // spatial dims in column-major order (first fastest)
-              int64_t mul = 1;
-              for (int d = 0; d < p.nd; ++d) {
-                flat += coords[arg * p.nd + d] * mul;
-                mul *= p.in[d];
-              }
-            }
-          }
-          idx[nc * p.out_size + oi] = nc * p.in_size + flat;
-        }
-      });
+      for_each_window(p, taps,
+                      [&](int64_t oi, const std::vector<int64_t>&, const std::vector<int64_t>& offs,
+                          const std::vector<int64_t>& coords) {
+                        T best = lowest;
+                        int64_t arg = -1;
+                        for (size_t j = 0; j < offs.size(); ++j)
+                          if (arg < 0 || xp[offs[j]] > best) {
+                            best = xp[offs[j]];
+                            arg = static_cast<int64_t>(j);
+                          }
+                        yp[oi] = best;
+                        if (idx) {
+                          int64_t flat = 0;
+                          if (arg >= 0) {
+                            if (!col_major) {
+                              flat = offs[arg];
+                            } else {  // spatial dims in column-major order (first fastest)
+                              int64_t mul = 1;
+                              for (int d = 0; d < p.nd; ++d) {
+                                flat += coords[arg * p.nd + d] * mul;
+                                mul *= p.in[d];
+                              }
+                            }
+                          }
+                          idx[nc * p.out_size + oi] = nc * p.in_size + flat;
+                        }
+                      });
     }
     store_all(ctx.out(0), yv);
   });
@@ -274,25 +274,26 @@ void float_pool_kernel(KernelContext& ctx, bool lp) {
         int64_t count = 1;
         if (include_pad)
           for (int d = 0; d < p.nd; ++d) count *= taps[d].padded_count[o[d]];
-        else
-          count = static_cast<int64_t>(offs.size());
+        else count = static_cast<int64_t>(offs.size());
         return acc / static_cast<T>(count);  // an all-padding window gives 0/0 = NaN
       };
       if (pin.nhwc) {
         for (int64_t n = 0; n < p.N; ++n) {
           const T* xn = xv.data() + n * p.in_size * p.C;
-          for_each_window(p, taps, [&](int64_t oi, const std::vector<int64_t>& o, const std::vector<int64_t>& offs,
-                                       const std::vector<int64_t>&) {
-            T* yr = yv.data() + (n * p.out_size + oi) * p.C;
-            for (int64_t c = 0; c < p.C; ++c) yr[c] = value(xn + c, p.C, o, offs);
-          });
+          for_each_window(p, taps,
+                          [&](int64_t oi, const std::vector<int64_t>& o, const std::vector<int64_t>& offs,
+                              const std::vector<int64_t>&) {
+                            T* yr = yv.data() + (n * p.out_size + oi) * p.C;
+                            for (int64_t c = 0; c < p.C; ++c) yr[c] = value(xn + c, p.C, o, offs);
+                          });
         }
       } else {
         for (int64_t nc = 0; nc < p.N * p.C; ++nc) {
           const T* xp = xv.data() + nc * p.in_size;
           T* yp = yv.data() + nc * p.out_size;
-          for_each_window(p, taps, [&](int64_t oi, const std::vector<int64_t>& o, const std::vector<int64_t>& offs,
-                                       const std::vector<int64_t>&) { yp[oi] = value(xp, 1, o, offs); });
+          for_each_window(p, taps,
+                          [&](int64_t oi, const std::vector<int64_t>& o, const std::vector<int64_t>& offs,
+                              const std::vector<int64_t>&) { yp[oi] = value(xp, 1, o, offs); });
         }
       }
       store_all(ctx.out(0), yv);
@@ -410,12 +411,9 @@ void max_unpool_kernel(KernelContext& ctx) {
 }
 
 std::vector<AttrSpec> window_attrs(std::vector<AttrSpec> extra) {
-  std::vector<AttrSpec> a = {{"kernel_shape", AttrKind::Ints, true},
-                             {"strides", AttrKind::Ints, true},
-                             {"pads", AttrKind::Ints, true},
-                             {"dilations", AttrKind::Ints, true},
-                             {"ceil_mode", AttrKind::Int},
-                             {"layout", AttrKind::String}};
+  std::vector<AttrSpec> a = {{"kernel_shape", AttrKind::Ints, true}, {"strides", AttrKind::Ints, true},
+                             {"pads", AttrKind::Ints, true},         {"dilations", AttrKind::Ints, true},
+                             {"ceil_mode", AttrKind::Int},           {"layout", AttrKind::String}};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }

@@ -48,9 +48,7 @@ Param param(const KernelContext& ctx, int i, double dflt = 0) {
   else p.v = {dflt};
   return p;
 }
-std::vector<float> float_param(const KernelContext& ctx, int i) {
-  return load_all<float>(ctx.in(i));
-}
+std::vector<float> float_param(const KernelContext& ctx, int i) { return load_all<float>(ctx.in(i)); }
 float fat(const std::vector<float>& v, int64_t i) { return v.size() == 1 ? v[0] : v[i]; }
 
 // Quantized result: rint(acc * multiplier + zero point) saturated to dtype.
@@ -94,7 +92,8 @@ OpDef matmul_integer_op() {
     int32_t* y = ctx.out().data<int32_t>();
     for (size_t i = 0; i < acc.size(); ++i) y[i] = static_cast<int32_t>(static_cast<uint32_t>(acc[i]));
   };
-  d.doc = "(A - a_zero_point) x (B - b_zero_point) in int32, numpy matmul shapes; zero points per tensor, per row of A, per column of B";
+  d.doc =
+      "(A - a_zero_point) x (B - b_zero_point) in int32, numpy matmul shapes; zero points per tensor, per row of A, per column of B";
   return d;
 }
 
@@ -139,7 +138,7 @@ OpDef qlinear_matmul_op() {
 
 struct ConvGeom {
   int64_t N, C, M, group;
-  Shape in, kernel, out;  // spatial dims
+  Shape in, kernel, out;                          // spatial dims
   std::vector<int64_t> strides, dilations, pads;  // pads: begins then ends
 };
 
@@ -241,16 +240,13 @@ std::vector<int64_t> int_conv(const Tensor& x, const Tensor& w, const Param& xzp
           }
         }
       }
-      gemm_int_acc(mg, out_sp, rows, wv.data() + gr * mg * rows, col.data(),
-                   acc.data() + (n * g.M + gr * mg) * out_sp);
+      gemm_int_acc(mg, out_sp, rows, wv.data() + gr * mg * rows, col.data(), acc.data() + (n * g.M + gr * mg) * out_sp);
     }
   return acc;
 }
 
-const std::vector<AttrSpec> kConvAttrs = {{"strides", AttrKind::Ints},
-                                          {"pads", AttrKind::Ints},
-                                          {"dilations", AttrKind::Ints},
-                                          {"group", AttrKind::Int}};
+const std::vector<AttrSpec> kConvAttrs = {
+    {"strides", AttrKind::Ints}, {"pads", AttrKind::Ints}, {"dilations", AttrKind::Ints}, {"group", AttrKind::Int}};
 
 // conv_integer(x, w, x_zero_point?, w_zero_point?)
 OpDef conv_integer_op() {
@@ -329,7 +325,8 @@ OpDef dynamic_quantize_linear_op() {
   d.min_outputs = 1;
   d.max_outputs = 3;
   d.infer = [](InferContext& c) {
-    if (c.dtype(0) != DType::F32) c.unsupported("x is {}; kiln's dynamic_quantize_linear takes f32", dtype_name(c.dtype(0)));
+    if (c.dtype(0) != DType::F32)
+      c.unsupported("x is {}; kiln's dynamic_quantize_linear takes f32", dtype_name(c.dtype(0)));
     return std::vector<TensorType>{TensorType(DType::U8, c.shape(0)), TensorType(DType::F32, {}),
                                    TensorType(DType::U8, {})};
   };

@@ -87,7 +87,8 @@ void fold_all(const ReductionSpec& s, const T* x, const ReduceLoops& L, A init, 
     }
     if (inner == 1) {  // the common case (trailing axes reduced): keep the accumulator in a register
       A a = init, sh = shift[0];
-      for (int64_t r = 0; r < count; ++r) a = reduce_combine(Comb, a, apply_reduce_map(Pre, A(base[red[r]]) - sh, count));
+      for (int64_t r = 0; r < count; ++r)
+        a = reduce_combine(Comb, a, apply_reduce_map(Pre, A(base[red[r]]) - sh, count));
       o[0] = apply_reduce_map(s.post, a, count) + sh;
       continue;
     }
@@ -104,13 +105,20 @@ void fold_all(const ReductionSpec& s, const T* x, const ReduceLoops& L, A init, 
 template <C Comb, typename T, typename A>
 void fold_pre(const ReductionSpec& s, const T* x, const ReduceLoops& L, A init, A* out) {
   switch (s.pre) {
-    case M::Identity: return fold_all<Comb, M::Identity>(s, x, L, init, out);
-    case M::Abs: return fold_all<Comb, M::Abs>(s, x, L, init, out);
-    case M::Square: return fold_all<Comb, M::Square>(s, x, L, init, out);
-    case M::Exp: return fold_all<Comb, M::Exp>(s, x, L, init, out);
-    case M::Log: return fold_all<Comb, M::Log>(s, x, L, init, out);
-    case M::Sqrt: return fold_all<Comb, M::Sqrt>(s, x, L, init, out);
-    case M::DivCount: break;  // not a pre map
+    case M::Identity:
+      return fold_all<Comb, M::Identity>(s, x, L, init, out);
+    case M::Abs:
+      return fold_all<Comb, M::Abs>(s, x, L, init, out);
+    case M::Square:
+      return fold_all<Comb, M::Square>(s, x, L, init, out);
+    case M::Exp:
+      return fold_all<Comb, M::Exp>(s, x, L, init, out);
+    case M::Log:
+      return fold_all<Comb, M::Log>(s, x, L, init, out);
+    case M::Sqrt:
+      return fold_all<Comb, M::Sqrt>(s, x, L, init, out);
+    case M::DivCount:
+      break;  // not a pre map
   }
   throw std::logic_error("reduction spec with a DivCount pre map");
 }
@@ -118,20 +126,28 @@ void fold_pre(const ReductionSpec& s, const T* x, const ReduceLoops& L, A init, 
 template <typename T, typename A>
 void fold(const ReductionSpec& s, const T* x, const ReduceLoops& L, A init, A* out) {
   switch (s.combiner) {
-    case C::Sum: return fold_pre<C::Sum>(s, x, L, init, out);
-    case C::Prod: return fold_pre<C::Prod>(s, x, L, init, out);
-    case C::Max: return fold_pre<C::Max>(s, x, L, init, out);
-    case C::Min: return fold_pre<C::Min>(s, x, L, init, out);
+    case C::Sum:
+      return fold_pre<C::Sum>(s, x, L, init, out);
+    case C::Prod:
+      return fold_pre<C::Prod>(s, x, L, init, out);
+    case C::Max:
+      return fold_pre<C::Max>(s, x, L, init, out);
+    case C::Min:
+      return fold_pre<C::Min>(s, x, L, init, out);
   }
 }
 
 template <typename A>
 A reduce_init(C c, DType dt) {
   switch (c) {
-    case C::Sum: return A(0);
-    case C::Prod: return A(1);
-    case C::Max: return dtype_lowest<A>(dt);
-    case C::Min: return dtype_highest<A>(dt);
+    case C::Sum:
+      return A(0);
+    case C::Prod:
+      return A(1);
+    case C::Max:
+      return dtype_lowest<A>(dt);
+    case C::Min:
+      return dtype_highest<A>(dt);
   }
   return A(0);
 }
@@ -245,23 +261,34 @@ const ReductionSpec* find_reduction_spec(std::string_view op) {
 
 std::string_view reduce_combiner_name(ReduceCombiner c) {
   switch (c) {
-    case C::Sum: return "sum";
-    case C::Prod: return "prod";
-    case C::Max: return "max";
-    case C::Min: return "min";
+    case C::Sum:
+      return "sum";
+    case C::Prod:
+      return "prod";
+    case C::Max:
+      return "max";
+    case C::Min:
+      return "min";
   }
   return "?";
 }
 
 std::string_view reduce_map_name(ReduceMap m) {
   switch (m) {
-    case M::Identity: return "identity";
-    case M::Abs: return "abs";
-    case M::Square: return "square";
-    case M::Exp: return "exp";
-    case M::Log: return "log";
-    case M::Sqrt: return "sqrt";
-    case M::DivCount: return "div_count";
+    case M::Identity:
+      return "identity";
+    case M::Abs:
+      return "abs";
+    case M::Square:
+      return "square";
+    case M::Exp:
+      return "exp";
+    case M::Log:
+      return "log";
+    case M::Sqrt:
+      return "sqrt";
+    case M::DivCount:
+      return "div_count";
   }
   return "?";
 }

@@ -125,10 +125,8 @@ OpDef topk_def() {
   d.name = "topk";
   d.category = OpCategory::Compute;
   d.max_outputs = 2;
-  d.attrs = {{"k", AttrKind::Int, true},
-             {"axis", AttrKind::Int},
-             {"largest", AttrKind::Int},
-             {"sorted", AttrKind::Int}};
+  d.attrs = {
+      {"k", AttrKind::Int, true}, {"axis", AttrKind::Int}, {"largest", AttrKind::Int}, {"sorted", AttrKind::Int}};
   d.infer = [](InferContext& c) {
     if (c.rank(0) == 0) c.fail("operand 0 is a scalar; topk needs rank >= 1");
     int axis = axis_attr(c, "axis", -1);

@@ -32,15 +32,15 @@ enum class ReduceCombiner : uint8_t { Sum, Prod, Max, Min };
 enum class ReduceMap : uint8_t { Identity, Abs, Square, Exp, Log, Sqrt, DivCount };
 
 struct ReductionSpec {
-  std::string_view op;       // kiln op name, "reduce_sum"
-  ReduceMap pre;             // applied to each element read
-  ReduceCombiner combiner;   // folds the mapped elements, starting from its identity
-  ReduceMap post;            // applied once to the folded value
+  std::string_view op;      // kiln op name, "reduce_sum"
+  ReduceMap pre;            // applied to each element read
+  ReduceCombiner combiner;  // folds the mapped elements, starting from its identity
+  ReduceMap post;           // applied once to the folded value
   // Subtract the max of the reduced elements before `pre` and add it back after
   // `post`. Valid only where post(fold(pre(x - m))) + m == post(fold(pre(x)))
   // mathematically (log_sum_exp); it keeps exp from overflowing.
   bool shift_by_max = false;
-  std::string_view doc;      // one line for docs/ops.md
+  std::string_view doc;  // one line for docs/ops.md
 };
 
 // Every reduce_* op kiln has, in a fixed order.
@@ -63,14 +63,19 @@ constexpr bool map_is_integral(ReduceMap m) {
 template <typename T>
 inline T apply_reduce_map(ReduceMap m, T x, int64_t count) {
   switch (m) {
-    case ReduceMap::Identity: return x;
+    case ReduceMap::Identity:
+      return x;
     case ReduceMap::Abs:
       if constexpr (std::is_unsigned_v<T>) return x;
       else return x < 0 ? -x : x;
-    case ReduceMap::Square: return x * x;
-    case ReduceMap::Exp: return static_cast<T>(std::exp(static_cast<double>(x)));
-    case ReduceMap::Log: return static_cast<T>(std::log(static_cast<double>(x)));
-    case ReduceMap::Sqrt: return static_cast<T>(std::sqrt(static_cast<double>(x)));
+    case ReduceMap::Square:
+      return x * x;
+    case ReduceMap::Exp:
+      return static_cast<T>(std::exp(static_cast<double>(x)));
+    case ReduceMap::Log:
+      return static_cast<T>(std::log(static_cast<double>(x)));
+    case ReduceMap::Sqrt:
+      return static_cast<T>(std::sqrt(static_cast<double>(x)));
     case ReduceMap::DivCount:
       if constexpr (std::is_floating_point_v<T>) return x / static_cast<T>(count);
       else return count == 0 ? T(0) : static_cast<T>(x / static_cast<T>(count));
@@ -82,8 +87,10 @@ inline T apply_reduce_map(ReduceMap m, T x, int64_t count) {
 template <typename T>
 inline T reduce_combine(ReduceCombiner c, T acc, T v) {
   switch (c) {
-    case ReduceCombiner::Sum: return acc + v;
-    case ReduceCombiner::Prod: return acc * v;
+    case ReduceCombiner::Sum:
+      return acc + v;
+    case ReduceCombiner::Prod:
+      return acc * v;
     case ReduceCombiner::Max:
       if constexpr (std::is_floating_point_v<T>) {
         if (std::isnan(v)) return v;

@@ -21,8 +21,7 @@ const OpRegistry& op_registry() {
   return registry;
 }
 
-std::vector<Tensor> evaluate_op(const OpDef& def, const AttrMap& attrs,
-                                const std::vector<const Tensor*>& inputs,
+std::vector<Tensor> evaluate_op(const OpDef& def, const AttrMap& attrs, const std::vector<const Tensor*>& inputs,
                                 const std::vector<TensorType>& out_types, const std::string& label) {
   std::vector<Tensor> outs;
   outs.reserve(out_types.size());

@@ -31,7 +31,15 @@ namespace kiln::ops::nn {
 namespace {
 
 enum class Mode { Nearest, Linear, Cubic };
-enum class Coord { HalfPixel, HalfPixelSymmetric, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNN, TfCrop };
+enum class Coord {
+  HalfPixel,
+  HalfPixelSymmetric,
+  PytorchHalfPixel,
+  AlignCorners,
+  Asymmetric,
+  TfHalfPixelForNN,
+  TfCrop
+};
 enum class Round { PreferFloor, PreferCeil, Floor, Ceil, Simple };
 
 struct ResizeParams {
@@ -91,8 +99,7 @@ ResizeParams resize_params(const AttrMap& a, const Shape& xs, const std::string&
     p.roi = a.get_floats("roi");
     if (p.roi.size() != 2 * r) failf(label, "attribute 'roi' has {} entries, expected {}", p.roi.size(), 2 * r);
   }
-  if (p.coord == Coord::TfCrop && p.roi.empty())
-    failf(label, "tf_crop_and_resize needs the 'roi' attribute");
+  if (p.coord == Coord::TfCrop && p.roi.empty()) failf(label, "tf_crop_and_resize needs the 'roi' attribute");
   return p;
 }
 
@@ -110,8 +117,7 @@ struct AxisPlan {
 };
 
 std::array<double, 4> cubic_coeffs(double r, double A) {
-  return {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A,
-          ((A + 2) * r - (A + 3)) * r * r + 1,
+  return {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A, ((A + 2) * r - (A + 3)) * r * r + 1,
           ((A + 2) * (1 - r) - (A + 3)) * (1 - r) * (1 - r) + 1,
           ((A * (2 - r) - 5 * A) * (2 - r) + 8 * A) * (2 - r) - 4 * A};
 }
@@ -134,16 +140,26 @@ AxisPlan plan_axis(const ResizeParams& p, size_t axis, int64_t in) {
     const double xr = static_cast<double>(o);
     double x = 0;
     switch (p.coord) {
-      case Coord::HalfPixel: x = (xr + 0.5) / scale - 0.5; break;
+      case Coord::HalfPixel:
+        x = (xr + 0.5) / scale - 0.5;
+        break;
       case Coord::HalfPixelSymmetric: {
         double adjustment = static_cast<double>(out) / len_out;
         x = len_in / 2 * (1 - adjustment) + (xr + 0.5) / scale - 0.5;
         break;
       }
-      case Coord::PytorchHalfPixel: x = len_out > 1 ? (xr + 0.5) / scale - 0.5 : 0.0; break;
-      case Coord::AlignCorners: x = len_out == 1 ? 0.0 : xr * (len_in - 1) / (len_out - 1); break;
-      case Coord::Asymmetric: x = xr / scale; break;
-      case Coord::TfHalfPixelForNN: x = (xr + 0.5) / scale; break;
+      case Coord::PytorchHalfPixel:
+        x = len_out > 1 ? (xr + 0.5) / scale - 0.5 : 0.0;
+        break;
+      case Coord::AlignCorners:
+        x = len_out == 1 ? 0.0 : xr * (len_in - 1) / (len_out - 1);
+        break;
+      case Coord::Asymmetric:
+        x = xr / scale;
+        break;
+      case Coord::TfHalfPixelForNN:
+        x = (xr + 0.5) / scale;
+        break;
       case Coord::TfCrop: {
         double start = p.roi[axis], end = p.roi[axis + rank];
         x = len_out > 1 ? start * (len_in - 1) + xr * (end - start) * (len_in - 1) / (len_out - 1)
@@ -160,11 +176,21 @@ AxisPlan plan_axis(const ResizeParams& p, size_t axis, int64_t in) {
         double f = std::floor(x);
         int64_t i = 0;
         switch (p.round) {
-          case Round::PreferFloor: i = static_cast<int64_t>(x - f == 0.5 ? f : std::round(x)); break;
-          case Round::PreferCeil: i = static_cast<int64_t>(x - f == 0.5 ? f + 1 : std::round(x)); break;
-          case Round::Floor: i = static_cast<int64_t>(f); break;
-          case Round::Ceil: i = static_cast<int64_t>(std::ceil(x)); break;
-          case Round::Simple: i = static_cast<int64_t>(scale < 1 ? std::ceil(x) : f); break;
+          case Round::PreferFloor:
+            i = static_cast<int64_t>(x - f == 0.5 ? f : std::round(x));
+            break;
+          case Round::PreferCeil:
+            i = static_cast<int64_t>(x - f == 0.5 ? f + 1 : std::round(x));
+            break;
+          case Round::Floor:
+            i = static_cast<int64_t>(f);
+            break;
+          case Round::Ceil:
+            i = static_cast<int64_t>(std::ceil(x));
+            break;
+          case Round::Simple:
+            i = static_cast<int64_t>(scale < 1 ? std::ceil(x) : f);
+            break;
         }
         plan.taps.push_back({clamp(i), 1.0});
       } else {
@@ -293,16 +319,11 @@ void register_resize_ops(OpRegistry& r) {
   d.name = "resize";
   d.category = OpCategory::Compute;
   d.keeps_layout = true;
-  d.attrs = {{"sizes", AttrKind::Ints, true},
-             {"scales", AttrKind::Floats},
-             {"mode", AttrKind::String},
-             {"coordinate_transformation_mode", AttrKind::String},
-             {"nearest_mode", AttrKind::String},
-             {"cubic_coeff_a", AttrKind::Float},
-             {"exclude_outside", AttrKind::Int},
-             {"extrapolation_value", AttrKind::Float},
-             {"roi", AttrKind::Floats},
-             {"antialias", AttrKind::Int}};
+  d.attrs = {{"sizes", AttrKind::Ints, true},    {"scales", AttrKind::Floats},
+             {"mode", AttrKind::String},         {"coordinate_transformation_mode", AttrKind::String},
+             {"nearest_mode", AttrKind::String}, {"cubic_coeff_a", AttrKind::Float},
+             {"exclude_outside", AttrKind::Int}, {"extrapolation_value", AttrKind::Float},
+             {"roi", AttrKind::Floats},          {"antialias", AttrKind::Int}};
   d.infer = infer_resize;
   d.reference = resize_kernel;
   d.doc =

@@ -15,9 +15,9 @@
 namespace kiln::ops {
 
 struct ResizeAxisTaps {
-  std::vector<int64_t> begin;   // [out coord] -> first tap; out + 1 entries
-  std::vector<int64_t> index;   // per tap: input index along the axis
-  std::vector<double> weight;   // per tap
+  std::vector<int64_t> begin;    // [out coord] -> first tap; out + 1 entries
+  std::vector<int64_t> index;    // per tap: input index along the axis
+  std::vector<double> weight;    // per tap
   std::vector<uint8_t> outside;  // per out coord
 };
 

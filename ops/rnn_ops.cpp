@@ -30,12 +30,24 @@ enum class RnnKind { Rnn, Gru, Lstm };
 int gates_of(RnnKind k) { return k == RnnKind::Rnn ? 1 : k == RnnKind::Gru ? 3 : 4; }
 int acts_of(RnnKind k) { return k == RnnKind::Rnn ? 1 : k == RnnKind::Gru ? 2 : 3; }
 
-enum class Act { Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus };
+enum class Act {
+  Relu,
+  Tanh,
+  Sigmoid,
+  Affine,
+  LeakyRelu,
+  ThresholdedRelu,
+  ScaledTanh,
+  HardSigmoid,
+  Elu,
+  Softsign,
+  Softplus
+};
 
 struct ActInfo {
   const char* name;
   Act act;
-  int params;  // how many of alpha, beta it takes (0, 1: alpha, 2: both)
+  int params;         // how many of alpha, beta it takes (0, 1: alpha, 2: both)
   float alpha, beta;  // defaults
 };
 constexpr ActInfo kActs[] = {
@@ -69,17 +81,28 @@ struct Activation {
   template <typename T>
   T operator()(T x) const {
     switch (act) {
-      case Act::Relu: return x > T(0) ? x : T(0);
-      case Act::Tanh: return std::tanh(x);
-      case Act::Sigmoid: return T(1) / (T(1) + std::exp(-x));
-      case Act::Affine: return T(alpha) * x + T(beta);
-      case Act::LeakyRelu: return x >= T(0) ? x : T(alpha) * x;
-      case Act::ThresholdedRelu: return x > T(alpha) ? x : T(0);
-      case Act::ScaledTanh: return T(alpha) * std::tanh(T(beta) * x);
-      case Act::HardSigmoid: return std::min(T(1), std::max(T(0), T(alpha) * x + T(beta)));
-      case Act::Elu: return x >= T(0) ? x : T(alpha) * (std::exp(x) - T(1));
-      case Act::Softsign: return x / (T(1) + std::fabs(x));
-      case Act::Softplus: return x > T(30) ? x : std::log1p(std::exp(x));
+      case Act::Relu:
+        return x > T(0) ? x : T(0);
+      case Act::Tanh:
+        return std::tanh(x);
+      case Act::Sigmoid:
+        return T(1) / (T(1) + std::exp(-x));
+      case Act::Affine:
+        return T(alpha) * x + T(beta);
+      case Act::LeakyRelu:
+        return x >= T(0) ? x : T(alpha) * x;
+      case Act::ThresholdedRelu:
+        return x > T(alpha) ? x : T(0);
+      case Act::ScaledTanh:
+        return T(alpha) * std::tanh(T(beta) * x);
+      case Act::HardSigmoid:
+        return std::min(T(1), std::max(T(0), T(alpha) * x + T(beta)));
+      case Act::Elu:
+        return x >= T(0) ? x : T(alpha) * (std::exp(x) - T(1));
+      case Act::Softsign:
+        return x / (T(1) + std::fabs(x));
+      case Act::Softplus:
+        return x > T(30) ? x : std::log1p(std::exp(x));
     }
     return x;
   }
@@ -118,9 +141,12 @@ std::vector<Activation> activations(const AttrMap& a, RnnKind kind, int dirs) {
 }
 
 std::vector<AttrSpec> rnn_attrs(RnnKind kind) {
-  std::vector<AttrSpec> s = {{"hidden_size", AttrKind::Int, true}, {"direction", AttrKind::String},
-                             {"layout", AttrKind::Int},           {"clip", AttrKind::Float},
-                             {"activations", AttrKind::Strings},  {"activation_alpha", AttrKind::Floats},
+  std::vector<AttrSpec> s = {{"hidden_size", AttrKind::Int, true},
+                             {"direction", AttrKind::String},
+                             {"layout", AttrKind::Int},
+                             {"clip", AttrKind::Float},
+                             {"activations", AttrKind::Strings},
+                             {"activation_alpha", AttrKind::Floats},
                              {"activation_beta", AttrKind::Floats}};
   if (kind == RnnKind::Lstm) s.push_back({"input_forget", AttrKind::Int});
   if (kind == RnnKind::Gru) s.push_back({"linear_before_reset", AttrKind::Int});
@@ -158,8 +184,7 @@ std::vector<TensorType> rnn_infer(InferContext& c, RnnKind kind) {
     c.fail("{}", e.what());
   }
   if (c.rank(0) != 3) c.fail("X must be 3-D, got rank {}", c.rank(0));
-  int64_t S = layout ? c.shape(0)[1] : c.shape(0)[0], B = layout ? c.shape(0)[0] : c.shape(0)[1],
-          I = c.shape(0)[2];
+  int64_t S = layout ? c.shape(0)[1] : c.shape(0)[0], B = layout ? c.shape(0)[0] : c.shape(0)[1], I = c.shape(0)[2];
   int64_t G = gates_of(kind);
   auto expect = [&](int i, Shape want, const char* what) {
     if (c.has_input(i) && c.shape(i) != want)
@@ -191,8 +216,8 @@ inline void gemm_t(bool tb, int64_t M, int64_t N, int64_t K, const float* A, int
                    float beta, float* C, int64_t ldc) {
   linalg::gemm_f32(false, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 }
-inline void gemm_t(bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda, const double* B,
-                   int64_t ldb, double beta, double* C, int64_t ldc) {
+inline void gemm_t(bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda, const double* B, int64_t ldb,
+                   double beta, double* C, int64_t ldc) {
   linalg::gemm_f64(false, tb, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -204,8 +229,7 @@ void rnn_run(KernelContext& ctx, RnnKind kind) {
   std::string dir = a.get_string("direction", "forward");
   int D = num_directions(dir);
   int64_t H = a.require_int("hidden_size");
-  int64_t S = layout1 ? xt.shape()[1] : xt.shape()[0], B = layout1 ? xt.shape()[0] : xt.shape()[1],
-          I = xt.shape()[2];
+  int64_t S = layout1 ? xt.shape()[1] : xt.shape()[0], B = layout1 ? xt.shape()[0] : xt.shape()[1], I = xt.shape()[2];
   int64_t G = gates_of(kind), GH = G * H;
   std::vector<Activation> acts = activations(a, kind, D);
   bool has_clip = a.has("clip");
@@ -360,7 +384,8 @@ OpDef rnn_family_op(const char* name, RnnKind kind, const char* doc) {
 void register_rnn_ops(OpRegistry& r) {
   r.add(rnn_family_op("rnn", RnnKind::Rnn, "Elman RNN over a sequence; results Y, Y_h"));
   r.add(rnn_family_op("gru", RnnKind::Gru, "GRU over a sequence (gates z, r, h); results Y, Y_h"));
-  r.add(rnn_family_op("lstm", RnnKind::Lstm, "LSTM over a sequence (gates i, o, f, c; peepholes P); results Y, Y_h, Y_c"));
+  r.add(rnn_family_op("lstm", RnnKind::Lstm,
+                      "LSTM over a sequence (gates i, o, f, c; peepholes P); results Y, Y_h, Y_c"));
 }
 
 // ONNX activation lists as kiln wants them: every direction's functions, and

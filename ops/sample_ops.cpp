@@ -216,16 +216,14 @@ std::vector<TensorType> infer_roi_align(InferContext& c) {
   RoiParams p = roi_params(c.attrs(), c.label());
   for (int i = 0; i < 2; ++i)
     if (!is_nn_float(c.dtype(i)))
-      c.unsupported("operand {} has dtype {}; kiln's roi_align takes f32, f64, f16 or bf16", i,
-                    dtype_name(c.dtype(i)));
+      c.unsupported("operand {} has dtype {}; kiln's roi_align takes f32, f64, f16 or bf16", i, dtype_name(c.dtype(i)));
   if (c.dtype(2) != DType::I64 && c.dtype(2) != DType::I32)
     c.fail("batch_indices (operand 2) must be i64 or i32, got {}", dtype_name(c.dtype(2)));
   if (c.rank(0) != 4) c.fail("input rank {} must be 4 (N,C,H,W)", c.rank(0));
   if (c.shape(0)[2] < 1 || c.shape(0)[3] < 1) c.fail("input image {} is empty", shape_str(c.shape(0)));
   const Shape& rs = c.shape(1);
   if (rs.size() != 2 || rs[1] != 4) c.fail("rois have shape {}; expected [R,4]", shape_str(rs));
-  if (c.shape(2) != Shape{rs[0]})
-    c.fail("batch_indices have shape {}; expected [{}]", shape_str(c.shape(2)), rs[0]);
+  if (c.shape(2) != Shape{rs[0]}) c.fail("batch_indices have shape {}; expected [{}]", shape_str(c.shape(2)), rs[0]);
   return {TensorType(c.dtype(0), {rs[0], c.shape(0)[1], p.oh, p.ow})};
 }
 
@@ -287,8 +285,8 @@ void roi_align_kernel(KernelContext& ctx) {
           bool first = true;
           for (const Sample& s : samples) {
             if (p.max_mode) {
-              double v = std::max({s.w[0] * img[s.pos[0]], s.w[1] * img[s.pos[1]], s.w[2] * img[s.pos[2]],
-                                   s.w[3] * img[s.pos[3]]});
+              double v = std::max(
+                  {s.w[0] * img[s.pos[0]], s.w[1] * img[s.pos[1]], s.w[2] * img[s.pos[2]], s.w[3] * img[s.pos[3]]});
               acc = first ? v : std::max(acc, v);
               first = false;
             } else {

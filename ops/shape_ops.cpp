@@ -55,10 +55,18 @@ void strided_run(const uint8_t* s, int64_t ss, uint8_t* d, int64_t ds, int64_t n
     return;
   }
   switch (es) {
-    case 1: strided_loop<uint8_t>(s, ss, d, ds, n); return;
-    case 2: strided_loop<uint16_t>(s, ss, d, ds, n); return;
-    case 4: strided_loop<uint32_t>(s, ss, d, ds, n); return;
-    case 8: strided_loop<uint64_t>(s, ss, d, ds, n); return;
+    case 1:
+      strided_loop<uint8_t>(s, ss, d, ds, n);
+      return;
+    case 2:
+      strided_loop<uint16_t>(s, ss, d, ds, n);
+      return;
+    case 4:
+      strided_loop<uint32_t>(s, ss, d, ds, n);
+      return;
+    case 8:
+      strided_loop<uint64_t>(s, ss, d, ds, n);
+      return;
     default:
       for (int64_t i = 0; i < n; ++i) std::memcpy(d + i * ds * int64_t(es), s + i * ss * int64_t(es), es);
   }
@@ -89,13 +97,16 @@ void tiled_2d_t(const uint8_t* s, int64_t si, int64_t sj, uint8_t* d, int64_t di
 void tiled_2d(const uint8_t* s, int64_t si, int64_t sj, uint8_t* d, int64_t di, int64_t dj, int64_t ni, int64_t nj,
               size_t es) {
   switch (es) {
-    case 1: return tiled_2d_t<uint8_t>(s, si, sj, d, di, dj, ni, nj);
-    case 2: return tiled_2d_t<uint16_t>(s, si, sj, d, di, dj, ni, nj);
-    case 4: return tiled_2d_t<uint32_t>(s, si, sj, d, di, dj, ni, nj);
-    case 8: return tiled_2d_t<uint64_t>(s, si, sj, d, di, dj, ni, nj);
+    case 1:
+      return tiled_2d_t<uint8_t>(s, si, sj, d, di, dj, ni, nj);
+    case 2:
+      return tiled_2d_t<uint16_t>(s, si, sj, d, di, dj, ni, nj);
+    case 4:
+      return tiled_2d_t<uint32_t>(s, si, sj, d, di, dj, ni, nj);
+    case 8:
+      return tiled_2d_t<uint64_t>(s, si, sj, d, di, dj, ni, nj);
     default:
-      for (int64_t i = 0; i < ni; ++i)
-        strided_run(s + i * si * int64_t(es), sj, d + i * di * int64_t(es), dj, nj, es);
+      for (int64_t i = 0; i < ni; ++i) strided_run(s + i * si * int64_t(es), sj, d + i * di * int64_t(es), dj, nj, es);
   }
 }
 
@@ -116,8 +127,7 @@ void copy_strided(const void* src, const std::vector<int64_t>& src_strides, void
     Dim x{shape[i], src_strides[i], dst_strides[i]};
     if (!dims.empty() && x.s == dims.back().s * dims.back().size && x.d == dims.back().d * dims.back().size)
       dims.back().size *= x.size;
-    else
-      dims.push_back(x);
+    else dims.push_back(x);
   }
   const auto* sp = static_cast<const uint8_t*>(src);
   auto* dp = static_cast<uint8_t*>(dst);
@@ -200,8 +210,9 @@ OpDef reshape_op() {
     // Same bytes, new shape: share the storage (tensors are immutable once computed).
     k.out(0) = k.in(0).reshaped(k.out(0).shape());
   };
-  d.doc = "Same elements in row-major order under a new shape; `shape` holds the final dims (no 0 or -1). "
-          "ONNX Reshape, Flatten, Squeeze and Unsqueeze all import as reshape.";
+  d.doc =
+      "Same elements in row-major order under a new shape; `shape` holds the final dims (no 0 or -1). "
+      "ONNX Reshape, Flatten, Squeeze and Unsqueeze all import as reshape.";
   return d;
 }
 
@@ -242,8 +253,9 @@ OpDef transpose_op() {
     for (size_t i = 0; i < perm.size(); ++i) src[i] = ist[perm[i]];
     view_copy(in, src, k.out(0).shape(), k.out(0));
   };
-  d.doc = "Permutes dims: result dim i is operand dim perm[i] (perm is explicit, never defaulted); "
-          "layout=\"nhwc\" marks a transpose into channels-last (perm [0,2,..,r-1,1], result tagged {nhwc}).";
+  d.doc =
+      "Permutes dims: result dim i is operand dim perm[i] (perm is explicit, never defaulted); "
+      "layout=\"nhwc\" marks a transpose into channels-last (perm [0,2,..,r-1,1], result tagged {nhwc}).";
   return d;
 }
 
@@ -281,8 +293,9 @@ OpDef expand_op() {
     const Shape& os = k.out(0).shape();
     view_copy(k.in(0), broadcast_strides(k.in(0).shape(), os), os, k.out(0));
   };
-  d.doc = "Numpy-style broadcast of the operand to `shape`, the full result shape (ONNX Expand's "
-          "bidirectional broadcast is resolved at import).";
+  d.doc =
+      "Numpy-style broadcast of the operand to `shape`, the full result shape (ONNX Expand's "
+      "bidirectional broadcast is resolved at import).";
   return d;
 }
 
@@ -370,8 +383,9 @@ OpDef depth_to_space_op() {
     // Result [N, C, H, b1, W, b2].
     view_copy(in, {s[1] * HW, sc, W, sb1, 1, sb2}, {N, C, H, b, W, b}, k.out(0));
   };
-  d.doc = "Moves blocks of channels into spatial blocks: [N, C*b*b, H, W] -> [N, C, H*b, W*b]; "
-          "mode DCR (channel = (b1*b+b2)*C + c) or CRD (channel = (c*b+b1)*b + b2).";
+  d.doc =
+      "Moves blocks of channels into spatial blocks: [N, C*b*b, H, W] -> [N, C, H*b, W*b]; "
+      "mode DCR (channel = (b1*b+b2)*C + c) or CRD (channel = (c*b+b1)*b + b2).";
   return d;
 }
 
@@ -403,8 +417,9 @@ OpDef space_to_depth_op() {
     // Input viewed as [N, C, H/b, b1, W/b, b2]; result [N, b1, b2, C, H/b, W/b].
     view_copy(in, {C * H * W, W, 1, H * W, b * W, b}, {N, b, b, C, H / b, W / b}, k.out(0));
   };
-  d.doc = "Moves spatial blocks into channels: [N, C, H, W] -> [N, C*b*b, H/b, W/b], "
-          "result channel = (b1*b + b2)*C + c (inverse of depth_to_space DCR).";
+  d.doc =
+      "Moves spatial blocks into channels: [N, C, H, W] -> [N, C*b*b, H/b, W/b], "
+      "result channel = (b1*b + b2)*C + c (inverse of depth_to_space DCR).";
   return d;
 }
 
@@ -472,8 +487,9 @@ OpDef range_op() {
         out.set_int(i, static_cast<int64_t>(s0 + static_cast<uint64_t>(i) * step));
     }
   };
-  d.doc = "start + i*delta for i < max(ceil((limit-start)/delta), 0); operands are scalars whose values "
-          "must be known at compile time (the result length depends on them).";
+  d.doc =
+      "start + i*delta for i < max(ceil((limit-start)/delta), 0); operands are scalars whose values "
+      "must be known at compile time (the result length depends on them).";
   return d;
 }
 

@@ -44,9 +44,15 @@ OpDef window_op(const char* name, Window w, const char* doc) {
     for (int64_t n = 0; n < size; ++n) {
       double x = double(n) / n1;  // size 1 symmetric: 0/0, NaN like the ONNX reference
       switch (w) {
-        case Window::Hann: v[n] = std::pow(std::sin(pi * x), 2); break;
-        case Window::Hamming: v[n] = 25.0 / 46.0 - (1 - 25.0 / 46.0) * std::cos(2 * pi * x); break;
-        case Window::Blackman: v[n] = 0.42 - 0.5 * std::cos(2 * pi * x) + 0.08 * std::cos(4 * pi * x); break;
+        case Window::Hann:
+          v[n] = std::pow(std::sin(pi * x), 2);
+          break;
+        case Window::Hamming:
+          v[n] = 25.0 / 46.0 - (1 - 25.0 / 46.0) * std::cos(2 * pi * x);
+          break;
+        case Window::Blackman:
+          v[n] = 0.42 - 0.5 * std::cos(2 * pi * x) + 0.08 * std::cos(4 * pi * x);
+          break;
       }
     }
     store_all(ctx.out(), v);
@@ -170,7 +176,8 @@ OpDef stft_op() {
     if (step < 1) c.fail("frame_step must be >= 1, got {}", step);
     if (len < 1 || len > s[1]) c.fail("frame_length {} must be in [1, {}]", len, s[1]);
     if (c.has_input(1)) {
-      if (c.dtype(1) != c.dtype(0)) c.fail("window is {} but signal is {}", dtype_name(c.dtype(1)), dtype_name(c.dtype(0)));
+      if (c.dtype(1) != c.dtype(0))
+        c.fail("window is {} but signal is {}", dtype_name(c.dtype(1)), dtype_name(c.dtype(0)));
       if (c.shape(1) != Shape{len}) c.fail("window has shape [{}]; expected [{}]", fmt::join(c.shape(1), ","), len);
     }
     bool onesided = c.attrs().get_int("onesided", 1) != 0;
@@ -209,22 +216,25 @@ OpDef mel_weight_matrix_op() {
   OpDef d;
   d.name = "mel_weight_matrix";
   d.min_inputs = d.max_inputs = 0;
-  d.attrs = {{"num_mel_bins", AttrKind::Int, true},     {"dft_length", AttrKind::Int, true},
-             {"sample_rate", AttrKind::Int, true},      {"lower_edge_hertz", AttrKind::Float, true},
+  d.attrs = {{"num_mel_bins", AttrKind::Int, true},       {"dft_length", AttrKind::Int, true},
+             {"sample_rate", AttrKind::Int, true},        {"lower_edge_hertz", AttrKind::Float, true},
              {"upper_edge_hertz", AttrKind::Float, true}, {"dtype", AttrKind::String}};
   d.infer = [](InferContext& c) {
     const AttrMap& a = c.attrs();
-    int64_t bins = a.require_int("num_mel_bins"), len = a.require_int("dft_length"), rate = a.require_int("sample_rate");
+    int64_t bins = a.require_int("num_mel_bins"), len = a.require_int("dft_length"),
+            rate = a.require_int("sample_rate");
     float lo = a.get_float("lower_edge_hertz", 0), hi = a.get_float("upper_edge_hertz", 0);
     if (bins < 1 || len < 1 || rate < 1) c.fail("num_mel_bins, dft_length and sample_rate must be >= 1");
-    if (!(lo >= 0 && lo < hi)) c.fail("edges must satisfy 0 <= lower_edge_hertz < upper_edge_hertz (got {}, {})", lo, hi);
+    if (!(lo >= 0 && lo < hi))
+      c.fail("edges must satisfy 0 <= lower_edge_hertz < upper_edge_hertz (got {}, {})", lo, hi);
     DType t = attr_dtype(c, DType::F32);
     if (t == DType::Bool) c.unsupported("mel_weight_matrix of dtype bool");
     return std::vector<TensorType>{TensorType(t, {len / 2 + 1, bins})};
   };
   d.reference = [](KernelContext& ctx) {
     const AttrMap& a = ctx.attrs;
-    int64_t bins = a.require_int("num_mel_bins"), len = a.require_int("dft_length"), rate = a.require_int("sample_rate");
+    int64_t bins = a.require_int("num_mel_bins"), len = a.require_int("dft_length"),
+            rate = a.require_int("sample_rate");
     double lo = a.get_float("lower_edge_hertz", 0), hi = a.get_float("upper_edge_hertz", 0);
     int64_t spec = len / 2 + 1;
     double lo_mel = 2595 * std::log1p(lo / 700) / std::log(10.0), hi_mel = 2595 * std::log1p(hi / 700) / std::log(10.0);
@@ -233,7 +243,8 @@ OpDef mel_weight_matrix_op() {
     for (int64_t i = 0; i < bins + 2; ++i) {
       double hz = 700 * std::expm1((double(i) * step + lo_mel) / 2595 * std::log(10.0));
       fb[i] = static_cast<int64_t>(std::floor(double(len + 1) * hz / double(rate)));
-      if (fb[i] < 0 || fb[i] >= spec) fail("{}: mel filter edge {} falls outside the {} spectrum bins", ctx.label, fb[i], spec);
+      if (fb[i] < 0 || fb[i] >= spec)
+        fail("{}: mel filter edge {} falls outside the {} spectrum bins", ctx.label, fb[i], spec);
     }
     std::vector<double> out(spec * bins, 0.0);
     for (int64_t i = 0; i < bins; ++i) {
@@ -255,7 +266,8 @@ OpDef mel_weight_matrix_op() {
 void register_signal_ops(OpRegistry& r) {
   r.add(window_op("hann_window", Window::Hann, "Hann window sin^2(pi n / N) (N = size, or size-1 when not periodic)"));
   r.add(window_op("hamming_window", Window::Hamming, "Hamming window 25/46 - 21/46 cos(2 pi n / N)"));
-  r.add(window_op("blackman_window", Window::Blackman, "Blackman window 0.42 - 0.5 cos(2 pi n/N) + 0.08 cos(4 pi n/N)"));
+  r.add(
+      window_op("blackman_window", Window::Blackman, "Blackman window 0.42 - 0.5 cos(2 pi n/N) + 0.08 cos(4 pi n/N)"));
   r.add(dft_op());
   r.add(stft_op());
   r.add(mel_weight_matrix_op());

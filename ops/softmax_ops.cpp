@@ -102,9 +102,8 @@ int kernel_axis(const KernelContext& k, const Tensor& x) {
 void register_softmax_ops(OpRegistry& r) {
   for (SoftmaxKind kind : {SoftmaxKind::Softmax, SoftmaxKind::LogSoftmax}) {
     bool soft = kind == SoftmaxKind::Softmax;
-    OpDef d = axis_op(soft ? "softmax" : "log_softmax",
-                      soft ? "exp(x - max) / sum(exp(x - max)) along axis"
-                           : "x - max - log(sum(exp(x - max))) along axis");
+    OpDef d = axis_op(soft ? "softmax" : "log_softmax", soft ? "exp(x - max) / sum(exp(x - max)) along axis"
+                                                             : "x - max - log(sum(exp(x - max))) along axis");
     d.reference = [kind](KernelContext& k) {
       const Tensor& x = k.in(0);
       int axis = kernel_axis(k, x);

@@ -155,7 +155,8 @@ class BatchNormFolder {
     if ((transpose ? mg * group : w->shape()[0]) != M || (transpose && (cg == 0 || k == 0))) return false;
     Reader wv(*w);
     auto nw = make_tensor(w->dtype(), w->shape(), [&](int64_t i) { return wv[i] * bp.a[channel(i)]; });
-    auto nb = make_tensor(w->dtype(), {M}, [&](int64_t c) { return (b ? b->get_double(c) : 0.0) * bp.a[c] + bp.shift[c]; });
+    auto nb =
+        make_tensor(w->dtype(), {M}, [&](int64_t c) { return (b ? b->get_double(c) : 0.0) * bp.a[c] + bp.shift[c]; });
     if (!nw || !nb) return not_finite();
     std::vector<Value*> ins = {conv->input(0), nullptr, nullptr};
     ins[1] = constant(conv->input(1)->name() + ".bn", std::move(*nw));

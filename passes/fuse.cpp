@@ -63,10 +63,17 @@ class Fuse : public Pass {
       for (Node* c : g.node_list()) {
         if (sealed_.count(c)) continue;
         switch (op_role(*c)) {
-          case Role::Opaque: break;
-          case Role::Compute: attention(s, *c); break;
-          case Role::Reduction: prologue(s, *c); break;
-          default: epilogue_or_plain(s, *c); break;
+          case Role::Opaque:
+            break;
+          case Role::Compute:
+            attention(s, *c);
+            break;
+          case Role::Reduction:
+            prologue(s, *c);
+            break;
+          default:
+            epilogue_or_plain(s, *c);
+            break;
         }
       }
       if (split_back(s, stats)) continue;
@@ -129,8 +136,8 @@ class Fuse : public Pass {
       } else {
         for (const Node* n : grp.nodes) sealed_.emplace(n, sealed_why);
       }
-      split_notes_.push_back(fmt::format("split back: a {} group of {} nodes: {}", group_kind_name(grp),
-                                         grp.nodes.size(), why));
+      split_notes_.push_back(
+          fmt::format("split back: a {} group of {} nodes: {}", group_kind_name(grp), grp.nodes.size(), why));
       stats.count("groups-split-back");
       again = true;
     }
@@ -148,8 +155,7 @@ class Fuse : public Pass {
     std::string why = check_attention(s, m2, scores, probs);
     if (why.empty() && is_sealed(s, scores)) why = sealed_why(s, scores);
     if (why.empty() && is_sealed(s, probs)) why = sealed_why(s, probs);
-    if (why.empty())
-      why = why_no_kernel(s, union_of(s, {s.group_of(&m2), scores, probs}, &m2, GroupKind::Attention));
+    if (why.empty()) why = why_no_kernel(s, union_of(s, {s.group_of(&m2), scores, probs}, &m2, GroupKind::Attention));
     if (!why.empty()) {
       int p = s.group_of_value(m2.input(0));
       if (p >= 0 && s.group(p).kind == GroupKind::Reduction && s.group(p).anchor->op() == "softmax")
@@ -171,10 +177,8 @@ class Fuse : public Pass {
     std::string why;
     if (pg.kind != GroupKind::Plain)
       why = fmt::format("{} and {} would be two anchors in one kernel", pg.anchor->op(), r.op());
-    else if (is_sealed(s, p))
-      why = sealed_why(s, p);
-    else
-      why = check_prologue(s, p, r);
+    else if (is_sealed(s, p)) why = sealed_why(s, p);
+    else why = check_prologue(s, p, r);
     if (why.empty()) why = why_no_kernel(s, union_of(s, {s.group_of(&r), p}, &r, GroupKind::Reduction));
     if (!why.empty()) return refuse(s, p, r, why);
     s.merge(s.group_of(&r), p);
@@ -193,9 +197,8 @@ class Fuse : public Pass {
       if (std::find(list.begin(), list.end(), p) == list.end()) list.push_back(p);
     }
     // The anchor computed last first: its result is the freshest.
-    std::sort(anchored.begin(), anchored.end(), [&](int a, int b) {
-      return s.position(s.group(a).anchor) > s.position(s.group(b).anchor);
-    });
+    std::sort(anchored.begin(), anchored.end(),
+              [&](int a, int b) { return s.position(s.group(a).anchor) > s.position(s.group(b).anchor); });
     for (size_t i = 0; i < anchored.size(); ++i) {
       int a = anchored[i];
       std::string why = prologue_instead(s, a, c);

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-
 namespace kiln::fusion {
 
 std::string group_kind_name(const Group& g) {
@@ -11,8 +10,10 @@ std::string group_kind_name(const Group& g) {
       for (const Node* n : g.nodes)
         if (op_role(*n) == Role::Pointwise) return "pointwise";
       return "injective";
-    case GroupKind::Reduction: return "reduction";
-    case GroupKind::Attention: return "attention";
+    case GroupKind::Reduction:
+      return "reduction";
+    case GroupKind::Attention:
+      return "attention";
     case GroupKind::Compute: {
       const std::string& op = g.anchor->op();
       if (op == "conv" || op == "conv_transpose") return "conv_epilogue";
@@ -143,8 +144,7 @@ std::string check_attention(const FusionState& s, const Node& m2, int& scores, i
     int gv = s.group_of_value(m2.input(i));
     if (gv == gs || gv == gp) return "the second matmul reads the scores twice";
   }
-  if (s.would_cycle({gs, gp, s.group_of(&m2)}))
-    return "would create a cycle (another operand depends on the group)";
+  if (s.would_cycle({gs, gp, s.group_of(&m2)})) return "would create a cycle (another operand depends on the group)";
   scores = gs;
   probs = gp;
   return "";

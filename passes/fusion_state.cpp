@@ -17,10 +17,14 @@ Role op_role(const Node& n) {
   const OpDef* d = op_registry().find(op);
   if (!d) return Role::Opaque;
   switch (d->category) {
-    case OpCategory::Pointwise: return Role::Pointwise;
-    case OpCategory::Injective: return Role::Injective;
-    case OpCategory::Reduction: return Role::Reduction;
-    default: return Role::Opaque;
+    case OpCategory::Pointwise:
+      return Role::Pointwise;
+    case OpCategory::Injective:
+      return Role::Injective;
+    case OpCategory::Reduction:
+      return Role::Reduction;
+    default:
+      return Role::Opaque;
   }
 }
 

@@ -41,10 +41,10 @@ struct Group {
   // Members in no particular order: a merge appends the smaller list to the
   // larger one, so moving members costs O(n log n) over the whole pass.
   std::vector<Node*> nodes;
-  Node* anchor = nullptr;    // the compute/reduction op (the second matmul for attention)
+  Node* anchor = nullptr;  // the compute/reduction op (the second matmul for attention)
   GroupKind kind = GroupKind::Plain;
-  bool alive = true;         // false once merged into another group
-  int non_views = 0;         // members that are not views (reshape/identity)
+  bool alive = true;  // false once merged into another group
+  int non_views = 0;  // members that are not views (reshape/identity)
 };
 
 // Every node of a graph starts in a group of its own; merging joins them.

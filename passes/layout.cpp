@@ -173,7 +173,8 @@ class LayoutPass : public Pass {
   // inserted before `user`, the first of them in order.
   Value* to_nhwc(Value* v, Node* user) {
     Value*& slot = nhwc_cache_[v];
-    if (!slot) slot = transpose(v, channels_last_perm(v->type().rank()), true, user, suffixed(user->name(), ":to_nhwc"));
+    if (!slot)
+      slot = transpose(v, channels_last_perm(v->type().rank()), true, user, suffixed(user->name(), ":to_nhwc"));
     return slot;
   }
 
@@ -218,9 +219,8 @@ class LayoutPass : public Pass {
       std::vector<Use> outside;
       for (const Use& u : o->uses()) {
         auto it = rules_.find(u.user);
-        bool image_use = in_region_.count(u.user) &&
-                         std::find(it->second.images.begin(), it->second.images.end(), u.operand) !=
-                             it->second.images.end();
+        bool image_use = in_region_.count(u.user) && std::find(it->second.images.begin(), it->second.images.end(),
+                                                               u.operand) != it->second.images.end();
         if (image_use) continue;
         if (same_order && u.user->op() == "reshape") {
           stats_->count("exits-read-directly");  // the same bytes in both layouts
@@ -288,7 +288,8 @@ class LayoutPass : public Pass {
       if (layout::is_identity(perm)) {
         repl = in;
       } else if (layout::has_data(in)) {
-        repl = g_->add_constant(fresh_name(in->name() + "_t"), layout::transpose_tensor(in->data(), perm, out->type().layout));
+        repl = g_->add_constant(fresh_name(in->name() + "_t"),
+                                layout::transpose_tensor(in->data(), perm, out->type().layout));
         stats_->count("constants-permuted");
       } else if (Node* p = in->producer(); p && p->op() == "transpose") {
         Perm total = layout::compose(p->attrs().get_ints("perm"), perm);

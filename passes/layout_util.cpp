@@ -108,8 +108,8 @@ std::optional<Rule> rule_for(const Node& n) {
     return unary_rule(n, rank);
   }
   if (one_of(op, {"average_pool", "lp_pool", "global_average_pool", "global_max_pool", "global_lp_pool",
-                  "batch_normalization", "instance_normalization", "group_normalization", "resize", "split",
-                  "slice", "pad"}))
+                  "batch_normalization", "instance_normalization", "group_normalization", "resize", "split", "slice",
+                  "pad"}))
     return unary_rule(n, rank);
   if (op == "concat") {
     Rule r = *unary_rule(n, rank);
@@ -206,11 +206,20 @@ Tensor transpose_tensor(const Tensor& t, const Perm& perm, Layout layout) {
   std::vector<int64_t> sstride(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) sstride[i] = ist[perm[i]];
   switch (dtype_size(t.dtype())) {
-    case 1: gather_transposed(t.data<uint8_t>(), r.data<uint8_t>(), out, sstride); break;
-    case 2: gather_transposed(t.data<uint16_t>(), r.data<uint16_t>(), out, sstride); break;
-    case 4: gather_transposed(t.data<uint32_t>(), r.data<uint32_t>(), out, sstride); break;
-    case 8: gather_transposed(t.data<uint64_t>(), r.data<uint64_t>(), out, sstride); break;
-    default: KILN_CHECK(false, "transpose of {}: unexpected element size", t.type().str());
+    case 1:
+      gather_transposed(t.data<uint8_t>(), r.data<uint8_t>(), out, sstride);
+      break;
+    case 2:
+      gather_transposed(t.data<uint16_t>(), r.data<uint16_t>(), out, sstride);
+      break;
+    case 4:
+      gather_transposed(t.data<uint32_t>(), r.data<uint32_t>(), out, sstride);
+      break;
+    case 8:
+      gather_transposed(t.data<uint64_t>(), r.data<uint64_t>(), out, sstride);
+      break;
+    default:
+      KILN_CHECK(false, "transpose of {}: unexpected element size", t.type().str());
   }
   return r;
 }

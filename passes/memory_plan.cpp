@@ -17,10 +17,14 @@ namespace kiln {
 
 std::string_view storage_name(Storage s) {
   switch (s) {
-    case Storage::Arena: return "arena";
-    case Storage::Output: return "output";
-    case Storage::Input: return "input";
-    case Storage::Constant: return "constant";
+    case Storage::Arena:
+      return "arena";
+    case Storage::Output:
+      return "output";
+    case Storage::Input:
+      return "input";
+    case Storage::Constant:
+      return "constant";
   }
   return "?";
 }

@@ -95,9 +95,9 @@ struct MemoryPlan {
   MemoryPlanOptions options;
   std::vector<ValuePlan> values;  // one per node result, in node order
   std::vector<BufferPlan> buffers;
-  int64_t arena_bytes = 0;        // arena size (a multiple of the alignment)
-  int64_t naive_bytes = 0;        // sum of the sizes of all node results that are not graph outputs
-  int64_t live_peak_bytes = 0;    // most bytes of arena buffers live at one node (a lower bound on arena_bytes)
+  int64_t arena_bytes = 0;      // arena size (a multiple of the alignment)
+  int64_t naive_bytes = 0;      // sum of the sizes of all node results that are not graph outputs
+  int64_t live_peak_bytes = 0;  // most bytes of arena buffers live at one node (a lower bound on arena_bytes)
   int in_place = 0, views = 0, view_copies = 0;
 
   // The plan of a node result; nullptr for inputs, constants and foreign values.

@@ -51,14 +51,17 @@ void MemoryPlan::validate() const {
       ++results;
       const ValuePlan* p = find(v);
       if (!p || p->value != v) fail_at(v, "not planned");
-      if (p->size != int64_t(v->type().nbytes())) fail_at(v, fmt::format("size {} but the type needs {}", p->size, v->type().nbytes()));
+      if (p->size != int64_t(v->type().nbytes()))
+        fail_at(v, fmt::format("size {} but the type needs {}", p->size, v->type().nbytes()));
       if (p->storage == Storage::Arena) {
-        if (p->offset % options.alignment) fail_at(v, fmt::format("offset {} is not {}-aligned", p->offset, options.alignment));
+        if (p->offset % options.alignment)
+          fail_at(v, fmt::format("offset {} is not {}-aligned", p->offset, options.alignment));
         if (p->offset < 0 || p->offset + p->size > arena_bytes)
-          fail_at(v, fmt::format("bytes [{}, {}) lie outside the arena of {}", p->offset, p->offset + p->size, arena_bytes));
+          fail_at(v, fmt::format("bytes [{}, {}) lie outside the arena of {}", p->offset, p->offset + p->size,
+                                 arena_bytes));
       }
-      if (p->storage == Storage::Output &&
-          (p->output_index < 0 || p->output_index >= int(g.outputs().size()) || !g.outputs()[p->output_index]->producer()))
+      if (p->storage == Storage::Output && (p->output_index < 0 || p->output_index >= int(g.outputs().size()) ||
+                                            !g.outputs()[p->output_index]->producer()))
         fail_at(v, fmt::format("in the buffer of output {}, which is not a node result", p->output_index));
       if (p->storage == Storage::Output &&
           (p->offset < 0 || p->offset + p->size > int64_t(g.outputs()[p->output_index]->type().nbytes())))
@@ -85,7 +88,8 @@ void MemoryPlan::validate() const {
           if (x->type().nbytes() != v->type().nbytes()) fail_at(v, "views a value of another byte size");
           if (!of) {  // a view of a graph input or constant
             Storage s = x->is_input() ? Storage::Input : Storage::Constant;
-            if (p->storage != s) fail_at(v, fmt::format("views {} but lies in {} storage", vname(x), storage_name(p->storage)));
+            if (p->storage != s)
+              fail_at(v, fmt::format("views {} but lies in {} storage", vname(x), storage_name(p->storage)));
             if (!classes.count(x)) classes[x] = {x, s, -1, 0, p->size, -1, last_use(x)}, class_of[x] = x;
           } else if (of->storage != p->storage || of->offset != p->offset || of->output_index != p->output_index) {
             fail_at(v, fmt::format("views {} but does not share its bytes", vname(x)));
@@ -104,10 +108,12 @@ void MemoryPlan::validate() const {
               of->size != p->size)
             fail_at(v, fmt::format("is written in place over {} but does not share its bytes", vname(x)));
           const ContentClass& old = classes.at(class_of.at(x));
-          if (old.last != t) fail_at(v, fmt::format("overwrites {}, whose contents are needed after {}", vname(x), n->describe()));
+          if (old.last != t)
+            fail_at(v, fmt::format("overwrites {}, whose contents are needed after {}", vname(x), n->describe()));
           std::vector<int> readers;
           for (int k = 0; k < n->num_inputs(); ++k)
-            if (n->input(k) && class_of.count(n->input(k)) && class_of.at(n->input(k)) == old.root) readers.push_back(k);
+            if (n->input(k) && class_of.count(n->input(k)) && class_of.at(n->input(k)) == old.root)
+              readers.push_back(k);
           if (!may_overwrite(*n, readers, v))
             fail_at(v, fmt::format("is written over {} by {}, which may read an element of it after writing there",
                                    vname(x), n->describe()));
@@ -118,7 +124,8 @@ void MemoryPlan::validate() const {
       }
     }
   }
-  if (results != values.size()) fail("memory plan: {} values planned but the graph has {} node results", values.size(), results);
+  if (results != values.size())
+    fail("memory plan: {} values planned but the graph has {} node results", values.size(), results);
 
   // No two content classes needed at the same time share bytes, except an
   // in-place result and the class it overwrites, at the overwriting node.
@@ -172,9 +179,12 @@ std::string MemoryPlan::str() const {
   std::string s = fmt::format("arena {} bytes (naive {}, live peak {}), {} in place, {} views, {} view copies\n",
                               arena_bytes, naive_bytes, live_peak_bytes, in_place, views, view_copies);
   for (const ValuePlan& p : values) {
-    std::string alias = p.alias == AliasKind::None ? ""
-                        : fmt::format(" {} {}", p.alias == AliasKind::View ? "view-of" : "in-place-over", vname(p.alias_of));
-    std::string where = p.storage == Storage::Output ? fmt::format("output {}", p.output_index) : std::string(storage_name(p.storage));
+    std::string alias =
+        p.alias == AliasKind::None
+            ? ""
+            : fmt::format(" {} {}", p.alias == AliasKind::View ? "view-of" : "in-place-over", vname(p.alias_of));
+    std::string where =
+        p.storage == Storage::Output ? fmt::format("output {}", p.output_index) : std::string(storage_name(p.storage));
     s += fmt::format("  {:<24} {:<10} @{:<12} {:>12} B  live {}..{}{}\n", vname(p.value), where, p.offset, p.size,
                      p.first, p.last, alias);
   }

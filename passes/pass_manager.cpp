@@ -20,8 +20,8 @@ double cpu_ms_now() { return 1000.0 * static_cast<double>(std::clock()) / CLOCKS
 }  // namespace
 
 std::vector<std::string> default_pipeline(const PassOptions& opts) {
-  std::vector<std::string> p = {"fold-constants", "simplify", "dce", "cse", "fold-batchnorm",
-                                "recognize-patterns", "fold-constants"};
+  std::vector<std::string> p = {"fold-constants", "simplify",           "dce",           "cse",
+                                "fold-batchnorm", "recognize-patterns", "fold-constants"};
   if (opts.target != "cpu") p.push_back("layout");  // channels-last conv regions for tensor cores
   p.push_back("dce");
   if (opts.precision != "fp32") p.insert(p.end(), {"precision", "fold-constants", "simplify", "cse", "dce"});
@@ -41,8 +41,7 @@ std::vector<std::string> output_names(const Graph& g) {
 // --outputs` files), so no pass may rename, add or drop one.
 void check_output_names(const Graph& g, const std::vector<std::string>& want) {
   std::vector<std::string> have = output_names(g);
-  if (have.size() != want.size())
-    fail("the graph has {} outputs, it had {} before", have.size(), want.size());
+  if (have.size() != want.size()) fail("the graph has {} outputs, it had {} before", have.size(), want.size());
   for (size_t i = 0; i < have.size(); ++i)
     if (have[i] != want[i])
       fail("graph output {} is {}, it was %{}: passes must keep output names", i,
@@ -69,8 +68,7 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, cons
   for (auto& p : passes_) {
     ++index;
     std::string name(p->name());
-    if (po.print_before.count(name))
-      out << "// -----// IR before " << name << " //----- //\n" << print_graph(g);
+    if (po.print_before.count(name)) out << "// -----// IR before " << name << " //----- //\n" << print_graph(g);
     PassRecord rec;
     rec.name = name;
     rec.nodes_before = g.num_nodes();

@@ -16,8 +16,8 @@ struct PipelineOptions {
   std::set<std::string> print_before, print_after;
   bool print_after_all = false;
   bool print_after_change = false;
-  std::string stop_after;  // pass name; empty = run all
-  std::string dump_dir;    // 000.input.kir, NNN.after.<pass>.kir per pass, final.dot
+  std::string stop_after;            // pass name; empty = run all
+  std::string dump_dir;              // 000.input.kir, NNN.after.<pass>.kir per pass, final.dot
   std::ostream* print_to = nullptr;  // where --print-ir-* goes (stderr if null)
   // The model file; errors raised by passes (a constant-folded Gather index
   // out of range, a broken graph) are prefixed with it, as the importer's are.

@@ -46,19 +46,32 @@ bool exactly_widens(DType from, DType to) {
   // Integers exactly representable: bits of magnitude each dtype holds.
   auto int_bits = [](DType t) -> int {
     switch (t) {
-      case DType::I8: return 7;
-      case DType::U8: return 8;
-      case DType::I16: return 15;
-      case DType::U16: return 16;
-      case DType::I32: return 31;
-      case DType::U32: return 32;
-      case DType::I64: return 63;
-      case DType::U64: return 64;
-      case DType::F16: return 11;
-      case DType::BF16: return 8;
-      case DType::F32: return 24;
-      case DType::F64: return 53;
-      default: return 0;
+      case DType::I8:
+        return 7;
+      case DType::U8:
+        return 8;
+      case DType::I16:
+        return 15;
+      case DType::U16:
+        return 16;
+      case DType::I32:
+        return 31;
+      case DType::U32:
+        return 32;
+      case DType::I64:
+        return 63;
+      case DType::U64:
+        return 64;
+      case DType::F16:
+        return 11;
+      case DType::BF16:
+        return 8;
+      case DType::F32:
+        return 24;
+      case DType::F64:
+        return 53;
+      default:
+        return 0;
     }
   };
   if (is_float(from)) {
@@ -92,9 +105,8 @@ class Rewriter {
       else g_.erase_node(c);
     }
     if (clamped_) {
-      std::string msg = fmt::format(
-          "precision {}: {} constant value(s) outside the {} range were clamped to +-{:g}", dtype_name(low_), clamped_,
-          dtype_name(low_), max_finite(low_));
+      std::string msg = fmt::format("precision {}: {} constant value(s) outside the {} range were clamped to +-{:g}",
+                                    dtype_name(low_), clamped_, dtype_name(low_), max_finite(low_));
       std::cerr << "warning: " << msg << "\n";
       stats_.notes.push_back(msg);
     }

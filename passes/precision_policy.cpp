@@ -7,10 +7,14 @@ namespace kiln {
 
 std::string_view precision_class_name(PrecisionClass c) {
   switch (c) {
-    case PrecisionClass::Reduced: return "reduced";
-    case PrecisionClass::Float32: return "f32";
-    case PrecisionClass::Follow: return "follow";
-    case PrecisionClass::Cast: return "cast";
+    case PrecisionClass::Reduced:
+      return "reduced";
+    case PrecisionClass::Float32:
+      return "f32";
+    case PrecisionClass::Follow:
+      return "follow";
+    case PrecisionClass::Cast:
+      return "cast";
   }
   return "?";
 }

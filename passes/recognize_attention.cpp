@@ -58,10 +58,14 @@ struct Match {
 
 double lowest(DType dt) {
   switch (dt) {
-    case DType::F16: return -65504.0;
-    case DType::BF16: return -3.3895313892515355e38;
-    case DType::F64: return std::numeric_limits<double>::lowest();
-    default: return std::numeric_limits<float>::lowest();
+    case DType::F16:
+      return -65504.0;
+    case DType::BF16:
+      return -3.3895313892515355e38;
+    case DType::F64:
+      return std::numeric_limits<double>::lowest();
+    default:
+      return std::numeric_limits<float>::lowest();
   }
 }
 
@@ -132,8 +136,7 @@ bool peel_scores(const Graph& g, Value* s, Match& m, bool scaled) {
       if (causal_pattern(cond, sq, sk, kind)) t.causal = true;
       else if (*fill == -INFINITY || (m.dt != DType::F16 && *fill <= lowest(m.dt) / 2))
         t.where_masks.push_back({cond, *fill, masked_when_true});
-      else
-        continue;
+      else continue;
       if (peel_scores(g, n->input(side), t, false)) {
         m = std::move(t);
         return true;

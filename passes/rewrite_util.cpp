@@ -30,8 +30,7 @@ std::optional<std::vector<TensorType>> infer(const std::string& op, const std::v
   }
 }
 
-bool infers_to(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
-               const TensorType& want) {
+bool infers_to(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs, const TensorType& want) {
   auto got = infer(op, inputs, attrs, 1);
   return got && got->size() == 1 && (*got)[0].dtype == want.dtype && (*got)[0].shape == want.shape;
 }

@@ -26,8 +26,7 @@ std::optional<std::vector<TensorType>> infer(const std::string& op, const std::v
                                              const AttrMap& attrs, int num_outputs);
 // True when inference gives exactly `want` (dtype and shape) for a
 // would-be node: the check every rewrite makes before replacing anything.
-bool infers_to(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
-               const TensorType& want);
+bool infers_to(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs, const TensorType& want);
 
 // Whether the single result `from` of a node may be replaced by `to`
 // everywhere: same type (layout included), and when `from` is a graph output,

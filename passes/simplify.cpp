@@ -69,15 +69,24 @@ bool lossless_cast(DType from, DType to) {
   using D = DType;
   switch (from) {
     case D::F16:
-    case D::BF16: return one_of({D::F32, D::F64});
-    case D::F32: return one_of({D::F64});
-    case D::I8: return one_of({D::I16, D::I32, D::I64, D::F32, D::F64});
-    case D::I16: return one_of({D::I32, D::I64, D::F32, D::F64});
-    case D::I32: return one_of({D::I64, D::F64});
-    case D::U8: return one_of({D::U16, D::U32, D::U64, D::I16, D::I32, D::I64, D::F32, D::F64});
-    case D::U16: return one_of({D::U32, D::U64, D::I32, D::I64, D::F32, D::F64});
-    case D::U32: return one_of({D::U64, D::I64, D::F64});
-    default: return false;
+    case D::BF16:
+      return one_of({D::F32, D::F64});
+    case D::F32:
+      return one_of({D::F64});
+    case D::I8:
+      return one_of({D::I16, D::I32, D::I64, D::F32, D::F64});
+    case D::I16:
+      return one_of({D::I32, D::I64, D::F32, D::F64});
+    case D::I32:
+      return one_of({D::I64, D::F64});
+    case D::U8:
+      return one_of({D::U16, D::U32, D::U64, D::I16, D::I32, D::I64, D::F32, D::F64});
+    case D::U16:
+      return one_of({D::U32, D::U64, D::I32, D::I64, D::F32, D::F64});
+    case D::U32:
+      return one_of({D::U64, D::I64, D::F64});
+    default:
+      return false;
   }
 }
 
@@ -130,8 +139,9 @@ class Simplifier {
     }
     if (n->num_inputs() != 2 || !n->input(1)) return false;
     Value* y = n->input(1);
-    if (op == "mul") return forward(n, y, "mul-one", nullptr, is_splat_of(x, 1)) ||
-                            forward(n, x, "mul-one", nullptr, is_splat_of(y, 1));
+    if (op == "mul")
+      return forward(n, y, "mul-one", nullptr, is_splat_of(x, 1)) ||
+             forward(n, x, "mul-one", nullptr, is_splat_of(y, 1));
     if (op == "add") {
       if (forward(n, y, "add-zero", nullptr, is_splat_of(x, 0)) ||
           forward(n, x, "add-zero", nullptr, is_splat_of(y, 0)))

@@ -20,9 +20,9 @@ struct GpuSpec {
   double dram_gb_per_s = 0;  // DRAM (HBM/GDDR) bandwidth, 1 GB = 1e9 bytes
   double l2_bytes = 0;
   // Per SM: the occupancy calculator's limits.
-  int regs_per_sm = 65536;       // 32-bit registers (4 sub-partitions of 16K)
-  int smem_per_sm = 0;           // shared memory bytes an SM can give to blocks
-  int smem_per_block = 0;        // most shared memory bytes one block may use (opt-in)
+  int regs_per_sm = 65536;  // 32-bit registers (4 sub-partitions of 16K)
+  int smem_per_sm = 0;      // shared memory bytes an SM can give to blocks
+  int smem_per_block = 0;   // most shared memory bytes one block may use (opt-in)
   int max_warps_per_sm = 64;
   int max_blocks_per_sm = 32;
   // The fraction of the dense tensor peak kiln's mma.sync kernels can reach:

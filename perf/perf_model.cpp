@@ -10,8 +10,8 @@ namespace kiln::perf {
 namespace {
 
 constexpr int kWarpSize = 32;
-constexpr int kSubPartitions = 4;        // SM sub-partitions, each with its own register file and tensor core
-constexpr int kRegAllocUnit = 256;       // registers are allocated per warp in units of 256
+constexpr int kSubPartitions = 4;            // SM sub-partitions, each with its own register file and tensor core
+constexpr int kRegAllocUnit = 256;           // registers are allocated per warp in units of 256
 constexpr int kSmemReservedPerBlock = 1024;  // sm_80+: the system's shared memory per block
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -20,21 +20,30 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 const char* math_name(Math m) {
   switch (m) {
-    case Math::F16Tensor: return "fp16-tc";
-    case Math::BF16Tensor: return "bf16-tc";
-    case Math::TF32Tensor: return "tf32-tc";
-    case Math::Fp32: return "fp32";
+    case Math::F16Tensor:
+      return "fp16-tc";
+    case Math::BF16Tensor:
+      return "bf16-tc";
+    case Math::TF32Tensor:
+      return "tf32-tc";
+    case Math::Fp32:
+      return "fp32";
   }
   return "?";
 }
 
 const char* work_kind_name(WorkKind k) {
   switch (k) {
-    case WorkKind::Conv: return "conv";
-    case WorkKind::Gemm: return "gemm";
-    case WorkKind::Attention: return "attention";
-    case WorkKind::Other: return "other";
-    case WorkKind::Copy: return "copy";
+    case WorkKind::Conv:
+      return "conv";
+    case WorkKind::Gemm:
+      return "gemm";
+    case WorkKind::Attention:
+      return "attention";
+    case WorkKind::Other:
+      return "other";
+    case WorkKind::Copy:
+      return "copy";
   }
   return "?";
 }
@@ -43,10 +52,14 @@ bool is_heavy(WorkKind k) { return k == WorkKind::Conv || k == WorkKind::Gemm ||
 
 double math_peak_tflops(Math m, const GpuSpec& g) {
   switch (m) {
-    case Math::F16Tensor: return g.fp16_tensor_tflops;
-    case Math::BF16Tensor: return g.bf16_tensor_tflops;
-    case Math::TF32Tensor: return g.tf32_tensor_tflops;
-    case Math::Fp32: return g.fp32_tflops;
+    case Math::F16Tensor:
+      return g.fp16_tensor_tflops;
+    case Math::BF16Tensor:
+      return g.bf16_tensor_tflops;
+    case Math::TF32Tensor:
+      return g.tf32_tensor_tflops;
+    case Math::Fp32:
+      return g.fp32_tflops;
   }
   return g.fp32_tflops;
 }
@@ -55,12 +68,10 @@ Occupancy occupancy(const LaunchWork& w, const GpuSpec& g) {
   Occupancy o;
   const int warps = static_cast<int>(ceil_div(std::max(w.threads, 1), kWarpSize));
   if (warps > g.max_warps_per_sm)
-    fail("a block of {} threads is more than an SM of the {} holds ({} warps)", w.threads, g.name,
-         g.max_warps_per_sm);
+    fail("a block of {} threads is more than an SM of the {} holds ({} warps)", w.threads, g.name, g.max_warps_per_sm);
   const int smem = w.smem_bytes + kSmemReservedPerBlock;
   if (w.smem_bytes > g.smem_per_block)
-    fail("a block needs {} bytes of shared memory; the {} allows {} per block", w.smem_bytes, g.name,
-         g.smem_per_block);
+    fail("a block needs {} bytes of shared memory; the {} allows {} per block", w.smem_bytes, g.name, g.smem_per_block);
   o.blocks_per_sm = g.max_blocks_per_sm;
   o.limiter = "blocks";
   auto limit = [&](int n, const char* why) {
@@ -76,8 +87,7 @@ Occupancy occupancy(const LaunchWork& w, const GpuSpec& g) {
     const int per_warp = static_cast<int>(ceil_div(int64_t(w.registers) * kWarpSize, kRegAllocUnit)) * kRegAllocUnit;
     const int warps_by_regs = (g.regs_per_sm / kSubPartitions / per_warp) * kSubPartitions;
     if (warps_by_regs < warps)
-      fail("a block of {} threads x {} registers does not fit the {}'s register file", w.threads, w.registers,
-           g.name);
+      fail("a block of {} threads x {} registers does not fit the {}'s register file", w.threads, w.registers, g.name);
     limit(warps_by_regs / warps, "registers");
   }
   limit(g.smem_per_sm / smem, "shared memory");
@@ -125,14 +135,10 @@ LaunchEstimate estimate_launch(const LaunchWork& w, const GpuSpec& g, const Mode
     e.memory_us = w.bytes / (bandwidth * c.dram_efficiency * sm_fill) * us;
   }
   e.est_us = std::max({e.compute_us, e.memory_us, e.latency_us});
-  if (e.est_us <= c.graph_node_overhead_us)
-    e.bound = "launch";
-  else if (e.est_us == e.compute_us)
-    e.bound = "compute";
-  else if (e.est_us == e.memory_us)
-    e.bound = "memory";
-  else
-    e.bound = "latency";
+  if (e.est_us <= c.graph_node_overhead_us) e.bound = "launch";
+  else if (e.est_us == e.compute_us) e.bound = "compute";
+  else if (e.est_us == e.memory_us) e.bound = "memory";
+  else e.bound = "latency";
   e.sol_pct = e.est_us > 0 ? 100.0 * e.sol_us / e.est_us : 0;
   return e;
 }

@@ -54,8 +54,8 @@ struct LaunchWork {
   double bytes = 0;  // compulsory DRAM bytes: every distinct buffer read or written once
   int64_t blocks = 1;
   int threads = 32;
-  int registers = -1;   // per thread; -1: unknown (no register limit applied)
-  int smem_bytes = 0;   // per block, static + dynamic
+  int registers = -1;  // per thread; -1: unknown (no register limit applied)
+  int smem_bytes = 0;  // per block, static + dynamic
   TileLoop tile;
   // One block's arithmetic including tile padding (2 x bm x bn x bk x
   // k_tiles for a GEMM tile); 0: flops / blocks.
@@ -71,20 +71,20 @@ struct ModelConstants {
 };
 
 struct Occupancy {
-  int blocks_per_sm = 0;    // 0: the block does not fit on an SM
-  std::string limiter;      // "threads", "registers", "shared memory", "blocks"
+  int blocks_per_sm = 0;      // 0: the block does not fit on an SM
+  std::string limiter;        // "threads", "registers", "shared memory", "blocks"
   double warp_occupancy = 0;  // resident warps / the SM's maximum
 };
 
 struct LaunchEstimate {
   Occupancy occ;
-  double waves = 0;          // blocks / (SMs x blocks per SM)
-  int64_t waves_run = 0;     // ceil(waves): what the GPU executes
+  double waves = 0;       // blocks / (SMs x blocks per SM)
+  int64_t waves_run = 0;  // ceil(waves): what the GPU executes
   double compute_us = 0, memory_us = 0, latency_us = 0;
-  double est_us = 0;         // max of the three
-  std::string bound;         // "compute", "memory", "latency" or "launch"
-  double sol_us = 0;         // speed of light: max(flops / peak, bytes / bandwidth)
-  double sol_pct = 0;        // 100 x sol_us / est_us
+  double est_us = 0;   // max of the three
+  std::string bound;   // "compute", "memory", "latency" or "launch"
+  double sol_us = 0;   // speed of light: max(flops / peak, bytes / bandwidth)
+  double sol_pct = 0;  // 100 x sol_us / est_us
 };
 
 double math_peak_tflops(Math m, const GpuSpec& g);

@@ -42,7 +42,7 @@ double numel(const Value* v) { return v ? double(shape_numel(v->shape())) : 0.0;
 struct AnchorWork {
   WorkKind kind = WorkKind::Other;
   double flops = 0;
-  int64_t k = 0;  // the GEMM reduction length per output (attention: keys; 0: unknown)
+  int64_t k = 0;          // the GEMM reduction length per output (attention: keys; 0: unknown)
   int64_t head_dims = 0;  // attention: D + Dv
 };
 
@@ -84,10 +84,14 @@ AnchorWork anchor_work(const Node& a) {
 Math math_of(const Node* a) {
   if (!a || !a->input(0)) return Math::Fp32;
   switch (a->input(0)->dtype()) {
-    case DType::F16: return Math::F16Tensor;
-    case DType::BF16: return Math::BF16Tensor;
-    case DType::F32: return a->attrs().get_int("tf32", 0) != 0 ? Math::TF32Tensor : Math::Fp32;
-    default: return Math::Fp32;
+    case DType::F16:
+      return Math::F16Tensor;
+    case DType::BF16:
+      return Math::BF16Tensor;
+    case DType::F32:
+      return a->attrs().get_int("tf32", 0) != 0 ? Math::TF32Tensor : Math::Fp32;
+    default:
+      return Math::Fp32;
   }
 }
 
@@ -218,8 +222,8 @@ std::vector<StepWork> plan_work(const plan::Plan& p, const Graph& g) {
       fail("plan step {}: node #{} is not in the plan's graph ({} nodes)", i, s.node, nodes.size());
     const Node& n = *nodes[s.node];
     const plan::Kernel& k = p.kernels.at(s.kernel);
-    sw.node = n.name().empty() ? fmt::format("#{} {}", s.node, n.op())
-                               : fmt::format("#{} {} ({})", s.node, n.name(), n.op());
+    sw.node =
+        n.name().empty() ? fmt::format("#{} {}", s.node, n.op()) : fmt::format("#{} {} ({})", s.node, n.name(), n.op());
     sw.kernel = k.name;
     LaunchWork& w = sw.work;
     w.blocks = int64_t(s.grid.x) * s.grid.y * s.grid.z;
@@ -239,9 +243,8 @@ std::vector<StepWork> plan_work(const plan::Plan& p, const Graph& g) {
       if (w.tile.k_tiles > 0) {
         const double depth = double(w.tile.k_tiles) * w.tile.bk;  // K rounded up to whole tiles
         // Attention: BQ query rows against every key, S = Q K^T then P V (D + Dv per key).
-        w.block_flops = aw.kind == WorkKind::Attention
-                            ? 2.0 * w.tile.bm * depth * double(aw.head_dims)
-                            : 2.0 * w.tile.bm * w.tile.bn * depth;
+        w.block_flops = aw.kind == WorkKind::Attention ? 2.0 * w.tile.bm * depth * double(aw.head_dims)
+                                                       : 2.0 * w.tile.bm * w.tile.bn * depth;
       }
     } else {
       w.math = Math::Fp32;

@@ -52,17 +52,24 @@ kiln_status guard(kiln_status on_error, F&& f) {
   }
 }
 
-#define KILN_REQUIRE(p)                                                            \
-  do {                                                                             \
-    if (!(p)) return failed(KILN_ERROR_INVALID_ARGUMENT, #p " must not be null");  \
+#define KILN_REQUIRE(p)                                                           \
+  do {                                                                            \
+    if (!(p)) return failed(KILN_ERROR_INVALID_ARGUMENT, #p " must not be null"); \
   } while (0)
 
 bool backend_from(kiln_backend b, kiln::rt::Backend* out) {
   switch (b) {
-    case KILN_BACKEND_AUTO: *out = kiln::rt::Backend::Auto; return true;
-    case KILN_BACKEND_CPU: *out = kiln::rt::Backend::Cpu; return true;
-    case KILN_BACKEND_GPU: *out = kiln::rt::Backend::Gpu; return true;
-    case KILN_BACKEND_MAX_ENUM: break;  // not a backend
+    case KILN_BACKEND_AUTO:
+      *out = kiln::rt::Backend::Auto;
+      return true;
+    case KILN_BACKEND_CPU:
+      *out = kiln::rt::Backend::Cpu;
+      return true;
+    case KILN_BACKEND_GPU:
+      *out = kiln::rt::Backend::Gpu;
+      return true;
+    case KILN_BACKEND_MAX_ENUM:
+      break;  // not a backend
   }
   return false;
 }
@@ -73,7 +80,8 @@ kiln_status create_on(kiln_backend backend, int device, kiln_engine** engine, Lo
   *engine = nullptr;
   kiln::rt::Backend b;
   if (!backend_from(backend, &b)) return failed(KILN_ERROR_INVALID_ARGUMENT, "unknown backend");
-  if (device < -1) return failed(KILN_ERROR_INVALID_ARGUMENT, fmt::format("device {} is not a CUDA device ordinal", device));
+  if (device < -1)
+    return failed(KILN_ERROR_INVALID_ARGUMENT, fmt::format("device {} is not a CUDA device ordinal", device));
   std::shared_ptr<const kiln::rt::Engine> e;
   kiln_status s = guard(KILN_ERROR_INVALID_PLAN, [&] { e = load(b, device); });
   if (s != KILN_OK) {
@@ -92,19 +100,17 @@ kiln_status create_from_file(const char* path, kiln_backend backend, int device,
                    [&](kiln::rt::Backend b, int dev) { return kiln::rt::Engine::load_file(path, b, dev); });
 }
 
-kiln_status create_from_memory(const void* data, size_t size, kiln_backend backend, int device,
-                               kiln_engine** engine) {
+kiln_status create_from_memory(const void* data, size_t size, kiln_backend backend, int device, kiln_engine** engine) {
   KILN_REQUIRE(data || size == 0);
   return create_on(backend, device, engine, [&](kiln::rt::Backend b, int dev) {
     return kiln::rt::Engine::load(static_cast<const uint8_t*>(data), size, "plan in memory", b, dev);
   });
 }
 
-kiln_status describe(const std::vector<kiln::rt::TensorDesc>& ds, int index, kiln_tensor_info* info,
-                     const char* kind) {
+kiln_status describe(const std::vector<kiln::rt::TensorDesc>& ds, int index, kiln_tensor_info* info, const char* kind) {
   if (index < 0 || size_t(index) >= ds.size())
-    return failed(KILN_ERROR_NOT_FOUND, fmt::format("{} index {} is out of range (the model has {})", kind, index,
-                                                    ds.size()));
+    return failed(KILN_ERROR_NOT_FOUND,
+                  fmt::format("{} index {} is out of range (the model has {})", kind, index, ds.size()));
   const kiln::rt::TensorDesc& d = ds[size_t(index)];
   info->name = d.name.c_str();
   info->dtype = static_cast<kiln_dtype>(d.type.dtype);
@@ -141,15 +147,24 @@ const char* kiln_version(void) { return kiln::kKilnVersion; }
 
 const char* kiln_status_message(kiln_status status) {
   switch (status) {
-    case KILN_OK: return "ok";
-    case KILN_ERROR_INVALID_ARGUMENT: return "invalid argument";
-    case KILN_ERROR_NOT_FOUND: return "not found";
-    case KILN_ERROR_INVALID_PLAN: return "invalid plan";
-    case KILN_ERROR_UNAVAILABLE: return "backend unavailable";
-    case KILN_ERROR_RUNTIME: return "runtime error";
-    case KILN_ERROR_INTERNAL: return "internal error";
-    case KILN_ERROR_DEVICE_LOST: return "GPU unusable (sticky CUDA error)";
-    case KILN_STATUS_MAX_ENUM: break;  // not a status
+    case KILN_OK:
+      return "ok";
+    case KILN_ERROR_INVALID_ARGUMENT:
+      return "invalid argument";
+    case KILN_ERROR_NOT_FOUND:
+      return "not found";
+    case KILN_ERROR_INVALID_PLAN:
+      return "invalid plan";
+    case KILN_ERROR_UNAVAILABLE:
+      return "backend unavailable";
+    case KILN_ERROR_RUNTIME:
+      return "runtime error";
+    case KILN_ERROR_INTERNAL:
+      return "internal error";
+    case KILN_ERROR_DEVICE_LOST:
+      return "GPU unusable (sticky CUDA error)";
+    case KILN_STATUS_MAX_ENUM:
+      break;  // not a status
   }
   return "unknown status";
 }
@@ -170,8 +185,7 @@ kiln_status kiln_engine_create_from_file(const char* path, kiln_backend backend,
   return create_from_file(path, backend, -1, engine);
 }
 
-kiln_status kiln_engine_create_from_memory(const void* data, size_t size, kiln_backend backend,
-                                           kiln_engine** engine) {
+kiln_status kiln_engine_create_from_memory(const void* data, size_t size, kiln_backend backend, kiln_engine** engine) {
   return create_from_memory(data, size, backend, -1, engine);
 }
 

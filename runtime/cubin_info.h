@@ -22,8 +22,8 @@
 namespace kiln::plan {
 
 struct CubinKernelInfo {
-  int registers = -1;    // -1: no EIATTR_REGCOUNT for the kernel
-  int frame_bytes = -1;  // -1: no EIATTR_FRAME_SIZE for the kernel
+  int registers = -1;          // -1: no EIATTR_REGCOUNT for the kernel
+  int frame_bytes = -1;        // -1: no EIATTR_FRAME_SIZE for the kernel
   long long max_threads = -1;  // x * y * z of EIATTR_MAX_THREADS; -1: no launch bound
   int param_bytes = -1;        // -1: no EIATTR_CBANK_PARAM_SIZE
 };

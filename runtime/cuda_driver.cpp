@@ -42,40 +42,37 @@ Loaded load_driver() {
   }
   CudaDriver& d = l.driver;
   std::string& w = l.why;
-  bool ok = load(lib, d.cuInit, "cuInit", w) && load(lib, d.cuGetErrorString, "cuGetErrorString", w) &&
-            load(lib, d.cuDeviceGetCount, "cuDeviceGetCount", w) && load(lib, d.cuDeviceGet, "cuDeviceGet", w) &&
-            load(lib, d.cuDeviceGetAttribute, "cuDeviceGetAttribute", w) &&
-            load(lib, d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", w) &&
-            load(lib, d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", w) &&
-            load(lib, d.cuCtxPushCurrent, "cuCtxPushCurrent_v2", w) &&
-            load(lib, d.cuCtxPopCurrent, "cuCtxPopCurrent_v2", w) &&
-            load(lib, d.cuCtxGetCurrent, "cuCtxGetCurrent", w) && load(lib, d.cuCtxGetDevice, "cuCtxGetDevice", w) &&
-            load(lib, d.cuModuleLoadData, "cuModuleLoadData", w) && load(lib, d.cuModuleUnload, "cuModuleUnload", w) &&
-            load(lib, d.cuModuleGetFunction, "cuModuleGetFunction", w) &&
-            load(lib, d.cuFuncSetAttribute, "cuFuncSetAttribute", w) && load(lib, d.cuMemAlloc, "cuMemAlloc_v2", w) &&
-            load(lib, d.cuMemFree, "cuMemFree_v2", w) && load(lib, d.cuMemcpyHtoD, "cuMemcpyHtoD_v2", w) &&
-            load(lib, d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", w) &&
-            load(lib, d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", w) &&
-            load(lib, d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", w) &&
-            load(lib, d.cuLaunchKernel, "cuLaunchKernel", w) && load(lib, d.cuStreamCreate, "cuStreamCreate", w) &&
-            load(lib, d.cuStreamDestroy, "cuStreamDestroy_v2", w) &&
-            load(lib, d.cuStreamSynchronize, "cuStreamSynchronize", w) &&
-            load(lib, d.cuStreamBeginCapture, "cuStreamBeginCapture_v2", w) &&
-            load(lib, d.cuStreamEndCapture, "cuStreamEndCapture", w) &&
-            load(lib, d.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", w) &&
-            load(lib, d.cuGraphLaunch, "cuGraphLaunch", w) && load(lib, d.cuGraphExecDestroy, "cuGraphExecDestroy", w) &&
-            load(lib, d.cuGraphDestroy, "cuGraphDestroy", w) && load(lib, d.cuDeviceGetName, "cuDeviceGetName", w) &&
-            load(lib, d.cuEventCreate, "cuEventCreate", w) && load(lib, d.cuEventDestroy, "cuEventDestroy_v2", w) &&
-            load(lib, d.cuEventRecord, "cuEventRecord", w) && load(lib, d.cuEventSynchronize, "cuEventSynchronize", w) &&
-            load(lib, d.cuEventElapsedTime, "cuEventElapsedTime", w) &&
-            load(lib, d.cuStreamWaitEvent, "cuStreamWaitEvent", w) &&
-            load(lib, d.cuMemHostAlloc, "cuMemHostAlloc", w) && load(lib, d.cuMemFreeHost, "cuMemFreeHost", w);
+  bool ok =
+      load(lib, d.cuInit, "cuInit", w) && load(lib, d.cuGetErrorString, "cuGetErrorString", w) &&
+      load(lib, d.cuDeviceGetCount, "cuDeviceGetCount", w) && load(lib, d.cuDeviceGet, "cuDeviceGet", w) &&
+      load(lib, d.cuDeviceGetAttribute, "cuDeviceGetAttribute", w) &&
+      load(lib, d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", w) &&
+      load(lib, d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", w) &&
+      load(lib, d.cuCtxPushCurrent, "cuCtxPushCurrent_v2", w) &&
+      load(lib, d.cuCtxPopCurrent, "cuCtxPopCurrent_v2", w) && load(lib, d.cuCtxGetCurrent, "cuCtxGetCurrent", w) &&
+      load(lib, d.cuCtxGetDevice, "cuCtxGetDevice", w) && load(lib, d.cuModuleLoadData, "cuModuleLoadData", w) &&
+      load(lib, d.cuModuleUnload, "cuModuleUnload", w) && load(lib, d.cuModuleGetFunction, "cuModuleGetFunction", w) &&
+      load(lib, d.cuFuncSetAttribute, "cuFuncSetAttribute", w) && load(lib, d.cuMemAlloc, "cuMemAlloc_v2", w) &&
+      load(lib, d.cuMemFree, "cuMemFree_v2", w) && load(lib, d.cuMemcpyHtoD, "cuMemcpyHtoD_v2", w) &&
+      load(lib, d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", w) &&
+      load(lib, d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", w) &&
+      load(lib, d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", w) && load(lib, d.cuLaunchKernel, "cuLaunchKernel", w) &&
+      load(lib, d.cuStreamCreate, "cuStreamCreate", w) && load(lib, d.cuStreamDestroy, "cuStreamDestroy_v2", w) &&
+      load(lib, d.cuStreamSynchronize, "cuStreamSynchronize", w) &&
+      load(lib, d.cuStreamBeginCapture, "cuStreamBeginCapture_v2", w) &&
+      load(lib, d.cuStreamEndCapture, "cuStreamEndCapture", w) &&
+      load(lib, d.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", w) &&
+      load(lib, d.cuGraphLaunch, "cuGraphLaunch", w) && load(lib, d.cuGraphExecDestroy, "cuGraphExecDestroy", w) &&
+      load(lib, d.cuGraphDestroy, "cuGraphDestroy", w) && load(lib, d.cuDeviceGetName, "cuDeviceGetName", w) &&
+      load(lib, d.cuEventCreate, "cuEventCreate", w) && load(lib, d.cuEventDestroy, "cuEventDestroy_v2", w) &&
+      load(lib, d.cuEventRecord, "cuEventRecord", w) && load(lib, d.cuEventSynchronize, "cuEventSynchronize", w) &&
+      load(lib, d.cuEventElapsedTime, "cuEventElapsedTime", w) &&
+      load(lib, d.cuStreamWaitEvent, "cuStreamWaitEvent", w) && load(lib, d.cuMemHostAlloc, "cuMemHostAlloc", w) &&
+      load(lib, d.cuMemFreeHost, "cuMemFreeHost", w);
   if (!ok) return l;
   // Optional (kiln doctor's report): absent, they stay nullptr.
-  d.cuDriverGetVersion =
-      reinterpret_cast<decltype(d.cuDriverGetVersion)>(dlsym(lib, "cuDriverGetVersion"));
-  d.cuDeviceTotalMem =
-      reinterpret_cast<decltype(d.cuDeviceTotalMem)>(dlsym(lib, "cuDeviceTotalMem_v2"));
+  d.cuDriverGetVersion = reinterpret_cast<decltype(d.cuDriverGetVersion)>(dlsym(lib, "cuDriverGetVersion"));
+  d.cuDeviceTotalMem = reinterpret_cast<decltype(d.cuDeviceTotalMem)>(dlsym(lib, "cuDeviceTotalMem_v2"));
   if (CUresult r = d.cuInit(0); r != 0) {
     const char* s = nullptr;
     d.cuGetErrorString(r, &s);

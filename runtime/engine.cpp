@@ -13,8 +13,8 @@
 
 namespace kiln::rt {
 
-std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, const std::string& what,
-                                           Backend backend, int device) {
+std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, const std::string& what, Backend backend,
+                                           int device) {
   std::shared_ptr<Engine> e(new Engine());
   e->plan_ = plan::deserialize(data, size, what);
   e->graph_ = plan::load_graph(e->plan_, what);
@@ -207,9 +207,10 @@ void Context::run_on_cpu(std::vector<ProfileEntry>* profile) {
   }
   ReferenceExecutor ex(engine_->graph());
   std::vector<Tensor> outs =
-      profile ? ex.run(feed, [&](const Node& n, double ms) {
-        profile->push_back({n.name().empty() ? n.describe() : n.name(), n.name(), n.op(), float(ms)});
-      })
+      profile ? ex.run(feed,
+                       [&](const Node& n, double ms) {
+                         profile->push_back({n.name().empty() ? n.describe() : n.name(), n.name(), n.op(), float(ms)});
+                       })
               : ex.run(feed);
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (outs[i].nbytes()) std::memcpy(outputs_[i].ptr, outs[i].raw(), outs[i].nbytes());
@@ -232,7 +233,11 @@ const std::vector<ProfileEntry>& Context::profile() {
     const Node* n = s.node < nodes.size() ? nodes[s.node] : nullptr;
     bool copy = s.kind == plan::StepKind::Copy;
     profile_.push_back({copy ? fmt::format("copy (step {})", i) : p.kernels[s.kernel].name,
-                        n ? n->name() : std::string(), copy ? "copy" : n ? n->op() : std::string(), ms[i]});
+                        n ? n->name() : std::string(),
+                        copy ? "copy"
+                        : n  ? n->op()
+                             : std::string(),
+                        ms[i]});
   }
   return profile_;
 }

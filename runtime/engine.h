@@ -30,8 +30,8 @@ class Engine {
   // Throws kiln::Error: a plan that does not load, or Backend::Gpu where the
   // GPU path is impossible (the message says why). `device`: the CUDA device
   // ordinal; -1: the calling thread's current CUDA context's device, else 0.
-  static std::shared_ptr<const Engine> load(const uint8_t* data, size_t size, const std::string& what,
-                                            Backend backend, int device = -1);
+  static std::shared_ptr<const Engine> load(const uint8_t* data, size_t size, const std::string& what, Backend backend,
+                                            int device = -1);
   static std::shared_ptr<const Engine> load_file(const std::string& path, Backend backend, int device = -1);
   ~Engine();
 

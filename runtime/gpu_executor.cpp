@@ -61,31 +61,31 @@ GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_
   try {
     CtxScope scope(d, ctx_);
     guarded([&] {
-    for (const plan::Kernel& k : p.kernels) {
-      CUmodule m = nullptr;
-      // The PTX must be NUL-terminated for the JIT: std::string's c_str() is.
-      const void* image = code == "cubin" ? static_cast<const void*>(k.cubin.data()) : k.ptx.c_str();
-      d.check(d.cuModuleLoadData(&m, image), ("loading kernel " + k.name).c_str());
-      modules_.push_back(m);
-      CUfunction f = nullptr;
-      d.check(d.cuModuleGetFunction(&f, m, k.name.c_str()), ("finding kernel " + k.name).c_str());
-      functions_.push_back(f);
-    }
-    for (const plan::Step& s : p.steps)
-      if (s.kind == plan::StepKind::Kernel && s.shared_bytes > 48 * 1024)
-        d.check(d.cuFuncSetAttribute(functions_[s.kernel], kFuncAttrMaxDynamicShared, int(s.shared_bytes)),
-                "allowing large dynamic shared memory");
-    weights_ = alloc(d, p.weight_data.size(), "allocating the weights");
-    if (!p.weight_data.empty())
-      d.check(d.cuMemcpyHtoD(weights_, p.weight_data.data(), p.weight_data.size()), "uploading the weights");
+      for (const plan::Kernel& k : p.kernels) {
+        CUmodule m = nullptr;
+        // The PTX must be NUL-terminated for the JIT: std::string's c_str() is.
+        const void* image = code == "cubin" ? static_cast<const void*>(k.cubin.data()) : k.ptx.c_str();
+        d.check(d.cuModuleLoadData(&m, image), ("loading kernel " + k.name).c_str());
+        modules_.push_back(m);
+        CUfunction f = nullptr;
+        d.check(d.cuModuleGetFunction(&f, m, k.name.c_str()), ("finding kernel " + k.name).c_str());
+        functions_.push_back(f);
+      }
+      for (const plan::Step& s : p.steps)
+        if (s.kind == plan::StepKind::Kernel && s.shared_bytes > 48 * 1024)
+          d.check(d.cuFuncSetAttribute(functions_[s.kernel], kFuncAttrMaxDynamicShared, int(s.shared_bytes)),
+                  "allowing large dynamic shared memory");
+      weights_ = alloc(d, p.weight_data.size(), "allocating the weights");
+      if (!p.weight_data.empty())
+        d.check(d.cuMemcpyHtoD(weights_, p.weight_data.data(), p.weight_data.size()), "uploading the weights");
     });
   } catch (...) {
     release();
     throw;
   }
-  description_ = fmt::format("GPU {} ({}, {} kernels, CUDA Graph replay{})", arch,
-                             code == "cubin" ? "CUBIN" : "PTX JIT", p.kernels.size(),
-                             dev_ ? fmt::format(", device {}", dev_) : std::string());
+  description_ =
+      fmt::format("GPU {} ({}, {} kernels, CUDA Graph replay{})", arch, code == "cubin" ? "CUBIN" : "PTX JIT",
+                  p.kernels.size(), dev_ ? fmt::format(", device {}", dev_) : std::string());
 }
 
 GpuEngine::~GpuEngine() { release(); }
@@ -105,10 +105,14 @@ void GpuEngine::release() {
 
 CUdeviceptr GpuContext::address(const Slot& sl, const plan::BufferRef& b) const {
   switch (b.kind) {
-    case plan::BufferKind::Arena: return arena_ + b.offset;
-    case plan::BufferKind::Input: return sl.bound_in.at(b.index) + b.offset;
-    case plan::BufferKind::Output: return sl.bound_out.at(b.index) + b.offset;
-    case plan::BufferKind::Weight: return e_.weights_ + e_.plan_.weights.at(b.index).offset + b.offset;
+    case plan::BufferKind::Arena:
+      return arena_ + b.offset;
+    case plan::BufferKind::Input:
+      return sl.bound_in.at(b.index) + b.offset;
+    case plan::BufferKind::Output:
+      return sl.bound_out.at(b.index) + b.offset;
+    case plan::BufferKind::Weight:
+      return e_.weights_ + e_.plan_.weights.at(b.index).offset + b.offset;
   }
   return 0;
 }
@@ -204,8 +208,8 @@ void GpuContext::issue_steps(const Slot& sl, CUstream stream, CUevent* after) {
       for (const plan::BufferRef& b : s.args) ptrs.push_back(address(sl, b));
       std::vector<void*> params;
       for (CUdeviceptr& p : ptrs) params.push_back(&p);
-      d.check(d.cuLaunchKernel(e_.functions_[s.kernel], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y,
-                               s.block.z, s.shared_bytes, stream, params.data(), nullptr),
+      d.check(d.cuLaunchKernel(e_.functions_[s.kernel], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z,
+                               s.shared_bytes, stream, params.data(), nullptr),
               (doing + " kernel " + e_.plan_.kernels[s.kernel].name).c_str());
     }
     if (after) d.check(d.cuEventRecord(after[i], stream), "cuEventRecord");
@@ -386,14 +390,12 @@ GpuRunTiming GpuContext::wait_unguarded() {
 }
 
 GpuRunTiming GpuContext::run(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out) {
-  if (!queue_.empty())
-    fail("run: {} submitted run(s) in flight; wait for them first", queue_.size());
+  if (!queue_.empty()) fail("run: {} submitted run(s) in flight; wait for them first", queue_.size());
   submit(in, out);
   return wait();
 }
 
-void GpuContext::enqueue(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out,
-                         CUstream stream) {
+void GpuContext::enqueue(const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out, CUstream stream) {
   const CudaDriver& d = e_.d_;
   if (!queue_.empty())
     fail("enqueue: {} submitted run(s) in flight on this context; wait for them first", queue_.size());
@@ -417,8 +419,7 @@ void GpuContext::enqueue_on(const std::vector<DeviceBinding>& in, const std::vec
     if (!n || in[i].zero_copy) continue;
     if (in[i].device)
       d.check(d.cuMemcpyDtoDAsync(sl.inputs[i], reinterpret_cast<CUdeviceptr>(in[i].ptr), n, s), "copying an input");
-    else
-      d.check(d.cuMemcpyHtoDAsync(sl.inputs[i], in[i].ptr, n, s), "copying an input");
+    else d.check(d.cuMemcpyHtoDAsync(sl.inputs[i], in[i].ptr, n, s), "copying an input");
   }
   d.check(d.cuGraphLaunch(sl.exec, s), "cuGraphLaunch");
   for (size_t i = 0; i < out.size(); ++i) {
@@ -426,8 +427,7 @@ void GpuContext::enqueue_on(const std::vector<DeviceBinding>& in, const std::vec
     if (!n || out[i].zero_copy) continue;
     if (out[i].device)
       d.check(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out[i].ptr), sl.outputs[i], n, s), "copying an output");
-    else
-      d.check(d.cuMemcpyDtoHAsync(out[i].ptr, sl.outputs[i], n, s), "copying an output");
+    else d.check(d.cuMemcpyDtoHAsync(out[i].ptr, sl.outputs[i], n, s), "copying an output");
   }
   // The next enqueue, run/submit and the context's destruction wait for this.
   d.check(d.cuEventRecord(enqueued_, s), "cuEventRecord");
@@ -465,8 +465,7 @@ std::vector<float> GpuContext::profile(const std::vector<DeviceBinding>& in, con
       if (in[i].device)
         d.check(d.cuMemcpyDtoDAsync(sl.inputs[i], reinterpret_cast<CUdeviceptr>(in[i].ptr), n, stream_),
                 "copying an input");
-      else
-        d.check(d.cuMemcpyHtoDAsync(sl.inputs[i], in[i].ptr, n, stream_), "uploading an input");
+      else d.check(d.cuMemcpyHtoDAsync(sl.inputs[i], in[i].ptr, n, stream_), "uploading an input");
     }
     d.check(d.cuEventRecord(profile_events_[0], stream_), "cuEventRecord");
     issue_steps(sl, stream_, profile_events_.data() + 1);
@@ -476,8 +475,7 @@ std::vector<float> GpuContext::profile(const std::vector<DeviceBinding>& in, con
       if (out[i].device)
         d.check(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out[i].ptr), sl.outputs[i], n, stream_),
                 "copying an output");
-      else
-        d.check(d.cuMemcpyDtoHAsync(out[i].ptr, sl.outputs[i], n, stream_), "downloading an output");
+      else d.check(d.cuMemcpyDtoHAsync(out[i].ptr, sl.outputs[i], n, stream_), "downloading an output");
     }
     d.check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize");
     std::vector<float> ms(steps);

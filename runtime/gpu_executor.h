@@ -52,8 +52,8 @@ class GpuEngine {
  public:
   // `input_bytes` / `output_bytes`: the graph inputs' and outputs' sizes.
   // `device`: the CUDA device ordinal; -1: default_device().
-  GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_t> input_bytes,
-            std::vector<size_t> output_bytes, const std::string& what, int device = -1);
+  GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_t> input_bytes, std::vector<size_t> output_bytes,
+            const std::string& what, int device = -1);
   ~GpuEngine();
   GpuEngine(const GpuEngine&) = delete;
   GpuEngine& operator=(const GpuEngine&) = delete;
@@ -167,23 +167,22 @@ class GpuContext {
   void issue_steps(const Slot& s, CUstream stream, CUevent* after);
   // Captures the slot's graph again when the zero-copy bindings changed its addresses.
   void rebind(Slot& s, const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs);
-  void enqueue_on(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs,
-                  CUstream stream);
+  void enqueue_on(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs, CUstream stream);
   void free_slot(Slot& s);
   CUdeviceptr address(const Slot& s, const plan::BufferRef& b) const;
   void release() noexcept;
   const GpuEngine& e_;
   CUdeviceptr arena_ = 0;  // shared: the graphs run one at a time on the compute stream
   std::vector<std::unique_ptr<Slot>> slots_;
-  std::vector<size_t> queue_;  // submitted slots, oldest first
+  std::vector<size_t> queue_;           // submitted slots, oldest first
   CUstream stream_ = nullptr;           // compute: the graphs
   CUstream upload_stream_ = nullptr;    // uploads of run()/submit()
   CUstream download_stream_ = nullptr;  // downloads of run()/submit()
-  bool settled_ = true;  // false after a submission or wait failed midway: drain the streams first
+  bool settled_ = true;                 // false after a submission or wait failed midway: drain the streams first
   // Recorded on the caller's stream at the end of each enqueue(): the next
   // enqueue, run/submit and destruction wait for it.
   CUevent enqueued_ = nullptr;
-  bool enqueue_pending_ = false;  // recorded since the context's streams last waited for it
+  bool enqueue_pending_ = false;         // recorded since the context's streams last waited for it
   std::vector<CUevent> profile_events_;  // profile(): one before the first step and one after each
   void submit_unguarded(const std::vector<DeviceBinding>& inputs, const std::vector<DeviceBinding>& outputs);
   GpuRunTiming wait_unguarded();

@@ -15,7 +15,12 @@ namespace kiln::plan {
 namespace {
 
 enum SectionId : uint32_t {
-  kMeta = 1, kGraph = 2, kWeights = 3, kKernels = 4, kLaunches = 5, kMemory = 6,
+  kMeta = 1,
+  kGraph = 2,
+  kWeights = 3,
+  kKernels = 4,
+  kLaunches = 5,
+  kMemory = 6,
   kResources = 7,  // optional: a plan without it loads with the fields it holds unknown (-1)
 };
 constexpr uint32_t kSectionIds[] = {kMeta, kGraph, kWeights, kKernels, kLaunches, kMemory};  // required
@@ -192,7 +197,8 @@ void read_weights(Reader r, Plan& p) {
     const WeightEntry& e = p.weights[i];
     if (e.nbytes != e.type.nbytes())
       fail("{}: weight {} ({}) has {} bytes, expected {}", r.what(), i, e.type.str(), e.nbytes, e.type.nbytes());
-    if (e.offset % kAlignment) fail("{}: weight {} offset {} is not {}-byte aligned", r.what(), i, e.offset, kAlignment);
+    if (e.offset % kAlignment)
+      fail("{}: weight {} offset {} is not {}-byte aligned", r.what(), i, e.offset, kAlignment);
     if (e.offset > data_size || e.nbytes > data_size - e.offset)
       fail("{}: weight {} ({} bytes at {}) is past the data's end ({} bytes)", r.what(), i, e.nbytes, e.offset,
            data_size);
@@ -366,8 +372,8 @@ void check_steps(const Plan& p, std::string_view what) {
           fail("{}: launch step {} binds weight {}, the plan has {}", what, i, b.index, p.weights.size());
         const WeightEntry& w = p.weights[b.index];
         if (b.offset > w.nbytes || b.nbytes > w.nbytes - b.offset)
-          fail("{}: launch step {} reads {} bytes at {} of weight {} ({} bytes)", what, i, b.nbytes, b.offset,
-               b.index, w.nbytes);
+          fail("{}: launch step {} reads {} bytes at {} of weight {} ({} bytes)", what, i, b.nbytes, b.offset, b.index,
+               w.nbytes);
       } else if (b.kind == BufferKind::Arena) {
         if (b.offset > p.memory.arena_bytes || b.nbytes > p.memory.arena_bytes - b.offset)
           fail("{}: launch step {} binds {} bytes at arena offset {}, the arena has {}", what, i, b.nbytes, b.offset,
@@ -381,13 +387,20 @@ void check_steps(const Plan& p, std::string_view what) {
 
 std::string section_name(uint32_t id) {
   switch (id) {
-    case kMeta: return "meta";
-    case kGraph: return "graph";
-    case kWeights: return "weights";
-    case kKernels: return "kernels";
-    case kLaunches: return "launches";
-    case kMemory: return "memory";
-    case kResources: return "resources";
+    case kMeta:
+      return "meta";
+    case kGraph:
+      return "graph";
+    case kWeights:
+      return "weights";
+    case kKernels:
+      return "kernels";
+    case kLaunches:
+      return "launches";
+    case kMemory:
+      return "memory";
+    case kResources:
+      return "resources";
   }
   return fmt::format("#{}", id);
 }
@@ -438,8 +451,7 @@ std::vector<uint8_t> serialize(const Plan& p) {
 }
 
 Plan deserialize(const uint8_t* data, size_t size, std::string_view what, const LoadOptions& opts) {
-  if (size < kFixedHeader)
-    fail("{}: truncated: {} bytes, a plan header needs {}", what, size, kFixedHeader);
+  if (size < kFixedHeader) fail("{}: truncated: {} bytes, a plan header needs {}", what, size, kFixedHeader);
   if (std::memcmp(data, kMagic, 8) != 0) {
     std::string found;
     for (int i = 0; i < 8; ++i) found += (data[i] >= 32 && data[i] < 127) ? char(data[i]) : '?';
@@ -466,8 +478,7 @@ Plan deserialize(const uint8_t* data, size_t size, std::string_view what, const 
     std::memcpy(&stored, hdr.data() + kChecksumAt, 8);
     std::memset(hdr.data() + kChecksumAt, 0, 8);
     uint64_t actual = XXH64(hdr.data(), hdr.size(), 0);
-    if (actual != stored)
-      fail("{}: corrupt header: xxh64 is {:016x}, expected {:016x}", what, actual, stored);
+    if (actual != stored) fail("{}: corrupt header: xxh64 is {:016x}, expected {:016x}", what, actual, stored);
   }
   h.seek(kFixedHeader, "section table");
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> where;
@@ -481,8 +492,7 @@ Plan deserialize(const uint8_t* data, size_t size, std::string_view what, const 
     if (off < header_size || off > size || n > size - off)
       fail("{}: section '{}' ({} bytes at offset {}) is outside the {}-byte file", what, name, n, off, size);
     uint64_t actual = XXH64(data + off, n, 0);
-    if (actual != sum)
-      fail("{}: section '{}' is corrupt: xxh64 is {:016x}, expected {:016x}", what, name, actual, sum);
+    if (actual != sum) fail("{}: section '{}' is corrupt: xxh64 is {:016x}, expected {:016x}", what, name, actual, sum);
     if (!where.emplace(id, std::make_pair(off, n)).second) fail("{}: section '{}' appears twice", what, name);
   }
   for (uint32_t id : kSectionIds)
@@ -528,8 +538,7 @@ int arch_number(const std::string& arch) {
 }  // namespace
 
 std::string select_code(const Plan& p, const std::string& device_arch, std::string_view what) {
-  if (!p.meta.gpu_kernels)
-    fail("{}: the plan has no GPU kernels ({})", what, p.meta.no_gpu_reason);
+  if (!p.meta.gpu_kernels) fail("{}: the plan has no GPU kernels ({})", what, p.meta.no_gpu_reason);
   int dev = arch_number(device_arch);
   if (dev < 0) fail("{}: '{}' is not a GPU arch (expected sm_XX)", what, device_arch);
   bool all_cubin = true, all_ptx = true;
@@ -541,9 +550,10 @@ std::string select_code(const Plan& p, const std::string& device_arch, std::stri
   }
   if (all_cubin) return "cubin";
   if (all_ptx) return "ptx";
-  fail("{}: wrong GPU arch: the plan's kernels are for {}, this GPU is {} (PTX JIT only runs on the same or a "
-       "newer arch; recompile with --target {})",
-       what, fmt::join(p.meta.archs, ","), device_arch, device_arch);
+  fail(
+      "{}: wrong GPU arch: the plan's kernels are for {}, this GPU is {} (PTX JIT only runs on the same or a "
+      "newer arch; recompile with --target {})",
+      what, fmt::join(p.meta.archs, ","), device_arch, device_arch);
 }
 
 Plan read_plan_file(const std::string& path, const LoadOptions& opts) {

@@ -44,8 +44,8 @@ inline constexpr uint64_t kAlignment = 256;  // section offsets and weight offse
 
 struct Meta {
   std::string kiln_version;
-  std::string target;     // "cpu" or "sm_XX": what the graph was optimized for
-  std::string precision;  // fp32 | tf32 | fp16 | bf16
+  std::string target;              // "cpu" or "sm_XX": what the graph was optimized for
+  std::string precision;           // fp32 | tf32 | fp16 | bf16
   std::vector<std::string> archs;  // archs with a CUBIN (empty: no GPU kernels)
   bool gpu_kernels = false;
   std::string no_gpu_reason;  // why not, naming the nodes without a kernel emitter
@@ -137,8 +137,7 @@ struct LoadOptions {
 
 // Parses and checks a plan held in memory. `what` names it in messages (a
 // file name). Throws kiln::Error.
-Plan deserialize(const uint8_t* data, size_t size, std::string_view what = "plan",
-                 const LoadOptions& opts = {});
+Plan deserialize(const uint8_t* data, size_t size, std::string_view what = "plan", const LoadOptions& opts = {});
 Plan read_plan_file(const std::string& path, const LoadOptions& opts = {});
 void write_plan_file(const std::string& path, const Plan& p);
 

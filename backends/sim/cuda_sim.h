@@ -51,8 +51,7 @@
 #define KILN_PTR(T) ::kiln::sim::Ptr<T>
 #define KILN_PTR_CAST(U, p) ::kiln::sim::ptr_cast<U>(p)
 #define KILN_PTR_ADDR(p) ::kiln::sim::ptr_address(p)
-#define KILN_DYNAMIC_SHARED(T, name) \
-  ::kiln::sim::Ptr<T> name = ::kiln::sim::detail::dynamic_shared_as<T>(#name)
+#define KILN_DYNAMIC_SHARED(T, name) ::kiln::sim::Ptr<T> name = ::kiln::sim::detail::dynamic_shared_as<T>(#name)
 
 #define threadIdx (::kiln::sim::detail::cur().thread_idx)
 #define blockIdx (::kiln::sim::detail::cur().block_idx)
@@ -61,8 +60,7 @@
 #define warpSize 32
 #define __syncthreads() ::kiln::sim::detail::block_barrier(__FILE__, __LINE__)
 #define __syncthreads_count(p) ::kiln::sim::detail::block_barrier(__FILE__, __LINE__, (p))
-#define __syncthreads_and(p) \
-  (::kiln::sim::detail::block_barrier(__FILE__, __LINE__, !(p)) == 0 ? 1 : 0)
+#define __syncthreads_and(p) (::kiln::sim::detail::block_barrier(__FILE__, __LINE__, !(p)) == 0 ? 1 : 0)
 #define __syncthreads_or(p) (::kiln::sim::detail::block_barrier(__FILE__, __LINE__, (p)) != 0 ? 1 : 0)
 
 namespace kiln::sim::detail {
@@ -105,10 +103,22 @@ T shuffle(Shfl mode, unsigned mask, const T& var, int b, int width, const char* 
   int j = lane;
   bool ok = false;
   switch (mode) {
-    case Shfl::up: j = lane - b; ok = j >= max_lane; break;
-    case Shfl::down: j = lane + b; ok = j <= max_lane; break;
-    case Shfl::bfly: j = lane ^ b; ok = j <= max_lane; break;
-    case Shfl::idx: j = min_lane | (b & 31 & ~segmask); ok = j <= max_lane; break;
+    case Shfl::up:
+      j = lane - b;
+      ok = j >= max_lane;
+      break;
+    case Shfl::down:
+      j = lane + b;
+      ok = j <= max_lane;
+      break;
+    case Shfl::bfly:
+      j = lane ^ b;
+      ok = j <= max_lane;
+      break;
+    case Shfl::idx:
+      j = min_lane | (b & 31 & ~segmask);
+      ok = j <= max_lane;
+      break;
   }
   if (!ok) j = lane;
   if (!(w.lanes >> j & 1u))
@@ -144,8 +154,7 @@ T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32) {
 }
 template <typename T>
 T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32) {
-  return ::kiln::sim::detail::shuffle(::kiln::sim::detail::Shfl::bfly, mask, var, lane_mask, width,
-                                      "__shfl_xor_sync");
+  return ::kiln::sim::detail::shuffle(::kiln::sim::detail::Shfl::bfly, mask, var, lane_mask, width, "__shfl_xor_sync");
 }
 inline unsigned __ballot_sync(unsigned mask, int pred) {
   auto w = ::kiln::sim::detail::warp_collective(mask, pred != 0, "__ballot_sync");
@@ -172,8 +181,8 @@ inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
 // ---- Atomics (atomic across blocks on different OS threads) ----
-#define KILN_SIM_ATOMIC_ADDSUB(T)                                                                     \
-  inline T atomicAdd(T* a, T v) { return std::atomic_ref<T>(*a).fetch_add(v); }                       \
+#define KILN_SIM_ATOMIC_ADDSUB(T)                                               \
+  inline T atomicAdd(T* a, T v) { return std::atomic_ref<T>(*a).fetch_add(v); } \
   inline T atomicExch(T* a, T v) { return std::atomic_ref<T>(*a).exchange(v); }
 KILN_SIM_ATOMIC_ADDSUB(int)
 KILN_SIM_ATOMIC_ADDSUB(unsigned)
@@ -183,15 +192,19 @@ KILN_SIM_ATOMIC_ADDSUB(float)
 inline double atomicAdd(double* a, double v) { return std::atomic_ref<double>(*a).fetch_add(v); }
 inline int atomicSub(int* a, int v) { return std::atomic_ref<int>(*a).fetch_sub(v); }
 inline unsigned atomicSub(unsigned* a, unsigned v) { return std::atomic_ref<unsigned>(*a).fetch_sub(v); }
-#define KILN_SIM_ATOMIC_INT(T)                                                                         \
-  inline T atomicMax(T* a, T v) { return ::kiln::sim::detail::atomic_rmw(a, [v](T o) { return o < v ? v : o; }); } \
-  inline T atomicMin(T* a, T v) { return ::kiln::sim::detail::atomic_rmw(a, [v](T o) { return v < o ? v : o; }); } \
-  inline T atomicCAS(T* a, T cmp, T v) {                                                              \
-    std::atomic_ref<T>(*a).compare_exchange_strong(cmp, v);                                           \
-    return cmp;                                                                                       \
-  }                                                                                                   \
-  inline T atomicAnd(T* a, T v) { return std::atomic_ref<T>(*a).fetch_and(v); }                       \
-  inline T atomicOr(T* a, T v) { return std::atomic_ref<T>(*a).fetch_or(v); }                         \
+#define KILN_SIM_ATOMIC_INT(T)                                                     \
+  inline T atomicMax(T* a, T v) {                                                  \
+    return ::kiln::sim::detail::atomic_rmw(a, [v](T o) { return o < v ? v : o; }); \
+  }                                                                                \
+  inline T atomicMin(T* a, T v) {                                                  \
+    return ::kiln::sim::detail::atomic_rmw(a, [v](T o) { return v < o ? v : o; }); \
+  }                                                                                \
+  inline T atomicCAS(T* a, T cmp, T v) {                                           \
+    std::atomic_ref<T>(*a).compare_exchange_strong(cmp, v);                        \
+    return cmp;                                                                    \
+  }                                                                                \
+  inline T atomicAnd(T* a, T v) { return std::atomic_ref<T>(*a).fetch_and(v); }    \
+  inline T atomicOr(T* a, T v) { return std::atomic_ref<T>(*a).fetch_or(v); }      \
   inline T atomicXor(T* a, T v) { return std::atomic_ref<T>(*a).fetch_xor(v); }
 KILN_SIM_ATOMIC_INT(int)
 KILN_SIM_ATOMIC_INT(unsigned)
@@ -211,17 +224,29 @@ inline unsigned atomicDec(unsigned* a, unsigned v) {
 }
 // The same on checked pointers: atomicAdd(out + i, v).
 template <typename T, typename... A>
-auto atomicAdd(::kiln::sim::Ptr<T> p, A... v) { return atomicAdd(p.checked(), v...); }
+auto atomicAdd(::kiln::sim::Ptr<T> p, A... v) {
+  return atomicAdd(p.checked(), v...);
+}
 template <typename T, typename... A>
-auto atomicSub(::kiln::sim::Ptr<T> p, A... v) { return atomicSub(p.checked(), v...); }
+auto atomicSub(::kiln::sim::Ptr<T> p, A... v) {
+  return atomicSub(p.checked(), v...);
+}
 template <typename T, typename... A>
-auto atomicExch(::kiln::sim::Ptr<T> p, A... v) { return atomicExch(p.checked(), v...); }
+auto atomicExch(::kiln::sim::Ptr<T> p, A... v) {
+  return atomicExch(p.checked(), v...);
+}
 template <typename T, typename... A>
-auto atomicMax(::kiln::sim::Ptr<T> p, A... v) { return atomicMax(p.checked(), v...); }
+auto atomicMax(::kiln::sim::Ptr<T> p, A... v) {
+  return atomicMax(p.checked(), v...);
+}
 template <typename T, typename... A>
-auto atomicMin(::kiln::sim::Ptr<T> p, A... v) { return atomicMin(p.checked(), v...); }
+auto atomicMin(::kiln::sim::Ptr<T> p, A... v) {
+  return atomicMin(p.checked(), v...);
+}
 template <typename T, typename... A>
-auto atomicCAS(::kiln::sim::Ptr<T> p, A... v) { return atomicCAS(p.checked(), v...); }
+auto atomicCAS(::kiln::sim::Ptr<T> p, A... v) {
+  return atomicCAS(p.checked(), v...);
+}
 
 // ---- Math intrinsics: the precise host functions ----
 inline float __expf(float x) { return expf(x); }
@@ -267,7 +292,9 @@ inline unsigned __brev(unsigned x) {
   return r;
 }
 template <typename T>
-T __ldg(const T* p) { return *p; }
+T __ldg(const T* p) {
+  return *p;
+}
 // CUDA's device min/max overloads.
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a < b ? b : a; }

@@ -61,13 +61,13 @@ std::string quote(const std::string& s) {
 // The process must export the simulator runtime for modules to link. (Taking
 // the runtime's addresses here also makes the linker keep it.)
 void check_runtime_exported() {
-  static const bool ok =
-      dlsym(RTLD_DEFAULT, "_ZN4kiln3sim6detail10tls_threadE") == &kiln::sim::detail::tls_thread &&
-      dlsym(RTLD_DEFAULT, "_ZN4kiln3sim8run_gridERKNS0_12LaunchConfigERKSt8functionIFvvEE") ==
-          reinterpret_cast<void*>(&kiln::sim::run_grid);
+  static const bool ok = dlsym(RTLD_DEFAULT, "_ZN4kiln3sim6detail10tls_threadE") == &kiln::sim::detail::tls_thread &&
+                         dlsym(RTLD_DEFAULT, "_ZN4kiln3sim8run_gridERKNS0_12LaunchConfigERKSt8functionIFvvEE") ==
+                             reinterpret_cast<void*>(&kiln::sim::run_grid);
   if (!ok)
-    fail("simulator: this executable does not export the simulator runtime (kiln::sim::detail::tls_thread); "
-         "link kiln_sim into it and export its symbols (CMake ENABLE_EXPORTS, -rdynamic)");
+    fail(
+        "simulator: this executable does not export the simulator runtime (kiln::sim::detail::tls_thread); "
+        "link kiln_sim into it and export its symbols (CMake ENABLE_EXPORTS, -rdynamic)");
 }
 
 struct EmbeddedHeader {
@@ -179,8 +179,8 @@ std::shared_ptr<SimModule> SimCompiler::build(const std::string& tu) {
   const std::string tmp = fmt::format("{}.build{}.{}", stem, ::getpid(), seq++);
   const fs::path src = dir_ / (tmp + ".cpp"), out = dir_ / (tmp + ".so"), log = dir_ / (tmp + ".log");
   if (!write_atomically(src, tu)) fail("simulator: cannot write {}", src.string());
-  std::string cmd = fmt::format("{} -o {} {} > {} 2>&1", command_, quote(out.string()), quote(src.string()),
-                                quote(log.string()));
+  std::string cmd =
+      fmt::format("{} -o {} {} > {} 2>&1", command_, quote(out.string()), quote(src.string()), quote(log.string()));
   int rc = std::system(cmd.c_str());
   std::string output = read_file(log);
   fs::remove(src, ec);

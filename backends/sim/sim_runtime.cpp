@@ -185,11 +185,11 @@ void on_exit(Thread& t) {
   --b.live;
   ++b.exited;
   if (b.at_barrier > 0)
-    b.grid->fail(fmt::format("kernel {}: divergent __syncthreads: thread {} of block {} returned while {} thread(s) "
-                             "wait at the barrier at {}:{}",
-                             b.grid->cfg->kernel, dim_str(t.thread_idx.x, t.thread_idx.y, t.thread_idx.z),
-                             dim_str(t.block_idx.x, t.block_idx.y, t.block_idx.z), b.at_barrier, b.barrier_file,
-                             b.barrier_line));
+    b.grid->fail(fmt::format(
+        "kernel {}: divergent __syncthreads: thread {} of block {} returned while {} thread(s) "
+        "wait at the barrier at {}:{}",
+        b.grid->cfg->kernel, dim_str(t.thread_idx.x, t.thread_idx.y, t.thread_idx.z),
+        dim_str(t.block_idx.x, t.block_idx.y, t.block_idx.z), b.at_barrier, b.barrier_file, b.barrier_line));
   Warp& w = b.warps[static_cast<size_t>(t.tid / 32)];
   w.exited |= 1u << t.lane;
   if (w.arrived != 0 && (w.pending >> t.lane & 1u))
@@ -201,8 +201,7 @@ void run_block(Grid& g, int64_t linear, std::vector<void*>& stacks, Block& b) {
   const LaunchConfig& cfg = *g.cfg;
   const unsigned bx = cfg.block.x, by = cfg.block.y, bz = cfg.block.z;
   const int n = static_cast<int>(bx * by * bz);
-  const uint3 bidx{static_cast<unsigned>(linear % cfg.grid.x),
-                   static_cast<unsigned>(linear / cfg.grid.x % cfg.grid.y),
+  const uint3 bidx{static_cast<unsigned>(linear % cfg.grid.x), static_cast<unsigned>(linear / cfg.grid.x % cfg.grid.y),
                    static_cast<unsigned>(linear / (static_cast<int64_t>(cfg.grid.x) * cfg.grid.y))};
   // The vectors are reused from the previous block of this OS thread.
   b.grid = &g;
@@ -219,8 +218,8 @@ void run_block(Grid& g, int64_t linear, std::vector<void*>& stacks, Block& b) {
     t.done = false;
     t.tid = i;
     t.block = &b;
-    t.thread_idx = uint3{static_cast<unsigned>(i) % bx, static_cast<unsigned>(i) / bx % by,
-                         static_cast<unsigned>(i) / (bx * by)};
+    t.thread_idx =
+        uint3{static_cast<unsigned>(i) % bx, static_cast<unsigned>(i) / bx % by, static_cast<unsigned>(i) / (bx * by)};
     t.block_idx = bidx;
     t.block_dim = cfg.block;
     t.grid_dim = cfg.grid;
@@ -237,8 +236,8 @@ void run_block(Grid& g, int64_t linear, std::vector<void*>& stacks, Block& b) {
                            } catch (const std::exception& e) {
                              if (!t.block->stop) g.fail(e.what());
                            } catch (...) {
-                             if (!t.block->stop) g.fail(fmt::format("kernel {}: unknown exception in {}",
-                                                                    g.cfg->kernel, where(t)));
+                             if (!t.block->stop)
+                               g.fail(fmt::format("kernel {}: unknown exception in {}", g.cfg->kernel, where(t)));
                            }
                            on_exit(t);
                            return std::move(t.sink);
@@ -255,7 +254,10 @@ void run_block(Grid& g, int64_t linear, std::vector<void*>& stacks, Block& b) {
     std::string waits;
     for (const Thread& t : b.threads) {
       if (t.done) continue;
-      if (waits.size() > 400) { waits += "; ..."; break; }
+      if (waits.size() > 400) {
+        waits += "; ...";
+        break;
+      }
       const Warp& w = b.warps[static_cast<size_t>(t.tid / 32)];
       waits += fmt::format("; thread {} at {}", dim_str(t.thread_idx.x, t.thread_idx.y, t.thread_idx.z),
                            t.wait == Wait::block ? fmt::format("__syncthreads {}:{}", b.barrier_file, b.barrier_line)
@@ -297,17 +299,18 @@ int worker_count(const LaunchConfig& cfg, int64_t blocks) {
 }
 
 [[noreturn]] void misaligned_cast(const char* arg, int64_t offset, size_t from, size_t to) {
-  kernel_error(fmt::format("argument {}: offset {} (elements of {} bytes) is not a multiple of the {}-byte element "
-                           "it is cast to, or the address is not aligned for it",
-                           arg, offset, from, to));
+  kernel_error(
+      fmt::format("argument {}: offset {} (elements of {} bytes) is not a multiple of the {}-byte element "
+                  "it is cast to, or the address is not aligned for it",
+                  arg, offset, from, to));
 }
 
 int block_barrier(const char* file, int line, int pred) {
   Thread& t = me();
   Block& b = *t.block;
   if (b.exited > 0)
-    kernel_error(fmt::format("divergent __syncthreads at {}:{}: {} thread(s) of the block already returned", file,
-                             line, b.exited));
+    kernel_error(fmt::format("divergent __syncthreads at {}:{}: {} thread(s) of the block already returned", file, line,
+                             b.exited));
   if (b.at_barrier == 0) {
     b.barrier_file = file;
     b.barrier_line = line;
@@ -337,8 +340,8 @@ WarpSlots warp_collective(unsigned mask, uint64_t value, const char* what) {
   Thread& t = me();
   Block& b = *t.block;
   Warp& w = b.warps[static_cast<size_t>(t.tid / 32)];
-  if (!(mask >> t.lane & 1u)) kernel_error(fmt::format("{} with mask {:#010x} that leaves out the calling lane {}",
-                                                       what, mask, t.lane));
+  if (!(mask >> t.lane & 1u))
+    kernel_error(fmt::format("{} with mask {:#010x} that leaves out the calling lane {}", what, mask, t.lane));
   const unsigned lanes = mask & w.existing;
   if (lanes & w.exited)
     kernel_error(fmt::format("divergent {}: lanes {:#010x} of the mask {:#010x} already returned", what,
@@ -347,9 +350,10 @@ WarpSlots warp_collective(unsigned mask, uint64_t value, const char* what) {
     w.pending = lanes;
     w.what = what;
   } else if (w.pending != lanes || std::strcmp(w.what, what) != 0) {
-    kernel_error(fmt::format("divergent warp collectives: {} with lanes {:#010x} while lanes {:#010x} wait in {} "
-                             "with lanes {:#010x}",
-                             what, lanes, w.arrived, w.what, w.pending));
+    kernel_error(
+        fmt::format("divergent warp collectives: {} with lanes {:#010x} while lanes {:#010x} wait in {} "
+                    "with lanes {:#010x}",
+                    what, lanes, w.arrived, w.what, w.pending));
   }
   const unsigned buf = w.gen & 1u;
   w.slots[buf][t.lane] = value;

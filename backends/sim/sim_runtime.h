@@ -79,29 +79,61 @@ class Ptr {
   Ptr() = default;
   Ptr(T* base, int64_t count, const char* name) : base_(base), count_(count), off_(0), name_(name) {}
   template <typename U>
-    requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
-  Ptr(const Ptr<U>& o) : base_(o.base()), count_(o.count()), off_(o.offset()), name_(o.name()) {}
+  requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>) Ptr(const Ptr<U>& o)
+      : base_(o.base()), count_(o.count()), off_(o.offset()), name_(o.name()) {}
 
   template <std::integral I>
-  T& operator[](I i) const { return *at(off_ + static_cast<int64_t>(i)); }
+  T& operator[](I i) const {
+    return *at(off_ + static_cast<int64_t>(i));
+  }
   T& operator*() const { return *at(off_); }
   T* operator->() const { return at(off_); }
 
   template <std::integral I>
-  Ptr operator+(I i) const { Ptr p = *this; p.off_ += static_cast<int64_t>(i); return p; }
+  Ptr operator+(I i) const {
+    Ptr p = *this;
+    p.off_ += static_cast<int64_t>(i);
+    return p;
+  }
   template <std::integral I>
-  Ptr operator-(I i) const { Ptr p = *this; p.off_ -= static_cast<int64_t>(i); return p; }
+  Ptr operator-(I i) const {
+    Ptr p = *this;
+    p.off_ -= static_cast<int64_t>(i);
+    return p;
+  }
   template <std::integral I>
-  friend Ptr operator+(I i, const Ptr& p) { return p + i; }
+  friend Ptr operator+(I i, const Ptr& p) {
+    return p + i;
+  }
   int64_t operator-(const Ptr& o) const { return off_ - o.off_; }
   template <std::integral I>
-  Ptr& operator+=(I i) { off_ += static_cast<int64_t>(i); return *this; }
+  Ptr& operator+=(I i) {
+    off_ += static_cast<int64_t>(i);
+    return *this;
+  }
   template <std::integral I>
-  Ptr& operator-=(I i) { off_ -= static_cast<int64_t>(i); return *this; }
-  Ptr& operator++() { ++off_; return *this; }
-  Ptr& operator--() { --off_; return *this; }
-  Ptr operator++(int) { Ptr p = *this; ++off_; return p; }
-  Ptr operator--(int) { Ptr p = *this; --off_; return p; }
+  Ptr& operator-=(I i) {
+    off_ -= static_cast<int64_t>(i);
+    return *this;
+  }
+  Ptr& operator++() {
+    ++off_;
+    return *this;
+  }
+  Ptr& operator--() {
+    --off_;
+    return *this;
+  }
+  Ptr operator++(int) {
+    Ptr p = *this;
+    ++off_;
+    return p;
+  }
+  Ptr operator--(int) {
+    Ptr p = *this;
+    --off_;
+    return p;
+  }
   bool operator==(const Ptr& o) const { return base_ == o.base_ && off_ == o.off_; }
 
   // The checked address of element `off_ + 0` (for atomics and __ldg).
@@ -134,8 +166,8 @@ Ptr<U> ptr_cast(const Ptr<T>& p) {
   if (bytes_off % static_cast<int64_t>(sizeof(U)) != 0 ||
       (reinterpret_cast<uintptr_t>(p.base()) + static_cast<uintptr_t>(bytes_off)) % alignof(U) != 0)
     detail::misaligned_cast(p.name(), p.offset(), sizeof(T), sizeof(U));
-  Ptr<U> r(reinterpret_cast<U*>(p.base()), p.count() * static_cast<int64_t>(sizeof(T)) / static_cast<int64_t>(sizeof(U)),
-           p.name());
+  Ptr<U> r(reinterpret_cast<U*>(p.base()),
+           p.count() * static_cast<int64_t>(sizeof(T)) / static_cast<int64_t>(sizeof(U)), p.name());
   return r + bytes_off / static_cast<int64_t>(sizeof(U));
 }
 
@@ -149,7 +181,9 @@ unsigned long long ptr_address(const Ptr<T>& p) {
 
 // Wraps a host buffer as a kernel argument.
 template <typename T>
-Ptr<T> arg(T* base, int64_t count, const char* name) { return Ptr<T>(base, count, name); }
+Ptr<T> arg(T* base, int64_t count, const char* name) {
+  return Ptr<T>(base, count, name);
+}
 
 struct LaunchConfig {
   std::string kernel = "kernel";  // for messages

@@ -75,7 +75,8 @@ std::array<const Frag*, 32> warp_exchange(const Frag& mine, const char* what) {
   if (w.lanes != 0xffffffffu)
     kernel_error(fmt::format("{} needs all 32 lanes of the warp; lanes {:#010x} exist", what, w.lanes));
   std::array<const Frag*, 32> r;
-  for (int l = 0; l < 32; ++l) r[l] = reinterpret_cast<const Frag*>(reinterpret_cast<const LaneBuffer*>(w.slots[l])->bytes);
+  for (int l = 0; l < 32; ++l)
+    r[l] = reinterpret_cast<const Frag*>(reinterpret_cast<const LaneBuffer*>(w.slots[l])->bytes);
   return r;
 }
 
@@ -88,14 +89,16 @@ __attribute__((always_inline)) inline float half_bits_to_float(uint16_t h) {
     const float v = static_cast<float>(man) * 0x1p-24f;  // subnormal or zero: exact
     return sign ? -v : v;
   }
-  if (exp == 31)
-    bits = sign | 0x7f800000u | (man << 13);
-  else
-    bits = sign | ((exp + 112u) << 23) | (man << 13);
+  if (exp == 31) bits = sign | 0x7f800000u | (man << 13);
+  else bits = sign | ((exp + 112u) << 23) | (man << 13);
   return std::bit_cast<float>(bits);
 }
-__attribute__((always_inline)) inline float bf16_bits_to_float(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
-__attribute__((always_inline)) inline float tf32_bits_to_float(uint32_t x) { return std::bit_cast<float>(x & 0xffffe000u); }
+__attribute__((always_inline)) inline float bf16_bits_to_float(uint16_t h) {
+  return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+}
+__attribute__((always_inline)) inline float tf32_bits_to_float(uint32_t x) {
+  return std::bit_cast<float>(x & 0xffffe000u);
+}
 
 __attribute__((always_inline)) inline uint16_t lo16(unsigned r) { return static_cast<uint16_t>(r & 0xffffu); }
 __attribute__((always_inline)) inline uint16_t hi16(unsigned r) { return static_cast<uint16_t>(r >> 16); }
@@ -137,7 +140,8 @@ inline void mma_warp_compute(const std::array<const MmaFrag*, 32>& f, MmaKind ki
         const int col = i < 2 ? threadID_in_group : threadID_in_group + 4;
         A[row][col] = tf32_bits_to_float(x.a[i]);
       }
-      for (int i = 0; i < 2; ++i) B[i == 0 ? threadID_in_group : threadID_in_group + 4][groupID] = tf32_bits_to_float(x.b[i]);
+      for (int i = 0; i < 2; ++i)
+        B[i == 0 ? threadID_in_group : threadID_in_group + 4][groupID] = tf32_bits_to_float(x.b[i]);
     } else {
       auto cvt = [kind](uint16_t h) { return kind == MmaKind::bf16 ? bf16_bits_to_float(h) : half_bits_to_float(h); };
       for (int i = 0; i < 8; ++i) {  // a_i: register i/2, low half for even i
@@ -362,10 +366,8 @@ inline void cp_async_wait(int n) {
   size_t kept = 0;
   for (size_t i = 0; i < q.copies.size(); ++i) {
     PendingCopy& c = q.copies[i];
-    if (c.group < limit)
-      std::memcpy(c.dst, c.data, 16);
-    else
-      q.copies[kept++] = c;
+    if (c.group < limit) std::memcpy(c.dst, c.data, 16);
+    else q.copies[kept++] = c;
   }
   q.copies.resize(kept);
 }

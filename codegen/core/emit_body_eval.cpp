@@ -16,11 +16,16 @@ namespace {
 // A literal of dtype t's storage type with the given bit pattern.
 std::string storage_literal(DType t, uint64_t bits) {
   switch (t) {
-    case DType::F32: return fmt::format("__uint_as_float(0x{:x}u)", static_cast<uint32_t>(bits));
-    case DType::F64: return fmt::format("__longlong_as_double(0x{:x}LL)", bits);
-    case DType::F16: return fmt::format("__ushort_as_half((unsigned short)0x{:x})", static_cast<uint16_t>(bits));
-    case DType::BF16: return fmt::format("__ushort_as_bfloat16((unsigned short)0x{:x})", static_cast<uint16_t>(bits));
-    default: return fmt::format("({})0x{:x}ULL", cuda_storage_type(t), bits);
+    case DType::F32:
+      return fmt::format("__uint_as_float(0x{:x}u)", static_cast<uint32_t>(bits));
+    case DType::F64:
+      return fmt::format("__longlong_as_double(0x{:x}LL)", bits);
+    case DType::F16:
+      return fmt::format("__ushort_as_half((unsigned short)0x{:x})", static_cast<uint16_t>(bits));
+    case DType::BF16:
+      return fmt::format("__ushort_as_bfloat16((unsigned short)0x{:x})", static_cast<uint16_t>(bits));
+    default:
+      return fmt::format("({})0x{:x}ULL", cuda_storage_type(t), bits);
   }
 }
 
@@ -70,8 +75,10 @@ void BodyEvaluator::define(const Value* v) {
   if (lambdas_.count(v)) return;
   const Node& n = *v->producer();
   if (!body_node_evaluable(n, ops_))
-    unsupported("codegen: a fused body's {} cannot be evaluated on demand (only pointwise ops and the injective "
-                "ops with index maps)", n.describe());
+    unsupported(
+        "codegen: a fused body's {} cannot be evaluated on demand (only pointwise ops and the injective "
+        "ops with index maps)",
+        n.describe());
   const OpDef& def = ops_.get(n.op());
   const TensorType& t = v->type();
   const std::string S(cuda_storage_type(t.dtype));

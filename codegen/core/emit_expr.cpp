@@ -37,17 +37,24 @@ int64_t const_to_int(DType t, double v) {
   if (std::isnan(v)) return 0;
   auto clamp = [&](double lo, double hi) { return static_cast<int64_t>(std::clamp(std::trunc(v), lo, hi)); };
   switch (t) {
-    case DType::I8: return clamp(-128.0, 127.0);
-    case DType::I16: return clamp(-32768.0, 32767.0);
-    case DType::I32: return clamp(-2147483648.0, 2147483647.0);
-    case DType::U8: return clamp(0.0, 255.0);
-    case DType::U16: return clamp(0.0, 65535.0);
-    case DType::U32: return clamp(0.0, 4294967295.0);
+    case DType::I8:
+      return clamp(-128.0, 127.0);
+    case DType::I16:
+      return clamp(-32768.0, 32767.0);
+    case DType::I32:
+      return clamp(-2147483648.0, 2147483647.0);
+    case DType::U8:
+      return clamp(0.0, 255.0);
+    case DType::U16:
+      return clamp(0.0, 65535.0);
+    case DType::U32:
+      return clamp(0.0, 4294967295.0);
     case DType::U64:
       if (v <= 0) return 0;
       if (v >= 18446744073709551616.0) return -1;
       return static_cast<int64_t>(static_cast<uint64_t>(v));
-    case DType::Bool: return v != 0;
+    case DType::Bool:
+      return v != 0;
     default:
       if (v >= 9.2233720368547758e18) return INT64_MAX;
       if (v <= -9.2233720368547758e18) return INT64_MIN;
@@ -58,29 +65,46 @@ int64_t const_to_int(DType t, double v) {
 // `x` (a long long) wrapped to an integer dtype, as the reference's wrap_int.
 std::string wrap(DType t, const std::string& x) {
   switch (t) {
-    case DType::I8: return fmt::format("(long long)(signed char)({})", x);
-    case DType::I16: return fmt::format("(long long)(short)({})", x);
-    case DType::I32: return fmt::format("(long long)(int)({})", x);
-    case DType::U8: return fmt::format("(long long)(unsigned char)({})", x);
-    case DType::U16: return fmt::format("(long long)(unsigned short)({})", x);
-    case DType::U32: return fmt::format("(long long)(unsigned int)({})", x);
-    case DType::Bool: return fmt::format("(long long)(({}) != 0)", x);
-    default: return x;
+    case DType::I8:
+      return fmt::format("(long long)(signed char)({})", x);
+    case DType::I16:
+      return fmt::format("(long long)(short)({})", x);
+    case DType::I32:
+      return fmt::format("(long long)(int)({})", x);
+    case DType::U8:
+      return fmt::format("(long long)(unsigned char)({})", x);
+    case DType::U16:
+      return fmt::format("(long long)(unsigned short)({})", x);
+    case DType::U32:
+      return fmt::format("(long long)(unsigned int)({})", x);
+    case DType::Bool:
+      return fmt::format("(long long)(({}) != 0)", x);
+    default:
+      return x;
   }
 }
 
 // A floating value converted to an integer dtype (float_to_dtype).
 std::string float_to_dtype(DType t, const std::string& x) {
   switch (t) {
-    case DType::I8: return fmt::format("kiln_f2i({}, -128.0, 127.0)", x);
-    case DType::I16: return fmt::format("kiln_f2i({}, -32768.0, 32767.0)", x);
-    case DType::I32: return fmt::format("kiln_f2i({}, -2147483648.0, 2147483647.0)", x);
-    case DType::U8: return fmt::format("kiln_f2i({}, 0.0, 255.0)", x);
-    case DType::U16: return fmt::format("kiln_f2i({}, 0.0, 65535.0)", x);
-    case DType::U32: return fmt::format("kiln_f2i({}, 0.0, 4294967295.0)", x);
-    case DType::U64: return fmt::format("kiln_f2u64({})", x);
-    case DType::Bool: return fmt::format("(long long)((double)({}) != 0.0 && ({}) == ({}))", x, x, x);
-    default: return fmt::format("kiln_f2ll({})", x);
+    case DType::I8:
+      return fmt::format("kiln_f2i({}, -128.0, 127.0)", x);
+    case DType::I16:
+      return fmt::format("kiln_f2i({}, -32768.0, 32767.0)", x);
+    case DType::I32:
+      return fmt::format("kiln_f2i({}, -2147483648.0, 2147483647.0)", x);
+    case DType::U8:
+      return fmt::format("kiln_f2i({}, 0.0, 255.0)", x);
+    case DType::U16:
+      return fmt::format("kiln_f2i({}, 0.0, 65535.0)", x);
+    case DType::U32:
+      return fmt::format("kiln_f2i({}, 0.0, 4294967295.0)", x);
+    case DType::U64:
+      return fmt::format("kiln_f2u64({})", x);
+    case DType::Bool:
+      return fmt::format("(long long)((double)({}) != 0.0 && ({}) == ({}))", x, x, x);
+    default:
+      return fmt::format("kiln_f2ll({})", x);
   }
 }
 
@@ -94,39 +118,63 @@ std::string_view cuda_compute_type(DType t) {
 
 std::string_view cuda_storage_type(DType t) {
   switch (t) {
-    case DType::F32: return "float";
-    case DType::F64: return "double";
-    case DType::F16: return "__half";
-    case DType::BF16: return "__nv_bfloat16";
-    case DType::I8: return "signed char";
-    case DType::I16: return "short";
-    case DType::I32: return "int";
-    case DType::I64: return "long long";
-    case DType::U8: return "unsigned char";
-    case DType::U16: return "unsigned short";
-    case DType::U32: return "unsigned int";
-    case DType::U64: return "unsigned long long";
-    case DType::Bool: return "unsigned char";
+    case DType::F32:
+      return "float";
+    case DType::F64:
+      return "double";
+    case DType::F16:
+      return "__half";
+    case DType::BF16:
+      return "__nv_bfloat16";
+    case DType::I8:
+      return "signed char";
+    case DType::I16:
+      return "short";
+    case DType::I32:
+      return "int";
+    case DType::I64:
+      return "long long";
+    case DType::U8:
+      return "unsigned char";
+    case DType::U16:
+      return "unsigned short";
+    case DType::U32:
+      return "unsigned int";
+    case DType::U64:
+      return "unsigned long long";
+    case DType::Bool:
+      return "unsigned char";
   }
   fail("codegen: no CUDA type for dtype {}", static_cast<int>(t));
 }
 
 std::string cuda_load(DType t, const std::string& stored) {
   switch (t) {
-    case DType::F16: return fmt::format("__half2float({})", stored);
-    case DType::BF16: return fmt::format("__bfloat162float({})", stored);
-    case DType::F32: case DType::F64: return stored;
-    default: return fmt::format("(long long)({})", stored);
+    case DType::F16:
+      return fmt::format("__half2float({})", stored);
+    case DType::BF16:
+      return fmt::format("__bfloat162float({})", stored);
+    case DType::F32:
+    case DType::F64:
+      return stored;
+    default:
+      return fmt::format("(long long)({})", stored);
   }
 }
 
 std::string cuda_store(DType t, const std::string& value) {
   switch (t) {
-    case DType::F16: return fmt::format("__float2half_rn({})", value);
-    case DType::BF16: return fmt::format("__float2bfloat16_rn({})", value);
-    case DType::F32: case DType::F64: return value;
-    case DType::Bool: return fmt::format("(unsigned char)(({}) != 0)", value);
-    default: return fmt::format("({})({})", cuda_storage_type(t), value);
+    case DType::F16:
+      return fmt::format("__float2half_rn({})", value);
+    case DType::BF16:
+      return fmt::format("__float2bfloat16_rn({})", value);
+    case DType::F32:
+    case DType::F64:
+      return value;
+    case DType::Bool:
+      return fmt::format("(unsigned char)(({}) != 0)", value);
+    default:
+      return fmt::format("({})({})", cuda_storage_type(t), value);
   }
 }
 
@@ -171,7 +219,9 @@ std::string emit_expr(const Expr& e, const std::vector<std::string>& inputs, con
     }
     const bool u64 = nd.dtype == DType::U64;
     auto need_f = [&] {
-      if (!f) fail("codegen: expression node {} ({}) on {} cannot be evaluated", k, expr_op_name(nd.op), dtype_name(nd.dtype));
+      if (!f)
+        fail("codegen: expression node {} ({}) on {} cannot be evaluated", k, expr_op_name(nd.op),
+             dtype_name(nd.dtype));
     };
     auto un_f = [&](std::string_view fn) {
       need_f();
@@ -184,71 +234,149 @@ std::string emit_expr(const Expr& e, const std::vector<std::string>& inputs, con
     std::string rhs;
     switch (nd.op) {
       case ExprOp::Input: {
-        KILN_CHECK(nd.input >= 0 && nd.input < static_cast<int>(inputs.size()), "codegen: expression reads input {} of {}",
-                   nd.input, inputs.size());
+        KILN_CHECK(nd.input >= 0 && nd.input < static_cast<int>(inputs.size()),
+                   "codegen: expression reads input {} of {}", nd.input, inputs.size());
         rhs = inputs[nd.input];
         break;
       }
       case ExprOp::Const:
         rhs = f ? float_literal(nd.value, nd.dtype == DType::F64) : int_literal(const_to_int(nd.dtype, nd.value));
         break;
-      case ExprOp::Neg: rhs = f ? fmt::format("-{}", fa(nd.a, opt)) : un_i(fmt::format("kiln_ineg({})", ia(nd.a))); break;
-      case ExprOp::Abs:
-        rhs = f ? un_f("kiln_fabs")
-                : is_unsigned_int(nd.dtype) ? un_i(ia(nd.a)) : un_i(fmt::format("kiln_iabs({})", ia(nd.a)));
+      case ExprOp::Neg:
+        rhs = f ? fmt::format("-{}", fa(nd.a, opt)) : un_i(fmt::format("kiln_ineg({})", ia(nd.a)));
         break;
-      case ExprOp::Exp: rhs = un_f("kiln_exp"); break;
-      case ExprOp::Log: rhs = un_f("kiln_log"); break;
-      case ExprOp::Sqrt: rhs = un_f("kiln_sqrt"); break;
-      case ExprOp::Recip: need_f(); rhs = fmt::format("({})1 / {}", opt, fa(nd.a, opt)); break;
-      case ExprOp::Floor: rhs = f ? un_f("kiln_floor") : un_i(ia(nd.a)); break;
-      case ExprOp::Ceil: rhs = f ? un_f("kiln_ceil") : un_i(ia(nd.a)); break;
-      case ExprOp::Round: rhs = f ? un_f("kiln_rint") : un_i(ia(nd.a)); break;
+      case ExprOp::Abs:
+        rhs = f                           ? un_f("kiln_fabs")
+              : is_unsigned_int(nd.dtype) ? un_i(ia(nd.a))
+                                          : un_i(fmt::format("kiln_iabs({})", ia(nd.a)));
+        break;
+      case ExprOp::Exp:
+        rhs = un_f("kiln_exp");
+        break;
+      case ExprOp::Log:
+        rhs = un_f("kiln_log");
+        break;
+      case ExprOp::Sqrt:
+        rhs = un_f("kiln_sqrt");
+        break;
+      case ExprOp::Recip:
+        need_f();
+        rhs = fmt::format("({})1 / {}", opt, fa(nd.a, opt));
+        break;
+      case ExprOp::Floor:
+        rhs = f ? un_f("kiln_floor") : un_i(ia(nd.a));
+        break;
+      case ExprOp::Ceil:
+        rhs = f ? un_f("kiln_ceil") : un_i(ia(nd.a));
+        break;
+      case ExprOp::Round:
+        rhs = f ? un_f("kiln_rint") : un_i(ia(nd.a));
+        break;
       case ExprOp::Sign:
         if (f) rhs = un_f("kiln_sign");
         else if (is_unsigned_int(nd.dtype)) rhs = un_i(fmt::format("(long long)({} != 0)", ia(nd.a)));
         else rhs = un_i(fmt::format("(long long)(({0} > 0) - ({0} < 0))", ia(nd.a)));
         break;
-      case ExprOp::Sin: rhs = un_f("kiln_sin"); break;
-      case ExprOp::Cos: rhs = un_f("kiln_cos"); break;
-      case ExprOp::Tan: rhs = un_f("kiln_tan"); break;
-      case ExprOp::Asin: rhs = un_f("kiln_asin"); break;
-      case ExprOp::Acos: rhs = un_f("kiln_acos"); break;
-      case ExprOp::Atan: rhs = un_f("kiln_atan"); break;
-      case ExprOp::Sinh: rhs = un_f("kiln_sinh"); break;
-      case ExprOp::Cosh: rhs = un_f("kiln_cosh"); break;
-      case ExprOp::Tanh: rhs = un_f("kiln_tanh"); break;
-      case ExprOp::Asinh: rhs = un_f("kiln_asinh"); break;
-      case ExprOp::Acosh: rhs = un_f("kiln_acosh"); break;
-      case ExprOp::Atanh: rhs = un_f("kiln_atanh"); break;
-      case ExprOp::Erf: rhs = un_f("kiln_erf"); break;
-      case ExprOp::Not: rhs = fmt::format("(long long)({} == 0)", ia(nd.a)); break;
-      case ExprOp::BitNot: rhs = un_i(fmt::format("~{}", ia(nd.a))); break;
-      case ExprOp::IsNan: rhs = fmt::format("(long long)({0} != {0})", fa(nd.a, "double")); break;
-      case ExprOp::IsPosInf: rhs = fmt::format("(long long)({} == kiln_inf())", fa(nd.a, "double")); break;
-      case ExprOp::IsNegInf: rhs = fmt::format("(long long)({} == -kiln_inf())", fa(nd.a, "double")); break;
-      case ExprOp::Add: rhs = f ? infix_f("+") : bin_i("kiln_add"); break;
-      case ExprOp::Sub: rhs = f ? infix_f("-") : bin_i("kiln_sub"); break;
-      case ExprOp::Mul: rhs = f ? bin_f("kiln_mul") : bin_i("kiln_imul"); break;
-      case ExprOp::Div: rhs = f ? infix_f("/") : u64 ? bin_i("kiln_udiv") : bin_i("kiln_idiv"); break;
+      case ExprOp::Sin:
+        rhs = un_f("kiln_sin");
+        break;
+      case ExprOp::Cos:
+        rhs = un_f("kiln_cos");
+        break;
+      case ExprOp::Tan:
+        rhs = un_f("kiln_tan");
+        break;
+      case ExprOp::Asin:
+        rhs = un_f("kiln_asin");
+        break;
+      case ExprOp::Acos:
+        rhs = un_f("kiln_acos");
+        break;
+      case ExprOp::Atan:
+        rhs = un_f("kiln_atan");
+        break;
+      case ExprOp::Sinh:
+        rhs = un_f("kiln_sinh");
+        break;
+      case ExprOp::Cosh:
+        rhs = un_f("kiln_cosh");
+        break;
+      case ExprOp::Tanh:
+        rhs = un_f("kiln_tanh");
+        break;
+      case ExprOp::Asinh:
+        rhs = un_f("kiln_asinh");
+        break;
+      case ExprOp::Acosh:
+        rhs = un_f("kiln_acosh");
+        break;
+      case ExprOp::Atanh:
+        rhs = un_f("kiln_atanh");
+        break;
+      case ExprOp::Erf:
+        rhs = un_f("kiln_erf");
+        break;
+      case ExprOp::Not:
+        rhs = fmt::format("(long long)({} == 0)", ia(nd.a));
+        break;
+      case ExprOp::BitNot:
+        rhs = un_i(fmt::format("~{}", ia(nd.a)));
+        break;
+      case ExprOp::IsNan:
+        rhs = fmt::format("(long long)({0} != {0})", fa(nd.a, "double"));
+        break;
+      case ExprOp::IsPosInf:
+        rhs = fmt::format("(long long)({} == kiln_inf())", fa(nd.a, "double"));
+        break;
+      case ExprOp::IsNegInf:
+        rhs = fmt::format("(long long)({} == -kiln_inf())", fa(nd.a, "double"));
+        break;
+      case ExprOp::Add:
+        rhs = f ? infix_f("+") : bin_i("kiln_add");
+        break;
+      case ExprOp::Sub:
+        rhs = f ? infix_f("-") : bin_i("kiln_sub");
+        break;
+      case ExprOp::Mul:
+        rhs = f ? bin_f("kiln_mul") : bin_i("kiln_imul");
+        break;
+      case ExprOp::Div:
+        rhs = f ? infix_f("/") : u64 ? bin_i("kiln_udiv") : bin_i("kiln_idiv");
+        break;
       case ExprOp::Pow:
         if (f) rhs = bin_f("kiln_pow");
         else if (isf(nd.b))  // integer base, floating exponent: pow in double, truncated
           rhs = float_to_dtype(nd.dtype, fmt::format("kiln_pow({}, {})", fa(nd.a, "double"), fa(nd.b, "double")));
         else rhs = bin_i("kiln_ipow");
         break;
-      case ExprOp::Max: rhs = f ? bin_f("kiln_max") : u64 ? bin_i("kiln_umax") : bin_i("kiln_imax"); break;
-      case ExprOp::Min: rhs = f ? bin_f("kiln_min") : u64 ? bin_i("kiln_umin") : bin_i("kiln_imin"); break;
-      case ExprOp::Mod: rhs = f ? bin_f("kiln_pymod") : u64 ? bin_i("kiln_umod") : bin_i("kiln_ipymod"); break;
-      case ExprOp::FMod: rhs = f ? bin_f("kiln_fmod") : u64 ? bin_i("kiln_umod") : bin_i("kiln_ifmod"); break;
-      case ExprOp::Eq: case ExprOp::Lt: case ExprOp::Le: case ExprOp::Gt: case ExprOp::Ge: {
-        std::string_view o = nd.op == ExprOp::Eq ? "==" : nd.op == ExprOp::Lt ? "<" : nd.op == ExprOp::Le ? "<="
-                             : nd.op == ExprOp::Gt ? ">" : ">=";
+      case ExprOp::Max:
+        rhs = f ? bin_f("kiln_max") : u64 ? bin_i("kiln_umax") : bin_i("kiln_imax");
+        break;
+      case ExprOp::Min:
+        rhs = f ? bin_f("kiln_min") : u64 ? bin_i("kiln_umin") : bin_i("kiln_imin");
+        break;
+      case ExprOp::Mod:
+        rhs = f ? bin_f("kiln_pymod") : u64 ? bin_i("kiln_umod") : bin_i("kiln_ipymod");
+        break;
+      case ExprOp::FMod:
+        rhs = f ? bin_f("kiln_fmod") : u64 ? bin_i("kiln_umod") : bin_i("kiln_ifmod");
+        break;
+      case ExprOp::Eq:
+      case ExprOp::Lt:
+      case ExprOp::Le:
+      case ExprOp::Gt:
+      case ExprOp::Ge: {
+        std::string_view o = nd.op == ExprOp::Eq   ? "=="
+                             : nd.op == ExprOp::Lt ? "<"
+                             : nd.op == ExprOp::Le ? "<="
+                             : nd.op == ExprOp::Gt ? ">"
+                                                   : ">=";
         std::string a, b;
         if (isf(nd.a) || isf(nd.b)) {
           std::string_view t = (dt(nd.a) == DType::F32 || dt(nd.a) == DType::F16 || dt(nd.a) == DType::BF16) &&
-                                        (dt(nd.b) == DType::F32 || dt(nd.b) == DType::F16 || dt(nd.b) == DType::BF16)
-                                    ? "float" : "double";
+                                       (dt(nd.b) == DType::F32 || dt(nd.b) == DType::F16 || dt(nd.b) == DType::BF16)
+                                   ? "float"
+                                   : "double";
           a = fa(nd.a, t);
           b = fa(nd.b, t);
         } else if (dt(nd.a) == DType::U64 || dt(nd.b) == DType::U64) {
@@ -261,14 +389,30 @@ std::string emit_expr(const Expr& e, const std::vector<std::string>& inputs, con
         rhs = fmt::format("(long long)({} {} {})", a, o, b);
         break;
       }
-      case ExprOp::And: rhs = fmt::format("(long long)({} != 0 && {} != 0)", ia(nd.a), ia(nd.b)); break;
-      case ExprOp::Or: rhs = fmt::format("(long long)({} != 0 || {} != 0)", ia(nd.a), ia(nd.b)); break;
-      case ExprOp::Xor: rhs = fmt::format("(long long)(({} != 0) != ({} != 0))", ia(nd.a), ia(nd.b)); break;
-      case ExprOp::BitAnd: rhs = un_i(fmt::format("{} & {}", ia(nd.a), ia(nd.b))); break;
-      case ExprOp::BitOr: rhs = un_i(fmt::format("{} | {}", ia(nd.a), ia(nd.b))); break;
-      case ExprOp::BitXor: rhs = un_i(fmt::format("{} ^ {}", ia(nd.a), ia(nd.b))); break;
-      case ExprOp::Shl: rhs = bin_i("kiln_shl"); break;
-      case ExprOp::Shr: rhs = bin_i("kiln_shr"); break;
+      case ExprOp::And:
+        rhs = fmt::format("(long long)({} != 0 && {} != 0)", ia(nd.a), ia(nd.b));
+        break;
+      case ExprOp::Or:
+        rhs = fmt::format("(long long)({} != 0 || {} != 0)", ia(nd.a), ia(nd.b));
+        break;
+      case ExprOp::Xor:
+        rhs = fmt::format("(long long)(({} != 0) != ({} != 0))", ia(nd.a), ia(nd.b));
+        break;
+      case ExprOp::BitAnd:
+        rhs = un_i(fmt::format("{} & {}", ia(nd.a), ia(nd.b)));
+        break;
+      case ExprOp::BitOr:
+        rhs = un_i(fmt::format("{} | {}", ia(nd.a), ia(nd.b)));
+        break;
+      case ExprOp::BitXor:
+        rhs = un_i(fmt::format("{} ^ {}", ia(nd.a), ia(nd.b)));
+        break;
+      case ExprOp::Shl:
+        rhs = bin_i("kiln_shl");
+        break;
+      case ExprOp::Shr:
+        rhs = bin_i("kiln_shr");
+        break;
       case ExprOp::Select:
         if (f) rhs = fmt::format("{} != 0 ? {} : {}", ia(nd.a), fa(nd.b, opt), fa(nd.c, opt));
         else rhs = fmt::format("{} != 0 ? {} : {}", ia(nd.a), ia(nd.b), ia(nd.c));
@@ -283,10 +427,8 @@ std::string emit_expr(const Expr& e, const std::vector<std::string>& inputs, con
             rhs = fmt::format("kiln_round_f16({})", isf(a) && dt(a) != DType::F64 ? var(a) : fa(a, "double"));
           else if (nd.dtype == DType::BF16)
             rhs = fmt::format("kiln_round_bf16({})", isf(a) && dt(a) != DType::F64 ? var(a) : fa(a, "double"));
-          else if (nd.dtype == DType::F32)
-            rhs = fmt::format("(float){}", var(a));
-          else
-            rhs = fa(a, "double");
+          else if (nd.dtype == DType::F32) rhs = fmt::format("(float){}", var(a));
+          else rhs = fa(a, "double");
         } else if (nd.dtype == DType::Bool) {
           rhs = fmt::format("(long long)({} != 0)", var(a));
         } else if (isf(a)) {

@@ -22,8 +22,9 @@ std::string kernel_param_list(const std::vector<KernelParam>& params) {
 
 std::string kernel_sim_entry(const std::vector<KernelParam>& params) {
   std::string body = "#ifdef KILN_SIM\n";
-  body += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
-          "const long long* counts, std::string* error) {\n  try {\n    ::kiln::sim::launch(*cfg, @NAME@";
+  body +=
+      "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
+      "const long long* counts, std::string* error) {\n  try {\n    ::kiln::sim::launch(*cfg, @NAME@";
   for (size_t i = 0; i < params.size(); ++i) {
     const KernelParam& p = params[i];
     body += fmt::format(",\n        ::kiln::sim::arg(static_cast<{}{}*>(buffers[{}]), counts[{}], \"{}\")",

@@ -11,8 +11,8 @@
 namespace kiln::codegen {
 
 struct KernelParam {
-  DType dtype;     // element type (storage type in the kernel)
-  bool writable;   // a result (T*) or an operand (const T*)
+  DType dtype;    // element type (storage type in the kernel)
+  bool writable;  // a result (T*) or an operand (const T*)
   std::string name;
 };
 

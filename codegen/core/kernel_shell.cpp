@@ -49,14 +49,15 @@ void finish_op_kernel(OpKernel& k, std::string_view prefix, std::string_view lab
       bf16 |= b.dtype == DType::BF16;
       for (bool once : {false, true}) {
         const std::string x = seams ? seams->load_x("(i)", once) : "in0[(i)]";
-        defs += fmt::format("#define KILN_LOAD_X{}(i) (({}){})\n", once ? "_ONCE" : "", x_compute, cuda_load(b.dtype, x));
+        defs +=
+            fmt::format("#define KILN_LOAD_X{}(i) (({}){})\n", once ? "_ONCE" : "", x_compute, cuda_load(b.dtype, x));
       }
     }
     if (b.result) {
       const std::string r = b.name.substr(3);  // out<r>
       const std::string v = cuda_store(b.dtype, "(v)");
-      const std::string st = seams ? one_line(seams->store(std::stoi(r), "(i)", v))
-                                   : fmt::format("{}[(i)] = {};", b.name, v);
+      const std::string st =
+          seams ? one_line(seams->store(std::stoi(r), "(i)", v)) : fmt::format("{}[(i)] = {};", b.name, v);
       defs += fmt::format("#define KILN_STORE_{}(i, v) do {{ {} }} while (0)\n", r, st);
       undefs += fmt::format("#undef KILN_STORE_{}\n", r);
     }
@@ -70,8 +71,9 @@ void finish_op_kernel(OpKernel& k, std::string_view prefix, std::string_view lab
   text += body;
   text += "}\n" + undefs;
   text += "#ifdef KILN_SIM\n";
-  text += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
-          "const long long* counts, std::string* error) {\n  try {\n";
+  text +=
+      "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
+      "const long long* counts, std::string* error) {\n  try {\n";
   text += fmt::format("    ::kiln::sim::launch(*cfg, @NAME@{});\n    return 0;\n", args);
   text += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
   text += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";

@@ -31,7 +31,7 @@ struct OpKernel {
   std::string source;  // complete translation unit
   unsigned grid = 0;   // 0: nothing to launch
   unsigned block = 0;
-  size_t shared_bytes = 0;  // dynamic shared memory
+  size_t shared_bytes = 0;   // dynamic shared memory
   std::vector<int> results;  // the node's results this kernel takes as out0, out1... (empty: all)
 };
 

@@ -10,9 +10,9 @@
 
 namespace kiln::codegen {
 
-OneLaunchKernel make_simple_kernel(const std::string& kind, const std::string& op, const std::vector<LaunchParam>& params,
-                                const std::string& helpers, const std::string& body, int64_t numel,
-                                const std::vector<DType>& dtypes) {
+OneLaunchKernel make_simple_kernel(const std::string& kind, const std::string& op,
+                                   const std::vector<LaunchParam>& params, const std::string& helpers,
+                                   const std::string& body, int64_t numel, const std::vector<DType>& dtypes) {
   OneLaunchKernel k;
   k.numel = numel;
   std::string plist;
@@ -26,8 +26,9 @@ OneLaunchKernel make_simple_kernel(const std::string& kind, const std::string& o
   text += body;
   text += "  }\n}\n";
   text += "#ifdef KILN_SIM\n";
-  text += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
-          "const long long* counts, std::string* error) {\n  try {\n";
+  text +=
+      "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
+      "const long long* counts, std::string* error) {\n  try {\n";
   text += "    ::kiln::sim::launch(*cfg, @NAME@";
   for (size_t i = 0; i < params.size(); ++i)
     text += fmt::format(",\n        ::kiln::sim::arg(static_cast<{}*>(buffers[{}]), counts[{}], \"{}\")",

@@ -18,7 +18,7 @@ struct OneLaunchKernel {
   std::string source;  // complete translation unit
   int64_t numel = 0;   // work items (usually result elements)
   unsigned block = 256;
-  unsigned grid = 0;   // 0: nothing to launch
+  unsigned grid = 0;  // 0: nothing to launch
 };
 
 struct LaunchParam {
@@ -32,8 +32,8 @@ struct LaunchParam {
 // dtypes the code touches (for the half/bfloat16 headers).
 // Launch: block 256, grid = ceil(numel / 256) capped at 8192 (the loop
 // strides over the rest).
-OneLaunchKernel make_simple_kernel(const std::string& kind, const std::string& op, const std::vector<LaunchParam>& params,
-                                const std::string& helpers, const std::string& body, int64_t numel,
-                                const std::vector<DType>& dtypes);
+OneLaunchKernel make_simple_kernel(const std::string& kind, const std::string& op,
+                                   const std::vector<LaunchParam>& params, const std::string& helpers,
+                                   const std::string& body, int64_t numel, const std::vector<DType>& dtypes);
 
 }  // namespace kiln::codegen

@@ -82,8 +82,7 @@ std::optional<CompiledKernel> KernelCache::lookup(const std::string& key) const 
   std::ostringstream ss;
   ss << in.rdbuf();
   const std::string data = ss.str();
-  if (data.size() < sizeof kMagic + 8 || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0)
-    return std::nullopt;
+  if (data.size() < sizeof kMagic + 8 || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
   uint64_t sum = 0;
   std::memcpy(&sum, data.data() + data.size() - 8, 8);
   if (XXH64(data.data(), data.size() - 8, 0) != sum) return std::nullopt;
@@ -122,8 +121,7 @@ bool KernelCache::store(const std::string& key, const CompiledKernel& k) const {
   // only within one file system).
   static std::atomic<uint64_t> counter{0};
   fs::path tmp = final_path;
-  tmp += fmt::format(".tmp.{}.{}.{}", ::getpid(),
-                     std::hash<std::thread::id>{}(std::this_thread::get_id()), counter++);
+  tmp += fmt::format(".tmp.{}.{}.{}", ::getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()), counter++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return false;

@@ -62,8 +62,7 @@ std::string nvrtc_version() {
   return fmt::format("{}.{}", nv.major, nv.minor);
 }
 
-KernelCompiler::KernelCompiler(std::string arch, KernelCache* cache,
-                               std::vector<std::string> extra_options)
+KernelCompiler::KernelCompiler(std::string arch, KernelCache* cache, std::vector<std::string> extra_options)
     : arch_(std::move(arch)), cache_(cache) {
   static const char* const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
   if (std::find(std::begin(archs), std::end(archs), arch_) == std::end(archs))
@@ -71,8 +70,9 @@ KernelCompiler::KernelCompiler(std::string arch, KernelCache* cache,
   // KILN_CUDA_INCLUDE_DIR in the environment replaces the build's header
   // folder: a relocated kiln (bench/device_bundle.sh) brings its own headers.
   const char* headers = std::getenv("KILN_CUDA_INCLUDE_DIR");
-  options_ = {"--std=c++17", "-arch=" + arch_, "-default-device",
-              std::string("-I") + (headers && *headers ? headers : KILN_CUDA_INCLUDE_DIR), "-Xptxas", "-v"};
+  options_ = {"--std=c++17",     "-arch=" + arch_,
+              "-default-device", std::string("-I") + (headers && *headers ? headers : KILN_CUDA_INCLUDE_DIR),
+              "-Xptxas",         "-v"};
   options_.insert(options_.end(), extra_options.begin(), extra_options.end());
 }
 
@@ -100,19 +100,15 @@ CompiledKernel KernelCompiler::compile_unique(const KernelSource& ks) {
   k.arch = arch_;
   k.log = program_log(nv, prog.p);
   if (r != kOk)
-    fail("kernel '{}': NVRTC compilation for {} failed ({}):\n{}", ks.name, arch_,
-         nv.GetErrorString(r), k.log);
+    fail("kernel '{}': NVRTC compilation for {} failed ({}):\n{}", ks.name, arch_, nv.GetErrorString(r), k.log);
   size_t n = 0;
-  if (nv.GetCUBINSize(prog.p, &n) != kOk || n == 0)
-    fail("kernel '{}': NVRTC produced no CUBIN for {}", ks.name, arch_);
+  if (nv.GetCUBINSize(prog.p, &n) != kOk || n == 0) fail("kernel '{}': NVRTC produced no CUBIN for {}", ks.name, arch_);
   k.cubin.resize(n);
   if (nv.GetCUBIN(prog.p, reinterpret_cast<char*>(k.cubin.data())) != kOk)
     fail("kernel '{}': nvrtcGetCUBIN failed", ks.name);
-  if (nv.GetPTXSize(prog.p, &n) != kOk || n == 0)
-    fail("kernel '{}': NVRTC produced no PTX for {}", ks.name, arch_);
+  if (nv.GetPTXSize(prog.p, &n) != kOk || n == 0) fail("kernel '{}': NVRTC produced no PTX for {}", ks.name, arch_);
   k.ptx.assign(n, '\0');
-  if (nv.GetPTX(prog.p, k.ptx.data()) != kOk)
-    fail("kernel '{}': nvrtcGetPTX failed", ks.name);
+  if (nv.GetPTX(prog.p, k.ptx.data()) != kOk) fail("kernel '{}': nvrtcGetPTX failed", ks.name);
   while (!k.ptx.empty() && k.ptx.back() == '\0') k.ptx.pop_back();
   parse_ptxas_report(k.log, k);
   if (cache_) cache_->store(key, k);
@@ -143,8 +139,7 @@ std::vector<CompiledKernel> KernelCompiler::compile(const std::vector<KernelSour
       if (progress_) progress_(++finished, static_cast<int>(unique.size()));
     }
   };
-  size_t n_threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()),
-                                      unique.size());
+  size_t n_threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), unique.size());
   std::vector<std::thread> pool;
   for (size_t t = 1; t < n_threads; ++t) pool.emplace_back(worker);
   worker();  // the calling thread works too

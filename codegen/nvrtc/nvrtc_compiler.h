@@ -50,8 +50,7 @@ class KernelCompiler {
   // `arch`: sm_80, sm_86, sm_89 or sm_90 (else kiln::Error). `cache` may be
   // null (no caching); it must outlive the compiler. `extra_options` are
   // appended to the standard options (and so are part of the cache key).
-  explicit KernelCompiler(std::string arch, KernelCache* cache = nullptr,
-                          std::vector<std::string> extra_options = {});
+  explicit KernelCompiler(std::string arch, KernelCache* cache = nullptr, std::vector<std::string> extra_options = {});
 
   // Results in the order of `kernels`. Throws kiln::Error for the first
   // kernel (in input order) that failed.

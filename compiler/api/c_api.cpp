@@ -46,8 +46,7 @@ kiln_compile_status guarded(F&& f) {
 }
 
 // Sets `field` to `value` once `check` (compiler/targets.h) accepts it.
-kiln_compile_status set_checked(const char* value, void (*check)(const std::string&),
-                                std::string& field) {
+kiln_compile_status set_checked(const char* value, void (*check)(const std::string&), std::string& field) {
   try {
     check(value);
   } catch (const kiln::Error& e) {
@@ -107,8 +106,9 @@ kiln_compile_status kiln_compile_options_set_input_shape(kiln_compile_options* o
     return fail_with(KILN_COMPILE_INVALID_ARGUMENT, "input shape: null argument");
   kiln::Shape s(dims, dims + rank);
   for (int64_t d : s)
-    if (d < 0) return fail_with(KILN_COMPILE_INVALID_ARGUMENT, std::string("input shape of \"") + name +
-                                                                   "\": dims must not be negative");
+    if (d < 0)
+      return fail_with(KILN_COMPILE_INVALID_ARGUMENT,
+                       std::string("input shape of \"") + name + "\": dims must not be negative");
   options->o.input_shapes[name] = s;
   return KILN_COMPILE_OK;
 }

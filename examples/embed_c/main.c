@@ -6,13 +6,13 @@
 #include <stdlib.h>
 
 /* Every failing call returns a status; kiln_last_error() says why. */
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    kiln_status s_ = (call);                                                             \
-    if (s_ != KILN_OK) {                                                                 \
-      fprintf(stderr, "error: %s: %s\n", kiln_status_message(s_), kiln_last_error());    \
-      goto done;                                                                         \
-    }                                                                                    \
+#define CHECK(call)                                                                   \
+  do {                                                                                \
+    kiln_status s_ = (call);                                                          \
+    if (s_ != KILN_OK) {                                                              \
+      fprintf(stderr, "error: %s: %s\n", kiln_status_message(s_), kiln_last_error()); \
+      goto done;                                                                      \
+    }                                                                                 \
   } while (0)
 
 static int64_t numel(const kiln_tensor_info* t) {

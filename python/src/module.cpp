@@ -32,20 +32,34 @@ PyObject* g_error = nullptr;
 // as their uint16 bit patterns (docs/python.md).
 const char* numpy_dtype_name(kiln_dtype d) {
   switch (d) {
-    case KILN_F32: return "float32";
-    case KILN_F16: return "float16";
-    case KILN_BF16: return "uint16";
-    case KILN_F64: return "float64";
-    case KILN_I8: return "int8";
-    case KILN_I16: return "int16";
-    case KILN_I32: return "int32";
-    case KILN_I64: return "int64";
-    case KILN_U8: return "uint8";
-    case KILN_U16: return "uint16";
-    case KILN_U32: return "uint32";
-    case KILN_U64: return "uint64";
-    case KILN_BOOL: return "bool";
-    case KILN_DTYPE_MAX_ENUM: break;  // not a dtype
+    case KILN_F32:
+      return "float32";
+    case KILN_F16:
+      return "float16";
+    case KILN_BF16:
+      return "uint16";
+    case KILN_F64:
+      return "float64";
+    case KILN_I8:
+      return "int8";
+    case KILN_I16:
+      return "int16";
+    case KILN_I32:
+      return "int32";
+    case KILN_I64:
+      return "int64";
+    case KILN_U8:
+      return "uint8";
+    case KILN_U16:
+      return "uint16";
+    case KILN_U32:
+      return "uint32";
+    case KILN_U64:
+      return "uint64";
+    case KILN_BOOL:
+      return "bool";
+    case KILN_DTYPE_MAX_ENUM:
+      break;  // not a dtype
   }
   return "unknown";
 }

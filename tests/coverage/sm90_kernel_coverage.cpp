@@ -181,8 +181,9 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "sm90_kernel_coverage: {}\n", e.what());
     return 1;
   }
-  fmt::print("sm90_kernel_coverage: {} graphs compiled for sm_90 ({} rejected before codegen), {} nodes, {} kernels{}; "
-             "{} graphs failed (a node without a kernel, or an error of the sm_90 pipeline)\n",
-             c.graphs, c.rejected, c.nodes, c.kernels, nvrtc ? " (NVRTC-compiled)" : " (emitted)", c.failed);
+  fmt::print(
+      "sm90_kernel_coverage: {} graphs compiled for sm_90 ({} rejected before codegen), {} nodes, {} kernels{}; "
+      "{} graphs failed (a node without a kernel, or an error of the sm_90 pipeline)\n",
+      c.graphs, c.rejected, c.nodes, c.kernels, nvrtc ? " (NVRTC-compiled)" : " (emitted)", c.failed);
   return c.failed == 0 && c.graphs > 0 ? 0 : 1;
 }

@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const bool ready = (kiln::fuzz::set_fuzz_limits(), true);
   (void)ready;
   try {
-    kiln::ImportResult r = kiln::import_onnx_bytes(std::string(reinterpret_cast<const char*>(data), size), "",
-                                                   "fuzz.onnx");
+    kiln::ImportResult r =
+        kiln::import_onnx_bytes(std::string(reinterpret_cast<const char*>(data), size), "", "fuzz.onnx");
     kiln::verify_graph(*r.graph, kiln::op_registry());
     kiln::CompileOptions o;
     kiln::compile_graph(*r.graph, o);

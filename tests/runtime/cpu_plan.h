@@ -29,10 +29,18 @@ inline std::string cnn_graph_text() {
     return s + "]";
   };
   return "graph @cnn(%x: f32[2,3,8,8]) -> (f32[2,10], f32[2,4,8,8]) {\n"
-         "  %w = const f32[4,3,3,3] dense<" + vals(4 * 3 * 3 * 3, 1) + ">\n"
-         "  %b = const f32[4] dense<" + vals(4, 2) + ">\n"
-         "  %m = const f32[256,10] dense<" + vals(256 * 10, 3) + ">\n"
-         "  %mb = const f32[10] dense<" + vals(10, 4) + ">\n"
+         "  %w = const f32[4,3,3,3] dense<" +
+         vals(4 * 3 * 3 * 3, 1) +
+         ">\n"
+         "  %b = const f32[4] dense<" +
+         vals(4, 2) +
+         ">\n"
+         "  %m = const f32[256,10] dense<" +
+         vals(256 * 10, 3) +
+         ">\n"
+         "  %mb = const f32[10] dense<" +
+         vals(10, 4) +
+         ">\n"
          "  %c = conv(%x, %w, %b) {dilations=[1,1], group=1, pads=[1,1,1,1], strides=[1,1]} : f32[2,4,8,8]\n"
          "  %r = relu(%c) : f32[2,4,8,8]\n"
          "  %f = reshape(%r) {shape=[2,256]} : f32[2,256]\n"

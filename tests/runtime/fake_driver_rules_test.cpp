@@ -46,8 +46,8 @@ struct Api {
   int (*module_unload)(void*) = get<decltype(module_unload)>("cuModuleUnload");
   int (*get_function)(void**, void*, const char*) = get<decltype(get_function)>("cuModuleGetFunction");
   int (*set_attribute)(void*, int, int) = get<decltype(set_attribute)>("cuFuncSetAttribute");
-  int (*launch)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**) =
-      get<decltype(launch)>("cuLaunchKernel");
+  int (*launch)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
+                void**) = get<decltype(launch)>("cuLaunchKernel");
   int (*begin_capture)(void*, int) = get<decltype(begin_capture)>("cuStreamBeginCapture_v2");
   int (*end_capture)(void*, void**) = get<decltype(end_capture)>("cuStreamEndCapture");
   int (*is_capturing)(void*, int*) = get<decltype(is_capturing)>("cuStreamIsCapturing");
@@ -200,8 +200,8 @@ TEST_F(FakeDriverRules, LaunchLimitsAreTheDevicesPerBlockAndGridLimits) {
   // not fit a register file one register short of them.
   const int per_warp = (regs * 32 + 255) / 256 * 256;
   ASSERT_EQ(fake().set_property("regs_per_block", per_warp * 8 - 1), 0);
-  EXPECT_EQ(launch(1, 1, 256, 1, 1, 0), 701) << "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (" << name << ", " << regs
-                                             << " registers)";
+  EXPECT_EQ(launch(1, 1, 256, 1, 1, 0), 701)
+      << "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (" << name << ", " << regs << " registers)";
   EXPECT_EQ(launch(1, 1, 224, 1, 1, 0), 0);
   EXPECT_EQ(api.stream_sync(s), 0);
   api.stream_destroy(s);

@@ -175,8 +175,7 @@ TEST_F(FakeGpu, ZeroCopyDeviceBindingsAreUsedInPlaceByTheCapturedGraph) {
       ctx.run();
       std::vector<std::string> log = log_lines();
       // No copy of any input or output: the kernels used the buffers in place.
-      for (const std::string& l : log)
-        EXPECT_TRUE(l.rfind("htod", 0) && l.rfind("dtoh", 0) && l.rfind("dtod", 0)) << l;
+      for (const std::string& l : log) EXPECT_TRUE(l.rfind("htod", 0) && l.rfind("dtoh", 0) && l.rfind("dtod", 0)) << l;
       for (CUdeviceptr p : in) EXPECT_TRUE(launch_args().count(p)) << "no kernel read the caller's input";
       // The first run with these buffers captured the graph again; the second replays it.
       EXPECT_EQ(stats()[3] - before[3], seed == 51 ? kernel_steps : 0);

@@ -44,8 +44,8 @@ class FakeGpuFailures : public FakeGpu {
   void TearDown() override {
     FakeGpu::TearDown();
     fake().set_memory_limit(SIZE_MAX);
-    for (const char* f : {"cuMemAlloc_v2", "cuLaunchKernel", "cuGraphLaunch", "cuStreamSynchronize", "cuEventSynchronize",
-                          "cuCtxPushCurrent_v2", "cuMemcpyHtoDAsync", "cuMemHostAlloc"})
+    for (const char* f : {"cuMemAlloc_v2", "cuLaunchKernel", "cuGraphLaunch", "cuStreamSynchronize",
+                          "cuEventSynchronize", "cuCtxPushCurrent_v2", "cuMemcpyHtoDAsync", "cuMemHostAlloc"})
       fake().fail(f, 0, 0);
     launches_to_fail = 0;
     fake().set_device_count(1);
@@ -98,8 +98,7 @@ TEST_F(FakeGpuSafety, OutOfDeviceMemoryIsAStatusWithTextAndTheEngineRecovers) {
 
   // The weights fit, the context's arena does not.
   fake().set_memory_limit(weight_bytes);
-  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
-      << last_error();
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK) << last_error();
   kiln_context* c = nullptr;
   EXPECT_EQ(kiln_context_create(e, &c), KILN_ERROR_RUNTIME);
   EXPECT_EQ(c, nullptr);
@@ -121,8 +120,7 @@ TEST_F(FakeGpuSafety, OutOfDeviceMemoryIsAStatusWithTextAndTheEngineRecovers) {
 TEST_F(FakeGpuSafety, FailedLaunchSyncOrCaptureIsAStatusAndTheNextRunSucceeds) {
   std::vector<uint8_t> bytes = plan_for("sm_90");
   kiln_engine* e = nullptr;
-  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
-      << last_error();
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK) << last_error();
   kiln_context* c = nullptr;
   ASSERT_EQ(kiln_context_create(e, &c), KILN_OK) << last_error();
   const int live = stats()[5];
@@ -182,14 +180,13 @@ TEST_F(FakeGpuSafety, ALaunchOverTheDeviceLimitsFailsTheCaptureAndLeavesNothing)
   p.steps[k].block = {2048, 1, 1};
   std::vector<uint8_t> bytes = plan::serialize(p);
   kiln_engine* e = nullptr;
-  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
-      << last_error();
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK) << last_error();
   const int live = stats()[5];
   kiln_context* c = nullptr;
   EXPECT_EQ(kiln_context_create(e, &c), KILN_ERROR_RUNTIME);
   EXPECT_EQ(c, nullptr);
-  EXPECT_EQ(last_error(), "CUDA: capturing kernel " + p.kernels[p.steps[k].kernel].name +
-                              ": invalid argument (error 1)");
+  EXPECT_EQ(last_error(),
+            "CUDA: capturing kernel " + p.kernels[p.steps[k].kernel].name + ": invalid argument (error 1)");
   EXPECT_EQ(stats()[9], 0) << "the compute stream was left capturing";
   EXPECT_EQ(stats()[5], live) << "the failed context kept device memory";
   EXPECT_EQ(stats()[6], 0) << "the failed context kept pinned memory";
@@ -205,8 +202,7 @@ TEST_F(FakeGpuSafety, ALaunchOverTheDeviceLimitsFailsTheCaptureAndLeavesNothing)
 TEST_F(FakeGpuSafety, EnqueueIsOrderedAgainstTheContextsOwnStreams) {
   std::vector<uint8_t> bytes = plan_for("sm_90");
   kiln_engine* e = nullptr;
-  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
-      << last_error();
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK) << last_error();
   kiln_context* c = nullptr;
   ASSERT_EQ(kiln_context_create(e, &c), KILN_OK) << last_error();
   CallerStream caller;
@@ -299,8 +295,7 @@ TEST_F(FakeGpuSafety, TheEngineRunsOnTheDeviceTheCallerChose) {
 TEST_F(FakeGpuSafety, DestructorsNeverThrowWhenTheDriverFails) {
   std::vector<uint8_t> bytes = plan_for("sm_90");
   kiln_engine* e = nullptr;
-  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
-      << last_error();
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK) << last_error();
   kiln_context* c = nullptr;
   ASSERT_EQ(kiln_context_create(e, &c), KILN_OK) << last_error();
   fake().fail("cuCtxPushCurrent_v2", 0, 201);  // CUDA_ERROR_INVALID_CONTEXT
@@ -320,8 +315,7 @@ TEST_F(FakeGpuThreads, OneEngineEightThreadsOwnContextsBitExact) {
   const double seconds = env_int("KILN_THREAD_TEST_SECONDS", 30);
   std::vector<uint8_t> bytes = plan_for("sm_90");
   kiln_engine* e = nullptr;
-  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
-      << last_error();
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK) << last_error();
   constexpr int kInputs = 8, kThreads = 8;
   std::vector<std::map<std::string, Tensor>> feeds;
   std::vector<std::vector<Tensor>> want(kInputs);

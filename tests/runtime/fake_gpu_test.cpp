@@ -36,9 +36,9 @@ TEST_F(FakeGpu, RunsTheLaunchListAsOneCapturedGraphReplayedPerRun) {
       expect_reference(run(ctx, feed), feed);
     }
     std::vector<int> after = stats();
-    EXPECT_EQ(after[2] - before[2], 3);            // one graph launch per run
+    EXPECT_EQ(after[2] - before[2], 3);             // one graph launch per run
     EXPECT_EQ(after[3] - before[3], kernel_steps);  // never captured again
-    EXPECT_EQ(after[4], before[4]);                // no launch outside the graph
+    EXPECT_EQ(after[4], before[4]);                 // no launch outside the graph
   }
   EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
 }
@@ -136,8 +136,7 @@ TEST_F(FakeGpu, LaunchFitPlansRunOnAStrictH100AndEqualTheReference) {
   for (const std::string& name : names) {
     SCOPED_TRACE(name);
     std::map<std::string, Tensor> feed;
-    std::unique_ptr<Graph> g =
-        name == "wide_softmax" ? compiled_text(kWideSoftmax) : compiled_case(name, &feed);
+    std::unique_ptr<Graph> g = name == "wide_softmax" ? compiled_text(kWideSoftmax) : compiled_case(name, &feed);
     if (name == "wide_softmax") feed = testing::random_inputs(*g, 17);
     std::vector<uint8_t> bytes = plan_for(name);
     auto e = rt::Engine::load(bytes.data(), bytes.size(), name, rt::Backend::Gpu);
@@ -333,7 +332,8 @@ TEST_F(FakeGpu, TwoPipelinedRunsHaveTheirOwnBuffersAndUploadsNeverWaitForCompute
     }
     auto bind = [&](std::map<std::string, Tensor>& feed, std::vector<Tensor>& outs) {
       for (const auto& d : e->inputs()) ctx.bind_input(d.name, feed.at(d.name).raw(), d.type, false);
-      for (size_t i = 0; i < outs.size(); ++i) ctx.bind_output(e->outputs()[i].name, outs[i].raw(), outs[i].type(), false);
+      for (size_t i = 0; i < outs.size(); ++i)
+        ctx.bind_output(e->outputs()[i].name, outs[i].raw(), outs[i].type(), false);
     };
     take_log();
     for (int round = 0; round < 2; ++round) {

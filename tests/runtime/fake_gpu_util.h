@@ -33,18 +33,18 @@ struct Fake {
   void (*stats)(int*);
   void (*fail_next)(const char*);
   const char* (*take_log)();
-  void (*fail)(const char*, int, int);      // entry point, calls to skip, error
-  void (*set_memory_limit)(size_t);         // bytes; SIZE_MAX: none
-  int (*mem_get_info)(size_t*, size_t*);   // cuMemGetInfo_v2: free, total
-  void (*pause)(int);                       // 1: the "GPU" starts nothing until pause(0)
-  const char* (*take_races)();              // races found since the last call
-  void (*clear_sticky)();                   // a new process, as far as sticky errors go
-  int (*set_property)(const char*, int);    // a device limit by name
-  void (*set_driver_version)(int);          // 13000: CUDA 13.0
-  void (*set_device)(const char*);          // "h100", "a100", "l4", "" (default)
+  void (*fail)(const char*, int, int);    // entry point, calls to skip, error
+  void (*set_memory_limit)(size_t);       // bytes; SIZE_MAX: none
+  int (*mem_get_info)(size_t*, size_t*);  // cuMemGetInfo_v2: free, total
+  void (*pause)(int);                     // 1: the "GPU" starts nothing until pause(0)
+  const char* (*take_races)();            // races found since the last call
+  void (*clear_sticky)();                 // a new process, as far as sticky errors go
+  int (*set_property)(const char*, int);  // a device limit by name
+  void (*set_driver_version)(int);        // 13000: CUDA 13.0
+  void (*set_device)(const char*);        // "h100", "a100", "l4", "" (default)
   void (*set_device_count)(int);
-  int (*rule)(const char*);                 // 1: the rule is on (KILN_FAKE_CUDA_DISABLE turns them off)
-  void* handle;                             // the library, for its cu* entry points
+  int (*rule)(const char*);  // 1: the rule is on (KILN_FAKE_CUDA_DISABLE turns them off)
+  void* handle;              // the library, for its cu* entry points
   template <typename F>
   F sym(const char* name) const {
     return reinterpret_cast<F>(dlsym(handle, name));
@@ -107,7 +107,8 @@ inline std::atomic<int> launches_to_fail{0};
 // The error a failing launch returns (a sticky one: a kernel that faults).
 inline std::atomic<int> launch_error{719};  // CUDA_ERROR_LAUNCH_FAILED
 
-inline int launch(const char* name, const unsigned* grid, const unsigned* block, unsigned shared, const CUdeviceptr* args) {
+inline int launch(const char* name, const unsigned* grid, const unsigned* block, unsigned shared,
+                  const CUdeviceptr* args) {
   if (launches_to_fail > 0 && launches_to_fail-- > 0) return launch_error;
   const SimKernel& k = kernels().at(name);
   std::vector<void*> bufs;
@@ -126,7 +127,8 @@ inline int launch(const char* name, const unsigned* grid, const unsigned* block,
   return 0;
 }
 
-inline constexpr const char* kGraph = R"(graph @m(%x: f32[4,37], %b: f32[37]) -> (f32[4], f32[4,37], f32[148], f32[4,37], f32[4,37]) {
+inline constexpr const char* kGraph =
+    R"(graph @m(%x: f32[4,37], %b: f32[37]) -> (f32[4], f32[4,37], f32[148], f32[4,37], f32[4,37]) {
     %w = const f32[37] dense<[0.5, -1.0, 2.0, 0.25, 1.5, -0.5, 3.0, 0.75, -2.0, 1.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.1, 2.2, 2.3, 2.4, 2.5, 2.6, 2.7, 2.8, 2.9]>
     %h = add(%x, %b) : f32[4,37]
     %t = mul(%h, %w) : f32[4,37]
@@ -148,7 +150,7 @@ inline std::unique_ptr<Graph> compiled_graph() {
 
 // ONNX node tests whose every node has an emitter: conv, GEMM, pooling.
 inline const char* const kOnnxModels[] = {"test_basic_conv_with_padding", "test_matmul_2d", "test_gemm_default_no_bias",
-                                   "test_maxpool_2d_default"};
+                                          "test_maxpool_2d_default"};
 
 inline std::unique_ptr<Graph> compiled_onnx(const std::string& name) {
   auto r = import_onnx_file("/usr/share/libonnx-testdata/data/node/" + name + "/model.onnx");
@@ -163,13 +165,30 @@ inline std::unique_ptr<Graph> compiled_onnx(const std::string& name) {
 // launches; these run on the strict H100 the fake driver is by default):
 // reductions, normalizations, softmax, data movement, pooling, conv, GEMM,
 // scans, top-k, RNNs.
-inline const char* const kLaunchFitModels[] = {
-    "test_softmax_large_number", "test_logsoftmax_axis_1", "test_reduce_sum_keepdims_random",
-    "test_reduce_mean_keepdims_random", "test_layer_normalization_4d_axis1", "test_instancenorm_example",
-    "test_batchnorm_example", "test_lrn", "test_concat_3d_axis_1", "test_transpose_all_permutations_0",
-    "test_gather_0", "test_split_equal_parts_1d", "test_where_example", "test_pow", "test_averagepool_2d_default",
-    "test_globalaveragepool", "test_conv_with_strides_padding", "test_convtranspose", "test_einsum_batch_matmul",
-    "test_argmax_default_axis_example", "test_top_k", "test_cumsum_1d", "test_lstm_defaults", "test_gru_defaults"};
+inline const char* const kLaunchFitModels[] = {"test_softmax_large_number",
+                                               "test_logsoftmax_axis_1",
+                                               "test_reduce_sum_keepdims_random",
+                                               "test_reduce_mean_keepdims_random",
+                                               "test_layer_normalization_4d_axis1",
+                                               "test_instancenorm_example",
+                                               "test_batchnorm_example",
+                                               "test_lrn",
+                                               "test_concat_3d_axis_1",
+                                               "test_transpose_all_permutations_0",
+                                               "test_gather_0",
+                                               "test_split_equal_parts_1d",
+                                               "test_where_example",
+                                               "test_pow",
+                                               "test_averagepool_2d_default",
+                                               "test_globalaveragepool",
+                                               "test_conv_with_strides_padding",
+                                               "test_convtranspose",
+                                               "test_einsum_batch_matmul",
+                                               "test_argmax_default_axis_example",
+                                               "test_top_k",
+                                               "test_cumsum_1d",
+                                               "test_lstm_defaults",
+                                               "test_gru_defaults"};
 
 // The issue's case: a softmax over 32768 f64 values, 1024-thread blocks
 // (without __launch_bounds__ 1024 x 95 registers: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).

@@ -85,8 +85,7 @@ TEST(RuntimeApi, LogCallbackHearsWhichPathAnEngineTookAndWhy) {
             "plan written by the runtime tests)");
   // The CPU asked for: information only.
   EXPECT_EQ(logged.lines[1].first, KILN_LOG_INFO);
-  EXPECT_EQ(logged.lines[1].second,
-            "plan in memory: runs on the CPU reference path (the CPU backend was requested)");
+  EXPECT_EQ(logged.lines[1].second, "plan in memory: runs on the CPU reference path (the CPU backend was requested)");
 
   // The C++ form takes any callable.
   std::vector<std::string> seen;
@@ -137,9 +136,10 @@ TEST(RuntimeApi, ZeroCopyDeviceBindingIsRefusedOnTheCpu) {
   kiln::Engine e = kiln::Engine::from_memory(bytes.data(), bytes.size(), KILN_BACKEND_CPU);
   kiln::Context ctx(e);
   EXPECT_EQ(kiln_context_bind_input_device(ctx.get(), "x", 0x1000), KILN_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(std::string(kiln_last_error()).rfind("input \"x\": zero-copy device binding but the engine runs on the "
-                                                 "CPU (CPU reference path (",
-                                                 0),
+  EXPECT_EQ(std::string(kiln_last_error())
+                .rfind("input \"x\": zero-copy device binding but the engine runs on the "
+                       "CPU (CPU reference path (",
+                       0),
             0u)
       << kiln_last_error();
   EXPECT_EQ(kiln_context_bind_output_device(ctx.get(), "nope", 0x1000), KILN_ERROR_NOT_FOUND);

@@ -140,8 +140,8 @@ TEST(RuntimeThreads, OneEngineEightThreadsOwnContextsBitExact) {
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(mismatches.load(), 0) << "of " << runs.load() << " runs";
   EXPECT_GE(runs.load(), kThreads);
-  std::printf("%ld runs on %d threads in %.0f s, %ld differed from the single-threaded result\n", runs.load(),
-              kThreads, seconds, mismatches.load());
+  std::printf("%ld runs on %d threads in %.0f s, %ld differed from the single-threaded result\n", runs.load(), kThreads,
+              seconds, mismatches.load());
 }
 
 TEST(RuntimeLeaks, LoadRunDestroyCyclesKeepHostMemoryFlat) {
@@ -192,13 +192,19 @@ TEST(RuntimeBindings, CppWrapperWrongShapeOrDtypeNamesTheTensor) {
     }
     return "no error";
   };
-  EXPECT_EQ(message([&] { c.bind_input("x", x.data(), KILN_F32, {2, 3, 8, 9}); }),
+  EXPECT_EQ(message([&] {
+              c.bind_input("x", x.data(), KILN_F32, {2, 3, 8, 9});
+            }),
             "invalid argument: input \"x\" is f32[2,3,8,8] but was bound as f32[2,3,8,9]");
-  EXPECT_EQ(message([&] { c.bind_input("x", x.data(), KILN_F16, {2, 3, 8, 8}); }),
+  EXPECT_EQ(message([&] {
+              c.bind_input("x", x.data(), KILN_F16, {2, 3, 8, 8});
+            }),
             "invalid argument: input \"x\" is f32[2,3,8,8] but was bound as f16[2,3,8,8]");
   EXPECT_EQ(message([&] { c.bind_output("s", r.probs.data(), KILN_F32, {20}); }),
             "invalid argument: output \"s\" is f32[2,10] but was bound as f32[20]");
-  EXPECT_EQ(message([&] { c.bind_output("r", r.act.data(), KILN_I32, {2, 4, 8, 8}); }),
+  EXPECT_EQ(message([&] {
+              c.bind_output("r", r.act.data(), KILN_I32, {2, 4, 8, 8});
+            }),
             "invalid argument: output \"r\" is f32[2,4,8,8] but was bound as i32[2,4,8,8]");
   // A run with an output never bound fails with text; then the context runs.
   c.bind_input("x", x.data(), KILN_F32, {2, 3, 8, 8});

@@ -8,8 +8,7 @@
 namespace ks = kiln::sim;
 void barrier_rotate(ks::Ptr<int> out);
 void row_max(ks::Ptr<const float> x, ks::Ptr<float> out, int cols);
-void warp_ops(ks::Ptr<const int> x, ks::Ptr<int> xor_sum, ks::Ptr<int> down_sum, ks::Ptr<int> scan,
-              ks::Ptr<int> bcast);
+void warp_ops(ks::Ptr<const int> x, ks::Ptr<int> xor_sum, ks::Ptr<int> down_sum, ks::Ptr<int> scan, ks::Ptr<int> bcast);
 void votes(ks::Ptr<const float> x, ks::Ptr<unsigned> ballot, ks::Ptr<int> any, ks::Ptr<int> all);
 void atomic_count(ks::Ptr<int> total, ks::Ptr<unsigned long long> wide, ks::Ptr<float> fsum, ks::Ptr<int> maxv);
 void convert16(ks::Ptr<const float> x, ks::Ptr<unsigned short> h_bits, ks::Ptr<float> h_back,

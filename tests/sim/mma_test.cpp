@@ -70,17 +70,20 @@ std::vector<float> matmul(const std::vector<float>& a, const std::vector<float>&
 
 void run_m16n8k16(bool bf16) {
   const int warps = 2;
-  std::vector<float> a = small_values(256 * warps, 1), b = small_values(128 * warps, 2), c = small_values(128 * warps, 3);
+  std::vector<float> a = small_values(256 * warps, 1), b = small_values(128 * warps, 2),
+                     c = small_values(128 * warps, 3);
   std::vector<unsigned short> ab = bits16(a, bf16), bb = bits16(b, bf16);
   std::vector<float> d(128 * warps, -1.0f);
-  KILN_SIM_LAUNCH(mma_m16n8k16_direct, dim3(1), dim3(32 * warps), 0, arg<const unsigned short>(ab.data(), ab.size(), "A"),
+  KILN_SIM_LAUNCH(mma_m16n8k16_direct, dim3(1), dim3(32 * warps), 0,
+                  arg<const unsigned short>(ab.data(), ab.size(), "A"),
                   arg<const unsigned short>(bb.data(), bb.size(), "B"), arg<const float>(c.data(), c.size(), "C"),
                   arg(d.data(), d.size(), "D"), bf16 ? 1 : 0);
   for (int w = 0; w < warps; ++w) {
-    std::vector<float> aw(a.begin() + w * 256, a.begin() + (w + 1) * 256), bw(b.begin() + w * 128, b.begin() + (w + 1) * 128),
-        cw(c.begin() + w * 128, c.begin() + (w + 1) * 128);
+    std::vector<float> aw(a.begin() + w * 256, a.begin() + (w + 1) * 256),
+        bw(b.begin() + w * 128, b.begin() + (w + 1) * 128), cw(c.begin() + w * 128, c.begin() + (w + 1) * 128);
     std::vector<float> want = matmul(aw, bw, &cw, 16, 8, 16);
-    for (int i = 0; i < 128; ++i) ASSERT_EQ(d[w * 128 + i], want[i]) << "warp " << w << " row " << i / 8 << " col " << i % 8;
+    for (int i = 0; i < 128; ++i)
+      ASSERT_EQ(d[w * 128 + i], want[i]) << "warp " << w << " row " << i / 8 << " col " << i % 8;
   }
 }
 
@@ -98,12 +101,14 @@ TEST(SimMma, MmaTileAgainstMatrixProduct) {
                     arg<const unsigned short>(bb.data(), bb.size(), "B"), arg<const float>(c.data(), c.size(), "C"),
                     arg(d.data(), d.size(), "D"), bf16);
     const std::vector<float> want = matmul(a, b, &c, 32, 24, 16);
-    for (int i = 0; i < 32 * 24; ++i) ASSERT_EQ(d[i], want[i]) << "bf16 " << bf16 << " row " << i / 24 << " col " << i % 24;
+    for (int i = 0; i < 32 * 24; ++i)
+      ASSERT_EQ(d[i], want[i]) << "bf16 " << bf16 << " row " << i / 24 << " col " << i % 24;
     KILN_SIM_LAUNCH(mma_tile_direct, dim3(1), dim3(32), 0, arg<const unsigned short>(ab.data(), ab.size(), "A"),
                     arg<const unsigned short>(bb.data(), bb.size(), "B"), arg<const float>(d.data(), d.size(), "C"),
                     arg(d2.data(), d2.size(), "D"), bf16);
     const std::vector<float> want2 = matmul(a, b, &want, 32, 24, 16);
-    for (int i = 0; i < 32 * 24; ++i) ASSERT_EQ(d2[i], want2[i]) << "bf16 " << bf16 << " row " << i / 24 << " col " << i % 24;
+    for (int i = 0; i < 32 * 24; ++i)
+      ASSERT_EQ(d2[i], want2[i]) << "bf16 " << bf16 << " row " << i / 24 << " col " << i % 24;
   }
 }
 
@@ -114,7 +119,8 @@ float tf32_round_away(float x) { return std::bit_cast<float>((std::bit_cast<unsi
 // (truncation of the f32 bits) and cvt.rna rounds up.
 TEST(SimMma, M16N8K8Tf32AgainstMatrixProduct) {
   const int warps = 2;
-  std::vector<float> a = small_values(128 * warps, 4), b = small_values(64 * warps, 5), c = small_values(128 * warps, 6);
+  std::vector<float> a = small_values(128 * warps, 4), b = small_values(64 * warps, 5),
+                     c = small_values(128 * warps, 6);
   for (std::vector<float>* v : {&a, &b})
     for (float& x : *v)
       if (x != 0.0f) {
@@ -128,16 +134,18 @@ TEST(SimMma, M16N8K8Tf32AgainstMatrixProduct) {
                     arg<const float>(b.data(), b.size(), "B"), arg<const float>(c.data(), c.size(), "C"),
                     arg(d.data(), d.size(), "D"), round);
     for (int w = 0; w < warps; ++w) {
-      std::vector<float> aw(a.begin() + w * 128, a.begin() + (w + 1) * 128), bw(b.begin() + w * 64, b.begin() + (w + 1) * 64),
-          cw(c.begin() + w * 128, c.begin() + (w + 1) * 128);
+      std::vector<float> aw(a.begin() + w * 128, a.begin() + (w + 1) * 128),
+          bw(b.begin() + w * 64, b.begin() + (w + 1) * 64), cw(c.begin() + w * 128, c.begin() + (w + 1) * 128);
       for (float& x : aw) x = round ? tf32_round_away(x) : tf32_truncate(x);
       for (float& x : bw) x = round ? tf32_round_away(x) : tf32_truncate(x);
       // The products are exact; their f32 sum may round, against the double sum here.
       std::vector<float> want = matmul(aw, bw, &cw, 16, 8, 8);
       for (int i = 0; i < 128; ++i)
-        ASSERT_NEAR(d[w * 128 + i], want[i], 1e-5) << "round " << round << " warp " << w << " row " << i / 8 << " col " << i % 8;
+        ASSERT_NEAR(d[w * 128 + i], want[i], 1e-5)
+            << "round " << round << " warp " << w << " row " << i / 8 << " col " << i % 8;
       // The other rounding gives a different product: the test tells them apart.
-      std::vector<float> ao(a.begin() + w * 128, a.begin() + (w + 1) * 128), bo(b.begin() + w * 64, b.begin() + (w + 1) * 64);
+      std::vector<float> ao(a.begin() + w * 128, a.begin() + (w + 1) * 128),
+          bo(b.begin() + w * 64, b.begin() + (w + 1) * 64);
       for (float& x : ao) x = round ? tf32_truncate(x) : tf32_round_away(x);
       for (float& x : bo) x = round ? tf32_truncate(x) : tf32_round_away(x);
       std::vector<float> other = matmul(ao, bo, &cw, 16, 8, 8);
@@ -211,16 +219,16 @@ TEST(SimMma, CpAsyncChecksAlignmentAndBounds) {
   std::vector<float> src(3 * 128 + 4), out(256);
   expect_sim_error(
       [&] {
-        KILN_SIM_LAUNCH(cp_async_groups, dim3(1), dim3(32), 3 * 128 * 4, arg<const float>(src.data(), src.size(), "src"),
-                        arg(out.data(), 128, "early"), arg(out.data(), 128, "pending"), arg(out.data(), 256, "late"), 16,
-                        1);
+        KILN_SIM_LAUNCH(cp_async_groups, dim3(1), dim3(32), 3 * 128 * 4,
+                        arg<const float>(src.data(), src.size(), "src"), arg(out.data(), 128, "early"),
+                        arg(out.data(), 128, "pending"), arg(out.data(), 256, "late"), 16, 1);
       },
       "not 16-byte aligned");
   expect_sim_error(
       [&] {
         KILN_SIM_LAUNCH(cp_async_groups, dim3(1), dim3(32), 3 * 128 * 4, arg<const float>(src.data(), 300, "src"),
-                        arg(out.data(), 128, "early"), arg(out.data(), 128, "pending"), arg(out.data(), 256, "late"), 16,
-                        0);
+                        arg(out.data(), 128, "early"), arg(out.data(), 128, "pending"), arg(out.data(), 256, "late"),
+                        16, 0);
       },
       "argument src: index");
 }
@@ -250,16 +258,16 @@ TEST(SimMma, NvrtcAcceptsTheTestKernels) {
     kiln::codegen::KernelCompiler compiler(arch);
     std::vector<kiln::codegen::CompiledKernel> out = compiler.compile({{"mma_test_kernels", src}});
     ASSERT_EQ(out.size(), 1u);
-    std::printf("%s: mma test kernels: %d registers (max), %d spill bytes, %zu bytes of PTX\n", arch,
-                out[0].registers, out[0].spill_bytes, out[0].ptx.size());
+    std::printf("%s: mma test kernels: %d registers (max), %d spill bytes, %zu bytes of PTX\n", arch, out[0].registers,
+                out[0].spill_bytes, out[0].ptx.size());
     EXPECT_GT(out[0].registers, 0);
     EXPECT_EQ(out[0].spill_bytes, 0);
     EXPECT_EQ(out[0].log.find("arning"), std::string::npos) << out[0].log;
-    for (const char* insn : {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
-                             "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
-                             "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
-                             "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16", "cp.async.cg.shared.global",
-                             "cp.async.wait_group", "cvt.rna.tf32.f32"})
+    for (const char* insn :
+         {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+          "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+          "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16", "cp.async.cg.shared.global", "cp.async.wait_group",
+          "cvt.rna.tf32.f32"})
       EXPECT_NE(out[0].ptx.find(insn), std::string::npos) << arch << ": no " << insn << " in the PTX";
   }
 }

@@ -124,9 +124,9 @@ TEST(Sim, AtomicsFromManyBlocks) {
 
 // The toolkit's conversions must agree bit for bit with kiln's (ir/dtype.h).
 TEST(Sim, HalfAndBfloat16MatchKiln) {
-  std::vector<float> x = {0.f, -0.f, 1.f, -1.5f, 65504.f, 65520.f, 1e6f, 6e-8f, 2.98e-8f, 1e-10f,
-                          3.14159265f, 1.0009765625f, 1.00048828125f, 1.00146484375f, 256.5f, -7.0e-5f,
-                          INFINITY, -INFINITY, NAN, 3.0e38f, 1.1754944e-38f};
+  std::vector<float> x = {0.f,    -0.f,     1.f,      -1.5f,       65504.f,       65520.f,        1e6f,
+                          6e-8f,  2.98e-8f, 1e-10f,   3.14159265f, 1.0009765625f, 1.00048828125f, 1.00146484375f,
+                          256.5f, -7.0e-5f, INFINITY, -INFINITY,   NAN,           3.0e38f,        1.1754944e-38f};
   std::mt19937 rng(3);
   for (int i = 0; i < 20000; ++i) {
     uint32_t bits = rng();
@@ -156,9 +156,8 @@ TEST(Sim, HalfAndBfloat16MatchKiln) {
 TEST(Sim, OutOfBoundsWriteIsCaught) {
   const int n = 256;
   std::vector<float> buf(n + 1, 0.f);  // one guard element the kernel must not touch
-  expect_sim_error(
-      [&] { KILN_SIM_LAUNCH(oob_write, dim3(2), dim3(128), 0, arg(buf.data(), n, "out"), n); },
-      "kernel oob_write: argument out: index 256 out of bounds [0, 256)");
+  expect_sim_error([&] { KILN_SIM_LAUNCH(oob_write, dim3(2), dim3(128), 0, arg(buf.data(), n, "out"), n); },
+                   "kernel oob_write: argument out: index 256 out of bounds [0, 256)");
   EXPECT_EQ(buf[n], 0.f);
 }
 

@@ -53,8 +53,7 @@ AttrMap attrs(double scale, int causal = 0, int nan_to_zero = 0) {
 // the bottom-right diagonal), p = softmax(s), NaN p -> 0 when asked, o = p v.
 std::vector<double> naive(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, double scale,
                           bool causal, bool nan_to_zero) {
-  int64_t B = q.shape()[0], H = q.shape()[1], Sq = q.shape()[2], D = q.shape()[3], Sk = k.shape()[2],
-          Dv = v.shape()[3];
+  int64_t B = q.shape()[0], H = q.shape()[1], Sq = q.shape()[2], D = q.shape()[3], Sk = k.shape()[2], Dv = v.shape()[3];
   auto at = [](const Tensor& t, std::vector<int64_t> idx) {  // numpy broadcast read
     int64_t off = 0, r = t.rank(), pad = 4 - r;
     for (int64_t d = 0; d < r; ++d) off = off * t.shape()[d] + (t.shape()[d] == 1 ? 0 : idx[pad + d]);
@@ -169,7 +168,10 @@ TEST(AttentionOp, HalfPrecisionComputesInFloat) {
     Tensor o = run({q, k, v, mask}, attrs(0.25, 1));
     EXPECT_EQ(o.dtype(), dt);
     // The naive loop reads the same rounded operands, so only the output rounding differs.
-    expect_close(o, naive(q, k, v, &mask, 0.25, true, false), dt == DType::BF16 ? 2e-2 : dt == DType::F16 ? 3e-3 : 1e-12);
+    expect_close(o, naive(q, k, v, &mask, 0.25, true, false),
+                 dt == DType::BF16  ? 2e-2
+                 : dt == DType::F16 ? 3e-3
+                                    : 1e-12);
   }
 }
 
@@ -185,10 +187,10 @@ TEST(AttentionOp, InferenceErrors) {
   EXPECT_THROW(infer({q, k, v, Tensor(DType::F32, {1, 2, 4, 4})}, attrs(1.0)), Error);     // mask Sk 4 != 5
   EXPECT_THROW(infer({q, k, v, Tensor(DType::F32, {1, 1, 1, 1, 5})}, attrs(1.0)), Error);  // mask rank 5
   EXPECT_NO_THROW(infer({q, k, v, Tensor(DType::F32, {4, 1})}, attrs(1.0)));
-  EXPECT_THROW(infer({q, k, v}, attrs(1.0, 2)), Error);                                     // causal 2
-  EXPECT_THROW(infer({q, k, v}, attrs(INFINITY)), Error);                                   // scale inf
-  EXPECT_THROW(infer({q, k, v}, AttrMap{}), Error);                                         // scale missing
-  EXPECT_THROW(infer({q, std::nullopt, v}, attrs(1.0)), Error);                             // k absent
+  EXPECT_THROW(infer({q, k, v}, attrs(1.0, 2)), Error);          // causal 2
+  EXPECT_THROW(infer({q, k, v}, attrs(INFINITY)), Error);        // scale inf
+  EXPECT_THROW(infer({q, k, v}, AttrMap{}), Error);              // scale missing
+  EXPECT_THROW(infer({q, std::nullopt, v}, attrs(1.0)), Error);  // k absent
 }
 
 }  // namespace

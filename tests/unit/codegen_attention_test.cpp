@@ -65,12 +65,26 @@ std::vector<Case> all_cases() {
       {"odd f32 Dv!=D", DType::F32, S{1, 2, 33, 17}, S{1, 2, 33, 17}, S{1, 2, 33, 5}, {}, 0.3, 0, 0},
       {"odd f32 Sk>Sq causal mask[B,1,1,Sk]", DType::F32, S{2, 3, 33, 17}, S{2, 3, 70, 17}, S{2, 3, 70, 9},
        S{2, 1, 1, 70}, 0.25, 1, 0},
-      {"f32 Sq>Sk causal (hidden rows) nan_to_zero", DType::F32, S{1, 2, 41, 8}, S{1, 2, 23, 8}, S{1, 2, 23, 8}, {},
-       0.5, 1, 1},
-      {"f32 Sq>Sk causal (hidden rows -> NaN)", DType::F32, S{1, 2, 41, 8}, S{1, 2, 23, 8}, S{1, 2, 23, 8}, {}, 0.5,
-       1, 0},
-      {"f32 D=128 mask[Sq,Sk]", DType::F32, S{1, 3, 70, 128}, S{1, 3, 129, 128}, S{1, 3, 129, 128}, S{70, 129},
-       0.088, 0, 0},
+      {"f32 Sq>Sk causal (hidden rows) nan_to_zero",
+       DType::F32,
+       S{1, 2, 41, 8},
+       S{1, 2, 23, 8},
+       S{1, 2, 23, 8},
+       {},
+       0.5,
+       1,
+       1},
+      {"f32 Sq>Sk causal (hidden rows -> NaN)",
+       DType::F32,
+       S{1, 2, 41, 8},
+       S{1, 2, 23, 8},
+       S{1, 2, 23, 8},
+       {},
+       0.5,
+       1,
+       0},
+      {"f32 D=128 mask[Sq,Sk]", DType::F32, S{1, 3, 70, 128}, S{1, 3, 129, 128}, S{1, 3, 129, 128}, S{70, 129}, 0.088,
+       0, 0},
       {"f32 masked row nan_to_zero", DType::F32, S{1, 2, 19, 16}, S{1, 2, 75, 16}, S{1, 2, 75, 16}, S{1, 2, 19, 75},
        0.25, 0, 1, Case::MaskedRow},
       {"f32 masked row", DType::F32, S{1, 2, 19, 16}, S{1, 2, 75, 16}, S{1, 2, 75, 16}, S{1, 2, 19, 75}, 0.25, 0, 0,
@@ -84,22 +98,50 @@ std::vector<Case> all_cases() {
       // head dims 64 and 128, Sq/Sk off the tiles (1, 17, 33, 65, 130).
       {"tc f16 D=64 mask[B,1,1,Sk] Sq=17 Sk=130", DType::F16, S{2, 3, 17, 64}, S{2, 3, 130, 64}, S{2, 3, 130, 64},
        S{2, 1, 1, 130}, 0.125, 0, 0},
-      {"tc bf16 D=64 causal Sq=Sk=130", DType::BF16, S{1, 2, 130, 64}, S{1, 2, 130, 64}, S{1, 2, 130, 64}, {}, 0.125,
-       1, 0},
+      {"tc bf16 D=64 causal Sq=Sk=130",
+       DType::BF16,
+       S{1, 2, 130, 64},
+       S{1, 2, 130, 64},
+       S{1, 2, 130, 64},
+       {},
+       0.125,
+       1,
+       0},
       {"tc f16 D=128 causal Sq<Sk mask[Sq,Sk]", DType::F16, S{1, 2, 17, 128}, S{1, 2, 130, 128}, S{1, 2, 130, 128},
        S{17, 130}, 0.088, 1, 0},
       {"tc bf16 D=128 masked row nan_to_zero", DType::BF16, S{1, 2, 33, 128}, S{1, 2, 17, 128}, S{1, 2, 17, 128},
        S{1, 2, 33, 17}, 0.088, 0, 1, Case::MaskedRow},
-      {"tc f16 D=128 masked row", DType::F16, S{1, 2, 33, 128}, S{1, 2, 130, 128}, S{1, 2, 130, 128},
-       S{1, 2, 33, 130}, 0.088, 0, 0, Case::MaskedRow},
-      {"tc f16 D=64 single query, single key", DType::F16, S{2, 2, 1, 64}, S{2, 2, 1, 64}, S{2, 2, 1, 64}, {}, 1.0,
-       0, 0},
-      {"tc bf16 D=64 Sq>Sk causal (hidden rows -> NaN)", DType::BF16, S{1, 2, 130, 64}, S{1, 2, 17, 64},
-       S{1, 2, 17, 64}, {}, 0.125, 1, 0},
+      {"tc f16 D=128 masked row", DType::F16, S{1, 2, 33, 128}, S{1, 2, 130, 128}, S{1, 2, 130, 128}, S{1, 2, 33, 130},
+       0.088, 0, 0, Case::MaskedRow},
+      {"tc f16 D=64 single query, single key",
+       DType::F16,
+       S{2, 2, 1, 64},
+       S{2, 2, 1, 64},
+       S{2, 2, 1, 64},
+       {},
+       1.0,
+       0,
+       0},
+      {"tc bf16 D=64 Sq>Sk causal (hidden rows -> NaN)",
+       DType::BF16,
+       S{1, 2, 130, 64},
+       S{1, 2, 17, 64},
+       S{1, 2, 17, 64},
+       {},
+       0.125,
+       1,
+       0},
       {"tc f16 D=64 4 warps mask[B,1,1,Sk] nan_to_zero", DType::F16, S{2, 66, 65, 64}, S{2, 66, 40, 64},
        S{2, 66, 40, 64}, S{2, 1, 1, 40}, 0.125, 0, 1},
-      {"tc bf16 D=128 2 warps causal Sq<Sk", DType::BF16, S{6, 11, 33, 128}, S{6, 11, 70, 128}, S{6, 11, 70, 128},
-       {}, 0.088, 1, 0},
+      {"tc bf16 D=128 2 warps causal Sq<Sk",
+       DType::BF16,
+       S{6, 11, 33, 128},
+       S{6, 11, 70, 128},
+       S{6, 11, 70, 128},
+       {},
+       0.088,
+       1,
+       0},
       {"tc f16 D=64 Dv=128 mask[1,H,1,1]", DType::F16, S{1, 3, 20, 64}, S{1, 3, 50, 64}, S{1, 3, 50, 128},
        S{1, 3, 1, 1}, 0.2, 0, 0},
       {"tc f16 D=32 Dv=48 mask[Sk]", DType::F16, S{1, 1, 9, 32}, S{1, 1, 9, 32}, S{1, 1, 9, 48}, S{9}, 0.3, 0, 0},
@@ -154,7 +196,8 @@ TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSi
     EXPECT_EQ(kernels[i].tensor_cores, half) << cases[i].text;
     // Call sites in the kernel (mma.cuh's definitions read differently).
     const std::string mma = cases[i].dt == DType::BF16 ? "kiln_mma_tile_bf16<1, " : "kiln_mma_tile_f16<1, ";
-    for (const std::string& op : {mma, std::string("kiln_ldmatrix_x4_trans(r, "), std::string("kiln_cp_async16_zfill(ks + ")})
+    for (const std::string& op :
+         {mma, std::string("kiln_ldmatrix_x4_trans(r, "), std::string("kiln_cp_async16_zfill(ks + ")})
       EXPECT_EQ(kernels[i].source.find(op) != std::string::npos, half) << cases[i].text << ": " << op;
   }
   auto find_case = [&](std::string_view prefix) {
@@ -166,7 +209,7 @@ TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSi
   EXPECT_EQ(kernels[find_case("tc f16 D=64 4 warps")].warps, 4);
   EXPECT_EQ(kernels[find_case("tc bf16 D=128 2 warps")].warps, 2);
   EXPECT_EQ(kernels[find_case("tc bf16 D=128 2 warps")].bk, 32);  // D=128: two stages of 64 keys exceed 48 KiB
-  EXPECT_LE(kernels[7].shared_bytes, 48u * 1024u);  // D=128 f32 fits with smaller key tiles
+  EXPECT_LE(kernels[7].shared_bytes, 48u * 1024u);                // D=128 f32 fits with smaller key tiles
   EXPECT_LT(kernels[7].bk, 64);
 
   codegen::KernelCache cache;
@@ -231,14 +274,16 @@ TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSi
     if (bad) ADD_FAILURE() << c.text << ": " << bad << " of " << got.numel() << " differ; " << first;
     else ++matched;
   }
-  fmt::print("codegen attention: {} kernels compiled for sm_80/sm_90, max registers {}, {} with spills; {} of {} match "
-             "the reference on the simulator\n",
-             sources.size(), max_regs, spills, matched, cases.size());
+  fmt::print(
+      "codegen attention: {} kernels compiled for sm_80/sm_90, max registers {}, {} with spills; {} of {} match "
+      "the reference on the simulator\n",
+      sources.size(), max_regs, spills, matched, cases.size());
 }
 
 // Fused bodies as the fuse pass makes them from BERT / GPT-2 / ViT-like
 // chains (two groups in one graph: one simulator compilation).
-constexpr const char* kFusable = R"(graph @m(%q: f16[1,12,40,64], %k: f16[1,12,40,64], %v: f16[1,12,40,64], %mk: f16[1,1,40,40], %q2: f32[1,3,37,16], %k2: f32[1,3,37,16], %v2: f32[1,3,37,8], %s: f32[8]) -> (f16[1,40,768], f32[37,24], f16[37,1,3,8]) {
+constexpr const char* kFusable =
+    R"(graph @m(%q: f16[1,12,40,64], %k: f16[1,12,40,64], %v: f16[1,12,40,64], %mk: f16[1,1,40,40], %q2: f32[1,3,37,16], %k2: f32[1,3,37,16], %v2: f32[1,3,37,8], %s: f32[8]) -> (f16[1,40,768], f32[37,24], f16[37,1,3,8]) {
     %a = attention(%q, %k, %v, %mk) {causal=0, nan_to_zero=1, scale=0.125} : f16[1,12,40,64]
     %t = transpose(%a) {perm=[0,2,1,3]} : f16[1,40,12,64]
     %r = reshape(%t) {shape=[1,40,768]} : f16[1,40,768]
@@ -291,7 +336,8 @@ TEST(CodegenAttention, FusedAttentionWithEpilogueMatchesReferenceBackend) {
 // The fused attention nodes of the real models as `kiln dump-ir MODEL -O
 // --precision fp16 --target sm_90` prints them (names shortened, loc dropped),
 // BERT's, GPT-2's and ViT's in one graph.
-constexpr const char* kRealNodes = R"(graph @m(%b1: f16[1,12,128,64], %b2: f16[1,12,128,64], %b3: f16[1,12,128,64], %b4: f16[1,1,128,128], %g1: f16[1,12,128,64], %g2: f16[1,12,128,64], %g3: f16[1,12,128,64], %t1: f16[1,12,197,64], %t2: f16[1,12,197,64], %t3: f16[1,12,197,64]) -> (f16[1,128,768], f16[128,768], f16[197,768]) {
+constexpr const char* kRealNodes =
+    R"(graph @m(%b1: f16[1,12,128,64], %b2: f16[1,12,128,64], %b3: f16[1,12,128,64], %b4: f16[1,1,128,128], %g1: f16[1,12,128,64], %g2: f16[1,12,128,64], %g3: f16[1,12,128,64], %t1: f16[1,12,197,64], %t2: f16[1,12,197,64], %t3: f16[1,12,197,64]) -> (f16[1,128,768], f16[128,768], f16[197,768]) {
   %bert = fused(%b1, %b2, %b3, %b4) {kind="attention"} : f16[1,128,768] {
     graph @fused_3(%v1: f16[1,12,128,64], %v2: f16[1,12,128,64], %v3: f16[1,12,128,64], %v4: f16[1,1,128,128]) -> (f16[1,128,768]) {
       %v5 = attention(%v1, %v2, %v3, %v4) {causal=0, nan_to_zero=1, scale=0.125} : f16[1,12,128,64]
@@ -336,8 +382,9 @@ TEST(CodegenAttention, UnsupportedEpilogueIsReported) {
   const Node& n = *g->nodes().front();
   EXPECT_FALSE(codegen::is_attention_fused(n));  // not a fused node at all
   EXPECT_THROW(codegen::emit_fused_attention(n), Unsupported);
-  EXPECT_THROW(codegen::emit_attention_op(AttrMap{}, {TensorType(DType::F32, {2, 8, 4})}, TensorType(DType::F32, {2, 8, 4})),
-               Error);
+  EXPECT_THROW(
+      codegen::emit_attention_op(AttrMap{}, {TensorType(DType::F32, {2, 8, 4})}, TensorType(DType::F32, {2, 8, 4})),
+      Error);
 }
 
 }  // namespace

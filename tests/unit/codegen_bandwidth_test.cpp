@@ -73,10 +73,10 @@ std::vector<Case> pointwise_cases() {
   std::vector<Case> cs;
   for (DType t : kFloats) {
     for (int64_t n : {1, 7, 8, 1000, 4096 + 3}) cs.push_back(make("add", {{t, {n}}, {t, {n}}}));
-    cs.push_back(make("mul", {{t, {3, 40}}, {t, {40}}}));        // row broadcast, 40 % 8 == 0
-    cs.push_back(make("sub", {{t, {3, 40}}, {t, {3, 1}}}));      // broadcast along the innermost dim
-    cs.push_back(make("add", {{t, {5, 9}}, {t, {9}}}));          // innermost dim not a multiple of the width
-    cs.push_back(make("div", {{t, {2, 3, 16}}, {t, {}}}));       // scalar operand
+    cs.push_back(make("mul", {{t, {3, 40}}, {t, {40}}}));    // row broadcast, 40 % 8 == 0
+    cs.push_back(make("sub", {{t, {3, 40}}, {t, {3, 1}}}));  // broadcast along the innermost dim
+    cs.push_back(make("add", {{t, {5, 9}}, {t, {9}}}));      // innermost dim not a multiple of the width
+    cs.push_back(make("div", {{t, {2, 3, 16}}, {t, {}}}));   // scalar operand
     cs.push_back(make("sigmoid", {{t, {4099}}}));
   }
   return cs;
@@ -101,8 +101,8 @@ std::vector<Case> softmax_norm_cases() {
     cs.push_back(make("softmax", {{t, {4, 33, 5}}}, a1));  // not the innermost axis
     cs.push_back(make("layer_normalization", {{t, {2, 6, 8}}, {t, {6, 8}}, {t, {8}}}, a1));
     // group / instance normalization (NCHW): rows of C / groups * H * W.
-    for (auto [shape, groups] : std::vector<std::pair<Shape, int64_t>>{
-             {{2, 6, 5, 7}, 3}, {{2, 8, 32, 32}, 2}, {{1, 4, 3}, 1}}) {
+    for (auto [shape, groups] :
+         std::vector<std::pair<Shape, int64_t>>{{{2, 6, 5, 7}, 3}, {{2, 8, 32, 32}, 2}, {{1, 4, 3}, 1}}) {
       AttrMap g;
       g.set("num_groups", groups);
       cs.push_back(make("group_normalization", {{t, shape}, {t, {shape[1]}}, {t, {shape[1]}}}, g));
@@ -116,13 +116,12 @@ std::vector<Case> softmax_norm_cases() {
 std::vector<Case> transpose_cases() {
   std::vector<Case> cs;
   for (DType t : kFloats) {
-    for (auto [shape, perm] : std::vector<std::pair<Shape, std::vector<int64_t>>>{
-             {{33, 65}, {1, 0}},
-             {{1, 1}, {1, 0}},
-             {{3, 37, 70}, {0, 2, 1}},
-             {{5, 7, 9, 11}, {0, 3, 1, 2}},
-             {{2, 64, 96}, {2, 1, 0}},
-             {{6, 1, 40}, {2, 1, 0}}}) {
+    for (auto [shape, perm] : std::vector<std::pair<Shape, std::vector<int64_t>>>{{{33, 65}, {1, 0}},
+                                                                                  {{1, 1}, {1, 0}},
+                                                                                  {{3, 37, 70}, {0, 2, 1}},
+                                                                                  {{5, 7, 9, 11}, {0, 3, 1, 2}},
+                                                                                  {{2, 64, 96}, {2, 1, 0}},
+                                                                                  {{6, 1, 40}, {2, 1, 0}}}) {
       AttrMap a;
       a.set("perm", perm);
       cs.push_back(make("transpose", {{t, shape}}, a));
@@ -196,9 +195,9 @@ TEST(CodegenBandwidth, TransposesOfTheInnermostDimAreTiled) {
   EXPECT_TRUE(tiled({33, 65}, {1, 0}));
   EXPECT_TRUE(tiled({5, 7, 9, 11}, {0, 3, 1, 2}));
   EXPECT_TRUE(tiled({6, 1, 40}, {2, 1, 0}));
-  EXPECT_FALSE(tiled({4, 5, 6}, {1, 0, 2}));   // the innermost dim stays: rows copied as they are
-  EXPECT_FALSE(tiled({4, 1, 6}, {1, 0, 2}));   // only a size-1 dim moves
-  EXPECT_FALSE(tiled({3, 4, 5}, {0, 1, 2}));   // identity
+  EXPECT_FALSE(tiled({4, 5, 6}, {1, 0, 2}));  // the innermost dim stays: rows copied as they are
+  EXPECT_FALSE(tiled({4, 1, 6}, {1, 0, 2}));  // only a size-1 dim moves
+  EXPECT_FALSE(tiled({3, 4, 5}, {0, 1, 2}));  // identity
 }
 
 // Misaligned buffers (a view starting one element into its allocation) take
@@ -207,9 +206,9 @@ TEST(CodegenBandwidth, TransposesOfTheInnermostDimAreTiled) {
 TEST(CodegenBandwidth, MisalignedBuffersTakeTheScalarPath) {
   AttrMap a;
   a.set("axis", int64_t{-1});
-  std::vector<Case> cs = {make("add", {{DType::F32, {1003}}, {DType::F32, {1003}}}),
-                          make("softmax", {{DType::F16, {3, 768}}}, a),
-                          make("layer_normalization", {{DType::BF16, {2, 1024}}, {DType::BF16, {1024}}, {DType::BF16, {1024}}}, a)};
+  std::vector<Case> cs = {
+      make("add", {{DType::F32, {1003}}, {DType::F32, {1003}}}), make("softmax", {{DType::F16, {3, 768}}}, a),
+      make("layer_normalization", {{DType::BF16, {2, 1024}}, {DType::BF16, {1024}}, {DType::BF16, {1024}}}, a)};
   std::vector<codegen::KernelSource> sources;
   std::vector<codegen::OpKernel> ks;
   for (const Case& c : cs) {

@@ -39,8 +39,8 @@ namespace {
 struct Case {
   std::string name;
   std::string text;
-  bool fuse = false;          // run the fuse pass first
-  std::string want_kind;      // with fuse: the kind of the one fused node expected
+  bool fuse = false;      // run the fuse pass first
+  std::string want_kind;  // with fuse: the kind of the one fused node expected
   std::unique_ptr<Graph> g;
   std::unordered_map<const Node*, std::vector<codegen::NodeKernel>> kernels;
 };
@@ -205,8 +205,7 @@ std::vector<Case> all_cases() {
   conv("f64", "1,3,7,7", "5,3,3,3", true, "", "1,5,5,5");
   conv("f32", "2,9,11,5", "7,3,3,5", true, "layout=\"nhwc\", pads=[1,1,1,1], strides=[2,2]", "2,5,6,7", "conv",
        "{nhwc}");
-  conv("f32", "1,10,10,6", "6,3,3,1", false, "group=6, layout=\"nhwc\", pads=[1,1,1,1]", "1,10,10,6", "conv",
-       "{nhwc}");
+  conv("f32", "1,10,10,6", "6,3,3,1", false, "group=6, layout=\"nhwc\", pads=[1,1,1,1]", "1,10,10,6", "conv", "{nhwc}");
   conv("f16", "1,7,7,8", "12,1,1,4", true, "group=2, layout=\"nhwc\"", "1,7,7,12", "conv", "{nhwc}");
   conv("f32", "1,3,5,6", "3,4,3,3", true, "output_padding=[1,1], pads=[1,1,1,1], strides=[2,2]", "1,4,10,12",
        "conv_transpose");
@@ -547,7 +546,7 @@ TEST(CodegenComputeModels, RealModelAnchorsCompileAndMatch) {
       const Node& a =
           n.body() ? codegen::Epilogue::from_fused(n, op_registry(), {"conv", "gemm", "matmul"}).anchor() : n;
       const Shape& w = a.input(1)->shape();
-      int64_t k = a.op() == "conv" ? a.input(1)->type().numel() / w[0]
+      int64_t k = a.op() == "conv"   ? a.input(1)->type().numel() / w[0]
                   : a.op() == "gemm" ? (a.attrs().get_int("trans_b", 0) ? w[1] : w[0])
                                      : (w.size() == 1 ? w[0] : w[w.size() - 2]);
       return a.output(0)->type().numel() * k;
@@ -619,7 +618,8 @@ TEST(CodegenComputeModels, RealModelAnchorsCompileAndMatch) {
       ASSERT_NO_THROW(codegen::sim_launch(entries.at(kernels[i].name), cfg, bufs, counts));
       bool ok = true;
       // An f16 anchor rounds its result to f16 before any cast to f32 in the epilogue: f16 tolerance.
-      const Node& anchor = n.body() ? codegen::Epilogue::from_fused(n, op_registry(), {"conv", "gemm", "matmul"}).anchor() : n;
+      const Node& anchor =
+          n.body() ? codegen::Epilogue::from_fused(n, op_registry(), {"conv", "gemm", "matmul"}).anchor() : n;
       const DType adt = anchor.output(0)->dtype();
       for (size_t r = 0; r < got.size(); ++r) {
         std::string diff = compare_tensors(
@@ -629,9 +629,10 @@ TEST(CodegenComputeModels, RealModelAnchorsCompileAndMatch) {
       }
       matched += ok;
     }
-    fmt::print("codegen compute, {} fp16 sm_90: {} conv/gemm nodes, {} distinct kernels, max registers {}, {} with "
-               "spills; {} of {} sampled nodes match the reference on the simulator\n",
-               m, nodes.size(), sources.size(), max_regs, spills, matched, sample.size());
+    fmt::print(
+        "codegen compute, {} fp16 sm_90: {} conv/gemm nodes, {} distinct kernels, max registers {}, {} with "
+        "spills; {} of {} sampled nodes match the reference on the simulator\n",
+        m, nodes.size(), sources.size(), max_regs, spills, matched, sample.size());
     EXPECT_EQ(spills, 0) << m;
     EXPECT_EQ(matched, static_cast<int>(sample.size())) << m;
   }

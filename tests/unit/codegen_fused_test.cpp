@@ -30,8 +30,7 @@ std::unique_ptr<Graph> fused(const std::string& text) {
 
 std::map<std::string, int> kinds(const Graph& g) {
   std::map<std::string, int> k;
-  for (const auto& n : g.nodes())
-    k[n->op() == "fused" ? n->attrs().get_string("kind", "?") : n->op()]++;
+  for (const auto& n : g.nodes()) k[n->op() == "fused" ? n->attrs().get_string("kind", "?") : n->op()]++;
   return k;
 }
 

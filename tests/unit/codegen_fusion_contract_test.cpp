@@ -42,7 +42,8 @@ void expect_every_node_has_a_kernel(const Graph& g) {
 
 // GoogLeNet's inception block: the concat of two branches feeds a 1x1 conv
 // and a 3x3 stride-1 max_pool (overlapping windows).
-const char* kInceptionPool = R"(graph @inception(%a: f32[1,4,6,6], %b: f32[1,4,6,6], %w: f32[8,8,1,1]) -> (f32[1,8,6,6], f32[1,8,6,6]) {
+const char* kInceptionPool =
+    R"(graph @inception(%a: f32[1,4,6,6], %b: f32[1,4,6,6], %w: f32[8,8,1,1]) -> (f32[1,8,6,6], f32[1,8,6,6]) {
   %ra = relu(%a) : f32[1,4,6,6]
   %rb = relu(%b) : f32[1,4,6,6]
   %cat = concat(%ra, %rb) {axis=1} : f32[1,8,6,6]
@@ -81,7 +82,8 @@ TEST(FusionContract, RefusedPrologueIsExplainedInStats) {
 // softmax(where(mask, QK^T * c, -10000)) V: a where with a fill that is not
 // -inf is no additive mask, so no attention op is recognised; the fuser's own
 // attention group (matmul, softmax, matmul) has no kernel and is not formed.
-const char* kMildFillAttention = R"(graph @attn(%q: f32[1,2,5,4], %k: f32[1,2,4,5], %v: f32[1,2,5,4], %mask: bool[1,1,5,5]) -> (f32[1,2,5,4]) {
+const char* kMildFillAttention =
+    R"(graph @attn(%q: f32[1,2,5,4], %k: f32[1,2,4,5], %v: f32[1,2,5,4], %mask: bool[1,1,5,5]) -> (f32[1,2,5,4]) {
   %c = const f32[] splat<0.5>
   %fill = const f32[] splat<-10000.0>
   %s = matmul(%q, %k) : f32[1,2,5,5]

@@ -64,14 +64,14 @@ TEST(CodegenGemmTc, MatchesReferenceOnSimulator) {
   auto t0 = clock::now();
   std::vector<Case> cases = {
       make_case(DType::F16, DType::F32, 1, 128, 128, 64, false),
-      make_case(DType::F16, DType::F32, 1, 128, 128, 64, true, 128, 128),  // 8 warps, 64x32 per warp
-      make_case(DType::BF16, DType::F16, 1, 1, 768, 768, true),            // one row: a linear layer's GEMV
+      make_case(DType::F16, DType::F32, 1, 128, 128, 64, true, 128, 128),        // 8 warps, 64x32 per warp
+      make_case(DType::BF16, DType::F16, 1, 1, 768, 768, true),                  // one row: a linear layer's GEMV
       make_case(DType::F16, DType::F32, 1, 197, 768, 2304, false, 128, 128, 4),  // ViT, partial M tile
       make_case(DType::BF16, DType::BF16, 1, 128, 3072, 768, true, 128, 64),
       make_case(DType::F16, DType::F16, 1, 128, 3072, 768, false, 64, 128, 2),
-      make_case(DType::F16, DType::F32, 1, 33, 65, 24, false),   // partial tiles; N % 8 != 0: scalar B loads
-      make_case(DType::BF16, DType::F32, 1, 33, 65, 27, true),   // K % 8 != 0: scalar A and B loads
-      make_case(DType::F16, DType::F32, 1, 33, 65, 27, false),   // K % 8 != 0, B [K, N]
+      make_case(DType::F16, DType::F32, 1, 33, 65, 24, false),    // partial tiles; N % 8 != 0: scalar B loads
+      make_case(DType::BF16, DType::F32, 1, 33, 65, 27, true),    // K % 8 != 0: scalar A and B loads
+      make_case(DType::F16, DType::F32, 1, 33, 65, 27, false),    // K % 8 != 0, B [K, N]
       make_case(DType::F16, DType::F32, 12, 128, 64, 128, true),  // batched (attention scores)
       make_case(DType::BF16, DType::F32, 12, 128, 64, 128, false),
   };
@@ -94,10 +94,10 @@ TEST(CodegenGemmTc, MatchesReferenceOnSimulator) {
   std::vector<codegen::KernelSource> sources;
   for (Case& c : cases) {
     c.kernel = codegen::emit_gemm_tc(c.spec);
-    c.text = fmt::format("[{}] {}x{}x{} {}{} -> {} tile {}x{} {} stages {} warps{}", c.spec.batch, c.spec.m, c.spec.n,
-                         c.spec.k, dtype_name(c.spec.dtype), c.spec.b_transposed ? " B^T" : "",
-                         dtype_name(c.spec.out_dtype), c.kernel.bm, c.kernel.bn, c.kernel.stages, c.kernel.warps,
-                         c.bias_relu ? " bias+relu" : "");
+    c.text =
+        fmt::format("[{}] {}x{}x{} {}{} -> {} tile {}x{} {} stages {} warps{}", c.spec.batch, c.spec.m, c.spec.n,
+                    c.spec.k, dtype_name(c.spec.dtype), c.spec.b_transposed ? " B^T" : "", dtype_name(c.spec.out_dtype),
+                    c.kernel.bm, c.kernel.bn, c.kernel.stages, c.kernel.warps, c.bias_relu ? " bias+relu" : "");
     sources.push_back({c.kernel.name, c.kernel.source});
   }
   auto t1 = clock::now();
@@ -108,8 +108,8 @@ TEST(CodegenGemmTc, MatchesReferenceOnSimulator) {
     codegen::KernelCompiler compiler(arch, &cache);
     std::vector<codegen::CompiledKernel> ks = compiler.compile(sources);
     for (size_t i = 0; i < ks.size(); ++i) {
-      fmt::print("  {} {}: {} registers, {} spill bytes, {} B dynamic shared\n", arch, cases[i].text,
-                 ks[i].registers, ks[i].spill_bytes, cases[i].kernel.shared_bytes);
+      fmt::print("  {} {}: {} registers, {} spill bytes, {} B dynamic shared\n", arch, cases[i].text, ks[i].registers,
+                 ks[i].spill_bytes, cases[i].kernel.shared_bytes);
       EXPECT_FALSE(ks[i].cubin.empty()) << cases[i].text;
       EXPECT_GT(ks[i].registers, 0) << cases[i].text;
       EXPECT_NE(ks[i].ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos) << cases[i].text;

@@ -80,7 +80,9 @@ inline void expect_sim_matches_reference(const Graph& g, Tolerance tol = {1e-5, 
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_EQ(got[i].type(), want[i].type()) << "result " << i;
     const DType t = want[i].dtype();
-    const Tolerance tt = !is_float(t) ? Tolerance{0, 0} : (t == DType::F16 || t == DType::BF16) ? default_tolerance(t) : tol;
+    const Tolerance tt = !is_float(t)                            ? Tolerance{0, 0}
+                         : (t == DType::F16 || t == DType::BF16) ? default_tolerance(t)
+                                                                 : tol;
     EXPECT_EQ(compare_tensors(got[i], want[i], tt), "") << "result " << i << "\n" << print_graph(g);
   }
 }

@@ -66,8 +66,8 @@ std::vector<Spec> specs() {
   add("reshape", attrs({{"shape", I{}}}), "shape=scalar", {{1, 1}});
   add("expand", attrs({{"shape", I{2, 3, 4, 5}}}), "shape=2,3,4,5", {{3, 1, 5}});
   add("expand", attrs({{"shape", I{3, 1, 300}}}), "shape=3,1,300", {{1}});
-  add("slice", attrs({{"starts", I{1, 9, 0}}, {"ends", I{8, -1, 11}}, {"steps", I{2, -1, 3}}}),
-      "steps=2,-1,3", {{9, 10, 11}});
+  add("slice", attrs({{"starts", I{1, 9, 0}}, {"ends", I{8, -1, 11}}, {"steps", I{2, -1, 3}}}), "steps=2,-1,3",
+      {{9, 10, 11}});
   add("slice", attrs({{"starts", I{19, 0}}, {"ends", I{-1, 7}}, {"steps", I{-3, 1}}}), "steps=-3,1", {{20, 7}});
   add("slice", attrs({{"starts", I{2, 0}}, {"ends", I{2, 6}}, {"steps", I{1, 1}}}), "empty", {{5, 6}});
   add("concat", attrs({{"axis", int64_t{1}}}), "axis=1", {{2, 3, 5}, {2, 1, 5}, {2, 4, 5}});
@@ -225,7 +225,8 @@ TEST(CodegenInjective, EveryCaseCompilesAndMatchesReferenceOnSim) {
     int64_t first = -1;
     for (int64_t i = 0; i < got.numel(); ++i)
       if (std::memcmp(got.bytes().data() + i * es, want.bytes().data() + i * es, es) != 0 && bad++ == 0) first = i;
-    if (bad) ADD_FAILURE() << describe(c) << ": " << bad << " of " << got.numel() << " elements differ, first " << first;
+    if (bad)
+      ADD_FAILURE() << describe(c) << ": " << bad << " of " << got.numel() << " elements differ, first " << first;
     else ++exact;
   }
   auto t4 = clock::now();

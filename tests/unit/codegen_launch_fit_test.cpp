@@ -41,8 +41,8 @@ TEST(LaunchFit, SoftmaxOver32768F64FitsAnH100Block) {
     widest = std::max<unsigned long long>(widest, threads);
     EXPECT_NE(k.source.find(fmt::format("__launch_bounds__({})", threads)), std::string::npos) << k.name;
     ASSERT_GT(k.registers, 0) << k.name;
-    EXPECT_LE(block_registers(threads, k.registers), 65536) << k.name << ": " << threads << " threads x "
-                                                             << k.registers << " registers";
+    EXPECT_LE(block_registers(threads, k.registers), 65536)
+        << k.name << ": " << threads << " threads x " << k.registers << " registers";
   }
   EXPECT_EQ(widest, 1024u) << "the softmax no longer runs 1024-thread blocks: pick a case that does";
   auto feed = testing::random_inputs(*g, 5);
@@ -62,9 +62,10 @@ TEST(LaunchFit, ConcatOf5000InputsIsAnErrorNamingFileNodeAndLimit) {
     params += fmt::format("{}%x{}: f32[1]", i ? ", " : "", i);
     args += fmt::format("{}%x{}", i ? ", " : "", i);
   }
-  auto g = testing::parse(fmt::format("graph @m({}) -> (f32[5000]) {{\n  %cat = concat({}) {{axis=0}} : f32[5000]\n"
-                                      "  return %cat\n}}",
-                                      params, args));
+  auto g =
+      testing::parse(fmt::format("graph @m({}) -> (f32[5000]) {{\n  %cat = concat({}) {{axis=0}} : f32[5000]\n"
+                                 "  return %cat\n}}",
+                                 params, args));
   CompileOptions o;
   o.pass.target = "sm_90";
   o.passes = {"plan-memory"};
@@ -73,7 +74,9 @@ TEST(LaunchFit, ConcatOf5000InputsIsAnErrorNamingFileNodeAndLimit) {
     build_plan(*g, {"sm_90", "fp32", {}, true, {}, "wide.onnx"});
     FAIL() << "a plan with a 40,008-byte parameter list";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("wide.onnx: node (concat) producing %cat: kernel kiln_inj_concat_"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("wide.onnx: node (concat) producing %cat: kernel kiln_inj_concat_"),
+              std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("40008 bytes of kernel parameters (5001 buffer pointers), over sm_90's "
                                          "32764-byte parameter space"),
               std::string::npos)

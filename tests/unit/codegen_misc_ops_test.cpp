@@ -54,7 +54,8 @@ std::vector<Case> all_cases() {
   auto add = [&](std::string text, std::string op, AttrMap a, std::vector<Tensor> ins, std::vector<TensorType> outs) {
     c.push_back({std::move(text), std::move(op), std::move(a), std::move(ins), std::move(outs), {}});
   };
-  add("dft real axis 1", "dft", attrs({{"axis", 1}}), {rand(DType::F32, {2, 20, 1}, 1)}, {TensorType(DType::F32, {2, 20, 2})});
+  add("dft real axis 1", "dft", attrs({{"axis", 1}}), {rand(DType::F32, {2, 20, 1}, 1)},
+      {TensorType(DType::F32, {2, 20, 2})});
   add("dft complex middle axis, padded length", "dft", attrs({{"axis", 1}, {"length", 24}}),
       {rand(DType::F32, {3, 17, 5, 2}, 2)}, {TensorType(DType::F32, {3, 24, 5, 2})});
   add("dft truncated, onesided", "dft", attrs({{"axis", 0}, {"length", 9}, {"onesided", 1}}),
@@ -173,22 +174,25 @@ TEST(CodegenMiscOps, DftStftDetDynamicQuantizeCompileAndMatchReferenceOnSim) {
       for (int64_t i = 0; i < got[r].numel(); ++i) {
         if (close(got[r].dtype(), got[r].get_double(i), want[r].get_double(i))) continue;
         if (bad++ == 0)
-          first = fmt::format("result {} element {}: got {} want {}", r, i, got[r].get_double(i), want[r].get_double(i));
+          first =
+              fmt::format("result {} element {}: got {} want {}", r, i, got[r].get_double(i), want[r].get_double(i));
       }
     if (bad) ADD_FAILURE() << c.text << ": " << bad << " differ; " << first;
     else ++matched;
   }
-  fmt::print("codegen misc ops: {} kernels compiled for sm_80/sm_90, max registers {}, {} with spills; {} of {} cases "
-             "match the reference on the simulator\n",
-             sources.size(), max_regs, spills, matched, cases.size());
+  fmt::print(
+      "codegen misc ops: {} kernels compiled for sm_80/sm_90, max registers {}, {} with spills; {} of {} cases "
+      "match the reference on the simulator\n",
+      sources.size(), max_regs, spills, matched, cases.size());
 }
 
 TEST(CodegenMiscOps, RejectsBadInput) {
   EXPECT_THROW(codegen::emit_det(TensorType(DType::F32, {2, 3}), TensorType(DType::F32, {})), Error);
   EXPECT_THROW(codegen::emit_dynamic_quantize_linear(TensorType(DType::F64, {3}), {TensorType(DType::U8, {3})}),
                Unsupported);
-  EXPECT_THROW(codegen::emit_dft(attrs({{"axis", 2}}), TensorType(DType::F32, {2, 3, 1}), TensorType(DType::F32, {2, 3, 2})),
-               Error);
+  EXPECT_THROW(
+      codegen::emit_dft(attrs({{"axis", 2}}), TensorType(DType::F32, {2, 3, 1}), TensorType(DType::F32, {2, 3, 2})),
+      Error);
 }
 
 }  // namespace

@@ -174,9 +174,10 @@ std::vector<Case> cases() {
           attrs({{"axis", int64_t{1}}, {"reduction", std::string(red)}}),
           {rand_tensor(dt, {3, 4, 5}, ++seed, -3, 3), rand_tensor(DType::I64, {2, 9, 5}, ++seed, -4, 3),
            rand_tensor(dt, {2, 9, 5}, ++seed, -3, 3)});
-      if (all) add(fmt::format("scatter_nd k=1 {} {}", red, d), "scatter_nd", attrs({{"reduction", std::string(red)}}),
-          {rand_tensor(dt, {6, 70}, ++seed, -3, 3), rand_tensor(DType::I32, {9, 1}, ++seed, -6, 5),
-           rand_tensor(dt, {9, 70}, ++seed, -3, 3)});
+      if (all)
+        add(fmt::format("scatter_nd k=1 {} {}", red, d), "scatter_nd", attrs({{"reduction", std::string(red)}}),
+            {rand_tensor(dt, {6, 70}, ++seed, -3, 3), rand_tensor(DType::I32, {9, 1}, ++seed, -6, 5),
+             rand_tensor(dt, {9, 70}, ++seed, -3, 3)});
     }
     if (!all) continue;
     add("scatter_elements axis=0 none " + d, "scatter_elements", attrs({}),
@@ -188,15 +189,18 @@ std::vector<Case> cases() {
   }
   // ---- resize ----
   auto rs = [&](std::string label, DType dt, Shape in, AttrMap a, bool exact) {
-    add("resize " + label + " " + std::string(dtype_name(dt)), "resize", std::move(a), {rand_tensor(dt, std::move(in), ++seed)},
-        exact);
+    add("resize " + label + " " + std::string(dtype_name(dt)), "resize", std::move(a),
+        {rand_tensor(dt, std::move(in), ++seed)}, exact);
   };
   for (const char* nm : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple"})
     for (const char* ct : {"half_pixel", "asymmetric", "align_corners", "tf_half_pixel_for_nn"})
-      if (std::string(ct) == "half_pixel" || std::string(nm) == "round_prefer_floor") rs(fmt::format("nearest {} {}", nm, ct), DType::I64, {1, 2, 5, 7},
-         attrs({{"sizes", I{1, 2, 9, 4}}, {"mode", std::string("nearest")}, {"nearest_mode", std::string(nm)},
-                {"coordinate_transformation_mode", std::string(ct)}}),
-         true);
+      if (std::string(ct) == "half_pixel" || std::string(nm) == "round_prefer_floor")
+        rs(fmt::format("nearest {} {}", nm, ct), DType::I64, {1, 2, 5, 7},
+           attrs({{"sizes", I{1, 2, 9, 4}},
+                  {"mode", std::string("nearest")},
+                  {"nearest_mode", std::string(nm)},
+                  {"coordinate_transformation_mode", std::string(ct)}}),
+           true);
   rs("nearest scales 3x", DType::F16, {1, 3, 4, 5},
      attrs({{"sizes", I{1, 3, 12, 15}}, {"scales", F{1, 1, 3, 3}}, {"mode", std::string("nearest")}}), true);
   // f32: everything; f16 (rounding through float): cubic and trilinear.
@@ -210,7 +214,8 @@ std::vector<Case> cases() {
     }
     for (const char* ct : {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric"})
       rs(fmt::format("linear {}", ct), dt, {2, 3, 5, 4},
-         attrs({{"sizes", I{2, 3, 8, 7}}, {"mode", std::string("linear")},
+         attrs({{"sizes", I{2, 3, 8, 7}},
+                {"mode", std::string("linear")},
                 {"coordinate_transformation_mode", std::string(ct)}}),
          false);
     rs("linear downscale", dt, {1, 1, 9, 10},
@@ -218,24 +223,30 @@ std::vector<Case> cases() {
     rs("linear antialias", dt, {1, 2, 12, 9},
        attrs({{"sizes", I{1, 2, 5, 4}}, {"mode", std::string("linear")}, {"antialias", int64_t{1}}}), false);
     rs("cubic a=-0.5 exclude_outside", dt, {1, 2, 6, 5},
-       attrs({{"sizes", I{1, 2, 11, 3}}, {"mode", std::string("cubic")}, {"cubic_coeff_a", -0.5f},
+       attrs({{"sizes", I{1, 2, 11, 3}},
+              {"mode", std::string("cubic")},
+              {"cubic_coeff_a", -0.5f},
               {"exclude_outside", int64_t{1}}}),
        false);
     rs("cubic antialias", dt, {1, 1, 16, 16},
        attrs({{"sizes", I{1, 1, 7, 5}}, {"mode", std::string("cubic")}, {"antialias", int64_t{1}}}), false);
     rs("linear tf_crop_and_resize", dt, {1, 1, 6, 7},
-       attrs({{"sizes", I{1, 1, 5, 9}}, {"mode", std::string("linear")},
+       attrs({{"sizes", I{1, 1, 5, 9}},
+              {"mode", std::string("linear")},
               {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
-              {"roi", F{0, 0, -0.2f, 0.3f, 1, 1, 0.8f, 1.4f}}, {"extrapolation_value", 2.5f}}),
+              {"roi", F{0, 0, -0.2f, 0.3f, 1, 1, 0.8f, 1.4f}},
+              {"extrapolation_value", 2.5f}}),
        false);
-    rs("trilinear 3-D", dt, {1, 3, 4, 5, 6},
-       attrs({{"sizes", I{1, 3, 7, 3, 9}}, {"mode", std::string("linear")}}), false);
+    rs("trilinear 3-D", dt, {1, 3, 4, 5, 6}, attrs({{"sizes", I{1, 3, 7, 3, 9}}, {"mode", std::string("linear")}}),
+       false);
     rs("linear 1-D", dt, {300}, attrs({{"sizes", I{517}}, {"mode", std::string("linear")}}), false);
   }
   rs("nearest tf_crop_and_resize", DType::I32, {2, 6, 7},
-     attrs({{"sizes", I{2, 5, 9}}, {"mode", std::string("nearest")},
+     attrs({{"sizes", I{2, 5, 9}},
+            {"mode", std::string("nearest")},
             {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
-            {"roi", F{0, -0.2f, 0.3f, 1, 0.8f, 1.4f}}, {"extrapolation_value", 7.0f}}),
+            {"roi", F{0, -0.2f, 0.3f, 1, 0.8f, 1.4f}},
+            {"extrapolation_value", 7.0f}}),
      true);
   // ---- grid_sample ----
   for (DType dt : {DType::F32, DType::F16}) {
@@ -244,8 +255,8 @@ std::vector<Case> cases() {
         for (int64_t ac : {0, 1})
           if (dt == DType::F32 || (ac == 0 && std::string(pad) == "zeros"))
             add(fmt::format("grid_sample 2-D {} {} align={} {}", mode, pad, ac, dtype_name(dt)), "grid_sample",
-              attrs({{"mode", std::string(mode)}, {"padding_mode", std::string(pad)}, {"align_corners", ac}}),
-              {rand_tensor(dt, {2, 3, 5, 6}, ++seed), rand_tensor(dt, {2, 7, 9, 2}, ++seed, -1.6, 1.6)}, false);
+                attrs({{"mode", std::string(mode)}, {"padding_mode", std::string(pad)}, {"align_corners", ac}}),
+                {rand_tensor(dt, {2, 3, 5, 6}, ++seed), rand_tensor(dt, {2, 7, 9, 2}, ++seed, -1.6, 1.6)}, false);
     if (dt == DType::F16) continue;
     add(fmt::format("grid_sample 3-D linear reflection {}", dtype_name(dt)), "grid_sample",
         attrs({{"padding_mode", std::string("reflection")}}),
@@ -264,24 +275,36 @@ std::vector<Case> cases() {
           const double rv[] = {0, 0, 9, 9, 1.5, 2.2, 4.1, 8.3, -3, 2, 12, 5, 6, 6, 6.5, 6.2};
           for (int i = 0; i < 16; ++i) rois.set_double(i, rv[i]);
           add(fmt::format("roi_align {} {} sr={} {}", mode, ct, sr, dtype_name(dt)), "roi_align",
-              attrs({{"mode", std::string(mode)}, {"coordinate_transformation_mode", std::string(ct)},
-                     {"output_height", int64_t{3}}, {"output_width", int64_t{4}}, {"sampling_ratio", sr},
+              attrs({{"mode", std::string(mode)},
+                     {"coordinate_transformation_mode", std::string(ct)},
+                     {"output_height", int64_t{3}},
+                     {"output_width", int64_t{4}},
+                     {"sampling_ratio", sr},
                      {"spatial_scale", 0.75f}}),
               {rand_tensor(dt, {2, 3, 8, 10}, ++seed), rois, ints(DType::I64, {4}, {0, 1, 1, 0})}, false);
         }
   // ---- col2im / deform_conv ----
   for (DType dt : {DType::F32, DType::F16, DType::I32}) {
     add(fmt::format("col2im 2-D stride/dil/pads {}", dtype_name(dt)), "col2im",
-        attrs({{"image_shape", I{7, 6}}, {"block_shape", I{2, 3}}, {"strides", I{2, 1}}, {"dilations", I{2, 1}},
+        attrs({{"image_shape", I{7, 6}},
+               {"block_shape", I{2, 3}},
+               {"strides", I{2, 1}},
+               {"dilations", I{2, 1}},
                {"pads", I{1, 0, 2, 1}}}),
         {rand_tensor(dt, {2, 12, 20}, ++seed, -3, 3)}, true);
     add(fmt::format("col2im 1-D {}", dtype_name(dt)), "col2im",
-        attrs({{"image_shape", I{300}}, {"block_shape", I{3}}, {"strides", I{1}}, {"dilations", I{1}},
+        attrs({{"image_shape", I{300}},
+               {"block_shape", I{3}},
+               {"strides", I{1}},
+               {"dilations", I{1}},
                {"pads", I{1, 1}}}),
         {rand_tensor(dt, {1, 3, 300}, ++seed, -3, 3)}, true);
   }
   for (DType dt : {DType::F32, DType::F64}) {
-    AttrMap a = attrs({{"strides", I{1, 2}}, {"dilations", I{1, 1}}, {"pads", I{1, 1, 1, 0}}, {"group", int64_t{2}},
+    AttrMap a = attrs({{"strides", I{1, 2}},
+                       {"dilations", I{1, 1}},
+                       {"pads", I{1, 1, 1, 0}},
+                       {"group", int64_t{2}},
                        {"offset_group", int64_t{2}}});
     // x [1,4,6,7], w [6,2,3,2] -> out [1,6,6,4]; offset [1,2*2*6,6,4], mask [1,2*6,6,4].
     add(fmt::format("deform_conv bias+mask {}", dtype_name(dt)), "deform_conv", a,
@@ -421,9 +444,9 @@ TEST(CodegenMisc, ScatterDuplicatesLastWriteWins) {
 TEST(CodegenMisc, RejectsWhatItCannotEmit) {
   const OpDef& se = op_registry().get("scatter_elements");
   TensorType f(DType::F32, {4});
-  EXPECT_THROW(codegen::emit_scatter_op(se, attrs({{"reduction", std::string("xor")}}),
-                                        {f, TensorType(DType::I64, {4}), f}, f),
-               Error);
+  EXPECT_THROW(
+      codegen::emit_scatter_op(se, attrs({{"reduction", std::string("xor")}}), {f, TensorType(DType::I64, {4}), f}, f),
+      Error);
   EXPECT_THROW(codegen::emit_scatter_op(se, {}, {f, TensorType(DType::F32, {4}), f}, f), Error);
   EXPECT_THROW(codegen::emit_sample_op("conv", {}, {f}, f), Error);
   EXPECT_THROW(codegen::emit_resize_op(attrs({{"sizes", I{3}}, {"mode", std::string("linear")}}),

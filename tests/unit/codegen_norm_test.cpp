@@ -82,8 +82,10 @@ std::unique_ptr<Builder> all_cases() {
   // lrn: odd and even window sizes.
   b->node("lrn", {b->input(f32, {2, 5, 3, 4})},
           attrs({{"size", int64_t{3}}, {"alpha", 0.5f}, {"beta", 0.75f}, {"bias", 1.0f}}));
-  b->node("lrn", {b->input(f32, {1, 6, 7})}, attrs({{"size", int64_t{2}}, {"alpha", 1e-4f}, {"beta", 0.6f}, {"bias", 2.0f}}));
-  b->node("lrn", {b->input(f16, {1, 7, 9})}, attrs({{"size", int64_t{5}}, {"alpha", 0.3f}, {"beta", 0.5f}, {"bias", 1.5f}}));
+  b->node("lrn", {b->input(f32, {1, 6, 7})},
+          attrs({{"size", int64_t{2}}, {"alpha", 1e-4f}, {"beta", 0.6f}, {"bias", 2.0f}}));
+  b->node("lrn", {b->input(f16, {1, 7, 9})},
+          attrs({{"size", int64_t{5}}, {"alpha", 0.3f}, {"beta", 0.5f}, {"bias", 1.5f}}));
   // mean_variance_normalization: non-adjacent axes, one axis, f16 long rows.
   b->node("mean_variance_normalization", {b->input(f32, {2, 3, 4, 5})}, attrs({{"axes", I{0, 2, 3}}}));
   b->node("mean_variance_normalization", {b->input(f32, {3, 1, 7})}, attrs({{"axes", I{1, 2}}}));

@@ -41,7 +41,8 @@ struct Case {
 inline std::optional<std::vector<TensorType>> infer(const Case& c) {
   Graph g;
   std::vector<Value*> vals;
-  for (size_t i = 0; i < c.operands.size(); ++i) vals.push_back(g.add_input(fmt::format("in{}", i), c.operands[i].type()));
+  for (size_t i = 0; i < c.operands.size(); ++i)
+    vals.push_back(g.add_input(fmt::format("in{}", i), c.operands[i].type()));
   InferContext ic(c.op, vals, c.attrs, c.num_results, "node");
   try {
     return infer_types(op_registry().get(c.op), ic);
@@ -185,7 +186,8 @@ inline void run_all(std::vector<Case>& cases, Emit emit, const char* what) {
       for (int64_t i = 0; i < got[r].numel(); ++i) {
         if (close(c.results[r].dtype, got[r].get_double(i), want[r].get_double(i))) continue;
         if (bad++ == 0)
-          first = fmt::format("result {} element {}: got {} want {}", r, i, got[r].get_double(i), want[r].get_double(i));
+          first =
+              fmt::format("result {} element {}: got {} want {}", r, i, got[r].get_double(i), want[r].get_double(i));
       }
     if (bad) ADD_FAILURE() << c.text << ": " << bad << " elements differ; " << first;
     else ++matched;

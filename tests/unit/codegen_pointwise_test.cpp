@@ -98,10 +98,29 @@ Tensor make_data(const TensorType& t, uint64_t seed) {
   Tensor x(t);
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 3.0);
-  static const double fedge[] = {0.0, -0.0, NAN, INFINITY, -INFINITY, 1e30, -1e30, 65504.0, 70000.0, 1e-40, -1e-8,
-                                 0.5, -0.5, 1.5, -2.5, 1.0, -1.0, 2.0, 3e38, 1e-3, 0.9999999, -1.0000001};
-  static const int64_t iedge[] = {0, 1, -1, 2, -2, 7, 63, 64, 65, 127, 128, 255, 256, 32767, -32768,
-                                  2147483647, -2147483648LL, INT64_MAX, INT64_MIN, 4294967296LL};
+  static const double fedge[] = {0.0,     -0.0,  NAN,   INFINITY, -INFINITY, 1e30,      -1e30, 65504.0,
+                                 70000.0, 1e-40, -1e-8, 0.5,      -0.5,      1.5,       -2.5,  1.0,
+                                 -1.0,    2.0,   3e38,  1e-3,     0.9999999, -1.0000001};
+  static const int64_t iedge[] = {0,
+                                  1,
+                                  -1,
+                                  2,
+                                  -2,
+                                  7,
+                                  63,
+                                  64,
+                                  65,
+                                  127,
+                                  128,
+                                  255,
+                                  256,
+                                  32767,
+                                  -32768,
+                                  2147483647,
+                                  -2147483648LL,
+                                  INT64_MAX,
+                                  INT64_MIN,
+                                  4294967296LL};
   const int64_t n = x.numel();
   for (int64_t i = 0; i < n; ++i) {
     // Every edge value once at the start (so each meets every value of the
@@ -111,20 +130,45 @@ Tensor make_data(const TensorType& t, uint64_t seed) {
     double fv = first ? fedge[(i + seed) % std::size(fedge)] : edge ? fedge[rng() % std::size(fedge)] : normal(rng);
     if (!edge && rng() % 3 == 0) fv = std::round(fv);  // integral values: ties, exact results
     int64_t iv = i < static_cast<int64_t>(std::size(iedge)) ? iedge[(i + seed) % std::size(iedge)]
-                 : edge ? iedge[rng() % std::size(iedge)] : static_cast<int64_t>(rng() % 201) - 100;
+                 : edge                                     ? iedge[rng() % std::size(iedge)]
+                                                            : static_cast<int64_t>(rng() % 201) - 100;
     switch (t.dtype) {
-      case DType::F32: x.data<float>()[i] = static_cast<float>(fv); break;
-      case DType::F64: x.data<double>()[i] = fv; break;
-      case DType::F16: x.data<uint16_t>()[i] = float_to_half(static_cast<float>(fv)); break;
-      case DType::BF16: x.data<uint16_t>()[i] = float_to_bf16(static_cast<float>(fv)); break;
-      case DType::I32: x.data<int32_t>()[i] = static_cast<int32_t>(iv); break;
-      case DType::I64: x.data<int64_t>()[i] = iv; break;
-      case DType::I8: x.data<int8_t>()[i] = static_cast<int8_t>(iv); break;
-      case DType::U8: x.data<uint8_t>()[i] = static_cast<uint8_t>(iv); break;
-      case DType::Bool: x.data<uint8_t>()[i] = rng() % 2; break;
-      case DType::U32: x.data<uint32_t>()[i] = static_cast<uint32_t>(edge ? iv : iv + 100) % (edge ? ~0u : 71u); break;
-      case DType::U64: x.data<uint64_t>()[i] = edge ? static_cast<uint64_t>(iv) : static_cast<uint64_t>(iv + 100) % 71; break;
-      default: x.set_double(i, static_cast<double>(std::llabs(iv % 1000))); break;
+      case DType::F32:
+        x.data<float>()[i] = static_cast<float>(fv);
+        break;
+      case DType::F64:
+        x.data<double>()[i] = fv;
+        break;
+      case DType::F16:
+        x.data<uint16_t>()[i] = float_to_half(static_cast<float>(fv));
+        break;
+      case DType::BF16:
+        x.data<uint16_t>()[i] = float_to_bf16(static_cast<float>(fv));
+        break;
+      case DType::I32:
+        x.data<int32_t>()[i] = static_cast<int32_t>(iv);
+        break;
+      case DType::I64:
+        x.data<int64_t>()[i] = iv;
+        break;
+      case DType::I8:
+        x.data<int8_t>()[i] = static_cast<int8_t>(iv);
+        break;
+      case DType::U8:
+        x.data<uint8_t>()[i] = static_cast<uint8_t>(iv);
+        break;
+      case DType::Bool:
+        x.data<uint8_t>()[i] = rng() % 2;
+        break;
+      case DType::U32:
+        x.data<uint32_t>()[i] = static_cast<uint32_t>(edge ? iv : iv + 100) % (edge ? ~0u : 71u);
+        break;
+      case DType::U64:
+        x.data<uint64_t>()[i] = edge ? static_cast<uint64_t>(iv) : static_cast<uint64_t>(iv + 100) % 71;
+        break;
+      default:
+        x.set_double(i, static_cast<double>(std::llabs(iv % 1000)));
+        break;
     }
   }
   return x;
@@ -132,15 +176,33 @@ Tensor make_data(const TensorType& t, uint64_t seed) {
 
 bool is_nan_bits(DType t, const uint8_t* p) {
   switch (t) {
-    case DType::F32: { float v; std::memcpy(&v, p, 4); return std::isnan(v); }
-    case DType::F64: { double v; std::memcpy(&v, p, 8); return std::isnan(v); }
-    case DType::F16: { uint16_t v; std::memcpy(&v, p, 2); return std::isnan(half_to_float(v)); }
-    case DType::BF16: { uint16_t v; std::memcpy(&v, p, 2); return std::isnan(bf16_to_float(v)); }
-    default: return false;
+    case DType::F32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return std::isnan(v);
+    }
+    case DType::F64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return std::isnan(v);
+    }
+    case DType::F16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return std::isnan(half_to_float(v));
+    }
+    case DType::BF16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return std::isnan(bf16_to_float(v));
+    }
+    default:
+      return false;
   }
 }
 
-const std::vector<DType> kDTypes = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32, DType::I64, DType::Bool};
+const std::vector<DType> kDTypes = {DType::F32, DType::F16, DType::BF16, DType::F64,
+                                    DType::I32, DType::I64, DType::Bool};
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
@@ -155,32 +217,32 @@ std::vector<Case> all_cases() {
     // Ops that take none of kDTypes (the shifts: unsigned only) run on u8/u32/u64.
     const size_t before = cases.size();
     for (const std::vector<DType>& dtypes : {kDTypes, std::vector<DType>{DType::U8, DType::U32, DType::U64}}) {
-    if (cases.size() > before) break;
-    for (auto& [attrs, attrs_text] : attr_variants(*def)) {
-      for (DType x : dtypes) {
-        // Operand dtype lists to try: all x, then the mixed forms some ops take.
-        std::vector<std::vector<DType>> dts = {std::vector<DType>(n, x)};
-        if (n == 2) dts.push_back({x, DType::I32});
-        if (n == 3) {
-          dts.push_back({DType::Bool, x, x});
-          dts.push_back({x, DType::F32, DType::I8});
-          dts.push_back({x, DType::F32, DType::I32});
-          dts.push_back({x, DType::F32, x});
-        }
-        for (const auto& dl : dts) {
-          if (dl != dts[0] && dl == std::vector<DType>(n, x)) continue;
-          for (const auto& shapes : shape_sets) {
-            std::vector<TensorType> in;
-            for (int i = 0; i < n; ++i) in.emplace_back(dl[i], shapes[i]);
-            std::optional<TensorType> out = try_infer(*def, in, attrs);
-            if (!out) continue;
-            Case c{def, attrs, attrs_text, in, *out, {}};
-            cases.push_back(std::move(c));
-            break;  // the first shape set that infers
+      if (cases.size() > before) break;
+      for (auto& [attrs, attrs_text] : attr_variants(*def)) {
+        for (DType x : dtypes) {
+          // Operand dtype lists to try: all x, then the mixed forms some ops take.
+          std::vector<std::vector<DType>> dts = {std::vector<DType>(n, x)};
+          if (n == 2) dts.push_back({x, DType::I32});
+          if (n == 3) {
+            dts.push_back({DType::Bool, x, x});
+            dts.push_back({x, DType::F32, DType::I8});
+            dts.push_back({x, DType::F32, DType::I32});
+            dts.push_back({x, DType::F32, x});
+          }
+          for (const auto& dl : dts) {
+            if (dl != dts[0] && dl == std::vector<DType>(n, x)) continue;
+            for (const auto& shapes : shape_sets) {
+              std::vector<TensorType> in;
+              for (int i = 0; i < n; ++i) in.emplace_back(dl[i], shapes[i]);
+              std::optional<TensorType> out = try_infer(*def, in, attrs);
+              if (!out) continue;
+              Case c{def, attrs, attrs_text, in, *out, {}};
+              cases.push_back(std::move(c));
+              break;  // the first shape set that infers
+            }
           }
         }
       }
-    }
     }
   }
   return cases;
@@ -312,10 +374,10 @@ TEST(CodegenPointwise, EmitsBroadcastIndexing) {
   EXPECT_NE(k2.source.find("r % 6;"), std::string::npos) << k2.source;
   EXPECT_NE(k2.source.find("r % 5;"), std::string::npos) << k2.source;
   // Names are deterministic and differ with the shapes.
-  EXPECT_EQ(k2.name, codegen::emit_pointwise_op(add, {}, {TensorType(DType::F32, {4, 5, 6}),
-                                                          TensorType(DType::F32, {4, 1, 6})},
-                                                TensorType(DType::F32, {4, 5, 6}))
-                         .name);
+  EXPECT_EQ(k2.name,
+            codegen::emit_pointwise_op(add, {}, {TensorType(DType::F32, {4, 5, 6}), TensorType(DType::F32, {4, 1, 6})},
+                                       TensorType(DType::F32, {4, 5, 6}))
+                .name);
   EXPECT_NE(k.name, k2.name);
   EXPECT_THROW(codegen::emit_pointwise_op(add, {}, {TensorType(DType::F32, {4, 5}), TensorType(DType::F32, {3})},
                                           TensorType(DType::F32, {4, 5})),

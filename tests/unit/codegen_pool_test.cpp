@@ -75,7 +75,8 @@ std::vector<Case> pool_cases() {
   }
   add("average_pool", window({2, 2}, {1, 1}, {}, {2, 1}), TensorType(DType::F16, {1, 3, 8, 8}), 1, "f16 dilations");
   add("average_pool", window({4}, {3}, {2, 2}), TensorType(DType::F64, {2, 2, 10}), 1, "1-D f64");
-  add("average_pool", window({2, 2, 2}, {1, 2, 2}, {1, 1, 1, 1, 1, 1}), TensorType(DType::F32, {1, 2, 4, 5, 6}), 1, "3-D");
+  add("average_pool", window({2, 2, 2}, {1, 2, 2}, {1, 1, 1, 1, 1, 1}), TensorType(DType::F32, {1, 2, 4, 5, 6}), 1,
+      "3-D");
   {
     AttrMap a = window({3, 3}, {1, 1}, {1, 1, 1, 1});
     a.set("layout", std::string("nhwc"));

@@ -68,12 +68,24 @@ Tensor make_data(const TensorType& t, const std::string& op, uint64_t seed) {
     int64_t iv = static_cast<int64_t>(rng() % 41) - 20;
     if (near_one) iv = static_cast<int64_t>(rng() % 5) - 2;
     switch (t.dtype) {
-      case DType::F32: x.data<float>()[i] = static_cast<float>(v); break;
-      case DType::F16: x.data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
-      case DType::F64: x.data<double>()[i] = v; break;
-      case DType::I32: x.data<int32_t>()[i] = static_cast<int32_t>(iv); break;
-      case DType::I64: x.data<int64_t>()[i] = iv; break;
-      default: ADD_FAILURE() << "dtype"; break;
+      case DType::F32:
+        x.data<float>()[i] = static_cast<float>(v);
+        break;
+      case DType::F16:
+        x.data<uint16_t>()[i] = float_to_half(static_cast<float>(v));
+        break;
+      case DType::F64:
+        x.data<double>()[i] = v;
+        break;
+      case DType::I32:
+        x.data<int32_t>()[i] = static_cast<int32_t>(iv);
+        break;
+      case DType::I64:
+        x.data<int64_t>()[i] = iv;
+        break;
+      default:
+        ADD_FAILURE() << "dtype";
+        break;
     }
   }
   return x;
@@ -86,14 +98,14 @@ std::vector<Case> all_cases() {
     const char* dtypes;  // besides f32: i(32), h(f16), l(i64) -- fewer kernels keep NVRTC's cold time down
   };
   const std::vector<Red> reds = {
-      {{6, 300}, {1}, "ihl"},         // last axis, rows longer than a block
-      {{37, 6}, {0}, "i"},            // first axis: strided reads
-      {{4, 7, 33}, {1}, ""},          // middle
-      {{4, 7, 33}, {0, 1, 2}, "h"},   // all: one output of 924
-      {{4, 7, 33}, {0, 2}, "i"},      // two non-adjacent axes
-      {{5, 9, 1}, {1, 2}, ""},        // two adjacent axes, one of size 1
-      {{2, 1, 5}, {1}, ""},           // a size-1 axis: count 1
-      {{3, 0, 5}, {1}, "il"},         // empty reduced set
+      {{6, 300}, {1}, "ihl"},        // last axis, rows longer than a block
+      {{37, 6}, {0}, "i"},           // first axis: strided reads
+      {{4, 7, 33}, {1}, ""},         // middle
+      {{4, 7, 33}, {0, 1, 2}, "h"},  // all: one output of 924
+      {{4, 7, 33}, {0, 2}, "i"},     // two non-adjacent axes
+      {{5, 9, 1}, {1, 2}, ""},       // two adjacent axes, one of size 1
+      {{2, 1, 5}, {1}, ""},          // a size-1 axis: count 1
+      {{3, 0, 5}, {1}, "il"},        // empty reduced set
   };
   std::vector<Case> cases;
   for (const ops::ReductionSpec& s : ops::reduction_specs()) {
@@ -109,8 +121,9 @@ std::vector<Case> all_cases() {
           TensorType in(dt, r.shape);
           std::optional<TensorType> out = try_infer(def, in, a);
           if (!out) continue;
-          Case c{&def, a, fmt::format("{}({}, axes=[{}], keepdims={})", s.op, in.str(), fmt::join(r.axes, ","), keep),
-                 in, *out, {}};
+          Case c{
+              &def, a,    fmt::format("{}({}, axes=[{}], keepdims={})", s.op, in.str(), fmt::join(r.axes, ","), keep),
+              in,   *out, {}};
           cases.push_back(std::move(c));
         }
       }
@@ -119,8 +132,8 @@ std::vector<Case> all_cases() {
   // softmax / log_softmax: f32/f16/f64 along the last, first, a middle axis,
   // a size-1 axis and an empty one.
   // (f16/f64 on the first two only.)
-  const std::vector<std::pair<Shape, int64_t>> lines = {
-      {{6, 300}, 1}, {{37, 6}, 0}, {{4, 7, 33}, 1}, {{4, 7, 33}, -1}, {{3, 1, 5}, 1}, {{2, 0, 3}, 1}};
+  const std::vector<std::pair<Shape, int64_t>> lines = {{{6, 300}, 1},    {{37, 6}, 0},   {{4, 7, 33}, 1},
+                                                        {{4, 7, 33}, -1}, {{3, 1, 5}, 1}, {{2, 0, 3}, 1}};
   for (const char* op : {"softmax", "log_softmax"}) {
     const OpDef& def = op_registry().get(op);
     for (DType dt : {DType::F32, DType::F16, DType::F64}) {
@@ -249,9 +262,9 @@ TEST(CodegenReduction, EmitsIndexMapAndRejectsBadInput) {
   EXPECT_EQ(k.grid, 7u);
   EXPECT_NE(k.source.find("r % 33LL"), std::string::npos) << k.source;
   a.set("keepdims", int64_t{1});
-  EXPECT_EQ(codegen::emit_reduction_op(sum, a, TensorType(DType::F32, {4, 7, 33}), TensorType(DType::F32, {1, 7, 1}))
-                .name,
-            k.name);
+  EXPECT_EQ(
+      codegen::emit_reduction_op(sum, a, TensorType(DType::F32, {4, 7, 33}), TensorType(DType::F32, {1, 7, 1})).name,
+      k.name);
   a.set("axes", std::vector<int64_t>{2, 0});
   EXPECT_THROW(codegen::emit_reduction_op(sum, a, TensorType(DType::F32, {4, 7, 33}), TensorType(DType::F32, {7})),
                Error);

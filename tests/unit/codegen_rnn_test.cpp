@@ -118,7 +118,8 @@ TEST(CodegenRnn, EveryVariantCompilesWithoutSpillsAndMatchesReferenceOnSim) {
     if (has(c, 'b')) p.ins[3] = rand({D, 2 * G * c.H});
     if (has(c, 'l')) {
       Tensor l(TensorType(DType::I32, {c.B}));
-      for (int64_t b = 0; b < c.B; ++b) l.data<int32_t>()[b] = static_cast<int32_t>(b == 0 ? c.S : b == 1 ? 0 : c.S - 2);
+      for (int64_t b = 0; b < c.B; ++b)
+        l.data<int32_t>()[b] = static_cast<int32_t>(b == 0 ? c.S : b == 1 ? 0 : c.S - 2);
       p.ins[4] = l;
     }
     Shape state = c.layout ? Shape{c.B, D, c.H} : Shape{D, c.B, c.H};
@@ -190,14 +191,18 @@ TEST(CodegenRnn, EveryVariantCompilesWithoutSpillsAndMatchesReferenceOnSim) {
       for (int64_t i = 0; i < got[r].numel(); ++i) {
         if (close(c.dt, got[r].get_double(i), want[r].get_double(i))) continue;
         if (bad++ == 0)
-          first = fmt::format("result {} element {}: got {} want {}", r, i, got[r].get_double(i), want[r].get_double(i));
+          first =
+              fmt::format("result {} element {}: got {} want {}", r, i, got[r].get_double(i), want[r].get_double(i));
       }
-    if (bad) ADD_FAILURE() << c.op << " case " << ci << " (" << c.dir << ", " << c.opts << "): " << bad << " differ; " << first;
+    if (bad)
+      ADD_FAILURE() << c.op << " case " << ci << " (" << c.dir << ", " << c.opts << "): " << bad << " differ; "
+                    << first;
     else ++matched;
   }
-  fmt::print("codegen rnn: {} kernels compiled for sm_80/sm_90, max registers {}, {} with spills; {} of {} match the "
-             "reference on the simulator\n",
-             sources.size(), max_regs, spills, matched, cases.size());
+  fmt::print(
+      "codegen rnn: {} kernels compiled for sm_80/sm_90, max registers {}, {} with spills; {} of {} match the "
+      "reference on the simulator\n",
+      sources.size(), max_regs, spills, matched, cases.size());
   EXPECT_EQ(spills, 0);
 }
 
@@ -225,7 +230,8 @@ namespace {
 // sequence_lens and peepholes are given (a null buffer in the middle of the
 // operand list), and a gru with only Y used, against the reference backend.
 TEST(CodegenRnn, SimBackendPassesAbsentOperandsAsNullBuffers) {
-  auto g = testing::parse(R"(graph @m(%x: f32[5,3,4], %w: f32[1,24,4], %r: f32[1,24,6], %l: i32[3], %h: f32[1,3,6], %c: f32[1,3,6], %p: f32[1,18], %gw: f32[2,18,4], %gr: f32[2,18,6]) -> (f32[5,1,3,6], f32[1,3,6], f32[1,3,6], f32[5,2,3,6]) {
+  auto g = testing::parse(
+      R"(graph @m(%x: f32[5,3,4], %w: f32[1,24,4], %r: f32[1,24,6], %l: i32[3], %h: f32[1,3,6], %c: f32[1,3,6], %p: f32[1,18], %gw: f32[2,18,4], %gr: f32[2,18,6]) -> (f32[5,1,3,6], f32[1,3,6], f32[1,3,6], f32[5,2,3,6]) {
     %y, %yh, %yc = lstm(%x, %w, %r, _, %l, %h, %c, %p) {hidden_size=6} : f32[5,1,3,6], f32[1,3,6], f32[1,3,6]
     %gy, %gh = gru(%x, %gw, %gr) {hidden_size=6, direction="bidirectional", linear_before_reset=1} : f32[5,2,3,6], f32[2,3,6]
     return %y, %yh, %yc, %gy

@@ -57,7 +57,8 @@ std::vector<Case> select_cases() {
         a.set("axis", l.axis);
         a.set("select_last_index", last);
         a.set("keepdims", last);  // both keepdims forms
-        add(op, a, TensorType(DType::F32, l.shape), 1, fmt::format("{} ties, last {}", l.what, last), true, {3, 11, 12, 650});
+        add(op, a, TensorType(DType::F32, l.shape), 1, fmt::format("{} ties, last {}", l.what, last), true,
+            {3, 11, 12, 650});
       }
     AttrMap a;
     a.set("axis", int64_t{-1});
@@ -83,9 +84,11 @@ std::vector<Case> select_cases() {
       a.set("axis", int64_t{1});
       a.set("exclusive", ex);
       a.set("reverse", rev);
-      add("cumsum", a, TensorType(DType::F32, {3, 1000}), 1, fmt::format("block scan, exclusive {} reverse {}", ex, rev));
+      add("cumsum", a, TensorType(DType::F32, {3, 1000}), 1,
+          fmt::format("block scan, exclusive {} reverse {}", ex, rev));
       if (ex == rev)
-        add("cumsum", a, TensorType(DType::I32, {4, 6, 40}), 1, fmt::format("thread lines, exclusive {} reverse {}", ex, rev));
+        add("cumsum", a, TensorType(DType::I32, {4, 6, 40}), 1,
+            fmt::format("thread lines, exclusive {} reverse {}", ex, rev));
     }
   {
     AttrMap a;
@@ -102,7 +105,8 @@ std::vector<Case> select_cases() {
     AttrMap a;
     a.set("k", int64_t{5});
     a.set("largest", largest);
-    add("topk", a, TensorType(DType::F32, {5, 37}), 2, fmt::format("ties + NaN, largest {}", largest), true, {3, 40, 41});
+    add("topk", a, TensorType(DType::F32, {5, 37}), 2, fmt::format("ties + NaN, largest {}", largest), true,
+        {3, 40, 41});
     a.set("k", int64_t{37});
     add("topk", a, TensorType(DType::F32, {5, 37}), 2, fmt::format("k = n, largest {}", largest), true, {3, 40});
     a.set("k", int64_t{3});
@@ -160,7 +164,8 @@ std::vector<Case> loss_cases() {
     for (const char* red : {"none", "sum", "mean"}) {
       if (std::string(red) != "sum") add(op, red, {3, 5}, DType::F32, false, std::nullopt, 1, "[N, C]");
       add(op, red, {2, 4, 3, 2}, DType::F32, true, int64_t{-1}, sce ? 2 : 1, "weighted, ii -1");
-      if (std::string(red) != "sum") add(op, red, {2, 3, 300}, DType::F32, true, int64_t{2}, 1, "many elements, ii a class");
+      if (std::string(red) != "sum")
+        add(op, red, {2, 3, 300}, DType::F32, true, int64_t{2}, 1, "many elements, ii a class");
     }
     add(op, "mean", {2, 4, 3}, DType::F32, true, int64_t{1}, 1, "all ignored: NaN", false, true);
     add(op, "mean", {2, 5, 3}, DType::F16, true, std::nullopt, sce ? 2 : 1, "f16");

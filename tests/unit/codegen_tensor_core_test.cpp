@@ -84,14 +84,14 @@ std::vector<Case> all_cases() {
                       dt, a, b, y, attrs_of("")),
           false, dense);
     };
-    mm("64,48", "48,96", "64,96", true);           // dense: cp.async for A and B ([K, N] rows, ldmatrix.trans)
-    mm("33,27", "27,65", "33,65", false);          // K, N odd: both element by element, partial tiles
-    mm("3,33,24", "3,24,40", "3,33,40", true);     // batched
+    mm("64,48", "48,96", "64,96", true);            // dense: cp.async for A and B ([K, N] rows, ldmatrix.trans)
+    mm("33,27", "27,65", "33,65", false);           // K, N odd: both element by element, partial tiles
+    mm("3,33,24", "3,24,40", "3,33,40", true);      // batched
     mm("2,1,17,32", "3,32,24", "2,3,17,24", true);  // broadcast batch dims
     extra = true;
-    mm("1,136", "136,200", "1,200", true);  // one row (a GEMV), several k-tiles
+    mm("1,136", "136,200", "1,200", true);   // one row (a GEMV), several k-tiles
     mm("70,40", "40,130", "70,130", false);  // N % 8 != 0: B element by element
-    mm("40,264", "264,72", "40,72", true);  // 2 blocks x 9 k-tiles: the 4-stage pipeline of long-K sub-wave grids
+    mm("40,264", "264,72", "40,72", true);   // 2 blocks x 9 k-tiles: the 4-stage pipeline of long-K sub-wave grids
     extra = false;
     auto gemm = [&](const std::string& attrs, const std::string& a, const std::string& b, const std::string& c,
                     const std::string& y, bool dense) {
@@ -131,21 +131,22 @@ std::vector<Case> all_cases() {
          "{nhwc}", true);
     conv("1,6,6,5", "7,3,3,5", "", "dilations=[2,2], layout=\"nhwc\", pads=[2,2,2,2], " + s1, "1,6,6,7", "conv",
          "{nhwc}", false);  // odd channels: element by element
-    conv("1,8,5,6", "8,4,3,3", "4", "dilations=[1,1], output_padding=[1,1], pads=[1,1,1,1], strides=[2,2]",
-         "1,4,10,12", "conv_transpose", "", false);
+    conv("1,8,5,6", "8,4,3,3", "4", "dilations=[1,1], output_padding=[1,1], pads=[1,1,1,1], strides=[2,2]", "1,4,10,12",
+         "conv_transpose", "", false);
     conv("2,6,5", "6,3,4", "", "dilations=[2], group=2, pads=[1,0], strides=[1]", "2,6,10", "conv_transpose", "",
          false);
     // Fused epilogues: bias + relu + residual + cast.
     const std::string cv = p == Prec::Tf32 ? "f16" : "f32";
     add("conv_epilogue nhwc: bias, residual, relu, cast",
-        fmt::format(R"(graph @m(%x: {0}[1,9,9,16], %w: {0}[32,3,3,16], %b: {0}[32], %r: {0}[1,9,9,32]{{nhwc}}) -> ({1}[1,9,9,32]{{nhwc}}) {{
+        fmt::format(
+            R"(graph @m(%x: {0}[1,9,9,16], %w: {0}[32,3,3,16], %b: {0}[32], %r: {0}[1,9,9,32]{{nhwc}}) -> ({1}[1,9,9,32]{{nhwc}}) {{
     %c = conv(%x, %w, %b) {{{2}}} : {0}[1,9,9,32]{{nhwc}}
     %a = add(%c, %r) : {0}[1,9,9,32]{{nhwc}}
     %y = relu(%a) : {0}[1,9,9,32]{{nhwc}}
     %z = cast(%y) {{to="{1}"}} : {1}[1,9,9,32]{{nhwc}}
     return %z
   }})",
-                    dt, cv, with_tf32(p, "dilations=[1,1], layout=\"nhwc\", pads=[1,1,1,1], strides=[1,1]")),
+            dt, cv, with_tf32(p, "dilations=[1,1], layout=\"nhwc\", pads=[1,1,1,1], strides=[1,1]")),
         true, true);
     add("gemm_epilogue: bias, residual, relu, cast",
         fmt::format(R"(graph @m(%x: {0}[40,64], %w: {0}[64,96], %b: {0}[96], %r: {0}[40,96]) -> ({1}[40,96]) {{
@@ -232,8 +233,8 @@ Tolerance tolerance_for(Prec p, DType t) {
 bool is_anchor(const Node& n) {
   const std::string& op = n.op();
   return op == "matmul" || op == "gemm" || op == "conv" || op == "conv_transpose" ||
-         (op == "fused" && (n.attrs().get_string("kind", "") == "gemm_epilogue" ||
-                            n.attrs().get_string("kind", "") == "conv_epilogue"));
+         (op == "fused" &&
+          (n.attrs().get_string("kind", "") == "gemm_epilogue" || n.attrs().get_string("kind", "") == "conv_epilogue"));
 }
 
 TEST(CodegenTensorCore, MatmulGemmConvUseMmaAndMatchReferenceOnSim) {
@@ -299,9 +300,9 @@ TEST(CodegenTensorCore, MatmulGemmConvUseMmaAndMatchReferenceOnSim) {
   int mma_kernels = 0, cp_async_kernels = 0;
   for (const Case& c : cases) {
     for (size_t i : c.anchor_sources) {
-      const std::string want =
-          c.prec == Prec::Tf32 ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
-                               : fmt::format("mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32", dt_of(c.prec));
+      const std::string want = c.prec == Prec::Tf32
+                                   ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+                                   : fmt::format("mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32", dt_of(c.prec));
       const bool mma = ptx80[i].find(want) != std::string::npos;
       const bool cp = ptx80[i].find("cp.async.cg.shared.global") != std::string::npos;
       EXPECT_TRUE(mma) << c.name << ": no " << want << " in the PTX";

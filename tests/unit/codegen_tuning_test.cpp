@@ -81,8 +81,10 @@ TEST(TuningCache, SavesSortedAndLoadsBackTheSameEntries) {
   TuningCache c;
   GemmTileConfig t = other_tile();
   c.put({{"GPU B", "9.0", kKilnVersion, "gemm", codegen::gemm_problem_key(kBig)}, t, 0.25, 12});
-  c.put({{"GPU A", "8.0", kKilnVersion, "gemm", codegen::gemm_problem_key(kSmall)}, codegen::default_gemm_tile(kSmall),
-         0.125, 3});
+  c.put({{"GPU A", "8.0", kKilnVersion, "gemm", codegen::gemm_problem_key(kSmall)},
+         codegen::default_gemm_tile(kSmall),
+         0.125,
+         3});
   std::string a = temp_path("a.json"), b = temp_path("b.json");
   c.save(a);
   TuningCache back = TuningCache::load(a, false);
@@ -93,7 +95,7 @@ TEST(TuningCache, SavesSortedAndLoadsBackTheSameEntries) {
   EXPECT_EQ(e->ms, 0.25);
   EXPECT_EQ(e->candidates, 12);
   back.save(b);
-  EXPECT_EQ(read(a), read(b));  // deterministic bytes
+  EXPECT_EQ(read(a), read(b));                              // deterministic bytes
   EXPECT_LT(read(a).find("GPU A"), read(a).find("GPU B"));  // key order
   EXPECT_EQ(TuningCache::load(temp_path("absent.json"), true).entries().size(), 0u);
 }
@@ -132,7 +134,8 @@ TEST(TuningCache, MalformedFilesAreErrorsNamingTheFileAndTheProblem) {
       {R"({"kiln_tuning_cache": 1, "entries": {}})", "\"entries\" must be an array"},
       {cache_json({"3"}), "entry 0: not an object"},
       {cache_json({good, R"({"cc": "9.0"})"}), "entry 1: \"gpu\" must be a non-empty string"},
-      {cache_json({R"({"gpu": "G", "cc": "9.0", "kiln": "0.1.0", "op": "gemm", "problem": "p", "config": {"bm": "64"}})"}),
+      {cache_json(
+           {R"({"gpu": "G", "cc": "9.0", "kiln": "0.1.0", "op": "gemm", "problem": "p", "config": {"bm": "64"}})"}),
        "entry 0: \"config\".\"bm\" must be an integer from 1 to 1024"},
       {cache_json({R"({"gpu": "G", "cc": "9.0", "kiln": "0.1.0", "op": "conv", "problem": "p", "config": {}})"}),
        "entry 0: op \"conv\""},

@@ -16,7 +16,7 @@ TEST(DType, HalfRoundTripsEveryFinitePattern) {
 }
 
 TEST(DType, HalfRoundsToNearestEven) {
-  EXPECT_EQ(half_to_float(float_to_half(1.0f + 1.0f / 2048)), 1.0f);          // tie -> even
+  EXPECT_EQ(half_to_float(float_to_half(1.0f + 1.0f / 2048)), 1.0f);  // tie -> even
   EXPECT_EQ(half_to_float(float_to_half(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);
   EXPECT_TRUE(std::isinf(half_to_float(float_to_half(70000.0f))));
   EXPECT_EQ(half_to_float(float_to_half(65504.0f)), 65504.0f);

@@ -90,7 +90,8 @@ TEST(ElementwiseOps, NanPropagatesThroughMaxMinRelu) {
   EXPECT_EQ(doubles(r)[1], 1);
   EXPECT_EQ(doubles(r)[2], 0);
   // clip keeps NaN; hard_sigmoid too.
-  EXPECT_TRUE(std::isnan(run("clip", {a, Tensor::scalar(DType::F32, 0), Tensor::scalar(DType::F32, 0.5)}).get_double(0)));
+  EXPECT_TRUE(
+      std::isnan(run("clip", {a, Tensor::scalar(DType::F32, 0), Tensor::scalar(DType::F32, 0.5)}).get_double(0)));
   EXPECT_TRUE(std::isnan(run("hard_sigmoid", {a}).get_double(0)));
 }
 
@@ -196,9 +197,11 @@ TEST(ElementwiseOps, SigmoidIsStableForLargeMagnitudes) {
 TEST(ElementwiseOps, GeluBothForms) {
   // 0.5 (1 + erf(1/sqrt 2)) and 0.5 (1 + tanh(sqrt(2/pi) * 1.044715)).
   EXPECT_NEAR(run("gelu", {f32({1})}).get_double(0), 0.8413447460685429, 1e-7);
-  EXPECT_NEAR(run("gelu", {f32({1})}, attrs({{"approximate", std::string("tanh")}})).get_double(0),
-              0.8411919906082768, 1e-7);
-  auto [msg, unsup] = error_of([] { infer("gelu", {TensorType(DType::F32, {1})}, attrs({{"approximate", std::string("fast")}})); });
+  EXPECT_NEAR(run("gelu", {f32({1})}, attrs({{"approximate", std::string("tanh")}})).get_double(0), 0.8411919906082768,
+              1e-7);
+  auto [msg, unsup] = error_of([] {
+    infer("gelu", {TensorType(DType::F32, {1})}, attrs({{"approximate", std::string("fast")}}));
+  });
   EXPECT_FALSE(unsup);
   EXPECT_NE(msg.find("fast"), std::string::npos);
 }
@@ -206,8 +209,8 @@ TEST(ElementwiseOps, GeluBothForms) {
 TEST(ElementwiseOps, BroadcastShapes) {
   EXPECT_EQ(infer("add", {TensorType(DType::F32, {2, 1, 3}), TensorType(DType::F32, {4, 1})})[0].shape,
             (Shape{2, 4, 3}));
-  EXPECT_EQ(infer("where", {TensorType(DType::Bool, {4, 1}), TensorType(DType::I64, {3}),
-                            TensorType(DType::I64, {1, 1, 1})})[0],
+  EXPECT_EQ(infer("where",
+                  {TensorType(DType::Bool, {4, 1}), TensorType(DType::I64, {3}), TensorType(DType::I64, {1, 1, 1})})[0],
             TensorType(DType::I64, {1, 4, 3}));
   auto [msg, unsup] = error_of([] { infer("mul", {TensorType(DType::F32, {2, 3}), TensorType(DType::F32, {4})}); });
   EXPECT_FALSE(unsup);
@@ -225,13 +228,18 @@ TEST(ElementwiseOps, DtypeErrorsNameTheDtype) {
   EXPECT_TRUE(error_of([] { infer("neg", {TensorType(DType::U8, {2})}); }).second);
   EXPECT_TRUE(error_of([] { infer("add", {TensorType(DType::Bool, {2}), TensorType(DType::Bool, {2})}); }).second);
   EXPECT_TRUE(error_of([] { infer("and", {TensorType(DType::I32, {2}), TensorType(DType::I32, {2})}); }).second);
-  EXPECT_TRUE(error_of([] { infer("bit_shift_left", {TensorType(DType::I32, {2}), TensorType(DType::I32, {2})}); }).second);
+  EXPECT_TRUE(error_of([] {
+                infer("bit_shift_left", {TensorType(DType::I32, {2}), TensorType(DType::I32, {2})});
+              }).second);
   // Mixed dtypes and a non-bool condition are invalid models, not gaps.
   EXPECT_FALSE(error_of([] { infer("add", {TensorType(DType::I32, {2}), TensorType(DType::F32, {2})}); }).second);
+  EXPECT_FALSE(
+      error_of([] {
+        infer("where", {TensorType(DType::F32, {2}), TensorType(DType::F32, {2}), TensorType(DType::F32, {2})});
+      }).second);
   EXPECT_FALSE(error_of([] {
-    infer("where", {TensorType(DType::F32, {2}), TensorType(DType::F32, {2}), TensorType(DType::F32, {2})});
-  }).second);
-  EXPECT_FALSE(error_of([] { infer("cast", {TensorType(DType::F32, {2})}, attrs({{"to", std::string("f8")}})); }).second);
+                 infer("cast", {TensorType(DType::F32, {2})}, attrs({{"to", std::string("f8")}}));
+               }).second);
   EXPECT_FALSE(error_of([] { infer("cast", {TensorType(DType::F32, {2})}); }).second);  // 'to' is required
 }
 

@@ -68,8 +68,8 @@ TEST(FoldBatchNorm, ConvWithStridesPadsAndGroups) {
     Value* x = g.add_input("x", {DType::F32, {2, 4, 9, 9}});
     Value* w = g.add_constant("w", random_tensor(DType::F32, {6, 2, 3, 3}, 1));
     Value* b = with_bias ? g.add_constant("b", random_tensor(DType::F32, {6}, 2)) : nullptr;
-    Value* c = g.add_node("conv", {x, w, b}, {{DType::F32, {2, 6, 5, 5}}}, conv_attrs({2, 2}, {1, 1, 1, 1}, 2))
-                   ->output(0);
+    Value* c =
+        g.add_node("conv", {x, w, b}, {{DType::F32, {2, 6, 5, 5}}}, conv_attrs({2, 2}, {1, 1, 1, 1}, 2))->output(0);
     Value* y = add_bn(g, c, 3);
     g.set_outputs({g.add_node("relu", {y}, {y->type()})->output(0)});
     PassStats st;
@@ -185,7 +185,8 @@ TEST(FoldBatchNorm, LeavesNonConstantParamsAlone) {
   Value* x = g.add_input("x", {DType::F32, {2, 3, 4}});
   Value* scale = g.add_input("scale", {DType::F32, {3}});
   std::vector<Value*> ins = {x, scale};
-  for (int i = 0; i < 3; ++i) ins.push_back(g.add_constant(fmt::format("p{}", i), random_tensor(DType::F32, {3}, 20 + i, 0.5, 1)));
+  for (int i = 0; i < 3; ++i)
+    ins.push_back(g.add_constant(fmt::format("p{}", i), random_tensor(DType::F32, {3}, 20 + i, 0.5, 1)));
   g.set_outputs({g.add_node("batch_normalization", ins, {x->type()})->output(0)});
   PassStats st;
   EXPECT_FALSE(create_pass("fold-batchnorm")->run(g, {}, st));

@@ -135,8 +135,7 @@ TEST(Frontend, GarbageBytesAreAnError) {
 
 TEST(Frontend, OutputDeclaredWithWrongDtypeIsAnError) {
   onnx::ModelProto m = add_model({2});
-  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
-      onnx::TensorProto::INT64);
+  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
   std::string e = error_of([&] { import_model(m); });
   EXPECT_NE(e.find("output \"y\""), std::string::npos) << e;
 }

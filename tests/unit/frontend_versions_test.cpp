@@ -136,9 +136,9 @@ TEST(FrontendVersions, NewOpsNeedTheirOpset) {
 }
 
 TEST(FrontendVersions, AttentionExternalCacheMasksPaddingKeys) {
-  onnx::ModelProto m = one_node(
-      "Attention", {{"q", F32, {2, 1, 2, 4}}, {"k", F32, {2, 1, 3, 4}}, {"v", F32, {2, 1, 3, 4}}, {"lens", I64, {2}}},
-      24);
+  onnx::ModelProto m =
+      one_node("Attention",
+               {{"q", F32, {2, 1, 2, 4}}, {"k", F32, {2, 1, 3, 4}}, {"v", F32, {2, 1, 3, 4}}, {"lens", I64, {2}}}, 24);
   auto* n = m.mutable_graph()->mutable_node(0);
   n->clear_input();
   for (const char* in : {"q", "k", "v", "", "", "", "lens"}) n->add_input(in);
@@ -147,7 +147,7 @@ TEST(FrontendVersions, AttentionExternalCacheMasksPaddingKeys) {
   for (int64_t i = 0; i < q.numel(); ++i) q.set_double(i, 0.1 * double(i % 7));
   for (int64_t i = 0; i < k.numel(); ++i) k.set_double(i, 0.3 * double(i % 5));
   for (int64_t i = 0; i < v.numel(); ++i) v.set_double(i, double(1 + (i / 4) % 3));  // key j holds j + 1
-  lens.set_double(0, 1);  // batch 0 sees key 0 only
+  lens.set_double(0, 1);                                                             // batch 0 sees key 0 only
   lens.set_double(1, 3);
   Tensor y = run_ref(r, {{"q", q}, {"k", k}, {"v", v}, {"lens", lens}});
   for (int64_t i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(y.get_double(i), 1.0) << i;

@@ -71,7 +71,8 @@ TEST(Fuse, PointwiseChainWithEscapingValue) {
 }
 
 TEST(Fuse, ConvResidualBlock) {
-  auto g = fuse(R"(graph @m(%x: f32[1,4,6,6], %w: f32[4,4,3,3], %b: f32[4], %w2: f32[4,4,1,1], %w3: f32[4,4,1,1]) -> (f32[1,4,6,6]) {
+  auto g = fuse(
+      R"(graph @m(%x: f32[1,4,6,6], %w: f32[4,4,3,3], %b: f32[4], %w2: f32[4,4,1,1], %w3: f32[4,4,1,1]) -> (f32[1,4,6,6]) {
     %c = conv(%x, %w, %b) {dilations=[1,1], pads=[1,1,1,1], strides=[1,1]} : f32[1,4,6,6]
     %r = relu(%c) : f32[1,4,6,6]
     %c2 = conv(%r, %w2) {dilations=[1,1], pads=[0,0,0,0], strides=[1,1]} : f32[1,4,6,6]
@@ -125,7 +126,8 @@ TEST(Fuse, ReductionPrologueAndEpilogue) {
 }
 
 TEST(Fuse, HalfPrecisionResidualStream) {
-  auto g = fuse(R"(graph @m(%x: f16[2,8], %w: f16[8,8], %res: f16[2,8], %g: f32[8], %b: f32[8]) -> (f16[2,8], f16[2,8]) {
+  auto g =
+      fuse(R"(graph @m(%x: f16[2,8], %w: f16[8,8], %res: f16[2,8], %g: f32[8], %b: f32[8]) -> (f16[2,8], f16[2,8]) {
     %m = matmul(%x, %w) : f16[2,8]
     %r = add(%m, %res) : f16[2,8]
     %c = cast(%r) {to="f32"} : f32[2,8]
@@ -162,7 +164,8 @@ TEST(Fuse, AttentionWithMaskAndHeadMerge) {
 }
 
 TEST(Fuse, AttentionOpEpilogue) {
-  auto g = fuse(R"(graph @m(%q: f32[1,2,4,3], %k: f32[1,2,5,3], %v: f32[1,2,5,3], %mask: f32[1,1,1,5], %x: f32[1,4,6]) -> (f32[1,4,6]) {
+  auto g = fuse(
+      R"(graph @m(%q: f32[1,2,4,3], %k: f32[1,2,5,3], %v: f32[1,2,5,3], %mask: f32[1,1,1,5], %x: f32[1,4,6]) -> (f32[1,4,6]) {
     %o = attention(%q, %k, %v, %mask) {causal=0, scale=0.5} : f32[1,2,4,3]
     %t = transpose(%o) {perm=[0,2,1,3]} : f32[1,4,2,3]
     %r = reshape(%t) {shape=[1,4,6]} : f32[1,4,6]

@@ -101,7 +101,9 @@ TEST(IndexGather, OutOfRangeIndexIsAnErrorNamingTheNode) {
     EXPECT_NE(e.find(std::to_string(bad) + " is out of range [-3, 3)"), std::string::npos) << e;
   }
   // A gather from an empty axis has no valid index at all.
-  EXPECT_NE(error_of([&] { run1("gather", {f32({0, 2}, {}), i64({1}, {0})}); }).find("out of range"),
+  EXPECT_NE(error_of([&] {
+              run1("gather", {f32({0, 2}, {}), i64({1}, {0})});
+            }).find("out of range"),
             std::string::npos);
 }
 
@@ -172,16 +174,21 @@ TEST(IndexGather, NdWithBatchDims) {
 
 TEST(IndexGather, InferenceChecks) {
   TensorType d(DType::F32, {3, 4});
-  EXPECT_NE(error_of([&] { infer_only("gather", {d, TensorType(DType::F32, {2})}); }).find("must be i32 or i64"),
+  EXPECT_NE(error_of([&] {
+              infer_only("gather", {d, TensorType(DType::F32, {2})});
+            }).find("must be i32 or i64"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { infer_only("gather", {d, TensorType(DType::I64, {2})}, attrs({{"axis", int64_t(2)}})); })
-                .find("out of range"),
+  EXPECT_NE(error_of([&] {
+              infer_only("gather", {d, TensorType(DType::I64, {2})}, attrs({{"axis", int64_t(2)}}));
+            }).find("out of range"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { infer_only("gather_elements", {d, TensorType(DType::I64, {2, 5})}); })
-                .find("indices dim 1 is 5 but data's is only 4"),
+  EXPECT_NE(error_of([&] {
+              infer_only("gather_elements", {d, TensorType(DType::I64, {2, 5})});
+            }).find("indices dim 1 is 5 but data's is only 4"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { infer_only("gather_nd", {d, TensorType(DType::I64, {2, 3})}); })
-                .find("last dim 3 must be in [1, 2]"),
+  EXPECT_NE(error_of([&] {
+              infer_only("gather_nd", {d, TensorType(DType::I64, {2, 3})});
+            }).find("last dim 3 must be in [1, 2]"),
             std::string::npos);
   EXPECT_EQ(infer_only("gather", {d, TensorType(DType::I32, {5, 6})}, attrs({{"axis", int64_t(-1)}}))[0],
             TensorType(DType::F32, {3, 5, 6}));
@@ -223,8 +230,8 @@ TEST(IndexScatter, IntegerReductionsWrapAndBoolIsLogical) {
 
 TEST(IndexScatter, MaxMinPropagateNaN) {
   Tensor x = f32({2}, {1, NAN});
-  Tensor y = run1("scatter_elements", {x, i64({2}, {0, 1}), f32({2}, {NAN, 5})},
-                  attrs({{"reduction", std::string("max")}}));
+  Tensor y =
+      run1("scatter_elements", {x, i64({2}, {0, 1}), f32({2}, {NAN, 5})}, attrs({{"reduction", std::string("max")}}));
   EXPECT_TRUE(std::isnan(y.get_double(0)));
   EXPECT_TRUE(std::isnan(y.get_double(1)));
 }
@@ -261,11 +268,13 @@ TEST(IndexScatter, OutOfRangeIsAnError) {
 TEST(IndexScatter, InferenceChecks) {
   TensorType d(DType::F32, {3, 4});
   TensorType ix(DType::I64, {2, 4});
-  EXPECT_NE(error_of([&] { infer_only("scatter_elements", {d, ix, TensorType(DType::F16, {2, 4})}); })
-                .find("updates are f16 but data is f32"),
+  EXPECT_NE(error_of([&] {
+              infer_only("scatter_elements", {d, ix, TensorType(DType::F16, {2, 4})});
+            }).find("updates are f16 but data is f32"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { infer_only("scatter_elements", {d, ix, TensorType(DType::F32, {2, 3})}); })
-                .find("updates shape [2,3] differs"),
+  EXPECT_NE(error_of([&] {
+              infer_only("scatter_elements", {d, ix, TensorType(DType::F32, {2, 3})});
+            }).find("updates shape [2,3] differs"),
             std::string::npos);
   EXPECT_THROW(infer_only("scatter_nd", {d, TensorType(DType::I64, {2, 1}), TensorType(DType::F32, {2, 4})},
                           attrs({{"reduction", std::string("sub")}})),
@@ -274,8 +283,9 @@ TEST(IndexScatter, InferenceChecks) {
               infer_only("scatter_nd", {d, TensorType(DType::I64, {2, 1}), TensorType(DType::F32, {2, 3})});
             }).find("should be [2,4]"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { infer_only("scatter_nd", {d, TensorType(DType::F32, {2, 1}), d}); })
-                .find("must be i32 or i64"),
+  EXPECT_NE(error_of([&] {
+              infer_only("scatter_nd", {d, TensorType(DType::F32, {2, 1}), d});
+            }).find("must be i32 or i64"),
             std::string::npos);
 }
 
@@ -294,16 +304,15 @@ TEST(IndexOneHot, NegativeOutOfRangeAndFloatIndices) {
   y = run1("one_hot", {i64({2}, {2, 0}), f32({2}, {0, 1})}, attrs({{"depth", int64_t(3)}, {"axis", int64_t(0)}}));
   EXPECT_EQ(y.shape(), Shape({3, 2}));
   EXPECT_EQ(values(y), std::vector<double>({0, 1, 0, 0, 1, 0}));
-  EXPECT_NE(error_of([&] { run1("one_hot", {idx, f32({3}, {0, 1, 2})}, attrs({{"depth", int64_t(3)}})); })
-                .find("exactly two elements"),
+  EXPECT_NE(error_of([&] {
+              run1("one_hot", {idx, f32({3}, {0, 1, 2})}, attrs({{"depth", int64_t(3)}}));
+            }).find("exactly two elements"),
             std::string::npos);
 }
 
 TEST(IndexTrilu, DiagonalsAndRanges) {
   Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
-  auto tri = [&](int64_t upper, int64_t k) {
-    return values(run1("trilu", {x}, attrs({{"upper", upper}, {"k", k}})));
-  };
+  auto tri = [&](int64_t upper, int64_t k) { return values(run1("trilu", {x}, attrs({{"upper", upper}, {"k", k}}))); };
   EXPECT_EQ(tri(1, 0), std::vector<double>({1, 2, 3, 0, 5, 6}));
   EXPECT_EQ(tri(1, 1), std::vector<double>({0, 2, 3, 0, 0, 6}));
   EXPECT_EQ(tri(0, -1), std::vector<double>({0, 0, 0, 4, 0, 0}));
@@ -320,7 +329,9 @@ TEST(IndexEyeLike, OffDiagonalAndDtype) {
   EXPECT_EQ(values(y), std::vector<double>({0, 0, 1, 0, 0, 1}));
   y = run1("eye_like", {x}, attrs({{"k", int64_t(5)}}));
   EXPECT_EQ(values(y), std::vector<double>({0, 0, 0, 0, 0, 0}));
-  EXPECT_NE(error_of([&] { run1("eye_like", {x}, attrs({{"dtype", std::string("f8")}})); }).find("unknown dtype"),
+  EXPECT_NE(error_of([&] {
+              run1("eye_like", {x}, attrs({{"dtype", std::string("f8")}}));
+            }).find("unknown dtype"),
             std::string::npos);
 }
 
@@ -331,7 +342,9 @@ TEST(IndexReverseSequence, LengthsAndErrors) {
   EXPECT_EQ(values(y), std::vector<double>({2, 11, 1, 10, 0, 12}));
   std::string e = error_of([&] { run1("reverse_sequence", {x, i64({2}, {4, 0})}); });
   EXPECT_NE(e.find("sequence_lens[0] = 4 is outside [0, 3]"), std::string::npos) << e;
-  EXPECT_NE(error_of([&] { run1("reverse_sequence", {x, i64({3}, {1, 1, 1})}); }).find("one length per batch"),
+  EXPECT_NE(error_of([&] {
+              run1("reverse_sequence", {x, i64({3}, {1, 1, 1})});
+            }).find("one length per batch"),
             std::string::npos);
 }
 
@@ -369,11 +382,13 @@ TEST(IndexSelect, CompressAxisFlattenAndErrors) {
   EXPECT_EQ(values(y), std::vector<double>({2, 5}));
   y = run1("compress", {x, Tensor::from<int>(DType::Bool, {5}, {1, 0, 0, 0, 1})});
   EXPECT_EQ(values(y), std::vector<double>({1, 5}));
-  EXPECT_NE(error_of([&] { run1("compress", {x, Tensor::from<int>(DType::Bool, {3}, {0, 0, 1})},
-                               attrs({{"axis", int64_t(0)}})); })
-                .find("condition is true at 2 but the selected axis has only 2 entries"),
+  EXPECT_NE(error_of([&] {
+              run1("compress", {x, Tensor::from<int>(DType::Bool, {3}, {0, 0, 1})}, attrs({{"axis", int64_t(0)}}));
+            }).find("condition is true at 2 but the selected axis has only 2 entries"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { run1("compress", {x, i64({2}, {1, 1})}); }).find("condition must be bool"),
+  EXPECT_NE(error_of([&] {
+              run1("compress", {x, i64({2}, {1, 1})});
+            }).find("condition must be bool"),
             std::string::npos);
 }
 

@@ -175,25 +175,26 @@ TEST(IrText, ListKindsFollowSpelling) {
 
 TEST(IrText, TrickyNames) {
   Graph g("my graph");
-  Value* a = g.add_input("", kF23);          // empty: gets a number
-  Value* b = g.add_input("0", kF23);         // a real name that looks like a fresh one
-  Value* c = g.add_input("x y\"z", kF23);    // needs quoting
-  Value* d = g.add_input("a.b-c_9", kF23);   // bare
+  Value* a = g.add_input("", kF23);         // empty: gets a number
+  Value* b = g.add_input("0", kF23);        // a real name that looks like a fresh one
+  Value* c = g.add_input("x y\"z", kF23);   // needs quoting
+  Value* d = g.add_input("a.b-c_9", kF23);  // bare
   Node* n1 = g.add_node("add", {a, b}, {kF23});
-  n1->output()->set_name("a.b-c_9");         // clashes with an input
+  n1->output()->set_name("a.b-c_9");  // clashes with an input
   Node* n2 = g.add_node("add", {c, d}, {kF23}, {}, "loc \"q\"\n");
   n2->output()->set_name("\xc3\xa9t\xc3\xa9");  // UTF-8
   Node* n3 = g.add_node("add", {n1->output(), n2->output()}, {kF23});
   n3->output()->set_name("1");
   g.set_outputs({n3->output()});
   std::string text = round_trip(g);
-  EXPECT_EQ(text,
-            "graph @\"my graph\"(%2: f32[2,3], %0: f32[2,3], %\"x y\\\"z\": f32[2,3], %a.b-c_9: f32[2,3]) -> (f32[2,3]) {\n"
-            "  %3 = add(%2, %0) : f32[2,3]\n"
-            "  %\"\\xc3\\xa9t\\xc3\\xa9\" = add(%\"x y\\\"z\", %a.b-c_9) : f32[2,3] loc(\"loc \\\"q\\\"\\n\")\n"
-            "  %1 = add(%3, %\"\\xc3\\xa9t\\xc3\\xa9\") : f32[2,3]\n"
-            "  return %1\n"
-            "}\n");
+  EXPECT_EQ(
+      text,
+      "graph @\"my graph\"(%2: f32[2,3], %0: f32[2,3], %\"x y\\\"z\": f32[2,3], %a.b-c_9: f32[2,3]) -> (f32[2,3]) {\n"
+      "  %3 = add(%2, %0) : f32[2,3]\n"
+      "  %\"\\xc3\\xa9t\\xc3\\xa9\" = add(%\"x y\\\"z\", %a.b-c_9) : f32[2,3] loc(\"loc \\\"q\\\"\\n\")\n"
+      "  %1 = add(%3, %\"\\xc3\\xa9t\\xc3\\xa9\") : f32[2,3]\n"
+      "  return %1\n"
+      "}\n");
   auto p = parse_graph(text);
   EXPECT_EQ(p->name(), "my graph");
   EXPECT_EQ(p->inputs()[2]->name(), "x y\"z");
@@ -219,8 +220,8 @@ TEST(IrText, OddOpNamesAbsentOperandsAndNoResults) {
 
 TEST(IrText, FloatsRoundTripExactly) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  std::vector<float> vals = {nan, inf, -inf, -0.0f, 0.0f, 1e-45f, 3.4028235e38f, 0.1f, 1e20f, -1.17549435e-38f,
-                             16777217.0f, 1.0f / 3};
+  std::vector<float> vals = {
+      nan, inf, -inf, -0.0f, 0.0f, 1e-45f, 3.4028235e38f, 0.1f, 1e20f, -1.17549435e-38f, 16777217.0f, 1.0f / 3};
   Graph g("g");
   Value* c = g.add_constant("c", Tensor::from<float>(DType::F32, {int64_t(vals.size())}, vals));
   AttrMap a;
@@ -255,7 +256,8 @@ TEST(IrText, HalfBf16AndF64ElementsRoundTrip) {
   g.add_constant("b", b);
   g.add_constant("d", d);
   std::string text = round_trip(g);
-  EXPECT_NE(text.find("%h = const f16[6] dense<[5.9604645e-08, 65504.0, -0.0, 0.33325195, -inf, nan]>"), std::string::npos)
+  EXPECT_NE(text.find("%h = const f16[6] dense<[5.9604645e-08, 65504.0, -0.0, 0.33325195, -inf, nan]>"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("%d = const f64[3] dense<[5e-324, 0.1, -1e+308]>"), std::string::npos) << text;
   auto p = parse_graph(text);
@@ -367,32 +369,40 @@ TEST(IrText, ParseErrorsNameLineAndColumn) {
        "f.kir:3:3: value %y is already defined on line 2"},
       {head + "  %x = relu(%x) : f32[2]\n  return %x\n}", "f.kir:2:3: value %x is already defined on line 1"},
       {head + "  %y = relu(%x) : f32[2]\n", "f.kir:3:1: expected an op name or 'return', found end"},
-      {head + "  %y = relu(%x) : f32[99999999999999999999]\n  return %y\n}", "f.kir:2:23: dimension 99999999999999999999 is out of range"},
+      {head + "  %y = relu(%x) : f32[99999999999999999999]\n  return %y\n}",
+       "f.kir:2:23: dimension 99999999999999999999 is out of range"},
       {head + "  %y = relu(%x) : f32[-1]\n  return %y\n}", "f.kir:2:23: dimension -1 is negative"},
       {head + "  %y = relu(%x) : f32[4611686018427387904,4]\n  return %y\n}", "f.kir:2:19: element count"},
       {head + "  %y = relu(%x) {a=1, a=2} : f32[2]\n  return %y\n}", "f.kir:2:23: attribute 'a' is given twice"},
       {head + "  %y = relu(%x) {a=[]} : f32[2]\n  return %y\n}", "f.kir:2:20: an empty list needs its kind"},
-      {head + "  %y = relu(%x) {a=9223372036854775808} : f32[2]\n  return %y\n}", "f.kir:2:20: integer 9223372036854775808 is out of range"},
+      {head + "  %y = relu(%x) {a=9223372036854775808} : f32[2]\n  return %y\n}",
+       "f.kir:2:20: integer 9223372036854775808 is out of range"},
       {head + "  %y = relu(%x) {a=1e39} : f32[2]\n  return %y\n}", "f.kir:2:20: float 1e39 is out of range"},
       {head + "  %y = relu(%x) {a=\"abc} : f32[2]\n  return %y\n}", "f.kir:2:20: unterminated string"},
       {head + "  %y = relu(%x) {a=\"a\\qb\"} : f32[2]\n  return %y\n}", "f.kir:2:22: unknown escape '\\q'"},
-      {head + "  %y = relu(%x) {a=\"\\x4\"} : f32[2]\n  return %y\n}", "f.kir:2:21: \\x must be followed by two hex digits"},
+      {head + "  %y = relu(%x) {a=\"\\x4\"} : f32[2]\n  return %y\n}",
+       "f.kir:2:21: \\x must be followed by two hex digits"},
       {head + "  %c = const i8[2] dense<[1, 300]>\n  return %x\n}", "f.kir:2:30: 300 does not fit in i8"},
       {head + "  %c = const u8[1] dense<[-1]>\n  return %x\n}", "f.kir:2:27: -1 does not fit in u8"},
-      {head + "  %c = const f32[3] dense<[1.0, 2.0]>\n  return %x\n}", "f.kir:2:21: dense<> has 2 elements but f32[3] holds 3"},
+      {head + "  %c = const f32[3] dense<[1.0, 2.0]>\n  return %x\n}",
+       "f.kir:2:21: dense<> has 2 elements but f32[3] holds 3"},
       {head + "  %c = const f32[65536,65536] splat<1.0>\n  return %x\n}", "f.kir:2:31: f32[65536,65536] is too large"},
-      {head + "  %c = const f32[2] @\"d\" <xxh64:00>\n  return %x\n}", "f.kir:2:21: constant reference @\"d\" does not repeat"},
-      {head + "  %c = const f32[2] @\"c\" <xxh64:12345678zzzzzzzz>\n  return %x\n}", "f.kir:2:33: expected 16 hex digits"},
+      {head + "  %c = const f32[2] @\"d\" <xxh64:00>\n  return %x\n}",
+       "f.kir:2:21: constant reference @\"d\" does not repeat"},
+      {head + "  %c = const f32[2] @\"c\" <xxh64:12345678zzzzzzzz>\n  return %x\n}",
+       "f.kir:2:33: expected 16 hex digits"},
       {head + "  %c = const bool[1] dense<[1]>\n  return %x\n}", "f.kir:2:29: expected true or false"},
       {head + "  %a, %b = relu(%x) : f32[2]\n  return %a\n}", "f.kir:2:21: 2 results but 1 types"},
       {head + "  return %x, %x\n}", "f.kir:2:3: return gives 2 values but the graph declares 1"},
-      {"graph @g(%x: i32[2]) -> (f32[2]) {\n  return %x\n}", "f.kir:2:10: result 0 %x has type i32[2] but the graph declares f32[2]"},
+      {"graph @g(%x: i32[2]) -> (f32[2]) {\n  return %x\n}",
+       "f.kir:2:10: result 0 %x has type i32[2] but the graph declares f32[2]"},
       {head + "  %y = relu(%x) : f32[2]\n  return %y\n}\ngraph", "f.kir:5:1: expected end of input after the graph"},
       {head + "  %y = relu(%x) : f32[2]{nchw}\n  return %y\n}", "f.kir:2:26: unknown layout 'nchw'"},
       {head + "  %y = relu(%x) $ : f32[2]\n  return %y\n}", "f.kir:2:17: unexpected character \"$\""},
       {head + "  %y = relu(%) : f32[2]\n  return %y\n}", "f.kir:2:13: expected a name after '%'"},
   };
-  for (const Case& c : cases) EXPECT_NE(parse_error(c.text).find(c.want), std::string::npos) << c.want << "\n got: " << parse_error(c.text);
+  for (const Case& c : cases)
+    EXPECT_NE(parse_error(c.text).find(c.want), std::string::npos) << c.want << "\n got: " << parse_error(c.text);
 }
 
 TEST(IrText, MalformedInputNeverCrashes) {
@@ -400,8 +410,9 @@ TEST(IrText, MalformedInputNeverCrashes) {
   // raise kiln::Error (any other exception or a crash fails the test).
   std::string text = print_graph(*fused_graph(0));
   text += "// tail\n";
-  text.insert(text.find("  return %1\n}\n// tail"),
-              "  %c = const f16[2] dense<[1.5, -inf]>\n  %d = relu(%c) {a=[1,2], b=\"x\\n\", t=splat<1> : i8[2]} : f16[2]\n");
+  text.insert(
+      text.find("  return %1\n}\n// tail"),
+      "  %c = const f16[2] dense<[1.5, -inf]>\n  %d = relu(%c) {a=[1,2], b=\"x\\n\", t=splat<1> : i8[2]} : f16[2]\n");
   auto attempt = [](const std::string& s) {
     try {
       parse_graph(s);
@@ -417,9 +428,15 @@ TEST(IrText, MalformedInputNeverCrashes) {
     for (int e = 0; e < edits; ++e) {
       size_t pos = rng() % s.size();
       switch (rng() % 3) {
-        case 0: s[pos] = alphabet[rng() % alphabet.size()]; break;
-        case 1: s.erase(pos, 1 + rng() % 8); break;
-        default: s.insert(pos, 1, char(rng() % 256)); break;
+        case 0:
+          s[pos] = alphabet[rng() % alphabet.size()];
+          break;
+        case 1:
+          s.erase(pos, 1 + rng() % 8);
+          break;
+        default:
+          s.insert(pos, 1, char(rng() % 256));
+          break;
       }
       if (s.empty()) s.push_back('x');
     }

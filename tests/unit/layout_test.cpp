@@ -51,8 +51,7 @@ void expect_tags_agree(const Graph& g) {
   for (const auto& n : g.nodes()) {
     InferContext ctx(n->op(), n->inputs(), n->attrs(), n->num_outputs(), n->describe());
     std::vector<TensorType> want = infer_types(op_registry().get(n->op()), ctx);
-    for (int k = 0; k < n->num_outputs(); ++k)
-      EXPECT_EQ(n->output(k)->type().str(), want[k].str()) << n->describe();
+    for (int k = 0; k < n->num_outputs(); ++k) EXPECT_EQ(n->output(k)->type().str(), want[k].str()) << n->describe();
   }
 }
 
@@ -274,31 +273,36 @@ TEST(LayoutOps, InferenceErrors) {
 graph @g(%x: f32[1,4,4,3], %w: f32[2,3,3,3]) -> (f32[1,2,2,2]) {
   %y = conv(%x, %w, _) {dilations=[1,1], layout="nchw", pads=[0,0,0,0], strides=[1,1]} : f32[1,2,2,2]
   return %y
-})").find("layout \"nchw\" must be \"nhwc\""),
+})")
+                .find("layout \"nchw\" must be \"nhwc\""),
             std::string::npos);
   EXPECT_NE(infer_error(R"(
 graph @g(%x: f32[1,4,4,3]) -> (f32[1,2,2,3], i64[1,2,2,3]) {
   %y, %i = max_pool(%x) {ceil_mode=0, dilations=[1,1], kernel_shape=[2,2], layout="nhwc", pads=[0,0,0,0], strides=[2,2]} : f32[1,2,2,3], i64[1,2,2,3]
   return %y, %i
-})").find("no indices result"),
+})")
+                .find("no indices result"),
             std::string::npos);
   EXPECT_NE(infer_error(R"(
 graph @g(%x: f32[1,3,4,4]) -> (f32[1,4,3,4]) {
   %y = transpose(%x) {layout="nhwc", perm=[0,2,1,3]} : f32[1,4,3,4]
   return %y
-})").find("channels-last perm"),
+})")
+                .find("channels-last perm"),
             std::string::npos);
   EXPECT_NE(infer_error(R"(
 graph @g(%x: f32[1,4,4,3], %p: f32[4]) -> (f32[1,4,4,3]) {
   %y = batch_normalization(%x, %p, %p, %p, %p) {layout="nhwc"} : f32[1,4,4,3]
   return %y
-})").find("the last dim of x"),
+})")
+                .find("the last dim of x"),
             std::string::npos);
   EXPECT_NE(infer_error(R"(
 graph @g(%x: f32[4,3]) -> (f32[4,1]) {
   %y = global_average_pool(%x) {layout="nhwc"} : f32[4,1]
   return %y
-})").find("rank"),
+})")
+                .find("rank"),
             std::string::npos);
 }
 
@@ -349,8 +353,7 @@ TEST(LayoutOps, ConvNhwcByHand) {
   Tensor dw = Tensor::from<float>(DType::F32, {2, 1, 1, 1}, std::vector<float>{2, -1});
   a.set("group", int64_t(2));
   a.set("pads", std::vector<int64_t>{0, 0, 0, 1});
-  EXPECT_EQ(values(run1("conv", {x, dw}, a)),
-            (std::vector<double>{2, -10, 4, -20, 0, 0, 6, -30, 8, -40, 0, 0}));
+  EXPECT_EQ(values(run1("conv", {x, dw}, a)), (std::vector<double>{2, -10, 4, -20, 0, 0, 6, -30, 8, -40, 0, 0}));
 }
 
 TEST(LayoutOps, PoolsAndNormsNhwcByHand) {

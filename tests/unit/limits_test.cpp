@@ -106,15 +106,13 @@ TEST_F(LimitsTest, TotalWeightBytes) {
   EXPECT_NO_THROW(import(m));
   limits().max_total_bytes = 1199;
   std::string e = error_of([&] { import(m); });
-  EXPECT_NE(e.find("initializer \"w2\": the model's weights exceed the limit of 1199 bytes"), std::string::npos)
-      << e;
+  EXPECT_NE(e.find("initializer \"w2\": the model's weights exceed the limit of 1199 bytes"), std::string::npos) << e;
 }
 
 TEST_F(LimitsTest, NodesOutOfOrderAreNamed) {
   EXPECT_NO_THROW(import(chain(2)));
   std::string e = error_of([] { import(chain(2, true)); });
-  EXPECT_NE(e.find("node \"neg\" (Neg) reads \"a\" before node \"relu\" (Relu) produces it"), std::string::npos)
-      << e;
+  EXPECT_NE(e.find("node \"neg\" (Neg) reads \"a\" before node \"relu\" (Relu) produces it"), std::string::npos) << e;
 }
 
 TEST_F(LimitsTest, CycleIsNamed) {

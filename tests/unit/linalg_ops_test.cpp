@@ -135,8 +135,8 @@ TEST(LinalgOps, MatmulBroadcastMatchesNaive) {
   struct Case {
     Shape a, b;
   };
-  for (const Case& c : std::vector<Case>{{{2, 1, 3, 4}, {5, 4, 2}}, {{4, 3, 5}, {5, 2}}, {{3, 5}, {2, 5, 6}},
-                                         {{1, 3, 5}, {4, 5, 6}}}) {
+  for (const Case& c :
+       std::vector<Case>{{{2, 1, 3, 4}, {5, 4, 2}}, {{4, 3, 5}, {5, 2}}, {{3, 5}, {2, 5, 6}}, {{1, 3, 5}, {4, 5, 6}}}) {
     for (DType t : {DType::F32, DType::F64}) {
       Tensor a = random_tensor(t, c.a, 1), b = random_tensor(t, c.b, 2);
       Tensor y = run("matmul", {a, b})[0];
@@ -206,7 +206,8 @@ TEST(LinalgOps, GemmErrorsAndIntegers) {
   EXPECT_NE(infer_error("gemm", {a, b, TensorType(DType::F32, {3})}).find("does not broadcast"), std::string::npos);
   EXPECT_NE(infer_error("gemm", {a, TensorType(DType::F32, {4, 5})}).find("inner dimensions"), std::string::npos);
   EXPECT_NE(infer_error("gemm", {TensorType(DType::F32, {2, 3, 5}), b}).find("2-D"), std::string::npos);
-  Tensor ai = Tensor::from<int>(DType::I32, {2, 2}, {1, 2, 3, 4}), bi = Tensor::from<int>(DType::I32, {2, 2}, {5, 6, 7, 8});
+  Tensor ai = Tensor::from<int>(DType::I32, {2, 2}, {1, 2, 3, 4}),
+         bi = Tensor::from<int>(DType::I32, {2, 2}, {5, 6, 7, 8});
   Tensor ci = Tensor::from<int>(DType::I32, {2}, {100, 200});
   Tensor y = run("gemm", {ai, bi, ci})[0];
   std::vector<int64_t> want = {119, 222, 143, 250};
@@ -394,11 +395,10 @@ TEST(MiscOps, DftRoundTripsAndDelta) {
 TEST(MiscOps, NmsNeedsKnownInputs) {
   AttrMap a;
   a.set("max_output_boxes_per_class", int64_t(3));
-  std::string e = infer_error("non_max_suppression",
-                              {TensorType(DType::F32, {1, 4, 4}), TensorType(DType::F32, {1, 1, 4})}, a);
+  std::string e =
+      infer_error("non_max_suppression", {TensorType(DType::F32, {1, 4, 4}), TensorType(DType::F32, {1, 1, 4})}, a);
   EXPECT_NE(e.find("must be known at compile time"), std::string::npos) << e;
 }
-
 
 TEST(LinalgOps, QlinearMatmulRoundsHalfToEvenAndSaturates) {
   // y = rint(a * b * (1 * 1 / 2)) + y_zp: 5/2 = 2.5 -> 2, 7/2 = 3.5 -> 4, 600/2 -> 255.
@@ -486,7 +486,8 @@ TEST(LinalgOps, QlinearConvPerChannelScales) {
   Tensor w = Tensor::from<int>(DType::U8, {2, 1, 1, 1}, {2, 3});
   Tensor ws = Tensor::from<float>(DType::F32, {2}, {0.5f, 0.25f});
   Tensor bias = Tensor::from<int>(DType::I32, {2}, {4, -60});
-  Tensor f1 = Tensor::scalar(DType::F32, 1), zp = Tensor::scalar(DType::U8, 0), wzp = Tensor::from<int>(DType::U8, {2}, {0, 0});
+  Tensor f1 = Tensor::scalar(DType::F32, 1), zp = Tensor::scalar(DType::U8, 0),
+         wzp = Tensor::from<int>(DType::U8, {2}, {0, 0});
   Tensor y = run("qlinear_conv", {x, f1, zp, w, ws, wzp, f1, Tensor::scalar(DType::U8, 5), bias})[0];
   ASSERT_EQ(y.shape(), (Shape{1, 2, 1, 2}));
   // m=0: (20+4)*0.5+5 = 17, (40+4)*0.5+5 = 27; m=1: (30-60)*0.25+5 = -2.5 -> 0 (saturates), (60-60)*.25+5 = 5.
@@ -579,7 +580,8 @@ TEST(MiscOps, LstmStepByHand) {
     Tensor R = Tensor::from<double>(DType::F64, {1, 4, 1}, {r[0], r[1], r[2], r[3]});
     Tensor B = Tensor::from<double>(DType::F64, {1, 8}, {wb[0], wb[1], wb[2], wb[3], rb[0], rb[1], rb[2], rb[3]});
     Tensor L = Tensor::from<int>(DType::I32, {1}, {1});
-    Tensor H0 = Tensor::from<double>(DType::F64, {1, 1, 1}, {h0}), C0 = Tensor::from<double>(DType::F64, {1, 1, 1}, {c0});
+    Tensor H0 = Tensor::from<double>(DType::F64, {1, 1, 1}, {h0}),
+           C0 = Tensor::from<double>(DType::F64, {1, 1, 1}, {c0});
     Tensor P = Tensor::from<double>(DType::F64, {1, 3}, {p[0], p[1], p[2]});
     std::vector<Tensor> y = run("lstm", {X, W, R, B, L, H0, C0, P}, a, 3);
     EXPECT_NEAR(y[0].get_double(0), h, 1e-12) << forget;
@@ -592,7 +594,8 @@ TEST(MiscOps, LstmStepByHand) {
 TEST(MiscOps, RecurrentLayoutOneIsATranspose) {
   int64_t S = 3, B = 2, I = 2, H = 3;
   Tensor x = random_tensor(DType::F32, {S, B, I}, 80, -1, 1), h0 = random_tensor(DType::F32, {2, B, H}, 81, -1, 1);
-  Tensor w = random_tensor(DType::F32, {2, 3 * H, I}, 82, -1, 1), r = random_tensor(DType::F32, {2, 3 * H, H}, 83, -1, 1);
+  Tensor w = random_tensor(DType::F32, {2, 3 * H, I}, 82, -1, 1),
+         r = random_tensor(DType::F32, {2, 3 * H, H}, 83, -1, 1);
   Tensor xt(DType::F32, {B, S, I}), h0t(DType::F32, {B, 2, H});
   for (int64_t s = 0; s < S; ++s)
     for (int64_t b = 0; b < B; ++b)
@@ -685,17 +688,20 @@ TEST(LinalgAdapters, GemmOpset6BroadcastZeroNeedsFullC) {
 
 TEST(LinalgAdapters, ConvIntegerAutoPadBecomesExplicitPads) {
   auto model = [](const std::string& ap) {
-    return one_node(10, "ConvInteger", {{"x", {1, 1, 5, 5}}, {"w", {1, 1, 2, 2}}}, 1, [&](onnx::NodeProto& n) {
-      auto* a = n.add_attribute();
-      a->set_name("auto_pad");
-      a->set_type(onnx::AttributeProto::STRING);
-      a->set_s(ap);
-      auto* s = n.add_attribute();
-      s->set_name("strides");
-      s->set_type(onnx::AttributeProto::INTS);
-      s->add_ints(2);
-      s->add_ints(2);
-    }, onnx::TensorProto::UINT8);
+    return one_node(
+        10, "ConvInteger", {{"x", {1, 1, 5, 5}}, {"w", {1, 1, 2, 2}}}, 1,
+        [&](onnx::NodeProto& n) {
+          auto* a = n.add_attribute();
+          a->set_name("auto_pad");
+          a->set_type(onnx::AttributeProto::STRING);
+          a->set_s(ap);
+          auto* s = n.add_attribute();
+          s->set_name("strides");
+          s->set_type(onnx::AttributeProto::INTS);
+          s->add_ints(2);
+          s->add_ints(2);
+        },
+        onnx::TensorProto::UINT8);
   };
   // out = ceil(5/2) = 3; total pad = (3-1)*2 + 2 - 5 = 1.
   ImportResult up = import(model("SAME_UPPER"));
@@ -707,8 +713,8 @@ TEST(LinalgAdapters, ConvIntegerAutoPadBecomesExplicitPads) {
 }
 
 TEST(MiscAdapters, RnnActivationParametersBecomePositional) {
-  ImportResult r = import(one_node(
-      14, "GRU", {{"X", {2, 1, 3}}, {"W", {2, 12, 3}}, {"R", {2, 12, 4}}}, 2, [](onnx::NodeProto& n) {
+  ImportResult r =
+      import(one_node(14, "GRU", {{"X", {2, 1, 3}}, {"W", {2, 12, 3}}, {"R", {2, 12, 4}}}, 2, [](onnx::NodeProto& n) {
         set_int(n, "hidden_size", 4);
         auto* d = n.add_attribute();
         d->set_name("direction");

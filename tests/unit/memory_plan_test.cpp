@@ -60,9 +60,12 @@ std::vector<Tensor> run_in_arena(const Graph& g, const MemoryPlan& plan, const s
   for (size_t i = 0; i < outs.size(); ++i) outs[i].assign(g.outputs()[i]->type().nbytes(), 0xCD);
   auto bytes_of = [&](const ValuePlan& p) -> uint8_t* {
     switch (p.storage) {
-      case Storage::Arena: return arena.data() + p.offset;
-      case Storage::Output: return outs[p.output_index].data() + p.offset;
-      default: return nullptr;
+      case Storage::Arena:
+        return arena.data() + p.offset;
+      case Storage::Output:
+        return outs[p.output_index].data() + p.offset;
+      default:
+        return nullptr;
     }
   };
   auto read = [&](const Value* v) -> Tensor {
@@ -228,7 +231,7 @@ graph @view(%x: f32[16,64]) -> (f32[1024], f32[16,64]) {
   EXPECT_EQ(r.offset, a.offset);
   EXPECT_EQ(r.storage, Storage::Arena);
   EXPECT_EQ(p.views, 1);
-  EXPECT_FALSE(share_bytes(a, b));  // a's bytes are read through %r after %b is made
+  EXPECT_FALSE(share_bytes(a, b));     // a's bytes are read through %r after %b is made
   EXPECT_EQ(p.naive_bytes, 3 * 4096);  // a, r and b (s and c are outputs)
   EXPECT_EQ(p.arena_bytes, 2 * 4096);
   expect_arena_run_matches(*g, p);
@@ -577,8 +580,8 @@ int fuse_for_test(Graph& g) {
   auto single = [](const Node* n) { return n->num_outputs() == 1; };
   auto pointwise = [&](const Node* n) { return single(n) && n->op() != "fused" && is_pointwise_node(*n); };
   auto head = [&](const Node* n) {
-    return single(n) && (pointwise(n) || n->op() == "fused" || n->op() == "conv" || n->op() == "matmul" ||
-                         n->op() == "gemm");
+    return single(n) &&
+           (pointwise(n) || n->op() == "fused" || n->op() == "conv" || n->op() == "matmul" || n->op() == "gemm");
   };
   int fused = 0;
   for (;;) {  // one fusion per sweep: erased nodes' addresses may be reused
@@ -691,8 +694,10 @@ TEST(MemoryPlanModels, EveryConformanceModel) {
     runs += check_graph(*g, name, bytes < (16 << 20) ? &feed : nullptr);
     in_place += plan_memory(*g).in_place > 0;
   }
-  std::cout << fmt::format("[ memory plan ] {} models planned and validated, {} arena runs match the reference, "
-                           "{} models have in-place results\n", planned, runs, in_place);
+  std::cout << fmt::format(
+      "[ memory plan ] {} models planned and validated, {} arena runs match the reference, "
+      "{} models have in-place results\n",
+      planned, runs, in_place);
   EXPECT_GT(planned, 500);
   EXPECT_GT(runs, 500);
 }
@@ -734,7 +739,8 @@ TEST(MemoryPlanModels, RealModels) {
       }
     }
   }
-  if (!found) GTEST_SKIP() << "no models under " << models_dir() << " (tools/prepare_models.sh; or set KILN_MODELS_DIR)";
+  if (!found)
+    GTEST_SKIP() << "no models under " << models_dir() << " (tools/prepare_models.sh; or set KILN_MODELS_DIR)";
 }
 
 }  // namespace

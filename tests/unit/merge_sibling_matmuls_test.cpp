@@ -16,8 +16,7 @@ namespace {
 // A rank-2 constant with distinct, exactly representable values.
 std::string weight(const std::string& name, const char* dtype, int rows, int cols, int seed) {
   std::string vals;
-  for (int i = 0; i < rows * cols; ++i)
-    vals += fmt::format("{}{}.0", i ? ", " : "", ((i * 7 + seed * 13) % 17) - 8);
+  for (int i = 0; i < rows * cols; ++i) vals += fmt::format("{}{}.0", i ? ", " : "", ((i * 7 + seed * 13) % 17) - 8);
   return fmt::format("  %{} = const {}[{},{}] dense<[{}]>\n", name, dtype, rows, cols, vals);
 }
 

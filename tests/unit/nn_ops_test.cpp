@@ -55,8 +55,8 @@ AttrMap conv_attrs(Ints strides, Ints pads, Ints dil, int64_t group) {
 }
 
 // Direct convolution straight from the definition (double accumulation).
-std::vector<double> naive_conv(const Tensor& x, const Tensor& w, const Tensor* b, const Ints& strides,
-                               const Ints& pads, const Ints& dil, int64_t group, const Shape& out_shape) {
+std::vector<double> naive_conv(const Tensor& x, const Tensor& w, const Tensor* b, const Ints& strides, const Ints& pads,
+                               const Ints& dil, int64_t group, const Shape& out_shape) {
   const int nd = x.rank() - 2;
   const int64_t C = x.shape()[1], M = w.shape()[0], Cg = C / group, Mg = M / group;
   Shape out_sp(out_shape.begin() + 2, out_shape.end()), k(w.shape().begin() + 2, w.shape().end()),
@@ -105,8 +105,7 @@ void check_conv(const ConvCase& cc, DType dt, double tol, std::mt19937& rng) {
   std::vector<const Tensor*> in = {&x, &w};
   if (cc.bias) in.push_back(&b);
   Tensor y = run("conv", in, a)[0];
-  std::vector<double> want = naive_conv(x, w, cc.bias ? &b : nullptr, cc.strides, cc.pads, cc.dil, cc.group,
-                                        y.shape());
+  std::vector<double> want = naive_conv(x, w, cc.bias ? &b : nullptr, cc.strides, cc.pads, cc.dil, cc.group, y.shape());
   ASSERT_EQ(y.numel(), static_cast<int64_t>(want.size()));
   for (int64_t i = 0; i < y.numel(); ++i)
     ASSERT_NEAR(y.get_double(i), want[i], tol) << "element " << i << " of " << y.type().str();
@@ -114,11 +113,11 @@ void check_conv(const ConvCase& cc, DType dt, double tol, std::mt19937& rng) {
 
 const std::vector<ConvCase>& conv_cases() {
   static const std::vector<ConvCase> cases = {
-      {{2, 3, 9}, {4, 3, 3}, {2}, {1, 2}, {1}, 1, true},                                   // 1-D, asymmetric pads
-      {{1, 4, 7, 8}, {6, 2, 3, 2}, {1, 2}, {1, 0, 2, 1}, {2, 1}, 2, true},                 // groups + dilation
-      {{2, 6, 6, 5}, {6, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6, false},                // depthwise
-      {{1, 3, 5, 5}, {6, 1, 3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 3, true},                 // depthwise x2
-      {{1, 8, 4, 4}, {5, 8, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},                 // 1x1 direct path
+      {{2, 3, 9}, {4, 3, 3}, {2}, {1, 2}, {1}, 1, true},                                      // 1-D, asymmetric pads
+      {{1, 4, 7, 8}, {6, 2, 3, 2}, {1, 2}, {1, 0, 2, 1}, {2, 1}, 2, true},                    // groups + dilation
+      {{2, 6, 6, 5}, {6, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6, false},                   // depthwise
+      {{1, 3, 5, 5}, {6, 1, 3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 3, true},                    // depthwise x2
+      {{1, 8, 4, 4}, {5, 8, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},                    // 1x1 direct path
       {{1, 2, 5, 4, 6}, {4, 1, 2, 3, 2}, {2, 1, 2}, {1, 0, 1, 0, 1, 1}, {1, 2, 2}, 2, true},  // 3-D
   };
   return cases;
@@ -163,9 +162,9 @@ TEST(NnConv, InferenceErrors) {
   // kernel larger than the padded input
   EXPECT_THROW(infer("conv", {{DType::F32, {1, 3, 2, 2}}, {DType::F32, {4, 3, 3, 3}}}, a2), Error);
   // attribute sizes must match the spatial rank; negative pads are invalid
-  EXPECT_THROW(infer("conv", {{DType::F32, {1, 3, 8, 8}}, {DType::F32, {4, 3, 3, 3}}},
-                     conv_attrs({1}, {0, 0, 0, 0}, {1, 1}, 1)),
-               Error);
+  EXPECT_THROW(
+      infer("conv", {{DType::F32, {1, 3, 8, 8}}, {DType::F32, {4, 3, 3, 3}}}, conv_attrs({1}, {0, 0, 0, 0}, {1, 1}, 1)),
+      Error);
   EXPECT_THROW(infer("conv", {{DType::F32, {1, 3, 8, 8}}, {DType::F32, {4, 3, 3, 3}}},
                      conv_attrs({1, 1}, {-1, 0, 0, 0}, {1, 1}, 1)),
                Error);
@@ -173,8 +172,7 @@ TEST(NnConv, InferenceErrors) {
   EXPECT_THROW(infer("conv", {{DType::F32, {1, 3, 8, 8}}, {DType::F64, {4, 3, 3, 3}}}, a2), Error);
   EXPECT_THROW(infer("conv", {{DType::I32, {1, 3, 8, 8}}, {DType::I32, {4, 3, 3, 3}}}, a2), Unsupported);
   // a valid one: 8 - 3 + 1 = 6
-  EXPECT_EQ(infer("conv", {{DType::F32, {2, 3, 8, 8}}, {DType::F32, {4, 3, 3, 3}}}, a2)[0].shape,
-            (Shape{2, 4, 6, 6}));
+  EXPECT_EQ(infer("conv", {{DType::F32, {2, 3, 8, 8}}, {DType::F32, {4, 3, 3, 3}}}, a2)[0].shape, (Shape{2, 4, 6, 6}));
 }
 
 // conv_transpose straight from its definition: every input element scatters

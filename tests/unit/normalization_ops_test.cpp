@@ -96,9 +96,9 @@ TEST(NormalizationOps, InstanceNormIsGroupNormWithOneChannelPerGroup) {
 TEST(NormalizationOps, BatchNormUsesEpsilonAndPerChannelParams) {
   Tensor x = f32({1, 2, 2}, {1, 2, 3, 4});
   // channel 0: mean 1, var 0 -> denominator sqrt(0.25) = 0.5; channel 1: mean 0, var 3.75 -> 2.
-  auto out = run_op("batch_normalization", {x, f32({2}, {2, 1}), f32({2}, {0.5, -1}), f32({2}, {1, 0}),
-                                            f32({2}, {0, 3.75})},
-                    attrs({{"epsilon", 0.25f}}));
+  auto out =
+      run_op("batch_normalization", {x, f32({2}, {2, 1}), f32({2}, {0.5, -1}), f32({2}, {1, 0}), f32({2}, {0, 3.75})},
+             attrs({{"epsilon", 0.25f}}));
   expect_near_all(out[0], {0.5, (2 - 1) / 0.5 * 2 + 0.5, 3 / 2.0 - 1, 4 / 2.0 - 1});
 }
 
@@ -150,7 +150,8 @@ TEST(NormalizationOps, LayerNormAxisZeroWithoutBiasAndF16StatsInF32) {
 TEST(NormalizationOps, LayerNormIsStableForLargeOffsets) {
   // Values near 1e4 with spread 1: a one-pass E[x^2] - E[x]^2 in float loses it.
   Tensor x = f32({1, 4}, {10000.5, 10001.5, 10002.5, 10003.5});
-  auto out = run_op("layer_normalization", {x, f32({4}, {1, 1, 1, 1})}, attrs({{"axis", int64_t(1)}, {"epsilon", 0.0f}}));
+  auto out =
+      run_op("layer_normalization", {x, f32({4}, {1, 1, 1, 1})}, attrs({{"axis", int64_t(1)}, {"epsilon", 0.0f}}));
   double inv = 1 / std::sqrt(1.25);
   expect_near_all(out[0], {-1.5 * inv, -0.5 * inv, 0.5 * inv, 1.5 * inv}, 1e-5);
 }
@@ -158,8 +159,7 @@ TEST(NormalizationOps, LayerNormIsStableForLargeOffsets) {
 TEST(NormalizationOps, LayerNormRejectsScaleOutsideNormalizedDims) {
   Tensor x = f32({2, 3}, std::vector<double>(6, 1.0));
   EXPECT_THROW(run_op("layer_normalization", {x, f32({2}, {1, 1})}, attrs({{"axis", int64_t(1)}})), Error);
-  EXPECT_THROW(run_op("layer_normalization", {x, f32({2, 1}, {1, 1})}, attrs({{"axis", int64_t(1)}})),
-               Unsupported);
+  EXPECT_THROW(run_op("layer_normalization", {x, f32({2, 1}, {1, 1})}, attrs({{"axis", int64_t(1)}})), Unsupported);
   EXPECT_THROW(run_op("layer_normalization", {x, f32({3}, {1, 1, 1})}, attrs({{"axis", int64_t(2)}})), Error);
 }
 
@@ -169,8 +169,8 @@ TEST(NormalizationOps, LrnSumsTheChannelWindow) {
   // C = 3, size = 2: window for c is [c, c+1] (floor(1/2) = 0 before, ceil(1/2) = 1 after).
   Tensor x = f32({1, 3, 1}, {1, 2, 3});
   auto out = run_op("lrn", {x}, attrs({{"size", int64_t(2)}, {"alpha", 2.0f}, {"beta", 0.5f}, {"bias", 1.0f}}));
-  expect_near_all(out[0], {1 / std::sqrt(1 + 1.0 * (1 + 4)), 2 / std::sqrt(1 + 1.0 * (4 + 9)),
-                           3 / std::sqrt(1 + 1.0 * 9)});
+  expect_near_all(out[0],
+                  {1 / std::sqrt(1 + 1.0 * (1 + 4)), 2 / std::sqrt(1 + 1.0 * (4 + 9)), 3 / std::sqrt(1 + 1.0 * 9)});
 }
 
 TEST(NormalizationOps, MeanVarianceNormalizationAddsEpsilonToStd) {
@@ -224,7 +224,8 @@ TEST(NormalizationOps, NllLossReductionsWithIgnoreIndex) {
 
 TEST(NormalizationOps, NllLossAllIgnoredMeanIsNaN) {
   Tensor t = i64({2, 2}, {7, 7, 7, 7});
-  auto m = run_op("nll_loss", {nll_input(), t}, attrs({{"reduction", std::string("mean")}, {"ignore_index", int64_t(7)}}));
+  auto m =
+      run_op("nll_loss", {nll_input(), t}, attrs({{"reduction", std::string("mean")}, {"ignore_index", int64_t(7)}}));
   EXPECT_TRUE(std::isnan(m[0].get_double(0)));  // 0 / 0, as the ONNX reference computes
 }
 
@@ -252,8 +253,8 @@ TEST(NormalizationOps, SoftmaxCrossEntropyGivesLogProbAndLoss) {
   auto out = run_op("softmax_cross_entropy_loss", {x, t}, attrs({{"reduction", std::string("none")}}), 2);
   expect_near_all(out[0], {std::log(4.0), std::log(2.0)}, 1e-6);  // large equal scores stay finite
   expect_near_all(out[1], {-std::log(4.0), std::log(0.75), -std::log(2.0), -std::log(2.0)}, 1e-6);
-  auto mean = run_op("softmax_cross_entropy_loss", {x, t, f32({2}, {1, 3})},
-                     attrs({{"reduction", std::string("mean")}}));
+  auto mean =
+      run_op("softmax_cross_entropy_loss", {x, t, f32({2}, {1, 3})}, attrs({{"reduction", std::string("mean")}}));
   expect_near_all(mean[0], {(std::log(4.0) + 3 * std::log(2.0)) / 4}, 1e-6);
 }
 
@@ -312,18 +313,15 @@ std::vector<Tensor> import_and_run(const OnnxNode& spec) {
   ImportResult r = import_onnx_bytes(build_model(spec), ".", "test.onnx");
   std::map<std::string, Tensor> feeds;
   for (auto& [name, t] : spec.inputs)
-    if (std::find(spec.initializers.begin(), spec.initializers.end(), name) == spec.initializers.end())
-      feeds[name] = t;
+    if (std::find(spec.initializers.begin(), spec.initializers.end(), name) == spec.initializers.end()) feeds[name] = t;
   return ReferenceExecutor(*r.graph).run(feeds);
 }
 
 TEST(NormalizationAdapters, GroupNormOpset18RepeatsPerGroupParams) {
   Tensor x = f32({1, 4, 1}, {1, 3, 0, 4});
-  OnnxNode spec{"GroupNormalization", 18,
-                {{"x", x}, {"s", f32({2}, {2, 3})}, {"b", f32({2}, {1, -1})}},
-                {"y"},
-                {int_attr("num_groups", 2)},
-                {"s", "b"}};
+  OnnxNode spec{
+      "GroupNormalization",        18,        {{"x", x}, {"s", f32({2}, {2, 3})}, {"b", f32({2}, {1, -1})}}, {"y"},
+      {int_attr("num_groups", 2)}, {"s", "b"}};
   // group 0: {1, 3}, mean 2, var 1; group 1: {0, 4}, mean 2, var 4 (epsilon 1e-5 default).
   double i0 = 1 / std::sqrt(1 + 1e-5), i1 = 1 / std::sqrt(4 + 1e-5);
   std::vector<double> want{-i0 * 2 + 1, i0 * 2 + 1, -2 * i1 * 3 - 1, 2 * i1 * 3 - 1};
@@ -342,11 +340,8 @@ TEST(NormalizationAdapters, GroupNormOpset18RuntimeParamsAreRepeatedInTheGraph) 
   // Per-group params that are graph inputs are expanded with reshape/mul/reshape.
   if (!op_registry().find("reshape")) GTEST_SKIP() << "kiln op 'reshape' (shape family) is not registered yet";
   Tensor x = f32({1, 4, 1}, {1, 3, 0, 4});
-  OnnxNode spec{"GroupNormalization", 18,
-                {{"x", x}, {"s", f32({2}, {2, 3})}, {"b", f32({2}, {1, -1})}},
-                {"y"},
-                {int_attr("num_groups", 2)},
-                {}};
+  OnnxNode spec{"GroupNormalization",        18, {{"x", x}, {"s", f32({2}, {2, 3})}, {"b", f32({2}, {1, -1})}}, {"y"},
+                {int_attr("num_groups", 2)}, {}};
   double i0 = 1 / std::sqrt(1 + 1e-5), i1 = 1 / std::sqrt(4 + 1e-5);
   expect_near_all(import_and_run(spec)[0], {-i0 * 2 + 1, i0 * 2 + 1, -2 * i1 * 3 - 1, 2 * i1 * 3 - 1}, 1e-5);
 }

@@ -21,7 +21,8 @@ std::string simple_kernel(const std::string& fn, const std::string& scale = "2.0
   return "extern \"C\" __global__ void " + fn +
          "(const float* x, float* y, int n) {\n"
          "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-         "  if (i < n) y[i] = x[i] * " + scale + ";\n}\n";
+         "  if (i < n) y[i] = x[i] * " +
+         scale + ";\n}\n";
 }
 
 const char* kHalfShared = R"(
@@ -114,8 +115,7 @@ TEST(NvrtcCompiler, IdenticalSourcesCompiledOnce) {
 
 TEST(NvrtcCompiler, ManyKernelsInParallelKeepOrder) {
   std::vector<KernelSource> ks;
-  for (int i = 0; i < 12; ++i)
-    ks.push_back({fmt::format("n{}", i), simple_kernel(fmt::format("f{}", i))});
+  for (int i = 0; i < 12; ++i) ks.push_back({fmt::format("n{}", i), simple_kernel(fmt::format("f{}", i))});
   KernelCompiler c("sm_89");
   auto out = c.compile(ks);
   EXPECT_EQ(c.nvrtc_compilations(), 12);
@@ -226,7 +226,7 @@ TEST(KernelCache, TruncatedOrCorruptEntryIgnoredAndRewritten) {
   EXPECT_EQ(c2.nvrtc_compilations(), 1);
   EXPECT_EQ(second[0].cubin, first[0].cubin);
   EXPECT_EQ(fs::file_size(p), size);  // rewritten
-  {  // flip one byte in the middle
+  {                                   // flip one byte in the middle
     std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
     f.seekg(static_cast<std::streamoff>(size / 2));
     char ch = 0;
@@ -284,8 +284,6 @@ TEST(KernelCache, DirectoryFromEnvironment) {
   setenv("KILN_CACHE_DIR", tmp.path.c_str(), 1);
   KernelCache cache;
   EXPECT_EQ(cache.dir(), tmp.path / "kernels");
-  if (old)
-    setenv("KILN_CACHE_DIR", saved.c_str(), 1);
-  else
-    unsetenv("KILN_CACHE_DIR");
+  if (old) setenv("KILN_CACHE_DIR", saved.c_str(), 1);
+  else unsetenv("KILN_CACHE_DIR");
 }

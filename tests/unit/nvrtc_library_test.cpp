@@ -21,16 +21,12 @@ struct ScopedEnv {
     const char* o = std::getenv(n);
     had = o != nullptr;
     if (had) old = o;
-    if (v)
-      setenv(n, v, 1);
-    else
-      unsetenv(n);
+    if (v) setenv(n, v, 1);
+    else unsetenv(n);
   }
   ~ScopedEnv() {
-    if (had)
-      setenv(name.c_str(), old.c_str(), 1);
-    else
-      unsetenv(name.c_str());
+    if (had) setenv(name.c_str(), old.c_str(), 1);
+    else unsetenv(name.c_str());
   }
 };
 

@@ -49,7 +49,8 @@ inline std::unique_ptr<Graph> expect_pass_keeps_meaning(const Graph& g, const st
   std::vector<Tensor> got = ReferenceExecutor(*after).run(feed);
   EXPECT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    Tolerance t = is_float(got[i].dtype()) && got[i].dtype() != want[i].dtype() ? default_tolerance(got[i].dtype()) : tol;
+    Tolerance t =
+        is_float(got[i].dtype()) && got[i].dtype() != want[i].dtype() ? default_tolerance(got[i].dtype()) : tol;
     if (got[i].dtype() != want[i].dtype()) got[i] = got[i].cast(want[i].dtype());
     EXPECT_EQ(compare_tensors(got[i], want[i], t), "") << "output " << i;
   }

@@ -70,9 +70,9 @@ TEST(PerfOccupancy, EachLimit) {
 }
 
 TEST(PerfOccupancy, BlocksThatDoNotFitAreErrors) {
-  EXPECT_THROW(occupancy(block_of(128, 32, 228 * 1024), h100()), Error);  // over 227 KiB per block
+  EXPECT_THROW(occupancy(block_of(128, 32, 228 * 1024), h100()), Error);           // over 227 KiB per block
   EXPECT_THROW(occupancy(block_of(128, 32, 100 * 1024), *find_gpu("l4")), Error);  // over 99 KiB
-  EXPECT_THROW(occupancy(block_of(1024, 255, 0), h100()), Error);  // 32 warps x 8192 registers
+  EXPECT_THROW(occupancy(block_of(1024, 255, 0), h100()), Error);                  // 32 warps x 8192 registers
 }
 
 // C[4096 x 4096] = A[4096 x 4096] B[4096 x 4096] in f16 with 64 x 64 x 32
@@ -194,8 +194,8 @@ TEST(PerfTileLoop, FromGemmSources) {
   EXPECT_EQ(t.stages, 1);
   EXPECT_EQ(t.k_tiles, 7);
   // Attention: BQ query rows, keys in tiles of BK, two stages.
-  t = tile_loop_from_source(
-      "  constexpr int BQ = 32, BK = 64, D = 64, DV = 64, SQ = 128, SK = 200, THREADS = 64;\n", 0);
+  t = tile_loop_from_source("  constexpr int BQ = 32, BK = 64, D = 64, DV = 64, SQ = 128, SK = 200, THREADS = 64;\n",
+                            0);
   EXPECT_EQ(t.bm, 32);
   EXPECT_EQ(t.k_tiles, 4);
   EXPECT_EQ(t.stages, 2);
@@ -204,8 +204,7 @@ TEST(PerfTileLoop, FromGemmSources) {
   EXPECT_EQ(t.bm, 16);
   EXPECT_EQ(t.k_tiles, 5);
   // A pointwise kernel has no tile loop.
-  EXPECT_EQ(tile_loop_from_source("extern \"C\" __global__ void k(float* y) { y[threadIdx.x] = 0; }", 0).k_tiles,
-            0);
+  EXPECT_EQ(tile_loop_from_source("extern \"C\" __global__ void k(float* y) { y[threadIdx.x] = 0; }", 0).k_tiles, 0);
 }
 
 }  // namespace

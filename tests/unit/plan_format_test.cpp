@@ -140,8 +140,8 @@ TEST_F(PlanReject, Truncated) {
   ASSERT_EQ(load_error(good), "");
   auto b = good;
   b.resize(b.size() - 300);
-  EXPECT_EQ(load_error(b), fmt::format("m.plan: truncated: the header says the plan has {} bytes, found {}",
-                                       good.size(), b.size()));
+  EXPECT_EQ(load_error(b),
+            fmt::format("m.plan: truncated: the header says the plan has {} bytes, found {}", good.size(), b.size()));
   b.resize(20);
   EXPECT_EQ(load_error(b), "m.plan: truncated: 20 bytes, a plan header needs 40");
   b.clear();

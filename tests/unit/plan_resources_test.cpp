@@ -146,7 +146,10 @@ std::string cubin_error(const std::vector<uint8_t>& b) {
 TEST(CubinInfo, RejectsWhatIsNotACubin) {
   EXPECT_EQ(cubin_error({1, 2, 3}), "CUBIN: not an ELF file (3 bytes)");
   std::vector<uint8_t> elf(64, 0);
-  std::memcpy(elf.data(), "\x7f" "ELF", 4);
+  std::memcpy(elf.data(),
+              "\x7f"
+              "ELF",
+              4);
   elf[4] = 1;  // 32-bit
   elf[5] = 1;
   EXPECT_EQ(cubin_error(elf), "CUBIN: not a 64-bit little-endian ELF file (class 1, data 1)");

@@ -49,7 +49,8 @@ TEST(PlanRoundTrip, TinyCnnOnTheRuntimeCpuPathEqualsTheCompiledGraph) {
 // Pointwise chains (one fused kernel), a reduction and a softmax on the
 // input (their own kernels), a view (reshape, no launch) and an output that
 // is the input itself (a copy step).
-constexpr const char* kPointwiseReduction = R"(graph @m(%x: f32[4,37], %b: f32[37]) -> (f32[4], f32[4,37], f32[148], f32[4,37], f32[4,37]) {
+constexpr const char* kPointwiseReduction =
+    R"(graph @m(%x: f32[4,37], %b: f32[37]) -> (f32[4], f32[4,37], f32[148], f32[4,37], f32[4,37]) {
     %w = const f32[37] dense<[0.5, -1.0, 2.0, 0.25, 1.5, -0.5, 3.0, 0.75, -2.0, 1.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.1, 2.2, 2.3, 2.4, 2.5, 2.6, 2.7, 2.8, 2.9]>
     %h = add(%x, %b) : f32[4,37]
     %t = mul(%h, %w) : f32[4,37]
@@ -124,7 +125,8 @@ TEST(PlanRoundTrip, NodesWithoutEmittersMeanNoGpuKernelsAndTheGpuPathSaysWhich) 
   compile_graph(*g, o);
   plan::Plan p = build_plan(*g, {"sm_90", "fp32", {}});
   ASSERT_FALSE(p.meta.gpu_kernels);
-  EXPECT_NE(p.meta.no_gpu_reason.find("1 node(s) have no kernel emitter yet (hann_window x1): node "), std::string::npos)
+  EXPECT_NE(p.meta.no_gpu_reason.find("1 node(s) have no kernel emitter yet (hann_window x1): node "),
+            std::string::npos)
       << p.meta.no_gpu_reason;
   EXPECT_TRUE(p.kernels.empty());
   EXPECT_TRUE(p.steps.empty());

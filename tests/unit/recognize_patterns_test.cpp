@@ -33,7 +33,8 @@ graph @g(%x: f32[3,16]) -> (f32[3,16]) {
   %3 = mul(%x, %2) : f32[3,16]
   %y = mul(%3, %half) : f32[3,16]
   return %y
-})", "gelu");
+})",
+                   "gelu");
 }
 
 TEST(RecognizePatterns, GeluTanhKeepsMeaning) {
@@ -53,7 +54,8 @@ graph @g(%x: f32[3,16]) -> (f32[3,16]) {
   %6 = add(%5, %one) : f32[3,16]
   %y = mul(%0, %6) : f32[3,16]
   return %y
-})", "gelu");
+})",
+                   "gelu");
 }
 
 TEST(RecognizePatterns, GeluWithFourDigitConstantStaysWithinTolerance) {
@@ -69,7 +71,8 @@ graph @g(%x: f32[64]) -> (f32[64]) {
   %2 = add(%one, %1) : f32[64]
   %y = mul(%h, %2) : f32[64]
   return %y
-})", "gelu", 1, {1e-4, 1e-4});
+})",
+                   "gelu", 1, {1e-4, 1e-4});
 }
 
 TEST(RecognizePatterns, LayerNormTorchKeepsMeaning) {
@@ -87,7 +90,8 @@ graph @g(%x: f32[2,3,8], %gamma: f32[8], %beta: f32[8]) -> (f32[2,3,8]) {
   %s = mul(%n, %gamma) : f32[2,3,8]
   %y = add(%s, %beta) : f32[2,3,8]
   return %y
-})", "layer_normalization");
+})",
+                   "layer_normalization");
 }
 
 TEST(RecognizePatterns, LayerNormTwoAxesReciprocalKeepsMeaning) {
@@ -105,7 +109,8 @@ graph @g(%x: f32[2,3,4]) -> (f32[2,3,4]) {
   %n = mul(%d, %r) : f32[2,3,4]
   %y = mul(%gamma, %n) : f32[2,3,4]
   return %y
-})", "layer_normalization");
+})",
+                   "layer_normalization");
 }
 
 TEST(RecognizePatterns, LayerNormOnnxExpansionWithStatisticsKeepsMeaning) {
@@ -126,7 +131,8 @@ graph @g(%x: f32[6,20], %w: f32[1,20], %b: f32[1,20]) -> (f32[6,20], f32[2,3,1,1
   %m4 = reshape(%mean) {shape=[2,3,1,1]} : f32[2,3,1,1]
   %inv = reciprocal(%sd) : f32[6,1]
   return %y, %m4, %inv
-})", "layer_normalization");
+})",
+                   "layer_normalization");
 }
 
 TEST(RecognizePatterns, AttentionBertSdpaKeepsMeaning) {
@@ -144,7 +150,8 @@ graph @g(%q: f32[2,2,4,8], %k4: f32[2,4,2,8], %v: f32[2,2,4,8], %mask: f32[2,1,1
   %p2 = where(%nan, %zero, %p) : f32[2,2,4,4]
   %o = matmul(%p2, %v) : f32[2,2,4,8]
   return %o
-})", "attention");
+})",
+                   "attention");
 }
 
 TEST(RecognizePatterns, AttentionFullyMaskedRowsStayZeroWithNanGuard) {
@@ -163,7 +170,8 @@ graph @g(%q: f32[1,2,4,8], %k: f32[1,2,4,8], %v: f32[1,2,4,8]) -> (f32[1,2,4,8])
   %p2 = where(%nan, %zero, %p) : f32[1,2,4,4]
   %o = matmul(%p2, %v) : f32[1,2,4,8]
   return %o
-})", "attention");
+})",
+                   "attention");
 }
 
 TEST(RecognizePatterns, AttentionGpt2CausalKeepsMeaning) {
@@ -179,7 +187,8 @@ graph @g(%q: f32[1,2,4,8], %k4: f32[1,4,2,8], %v: f32[1,2,4,8]) -> (f32[1,2,4,8]
   %pc = cast(%p) {to="f32"} : f32[1,2,4,4]
   %o = matmul(%pc, %v) : f32[1,2,4,8]
   return %o
-})", "attention");
+})",
+                   "attention");
 }
 
 TEST(RecognizePatterns, AttentionWhereCausalBottomRightKeepsMeaning) {
@@ -196,7 +205,8 @@ graph @g(%q: f32[1,1,2,8], %k: f32[1,1,4,8], %v: f32[1,1,4,8], %pad: f32[1,1,1,4
   %p = softmax(%sm) {axis=3} : f32[1,1,2,4]
   %o = matmul(%p, %v) : f32[1,1,2,8]
   return %o
-})", "attention");
+})",
+                   "attention");
 }
 
 TEST(RecognizePatterns, AttentionComputedWhereMaskKeepsMeaning) {
@@ -210,7 +220,8 @@ graph @g(%q: f32[2,2,4,8], %k: f32[2,2,4,8], %v: f32[2,2,4,8], %keep: bool[2,1,1
   %p = softmax(%w) {axis=3} : f32[2,2,4,4]
   %o = matmul(%p, %v) : f32[2,2,4,8]
   return %o
-})", "attention");
+})",
+                   "attention");
 }
 
 TEST(RecognizePatterns, AttentionVitAndRank3KeepMeaning) {
@@ -224,7 +235,8 @@ graph @g(%q: f32[1,3,5,4], %k: f32[1,3,5,4], %v: f32[1,3,5,6]) -> (f32[1,3,5,6])
   %p = softmax(%s) {axis=-1} : f32[1,3,5,5]
   %o = matmul(%p, %v) : f32[1,3,5,6]
   return %o
-})", "attention");
+})",
+                   "attention");
   expect_rewritten(R"(
 graph @g(%q: f32[6,5,4], %kt: f32[6,4,3], %v: f32[6,3,4], %bias: f32[5,3]) -> (f32[6,5,4]) {
   %c = const f32[] splat<0.5>
@@ -234,7 +246,8 @@ graph @g(%q: f32[6,5,4], %kt: f32[6,4,3], %v: f32[6,3,4], %bias: f32[5,3]) -> (f
   %p = softmax(%sb) {axis=2} : f32[6,5,3]
   %o = matmul(%p, %v) : f32[6,5,4]
   return %o
-})", "attention");
+})",
+                   "attention");
 }
 
 TEST(RecognizePatterns, AttentionF16KeepsMeaning) {
@@ -248,7 +261,8 @@ graph @g(%q: f16[1,2,4,8], %k: f16[1,2,4,8], %v: f16[1,2,4,8]) -> (f16[1,2,4,8])
   %p = softmax(%ss) {axis=3} : f16[1,2,4,4]
   %o = matmul(%p, %v) : f16[1,2,4,8]
   return %o
-})", "attention", 1, {2.5e-3, 1e-3});
+})",
+                   "attention", 1, {2.5e-3, 1e-3});
 }
 
 TEST(RecognizePatterns, AttentionF16WithF32SoftmaxKeepsMeaning) {
@@ -264,7 +278,8 @@ graph @g(%q: f16[1,2,4,8], %k: f16[1,2,4,8], %v: f16[1,2,4,8], %mask: f16[1,1,4,
   %down = cast(%p) {to="f16"} : f16[1,2,4,4]
   %o = matmul(%down, %v) : f16[1,2,4,8]
   return %o
-})", "attention", 1, {2.5e-3, 1e-3});
+})",
+                   "attention", 1, {2.5e-3, 1e-3});
 }
 
 TEST(RecognizePatterns, LeavesExtraUsersAlone) {

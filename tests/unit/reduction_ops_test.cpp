@@ -201,7 +201,7 @@ TEST(ReduceOps, BoolOnlyForMaxAndMin) {
 
 TEST(ReduceOps, InferenceRejectsBadAxes) {
   Tensor x = x232();
-  EXPECT_THROW(run1("reduce_sum", reduce_attrs({-1}, 1), x), Error);   // kiln axes are normalized
+  EXPECT_THROW(run1("reduce_sum", reduce_attrs({-1}, 1), x), Error);  // kiln axes are normalized
   EXPECT_THROW(run1("reduce_sum", reduce_attrs({3}, 1), x), Error);
   EXPECT_THROW(run1("reduce_sum", reduce_attrs({2, 0}, 1), x), Error);  // unsorted
   EXPECT_THROW(run1("reduce_sum", reduce_attrs({1, 1}, 1), x), Error);  // duplicate

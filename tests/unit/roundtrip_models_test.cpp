@@ -24,9 +24,9 @@ namespace fs = std::filesystem;
 
 struct ModelResult {
   std::string name;
-  std::string roundtrip_error;  // empty: round-trips
-  std::string verify_error;     // empty: verifies after fold-constants
-  std::string raw_verify_error; // empty: verifies as imported (reported, not required)
+  std::string roundtrip_error;   // empty: round-trips
+  std::string verify_error;      // empty: verifies after fold-constants
+  std::string raw_verify_error;  // empty: verifies as imported (reported, not required)
 };
 
 struct Survey {
@@ -121,9 +121,11 @@ TEST(RoundTripModels, EveryImportedModelVerifiesAfterFolding) {
   int failed = 0, raw_failed = 0;
   for (const ModelResult& r : survey().checked) {
     if (!r.verify_error.empty()) failures += "  " + r.name + ": " + r.verify_error + "\n", ++failed;
-    if (!r.raw_verify_error.empty()) failures += "  as imported: " + r.name + ": " + r.raw_verify_error + "\n", ++raw_failed;
+    if (!r.raw_verify_error.empty())
+      failures += "  as imported: " + r.name + ": " + r.raw_verify_error + "\n", ++raw_failed;
   }
-  std::cout << fmt::format("[ verifier   ] {} failed after fold-constants; {} failed as imported\n", failed, raw_failed);
+  std::cout << fmt::format("[ verifier   ] {} failed after fold-constants; {} failed as imported\n", failed,
+                           raw_failed);
   EXPECT_EQ(failed, 0) << failures;
   EXPECT_EQ(raw_failed, 0) << failures;
 }

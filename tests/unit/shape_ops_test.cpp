@@ -22,15 +22,14 @@ namespace {
 // ---------------------------------------------------------------------------
 // Helpers: infer / evaluate one kiln op on given operand types / tensors.
 
-std::vector<TensorType> infer(const std::string& op, const std::vector<TensorType>& ins, const AttrMap& a,
-                              int nout = 1, const std::vector<Tensor>& known = {}) {
+std::vector<TensorType> infer(const std::string& op, const std::vector<TensorType>& ins, const AttrMap& a, int nout = 1,
+                              const std::vector<Tensor>& known = {}) {
   Graph g;
   std::vector<Value*> vs;
   for (size_t i = 0; i < ins.size(); ++i) {
     if (i < known.size() && known[i].has_data() && known[i].numel() > 0)
       vs.push_back(g.add_constant(fmt::format("c{}", i), known[i]));
-    else
-      vs.push_back(g.add_input(fmt::format("x{}", i), ins[i]));
+    else vs.push_back(g.add_input(fmt::format("x{}", i), ins[i]));
   }
   InferContext ic(op, vs, a, nout, "test");
   return infer_types(op_registry().get(op), ic);
@@ -69,27 +68,25 @@ AttrMap attrs(std::initializer_list<std::pair<const char*, Attribute>> kv) {
 
 using I = std::vector<int64_t>;
 
-#define EXPECT_ERROR_HAS(stmt, text)                                                  \
-  do {                                                                                \
-    try {                                                                             \
-      stmt;                                                                           \
-      ADD_FAILURE() << "expected an error containing \"" << text << "\"";            \
-    } catch (const Error& e) {                                                        \
-      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();     \
-    }                                                                                 \
+#define EXPECT_ERROR_HAS(stmt, text)                                              \
+  do {                                                                            \
+    try {                                                                         \
+      stmt;                                                                       \
+      ADD_FAILURE() << "expected an error containing \"" << text << "\"";         \
+    } catch (const Error& e) {                                                    \
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what(); \
+    }                                                                             \
   } while (0)
 
 // ---------------------------------------------------------------------------
 // reshape
 
 TEST(ShapeOps, ReshapeRejectsElementCountMismatch) {
-  EXPECT_ERROR_HAS(infer("reshape", {TensorType(DType::F32, {2, 3})}, attrs({{"shape", I{4, 2}}})),
-                   "6 elements");
+  EXPECT_ERROR_HAS(infer("reshape", {TensorType(DType::F32, {2, 3})}, attrs({{"shape", I{4, 2}}})), "6 elements");
 }
 
 TEST(ShapeOps, ReshapeRejectsUnresolvedDims) {
-  EXPECT_ERROR_HAS(infer("reshape", {TensorType(DType::F32, {2, 3})}, attrs({{"shape", I{-1, 3}}})),
-                   "negative dim");
+  EXPECT_ERROR_HAS(infer("reshape", {TensorType(DType::F32, {2, 3})}, attrs({{"shape", I{-1, 3}}})), "negative dim");
 }
 
 TEST(ShapeOps, ReshapeKeepsBytesOfEveryDtype) {
@@ -156,20 +153,19 @@ TEST(ShapeOps, TransposeMatchesNaiveLoop) {
 // concat / split
 
 TEST(ShapeOps, ConcatRejectsDtypeMismatch) {
-  EXPECT_ERROR_HAS(infer("concat", {TensorType(DType::F32, {2}), TensorType(DType::F16, {3})},
-                         attrs({{"axis", int64_t(0)}})),
-                   "operand 1 is f16");
+  EXPECT_ERROR_HAS(
+      infer("concat", {TensorType(DType::F32, {2}), TensorType(DType::F16, {3})}, attrs({{"axis", int64_t(0)}})),
+      "operand 1 is f16");
 }
 
 TEST(ShapeOps, ConcatRejectsShapeMismatchOffAxis) {
-  EXPECT_ERROR_HAS(infer("concat", {TensorType(DType::F32, {2, 3}), TensorType(DType::F32, {2, 4})},
-                         attrs({{"axis", int64_t(0)}})),
-                   "dim 1 differs");
+  EXPECT_ERROR_HAS(
+      infer("concat", {TensorType(DType::F32, {2, 3}), TensorType(DType::F32, {2, 4})}, attrs({{"axis", int64_t(0)}})),
+      "dim 1 differs");
   EXPECT_ERROR_HAS(infer("concat", {TensorType(DType::F32, {2, 3}), TensorType(DType::F32, {2, 3, 1})},
                          attrs({{"axis", int64_t(0)}})),
                    "ranks differ");
-  EXPECT_ERROR_HAS(infer("concat", {TensorType(DType::F32, {2, 3})}, attrs({{"axis", int64_t(2)}})),
-                   "out of range");
+  EXPECT_ERROR_HAS(infer("concat", {TensorType(DType::F32, {2, 3})}, attrs({{"axis", int64_t(2)}})), "out of range");
   EXPECT_ERROR_HAS(infer("concat", {TensorType(DType::F32, {})}, attrs({{"axis", int64_t(0)}})), "scalars");
 }
 
@@ -244,8 +240,8 @@ TEST(ShapeOps, SliceRejectsNonCanonicalAttributes) {
 
 TEST(ShapeOps, SliceNegativeStepsIn2d) {
   // numpy: np.arange(12).reshape(3,4)[2::-2, 3:0:-2] = [[11, 9], [3, 1]]
-  Tensor y = run("slice", {iota(DType::I16, {3, 4})},
-                 attrs({{"starts", I{2, 3}}, {"ends", I{-1, 0}}, {"steps", I{-2, -2}}}));
+  Tensor y =
+      run("slice", {iota(DType::I16, {3, 4})}, attrs({{"starts", I{2, 3}}, {"ends", I{-1, 0}}, {"steps", I{-2, -2}}}));
   EXPECT_EQ(y.shape(), (Shape{2, 2}));
   EXPECT_EQ(values(y), (std::vector<double>{11, 9, 3, 1}));
 }
@@ -297,8 +293,8 @@ TEST(ShapeOps, PadReflectEdgeWrapMatchNumpy) {
   EXPECT_EQ(values(e), (std::vector<double>{0, 0, 1, 2, 2, 2, 3, 3, 4, 5, 5, 5, 3, 3, 4, 5, 5, 5}));
   // np.pad(a, ((1,1),(4,0)), 'wrap')
   Tensor w = run("pad", {x}, attrs({{"pads", I{1, 4, 1, 0}}, {"mode", std::string("wrap")}}));
-  EXPECT_EQ(values(w), (std::vector<double>{5, 3, 4, 5, 3, 4, 5, 2, 0, 1, 2, 0, 1, 2,
-                                            5, 3, 4, 5, 3, 4, 5, 2, 0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(values(w),
+            (std::vector<double>{5, 3, 4, 5, 3, 4, 5, 2, 0, 1, 2, 0, 1, 2, 5, 3, 4, 5, 3, 4, 5, 2, 0, 1, 2, 0, 1, 2}));
   // Reflect wider than the dim: np.pad([1,2,3], (5,4), 'reflect')
   Tensor big =
       run("pad", {ints(DType::I8, {3}, {1, 2, 3})}, attrs({{"pads", I{5, 4}}, {"mode", std::string("reflect")}}));
@@ -427,8 +423,12 @@ struct OnnxNode {
   using Inputs = std::vector<std::pair<std::string, Tensor>>;
   OnnxNode(std::string op_, int opset_, Inputs inputs_, std::vector<std::string> frozen_ = {}, int outputs_ = 1,
            std::function<void(onnx::NodeProto&)> set_attrs_ = {})
-      : op(std::move(op_)), opset(opset_), inputs(std::move(inputs_)), frozen(std::move(frozen_)),
-        outputs(outputs_), set_attrs(std::move(set_attrs_)) {}
+      : op(std::move(op_)),
+        opset(opset_),
+        inputs(std::move(inputs_)),
+        frozen(std::move(frozen_)),
+        outputs(outputs_),
+        set_attrs(std::move(set_attrs_)) {}
   std::string op;
   int opset;
   Inputs inputs;                    // name, value ("" name = absent)
@@ -497,16 +497,18 @@ TEST(ShapeAdapters, ReshapeZeroCopiesAndMinusOneInfers) {
   auto y = run_onnx({"Reshape", 14, {{"x", iota(DType::F32, {2, 3, 4})}, {"s", i64({0, -1})}}});
   EXPECT_EQ(y[0].shape(), (Shape{2, 12}));
   // allowzero=1 keeps a literal 0 (empty input).
-  auto z = run_onnx({"Reshape", 14, {{"x", Tensor(DType::F32, {0, 3})}, {"s", i64({3, 0})}}, {}, 1,
-                     [](onnx::NodeProto& n) { attr_int(n, "allowzero", 1); }});
+  auto z =
+      run_onnx({"Reshape", 14, {{"x", Tensor(DType::F32, {0, 3})}, {"s", i64({3, 0})}}, {}, 1, [](onnx::NodeProto& n) {
+                  attr_int(n, "allowzero", 1);
+                }});
   EXPECT_EQ(z[0].shape(), (Shape{3, 0}));
-  EXPECT_ERROR_HAS(run_onnx({"Reshape", 14, {{"x", iota(DType::F32, {2, 3})}, {"s", i64({4, -1})}}}),
-                   "cannot reshape");
+  EXPECT_ERROR_HAS(run_onnx({"Reshape", 14, {{"x", iota(DType::F32, {2, 3})}, {"s", i64({4, -1})}}}), "cannot reshape");
   EXPECT_ERROR_HAS(run_onnx({"Reshape", 14, {{"x", iota(DType::F32, {2, 3})}, {"s", i64({-1, -1})}}}),
                    "more than one -1");
   // Opset 1-4: the shape is an attribute.
-  auto old = run_onnx({"Reshape", 4, {{"x", iota(DType::F32, {2, 3})}}, {}, 1,
-                       [](onnx::NodeProto& n) { attr_ints(n, "shape", {3, -1}); }});
+  auto old = run_onnx({"Reshape", 4, {{"x", iota(DType::F32, {2, 3})}}, {}, 1, [](onnx::NodeProto& n) {
+                         attr_ints(n, "shape", {3, -1});
+                       }});
   EXPECT_EQ(old[0].shape(), (Shape{3, 2}));
 }
 
@@ -514,8 +516,9 @@ TEST(ShapeAdapters, SqueezeChecksAxesAndDefaultsToAllOnes) {
   auto y = run_onnx({"Squeeze", 13, {{"x", iota(DType::F32, {1, 3, 1})}}});
   EXPECT_EQ(y[0].shape(), (Shape{3}));
   EXPECT_ERROR_HAS(run_onnx({"Squeeze", 13, {{"x", iota(DType::F32, {1, 3, 1})}, {"a", i64({1})}}}), "not 1");
-  auto old = run_onnx({"Squeeze", 11, {{"x", iota(DType::F32, {1, 3, 1})}}, {}, 1,
-                       [](onnx::NodeProto& n) { attr_ints(n, "axes", {-1}); }});
+  auto old = run_onnx({"Squeeze", 11, {{"x", iota(DType::F32, {1, 3, 1})}}, {}, 1, [](onnx::NodeProto& n) {
+                         attr_ints(n, "axes", {-1});
+                       }});
   EXPECT_EQ(old[0].shape(), (Shape{1, 3}));
   auto u = run_onnx({"Unsqueeze", 13, {{"x", iota(DType::F32, {3, 4})}, {"a", i64({-1, 0})}}});
   EXPECT_EQ(u[0].shape(), (Shape{1, 3, 4, 1}));
@@ -530,9 +533,10 @@ TEST(ShapeAdapters, SliceOpset1AttributesAndIntMaxEnds) {
                      }});
   EXPECT_EQ(values(y[0]), (std::vector<double>{1, 2, 3, 5, 6, 7, 9, 10, 11}));
   // Opset 10+: reversal with INT_MIN end (numpy x[::-1]).
-  auto r = run_onnx({"Slice", 13,
-                     {{"x", iota(DType::I32, {4})}, {"s", i64({-1})}, {"e", i64({INT64_MIN})}, {"a", i64({0})},
-                      {"p", i64({-1})}}});
+  auto r = run_onnx(
+      {"Slice",
+       13,
+       {{"x", iota(DType::I32, {4})}, {"s", i64({-1})}, {"e", i64({INT64_MIN})}, {"a", i64({0})}, {"p", i64({-1})}}});
   EXPECT_EQ(values(r[0]), (std::vector<double>{3, 2, 1, 0}));
 }
 
@@ -561,8 +565,8 @@ TEST(ShapeAdapters, PadKeepsLargeIntegerValueExact) {
 
 TEST(ShapeAdapters, SplitForms) {
   // Opset 18 num_outputs with an uneven last chunk: 7 -> 3, 3, 1.
-  auto y = run_onnx({"Split", 18, {{"x", iota(DType::F32, {7})}}, {}, 3,
-                     [](onnx::NodeProto& n) { attr_int(n, "num_outputs", 3); }});
+  auto y = run_onnx(
+      {"Split", 18, {{"x", iota(DType::F32, {7})}}, {}, 3, [](onnx::NodeProto& n) { attr_int(n, "num_outputs", 3); }});
   ASSERT_EQ(y.size(), 3u);
   EXPECT_EQ(values(y[2]), (std::vector<double>{6}));
   // Opset 13 without sizes: equal parts must divide.

@@ -32,7 +32,8 @@ constexpr const char* kGelu = R"(graph @m(%x: f32[5,7,67], %b: f32[67], %s: f32[
     return %y, %h
   })";
 
-constexpr const char* kMixed = R"(graph @m(%a: f16[3,1], %b: f16[3,301], %i: i32[301], %j: i32[3,1]) -> (f32[3,301], i32[3,301]) {
+constexpr const char* kMixed =
+    R"(graph @m(%a: f16[3,1], %b: f16[3,301], %i: i32[301], %j: i32[3,1]) -> (f32[3,301], i32[3,301]) {
     %a2 = mul(%a, %a) : f16[3,1]
     %s = add(%a2, %b) : f16[3,301]
     %m = mul(%s, %s) : f16[3,301]
@@ -67,7 +68,8 @@ void expect_matches_reference(const Graph& g, Tolerance tol = {1e-5, 1e-4}) {
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_EQ(got[i].type(), want[i].type()) << "result " << i;
     EXPECT_EQ(compare_tensors(got[i], want[i], is_float(want[i].dtype()) ? tol : Tolerance{0, 0}), "")
-        << "result " << i << "\n" << print_graph(g);
+        << "result " << i << "\n"
+        << print_graph(g);
   }
 }
 

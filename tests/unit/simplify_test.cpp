@@ -112,8 +112,8 @@ Tensor run1(const Graph& g, const std::string& name, const Tensor& x) {
 // zeros, infinities, NaN, subnormals, the largest finite values.
 TEST(Simplify, ExactRewritesKeepBitsOnEdgeValues) {
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> vals = {0.0f, -0.0f, inf, -inf, std::nanf(""), 1e-45f, -1e-45f, 1.17e-38f, 3.4028235e38f,
-                             -3.4028235e38f, 1.0f, -1.0f, 0.1f, 3.0f, 1e20f, -7.5f};
+  std::vector<float> vals = {0.0f,          -0.0f,          inf,  -inf,  std::nanf(""), 1e-45f, -1e-45f, 1.17e-38f,
+                             3.4028235e38f, -3.4028235e38f, 1.0f, -1.0f, 0.1f,          3.0f,   1e20f,   -7.5f};
   Tensor x = Tensor::from(DType::F32, {16}, vals);
   const char* graphs[] = {
       "%one = const f32[] splat<1.0>\n %y = mul(%x, %one) : f32[16]",
@@ -151,8 +151,9 @@ TEST(Simplify, ExactRewritesKeepBitsOnEdgeValues) {
 
 // x + (+0.0) is rewritten too: the one inexact case, -0.0 where +0.0 was.
 TEST(Simplify, AddPositiveZeroDiffersOnlyInTheSignOfZero) {
-  auto g = parse("graph @g(%x: f32[3]) -> (f32[3]) {\n %z = const f32[] splat<0.0>\n %r = relu(%x) : f32[3]\n"
-                 " %y = add(%r, %z) : f32[3]\n return %y\n}");
+  auto g = parse(
+      "graph @g(%x: f32[3]) -> (f32[3]) {\n %z = const f32[] splat<0.0>\n %r = relu(%x) : f32[3]\n"
+      " %y = add(%r, %z) : f32[3]\n return %y\n}");
   auto after = g->clone();
   run_simplify(*after);
   Tensor x = Tensor::from(DType::F32, {3}, std::vector<float>{-0.0f, 2.0f, -3.0f});
@@ -165,9 +166,10 @@ TEST(Simplify, AddPositiveZeroDiffersOnlyInTheSignOfZero) {
 // bit pattern, and i32 -> i64 -> f32 equals i32 -> f32 even past 2^24.
 TEST(Simplify, CastRoundTripsAreExact) {
   for (const char* t : {"f16", "bf16"}) {
-    auto g = parse(fmt::format("graph @g(%x: {0}[65536]) -> ({0}[65536]) {{\n %a = cast(%x) {{to=\"f32\"}} : f32[65536]\n"
-                               " %b = cast(%a) {{to=\"{0}\"}} : {0}[65536]\n %y = identity(%b) : {0}[65536]\n return %y\n}}",
-                               t));
+    auto g =
+        parse(fmt::format("graph @g(%x: {0}[65536]) -> ({0}[65536]) {{\n %a = cast(%x) {{to=\"f32\"}} : f32[65536]\n"
+                          " %b = cast(%a) {{to=\"{0}\"}} : {0}[65536]\n %y = identity(%b) : {0}[65536]\n return %y\n}}",
+                          t));
     auto after = g->clone();
     run_simplify(*after);
     EXPECT_EQ(after->num_nodes(), 1u);  // the identity returning the input stays
@@ -176,14 +178,16 @@ TEST(Simplify, CastRoundTripsAreExact) {
     Tensor want = run1(*g, "x", x);
     EXPECT_EQ(after->node_list()[0]->input(0), after->inputs()[0]);
     for (int i = 0; i < 65536; ++i) {
-      float w = (std::string(t) == "f16") ? half_to_float(want.data<uint16_t>()[i]) : bf16_to_float(want.data<uint16_t>()[i]);
+      float w =
+          (std::string(t) == "f16") ? half_to_float(want.data<uint16_t>()[i]) : bf16_to_float(want.data<uint16_t>()[i]);
       if (!std::isnan(w)) {
         EXPECT_EQ(want.data<uint16_t>()[i], uint16_t(i)) << t << " " << i;
       }
     }
   }
-  auto g = parse("graph @g(%x: i32[4]) -> (f32[4]) {\n %a = cast(%x) {to=\"i64\"} : i64[4]\n"
-                 " %y = cast(%a) {to=\"f32\"} : f32[4]\n return %y\n}");
+  auto g = parse(
+      "graph @g(%x: i32[4]) -> (f32[4]) {\n %a = cast(%x) {to=\"i64\"} : i64[4]\n"
+      " %y = cast(%a) {to=\"f32\"} : f32[4]\n return %y\n}");
   auto after = g->clone();
   run_simplify(*after);
   EXPECT_EQ(after->num_nodes(), 1u);
@@ -211,12 +215,16 @@ graph @names(%x: f32[2]) -> (f32[2], f32[2]) {
 
 // A long chain (every link needs the one before it simplified) still ends.
 TEST(Simplify, LongChainsReachAFixedPoint) {
-  std::string text = "graph @chain(%x: f32[2,3]) -> (f32[2,3]) {\n %one = const f32[] splat<1.0>\n %v0 = relu(%x) : f32[2,3]\n";
+  std::string text =
+      "graph @chain(%x: f32[2,3]) -> (f32[2,3]) {\n %one = const f32[] splat<1.0>\n %v0 = relu(%x) : f32[2,3]\n";
   for (int i = 1; i <= 200; ++i) {
     if (i % 4 == 1) text += fmt::format(" %v{} = reshape(%v{}) {{shape=[3,2]}} : f32[3,2]\n", i, i - 1);
     else if (i % 4 == 2) text += fmt::format(" %v{} = transpose(%v{}) {{perm=[1,0]}} : f32[2,3]\n", i, i - 1);
     else if (i % 4 == 3) text += fmt::format(" %v{} = mul(%v{}, %one) : f32[2,3]\n", i, i - 1);
-    else text += fmt::format(" %t{} = transpose(%v{}) {{perm=[1,0]}} : f32[3,2]\n %v{} = reshape(%t{}) {{shape=[2,3]}} : f32[2,3]\n", i, i - 1, i, i);
+    else
+      text += fmt::format(
+          " %t{} = transpose(%v{}) {{perm=[1,0]}} : f32[3,2]\n %v{} = reshape(%t{}) {{shape=[2,3]}} : f32[2,3]\n", i,
+          i - 1, i, i);
   }
   text += " %y = identity(%v200) : f32[2,3]\n return %y\n}";
   auto g = parse(text);

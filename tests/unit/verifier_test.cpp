@@ -22,11 +22,11 @@ std::string verify_error(const Graph& g) {
   return "(verified)";
 }
 
-#define EXPECT_VERIFY_ERROR(g, text)                     \
-  do {                                                   \
-    std::string e_ = verify_error(g);                    \
-    EXPECT_NE(e_.find(text), std::string::npos) << e_;   \
-    EXPECT_EQ(e_.rfind("verifier: ", 0), 0u) << e_;      \
+#define EXPECT_VERIFY_ERROR(g, text)                   \
+  do {                                                 \
+    std::string e_ = verify_error(g);                  \
+    EXPECT_NE(e_.find(text), std::string::npos) << e_; \
+    EXPECT_EQ(e_.rfind("verifier: ", 0), 0u) << e_;    \
   } while (0)
 
 // x -> add(x, c) "a1" -> relu "r1" -> out
@@ -160,7 +160,8 @@ TEST(Verifier, ResultDtypeDiffersFromInference) {
   Simple s;
   s.add->output()->set_type(TensorType(DType::F16, {2, 4}));
   std::string e = verify_error(s.g);
-  EXPECT_NE(e.find("node \"a1\" (add): result 0 has type f16[2,4] but inference gives f32[2,4]"), std::string::npos) << e;
+  EXPECT_NE(e.find("node \"a1\" (add): result 0 has type f16[2,4] but inference gives f32[2,4]"), std::string::npos)
+      << e;
 }
 
 TEST(Verifier, UnnamedNodeIsDescribedByItsResult) {
@@ -285,7 +286,9 @@ TEST(Verifier, ErrorsInsideABodyNameTheFusedNode) {
 TEST(Verifier, BodyCannotUseOuterValues) {
   Fused s;
   s.body->node_list()[0]->set_input(0, s.g.inputs()[0]);
-  EXPECT_VERIFY_ERROR(s.g, "in the body of node \"f\" (fused): node \"inner_add\" (add): operand 0 (%x) is not a value of graph @fused_0");
+  EXPECT_VERIFY_ERROR(
+      s.g,
+      "in the body of node \"f\" (fused): node \"inner_add\" (add): operand 0 (%x) is not a value of graph @fused_0");
   s.body->node_list()[0]->set_input(0, s.body->inputs()[0]);
 }
 

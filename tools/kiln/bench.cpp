@@ -108,9 +108,10 @@ LatencyStats latency_stats(std::vector<double> ms) {
 }
 
 std::string stats_line(const char* what, const LatencyStats& s) {
-  return fmt::format("{}: min = {:.3f} ms, max = {:.3f} ms, mean = {:.3f} ms, median = {:.3f} ms, "
-                     "percentile(90%) = {:.3f} ms, percentile(95%) = {:.3f} ms, percentile(99%) = {:.3f} ms\n",
-                     what, s.min, s.max, s.mean, s.median, s.p90, s.p95, s.p99);
+  return fmt::format(
+      "{}: min = {:.3f} ms, max = {:.3f} ms, mean = {:.3f} ms, median = {:.3f} ms, "
+      "percentile(90%) = {:.3f} ms, percentile(95%) = {:.3f} ms, percentile(99%) = {:.3f} ms\n",
+      what, s.min, s.max, s.mean, s.median, s.p90, s.p95, s.p99);
 }
 
 nlohmann::json stats_json(const LatencyStats& s) {
@@ -145,8 +146,8 @@ TimedRuns time_runs(const std::function<void(bool timed)>& run, int iterations, 
 }
 
 CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
-  auto* cmd = app.add_subcommand(
-      "bench", "Compile a model (or load a plan) and time it on a backend (trtexec-style summary)");
+  auto* cmd =
+      app.add_subcommand("bench", "Compile a model (or load a plan) and time it on a backend (trtexec-style summary)");
   cmd->add_option("model", o.model, "Model file (.onnx) or compiled plan (.plan, run through the runtime)")
       ->required()
       ->group("Model");
@@ -161,7 +162,8 @@ CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
       ->group("Runtime");
   add_input_flags(cmd, o.inputs, o.input_ranges);
   cmd->add_option("--iterations", o.iterations, "Timed runs (default 10)")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()))->group("Runtime");
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+      ->group("Runtime");
   cmd->add_option("--warmup-ms", o.warmup_ms, "Untimed runs for at least this long first (default 200; 0: none)")
       ->check(CLI::NonNegativeNumber)
       ->group("Runtime");
@@ -175,9 +177,10 @@ int run_bench(BenchOptions& o) {
   if (is_plan_file(o.model)) return run_bench_plan(o);
   if (o.backend.empty() || o.backend == "auto") o.backend = "ref";
   if (o.backend == "gpu")
-    fail("{}: --backend gpu benchmarks plans: kiln compile {} --target sm_XX -o MODEL.plan, then kiln bench "
-         "MODEL.plan",
-         o.model, o.model);
+    fail(
+        "{}: --backend gpu benchmarks plans: kiln compile {} --target sm_XX -o MODEL.plan, then kiln bench "
+        "MODEL.plan",
+        o.model, o.model);
   auto t0 = Clock::now();
   ImportOptions io;
   io.input_shapes = parse_shapes_flag(o.shapes);
@@ -255,8 +258,8 @@ int run_bench(BenchOptions& o) {
     std::cout << (i ? ", " : "") << g.inputs()[i]->name() << " " << g.inputs()[i]->type().str();
   std::cout << "\n";
   std::cout << fmt::format("Backend: {} ({})\n", o.backend, backend_description(o.backend));
-  std::cout << fmt::format("Build: {:.1f} ms import + passes, {:.1f} ms backend setup\n",
-                           ms_between(t0, t_compiled), build_ms);
+  std::cout << fmt::format("Build: {:.1f} ms import + passes, {:.1f} ms backend setup\n", ms_between(t0, t_compiled),
+                           build_ms);
   std::cout << fmt::format("Warm-up: {} runs, {:.1f} ms\n", t.warmup_runs, t.warmup_ms);
   std::cout << "=== Performance summary ===\n";
   std::cout << fmt::format("Throughput: {:.3f} qps ({:.3f} samples/s at batch {})\n", qps, qps * double(batch), batch);
@@ -275,8 +278,8 @@ int run_bench(BenchOptions& o) {
   if (o.profile) {
     std::cout << fmt::format("=== Profile ({} {}, {} iterations) ===\n", rows.size(),
                              o.backend == "sim" ? "kernels" : "nodes", o.iterations);
-    std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12} {:>10} {:>7}\n", o.backend == "sim" ? "Kernel" : "Node",
-                             "Op", "Calls", "Total (ms)", "Avg (ms)", "%");
+    std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12} {:>10} {:>7}\n", o.backend == "sim" ? "Kernel" : "Node", "Op",
+                             "Calls", "Total (ms)", "Avg (ms)", "%");
     // Fused nodes are named after all their members: shortened in the table,
     // whole in the JSON.
     auto shorten = [](const std::string& s) { return s.size() <= 48 ? s : s.substr(0, 45) + "..."; };
@@ -304,7 +307,10 @@ int run_bench(BenchOptions& o) {
     if (o.profile) {
       j["profile"] = nlohmann::json::array();
       for (const ProfileRow& p : rows)
-        j["profile"].push_back({{"name", p.name}, {"op", p.op}, {"calls", p.calls}, {"total_ms", p.total_ms},
+        j["profile"].push_back({{"name", p.name},
+                                {"op", p.op},
+                                {"calls", p.calls},
+                                {"total_ms", p.total_ms},
                                 {"avg_ms", p.total_ms / double(p.calls)},
                                 {"percent", prof_total > 0 ? 100.0 * p.total_ms / prof_total : 0.0}});
     }

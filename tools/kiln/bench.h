@@ -20,11 +20,11 @@ namespace kiln {
 struct BenchOptions {
   std::string model;
   std::string shapes;
-  int batch = 0;           // 0: the model's own
-  int iterations = 10;     // timed runs
-  double warmup_ms = 200;  // untimed runs until this much time has passed (at least one when > 0)
-  std::string backend;  // empty: ref for .onnx models, auto for plans
-  std::string inputs;  // --inputs name:file.npy,... (or .pb)
+  int batch = 0;                          // 0: the model's own
+  int iterations = 10;                    // timed runs
+  double warmup_ms = 200;                 // untimed runs until this much time has passed (at least one when > 0)
+  std::string backend;                    // empty: ref for .onnx models, auto for plans
+  std::string inputs;                     // --inputs name:file.npy,... (or .pb)
   std::vector<std::string> input_ranges;  // --input-range [NAME:][LO,HI]
   bool profile = false;
   std::string json_path;
@@ -51,9 +51,9 @@ nlohmann::json stats_json(const LatencyStats& s);
 // profiling or reading the GPU's event times).
 struct TimedRuns {
   int warmup_runs = 0;
-  double warmup_ms = 0, wall_ms = 0;   // wall: the timed runs, end to end
-  std::vector<double> latency_ms;      // per timed run, wall clock
-  std::vector<double> host_cpu_ms;     // per timed run, CPU time of the process
+  double warmup_ms = 0, wall_ms = 0;  // wall: the timed runs, end to end
+  std::vector<double> latency_ms;     // per timed run, wall clock
+  std::vector<double> host_cpu_ms;    // per timed run, CPU time of the process
 };
 TimedRuns time_runs(const std::function<void(bool timed)>& run, int iterations, double warmup_ms);
 double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b);

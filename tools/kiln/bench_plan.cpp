@@ -50,9 +50,10 @@ struct Profile {
 
 int run_bench_plan(const BenchOptions& o) {
   if (o.batch > 0 || !o.shapes.empty())
-    fail("{}: a plan's shapes are fixed when it is compiled; --batch/--shapes apply to .onnx models (recompile "
-         "with kiln compile --shapes ... -o MODEL.plan)",
-         o.model);
+    fail(
+        "{}: a plan's shapes are fixed when it is compiled; --batch/--shapes apply to .onnx models (recompile "
+        "with kiln compile --shapes ... -o MODEL.plan)",
+        o.model);
   const std::string backend = o.backend.empty() ? "auto" : o.backend;
   auto t0 = Clock::now();
   // The plan's graph, through the runtime's reader: node names for the
@@ -94,9 +95,9 @@ int run_bench_plan(const BenchOptions& o) {
   } else {
     kiln_backend b = backend == "auto"  ? KILN_BACKEND_AUTO
                      : backend == "gpu" ? KILN_BACKEND_GPU
-                     : backend == "ref" ? KILN_BACKEND_CPU
-                                        : (fail("unknown backend '{}' for a plan (auto, gpu, ref, sim)", backend),
-                                           KILN_BACKEND_AUTO);
+                     : backend == "ref"
+                         ? KILN_BACKEND_CPU
+                         : (fail("unknown backend '{}' for a plan (auto, gpu, ref, sim)", backend), KILN_BACKEND_AUTO);
     try {
       engine = std::make_unique<Engine>(Engine::from_file(o.model, b));
       on_gpu = engine->backend() == KILN_BACKEND_GPU;
@@ -134,12 +135,14 @@ int run_bench_plan(const BenchOptions& o) {
     if (on_gpu) {
       gpu_compute_ms = [&] { return double(ctx->last_timing().compute_ms); };
       profile_unit = "kernels";
-      profile_note = "per kernel from CUDA events in separate un-captured runs after the timed ones (launch gaps "
-                     "included: the sum exceeds the graph replay's GPU compute time)";
+      profile_note =
+          "per kernel from CUDA events in separate un-captured runs after the timed ones (launch gaps "
+          "included: the sum exceeds the graph replay's GPU compute time)";
     } else {
       profile_unit = "nodes";
-      profile_note = "per node of the plan's graph through the reference executor (the runtime's CPU path), from "
-                     "separate profiled runs after the timed ones";
+      profile_note =
+          "per node of the plan's graph through the reference executor (the runtime's CPU path), from "
+          "separate profiled runs after the timed ones";
     }
   }
   double load_ms = ms_between(t0, Clock::now());
@@ -189,12 +192,14 @@ int run_bench_plan(const BenchOptions& o) {
   std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.total_ms > b.total_ms; });
   if (o.profile) {
     if (!profiled_run) {
-      std::cout << "=== Profile ===\n" << "not available: " << profile_note << "\n";
+      std::cout << "=== Profile ===\n"
+                << "not available: " << profile_note << "\n";
     } else {
       std::cout << fmt::format("=== Profile ({} {}, {} iterations) ===\n", rows.size(), profile_unit, o.iterations);
       if (!profile_note.empty()) std::cout << "(" << profile_note << ")\n";
-      std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12} {:>10} {:>7}\n", profile_unit == "kernels" ? "Kernel" : "Node",
-                               "Op", "Calls", "Total (ms)", "Avg (ms)", "%");
+      std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12} {:>10} {:>7}\n",
+                               profile_unit == "kernels" ? "Kernel" : "Node", "Op", "Calls", "Total (ms)", "Avg (ms)",
+                               "%");
       auto shorten = [](const std::string& s) { return s.size() <= 48 ? s : s.substr(0, 45) + "..."; };
       for (const ProfileRow& r : rows)
         std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12.3f} {:>10.4f} {:>6.1f}%\n", shorten(r.name), r.op, r.calls,
@@ -226,7 +231,10 @@ int run_bench_plan(const BenchOptions& o) {
     if (o.profile) {
       j["profile"] = nlohmann::json::array();
       for (const ProfileRow& r : rows)
-        j["profile"].push_back({{"name", r.name}, {"op", r.op}, {"calls", r.calls}, {"total_ms", r.total_ms},
+        j["profile"].push_back({{"name", r.name},
+                                {"op", r.op},
+                                {"calls", r.calls},
+                                {"total_ms", r.total_ms},
                                 {"avg_ms", r.total_ms / double(r.calls)},
                                 {"percent", prof_total > 0 ? 100.0 * r.total_ms / prof_total : 0.0}});
       if (!profile_note.empty()) j["profile_note"] = profile_note;

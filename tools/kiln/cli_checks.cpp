@@ -10,7 +10,8 @@ namespace kiln {
 
 std::string unknown_subcommand_error(const CLI::App& app, int argc, const char* const* argv) {
   std::vector<std::string> names;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
   // The top-level options (-v, --version, --help) take no value, so the first
   // argument that is not an option is where the subcommand must be.
   for (int i = 1; i < argc; ++i) {
@@ -26,13 +27,27 @@ std::string unknown_subcommand_error(const CLI::App& app, int argc, const char* 
 void reject_compile_flags_for_plan(const CLI::App& cmd, const std::string& plan_path) {
   // Every flag that shapes or reports the compilation; none of them reaches
   // the runtime that runs a plan.
-  static const char* const kCompileOnly[] = {
-      "--shapes",           "--batch",        "--precision",       "--fp16",
-      "--bf16",             "--tf32",         "--int8",            "--target",
-      "--passes",           "--no-opt",       "--optimize",        "--print-ir-before",
-      "--print-ir-after",   "--print-ir-after-all", "--print-ir-after-change", "--stop-after",
-      "--dump-dir",         "--no-verify-each", "--no-kernel-cache", "--cache-dir",
-      "--stats"};
+  static const char* const kCompileOnly[] = {"--shapes",
+                                             "--batch",
+                                             "--precision",
+                                             "--fp16",
+                                             "--bf16",
+                                             "--tf32",
+                                             "--int8",
+                                             "--target",
+                                             "--passes",
+                                             "--no-opt",
+                                             "--optimize",
+                                             "--print-ir-before",
+                                             "--print-ir-after",
+                                             "--print-ir-after-all",
+                                             "--print-ir-after-change",
+                                             "--stop-after",
+                                             "--dump-dir",
+                                             "--no-verify-each",
+                                             "--no-kernel-cache",
+                                             "--cache-dir",
+                                             "--stats"};
   std::vector<std::string> given;
   for (const char* name : kCompileOnly) {
     const CLI::Option* o = cmd.get_option_no_throw(name);
@@ -41,10 +56,11 @@ void reject_compile_flags_for_plan(const CLI::App& cmd, const std::string& plan_
   if (given.empty()) return;
   bool shapes = std::find(given.begin(), given.end(), "--shapes") != given.end() ||
                 std::find(given.begin(), given.end(), "--batch") != given.end();
-  fail("{}: a plan is already compiled; {} only {} when compiling an .onnx model{}; to change them, recompile: "
-       "kiln compile MODEL.onnx {} ... -o {}",
-       plan_path, fmt::join(given, ", "), given.size() == 1 ? "applies" : "apply",
-       shapes ? " (a plan's shapes are fixed when it is compiled)" : "", given.front(), plan_path);
+  fail(
+      "{}: a plan is already compiled; {} only {} when compiling an .onnx model{}; to change them, recompile: "
+      "kiln compile MODEL.onnx {} ... -o {}",
+      plan_path, fmt::join(given, ", "), given.size() == 1 ? "applies" : "apply",
+      shapes ? " (a plan's shapes are fixed when it is compiled)" : "", given.front(), plan_path);
 }
 
 }  // namespace kiln

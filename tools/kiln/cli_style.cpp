@@ -20,14 +20,14 @@ const std::vector<std::string> kGroupOrder = {"Model", "Build", "Runtime", "Repo
 // Groups of options registered without one, by long (or only) name.
 const std::map<std::string, std::string>& default_groups() {
   static const std::map<std::string, std::string> m = {
-      {"shapes", "Model"},         {"batch", "Model"},          {"output", "Model"},
-      {"split-input-file", "Model"},
-      {"backend", "Runtime"},      {"iterations", "Runtime"},   {"warmup-ms", "Runtime"},
-      {"jobs", "Runtime"},         {"timeout", "Runtime"},      {"filter", "Runtime"},
-      {"tolerance", "Runtime"},    {"nvrtc-check", "Runtime"},  {"inputs", "Runtime"},
-      {"outputs", "Reporting"},    {"json", "Reporting"},       {"verbose", "Reporting"},
-      {"show-errors", "Reporting"}, {"require-pass", "Reporting"}, {"baseline", "Reporting"},
-      {"conformance", "Reporting"}, {"export-json", "Reporting"}, {"profile", "Reporting"},
+      {"shapes", "Model"},           {"batch", "Model"},           {"output", "Model"},
+      {"split-input-file", "Model"}, {"backend", "Runtime"},       {"iterations", "Runtime"},
+      {"warmup-ms", "Runtime"},      {"jobs", "Runtime"},          {"timeout", "Runtime"},
+      {"filter", "Runtime"},         {"tolerance", "Runtime"},     {"nvrtc-check", "Runtime"},
+      {"inputs", "Runtime"},         {"outputs", "Reporting"},     {"json", "Reporting"},
+      {"verbose", "Reporting"},      {"show-errors", "Reporting"}, {"require-pass", "Reporting"},
+      {"baseline", "Reporting"},     {"conformance", "Reporting"}, {"export-json", "Reporting"},
+      {"profile", "Reporting"},
   };
   return m;
 }
@@ -49,9 +49,8 @@ class GroupedFormatter : public CLI::Formatter {
       if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
     for (const std::string& g : groups) {
       // Positionals (the model, test folders) lead the Model group.
-      std::vector<const CLI::Option*> opts = app->get_options([&](const CLI::Option* o) {
-        return o->get_group() == g && !o->nonpositional();
-      });
+      std::vector<const CLI::Option*> opts =
+          app->get_options([&](const CLI::Option* o) { return o->get_group() == g && !o->nonpositional(); });
       for (const CLI::Option* o : app->get_options([&](const CLI::Option* o) {
              return o->get_group() == g && o->nonpositional() && o != app->get_help_ptr();
            }))

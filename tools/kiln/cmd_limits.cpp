@@ -22,8 +22,7 @@ void add_limit_flags(const std::vector<CLI::App*>& cmds, LimitFlags& f) {
 void apply_limit_flags(const LimitFlags& f) {
   if (!f.max_tensor_bytes.empty())
     limits().max_tensor_bytes = parse_byte_size(f.max_tensor_bytes, "--max-tensor-bytes");
-  if (!f.max_total_bytes.empty())
-    limits().max_total_bytes = parse_byte_size(f.max_total_bytes, "--max-total-bytes");
+  if (!f.max_total_bytes.empty()) limits().max_total_bytes = parse_byte_size(f.max_total_bytes, "--max-total-bytes");
 }
 
 }  // namespace kiln

@@ -40,8 +40,7 @@ CLI::App* register_opt(CLI::App& app, OptCommand& c) {
 }
 
 int run_opt(OptCommand& c) {
-  std::string text =
-      c.kir == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_file(c.kir);
+  std::string text = c.kir == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_file(c.kir);
   std::vector<InputChunk> chunks;
   if (c.split) chunks = split_input_file(text);
   else chunks.push_back({text, 1});

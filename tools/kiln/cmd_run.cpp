@@ -41,7 +41,8 @@ CLI::App* register_run(CLI::App& app, RunCommand& c) {
                   "Write each output as DIR/<name>.npy (bytes outside [A-Za-z0-9._-] become _; docs/cli.md)")
       ->group("Runtime");
   run->add_option("--iterations", c.iterations, "Runs to time")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()))->group("Runtime");
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+      ->group("Runtime");
   add_compile_flags(run, c.copts);
   add_compare_flag(run, c.compare);
   return run;

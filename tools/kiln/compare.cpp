@@ -11,11 +11,15 @@ namespace kiln {
 
 Tolerance default_tolerance(DType t) {
   switch (t) {
-    case DType::F16: return {2.5e-3, 1e-3};
-    case DType::BF16: return {2e-2, 1e-2};
+    case DType::F16:
+      return {2.5e-3, 1e-3};
+    case DType::BF16:
+      return {2e-2, 1e-2};
     case DType::F32:
-    case DType::F64: return {1e-5, 1e-4};
-    default: return {0, 0};
+    case DType::F64:
+      return {1e-5, 1e-4};
+    default:
+      return {0, 0};
   }
 }
 
@@ -87,8 +91,8 @@ std::string compare_tensors(const Tensor& got, const Tensor& want, Tolerance tol
   }
   if (!bad) return "";
   if (fl)
-    return fmt::format("{} of {} elements differ; first at {}: got {} expected {}; max abs err {}", bad,
-                       want.numel(), first, got.get_double(first), want.get_double(first), worst);
+    return fmt::format("{} of {} elements differ; first at {}: got {} expected {}; max abs err {}", bad, want.numel(),
+                       first, got.get_double(first), want.get_double(first), worst);
   return fmt::format("{} of {} elements differ; first at {}: got {} expected {}", bad, want.numel(), first,
                      got.get_int(first), want.get_int(first));
 }

@@ -110,9 +110,10 @@ std::string ort_python() {
     fail("--compare ort: cannot start Python '{}' (set KILN_PYTHON to a Python with numpy and onnxruntime)", python);
   if (r != 0) {
     std::string why = slurp(t.path / "probe.log");  // the traceback's last line: "ModuleNotFoundError: ..."
-    fail("--compare ort: ONNX Runtime is not available in Python '{}' ({}); install it there (pip install "
-         "onnxruntime) or set KILN_PYTHON to a Python that has it",
-         python, why.substr(why.rfind('\n') + 1));
+    fail(
+        "--compare ort: ONNX Runtime is not available in Python '{}' ({}); install it there (pip install "
+        "onnxruntime) or set KILN_PYTHON to a Python that has it",
+        python, why.substr(why.rfind('\n') + 1));
   }
   return python;
 }

@@ -16,7 +16,8 @@ void add_compile_flags(CLI::App* cmd, CompileOptions& o) {
   std::vector<CLI::Option*> aliases{precision};
   for (const char* p : {"fp16", "bf16", "tf32"}) {
     CLI::Option* a = cmd->add_flag_callback(
-        fmt::format("--{}", p), [&o, p] { o.pass.precision = p; }, fmt::format("Build: as --precision {} (trtexec)", p));
+        fmt::format("--{}", p), [&o, p] { o.pass.precision = p; },
+        fmt::format("Build: as --precision {} (trtexec)", p));
     a->group("Build");
     for (CLI::Option* other : aliases) a->excludes(other);
     aliases.push_back(a);
@@ -26,8 +27,9 @@ void add_compile_flags(CLI::App* cmd, CompileOptions& o) {
   cmd->add_flag_callback(
          "--int8",
          [] {
-           throw CLI::ValidationError("--int8", "INT8 is not supported yet; kiln builds fp32, tf32, fp16 and bf16 "
-                                                "(--precision, or --fp16 / --bf16 / --tf32)");
+           throw CLI::ValidationError("--int8",
+                                      "INT8 is not supported yet; kiln builds fp32, tf32, fp16 and bf16 "
+                                      "(--precision, or --fp16 / --bf16 / --tf32)");
          },
          "Build: not supported yet (refused with a message)")
       ->group("Build");
@@ -51,7 +53,8 @@ void add_compile_flags(CLI::App* cmd, CompileOptions& o) {
       ->group("Reporting");
   cmd->add_option("--stop-after", o.pipeline.stop_after, "Reporting: stop after pass P (bisecting)")
       ->group("Reporting");
-  cmd->add_option("--dump-dir", o.pipeline.dump_dir, "Reporting: write NNN.after.<pass>.kir per pass here (compile: also kernels/*.cu, "
+  cmd->add_option("--dump-dir", o.pipeline.dump_dir,
+                  "Reporting: write NNN.after.<pass>.kir per pass here (compile: also kernels/*.cu, "
                   "final.svg and index.html)")
       ->group("Reporting");
   cmd->add_flag("--no-verify-each{false}", o.pipeline.verify_each, "Reporting: skip the verifier between passes")
@@ -61,8 +64,7 @@ void add_compile_flags(CLI::App* cmd, CompileOptions& o) {
       ->group("Build");
   cmd->add_flag("--no-kernel-cache{false}", o.kernel_cache, "Build: compile every kernel with NVRTC, no cache")
       ->group("Build");
-  cmd->add_flag("--stats", o.stats, "Reporting: per-pass statistics (changed, time, node counts)")
-      ->group("Reporting");
+  cmd->add_flag("--stats", o.stats, "Reporting: per-pass statistics (changed, time, node counts)")->group("Reporting");
 }
 
 void add_tuning_flags(CLI::App* cmd, TuningOptions& o) {

@@ -43,7 +43,7 @@ struct TestCase {
 
 // What --nvrtc-check found in one test (all archs).
 struct KernelCheck {
-  int kernels = 0;       // distinct kernels, summed over archs
+  int kernels = 0;  // distinct kernels, summed over archs
   int max_registers = -1;
   std::string max_kernel;
   std::vector<std::string> spills;  // "name (arch): N bytes"
@@ -51,7 +51,8 @@ struct KernelCheck {
 
 struct Outcome {
   Outcome() = default;
-  Outcome(std::string s, std::string m, KernelCheck k = {}) : status(std::move(s)), message(std::move(m)), kc(std::move(k)) {}
+  Outcome(std::string s, std::string m, KernelCheck k = {})
+      : status(std::move(s)), message(std::move(m)), kc(std::move(k)) {}
   std::string status;  // pass, fail, unsupported, crash
   std::string message;
   KernelCheck kc;
@@ -70,9 +71,11 @@ KernelCheck check_kernels(const Graph& g, const ConformanceOptions& opts) {
     for (const auto& d : j["kernels_detail"]) {
       ++kc.kernels;
       const int regs = d["registers"].get<int>();
-      if (regs > kc.max_registers) kc.max_registers = regs, kc.max_kernel = d["name"].get<std::string>() + " (" + arch + ")";
+      if (regs > kc.max_registers)
+        kc.max_registers = regs, kc.max_kernel = d["name"].get<std::string>() + " (" + arch + ")";
       if (d["spill_bytes"].get<int>() > 0)
-        kc.spills.push_back(fmt::format("{} ({}): {} bytes", d["name"].get<std::string>(), arch, d["spill_bytes"].get<int>()));
+        kc.spills.push_back(
+            fmt::format("{} ({}): {} bytes", d["name"].get<std::string>(), arch, d["spill_bytes"].get<int>()));
     }
   }
   return kc;
@@ -81,8 +84,8 @@ KernelCheck check_kernels(const Graph& g, const ConformanceOptions& opts) {
 // --write-plans: the test's plan for --target, as `kiln compile -o` writes it.
 void write_test_plan(const TestCase& t, const Graph& g, const ConformanceOptions& opts) {
   const CompileOptions& c = opts.compile;
-  plan::Plan p = build_plan(g, {c.pass.target, c.pass.precision, c.cache_dir, c.kernel_cache, {},
-                                (fs::path(t.dir) / "model.onnx").string()});
+  plan::Plan p = build_plan(
+      g, {c.pass.target, c.pass.precision, c.cache_dir, c.kernel_cache, {}, (fs::path(t.dir) / "model.onnx").string()});
   plan::write_plan_file((fs::path(opts.plans_dir) / (t.suite + "__" + t.name + ".plan")).string(), p);
 }
 
@@ -136,8 +139,8 @@ std::vector<std::string> model_input_names(const std::string& model_path) {
   std::vector<std::string> names;
   auto check_tensor = [&](const onnx::ValueInfoProto& vi, const char* what) {
     if (vi.has_type() && !vi.type().has_tensor_type())
-      unsupported("{}: {} \"{}\" is not a tensor (sequence, map or optional values are not supported)",
-                  model_path, what, vi.name());
+      unsupported("{}: {} \"{}\" is not a tensor (sequence, map or optional values are not supported)", model_path,
+                  what, vi.name());
   };
   for (const auto& i : m.graph().input()) {
     if (inits.count(i.name())) continue;
@@ -181,7 +184,8 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
     }
     std::vector<Tensor> got = run_on_backend(opts.backend, *imp.graph, feed, opts.compile.cache_dir);
     if (got.size() != want.size())
-      return {"fail", fmt::format("{}: {} outputs but {} expected", set.filename().string(), got.size(), want.size()), kc};
+      return {"fail", fmt::format("{}: {} outputs but {} expected", set.filename().string(), got.size(), want.size()),
+              kc};
     std::string first_diff;
     for (size_t k = 0; k < got.size(); ++k) {
       // The run's precision loosens float tolerances (run_tolerance); a
@@ -191,14 +195,15 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
                       : opts.paths.empty() && opts.suite == "onnx-1.23"
                           ? onnx_runner_tolerance(want[k].dtype(), precision)
                           : run_tolerance(want[k].dtype(), precision);
-      std::string where = fmt::format("{}: output {} (\"{}\")", set.filename().string(), k,
-                                      imp.graph->outputs()[k]->name());
+      std::string where =
+          fmt::format("{}: output {} (\"{}\")", set.filename().string(), k, imp.graph->outputs()[k]->name());
       std::string diff = compare_tensors(got[k], want[k], tol);
       if (is_float(want[k].dtype()) && got[k].shape() == want[k].shape()) {
         ErrorStats e = error_stats(got[k], want[k], tol);
-        errors += fmt::format("{}{}: max abs err {:.3g}, max rel err {:.3g} (of max |expected|), {:.3g} of "
-                              "tolerance atol {:g} rtol {:g}",
-                              errors.empty() ? "" : "; ", where, e.max_abs, e.max_rel, e.tol_ratio, tol.atol, tol.rtol);
+        errors += fmt::format(
+            "{}{}: max abs err {:.3g}, max rel err {:.3g} (of max |expected|), {:.3g} of "
+            "tolerance atol {:g} rtol {:g}",
+            errors.empty() ? "" : "; ", where, e.max_abs, e.max_rel, e.tol_ratio, tol.atol, tol.rtol);
       }
       if (!diff.empty() && first_diff.empty()) first_diff = where + ": " + diff;
     }
@@ -249,7 +254,8 @@ std::vector<Outcome> run_isolated(const std::vector<TestCase>& tests, const Conf
         close(p[0]);
         Outcome o = run_test_guarded(tests[next], opts);
         // status line, kernel-check line, message.
-        nlohmann::json kj = {{"k", o.kc.kernels}, {"r", o.kc.max_registers}, {"n", o.kc.max_kernel}, {"s", o.kc.spills}};
+        nlohmann::json kj = {
+            {"k", o.kc.kernels}, {"r", o.kc.max_registers}, {"n", o.kc.max_kernel}, {"s", o.kc.spills}};
         std::string msg = o.status + "\n" + kj.dump() + "\n" + o.message.substr(0, 3000);
         ssize_t ignored = write(p[1], msg.data(), msg.size());
         (void)ignored;
@@ -278,7 +284,8 @@ std::vector<Outcome> run_isolated(const std::vector<TestCase>& tests, const Conf
       } else if (w == it->pid) {
         while ((n = read(it->fd, buf, sizeof buf)) > 0) it->buf.append(buf, n);
         if (WIFSIGNALED(status)) {
-          out[it->index] = {"crash", fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)))};
+          out[it->index] = {"crash",
+                            fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)))};
         } else if (it->buf.empty()) {
           out[it->index] = {"crash", fmt::format("exited with code {} and no result", WEXITSTATUS(status))};
         } else {
@@ -383,14 +390,19 @@ std::vector<std::string> conformance_suite_paths(const std::string& suite) {
   fs::path root;
   if (suite == "debian-1.12") {
     root = kDebianTestData;
-    if (!fs::exists(root / "node")) fail("conformance: suite debian-1.12 needs {} (tools/install_deps.sh installs "
-                                         "libonnx-testdata)", root.string());
+    if (!fs::exists(root / "node"))
+      fail(
+          "conformance: suite debian-1.12 needs {} (tools/install_deps.sh installs "
+          "libonnx-testdata)",
+          root.string());
   } else if (suite == "onnx-1.23") {
     const char* env = std::getenv("KILN_ONNX_TESTS");
     root = env && *env ? fs::path(env) : kiln_cache_dir() / "onnx-1.23-tests";
     if (!fs::exists(root / "node"))
-      fail("conformance: suite onnx-1.23 is not generated in {}: run tools/onnx_suite.sh (or name another folder "
-           "with KILN_ONNX_TESTS)", root.string());
+      fail(
+          "conformance: suite onnx-1.23 is not generated in {}: run tools/onnx_suite.sh (or name another folder "
+          "with KILN_ONNX_TESTS)",
+          root.string());
   } else {
     fail("conformance: unknown --suite '{}' (onnx-1.23 or debian-1.12)", suite);
   }
@@ -448,7 +460,8 @@ int run_conformance(const ConformanceOptions& opts) {
     }
     if ((opts.verbose && o.status != "pass") || (opts.show_errors && o.status == "pass" && !o.message.empty()))
       std::cout << o.status << " " << tests[i].suite << "/" << tests[i].name << ": " << o.message << "\n";
-    jtests.push_back({{"suite", tests[i].suite}, {"name", tests[i].name}, {"status", o.status}, {"message", o.message}});
+    jtests.push_back(
+        {{"suite", tests[i].suite}, {"name", tests[i].name}, {"status", o.status}, {"message", o.message}});
   }
   for (const std::string& s : suite_order) {
     const Count& c = suites[s];
@@ -459,10 +472,9 @@ int run_conformance(const ConformanceOptions& opts) {
   std::string tol = opts.tolerance.empty() ? "" : ", float tolerance " + opts.tolerance;
   if (opts.paths.empty() && opts.tolerance.empty())
     tol = opts.suite == "onnx-1.23" ? ", ONNX runner tolerance" : ", kiln tolerance per dtype";
-  std::cout << fmt::format("conformance [{}{}, {}{}] took {:.1f} s\n",
-                           opts.paths.empty() ? opts.suite + ", " : "", opts.backend,
-                           opts.compile.optimize ? "default pipeline " + opts.compile.pass.precision : "no passes", tol,
-                           secs);
+  std::cout << fmt::format(
+      "conformance [{}{}, {}{}] took {:.1f} s\n", opts.paths.empty() ? opts.suite + ", " : "", opts.backend,
+      opts.compile.optimize ? "default pipeline " + opts.compile.pass.precision : "no passes", tol, secs);
   std::cout << fmt::format("{} passed, {} failed, {} skipped\n", total.pass, total.fail + total.crash,
                            total.unsupported);
   int nvrtc_failed = 0;  // tests whose kernels NVRTC rejected: always fail the run
@@ -479,10 +491,11 @@ int run_conformance(const ConformanceOptions& opts) {
       if (kc.max_registers > max_regs) max_regs = kc.max_registers, max_where = kc.max_kernel + " in " + tests[i].name;
       for (const std::string& sp : kc.spills) spills.push_back(tests[i].name + ": " + sp);
     }
-    std::cout << fmt::format("nvrtc check [{}]: {} kernels compiled over {} tests, {} NVRTC failures; max {} registers "
-                             "({}); {}\n",
-                             fmt::join(opts.nvrtc_archs, ","), kernels, tests_checked, nvrtc_failed, max_regs,
-                             max_where, spills.empty() ? "no spills" : fmt::format("{} kernels spill", spills.size()));
+    std::cout << fmt::format(
+        "nvrtc check [{}]: {} kernels compiled over {} tests, {} NVRTC failures; max {} registers "
+        "({}); {}\n",
+        fmt::join(opts.nvrtc_archs, ","), kernels, tests_checked, nvrtc_failed, max_regs, max_where,
+        spills.empty() ? "no spills" : fmt::format("{} kernels spill", spills.size()));
     for (const std::string& sp : spills) std::cout << "  spill: " << sp << "\n";
   }
   if (!opts.json_path.empty()) {

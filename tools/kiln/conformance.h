@@ -22,11 +22,11 @@ struct ConformanceOptions {
   // (libonnx-testdata). See conformance_suite_paths.
   std::string suite = "onnx-1.23";
   std::string json_path;
-  std::string filter;              // substring a test name must contain
-  int jobs = 0;                    // 0: number of CPUs
-  int timeout_s = 300;             // per test
-  bool verbose = false;            // print every non-passing test
-  bool show_errors = false;        // print every float output's max abs/rel error, passing or not
+  std::string filter;        // substring a test name must contain
+  int jobs = 0;              // 0: number of CPUs
+  int timeout_s = 300;       // per test
+  bool verbose = false;      // print every non-passing test
+  bool show_errors = false;  // print every float output's max abs/rel error, passing or not
   // Gates for CI, e.g. "node:70" or "pytorch-converted+pytorch-operator+simple:90":
   // the suites' combined pass rate must reach the percentage. When any gate
   // is given, the exit code says whether all gates held and nothing crashed,

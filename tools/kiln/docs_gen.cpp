@@ -150,8 +150,9 @@ void write_op_docs(const std::string& path, const std::string& conformance_json)
   for (const OpDef* d : op_registry().all()) {
     std::string attrs;
     for (const AttrSpec& a : d->attrs)
-      attrs += fmt::format("{}{}:{}{}", attrs.empty() ? "" : ", ", a.name, attr_kind_name(a.kind), a.required ? "!" : "");
-    std::string operands = d->max_inputs < 0 ? fmt::format("{}+", d->min_inputs)
+      attrs +=
+          fmt::format("{}{}:{}{}", attrs.empty() ? "" : ", ", a.name, attr_kind_name(a.kind), a.required ? "!" : "");
+    std::string operands = d->max_inputs < 0                ? fmt::format("{}+", d->min_inputs)
                            : d->min_inputs == d->max_inputs ? fmt::format("{}", d->min_inputs)
                                                             : fmt::format("{}-{}", d->min_inputs, d->max_inputs);
     std::string doc = d->doc;

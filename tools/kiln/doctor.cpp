@@ -89,10 +89,9 @@ int run_doctor(const DoctorOptions& o) {
       j["gpus"].push_back({{"ordinal", g.ordinal}, {"error", g.error}});
       continue;
     }
-    std::cout << fmt::format("GPU {}: {}, compute capability {}.{} ({}), {}\n", g.ordinal, g.id.name, g.id.major,
-                             g.id.minor, g.id.arch(),
-                             g.memory ? fmt::format("{:.1f} GiB", double(g.memory) / double(1ull << 30))
-                                      : std::string("memory unknown"));
+    std::cout << fmt::format(
+        "GPU {}: {}, compute capability {}.{} ({}), {}\n", g.ordinal, g.id.name, g.id.major, g.id.minor, g.id.arch(),
+        g.memory ? fmt::format("{:.1f} GiB", double(g.memory) / double(1ull << 30)) : std::string("memory unknown"));
     j["gpus"].push_back({{"ordinal", g.ordinal},
                          {"name", g.id.name},
                          {"compute_capability", fmt::format("{}.{}", g.id.major, g.id.minor)},
@@ -121,10 +120,10 @@ int run_doctor(const DoctorOptions& o) {
 
   int rc = 0;
   if (p) {
-    std::cout << fmt::format("Plan: {} (target {}, {})\n", o.plan, p->meta.target,
-                             p->meta.gpu_kernels ? fmt::format("{} GPU kernels for {}", p->kernels.size(),
-                                                               fmt::join(p->meta.archs, ","))
-                                                 : "no GPU kernels");
+    std::cout << fmt::format(
+        "Plan: {} (target {}, {})\n", o.plan, p->meta.target,
+        p->meta.gpu_kernels ? fmt::format("{} GPU kernels for {}", p->kernels.size(), fmt::join(p->meta.archs, ","))
+                            : "no GPU kernels");
     // The runtime's own choice (runtime/engine.cpp): the first reason that
     // keeps the plan off every GPU here wins.
     std::string cannot;
@@ -150,12 +149,8 @@ int run_doctor(const DoctorOptions& o) {
       }
       if (!any) cannot = reasons.empty() ? "no GPU could be described" : reasons.front();
     }
-    j["plan"] = {{"path", o.plan},
-                 {"target", p->meta.target},
-                 {"gpu_kernels", p->meta.gpu_kernels},
-                 {"archs", p->meta.archs},
-                 {"gpus", per_gpu},
-                 {"can_run_on_gpu", cannot.empty()}};
+    j["plan"] = {{"path", o.plan},         {"target", p->meta.target}, {"gpu_kernels", p->meta.gpu_kernels},
+                 {"archs", p->meta.archs}, {"gpus", per_gpu},          {"can_run_on_gpu", cannot.empty()}};
     if (cannot.empty()) {
       std::cout << "verdict: the plan can run on a GPU here\n";
     } else {

@@ -210,8 +210,10 @@ int run_inspect(const InspectOptions& o) {
                              fmt::join(c.free_dims_note, ", "));
   j["unsupported"] = nlohmann::json::array();
   for (const ImportProblem& p : c.problems)
-    j["unsupported"].push_back(
-        {{"node", p.node}, {"op", p.op}, {"kind", p.unsupported ? "unsupported" : "invalid"}, {"detail", problem_detail(p)}});
+    j["unsupported"].push_back({{"node", p.node},
+                                {"op", p.op},
+                                {"kind", p.unsupported ? "unsupported" : "invalid"},
+                                {"detail", problem_detail(p)}});
   if (!c.model_error.empty()) j["model_error"] = c.model_error;
   bool ok = c.problems.empty() && c.model_error.empty();
   j["supported"] = ok;

@@ -22,8 +22,8 @@ const perf::GpuSpec& pick_gpu(const plan::Plan& p, const std::string& path, cons
     for (const std::string& arch : p.meta.archs)
       if ((gpu = perf::default_gpu_for_arch(arch))) break;
     if (!gpu)
-      fail("{}: no GPU in kiln's table runs {} by default; name one with --gpu {}", path,
-           fmt::join(p.meta.archs, ", "), perf::gpu_names("|"));
+      fail("{}: no GPU in kiln's table runs {} by default; name one with --gpu {}", path, fmt::join(p.meta.archs, ", "),
+           perf::gpu_names("|"));
   } else if (!(gpu = perf::find_gpu(name))) {
     fail("{}: --gpu {}: not a GPU kiln's performance model knows (known: {})", path, name, perf::gpu_names(", "));
   }
@@ -45,10 +45,11 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
   const perf::PlanEstimate pe = perf::estimate_plan(p, g, spec);
   const perf::ModelConstants& c = pe.constants;
   out << "performance model: an estimate from the plan alone, not a measurement (docs/performance.md)\n";
-  out << fmt::format("gpu: {} ({}, {}): {} SMs, {:.1f} TFLOPS fp16 tensor (dense; kiln's mma.sync at {:.0f}%), "
-                     "{:.1f} TFLOPS fp32, {:.0f} GB/s DRAM, {:.0f} MB L2\n",
-                     spec.name, spec.title, spec.arch, spec.sms, spec.fp16_tensor_tflops,
-                     100 * spec.mma_sync_fraction, spec.fp32_tflops, spec.dram_gb_per_s, spec.l2_bytes / 1e6);
+  out << fmt::format(
+      "gpu: {} ({}, {}): {} SMs, {:.1f} TFLOPS fp16 tensor (dense; kiln's mma.sync at {:.0f}%), "
+      "{:.1f} TFLOPS fp32, {:.0f} GB/s DRAM, {:.0f} MB L2\n",
+      spec.name, spec.title, spec.arch, spec.sms, spec.fp16_tensor_tflops, 100 * spec.mma_sync_fraction,
+      spec.fp32_tflops, spec.dram_gb_per_s, spec.l2_bytes / 1e6);
   out << fmt::format("plan: {}, target {}, precision {}, batch {}\n", path, p.meta.target, p.meta.precision, pe.batch);
   out << fmt::format("  {:>4} {:<34} {:<9} {:>8} {:>8} {:>7} {:>4} {:>4} {:>6} {:>4} {:>6} {:>6} {:>9} {:<8} {:>5}\n",
                      "step", "node", "kind", "GFLOP", "MB", "blocks", "thr", "regs", "smem", "b/SM", "waves", "ktiles",
@@ -60,16 +61,15 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
     const perf::LaunchEstimate& e = s.est;
     ++bounds[e.bound];
     const bool copy = w.kind == perf::WorkKind::Copy;
-    out << fmt::format("  {:>4} {:<34} {:<9} {:>8.3f} {:>8.3f} {:>7} {:>4} {:>4} {:>6} {:>4} {:>6.2f} {:>6} "
-                       "{:>9.2f} {:<8} {:>5.1f}\n",
-                       s.work.step, shorten(s.work.node, 34), perf::work_kind_name(w.kind), w.flops / 1e9,
-                       w.bytes / 1e6, copy ? std::string("-") : std::to_string(w.blocks),
-                       copy ? std::string("-") : std::to_string(w.threads),
-                       w.registers < 0 ? std::string("?") : std::to_string(w.registers),
-                       copy ? std::string("-") : std::to_string(w.smem_bytes),
-                       copy ? std::string("-") : std::to_string(e.occ.blocks_per_sm), e.waves,
-                       w.tile.k_tiles > 0 ? std::to_string(w.tile.k_tiles) : std::string("-"), e.est_us, e.bound,
-                       e.sol_pct);
+    out << fmt::format(
+        "  {:>4} {:<34} {:<9} {:>8.3f} {:>8.3f} {:>7} {:>4} {:>4} {:>6} {:>4} {:>6.2f} {:>6} "
+        "{:>9.2f} {:<8} {:>5.1f}\n",
+        s.work.step, shorten(s.work.node, 34), perf::work_kind_name(w.kind), w.flops / 1e9, w.bytes / 1e6,
+        copy ? std::string("-") : std::to_string(w.blocks), copy ? std::string("-") : std::to_string(w.threads),
+        w.registers < 0 ? std::string("?") : std::to_string(w.registers),
+        copy ? std::string("-") : std::to_string(w.smem_bytes),
+        copy ? std::string("-") : std::to_string(e.occ.blocks_per_sm), e.waves,
+        w.tile.k_tiles > 0 ? std::to_string(w.tile.k_tiles) : std::string("-"), e.est_us, e.bound, e.sol_pct);
     nlohmann::json jl = {{"step", s.work.step},
                          {"node", s.work.node},
                          {"kernel", s.work.kernel},
@@ -95,15 +95,19 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
                          {"sol_us", e.sol_us},
                          {"sol_pct", e.sol_pct}};
     if (w.tile.k_tiles > 0)
-      jl["tile"] = {{"bm", w.tile.bm}, {"bn", w.tile.bn}, {"bk", w.tile.bk}, {"stages", w.tile.stages},
+      jl["tile"] = {{"bm", w.tile.bm},
+                    {"bn", w.tile.bn},
+                    {"bk", w.tile.bk},
+                    {"stages", w.tile.stages},
                     {"k_tiles", w.tile.k_tiles}};
     launches.push_back(std::move(jl));
   }
   const double pct = pe.heavy ? 100.0 * pe.heavy_full_wave / pe.heavy : 0.0;
-  out << fmt::format("total: {:.1f} us = {:.3f} ms at batch {}: kernels {:.1f} us + graph overhead {} steps x "
-                     "{:.1f} us = {:.1f} us (speed of light {:.1f} us)\n",
-                     pe.total_us, pe.total_us / 1e3, pe.batch, pe.kernel_us, pe.steps.size(), c.graph_node_overhead_us,
-                     pe.overhead_us, pe.sol_us);
+  out << fmt::format(
+      "total: {:.1f} us = {:.3f} ms at batch {}: kernels {:.1f} us + graph overhead {} steps x "
+      "{:.1f} us = {:.1f} us (speed of light {:.1f} us)\n",
+      pe.total_us, pe.total_us / 1e3, pe.batch, pe.kernel_us, pe.steps.size(), c.graph_node_overhead_us, pe.overhead_us,
+      pe.sol_us);
   std::vector<std::string> bs;
   for (const auto& [b, n] : bounds) bs.push_back(fmt::format("{} {}", b, n));
   out << fmt::format("bounds: {}\n", fmt::join(bs, ", "));

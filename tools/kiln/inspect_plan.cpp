@@ -21,10 +21,14 @@ namespace {
 // passes/memory_plan.h's Storage, as stored in the plan.
 std::string storage_name(uint8_t s) {
   switch (s) {
-    case 0: return "arena";
-    case 1: return "output";
-    case 2: return "input-view";
-    case 3: return "const-view";
+    case 0:
+      return "arena";
+    case 1:
+      return "output";
+    case 2:
+      return "input-view";
+    case 3:
+      return "const-view";
   }
   return fmt::format("#{}", s);
 }
@@ -48,7 +52,7 @@ std::string shorten(const std::string& t, size_t w) { return t.size() <= w ? t :
 struct KernelView {
   const plan::Kernel* k = nullptr;
   int cubin_registers = -1;
-  int cubin_frame_bytes = -1;  // local memory per thread: spills and local arrays
+  int cubin_frame_bytes = -1;        // local memory per thread: spills and local arrays
   long long cubin_max_threads = -1;  // the kernel's __launch_bounds__ as the CUBIN records it
   int cubin_param_bytes = -1;
   std::string cubin_error;
@@ -125,8 +129,8 @@ int run_inspect_plan(const InspectOptions& o) {
   if (m.gpu_kernels) {
     bool ptx = std::all_of(p.kernels.begin(), p.kernels.end(), [](const plan::Kernel& k) { return !k.ptx.empty(); });
     out << fmt::format("archs: {} (CUBIN{} per kernel)\n", fmt::join(m.archs, ", "), ptx ? " + PTX" : "");
-    out << fmt::format("GPU kernels: {} distinct, {} launch steps ({} kernel launches, {} copies)\n",
-                       p.kernels.size(), p.steps.size(), launches, copies);
+    out << fmt::format("GPU kernels: {} distinct, {} launch steps ({} kernel launches, {} copies)\n", p.kernels.size(),
+                       p.steps.size(), launches, copies);
   } else {
     out << "archs: none\n";
     out << fmt::format("GPU kernels: none: {}\n", m.no_gpu_reason);
@@ -150,11 +154,13 @@ int run_inspect_plan(const InspectOptions& o) {
   io("outputs", g->outputs(), "outputs");
 
   uint64_t graph_bytes = 0, extra_bytes = 0;
-  for (size_t i = 0; i < p.weights.size(); ++i) (i < m.graph_constants ? graph_bytes : extra_bytes) += p.weights[i].nbytes;
-  out << fmt::format("weights: {} bytes ({:.1f} MiB) in {} entries: {} graph constants ({} bytes), {} kernel "
-                     "buffers ({} bytes)\n",
-                     graph_bytes + extra_bytes, double(graph_bytes + extra_bytes) / (1 << 20), p.weights.size(),
-                     m.graph_constants, graph_bytes, p.weights.size() - m.graph_constants, extra_bytes);
+  for (size_t i = 0; i < p.weights.size(); ++i)
+    (i < m.graph_constants ? graph_bytes : extra_bytes) += p.weights[i].nbytes;
+  out << fmt::format(
+      "weights: {} bytes ({:.1f} MiB) in {} entries: {} graph constants ({} bytes), {} kernel "
+      "buffers ({} bytes)\n",
+      graph_bytes + extra_bytes, double(graph_bytes + extra_bytes) / (1 << 20), p.weights.size(), m.graph_constants,
+      graph_bytes, p.weights.size() - m.graph_constants, extra_bytes);
   j["weights"] = {{"bytes", graph_bytes + extra_bytes},
                   {"entries", p.weights.size()},
                   {"graph_constants", m.graph_constants},
@@ -169,12 +175,13 @@ int run_inspect_plan(const InspectOptions& o) {
   }
   std::vector<std::string> counts;
   for (const auto& [k, n] : per_storage) counts.push_back(fmt::format("{} {}", n, k));
-  out << fmt::format("memory plan: arena {} bytes (alignment {}), live peak {}, {} bytes without reuse; {} "
-                     "results ({})\n",
-                     p.memory.arena_bytes, p.memory.alignment,
-                     p.memory.live_peak_bytes < 0 ? std::string("not recorded (older plan)")
-                                                  : fmt::format("{} bytes", p.memory.live_peak_bytes),
-                     separate, p.memory.values.size(), fmt::join(counts, ", "));
+  out << fmt::format(
+      "memory plan: arena {} bytes (alignment {}), live peak {}, {} bytes without reuse; {} "
+      "results ({})\n",
+      p.memory.arena_bytes, p.memory.alignment,
+      p.memory.live_peak_bytes < 0 ? std::string("not recorded (older plan)")
+                                   : fmt::format("{} bytes", p.memory.live_peak_bytes),
+      separate, p.memory.values.size(), fmt::join(counts, ", "));
   out << fmt::format("  {:<40} {:>6} {:<10} {:>12} {:>12}\n", "node", "result", "storage", "offset", "size");
   nlohmann::json jm = nlohmann::json::array();
   for (const plan::MemoryEntry& e : p.memory.values) {
@@ -196,9 +203,10 @@ int run_inspect_plan(const InspectOptions& o) {
   j["kernels"] = nlohmann::json::array();
   j["launches"] = nlohmann::json::array();
   if (!p.kernels.empty()) {
-    out << fmt::format("kernels ({}; registers, static shared bytes and spill bytes from ptxas; registers checked "
-                       "against the CUBIN, frame = its local bytes per thread):\n",
-                       p.kernels.size());
+    out << fmt::format(
+        "kernels ({}; registers, static shared bytes and spill bytes from ptxas; registers checked "
+        "against the CUBIN, frame = its local bytes per thread):\n",
+        p.kernels.size());
     out << fmt::format("  {:>3} {:<44} {:<6} {:>9} {:>12} {:>7} {:>6} {:>8}\n", "#", "name", "arch", "registers",
                        "static smem", "spills", "frame", "launches");
     for (size_t i = 0; i < kv.size(); ++i) {
@@ -242,7 +250,8 @@ int run_inspect_plan(const InspectOptions& o) {
       const KernelView& k = kv[s.kernel];
       out << fmt::format("  {:>4} {:<30} {:<36} {:>14} {:>10} {:>5} {:>14} {:>6}\n", i, shorten(node, 30),
                          shorten(k.k->name, 36), dim3(s.grid), dim3(s.block), known(k.registers()),
-                         fmt::format("{}+{}", known(k.k->static_shared_bytes), s.shared_bytes), known(k.k->spill_bytes));
+                         fmt::format("{}+{}", known(k.k->static_shared_bytes), s.shared_bytes),
+                         known(k.k->spill_bytes));
       j["launches"].push_back({{"step", i},
                                {"kind", "kernel"},
                                {"node", node},

@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 1;
   }
-  kiln::apply_verbosity({&compile_cmd.copts, &run_cmd.copts, &dump_cmd.copts, &opt_cmd.copts, &bench_opts.compile,
-                         &conf_opts.compile});
+  kiln::apply_verbosity(
+      {&compile_cmd.copts, &run_cmd.copts, &dump_cmd.copts, &opt_cmd.copts, &bench_opts.compile, &conf_opts.compile});
   if (kiln::verbosity() >= 1) conf_opts.verbose = true;
 
   // The model named in an out-of-memory message.
@@ -99,10 +99,10 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     // Every size is checked against the limits before allocating; running out
     // anyway means the limits are above what this machine can give.
-    std::cerr << fmt::format("error: {}out of host memory (limits: {} bytes per tensor, {} bytes of weights; lower "
-                             "them with --max-tensor-bytes / --max-total-bytes)\n",
-                             model.empty() ? "" : model + ": ", kiln::limits().max_tensor_bytes,
-                             kiln::limits().max_total_bytes);
+    std::cerr << fmt::format(
+        "error: {}out of host memory (limits: {} bytes per tensor, {} bytes of weights; lower "
+        "them with --max-tensor-bytes / --max-total-bytes)\n",
+        model.empty() ? "" : model + ": ", kiln::limits().max_tensor_bytes, kiln::limits().max_total_bytes);
     return 1;
   } catch (const std::filesystem::filesystem_error& e) {
     // The user's disk, not a kiln bug (a folder vanished, a disk filled up

@@ -27,7 +27,7 @@ namespace {
 }  // namespace
 
 void check_writable_file(const std::string& flag, const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) cannot_write(path, flag, EISDIR);
     // O_APPEND without O_TRUNC: probing must not destroy the old file when

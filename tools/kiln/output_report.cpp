@@ -16,8 +16,8 @@ std::string safe_stem(const std::string& name, size_t position) {
   if (name.empty()) return fmt::format("output_{}", position);
   std::string s = name;
   for (char& c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
-              c == '_';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
     if (!ok) c = '_';
   }
   if (s[0] == '.') s[0] = '_';
@@ -40,8 +40,14 @@ Stats stats_of(const Tensor& t) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     double v = fp ? d.data<double>()[i] : double(d.data<int64_t>()[i]);
     if (s.first.size() < 8) s.first.push_back(v);
-    if (std::isnan(v)) { ++s.nan; continue; }
-    if (std::isinf(v)) { ++s.inf; continue; }
+    if (std::isnan(v)) {
+      ++s.nan;
+      continue;
+    }
+    if (std::isinf(v)) {
+      ++s.inf;
+      continue;
+    }
     if (s.finite == 0 || v < s.min) s.min = v;
     if (s.finite == 0 || v > s.max) s.max = v;
     sum += v;
@@ -89,16 +95,13 @@ void report_outputs(const std::vector<std::pair<std::string, Tensor>>& outs, con
     if (s.finite)
       std::cout << fmt::format("  min {} max {} mean {} | first: [{}{}]\n", num(s.min), num(s.max), num(s.mean),
                                fmt::join(first, ", "), more);
-    else if (t.numel())
-      std::cout << fmt::format("  no finite value | first: [{}{}]\n", fmt::join(first, ", "), more);
-    else
-      std::cout << "  empty\n";
+    else if (t.numel()) std::cout << fmt::format("  no finite value | first: [{}{}]\n", fmt::join(first, ", "), more);
+    else std::cout << "  empty\n";
     if (s.nan || s.inf) {
       bool half = precision == "fp16" || t.dtype() == DType::F16;
-      std::cerr << fmt::format("warning: output \"{}\" has {} NaN and {} Inf of {} values{}\n", name, s.nan, s.inf,
-                               t.numel(),
-                               half ? " (fp16 overflows beyond +-65504: compare with --precision fp32, or try bf16)"
-                                    : "");
+      std::cerr << fmt::format(
+          "warning: output \"{}\" has {} NaN and {} Inf of {} values{}\n", name, s.nan, s.inf, t.numel(),
+          half ? " (fp16 overflows beyond +-65504: compare with --precision fp32, or try bf16)" : "");
       std::cout << fmt::format("  NaN {} Inf {}\n", s.nan, s.inf);
     }
     if (!dir.empty()) {

@@ -64,10 +64,14 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
 
   auto address = [&](const plan::BufferRef& b) -> uint8_t* {
     switch (b.kind) {
-      case plan::BufferKind::Arena: return arena.get() + b.offset;
-      case plan::BufferKind::Input: return static_cast<uint8_t*>(ins.at(b.index).raw()) + b.offset;
-      case plan::BufferKind::Output: return static_cast<uint8_t*>(outs.at(b.index).raw()) + b.offset;
-      case plan::BufferKind::Weight: return weights.get() + p.weights.at(b.index).offset + b.offset;
+      case plan::BufferKind::Arena:
+        return arena.get() + b.offset;
+      case plan::BufferKind::Input:
+        return static_cast<uint8_t*>(ins.at(b.index).raw()) + b.offset;
+      case plan::BufferKind::Output:
+        return static_cast<uint8_t*>(outs.at(b.index).raw()) + b.offset;
+      case plan::BufferKind::Weight:
+        return weights.get() + p.weights.at(b.index).offset + b.offset;
     }
     return nullptr;
   };

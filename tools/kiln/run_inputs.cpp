@@ -115,18 +115,34 @@ void check_range_fits(const ValueRange& r, const std::string& name, const Tensor
     fail("--input-range: input \"{}\" is bool: its random values are 0 and 1; give it values with --inputs", name);
   if (is_float(type.dtype)) return;
   if (r.lo != std::floor(r.lo) || r.hi != std::floor(r.hi))
-    fail("--input-range: input \"{}\" is {}: the range [{}, {}] must have integer bounds", name,
-         dtype_name(type.dtype), r.lo, r.hi);
+    fail("--input-range: input \"{}\" is {}: the range [{}, {}] must have integer bounds", name, dtype_name(type.dtype),
+         r.lo, r.hi);
   double lo = 0, hi = 0;
   switch (type.dtype) {
-    case DType::I8: lo = -128, hi = 127; break;
-    case DType::U8: lo = 0, hi = 255; break;
-    case DType::I16: lo = -32768, hi = 32767; break;
-    case DType::U16: lo = 0, hi = 65535; break;
-    case DType::I32: lo = -2147483648.0, hi = 2147483647.0; break;
-    case DType::U32: lo = 0, hi = 4294967295.0; break;
-    case DType::U64: lo = 0, hi = 1.8e19; break;
-    default: lo = -9.2e18, hi = 9.2e18; break;
+    case DType::I8:
+      lo = -128, hi = 127;
+      break;
+    case DType::U8:
+      lo = 0, hi = 255;
+      break;
+    case DType::I16:
+      lo = -32768, hi = 32767;
+      break;
+    case DType::U16:
+      lo = 0, hi = 65535;
+      break;
+    case DType::I32:
+      lo = -2147483648.0, hi = 2147483647.0;
+      break;
+    case DType::U32:
+      lo = 0, hi = 4294967295.0;
+      break;
+    case DType::U64:
+      lo = 0, hi = 1.8e19;
+      break;
+    default:
+      lo = -9.2e18, hi = 9.2e18;
+      break;
   }
   if (r.lo < lo || r.hi > hi)
     fail("--input-range: [{}, {}] does not fit input \"{}\" ({})", r.lo, r.hi, name, dtype_name(type.dtype));
@@ -219,9 +235,9 @@ std::map<std::string, Tensor> make_run_inputs(const std::vector<std::pair<std::s
     feed[name] = random_tensor(type, s, range);
     if (described) {
       std::string what = type.dtype == DType::Bool ? "random 0/1"
-                         : range ? fmt::format("random in [{}, {}] ({})", range->lo, range->hi, why)
-                         : is_float(type.dtype) ? "random in [-1, 1] (default)"
-                                                : "random in [0, 9] (default for integers)";
+                         : range                   ? fmt::format("random in [{}, {}] ({})", range->lo, range->hi, why)
+                         : is_float(type.dtype)    ? "random in [-1, 1] (default)"
+                                                   : "random in [0, 9] (default for integers)";
       described->push_back(fmt::format("input \"{}\": {} {}", name, type.str(), what));
     }
   }

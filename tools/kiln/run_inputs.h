@@ -46,7 +46,6 @@ Tensor read_input_file(const std::string& path);
 // range. Errors name the flag, the file and the inputs that exist. When
 // `described` is given, one line per input says where its values came from.
 std::map<std::string, Tensor> make_run_inputs(const std::vector<std::pair<std::string, TensorType>>& decl,
-                                              const RunInputOptions& o,
-                                              std::vector<std::string>* described = nullptr);
+                                              const RunInputOptions& o, std::vector<std::string>* described = nullptr);
 
 }  // namespace kiln

@@ -54,8 +54,7 @@ int run_plan_command(const std::string& path, const RunPlanOptions& o) {
     try {
       Engine engine = Engine::from_file(path, b);
       Context ctx(engine);
-      for (const TensorInfo& t : engine.inputs())
-        ctx.bind_input(t.name, feed.at(t.name).raw(), t.dtype, t.shape);
+      for (const TensorInfo& t : engine.inputs()) ctx.bind_input(t.name, feed.at(t.name).raw(), t.dtype, t.shape);
       for (const TensorInfo& t : engine.outputs()) {
         results.emplace_back(t.name, Tensor(DType(t.dtype), t.shape));
         ctx.bind_output(t.name, results.back().second.raw(), t.dtype, t.shape);
@@ -71,13 +70,14 @@ int run_plan_command(const std::string& path, const RunPlanOptions& o) {
       if (b == KILN_BACKEND_AUTO && engine.backend() != KILN_BACKEND_GPU)
         if (std::string w = auto_cpu_warning(engine.info(), &no_gpu); !w.empty()) std::cerr << w << "\n";
       if (engine.info().find(no_gpu) != std::string::npos) no_gpu.clear();  // said already
-      std::cout << "backend: " << (engine.backend() == KILN_BACKEND_GPU ? "gpu" : "ref") << " (" << engine.info()
-                << ")" << (no_gpu.empty() ? "" : " (" + no_gpu + ")") << "\n";
+      std::cout << "backend: " << (engine.backend() == KILN_BACKEND_GPU ? "gpu" : "ref") << " (" << engine.info() << ")"
+                << (no_gpu.empty() ? "" : " (" + no_gpu + ")") << "\n";
       if (engine.backend() == KILN_BACKEND_GPU) {
         // Host buffers went through pinned staging; CUDA events time each part.
         kiln_run_timing t = ctx.last_timing();
-        std::cout << fmt::format("gpu (last run, CUDA events): compute {:.3f} ms, upload {:.3f} ms, download {:.3f} ms\n",
-                                 t.compute_ms, t.upload_ms, t.download_ms);
+        std::cout << fmt::format(
+            "gpu (last run, CUDA events): compute {:.3f} ms, upload {:.3f} ms, download {:.3f} ms\n", t.compute_ms,
+            t.upload_ms, t.download_ms);
       }
     } catch (const runtime_error& e) {
       // Plan and runtime errors are the user's (a bad file, no GPU): exit 1.

@@ -10,10 +10,10 @@
 namespace kiln {
 
 struct RunPlanOptions {
-  std::string backend = "auto";  // auto | gpu | ref | sim
-  std::string inputs;            // name:file.npy,... (or .pb)
+  std::string backend = "auto";           // auto | gpu | ref | sim
+  std::string inputs;                     // name:file.npy,... (or .pb)
   std::vector<std::string> input_ranges;  // --input-range
-  std::string outputs_dir;       // write <output name>.npy here
+  std::string outputs_dir;                // write <output name>.npy here
   int iterations = 1;
 };
 

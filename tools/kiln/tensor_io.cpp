@@ -17,19 +17,32 @@ namespace {
 
 const char* npy_descr(DType t) {
   switch (t) {
-    case DType::F32: return "<f4";
-    case DType::F16: return "<f2";
-    case DType::F64: return "<f8";
-    case DType::I8: return "|i1";
-    case DType::I16: return "<i2";
-    case DType::I32: return "<i4";
-    case DType::I64: return "<i8";
-    case DType::U8: return "|u1";
-    case DType::U16: return "<u2";
-    case DType::U32: return "<u4";
-    case DType::U64: return "<u8";
-    case DType::Bool: return "|b1";
-    case DType::BF16: return nullptr;
+    case DType::F32:
+      return "<f4";
+    case DType::F16:
+      return "<f2";
+    case DType::F64:
+      return "<f8";
+    case DType::I8:
+      return "|i1";
+    case DType::I16:
+      return "<i2";
+    case DType::I32:
+      return "<i4";
+    case DType::I64:
+      return "<i8";
+    case DType::U8:
+      return "|u1";
+    case DType::U16:
+      return "<u2";
+    case DType::U32:
+      return "<u4";
+    case DType::U64:
+      return "<u8";
+    case DType::Bool:
+      return "|b1";
+    case DType::BF16:
+      return nullptr;
   }
   return nullptr;
 }
@@ -154,8 +167,7 @@ DType npy_dtype(const std::string& descr, const std::string& path) {
     if (descr == d || descr == alt) return DType(i);
   }
   if (descr.find('O') != std::string::npos)
-    fail("{}: .npy holds Python objects (dtype '{}'); kiln reads numeric arrays only and never unpickles", path,
-         descr);
+    fail("{}: .npy holds Python objects (dtype '{}'); kiln reads numeric arrays only and never unpickles", path, descr);
   if (!descr.empty() && descr[0] == '>')
     fail("{}: .npy data is big-endian (dtype '{}'); save it little-endian (arr.astype(arr.dtype.newbyteorder('<')))",
          path, descr);

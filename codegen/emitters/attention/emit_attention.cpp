@@ -21,7 +21,7 @@ namespace kiln::codegen {
 namespace {
 
 // Launch heuristic constants (docs/codegen.md).
-constexpr int kTargetBlocks = 132;        // SMs of an H100: below this many blocks, halve the query tile
+constexpr int kTargetBlocks = 132;          // SMs of an H100: below this many blocks, halve the query tile
 constexpr size_t kSharedLimit = 48 * 1024;  // static shared memory without the opt-in attribute
 
 size_t shared_bytes_for(int bq, int bk, int64_t D, int64_t Dv, size_t es) {
@@ -54,10 +54,8 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
     fail("codegen: attention: q {}, k {}, v {} must have rank 4", q.str(), k.str(), v.str());
   if (!is_float(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype || (has_mask && mask.dtype != q.dtype))
     fail("codegen: attention: operands must share one floating dtype (q {}, k {}, v {})", q.str(), k.str(), v.str());
-  const int64_t B = q.shape[0], H = q.shape[1], Sq = q.shape[2], D = q.shape[3], Sk = k.shape[2],
-                Dv = v.shape[3];
-  if (k.shape[0] != B || k.shape[1] != H || v.shape[0] != B || v.shape[1] != H || k.shape[3] != D ||
-      v.shape[2] != Sk)
+  const int64_t B = q.shape[0], H = q.shape[1], Sq = q.shape[2], D = q.shape[3], Sk = k.shape[2], Dv = v.shape[3];
+  if (k.shape[0] != B || k.shape[1] != H || v.shape[0] != B || v.shape[1] != H || k.shape[3] != D || v.shape[2] != Sk)
     fail("codegen: attention: q {}, k {}, v {} do not agree", q.str(), k.str(), v.str());
   for (int64_t x : {B * H * Sq * D, B * H * Sk * D, B * H * Sk * Dv, B * H * Sq * Dv})
     if (x >= (int64_t{1} << 31)) unsupported("codegen: attention: operands of 2^31 elements or more");
@@ -81,9 +79,9 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   const std::string EXP = f64 ? "exp" : "expf";
   const std::string INF = f64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__uint_as_float(0x7f800000u)";
   const std::string NaN = f64 ? "__longlong_as_double(0x7ff8000000000000LL)" : "__uint_as_float(0x7fc00000u)";
-  const std::string scale_lit = f64 ? fmt::format("__longlong_as_double({:#x}LL)", std::bit_cast<uint64_t>(scale))
-                                    : fmt::format("__uint_as_float({:#x}u)",
-                                                  std::bit_cast<uint32_t>(static_cast<float>(scale)));
+  const std::string scale_lit =
+      f64 ? fmt::format("__longlong_as_double({:#x}LL)", std::bit_cast<uint64_t>(scale))
+          : fmt::format("__uint_as_float({:#x}u)", std::bit_cast<uint32_t>(static_cast<float>(scale)));
 
   // Tiling (docs/codegen.md): TPR threads per query row keep at most 32
   // (f64: 16) output accumulators each; BQ query rows per block; BK keys
@@ -101,9 +99,10 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
     else bq /= 2;
   }
   if (shared_bytes_for(bq, bk, D, Dv, es) > kSharedLimit)
-    unsupported("codegen: attention: head dims D={} Dv={} ({}) need more than 48 KiB of shared memory even for "
-                "8x8 tiles",
-                D, Dv, dtype_name(q.dtype));
+    unsupported(
+        "codegen: attention: head dims D={} Dv={} ({}) need more than 48 KiB of shared memory even for "
+        "8x8 tiles",
+        D, Dv, dtype_name(q.dtype));
   const int nt = bq * tpr;
   const int64_t nqt = (Sq + bq - 1) / bq;
 
@@ -123,7 +122,8 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
                    scale, bq, bk, tpr);
   b += epi.helpers;
   // NaN sticks, as the reference's max.
-  b += fmt::format("__device__ __forceinline__ {0} @NAME@_max({0} a, {0} v) {{ return (v != v) ? v : (v > a ? v : a); }}\n", T);
+  b += fmt::format(
+      "__device__ __forceinline__ {0} @NAME@_max({0} a, {0} v) {{ return (v != v) ? v : (v > a ? v : a); }}\n", T);
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", epi.params);
   b += fmt::format("  __shared__ {} Qs[{}];\n", T, bq * (D + 1));
   b += fmt::format("  __shared__ {} Ks[{}];\n", T, bk * (D + 1));
@@ -144,8 +144,7 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   b += fmt::format("  {} o[{}];\n#pragma unroll\n  for (int c = 0; c < {}; ++c) o[c] = 0;\n", T, oc, oc);
   if (causal)  // keys past the tile's last row's limit are hidden from every row of the tile
     b += fmt::format("  const int kend = max(0, min({}, q0 + nq + {}));\n", Sk, Sk - Sq);
-  else
-    b += fmt::format("  const int kend = {};\n", Sk);
+  else b += fmt::format("  const int kend = {};\n", Sk);
   if (has_mask) b += fmt::format("  const long long mb = (long long)b * {} + (long long)h * {};\n", ms[0], ms[1]);
   b += fmt::format("  for (int k0 = 0; k0 < kend; k0 += {}) {{\n", bk);
   b += fmt::format("    const int nk = min({}, kend - k0);\n", bk);
@@ -164,17 +163,19 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   b += fmt::format("      {} s = -{};\n", T, INF);
   b += "      if (active) {\n";
   b += "        s = 0;\n";
-  b += fmt::format("        for (int dd = 0; dd < {}; ++dd) s += Qs[r * {} + dd] * Ks[jj * {} + dd];\n", D, D + 1, D + 1);
+  b += fmt::format("        for (int dd = 0; dd < {}; ++dd) s += Qs[r * {} + dd] * Ks[jj * {} + dd];\n", D, D + 1,
+                   D + 1);
   b += fmt::format("        s = s * {};\n", scale_lit);
   if (has_mask)
-    b += fmt::format("        s += {};\n", ld(fmt::format("{}[mb + (long long)i * {} + (long long)(k0 + jj) * {}]",
-                                                       epi.mask, ms[2], ms[3])));
+    b += fmt::format("        s += {};\n",
+                     ld(fmt::format("{}[mb + (long long)i * {} + (long long)(k0 + jj) * {}]", epi.mask, ms[2], ms[3])));
   if (causal) b += fmt::format("        if (k0 + jj > i + {}) s = -{};\n", Sk - Sq, INF);
   b += "      }\n";
   b += fmt::format("      Ss[r * {} + jj] = s;\n", bk + 1);
   b += "      lm = @NAME@_max(lm, s);\n    }\n";
   // The row's max over its TPR lanes (adjacent, aligned: xor stays in the row).
-  b += fmt::format("    for (int off = 1; off < {}; off <<= 1) lm = @NAME@_max(lm, __shfl_xor_sync(0xffffffffu, lm, off));\n", tpr);
+  b += fmt::format(
+      "    for (int off = 1; off < {}; off <<= 1) lm = @NAME@_max(lm, __shfl_xor_sync(0xffffffffu, lm, off));\n", tpr);
   // Online softmax: rescale, then each lane turns its own scores into p.
   b += "    const " + T + " mt = @NAME@_max(m, lm);\n";
   b += fmt::format("    const {0} alpha = mt == -{1} ? ({0})1 : {2}(m - mt);\n", T, INF, EXP);
@@ -189,10 +190,8 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   b += "      for (int jj = 0; jj < nk; ++jj) {\n";
   b += fmt::format("        const {} p = Ss[r * {} + jj];\n", T, bk + 1);
   b += fmt::format("#pragma unroll\n        for (int c = 0; c < {}; ++c)\n", oc);
-  if (Dv % tpr == 0)
-    b += fmt::format("          o[c] += p * Vs[jj * {} + t + {} * c];\n", Dv, tpr);
-  else
-    b += fmt::format("          if (t + {1} * c < {2}) o[c] += p * Vs[jj * {0} + t + {1} * c];\n", Dv, tpr, Dv);
+  if (Dv % tpr == 0) b += fmt::format("          o[c] += p * Vs[jj * {} + t + {} * c];\n", Dv, tpr);
+  else b += fmt::format("          if (t + {1} * c < {2}) o[c] += p * Vs[jj * {0} + t + {1} * c];\n", Dv, tpr, Dv);
   b += "      }\n    }\n  }\n";
   b += fmt::format("  for (int off = 1; off < {}; off <<= 1) l += __shfl_xor_sync(0xffffffffu, l, off);\n", tpr);
   // Store: o / l, or the reference's NaN / 0 for a row without a finite max.
@@ -234,10 +233,9 @@ AttentionKernel emit_attention_op(const AttrMap& attrs, const std::vector<Tensor
   epi.v = params[3].name;
   if (has_mask) epi.mask = params[4].name;
   if (out.dtype != operands[0].dtype) fail("codegen: attention: output {} but q {}", out.str(), operands[0].str());
-  epi.code = fmt::format("    out[lin] = {};\n",
-                         cuda_store(out.dtype, out.dtype == DType::F64 ? "val" : "(float)val"));
-  return emit_attention(operands[0], operands[1], operands[2], has_mask, has_mask ? operands[3] : TensorType(),
-                        attrs, epi);
+  epi.code = fmt::format("    out[lin] = {};\n", cuda_store(out.dtype, out.dtype == DType::F64 ? "val" : "(float)val"));
+  return emit_attention(operands[0], operands[1], operands[2], has_mask, has_mask ? operands[3] : TensorType(), attrs,
+                        epi);
 }
 
 namespace {
@@ -268,9 +266,10 @@ FusedAttentionKernel build_fused(const Node& n) {
     if (i >= a.num_inputs() || !a.input(i)) return "";
     const int slot = e.anchor_slot(i);
     if (slot < 0)
-      unsupported("codegen: fused attention {}: operand {} of the attention is computed inside the body "
-                  "(prologue ops are not supported)",
-                  n.describe(), i);
+      unsupported(
+          "codegen: fused attention {}: operand {} of the attention is computed inside the body "
+          "(prologue ops are not supported)",
+          n.describe(), i);
     return fmt::format("in{}", slot);
   };
   epi.q = operand(0);

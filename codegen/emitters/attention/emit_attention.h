@@ -42,10 +42,10 @@ struct AttentionKernel {
   // (<= 48 KiB).
   unsigned grid = 0;
   unsigned block = 0;
-  int bq = 0, bk = 0, tpr = 0;      // the tiling chosen (tpr: SIMT kernel only)
-  int warps = 0;                    // tensor-core kernel: warps per block (16 queries each)
-  bool tensor_cores = false;        // the mma kernel of codegen/emitters/attention/emit_attention_tc.h
-  size_t shared_bytes = 0;  // static shared memory the kernel declares
+  int bq = 0, bk = 0, tpr = 0;  // the tiling chosen (tpr: SIMT kernel only)
+  int warps = 0;                // tensor-core kernel: warps per block (16 queries each)
+  bool tensor_cores = false;    // the mma kernel of codegen/emitters/attention/emit_attention_tc.h
+  size_t shared_bytes = 0;      // static shared memory the kernel declares
 };
 
 // What happens to each attention output element: `code` is statements that
@@ -75,8 +75,7 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
                                const TensorType& mask, const AttrMap& attrs, const AttentionEpilogue& epi);
 
 // The plain op: buffers out, q, k, v[, mask].
-AttentionKernel emit_attention_op(const AttrMap& attrs, const std::vector<TensorType>& operands,
-                                  const TensorType& out);
+AttentionKernel emit_attention_op(const AttrMap& attrs, const std::vector<TensorType>& operands, const TensorType& out);
 
 // Whether `n` is a fused node of kind "attention" whose body is one attention
 // op and an epilogue codegen/emitters/gemm_conv/emit_epilogue.h accepts (reshape, identity,

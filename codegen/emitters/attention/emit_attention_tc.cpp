@@ -44,7 +44,8 @@ std::string substitute(std::string_view text, const std::map<std::string, std::s
 
 // The kernel. @NAME@ stays for finish_kernel_source; the epilogue's code
 // replaces @EPILOGUE_CODE@ after substitution (it is not template text).
-constexpr std::string_view kKernel = R"(__device__ __forceinline__ float @NAME@_max(float a, float v) { return (v != v) ? v : (v > a ? v : a); }
+constexpr std::string_view kKernel =
+    R"(__device__ __forceinline__ float @NAME@_max(float a, float v) { return (v != v) ? v : (v > a ? v : a); }
 // Two floats -> one register of two @T@ (lo in the low half), round to nearest even.
 __device__ __forceinline__ unsigned @NAME@_pack(float lo, float hi) {
 #ifdef KILN_SIM
@@ -301,11 +302,11 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   const std::string INF = "__uint_as_float(0x7f800000u)";
   std::string mask_base, mask_add;
   if (has_mask) {
-    mask_base = fmt::format("  const long long mb = (long long)(bh / {}) * {} + (long long)(bh % {}) * {};\n", H,
-                            ms[0], H, ms[1]);
-    mask_add = fmt::format("          if (row < SQ && col < SK) x += {};\n",
-                           cuda_load(q.dtype, fmt::format("{}[mb + (long long)row * {} + (long long)col * {}]",
-                                                          epi.mask, ms[2], ms[3])));
+    mask_base = fmt::format("  const long long mb = (long long)(bh / {}) * {} + (long long)(bh % {}) * {};\n", H, ms[0],
+                            H, ms[1]);
+    mask_add = fmt::format(
+        "          if (row < SQ && col < SK) x += {};\n",
+        cuda_load(q.dtype, fmt::format("{}[mb + (long long)row * {} + (long long)col * {}]", epi.mask, ms[2], ms[3])));
   }
   const int n_s = bk / 8, n_o = static_cast<int>(Dv / 8);
   std::map<std::string, std::string> vars = {
@@ -350,8 +351,7 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   body.replace(at, std::string_view("@EPILOGUE_CODE@").size(), epi.code);
   b += body;
   b += epi.sim_entry;
-  kk.source = finish_kernel_source("kiln_attn_tc", epi.label.empty() ? "attention" : epi.label, b, epi.dtypes,
-                                   kk.name);
+  kk.source = finish_kernel_source("kiln_attn_tc", epi.label.empty() ? "attention" : epi.label, b, epi.dtypes, kk.name);
   return kk;
 }
 

@@ -14,10 +14,14 @@ namespace {
 
 const char* uint_type(size_t bytes) {
   switch (bytes) {
-    case 1: return "unsigned char";
-    case 2: return "unsigned short";
-    case 4: return "unsigned int";
-    default: return "unsigned long long";
+    case 1:
+      return "unsigned char";
+    case 2:
+      return "unsigned short";
+    case 4:
+      return "unsigned int";
+    default:
+      return "unsigned long long";
   }
 }
 
@@ -70,9 +74,9 @@ OneLaunchKernel emit_one_hot(const AttrMap& a, const std::vector<TensorType>& in
   }
   b += fmt::format("    out[i] = in1[pos == o{} ? 1 : 0];\n", ax);
   const std::string E = uint_type(dtype_size(out.dtype));
-  return make_simple_kernel("idx", "one_hot",
-                            {{E, "out"}, {"const " + std::string(cuda_storage_type(idt)), "in0"}, {"const " + E, "in1"}},
-                            "", b, out.numel(), {});
+  return make_simple_kernel(
+      "idx", "one_hot", {{E, "out"}, {"const " + std::string(cuda_storage_type(idt)), "in0"}, {"const " + E, "in1"}},
+      "", b, out.numel(), {});
 }
 
 OneLaunchKernel emit_eye_like(const AttrMap& a, const std::vector<TensorType>& in, const TensorType& out) {
@@ -80,7 +84,8 @@ OneLaunchKernel emit_eye_like(const AttrMap& a, const std::vector<TensorType>& i
   const int64_t k = a.get_int("k", 0);
   const std::string E = uint_type(dtype_size(out.dtype));
   std::string b = coords(out.shape);
-  b += fmt::format("    out[i] = o1 - o0 == {}LL ? {} : {};\n", k, const_bits(out.dtype, 1.0), const_bits(out.dtype, 0.0));
+  b += fmt::format("    out[i] = o1 - o0 == {}LL ? {} : {};\n", k, const_bits(out.dtype, 1.0),
+                   const_bits(out.dtype, 0.0));
   // The operand is only the shape; never read.
   return make_simple_kernel("idx", "eye_like",
                             {{E, "out"}, {"const " + std::string(uint_type(dtype_size(in.at(0).dtype))), "in0"}}, "", b,
@@ -114,12 +119,10 @@ OneLaunchKernel emit_compress(const AttrMap& a, const std::vector<TensorType>& i
 
 }  // namespace
 
-bool index_select_supported(const std::string& op) {
-  return op == "one_hot" || op == "eye_like" || op == "compress";
-}
+bool index_select_supported(const std::string& op) { return op == "one_hot" || op == "eye_like" || op == "compress"; }
 
 OneLaunchKernel emit_index_select_op(const std::string& op, const AttrMap& attrs,
-                                  const std::vector<TensorType>& operands, const TensorType& out) {
+                                     const std::vector<TensorType>& operands, const TensorType& out) {
   if (op == "one_hot") return emit_one_hot(attrs, operands, out);
   if (op == "eye_like") return emit_eye_like(attrs, operands, out);
   if (op == "compress") return emit_compress(attrs, operands, out);

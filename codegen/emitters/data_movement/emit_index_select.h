@@ -26,6 +26,6 @@ namespace kiln::codegen {
 bool index_select_supported(const std::string& op);
 
 OneLaunchKernel emit_index_select_op(const std::string& op, const AttrMap& attrs,
-                                  const std::vector<TensorType>& operands, const TensorType& out);
+                                     const std::vector<TensorType>& operands, const TensorType& out);
 
 }  // namespace kiln::codegen

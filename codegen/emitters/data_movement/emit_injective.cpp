@@ -23,10 +23,14 @@ namespace {
 
 const char* uint_type(size_t bytes) {
   switch (bytes) {
-    case 1: return "unsigned char";
-    case 2: return "unsigned short";
-    case 4: return "unsigned int";
-    case 8: return "unsigned long long";
+    case 1:
+      return "unsigned char";
+    case 2:
+      return "unsigned short";
+    case 4:
+      return "unsigned int";
+    case 8:
+      return "unsigned long long";
   }
   fail("codegen: elements of {} bytes are not supported", bytes);
 }
@@ -38,9 +42,9 @@ struct MapCtx {
   const TensorType& out;
   int result;
   const std::function<std::string(int, const std::string&)>& read;  // operand k at an offset (indices, pad value)
-  std::vector<bool> data;       // per operand: whether `src` may name it (default: all)
-  int fill_operand = -1;        // operand holding the value for src == -1 (pad's value operand)
-  uint64_t fill_bits = 0;       // else the fill's bit pattern in the result's dtype
+  std::vector<bool> data;  // per operand: whether `src` may name it (default: all)
+  int fill_operand = -1;   // operand holding the value for src == -1 (pad's value operand)
+  uint64_t fill_bits = 0;  // else the fill's bit pattern in the result's dtype
 };
 
 // Sum of c{d} * stride terms plus a constant, as a CUDA expression.
@@ -54,7 +58,6 @@ std::string linear(const std::vector<std::string>& coords, const std::vector<int
   if (base != 0 || s.empty()) s += s.empty() ? fmt::format("{}@L@", base) : fmt::format(" + {}@L@", base);
   return s;
 }
-
 
 std::vector<std::string> out_coords(int r) {
   std::vector<std::string> c;
@@ -302,12 +305,21 @@ void map_reverse_sequence(MapCtx& c, std::string& b) {
 
 const std::map<std::string, IndexMap>& maps() {
   static const std::map<std::string, IndexMap> m = {
-      {"reshape", map_reshape}, {"transpose", map_transpose}, {"expand", map_expand},
-      {"slice", map_slice},     {"concat", map_concat},       {"split", map_split},
-      {"pad", map_pad},         {"tile", map_tile},           {"gather", map_gather},
-      {"depth_to_space", map_depth_to_space},                 {"space_to_depth", map_space_to_depth},
-      {"gather_elements", map_gather_elements},               {"gather_nd", map_gather_nd},
-      {"trilu", map_trilu},     {"reverse_sequence", map_reverse_sequence},
+      {"reshape", map_reshape},
+      {"transpose", map_transpose},
+      {"expand", map_expand},
+      {"slice", map_slice},
+      {"concat", map_concat},
+      {"split", map_split},
+      {"pad", map_pad},
+      {"tile", map_tile},
+      {"gather", map_gather},
+      {"depth_to_space", map_depth_to_space},
+      {"space_to_depth", map_space_to_depth},
+      {"gather_elements", map_gather_elements},
+      {"gather_nd", map_gather_nd},
+      {"trilu", map_trilu},
+      {"reverse_sequence", map_reverse_sequence},
   };
   return m;
 }
@@ -357,22 +369,23 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
   if (def.name == "transpose" && operands.size() == 1 && outs.size() == 1 &&
       dtype_size(operands[0].dtype) == dtype_size(outs[0].dtype))
     if (std::optional<InjectiveKernel> t = emit_tiled_transpose(operands[0], attrs.get_ints("perm"))) return *t;
-  const InjectiveMap m = injective_index_map(
-      def, attrs, operands, outs, result, [](int k, const std::string& off) { return fmt::format("in{}[{}]", k, off); });
+  const InjectiveMap m = injective_index_map(def, attrs, operands, outs, result, [](int k, const std::string& off) {
+    return fmt::format("in{}[{}]", k, off);
+  });
   const TensorType& out = outs[result];
   const char* E = uint_type(dtype_size(out.dtype));
   std::vector<std::string> param_types(operands.size(), E);
   for (size_t i = 0; i < operands.size(); ++i)
-    if (!m.data[i] && static_cast<int>(i) != m.fill_operand) param_types[i] = operands[i].dtype == DType::I32 ? "int" : "long long";
-  std::string fill = m.fill_operand >= 0 ? fmt::format("in{}[0]", m.fill_operand)
-                                         : fmt::format("({})0x{:x}ULL", E, m.fill_bits);
+    if (!m.data[i] && static_cast<int>(i) != m.fill_operand)
+      param_types[i] = operands[i].dtype == DType::I32 ? "int" : "long long";
+  std::string fill =
+      m.fill_operand >= 0 ? fmt::format("in{}[0]", m.fill_operand) : fmt::format("({})0x{:x}ULL", E, m.fill_bits);
   InjectiveKernel k;
   k.numel = out.numel();
   k.counts.push_back(k.numel);
   for (const TensorType& t : operands) k.counts.push_back(t.numel());
   std::string params = fmt::format("KILN_PTR({}) out", E);
-  for (size_t i = 0; i < operands.size(); ++i)
-    params += fmt::format(", KILN_PTR(const {}) in{}", param_types[i], i);
+  for (size_t i = 0; i < operands.size(); ++i) params += fmt::format(", KILN_PTR(const {}) in{}", param_types[i], i);
   std::string body;
   body += fmt::format("// {}({}): {} <-", def.name, result, out.str());
   for (size_t i = 0; i < operands.size(); ++i) body += (i ? ", " : " ") + operands[i].str();
@@ -401,11 +414,13 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
   body = finish_index_types(body, narrow);
   // Simulator entry.
   body += "#ifdef KILN_SIM\n";
-  body += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
-          "const long long* counts, std::string* error) {\n  try {\n";
-  body += fmt::format("    ::kiln::sim::launch(*cfg, @NAME@,\n        ::kiln::sim::arg(static_cast<{}*>(buffers[0]), "
-                      "counts[0], \"out\")",
-                      E);
+  body +=
+      "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
+      "const long long* counts, std::string* error) {\n  try {\n";
+  body += fmt::format(
+      "    ::kiln::sim::launch(*cfg, @NAME@,\n        ::kiln::sim::arg(static_cast<{}*>(buffers[0]), "
+      "counts[0], \"out\")",
+      E);
   for (size_t i = 0; i < operands.size(); ++i)
     body += fmt::format(",\n        ::kiln::sim::arg(static_cast<const {}*>(buffers[{}]), counts[{}], \"in{}\")",
                         param_types[i], i + 1, i + 1, i);

@@ -38,7 +38,7 @@ struct InjectiveKernel {
   std::string source;  // complete translation unit
   int64_t numel = 0;   // result elements
   unsigned block = 256;
-  unsigned grid = 0;   // 0 for an empty result: nothing to launch
+  unsigned grid = 0;            // 0 for an empty result: nothing to launch
   std::vector<int64_t> counts;  // elements of each buffer: out, then each operand
 };
 

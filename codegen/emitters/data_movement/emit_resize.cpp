@@ -61,12 +61,15 @@ ResizeKernel emit_resize_op(const AttrMap& attrs, const TensorType& in, const Te
     Tensor ev = Tensor::scalar(t, plan.extrapolation);
     uint64_t bits = 0;
     std::memcpy(&bits, ev.raw(), dtype_size(t));
-    const char* U = dtype_size(t) == 1 ? "unsigned char" : dtype_size(t) == 2 ? "unsigned short"
-                    : dtype_size(t) == 4 ? "unsigned int" : "unsigned long long";
+    const char* U = dtype_size(t) == 1   ? "unsigned char"
+                    : dtype_size(t) == 2 ? "unsigned short"
+                    : dtype_size(t) == 4 ? "unsigned int"
+                                         : "unsigned long long";
     std::string cond;
     for (int d = 0; d < r; ++d) cond += fmt::format("{}outside[{}LL + o{}]", d ? " || " : "", obase[d], d);
-    b += fmt::format("    if ({}) {{ const {} bits = ({})0x{:x}ULL; memcpy(&out[i], &bits, sizeof(bits)); continue; }}\n",
-                     cond, U, U, bits);
+    b += fmt::format(
+        "    if ({}) {{ const {} bits = ({})0x{:x}ULL; memcpy(&out[i], &bits, sizeof(bits)); continue; }}\n", cond, U,
+        U, bits);
   }
   if (plan.nearest) {
     std::string off;

@@ -47,8 +47,7 @@ OneLaunchKernel emit_grid_sample(const AttrMap& a, const std::vector<TensorType>
   const std::string mode = a.get_string("mode", "linear"), pad = a.get_string("padding_mode", "zeros");
   const bool align = a.get_int("align_corners", 0) == 1;
   if (mode != "linear" && mode != "nearest" && mode != "cubic") fail("codegen: grid_sample: mode '{}'", mode);
-  if (pad != "zeros" && pad != "border" && pad != "reflection")
-    fail("codegen: grid_sample: padding_mode '{}'", pad);
+  if (pad != "zeros" && pad != "border" && pad != "reflection") fail("codegen: grid_sample: padding_mode '{}'", pad);
   const TensorType& x = ops_.at(0);
   const TensorType& g = ops_.at(1);
   const int r = x.rank() - 2;
@@ -132,7 +131,8 @@ OneLaunchKernel emit_grid_sample(const AttrMap& a, const std::vector<TensorType>
 }
 
 OneLaunchKernel emit_roi_align(const AttrMap& a, const std::vector<TensorType>& ops_, const TensorType& out) {
-  const std::string mode = a.get_string("mode", "avg"), ct = a.get_string("coordinate_transformation_mode", "half_pixel");
+  const std::string mode = a.get_string("mode", "avg"),
+                    ct = a.get_string("coordinate_transformation_mode", "half_pixel");
   if (mode != "avg" && mode != "max") fail("codegen: roi_align: mode '{}'", mode);
   if (ct != "half_pixel" && ct != "output_half_pixel")
     fail("codegen: roi_align: coordinate_transformation_mode '{}'", ct);
@@ -153,7 +153,8 @@ OneLaunchKernel emit_roi_align(const AttrMap& a, const std::vector<TensorType>& 
   b += "    const long long bidx = (long long)in2[r];\n";
   b += fmt::format("    if (bidx < 0 || bidx >= {}LL) {{ out[i] = {}; continue; }}\n", N, store(x.dtype, "0.0"));
   b += fmt::format("    const double scale = {:.17g}, off = {};\n", scale, half_pixel ? "0.5" : "0.0");
-  for (int j = 0; j < 4; ++j) b += fmt::format("    const double roi{} = {};\n", j, load(rois.dtype, fmt::format("in1[r * 4 + {}]", j)));
+  for (int j = 0; j < 4; ++j)
+    b += fmt::format("    const double roi{} = {};\n", j, load(rois.dtype, fmt::format("in1[r * 4 + {}]", j)));
   b += "    const double sw = roi0 * scale - off, sh = roi1 * scale - off;\n";
   b += "    double rw = roi2 * scale - off - sw, rh = roi3 * scale - off - sh;\n";
   if (!half_pixel) b += "    rw = rw < 1.0 ? 1.0 : rw;\n    rh = rh < 1.0 ? 1.0 : rh;\n";
@@ -171,19 +172,22 @@ OneLaunchKernel emit_roi_align(const AttrMap& a, const std::vector<TensorType>& 
   b += "        double yy = sh + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;\n";
   b += "        double xx = sw + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;\n";
   b += "        long long p0 = 0, p1 = 0, p2 = 0, p3 = 0;\n        double w0 = 0, w1 = 0, w2 = 0, w3 = 0;\n";
-  b += fmt::format("        if (!(yy < -1.0 || yy > {0:.17g} || xx < -1.0 || xx > {1:.17g})) {{\n", double(H), double(W));
+  b += fmt::format("        if (!(yy < -1.0 || yy > {0:.17g} || xx < -1.0 || xx > {1:.17g})) {{\n", double(H),
+                   double(W));
   b += "          yy = yy < 0.0 ? 0.0 : yy;\n          xx = xx < 0.0 ? 0.0 : xx;\n";
   b += "          long long yl = (long long)yy, xl = (long long)xx, yh, xh;\n";
   b += fmt::format("          if (yl >= {0}LL) {{ yh = yl = {0}LL; yy = (double)yl; }} else yh = yl + 1;\n", H - 1);
   b += fmt::format("          if (xl >= {0}LL) {{ xh = xl = {0}LL; xx = (double)xl; }} else xh = xl + 1;\n", W - 1);
   b += "          const double ly = yy - yl, lx = xx - xl, hy = 1 - ly, hx = 1 - lx;\n";
-  b += fmt::format("          p0 = yl * {0}LL + xl; p1 = yl * {0}LL + xh; p2 = yh * {0}LL + xl; p3 = yh * {0}LL + xh;\n", W);
+  b += fmt::format(
+      "          p0 = yl * {0}LL + xl; p1 = yl * {0}LL + xh; p2 = yh * {0}LL + xl; p3 = yh * {0}LL + xh;\n", W);
   b += "          w0 = hy * hx; w1 = hy * lx; w2 = ly * hx; w3 = ly * lx;\n        }\n";
   for (int j = 0; j < 4; ++j)
     b += fmt::format("        const double v{0} = w{0} * {1};\n", j, load(x.dtype, fmt::format("in0[img + p{}]", j)));
   if (max_mode) {
     // std::max({...}) keeps the first largest; std::max(a, b) is a < b ? b : a.
-    b += "        double m = v0;\n        if (m < v1) m = v1;\n        if (m < v2) m = v2;\n        if (m < v3) m = v3;\n";
+    b +=
+        "        double m = v0;\n        if (m < v1) m = v1;\n        if (m < v2) m = v2;\n        if (m < v3) m = v3;\n";
     b += "        acc = first ? m : (acc < m ? m : acc);\n        first = false;\n";
   } else {
     b += "        acc += v0 + v1 + v2 + v3;\n";
@@ -193,8 +197,8 @@ OneLaunchKernel emit_roi_align(const AttrMap& a, const std::vector<TensorType>& 
   const std::string T(cuda_storage_type(x.dtype)), R(cuda_storage_type(rois.dtype));
   const std::string I = bi.dtype == DType::I32 ? "int" : "long long";
   return make_simple_kernel("sample", "roi_align",
-                            {{T, "out"}, {"const " + T, "in0"}, {"const " + R, "in1"}, {"const " + I, "in2"}},
-                            kHelpers, b, out.numel(), {x.dtype, rois.dtype});
+                            {{T, "out"}, {"const " + T, "in0"}, {"const " + R, "in1"}, {"const " + I, "in2"}}, kHelpers,
+                            b, out.numel(), {x.dtype, rois.dtype});
 }
 
 }  // namespace
@@ -202,7 +206,7 @@ OneLaunchKernel emit_roi_align(const AttrMap& a, const std::vector<TensorType>& 
 bool sample_supported(const std::string& op) { return op == "grid_sample" || op == "roi_align"; }
 
 OneLaunchKernel emit_sample_op(const std::string& op, const AttrMap& attrs, const std::vector<TensorType>& operands,
-                            const TensorType& out) {
+                               const TensorType& out) {
   if (op == "grid_sample") return emit_grid_sample(attrs, operands, out);
   if (op == "roi_align") return emit_roi_align(attrs, operands, out);
   fail("codegen: op '{}' is not a sampling op", op);

@@ -37,6 +37,6 @@ namespace kiln::codegen {
 bool sample_supported(const std::string& op);
 
 OneLaunchKernel emit_sample_op(const std::string& op, const AttrMap& attrs, const std::vector<TensorType>& operands,
-                            const TensorType& out);
+                               const TensorType& out);
 
 }  // namespace kiln::codegen

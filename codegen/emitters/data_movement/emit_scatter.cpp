@@ -30,7 +30,8 @@ std::string combine_code(DType t, const std::string& red) {
   }
   if (is_float(t)) {
     const std::string c(cuda_compute_type(t));  // float or double
-    std::string s = fmt::format("      {{ const {0} a = {1}, b = {2}; {0} r;\n", c, cuda_load(t, "v"), cuda_load(t, "u"));
+    std::string s =
+        fmt::format("      {{ const {0} a = {1}, b = {2}; {0} r;\n", c, cuda_load(t, "v"), cuda_load(t, "u"));
     if (red == "add") s += "        r = a + b;\n";
     else if (red == "mul") s += "        r = a * b;\n";
     else
@@ -56,7 +57,7 @@ std::string offset_expr(const std::vector<std::string>& co, const std::vector<in
 bool scatter_supported(const std::string& op) { return op == "scatter_elements" || op == "scatter_nd"; }
 
 OneLaunchKernel emit_scatter_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
-                             const TensorType& out) {
+                                const TensorType& out) {
   if (!scatter_supported(def.name)) fail("codegen: op '{}' is not a scatter", def.name);
   if (operands.size() != 3) fail("codegen: {}: expected data, indices, updates", def.name);
   const TensorType& data = operands[0];
@@ -129,8 +130,7 @@ OneLaunchKernel emit_scatter_op(const OpDef& def, const AttrMap& attrs, const st
     b += "    }\n";
   }
   b += "    out[i] = v;\n";
-  std::vector<LaunchParam> params = {
-      {T, "out"}, {"const " + T, "in0"}, {"const " + I, "in1"}, {"const " + T, "in2"}};
+  std::vector<LaunchParam> params = {{T, "out"}, {"const " + T, "in0"}, {"const " + I, "in1"}, {"const " + T, "in2"}};
   return make_simple_kernel("scatter", def.name, params, kHelpers, b, out.numel(), {t});
 }
 

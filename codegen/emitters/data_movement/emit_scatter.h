@@ -38,6 +38,6 @@ bool scatter_supported(const std::string& op);
 // `operands`: data, indices, updates; `out` as inferred. Throws kiln::Error
 // for another op, a bad reduction or operands that do not fit.
 OneLaunchKernel emit_scatter_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
-                             const TensorType& out);
+                                const TensorType& out);
 
 }  // namespace kiln::codegen

@@ -15,10 +15,14 @@ namespace {
 
 const char* uint_of(size_t bytes) {
   switch (bytes) {
-    case 1: return "unsigned char";
-    case 2: return "unsigned short";
-    case 4: return "unsigned int";
-    case 8: return "unsigned long long";
+    case 1:
+      return "unsigned char";
+    case 2:
+      return "unsigned short";
+    case 4:
+      return "unsigned int";
+    case 8:
+      return "unsigned long long";
   }
   fail("codegen: transpose: elements of {} bytes are not supported", bytes);
 }
@@ -93,22 +97,24 @@ std::optional<InjectiveKernel> emit_tiled_transpose(const TensorType& in, const 
   b += "    long long ib = 0, ob = 0;\n";
   for (int i = static_cast<int>(batch.size()) - 1; i >= 0; --i) {
     const int g = batch[i];
-    b += fmt::format("    {{ const long long c = z % {0}LL; z /= {0}LL; ib += c * {1}LL; ob += c * {2}LL; }}\n", size[g],
-                     istride[g], ostride[g]);
+    b += fmt::format("    {{ const long long c = z % {0}LL; z /= {0}LL; ib += c * {1}LL; ob += c * {2}LL; }}\n",
+                     size[g], istride[g], ostride[g]);
   }
   b += "    const long long a0 = ta * 32, b0 = tb * 32;\n";
   b += "    __syncthreads();  // the previous tile is written out\n";
   b += "    for (int y = ty; y < 32; y += 8) {\n";
-  b += fmt::format("      if (b0 + y < {}LL && a0 + tx < {}LL) tile[y][tx] = in0[ib + (b0 + y) * {}LL + a0 + tx];\n", B, A,
-                   istride[jb]);
+  b += fmt::format("      if (b0 + y < {}LL && a0 + tx < {}LL) tile[y][tx] = in0[ib + (b0 + y) * {}LL + a0 + tx];\n", B,
+                   A, istride[jb]);
   b += "    }\n    __syncthreads();\n";
   b += "    for (int y = ty; y < 32; y += 8) {\n";
-  b += fmt::format("      if (a0 + y < {}LL && b0 + tx < {}LL) out[ob + (a0 + y) * {}LL + b0 + tx] = tile[tx][y];\n", A, B,
-                   ostride[ja]);
+  b += fmt::format("      if (a0 + y < {}LL && b0 + tx < {}LL) out[ob + (a0 + y) * {}LL + b0 + tx] = tile[tx][y];\n", A,
+                   B, ostride[ja]);
   b += "    }\n  }\n}\n";
   // Elements move as unsigned integers of their size (bit for bit).
-  const DType U = dtype_size(in.dtype) == 1 ? DType::U8 : dtype_size(in.dtype) == 2 ? DType::U16
-                  : dtype_size(in.dtype) == 4 ? DType::U32 : DType::U64;
+  const DType U = dtype_size(in.dtype) == 1   ? DType::U8
+                  : dtype_size(in.dtype) == 2 ? DType::U16
+                  : dtype_size(in.dtype) == 4 ? DType::U32
+                                              : DType::U64;
   b += kernel_sim_entry({{"out", U, true, k.numel}, {"in0", U, false, k.numel}});
   std::string named = name_kernel("kiln_inj_transpose", "tiled", b, k.name);
   k.source = std::string(kKernelPrelude) + named;

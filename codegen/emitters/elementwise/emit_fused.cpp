@@ -71,8 +71,8 @@ FusedPointwiseKernel emit_fused_pointwise(const Node& n, const OpRegistry& ops) 
     }
     ExprBuilder b(dts);
     st.expr = def.expr(b, bn->attrs());
-    KILN_CHECK(st.expr.result_dtype() == bn->output(0)->dtype(), "{}: expression gives {}, inferred {}",
-               bn->describe(), dtype_name(st.expr.result_dtype()), dtype_name(bn->output(0)->dtype()));
+    KILN_CHECK(st.expr.result_dtype() == bn->output(0)->dtype(), "{}: expression gives {}, inferred {}", bn->describe(),
+               dtype_name(st.expr.result_dtype()), dtype_name(bn->output(0)->dtype()));
     index[bn->output(0)] = nops + static_cast<int>(steps.size());
     steps.push_back(std::move(st));
   }

@@ -17,7 +17,7 @@
 namespace kiln::codegen {
 
 struct FusedPointwiseKernel {
-  PointwiseKernel kernel;  // buffers: the node's results, its operands, then `constants`
+  PointwiseKernel kernel;         // buffers: the node's results, its operands, then `constants`
   std::vector<Tensor> constants;  // constants the body reads (small ones live in bodies)
 };
 

@@ -17,8 +17,6 @@ namespace kiln::codegen {
 
 namespace {
 
-
-
 // Output dims (size-1 dims dropped, adjacent dims merged where every operand
 // reads them as one) and each operand's strides over them.
 struct Layout {
@@ -32,8 +30,7 @@ Layout collapse(const Shape& out, const std::vector<std::vector<int64_t>>& strid
   for (size_t d = 0; d < out.size(); ++d) {
     if (out[d] == 1) continue;
     bool merge = !l.dims.empty();
-    for (size_t i = 0; merge && i < strides.size(); ++i)
-      merge = l.strides[i].back() == strides[i][d] * out[d];
+    for (size_t i = 0; merge && i < strides.size(); ++i) merge = l.strides[i].back() == strides[i][d] * out[d];
     if (merge) {
       l.dims.back() *= out[d];
       for (size_t i = 0; i < strides.size(); ++i) l.strides[i].back() = strides[i][d];
@@ -57,8 +54,7 @@ PointwiseKernel emit_pointwise(const Expr& e, const std::vector<TensorType>& ope
 }
 
 PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::vector<TensorType>& operands,
-                                     const std::vector<std::pair<int, TensorType>>& results,
-                                     const std::string& label) {
+                                     const std::vector<std::pair<int, TensorType>>& results, const std::string& label) {
   KILN_CHECK(!results.empty(), "codegen: {}: no results", label);
   const int nops = static_cast<int>(operands.size());
   // The dtype of every value: operands, then each step's result.
@@ -118,7 +114,8 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
   for (size_t i = 0; i < operands.size(); ++i)
     params += fmt::format(", KILN_PTR(const {}) in{}", cuda_storage_type(operands[i].dtype), i);
   std::string body;
-  body += fmt::format("// {}: {}{} <- ", sanitize_identifier(label), out.str(), nres > 1 ? fmt::format(" x{}", nres) : "");
+  body +=
+      fmt::format("// {}: {}{} <- ", sanitize_identifier(label), out.str(), nres > 1 ? fmt::format(" x{}", nres) : "");
   for (size_t i = 0; i < operands.size(); ++i) body += (i ? ", " : "") + operands[i].str();
   body += "\n";
   for (const PointwiseStep& st : steps) body += fmt::format("// {}\n", st.expr.str());
@@ -179,8 +176,7 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
   auto coords = [&](const std::string& var, const std::string& sfx, const std::string& ind) {
     std::string c = fmt::format("{}{} r{} = ({}){};\n", ind, idx, sfx, idx, var);
     for (int d = rank - 1; d >= 0; --d) {
-      if (d == 0)
-        c += fmt::format("{}const {} c0{} = r{};\n", ind, idx, sfx, sfx);
+      if (d == 0) c += fmt::format("{}const {} c0{} = r{};\n", ind, idx, sfx, sfx);
       else
         c += fmt::format("{}const {} c{}{} = r{} % {}; r{} /= {};\n", ind, idx, d, sfx, sfx, lay.dims[d], sfx,
                          lay.dims[d]);
@@ -207,23 +203,23 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
   for (int i = 0; i < nops; ++i) {
     if (mode[i] == Mode::Scalar)
       body += fmt::format("    const {} a{}_s = in{}[0];\n", cuda_storage_type(operands[i].dtype), i, i);
-    else
-      body += fmt::format("    VI{} a{}_v;\n", i, i);
+    else body += fmt::format("    VI{} a{}_v;\n", i, i);
   }
   // The whole, aligned chunk.
   body += "    if (full) {\n";
   bool inner_coords = false;
-  for (int i = 0; i < nops; ++i) inner_coords = inner_coords || mode[i] == Mode::InnerVec || mode[i] == Mode::InnerSplat;
+  for (int i = 0; i < nops; ++i)
+    inner_coords = inner_coords || mode[i] == Mode::InnerVec || mode[i] == Mode::InnerSplat;
   if (inner_coords) body += coords("i0", "_0", "      ");
   for (int i = 0; i < nops; ++i) {
-    if (mode[i] == Mode::Contig)
-      body += fmt::format("      a{0}_v = *KILN_PTR_CAST(const VI{0}, in{0} + i0);\n", i);
+    if (mode[i] == Mode::Contig) body += fmt::format("      a{0}_v = *KILN_PTR_CAST(const VI{0}, in{0} + i0);\n", i);
     else if (mode[i] == Mode::InnerVec)
       body += fmt::format("      a{0}_v = *KILN_PTR_CAST(const VI{0}, in{0} + ({1}));\n", i, offset(i, "i0", "_0"));
     else if (mode[i] == Mode::InnerSplat)
-      body += fmt::format("      {{\n        const {1} t = in{0}[{2}];\n#pragma unroll\n"
-                          "        for (int j = 0; j < {3}; ++j) a{0}_v.v[j] = t;\n      }}\n",
-                          i, cuda_storage_type(operands[i].dtype), offset(i, "i0", "_0"), W);
+      body += fmt::format(
+          "      {{\n        const {1} t = in{0}[{2}];\n#pragma unroll\n"
+          "        for (int j = 0; j < {3}; ++j) a{0}_v.v[j] = t;\n      }}\n",
+          i, cuda_storage_type(operands[i].dtype), offset(i, "i0", "_0"), W);
   }
   if (any_gather) {
     body += fmt::format("#pragma unroll\n      for (int j = 0; j < {}; ++j) {{\n", W);
@@ -268,7 +264,8 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
   }
   for (int r = 0; r < nres; ++r) body += fmt::format("      o{}_v.v[j] = {};\n", r, stored[results[r].first]);
   body += "    }\n    if (full) {\n";
-  for (int r = 0; r < nres; ++r) body += fmt::format("      *KILN_PTR_CAST(VO{0}, {1} + i0) = o{0}_v;\n", r, out_name(r));
+  for (int r = 0; r < nres; ++r)
+    body += fmt::format("      *KILN_PTR_CAST(VO{0}, {1} + i0) = o{0}_v;\n", r, out_name(r));
   body += "    } else {\n";
   body += fmt::format("#pragma unroll\n      for (int j = 0; j < {}; ++j) {{\n", W);
   body += "        if (i0 + j >= n) break;\n";
@@ -277,8 +274,9 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
   body += "  }\n}\n";
   // Simulator entry.
   body += "#ifdef KILN_SIM\n";
-  body += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
-          "const long long* counts, std::string* error) {\n  try {\n";
+  body +=
+      "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
+      "const long long* counts, std::string* error) {\n  try {\n";
   body += "    ::kiln::sim::launch(*cfg, @NAME@";
   for (int r = 0; r < nres; ++r)
     body += fmt::format(",\n        ::kiln::sim::arg(static_cast<{}*>(buffers[{}]), counts[{}], \"{}\")",
@@ -325,8 +323,7 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
 
 PointwiseKernel emit_pointwise_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
                                   const TensorType& out) {
-  if (def.category != OpCategory::Pointwise || !def.expr)
-    fail("codegen: op '{}' is not pointwise", def.name);
+  if (def.category != OpCategory::Pointwise || !def.expr) fail("codegen: op '{}' is not pointwise", def.name);
   std::vector<DType> dts;
   for (const TensorType& t : operands) dts.push_back(t.dtype);
   ExprBuilder b(dts);

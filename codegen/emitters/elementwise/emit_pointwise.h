@@ -69,8 +69,7 @@ PointwiseKernel emit_pointwise(const Expr& e, const std::vector<TensorType>& ope
 // type; all of one shape, every operand broadcasting to it). Buffers: the
 // results in order (named out0, out1... when more than one), then the operands.
 PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::vector<TensorType>& operands,
-                                     const std::vector<std::pair<int, TensorType>>& results,
-                                     const std::string& label);
+                                     const std::vector<std::pair<int, TensorType>>& results, const std::string& label);
 
 // The same for one pointwise op (category Pointwise): builds its Expr from
 // the operand dtypes and attributes.

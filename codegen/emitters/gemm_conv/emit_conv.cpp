@@ -35,8 +35,7 @@ std::vector<int64_t> ints_or(const AttrMap& a, const char* name, size_t n, int64
 ConvGeom geometry(const Node& n, const Shape& xs, const Shape& ws, const Shape& ys, bool transpose) {
   ConvGeom g;
   g.nd = static_cast<int>(xs.size()) - 2;
-  KILN_CHECK(g.nd >= 1 && ws.size() == xs.size() && ys.size() == xs.size(), "codegen: {}: conv ranks",
-             n.describe());
+  KILN_CHECK(g.nd >= 1 && ws.size() == xs.size() && ys.size() == xs.size(), "codegen: {}: conv ranks", n.describe());
   g.group = n.attrs().get_int("group", 1);
   g.N = xs[0];
   g.C = xs[1];
@@ -79,9 +78,10 @@ ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
   const std::vector<int64_t> istr = strides_of(G.in);
   std::string b = fmt::format("// depthwise conv{}: {} channels, taps {}\n", nhwc ? " nhwc" : "", G.M, G.k_size);
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", ep.params());
-  b += fmt::format("  for ({} i = ({})(blockIdx.x * blockDim.x + threadIdx.x); i < {}; i += ({})(gridDim.x * "
-                   "blockDim.x)) {{\n",
-                   idx, idx, total, idx);
+  b += fmt::format(
+      "  for ({} i = ({})(blockIdx.x * blockDim.x + threadIdx.x); i < {}; i += ({})(gridDim.x * "
+      "blockDim.x)) {{\n",
+      idx, idx, total, idx);
   // Coordinates: nchw (img, m, o...), nhwc (img, o..., m).
   b += fmt::format("    {} r = i;\n", idx);
   if (nhwc) b += fmt::format("    const int m = (int)(r % {}); r /= {};\n", G.M, G.M);
@@ -192,9 +192,8 @@ ComputeKernel emit_conv(const Epilogue& ep) {
         b += fmt::format("  const {} {}_base = (({})grp * {} + {}) * {};\n", idx, s, idx, c.Mg, row, c.Cg * c.k_size);
       };
       g.a.load = [=](const std::string& k, const std::string& s) {
-        return fmt::format("        v = {};\n",
-                           with_zp(fmt::format("in{}[{}_base + {}]", sw, s, k), swzp,
-                                   wzp_per_m ? fmt::format("grp * {} + {}_row", c.Mg, s) : "0"));
+        return fmt::format("        v = {};\n", with_zp(fmt::format("in{}[{}_base + {}]", sw, s, k), swzp,
+                                                        wzp_per_m ? fmt::format("grp * {} + {}_row", c.Mg, s) : "0"));
       };
       if (chunks && g.K % W == 0) {  // weight rows of K elements
         g.a.chunk_buffer = fmt::format("in{}", sw);
@@ -227,20 +226,18 @@ ComputeKernel emit_conv(const Epilogue& ep) {
       // w [C, Mg, k...]: A(m, (ch, kp)) = w[((grp * Cg + ch) * Mg + m) * taps + kp].
       g.a.k_fast = true;
       g.a.setup = [=](const std::string& row, const std::string& s, std::string& b) {
-        b += fmt::format("  const {} {}_base = ({})grp * {} + ({}){} * {};\n", idx, s, idx, c.Cg * c.Mg * c.k_size,
-                         idx, row, c.k_size);
+        b += fmt::format("  const {} {}_base = ({})grp * {} + ({}){} * {};\n", idx, s, idx, c.Cg * c.Mg * c.k_size, idx,
+                         row, c.k_size);
       };
       g.a.load = [=](const std::string& k, const std::string& s) {
-        return fmt::format("        const int ch = {} / {}, kp = {} % {};\n        v = {};\n", k, c.k_size, k,
-                           c.k_size,
-                           gemm_load_as(dt, fmt::format("in{}[{}_base + ({})ch * {} + kp]", sw, s, idx,
-                                                        c.Mg * c.k_size)));
+        return fmt::format(
+            "        const int ch = {} / {}, kp = {} % {};\n        v = {};\n", k, c.k_size, k, c.k_size,
+            gemm_load_as(dt, fmt::format("in{}[{}_base + ({})ch * {} + kp]", sw, s, idx, c.Mg * c.k_size)));
       };
       g.b.k_fast = false;
       g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
         split_index(row, c.out, s + "_o", "  ", b);
-        for (int d = 0; d < nd; ++d)
-          b += fmt::format("  const int {}_q{} = {}_o{} + {};\n", s, d, s, d, c.pads[d]);
+        for (int d = 0; d < nd; ++d) b += fmt::format("  const int {}_q{} = {}_o{} + {};\n", s, d, s, d, c.pads[d]);
         b += fmt::format("  const {} {}_base = (({})img * {} + ({})grp * {}) * {};\n", idx, s, idx, c.C, idx, c.Cg,
                          c.in_size);
       };
@@ -253,8 +250,7 @@ ComputeKernel emit_conv(const Epilogue& ep) {
           // input position i with i * stride = o + pad - tap * dilation
           b += fmt::format("        const int u{} = {}_q{} - {}_t{} * {};\n", d, s, d, s, d, c.dilations[d]);
           b += fmt::format("        const int x{} = u{} / {};\n", d, d, c.strides[d]);
-          ok += fmt::format("{}u{} >= 0 && u{} % {} == 0 && x{} < {}", d ? " && " : "", d, d, c.strides[d], d,
-                            c.in[d]);
+          ok += fmt::format("{}u{} >= 0 && u{} % {} == 0 && x{} < {}", d ? " && " : "", d, d, c.strides[d], d, c.in[d]);
           off += fmt::format(" + ({})x{} * {}", idx, d, istr[d]);
         }
         b += fmt::format("        if ({}) v = {};\n", ok, gemm_load_as(dt, fmt::format("in{}[{}]", sx, off)));
@@ -340,16 +336,14 @@ ComputeKernel emit_conv(const Epilogue& ep) {
                            sbias >= 0 ? fmt::format(" + (unsigned long long)(long long)in{}[m]", sbias) : "");
     g.store += fmt::format("{}const float mult = in{}[0] * in{}[{}] / in{}[0];\n", ind, ep.anchor_slot(1),
                            ep.anchor_slot(4), n.input(4)->type().numel() > 1 ? "m" : "0", ep.anchor_slot(6));
-    g.store += fmt::format("{}double q = rint((double)a * (double)mult + (double)in{}[0]);\n", ind,
-                           ep.anchor_slot(7));
+    g.store += fmt::format("{}double q = rint((double)a * (double)mult + (double)in{}[0]);\n", ind, ep.anchor_slot(7));
     g.store += fmt::format("{}q = q != q ? 0.0 : q < {} ? {} : q > {} ? {} : q;\n", ind, lo, lo, hi, hi);
     g.store += ep.code("(long long)q", "index", ind);
   } else {
     if (sbias >= 0)
       g.store += fmt::format("{}const {} r = acc + {};\n", ind, ct,
                              cuda_load(n.input(2)->dtype(), fmt::format("in{}[{}]", sbias, bias_m)));
-    else
-      g.store += fmt::format("{}const {} r = acc;\n", ind, ct);
+    else g.store += fmt::format("{}const {} r = acc;\n", ind, ct);
     g.store += ep.code(gemm_acc_for_epilogue(dt, "r"), "index", ind);
   }
   return emit_tiled_gemm(g, ep);

@@ -94,7 +94,8 @@ OneLaunchKernel emit_deform_conv(const AttrMap& a, const std::vector<TensorType>
   const std::string ct = t == DType::F64 ? "double" : "float";  // the reference's T
   auto ld = [&](const std::string& e) { return fmt::format("(double){}", cuda_load(t, e)); };
   std::string b;
-  b += fmt::format("    const long long oi = i % {0}LL, nm = i / {0}LL, m = nm % {1}LL, n = nm / {1}LL;\n", out_size, M);
+  b +=
+      fmt::format("    const long long oi = i % {0}LL, nm = i / {0}LL, m = nm % {1}LL, n = nm / {1}LL;\n", out_size, M);
   b += split_coords("oi", "o", os, "    ");
   b += fmt::format("    const long long g = m / {}LL;\n", Mg);
   b += "    double acc = 0;\n";
@@ -108,7 +109,8 @@ OneLaunchKernel emit_deform_conv(const AttrMap& a, const std::vector<TensorType>
     b += fmt::format("        const double pos{0} = (double)(o{0} * {1}LL - {2}LL + k{0} * {3}LL) + {4};\n", d, st[d],
                      pads[d], dil[d], ld(fmt::format("in2[ob + {}LL + oi]", d * out_size)));
     b += fmt::format("        const double fl{0} = floor(pos{0});\n", d);
-    b += fmt::format("        const long long lo{0} = (long long)fl{0};\n        const double fr{0} = pos{0} - fl{0};\n", d);
+    b += fmt::format(
+        "        const long long lo{0} = (long long)fl{0};\n        const double fr{0} = pos{0} - fl{0};\n", d);
   }
   b += "        double v = 0;\n";
   b += fmt::format("        for (int corner = 0; corner < {}; ++corner) {{\n", 1 << nd);
@@ -128,7 +130,8 @@ OneLaunchKernel emit_deform_conv(const AttrMap& a, const std::vector<TensorType>
     b += fmt::format("        v *= {};\n",
                      ld(fmt::format("in4[((n * {}LL + og) * {}LL + kp) * {}LL + oi]", og_n, k_size, out_size)));
   b += fmt::format("        const {} col = ({})v;\n", ct, ct);
-  b += fmt::format("        acc += {} * (double)col;\n", ld(fmt::format("in1[(m * {}LL + c) * {}LL + kp]", Cg, k_size)));
+  b +=
+      fmt::format("        acc += {} * (double)col;\n", ld(fmt::format("in1[(m * {}LL + c) * {}LL + kp]", Cg, k_size)));
   b += "      }\n    }\n";
   b += fmt::format("    {} y = ({})acc;\n", ct, ct);
   if (has_b) b += fmt::format("    y += ({}){};\n", ct, ld("in3[m]"));
@@ -144,8 +147,8 @@ OneLaunchKernel emit_deform_conv(const AttrMap& a, const std::vector<TensorType>
 
 bool conv_gather_supported(const std::string& op) { return op == "col2im" || op == "deform_conv"; }
 
-OneLaunchKernel emit_conv_gather_op(const std::string& op, const AttrMap& attrs, const std::vector<TensorType>& operands,
-                                 const TensorType& out) {
+OneLaunchKernel emit_conv_gather_op(const std::string& op, const AttrMap& attrs,
+                                    const std::vector<TensorType>& operands, const TensorType& out) {
   if (op == "col2im") return emit_col2im(attrs, operands, out);
   if (op == "deform_conv") return emit_deform_conv(attrs, operands, out);
   fail("codegen: op '{}' is not col2im or deform_conv", op);

@@ -29,7 +29,7 @@ namespace kiln::codegen {
 
 bool conv_gather_supported(const std::string& op);
 
-OneLaunchKernel emit_conv_gather_op(const std::string& op, const AttrMap& attrs, const std::vector<TensorType>& operands,
-                                 const TensorType& out);
+OneLaunchKernel emit_conv_gather_op(const std::string& op, const AttrMap& attrs,
+                                    const std::vector<TensorType>& operands, const TensorType& out);
 
 }  // namespace kiln::codegen

@@ -27,9 +27,10 @@ ComputeKernel emit_einsum(const Epilogue& ep) {
   const int nin = n.num_inputs();
   std::string b = fmt::format("// einsum \"{}\"\n", n.attrs().get_string("equation", ""));
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", ep.params());
-  b += fmt::format("  for ({} i = ({})(blockIdx.x * blockDim.x + threadIdx.x); i < {}; i += ({})(gridDim.x * "
-                   "blockDim.x)) {{\n",
-                   idx, idx, total, idx);
+  b += fmt::format(
+      "  for ({} i = ({})(blockIdx.x * blockDim.x + threadIdx.x); i < {}; i += ({})(gridDim.x * "
+      "blockDim.x)) {{\n",
+      idx, idx, total, idx);
   // Each operand's offset at this output element.
   for (int k = 0; k < nin; ++k) b += fmt::format("    {} o{} = 0;\n", idx, k);
   b += fmt::format("    {} r = i;\n", idx);

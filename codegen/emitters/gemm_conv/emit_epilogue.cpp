@@ -18,8 +18,7 @@ namespace {
 constexpr int64_t kNarrow = (int64_t{1} << 31) - 1;
 
 bool is_layout_op(const std::string& op) {
-  return op == "reshape" || op == "identity" || op == "transpose" || op == "split" || op == "slice" ||
-         op == "gather";
+  return op == "reshape" || op == "identity" || op == "transpose" || op == "split" || op == "slice" || op == "gather";
 }
 
 }  // namespace
@@ -64,14 +63,14 @@ Epilogue Epilogue::from_fused(const Node& n, const OpRegistry& ops, const std::v
       in_group[bn->output(0)] = true;
     } else {
       if (!e.anchor_)
-        unsupported("codegen: {}: {} comes before the anchor; only epilogue ops may follow it", n.describe(),
-                    bn->op());
+        unsupported("codegen: {}: {} comes before the anchor; only epilogue ops may follow it", n.describe(), bn->op());
       const OpDef* def = ops.find(bn->op());
       const bool pointwise = def && def->category == OpCategory::Pointwise && def->expr && !bn->body();
       if (!pointwise && !is_layout_op(bn->op()))
-        unsupported("codegen: {}: {} cannot be an epilogue op (pointwise, reshape, transpose, split, slice or "
-                    "gather of one index)",
-                    n.describe(), bn->op());
+        unsupported(
+            "codegen: {}: {} cannot be an epilogue op (pointwise, reshape, transpose, split, slice or "
+            "gather of one index)",
+            n.describe(), bn->op());
       bool reads_group = false;
       for (int i = 0; i < bn->num_inputs(); ++i) {
         Value* v = bn->input(i);
@@ -82,8 +81,7 @@ Epilogue Epilogue::from_fused(const Node& n, const OpRegistry& ops, const std::v
           reads_group = true;
         }
       }
-      if (!reads_group)
-        unsupported("codegen: {}: {} reads no value of the anchor's result", n.describe(), bn->op());
+      if (!reads_group) unsupported("codegen: {}: {} reads no value of the anchor's result", n.describe(), bn->op());
       if (bn->op() == "gather") {
         // One constant index: a body constant, or a constant operand of the fused node.
         Value* iv = bn->input(1);
@@ -100,8 +98,7 @@ Epilogue Epilogue::from_fused(const Node& n, const OpRegistry& ops, const std::v
     }
     // Constants the body reads become slots after the node's inputs.
     for (Value* v : bn->inputs())
-      if (v && v->is_constant() &&
-          std::find(e.slot_values_.begin(), e.slot_values_.end(), v) == e.slot_values_.end()) {
+      if (v && v->is_constant() && std::find(e.slot_values_.begin(), e.slot_values_.end(), v) == e.slot_values_.end()) {
         e.slots_.push_back(v->type());
         e.slot_values_.push_back(v);
         e.constants_.push_back(v->data());
@@ -401,8 +398,8 @@ std::string Epilogue::code(const std::string& acc, const std::string& index, con
         }
         const std::string a = fmt::format("e_a{}_{}", id, i);
         // Elements outside the value (split/slice parts) read nothing.
-        b += fmt::format("{}const {} {} = {}in{}[{} ? {} : 0];\n", ind, cuda_storage_type(v->dtype()), a,
-                         "", s, src.ok, off);
+        b += fmt::format("{}const {} {} = {}in{}[{} ? {} : 0];\n", ind, cuda_storage_type(v->dtype()), a, "", s, src.ok,
+                         off);
         ins.push_back(cuda_load(v->dtype(), a));
       }
       ExprBuilder eb(dts);
@@ -415,8 +412,7 @@ std::string Epilogue::code(const std::string& acc, const std::string& index, con
       place[bn->output(0)] = Place{src.ok, src.pos, vv, odt, os};
     }
   }
-  const std::vector<kiln::Value*> outs =
-      body_ ? body_->outputs() : std::vector<kiln::Value*>{anchor_->output(0)};
+  const std::vector<kiln::Value*> outs = body_ ? body_->outputs() : std::vector<kiln::Value*>{anchor_->output(0)};
   for (size_t r = 0; r < outs.size(); ++r) {
     const Place& pl = place.at(outs[r]);
     KILN_CHECK(pl.dtype == results_[r].dtype, "codegen epilogue: result {} is {}, the value {}", r,

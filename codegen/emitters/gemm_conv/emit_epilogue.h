@@ -76,7 +76,7 @@ class Epilogue {
   std::vector<TensorType> results_, slots_;
   std::vector<Tensor> constants_;
   std::vector<const kiln::Value*> slot_values_;  // body value read through each slot (null: none)
-  std::map<const Node*, Tensor> gather_index_;  // a gather's one constant index
+  std::map<const Node*, Tensor> gather_index_;   // a gather's one constant index
   bool wide_ = false;
 };
 

@@ -18,12 +18,11 @@ namespace {
 
 constexpr int kThreads = 256;  // 16 x 16 threads per block
 
-
 // Staging of one operand into shared memory for the k-tile at k0: per slot
 // j, the element l = tid + 256 j of the BROWS x BK tile.
 struct Staging {
-  int rows;       // BM or BN
-  int slots;      // rows * BK / 256
+  int rows;   // BM or BN
+  int slots;  // rows * BK / 256
   bool k_fast;
 };
 
@@ -72,8 +71,8 @@ ComputeKernel emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep) {
   const int stage_elems = std::max(BK * (BM + 1) + BK * (BN + 1), BM * BN);
 
   std::string b;
-  b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}]; tile {}x{}x{}, {}\n", g.label, g.batch, g.M,
-                   g.N, g.M, g.K, g.K, g.N, BM, BN, BK, ct);
+  b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}]; tile {}x{}x{}, {}\n", g.label, g.batch, g.M, g.N,
+                   g.M, g.K, g.K, g.N, BM, BN, BK, ct);
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", ep.params());
   b += fmt::format("  __shared__ {} kiln_sm[{}];\n", ct, stage_elems);
   b += fmt::format("  {}* As = kiln_sm;  // [{}][{}]: A(m, k) at k * {} + m\n", ct, BK, BM + 1, BM + 1);
@@ -113,10 +112,8 @@ ComputeKernel emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep) {
   b += "    __syncthreads();\n";
   // Main loop (SIMT): the seam where a tensor-core loop would go.
   b += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{\n", BK);
-  for (int i = 0; i < TM; ++i)
-    b += fmt::format("      const {} a{} = As[kk * {} + ty + {}];\n", ct, i, BM + 1, 16 * i);
-  for (int j = 0; j < TN; ++j)
-    b += fmt::format("      const {} b{} = Bs[kk * {} + tx + {}];\n", ct, j, BN + 1, 16 * j);
+  for (int i = 0; i < TM; ++i) b += fmt::format("      const {} a{} = As[kk * {} + ty + {}];\n", ct, i, BM + 1, 16 * i);
+  for (int j = 0; j < TN; ++j) b += fmt::format("      const {} b{} = Bs[kk * {} + tx + {}];\n", ct, j, BN + 1, 16 * j);
   for (int i = 0; i < TM; ++i)
     for (int j = 0; j < TN; ++j) b += fmt::format("      acc{}_{} += a{} * b{};\n", i, j, i, j);
   b += "    }\n    __syncthreads();\n  }\n";
@@ -133,8 +130,8 @@ ComputeKernel emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep) {
   b += "    }\n  }\n}\n";
   b += ep.sim_entry("@NAME@");
   k.name = fmt::format("kiln_{}_{:016x}", sanitize_identifier(g.label), XXH64(b.data(), b.size(), 0));
-  k.source = std::string(kKernelPrelude) + ep.fp_includes() + std::string(expr_prelude()) +
-             replace_all(b, "@NAME@", k.name);
+  k.source =
+      std::string(kKernelPrelude) + ep.fp_includes() + std::string(expr_prelude()) + replace_all(b, "@NAME@", k.name);
   return k;
 }
 
@@ -224,7 +221,7 @@ ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
     }
     g.b.load = [=](const std::string& k, const std::string& s) {
       return fmt::format("        v = {};\n", with_zp(fmt::format("in{}[{}_base + ({}){} * {}]", sb, s, idx, k, N),
-                                                        sbzp, bzp_cols, s + "_row"));
+                                                      sbzp, bzp_cols, s + "_row"));
     };
     store += fmt::format("{}const {} index = ({})bz * {} + ({})gm * {} + gn;\n", ind, idx, idx, d.M * d.N, idx, d.N);
     if (qm) {
@@ -235,8 +232,8 @@ ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
       };
       const DType yt = n.output(0)->dtype();
       store += fmt::format("{}const float mult = {} * {} / {};\n", ind, at_(1, "gm"), at_(4, "gn"), at_(6, "gm"));
-      store += fmt::format("{}double q = rint((double)(long long)acc * (double)mult + (double){});\n", ind,
-                           at_(7, "gm"));
+      store +=
+          fmt::format("{}double q = rint((double)(long long)acc * (double)mult + (double){});\n", ind, at_(7, "gm"));
       store += fmt::format("{}q = q != q ? 0.0 : q < {} ? {} : q > {} ? {} : q;\n", ind,
                            yt == DType::U8 ? "0.0" : "-128.0", yt == DType::U8 ? "0.0" : "-128.0",
                            yt == DType::U8 ? "255.0" : "127.0", yt == DType::U8 ? "255.0" : "127.0");
@@ -257,8 +254,9 @@ ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
       b += fmt::format("  const {} {}_base = ({}){}{};\n", idx, s, idx, row, ta ? "" : fmt::format(" * {}", K));
     };
     g.a.load = [=](const std::string& k, const std::string& s) {
-      return fmt::format("        v = {};\n", gemm_load_as(dt, ta ? fmt::format("in{}[{}_base + ({}){} * {}]", sa, s, idx, k, M)
-                                                             : fmt::format("in{}[{}_base + {}]", sa, s, k)));
+      return fmt::format("        v = {};\n",
+                         gemm_load_as(dt, ta ? fmt::format("in{}[{}_base + ({}){} * {}]", sa, s, idx, k, M)
+                                             : fmt::format("in{}[{}_base + {}]", sa, s, k)));
     };
     if (chunks && (ta ? M % W == 0 : K % W == 0)) {
       g.a.chunk_buffer = fmt::format("in{}", sa);
@@ -273,8 +271,9 @@ ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
       b += fmt::format("  const {} {}_base = ({}){}{};\n", idx, s, idx, row, tb ? fmt::format(" * {}", K) : "");
     };
     g.b.load = [=](const std::string& k, const std::string& s) {
-      return fmt::format("        v = {};\n", gemm_load_as(dt, tb ? fmt::format("in{}[{}_base + {}]", sb, s, k)
-                                                             : fmt::format("in{}[{}_base + ({}){} * {}]", sb, s, idx, k, N)));
+      return fmt::format("        v = {};\n",
+                         gemm_load_as(dt, tb ? fmt::format("in{}[{}_base + {}]", sb, s, k)
+                                             : fmt::format("in{}[{}_base + ({}){} * {}]", sb, s, idx, k, N)));
     };
     if (chunks && (tb ? K % W == 0 : N % W == 0)) {
       g.b.chunk_buffer = fmt::format("in{}", sb);
@@ -292,7 +291,8 @@ ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
       std::vector<int64_t> cs = broadcast_strides(ctt.shape, {M, N});
       std::string off;
       if (cs[0]) off += fmt::format("({})gm * {}", idx, cs[0]);
-      if (cs[1]) off += fmt::format("{}({})gn{}", off.empty() ? "" : " + ", idx, cs[1] == 1 ? "" : fmt::format(" * {}", cs[1]));
+      if (cs[1])
+        off += fmt::format("{}({})gn{}", off.empty() ? "" : " + ", idx, cs[1] == 1 ? "" : fmt::format(" * {}", cs[1]));
       if (off.empty()) off = "0";
       store += fmt::format("{}const {} c_raw = in{}[{}];\n", ind, cuda_storage_type(ctt.dtype), sc, off);
       cval = "c_raw";
@@ -301,8 +301,7 @@ ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
     if (is_float(dt)) {
       // As the reference: Y = (T)(beta * C) first, then alpha * AB + Y.
       std::string r = alpha == 1.0 ? "acc" : fmt::format("({})({:.17g}) * acc", ct, alpha);
-      if (has_c)
-        r = fmt::format("{} + ({})({:.17g} * (double){})", r, ct, beta, cuda_load(dt, cval));
+      if (has_c) r = fmt::format("{} + ({})({:.17g} * (double){})", r, ct, beta, cuda_load(dt, cval));
       store += fmt::format("{}const {} r = {};\n", ind, ct, r);
     } else {
       const bool exact = alpha == 1.0 && (!has_c || beta == 1.0);
@@ -310,8 +309,9 @@ ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
         store += fmt::format("{}const {} r = acc{};\n", ind, ct,
                              has_c ? fmt::format(" + (unsigned long long)(long long){}", cval) : "");
       } else {
-        store += fmt::format("{}const {} r = (unsigned long long)(long long)({:.17g} * (double)(long long)acc{});\n",
-                             ind, ct, alpha, has_c ? fmt::format(" + {:.17g} * (double)(long long){}", beta, cval) : "");
+        store +=
+            fmt::format("{}const {} r = (unsigned long long)(long long)({:.17g} * (double)(long long)acc{});\n", ind,
+                        ct, alpha, has_c ? fmt::format(" + {:.17g} * (double)(long long){}", beta, cval) : "");
       }
     }
     store += ep.code(gemm_acc_for_epilogue(dt, "r"), fmt::format("({})gm * {} + gn", idx, N), ind);

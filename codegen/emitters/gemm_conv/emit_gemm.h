@@ -75,8 +75,8 @@ struct OperandLoad {
 };
 
 struct TiledGemm {
-  std::string label;     // kernel name prefix
-  DType dtype;           // operand dtype: decides the compute type
+  std::string label;  // kernel name prefix
+  DType dtype;        // operand dtype: decides the compute type
   int64_t batch = 1, M = 0, N = 0, K = 0;
   OperandLoad a, b;
   // Statements run once per thread before the main loop (batch offsets...), `bz` in scope.

@@ -63,8 +63,8 @@ ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath mat
   ComputeKernel k;
   k.grid = g.M == 0 || g.N == 0 ? 0 : static_cast<unsigned>(blocks);
   k.block = static_cast<unsigned>(threads);
-  k.shared_bytes = std::max<size_t>(static_cast<size_t>(STAGES) * (A_STAGE + B_STAGE) * esize,
-                                    static_cast<size_t>(BM) * CLD * 4);
+  k.shared_bytes =
+      std::max<size_t>(static_cast<size_t>(STAGES) * (A_STAGE + B_STAGE) * esize, static_cast<size_t>(BM) * CLD * 4);
   const int64_t KT = (g.K + BK - 1) / BK;
 
   std::string b;
@@ -147,10 +147,10 @@ ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath mat
     return s;
   };
   // k-tile `lt` -> stage `ls` (inline text, twice: a device lambda made NVRTC spill).
-  const std::string load_tile = "    {\n    const auto as = smem + ls * (A_STAGE + B_STAGE);\n"
-                                "    const auto bs = as + A_STAGE;\n    const int k0 = lt * BK;\n" +
-                                stage_loads(g.a, "a", "as", "m0", BM, g.M, LDA) +
-                                stage_loads(g.b, "b", "bs", "n0", BN, g.N, LDB) + "    }\n";
+  const std::string load_tile =
+      "    {\n    const auto as = smem + ls * (A_STAGE + B_STAGE);\n"
+      "    const auto bs = as + A_STAGE;\n    const int k0 = lt * BK;\n" +
+      stage_loads(g.a, "a", "as", "m0", BM, g.M, LDA) + stage_loads(g.b, "b", "bs", "n0", BN, g.N, LDB) + "    }\n";
   b += "  // The ring: STAGES - 1 k-tiles in flight while one is multiplied.\n";
   b += "#pragma unroll\n  for (int ls = 0; ls < STAGES - 1; ++ls) {\n    const int lt = ls;\n    if (lt < KT)\n" +
        load_tile + "    kiln_cp_async_commit();\n  }\n";
@@ -159,15 +159,19 @@ ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath mat
   b += "  for (int kt = 0; kt < KT; ++kt) {  // (no `#pragma unroll 1`: with it NVRTC's ptxas spilled)\n";
   b += "    kiln_cp_async_wait<STAGES - 2>();  // k-tile kt has landed (this thread's copies) ...\n";
   b += "    __syncthreads();  // ... and everyone's; stage (kt - 1) % STAGES is free again\n";
-  b += "    if (kt + STAGES - 1 < KT) {\n      const int lt = kt + STAGES - 1, ls = lt % STAGES;\n" + load_tile + "    }\n";
+  b += "    if (kt + STAGES - 1 < KT) {\n      const int lt = kt + STAGES - 1, ls = lt % STAGES;\n" + load_tile +
+       "    }\n";
   b += "    kiln_cp_async_commit();\n";
   b += "    const auto as = smem + (kt % STAGES) * (A_STAGE + B_STAGE);\n    const auto bs = as + A_STAGE;\n";
   if (!tf32) {
     b += "#pragma unroll\n    for (int kk = 0; kk < BK; kk += 16) {\n      unsigned af[MI][4], bf[NI][2];\n";
-    b += "#pragma unroll\n      for (int mi = 0; mi < MI; ++mi)\n" +
-         std::string(a_km ? "        kiln_ldmatrix_x4_trans(af[mi], as + (kk + lane % 8 + (lane / 16) * 8) * LDA + wm * WTM + mi * 16 + "
-                 "((lane / 8) % 2) * 8);\n"
-               : "        kiln_ldmatrix_x4(af[mi], as + (wm * WTM + mi * 16 + lane % 16) * LDA + kk + (lane / 16) * 8);\n");
+    b +=
+        "#pragma unroll\n      for (int mi = 0; mi < MI; ++mi)\n" +
+        std::string(
+            a_km
+                ? "        kiln_ldmatrix_x4_trans(af[mi], as + (kk + lane % 8 + (lane / 16) * 8) * LDA + wm * WTM + mi * 16 + "
+                  "((lane / 8) % 2) * 8);\n"
+                : "        kiln_ldmatrix_x4(af[mi], as + (wm * WTM + mi * 16 + lane % 16) * LDA + kk + (lane / 16) * 8);\n");
     b += "#pragma unroll\n      for (int nj = 0; nj < NI / 2; ++nj) {\n        unsigned r[4];\n";
     if (b_kn)
       b += "        kiln_ldmatrix_x4_trans(r, bs + (kk + lane % 8 + ((lane / 8) % 2) * 8) * LDB + wn * WTN + nj * 16 + "
@@ -182,15 +186,16 @@ ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath mat
   } else {
     // m16n8k8 tf32 fragments: a_i (row g + 8 (i & 1), col t + 4 (i >> 1)), b_i (k t + 4 i, n g).
     b += "#pragma unroll\n    for (int kk = 0; kk < BK; kk += 8) {\n      unsigned af[MI][4], bf[NI][2];\n";
-    b += "#pragma unroll\n      for (int mi = 0; mi < MI; ++mi) {\n"
-         + std::string(a_km ? "        const auto ap = as + (kk + t4) * LDA + wm * WTM + mi * 16 + g4;\n"
-                              "        af[mi][0] = kiln_f32_to_tf32(ap[0]);\n        af[mi][1] = kiln_f32_to_tf32(ap[8]);\n"
-                              "        af[mi][2] = kiln_f32_to_tf32(ap[4 * LDA]);\n"
-                              "        af[mi][3] = kiln_f32_to_tf32(ap[4 * LDA + 8]);\n"
-                            : "        const auto ap = as + (wm * WTM + mi * 16 + g4) * LDA + kk + t4;\n"
-                              "        af[mi][0] = kiln_f32_to_tf32(ap[0]);\n        af[mi][1] = kiln_f32_to_tf32(ap[8 * LDA]);\n"
-                              "        af[mi][2] = kiln_f32_to_tf32(ap[4]);\n"
-                              "        af[mi][3] = kiln_f32_to_tf32(ap[8 * LDA + 4]);\n") +
+    b += "#pragma unroll\n      for (int mi = 0; mi < MI; ++mi) {\n" +
+         std::string(
+             a_km ? "        const auto ap = as + (kk + t4) * LDA + wm * WTM + mi * 16 + g4;\n"
+                    "        af[mi][0] = kiln_f32_to_tf32(ap[0]);\n        af[mi][1] = kiln_f32_to_tf32(ap[8]);\n"
+                    "        af[mi][2] = kiln_f32_to_tf32(ap[4 * LDA]);\n"
+                    "        af[mi][3] = kiln_f32_to_tf32(ap[4 * LDA + 8]);\n"
+                  : "        const auto ap = as + (wm * WTM + mi * 16 + g4) * LDA + kk + t4;\n"
+                    "        af[mi][0] = kiln_f32_to_tf32(ap[0]);\n        af[mi][1] = kiln_f32_to_tf32(ap[8 * LDA]);\n"
+                    "        af[mi][2] = kiln_f32_to_tf32(ap[4]);\n"
+                    "        af[mi][3] = kiln_f32_to_tf32(ap[8 * LDA + 4]);\n") +
          "      }\n";
     b += "#pragma unroll\n      for (int ni = 0; ni < NI; ++ni) {\n";
     if (b_kn)
@@ -209,9 +214,10 @@ ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath mat
   b += "    // Accumulator i of mma tile (mi, ni): row g + 8 (i >> 1), col 2t + (i & 1).\n";
   b += "#pragma unroll\n    for (int mi = 0; mi < MI; ++mi)\n#pragma unroll\n      for (int ni = 0; ni < NI; ++ni)\n"
        "#pragma unroll\n        for (int i = 0; i < 4; ++i)\n";
-  b += fmt::format("          cs[(wm * WTM + mi * 16 + g4 + 8 * (i >> 1)) * {} + wn * WTN + ni * 8 + 2 * t4 + (i & 1)] "
-                   "= acc[mi][ni][i];\n",
-                   CLD);
+  b += fmt::format(
+      "          cs[(wm * WTM + mi * 16 + g4 + 8 * (i >> 1)) * {} + wn * WTN + ni * 8 + 2 * t4 + (i & 1)] "
+      "= acc[mi][ni][i];\n",
+      CLD);
   b += "    __syncthreads();\n";
   // Unrolled twice: `#pragma unroll 1` here made NVRTC's ptxas spill a few bytes.
   b += fmt::format("#pragma unroll 2\n    for (int e = tid; e < {}; e += {}) {{\n", BM * BN, threads);

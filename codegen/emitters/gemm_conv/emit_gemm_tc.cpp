@@ -150,9 +150,10 @@ GemmTcKernel emit_gemm_tc(const GemmTcSpec& s) {
     fail("codegen: {}: GEMM sizes batch {} M {} N {} K {} must be positive", label, s.batch, s.m, s.n, s.k);
   const int64_t limit = (int64_t{1} << 31) - 1;
   if (s.m * s.k > limit || s.k * s.n > limit || s.m * s.n > limit || s.batch > 65535)
-    unsupported("codegen: {}: GEMM {}x{}x{} (batch {}): a matrix of 2^31 elements or more, or more than 65535 "
-                "batches",
-                label, s.m, s.n, s.k, s.batch);
+    unsupported(
+        "codegen: {}: GEMM {}x{}x{} (batch {}): a matrix of 2^31 elements or more, or more than 65535 "
+        "batches",
+        label, s.m, s.n, s.k, s.batch);
   const int64_t a_stride = s.a_batch_stride < 0 ? s.m * s.k : s.a_batch_stride;
   const int64_t b_stride = s.b_batch_stride < 0 ? s.k * s.n : s.b_batch_stride;
 
@@ -241,8 +242,7 @@ GemmTcKernel emit_gemm_tc(const GemmTcSpec& s) {
     extra_args += fmt::format(", e{}", i);
   }
   if (epilogue.empty()) {
-    if (!s.epilogue.operands.empty())
-      fail("codegen: {}: epilogue operands without epilogue code", label);
+    if (!s.epilogue.operands.empty()) fail("codegen: {}: epilogue operands without epilogue code", label);
     epilogue = fmt::format(
         "__device__ __forceinline__ void kiln_epilogue(KILN_PTR({}) out, long long batch, int row, int col, float acc) "
         "{{\n  out[(batch * kM + row) * kN + col] = {};\n}}",
@@ -276,15 +276,17 @@ GemmTcKernel emit_gemm_tc(const GemmTcSpec& s) {
   };
   // The epilogue is user code: substituted last, so an '@' in it is kept.
   vars["EPILOGUE"] = "@EPILOGUE_CODE@";
-  std::string body = fmt::format("// {}: tensor-core GEMM [{}] {}x{}x{} {}{} -> {}, tile {}x{}x{}, {} stages, {} warps\n",
-                                 label, s.batch, s.m, s.n, s.k, dtype_name(s.dtype), s.b_transposed ? " B^T" : "",
-                                 dtype_name(s.out_dtype), bm, bn, kBK, stages, k.warps);
+  std::string body =
+      fmt::format("// {}: tensor-core GEMM [{}] {}x{}x{} {}{} -> {}, tile {}x{}x{}, {} stages, {} warps\n", label,
+                  s.batch, s.m, s.n, s.k, dtype_name(s.dtype), s.b_transposed ? " B^T" : "", dtype_name(s.out_dtype),
+                  bm, bn, kBK, stages, k.warps);
   body += substitute(kKernel, vars);
 
   // Simulator entry.
   body += "#ifdef KILN_SIM\n";
-  body += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
-          "const long long* counts, std::string* error) {\n  try {\n";
+  body +=
+      "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
+      "const long long* counts, std::string* error) {\n  try {\n";
   body += "    ::kiln::sim::launch(*cfg, @NAME@";
   body += fmt::format(",\n        ::kiln::sim::arg(static_cast<{}*>(buffers[0]), counts[0], \"out\")", tout);
   body += fmt::format(",\n        ::kiln::sim::arg(static_cast<const {}*>(buffers[1]), counts[1], \"a\")", tin);

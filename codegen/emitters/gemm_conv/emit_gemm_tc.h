@@ -43,7 +43,7 @@ struct GemmOperand {
 };
 
 struct GemmEpilogue {
-  std::string code;                  // defines kiln_epilogue (kM, kN, kK are in scope); empty: default store
+  std::string code;                   // defines kiln_epilogue (kM, kN, kK are in scope); empty: default store
   std::vector<GemmOperand> operands;  // extra operands e0, e1...
 };
 

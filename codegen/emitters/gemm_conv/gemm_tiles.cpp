@@ -33,10 +33,14 @@ void default_warps(GemmTileConfig& c) {
 
 const char* gemm_math_name(GemmMath m) {
   switch (m) {
-    case GemmMath::F16: return "f16";
-    case GemmMath::BF16: return "bf16";
-    case GemmMath::Tf32: return "tf32";
-    case GemmMath::Simt: break;
+    case GemmMath::F16:
+      return "f16";
+    case GemmMath::BF16:
+      return "bf16";
+    case GemmMath::Tf32:
+      return "tf32";
+    case GemmMath::Simt:
+      break;
   }
   return "simt";
 }
@@ -159,8 +163,7 @@ GemmTileConfig choose_gemm_tile_config(const GemmProblem& p) {
   if (tile_chooser) {
     if (std::optional<GemmTileConfig> c = tile_chooser(p)) {
       const std::string why = gemm_tile_invalid(*c, p);
-      if (!why.empty())
-        fail("codegen: tile {} chosen for GEMM {}: {}", gemm_tile_name(*c), gemm_problem_key(p), why);
+      if (!why.empty()) fail("codegen: tile {} chosen for GEMM {}: {}", gemm_tile_name(*c), gemm_problem_key(p), why);
       return *c;
     }
   }

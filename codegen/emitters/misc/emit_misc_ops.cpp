@@ -77,10 +77,12 @@ SimpleKernel emit_dft(const AttrMap& attrs, const TensorType& x, const TensorTyp
   std::string b = fmt::format("// dft: {} axis {} length {}{}{}\n", x.str(), axis, len, inverse ? " inverse" : "",
                               onesided ? " onesided" : "");
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(k.params));
-  b += fmt::format("  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
-                   "e += (long long)gridDim.x * blockDim.x) {{\n",
-                   total);
-  b += fmt::format("    const long long i = e % {0}LL, row = e / {0}LL, k = row % {1}LL, o = row / {1}LL;\n", inner, bins);
+  b += fmt::format(
+      "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
+      "e += (long long)gridDim.x * blockDim.x) {{\n",
+      total);
+  b += fmt::format("    const long long i = e % {0}LL, row = e / {0}LL, k = row % {1}LL, o = row / {1}LL;\n", inner,
+                   bins);
   const std::string p = fmt::format("((o * {}LL + j) * {}LL + i) * {}LL", n, inner, comp);
   b += dft_sum(fmt::format("{}LL", std::min(n, len)), len, inverse, dload(x.dtype, fmt::format("x[{}]", p)),
                comp == 2 ? dload(x.dtype, fmt::format("x[{} + 1]", p)) : "0.0", "    ");
@@ -110,9 +112,10 @@ SimpleKernel emit_stft(const AttrMap& attrs, const TensorType& x, bool has_windo
   std::string b = fmt::format("// stft: {} frame_step {} frame_length {}{}{}\n", x.str(), step, len,
                               onesided ? " onesided" : "", has_window ? " windowed" : "");
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(k.params));
-  b += fmt::format("  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
-                   "e += (long long)gridDim.x * blockDim.x) {{\n",
-                   total);
+  b += fmt::format(
+      "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
+      "e += (long long)gridDim.x * blockDim.x) {{\n",
+      total);
   b += fmt::format("    const long long k = e % {0}LL, row = e / {0}LL, f = row % {1}LL, bt = row / {1}LL;\n", bins,
                    frames);
   const std::string p = fmt::format("(bt * {}LL + f * {}LL + j) * {}LL", n, step, comp);
@@ -136,12 +139,15 @@ SimpleKernel emit_det(const TensorType& x, const TensorType& out) {
   k.block = 128;
   k.grid = batch == 0 ? 0 : grid_for(batch, 128);
   const int64_t nn = n * n;
-  auto M = [&](const std::string& i, const std::string& j) { return fmt::format("lu[base + ({}) * {}LL + ({})]", i, n, j); };
+  auto M = [&](const std::string& i, const std::string& j) {
+    return fmt::format("lu[base + ({}) * {}LL + ({})]", i, n, j);
+  };
   std::string b = fmt::format("// det: {} (one thread per matrix, LU with partial pivoting in double)\n", x.str());
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(k.params));
-  b += fmt::format("  for (long long m = (long long)blockIdx.x * blockDim.x + threadIdx.x; m < {}LL; "
-                   "m += (long long)gridDim.x * blockDim.x) {{\n",
-                   batch);
+  b += fmt::format(
+      "  for (long long m = (long long)blockIdx.x * blockDim.x + threadIdx.x; m < {}LL; "
+      "m += (long long)gridDim.x * blockDim.x) {{\n",
+      batch);
   b += fmt::format("    const long long base = m * {}LL;\n", nn);
   b += fmt::format("    for (long long e = 0; e < {}LL; ++e) lu[base + e] = {};\n", nn, dload(x.dtype, "x[base + e]"));
   b += "    double det = 1.0;\n";
@@ -192,16 +198,19 @@ std::vector<SimpleKernel> emit_dynamic_quantize_linear(const TensorType& x, cons
   fold += "  smx[threadIdx.x] = mx;\n  smn[threadIdx.x] = mn;\n  __syncthreads();\n";
   fold += fmt::format("  for (int s = {}; s > 0; s >>= 1) {{\n", kBlock / 2);
   fold += "    if (threadIdx.x < s) {\n";
-  fold += "      const float a = smx[threadIdx.x], c = smx[threadIdx.x + s];\n      smx[threadIdx.x] = a < c ? c : a;\n";
-  fold += "      const float u = smn[threadIdx.x], w = smn[threadIdx.x + s];\n      smn[threadIdx.x] = w < u ? w : u;\n";
+  fold +=
+      "      const float a = smx[threadIdx.x], c = smx[threadIdx.x + s];\n      smx[threadIdx.x] = a < c ? c : a;\n";
+  fold +=
+      "      const float u = smn[threadIdx.x], w = smn[threadIdx.x + s];\n      smn[threadIdx.x] = w < u ? w : u;\n";
   fold += "    }\n    __syncthreads();\n  }\n";
   fold += "  if (threadIdx.x != 0) return;\n  mx = smx[0];\n  mn = smn[0];\n";
   std::string b = fmt::format("// dynamic_quantize_linear: partial min/max of {} ({} blocks)\n", x.str(), parts);
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(params));
   b += "  float mx = 0.0f, mn = 0.0f;  // std::max / std::min from 0, as the reference (NaN never taken)\n";
-  b += fmt::format("  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
-                   "e += (long long)gridDim.x * blockDim.x) {{\n",
-                   n);
+  b += fmt::format(
+      "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
+      "e += (long long)gridDim.x * blockDim.x) {{\n",
+      n);
   b += "    const float v = x[e];\n    mx = mx < v ? v : mx;\n    mn = v < mn ? v : mn;\n  }\n";
   b += fold;
   b += fmt::format("  sz[2 + blockIdx.x] = mx;\n  sz[{} + blockIdx.x] = mn;\n}}\n", 2 + parts);
@@ -209,9 +218,10 @@ std::vector<SimpleKernel> emit_dynamic_quantize_linear(const TensorType& x, cons
 
   b = fmt::format("// dynamic_quantize_linear: scale and zero point of {} from {} partial min/max\n", x.str(), parts);
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(params));
-  b += fmt::format("  float mx = threadIdx.x < {0} ? sz[2 + threadIdx.x] : 0.0f, mn = threadIdx.x < {0} ? sz[{1} + "
-                   "threadIdx.x] : 0.0f;\n",
-                   parts, 2 + parts);
+  b += fmt::format(
+      "  float mx = threadIdx.x < {0} ? sz[2 + threadIdx.x] : 0.0f, mn = threadIdx.x < {0} ? sz[{1} + "
+      "threadIdx.x] : 0.0f;\n",
+      parts, 2 + parts);
   b += fold;
   b += "  const float scale = (mx == mn ? 1.0f : (mx - mn)) / 255.0f;\n";
   b += "  float zc = 0.0f - mn / scale;\n  zc = zc < 0.0f ? 0.0f : (255.0f < zc ? 255.0f : zc);\n";
@@ -224,12 +234,14 @@ std::vector<SimpleKernel> emit_dynamic_quantize_linear(const TensorType& x, cons
 
   q.block = kBlock;
   q.grid = n == 0 ? 0 : grid_for(n, kBlock);
-  b = fmt::format("// dynamic_quantize_linear: quantize {} with the scale and zero point of the first kernel\n", x.str());
+  b = fmt::format("// dynamic_quantize_linear: quantize {} with the scale and zero point of the first kernel\n",
+                  x.str());
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(params));
   b += "  const float scale = sz[0], zp = sz[1];\n";
-  b += fmt::format("  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
-                   "e += (long long)gridDim.x * blockDim.x) {{\n",
-                   n);
+  b += fmt::format(
+      "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
+      "e += (long long)gridDim.x * blockDim.x) {{\n",
+      n);
   b += "    const float v = rintf(x[e] / scale) + zp;\n";
   b += "    y[e] = v != v ? (unsigned char)0 : (unsigned char)(v < 0.0f ? 0.0f : (255.0f < v ? 255.0f : v));\n";
   b += "  }\n}\n";

@@ -65,20 +65,25 @@ std::vector<OpKernel> emit_loss_op(const OpDef& def, const AttrMap& attrs, const
   elem += "    const long long cls = (long long)in1[e];\n";
   elem += "    double loss = 0.0, w = 0.0;\n";
   elem += has_ii ? fmt::format("    if (cls != {}LL) {{\n", ii) : "    {\n";
-  elem += fmt::format("      if (cls < 0 || cls >= {}LL) KILN_TRAP(\"{}: a target is outside [0, C) and not ignore_index\");\n", C, op);
+  elem += fmt::format(
+      "      if (cls < 0 || cls >= {}LL) KILN_TRAP(\"{}: a target is outside [0, C) and not ignore_index\");\n", C, op);
   elem += has_w ? fmt::format("      w = (double){};\n", cuda_load(operands[2].dtype, "in2[cls]")) : "      w = 1.0;\n";
-  elem += fmt::format("      const double logp = KILN_LOAD_X(base + cls * {}LL){};\n", inner, sce ? " - @NAME@_lse(in0, base)" : "");
+  elem += fmt::format("      const double logp = KILN_LOAD_X(base + cls * {}LL){};\n", inner,
+                      sce ? " - @NAME@_lse(in0, base)" : "");
   elem += "      loss = -w * logp;\n    }\n";
   // The helpers take in0 by parameter; the seam macro reads `in0` wherever it is used.
   std::vector<OpKernel> ks;
   if (want_logp) {
     std::string b;
     b += fmt::format("  // {}: log_prob of {}: {} lines of {} classes\n", op, x.str(), elems, C);
-    b += fmt::format("  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < {}LL; e += (long long)gridDim.x * blockDim.x) {{\n", elems);
+    b += fmt::format(
+        "  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < {}LL; e += (long long)gridDim.x * blockDim.x) {{\n",
+        elems);
     b += fmt::format("    const long long base = (e / {0}LL) * {1}LL + e % {0}LL;\n", inner, C * inner);
     b += "    const double lse = @NAME@_lse(in0, base);\n";
-    b += fmt::format("    for (long long c = 0; c < {0}LL; ++c) KILN_STORE(0, base + c * {1}LL, KILN_LOAD_X(base + c * {1}LL) - lse);\n  }}\n",
-                     C, inner);
+    b += fmt::format(
+        "    for (long long c = 0; c < {0}LL; ++c) KILN_STORE(0, base + c * {1}LL, KILN_LOAD_X(base + c * {1}LL) - lse);\n  }}\n",
+        C, inner);
     OpKernel k;
     k.block = 256;
     k.grid = static_cast<unsigned>(std::min<int64_t>((elems + 255) / 256, 8192));
@@ -92,7 +97,9 @@ std::vector<OpKernel> emit_loss_op(const OpDef& def, const AttrMap& attrs, const
   b += fmt::format("  // {}: {} at {}{}, reduction {}{}\n", op, x.str(), t.str(), has_w ? " weighted" : "", red,
                    has_ii ? fmt::format(", ignore_index {}", ii) : "");
   if (none) {
-    b += fmt::format("  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < {}LL; e += (long long)gridDim.x * blockDim.x) {{\n", elems);
+    b += fmt::format(
+        "  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < {}LL; e += (long long)gridDim.x * blockDim.x) {{\n",
+        elems);
     b += elem;
     b += "    KILN_STORE(0, e, loss);\n  }\n";
     k.block = 256;
@@ -104,7 +111,8 @@ std::vector<OpKernel> emit_loss_op(const OpDef& def, const AttrMap& attrs, const
     b += elem;
     b += "    sum += loss;\n    wsum += w;\n  }\n";
     b += "  for (int o = 16; o > 0; o >>= 1) {\n";
-    b += "    sum += __shfl_down_sync(0xffffffffu, sum, o);\n    wsum += __shfl_down_sync(0xffffffffu, wsum, o);\n  }\n";
+    b +=
+        "    sum += __shfl_down_sync(0xffffffffu, sum, o);\n    wsum += __shfl_down_sync(0xffffffffu, wsum, o);\n  }\n";
     b += "  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n";
     b += "  if (lane == 0) { ps[warp] = sum; pw[warp] = wsum; }\n";
     b += "  __syncthreads();\n";
@@ -112,7 +120,8 @@ std::vector<OpKernel> emit_loss_op(const OpDef& def, const AttrMap& attrs, const
     b += "    sum = lane < (int)(blockDim.x >> 5) ? ps[lane] : 0.0;\n";
     b += "    wsum = lane < (int)(blockDim.x >> 5) ? pw[lane] : 0.0;\n";
     b += "    for (int o = 16; o > 0; o >>= 1) {\n";
-    b += "      sum += __shfl_down_sync(0xffffffffu, sum, o);\n      wsum += __shfl_down_sync(0xffffffffu, wsum, o);\n    }\n";
+    b +=
+        "      sum += __shfl_down_sync(0xffffffffu, sum, o);\n      wsum += __shfl_down_sync(0xffffffffu, wsum, o);\n    }\n";
     b += fmt::format("    if (lane == 0) KILN_STORE(0, 0, {});\n  }}\n", red == "sum" ? "sum" : "sum / wsum");
     k.block = 256;
     k.grid = 1;

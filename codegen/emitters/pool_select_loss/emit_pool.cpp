@@ -71,8 +71,8 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
   const std::vector<int64_t> dil = ops::nn::window_ints(a, "dilations", nd, 1, op);
   const std::vector<int64_t> pads = ops::nn::window_ints(a, "pads", 2 * nd, 0, op);
   for (size_t d = 0; d < nd; ++d)
-    if (ys[2 + d] != ops::window_out_dim(xs[2 + d], k[d], st[d], pads[d], pads[d + nd], dil[d],
-                                             a.get_int("ceil_mode", 0) == 1))
+    if (ys[2 + d] !=
+        ops::window_out_dim(xs[2 + d], k[d], st[d], pads[d], pads[d + nd], dil[d], a.get_int("ceil_mode", 0) == 1))
       fail("codegen: {}: result {} does not fit the windows over input {}", op, results[0].str(), x.str());
   const bool want_idx = kind == PoolKind::Max && results.size() > 1;
   if (want_idx && (nhwc || results[1].dtype != DType::I64 || results[1].shape != results[0].shape))
@@ -182,13 +182,14 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
   switch (kind) {
     case PoolKind::Max:
       b += "    KILN_STORE(0, o, best);\n";
-      if (want_idx) b += fmt::format("    KILN_STORE(1, o, (long long)(n * (I){} + c) * {}LL + (long long)arg);\n", C, in_size);
+      if (want_idx)
+        b += fmt::format("    KILN_STORE(1, o, (long long)(n * (I){} + c) * {}LL + (long long)arg);\n", C, in_size);
       break;
     case PoolKind::Average:
       b += fmt::format("    KILN_STORE(0, o, acc / ({})taps);  // all padding: 0/0 = NaN, as the reference\n", A);
       break;
     case PoolKind::Lp: {
-      const std::string res = p == 1 ? "acc"
+      const std::string res = p == 1   ? "acc"
                               : p == 2 ? "kiln_sqrt(acc)"
                                        : fmt::format("kiln_pow(acc, ({0})1 / ({0}){1})", A, p);
       b += fmt::format("    KILN_STORE(0, o, {});\n", res);
@@ -232,11 +233,15 @@ OpKernel global_pool_blocks(const std::string& op, const TensorType& x, const Te
   else if (op == "global_average_pool") b += fmt::format("(double)KILN_LOAD_X_ONCE({});\n", at);
   else b += fmt::format("(double)kiln_pow(kiln_fabs(({})KILN_LOAD_X_ONCE({})), ({}){});\n", A, at, A, p);
   b += "      " + comb + "\n    }\n";
-  b += fmt::format("    for (int s = 16; s > 0; s >>= 1) {{\n      const {} t = __shfl_down_sync(0xffffffffu, acc, s);\n      {}\n    }}\n", F, comb);
+  b += fmt::format(
+      "    for (int s = 16; s > 0; s >>= 1) {{\n      const {} t = __shfl_down_sync(0xffffffffu, acc, s);\n      {}\n    }}\n",
+      F, comb);
   b += "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n";
   b += "    __syncthreads();\n    if (lane == 0) part[warp] = acc;\n    __syncthreads();\n";
   b += "    if (threadIdx.x == 0) {\n";
-  b += fmt::format("      for (int w = 1; w < (int)(blockDim.x >> 5); ++w) {{\n        const {} t = part[w];\n        {}\n      }}\n", F, comb);
+  b += fmt::format(
+      "      for (int w = 1; w < (int)(blockDim.x >> 5); ++w) {{\n        const {} t = part[w];\n        {}\n      }}\n",
+      F, comb);
   std::string res = "acc";
   if (is_max && A != "long long") {
     b += fmt::format("      const {} x0 = KILN_LOAD_X(base);\n      if (x0 != x0) acc = x0;\n", A);
@@ -259,14 +264,16 @@ OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& 
   const int64_t C = xs[1], planes = xs[0] * C;
   int64_t spatial = 1;
   for (size_t d = 2; d < xs.size(); ++d) spatial *= xs[d];
-  if (y.numel() != planes || y.dtype != x.dtype) fail("codegen: {}: result {} does not fit input {}", op, y.str(), x.str());
+  if (y.numel() != planes || y.dtype != x.dtype)
+    fail("codegen: {}: result {} does not fit input {}", op, y.str(), x.str());
   const std::string A = compute_type(x.dtype);
   const bool is_max = op == "global_max_pool";
   if (!is_max && A == "long long")
     unsupported("codegen: {}: dtype {} (the reference takes floating dtypes)", op, dtype_name(x.dtype));
   const int64_t p = a.get_int("p", 2);
   std::string b;
-  b += fmt::format("  // {}: {} -> {}: {} planes of {}{}\n", op, x.str(), y.str(), planes, spatial, nhwc ? ", nhwc" : "");
+  b += fmt::format("  // {}: {} -> {}: {} planes of {}{}\n", op, x.str(), y.str(), planes, spatial,
+                   nhwc ? ", nhwc" : "");
   b += fmt::format("  typedef {} I;\n", index_type(x.numel() + (1LL << 22)));
   if (spatial >= kBlockPlane && (!nhwc || planes < 2048))
     return global_pool_blocks(op, x, y, seams, nhwc, C, planes, spatial, A, p, b);
@@ -314,7 +321,8 @@ std::vector<OpKernel> max_unpool(const AttrMap& a, const std::vector<TensorType>
   // Element i's destination `dst` (statements), stopping on an index the reference rejects.
   std::string dst;
   dst += "    const long long v = (long long)in1[o];\n";
-  dst += fmt::format("    if (v < 0 || v >= {}LL) KILN_TRAP(\"max_unpool: an index is outside index_shape\");\n", n_index);
+  dst +=
+      fmt::format("    if (v < 0 || v >= {}LL) KILN_TRAP(\"max_unpool: an index is outside index_shape\");\n", n_index);
   dst += "    long long r = v, dst = 0;\n";
   {
     int64_t ostride = 1;
@@ -326,15 +334,16 @@ std::vector<OpKernel> max_unpool(const AttrMap& a, const std::vector<TensorType>
     }
   }
   const std::string I = fmt::format("  typedef {} I;\n", index_type(std::max(n, y.numel()) + (1LL << 22)));
-  const std::string header = fmt::format("  // max_unpool: {} at {} into {} (indices address [{}])\n", x.str(), ind.str(),
-                                         y.str(), fmt::join(is, ","));
+  const std::string header = fmt::format("  // max_unpool: {} at {} into {} (indices address [{}])\n", x.str(),
+                                         ind.str(), y.str(), fmt::join(is, ","));
   if (x.dtype == DType::F32 || x.dtype == DType::F64) {
     // Later duplicates win: every element claims its destination with
     // atomicMax(i + 1) on the zeroed result's bits (as unsigned words of the
     // value's size), then each result element reads its winner's value.
     const std::string W = x.dtype == DType::F32 ? "unsigned" : "unsigned long long";
     std::string c = I + header + item_loop(n) + dst;
-    c += fmt::format("    atomicMax(&KILN_PTR_CAST({0}, out0)[dst], ({0})(o + 1));  // scratch bits, not a result store\n  }}\n", W);
+    c += fmt::format(
+        "    atomicMax(&KILN_PTR_CAST({0}, out0)[dst], ({0})(o + 1));  // scratch bits, not a result store\n  }}\n", W);
     OpKernel claim;
     claim.block = kBlock;
     claim.grid = items_grid(n, kBlock);
@@ -353,7 +362,8 @@ std::vector<OpKernel> max_unpool(const AttrMap& a, const std::vector<TensorType>
   // it (quadratic in the worst case).
   std::string s = I + header + item_loop(n) + dst;
   s += "    bool last = true;\n";
-  s += fmt::format("    for (I j = o + 1; j < (I){}; ++j)\n      if ((long long)in1[j] == v) {{ last = false; break; }}\n", n);
+  s += fmt::format(
+      "    for (I j = o + 1; j < (I){}; ++j)\n      if ((long long)in1[j] == v) {{ last = false; break; }}\n", n);
   s += "    if (last) KILN_STORE(0, dst, KILN_LOAD_X(o));\n  }\n";
   OpKernel scatter;
   scatter.block = kBlock;

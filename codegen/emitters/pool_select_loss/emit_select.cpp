@@ -99,7 +99,8 @@ OpKernel arg_extreme(const std::string& op, const AttrMap& a, const TensorType& 
   const std::string A = rank_type(x.dtype);
   const bool fp = is_float(x.dtype);
   // Take (v, vi) over (best, bi)?
-  const std::string take = fmt::format("(@NAME@_above(v, best) || (@NAME@_same(v, best) && vi {} bi))", last ? ">" : "<");
+  const std::string take =
+      fmt::format("(@NAME@_above(v, best) || (@NAME@_same(v, best) && vi {} bi))", last ? ">" : "<");
   std::string helpers = ranking(A, fp, is_min);
   OpKernel k;
   std::string b;
@@ -156,8 +157,9 @@ OpKernel arg_extreme(const std::string& op, const AttrMap& a, const TensorType& 
     b += "    __syncthreads();\n";
     b += "    bi = pi[32];\n";
     if (hard) {
-      b += fmt::format("    for (long long j = threadIdx.x; j < {}LL; j += blockDim.x) KILN_STORE(0, {}, j == bi ? 1.0f : 0.0f);\n",
-                       g.n, at(g, "j"));
+      b += fmt::format(
+          "    for (long long j = threadIdx.x; j < {}LL; j += blockDim.x) KILN_STORE(0, {}, j == bi ? 1.0f : 0.0f);\n",
+          g.n, at(g, "j"));
     } else {
       b += "    if (threadIdx.x == 0) KILN_STORE(0, o, bi);\n";
     }
@@ -215,8 +217,9 @@ OpKernel cumsum(const AttrMap& a, const TensorType& x, const TensorType& y, cons
     b += fmt::format("  __shared__ {} part[33];\n", A);
     b += fmt::format("  for (long long o = blockIdx.x; o < {}LL; o += gridDim.x) {{\n", g.count());
     b += fmt::format("    const long long base = {};\n", line_base(g, "o"));
-    b += fmt::format("    const long long from = threadIdx.x * {0}LL, to = from + {0}LL < {1}LL ? from + {0}LL : {1}LL;\n",
-                     chunk, g.n);
+    b += fmt::format(
+        "    const long long from = threadIdx.x * {0}LL, to = from + {0}LL < {1}LL ? from + {0}LL : {1}LL;\n", chunk,
+        g.n);
     // Pass 1: this thread's chunk sum.
     b += fmt::format("    {} acc = 0;\n", A);
     b += "    for (long long s = from; s < to; ++s) {\n";
@@ -301,7 +304,9 @@ std::vector<OpKernel> topk(const AttrMap& a, const TensorType& x, const std::vec
   b += "          const int i = 2 * t - (t & (stride - 1)), j = i + stride;\n";
   b += "          const bool swap = (i & size) == 0 ? @NAME@_before(sv[j], si[j], sv[i], si[i])\n";
   b += "                                            : @NAME@_before(sv[i], si[i], sv[j], si[j]);\n";
-  b += fmt::format("          if (swap) {{ const {} v = sv[i]; sv[i] = sv[j]; sv[j] = v; const int q = si[i]; si[i] = si[j]; si[j] = q; }}\n", A);
+  b += fmt::format(
+      "          if (swap) {{ const {} v = sv[i]; sv[i] = sv[j]; sv[j] = v; const int q = si[i]; si[i] = si[j]; si[j] = q; }}\n",
+      A);
   b += "        }\n        __syncthreads();\n      }\n    }\n";
   const std::string oat = g.inner == 1 ? "obase + j" : fmt::format("obase + j * {}LL", g.inner);
   b += fmt::format("    for (int j = threadIdx.x; j < {}; j += blockDim.x) {{\n", kk);

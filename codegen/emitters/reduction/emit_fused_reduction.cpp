@@ -152,8 +152,10 @@ FusedAnchor fused_anchor_io(const Node& n, const OpRegistry& ops) {
         continue;
       }
       if (def.category != OpCategory::Pointwise || !def.expr)
-        unsupported("codegen: {}: epilogue op {} is not pointwise (only pointwise ops and reshape are applied at the "
-                    "store)", n.describe(), en->describe());
+        unsupported(
+            "codegen: {}: epilogue op {} is not pointwise (only pointwise ops and reshape are applied at the "
+            "store)",
+            n.describe(), en->describe());
       const TensorType& t = out->type();
       const std::string e = fmt::format("e{}", count++);
       std::string inner, loads_code;
@@ -166,8 +168,8 @@ FusedAnchor fused_anchor_io(const Node& n, const OpRegistry& ops) {
         std::string a;
         if (var.count(in)) {
           if (in->shape() != t.shape)
-            unsupported("codegen: {}: epilogue op {} broadcasts a value computed from {}", n.describe(),
-                        en->describe(), anchor.op());
+            unsupported("codegen: {}: epilogue op {} broadcasts a value computed from {}", n.describe(), en->describe(),
+                        anchor.op());
           a = var.at(in);
         } else if (root.count(in)) {
           unsupported("codegen: {}: epilogue op {} reads a value of another anchor result", n.describe(),

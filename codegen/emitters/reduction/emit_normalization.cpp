@@ -126,8 +126,9 @@ ReductionKernel stat_kernel(const std::string& label, const TensorType& x, const
   };
   b += "    double s = 0.0;\n";
   b += loop(true);
-  b += sp.kind == StatSpec::MeanVar ? "      s += x;\n    }\n" : sp.kind == StatSpec::Abs ? "      s += fabs(x);\n    }\n"
-                                                                                       : "      s += x * x;\n    }\n";
+  b += sp.kind == StatSpec::MeanVar ? "      s += x;\n    }\n"
+       : sp.kind == StatSpec::Abs   ? "      s += fabs(x);\n    }\n"
+                                    : "      s += x * x;\n    }\n";
   b += "    s = @NAME@_sum_block(s);\n";
   if (sp.kind == StatSpec::MeanVar) {
     b += fmt::format("    const double mean = s / (double){}LL;\n", k.count);
@@ -289,15 +290,16 @@ ReductionKernel lrn(const AttrMap& a, const std::vector<TensorType>& ops, const 
   std::string code;
   code += fmt::format("    const long long j = i % {0}LL, c = (i / {0}LL) % {1}LL, bb = i / {2}LL;\n", inner, ch,
                       ch * inner);
-  code += fmt::format("    const long long lo = c - {0}LL < 0 ? 0 : c - {0}LL, hi = c + {1}LL > {2}LL ? {2}LL : c + {1}LL;\n",
-                      before, after, ch - 1);
+  code += fmt::format(
+      "    const long long lo = c - {0}LL < 0 ? 0 : c - {0}LL, hi = c + {1}LL > {2}LL ? {2}LL : c + {1}LL;\n", before,
+      after, ch - 1);
   code += "    double sq = 0.0;\n";
   code += "    for (long long cc = lo; cc <= hi; ++cc) {\n";
   code += fmt::format("      const {0} xc = ({0})({1});\n", C,
                       cuda_load(x.dtype, io.load(0, fmt::format("(bb * {}LL + cc) * {}LL + j", ch, inner), false)));
   code += "      sq += (double)xc * xc;\n    }\n";
-  const std::string y = fmt::format("x / pow({} + {} * sq, {})", dlit(a.get_float("bias", 0)), dlit(coef),
-                                    dlit(a.get_float("beta", 0)));
+  const std::string y =
+      fmt::format("x / pow({} + {} * sq, {})", dlit(a.get_float("bias", 0)), dlit(coef), dlit(a.get_float("beta", 0)));
   return elementwise_kernel("lrn", x, code, y, io);
 }
 

@@ -22,8 +22,6 @@ namespace {
 using ops::ReduceCombiner;
 using ops::ReduceMap;
 
-
-
 struct Group {
   int64_t size, stride;
   bool reduced;
@@ -32,16 +30,26 @@ struct Group {
 // Lowest / highest value of an integer dtype as a C literal of the accumulation type.
 std::string int_limit(DType t, bool highest) {
   switch (t) {
-    case DType::I8: return highest ? "127LL" : "-128LL";
-    case DType::I16: return highest ? "32767LL" : "-32768LL";
-    case DType::I32: return highest ? "2147483647LL" : "(-2147483647LL - 1)";
-    case DType::I64: return highest ? "9223372036854775807LL" : "(-9223372036854775807LL - 1)";
-    case DType::U8: return highest ? "255ULL" : "0ULL";
-    case DType::U16: return highest ? "65535ULL" : "0ULL";
-    case DType::U32: return highest ? "4294967295ULL" : "0ULL";
-    case DType::U64: return highest ? "18446744073709551615ULL" : "0ULL";
-    case DType::Bool: return highest ? "1LL" : "0LL";
-    default: break;
+    case DType::I8:
+      return highest ? "127LL" : "-128LL";
+    case DType::I16:
+      return highest ? "32767LL" : "-32768LL";
+    case DType::I32:
+      return highest ? "2147483647LL" : "(-2147483647LL - 1)";
+    case DType::I64:
+      return highest ? "9223372036854775807LL" : "(-9223372036854775807LL - 1)";
+    case DType::U8:
+      return highest ? "255ULL" : "0ULL";
+    case DType::U16:
+      return highest ? "65535ULL" : "0ULL";
+    case DType::U32:
+      return highest ? "4294967295ULL" : "0ULL";
+    case DType::U64:
+      return highest ? "18446744073709551615ULL" : "0ULL";
+    case DType::Bool:
+      return highest ? "1LL" : "0LL";
+    default:
+      break;
   }
   fail("codegen: reduction: no integer limits for {}", dtype_name(t));
 }
@@ -49,13 +57,20 @@ std::string int_limit(DType t, bool highest) {
 // `x` (accumulation type A) through map m.
 std::string map_expr(ReduceMap m, const std::string& x, bool fp, bool is_unsigned) {
   switch (m) {
-    case ReduceMap::Identity: return x;
-    case ReduceMap::Abs: return fp ? fmt::format("fabs({})", x) : is_unsigned ? x : fmt::format("({0} < 0 ? -{0} : {0})", x);
-    case ReduceMap::Square: return fmt::format("({0} * {0})", x);
-    case ReduceMap::Exp: return fmt::format("exp({})", x);
-    case ReduceMap::Log: return fmt::format("log({})", x);
-    case ReduceMap::Sqrt: return fmt::format("sqrt({})", x);
-    case ReduceMap::DivCount: break;
+    case ReduceMap::Identity:
+      return x;
+    case ReduceMap::Abs:
+      return fp ? fmt::format("fabs({})", x) : is_unsigned ? x : fmt::format("({0} < 0 ? -{0} : {0})", x);
+    case ReduceMap::Square:
+      return fmt::format("({0} * {0})", x);
+    case ReduceMap::Exp:
+      return fmt::format("exp({})", x);
+    case ReduceMap::Log:
+      return fmt::format("log({})", x);
+    case ReduceMap::Sqrt:
+      return fmt::format("sqrt({})", x);
+    case ReduceMap::DivCount:
+      break;
   }
   return x;
 }
@@ -190,17 +205,29 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in
   };
   std::string init;
   switch (s.combiner) {
-    case ReduceCombiner::Sum: init = fmt::format("({})0", A); break;
-    case ReduceCombiner::Prod: init = fmt::format("({})1", A); break;
-    case ReduceCombiner::Max: init = acc_double ? "(-KILN_RED_INF)" : fmt::format("({}){}", A, int_limit(in.dtype, false)); break;
-    case ReduceCombiner::Min: init = acc_double ? "KILN_RED_INF" : fmt::format("({}){}", A, int_limit(in.dtype, true)); break;
+    case ReduceCombiner::Sum:
+      init = fmt::format("({})0", A);
+      break;
+    case ReduceCombiner::Prod:
+      init = fmt::format("({})1", A);
+      break;
+    case ReduceCombiner::Max:
+      init = acc_double ? "(-KILN_RED_INF)" : fmt::format("({}){}", A, int_limit(in.dtype, false));
+      break;
+    case ReduceCombiner::Min:
+      init = acc_double ? "KILN_RED_INF" : fmt::format("({}){}", A, int_limit(in.dtype, true));
+      break;
   }
   auto comb_body = [&](ReduceCombiner c) -> std::string {
     switch (c) {
-      case ReduceCombiner::Sum: return "a + v";
-      case ReduceCombiner::Prod: return "a * v";
-      case ReduceCombiner::Max: return acc_double ? "(v != v) ? v : (v > a ? v : a)" : "v > a ? v : a";
-      case ReduceCombiner::Min: return acc_double ? "(v != v) ? v : (v < a ? v : a)" : "v < a ? v : a";
+      case ReduceCombiner::Sum:
+        return "a + v";
+      case ReduceCombiner::Prod:
+        return "a * v";
+      case ReduceCombiner::Max:
+        return acc_double ? "(v != v) ? v : (v > a ? v : a)" : "v > a ? v : a";
+      case ReduceCombiner::Min:
+        return acc_double ? "(v != v) ? v : (v < a ? v : a)" : "v < a ? v : a";
     }
     return "a";
   };
@@ -243,22 +270,22 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in
   body += fmt::format("    {} a = {};\n", A, init);
   body += fmt::format("    for (long long r = threadIdx.x; r < {}LL; r += blockDim.x) {{\n", k.count);
   body += max_pass ? read : read_first;
-  body += fmt::format("      a = {}(a, {});\n    }}\n", comb, map_expr(s.pre, "(x - sh)", acc_double, uns && !acc_double));
+  body +=
+      fmt::format("      a = {}(a, {});\n    }}\n", comb, map_expr(s.pre, "(x - sh)", acc_double, uns && !acc_double));
   body += fmt::format("    a = {}_block(a);\n", comb);
   std::string res;
   if (s.post == ReduceMap::DivCount)
     res = acc_double ? fmt::format("a / (double){}", k.count)
                      : (k.count == 0 ? fmt::format("({})0", A) : fmt::format("a / ({}){}", A, k.count));
-  else
-    res = map_expr(s.post, "a", acc_double, uns && !acc_double);
+  else res = map_expr(s.post, "a", acc_double, uns && !acc_double);
   body += fmt::format("    const {} res = {} + sh;\n", A, res);
   std::string store;
   if (fp) {
     store = cuda_store(in.dtype, fmt::format("({})res", cuda_compute_type(in.dtype)));
   } else if (acc_double) {
     const std::string lo = int_limit(in.dtype, false), hi = int_limit(in.dtype, true);
-    store = fmt::format("({0})(res != res ? 0 : res <= (double){1} ? {1} : res >= (double){2} ? {2} : ({0})res)", S,
-                        lo, hi);
+    store = fmt::format("({0})(res != res ? 0 : res <= (double){1} ? {1} : res >= (double){2} ? {2} : ({0})res)", S, lo,
+                        hi);
   } else {
     store = in.dtype == DType::Bool ? "(unsigned char)(res != 0)" : fmt::format("({})res", S);
   }
@@ -268,8 +295,7 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in
   return k;
 }
 
-ReductionKernel emit_reduction_op(const OpDef& def, const AttrMap& attrs, const TensorType& in,
-                                  const TensorType& out) {
+ReductionKernel emit_reduction_op(const OpDef& def, const AttrMap& attrs, const TensorType& in, const TensorType& out) {
   const ops::ReductionSpec* s = ops::find_reduction_spec(def.name);
   if (!s) fail("codegen: op '{}' is not a reduce_* op", def.name);
   return emit_reduction(*s, in, attrs.get_ints("axes"), out);
@@ -302,10 +328,8 @@ ReductionKernel emit_softmax(bool log_softmax, const TensorType& in, int axis, c
   body += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(io.buffers));
   body += io.setup;
   body += fmt::format("  for (long long o = blockIdx.x; o < {}LL; o += gridDim.x) {{\n", k.outputs);
-  if (inner == 1)
-    body += fmt::format("    const long long base = o * {}LL;\n", k.count);
-  else
-    body += fmt::format("    const long long base = (o / {0}LL) * {1}LL + o % {0}LL;\n", inner, k.count * inner);
+  if (inner == 1) body += fmt::format("    const long long base = o * {}LL;\n", k.count);
+  else body += fmt::format("    const long long base = (o / {0}LL) * {1}LL + o % {0}LL;\n", inner, k.count * inner);
   const std::string at = inner == 1 ? "base + j" : fmt::format("base + j * {}LL", inner);
   // The max pass reads each element once: it records (AnchorIO::load).
   const std::string x = fmt::format("(({}){})", T, cuda_load(in.dtype, io.load(0, at, false)));

@@ -34,8 +34,8 @@
 namespace kiln::codegen {
 
 struct ReductionKernel {
-  std::string name;    // kiln_red_<op>_<16 hex digits of the source's hash>
-  std::string source;  // complete translation unit
+  std::string name;     // kiln_red_<op>_<16 hex digits of the source's hash>
+  std::string source;   // complete translation unit
   int64_t outputs = 0;  // output elements (one block each)
   int64_t count = 0;    // reduced elements per output
   // Launch (docs/codegen.md): block = the reduced count rounded up to a power
@@ -58,8 +58,7 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& spec, const TensorType&
                                const TensorType& out, const AnchorIO& io);
 
 // The same for a reduce_* node: `axes` from its attributes.
-ReductionKernel emit_reduction_op(const OpDef& def, const AttrMap& attrs, const TensorType& in,
-                                  const TensorType& out);
+ReductionKernel emit_reduction_op(const OpDef& def, const AttrMap& attrs, const TensorType& in, const TensorType& out);
 
 // softmax / log_softmax of a floating tensor along `axis` (normalized), as
 // ops/softmax_ops.cpp computes it: the input viewed as [outer, n, inner]; one

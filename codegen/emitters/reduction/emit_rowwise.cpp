@@ -50,7 +50,8 @@ std::optional<RowPlan> plan_rows(int64_t rows, int64_t count, DType dt, bool pla
 // Whether `io` reads operand 0 as in0[idx] and stores result 0 as out[idx]
 // (plain_io), so the row may be moved as vectors.
 bool plain_row_io(const AnchorIO& io) {
-  return io.setup.empty() && io.load(0, "IDX", false) == "in0[IDX]" && io.store(0, "IDX", "VAL", "") == "out[IDX] = VAL;\n";
+  return io.setup.empty() && io.load(0, "IDX", false) == "in0[IDX]" &&
+         io.store(0, "IDX", "VAL", "") == "out[IDX] = VAL;\n";
 }
 
 std::string neg_inf(DType dt) {
@@ -118,8 +119,8 @@ class RowKernel {
     b += fmt::format("    const long long base = row * {}LL;\n", p_.count);
     b += fmt::format("    {} x[{}];\n", C_, p_.slots());
     // The one read of the row (the record pass of a fused prologue).
-    const std::string scalar =
-        each(fmt::format("XS = ({})({});", C_, cuda_load(dt_, io_.load(0, "base + r", true))), p_.vec ? "      " : "    ");
+    const std::string scalar = each(fmt::format("XS = ({})({});", C_, cuda_load(dt_, io_.load(0, "base + r", true))),
+                                    p_.vec ? "      " : "    ");
     if (p_.vec) {
       b += "    if (aligned) {\n";
       b += fmt::format("#pragma unroll\n      for (int k = 0; k < {}; ++k) {{\n", p_.NV);
@@ -213,9 +214,9 @@ std::optional<ReductionKernel> emit_row_softmax(bool log_softmax, const TensorTy
   const std::string& C = rk.C();
   const bool f64 = in.dtype == DType::F64;
   const std::string ex = f64 ? "exp" : "expf", lg = f64 ? "log" : "logf";
-  std::string b = fmt::format("// {}: {} along the last axis of extent > 1: {} rows of {} ({} per row, {} threads, {} x {} slots{})\n",
-                              label, in.str(), p->rows, p->count, p->warp ? "a warp" : "a block", p->T, p->NV, p->W,
-                              p->vec ? ", vector access" : "");
+  std::string b = fmt::format(
+      "// {}: {} along the last axis of extent > 1: {} rows of {} ({} per row, {} threads, {} x {} slots{})\n", label,
+      in.str(), p->rows, p->count, p->warp ? "a warp" : "a block", p->T, p->NV, p->W, p->vec ? ", vector access" : "");
   b += rk.helpers();
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(io.buffers));
   b += rk.begin();
@@ -248,8 +249,7 @@ namespace {
 // row is `row`, the position in it `r`).
 std::optional<ReductionKernel> row_norm(const std::string& label, int64_t count, float epsilon,
                                         const std::vector<TensorType>& ops, const std::vector<TensorType>& results,
-                                        const AnchorIO& io,
-                                        const std::function<std::string(int, std::string&)>& pidx) {
+                                        const AnchorIO& io, const std::function<std::string(int, std::string&)>& pidx) {
   const TensorType& x = ops[0];
   if (!is_float(x.dtype)) return std::nullopt;
   std::optional<RowPlan> p = plan_rows(count ? x.numel() / count : 0, count, x.dtype, plain_row_io(io));
@@ -257,9 +257,9 @@ std::optional<ReductionKernel> row_norm(const std::string& label, int64_t count,
   RowKernel rk(*p, x.dtype, io);
   const std::string& C = rk.C();
   const std::string sq = x.dtype == DType::F64 ? "sqrt" : "sqrtf";
-  std::string b = fmt::format("// {}: {}: {} rows of {} ({} per row, {} threads, {} x {} slots{})\n", label, x.str(),
-                              p->rows, p->count, p->warp ? "a warp" : "a block", p->T, p->NV, p->W,
-                              p->vec ? ", vector access" : "");
+  std::string b =
+      fmt::format("// {}: {}: {} rows of {} ({} per row, {} threads, {} x {} slots{})\n", label, x.str(), p->rows,
+                  p->count, p->warp ? "a warp" : "a block", p->T, p->NV, p->W, p->vec ? ", vector access" : "");
   b += rk.helpers();
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(io.buffers));
   b += rk.begin();
@@ -275,14 +275,13 @@ std::optional<ReductionKernel> row_norm(const std::string& label, int64_t count,
   for (size_t r = 1; r < results.size() && r < 3; ++r)
     b += fmt::format("    if (lane == 0) {{\n{}    }}\n",
                      io.store(static_cast<int>(r), "row",
-                              cuda_store(results[r].dtype, fmt::format("({})({})", cuda_compute_type(results[r].dtype),
-                                                                       names[r - 1])),
+                              cuda_store(results[r].dtype,
+                                         fmt::format("({})({})", cuda_compute_type(results[r].dtype), names[r - 1])),
                               "      "));
   std::string code;
-  std::string value = fmt::format("(XS - mean) * inv * ({})({})", C,
-                                  cuda_load(ops[1].dtype, io.load(1, pidx(1, code), false)));
-  if (ops.size() > 2)
-    value += fmt::format(" + ({})({})", C, cuda_load(ops[2].dtype, io.load(2, pidx(2, code), false)));
+  std::string value =
+      fmt::format("(XS - mean) * inv * ({})({})", C, cuda_load(ops[1].dtype, io.load(1, pidx(1, code), false)));
+  if (ops.size() > 2) value += fmt::format(" + ({})({})", C, cuda_load(ops[2].dtype, io.load(2, pidx(2, code), false)));
   b += rk.store(code, value);
   b += "  }\n}\n";
   ReductionKernel k;

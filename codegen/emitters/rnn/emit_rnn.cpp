@@ -24,10 +24,17 @@ struct ActDefault {
   const char* name;
   float alpha, beta;
 };
-constexpr ActDefault kActs[] = {{"relu", 0, 0},         {"tanh", 0, 0},       {"sigmoid", 0, 0},
-                                {"affine", 1.0f, 0.0f}, {"leakyrelu", 0.01f, 0}, {"thresholdedrelu", 1.0f, 0},
-                                {"scaledtanh", 1.0f, 1.0f}, {"hardsigmoid", 0.2f, 0.5f}, {"elu", 1.0f, 0},
-                                {"softsign", 0, 0},     {"softplus", 0, 0}};
+constexpr ActDefault kActs[] = {{"relu", 0, 0},
+                                {"tanh", 0, 0},
+                                {"sigmoid", 0, 0},
+                                {"affine", 1.0f, 0.0f},
+                                {"leakyrelu", 0.01f, 0},
+                                {"thresholdedrelu", 1.0f, 0},
+                                {"scaledtanh", 1.0f, 1.0f},
+                                {"hardsigmoid", 0.2f, 0.5f},
+                                {"elu", 1.0f, 0},
+                                {"softsign", 0, 0},
+                                {"softplus", 0, 0}};
 
 // A device function `name`(x) computing activation `act` as the reference's
 // Activation::operator() does (std::min/std::max spelled out).
@@ -50,9 +57,10 @@ std::string activation_fn(const std::string& name, const std::string& act_in, fl
   else if (act == "thresholdedrelu") e = fmt::format("x > {} ? x : ({})0", a, T);
   else if (act == "scaledtanh") e = fmt::format("{} * {}({} * x)", a, fn_tanh, b);
   else if (act == "hardsigmoid")
-    return fmt::format("__device__ __forceinline__ {0} {1}({0} x) {{\n  const {0} y = {2} * x + {3};\n"
-                       "  const {0} m = ({0})0 < y ? y : ({0})0;\n  return m < ({0})1 ? m : ({0})1;\n}}\n",
-                       T, name, a, b);
+    return fmt::format(
+        "__device__ __forceinline__ {0} {1}({0} x) {{\n  const {0} y = {2} * x + {3};\n"
+        "  const {0} m = ({0})0 < y ? y : ({0})0;\n  return m < ({0})1 ? m : ({0})1;\n}}\n",
+        T, name, a, b);
   else if (act == "elu") e = fmt::format("x >= ({0})0 ? x : {1} * ({2}(x) - ({0})1)", T, a, fn_exp);
   else if (act == "softsign") e = fmt::format("x / (({})1 + {}(x))", T, fn_abs);
   else if (act == "softplus") e = fmt::format("x > ({0})30 ? x : {1}({2}(x))", T, fn_log1p, fn_exp);
@@ -116,11 +124,11 @@ RnnKernel emit_rnn_op(const std::string& op, const AttrMap& attrs, const std::ve
                                    : fmt::format("__uint_as_float({:#x}u)", std::bit_cast<uint32_t>(clip));
   // std::clamp(v, -clip, clip) spelled out (NaN passes through).
   if (has_clip)
-    helpers += fmt::format("__device__ __forceinline__ {0} @NAME@_cl({0} v) {{ const {0} c = {1}; "
-                           "return v < -c ? -c : (c < v ? c : v); }}\n",
-                           T, clip_lit);
-  else
-    helpers += fmt::format("__device__ __forceinline__ {0} @NAME@_cl({0} v) {{ return v; }}\n", T);
+    helpers += fmt::format(
+        "__device__ __forceinline__ {0} @NAME@_cl({0} v) {{ const {0} c = {1}; "
+        "return v < -c ? -c : (c < v ? c : v); }}\n",
+        T, clip_lit);
+  else helpers += fmt::format("__device__ __forceinline__ {0} @NAME@_cl({0} v) {{ return v; }}\n", T);
 
   const size_t es = f64 ? 8 : 4;
   const size_t smem = es * static_cast<size_t>(2 * H + (kind == 2 ? H : 0) + (kind == 1 && !lbr ? H : 0));
@@ -136,7 +144,8 @@ RnnKernel emit_rnn_op(const std::string& op, const AttrMap& attrs, const std::ve
   const char* in_names[] = {"X", "W", "R", "Bias", "seq_lens", "init_h", "init_c", "P"};
   for (size_t i = 0; i < operands.size(); ++i) {
     const DType pd = has(i) ? operands[i].dtype : (i == 4 ? DType::I32 : dt);
-    if (has(i) && i != 4 && pd != dt) fail("codegen: {}: operand {} is {} but X is {}", op, i, dtype_name(pd), dtype_name(dt));
+    if (has(i) && i != 4 && pd != dt)
+      fail("codegen: {}: operand {} is {} but X is {}", op, i, dtype_name(pd), dtype_name(dt));
     if (i == 4 && has(i) && pd != DType::I32) fail("codegen: {}: sequence_lens must be i32", op);
     k.params.push_back({pd, false, in_names[std::min<size_t>(i, 7)]});
   }
@@ -148,8 +157,8 @@ RnnKernel emit_rnn_op(const std::string& op, const AttrMap& attrs, const std::ve
   auto ld = [&](const std::string& e) { return fmt::format("({}){}", T, cuda_load(dt, e)); };
   auto st = [&](const std::string& v) { return cuda_store(dt, f64 ? v : fmt::format("(float)({})", v)); };
   // State / Y offsets (layout 0: Y [S,D,B,H], states [D,B,H]; layout 1: Y [B,S,D,H], states [B,D,H]).
-  const std::string state_off = layout1 ? fmt::format("((long long)b * {} + d) * {}", D, H)
-                                        : fmt::format("((long long)d * {} + b) * {}", B, H);
+  const std::string state_off =
+      layout1 ? fmt::format("((long long)b * {} + d) * {}", D, H) : fmt::format("((long long)d * {} + b) * {}", B, H);
   auto y_off = [&](const std::string& time) {
     return layout1 ? fmt::format("(((long long)b * {} + {}) * {} + d) * {}", S, time, D, H)
                    : fmt::format("(((long long){} * {} + d) * {} + b) * {}", time, D, B, H);
@@ -167,11 +176,11 @@ RnnKernel emit_rnn_op(const std::string& op, const AttrMap& attrs, const std::ve
   if (kind == 2) b += fmt::format("  __shared__ {} cs[{}];\n", T, H);
   if (kind == 1 && !lbr) b += fmt::format("  __shared__ {} rhs[{}];\n", T, H);
   b += fmt::format("  const int d = blockIdx.x / {}, b = blockIdx.x % {};\n", B, B);
-  b += fmt::format("  const bool reverse = {};\n", dir == "reverse" ? "true" : dir == "bidirectional" ? "d == 1" : "false");
-  if (has(4))
-    b += fmt::format("  int len = seq_lens[b];\n  len = len < 0 ? 0 : (len > {0} ? {0} : len);\n", S);
-  else
-    b += fmt::format("  const int len = {};\n", S);
+  b += fmt::format("  const bool reverse = {};\n", dir == "reverse"         ? "true"
+                                                   : dir == "bidirectional" ? "d == 1"
+                                                                            : "false");
+  if (has(4)) b += fmt::format("  int len = seq_lens[b];\n  len = len < 0 ? 0 : (len > {0} ? {0} : len);\n", S);
+  else b += fmt::format("  const int len = {};\n", S);
   b += fmt::format("  const long long so = {};\n", state_off);
   b += fmt::format("  for (int j = threadIdx.x; j < {}; j += {}) {{\n", H, nt);
   b += fmt::format("    hs[j] = {};\n", has(5) ? ld("init_h[so + j]") : "(" + T + ")0");
@@ -199,8 +208,7 @@ RnnKernel emit_rnn_op(const std::string& op, const AttrMap& attrs, const std::ve
       if (with_rb)
         s += fmt::format("      {} += {} + {};\n", var, ld(fmt::format("Bias[{} + {} + j]", bbase, g * H)),
                          ld(fmt::format("Bias[{} + {} + j]", bbase, GH + g * H)));
-      else
-        s += fmt::format("      {} += {} + ({})0;\n", var, ld(fmt::format("Bias[{} + {} + j]", bbase, g * H)), T);
+      else s += fmt::format("      {} += {} + ({})0;\n", var, ld(fmt::format("Bias[{} + {} + j]", bbase, g * H)), T);
     }
     return s;
   };
@@ -210,10 +218,10 @@ RnnKernel emit_rnn_op(const std::string& op, const AttrMap& attrs, const std::ve
                      ld(fmt::format("R[{} + ({}LL + j) * {} + k]", rbase, g * H, H)));
     return s;
   };
-  auto rb = [&](int g) {
-    return has(3) ? ld(fmt::format("Bias[{} + {} + j]", bbase, GH + g * H)) : "(" + T + ")0";
+  auto rb = [&](int g) { return has(3) ? ld(fmt::format("Bias[{} + {} + j]", bbase, GH + g * H)) : "(" + T + ")0"; };
+  auto pp = [&](int g) {
+    return has(7) ? ld(fmt::format("P[(long long)d * {} + {} + j]", 3 * H, g * H)) : "(" + T + ")0";
   };
-  auto pp = [&](int g) { return has(7) ? ld(fmt::format("P[(long long)d * {} + {} + j]", 3 * H, g * H)) : "(" + T + ")0"; };
   const std::string cl = "@NAME@_cl";
   // Activation a of this direction: @NAME@_f<d*NA + a>; d is a runtime value
   // in a bidirectional node, so pick with a conditional.

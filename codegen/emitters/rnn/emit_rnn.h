@@ -29,10 +29,10 @@
 namespace kiln::codegen {
 
 struct RnnKernel {
-  std::string name;    // kiln_rnn_<op>_<16 hex digits of the source's hash>
-  std::string source;  // complete translation unit
-  unsigned grid = 0;   // directions * batch (0: nothing to launch)
-  unsigned block = 0;  // hidden size rounded up to a warp, at most 256
+  std::string name;                 // kiln_rnn_<op>_<16 hex digits of the source's hash>
+  std::string source;               // complete translation unit
+  unsigned grid = 0;                // directions * batch (0: nothing to launch)
+  unsigned block = 0;               // hidden size rounded up to a warp, at most 256
   std::vector<KernelParam> params;  // the results, then every operand slot (absent ones: null buffers)
 };
 

@@ -53,9 +53,18 @@ typedef enum kiln_status {
 
 /* Element types; the numbering is kiln's. f16/bf16 are 16-bit patterns, bool one byte. */
 typedef enum kiln_dtype {
-  KILN_F32 = 0, KILN_F16 = 1, KILN_BF16 = 2, KILN_F64 = 3,
-  KILN_I8 = 4, KILN_I16 = 5, KILN_I32 = 6, KILN_I64 = 7,
-  KILN_U8 = 8, KILN_U16 = 9, KILN_U32 = 10, KILN_U64 = 11,
+  KILN_F32 = 0,
+  KILN_F16 = 1,
+  KILN_BF16 = 2,
+  KILN_F64 = 3,
+  KILN_I8 = 4,
+  KILN_I16 = 5,
+  KILN_I32 = 6,
+  KILN_I64 = 7,
+  KILN_U8 = 8,
+  KILN_U16 = 9,
+  KILN_U32 = 10,
+  KILN_U64 = 11,
   KILN_BOOL = 12,
   KILN_DTYPE_MAX_ENUM = 0x7fffffff
 } kiln_dtype;
@@ -63,7 +72,7 @@ typedef enum kiln_dtype {
 typedef enum kiln_backend {
   KILN_BACKEND_AUTO = 0, /* the GPU when usable, else the CPU */
   KILN_BACKEND_CPU = 1,
-  KILN_BACKEND_GPU = 2,  /* fail with KILN_ERROR_UNAVAILABLE when no usable GPU */
+  KILN_BACKEND_GPU = 2, /* fail with KILN_ERROR_UNAVAILABLE when no usable GPU */
   KILN_BACKEND_MAX_ENUM = 0x7fffffff
 } kiln_backend;
 
@@ -98,9 +107,9 @@ KILN_API kiln_status kiln_engine_create_from_memory(const void* data, size_t siz
  * does device -1. A device that does not exist is KILN_ERROR_RUNTIME
  * (KILN_BACKEND_AUTO falls back to the CPU and says why). */
 KILN_API kiln_status kiln_engine_create_from_file_on_device(const char* path, kiln_backend backend, int device,
-                                                           kiln_engine** engine);
+                                                            kiln_engine** engine);
 KILN_API kiln_status kiln_engine_create_from_memory_on_device(const void* data, size_t size, kiln_backend backend,
-                                                             int device, kiln_engine** engine);
+                                                              int device, kiln_engine** engine);
 /* Contexts keep their engine alive: destroy order does not matter. */
 KILN_API void kiln_engine_destroy(kiln_engine* engine);
 /* KILN_BACKEND_CPU or KILN_BACKEND_GPU: where this engine runs. */
@@ -128,8 +137,8 @@ KILN_API void kiln_context_destroy(kiln_context* context);
 /* The buffers must stay valid until the run (or the enqueued work) ends. */
 KILN_API kiln_status kiln_context_bind_input(kiln_context* context, const char* name, const void* data,
                                              kiln_dtype dtype, const int64_t* shape, int rank, kiln_memory memory);
-KILN_API kiln_status kiln_context_bind_output(kiln_context* context, const char* name, void* data,
-                                              kiln_dtype dtype, const int64_t* shape, int rank, kiln_memory memory);
+KILN_API kiln_status kiln_context_bind_output(kiln_context* context, const char* name, void* data, kiln_dtype dtype,
+                                              const int64_t* shape, int rank, kiln_memory memory);
 /* Zero-copy (GPU engines only; KILN_ERROR_INVALID_ARGUMENT on the CPU): the
  * model's kernels read the input from, or write the output into, the caller's
  * device buffer `ptr` (a CUdeviceptr of the engine's device, holding the

@@ -54,9 +54,11 @@ inline void set_log_callback(std::function<void(kiln_log_level, const std::strin
   }
   kiln_set_log_callback(nullptr, nullptr);
   current = std::move(fn);
-  kiln_set_log_callback([](kiln_log_level l, const char* m, void* f) {
-    (*static_cast<std::function<void(kiln_log_level, const std::string&)>*>(f))(l, m);
-  }, &current);
+  kiln_set_log_callback(
+      [](kiln_log_level l, const char* m, void* f) {
+        (*static_cast<std::function<void(kiln_log_level, const std::string&)>*>(f))(l, m);
+      },
+      &current);
 }
 
 // Immutable and shareable: copies share the same engine.
@@ -68,8 +70,7 @@ class Engine {
     check(kiln_engine_create_from_file_on_device(path.c_str(), backend, device, &e));
     return Engine(e);
   }
-  static Engine from_memory(const void* data, size_t size, kiln_backend backend = KILN_BACKEND_AUTO,
-                            int device = -1) {
+  static Engine from_memory(const void* data, size_t size, kiln_backend backend = KILN_BACKEND_AUTO, int device = -1) {
     kiln_engine* e = nullptr;
     check(kiln_engine_create_from_memory_on_device(data, size, backend, device, &e));
     return Engine(e);

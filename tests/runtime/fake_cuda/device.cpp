@@ -222,9 +222,14 @@ int fake_cuda_rule(const char* name) {
   FAKE_LOCK;
   const Rules& r = st().rules;
   std::string n = name;
-  return n == "async" ? r.async : n == "races" ? r.races : n == "launch_limits" ? r.launch_limits
-         : n == "capture" ? r.capture : n == "sticky" ? r.sticky : n == "modules" ? r.modules
-         : n == "context" ? r.context : -1;
+  return n == "async"           ? r.async
+         : n == "races"         ? r.races
+         : n == "launch_limits" ? r.launch_limits
+         : n == "capture"       ? r.capture
+         : n == "sticky"        ? r.sticky
+         : n == "modules"       ? r.modules
+         : n == "context"       ? r.context
+                                : -1;
 }
 
 CUresult cuInit(unsigned) { return st().init_error ? kNoDevice : 0; }
@@ -258,23 +263,56 @@ CUresult cuDeviceTotalMem_v2(size_t* bytes, int dev) {
 // The real driver's words.
 CUresult cuGetErrorString(CUresult r, const char** s) {
   switch (r) {
-    case kInvalidValue: *s = "invalid argument"; break;
-    case kOutOfMemory: *s = "out of memory"; break;
-    case kInvalidContext: *s = "invalid device context"; break;
-    case kNoBinaryForGpu: *s = "no kernel image is available for execution on the device"; break;
-    case kInvalidPtx: *s = "a PTX JIT compilation failed"; break;
-    case kUnsupportedPtxVersion: *s = "the provided PTX was compiled with an unsupported toolchain."; break;
-    case kInvalidImage: *s = "device kernel image is invalid"; break;
-    case kInvalidHandle: *s = "invalid resource handle"; break;
-    case kNotFound: *s = "named symbol not found"; break;
-    case kNotReady: *s = "device not ready"; break;
-    case kLaunchFailed: *s = "unspecified launch failure"; break;
-    case kIllegalAddress: *s = "an illegal memory access was encountered"; break;
-    case kLaunchOutOfResources: *s = "too many resources requested for launch"; break;
-    case kCaptureUnsupported: *s = "operation not permitted when stream is capturing"; break;
-    case kCaptureInvalidated: *s = "operation failed due to a previous error during capture"; break;
-    case kCaptureWrongThread: *s = "attempt to terminate a thread-local capture sequence from another thread"; break;
-    default: *s = "fake CUDA error";
+    case kInvalidValue:
+      *s = "invalid argument";
+      break;
+    case kOutOfMemory:
+      *s = "out of memory";
+      break;
+    case kInvalidContext:
+      *s = "invalid device context";
+      break;
+    case kNoBinaryForGpu:
+      *s = "no kernel image is available for execution on the device";
+      break;
+    case kInvalidPtx:
+      *s = "a PTX JIT compilation failed";
+      break;
+    case kUnsupportedPtxVersion:
+      *s = "the provided PTX was compiled with an unsupported toolchain.";
+      break;
+    case kInvalidImage:
+      *s = "device kernel image is invalid";
+      break;
+    case kInvalidHandle:
+      *s = "invalid resource handle";
+      break;
+    case kNotFound:
+      *s = "named symbol not found";
+      break;
+    case kNotReady:
+      *s = "device not ready";
+      break;
+    case kLaunchFailed:
+      *s = "unspecified launch failure";
+      break;
+    case kIllegalAddress:
+      *s = "an illegal memory access was encountered";
+      break;
+    case kLaunchOutOfResources:
+      *s = "too many resources requested for launch";
+      break;
+    case kCaptureUnsupported:
+      *s = "operation not permitted when stream is capturing";
+      break;
+    case kCaptureInvalidated:
+      *s = "operation failed due to a previous error during capture";
+      break;
+    case kCaptureWrongThread:
+      *s = "attempt to terminate a thread-local capture sequence from another thread";
+      break;
+    default:
+      *s = "fake CUDA error";
   }
   return 0;
 }
@@ -291,17 +329,42 @@ CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
   if (dev < 0 || dev >= st().device_count) return kInvalidDevice;
   const Device& d = st().dev;
   switch (attr) {
-    case 1: *v = d.max_threads; break;
-    case 2: case 3: case 4: *v = d.max_block[attr - 2]; break;
-    case 5: case 6: case 7: *v = d.max_grid[attr - 5]; break;
-    case 8: *v = d.shared_per_block; break;
-    case 10: *v = 32; break;  // warp size
-    case 12: *v = d.regs_per_block; break;
-    case 16: *v = d.sms; break;
-    case 75: *v = d.major; break;
-    case 76: *v = d.minor; break;
-    case 97: *v = d.shared_optin; break;
-    default: return kInvalidValue;
+    case 1:
+      *v = d.max_threads;
+      break;
+    case 2:
+    case 3:
+    case 4:
+      *v = d.max_block[attr - 2];
+      break;
+    case 5:
+    case 6:
+    case 7:
+      *v = d.max_grid[attr - 5];
+      break;
+    case 8:
+      *v = d.shared_per_block;
+      break;
+    case 10:
+      *v = 32;
+      break;  // warp size
+    case 12:
+      *v = d.regs_per_block;
+      break;
+    case 16:
+      *v = d.sms;
+      break;
+    case 75:
+      *v = d.major;
+      break;
+    case 76:
+      *v = d.minor;
+      break;
+    case 97:
+      *v = d.shared_optin;
+      break;
+    default:
+      return kInvalidValue;
   }
   return 0;
 }

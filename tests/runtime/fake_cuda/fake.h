@@ -45,13 +45,13 @@ enum : CUresult {
 // The rules, each switchable off with KILN_FAKE_CUDA_DISABLE=name[,name...]
 // so a test can prove it depends on the rule (tests/runtime/rule_must_fail.sh).
 struct Rules {
-  bool async = true;         // streams run on worker threads; host calls return before the work is done
-  bool races = true;         // unordered accesses of one buffer from two streams are reported
+  bool async = true;          // streams run on worker threads; host calls return before the work is done
+  bool races = true;          // unordered accesses of one buffer from two streams are reported
   bool launch_limits = true;  // per-block threads, registers, shared memory; grid limits
-  bool capture = true;       // unsafe calls during a capture fail and invalidate it
-  bool sticky = true;        // 700-class errors poison the context
-  bool modules = true;       // PTX ISA version vs the driver, CUBIN arch vs the device
-  bool context = true;       // calls need a current context
+  bool capture = true;        // unsafe calls during a capture fail and invalidate it
+  bool sticky = true;         // 700-class errors poison the context
+  bool modules = true;        // PTX ISA version vs the driver, CUBIN arch vs the device
+  bool context = true;        // calls need a current context
 };
 
 // A device's properties (cuDeviceGetAttribute); presets by FAKE_CUDA_DEVICE.
@@ -61,8 +61,8 @@ struct Device {
   int max_threads = 1024, max_block[3] = {1024, 1024, 64};
   int max_grid[3] = {2147483647, 65535, 65535};
   int regs_per_block = 65536;
-  int shared_per_block = 48 * 1024;      // without opt-in
-  int shared_optin = 227 * 1024;         // cuFuncSetAttribute's ceiling
+  int shared_per_block = 48 * 1024;  // without opt-in
+  int shared_optin = 227 * 1024;     // cuFuncSetAttribute's ceiling
   int sms = 132;
   size_t memory = size_t(80) << 30;
 };
@@ -70,9 +70,9 @@ struct Device {
 // What a module says about one kernel (CUBIN .nv.info / .nv.shared.<name>).
 struct Function {
   std::string name;
-  int registers = 0;        // 0: unknown (PTX: the JIT decides)
+  int registers = 0;  // 0: unknown (PTX: the JIT decides)
   int static_shared = 0;
-  int max_dynamic_shared;   // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (default 48 KiB - static)
+  int max_dynamic_shared;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (default 48 KiB - static)
 };
 struct Module {
   bool ptx;

@@ -52,8 +52,8 @@ void access(CUdeviceptr lo, size_t bytes, bool write, bool kernel, const Stream&
       if (a.hi <= lo || lo + bytes <= a.lo) continue;
       std::string line = "race: " + what + " on stream " + std::to_string(s.id) + " and an unordered " +
                          (a.write ? "write" : "read") + " on stream " + std::to_string(a.stream) + " of " +
-                         (al->host ? "pinned host" : "device") + " allocation +" + std::to_string(lo - start) +
-                         " (" + std::to_string(bytes) + " bytes)";
+                         (al->host ? "pinned host" : "device") + " allocation +" + std::to_string(lo - start) + " (" +
+                         std::to_string(bytes) + " bytes)";
       std::fprintf(stderr, "fake CUDA: %s\n", line.c_str());
       st().races += line + "\n";
       ++st().race_count;
@@ -206,7 +206,8 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, void* p) {
   if (CUresult e = failing("cuMemcpyHtoDAsync", kInvalidValue)) return e;
   Stream* stream = stream_of(p);
   bool pinned = is_pinned(s);
-  if (!stream->capture) log(std::string("htod ") + (pinned ? "pinned" : "pageable") + " s" + std::to_string(stream->id));
+  if (!stream->capture)
+    log(std::string("htod ") + (pinned ? "pinned" : "pageable") + " s" + std::to_string(stream->id));
   Op op = copy(d, reinterpret_cast<CUdeviceptr>(s), n);
   if (!pinned && !stream->capture) {
     const auto* b = static_cast<const uint8_t*>(s);
@@ -219,7 +220,8 @@ CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, void* p) {
   if (CUresult e = context_check()) return e;
   Stream* stream = stream_of(p);
   bool pinned = is_pinned(d);
-  if (!stream->capture) log(std::string("dtoh ") + (pinned ? "pinned" : "pageable") + " s" + std::to_string(stream->id));
+  if (!stream->capture)
+    log(std::string("dtoh ") + (pinned ? "pinned" : "pageable") + " s" + std::to_string(stream->id));
   if (CUresult e = submit(copy(reinterpret_cast<CUdeviceptr>(d), s, n), stream, lock)) return e;
   if (!pinned && !stream->capture) drain(stream, lock);  // into pageable memory: returns once done
   return 0;

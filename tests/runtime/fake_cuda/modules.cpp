@@ -169,7 +169,10 @@ CUresult cuModuleLoadData(void** out, const void* image) {
   if (!image) return kInvalidValue;
   auto m = std::make_unique<Module>();
   const auto* b = static_cast<const uint8_t*>(image);
-  m->ptx = std::memcmp(image, "\x7f" "ELF", 4) != 0;
+  m->ptx = std::memcmp(image,
+                       "\x7f"
+                       "ELF",
+                       4) != 0;
   if (m->ptx) {
     if (CUresult e = read_ptx(static_cast<const char*>(image), *m)) return e;
     ++st().ptx_loads;

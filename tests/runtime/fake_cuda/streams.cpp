@@ -36,7 +36,8 @@ void execute(const Op& op, Stream& s, Lock& lock) {
       access(op.src, op.bytes, false, false, s, "copy source");
       access(op.dst, op.bytes, true, false, s, "copy destination");
       s.time_ms += cost_ms(op);
-      const void* from = op.snapshot ? static_cast<const void*>(op.snapshot->data()) : reinterpret_cast<const void*>(op.src);
+      const void* from =
+          op.snapshot ? static_cast<const void*>(op.snapshot->data()) : reinterpret_cast<const void*>(op.src);
       std::memmove(reinterpret_cast<void*>(op.dst), from, op.bytes);
       return;
     }

@@ -38,7 +38,7 @@ typedef enum kiln_compile_status {
   KILN_COMPILE_MODEL_ERROR = 2,      /* the model cannot be read or is invalid (file, node named) */
   KILN_COMPILE_UNSUPPORTED = 3,      /* valid ONNX kiln cannot compile yet (every such node listed) */
   KILN_COMPILE_OUT_OF_MEMORY = 4,
-  KILN_COMPILE_INTERNAL_ERROR = 5    /* a kiln bug: please report it with the message */
+  KILN_COMPILE_INTERNAL_ERROR = 5 /* a kiln bug: please report it with the message */
 } kiln_compile_status;
 
 typedef struct kiln_compile_options kiln_compile_options;
@@ -67,8 +67,7 @@ KILN_COMPILER_API kiln_compile_status kiln_compile_options_set_cache_dir(kiln_co
                                                                          const char* dir);
 /* Where messages go; NULL: nowhere. */
 KILN_COMPILER_API kiln_compile_status kiln_compile_options_set_log_callback(kiln_compile_options* options,
-                                                                            kiln_compile_log_fn fn,
-                                                                            void* user_data);
+                                                                            kiln_compile_log_fn fn, void* user_data);
 
 /* Compiles the ONNX file `path` (options may be NULL: the defaults). On
  * success *plan (free with kiln_plan_bytes_free) holds *size bytes. */

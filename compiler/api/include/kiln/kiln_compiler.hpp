@@ -46,7 +46,8 @@ class Compiler {
   Compiler& on_log(std::function<void(const std::string&)> f) {
     log_ = std::make_shared<std::function<void(const std::string&)>>(std::move(f));
     return check(kiln_compile_options_set_log_callback(
-        options_.get(), [](void* user, const char* msg) { (*static_cast<std::function<void(const std::string&)>*>(user))(msg); },
+        options_.get(),
+        [](void* user, const char* msg) { (*static_cast<std::function<void(const std::string&)>*>(user))(msg); },
         log_.get()));
   }
 
