@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/name_cut.h"
+
 namespace kiln {
 
 namespace {
@@ -21,41 +23,6 @@ std::string escape(const std::string& s) {
     r += c;
   }
   return r;
-}
-
-// Whole when at most `keep` bytes, else both ends around "...": ONNX names
-// such as "/inner/encoder/layer.0/attention/self/query/MatMul" differ at
-// both ends. Cuts fall on UTF-8 character boundaries.
-std::string cut(const std::string& s, size_t keep) {
-  if (s.size() <= keep) return s;
-  auto continuation = [&](size_t i) { return (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; };
-  size_t head = (keep - 3) / 2, tail = s.size() - (keep - 3 - head);
-  while (head > 0 && continuation(head)) --head;
-  while (tail < s.size() && continuation(tail)) ++tail;
-  return s.substr(0, head) + "..." + s.substr(tail);
-}
-
-// A fused node's name joins its members' ONNX names with '+' (hundreds of
-// characters in BERT): the label shows the first and how many more, the
-// tooltip all of them, one a line.
-std::vector<std::string> split_names(const std::string& joined) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= joined.size()) {
-    size_t plus = joined.find('+', start);
-    if (plus == std::string::npos) plus = joined.size();
-    if (plus > start) parts.push_back(joined.substr(start, plus - start));
-    start = plus + 1;
-  }
-  return parts;
-}
-
-std::string short_names(const std::string& joined) {
-  std::vector<std::string> parts = split_names(joined);
-  if (parts.empty()) return "";
-  std::string s = cut(parts[0], 48);
-  if (parts.size() > 1) s += fmt::format(" + {} more", parts.size() - 1);
-  return s;
 }
 
 std::string type_str(const TensorType& ty) {
@@ -131,7 +98,7 @@ std::string key_attrs(const Node& n) {
     if (!s.empty()) s += ' ';
     s += key + "=" + attr_str(*a);
   }
-  return cut(s, 72);
+  return cut_middle(s, 72);
 }
 
 class DotWriter {
@@ -143,14 +110,14 @@ class DotWriter {
       std::string id = fresh();
       ids_[in] = id;
       out_ << fmt::format("  {} [shape=ellipse, label=\"{}\\n{}\", tooltip=\"input {}\\n{}\"];\n", id,
-                          escape(cut(in->name(), 48)), in->type().str(), escape(in->name()), in->type().str());
+                          escape(cut_middle(in->name(), 48)), in->type().str(), escape(in->name()), in->type().str());
     }
     write_nodes(g, "  ");
     for (size_t i = 0; i < g.outputs().size(); ++i) {
       std::string id = fresh();
       const std::string& name = g.outputs()[i]->name();
       out_ << fmt::format("  {} [shape=ellipse, label=\"output {}\\n{}\", tooltip=\"output {}\\n{}\\n{}\"];\n", id, i,
-                          escape(cut(name, 48)), i, escape(name), g.outputs()[i]->type().str());
+                          escape(cut_middle(name, 48)), i, escape(name), g.outputs()[i]->type().str());
       edge(g.outputs()[i], id);
     }
     // Edges last, at top level: an edge statement inside a cluster's braces
@@ -199,13 +166,14 @@ class DotWriter {
     if (!attrs.empty()) label += "\n" + attrs;
     for (size_t i = 0; i < consts.size() && i < 2; ++i) label += "\n" + consts[i];
     if (consts.size() > 2) label += fmt::format("\n+{} const", consts.size() - 2);
-    if (!n.name().empty()) label += "\nloc: " + short_names(n.name());
+    if (!n.name().empty()) label += "\nloc: " + short_joined_names(n.name());
 
     std::string tip = n.op() + "\n" + types_of(n);
-    for (const auto& [k, a] : n.attrs()) tip += "\n" + k + "=" + cut(attr_str(a), 200);
+    for (const auto& [k, a] : n.attrs()) tip += "\n" + k + "=" + cut_middle(attr_str(a), 200);
     tip += const_tips;
-    for (const std::string& name : split_names(n.name())) tip += "\nloc: " + name;
-    out_ << indent << fmt::format("{} [label=\"{}\", tooltip=\"{}\"];\n", id, escape(cut(label, 400)), escape(tip));
+    for (const std::string& name : split_joined_names(n.name())) tip += "\nloc: " + name;
+    out_ << indent
+         << fmt::format("{} [label=\"{}\", tooltip=\"{}\"];\n", id, escape(cut_middle(label, 400)), escape(tip));
   }
 
   void write_nodes(const Graph& g, const std::string& indent) {
@@ -219,7 +187,7 @@ class DotWriter {
         // later nodes read. Only these nodes are declared inside the braces.
         const Graph& body = *n.body();
         std::string kind = n.attrs().get_string("kind", "");
-        std::vector<std::string> names = split_names(n.name());
+        std::vector<std::string> names = split_joined_names(n.name());
         std::string tip = fmt::format("{} ({}), {} nodes", n.op(), kind, body.nodes().size());
         for (const std::string& name : names) tip += "\n" + name;
         out_ << indent << "subgraph cluster_" << id << " {\n"
@@ -233,7 +201,8 @@ class DotWriter {
           if (ids_.count(o)) ids_[body.inputs()[i]] = ids_[o];
         }
         write_nodes(body, indent + "  ");
-        std::string label = fmt::format("{}\n{}", n.name().empty() ? n.op() : short_names(n.name()), types_of(n));
+        std::string label =
+            fmt::format("{}\n{}", n.name().empty() ? n.op() : short_joined_names(n.name()), types_of(n));
         out_ << indent
              << fmt::format("  {} [label=\"{}\", tooltip=\"{}\", style=filled, fillcolor=\"#dde8f5\"];\n", id,
                             escape(label), escape(tip + "\n" + types_of(n)));
