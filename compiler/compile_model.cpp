@@ -38,6 +38,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   const auto t0 = std::chrono::steady_clock::now();
   ImportOptions io;
   io.input_shapes = o.input_shapes;
+  io.batch = o.batch;
   ImportResult imported = import_checked(source, io);
   Graph& g = *imported.graph;
   res.import_ms = ms_since(t0);

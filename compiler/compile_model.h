@@ -33,6 +33,7 @@ struct CompileModelOptions {
   // Target, precision, passes, --print-ir-*, --dump-dir, kernel cache, --stats.
   CompileOptions build;
   std::map<std::string, Shape> input_shapes;  // --shapes: names must be model inputs
+  int64_t batch = 0;                          // --batch N: the batch dim of every input that has one (0: the model's)
   TuningOptions tuning;                       // --tune / --tuning-cache (inactive: emitters' defaults)
   bool print_final_ir = false;                // the optimized graph to ir_out (--print-ir)
   std::ostream* ir_out = nullptr;             // null: std::cout

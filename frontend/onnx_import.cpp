@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "frontend/batch_dim.h"
 #include "frontend/import_context.h"
 #include "frontend/op_versions.h"
 #include "frontend/tensor_proto.h"
@@ -711,6 +712,16 @@ ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base
   coded.SetRecursionLimit(3 * limits().max_subgraph_depth + 64);
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
     fail("{}: not a valid ONNX model (protobuf parse failed: truncated, damaged or not protobuf at all)", display_name);
+  if (opts.batch > 0) {
+    // The batch dims are read from the model just parsed, not from a second
+    // parse of the file (BERT-base's is 440 MB).
+    ImportOptions batched = opts;
+    for (auto& [name, shape] : batch_input_shapes(model.graph(), opts.batch, opts.input_shapes, display_name))
+      batched.input_shapes[name] = shape;
+    batched.override_fixed_dims = true;
+    Importer imp(model, base_dir, display_name, batched);
+    return imp.run();
+  }
   Importer imp(model, base_dir, display_name, opts);
   return imp.run();
 }

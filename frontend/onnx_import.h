@@ -38,6 +38,9 @@ struct ImportOptions {
   // input_shapes may change dims the model fixes (kiln bench --batch on a
   // model exported at batch 1); the declared output dims are then not checked.
   bool override_fixed_dims = false;
+  // --batch N (> 0): every input with a batch dim first gets N there
+  // (frontend/batch_dim.h); implies override_fixed_dims. 0: the model's own.
+  int64_t batch = 0;
 };
 
 struct ImportResult {

@@ -1,7 +1,6 @@
 #include "tools/kiln/bench.h"
 
 #include <CLI/CLI.hpp>
-#include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <chrono>
@@ -41,37 +40,6 @@ double process_cpu_ms() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
-}
-
-// --batch N: every input whose first dim is a batch dim (a dim_param, unknown,
-// or 1) gets shape [N, rest...]; inputs --shapes names keep theirs.
-void apply_batch(const std::string& path, int batch, ImportOptions& io) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open file", path);
-  onnx::ModelProto m;
-  if (!m.ParseFromIstream(&in)) fail("{}: not a valid ONNX model (protobuf parse failed)", path);
-  std::set<std::string> inits;
-  for (const auto& t : m.graph().initializer()) inits.insert(t.name());
-  int rewritten = 0;
-  for (const auto& vi : m.graph().input()) {
-    if (inits.count(vi.name()) || io.input_shapes.count(vi.name())) continue;
-    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) continue;
-    const auto& shape = vi.type().tensor_type().shape();
-    if (shape.dim_size() == 0) continue;
-    const auto& d0 = shape.dim(0);
-    if (d0.has_dim_value() && d0.dim_value() != 1) continue;
-    Shape s{batch};
-    for (int i = 1; i < shape.dim_size(); ++i) {
-      const auto& d = shape.dim(i);
-      if (!d.has_dim_value() || d.dim_value() < 0)
-        fail("--batch: input \"{}\" dim {} is not fixed; set the full shape with --shapes", vi.name(), i);
-      s.push_back(d.dim_value());
-    }
-    io.input_shapes[vi.name()] = s;
-    ++rewritten;
-  }
-  if (!rewritten) fail("--batch: no input of {} has a batch dim first (a symbolic dim or 1)", path);
-  io.override_fixed_dims = true;
 }
 
 struct ProfileRow {
@@ -152,9 +120,7 @@ CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
       ->required()
       ->group("Model");
   cmd->add_option("--shapes", o.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
-  cmd->add_option("--batch", o.batch, "Batch size: rewrites the first dim of inputs whose first dim is the batch")
-      ->check(CLI::PositiveNumber)
-      ->group("Model");
+  add_batch_flag(cmd, o.batch);
   cmd->add_option("--backend", o.backend,
                   "Backend: ref (CPU reference), sim (generated kernels on the CPU simulator); plans also auto "
                   "(default for plans: the GPU when usable, else ref) and gpu")
@@ -184,7 +150,7 @@ int run_bench(BenchOptions& o) {
   auto t0 = Clock::now();
   ImportOptions io;
   io.input_shapes = parse_shapes_flag(o.shapes);
-  if (o.batch > 0) apply_batch(o.model, o.batch, io);
+  io.batch = o.batch;
   ImportResult r = import_checked(ModelSource::file(o.model), io);
   // Before the passes: a Gather fused away still bounds the ids it reads.
   std::map<std::string, int64_t> bounds = index_bounds(*r.graph);

@@ -34,6 +34,7 @@ CLI::App* register_compile(CLI::App& app, CompileCommand& c) {
   auto* cmd = app.add_subcommand("compile", "Import an ONNX model and optimise it");
   cmd->add_option("model", c.model, "Model file (.onnx)")->required()->group("Model");
   cmd->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
+  add_batch_flag(cmd, c.batch);
   cmd->add_option("--json", c.json_out, "Write the compile report as JSON")->group("Reporting");
   cmd->add_option("-o,--output", c.plan_out, "Write a plan file for the runtime (MODEL.plan)")->group("Model");
   cmd->add_flag("--print-ir", c.print_final, "Print the final IR to stdout")->group("Reporting");
@@ -49,6 +50,7 @@ int run_compile(CompileCommand& c) {
   o.tuning = c.tuning;
   o.print_final_ir = c.print_final;
   o.write_plan = !c.plan_out.empty();
+  o.batch = c.batch;
   o.log = [](const std::string& text) { std::cerr << text; };
   // One stderr progress line per step, shown as kiln's other long steps are.
   std::map<std::string, std::unique_ptr<Progress>> shown;

@@ -32,6 +32,7 @@ CLI::App* register_run(CLI::App& app, RunCommand& c) {
   auto* run = app.add_subcommand("run", "Compile a model (or load a plan) and run it on a backend");
   run->add_option("model", c.model, "Model file (.onnx) or plan (.plan)")->required()->group("Model");
   run->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
+  add_batch_flag(run, c.batch);
   run->add_option("--backend", c.backend,
                   "Backend: ref, sim (generated kernels on the CPU simulator); plans also auto (default: the GPU "
                   "when usable, else ref) and gpu")
@@ -69,6 +70,7 @@ int run_run(RunCommand& c) {
   std::string ort_exe = c.compare.empty() ? "" : ort_python();  // a missing ORT fails before the compile
   ImportOptions io;
   io.input_shapes = parse_shapes_flag(c.shapes);
+  io.batch = c.batch;
   ImportResult r = import_onnx_file(c.model, io);
   std::vector<std::string> names;
   for (const Value* v : r.graph->inputs()) names.push_back(v->name());

@@ -20,6 +20,7 @@ struct ConformanceOptions;
 // kiln compile MODEL.onnx [-o MODEL.plan]
 struct CompileCommand {
   std::string model, shapes, json_out, plan_out;
+  int batch = 0;  // --batch N (0: the model's own)
   bool print_final = false;
   CompileOptions copts;
   TuningOptions tuning;
@@ -33,6 +34,7 @@ struct RunCommand {
   std::string compare;  // --compare ort
   std::vector<std::string> input_ranges;
   int iterations = 1;
+  int batch = 0;  // --batch N (0: the model's own)
   CompileOptions copts;
 };
 CLI::App* register_run(CLI::App& app, RunCommand& c);

@@ -67,6 +67,14 @@ void add_compile_flags(CLI::App* cmd, CompileOptions& o) {
   cmd->add_flag("--stats", o.stats, "Reporting: per-pass statistics (changed, time, node counts)")->group("Reporting");
 }
 
+void add_batch_flag(CLI::App* cmd, int& batch) {
+  cmd->add_option("--batch", batch,
+                  "Batch size: sets the first dim of every input whose first dim is a batch dim (symbolic or 1); "
+                  "--shapes wins for the inputs it names")
+      ->check(CLI::PositiveNumber)
+      ->group("Model");
+}
+
 void add_tuning_flags(CLI::App* cmd, TuningOptions& o) {
   cmd->add_flag("--tune", o.tune,
                 "Build: time GEMM tile candidates on the GPU for the problems the tuning cache lacks, store the "
