@@ -41,8 +41,9 @@ struct CompileModelOptions {
   // Messages a person reads (the --stats tables, the kernels line, the tuning
   // line, the summary), each one or more whole lines ending in '\n'. May be empty.
   std::function<void(const std::string&)> log;
-  // Long steps ("kernels compiled"): called from the compiling threads with
-  // (step, done, total). May be empty.
+  // Long steps, with (step, done, total): "nodes imported" (per ONNX node),
+  // "passes run" (per pass) and "kernels compiled" (from the compiling
+  // threads). May be empty.
   std::function<void(const std::string& step, int done, int total)> progress;
 };
 

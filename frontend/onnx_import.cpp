@@ -651,9 +651,13 @@ ImportResult Importer::run() {
   import_inputs();
   for (const auto& node : model_.graph().node())
     for (const auto& o : node.output()) onnx_outputs_.insert(o);
+  const int total_nodes = model_.graph().node_size();
+  int done = 0;
+  if (opts_.progress) opts_.progress(0, total_nodes);  // the step starts
   for (const auto& node : model_.graph().node()) {
     if (opts_.problems) import_node_collecting(node);
     else import_node(node);
+    if (opts_.progress) opts_.progress(++done, total_nodes);
   }
   check_declared_types();
 

@@ -19,6 +19,7 @@
 #include "ir/error.h"
 #include "tools/kiln/bench_plan.h"
 #include "tools/kiln/compile_flags.h"
+#include "tools/kiln/compile_messages.h"
 #include "tools/kiln/inspect.h"
 #include "tools/kiln/inspect_plan.h"
 #include "tools/kiln/output_paths.h"
@@ -151,9 +152,12 @@ int run_bench(BenchOptions& o) {
   ImportOptions io;
   io.input_shapes = parse_shapes_flag(o.shapes);
   io.batch = o.batch;
+  StderrCompileMessages messages(o.compile.show_progress);
+  messages.attach(io, o.compile);
   ImportResult r = import_checked(ModelSource::file(o.model), io);
   // Before the passes: a Gather fused away still bounds the ids it reads.
   std::map<std::string, int64_t> bounds = index_bounds(*r.graph);
+  auto t_imported = Clock::now();
   CompileReport rep = compile_graph(*r.graph, o.compile);
   const Graph& g = *r.graph;
   auto t_compiled = Clock::now();
@@ -224,8 +228,9 @@ int run_bench(BenchOptions& o) {
     std::cout << (i ? ", " : "") << g.inputs()[i]->name() << " " << g.inputs()[i]->type().str();
   std::cout << "\n";
   std::cout << fmt::format("Backend: {} ({})\n", o.backend, backend_description(o.backend));
-  std::cout << fmt::format("Build: {:.1f} ms import + passes, {:.1f} ms backend setup\n", ms_between(t0, t_compiled),
-                           build_ms);
+  std::cout << fmt::format("Build: import {:.1f} ms, passes {:.1f} ms, backend setup {:.1f} ms{}\n",
+                           ms_between(t0, t_imported), ms_between(t_imported, t_compiled), build_ms,
+                           o.backend == "sim" ? " (kernels built for the simulator by the host compiler)" : "");
   std::cout << fmt::format("Warm-up: {} runs, {:.1f} ms\n", t.warmup_runs, t.warmup_ms);
   std::cout << "=== Performance summary ===\n";
   std::cout << fmt::format("Throughput: {:.3f} qps ({:.3f} samples/s at batch {})\n", qps, qps * double(batch), batch);

@@ -5,16 +5,13 @@
 
 #include <fstream>
 #include <iostream>
-#include <map>
-#include <memory>
-#include <mutex>
 
 #include "compiler/compile_model.h"
-#include "compiler/progress.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/compile_flags.h"
+#include "tools/kiln/compile_messages.h"
 #include "tools/kiln/output_paths.h"
 
 namespace kiln {
@@ -51,20 +48,8 @@ int run_compile(CompileCommand& c) {
   o.print_final_ir = c.print_final;
   o.write_plan = !c.plan_out.empty();
   o.batch = c.batch;
-  o.log = [](const std::string& text) { std::cerr << text; };
-  // One stderr progress line per step, shown as kiln's other long steps are.
-  std::map<std::string, std::unique_ptr<Progress>> shown;
-  std::mutex shown_mu;
-  o.progress = [&](const std::string& step, int done, int total) {
-    Progress* p;
-    {
-      std::lock_guard<std::mutex> lock(shown_mu);
-      auto& slot = shown[step];
-      if (!slot) slot = std::make_unique<Progress>(step);
-      p = slot.get();
-    }
-    p->update(done, total);
-  };
+  StderrCompileMessages messages(c.copts.show_progress);  // log lines and progress on stderr
+  messages.attach(o);
   CompileResult r = compile_model(ModelSource::file(c.model), o);
   if (!c.json_out.empty()) write_text_file(c.json_out, r.report.dump(2) + "\n");
   if (!c.plan_out.empty()) {
