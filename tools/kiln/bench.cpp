@@ -22,6 +22,7 @@
 #include "tools/kiln/compile_messages.h"
 #include "tools/kiln/inspect.h"
 #include "tools/kiln/inspect_plan.h"
+#include "tools/kiln/onnx_to_plan.h"
 #include "tools/kiln/output_paths.h"
 #include "compiler/plan_sniff.h"
 #include "compiler/progress.h"
@@ -122,9 +123,10 @@ CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
       ->group("Model");
   cmd->add_option("--shapes", o.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
   add_batch_flag(cmd, o.batch);
+  add_save_engine_flag(cmd, o.save_engine);
   cmd->add_option("--backend", o.backend,
-                  "Backend: ref (CPU reference), sim (generated kernels on the CPU simulator); plans also auto "
-                  "(default for plans: the GPU when usable, else ref) and gpu")
+                  "Backend: ref (CPU reference), sim (generated kernels on the CPU simulator); plans and GPU targets "
+                  "also auto (their default: the GPU when usable, else ref) and gpu")
       ->check(CLI::IsMember({"auto", "ref", "sim", "gpu"}))
       ->group("Runtime");
   add_input_flags(cmd, o.inputs, o.input_ranges);
@@ -141,13 +143,28 @@ CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
 }
 
 int run_bench(BenchOptions& o) {
-  if (is_plan_file(o.model)) return run_bench_plan(o);
+  // (--batch and --shapes with a plan are refused in main, with the other compile flags.)
+  if (is_plan_file(o.model)) return run_bench_plan(o, PlanSource{o.model});
+  if (runs_through_plan(o.compile.pass.target, o.save_engine)) {
+    // As trtexec --onnx: build the plan (saved when asked) and time it
+    // through the runtime, as `kiln bench MODEL.plan` would.
+    if (o.backend.empty()) o.backend = "auto";
+    if (o.compile.pass.target.rfind("sm_", 0) != 0 && (o.backend == "gpu" || o.backend == "sim"))
+      fail("{}: --backend {} runs a plan's GPU kernels and --target {} builds none: add --target sm_XX", o.model,
+           o.backend, o.compile.pass.target);
+    CompileModelOptions co;
+    co.build = o.compile;
+    co.input_shapes = parse_shapes_flag(o.shapes);
+    co.batch = o.batch;
+    CompileResult built = compile_to_plan(o.model, co, o.save_engine);
+    return run_bench_plan(o, PlanSource{o.model, &built.plan}, &built);
+  }
   if (o.backend.empty() || o.backend == "auto") o.backend = "ref";
   if (o.backend == "gpu")
     fail(
-        "{}: --backend gpu benchmarks plans: kiln compile {} --target sm_XX -o MODEL.plan, then kiln bench "
-        "MODEL.plan",
-        o.model, o.model);
+        "{}: --backend gpu runs GPU kernels and --target {} builds none: add --target sm_XX (kiln doctor names "
+        "this GPU's arch)",
+        o.model, o.compile.pass.target);
   auto t0 = Clock::now();
   ImportOptions io;
   io.input_shapes = parse_shapes_flag(o.shapes);

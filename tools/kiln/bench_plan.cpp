@@ -15,6 +15,7 @@
 #include "tools/kiln/bench.h"
 #include "tools/kiln/doctor.h"
 #include "tools/kiln/output_paths.h"
+#include "tools/kiln/onnx_to_plan.h"
 #include "tools/kiln/plan_sim.h"
 #include "tools/kiln/run_inputs.h"
 
@@ -48,17 +49,12 @@ struct Profile {
 
 }  // namespace
 
-int run_bench_plan(const BenchOptions& o) {
-  if (o.batch > 0 || !o.shapes.empty())
-    fail(
-        "{}: a plan's shapes are fixed when it is compiled; --batch/--shapes apply to .onnx models (recompile "
-        "with kiln compile --shapes ... -o MODEL.plan)",
-        o.model);
+int run_bench_plan(const BenchOptions& o, const PlanSource& source, const CompileResult* built) {
   const std::string backend = o.backend.empty() ? "auto" : o.backend;
   auto t0 = Clock::now();
   // The plan's graph, through the runtime's reader: node names for the
   // profile, the launch list for sim.
-  plan::Plan p = plan::read_plan_file(o.model);
+  plan::Plan p = source.read();
   std::unique_ptr<Graph> g = plan::load_graph(p, o.model);
   std::vector<const Node*> nodes;
   for (const auto& n : g->nodes()) nodes.push_back(n.get());
@@ -99,7 +95,7 @@ int run_bench_plan(const BenchOptions& o) {
                          ? KILN_BACKEND_CPU
                          : (fail("unknown backend '{}' for a plan (auto, gpu, ref, sim)", backend), KILN_BACKEND_AUTO);
     try {
-      engine = std::make_unique<Engine>(Engine::from_file(o.model, b));
+      engine = std::make_unique<Engine>(source.load(b));
       on_gpu = engine->backend() == KILN_BACKEND_GPU;
       ran = on_gpu ? "gpu" : "ref";
       info = engine->info();
@@ -163,9 +159,10 @@ int run_bench_plan(const BenchOptions& o) {
   double qps = double(o.iterations) / (t.wall_ms / 1e3);
 
   std::cout << "=== Model ===\n";
-  std::cout << fmt::format("Plan: {} (kiln {}, target {}, precision {}, {} GPU kernels)\n", o.model,
-                           p.meta.kiln_version, p.meta.target, p.meta.precision,
-                           p.meta.gpu_kernels ? std::to_string(p.kernels.size()) : "no");
+  std::cout << fmt::format("Plan: {}{} (kiln {}, target {}, precision {}, {} GPU kernels)\n",
+                           built ? "built in memory from " : "", o.model, p.meta.kiln_version, p.meta.target,
+                           p.meta.precision, p.meta.gpu_kernels ? std::to_string(p.kernels.size()) : "no");
+  if (built) std::cout << "Build: " << build_times(*built) << "\n";
   std::cout << "Inputs: ";
   for (size_t i = 0; i < g->inputs().size(); ++i)
     std::cout << (i ? ", " : "") << g->inputs()[i]->name() << " " << g->inputs()[i]->type().str();
@@ -212,6 +209,7 @@ int run_bench_plan(const BenchOptions& o) {
   if (!o.json_path.empty()) {
     nlohmann::json j = {{"model", o.model},
                         {"plan", true},
+                        {"compiled_in_memory", built != nullptr},
                         {"backend", ran},
                         {"backend_kind", on_gpu ? "gpu" : "cpu"},
                         {"backend_info", info},
@@ -226,6 +224,7 @@ int run_bench_plan(const BenchOptions& o) {
                         {"host_cpu_ms", stats_json(H)},
                         {"latency_samples_ms", t.latency_ms},
                         {"total_walltime_ms", t.wall_ms}};
+    if (built) j["build_ms"] = build_times_json(*built);
     j["gpu_compute_ms"] = on_gpu ? stats_json(G) : nlohmann::json(nullptr);
     if (on_gpu) j["gpu_compute_samples_ms"] = gpu;
     if (o.profile) {

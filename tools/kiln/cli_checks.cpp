@@ -47,7 +47,8 @@ void reject_compile_flags_for_plan(const CLI::App& cmd, const std::string& plan_
                                              "--no-verify-each",
                                              "--no-kernel-cache",
                                              "--cache-dir",
-                                             "--stats"};
+                                             "--stats",
+                                             "--save-engine"};
   std::vector<std::string> given;
   for (const char* name : kCompileOnly) {
     const CLI::Option* o = cmd.get_option_no_throw(name);

@@ -3,7 +3,6 @@
 // is compiler/compile_model.h's; this file only maps flags and output.
 #include <CLI/CLI.hpp>
 
-#include <fstream>
 #include <iostream>
 
 #include "compiler/compile_model.h"
@@ -12,20 +11,10 @@
 #include "tools/kiln/commands.h"
 #include "tools/kiln/compile_flags.h"
 #include "tools/kiln/compile_messages.h"
+#include "tools/kiln/onnx_to_plan.h"
 #include "tools/kiln/output_paths.h"
 
 namespace kiln {
-
-namespace {
-
-void write_plan_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail("{}: cannot write plan file", path);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!out) fail("{}: write failed", path);
-}
-
-}  // namespace
 
 CLI::App* register_compile(CLI::App& app, CompileCommand& c) {
   auto* cmd = app.add_subcommand("compile", "Import an ONNX model and optimise it");
@@ -52,12 +41,7 @@ int run_compile(CompileCommand& c) {
   messages.attach(o);
   CompileResult r = compile_model(ModelSource::file(c.model), o);
   if (!c.json_out.empty()) write_text_file(c.json_out, r.report.dump(2) + "\n");
-  if (!c.plan_out.empty()) {
-    write_plan_bytes(c.plan_out, r.plan);
-    std::cerr << fmt::format("{}: plan written; GPU kernels: {}\n", c.plan_out,
-                             r.plan_gpu_kernels ? fmt::format("{} for {}", r.plan_gpu_kernels, r.plan_target)
-                                                : "none (" + r.no_gpu_reason + ")");
-  }
+  if (!c.plan_out.empty()) save_plan(c.plan_out, r);
   return 0;
 }
 
