@@ -110,14 +110,14 @@ class DotWriter {
       std::string id = fresh();
       ids_[in] = id;
       out_ << fmt::format("  {} [shape=ellipse, label=\"{}\\n{}\", tooltip=\"input {}\\n{}\"];\n", id,
-                          escape(cut_middle(in->name(), 48)), in->type().str(), escape(in->name()), in->type().str());
+                          escape(cut_name(in->name(), 48)), in->type().str(), escape(in->name()), in->type().str());
     }
     write_nodes(g, "  ");
     for (size_t i = 0; i < g.outputs().size(); ++i) {
       std::string id = fresh();
       const std::string& name = g.outputs()[i]->name();
       out_ << fmt::format("  {} [shape=ellipse, label=\"output {}\\n{}\", tooltip=\"output {}\\n{}\\n{}\"];\n", id, i,
-                          escape(cut_middle(name, 48)), i, escape(name), g.outputs()[i]->type().str());
+                          escape(cut_name(name, 48)), i, escape(name), g.outputs()[i]->type().str());
       edge(g.outputs()[i], id);
     }
     // Edges last, at top level: an edge statement inside a cluster's braces

@@ -17,6 +17,7 @@
 #include "backends/reference/executor.h"
 #include "compiler/import_checked.h"
 #include "ir/error.h"
+#include "ir/name_cut.h"
 #include "tools/kiln/bench_plan.h"
 #include "tools/kiln/compile_flags.h"
 #include "tools/kiln/compile_messages.h"
@@ -268,9 +269,10 @@ int run_bench(BenchOptions& o) {
                              o.backend == "sim" ? "kernels" : "nodes", o.iterations);
     std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12} {:>10} {:>7}\n", o.backend == "sim" ? "Kernel" : "Node", "Op",
                              "Calls", "Total (ms)", "Avg (ms)", "%");
-    // Fused nodes are named after all their members: shortened in the table,
-    // whole in the JSON.
-    auto shorten = [](const std::string& s) { return s.size() <= 48 ? s : s.substr(0, 45) + "..."; };
+    // Fused nodes are named after all their members and ONNX names are long
+    // paths: the table keeps the first member's distinguishing parts
+    // (ir/name_cut.h), the JSON the whole name.
+    auto shorten = [](const std::string& s) { return short_joined_names(s, 0, 48); };
     for (const ProfileRow& p : rows)
       std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12.3f} {:>10.4f} {:>6.1f}%\n", shorten(p.name), p.op, p.calls,
                                p.total_ms, p.total_ms / double(p.calls),

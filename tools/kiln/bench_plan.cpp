@@ -9,6 +9,7 @@
 
 #include "backends/reference/executor.h"
 #include "ir/error.h"
+#include "ir/name_cut.h"
 #include "kiln/kiln.hpp"
 #include "runtime/plan_format.h"
 #include "runtime/plan_graph.h"
@@ -197,7 +198,8 @@ int run_bench_plan(const BenchOptions& o, const PlanSource& source, const Compil
       std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12} {:>10} {:>7}\n",
                                profile_unit == "kernels" ? "Kernel" : "Node", "Op", "Calls", "Total (ms)", "Avg (ms)",
                                "%");
-      auto shorten = [](const std::string& s) { return s.size() <= 48 ? s : s.substr(0, 45) + "..."; };
+      // The first member's distinguishing parts (ir/name_cut.h); the JSON has the whole name.
+      auto shorten = [](const std::string& s) { return short_joined_names(s, 0, 48); };
       for (const ProfileRow& r : rows)
         std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12.3f} {:>10.4f} {:>6.1f}%\n", shorten(r.name), r.op, r.calls,
                                  r.total_ms, r.total_ms / double(r.calls),
