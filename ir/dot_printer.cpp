@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
@@ -144,7 +145,9 @@ class DotWriter {
 
   // Label: op, result types, key attributes, constant operand shapes, the
   // ONNX name(s) it came from, all kept short. Tooltip: everything in full.
-  void write_node(const Node& n, const std::string& id, const std::string& indent) {
+  // Inside a fused cluster the names are left to the tooltips (the cluster's
+  // lists them all): BERT-base's picture is a third narrower without them.
+  void write_node(const Node& n, const std::string& id, const std::string& indent, bool in_fused_body) {
     std::vector<std::string> consts;
     std::string const_tips;
     for (Value* v : n.inputs()) {
@@ -166,7 +169,7 @@ class DotWriter {
     if (!attrs.empty()) label += "\n" + attrs;
     for (size_t i = 0; i < consts.size() && i < 2; ++i) label += "\n" + consts[i];
     if (consts.size() > 2) label += fmt::format("\n+{} const", consts.size() - 2);
-    if (!n.name().empty()) label += "\nloc: " + short_joined_names(n.name());
+    if (!n.name().empty() && !in_fused_body) label += "\nloc: " + short_joined_names(n.name());
 
     std::string tip = n.op() + "\n" + types_of(n);
     for (const auto& [k, a] : n.attrs()) tip += "\n" + k + "=" + cut_middle(attr_str(a), 200);
@@ -176,7 +179,20 @@ class DotWriter {
          << fmt::format("{} [label=\"{}\", tooltip=\"{}\"];\n", id, escape(cut_middle(label, 400)), escape(tip));
   }
 
-  void write_nodes(const Graph& g, const std::string& indent) {
+  // What a fused kernel does, in its body's op names: "matmul+add+gelu (3
+  // ops)"; after four distinct ops, "+...". Its members' ONNX names are in
+  // the tooltip.
+  static std::string kernel_summary(const Graph& body) {
+    std::vector<std::string> ops;
+    for (const auto& np : body.nodes())
+      if (std::find(ops.begin(), ops.end(), np->op()) == ops.end()) ops.push_back(np->op());
+    std::string s;
+    for (size_t i = 0; i < ops.size() && i < 4; ++i) s += (i ? "+" : "") + ops[i];
+    if (ops.size() > 4) s += "+...";
+    return fmt::format("{} ({} op{})", s, body.nodes().size(), body.nodes().size() == 1 ? "" : "s");
+  }
+
+  void write_nodes(const Graph& g, const std::string& indent, bool in_fused_body = false) {
     for (const auto& np : g.nodes()) {
       const Node& n = *np;
       std::string id = fresh();
@@ -200,9 +216,8 @@ class DotWriter {
           alias_[body.inputs()[i]] = o;
           if (ids_.count(o)) ids_[body.inputs()[i]] = ids_[o];
         }
-        write_nodes(body, indent + "  ");
-        std::string label =
-            fmt::format("{}\n{}", n.name().empty() ? n.op() : short_joined_names(n.name()), types_of(n));
+        write_nodes(body, indent + "  ", true);
+        std::string label = fmt::format("{}\n{}", kernel_summary(body), types_of(n));
         out_ << indent
              << fmt::format("  {} [label=\"{}\", tooltip=\"{}\", style=filled, fillcolor=\"#dde8f5\"];\n", id,
                             escape(label), escape(tip + "\n" + types_of(n)));
@@ -211,7 +226,7 @@ class DotWriter {
         for (Value* o : n.outputs()) ids_[o] = id;
         continue;
       }
-      write_node(n, id, indent);
+      write_node(n, id, indent, in_fused_body);
       for (Value* v : n.inputs())
         if (v && !outer(v)->is_constant()) edge(v, id);
       for (Value* o : n.outputs()) ids_[o] = id;
