@@ -22,7 +22,9 @@ CLI::App* register_compile(CLI::App& app, CompileCommand& c) {
   cmd->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
   add_batch_flag(cmd, c.batch);
   cmd->add_option("--json", c.json_out, "Write the compile report as JSON")->group("Reporting");
-  cmd->add_option("-o,--output", c.plan_out, "Write a plan file for the runtime (MODEL.plan)")->group("Model");
+  cmd->add_option("-o,--output", c.plan_out, "Write a plan file for the runtime (MODEL.plan)")
+      ->check(refuse_ort_level, "FILE")
+      ->group("Model");
   cmd->add_flag("--print-ir", c.print_final, "Print the final IR to stdout")->group("Reporting");
   add_compile_flags(cmd, c.copts);
   add_tuning_flags(cmd, c.tuning);

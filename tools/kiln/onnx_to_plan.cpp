@@ -10,20 +10,20 @@
 
 namespace kiln {
 
+std::string refuse_ort_level(const std::string& v) {
+  for (const char* level : {"0", "1", "2", "99"})
+    if (v == level)
+      return fmt::format(
+          "'{}' is not a plan file name: -o writes the plan (as kiln compile -o); onnxruntime_perf_test's -o LEVEL "
+          "is --no-opt (0) or the default pipeline here",
+          v);
+  return "";
+}
+
 void add_save_engine_flag(CLI::App* cmd, std::string& path) {
   cmd->add_option("-o,--save-engine,--saveEngine", path,
                   "Write the plan this command builds (as kiln compile -o; then kiln run|bench FILE runs it)")
-      ->check(
-          [](const std::string& v) -> std::string {
-            for (const char* level : {"0", "1", "2", "99"})
-              if (v == level)
-                return fmt::format(
-                    "'{}' is not a plan file name: -o writes the plan (as kiln compile -o); onnxruntime_perf_test's "
-                    "-o LEVEL is --no-opt (0) or the default pipeline here",
-                    v);
-            return "";
-          },
-          "FILE")
+      ->check(refuse_ort_level, "FILE")
       ->group("Model");
 }
 

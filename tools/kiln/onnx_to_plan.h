@@ -22,6 +22,8 @@ namespace kiln {
 // bytes) and trtexec's own spelling --saveEngine. A bare number (0, 1, 2,
 // 99) is refused: it is onnxruntime_perf_test's `-o LEVEL`, not a file.
 void add_save_engine_flag(CLI::App* cmd, std::string& path);
+// The check behind that refusal, also on kiln compile's -o: "" or the message.
+std::string refuse_ort_level(const std::string& value);
 
 // Whether `kiln run|bench MODEL.onnx` goes through a plan: the target is a
 // GPU's (sm_XX, however --target was given or resolved) or a plan is to be saved.
