@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "backends/plan_sim.h"
 #include "backends/reference/executor.h"
 #include "ir/error.h"
 #include "ir/name_cut.h"
@@ -17,7 +18,6 @@
 #include "tools/kiln/doctor.h"
 #include "tools/kiln/output_paths.h"
 #include "tools/kiln/onnx_to_plan.h"
-#include "tools/kiln/plan_sim.h"
 #include "tools/kiln/run_inputs.h"
 
 namespace kiln {
