@@ -337,6 +337,7 @@ graph @ws(%x: f32[64,64]) -> (f32[64,64]) {
   // Overlapping a live value is caught.
   MemoryPlan bad = p;
   bad.workspaces[0].offset = plan_of(p, *g, "a").offset;
+  bad.workspaces[0].size = 256;  // inside the arena: only the overlap is wrong
   EXPECT_THROW(bad.validate(), Error);
   bad = p;
   bad.workspaces[0].offset = p.arena_bytes;  // outside the arena
