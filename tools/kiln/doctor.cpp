@@ -109,8 +109,12 @@ int run_doctor(const DoctorOptions& o) {
   if (have_nvrtc) {
 #ifdef KILN_HAVE_SIM_BACKEND
     const codegen::NvrtcLibrary& n = codegen::nvrtc_library();
-    std::cout << fmt::format("NVRTC: {}, version {}.{}\n", n.path, n.major, n.minor);
-    j["nvrtc"] = {{"found", true}, {"path", n.path}, {"version", fmt::format("{}.{}", n.major, n.minor)}};
+    std::cout << fmt::format("NVRTC: {}, version {}.{}{}\n", n.path, n.major, n.minor,
+                             n.builtins_path.empty() ? "" : ", builtins " + n.builtins_path);
+    j["nvrtc"] = {{"found", true},
+                  {"path", n.path},
+                  {"version", fmt::format("{}.{}", n.major, n.minor)},
+                  {"builtins", n.builtins_path}};
 #endif
   } else {
     std::cout << "NVRTC: unavailable (kiln compile --target sm_XX needs it; running plans does not): " << nvrtc_why
