@@ -1,5 +1,6 @@
 #include "compiler/plan_writer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -16,6 +17,7 @@
 #include "codegen/nvrtc/nvrtc_compiler.h"
 #include "codegen/emitter_table.h"
 #include "codegen/launch_fit.h"
+#include "codegen/nvrtc/nvrtc_library.h"
 #endif
 
 namespace kiln {
@@ -244,6 +246,12 @@ void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, 
     const plan::Kernel& k = p.kernels[s.kernel];
     check_launch_fits(s, *step_node[i], k.source, k.name, &k, o);
   }
+  // The oldest driver that loads this code: NVRTC's CUDA major release for
+  // the CUBINs (CUDA minor version compatibility covers CUBINs only), the
+  // release of the PTX's ISA for the PTX (the JIT needs a driver that knows it).
+  p.meta.cubin_driver_version = codegen::nvrtc_library().major * 1000;
+  for (const plan::Kernel& k : p.kernels)
+    p.meta.ptx_driver_version = std::max(p.meta.ptx_driver_version, plan::ptx_driver_version(k.ptx));
 }
 #endif
 
