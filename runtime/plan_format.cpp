@@ -591,8 +591,10 @@ CodeChoice select_code(const Plan& p, const std::string& device_arch, std::strin
   // arch's older minors, newest first.
   std::vector<std::string> candidates;
   for (int minor = dev % 10; minor >= 0; --minor) candidates.push_back(fmt::format("sm_{}", dev / 10 * 10 + minor));
+  // A plan whose launch list is only copies has no code to choose.
+  if (p.kernels.empty()) return {"cubin", device_arch, p.meta.cubin_driver_version};
   for (const std::string& arch : candidates) {
-    bool all = !p.kernels.empty();
+    bool all = true;
     for (const Kernel& k : p.kernels) all &= cubin_for(k, arch) != nullptr;
     if (all) return {"cubin", arch, p.meta.cubin_driver_version};
   }
@@ -602,7 +604,7 @@ CodeChoice select_code(const Plan& p, const std::string& device_arch, std::strin
     // PTX for sm_X JITs on any GPU of arch >= X.
     all_ptx &= !k.ptx.empty() && ka >= 0 && ka <= dev;
   }
-  if (all_ptx && !p.kernels.empty()) return {"ptx", p.kernels.front().arch, p.meta.ptx_driver_version};
+  if (all_ptx) return {"ptx", p.kernels.front().arch, p.meta.ptx_driver_version};
   fail(
       "{}: wrong GPU arch: the plan's kernels are for {}, this GPU is {} (a CUBIN runs on its own major arch, PTX "
       "JIT only on the same or a newer arch; recompile with --target {})",

@@ -148,9 +148,10 @@ int run_doctor(const DoctorOptions& o) {
         try {
           plan::CodeChoice code = plan::select_code(*p, g.id.arch(), o.plan);
           plan::check_driver_version(code, v, o.plan);
-          std::cout << fmt::format(
-              "  GPU {} ({}): can run ({})\n", g.ordinal, g.id.arch(),
-              code.kind == "cubin" ? "CUBIN " + code.arch : "PTX JIT-compiled by the driver from " + code.arch);
+          std::cout << fmt::format("  GPU {} ({}): can run ({})\n", g.ordinal, g.id.arch(),
+                                   code.kind == "ptx"         ? "PTX JIT-compiled by the driver from " + code.arch
+                                   : code.arch == g.id.arch() ? std::string("CUBIN")
+                                                              : "CUBIN " + code.arch);
           per_gpu.push_back({{"ordinal", g.ordinal}, {"can_run", true}, {"code", code.kind}, {"code_arch", code.arch}});
           any = true;
         } catch (const Error& e) {

@@ -129,8 +129,9 @@ int run_inspect_plan(const InspectOptions& o) {
 
   if (m.gpu_kernels) {
     bool ptx = std::all_of(p.kernels.begin(), p.kernels.end(), [](const plan::Kernel& k) { return !k.ptx.empty(); });
-    out << fmt::format("archs: {} (CUBIN{} per kernel{})\n", fmt::join(m.archs, ", "), ptx ? " + PTX" : "",
-                       ptx && !p.kernels.empty() ? ", PTX for " + p.kernels.front().arch + " and newer" : "");
+    out << fmt::format("archs: {} (CUBIN{} per kernel)\n", fmt::join(m.archs, ", "), ptx ? " + PTX" : "");
+    if (ptx && !p.kernels.empty())
+      out << fmt::format("PTX: {}'s, JIT-compiled by the driver on newer GPUs\n", p.kernels.front().arch);
     out << "needs: " << plan_driver_needs(m) << "\n";
     j["cubin_driver_version"] = m.cubin_driver_version;
     j["ptx_driver_version"] = m.ptx_driver_version;
