@@ -384,7 +384,8 @@ def bad_plans(kiln, fake_cuda):
     onnx.save(m, os.path.join(base_dir, "model.onnx"))
     base_path = os.path.join(base_dir, "model.plan")
     env = dict(os.environ, KILN_CACHE_DIR=os.path.join(OUT, "plan_base", "cache"))
-    subprocess.run([kiln, "compile", os.path.join(base_dir, "model.onnx"), "-o", base_path], check=True, env=env,
+    subprocess.run([kiln, "compile", os.path.join(base_dir, "model.onnx"), "--target", "cpu", "-o", base_path],
+                   check=True, env=env,
                    stdout=subprocess.DEVNULL)
     with open(base_path, "rb") as fh:
         base = fh.read()

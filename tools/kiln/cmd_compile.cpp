@@ -11,6 +11,7 @@
 
 #include "compiler/compile_model.h"
 #include "compiler/progress.h"
+#include "compiler/targets.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "tools/kiln/commands.h"
@@ -37,6 +38,9 @@ CLI::App* register_compile(CLI::App& app, CompileCommand& c) {
   cmd->add_option("--json", c.json_out, "Write the compile report as JSON")->group("Reporting");
   cmd->add_option("-o,--output", c.plan_out, "Write a plan file for the runtime (MODEL.plan)")->group("Model");
   cmd->add_flag("--print-ir", c.print_final, "Print the final IR to stdout")->group("Reporting");
+  // No silent CPU: without --target, a GPU plan for this machine's GPU or a
+  // portable one (compiler/targets.h resolves "auto").
+  c.copts.pass.target = kTargetAuto;
   add_compile_flags(cmd, c.copts);
   add_tuning_flags(cmd, c.tuning);
   return cmd;
