@@ -9,6 +9,7 @@
 #include "ir/error.h"
 #include "runtime/plan_format.h"
 #include "runtime/version.h"
+#include "tests/unit/test_source_dir.h"
 
 namespace kiln {
 namespace {
@@ -127,7 +128,7 @@ TEST(PlanMultiArch, PtxIsaToDriverVersion) {
 
 TEST(PlanMultiArch, Version1PlansStillLoadWithTheDriverVersionsUnknown) {
   // Written by kiln before format version 2 (tests/fuzz/corpus/plan_load).
-  std::string path = std::string(KILN_TEST_SOURCE_DIR) + "/tests/fuzz/corpus/plan_load/relu_sm90.plan";
+  std::string path = test_source_dir() + "/tests/fuzz/corpus/plan_load/relu_sm90.plan";
   plan::Plan p = plan::read_plan_file(path);
   EXPECT_EQ(p.format_version, 1u);
   EXPECT_EQ(p.meta.cubin_driver_version, 0);
