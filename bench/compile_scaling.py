@@ -2,8 +2,8 @@
 """How kiln's compile time grows with graph size (issue 18, item 3).
 
 Builds synthetic graphs (bench/scaling_models.py: a pointwise chain and a
-residual ladder) of each size, compiles each with `kiln compile --json` (the
-import and the whole default pipeline, the verifier after every pass, as a
+residual ladder) of each size, compiles each with `kiln compile --target cpu
+--json` (the import and the whole default pipeline, no kernels, the verifier after every pass, as a
 user's compile runs them), and prints per size the wall time, the CPU time (steadier on a loaded machine), the import time,
 the CPU time of each pass (a pass run twice, e.g. dce, is summed) and of the
 verifier runs between passes. For each column it fits the exponent k of
@@ -52,7 +52,10 @@ def compile_one(kiln, model, timeout):
         t0 = time.monotonic()
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
-            r = subprocess.run([kiln, "compile", model, "--json", js.name], capture_output=True, text=True,
+            # --target cpu: the passes' scaling, not NVRTC's (the default, auto,
+            # would compile every kernel for a GPU).
+            r = subprocess.run([kiln, "compile", model, "--target", "cpu", "--json", js.name], capture_output=True,
+                               text=True,
                                timeout=timeout)
         except subprocess.TimeoutExpired:
             return None

@@ -37,11 +37,21 @@ GraphKernels build(const Graph& g, const KernelBuildOptions& o, bool compile) {
   if (compile && !sources.empty()) {
     std::unique_ptr<KernelCache> cache;
     if (o.use_cache) cache = std::make_unique<KernelCache>(o.cache_dir);
-    KernelCompiler kc(o.arch, cache.get());
-    if (o.progress) kc.set_progress(o.progress);
-    r.compiled = kc.compile(sources);
-    r.nvrtc_compilations = kc.nvrtc_compilations();
-    r.cache_hits = kc.cache_hits();
+    // Progress counts every (kernel, arch) compilation.
+    const int per_arch = static_cast<int>(sources.size());
+    const int total = per_arch * static_cast<int>(1 + o.more_archs.size());
+    std::vector<std::string> archs{o.arch};
+    archs.insert(archs.end(), o.more_archs.begin(), o.more_archs.end());
+    for (size_t a = 0; a < archs.size(); ++a) {
+      KernelCompiler kc(archs[a], cache.get());
+      if (o.progress)
+        kc.set_progress([&, done_before = int(a) * per_arch](int done, int) { o.progress(done_before + done, total); });
+      std::vector<CompiledKernel> c = kc.compile(sources);
+      if (a == 0) r.compiled = std::move(c);
+      else r.more_compiled.push_back(std::move(c));
+      r.nvrtc_compilations += kc.nvrtc_compilations();
+      r.cache_hits += kc.cache_hits();
+    }
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

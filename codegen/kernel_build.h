@@ -21,6 +21,9 @@ namespace kiln::codegen {
 
 struct KernelBuildOptions {
   std::string arch = "sm_90";
+  // More archs to compile the same sources for (a portable plan's sm_90 next
+  // to its sm_80): CUBINs only differ, the kernels and launches are the same.
+  std::vector<std::string> more_archs;
   bool use_cache = true;
   std::filesystem::path cache_dir;  // empty: the default (codegen/nvrtc/kernel_cache.h)
   // The model file: errors (an emitter refusing a node, NVRTC rejecting a
@@ -39,6 +42,9 @@ struct GraphKernels {
   std::vector<NodeLaunches> launches;    // graph order, every non-view node with an emitter
   std::vector<std::string> missing;      // Node::describe() of nodes no emitter handles
   std::vector<CompiledKernel> compiled;  // one per distinct kernel, in first-use order
+  // Per KernelBuildOptions::more_archs, the same kernels compiled for it
+  // (parallel to `compiled`).
+  std::vector<std::vector<CompiledKernel>> more_compiled;
   int nvrtc_compilations = 0, cache_hits = 0;
   double seconds = 0;  // wall time of emission + compilation
 };

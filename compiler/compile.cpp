@@ -1,4 +1,5 @@
 #include "compiler/compile.h"
+#include "compiler/targets.h"
 
 #include <sstream>
 
@@ -16,11 +17,15 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
   r.nodes_in = g.num_nodes();
   if (o.optimize) {
     PassManager pm;
-    std::vector<std::string> names = o.passes.empty() ? default_pipeline(o.pass) : o.passes;
+    PassOptions popts = o.pass;
+    // Passes need a concrete target (layout runs for GPU ones); compile_model
+    // resolves "auto" before it gets here, other callers (dump-ir, opt, run)
+    // the same way.
+    if (popts.target == kTargetAuto) popts.target = resolve_target(popts.target).target;
+    std::vector<std::string> names = o.passes.empty() ? default_pipeline(popts) : o.passes;
     for (const std::string& n : names) pm.add(n);
     if (!o.pipeline.stop_after.empty() && std::find(names.begin(), names.end(), o.pipeline.stop_after) == names.end())
       fail("--stop-after: pass '{}' is not in the pipeline ({})", o.pipeline.stop_after, fmt::join(names, ","));
-    PassOptions popts = o.pass;
 #ifdef KILN_HAVE_SIM_BACKEND
     // The fuser forms only groups codegen can emit, whatever the target (passes/fusion_capabilities.h).
     if (!popts.why_no_kernel) popts.why_no_kernel = codegen::why_no_kernel;

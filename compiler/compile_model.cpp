@@ -10,6 +10,7 @@
 #include "compiler/import_checked.h"
 #include "compiler/plan_writer.h"
 #include "compiler/targets.h"
+#include "ir/error.h"
 #include "ir/printer.h"
 
 namespace kiln {
@@ -29,11 +30,16 @@ void say(const CompileModelOptions& o, const std::string& text) {
 CompileResult compile_model(const ModelSource& source, const CompileModelOptions& o) {
   CompileResult res;
   const std::string& model = source.display_name;
-  check_target(o.build.pass.target);
   check_precision(o.build.pass.precision);
   CompileOptions build = o.build;
   build.pipeline.source = model;  // passes' errors name the model, as the importer's do
   if (o.progress) build.pipeline.progress = [&o](int done, int total) { o.progress("passes run", done, total); };
+  // "auto" becomes the local GPU's arch or a portable GPU plan, never "cpu"
+  // (which only an explicit --target cpu gives).
+  ResolvedTarget target = resolve_target(o.build.pass.target);
+  build.pass.target = target.target;
+  res.target_reason = target.why;
+  if (!target.why.empty()) say(o, model + ": " + target.why + "\n");
 
   // 1. Import, failing fast with every node kiln cannot compile.
   const auto t0 = std::chrono::steady_clock::now();
@@ -51,6 +57,19 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   res.passes_ms = ms_since(t);
   if (build.stats) say(o, format_stats(res.passes));
   if (o.print_final_ir) *(o.ir_out ? o.ir_out : &std::cout) << print_graph(g);
+  // A GPU target runs every node on the GPU: a node without a kernel emitter
+  // (or a kiln without codegen) is an error naming each, not a plan that
+  // quietly runs on the CPU. The plan format has no per-node CPU fallback.
+  if (is_gpu_target(build.pass.target)) {
+    std::vector<std::string> missing = nodes_without_kernel_emitter(g);
+    if (!missing.empty())
+      fail(
+          "{}: target {} needs a GPU kernel for every node, and {} node(s) have {}:\n  {}\n(kiln has no per-node "
+          "CPU fallback in plans; compile with --target cpu for a plan that runs on the CPU)",
+          model, build.pass.target, missing.size(),
+          kiln_has_codegen() ? "no kernel emitter" : "none because kiln was built without codegen (NVRTC)",
+          fmt::join(missing, "\n  "));
+  }
 
   // 3. Tuning: the GEMM tile chooser lives until every kernel is emitted.
   t = std::chrono::steady_clock::now();
@@ -75,6 +94,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   j["import_ms"] = res.import_ms;
   j["precision"] = build.pass.precision;
   j["target"] = build.pass.target;
+  j["target_requested"] = o.build.pass.target;
   if (tuning) {
     j["tuning"] = tuning->json();
     say(o, tuning->summary() + "\n");

@@ -30,6 +30,9 @@
 namespace kiln {
 
 struct CompileModelOptions {
+  // "auto" unless set: the local GPU's arch, else a portable GPU plan
+  // (compiler/targets.h); "cpu" only when asked for.
+  CompileModelOptions() { build.pass.target = "auto"; }
   // Target, precision, passes, --print-ir-*, --dump-dir, kernel cache, --stats.
   CompileOptions build;
   std::map<std::string, Shape> input_shapes;  // --shapes: names must be model inputs
@@ -51,6 +54,7 @@ struct CompileResult {
   std::vector<uint8_t> plan;  // serialized plan; empty unless write_plan
   int plan_gpu_kernels = 0;   // distinct kernels in the plan (0: no GPU kernels)
   std::string plan_target;
+  std::string target_reason;  // what "auto" resolved to and why ("" for an explicit target)
   std::string no_gpu_reason;  // why the plan has no GPU kernels ("" when it has them)
   CompileReport passes;       // per-pass records (time, statistics)
   KernelsOutcome kernels;     // what NVRTC built (registers, spills, cache hits)
@@ -61,7 +65,9 @@ struct CompileResult {
 };
 
 // Throws kiln::Error for a target or precision kiln does not build (as the
-// CLI's flags refuse them), then as the pipeline's steps do.
+// CLI's flags refuse them), for a GPU target with a node no kernel emitter
+// handles (naming the model and every such node), then as the pipeline's
+// steps do.
 CompileResult compile_model(const ModelSource& source, const CompileModelOptions& o);
 
 }  // namespace kiln

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/targets.h"
+
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "codegen/kernel_build.h"
 #endif
@@ -27,18 +29,20 @@ struct KernelsReport {};
 KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, const std::function<void(int, int)>& progress) {
   KernelsOutcome out;
 #ifdef KILN_HAVE_SIM_BACKEND
-  if (o.pass.target == "cpu") {
+  const std::vector<std::string> archs = target_archs(o.pass.target);
+  if (archs.empty()) {
     out.why_not = "target cpu (no GPU kernels)";
     return out;
   }
   codegen::KernelBuildOptions ko;
-  ko.arch = o.pass.target;
+  ko.arch = archs.front();
+  ko.more_archs.assign(archs.begin() + 1, archs.end());
   ko.cache_dir = o.cache_dir;
   ko.use_cache = o.kernel_cache;
   ko.source = o.pipeline.source;  // codegen's errors name the model
   ko.progress = progress;
   auto r = std::make_shared<KernelsReport>();
-  r->arch = o.pass.target;
+  r->arch = fmt::format("{}", fmt::join(archs, "+"));
   r->gk = codegen::build_graph_kernels(g, ko);
   out.built = true;
   out.report = std::move(r);

@@ -1,11 +1,13 @@
 #include "compiler/plan_writer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
 #include <unordered_map>
 
+#include "compiler/targets.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "passes/memory_plan.h"
@@ -17,6 +19,7 @@
 #include "codegen/nvrtc/nvrtc_compiler.h"
 #include "codegen/emitter_table.h"
 #include "codegen/launch_fit.h"
+#include "codegen/nvrtc/nvrtc_library.h"
 #endif
 
 namespace kiln {
@@ -107,24 +110,37 @@ std::string nodes_without_emitter(const Graph& g) {
 }
 
 #ifdef KILN_HAVE_SIM_BACKEND
-// Fails unless launch `s` of `n` fits the target's per-block limits
-// (codegen/launch_fit.h); `k` is the compiled kernel when there is one yet.
+// The archs whose per-block limits a launch must fit: the target's own, or
+// for a portable plan every arch kiln supports (its sm_80 CUBIN also runs on
+// sm_86 and sm_89, whose opt-in shared memory is smaller).
+std::vector<std::string> fit_archs(const std::string& target) {
+  if (target != kTargetPortable) return {target};
+  std::vector<std::string> all;
+  for (const std::string& t : supported_targets())
+    if (t.rfind("sm_", 0) == 0) all.push_back(t);
+  return all;
+}
+
+// Fails unless launch `s` of `n` fits the per-block limits of every arch the
+// plan may run on (codegen/launch_fit.h). `regs`/`static_shared` are a
+// compiled CUBIN's (-1: before NVRTC), `cubin_arch` names it in the message.
 void check_launch_fits(const plan::Step& s, const Node& n, const std::string& source, const std::string& kernel,
-                       const plan::Kernel* k, const PlanBuildOptions& o) {
+                       int regs, int static_shared, const std::string& cubin_arch, const PlanBuildOptions& o) {
   codegen::LaunchShape l;
   l.grid = {s.grid.x, s.grid.y, s.grid.z};
   l.block = {s.block.x, s.block.y, s.block.z};
   l.dynamic_shared = s.shared_bytes;
   l.param_bytes = static_cast<long long>(s.args.size()) * 8;  // every parameter is a buffer pointer
   l.bounded_threads = codegen::declared_launch_bound(source, kernel);
-  if (k) {
-    l.registers = k->registers;
-    l.static_shared = k->static_shared_bytes;
+  l.registers = regs;
+  l.static_shared = static_shared;
+  for (const std::string& arch : fit_archs(o.target)) {
+    std::string misfit = codegen::launch_misfit(l, codegen::arch_limits(arch));
+    if (!misfit.empty())
+      fail("{}{}: kernel {}{} cannot be launched on {}{}: {}", o.source_name.empty() ? "" : o.source_name + ": ",
+           n.describe(), kernel, cubin_arch.empty() ? "" : " (" + cubin_arch + " CUBIN)", arch,
+           o.target == kTargetPortable ? " (a portable plan runs on every supported arch)" : "", misfit);
   }
-  std::string misfit = codegen::launch_misfit(l, codegen::arch_limits(o.target));
-  if (!misfit.empty())
-    fail("{}{}: kernel {} cannot be launched on {}: {}", o.source_name.empty() ? "" : o.source_name + ": ",
-         n.describe(), kernel, o.target, misfit);
 }
 
 // Every non-view node's kernels: the prebuilt ones (PlanBuildOptions::kernels)
@@ -212,7 +228,7 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
         s.args.push_back(b);
       }
       // Before NVRTC: what needs no compiled kernel (block, grid, parameters).
-      check_launch_fits(s, n, sources[s.kernel].source, k.name, nullptr, o);
+      check_launch_fits(s, n, sources[s.kernel].source, k.name, -1, -1, "", o);
       p.steps.push_back(std::move(s));
       step_node.push_back(&n);
     }
@@ -233,47 +249,93 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
     s.args = {dst, src};
     p.steps.push_back(std::move(s));
   }
-  std::vector<codegen::CompiledKernel> compiled;
+  // Per arch (the target's, first one also gives the PTX), the compiled
+  // kernels in the plan's order.
+  const std::vector<std::string> archs = target_archs(o.target);
+  std::vector<std::vector<codegen::CompiledKernel>> compiled(archs.size());
   if (o.kernels) {
     // Compiled once already (they may include kernels of empty launches,
     // which the plan leaves out): picked by name, in the plan's order.
-    std::map<std::string, const codegen::CompiledKernel*> by_name;
-    for (const codegen::CompiledKernel& ck : o.kernels->compiled) by_name.emplace(ck.name, &ck);
-    for (const codegen::KernelSource& src : sources) {
-      auto at = by_name.find(src.name);
-      KILN_CHECK(at != by_name.end() && at->second->arch == o.target, "kernel {} was not compiled for {}", src.name,
-                 o.target);
-      compiled.push_back(*at->second);
+    KILN_CHECK(o.kernels->more_compiled.size() + 1 == archs.size(), "kernels were compiled for {} archs, {} needs {}",
+               o.kernels->more_compiled.size() + 1, o.target, archs.size());
+    for (size_t a = 0; a < archs.size(); ++a) {
+      const std::vector<codegen::CompiledKernel>& have = a ? o.kernels->more_compiled[a - 1] : o.kernels->compiled;
+      std::map<std::string, const codegen::CompiledKernel*> by_name;
+      for (const codegen::CompiledKernel& ck : have) by_name.emplace(ck.name, &ck);
+      for (const codegen::KernelSource& src : sources) {
+        auto at = by_name.find(src.name);
+        KILN_CHECK(at != by_name.end() && at->second->arch == archs[a], "kernel {} was not compiled for {}", src.name,
+                   archs[a]);
+        compiled[a].push_back(*at->second);
+      }
     }
   } else {
     codegen::KernelCache cache(o.kernel_cache_dir);
-    codegen::KernelCompiler compiler(o.target, o.use_cache ? &cache : nullptr);
-    if (o.progress) compiler.set_progress(o.progress);
-    compiled = compiler.compile(sources);
+    for (size_t a = 0; a < archs.size(); ++a) {
+      codegen::KernelCompiler compiler(archs[a], o.use_cache ? &cache : nullptr);
+      if (o.progress) compiler.set_progress(o.progress);
+      compiled[a] = compiler.compile(sources);
+    }
   }
-  for (codegen::CompiledKernel& ck : compiled) {
+  for (size_t i = 0; i < sources.size(); ++i) {
+    codegen::CompiledKernel& ck = compiled[0][i];
     plan::Kernel k;
     k.name = ck.name;
+    k.source = sources[i].source;
     k.arch = ck.arch;
     k.cubin = std::move(ck.cubin);
     k.ptx = std::move(ck.ptx);
     k.registers = ck.registers;
     k.static_shared_bytes = ck.shared_bytes;
     k.spill_bytes = ck.spill_bytes;
+    for (size_t a = 1; a < archs.size(); ++a) {
+      codegen::CompiledKernel& more = compiled[a][i];
+      k.more_cubins.push_back({more.arch, std::move(more.cubin), more.registers, more.shared_bytes, more.spill_bytes});
+    }
     p.kernels.push_back(std::move(k));
   }
-  for (size_t i = 0; i < sources.size(); ++i) p.kernels[i].source = sources[i].source;
-  // After NVRTC: registers and static shared memory as ptxas allocated them.
+  // After NVRTC: registers and static shared memory as ptxas allocated them,
+  // for every CUBIN.
   for (size_t i = 0; i < step_node.size(); ++i) {
     const plan::Step& s = p.steps[i];
     if (s.kind != plan::StepKind::Kernel) continue;
     const plan::Kernel& k = p.kernels[s.kernel];
-    check_launch_fits(s, *step_node[i], k.source, k.name, &k, o);
+    check_launch_fits(s, *step_node[i], k.source, k.name, k.registers, k.static_shared_bytes,
+                      archs.size() > 1 ? k.arch : "", o);
+    for (const plan::ArchCubin& c : k.more_cubins)
+      check_launch_fits(s, *step_node[i], k.source, k.name, c.registers, c.static_shared_bytes, c.arch, o);
   }
+  // The oldest driver that loads this code: NVRTC's CUDA major release for
+  // the CUBINs (CUDA minor version compatibility covers CUBINs only), the
+  // release of the PTX's ISA for the PTX (the JIT needs a driver that knows it).
+  p.meta.cubin_driver_version = codegen::nvrtc_library().major * 1000;
+  for (const plan::Kernel& k : p.kernels)
+    p.meta.ptx_driver_version = std::max(p.meta.ptx_driver_version, plan::ptx_driver_version(k.ptx));
 }
 #endif
 
 }  // namespace
+
+std::vector<std::string> nodes_without_kernel_emitter(const Graph& g) {
+  std::vector<std::string> names;
+  for (const auto& n : g.nodes()) {
+#ifdef KILN_HAVE_SIM_BACKEND
+    if (codegen::is_view_node(*n) || codegen::emitter_for(*n)) continue;
+    names.push_back(n->describe());
+#else
+    names.push_back(n->describe());
+#endif
+  }
+  return names;
+}
+
+bool kiln_has_codegen() {
+#ifdef KILN_HAVE_SIM_BACKEND
+  return true;
+#else
+  return false;
+#endif
+}
 
 plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   plan::Plan p;
@@ -287,7 +349,7 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
 
   // GPU kernels, when the plan will carry them: emitted before the memory
   // plan, which places their scratch (split-K partial sums) in the arena.
-  const bool gpu_target = o.target.rfind("sm_", 0) == 0;
+  const bool gpu_target = is_gpu_target(o.target);  // sm_XX or portable
   std::string no_gpu_reason = gpu_target ? nodes_without_emitter(g) : std::string();
   MemoryPlanOptions mo;
 #ifdef KILN_HAVE_SIM_BACKEND
@@ -312,7 +374,8 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
                                static_cast<uint8_t>(vp.storage), vp.offset, vp.size});
 
   if (!gpu_target) {
-    p.meta.no_gpu_reason = fmt::format("compiled for target {} (use --target sm_XX for GPU kernels)", o.target);
+    p.meta.no_gpu_reason =
+        fmt::format("compiled for target {} (use --target auto, portable or sm_XX for GPU kernels)", o.target);
     return p;
   }
   p.meta.no_gpu_reason = no_gpu_reason;
@@ -320,7 +383,7 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
 #ifdef KILN_HAVE_SIM_BACKEND
   add_kernels(g, Locator(g, mem), nks, o, p);
   p.meta.gpu_kernels = true;
-  p.meta.archs = {o.target};
+  p.meta.archs = target_archs(o.target);
 #endif
   return p;
 }

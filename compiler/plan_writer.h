@@ -20,7 +20,7 @@ struct GraphKernels;
 }
 
 struct PlanBuildOptions {
-  std::string target = "cpu";  // cpu | sm_XX (the GPU arch of the CUBINs)
+  std::string target = "cpu";  // cpu | portable | sm_XX (compiler/targets.h; not "auto")
   std::string precision = "fp32";
   std::filesystem::path kernel_cache_dir;       // empty: codegen's default
   bool use_cache = true;                        // false: every kernel through NVRTC
@@ -37,5 +37,11 @@ struct PlanBuildOptions {
 // and after NVRTC: a launch the GPU would refuse is a kiln::Error naming
 // `source_name`, the node, the kernel and the limit, never a plan.
 plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o);
+
+// Node::describe() of every node that needs a kernel and has no emitter (all
+// of them when kiln was built without codegen): a GPU target refuses them.
+std::vector<std::string> nodes_without_kernel_emitter(const Graph& g);
+// Whether this kiln was built with codegen (the CUDA toolkit's headers).
+bool kiln_has_codegen();
 
 }  // namespace kiln

@@ -2,19 +2,67 @@
 // whichever front end asks (the CLI's --target/--precision, Python's
 // kiln.compile, the builder API): a target kiln has no kernels for (sm_75)
 // is an error, not a plan that fails later on the GPU.
+//
+// Targets:
+//   auto      the default: resolved by resolve_target() before anything is
+//             compiled -- the local GPU's arch when a CUDA driver with a
+//             device is present, else "portable". Never a CPU-only plan.
+//   portable  a GPU plan for any GPU kiln supports: the graph is optimized
+//             once, every kernel carries a CUBIN for each of portable_archs()
+//             and the PTX of the first (compute_80), which the driver JITs
+//             on newer archs. Launches must fit every supported arch.
+//   sm_XX     one arch: its CUBIN and PTX.
+//   cpu       a plan without GPU kernels (runs on the runtime's CPU path);
+//             only when asked for.
 #pragma once
 #include <string>
 #include <vector>
 
 namespace kiln {
 
-// "cpu", then the GPU archs codegen supports ("sm_80", ...).
+inline constexpr const char* kTargetAuto = "auto";
+inline constexpr const char* kTargetPortable = "portable";
+
+// "auto", "cpu", "portable", then the GPU archs codegen supports ("sm_80", ...).
 const std::vector<std::string>& supported_targets();
 // "fp32", "tf32", "fp16", "bf16".
 const std::vector<std::string>& supported_precisions();
 
+// The archs a portable plan has CUBINs for; the first one's PTX is the plan's
+// PTX (it JIT-compiles on every newer arch).
+const std::vector<std::string>& portable_archs();
+
+// The archs a resolved target builds CUBINs for ({} for cpu; the first is the
+// one whose PTX the plan carries). kiln::Error for "auto" (resolve it first).
+std::vector<std::string> target_archs(const std::string& target);
+// Whether a resolved target builds GPU kernels.
+bool is_gpu_target(const std::string& target);
+
 // Throws kiln::Error naming the value and the accepted ones.
 void check_target(const std::string& target);
 void check_precision(const std::string& precision);
+
+// What "auto" (or any target) means on this machine.
+struct ResolvedTarget {
+  std::string target;  // cpu | portable | sm_XX, never "auto"
+  std::string why;     // for a resolved "auto": the one-line reason ("" otherwise)
+};
+
+// The local GPU as resolve_target sees it; tests and embedders may pass their
+// own (no GPU: `present` false, with `why` saying what was missing).
+struct LocalGpu {
+  bool present = false;
+  std::string name, arch;  // "NVIDIA H100 80GB HBM3", "sm_90"
+  std::string why;         // when !present: no driver, no device
+};
+// Device 0 of the CUDA driver (runtime/cuda_driver.h, loaded with dlopen).
+LocalGpu detect_local_gpu();
+
+// A target other than "auto" is returned as is (after check_target). "auto"
+// becomes the local GPU's arch when kiln supports it, else "portable" (no
+// driver, no device, or a GPU arch kiln has no CUBIN target for: its PTX
+// runs on newer GPUs). `gpu` defaults to detect_local_gpu().
+ResolvedTarget resolve_target(const std::string& requested);
+ResolvedTarget resolve_target(const std::string& requested, const LocalGpu& gpu);
 
 }  // namespace kiln

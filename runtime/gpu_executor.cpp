@@ -56,7 +56,13 @@ GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_
   d.check(d.cuDeviceGetAttribute(&major, kAttrComputeMajor, dev_), "compute capability");
   d.check(d.cuDeviceGetAttribute(&minor, kAttrComputeMinor, dev_), "compute capability");
   std::string arch = fmt::format("sm_{}{}", major, minor);
-  std::string code = plan::select_code(p, arch, what);  // throws for a plan this GPU cannot run
+  plan::CodeChoice code = plan::select_code(p, arch, what);  // throws for a plan this GPU cannot run
+  // A driver older than the plan's code needs would refuse it at
+  // cuModuleLoadData (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, or a CUBIN it
+  // cannot read): say so with both versions before touching the device.
+  int driver_version = 0;
+  if (d.cuDriverGetVersion) d.check(d.cuDriverGetVersion(&driver_version), "cuDriverGetVersion");
+  plan::check_driver_version(code, driver_version, what);
   d.check(d.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
   try {
     CtxScope scope(d, ctx_);
@@ -64,7 +70,7 @@ GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_
       for (const plan::Kernel& k : p.kernels) {
         CUmodule m = nullptr;
         // The PTX must be NUL-terminated for the JIT: std::string's c_str() is.
-        const void* image = code == "cubin" ? static_cast<const void*>(k.cubin.data()) : k.ptx.c_str();
+        const void* image = plan::code_image(k, code);
         d.check(d.cuModuleLoadData(&m, image), ("loading kernel " + k.name).c_str());
         modules_.push_back(m);
         CUfunction f = nullptr;
@@ -83,9 +89,11 @@ GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_
     release();
     throw;
   }
-  description_ =
-      fmt::format("GPU {} ({}, {} kernels, CUDA Graph replay{})", arch, code == "cubin" ? "CUBIN" : "PTX JIT",
-                  p.kernels.size(), dev_ ? fmt::format(", device {}", dev_) : std::string());
+  description_ = fmt::format("GPU {} ({}, {} kernels, CUDA Graph replay{})", arch,
+                             code.kind == "ptx"  ? "PTX JIT"
+                             : code.arch == arch ? "CUBIN"
+                                                 : "CUBIN " + code.arch,
+                             p.kernels.size(), dev_ ? fmt::format(", device {}", dev_) : std::string());
 }
 
 GpuEngine::~GpuEngine() { release(); }

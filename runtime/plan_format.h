@@ -7,13 +7,15 @@
 //   table    per section: id, offset, size, xxh64 of its bytes
 //   sections each at a 256-byte aligned file offset:
 //     meta      kiln version, target, precision, archs, whether GPU kernels
-//               are present (and if not, the nodes that lack a kernel)
+//               are present (and if not, the nodes that lack a kernel); since
+//               version 2 the minimum CUDA driver its CUBINs and its PTX need
 //     graph     the optimized graph as kiln IR text (ir/printer.h); large
 //               constants print by reference and live in `weights`
 //     weights   every constant of the graph (nested bodies included, in
 //               walk_constants order) and every kernel's extra buffer, as
 //               raw bytes at 256-byte aligned offsets
-//     kernels   per kernel: name, CUDA source, arch, CUBIN, PTX
+//     kernels   per kernel: name, CUDA source, arch, CUBIN, PTX; since
+//               version 2 also the CUBINs of more archs (portable plans)
 //     launches  the launch list: per step a kernel launch (grid, block,
 //               shared bytes, buffer bindings) or a copy
 //     memory    the memory plan: arena size, alignment, per node result its
@@ -39,7 +41,11 @@
 namespace kiln::plan {
 
 inline constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
-inline constexpr uint32_t kFormatVersion = 1;
+// Version 2 added the minimum driver versions (meta) and per kernel the
+// CUBINs of more archs (kernels). Version 1 plans still load (the driver
+// versions unknown, one CUBIN per kernel).
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr uint64_t kAlignment = 256;  // section offsets and weight offsets
 
 struct Meta {
@@ -52,6 +58,19 @@ struct Meta {
   // The first `graph_constants` weights are the graph's constants in
   // walk_constants order (runtime/plan_graph.h); the rest are kernel extras.
   uint64_t graph_constants = 0;
+  // The oldest CUDA driver (cuDriverGetVersion's encoding: 13000 = 13.0) that
+  // loads the plan's CUBINs, and the oldest that JIT-compiles its PTX (the PTX
+  // ISA version's CUDA release); 0: not recorded (a version 1 plan).
+  int32_t cubin_driver_version = 0;
+  int32_t ptx_driver_version = 0;
+};
+
+// A CUBIN for one more arch than the kernel's own (a portable plan's sm_90
+// next to its sm_80), with what ptxas reported for it.
+struct ArchCubin {
+  std::string arch;
+  std::vector<uint8_t> image;
+  int32_t registers = -1, static_shared_bytes = -1, spill_bytes = -1;
 };
 
 struct WeightEntry {
@@ -68,9 +87,10 @@ struct Kernel {
   std::string ptx;
   // From ptxas (section `resources`); -1: not recorded (an older plan, or
   // ptxas reported no entry function).
-  int32_t registers = -1;            // per thread
-  int32_t static_shared_bytes = -1;  // per block, besides the launch's dynamic bytes
-  int32_t spill_bytes = -1;          // spill stores + spill loads, bytes per thread
+  int32_t registers = -1;              // per thread
+  int32_t static_shared_bytes = -1;    // per block, besides the launch's dynamic bytes
+  int32_t spill_bytes = -1;            // spill stores + spill loads, bytes per thread
+  std::vector<ArchCubin> more_cubins;  // CUBINs for other archs (format version 2)
 };
 
 // Where a kernel argument's bytes live at run time.
@@ -116,6 +136,7 @@ struct Memory {
 };
 
 struct Plan {
+  uint32_t format_version = kFormatVersion;  // the file's (deserialize), else this kiln's
   Meta meta;
   std::string graph_text;
   std::vector<WeightEntry> weights;
@@ -141,9 +162,31 @@ Plan deserialize(const uint8_t* data, size_t size, std::string_view what = "plan
 Plan read_plan_file(const std::string& path, const LoadOptions& opts = {});
 void write_plan_file(const std::string& path, const Plan& p);
 
-// How to run the plan's kernels on a GPU of `device_arch` ("sm_86"): "cubin",
-// "ptx" (driver JIT), or throws kiln::Error saying why it cannot.
-std::string select_code(const Plan& p, const std::string& device_arch, std::string_view what = "plan");
+// How to run the plan's kernels on a GPU of `device_arch` ("sm_86").
+struct CodeChoice {
+  std::string kind;                // "cubin" or "ptx" (JIT-compiled by the driver)
+  std::string arch;                // the CUBINs' arch, or the PTX's
+  int32_t min_driver_version = 0;  // what this code needs (0: not recorded)
+  std::string describe() const;    // "CUBIN sm_80" / "PTX JIT from sm_80"
+};
+// A CUBIN of the GPU's arch, else one of the same major arch and an older
+// minor (binary compatible, CUDA Programming Guide "Binary Compatibility"),
+// else the PTX when the GPU is at least its arch; throws kiln::Error saying
+// why none fits.
+CodeChoice select_code(const Plan& p, const std::string& device_arch, std::string_view what = "plan");
+// The image cuModuleLoadData takes for kernel `k` under `c` (CUBIN bytes or
+// the NUL-terminated PTX).
+const void* code_image(const Kernel& k, const CodeChoice& c);
+
+// "13.0" for 13000.
+std::string driver_version_name(int32_t version);
+// The CUDA release whose driver first JIT-compiles PTX ISA major.minor (ISA
+// 9.0 -> 13000), from the PTX's `.version` line; 0 when there is none or the
+// ISA is not one kiln knows.
+int32_t ptx_driver_version(const std::string& ptx);
+// Throws kiln::Error naming both versions when `driver_version` (the
+// driver's cuDriverGetVersion) is older than what `c` needs.
+void check_driver_version(const CodeChoice& c, int32_t driver_version, std::string_view what = "plan");
 
 std::string section_name(uint32_t id);
 

@@ -90,8 +90,9 @@ CompiledKernel KernelCompiler::compile_unique(const KernelSource& ks) {
   const NvrtcLibrary& nv = nvrtc_library();
   OwnedProgram prog{nv};
   // The program name is fixed so that the result depends on the source only.
-  if (nv.CreateProgram(&prog.p, ks.source.c_str(), "kernel.cu", 0, nullptr, nullptr) != kOk)
-    fail("kernel '{}': nvrtcCreateProgram failed", ks.name);
+  if (NvrtcLibrary::Result cr = nv.CreateProgram(&prog.p, ks.source.c_str(), "kernel.cu", 0, nullptr, nullptr);
+      cr != kOk)
+    fail("kernel '{}': nvrtcCreateProgram failed ({})", ks.name, nv.GetErrorString(cr));
   std::vector<const char*> opts;
   for (const auto& o : options_) opts.push_back(o.c_str());
   NvrtcLibrary::Result r = nv.CompileProgram(prog.p, static_cast<int>(opts.size()), opts.data());

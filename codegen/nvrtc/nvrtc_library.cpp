@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -34,6 +35,35 @@ void add_wheel_dirs(const fs::path& venv, std::vector<std::string>& out) {
       if (fs::exists(f, ec)) out.push_back(f.string());
     }
   }
+}
+
+// NVRTC opens libnvrtc-builtins.so.MAJOR.MINOR by soname when it compiles.
+// The nvidia-cuda-nvrtc wheel puts it next to libnvrtc.so.13, in a folder the
+// dynamic loader does not search, so it is loaded here first, by absolute
+// path: the loader then resolves NVRTC's soname lookup to the library already
+// loaded. Returns the file loaded ("" when NVRTC came from the loader's own
+// search, or its folder has no builtins: then NVRTC finds them as usual).
+std::string preload_builtins(const std::string& nvrtc_path, int major, int minor) {
+  const fs::path lib(nvrtc_path);
+  if (!lib.has_parent_path()) return "";
+  const fs::path dir = lib.parent_path();
+  std::error_code ec;
+  std::vector<fs::path> candidates{dir / fmt::format("libnvrtc-builtins.so.{}.{}", major, minor)};
+  // Another minor of the same major (a wheel whose minor differs from the
+  // library's report), newest name first.
+  std::vector<fs::path> others;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(fmt::format("libnvrtc-builtins.so.{}.", major), 0) == 0) others.push_back(e.path());
+  }
+  std::sort(others.rbegin(), others.rend());
+  candidates.insert(candidates.end(), others.begin(), others.end());
+  for (const fs::path& c : candidates) {
+    if (!fs::exists(c, ec)) continue;
+    // Never dlclose'd, as NVRTC itself.
+    if (dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL)) return c.string();
+  }
+  return "";
 }
 
 struct Loaded {
@@ -79,6 +109,7 @@ Loaded load() {
       tried.push_back(fmt::format("{} ({})", path, why.empty() ? "nvrtcVersion failed" : why));
       continue;
     }
+    l.builtins_path = preload_builtins(path, l.major, l.minor);
     out.lib = l;
     out.ok = true;
     return out;

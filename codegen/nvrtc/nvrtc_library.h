@@ -12,6 +12,10 @@
 //      the project's .venv (source tree at build time)
 //   4. the toolkit kiln was built against (its lib directory at configure time)
 //   5. the dynamic loader's own search (LD_LIBRARY_PATH, ld.so.cache)
+//
+// NVRTC loads libnvrtc-builtins.so.MAJOR.MINOR by soname while compiling; a
+// wheel's folder is not on the loader's path, so the builtins next to the
+// library found above are preloaded by absolute path first.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -29,6 +33,9 @@ struct NvrtcLibrary {
 
   std::string path;  // the file that was loaded
   int major = 0, minor = 0;
+  // libnvrtc-builtins.so.* preloaded from NVRTC's own folder ("" when none
+  // was there: NVRTC then finds its builtins through the loader).
+  std::string builtins_path;
 
   Result (*Version)(int* major, int* minor) = nullptr;
   const char* (*GetErrorString)(Result) = nullptr;

@@ -105,7 +105,7 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
     model: "str | os.PathLike[str]",
     precision: str = "fp32",
     shapes: Optional[Mapping[str, Sequence[int]]] = None,
-    target: str = "cpu",
+    target: str = "auto",
     backend: str = "auto",
     cache_dir: "str | os.PathLike[str] | None" = None,
     tuning_cache: "str | os.PathLike[str] | None" = None,
@@ -113,7 +113,9 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
     """Compiles an ONNX model in process (the pipeline and checks of
     `kiln compile MODEL -o PLAN`) and loads the plan. precision: fp32 | tf32 |
     fp16 | bf16; shapes fixes input dims ({"x": [1, 3, 224, 224]}); target:
-    cpu | sm_80 | sm_86 | sm_89 | sm_90 (GPU kernels too); tuning_cache: as
+    auto (the default, as `kiln compile`'s: this machine's GPU arch, else a
+    portable GPU plan) | portable (CUBINs for sm_80 and sm_90, PTX for newer)
+    | sm_80 | sm_86 | sm_89 | sm_90 | cpu (no GPU kernels); tuning_cache: as
     `--tuning-cache` (docs/tuning.md); backend: auto | cpu | gpu (gpu fails
     when no usable GPU)."""
     fixed = {str(k): [int(d) for d in v] for k, v in (shapes or {}).items()}

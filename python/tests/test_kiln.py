@@ -35,7 +35,7 @@ def tiny_input(seed=0):
 
 @pytest.fixture(scope="module")
 def tiny():
-    return kiln.compile(TINY)
+    return kiln.compile(TINY, target="cpu")
 
 
 def test_tiny_cnn_matches_onnxruntime(tiny):
@@ -81,7 +81,7 @@ def test_lookup_by_name_and_plan_getters(tiny):
     assert tiny.output_index("probs") == 0
     assert tiny.target == "cpu"
     assert tiny.precision == "fp32"
-    assert kiln.compile(TINY, precision="fp16").precision == "fp16"
+    assert kiln.compile(TINY, precision="fp16", target="cpu").precision == "fp16"
     with pytest.raises(kiln.Error, match=r'no input named "nope" \(inputs: "input"\)'):
         tiny.input_index("nope")
 
@@ -98,10 +98,10 @@ def test_log_callback_hears_the_cpu_fallback_and_can_be_removed(tiny):
     heard = []
     kiln.set_log_callback(lambda level, message: heard.append((level, message)))
     try:
-        kiln.compile(TINY)
+        kiln.compile(TINY, target="cpu")
     finally:
         kiln.set_log_callback(None)
-    kiln.compile(TINY)
+    kiln.compile(TINY, target="cpu")
     assert len(heard) == 1, heard
     level, message = heard[0]
     assert level == "warning"
@@ -111,23 +111,34 @@ def test_log_callback_hears_the_cpu_fallback_and_can_be_removed(tiny):
 
 
 def test_compile_is_deterministic():
-    assert kiln.compile(TINY).plan_bytes() == kiln.compile(TINY).plan_bytes()
+    assert kiln.compile(TINY, target="cpu").plan_bytes() == kiln.compile(TINY, target="cpu").plan_bytes()
 
 
 def test_fp16_close_to_onnxruntime():
-    eng = kiln.compile(TINY, precision="fp16")
+    eng = kiln.compile(TINY, precision="fp16", target="cpu")
     x = tiny_input(5)
     got = eng.run({"input": x})["probs"]
     want = ort_run(TINY, {"input": x})["probs"]
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-3)
     # fp16 really changed the computation.
-    assert not np.array_equal(got, kiln.compile(TINY).run({"input": x})["probs"])
+    assert not np.array_equal(got, kiln.compile(TINY, target="cpu").run({"input": x})["probs"])
 
 
 def test_gpu_target_runs_on_this_machine():
     eng = kiln.compile(TINY, target="sm_90")
     assert eng.backend in ("cpu", "gpu")
     x = tiny_input(6)
+    np.testing.assert_allclose(eng.run({"input": x})["probs"], ort_run(TINY, {"input": x})["probs"],
+                               rtol=1e-4, atol=1e-6)
+
+
+def test_default_target_is_a_gpu_plan_never_cpu_only():
+    # As `kiln compile` without --target: "auto" is this machine's GPU arch or,
+    # with no GPU (the fake driver is not on the loader's path here), a
+    # portable GPU plan -- never a CPU-only one.
+    eng = kiln.compile(TINY)
+    assert eng.target in ("portable", "sm_80", "sm_86", "sm_89", "sm_90"), eng.target
+    x = tiny_input(7)
     np.testing.assert_allclose(eng.run({"input": x})["probs"], ort_run(TINY, {"input": x})["probs"],
                                rtol=1e-4, atol=1e-6)
 
@@ -152,7 +163,7 @@ def dynamic_batch_model(path):
 def test_shapes_fix_a_symbolic_dimension(tmp_path):
     path = tmp_path / "dyn.onnx"
     w, b = dynamic_batch_model(path)
-    eng = kiln.compile(path, shapes={"x": [5, 4]})
+    eng = kiln.compile(path, shapes={"x": [5, 4]}, target="cpu")
     assert eng.inputs == [kiln.TensorInfo("x", "float32", (5, 4))]
     assert eng.outputs == [kiln.TensorInfo("y", "float32", (5, 3))]
     x = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
@@ -169,7 +180,7 @@ def test_error_is_a_runtime_error():
 
 def test_bad_model_path():
     with pytest.raises(kiln.Error, match=r"/no/such/model\.onnx: cannot open file"):
-        kiln.compile("/no/such/model.onnx")
+        kiln.compile("/no/such/model.onnx", target="cpu")
 
 
 def test_bad_plan_path():
@@ -188,13 +199,13 @@ def test_not_an_onnx_model(tmp_path):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\xff\x00garbage")
     with pytest.raises(kiln.Error, match=r"bad\.onnx"):
-        kiln.compile(bad)
+        kiln.compile(bad, target="cpu")
 
 
 def test_shapes_for_an_unknown_input():
     with pytest.raises(kiln.Error,
                        match=r'names "image", which is not an input of the model \(its inputs: "input"\)'):
-        kiln.compile(TINY, shapes={"image": [1, 3, 32, 32]})
+        kiln.compile(TINY, shapes={"image": [1, 3, 32, 32]}, target="cpu")
 
 
 def test_unsupported_op(tmp_path):
@@ -205,7 +216,7 @@ def test_unsupported_op(tmp_path):
     model.ir_version = 8
     onnx.save(model, tmp_path / "foo.onnx")
     with pytest.raises(kiln.Error, match=r'node "foo1" \(Foo\): op Foo \(opset 17\) is not supported'):
-        kiln.compile(tmp_path / "foo.onnx")
+        kiln.compile(tmp_path / "foo.onnx", target="cpu")
 
 
 def test_wrong_input_name(tiny):
@@ -237,16 +248,16 @@ def test_not_a_dict(tiny):
 
 def test_bad_options():
     with pytest.raises(kiln.Error, match=r'precision "fp8"'):
-        kiln.compile(TINY, precision="fp8")
+        kiln.compile(TINY, precision="fp8", target="cpu")
     with pytest.raises(kiln.Error, match=r'target "gpu"'):
         kiln.compile(TINY, target="gpu")
     with pytest.raises(kiln.Error, match=r'backend "tpu"'):
-        kiln.compile(TINY, backend="tpu")
+        kiln.compile(TINY, backend="tpu", target="cpu")
 
 
 def test_targets_the_cli_refuses():
-    # kiln compile --target takes cpu and the archs codegen supports; so does Python.
-    with pytest.raises(kiln.Error, match=r'target "sm_75": expected one of cpu, sm_80, sm_86, sm_89, sm_90'):
+    # kiln compile --target takes auto, cpu, portable and the archs codegen supports; so does Python.
+    with pytest.raises(kiln.Error, match=r'target "sm_75": expected one of auto, cpu, portable, sm_80, sm_86, sm_89, sm_90'):
         kiln.compile(TINY, target="sm_75")
 
 
@@ -259,7 +270,7 @@ def test_coverage_check_lists_every_unsupported_node(tmp_path):
     model.ir_version = 8
     onnx.save(model, tmp_path / "two.onnx")
     with pytest.raises(kiln.Error, match=r'(?s)two\.onnx: 2 node\(s\) cannot be compiled:.*"foo1".*"bar1"'):
-        kiln.compile(tmp_path / "two.onnx")
+        kiln.compile(tmp_path / "two.onnx", target="cpu")
 
 
 def test_tuning_cache_is_read(tmp_path):
@@ -291,7 +302,7 @@ def real_model(name):
 @pytest.mark.parametrize("precision,atol,rtol", [("fp32", 1e-4, 1e-3), ("fp16", 2e-2, 8e-3)])
 def test_mobilenet_v2_matches_onnxruntime(precision, atol, rtol):
     model, x, want = real_model("mobilenet_v2")
-    eng = kiln.compile(model, precision=precision)
+    eng = kiln.compile(model, precision=precision, target="cpu")
     (name, dtype, shape), = eng.inputs
     assert dtype == "float32" and shape == x.shape
     got = eng.run({name: x})

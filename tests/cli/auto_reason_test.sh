@@ -19,7 +19,7 @@ if ! "$kiln" compile "$model" --target sm_90 -o "$dir/gpu.plan" >"$out" 2>&1; th
   grep -q "NVRTC" "$out" && { echo "SKIP: no NVRTC"; exit 77; }
   fail "compile --target sm_90"
 fi
-"$kiln" compile "$model" -o "$dir/cpu.plan" >"$out" 2>&1 || fail "compile (cpu)"
+"$kiln" compile "$model" --target cpu -o "$dir/cpu.plan" >"$out" 2>&1 || fail "compile (cpu)"
 
 warn="^warning: a GPU is present but the plan runs on the CPU: .*gpu.plan: wrong GPU arch: the plan's kernels are for sm_90, this GPU is sm_80"
 for cmd in run bench; do

@@ -25,7 +25,7 @@ if ! "$kiln" compile "$model" --target sm_90 -o "$dir/gpu.plan" >"$out" 2>&1; th
   grep -q "NVRTC" "$out" && { echo "SKIP: no NVRTC"; exit 77; }
   fail "compile --target sm_90"
 fi
-"$kiln" compile "$model" -o "$dir/cpu.plan" >"$out" 2>&1 || fail "compile (cpu)"
+"$kiln" compile "$model" --target cpu -o "$dir/cpu.plan" >"$out" 2>&1 || fail "compile (cpu)"
 
 # No driver: LD_LIBRARY_PATH points nowhere useful, and a machine with a
 # real libcuda is not this case.

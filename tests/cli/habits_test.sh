@@ -24,9 +24,9 @@ expect_error() {
 }
 
 # --fp16 is --precision fp16; two precisions are an error; --int8 is refused.
-"$kiln" compile "$t/small.onnx" --fp16 --json "$dir/c.json" >"$out" 2>&1 || fail "--fp16 exit $?"
+"$kiln" compile "$t/small.onnx" --target cpu --fp16 --json "$dir/c.json" >"$out" 2>&1 || fail "--fp16 exit $?"
 grep -q '"precision": "fp16"' "$dir/c.json" || fail "--fp16 did not select fp16"
-"$kiln" compile "$t/small.onnx" --bf16 --json "$dir/c.json" >"$out" 2>&1 || fail "--bf16 exit $?"
+"$kiln" compile "$t/small.onnx" --target cpu --bf16 --json "$dir/c.json" >"$out" 2>&1 || fail "--bf16 exit $?"
 grep -q '"precision": "bf16"' "$dir/c.json" || fail "--bf16 did not select bf16"
 expect_error "excludes" compile "$t/small.onnx" --fp16 --precision bf16
 expect_error "INT8 is not supported yet" compile "$t/small.onnx" --int8
@@ -36,7 +36,7 @@ expect_error "INT8 is not supported yet" compile "$t/small.onnx" --int8
 grep -qF 'input "token_type_ids": i64[1,8] random in [0, 1] (indexes a table of 2 rows)' "$out" || fail "token_type_ids range"
 grep -qF 'input "input_ids": i64[1,8] random in [0, 49] (indexes a table of 50 rows)' "$out" || fail "input_ids range"
 "$kiln" bench "$t/gather_ids.onnx" --iterations 1 --warmup-ms 0 >"$out" 2>&1 || fail "bench on random ids: exit $?"
-"$kiln" compile "$t/gather_ids.onnx" -o "$dir/g.plan" >"$out" 2>&1 || fail "compile gather_ids"
+"$kiln" compile "$t/gather_ids.onnx" --target cpu -o "$dir/g.plan" >"$out" 2>&1 || fail "compile gather_ids"
 "$kiln" run "$dir/g.plan" >"$out" 2>&1 || fail "random ids for a plan: exit $?"
 grep -qF 'random in [0, 1] (indexes a table of 2 rows)' "$out" || fail "plan: token_type_ids range"
 

@@ -69,6 +69,6 @@ expect_error "--gpu v100: not a GPU kiln's performance model knows (known: h100,
 expect_error "--gpu a100 (sm_80):" inspect "$dir/m.plan" --perf --gpu a100
 expect_error "--gpu names the GPU for --perf; add --perf" inspect "$dir/m.plan" --gpu h100
 expect_error "--perf and --gpu model a compiled plan; compile it first" inspect "$model" --perf
-"$kiln" compile "$model" -o "$dir/cpu.plan" >"$out" 2>&1 || fail "compile cpu exit $?"
+"$kiln" compile "$model" --target cpu -o "$dir/cpu.plan" >"$out" 2>&1 || fail "compile cpu exit $?"
 expect_error "--perf models GPU kernels, and this plan has none" inspect "$dir/cpu.plan" --perf
 echo "ok"

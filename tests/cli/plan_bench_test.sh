@@ -11,7 +11,7 @@ trap 'rm -rf "$dir"' EXIT
 out=$dir/out
 fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
 
-"$kiln" compile "$model" -o "$dir/m.plan" >"$out" 2>&1 || fail "compile exit $?"
+"$kiln" compile "$model" --target cpu -o "$dir/m.plan" >"$out" 2>&1 || fail "compile exit $?"
 "$kiln" bench "$dir/m.plan" --backend ref --iterations 7 --warmup-ms 0 --profile --export-json "$dir/b.json" \
   >"$out" 2>&1 || fail "kiln bench exit $?"
 for re in '^Plan: .*m\.plan \(kiln [0-9.]+, target cpu, precision fp32, no GPU kernels\)' \

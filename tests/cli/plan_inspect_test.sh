@@ -61,10 +61,10 @@ assert rep["memory"]["live_peak_bytes"] >= 0 and len(rep["memory"]["values"]) > 
 print(f"{len(names)} kernels, {len(steps)} launches match")
 PY
 
-"$kiln" compile "$model" -o "$dir/cpu.plan" >"$out" 2>&1 || fail "compile cpu exit $?"
+"$kiln" compile "$model" --target cpu -o "$dir/cpu.plan" >"$out" 2>&1 || fail "compile cpu exit $?"
 "$kiln" inspect "$dir/cpu.plan" --json "$dir/icpu.json" >"$out" 2>&1 || fail "inspect cpu exit $?"
 for line in 'target: cpu, precision: fp32' 'archs: none' \
-            'GPU kernels: none: compiled for target cpu (use --target sm_XX for GPU kernels)' \
+            'GPU kernels: none: compiled for target cpu (use --target auto, portable or sm_XX for GPU kernels)' \
             'CPU reference path' 'memory plan: arena '; do
   grep -qF "$line" "$out" || fail "inspect cpu lacks: $line"
 done

@@ -27,7 +27,7 @@ for cmd in compile run inspect dump-ir bench; do
     $cmd "$model" --shapes foo:2x3x8
 done
 
-"$kiln" compile "$model" -o "$dir/m.plan" >"$out" 2>&1 || fail "compile exit $?"
+"$kiln" compile "$model" --target cpu -o "$dir/m.plan" >"$out" 2>&1 || fail "compile exit $?"
 expect_error "$dir/m.plan: a plan is already compiled; --precision only applies when compiling an .onnx model" \
   run "$dir/m.plan" --precision fp16
 expect_error "$dir/m.plan: a plan is already compiled; --shapes only applies when compiling an .onnx model (a plan's shapes are fixed" \

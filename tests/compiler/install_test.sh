@@ -32,8 +32,9 @@ cc -std=c99 -Wall -Wextra -Werror "$src/examples/compile_and_run/main.c" \
   $(pkg-config --cflags --libs kiln-compiler kiln) -o "$tmp/car_pc"
 
 no_ld_path() { env -u LD_LIBRARY_PATH "$@"; }
-# The example's compile, in process, for the CPU and a GPU arch: the plan size
-# it reports equals the CLI's plan for the same flags.
+# The example's compile, in process, with the default target (auto: this
+# machine's GPU, else a portable plan, as kiln compile's) and for sm_90: the
+# plan size it reports equals the CLI's plan for the same flags.
 "$prefix/bin/kiln" compile "$model" -o "$tmp/tiny.plan" 2>/dev/null
 "$prefix/bin/kiln" compile "$model" --target sm_90 --precision fp16 -o "$tmp/tiny90.plan" 2>/dev/null
 no_ld_path "$tmp/build-compile_and_run/compile_and_run" "$model" > "$tmp/car.txt" 2> "$tmp/car.log"

@@ -11,10 +11,10 @@ KILN=${1:-build/bin/kiln}
 out=tests/fuzz/corpus/plan_load
 mkdir -p "$out"
 export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$(mktemp -d)}
-"$KILN" compile examples/models/tiny_cnn.onnx -o "$out/tiny_cnn_cpu.plan" >/dev/null
+"$KILN" compile examples/models/tiny_cnn.onnx --target cpu -o "$out/tiny_cnn_cpu.plan" >/dev/null
 data=/usr/share/libonnx-testdata/data/node
 for t in test_relu test_softmax_axis_1 test_matmul_2d test_basic_conv_with_padding; do
-  "$KILN" compile "$data/$t/model.onnx" -o "$out/${t#test_}_cpu.plan" >/dev/null
+  "$KILN" compile "$data/$t/model.onnx" --target cpu -o "$out/${t#test_}_cpu.plan" >/dev/null
   "$KILN" compile "$data/$t/model.onnx" --target sm_90 -o "$out/${t#test_}_sm90.plan" >/dev/null
 done
 ls -l "$out"

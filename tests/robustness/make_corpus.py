@@ -384,7 +384,8 @@ def bad_plans(kiln, fake_cuda):
     onnx.save(m, os.path.join(base_dir, "model.onnx"))
     base_path = os.path.join(base_dir, "model.plan")
     env = dict(os.environ, KILN_CACHE_DIR=os.path.join(OUT, "plan_base", "cache"))
-    subprocess.run([kiln, "compile", os.path.join(base_dir, "model.onnx"), "-o", base_path], check=True, env=env,
+    subprocess.run([kiln, "compile", os.path.join(base_dir, "model.onnx"), "--target", "cpu", "-o", base_path],
+                   check=True, env=env,
                    stdout=subprocess.DEVNULL)
     with open(base_path, "rb") as fh:
         base = fh.read()
@@ -403,7 +404,7 @@ def bad_plans(kiln, fake_cuda):
     save_plan("plan_trailing_bytes", base + b"\0" * 100, "trailing bytes")
     save_plan("plan_bad_magic", b"KILNPLAM" + base[8:], "not a kiln plan: magic is 'KILNPLAM'")
     save_plan("plan_onnx_file", m.SerializeToString(), "not a kiln plan")
-    save_plan("plan_format_version", pf.build(secs, version=2), "plan format version 2, this runtime reads version 1")
+    save_plan("plan_format_version", pf.build(secs, version=3), "plan format version 3, this runtime reads versions 1 to 2")
 
     # --- the header and its checksum ---------------------------------------
     save_plan("plan_header_flip", flip(base, pf.table_entry_at(1) + 4), "corrupt header: xxh64")

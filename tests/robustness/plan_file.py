@@ -6,7 +6,7 @@ checksums no longer can. Standard library only (xxh64 is implemented here).
 import struct
 
 MAGIC = b"KILNPLAN"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 ALIGN = 256
 FIXED_HEADER = 40  # magic 8, version 4, header size 4, file size 8, count 4, pad 4, xxh64 8
 TABLE_ENTRY = 32   # id 4, pad 4, offset 8, size 8, xxh64 8
@@ -134,20 +134,22 @@ def read_meta(body):
     m["gpu_kernels"] = body[p] != 0
     m["no_gpu_reason"], p = s(p + 1)
     m["graph_constants"] = struct.unpack_from("<Q", body, p)[0]
+    m["cubin_driver_version"], m["ptx_driver_version"] = struct.unpack_from("<ii", body, p + 8)
     return m
 
 
 def write_meta(m):
     return (_str(m["kiln_version"]) + _str(m["target"]) + _str(m["precision"]) + struct.pack("<Q", len(m["archs"]))
             + b"".join(_str(a) for a in m["archs"]) + struct.pack("<B", m["gpu_kernels"]) + _str(m["no_gpu_reason"])
-            + struct.pack("<Q", m["graph_constants"]))
+            + struct.pack("<Qii", m["graph_constants"], m.get("cubin_driver_version", 0),
+                          m.get("ptx_driver_version", 0)))
 
 
 def write_kernels(kernels):
-    """kernels: [(name, source, arch, cubin bytes, ptx)]."""
+    """kernels: [(name, source, arch, cubin bytes, ptx)] (no CUBINs of more archs)."""
     out = struct.pack("<Q", len(kernels))
     for name, source, arch, cubin, ptx in kernels:
-        out += _str(name) + _str(source) + _str(arch) + _str(cubin) + _str(ptx)
+        out += _str(name) + _str(source) + _str(arch) + _str(cubin) + _str(ptx) + struct.pack("<Q", 0)
     return out
 
 

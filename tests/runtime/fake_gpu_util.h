@@ -216,12 +216,12 @@ inline std::unique_ptr<Graph> compiled_text(const char* text) {
   return g;
 }
 
-// Plans by arch (kGraph), by ONNX test name (for sm_90) and "wide_softmax".
+// Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90) and "wide_softmax".
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
     std::map<std::string, plan::Plan> r;
-    for (std::string arch : {"sm_80", "sm_90"}) r[arch] = build_plan(*g, {arch, "fp32", {}});
+    for (std::string arch : {"sm_80", "sm_90", "portable"}) r[arch] = build_plan(*g, {arch, "fp32", {}});
     for (const char* m : kOnnxModels) r[m] = build_plan(*compiled_onnx(m), {"sm_90", "fp32", {}});
     for (const char* m : kLaunchFitModels) r[m] = build_plan(*compiled_case(m), {"sm_90", "fp32", {}});
     r["wide_softmax"] = build_plan(*compiled_text(kWideSoftmax), {"sm_90", "fp32", {}});

@@ -32,8 +32,8 @@ pc=$(find "$prefix" -name kiln.pc | head -1)
 [ -n "$pc" ] || { echo "FAIL: kiln.pc not installed" >&2; exit 1; }
 pcdir=$(dirname "$pc")
 
-"$prefix/bin/kiln" compile "$src/examples/models/tiny_cnn.onnx" -o "$tmp/tiny.plan" 2>/dev/null
-"$prefix/bin/kiln" compile "$src/examples/models/tiny_cnn.onnx" -o "$tmp/tiny2.plan" 2>/dev/null
+"$prefix/bin/kiln" compile "$src/examples/models/tiny_cnn.onnx" --target cpu -o "$tmp/tiny.plan" 2>/dev/null
+"$prefix/bin/kiln" compile "$src/examples/models/tiny_cnn.onnx" --target cpu -o "$tmp/tiny2.plan" 2>/dev/null
 cmp "$tmp/tiny.plan" "$tmp/tiny2.plan" || { echo "FAIL: two compiles differ" >&2; exit 1; }
 
 # Only the installed package is visible to the examples' builds. No rpath is

@@ -24,7 +24,10 @@ naming the limit).
 Prints the number of plans and launches checked. Exit 1 on any misfit.
 
 Usage: plan_launch_limits.py KILN WORK_DIR MODEL_DIR_OR_SUITE... [--jobs N]
-A MODEL_DIR_OR_SUITE is a test folder (holding model.onnx) or a folder of them.
+A MODEL_DIR_OR_SUITE is a test folder (holding model.onnx), a folder of them,
+or `onnx-1.23`: the four folders of onnx 1.23's backend tests where `kiln
+conformance` finds them ($KILN_ONNX_TESTS, else
+${XDG_CACHE_HOME:-~/.cache}/kiln/onnx-1.23-tests, made by tools/onnx_suite.sh).
 """
 import argparse
 import concurrent.futures
@@ -80,9 +83,31 @@ def self_check():
         assert misfits({**ok, **change}), f"the checker misses {change}"
 
 
-def model_dirs(paths):
+def onnx_suite_root():
+    env = os.environ.get("KILN_ONNX_TESTS")
+    if env:
+        return env
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "kiln", "onnx-1.23-tests")
+
+
+def expand_suites(paths):
     out = []
     for p in paths:
+        if p == "onnx-1.23":
+            root = onnx_suite_root()
+            if not os.path.isdir(os.path.join(root, "node")):
+                sys.exit(f"plan_launch_limits: onnx 1.23's backend tests are not in {root} (run tools/onnx_suite.sh, "
+                         "or set KILN_ONNX_TESTS)")
+            out += [os.path.join(root, s) for s in ("node", "pytorch-converted", "pytorch-operator", "simple")]
+        else:
+            out.append(p)
+    return out
+
+
+def model_dirs(paths):
+    out = []
+    for p in expand_suites(paths):
         if os.path.exists(os.path.join(p, "model.onnx")):
             out.append(p)
         elif os.path.isdir(p):

@@ -156,9 +156,12 @@ TEST_F(PlanReject, NotAPlan) {
 
 TEST_F(PlanReject, WrongFormatVersion) {
   auto b = good;
-  b[8] = 2;
+  b[8] = 9;
   EXPECT_EQ(load_error(b),
-            "m.plan: plan format version 2, this runtime reads version 1 (recompile the model with this kiln)");
+            "m.plan: plan format version 9, this runtime reads versions 1 to 2 (recompile the model with this kiln)");
+  b[8] = 0;
+  EXPECT_EQ(load_error(b),
+            "m.plan: plan format version 0, this runtime reads versions 1 to 2 (recompile the model with this kiln)");
 }
 
 TEST_F(PlanReject, CorruptSectionBytes) {
@@ -203,11 +206,12 @@ TEST(PlanArch, CubinForItsArchPtxForNewerRejectedForOlder) {
   plan::Plan p = fake_gpu_plan("sm_86", true);
   std::vector<uint8_t> b = plan::serialize(p);
   EXPECT_EQ(load_error(b, {"sm_86"}), "");
-  EXPECT_EQ(plan::select_code(p, "sm_86"), "cubin");
-  EXPECT_EQ(plan::select_code(p, "sm_90"), "ptx");
+  EXPECT_EQ(plan::select_code(p, "sm_86").kind, "cubin");
+  EXPECT_EQ(plan::select_code(p, "sm_89").describe(), "CUBIN sm_86");  // binary compatible within sm_8x
+  EXPECT_EQ(plan::select_code(p, "sm_90").kind, "ptx");
   EXPECT_EQ(load_error(b, {"sm_80"}),
-            "m.plan: wrong GPU arch: the plan's kernels are for sm_86, this GPU is sm_80 (PTX JIT only runs on the "
-            "same or a newer arch; recompile with --target sm_80)");
+            "m.plan: wrong GPU arch: the plan's kernels are for sm_86, this GPU is sm_80 (a CUBIN runs on its own "
+            "major arch, PTX JIT only on the same or a newer arch; recompile with --target sm_80)");
   plan::Plan no_ptx = fake_gpu_plan("sm_86", false);
   EXPECT_THROW(plan::select_code(no_ptx, "sm_90"), Error);
   EXPECT_NE(load_error(plan::serialize(no_ptx), {"sm_90"}).find("wrong GPU arch"), std::string::npos);

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "compiler/compile_model.h"
+#include "compiler/targets.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "tools/kiln/commands.h"
@@ -26,6 +27,9 @@ CLI::App* register_compile(CLI::App& app, CompileCommand& c) {
       ->check(refuse_ort_level, "FILE")
       ->group("Model");
   cmd->add_flag("--print-ir", c.print_final, "Print the final IR to stdout")->group("Reporting");
+  // No silent CPU: without --target, a GPU plan for this machine's GPU or a
+  // portable one (compiler/targets.h resolves "auto").
+  c.copts.pass.target = kTargetAuto;
   add_compile_flags(cmd, c.copts);
   add_tuning_flags(cmd, c.tuning);
   return cmd;

@@ -33,8 +33,24 @@ void add_compile_flags(CLI::App* cmd, CompileOptions& o) {
          },
          "Build: not supported yet (refused with a message)")
       ->group("Build");
-  cmd->add_option("--target", o.pass.target, "Build: cpu | sm_80 | sm_86 | sm_89 | sm_90")
+  // The default is the caller's (`kiln compile`: auto, compiler/targets.h).
+  cmd->add_option("--target", o.pass.target,
+                  fmt::format("Build: auto (this machine's GPU, else portable) | portable (CUBINs for {} + PTX for "
+                              "newer GPUs) | cpu (no GPU kernels) | sm_80 | sm_86 | sm_89 | sm_90",
+                              fmt::join(portable_archs(), ", ")))
       ->check(CLI::IsMember(supported_targets()))
+      ->capture_default_str()
+      ->group("Build");
+  // Plans have no per-node CPU fallback: refuse the flag users of other
+  // engines reach for, rather than ignore it.
+  cmd->add_flag_callback(
+         "--allow-cpu-fallback",
+         [] {
+           throw CLI::ValidationError("--allow-cpu-fallback",
+                                      "not supported: kiln plans run every node on the GPU or the whole model on "
+                                      "the CPU (--target cpu); there is no per-node CPU fallback");
+         },
+         "Build: not supported (refused with a message): plans have no per-node CPU fallback")
       ->group("Build");
   cmd->add_option("--passes", o.passes, "Build: run these passes instead of the default pipeline")
       ->delimiter(',')

@@ -48,6 +48,11 @@ std::vector<Gpu> list_gpus(const rt::CudaDriver& d) {
 
 }  // namespace
 
+std::string plan_driver_needs(const plan::Meta& m) {
+  auto one = [](int32_t v) { return v > 0 ? "CUDA driver " + plan::driver_version_name(v) + "+" : "not recorded"; };
+  return fmt::format("CUBINs {}, PTX {}", one(m.cubin_driver_version), one(m.ptx_driver_version));
+}
+
 CLI::App* register_doctor(CLI::App& app, DoctorOptions& o) {
   auto* cmd = app.add_subcommand(
       "doctor",
@@ -68,8 +73,8 @@ int run_doctor(const DoctorOptions& o) {
   std::string why;
   const rt::CudaDriver* d = rt::cuda_driver(&why);
   std::vector<Gpu> gpus;
+  int v = 0;  // the driver's version (0: unknown)
   if (d) {
-    int v = 0;
     std::string version = d->cuDriverGetVersion && d->cuDriverGetVersion(&v) == 0
                               ? fmt::format("CUDA {} ({})", cuda_version(v), v)
                               : "version unknown (no cuDriverGetVersion)";
@@ -109,8 +114,12 @@ int run_doctor(const DoctorOptions& o) {
   if (have_nvrtc) {
 #ifdef KILN_HAVE_SIM_BACKEND
     const codegen::NvrtcLibrary& n = codegen::nvrtc_library();
-    std::cout << fmt::format("NVRTC: {}, version {}.{}\n", n.path, n.major, n.minor);
-    j["nvrtc"] = {{"found", true}, {"path", n.path}, {"version", fmt::format("{}.{}", n.major, n.minor)}};
+    std::cout << fmt::format("NVRTC: {}, version {}.{}{}\n", n.path, n.major, n.minor,
+                             n.builtins_path.empty() ? "" : ", builtins " + n.builtins_path);
+    j["nvrtc"] = {{"found", true},
+                  {"path", n.path},
+                  {"version", fmt::format("{}.{}", n.major, n.minor)},
+                  {"builtins", n.builtins_path}};
 #endif
   } else {
     std::cout << "NVRTC: unavailable (kiln compile --target sm_XX needs it; running plans does not): " << nvrtc_why
@@ -124,6 +133,7 @@ int run_doctor(const DoctorOptions& o) {
         "Plan: {} (target {}, {})\n", o.plan, p->meta.target,
         p->meta.gpu_kernels ? fmt::format("{} GPU kernels for {}", p->kernels.size(), fmt::join(p->meta.archs, ","))
                             : "no GPU kernels");
+    if (p->meta.gpu_kernels) std::cout << "  needs: " << plan_driver_needs(p->meta) << "\n";
     // The runtime's own choice (runtime/engine.cpp): the first reason that
     // keeps the plan off every GPU here wins.
     std::string cannot;
@@ -136,10 +146,13 @@ int run_doctor(const DoctorOptions& o) {
       for (const Gpu& g : gpus) {
         if (!g.error.empty()) continue;
         try {
-          std::string code = plan::select_code(*p, g.id.arch(), o.plan);
+          plan::CodeChoice code = plan::select_code(*p, g.id.arch(), o.plan);
+          plan::check_driver_version(code, v, o.plan);
           std::cout << fmt::format("  GPU {} ({}): can run ({})\n", g.ordinal, g.id.arch(),
-                                   code == "cubin" ? "CUBIN" : "PTX JIT-compiled by the driver");
-          per_gpu.push_back({{"ordinal", g.ordinal}, {"can_run", true}, {"code", code}});
+                                   code.kind == "ptx"         ? "PTX JIT-compiled by the driver from " + code.arch
+                                   : code.arch == g.id.arch() ? std::string("CUBIN")
+                                                              : "CUBIN " + code.arch);
+          per_gpu.push_back({{"ordinal", g.ordinal}, {"can_run", true}, {"code", code.kind}, {"code_arch", code.arch}});
           any = true;
         } catch (const Error& e) {
           std::cout << fmt::format("  GPU {} ({}): cannot run: {}\n", g.ordinal, g.id.arch(), e.what());
@@ -151,6 +164,8 @@ int run_doctor(const DoctorOptions& o) {
     }
     j["plan"] = {{"path", o.plan},         {"target", p->meta.target}, {"gpu_kernels", p->meta.gpu_kernels},
                  {"archs", p->meta.archs}, {"gpus", per_gpu},          {"can_run_on_gpu", cannot.empty()}};
+    j["plan"]["cubin_driver_version"] = p->meta.cubin_driver_version;
+    j["plan"]["ptx_driver_version"] = p->meta.ptx_driver_version;
     if (cannot.empty()) {
       std::cout << "verdict: the plan can run on a GPU here\n";
     } else {

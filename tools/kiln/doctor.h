@@ -13,6 +13,10 @@ class App;
 
 namespace kiln {
 
+namespace plan {
+struct Meta;
+}
+
 struct DoctorOptions {
   std::string plan;       // optional: the plan to check against this machine
   std::string json_path;  // --json: the same report as JSON
@@ -29,6 +33,10 @@ int run_doctor(const DoctorOptions& o);
 // warning line to print on stderr when a CUDA driver with a device is
 // present (the GPU was usable but not used), else "" (no GPU is the expected
 // CPU case; *no_gpu then gets why, e.g. "no CUDA driver", for the engine line).
+// "CUBINs CUDA driver 13.0+, PTX CUDA driver 13.0+": the oldest driver a
+// plan's code loads on (kiln doctor PLAN, kiln inspect PLAN).
+std::string plan_driver_needs(const plan::Meta& m);
+
 std::string auto_cpu_warning(const std::string& engine_info, std::string* no_gpu);
 
 }  // namespace kiln

@@ -8,6 +8,7 @@
 
 #include "ir/error.h"
 #include "runtime/cubin_info.h"
+#include "tools/kiln/doctor.h"
 #include "runtime/plan_format.h"
 #include "runtime/plan_graph.h"
 #include "tools/kiln/inspect.h"
@@ -87,12 +88,12 @@ int run_inspect_plan(const InspectOptions& o) {
   std::ostream& out = o.perf ? no_listing : std::cout;
 
   uint64_t file_bytes = std::filesystem::file_size(o.model);
-  out << fmt::format("plan: {} ({} bytes, plan format version {})\n", o.model, file_bytes, plan::kFormatVersion);
+  out << fmt::format("plan: {} ({} bytes, plan format version {})\n", o.model, file_bytes, p.format_version);
   out << fmt::format("kiln version: {}\n", m.kiln_version);
   out << fmt::format("target: {}, precision: {}\n", m.target, m.precision);
   j["plan"] = o.model;
   j["file_bytes"] = file_bytes;
-  j["format_version"] = plan::kFormatVersion;
+  j["format_version"] = p.format_version;
   j["kiln_version"] = m.kiln_version;
   j["target"] = m.target;
   j["precision"] = m.precision;
@@ -129,6 +130,11 @@ int run_inspect_plan(const InspectOptions& o) {
   if (m.gpu_kernels) {
     bool ptx = std::all_of(p.kernels.begin(), p.kernels.end(), [](const plan::Kernel& k) { return !k.ptx.empty(); });
     out << fmt::format("archs: {} (CUBIN{} per kernel)\n", fmt::join(m.archs, ", "), ptx ? " + PTX" : "");
+    if (ptx && !p.kernels.empty())
+      out << fmt::format("PTX: {}'s, JIT-compiled by the driver on newer GPUs\n", p.kernels.front().arch);
+    out << "needs: " << plan_driver_needs(m) << "\n";
+    j["cubin_driver_version"] = m.cubin_driver_version;
+    j["ptx_driver_version"] = m.ptx_driver_version;
     out << fmt::format("GPU kernels: {} distinct, {} launch steps ({} kernel launches, {} copies)\n", p.kernels.size(),
                        p.steps.size(), launches, copies);
   } else {

@@ -48,11 +48,14 @@ typedef struct kiln_compile_options kiln_compile_options;
  * compiling thread or, for progress, on NVRTC's worker threads. */
 typedef void (*kiln_compile_log_fn)(void* user_data, const char* message);
 
-/* Defaults: target "cpu", precision "fp32", default passes, the default
+/* Defaults: target "auto" (as `kiln compile`: this machine's GPU arch when a
+ * CUDA driver with a device is present, else "portable"; never a CPU-only
+ * plan unless "cpu" is set), precision "fp32", default passes, the default
  * kernel cache ($KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, ~/.cache/kiln), no log. */
 KILN_COMPILER_API kiln_compile_options* kiln_compile_options_create(void);
 KILN_COMPILER_API void kiln_compile_options_destroy(kiln_compile_options* options);
-/* "cpu", "sm_80", "sm_86", "sm_89" or "sm_90" (as `kiln compile --target`). */
+/* "auto", "portable", "cpu", "sm_80", "sm_86", "sm_89" or "sm_90" (as
+ * `kiln compile --target`; compiler/targets.h). */
 KILN_COMPILER_API kiln_compile_status kiln_compile_options_set_target(kiln_compile_options* options,
                                                                       const char* target);
 /* "fp32", "tf32", "fp16" or "bf16" (as --precision). */
