@@ -49,7 +49,9 @@ std::vector<std::string> target_archs(const std::string& target) {
        fmt::join(supported_targets(), ", "));
 }
 
-bool is_gpu_target(const std::string& target) { return !target_archs(target).empty(); }
+bool is_gpu_target(const std::string& target) {
+  return target == kTargetAuto || !target_archs(target).empty();  // auto never resolves to cpu
+}
 
 namespace {
 

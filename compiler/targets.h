@@ -35,7 +35,7 @@ const std::vector<std::string>& portable_archs();
 // The archs a resolved target builds CUBINs for ({} for cpu; the first is the
 // one whose PTX the plan carries). kiln::Error for "auto" (resolve it first).
 std::vector<std::string> target_archs(const std::string& target);
-// Whether a resolved target builds GPU kernels.
+// Whether a target builds GPU kernels ("auto" does: it never resolves to cpu).
 bool is_gpu_target(const std::string& target);
 
 // Throws kiln::Error naming the value and the accepted ones.

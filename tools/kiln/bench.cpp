@@ -16,6 +16,7 @@
 
 #include "backends/reference/executor.h"
 #include "compiler/import_checked.h"
+#include "compiler/targets.h"
 #include "ir/error.h"
 #include "ir/name_cut.h"
 #include "tools/kiln/bench_plan.h"
@@ -118,9 +119,10 @@ int run_bench(BenchOptions& o) {
     // As trtexec --onnx: build the plan (saved when asked) and time it
     // through the runtime, as `kiln bench MODEL.plan` would.
     if (o.backend.empty()) o.backend = "auto";
-    if (o.compile.pass.target.rfind("sm_", 0) != 0 && (o.backend == "gpu" || o.backend == "sim"))
-      fail("{}: --backend {} runs a plan's GPU kernels and --target {} builds none: add --target sm_XX", o.model,
-           o.backend, o.compile.pass.target);
+    if (!is_gpu_target(o.compile.pass.target) && (o.backend == "gpu" || o.backend == "sim"))
+      fail(
+          "{}: --backend {} runs a plan's GPU kernels and --target {} builds none: add --target auto, portable or sm_XX",
+          o.model, o.backend, o.compile.pass.target);
     CompileModelOptions co;
     co.build = o.compile;
     co.input_shapes = parse_shapes_flag(o.shapes);
@@ -131,7 +133,7 @@ int run_bench(BenchOptions& o) {
   if (o.backend.empty() || o.backend == "auto") o.backend = "ref";
   if (o.backend == "gpu")
     fail(
-        "{}: --backend gpu runs GPU kernels and --target {} builds none: add --target sm_XX (kiln doctor names "
+        "{}: --backend gpu runs GPU kernels and --target {} builds none: add --target auto, portable or sm_XX (kiln doctor names "
         "this GPU's arch)",
         o.model, o.compile.pass.target);
   auto t0 = Clock::now();

@@ -8,6 +8,7 @@
 
 #include "backends/run_on_backend.h"
 #include "compiler/import_checked.h"
+#include "compiler/targets.h"
 #include "compiler/plan_sniff.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
@@ -35,10 +36,11 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 // sim (the plan's own kernels on the CPU simulator).
 int run_onnx_through_plan(RunCommand& c) {
   const std::string backend = c.backend.empty() ? "auto" : c.backend;
-  if (c.copts.pass.target.rfind("sm_", 0) != 0 && (backend == "gpu" || backend == "sim"))
-    fail("{}: --backend {} runs a plan's GPU kernels and --target {} builds none: add --target sm_XX ({})", c.model,
-         backend, c.copts.pass.target,
-         backend == "gpu" ? "kiln doctor names this GPU's arch" : "the simulator runs any GPU arch's kernels");
+  if (!is_gpu_target(c.copts.pass.target) && (backend == "gpu" || backend == "sim"))
+    fail(
+        "{}: --backend {} runs a plan's GPU kernels and --target {} builds none: add --target auto, portable or sm_XX ({})",
+        c.model, backend, c.copts.pass.target,
+        backend == "gpu" ? "kiln doctor names this GPU's arch" : "the simulator runs any GPU arch's kernels");
   std::string ort_exe = c.compare.empty() ? "" : ort_python();  // a missing ORT fails before the compile
   CompileModelOptions o;
   o.build = c.copts;
@@ -105,7 +107,7 @@ int run_run(RunCommand& c) {
   if (backend.empty() || backend == "auto") backend = "ref";
   if (backend == "gpu")
     fail(
-        "{}: --backend gpu runs GPU kernels and --target {} builds none: add --target sm_XX (kiln doctor names "
+        "{}: --backend gpu runs GPU kernels and --target {} builds none: add --target auto, portable or sm_XX (kiln doctor names "
         "this GPU's arch)",
         c.model, c.copts.pass.target);
   c.copts.pipeline.source = c.model;  // passes' errors name the model, as the importer's do

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "compiler/targets.h"
 #include "ir/error.h"
 #include "tools/kiln/compile_messages.h"
 
@@ -28,7 +29,7 @@ void add_save_engine_flag(CLI::App* cmd, std::string& path) {
 }
 
 bool runs_through_plan(const std::string& target, const std::string& save_engine) {
-  return target.rfind("sm_", 0) == 0 || !save_engine.empty();
+  return is_gpu_target(target) || !save_engine.empty();
 }
 
 void save_plan(const std::string& path, const CompileResult& r) {
