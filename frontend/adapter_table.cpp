@@ -57,6 +57,7 @@ std::string default_kiln_name(const std::string& op) {
       {"IsInf", "isinf"},
       {"TopK", "topk"},
       {"CumSum", "cumsum"},
+      {"CumProd", "cumprod"},
       {"NonZero", "nonzero"},
       {"LRN", "lrn"},
       {"LSTM", "lstm"},
