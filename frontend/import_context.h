@@ -116,6 +116,7 @@ void register_misc(AdapterTable& t);
 void register_sequence(AdapterTable& t);
 void register_transformer(AdapterTable& t);
 void register_image(AdapterTable& t);
+void register_stateful(AdapterTable& t);  // adapters_stateful.cpp: CausalConvWithState, LinearAttention
 }  // namespace adapters
 
 }  // namespace kiln
