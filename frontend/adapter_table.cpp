@@ -37,6 +37,8 @@ const AdapterTable& adapter_table() {
     adapters::register_transformer(t);
     adapters::register_image(t);
     adapters::register_stateful(t);
+    adapters::register_preview(t);
+    adapters::register_optional(t);
     return t;
   }();
   return table;
