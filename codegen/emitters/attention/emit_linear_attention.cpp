@@ -90,7 +90,8 @@ LinearAttentionKernel emit_linear_attention(const AttrMap& attrs, const std::vec
   b += fmt::format("    float* S = st + threadIdx.x;  // S[d] is S[d * {}]\n", block);
   b += fmt::format("    for (long long d = 0; d < {}LL; ++d) S[d * {}] = {};\n", dk, block,
                    has(3) ? ld(3, fmt::format("(bh * {}LL + d) * {}LL + m", dk, dv)) : "0.0f");
-  b += fmt::format("    for (long long t = 0; t < {}LL; ++t) {{\n", T);
+  // The time loop stays rolled: unrolled, its steps' loads and exps compete for registers (sm_80 spilled).
+  b += fmt::format("#pragma unroll 1\n    for (long long t = 0; t < {}LL; ++t) {{\n", T);
   b += fmt::format("      const long long row = b * {}LL + t;\n", T);
   b += fmt::format("      const long long kb = (row * {}LL + h) * {}LL;  // k_t of this kv head\n", Hkv, dk);
   if (gated) {
