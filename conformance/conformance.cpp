@@ -27,7 +27,7 @@
 #include "ops/registry.h"
 #include "backends/run_on_backend.h"
 #include "backends/compare.h"
-#include "tools/kiln/output_paths.h"
+#include "ir/file_io.h"
 #include "compiler/plan_writer.h"
 #include "compiler/progress.h"
 
