@@ -15,6 +15,7 @@
 #include "codegen/emitters/gemm_conv/emit_einsum.h"
 #include "codegen/emitters/gemm_conv/emit_epilogue.h"
 #include "codegen/emitters/gemm_conv/emit_gemm.h"
+#include "codegen/emitters/attention/emit_linear_attention.h"
 #include "codegen/emitters/misc/emit_misc_ops.h"
 #include "codegen/emitters/pool_select_loss/emit_fused_pool.h"
 #include "codegen/emitters/pool_select_loss/emit_loss.h"
@@ -248,6 +249,20 @@ std::vector<NodeKernel> emit_rnn_node(const Node& n) {
   return {node_kernel(emit_rnn_op(n.op(), n.attrs(), operands, present, results))};
 }
 
+bool handles_linear_attention(const Node& n) { return !n.body() && n.op() == "linear_attention"; }
+
+// Absent optional operands (past_state, decay, beta) are null buffers.
+std::vector<NodeKernel> emit_linear_attention_node(const Node& n) {
+  std::vector<TensorType> operands, results;
+  std::vector<bool> present;
+  for (Value* v : n.inputs()) {
+    operands.push_back(v ? v->type() : TensorType());
+    present.push_back(v != nullptr);
+  }
+  for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+  return {node_kernel(emit_linear_attention(n.attrs(), operands, present, results))};
+}
+
 bool handles_misc(const Node& n) {
   if (n.body() || !n.input(0)) return false;
   return n.op() == "dft" || n.op() == "stft" || n.op() == "det" || n.op() == "dynamic_quantize_linear";
@@ -345,6 +360,7 @@ const KernelEmitter kEmitters[] = {
     {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node},
     {"attention", handles_attention, emit_attention_node},
     {"recurrent", handles_rnn, emit_rnn_node},
+    {"linear attention", handles_linear_attention, emit_linear_attention_node},
     {"misc (dft, stft, det, dynamic_quantize_linear)", handles_misc, emit_misc_node},
 };
 }  // namespace

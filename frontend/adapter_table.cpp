@@ -36,6 +36,9 @@ const AdapterTable& adapter_table() {
     adapters::register_sequence(t);
     adapters::register_transformer(t);
     adapters::register_image(t);
+    adapters::register_stateful(t);
+    adapters::register_preview(t);
+    adapters::register_optional(t);
     return t;
   }();
   return table;
@@ -57,6 +60,7 @@ std::string default_kiln_name(const std::string& op) {
       {"IsInf", "isinf"},
       {"TopK", "topk"},
       {"CumSum", "cumsum"},
+      {"CumProd", "cumprod"},
       {"NonZero", "nonzero"},
       {"LRN", "lrn"},
       {"LSTM", "lstm"},

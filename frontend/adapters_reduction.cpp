@@ -5,7 +5,7 @@
 //    optional operand that must be known at compile time; kiln gets explicit,
 //    sorted, normalized axes. Empty axes reduce everything unless
 //    noop_with_empty_axes=1, which makes the node an identity.
-//  - CumSum's axis and TopK's k operands become attributes.
+//  - CumSum's and CumProd's axis and TopK's k operands become attributes.
 //  - Softmax-family opset < 13 flattens the input to 2D at `axis`; that is
 //    reshape -> op(axis=1) -> reshape unless it already equals the one-axis form.
 #include <algorithm>
@@ -91,18 +91,21 @@ Adapter arg_adapter(std::string kiln_op) {
   };
 }
 
-void cumsum(ImportContext& c) {
-  allow_attrs(c, {"exclusive", "reverse"});
-  int rank = c.input(0)->type().rank();
-  const Tensor& t = c.require_value(1, "axis");
-  if (t.dtype() != DType::I64 && t.dtype() != DType::I32)
-    c.fail("axis operand must be i32 or i64, got {}", dtype_name(t.dtype()));
-  if (t.numel() != 1 || t.rank() > 1) c.fail("axis operand must hold one value, got {}", t.type().str());
-  AttrMap attrs;
-  attrs.set("axis", int64_t(normalized_axis(c, t.get_int(0), rank, "axis")));
-  attrs.set("exclusive", flag(c, "exclusive", 0));
-  attrs.set("reverse", flag(c, "reverse", 0));
-  c.set_outputs({c.emit1("cumsum", {c.input(0)}, attrs)});
+// CumSum and CumProd (opset 26): the axis operand becomes an attribute.
+Adapter scan_adapter(std::string kiln_op) {
+  return [kiln_op](ImportContext& c) {
+    allow_attrs(c, {"exclusive", "reverse"});
+    int rank = c.input(0)->type().rank();
+    const Tensor& t = c.require_value(1, "axis");
+    if (t.dtype() != DType::I64 && t.dtype() != DType::I32)
+      c.fail("axis operand must be i32 or i64, got {}", dtype_name(t.dtype()));
+    if (t.numel() != 1 || t.rank() > 1) c.fail("axis operand must hold one value, got {}", t.type().str());
+    AttrMap attrs;
+    attrs.set("axis", int64_t(normalized_axis(c, t.get_int(0), rank, "axis")));
+    attrs.set("exclusive", flag(c, "exclusive", 0));
+    attrs.set("reverse", flag(c, "reverse", 0));
+    c.set_outputs({c.emit1(kiln_op, {c.input(0)}, attrs)});
+  };
 }
 
 void topk(ImportContext& c) {
@@ -179,7 +182,8 @@ void register_reduction(AdapterTable& t) {
   t.add("ReduceSumSquare", reduce_adapter("reduce_sum_square", 18));
   t.add("ArgMax", arg_adapter("argmax"));
   t.add("ArgMin", arg_adapter("argmin"));
-  t.add("CumSum", cumsum);
+  t.add("CumSum", scan_adapter("cumsum"));
+  t.add("CumProd", since_opset(26, scan_adapter("cumprod")));
   t.add("TopK", topk);
   t.add("Softmax", softmax_adapter("softmax"));
   t.add("LogSoftmax", softmax_adapter("log_softmax"));

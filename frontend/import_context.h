@@ -116,6 +116,11 @@ void register_misc(AdapterTable& t);
 void register_sequence(AdapterTable& t);
 void register_transformer(AdapterTable& t);
 void register_image(AdapterTable& t);
+void register_stateful(AdapterTable& t);  // adapters_stateful.cpp: CausalConvWithState, LinearAttention
+void register_optional(AdapterTable& t);  // adapters_optional.cpp: OptionalHasElement, OptionalGetElement
+void register_preview(AdapterTable& t);   // adapters_preview.cpp: domain ai.onnx.preview (FlexAttention)
+// The adapter table's key of op `op_type` of domain ai.onnx.preview.
+std::string preview_adapter_key(const std::string& op_type);
 }  // namespace adapters
 
 }  // namespace kiln

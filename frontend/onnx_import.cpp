@@ -37,6 +37,14 @@ std::string node_label(const onnx::NodeProto& n) {
   return fmt::format("node \"{}\" ({})", short_name(name), short_name(n.op_type()));
 }
 
+// The one non-default domain kiln imports ops of (FlexAttention), version 1.
+constexpr const char* kPreviewDomain = "ai.onnx.preview";
+
+// A node's key in the adapter table: its op type, prefixed for the preview domain.
+std::string adapter_key(const onnx::NodeProto& n) {
+  return n.domain() == kPreviewDomain ? adapters::preview_adapter_key(n.op_type()) : n.op_type();
+}
+
 class Importer;
 
 // One node being imported.
@@ -402,8 +410,14 @@ AttrMap Importer::convert_attrs(const onnx::NodeProto& node, const std::string& 
 
 void Importer::import_node(const onnx::NodeProto& node) {
   std::string ctx = fmt::format("{}: {}", file_, node_label(node));
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
+  const bool preview = node.domain() == kPreviewDomain;
+  if (!node.domain().empty() && node.domain() != "ai.onnx" && !preview)
     unsupported("{}: domain '{}' is not supported", ctx, short_name(node.domain()));
+  if (preview)
+    for (const auto& op : model_.opset_import())
+      if (op.domain() == kPreviewDomain && op.version() != 1)
+        unsupported("{}: domain '{}' version {} is not supported (kiln reads version 1)", ctx, kPreviewDomain,
+                    op.version());
   if (opset_ <= 0) fail("{}: the model imports no opset for the default domain", ctx);
   std::vector<Value*> inputs;
   std::vector<const std::vector<Value*>*> seq_inputs;
@@ -433,9 +447,11 @@ void Importer::import_node(const onnx::NodeProto& node) {
     unsupported("{}: an operand is a sequence; only sequence ops take sequences", ctx);
   // Every ONNX op goes through its adapter: kiln's own op names are never
   // looked up with an ONNX name (ONNX Attention is not kiln's attention).
-  const Adapter* adapter = adapter_table().find(node.op_type());
+  const Adapter* adapter = adapter_table().find(adapter_key(node));
+  if (!adapter && preview)
+    unsupported("{}: op {} of domain '{}' is not supported", ctx, short_name(node.op_type()), kPreviewDomain);
   if (!adapter) unsupported("{}: op {} (opset {}) is not supported", ctx, short_name(node.op_type()), opset_);
-  check_op_version(node.op_type(), opset_, ctx);
+  if (!preview) check_op_version(node.op_type(), opset_, ctx);
   try {
     (*adapter)(nc);
   } catch (const Error& e) {
@@ -595,8 +611,8 @@ void Importer::check_declared_types() {
 // Whether kiln has any import for the node's op (its attributes and dtypes
 // aside): what can still be said about a node whose operands are unknown.
 bool Importer::op_known(const onnx::NodeProto& node) const {
-  if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
-  return adapter_table().find(node.op_type()) != nullptr;
+  if (!node.domain().empty() && node.domain() != "ai.onnx" && node.domain() != kPreviewDomain) return false;
+  return adapter_table().find(adapter_key(node)) != nullptr;
 }
 
 void Importer::import_node_collecting(const onnx::NodeProto& node) {

@@ -113,6 +113,9 @@ const std::map<std::string, std::vector<Version>>& versions() {
       // New ops: their first version is their adapter's. Attention-24's
       // nonpad_kv_seqlen operand and Attention-25's window sizes: attention.
       {"Attention", {{23, ""}, {24, ""}, {25, ""}}},
+      {"CumProd", {{26, ""}}},
+      {"CausalConvWithState", {{27, ""}}},
+      {"LinearAttention", {{27, ""}}},
   };
   return table;
 }

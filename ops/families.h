@@ -9,7 +9,7 @@ void register_shape_ops(
     OpRegistry& r);  // shape_ops.cpp: reshape, transpose, concat, split, slice, pad, expand, tile...
 void register_index_ops(
     OpRegistry& r);  // index_ops.cpp: gather*, scatter*, one_hot, nonzero, compress, unique, trilu...
-void register_reduction_ops(OpRegistry& r);  // reduction_ops.cpp: reduce_*, argmax/argmin, cumsum, topk
+void register_reduction_ops(OpRegistry& r);  // reduction_ops.cpp: reduce_*, argmax/argmin, cumsum, cumprod, topk
 void register_normalization_ops(
     OpRegistry& r);  // normalization_ops.cpp: softmax family, batch/layer/instance/group norm, lrn, losses
 void register_nn_ops(OpRegistry& r);      // nn_ops.cpp: conv, conv_transpose, pooling, resize, depth/space

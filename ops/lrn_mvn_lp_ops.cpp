@@ -159,8 +159,8 @@ OpDef mean_variance_normalization() {
 
 // ----------------------------------------------------------- lp_normalization
 
-// y = x / ||x||_p along `axis`, p in {1, 2} (ONNX's definition; a zero
-// norm gives NaN/Inf as x / 0 does).
+// y = x / ||x||_p along `axis`, p in {1, 2}; a slice whose norm is 0 gives 0
+// (onnx 1.23's definition: where(norm == 0, 0, x / norm), not 0 / 0 = NaN).
 OpDef lp_normalization() {
   OpDef d;
   d.name = "lp_normalization";
@@ -202,12 +202,13 @@ OpDef lp_normalization() {
         if (p == 2)
           for (double& v : acc) v = std::sqrt(v);
         for (int64_t l = 0; l < len; ++l)
-          for (int64_t j = 0; j < inner; ++j) yo[l * inner + j] = static_cast<C>(xo[l * inner + j] / acc[j]);
+          for (int64_t j = 0; j < inner; ++j)
+            yo[l * inner + j] = acc[j] == 0.0 ? C(0) : static_cast<C>(xo[l * inner + j] / acc[j]);
       }
       out.commit();
     });
   };
-  d.doc = "x / ||x||_p along axis (p = 1 or 2)";
+  d.doc = "x / ||x||_p along axis (p = 1 or 2); 0 where the norm is 0";
   return d;
 }
 

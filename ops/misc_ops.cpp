@@ -142,6 +142,7 @@ void register_misc_ops(OpRegistry& r) {
   register_rnn_ops(r);
   register_signal_ops(r);
   register_attention_ops(r);
+  register_linear_attention_ops(r);
 }
 
 }  // namespace kiln::ops

@@ -11,7 +11,7 @@ namespace kiln::ops {
 
 void register_reduce_ops(OpRegistry& r);    // reduction_ops.cpp: reduce_* from ReductionSpec
 void register_arg_topk_ops(OpRegistry& r);  // reduction_select_ops.cpp: argmax, argmin, topk
-void register_scan_ops(OpRegistry& r);      // reduction_select_ops.cpp: cumsum
+void register_scan_ops(OpRegistry& r);      // reduction_select_ops.cpp: cumsum, cumprod
 void register_softmax_ops(OpRegistry& r);   // softmax_ops.cpp: softmax, log_softmax, hardmax
 
 // A tensor seen as [outer, n, inner] around one axis.

@@ -1,4 +1,4 @@
-// Reductions that select or scan along one axis: argmax, argmin, topk, cumsum.
+// Reductions that select or scan along one axis: argmax, argmin, topk, cumsum, cumprod.
 // All view the operand as [outer, n, inner] around the axis and walk the
 // axis in the middle loop with `inner` positions handled together, so reads
 // stay sequential whatever the axis.
@@ -152,21 +152,22 @@ OpDef topk_def() {
   return d;
 }
 
-// ---- cumsum --------------------------------------------------------------
+// ---- cumsum / cumprod ------------------------------------------------------
 
 template <typename A, typename T>
-void cumsum_kernel(const T* v, const Tensor& x, int axis, bool exclusive, bool reverse, Tensor& out) {
+void scan_kernel(const T* v, const Tensor& x, int axis, bool product, bool exclusive, bool reverse, Tensor& out) {
   std::vector<A> r(static_cast<size_t>(x.numel()));
   AxisGeometry g = axis_geometry(x.shape(), axis);
+  const A identity = product ? A(1) : A(0);
   std::vector<A> acc(g.inner);
   for (int64_t b = 0; b < g.outer; ++b) {
-    std::fill(acc.begin(), acc.end(), A(0));
+    std::fill(acc.begin(), acc.end(), identity);
     for (int64_t step = 0; step < g.n; ++step) {
       int64_t j = reverse ? g.n - 1 - step : step;
       int64_t off = (b * g.n + j) * g.inner;
       for (int64_t i = 0; i < g.inner; ++i) {
         A before = acc[i];
-        acc[i] = before + static_cast<A>(v[off + i]);
+        acc[i] = product ? before * static_cast<A>(v[off + i]) : before + static_cast<A>(v[off + i]);
         r[off + i] = exclusive ? before : acc[i];
       }
     }
@@ -174,33 +175,38 @@ void cumsum_kernel(const T* v, const Tensor& x, int axis, bool exclusive, bool r
   store_all(out, r);
 }
 
-OpDef cumsum_def() {
+// cumsum and cumprod: one definition, the running sum or product along axis.
+OpDef scan_def(const std::string& name, bool product) {
   OpDef d;
-  d.name = "cumsum";
+  d.name = name;
   d.category = OpCategory::Compute;
   d.attrs = {{"axis", AttrKind::Int, true}, {"exclusive", AttrKind::Int}, {"reverse", AttrKind::Int}};
-  d.infer = [](InferContext& c) {
-    if (c.rank(0) == 0) c.fail("operand 0 is a scalar; cumsum needs rank >= 1");
+  d.infer = [name](InferContext& c) {
+    if (c.rank(0) == 0) c.fail("operand 0 is a scalar; {} needs rank >= 1", name);
     axis_attr(c, "axis", 0);
     flag_attr(c, "exclusive", 0);
     flag_attr(c, "reverse", 0);
-    if (c.dtype(0) == DType::Bool) c.fail("operand 0 is bool; cumsum needs a numeric dtype");
+    if (c.dtype(0) == DType::Bool) c.fail("operand 0 is bool; {} needs a numeric dtype", name);
     return same_as_input0(c);
   };
-  d.reference = [](KernelContext& k) {
+  d.reference = [product](KernelContext& k) {
     const Tensor& x = k.in(0);
     int64_t axis = k.attrs.require_int("axis");
     if (axis < 0) axis += x.rank();
     bool exclusive = k.attrs.get_int("exclusive", 0) != 0, reverse = k.attrs.get_int("reverse", 0) != 0;
-    // Floats accumulate in double; integers wrap like the dtype does.
+    // Floats accumulate in double; integers wrap like the dtype does (products
+    // in unsigned 64 bits, whose low bits are the signed product's).
     with_numeric_data(x, [&](const auto* p) {
       using T = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
-      using A = std::conditional_t<std::is_floating_point_v<T>, double,
-                                   std::conditional_t<std::is_unsigned_v<T>, uint64_t, int64_t>>;
-      cumsum_kernel<A>(p, x, static_cast<int>(axis), exclusive, reverse, k.out());
+      using ProdA = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+      using SumA = std::conditional_t<std::is_floating_point_v<T>, double,
+                                      std::conditional_t<std::is_unsigned_v<T>, uint64_t, int64_t>>;
+      if (product) scan_kernel<ProdA>(p, x, static_cast<int>(axis), true, exclusive, reverse, k.out());
+      else scan_kernel<SumA>(p, x, static_cast<int>(axis), false, exclusive, reverse, k.out());
     });
   };
-  d.doc = "running sum along axis (exclusive: without the element itself; reverse: from the end)";
+  d.doc = product ? "running product along axis (exclusive: without the element itself; reverse: from the end)"
+                  : "running sum along axis (exclusive: without the element itself; reverse: from the end)";
   return d;
 }
 
@@ -212,6 +218,9 @@ void register_arg_topk_ops(OpRegistry& r) {
   r.add(topk_def());
 }
 
-void register_scan_ops(OpRegistry& r) { r.add(cumsum_def()); }
+void register_scan_ops(OpRegistry& r) {
+  r.add(scan_def("cumsum", false));
+  r.add(scan_def("cumprod", true));
+}
 
 }  // namespace kiln::ops

@@ -14,8 +14,15 @@ enum class SoftmaxKind { Softmax, LogSoftmax };
 // All `inner` lines of one outer index are processed together so every pass
 // reads memory sequentially. T is float for f32/f16/bf16, double for f64;
 // sums accumulate in double.
+//
+// On f16 data, softmax rounds exp(x - max), and the line's sum of them, to f16
+// before dividing, as ONNX's reference does (numpy computes each f16 op in
+// float and rounds its result; onnx 1.23's f16 attention tests are generated
+// that way): f16 softmax gives ONNX's bits, not a more exact value 1-2 ulp
+// away. Other dtypes keep one rounding at the end.
 template <typename T>
-void softmax_kernel(const T* v, T* r, const Shape& shape, int axis, SoftmaxKind kind) {
+void softmax_kernel(const T* v, T* r, const Shape& shape, int axis, SoftmaxKind kind, bool round_f16 = false) {
+  auto rnd = [&](T x) { return round_f16 ? static_cast<T>(half_to_float(float_to_half(static_cast<float>(x)))) : x; };
   AxisGeometry g = axis_geometry(shape, axis);
   std::vector<T> mx(g.inner);
   std::vector<double> sum(g.inner);
@@ -28,11 +35,15 @@ void softmax_kernel(const T* v, T* r, const Shape& shape, int axis, SoftmaxKind 
       for (int64_t i = 0; i < g.inner; ++i) mx[i] = reduce_combine(ReduceCombiner::Max, mx[i], base[j * g.inner + i]);
     for (int64_t j = 0; j < g.n; ++j)
       for (int64_t i = 0; i < g.inner; ++i) {
-        T e = std::exp(base[j * g.inner + i] - mx[i]);
+        T e = rnd(std::exp(rnd(base[j * g.inner + i] - mx[i])));
         rb[j * g.inner + i] = e;
         sum[i] += e;
       }
-    if (kind == SoftmaxKind::Softmax) {
+    if (kind == SoftmaxKind::Softmax && round_f16) {
+      for (int64_t i = 0; i < g.inner; ++i) sum[i] = rnd(static_cast<T>(sum[i]));
+      for (int64_t j = 0; j < g.n; ++j)
+        for (int64_t i = 0; i < g.inner; ++i) rb[j * g.inner + i] = static_cast<T>(rb[j * g.inner + i] / sum[i]);
+    } else if (kind == SoftmaxKind::Softmax) {
       for (int64_t i = 0; i < g.inner; ++i) sum[i] = 1.0 / sum[i];
       for (int64_t j = 0; j < g.n; ++j)
         for (int64_t i = 0; i < g.inner; ++i) rb[j * g.inner + i] = static_cast<T>(rb[j * g.inner + i] * sum[i]);
@@ -107,7 +118,9 @@ void register_softmax_ops(OpRegistry& r) {
     d.reference = [kind](KernelContext& k) {
       const Tensor& x = k.in(0);
       int axis = kernel_axis(k, x);
-      run_float_kernel(x, k.out(), [&](const auto* in, auto* out) { softmax_kernel(in, out, x.shape(), axis, kind); });
+      const bool f16 = x.dtype() == DType::F16 && kind == SoftmaxKind::Softmax;
+      run_float_kernel(x, k.out(),
+                       [&](const auto* in, auto* out) { softmax_kernel(in, out, x.shape(), axis, kind, f16); });
     };
     r.add(std::move(d));
   }

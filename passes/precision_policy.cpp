@@ -48,6 +48,7 @@ const std::vector<std::pair<std::string_view, PrecisionClass>> kTable = {
     {"conv_transpose", P::Reduced},
     {"cos", P::Float32},
     {"cosh", P::Float32},
+    {"cumprod", P::Float32},
     {"cumsum", P::Float32},
     {"depth_to_space", P::Follow},
     {"div", P::Follow},

@@ -1,9 +1,10 @@
 // The select/scan emitter (codegen/emitters/pool_select_loss/emit_select.h: argmax, argmin, hardmax,
-// cumsum, topk) and the loss emitter (codegen/emitters/pool_select_loss/emit_loss.h: nll_loss,
+// cumsum, cumprod, topk) and the loss emitter (codegen/emitters/pool_select_loss/emit_loss.h: nll_loss,
 // softmax_cross_entropy_loss) against the reference on edge shapes: lines
 // taken by a block (n >= 128, inner < 32) and by a thread, NaN lines, ties
 // (select_last_index), keepdims, integers, f16; cumsum exclusive/reverse on
-// long lines (the block scan), integer wrap-around, an empty tensor; topk
+// long lines (the block scan), integer wrap-around, an empty tensor; cumprod
+// the same on factors near 1 and on wrapping integers; topk
 // largest/smallest with ties and NaN, k = n, k = 0, a middle axis; losses with
 // every reduction, weights, ignore_index (also all ignored: mean = NaN), the
 // log_prob result, f16, and an out-of-range target (both sides stop).
@@ -99,6 +100,38 @@ std::vector<Case> select_cases() {
     add("cumsum", a, TensorType(DType::F32, {0, 5}), 1, "empty");
     a.set("axis", int64_t{-1});
     add("cumsum", a, TensorType(DType::F32, {2, 5000}), 1, "long lines", false, {4000});
+  }
+  // cumprod: the same scans with a product; factors near 1 so the long lines keep a magnitude worth
+  // comparing (products of the seeded normals would underflow), integers wrapping.
+  auto near_one = [&](TensorType t, std::string what) {
+    Case c;
+    c.op = "cumprod";
+    c.attrs.set("axis", int64_t{-1});
+    Tensor x = data(t, seed++);
+    for (int64_t i = 0; i < x.numel(); ++i) x.set_double(i, 1.0 + x.get_double(i) / 64);
+    c.operands = {x};
+    c.text = fmt::format("cumprod {} {}", t.str(), what);
+    cs.push_back(std::move(c));
+  };
+  near_one(TensorType(DType::F32, {3, 1000}), "block scan");
+  near_one(TensorType(DType::F64, {2, 5000}), "long lines");
+  for (int64_t ex : {0, 1})
+    for (int64_t rev : {0, 1}) {
+      AttrMap a;
+      a.set("axis", int64_t{1});
+      a.set("exclusive", ex);
+      a.set("reverse", rev);
+      add("cumprod", a, TensorType(DType::I32, {3, 300}), 1,
+          fmt::format("i32 block scan (wraps), exclusive {} reverse {}", ex, rev));
+      if (ex != rev)
+        add("cumprod", a, TensorType(DType::F64, {4, 6, 7}), 1,
+            fmt::format("thread lines, exclusive {} reverse {}", ex, rev));
+    }
+  {
+    AttrMap a;
+    a.set("axis", int64_t{0});
+    add("cumprod", a, TensorType(DType::I64, {300, 2}), 1, "i64 block, inner 2");
+    add("cumprod", a, TensorType(DType::F32, {0, 5}), 1, "empty");
   }
   // topk
   for (int64_t largest : {1, 0}) {

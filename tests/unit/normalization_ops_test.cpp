@@ -54,6 +54,18 @@ void expect_near_all(const Tensor& t, const std::vector<double>& want, double to
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(t.get_double(i), want[i], tol) << "element " << i;
 }
 
+// ------------------------------------------------------------- lp normalization
+
+// A slice whose norm is 0 gives 0, not 0 / 0 = NaN (onnx 1.23's definition); the others are x / ||x||.
+TEST(NormalizationOps, LpNormalizationOfAZeroSliceIsZero) {
+  Tensor x = f32({2, 2}, {3, 0, 4, 0});  // columns (3, 4) and (0, 0) along axis 0
+  for (int64_t p : {1, 2}) {
+    auto out = run_op("lp_normalization", {x}, attrs({{"axis", int64_t(0)}, {"p", p}}));
+    const double n = p == 1 ? 7.0 : 5.0;
+    expect_near_all(out[0], {3 / n, 0, 4 / n, 0});
+  }
+}
+
 // ------------------------------------------------------------- group norm
 
 TEST(NormalizationOps, GroupNormMatchesHandComputedWithEpsilon) {

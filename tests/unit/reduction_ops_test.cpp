@@ -341,7 +341,42 @@ TEST(CumSumOps, IntegersWrapLikeTheDtype) {
   EXPECT_THROW(run1("cumsum", cumsum_attrs(1, 0, 0), x), Error);
 }
 
+// ---- cumprod -------------------------------------------------------------
+
+TEST(CumProdOps, ModesAlongAxisZero) {
+  // [[1,2],[3,4],[5,6]] along axis 0; exclusive starts from 1, the product's identity.
+  Tensor x = Tensor::from<double>(DType::F64, {3, 2}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(values(run1("cumprod", cumsum_attrs(0, 0, 0), x)), (std::vector<double>{1, 2, 3, 8, 15, 48}));
+  EXPECT_EQ(values(run1("cumprod", cumsum_attrs(0, 1, 0), x)), (std::vector<double>{1, 1, 1, 2, 3, 8}));
+  EXPECT_EQ(values(run1("cumprod", cumsum_attrs(0, 0, 1), x)), (std::vector<double>{15, 48, 15, 24, 5, 6}));
+  EXPECT_EQ(values(run1("cumprod", cumsum_attrs(0, 1, 1), x)), (std::vector<double>{15, 24, 5, 6, 1, 1}));
+  EXPECT_EQ(values(run1("cumprod", cumsum_attrs(1, 0, 0), x)), (std::vector<double>{1, 2, 3, 12, 5, 30}));
+}
+
+TEST(CumProdOps, IntegersWrapLikeTheDtype) {
+  // int8: 100, 100 * 3 = 300 -> 44, 44 * -3 = -132 -> 124 (numpy's int8 cumprod).
+  Tensor x = Tensor::from<double>(DType::I8, {3}, {100, 3, -3});
+  EXPECT_EQ(values(run1("cumprod", cumsum_attrs(0, 0, 0), x)), (std::vector<double>{100, 44, 124}));
+  // int32: 65536 * 65536 wraps to 0; a negative factor keeps the sign of the low bits.
+  Tensor y = Tensor::from<double>(DType::I32, {3}, {-65536, 65536, 7});
+  EXPECT_EQ(values(run1("cumprod", cumsum_attrs(0, 0, 0), y)), (std::vector<double>{-65536, 0, 0}));
+  EXPECT_THROW(run1("cumprod", cumsum_attrs(0, 0, 0), Tensor(DType::Bool, {2})), Error);
+}
+
 // ---- softmax family ---------------------------------------------------------
+
+// onnx 1.23's reference (numpy) rounds every f16 step: exp(x - max) and the
+// sum are f16 before the division. These six values give 3 elements one ulp
+// away from a softmax rounded once at the end; kiln gives the reference's bits.
+TEST(SoftmaxOps, F16RoundsLikeOnnxReference) {
+  Tensor x = Tensor::from<double>(DType::F16, {1, 6},
+                                  {4.0820312, -5.1132812, 0.8364258, -1.1357422, -0.90527344, -0.43115234});
+  AttrMap a;
+  a.set("axis", int64_t{-1});
+  Tensor y = run1("softmax", a, x);
+  const std::vector<uint16_t> want = {0x3b88, 0x0643, 0x28b1, 0x1d38, 0x1e92, 0x214a};
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(y.data<uint16_t>()[i], want[i]) << i;
+}
 
 TEST(SoftmaxOps, StableForLargeInputs) {
   // softmax([1000, 1001]) = [1/(1+e), e/(1+e)]; naive exp overflows.

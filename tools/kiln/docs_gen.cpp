@@ -110,8 +110,6 @@ void write_op_docs(const std::string& path, const std::string& conformance_json)
       {"Loop", "control flow (subgraph attributes) is not supported yet"},
       {"Scan", "control flow (subgraph attributes) is not supported yet"},
       {"SequenceMap", "a subgraph over a sequence; sequences are unrolled at import, subgraphs are not supported"},
-      {"OptionalGetElement", "optional values: kiln's values are tensors"},
-      {"OptionalHasElement", "optional values: kiln's values are tensors"},
       {"Optional", "optional values: kiln's values are tensors"},
       {"StringNormalizer", "string tensors"},
       {"TfIdfVectorizer", "string/ML-domain text featurisation"},

@@ -172,15 +172,23 @@ OpKernel arg_extreme(const std::string& op, const AttrMap& a, const TensorType& 
   return k;
 }
 
-OpKernel cumsum(const AttrMap& a, const TensorType& x, const TensorType& y, const KernelSeams* seams) {
-  const int axis = norm_axis("cumsum", a.require_int("axis"), x.shape.size());
+// cumsum and cumprod: the running sum or product (`op`), the one scan.
+OpKernel scan(const std::string& op, const AttrMap& a, const TensorType& x, const TensorType& y,
+              const KernelSeams* seams) {
+  const bool product = op == "cumprod";
+  const int axis = norm_axis(op, a.require_int("axis"), x.shape.size());
   const bool exclusive = a.get_int("exclusive", 0) != 0, reverse = a.get_int("reverse", 0) != 0;
-  if (y.shape != x.shape || y.dtype != x.dtype) fail("codegen: cumsum: result {} does not fit {}", y.str(), x.str());
+  if (y.shape != x.shape || y.dtype != x.dtype) fail("codegen: {}: result {} does not fit {}", op, y.str(), x.str());
   const Lines g = lines_of(x.shape, axis);
   const bool fp = is_float(x.dtype);
-  // Integers add as unsigned 64-bit (wrapping; the store truncates to the dtype as the reference's cast does).
+  // Integers combine as unsigned 64-bit (wrapping: the low bits of a signed sum or product are the
+  // unsigned one's; the store truncates to the dtype as the reference's cast does).
   const std::string A = fp ? "double" : "unsigned long long";
   const std::string X = fp ? "double" : "long long";
+  const std::string id = fmt::format("({}){}", A, product ? 1 : 0);
+  auto combine = [&](const std::string& l, const std::string& r) {
+    return fmt::format("{} {} {}", l, product ? "*" : "+", r);
+  };
   // The thread walk and the block's first pass read each element once; the block's second pass again.
   const std::string load_once = fmt::format("({})KILN_LOAD_X_ONCE({})", A, at(g, "j"));
   const std::string load_again = fmt::format("({})KILN_LOAD_X({})", A, at(g, "j"));
@@ -189,7 +197,7 @@ OpKernel cumsum(const AttrMap& a, const TensorType& x, const TensorType& y, cons
   const std::string store_before = fp ? "before" : "(long long)before";
   auto step_index = [&](const std::string& s) { return reverse ? fmt::format("({}LL - 1 - {})", g.n, s) : s; };
   std::string b;
-  b += fmt::format("  // cumsum: {} along axis {}: {} lines of {} (inner {}){}{}\n", x.str(), axis, g.count(), g.n,
+  b += fmt::format("  // {}: {} along axis {}: {} lines of {} (inner {}){}{}\n", op, x.str(), axis, g.count(), g.n,
                    g.inner, exclusive ? ", exclusive" : "", reverse ? ", reverse" : "");
   OpKernel k;
   auto walk = [&](const std::string& from, const std::string& to, const std::string& ind) {
@@ -197,7 +205,7 @@ OpKernel cumsum(const AttrMap& a, const TensorType& x, const TensorType& y, cons
     w += fmt::format("{}for (long long s = {}; s < {}; ++s) {{\n", ind, from, to);
     w += fmt::format("{}  const long long j = {};\n", ind, step_index("s"));
     w += fmt::format("{}  const {} before = acc;\n", ind, A);
-    w += fmt::format("{}  acc = before + {};\n", ind, load);
+    w += fmt::format("{}  acc = {};\n", ind, combine("before", load));
     w += fmt::format("{}  KILN_STORE(0, {}, {});\n", ind, at(g, "j"), exclusive ? store_before : store);
     w += ind + "}\n";
     return w;
@@ -206,7 +214,7 @@ OpKernel cumsum(const AttrMap& a, const TensorType& x, const TensorType& y, cons
     b += "  for (long long o = blockIdx.x * (long long)blockDim.x + threadIdx.x; o < " + std::to_string(g.count()) +
          "LL; o += (long long)gridDim.x * blockDim.x) {\n";
     b += fmt::format("    const long long base = {};\n", line_base(g, "o"));
-    b += fmt::format("    {} acc = 0;\n", A);
+    b += fmt::format("    {} acc = {};\n", A, id);
     b += walk("0", fmt::format("{}LL", g.n), "    ");
     b += "  }\n";
     k.block = 256;
@@ -220,35 +228,40 @@ OpKernel cumsum(const AttrMap& a, const TensorType& x, const TensorType& y, cons
     b += fmt::format(
         "    const long long from = threadIdx.x * {0}LL, to = from + {0}LL < {1}LL ? from + {0}LL : {1}LL;\n", chunk,
         g.n);
-    // Pass 1: this thread's chunk sum.
-    b += fmt::format("    {} acc = 0;\n", A);
+    // Pass 1: this thread's chunk total.
+    b += fmt::format("    {} acc = {};\n", A, id);
     b += "    for (long long s = from; s < to; ++s) {\n";
-    b += fmt::format("      const long long j = {};\n      acc += {};\n    }}\n", step_index("s"), load_once);
+    b += fmt::format("      const long long j = {};\n      acc = {};\n    }}\n", step_index("s"),
+                     combine("acc", load_once));
     load = load_again;
-    // Block-wide inclusive scan of the chunk sums: warps by shuffles, then the warp totals.
+    // Block-wide inclusive scan of the chunk totals: warps by shuffles, then the warp totals.
     b += "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n";
     b += fmt::format("    {} inc = acc;\n", A);
     b += "    for (int d = 1; d < 32; d <<= 1) {\n";
     b += fmt::format("      const {} t = __shfl_up_sync(0xffffffffu, inc, d);\n", A);
-    b += "      if (lane >= d) inc += t;\n    }\n";
+    b += fmt::format("      if (lane >= d) inc = {};\n    }}\n", combine("t", "inc"));
+    // The exclusive prefix of this chunk within its warp: the previous lane's inclusive one (no inverse
+    // of the combination needed, so products and float sums come out exact in the scan's order).
+    b += fmt::format("    const {} prev = __shfl_up_sync(0xffffffffu, inc, 1);\n", A);
     b += "    __syncthreads();\n";
     b += "    if (lane == 31) part[warp] = inc;\n";
     b += "    __syncthreads();\n";
     b += "    if (warp == 0) {\n";
-    b += fmt::format("      {} w = lane < (int)(blockDim.x >> 5) ? part[lane] : ({})0;\n", A, A);
+    b += fmt::format("      {} w = lane < (int)(blockDim.x >> 5) ? part[lane] : {};\n", A, id);
     b += "      for (int d = 1; d < 32; d <<= 1) {\n";
     b += fmt::format("        const {} t = __shfl_up_sync(0xffffffffu, w, d);\n", A);
-    b += "        if (lane >= d) w += t;\n      }\n";
+    b += fmt::format("        if (lane >= d) w = {};\n      }}\n", combine("t", "w"));
     b += "      part[lane] = w;  // inclusive prefix of the warp totals\n    }\n";
     b += "    __syncthreads();\n";
     // Pass 2: from the exclusive offset of this chunk.
-    b += fmt::format("    acc = inc - acc + (warp > 0 ? part[warp - 1] : ({})0);\n", A);
+    b += fmt::format("    acc = {};\n", combine(fmt::format("(warp > 0 ? part[warp - 1] : {})", id),
+                                                fmt::format("(lane > 0 ? prev : {})", id)));
     b += walk("from", "to", "    ");
     b += "  }\n";
     k.grid = static_cast<unsigned>(std::min<int64_t>(g.count(), 65535));
   }
   if (x.numel() == 0) k.grid = 0;
-  finish_op_kernel(k, "kiln_cumsum", "cumsum", buffers_for({x}, {y}), X, "", b, seams);
+  finish_op_kernel(k, "kiln_" + op, op, buffers_for({x}, {y}), X, "", b, seams);
   return k;
 }
 
@@ -327,15 +340,15 @@ std::vector<OpKernel> topk(const AttrMap& a, const TensorType& x, const std::vec
 }  // namespace
 
 bool select_supported(std::string_view op) {
-  return op == "argmax" || op == "argmin" || op == "hardmax" || op == "cumsum" || op == "topk";
+  return op == "argmax" || op == "argmin" || op == "hardmax" || op == "cumsum" || op == "cumprod" || op == "topk";
 }
 
 std::vector<OpKernel> emit_select_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
                                      const std::vector<TensorType>& results, const KernelSeams* seams) {
   const std::string& op = def.name;
-  if (!select_supported(op)) unsupported("codegen: {} is not an argmax/argmin/hardmax/cumsum/topk op", op);
+  if (!select_supported(op)) unsupported("codegen: {} is not an argmax/argmin/hardmax/cumsum/cumprod/topk op", op);
   if (operands.size() != 1 || results.empty()) fail("codegen: {}: expects one operand and a result", op);
-  if (op == "cumsum") return {cumsum(attrs, operands[0], results[0], seams)};
+  if (op == "cumsum" || op == "cumprod") return {scan(op, attrs, operands[0], results[0], seams)};
   if (op == "topk") return topk(attrs, operands[0], results, seams);
   return {arg_extreme(op, attrs, operands[0], results[0], seams)};
 }

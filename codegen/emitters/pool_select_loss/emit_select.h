@@ -1,4 +1,4 @@
-// The select/scan emitter: argmax, argmin, hardmax, cumsum and topk along one
+// The select/scan emitter: argmax, argmin, hardmax, cumsum, cumprod and topk along one
 // axis, the operand viewed as [outer, n, inner] around the axis (as
 // ops/reduction_select_ops.cpp and ops/softmax_ops.cpp do).
 //
@@ -11,11 +11,13 @@
 // exact); otherwise one thread per line (consecutive threads on consecutive
 // inner positions, so reads coalesce).
 //
-// cumsum: floats accumulate in double, integers in 64 bits wrapping like the
-// dtype, as the reference. Lines with n >= 128 and inner < 32: one block per
-// line, each thread scans a contiguous chunk, a block-wide exclusive scan of
-// the chunk sums gives each chunk's offset (3 barriers per line); otherwise a
-// thread per line walks it sequentially (the reference's order: exact).
+// cumsum / cumprod: floats accumulate in double, integers in 64 bits wrapping
+// like the dtype, as the reference. Lines with n >= 128 and inner < 32: one
+// block per line, each thread scans a contiguous chunk, a block-wide exclusive
+// scan of the chunk totals gives each chunk's offset (3 barriers per line; the
+// exclusive prefix is shuffled from the previous lane, never recovered by
+// subtracting, so a product needs no division); otherwise a thread per line
+// walks it sequentially (the reference's order: exact).
 //
 // topk: one block per line, the line (values in the compute type, i32 indices)
 // in dynamic shared memory padded to a power of two P and bitonic-sorted by
@@ -39,7 +41,7 @@ namespace kiln::codegen {
 
 bool select_supported(std::string_view op);
 
-// The kernels of an argmax/argmin/hardmax/cumsum/topk node (topk with one or
+// The kernels of an argmax/argmin/hardmax/cumsum/cumprod/topk node (topk with one or
 // two results). Throws kiln::Error for inconsistent types, kiln::Unsupported
 // for what the emitter does not do (topk lines longer than 4096).
 // `seams`: a fused anchor's loads/stores (codegen/core/kernel_shell.h); every

@@ -236,7 +236,7 @@ ReductionKernel lp_norm(const AttrMap& a, const std::vector<TensorType>& ops, co
   StatSpec sp;
   sp.kind = p == 1 ? StatSpec::Abs : StatSpec::Square;
   sp.stats = p == 1 ? "    const double acc = s;\n" : "    const double acc = sqrt(s);\n";
-  sp.y = "x / acc";
+  sp.y = "(acc == 0.0 ? 0.0 : x / acc)";  // a zero norm gives 0, as ONNX defines it
   return stat_kernel("lp_normalization", x, v, sp, io);
 }
 

@@ -338,11 +338,18 @@ ReductionKernel emit_softmax(bool log_softmax, const TensorType& in, int axis, c
   body += fmt::format("    {} m = ({})(-KILN_RED_INF);\n", T, T);
   body += fmt::format("{} m = @NAME@_max(m, {});\n", loop, x_first);
   body += "    m = @NAME@_max_block(m);\n";
+  // f16 softmax rounds exp(x - m) and the sum to f16 before dividing, as the reference (ops/softmax_ops.cpp).
+  const bool round16 = in.dtype == DType::F16 && !log_softmax;
+  auto r16 = [&](const std::string& v) { return round16 ? cuda_load(DType::F16, cuda_store(DType::F16, v)) : v; };
+  const std::string e = r16(fmt::format("{}({})", ex, r16(fmt::format("{} - m", x))));
   body += "    double s = 0.0;\n";
-  body += fmt::format("{} s += (double){}({} - m);\n", loop, ex, x);
+  body += fmt::format("{} s += (double){};\n", loop, e);
   body += "    s = @NAME@_sum_block(s);\n";
   std::string val;
-  if (log_softmax) {
+  if (round16) {
+    body += fmt::format("    const float s16 = {};\n", r16("(float)s"));
+    val = fmt::format("({}) / s16", e);
+  } else if (log_softmax) {
     body += "    const double ls = log(s);\n";
     val = fmt::format("({})((double)({} - m) - ls)", T, x);
   } else {

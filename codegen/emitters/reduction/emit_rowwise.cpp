@@ -229,6 +229,13 @@ std::optional<ReductionKernel> emit_row_softmax(bool log_softmax, const TensorTy
     b += rk.fold("sum", "s");
     b += fmt::format("    const {} ls = {}(s);\n", C, lg);
     b += rk.store("", "(XS - m) - ls");
+  } else if (in.dtype == DType::F16) {
+    // f16 rounds exp(x - m) and the sum to f16 before dividing, as the reference (ops/softmax_ops.cpp).
+    auto r16 = [](const std::string& v) { return cuda_load(DType::F16, cuda_store(DType::F16, v)); };
+    b += rk.each(fmt::format("XS = {}; s += XS;", r16(fmt::format("{}({})", ex, r16("XS - m")))));
+    b += rk.fold("sum", "s");
+    b += fmt::format("    s = {};\n", r16("s"));
+    b += rk.store("", "XS / s");
   } else {
     b += rk.each(fmt::format("XS = {}(XS - m); s += XS;", ex));
     b += rk.fold("sum", "s");
