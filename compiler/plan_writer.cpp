@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "ir/control_flow.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "passes/memory_plan.h"
@@ -274,6 +275,15 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
     p.meta.no_gpu_reason = fmt::format("compiled for target {} (use --target sm_XX for GPU kernels)", o.target);
     return p;
   }
+  // Control flow left after folding would need sub-plans the runtime
+  // launches per branch or iteration, which kiln does not build yet; a GPU
+  // plan must not quietly run it on the CPU instead.
+  for (const auto& n : g.nodes())
+    if (is_control_flow(*n))
+      unsupported(
+          "{}{}: control flow with a data-dependent condition is not supported in GPU plans yet (target {}); "
+          "compile for --target cpu or run it with --backend ref or sim",
+          o.source_name.empty() ? "" : o.source_name + ": ", n->describe(), o.target);
   p.meta.no_gpu_reason = nodes_without_emitter(g);
   if (!p.meta.no_gpu_reason.empty()) return p;
 #ifdef KILN_HAVE_SIM_BACKEND
