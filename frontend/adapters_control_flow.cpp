@@ -8,13 +8,18 @@
 //   Loop (1, 11, 13, 16, 19, 21, 23+): loop-carried values must keep their
 //     type across iterations (kiln compiles static shapes); scan outputs need
 //     a trip count known at compile time and a condition that cannot end the
-//     loop early, because their length is part of their static type.
+//     loop early, because their length is part of their static type. A loop
+//     stays a loop, except one whose body needs a value of each iteration at
+//     compile time (a Slice start from the iteration number): with its trip
+//     count (at most 256) and conditions known, it is unrolled at import.
 //   Scan 8 (batched, sequence_lens only when every entry is the full length),
 //     9, 11, 16, 19, 21, 23+ (negative axes from 11).
 //
 // Sequence values do not cross region boundaries (sequences are unrolled at
 // import, see adapters_sequence.cpp): a subgraph reading or returning one is
 // unsupported, named as such.
+#include <algorithm>
+
 #include "frontend/import_context.h"
 
 namespace kiln::adapters {
@@ -90,6 +95,59 @@ bool condition_stays_true(const Graph& body) {
   return false;
 }
 
+// Loops unrolled at import at most this many iterations (each one copies the body).
+constexpr int64_t kMaxUnrolledIterations = 256;
+
+// Imports a Loop whose body cannot be a region because it needs a value of
+// each iteration at compile time: once per iteration, the iteration number a
+// constant, as long as the trip count and every condition are known at
+// compile time. Returns false (nothing bound) when they are not.
+bool unroll_loop(ImportContext& c, const std::vector<Value*>& init) {
+  const Tensor* m = c.has_input(0) ? c.value(0) : nullptr;
+  const Tensor* cv = c.has_input(1) ? c.value(1) : nullptr;
+  if (!m || (c.has_input(1) && !cv)) return false;
+  const int64_t trips = std::max<int64_t>(m->get_int(0), 0);
+  if (trips == 0 || trips > kMaxUnrolledIterations) return false;
+  const int carried = static_cast<int>(init.size());
+  std::vector<Value*> values = init;
+  std::vector<std::vector<Value*>> scans;
+  bool go = !cv || cv->get_int(0) != 0;
+  for (int64_t i = 0; i < trips && go; ++i) {
+    std::vector<Value*> ins{c.constant(Tensor::scalar(DType::I64, double(i)), "iteration"),
+                            c.constant(Tensor::scalar(DType::Bool, 1), "condition")};
+    ins.insert(ins.end(), values.begin(), values.end());
+    std::vector<Value*> outs = c.inline_subgraph("body", ins);
+    if (int(outs.size()) < 1 + carried)
+      c.fail("the body returns {} values for {} loop-carried ones", outs.size(), carried);
+    const Tensor* next = c.fixed_value(outs[0]);
+    if (!next) return false;  // a condition known only at run time: no unrolling
+    go = next->get_int(0) != 0;
+    for (int j = 0; j < carried; ++j) {
+      if (outs[1 + j]->dtype() != init[j]->dtype() || outs[1 + j]->shape() != init[j]->shape())
+        c.unsupported("loop-carried value {} enters as {} but the body returns {}", j, init[j]->type().str(),
+                      outs[1 + j]->type().str());
+      values[j] = outs[1 + j];
+    }
+    scans.resize(outs.size() - 1 - carried);
+    for (size_t k = 0; k < scans.size(); ++k) {
+      Value* e = outs[1 + carried + k];
+      Shape s = e->shape();
+      s.insert(s.begin(), 1);
+      AttrMap a;
+      a.set("shape", std::vector<int64_t>(s.begin(), s.end()));
+      scans[k].push_back(c.emit1("reshape", {e}, a));
+    }
+  }
+  std::vector<Value*> results = values;
+  for (auto& parts : scans) {
+    AttrMap a;
+    a.set("axis", int64_t(0));
+    results.push_back(parts.size() == 1 ? parts[0] : c.emit1("concat", parts, a));
+  }
+  c.set_outputs(results);
+  return true;
+}
+
 void loop_adapter(ImportContext& c) {
   c.only_attrs({"body"});
   const int carried = c.num_inputs() - 2 > 0 ? c.num_inputs() - 2 : 0;
@@ -101,7 +159,15 @@ void loop_adapter(ImportContext& c) {
   for (int i = 0; i < carried; ++i) init.push_back(c.input(2 + i));
   std::vector<TensorType> params{TensorType(DType::I64, {}), TensorType(DType::Bool, {})};
   for (const TensorType& t : types_of(init)) params.push_back(t);
-  auto regions = c.import_regions({{"body", "body", params}});
+  ImportContext::Regions regions;
+  try {
+    regions = c.import_regions({{"body", "body", params}});
+  } catch (const NotKnownAtCompileTime&) {
+    // The body needs a per-iteration value at compile time (a Slice start
+    // computed from the iteration number): unrolled when it can be.
+    if (unroll_loop(c, init)) return;
+    throw;
+  }
   Graph& body = *regions.graphs[0];
   if (int(body.outputs().size()) < 1 + carried)
     c.fail("the body returns {} values; it must return the condition and {} loop-carried values", body.outputs().size(),

@@ -18,6 +18,14 @@
 
 namespace kiln {
 
+// An operand that must be known at compile time is not (ImportContext::
+// require_value). Its own type so that the Loop adapter can tell a body that
+// needs the iteration number at compile time (and unroll it) from a broken one.
+class NotKnownAtCompileTime : public Error {
+ public:
+  using Error::Error;
+};
+
 class ImportContext {
  public:
   virtual ~ImportContext() = default;
@@ -78,9 +86,11 @@ class ImportContext {
   // the formal ones, in the same order in each, unless its value is known at
   // compile time, in which case each region gets it as a constant.
   virtual Regions import_regions(const std::vector<RegionSpec>& specs) = 0;
-  // Imports a subgraph without formal inputs into the current graph (an If
-  // whose condition is known at compile time) and returns its outputs.
-  virtual std::vector<Value*> inline_subgraph(const std::string& attr) = 0;
+  // Imports a subgraph into the current graph, its formal inputs bound to
+  // `inputs` (none for an If branch whose condition is known at compile
+  // time; one unrolled Loop iteration), and returns its outputs. Its own
+  // names are forgotten afterwards, so it can be inlined again.
+  virtual std::vector<Value*> inline_subgraph(const std::string& attr, const std::vector<Value*>& inputs = {}) = 0;
   // Adds a node that owns regions, with the given result types; checks it
   // (ir/control_flow.h) and returns its results.
   virtual std::vector<Value*> emit_with_regions(const std::string& op, const std::vector<Value*>& inputs,

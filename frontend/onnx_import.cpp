@@ -70,8 +70,10 @@ class NodeContext final : public ImportContext {
     if (!has_input(i)) fail("{} (operand {}) is missing", what, i);
     const Tensor* t = value_of(input(i));
     if (!t)
-      fail("{} (operand {}, \"{}\") must be known at compile time: kiln compiles static shapes", what, i,
-           input(i)->name());
+      throw NotKnownAtCompileTime(
+          fmt::format("{}: {} (operand {}, \"{}\") must be known at compile time: kiln "
+                      "compiles static shapes",
+                      label(), what, i, input(i)->name()));
     return *t;
   }
   std::vector<Value*> emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
@@ -93,7 +95,7 @@ class NodeContext final : public ImportContext {
 
   bool has_subgraph(const std::string& attr) const override { return subgraphs_.count(attr) > 0; }
   Regions import_regions(const std::vector<RegionSpec>& specs) override;
-  std::vector<Value*> inline_subgraph(const std::string& attr) override;
+  std::vector<Value*> inline_subgraph(const std::string& attr, const std::vector<Value*>& inputs) override;
   std::vector<Value*> emit_with_regions(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
                                         const std::vector<TensorType>& types,
                                         std::vector<std::unique_ptr<Graph>> regions) override;
@@ -133,7 +135,12 @@ class Importer {
   ImportContext::Regions import_regions(const std::vector<ImportContext::RegionSpec>& specs,
                                         const std::map<std::string, const onnx::GraphProto*>& subgraphs,
                                         const std::string& ctx);
-  std::vector<Value*> inline_subgraph(const onnx::GraphProto& g, const std::string& ctx);
+  std::vector<Value*> inline_subgraph(const onnx::GraphProto& g, const std::string& ctx,
+                                      const std::vector<Value*>& inputs);
+  // Every value the oracle cached, in order: what a region import cached is
+  // dropped when it ends (known_ is keyed by address, and a region that is
+  // discarded, or the node around it, frees its values).
+  std::vector<Value*> known_order_;
   void bind(const std::string& name, Value* v, const std::string& ctx) {
     if (name.empty()) return;
     if (env_.count(name)) fail("{}: value \"{}\" is defined twice", ctx, short_name(name));
@@ -237,7 +244,7 @@ void NodeContext::set_outputs(const std::vector<Value*>& outs) {
       unsupported("output {} (\"{}\") is not produced by kiln's import of {}", i, name, op_type());
     Value* v = outs[i];
     // Give the result its ONNX name when it is fresh, for readable IR.
-    if (v->producer() && !imp_.env_.count(name)) {
+    if (v->producer() && !imp_.env_.count(name) && !imp_.names_.count(name)) {
       bool is_fresh = v->name().find(".k") != std::string::npos && imp_.names_.count(v->name());
       if (is_fresh) {
         imp_.names_.erase(v->name());
@@ -359,6 +366,14 @@ ImportContext::Regions Importer::import_regions(const std::vector<ImportContext:
     for (const std::string& name : own)
       if (seen.insert(name).second) names.push_back(name);
   }
+  struct ForgetCached {
+    Importer& imp;
+    size_t from;
+    ~ForgetCached() {
+      for (size_t i = from; i < imp.known_order_.size(); ++i) imp.known_.erase(imp.known_order_[i]);
+      imp.known_order_.resize(from);
+    }
+  } forget{*this, known_order_.size()};
   // Outer values: known ones are copied into each region as constants (so
   // shape operands inside stay known), the others are captured.
   ImportContext::Regions r;
@@ -415,9 +430,22 @@ ImportContext::Regions Importer::import_regions(const std::vector<ImportContext:
   return r;
 }
 
-std::vector<Value*> Importer::inline_subgraph(const onnx::GraphProto& g, const std::string& ctx) {
-  if (g.input_size())
-    fail("{}: the subgraph takes {} inputs; only input-free subgraphs are inlined", ctx, g.input_size());
+std::vector<Value*> Importer::inline_subgraph(const onnx::GraphProto& g, const std::string& ctx,
+                                              const std::vector<Value*>& inputs) {
+  if (g.input_size() != static_cast<int>(inputs.size()))
+    fail("{}: the subgraph takes {} inputs, {} given", ctx, g.input_size(), inputs.size());
+  // The enclosing scope stays visible; the subgraph's own names are dropped
+  // afterwards (an unrolled loop imports the same names once per iteration).
+  struct Restore {
+    Importer& imp;
+    std::unordered_map<std::string, Value*> env;
+    std::unordered_map<std::string, std::vector<Value*>> seq_env;
+    ~Restore() {
+      imp.env_ = std::move(env);
+      imp.seq_env_ = std::move(seq_env);
+    }
+  } restore{*this, env_, seq_env_};
+  for (int i = 0; i < g.input_size(); ++i) env_[g.input(i).name()] = inputs[i];
   import_subgraph_initializers(g, ctx);
   for (const auto& node : g.node()) import_node(node);
   std::vector<Value*> outs;
@@ -429,8 +457,8 @@ ImportContext::Regions NodeContext::import_regions(const std::vector<RegionSpec>
   return imp_.import_regions(specs, subgraphs_, label());
 }
 
-std::vector<Value*> NodeContext::inline_subgraph(const std::string& attr) {
-  return imp_.inline_subgraph(subgraph(attr), label() + ": subgraph '" + attr + "'");
+std::vector<Value*> NodeContext::inline_subgraph(const std::string& attr, const std::vector<Value*>& inputs) {
+  return imp_.inline_subgraph(subgraph(attr), label() + ": subgraph '" + attr + "'", inputs);
 }
 
 std::vector<Value*> NodeContext::emit_with_regions(const std::string& op, const std::vector<Value*>& inputs,
@@ -489,7 +517,10 @@ const Tensor* Importer::known_value(Value* v, bool freeze) {
   std::vector<TensorType> types;
   for (Value* o : n->outputs()) types.push_back(o->type());
   std::vector<Tensor> outs = evaluate_op(def, n->attrs(), ins, types, file_ + ": " + n->describe());
-  for (int i = 0; i < n->num_outputs(); ++i) known_[n->output(i)] = std::move(outs[i]);
+  for (int i = 0; i < n->num_outputs(); ++i) {
+    known_[n->output(i)] = std::move(outs[i]);
+    known_order_.push_back(n->output(i));
+  }
   return &known_.at(v);
 }
 
