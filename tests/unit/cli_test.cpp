@@ -1,12 +1,12 @@
 // The user-facing CLI pieces below the commands: the frontend's collecting
 // mode (kiln inspect / compile's coverage check), --batch's fixed-dim
-// override, and bench's latency statistics.
+// override, and bench's latency statistics (perf/latency_stats.h).
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
-#include "tools/kiln/bench.h"
+#include "perf/latency_stats.h"
 
 namespace kiln {
 namespace {

@@ -15,9 +15,10 @@
 #include "ir/error.h"
 #include "runtime/version.h"
 #include "tests/unit/pass_test_util.h"
-#include "tools/kiln/compare.h"
+#include "tests/unit/test_source_dir.h"
+#include "backends/compare.h"
 #include "compiler/compile.h"
-#include "tools/kiln/plan_sim.h"
+#include "backends/plan_sim.h"
 #include "compiler/plan_writer.h"
 #include "compiler/tuning.h"
 #include "compiler/tuning_cache.h"
@@ -233,7 +234,7 @@ const plan::Step& gemm_step(const plan::Plan& p) {
 }
 
 TEST(TuningSession, AHandWrittenCacheChangesTheGemmKernelAndTheSimulatorStillMatchesTheReference) {
-  auto imported = import_onnx_file(std::string(KILN_TEST_SOURCE_DIR) + "/tests/runtime/tuning_matmul.onnx");
+  auto imported = import_onnx_file(test_source_dir() + "/tests/runtime/tuning_matmul.onnx");
   CompileOptions o;
   o.pass.target = "sm_90";
   o.pass.precision = "fp16";

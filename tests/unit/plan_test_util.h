@@ -7,12 +7,13 @@
 #include "frontend/onnx_import.h"
 #include "runtime/plan_format.h"
 #include "tests/unit/pass_test_util.h"
+#include "tests/unit/test_source_dir.h"
 #include "compiler/compile.h"
 #include "compiler/plan_writer.h"
 
 namespace kiln::testing {
 
-inline std::string tiny_cnn_path() { return std::string(KILN_TEST_SOURCE_DIR) + "/examples/models/tiny_cnn.onnx"; }
+inline std::string tiny_cnn_path() { return test_source_dir() + "/examples/models/tiny_cnn.onnx"; }
 
 // Imports, runs the default pipeline for `target`, returns the compiled graph.
 inline std::unique_ptr<Graph> compile_onnx(const std::string& path, const std::string& target = "cpu") {

@@ -1,4 +1,4 @@
-#include "tools/kiln/conformance.h"
+#include "conformance/conformance.h"
 
 #include "compiler/kernels_report.h"
 
@@ -25,9 +25,9 @@
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
 #include "ops/registry.h"
-#include "tools/kiln/backends.h"
-#include "tools/kiln/compare.h"
-#include "tools/kiln/output_paths.h"
+#include "backends/run_on_backend.h"
+#include "backends/compare.h"
+#include "ir/file_io.h"
 #include "compiler/plan_writer.h"
 #include "compiler/progress.h"
 
