@@ -1,5 +1,7 @@
 #include "codegen/emitter_table.h"
 
+#include <algorithm>
+
 #include "codegen/emitters/attention/emit_attention.h"
 #include "codegen/emitters/data_movement/emit_index_select.h"
 #include "codegen/emitters/data_movement/emit_injective.h"
@@ -126,21 +128,26 @@ bool handles_conv(const Node& n) {
   return !n.body() && (n.op() == "conv" || n.op() == "conv_transpose") && anchor_operands_present(n) &&
          is_float(n.input(0)->dtype());
 }
-NodeKernel from_compute(const ComputeKernel& k, const Epilogue& ep) {
-  NodeKernel nk = node_kernel(k, ep.constants());
-  nk.shared_bytes = k.shared_bytes;  // dynamic for these kernels
-  return nk;
+std::vector<NodeKernel> from_compute(const std::vector<ComputeKernel>& ks, const Epilogue& ep) {
+  std::vector<NodeKernel> out;
+  for (const ComputeKernel& k : ks) {
+    NodeKernel nk = node_kernel(k, ep.constants());
+    nk.shared_bytes = k.shared_bytes;  // dynamic for these kernels
+    nk.workspace_f32 = k.workspace_f32;
+    out.push_back(std::move(nk));
+  }
+  return out;
 }
 Epilogue epilogue_of(const Node& n, std::vector<std::string> anchors) {
   return n.body() ? Epilogue::from_fused(n, op_registry(), anchors) : Epilogue::from_node(n);
 }
 std::vector<NodeKernel> emit_gemm_node(const Node& n) {
   Epilogue ep = epilogue_of(n, {"matmul", "gemm"});
-  return {from_compute(emit_matmul_gemm(ep), ep)};
+  return from_compute(emit_matmul_gemm(ep), ep);
 }
 std::vector<NodeKernel> emit_conv_node(const Node& n) {
   Epilogue ep = epilogue_of(n, {"conv", "conv_transpose"});
-  return {from_compute(emit_conv(ep), ep)};
+  return from_compute(emit_conv(ep), ep);
 }
 
 bool handles_einsum(const Node& n) {
@@ -149,7 +156,7 @@ bool handles_einsum(const Node& n) {
 }
 std::vector<NodeKernel> emit_einsum_node(const Node& n) {
   Epilogue ep = Epilogue::from_node(n);
-  return {from_compute(emit_einsum(ep), ep)};
+  return from_compute({emit_einsum(ep)}, ep);
 }
 
 bool handles_normalization(const Node& n) {
@@ -341,6 +348,12 @@ const KernelEmitter kEmitters[] = {
     {"misc (dft, stft, det, dynamic_quantize_linear)", handles_misc, emit_misc_node},
 };
 }  // namespace
+
+int64_t node_workspace_bytes(const std::vector<NodeKernel>& kernels) {
+  int64_t f32 = 0;
+  for (const NodeKernel& k : kernels) f32 = std::max(f32, k.workspace_f32);
+  return f32 * 4;
+}
 
 const KernelEmitter* emitter_for(const Node& n) {
   for (const KernelEmitter& e : kEmitters)

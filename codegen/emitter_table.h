@@ -32,7 +32,17 @@ struct NodeKernel {
   // adds, e.g. a fused body's constants).
   std::vector<int> results;
   std::vector<Tensor> extra;
+  // Device scratch of this many f32 elements (0: none), bound after `extra`:
+  // split-K partial sums that a node's GEMM kernel writes and its reduction
+  // kernel reads. The kernels of one node that ask for scratch share one
+  // buffer (the largest asked for), which the memory plan places in the arena
+  // live at that node only (MemoryPlanOptions::workspace_bytes); its contents
+  // are undefined when the node starts.
+  int64_t workspace_f32 = 0;
 };
+
+// The scratch bytes the kernels of one node share (the largest NodeKernel::workspace_f32, in bytes).
+int64_t node_workspace_bytes(const std::vector<NodeKernel>& kernels);
 
 // An emitter: a name for messages, whether it handles a node, and the
 // node's kernels (launched in order; e.g. one per result of a split).

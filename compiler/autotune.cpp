@@ -89,6 +89,10 @@ double time_candidate(const CudaDriver& d, const Node& n, const Candidate& c,
   };
   try {
     std::vector<Launch> launches;
+    // The candidate's scratch (split-K partial sums), shared by its kernels; contents do not matter.
+    CUdeviceptr workspace = 0;
+    if (const int64_t ws = codegen::node_workspace_bytes(c.kernels); ws > 0)
+      workspace = extras.upload(nullptr, static_cast<size_t>(ws));
     for (const codegen::NodeKernel& k : c.kernels) {
       if (k.grid.count() == 0) continue;
       const codegen::CompiledKernel& ck = *compiled.at(k.name);
@@ -107,6 +111,7 @@ double time_candidate(const CudaDriver& d, const Node& n, const Candidate& c,
       }
       for (const Value* v : n.inputs()) l.args.push_back(values.value(v));
       for (const Tensor& t : k.extra) l.args.push_back(extras.upload(t.raw(), t.nbytes()));
+      if (k.workspace_f32 > 0) l.args.push_back(workspace);
       launches.push_back(std::move(l));
     }
     auto launch_all = [&] {

@@ -16,6 +16,7 @@ struct CompileOptions {
   bool optimize = true;             // false: --no-opt, the imported graph as is
   std::vector<std::string> passes;  // explicit pass list; empty: default pipeline
   bool stats = false;               // print per-pass statistics to stderr
+  bool show_progress = false;       // --progress: progress lines on stderr even when it is not a terminal
   std::string cache_dir;            // kernel / simulator module cache (empty: default)
   bool kernel_cache = true;         // false: --no-kernel-cache
 };

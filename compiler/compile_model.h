@@ -33,6 +33,7 @@ struct CompileModelOptions {
   // Target, precision, passes, --print-ir-*, --dump-dir, kernel cache, --stats.
   CompileOptions build;
   std::map<std::string, Shape> input_shapes;  // --shapes: names must be model inputs
+  int64_t batch = 0;                          // --batch N: the batch dim of every input that has one (0: the model's)
   TuningOptions tuning;                       // --tune / --tuning-cache (inactive: emitters' defaults)
   bool print_final_ir = false;                // the optimized graph to ir_out (--print-ir)
   std::ostream* ir_out = nullptr;             // null: std::cout
@@ -40,8 +41,9 @@ struct CompileModelOptions {
   // Messages a person reads (the --stats tables, the kernels line, the tuning
   // line, the summary), each one or more whole lines ending in '\n'. May be empty.
   std::function<void(const std::string&)> log;
-  // Long steps ("kernels compiled"): called from the compiling threads with
-  // (step, done, total). May be empty.
+  // Long steps, with (step, done, total): "nodes imported" (per ONNX node),
+  // "passes run" (per pass) and "kernels compiled" (from the compiling
+  // threads). May be empty.
   std::function<void(const std::string& step, int done, int total)> progress;
 };
 

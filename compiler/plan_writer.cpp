@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <unordered_map>
 
 #include "ir/control_flow.h"
@@ -127,16 +128,37 @@ void check_launch_fits(const plan::Step& s, const Node& n, const std::string& so
          n.describe(), kernel, o.target, misfit);
 }
 
-void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, plan::Plan& p) {
-  std::vector<codegen::KernelSource> sources;
-  std::map<std::string, uint32_t> kernel_index;
-  std::vector<const Node*> step_node;  // per step, for messages
+// Every non-view node's kernels: the prebuilt ones (PlanBuildOptions::kernels)
+// or emitted here. Emitted before the memory plan, which places the scratch
+// they ask for (NodeKernel::workspace_f32).
+struct NodeKernels {
+  std::unordered_map<const Node*, const std::vector<codegen::NodeKernel>*> of;
+  std::vector<std::unique_ptr<std::vector<codegen::NodeKernel>>> emitted;
+};
+
+NodeKernels node_kernels(const Graph& g, const PlanBuildOptions& o) {
+  NodeKernels nk;
+  if (o.kernels) {
+    for (const codegen::NodeLaunches& nl : o.kernels->launches) nk.of.emplace(nl.node, &nl.kernels);
+    return nk;
+  }
   // Kernels emitted here get their __launch_bounds__ here; prebuilt ones
   // (codegen::build_graph_kernels) already carry them.
   codegen::LaunchBounder bounder;
-  std::unordered_map<const Node*, const std::vector<codegen::NodeKernel>*> prebuilt;
-  if (o.kernels)
-    for (const codegen::NodeLaunches& nl : o.kernels->launches) prebuilt.emplace(nl.node, &nl.kernels);
+  for (const auto& np : g.nodes()) {
+    if (codegen::is_view_node(*np)) continue;
+    auto ks = std::make_unique<std::vector<codegen::NodeKernel>>(codegen::emitter_for(*np)->emit(*np));
+    for (codegen::NodeKernel& k : *ks) bounder.apply(k);
+    nk.of.emplace(np.get(), ks.get());
+    nk.emitted.push_back(std::move(ks));
+  }
+  return nk;
+}
+
+void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, const PlanBuildOptions& o, plan::Plan& p) {
+  std::vector<codegen::KernelSource> sources;
+  std::map<std::string, uint32_t> kernel_index;
+  std::vector<const Node*> step_node;  // per step, for messages
   uint32_t pos = 0;
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
@@ -152,16 +174,10 @@ void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, 
       step_node.push_back(&n);
       continue;
     }
-    std::vector<codegen::NodeKernel> emitted;
-    const std::vector<codegen::NodeKernel>* kernels = &emitted;
-    if (o.kernels) {
-      auto at = prebuilt.find(&n);
-      KILN_CHECK(at != prebuilt.end(), "node {} has no prebuilt kernels", n.describe());
-      kernels = at->second;
-    } else {
-      emitted = codegen::emitter_for(n)->emit(n);
-      for (codegen::NodeKernel& k : emitted) bounder.apply(k);
-    }
+    auto at = nks.of.find(&n);
+    KILN_CHECK(at != nks.of.end(), "node {} has no kernels", n.describe());
+    const std::vector<codegen::NodeKernel>* kernels = at->second;
+    const WorkspacePlan* ws = loc.mem.workspace(&n);
     for (const codegen::NodeKernel& k : *kernels) {
       if (k.grid.count() == 0) continue;
       auto [it, fresh] = kernel_index.emplace(k.name, uint32_t(sources.size()));
@@ -184,6 +200,16 @@ void add_kernels(const Graph& g, const Locator& loc, const PlanBuildOptions& o, 
         b.index = add_weight(p, t);
         b.nbytes = t.nbytes();
         b.elements = t.numel();
+        s.args.push_back(b);
+      }
+      if (k.workspace_f32 > 0) {
+        KILN_CHECK(ws && ws->size >= k.workspace_f32 * 4, "node {} has no workspace of {} bytes in the memory plan",
+                   n.describe(), k.workspace_f32 * 4);
+        plan::BufferRef b;
+        b.kind = plan::BufferKind::Arena;
+        b.offset = static_cast<uint64_t>(ws->offset);
+        b.nbytes = static_cast<uint64_t>(k.workspace_f32) * 4;
+        b.elements = k.workspace_f32;
         s.args.push_back(b);
       }
       // Before NVRTC: what needs no compiled kernel (block, grid, parameters).
@@ -260,7 +286,32 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   for (const Value* c : cs) add_weight(p, c->data());
   p.meta.graph_constants = cs.size();
 
-  MemoryPlan mem = plan_memory(g);
+  // GPU kernels, when the plan will carry them: emitted before the memory
+  // plan, which places their scratch (split-K partial sums) in the arena.
+  const bool gpu_target = o.target.rfind("sm_", 0) == 0;
+  // Control flow left after folding would need sub-plans the runtime
+  // launches per branch or iteration, which kiln does not build yet; a GPU
+  // plan must not quietly run it on the CPU instead.
+  if (gpu_target)
+    for (const auto& n : g.nodes())
+      if (is_control_flow(*n))
+        unsupported(
+            "{}{}: control flow with a data-dependent condition is not supported in GPU plans yet (target {}); "
+            "compile for --target cpu or run it with --backend ref or sim",
+            o.source_name.empty() ? "" : o.source_name + ": ", n->describe(), o.target);
+  std::string no_gpu_reason = gpu_target ? nodes_without_emitter(g) : std::string();
+  MemoryPlanOptions mo;
+#ifdef KILN_HAVE_SIM_BACKEND
+  NodeKernels nks;
+  if (gpu_target && no_gpu_reason.empty()) {
+    nks = node_kernels(g, o);
+    mo.workspace_bytes = [&nks](const Node& n) {
+      auto at = nks.of.find(&n);
+      return at == nks.of.end() ? int64_t{0} : codegen::node_workspace_bytes(*at->second);
+    };
+  }
+#endif
+  MemoryPlan mem = plan_memory(g, mo);
   mem.validate();
   p.memory.arena_bytes = static_cast<uint64_t>(mem.arena_bytes);
   p.memory.alignment = static_cast<uint64_t>(mem.options.alignment);
@@ -271,23 +322,14 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
     p.memory.values.push_back({node_pos.at(vp.value->producer()), uint32_t(vp.value->producer_output()),
                                static_cast<uint8_t>(vp.storage), vp.offset, vp.size});
 
-  if (o.target.rfind("sm_", 0) != 0) {
+  if (!gpu_target) {
     p.meta.no_gpu_reason = fmt::format("compiled for target {} (use --target sm_XX for GPU kernels)", o.target);
     return p;
   }
-  // Control flow left after folding would need sub-plans the runtime
-  // launches per branch or iteration, which kiln does not build yet; a GPU
-  // plan must not quietly run it on the CPU instead.
-  for (const auto& n : g.nodes())
-    if (is_control_flow(*n))
-      unsupported(
-          "{}{}: control flow with a data-dependent condition is not supported in GPU plans yet (target {}); "
-          "compile for --target cpu or run it with --backend ref or sim",
-          o.source_name.empty() ? "" : o.source_name + ": ", n->describe(), o.target);
-  p.meta.no_gpu_reason = nodes_without_emitter(g);
+  p.meta.no_gpu_reason = no_gpu_reason;
   if (!p.meta.no_gpu_reason.empty()) return p;
 #ifdef KILN_HAVE_SIM_BACKEND
-  add_kernels(g, Locator(g, mem), o, p);
+  add_kernels(g, Locator(g, mem), nks, o, p);
   p.meta.gpu_kernels = true;
   p.meta.archs = {o.target};
 #endif

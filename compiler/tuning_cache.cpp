@@ -78,6 +78,12 @@ TuningCache TuningCache::load(const std::string& path, bool missing_ok) {
         fail("{}: \"config\".\"{}\" must be an integer from 1 to 1024", where, f);
       *config_field(t.config, f) = v->get<int>();
     }
+    // Optional (caches written before split-K lack it): 1, no split.
+    if (auto v = cfg->find("split_k"); v != cfg->end()) {
+      if (!v->is_number_integer() || v->get<int64_t>() < 1 || v->get<int64_t>() > codegen::kMaxSplitK)
+        fail("{}: \"config\".\"split_k\" must be an integer from 1 to {}", where, codegen::kMaxSplitK);
+      t.config.split_k = v->get<int>();
+    }
     auto ms = e.find("ms");
     if (ms != e.end()) {
       if (!ms->is_number() || ms->get<double>() < 0) fail("{}: \"ms\" must be a non-negative number", where);
@@ -99,6 +105,7 @@ void TuningCache::save(const std::string& path) const {
   for (const auto& [k, e] : entries_) {
     nlohmann::json cfg;
     for (const char* f : kConfigFields) cfg[f] = *config_field(const_cast<codegen::GemmTileConfig&>(e.config), f);
+    if (e.config.split_k > 1) cfg["split_k"] = e.config.split_k;
     entries.push_back({{"gpu", k.gpu},
                        {"cc", k.cc},
                        {"kiln", k.kiln},

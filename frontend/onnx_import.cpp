@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "frontend/batch_dim.h"
 #include "frontend/import_context.h"
 #include "frontend/op_versions.h"
 #include "frontend/tensor_proto.h"
@@ -919,9 +920,13 @@ ImportResult Importer::run() {
   import_initializers();
   import_inputs();
   collect_output_names(model_.graph(), onnx_outputs_);
+  const int total_nodes = model_.graph().node_size();
+  int done = 0;
+  if (opts_.progress) opts_.progress(0, total_nodes);  // the step starts
   for (const auto& node : model_.graph().node()) {
     if (opts_.problems) import_node_collecting(node);
     else import_node(node);
+    if (opts_.progress) opts_.progress(++done, total_nodes);
   }
   check_declared_types();
 
@@ -980,6 +985,16 @@ ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base
   coded.SetRecursionLimit(3 * limits().max_subgraph_depth + 64);
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
     fail("{}: not a valid ONNX model (protobuf parse failed: truncated, damaged or not protobuf at all)", display_name);
+  if (opts.batch > 0) {
+    // The batch dims are read from the model just parsed, not from a second
+    // parse of the file (BERT-base's is 440 MB).
+    ImportOptions batched = opts;
+    for (auto& [name, shape] : batch_input_shapes(model.graph(), opts.batch, opts.input_shapes, display_name))
+      batched.input_shapes[name] = shape;
+    batched.override_fixed_dims = true;
+    Importer imp(model, base_dir, display_name, batched);
+    return imp.run();
+  }
   Importer imp(model, base_dir, display_name, opts);
   return imp.run();
 }

@@ -5,6 +5,7 @@
 // starts, TopK's k...) must be known at compile time: constants, values
 // computable from constants, or inputs the caller supplies in known_inputs.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +39,13 @@ struct ImportOptions {
   // input_shapes may change dims the model fixes (kiln bench --batch on a
   // model exported at batch 1); the declared output dims are then not checked.
   bool override_fixed_dims = false;
+  // --batch N (> 0): every input with a batch dim first gets N there
+  // (frontend/batch_dim.h); implies override_fixed_dims. 0: the model's own.
+  int64_t batch = 0;
+  // Called with (0, nodes in the graph) when the nodes' import starts (the
+  // file is read and parsed by then) and after each node, so importing a
+  // large model is not silent. May be empty.
+  std::function<void(int done, int total)> progress;
 };
 
 struct ImportResult {

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
+
+#include "ir/name_cut.h"
 
 namespace kiln {
 
@@ -21,41 +24,6 @@ std::string escape(const std::string& s) {
     r += c;
   }
   return r;
-}
-
-// Whole when at most `keep` bytes, else both ends around "...": ONNX names
-// such as "/inner/encoder/layer.0/attention/self/query/MatMul" differ at
-// both ends. Cuts fall on UTF-8 character boundaries.
-std::string cut(const std::string& s, size_t keep) {
-  if (s.size() <= keep) return s;
-  auto continuation = [&](size_t i) { return (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; };
-  size_t head = (keep - 3) / 2, tail = s.size() - (keep - 3 - head);
-  while (head > 0 && continuation(head)) --head;
-  while (tail < s.size() && continuation(tail)) ++tail;
-  return s.substr(0, head) + "..." + s.substr(tail);
-}
-
-// A fused node's name joins its members' ONNX names with '+' (hundreds of
-// characters in BERT): the label shows the first and how many more, the
-// tooltip all of them, one a line.
-std::vector<std::string> split_names(const std::string& joined) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= joined.size()) {
-    size_t plus = joined.find('+', start);
-    if (plus == std::string::npos) plus = joined.size();
-    if (plus > start) parts.push_back(joined.substr(start, plus - start));
-    start = plus + 1;
-  }
-  return parts;
-}
-
-std::string short_names(const std::string& joined) {
-  std::vector<std::string> parts = split_names(joined);
-  if (parts.empty()) return "";
-  std::string s = cut(parts[0], 48);
-  if (parts.size() > 1) s += fmt::format(" + {} more", parts.size() - 1);
-  return s;
 }
 
 std::string type_str(const TensorType& ty) {
@@ -131,7 +99,7 @@ std::string key_attrs(const Node& n) {
     if (!s.empty()) s += ' ';
     s += key + "=" + attr_str(*a);
   }
-  return cut(s, 72);
+  return cut_middle(s, 72);
 }
 
 class DotWriter {
@@ -143,14 +111,14 @@ class DotWriter {
       std::string id = fresh();
       ids_[in] = id;
       out_ << fmt::format("  {} [shape=ellipse, label=\"{}\\n{}\", tooltip=\"input {}\\n{}\"];\n", id,
-                          escape(cut(in->name(), 48)), in->type().str(), escape(in->name()), in->type().str());
+                          escape(cut_name(in->name(), 48)), in->type().str(), escape(in->name()), in->type().str());
     }
     write_nodes(g, "  ");
     for (size_t i = 0; i < g.outputs().size(); ++i) {
       std::string id = fresh();
       const std::string& name = g.outputs()[i]->name();
       out_ << fmt::format("  {} [shape=ellipse, label=\"output {}\\n{}\", tooltip=\"output {}\\n{}\\n{}\"];\n", id, i,
-                          escape(cut(name, 48)), i, escape(name), g.outputs()[i]->type().str());
+                          escape(cut_name(name, 48)), i, escape(name), g.outputs()[i]->type().str());
       edge(g.outputs()[i], id);
     }
     // Edges last, at top level: an edge statement inside a cluster's braces
@@ -177,7 +145,9 @@ class DotWriter {
 
   // Label: op, result types, key attributes, constant operand shapes, the
   // ONNX name(s) it came from, all kept short. Tooltip: everything in full.
-  void write_node(const Node& n, const std::string& id, const std::string& indent) {
+  // Inside a fused cluster the names are left to the tooltips (the cluster's
+  // lists them all): BERT-base's picture is a third narrower without them.
+  void write_node(const Node& n, const std::string& id, const std::string& indent, bool in_fused_body) {
     std::vector<std::string> consts;
     std::string const_tips;
     for (Value* v : n.inputs()) {
@@ -199,16 +169,30 @@ class DotWriter {
     if (!attrs.empty()) label += "\n" + attrs;
     for (size_t i = 0; i < consts.size() && i < 2; ++i) label += "\n" + consts[i];
     if (consts.size() > 2) label += fmt::format("\n+{} const", consts.size() - 2);
-    if (!n.name().empty()) label += "\nloc: " + short_names(n.name());
+    if (!n.name().empty() && !in_fused_body) label += "\nloc: " + short_joined_names(n.name());
 
     std::string tip = n.op() + "\n" + types_of(n);
-    for (const auto& [k, a] : n.attrs()) tip += "\n" + k + "=" + cut(attr_str(a), 200);
+    for (const auto& [k, a] : n.attrs()) tip += "\n" + k + "=" + cut_middle(attr_str(a), 200);
     tip += const_tips;
-    for (const std::string& name : split_names(n.name())) tip += "\nloc: " + name;
-    out_ << indent << fmt::format("{} [label=\"{}\", tooltip=\"{}\"];\n", id, escape(cut(label, 400)), escape(tip));
+    for (const std::string& name : split_joined_names(n.name())) tip += "\nloc: " + name;
+    out_ << indent
+         << fmt::format("{} [label=\"{}\", tooltip=\"{}\"];\n", id, escape(cut_middle(label, 400)), escape(tip));
   }
 
-  void write_nodes(const Graph& g, const std::string& indent) {
+  // What a fused kernel does, in its body's op names: "matmul+add+gelu (3
+  // ops)"; after four distinct ops, "+...". Its members' ONNX names are in
+  // the tooltip.
+  static std::string kernel_summary(const Graph& body) {
+    std::vector<std::string> ops;
+    for (const auto& np : body.nodes())
+      if (std::find(ops.begin(), ops.end(), np->op()) == ops.end()) ops.push_back(np->op());
+    std::string s;
+    for (size_t i = 0; i < ops.size() && i < 4; ++i) s += (i ? "+" : "") + ops[i];
+    if (ops.size() > 4) s += "+...";
+    return fmt::format("{} ({} op{})", s, body.nodes().size(), body.nodes().size() == 1 ? "" : "s");
+  }
+
+  void write_nodes(const Graph& g, const std::string& indent, bool in_fused_body = false) {
     for (const auto& np : g.nodes()) {
       const Node& n = *np;
       std::string id = fresh();
@@ -221,7 +205,7 @@ class DotWriter {
         // later nodes read. Only these nodes are declared inside the braces.
         const Graph& body = *n.body();
         std::string kind = n.attrs().get_string("kind", "");
-        std::vector<std::string> names = split_names(n.name());
+        std::vector<std::string> names = split_joined_names(n.name());
         std::string tip = fmt::format("{} ({}), {} nodes", n.op(), kind, body.nodes().size());
         for (const std::string& name : names) tip += "\n" + name;
         out_ << indent << "subgraph cluster_" << id << " {\n"
@@ -234,8 +218,8 @@ class DotWriter {
           alias_[body.inputs()[i]] = o;
           if (ids_.count(o)) ids_[body.inputs()[i]] = ids_[o];
         }
-        write_nodes(body, indent + "  ");
-        std::string label = fmt::format("{}\n{}", n.name().empty() ? n.op() : short_names(n.name()), types_of(n));
+        write_nodes(body, indent + "  ", true);
+        std::string label = fmt::format("{}\n{}", kernel_summary(body), types_of(n));
         out_ << indent
              << fmt::format("  {} [label=\"{}\", tooltip=\"{}\", style=filled, fillcolor=\"#dde8f5\"];\n", id,
                             escape(label), escape(tip + "\n" + types_of(n)));
@@ -244,7 +228,7 @@ class DotWriter {
         for (Value* o : n.outputs()) ids_[o] = id;
         continue;
       }
-      write_node(n, id, indent);
+      write_node(n, id, indent, in_fused_body);
       for (Value* v : n.inputs())
         if (v && !outer(v)->is_constant()) edge(v, id);
       for (Value* o : n.outputs()) ids_[o] = id;

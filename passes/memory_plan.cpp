@@ -298,8 +298,23 @@ class Planner {
       b.size = gr.size;
       b.members = gr.members;
     }
+    // Workspaces join the packing as buffers live at their node only, then leave the list.
+    const size_t value_buffers = plan.buffers.size();
+    if (o_.workspace_bytes)
+      for (const auto& n : g_.nodes()) {
+        const int64_t bytes = o_.workspace_bytes(*n);
+        if (bytes <= 0) continue;
+        BufferPlan b;
+        b.first = b.last = live_.pos.at(n.get());
+        b.size = bytes;
+        plan.buffers.push_back(b);
+        plan.workspaces.push_back({n.get(), b.first, 0, bytes});
+      }
     plan.arena_bytes = allocate(plan.buffers, o_.alignment);
     plan.live_peak_bytes = live_peak(plan.buffers, live_.end, o_.alignment);
+    for (size_t i = 0; i < plan.workspaces.size(); ++i)
+      plan.workspaces[i].offset = plan.buffers[value_buffers + i].offset;
+    plan.buffers.resize(value_buffers);
     for (ValuePlan& vp : plan.values) {
       const BufferPlan& b = plan.buffers[vp.buffer];
       vp.storage = b.storage;

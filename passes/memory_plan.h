@@ -36,8 +36,12 @@
 //     and its operand is a graph input, a constant or another graph output; a
 //     reshape that changes the layout tag) gets its own storage: the runtime
 //     materializes it with a copy. ValuePlan::alias_of == nullptr says so.
+//   - workspace: a node whose kernels need scratch while it runs (split-K
+//     partial sums, MemoryPlanOptions::workspace_bytes) gets arena bytes live
+//     at that node only, packed with the values; no value live there shares them.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -51,6 +55,9 @@ struct MemoryPlanOptions {
   bool outputs_in_arena = false;  // place graph outputs in the arena (live to the end) instead of caller buffers
   bool views = true;              // reshape/identity alias their operand
   bool in_place = true;           // pointwise results may overwrite a dying operand
+  // Arena bytes node `n` needs as scratch while it runs (its kernels' workspace,
+  // codegen/emitter_table.h NodeKernel::workspace_f32); null or 0: none.
+  std::function<int64_t(const Node&)> workspace_bytes;
 };
 
 enum class Storage {
@@ -90,18 +97,28 @@ struct BufferPlan {
   std::vector<const Value*> members;  // in node order
 };
 
+// Scratch bytes of one node in the arena, live at that node only.
+struct WorkspacePlan {
+  const Node* node = nullptr;
+  int position = 0;  // the node's position (its live range is [position, position])
+  int64_t offset = 0, size = 0;
+};
+
 struct MemoryPlan {
   const Graph* graph = nullptr;
   MemoryPlanOptions options;
   std::vector<ValuePlan> values;  // one per node result, in node order
   std::vector<BufferPlan> buffers;
-  int64_t arena_bytes = 0;      // arena size (a multiple of the alignment)
-  int64_t naive_bytes = 0;      // sum of the sizes of all node results that are not graph outputs
-  int64_t live_peak_bytes = 0;  // most bytes of arena buffers live at one node (a lower bound on arena_bytes)
+  std::vector<WorkspacePlan> workspaces;  // in node order
+  int64_t arena_bytes = 0;                // arena size (a multiple of the alignment)
+  int64_t naive_bytes = 0;                // sum of the sizes of all node results that are not graph outputs
+  int64_t live_peak_bytes = 0;            // most bytes of arena buffers live at one node (a lower bound on arena_bytes)
   int in_place = 0, views = 0, view_copies = 0;
 
   // The plan of a node result; nullptr for inputs, constants and foreign values.
   const ValuePlan* find(const Value* v) const;
+  // The workspace of node `n`, or nullptr when it has none.
+  const WorkspacePlan* workspace(const Node* n) const;
   // Checks the plan against the graph, independently of how it was made: every
   // node result is planned, sizes and alignment are right, arena values fit in
   // the arena, views and in-place values really alias their operand, nothing

@@ -173,6 +173,27 @@ void MemoryPlan::validate() const {
     }
     expiry.emplace(b.last, active.emplace(Place(b.storage, b.output_index, b.offset), bp));
   }
+  // A workspace lies in the arena and shares no byte with a value live at its node.
+  for (const WorkspacePlan& w : workspaces) {
+    auto at = pos.find(w.node);
+    if (at == pos.end() || at->second != w.position)
+      fail("memory plan: a workspace names a node that is not at position {}", w.position);
+    const std::string who = w.node->describe();
+    if (w.size <= 0 || w.offset < 0 || w.offset % options.alignment || w.offset + w.size > arena_bytes)
+      fail("memory plan: workspace of {}: bytes [{}, {}) are not an aligned range of the arena of {}", who, w.offset,
+           w.offset + w.size, arena_bytes);
+    for (const ContentClass* c : live)
+      if (c->storage == Storage::Arena && c->first <= w.position && w.position <= c->last &&
+          c->offset < w.offset + w.size && w.offset < c->offset + c->size)
+        fail("memory plan: workspace of {} shares bytes with {}, live at that node (nodes {}..{})", who, vname(c->root),
+             c->first, c->last);
+  }
+}
+
+const WorkspacePlan* MemoryPlan::workspace(const Node* n) const {
+  for (const WorkspacePlan& w : workspaces)
+    if (w.node == n) return &w;
+  return nullptr;
 }
 
 std::string MemoryPlan::str() const {
@@ -188,6 +209,9 @@ std::string MemoryPlan::str() const {
     s += fmt::format("  {:<24} {:<10} @{:<12} {:>12} B  live {}..{}{}\n", vname(p.value), where, p.offset, p.size,
                      p.first, p.last, alias);
   }
+  for (const WorkspacePlan& w : workspaces)
+    s += fmt::format("  {:<24} {:<10} @{:<12} {:>12} B  live {}..{}\n", "workspace of #" + std::to_string(w.position),
+                     "arena", w.offset, w.size, w.position, w.position);
   return s;
 }
 

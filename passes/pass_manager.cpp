@@ -65,6 +65,7 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, cons
   }
   const std::vector<std::string> outputs_before = output_names(g);
   int index = 0;
+  if (po.progress) po.progress(0, static_cast<int>(passes_.size()));  // the step starts
   for (auto& p : passes_) {
     ++index;
     std::string name(p->name());
@@ -104,7 +105,11 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, cons
       std::ofstream(std::filesystem::path(po.dump_dir) / fmt::format("{:03}.after.{}.kir", index, name))
           << print_graph(g);
     records.push_back(std::move(rec));
-    if (name == po.stop_after) break;
+    if (name == po.stop_after) {
+      if (po.progress) po.progress(static_cast<int>(passes_.size()), static_cast<int>(passes_.size()));
+      break;
+    }
+    if (po.progress) po.progress(index, static_cast<int>(passes_.size()));
   }
   if (!po.dump_dir.empty()) std::ofstream(std::filesystem::path(po.dump_dir) / "final.dot") << print_dot(g);
   return records;

@@ -2,6 +2,7 @@
 // after each pass, IR printing before/after chosen passes, numbered dumps,
 // statistics and timing, and stopping after a pass for bisecting.
 #pragma once
+#include <functional>
 #include <iosfwd>
 #include <set>
 #include <string>
@@ -22,6 +23,10 @@ struct PipelineOptions {
   // The model file; errors raised by passes (a constant-folded Gather index
   // out of range, a broken graph) are prefixed with it, as the importer's are.
   std::string source;
+  // Called with (0, passes in the pipeline) at the start and after each pass
+  // with the passes run, so a long compile is not silent (BERT-base's passes
+  // take seconds). May be empty.
+  std::function<void(int done, int total)> progress;
 };
 
 struct PassRecord {

@@ -44,7 +44,8 @@ bool is_heavy(WorkKind k);
 // bm query rows) by k_tiles steps of bk, through a `stages`-deep pipeline.
 struct TileLoop {
   int bm = 0, bn = 0, bk = 0, stages = 1;
-  int64_t k_tiles = 0;  // 0: the kernel has no tile loop
+  int64_t k_tiles = 0;  // 0: the kernel has no tile loop (split-K: each block's share)
+  int split = 1;        // split-K: blocks per output tile, each running k_tiles (a reduction launch follows)
 };
 
 struct LaunchWork {

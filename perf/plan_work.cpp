@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "ir/error.h"
@@ -131,6 +132,26 @@ double gather_unread_bytes(const Node& n) {
   return std::max(0.0, double(data->type().nbytes()) - double(n.output(0)->type().nbytes()));
 }
 
+// The kernel parameters a kernel's source says it touches ("// buffers: 0 3
+// 5", the split-K kernels of codegen/emitters/gemm_conv/emit_gemm_mma.cpp:
+// the partial GEMM does not write the result, the reduction does not read
+// the GEMM operands); empty: every parameter.
+std::vector<int> buffers_touched(const std::string& source) {
+  static const std::regex re(R"(// buffers:((?: \d+)+))");
+  std::smatch m;
+  std::vector<int> out;
+  if (!std::regex_search(source, m, re)) return out;
+  std::istringstream in(m[1].str());
+  for (int i; in >> i;) out.push_back(i);
+  return out;
+}
+
+// A split-K reduction kernel: "split-K reduction of S partial sums" (S), else 0.
+int64_t split_k_reduction_parts(const std::string& source) {
+  static const std::regex re(R"(split-K reduction of (\d+) partial sums)");
+  return find_int(source, re) > 0 ? find_int(source, re) : 0;
+}
+
 // "batch 1 x [M x N] = [M x K] [K x N]": the GEMM header comment of the
 // tiled emitters (codegen/emitters/gemm_conv/emit_gemm*.cpp).
 double source_gemm_flops(const std::string& source) {
@@ -151,7 +172,7 @@ TileLoop tile_loop_from_source(const std::string& source, int64_t k) {
   static const std::regex bm(R"(\bBM = (\d+))"), bn(R"(\bBN = (\d+))"), bk(R"(\bBK ?= ?(\d+))");
   static const std::regex stages(R"(\bSTAGES = (\d+))"), kt(R"(\bKT = (\d+))"), kk(R"(\bK = (\d+))");
   // The GEMM header comments: "tile 64x64x32 w2x2 s3" (tensor cores), "tile 64x64x16" (SIMT).
-  static const std::regex tile(R"(tile (\d+)x(\d+)x(\d+)(?: w\d+x\d+ s(\d+))?)");
+  static const std::regex tile(R"(tile (\d+)x(\d+)x(\d+)(?: w\d+x\d+ s(\d+)(?: split(\d+))?)?)");
   const int64_t q = find_int(source, bq);
   if (q > 0) {
     const int64_t keys = find_int(source, sk) > 0 ? find_int(source, sk) : k, kb = find_int(source, bk);
@@ -169,6 +190,7 @@ TileLoop tile_loop_from_source(const std::string& source, int64_t k) {
     t.bn = std::stoi(m[2].str());
     t.bk = std::stoi(m[3].str());
     t.stages = m[4].matched ? std::stoi(m[4].str()) : 1;
+    t.split = m[5].matched ? std::stoi(m[5].str()) : 1;
   } else if (find_int(source, bm) > 0 && find_int(source, bn) > 0 && find_int(source, bk) > 0) {
     t.bm = static_cast<int>(find_int(source, bm));
     t.bn = static_cast<int>(find_int(source, bn));
@@ -230,11 +252,23 @@ std::vector<StepWork> plan_work(const plan::Plan& p, const Graph& g) {
     w.threads = static_cast<int>(s.block.x * s.block.y * s.block.z);
     w.registers = regs[s.kernel];
     w.smem_bytes = static_cast<int>(std::max(k.static_shared_bytes, 0) + int64_t(s.shared_bytes));
-    w.bytes = std::max(distinct_bytes(s.args) - gather_unread_bytes(n), 0.0);
+    std::vector<plan::BufferRef> touched;
+    for (int b : buffers_touched(k.source))
+      if (b >= 0 && size_t(b) < s.args.size()) touched.push_back(s.args[size_t(b)]);
+    w.bytes = std::max(distinct_bytes(touched.empty() ? s.args : touched) - gather_unread_bytes(n), 0.0);
     const Node* a = anchor_of(n);
     AnchorWork aw;
     if (a) aw = anchor_work(*a);
     sw.anchor = a ? a->op() : n.op();
+    if (const int64_t parts = split_k_reduction_parts(k.source); parts > 0) {
+      // The second launch of a split-K GEMM/conv: it sums the partial results
+      // (an "other" kind: no tile loop), then runs the epilogue.
+      sw.anchor = "split-K reduction";
+      w.math = Math::Fp32;
+      w.flops = a ? double(parts) * numel(a->output(0)) : 0.0;
+      out.push_back(std::move(sw));
+      continue;
+    }
     w.kind = aw.kind;
     if (is_heavy(aw.kind)) {
       w.math = math_of(a);

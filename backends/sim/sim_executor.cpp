@@ -119,7 +119,11 @@ std::vector<Tensor> SimExecutor::execute(std::unordered_map<const Value*, Tensor
       outs.push_back(lookup(n.input(0)).reshaped(n.output(0)->shape()));
     } else {
       for (int r = 0; r < n.num_outputs(); ++r) outs.emplace_back(n.output(r)->type());
-      for (const NodeKernel& k : impl_->kernels.at(&n)) {
+      // The node's scratch (split-K partial sums), shared by its kernels.
+      const std::vector<NodeKernel>& kernels = impl_->kernels.at(&n);
+      const int64_t ws_bytes = node_workspace_bytes(kernels);
+      Tensor workspace(TensorType(DType::F32, {ws_bytes / 4}));
+      for (const NodeKernel& k : kernels) {
         std::vector<void*> bufs;
         std::vector<long long> counts;
         auto add = [&](const Tensor& t) {
@@ -141,6 +145,7 @@ std::vector<Tensor> SimExecutor::execute(std::unordered_map<const Value*, Tensor
           }
         }
         for (const Tensor& t : k.extra) add(t);
+        if (k.workspace_f32 > 0) add(workspace);
         if (k.grid.count() == 0) continue;
         kiln::sim::LaunchConfig cfg;
         cfg.kernel = k.name;

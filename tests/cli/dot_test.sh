@@ -26,5 +26,9 @@ check tests/cli/small.onnx transpose reduce_max
 grep -q 'strides' "$dot" || { echo "FAIL: no conv attributes"; status=1; }
 grep -q 'const f32\[8,3,3,3\]' "$dot" || { echo "FAIL: no weight shape"; status=1; }
 grep -q 'loc: ' "$dot" || { echo "FAIL: no ONNX node names"; status=1; }
+# a fused kernel's box names its ops (issue 16 item 2); members' names only in tooltips
+"$kiln" dump-ir "$src/tests/cli/small.onnx" -O --format dot >"$dot"
+grep -q 'label="add+relu+tanh (3 ops)' "$dot" || { echo "FAIL: no 'add+relu+tanh (3 ops)' kernel label"; status=1; }
+if grep -q 'label="add\\n[^"]*loc: ' "$dot"; then echo "FAIL: a fused member's label carries its ONNX name"; status=1; fi
 [ $status = 0 ] && echo PASS
 exit $status

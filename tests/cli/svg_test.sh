@@ -1,7 +1,7 @@
 #!/bin/sh
 # kiln dump-ir --format svg renders real models after the default pipeline:
 # Graphviz exits 0 (kiln fails otherwise), the SVG holds the fused clusters,
-# and nodes carry op, type, layout and ONNX names.
+# and nodes carry op, type, layout and ONNX names; fused kernels their ops.
 # Usage: svg_test.sh KILN MODEL.onnx MIN_CLUSTERS
 set -u
 kiln=$1
@@ -18,4 +18,7 @@ clusters=$(grep -c '<g id="clust[0-9]*" class="cluster">' "$svg")
 grep -q '>fused (' "$svg" || fail "no fused cluster label"
 grep -q 'default layout' "$svg" || fail "no layout in node labels"
 grep -q '>loc: ' "$svg" || fail "no ONNX node names in labels"
+# a fused kernel's box says what it computes in its ops (issue 16 item 2), not
+# the first of its members' ONNX names (those are in its tooltip)
+grep -Eq '>[a-z_]+(\+[a-z_]+)*(\+\.\.\.)? \([0-9]+ ops?\)<' "$svg" || fail "no 'matmul+add (3 ops)' kernel label"
 echo "PASS ($clusters clusters)"

@@ -44,9 +44,11 @@ struct Case {
   bool fuse = false;
   bool want_cp_async = false;  // every operand arrives in 16-byte chunks
   std::string want_in_source;  // e.g. the kernel comment naming an operand's load path
+  int want_split_k = 1;        // the GEMM's K loop split among this many blocks (a second, reduction kernel)
   std::unique_ptr<Graph> g;
   std::unordered_map<const Node*, std::vector<codegen::NodeKernel>> kernels;
   std::vector<size_t> anchor_sources;  // indices into the source list of the matmul/gemm/conv kernels
+  int reductions = 0;                  // split-K reduction kernels
 };
 
 const char* dt_of(Prec p) { return p == Prec::F16 ? "f16" : p == Prec::BF16 ? "bf16" : "f32"; }
@@ -93,6 +95,13 @@ std::vector<Case> all_cases() {
     mm("70,40", "40,130", "70,130", false);  // N % 8 != 0: B element by element
     mm("40,264", "264,72", "40,72", true);   // 2 blocks x 9 k-tiles: the 4-stage pipeline of long-K sub-wave grids
     extra = false;
+    // Split-K (a second, reduction kernel): 4 splits of 8 k-tiles (tf32: 8 of 8), 16-byte partial stores and sums.
+    mm("40,1024", "1024,72", "40,72", true);
+    cs.back().want_split_k = p == Prec::Tf32 ? 8 : 4;
+    // Split-K with a partial last k-tile (K = 2000), odd N (scalar partial stores and reduction), 2 batches;
+    // tf32: 125 k-tiles in 9 splits of 14, the last shorter.
+    mm("2,24,2000", "2,2000,21", "2,24,21", true);
+    cs.back().want_split_k = p == Prec::Tf32 ? 9 : 7;
     auto gemm = [&](const std::string& attrs, const std::string& a, const std::string& b, const std::string& c,
                     const std::string& y, bool dense) {
       const bool has_c = !c.empty();
@@ -148,6 +157,20 @@ std::vector<Case> all_cases() {
   }})",
             dt, cv, with_tf32(p, "dilations=[1,1], layout=\"nhwc\", pads=[1,1,1,1], strides=[1,1]")),
         true, true);
+    // Split-K (1 tile x 18 k-tiles, 6 splits) under a conv epilogue: the reduction kernel adds the bias,
+    // the residual, relu and the cast after summing the splits.
+    add("split-K conv_epilogue nhwc: bias, residual, relu, cast",
+        fmt::format(
+            R"(graph @m(%x: {0}[1,4,4,64], %w: {0}[32,3,3,64], %b: {0}[32], %r: {0}[1,4,4,32]{{nhwc}}) -> ({1}[1,4,4,32]{{nhwc}}) {{
+    %c = conv(%x, %w, %b) {{{2}}} : {0}[1,4,4,32]{{nhwc}}
+    %a = add(%c, %r) : {0}[1,4,4,32]{{nhwc}}
+    %y = relu(%a) : {0}[1,4,4,32]{{nhwc}}
+    %z = cast(%y) {{to="{1}"}} : {1}[1,4,4,32]{{nhwc}}
+    return %z
+  }})",
+            dt, cv, with_tf32(p, "dilations=[1,1], layout=\"nhwc\", pads=[1,1,1,1], strides=[1,1]")),
+        true, true);
+    cs.back().want_split_k = p == Prec::Tf32 ? 12 : 6;
     add("gemm_epilogue: bias, residual, relu, cast",
         fmt::format(R"(graph @m(%x: {0}[40,64], %w: {0}[64,96], %b: {0}[96], %r: {0}[40,96]) -> ({1}[40,96]) {{
     %m = matmul(%x, %w){2} : {0}[40,96]
@@ -194,6 +217,9 @@ std::vector<Tensor> run_on_sim(const Case& c, const std::map<std::string, codege
     const Node& n = *np;
     std::vector<Tensor> outs;
     for (int r = 0; r < n.num_outputs(); ++r) outs.emplace_back(n.output(r)->type());
+    // Split-K scratch, filled with NaN: a partial sum the GEMM fails to write shows in the result.
+    Tensor ws(TensorType(DType::F32, {codegen::node_workspace_bytes(c.kernels.at(&n)) / 4}));
+    for (int64_t i = 0; i < ws.numel(); ++i) ws.set_double(i, std::nan(""));
     for (const codegen::NodeKernel& k : c.kernels.at(&n)) {
       std::vector<void*> bufs;
       std::vector<long long> counts;
@@ -208,6 +234,7 @@ std::vector<Tensor> run_on_sim(const Case& c, const std::map<std::string, codege
       }
       for (Value* v : n.inputs()) add(lookup(v));
       for (const Tensor& t : k.extra) add(t);
+      if (k.workspace_f32 > 0) add(ws);
       if (k.grid.count() == 0) continue;
       sim::LaunchConfig cfg;
       cfg.kernel = k.name;
@@ -267,11 +294,21 @@ TEST(CodegenTensorCore, MatmulGemmConvUseMmaAndMatchReferenceOnSim) {
           sources.push_back({k.name, k.source});
           source_case.push_back(c.name);
         }
-        if (is_anchor(n)) c.anchor_sources.push_back(it->second);
+        const bool reduction = k.source.find("split-K reduction") != std::string::npos;
+        if (is_anchor(n) && !reduction) c.anchor_sources.push_back(it->second);
+        if (is_anchor(n)) {
+          EXPECT_EQ(k.workspace_f32 > 0, c.want_split_k > 1) << k.name;
+          if (reduction) ++c.reductions;
+        }
       }
       c.kernels[&n] = std::move(ks);
     }
     EXPECT_EQ(c.anchor_sources.size(), 1u) << print_graph(*c.g);
+    EXPECT_EQ(c.reductions, c.want_split_k > 1 ? 1 : 0);
+    if (c.want_split_k > 1 && !c.anchor_sources.empty()) {
+      EXPECT_NE(sources[c.anchor_sources[0]].source.find(fmt::format(" split{}", c.want_split_k)), std::string::npos)
+          << c.name;
+    }
   }
   auto t1 = clock::now();
   codegen::KernelCache cache;
@@ -369,12 +406,24 @@ TEST(CodegenTensorCore, TileConfigurations) {
     }
   GemmProblem p{GemmMath::F16, 1, 4096, 4096, 4096};
   EXPECT_EQ(gemm_tile_name(default_gemm_tile(p)), "128x128x32 w2x4 s3");
-  // Below one wave with 8+ k-tiles: four stages (ResNet-50's stage-4 3x3 conv, BERT's FFN-down GEMM);
-  // a full wave or a short K keeps three.
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 49, 512, 4608})), "64x64x32 w2x2 s4");
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 768, 3072})), "64x64x32 w2x2 s4");
-  EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 49, 512, 224}).stages, 3);
+  // Split-K where the tiles leave most of the GPU's resident block slots empty and the cost terms of the
+  // performance model (docs/codegen.md, "Split-K") put a split faster, reduction included: ResNet-50's
+  // stage-4 3x3 conv (8 tiles x 144 k-tiles: 12 splits of 12), BERT's FFN-down GEMM (24 tiles x 96
+  // k-tiles: 11 splits of 9). Not: a short K (7 k-tiles), BERT's QKV GEMM (72 tiles x 24 k-tiles, whose
+  // 1.2 MB of partial sums per split would cost more than the k-loop saves), a full grid, the SIMT core.
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 49, 512, 4608})), "64x64x32 w2x2 s4 split12");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 768, 3072})), "64x64x32 w2x2 s3 split11");
+  EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 49, 512, 224}).split_k, 1);
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 2304, 768})), "64x64x32 w2x2 s4");
+  EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 4096, 512, 4608}).split_k, 1);
   EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 4096, 512, 4608}).stages, 3);
+  EXPECT_EQ(default_gemm_tile({GemmMath::Simt, 1, 49, 512, 4608}).split_k, 1);
+  // Splits never empty: 144 k-tiles asked in 64 parts run as 48 of 3.
+  EXPECT_EQ(split_k_of(GemmTileConfig{.split_k = 64}, 144).splits, 48);
+  EXPECT_EQ(split_k_of(GemmTileConfig{.split_k = 64}, 144).k_tiles, 3);
+  GemmTileConfig too_many = default_gemm_tile({GemmMath::F16, 1, 49, 512, 64});
+  too_many.split_k = 3;  // 2 k-tiles
+  EXPECT_NE(gemm_tile_invalid(too_many, {GemmMath::F16, 1, 49, 512, 64}), "");
   EXPECT_EQ(gemm_problem_key(p), "f16:b1:m4096:n4096:k4096");
   GemmTileConfig small{64, 32, 16, 2, 1, 2};
   {

@@ -95,6 +95,16 @@ TEST(TuningCache, SavesSortedAndLoadsBackTheSameEntries) {
   EXPECT_EQ(e->config, t);
   EXPECT_EQ(e->ms, 0.25);
   EXPECT_EQ(e->candidates, 12);
+  // A split-K winner keeps its split (an entry without "split_k" reads as 1).
+  GemmTileConfig split = codegen::default_gemm_tile(kSmall);
+  split.split_k = 2;
+  c.put({{"GPU C", "9.0", kKilnVersion, "gemm", codegen::gemm_problem_key(kSmall)}, split, 0.5, 4});
+  c.save(b);
+  const TuningEntry* es =
+      TuningCache::load(b, false).find({"GPU C", "9.0", kKilnVersion, "gemm", codegen::gemm_problem_key(kSmall)});
+  ASSERT_NE(es, nullptr);
+  EXPECT_EQ(es->config.split_k, 2);
+  EXPECT_EQ(back.find({"GPU A", "8.0", kKilnVersion, "gemm", codegen::gemm_problem_key(kSmall)})->config.split_k, 1);
   back.save(b);
   EXPECT_EQ(read(a), read(b));                              // deterministic bytes
   EXPECT_LT(read(a).find("GPU A"), read(a).find("GPU B"));  // key order

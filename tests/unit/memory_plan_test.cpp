@@ -302,6 +302,55 @@ graph @cast(%x: f32[64]) -> (i32[64]) {
   expect_arena_run_matches(*g, p);
 }
 
+// A node's workspace (split-K partial sums) lives in the arena at that node
+// only: apart from every value live there, reused by values live elsewhere,
+// counted in the live peak; validate() rejects one that overlaps a live value.
+TEST(MemoryPlan, WorkspaceLivesAtItsNodeOnly) {
+  auto g = parse(R"(
+graph @ws(%x: f32[64,64]) -> (f32[64,64]) {
+  %a = softmax(%x) {axis=1} : f32[64,64]
+  %b = softmax(%a) {axis=1} : f32[64,64]
+  %c = softmax(%b) {axis=1} : f32[64,64]
+  %d = softmax(%c) {axis=1} : f32[64,64]
+  return %d
+})");
+  const Node* second = value(*g, "b")->producer();
+  MemoryPlanOptions o;
+  o.workspace_bytes = [&](const Node& n) { return &n == second ? int64_t{40000} : int64_t{0}; };
+  MemoryPlan p = plan_memory(*g, o);
+  p.validate();
+  ASSERT_EQ(p.workspaces.size(), 1u);
+  const WorkspacePlan* w = p.workspace(second);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(p.workspace(value(*g, "a")->producer()), nullptr);
+  EXPECT_EQ(w->position, 1);
+  EXPECT_EQ(w->size, 40000);
+  EXPECT_EQ(w->offset % 256, 0);
+  // Apart from %a and %b (live at node 1), inside the arena.
+  for (const char* v : {"a", "b"}) {
+    const ValuePlan& vp = plan_of(p, *g, v);
+    EXPECT_TRUE(vp.offset + vp.size <= w->offset || w->offset + w->size <= vp.offset) << v;
+  }
+  EXPECT_LE(w->offset + w->size, p.arena_bytes);
+  EXPECT_EQ(p.live_peak_bytes, 2 * 16384 + 40192);  // %a, %b and the workspace rounded to 256 bytes
+  EXPECT_NE(p.str().find("workspace of #1"), std::string::npos);
+  // Overlapping a live value is caught.
+  MemoryPlan bad = p;
+  bad.workspaces[0].offset = plan_of(p, *g, "a").offset;
+  bad.workspaces[0].size = 256;  // inside the arena: only the overlap is wrong
+  EXPECT_THROW(bad.validate(), Error);
+  bad = p;
+  bad.workspaces[0].offset = p.arena_bytes;  // outside the arena
+  EXPECT_THROW(bad.validate(), Error);
+  // A workspace at node 3 may reuse %a's bytes (dead by then).
+  const Node* fourth = value(*g, "d")->producer();
+  o.workspace_bytes = [&](const Node& n) { return &n == fourth ? int64_t{16384} : int64_t{0}; };
+  MemoryPlan q = plan_memory(*g, o);
+  q.validate();
+  EXPECT_EQ(q.arena_bytes, 2 * 16384);
+  expect_arena_run_matches(*g, q);
+}
+
 // A fused node counts as one node: its body's values are not planned; made of
 // pointwise ops only, it may run in place; with a reduction inside, it may not.
 TEST(MemoryPlan, FusedNodes) {

@@ -85,12 +85,61 @@ TEST(PerfPlanWork, GatherMatmulAndCopy) {
   EXPECT_EQ(mm.smem_bytes, 29184);
   EXPECT_EQ(mm.tile.k_tiles, 24);
   EXPECT_EQ(mm.tile.stages, 3);
+  EXPECT_EQ(mm.tile.split, 1);
   EXPECT_DOUBLE_EQ(mm.block_flops, 2.0 * 64 * 64 * 768);
   EXPECT_EQ(mm.bytes, 8 * 256 * 2 + 8 * 768 * 2 + 768 * 256 * 2);
   // The copy reads and writes its bytes.
   EXPECT_EQ(w[2].work.kind, WorkKind::Copy);
   EXPECT_EQ(w[2].work.bytes, 2 * 4096);
   EXPECT_EQ(plan_batch(f.g), 8);
+}
+
+// A split-K matmul (codegen/emitters/gemm_conv/emit_gemm_mma.cpp): the GEMM
+// launch is the heavy one (its per-split k-tiles, its operand and workspace
+// bytes only), the reduction launch an "other" one (its workspace and result
+// bytes only, one add per partial value).
+TEST(PerfPlanWork, SplitKGemmAndReduction) {
+  Fixture f;
+  plan::Kernel gemm = f.p.kernels[1], red;
+  gemm.name = "kiln_mm_split";
+  gemm.source =
+      "// proj: batch 1 x [8 x 256] = [8 x 768] [768 x 256] on tensor cores (f16); tile 64x64x32 w2x2 s3 split8; "
+      "split-K partial sums of 8 x 3 k-tiles to the workspace\n// buffers: 1 2 3\n"
+      "  constexpr int BM = 64, BN = 64, BK = 32, STAGES = 3, LDA = 40, LDB = 72;\n"
+      "  constexpr int A_STAGE = 2560, B_STAGE = 2304, KT = 3, WTM = 32, WTN = 32, MI = 2, NI = 4;\n";
+  red.name = "kiln_mm_reduce";
+  red.registers = 30;
+  red.source =
+      "// proj: split-K reduction of 8 partial sums, batch 1 x [8 x 256], 4 per thread; then the epilogue\n"
+      "// buffers: 0 3\n";
+  f.p.kernels = {f.p.kernels[0], gemm, red};
+  const plan::BufferRef ws = buffer(plan::BufferKind::Arena, 0, 8 * 8 * 256 * 4);
+  plan::Step s1 = f.p.steps[1], s2 = f.p.steps[1];
+  plan::BufferRef ws_at = ws;
+  ws_at.offset = 1 << 20;
+  s1.grid = {32, 1, 1};
+  s1.args.push_back(ws_at);
+  s2.kernel = 2;
+  s2.grid = {2, 1, 1};
+  s2.block = {256, 1, 1};
+  s2.shared_bytes = 0;
+  s2.args = s1.args;
+  f.p.steps = {f.p.steps[0], s1, s2};
+  std::vector<StepWork> w = plan_work(f.p, f.g);
+  ASSERT_EQ(w.size(), 3u);
+  const LaunchWork& mm = w[1].work;
+  EXPECT_EQ(mm.kind, WorkKind::Gemm);
+  EXPECT_DOUBLE_EQ(mm.flops, 2.0 * 8 * 256 * 768);
+  EXPECT_EQ(mm.tile.k_tiles, 3);
+  EXPECT_EQ(mm.tile.split, 8);
+  EXPECT_DOUBLE_EQ(mm.block_flops, 2.0 * 64 * 64 * 96);
+  EXPECT_EQ(mm.blocks, 32);
+  EXPECT_EQ(mm.bytes, 8 * 768 * 2 + 768 * 256 * 2 + 8 * 8 * 256 * 4);  // A, B and the partial sums, not the result
+  EXPECT_EQ(w[2].anchor, "split-K reduction");
+  EXPECT_EQ(w[2].work.kind, WorkKind::Other);
+  EXPECT_EQ(w[2].work.tile.k_tiles, 0);
+  EXPECT_DOUBLE_EQ(w[2].work.flops, 8.0 * 8 * 256);
+  EXPECT_EQ(w[2].work.bytes, 8 * 256 * 2 + 8 * 8 * 256 * 4);  // the result and the partial sums
 }
 
 TEST(PerfPlanWork, StepOutsideTheGraphIsAnError) {

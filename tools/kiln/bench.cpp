@@ -1,7 +1,6 @@
 #include "tools/kiln/bench.h"
 
 #include <CLI/CLI.hpp>
-#include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,10 +17,13 @@
 #include "backends/reference/executor.h"
 #include "compiler/import_checked.h"
 #include "ir/error.h"
+#include "ir/name_cut.h"
 #include "tools/kiln/bench_plan.h"
 #include "tools/kiln/compile_flags.h"
+#include "tools/kiln/compile_messages.h"
 #include "tools/kiln/inspect.h"
 #include "tools/kiln/inspect_plan.h"
+#include "tools/kiln/onnx_to_plan.h"
 #include "tools/kiln/output_paths.h"
 #include "compiler/plan_sniff.h"
 #include "compiler/progress.h"
@@ -41,37 +43,6 @@ double process_cpu_ms() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
-}
-
-// --batch N: every input whose first dim is a batch dim (a dim_param, unknown,
-// or 1) gets shape [N, rest...]; inputs --shapes names keep theirs.
-void apply_batch(const std::string& path, int batch, ImportOptions& io) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open file", path);
-  onnx::ModelProto m;
-  if (!m.ParseFromIstream(&in)) fail("{}: not a valid ONNX model (protobuf parse failed)", path);
-  std::set<std::string> inits;
-  for (const auto& t : m.graph().initializer()) inits.insert(t.name());
-  int rewritten = 0;
-  for (const auto& vi : m.graph().input()) {
-    if (inits.count(vi.name()) || io.input_shapes.count(vi.name())) continue;
-    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) continue;
-    const auto& shape = vi.type().tensor_type().shape();
-    if (shape.dim_size() == 0) continue;
-    const auto& d0 = shape.dim(0);
-    if (d0.has_dim_value() && d0.dim_value() != 1) continue;
-    Shape s{batch};
-    for (int i = 1; i < shape.dim_size(); ++i) {
-      const auto& d = shape.dim(i);
-      if (!d.has_dim_value() || d.dim_value() < 0)
-        fail("--batch: input \"{}\" dim {} is not fixed; set the full shape with --shapes", vi.name(), i);
-      s.push_back(d.dim_value());
-    }
-    io.input_shapes[vi.name()] = s;
-    ++rewritten;
-  }
-  if (!rewritten) fail("--batch: no input of {} has a batch dim first (a symbolic dim or 1)", path);
-  io.override_fixed_dims = true;
 }
 
 struct ProfileRow {
@@ -120,12 +91,11 @@ CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
       ->required()
       ->group("Model");
   cmd->add_option("--shapes", o.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
-  cmd->add_option("--batch", o.batch, "Batch size: rewrites the first dim of inputs whose first dim is the batch")
-      ->check(CLI::PositiveNumber)
-      ->group("Model");
+  add_batch_flag(cmd, o.batch);
+  add_save_engine_flag(cmd, o.save_engine);
   cmd->add_option("--backend", o.backend,
-                  "Backend: ref (CPU reference), sim (generated kernels on the CPU simulator); plans also auto "
-                  "(default for plans: the GPU when usable, else ref) and gpu")
+                  "Backend: ref (CPU reference), sim (generated kernels on the CPU simulator); plans and GPU targets "
+                  "also auto (their default: the GPU when usable, else ref) and gpu")
       ->check(CLI::IsMember({"auto", "ref", "sim", "gpu"}))
       ->group("Runtime");
   add_input_flags(cmd, o.inputs, o.input_ranges);
@@ -142,20 +112,38 @@ CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
 }
 
 int run_bench(BenchOptions& o) {
-  if (is_plan_file(o.model)) return run_bench_plan(o);
+  // (--batch and --shapes with a plan are refused in main, with the other compile flags.)
+  if (is_plan_file(o.model)) return run_bench_plan(o, PlanSource{o.model});
+  if (runs_through_plan(o.compile.pass.target, o.save_engine)) {
+    // As trtexec --onnx: build the plan (saved when asked) and time it
+    // through the runtime, as `kiln bench MODEL.plan` would.
+    if (o.backend.empty()) o.backend = "auto";
+    if (o.compile.pass.target.rfind("sm_", 0) != 0 && (o.backend == "gpu" || o.backend == "sim"))
+      fail("{}: --backend {} runs a plan's GPU kernels and --target {} builds none: add --target sm_XX", o.model,
+           o.backend, o.compile.pass.target);
+    CompileModelOptions co;
+    co.build = o.compile;
+    co.input_shapes = parse_shapes_flag(o.shapes);
+    co.batch = o.batch;
+    CompileResult built = compile_to_plan(o.model, co, o.save_engine);
+    return run_bench_plan(o, PlanSource{o.model, &built.plan}, &built);
+  }
   if (o.backend.empty() || o.backend == "auto") o.backend = "ref";
   if (o.backend == "gpu")
     fail(
-        "{}: --backend gpu benchmarks plans: kiln compile {} --target sm_XX -o MODEL.plan, then kiln bench "
-        "MODEL.plan",
-        o.model, o.model);
+        "{}: --backend gpu runs GPU kernels and --target {} builds none: add --target sm_XX (kiln doctor names "
+        "this GPU's arch)",
+        o.model, o.compile.pass.target);
   auto t0 = Clock::now();
   ImportOptions io;
   io.input_shapes = parse_shapes_flag(o.shapes);
-  if (o.batch > 0) apply_batch(o.model, o.batch, io);
+  io.batch = o.batch;
+  StderrCompileMessages messages(o.compile.show_progress);
+  messages.attach(io, o.compile);
   ImportResult r = import_checked(ModelSource::file(o.model), io);
   // Before the passes: a Gather fused away still bounds the ids it reads.
   std::map<std::string, int64_t> bounds = index_bounds(*r.graph);
+  auto t_imported = Clock::now();
   CompileReport rep = compile_graph(*r.graph, o.compile);
   const Graph& g = *r.graph;
   auto t_compiled = Clock::now();
@@ -226,8 +214,9 @@ int run_bench(BenchOptions& o) {
     std::cout << (i ? ", " : "") << g.inputs()[i]->name() << " " << g.inputs()[i]->type().str();
   std::cout << "\n";
   std::cout << fmt::format("Backend: {} ({})\n", o.backend, backend_description(o.backend));
-  std::cout << fmt::format("Build: {:.1f} ms import + passes, {:.1f} ms backend setup\n", ms_between(t0, t_compiled),
-                           build_ms);
+  std::cout << fmt::format("Build: import {:.1f} ms, passes {:.1f} ms, backend setup {:.1f} ms{}\n",
+                           ms_between(t0, t_imported), ms_between(t_imported, t_compiled), build_ms,
+                           o.backend == "sim" ? " (kernels built for the simulator by the host compiler)" : "");
   std::cout << fmt::format("Warm-up: {} runs, {:.1f} ms\n", t.warmup_runs, t.warmup_ms);
   std::cout << "=== Performance summary ===\n";
   std::cout << fmt::format("Throughput: {:.3f} qps ({:.3f} samples/s at batch {})\n", qps, qps * double(batch), batch);
@@ -248,9 +237,10 @@ int run_bench(BenchOptions& o) {
                              o.backend == "sim" ? "kernels" : "nodes", o.iterations);
     std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12} {:>10} {:>7}\n", o.backend == "sim" ? "Kernel" : "Node", "Op",
                              "Calls", "Total (ms)", "Avg (ms)", "%");
-    // Fused nodes are named after all their members: shortened in the table,
-    // whole in the JSON.
-    auto shorten = [](const std::string& s) { return s.size() <= 48 ? s : s.substr(0, 45) + "..."; };
+    // Fused nodes are named after all their members and ONNX names are long
+    // paths: the table keeps the first member's distinguishing parts
+    // (ir/name_cut.h), the JSON the whole name.
+    auto shorten = [](const std::string& s) { return short_joined_names(s, 0, 48); };
     for (const ProfileRow& p : rows)
       std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12.3f} {:>10.4f} {:>6.1f}%\n", shorten(p.name), p.op, p.calls,
                                p.total_ms, p.total_ms / double(p.calls),

@@ -24,11 +24,12 @@ struct BenchOptions {
   int batch = 0;                          // 0: the model's own
   int iterations = 10;                    // timed runs
   double warmup_ms = 200;                 // untimed runs until this much time has passed (at least one when > 0)
-  std::string backend;                    // empty: ref for .onnx models, auto for plans
+  std::string backend;                    // empty: auto for plans and GPU targets, else ref
   std::string inputs;                     // --inputs name:file.npy,... (or .pb)
   std::vector<std::string> input_ranges;  // --input-range [NAME:][LO,HI]
   bool profile = false;
   std::string json_path;
+  std::string save_engine;  // --save-engine / -o: write the plan built from an .onnx model
   CompileOptions compile;
 };
 

@@ -7,15 +7,17 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "backends/plan_sim.h"
 #include "backends/reference/executor.h"
 #include "ir/error.h"
+#include "ir/name_cut.h"
 #include "kiln/kiln.hpp"
 #include "runtime/plan_format.h"
 #include "runtime/plan_graph.h"
 #include "tools/kiln/bench.h"
 #include "tools/kiln/doctor.h"
 #include "tools/kiln/output_paths.h"
-#include "backends/plan_sim.h"
+#include "tools/kiln/onnx_to_plan.h"
 #include "tools/kiln/run_inputs.h"
 
 namespace kiln {
@@ -48,17 +50,12 @@ struct Profile {
 
 }  // namespace
 
-int run_bench_plan(const BenchOptions& o) {
-  if (o.batch > 0 || !o.shapes.empty())
-    fail(
-        "{}: a plan's shapes are fixed when it is compiled; --batch/--shapes apply to .onnx models (recompile "
-        "with kiln compile --shapes ... -o MODEL.plan)",
-        o.model);
+int run_bench_plan(const BenchOptions& o, const PlanSource& source, const CompileResult* built) {
   const std::string backend = o.backend.empty() ? "auto" : o.backend;
   auto t0 = Clock::now();
   // The plan's graph, through the runtime's reader: node names for the
   // profile, the launch list for sim.
-  plan::Plan p = plan::read_plan_file(o.model);
+  plan::Plan p = source.read();
   std::unique_ptr<Graph> g = plan::load_graph(p, o.model);
   std::vector<const Node*> nodes;
   for (const auto& n : g->nodes()) nodes.push_back(n.get());
@@ -99,7 +96,7 @@ int run_bench_plan(const BenchOptions& o) {
                          ? KILN_BACKEND_CPU
                          : (fail("unknown backend '{}' for a plan (auto, gpu, ref, sim)", backend), KILN_BACKEND_AUTO);
     try {
-      engine = std::make_unique<Engine>(Engine::from_file(o.model, b));
+      engine = std::make_unique<Engine>(source.load(b));
       on_gpu = engine->backend() == KILN_BACKEND_GPU;
       ran = on_gpu ? "gpu" : "ref";
       info = engine->info();
@@ -163,9 +160,10 @@ int run_bench_plan(const BenchOptions& o) {
   double qps = double(o.iterations) / (t.wall_ms / 1e3);
 
   std::cout << "=== Model ===\n";
-  std::cout << fmt::format("Plan: {} (kiln {}, target {}, precision {}, {} GPU kernels)\n", o.model,
-                           p.meta.kiln_version, p.meta.target, p.meta.precision,
-                           p.meta.gpu_kernels ? std::to_string(p.kernels.size()) : "no");
+  std::cout << fmt::format("Plan: {}{} (kiln {}, target {}, precision {}, {} GPU kernels)\n",
+                           built ? "built in memory from " : "", o.model, p.meta.kiln_version, p.meta.target,
+                           p.meta.precision, p.meta.gpu_kernels ? std::to_string(p.kernels.size()) : "no");
+  if (built) std::cout << "Build: " << build_times(*built) << "\n";
   std::cout << "Inputs: ";
   for (size_t i = 0; i < g->inputs().size(); ++i)
     std::cout << (i ? ", " : "") << g->inputs()[i]->name() << " " << g->inputs()[i]->type().str();
@@ -200,7 +198,8 @@ int run_bench_plan(const BenchOptions& o) {
       std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12} {:>10} {:>7}\n",
                                profile_unit == "kernels" ? "Kernel" : "Node", "Op", "Calls", "Total (ms)", "Avg (ms)",
                                "%");
-      auto shorten = [](const std::string& s) { return s.size() <= 48 ? s : s.substr(0, 45) + "..."; };
+      // The first member's distinguishing parts (ir/name_cut.h); the JSON has the whole name.
+      auto shorten = [](const std::string& s) { return short_joined_names(s, 0, 48); };
       for (const ProfileRow& r : rows)
         std::cout << fmt::format("{:<48} {:<18} {:>7} {:>12.3f} {:>10.4f} {:>6.1f}%\n", shorten(r.name), r.op, r.calls,
                                  r.total_ms, r.total_ms / double(r.calls),
@@ -212,6 +211,7 @@ int run_bench_plan(const BenchOptions& o) {
   if (!o.json_path.empty()) {
     nlohmann::json j = {{"model", o.model},
                         {"plan", true},
+                        {"compiled_in_memory", built != nullptr},
                         {"backend", ran},
                         {"backend_kind", on_gpu ? "gpu" : "cpu"},
                         {"backend_info", info},
@@ -226,6 +226,7 @@ int run_bench_plan(const BenchOptions& o) {
                         {"host_cpu_ms", stats_json(H)},
                         {"latency_samples_ms", t.latency_ms},
                         {"total_walltime_ms", t.wall_ms}};
+    if (built) j["build_ms"] = build_times_json(*built);
     j["gpu_compute_ms"] = on_gpu ? stats_json(G) : nlohmann::json(nullptr);
     if (on_gpu) j["gpu_compute_samples_ms"] = gpu;
     if (o.profile) {

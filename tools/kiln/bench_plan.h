@@ -9,12 +9,17 @@
 // of that executor with a per-node timer, since the C API has no profiling
 // hook), per launch-list step on sim; on the GPU the launch list runs as one
 // CUDA Graph and the runtime gives no per-kernel times, which bench says.
+//
+// `kiln bench MODEL.onnx` with a GPU --target or --save-engine comes here too,
+// with the plan it compiled in memory (`built`: its build times are printed).
 #pragma once
+#include "tools/kiln/plan_source.h"
 
 namespace kiln {
 
 struct BenchOptions;
+struct CompileResult;
 
-int run_bench_plan(const BenchOptions& o);
+int run_bench_plan(const BenchOptions& o, const PlanSource& source, const CompileResult* built = nullptr);
 
 }  // namespace kiln

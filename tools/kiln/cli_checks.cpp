@@ -47,13 +47,19 @@ void reject_compile_flags_for_plan(const CLI::App& cmd, const std::string& plan_
                                              "--no-verify-each",
                                              "--no-kernel-cache",
                                              "--cache-dir",
-                                             "--stats"};
+                                             "--stats",
+                                             "--save-engine"};
   std::vector<std::string> given;
   for (const char* name : kCompileOnly) {
     const CLI::Option* o = cmd.get_option_no_throw(name);
     if (o && o->count() > 0) given.push_back(name);
   }
   if (given.empty()) return;
+  if (given.size() == 1 && given[0] == "--save-engine")
+    fail(
+        "{}: a plan is already compiled; --save-engine (-o) only applies when compiling an .onnx model (to keep "
+        "this plan under another name, copy the file)",
+        plan_path);
   bool shapes = std::find(given.begin(), given.end(), "--shapes") != given.end() ||
                 std::find(given.begin(), given.end(), "--batch") != given.end();
   fail(

@@ -13,6 +13,7 @@
 #include "runtime/plan_graph.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/compile_flags.h"
+#include "tools/kiln/compile_messages.h"
 
 namespace kiln {
 
@@ -40,6 +41,8 @@ int run_dump_ir(DumpIrCommand& c) {
   c.copts.pipeline.source = c.model;  // passes' errors name the model, as the importer's do
   ImportOptions io;
   io.input_shapes = parse_shapes_flag(c.shapes);
+  StderrCompileMessages messages(c.copts.show_progress);
+  messages.attach(io, c.copts);
   ImportResult r = import_onnx_file(c.model, io);
   std::vector<std::string> names;
   for (const Value* v : r.graph->inputs()) names.push_back(v->name());

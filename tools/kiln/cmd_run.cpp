@@ -14,6 +14,8 @@
 #include "tools/kiln/commands.h"
 #include "tools/kiln/compare_ort.h"
 #include "tools/kiln/compile_flags.h"
+#include "tools/kiln/compile_messages.h"
+#include "tools/kiln/onnx_to_plan.h"
 #include "tools/kiln/output_report.h"
 #include "tools/kiln/run_inputs.h"
 #include "tools/kiln/run_plan.h"
@@ -26,15 +28,52 @@ double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
+// `kiln run MODEL.onnx` with a GPU target or --save-engine: the model becomes
+// a plan in memory (saved when asked) and runs through the runtime, as
+// `kiln run MODEL.plan` runs it, on --backend auto (default: the GPU when
+// usable, else the runtime's CPU path, said on the backend line), gpu, ref or
+// sim (the plan's own kernels on the CPU simulator).
+int run_onnx_through_plan(RunCommand& c) {
+  const std::string backend = c.backend.empty() ? "auto" : c.backend;
+  if (c.copts.pass.target.rfind("sm_", 0) != 0 && (backend == "gpu" || backend == "sim"))
+    fail("{}: --backend {} runs a plan's GPU kernels and --target {} builds none: add --target sm_XX ({})", c.model,
+         backend, c.copts.pass.target,
+         backend == "gpu" ? "kiln doctor names this GPU's arch" : "the simulator runs any GPU arch's kernels");
+  std::string ort_exe = c.compare.empty() ? "" : ort_python();  // a missing ORT fails before the compile
+  CompileModelOptions o;
+  o.build = c.copts;
+  o.input_shapes = parse_shapes_flag(c.shapes);
+  o.batch = c.batch;
+  CompileResult built = compile_to_plan(c.model, o, c.save_engine);
+  std::cout << fmt::format("compile: {}; {} nodes -> {} nodes, GPU kernels: {}\n", build_times(built),
+                           built.passes.nodes_in, built.passes.nodes_out,
+                           built.plan_gpu_kernels ? fmt::format("{} for {}", built.plan_gpu_kernels, built.plan_target)
+                                                  : "none (" + built.no_gpu_reason + ")");
+  RunPlanOptions ro;
+  ro.backend = backend;
+  ro.inputs = c.inputs;
+  ro.input_ranges = c.input_ranges;
+  ro.outputs_dir = c.outputs_dir;
+  ro.iterations = c.iterations;
+  PlanRunResult ran;
+  int rc = run_plan_command(PlanSource{c.model, &built.plan}, ro, &ran);
+  if (rc == 0 && !c.compare.empty() &&
+      !compare_with_ort(ort_exe, c.model, ran.feed, ran.outputs, c.copts.pass.precision))
+    return 1;
+  return rc;
+}
+
 }  // namespace
 
 CLI::App* register_run(CLI::App& app, RunCommand& c) {
   auto* run = app.add_subcommand("run", "Compile a model (or load a plan) and run it on a backend");
   run->add_option("model", c.model, "Model file (.onnx) or plan (.plan)")->required()->group("Model");
   run->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
+  add_batch_flag(run, c.batch);
+  add_save_engine_flag(run, c.save_engine);
   run->add_option("--backend", c.backend,
-                  "Backend: ref, sim (generated kernels on the CPU simulator); plans also auto (default: the GPU "
-                  "when usable, else ref) and gpu")
+                  "Backend: ref, sim (generated kernels on the CPU simulator); plans and GPU targets also auto "
+                  "(their default: the GPU when usable, else ref) and gpu")
       ->group("Runtime");
   add_input_flags(run, c.inputs, c.input_ranges);
   run->add_option("--outputs", c.outputs_dir,
@@ -59,16 +98,24 @@ int run_run(RunCommand& c) {
     ro.input_ranges = c.input_ranges;
     ro.outputs_dir = c.outputs_dir;
     ro.iterations = c.iterations;
-    return run_plan_command(c.model, ro);
+    return run_plan_command(PlanSource{c.model}, ro);
   }
+  if (runs_through_plan(c.copts.pass.target, c.save_engine)) return run_onnx_through_plan(c);
   std::string backend = c.backend;
   if (backend.empty() || backend == "auto") backend = "ref";
-  if (backend == "gpu") fail("--backend gpu runs plans: kiln compile {} --target sm_XX -o MODEL.plan", c.model);
+  if (backend == "gpu")
+    fail(
+        "{}: --backend gpu runs GPU kernels and --target {} builds none: add --target sm_XX (kiln doctor names "
+        "this GPU's arch)",
+        c.model, c.copts.pass.target);
   c.copts.pipeline.source = c.model;  // passes' errors name the model, as the importer's do
   auto t0 = std::chrono::steady_clock::now();
   std::string ort_exe = c.compare.empty() ? "" : ort_python();  // a missing ORT fails before the compile
   ImportOptions io;
   io.input_shapes = parse_shapes_flag(c.shapes);
+  io.batch = c.batch;
+  StderrCompileMessages messages(c.copts.show_progress);
+  messages.attach(io, c.copts);
   ImportResult r = import_onnx_file(c.model, io);
   std::vector<std::string> names;
   for (const Value* v : r.graph->inputs()) names.push_back(v->name());
@@ -80,8 +127,10 @@ int run_run(RunCommand& c) {
   std::vector<std::string> described;
   std::map<std::string, Tensor> feed =
       make_run_inputs(decl, {c.inputs, c.input_ranges, index_bounds(*r.graph)}, &described);
+  const double import_ms = ms_since(t0);
+  auto t_passes = std::chrono::steady_clock::now();
   CompileReport rep = compile_graph(*r.graph, c.copts);
-  double compile_ms = ms_since(t0);
+  const double passes_ms = ms_since(t_passes);
   if (c.copts.stats) std::cerr << format_stats(rep);
   for (const std::string& d : described) std::cout << d << "\n";
   std::vector<Tensor> outs;
@@ -97,11 +146,13 @@ int run_run(RunCommand& c) {
     }
     best = std::min(best, ms_since(a));
   }
-  std::cout << fmt::format("backend: {} ({})\n", backend,
-                           backend == "sim" ? "generated kernels on the CPU simulator"
-                                            : "CPU reference; for the GPU, run a plan: kiln compile --target sm_XX -o");
-  std::cout << fmt::format("compile: {:.1f} ms, {} nodes -> {} nodes, {} kernels\n", compile_ms, rep.nodes_in,
-                           rep.nodes_out, count_kernels(*r.graph));
+  std::cout << fmt::format(
+      "backend: {} ({})\n", backend,
+      backend == "sim" ? "generated kernels on the CPU simulator" : "CPU reference; for the GPU: --target sm_XX");
+  // No NVRTC here: the CPU backends run the graph (sim builds its kernels
+  // with the host compiler on the first run, which the run time includes).
+  std::cout << fmt::format("compile: import {:.1f} ms, passes {:.1f} ms; {} nodes -> {} nodes, {} kernels\n", import_ms,
+                           passes_ms, rep.nodes_in, rep.nodes_out, count_kernels(*r.graph));
   std::vector<std::pair<std::string, Tensor>> named;
   for (size_t i = 0; i < outs.size(); ++i) named.emplace_back(r.graph->outputs()[i]->name(), outs[i]);
   report_outputs(named, c.outputs_dir, c.copts.pass.precision);

@@ -20,6 +20,7 @@ struct ConformanceOptions;
 // kiln compile MODEL.onnx [-o MODEL.plan]
 struct CompileCommand {
   std::string model, shapes, json_out, plan_out;
+  int batch = 0;  // --batch N (0: the model's own)
   bool print_final = false;
   CompileOptions copts;
   TuningOptions tuning;
@@ -30,9 +31,11 @@ int run_compile(CompileCommand& c);
 // kiln run MODEL.onnx|MODEL.plan
 struct RunCommand {
   std::string model, shapes, backend, inputs, outputs_dir;
-  std::string compare;  // --compare ort
+  std::string compare;      // --compare ort
+  std::string save_engine;  // --save-engine / -o: write the plan built from an .onnx model
   std::vector<std::string> input_ranges;
   int iterations = 1;
+  int batch = 0;  // --batch N (0: the model's own)
   CompileOptions copts;
 };
 CLI::App* register_run(CLI::App& app, RunCommand& c);

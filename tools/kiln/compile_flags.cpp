@@ -65,6 +65,18 @@ void add_compile_flags(CLI::App* cmd, CompileOptions& o) {
   cmd->add_flag("--no-kernel-cache{false}", o.kernel_cache, "Build: compile every kernel with NVRTC, no cache")
       ->group("Build");
   cmd->add_flag("--stats", o.stats, "Reporting: per-pass statistics (changed, time, node counts)")->group("Reporting");
+  cmd->add_flag("--progress", o.show_progress,
+                "Reporting: progress of import, passes and kernel compilation on stderr from the start, also when "
+                "it is not a terminal (on a terminal it shows once a step takes over a second)")
+      ->group("Reporting");
+}
+
+void add_batch_flag(CLI::App* cmd, int& batch) {
+  cmd->add_option("--batch", batch,
+                  "Batch size: sets the first dim of every input whose first dim is a batch dim (symbolic or 1); "
+                  "--shapes wins for the inputs it names")
+      ->check(CLI::PositiveNumber)
+      ->group("Model");
 }
 
 void add_tuning_flags(CLI::App* cmd, TuningOptions& o) {

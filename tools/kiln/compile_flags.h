@@ -17,6 +17,11 @@ namespace kiln {
 // subcommand, writing into `o`.
 void add_compile_flags(CLI::App* cmd, CompileOptions& o);
 
+// Adds --batch N (Model group): the first dim of every input whose first dim
+// is a batch dim (symbolic or 1) becomes N (frontend/batch_dim.h); 0 leaves
+// the model's. The same flag on compile, run and bench.
+void add_batch_flag(CLI::App* cmd, int& batch);
+
 // Adds --tune, --tuning-cache, --tuning-gpu and --tune-iterations.
 void add_tuning_flags(CLI::App* cmd, TuningOptions& o);
 

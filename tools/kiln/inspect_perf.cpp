@@ -14,6 +14,13 @@ namespace {
 
 std::string shorten(const std::string& t, size_t w) { return t.size() <= w ? t : t.substr(0, w - 3) + "..."; }
 
+// "64x64x32 s3", "64x64x32 s3 split8" (the GEMM/conv tile the emitter chose), "" without a tile loop.
+std::string tile_text(const perf::TileLoop& t) {
+  if (t.k_tiles <= 0) return "";
+  std::string s = fmt::format("{}x{}x{} s{}", t.bm, t.bn, t.bk, t.stages);
+  return t.split > 1 ? s + fmt::format(" split{}", t.split) : s;
+}
+
 const perf::GpuSpec& pick_gpu(const plan::Plan& p, const std::string& path, const std::string& name) {
   if (!p.meta.gpu_kernels)
     fail("{}: --perf models GPU kernels, and this plan has none: {}", path, p.meta.no_gpu_reason);
@@ -51,9 +58,10 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
       spec.name, spec.title, spec.arch, spec.sms, spec.fp16_tensor_tflops, 100 * spec.mma_sync_fraction,
       spec.fp32_tflops, spec.dram_gb_per_s, spec.l2_bytes / 1e6);
   out << fmt::format("plan: {}, target {}, precision {}, batch {}\n", path, p.meta.target, p.meta.precision, pe.batch);
-  out << fmt::format("  {:>4} {:<34} {:<9} {:>8} {:>8} {:>7} {:>4} {:>4} {:>6} {:>4} {:>6} {:>6} {:>9} {:<8} {:>5}\n",
-                     "step", "node", "kind", "GFLOP", "MB", "blocks", "thr", "regs", "smem", "b/SM", "waves", "ktiles",
-                     "est_us", "bound", "%SOL");
+  out << fmt::format(
+      "  {:>4} {:<34} {:<9} {:>8} {:>8} {:>7} {:>4} {:>4} {:>6} {:>4} {:>6} {:>6} {:>9} {:<8} {:>5}  {}\n", "step",
+      "node", "kind", "GFLOP", "MB", "blocks", "thr", "regs", "smem", "b/SM", "waves", "ktiles", "est_us", "bound",
+      "%SOL", "tile");
   nlohmann::json launches = nlohmann::json::array();
   std::map<std::string, int> bounds;
   for (const perf::StepEstimate& s : pe.steps) {
@@ -63,13 +71,14 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
     const bool copy = w.kind == perf::WorkKind::Copy;
     out << fmt::format(
         "  {:>4} {:<34} {:<9} {:>8.3f} {:>8.3f} {:>7} {:>4} {:>4} {:>6} {:>4} {:>6.2f} {:>6} "
-        "{:>9.2f} {:<8} {:>5.1f}\n",
+        "{:>9.2f} {:<8} {:>5.1f}  {}\n",
         s.work.step, shorten(s.work.node, 34), perf::work_kind_name(w.kind), w.flops / 1e9, w.bytes / 1e6,
         copy ? std::string("-") : std::to_string(w.blocks), copy ? std::string("-") : std::to_string(w.threads),
         w.registers < 0 ? std::string("?") : std::to_string(w.registers),
         copy ? std::string("-") : std::to_string(w.smem_bytes),
         copy ? std::string("-") : std::to_string(e.occ.blocks_per_sm), e.waves,
-        w.tile.k_tiles > 0 ? std::to_string(w.tile.k_tiles) : std::string("-"), e.est_us, e.bound, e.sol_pct);
+        w.tile.k_tiles > 0 ? std::to_string(w.tile.k_tiles) : std::string("-"), e.est_us, e.bound, e.sol_pct,
+        tile_text(w.tile));
     nlohmann::json jl = {{"step", s.work.step},
                          {"node", s.work.node},
                          {"kernel", s.work.kernel},
@@ -95,11 +104,8 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
                          {"sol_us", e.sol_us},
                          {"sol_pct", e.sol_pct}};
     if (w.tile.k_tiles > 0)
-      jl["tile"] = {{"bm", w.tile.bm},
-                    {"bn", w.tile.bn},
-                    {"bk", w.tile.bk},
-                    {"stages", w.tile.stages},
-                    {"k_tiles", w.tile.k_tiles}};
+      jl["tile"] = {{"bm", w.tile.bm},         {"bn", w.tile.bn},           {"bk", w.tile.bk},
+                    {"stages", w.tile.stages}, {"k_tiles", w.tile.k_tiles}, {"split_k", w.tile.split}};
     launches.push_back(std::move(jl));
   }
   const double pct = pe.heavy ? 100.0 * pe.heavy_full_wave / pe.heavy : 0.0;

@@ -60,7 +60,7 @@ void check_writable_dir(const std::string& flag, const std::string& dir) {
 }
 
 void check_output_flags(const CLI::App& cmd) {
-  for (const char* name : {"--output", "--json", "--export-json"})
+  for (const char* name : {"--output", "--save-engine", "--json", "--export-json"})
     if (const CLI::Option* o = cmd.get_option_no_throw(name); o && o->count() > 0)
       check_writable_file(std::string(name) == "--output" ? "-o" : name, o->as<std::string>());
   for (const char* name : {"--outputs", "--dump-dir"})

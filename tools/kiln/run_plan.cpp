@@ -23,13 +23,14 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-int run_plan_command(const std::string& path, const RunPlanOptions& o) {
+int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunResult* result) {
+  const std::string& path = source.name;
   std::vector<std::pair<std::string, Tensor>> results;
   double best = 1e30;
   int iters = std::max(1, o.iterations);
   // The plan's graph, through the runtime's reader: its inputs, the Gather
   // tables they index (for random values in range) and its precision.
-  plan::Plan p = plan::read_plan_file(path);
+  plan::Plan p = source.read();
   auto g = plan::load_graph(p, path);
   std::vector<std::pair<std::string, TensorType>> decl;
   for (const Value* v : g->inputs()) decl.emplace_back(v->name(), v->type());
@@ -52,7 +53,7 @@ int run_plan_command(const std::string& path, const RunPlanOptions& o) {
                                           : (fail("unknown backend '{}' for a plan (auto, gpu, ref, sim)", o.backend),
                                              KILN_BACKEND_AUTO);
     try {
-      Engine engine = Engine::from_file(path, b);
+      Engine engine = source.load(b);
       Context ctx(engine);
       for (const TensorInfo& t : engine.inputs()) ctx.bind_input(t.name, feed.at(t.name).raw(), t.dtype, t.shape);
       for (const TensorInfo& t : engine.outputs()) {
@@ -86,6 +87,10 @@ int run_plan_command(const std::string& path, const RunPlanOptions& o) {
   }
   report_outputs(results, o.outputs_dir, p.meta.precision);
   std::cout << fmt::format("run: {:.2f} ms (best of {})\n", best, iters);
+  if (result) {
+    result->feed = std::move(feed);
+    result->outputs = std::move(results);
+  }
   return 0;
 }
 

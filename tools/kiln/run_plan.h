@@ -1,11 +1,17 @@
-// `kiln run MODEL.plan`: loads a plan through the runtime's C API (the C++
+// `kiln run MODEL.plan` (and `kiln run MODEL.onnx` when it compiled a plan in
+// memory, tools/kiln/plan_source.h): loads a plan through the runtime's C API (the C++
 // wrapper kiln/kiln.hpp over libkiln_runtime.so), binds inputs (from .npy
 // files or seeded random values, tools/kiln/run_inputs.h), runs, reports each
 // output (tools/kiln/output_report.h) and writes them as .npy when asked. --backend sim runs the plan's
 // own kernels and launch list on the CPU simulator instead (backends/plan_sim.h).
 #pragma once
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "ir/tensor.h"
+#include "tools/kiln/plan_source.h"
 
 namespace kiln {
 
@@ -17,6 +23,13 @@ struct RunPlanOptions {
   int iterations = 1;
 };
 
-int run_plan_command(const std::string& path, const RunPlanOptions& o);
+// What ran, for callers that go on (kiln run --compare ort): the inputs fed
+// and the outputs by name.
+struct PlanRunResult {
+  std::map<std::string, Tensor> feed;
+  std::vector<std::pair<std::string, Tensor>> outputs;
+};
+
+int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunResult* result = nullptr);
 
 }  // namespace kiln

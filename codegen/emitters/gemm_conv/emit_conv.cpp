@@ -136,7 +136,7 @@ ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
 
 }  // namespace
 
-ComputeKernel emit_conv(const Epilogue& ep) {
+std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
   const Node& n = ep.anchor();
   const std::string& op = n.op();
   const bool transpose = op == "conv_transpose";
@@ -161,7 +161,7 @@ ComputeKernel emit_conv(const Epilogue& ep) {
   const Shape& yt = n.output(0)->shape();
   const Shape ys = nhwc ? permute_dims(yt, channels_first_perm(static_cast<int>(yt.size()))) : yt;
   const ConvGeom G = geometry(n, xs, ws, ys, transpose);
-  if (!transpose && !ci && !qc && G.Cg == 1 && G.Mg == 1 && G.group > 1) return emit_depthwise(ep, G, nhwc);
+  if (!transpose && !ci && !qc && G.Cg == 1 && G.Mg == 1 && G.group > 1) return {emit_depthwise(ep, G, nhwc)};
   const int nd = G.nd;
   const char* idx = ep.index_type();
   const int sx = ep.anchor_slot(0), sw = ep.anchor_slot(iw), sbias = ep.anchor_slot(qc ? 8 : ci ? -1 : 2);
@@ -171,6 +171,9 @@ ComputeKernel emit_conv(const Epilogue& ep) {
   g.label = transpose ? "conv_transpose" : nhwc ? "conv_nhwc" : "conv";
   g.K = G.Cg * G.k_size;
   g.tf32 = n.attrs().get_int("tf32", 0) != 0;
+  for (int slot : {sx, sw, sxzp, swzp})
+    if (slot >= 0) g.operand_slots.push_back(slot);
+  g.operand_bytes = static_cast<int64_t>(xt.nbytes() + wt.nbytes());
   // Elements per 16-byte chunk (the cp.async path of the tensor-core kernel).
   const int64_t W = 16 / static_cast<int64_t>(dtype_size(dt));
   const bool chunks = gemm_math(g) != GemmMath::Simt && !ci && !qc;

@@ -20,7 +20,8 @@
 
 namespace kiln::codegen {
 
-// Throws kiln::Unsupported for a node it does not handle (says why).
-ComputeKernel emit_conv(const Epilogue& ep);
+// The launches in order (two for a split-K GEMM: emit_gemm.h). Throws
+// kiln::Unsupported for a node it does not handle (says why).
+std::vector<ComputeKernel> emit_conv(const Epilogue& ep);
 
 }  // namespace kiln::codegen

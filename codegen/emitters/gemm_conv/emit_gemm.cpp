@@ -56,9 +56,9 @@ GemmMath gemm_math(const TiledGemm& g) {
   return GemmMath::Simt;
 }
 
-ComputeKernel emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep) {
+std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep) {
   const GemmMath math = gemm_math(g);
-  const GemmTileConfig tile = choose_gemm_tile_config({math, g.batch, g.M, g.N, g.K});
+  const GemmTileConfig tile = choose_gemm_tile_config({math, g.batch, g.M, g.N, g.K, g.operand_bytes});
   if (math != GemmMath::Simt) return emit_mma_gemm(g, ep, math, tile);
   const int BM = tile.bm, BN = tile.bn, BK = tile.bk, TM = BM / 16, TN = BN / 16;
   const std::string ct = gemm_compute_type(g.dtype);
@@ -132,7 +132,7 @@ ComputeKernel emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep) {
   k.name = fmt::format("kiln_{}_{:016x}", sanitize_identifier(g.label), XXH64(b.data(), b.size(), 0));
   k.source =
       std::string(kKernelPrelude) + ep.fp_includes() + std::string(expr_prelude()) + replace_all(b, "@NAME@", k.name);
-  return k;
+  return {k};
 }
 
 std::string gemm_load_as(DType t, const std::string& stored) {
@@ -140,7 +140,7 @@ std::string gemm_load_as(DType t, const std::string& stored) {
   return fmt::format("(unsigned long long)(long long)({})", stored);
 }
 
-ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
+std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
   const Node& n = ep.anchor();
   const std::string& op = n.op();
   const bool mi = op == "matmul_integer", qm = op == "qlinear_matmul";
@@ -166,6 +166,9 @@ ComputeKernel emit_matmul_gemm(const Epilogue& ep) {
   g.dtype = dt;
   g.label = op;
   g.tf32 = n.attrs().get_int("tf32", 0) != 0;
+  for (int slot : {sa, sb, sazp, sbzp})
+    if (slot >= 0) g.operand_slots.push_back(slot);
+  g.operand_bytes = static_cast<int64_t>(at.nbytes() + bt.nbytes());
   // Elements per 16-byte chunk (the cp.async path of the tensor-core kernel).
   const int64_t W = 16 / static_cast<int64_t>(dtype_size(dt));
   const bool chunks = gemm_math(g) != GemmMath::Simt && !mi && !qm;

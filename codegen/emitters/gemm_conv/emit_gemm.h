@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "codegen/emitters/gemm_conv/emit_epilogue.h"
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
@@ -43,7 +44,8 @@ struct ComputeKernel {
   std::string source;
   unsigned grid = 0;  // 0: empty result, nothing to launch
   unsigned block = 256;
-  size_t shared_bytes = 0;  // dynamic shared memory (the tiled kernels use static shared memory: 0)
+  size_t shared_bytes = 0;    // dynamic shared memory (the tiled kernels use static shared memory: 0)
+  int64_t workspace_f32 = 0;  // scratch it binds after its buffers (NodeKernel::workspace_f32)
 };
 
 // How one GEMM operand is read.
@@ -87,6 +89,12 @@ struct TiledGemm {
   std::string store;
   // f32 operands may use TF32 tensor cores (the node's tf32=1 attribute).
   bool tf32 = false;
+  // The epilogue slots the main loop reads (A, B and their zero points): a
+  // split-K reduction kernel does not touch them (perf/plan_work.cpp counts
+  // each launch's bytes from its source's "// buffers:" line).
+  std::vector<int> operand_slots;
+  // Bytes of the GEMM operands in memory (GemmProblem::operand_bytes; 0: unknown).
+  int64_t operand_bytes = 0;
 };
 
 // The compute type of a GEMM over `dtype`: float, double or unsigned long long.
@@ -99,14 +107,19 @@ std::string gemm_acc_for_epilogue(DType dtype, const std::string& acc);
 // The math a TiledGemm runs on (tensor cores for f16/bf16, f32 with tf32).
 GemmMath gemm_math(const TiledGemm& g);
 
-// The complete kernel (source, name, launch) for `g`; `ep` gives the buffers
-// and the simulator entry.
-ComputeKernel emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep);
-// The tensor-core kernel for `g` with tile `c` (emit_gemm_mma.cpp); `math` is not Simt.
-ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath math, const GemmTileConfig& c);
+// The complete kernels (source, name, launch) for `g`, in launch order; `ep`
+// gives the buffers and the simulator entry. One kernel, or two when the
+// tile splits K (GemmTileConfig::split_k > 1, emit_gemm_mma.cpp): the GEMM
+// writes each split's f32 partial tile to the workspace, then a reduction
+// kernel sums the splits in a fixed order and runs `store` (the anchor's
+// finishing step and the epilogue) once per element.
+std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep);
+// The tensor-core kernel(s) for `g` with tile `c` (emit_gemm_mma.cpp); `math` is not Simt.
+std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath math,
+                                         const GemmTileConfig& c);
 
 // matmul / gemm, bare (Epilogue::from_node) or anchoring a fused node.
 // Throws kiln::Unsupported for what is not handled (say which).
-ComputeKernel emit_matmul_gemm(const Epilogue& ep);
+std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep);
 
 }  // namespace kiln::codegen

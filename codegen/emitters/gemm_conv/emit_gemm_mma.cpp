@@ -33,11 +33,109 @@
 #include "codegen/emitters/gemm_conv/emit_gemm.h"
 #include "codegen/emitters/gemm_conv/emit_gemm_tc.h"
 #include "codegen/core/kernel_text.h"
+#include "codegen/core/kernel_vector.h"
 #include "ir/error.h"
 
 namespace kiln::codegen {
 
-ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath math, const GemmTileConfig& c) {
+namespace {
+
+// One macro argument for KILN_PTR_CAST (a template-id's comma would split it).
+constexpr const char* kF32x4 = "typedef kiln_vec<float, 4> kiln_f32x4;\n";
+
+// "// buffers: 0 3 4\n": the kernel parameters a split-K kernel reads or
+// writes (perf/plan_work.cpp counts only those bytes): the partial GEMM the
+// GEMM operands' slots and the workspace, the reduction every other buffer.
+std::string buffers_comment(const TiledGemm& g, const Epilogue& ep, bool reduction) {
+  const size_t nr = ep.results().size(), ns = ep.slots().size();
+  std::string s = "// buffers:";
+  auto operand = [&](size_t slot) {
+    return std::find(g.operand_slots.begin(), g.operand_slots.end(), int(slot)) != g.operand_slots.end();
+  };
+  if (reduction)
+    for (size_t r = 0; r < nr; ++r) s += fmt::format(" {}", r);
+  for (size_t slot = 0; slot < ns; ++slot)
+    if (operand(slot) != reduction) s += fmt::format(" {}", nr + slot);
+  return s + fmt::format(" {}\n", nr + ns);
+}
+
+// The partial GEMM's store: the block's BM x BN f32 tile (staged in `cs`,
+// rows of CLD) to split `ks` of the workspace, ws[ks][bz][gm][gn], four
+// columns per 16-byte store where N allows it and ws is 16-byte aligned.
+std::string partial_store(const TiledGemm& g, int BM, int BN, int CLD, int threads, int64_t part) {
+  std::string b;
+  b += fmt::format("    const long long wbase = (long long)ks * {} + (long long)bz * {};\n", part, g.M * g.N);
+  const std::string scalar = fmt::format(
+      "#pragma unroll 2\n    for (int e = tid; e < {}; e += {}) {{\n"
+      "      const int gm = m0 + e / {}, gn = n0 + e % {};\n"
+      "      if (gm < {} && gn < {}) ws[wbase + (long long)gm * {} + gn] = cs[(e / {}) * {} + e % {}];\n    }}\n",
+      BM * BN, threads, BN, BN, g.M, g.N, g.N, BN, CLD, BN);
+  if (g.N % 4) return b + scalar;
+  b += "    if (KILN_PTR_ADDR(ws) % 16 == 0) {\n";
+  b += fmt::format("#pragma unroll 2\n      for (int e = tid; e < {}; e += {}) {{\n", BM * BN / 4, threads);
+  b += fmt::format("        const int r = e / {}, c = (e % {}) * 4, gm = m0 + r, gn = n0 + c;\n", BN / 4, BN / 4);
+  b += fmt::format("        if (gm < {} && gn < {}) {{\n", g.M, g.N);
+  b += "          kiln_f32x4 v;\n";
+  b += fmt::format("#pragma unroll\n          for (int j = 0; j < 4; ++j) v.v[j] = cs[r * {} + c + j];\n", CLD);
+  b += fmt::format("          *KILN_PTR_CAST(kiln_f32x4, ws + wbase + (long long)gm * {} + gn) = v;\n", g.N);
+  b += "        }\n      }\n    } else {\n" + scalar + "    }\n";
+  return b;
+}
+
+// The second launch of a split-K GEMM: each thread sums `splits` partial
+// values of V consecutive elements of one row (V = 4 when N allows 16-byte
+// loads, else 1) in split order -- a fixed order, so the result does not
+// depend on scheduling -- then runs the store (anchor finish + epilogue) per
+// element, as the one-kernel GEMM does after its loop.
+ComputeKernel emit_split_k_reduction(const TiledGemm& g, const Epilogue& ep, int64_t splits,
+                                     const std::string& includes) {
+  const int V = g.N % 4 == 0 ? 4 : 1, threads = 256;
+  const int64_t part = g.batch * g.M * g.N, items = part / V;
+  if ((items + threads - 1) / threads > INT32_MAX)
+    unsupported("codegen: {}: {} elements exceed one grid", g.label, part);
+  ComputeKernel k;
+  k.grid = static_cast<unsigned>((items + threads - 1) / threads);
+  k.block = threads;
+  std::string b;
+  b += fmt::format(
+      "// {}: split-K reduction of {} partial sums, batch {} x [{} x {}], {} per thread; then the epilogue\n", g.label,
+      splits, g.batch, g.M, g.N, V);
+  b += buffers_comment(g, ep, true);
+  b += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) @NAME@({}, KILN_PTR(float) ws) {{\n", threads,
+                   ep.params());
+  b += fmt::format("  const long long e0 = ((long long)blockIdx.x * {} + threadIdx.x) * {};\n", threads, V);
+  b += fmt::format("  if (e0 >= {}LL) return;\n", part);
+  b += fmt::format("  const int bz = (int)(e0 / {}LL), gm = (int)(e0 / {} % {}), gn0 = (int)(e0 % {});\n", g.M * g.N,
+                   g.N, g.M, g.N);
+  b += g.prologue;
+  b += fmt::format("  float sum[{}];\n#pragma unroll\n  for (int j = 0; j < {}; ++j) sum[j] = 0.0f;\n", V, V);
+  if (V == 4) {
+    b += "  if (KILN_PTR_ADDR(ws) % 16 == 0) {\n";
+    b += fmt::format("    for (int s = 0; s < {}; ++s) {{\n", splits);
+    b += fmt::format("      const kiln_f32x4 p = *KILN_PTR_CAST(kiln_f32x4, ws + s * {}LL + e0);\n", part);
+    b += "#pragma unroll\n      for (int j = 0; j < 4; ++j) sum[j] += p.v[j];\n    }\n  } else {\n";
+    b += fmt::format(
+        "    for (int s = 0; s < {}; ++s)\n#pragma unroll\n      for (int j = 0; j < 4; ++j) sum[j] += "
+        "ws[s * {}LL + e0 + j];\n  }}\n",
+        splits, part);
+  } else {
+    b += fmt::format("  for (int s = 0; s < {}; ++s) sum[0] += ws[s * {}LL + e0];\n", splits, part);
+  }
+  b += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n    const int gn = gn0 + j;\n", V);
+  b += "    {\n      const float acc = sum[j];\n";
+  b += g.store;
+  b += "    }\n  }\n}\n";
+  b += ep.sim_entry("@NAME@", true);
+  k.name = fmt::format("kiln_{}_splitk_{:016x}", sanitize_identifier(g.label), XXH64(b.data(), b.size(), 0));
+  k.source = std::string(kKernelPrelude) + includes + std::string(expr_prelude()) + std::string(kVectorPrelude) +
+             kF32x4 + replace_all(b, "@NAME@", k.name);
+  return k;
+}
+
+}  // namespace
+
+std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath math,
+                                         const GemmTileConfig& c) {
   KILN_CHECK(math != GemmMath::Simt, "codegen: {}: emit_mma_gemm needs tensor-core math", g.label);
   const bool tf32 = math == GemmMath::Tf32;
   const int BM = c.bm, BN = c.bn, BK = c.bk, STAGES = c.stages;
@@ -59,21 +157,33 @@ ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath mat
   const int CLD = BN + 4;
   const int64_t tiles_m = (g.M + BM - 1) / BM, tiles_n = (g.N + BN - 1) / BN;
   const int64_t blocks = g.batch * tiles_m * tiles_n;
-  if (blocks > INT32_MAX) unsupported("codegen: {}: {} tiles exceed one grid", g.label, blocks);
+  // Split-K: block s of `split` takes k-tiles [s * KT, s * KT + KT) of the KT_ALL.
+  const int64_t KT_ALL = (g.K + BK - 1) / BK;
+  const SplitK sk = split_k_of(c, KT_ALL);
+  const int64_t KT = sk.k_tiles;
+  const bool split = sk.splits > 1;
+  if (blocks * sk.splits > INT32_MAX) unsupported("codegen: {}: {} tiles exceed one grid", g.label, blocks * sk.splits);
   ComputeKernel k;
-  k.grid = g.M == 0 || g.N == 0 ? 0 : static_cast<unsigned>(blocks);
+  k.grid = g.M == 0 || g.N == 0 ? 0 : static_cast<unsigned>(blocks * sk.splits);
   k.block = static_cast<unsigned>(threads);
   k.shared_bytes =
       std::max<size_t>(static_cast<size_t>(STAGES) * (A_STAGE + B_STAGE) * esize, static_cast<size_t>(BM) * CLD * 4);
-  const int64_t KT = (g.K + BK - 1) / BK;
+  const int64_t part = g.batch * g.M * g.N;  // elements of one split's partial result
+  if (split) k.workspace_f32 = sk.splits * part;
+  // The loop's trip count: every split but the last runs KT k-tiles.
+  const std::string kt_n = split ? "kt_n" : "KT";
 
   std::string b;
-  b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}] on tensor cores ({}); tile {}, A {}, B {}{}\n",
-                   g.label, g.batch, g.M, g.N, g.M, g.K, g.K, g.N, gemm_math_name(math), gemm_tile_name(c),
-                   a_chunk ? (a_km ? "cp.async [k][m]" : "cp.async") : "loaded",
-                   b_chunk ? (b_kn ? "cp.async [k][n]" : "cp.async") : "loaded", "");
+  b += fmt::format(
+      "// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}] on tensor cores ({}); tile {}, A {}, B {}{}\n", g.label,
+      g.batch, g.M, g.N, g.M, g.K, g.K, g.N, gemm_math_name(math), gemm_tile_name(c),
+      a_chunk ? (a_km ? "cp.async [k][m]" : "cp.async") : "loaded",
+      b_chunk ? (b_kn ? "cp.async [k][n]" : "cp.async") : "loaded",
+      split ? fmt::format("; split-K partial sums of {} x {} k-tiles to the workspace", sk.splits, KT) : "");
+  if (split) b += buffers_comment(g, ep, false);
   // Min. 1 block per SM: with the block size alone, NVRTC's ptxas capped small blocks' registers and spilled.
-  b += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) @NAME@({}) {{\n", threads, ep.params());
+  b += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) @NAME@({}{}) {{\n", threads, ep.params(),
+                   split ? ", KILN_PTR(float) ws" : "");
   b += fmt::format("  constexpr int BM = {}, BN = {}, BK = {}, STAGES = {}, LDA = {}, LDB = {};\n", BM, BN, BK, STAGES,
                    LDA, LDB);
   b += fmt::format("  constexpr int A_STAGE = {}, B_STAGE = {}, KT = {}, WTM = {}, WTN = {}, MI = {}, NI = {};\n",
@@ -81,7 +191,14 @@ ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath mat
   b += fmt::format("  KILN_DYNAMIC_SHARED({}, smem);\n", st);
   b += "  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;\n";
   b += fmt::format("  const int wm = warp / {}, wn = warp % {};\n", c.warps_n, c.warps_n);
-  b += fmt::format("  int t_ = blockIdx.x;\n  const int tn = t_ % {}; t_ /= {};\n", tiles_n, tiles_n);
+  if (split) {
+    b += fmt::format("  const int ks = blockIdx.x / {};  // this block's split of K\n", blocks);
+    b += fmt::format("  const int kt0 = ks * KT, kt_n = KT < {} - kt0 ? KT : {} - kt0;\n", KT_ALL, KT_ALL);
+    b += fmt::format("  int t_ = blockIdx.x % {};\n", blocks);
+  } else {
+    b += "  int t_ = blockIdx.x;\n";
+  }
+  b += fmt::format("  const int tn = t_ % {}; t_ /= {};\n", tiles_n, tiles_n);
   b += fmt::format("  const int tm = t_ % {};\n  const int bz = t_ / {};\n", tiles_m, tiles_m);
   b += "  const int m0 = tm * BM, n0 = tn * BN;\n";
   b += g.prologue;
@@ -149,18 +266,19 @@ ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath mat
   // k-tile `lt` -> stage `ls` (inline text, twice: a device lambda made NVRTC spill).
   const std::string load_tile =
       "    {\n    const auto as = smem + ls * (A_STAGE + B_STAGE);\n"
-      "    const auto bs = as + A_STAGE;\n    const int k0 = lt * BK;\n" +
-      stage_loads(g.a, "a", "as", "m0", BM, g.M, LDA) + stage_loads(g.b, "b", "bs", "n0", BN, g.N, LDB) + "    }\n";
+      "    const auto bs = as + A_STAGE;\n    const int k0 = " +
+      std::string(split ? "(kt0 + lt)" : "lt") + " * BK;\n" + stage_loads(g.a, "a", "as", "m0", BM, g.M, LDA) +
+      stage_loads(g.b, "b", "bs", "n0", BN, g.N, LDB) + "    }\n";
   b += "  // The ring: STAGES - 1 k-tiles in flight while one is multiplied.\n";
-  b += "#pragma unroll\n  for (int ls = 0; ls < STAGES - 1; ++ls) {\n    const int lt = ls;\n    if (lt < KT)\n" +
-       load_tile + "    kiln_cp_async_commit();\n  }\n";
+  b += "#pragma unroll\n  for (int ls = 0; ls < STAGES - 1; ++ls) {\n    const int lt = ls;\n    if (lt < " + kt_n +
+       ")\n" + load_tile + "    kiln_cp_async_commit();\n  }\n";
   b += "  const int g4 = lane >> 2, t4 = lane % 4;\n";
   b += "  (void)g4;\n  (void)t4;\n";
-  b += "  for (int kt = 0; kt < KT; ++kt) {  // (no `#pragma unroll 1`: with it NVRTC's ptxas spilled)\n";
+  b += "  for (int kt = 0; kt < " + kt_n + "; ++kt) {  // (no `#pragma unroll 1`: with it NVRTC's ptxas spilled)\n";
   b += "    kiln_cp_async_wait<STAGES - 2>();  // k-tile kt has landed (this thread's copies) ...\n";
   b += "    __syncthreads();  // ... and everyone's; stage (kt - 1) % STAGES is free again\n";
-  b += "    if (kt + STAGES - 1 < KT) {\n      const int lt = kt + STAGES - 1, ls = lt % STAGES;\n" + load_tile +
-       "    }\n";
+  b += "    if (kt + STAGES - 1 < " + kt_n + ") {\n      const int lt = kt + STAGES - 1, ls = lt % STAGES;\n" +
+       load_tile + "    }\n";
   b += "    kiln_cp_async_commit();\n";
   b += "    const auto as = smem + (kt % STAGES) * (A_STAGE + B_STAGE);\n    const auto bs = as + A_STAGE;\n";
   if (!tf32) {
@@ -219,23 +337,32 @@ ComputeKernel emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath mat
       "= acc[mi][ni][i];\n",
       CLD);
   b += "    __syncthreads();\n";
-  // Unrolled twice: `#pragma unroll 1` here made NVRTC's ptxas spill a few bytes.
-  b += fmt::format("#pragma unroll 2\n    for (int e = tid; e < {}; e += {}) {{\n", BM * BN, threads);
-  b += fmt::format("      const int gm = m0 + e / {}, gn = n0 + e % {};\n", BN, BN);
-  b += fmt::format("      if (gm < {} && gn < {}) {{\n      const float acc = cs[(e / {}) * {} + e % {}];\n", g.M, g.N,
-                   BN, CLD, BN);
-  b += g.store;
-  b += "      }\n    }\n  }\n}\n";
-  b += ep.sim_entry("@NAME@");
+  if (split) {
+    b += partial_store(g, BM, BN, CLD, threads, part);
+  } else {
+    // Unrolled twice: `#pragma unroll 1` here made NVRTC's ptxas spill a few bytes.
+    b += fmt::format("#pragma unroll 2\n    for (int e = tid; e < {}; e += {}) {{\n", BM * BN, threads);
+    b += fmt::format("      const int gm = m0 + e / {}, gn = n0 + e % {};\n", BN, BN);
+    b += fmt::format("      if (gm < {} && gn < {}) {{\n      const float acc = cs[(e / {}) * {} + e % {}];\n", g.M,
+                     g.N, BN, CLD, BN);
+    b += g.store;
+    b += "      }\n    }\n";
+  }
+  b += "  }\n}\n";
+  b += ep.sim_entry("@NAME@", split);
   k.name = fmt::format("kiln_{}_mma_{:016x}", sanitize_identifier(g.label), XXH64(b.data(), b.size(), 0));
   std::string includes = ep.fp_includes();
   if (g.dtype == DType::F16 && includes.find("cuda_fp16.h") == std::string::npos)
     includes += "#ifndef KILN_SIM\n#include <cuda_fp16.h>\n#endif\n";
   if (g.dtype == DType::BF16 && includes.find("cuda_bf16.h") == std::string::npos)
     includes += "#ifndef KILN_SIM\n#include <cuda_bf16.h>\n#endif\n";
-  k.source = std::string(kKernelPrelude) + includes + std::string(expr_prelude()) + std::string(mma_prelude()) +
+  k.source = std::string(kKernelPrelude) + includes + std::string(expr_prelude()) +
+             (split ? std::string(kVectorPrelude) + kF32x4 : std::string()) + std::string(mma_prelude()) +
              replace_all(b, "@NAME@", k.name);
-  return k;
+  if (!split) return {k};
+  ComputeKernel r = emit_split_k_reduction(g, ep, sk.splits, includes);
+  r.workspace_f32 = k.workspace_f32;
+  return {k, r};
 }
 
 }  // namespace kiln::codegen

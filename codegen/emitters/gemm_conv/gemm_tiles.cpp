@@ -1,6 +1,7 @@
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -29,6 +30,62 @@ void default_warps(GemmTileConfig& c) {
   c.warps_m = std::min(c.bm / std::min(c.bm, 32), 8 / c.warps_n);
 }
 
+// The split-K choice weighs a split's time with the first-order terms of
+// kiln's performance model (perf/perf_model.h, docs/performance.md) on an
+// H100 SXM: these are its constants, so the choice is a function of the
+// problem alone (plans do not depend on the GPU they are built on).
+struct SplitCostModel {
+  double sms = 132;                              // SMs
+  double resident = 4;                           // blocks of 4 warps an SM holds (4-6 by registers and shared memory)
+  double latency_us = 0.5;                       // a global load's round trip
+  double bytes_per_us = 3350e3 * 0.9;            // DRAM at 90% of 3350 GB/s
+  double sm_flops_per_us = 989.4e6 * 0.6 / 132;  // an SM's share of the fp16 tensor peak at mma.sync's rate
+  double launch_us = 1.0;                        // one more CUDA Graph node (the reduction kernel)
+};
+constexpr SplitCostModel kCost;
+// Each split keeps at least this many k-tiles (its cp.async pipeline overlaps
+// loads with math; fewer would spend the split on its prologue's latency).
+constexpr int64_t kMinSplitKTiles = 2;
+
+int stages_for(int64_t k_tiles, int64_t blocks) {
+  // Three stages keep two k-tiles in flight; a K of one or two tiles needs two.
+  // A grid below one wave with a long K (8+ k-tiles) is latency-bound: each
+  // block waits on its k-loop, and four stages (three tiles in flight) cut
+  // each k-tile's wait by a third (kiln's performance model,
+  // docs/performance.md: ResNet-50 and BERT-base sm_90 fp16 -24%).
+  return k_tiles <= 2 ? 2 : k_tiles >= 8 && blocks < kTargetBlocks ? 4 : 3;
+}
+
+// The estimated time (us) of the GEMM with tile `c` split in `split` parts,
+// plus its reduction kernel when split: per launch the largest of compute,
+// memory and k-loop latency, as perf/perf_model.cpp estimates them.
+double split_cost_us(const GemmProblem& p, const GemmTileConfig& c, int64_t k_tiles_all, int64_t split) {
+  GemmTileConfig s = c;
+  s.split_k = static_cast<int>(split);
+  const SplitK sk = split_k_of(s, k_tiles_all);
+  const double tiles = double(blocks_of(p, c.bm, c.bn)), blocks = tiles * double(sk.splits);
+  const double elem = p.math == GemmMath::Tf32 ? 4 : 2;
+  const double mn = double(p.batch) * double(p.M) * double(p.N);
+  const double operands =
+      p.operand_bytes > 0 ? double(p.operand_bytes) : double(p.batch) * double(p.M * p.K + p.K * p.N) * elem;
+  const double ws = sk.splits > 1 ? double(sk.splits) * mn * 4 : 0;
+  const int stages = stages_for(sk.k_tiles, static_cast<int64_t>(blocks));
+  const double waves = std::ceil(blocks / (kCost.sms * kCost.resident));
+  const double latency = waves * (double(sk.k_tiles) * kCost.latency_us / (stages - 1) + 2 * kCost.latency_us);
+  const double compute =
+      std::ceil(blocks / kCost.sms) * 2.0 * c.bm * c.bn * c.bk * double(sk.k_tiles) / kCost.sm_flops_per_us;
+  const double memory =
+      (operands + (sk.splits > 1 ? ws : mn * elem)) / kCost.bytes_per_us / std::min(1.0, blocks / kCost.sms);
+  double t = std::max({latency, compute, memory});
+  if (sk.splits > 1) {
+    const double reduce_blocks = std::max(1.0, mn / 1024);
+    t += std::max(2 * kCost.latency_us,
+                  (ws + mn * elem) / kCost.bytes_per_us / std::min(1.0, reduce_blocks / kCost.sms));
+    t += kCost.launch_us;
+  }
+  return t;
+}
+
 }  // namespace
 
 const char* gemm_math_name(GemmMath m) {
@@ -50,13 +107,23 @@ std::string gemm_problem_key(const GemmProblem& p) {
 }
 
 std::string gemm_tile_name(const GemmTileConfig& c) {
-  return fmt::format("{}x{}x{} w{}x{} s{}", c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.stages);
+  std::string s = fmt::format("{}x{}x{} w{}x{} s{}", c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.stages);
+  if (c.split_k > 1) s += fmt::format(" split{}", c.split_k);
+  return s;
+}
+
+SplitK split_k_of(const GemmTileConfig& c, int64_t k_tiles_all) {
+  SplitK s;
+  const int64_t want = std::clamp<int64_t>(c.split_k, 1, std::max<int64_t>(k_tiles_all, 1));
+  s.k_tiles = (k_tiles_all + want - 1) / want;
+  s.splits = s.k_tiles ? (k_tiles_all + s.k_tiles - 1) / s.k_tiles : 1;
+  return s;
 }
 
 std::string gemm_tile_invalid(const GemmTileConfig& c, const GemmProblem& p) {
   if (p.math == GemmMath::Simt) {
     if (!one_of(c.bm, {16, 32, 64}) || !one_of(c.bn, {16, 32, 64})) return "SIMT tiles are 16, 32 or 64 each way";
-    if (c.bk != 16 || c.stages != 1) return "SIMT tiles are 16 deep with 1 stage";
+    if (c.bk != 16 || c.stages != 1 || c.split_k != 1) return "SIMT tiles are 16 deep with 1 stage and no split-K";
     return "";
   }
   if (!one_of(c.bm, {16, 32, 64, 128}) || !one_of(c.bn, {16, 32, 64, 128}))
@@ -69,6 +136,9 @@ std::string gemm_tile_invalid(const GemmTileConfig& c, const GemmProblem& p) {
   if (!one_of(wtm, {16, 32, 48, 64}) || !one_of(wtn, {16, 32}))
     return "warp tiles: 16 to 64 rows (multiples of 16), 16 or 32 columns";
   if (c.stages < 2 || c.stages > 4) return "2 to 4 pipeline stages";
+  const int64_t k_tiles = (p.K + c.bk - 1) / c.bk;
+  if (c.split_k < 1 || c.split_k > kMaxSplitK || (c.split_k > 1 && c.split_k > k_tiles))
+    return fmt::format("split-K of 1 to {} parts, at most one per k-tile ({})", kMaxSplitK, k_tiles);
   return "";
 }
 
@@ -107,9 +177,23 @@ GemmTileConfig default_gemm_tile(const GemmProblem& p) {
   // block waits on its k-loop, and four stages (three tiles in flight) cut
   // each k-tile's wait by a third (kiln's performance model,
   // docs/performance.md: ResNet-50 and BERT-base sm_90 fp16 -24%).
-  const int64_t k_tiles = (p.K + c.bk - 1) / c.bk;
-  const bool sub_wave_long_k = k_tiles >= 8 && blocks_of(p, c.bm, c.bn) < kTargetBlocks;
-  c.stages = k_tiles <= 2 ? 2 : sub_wave_long_k ? 4 : 3;
+  // Split-K (docs/codegen.md, "Split-K"): where the tiles leave the GPU's
+  // resident block slots mostly empty, the split (each part of at least
+  // kMinSplitKTiles k-tiles) that the cost terms above put fastest, the
+  // reduction kernel's time and launch included; the smallest on a tie.
+  const int64_t k_tiles_all = (p.K + c.bk - 1) / c.bk;
+  const int64_t tiles = blocks_of(p, c.bm, c.bn);
+  if (tiles < int64_t(kCost.sms * kCost.resident) && k_tiles_all >= 2 * kMinSplitKTiles) {
+    double best = split_cost_us(p, c, k_tiles_all, 1);
+    for (int64_t s = 2; s <= std::min<int64_t>(kMaxSplitK, k_tiles_all / kMinSplitKTiles); ++s) {
+      GemmTileConfig t = c;
+      t.split_k = static_cast<int>(s);
+      if (split_k_of(t, k_tiles_all).splits != s) continue;  // the same split as a smaller s
+      const double cost = split_cost_us(p, c, k_tiles_all, s);
+      if (cost < best) best = cost, c.split_k = static_cast<int>(s);
+    }
+  }
+  c.stages = stages_for(split_k_of(c, k_tiles_all).k_tiles, tiles * c.split_k);
   return c;
 }
 

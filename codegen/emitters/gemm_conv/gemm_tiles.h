@@ -23,23 +23,41 @@ namespace kiln::codegen {
 
 enum class GemmMath { Simt, F16, BF16, Tf32 };
 
+// The most blocks one tile's K loop is split among (GemmTileConfig::split_k).
+inline constexpr int kMaxSplitK = 64;
+
 struct GemmTileConfig {
   int bm = 64, bn = 64, bk = 16;
   int warps_m = 1, warps_n = 1;  // Simt: 8 warps in all (16 x 16 threads), the split is not used
   int stages = 1;                // Simt: 1 (register accumulation after each staged k-tile)
+  // Split-K (tensor cores): the K loop divided among this many blocks per
+  // tile, each writing f32 partial sums that a second kernel reduces in a
+  // fixed order (emit_gemm.h); 1: no split.
+  int split_k = 1;
   bool operator==(const GemmTileConfig&) const = default;
 };
+
+// How a configuration's split divides KT_ALL k-tiles: `splits` blocks of
+// `k_tiles` each (the last may run fewer), none empty.
+struct SplitK {
+  int64_t splits = 1, k_tiles = 0;
+};
+SplitK split_k_of(const GemmTileConfig& c, int64_t k_tiles_all);
 
 struct GemmProblem {
   GemmMath math = GemmMath::Simt;
   int64_t batch = 1, M = 0, N = 0, K = 0;
+  // A hint, not part of the problem's key: bytes the GEMM operands occupy in
+  // memory (a conv's input and weights; 0: batch x (M x K + K x N) elements),
+  // which the split-K choice weighs against its workspace traffic.
+  int64_t operand_bytes = 0;
 };
 
 // "f16", "bf16", "tf32", "simt".
 const char* gemm_math_name(GemmMath m);
 // A stable key of the problem ("f16:b1:m3136:n64:k576"), for tuning caches.
 std::string gemm_problem_key(const GemmProblem& p);
-// "128x64x32 w2x2 s3".
+// "128x64x32 w2x2 s3", "64x64x32 w2x2 s4 split8".
 std::string gemm_tile_name(const GemmTileConfig& c);
 
 // Whether the core can build `c` for `p` (empty: yes; else why not). Tensor

@@ -8,7 +8,9 @@ committed expected-failures list, strictly both ways:
   kiln error it is listed for); one that passes, or fails differently, fails
   the test too, so the list stays true as defects are fixed.
 
-A model missing from the zoo folder fails the test (prepare it first).
+A model missing from the zoo folder fails the test (prepare it first), and
+so does a bound that an all-zero output would pass (every |expected| within
+atol + rtol |expected|): such a bound makes a test that cannot fail.
 
 Configurations (tolerances: docs/models.md):
     ref-fp32   reference backend, default pipeline, fp32
@@ -20,10 +22,12 @@ Usage: run_zoo.py --kiln KILN --zoo DIR --config CFG [--json OUT] [--jobs N] [mo
 Only the standard library: CI runs it with any python3.
 """
 import argparse
+import array
 import concurrent.futures
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import time
@@ -65,6 +69,78 @@ def tolerance(model, config, tolerances):
     return tolerances.get((model, prec), DEFAULT_TOLERANCE[prec])
 
 
+def _varint(buf, at):
+    value = shift = 0
+    while True:
+        byte = buf[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def float_values(path):
+    """The elements of a float TensorProto file (onnx.proto: data_type 2,
+    float_data 4, raw_data 9), read with the standard library (run_zoo.py
+    needs no onnx); None for other dtypes."""
+    with open(path, "rb") as f:
+        buf = f.read()
+    at, dtype, raw, packed = 0, 0, None, b""
+    while at < len(buf):
+        key, at = _varint(buf, at)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, at = _varint(buf, at)
+            if field == 2:
+                dtype = value
+        elif wire == 2:
+            n, at = _varint(buf, at)
+            if field == 9:
+                raw = buf[at:at + n]
+            elif field == 4:
+                packed += buf[at:at + n]
+            at += n
+        elif wire == 5:
+            if field == 4:
+                packed += buf[at:at + 4]
+            at += 4
+        elif wire == 1:
+            at += 8
+        else:
+            raise ValueError(f"{path}: not a TensorProto (wire type {wire})")
+    if dtype == 1:  # FLOAT: raw_data or float_data
+        return array.array("f", raw if raw is not None else packed)
+    if dtype not in (10, 11, 16):
+        return None  # not a float output
+    if raw is None:  # written by numpy_helper.from_array, which always uses raw_data
+        raise ValueError(f"{path}: a float16/double/bfloat16 tensor without raw_data")
+    if dtype == 11:  # DOUBLE
+        return array.array("d", raw)
+    if dtype == 10:  # FLOAT16
+        return [x[0] for x in struct.iter_unpack("<e", raw)]
+    return [struct.unpack("<f", b"\0\0" + raw[i:i + 2])[0] for i in range(0, len(raw), 2)]  # BFLOAT16
+
+
+def vacuous_bound(folder, tol):
+    """Why `tol` would pass an all-zero output for some float output of the
+    folder's first data set (its every |expected| <= atol + rtol |expected|),
+    or None."""
+    atol, rtol = (float(x) for x in tol.split(","))
+    data = os.path.join(folder, "test_data_set_0")
+    for name in sorted(os.listdir(data)):
+        if not name.startswith("output_"):
+            continue
+        values = float_values(os.path.join(data, name))
+        if not values:
+            continue
+        largest = max(abs(v) for v in values)
+        if largest <= atol + rtol * largest:
+            return (f"tolerance {tol} would pass an all-zero {name[:-3]} (largest |expected| {largest:.3g}): "
+                    "a test that cannot fail; tighten it in tolerances.txt")
+    return None
+
+
 def run_one(kiln, folder, config, tol):
     cmd = [kiln, "conformance", folder, *CONFIGS[config], "--tolerance", tol, "-j", "1",
            "--timeout", str(TIMEOUT_S), "-v", "--show-errors"]
@@ -102,13 +178,19 @@ def main():
         folder = os.path.join(a.zoo, m)
         if not os.path.isfile(os.path.join(folder, "model.onnx")):
             return m, {"passed": False, "seconds": 0, "message": f"missing {folder} (run tools/prepare_models.sh)"}
-        return m, run_one(a.kiln, folder, a.config, tolerance(m, a.config, tolerances))
+        tol = tolerance(m, a.config, tolerances)
+        vacuous = vacuous_bound(folder, tol)
+        if vacuous:
+            return m, {"passed": False, "seconds": 0, "message": vacuous, "vacuous": True}
+        return m, run_one(a.kiln, folder, a.config, tol)
 
     results, problems = {}, []
     with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
         for m, r in pool.map(job, models):
             want = expected.get((m, a.config))
-            if r["passed"]:
+            if r.get("vacuous"):
+                verdict = "BOUND CANNOT FAIL"
+            elif r["passed"]:
                 verdict = "pass" if want is None else "UNEXPECTED PASS (remove it from expected_failures.txt)"
             elif want is None:
                 verdict = "FAIL"

@@ -32,7 +32,7 @@ TEST_F(FakeGpu, BenchOfAPlanReportsTheGpuComputeTimeOfEveryRun) {
   o.profile = true;
   o.json_path = json;
   ::testing::internal::CaptureStdout();
-  int rc = run_bench_plan(o);
+  int rc = run_bench_plan(o, PlanSource{o.model});
   std::string out = ::testing::internal::GetCapturedStdout();
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("Backend: gpu (GPU sm_90 (CUBIN, "), std::string::npos) << out;
