@@ -6,6 +6,7 @@
 
 #include "codegen/launch_fit.h"
 #include "codegen/nvrtc/kernel_cache.h"
+#include "ir/control_flow.h"
 #include "ir/error.h"
 
 namespace kiln::codegen {
@@ -20,19 +21,29 @@ GraphKernels build(const Graph& g, const KernelBuildOptions& o, bool compile) {
   std::vector<KernelSource> sources;
   std::map<std::string, bool> seen;
   LaunchBounder bounder;  // the same __launch_bounds__ a plan's kernels get
-  for (const auto& np : g.nodes()) {
-    const Node& n = *np;
-    if (is_view_node(n)) continue;
-    const KernelEmitter* e = emitter_for(n);
-    if (!e) {
-      r.missing.push_back(n.describe());
-      continue;
+  // The nodes of control-flow regions get their kernels too (after the
+  // graph's own), so NVRTC checks what the CPU backends run of them; a plan
+  // takes only the launches of the graph's own nodes.
+  std::vector<const Graph*> graphs{&g};
+  for (size_t gi = 0; gi < graphs.size(); ++gi) {
+    for (const auto& np : graphs[gi]->nodes()) {
+      const Node& n = *np;
+      if (is_view_node(n)) continue;
+      if (is_control_flow(n)) {
+        for (const auto& region : n.regions()) graphs.push_back(region.get());
+        continue;
+      }
+      const KernelEmitter* e = emitter_for(n);
+      if (!e) {
+        r.missing.push_back(n.describe());
+        continue;
+      }
+      NodeLaunches nl{&n, e->emit(n)};
+      for (NodeKernel& k : nl.kernels) bounder.apply(k);
+      for (const NodeKernel& k : nl.kernels)
+        if (!std::exchange(seen[k.name], true)) sources.push_back({k.name, k.source});
+      r.launches.push_back(std::move(nl));
     }
-    NodeLaunches nl{&n, e->emit(n)};
-    for (NodeKernel& k : nl.kernels) bounder.apply(k);
-    for (const NodeKernel& k : nl.kernels)
-      if (!std::exchange(seen[k.name], true)) sources.push_back({k.name, k.source});
-    r.launches.push_back(std::move(nl));
   }
   if (compile && !sources.empty()) {
     std::unique_ptr<KernelCache> cache;

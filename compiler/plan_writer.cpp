@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "compiler/targets.h"
+#include "ir/control_flow.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "passes/memory_plan.h"
@@ -350,6 +351,16 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   // GPU kernels, when the plan will carry them: emitted before the memory
   // plan, which places their scratch (split-K partial sums) in the arena.
   const bool gpu_target = is_gpu_target(o.target);  // sm_XX or portable
+  // Control flow left after folding would need sub-plans the runtime
+  // launches per branch or iteration, which kiln does not build yet; a GPU
+  // plan must not quietly run it on the CPU instead.
+  if (gpu_target)
+    for (const auto& n : g.nodes())
+      if (is_control_flow(*n))
+        unsupported(
+            "{}{}: control flow with a data-dependent condition is not supported in GPU plans yet (target {}); "
+            "compile for --target cpu or run it with --backend ref or sim",
+            o.source_name.empty() ? "" : o.source_name + ": ", n->describe(), o.target);
   std::string no_gpu_reason = gpu_target ? nodes_without_emitter(g) : std::string();
   MemoryPlanOptions mo;
 #ifdef KILN_HAVE_SIM_BACKEND

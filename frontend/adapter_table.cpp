@@ -39,6 +39,7 @@ const AdapterTable& adapter_table() {
     adapters::register_stateful(t);
     adapters::register_preview(t);
     adapters::register_optional(t);
+    adapters::register_control_flow(t);
     return t;
   }();
   return table;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,14 @@
 #include "ir/op_registry.h"
 
 namespace kiln {
+
+// An operand that must be known at compile time is not (ImportContext::
+// require_value). Its own type so that the Loop adapter can tell a body that
+// needs the iteration number at compile time (and unroll it) from a broken one.
+class NotKnownAtCompileTime : public Error {
+ public:
+  using Error::Error;
+};
 
 class ImportContext {
  public:
@@ -34,6 +43,11 @@ class ImportContext {
   // constants with the reference kernels), or nullptr.
   virtual const Tensor* value_of(Value* v) = 0;
   const Tensor* value(int i) { return has_input(i) ? value_of(input(i)) : nullptr; }
+  // Compile-time value from the model alone (constants and what they
+  // compute): unlike value_of, never turns an input the caller supplied in
+  // known_inputs into a constant. For decisions that only an opportunity
+  // hangs on (folding an If), not shapes.
+  virtual const Tensor* fixed_value(Value* v) = 0;
   // Like value(i) but a missing value is an error naming `what`.
   virtual const Tensor& require_value(int i, const std::string& what) = 0;
 
@@ -54,6 +68,34 @@ class ImportContext {
   virtual const std::vector<Value*>* sequence_input(int i) const = 0;
   // Binds ONNX output i to a sequence (used by sequence ops only).
   virtual void set_sequence_output(int i, std::vector<Value*> elements) = 0;
+
+  // Subgraph attributes (If's then_branch/else_branch, Loop's and Scan's
+  // body), imported by the control-flow adapters (adapters_control_flow.cpp).
+  virtual bool has_subgraph(const std::string& attr) const = 0;
+  struct RegionSpec {
+    std::string attr;                // the subgraph attribute
+    std::string name;                // the region's graph name ("then", "body")
+    std::vector<TensorType> params;  // types of the subgraph's formal inputs, in order
+  };
+  struct Regions {
+    std::vector<std::unique_ptr<Graph>> graphs;  // one per spec
+    std::vector<Value*> captures;                // outer values: append as the node's last operands
+  };
+  // Imports subgraphs as regions sharing one capture list: every outer value
+  // any of them reads (also from deeper subgraphs) becomes a parameter after
+  // the formal ones, in the same order in each, unless its value is known at
+  // compile time, in which case each region gets it as a constant.
+  virtual Regions import_regions(const std::vector<RegionSpec>& specs) = 0;
+  // Imports a subgraph into the current graph, its formal inputs bound to
+  // `inputs` (none for an If branch whose condition is known at compile
+  // time; one unrolled Loop iteration), and returns its outputs. Its own
+  // names are forgotten afterwards, so it can be inlined again.
+  virtual std::vector<Value*> inline_subgraph(const std::string& attr, const std::vector<Value*>& inputs = {}) = 0;
+  // Adds a node that owns regions, with the given result types; checks it
+  // (ir/control_flow.h) and returns its results.
+  virtual std::vector<Value*> emit_with_regions(const std::string& op, const std::vector<Value*>& inputs,
+                                                const AttrMap& attrs, const std::vector<TensorType>& types,
+                                                std::vector<std::unique_ptr<Graph>> regions) = 0;
 
   // The default 1:1 import under kiln op `kiln_op` (attributes as given).
   virtual void import_as(const std::string& kiln_op, const AttrMap& attrs) = 0;
@@ -121,6 +163,7 @@ void register_optional(AdapterTable& t);  // adapters_optional.cpp: OptionalHasE
 void register_preview(AdapterTable& t);   // adapters_preview.cpp: domain ai.onnx.preview (FlexAttention)
 // The adapter table's key of op `op_type` of domain ai.onnx.preview.
 std::string preview_adapter_key(const std::string& op_type);
+void register_control_flow(AdapterTable& t);
 }  // namespace adapters
 
 }  // namespace kiln

@@ -15,6 +15,7 @@
 #include "frontend/import_context.h"
 #include "frontend/op_versions.h"
 #include "frontend/tensor_proto.h"
+#include "ir/control_flow.h"
 #include "ir/error.h"
 #include "ir/limits.h"
 #include "ir/short_name.h"
@@ -51,12 +52,14 @@ class Importer;
 class NodeContext final : public ImportContext {
  public:
   NodeContext(Importer& imp, const onnx::NodeProto& node, AttrMap attrs, std::vector<Value*> inputs,
-              std::vector<const std::vector<Value*>*> seq_inputs)
+              std::vector<const std::vector<Value*>*> seq_inputs,
+              std::map<std::string, const onnx::GraphProto*> subgraphs)
       : imp_(imp),
         node_(node),
         attrs_(std::move(attrs)),
         inputs_(std::move(inputs)),
-        seq_inputs_(std::move(seq_inputs)) {}
+        seq_inputs_(std::move(seq_inputs)),
+        subgraphs_(std::move(subgraphs)) {}
 
   using ImportContext::import_as;
   const std::string& op_type() const override { return node_.op_type(); }
@@ -71,12 +74,15 @@ class NodeContext final : public ImportContext {
   int num_outputs() const override { return node_.output_size(); }
   bool output_used(int i) const override { return i < node_.output_size() && !node_.output(i).empty(); }
   const Tensor* value_of(Value* v) override;
+  const Tensor* fixed_value(Value* v) override;
   const Tensor& require_value(int i, const std::string& what) override {
     if (!has_input(i)) fail("{} (operand {}) is missing", what, i);
     const Tensor* t = value_of(input(i));
     if (!t)
-      fail("{} (operand {}, \"{}\") must be known at compile time: kiln compiles static shapes", what, i,
-           input(i)->name());
+      throw NotKnownAtCompileTime(
+          fmt::format("{}: {} (operand {}, \"{}\") must be known at compile time: kiln "
+                      "compiles static shapes",
+                      label(), what, i, input(i)->name()));
     return *t;
   }
   std::vector<Value*> emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
@@ -96,12 +102,25 @@ class NodeContext final : public ImportContext {
   std::string label() const override;
   bool outputs_set() const { return outputs_set_; }
 
+  bool has_subgraph(const std::string& attr) const override { return subgraphs_.count(attr) > 0; }
+  Regions import_regions(const std::vector<RegionSpec>& specs) override;
+  std::vector<Value*> inline_subgraph(const std::string& attr, const std::vector<Value*>& inputs) override;
+  std::vector<Value*> emit_with_regions(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
+                                        const std::vector<TensorType>& types,
+                                        std::vector<std::unique_ptr<Graph>> regions) override;
+
  private:
   Importer& imp_;
   const onnx::NodeProto& node_;
   AttrMap attrs_;
   std::vector<Value*> inputs_;
   std::vector<const std::vector<Value*>*> seq_inputs_;
+  std::map<std::string, const onnx::GraphProto*> subgraphs_;
+  const onnx::GraphProto& subgraph(const std::string& attr) const {
+    auto it = subgraphs_.find(attr);
+    if (it == subgraphs_.end()) fail("subgraph attribute '{}' is missing", attr);
+    return *it->second;
+  }
   bool outputs_set_ = false;
   int emitted_ = 0;
 };
@@ -115,9 +134,22 @@ class Importer {
 
   const std::string& file() const { return file_; }
   int64_t opset() const { return opset_; }
-  Graph& graph() { return *graph_; }
+  // The graph nodes are imported into: the main graph, or a region while
+  // a subgraph is imported (import_regions).
+  Graph& graph() { return *cur_; }
 
-  const Tensor* known_value(Value* v);
+  // `freeze`: a graph input the caller supplies in known_inputs may become a
+  // constant (what shape operands need); captures never freeze one.
+  const Tensor* known_value(Value* v, bool freeze = true);
+  ImportContext::Regions import_regions(const std::vector<ImportContext::RegionSpec>& specs,
+                                        const std::map<std::string, const onnx::GraphProto*>& subgraphs,
+                                        const std::string& ctx);
+  std::vector<Value*> inline_subgraph(const onnx::GraphProto& g, const std::string& ctx,
+                                      const std::vector<Value*>& inputs);
+  // Every value the oracle cached, in order: what a region import cached is
+  // dropped when it ends (known_ is keyed by address, and a region that is
+  // discarded, or the node around it, frees its values).
+  std::vector<Value*> known_order_;
   void bind(const std::string& name, Value* v, const std::string& ctx) {
     if (name.empty()) return;
     if (env_.count(name)) fail("{}: value \"{}\" is defined twice", ctx, short_name(name));
@@ -143,7 +175,10 @@ class Importer {
   void import_node(const onnx::NodeProto& node);
   void import_node_collecting(const onnx::NodeProto& node);
   bool op_known(const onnx::NodeProto& node) const;
-  AttrMap convert_attrs(const onnx::NodeProto& node, const std::string& ctx);
+  AttrMap convert_attrs(const onnx::NodeProto& node, const std::string& ctx,
+                        std::map<std::string, const onnx::GraphProto*>& subgraphs);
+  void import_subgraph_initializers(const onnx::GraphProto& g, const std::string& ctx);
+  Value* lookup_output(const std::string& name, const std::string& ctx);
   TensorType input_type(const onnx::ValueInfoProto& vi);
 
   const onnx::ModelProto& model_;
@@ -151,6 +186,7 @@ class Importer {
   const ImportOptions& opts_;
   int64_t opset_ = 0;
   std::unique_ptr<Graph> graph_;
+  Graph* cur_ = nullptr;
   std::unordered_map<std::string, Value*> env_;
   std::unordered_map<std::string, std::vector<Value*>> seq_env_;  // unrolled sequences
   std::set<std::string> names_;
@@ -170,6 +206,8 @@ int64_t NodeContext::opset() const { return imp_.opset(); }
 std::string NodeContext::label() const { return fmt::format("{}: {}", imp_.file(), node_label(node_)); }
 
 const Tensor* NodeContext::value_of(Value* v) { return imp_.known_value(v); }
+
+const Tensor* NodeContext::fixed_value(Value* v) { return imp_.known_value(v, /*freeze=*/false); }
 
 std::vector<Value*> NodeContext::emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
                                       int num_outputs) {
@@ -215,7 +253,7 @@ void NodeContext::set_outputs(const std::vector<Value*>& outs) {
       unsupported("output {} (\"{}\") is not produced by kiln's import of {}", i, name, op_type());
     Value* v = outs[i];
     // Give the result its ONNX name when it is fresh, for readable IR.
-    if (v->producer() && !imp_.env_.count(name)) {
+    if (v->producer() && !imp_.env_.count(name) && !imp_.names_.count(name)) {
       bool is_fresh = v->name().find(".k") != std::string::npos && imp_.names_.count(v->name());
       if (is_fresh) {
         imp_.names_.erase(v->name());
@@ -235,11 +273,232 @@ void NodeContext::set_sequence_output(int i, std::vector<Value*> elements) {
   imp_.seq_env_[name] = std::move(elements);
 }
 
-const Tensor* Importer::known_value(Value* v) {
+// ---- Subgraphs (If, Loop, Scan) -------------------------------------------
+
+// Every node output name of `g` and of its subgraphs.
+void collect_output_names(const onnx::GraphProto& g, std::set<std::string>& out) {
+  for (const auto& node : g.node()) {
+    for (const auto& o : node.output()) out.insert(o);
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) collect_output_names(a.g(), out);
+      for (const auto& sg : a.graphs()) collect_output_names(sg, out);
+    }
+  }
+}
+
+// The names `g` reads from enclosing scopes (ONNX's implicit capture), also
+// through its own subgraphs, in first-use order. check_structure() bounded
+// the nesting, so the recursion is too.
+void free_names(const onnx::GraphProto& g, std::vector<std::string>& out, std::set<std::string>& seen) {
+  std::set<std::string> defined;
+  for (const auto& i : g.input()) defined.insert(i.name());
+  for (const auto& i : g.initializer()) defined.insert(i.name());
+  for (const auto& n : g.node())
+    for (const auto& o : n.output()) defined.insert(o);
+  auto note = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name) && seen.insert(name).second) out.push_back(name);
+  };
+  for (const auto& n : g.node()) {
+    for (const auto& in : n.input()) note(in);
+    for (const auto& a : n.attribute()) {
+      std::vector<const onnx::GraphProto*> subs;
+      if (a.has_g()) subs.push_back(&a.g());
+      for (const auto& sg : a.graphs()) subs.push_back(&sg);
+      for (const auto* sg : subs) {
+        std::vector<std::string> inner;
+        std::set<std::string> inner_seen;
+        free_names(*sg, inner, inner_seen);
+        for (const auto& name : inner) note(name);
+      }
+    }
+  }
+  for (const auto& o : g.output()) note(o.name());
+}
+
+// Restores the importer's current graph and scope when a subgraph import
+// ends, also by an exception.
+struct ScopeSave {
+  Graph*& cur;
+  std::unordered_map<std::string, Value*>& env;
+  std::unordered_map<std::string, std::vector<Value*>>& seq_env;
+  Graph* saved_cur;
+  std::unordered_map<std::string, Value*> saved_env;
+  std::unordered_map<std::string, std::vector<Value*>> saved_seq;
+  ScopeSave(Graph*& c, std::unordered_map<std::string, Value*>& e,
+            std::unordered_map<std::string, std::vector<Value*>>& s)
+      : cur(c), env(e), seq_env(s), saved_cur(c), saved_env(std::move(e)), saved_seq(std::move(s)) {
+    env.clear();
+    seq_env.clear();
+  }
+  ~ScopeSave() {
+    cur = saved_cur;
+    env = std::move(saved_env);
+    seq_env = std::move(saved_seq);
+  }
+};
+
+void Importer::import_subgraph_initializers(const onnx::GraphProto& g, const std::string& ctx) {
+  for (const auto& init : g.initializer()) {
+    std::string ictx = fmt::format("{}: initializer \"{}\"", ctx, short_name(init.name()));
+    if (init.name().empty()) fail("{}: subgraph initializer without a name", ctx);
+    account_bytes(init, ictx);
+    Tensor t = tensor_from_proto(init, base_dir_, ictx);
+    bind(init.name(), graph().add_constant(unique_name(init.name()), std::move(t)), ictx);
+  }
+  if (g.sparse_initializer_size()) unsupported("{}: sparse initializers are not supported", ctx);
+}
+
+Value* Importer::lookup_output(const std::string& name, const std::string& ctx) {
+  if (seq_env_.count(name))
+    unsupported("{}: subgraph output \"{}\" is a sequence; sequences do not cross control flow in kiln", ctx,
+                short_name(name));
+  auto it = env_.find(name);
+  if (it == env_.end()) fail("{}: subgraph output \"{}\" is never produced", ctx, short_name(name));
+  return it->second;
+}
+
+ImportContext::Regions Importer::import_regions(const std::vector<ImportContext::RegionSpec>& specs,
+                                                const std::map<std::string, const onnx::GraphProto*>& subgraphs,
+                                                const std::string& ctx) {
+  std::vector<const onnx::GraphProto*> graphs;
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  std::vector<std::set<std::string>> reads;  // per region: the outer names it reads
+  for (const auto& spec : specs) {
+    auto it = subgraphs.find(spec.attr);
+    if (it == subgraphs.end()) fail("{}: subgraph attribute '{}' is missing", ctx, spec.attr);
+    graphs.push_back(it->second);
+    std::vector<std::string> own;
+    std::set<std::string> own_seen;
+    free_names(*it->second, own, own_seen);
+    reads.emplace_back(own.begin(), own.end());
+    for (const std::string& name : own)
+      if (seen.insert(name).second) names.push_back(name);
+  }
+  struct ForgetCached {
+    Importer& imp;
+    size_t from;
+    ~ForgetCached() {
+      for (size_t i = from; i < imp.known_order_.size(); ++i) imp.known_.erase(imp.known_order_[i]);
+      imp.known_order_.resize(from);
+    }
+  } forget{*this, known_order_.size()};
+  // Outer values: known ones are copied into each region as constants (so
+  // shape operands inside stay known), the others are captured.
+  ImportContext::Regions r;
+  std::vector<std::pair<std::string, Value*>> consts, captured;
+  for (const std::string& name : names) {
+    if (seq_env_.count(name))
+      unsupported("{}: a subgraph reads the sequence \"{}\"; sequences do not cross control flow in kiln", ctx,
+                  short_name(name));
+    auto it = env_.find(name);
+    if (it == env_.end()) {
+      if (unknown_.count(name))
+        unsupported("{}: a subgraph reads \"{}\", whose producer could not be imported", ctx, short_name(name));
+      fail("{}: a subgraph reads \"{}\", which no enclosing scope defines", ctx, short_name(name));
+    }
+    if (known_value(it->second, /*freeze=*/false)) {
+      consts.push_back({name, it->second});
+    } else {
+      captured.push_back({name, it->second});
+      r.captures.push_back(it->second);
+    }
+  }
+  for (size_t k = 0; k < specs.size(); ++k) {
+    const onnx::GraphProto& sg = *graphs[k];
+    const auto& spec = specs[k];
+    std::string rctx = fmt::format("{}: subgraph '{}'", ctx, spec.attr);
+    if (sg.input_size() != static_cast<int>(spec.params.size()))
+      fail("{} takes {} inputs, expected {}", rctx, sg.input_size(), spec.params.size());
+    auto region = std::make_unique<Graph>(spec.name);
+    {
+      ScopeSave save(cur_, env_, seq_env_);
+      cur_ = region.get();
+      for (int i = 0; i < sg.input_size(); ++i) {
+        const auto& vi = sg.input(i);
+        if (vi.name().empty()) fail("{}: input {} has no name", rctx, i);
+        if (vi.type().has_tensor_type() && vi.type().tensor_type().elem_type() != 0) {
+          DType declared = dtype_from_onnx(vi.type().tensor_type().elem_type(), rctx);
+          if (declared != spec.params[i].dtype)
+            fail("{}: input \"{}\" is declared {} but receives {}", rctx, short_name(vi.name()), dtype_name(declared),
+                 spec.params[i].str());
+        }
+        bind(vi.name(), region->add_input(vi.name(), spec.params[i]), rctx);
+      }
+      for (auto& [name, v] : consts)
+        if (reads[k].count(name)) bind(name, region->add_constant(name, *known_value(v, false)), rctx);
+      for (auto& [name, v] : captured) bind(name, region->add_input(name, v->type()), rctx);
+      import_subgraph_initializers(sg, rctx);
+      for (const auto& node : sg.node()) import_node(node);
+      std::vector<Value*> outs;
+      for (const auto& o : sg.output()) outs.push_back(lookup_output(o.name(), rctx));
+      region->set_outputs(outs);
+    }
+    r.graphs.push_back(std::move(region));
+  }
+  return r;
+}
+
+std::vector<Value*> Importer::inline_subgraph(const onnx::GraphProto& g, const std::string& ctx,
+                                              const std::vector<Value*>& inputs) {
+  if (g.input_size() != static_cast<int>(inputs.size()))
+    fail("{}: the subgraph takes {} inputs, {} given", ctx, g.input_size(), inputs.size());
+  // The enclosing scope stays visible; the subgraph's own names are dropped
+  // afterwards (an unrolled loop imports the same names once per iteration).
+  struct Restore {
+    Importer& imp;
+    std::unordered_map<std::string, Value*> env;
+    std::unordered_map<std::string, std::vector<Value*>> seq_env;
+    ~Restore() {
+      imp.env_ = std::move(env);
+      imp.seq_env_ = std::move(seq_env);
+    }
+  } restore{*this, env_, seq_env_};
+  for (int i = 0; i < g.input_size(); ++i) env_[g.input(i).name()] = inputs[i];
+  import_subgraph_initializers(g, ctx);
+  for (const auto& node : g.node()) import_node(node);
+  std::vector<Value*> outs;
+  for (const auto& o : g.output()) outs.push_back(lookup_output(o.name(), ctx));
+  return outs;
+}
+
+ImportContext::Regions NodeContext::import_regions(const std::vector<RegionSpec>& specs) {
+  return imp_.import_regions(specs, subgraphs_, label());
+}
+
+std::vector<Value*> NodeContext::inline_subgraph(const std::string& attr, const std::vector<Value*>& inputs) {
+  return imp_.inline_subgraph(subgraph(attr), label() + ": subgraph '" + attr + "'", inputs);
+}
+
+std::vector<Value*> NodeContext::emit_with_regions(const std::string& op, const std::vector<Value*>& inputs,
+                                                   const AttrMap& attrs, const std::vector<TensorType>& types,
+                                                   std::vector<std::unique_ptr<Graph>> regions) {
+  std::string node_name = node_.name();
+  if (emitted_ > 0 && !node_name.empty()) node_name = fmt::format("{}#{}", node_name, emitted_);
+  ++emitted_;
+  Node* n = imp_.graph().add_node(op, inputs, types, attrs, node_name);
+  for (auto& r : regions) n->add_region(std::move(r));
+  for (int i = 0; i < n->num_outputs(); ++i) {
+    std::string hint = node_.output_size() ? node_.output(0) : op;
+    n->output(i)->set_name(imp_.unique_name(fmt::format("{}.k{}_{}", hint, emitted_, i)));
+  }
+  try {
+    check_control_flow(*n);
+  } catch (const Error& e) {
+    fail("{} (kiln import bug)", e.what());
+  }
+  return n->outputs();
+}
+
+const Tensor* Importer::known_value(Value* v, bool freeze) {
   if (!v) return nullptr;
   if (v->is_constant()) return v->has_data() ? &v->data() : nullptr;
   if (auto it = known_.find(v); it != known_.end()) return &it->second;
   if (v->is_input()) {
+    // A region's parameters are never known; only the main graph's inputs
+    // may be given at compile time.
+    const auto& main_inputs = graph_->inputs();
+    if (!freeze || std::find(main_inputs.begin(), main_inputs.end(), v) == main_inputs.end()) return nullptr;
     auto it = opts_.known_inputs.find(v->name());
     if (it == opts_.known_inputs.end()) return nullptr;
     if (it->second.type().dtype != v->dtype() || it->second.shape() != v->shape())
@@ -249,15 +508,17 @@ const Tensor* Importer::known_value(Value* v) {
     frozen_.push_back(v->name());
     return &v->data();
   }
-  // A result: computable if all operands are.
+  // A result: computable if all operands are. (Control-flow results are
+  // left to run time; an If with a known condition was inlined already.)
   Node* n = v->producer();
+  if (n->num_regions()) return nullptr;
   std::vector<const Tensor*> ins;
   for (Value* in : n->inputs()) {
     if (!in) {
       ins.push_back(nullptr);
       continue;
     }
-    const Tensor* t = known_value(in);
+    const Tensor* t = known_value(in, freeze);
     if (!t) return nullptr;
     ins.push_back(t);
   }
@@ -265,7 +526,10 @@ const Tensor* Importer::known_value(Value* v) {
   std::vector<TensorType> types;
   for (Value* o : n->outputs()) types.push_back(o->type());
   std::vector<Tensor> outs = evaluate_op(def, n->attrs(), ins, types, file_ + ": " + n->describe());
-  for (int i = 0; i < n->num_outputs(); ++i) known_[n->output(i)] = std::move(outs[i]);
+  for (int i = 0; i < n->num_outputs(); ++i) {
+    known_[n->output(i)] = std::move(outs[i]);
+    known_order_.push_back(n->output(i));
+  }
   return &known_.at(v);
 }
 
@@ -359,7 +623,8 @@ void Importer::check_shadowed_input(const onnx::ValueInfoProto& vi, const Value*
   }
 }
 
-AttrMap Importer::convert_attrs(const onnx::NodeProto& node, const std::string& ctx) {
+AttrMap Importer::convert_attrs(const onnx::NodeProto& node, const std::string& ctx,
+                                std::map<std::string, const onnx::GraphProto*>& subgraphs) {
   using AP = onnx::AttributeProto;
   AttrMap m;
   std::set<std::string> seen;
@@ -392,9 +657,11 @@ AttrMap Importer::convert_attrs(const onnx::NodeProto& node, const std::string& 
         m.set(a.name(), tensor_from_proto(a.t(), base_dir_, actx));
         break;
       }
-      case AP::GRAPH:
+      case AP::GRAPH:  // the control-flow adapters import these as regions
+        subgraphs[a.name()] = &a.g();
+        break;
       case AP::GRAPHS:
-        unsupported("{}: subgraph attribute '{}' (control flow) is not supported", ctx, a.name());
+        unsupported("{}: attribute '{}' holds a list of graphs, which no ONNX op kiln imports takes", ctx, a.name());
       case AP::SPARSE_TENSOR:
       case AP::SPARSE_TENSORS:
         unsupported("{}: sparse tensor attribute '{}' is not supported", ctx, a.name());
@@ -440,7 +707,9 @@ void Importer::import_node(const onnx::NodeProto& node) {
   while (!inputs.empty() && !inputs.back() && !seq_inputs[inputs.size() - 1]) inputs.pop_back();
   seq_inputs.resize(inputs.size());
   bool takes_sequence = std::any_of(seq_inputs.begin(), seq_inputs.end(), [](auto* p) { return p != nullptr; });
-  NodeContext nc(*this, node, convert_attrs(node, ctx), std::move(inputs), std::move(seq_inputs));
+  std::map<std::string, const onnx::GraphProto*> subgraphs;
+  AttrMap attrs = convert_attrs(node, ctx, subgraphs);
+  NodeContext nc(*this, node, std::move(attrs), std::move(inputs), std::move(seq_inputs), std::move(subgraphs));
   bool sequence_op = node.op_type().rfind("Sequence", 0) == 0 || node.op_type() == "SplitToSequence" ||
                      node.op_type() == "ConcatFromSequence";
   if (takes_sequence && !sequence_op)
@@ -663,10 +932,10 @@ ImportResult Importer::run() {
 
   check_structure();
   graph_ = std::make_unique<Graph>(model_.graph().name().empty() ? "main" : "main");
+  cur_ = graph_.get();
   import_initializers();
   import_inputs();
-  for (const auto& node : model_.graph().node())
-    for (const auto& o : node.output()) onnx_outputs_.insert(o);
+  collect_output_names(model_.graph(), onnx_outputs_);
   const int total_nodes = model_.graph().node_size();
   int done = 0;
   if (opts_.progress) opts_.progress(0, total_nodes);  // the step starts

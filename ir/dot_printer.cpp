@@ -196,7 +196,9 @@ class DotWriter {
     for (const auto& np : g.nodes()) {
       const Node& n = *np;
       std::string id = fresh();
-      if (n.body()) {
+      if (n.op() == "fused" && n.body()) {
+        // (Control-flow nodes draw as one box: their regions' parameters are
+        // not their operands one for one.)
         // The fused node is a cluster holding its body's nodes, wired to the
         // fused node's operands; the body's results flow into an anchor box
         // carrying the fused node's name and result types, which is what

@@ -71,7 +71,10 @@ std::vector<Value*> Node::outputs() const {
   return r;
 }
 
-void Node::set_body(std::unique_ptr<Graph> g) { body_ = std::move(g); }
+void Node::set_body(std::unique_ptr<Graph> g) {
+  regions_.clear();
+  if (g) regions_.push_back(std::move(g));
+}
 
 std::string Node::describe() const {
   if (name_.empty())
@@ -226,7 +229,7 @@ std::unique_ptr<Graph> Graph::clone() const {
       nn->output(i)->set_name(n->output(i)->name());
       map[n->output(i)] = nn->output(i);
     }
-    if (n->body_) nn->set_body(n->body_->clone());
+    for (const auto& r : n->regions_) nn->add_region(r->clone());
   }
   std::vector<Value*> outs;
   for (Value* v : outputs_) outs.push_back(map.at(v));

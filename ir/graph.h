@@ -3,8 +3,12 @@
 // A Value is a graph input, a constant (weights, folded results) or a node
 // result. Nodes own their results; the graph owns inputs and constants.
 // Every value keeps its list of uses so passes can rewrite in place.
-// A node may carry a body (a nested Graph), which is how fused nodes hold the
-// ops they were made of.
+// A node may own regions (nested Graphs with their own parameters and
+// returns): a fused node's body is its one region, an `if` has a then and an
+// else region, `loop` and `scan` one body (ir/control_flow.h). A region sees
+// only its own values: what it reads from outside is passed in as an operand
+// of the node (explicit capture, as XLA does), so every use stays visible to
+// use lists, DCE, CSE and liveness.
 #pragma once
 #include <list>
 #include <memory>
@@ -94,8 +98,14 @@ class Node {
   const AttrMap& attrs() const { return attrs_; }
 
   Graph* owner() const { return owner_; }
-  Graph* body() const { return body_.get(); }
+  // The first region (a fused node's body), or nullptr without regions.
+  Graph* body() const { return regions_.empty() ? nullptr : regions_[0].get(); }
+  // Makes `g` the only region.
   void set_body(std::unique_ptr<Graph> g);
+  int num_regions() const { return static_cast<int>(regions_.size()); }
+  Graph* region(int i) const { return regions_.at(i).get(); }
+  const std::vector<std::unique_ptr<Graph>>& regions() const { return regions_; }
+  void add_region(std::unique_ptr<Graph> g) { regions_.push_back(std::move(g)); }
 
   // "node "conv1" (conv)" for messages.
   std::string describe() const;
@@ -109,7 +119,7 @@ class Node {
   std::vector<std::unique_ptr<Value>> outputs_;
   AttrMap attrs_;
   Graph* owner_ = nullptr;
-  std::unique_ptr<Graph> body_;
+  std::vector<std::unique_ptr<Graph>> regions_;
   std::list<std::unique_ptr<Node>>::iterator self_;
 };
 

@@ -565,14 +565,17 @@ class Parser {
       loc = expect(T::String, "a string").text;
       expect_punct(')');
     }
-    std::unique_ptr<Graph> body;
+    // Regions: one or more graphs inside one pair of braces (a fused body;
+    // an if's then and else).
+    std::vector<std::unique_ptr<Graph>> regions;
     if (peek().punct('{')) {
       take();
-      body = graph(depth + 1);
+      do regions.push_back(graph(depth + 1));
+      while (peek().is(T::Ident, "graph"));
       expect_punct('}');
     }
     Node* n = s.g->add_node(op.text, {}, types, std::move(attrs), loc);
-    if (body) n->set_body(std::move(body));
+    for (auto& r : regions) n->add_region(std::move(r));
     for (size_t i = 0; i < results.size(); ++i) {
       n->output(int(i))->set_name(results[i].text);
       define(s, results[i], n->output(int(i)));

@@ -199,9 +199,9 @@ class Printer {
     for (int i = 0; i < n.num_outputs(); ++i) line += (i ? ", " : " : ") + n.output(i)->type().str();
     if (!n.name().empty()) line += " loc(" + quote_string(n.name()) + ")";
     out_ += line;
-    if (n.body()) {
+    if (n.num_regions()) {  // every region inside one pair of braces
       out_ += " {\n";
-      graph(*n.body(), indent + 2);
+      for (const auto& r : n.regions()) graph(*r, indent + 2);
       out_ += pad + "}";
     }
     out_ += "\n";

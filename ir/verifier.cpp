@@ -13,7 +13,12 @@
 //    them (see docs/ir.md "Layouts");
 //  - a fused node (op "fused") has a body whose inputs and outputs have the
 //    node's operand and result types; the body is verified the same way. Its
-//    attributes are free-form. No other node may carry a body.
+//    attributes are free-form;
+//  - a control-flow node (if, loop, scan) agrees with its regions
+//    (ir/control_flow.h: branch result types, loop-carried types, scan
+//    slices) and each region is verified as a graph. A region may use only
+//    its own values, so an outer value read without being captured as an
+//    operand is "not a value of" the region. No other node may carry regions.
 #include "ir/verifier.h"
 
 #include <memory_resource>
@@ -21,6 +26,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/control_flow.h"
 #include "ir/error.h"
 #include "ir/short_name.h"
 
@@ -154,7 +160,8 @@ class Verifier {
 
   void node(const Node& n, const std::string& where, int depth) {
     if (n.op() == "fused") return fused(n, where, depth);
-    if (n.body()) err(where, "{} has a body but only fused nodes may", n.describe());
+    if (is_control_flow(n)) return control_flow(n, where, depth);
+    if (n.body()) err(where, "{} has a body but only fused and control-flow nodes may", n.describe());
     const OpDef* def = registry_.find(n.op());
     if (!def) err(where, "{}: unknown op '{}'", n.describe(), n.op());
     std::vector<TensorType> want;
@@ -176,6 +183,8 @@ class Verifier {
   void fused(const Node& n, const std::string& where, int depth) {
     const Graph* body = n.body();
     if (!body) err(where, "{}: a fused node needs a body", n.describe());
+    if (n.num_regions() != 1)
+      err(where, "{}: a fused node has one body, not {} regions", n.describe(), n.num_regions());
     if (body->inputs().size() != size_t(n.num_inputs()))
       err(where, "{}: has {} operands but its body takes {} inputs", n.describe(), n.num_inputs(),
           body->inputs().size());
@@ -194,6 +203,20 @@ class Verifier {
             o->type().str());
     }
     graph(*body, where + "in the body of " + n.describe() + ": ", depth + 1);
+  }
+
+  // if/loop/scan: the node agrees with its regions (ir/control_flow.h), and
+  // each region is verified as a graph of its own, so a region that reads
+  // an outer value it was not given as a parameter is reported there.
+  void control_flow(const Node& n, const std::string& where, int depth) {
+    try {
+      check_control_flow(n);
+    } catch (const Error& e) {
+      throw Error("verifier: " + where + e.what());
+    }
+    for (int r = 0; r < n.num_regions(); ++r)
+      graph(*n.region(r), where + fmt::format("in region {} (@{}) of {}: ", r, n.region(r)->name(), n.describe()),
+            depth + 1);
   }
 
   const OpRegistry& registry_;

@@ -19,5 +19,6 @@ std::unique_ptr<Pass> create_plan_memory_pass();
 std::unique_ptr<Pass> create_fuse_pass();
 std::unique_ptr<Pass> create_merge_sibling_matmuls_pass();
 std::unique_ptr<Pass> create_layout_pass();
+std::unique_ptr<Pass> create_fold_control_flow_pass();
 
 }  // namespace kiln

@@ -20,7 +20,7 @@ double cpu_ms_now() { return 1000.0 * static_cast<double>(std::clock()) / CLOCKS
 }  // namespace
 
 std::vector<std::string> default_pipeline(const PassOptions& opts) {
-  std::vector<std::string> p = {"fold-constants", "simplify",           "dce",           "cse",
+  std::vector<std::string> p = {"fold-constants", "fold-control-flow",  "simplify",      "dce", "cse",
                                 "fold-batchnorm", "recognize-patterns", "fold-constants"};
   if (opts.target != "cpu") p.push_back("layout");  // channels-last conv regions for tensor cores
   p.push_back("dce");

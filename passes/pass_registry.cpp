@@ -21,6 +21,7 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"fuse", create_fuse_pass},
       {"merge-sibling-matmuls", create_merge_sibling_matmuls_pass},
       {"layout", create_layout_pass},
+      {"fold-control-flow", create_fold_control_flow_pass},
   };
   return f;
 }

@@ -13,7 +13,7 @@ namespace {
 void walk(const Graph& g, std::vector<Value*>& out) {
   out.insert(out.end(), g.constants().begin(), g.constants().end());
   for (const auto& n : g.nodes())
-    if (n->body()) walk(*n->body(), out);
+    for (const auto& r : n->regions()) walk(*r, out);
 }
 }  // namespace
 

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <unordered_map>
 
+#include "backends/reference/control_flow_run.h"
+#include "ir/control_flow.h"
 #include "ir/error.h"
 #include "ir/graph_inputs.h"
 #include "ops/registry.h"
@@ -14,6 +16,10 @@ namespace {
 std::vector<Tensor> run_node(const Node& n, const std::vector<const Tensor*>& ins) {
   std::vector<TensorType> types;
   for (int i = 0; i < n.num_outputs(); ++i) types.push_back(n.output(i)->type());
+  if (is_control_flow(n))
+    return run_control_flow(n, ins, [&](int r, const std::vector<const Tensor*>& region_ins) {
+      return run_graph_reference(*n.region(r), region_ins);
+    });
   if (n.body()) return run_graph_reference(*n.body(), ins);
   const OpDef& def = op_registry().get(n.op());
   std::vector<Tensor> outs = evaluate_op(def, n.attrs(), ins, types, n.describe());

@@ -4,9 +4,11 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "backends/reference/control_flow_run.h"
 #include "backends/sim/sim_module.h"
 #include "codegen/emitter_table.h"
 #include "codegen/kernel_build.h"
+#include "ir/control_flow.h"
 #include "ir/error.h"
 #include "ir/graph_inputs.h"
 #include "ir/op_registry.h"
@@ -35,13 +37,20 @@ struct SimExecutor::Impl {
   const Graph& g;
   std::unordered_map<const Node*, std::vector<NodeKernel>> kernels;
   std::map<std::string, SimEntry> entries;
+  // Control-flow nodes: one executor per region, run as the shared driver
+  // (backends/reference/control_flow_run.h) asks.
+  std::unordered_map<const Node*, std::vector<std::unique_ptr<SimExecutor>>> regions;
 };
 
-SimExecutor::SimExecutor(const Graph& g, std::filesystem::path cache_dir) : impl_(new Impl{g, {}, {}}) {
+SimExecutor::SimExecutor(const Graph& g, std::filesystem::path cache_dir) : impl_(new Impl{g, {}, {}, {}}) {
   // Every node first, so an unsupported graph fails before any compilation.
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
     if (is_view(n)) continue;
+    if (is_control_flow(n)) {
+      for (const auto& r : n.regions()) impl_->regions[&n].push_back(std::make_unique<SimExecutor>(*r, cache_dir));
+      continue;
+    }
     if (!emitter_for(n)) {
       std::string what = n.op();
       if (n.op() == "fused") what += " (kind " + n.attrs().get_string("kind", "?") + ")";
@@ -52,7 +61,7 @@ SimExecutor::SimExecutor(const Graph& g, std::filesystem::path cache_dir) : impl
   std::map<std::string, bool> seen;
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
-    if (is_view(n)) continue;
+    if (is_view(n) || is_control_flow(n)) continue;
     std::vector<NodeKernel> ks = emitter_for(n)->emit(n);
     for (const NodeKernel& k : ks) {
       if (!seen[k.name]) sources.push_back({k.name, k.source});
@@ -70,8 +79,21 @@ std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs
 }
 
 std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs, const KernelTimer& timer) const {
+  return execute(bind_graph_inputs(impl_->g, inputs), timer);
+}
+
+std::vector<Tensor> SimExecutor::run_positional(const std::vector<const Tensor*>& inputs,
+                                                const KernelTimer& timer) const {
   const Graph& g = impl_->g;
-  std::unordered_map<const Value*, Tensor> env = bind_graph_inputs(g, inputs);
+  KILN_CHECK(inputs.size() == g.inputs().size(), "graph @{} takes {} inputs, got {}", g.name(), g.inputs().size(),
+             inputs.size());
+  std::unordered_map<const Value*, Tensor> env;
+  for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs()[i]] = *inputs[i];
+  return execute(std::move(env), timer);
+}
+
+std::vector<Tensor> SimExecutor::execute(std::unordered_map<const Value*, Tensor> env, const KernelTimer& timer) const {
+  const Graph& g = impl_->g;
   std::unordered_map<const Value*, int> remaining;
   for (const auto& n : g.nodes())
     for (Value* v : n->inputs())
@@ -86,7 +108,14 @@ std::vector<Tensor> SimExecutor::run(const std::map<std::string, Tensor>& inputs
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
     std::vector<Tensor> outs;
-    if (is_view(n)) {
+    if (is_control_flow(n)) {
+      std::vector<const Tensor*> ins;
+      for (Value* v : n.inputs()) ins.push_back(v ? &lookup(v) : nullptr);
+      const auto& subs = impl_->regions.at(&n);
+      outs = run_control_flow(n, ins, [&](int r, const std::vector<const Tensor*>& region_ins) {
+        return subs.at(r)->run_positional(region_ins, timer);
+      });
+    } else if (is_view(n)) {
       outs.push_back(lookup(n.input(0)).reshaped(n.output(0)->shape()));
     } else {
       for (int r = 0; r < n.num_outputs(); ++r) outs.emplace_back(n.output(r)->type());

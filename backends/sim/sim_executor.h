@@ -11,6 +11,9 @@
 // kiln::Unsupported("sim backend: no kernel emitter for op X yet"): there is no
 // fallback to the reference. All kernels of the graph are compiled in one
 // SimCompiler::compile call (cached on disk, see backends/sim/sim_module.h).
+// Control-flow nodes (if, loop, scan) launch no kernel of their own: each of
+// their regions gets a SimExecutor of its own, and the node runs through the
+// driver the reference backend uses (backends/reference/control_flow_run.h).
 // The executable must link kiln_sim_module with ENABLE_EXPORTS.
 #pragma once
 #include <filesystem>
@@ -18,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "codegen/emitter_table.h"
@@ -40,8 +44,11 @@ class SimExecutor {
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) const;
   // The same, timing every kernel through `timer` when it is set.
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, const KernelTimer& timer) const;
+  // The graph's inputs given positionally (the regions of control-flow nodes).
+  std::vector<Tensor> run_positional(const std::vector<const Tensor*>& inputs, const KernelTimer& timer = {}) const;
 
  private:
+  std::vector<Tensor> execute(std::unordered_map<const Value*, Tensor> env, const KernelTimer& timer) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

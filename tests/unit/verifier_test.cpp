@@ -213,7 +213,7 @@ TEST(Verifier, ConstantDataTypeMismatch) {
 TEST(Verifier, BodyOnANonFusedNode) {
   Simple s;
   s.relu->set_body(std::make_unique<Graph>("b"));
-  EXPECT_VERIFY_ERROR(s.g, "node \"r1\" (relu) has a body but only fused nodes may");
+  EXPECT_VERIFY_ERROR(s.g, "node \"r1\" (relu) has a body but only fused and control-flow nodes may");
 }
 
 // main: fused "f"(x, x) { add; relu } -> out
