@@ -36,6 +36,7 @@ const AdapterTable& adapter_table() {
     adapters::register_sequence(t);
     adapters::register_transformer(t);
     adapters::register_image(t);
+    adapters::register_low_bit(t);
     return t;
   }();
   return table;

@@ -116,6 +116,7 @@ void register_misc(AdapterTable& t);
 void register_sequence(AdapterTable& t);
 void register_transformer(AdapterTable& t);
 void register_image(AdapterTable& t);
+void register_low_bit(AdapterTable& t);  // adapters_low_bit.cpp
 }  // namespace adapters
 
 }  // namespace kiln
