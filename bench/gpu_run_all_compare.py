@@ -4,7 +4,7 @@
 
 Both folders hold the .npy files `kiln run --outputs` writes. TOLERANCE is
 ATOL,RTOL for floating outputs, or `default` for kiln's per-dtype bounds
-(tools/kiln/compare.cpp: f32/f64 1e-5,1e-4; f16 2.5e-3,1e-3; bf16 2e-2,1e-2).
+(backends/compare.cpp: f32/f64 1e-5,1e-4; f16 2.5e-3,1e-3; bf16 2e-2,1e-2).
 Integers and bools must be equal; NaN matches NaN; infinities must match.
 Prints the largest error and exits 1 on a mismatch (bench/gpu_run_all.sh).
 """

@@ -37,7 +37,7 @@
 #include "compiler/compile.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
-#include "tools/kiln/conformance.h"
+#include "conformance/conformance.h"
 
 namespace fs = std::filesystem;
 using namespace kiln;

@@ -17,9 +17,9 @@
 #include "kiln/kiln.h"
 #include "runtime/engine.h"
 #include "tests/unit/pass_test_util.h"
-#include "tools/kiln/compare.h"
+#include "backends/compare.h"
 #include "compiler/compile.h"
-#include "tools/kiln/conformance.h"
+#include "conformance/conformance.h"
 #include "compiler/plan_writer.h"
 
 namespace kiln::fakegpu {

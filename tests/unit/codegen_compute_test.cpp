@@ -29,9 +29,9 @@
 #include "ir/verifier.h"
 #include "ops/registry.h"
 #include "passes/pass.h"
-#include "tools/kiln/compare.h"
+#include "backends/compare.h"
 #include "compiler/compile.h"
-#include "tools/kiln/conformance.h"
+#include "conformance/conformance.h"
 
 namespace kiln {
 namespace {

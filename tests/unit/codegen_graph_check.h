@@ -16,7 +16,7 @@
 #include "backends/sim/sim_executor.h"
 #include "ir/printer.h"
 #include "tests/unit/pass_test_util.h"
-#include "tools/kiln/compare.h"
+#include "backends/compare.h"
 
 namespace kiln::testing {
 

@@ -10,8 +10,8 @@
 #include "ir/error.h"
 #include "runtime/plan_graph.h"
 #include "tests/unit/plan_test_util.h"
-#include "tools/kiln/compare.h"
-#include "tools/kiln/plan_sim.h"
+#include "backends/compare.h"
+#include "backends/plan_sim.h"
 
 namespace kiln {
 namespace {

@@ -24,7 +24,7 @@
 #include "ir/error.h"
 #include "ops/registry.h"
 #include "tests/unit/pass_test_util.h"
-#include "tools/kiln/compare.h"
+#include "backends/compare.h"
 
 namespace kiln {
 namespace {

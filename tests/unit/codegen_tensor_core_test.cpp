@@ -30,7 +30,7 @@
 #include "ir/verifier.h"
 #include "ops/registry.h"
 #include "passes/pass.h"
-#include "tools/kiln/compare.h"
+#include "backends/compare.h"
 
 namespace kiln {
 namespace {

@@ -19,9 +19,9 @@
 #include "passes/memory_plan.h"
 #include "passes/pass_manager.h"
 #include "pass_test_util.h"
-#include "tools/kiln/compare.h"
+#include "backends/compare.h"
 #include "compiler/compile.h"
-#include "tools/kiln/conformance.h"
+#include "conformance/conformance.h"
 
 namespace kiln {
 namespace {

@@ -13,7 +13,7 @@
 #include "ir/graph.h"
 #include "ir/parser.h"
 #include "passes/pass.h"
-#include "tools/kiln/compare.h"
+#include "backends/compare.h"
 
 namespace kiln::testing {
 

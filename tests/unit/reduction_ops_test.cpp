@@ -11,7 +11,7 @@
 #include "ir/error.h"
 #include "ops/reduction_spec.h"
 #include "ops/registry.h"
-#include "tools/kiln/backends.h"
+#include "backends/run_on_backend.h"
 
 namespace kiln {
 namespace {

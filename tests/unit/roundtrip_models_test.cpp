@@ -15,7 +15,7 @@
 #include "ir/verifier.h"
 #include "ops/registry.h"
 #include "passes/pass.h"
-#include "tools/kiln/conformance.h"
+#include "conformance/conformance.h"
 
 namespace kiln {
 namespace {

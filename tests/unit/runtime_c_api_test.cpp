@@ -10,7 +10,7 @@
 #include "kiln/kiln.h"
 #include "kiln/kiln.hpp"
 #include "tests/unit/plan_test_util.h"
-#include "tools/kiln/tensor_io.h"
+#include "ir/tensor_io.h"
 
 namespace kiln {
 namespace {

@@ -13,7 +13,7 @@
 #include "ops/registry.h"
 #include "passes/pass.h"
 #include "tests/unit/pass_test_util.h"
-#include "tools/kiln/compare.h"
+#include "backends/compare.h"
 
 namespace kiln {
 namespace {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/compile.h"
+#include "perf/latency_stats.h"
 
 namespace CLI {
 class App;
@@ -33,16 +34,6 @@ struct BenchOptions {
 
 CLI::App* register_bench(CLI::App& app, BenchOptions& o);
 int run_bench(BenchOptions& o);
-
-// Latency statistics over samples in milliseconds (sorted copy inside);
-// percentiles by nearest rank.
-struct LatencyStats {
-  double min = 0, max = 0, mean = 0, median = 0, p90 = 0, p95 = 0, p99 = 0;
-};
-LatencyStats latency_stats(std::vector<double> ms);
-// "Latency: min = ... ms, ..., percentile(99%) = ... ms\n", trtexec's words.
-std::string stats_line(const char* what, const LatencyStats& s);
-nlohmann::json stats_json(const LatencyStats& s);
 
 // The bench loop both `kiln bench MODEL.onnx` and `MODEL.plan` use: untimed
 // runs for at least `warmup_ms` (at least one when > 0), then `iterations`

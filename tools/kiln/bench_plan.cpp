@@ -15,7 +15,7 @@
 #include "tools/kiln/bench.h"
 #include "tools/kiln/doctor.h"
 #include "tools/kiln/output_paths.h"
-#include "tools/kiln/plan_sim.h"
+#include "backends/plan_sim.h"
 #include "tools/kiln/run_inputs.h"
 
 namespace kiln {

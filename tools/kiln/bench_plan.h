@@ -2,7 +2,7 @@
 // through the runtime's C API (kiln/kiln.hpp over libkiln_runtime.so) on the
 // backend it can use: the GPU (auto, when the plan has kernels and a usable
 // GPU is present) or the runtime's CPU reference path (ref); `sim` runs the
-// plan's own kernels and launch list on the CPU simulator (tools/kiln/plan_sim.h).
+// plan's own kernels and launch list on the CPU simulator (backends/plan_sim.h).
 // On the GPU each run's CUDA-event times (kiln_context_last_timing) give the
 // GPU compute time. --profile: per node on ref (the engine's CPU path is the
 // reference executor over the plan's graph; the profile comes from extra runs

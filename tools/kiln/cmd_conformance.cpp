@@ -1,10 +1,10 @@
 // `kiln conformance [PATH...]`: the flags of the ONNX backend-test runner
-// (tools/kiln/conformance.h runs them).
+// (conformance/conformance.h runs them).
 #include <CLI/CLI.hpp>
 
 #include "tools/kiln/commands.h"
 #include "tools/kiln/compile_flags.h"
-#include "tools/kiln/conformance.h"
+#include "conformance/conformance.h"
 
 namespace kiln {
 

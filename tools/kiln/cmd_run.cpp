@@ -6,7 +6,7 @@
 #include <iostream>
 #include <limits>
 
-#include "tools/kiln/backends.h"
+#include "backends/run_on_backend.h"
 #include "compiler/import_checked.h"
 #include "compiler/plan_sniff.h"
 #include "frontend/onnx_import.h"

@@ -56,7 +56,7 @@ struct OptCommand {
 CLI::App* register_opt(CLI::App& app, OptCommand& c);
 int run_opt(OptCommand& c);
 
-// kiln conformance [PATH...] (the runner: tools/kiln/conformance.h)
+// kiln conformance [PATH...] (the runner: conformance/conformance.h)
 CLI::App* register_conformance(CLI::App& app, ConformanceOptions& o);
 
 // kiln gen-op-docs FILE

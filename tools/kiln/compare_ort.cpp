@@ -14,8 +14,8 @@
 #include <sstream>
 
 #include "ir/error.h"
-#include "tools/kiln/compare.h"
-#include "tools/kiln/tensor_io.h"
+#include "backends/compare.h"
+#include "ir/tensor_io.h"
 
 extern char** environ;
 

@@ -11,7 +11,7 @@
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
 #include "ops/registry.h"
-#include "tools/kiln/conformance.h"
+#include "conformance/conformance.h"
 
 namespace kiln {
 

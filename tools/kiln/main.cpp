@@ -27,7 +27,7 @@
 #include "tools/kiln/cli_checks.h"
 #include "tools/kiln/cli_style.h"
 #include "tools/kiln/commands.h"
-#include "tools/kiln/conformance.h"
+#include "conformance/conformance.h"
 #include "tools/kiln/doctor.h"
 #include "tools/kiln/inspect.h"
 #include "tools/kiln/output_paths.h"

@@ -5,6 +5,8 @@
 #pragma once
 #include <string>
 
+#include "ir/file_io.h"
+
 namespace CLI {
 class App;
 }
@@ -23,8 +25,5 @@ void check_writable_file(const std::string& flag, const std::string& path);
 
 // The folder exists or is created (with its parents) and takes a new file.
 void check_writable_dir(const std::string& flag, const std::string& dir);
-
-// Writes `text` to `path`, failing with the path and strerror.
-void write_text_file(const std::string& path, const std::string& text);
 
 }  // namespace kiln

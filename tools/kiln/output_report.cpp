@@ -6,7 +6,7 @@
 #include <map>
 
 #include "ir/error.h"
-#include "tools/kiln/tensor_io.h"
+#include "ir/tensor_io.h"
 
 namespace kiln {
 

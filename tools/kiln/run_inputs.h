@@ -12,7 +12,7 @@
 
 #include "ir/graph.h"
 #include "ir/tensor.h"
-#include "tools/kiln/tensor_io.h"
+#include "ir/tensor_io.h"
 
 namespace CLI {
 class App;

@@ -10,7 +10,7 @@
 #include "runtime/plan_graph.h"
 #include "tools/kiln/doctor.h"
 #include "tools/kiln/output_report.h"
-#include "tools/kiln/plan_sim.h"
+#include "backends/plan_sim.h"
 #include "tools/kiln/run_inputs.h"
 
 namespace kiln {

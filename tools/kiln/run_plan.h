@@ -2,7 +2,7 @@
 // wrapper kiln/kiln.hpp over libkiln_runtime.so), binds inputs (from .npy
 // files or seeded random values, tools/kiln/run_inputs.h), runs, reports each
 // output (tools/kiln/output_report.h) and writes them as .npy when asked. --backend sim runs the plan's
-// own kernels and launch list on the CPU simulator instead (tools/kiln/plan_sim.h).
+// own kernels and launch list on the CPU simulator instead (backends/plan_sim.h).
 #pragma once
 #include <string>
 #include <vector>

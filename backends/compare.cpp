@@ -1,4 +1,4 @@
-#include "tools/kiln/compare.h"
+#include "backends/compare.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "tools/kiln/plan_sim.h"
+#include "backends/plan_sim.h"
 
 #include <chrono>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "tools/kiln/tensor_io.h"
+#include "ir/tensor_io.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "tools/kiln/backends.h"
+#include "backends/run_on_backend.h"
 
 #include "backends/reference/executor.h"
 #include "ir/error.h"

@@ -1,4 +1,4 @@
-#include "tools/kiln/conformance.h"
+#include "conformance/conformance.h"
 
 #include "compiler/kernels_report.h"
 
@@ -25,8 +25,8 @@
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
 #include "ops/registry.h"
-#include "tools/kiln/backends.h"
-#include "tools/kiln/compare.h"
+#include "backends/run_on_backend.h"
+#include "backends/compare.h"
 #include "tools/kiln/output_paths.h"
 #include "compiler/plan_writer.h"
 #include "compiler/progress.h"

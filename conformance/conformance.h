@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "frontend/onnx_import.h"
-#include "tools/kiln/compare.h"
+#include "backends/compare.h"
 #include "compiler/compile.h"
 
 namespace kiln {
