@@ -175,8 +175,12 @@ uint64_t stored_bits(DType t, double f, int64_t i) {
       return std::bit_cast<uint32_t>(static_cast<float>(f));
     case DType::F64:
       return std::bit_cast<uint64_t>(f);
-    case DType::F16:
-      return float_to_half(static_cast<float>(f));
+    case DType::F16: {  // a NaN keeps its sign and payload bits (half_to_float put them there)
+      const uint32_t u = std::bit_cast<uint32_t>(static_cast<float>(f));
+      if (!std::isnan(f)) return float_to_half(static_cast<float>(f));
+      const uint32_t m = (u >> 13) & 0x3ffu;
+      return ((u >> 16) & 0x8000u) | 0x7c00u | (m ? m : 0x200u);
+    }
     case DType::BF16:
       return float_to_bf16(static_cast<float>(f));
     default:

@@ -159,10 +159,17 @@ std::string stored_bits(DType t, const std::string& x) {
       return fmt::format("(long long)__float_as_uint({})", x);
     case DType::F64:
       return fmt::format("__double_as_longlong({})", x);
-    case DType::F16:
-      return fmt::format("(long long)__half_as_ushort(__float2half_rn({}))", x);
+    case DType::F16:  // a NaN keeps its sign and payload bits, as the reference's stored_bits
+      return fmt::format(
+          "({0} != {0} ? (long long)(((__float_as_uint({0}) >> 16) & 0x8000u) | 0x7c00u | "
+          "(((__float_as_uint({0}) >> 13) & 0x3ffu) ? ((__float_as_uint({0}) >> 13) & 0x3ffu) : 0x200u)) "
+          ": (long long)__half_as_ushort(__float2half_rn({0})))",
+          x);
     case DType::BF16:
-      return fmt::format("(long long)__bfloat16_as_ushort(__float2bfloat16_rn({}))", x);
+      return fmt::format(
+          "({0} != {0} ? (long long)((__float_as_uint({0}) >> 16) | 0x40u) "
+          ": (long long)__bfloat16_as_ushort(__float2bfloat16_rn({0})))",
+          x);
     default:
       if (is_low_bit_float(t)) return fmt::format("(long long){}", low_bit_encode(t, x, false, 1));
       if (dtype_size(t) == 8) return x;
@@ -537,9 +544,20 @@ std::string emit_expr(const Expr& e, const std::vector<std::string>& inputs, con
         }
         break;
       }
-      case ExprOp::BitCast:
-        rhs = from_bits(nd.dtype, stored_bits(dt(nd.a), var(nd.a)));
+      case ExprOp::BitCast: {
+        // An f16 operand read straight from memory: its stored bits, since
+        // CUDA's half -> float makes every NaN 0x7fff (the reference keeps them).
+        const ExprNode& src = e.nodes[nd.a];
+        const std::string_view load = "__half2float(";
+        std::string bits;
+        if (src.op == ExprOp::Input && src.dtype == DType::F16) {
+          const std::string& in = inputs.at(src.input);
+          if (in.rfind(load, 0) == 0 && in.back() == ')')
+            bits = fmt::format("(long long)__half_as_ushort({})", in.substr(load.size(), in.size() - load.size() - 1));
+        }
+        rhs = from_bits(nd.dtype, bits.empty() ? stored_bits(dt(nd.a), var(nd.a)) : bits);
         break;
+      }
     }
     out += fmt::format("{}const {} {} = {};\n", indent, ct, var(k), rhs);
   }
