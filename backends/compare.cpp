@@ -47,7 +47,7 @@ Tolerance run_tolerance(DType output, std::string_view precision) {
 
 ErrorStats error_stats(const Tensor& got, const Tensor& want, Tolerance tol) {
   ErrorStats e;
-  if (!is_float(want.dtype()) || got.shape() != want.shape()) return e;
+  if (!computes_as_float(want.dtype()) || got.shape() != want.shape()) return e;
   double scale = 0;
   for (int64_t i = 0; i < want.numel(); ++i) {
     double a = got.get_double(i), b = want.get_double(i);
@@ -69,7 +69,7 @@ std::string compare_tensors(const Tensor& got, const Tensor& want, Tolerance tol
     return fmt::format("shape [{}] but expected [{}]", fmt::join(got.shape(), ","), fmt::join(want.shape(), ","));
   int64_t bad = 0, first = -1;
   double worst = 0;
-  bool fl = is_float(want.dtype());
+  bool fl = computes_as_float(want.dtype());  // low-bit floats: exact (tolerance 0), NaN matching NaN
   for (int64_t i = 0; i < want.numel(); ++i) {
     bool ok;
     if (fl) {

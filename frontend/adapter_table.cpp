@@ -40,6 +40,7 @@ const AdapterTable& adapter_table() {
     adapters::register_preview(t);
     adapters::register_optional(t);
     adapters::register_control_flow(t);
+    adapters::register_low_bit(t);
     return t;
   }();
   return table;

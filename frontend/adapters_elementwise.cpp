@@ -12,6 +12,7 @@
 
 #include "frontend/import_context.h"
 #include "frontend/tensor_proto.h"
+#include "ops/shape_ops.h"
 
 namespace kiln::adapters {
 
@@ -208,12 +209,25 @@ AttrMap cast_attrs(DType to) {
   return a;
 }
 
-// `saturate` (opset 19+) only affects float8 targets and `round_mode`
-// (opset 24+) only float8e8m0 targets, which kiln rejects.
-void cast(ImportContext& c) { c.set_outputs({c.emit1("cast", {c.input(0)}, cast_attrs(cast_target(c)))}); }
+// Cast's attributes besides `to`: `saturate` (opset 19+) only affects float8
+// targets and `round_mode` (opset 24+) only float8e8m0 targets; each is
+// kept on kiln's cast only where it matters, so other casts print as before.
+AttrMap cast_attrs_of(ImportContext& c, DType to) {
+  AttrMap a = cast_attrs(to);
+  if (is_low_bit_float(to) && to != DType::F4E2M1 && c.attrs().get_int("saturate", 1) == 0)
+    a.set("saturate", int64_t(0));
+  std::string mode = c.attrs().get_string("round_mode", "up");
+  if (mode != "up" && mode != "down" && mode != "nearest")
+    c.fail("round_mode is \"{}\"; it must be \"up\", \"down\" or \"nearest\"", mode);
+  if (to == DType::F8E8M0 && mode != "up") a.set("round_mode", mode);
+  return a;
+}
 
-// `saturate` and `round_mode` as for Cast.
-void cast_like(ImportContext& c) { c.set_outputs({c.emit1("cast", {c.input(0)}, cast_attrs(c.input(1)->dtype()))}); }
+void cast(ImportContext& c) { c.set_outputs({c.emit1("cast", {c.input(0)}, cast_attrs_of(c, cast_target(c)))}); }
+
+void cast_like(ImportContext& c) {
+  c.set_outputs({c.emit1("cast", {c.input(0)}, cast_attrs_of(c, c.input(1)->dtype()))});
+}
 
 // Inference-mode dropout: y = x, mask all true. Training mode is random and
 // unsupported, except with ratio 0, where it is the identity too.
@@ -252,66 +266,95 @@ void dropout(ImportContext& c) {
   c.set_outputs(outs);
 }
 
-// Scale / zero point of a (de)quantization: a scalar, or a 1-D tensor along
-// `axis`, reshaped to [C, 1, ..., 1] so that it broadcasts.
-Value* along_axis(ImportContext& c, Value* v, int64_t axis, const Value* x, const char* what) {
+// Scale / zero point of a (de)quantization, made to broadcast against x: a
+// scalar as it is; a 1-D tensor along `axis` reshaped to [C, 1, ..., 1];
+// with `block_size` (opset 21+, blocked quantization) a tensor of x's rank
+// whose dim `axis` holds ceil(D / block_size) blocks, each value repeated
+// block_size times along that axis (and the last block cut to D).
+Value* along_axis(ImportContext& c, Value* v, int64_t axis, const Value* x, int64_t block_size, const char* what) {
   int rank = x->type().rank();
-  if (v->type().rank() == 0) return v;
-  if (v->type().rank() != 1)
-    c.unsupported("{} of rank {} (blocked quantization) is not supported", what, v->type().rank());
-  if (v->shape()[0] == 1 && rank == 0) return reshaped(c, v, {});
+  if (block_size < 0) c.fail("block_size {} is negative", block_size);
+  if (block_size == 0 && v->type().rank() == 0) return v;
   int a = static_cast<int>(axis < 0 ? axis + rank : axis);
+  if (block_size == 0) {
+    if (v->type().rank() != 1)
+      c.fail("{} has rank {}; without block_size it must be a scalar or 1-D", what, v->type().rank());
+    if (v->shape()[0] == 1) return reshaped(c, v, {});  // one value: per tensor, whatever the axis
+    if (a < 0 || a >= rank) c.fail("axis {} is out of range for an input of rank {}", axis, rank);
+    if (v->shape()[0] != x->shape()[a] && v->shape()[0] != 1)
+      c.fail("{} has {} values but axis {} of the input has {}", what, v->shape()[0], axis, x->shape()[a]);
+    Shape s(static_cast<size_t>(rank - a), 1);
+    s[0] = v->shape()[0];
+    return reshaped(c, v, s);
+  }
   if (a < 0 || a >= rank) c.fail("axis {} is out of range for an input of rank {}", axis, rank);
-  if (v->shape()[0] != x->shape()[a] && v->shape()[0] != 1)
-    c.fail("{} has {} values but axis {} of the input has {}", what, v->shape()[0], axis, x->shape()[a]);
-  Shape s(static_cast<size_t>(rank - a), 1);
-  s[0] = v->shape()[0];
-  return reshaped(c, v, s);
-}
-
-void check_block_size(ImportContext& c) {
-  if (c.attrs().get_int("block_size", 0) != 0)
-    c.unsupported("block_size {} (blocked quantization) is not supported", c.attrs().get_int("block_size", 0));
+  const Shape& xs = x->shape();
+  const Shape& vs = v->shape();
+  const int64_t blocks = (xs[a] + block_size - 1) / block_size;
+  Shape want = xs;
+  want[a] = blocks;
+  if (vs != want)
+    c.fail("{} has shape [{}]; with block_size {} along axis {} of an input [{}] it must be [{}]", what,
+           fmt::join(vs, ","), block_size, axis, fmt::join(xs, ","), fmt::join(want, ","));
+  Shape split = vs;  // [.., blocks, 1, ..] -> [.., blocks, block_size, ..] -> [.., blocks * block_size, ..]
+  split.insert(split.begin() + a + 1, 1);
+  Value* r = reshaped(c, v, split);
+  split[a + 1] = block_size;
+  AttrMap ea;
+  ea.set("shape", std::vector<int64_t>(split));
+  r = c.emit1("expand", {r}, ea);
+  Shape merged = vs;
+  merged[a] = blocks * block_size;
+  AttrMap ra;
+  ra.set("shape", std::vector<int64_t>(merged));
+  r = c.emit1("reshape", {r}, ra);
+  if (merged[a] != xs[a]) {
+    ops::SliceSpec sl = ops::canonical_slice(merged, {0}, {xs[a]}, {a}, {1});
+    AttrMap sa;
+    sa.set("starts", sl.starts);
+    sa.set("ends", sl.ends);
+    sa.set("steps", sl.steps);
+    r = c.emit1("slice", {r}, sa);
+  }
+  return r;
 }
 
 void quantize(ImportContext& c) {
-  check_block_size(c);
   Value* x = c.input(0);
   int64_t axis = c.attrs().get_int("axis", 1);
+  int64_t block_size = c.attrs().get_int("block_size", 0);
   DType q = DType::U8;
   if (c.attrs().has("output_dtype") && c.attrs().get_int("output_dtype", 0) != 0)
     q = dtype_from_onnx(static_cast<int>(c.attrs().get_int("output_dtype", 0)), c.label());
-  Value* zp;
+  Value* zp;  // an absent zero point is one scalar 0, whatever the scale's form
   if (c.has_input(2)) {
     zp = c.input(2);
     if (c.attrs().has("output_dtype") && c.attrs().get_int("output_dtype", 0) != 0 && zp->dtype() != q)
       c.fail("output_dtype {} differs from the zero point's dtype {}", dtype_name(q), dtype_name(zp->dtype()));
+    zp = along_axis(c, zp, axis, x, block_size, "zero point");
   } else {
     zp = c.constant(Tensor(q, {}), "zero_point");
   }
-  // `precision` (opset 23+): the type x / y_scale is computed in, by
-  // default y_scale's. kiln divides in f32 (f64 for f64 operands), exact
-  // for f32, f16 and bf16 scales; a coarser precision would round the
-  // quotient first, which kiln does not do.
+  AttrMap attrs;
+  // `saturate` (opset 19+) only matters for float8 outputs.
+  if (c.attrs().get_int("saturate", 1) == 0) attrs.set("saturate", int64_t(0));
+  // `precision` (opset 23+): the type x / y_scale is computed in.
   if (int64_t p = c.attrs().get_int("precision", 0); p != 0) {
     DType pd = dtype_from_onnx(static_cast<int>(p), c.label());
-    DType sd = c.input(1)->dtype();
-    if (pd != sd && pd != DType::F32 && pd != DType::F64)
-      c.unsupported("precision {} (coarser than the scale's {}) is not supported", dtype_name(pd), dtype_name(sd));
+    if (!is_float(pd)) c.fail("precision {} is not a floating type", dtype_name(pd));
+    attrs.set("precision", std::string(dtype_name(pd)));
   }
-  Value* scale = along_axis(c, c.input(1), axis, x, "scale");
-  zp = along_axis(c, zp, axis, x, "zero point");
-  // `saturate` (opset 19+) only affects float8 outputs, which kiln rejects.
-  c.set_outputs({c.emit1("quantize_linear", {x, scale, zp})});
+  Value* scale = along_axis(c, c.input(1), axis, x, block_size, "scale");
+  c.set_outputs({c.emit1("quantize_linear", {x, scale, zp}, attrs)});
 }
 
 void dequantize(ImportContext& c) {
-  check_block_size(c);
   Value* x = c.input(0);
   int64_t axis = c.attrs().get_int("axis", 1);
-  Value* zp = c.has_input(2) ? c.input(2) : c.constant(Tensor(x->dtype(), {}), "zero_point");
-  Value* scale = along_axis(c, c.input(1), axis, x, "scale");
-  zp = along_axis(c, zp, axis, x, "zero point");
+  int64_t block_size = c.attrs().get_int("block_size", 0);
+  Value* zp = c.has_input(2) ? along_axis(c, c.input(2), axis, x, block_size, "zero point")
+                             : c.constant(Tensor(x->dtype(), {}), "zero_point");
+  Value* scale = along_axis(c, c.input(1), axis, x, block_size, "scale");
   Value* y = c.emit1("dequantize_linear", {x, scale, zp});
   // `output_dtype` (opset 23+): the result's type, by default the scale's.
   if (int64_t od = c.attrs().get_int("output_dtype", 0); od != 0) {

@@ -164,6 +164,7 @@ void register_preview(AdapterTable& t);   // adapters_preview.cpp: domain ai.onn
 // The adapter table's key of op `op_type` of domain ai.onnx.preview.
 std::string preview_adapter_key(const std::string& op_type);
 void register_control_flow(AdapterTable& t);
+void register_low_bit(AdapterTable& t);  // adapters_low_bit.cpp
 }  // namespace adapters
 
 }  // namespace kiln

@@ -12,6 +12,7 @@
 #include "frontend/safe_path.h"
 #include "ir/error.h"
 #include "ir/limits.h"
+#include "ir/low_bit.h"
 
 namespace kiln {
 
@@ -52,7 +53,8 @@ DType dtype_from_onnx(int elem_type, const std::string& context) {
     case TP::UNDEFINED:
       fail("{}: tensor element type is undefined", context);
     default: {
-      // Types newer than Debian's onnx.proto knows, named as onnx 1.23 does.
+      // Types newer than Debian's onnx.proto knows, by their onnx 1.23 numbers.
+      if (std::optional<DType> t = low_bit_dtype_from_onnx(elem_type)) return *t;
       static const char* const low_bit[] = {"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
                                             "uint4",        "int4",           "float4e2m1", "float8e8m0",
                                             "uint2",        "int2",           "float6e2m3", "float6e3m2"};
@@ -92,8 +94,32 @@ int dtype_to_onnx(DType t) {
       return TP::UINT64;
     case DType::Bool:
       return TP::BOOL;
+    default:
+      return low_bit_dtype_to_onnx(t);
   }
-  return TP::UNDEFINED;
+}
+
+namespace {
+
+// ONNX's numbers for the low-bit types (onnx.proto's TensorProto.DataType;
+// Debian's older onnx_pb.h has no names for them).
+constexpr std::pair<int, DType> kLowBitOnnx[] = {
+    {17, DType::F8E4M3FN}, {18, DType::F8E4M3FNUZ}, {19, DType::F8E5M2}, {20, DType::F8E5M2FNUZ}, {21, DType::U4},
+    {22, DType::I4},       {23, DType::F4E2M1},     {24, DType::F8E8M0}, {25, DType::U2},         {26, DType::I2},
+};
+
+}  // namespace
+
+std::optional<DType> low_bit_dtype_from_onnx(int elem_type) {
+  for (auto [n, t] : kLowBitOnnx)
+    if (n == elem_type) return t;
+  return std::nullopt;
+}
+
+int low_bit_dtype_to_onnx(DType t) {
+  for (auto [n, d] : kLowBitOnnx)
+    if (d == t) return n;
+  return 0;
 }
 
 namespace {
@@ -200,6 +226,39 @@ void check_one_storage(const onnx::TensorProto& p, const std::string& ctx) {
     fail("{}: the tensor holds its values twice ({} and {}); ONNX allows one data field", ctx, fields[0], fields[1]);
 }
 
+// A low-bit tensor: raw_data (or external data) holds the packed bytes;
+// int32_data one packed byte per value for the sub-byte types, one code per
+// value for the 8-bit floats (as onnx.helper.make_tensor writes them).
+Tensor low_bit_from_proto(const onnx::TensorProto& p, const TensorType& type, const std::string& base_dir,
+                          const std::string& ctx) {
+  const DType dt = type.dtype;
+  const int64_t numel = type.numel();
+  const int64_t want = packed_low_bit_bytes(dt, numel);
+  std::string bytes;
+  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
+    Tensor packed = read_external(p, TensorType(DType::U8, {want}), base_dir, ctx);
+    bytes.assign(static_cast<const char*>(packed.raw()), static_cast<size_t>(want));
+  } else if (p.has_raw_data()) {
+    if (static_cast<int64_t>(p.raw_data().size()) != want)
+      fail("{}: raw_data has {} bytes but {} (packed {} bits per value) needs {}", ctx, p.raw_data().size(), type.str(),
+           low_bit_width(dt), want);
+    bytes = p.raw_data();
+  } else {
+    if (numel != 0 && p.int32_data_size() != want)
+      fail("{}: int32_data holds {} values but {} needs {} (packed {} bits per value)", ctx, p.int32_data_size(),
+           type.str(), want, low_bit_width(dt));
+    bytes.resize(static_cast<size_t>(numel == 0 ? 0 : want));
+    for (int64_t i = 0; i < static_cast<int64_t>(bytes.size()); ++i) {
+      int32_t v = p.int32_data(static_cast<int>(i));
+      if (v < 0 || v > 255) fail("{}: int32_data[{}] = {} is not a byte of {} data", ctx, i, v, dtype_name(dt));
+      bytes[i] = static_cast<char>(v);
+    }
+  }
+  Tensor t(type);
+  if (numel) unpack_low_bit(dt, reinterpret_cast<const uint8_t*>(bytes.data()), numel, static_cast<uint8_t*>(t.raw()));
+  return t;
+}
+
 }  // namespace
 
 Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir, const std::string& ctx) {
@@ -211,6 +270,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
     if (d < 0) fail("{}: negative dimension {}", ctx, d);
   // Sizes are checked (overflow, the per-tensor limit) before allocating.
   int64_t numel = check_tensor_bytes(TensorType(dt, shape), ctx) / int64_t(dtype_size(dt));
+  if (is_low_bit(dt)) return low_bit_from_proto(p, TensorType(dt, shape), base_dir, ctx);
   if (p.data_location() == onnx::TensorProto::EXTERNAL) return read_external(p, TensorType(dt, shape), base_dir, ctx);
   if (p.has_raw_data()) {
     const std::string& raw = p.raw_data();
@@ -261,6 +321,12 @@ onnx::TensorProto tensor_to_proto(const Tensor& t, const std::string& name) {
   p.set_name(name);
   p.set_data_type(dtype_to_onnx(t.dtype()));
   for (int64_t d : t.shape()) p.add_dims(d);
+  if (is_low_bit(t.dtype())) {  // packed as ONNX stores sub-byte types
+    std::string packed(static_cast<size_t>(packed_low_bit_bytes(t.dtype(), t.numel())), '\0');
+    pack_low_bit(t.dtype(), static_cast<const uint8_t*>(t.raw()), t.numel(), reinterpret_cast<uint8_t*>(packed.data()));
+    p.set_raw_data(std::move(packed));
+    return p;
+  }
   p.set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
   return p;
 }

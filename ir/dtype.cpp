@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 namespace kiln {
 
@@ -13,11 +14,31 @@ struct Info {
   size_t size;
 };
 constexpr Info kInfo[] = {
-    {DType::F32, "f32", 4},   {DType::F16, "f16", 2}, {DType::BF16, "bf16", 2}, {DType::F64, "f64", 8},
-    {DType::I8, "i8", 1},     {DType::I16, "i16", 2}, {DType::I32, "i32", 4},   {DType::I64, "i64", 8},
-    {DType::U8, "u8", 1},     {DType::U16, "u16", 2}, {DType::U32, "u32", 4},   {DType::U64, "u64", 8},
+    {DType::F32, "f32", 4},
+    {DType::F16, "f16", 2},
+    {DType::BF16, "bf16", 2},
+    {DType::F64, "f64", 8},
+    {DType::I8, "i8", 1},
+    {DType::I16, "i16", 2},
+    {DType::I32, "i32", 4},
+    {DType::I64, "i64", 8},
+    {DType::U8, "u8", 1},
+    {DType::U16, "u16", 2},
+    {DType::U32, "u32", 4},
+    {DType::U64, "u64", 8},
     {DType::Bool, "bool", 1},
+    {DType::F8E4M3FN, "f8e4m3fn", 1},
+    {DType::F8E4M3FNUZ, "f8e4m3fnuz", 1},
+    {DType::F8E5M2, "f8e5m2", 1},
+    {DType::F8E5M2FNUZ, "f8e5m2fnuz", 1},
+    {DType::F8E8M0, "f8e8m0", 1},
+    {DType::F4E2M1, "f4e2m1", 1},
+    {DType::I4, "i4", 1},
+    {DType::U4, "u4", 1},
+    {DType::I2, "i2", 1},
+    {DType::U2, "u2", 1},
 };
+static_assert(std::size(kInfo) == kNumDTypes);
 }  // namespace
 
 size_t dtype_size(DType t) { return kInfo[static_cast<int>(t)].size; }
@@ -32,6 +53,9 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64; }
 bool is_signed_int(DType t) { return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64; }
 bool is_unsigned_int(DType t) { return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64; }
+bool is_low_bit(DType t) { return t >= DType::F8E4M3FN; }
+bool is_low_bit_float(DType t) { return t >= DType::F8E4M3FN && t <= DType::F4E2M1; }
+bool is_low_bit_int(DType t) { return t >= DType::I4; }
 
 float half_to_float(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16;

@@ -22,8 +22,21 @@ enum class DType : uint8_t {
   U32,
   U64,
   Bool,
+  // ONNX's low-bit types: storage types, one element per byte in kiln
+  // (ir/low_bit.h): cast, (de)quantization and data movement take them, the
+  // arithmetic ops do not.
+  F8E4M3FN,
+  F8E4M3FNUZ,
+  F8E5M2,
+  F8E5M2FNUZ,
+  F8E8M0,
+  F4E2M1,
+  I4,
+  U4,
+  I2,
+  U2,
 };
-inline constexpr int kNumDTypes = 13;
+inline constexpr int kNumDTypes = 23;
 
 size_t dtype_size(DType t);
 std::string_view dtype_name(DType t);  // "f32", "bf16", "i64", "bool", ...
@@ -32,6 +45,14 @@ bool is_float(DType t);
 bool is_signed_int(DType t);
 bool is_unsigned_int(DType t);
 inline bool is_int(DType t) { return is_signed_int(t) || is_unsigned_int(t); }
+// The low-bit types, outside is_float / is_int on purpose: an op takes them
+// only where it says so.
+bool is_low_bit(DType t);
+bool is_low_bit_float(DType t);  // f8*, f4e2m1
+bool is_low_bit_int(DType t);    // i4, u4, i2, u2
+// Values of this dtype are computed on as floating point (expressions, the
+// reference's lanes): the floats and the low-bit floats.
+inline bool computes_as_float(DType t) { return is_float(t) || is_low_bit_float(t); }
 
 // IEEE binary16 and bfloat16 <-> float, round to nearest even; NaN stays NaN.
 float half_to_float(uint16_t h);
@@ -69,7 +90,18 @@ decltype(auto) dispatch_storage(DType t, F&& f) {
     case DType::U64:
       return f(uint64_t{});
     case DType::Bool:
+    case DType::F8E4M3FN:
+    case DType::F8E4M3FNUZ:
+    case DType::F8E5M2:
+    case DType::F8E5M2FNUZ:
+    case DType::F8E8M0:
+    case DType::F4E2M1:
+    case DType::U4:
+    case DType::U2:
       return f(uint8_t{});
+    case DType::I4:
+    case DType::I2:
+      return f(int8_t{});
   }
   return f(float{});
 }

@@ -13,7 +13,7 @@ std::string_view expr_op_name(ExprOp op) {
       "sign",  "sin",   "cos", "tan",    "asin",   "acos",   "atan",     "sinh",     "cosh",   "tanh", "asinh",
       "acosh", "atanh", "erf", "not",    "bitnot", "isnan",  "isposinf", "isneginf", "add",    "sub",  "mul",
       "div",   "pow",   "max", "min",    "mod",    "fmod",   "eq",       "lt",       "le",     "gt",   "ge",
-      "and",   "or",    "xor", "bitand", "bitor",  "bitxor", "shl",      "shr",      "select", "cast"};
+      "and",   "or",    "xor", "bitand", "bitor",  "bitxor", "shl",      "shr",      "select", "cast", "bitcast"};
   return names[static_cast<int>(op)];
 }
 
@@ -30,6 +30,9 @@ std::string Expr::str() const {
         break;
       case ExprOp::Cast:
         s[i] = fmt::format("{}({})", dtype_name(n.dtype), s[n.a]);
+        break;
+      case ExprOp::BitCast:
+        s[i] = fmt::format("bitcast<{}>({})", dtype_name(n.dtype), s[n.a]);
         break;
       case ExprOp::Select:
         s[i] = fmt::format("({} ? {} : {})", s[n.a], s[n.b], s[n.c]);
@@ -81,9 +84,17 @@ E ExprBuilder::binary(ExprOp op, E a, E b) {
 
 E ExprBuilder::select(E cond, E a, E b) { return push({ExprOp::Select, a.dtype, cond.id, a.id, b.id}); }
 
-E ExprBuilder::cast(E a, DType to) {
+E ExprBuilder::cast(E a, DType to, bool saturate, int round_mode) {
   if (a.dtype == to) return a;
-  return push({ExprOp::Cast, to, a.id});
+  ExprNode n{ExprOp::Cast, to, a.id};
+  n.saturate = saturate;
+  n.round_mode = static_cast<uint8_t>(round_mode);
+  return push(n);
+}
+
+E ExprBuilder::bitcast(E a, DType to) {
+  if (a.dtype == to) return a;
+  return push({ExprOp::BitCast, to, a.id});
 }
 
 Expr ExprBuilder::finish(E result, DType out) {

@@ -79,6 +79,8 @@ enum class ExprOp : uint8_t {
   Select,
   // conversion to the node's dtype
   Cast,
+  // the operand's stored bits read as the node's dtype (same bit width)
+  BitCast,
 };
 
 std::string_view expr_op_name(ExprOp op);
@@ -89,6 +91,10 @@ struct ExprNode {
   int a = -1, b = -1, c = -1;  // operand node indices
   int input = -1;              // for Input
   double value = 0;            // for Const
+  // For a Cast to a low-bit float: ONNX Cast's `saturate` and, for
+  // f8e8m0, its round_mode (ir/low_bit.h E8M0Round).
+  bool saturate = true;
+  uint8_t round_mode = 0;
 };
 
 // A DAG of ExprNodes in evaluation order; the last node is the result.
@@ -122,7 +128,8 @@ class ExprBuilder {
   // Arithmetic result has a's dtype; comparisons and logic give bool.
   E binary(ExprOp op, E a, E b);
   E select(E cond, E a, E b);
-  E cast(E a, DType to);
+  E cast(E a, DType to, bool saturate = true, int round_mode = 0);
+  E bitcast(E a, DType to);
 
   E add(E a, E b) { return binary(ExprOp::Add, a, b); }
   E sub(E a, E b) { return binary(ExprOp::Sub, a, b); }

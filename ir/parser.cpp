@@ -16,6 +16,7 @@
 #include <map>
 
 #include "ir/error.h"
+#include "ir/low_bit.h"
 #include "ir/text_format.h"
 
 namespace kiln {
@@ -352,6 +353,20 @@ class Parser {
         return;
       default:
         break;
+    }
+    if (is_low_bit_float(dt)) {  // printed values are exact: one the type cannot hold is an error
+      float v = parse_float<float>(e);
+      uint8_t code = low_bit_code_of(dt, v);
+      float back = low_bit_to_float(dt, code);
+      if (std::isnan(v) ? !std::isnan(back) : back != v)
+        error(e, fmt::format("{} is not a {} value", describe(e), dtype_name(dt)));
+      t.data<uint8_t>()[i] = code;
+      return;
+    }
+    if (is_low_bit_int(dt)) {
+      auto [lo, hi] = low_bit_int_range(dt);
+      t.data<uint8_t>()[i] = static_cast<uint8_t>(range(lo, static_cast<uint64_t>(hi)));
+      return;
     }
     dispatch_storage(dt, [&](auto z) {
       using I = decltype(z);

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "ir/error.h"
+#include "ir/low_bit.h"
 #include "ir/text_format.h"
 
 namespace kiln {
@@ -36,6 +37,7 @@ std::string element_repr(const Tensor& t, int64_t i) {
     case DType::U64:
       return std::to_string(t.data<uint64_t>()[i]);
     default:
+      if (is_low_bit_float(t.dtype())) return float_repr(low_bit_to_float(t.dtype(), t.data<uint8_t>()[i]));
       return std::to_string(t.get_int(i));
   }
 }
@@ -46,7 +48,7 @@ bool same_element(const Tensor& t, int64_t i, int64_t j) {
   size_t w = dtype_size(t.dtype());
   const uint8_t* p = static_cast<const uint8_t*>(t.raw());
   if (std::memcmp(p + i * w, p + j * w, w) == 0) return true;
-  if (!is_float(t.dtype())) return false;
+  if (!computes_as_float(t.dtype())) return false;
   return std::isnan(t.get_double(i)) && std::isnan(t.get_double(j));
 }
 

@@ -6,6 +6,7 @@
 
 #include "ir/error.h"
 #include "ir/limits.h"
+#include "ir/low_bit.h"
 
 namespace kiln {
 
@@ -49,6 +50,9 @@ Tensor Tensor::scalar(DType dtype, double v) {
 namespace {
 template <typename T>
 double load_double(DType dt, const T* p) {
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    if (is_low_bit_float(dt)) return low_bit_to_float(dt, *p);
+  }
   if constexpr (std::is_same_v<T, uint16_t>) {
     if (dt == DType::F16) return half_to_float(*p);
     if (dt == DType::BF16) return bf16_to_float(*p);
@@ -70,6 +74,15 @@ void store_double(DType dt, T* p, double v) {
   if constexpr (std::is_integral_v<T>) {
     if (dt == DType::Bool) {
       *p = v != 0;
+      return;
+    }
+    // Low-bit types as ONNX's Cast makes them (saturating float8).
+    if (is_low_bit_float(dt)) {
+      *p = static_cast<T>(low_bit_code_of(dt, static_cast<float>(round_to_low_bit(dt, v))));
+      return;
+    }
+    if (is_low_bit_int(dt)) {
+      *p = static_cast<T>(float_to_low_bit_int(dt, v));
       return;
     }
     // A double outside T's range converts with undefined behaviour in C++;
@@ -108,7 +121,8 @@ int64_t Tensor::get_int(int64_t i) const {
   return dispatch_storage(dtype(), [&](auto z) -> int64_t {
     using T = decltype(z);
     if constexpr (std::is_integral_v<T>) {
-      if (dtype() != DType::F16 && dtype() != DType::BF16) return static_cast<int64_t>(data<T>()[i]);
+      if (dtype() != DType::F16 && dtype() != DType::BF16 && !is_low_bit_float(dtype()))
+        return static_cast<int64_t>(data<T>()[i]);
     }
     return static_cast<int64_t>(load_double(dtype(), data<T>() + i));
   });
@@ -129,7 +143,11 @@ void Tensor::set_int(int64_t i, int64_t v) {
         data<T>()[i] = v != 0;
         return;
       }
-      if (dtype() != DType::F16 && dtype() != DType::BF16) {
+      if (is_low_bit_int(dtype())) {
+        data<T>()[i] = static_cast<T>(wrap_low_bit_int(dtype(), v));
+        return;
+      }
+      if (dtype() != DType::F16 && dtype() != DType::BF16 && !is_low_bit_float(dtype())) {
         data<T>()[i] = static_cast<T>(v);
         return;
       }
@@ -159,7 +177,7 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::cast(DType to) const {
   Tensor t(to, shape());
-  bool int_path = !is_float(dtype()) && !is_float(to);
+  bool int_path = !computes_as_float(dtype()) && !computes_as_float(to);
   for (int64_t i = 0; i < numel_; ++i) {
     if (int_path) t.set_int(i, get_int(i));
     else t.set_double(i, get_double(i));

@@ -43,6 +43,8 @@ const char* npy_descr(DType t) {
       return "|b1";
     case DType::BF16:
       return nullptr;
+    default:
+      return nullptr;  // the low-bit types: numpy has no dtype for them (ml_dtypes is not numpy)
   }
   return nullptr;
 }

@@ -11,6 +11,7 @@ void require_kinds(InferContext& c, int i, unsigned kinds) {
   unsigned k = is_float(t)          ? kFloatKind
                : is_signed_int(t)   ? kSignedKind
                : is_unsigned_int(t) ? kUnsignedKind
+               : is_low_bit(t)      ? kLowBitKind
                                     : kBoolKind;
   if (k & kinds) return;
   std::string want;
@@ -23,6 +24,7 @@ void require_kinds(InferContext& c, int i, unsigned kinds) {
   add(kSignedKind, "signed integer");
   add(kUnsignedKind, "unsigned integer");
   add(kBoolKind, "bool");
+  add(kLowBitKind, "low-bit");
   c.unsupported("operand {} has dtype {}; kiln's {} takes {} dtypes only", i, dtype_name(t), c.op(), want);
 }
 

@@ -20,6 +20,9 @@ enum DTypeKinds : unsigned {
   kSignedKind = 2,
   kUnsignedKind = 4,
   kBoolKind = 8,
+  // The low-bit storage types (f8*, f4e2m1, i4, u4, i2, u2): not part of
+  // kAnyKind, an op takes them only by naming this kind.
+  kLowBitKind = 16,
   kIntKinds = kSignedKind | kUnsignedKind,
   kSignedNumeric = kFloatKind | kSignedKind,
   kNumeric = kFloatKind | kIntKinds,

@@ -14,6 +14,8 @@ void register_normalization_ops(
     OpRegistry& r);  // normalization_ops.cpp: softmax family, batch/layer/instance/group norm, lrn, losses
 void register_nn_ops(OpRegistry& r);      // nn_ops.cpp: conv, conv_transpose, pooling, resize, depth/space
 void register_linalg_ops(OpRegistry& r);  // linalg_ops.cpp: matmul, gemm, einsum, quantized matmul/conv
-void register_misc_ops(OpRegistry& r);    // misc_ops.cpp: identity, range, rnn family, ...
+void register_misc_ops(OpRegistry& r);
+void register_bitcast_op(
+    OpRegistry& r);  // bitcast_op.cpp: bitcast (ONNX BitCast)    // misc_ops.cpp: identity, range, rnn family, ...
 
 }  // namespace kiln::ops

@@ -142,6 +142,8 @@ CombineFn combiner_for(DType t) {
       return combine_plain<uint64_t, R>;
     case DType::Bool:
       return combine_bool<R>;
+    default:
+      return nullptr;  // low-bit types: inference refuses a reduction on them
   }
   return nullptr;
 }

@@ -14,7 +14,12 @@ namespace kiln::ops::index {
 
 namespace {
 
-void check_reduction(InferContext& c) { parse_reduction(c, c.attrs().get_string("reduction", "none")); }
+void check_reduction(InferContext& c) {
+  std::string r = c.attrs().get_string("reduction", "none");
+  parse_reduction(c, r);
+  if (r != "none" && is_low_bit(c.dtype(0)))
+    c.unsupported("reduction \"{}\" on {} data is not supported", r, dtype_name(c.dtype(0)));
+}
 
 void check_updates_dtype(InferContext& c) {
   if (c.dtype(2) != c.dtype(0)) c.fail("updates are {} but data is {}", dtype_name(c.dtype(2)), dtype_name(c.dtype(0)));

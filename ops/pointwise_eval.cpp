@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "ir/low_bit.h"
 #include "ir/shape_utils.h"
 
 namespace kiln {
@@ -20,7 +21,9 @@ void load_lanes(const Tensor& t, const int64_t* offsets, int64_t len, double* fl
   dispatch_storage(dt, [&](auto z) {
     using T = decltype(z);
     const T* p = t.data<T>();
-    if (dt == DType::F16) {
+    if (is_low_bit_float(dt)) {
+      for (int64_t j = 0; j < len; ++j) fl[j] = low_bit_to_float(dt, static_cast<uint8_t>(p[offsets[j]]));
+    } else if (dt == DType::F16) {
       for (int64_t j = 0; j < len; ++j) fl[j] = half_to_float(static_cast<uint16_t>(p[offsets[j]]));
     } else if (dt == DType::BF16) {
       for (int64_t j = 0; j < len; ++j) fl[j] = bf16_to_float(static_cast<uint16_t>(p[offsets[j]]));
@@ -37,7 +40,9 @@ void store_lanes(Tensor& t, int64_t start, int64_t len, const double* fl, const 
   dispatch_storage(dt, [&](auto z) {
     using T = decltype(z);
     T* p = t.data<T>() + start;
-    if (dt == DType::F16) {
+    if (is_low_bit_float(dt)) {  // values a Cast already rounded: exact
+      for (int64_t j = 0; j < len; ++j) p[j] = static_cast<T>(low_bit_code_of(dt, static_cast<float>(fl[j])));
+    } else if (dt == DType::F16) {
       for (int64_t j = 0; j < len; ++j) p[j] = float_to_half(static_cast<float>(fl[j]));
     } else if (dt == DType::BF16) {
       for (int64_t j = 0; j < len; ++j) p[j] = float_to_bf16(static_cast<float>(fl[j]));
@@ -63,7 +68,8 @@ float to_float_odd(double v) {
 
 // Rounds a double to what the dtype can hold (casts inside an expression must
 // lose precision exactly as a real cast would), with a single rounding.
-double round_to(DType t, double v) {
+double round_to(DType t, double v, bool saturate = true, E8M0Round mode = E8M0Round::Up) {
+  if (is_low_bit_float(t)) return round_to_low_bit(t, v, saturate, mode);
   switch (t) {
     case DType::F32:
       return static_cast<float>(v);
@@ -77,6 +83,7 @@ double round_to(DType t, double v) {
 }
 
 int64_t wrap_int(DType t, int64_t v) {
+  if (is_low_bit_int(t)) return wrap_low_bit_int(t, v);
   switch (t) {
     case DType::I8:
       return static_cast<int8_t>(v);
@@ -107,6 +114,7 @@ int64_t float_to_int(double v) {
 // Float to an integer dtype as a cast does: truncation toward zero,
 // saturating at the dtype's range, NaN to 0 (what CUDA's cvt.rzi does).
 int64_t float_to_dtype(DType t, double v) {
+  if (is_low_bit_int(t)) return float_to_low_bit_int(t, v);  // wraps, as ml_dtypes' astype
   if (std::isnan(v)) return 0;
   switch (t) {
     case DType::I8:
@@ -157,6 +165,51 @@ int64_t py_mod_int(int64_t a, int64_t b) {
   return r;
 }
 
+// A lane's value as the bits its dtype stores (BitCast's source), and bits
+// read back as a dtype's lane value (its target). Floats travel through
+// double lanes: a NaN stays a NaN of the same sign, but a signaling NaN's
+// payload is quieted on the way (as the hardware's float conversions do).
+uint64_t stored_bits(DType t, double f, int64_t i) {
+  switch (t) {
+    case DType::F32:
+      return std::bit_cast<uint32_t>(static_cast<float>(f));
+    case DType::F64:
+      return std::bit_cast<uint64_t>(f);
+    case DType::F16: {  // a NaN keeps its sign and payload bits (half_to_float put them there)
+      const uint32_t u = std::bit_cast<uint32_t>(static_cast<float>(f));
+      if (!std::isnan(f)) return float_to_half(static_cast<float>(f));
+      const uint32_t m = (u >> 13) & 0x3ffu;
+      return ((u >> 16) & 0x8000u) | 0x7c00u | (m ? m : 0x200u);
+    }
+    case DType::BF16:
+      return float_to_bf16(static_cast<float>(f));
+    default:
+      if (is_low_bit_float(t)) return low_bit_code_of(t, static_cast<float>(f));
+      if (dtype_size(t) == 8) return static_cast<uint64_t>(i);
+      return static_cast<uint64_t>(i) & ((uint64_t(1) << (is_low_bit(t) ? low_bit_width(t) : 8 * dtype_size(t))) - 1);
+  }
+}
+
+void from_bits(DType t, uint64_t b, double* f, int64_t* i) {
+  switch (t) {
+    case DType::F32:
+      *f = std::bit_cast<float>(static_cast<uint32_t>(b));
+      return;
+    case DType::F64:
+      *f = std::bit_cast<double>(b);
+      return;
+    case DType::F16:
+      *f = half_to_float(static_cast<uint16_t>(b));
+      return;
+    case DType::BF16:
+      *f = bf16_to_float(static_cast<uint16_t>(b));
+      return;
+    default:
+      if (is_low_bit_float(t)) *f = low_bit_to_float(t, static_cast<uint8_t>(b));
+      else *i = wrap_int(t, static_cast<int64_t>(b));
+  }
+}
+
 double fmax_nan(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NAN : (a > b ? a : b); }
 double fmin_nan(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NAN : (a < b ? a : b); }
 
@@ -178,7 +231,7 @@ void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Ten
   std::vector<std::vector<int64_t>> il(nn);
   std::vector<bool> isf(nn);
   for (int k = 0; k < nn; ++k) {
-    isf[k] = is_float(e.nodes[k].dtype);
+    isf[k] = computes_as_float(e.nodes[k].dtype);
     if (isf[k]) fl[k].resize(kChunk);
     else il[k].resize(kChunk);
   }
@@ -260,7 +313,7 @@ void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Ten
         case ExprOp::Input: {
           const Tensor* t = inputs.at(nd.input);
           KILN_CHECK(t, "expr reads absent input {}", nd.input);
-          if (is_float(t->dtype()) == f) {
+          if (computes_as_float(t->dtype()) == f) {
             load_lanes(*t, offsets[nd.input].data(), len, F, I);
           } else {  // the expression reads the operand in another kind
             std::vector<double> tf(len);
@@ -466,7 +519,7 @@ void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Ten
               if (!isf[nd.a] && nd.dtype == DType::F32)  // one rounding from a 64-bit integer
                 F[j] = e.nodes[nd.a].dtype == DType::U64 ? double(float(uint64_t(il[nd.a][j])))
                                                          : double(float(il[nd.a][j]));
-              else F[j] = round_to(nd.dtype, fa(nd.a, j));
+              else F[j] = round_to(nd.dtype, fa(nd.a, j), nd.saturate, static_cast<E8M0Round>(nd.round_mode));
             } else if (nd.dtype == DType::Bool) {
               I[j] = isf[nd.a] ? fl[nd.a][j] != 0 : il[nd.a][j] != 0;
             } else if (isf[nd.a]) {
@@ -475,6 +528,12 @@ void eval_pointwise(const Expr& e, const std::vector<const Tensor*>& inputs, Ten
               I[j] = wrap_int(nd.dtype, il[nd.a][j]);
             }
           }
+          break;
+        case ExprOp::BitCast:
+          for (int64_t j = 0; j < len; ++j)
+            from_bits(nd.dtype,
+                      stored_bits(e.nodes[nd.a].dtype, isf[nd.a] ? fl[nd.a][j] : 0, isf[nd.a] ? 0 : il[nd.a][j]),
+                      f ? &F[j] : nullptr, f ? nullptr : &I[j]);
           break;
       }
       // Floating nodes below f64 compute at float precision, as generated

@@ -1,7 +1,7 @@
 // Quantized linear algebra: matmul_integer, qlinear_matmul, conv_integer,
 // qlinear_conv, dynamic_quantize_linear. Integer products accumulate exactly
 // (int64) after zero points are subtracted; requantization follows the ONNX
-// reference: multiplier = x_scale * w_scale / y_scale in f32, product in
+// reference: multiplier = x_scale * w_scale / y_scale in the scales' type, product in
 // double, round half to even, add the output zero point, saturate.
 #include <algorithm>
 #include <cmath>
@@ -108,11 +108,15 @@ OpDef qlinear_matmul_op() {
     require_8bit(c, 7, "y_zero_point");
     MatmulDims m = infer_matmul_dims(c, 0, 3);
     int64_t rows = m.a_vec ? 1 : m.M, cols = m.b_vec ? 1 : m.N;
-    check_param(c, 1, "a_scale", rows, "row of a", DType::F32);
+    // The scales share one type (T1 of QLinearMatMul-21): f32, f16 or bf16.
+    DType st = c.dtype(1);
+    if (st != DType::F32 && st != DType::F16 && st != DType::BF16)
+      c.unsupported("a_scale (operand 1) is {}; kiln's {} takes f32, f16 or bf16 scales", dtype_name(st), c.op());
+    check_param(c, 1, "a_scale", rows, "row of a", st);
     check_param(c, 2, "a_zero_point", rows, "row of a", c.dtype(0));
-    check_param(c, 4, "b_scale", cols, "column of b", DType::F32);
+    check_param(c, 4, "b_scale", cols, "column of b", st);
     check_param(c, 5, "b_zero_point", cols, "column of b", c.dtype(3));
-    check_param(c, 6, "y_scale", rows, "row of y", DType::F32);
+    check_param(c, 6, "y_scale", rows, "row of y", st);
     check_param(c, 7, "y_zero_point", rows, "row of y", std::nullopt);
     return std::vector<TensorType>{TensorType(c.dtype(7), m.out)};
   };
@@ -122,10 +126,18 @@ OpDef qlinear_matmul_op() {
     std::vector<float> as = float_param(ctx, 1), bs = float_param(ctx, 4), ys = float_param(ctx, 6);
     Param yzp = param(ctx, 7);
     Tensor& out = ctx.out();
+    // The multiplier in the scales' type, rounded after each step (numpy's
+    // f16 * f16 is f16); exact in float before that rounding.
+    const DType st = ctx.in(1).dtype();
+    auto round = [st](float v) {
+      if (st == DType::F16) return half_to_float(float_to_half(v));
+      if (st == DType::BF16) return bf16_to_float(float_to_bf16(v));
+      return v;
+    };
     std::vector<int64_t> r(acc.size());
     for (size_t i = 0; i < acc.size(); ++i) {
       int64_t row = (int64_t(i) / m.N) % m.M, col = int64_t(i) % m.N;
-      float mult = fat(as, row) * fat(bs, col) / fat(ys, row);
+      float mult = round(round(fat(as, row) * fat(bs, col)) / fat(ys, row));
       r[i] = requantize(double(acc[i]) * double(mult) + yzp.at(row), out.dtype());
     }
     store_all(out, r);

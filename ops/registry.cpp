@@ -16,6 +16,7 @@ const OpRegistry& op_registry() {
     ops::register_nn_ops(r);
     ops::register_linalg_ops(r);
     ops::register_misc_ops(r);
+    ops::register_bitcast_op(r);
     return r;
   }();
   return registry;

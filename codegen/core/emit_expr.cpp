@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ir/error.h"
+#include "ir/low_bit.h"
 
 namespace kiln::codegen {
 
@@ -18,7 +19,38 @@ constexpr std::string_view kPrelude =
 #include "expr_prelude.inc"
     ;
 
-bool is_floatish(DType t) { return is_float(t); }
+// ir/low_bit_codec.cuh (the reference's low-bit conversions), embedded at build time.
+constexpr std::string_view kLowBitCodec =
+#include "low_bit_codec.inc"
+    ;
+
+bool is_floatish(DType t) { return computes_as_float(t); }
+
+// The codec's function suffix for a low-bit float dtype.
+std::string_view low_bit_suffix(DType t) {
+  switch (t) {
+    case DType::F8E4M3FN:
+      return "f8e4m3fn";
+    case DType::F8E4M3FNUZ:
+      return "f8e4m3fnuz";
+    case DType::F8E5M2:
+      return "f8e5m2";
+    case DType::F8E5M2FNUZ:
+      return "f8e5m2fnuz";
+    case DType::F8E8M0:
+      return "f8e8m0";
+    case DType::F4E2M1:
+      return "f4e2m1";
+    default:
+      fail("codegen: {} is not a low-bit float", dtype_name(t));
+  }
+}
+
+// `x` (a float) encoded as dtype t's code, ONNX Cast's rules.
+std::string low_bit_encode(DType t, const std::string& x, bool saturate, int round_mode) {
+  if (t == DType::F8E8M0) return fmt::format("kiln_to_f8e8m0({}, {}, {})", x, saturate ? "true" : "false", round_mode);
+  return fmt::format("kiln_to_{}({}, {})", low_bit_suffix(t), x, saturate ? "true" : "false");
+}
 
 // A double constant as a CUDA expression of type `float` or `double`, exact
 // (bit pattern), NaN and infinities included.
@@ -34,6 +66,7 @@ std::string int_literal(int64_t v) {
 
 // The reference's float_to_dtype, applied to constants at emit time.
 int64_t const_to_int(DType t, double v) {
+  if (is_low_bit_int(t)) return float_to_low_bit_int(t, v);
   if (std::isnan(v)) return 0;
   auto clamp = [&](double lo, double hi) { return static_cast<int64_t>(std::clamp(std::trunc(v), lo, hi)); };
   switch (t) {
@@ -65,6 +98,14 @@ int64_t const_to_int(DType t, double v) {
 // `x` (a long long) wrapped to an integer dtype, as the reference's wrap_int.
 std::string wrap(DType t, const std::string& x) {
   switch (t) {
+    case DType::I4:
+      return fmt::format("(((long long)({}) & 15LL) ^ 8LL) - 8LL", x);
+    case DType::U4:
+      return fmt::format("((long long)({}) & 15LL)", x);
+    case DType::I2:
+      return fmt::format("(((long long)({}) & 3LL) ^ 2LL) - 2LL", x);
+    case DType::U2:
+      return fmt::format("((long long)({}) & 3LL)", x);
     case DType::I8:
       return fmt::format("(long long)(signed char)({})", x);
     case DType::I16:
@@ -86,6 +127,7 @@ std::string wrap(DType t, const std::string& x) {
 
 // A floating value converted to an integer dtype (float_to_dtype).
 std::string float_to_dtype(DType t, const std::string& x) {
+  if (is_low_bit_int(t)) return wrap(t, fmt::format("kiln_f2ll_wrap({})", x));
   switch (t) {
     case DType::I8:
       return fmt::format("kiln_f2i({}, -128.0, 127.0)", x);
@@ -108,11 +150,55 @@ std::string float_to_dtype(DType t, const std::string& x) {
   }
 }
 
+// BitCast: a value of the compute type as the bits its dtype stores (a long
+// long), and bits as a dtype's compute value: the reference's stored_bits /
+// from_bits.
+std::string stored_bits(DType t, const std::string& x) {
+  switch (t) {
+    case DType::F32:
+      return fmt::format("(long long)__float_as_uint({})", x);
+    case DType::F64:
+      return fmt::format("__double_as_longlong({})", x);
+    case DType::F16:  // a NaN keeps its sign and payload bits, as the reference's stored_bits
+      return fmt::format(
+          "({0} != {0} ? (long long)(((__float_as_uint({0}) >> 16) & 0x8000u) | 0x7c00u | "
+          "(((__float_as_uint({0}) >> 13) & 0x3ffu) ? ((__float_as_uint({0}) >> 13) & 0x3ffu) : 0x200u)) "
+          ": (long long)__half_as_ushort(__float2half_rn({0})))",
+          x);
+    case DType::BF16:
+      return fmt::format(
+          "({0} != {0} ? (long long)((__float_as_uint({0}) >> 16) | 0x40u) "
+          ": (long long)__bfloat16_as_ushort(__float2bfloat16_rn({0})))",
+          x);
+    default:
+      if (is_low_bit_float(t)) return fmt::format("(long long){}", low_bit_encode(t, x, false, 1));
+      if (dtype_size(t) == 8) return x;
+      return fmt::format("(({}) & {}LL)", x,
+                         (int64_t(1) << (is_low_bit(t) ? low_bit_width(t) : 8 * int(dtype_size(t)))) - 1);
+  }
+}
+
+std::string from_bits(DType t, const std::string& b) {
+  switch (t) {
+    case DType::F32:
+      return fmt::format("__uint_as_float((unsigned){})", b);
+    case DType::F64:
+      return fmt::format("__longlong_as_double({})", b);
+    case DType::F16:
+      return fmt::format("__half2float(__ushort_as_half((unsigned short){}))", b);
+    case DType::BF16:
+      return fmt::format("__bfloat162float(__ushort_as_bfloat16((unsigned short){}))", b);
+    default:
+      if (is_low_bit_float(t)) return fmt::format("kiln_from_{}((unsigned){})", low_bit_suffix(t), b);
+      return wrap(t, b);
+  }
+}
+
 }  // namespace
 
 std::string_view cuda_compute_type(DType t) {
   if (t == DType::F64) return "double";
-  if (is_float(t)) return "float";
+  if (computes_as_float(t)) return "float";
   return "long long";
 }
 
@@ -144,11 +230,17 @@ std::string_view cuda_storage_type(DType t) {
       return "unsigned long long";
     case DType::Bool:
       return "unsigned char";
+    case DType::I4:
+    case DType::I2:
+      return "signed char";  // one element per byte, sign-extended (ir/low_bit.h)
+    default:
+      if (is_low_bit(t)) return "unsigned char";  // codes, or u4/u2 values
   }
   fail("codegen: no CUDA type for dtype {}", static_cast<int>(t));
 }
 
 std::string cuda_load(DType t, const std::string& stored) {
+  if (is_low_bit_float(t)) return fmt::format("kiln_from_{}({})", low_bit_suffix(t), stored);
   switch (t) {
     case DType::F16:
       return fmt::format("__half2float({})", stored);
@@ -163,6 +255,8 @@ std::string cuda_load(DType t, const std::string& stored) {
 }
 
 std::string cuda_store(DType t, const std::string& value) {
+  // Values a cast already rounded: the encoding is exact.
+  if (is_low_bit_float(t)) return fmt::format("(unsigned char){}", low_bit_encode(t, value, false, 1));
   switch (t) {
     case DType::F16:
       return fmt::format("__float2half_rn({})", value);
@@ -179,6 +273,12 @@ std::string cuda_store(DType t, const std::string& value) {
 }
 
 std::string_view expr_prelude() { return kPrelude; }
+
+std::string low_bit_prelude() {
+  return "#ifndef KILN_LB_FN\n#define KILN_LB_FN __device__ __forceinline__\n"
+         "#define KILN_LB_F2U(f) __float_as_uint(f)\n#define KILN_LB_U2F(u) __uint_as_float(u)\n#endif\n" +
+         std::string(kLowBitCodec);
+}
 
 std::string emit_expr(const Expr& e, const std::vector<std::string>& inputs, const std::string& prefix,
                       const std::string& indent, std::string& out) {
@@ -428,6 +528,12 @@ std::string emit_expr(const Expr& e, const std::vector<std::string>& inputs, con
           else if (nd.dtype == DType::BF16)
             rhs = fmt::format("kiln_round_bf16({})", isf(a) && dt(a) != DType::F64 ? var(a) : fa(a, "double"));
           else if (nd.dtype == DType::F32) rhs = fmt::format("(float){}", var(a));
+          else if (is_low_bit_float(nd.dtype))  // one rounding, from the float (a double: via round-to-odd)
+            rhs = fmt::format(
+                "kiln_from_{}({})", low_bit_suffix(nd.dtype),
+                low_bit_encode(
+                    nd.dtype, isf(a) && dt(a) != DType::F64 ? var(a) : fmt::format("kiln_d2f_odd({})", fa(a, "double")),
+                    nd.saturate, nd.round_mode));
           else rhs = fa(a, "double");
         } else if (nd.dtype == DType::Bool) {
           rhs = fmt::format("(long long)({} != 0)", var(a));
@@ -436,6 +542,20 @@ std::string emit_expr(const Expr& e, const std::vector<std::string>& inputs, con
         } else {
           rhs = wrap(nd.dtype, var(a));
         }
+        break;
+      }
+      case ExprOp::BitCast: {
+        // An f16 operand read straight from memory: its stored bits, since
+        // CUDA's half -> float makes every NaN 0x7fff (the reference keeps them).
+        const ExprNode& src = e.nodes[nd.a];
+        const std::string_view load = "__half2float(";
+        std::string bits;
+        if (src.op == ExprOp::Input && src.dtype == DType::F16) {
+          const std::string& in = inputs.at(src.input);
+          if (in.rfind(load, 0) == 0 && in.back() == ')')
+            bits = fmt::format("(long long)__half_as_ushort({})", in.substr(load.size(), in.size() - load.size() - 1));
+        }
+        rhs = from_bits(nd.dtype, bits.empty() ? stored_bits(dt(nd.a), var(nd.a)) : bits);
         break;
       }
     }

@@ -45,5 +45,8 @@ std::string emit_expr(const Expr& e, const std::vector<std::string>& inputs, con
 // The device helper functions emitted statements call (guarded, so several
 // kernels can share a translation unit).
 std::string_view expr_prelude();
+// The low-bit float conversions (ir/low_bit_codec.cuh) as device functions;
+// kernel_headers adds them to kernels that touch a low-bit float.
+std::string low_bit_prelude();
 
 }  // namespace kiln::codegen

@@ -159,11 +159,13 @@ KILN_FN long long kiln_iabs(long long x) { return x < 0 ? kiln_ineg(x) : x; }
 // Rounding to f16 / bf16 (kernels that use them include the CUDA header first).
 #if defined(__CUDA_FP16_H__) && !defined(KILN_EXPR_PRELUDE_FP16_)
 #define KILN_EXPR_PRELUDE_FP16_
-KILN_FN float kiln_round_f16(float x) { return __half2float(__float2half_rn(x)); }
+// A NaN stays the float NaN it was (its sign survives, as in the reference:
+// float4e2m1 and bitcast can see it); CUDA's conversion makes it 0x7fff.
+KILN_FN float kiln_round_f16(float x) { return x != x ? x : __half2float(__float2half_rn(x)); }
 KILN_FN float kiln_round_f16(double x) { return kiln_round_f16(kiln_d2f_odd(x)); }
 #endif
 #if defined(__CUDA_BF16_H__) && !defined(KILN_EXPR_PRELUDE_BF16_)
 #define KILN_EXPR_PRELUDE_BF16_
-KILN_FN float kiln_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+KILN_FN float kiln_round_bf16(float x) { return x != x ? x : __bfloat162float(__float2bfloat16_rn(x)); }
 KILN_FN float kiln_round_bf16(double x) { return kiln_round_bf16(kiln_d2f_odd(x)); }
 #endif

@@ -32,10 +32,11 @@ std::string kernel_sim_entry(const std::vector<KernelBuffer>& buffers) {
 }
 
 std::string kernel_headers(const std::vector<DType>& dtypes) {
-  bool f16 = false, bf16 = false;
+  bool f16 = false, bf16 = false, low_bit = false;
   for (DType t : dtypes) {
     f16 = f16 || t == DType::F16;
     bf16 = bf16 || t == DType::BF16;
+    low_bit = low_bit || is_low_bit(t);
   }
   std::string p;
   if (f16 || bf16) {
@@ -44,7 +45,9 @@ std::string kernel_headers(const std::vector<DType>& dtypes) {
     if (bf16) p += "#include <cuda_bf16.h>\n";
     p += "#endif\n";
   }
-  return p + std::string(kKernelPrelude);
+  p += kKernelPrelude;
+  if (low_bit) p += low_bit_prelude();
+  return p;
 }
 
 std::string name_kernel(const std::string& prefix, const std::string& label, const std::string& body,

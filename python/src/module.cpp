@@ -60,6 +60,8 @@ const char* numpy_dtype_name(kiln_dtype d) {
       return "bool";
     case KILN_DTYPE_MAX_ENUM:
       break;  // not a dtype
+    default:
+      return kiln_dtype_name(d);  // the low-bit types: ml_dtypes' names differ; kiln's own
   }
   return "unknown";
 }

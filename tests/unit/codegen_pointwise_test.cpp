@@ -24,6 +24,7 @@
 #include "backends/sim/sim_module.h"
 #include "ir/error.h"
 #include "ir/graph.h"
+#include "ir/low_bit.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -52,6 +53,9 @@ std::optional<TensorType> try_infer(const OpDef& def, const std::vector<TensorTy
   }
 }
 
+const DType kLowBit[] = {DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2, DType::F8E5M2FNUZ, DType::F8E8M0,
+                         DType::F4E2M1,   DType::I4,         DType::U4,     DType::I2,         DType::U2};
+
 // Attribute variants: the defaults, plus the values that change the Expr.
 std::vector<std::pair<AttrMap, std::string>> attr_variants(const OpDef& def) {
   std::vector<std::pair<AttrMap, std::string>> v;
@@ -62,6 +66,43 @@ std::vector<std::pair<AttrMap, std::string>> attr_variants(const OpDef& def) {
       a.set("to", std::string(dtype_name(t)));
       v.emplace_back(a, fmt::format("to={}", dtype_name(t)));
     }
+    // The low-bit targets, float8 also without saturation, f8e8m0 in each
+    // rounding mode: the reference's conversions (ir/low_bit_codec.cuh on the
+    // host) against the same text compiled into the kernel.
+    for (DType t : kLowBit) {
+      AttrMap a;
+      a.set("to", std::string(dtype_name(t)));
+      v.emplace_back(a, fmt::format("to={}", dtype_name(t)));
+      if (is_low_bit_float(t) && t != DType::F4E2M1) {
+        a.set("saturate", int64_t{0});
+        v.emplace_back(a, fmt::format("to={},saturate=0", dtype_name(t)));
+      }
+      if (t == DType::F8E8M0)
+        for (const char* mode : {"down", "nearest"}) {
+          AttrMap m;
+          m.set("to", std::string(dtype_name(t)));
+          m.set("round_mode", std::string(mode));
+          v.emplace_back(m, fmt::format("to={},round_mode={}", dtype_name(t), mode));
+        }
+    }
+    return v;
+  }
+  if (def.name == "bitcast") {  // every target; inference keeps those of the operand's bit width
+    for (int i = 0; i < kNumDTypes; ++i) {
+      AttrMap a;
+      a.set("to", std::string(dtype_name(DType(i))));
+      v.emplace_back(a, fmt::format("to={}", dtype_name(DType(i))));
+    }
+    return v;
+  }
+  if (def.name == "quantize_linear") {
+    v.emplace_back(AttrMap{}, "");
+    AttrMap a;
+    a.set("saturate", int64_t{0});
+    v.emplace_back(a, "saturate=0");
+    AttrMap p;
+    p.set("precision", std::string("f16"));
+    v.emplace_back(p, "precision=f16");
     return v;
   }
   for (const AttrSpec& s : def.attrs)
@@ -167,7 +208,14 @@ Tensor make_data(const TensorType& t, uint64_t seed) {
         x.data<uint64_t>()[i] = edge ? static_cast<uint64_t>(iv) : static_cast<uint64_t>(iv + 100) % 71;
         break;
       default:
-        x.set_double(i, static_cast<double>(std::llabs(iv % 1000)));
+        if (is_low_bit_float(t.dtype)) {  // every code, NaNs and Infs included
+          x.data<uint8_t>()[i] = static_cast<uint8_t>((i < 256 ? i : rng()) & ((1 << low_bit_width(t.dtype)) - 1));
+        } else if (is_low_bit_int(t.dtype)) {
+          auto [lo, hi] = low_bit_int_range(t.dtype);
+          x.set_int(i, lo + static_cast<int64_t>(rng() % uint64_t(hi - lo + 1)));
+        } else {
+          x.set_double(i, static_cast<double>(std::llabs(iv % 1000)));
+        }
         break;
     }
   }
@@ -197,12 +245,14 @@ bool is_nan_bits(DType t, const uint8_t* p) {
       return std::isnan(bf16_to_float(v));
     }
     default:
-      return false;
+      return is_low_bit_float(t) && std::isnan(low_bit_to_float(t, *p));
   }
 }
 
-const std::vector<DType> kDTypes = {DType::F32, DType::F16, DType::BF16, DType::F64,
-                                    DType::I32, DType::I64, DType::Bool};
+const std::vector<DType> kDTypes = {DType::F32,        DType::F16,    DType::BF16,     DType::F64,        DType::I32,
+                                    DType::I64,        DType::Bool,   DType::F8E4M3FN, DType::F8E4M3FNUZ, DType::F8E5M2,
+                                    DType::F8E5M2FNUZ, DType::F8E8M0, DType::F4E2M1,   DType::I4,         DType::U4,
+                                    DType::I2,         DType::U2};
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
@@ -224,6 +274,8 @@ std::vector<Case> all_cases() {
           std::vector<std::vector<DType>> dts = {std::vector<DType>(n, x)};
           if (n == 2) dts.push_back({x, DType::I32});
           if (n == 3) {
+            dts.push_back({DType::F32, DType::F32, x});  // quantize_linear to a low-bit zero point's type
+            dts.push_back({DType::F16, DType::F16, x});
             dts.push_back({DType::Bool, x, x});
             dts.push_back({x, DType::F32, DType::I8});
             dts.push_back({x, DType::F32, DType::I32});

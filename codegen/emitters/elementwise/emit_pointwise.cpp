@@ -288,15 +288,17 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
   body += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
   body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";
 
-  bool f16 = false, bf16 = false;
+  bool f16 = false, bf16 = false, low_bit = false;
   for (DType t : vdt) {
     f16 = f16 || t == DType::F16;
     bf16 = bf16 || t == DType::BF16;
+    low_bit = low_bit || is_low_bit(t);
   }
   for (const PointwiseStep& st : steps)
     for (const ExprNode& nd : st.expr.nodes) {
       f16 = f16 || nd.dtype == DType::F16;
       bf16 = bf16 || nd.dtype == DType::BF16;
+      low_bit = low_bit || is_low_bit(nd.dtype);
     }
   std::string prelude;
   if (f16 || bf16) {
@@ -306,6 +308,7 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
     prelude += "#endif\n";
   }
   prelude += std::string(kKernelPrelude) + std::string(kVectorPrelude) + std::string(expr_prelude());
+  if (low_bit) prelude += low_bit_prelude();
   k.name = fmt::format("kiln_pw_{}_{:016x}", sanitize_identifier(label), XXH64(body.data(), body.size(), 0));
   std::string named;
   for (size_t pos = 0;;) {

@@ -176,10 +176,11 @@ std::string Epilogue::sim_entry(const std::string& name, bool workspace) const {
 }
 
 std::string Epilogue::fp_includes() const {
-  bool f16 = false, bf16 = false;
+  bool f16 = false, bf16 = false, low_bit = false;
   auto see = [&](DType t) {
     f16 = f16 || t == DType::F16;
     bf16 = bf16 || t == DType::BF16;
+    low_bit = low_bit || is_low_bit(t);
   };
   for (const TensorType& t : results_) see(t.dtype);
   for (size_t s = 0; s < slots_.size(); ++s)
@@ -189,11 +190,14 @@ std::string Epilogue::fp_includes() const {
     for (const auto& bn : body_->nodes())
       for (Value* o : bn->outputs()) see(o->dtype());
   std::string s;
-  if (!f16 && !bf16) return s;
-  s += "#ifndef KILN_SIM\n";
-  if (f16) s += "#include <cuda_fp16.h>\n";
-  if (bf16) s += "#include <cuda_bf16.h>\n";
-  return s + "#endif\n";
+  if (f16 || bf16) {
+    s += "#ifndef KILN_SIM\n";
+    if (f16) s += "#include <cuda_fp16.h>\n";
+    if (bf16) s += "#include <cuda_bf16.h>\n";
+    s += "#endif\n";
+  }
+  if (low_bit) s += low_bit_prelude();  // an epilogue that casts to, or quantizes into, a low-bit type
+  return s;
 }
 
 namespace {

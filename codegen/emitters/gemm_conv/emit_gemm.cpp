@@ -234,7 +234,18 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
         return fmt::format("in{}[{}]", ep.anchor_slot(i), numel_of(i) > 1 ? var : "0");
       };
       const DType yt = n.output(0)->dtype();
-      store += fmt::format("{}const float mult = {} * {} / {};\n", ind, at_(1, "gm"), at_(4, "gn"), at_(6, "gm"));
+      // In the scales' type (f32, f16 or bf16), rounded after each step.
+      const DType st = n.input(1)->dtype();
+      auto round = [st](const std::string& v) {
+        if (st == DType::F16) return fmt::format("__half2float(__float2half_rn({}))", v);
+        if (st == DType::BF16) return fmt::format("__bfloat162float(__float2bfloat16_rn({}))", v);
+        return v;
+      };
+      store += fmt::format(
+          "{}const float mult = {};\n", ind,
+          round(fmt::format("{} / {}",
+                            round(fmt::format("{} * {}", cuda_load(st, at_(1, "gm")), cuda_load(st, at_(4, "gn")))),
+                            cuda_load(st, at_(6, "gm")))));
       store +=
           fmt::format("{}double q = rint((double)(long long)acc * (double)mult + (double){});\n", ind, at_(7, "gm"));
       store += fmt::format("{}q = q != q ? 0.0 : q < {} ? {} : q > {} ? {} : q;\n", ind,

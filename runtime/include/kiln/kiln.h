@@ -66,6 +66,18 @@ typedef enum kiln_dtype {
   KILN_U32 = 10,
   KILN_U64 = 11,
   KILN_BOOL = 12,
+  /* ONNX's low-bit types, one element per byte: float codes in the low bits,
+     int4/int2 sign-extended, uint4/uint2 zero-extended. */
+  KILN_F8E4M3FN = 13,
+  KILN_F8E4M3FNUZ = 14,
+  KILN_F8E5M2 = 15,
+  KILN_F8E5M2FNUZ = 16,
+  KILN_F8E8M0 = 17,
+  KILN_F4E2M1 = 18,
+  KILN_I4 = 19,
+  KILN_U4 = 20,
+  KILN_I2 = 21,
+  KILN_U2 = 22,
   KILN_DTYPE_MAX_ENUM = 0x7fffffff
 } kiln_dtype;
 
