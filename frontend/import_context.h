@@ -72,6 +72,8 @@ class ImportContext {
   // Subgraph attributes (If's then_branch/else_branch, Loop's and Scan's
   // body), imported by the control-flow adapters (adapters_control_flow.cpp).
   virtual bool has_subgraph(const std::string& attr) const = 0;
+  // The names of the node's subgraph (GRAPH) attributes.
+  virtual std::vector<std::string> subgraph_names() const = 0;
   struct RegionSpec {
     std::string attr;                // the subgraph attribute
     std::string name;                // the region's graph name ("then", "body")
@@ -114,12 +116,19 @@ class ImportContext {
 
   // Rejects (as unsupported) any ONNX attribute not in `known`, naming it:
   // for adapters that translate attributes one by one.
+  // Refuses any attribute, subgraph attributes included, not in `known`: an
+  // attribute the adapter does not read (e.g. FlexAttention's score_mod
+  // subgraph) must never be dropped silently.
   void only_attrs(std::initializer_list<const char*> known) const {
-    for (auto& [name, a] : attrs()) {
-      bool ok = false;
-      for (const char* k : known) ok |= name == k;
-      if (!ok) unsupported("attribute '{}' is not supported", name);
-    }
+    auto is_known = [&](const std::string& name) {
+      for (const char* k : known)
+        if (name == k) return true;
+      return false;
+    };
+    for (auto& [name, a] : attrs())
+      if (!is_known(name)) unsupported("attribute '{}' is not supported", name);
+    for (const std::string& name : subgraph_names())
+      if (!is_known(name)) unsupported("subgraph attribute '{}' is not supported", name);
   }
 };
 

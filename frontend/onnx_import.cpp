@@ -103,6 +103,11 @@ class NodeContext final : public ImportContext {
   bool outputs_set() const { return outputs_set_; }
 
   bool has_subgraph(const std::string& attr) const override { return subgraphs_.count(attr) > 0; }
+  std::vector<std::string> subgraph_names() const override {
+    std::vector<std::string> names;
+    for (const auto& [name, g] : subgraphs_) names.push_back(name);
+    return names;
+  }
   Regions import_regions(const std::vector<RegionSpec>& specs) override;
   std::vector<Value*> inline_subgraph(const std::string& attr, const std::vector<Value*>& inputs) override;
   std::vector<Value*> emit_with_regions(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,

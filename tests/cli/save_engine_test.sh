@@ -72,7 +72,7 @@ expect_error() {
 }
 expect_error "'0' is not a plan file name: -o writes the plan" bench "$model" -o 0
 expect_error "'99' is not a plan file name: -o writes the plan" compile "$model" -o 99
-expect_error "--backend gpu runs GPU kernels and --target cpu builds none: add --target sm_XX" run "$model" --backend gpu
+expect_error "--backend gpu runs GPU kernels and --target cpu builds none: add --target auto, portable or sm_XX" run "$model" --backend gpu
 expect_error "--backend sim runs a plan's GPU kernels and --target cpu builds none" run "$model" --backend sim -o "$dir/x.plan"
 expect_error "$dir/no/such/m.plan: cannot write (--save-engine)" run "$model" --target sm_90 --save-engine "$dir/no/such/m.plan"
 expect_error "a plan is already compiled; --save-engine (-o) only applies when compiling an .onnx model (to keep" \

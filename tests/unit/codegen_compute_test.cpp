@@ -516,19 +516,28 @@ TEST(CodegenComputeModels, RealModelAnchorsCompileAndMatch) {
     std::vector<codegen::NodeKernel> kernels;
     std::vector<codegen::KernelSource> sources;
     std::map<std::string, bool> seen;
+    size_t anchors = 0;  // GEMM/conv nodes, split or not
     for (const auto& np : g->nodes()) {
       const codegen::KernelEmitter* e = codegen::emitter_for(*np);
       if (!e || (std::string(e->name) != "gemm" && std::string(e->name) != "conv")) continue;
       std::vector<codegen::NodeKernel> ks;
       ASSERT_NO_THROW(ks = e->emit(*np)) << np->describe();
-      ASSERT_EQ(ks.size(), 1u);
+      ASSERT_GE(ks.size(), 1u);
+      ++anchors;
+      for (const codegen::NodeKernel& k : ks) {  // every kernel goes through NVRTC below
+        if (!seen[k.name]) sources.push_back({k.name, k.source});
+        seen[k.name] = true;
+      }
+      // The simulator sample below runs one kernel per node; a split-K node
+      // (partial sums in a workspace, then a reduction) is checked on the
+      // simulator by CodegenTensorCore's split cases instead.
+      if (ks.size() != 1) continue;
       nodes.push_back(np.get());
       kernels.push_back(ks[0]);
-      if (!seen[ks[0].name]) sources.push_back({ks[0].name, ks[0].source});
-      seen[ks[0].name] = true;
     }
     // ResNet-50: 53 convs + the fc gemm; the transformers: 4 GEMMs per layer (qkv merged) + a head.
-    EXPECT_GE(nodes.size(), std::string(m) == "resnet50" ? 54u : std::string(m) == "mobilenet_v2" ? 53u : 49u) << m;
+    EXPECT_GE(anchors, std::string(m) == "resnet50" ? 54u : std::string(m) == "mobilenet_v2" ? 53u : 49u) << m;
+    ASSERT_FALSE(nodes.empty()) << m << ": no single-kernel GEMM/conv node to run on the simulator";
     codegen::KernelCache cache;
     int max_regs = 0, spills = 0;
     for (std::string arch : {"sm_80", "sm_90"}) {

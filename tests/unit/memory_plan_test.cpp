@@ -12,6 +12,8 @@
 #include <iostream>
 #include <set>
 
+#include "backends/reference/control_flow_run.h"
+#include "ir/control_flow.h"
 #include "backends/reference/executor.h"
 #include "ir/error.h"
 #include "ir/verifier.h"
@@ -91,7 +93,11 @@ std::vector<Tensor> run_in_arena(const Graph& g, const MemoryPlan& plan, const s
     std::vector<const Tensor*> ptrs;
     for (size_t i = 0; i < ins.size(); ++i) ptrs.push_back(n->input(int(i)) ? &ins[i] : nullptr);
     std::vector<Tensor> res;
-    if (n->body()) {
+    if (is_control_flow(*n)) {  // if/loop/scan: regions run by the reference's control-flow driver
+      res = run_control_flow(*n, ptrs, [&](int r, const std::vector<const Tensor*>& in) {
+        return run_graph_reference(*n->region(r), in);
+      });
+    } else if (n->body()) {
       res = run_graph_reference(*n->body(), ptrs);
     } else {
       std::vector<TensorType> types;

@@ -148,9 +148,9 @@ int run_run(RunCommand& c) {
     }
     best = std::min(best, ms_since(a));
   }
-  std::cout << fmt::format(
-      "backend: {} ({})\n", backend,
-      backend == "sim" ? "generated kernels on the CPU simulator" : "CPU reference; for the GPU: --target sm_XX");
+  std::cout << fmt::format("backend: {} ({})\n", backend,
+                           backend == "sim" ? "generated kernels on the CPU simulator"
+                                            : "CPU reference; for the GPU: --target auto or sm_XX");
   // No NVRTC here: the CPU backends run the graph (sim builds its kernels
   // with the host compiler on the first run, which the run time includes).
   std::cout << fmt::format("compile: import {:.1f} ms, passes {:.1f} ms; {} nodes -> {} nodes, {} kernels\n", import_ms,
