@@ -8,11 +8,11 @@
 
 namespace kiln {
 
-void write_text_file(const std::string& path, const std::string& text) {
+void write_file(const std::string& path, const void* data, size_t size) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) fail("{}: cannot write: {}", path, std::strerror(errno));
-  size_t n = std::fwrite(text.data(), 1, text.size(), f);
-  int werr = n == text.size() ? 0 : errno;
+  size_t n = std::fwrite(data, 1, size, f);
+  int werr = n == size ? 0 : errno;
   if (std::fclose(f) != 0 && werr == 0) werr = errno;
   if (werr) fail("{}: cannot write: {}", path, std::strerror(werr));
 }

@@ -1,11 +1,17 @@
 // Writing whole files with errors that name the path and the operating
 // system's reason (strerror), for reports and results kiln writes.
 #pragma once
+#include <cstddef>
 #include <string>
 
 namespace kiln {
 
+// Writes `n` bytes at `data` to `path` (created or truncated), failing with
+// the path and strerror.
+void write_file(const std::string& path, const void* data, size_t n);
 // Writes `text` to `path`, failing with the path and strerror.
-void write_text_file(const std::string& path, const std::string& text);
+inline void write_text_file(const std::string& path, const std::string& text) {
+  write_file(path, text.data(), text.size());
+}
 
 }  // namespace kiln

@@ -2,10 +2,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include <fstream>
 #include <iostream>
 
 #include "compiler/targets.h"
+#include "ir/file_io.h"
 #include "ir/error.h"
 #include "tools/kiln/compile_messages.h"
 
@@ -33,10 +33,7 @@ bool runs_through_plan(const std::string& target, const std::string& save_engine
 }
 
 void save_plan(const std::string& path, const CompileResult& r) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail("{}: cannot write plan file", path);
-  out.write(reinterpret_cast<const char*>(r.plan.data()), static_cast<std::streamsize>(r.plan.size()));
-  if (!out) fail("{}: write failed", path);
+  write_file(path, r.plan.data(), r.plan.size());
   std::cerr << fmt::format("{}: plan written; GPU kernels: {}\n", path,
                            r.plan_gpu_kernels ? fmt::format("{} for {}", r.plan_gpu_kernels, r.plan_target)
                                               : "none (" + r.no_gpu_reason + ")");
