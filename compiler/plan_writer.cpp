@@ -111,16 +111,11 @@ std::string nodes_without_emitter(const Graph& g) {
 }
 
 #ifdef KILN_HAVE_SIM_BACKEND
-// The archs whose per-block limits a launch must fit: the target's own, or
-// for a portable plan every arch kiln supports (its sm_80 CUBIN also runs on
-// sm_86 and sm_89, whose opt-in shared memory is smaller).
-std::vector<std::string> fit_archs(const std::string& target) {
-  if (target != kTargetPortable) return {target};
-  std::vector<std::string> all;
-  for (const std::string& t : supported_targets())
-    if (t.rfind("sm_", 0) == 0) all.push_back(t);
-  return all;
-}
+// The archs whose per-block limits a launch must fit: every arch the plan's
+// code runs on (compiler/targets.h), not only the target's own: an sm_80
+// plan's CUBIN also runs on sm_86 and sm_89, whose opt-in shared memory is
+// smaller, and its PTX on sm_90.
+std::vector<std::string> fit_archs(const std::string& target) { return archs_running_target(target); }
 
 // Fails unless launch `s` of `n` fits the per-block limits of every arch the
 // plan may run on (codegen/launch_fit.h). `regs`/`static_shared` are a
@@ -140,7 +135,10 @@ void check_launch_fits(const plan::Step& s, const Node& n, const std::string& so
     if (!misfit.empty())
       fail("{}{}: kernel {}{} cannot be launched on {}{}: {}", o.source_name.empty() ? "" : o.source_name + ": ",
            n.describe(), kernel, cubin_arch.empty() ? "" : " (" + cubin_arch + " CUBIN)", arch,
-           o.target == kTargetPortable ? " (a portable plan runs on every supported arch)" : "", misfit);
+           o.target == kTargetPortable ? " (a portable plan runs on every supported arch)"
+           : arch != o.target          ? fmt::format(" (a {} plan runs there too)", o.target)
+                                       : "",
+           misfit);
   }
 }
 
