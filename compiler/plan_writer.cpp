@@ -192,6 +192,10 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
     KILN_CHECK(at != nks.of.end(), "node {} has no kernels", n.describe());
     const std::vector<codegen::NodeKernel>* kernels = at->second;
     const WorkspacePlan* ws = loc.mem.workspace(&n);
+    // A host tensor the node's kernels share (the scratch of dynamic_quantize_linear,
+    // dft, stft, det: one kernel writes what the next reads) is one weight, as the
+    // simulator's executor passes one buffer; a copy per kernel read zeros.
+    std::map<const void*, uint32_t> shared_extra;
     for (const codegen::NodeKernel& k : *kernels) {
       if (k.grid.count() == 0) continue;
       auto [it, fresh] = kernel_index.emplace(k.name, uint32_t(sources.size()));
@@ -207,11 +211,24 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
       } else {
         for (int r : k.results) s.args.push_back(loc.at(n.output(r)));
       }
-      for (Value* v : n.inputs()) s.args.push_back(loc.at(v));
+      for (Value* v : n.inputs()) {
+        // An absent optional operand keeps its parameter slot, which its kernel
+        // never reads (the emitter knew it absent): an empty view of the arena,
+        // as the simulator's executor passes a null buffer of 0 elements.
+        if (!v) {
+          plan::BufferRef none;
+          none.kind = plan::BufferKind::Arena;
+          s.args.push_back(none);
+          continue;
+        }
+        s.args.push_back(loc.at(v));
+      }
       for (const Tensor& t : k.extra) {
         plan::BufferRef b;
         b.kind = plan::BufferKind::Weight;
-        b.index = add_weight(p, t);
+        auto seen = t.raw() ? shared_extra.find(t.raw()) : shared_extra.end();
+        b.index = seen != shared_extra.end() ? seen->second : add_weight(p, t);
+        if (t.raw()) shared_extra.emplace(t.raw(), b.index);
         b.nbytes = t.nbytes();
         b.elements = t.numel();
         s.args.push_back(b);
