@@ -269,8 +269,11 @@ bool handles_misc(const Node& n) {
   return n.op() == "dft" || n.op() == "stft" || n.op() == "det" || n.op() == "dynamic_quantize_linear";
 }
 
-// dft, stft, det, dynamic_quantize_linear (codegen/emitters/misc/emit_misc_ops.h); scratch
-// buffers are host tensors after the operands, shared by a node's kernels.
+// dft, stft, det, dynamic_quantize_linear (codegen/emitters/misc/emit_misc_ops.h). A
+// node's scratch (det's f64 matrices, dynamic_quantize_linear's partial min/max that
+// its next kernels read) is the node's workspace in the arena, bound after the
+// operands: per context, so two contexts of one engine never share it (as weights
+// they would race).
 std::vector<NodeKernel> emit_misc_node(const Node& n) {
   std::vector<SimpleKernel> ks;
   const TensorType& x = n.input(0)->type();
@@ -287,11 +290,16 @@ std::vector<NodeKernel> emit_misc_node(const Node& n) {
     for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
     ks = emit_dynamic_quantize_linear(x, results);
   }
-  std::vector<Tensor> scratch;
+  int64_t scratch_bytes = 0;
+  int scratch_buffers = 0;
   for (const SimpleKernel& k : ks)
-    for (const TensorType& t : k.scratch) scratch.emplace_back(t);
+    for (const TensorType& t : k.scratch) scratch_bytes += t.nbytes(), ++scratch_buffers;
+  KILN_CHECK(scratch_buffers <= 1, "{}: {} scratch buffers, the workspace is one", n.describe(), scratch_buffers);
   std::vector<NodeKernel> out;
-  for (const SimpleKernel& k : ks) out.push_back(node_kernel(k, scratch));
+  for (const SimpleKernel& k : ks) {
+    out.push_back(node_kernel(k));
+    if (scratch_bytes > 0) out.back().workspace_f32 = (scratch_bytes + 3) / 4;  // f32 units; f64 scratch is 8-aligned
+  }
   return out;
 }
 

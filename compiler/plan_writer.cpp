@@ -111,16 +111,11 @@ std::string nodes_without_emitter(const Graph& g) {
 }
 
 #ifdef KILN_HAVE_SIM_BACKEND
-// The archs whose per-block limits a launch must fit: the target's own, or
-// for a portable plan every arch kiln supports (its sm_80 CUBIN also runs on
-// sm_86 and sm_89, whose opt-in shared memory is smaller).
-std::vector<std::string> fit_archs(const std::string& target) {
-  if (target != kTargetPortable) return {target};
-  std::vector<std::string> all;
-  for (const std::string& t : supported_targets())
-    if (t.rfind("sm_", 0) == 0) all.push_back(t);
-  return all;
-}
+// The archs whose per-block limits a launch must fit: every arch the plan's
+// code runs on (compiler/targets.h), not only the target's own: an sm_80
+// plan's CUBIN also runs on sm_86 and sm_89, whose opt-in shared memory is
+// smaller, and its PTX on sm_90.
+std::vector<std::string> fit_archs(const std::string& target) { return archs_running_target(target); }
 
 // Fails unless launch `s` of `n` fits the per-block limits of every arch the
 // plan may run on (codegen/launch_fit.h). `regs`/`static_shared` are a
@@ -140,7 +135,10 @@ void check_launch_fits(const plan::Step& s, const Node& n, const std::string& so
     if (!misfit.empty())
       fail("{}{}: kernel {}{} cannot be launched on {}{}: {}", o.source_name.empty() ? "" : o.source_name + ": ",
            n.describe(), kernel, cubin_arch.empty() ? "" : " (" + cubin_arch + " CUBIN)", arch,
-           o.target == kTargetPortable ? " (a portable plan runs on every supported arch)" : "", misfit);
+           o.target == kTargetPortable ? " (a portable plan runs on every supported arch)"
+           : arch != o.target          ? fmt::format(" (a {} plan runs there too)", o.target)
+                                       : "",
+           misfit);
   }
 }
 
@@ -194,6 +192,10 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
     KILN_CHECK(at != nks.of.end(), "node {} has no kernels", n.describe());
     const std::vector<codegen::NodeKernel>* kernels = at->second;
     const WorkspacePlan* ws = loc.mem.workspace(&n);
+    // A host tensor the node's kernels share (the scratch of dynamic_quantize_linear,
+    // dft, stft, det: one kernel writes what the next reads) is one weight, as the
+    // simulator's executor passes one buffer; a copy per kernel read zeros.
+    std::map<const void*, uint32_t> shared_extra;
     for (const codegen::NodeKernel& k : *kernels) {
       if (k.grid.count() == 0) continue;
       auto [it, fresh] = kernel_index.emplace(k.name, uint32_t(sources.size()));
@@ -209,11 +211,24 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
       } else {
         for (int r : k.results) s.args.push_back(loc.at(n.output(r)));
       }
-      for (Value* v : n.inputs()) s.args.push_back(loc.at(v));
+      for (Value* v : n.inputs()) {
+        // An absent optional operand keeps its parameter slot, which its kernel
+        // never reads (the emitter knew it absent): an empty view of the arena,
+        // as the simulator's executor passes a null buffer of 0 elements.
+        if (!v) {
+          plan::BufferRef none;
+          none.kind = plan::BufferKind::Arena;
+          s.args.push_back(none);
+          continue;
+        }
+        s.args.push_back(loc.at(v));
+      }
       for (const Tensor& t : k.extra) {
         plan::BufferRef b;
         b.kind = plan::BufferKind::Weight;
-        b.index = add_weight(p, t);
+        auto seen = t.raw() ? shared_extra.find(t.raw()) : shared_extra.end();
+        b.index = seen != shared_extra.end() ? seen->second : add_weight(p, t);
+        if (t.raw()) shared_extra.emplace(t.raw(), b.index);
         b.nbytes = t.nbytes();
         b.elements = t.numel();
         s.args.push_back(b);

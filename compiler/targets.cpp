@@ -49,6 +49,20 @@ std::vector<std::string> target_archs(const std::string& target) {
        fmt::join(supported_targets(), ", "));
 }
 
+std::vector<std::string> archs_running_target(const std::string& target) {
+  std::vector<std::string> own = target_archs(target);
+  if (own.empty()) return {};
+  // sm_XY -> XY; the oldest arch whose code the plan carries bounds the rest
+  // (a portable plan's sm_80 CUBIN and PTX run everywhere).
+  auto number = [](const std::string& arch) { return std::stoi(arch.substr(3)); };
+  int oldest = number(own.front());
+  for (const std::string& a : own) oldest = std::min(oldest, number(a));
+  std::vector<std::string> r;
+  for (const std::string& a : gpu_archs())
+    if (number(a) >= oldest) r.push_back(a);
+  return r;
+}
+
 bool is_gpu_target(const std::string& target) {
   return target == kTargetAuto || !target_archs(target).empty();  // auto never resolves to cpu
 }

@@ -35,6 +35,13 @@ const std::vector<std::string>& portable_archs();
 // The archs a resolved target builds CUBINs for ({} for cpu; the first is the
 // one whose PTX the plan carries). kiln::Error for "auto" (resolve it first).
 std::vector<std::string> target_archs(const std::string& target);
+// Every GPU arch kiln knows the limits of that a resolved target's plan runs
+// on, so every launch must fit each: a CUBIN runs on its own major arch at an
+// equal or newer minor (sm_80's on sm_86 and sm_89, with 99 KB of opt-in
+// shared memory instead of 163), and the plan's PTX is JIT-compiled on any
+// newer arch (an sm_86 plan on sm_90). sm_80 -> sm_80, sm_86, sm_89, sm_90;
+// portable -> all; cpu -> none. kiln::Error for "auto".
+std::vector<std::string> archs_running_target(const std::string& target);
 // Whether a target builds GPU kernels ("auto" does: it never resolves to cpu).
 bool is_gpu_target(const std::string& target);
 

@@ -41,6 +41,8 @@ kiln_status guard(kiln_status on_error, F&& f) {
     return failed(KILN_ERROR_DEVICE_LOST, e.what());
   } catch (const kiln::rt::CudaError& e) {  // the GPU failed, whatever the call
     return failed(KILN_ERROR_RUNTIME, e.what());
+  } catch (const kiln::rt::GpuUnavailable& e) {  // a valid plan this machine's GPU or driver cannot run
+    return failed(KILN_ERROR_UNAVAILABLE, e.what());
   } catch (const kiln::Error& e) {
     return failed(on_error, e.what());
   } catch (const std::bad_alloc&) {
@@ -83,13 +85,10 @@ kiln_status create_on(kiln_backend backend, int device, kiln_engine** engine, Lo
   if (device < -1)
     return failed(KILN_ERROR_INVALID_ARGUMENT, fmt::format("device {} is not a CUDA device ordinal", device));
   std::shared_ptr<const kiln::rt::Engine> e;
+  // A plan that loads but cannot run on the requested GPU (no driver, wrong
+  // arch, driver too old) is KILN_ERROR_UNAVAILABLE (rt::GpuUnavailable).
   kiln_status s = guard(KILN_ERROR_INVALID_PLAN, [&] { e = load(b, device); });
-  if (s != KILN_OK) {
-    // A plan that loads but cannot run on the requested GPU.
-    if (b == kiln::rt::Backend::Gpu && last_error.find("GPU backend is not available") != std::string::npos)
-      s = KILN_ERROR_UNAVAILABLE;
-    return s;
-  }
+  if (s != KILN_OK) return s;
   *engine = new kiln_engine{std::move(e)};
   return KILN_OK;
 }

@@ -30,6 +30,16 @@ class DeviceLost : public CudaError {
   using CudaError::CudaError;
 };
 
+// This machine cannot run the plan on a GPU, though the plan itself is valid:
+// no driver or device, a GPU arch the plan has no code for, a driver older
+// than its CUBIN/PTX need. Under the GPU backend Engine::load throws it (the
+// C API: KILN_ERROR_UNAVAILABLE, not _INVALID_PLAN: another machine runs the
+// same plan); the AUTO backend takes the CPU path and says why.
+class GpuUnavailable : public Error {
+ public:
+  using Error::Error;
+};
+
 // The errors after which "the process is left in an inconsistent state and
 // any further CUDA work will return the same error" (cuda.h):
 // CUDA_ERROR_ILLEGAL_ADDRESS (700), _LAUNCH_TIMEOUT (702), _HARDWARE_STACK_ERROR

@@ -48,12 +48,14 @@ std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, con
       if (backend == Backend::Gpu) throw CudaError(what + ": " + err.what(), err.code());
       no_gpu = err.what();
     } catch (const Error& err) {
+      // GpuUnavailable (wrong arch, driver too old) keeps its type: the C API's KILN_ERROR_UNAVAILABLE.
       if (backend == Backend::Gpu) throw;
       no_gpu = err.what();
     }
   }
   if (!e->gpu_) {
-    if (backend == Backend::Gpu) fail("{}: the GPU backend is not available: {}", what, no_gpu);
+    if (backend == Backend::Gpu)
+      throw GpuUnavailable(fmt::format("{}: the GPU backend is not available: {}", what, no_gpu));
     e->info_ = "CPU reference path (" + no_gpu + ")";
   }
   // The AUTO backend's fallback is the one choice the caller did not make.

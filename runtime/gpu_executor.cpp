@@ -56,13 +56,20 @@ GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_
   d.check(d.cuDeviceGetAttribute(&major, kAttrComputeMajor, dev_), "compute capability");
   d.check(d.cuDeviceGetAttribute(&minor, kAttrComputeMinor, dev_), "compute capability");
   std::string arch = fmt::format("sm_{}{}", major, minor);
-  plan::CodeChoice code = plan::select_code(p, arch, what);  // throws for a plan this GPU cannot run
-  // A driver older than the plan's code needs would refuse it at
-  // cuModuleLoadData (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, or a CUBIN it
-  // cannot read): say so with both versions before touching the device.
   int driver_version = 0;
   if (d.cuDriverGetVersion) d.check(d.cuDriverGetVersion(&driver_version), "cuDriverGetVersion");
-  plan::check_driver_version(code, driver_version, what);
+  plan::CodeChoice code;
+  try {
+    code = plan::select_code(p, arch, what);  // throws for a plan this GPU cannot run
+    // A driver older than the plan's code needs would refuse it at
+    // cuModuleLoadData (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, or a CUBIN it
+    // cannot read): say so with both versions before touching the device.
+    plan::check_driver_version(code, driver_version, what);
+  } catch (const CudaError&) {
+    throw;
+  } catch (const Error& e) {  // the plan is fine; this GPU or driver cannot run it
+    throw GpuUnavailable(e.what());
+  }
   d.check(d.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
   try {
     CtxScope scope(d, ctx_);

@@ -71,6 +71,36 @@ TEST_F(FakeGpu, LogCallbackWarnsWhenAutoFallsBackToTheCpuAndSaysWhy) {
       << logged.lines[1].second;
 }
 
+// Under KILN_BACKEND_GPU a valid plan this GPU or driver cannot run is
+// KILN_ERROR_UNAVAILABLE with the reason (as for a machine without a driver),
+// never KILN_ERROR_INVALID_PLAN: the same plan runs on another machine.
+TEST_F(FakeGpu, WrongArchAndTooOldADriverAreUnavailableNotAnInvalidPlan) {
+  std::vector<uint8_t> bytes = plan_for("sm_90");
+  kiln_engine* e = nullptr;
+  fake().set_arch(8, 0);
+  EXPECT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_ERROR_UNAVAILABLE);
+  EXPECT_EQ(e, nullptr);
+  EXPECT_NE(std::string(kiln_last_error())
+                .find("plan in memory: wrong GPU arch: the plan's kernels are for sm_90, this GPU is sm_80"),
+            std::string::npos)
+      << kiln_last_error();
+  fake().set_arch(9, 0);
+  fake().set_driver_version(12080);  // CUDA 12.8 (R570): older than NVRTC 13's CUBIN
+  EXPECT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_ERROR_UNAVAILABLE);
+  EXPECT_NE(
+      std::string(kiln_last_error()).find("need a CUDA driver of version 13.0 or newer, this driver is version 12.8"),
+      std::string::npos)
+      << kiln_last_error();
+  fake().set_driver_version(13000);
+  // A damaged plan is still an invalid plan, whatever the backend.
+  std::vector<uint8_t> damaged(bytes.begin(), bytes.begin() + bytes.size() / 2);
+  EXPECT_EQ(kiln_engine_create_from_memory(damaged.data(), damaged.size(), KILN_BACKEND_GPU, &e),
+            KILN_ERROR_INVALID_PLAN);
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK)
+      << kiln_last_error();
+  kiln_engine_destroy(e);
+}
+
 TEST_F(FakeGpu, ProfileTimesEachKernelWithEventsAroundUncapturedLaunches) {
   std::vector<uint8_t> bytes = plan_for("sm_90");
   auto e = rt::Engine::load(bytes.data(), bytes.size(), "m.plan", rt::Backend::Gpu);

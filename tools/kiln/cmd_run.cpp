@@ -65,6 +65,28 @@ int run_onnx_through_plan(RunCommand& c) {
   return rc;
 }
 
+// No --target: as `kiln compile`'s default (auto), the local GPU when there
+// is one; without one the model runs on the CPU reference backend (a saved
+// plan is a CPU plan) and a warning says so and how to get GPU kernels --
+// never a silent CPU run (issue 14). --backend ref or sim asks for a CPU
+// backend, and --backend gpu without a GPU target is an error of its own:
+// nothing to warn about.
+void choose_default_target(RunCommand& c) {
+  if (c.target_flag && c.target_flag->count() > 0) return;
+  if (c.backend == "ref" || c.backend == "sim") return;
+  LocalGpu gpu = detect_local_gpu();
+  if (gpu.present) {
+    c.copts.pass.target = kTargetAuto;  // resolved (and said on stderr) when the plan is built
+    return;
+  }
+  if (c.backend == "gpu") return;
+  std::cerr << fmt::format(
+      "warning: {}: no GPU here ({}): running on the CPU reference backend, not on GPU kernels. For GPU kernels, "
+      "run it where a GPU is (kiln doctor checks), or build a plan here with `kiln compile {} -o model.plan` (a "
+      "portable GPU plan) and run that on a GPU machine; --backend ref asks for the CPU without this warning\n",
+      c.model, gpu.why, c.model);
+}
+
 }  // namespace
 
 CLI::App* register_run(CLI::App& app, RunCommand& c) {
@@ -85,6 +107,7 @@ CLI::App* register_run(CLI::App& app, RunCommand& c) {
       ->check(CLI::Range(1, std::numeric_limits<int>::max()))
       ->group("Runtime");
   add_compile_flags(run, c.copts);
+  c.target_flag = run->get_option("--target");
   add_compare_flag(run, c.compare);
   return run;
 }
@@ -102,6 +125,7 @@ int run_run(RunCommand& c) {
     ro.iterations = c.iterations;
     return run_plan_command(PlanSource{c.model}, ro);
   }
+  choose_default_target(c);
   if (runs_through_plan(c.copts.pass.target, c.save_engine)) return run_onnx_through_plan(c);
   std::string backend = c.backend;
   if (backend.empty() || backend == "auto") backend = "ref";

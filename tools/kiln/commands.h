@@ -11,7 +11,8 @@
 
 namespace CLI {
 class App;
-}
+class Option;
+}  // namespace CLI
 
 namespace kiln {
 
@@ -37,6 +38,7 @@ struct RunCommand {
   int iterations = 1;
   int batch = 0;  // --batch N (0: the model's own)
   CompileOptions copts;
+  const CLI::Option* target_flag = nullptr;  // --target, to tell "not given" from its default
 };
 CLI::App* register_run(CLI::App& app, RunCommand& c);
 int run_run(RunCommand& c);

@@ -36,8 +36,10 @@ typedef enum kiln_status {
   KILN_OK = 0,
   KILN_ERROR_INVALID_ARGUMENT = 1, /* null pointer, wrong dtype/shape, unknown backend */
   KILN_ERROR_NOT_FOUND = 2,        /* no input/output of that name, index out of range */
-  KILN_ERROR_INVALID_PLAN = 3,     /* the plan does not load (corrupt, wrong version, wrong GPU) */
-  KILN_ERROR_UNAVAILABLE = 4,      /* the GPU backend was requested and cannot be used */
+  KILN_ERROR_INVALID_PLAN = 3,     /* the plan does not load (corrupt, truncated, wrong version) */
+  KILN_ERROR_UNAVAILABLE = 4,      /* the GPU backend was requested and cannot be used here (no
+                                      driver or device, a GPU arch the plan has no code for, a
+                                      driver older than its code needs); the text says which */
   KILN_ERROR_RUNTIME = 5,          /* running failed (a CUDA error such as out of memory, also
                                       while creating a GPU engine or context; unbound buffers) */
   KILN_ERROR_INTERNAL = 6,         /* a bug in kiln */
