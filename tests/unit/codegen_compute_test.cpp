@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "backends/reference/executor.h"
+#include "codegen/emitter_table.h"
 #include "codegen/emitters/gemm_conv/emit_epilogue.h"
 #include "codegen/nvrtc/kernel_cache.h"
 #include "codegen/nvrtc/nvrtc_compiler.h"
@@ -76,6 +77,9 @@ std::vector<Tensor> run_on_sim(const Case& c, const std::map<std::string, codege
     }
     std::vector<Tensor> outs;
     for (int r = 0; r < n.num_outputs(); ++r) outs.emplace_back(n.output(r)->type());
+    // A split-K node's kernels share its scratch (the partial sums), bound after the buffers, as the sim
+    // backend does (backends/sim/sim_executor.cpp).
+    const Tensor workspace(TensorType(DType::F32, {codegen::node_workspace_bytes(c.kernels.at(&n)) / 4}));
     for (const codegen::NodeKernel& k : c.kernels.at(&n)) {
       std::vector<void*> bufs;
       std::vector<long long> counts;
@@ -96,6 +100,7 @@ std::vector<Tensor> run_on_sim(const Case& c, const std::map<std::string, codege
         }
       }
       for (const Tensor& t : k.extra) add(t);
+      if (k.workspace_f32 > 0) add(workspace);
       if (k.grid.count() == 0) continue;
       sim::LaunchConfig cfg;
       cfg.kernel = k.name;

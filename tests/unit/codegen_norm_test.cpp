@@ -57,6 +57,10 @@ std::unique_ptr<Builder> all_cases() {
   b->node("layer_normalization", {b->input(f16, {6, 70}), b->input(f16, {70}), b->input(f16, {70})},
           attrs({{"axis", int64_t{-1}}}));
   b->node("layer_normalization", {b->input(f64, {2, 1, 9}), b->input(f64, {2, 1, 9})}, attrs({{"axis", int64_t{0}}}));
+  // Rows per warp-row block: 301 rows give 2 per block (151 blocks, the last half empty), 530 rows 4 (133).
+  b->node("layer_normalization", {b->input(f16, {301, 24}), b->input(f16, {24}), b->input(f16, {24})},
+          attrs({{"axis", int64_t{-1}}}));
+  b->node("layer_normalization", {b->input(f32, {530, 8}), b->input(f32, {8})}, attrs({{"axis", int64_t{-1}}}));
   // group / instance normalization, both layouts.
   b->node("group_normalization", {b->input(f32, {2, 6, 5, 7}), b->input(f32, {6}), b->input(f32, {6})},
           attrs({{"num_groups", int64_t{3}}, {"epsilon", 1e-5f}}));
@@ -101,7 +105,7 @@ std::unique_ptr<Builder> all_cases() {
 TEST(CodegenNorm, EveryNormalizationCompilesAndMatchesReferenceOnSim) {
   auto b = all_cases();
   const Graph* g = &b->g;
-  EXPECT_EQ(g->num_nodes(), 23u);
+  EXPECT_EQ(g->num_nodes(), 25u);
   for (const auto& n : g->nodes()) {
     const codegen::KernelEmitter* e = codegen::emitter_for(*n);
     ASSERT_NE(e, nullptr) << n->describe();
@@ -127,7 +131,7 @@ TEST(CodegenNorm, EveryNormalizationCompilesAndMatchesReferenceOnSim) {
     EXPECT_EQ(compare_tensors(got[i], want[i], tol), "") << v->producer()->describe() << " result " << i;
     ++checked;
   }
-  EXPECT_EQ(checked, 26);
+  EXPECT_EQ(checked, 28);
 }
 
 TEST(CodegenNorm, LaunchShapeAndErrors) {
@@ -138,14 +142,26 @@ TEST(CodegenNorm, LaunchShapeAndErrors) {
                                        {TensorType(DType::F32, {3, 5, 300})});
   EXPECT_EQ(k.outputs, 15);
   EXPECT_EQ(k.count, 300);
-  // Rows of <= 1024 elements: a warp per row, 4 rows per block
-  // (docs/codegen.md "Bandwidth-bound kernels").
-  EXPECT_EQ(k.block, 128u);
-  EXPECT_EQ(k.grid, 4u);
+  // Rows of <= 1024 elements: a warp per row, 4 rows per block where that
+  // still gives a block to each of an H100's 132 SMs, else 2 or 1
+  // (docs/codegen.md "Bandwidth-bound kernels"): 15 rows, 15 blocks of one warp.
+  EXPECT_EQ(k.block, 32u);
+  EXPECT_EQ(k.grid, 15u);
   auto small = codegen::emit_normalization(ln, a, {TensorType(DType::F32, {3, 7}), TensorType(DType::F32, {7})},
                                            {TensorType(DType::F32, {3, 7})});
-  EXPECT_EQ(small.block, 128u);
-  EXPECT_EQ(small.grid, 1u);
+  EXPECT_EQ(small.block, 32u);
+  EXPECT_EQ(small.grid, 3u);
+  auto ln_of = [&](int64_t rows) {
+    return codegen::emit_normalization(ln, a, {TensorType(DType::F16, {rows, 768}), TensorType(DType::F16, {768})},
+                                       {TensorType(DType::F16, {rows, 768})});
+  };
+  // BERT-base's layernorms at sequence 128: 128 blocks of one warp (4-warp blocks gave 32 SMs a block).
+  EXPECT_EQ(ln_of(128).block, 32u);
+  EXPECT_EQ(ln_of(128).grid, 128u);
+  EXPECT_EQ(ln_of(264).block, 64u);  // 2 rows per block: 132 blocks
+  EXPECT_EQ(ln_of(264).grid, 132u);
+  EXPECT_EQ(ln_of(4096).block, 128u);  // 4 rows per block: 1024 blocks
+  EXPECT_EQ(ln_of(4096).grid, 1024u);
   // Longer rows: a block per row, about 16 elements per thread.
   auto wide = codegen::emit_normalization(ln, a, {TensorType(DType::F32, {2, 5000}), TensorType(DType::F32, {5000})},
                                           {TensorType(DType::F32, {2, 5000})});

@@ -173,6 +173,20 @@ TEST(CodegenPool, KernelsUseTheSeamsAndLaunchOneThreadPerResult) {
   EXPECT_EQ(kernel.find("out0["), std::string::npos) << kernel;
   EXPECT_EQ(ks[0].block, 256u);
   EXPECT_EQ(ks[0].grid, 1u);  // 256 results
+  // A global pool with a thread per plane: blocks of 256 threads, fewer where that would leave some of
+  // an H100's 132 SMs without a block (ResNet-50's average pool: 2048 planes in 64 one-warp blocks).
+  AttrMap nhwc;
+  nhwc.set("layout", std::string("nhwc"));
+  const OpDef& gap = op_registry().get("global_average_pool");
+  auto gp = codegen::emit_pool_op(gap, nhwc, {TensorType(DType::F32, {1, 7, 7, 2048})},
+                                  {TensorType(DType::F32, {1, 1, 1, 2048})});
+  ASSERT_EQ(gp.size(), 1u);
+  EXPECT_EQ(gp[0].block, 32u);
+  EXPECT_EQ(gp[0].grid, 64u);
+  gp = codegen::emit_pool_op(gap, nhwc, {TensorType(DType::F32, {32, 7, 7, 2048})},
+                             {TensorType(DType::F32, {32, 1, 1, 2048})});
+  EXPECT_EQ(gp[0].block, 256u);
+  EXPECT_EQ(gp[0].grid, 256u);
   EXPECT_THROW(codegen::emit_pool_op(mp, a, {x}, {TensorType(DType::F32, {1, 4, 7, 8})}), Error);
   EXPECT_THROW(codegen::emit_pool_op(op_registry().get("relu"), a, {x}, {y}), Error);
 }

@@ -95,13 +95,14 @@ std::vector<Case> all_cases() {
     mm("70,40", "40,130", "70,130", false);  // N % 8 != 0: B element by element
     mm("40,264", "264,72", "40,72", true);   // 2 blocks x 9 k-tiles: the 4-stage pipeline of long-K sub-wave grids
     extra = false;
-    // Split-K (a second, reduction kernel): 4 splits of 8 k-tiles (tf32: 8 of 8), 16-byte partial stores and sums.
+    // Split-K (a second, reduction kernel of 64-thread blocks): 11 splits of 3 k-tiles, the last of 2 (tf32: 22
+    // of 3, the last of 1), 16-byte partial stores and sums.
     mm("40,1024", "1024,72", "40,72", true);
-    cs.back().want_split_k = p == Prec::Tf32 ? 8 : 4;
+    cs.back().want_split_k = p == Prec::Tf32 ? 22 : 11;
     // Split-K with a partial last k-tile (K = 2000), odd N (scalar partial stores and reduction), 2 batches;
-    // tf32: 125 k-tiles in 9 splits of 14, the last shorter.
+    // tf32: 125 k-tiles in 42 splits of 3, the last shorter.
     mm("2,24,2000", "2,2000,21", "2,24,21", true);
-    cs.back().want_split_k = p == Prec::Tf32 ? 9 : 7;
+    cs.back().want_split_k = p == Prec::Tf32 ? 42 : 21;
     auto gemm = [&](const std::string& attrs, const std::string& a, const std::string& b, const std::string& c,
                     const std::string& y, bool dense) {
       const bool has_c = !c.empty();
@@ -306,8 +307,10 @@ TEST(CodegenTensorCore, MatmulGemmConvUseMmaAndMatchReferenceOnSim) {
     EXPECT_EQ(c.anchor_sources.size(), 1u) << print_graph(*c.g);
     EXPECT_EQ(c.reductions, c.want_split_k > 1 ? 1 : 0);
     if (c.want_split_k > 1 && !c.anchor_sources.empty()) {
-      EXPECT_NE(sources[c.anchor_sources[0]].source.find(fmt::format(" split{}", c.want_split_k)), std::string::npos)
-          << c.name;
+      const std::string& src = sources[c.anchor_sources[0]].source;
+      const size_t tile = src.find("; tile ");
+      EXPECT_NE(src.find(fmt::format(" split{}", c.want_split_k)), std::string::npos)
+          << c.name << ": " << (tile == std::string::npos ? "" : src.substr(tile, src.find('\n', tile) - tile));
     }
   }
   auto t1 = clock::now();
@@ -408,16 +411,31 @@ TEST(CodegenTensorCore, TileConfigurations) {
   EXPECT_EQ(gemm_tile_name(default_gemm_tile(p)), "128x128x32 w2x4 s3");
   // Split-K where the tiles leave most of the GPU's resident block slots empty and the cost terms of the
   // performance model (docs/codegen.md, "Split-K") put a split faster, reduction included: ResNet-50's
-  // stage-4 3x3 conv (8 tiles x 144 k-tiles: 12 splits of 12), BERT's FFN-down GEMM (24 tiles x 96
-  // k-tiles: 11 splits of 9). Not: a short K (7 k-tiles), BERT's QKV GEMM (72 tiles x 24 k-tiles, whose
-  // 1.2 MB of partial sums per split would cost more than the k-loop saves), a full grid, the SIMT core.
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 49, 512, 4608})), "64x64x32 w2x2 s4 split12");
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 768, 3072})), "64x64x32 w2x2 s3 split11");
+  // stage-4 3x3 conv (8 tiles x 144 k-tiles: 18 splits of 8), BERT's FFN-down GEMM (24 tiles x 96
+  // k-tiles: 8 splits of 12) and QKV GEMM (72 tiles x 24 k-tiles: 3 of 8). Not: a short K (7 k-tiles), a
+  // full grid, the SIMT core. Below one wave the ring is as deep as the k-loop uses (4 stages; 3 for a K
+  // of two k-tiles, all in flight at once).
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 49, 512, 4608})), "64x64x32 w2x2 s4 split18");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 768, 3072})), "64x64x32 w2x2 s4 split8");
   EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 49, 512, 224}).split_k, 1);
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 2304, 768})), "64x64x32 w2x2 s4");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 2304, 768})), "64x64x32 w2x2 s4 split3");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 3136, 64, 64})), "64x64x32 w2x2 s3");
   EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 4096, 512, 4608}).split_k, 1);
-  EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 4096, 512, 4608}).stages, 3);
+  // 256 tiles of 64x128 (8 warps, 2 resident per SM: a wave of 264) keep a 4-deep ring; a grid of
+  // several waves gets 3 stages.
+  EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 4096, 512, 4608}).stages, 4);
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 4096, 4096, 4608})), "128x128x32 w2x4 s3");
   EXPECT_EQ(default_gemm_tile({GemmMath::Simt, 1, 49, 512, 4608}).split_k, 1);
+  // A smaller tile where the cost terms put it clearly faster: a lone 64x64 tile would pull all of a
+  // 64x64x256 GEMM's operands through one SM; two 32x64 blocks share them. ResNet-50's and BERT's
+  // problems keep 64x64 (splitting K is cheaper).
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 64, 64, 256})), "32x64x32 w1x2 s4");
+  // The split-K reduction's blocks: 256 threads, fewer where that leaves SMs without a block.
+  EXPECT_EQ(split_k_reduction_threads(132 * 256), 256);
+  EXPECT_EQ(split_k_reduction_threads(131 * 256), 128);
+  EXPECT_EQ(split_k_reduction_threads(132 * 128), 128);
+  EXPECT_EQ(split_k_reduction_threads(132 * 64), 64);
+  EXPECT_EQ(split_k_reduction_threads(100), 64);
   // Splits never empty: 144 k-tiles asked in 64 parts run as 48 of 3.
   EXPECT_EQ(split_k_of(GemmTileConfig{.split_k = 64}, 144).splits, 48);
   EXPECT_EQ(split_k_of(GemmTileConfig{.split_k = 64}, 144).k_tiles, 3);

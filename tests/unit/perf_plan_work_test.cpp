@@ -6,6 +6,7 @@
 
 #include "ir/error.h"
 #include "ir/graph.h"
+#include "perf/plan_estimate.h"
 #include "perf/plan_work.h"
 
 namespace kiln::perf {
@@ -140,6 +141,30 @@ TEST(PerfPlanWork, SplitKGemmAndReduction) {
   EXPECT_EQ(w[2].work.tile.k_tiles, 0);
   EXPECT_DOUBLE_EQ(w[2].work.flops, 8.0 * 8 * 256);
   EXPECT_EQ(w[2].work.bytes, 8 * 256 * 2 + 8 * 8 * 256 * 4);  // the result and the partial sums
+}
+
+// "Filling a wave" (docs/performance.md): a conv/GEMM/attention grid of at
+// least SMs x the blocks one SM holds at the occupancy the kernel's own
+// registers and shared memory allow -- not merely one block per SM (counted
+// apart). The matmul: 96 registers, 29,184 + 1,024 bytes of shared memory,
+// 4 warps: 5 blocks per SM (registers), a wave of 132 x 5 = 660 blocks on an
+// H100; with 200 registers 2 per SM, a wave of 264.
+TEST(PerfPlanWork, FillingAWaveUsesTheKernelsOwnOccupancy) {
+  const GpuSpec& h100 = *find_gpu("h100");
+  auto counts = [&](uint32_t blocks, int registers) {
+    Fixture f;
+    f.p.kernels[1].registers = registers;
+    f.p.steps[1].grid = {blocks, 1, 1};
+    const PlanEstimate pe = estimate_plan(f.p, f.g, h100);
+    EXPECT_EQ(pe.heavy, 1);
+    return std::pair{pe.heavy_full_wave, pe.heavy_every_sm};
+  };
+  EXPECT_EQ(counts(660, 96), std::pair(1, 1));
+  EXPECT_EQ(counts(659, 96), std::pair(0, 1));
+  EXPECT_EQ(counts(132, 96), std::pair(0, 1));
+  EXPECT_EQ(counts(131, 96), std::pair(0, 0));
+  EXPECT_EQ(counts(264, 200), std::pair(1, 1));
+  EXPECT_EQ(counts(263, 200), std::pair(0, 1));
 }
 
 TEST(PerfPlanWork, StepOutsideTheGraphIsAnError) {

@@ -117,8 +117,13 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
   std::vector<std::string> bs;
   for (const auto& [b, n] : bounds) bs.push_back(fmt::format("{} {}", b, n));
   out << fmt::format("bounds: {}\n", fmt::join(bs, ", "));
-  out << fmt::format("conv/GEMM/attention launches: {}; filling >= 1 wave: {} ({:.0f}%); >= 1 block per SM: {}\n",
-                     pe.heavy, pe.heavy_full_wave, pct, pe.heavy_every_sm);
+  // "Filling a wave" (docs/performance.md): the grid has at least as many blocks as the GPU holds at
+  // once at the occupancy the kernel's own registers and shared memory allow (SMs x b/SM), not merely
+  // one block per SM, which is counted beside it.
+  out << fmt::format(
+      "conv/GEMM/attention launches: {}; filling >= 1 wave (blocks >= {} SMs x resident blocks per SM): {} ({:.0f}%); "
+      ">= 1 block per SM: {}\n",
+      pe.heavy, spec.sms, pe.heavy_full_wave, pct, pe.heavy_every_sm);
   return {{"gpu", spec.name},
           {"gpu_title", spec.title},
           {"sms", spec.sms},

@@ -89,8 +89,9 @@ std::string partial_store(const TiledGemm& g, int BM, int BN, int CLD, int threa
 // element, as the one-kernel GEMM does after its loop.
 ComputeKernel emit_split_k_reduction(const TiledGemm& g, const Epilogue& ep, int64_t splits,
                                      const std::string& includes) {
-  const int V = g.N % 4 == 0 ? 4 : 1, threads = 256;
+  const int V = g.N % 4 == 0 ? 4 : 1;
   const int64_t part = g.batch * g.M * g.N, items = part / V;
+  const int threads = split_k_reduction_threads(items);
   if ((items + threads - 1) / threads > INT32_MAX)
     unsupported("codegen: {}: {} elements exceed one grid", g.label, part);
   ComputeKernel k;

@@ -30,30 +30,46 @@ void default_warps(GemmTileConfig& c) {
   c.warps_m = std::min(c.bm / std::min(c.bm, 32), 8 / c.warps_n);
 }
 
-// The split-K choice weighs a split's time with the first-order terms of
-// kiln's performance model (perf/perf_model.h, docs/performance.md) on an
-// H100 SXM: these are its constants, so the choice is a function of the
-// problem alone (plans do not depend on the GPU they are built on).
-struct SplitCostModel {
+// The tile, split-K and pipeline choices weigh a configuration's time with
+// the first-order terms of kiln's performance model (perf/perf_model.h,
+// docs/performance.md) on an H100 SXM: these are its constants, so the choice
+// is a function of the problem alone (plans do not depend on the GPU they are
+// built on).
+struct TileCostModel {
   double sms = 132;                              // SMs
-  double resident = 4;                           // blocks of 4 warps an SM holds (4-6 by registers and shared memory)
+  double warps_per_sm = 16;                      // warps of ~96-128 registers an SM holds (its 64K-register file)
   double latency_us = 0.5;                       // a global load's round trip
   double bytes_per_us = 3350e3 * 0.9;            // DRAM at 90% of 3350 GB/s
   double sm_flops_per_us = 989.4e6 * 0.6 / 132;  // an SM's share of the fp16 tensor peak at mma.sync's rate
   double launch_us = 1.0;                        // one more CUDA Graph node (the reduction kernel)
 };
-constexpr SplitCostModel kCost;
+constexpr TileCostModel kCost;
 // Each split keeps at least this many k-tiles (its cp.async pipeline overlaps
 // loads with math; fewer would spend the split on its prologue's latency).
 constexpr int64_t kMinSplitKTiles = 2;
+// A smaller tile than the heuristic's must be this much cheaper by the cost
+// terms to be taken: it re-reads the operands more often (from L2, which the
+// terms do not charge) and its blocks stage more per product.
+constexpr double kSmallerTileGain = 0.97;
 
-int stages_for(int64_t k_tiles, int64_t blocks) {
-  // Three stages keep two k-tiles in flight; a K of one or two tiles needs two.
-  // A grid below one wave with a long K (8+ k-tiles) is latency-bound: each
-  // block waits on its k-loop, and four stages (three tiles in flight) cut
-  // each k-tile's wait by a third (kiln's performance model,
-  // docs/performance.md: ResNet-50 and BERT-base sm_90 fp16 -24%).
-  return k_tiles <= 2 ? 2 : k_tiles >= 8 && blocks < kTargetBlocks ? 4 : 3;
+int warps_of(const GemmTileConfig& c) { return c.warps_m * c.warps_n; }
+
+// Blocks of `c` that one wave holds: 132 SMs x the blocks an SM keeps
+// resident (by its register file: 16 warps of this size; 4 blocks of 4 warps).
+int64_t wave_slots(const GemmTileConfig& c) {
+  return static_cast<int64_t>(kCost.sms) * std::max(1, static_cast<int>(kCost.warps_per_sm) / warps_of(c));
+}
+
+int stages_for(int64_t k_tiles, int64_t blocks, int64_t slots) {
+  // Below one wave of resident blocks shared memory limits nothing that runs
+  // (resident slots stay empty either way) and each block waits on its
+  // k-loop: the ring is as deep as the loop can use, every k-tile of a short
+  // K in flight at once, up to 4 stages (three tiles in flight: each k-tile
+  // waits a third of a round trip; kiln's performance model,
+  // docs/performance.md). From one wave on, 3 stages (2 for a K of one or
+  // two tiles) leave shared memory to the resident blocks.
+  if (blocks < slots) return static_cast<int>(std::clamp<int64_t>(k_tiles + 1, 2, 4));
+  return k_tiles <= 2 ? 2 : 3;
 }
 
 // The estimated time (us) of the GEMM with tile `c` split in `split` parts,
@@ -69,21 +85,52 @@ double split_cost_us(const GemmProblem& p, const GemmTileConfig& c, int64_t k_ti
   const double operands =
       p.operand_bytes > 0 ? double(p.operand_bytes) : double(p.batch) * double(p.M * p.K + p.K * p.N) * elem;
   const double ws = sk.splits > 1 ? double(sk.splits) * mn * 4 : 0;
-  const int stages = stages_for(sk.k_tiles, static_cast<int64_t>(blocks));
-  const double waves = std::ceil(blocks / (kCost.sms * kCost.resident));
+  const int64_t slots = wave_slots(c);
+  const int stages = stages_for(sk.k_tiles, static_cast<int64_t>(blocks), slots);
+  const double waves = std::ceil(blocks / double(slots));
   const double latency = waves * (double(sk.k_tiles) * kCost.latency_us / (stages - 1) + 2 * kCost.latency_us);
-  const double compute =
-      std::ceil(blocks / kCost.sms) * 2.0 * c.bm * c.bn * c.bk * double(sk.k_tiles) / kCost.sm_flops_per_us;
+  // The busiest SM runs ceil(blocks / SMs) blocks; its 4 sub-partitions' tensor cores are all busy only
+  // with 4 or more resident warps.
+  const double busiest = std::ceil(blocks / kCost.sms);
+  const double resident_warps = std::min(busiest, double(slots) / kCost.sms) * warps_of(c);
+  const double compute = busiest * 2.0 * c.bm * c.bn * c.bk * double(sk.k_tiles) /
+                         (kCost.sm_flops_per_us * std::min(1.0, resident_warps / 4));
   const double memory =
       (operands + (sk.splits > 1 ? ws : mn * elem)) / kCost.bytes_per_us / std::min(1.0, blocks / kCost.sms);
   double t = std::max({latency, compute, memory});
   if (sk.splits > 1) {
-    const double reduce_blocks = std::max(1.0, mn / 1024);
+    const int64_t items = static_cast<int64_t>(mn) / (p.N % 4 == 0 ? 4 : 1);
+    const int threads = split_k_reduction_threads(items);
+    const double reduce_blocks = std::ceil(double(items) / threads);
     t += std::max(2 * kCost.latency_us,
                   (ws + mn * elem) / kCost.bytes_per_us / std::min(1.0, reduce_blocks / kCost.sms));
     t += kCost.launch_us;
   }
   return t;
+}
+
+// The cheapest split of tile `c` for `p` (split_k and stages set) and its cost.
+// Split-K (docs/codegen.md, "Split-K"): where the tiles leave the GPU's
+// resident block slots mostly empty, the split (each part of at least
+// kMinSplitKTiles k-tiles) that the cost terms above put fastest, the
+// reduction kernel's time and launch included; the smallest on a tie.
+std::pair<GemmTileConfig, double> best_split(const GemmProblem& p, GemmTileConfig c) {
+  const int64_t k_tiles_all = (p.K + c.bk - 1) / c.bk;
+  const int64_t tiles = blocks_of(p, c.bm, c.bn);
+  c.split_k = 1;
+  double best = split_cost_us(p, c, k_tiles_all, 1);
+  if (tiles < wave_slots(c) && k_tiles_all >= 2 * kMinSplitKTiles) {
+    for (int64_t s = 2; s <= std::min<int64_t>(kMaxSplitK, k_tiles_all / kMinSplitKTiles); ++s) {
+      GemmTileConfig t = c;
+      t.split_k = static_cast<int>(s);
+      if (split_k_of(t, k_tiles_all).splits != s) continue;  // the same split as a smaller s
+      const double cost = split_cost_us(p, c, k_tiles_all, s);
+      if (cost < best) best = cost, c.split_k = static_cast<int>(s);
+    }
+  }
+  const SplitK sk = split_k_of(c, k_tiles_all);
+  c.stages = stages_for(sk.k_tiles, tiles * sk.splits, wave_slots(c));
+  return {c, best};
 }
 
 }  // namespace
@@ -110,6 +157,12 @@ std::string gemm_tile_name(const GemmTileConfig& c) {
   std::string s = fmt::format("{}x{}x{} w{}x{} s{}", c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.stages);
   if (c.split_k > 1) s += fmt::format(" split{}", c.split_k);
   return s;
+}
+
+int split_k_reduction_threads(int64_t items) {
+  for (int threads : {256, 128})
+    if ((items + threads - 1) / threads >= static_cast<int64_t>(kCost.sms)) return threads;
+  return 64;
 }
 
 SplitK split_k_of(const GemmTileConfig& c, int64_t k_tiles_all) {
@@ -172,29 +225,30 @@ GemmTileConfig default_gemm_tile(const GemmProblem& p) {
   }
   c.bk = p.math == GemmMath::Tf32 ? 16 : 32;  // 64-byte rows of shared memory either way
   default_warps(c);
-  // Three stages keep two k-tiles in flight; a K of one or two tiles needs two.
-  // A grid below one wave with a long K (8+ k-tiles) is latency-bound: each
-  // block waits on its k-loop, and four stages (three tiles in flight) cut
-  // each k-tile's wait by a third (kiln's performance model,
-  // docs/performance.md: ResNet-50 and BERT-base sm_90 fp16 -24%).
-  // Split-K (docs/codegen.md, "Split-K"): where the tiles leave the GPU's
-  // resident block slots mostly empty, the split (each part of at least
-  // kMinSplitKTiles k-tiles) that the cost terms above put fastest, the
-  // reduction kernel's time and launch included; the smallest on a tie.
-  const int64_t k_tiles_all = (p.K + c.bk - 1) / c.bk;
-  const int64_t tiles = blocks_of(p, c.bm, c.bn);
-  if (tiles < int64_t(kCost.sms * kCost.resident) && k_tiles_all >= 2 * kMinSplitKTiles) {
-    double best = split_cost_us(p, c, k_tiles_all, 1);
-    for (int64_t s = 2; s <= std::min<int64_t>(kMaxSplitK, k_tiles_all / kMinSplitKTiles); ++s) {
-      GemmTileConfig t = c;
-      t.split_k = static_cast<int>(s);
-      if (split_k_of(t, k_tiles_all).splits != s) continue;  // the same split as a smaller s
-      const double cost = split_cost_us(p, c, k_tiles_all, s);
-      if (cost < best) best = cost, c.split_k = static_cast<int>(s);
+  // Below one wave, the tile too is chosen by the cost terms: the heuristic's,
+  // or half of it along M, N or both (rows down to 16, columns to 32), each
+  // with its best split and pipeline; a smaller tile only for a clear gain
+  // (kSmallerTileGain). More, smaller blocks spread a small problem's DRAM
+  // traffic over more SMs and need fewer splits (less workspace) for the same
+  // parallelism.
+  auto [best, cost] = best_split(p, c);
+  if (blocks_of(p, c.bm, c.bn) < wave_slots(c)) {
+    const GemmTileConfig base = c;
+    for (auto [dm, dn] : {std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}}) {
+      GemmTileConfig t = base;
+      t.bm /= dm;
+      t.bn /= dn;
+      t.stages = 2;  // (best_split sets the pipeline; any valid depth for the check below)
+      default_warps(t);
+      // Not below 16 rows / 32 columns, and only where halving adds blocks.
+      if (t.bm < 16 || t.bn < 32 || blocks_of(p, t.bm, t.bn) == blocks_of(p, base.bm, base.bn) ||
+          !gemm_tile_invalid(t, p).empty())
+        continue;
+      auto [tc, tcost] = best_split(p, t);
+      if (tcost < cost * kSmallerTileGain) best = tc, cost = tcost;
     }
   }
-  c.stages = stages_for(split_k_of(c, k_tiles_all).k_tiles, tiles * c.split_k);
-  return c;
+  return best;
 }
 
 std::vector<GemmTileConfig> gemm_tile_candidates(const GemmProblem& p) {

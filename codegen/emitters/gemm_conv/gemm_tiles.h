@@ -43,6 +43,10 @@ struct SplitK {
   int64_t splits = 1, k_tiles = 0;
 };
 SplitK split_k_of(const GemmTileConfig& c, int64_t k_tiles_all);
+// Threads per block of the split-K reduction kernel for `items` work items
+// (one per thread): 256, or 128 or 64 when fewer blocks would leave some of
+// an H100's 132 SMs without one (an SM without a block issues no loads).
+int split_k_reduction_threads(int64_t items);
 
 struct GemmProblem {
   GemmMath math = GemmMath::Simt;

@@ -293,8 +293,14 @@ OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& 
   if (op == "global_lp_pool") res = fmt::format("kiln_pow(acc, ({0})1 / ({0}){1})", A, p);
   b += fmt::format("    KILN_STORE(0, o, {});\n  }}\n", res);
   OpKernel kern;
-  kern.block = kBlock;
-  kern.grid = items_grid(planes, kBlock);
+  // A thread per plane in blocks of 256, or of fewer threads (down to a warp)
+  // where 256 would leave some of an H100's 132 SMs without a block: the
+  // pool reads its input once (DRAM-bound) and an SM without a block issues
+  // no loads (ResNet-50's 2048-channel average pool ran as 8 blocks).
+  unsigned block = kBlock;
+  while (block > 32 && items_grid(planes, block) < 132) block /= 2;
+  kern.block = block;
+  kern.grid = items_grid(planes, block);
   finish_op_kernel(kern, "kiln_gpool", op, buffers_for({x}, {y}), A, "", b, seams);
   return kern;
 }

@@ -17,11 +17,12 @@ namespace {
 // How a row is spread over threads and registers.
 struct RowPlan {
   int64_t rows = 0, count = 0;
-  int W = 1;         // elements per vector (1: element by element)
-  bool vec = false;  // vector loads/stores of operand 0 / result 0 where aligned
-  bool warp = true;  // a warp per row (4 rows per block), else a block per row
-  int T = 32;        // threads per row
-  int NV = 1;        // vectors (of W) per thread
+  int W = 1;               // elements per vector (1: element by element)
+  bool vec = false;        // vector loads/stores of operand 0 / result 0 where aligned
+  bool warp = true;        // a warp per row (rows_per_block rows per block), else a block per row
+  int rows_per_block = 4;  // warp rows: 4, or 2 or 1 where 4 would leave some of an H100's SMs without a block
+  int T = 32;              // threads per row
+  int NV = 1;              // vectors (of W) per thread
   int slots() const { return NV * W; }
 };
 
@@ -34,7 +35,14 @@ std::optional<RowPlan> plan_rows(int64_t rows, int64_t count, DType dt, bool pla
   p.vec = plain && p.W > 1 && count % p.W == 0;
   if (!p.vec) p.W = 1;
   p.warp = count <= 1024;
-  if (!p.warp) {
+  if (p.warp) {
+    // Blocks of 4 warps, unless that gives fewer blocks than an H100 has SMs
+    // (132): a row kernel is bound by DRAM traffic, and an SM without a block
+    // issues no loads (kiln's performance model, docs/performance.md: BERT's
+    // 128-row layernorms ran on 32 SMs).
+    constexpr int64_t kSms = 132;
+    while (p.rows_per_block > 1 && (rows + p.rows_per_block - 1) / p.rows_per_block < kSms) p.rows_per_block /= 2;
+  } else {
     // About 16 elements per thread: 64..1024 threads.
     const int64_t want = (count + 15) / 16;
     int64_t t = 64;
@@ -110,8 +118,9 @@ class RowKernel {
     }
     if (p_.warp) {
       b += "  const int lane = threadIdx.x & 31;\n";
-      b += fmt::format("  for (long long row = (long long)blockIdx.x * 4 + (threadIdx.x >> 5); row < {}LL;\n", p_.rows);
-      b += "       row += (long long)gridDim.x * 4) {\n";
+      b += fmt::format("  for (long long row = (long long)blockIdx.x * {} + (threadIdx.x >> 5); row < {}LL;\n",
+                       p_.rows_per_block, p_.rows);
+      b += fmt::format("       row += (long long)gridDim.x * {}) {{\n", p_.rows_per_block);
     } else {
       b += "  const int lane = threadIdx.x;\n";
       b += fmt::format("  for (long long row = blockIdx.x; row < {}LL; row += gridDim.x) {{\n", p_.rows);
@@ -162,8 +171,8 @@ class RowKernel {
     k.outputs = p_.rows;
     k.count = p_.count;
     if (p_.warp) {
-      k.block = 128;
-      k.grid = static_cast<unsigned>(std::min<int64_t>((p_.rows + 3) / 4, 65535));
+      k.block = static_cast<unsigned>(32 * p_.rows_per_block);
+      k.grid = static_cast<unsigned>(std::min<int64_t>((p_.rows + p_.rows_per_block - 1) / p_.rows_per_block, 65535));
     } else {
       k.block = static_cast<unsigned>(p_.T);
       k.grid = static_cast<unsigned>(std::min<int64_t>(p_.rows, 65535));

@@ -3,7 +3,8 @@
 //
 // The input is viewed as [rows, count] (rows contiguous). Each row is read
 // from global memory once into registers -- a warp per row for rows of at
-// most 1024 elements (4 rows per 128-thread block, shuffles only, no block
+// most 1024 elements (4 rows per 128-thread block, or 2 or 1 where 4 would
+// leave some of an H100's 132 SMs without a block; shuffles only, no block
 // barrier), a block per row for longer ones (64..1024 threads) -- then the
 // statistics are folded from the registers and the results stored: one read
 // and one write per element instead of the 2-3 passes of the generic
