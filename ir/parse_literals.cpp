@@ -1,0 +1,211 @@
+// The literals of kiln IR text: types, dense<[...]> and splat<v> tensors,
+// attribute values and dictionaries (grammar: docs/ir.md). Values are
+// range-checked and constants materialized only up to a size limit: the
+// parser is fuzzed and must never crash.
+#include <cstring>
+
+#include "ir/low_bit.h"
+#include "ir/token_parser.h"
+
+namespace kiln::text_detail {
+
+namespace {
+
+constexpr int64_t kMaxConstantBytes = int64_t(1) << 30;
+
+}  // namespace
+
+// ---- types ----
+TensorType TokenParser::type() {
+  Tok d = expect(T::Ident, "a type such as f32[2,3]");
+  auto dt = dtype_from_name(d.text);
+  if (!dt) error(d, fmt::format("unknown element type '{}'", d.text));
+  TensorType tt;
+  tt.dtype = *dt;
+  expect_punct('[');
+  if (!peek().punct(']')) {
+    do {
+      Tok n = take();
+      int64_t dim = parse_int<int64_t>(n, "dimension");
+      if (dim < 0) error(n, fmt::format("dimension {} is negative", dim));
+      tt.shape.push_back(dim);
+    } while (accept_punct(','));
+  }
+  expect_punct(']');
+  try {
+    tt.numel();
+  } catch (const Error& e) {
+    error(d, e.what());
+  }
+  // A layout suffix: {nhwc}. A '{' starting anything else (a body) is left alone.
+  if (peek().punct('{') && peek(1).kind == T::Ident && peek(2).punct('}') && peek(1).text != "graph") {
+    take();
+    Tok l = take();
+    if (l.text != "nhwc") error(l, fmt::format("unknown layout '{}'", l.text));
+    tt.layout = Layout::NHWC;
+    take();
+  }
+  return tt;
+}
+
+// ---- tensors: dense<[...]> and splat<v> ----
+std::vector<Tok> TokenParser::tensor_elements(bool splat) {
+  std::vector<Tok> elems;
+  expect_punct('<');
+  if (splat) {
+    elems.push_back(take());
+  } else {
+    expect_punct('[');
+    if (!peek().punct(']')) {
+      do elems.push_back(take());
+      while (accept_punct(','));
+    }
+    expect_punct(']');
+  }
+  expect_punct('>');
+  return elems;
+}
+
+void TokenParser::store_element(Tensor& t, int64_t i, const Tok& e) {
+  DType dt = t.dtype();
+  auto range = [&](int64_t lo, uint64_t hi) {
+    if (e.kind == T::Number && !e.text.empty() && e.text[0] == '-') {
+      int64_t v = parse_int<int64_t>(e, "integer");
+      if (v < lo) error(e, fmt::format("{} does not fit in {}", v, dtype_name(dt)));
+      return static_cast<uint64_t>(v);
+    }
+    uint64_t v = parse_int<uint64_t>(e, "integer");
+    if (v > hi) error(e, fmt::format("{} does not fit in {}", v, dtype_name(dt)));
+    return v;
+  };
+  switch (dt) {
+    case DType::F32:
+      t.data<float>()[i] = parse_float<float>(e);
+      return;
+    case DType::F64:
+      t.data<double>()[i] = parse_float<double>(e);
+      return;
+    case DType::F16:
+      t.data<uint16_t>()[i] = float_to_half(parse_float<float>(e));
+      return;
+    case DType::BF16:
+      t.data<uint16_t>()[i] = float_to_bf16(parse_float<float>(e));
+      return;
+    case DType::Bool:
+      if (e.kind != T::Ident || (e.text != "true" && e.text != "false"))
+        error(e, fmt::format("expected true or false, found {}", describe(e)));
+      t.data<uint8_t>()[i] = e.text == "true";
+      return;
+    default:
+      break;
+  }
+  if (is_low_bit_float(dt)) {  // printed values are exact: one the type cannot hold is an error
+    float v = parse_float<float>(e);
+    uint8_t code = low_bit_code_of(dt, v);
+    float back = low_bit_to_float(dt, code);
+    if (std::isnan(v) ? !std::isnan(back) : back != v)
+      error(e, fmt::format("{} is not a {} value", describe(e), dtype_name(dt)));
+    t.data<uint8_t>()[i] = code;
+    return;
+  }
+  if (is_low_bit_int(dt)) {
+    auto [lo, hi] = low_bit_int_range(dt);
+    t.data<uint8_t>()[i] = static_cast<uint8_t>(range(lo, static_cast<uint64_t>(hi)));
+    return;
+  }
+  dispatch_storage(dt, [&](auto z) {
+    using I = decltype(z);
+    if constexpr (std::is_integral_v<I>) {
+      auto lo = static_cast<int64_t>(std::numeric_limits<I>::min());
+      auto hi = static_cast<uint64_t>(std::numeric_limits<I>::max());
+      t.data<I>()[i] = static_cast<I>(range(lo, hi));
+    }
+  });
+}
+
+Tensor TokenParser::make_tensor(const TensorType& type, const Tok& at, bool splat, const std::vector<Tok>& elems) {
+  int64_t n = type.numel();
+  if (!splat && int64_t(elems.size()) != n)
+    error(at, fmt::format("dense<> has {} elements but {} holds {}", elems.size(), type.str(), n));
+  if (n > kMaxConstantBytes / int64_t(dtype_size(type.dtype)))
+    error(at, fmt::format("{} is too large to materialize from text (limit {} bytes)", type.str(), kMaxConstantBytes));
+  Tensor t(type);
+  if (n == 0) return t;
+  store_element(t, 0, elems[0]);
+  size_t w = dtype_size(type.dtype);
+  for (int64_t i = 1; i < n; ++i) {
+    if (splat) std::memcpy(static_cast<uint8_t*>(t.raw()) + i * w, t.raw(), w);
+    else store_element(t, i, elems[i]);
+  }
+  return t;
+}
+
+// ---- attributes ----
+Attribute TokenParser::attr_value() {
+  Tok t = peek();
+  if (t.kind == T::String) return take().text;
+  if (t.kind == T::Ident && (t.text == "dense" || t.text == "splat")) {
+    Tok kw = take();
+    auto elems = tensor_elements(kw.text == "splat");
+    expect_punct(':');
+    TensorType tt = type();
+    return make_tensor(tt, kw, kw.text == "splat", elems);
+  }
+  std::string kind;  // forced list kind: ints / floats / strings
+  if (t.kind == T::Ident && (t.text == "ints" || t.text == "floats" || t.text == "strings") && peek(1).punct('['))
+    kind = take().text;
+  if (peek().punct('[')) {
+    Tok open = take();
+    std::vector<Tok> items;
+    if (!peek().punct(']')) {
+      do items.push_back(take());
+      while (accept_punct(','));
+    }
+    expect_punct(']');
+    if (kind.empty()) {
+      if (items.empty()) error(open, "an empty list needs its kind: write ints[], floats[] or strings[]");
+      kind = items[0].kind == T::String ? "strings" : "ints";
+      for (const Tok& i : items)
+        if (float_spelled(i)) kind = kind == "ints" ? "floats" : kind;
+    }
+    if (kind == "strings") {
+      std::vector<std::string> v;
+      for (const Tok& i : items) {
+        if (i.kind != T::String) error(i, fmt::format("expected a string, found {}", describe(i)));
+        v.push_back(i.text);
+      }
+      return v;
+    }
+    if (kind == "floats") {
+      std::vector<float> v;
+      for (const Tok& i : items) v.push_back(parse_float<float>(i));
+      return v;
+    }
+    std::vector<int64_t> v;
+    for (const Tok& i : items) v.push_back(parse_int<int64_t>(i, "integer"));
+    return v;
+  }
+  if (!kind.empty()) error(peek(), "expected '[' after the list kind");
+  Tok n = take();
+  if (float_spelled(n)) return parse_float<float>(n);
+  if (n.kind == T::Number) return parse_int<int64_t>(n, "integer");
+  error(n, fmt::format("expected an attribute value, found {}", describe(n)));
+}
+
+AttrMap TokenParser::attr_dict() {
+  AttrMap attrs;
+  expect_punct('{');
+  if (accept_punct('}')) return attrs;
+  do {
+    Tok k = take();
+    if (k.kind != T::Ident && k.kind != T::String)
+      error(k, fmt::format("expected an attribute name, found {}", describe(k)));
+    if (attrs.has(k.text)) error(k, fmt::format("attribute '{}' is given twice", k.text));
+    expect_punct('=');
+    attrs.set(k.text, attr_value());
+  } while (accept_punct(','));
+  expect_punct('}');
+  return attrs;
+}
+
+}  // namespace kiln::text_detail
