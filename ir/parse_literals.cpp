@@ -4,7 +4,10 @@
 // parser is fuzzed and must never crash.
 #include <cstring>
 
+#include <algorithm>
+
 #include "ir/low_bit.h"
+#include "ir/symbolic_dim.h"
 #include "ir/token_parser.h"
 
 namespace kiln::text_detail {
@@ -13,7 +16,84 @@ namespace {
 
 constexpr int64_t kMaxConstantBytes = int64_t(1) << 30;
 
+// Whether a Number token is a negated symbol: "-seq" (the lexer reads a '-'
+// before a letter as the start of a number, for -inf and -nan).
+bool negated_symbol(const Tok& t) {
+  return t.kind == T::Number && t.text.size() > 1 && t.text[0] == '-' && is_ident_start(t.text[1]) &&
+         t.text != "-inf" && t.text != "-nan";
+}
+
 }  // namespace
+
+// ---- dims: integers and symbolic dim expressions ----
+TokenParser::Item TokenParser::item() {
+  Item it{take()};
+  // An expression goes on with '*' or '+' and an operand, or with a
+  // negative term ("seq-1" lexes as seq, -1).
+  while (true) {
+    if (peek().punct('*') || peek().punct('+')) {
+      it.push_back(take());
+      it.push_back(take());
+    } else if (peek().kind == T::Number && !peek().text.empty() && peek().text[0] == '-') {
+      it.push_back(take());
+    } else {
+      return it;
+    }
+  }
+}
+
+const Tok& TokenParser::single(const Item& it) {
+  if (it.size() > 1) error(it[1], fmt::format("expected ',' or the end of the list, found {}", describe(it[1])));
+  return it[0];
+}
+
+int64_t TokenParser::int_or_dim(const Item& it, const char* what) {
+  if (it.size() == 1 && it[0].kind == T::Number && !negated_symbol(it[0])) return parse_int<int64_t>(it[0], what);
+  DimPoly poly;
+  size_t i = 0;
+  auto overflow = [&](const Tok& t) { error(t, fmt::format("{} overflows", what)); };
+  while (i < it.size()) {
+    const Tok& start = it[i];
+    int64_t coef = 1;
+    DimMonomial mono;
+    while (true) {  // factors joined by '*'
+      const Tok& f = it[i++];
+      if (negated_symbol(f)) {
+        coef = -coef;
+        mono.push_back(f.text.substr(1));
+        if (!is_symbol_name(mono.back())) error(f, fmt::format("'{}' is not a symbol name", mono.back()));
+      } else if (f.kind == T::Number) {
+        if (__builtin_mul_overflow(coef, parse_int<int64_t>(f, what), &coef)) overflow(f);
+      } else if (f.kind == T::Ident && is_symbol_name(f.text)) {
+        mono.push_back(f.text);
+      } else {
+        error(f,
+              fmt::format("expected {} (an integer or a symbolic dim such as batch*seq), found {}", what, describe(f)));
+      }
+      if (i < it.size() && it[i].punct('*')) {
+        ++i;
+        continue;
+      }
+      break;
+    }
+    std::sort(mono.begin(), mono.end());
+    int64_t& slot = poly[mono];
+    if (__builtin_add_overflow(slot, coef, &slot)) overflow(start);
+    if (slot == 0) poly.erase(mono);
+    if (i < it.size() && it[i].punct('+')) ++i;  // else the next term is negative: "-1", "-seq"
+  }
+  // The printer writes a constant as its number: an expression without a
+  // symbol ("3 -1", a missing comma) is malformed text, not arithmetic.
+  bool constant = poly.empty() || (poly.size() == 1 && poly.begin()->first.empty());
+  if (constant && it.size() > 1)
+    error(it[1], fmt::format("expected ',' or the end of the list, found {}", describe(it[1])));
+  if (constant) return poly.empty() ? 0 : poly.begin()->second;
+  try {
+    return dim_of_poly(poly);
+  } catch (const Error& e) {
+    error(it[0], e.what());
+  }
+}
 
 // ---- types ----
 TensorType TokenParser::type() {
@@ -25,15 +105,16 @@ TensorType TokenParser::type() {
   expect_punct('[');
   if (!peek().punct(']')) {
     do {
-      Tok n = take();
-      int64_t dim = parse_int<int64_t>(n, "dimension");
-      if (dim < 0) error(n, fmt::format("dimension {} is negative", dim));
+      Item n = item();
+      int64_t dim = int_or_dim(n, "dimension");
+      if (dim < 0 && !is_symbolic_dim(dim)) error(n[0], fmt::format("dimension {} is negative", dim));
       tt.shape.push_back(dim);
     } while (accept_punct(','));
   }
   expect_punct(']');
   try {
-    tt.numel();
+    dim_product(tt.shape);  // (overflow checks; symbolic dims need their range to be sized)
+    if (!has_symbolic_dims(tt.shape)) tt.numel();
   } catch (const Error& e) {
     error(d, e.what());
   }
@@ -49,15 +130,15 @@ TensorType TokenParser::type() {
 }
 
 // ---- tensors: dense<[...]> and splat<v> ----
-std::vector<Tok> TokenParser::tensor_elements(bool splat) {
-  std::vector<Tok> elems;
+std::vector<TokenParser::Item> TokenParser::tensor_elements(bool splat) {
+  std::vector<Item> elems;
   expect_punct('<');
   if (splat) {
-    elems.push_back(take());
+    elems.push_back(item());
   } else {
     expect_punct('[');
     if (!peek().punct(']')) {
-      do elems.push_back(take());
+      do elems.push_back(item());
       while (accept_punct(','));
     }
     expect_punct(']');
@@ -66,8 +147,14 @@ std::vector<Tok> TokenParser::tensor_elements(bool splat) {
   return elems;
 }
 
-void TokenParser::store_element(Tensor& t, int64_t i, const Tok& e) {
+void TokenParser::store_element(Tensor& t, int64_t i, const Item& it) {
   DType dt = t.dtype();
+  // Shape values of a graph with symbolic dims hold symbolic dims.
+  if (dt == DType::I64 && (it.size() > 1 || it[0].kind == T::Ident || negated_symbol(it[0]))) {
+    t.data<int64_t>()[i] = int_or_dim(it, "integer");
+    return;
+  }
+  const Tok& e = single(it);
   auto range = [&](int64_t lo, uint64_t hi) {
     if (e.kind == T::Number && !e.text.empty() && e.text[0] == '-') {
       int64_t v = parse_int<int64_t>(e, "integer");
@@ -123,7 +210,9 @@ void TokenParser::store_element(Tensor& t, int64_t i, const Tok& e) {
   });
 }
 
-Tensor TokenParser::make_tensor(const TensorType& type, const Tok& at, bool splat, const std::vector<Tok>& elems) {
+Tensor TokenParser::make_tensor(const TensorType& type, const Tok& at, bool splat, const std::vector<Item>& elems) {
+  if (has_symbolic_dims(type.shape))
+    error(at, fmt::format("a tensor with data needs a static type, not {}", type.str()));
   int64_t n = type.numel();
   if (!splat && int64_t(elems.size()) != n)
     error(at, fmt::format("dense<> has {} elements but {} holds {}", elems.size(), type.str(), n));
@@ -156,40 +245,43 @@ Attribute TokenParser::attr_value() {
     kind = take().text;
   if (peek().punct('[')) {
     Tok open = take();
-    std::vector<Tok> items;
+    std::vector<Item> items;
     if (!peek().punct(']')) {
-      do items.push_back(take());
+      do items.push_back(item());
       while (accept_punct(','));
     }
     expect_punct(']');
     if (kind.empty()) {
       if (items.empty()) error(open, "an empty list needs its kind: write ints[], floats[] or strings[]");
-      kind = items[0].kind == T::String ? "strings" : "ints";
-      for (const Tok& i : items)
-        if (float_spelled(i)) kind = kind == "ints" ? "floats" : kind;
+      kind = items[0][0].kind == T::String ? "strings" : "ints";
+      for (const Item& i : items)
+        if (i.size() == 1 && float_spelled(i[0])) kind = kind == "ints" ? "floats" : kind;
     }
     if (kind == "strings") {
       std::vector<std::string> v;
-      for (const Tok& i : items) {
-        if (i.kind != T::String) error(i, fmt::format("expected a string, found {}", describe(i)));
-        v.push_back(i.text);
+      for (const Item& i : items) {
+        const Tok& s = single(i);
+        if (s.kind != T::String) error(s, fmt::format("expected a string, found {}", describe(s)));
+        v.push_back(s.text);
       }
       return v;
     }
     if (kind == "floats") {
       std::vector<float> v;
-      for (const Tok& i : items) v.push_back(parse_float<float>(i));
+      for (const Item& i : items) v.push_back(parse_float<float>(single(i)));
       return v;
     }
-    std::vector<int64_t> v;
-    for (const Tok& i : items) v.push_back(parse_int<int64_t>(i, "integer"));
+    std::vector<int64_t> v;  // integers, or symbolic dims (reshape {shape=[batch,seq,768]})
+    for (const Item& i : items) v.push_back(int_or_dim(i, "integer"));
     return v;
   }
   if (!kind.empty()) error(peek(), "expected '[' after the list kind");
-  Tok n = take();
-  if (float_spelled(n)) return parse_float<float>(n);
-  if (n.kind == T::Number) return parse_int<int64_t>(n, "integer");
-  error(n, fmt::format("expected an attribute value, found {}", describe(n)));
+  bool word = peek().kind == T::Ident && (is_symbol_name(peek().text) || float_spelled(peek()));
+  if (peek().kind != T::Number && !word)
+    error(peek(), fmt::format("expected an attribute value, found {}", describe(peek())));
+  Item n = item();
+  if (n.size() == 1 && float_spelled(n[0])) return parse_float<float>(n[0]);
+  return int_or_dim(n, "integer");
 }
 
 AttrMap TokenParser::attr_dict() {

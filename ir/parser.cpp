@@ -13,6 +13,7 @@
 #include <map>
 
 #include "ir/error.h"
+#include "ir/symbolic_dim.h"
 #include "ir/text_format.h"
 #include "ir/token_parser.h"
 
@@ -97,6 +98,7 @@ class Parser : TokenParser {
       while (accept_punct(','));
     }
     expect_punct(')');
+    if (peek().is(T::Ident, "symbols")) g->set_symbols(symbol_table());
     expect_punct('{');
     while (!peek().is(T::Ident, "return")) statement(s, depth);
     Tok ret = take();
@@ -127,6 +129,29 @@ class Parser : TokenParser {
     }
     g->set_outputs(std::move(out_values));
     return g;
+  }
+
+  // symbols(batch in [1, 64], seq in [1, 512]): the graph's symbols and
+  // their ranges (ir/symbolic_dim.h); the verifier checks the ranges.
+  std::vector<SymbolDecl> symbol_table() {
+    take();
+    expect_punct('(');
+    std::vector<SymbolDecl> decls;
+    do {
+      Tok name = expect(T::Ident, "a symbol name");
+      if (!is_symbol_name(name.text)) error(name, fmt::format("'{}' is not a symbol name", name.text));
+      for (const SymbolDecl& d : decls)
+        if (d.name == name.text) error(name, fmt::format("symbol {} is declared twice", name.text));
+      expect_keyword("in");
+      expect_punct('[');
+      int64_t lo = parse_int<int64_t>(take(), "integer");
+      expect_punct(',');
+      int64_t hi = parse_int<int64_t>(take(), "integer");
+      expect_punct(']');
+      decls.push_back({name.text, lo, hi});
+    } while (accept_punct(','));
+    expect_punct(')');
+    return decls;
   }
 
   void statement(Scope& s, int depth) {
@@ -191,6 +216,7 @@ class Parser : TokenParser {
     TensorType tt = type();
     Tok form = peek();
     if (form.kind == T::At) {
+      if (has_symbolic_dims(tt.shape)) error(form, fmt::format("a constant needs a static type, not {}", tt.str()));
       Tok ref = take();
       if (ref.text != name.text)
         error(ref, fmt::format("constant reference @{} does not repeat the value's name {}", quote_string(ref.text),

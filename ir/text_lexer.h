@@ -67,7 +67,7 @@ class Lexer {
       advance(), advance();
       t.kind = T::Arrow;
       t.text = "->";
-    } else if (std::string_view("()[]{}<>,:=").find(c) != std::string_view::npos) {
+    } else if (std::string_view("()[]{}<>,:=*+").find(c) != std::string_view::npos) {
       t.kind = T::Punct;
       t.text = std::string(1, advance());
     } else {

@@ -102,10 +102,19 @@ class TokenParser {
   }
 
   // ---- literals (ir/parse_literals.cpp) ----
+  // A list item, dim or tensor element: one token, or the tokens of a
+  // symbolic dim expression (2*batch+1, seq-1; ir/symbolic_dim.h).
+  using Item = std::vector<Tok>;
+  Item item();
+  // The one token of an item that must not be an expression.
+  const Tok& single(const Item& it);
+  // An integer as written (it may be negative: axes), or the handle of the
+  // symbolic dim an expression spells.
+  int64_t int_or_dim(const Item& it, const char* what);
   TensorType type();
-  std::vector<Tok> tensor_elements(bool splat);
-  void store_element(Tensor& t, int64_t i, const Tok& e);
-  Tensor make_tensor(const TensorType& type, const Tok& at, bool splat, const std::vector<Tok>& elems);
+  std::vector<Item> tensor_elements(bool splat);
+  void store_element(Tensor& t, int64_t i, const Item& it);
+  Tensor make_tensor(const TensorType& type, const Tok& at, bool splat, const std::vector<Item>& elems);
   Attribute attr_value();
   AttrMap attr_dict();
 

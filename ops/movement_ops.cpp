@@ -71,6 +71,7 @@ std::vector<int64_t> attr_ints(InferContext& c, const char* name) { return c.att
 OpDef concat_op() {
   OpDef d;
   d.name = "concat";
+  d.symbolic_dims = true;  // the concat axis adds up as a polynomial
   d.category = OpCategory::Injective;
   d.keeps_layout = true;
   d.max_inputs = -1;
@@ -93,7 +94,15 @@ OpDef concat_op() {
         if (k != a && s[k] != out[k])
           c.fail("operand {} is {} but operand 0 is {}: dim {} differs off the concat axis {}", i, c.type(i).str(),
                  c.type(0).str(), k, a);
-      if (__builtin_add_overflow(out[a], s[a], &out[a])) c.fail("concatenated dim {} overflows", a);
+      if (is_symbolic_dim(out[a]) || is_symbolic_dim(s[a])) {
+        try {
+          out[a] = dim_add(out[a], s[a]);
+        } catch (const Error& e) {
+          c.fail("{}", e.what());
+        }
+      } else if (__builtin_add_overflow(out[a], s[a], &out[a])) {
+        c.fail("concatenated dim {} overflows", a);
+      }
     }
     return std::vector<TensorType>{TensorType(c.dtype(0), out)};
   };
