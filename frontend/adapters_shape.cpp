@@ -19,6 +19,7 @@
 
 #include "frontend/import_context.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 #include "ops/shape_ops.h"
 
 namespace kiln::adapters {
@@ -27,8 +28,9 @@ namespace {
 
 // A compile-time integer list operand (shape, axes, starts, pads...), 1-D
 // (or a scalar where `allow_scalar`).
-std::vector<int64_t> int_list(ImportContext& c, int i, const std::string& what, bool allow_scalar = false) {
-  const Tensor& t = c.require_value(i, what);
+std::vector<int64_t> int_list(ImportContext& c, int i, const std::string& what, bool allow_scalar = false,
+                              bool allow_symbolic = false) {
+  const Tensor& t = allow_symbolic ? c.require_shape_value(i, what) : c.require_value(i, what);
   if (!is_int(t.dtype())) c.fail("{} must be an integer tensor, got {}", what, t.type().str());
   if (t.rank() != 1 && !(allow_scalar && t.rank() == 0))
     c.fail("{} must be a 1-D tensor, got {}", what, t.type().str());
@@ -59,7 +61,54 @@ Value* emit_reshape(ImportContext& c, Value* x, const Shape& s) {
 
 // ONNX Reshape's shape spec (0 = copy the input dim unless allowzero,
 // -1 = inferred) resolved against the input shape.
+// resolve_reshape with symbolic dims in the input or the target.
+Shape resolve_symbolic_reshape(ImportContext& c, const Shape& in, const std::vector<int64_t>& spec, bool allowzero) {
+  // Polynomial arithmetic errors (overflow) name the node.
+  auto checked = [&](auto f) {
+    try {
+      return f();
+    } catch (const Error& e) {
+      c.fail("{}", e.what());
+    }
+  };
+  Shape out(spec.size());
+  int infer_at = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    int64_t v = spec[i];
+    if (v == -1) {
+      if (infer_at >= 0) c.fail("shape [{}] has more than one -1", dims_str(spec));
+      infer_at = static_cast<int>(i);
+      continue;
+    }
+    if (v < -1 && !is_symbolic_dim(v)) c.fail("shape [{}] has invalid dim {}", dims_str(spec), v);
+    if (v == 0 && !allowzero) {
+      if (i >= in.size())
+        c.fail("shape [{}] copies dim {} (0) but the input {} has rank {}", dims_str(spec), i, shape_str(in),
+               in.size());
+      v = in[i];
+    }
+    out[i] = v;
+    known = checked([&] { return dim_mul(known, v); });
+  }
+  if (infer_at >= 0) {
+    int64_t numel = checked([&] { return dim_product(in); });
+    std::optional<int64_t> q = known == 0 ? std::nullopt : checked([&] { return dim_div_exact(numel, known); });
+    if (!q)
+      c.fail(
+          "cannot infer the -1 of shape [{}] for input [{}]: {} elements are not a multiple of {} for every value "
+          "of the symbols",
+          dims_str(spec), dims_str(in), dim_str(numel), dim_str(known));
+    out[infer_at] = *q;
+  }
+  return out;
+}
+
 Shape resolve_reshape(ImportContext& c, const Shape& in, const std::vector<int64_t>& spec, bool allowzero) {
+  // Symbolic dims (a target computed from Shape of a dynamic input, or an
+  // input dim copied by 0) multiply as polynomials; -1 is the quotient of
+  // the element counts where it is exact for every value of the symbols.
+  if (has_symbolic_dims(in) || has_symbolic_dims(spec)) return resolve_symbolic_reshape(c, in, spec, allowzero);
   Shape out(spec.size());
   int infer_at = -1;
   bool has_zero = false;
@@ -105,7 +154,7 @@ void reshape_adapter(ImportContext& c) {
     spec = c.attrs().get_ints("shape");
   } else {
     c.only_attrs({"allowzero"});
-    spec = int_list(c, 1, "Reshape shape");
+    spec = int_list(c, 1, "Reshape shape", false, /*allow_symbolic=*/true);
   }
   int64_t allowzero = c.attrs().get_int("allowzero", 0);
   if (allowzero != 0 && allowzero != 1) c.fail("allowzero must be 0 or 1, got {}", allowzero);
@@ -123,7 +172,9 @@ void flatten_adapter(ImportContext& c) {
   const Shape& s = x->shape();
   Shape out;
   try {
-    out = {shape_numel(Shape(s.begin(), s.begin() + axis)), shape_numel(Shape(s.begin() + axis, s.end()))};
+    // (products of symbolic dims are polynomials: [batch,8,1,1] -> [batch,8])
+    auto count = [&](Shape part) { return has_symbolic_dims(part) ? dim_product(part) : shape_numel(part); };
+    out = {count(Shape(s.begin(), s.begin() + axis)), count(Shape(s.begin() + axis, s.end()))};
   } catch (const Error& e) {
     c.fail("{}", e.what());
   }
@@ -150,6 +201,11 @@ void squeeze_adapter(ImportContext& c) {
   const Shape& s = x->shape();
   std::vector<bool> drop(s.size(), false);
   if (!given) {
+    // Which dims are 1 decides the result's rank: a symbolic dim may be 1 at
+    // run time or not, so kiln does not guess.
+    if (int k = first_symbolic_dim(s); k >= 0)
+      c.unsupported("Squeeze without axes on {}: whether dim {} ({}) is 1 is known only at run time", x->type().str(),
+                    k, dim_str(s[k]));
     for (size_t i = 0; i < s.size(); ++i) drop[i] = s[i] == 1;
   } else {
     for (int64_t a : norm_axes(c, axes, x->type().rank(), "axis")) {
