@@ -113,8 +113,9 @@ TensorType TokenParser::type() {
   }
   expect_punct(']');
   try {
-    dim_product(tt.shape);  // (overflow checks; symbolic dims need their range to be sized)
-    if (!has_symbolic_dims(tt.shape)) tt.numel();
+    // The element count's overflow checks (a polynomial's with symbolic dims).
+    if (has_symbolic_dims(tt.shape)) dim_product(tt.shape);
+    else tt.numel();
   } catch (const Error& e) {
     error(d, e.what());
   }
