@@ -16,6 +16,17 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
   CompileReport r;
   r.nodes_in = g.num_nodes();
   if (o.optimize) {
+    // Passes, memory planning and codegen size everything: a graph with
+    // symbolic dims runs specialised to its inputs' shapes (ir/specialize.h)
+    // until plans carry shape profiles (docs/dynamic_shapes.md).
+    if (!g.symbols().empty()) {
+      std::vector<std::string> syms;
+      for (const SymbolDecl& d : g.symbols()) syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
+      unsupported(
+          "{}the graph has symbolic dims ({}): compiling it needs static shapes (--shapes, or kiln run with the "
+          "inputs' shapes); plans with shape profiles are not implemented yet",
+          o.pipeline.source.empty() ? "" : o.pipeline.source + ": ", fmt::join(syms, ", "));
+    }
     PassManager pm;
     PassOptions popts = o.pass;
     // Passes need a concrete target (layout runs for GPU ones); compile_model

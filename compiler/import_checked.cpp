@@ -69,12 +69,12 @@ std::string problem_detail(const ImportProblem& p) {
 }
 
 void check_shapes_names(const std::map<std::string, Shape>& shapes, const std::vector<std::string>& inputs,
-                        const std::string& model) {
+                        const std::string& model, const std::string& flag) {
   for (const auto& [name, dims] : shapes) {
     if (std::find(inputs.begin(), inputs.end(), name) != inputs.end()) continue;
     std::vector<std::string> quoted;
     for (const std::string& i : inputs) quoted.push_back("\"" + i + "\"");
-    fail("{}: --shapes names \"{}\", which is not an input of the model (its inputs: {})", model, name,
+    fail("{}: {} names \"{}\", which is not an input of the model (its inputs: {})", model, flag, name,
          quoted.empty() ? "none" : fmt::format("{}", fmt::join(quoted, ", ")));
   }
 }

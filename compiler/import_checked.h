@@ -33,6 +33,6 @@ std::string problem_detail(const ImportProblem& p);
 // Throws kiln::Error when `shapes` names something that is not one of
 // `inputs` (the model's inputs), listing those that exist.
 void check_shapes_names(const std::map<std::string, Shape>& shapes, const std::vector<std::string>& inputs,
-                        const std::string& model);
+                        const std::string& model, const std::string& flag = "--shapes");
 
 }  // namespace kiln

@@ -18,7 +18,9 @@
 #include <set>
 
 #include "frontend/import_context.h"
+#include "frontend/reshape_target.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 #include "ops/shape_ops.h"
 
 namespace kiln::adapters {
@@ -27,8 +29,9 @@ namespace {
 
 // A compile-time integer list operand (shape, axes, starts, pads...), 1-D
 // (or a scalar where `allow_scalar`).
-std::vector<int64_t> int_list(ImportContext& c, int i, const std::string& what, bool allow_scalar = false) {
-  const Tensor& t = c.require_value(i, what);
+std::vector<int64_t> int_list(ImportContext& c, int i, const std::string& what, bool allow_scalar = false,
+                              bool allow_symbolic = false) {
+  const Tensor& t = allow_symbolic ? c.require_shape_value(i, what) : c.require_value(i, what);
   if (!is_int(t.dtype())) c.fail("{} must be an integer tensor, got {}", what, t.type().str());
   if (t.rank() != 1 && !(allow_scalar && t.rank() == 0))
     c.fail("{} must be a 1-D tensor, got {}", what, t.type().str());
@@ -57,46 +60,6 @@ Value* emit_reshape(ImportContext& c, Value* x, const Shape& s) {
 // ---------------------------------------------------------------------------
 // Reshape family
 
-// ONNX Reshape's shape spec (0 = copy the input dim unless allowzero,
-// -1 = inferred) resolved against the input shape.
-Shape resolve_reshape(ImportContext& c, const Shape& in, const std::vector<int64_t>& spec, bool allowzero) {
-  Shape out(spec.size());
-  int infer_at = -1;
-  bool has_zero = false;
-  int64_t known = 1;
-  for (size_t i = 0; i < spec.size(); ++i) {
-    int64_t v = spec[i];
-    if (v == -1) {
-      if (infer_at >= 0) c.fail("shape [{}] has more than one -1", fmt::join(spec, ","));
-      infer_at = static_cast<int>(i);
-      continue;
-    }
-    if (v < -1) c.fail("shape [{}] has invalid dim {}", fmt::join(spec, ","), v);
-    if (v == 0 && !allowzero) {
-      if (i >= in.size())
-        c.fail("shape [{}] copies dim {} (0) but the input {} has rank {}", fmt::join(spec, ","), i, shape_str(in),
-               in.size());
-      v = in[i];
-    }
-    if (v == 0) has_zero = true;
-    out[i] = v;
-    if (v != 0 && known > (int64_t(1) << 62) / v) c.fail("shape [{}] overflows", fmt::join(spec, ","));
-    known *= v;
-  }
-  int64_t numel = shape_numel(in);
-  if (infer_at >= 0) {
-    if (allowzero && has_zero) c.fail("shape [{}] has both 0 and -1 with allowzero=1", fmt::join(spec, ","));
-    if (known == 0) {
-      if (numel != 0) c.fail("cannot reshape {} elements to [{}]", numel, fmt::join(spec, ","));
-      c.fail("shape [{}]: -1 is ambiguous next to a zero-sized dim", fmt::join(spec, ","));
-    }
-    if (numel % known != 0)
-      c.fail("cannot reshape input [{}] ({} elements) to [{}]", fmt::join(in, ","), numel, fmt::join(spec, ","));
-    out[infer_at] = numel / known;
-  }
-  return out;
-}
-
 void reshape_adapter(ImportContext& c) {
   std::vector<int64_t> spec;
   if (c.opset() < 5) {
@@ -105,7 +68,7 @@ void reshape_adapter(ImportContext& c) {
     spec = c.attrs().get_ints("shape");
   } else {
     c.only_attrs({"allowzero"});
-    spec = int_list(c, 1, "Reshape shape");
+    spec = int_list(c, 1, "Reshape shape", false, /*allow_symbolic=*/true);
   }
   int64_t allowzero = c.attrs().get_int("allowzero", 0);
   if (allowzero != 0 && allowzero != 1) c.fail("allowzero must be 0 or 1, got {}", allowzero);
@@ -123,7 +86,9 @@ void flatten_adapter(ImportContext& c) {
   const Shape& s = x->shape();
   Shape out;
   try {
-    out = {shape_numel(Shape(s.begin(), s.begin() + axis)), shape_numel(Shape(s.begin() + axis, s.end()))};
+    // (products of symbolic dims are polynomials: [batch,8,1,1] -> [batch,8])
+    auto count = [&](Shape part) { return has_symbolic_dims(part) ? dim_product(part) : shape_numel(part); };
+    out = {count(Shape(s.begin(), s.begin() + axis)), count(Shape(s.begin() + axis, s.end()))};
   } catch (const Error& e) {
     c.fail("{}", e.what());
   }
@@ -150,6 +115,11 @@ void squeeze_adapter(ImportContext& c) {
   const Shape& s = x->shape();
   std::vector<bool> drop(s.size(), false);
   if (!given) {
+    // Which dims are 1 decides the result's rank: a symbolic dim may be 1 at
+    // run time or not, so kiln does not guess.
+    if (int k = first_symbolic_dim(s); k >= 0)
+      c.unsupported("Squeeze without axes on {}: whether dim {} ({}) is 1 is known only at run time", x->type().str(),
+                    k, dim_str(s[k]));
     for (size_t i = 0; i < s.size(); ++i) drop[i] = s[i] == 1;
   } else {
     for (int64_t a : norm_axes(c, axes, x->type().rank(), "axis")) {

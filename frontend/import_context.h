@@ -48,8 +48,13 @@ class ImportContext {
   // known_inputs into a constant. For decisions that only an opportunity
   // hangs on (folding an If), not shapes.
   virtual const Tensor* fixed_value(Value* v) = 0;
-  // Like value(i) but a missing value is an error naming `what`.
+  // Like value(i) but a missing value is an error naming `what`. A value
+  // holding symbolic dims (docs/dynamic_shapes.md) is refused (Unsupported):
+  // adapters read these values as numbers.
   virtual const Tensor& require_value(int i, const std::string& what) = 0;
+  // The same, but the value may hold symbolic dims: for adapters that
+  // handle them (Reshape's target).
+  virtual const Tensor& require_shape_value(int i, const std::string& what) = 0;
 
   // Adds a kiln node after inferring its result types; returns its results.
   virtual std::vector<Value*> emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs = {},

@@ -17,6 +17,8 @@
 #include "frontend/import_context.h"
 #include "frontend/onnx_import.h"
 #include "frontend/op_versions.h"
+#include "frontend/symbolic_inputs.h"
+#include "frontend/symbolic_values.h"
 #include "ir/error.h"
 #include "ir/short_name.h"
 #include "ops/registry.h"
@@ -77,6 +79,15 @@ class NodeContext final : public ImportContext {
   const Tensor* value_of(Value* v) override;
   const Tensor* fixed_value(Value* v) override;
   const Tensor& require_value(int i, const std::string& what) override {
+    const Tensor& t = require_shape_value(i, what);
+    if (holds_symbolic_values(t))
+      unsupported(
+          "{} (operand {}, \"{}\") holds symbolic dims ({}): kiln needs its value here before the shapes are "
+          "known (issue 19)",
+          what, i, input(i)->name(), describe_symbolic_values(t));
+    return t;
+  }
+  const Tensor& require_shape_value(int i, const std::string& what) override {
     if (!has_input(i)) fail("{} (operand {}) is missing", what, i);
     const Tensor* t = value_of(input(i));
     if (!t)
@@ -204,6 +215,7 @@ class Importer {
   const ImportOptions& opts_;
   int64_t opset_ = 0;
   std::unique_ptr<Graph> graph_;
+  InputSymbols symbols_;  // the main graph's, from its inputs (--min-shapes/--max-shapes)
   Graph* cur_ = nullptr;
   std::unordered_map<std::string, Value*> env_;
   std::unordered_map<std::string, std::vector<Value*>> seq_env_;  // unrolled sequences

@@ -14,11 +14,14 @@
 #include "frontend/batch_dim.h"
 #include "frontend/import_context.h"
 #include "frontend/op_versions.h"
+#include "frontend/symbolic_inputs.h"
+#include "frontend/symbolic_values.h"
 #include "frontend/tensor_proto.h"
 #include "ir/control_flow.h"
 #include "ir/error.h"
 #include "ir/limits.h"
 #include "ir/short_name.h"
+#include "ir/symbolic_dim.h"
 #include "ops/registry.h"
 #include "frontend/importer.h"
 
@@ -61,7 +64,19 @@ const Tensor* Importer::known_value(Value* v, bool freeze) {
   const OpDef& def = op_registry().get(n->op());
   std::vector<TensorType> types;
   for (Value* o : n->outputs()) types.push_back(o->type());
-  std::vector<Tensor> outs = evaluate_op(def, n->attrs(), ins, types, file_ + ": " + n->describe());
+  // A result of symbolic shape has no value before the shapes are known.
+  for (const TensorType& t : types)
+    if (has_symbolic_dims(t.shape)) return nullptr;
+  std::vector<Tensor> outs;
+  if (std::any_of(ins.begin(), ins.end(), [](const Tensor* t) { return t && holds_symbolic_values(*t); })) {
+    // Shape values with symbolic dims: moved or computed as polynomials, or
+    // not known at compile time (frontend/symbolic_values.h).
+    auto r = evaluate_on_symbolic_values(*n, ins, types, file_ + ": " + n->describe());
+    if (!r) return nullptr;
+    outs = std::move(*r);
+  } else {
+    outs = evaluate_op(def, n->attrs(), ins, types, file_ + ": " + n->describe());
+  }
   for (int i = 0; i < n->num_outputs(); ++i) {
     known_[n->output(i)] = std::move(outs[i]);
     known_order_.push_back(n->output(i));
@@ -75,6 +90,8 @@ TensorType Importer::input_type(const onnx::ValueInfoProto& vi) {
   const auto& tt = vi.type().tensor_type();
   DType dt = dtype_from_onnx(tt.elem_type(), ctx);
   if (auto it = opts_.input_shapes.find(vi.name()); it != opts_.input_shapes.end()) {
+    if (opts_.min_shapes.count(vi.name()) || opts_.opt_shapes.count(vi.name()) || opts_.max_shapes.count(vi.name()))
+      fail("{}: --shapes fixes its shape and --min-shapes/--opt-shapes/--max-shapes give it a range: give one", ctx);
     if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(it->second.size()))
       fail("{}: --shapes gives rank {} but the model declares rank {}", ctx, it->second.size(), tt.shape().dim_size());
     if (tt.has_shape())
@@ -89,18 +106,10 @@ TensorType Importer::input_type(const onnx::ValueInfoProto& vi) {
   if (auto it = opts_.known_inputs.find(vi.name()); it != opts_.known_inputs.end())
     return TensorType(dt, it->second.shape());
   if (!tt.has_shape()) fail("{}: the model gives no shape; set one with --shapes {}:DIMS", ctx, vi.name());
-  Shape s;
-  for (int i = 0; i < tt.shape().dim_size(); ++i) {
-    const auto& d = tt.shape().dim(i);
-    if (d.has_dim_value() && d.dim_value() < 0) fail("{}: dimension {} is negative ({})", ctx, i, d.dim_value());
-    if (!d.has_dim_value()) {
-      std::string sym = d.has_dim_param() ? fmt::format(" (\"{}\")", d.dim_param()) : "";
-      fail("{}: dimension {}{} is not fixed; set it with --shapes {}:DIMS", ctx, i, sym, vi.name());
-    }
-    s.push_back(d.dim_value());
-  }
-  // An input over the per-tensor limit can never be bound: reject it now.
-  check_tensor_bytes(TensorType(dt, s), ctx);
+  Shape s = symbolic_input_dims(tt.shape(), vi.name(), opts_, ctx, symbols_);
+  // An input over the per-tensor limit can never be bound: reject it now
+  // (a symbolic one at its largest).
+  check_tensor_bytes(TensorType(dt, has_symbolic_dims(s) ? opts_.max_shapes.at(vi.name()) : s), ctx);
   return TensorType(dt, s);
 }
 
@@ -128,6 +137,7 @@ void Importer::import_inputs() {
     names_.insert(vi.name());
     env_[vi.name()] = graph_->add_input(vi.name(), input_type(vi));
   }
+  graph_->set_symbols(symbols_.decls());
 }
 
 // An initializer that shadows a graph input is the input's default value, so
@@ -451,14 +461,14 @@ ImportResult import_onnx_file(const std::string& path, const ImportOptions& opts
   return import_onnx_bytes(bytes, dir.empty() ? "." : dir, path, opts);
 }
 
-std::map<std::string, Shape> parse_shapes_flag(const std::string& spec) {
+std::map<std::string, Shape> parse_shapes_flag(const std::string& spec, std::string_view flag) {
   std::map<std::string, Shape> r;
   std::stringstream ss(spec);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
     auto colon = item.rfind(':');
-    if (colon == std::string::npos || colon == 0) fail("--shapes: '{}' should look like name:1x3x224x224", item);
+    if (colon == std::string::npos || colon == 0) fail("{}: '{}' should look like name:1x3x224x224", flag, item);
     std::string name = item.substr(0, colon), dims = item.substr(colon + 1);
     Shape s;
     std::stringstream ds(dims);
@@ -470,7 +480,7 @@ std::map<std::string, Shape> parse_shapes_flag(const std::string& spec) {
         if (used != d.size() || v < 0) throw std::invalid_argument("");
         s.push_back(v);
       } catch (...) {
-        fail("--shapes: '{}' in '{}' is not a dimension", d, item);
+        fail("{}: '{}' in '{}' is not a dimension", flag, d, item);
       }
     }
     r[name] = s;

@@ -7,6 +7,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <string_view>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,11 @@ struct ImportOptions {
   // whether kiln knows their op. The returned graph is then incomplete (its
   // outputs are only those that were produced) and must not be compiled.
   std::vector<ImportProblem>* problems = nullptr;
+  // Dynamic shapes (frontend/symbolic_inputs.h, docs/dynamic_shapes.md):
+  // trtexec's --min-shapes / --opt-shapes / --max-shapes. An input that
+  // input_shapes does not fix gets symbolic dims with these ranges where the
+  // model leaves its dims open; the graph declares the symbols.
+  std::map<std::string, Shape> min_shapes, opt_shapes, max_shapes;
   // input_shapes may change dims the model fixes (kiln bench --batch on a
   // model exported at batch 1); the declared output dims are then not checked.
   bool override_fixed_dims = false;
@@ -60,7 +66,7 @@ ImportResult import_onnx_file(const std::string& path, const ImportOptions& opts
 ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const std::string& display_name,
                                const ImportOptions& opts = {});
 
-// Parses "x:1x3x224x224,y:2x4" into input_shapes.
-std::map<std::string, Shape> parse_shapes_flag(const std::string& spec);
+// Parses "x:1x3x224x224,y:2x4" into input_shapes; errors name `flag`.
+std::map<std::string, Shape> parse_shapes_flag(const std::string& spec, std::string_view flag = "--shapes");
 
 }  // namespace kiln

@@ -210,6 +210,7 @@ int Graph::remove_unused_constants() {
 
 std::unique_ptr<Graph> Graph::clone() const {
   auto g = std::make_unique<Graph>(name_);
+  g->symbols_ = symbols_;
   std::unordered_map<const Value*, Value*> map;
   map[nullptr] = nullptr;
   for (Value* v : inputs_) map[v] = g->add_input(v->name(), v->type());
@@ -235,6 +236,12 @@ std::unique_ptr<Graph> Graph::clone() const {
   for (Value* v : outputs_) outs.push_back(map.at(v));
   g->set_outputs(outs);
   return g;
+}
+
+const SymbolDecl* Graph::find_symbol(std::string_view name) const {
+  for (const SymbolDecl& s : symbols_)
+    if (s.name == name) return &s;
+  return nullptr;
 }
 
 }  // namespace kiln

@@ -13,6 +13,7 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/attribute.h"
@@ -123,6 +124,16 @@ class Node {
   std::list<std::unique_ptr<Node>>::iterator self_;
 };
 
+// A symbol of the graph's symbolic dims (ir/symbolic_dim.h) and the range
+// of values it may take: min <= value <= max. Declared once, on the
+// top-level graph; regions use their parent's symbols.
+struct SymbolDecl {
+  std::string name;
+  int64_t min = 0;
+  int64_t max = 0;
+  bool operator==(const SymbolDecl& o) const = default;
+};
+
 class Graph {
  public:
   explicit Graph(std::string name = "main");
@@ -171,8 +182,15 @@ class Graph {
   // Deep copy (constant data is shared, it is immutable).
   std::unique_ptr<Graph> clone() const;
 
+  // The symbols of a graph with dynamic shapes, in declaration order; empty
+  // for a static graph.
+  const std::vector<SymbolDecl>& symbols() const { return symbols_; }
+  void set_symbols(std::vector<SymbolDecl> s) { symbols_ = std::move(s); }
+  const SymbolDecl* find_symbol(std::string_view name) const;
+
  private:
   std::string name_;
+  std::vector<SymbolDecl> symbols_;
   std::vector<std::unique_ptr<Value>> owned_;  // inputs and constants
   std::vector<Value*> inputs_;
   std::vector<Value*> constants_;

@@ -1,5 +1,7 @@
 #include "ir/op_registry.h"
 
+#include "ir/symbolic_dim.h"
+
 namespace kiln {
 
 std::string_view op_category_name(OpCategory c) {
@@ -73,6 +75,42 @@ std::vector<const OpDef*> OpRegistry::all() const {
   return r;
 }
 
+namespace {
+
+// Symbolic operand dims, or symbolic dims in attributes (a reshape's
+// shape), reaching an op whose inference is not symbol-aware.
+void refuse_symbolic_dims(const OpDef& def, InferContext& ctx) {
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    int k = first_symbolic_dim(ctx.shape(i));
+    if (k >= 0)
+      ctx.unsupported(
+          "kiln cannot infer {} with symbolic dims yet: operand {} is {} (dim {} is {}); give static shapes "
+          "(--shapes)",
+          def.name, i, ctx.type(i).str(), k, dim_str(ctx.shape(i)[k]));
+  }
+  // Shape values (an i64 constant a Shape op gave) may hold symbolic dims too;
+  // such values are short, so longer constants are not searched.
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    Value* v = ctx.has_input(i) ? ctx.input(i) : nullptr;
+    if (!v || !v->is_constant() || !v->has_data() || v->dtype() != DType::I64 || v->data().numel() > 1024) continue;
+    const int64_t* p = v->data().data<int64_t>();
+    for (int64_t k = 0; k < v->data().numel(); ++k)
+      if (p[k] < 0 && is_symbolic_dim(p[k]))
+        ctx.unsupported("kiln cannot compute {} on symbolic shape values yet: operand {} holds {}", def.name, i,
+                        dim_str(p[k]));
+  }
+  for (const auto& [name, a] : ctx.attrs()) {
+    if (const auto* v = std::get_if<std::vector<int64_t>>(&a); v && has_symbolic_dims(*v))
+      ctx.unsupported("kiln cannot infer {} with symbolic dims yet: attribute '{}' is [{}]", def.name, name,
+                      dims_str(*v));
+    if (const auto* v = std::get_if<int64_t>(&a); v && is_symbolic_dim(*v))
+      ctx.unsupported("kiln cannot infer {} with symbolic dims yet: attribute '{}' is {}", def.name, name, dim_str(*v));
+  }
+}
+
+}  // namespace
+
 std::vector<TensorType> infer_types(const OpDef& def, InferContext& ctx) {
   int n = ctx.num_inputs();
   if (n < def.min_inputs || (def.max_inputs >= 0 && n > def.max_inputs)) {
@@ -92,7 +130,14 @@ std::vector<TensorType> infer_types(const OpDef& def, InferContext& ctx) {
     for (const AttrSpec& s : def.attrs) known |= s.name == name;
     if (!known) ctx.unsupported("attribute '{}' is not supported by kiln's {}", name, def.name);
   }
+  if (!def.symbolic_dims) refuse_symbolic_dims(def, ctx);
   std::vector<TensorType> r = def.infer(ctx);
+  // A symbol-aware formula that slipped (a symbolic dim through plain
+  // arithmetic) gives a negative non-handle: never let it pass as a dim.
+  for (size_t i = 0; i < r.size(); ++i)
+    for (int64_t d : r[i].shape)
+      if (d < 0 && !is_symbolic_dim(d))
+        ctx.fail("inference gives result {} the invalid dim {} (a kiln bug with symbolic dims)", i, d);
   if (static_cast<int>(r.size()) != m) {
     // Inference may return more results than asked for (optional outputs);
     // keep only those requested.

@@ -120,6 +120,11 @@ struct OpDef {
   // once the layout pass has remapped those attributes. Pointwise ops always
   // do. See infer_types and docs/ir.md "Layouts".
   bool keeps_layout = false;
+  // Inference handles symbolic dims (ir/symbolic_dim.h): it keeps them, or
+  // fails naming the dim it cannot handle. infer_types refuses symbolic
+  // operands of the other ops (kiln::Unsupported naming node and dim), so an
+  // op whose shape formula was written for numbers never sees a symbol.
+  bool symbolic_dims = false;
   InferFn infer;
   ExprFn expr;         // Pointwise ops: the scalar expression
   KernelFn reference;  // everything else: the reference CPU kernel

@@ -15,6 +15,7 @@
 
 #include "ir/error.h"
 #include "ir/low_bit.h"
+#include "ir/symbolic_dim.h"
 #include "ir/text_format.h"
 
 namespace kiln {
@@ -36,6 +37,8 @@ std::string element_repr(const Tensor& t, int64_t i) {
       return t.data<uint8_t>()[i] ? "true" : "false";
     case DType::U64:
       return std::to_string(t.data<uint64_t>()[i]);
+    case DType::I64:  // shape values of a graph with symbolic dims hold them
+      return dim_str(t.data<int64_t>()[i]);
     default:
       if (is_low_bit_float(t.dtype())) return float_repr(low_bit_to_float(t.dtype(), t.data<uint8_t>()[i]));
       return std::to_string(t.get_int(i));
@@ -88,14 +91,14 @@ std::string list_repr(const std::vector<T>& v, const char* empty, F&& item) {
 
 std::string attr_repr(const Attribute& a) {
   switch (attr_kind(a)) {
-    case AttrKind::Int:
-      return std::to_string(std::get<int64_t>(a));
+    case AttrKind::Int:  // symbolic dims print as such (reshape {shape=[batch,seq,768]})
+      return dim_str(std::get<int64_t>(a));
     case AttrKind::Float:
       return float_repr(std::get<float>(a));
     case AttrKind::String:
       return quote_string(std::get<std::string>(a));
     case AttrKind::Ints:
-      return list_repr(std::get<std::vector<int64_t>>(a), "ints[]", [](int64_t x) { return std::to_string(x); });
+      return list_repr(std::get<std::vector<int64_t>>(a), "ints[]", [](int64_t x) { return dim_str(x); });
     case AttrKind::Floats:
       return list_repr(std::get<std::vector<float>>(a), "floats[]", [](float x) { return float_repr(x); });
     case AttrKind::Strings:
@@ -126,7 +129,16 @@ class Printer {
       Value* v = g.outputs()[i];
       out_ += (i ? ", " : "") + (v ? v->type().str() : std::string("?"));
     }
-    out_ += ") {\n";
+    out_ += ")";
+    if (!g.symbols().empty()) {
+      out_ += " symbols(";
+      for (size_t i = 0; i < g.symbols().size(); ++i) {
+        const SymbolDecl& d = g.symbols()[i];
+        out_ += fmt::format("{}{} in [{}, {}]", i ? ", " : "", d.name, d.min, d.max);
+      }
+      out_ += ")";
+    }
+    out_ += " {\n";
     for (Value* c : g.constants()) out_ += pad + "  " + ref(names, c) + " = const " + constant(names, c) + "\n";
     for (const auto& n : g.nodes()) node(names, *n, indent + 2);
     out_ += pad + "  return";

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/error.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln {
 
@@ -14,6 +15,13 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da == db || db == 1) r[i] = da;
     else if (da == 1) r[i] = db;
+    // ONNX would take the other dim when a symbolic one is 1 at run time;
+    // kiln does not guess which case holds.
+    else if (is_symbolic_dim(da) || is_symbolic_dim(db))
+      fail(
+          "shapes [{}] and [{}] cannot be broadcast: dim {} is {} against {} (with a symbolic dim kiln needs equal "
+          "dims or a 1)",
+          dims_str(a), dims_str(b), i, dim_str(da), dim_str(db));
     else fail("shapes [{}] and [{}] cannot be broadcast", fmt::join(a, ","), fmt::join(b, ","));
   }
   return r;

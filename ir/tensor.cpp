@@ -7,12 +7,15 @@
 #include "ir/error.h"
 #include "ir/limits.h"
 #include "ir/low_bit.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln {
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) {
+    if (d < 0 && is_symbolic_dim(d))
+      fail("shape [{}] has the symbolic dim {}: a fixed size is needed here", dims_str(s), dim_str(d));
     if (d < 0) fail("negative dimension {} in shape [{}]", d, fmt::join(s, ","));
     if (d != 0 && n > (int64_t(1) << 62) / d) fail("element count of shape [{}] overflows", fmt::join(s, ","));
     n *= d;
@@ -22,11 +25,11 @@ int64_t shape_numel(const Shape& s) {
 
 std::string shape_str(const Shape& s) {
   if (s.empty()) return "scalar";
-  return fmt::format("{}", fmt::join(s, "x"));
+  return dims_str(s, "x");
 }
 
 std::string TensorType::str() const {
-  std::string r = fmt::format("{}[{}]", dtype_name(dtype), fmt::join(shape, ","));
+  std::string r = fmt::format("{}[{}]", dtype_name(dtype), dims_str(shape));
   if (layout == Layout::NHWC) r += "{nhwc}";
   return r;
 }

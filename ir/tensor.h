@@ -1,6 +1,6 @@
-// Tensor types (dtype, static shape, layout tag) and host tensors with data.
-// kiln compiles static shapes: every dim is a known non-negative integer once
-// the frontend has imported a model.
+// Tensor types (dtype, shape, layout tag) and host tensors with data.
+// A dim is a known non-negative integer, or a symbolic dim (ir/symbolic_dim.h)
+// in a graph imported with dynamic shapes; a tensor with data is always static.
 #pragma once
 #include <cstdint>
 #include <memory>

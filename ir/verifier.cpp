@@ -18,7 +18,11 @@
 //    (ir/control_flow.h: branch result types, loop-carried types, scan
 //    slices) and each region is verified as a graph. A region may use only
 //    its own values, so an outer value read without being captured as an
-//    operand is "not a value of" the region. No other node may carry regions.
+//    operand is "not a value of" the region. No other node may carry regions;
+//  - symbolic dims (ir/symbolic_dim.h): the top-level graph declares each
+//    symbol once with a range 0 <= min <= max; every symbol a value's type
+//    uses, in the graph or any region, is declared there; regions declare
+//    none of their own.
 #include "ir/verifier.h"
 
 #include <memory_resource>
@@ -29,6 +33,7 @@
 #include "ir/control_flow.h"
 #include "ir/error.h"
 #include "ir/short_name.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln {
 
@@ -51,6 +56,16 @@ class Verifier {
  public:
   explicit Verifier(const OpRegistry& r) : registry_(r) {}
 
+  // The top-level graph's symbol table: names valid and unique, ranges sane.
+  void symbols(const Graph& g) {
+    for (const SymbolDecl& s : g.symbols()) {
+      if (!is_symbol_name(s.name)) err("", "graph @{}: \"{}\" is not a valid symbol name", g.name(), s.name);
+      if (!declared_.insert(s.name).second) err("", "graph @{}: symbol {} is declared twice", g.name(), s.name);
+      if (s.min < 0 || s.min > s.max)
+        err("", "graph @{}: symbol {} has the range [{}, {}] (need 0 <= min <= max)", g.name(), s.name, s.min, s.max);
+    }
+  }
+
   // `where` prefixes messages for bodies: "in the body of node ...: ".
   void graph(const Graph& g, const std::string& where, int depth) {
     if (depth > kMaxDepth) err(where, "bodies nest deeper than {} levels", kMaxDepth);
@@ -67,7 +82,10 @@ class Verifier {
     position.reserve(expect);
     names.reserve(expect);
     values.reserve(expect);
+    if (depth > 0 && !g.symbols().empty())
+      err(where, "graph @{} is a region but declares symbols (only the top-level graph does)", g.name());
     auto add_value = [&](const Value* v, int pos) {
+      check_dims(v, where);
       position[v] = pos;
       values.push_back(v);
       if (v->name().empty()) return;
@@ -158,6 +176,17 @@ class Verifier {
     throw Error("verifier: " + where + fmt::format(f, std::forward<Args>(args)...));
   }
 
+  // Every negative dim is a symbolic dim whose symbols the graph declares.
+  void check_dims(const Value* v, const std::string& where) {
+    for (int64_t d : v->shape()) {
+      if (d >= 0) continue;
+      if (!is_symbolic_dim(d)) err(where, "{} has type {} with a negative dim", vname(v), v->type().str());
+      for (const std::string& s : dim_symbols(d))
+        if (!declared_.count(s))
+          err(where, "{} has type {} but symbol {} is not declared by the graph", vname(v), v->type().str(), s);
+    }
+  }
+
   void node(const Node& n, const std::string& where, int depth) {
     if (n.op() == "fused") return fused(n, where, depth);
     if (is_control_flow(n)) return control_flow(n, where, depth);
@@ -220,10 +249,15 @@ class Verifier {
   }
 
   const OpRegistry& registry_;
+  std::unordered_set<std::string> declared_;
 };
 
 }  // namespace
 
-void verify_graph(const Graph& g, const OpRegistry& registry) { Verifier(registry).graph(g, "", 0); }
+void verify_graph(const Graph& g, const OpRegistry& registry) {
+  Verifier v(registry);
+  v.symbols(g);
+  v.graph(g, "", 0);
+}
 
 }  // namespace kiln

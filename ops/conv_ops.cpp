@@ -575,7 +575,10 @@ void register_conv_ops(OpRegistry& r) {
   conv.max_inputs = 3;
   conv.attrs = conv_attrs(false);
   conv.attrs.push_back({"layout", AttrKind::String});
-  conv.infer = [](InferContext& c) { return infer_conv(c, false); };
+  conv.symbolic_dims = true;  // a symbolic batch only
+  conv.infer = [](InferContext& c) {
+    return infer_symbolic_batch(c, [](InferContext& s) { return infer_conv(s, false); });
+  };
   conv.reference = [](KernelContext& ctx) { conv_kernel(ctx, false); };
   conv.doc =
       "N-D convolution of x [N,C,...] with w [M,C/group,k...] (+ bias [M]); explicit strides/pads/dilations; "
@@ -588,7 +591,10 @@ void register_conv_ops(OpRegistry& r) {
   convt.min_inputs = 2;
   convt.max_inputs = 3;
   convt.attrs = conv_attrs(true);
-  convt.infer = [](InferContext& c) { return infer_conv(c, true); };
+  convt.symbolic_dims = true;  // a symbolic batch only
+  convt.infer = [](InferContext& c) {
+    return infer_symbolic_batch(c, [](InferContext& s) { return infer_conv(s, true); });
+  };
   convt.reference = [](KernelContext& ctx) { conv_kernel(ctx, true); };
   convt.doc =
       "N-D transposed convolution of x [N,C,...] with w [C,M/group,k...] (+ bias [M]); out = s*(in-1) + "

@@ -32,6 +32,7 @@ OpDef unary_op(std::string name, unsigned kinds, std::vector<AttrSpec> attrs, Un
   OpDef d;
   d.name = std::move(name);
   d.category = OpCategory::Pointwise;
+  d.symbolic_dims = true;  // same shape as operand 0, or broadcast
   d.attrs = std::move(attrs);
   d.infer = [kinds](InferContext& c) {
     require_kinds(c, 0, kinds);
@@ -48,6 +49,7 @@ OpDef binary_op(std::string name, unsigned kinds, BinaryBody body, std::string d
   OpDef d;
   d.name = std::move(name);
   d.category = OpCategory::Pointwise;
+  d.symbolic_dims = true;  // same shape as operand 0, or broadcast
   d.min_inputs = d.max_inputs = 2;
   d.infer = [kinds, bool_result](InferContext& c) {
     require_kinds(c, 0, kinds);
@@ -79,6 +81,7 @@ OpDef pow_op() {
   OpDef d;
   d.name = "pow";
   d.category = OpCategory::Pointwise;
+  d.symbolic_dims = true;  // same shape as operand 0, or broadcast
   d.min_inputs = d.max_inputs = 2;
   d.infer = [](InferContext& c) {
     require_kinds(c, 0, kNumeric);

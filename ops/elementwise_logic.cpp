@@ -27,6 +27,7 @@ OpDef predicate(std::string name, std::vector<AttrSpec> attrs, UnaryBody body, s
   OpDef d;
   d.name = std::move(name);
   d.category = OpCategory::Pointwise;
+  d.symbolic_dims = true;  // same shape as operand 0, or broadcast
   d.attrs = std::move(attrs);
   d.infer = [](InferContext& c) {
     require_kinds(c, 0, kFloatKind);
@@ -41,6 +42,7 @@ OpDef where_op() {
   OpDef d;
   d.name = "where";
   d.category = OpCategory::Pointwise;
+  d.symbolic_dims = true;  // same shape as operand 0, or broadcast
   d.min_inputs = d.max_inputs = 3;
   d.infer = [](InferContext& c) {
     if (c.dtype(0) != DType::Bool) c.fail("condition is {}; it must be bool", dtype_name(c.dtype(0)));
@@ -57,6 +59,7 @@ OpDef clip_op() {
   OpDef d;
   d.name = "clip";
   d.category = OpCategory::Pointwise;
+  d.symbolic_dims = true;  // same shape as operand 0, or broadcast
   d.min_inputs = d.max_inputs = 3;
   d.infer = [](InferContext& c) {
     require_kinds(c, 0, kNumeric);
@@ -81,6 +84,7 @@ OpDef cast_op() {
   OpDef d;
   d.name = "cast";
   d.category = OpCategory::Pointwise;
+  d.symbolic_dims = true;  // same shape as operand 0, or broadcast
   d.attrs = {{"to", AttrKind::String, true}, {"saturate", AttrKind::Int}, {"round_mode", AttrKind::String}};
   d.infer = [](InferContext& c) {
     std::string to = c.attrs().get_string("to", "");

@@ -168,6 +168,7 @@ void gather_nd_kernel(KernelContext& ctx) {
 void register_gather_ops(OpRegistry& r) {
   OpDef g;
   g.name = "gather";
+  g.symbolic_dims = true;  // dims are moved, never computed
   g.category = OpCategory::Injective;
   g.min_inputs = g.max_inputs = 2;
   g.attrs = {{"axis", AttrKind::Int}};

@@ -31,13 +31,13 @@ MatmulDims matmul_dims(const Shape& a, const Shape& b) {
   d.K = a2.back();
   d.N = b2.back();
   if (b2[b2.size() - 2] != d.K)
-    fail("matmul inner dimensions differ: [{}] x [{}] ({} vs {})", fmt::join(a, ","), fmt::join(b, ","), d.K,
-         b2[b2.size() - 2]);
+    fail("matmul inner dimensions differ: [{}] x [{}] ({} vs {})", dims_str(a), dims_str(b), dim_str(d.K),
+         dim_str(b2[b2.size() - 2]));
   Shape ab(a2.begin(), a2.end() - 2), bb(b2.begin(), b2.end() - 2);
   try {
     d.batch = broadcast_shapes(ab, bb);
   } catch (const Error&) {
-    fail("matmul batch dimensions do not broadcast: [{}] x [{}]", fmt::join(a, ","), fmt::join(b, ","));
+    fail("matmul batch dimensions do not broadcast: [{}] x [{}]", dims_str(a), dims_str(b));
   }
   d.out = d.batch;
   if (!d.a_vec) d.out.push_back(d.M);
@@ -151,6 +151,7 @@ void batched_matmul(const T* A, const T* B, T* C, const MatmulDims& d, const std
 OpDef matmul_op() {
   OpDef d;
   d.name = "matmul";
+  d.symbolic_dims = true;  // dims compare and broadcast, never computed
   d.min_inputs = d.max_inputs = 2;
   d.attrs = {{"tf32", AttrKind::Int}};  // set by the precision pass: may use TF32 math
   d.infer = [](InferContext& c) {
@@ -215,6 +216,7 @@ void gemm_typed(const T* A, const T* B, T* Y, const GemmDims& g, bool ta, bool t
 OpDef gemm_op() {
   OpDef d;
   d.name = "gemm";
+  d.symbolic_dims = true;  // dims compare, never computed
   d.min_inputs = 2;
   d.max_inputs = 3;
   d.attrs = {{"trans_a", AttrKind::Int},

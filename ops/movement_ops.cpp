@@ -38,6 +38,10 @@ SliceSpec canonical_slice(const Shape& in, const std::vector<int64_t>& starts, c
     if (seen[a]) fail("slice axis {} is given twice", axes[i]);
     seen[a] = true;
     int64_t dim = in[a], step = steps[i];
+    // Clamping to a symbolic size is not a polynomial: kiln does not guess.
+    if (is_symbolic_dim(dim))
+      unsupported("slicing [{}] along dim {} ({}) needs its size: not supported with symbolic dims yet", dims_str(in),
+                  a, dim_str(dim));
     if (step == 0) fail("slice step for axis {} is 0", axes[i]);
     if (step == INT64_MIN) step = INT64_MIN + 1;  // same result for any dim, keeps -step defined
     int64_t s = starts[i], e = ends[i];
@@ -71,6 +75,7 @@ std::vector<int64_t> attr_ints(InferContext& c, const char* name) { return c.att
 OpDef concat_op() {
   OpDef d;
   d.name = "concat";
+  d.symbolic_dims = true;  // the concat axis adds up as a polynomial
   d.category = OpCategory::Injective;
   d.keeps_layout = true;
   d.max_inputs = -1;
@@ -93,7 +98,15 @@ OpDef concat_op() {
         if (k != a && s[k] != out[k])
           c.fail("operand {} is {} but operand 0 is {}: dim {} differs off the concat axis {}", i, c.type(i).str(),
                  c.type(0).str(), k, a);
-      if (__builtin_add_overflow(out[a], s[a], &out[a])) c.fail("concatenated dim {} overflows", a);
+      if (is_symbolic_dim(out[a]) || is_symbolic_dim(s[a])) {
+        try {
+          out[a] = dim_add(out[a], s[a]);
+        } catch (const Error& e) {
+          c.fail("{}", e.what());
+        }
+      } else if (__builtin_add_overflow(out[a], s[a], &out[a])) {
+        c.fail("concatenated dim {} overflows", a);
+      }
     }
     return std::vector<TensorType>{TensorType(c.dtype(0), out)};
   };
@@ -186,6 +199,7 @@ OpDef split_op() {
 OpDef slice_op() {
   OpDef d;
   d.name = "slice";
+  d.symbolic_dims = true;  // a symbolic dim is taken whole (0, dim, 1)
   d.category = OpCategory::Injective;
   d.keeps_layout = true;
   d.attrs = {{"starts", AttrKind::Ints, true}, {"ends", AttrKind::Ints, true}, {"steps", AttrKind::Ints, true}};
@@ -198,6 +212,13 @@ OpDef slice_op() {
     Shape out(r);
     for (int i = 0; i < r; ++i) {
       int64_t dim = c.shape(0)[i], s = st[i], e = en[i], p = sp[i];
+      if (is_symbolic_dim(dim)) {
+        if (s != 0 || e != dim || p != 1)
+          c.unsupported("dim {} ({}) is sliced ({}:{}:{}): a symbolic dim can only be taken whole", i, dim_str(dim),
+                        dim_str(s), dim_str(e), p);
+        out[i] = dim;
+        continue;
+      }
       bool ok = p > 0 ? (0 <= s && s <= e && e <= dim)
                       : (p < 0 && p != INT64_MIN && -1 <= e && e <= s && s <= std::max<int64_t>(dim - 1, -1) &&
                          (dim > 0 || s == -1));

@@ -59,18 +59,21 @@ OpDef batch_normalization() {
   d.category = OpCategory::Compute;
   d.min_inputs = d.max_inputs = 5;
   d.attrs = {{"epsilon", AttrKind::Float}, {"layout", AttrKind::String}};
-  d.infer = [](InferContext& c) {
-    require_float(c, 0);
-    require_rank_at_least(c, 0, 2, "x");
-    check_epsilon(c);
-    bool nhwc = nhwc_layout(c.attrs(), c.label());
-    Shape xs = channels_first_shape(c, 0, nhwc);
-    int64_t ch = xs[1];
-    const char* names[] = {"x", "scale", "bias", "mean", "var"};
-    for (int i = 1; i < 5; ++i)
-      require_vector(c, i, ch, names[i],
-                     nhwc ? "the channel count, the last dim of x" : "the channel count, dim 1 of x");
-    return std::vector<TensorType>{image_result(c.dtype(0), xs, nhwc)};
+  d.symbolic_dims = true;  // a symbolic batch only
+  d.infer = [](InferContext& outer) {
+    return infer_symbolic_batch(outer, [](InferContext& c) {
+      require_float(c, 0);
+      require_rank_at_least(c, 0, 2, "x");
+      check_epsilon(c);
+      bool nhwc = nhwc_layout(c.attrs(), c.label());
+      Shape xs = channels_first_shape(c, 0, nhwc);
+      int64_t ch = xs[1];
+      const char* names[] = {"x", "scale", "bias", "mean", "var"};
+      for (int i = 1; i < 5; ++i)
+        require_vector(c, i, ch, names[i],
+                       nhwc ? "the channel count, the last dim of x" : "the channel count, dim 1 of x");
+      return std::vector<TensorType>{image_result(c.dtype(0), xs, nhwc)};
+    });
   };
   d.reference = [](KernelContext& k) {
     const Tensor& x = k.in(0);
@@ -193,6 +196,7 @@ void normalize_rows(const C* x, C* y, int64_t rows, int64_t len, double eps, con
 OpDef layer_normalization() {
   OpDef d;
   d.name = "layer_normalization";
+  d.symbolic_dims = true;  // x's shape; the scale must equal its trailing dims
   d.category = OpCategory::Reduction;
   d.min_inputs = 2;
   d.max_inputs = 3;

@@ -15,6 +15,59 @@ std::vector<TensorType> broadcast_result(InferContext& c, std::optional<DType> d
   return {TensorType(dtype ? *dtype : c.dtype(0), s)};
 }
 
+std::vector<TensorType> infer_symbolic_batch(InferContext& c,
+                                             const std::function<std::vector<TensorType>(InferContext&)>& infer) {
+  bool symbolic = false;
+  for (int i = 0; i < c.num_inputs(); ++i) symbolic |= c.has_input(i) && has_symbolic_dims(c.shape(i));
+  if (!symbolic) return infer(c);
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (!c.has_input(i)) continue;
+    const Shape& s = c.shape(i);
+    for (size_t k = 0; k < s.size(); ++k)
+      if (is_symbolic_dim(s[k]) && !(i == 0 && k == 0))
+        c.unsupported(
+            "kiln infers {} with a symbolic batch dim only (operand 0, dim 0): operand {} is {} (dim {} is {})", c.op(),
+            i, c.type(i).str(), k, dim_str(s[k]));
+  }
+  int64_t batch = c.shape(0)[0];
+  // Inference on stand-in values of the batch: a scratch graph holds
+  // operands of the same types (operand 0's batch replaced) and the
+  // constants' data, so inference reads what it would read.
+  auto run = [&](int64_t n) {
+    Graph scratch;
+    std::vector<Value*> ins;
+    for (int i = 0; i < c.num_inputs(); ++i) {
+      if (!c.has_input(i)) {
+        ins.push_back(nullptr);
+        continue;
+      }
+      Value* v = c.input(i);
+      std::string name = fmt::format("operand{}", i);
+      if (v->is_constant() && v->has_data()) {
+        ins.push_back(scratch.add_constant(name, v->data()));
+        continue;
+      }
+      TensorType t = v->type();
+      if (i == 0) t.shape[0] = n;
+      ins.push_back(scratch.add_input(name, t));
+    }
+    InferContext sub(c.op(), ins, c.attrs(), c.num_outputs(), c.label());
+    return infer(sub);
+  };
+  std::vector<TensorType> one = run(1), two = run(2);
+  for (size_t j = 0; j < one.size(); ++j) {
+    TensorType t = j < two.size() ? two[j] : TensorType();
+    bool follows = j < two.size() && one[j].rank() > 0 && t.rank() == one[j].rank() && one[j].shape[0] == 1 &&
+                   t.shape[0] == 2 && t.dtype == one[j].dtype && t.layout == one[j].layout;
+    for (int k = 1; follows && k < t.rank(); ++k) follows = t.shape[k] == one[j].shape[k];
+    if (!follows)
+      c.unsupported("kiln cannot infer {} with the symbolic batch dim {}: result {} does not follow it", c.op(),
+                    dim_str(batch), j);
+    one[j].shape[0] = batch;
+  }
+  return one;
+}
+
 void require_same_dtype(InferContext& c) {
   for (int i = 1; i < c.num_inputs(); ++i)
     if (c.has_input(i) && c.dtype(i) != c.dtype(0))

@@ -3,11 +3,13 @@
 #pragma once
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <vector>
 
 #include "ir/op_registry.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::ops {
 
@@ -17,6 +19,16 @@ inline std::vector<TensorType> same_as_input0(InferContext& c) { return {c.type(
 // Result: broadcast of all present operands' shapes, with `dtype` (or
 // operand 0's dtype when nullopt).
 std::vector<TensorType> broadcast_result(InferContext& c, std::optional<DType> dtype = std::nullopt);
+
+// Symbolic dims for ops whose results are [N, ...] for an operand 0 of
+// [N, ...] with N independent of everything else (conv, pooling, batch
+// normalization): when operand 0's dim 0 is the only symbolic dim, `infer`
+// runs with it set to 1 and to 2, must give results whose dim 0 is that value
+// with all else equal, and the results get the symbolic dim back. Any other
+// symbolic dim, or results that do not follow N, are kiln::Unsupported
+// naming the operand and dim. Without symbolic dims it is `infer` itself.
+std::vector<TensorType> infer_symbolic_batch(InferContext& c,
+                                             const std::function<std::vector<TensorType>(InferContext&)>& infer);
 
 // Requires every present operand to share one dtype; error names the operands.
 void require_same_dtype(InferContext& c);

@@ -426,7 +426,8 @@ void register_pool_ops(OpRegistry& r) {
   mp.category = OpCategory::Reduction;
   mp.max_outputs = 2;
   mp.attrs = window_attrs({{"storage_order", AttrKind::Int}});
-  mp.infer = infer_max_pool;
+  mp.symbolic_dims = true;  // a symbolic batch only
+  mp.infer = [](InferContext& c) { return infer_symbolic_batch(c, infer_max_pool); };
   mp.reference = max_pool_kernel;
   mp.doc =
       "max over N-D windows (padding ignored); optional 2nd result: i64 flat index of the max in x "
@@ -437,7 +438,8 @@ void register_pool_ops(OpRegistry& r) {
   ap.name = "average_pool";
   ap.category = OpCategory::Reduction;
   ap.attrs = window_attrs({{"count_include_pad", AttrKind::Int}});
-  ap.infer = infer_float_pool;
+  ap.symbolic_dims = true;  // a symbolic batch only
+  ap.infer = [](InferContext& c) { return infer_symbolic_batch(c, infer_float_pool); };
   ap.reference = [](KernelContext& ctx) { float_pool_kernel(ctx, false); };
   ap.doc = "mean over N-D windows; divides by taps inside x, or inside the padded x with count_include_pad=1";
   r.add(std::move(ap));
@@ -446,7 +448,8 @@ void register_pool_ops(OpRegistry& r) {
   lp.name = "lp_pool";
   lp.category = OpCategory::Reduction;
   lp.attrs = window_attrs({{"p", AttrKind::Int}});
-  lp.infer = infer_float_pool;
+  lp.symbolic_dims = true;  // a symbolic batch only
+  lp.infer = [](InferContext& c) { return infer_symbolic_batch(c, infer_float_pool); };
   lp.reference = [](KernelContext& ctx) { float_pool_kernel(ctx, true); };
   lp.doc = "(sum |x|^p)^(1/p) over N-D windows (padding counts as 0), p defaults to 2";
   r.add(std::move(lp));
@@ -464,7 +467,8 @@ void register_pool_ops(OpRegistry& r) {
     d.category = OpCategory::Reduction;
     d.attrs = {{"layout", AttrKind::String}};
     if (g.kind == GlobalKind::Lp) d.attrs.push_back({"p", AttrKind::Int});
-    d.infer = infer_global_pool;
+    d.symbolic_dims = true;  // a symbolic batch only
+    d.infer = [](InferContext& c) { return infer_symbolic_batch(c, infer_global_pool); };
     GlobalKind kind = g.kind;
     d.reference = [kind](KernelContext& ctx) { global_pool_kernel(ctx, kind); };
     d.doc = g.doc;

@@ -207,6 +207,7 @@ OpDef reduce_def(const ReductionSpec& s) {
   OpDef d;
   d.name = std::string(s.op);
   d.category = OpCategory::Reduction;
+  d.symbolic_dims = true;  // kept dims are copied, reduced ones dropped or 1
   d.keeps_layout = true;
   d.attrs = {{"axes", AttrKind::Ints, true}, {"keepdims", AttrKind::Int}};
   d.infer = [&s](InferContext& c) {

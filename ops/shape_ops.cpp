@@ -187,23 +187,28 @@ std::vector<int64_t> attr_ints(InferContext& c, const char* name) { return c.att
 OpDef reshape_op() {
   OpDef d;
   d.name = "reshape";
+  d.symbolic_dims = true;  // element counts compare as polynomials
   d.category = OpCategory::Injective;
   d.attrs = {{"shape", AttrKind::Ints, true}};
   d.infer = [](InferContext& c) {
     Shape s = attr_ints(c, "shape");
     for (int64_t v : s)
-      if (v < 0)
+      if (v < 0 && !is_symbolic_dim(v))
         c.fail("shape [{}] has negative dim {} (kiln's reshape takes final dims; the ONNX adapter resolves 0 and -1)",
                fmt::join(s, ","), v);
-    int64_t n = 0;
+    // Element counts as polynomials of the symbols: equal for every value of
+    // the symbols, or the reshape is refused.
+    int64_t n = 0, have = 0;
     try {
-      n = shape_numel(s);
+      n = dim_product(s);
+      have = dim_product(c.shape(0));
+      if (!is_symbolic_dim(n)) shape_numel(s);  // (the static overflow limit)
     } catch (const Error& e) {
       c.fail("{}", e.what());
     }
-    if (n != c.type(0).numel())
-      c.fail("cannot reshape {} ({} elements) to [{}] ({} elements)", c.type(0).str(), c.type(0).numel(),
-             fmt::join(s, ","), n);
+    if (n != have)
+      c.fail("cannot reshape {} ({} elements) to [{}] ({} elements)", c.type(0).str(), dim_str(have), dims_str(s),
+             dim_str(n));
     return std::vector<TensorType>{TensorType(c.dtype(0), s)};
   };
   d.reference = [](KernelContext& k) {
@@ -222,6 +227,7 @@ OpDef reshape_op() {
 OpDef transpose_op() {
   OpDef d;
   d.name = "transpose";
+  d.symbolic_dims = true;  // dims are permuted, never computed
   d.category = OpCategory::Injective;
   d.attrs = {{"perm", AttrKind::Ints, true}, {"layout", AttrKind::String}};
   d.infer = [](InferContext& c) {

@@ -93,6 +93,7 @@ OpDef axis_op(std::string name, std::string doc) {
   d.name = std::move(name);
   d.category = OpCategory::Reduction;
   d.attrs = {{"axis", AttrKind::Int}};
+  d.symbolic_dims = true;  // the result has the operand's shape
   d.infer = [](InferContext& c) {
     require_float(c, 0);
     if (c.rank(0) == 0) c.fail("operand 0 is a scalar; {} needs rank >= 1", c.op());

@@ -12,6 +12,8 @@
 #include "compiler/plan_sniff.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
+#include "ir/specialize.h"
+#include "ops/registry.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/compare_ort.h"
 #include "tools/kiln/compile_flags.h"
@@ -93,6 +95,12 @@ CLI::App* register_run(CLI::App& app, RunCommand& c) {
   auto* run = app.add_subcommand("run", "Compile a model (or load a plan) and run it on a backend");
   run->add_option("model", c.model, "Model file (.onnx) or plan (.plan)")->required()->group("Model");
   run->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
+  run->add_option("--min-shapes", c.min_shapes,
+                  "Dynamic shapes (ONNX models on ref/sim): smallest shapes, name:1x8,... (docs/dynamic_shapes.md)")
+      ->group("Model");
+  run->add_option("--opt-shapes", c.opt_shapes, "Dynamic shapes: the shapes of generated inputs, name:4x64,...")
+      ->group("Model");
+  run->add_option("--max-shapes", c.max_shapes, "Dynamic shapes: largest shapes, name:32x512,...")->group("Model");
   add_batch_flag(run, c.batch);
   add_save_engine_flag(run, c.save_engine);
   run->add_option("--backend", c.backend,
@@ -126,6 +134,12 @@ int run_run(RunCommand& c) {
     return run_plan_command(PlanSource{c.model}, ro);
   }
   choose_default_target(c);
+  const bool dynamic = !c.min_shapes.empty() || !c.max_shapes.empty() || !c.opt_shapes.empty();
+  if (dynamic && runs_through_plan(c.copts.pass.target, c.save_engine))
+    unsupported(
+        "{}: --min-shapes/--opt-shapes/--max-shapes run on the CPU backends (ref, sim) only: plans with shape profiles "
+        "are not implemented yet (issue 19); use --shapes for a GPU plan",
+        c.model);
   if (runs_through_plan(c.copts.pass.target, c.save_engine)) return run_onnx_through_plan(c);
   std::string backend = c.backend;
   if (backend.empty() || backend == "auto") backend = "ref";
@@ -139,6 +153,9 @@ int run_run(RunCommand& c) {
   std::string ort_exe = c.compare.empty() ? "" : ort_python();  // a missing ORT fails before the compile
   ImportOptions io;
   io.input_shapes = parse_shapes_flag(c.shapes);
+  io.min_shapes = parse_shapes_flag(c.min_shapes, "--min-shapes");
+  io.opt_shapes = parse_shapes_flag(c.opt_shapes, "--opt-shapes");
+  io.max_shapes = parse_shapes_flag(c.max_shapes, "--max-shapes");
   io.batch = c.batch;
   StderrCompileMessages messages(c.copts.show_progress);
   messages.attach(io, c.copts);
@@ -146,13 +163,34 @@ int run_run(RunCommand& c) {
   std::vector<std::string> names;
   for (const Value* v : r.graph->inputs()) names.push_back(v->name());
   check_shapes_names(io.input_shapes, names, c.model);
+  check_shapes_names(io.min_shapes, names, c.model, "--min-shapes");
+  check_shapes_names(io.opt_shapes, names, c.model, "--opt-shapes");
+  check_shapes_names(io.max_shapes, names, c.model, "--max-shapes");
   // Inputs before the passes: a misnamed --inputs fails in milliseconds,
-  // and a Gather fused away still bounds the ids it reads.
+  // and a Gather fused away still bounds the ids it reads. A symbolic input
+  // not read from a file is generated at its --opt-shapes shape.
   std::vector<std::pair<std::string, TensorType>> decl;
-  for (Value* in : r.graph->inputs()) decl.emplace_back(in->name(), in->type());
+  for (Value* in : r.graph->inputs()) {
+    TensorType t = in->type();
+    if (auto it = io.opt_shapes.find(in->name()); it != io.opt_shapes.end() && has_symbolic_dims(t.shape))
+      t.shape = it->second;
+    decl.emplace_back(in->name(), t);
+  }
   std::vector<std::string> described;
   std::map<std::string, Tensor> feed =
       make_run_inputs(decl, {c.inputs, c.input_ranges, index_bounds(*r.graph)}, &described);
+  if (!r.graph->symbols().empty()) {
+    // Dynamic shapes: the inputs give the symbols their values, and the graph
+    // specialised to them runs as a static one (ir/specialize.h).
+    std::vector<std::pair<std::string, Shape>> shapes;
+    for (const auto& [name, t] : feed) shapes.emplace_back(name, t.shape());
+    SymbolBindings b = bind_symbols(*r.graph, shapes, c.model);
+    std::vector<std::string> said;
+    for (const SymbolDecl& d : r.graph->symbols())
+      said.push_back(fmt::format("{}={} (range [{}, {}])", d.name, b.at(d.name), d.min, d.max));
+    described.push_back(fmt::format("symbols: {}", fmt::join(said, ", ")));
+    r.graph = specialize_graph(*r.graph, b, op_registry());
+  }
   const double import_ms = ms_since(t0);
   auto t_passes = std::chrono::steady_clock::now();
   CompileReport rep = compile_graph(*r.graph, c.copts);

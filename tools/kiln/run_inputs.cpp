@@ -13,6 +13,7 @@
 
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln {
 
@@ -213,12 +214,18 @@ std::map<std::string, Tensor> make_run_inputs(const std::vector<std::pair<std::s
     uint64_t s = seed++;
     if (auto it = files.find(name); it != files.end()) {
       Tensor t = read_input_file(it->second);
-      if (t.dtype() != type.dtype || t.shape() != type.shape)
-        fail("--inputs: {} holds {} but input \"{}\" is {}", it->second, t.type().str(), name, type.str());
+      // A symbolic dim takes any size here; the symbols' ranges and
+      // agreement are checked when they are bound (ir/specialize.h).
+      bool fits = t.dtype() == type.dtype && t.rank() == type.rank();
+      for (int i = 0; fits && i < t.rank(); ++i) fits = t.shape()[i] == type.shape[i] || is_symbolic_dim(type.shape[i]);
+      if (!fits) fail("--inputs: {} holds {} but input \"{}\" is {}", it->second, t.type().str(), name, type.str());
       feed[name] = std::move(t);
       if (described) described->push_back(fmt::format("input \"{}\": {} from {}", name, type.str(), it->second));
       continue;
     }
+    if (has_symbolic_dims(type.shape))
+      fail("input \"{}\" is {}: give its values with --inputs {}:FILE, or its shape with --opt-shapes", name,
+           type.str(), name);
     std::optional<ValueRange> range;
     std::string why;
     if (auto it = named.find(name); it != named.end()) {

@@ -1,0 +1,114 @@
+// The plan file's encoding (docs/plan_format.md): little-endian writers and
+// bounds-checked readers, and one writer and reader per section. Internal to
+// kiln_plan: runtime/plan_format.cpp assembles the sections into a file.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "ir/error.h"
+#include "runtime/plan_format.h"
+
+namespace kiln::plan::detail {
+
+inline uint64_t align_up(uint64_t v) { return (v + kAlignment - 1) / kAlignment * kAlignment; }
+
+// Little-endian encoding (the hosts kiln supports are little-endian; the
+// fields are copied byte for byte).
+class Writer {
+ public:
+  std::vector<uint8_t> bytes;
+  template <typename T>
+  void put(T v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    bytes.insert(bytes.end(), p, p + sizeof(T));
+  }
+  void str(std::string_view s) {
+    put<uint64_t>(s.size());
+    bytes.insert(bytes.end(), s.begin(), s.end());
+  }
+  void blob(const std::vector<uint8_t>& b) {
+    put<uint64_t>(b.size());
+    bytes.insert(bytes.end(), b.begin(), b.end());
+  }
+  void pad_to(uint64_t alignment) { bytes.resize((bytes.size() + alignment - 1) / alignment * alignment, 0); }
+};
+
+// Bounds-checked reads inside one section; every failure names the section.
+class Reader {
+ public:
+  Reader(const uint8_t* p, size_t n, std::string what) : p_(p), n_(n), what_(std::move(what)) {}
+  template <typename T>
+  T get(std::string_view field) {
+    need(sizeof(T), field);
+    T v;
+    std::memcpy(&v, p_ + at_, sizeof(T));
+    at_ += sizeof(T);
+    return v;
+  }
+  std::string str(std::string_view field) {
+    uint64_t n = get<uint64_t>(field);
+    need(n, field);
+    std::string s(reinterpret_cast<const char*>(p_ + at_), n);
+    at_ += n;
+    return s;
+  }
+  std::vector<uint8_t> blob(std::string_view field) {
+    uint64_t n = get<uint64_t>(field);
+    need(n, field);
+    std::vector<uint8_t> b(p_ + at_, p_ + at_ + n);
+    at_ += n;
+    return b;
+  }
+  // A count of items each at least `min_bytes` long: rejects counts the
+  // remaining bytes cannot hold before anything is allocated.
+  uint64_t count(std::string_view field, uint64_t min_bytes) {
+    uint64_t n = get<uint64_t>(field);
+    if (min_bytes && n > (n_ - at_) / min_bytes)
+      fail("{}: {} is {} but only {} bytes remain", what_, field, n, n_ - at_);
+    return n;
+  }
+  void seek(uint64_t at, std::string_view field) {
+    if (at > n_) fail("{}: {} at offset {} is past the section's end ({} bytes)", what_, field, at, n_);
+    at_ = at;
+  }
+  size_t pos() const { return at_; }
+  size_t size() const { return n_; }
+  const uint8_t* data() const { return p_; }
+  void expect_end() const {
+    if (at_ != n_) fail("{}: {} unexpected bytes after the last field", what_, n_ - at_);
+  }
+  const std::string& what() const { return what_; }
+
+ private:
+  void need(uint64_t n, std::string_view field) const {
+    if (n > n_ - at_)
+      fail("{}: truncated reading {}: needs {} bytes at offset {}, the section has {}", what_, field, n, at_, n_);
+  }
+  const uint8_t* p_;
+  size_t n_;
+  size_t at_ = 0;
+  std::string what_;
+};
+
+void put_type(Writer& w, const TensorType& t);
+TensorType get_type(Reader& r);
+std::vector<uint8_t> write_meta(const Meta& m);
+Meta read_meta(Reader r, uint32_t version);
+std::vector<uint8_t> write_weights(const Plan& p);
+void read_weights(Reader r, Plan& p);
+std::vector<uint8_t> write_kernels(const std::vector<Kernel>& ks);
+std::vector<Kernel> read_kernels(Reader r, uint32_t version);
+std::vector<uint8_t> write_steps(const std::vector<Step>& steps);
+std::vector<Step> read_steps(Reader r);
+std::vector<uint8_t> write_memory(const Memory& m);
+Memory read_memory(Reader r);
+std::vector<uint8_t> write_resources(const Plan& p);
+void read_resources(Reader r, Plan& p);
+void check_steps(const Plan& p, std::string_view what);
+
+}  // namespace kiln::plan::detail
