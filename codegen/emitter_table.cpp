@@ -17,6 +17,7 @@
 #include "codegen/emitters/gemm_conv/emit_gemm.h"
 #include "codegen/emitters/attention/emit_linear_attention.h"
 #include "codegen/emitters/misc/emit_misc_ops.h"
+#include "codegen/emitters/misc/emit_tfidf.h"
 #include "codegen/emitters/pool_select_loss/emit_fused_pool.h"
 #include "codegen/emitters/pool_select_loss/emit_loss.h"
 #include "codegen/emitters/pool_select_loss/emit_pool.h"
@@ -294,6 +295,14 @@ std::vector<NodeKernel> emit_misc_node(const Node& n) {
   return out;
 }
 
+bool handles_tfidf(const Node& n) { return !n.body() && n.op() == "tfidf_vectorizer" && operands_present(n); }
+
+// The n-gram table (and weights) go after the tokens (NodeKernel::extra).
+std::vector<NodeKernel> emit_tfidf_node(const Node& n) {
+  TfIdfKernel k = emit_tfidf_vectorizer(n.attrs(), n.input(0)->type(), n.output(0)->type());
+  return {node_kernel(k.kernel, std::move(k.tables))};
+}
+
 bool all_inputs_present(const Node& n) { return !n.body() && operands_present(n); }
 
 std::vector<TensorType> input_types(const Node& n) {
@@ -362,6 +371,7 @@ const KernelEmitter kEmitters[] = {
     {"recurrent", handles_rnn, emit_rnn_node},
     {"linear attention", handles_linear_attention, emit_linear_attention_node},
     {"misc (dft, stft, det, dynamic_quantize_linear)", handles_misc, emit_misc_node},
+    {"tfidf vectorizer", handles_tfidf, emit_tfidf_node},
 };
 }  // namespace
 

@@ -56,8 +56,11 @@ void if_adapter(ImportContext& c) {
   // use what kiln does not support (as ONNX Runtime's constant folding would).
   // A condition that only an input given at compile time would decide stays
   // a runtime condition (fixed_value does not freeze inputs).
-  if (const Tensor* t = c.fixed_value(cond))
-    return c.set_outputs(c.inline_subgraph(t->get_int(0) ? "then_branch" : "else_branch"));
+  if (const Tensor* t = c.fixed_value(cond)) {
+    const bool taken = t->get_int(0) != 0;
+    c.skip_subgraph(taken ? "else_branch" : "then_branch");
+    return c.set_outputs(c.inline_subgraph(taken ? "then_branch" : "else_branch"));
+  }
   auto regions = c.import_regions({{"then_branch", "then", {}}, {"else_branch", "else", {}}});
   const Graph& then_g = *regions.graphs[0];
   const Graph& else_g = *regions.graphs[1];

@@ -1,5 +1,8 @@
 // ONNX adapters for the misc family (see import_context.h). Ops without an
 // entry here import 1:1 under their default kiln name.
+#include <algorithm>
+#include <map>
+
 #include "frontend/import_context.h"
 #include "frontend/tensor_proto.h"
 #include "ops/misc_internal.h"
@@ -146,6 +149,73 @@ void non_max_suppression(ImportContext& c) {
   c.set_outputs(c.emit("non_max_suppression", {c.input(0), c.input(1)}, a));
 }
 
+// TfIdfVectorizer-9 on integer tokens (tfidf_vectorizer, ops/tfidf_vectorizer.h).
+// The pool holds blocks of 1-grams, 2-grams, ... starting at ngram_counts;
+// n-gram i of the pool (all sizes numbered in order) goes to output column
+// ngram_indexes[i]. Only the n-grams ONNX counts reach the kiln op: sizes in
+// [min_gram_length, max_gram_length]. An n-gram of those sizes listed twice
+// is an error, as in ONNX Runtime (ONNX's reference would silently count it
+// in the last copy's column only).
+void tfidf_vectorizer(ImportContext& c) {
+  check_attrs(c, {"max_gram_length", "max_skip_count", "min_gram_length", "mode", "ngram_counts", "ngram_indexes",
+                  "pool_int64s", "pool_strings", "weights"});
+  if (c.attrs().has("pool_strings"))
+    c.unsupported("pool_strings: string tokens are not supported (kiln has no string tensors)");
+  if (!c.attrs().has("pool_int64s")) c.fail("pool_int64s (or pool_strings) is required");
+  const int64_t min_n = c.attrs().require_int("min_gram_length"), max_n = c.attrs().require_int("max_gram_length");
+  if (min_n < 1 || max_n < min_n)
+    c.fail("min_gram_length {} and max_gram_length {} must satisfy 1 <= min <= max", min_n, max_n);
+  const std::vector<int64_t> pool = c.attrs().get_ints("pool_int64s");
+  const std::vector<int64_t> starts = c.attrs().get_ints("ngram_counts");
+  const std::vector<int64_t> indexes = c.attrs().get_ints("ngram_indexes");
+  if (indexes.empty()) c.fail("ngram_indexes is empty");
+  const int64_t total = static_cast<int64_t>(pool.size());
+  std::vector<std::vector<int64_t>> grams;
+  std::vector<int64_t> columns;
+  int64_t id = 0;  // the pool n-gram's number, over every size
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t n = static_cast<int64_t>(i) + 1, begin = starts[i];
+    const int64_t end = i + 1 < starts.size() ? starts[i + 1] : total;
+    if (begin < 0 || begin > end || end > total)
+      c.fail("ngram_counts [{}] is not a non-decreasing list of offsets into the {} pool entries",
+             fmt::join(starts, ","), total);
+    if ((end - begin) % n != 0)
+      c.fail("the {}-grams take {} pool entries (offsets {}..{}), not a multiple of {}", n, end - begin, begin, end, n);
+    for (int64_t at = begin; at < end; at += n, ++id) {
+      if (id >= static_cast<int64_t>(indexes.size()))
+        c.fail("ngram_indexes has {} entries, fewer than the pool's n-grams", indexes.size());
+      if (indexes[id] < 0) c.fail("ngram_indexes[{}] is {}: a column index must be >= 0", id, indexes[id]);
+      if (n < min_n || n > max_n) continue;
+      grams.emplace_back(pool.begin() + at, pool.begin() + at + n);
+      columns.push_back(indexes[id]);
+    }
+  }
+  if (id != static_cast<int64_t>(indexes.size()))
+    c.fail("ngram_indexes has {} entries for the pool's {} n-grams (one each)", indexes.size(), id);
+  std::map<std::vector<int64_t>, size_t> first;
+  for (size_t g = 0; g < grams.size(); ++g)
+    if (auto [it, fresh] = first.emplace(grams[g], g); !fresh)
+      c.fail("the n-gram [{}] is in the pool twice (its columns {} and {})", fmt::join(grams[g], ","),
+             columns[it->second], columns[g]);
+  AttrMap a;
+  std::vector<int64_t> tokens, sizes, cols;
+  for (size_t g = 0; g < grams.size(); ++g) {
+    tokens.insert(tokens.end(), grams[g].begin(), grams[g].end());
+    sizes.push_back(static_cast<int64_t>(grams[g].size()));
+    cols.push_back(columns[g]);
+  }
+  if (!sizes.empty()) {  // none when the pool has no n-gram of the counted sizes: every column is 0
+    a.set("gram_tokens", tokens);
+    a.set("gram_sizes", sizes);
+    a.set("gram_columns", cols);
+  }
+  a.set("width", *std::max_element(indexes.begin(), indexes.end()) + 1);
+  a.set("max_skip", c.attrs().require_int("max_skip_count"));
+  a.set("mode", c.attrs().get_string("mode", ""));
+  if (c.attrs().has("weights")) a.set("weights", c.attrs().get_floats("weights"));
+  c.set_outputs(c.emit("tfidf_vectorizer", {c.input(0)}, a));
+}
+
 }  // namespace
 
 void register_misc(AdapterTable& t) {
@@ -159,6 +229,7 @@ void register_misc(AdapterTable& t) {
   t.add("STFT", stft);
   t.add("MelWeightMatrix", mel_weight_matrix);
   t.add("NonMaxSuppression", non_max_suppression);
+  t.add("TfIdfVectorizer", tfidf_vectorizer);
 }
 
 }  // namespace kiln::adapters

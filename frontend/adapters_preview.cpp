@@ -9,8 +9,11 @@
 //    inputs' own for f32/f64), probabilities times V in that dtype, the
 //    result in V's dtype. Where the compute dtype is the inputs' (f32, f64)
 //    this is kiln's fused attention with scale 1 on the pre-scaled Q' and K'.
-//    The score_mod / prob_mod subgraph attributes are not supported (kiln
-//    imports no subgraphs yet).
+//    The score_mod and prob_mod subgraphs map the whole score (probability)
+//    tensor [B, H, L, S] in the compute dtype to one of the same shape: they
+//    are imported inline on those tensors (ImportContext::inline_subgraph)
+//    and their result cast to the compute dtype, as the reference does;
+//    the fusion passes may then rebuild an attention kernel around them.
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -46,8 +49,19 @@ DType softmax_dtype(ImportContext& c, DType in) {
   }
 }
 
+// The mod subgraph `attr` applied to `x` (the whole score or probability
+// tensor): one output of x's shape, cast to x's dtype.
+Value* apply_mod(ImportContext& c, const std::string& attr, Value* x) {
+  std::vector<Value*> outs = c.inline_subgraph(attr, {x});
+  if (outs.size() != 1) c.fail("subgraph '{}' returns {} values; it must return one", attr, outs.size());
+  if (outs[0]->shape() != x->shape())
+    c.fail("subgraph '{}' maps {} to {}; it must keep the shape", attr, x->type().str(), outs[0]->type().str());
+  return cast(c, outs[0], x->dtype());
+}
+
 void flex_attention(ImportContext& c) {
-  c.only_attrs({"scale", "softmax_precision"});
+  c.only_attrs({"scale", "softmax_precision", "score_mod", "prob_mod"});
+  const bool mods = c.has_subgraph("score_mod") || c.has_subgraph("prob_mod");
   Value *q = c.input(0), *k = c.input(1), *v = c.input(2);
   const DType t = q->dtype();
   if (!is_float(t)) c.fail("Q {} is not a floating type", q->type().str());
@@ -84,7 +98,7 @@ void flex_attention(ImportContext& c) {
   Value* kk = c.emit1("mul", {k, rs});
   const DType ct = softmax_dtype(c, t);
   Value* y;
-  if (ct == t && (t == DType::F32 || t == DType::F64)) {
+  if (ct == t && (t == DType::F32 || t == DType::F64) && !mods) {
     AttrMap a;
     a.set("scale", 1.0f);
     y = c.emit1("attention", {qq, kk, v}, a);
@@ -92,8 +106,10 @@ void flex_attention(ImportContext& c) {
     AttrMap perm, sm;
     perm.set("perm", std::vector<int64_t>{0, 1, 3, 2});
     sm.set("axis", int64_t(3));
-    Value* scores = c.emit1("matmul", {qq, c.emit1("transpose", {kk}, perm)});
-    Value* p = c.emit1("softmax", {cast(c, scores, ct)}, sm);
+    Value* scores = cast(c, c.emit1("matmul", {qq, c.emit1("transpose", {kk}, perm)}), ct);
+    if (c.has_subgraph("score_mod")) scores = apply_mod(c, "score_mod", scores);
+    Value* p = c.emit1("softmax", {scores}, sm);
+    if (c.has_subgraph("prob_mod")) p = apply_mod(c, "prob_mod", p);
     y = cast(c, c.emit1("matmul", {p, cast(c, v, ct)}), v->dtype());
   }
   c.set_outputs({y});

@@ -93,6 +93,12 @@ class ImportContext {
   // time; one unrolled Loop iteration), and returns its outputs. Its own
   // names are forgotten afterwards, so it can be inlined again.
   virtual std::vector<Value*> inline_subgraph(const std::string& attr, const std::vector<Value*>& inputs = {}) = 0;
+  // Marks subgraph attribute `attr` as deliberately not imported (an If
+  // branch that a condition known at compile time never takes). Every
+  // subgraph attribute of a node must be imported (import_regions,
+  // inline_subgraph) or skipped so: after the adapter, the importer refuses a
+  // node with one left over, so that no adapter drops a body silently.
+  virtual void skip_subgraph(const std::string& attr) = 0;
   // Adds a node that owns regions, with the given result types; checks it
   // (ir/control_flow.h) and returns its results.
   virtual std::vector<Value*> emit_with_regions(const std::string& op, const std::vector<Value*>& inputs,

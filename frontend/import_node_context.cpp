@@ -78,11 +78,14 @@ void NodeContext::set_sequence_output(int i, std::vector<Value*> elements) {
 }
 
 ImportContext::Regions NodeContext::import_regions(const std::vector<RegionSpec>& specs) {
+  for (const RegionSpec& spec : specs) consumed_.insert(spec.attr);
   return imp_.import_regions(specs, subgraphs_, label());
 }
 
 std::vector<Value*> NodeContext::inline_subgraph(const std::string& attr, const std::vector<Value*>& inputs) {
-  return imp_.inline_subgraph(subgraph(attr), label() + ": subgraph '" + attr + "'", inputs);
+  const onnx::GraphProto& g = subgraph(attr);
+  consumed_.insert(attr);
+  return imp_.inline_subgraph(g, label() + ": subgraph '" + attr + "'", inputs);
 }
 
 std::vector<Value*> NodeContext::emit_with_regions(const std::string& op, const std::vector<Value*>& inputs,

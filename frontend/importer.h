@@ -111,6 +111,17 @@ class NodeContext final : public ImportContext {
   }
   Regions import_regions(const std::vector<RegionSpec>& specs) override;
   std::vector<Value*> inline_subgraph(const std::string& attr, const std::vector<Value*>& inputs) override;
+  void skip_subgraph(const std::string& attr) override {
+    subgraph(attr);  // must exist
+    consumed_.insert(attr);
+  }
+  // The subgraph attributes the adapter neither imported nor skipped.
+  std::vector<std::string> unconsumed_subgraphs() const {
+    std::vector<std::string> names;
+    for (const auto& [name, g] : subgraphs_)
+      if (!consumed_.count(name)) names.push_back(name);
+    return names;
+  }
   std::vector<Value*> emit_with_regions(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
                                         const std::vector<TensorType>& types,
                                         std::vector<std::unique_ptr<Graph>> regions) override;
@@ -127,6 +138,7 @@ class NodeContext final : public ImportContext {
     if (it == subgraphs_.end()) fail("subgraph attribute '{}' is missing", attr);
     return *it->second;
   }
+  std::set<std::string> consumed_;  // subgraph attributes imported or skipped
   bool outputs_set_ = false;
   int emitted_ = 0;
 };

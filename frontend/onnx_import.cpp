@@ -268,6 +268,11 @@ void Importer::import_node(const onnx::NodeProto& node) {
     fail("{}: {}", ctx, what);
   }
   if (!nc.outputs_set()) fail("{}: import produced no outputs (adapter bug)", ctx);
+  // A body the adapter neither imported nor deliberately skipped would be
+  // dropped silently: refused by name instead, whatever the adapter checked.
+  for (const std::string& name : nc.unconsumed_subgraphs())
+    unsupported("{}: subgraph attribute '{}' is not supported (kiln's import of {} does not read it)", ctx, name,
+                short_name(node.op_type()));
 }
 
 void Importer::account_bytes(const onnx::TensorProto& p, const std::string& ctx) {

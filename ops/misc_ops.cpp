@@ -143,6 +143,7 @@ void register_misc_ops(OpRegistry& r) {
   register_signal_ops(r);
   register_attention_ops(r);
   register_linear_attention_ops(r);
+  register_tfidf_vectorizer_op(r);
 }
 
 }  // namespace kiln::ops

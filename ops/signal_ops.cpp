@@ -2,6 +2,7 @@
 // Everything computes in double and converts at the end. The DFT is the
 // direct O(n * length) sum with a twiddle table (exact index k*n mod length),
 // which is plenty for the sizes these ops see.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -96,9 +97,33 @@ struct Dft {
       out[2 * k + 1] = im;
     }
   }
+  // The inverse of a one-sided spectrum (numpy's irfft): x holds n complex
+  // values, of which the first len / 2 + 1 are used (zeros past n); the
+  // others are their conjugates (X[len - k] = conj(X[k])), and the imaginary
+  // parts of X[0] and, for an even len, X[len / 2] are ignored, so the result
+  // is real: out[t] for t < len.
+  void run_c2r(const double* x, int64_t n, double* out) const {
+    const int64_t half = len / 2, used = std::min(n, half + 1);
+    for (int64_t t = 0; t < len; ++t) {
+      double acc = used > 0 ? x[0] : 0.0;
+      int64_t idx = 0;  // k * t mod len
+      for (int64_t k = 1; k < used; ++k) {
+        idx += t;
+        if (idx >= len) idx %= len;
+        if (2 * k == len) acc += x[2 * k] * c[idx];  // Nyquist: no mirror, its imaginary part unused
+        else acc += 2.0 * (x[2 * k] * c[idx] - x[2 * k + 1] * s[idx]);
+      }
+      out[t] = acc / double(len);
+    }
+  }
 };
 
-// dft(x) {axis, length, inverse, onesided}: x is [..., 1|2]; result [..., 2].
+// ONNX's default dft_length: the axis' size, or 2 (n - 1) for an inverse of a
+// one-sided spectrum (numpy's irfft default).
+int64_t dft_default_length(int64_t n, bool inverse, bool onesided) { return inverse && onesided ? 2 * (n - 1) : n; }
+
+// dft(x) {axis, length, inverse, onesided}: x is [..., 1|2]; result [..., 2],
+// or [..., 1] (real) for inverse + onesided.
 OpDef dft_op() {
   OpDef d;
   d.name = "dft";
@@ -115,13 +140,13 @@ OpDef dft_op() {
     int64_t axis = c.attrs().require_int("axis");
     if (axis < 0) axis += r;
     if (axis < 0 || axis >= r - 1) c.fail("dft axis {} is out of range for rank {}", c.attrs().require_int("axis"), r);
-    int64_t len = c.attrs().get_int("length", s[axis]);
-    if (len < 1) c.fail("dft length must be >= 1, got {}", len);
     bool inverse = c.attrs().get_int("inverse", 0) != 0, onesided = c.attrs().get_int("onesided", 0) != 0;
-    if (inverse && onesided) c.unsupported("inverse dft with onesided=1 (real output) is not supported");
+    int64_t len = c.attrs().get_int("length", dft_default_length(s[axis], inverse, onesided));
+    if (len < 1) c.fail("dft length must be >= 1, got {}", len);
     Shape o = s;
-    o[axis] = onesided ? len / 2 + 1 : len;
-    o.back() = 2;
+    // inverse + onesided is numpy's irfft: a one-sided spectrum in, len real values out.
+    o[axis] = onesided && !inverse ? len / 2 + 1 : len;
+    o.back() = inverse && onesided ? 1 : 2;
     return std::vector<TensorType>{TensorType(c.dtype(0), o)};
   };
   d.reference = [](KernelContext& ctx) {
@@ -130,13 +155,14 @@ OpDef dft_op() {
     int r = x.rank();
     int64_t axis = ctx.attrs.require_int("axis");
     if (axis < 0) axis += r;
-    int64_t n = s[axis], len = ctx.attrs.get_int("length", n);
     bool inverse = ctx.attrs.get_int("inverse", 0) != 0, onesided = ctx.attrs.get_int("onesided", 0) != 0;
-    int64_t bins = onesided ? len / 2 + 1 : len, comp = s.back();
+    int64_t n = s[axis], len = ctx.attrs.get_int("length", dft_default_length(n, inverse, onesided));
+    const bool c2r = inverse && onesided;
+    int64_t bins = onesided && !inverse ? len / 2 + 1 : len, comp = s.back(), out_comp = c2r ? 1 : 2;
     int64_t outer = 1, inner = 1;
     for (int64_t i = 0; i < axis; ++i) outer *= s[i];
     for (int i = int(axis) + 1; i < r - 1; ++i) inner *= s[i];
-    std::vector<double> v = load_all<double>(x), out(outer * bins * inner * 2);
+    std::vector<double> v = load_all<double>(x), out(outer * bins * inner * out_comp);
     Dft dft(len);
     std::vector<double> line(2 * n), res(2 * bins);
     for (int64_t o = 0; o < outer; ++o)
@@ -145,6 +171,11 @@ OpDef dft_op() {
           const double* p = v.data() + ((o * n + j) * inner + i) * comp;
           line[2 * j] = p[0];
           line[2 * j + 1] = comp == 2 ? p[1] : 0.0;
+        }
+        if (c2r) {
+          dft.run_c2r(line.data(), n, res.data());
+          for (int64_t t = 0; t < bins; ++t) out[(o * bins + t) * inner + i] = res[t];
+          continue;
         }
         dft.run(line.data(), n, res.data(), bins, inverse);
         for (int64_t k = 0; k < bins; ++k) {
@@ -155,7 +186,9 @@ OpDef dft_op() {
       }
     store_all(ctx.out(), out);
   };
-  d.doc = "discrete Fourier transform along axis (zero-padded/truncated to length); complex result [..., 2]";
+  d.doc =
+      "discrete Fourier transform along axis (zero-padded/truncated to length); complex result [..., 2]; inverse with "
+      "onesided=1 takes a one-sided spectrum and gives the real signal [..., 1] (numpy's irfft)";
   return d;
 }
 

@@ -10,7 +10,7 @@
 #   tools/test.sh --full [CTEST ARGS...]
 #       also the `full` tier (docs/testing.md): the zoo at fp16/bf16 on the
 #       simulator, the launch-limit check over every sm_90 plan, the device
-#       bundle's dry run and the quickstart in a bare Debian chroot, and
+#       bundle's dry run in a bare Debian chroot, and
 #       `pip install .`; tens of minutes more with a cold kernel cache.
 #   tools/test.sh --sanitize [CTEST ARGS...]
 #       clang with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/):

@@ -1,6 +1,6 @@
 """Writes tests/cli/unsupported.onnx: a small model with three nodes kiln
-cannot compile (an unknown op, a Cast to string, a TfIdfVectorizer, text
-featurisation kiln does not implement) among
+cannot compile (an unknown op, a Cast to string, a RandomUniformLike, random
+numbers kiln does not produce) among
 supported ones. Run with a Python that has `onnx`:
     python tests/cli/make_unsupported_model.py tests/cli/unsupported.onnx
 """
@@ -20,8 +20,7 @@ nodes = [
     helper.make_node("Relu", ["m"], ["y"], name="after_mystery"),
     helper.make_node("Cast", ["r"], ["z"], name="to_string", to=TensorProto.STRING),
     helper.make_node("Cast", ["r"], ["ri"], name="to_int", to=TensorProto.INT64),
-    helper.make_node("TfIdfVectorizer", ["ri"], ["w"], name="tfidf", mode="TF", min_gram_length=1, max_gram_length=1,
-                     max_skip_count=0, ngram_counts=[0], ngram_indexes=[0, 1, 2, 3], pool_int64s=[0, 1, 2, 3]),
+    helper.make_node("RandomUniformLike", ["ri"], ["w"], name="random", dtype=TensorProto.FLOAT),
 ]
 graph = helper.make_graph(nodes, "unsupported", [x], [y, z, w])
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="kiln-tests")

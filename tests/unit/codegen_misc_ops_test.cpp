@@ -1,6 +1,7 @@
 // codegen/emitters/misc/emit_misc_ops.h against the reference (evaluate_op): dft (real and
 // complex input, a middle axis, zero-padding and truncation by `length`,
-// inverse, onesided, f16 and f64, more bins than one block), stft (with and
+// inverse, onesided, f16 and f64, more bins than one block; inverse +
+// onesided, numpy's irfft: even and odd lengths, a longer input, f64), stft (with and
 // without a window, complex signal, not onesided), det (2x2, batched 3x3 with
 // a singular matrix and one needing pivoting, 6x6 f64, f16), and
 // dynamic_quantize_linear (more elements than one block, all positive, all
@@ -62,6 +63,14 @@ std::vector<Case> all_cases() {
       {rand(DType::F32, {13, 4, 1}, 3)}, {TensorType(DType::F32, {5, 4, 2})});
   add("dft inverse complex, 300 bins", "dft", attrs({{"axis", 1}, {"inverse", 1}}), {rand(DType::F32, {2, 300, 2}, 4)},
       {TensorType(DType::F32, {2, 300, 2})});
+  add("dft inverse onesided (irfft), even length 10", "dft", attrs({{"axis", 1}, {"inverse", 1}, {"onesided", 1}}),
+      {rand(DType::F32, {2, 6, 2}, 21)}, {TensorType(DType::F32, {2, 10, 1})});
+  add("dft irfft, odd length 9, middle axis", "dft",
+      attrs({{"axis", 1}, {"length", 9}, {"inverse", 1}, {"onesided", 1}}), {rand(DType::F32, {3, 5, 4, 2}, 22)},
+      {TensorType(DType::F32, {3, 9, 4, 1})});
+  add("dft irfft, input longer than the half spectrum, f64", "dft",
+      attrs({{"axis", 0}, {"length", 6}, {"inverse", 1}, {"onesided", 1}}), {rand(DType::F64, {8, 3, 2}, 23)},
+      {TensorType(DType::F64, {6, 3, 1})});
   add("dft f64", "dft", attrs({{"axis", 1}}), {rand(DType::F64, {2, 31, 2}, 5)}, {TensorType(DType::F64, {2, 31, 2})});
   add("dft f16", "dft", attrs({{"axis", 1}}), {rand(DType::F16, {2, 16, 1}, 6, -0.1, 0.1)},
       {TensorType(DType::F16, {2, 16, 2})});

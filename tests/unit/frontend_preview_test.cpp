@@ -1,8 +1,9 @@
 // The preview-domain and optional adapters (frontend/adapters_preview.cpp,
 // frontend/adapters_optional.cpp): FlexAttention is imported from domain
 // ai.onnx.preview version 1 only, computes ONNX's reference on grouped query
-// heads (checked against a direct evaluation), and its subgraph attributes are
-// refused by name; OptionalHasElement is a constant, OptionalGetElement of a
+// heads (checked against a direct evaluation), applies its score_mod and
+// prob_mod subgraphs to the whole score and probability tensors, and refuses
+// a subgraph attribute it does not know by name; OptionalHasElement is a constant, OptionalGetElement of a
 // tensor that tensor.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -88,18 +89,77 @@ TEST(FrontendPreview, FlexAttentionWithGroupedHeadsIsOnnxReference) {
     }
 }
 
-TEST(FrontendPreview, OtherPreviewVersionsAndSubgraphsAreRefused) {
+// A one-node subgraph `op`(in, constant c) -> out, as FlexAttention's mods.
+void add_mod(onnx::ModelProto& m, const std::string& attr, const std::string& op, float c, int inputs = 1) {
+  auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
+  a->set_name(attr);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto* g = a->mutable_g();
+  g->set_name(attr + "_graph");
+  for (int i = 0; i < inputs; ++i) {
+    auto* in = g->add_input();
+    in->set_name(attr + "_in" + std::to_string(i));
+    in->mutable_type()->mutable_tensor_type()->set_elem_type(F32);
+  }
+  auto* k = g->add_initializer();
+  k->set_name(attr + "_c");
+  k->set_data_type(F32);
+  k->add_float_data(c);
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->add_input(attr + "_in0");
+  n->add_input(attr + "_c");
+  n->add_output(attr + "_out");
+  g->add_output()->set_name(attr + "_out");
+}
+
+TEST(FrontendPreview, ScoreAndProbModsApplyToTheWholeTensors) {
+  // score_mod adds 0.5 to every score; prob_mod halves every probability:
+  // softmax is shift-invariant, so Y is half the plain attention's.
+  const std::vector<std::vector<int64_t>> dims = {{1, 2, 3, 4}, {1, 2, 5, 4}, {1, 2, 5, 4}};
+  Tensor q = seeded({1, 2, 3, 4}, 0.3), k = seeded({1, 2, 5, 4}, 0.9), v = seeded({1, 2, 5, 4}, 1.7);
+  auto run = [&](const onnx::ModelProto& m) {
+    return ReferenceExecutor(*import_model(m).graph).run({{"Q", q}, {"K", k}, {"V", v}}).at(0);
+  };
+  Tensor plain = run(flex_model(1, dims));
+  onnx::ModelProto m = flex_model(1, dims);
+  add_mod(m, "score_mod", "Add", 0.5f);
+  add_mod(m, "prob_mod", "Mul", 0.5f);
+  Tensor y = run(m);
+  ASSERT_EQ(y.type().str(), "f32[1,2,3,4]");
+  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_NEAR(y.get_double(i), 0.5 * plain.get_double(i), 1e-6) << i;
+  // A score_mod that multiplies by 0 makes every row uniform: Y is V's column mean.
+  m = flex_model(1, dims);
+  add_mod(m, "score_mod", "Mul", 0.0f);
+  y = run(m);
+  for (int h = 0; h < 2; ++h)
+    for (int d = 0; d < 4; ++d) {
+      double mean = 0;
+      for (int j = 0; j < 5; ++j) mean += v.get_double((h * 5 + j) * 4 + d) / 5;
+      for (int i = 0; i < 3; ++i) EXPECT_NEAR(y.get_double((h * 3 + i) * 4 + d), mean, 1e-6) << h << " " << i;
+    }
+}
+
+TEST(FrontendPreview, OtherPreviewVersionsAndBadModsAreRefused) {
   const std::vector<std::vector<int64_t>> dims = {{1, 1, 2, 3}, {1, 1, 2, 3}, {1, 1, 2, 3}};
   std::string e = unsupported_of(flex_model(2, dims));
   EXPECT_NE(e.find("domain 'ai.onnx.preview' version 2 is not supported"), std::string::npos) << e;
   onnx::ModelProto m = flex_model(1, dims);
-  auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
-  a->set_name("score_mod");
-  a->set_type(onnx::AttributeProto::GRAPH);
-  a->mutable_g()->set_name("mod");
+  add_mod(m, "score_mod", "Add", 1.0f, 2);
+  try {
+    import_model(m);
+    ADD_FAILURE() << "a score_mod with two inputs imported";
+  } catch (const Error& err) {
+    e = err.what();
+  }
+  EXPECT_NE(e.find("node \"n\" (FlexAttention): subgraph 'score_mod': the subgraph takes 2 inputs, 1 given"),
+            std::string::npos)
+      << e;
+  m = flex_model(1, dims);
+  add_mod(m, "mask_mod", "Add", 1.0f);
   e = unsupported_of(m);
-  EXPECT_NE(e.find("node \"n\" (FlexAttention)"), std::string::npos) << e;
-  EXPECT_NE(e.find("score_mod"), std::string::npos) << e;
+  EXPECT_NE(e.find("node \"n\" (FlexAttention): subgraph attribute 'mask_mod' is not supported"), std::string::npos)
+      << e;
   m = flex_model(1, dims);
   m.mutable_graph()->mutable_node(0)->set_op_type("FlexAttention2");
   e = unsupported_of(m);

@@ -95,6 +95,38 @@ TEST(MiscOps, DftRoundTripsAndDelta) {
   }
 }
 
+TEST(MiscOps, DftInverseOfOneSidedSpectrumIsIrfft) {
+  // A real signal of even (8) and odd (7) length: its one-sided spectrum
+  // (len/2 + 1 bins) through inverse + onesided gives the signal back, real
+  // ([..., 1]); the default length is 2 (bins - 1), the even one.
+  for (int64_t len : {8, 7}) {
+    Tensor x = random_tensor(DType::F64, {3, len, 1}, 60 + len);
+    AttrMap f;
+    f.set("axis", int64_t(1));
+    f.set("onesided", int64_t(1));
+    Tensor X = run("dft", {x}, f)[0];
+    ASSERT_EQ(X.shape(), (Shape{3, len / 2 + 1, 2}));
+    AttrMap inv = f;
+    inv.set("inverse", int64_t(1));
+    if (len % 2) inv.set("length", len);
+    Tensor back = run("dft", {X}, inv)[0];
+    ASSERT_EQ(back.shape(), (Shape{3, len, 1})) << len;
+    for (int64_t i = 0; i < x.numel(); ++i) EXPECT_NEAR(back.get_double(i), x.get_double(i), 1e-12) << len << " " << i;
+  }
+  // The imaginary parts of the DC and Nyquist bins are ignored (a real
+  // signal's are zero): bins [1+5i, 0, 2+7i] of length 4 give
+  // (1 + 2 (-1)^t) / 4 ... with DC 1 and Nyquist 2: t=0: 3/4, t=1: -1/4.
+  Tensor spec = Tensor::from<double>(DType::F32, {3, 2}, {1, 5, 0, 0, 2, 7});
+  AttrMap a;
+  a.set("axis", int64_t(0));
+  a.set("inverse", int64_t(1));
+  a.set("onesided", int64_t(1));
+  Tensor y = run("dft", {spec}, a)[0];
+  ASSERT_EQ(y.shape(), (Shape{4, 1}));
+  const double want[] = {0.75, -0.25, 0.75, -0.25};
+  for (int t = 0; t < 4; ++t) EXPECT_NEAR(y.get_double(t), want[t], 1e-7) << t;
+}
+
 TEST(MiscOps, NmsNeedsKnownInputs) {
   AttrMap a;
   a.set("max_output_boxes_per_class", int64_t(3));

@@ -109,7 +109,6 @@ void write_op_docs(const std::string& path, const std::string& conformance_json)
       {"SequenceMap", "a subgraph over a sequence; sequences are unrolled at import and do not cross regions"},
       {"Optional", "optional values: kiln's values are tensors"},
       {"StringNormalizer", "string tensors"},
-      {"TfIdfVectorizer", "string/ML-domain text featurisation"},
   };
   std::string missing;
   for (const auto& [op, info] : onnx_ops) {

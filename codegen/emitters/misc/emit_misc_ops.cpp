@@ -50,6 +50,55 @@ std::string dft_sum(const std::string& used, int64_t len, bool inverse, const st
   return b;
 }
 
+// inverse + onesided (numpy's irfft, ops/signal_ops.cpp Dft::run_c2r): one
+// thread per real output value, summing the used half spectrum with each bin
+// but the DC and Nyquist ones counted twice (its mirror conjugate).
+SimpleKernel emit_irfft(const TensorType& x, const TensorType& out, int64_t axis, int64_t len) {
+  const Shape& s = x.shape;
+  const int r = static_cast<int>(s.size());
+  const int64_t n = s[axis], comp = s.back(), used = std::min(n, len / 2 + 1);
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= s[i];
+  for (int i = static_cast<int>(axis) + 1; i < r - 1; ++i) inner *= s[i];
+  const int64_t total = outer * len * inner;
+  if (out.numel() != total || out.shape.back() != 1)
+    fail("codegen: dft: output {} does not hold {} real values", out.str(), total);
+  SimpleKernel k;
+  k.params = {{out.dtype, true, "out"}, {x.dtype, false, "x"}};
+  k.block = kBlock;
+  k.grid = total == 0 ? 0 : grid_for(total, kBlock);
+  std::string b = fmt::format("// dft: {} axis {} length {} inverse onesided (real result)\n", x.str(), axis, len);
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(k.params));
+  b += fmt::format(
+      "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
+      "e += (long long)gridDim.x * blockDim.x) {{\n",
+      total);
+  b += fmt::format("    const long long i = e % {0}LL, row = e / {0}LL, t = row % {1}LL, o = row / {1}LL;\n", inner,
+                   len);
+  auto xr = [&](const std::string& j) {
+    return dload(x.dtype, fmt::format("x[((o * {}LL + {}) * {}LL + i) * {}LL]", n, j, inner, comp));
+  };
+  auto xi = [&](const std::string& j) {
+    return comp == 2 ? dload(x.dtype, fmt::format("x[((o * {}LL + {}) * {}LL + i) * {}LL + 1]", n, j, inner, comp))
+                     : std::string("0.0");
+  };
+  b += fmt::format("    double acc = {};\n", used > 0 ? xr("0") : "0.0");
+  b += "    long long idx = 0;  // k * t mod len\n";
+  b += fmt::format("    for (long long j = 1; j < {}LL; ++j) {{\n", used);
+  b += "      idx += t;\n";
+  b += fmt::format("      if (idx >= {0}LL) idx %= {0}LL;\n", len);
+  b += fmt::format("      const double a = 2.0 * 3.141592653589793 * (double)idx / (double){}LL;\n", len);
+  b += "      const double wr = cos(a), wi = sin(a);\n";
+  b += fmt::format("      const double xr = {}, xi = {};\n", xr("j"), xi("j"));
+  b += fmt::format(
+      "      acc += 2 * j == {}LL ? xr * wr : 2.0 * (xr * wr - xi * wi);  // Nyquist: no mirror, no imaginary part\n",
+      len);
+  b += "    }\n";
+  b += fmt::format("    out[e] = {};\n  }}\n}}\n", dstore(out.dtype, fmt::format("acc / (double){}LL", len)));
+  finish(k, "irfft", b);
+  return k;
+}
+
 }  // namespace
 
 SimpleKernel emit_dft(const AttrMap& attrs, const TensorType& x, const TensorType& out) {
@@ -60,10 +109,10 @@ SimpleKernel emit_dft(const AttrMap& attrs, const TensorType& x, const TensorTyp
   int64_t axis = attrs.require_int("axis");
   if (axis < 0) axis += r;
   if (axis < 0 || axis >= r - 1) fail("codegen: dft: axis out of range");
-  const int64_t n = s[axis], len = attrs.get_int("length", n);
   const bool inverse = attrs.get_int("inverse", 0) != 0, onesided = attrs.get_int("onesided", 0) != 0;
-  if (inverse && onesided) unsupported("codegen: dft: inverse with onesided=1");
+  const int64_t n = s[axis], len = attrs.get_int("length", inverse && onesided ? 2 * (n - 1) : n);
   if (len < 1) fail("codegen: dft: length {}", len);
+  if (inverse && onesided) return emit_irfft(x, out, axis, len);
   const int64_t bins = onesided ? len / 2 + 1 : len, comp = s.back();
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= s[i];

@@ -9,7 +9,10 @@
 // points with the twiddle angle computed exactly as the reference's table
 // ((2 pi m) / len, cos and sin in double). No FFT: for the sizes these ops
 // see (conformance, spectrograms of a few hundred points) the direct sum is
-// fine and exactly the reference's arithmetic (docs/codegen.md).
+// fine and exactly the reference's arithmetic (docs/codegen.md). An inverse
+// with onesided=1 (numpy's irfft: a half spectrum in, len real values out,
+// [..., 1]) has one thread per real value summing the half spectrum, each bin
+// but the DC and Nyquist ones twice for its conjugate mirror.
 #pragma once
 #include <string>
 #include <vector>
@@ -32,7 +35,8 @@ struct SimpleKernel {
   std::vector<TensorType> scratch;
 };
 
-// dft(x) {axis, length, inverse, onesided} -> out.
+// dft(x) {axis, length, inverse, onesided} -> out ([..., 2], or [..., 1] for
+// inverse + onesided).
 SimpleKernel emit_dft(const AttrMap& attrs, const TensorType& x, const TensorType& out);
 
 // stft(signal, window?) {frame_step, frame_length, onesided} -> out.

@@ -411,6 +411,46 @@ def detr():
     return Spec(Call(inner, fn), list(ins), ["logits", "pred_boxes"], ins, lambda: None)
 
 
+class SdpaRmsNormBlock(nn.Module):
+    """A pre-norm decoder block written with the torch ops that the dynamo
+    exporter maps to ONNX's opset 23 ops: torch.nn.RMSNorm (RMSNormalization)
+    and F.scaled_dot_product_attention, causal, with grouped key/value heads
+    (Attention); then a SwiGLU MLP. Hidden size 64, 4 query heads, 2 key/value
+    heads."""
+
+    def __init__(self, d=64, heads=4, kv_heads=2, ff=128):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, d // heads
+        self.norm1 = nn.RMSNorm(d, eps=1e-6)
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.v = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.norm2 = nn.RMSNorm(d, eps=1e-6)
+        self.gate = nn.Linear(d, ff, bias=False)
+        self.up = nn.Linear(d, ff, bias=False)
+        self.down = nn.Linear(ff, d, bias=False)
+        with torch.no_grad():  # norm weights other than ones, so that they matter
+            for norm in (self.norm1, self.norm2):
+                norm.weight.copy_(1 + 0.2 * torch.randn(d))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.norm1(x)
+        q = self.q(h).view(b, s, self.heads, self.hd).transpose(1, 2)
+        k = self.k(h).view(b, s, self.kv_heads, self.hd).transpose(1, 2)
+        v = self.v(h).view(b, s, self.kv_heads, self.hd).transpose(1, 2)
+        a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        x = x + self.o(a.transpose(1, 2).reshape(b, s, d))
+        h = self.norm2(x)
+        return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
+
+
+def sdpa_rmsnorm_block():
+    ins = {"hidden": ((1, SEQ, 64), "float32", ("normal",))}
+    return Spec(SdpaRmsNormBlock(), ["hidden"], ["out"], ins, None)
+
+
 def table():
     import torchvision.models as tvm
     llama_like = dict(num_key_value_heads=2)
@@ -479,4 +519,6 @@ def table():
         "gpt2_tiny": decoder("GPT2LMHeadModel", "GPT2Config", n_embd=64, n_layer=2, n_head=4, n_positions=128),
         "gemma_tiny": decoder("GemmaForCausalLM", "GemmaConfig", head_dim=16, **llama_like),
         "opt_tiny": decoder("OPTForCausalLM", "OPTConfig", ffn_dim=128, word_embed_proj_dim=64),
+        # opset 23's transformer ops, exported only by the dynamo exporter (DYNAMO23 in export_zoo.py)
+        "sdpa_rmsnorm_block": sdpa_rmsnorm_block,
     }

@@ -8,7 +8,9 @@ weights overwritten with seeded normals whose recipe replaces their bytes in
 the skeleton; zero biases and zero-initialised heads re-drawn), BatchNorm
 calibrated on random batches, and exported with the TorchScript exporter
 (opset 17, no constant folding). The models in DYNAMO are exported a second
-time with the dynamo exporter (opset 18) as <name>_dynamo.
+time with the dynamo exporter (opset 18) as <name>_dynamo; those in DYNAMO23
+only with the dynamo exporter at opset 23 (its Attention and
+RMSNormalization), as <name>_dynamo23.
 
 At export time each model is checked:
 - ONNX Runtime on the exported file against PyTorch eager, on the very inputs
@@ -44,6 +46,9 @@ import architectures  # noqa: E402
 DYNAMO = ["resnet18", "mobilenet_v3_small", "convnext_small", "regnet_small", "vit_small", "yolo_style",
           "r3d_small", "bert_tiny", "llama_gqa", "qwen2_tiny", "gpt_neox_tiny", "t5_tiny", "phi_tiny", "flow_warp",
           "gpt2_tiny", "electra_tiny", "mistral_tiny", "detr_small", "mobilevit_small"]
+# Exported only with the dynamo exporter at opset 23, where it writes ONNX's
+# Attention and RMSNormalization ops.
+DYNAMO23 = ["sdpa_rmsnorm_block"]
 # Tensors without a recipe (constant-folded by the exporter, e.g. rotary
 # tables) are kept whole up to this many elements; anything larger is an error.
 KEEP_UNSEEDED = 65536
@@ -171,7 +176,7 @@ def check_not_degenerate(spec, outs_a, outs_b):
     return notes
 
 
-def export(name, build, dynamo):
+def export(name, build, dynamo, opset=None):
     torch.manual_seed(0)
     spec = build()
     m = spec.module.eval()
@@ -180,11 +185,11 @@ def export(name, build, dynamo):
     feeds = draw_feeds(spec, 7)
     outs = eager(m, spec, feeds)
     notes = check_not_degenerate(spec, outs, eager(m, spec, draw_feeds(spec, 8)))
-    out_name = name + ("_dynamo" if dynamo else "")
+    opset = opset or (18 if dynamo else 17)
+    out_name = name + ("" if not dynamo else "_dynamo" if opset == 18 else f"_dynamo{opset}")
     path = os.path.join(HERE, f"{out_name}.skeleton.onnx")
     tmp = path + ".full.onnx"
     args = tuple(torch.from_numpy(feeds[n]) for n in spec.in_names)
-    opset = 18 if dynamo else 17
     with torch.no_grad():
         if dynamo:
             prog = torch.onnx.export(m, args, dynamo=True, opset_version=opset, input_names=spec.in_names,
@@ -226,16 +231,18 @@ def export(name, build, dynamo):
 def main(names):
     torch.backends.mha.set_fastpath_enabled(False)
     tab = architectures.table()
-    jobs = [(n, False) for n in tab] + [(n, True) for n in DYNAMO]
+    jobs = ([(n, False, None) for n in tab if n not in DYNAMO23] + [(n, True, None) for n in DYNAMO] +
+            [(n, True, 23) for n in DYNAMO23])
     if names:
-        jobs = [(n[:-7], True) if n.endswith("_dynamo") else (n, False) for n in names]
+        jobs = [(n[:-9], True, 23) if n.endswith("_dynamo23") else (n[:-7], True, None) if n.endswith("_dynamo")
+                else (n, False, None) for n in names]
     failed = []
-    for n, dyn in jobs:
+    for n, dyn, opset in jobs:
         try:
-            export(n, tab[n], dyn)
+            export(n, tab[n], dyn, opset)
         except Exception as e:  # report every model, then fail
             traceback.print_exc(limit=-3)
-            failed.append(f"{n}{'_dynamo' if dyn else ''}: {type(e).__name__}: {str(e)[:300]}")
+            failed.append(f"{n}{'_dynamo' if dyn else ''}{opset or ''}: {type(e).__name__}: {str(e)[:300]}")
     for f in failed:
         print("FAILED", f)
     sys.exit(1 if failed else 0)
