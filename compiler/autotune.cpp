@@ -1,6 +1,6 @@
 #include "compiler/autotune.h"
 
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
 #include <algorithm>
 #include <cstdio>
 #include <cstring>

@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
 #include "codegen/emitter_table.h"
 #endif
 #include "ir/error.h"
@@ -37,7 +37,7 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
     for (const std::string& n : names) pm.add(n);
     if (!o.pipeline.stop_after.empty() && std::find(names.begin(), names.end(), o.pipeline.stop_after) == names.end())
       fail("--stop-after: pass '{}' is not in the pipeline ({})", o.pipeline.stop_after, fmt::join(names, ","));
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
     // The fuser forms only groups codegen can emit, whatever the target (passes/fusion_capabilities.h).
     if (!popts.why_no_kernel) popts.why_no_kernel = codegen::why_no_kernel;
 #endif

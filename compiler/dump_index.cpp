@@ -9,7 +9,7 @@
 #include "ir/dot_printer.h"
 #include "ir/error.h"
 #include "compiler/ir_picture.h"
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
 #include "codegen/kernel_build.h"
 #endif
 
@@ -55,7 +55,7 @@ int write_dump_index(const Graph& g, const CompileOptions& o, const std::string&
   fs::create_directories(dir);
   std::ostringstream kernels_html;
   int written = 0;
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
   codegen::KernelBuildOptions ko;
   ko.arch = o.pass.target == "cpu" ? "sm_90" : o.pass.target;
   codegen::GraphKernels gk = codegen::build_graph_kernels(g, ko, /*compile=*/false);

@@ -47,10 +47,10 @@ std::string dot_to_svg(const std::string& dot_text) {
   return svg;
 }
 
-std::string render_graph(const Graph& g, const std::string& format) {
+std::string render_graph(const Graph& g, const std::string& format, const DotOptions& dot) {
   if (format == "text") return print_graph(g);
-  if (format == "dot") return print_dot(g);
-  if (format == "svg") return dot_to_svg(print_dot(g));
+  if (format == "dot") return print_dot(g, dot);
+  if (format == "svg") return dot_to_svg(print_dot(g, dot));
   fail("--format: '{}' is not one of text, dot, svg", format);
 }
 

@@ -11,13 +11,13 @@
 
 #include "compiler/targets.h"
 
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
 #include "codegen/kernel_build.h"
 #endif
 
 namespace kiln {
 
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
 struct KernelsReport {
   std::string arch;
   codegen::GraphKernels gk;
@@ -28,7 +28,7 @@ struct KernelsReport {};
 
 KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, const std::function<void(int, int)>& progress) {
   KernelsOutcome out;
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
   const std::vector<std::string> archs = target_archs(o.pass.target);
   if (archs.empty()) {
     out.why_not = "target cpu (no GPU kernels)";
@@ -56,7 +56,7 @@ KernelsOutcome build_kernels(const Graph& g, const CompileOptions& o, const std:
 }
 
 const codegen::GraphKernels* graph_kernels(const KernelsOutcome& k) {
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
   if (k.built) return &k.report->gk;
 #endif
   (void)k;
@@ -64,7 +64,7 @@ const codegen::GraphKernels* graph_kernels(const KernelsOutcome& k) {
 }
 
 size_t nodes_without_kernels(const KernelsOutcome& k) {
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
   if (k.built) return k.report->gk.missing.size();
 #endif
   (void)k;
@@ -78,7 +78,7 @@ nlohmann::json kernels_json(const KernelsOutcome& k) {
     j["why_not"] = k.why_not;
     return j;
   }
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
   const auto& gk = k.report->gk;
   nlohmann::json detail = nlohmann::json::array();
   int max_regs = -1;

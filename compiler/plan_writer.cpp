@@ -14,7 +14,7 @@
 #include "passes/memory_plan.h"
 #include "runtime/plan_graph.h"
 #include "runtime/version.h"
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
 #include "codegen/kernel_build.h"
 #include "codegen/nvrtc/kernel_cache.h"
 #include "codegen/nvrtc/nvrtc_compiler.h"
@@ -88,7 +88,7 @@ struct Locator {
 // Nodes that need a kernel and have no emitter ("" when all do): how many of
 // each kind, then the first few by name.
 std::string nodes_without_emitter(const Graph& g) {
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
   std::map<std::string, int> kinds;
   std::vector<std::string> names;
   for (const auto& n : g.nodes()) {
@@ -110,7 +110,7 @@ std::string nodes_without_emitter(const Graph& g) {
 #endif
 }
 
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
 // The archs whose per-block limits a launch must fit: every arch the plan's
 // code runs on (compiler/targets.h), not only the target's own: an sm_80
 // plan's CUBIN also runs on sm_86 and sm_89, whose opt-in shared memory is
@@ -335,7 +335,7 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
 std::vector<std::string> nodes_without_kernel_emitter(const Graph& g) {
   std::vector<std::string> names;
   for (const auto& n : g.nodes()) {
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
     if (codegen::is_view_node(*n) || codegen::emitter_for(*n)) continue;
     names.push_back(n->describe());
 #else
@@ -346,7 +346,7 @@ std::vector<std::string> nodes_without_kernel_emitter(const Graph& g) {
 }
 
 bool kiln_has_codegen() {
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
   return true;
 #else
   return false;
@@ -378,7 +378,7 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
             o.source_name.empty() ? "" : o.source_name + ": ", n->describe(), o.target);
   std::string no_gpu_reason = gpu_target ? nodes_without_emitter(g) : std::string();
   MemoryPlanOptions mo;
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
   NodeKernels nks;
   if (gpu_target && no_gpu_reason.empty()) {
     nks = node_kernels(g, o);
@@ -406,7 +406,7 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   }
   p.meta.no_gpu_reason = no_gpu_reason;
   if (!p.meta.no_gpu_reason.empty()) return p;
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
   add_kernels(g, Locator(g, mem), nks, o, p);
   p.meta.gpu_kernels = true;
   p.meta.archs = target_archs(o.target);

@@ -4,7 +4,7 @@
 
 #include "ir/error.h"
 #include "runtime/version.h"
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
 #include "codegen/nvrtc/kernel_cache.h"
 #include "compiler/autotune.h"
@@ -13,7 +13,7 @@
 
 namespace kiln {
 
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
 
 struct TuningSession::Impl {
   std::string file, gpu, cc;

@@ -1,4 +1,4 @@
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
 #include "compiler/tuning_cache.h"
 
 #include <filesystem>

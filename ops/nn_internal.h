@@ -10,7 +10,7 @@
 
 namespace kiln::ops::nn {
 
-void register_conv_ops(OpRegistry& r);    // conv, conv_transpose
+void register_conv_ops(OpRegistry& r);    // conv, conv_transpose, deform_conv, col2im
 void register_pool_ops(OpRegistry& r);    // max/average/lp pooling, global pools, max_unpool
 void register_resize_ops(OpRegistry& r);  // resize
 void register_sample_ops(OpRegistry& r);  // grid_sample, roi_align

@@ -5,12 +5,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "ir/error.h"
 #include "ir/dot_printer.h"
 #include "ir/printer.h"
 #include "ir/short_name.h"
 #include "ir/verifier.h"
+#include "passes/pass_heartbeat.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -65,6 +67,7 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, cons
   }
   const std::vector<std::string> outputs_before = output_names(g);
   int index = 0;
+  PassHeartbeat beat(po.heartbeat, po.heartbeat_after_s, po.heartbeat_every_s);
   if (po.progress) po.progress(0, static_cast<int>(passes_.size()));  // the step starts
   for (auto& p : passes_) {
     ++index;
@@ -75,6 +78,7 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, cons
     rec.nodes_before = g.num_nodes();
     auto t0 = std::chrono::steady_clock::now();
     double c0 = cpu_ms_now();
+    beat.begin(name);
     try {
       rec.changed = p->run(g, opts, rec.stats);
     } catch (const Unsupported& e) {
@@ -82,6 +86,9 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, cons
     } catch (const Error& e) {
       throw Error(in_source(po.source, e.what()));
     }
+    if (const double slow_s = test_slow_pass_seconds(name); slow_s > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double>(slow_s));
+    beat.end();
     rec.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     rec.cpu_ms = cpu_ms_now() - c0;
     rec.nodes_after = g.num_nodes();
@@ -90,12 +97,14 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, cons
       // compile is worth seeing (it runs after every pass).
       auto v0 = std::chrono::steady_clock::now();
       double vc0 = cpu_ms_now();
+      beat.begin("verifier after " + name);
       try {
         verify_graph(g, op_registry());
         check_output_names(g, outputs_before);
       } catch (const Error& e) {
         throw Error(in_source(po.source, fmt::format("after pass '{}': {}", name, e.what())));
       }
+      beat.end();
       rec.verify_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - v0).count();
       rec.verify_cpu_ms = cpu_ms_now() - vc0;
     }

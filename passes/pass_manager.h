@@ -27,6 +27,12 @@ struct PipelineOptions {
   // with the passes run, so a long compile is not silent (BERT-base's passes
   // take seconds). May be empty.
   std::function<void(int done, int total)> progress;
+  // Called while one pass (or the verifier after it) runs long, with what is
+  // running ("fuse", "verifier after fuse") and its seconds so far: first
+  // after heartbeat_after_s, then every heartbeat_every_s (passes/pass_heartbeat.h).
+  // Empty: no heartbeat and no watcher thread.
+  std::function<void(const std::string& what, double seconds)> heartbeat;
+  double heartbeat_after_s = 3, heartbeat_every_s = 3;
 };
 
 struct PassRecord {

@@ -27,15 +27,24 @@ CLI::App* register_dump_ir(CLI::App& app, DumpIrCommand& c) {
   dump->add_option("--format", c.format, "text (kiln IR), dot (Graphviz), svg (rendered by Graphviz dot)")
       ->check(CLI::IsMember({"text", "dot", "svg"}))
       ->group("Reporting");
+  dump->add_flag("--fused-bodies", c.fused_bodies,
+                 "dot/svg: draw each fused kernel as a cluster of its body's nodes (default: one box naming its ops)")
+      ->group("Reporting");
+  dump->add_flag("--no-wrap", c.no_wrap,
+                 "dot/svg: one column of boxes however deep the graph (default: a deep graph in parts side by side)")
+      ->group("Reporting");
   add_compile_flags(dump, c.copts);
   return dump;
 }
 
 int run_dump_ir(DumpIrCommand& c) {
+  DotOptions dot;
+  dot.fused_bodies = c.fused_bodies;
+  dot.wrap = !c.no_wrap;
   if (is_plan_file(c.model)) {
     // The plan's optimized graph, as the runtime reads it back.
     plan::Plan p = plan::read_plan_file(c.model);
-    std::cout << render_graph(*plan::load_graph(p, c.model), c.format);
+    std::cout << render_graph(*plan::load_graph(p, c.model), c.format, dot);
     return 0;
   }
   c.copts.pipeline.source = c.model;  // passes' errors name the model, as the importer's do
@@ -50,7 +59,7 @@ int run_dump_ir(DumpIrCommand& c) {
   c.copts.optimize = c.optimize || !c.copts.passes.empty();
   CompileReport rep = compile_graph(*r.graph, c.copts);
   if (c.copts.stats) std::cerr << format_stats(rep);
-  std::cout << render_graph(*r.graph, c.format);
+  std::cout << render_graph(*r.graph, c.format, dot);
   return 0;
 }
 

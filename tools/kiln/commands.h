@@ -48,6 +48,7 @@ int run_run(RunCommand& c);
 struct DumpIrCommand {
   std::string model, shapes, format = "text";
   bool optimize = false;
+  bool fused_bodies = false, no_wrap = false;  // dot/svg: ir/dot_printer.h's DotOptions
   CompileOptions copts;
 };
 CLI::App* register_dump_ir(CLI::App& app, DumpIrCommand& c);

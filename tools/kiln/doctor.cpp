@@ -5,7 +5,7 @@
 
 #include <iostream>
 
-#ifdef KILN_HAVE_SIM_BACKEND  // codegen is built (not in sanitizer builds)
+#ifdef KILN_HAVE_CODEGEN  // codegen is built (not in sanitizer builds)
 #include "codegen/nvrtc/nvrtc_library.h"
 #endif
 #include "ir/error.h"
@@ -106,13 +106,13 @@ int run_doctor(const DoctorOptions& o) {
   // NVRTC compiles GPU plans (kiln compile --target sm_XX); running a plan
   // does not need it (CUBIN, or PTX JIT-compiled by the driver).
   std::string nvrtc_why = "this kiln was built without GPU code generation (no CUDA toolkit headers at build time)";
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
   const bool have_nvrtc = codegen::nvrtc_available(&nvrtc_why);
 #else
   const bool have_nvrtc = false;
 #endif
   if (have_nvrtc) {
-#ifdef KILN_HAVE_SIM_BACKEND
+#ifdef KILN_HAVE_CODEGEN
     const codegen::NvrtcLibrary& n = codegen::nvrtc_library();
     std::cout << fmt::format("NVRTC: {}, version {}.{}{}\n", n.path, n.major, n.minor,
                              n.builtins_path.empty() ? "" : ", builtins " + n.builtins_path);
