@@ -343,6 +343,23 @@ def bad_models_issue15():
                                 [vi("y", [2])]), 'node "' + "n" * 60 + "..." + "n" * 60 + '" (FrobnicateX)')
 
 
+def gpu_plan_cases():
+    """Defects the GPU path showed on models no one here wrote (wave 2)."""
+    # LinearAttention (opset 27) with its optional past_state absent but later
+    # operands present: building the sm_90 plan dereferenced the absent operand
+    # (SIGSEGV, with -o) until absent operands kept an empty parameter slot. "no_crash":
+    # a build without codegen (the sanitizer build) refuses GPU targets, exit 1.
+    f = TensorProto.FLOAT
+    m = model([helper.make_node("LinearAttention", ["q", "k", "v", "", "decay", "beta"], ["y", "state"],
+                                name="linear_attention", q_num_heads=4, kv_num_heads=4)],
+              [vi("q", [2, 4, 32]), vi("k", [2, 4, 32]), vi("v", [2, 4, 32]), vi("decay", [2, 4, 32]),
+               vi("beta", [2, 4, 4])], [vi("y", None), vi("state", None)], opset=27, ir_version=11)
+    d = case("gpu_plan_absent_optional_operand", "no_crash", commands=("compile",),
+             args=["--target", "sm_90", "-o", "model.plan"])
+    CASES[-1]["gpu"] = True  # NVRTC is searched for and loaded outside the case folder
+    onnx.save(m, os.path.join(d, "model.onnx"))
+
+
 # Every command that reads a plan: the runtime (run, bench) and inspect.
 PLAN_COMMANDS = ("run", "inspect", "bench")
 
@@ -564,6 +581,7 @@ if __name__ == "__main__":
     bad_models()
     bad_npy_inputs()
     bad_models_issue15()
+    gpu_plan_cases()
     valid_models()
     if cli.kiln:
         bad_plans(os.path.abspath(cli.kiln), cli.fake_cuda and os.path.abspath(cli.fake_cuda))

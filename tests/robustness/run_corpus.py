@@ -53,6 +53,14 @@ def is_library(path, lib_dirs):
     return path.startswith(tuple(lib_dirs)) and (name.endswith(".so") or ".so." in name)
 
 
+def nvrtc_search(path):
+    """What a GPU compile may open outside the case: NVRTC is loaded with
+    dlopen (not in ldd's list) after searching the toolkit's and the Python
+    wheels' library folders, so shared libraries and those folders themselves."""
+    name = os.path.basename(path)
+    return name.endswith(".so") or ".so." in name or os.path.isdir(path)
+
+
 def limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -120,7 +128,7 @@ def run_one(args, case, command, corpus, tmp):
         for path in opened_files(trace, d):
             inside = path == d or path.startswith(d + os.sep) or path.startswith(tmp + os.sep)
             system = (path.startswith(SYSTEM_PREFIXES) or path == os.path.realpath(args.kiln)
-                      or is_library(path, lib_dirs))
+                      or is_library(path, lib_dirs) or (case.get("gpu") and nvrtc_search(path)))
             if not inside and not system:
                 problems.append(f"opened {path}, outside the case folder")
         os.remove(trace)
