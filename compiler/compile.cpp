@@ -19,7 +19,7 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
     // Passes, memory planning and codegen size everything: a graph with
     // symbolic dims runs specialised to its inputs' shapes (ir/specialize.h)
     // until plans carry shape profiles (docs/dynamic_shapes.md).
-    if (!g.symbols().empty()) {
+    if (!g.symbols().empty() && !o.symbolic) {
       std::vector<std::string> syms;
       for (const SymbolDecl& d : g.symbols()) syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
       unsupported(
@@ -34,6 +34,9 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
     // the same way.
     if (popts.target == kTargetAuto) popts.target = resolve_target(popts.target).target;
     std::vector<std::string> names = o.passes.empty() ? default_pipeline(popts) : o.passes;
+    // Sizes of symbolic dims are polynomials: the plan builder lays memory
+    // out at the largest shapes of the profiles instead.
+    if (!g.symbols().empty()) std::erase(names, std::string("plan-memory"));
     for (const std::string& n : names) pm.add(n);
     if (!o.pipeline.stop_after.empty() && std::find(names.begin(), names.end(), o.pipeline.stop_after) == names.end())
       fail("--stop-after: pass '{}' is not in the pipeline ({})", o.pipeline.stop_after, fmt::join(names, ","));

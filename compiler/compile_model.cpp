@@ -12,6 +12,7 @@
 #include "compiler/targets.h"
 #include "ir/error.h"
 #include "ir/printer.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln {
 
@@ -23,6 +24,43 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 void say(const CompileModelOptions& o, const std::string& text) {
   if (o.log) o.log(text);
+}
+
+// The profile the import's symbol ranges give: each input with a symbolic
+// dim from its symbols' smallest to their largest values; opt from
+// --opt-shapes (checked inside the range by the importer), else the largest.
+plan::Profile shape_profile(const Graph& g, const std::map<std::string, Shape>& opt_shapes) {
+  SymbolBindings lo, hi;
+  for (const SymbolDecl& d : g.symbols()) {
+    lo[d.name] = d.min;
+    hi[d.name] = d.max;
+  }
+  plan::Profile p;
+  for (const Value* v : g.inputs()) {
+    if (!has_symbolic_dims(v->shape())) continue;
+    plan::InputProfile ip{v->name(), eval_shape(v->shape(), lo), {}, eval_shape(v->shape(), hi)};
+    auto opt = opt_shapes.find(v->name());
+    ip.opt = opt != opt_shapes.end() ? opt->second : ip.max;
+    p.inputs.push_back(std::move(ip));
+  }
+  return p;
+}
+
+[[noreturn]] void refuse_gpu_profile(const Graph& g, const std::string& model, const std::string& target) {
+  const Node* first = nullptr;
+  for (const auto& n : g.nodes())
+    if (n->op() != "reshape" && n->op() != "identity") {
+      first = n.get();
+      break;
+    }
+  std::vector<std::string> syms;
+  for (const SymbolDecl& d : g.symbols()) syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
+  unsupported(
+      "{}: {}: target {} needs a shape-generic GPU kernel for every node of a plan with shape profiles ({}), and "
+      "kiln has none yet for {}: compile the profile for --target cpu (the runtime's CPU path runs any shape in it), "
+      "or fix the shapes with --shapes for a GPU plan (docs/dynamic_shapes.md)",
+      model, first ? first->describe() : std::string("the graph"), target, fmt::join(syms, ", "),
+      first ? first->op() : std::string("any op"));
 }
 
 }  // namespace
@@ -45,11 +83,24 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   const auto t0 = std::chrono::steady_clock::now();
   ImportOptions io;
   io.input_shapes = o.input_shapes;
+  io.min_shapes = o.min_shapes;
+  io.opt_shapes = o.opt_shapes;
+  io.max_shapes = o.max_shapes;
   io.batch = o.batch;
   if (o.progress) io.progress = [&o](int done, int total) { o.progress("nodes imported", done, total); };
   ImportResult imported = import_checked(source, io);
   Graph& g = *imported.graph;
   res.import_ms = ms_since(t0);
+  // Symbolic dims left open by the model and given ranges: a plan with a
+  // shape profile. Its kernels would have to be shape-generic, which no
+  // kernel family is yet: a GPU target is refused naming the first node
+  // that needs a kernel, never compiled at one fixed shape instead.
+  std::vector<plan::Profile> profiles;
+  if (!g.symbols().empty()) {
+    if (is_gpu_target(build.pass.target)) refuse_gpu_profile(g, model, build.pass.target);
+    profiles.push_back(shape_profile(g, o.opt_shapes));
+    build.symbolic = true;
+  }
 
   // 2. Passes.
   auto t = std::chrono::steady_clock::now();
@@ -106,6 +157,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
     PlanBuildOptions po{build.pass.target, build.pass.precision, build.cache_dir, build.kernel_cache};
     po.kernels = graph_kernels(res.kernels);
     po.source_name = model;  // launch-limit errors name the model file
+    po.profiles = profiles;
     plan::Plan p = build_plan(g, po);
     res.plan = plan::serialize(p);
     res.plan_gpu_kernels = p.meta.gpu_kernels ? static_cast<int>(p.kernels.size()) : 0;

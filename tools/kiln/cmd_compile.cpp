@@ -21,6 +21,7 @@ CLI::App* register_compile(CLI::App& app, CompileCommand& c) {
   auto* cmd = app.add_subcommand("compile", "Import an ONNX model and optimise it");
   cmd->add_option("model", c.model, "Model file (.onnx)")->required()->group("Model");
   cmd->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
+  add_shape_profile_flags(cmd, c.min_shapes, c.opt_shapes, c.max_shapes);
   add_batch_flag(cmd, c.batch);
   cmd->add_option("--json", c.json_out, "Write the compile report as JSON")->group("Reporting");
   cmd->add_option("-o,--output", c.plan_out, "Write a plan file for the runtime (MODEL.plan)")
@@ -39,6 +40,9 @@ int run_compile(CompileCommand& c) {
   CompileModelOptions o;
   o.build = c.copts;
   o.input_shapes = parse_shapes_flag(c.shapes);
+  o.min_shapes = parse_shapes_flag(c.min_shapes, "--min-shapes");
+  o.opt_shapes = parse_shapes_flag(c.opt_shapes, "--opt-shapes");
+  o.max_shapes = parse_shapes_flag(c.max_shapes, "--max-shapes");
   o.tuning = c.tuning;
   o.print_final_ir = c.print_final;
   o.write_plan = !c.plan_out.empty();

@@ -21,7 +21,8 @@ struct ConformanceOptions;
 // kiln compile MODEL.onnx [-o MODEL.plan]
 struct CompileCommand {
   std::string model, shapes, json_out, plan_out;
-  int batch = 0;  // --batch N (0: the model's own)
+  std::string min_shapes, opt_shapes, max_shapes;  // a shape profile (docs/dynamic_shapes.md)
+  int batch = 0;                                   // --batch N (0: the model's own)
   bool print_final = false;
   CompileOptions copts;
   TuningOptions tuning;

@@ -6,6 +6,8 @@
 #include "compiler/compile.h"
 #include "compiler/tuning.h"
 
+#include <string>
+
 namespace CLI {
 class App;
 }
@@ -21,6 +23,10 @@ void add_compile_flags(CLI::App* cmd, CompileOptions& o);
 // is a batch dim (symbolic or 1) becomes N (frontend/batch_dim.h); 0 leaves
 // the model's. The same flag on compile, run and bench.
 void add_batch_flag(CLI::App* cmd, int& batch);
+
+// Adds --min-shapes, --opt-shapes and --max-shapes (Model group; trtexec's
+// meaning, docs/dynamic_shapes.md): the same flags on compile and run.
+void add_shape_profile_flags(CLI::App* cmd, std::string& min, std::string& opt, std::string& max);
 
 // Adds --tune, --tuning-cache, --tuning-gpu and --tune-iterations.
 void add_tuning_flags(CLI::App* cmd, TuningOptions& o);
