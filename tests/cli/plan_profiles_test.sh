@@ -59,6 +59,15 @@ done
 "$kiln" run "$dir/cnn.plan" --backend ref >"$out" 2>&1 || fail "cnn.plan with generated input: exit $?"
 grep -q '^symbols: batch=8 ' "$out" || fail "a generated input must take the opt shape"
 
+# kiln run MODEL.onnx with a range through a plan (--save-engine): the plan
+# carries the profile, and the run at the opt shape matches ONNX Runtime.
+KILN_PYTHON=$py "$kiln" run "$dir/cnn.onnx" --target cpu --min-shapes x:1x3x16x16 --max-shapes x:16x3x16x16 \
+  --opt-shapes x:3x3x16x16 --save-engine "$dir/saved.plan" --compare ort >"$out" 2>&1 || fail "run --save-engine: exit $?"
+grep -q '^symbols: batch=3 (range \[1, 16\])' "$out" || fail "run --save-engine: no symbols line"
+grep -q '^compare: PASS' "$out" || fail "run --save-engine: no PASS against ONNX Runtime"
+"$kiln" inspect "$dir/saved.plan" >"$out" 2>&1 || fail "inspect saved: exit $?"
+grep -q '^    x  *min 1x3x16x16, opt 3x3x16x16, max 16x3x16x16$' "$out" || fail "the saved plan has no profile"
+
 # Outside the profile: the input, the dim and the profile's range.
 "$py" -c "import numpy as np; np.save('$dir/x_20.npy', np.zeros((20, 3, 16, 16), np.float32))"
 "$kiln" run "$dir/cnn.plan" --backend ref --inputs "x:$dir/x_20.npy" >"$out" 2>&1
