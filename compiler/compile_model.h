@@ -41,6 +41,13 @@ struct CompileModelOptions {
   // records them as its shape profile (runtime/plan_profiles.h,
   // docs/dynamic_shapes.md). --opt-shapes defaults to --max-shapes.
   std::map<std::string, Shape> min_shapes, opt_shapes, max_shapes;
+  // Further profiles (the three flags repeated, as trtexec takes them): the
+  // same dynamic inputs with other ranges. The symbols' ranges span every
+  // profile; the runtime takes the one a run's shapes lie in.
+  struct ShapeRanges {
+    std::map<std::string, Shape> min, opt, max;
+  };
+  std::vector<ShapeRanges> more_profiles;
   int64_t batch = 0;               // --batch N: the batch dim of every input that has one (0: the model's)
   TuningOptions tuning;            // --tune / --tuning-cache (inactive: emitters' defaults)
   bool print_final_ir = false;     // the optimized graph to ir_out (--print-ir)

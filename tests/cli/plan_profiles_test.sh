@@ -80,6 +80,29 @@ grep -q 'input "x" has shape \[20,3,16,16\], outside every shape profile of the 
 [ $? -eq 1 ] || fail "inputs disagreeing on a symbol must exit 1"
 grep -q 'dim 0 (batch) is 4 but input "input_ids" gives batch = 2' "$out" || fail "no disagreement message"
 
+# Two profiles (the flags repeated, as trtexec takes them): a run at either
+# range works, a batch between them is outside both and names each range.
+"$kiln" compile "$dir/cnn.onnx" --target cpu --min-shapes x:1x3x16x16 --max-shapes x:4x3x16x16 \
+  --min-shapes x:8x3x16x16 --max-shapes x:16x3x16x16 -o "$dir/two.plan" >"$out" 2>&1 || fail "two profiles: exit $?"
+"$kiln" inspect "$dir/two.plan" >"$out" 2>&1 || fail "inspect two profiles: exit $?"
+grep -q '^shape profiles: 2 (symbols: batch in \[1, 16\])' "$out" || fail "inspect: not two profiles"
+grep -q '^    x  *min 8x3x16x16, opt 16x3x16x16, max 16x3x16x16$' "$out" || fail "inspect: no second profile"
+for b in 3 8; do
+  rm -rf "$dir/o"
+  "$kiln" run "$dir/two.plan" --backend ref --inputs "x:$dir/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+    fail "two.plan at batch $b: exit $?"
+  "$py" "$t/compare_outputs_ort.py" "$dir/cnn.onnx" "$dir/o" "x=$dir/x_$b.npy" >"$out" 2>&1 ||
+    fail "two.plan at batch $b: not ONNX Runtime's outputs"
+done
+"$kiln" run "$dir/two.plan" --backend ref --inputs "x:$dir/x_6.npy" >"$out" 2>&1
+[ $? -eq 1 ] || fail "a batch between the profiles must exit 1"
+grep -q 'input "x": dim 0 is 6, outside profile 0'"'"'s range \[1, 4\]; input "x": dim 0 is 6, outside profile 1'"'"'s range \[8, 16\]' "$out" ||
+  fail "no message naming both profiles"
+"$kiln" compile "$dir/cnn.onnx" --target cpu --min-shapes x:1x3x16x16 --max-shapes x:4x3x16x16 \
+  --min-shapes x:8x3x16x16 -o "$dir/bad.plan" >"$out" 2>&1
+[ $? -eq 1 ] || fail "a profile without --max-shapes must exit 1"
+grep -q 'each shape profile takes one --min-shapes and one --max-shapes' "$out" || fail "no flag-count message"
+
 # A GPU target: refused naming the first node and its op, never compiled at one shape.
 "$kiln" compile "$dir/cnn.onnx" --target sm_90 --min-shapes x:1x3x16x16 --max-shapes x:16x3x16x16 \
   -o "$dir/gpu.plan" >"$out" 2>&1
