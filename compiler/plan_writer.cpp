@@ -172,6 +172,22 @@ NodeKernels node_kernels(const Graph& g, const PlanBuildOptions& o) {
   return nk;
 }
 
+// The tile counters of folded split-K kernels (codegen::NodeKernel::tile_counters):
+// one region after everything the memory plan placed, so no value or
+// workspace ever shares its bytes; the runtime zeroes it once per context
+// (plan::Memory::zeroed_offset) and the kernels leave it zero, so every such
+// kernel of the plan can use it in turn.
+void add_tile_counters_region(const NodeKernels& nks, plan::Plan& p) {
+  int64_t counters = 0;
+  for (const auto& [node, kernels] : nks.of) counters = std::max(counters, codegen::node_tile_counters(*kernels));
+  if (counters == 0) return;
+  const uint64_t align = std::max<uint64_t>(p.memory.alignment, 4);
+  const uint64_t bytes = static_cast<uint64_t>(counters) * 4;
+  p.memory.zeroed_offset = (p.memory.arena_bytes + align - 1) / align * align;
+  p.memory.zeroed_bytes = bytes;
+  p.memory.arena_bytes = p.memory.zeroed_offset + (bytes + align - 1) / align * align;
+}
+
 void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, const PlanBuildOptions& o, plan::Plan& p) {
   std::vector<codegen::KernelSource> sources;
   std::map<std::string, uint32_t> kernel_index;
@@ -244,6 +260,17 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
         b.offset = static_cast<uint64_t>(ws->offset);
         b.nbytes = static_cast<uint64_t>(k.workspace_f32) * 4;
         b.elements = k.workspace_f32;
+        s.args.push_back(b);
+      }
+      if (k.tile_counters > 0) {  // the plan's zeroed region (tile_counters_region)
+        KILN_CHECK(p.memory.zeroed_bytes >= static_cast<uint64_t>(k.tile_counters) * 4,
+                   "node {} needs {} tile counters, the plan's zeroed region has {} bytes", n.describe(),
+                   k.tile_counters, p.memory.zeroed_bytes);
+        plan::BufferRef b;
+        b.kind = plan::BufferKind::Arena;
+        b.offset = p.memory.zeroed_offset;
+        b.nbytes = static_cast<uint64_t>(k.tile_counters) * 4;
+        b.elements = k.tile_counters;
         s.args.push_back(b);
       }
       // Before NVRTC: what needs no compiled kernel (block, grid, parameters).
@@ -461,6 +488,7 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   p.meta.no_gpu_reason = no_gpu_reason;
   if (!p.meta.no_gpu_reason.empty()) return p;
 #ifdef KILN_HAVE_CODEGEN
+  add_tile_counters_region(nks, p);
   add_kernels(g, Locator(g, mem), nks, o, p);
   p.meta.gpu_kernels = true;
   p.meta.archs = target_archs(o.target);

@@ -160,7 +160,8 @@ class GpuContext {
     std::vector<CUdeviceptr> bound_in, bound_out;
     std::vector<DeviceBinding> out;  // where wait() copies the outputs
   };
-  void add_slot();  // buffers, staging, events and the captured launch list
+  void zero_once();  // the arena's zeroed region (plan::Memory::zeroed_offset), at creation
+  void add_slot();   // buffers, staging, events and the captured launch list
   void fill_slot(Slot& s);
   void capture_graph(Slot& s);  // the launch list as the slot's graph exec, with s.bound_in/out
   // The launch list onto `stream` (capturing or not); `after` (if any) after each step.

@@ -137,6 +137,12 @@ struct Memory {
   std::vector<MemoryEntry> values;
   // Most arena bytes live at one node (section `resources`); -1: not recorded.
   int64_t live_peak_bytes = -1;
+  // Arena bytes [zeroed_offset, zeroed_offset + zeroed_bytes) must be zero
+  // when a context's arena is created (the runtime zeroes them once); the
+  // kernels that use them leave them zero (the tile counters of folded
+  // split-K GEMMs, codegen/emitter_table.h NodeKernel::tile_counters), and
+  // nothing else of the plan does. 0 bytes: none.
+  uint64_t zeroed_offset = 0, zeroed_bytes = 0;
 };
 
 struct Plan {

@@ -77,6 +77,7 @@ class Reader {
     at_ = at;
   }
   size_t pos() const { return at_; }
+  size_t remaining() const { return n_ - at_; }
   size_t size() const { return n_; }
   const uint8_t* data() const { return p_; }
   void expect_end() const {

@@ -219,6 +219,9 @@ int run_inspect_plan(const InspectOptions& o) {
       p.memory.live_peak_bytes < 0 ? std::string("not recorded (older plan)")
                                    : fmt::format("{} bytes", p.memory.live_peak_bytes),
       separate, p.memory.values.size(), fmt::join(counts, ", "));
+  if (p.memory.zeroed_bytes > 0)
+    out << fmt::format("  zeroed region: {} bytes at {} (split-K tile counters, zeroed once per context)\n",
+                       p.memory.zeroed_bytes, p.memory.zeroed_offset);
   out << fmt::format("  {:<40} {:>6} {:<10} {:>12} {:>12}\n", "node", "result", "storage", "offset", "size");
   nlohmann::json jm = nlohmann::json::array();
   for (size_t vi = 0; vi < p.memory.values.size(); ++vi) {
@@ -239,6 +242,8 @@ int run_inspect_plan(const InspectOptions& o) {
                  {"alignment", p.memory.alignment},
                  {"live_peak_bytes", p.memory.live_peak_bytes},
                  {"bytes_without_reuse", separate},
+                 {"zeroed_offset", p.memory.zeroed_offset},
+                 {"zeroed_bytes", p.memory.zeroed_bytes},
                  {"values", jm}};
 
   j["kernels"] = nlohmann::json::array();
