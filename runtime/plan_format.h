@@ -28,6 +28,9 @@
 //     control   (only in plans with control flow) per if/loop/scan node its
 //               operands, results and each region's own launch list, which
 //               the runtime runs host-driven (runtime/plan_control_run.h)
+//     profiles  a plan with symbolic dims (runtime/plan_profiles.h): per
+//               profile each dynamic input's min/opt/max shape, and each
+//               memory entry's size as a polynomial of the symbols
 //
 // Loading checks, before anything is parsed: magic, format version, sizes
 // and offsets against the file size, every checksum; every read inside a
@@ -40,6 +43,7 @@
 #include <vector>
 
 #include "ir/tensor.h"
+#include "runtime/plan_profiles.h"
 
 namespace kiln::plan {
 
@@ -182,6 +186,7 @@ struct Plan {
   // plans without control flow keep their bytes). A control step's regions
   // name only records after their own (no cycles).
   std::vector<ControlFlow> control;
+  ShapeProfiles shapes;  // section `profiles`; empty for a static plan
 };
 
 // Every step of the plan: the launch list's, then (depth first) those of each

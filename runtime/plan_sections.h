@@ -117,5 +117,8 @@ std::vector<ControlFlow> read_control(Reader r);
 void check_control(const Plan& p, std::string_view what);
 // Fails unless `b` lies inside the buffer it names (weights, arena).
 void check_binding(const Plan& p, const BufferRef& b, std::string_view what, std::string_view where);
+// Section `profiles` (runtime/plan_profiles.h).
+std::vector<uint8_t> write_profiles(const ShapeProfiles& s);
+ShapeProfiles read_profiles(Reader r);
 
 }  // namespace kiln::plan::detail
