@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 
 #include "ir/error.h"
+#include "runtime/plan_control_run.h"
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "backends/sim/sim_module.h"
 #endif
@@ -76,45 +78,75 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
     }
     return nullptr;
   };
-  for (size_t i = 0; i < p.steps.size(); ++i) {
-    const plan::Step& s = p.steps[i];
-    const auto t0 = std::chrono::steady_clock::now();
-    auto timed = [&] {
-      if (timer) timer(i, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    };
-    if (s.kind == plan::StepKind::Copy) {
-      if (s.args[0].nbytes) std::memmove(address(s.args[0]), address(s.args[1]), s.args[0].nbytes);
+  // One launch list: the plan's (timed per step) or a control-flow region's.
+  std::function<void(const std::vector<plan::Step>&, bool)> run_steps;
+  // Control flow host-driven as on the GPU (runtime/plan_control_run.h):
+  // host memory stands for the device's.
+  using AddressFn = decltype(address);
+  using StepsFn = decltype(run_steps);
+  struct HostDevice : plan::ControlDevice {
+    AddressFn& at;
+    StepsFn& run_list;
+    HostDevice(AddressFn& a, StepsFn& s) : at(a), run_list(s) {}
+    uint64_t address(const plan::BufferRef& b) override { return reinterpret_cast<uint64_t>(at(b)); }
+    void copy(uint64_t dst, uint64_t src, size_t n) override {
+      std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+    }
+    void read(void* host, uint64_t src, size_t n) override { std::memcpy(host, reinterpret_cast<const void*>(src), n); }
+    void write(uint64_t dst, const void* host, size_t n) override {
+      std::memcpy(reinterpret_cast<void*>(dst), host, n);
+    }
+    void run_steps(const std::vector<plan::Step>& list) override { run_list(list, false); }
+  } device(address, run_steps);
+  run_steps = [&](const std::vector<plan::Step>& steps, bool top) {
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const plan::Step& s = steps[i];
+      const auto t0 = std::chrono::steady_clock::now();
+      auto timed = [&] {
+        if (timer && top)
+          timer(i, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      };
+      if (s.kind == plan::StepKind::Control) {
+        plan::run_control(p, p.control.at(s.kernel), device, "plan on sim");
+        timed();
+        continue;
+      }
+      if (s.kind == plan::StepKind::Copy) {
+        if (s.args[0].nbytes) std::memmove(address(s.args[0]), address(s.args[1]), s.args[0].nbytes);
+        timed();
+        continue;
+      }
+      std::vector<void*> bufs;
+      std::vector<long long> counts;
+      for (const plan::BufferRef& b : s.args) {
+        bufs.push_back(address(b));
+        counts.push_back(b.elements);
+      }
+      const plan::Kernel& k = p.kernels.at(s.kernel);
+      kiln::sim::LaunchConfig cfg;
+      cfg.kernel = k.name;
+      cfg.grid = dim3(s.grid.x, s.grid.y, s.grid.z);
+      cfg.block = dim3(s.block.x, s.block.y, s.block.z);
+      cfg.shared_bytes = s.shared_bytes;
+      try {
+        codegen::sim_launch(entries.at(k.name), cfg, bufs, counts);
+      } catch (const kiln::sim::SimError& e) {
+        fail("plan on sim: step {} (node {}): kernel {} failed: {}", i, s.node, k.name, e.what());
+      }
+      // The arena's zeroed region (split-K tile counters) is zeroed once per
+      // context on a GPU (with the rest of the arena here): every kernel must
+      // leave it zero for the next one and the next run.
+      const uint8_t* zeroed = arena.get() + p.memory.zeroed_offset;
+      if (p.memory.zeroed_bytes &&
+          std::any_of(zeroed, zeroed + p.memory.zeroed_bytes, [](uint8_t b) { return b != 0; }))
+        fail(
+            "plan on sim: step {} (node {}): kernel {} left the arena's zeroed region (split-K tile counters, {} "
+            "bytes at {}) nonzero",
+            i, s.node, k.name, p.memory.zeroed_bytes, p.memory.zeroed_offset);
       timed();
-      continue;
     }
-    std::vector<void*> bufs;
-    std::vector<long long> counts;
-    for (const plan::BufferRef& b : s.args) {
-      bufs.push_back(address(b));
-      counts.push_back(b.elements);
-    }
-    const plan::Kernel& k = p.kernels.at(s.kernel);
-    kiln::sim::LaunchConfig cfg;
-    cfg.kernel = k.name;
-    cfg.grid = dim3(s.grid.x, s.grid.y, s.grid.z);
-    cfg.block = dim3(s.block.x, s.block.y, s.block.z);
-    cfg.shared_bytes = s.shared_bytes;
-    try {
-      codegen::sim_launch(entries.at(k.name), cfg, bufs, counts);
-    } catch (const kiln::sim::SimError& e) {
-      fail("plan on sim: step {} (node {}): kernel {} failed: {}", i, s.node, k.name, e.what());
-    }
-    // The arena's zeroed region (split-K tile counters) is zeroed once per
-    // context on a GPU (with the rest of the arena here): every kernel must
-    // leave it zero for the next one and the next run.
-    const uint8_t* zeroed = arena.get() + p.memory.zeroed_offset;
-    if (p.memory.zeroed_bytes && std::any_of(zeroed, zeroed + p.memory.zeroed_bytes, [](uint8_t b) { return b != 0; }))
-      fail(
-          "plan on sim: step {} (node {}): kernel {} left the arena's zeroed region (split-K tile counters, {} "
-          "bytes at {}) nonzero",
-          i, s.node, k.name, p.memory.zeroed_bytes, p.memory.zeroed_offset);
-    timed();
-  }
+  };
+  run_steps(p.steps, true);
   return outs;
 #endif
 }

@@ -22,8 +22,8 @@ GraphKernels build(const Graph& g, const KernelBuildOptions& o, bool compile) {
   std::map<std::string, bool> seen;
   LaunchBounder bounder;  // the same __launch_bounds__ a plan's kernels get
   // The nodes of control-flow regions get their kernels too (after the
-  // graph's own), so NVRTC checks what the CPU backends run of them; a plan
-  // takes only the launches of the graph's own nodes.
+  // graph's own): a GPU plan launches them from its regions' launch lists
+  // (compiler/plan_control_flow.cpp), and the simulator runs them.
   std::vector<const Graph*> graphs{&g};
   for (size_t gi = 0; gi < graphs.size(); ++gi) {
     for (const auto& np : graphs[gi]->nodes()) {

@@ -24,6 +24,7 @@
 #include "codegen/emitter_table.h"
 #include "codegen/launch_fit.h"
 #include "codegen/nvrtc/nvrtc_library.h"
+#include "compiler/plan_frames.h"
 #endif
 
 namespace kiln {
@@ -38,55 +39,18 @@ uint32_t add_weight(plan::Plan& p, const Tensor& t) {
   return static_cast<uint32_t>(p.weights.size() - 1);
 }
 
-// Where each value lives at run time, from the memory plan.
-struct Locator {
-  const Graph& g;
-  const MemoryPlan& mem;
-  std::unordered_map<const Value*, uint32_t> input_index, constant_index;
-
-  Locator(const Graph& graph, const MemoryPlan& m) : g(graph), mem(m) {
-    for (size_t i = 0; i < g.inputs().size(); ++i) input_index[g.inputs()[i]] = uint32_t(i);
-    // Top-level constants are the first weights (walk_constants order).
-    for (size_t i = 0; i < g.constants().size(); ++i) constant_index[g.constants()[i]] = uint32_t(i);
+// Every node of `g` and of its control-flow regions (depth first) but the
+// control-flow nodes themselves, which run host-driven (plan::ControlFlow).
+template <typename F>
+void for_each_kernel_node(const Graph& g, const F& f) {
+  for (const auto& n : g.nodes()) {
+    if (is_control_flow(*n)) {
+      for (const auto& r : n->regions()) for_each_kernel_node(*r, f);
+      continue;
+    }
+    f(*n);
   }
-
-  plan::BufferRef at(const Value* v) const {
-    plan::BufferRef b;
-    b.nbytes = v->type().nbytes();
-    b.elements = v->type().numel();
-    if (v->is_input()) {
-      b.kind = plan::BufferKind::Input;
-      b.index = input_index.at(v);
-      return b;
-    }
-    if (v->is_constant()) {
-      b.kind = plan::BufferKind::Weight;
-      b.index = constant_index.at(v);
-      return b;
-    }
-    const ValuePlan* vp = mem.find(v);
-    KILN_CHECK(vp, "value %{} has no memory plan", v->name());
-    b.offset = static_cast<uint64_t>(vp->offset);
-    switch (vp->storage) {
-      case Storage::Arena:
-        b.kind = plan::BufferKind::Arena;
-        break;
-      case Storage::Output:
-        b.kind = plan::BufferKind::Output;
-        b.index = static_cast<uint32_t>(vp->output_index);
-        break;
-      case Storage::Input:
-        b.kind = plan::BufferKind::Input;
-        b.index = input_index.at(vp->root);
-        break;
-      case Storage::Constant:
-        b.kind = plan::BufferKind::Weight;
-        b.index = constant_index.at(vp->root);
-        break;
-    }
-    return b;
-  }
-};
+}
 
 // Nodes that need a kernel and have no emitter ("" when all do): how many of
 // each kind, then the first few by name.
@@ -94,12 +58,12 @@ std::string nodes_without_emitter(const Graph& g) {
 #ifdef KILN_HAVE_CODEGEN
   std::map<std::string, int> kinds;
   std::vector<std::string> names;
-  for (const auto& n : g.nodes()) {
-    if (codegen::is_view_node(*n) || codegen::emitter_for(*n)) continue;
-    std::string kind = n->op() == "fused" ? fmt::format("fused/{}", n->attrs().get_string("kind", "?")) : n->op();
+  for_each_kernel_node(g, [&](const Node& n) {
+    if (codegen::is_view_node(n) || codegen::emitter_for(n)) return;
+    std::string kind = n.op() == "fused" ? fmt::format("fused/{}", n.attrs().get_string("kind", "?")) : n.op();
     ++kinds[kind];
-    names.push_back(n->describe());
-  }
+    names.push_back(n.describe());
+  });
   if (names.empty()) return "";
   std::vector<std::string> counts;
   for (const auto& [kind, k] : kinds) counts.push_back(fmt::format("{} x{}", kind, k));
@@ -145,14 +109,12 @@ void check_launch_fits(const plan::Step& s, const Node& n, const std::string& so
   }
 }
 
-// Every non-view node's kernels: the prebuilt ones (PlanBuildOptions::kernels)
-// or emitted here. Emitted before the memory plan, which places the scratch
-// they ask for (NodeKernel::workspace_f32).
-struct NodeKernels {
-  std::unordered_map<const Node*, const std::vector<codegen::NodeKernel>*> of;
-  std::vector<std::unique_ptr<std::vector<codegen::NodeKernel>>> emitted;
-};
+using planbuild::Builder;
+using planbuild::Locator;
+using planbuild::NodeKernels;
 
+// Emitted before the memory plan, which places the scratch they ask for
+// (NodeKernel::workspace_f32).
 NodeKernels node_kernels(const Graph& g, const PlanBuildOptions& o) {
   NodeKernels nk;
   if (o.kernels) {
@@ -162,40 +124,98 @@ NodeKernels node_kernels(const Graph& g, const PlanBuildOptions& o) {
   // Kernels emitted here get their __launch_bounds__ here; prebuilt ones
   // (codegen::build_graph_kernels) already carry them.
   codegen::LaunchBounder bounder;
-  for (const auto& np : g.nodes()) {
-    if (codegen::is_view_node(*np)) continue;
-    auto ks = std::make_unique<std::vector<codegen::NodeKernel>>(codegen::emitter_for(*np)->emit(*np));
+  for_each_kernel_node(g, [&](const Node& n) {
+    if (codegen::is_view_node(n)) return;
+    auto ks = std::make_unique<std::vector<codegen::NodeKernel>>(codegen::emitter_for(n)->emit(n));
     for (codegen::NodeKernel& k : *ks) bounder.apply(k);
-    nk.of.emplace(np.get(), ks.get());
+    nk.of.emplace(&n, ks.get());
     nk.emitted.push_back(std::move(ks));
-  }
+  });
   return nk;
 }
 
-// The tile counters of folded split-K kernels (codegen::NodeKernel::tile_counters):
-// one region after everything the memory plan placed, so no value or
-// workspace ever shares its bytes; the runtime zeroes it once per context
-// (plan::Memory::zeroed_offset) and the kernels leave it zero, so every such
-// kernel of the plan can use it in turn.
-void add_tile_counters_region(const NodeKernels& nks, plan::Plan& p) {
-  int64_t counters = 0;
-  for (const auto& [node, kernels] : nks.of) counters = std::max(counters, codegen::node_tile_counters(*kernels));
-  if (counters == 0) return;
-  const uint64_t align = std::max<uint64_t>(p.memory.alignment, 4);
-  const uint64_t bytes = static_cast<uint64_t>(counters) * 4;
-  p.memory.zeroed_offset = (p.memory.arena_bytes + align - 1) / align * align;
-  p.memory.zeroed_bytes = bytes;
-  p.memory.arena_bytes = p.memory.zeroed_offset + (bytes + align - 1) / align * align;
+}  // namespace
+
+namespace planbuild {
+
+Locator::Locator(const Graph& graph, const MemoryPlan& m, const std::unordered_map<const Value*, uint32_t>& constants,
+                 uint64_t base, const std::vector<plan::BufferRef>* ps, const std::vector<plan::BufferRef>* rs)
+    : g(graph), mem(m), constant_index(constants), arena_base(base), params(ps), returns(rs) {
+  for (size_t i = 0; i < g.inputs().size(); ++i) input_index[g.inputs()[i]] = uint32_t(i);
 }
 
-void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, const PlanBuildOptions& o, plan::Plan& p) {
-  std::vector<codegen::KernelSource> sources;
-  std::map<std::string, uint32_t> kernel_index;
-  std::vector<const Node*> step_node;  // per step, for messages
+plan::BufferRef Locator::at(const Value* v) const {
+  plan::BufferRef b;
+  b.nbytes = v->type().nbytes();
+  b.elements = v->type().numel();
+  // Graph input / output `i` at `offset`: the caller's buffer, or where the
+  // control-flow record binds a region's parameter / result.
+  auto bound = [&](const std::vector<plan::BufferRef>* refs, plan::BufferKind kind, uint32_t i, uint64_t offset) {
+    if (!refs) {
+      b.kind = kind;
+      b.index = i;
+      b.offset = offset;
+      return b;
+    }
+    plan::BufferRef r = refs->at(i);
+    r.offset += offset;
+    r.nbytes = b.nbytes;
+    r.elements = b.elements;
+    return r;
+  };
+  if (v->is_input()) return bound(params, plan::BufferKind::Input, input_index.at(v), 0);
+  if (v->is_constant()) {
+    b.kind = plan::BufferKind::Weight;
+    b.index = constant_index.at(v);
+    return b;
+  }
+  const ValuePlan* vp = mem.find(v);
+  KILN_CHECK(vp, "value %{} has no memory plan", v->name());
+  b.offset = static_cast<uint64_t>(vp->offset);
+  switch (vp->storage) {
+    case Storage::Arena:
+      b.kind = plan::BufferKind::Arena;
+      b.offset += arena_base;
+      break;
+    case Storage::Output:
+      return bound(returns, plan::BufferKind::Output, static_cast<uint32_t>(vp->output_index), b.offset);
+    case Storage::Input:
+      return bound(params, plan::BufferKind::Input, input_index.at(vp->root), b.offset);
+    case Storage::Constant:
+      b.kind = plan::BufferKind::Weight;
+      b.index = constant_index.at(vp->root);
+      break;
+  }
+  return b;
+}
+
+plan::BufferRef Locator::output(size_t j) const {
+  const Value* v = g.outputs()[j];
+  plan::BufferRef b;
+  b.nbytes = v->type().nbytes();
+  b.elements = v->type().numel();
+  if (returns) {
+    plan::BufferRef r = returns->at(j);
+    r.nbytes = b.nbytes;
+    r.elements = b.elements;
+    return r;
+  }
+  b.kind = plan::BufferKind::Output;
+  b.index = uint32_t(j);
+  return b;
+}
+
+std::vector<plan::Step> launch_list(const Graph& g, const Locator& loc, Builder& b, uint64_t nested_base) {
+  const PlanBuildOptions& o = b.o;
+  std::vector<plan::Step> steps;
   uint32_t pos = 0;
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
     uint32_t node = pos++;
+    if (is_control_flow(n)) {
+      steps.push_back(control_step(n, node, loc, b, nested_base));
+      continue;
+    }
     if (codegen::is_view_node(n)) {
       const ValuePlan* vp = loc.mem.find(n.output(0));
       if (vp && vp->alias == AliasKind::View) continue;  // same bytes
@@ -203,12 +223,11 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
       s.kind = plan::StepKind::Copy;
       s.node = node;
       s.args = {loc.at(n.output(0)), loc.at(n.input(0))};
-      p.steps.push_back(std::move(s));
-      step_node.push_back(&n);
+      steps.push_back(std::move(s));
       continue;
     }
-    auto at = nks.of.find(&n);
-    KILN_CHECK(at != nks.of.end(), "node {} has no kernels", n.describe());
+    auto at = b.nks.of.find(&n);
+    KILN_CHECK(at != b.nks.of.end(), "node {} has no kernels", n.describe());
     const std::vector<codegen::NodeKernel>* kernels = at->second;
     const WorkspacePlan* ws = loc.mem.workspace(&n);
     // A host tensor the node's kernels share (the scratch of dynamic_quantize_linear,
@@ -217,8 +236,8 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
     std::map<const void*, uint32_t> shared_extra;
     for (const codegen::NodeKernel& k : *kernels) {
       if (k.grid.count() == 0) continue;
-      auto [it, fresh] = kernel_index.emplace(k.name, uint32_t(sources.size()));
-      if (fresh) sources.push_back({k.name, k.source});
+      auto [it, fresh] = b.kernel_index.emplace(k.name, uint32_t(b.sources.size()));
+      if (fresh) b.sources.push_back({k.name, k.source});
       plan::Step s;
       s.node = node;
       s.kernel = it->second;
@@ -243,58 +262,90 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
         s.args.push_back(loc.at(v));
       }
       for (const Tensor& t : k.extra) {
-        plan::BufferRef b;
-        b.kind = plan::BufferKind::Weight;
+        plan::BufferRef e;
+        e.kind = plan::BufferKind::Weight;
         auto seen = t.raw() ? shared_extra.find(t.raw()) : shared_extra.end();
-        b.index = seen != shared_extra.end() ? seen->second : add_weight(p, t);
-        if (t.raw()) shared_extra.emplace(t.raw(), b.index);
-        b.nbytes = t.nbytes();
-        b.elements = t.numel();
-        s.args.push_back(b);
+        e.index = seen != shared_extra.end() ? seen->second : add_weight(b.p, t);
+        if (t.raw()) shared_extra.emplace(t.raw(), e.index);
+        e.nbytes = t.nbytes();
+        e.elements = t.numel();
+        s.args.push_back(e);
       }
       if (k.workspace_f32 > 0) {
         KILN_CHECK(ws && ws->size >= k.workspace_f32 * 4, "node {} has no workspace of {} bytes in the memory plan",
                    n.describe(), k.workspace_f32 * 4);
-        plan::BufferRef b;
-        b.kind = plan::BufferKind::Arena;
-        b.offset = static_cast<uint64_t>(ws->offset);
-        b.nbytes = static_cast<uint64_t>(k.workspace_f32) * 4;
-        b.elements = k.workspace_f32;
-        s.args.push_back(b);
+        plan::BufferRef w;
+        w.kind = plan::BufferKind::Arena;
+        w.offset = loc.arena_base + static_cast<uint64_t>(ws->offset);
+        w.nbytes = static_cast<uint64_t>(k.workspace_f32) * 4;
+        w.elements = k.workspace_f32;
+        s.args.push_back(w);
       }
-      if (k.tile_counters > 0) {  // the plan's zeroed region (tile_counters_region)
-        KILN_CHECK(p.memory.zeroed_bytes >= static_cast<uint64_t>(k.tile_counters) * 4,
+      if (k.tile_counters > 0) {  // the plan's zeroed region (add_tile_counters_region)
+        KILN_CHECK(b.p.memory.zeroed_bytes >= static_cast<uint64_t>(k.tile_counters) * 4,
                    "node {} needs {} tile counters, the plan's zeroed region has {} bytes", n.describe(),
-                   k.tile_counters, p.memory.zeroed_bytes);
-        plan::BufferRef b;
-        b.kind = plan::BufferKind::Arena;
-        b.offset = p.memory.zeroed_offset;
-        b.nbytes = static_cast<uint64_t>(k.tile_counters) * 4;
-        b.elements = k.tile_counters;
-        s.args.push_back(b);
+                   k.tile_counters, b.p.memory.zeroed_bytes);
+        plan::BufferRef c;
+        c.kind = plan::BufferKind::Arena;
+        c.offset = b.p.memory.zeroed_offset;
+        c.nbytes = static_cast<uint64_t>(k.tile_counters) * 4;
+        c.elements = k.tile_counters;
+        s.args.push_back(c);
       }
       // Before NVRTC: what needs no compiled kernel (block, grid, parameters).
-      check_launch_fits(s, n, sources[s.kernel].source, k.name, -1, -1, "", o);
-      p.steps.push_back(std::move(s));
-      step_node.push_back(&n);
+      check_launch_fits(s, n, b.sources[s.kernel].source, k.name, -1, -1, "", o);
+      b.launched.emplace_back(s, &n);
+      steps.push_back(std::move(s));
     }
   }
   // Graph outputs not written in place by their producer (an input, a
-  // constant, a value listed twice) are copied into the caller's buffer.
+  // constant, a value listed twice) are copied into the caller's buffer (a
+  // region's: its result binding).
   for (size_t j = 0; j < g.outputs().size(); ++j) {
     const Value* v = g.outputs()[j];
-    plan::BufferRef src = loc.at(v);
-    if (src.kind == plan::BufferKind::Output && src.index == j) continue;
+    const ValuePlan* vp = loc.mem.find(v);
+    if (vp && vp->storage == Storage::Output && vp->output_index == int(j)) continue;
     plan::Step s;
     s.kind = plan::StepKind::Copy;
     s.node = std::numeric_limits<uint32_t>::max();
-    plan::BufferRef dst = src;
-    dst.kind = plan::BufferKind::Output;
-    dst.index = uint32_t(j);
-    dst.offset = 0;
-    s.args = {dst, src};
-    p.steps.push_back(std::move(s));
+    s.args = {loc.output(j), loc.at(v)};
+    steps.push_back(std::move(s));
   }
+  return steps;
+}
+
+}  // namespace planbuild
+
+namespace {
+
+// The tile counters of folded split-K kernels (codegen::NodeKernel::tile_counters):
+// one region after everything the memory plan placed, so no value or
+// workspace ever shares its bytes; the runtime zeroes it once per context
+// (plan::Memory::zeroed_offset) and the kernels leave it zero, so every such
+// kernel of the plan can use it in turn. Control-flow regions' frames
+// (plan_frames.h) start after it, and their kernels share it too.
+void add_tile_counters_region(const NodeKernels& nks, plan::Plan& p) {
+  int64_t counters = 0;
+  for (const auto& [node, kernels] : nks.of) counters = std::max(counters, codegen::node_tile_counters(*kernels));
+  if (counters == 0) return;
+  const uint64_t align = std::max<uint64_t>(p.memory.alignment, 4);
+  const uint64_t bytes = static_cast<uint64_t>(counters) * 4;
+  p.memory.zeroed_offset = (p.memory.arena_bytes + align - 1) / align * align;
+  p.memory.zeroed_bytes = bytes;
+  p.memory.arena_bytes = p.memory.zeroed_offset + (bytes + align - 1) / align * align;
+}
+
+void add_kernels(const Graph& g, const MemoryPlan& mem, const MemoryPlanOptions& mo, const NodeKernels& nks,
+                 const PlanBuildOptions& o, plan::Plan& p) {
+  Builder b{p, o, nks, mo};
+  std::vector<Value*> cs = plan::walk_constants(g);
+  for (size_t i = 0; i < cs.size(); ++i) b.constant_index.emplace(cs[i], uint32_t(i));
+  b.arena_end = p.memory.arena_bytes;
+  Locator loc(g, mem, b.constant_index);
+  p.steps = planbuild::launch_list(g, loc, b, planbuild::align_up(p.memory.arena_bytes));
+  // Control-flow regions' frames lie past the model's own arena.
+  if (!p.control.empty()) p.memory.arena_bytes = std::max<uint64_t>(p.memory.arena_bytes, b.arena_end);
+  const std::vector<codegen::KernelSource>& sources = b.sources;
   // Per arch (the target's, first one also gives the PTX), the compiled
   // kernels in the plan's order.
   const std::vector<std::string> archs = target_archs(o.target);
@@ -341,15 +392,13 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
     p.kernels.push_back(std::move(k));
   }
   // After NVRTC: registers and static shared memory as ptxas allocated them,
-  // for every CUBIN.
-  for (size_t i = 0; i < step_node.size(); ++i) {
-    const plan::Step& s = p.steps[i];
-    if (s.kind != plan::StepKind::Kernel) continue;
+  // for every CUBIN and every launch (control-flow regions' too).
+  for (const auto& [s, node] : b.launched) {
     const plan::Kernel& k = p.kernels[s.kernel];
-    check_launch_fits(s, *step_node[i], k.source, k.name, k.registers, k.static_shared_bytes,
-                      archs.size() > 1 ? k.arch : "", o);
+    check_launch_fits(s, *node, k.source, k.name, k.registers, k.static_shared_bytes, archs.size() > 1 ? k.arch : "",
+                      o);
     for (const plan::ArchCubin& c : k.more_cubins)
-      check_launch_fits(s, *step_node[i], k.source, k.name, c.registers, c.static_shared_bytes, c.arch, o);
+      check_launch_fits(s, *node, k.source, k.name, c.registers, c.static_shared_bytes, c.arch, o);
   }
   // The oldest driver that loads this code: NVRTC's CUDA major release for
   // the CUBINs (CUDA minor version compatibility covers CUBINs only), the
@@ -410,14 +459,12 @@ void record_profiles(const Graph& g, const PlanBuildOptions& o, plan::Plan& p) {
 
 std::vector<std::string> nodes_without_kernel_emitter(const Graph& g) {
   std::vector<std::string> names;
-  for (const auto& n : g.nodes()) {
+  for_each_kernel_node(g, [&](const Node& n) {
 #ifdef KILN_HAVE_CODEGEN
-    if (codegen::is_view_node(*n) || codegen::emitter_for(*n)) continue;
-    names.push_back(n->describe());
-#else
-    names.push_back(n->describe());
+    if (codegen::is_view_node(n) || codegen::emitter_for(n)) return;
 #endif
-  }
+    names.push_back(n.describe());
+  });
   return names;
 }
 
@@ -445,16 +492,8 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   // GPU kernels, when the plan will carry them: emitted before the memory
   // plan, which places their scratch (split-K partial sums) in the arena.
   const bool gpu_target = is_gpu_target(o.target);  // sm_XX or portable
-  // Control flow left after folding would need sub-plans the runtime
-  // launches per branch or iteration, which kiln does not build yet; a GPU
-  // plan must not quietly run it on the CPU instead.
-  if (gpu_target)
-    for (const auto& n : g.nodes())
-      if (is_control_flow(*n))
-        unsupported(
-            "{}{}: control flow with a data-dependent condition is not supported in GPU plans yet (target {}); "
-            "compile for --target cpu or run it with --backend ref or sim",
-            o.source_name.empty() ? "" : o.source_name + ": ", n->describe(), o.target);
+  // Control flow left after folding (if/loop/scan) gets its regions' kernels
+  // too: the runtime runs it host-driven (plan::ControlFlow).
   std::string no_gpu_reason = gpu_target ? nodes_without_emitter(g) : std::string();
   MemoryPlanOptions mo;
 #ifdef KILN_HAVE_CODEGEN
@@ -489,7 +528,7 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   if (!p.meta.no_gpu_reason.empty()) return p;
 #ifdef KILN_HAVE_CODEGEN
   add_tile_counters_region(nks, p);
-  add_kernels(g, Locator(g, mem), nks, o, p);
+  add_kernels(g, mem, mo, nks, o, p);
   p.meta.gpu_kernels = true;
   p.meta.archs = target_archs(o.target);
 #endif

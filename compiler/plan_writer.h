@@ -4,6 +4,9 @@
 // kernels (CUDA source, CUBIN + PTX through NVRTC) and the launch list.
 // Without NVRTC, for target "cpu", or when some node has no emitter yet, the
 // plan has no GPU kernels and meta.no_gpu_reason says why (naming the nodes).
+// Control flow left in the graph (if/loop/scan) becomes control steps whose
+// regions have launch lists of their own (compiler/plan_frames.h), run
+// host-driven by the runtime (runtime/plan_control_run.h).
 // Deterministic: the same graph and options give the same plan bytes.
 #pragma once
 #include <filesystem>

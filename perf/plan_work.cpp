@@ -234,6 +234,14 @@ std::vector<StepWork> plan_work(const plan::Plan& p, const Graph& g) {
     const plan::Step& s = p.steps[i];
     StepWork sw;
     sw.step = i;
+    if (s.kind == plan::StepKind::Control) {
+      // Host-driven control flow: which branch or how many iterations is
+      // known only at run time, so the model counts none of its launches.
+      sw.node = fmt::format("#{} (control flow, regions not modelled)", s.node);
+      sw.work.kind = WorkKind::Copy;
+      out.push_back(std::move(sw));
+      continue;
+    }
     if (s.kind == plan::StepKind::Copy) {
       sw.node = s.node == UINT32_MAX ? "(graph output copy)" : fmt::format("#{}", s.node);
       sw.work.kind = WorkKind::Copy;

@@ -294,7 +294,12 @@ const std::vector<ProfileEntry>& Context::profile() {
     const plan::Step& s = p.steps[i];
     const Node* n = s.node < nodes.size() ? nodes[s.node] : nullptr;
     bool copy = s.kind == plan::StepKind::Copy;
-    profile_.push_back({copy ? fmt::format("copy (step {})", i) : p.kernels[s.kernel].name,
+    // A control-flow step's time is its whole host-driven run (every
+    // launch of the regions it ran).
+    bool control = s.kind == plan::StepKind::Control;
+    profile_.push_back({copy      ? fmt::format("copy (step {})", i)
+                        : control ? fmt::format("control flow (step {})", i)
+                                  : p.kernels[s.kernel].name,
                         n ? n->name() : std::string(),
                         copy ? "copy"
                         : n  ? n->op()

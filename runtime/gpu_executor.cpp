@@ -5,6 +5,7 @@
 
 #include "ir/error.h"
 #include "runtime/log.h"
+#include "runtime/plan_control_run.h"
 
 namespace kiln::rt {
 
@@ -84,10 +85,12 @@ GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_
         d.check(d.cuModuleGetFunction(&f, m, k.name.c_str()), ("finding kernel " + k.name).c_str());
         functions_.push_back(f);
       }
-      for (const plan::Step& s : p.steps)
+      for (const plan::StepAt& at : plan::all_steps(p)) {  // control-flow regions' launches too
+        const plan::Step& s = *at.step;
         if (s.kind == plan::StepKind::Kernel && s.shared_bytes > 48 * 1024)
           d.check(d.cuFuncSetAttribute(functions_[s.kernel], kFuncAttrMaxDynamicShared, int(s.shared_bytes)),
                   "allowing large dynamic shared memory");
+      }
       weights_ = alloc(d, p.weight_data.size(), "allocating the weights");
       if (!p.weight_data.empty())
         d.check(d.cuMemcpyHtoD(weights_, p.weight_data.data(), p.weight_data.size()), "uploading the weights");
@@ -96,11 +99,18 @@ GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_
     release();
     throw;
   }
-  description_ = fmt::format("GPU {} ({}, {} kernels, CUDA Graph replay{})", arch,
+  // A plan with control flow cannot be one static graph: its launches are
+  // issued per run, the host reading each condition (docs/embedding.md).
+  std::string replay = host_driven() ? fmt::format(
+                                           "{} control-flow node(s) run host-driven, launches issued per run without "
+                                           "a CUDA Graph",
+                                           p.control.size())
+                                     : "CUDA Graph replay";
+  description_ = fmt::format("GPU {} ({}, {} kernels, {}{})", arch,
                              code.kind == "ptx"  ? "PTX JIT"
                              : code.arch == arch ? "CUBIN"
                                                  : "CUBIN " + code.arch,
-                             p.kernels.size(), dev_ ? fmt::format(", device {}", dev_) : std::string());
+                             p.kernels.size(), replay, dev_ ? fmt::format(", device {}", dev_) : std::string());
 }
 
 GpuEngine::~GpuEngine() { release(); }
@@ -201,7 +211,7 @@ void GpuContext::fill_slot(Slot& sl) {
   // zero-copy bindings change (rebind), so the graph is replayed as is.
   sl.bound_in = sl.inputs;
   sl.bound_out = sl.outputs;
-  capture_graph(sl);
+  if (!e_.host_driven()) capture_graph(sl);
 }
 
 void GpuContext::capture_graph(Slot& sl) {
@@ -225,12 +235,25 @@ void GpuContext::capture_graph(Slot& sl) {
 }
 
 void GpuContext::issue_steps(const Slot& sl, CUstream stream, CUevent* after) {
+  // Errors say which: a capture (every run's graph) or launches issued
+  // directly (a profiling run, a plan with control flow).
+  const std::string doing = after || e_.host_driven() ? "launching" : "capturing";
+  issue_list(sl, e_.plan_.steps, stream, after, doing);
+}
+
+void GpuContext::run_graph(const Slot& sl, CUstream stream) {
+  if (sl.exec) e_.d_.check(e_.d_.cuGraphLaunch(sl.exec, stream), "cuGraphLaunch");
+  else issue_steps(sl, stream, nullptr);  // host-driven control flow: no graph
+}
+
+void GpuContext::issue_list(const Slot& sl, const std::vector<plan::Step>& steps, CUstream stream, CUevent* after,
+                            const std::string& doing) {
   const CudaDriver& d = e_.d_;
-  // Errors say which: a capture (every run's graph) or a profiling run.
-  const std::string doing = after ? "launching" : "capturing";
-  for (size_t i = 0; i < e_.plan_.steps.size(); ++i) {
-    const plan::Step& s = e_.plan_.steps[i];
-    if (s.kind == plan::StepKind::Copy) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const plan::Step& s = steps[i];
+    if (s.kind == plan::StepKind::Control) {
+      run_control_step(sl, e_.plan_.control.at(s.kernel), stream, doing);
+    } else if (s.kind == plan::StepKind::Copy) {
       d.check(d.cuMemcpyDtoDAsync(address(sl, s.args[0]), address(sl, s.args[1]), s.args[0].nbytes, stream),
               (doing + " a copy").c_str());
     } else {
@@ -244,6 +267,35 @@ void GpuContext::issue_steps(const Slot& sl, CUstream stream, CUevent* after) {
     }
     if (after) d.check(d.cuEventRecord(after[i], stream), "cuEventRecord");
   }
+}
+
+// The host-driven run of one control-flow node (runtime/plan_control_run.h)
+// on `stream`: a condition is read with a device-to-host copy into host
+// memory that returns once the stream got there.
+void GpuContext::run_control_step(const Slot& sl, const plan::ControlFlow& c, CUstream stream,
+                                  const std::string& doing) {
+  struct Device : plan::ControlDevice {
+    GpuContext& ctx;
+    const CudaDriver& d;
+    const Slot& sl;
+    CUstream stream;
+    const std::string& doing;
+    Device(GpuContext& x, const CudaDriver& dr, const Slot& s, CUstream st, const std::string& dg)
+        : ctx(x), d(dr), sl(s), stream(st), doing(dg) {}
+    uint64_t address(const plan::BufferRef& b) override { return ctx.address(sl, b); }
+    void copy(uint64_t dst, uint64_t src, size_t n) override {
+      d.check(d.cuMemcpyDtoDAsync(dst, src, n, stream), (doing + " a control-flow copy").c_str());
+    }
+    void read(void* host, uint64_t src, size_t n) override {
+      d.check(d.cuMemcpyDtoHAsync(host, src, n, stream), "reading a control-flow condition");
+      d.check(d.cuStreamSynchronize(stream), "waiting for a control-flow condition");
+    }
+    void write(uint64_t dst, const void* host, size_t n) override {
+      d.check(d.cuMemcpyHtoDAsync(dst, host, n, stream), "writing a loop's iteration number");
+    }
+    void run_steps(const std::vector<plan::Step>& steps) override { ctx.issue_list(sl, steps, stream, nullptr, doing); }
+  } dev(*this, e_.d_, sl, stream, doing);
+  plan::run_control(e_.plan_, c, dev, "plan");
 }
 
 void GpuContext::rebind(Slot& sl, const std::vector<DeviceBinding>& in, const std::vector<DeviceBinding>& out) {
@@ -260,7 +312,7 @@ void GpuContext::rebind(Slot& sl, const std::vector<DeviceBinding>& in, const st
   sl.exec = nullptr;
   sl.bound_in = std::move(want_in);
   sl.bound_out = std::move(want_out);
-  capture_graph(sl);
+  if (!e_.host_driven()) capture_graph(sl);
 }
 
 namespace {
@@ -367,7 +419,7 @@ void GpuContext::submit_unguarded(const std::vector<DeviceBinding>& in, const st
   // submissions' graphs are ordered by the stream: they share the arena).
   d.check(d.cuStreamWaitEvent(stream_, sl.up_end, 0), "cuStreamWaitEvent");
   d.check(d.cuEventRecord(sl.graph_begin, stream_), "cuEventRecord");
-  d.check(d.cuGraphLaunch(sl.exec, stream_), "cuGraphLaunch");
+  run_graph(sl, stream_);
   d.check(d.cuEventRecord(sl.graph_end, stream_), "cuEventRecord");
   // Downloads on the download stream once the graph is done, one event each.
   d.check(d.cuStreamWaitEvent(download_stream_, sl.graph_end, 0), "cuStreamWaitEvent");
@@ -451,7 +503,7 @@ void GpuContext::enqueue_on(const std::vector<DeviceBinding>& in, const std::vec
       d.check(d.cuMemcpyDtoDAsync(sl.inputs[i], reinterpret_cast<CUdeviceptr>(in[i].ptr), n, s), "copying an input");
     else d.check(d.cuMemcpyHtoDAsync(sl.inputs[i], in[i].ptr, n, s), "copying an input");
   }
-  d.check(d.cuGraphLaunch(sl.exec, s), "cuGraphLaunch");
+  run_graph(sl, s);
   for (size_t i = 0; i < out.size(); ++i) {
     size_t n = e_.output_bytes_[i];
     if (!n || out[i].zero_copy) continue;

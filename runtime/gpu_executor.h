@@ -11,6 +11,10 @@
 // made on first need by submit()) a device buffer per graph input and
 // output, pinned staging (cuMemHostAlloc) per input and output, events, and
 // the whole launch list captured once as a CUDA Graph on the compute stream.
+// A plan with control flow (if/loop/scan) is not captured: each run issues
+// its launch list, and at a control-flow step the host reads the condition
+// or trip count (a small device-to-host copy that waits for the stream) and
+// issues the chosen region's launches (runtime/plan_control_run.h).
 // submit() copies host inputs into staging and uploads them on the upload
 // stream; the compute stream waits for them (an event) and replays the
 // slot's graph between two timing events; the download stream waits for the
@@ -59,6 +63,9 @@ class GpuEngine {
   GpuEngine& operator=(const GpuEngine&) = delete;
 
   const std::string& description() const { return description_; }
+  // A plan with control flow (if/loop/scan) runs host-driven: its launches
+  // are issued per run (the host reads each condition), not captured.
+  bool host_driven() const { return !plan_.control.empty(); }
   int device() const { return dev_; }
   // Throws DeviceLost when a sticky error made the device unusable.
   void check_usable() const;
@@ -164,6 +171,12 @@ class GpuContext {
   void add_slot();   // buffers, staging, events and the captured launch list
   void fill_slot(Slot& s);
   void capture_graph(Slot& s);  // the launch list as the slot's graph exec, with s.bound_in/out
+  // The slot's graph on `stream`, or for a host-driven plan its launch list.
+  void run_graph(const Slot& s, CUstream stream);
+  // A launch list (the plan's or a control-flow region's) onto `stream`.
+  void issue_list(const Slot& s, const std::vector<plan::Step>& steps, CUstream stream, CUevent* after,
+                  const std::string& doing);
+  void run_control_step(const Slot& s, const plan::ControlFlow& c, CUstream stream, const std::string& doing);
   // The launch list onto `stream` (capturing or not); `after` (if any) after each step.
   void issue_steps(const Slot& s, CUstream stream, CUevent* after);
   // Captures the slot's graph again when the zero-copy bindings changed its addresses.

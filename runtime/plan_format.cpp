@@ -26,6 +26,7 @@ enum SectionId : uint32_t {
   kLaunches = 5,
   kMemory = 6,
   kResources = 7,  // optional: a plan without it loads with the fields it holds unknown (-1)
+  kControl = 8,    // only in plans with control flow (then required by their control steps)
   kProfiles = 9,   // only in a plan with symbolic dims (runtime/plan_profiles.h)
 };
 constexpr uint32_t kSectionIds[] = {kMeta, kGraph, kWeights, kKernels, kLaunches, kMemory};  // required
@@ -51,6 +52,8 @@ std::string section_name(uint32_t id) {
       return "memory";
     case kResources:
       return "resources";
+    case kControl:
+      return "control";
     case kProfiles:
       return "profiles";
   }
@@ -66,6 +69,7 @@ std::vector<uint8_t> serialize(const Plan& p) {
   sections.emplace_back(kLaunches, write_steps(p.steps));
   sections.emplace_back(kMemory, write_memory(p.memory));
   sections.emplace_back(kResources, write_resources(p));
+  if (!p.control.empty()) sections.emplace_back(kControl, write_control(p.control));
   // A static plan has none, so its bytes are what they were before profiles.
   if (!p.shapes.empty()) sections.emplace_back(kProfiles, write_profiles(p.shapes));
 
@@ -173,6 +177,7 @@ Plan deserialize(const uint8_t* data, size_t size, std::string_view what, const 
   p.steps = read_steps(reader(kLaunches));
   p.memory = read_memory(reader(kMemory));
   if (where.count(kResources)) read_resources(reader(kResources), p);
+  if (where.count(kControl)) p.control = read_control(reader(kControl));
   if (where.count(kProfiles)) {
     p.shapes = read_profiles(reader(kProfiles));
     if (p.shapes.value_bytes.size() != p.memory.values.size())
@@ -180,6 +185,7 @@ Plan deserialize(const uint8_t* data, size_t size, std::string_view what, const 
            p.shapes.value_bytes.size(), p.memory.values.size());
   }
   check_steps(p, what);
+  check_control(p, what);
   if (p.meta.graph_constants > p.weights.size())
     fail("{}: meta says {} graph constants, the weights section has {} entries", what, p.meta.graph_constants,
          p.weights.size());
@@ -197,6 +203,25 @@ int arch_number(const std::string& arch) {
   }
 }
 }  // namespace
+
+namespace {
+void collect_steps(const Plan& p, const std::vector<Step>& steps, const std::string& where, std::vector<StepAt>& out) {
+  for (const Step& s : steps) out.push_back({&s, where});
+  for (const Step& s : steps) {
+    if (s.kind != StepKind::Control || s.kernel >= p.control.size()) continue;
+    const ControlFlow& c = p.control[s.kernel];
+    for (size_t r = 0; r < c.regions.size(); ++r)
+      collect_steps(p, c.regions[r].steps,
+                    fmt::format("{}{}control {} region {}", where, where.empty() ? "" : ", ", s.kernel, r), out);
+  }
+}
+}  // namespace
+
+std::vector<StepAt> all_steps(const Plan& p) {
+  std::vector<StepAt> out;
+  collect_steps(p, p.steps, "", out);
+  return out;
+}
 
 std::string CodeChoice::describe() const { return kind == "cubin" ? "CUBIN " + arch : "PTX JIT from " + arch; }
 

@@ -25,6 +25,9 @@
 //     resources what the compiler measured, for `kiln inspect`: the memory
 //               plan's live peak, per kernel ptxas's registers, static shared
 //               bytes and spill bytes
+//     control   (only in plans with control flow) per if/loop/scan node its
+//               operands, results and each region's own launch list, which
+//               the runtime runs host-driven (runtime/plan_control_run.h)
 //     profiles  a plan with symbolic dims (runtime/plan_profiles.h): per
 //               profile each dynamic input's min/opt/max shape, and each
 //               memory entry's size as a polynomial of the symbols
@@ -112,7 +115,9 @@ struct BufferRef {
   int64_t elements = 0;  // element count (the simulator's bounds checks)
 };
 
-enum class StepKind : uint8_t { Kernel = 0, Copy = 1 };
+// Control: an if/loop/scan node, `kernel` indexes Plan::control; the runtime
+// reads its condition or trip count on the host and runs its regions' steps.
+enum class StepKind : uint8_t { Kernel = 0, Copy = 1, Control = 2 };
 struct Dim3 {
   uint32_t x = 0, y = 1, z = 1;
   bool operator==(const Dim3&) const = default;
@@ -124,6 +129,35 @@ struct Step {
   Dim3 grid, block;
   uint32_t shared_bytes = 0;
   std::vector<BufferRef> args;  // kernel parameters in order; Copy: {dst, src}
+};
+
+// One region of a control-flow node (a branch, a loop or scan body) as a
+// launch list of its own: where each of its parameters is read and each of
+// its results written (arena slots of its frame, or the node's own operands
+// and results, which are bound directly where that is safe).
+struct RegionPlan {
+  std::vector<BufferRef> params, returns;
+  std::vector<Step> steps;  // kernel, copy and nested control steps
+};
+enum class ControlKind : uint8_t { If = 0, Loop = 1, Scan = 2 };
+// An if/loop/scan node (ir/control_flow.h gives the operand and result
+// order): its operands and results in the enclosing launch list's buffers,
+// with their types (the runtime slices scan inputs and stacks scan outputs),
+// and its regions (if: then, else; loop and scan: the body).
+struct ControlFlow {
+  ControlKind kind = ControlKind::If;
+  uint32_t node = 0;             // position in its graph's node list (messages)
+  std::vector<uint8_t> present;  // per operand: 0 for an absent optional one (a loop's trip count or condition)
+  std::vector<BufferRef> operands, results;
+  std::vector<TensorType> operand_types, result_types;
+  uint32_t carried = 0;      // loop-carried values / scan states
+  uint32_t scan_inputs = 0;  // scan
+  uint8_t batched = 0;       // scan: ONNX Scan-8's leading batch dim
+  // loop: 1 when the body's condition result is always true (its condition
+  // parameter or a constant true): the runtime need not read it per iteration.
+  uint8_t cond_always_true = 0;
+  std::vector<int64_t> input_axes, input_reverse, output_axes, output_reverse;  // scan
+  std::vector<RegionPlan> regions;
 };
 
 struct MemoryEntry {
@@ -154,8 +188,21 @@ struct Plan {
   std::vector<Kernel> kernels;
   std::vector<Step> steps;
   Memory memory;
+  // Control-flow nodes (section `control`, written only when not empty, so
+  // plans without control flow keep their bytes). A control step's regions
+  // name only records after their own (no cycles).
+  std::vector<ControlFlow> control;
   ShapeProfiles shapes;  // section `profiles`; empty for a static plan
 };
+
+// Every step of the plan: the launch list's, then (depth first) those of each
+// control-flow region, each with the region path it runs in ("" at the top,
+// "control 0 region 1" inside).
+struct StepAt {
+  const Step* step = nullptr;
+  std::string where;
+};
+std::vector<StepAt> all_steps(const Plan& p);
 
 // Serializes a plan; the same plan gives the same bytes.
 std::vector<uint8_t> serialize(const Plan& p);

@@ -194,7 +194,7 @@ std::vector<Step> read_steps(Reader r) {
   for (uint64_t i = 0; i < n; ++i) {
     Step s;
     uint8_t kind = r.get<uint8_t>("step kind");
-    if (kind > static_cast<uint8_t>(StepKind::Copy)) fail("{}: step {} has unknown kind {}", r.what(), i, kind);
+    if (kind > static_cast<uint8_t>(StepKind::Control)) fail("{}: step {} has unknown kind {}", r.what(), i, kind);
     s.kind = static_cast<StepKind>(kind);
     s.node = r.get<uint32_t>("step node");
     s.kernel = r.get<uint32_t>("step kernel");
@@ -302,26 +302,29 @@ void read_resources(Reader r, Plan& p) {
   r.expect_end();
 }
 
+void check_binding(const Plan& p, const BufferRef& b, std::string_view what, std::string_view where) {
+  if (b.kind == BufferKind::Weight) {
+    if (b.index >= p.weights.size())
+      fail("{}: {} binds weight {}, the plan has {}", what, where, b.index, p.weights.size());
+    const WeightEntry& w = p.weights[b.index];
+    if (b.offset > w.nbytes || b.nbytes > w.nbytes - b.offset)
+      fail("{}: {} reads {} bytes at {} of weight {} ({} bytes)", what, where, b.nbytes, b.offset, b.index, w.nbytes);
+  } else if (b.kind == BufferKind::Arena) {
+    if (b.offset > p.memory.arena_bytes || b.nbytes > p.memory.arena_bytes - b.offset)
+      fail("{}: {} binds {} bytes at arena offset {}, the arena has {}", what, where, b.nbytes, b.offset,
+           p.memory.arena_bytes);
+  }
+}
+
 // Cross-section checks: every binding inside the buffer it names.
 void check_steps(const Plan& p, std::string_view what) {
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
     if (s.kind == StepKind::Kernel && s.kernel >= p.kernels.size())
       fail("{}: launch step {} names kernel {}, the plan has {}", what, i, s.kernel, p.kernels.size());
-    for (const BufferRef& b : s.args) {
-      if (b.kind == BufferKind::Weight) {
-        if (b.index >= p.weights.size())
-          fail("{}: launch step {} binds weight {}, the plan has {}", what, i, b.index, p.weights.size());
-        const WeightEntry& w = p.weights[b.index];
-        if (b.offset > w.nbytes || b.nbytes > w.nbytes - b.offset)
-          fail("{}: launch step {} reads {} bytes at {} of weight {} ({} bytes)", what, i, b.nbytes, b.offset, b.index,
-               w.nbytes);
-      } else if (b.kind == BufferKind::Arena) {
-        if (b.offset > p.memory.arena_bytes || b.nbytes > p.memory.arena_bytes - b.offset)
-          fail("{}: launch step {} binds {} bytes at arena offset {}, the arena has {}", what, i, b.nbytes, b.offset,
-               p.memory.arena_bytes);
-      }
-    }
+    if (s.kind == StepKind::Control && s.kernel >= p.control.size())
+      fail("{}: launch step {} names control-flow record {}, the plan has {}", what, i, s.kernel, p.control.size());
+    for (const BufferRef& b : s.args) check_binding(p, b, what, fmt::format("launch step {}", i));
   }
 }
 

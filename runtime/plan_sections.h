@@ -111,6 +111,13 @@ Memory read_memory(Reader r);
 std::vector<uint8_t> write_resources(const Plan& p);
 void read_resources(Reader r, Plan& p);
 void check_steps(const Plan& p, std::string_view what);
+// Section `control` (runtime/plan_control_section.cpp): the control-flow
+// records, and their checks against the other sections and each other.
+std::vector<uint8_t> write_control(const std::vector<ControlFlow>& cs);
+std::vector<ControlFlow> read_control(Reader r);
+void check_control(const Plan& p, std::string_view what);
+// Fails unless `b` lies inside the buffer it names (weights, arena).
+void check_binding(const Plan& p, const BufferRef& b, std::string_view what, std::string_view where);
 // Section `profiles` (runtime/plan_profiles.h).
 std::vector<uint8_t> write_profiles(const ShapeProfiles& s);
 ShapeProfiles read_profiles(Reader r);

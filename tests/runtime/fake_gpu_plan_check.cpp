@@ -140,7 +140,7 @@ Result check(const std::string& dir, const std::string& target, const std::strin
   plan::Plan p;
   try {
     p = build_plan(*g, {target, "fp32", {}, true, {}, (std::filesystem::path(dir) / "model.onnx").string()});
-  } catch (const Unsupported& e) {  // control flow left in the graph
+  } catch (const Unsupported& e) {  // what the GPU path cannot take, with a reason
     return {"not_compiled", e.what()};
   } catch (const Error& e) {  // compiles for the CPU, not for the GPU: a defect
     return {"fail", std::string("plan builder: ") + e.what()};
@@ -160,7 +160,8 @@ Result check(const std::string& dir, const std::string& target, const std::strin
   static codegen::SimCompiler compiler;
   std::map<std::string, codegen::SimEntry> entries;
   if (!sources.empty()) entries = compiler.compile(sources);
-  for (const plan::Step& s : p.steps) {
+  for (const plan::StepAt& at : plan::all_steps(p)) {  // control-flow regions' launches too
+    const plan::Step& s = *at.step;
     if (s.kind != plan::StepKind::Kernel) continue;
     SimKernel& k = g_kernels[p.kernels.at(s.kernel).name];
     k.entry = entries.at(p.kernels.at(s.kernel).name);

@@ -23,6 +23,7 @@
 #include "conformance/conformance.h"
 #include "compiler/plan_writer.h"
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
+#include "tests/runtime/control_flow_graphs.h"
 
 namespace kiln::fakegpu {
 
@@ -241,7 +242,18 @@ inline plan::Plan folded_split_k_plan() {
   return build_plan(*compiled_text(kFoldedSplitK), {"sm_90", "fp32", {}});
 }
 
-// Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax" and "folded_split_k".
+// Graphs with control flow (tests/runtime/control_flow_graphs.h) by plan name.
+inline const std::map<std::string, const char*>& control_flow_graphs() {
+  static const std::map<std::string, const char*> gs = {{"cf_if_in_loop", cfgraphs::kIfInLoop},
+                                                        {"cf_if_pass_through", cfgraphs::kIfPassThrough},
+                                                        {"cf_while", cfgraphs::kWhile},
+                                                        {"cf_loop_scan", cfgraphs::kLoopScan},
+                                                        {"cf_scan", cfgraphs::kScan}};
+  return gs;
+}
+
+// Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax",
+// "folded_split_k" and the control-flow graphs' names.
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
@@ -251,6 +263,9 @@ inline const std::map<std::string, plan::Plan>& plans() {
     for (const char* m : kLaunchFitModels) r[m] = build_plan(*compiled_case(m), {"sm_90", "fp32", {}});
     r["wide_softmax"] = build_plan(*compiled_text(kWideSoftmax), {"sm_90", "fp32", {}});
     r["folded_split_k"] = folded_split_k_plan();
+    // Control flow left in the plan (fake_gpu_control_flow_test.cpp).
+    for (const auto& [name, text] : control_flow_graphs())
+      r[name] = build_plan(*compiled_text(text), {"sm_90", "fp32", {}});
     return r;
   }();
   return ps;
@@ -299,8 +314,10 @@ class FakeGpu : public ::testing::Test {
     std::vector<codegen::KernelSource> sources;
     for (const plan::Kernel& k : p.kernels) sources.push_back({k.name, k.source});
     static codegen::SimCompiler compiler;
-    auto entries = compiler.compile(sources);
-    for (const plan::Step& s : p.steps) {
+    std::map<std::string, codegen::SimEntry> entries;
+    if (!sources.empty()) entries = compiler.compile(sources);  // a plan of copies only has none
+    for (const plan::StepAt& at : plan::all_steps(p)) {         // control-flow regions' launches too
+      const plan::Step& s = *at.step;
       if (s.kind != plan::StepKind::Kernel) continue;
       SimKernel k{entries.at(p.kernels[s.kernel].name), {}};
       for (const plan::BufferRef& b : s.args) k.counts.push_back(b.elements);

@@ -89,7 +89,10 @@ int run_bench_plan(const BenchOptions& o, const PlanSource& source, const Compil
       outs = run_plan_on_sim(p, *g, feed, [&](size_t i, double ms) {
         const plan::Step& s = p.steps[i];
         std::string op = s.node < nodes.size() ? nodes[s.node]->op() : "copy";
-        prof.add(s.kind == plan::StepKind::Copy ? fmt::format("copy (step {})", i) : p.kernels[s.kernel].name, op, ms);
+        prof.add(s.kind == plan::StepKind::Copy      ? fmt::format("copy (step {})", i)
+                 : s.kind == plan::StepKind::Control ? fmt::format("control flow (step {})", i)
+                                                     : p.kernels[s.kernel].name,
+                 op, ms);
       });
     };
     profile_unit = "kernels";

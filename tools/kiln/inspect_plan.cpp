@@ -141,10 +141,15 @@ int run_inspect_plan(const InspectOptions& o) {
       kv[i].cubin_error = e.what();
     }
   }
-  int launches = 0, copies = 0;
-  for (const plan::Step& s : p.steps) {
+  int launches = 0, copies = 0, controls = 0;
+  // The launch list and every control-flow region's (plan::all_steps).
+  const std::vector<plan::StepAt> steps = plan::all_steps(p);
+  for (const plan::StepAt& at : steps) {
+    const plan::Step& s = *at.step;
     if (s.kind == plan::StepKind::Copy) {
       ++copies;
+    } else if (s.kind == plan::StepKind::Control) {
+      ++controls;
     } else {
       ++launches;
       ++kv[s.kernel].launches;  // index checked by the loader
@@ -161,6 +166,13 @@ int run_inspect_plan(const InspectOptions& o) {
     j["ptx_driver_version"] = m.ptx_driver_version;
     out << fmt::format("GPU kernels: {} distinct, {} launch steps ({} kernel launches, {} copies)\n", p.kernels.size(),
                        p.steps.size(), launches, copies);
+    j["control_flow_nodes"] = p.control.size();
+    if (!p.control.empty())
+      out << fmt::format(
+          "control flow: {} if/loop/scan node(s) run host-driven: each run issues the launch list without a CUDA "
+          "Graph, reads each condition or trip count on the host and launches the chosen region's steps ({} "
+          "steps in regions, counted above)\n",
+          controls, steps.size() - p.steps.size());
   } else {
     out << "archs: none\n";
     out << fmt::format("GPU kernels: none: {}\n", m.no_gpu_reason);
@@ -285,12 +297,36 @@ int run_inspect_plan(const InspectOptions& o) {
     out << fmt::format("launches ({} steps, in order):\n", p.steps.size());
     out << fmt::format("  {:>4} {:<30} {:<36} {:>14} {:>10} {:>5} {:>14} {:>6}\n", "step", "node", "kernel", "grid",
                        "block", "regs", "smem st+dyn", "spills");
-    for (size_t i = 0; i < p.steps.size(); ++i) {
-      const plan::Step& s = p.steps[i];
-      std::string node = node_label(nodes, s.node);
+    // Regions' steps follow the launch list, labelled with their region
+    // (their node positions are in the region's own graph).
+    std::string region = "";
+    size_t i = 0;
+    for (const plan::StepAt& at : steps) {
+      const plan::Step& s = *at.step;
+      if (at.where != region) {
+        region = at.where;
+        i = 0;
+        out << fmt::format("  in {}:\n", region);
+      }
+      std::string node = at.where.empty() ? node_label(nodes, s.node) : fmt::format("#{}", s.node);
+      if (s.kind == plan::StepKind::Control) {
+        static const char* kinds[] = {"if", "loop", "scan"};
+        const plan::ControlFlow& c = p.control[s.kernel];
+        out << fmt::format("  {:>4} {:<30} control flow ({}): control {}, {} region(s), host-driven\n", i,
+                           shorten(node, 30), kinds[int(c.kind)], s.kernel, c.regions.size());
+        j["launches"].push_back({{"step", i},
+                                 {"kind", "control"},
+                                 {"node", node},
+                                 {"region", at.where},
+                                 {"control", s.kernel},
+                                 {"op", kinds[int(c.kind)]}});
+        ++i;
+        continue;
+      }
       if (s.kind == plan::StepKind::Copy) {
         out << fmt::format("  {:>4} {:<30} copy {} bytes\n", i, shorten(node, 30), s.args[0].nbytes);
         j["launches"].push_back({{"step", i}, {"kind", "copy"}, {"node", node}, {"bytes", s.args[0].nbytes}});
+        ++i;
         continue;
       }
       const KernelView& k = kv[s.kernel];
@@ -315,6 +351,8 @@ int run_inspect_plan(const InspectOptions& o) {
                                {"dynamic_shared_bytes", s.shared_bytes},
                                {"spill_bytes", k.k->spill_bytes},
                                {"buffers", s.args.size()}});
+      if (!at.where.empty()) j["launches"].back()["region"] = at.where;
+      ++i;
     }
   }
   out << fmt::format("graph: {} nodes (the optimized graph; kiln dump-ir prints IR of .onnx models)\n",
