@@ -11,6 +11,9 @@
 #include "ir/control_flow.h"
 #include "ir/error.h"
 #include "ir/printer.h"
+#include "ir/specialize.h"
+#include "ir/symbolic_dim.h"
+#include "ops/registry.h"
 #include "passes/memory_plan.h"
 #include "runtime/plan_graph.h"
 #include "runtime/version.h"
@@ -330,6 +333,52 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
 }
 #endif
 
+// The graph at the largest shapes of its profiles (null for a static graph).
+// Refuses what a plan with profiles cannot hold yet: a GPU target (no kernel
+// family is shape-generic), and constants holding symbolic shape values
+// (their bytes would be process-local handles, ir/symbolic_dim.h).
+std::unique_ptr<Graph> graph_at_largest_shapes(const Graph& g, const PlanBuildOptions& o) {
+  if (g.symbols().empty()) return nullptr;
+  const std::string where = o.source_name.empty() ? "" : o.source_name + ": ";
+  if (is_gpu_target(o.target))
+    unsupported(
+        "{}a plan with shape profiles has no shape-generic GPU kernels yet (target {}): compile it for --target cpu",
+        where, o.target);
+  KILN_CHECK(!o.profiles.empty(), "a graph with symbolic dims needs its shape profiles");
+  for (const Value* c : plan::walk_constants(g)) {
+    if (c->dtype() != DType::I64 || !c->has_data()) continue;
+    const int64_t* v = static_cast<const int64_t*>(c->data().raw());
+    for (int64_t i = 0; i < c->data().numel(); ++i)
+      if (is_symbolic_dim(v[i]))
+        unsupported("{}constant %{} holds the symbolic shape value {}: plans cannot store symbolic constants yet",
+                    where, c->name(), dim_str(v[i]));
+  }
+  SymbolBindings largest;
+  for (const SymbolDecl& d : g.symbols()) largest[d.name] = d.max;
+  return specialize_graph(g, largest, op_registry());
+}
+
+// Section `profiles`: the profiles, and per memory entry its bytes as a
+// polynomial of the symbols. A size that shrinks as a symbol grows (a
+// negative coefficient) would not be bounded by the layout at the largest
+// shapes: refused.
+void record_profiles(const Graph& g, const PlanBuildOptions& o, plan::Plan& p) {
+  p.shapes.profiles = o.profiles;
+  std::vector<const Node*> nodes;
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  for (const plan::MemoryEntry& e : p.memory.values) {
+    const Value* v = nodes.at(e.node)->output(static_cast<int>(e.result));
+    DimPoly bytes = dim_poly(dim_mul(dim_product(v->shape()), static_cast<int64_t>(dtype_size(v->dtype()))));
+    for (const auto& [mono, coeff] : bytes)
+      if (!mono.empty() && coeff < 0)
+        unsupported(
+            "{}value %{} has {} bytes, which shrinks as a symbol grows: the memory plan at the largest shapes "
+            "does not bound it",
+            o.source_name.empty() ? "" : o.source_name + ": ", v->name(), dim_str(dim_of_poly(bytes)));
+    p.shapes.value_bytes.push_back(std::move(bytes));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> nodes_without_kernel_emitter(const Graph& g) {
@@ -358,6 +407,9 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   p.meta.kiln_version = kKilnVersion;
   p.meta.target = o.target;
   p.meta.precision = o.precision;
+  // Symbolic dims: memory is laid out at the profiles' largest shapes, on the
+  // graph specialised to them (the same nodes in the same order).
+  std::unique_ptr<Graph> at_max = graph_at_largest_shapes(g, o);
   p.graph_text = print_graph(g);
   std::vector<Value*> cs = plan::walk_constants(g);
   for (const Value* c : cs) add_weight(p, c->data());
@@ -388,16 +440,18 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
     };
   }
 #endif
-  MemoryPlan mem = plan_memory(g, mo);
+  const Graph& sized = at_max ? *at_max : g;
+  MemoryPlan mem = plan_memory(sized, mo);
   mem.validate();
   p.memory.arena_bytes = static_cast<uint64_t>(mem.arena_bytes);
   p.memory.alignment = static_cast<uint64_t>(mem.options.alignment);
   p.memory.live_peak_bytes = mem.live_peak_bytes;
   std::unordered_map<const Node*, uint32_t> node_pos;
-  for (const auto& n : g.nodes()) node_pos.emplace(n.get(), uint32_t(node_pos.size()));
+  for (const auto& n : sized.nodes()) node_pos.emplace(n.get(), uint32_t(node_pos.size()));
   for (const ValuePlan& vp : mem.values)
     p.memory.values.push_back({node_pos.at(vp.value->producer()), uint32_t(vp.value->producer_output()),
                                static_cast<uint8_t>(vp.storage), vp.offset, vp.size});
+  if (at_max) record_profiles(g, o, p);
 
   if (!gpu_target) {
     p.meta.no_gpu_reason =

@@ -25,6 +25,9 @@
 //     resources what the compiler measured, for `kiln inspect`: the memory
 //               plan's live peak, per kernel ptxas's registers, static shared
 //               bytes and spill bytes
+//     profiles  a plan with symbolic dims (runtime/plan_profiles.h): per
+//               profile each dynamic input's min/opt/max shape, and each
+//               memory entry's size as a polynomial of the symbols
 //
 // Loading checks, before anything is parsed: magic, format version, sizes
 // and offsets against the file size, every checksum; every read inside a
@@ -37,6 +40,7 @@
 #include <vector>
 
 #include "ir/tensor.h"
+#include "runtime/plan_profiles.h"
 
 namespace kiln::plan {
 
@@ -144,6 +148,7 @@ struct Plan {
   std::vector<Kernel> kernels;
   std::vector<Step> steps;
   Memory memory;
+  ShapeProfiles shapes;  // section `profiles`; empty for a static plan
 };
 
 // Serializes a plan; the same plan gives the same bytes.

@@ -110,5 +110,8 @@ Memory read_memory(Reader r);
 std::vector<uint8_t> write_resources(const Plan& p);
 void read_resources(Reader r, Plan& p);
 void check_steps(const Plan& p, std::string_view what);
+// Section `profiles` (runtime/plan_profiles.h).
+std::vector<uint8_t> write_profiles(const ShapeProfiles& s);
+ShapeProfiles read_profiles(Reader r);
 
 }  // namespace kiln::plan::detail
