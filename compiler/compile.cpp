@@ -84,8 +84,13 @@ nlohmann::json compile_report_json(const Graph& g, const CompileReport& r) {
                       {"kernels", count_kernels(g)},
                       {"weight_bytes", weight_bytes(g)}};
   for (const PassRecord& p : r.passes) {
-    nlohmann::json pj = {{"name", p.name},           {"changed", p.changed}, {"ms", p.ms},
-                         {"verify_ms", p.verify_ms}, {"cpu_ms", p.cpu_ms},   {"verify_cpu_ms", p.verify_cpu_ms}};
+    nlohmann::json pj = {{"name", p.name},
+                         {"changed", p.changed},
+                         {"ms", p.ms},
+                         {"verified", p.verified},
+                         {"verify_ms", p.verify_ms},
+                         {"cpu_ms", p.cpu_ms},
+                         {"verify_cpu_ms", p.verify_cpu_ms}};
     for (const auto& [k, v] : p.stats.counters) {
       pj["stats"][k] = v;
       // The memory planner reports the arena figures the JSON promises.

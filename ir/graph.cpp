@@ -76,6 +76,12 @@ void Node::set_body(std::unique_ptr<Graph> g) {
   if (g) regions_.push_back(std::move(g));
 }
 
+std::unique_ptr<Graph> Node::take_body() {
+  std::unique_ptr<Graph> g = regions_.empty() ? nullptr : std::move(regions_[0]);
+  regions_.clear();
+  return g;
+}
+
 std::string Node::describe() const {
   if (name_.empty())
     return fmt::format("node ({}) producing %{}", op_, outputs_.empty() ? "" : short_name(outputs_[0]->name()));

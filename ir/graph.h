@@ -103,6 +103,9 @@ class Node {
   Graph* body() const { return regions_.empty() ? nullptr : regions_[0].get(); }
   // Makes `g` the only region.
   void set_body(std::unique_ptr<Graph> g);
+  // Removes the regions and returns the first (null without regions): the
+  // fuser asks codegen about a body in a scratch node, then keeps it.
+  std::unique_ptr<Graph> take_body();
   int num_regions() const { return static_cast<int>(regions_.size()); }
   Graph* region(int i) const { return regions_.at(i).get(); }
   const std::vector<std::unique_ptr<Graph>>& regions() const { return regions_; }

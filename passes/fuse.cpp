@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "passes/fuse_outline.h"
 #include "passes/fusion_rules.h"
@@ -76,10 +77,11 @@ class Fuse : public Pass {
             break;
         }
       }
-      if (split_back(s, stats)) continue;
+      std::unordered_map<int, FusedParts> asked;
+      if (split_back(s, stats, asked)) continue;
       write_notes(g, s, stats);
       for (const std::string& n : split_notes_) stats.notes.push_back(n);
-      return outline_groups(g, s, stats) > 0;
+      return outline_groups(g, s, stats, std::move(asked)) > 0;
     }
   }
 
@@ -102,9 +104,8 @@ class Fuse : public Pass {
   // codegen was handed over, or the group writes nothing).
   std::string why_no_kernel(const FusionState& s, const Group& grp) const {
     if (!why_no_kernel_) return "";
-    std::unique_ptr<Graph> probe = probe_fused(s.graph(), s, grp);
-    if (!probe) return "";
-    return why_no_kernel_(*probe->nodes().front());
+    FusedParts parts = fused_parts(s.graph(), s, grp);
+    return ask_codegen(why_no_kernel_, parts, grp);
   }
 
   // The union of groups `parts` as it would be, anchored by `anchor`.
@@ -121,15 +122,22 @@ class Fuse : public Pass {
   }
 
   // Asks codegen about every group that would become a fused node; seals
-  // those it refuses. Returns true when the walk must run again.
-  bool split_back(const FusionState& s, PassStats& stats) {
+  // those it refuses. Returns true when the walk must run again; else the
+  // parts asked about, by group id, are in `asked` for outlining (a 100k-node
+  // chain's body is built once, not once to ask and once to outline).
+  bool split_back(const FusionState& s, PassStats& stats, std::unordered_map<int, FusedParts>& asked) {
     if (!why_no_kernel_) return false;
     bool again = false;
     for (int gi = 0; gi < s.num_groups(); ++gi) {
       const Group& grp = s.group(gi);
       if (!becomes_fused_node(grp)) continue;
-      std::string why = why_no_kernel(s, grp);
-      if (why.empty()) continue;
+      FusedParts parts = fused_parts(s.graph(), s, grp);
+      std::string why = ask_codegen(why_no_kernel_, parts, grp);
+      if (why.empty()) {
+        if (!again) asked.emplace(gi, std::move(parts));
+        continue;
+      }
+      asked.clear();  // the walk runs again: these groups change
       std::string sealed_why = "codegen refused the group it was in: " + why;
       if (grp.anchor) {
         sealed_.emplace(grp.anchor, sealed_why);

@@ -14,17 +14,9 @@ namespace {
 
 constexpr int64_t kBodyConstantElements = 16;
 
-// What a group's fused node is made of: its body, the outside values it reads
-// (operands) and its values used outside (results).
-struct FusedParts {
-  std::unique_ptr<Graph> body;
-  std::vector<Value*> operands, results;
-  std::string name;  // the members' names joined with '+'
-};
-
 // Copies `members` into a body graph; no body when the members write nothing
 // used outside (dead code: nothing to launch).
-FusedParts fused_parts(const Graph& g, const FusionState& s, std::vector<Node*> members, int index) {
+FusedParts build_parts(const Graph& g, const FusionState& s, std::vector<Node*> members) {
   FusedParts p;
   std::sort(members.begin(), members.end(),
             [&](const Node* a, const Node* b) { return s.position(a) < s.position(b); });
@@ -37,7 +29,7 @@ FusedParts fused_parts(const Graph& g, const FusionState& s, std::vector<Node*> 
     }
   if (p.results.empty()) return p;
 
-  auto body = std::make_unique<Graph>(fmt::format("fused_{}", index));
+  auto body = std::make_unique<Graph>("fused_0");  // renamed fused_<index> when outlined
   std::unordered_map<const Value*, Value*> map = {{nullptr, nullptr}};
   for (Node* m : members)
     for (Value* v : m->inputs()) {
@@ -84,9 +76,9 @@ std::vector<TensorType> result_types(const FusedParts& p) {
 
 // Builds the fused node for one group at the end of `g` and removes the
 // group's nodes. Returns the new node, or nullptr for a dead group.
-Node* outline(Graph& g, const FusionState& s, const Group& grp, int index) {
-  FusedParts p = fused_parts(g, s, grp.nodes, index);
+Node* outline(Graph& g, const FusionState& s, const Group& grp, FusedParts p, int index) {
   if (!p.body) return nullptr;
+  p.body->set_name(fmt::format("fused_{}", index));
   AttrMap attrs;
   attrs.set("kind", group_kind_name(grp));
   Node* f = g.add_node("fused", p.operands, result_types(p), std::move(attrs), p.name);
@@ -140,24 +132,37 @@ bool becomes_fused_node(const Group& grp) {
   return false;
 }
 
-std::unique_ptr<Graph> probe_fused(const Graph& g, const FusionState& s, const Group& grp) {
-  FusedParts p = fused_parts(g, s, grp.nodes, 0);
-  if (!p.body) return nullptr;
-  auto scratch = std::make_unique<Graph>("probe");
+FusedParts fused_parts(const Graph& g, const FusionState& s, const Group& grp) { return build_parts(g, s, grp.nodes); }
+
+std::string ask_codegen(const WhyNoKernel& why_no_kernel, FusedParts& p, const Group& grp) {
+  if (!why_no_kernel || !p.body) return "";
+  Graph scratch("probe");
   std::vector<Value*> operands;
-  for (Value* v : p.operands) operands.push_back(scratch->add_input(v->name(), v->type()));
+  for (Value* v : p.operands) operands.push_back(scratch.add_input(v->name(), v->type()));
   AttrMap attrs;
   attrs.set("kind", group_kind_name(grp));
-  Node* f = scratch->add_node("fused", operands, result_types(p), std::move(attrs), p.name);
-  f->set_body(std::move(p.body));
+  Node* f = scratch.add_node("fused", operands, result_types(p), std::move(attrs), p.name);
   for (size_t i = 0; i < p.results.size(); ++i) f->output(static_cast<int>(i))->set_name(p.results[i]->name());
-  scratch->set_outputs(f->outputs());
-  return scratch;
+  scratch.set_outputs(f->outputs());
+  f->set_body(std::move(p.body));
+  // Handed back however codegen answers (it reports refusals by value, but
+  // the body must not be lost to an exception either).
+  struct GiveBack {
+    Node* f;
+    FusedParts& p;
+    ~GiveBack() { p.body = f->take_body(); }
+  } give_back{f, p};
+  return why_no_kernel(*f);
 }
 
-int outline_groups(Graph& g, const FusionState& s, PassStats& stats) {
+int outline_groups(Graph& g, const FusionState& s, PassStats& stats, std::unordered_map<int, FusedParts> built) {
   std::unordered_map<const Node*, int> key;
   for (const auto& n : g.nodes()) key[n.get()] = s.position(n.get());
+  // Parts built before the loop may read results of groups outlined since,
+  // whose values are gone: each maps to the fused node's result replacing it.
+  // (Only those parts are looked up: a value created in the loop may reuse a
+  // dead value's address.)
+  std::unordered_map<const Value*, Value*> outlined;
   int made = 0;
   for (int gi = 0; gi < s.num_groups(); ++gi) {
     const Group& grp = s.group(gi);
@@ -165,8 +170,18 @@ int outline_groups(Graph& g, const FusionState& s, PassStats& stats) {
     int last = 0;
     for (const Node* n : grp.nodes) last = std::max(last, s.position(n));
     std::string kind = group_kind_name(grp);
-    Node* f = outline(g, s, grp, made);
+    FusedParts parts;
+    if (auto it = built.find(gi); it != built.end()) {
+      parts = std::move(it->second);
+      for (Value*& v : parts.operands)
+        if (auto o = outlined.find(v); o != outlined.end()) v = o->second;
+    } else {
+      parts = build_parts(g, s, grp.nodes);
+    }
+    const std::vector<Value*> replaced = parts.results;
+    Node* f = outline(g, s, grp, std::move(parts), made);
     if (!f) continue;
+    for (size_t i = 0; i < replaced.size(); ++i) outlined[replaced[i]] = f->output(static_cast<int>(i));
     ++made;
     key[f] = last;
     stats.count("nodes-fused", static_cast<int64_t>(grp.nodes.size()));

@@ -7,7 +7,11 @@
 // sides of an outside node), keeping the original order where it can.
 #pragma once
 #include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
+#include "passes/fusion_capabilities.h"
 #include "passes/fusion_rules.h"
 #include "passes/pass.h"
 
@@ -16,14 +20,28 @@ namespace kiln::fusion {
 // Whether a final group becomes a fused node: two or more nodes, not only views.
 bool becomes_fused_node(const Group& grp);
 
-// A scratch graph whose one node is the fused node `grp` would become (its
-// operands are the scratch graph's inputs), for asking codegen before the
-// group is formed (passes/fusion_capabilities.h). `grp` need not be one of
-// s's groups: the fuser builds the union it is about to make. Null when the
-// members write nothing used outside them.
-std::unique_ptr<Graph> probe_fused(const Graph& g, const FusionState& s, const Group& grp);
+// What a group's fused node is made of: its body, the outside values it reads
+// (operands) and its values used outside (results). Built once per final
+// group: the fuser asks codegen about it and then outlines the same parts.
+struct FusedParts {
+  std::unique_ptr<Graph> body;  // null when the members write nothing used outside (dead code)
+  std::vector<Value*> operands, results;
+  std::string name;  // the members' names joined with '+'
+};
 
-// Returns how many fused nodes were made; counts kinds in `stats`.
-int outline_groups(Graph& g, const FusionState& s, PassStats& stats);
+// The parts of the fused node `grp` would become. `grp` need not be one of
+// s's groups: the fuser builds the union it is about to make.
+FusedParts fused_parts(const Graph& g, const FusionState& s, const Group& grp);
+
+// Why codegen cannot emit the fused node of `parts` (passes/fusion_capabilities.h),
+// or "" (also for parts without a body). The node is built in a scratch graph
+// whose inputs stand for the operands, around parts.body, which is handed back
+// afterwards: the body asked about is the body outlined.
+std::string ask_codegen(const WhyNoKernel& why_no_kernel, FusedParts& parts, const Group& grp);
+
+// Turns the groups into fused nodes; returns how many were made and counts
+// kinds in `stats`. `built`: parts already built for some groups (by group
+// id), used instead of building them again.
+int outline_groups(Graph& g, const FusionState& s, PassStats& stats, std::unordered_map<int, FusedParts> built = {});
 
 }  // namespace kiln::fusion

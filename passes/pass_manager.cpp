@@ -1,6 +1,8 @@
 #include "passes/pass_manager.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +22,15 @@ namespace kiln {
 namespace {
 double cpu_ms_now() { return 1000.0 * static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 }  // namespace
+
+bool verify_unchanged_default() {
+#ifndef NDEBUG
+  return true;
+#else
+  const char* e = std::getenv("KILN_VERIFY_EACH");
+  return e && std::strcmp(e, "all") == 0;
+#endif
+}
 
 std::vector<std::string> default_pipeline(const PassOptions& opts) {
   std::vector<std::string> p = {"fold-constants", "fold-control-flow",  "simplify",      "dce", "cse",
@@ -68,6 +79,9 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, cons
   const std::vector<std::string> outputs_before = output_names(g);
   int index = 0;
   PassHeartbeat beat(po.heartbeat, po.heartbeat_after_s, po.heartbeat_every_s);
+  // With verify_unchanged: the graph as printed before the pass, to hold a
+  // pass that reports no change to it.
+  std::string text_before;
   if (po.progress) po.progress(0, static_cast<int>(passes_.size()));  // the step starts
   for (auto& p : passes_) {
     ++index;
@@ -76,6 +90,7 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, cons
     PassRecord rec;
     rec.name = name;
     rec.nodes_before = g.num_nodes();
+    if (po.verify_unchanged) text_before = print_graph(g);
     auto t0 = std::chrono::steady_clock::now();
     double c0 = cpu_ms_now();
     beat.begin(name);
@@ -92,15 +107,15 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, cons
     rec.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     rec.cpu_ms = cpu_ms_now() - c0;
     rec.nodes_after = g.num_nodes();
-    if (po.verify_each) {
+    if (po.verify_each && (index == 1 || rec.changed || po.verify_unchanged)) {
+      rec.verified = true;
       // Timed apart from the pass: on big graphs the verifier's share of the
-      // compile is worth seeing (it runs after every pass).
+      // compile is worth seeing.
       auto v0 = std::chrono::steady_clock::now();
       double vc0 = cpu_ms_now();
       beat.begin("verifier after " + name);
       try {
         verify_graph(g, op_registry());
-        check_output_names(g, outputs_before);
       } catch (const Error& e) {
         throw Error(in_source(po.source, fmt::format("after pass '{}': {}", name, e.what())));
       }
@@ -108,6 +123,16 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts, cons
       rec.verify_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - v0).count();
       rec.verify_cpu_ms = cpu_ms_now() - vc0;
     }
+    // Cheap, so checked after every pass: a renamed output breaks a caller's binding.
+    try {
+      check_output_names(g, outputs_before);
+    } catch (const Error& e) {
+      throw Error(in_source(po.source, fmt::format("after pass '{}': {}", name, e.what())));
+    }
+    if (po.verify_unchanged && !rec.changed && print_graph(g) != text_before)
+      throw Error(in_source(po.source, fmt::format("pass '{}' reported no change but changed the graph (the verifier "
+                                                   "is skipped after such passes: a pass must report every change)",
+                                                   name)));
     if (po.print_after_all || po.print_after.count(name) || (po.print_after_change && rec.changed))
       out << "// -----// IR after " << name << " //----- //\n" << print_graph(g);
     if (!po.dump_dir.empty())

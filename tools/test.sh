@@ -23,6 +23,10 @@
 #       path (KILN_THREAD_TEST_SECONDS, default 30); a data race fails it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Every test runs the verifier after every pass, and holds each pass that
+# reports no change to an unchanged graph (passes/pass_manager.h: a user's
+# compile skips the verifier after such passes).
+export KILN_VERIFY_EACH=${KILN_VERIFY_EACH:-all}
 tools/install_deps.sh
 if [ "${1:-}" = "--tsan" ]; then
   shift

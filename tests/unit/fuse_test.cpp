@@ -88,6 +88,37 @@ TEST(Fuse, ConvResidualBlock) {
   EXPECT_EQ(op_counts(*g, false)["conv"], 1);
 }
 
+// With codegen asked about every final group, the body it was asked about is
+// the body outlined, not a copy built again (a 100k-node chain's body is
+// built once). The answer here accepts everything and marks the body it saw.
+// The second group reads the first group's result, which is gone by the time
+// the second is outlined: its operand must be the first fused node's result.
+TEST(Fuse, OutlinesTheBodiesCodegenWasAskedAbout) {
+  auto g = parse(R"(graph @m(%a: f32[2,3], %b: f32[2,3]) -> (f32[2,3]) {
+    %0 = add(%a, %b) : f32[2,3]
+    %r = tanh(%0) : f32[2,3]
+    %q = cumsum(%r) {axis=1} : f32[2,3]
+    %s = mul(%r, %q) : f32[2,3]
+    %o = sigmoid(%s) : f32[2,3]
+    return %o
+  })");
+  PassOptions opts;
+  opts.why_no_kernel = [](const Node& f) {
+    f.body()->node_list()[0]->attrs().set("asked", int64_t{1});
+    return std::string();
+  };
+  auto after = expect_pass_keeps_meaning(*g, {"fuse"}, opts);
+  auto f = fused_nodes(*after);
+  ASSERT_EQ(f.size(), 2u);
+  for (const Node* n : f) {
+    Node* first = n->body()->node_list()[0];
+    EXPECT_TRUE(first->attrs().has("asked")) << n->describe() << ": a body built again after codegen was asked";
+    first->attrs().erase("asked");
+  }
+  EXPECT_NO_THROW(verify_graph(*after, op_registry())) << print_graph(*after);
+  EXPECT_EQ(f[1]->input(0), f[0]->output(0)) << print_graph(*after);
+}
+
 TEST(Fuse, GemmEpilogueWithHeadSplitAndSplit) {
   auto g = fuse(R"(graph @m(%x: f32[1,4,6], %w: f32[6,12], %b: f32[12]) -> (f32[1,2,4,3], f32[1,4,6]) {
     %c = const f32[] splat<0.125>

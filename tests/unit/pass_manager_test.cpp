@@ -96,6 +96,67 @@ TEST(PassManager, PassErrorsNameTheModel) {
   }
 }
 
+// A pass that changes the graph validly but reports no change; and one that
+// changes nothing.
+class ChangesSilently : public Pass {
+ public:
+  std::string_view name() const override { return "changes-silently"; }
+  bool run(Graph& g, const PassOptions&, PassStats&) override {
+    g.node_list()[0]->set_name("renamed_node");
+    return false;
+  }
+};
+class ChangesNothing : public Pass {
+ public:
+  std::string_view name() const override { return "changes-nothing"; }
+  bool run(Graph&, const PassOptions&, PassStats&) override { return false; }
+};
+
+// The verifier's full strength (what every test runs, KILN_VERIFY_EACH=all):
+// a pass that reports no change must not have changed the graph, since a
+// user's compile skips the verifier after it.
+TEST(PassManager, HoldsAPassThatReportsNoChangeToIt) {
+  auto g = testing::parse(kConvModel);
+  PassManager pm;
+  pm.add(std::make_unique<ChangesNothing>());
+  pm.add(std::make_unique<ChangesSilently>());
+  PipelineOptions po;
+  po.verify_unchanged = true;
+  po.source = "model.onnx";
+  try {
+    pm.run(*g, {}, po);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "model.onnx: pass 'changes-silently' reported no change but changed the graph (the verifier is "
+                 "skipped after such passes: a pass must report every change)");
+  }
+}
+
+// A user's compile: the verifier after the first pass (it also checks the
+// graph the pipeline was given) and after each pass that changed something.
+TEST(PassManager, SkipsTheVerifierAfterPassesThatChangedNothing) {
+  auto g = testing::parse(kConvModel);
+  PassManager pm;
+  pm.add(std::make_unique<ChangesNothing>());
+  pm.add(std::make_unique<ChangesNothing>());
+  pm.add("fuse");
+  pm.add(std::make_unique<ChangesNothing>());
+  PipelineOptions po;
+  po.verify_unchanged = false;
+  std::vector<PassRecord> recs = pm.run(*g, {}, po);
+  ASSERT_EQ(recs.size(), 4u);
+  EXPECT_TRUE(recs[0].verified);
+  EXPECT_FALSE(recs[1].verified);
+  EXPECT_TRUE(recs[2].changed);
+  EXPECT_TRUE(recs[2].verified);
+  EXPECT_FALSE(recs[3].verified);
+  // Full strength: after every pass.
+  auto g2 = testing::parse(kConvModel);
+  po.verify_unchanged = true;
+  for (const PassRecord& r : pm.run(*g2, {}, po)) EXPECT_TRUE(r.verified) << r.name;
+}
+
 // Node::describe, which messages about nodes use, shortens a 1 MB name.
 TEST(ShortName, NodeDescriptionsAreShort) {
   auto g = testing::parse(R"(graph @m(%x: f32[2]) -> (f32[2]) {
