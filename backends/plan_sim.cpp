@@ -72,6 +72,8 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
         return static_cast<uint8_t*>(outs.at(b.index).raw()) + b.offset;
       case plan::BufferKind::Weight:
         return weights.get() + p.weights.at(b.index).offset + b.offset;
+      case plan::BufferKind::None:
+        return nullptr;  // an absent optional operand (0 elements)
     }
     return nullptr;
   };

@@ -213,11 +213,12 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
       }
       for (Value* v : n.inputs()) {
         // An absent optional operand keeps its parameter slot, which its kernel
-        // never reads (the emitter knew it absent): an empty view of the arena,
-        // as the simulator's executor passes a null buffer of 0 elements.
+        // never reads (the emitter knew it absent): the explicit "none"
+        // argument, a null pointer, as the simulator's executor passes a null
+        // buffer of 0 elements.
         if (!v) {
           plan::BufferRef none;
-          none.kind = plan::BufferKind::Arena;
+          none.kind = plan::BufferKind::None;
           s.args.push_back(none);
           continue;
         }

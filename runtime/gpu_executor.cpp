@@ -128,6 +128,8 @@ CUdeviceptr GpuContext::address(const Slot& sl, const plan::BufferRef& b) const 
       return sl.bound_out.at(b.index) + b.offset;
     case plan::BufferKind::Weight:
       return e_.weights_ + e_.plan_.weights.at(b.index).offset + b.offset;
+    case plan::BufferKind::None:
+      return 0;  // an absent optional operand: the kernel gets a null pointer
   }
   return 0;
 }

@@ -99,6 +99,12 @@ enum class BufferKind : uint8_t {
   Input = 1,   // graph input `index` + offset
   Output = 2,  // graph output `index` + offset
   Weight = 3,  // weights entry `index` + offset
+  // An absent optional operand: the kernel gets a null pointer (its code
+  // knows the operand is absent); index, offset, bytes and elements are 0.
+  // Plans without absent operands never hold it, so their bytes did not
+  // change with it (no format version of its own: a runtime that predates it
+  // refuses the plan as having an unknown buffer kind).
+  None = 4,
 };
 struct BufferRef {
   BufferKind kind = BufferKind::Arena;

@@ -208,13 +208,20 @@ std::vector<Step> read_steps(Reader r) {
     for (uint64_t a = 0; a < nargs; ++a) {
       BufferRef b;
       uint8_t bk = r.get<uint8_t>("buffer kind");
-      if (bk > static_cast<uint8_t>(BufferKind::Weight))
+      if (bk > static_cast<uint8_t>(BufferKind::None))
         fail("{}: step {} argument {} has unknown buffer kind {}", r.what(), i, a, bk);
       b.kind = static_cast<BufferKind>(bk);
       b.index = r.get<uint32_t>("buffer index");
       b.offset = r.get<uint64_t>("buffer offset");
       b.nbytes = r.get<uint64_t>("buffer size");
       b.elements = r.get<int64_t>("buffer elements");
+      if (b.kind == BufferKind::None && (b.index || b.offset || b.nbytes || b.elements))
+        fail(
+            "{}: step {} argument {} is an absent operand (kind none) with index {}, offset {}, {} bytes, {} "
+            "elements (all must be 0)",
+            r.what(), i, a, b.index, b.offset, b.nbytes, b.elements);
+      if (b.kind == BufferKind::None && kind == static_cast<uint8_t>(StepKind::Copy))
+        fail("{}: copy step {} has an absent operand (kind none) as argument {}", r.what(), i, a);
       s.args.push_back(b);
     }
     if (s.kind == StepKind::Copy && s.args.size() != 2)

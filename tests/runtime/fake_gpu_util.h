@@ -107,12 +107,18 @@ inline std::atomic<int> launches_to_fail{0};
 // The error a failing launch returns (a sticky one: a kernel that faults).
 inline std::atomic<int> launch_error{719};  // CUDA_ERROR_LAUNCH_FAILED
 
+// Null pointers the kernels were launched with (absent optional operands).
+inline std::atomic<int> null_pointer_args{0};
+
 inline int launch(const char* name, const unsigned* grid, const unsigned* block, unsigned shared,
                   const CUdeviceptr* args) {
   if (launches_to_fail > 0 && launches_to_fail-- > 0) return launch_error;
   const SimKernel& k = kernels().at(name);
   std::vector<void*> bufs;
-  for (size_t i = 0; i < k.counts.size(); ++i) bufs.push_back(reinterpret_cast<void*>(args[i]));
+  for (size_t i = 0; i < k.counts.size(); ++i) {
+    bufs.push_back(reinterpret_cast<void*>(args[i]));
+    if (!args[i]) ++null_pointer_args;
+  }
   kiln::sim::LaunchConfig cfg;
   cfg.kernel = name;
   cfg.grid = dim3(grid[0], grid[1], grid[2]);
@@ -209,6 +215,16 @@ inline std::unique_ptr<Graph> compiled_case(const std::string& name, std::map<st
   return std::move(r.graph);
 }
 
+// LinearAttention without its optional past_state but with decay after it
+// (as onnx 1.23's test_linear_attention_gated): the plan's explicit "none"
+// argument, a null pointer.
+inline constexpr const char* kAbsentOperandCase = "absent_past_state";
+inline constexpr const char* kAbsentOperand =
+    R"(graph @la(%q: f32[2,4,32], %k: f32[2,4,32], %v: f32[2,4,32], %g: f32[2,4,32]) -> (f32[2,4,32], f32[2,4,8,8]) {
+    %o, %st = linear_attention(%q, %k, %v, _, %g) {update_rule="gated", q_num_heads=4, kv_num_heads=4, scale=0.3} : f32[2,4,32], f32[2,4,8,8]
+    return %o, %st
+  })";
+
 inline std::unique_ptr<Graph> compiled_text(const char* text) {
   auto g = parse_graph(text);
   CompileOptions o;
@@ -217,7 +233,7 @@ inline std::unique_ptr<Graph> compiled_text(const char* text) {
   return g;
 }
 
-// Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90) and "wide_softmax".
+// Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax" and kAbsentOperandCase.
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
@@ -226,6 +242,7 @@ inline const std::map<std::string, plan::Plan>& plans() {
     for (const char* m : kOnnxModels) r[m] = build_plan(*compiled_onnx(m), {"sm_90", "fp32", {}});
     for (const char* m : kLaunchFitModels) r[m] = build_plan(*compiled_case(m), {"sm_90", "fp32", {}});
     r["wide_softmax"] = build_plan(*compiled_text(kWideSoftmax), {"sm_90", "fp32", {}});
+    r[kAbsentOperandCase] = build_plan(*compiled_text(kAbsentOperand), {"sm_90", "fp32", {}});
     return r;
   }();
   return ps;
