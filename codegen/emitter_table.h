@@ -39,6 +39,9 @@ struct NodeKernel {
   // live at that node only (MemoryPlanOptions::workspace_bytes); its contents
   // are undefined when the node starts.
   int64_t workspace_f32 = 0;
+  // The buffers are passed through a table in device memory, the kernel's
+  // one parameter (codegen/param_table.h): set by use_param_table_if_needed.
+  bool param_table = false;
 };
 
 // The scratch bytes the kernels of one node share (the largest NodeKernel::workspace_f32, in bytes).

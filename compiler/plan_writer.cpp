@@ -20,6 +20,7 @@
 #include "codegen/nvrtc/nvrtc_compiler.h"
 #include "codegen/emitter_table.h"
 #include "codegen/launch_fit.h"
+#include "codegen/param_table.h"
 #include "codegen/nvrtc/nvrtc_library.h"
 #endif
 
@@ -126,7 +127,8 @@ void check_launch_fits(const plan::Step& s, const Node& n, const std::string& so
   l.grid = {s.grid.x, s.grid.y, s.grid.z};
   l.block = {s.block.x, s.block.y, s.block.z};
   l.dynamic_shared = s.shared_bytes;
-  l.param_bytes = static_cast<long long>(s.args.size()) * 8;  // every parameter is a buffer pointer
+  // Every parameter is a buffer pointer, or the one pointer to the table of them.
+  l.param_bytes = s.param_table ? 8 : static_cast<long long>(s.args.size()) * 8;
   l.bounded_threads = codegen::declared_launch_bound(source, kernel);
   l.registers = regs;
   l.static_shared = static_shared;
@@ -162,7 +164,14 @@ NodeKernels node_kernels(const Graph& g, const PlanBuildOptions& o) {
   for (const auto& np : g.nodes()) {
     if (codegen::is_view_node(*np)) continue;
     auto ks = std::make_unique<std::vector<codegen::NodeKernel>>(codegen::emitter_for(*np)->emit(*np));
-    for (codegen::NodeKernel& k : *ks) bounder.apply(k);
+    for (codegen::NodeKernel& k : *ks) {
+      bounder.apply(k);
+      try {
+        codegen::use_param_table_if_needed(k);  // more buffers than the parameter space holds
+      } catch (const Error& e) {
+        fail("{}{}: {}", o.source_name.empty() ? "" : o.source_name + ": ", np->describe(), e.what());
+      }
+    }
     nk.of.emplace(np.get(), ks.get());
     nk.emitted.push_back(std::move(ks));
   }
@@ -206,6 +215,7 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
       s.grid = {k.grid.x, k.grid.y, k.grid.z};
       s.block = {k.block.x, k.block.y, k.block.z};
       s.shared_bytes = static_cast<uint32_t>(k.shared_bytes);
+      s.param_table = k.param_table;
       if (k.results.empty()) {
         for (int r = 0; r < n.num_outputs(); ++r) s.args.push_back(loc.at(n.output(r)));
       } else {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "ir/error.h"
 #include "runtime/log.h"
@@ -88,6 +89,12 @@ GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_
         if (s.kind == plan::StepKind::Kernel && s.shared_bytes > 48 * 1024)
           d.check(d.cuFuncSetAttribute(functions_[s.kernel], kFuncAttrMaxDynamicShared, int(s.shared_bytes)),
                   "allowing large dynamic shared memory");
+      table_at_.assign(p.steps.size(), 0);
+      for (size_t i = 0; i < p.steps.size(); ++i)
+        if (p.steps[i].param_table) {
+          table_at_[i] = table_words_;
+          table_words_ += 2 * p.steps[i].args.size();  // addresses, then element counts
+        }
       weights_ = alloc(d, p.weight_data.size(), "allocating the weights");
       if (!p.weight_data.empty())
         d.check(d.cuMemcpyHtoD(weights_, p.weight_data.data(), p.weight_data.size()), "uploading the weights");
@@ -191,8 +198,29 @@ void GpuContext::fill_slot(Slot& sl) {
   capture_graph(sl);
 }
 
+CUdeviceptr GpuContext::upload_tables(Slot& sl) {
+  if (!e_.table_words_) return 0;
+  const CudaDriver& d = e_.d_;
+  std::vector<uint64_t> words(e_.table_words_);
+  for (size_t i = 0; i < e_.plan_.steps.size(); ++i) {
+    const plan::Step& s = e_.plan_.steps[i];
+    if (!s.param_table) continue;
+    uint64_t* t = words.data() + e_.table_at_[i];
+    for (size_t j = 0; j < s.args.size(); ++j) {
+      t[j] = address(sl, s.args[j]);
+      t[s.args.size() + j] = static_cast<uint64_t>(s.args[j].elements);
+    }
+  }
+  CUdeviceptr fresh = alloc(d, words.size() * 8, "allocating the kernels' pointer tables");
+  CUresult r = d.cuMemcpyHtoD(fresh, words.data(), words.size() * 8);
+  if (r) d.cuMemFree(fresh);
+  d.check(r, "uploading the kernels' pointer tables");
+  return std::exchange(sl.tables, fresh);
+}
+
 void GpuContext::capture_graph(Slot& sl) {
   const CudaDriver& d = e_.d_;
+  const CUdeviceptr old_tables = upload_tables(sl);  // before the capture: a synchronous copy
   d.check(d.cuStreamBeginCapture(stream_, kCaptureModeThreadLocal), "cuStreamBeginCapture");
   try {
     issue_steps(sl, stream_, nullptr);
@@ -202,10 +230,15 @@ void GpuContext::capture_graph(Slot& sl) {
     // (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and the stream stays capturing.
     CUgraph partial = nullptr;
     if (d.cuStreamEndCapture(stream_, &partial) == 0 && partial) d.cuGraphDestroy(partial);
+    if (old_tables) d.cuMemFree(old_tables);
     throw;
   }
   CUgraph graph = nullptr;
-  d.check(d.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
+  const CUresult ended = d.cuStreamEndCapture(stream_, &graph);
+  // After the capture (a free is refused during one); waits for a graph of
+  // the old bindings that may still read them.
+  if (old_tables) d.cuMemFree(old_tables);
+  d.check(ended, "cuStreamEndCapture");
   CUresult r = d.cuGraphInstantiateWithFlags(&sl.exec, graph, 0);
   d.cuGraphDestroy(graph);
   d.check(r, "cuGraphInstantiate");
@@ -222,7 +255,9 @@ void GpuContext::issue_steps(const Slot& sl, CUstream stream, CUevent* after) {
               (doing + " a copy").c_str());
     } else {
       std::vector<CUdeviceptr> ptrs;
-      for (const plan::BufferRef& b : s.args) ptrs.push_back(address(sl, b));
+      if (s.param_table) ptrs.push_back(sl.tables + 8 * e_.table_at_[i]);  // the buffers are in its table
+      else
+        for (const plan::BufferRef& b : s.args) ptrs.push_back(address(sl, b));
       std::vector<void*> params;
       for (CUdeviceptr& p : ptrs) params.push_back(&p);
       d.check(d.cuLaunchKernel(e_.functions_[s.kernel], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z,
@@ -273,6 +308,7 @@ void GpuContext::free_slot(Slot& sl) {
     if (p) d.cuMemFreeHost(p);
   for (CUdeviceptr p : sl.inputs) d.cuMemFree(p);
   for (CUdeviceptr p : sl.outputs) d.cuMemFree(p);
+  if (sl.tables) d.cuMemFree(sl.tables);
 }
 
 void GpuContext::release() noexcept {

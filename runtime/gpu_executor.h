@@ -36,6 +36,14 @@
 // destroyed) before anything else is done after an error inside it: the
 // driver refuses frees and synchronization while a thread captures.
 //
+// A kernel with more buffers than the parameter space holds takes one pointer
+// to a table of their addresses (codegen/param_table.h): each slot has one
+// device allocation holding every such step's table, built from the slot's
+// bindings and uploaded before each capture of its graph (a synchronous copy
+// may not be made during one); new bindings (rebind) get new tables, and the
+// old ones are freed once captured anew (cuMemFree waits for the work that
+// may still read them).
+//
 // Tested against a fake driver as strict as the hardware (docs/testing.md).
 #pragma once
 #include <memory>
@@ -88,6 +96,11 @@ class GpuEngine {
   std::vector<CUmodule> modules_;
   std::vector<CUfunction> functions_;  // per plan kernel
   CUdeviceptr weights_ = 0;
+  // Steps whose kernel takes a pointer table (plan::Step::param_table): where
+  // its table starts in a slot's tables, in u64 words (per step; 0 for the
+  // others), and the words of all of them.
+  std::vector<size_t> table_at_;
+  size_t table_words_ = 0;
   std::string description_;
 };
 
@@ -159,10 +172,14 @@ class GpuContext {
     // the slot's own buffers, or the caller's zero-copy ones.
     std::vector<CUdeviceptr> bound_in, bound_out;
     std::vector<DeviceBinding> out;  // where wait() copies the outputs
+    CUdeviceptr tables = 0;          // the pointer tables of its graph's bindings (0: none needed)
   };
   void add_slot();  // buffers, staging, events and the captured launch list
   void fill_slot(Slot& s);
   void capture_graph(Slot& s);  // the launch list as the slot's graph exec, with s.bound_in/out
+  // Uploads the slot's pointer tables for s.bound_in/out into a new
+  // allocation; returns the one it replaces (0: none).
+  CUdeviceptr upload_tables(Slot& s);
   // The launch list onto `stream` (capturing or not); `after` (if any) after each step.
   void issue_steps(const Slot& s, CUstream stream, CUevent* after);
   // Captures the slot's graph again when the zero-copy bindings changed its addresses.

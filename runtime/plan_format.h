@@ -126,7 +126,13 @@ struct Step {
   Dim3 grid, block;
   uint32_t shared_bytes = 0;
   std::vector<BufferRef> args;  // kernel parameters in order; Copy: {dst, src}
+  // (Kernel) the kernel takes one parameter, a device table of `args`'
+  // addresses then their element counts (codegen/param_table.h), built by
+  // the runtime. Stored as bit 7 of the step's kind byte, so plans without
+  // such a kernel are the bytes they were before it existed.
+  bool param_table = false;
 };
+inline constexpr uint8_t kStepParamTableBit = 0x80;
 
 struct MemoryEntry {
   uint32_t node = 0, result = 0;

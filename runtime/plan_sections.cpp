@@ -167,7 +167,7 @@ std::vector<uint8_t> write_steps(const std::vector<Step>& steps) {
   Writer w;
   w.put<uint64_t>(steps.size());
   for (const Step& s : steps) {
-    w.put<uint8_t>(static_cast<uint8_t>(s.kind));
+    w.put<uint8_t>(static_cast<uint8_t>(static_cast<uint8_t>(s.kind) | (s.param_table ? kStepParamTableBit : 0)));
     w.put<uint32_t>(s.node);
     w.put<uint32_t>(s.kernel);
     for (const Dim3* d : {&s.grid, &s.block}) {
@@ -194,7 +194,11 @@ std::vector<Step> read_steps(Reader r) {
   for (uint64_t i = 0; i < n; ++i) {
     Step s;
     uint8_t kind = r.get<uint8_t>("step kind");
+    s.param_table = (kind & kStepParamTableBit) != 0;
+    kind &= static_cast<uint8_t>(~kStepParamTableBit);
     if (kind > static_cast<uint8_t>(StepKind::Copy)) fail("{}: step {} has unknown kind {}", r.what(), i, kind);
+    if (s.param_table && kind != static_cast<uint8_t>(StepKind::Kernel))
+      fail("{}: copy step {} is marked as taking a pointer table", r.what(), i);
     s.kind = static_cast<StepKind>(kind);
     s.node = r.get<uint32_t>("step node");
     s.kernel = r.get<uint32_t>("step kernel");
@@ -224,6 +228,7 @@ std::vector<Step> read_steps(Reader r) {
         fail("{}: copy step {} has an absent operand (kind none) as argument {}", r.what(), i, a);
       s.args.push_back(b);
     }
+    if (s.param_table && s.args.empty()) fail("{}: step {} takes a pointer table of no buffers", r.what(), i);
     if (s.kind == StepKind::Copy && s.args.size() != 2)
       fail("{}: copy step {} has {} buffers, expected 2", r.what(), i, s.args.size());
     steps.push_back(std::move(s));

@@ -174,6 +174,31 @@ TEST_F(FakeGpu, AnAbsentOptionalOperandIsANullPointerArgument) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(compare_tensors(got[i], want[i], {1e-5, 1e-4}), "") << i;
 }
 
+// A kernel with more buffers than the parameter space holds (5,001: 40,008
+// bytes, over 32,764) takes one pointer to a table of them, which the runtime
+// uploads into device memory before capturing the launch list; the driver
+// reads the one parameter its image declares, and the plan equals the
+// reference on the strict fake H100, run after run.
+TEST_F(FakeGpu, AKernelWithMoreBuffersThanTheParameterSpaceTakesAPointerTable) {
+  const plan::Plan& p = plans().at("concat_5000");
+  ASSERT_EQ(p.steps.size(), 1u);
+  EXPECT_TRUE(p.steps[0].param_table);
+  std::unique_ptr<Graph> g = concat_5000();
+  std::vector<uint8_t> bytes = plan_for("concat_5000");
+  {
+    auto e = rt::Engine::load(bytes.data(), bytes.size(), "concat_5000", rt::Backend::Gpu);
+    rt::Context ctx(e);
+    for (uint64_t seed : {1, 2}) {
+      auto feed = testing::random_inputs(*g, seed);
+      std::vector<Tensor> got = run(ctx, feed);
+      std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(compare_tensors(got[0], want[0], {0, 0}), "") << "seed " << seed;
+    }
+  }
+  EXPECT_EQ(stats()[5], 0) << "device allocations (the tables among them) leaked";
+}
+
 // The fake driver's call log as lines.
 std::vector<std::string> take_log() {
   std::vector<std::string> lines;

@@ -233,7 +233,25 @@ inline std::unique_ptr<Graph> compiled_text(const char* text) {
   return g;
 }
 
-// Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax" and kAbsentOperandCase.
+// A concatenation of 5,000 one-element inputs: 5,001 buffers, more than the
+// parameter space holds (codegen/param_table.h), compiled for sm_90 with
+// only the memory plan (the default pipeline has nothing to do on it).
+inline std::unique_ptr<Graph> concat_5000() {
+  std::string params, args;
+  for (int i = 0; i < 5000; ++i) {
+    params += (i ? ", %x" : "%x") + std::to_string(i) + ": f32[1]";
+    args += (i ? ", %x" : "%x") + std::to_string(i);
+  }
+  auto g = parse_graph("graph @m(" + params + ") -> (f32[5000]) {\n  %cat = concat(" + args +
+                       ") {axis=0} : f32[5000]\n  return %cat\n}");
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  o.passes = {"plan-memory"};
+  compile_graph(*g, o);
+  return g;
+}
+
+// Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax" and "concat_5000".
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
@@ -242,6 +260,7 @@ inline const std::map<std::string, plan::Plan>& plans() {
     for (const char* m : kOnnxModels) r[m] = build_plan(*compiled_onnx(m), {"sm_90", "fp32", {}});
     for (const char* m : kLaunchFitModels) r[m] = build_plan(*compiled_case(m), {"sm_90", "fp32", {}});
     r["wide_softmax"] = build_plan(*compiled_text(kWideSoftmax), {"sm_90", "fp32", {}});
+    r["concat_5000"] = build_plan(*concat_5000(), {"sm_90", "fp32", {}});
     r[kAbsentOperandCase] = build_plan(*compiled_text(kAbsentOperand), {"sm_90", "fp32", {}});
     return r;
   }();
@@ -296,6 +315,8 @@ class FakeGpu : public ::testing::Test {
       if (s.kind != plan::StepKind::Kernel) continue;
       SimKernel k{entries.at(p.kernels[s.kernel].name), {}};
       for (const plan::BufferRef& b : s.args) k.counts.push_back(b.elements);
+      // One parameter: the table of addresses and counts (codegen/param_table.h).
+      if (s.param_table) k.counts = {static_cast<long long>(2 * s.args.size())};
       kernels()[p.kernels[s.kernel].name] = k;
     }
     fake().set_kernels(arg_count, launch);
