@@ -16,6 +16,7 @@
 #include "codegen/emitters/gemm_conv/emit_epilogue.h"
 #include "codegen/emitters/gemm_conv/emit_gemm.h"
 #include "codegen/emitters/attention/emit_linear_attention.h"
+#include "codegen/emitters/misc/emit_data_dependent.h"
 #include "codegen/emitters/misc/emit_misc_ops.h"
 #include "codegen/emitters/misc/emit_tfidf.h"
 #include "codegen/emitters/pool_select_loss/emit_fused_pool.h"
@@ -303,6 +304,27 @@ std::vector<NodeKernel> emit_misc_node(const Node& n) {
   return out;
 }
 
+// The bounded forms of nonzero and non_max_suppression (ops/data_dependent_size.h;
+// codegen/emitters/misc/emit_data_dependent.h): non_max_suppression's scratch (the
+// order and the kept boxes) is the node's workspace, as misc ops' scratch is.
+bool handles_data_dependent(const Node& n) {
+  if (n.body() || !operands_present(n) || n.attrs().get_int("bounded", 0) != 1) return false;
+  return (n.op() == "nonzero" && n.num_inputs() == 1) || (n.op() == "non_max_suppression" && n.num_inputs() == 2);
+}
+
+std::vector<NodeKernel> emit_data_dependent_node(const Node& n) {
+  std::vector<TensorType> results;
+  for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
+  SimpleKernel k = n.op() == "nonzero" ? emit_nonzero_bounded(n.input(0)->type(), results)
+                                       : emit_nms_bounded(n.attrs(), n.input(0)->type(), n.input(1)->type(), results);
+  NodeKernel nk = node_kernel(k);
+  int64_t scratch_bytes = 0;
+  for (const TensorType& t : k.scratch) scratch_bytes += t.nbytes();
+  KILN_CHECK(k.scratch.size() <= 1, "{}: {} scratch buffers, the workspace is one", n.describe(), k.scratch.size());
+  if (scratch_bytes > 0) nk.workspace_f32 = (scratch_bytes + 3) / 4;
+  return {nk};
+}
+
 bool handles_tfidf(const Node& n) { return !n.body() && n.op() == "tfidf_vectorizer" && operands_present(n); }
 
 // The n-gram table (and weights) go after the tokens (NodeKernel::extra).
@@ -380,6 +402,7 @@ const KernelEmitter kEmitters[] = {
     {"linear attention", handles_linear_attention, emit_linear_attention_node},
     {"misc (dft, stft, det, dynamic_quantize_linear)", handles_misc, emit_misc_node},
     {"tfidf vectorizer", handles_tfidf, emit_tfidf_node},
+    {"data-dependent size (bounded nonzero, non_max_suppression)", handles_data_dependent, emit_data_dependent_node},
 };
 }  // namespace
 

@@ -6,6 +6,7 @@
 #ifdef KILN_HAVE_CODEGEN
 #include "codegen/emitter_table.h"
 #endif
+#include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/verifier.h"
 #include "ops/registry.h"
@@ -19,6 +20,15 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
     // Passes, memory planning and codegen size everything: a graph with
     // symbolic dims runs specialised to its inputs' shapes (ir/specialize.h)
     // until plans carry shape profiles (docs/dynamic_shapes.md).
+    if (has_data_dependent_sizes(g)) {
+      std::vector<std::string> nodes;
+      for (const auto& [sym, n] : data_dependent_symbols(g))
+        nodes.push_back(fmt::format("{} ({})", n->describe(), sym));
+      unsupported(
+          "{}the graph has result sizes decided at run time: {}. kiln run and kiln conformance run such graphs on "
+          "the ref and sim backends, stage by stage; plans with data-dependent sizes are not implemented yet",
+          o.pipeline.source.empty() ? "" : o.pipeline.source + ": ", fmt::join(nodes, ", "));
+    }
     if (!g.symbols().empty()) {
       std::vector<std::string> syms;
       for (const SymbolDecl& d : g.symbols()) syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));

@@ -25,7 +25,9 @@
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
 #include "ops/registry.h"
+#include "backends/data_dependent_run.h"
 #include "backends/run_on_backend.h"
+#include "ir/data_dependent.h"
 #include "backends/compare.h"
 #include "ir/file_io.h"
 #include "compiler/plan_writer.h"
@@ -151,6 +153,46 @@ std::vector<std::string> model_input_names(const std::string& model_path) {
   return names;
 }
 
+// Compares the outputs of one data set with the expected ones: returns the
+// first difference ("" when all match) and appends every float output's
+// error figures to `errors`.
+std::string compare_outputs(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const Graph& g,
+                            const fs::path& set, const ConformanceOptions& opts, std::string& errors) {
+  if (got.size() != want.size())
+    return fmt::format("{}: {} outputs but {} expected", set.filename().string(), got.size(), want.size());
+  std::string first_diff;
+  for (size_t k = 0; k < got.size(); ++k) {
+    // The run's precision loosens float tolerances (run_tolerance); a
+    // --tolerance bound replaces them (whole models).
+    const std::string& precision = opts.compile.pass.precision;
+    Tolerance tol = !opts.tolerance.empty() && is_float(want[k].dtype()) ? parse_tolerance(opts.tolerance)
+                    : opts.paths.empty() && opts.suite == "onnx-1.23"
+                        ? onnx_runner_tolerance(want[k].dtype(), precision)
+                        : run_tolerance(want[k].dtype(), precision);
+    std::string where = fmt::format("{}: output {} (\"{}\")", set.filename().string(), k, g.outputs()[k]->name());
+    std::string diff = compare_tensors(got[k], want[k], tol);
+    if (is_float(want[k].dtype()) && got[k].shape() == want[k].shape()) {
+      ErrorStats e = error_stats(got[k], want[k], tol);
+      errors += fmt::format(
+          "{}{}: max abs err {:.3g}, max rel err {:.3g} (of max |expected|), {:.3g} of "
+          "tolerance atol {:g} rtol {:g}",
+          errors.empty() ? "" : "; ", where, e.max_abs, e.max_rel, e.tol_ratio, tol.atol, tol.rtol);
+    }
+    if (!diff.empty() && first_diff.empty()) first_diff = where + ": " + diff;
+  }
+  return first_diff;
+}
+
+// --nvrtc-check figures of one more graph (a stage of a data-dependent run).
+void add_kernel_check(KernelCheck& into, const KernelCheck& more) {
+  into.kernels += more.kernels;
+  if (more.max_registers > into.max_registers) {
+    into.max_registers = more.max_registers;
+    into.max_kernel = more.max_kernel;
+  }
+  into.spills.insert(into.spills.end(), more.spills.begin(), more.spills.end());
+}
+
 Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
   std::vector<fs::path> sets;
   for (const auto& e : fs::directory_iterator(t.dir))
@@ -162,7 +204,33 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
   for (const fs::path& set : sets) {
     std::map<std::string, Tensor> feed;
     std::vector<Tensor> want;
-    ImportResult imp = import_conformance_case(t.dir, set.filename().string(), &feed, &want);
+    // A written plan is static (plans with data-dependent sizes are not
+    // built), so --write-plans imports as a static plan needs.
+    ImportResult imp = import_conformance_case(t.dir, set.filename().string(), &feed, &want, opts.plans_dir.empty());
+    if (has_data_dependent_sizes(*imp.graph)) {
+      // Stage by stage, each stage through the passes; --nvrtc-check checks
+      // every stage's kernels and every lowered data-dependent node's.
+      DataDependentRunHooks hooks;
+      hooks.prepare = [&](Graph& stage) { compile_graph(stage, opts.compile); };
+      const bool check = !opts.nvrtc_archs.empty() && set == sets.front();
+      std::string check_error;
+      hooks.inspect = [&](const Graph& stage) {
+        if (!check || !check_error.empty()) return;
+        try {
+          add_kernel_check(kc, check_kernels(stage, opts));
+        } catch (const Unsupported&) {
+          throw;
+        } catch (const Error& e) {
+          check_error = e.what();
+        }
+      };
+      std::vector<Tensor> got =
+          run_with_data_dependent_sizes(opts.backend, *imp.graph, feed, hooks, opts.compile.cache_dir).outputs;
+      if (!check_error.empty()) return {"fail", fmt::format("--nvrtc-check: {}", check_error), kc};
+      std::string first_diff = compare_outputs(got, want, *imp.graph, set, opts, errors);
+      if (!first_diff.empty()) return {"fail", first_diff + (errors.empty() ? "" : " [" + errors + "]"), kc};
+      continue;
+    }
     compile_graph(*imp.graph, opts.compile);
     if (!opts.nvrtc_archs.empty() && set == sets.front()) {
       try {
@@ -183,30 +251,7 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
       }
     }
     std::vector<Tensor> got = run_on_backend(opts.backend, *imp.graph, feed, opts.compile.cache_dir);
-    if (got.size() != want.size())
-      return {"fail", fmt::format("{}: {} outputs but {} expected", set.filename().string(), got.size(), want.size()),
-              kc};
-    std::string first_diff;
-    for (size_t k = 0; k < got.size(); ++k) {
-      // The run's precision loosens float tolerances (run_tolerance); a
-      // --tolerance bound replaces them (whole models).
-      const std::string& precision = opts.compile.pass.precision;
-      Tolerance tol = !opts.tolerance.empty() && is_float(want[k].dtype()) ? parse_tolerance(opts.tolerance)
-                      : opts.paths.empty() && opts.suite == "onnx-1.23"
-                          ? onnx_runner_tolerance(want[k].dtype(), precision)
-                          : run_tolerance(want[k].dtype(), precision);
-      std::string where =
-          fmt::format("{}: output {} (\"{}\")", set.filename().string(), k, imp.graph->outputs()[k]->name());
-      std::string diff = compare_tensors(got[k], want[k], tol);
-      if (is_float(want[k].dtype()) && got[k].shape() == want[k].shape()) {
-        ErrorStats e = error_stats(got[k], want[k], tol);
-        errors += fmt::format(
-            "{}{}: max abs err {:.3g}, max rel err {:.3g} (of max |expected|), {:.3g} of "
-            "tolerance atol {:g} rtol {:g}",
-            errors.empty() ? "" : "; ", where, e.max_abs, e.max_rel, e.tol_ratio, tol.atol, tol.rtol);
-      }
-      if (!diff.empty() && first_diff.empty()) first_diff = where + ": " + diff;
-    }
+    std::string first_diff = compare_outputs(got, want, *imp.graph, set, opts, errors);
     // Every output's errors are measured before a failure is reported.
     if (!first_diff.empty()) return {"fail", first_diff + (errors.empty() ? "" : " [" + errors + "]"), kc};
   }
@@ -336,7 +381,8 @@ const onnx::TypeProto* declared_type(const onnx::ModelProto& m, const std::strin
 }  // namespace
 
 ImportResult import_conformance_case(const std::string& dir, const std::string& data_set,
-                                     std::map<std::string, Tensor>* feed, std::vector<Tensor>* expected) {
+                                     std::map<std::string, Tensor>* feed, std::vector<Tensor>* expected,
+                                     bool data_dependent_sizes) {
   std::string model = (fs::path(dir) / "model.onnx").string();
   std::vector<std::string> in_names = model_input_names(model);
   onnx::ModelProto proto;
@@ -346,6 +392,7 @@ ImportResult import_conformance_case(const std::string& dir, const std::string& 
   }
   fs::path set = fs::path(dir) / data_set;
   ImportOptions opts;
+  opts.data_dependent_sizes = data_dependent_sizes;
   std::vector<fs::path> ins = numbered(set, "input_");
   for (size_t k = 0; k < ins.size(); ++k) {
     std::string name;
@@ -372,52 +419,6 @@ ImportResult import_conformance_case(const std::string& dir, const std::string& 
     }
   }
   return imp;
-}
-
-namespace {
-
-// The suite's folder does not follow KILN_CACHE_DIR: that is the kernel
-// cache, which tests point at fresh temporary folders.
-fs::path kiln_cache_dir() {
-  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return fs::path(d) / "kiln";
-  if (const char* d = std::getenv("HOME"); d && *d) return fs::path(d) / ".cache" / "kiln";
-  return fs::temp_directory_path() / "kiln-cache";
-}
-
-}  // namespace
-
-std::vector<std::string> conformance_suite_paths(const std::string& suite) {
-  fs::path root;
-  if (suite == "debian-1.12") {
-    root = kDebianTestData;
-    if (!fs::exists(root / "node"))
-      fail(
-          "conformance: suite debian-1.12 needs {} (tools/install_deps.sh installs "
-          "libonnx-testdata)",
-          root.string());
-  } else if (suite == "onnx-1.23") {
-    const char* env = std::getenv("KILN_ONNX_TESTS");
-    root = env && *env ? fs::path(env) : kiln_cache_dir() / "onnx-1.23-tests";
-    if (!fs::exists(root / "node"))
-      fail(
-          "conformance: suite onnx-1.23 is not generated in {}: run tools/onnx_suite.sh (or name another folder "
-          "with KILN_ONNX_TESTS)",
-          root.string());
-  } else {
-    fail("conformance: unknown --suite '{}' (onnx-1.23 or debian-1.12)", suite);
-  }
-  std::vector<std::string> r;
-  for (const char* s : {"node", "pytorch-converted", "pytorch-operator", "simple"})
-    if (fs::exists(root / s)) r.push_back((root / s).string());
-  return r;
-}
-
-Tolerance onnx_runner_tolerance(DType output, std::string_view precision) {
-  if (!is_float(output)) return default_tolerance(output);
-  Tolerance t{1e-7, output == DType::BF16 ? 0.015625 : 1e-3};
-  if (precision == "fp32") return t;
-  Tolerance p = run_tolerance(output, precision);
-  return {std::max(t.atol, p.atol), std::max(t.rtol, p.rtol)};
 }
 
 std::vector<std::string> conformance_test_dirs(const std::vector<std::string>& paths) {

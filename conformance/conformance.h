@@ -57,10 +57,14 @@ int run_conformance(const ConformanceOptions& opts);
 
 // Imports the model of one test folder with the inputs of one data set
 // (test_data_set_N) as known inputs; fills `feed` with the runtime inputs and
-// `expected` with the expected outputs when given.
+// `expected` with the expected outputs when given. `data_dependent_sizes`:
+// nonzero, non_max_suppression and topk whose deciding operand is such an
+// input keep it a run-time input, with a size symbol (ir/data_dependent.h;
+// what `kiln conformance` runs on ref and sim); false: the input's value is
+// frozen into the graph and the size is a number (what a static plan needs).
 ImportResult import_conformance_case(const std::string& dir, const std::string& data_set,
                                      std::map<std::string, Tensor>* feed = nullptr,
-                                     std::vector<Tensor>* expected = nullptr);
+                                     std::vector<Tensor>* expected = nullptr, bool data_dependent_sizes = false);
 // Every test folder under the given paths (a test folder or a folder of them).
 std::vector<std::string> conformance_test_dirs(const std::vector<std::string>& paths);
 

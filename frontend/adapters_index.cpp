@@ -14,6 +14,8 @@
 
 #include "frontend/import_context.h"
 #include "frontend/tensor_proto.h"
+#include "ir/data_dependent.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::adapters {
 
@@ -81,9 +83,17 @@ void one_hot(ImportContext& c) {
   c.set_outputs({c.emit1("one_hot", {c.input(0), c.input(2)}, a)});
 }
 
+// An input the model alone fixes gives a count known at compile time; any
+// other (a graph input, even one given at compile time) leaves it to the run:
+// the count is a size symbol in [0, numel] (ir/data_dependent.h).
 void nonzero(ImportContext& c) {
   c.only_attrs({});
-  c.set_outputs({c.emit1("nonzero", {c.input(0)})});
+  AttrMap a;
+  if (!c.fixed_value(c.input(0))) {
+    std::string sym = c.declare_size_symbol("nonzero_n", dim_product(c.input(0)->shape()));
+    if (!sym.empty()) a.set(kSizeSymbolAttr, sym);
+  }
+  c.set_outputs({c.emit1("nonzero", {c.input(0)}, a)});
 }
 
 void compress(ImportContext& c) {

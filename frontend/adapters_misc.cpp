@@ -5,6 +5,8 @@
 
 #include "frontend/import_context.h"
 #include "frontend/tensor_proto.h"
+#include "ir/data_dependent.h"
+#include "ir/symbolic_dim.h"
 #include "ops/misc_internal.h"
 
 namespace kiln::adapters {
@@ -146,6 +148,21 @@ void non_max_suppression(ImportContext& c) {
   a.set("max_output_boxes_per_class", c.has_input(2) ? int_value(c, 2, "max_output_boxes_per_class") : int64_t(0));
   a.set("iou_threshold", c.has_input(3) ? static_cast<float>(scalar_value(c, 3, "iou_threshold")) : 0.0f);
   if (c.has_input(4)) a.set("score_threshold", static_cast<float>(scalar_value(c, 4, "score_threshold")));
+  // Boxes and scores that the model alone fixes give a count known at compile
+  // time; others leave it to the run: a size symbol in [0, batches * classes *
+  // min(max_output_boxes_per_class, boxes)] (ir/data_dependent.h).
+  if (!c.fixed_value(c.input(0)) || !c.fixed_value(c.input(1))) {
+    const Shape& scores = c.input(1)->shape();
+    const Shape& boxes = c.input(0)->shape();
+    if (scores.size() != 3 || boxes.size() != 3)
+      c.fail("boxes must be [batch, boxes, 4] and scores [batch, classes, boxes], got {} and {}",
+             c.input(0)->type().str(), c.input(1)->type().str());
+    const int64_t per_class = a.get_int("max_output_boxes_per_class", 0);
+    // min(per_class, boxes) where boxes is a number; per_class otherwise.
+    const int64_t keep = is_symbolic_dim(boxes[1]) ? per_class : std::min(per_class, boxes[1]);
+    std::string sym = c.declare_size_symbol("nms_n", dim_mul(dim_mul(scores[0], scores[1]), keep));
+    if (!sym.empty()) a.set(kSizeSymbolAttr, sym);
+  }
   c.set_outputs(c.emit("non_max_suppression", {c.input(0), c.input(1)}, a));
 }
 

@@ -12,7 +12,9 @@
 #include <set>
 
 #include "frontend/import_context.h"
+#include "ir/data_dependent.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::adapters {
 
@@ -108,6 +110,29 @@ Adapter scan_adapter(std::string kiln_op) {
   };
 }
 
+AttrMap topk_attrs(ImportContext& c) {
+  int rank = c.input(0)->type().rank();
+  AttrMap attrs;
+  attrs.set("axis", int64_t(normalized_axis(c, c.attrs().get_int("axis", -1), rank, "axis")));
+  attrs.set("largest", flag(c, "largest", 1));
+  attrs.set("sorted", flag(c, "sorted", 1));
+  return attrs;
+}
+
+void topk_with_run_time_k(ImportContext& c) {
+  AttrMap attrs = topk_attrs(c);
+  if (c.input(0)->type().rank() == 0) c.fail("operand 0 is a scalar; TopK needs rank >= 1");
+  std::string sym = c.declare_size_symbol("topk_k", c.input(0)->shape()[attrs.get_int("axis", -1)]);
+  if (sym.empty()) {  // in a region: k must be known at compile time there
+    const Tensor& t = c.require_value(1, "k");
+    attrs.set("k", t.get_int(0));
+    c.set_outputs(c.emit("topk", {c.input(0)}, attrs, c.output_used(1) ? 2 : 1));
+    return;
+  }
+  attrs.set(kSizeSymbolAttr, sym);
+  c.set_outputs(c.emit("topk", {c.input(0), c.input(1)}, attrs, c.output_used(1) ? 2 : 1));
+}
+
 void topk(ImportContext& c) {
   int64_t k;
   if (c.opset() < 10) {
@@ -117,17 +142,19 @@ void topk(ImportContext& c) {
   } else {
     allow_attrs(c, c.opset() >= 11 ? std::initializer_list<const char*>{"axis", "largest", "sorted"}
                                    : std::initializer_list<const char*>{"axis"});
-    const Tensor& t = c.require_value(1, "k");
-    if (t.dtype() != DType::I64) c.fail("k operand must be i64, got {}", dtype_name(t.dtype()));
-    if (t.numel() != 1 || t.rank() > 1) c.fail("k operand must hold one value, got {}", t.type().str());
-    k = t.get_int(0);
+    Value* kv = c.input(1);
+    if (kv->dtype() != DType::I64) c.fail("k operand must be i64, got {}", dtype_name(kv->dtype()));
+    if (has_symbolic_dims(kv->shape()) || shape_numel(kv->shape()) != 1 || kv->type().rank() > 1)
+      c.fail("k operand must hold one value, got {}", kv->type().str());
+    // A k the model alone fixes is an attribute; any other is read at run
+    // time, the result size a symbol in [0, the axis size]
+    // (ir/data_dependent.h).
+    const Tensor* t = c.fixed_value(kv);
+    if (!t) return topk_with_run_time_k(c);
+    k = t->get_int(0);
   }
-  int rank = c.input(0)->type().rank();
-  AttrMap attrs;
+  AttrMap attrs = topk_attrs(c);
   attrs.set("k", k);
-  attrs.set("axis", int64_t(normalized_axis(c, c.attrs().get_int("axis", -1), rank, "axis")));
-  attrs.set("largest", flag(c, "largest", 1));
-  attrs.set("sorted", flag(c, "sorted", 1));
   int n = c.output_used(1) ? 2 : 1;
   c.set_outputs(c.emit("topk", {c.input(0)}, attrs, n));
 }

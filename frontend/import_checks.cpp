@@ -5,7 +5,9 @@
 #include <algorithm>
 
 #include "frontend/tensor_proto.h"
+#include "ir/data_dependent.h"
 #include "ir/limits.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::onnx_import_detail {
 
@@ -108,6 +110,14 @@ void Importer::check_structure() {
              short_name(in), label(producer.at(in)));
 }
 
+bool Importer::decided_by_data(int64_t dim) const {
+  if (!is_symbolic_dim(dim)) return false;
+  const auto by_data = data_dependent_symbols(*graph_);
+  for (const std::string& s : dim_symbols(dim))
+    if (by_data.count(s)) return true;
+  return false;
+}
+
 // value_info entries declare the types of intermediate values: they must
 // agree with what kiln infers (a disagreement means a broken model or a kiln
 // bug, and either way the results could not be trusted).
@@ -126,7 +136,7 @@ void Importer::check_declared_types() {
       fail("{}: the model declares rank {} but kiln infers {}", ctx, tt.shape().dim_size(), v->type().str());
     for (int i = 0; i < tt.shape().dim_size(); ++i) {
       const auto& d = tt.shape().dim(i);
-      if (d.has_dim_value() && d.dim_value() != v->shape()[i])
+      if (d.has_dim_value() && d.dim_value() != v->shape()[i] && !decided_by_data(v->shape()[i]))
         fail("{}: the model declares dim {} = {} but kiln infers {}", ctx, i, d.dim_value(), v->type().str());
     }
   }

@@ -2,6 +2,7 @@
 #include "frontend/importer.h"
 
 #include "ir/control_flow.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::onnx_import_detail {
 
@@ -12,6 +13,21 @@ std::string NodeContext::label() const { return fmt::format("{}: {}", imp_.file(
 const Tensor* NodeContext::value_of(Value* v) { return imp_.known_value(v); }
 
 const Tensor* NodeContext::fixed_value(Value* v) { return imp_.known_value(v, /*freeze=*/false); }
+
+std::string NodeContext::declare_size_symbol(const std::string& hint, int64_t bound) {
+  Graph& g = imp_.graph();
+  if (!imp_.opts_.data_dependent_sizes || &g != imp_.graph_.get()) return "";
+  // The bound at the largest shapes the declared ranges allow.
+  SymbolBindings at_max;
+  for (const SymbolDecl& d : g.symbols()) at_max[d.name] = d.max;
+  const int64_t max = eval_dim(bound, at_max);
+  std::string name;
+  for (int i = 0; name.empty() || g.find_symbol(name); ++i) name = hint + std::to_string(i);
+  std::vector<SymbolDecl> decls = g.symbols();
+  decls.push_back({name, 0, max});
+  g.set_symbols(std::move(decls));
+  return name;
+}
 
 std::vector<Value*> NodeContext::emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
                                       int num_outputs) {

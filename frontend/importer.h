@@ -97,6 +97,7 @@ class NodeContext final : public ImportContext {
                       label(), what, i, input(i)->name()));
     return *t;
   }
+  std::string declare_size_symbol(const std::string& hint, int64_t bound) override;
   std::vector<Value*> emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
                            int num_outputs) override;
   Value* constant(Tensor t, const std::string& name_hint) override;
@@ -195,6 +196,8 @@ class Importer {
  private:
   void check_structure();
   void check_declared_types();
+  // Whether `dim` uses a symbol that a node's data decides (ir/data_dependent.h).
+  bool decided_by_data(int64_t dim) const;
   void import_inputs();
   void check_shadowed_input(const onnx::ValueInfoProto& vi, const Value* init);
   void import_initializers();

@@ -18,6 +18,7 @@
 #include "frontend/symbolic_values.h"
 #include "frontend/tensor_proto.h"
 #include "ir/control_flow.h"
+#include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/limits.h"
 #include "ir/short_name.h"
@@ -393,7 +394,10 @@ ImportResult Importer::run() {
       if (tt.has_shape()) {
         for (int i = 0; i < tt.shape().dim_size(); ++i) {
           const auto& d = tt.shape().dim(i);
-          if (d.has_dim_value() && d.dim_value() != v->shape()[i] && !opts_.override_fixed_dims)
+          // A size the data decides (ir/data_dependent.h) is what the run
+          // gives; the exporter's number is only the size it saw.
+          if (d.has_dim_value() && d.dim_value() != v->shape()[i] && !opts_.override_fixed_dims &&
+              !decided_by_data(v->shape()[i]))
             fail("{}: the model declares dim {} = {} but kiln infers {}", ctx, i, d.dim_value(), v->type().str());
         }
       }

@@ -31,6 +31,11 @@ struct ImportOptions {
   // into a constant only if some op needs its value to know shapes; the
   // others stay runtime inputs (their shapes are taken from these tensors).
   std::map<std::string, Tensor> known_inputs;
+  // nonzero, non_max_suppression and topk (k) whose deciding operand the
+  // model alone does not fix get a result size decided at run time: a size
+  // symbol in [0, upper bound] (ir/data_dependent.h). false: the operand must
+  // be known at compile time (a known input is frozen), as a static plan needs.
+  bool data_dependent_sizes = true;
   // Collecting mode (kiln inspect, compile's coverage check): when set, a node
   // that cannot be imported is recorded here instead of ending the import, and
   // its results are marked unknown; nodes reading them are checked only for

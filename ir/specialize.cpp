@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/short_name.h"
 #include "ir/verifier.h"
@@ -10,18 +11,42 @@ namespace kiln {
 
 namespace {
 
+// `d` with the symbols `b` binds replaced by their values; the others (the
+// data-dependent ones, which only a run binds) stay. Terms may be negative on
+// the way (seq-1); a constant result must not be.
+int64_t substitute_dim(int64_t d, const SymbolBindings& b) {
+  if (!is_symbolic_dim(d)) return d;
+  int64_t sum = 0;
+  for (const auto& [m, c] : dim_poly(d)) {
+    int64_t term = c;
+    for (const std::string& name : m) {
+      auto it = b.find(name);
+      term = value_mul(term, it == b.end() ? symbol_dim(name) : it->second);
+    }
+    sum = value_add(sum, term);
+  }
+  if (!is_symbolic_dim(sum) && sum < 0) fail("dim {} is {} (negative) for the given symbol values", dim_str(d), sum);
+  return sum;
+}
+
+Shape substitute_shape(const Shape& s, const SymbolBindings& b) {
+  Shape r;
+  for (int64_t d : s) r.push_back(substitute_dim(d, b));
+  return r;
+}
+
 TensorType eval_type(const TensorType& t, const SymbolBindings& b) {
   if (!has_symbolic_dims(t.shape)) return t;
-  return TensorType(t.dtype, eval_shape(t.shape, b), t.layout);
+  return TensorType(t.dtype, substitute_shape(t.shape, b), t.layout);
 }
 
 void eval_attrs(AttrMap& attrs, const SymbolBindings& b) {
   std::vector<std::pair<std::string, Attribute>> changed;
   for (const auto& [name, a] : attrs) {
     if (const auto* v = std::get_if<int64_t>(&a); v && is_symbolic_dim(*v)) {
-      changed.emplace_back(name, eval_dim(*v, b));
+      changed.emplace_back(name, substitute_dim(*v, b));
     } else if (const auto* l = std::get_if<std::vector<int64_t>>(&a); l && has_symbolic_dims(*l)) {
-      changed.emplace_back(name, eval_shape(*l, b));
+      changed.emplace_back(name, substitute_shape(*l, b));
     }
   }
   for (auto& [name, a] : changed) attrs.set(name, std::move(a));
@@ -35,7 +60,7 @@ void specialize_in_place(Graph& g, const SymbolBindings& b) {
     const int64_t* p = t.data<int64_t>();
     if (std::none_of(p, p + t.numel(), [](int64_t x) { return x < 0 && is_symbolic_dim(x); })) continue;
     Tensor s = t.clone();
-    for (int64_t i = 0; i < s.numel(); ++i) s.data<int64_t>()[i] = eval_dim(p[i], b);
+    for (int64_t i = 0; i < s.numel(); ++i) s.data<int64_t>()[i] = substitute_dim(p[i], b);
     c->set_data(std::move(s));
   }
   for (const auto& n : g.nodes()) {
@@ -84,8 +109,11 @@ SymbolBindings bind_symbols(const Graph& g, const std::vector<std::pair<std::str
       from.emplace(sym, in->name());
     }
   }
+  // Data-dependent symbols (ir/data_dependent.h) get their values when the
+  // nodes that decide them run, never from the inputs.
+  const auto by_data = data_dependent_symbols(g);
   for (const SymbolDecl& d : g.symbols())
-    if (!b.count(d.name))
+    if (!b.count(d.name) && !by_data.count(d.name))
       fail("{}: symbol {} is not the whole of any input dim, so the inputs do not give its value", what, d.name);
   // Pass 2: dims that are expressions of the symbols must agree.
   for (const Value* in : g.inputs()) {
@@ -100,9 +128,18 @@ SymbolBindings bind_symbols(const Graph& g, const std::vector<std::pair<std::str
 }
 
 std::unique_ptr<Graph> specialize_graph(const Graph& g, const SymbolBindings& b, const OpRegistry& registry) {
+  // Every symbol must have a value, but a data-dependent one may stay (its
+  // node binds it at run time): the copy keeps its declaration.
+  const auto by_data = data_dependent_symbols(g);
+  std::vector<SymbolDecl> kept;
+  for (const SymbolDecl& d : g.symbols()) {
+    if (b.count(d.name)) continue;
+    if (!by_data.count(d.name)) fail("symbol '{}' has no value", d.name);
+    kept.push_back(d);
+  }
   std::unique_ptr<Graph> s = g.clone();
   specialize_in_place(*s, b);
-  s->set_symbols({});
+  s->set_symbols(std::move(kept));
   verify_graph(*s, registry);
   return s;
 }

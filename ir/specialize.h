@@ -19,7 +19,8 @@ namespace kiln {
 // input is missing or has another rank, a fixed dim differs, two inputs give
 // one symbol different values, a value is outside the symbol's range, or a
 // symbol cannot be read off any input (it appears only inside expressions
-// such as 2*n that do not give its value).
+// such as 2*n that do not give its value). Data-dependent symbols
+// (ir/data_dependent.h) are left unbound: a run binds them.
 SymbolBindings bind_symbols(const Graph& g, const std::vector<std::pair<std::string, Shape>>& shapes,
                             const std::string& what);
 
@@ -27,7 +28,9 @@ SymbolBindings bind_symbols(const Graph& g, const std::vector<std::pair<std::str
 // of all values (regions included), integer attributes, and i64 constants
 // holding symbolic dims (shape values). The copy declares no symbols and is
 // verified against `registry`, so every node's inference is re-run on the
-// static shapes and must agree.
+// static shapes and must agree. Only data-dependent symbols may lack a value
+// in `b`: they stay in the copy (types such as [2,n] with n their nodes'
+// count), declared as in `g`; any other symbol without a value is an error.
 std::unique_ptr<Graph> specialize_graph(const Graph& g, const SymbolBindings& b, const OpRegistry& registry);
 
 }  // namespace kiln

@@ -16,8 +16,10 @@ namespace {
 // Handles: kBase - id * kStride. The stride keeps a handle off by a small
 // constant (what a symbol-unaware shape formula such as (h - k) / s + 1 makes
 // of it) from being another valid handle, so such results are caught as
-// invalid dims instead of read as some other symbol.
-constexpr int64_t kBase = -(int64_t(1) << 62);
+// invalid dims instead of read as some other symbol. The base is off a round
+// number by an odd amount: an extreme a model or test writes on purpose
+// (-(2^62) as Trilu's k) must never read as the first symbol interned.
+constexpr int64_t kBase = -(int64_t(1) << 62) - 977;
 constexpr int64_t kStride = int64_t(1) << 20;
 constexpr int64_t kMaxEntries = int64_t(1) << 24;  // the handles stay above -(2^62 + 2^44)
 

@@ -22,15 +22,18 @@
 //  - symbolic dims (ir/symbolic_dim.h): the top-level graph declares each
 //    symbol once with a range 0 <= min <= max; every symbol a value's type
 //    uses, in the graph or any region, is declared there; regions declare
-//    none of their own.
+//    none of their own. A data-dependent size symbol (ir/data_dependent.h)
+//    is named by one top-level node, declared, and shapes no input.
 #include "ir/verifier.h"
 
+#include <map>
 #include <memory_resource>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "ir/control_flow.h"
+#include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/short_name.h"
 #include "ir/symbolic_dim.h"
@@ -64,6 +67,25 @@ class Verifier {
       if (s.min < 0 || s.min > s.max)
         err("", "graph @{}: symbol {} has the range [{}, {}] (need 0 <= min <= max)", g.name(), s.name, s.min, s.max);
     }
+    // Data-dependent sizes (ir/data_dependent.h): one node per symbol, the
+    // symbol declared, and no input shaped by it (a run binds it, not the inputs).
+    std::map<std::string, const Node*, std::less<>> by_data;
+    try {
+      by_data = data_dependent_symbols(g);
+    } catch (const Error& e) {
+      err("", "graph @{}: {}", g.name(), e.what());
+    }
+    for (const auto& [sym, n] : by_data) {
+      if (!declared_.count(sym))
+        err("", "graph @{}: {} names the size symbol {}, which the graph does not declare", g.name(), n->describe(),
+            sym);
+      for (const Value* in : g.inputs())
+        for (int64_t d : in->shape())
+          for (const std::string& used : is_symbolic_dim(d) ? dim_symbols(d) : std::vector<std::string>{})
+            if (used == sym)
+              err("", "graph @{}: input {} has type {} but {} is the size symbol of {}: the data decides it", g.name(),
+                  vname(in), in->type().str(), sym, n->describe());
+    }
   }
 
   // `where` prefixes messages for bodies: "in the body of node ...: ".
@@ -84,6 +106,11 @@ class Verifier {
     values.reserve(expect);
     if (depth > 0 && !g.symbols().empty())
       err(where, "graph @{} is a region but declares symbols (only the top-level graph does)", g.name());
+    if (depth > 0)
+      for (const auto& n : g.nodes())
+        if (is_data_dependent_node(*n))
+          err(where, "{} in graph @{} has a data-dependent size, which only the top-level graph's nodes may have",
+              n->describe(), g.name());
     auto add_value = [&](const Value* v, int pos) {
       check_dims(v, where);
       position[v] = pos;

@@ -1,9 +1,14 @@
-// Selections whose result shape depends on data: inference needs the
-// deciding operand's value at compile time (a constant, a frozen input, or
-// something computed from constants), as kiln compiles static shapes.
+// Selections whose result shape depends on data. compress and unique need
+// the deciding operand's value at compile time (a constant, a frozen input,
+// or something computed from constants); nonzero may also leave its count to
+// run time (ops/data_dependent_size.h).
 //
 //   nonzero(x) -> i64[rank, count]: coordinates of the non-zero elements in
-//     row-major order (a scalar reads as a 1-element vector)
+//     row-major order (a scalar reads as a 1-element vector); count is a
+//     number (x known at compile time), the size symbol the node names
+//     ({size_symbol="s"}: i64[rank, s]), or, bounded ({bounded=1}), the
+//     result is i64[rank, numel(x)] (columns past the count 0) plus the
+//     count as i64[]
 //   compress {axis?}(x, condition: bool[n]) -> the slices along `axis` where
 //     condition is true (x flattened when axis is absent); a condition
 //     shorter than the axis drops the rest
@@ -17,6 +22,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "ops/data_dependent_size.h"
 #include "ops/index_common.h"
 
 namespace kiln::ops::index {
@@ -47,22 +53,43 @@ std::vector<uint8_t> nonzero_mask(const Tensor& t) {
 // nonzero
 
 std::vector<TensorType> infer_nonzero(InferContext& c) {
+  const int64_t rank = std::max(c.rank(0), 1);
+  const SizeForm form = size_form(c);
+  if (c.num_outputs() != (form == SizeForm::Bounded ? 2 : 1))
+    c.fail("{} results, but this form of nonzero has {}", c.num_outputs(), form == SizeForm::Bounded ? 2 : 1);
+  if (form == SizeForm::Symbol) return {TensorType(DType::I64, {rank, size_symbol_dim(c)})};
+  if (form == SizeForm::Bounded) {
+    if (has_symbolic_dims(c.shape(0))) c.fail("bounded nonzero needs a static input, got {}", c.type(0).str());
+    return {TensorType(DType::I64, {rank, shape_numel(c.shape(0))}), TensorType(DType::I64, {})};
+  }
   const Tensor& x = c.require_value(0, "nonzero's input (its count of non-zeros sets the result shape)");
+  if (x.dtype() == DType::I64)
+    for (int64_t i = 0; i < x.numel(); ++i)
+      if (x.data<int64_t>()[i] < 0 && is_symbolic_dim(x.data<int64_t>()[i]))
+        c.unsupported("kiln cannot compute nonzero on symbolic shape values yet: operand 0 holds {}",
+                      dim_str(x.data<int64_t>()[i]));
   std::vector<uint8_t> mask = nonzero_mask(x);
   int64_t count = std::count(mask.begin(), mask.end(), uint8_t(1));
   return {TensorType(DType::I64, {std::max(c.rank(0), 1), count})};
 }
 
 void nonzero_kernel(KernelContext& ctx) {
+  if (ctx.attrs.has(kSizeSymbolAttr)) refuse_unlowered(ctx);
+  const bool bounded = ctx.attrs.get_int("bounded", 0) != 0;
   const Tensor& x = ctx.in(0);
   Tensor& y = ctx.out();
   std::vector<uint8_t> mask = nonzero_mask(x);
   const int64_t count = std::count(mask.begin(), mask.end(), uint8_t(1));
   KILN_CHECK(y.rank() == 2 && y.shape()[0] == std::max(x.rank(), 1), "{}: result {} was not inferred", ctx.label,
              y.type().str());
-  if (y.shape()[1] != count)
+  if (!bounded && y.shape()[1] != count)
     throw Error(fmt::format("{}: input has {} non-zero elements but the result was compiled for {}", ctx.label, count,
                             y.shape()[1]));
+  // Row d holds the d-th coordinates: the count of them, or (bounded) the
+  // bound with zeros after the count.
+  const int64_t stride = y.shape()[1];
+  std::fill(y.data<int64_t>(), y.data<int64_t>() + y.numel(), int64_t(0));
+  if (bounded) ctx.out(1).data<int64_t>()[0] = count;
   const Shape shape = x.rank() == 0 ? Shape{1} : x.shape();
   const int r = static_cast<int>(shape.size());
   int64_t* out = y.data<int64_t>();
@@ -70,7 +97,7 @@ void nonzero_kernel(KernelContext& ctx) {
   int64_t k = 0;
   for (int64_t i = 0; i < x.numel(); ++i) {
     if (mask[i]) {
-      for (int d = 0; d < r; ++d) out[d * count + k] = coord[d];
+      for (int d = 0; d < r; ++d) out[d * stride + k] = coord[d];
       ++k;
     }
     for (int d = r - 1; d >= 0; --d) {
@@ -302,9 +329,14 @@ void register_select_ops(OpRegistry& r) {
   OpDef nz;
   nz.name = "nonzero";
   nz.category = OpCategory::Compute;
+  nz.max_outputs = 2;
+  nz.attrs = {{kSizeSymbolAttr, AttrKind::String}, {"bounded", AttrKind::Int}};
+  nz.symbolic_dims = true;  // the rank is all the symbol form reads
   nz.infer = infer_nonzero;
   nz.reference = nonzero_kernel;
-  nz.doc = "i64[rank, count]: coordinates of non-zero elements (input value needed at compile time)";
+  nz.doc =
+      "i64[rank, count]: coordinates of non-zero elements; count known at compile time, a size symbol bound at run "
+      "time, or bounded (the bound plus the count)";
   r.add(std::move(nz));
 
   OpDef cp;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/data_dependent_size.h"
 #include "ops/families.h"
 #include "ops/misc_internal.h"
 #include "ops/op_helpers.h"
@@ -20,7 +21,9 @@ namespace {
 // scoring above score_threshold are taken by descending score (lower index
 // first on ties) unless their IoU with an already taken box exceeds
 // iou_threshold, up to max_output_boxes_per_class. The result count depends
-// on the data, so inference needs boxes and scores at compile time.
+// on the data: a number when boxes and scores are known at compile time, else
+// the size symbol the node names, or bounded (ops/data_dependent_size.h):
+// [B * C * min(max_output_boxes_per_class, n), 3] plus the count as i64[].
 
 struct NmsParams {
   bool center = false;
@@ -98,26 +101,43 @@ std::vector<int64_t> run_nms(const Tensor& boxes, const Tensor& scores, const Nm
   return sel;
 }
 
+// The most boxes the selection can hold: every class of every batch keeps at
+// most min(max_output_boxes_per_class, n) boxes.
+int64_t nms_bound(const Shape& boxes, const Shape& scores, const AttrMap& a) {
+  return scores[0] * scores[1] * std::min(a.get_int("max_output_boxes_per_class", 0), boxes[1]);
+}
+
 OpDef nms_op() {
   OpDef d;
   d.name = "non_max_suppression";
   d.min_inputs = d.max_inputs = 2;
-  d.attrs = {{"center_point_box", AttrKind::Int},
-             {"max_output_boxes_per_class", AttrKind::Int},
-             {"iou_threshold", AttrKind::Float},
-             {"score_threshold", AttrKind::Float}};
+  d.max_outputs = 2;
+  d.symbolic_dims = true;  // the symbol form reads no dims; the others refuse symbolic ones below
+  d.attrs = {{"center_point_box", AttrKind::Int}, {"max_output_boxes_per_class", AttrKind::Int},
+             {"iou_threshold", AttrKind::Float},  {"score_threshold", AttrKind::Float},
+             {kSizeSymbolAttr, AttrKind::String}, {"bounded", AttrKind::Int}};
   d.infer = [](InferContext& c) {
     require_float(c, 0);
     require_float(c, 1);
     const Shape &b = c.shape(0), &s = c.shape(1);
-    if (b.size() != 3 || b[2] != 4) c.fail("boxes must be [batch, boxes, 4], got [{}]", fmt::join(b, ","));
+    if (b.size() != 3 || b[2] != 4) c.fail("boxes must be [batch, boxes, 4], got [{}]", dims_str(b));
     if (s.size() != 3 || s[0] != b[0] || s[2] != b[1])
-      c.fail("scores must be [{}, classes, {}], got [{}]", b[0], b[1], fmt::join(s, ","));
+      c.fail("scores must be [{}, classes, {}], got [{}]", dim_str(b[0]), dim_str(b[1]), dims_str(s));
     int64_t cpb = c.attrs().get_int("center_point_box", 0);
     if (cpb != 0 && cpb != 1) c.fail("center_point_box must be 0 or 1, got {}", cpb);
     float iou = c.attrs().get_float("iou_threshold", 0);
     if (!(iou >= 0 && iou <= 1)) c.fail("iou_threshold must be in [0, 1], got {}", iou);
     if (c.attrs().get_int("max_output_boxes_per_class", 0) < 0) c.fail("max_output_boxes_per_class must be >= 0");
+    const SizeForm form = size_form(c);
+    if (c.num_outputs() != (form == SizeForm::Bounded ? 2 : 1))
+      c.fail("{} results, but this form of non_max_suppression has {}", c.num_outputs(),
+             form == SizeForm::Bounded ? 2 : 1);
+    if (form == SizeForm::Symbol) return std::vector<TensorType>{TensorType(DType::I64, {size_symbol_dim(c), 3})};
+    if (has_symbolic_dims(b) || has_symbolic_dims(s))
+      c.fail("boxes {} and scores {} need static shapes here", c.type(0).str(), c.type(1).str());
+    if (form == SizeForm::Bounded)
+      return std::vector<TensorType>{TensorType(DType::I64, {nms_bound(b, s, c.attrs()), 3}),
+                                     TensorType(DType::I64, {})};
     // The number of selected boxes depends on the data.
     const Tensor& bt = c.require_value(0, "boxes (the result count depends on them)");
     const Tensor& st = c.require_value(1, "scores (the result count depends on them)");
@@ -125,13 +145,25 @@ OpDef nms_op() {
     return std::vector<TensorType>{TensorType(DType::I64, {k, 3})};
   };
   d.reference = [](KernelContext& ctx) {
+    if (ctx.attrs.has(kSizeSymbolAttr)) refuse_unlowered(ctx);
     std::vector<int64_t> sel = run_nms(ctx.in(0), ctx.in(1), nms_params(ctx.attrs));
     Tensor& out = ctx.out();
+    if (ctx.attrs.get_int("bounded", 0)) {
+      // The selected rows first, zeros after them, and the count.
+      if (static_cast<int64_t>(sel.size()) > out.numel())
+        fail("{}: selected {} boxes, more than the bound {}", ctx.label, sel.size() / 3, out.numel() / 3);
+      std::fill(out.data<int64_t>(), out.data<int64_t>() + out.numel(), int64_t(0));
+      std::copy(sel.begin(), sel.end(), out.data<int64_t>());
+      ctx.out(1).data<int64_t>()[0] = static_cast<int64_t>(sel.size()) / 3;
+      return;
+    }
     if (static_cast<int64_t>(sel.size()) != out.numel())
       fail("{}: selected {} boxes but inference found {}", ctx.label, sel.size() / 3, out.numel() / 3);
     std::copy(sel.begin(), sel.end(), out.data<int64_t>());
   };
-  d.doc = "greedy non-maximum suppression per batch and class; result [k, 3] of (batch, class, box)";
+  d.doc =
+      "greedy non-maximum suppression per batch and class; result [k, 3] of (batch, class, box); k known at compile "
+      "time, a size symbol bound at run time, or bounded (the bound plus the count)";
   return d;
 }
 

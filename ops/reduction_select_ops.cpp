@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "ops/data_dependent_size.h"
 #include "ops/reduction_internal.h"
 
 namespace kiln::ops {
@@ -125,21 +126,45 @@ OpDef topk_def() {
   d.name = "topk";
   d.category = OpCategory::Compute;
   d.max_outputs = 2;
-  d.attrs = {
-      {"k", AttrKind::Int, true}, {"axis", AttrKind::Int}, {"largest", AttrKind::Int}, {"sorted", AttrKind::Int}};
+  // k: an attribute, or (k decided at run time) operand 1, an i64 holding one
+  // value, with the result size the node's size symbol
+  // (ops/data_dependent_size.h; the lowering runs topk with k = the axis
+  // size, sorted, and keeps the first k).
+  d.max_inputs = 2;
+  d.symbolic_dims = true;  // the k operand's form keeps every dim but the axis; the attribute form refuses symbols
+  d.attrs = {{"k", AttrKind::Int},
+             {"axis", AttrKind::Int},
+             {"largest", AttrKind::Int},
+             {"sorted", AttrKind::Int},
+             {kSizeSymbolAttr, AttrKind::String}};
   d.infer = [](InferContext& c) {
     if (c.rank(0) == 0) c.fail("operand 0 is a scalar; topk needs rank >= 1");
     int axis = axis_attr(c, "axis", -1);
     flag_attr(c, "largest", 1);
     flag_attr(c, "sorted", 1);
+    if (c.dtype(0) == DType::Bool) c.fail("operand 0 is bool; topk needs a numeric dtype");
+    if (size_form(c) == SizeForm::Bounded) c.fail("topk has no bounded form (it runs with k = the axis size)");
+    if (c.attrs().has(kSizeSymbolAttr)) {
+      if (c.attrs().has("k")) c.fail("k is an attribute and {} is given: k comes from operand 1 then", kSizeSymbolAttr);
+      if (!c.has_input(1)) c.fail("{} is given but operand 1 (k) is missing", kSizeSymbolAttr);
+      if (c.dtype(1) != DType::I64 || has_symbolic_dims(c.shape(1)) || shape_numel(c.shape(1)) != 1)
+        c.fail("operand 1 (k) must be an i64 holding one value, got {}", c.type(1).str());
+      Shape s = c.shape(0);
+      s[axis] = size_symbol_dim(c);
+      return std::vector<TensorType>{TensorType(c.dtype(0), s), TensorType(DType::I64, s)};
+    }
+    if (c.has_input(1)) c.fail("operand 1 (k) needs the size symbol attribute {}", kSizeSymbolAttr);
+    if (!c.attrs().has("k")) c.fail("attribute 'k' is missing");
+    if (has_symbolic_dims(c.shape(0)))
+      c.unsupported("kiln cannot infer topk with symbolic dims yet: operand 0 is {}", c.type(0).str());
     int64_t k = c.attrs().require_int("k");
     Shape s = c.shape(0);
     if (k < 0 || k > s[axis]) c.fail("k = {} is out of range for axis {} of size {}", k, axis, s[axis]);
-    if (c.dtype(0) == DType::Bool) c.fail("operand 0 is bool; topk needs a numeric dtype");
     s[axis] = k;
     return std::vector<TensorType>{TensorType(c.dtype(0), s), TensorType(DType::I64, s)};
   };
   d.reference = [](KernelContext& k) {
+    if (k.attrs.has(kSizeSymbolAttr)) refuse_unlowered(k);
     const Tensor& x = k.in(0);
     int64_t axis = k.attrs.get_int("axis", -1);
     if (axis < 0) axis += x.rank();
@@ -148,7 +173,9 @@ OpDef topk_def() {
     Tensor* idx = k.outputs.size() > 1 ? &k.out(1) : nullptr;
     with_numeric_data(x, [&](const auto* p) { topk_kernel(p, x, static_cast<int>(axis), kk, largest, k.out(0), idx); });
   };
-  d.doc = "the k largest (or smallest) elements along axis and their i64 indices, sorted; ties keep the lower index";
+  d.doc =
+      "the k largest (or smallest) elements along axis and their i64 indices, sorted; ties keep the lower index; k an "
+      "attribute, or operand 1 read at run time (size_symbol)";
   return d;
 }
 

@@ -86,16 +86,29 @@ def input_specs(name, model):
     return INPUTS.get(name, {})
 
 
+def recorded_shapes(model):
+    """The shapes export_zoo.py recorded for inputs with dynamic dims."""
+    meta = {p.key: p.value for p in model.metadata_props}
+    if "kiln-inputs" not in meta:
+        return {}
+    return {n: v["shape"] for n, v in json.loads(meta["kiln-inputs"]).items() if "shape" in v}
+
+
 def make_inputs(name, model):
     rng = np.random.default_rng(7)
     inits = {i.name for i in model.graph.initializer}
     specs = input_specs(name, model)
+    recorded = recorded_shapes(model)
     feeds = {}
     for vi in model.graph.input:
         if vi.name in inits:
             continue
         tt = vi.type.tensor_type
         shape = [d.dim_value for d in tt.shape.dim]
+        if any(not d.HasField("dim_value") for d in tt.shape.dim):  # a dynamic dim
+            if vi.name not in recorded:
+                raise SystemExit(f"{name}: input {vi.name} has dynamic dims and no recorded shape")
+            shape = recorded[vi.name]
         dtype = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
         feeds[vi.name] = draw(rng, shape, dtype, specs.get(vi.name, ("normal",)))
     return feeds

@@ -6,11 +6,13 @@
 #include <iostream>
 #include <limits>
 
+#include "backends/data_dependent_run.h"
 #include "backends/run_on_backend.h"
 #include "compiler/import_checked.h"
 #include "compiler/targets.h"
 #include "compiler/plan_sniff.h"
 #include "frontend/onnx_import.h"
+#include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/specialize.h"
 #include "ops/registry.h"
@@ -120,6 +122,46 @@ CLI::App* register_run(CLI::App& app, RunCommand& c) {
   return run;
 }
 
+namespace {
+
+// kiln run on a graph with data-dependent result sizes: the passes run per
+// stage inside the run, so they are timed with it; the size symbols the run
+// bound are printed with the outputs.
+int run_data_dependent(RunCommand& c, const Graph& g, const std::map<std::string, Tensor>& feed,
+                       const std::vector<std::string>& described, const std::string& backend,
+                       const std::string& ort_exe) {
+  for (const std::string& d : described) std::cout << d << "\n";
+  DataDependentRunHooks hooks;
+  hooks.prepare = [&](Graph& stage) { compile_graph(stage, c.copts); };
+  DataDependentRunResult res;
+  double best = 1e30;
+  for (int i = 0; i < std::max(1, c.iterations); ++i) {
+    auto a = std::chrono::steady_clock::now();
+    try {
+      res = run_with_data_dependent_sizes(backend, g, feed, hooks, c.copts.cache_dir);
+    } catch (const Error& e) {
+      if (dynamic_cast<const Unsupported*>(&e)) unsupported("{}: {}", c.model, e.what());
+      fail("{}: {}", c.model, e.what());
+    }
+    best = std::min(best, ms_since(a));
+  }
+  std::vector<std::string> sizes;
+  for (const auto& [sym, node] : data_dependent_symbols(g))
+    sizes.push_back(fmt::format("{}={} ({})", sym, res.symbols.at(sym), node->describe()));
+  std::cout << fmt::format("backend: {} ({})\n", backend,
+                           backend == "sim" ? "generated kernels on the CPU simulator" : "CPU reference");
+  std::cout << fmt::format("data-dependent sizes: {}; {} static stages, each through the passes when it ran\n",
+                           fmt::join(sizes, ", "), res.stages);
+  std::vector<std::pair<std::string, Tensor>> named;
+  for (size_t i = 0; i < res.outputs.size(); ++i) named.emplace_back(g.outputs()[i]->name(), res.outputs[i]);
+  report_outputs(named, c.outputs_dir, c.copts.pass.precision);
+  std::cout << fmt::format("run: {:.2f} ms (best of {}, passes included)\n", best, std::max(1, c.iterations));
+  if (!c.compare.empty() && !compare_with_ort(ort_exe, c.model, feed, named, c.copts.pass.precision)) return 1;
+  return 0;
+}
+
+}  // namespace
+
 int run_run(RunCommand& c) {
   if (is_plan_file(c.model)) {
     if (!c.compare.empty())
@@ -187,11 +229,15 @@ int run_run(RunCommand& c) {
     SymbolBindings b = bind_symbols(*r.graph, shapes, c.model);
     std::vector<std::string> said;
     for (const SymbolDecl& d : r.graph->symbols())
-      said.push_back(fmt::format("{}={} (range [{}, {}])", d.name, b.at(d.name), d.min, d.max));
-    described.push_back(fmt::format("symbols: {}", fmt::join(said, ", ")));
+      if (b.count(d.name)) said.push_back(fmt::format("{}={} (range [{}, {}])", d.name, b.at(d.name), d.min, d.max));
+    if (!said.empty()) described.push_back(fmt::format("symbols: {}", fmt::join(said, ", ")));
     r.graph = specialize_graph(*r.graph, b, op_registry());
   }
   const double import_ms = ms_since(t0);
+  // Result sizes the data decides (ir/data_dependent.h): the graph runs stage
+  // by stage, each stage through the passes when it runs
+  // (backends/data_dependent_run.h).
+  if (has_data_dependent_sizes(*r.graph)) return run_data_dependent(c, *r.graph, feed, described, backend, ort_exe);
   auto t_passes = std::chrono::steady_clock::now();
   CompileReport rep = compile_graph(*r.graph, c.copts);
   const double passes_ms = ms_since(t_passes);

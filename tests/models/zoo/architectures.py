@@ -17,7 +17,9 @@ import collections
 import torch
 from torch import nn
 
-Spec = collections.namedtuple("Spec", "module in_names out_names inputs calib")
+# dynamic: the exporter's dynamic_axes ({input or output: {axis: name}}), for
+# models that run at several shapes (a KV-cache decoder); None: static.
+Spec = collections.namedtuple("Spec", "module in_names out_names inputs calib dynamic", defaults=(None,))
 
 IMG = 32
 SEQ = 16
@@ -453,6 +455,7 @@ def sdpa_rmsnorm_block():
 
 def table():
     import torchvision.models as tvm
+    import architectures_dynamic
     llama_like = dict(num_key_value_heads=2)
     return {
         # CNNs
@@ -490,6 +493,11 @@ def table():
         "deeplabv3_mobilenet_v3": segmentation(lambda: tvm.segmentation.deeplabv3_mobilenet_v3_large(
             weights=None, weights_backbone=None, num_classes=5, aux_loss=False)),
         "yolo_style": yolo,
+        "ssd_tiny": architectures_dynamic.ssd_tiny,
+        # a KV-cache decoder, one model at two shapes: a prefill (8 tokens, no
+        # past) and a decode step (1 token after 8)
+        "llama_kv_prefill": architectures_dynamic.kv_decoder(seq=8, past=0),
+        "llama_kv_decode": architectures_dynamic.kv_decoder(seq=1, past=8),
         # video, optical flow
         "r3d_small": r3d,
         "flow_warp": flow,

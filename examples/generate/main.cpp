@@ -1,0 +1,172 @@
+// generate: greedy text generation with a KV-cache decoder, in an application,
+// through kiln's builder API (kiln/kiln_compiler.hpp) and runtime
+// (kiln/kiln.hpp); no kiln CLI involved.
+//
+// The model is a decoder exported with its KV cache as inputs and outputs
+// (the zoo's llama_kv_*: input_ids [1, seq], past_key_L / past_value_L
+// [1, kv_heads, past, head_dim] -> logits [1, seq, vocab], present_key_L /
+// present_value_L [1, kv_heads, past + seq, head_dim]). The first step is the
+// prefill (the prompt, an empty past), then one decode step per new token
+// (seq 1), each step's present cache handed over as the next step's past
+// (moved, not copied, by this program; the model's Concat appends the new
+// positions inside the step, as the ONNX export defines it). The next token
+// is the argmax of the last position's logits.
+//
+// kiln plans are static today: every step is compiled for its own shapes
+// (seq, past), from the same ONNX file. One plan for all steps needs plans
+// with shape profiles (docs/dynamic_shapes.md, not done yet).
+//
+// Usage: generate MODEL.onnx --prompt 1,2,3 --tokens N [--target cpu|auto|sm_XX]
+//                 [--layers 2] [--kv-heads 2] [--head-dim 16]
+// Prints the prompt, then each generated token as it comes, then the whole
+// sequence on one line ("tokens: ...").
+#include <kiln/kiln.hpp>
+#include <kiln/kiln_compiler.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Args {
+  std::string model;
+  std::vector<int64_t> prompt;
+  int tokens = 8;
+  std::string target = "cpu";
+  int layers = 2, kv_heads = 2, head_dim = 16;
+};
+
+[[noreturn]] void usage(const char* argv0, const std::string& why) {
+  std::fprintf(stderr,
+               "error: %s\nusage: %s MODEL.onnx --prompt 1,2,3 --tokens N [--target cpu|auto|sm_XX] [--layers L] "
+               "[--kv-heads K] [--head-dim D]\n",
+               why.c_str(), argv0);
+  std::exit(1);
+}
+
+long integer(const char* argv0, const std::string& flag, const std::string& v, long lo) {
+  char* end = nullptr;
+  long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || n < lo || n > 1 << 20)
+    usage(argv0, flag + " needs an integer >= " + std::to_string(lo) + ", got \"" + v + "\"");
+  return n;
+}
+
+int positive(const char* argv0, const std::string& flag, const std::string& v) {
+  return static_cast<int>(integer(argv0, flag, v, 1));
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string f = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(argv[0], f + " needs a value");
+      return argv[++i];
+    };
+    if (f == "--prompt") {
+      std::stringstream s(value());
+      for (std::string t; std::getline(s, t, ',');) a.prompt.push_back(integer(argv[0], "--prompt", t, 0));
+    } else if (f == "--tokens") {
+      a.tokens = positive(argv[0], f, value());
+    } else if (f == "--target") {
+      a.target = value();
+    } else if (f == "--layers") {
+      a.layers = positive(argv[0], f, value());
+    } else if (f == "--kv-heads") {
+      a.kv_heads = positive(argv[0], f, value());
+    } else if (f == "--head-dim") {
+      a.head_dim = positive(argv[0], f, value());
+    } else if (!f.empty() && f[0] != '-' && a.model.empty()) {
+      a.model = f;
+    } else {
+      usage(argv[0], "unknown argument \"" + f + "\"");
+    }
+  }
+  if (a.model.empty()) usage(argv[0], "no model given");
+  if (a.prompt.empty()) usage(argv[0], "--prompt is empty");
+  return a;
+}
+
+// The cache of one layer's keys or values: [1, kv_heads, length, head_dim].
+struct Cache {
+  std::vector<float> data;
+  int64_t length = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  std::vector<std::string> past_names, present_names;
+  for (int l = 0; l < a.layers; ++l)
+    for (const char* kind : {"key", "value"}) {
+      past_names.push_back(std::string("past_") + kind + "_" + std::to_string(l));
+      present_names.push_back(std::string("present_") + kind + "_" + std::to_string(l));
+    }
+  std::vector<Cache> cache(past_names.size());
+  std::vector<int64_t> sequence = a.prompt, step_ids = a.prompt;
+  std::printf("prompt:");
+  for (int64_t t : a.prompt) std::printf(" %lld", static_cast<long long>(t));
+  std::printf("\n");
+  try {
+    for (int step = 0; step < a.tokens; ++step) {
+      const int64_t seq = static_cast<int64_t>(step_ids.size()), past = cache[0].length;
+      auto t0 = std::chrono::steady_clock::now();
+      kiln::Compiler compiler;
+      compiler.target(a.target).input_shape("input_ids", {1, seq});
+      for (const std::string& n : past_names) compiler.input_shape(n, {1, a.kv_heads, past, a.head_dim});
+      std::vector<uint8_t> plan = compiler.compile_file(a.model);
+      kiln::Engine engine = kiln::Engine::from_memory(plan.data(), plan.size());
+      kiln::Context ctx(engine);
+      ctx.bind_input("input_ids", step_ids.data(), KILN_I64, {1, seq});
+      static float empty = 0;  // the prefill's past holds no element, but a buffer is bound
+      for (size_t c = 0; c < cache.size(); ++c)
+        ctx.bind_input(past_names[c], cache[c].data.empty() ? &empty : cache[c].data.data(), KILN_F32,
+                       {1, a.kv_heads, past, a.head_dim});
+      // Outputs: the logits, and each layer's present cache, bound to fresh
+      // buffers that become the next step's past.
+      std::map<std::string, std::vector<float>> out;
+      std::vector<int64_t> logits_shape;
+      for (const kiln::TensorInfo& o : engine.outputs()) {
+        if (o.dtype != KILN_F32) throw std::runtime_error("output " + o.name + " is not f32");
+        out[o.name].resize(static_cast<size_t>(o.numel()));
+        ctx.bind_output(o.name, out[o.name].data(), KILN_F32, o.shape);
+        if (o.name == "logits") logits_shape = o.shape;
+      }
+      if (logits_shape.size() != 3 || logits_shape[1] != seq)
+        throw std::runtime_error("the model has no logits output of shape [1, seq, vocab]");
+      ctx.run();
+      const int64_t vocab = logits_shape[2];
+      const float* last = out["logits"].data() + (seq - 1) * vocab;
+      const int64_t next = std::max_element(last, last + vocab) - last;
+      for (size_t c = 0; c < cache.size(); ++c) {
+        auto it = out.find(present_names[c]);
+        if (it == out.end()) throw std::runtime_error("the model has no output " + present_names[c]);
+        cache[c].data = std::move(it->second);
+        cache[c].length = past + seq;
+      }
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (step == 0) std::printf("engine: %s\n", engine.info().c_str());
+      std::printf("step %d (%s, seq %lld, past %lld): token %lld  [%.1f ms compile+run]\n", step,
+                  step == 0 ? "prefill" : "decode", static_cast<long long>(seq), static_cast<long long>(past),
+                  static_cast<long long>(next), ms);
+      sequence.push_back(next);
+      step_ids = {next};
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  std::printf("tokens:");
+  for (int64_t t : sequence) std::printf(" %lld", static_cast<long long>(t));
+  std::printf("\n");
+  return 0;
+}

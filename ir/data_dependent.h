@@ -1,0 +1,31 @@
+// Data-dependent result sizes (docs/dynamic_shapes.md "Data-dependent
+// sizes"): nonzero, non_max_suppression and topk with a k operand produce a
+// result whose size only the data decides. Such a node names, in its
+// `size_symbol` attribute, a symbol of the graph (declared with the range
+// [0, upper bound]) that its result type uses; the symbol gets its value when
+// the node has run, and every consumer's type is a polynomial in it as for a
+// symbol an input gives. Unlike those, a data-dependent symbol is never read
+// off the inputs: bind_symbols leaves it unbound and specialize_graph keeps it.
+#pragma once
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "ir/graph.h"
+
+namespace kiln {
+
+// The attribute of a data-dependent node that names its size symbol.
+inline constexpr const char* kSizeSymbolAttr = "size_symbol";
+
+// Each data-dependent symbol of `g` (top-level nodes), with the node whose
+// result size it is. Throws kiln::Error when two nodes name one symbol.
+std::map<std::string, const Node*, std::less<>> data_dependent_symbols(const Graph& g);
+
+// Whether some node of `g` has a data-dependent result size.
+bool has_data_dependent_sizes(const Graph& g);
+
+// Whether `node` names a size symbol (its result size is decided at run time).
+bool is_data_dependent_node(const Node& node);
+
+}  // namespace kiln

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Issue 19, data-dependent sizes: NonZero, TopK with k from an input and
+# NonMaxSuppression on run-time inputs, followed by ops that read their
+# results (make_data_dependent_models.py), run with `kiln run` on the
+# reference backend and on the simulator and match ONNX Runtime (--compare
+# ort); the sizes the run bound are printed. A plan cannot hold such a graph
+# yet: `kiln compile` says so, naming the nodes (exit 1).
+# Usage: data_dependent_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim
+set -u
+kiln=$1
+t=$2
+py=$3
+sim=${4:-sim}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+out=$dir/out.txt
+fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+"$py" "$t/make_data_dependent_models.py" "$dir" || fail "make_data_dependent_models.py"
+
+backends=ref
+[ "$sim" = sim ] && backends="ref sim"
+for b in $backends; do
+  KILN_PYTHON=$py "$kiln" run "$dir/select.onnx" --backend $b --inputs "x:$dir/x.npy,k:$dir/k.npy" --compare ort \
+    >"$out" 2>&1 || fail "select on $b: exit $?"
+  grep -q '^data-dependent sizes: nonzero_n0=[0-9]* (.*), nonzero_n1=[0-9]* (.*), topk_k0=3 ' "$out" ||
+    fail "select on $b: no sizes line"
+  grep -q '^compare: PASS' "$out" || fail "select on $b: no PASS against ONNX Runtime"
+  KILN_PYTHON=$py "$kiln" run "$dir/detect.onnx" --backend $b --inputs "boxes:$dir/boxes.npy,scores:$dir/scores.npy" \
+    --compare ort >"$out" 2>&1 || fail "detect on $b: exit $?"
+  grep -q '^data-dependent sizes: nms_n0=\([1-9]\|1[01]\) ' "$out" || fail "detect on $b: not some boxes kept, some suppressed"
+  grep -q '^compare: PASS' "$out" || fail "detect on $b: no PASS against ONNX Runtime"
+done
+
+# A k outside [0, axis size] is an error naming the node, exit 1.
+"$py" -c "import numpy as np, sys; np.save(sys.argv[1], np.array([9], np.int64))" "$dir/k9.npy"
+"$kiln" run "$dir/select.onnx" --inputs "x:$dir/x.npy,k:$dir/k9.npy" >"$out" 2>&1
+[ $? -eq 1 ] || fail "k = 9 must exit 1"
+grep -q 'k = 9 is out of range for axis 1 of size 6' "$out" || fail "no k range message"
+# Plans cannot hold data-dependent sizes yet: said plainly, nodes named.
+"$kiln" compile "$dir/detect.onnx" -o "$dir/detect.plan" >"$out" 2>&1
+[ $? -ne 0 ] || fail "compiling a data-dependent graph must fail"
+grep -q 'plans with data-dependent sizes are not implemented yet' "$out" || fail "no plans message"
+grep -q 'NonMaxSuppression\|non_max_suppression' "$out" || fail "the message does not name the node"
+echo PASS

@@ -1,0 +1,84 @@
+"""Writes the models of data_dependent_test.sh (issue 19, data-dependent
+sizes) into DIR, built with onnx.helper, with inputs as .npy files:
+  select.onnx  x [4,6] -> the positive elements of x, doubled, and their
+               coordinates: Greater, NonZero, Reshape, Gather (flat), Mul;
+               TopK of each row with k from an input (k.npy = [3])
+  detect.onnx  boxes [1,12,4], scores [1,2,12] -> NonMaxSuppression (at most
+               6 per class, IoU 0.4, score 0.3) and the kept boxes (Gather of
+               the selection's box column), boxes in four clusters so that
+               some are kept and some suppressed
+Random data, seeded.
+    python tests/cli/make_data_dependent_models.py DIR
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(19)
+
+
+def i64(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def save(graph, path):
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="kiln-tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def select(dir_):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    k = helper.make_tensor_value_info("k", TensorProto.INT64, [1])
+    outs = [helper.make_tensor_value_info("doubled", TensorProto.FLOAT, ["n"]),
+            helper.make_tensor_value_info("where", TensorProto.INT64, [2, "n"]),
+            helper.make_tensor_value_info("top", TensorProto.FLOAT, [4, "k"])]
+    inits = [numpy_helper.from_array(np.zeros((), np.float32), "zero"),
+             numpy_helper.from_array(np.full((), 2, np.float32), "two"), i64("flat", [-1])]
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["pos"]),
+        helper.make_node("NonZero", ["pos"], ["where"]),
+        helper.make_node("Reshape", ["x", "flat"], ["xf"]),
+        helper.make_node("Reshape", ["pos", "flat"], ["posf"]),
+        helper.make_node("NonZero", ["posf"], ["idx2"]),
+        helper.make_node("Reshape", ["idx2", "flat"], ["idx"]),
+        helper.make_node("Gather", ["xf", "idx"], ["vals"], axis=0),
+        helper.make_node("Mul", ["vals", "two"], ["doubled"]),
+        helper.make_node("TopK", ["x", "k"], ["top", "top_i"], axis=1),
+    ]
+    save(helper.make_graph(nodes, "select", [x, k], outs, initializer=inits), os.path.join(dir_, "select.onnx"))
+    np.save(os.path.join(dir_, "x.npy"), rng.standard_normal((4, 6)).astype(np.float32))
+    np.save(os.path.join(dir_, "k.npy"), np.array([3], np.int64))
+
+
+def detect(dir_):
+    boxes = helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 12, 4])
+    scores = helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 2, 12])
+    outs = [helper.make_tensor_value_info("selected", TensorProto.INT64, ["m", 3]),
+            helper.make_tensor_value_info("kept", TensorProto.FLOAT, ["m", 4])]
+    inits = [i64("max_per_class", [6]), numpy_helper.from_array(np.array([0.4], np.float32), "iou"),
+             numpy_helper.from_array(np.array([0.3], np.float32), "score"), i64("col", [2]), i64("flat", [-1]),
+             i64("rows", [12, 4])]
+    nodes = [
+        helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_per_class", "iou", "score"], ["selected"]),
+        helper.make_node("Gather", ["selected", "col"], ["box_col"], axis=1),
+        helper.make_node("Reshape", ["box_col", "flat"], ["box_idx"]),
+        helper.make_node("Reshape", ["boxes", "rows"], ["all_boxes"]),
+        helper.make_node("Gather", ["all_boxes", "box_idx"], ["kept"], axis=0),
+    ]
+    save(helper.make_graph(nodes, "detect", [boxes, scores], outs, initializer=inits),
+         os.path.join(dir_, "detect.onnx"))
+    centre = np.repeat(rng.uniform(0, 10, (4, 2)), 3, axis=0) + rng.uniform(0, 0.5, (12, 2))
+    size = rng.uniform(1, 2, (12, 2))
+    b = np.concatenate([centre - size / 2, centre + size / 2], 1).astype(np.float32)[None]
+    np.save(os.path.join(dir_, "boxes.npy"), b)
+    np.save(os.path.join(dir_, "scores.npy"), rng.uniform(0, 1, (1, 2, 12)).astype(np.float32))
+
+
+if __name__ == "__main__":
+    select(sys.argv[1])
+    detect(sys.argv[1])
