@@ -66,8 +66,10 @@ class SimModule {
 
 // Runs a kernel: `buffers` and `counts` are out first, then the operands.
 // Throws kiln::sim::SimError with the simulator's message, and kiln::Error
-// when the buffers are not one per kernel parameter (the entry would read
-// past them, or the kernel would never see some).
+// when there are fewer buffers than the kernel has parameters (the entry
+// would read past them). More are allowed: the first ones are bound, as a
+// driver reads only the parameters the kernel's image declares (a node's
+// kernels share its bindings; some take a prefix of them).
 void sim_launch(SimEntry entry, const kiln::sim::LaunchConfig& cfg, const std::vector<void*>& buffers,
                 const std::vector<long long>& counts);
 

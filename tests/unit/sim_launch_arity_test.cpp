@@ -1,10 +1,10 @@
 // sim_launch checks the buffers against the kernel's parameters: a simulator
 // entry reads buffers[i] for each parameter i, so too few buffers read past
-// the caller's array (a crash or garbage inside the kernel) and too many
-// leave some unseen. Either is a clear kiln::Error naming the kernel and
-// both counts, before the entry runs.
+// the caller's array (a crash or garbage inside the kernel): a clear
+// kiln::Error naming the kernel and both counts, before the entry runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -28,7 +28,7 @@ TEST(SimLaunch, ParameterCountComesFromTheKernelsSignature) {
   EXPECT_EQ(codegen::kernel_param_count("__global__ void k2(float* a, float* b) {}", "k"), -1) << "another kernel";
 }
 
-TEST(SimLaunch, BuffersThatAreNotOnePerParameterAreAClearError) {
+TEST(SimLaunch, FewerBuffersThanParametersAreAClearError) {
   codegen::PointwiseKernel k = codegen::emit_pointwise_op(op_registry().get("relu"), {}, {TensorType(DType::F32, {64})},
                                                           TensorType(DType::F32, {64}));
   codegen::SimCompiler sim;
@@ -41,17 +41,20 @@ TEST(SimLaunch, BuffersThatAreNotOnePerParameterAreAClearError) {
   cfg.block = dim3(k.block);
   codegen::sim_launch(entry, cfg, {y.data(), x.data()}, {64, 64});
   EXPECT_EQ(y[0], 0.0f);
-  const std::string takes = "kernel " + k.name + " takes 2 buffer parameter(s), the launch passed ";
-  for (const std::vector<void*>& bufs :
-       {std::vector<void*>{y.data()}, std::vector<void*>{y.data(), x.data(), z.data()}}) {
-    try {
-      codegen::sim_launch(entry, cfg, bufs, std::vector<long long>(bufs.size(), 64));
-      ADD_FAILURE() << bufs.size() << " buffers: no error";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(takes + std::to_string(bufs.size()) + " buffer(s)"), std::string::npos)
-          << e.what();
-    }
+  // One buffer for two parameters: the entry would read past the array.
+  try {
+    codegen::sim_launch(entry, cfg, {y.data()}, {64});
+    ADD_FAILURE() << "1 buffer: no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel " + k.name + " takes 2 buffer parameter(s), the launch passed only 1"),
+              std::string::npos)
+        << e.what();
   }
+  // More buffers than parameters: the first ones are bound (a node's kernels
+  // share its bindings, and a driver reads only the parameters the image has).
+  std::fill(y.begin(), y.end(), 7.0f);
+  codegen::sim_launch(entry, cfg, {y.data(), x.data(), z.data()}, {64, 64, 64});
+  EXPECT_EQ(y[0], 0.0f);
 }
 
 }  // namespace
