@@ -1,5 +1,6 @@
 #include "backends/plan_sim.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -115,6 +116,15 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
     } catch (const kiln::sim::SimError& e) {
       fail("plan on sim: step {} (node {}): kernel {} failed: {}", i, s.node, k.name, e.what());
     }
+    // The arena's zeroed region (split-K tile counters) is zeroed once per
+    // context on a GPU (with the rest of the arena here): every kernel must
+    // leave it zero for the next one and the next run.
+    const uint8_t* zeroed = arena.get() + p.memory.zeroed_offset;
+    if (p.memory.zeroed_bytes && std::any_of(zeroed, zeroed + p.memory.zeroed_bytes, [](uint8_t b) { return b != 0; }))
+      fail(
+          "plan on sim: step {} (node {}): kernel {} left the arena's zeroed region (split-K tile counters, {} "
+          "bytes at {}) nonzero",
+          i, s.node, k.name, p.memory.zeroed_bytes, p.memory.zeroed_offset);
     timed();
   }
   return outs;

@@ -137,6 +137,7 @@ std::vector<NodeKernel> from_compute(const std::vector<ComputeKernel>& ks, const
     NodeKernel nk = node_kernel(k, ep.constants());
     nk.shared_bytes = k.shared_bytes;  // dynamic for these kernels
     nk.workspace_f32 = k.workspace_f32;
+    nk.tile_counters = k.tile_counters;
     out.push_back(std::move(nk));
   }
   return out;
@@ -410,6 +411,12 @@ int64_t node_workspace_bytes(const std::vector<NodeKernel>& kernels) {
   int64_t f32 = 0;
   for (const NodeKernel& k : kernels) f32 = std::max(f32, k.workspace_f32);
   return f32 * 4;
+}
+
+int64_t node_tile_counters(const std::vector<NodeKernel>& kernels) {
+  int64_t n = 0;
+  for (const NodeKernel& k : kernels) n = std::max(n, k.tile_counters);
+  return n;
 }
 
 const KernelEmitter* emitter_for(const Node& n) {

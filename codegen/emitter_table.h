@@ -39,10 +39,21 @@ struct NodeKernel {
   // live at that node only (MemoryPlanOptions::workspace_bytes); its contents
   // are undefined when the node starts.
   int64_t workspace_f32 = 0;
+  // This many u32 counters (0: none), bound after the scratch: the per-tile
+  // tickets of a folded split-K GEMM (codegen/emitters/gemm_conv/emit_gemm.h).
+  // Unlike the scratch they must be zero when the kernel starts, and the
+  // kernel leaves them zero: every such kernel of a plan shares one region
+  // that is zeroed once, when a context's arena is created, and that nothing
+  // else uses (plan::Memory::zeroed_offset; the sim backend checks they are
+  // zero again after each launch).
+  int64_t tile_counters = 0;
   // The buffers are passed through a table in device memory, the kernel's
   // one parameter (codegen/param_table.h): set by use_param_table_if_needed.
   bool param_table = false;
 };
+
+// The most tile counters one kernel of `kernels` binds (NodeKernel::tile_counters).
+int64_t node_tile_counters(const std::vector<NodeKernel>& kernels);
 
 // The scratch bytes the kernels of one node share (the largest NodeKernel::workspace_f32, in bytes).
 int64_t node_workspace_bytes(const std::vector<NodeKernel>& kernels);

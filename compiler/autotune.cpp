@@ -93,6 +93,11 @@ double time_candidate(const CudaDriver& d, const Node& n, const Candidate& c,
     CUdeviceptr workspace = 0;
     if (const int64_t ws = codegen::node_workspace_bytes(c.kernels); ws > 0)
       workspace = extras.upload(nullptr, static_cast<size_t>(ws));
+    // A folded split-K's tile counters: zeroed once (upload of nothing); the
+    // kernel leaves them zero, so the timed repetitions can reuse them.
+    CUdeviceptr tickets = 0;
+    if (const int64_t n = codegen::node_tile_counters(c.kernels); n > 0)
+      tickets = extras.upload(nullptr, static_cast<size_t>(n) * 4);
     for (const codegen::NodeKernel& k : c.kernels) {
       if (k.grid.count() == 0) continue;
       const codegen::CompiledKernel& ck = *compiled.at(k.name);
@@ -112,6 +117,7 @@ double time_candidate(const CudaDriver& d, const Node& n, const Candidate& c,
       for (const Value* v : n.inputs()) l.args.push_back(values.value(v));
       for (const Tensor& t : k.extra) l.args.push_back(extras.upload(t.raw(), t.nbytes()));
       if (k.workspace_f32 > 0) l.args.push_back(workspace);
+      if (k.tile_counters > 0) l.args.push_back(tickets);
       launches.push_back(std::move(l));
     }
     auto launch_all = [&] {

@@ -18,8 +18,10 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
   r.nodes_in = g.num_nodes();
   if (o.optimize) {
     // Passes, memory planning and codegen size everything: a graph with
-    // symbolic dims runs specialised to its inputs' shapes (ir/specialize.h)
-    // until plans carry shape profiles (docs/dynamic_shapes.md).
+    // symbolic dims compiles either specialised to its inputs' shapes
+    // (ir/specialize.h) or, asked for with a profile, into a plan with shape
+    // profiles (docs/dynamic_shapes.md). Sizes decided by data (NonZero, NMS)
+    // run stage by stage on ref and sim only.
     if (has_data_dependent_sizes(g)) {
       std::vector<std::string> nodes;
       for (const auto& [sym, n] : data_dependent_symbols(g))
@@ -29,12 +31,12 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
           "the ref and sim backends, stage by stage; plans with data-dependent sizes are not implemented yet",
           o.pipeline.source.empty() ? "" : o.pipeline.source + ": ", fmt::join(nodes, ", "));
     }
-    if (!g.symbols().empty()) {
+    if (!g.symbols().empty() && !o.symbolic) {
       std::vector<std::string> syms;
       for (const SymbolDecl& d : g.symbols()) syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
       unsupported(
           "{}the graph has symbolic dims ({}): compiling it needs static shapes (--shapes, or kiln run with the "
-          "inputs' shapes); plans with shape profiles are not implemented yet",
+          "inputs' shapes) or a shape profile (--min-shapes/--opt-shapes/--max-shapes)",
           o.pipeline.source.empty() ? "" : o.pipeline.source + ": ", fmt::join(syms, ", "));
     }
     PassManager pm;
@@ -44,6 +46,9 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
     // the same way.
     if (popts.target == kTargetAuto) popts.target = resolve_target(popts.target).target;
     std::vector<std::string> names = o.passes.empty() ? default_pipeline(popts) : o.passes;
+    // Sizes of symbolic dims are polynomials: the plan builder lays memory
+    // out at the largest shapes of the profiles instead.
+    if (!g.symbols().empty()) std::erase(names, std::string("plan-memory"));
     for (const std::string& n : names) pm.add(n);
     if (!o.pipeline.stop_after.empty() && std::find(names.begin(), names.end(), o.pipeline.stop_after) == names.end())
       fail("--stop-after: pass '{}' is not in the pipeline ({})", o.pipeline.stop_after, fmt::join(names, ","));

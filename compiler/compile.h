@@ -19,6 +19,11 @@ struct CompileOptions {
   bool show_progress = false;       // --progress: progress lines on stderr even when it is not a terminal
   std::string cache_dir;            // kernel / simulator module cache (empty: default)
   bool kernel_cache = true;         // false: --no-kernel-cache
+  // Passes run on a graph with symbolic dims (a plan with shape profiles,
+  // compile_model): the default pipeline without plan-memory, whose sizes the
+  // plan builder takes at the profiles' largest shapes. false: such a graph
+  // is refused (callers that run it specialise it first, ir/specialize.h).
+  bool symbolic = false;
 };
 
 struct CompileReport {

@@ -12,6 +12,7 @@
 #include "compiler/targets.h"
 #include "ir/error.h"
 #include "ir/printer.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln {
 
@@ -23,6 +24,103 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 void say(const CompileModelOptions& o, const std::string& text) {
   if (o.log) o.log(text);
+}
+
+using ShapeRanges = CompileModelOptions::ShapeRanges;
+
+// The ranges the import declares symbols with: the one profile's, or with
+// several the smallest min and the largest max of each input dim over all of
+// them (each profile is checked against the graph afterwards).
+void span_profiles(const std::vector<ShapeRanges>& all, ImportOptions& io, const std::string& model) {
+  auto names = [](const std::map<std::string, Shape>& m) {
+    std::vector<std::string> r;
+    for (const auto& [name, s] : m) r.push_back(name);
+    return r;
+  };
+  for (size_t k = 1; k < all.size(); ++k)
+    if (names(all[k].min) != names(all[0].min) || names(all[k].max) != names(all[0].max))
+      fail(
+          "{}: shape profile {} gives the inputs [{}] / [{}] (--min-shapes / --max-shapes), profile 0 gives [{}] / [{}]: "
+          "every profile gives the same inputs",
+          model, k, fmt::join(names(all[k].min), ","), fmt::join(names(all[k].max), ","),
+          fmt::join(names(all[0].min), ","), fmt::join(names(all[0].max), ","));
+  io.min_shapes = all[0].min;
+  io.opt_shapes = all[0].opt;
+  io.max_shapes = all[0].max;
+  for (size_t k = 1; k < all.size(); ++k) {
+    for (auto& [name, lo] : io.min_shapes)
+      if (auto it = all[k].min.find(name); it != all[k].min.end() && it->second.size() == lo.size())
+        for (size_t d = 0; d < lo.size(); ++d) lo[d] = std::min(lo[d], it->second[d]);
+    for (auto& [name, hi] : io.max_shapes)
+      if (auto it = all[k].max.find(name); it != all[k].max.end() && it->second.size() == hi.size())
+        for (size_t d = 0; d < hi.size(); ++d) hi[d] = std::max(hi[d], it->second[d]);
+  }
+}
+
+// Profile `k` of the plan: each input with a symbolic dim from the flags of
+// that profile (opt defaults to max). Errors name the model, the profile (the
+// k-th use of the flags), the input and the dim: an input the profile leaves
+// out, another rank, a dim the graph fixes, min > opt > max, and inputs that
+// give one symbol two ranges.
+plan::Profile profile_of(const Graph& g, const ShapeRanges& r, size_t k, const std::string& model) {
+  plan::Profile p;
+  std::map<std::string, std::pair<int64_t, int64_t>> sym_range;  // within this profile
+  std::map<std::string, std::string> sym_input;
+  const std::string which = fmt::format("{}: shape profile {}", model, k);
+  for (const Value* v : g.inputs()) {
+    if (!has_symbolic_dims(v->shape())) continue;
+    auto get = [&](const std::map<std::string, Shape>& m, const char* flag) -> const Shape* {
+      auto it = m.find(v->name());
+      if (it == m.end()) return nullptr;
+      if (it->second.size() != v->shape().size())
+        fail("{}: {} gives input \"{}\" rank {}, the model's is {} ({})", which, flag, v->name(), it->second.size(),
+             v->shape().size(), v->type().str());
+      return &it->second;
+    };
+    const Shape *lo = get(r.min, "--min-shapes"), *hi = get(r.max, "--max-shapes"), *opt = get(r.opt, "--opt-shapes");
+    if (!lo || !hi)
+      fail("{}: {} does not give input \"{}\" ({}): every profile gives each dynamic input", which,
+           lo ? "--max-shapes" : "--min-shapes", v->name(), v->type().str());
+    plan::InputProfile ip{v->name(), *lo, opt ? *opt : *hi, *hi};
+    for (size_t d = 0; d < v->shape().size(); ++d) {
+      int64_t decl = v->shape()[d];
+      if (ip.min[d] > ip.opt[d] || ip.opt[d] > ip.max[d])
+        fail("{}: input \"{}\" dim {}: min {}, opt {}, max {} are out of order", which, v->name(), d, ip.min[d],
+             ip.opt[d], ip.max[d]);
+      if (!is_symbolic_dim(decl)) {
+        if (ip.min[d] != decl || ip.max[d] != decl)
+          fail("{}: input \"{}\" dim {} is fixed at {}, the profile gives [{}, {}]", which, v->name(), d, decl,
+               ip.min[d], ip.max[d]);
+        continue;
+      }
+      std::vector<std::string> syms = dim_symbols(decl);
+      if (syms.size() != 1 || dim_str(decl) != syms[0]) continue;  // an expression: checked when bound
+      auto [it, fresh] = sym_range.emplace(syms[0], std::make_pair(ip.min[d], ip.max[d]));
+      if (fresh) sym_input[syms[0]] = v->name();
+      else if (it->second != std::make_pair(ip.min[d], ip.max[d]))
+        fail("{}: input \"{}\" dim {} ({}) has the range [{}, {}] but input \"{}\" gives it [{}, {}]", which, v->name(),
+             d, syms[0], ip.min[d], ip.max[d], sym_input[syms[0]], it->second.first, it->second.second);
+    }
+    p.inputs.push_back(std::move(ip));
+  }
+  return p;
+}
+
+[[noreturn]] void refuse_gpu_profile(const Graph& g, const std::string& model, const std::string& target) {
+  const Node* first = nullptr;
+  for (const auto& n : g.nodes())
+    if (n->op() != "reshape" && n->op() != "identity") {
+      first = n.get();
+      break;
+    }
+  std::vector<std::string> syms;
+  for (const SymbolDecl& d : g.symbols()) syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
+  unsupported(
+      "{}: {}: target {} needs a shape-generic GPU kernel for every node of a plan with shape profiles ({}), and "
+      "kiln has none yet for {}: compile the profile for --target cpu (the runtime's CPU path runs any shape in it), "
+      "or fix the shapes with --shapes for a GPU plan (docs/dynamic_shapes.md)",
+      model, first ? first->describe() : std::string("the graph"), target, fmt::join(syms, ", "),
+      first ? first->op() : std::string("any op"));
 }
 
 }  // namespace
@@ -45,11 +143,26 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   const auto t0 = std::chrono::steady_clock::now();
   ImportOptions io;
   io.input_shapes = o.input_shapes;
+  std::vector<ShapeRanges> ranges = {{o.min_shapes, o.opt_shapes, o.max_shapes}};
+  ranges.insert(ranges.end(), o.more_profiles.begin(), o.more_profiles.end());
+  span_profiles(ranges, io, model);
   io.batch = o.batch;
   if (o.progress) io.progress = [&o](int done, int total) { o.progress("nodes imported", done, total); };
   ImportResult imported = import_checked(source, io);
   Graph& g = *imported.graph;
   res.import_ms = ms_since(t0);
+  // Symbolic dims left open by the model and given ranges: a plan with a
+  // shape profile. Its kernels would have to be shape-generic, which no
+  // kernel family is yet: a GPU target is refused naming the first node
+  // that needs a kernel, never compiled at one fixed shape instead.
+  std::vector<plan::Profile> profiles;
+  if (g.symbols().empty() && ranges.size() > 1)
+    fail("{}: {} shape profiles are given but no input dim is left open by them", model, ranges.size());
+  if (!g.symbols().empty()) {
+    if (is_gpu_target(build.pass.target)) refuse_gpu_profile(g, model, build.pass.target);
+    for (size_t k = 0; k < ranges.size(); ++k) profiles.push_back(profile_of(g, ranges[k], k, model));
+    build.symbolic = true;
+  }
 
   // 2. Passes.
   auto t = std::chrono::steady_clock::now();
@@ -106,6 +219,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
     PlanBuildOptions po{build.pass.target, build.pass.precision, build.cache_dir, build.kernel_cache};
     po.kernels = graph_kernels(res.kernels);
     po.source_name = model;  // launch-limit errors name the model file
+    po.profiles = profiles;
     plan::Plan p = build_plan(g, po);
     res.plan = plan::serialize(p);
     res.plan_gpu_kernels = p.meta.gpu_kernels ? static_cast<int>(p.kernels.size()) : 0;

@@ -36,11 +36,23 @@ struct CompileModelOptions {
   // Target, precision, passes, --print-ir-*, --dump-dir, kernel cache, --stats.
   CompileOptions build;
   std::map<std::string, Shape> input_shapes;  // --shapes: names must be model inputs
-  int64_t batch = 0;                          // --batch N: the batch dim of every input that has one (0: the model's)
-  TuningOptions tuning;                       // --tune / --tuning-cache (inactive: emitters' defaults)
-  bool print_final_ir = false;                // the optimized graph to ir_out (--print-ir)
-  std::ostream* ir_out = nullptr;             // null: std::cout
-  bool write_plan = true;                     // false: the report only (kiln compile without -o)
+  // --min-shapes / --opt-shapes / --max-shapes (trtexec's meaning): the
+  // dims a model leaves open become symbols with these ranges and the plan
+  // records them as its shape profile (runtime/plan_profiles.h,
+  // docs/dynamic_shapes.md). --opt-shapes defaults to --max-shapes.
+  std::map<std::string, Shape> min_shapes, opt_shapes, max_shapes;
+  // Further profiles (the three flags repeated, as trtexec takes them): the
+  // same dynamic inputs with other ranges. The symbols' ranges span every
+  // profile; the runtime takes the one a run's shapes lie in.
+  struct ShapeRanges {
+    std::map<std::string, Shape> min, opt, max;
+  };
+  std::vector<ShapeRanges> more_profiles;
+  int64_t batch = 0;               // --batch N: the batch dim of every input that has one (0: the model's)
+  TuningOptions tuning;            // --tune / --tuning-cache (inactive: emitters' defaults)
+  bool print_final_ir = false;     // the optimized graph to ir_out (--print-ir)
+  std::ostream* ir_out = nullptr;  // null: std::cout
+  bool write_plan = true;          // false: the report only (kiln compile without -o)
   // Messages a person reads (the --stats tables, the kernels line, the tuning
   // line, the summary), each one or more whole lines ending in '\n'. May be empty.
   std::function<void(const std::string&)> log;

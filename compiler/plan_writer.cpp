@@ -11,6 +11,9 @@
 #include "ir/control_flow.h"
 #include "ir/error.h"
 #include "ir/printer.h"
+#include "ir/specialize.h"
+#include "ir/symbolic_dim.h"
+#include "ops/registry.h"
 #include "passes/memory_plan.h"
 #include "runtime/plan_graph.h"
 #include "runtime/version.h"
@@ -178,6 +181,22 @@ NodeKernels node_kernels(const Graph& g, const PlanBuildOptions& o) {
   return nk;
 }
 
+// The tile counters of folded split-K kernels (codegen::NodeKernel::tile_counters):
+// one region after everything the memory plan placed, so no value or
+// workspace ever shares its bytes; the runtime zeroes it once per context
+// (plan::Memory::zeroed_offset) and the kernels leave it zero, so every such
+// kernel of the plan can use it in turn.
+void add_tile_counters_region(const NodeKernels& nks, plan::Plan& p) {
+  int64_t counters = 0;
+  for (const auto& [node, kernels] : nks.of) counters = std::max(counters, codegen::node_tile_counters(*kernels));
+  if (counters == 0) return;
+  const uint64_t align = std::max<uint64_t>(p.memory.alignment, 4);
+  const uint64_t bytes = static_cast<uint64_t>(counters) * 4;
+  p.memory.zeroed_offset = (p.memory.arena_bytes + align - 1) / align * align;
+  p.memory.zeroed_bytes = bytes;
+  p.memory.arena_bytes = p.memory.zeroed_offset + (bytes + align - 1) / align * align;
+}
+
 void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, const PlanBuildOptions& o, plan::Plan& p) {
   std::vector<codegen::KernelSource> sources;
   std::map<std::string, uint32_t> kernel_index;
@@ -252,6 +271,17 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
         b.offset = static_cast<uint64_t>(ws->offset);
         b.nbytes = static_cast<uint64_t>(k.workspace_f32) * 4;
         b.elements = k.workspace_f32;
+        s.args.push_back(b);
+      }
+      if (k.tile_counters > 0) {  // the plan's zeroed region (tile_counters_region)
+        KILN_CHECK(p.memory.zeroed_bytes >= static_cast<uint64_t>(k.tile_counters) * 4,
+                   "node {} needs {} tile counters, the plan's zeroed region has {} bytes", n.describe(),
+                   k.tile_counters, p.memory.zeroed_bytes);
+        plan::BufferRef b;
+        b.kind = plan::BufferKind::Arena;
+        b.offset = p.memory.zeroed_offset;
+        b.nbytes = static_cast<uint64_t>(k.tile_counters) * 4;
+        b.elements = k.tile_counters;
         s.args.push_back(b);
       }
       // Before NVRTC: what needs no compiled kernel (block, grid, parameters).
@@ -341,6 +371,52 @@ void add_kernels(const Graph& g, const Locator& loc, const NodeKernels& nks, con
 }
 #endif
 
+// The graph at the largest shapes of its profiles (null for a static graph).
+// Refuses what a plan with profiles cannot hold yet: a GPU target (no kernel
+// family is shape-generic), and constants holding symbolic shape values
+// (their bytes would be process-local handles, ir/symbolic_dim.h).
+std::unique_ptr<Graph> graph_at_largest_shapes(const Graph& g, const PlanBuildOptions& o) {
+  if (g.symbols().empty()) return nullptr;
+  const std::string where = o.source_name.empty() ? "" : o.source_name + ": ";
+  if (is_gpu_target(o.target))
+    unsupported(
+        "{}a plan with shape profiles has no shape-generic GPU kernels yet (target {}): compile it for --target cpu",
+        where, o.target);
+  KILN_CHECK(!o.profiles.empty(), "a graph with symbolic dims needs its shape profiles");
+  for (const Value* c : plan::walk_constants(g)) {
+    if (c->dtype() != DType::I64 || !c->has_data()) continue;
+    const int64_t* v = static_cast<const int64_t*>(c->data().raw());
+    for (int64_t i = 0; i < c->data().numel(); ++i)
+      if (is_symbolic_dim(v[i]))
+        unsupported("{}constant %{} holds the symbolic shape value {}: plans cannot store symbolic constants yet",
+                    where, c->name(), dim_str(v[i]));
+  }
+  SymbolBindings largest;
+  for (const SymbolDecl& d : g.symbols()) largest[d.name] = d.max;
+  return specialize_graph(g, largest, op_registry());
+}
+
+// Section `profiles`: the profiles, and per memory entry its bytes as a
+// polynomial of the symbols. A size that shrinks as a symbol grows (a
+// negative coefficient) would not be bounded by the layout at the largest
+// shapes: refused.
+void record_profiles(const Graph& g, const PlanBuildOptions& o, plan::Plan& p) {
+  p.shapes.profiles = o.profiles;
+  std::vector<const Node*> nodes;
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  for (const plan::MemoryEntry& e : p.memory.values) {
+    const Value* v = nodes.at(e.node)->output(static_cast<int>(e.result));
+    DimPoly bytes = dim_poly(dim_mul(dim_product(v->shape()), static_cast<int64_t>(dtype_size(v->dtype()))));
+    for (const auto& [mono, coeff] : bytes)
+      if (!mono.empty() && coeff < 0)
+        unsupported(
+            "{}value %{} has {} bytes, which shrinks as a symbol grows: the memory plan at the largest shapes "
+            "does not bound it",
+            o.source_name.empty() ? "" : o.source_name + ": ", v->name(), dim_str(dim_of_poly(bytes)));
+    p.shapes.value_bytes.push_back(std::move(bytes));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> nodes_without_kernel_emitter(const Graph& g) {
@@ -369,6 +445,9 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   p.meta.kiln_version = kKilnVersion;
   p.meta.target = o.target;
   p.meta.precision = o.precision;
+  // Symbolic dims: memory is laid out at the profiles' largest shapes, on the
+  // graph specialised to them (the same nodes in the same order).
+  std::unique_ptr<Graph> at_max = graph_at_largest_shapes(g, o);
   p.graph_text = print_graph(g);
   std::vector<Value*> cs = plan::walk_constants(g);
   for (const Value* c : cs) add_weight(p, c->data());
@@ -399,16 +478,18 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
     };
   }
 #endif
-  MemoryPlan mem = plan_memory(g, mo);
+  const Graph& sized = at_max ? *at_max : g;
+  MemoryPlan mem = plan_memory(sized, mo);
   mem.validate();
   p.memory.arena_bytes = static_cast<uint64_t>(mem.arena_bytes);
   p.memory.alignment = static_cast<uint64_t>(mem.options.alignment);
   p.memory.live_peak_bytes = mem.live_peak_bytes;
   std::unordered_map<const Node*, uint32_t> node_pos;
-  for (const auto& n : g.nodes()) node_pos.emplace(n.get(), uint32_t(node_pos.size()));
+  for (const auto& n : sized.nodes()) node_pos.emplace(n.get(), uint32_t(node_pos.size()));
   for (const ValuePlan& vp : mem.values)
     p.memory.values.push_back({node_pos.at(vp.value->producer()), uint32_t(vp.value->producer_output()),
                                static_cast<uint8_t>(vp.storage), vp.offset, vp.size});
+  if (at_max) record_profiles(g, o, p);
 
   if (!gpu_target) {
     p.meta.no_gpu_reason =
@@ -418,6 +499,7 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   p.meta.no_gpu_reason = no_gpu_reason;
   if (!p.meta.no_gpu_reason.empty()) return p;
 #ifdef KILN_HAVE_CODEGEN
+  add_tile_counters_region(nks, p);
   add_kernels(g, Locator(g, mem), nks, o, p);
   p.meta.gpu_kernels = true;
   p.meta.archs = target_archs(o.target);

@@ -30,6 +30,10 @@ struct PlanBuildOptions {
   // (compiler/kernels_report.h's build_kernels, as compile_model runs it):
   // the plan takes them instead of emitting and compiling again. Null: here.
   const codegen::GraphKernels* kernels = nullptr;
+  // A graph with symbolic dims: its shape profiles (compile_model's
+  // --min/--opt/--max-shapes). The memory plan is laid out at their largest
+  // shapes; the plan records them (runtime/plan_profiles.h).
+  std::vector<plan::Profile> profiles = {};
 };
 
 // For a GPU target every kernel carries __launch_bounds__ and every launch is

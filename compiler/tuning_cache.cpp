@@ -84,6 +84,11 @@ TuningCache TuningCache::load(const std::string& path, bool missing_ok) {
         fail("{}: \"config\".\"split_k\" must be an integer from 1 to {}", where, codegen::kMaxSplitK);
       t.config.split_k = v->get<int>();
     }
+    // Optional: a split-K summed by the GEMM's last block per tile (absent: by a reduction kernel).
+    if (auto v = cfg->find("fold_split"); v != cfg->end()) {
+      if (!v->is_boolean()) fail("{}: \"config\".\"fold_split\" must be true or false", where);
+      t.config.fold_split = v->get<bool>();
+    }
     auto ms = e.find("ms");
     if (ms != e.end()) {
       if (!ms->is_number() || ms->get<double>() < 0) fail("{}: \"ms\" must be a non-negative number", where);
@@ -106,6 +111,7 @@ void TuningCache::save(const std::string& path) const {
     nlohmann::json cfg;
     for (const char* f : kConfigFields) cfg[f] = *config_field(const_cast<codegen::GemmTileConfig&>(e.config), f);
     if (e.config.split_k > 1) cfg["split_k"] = e.config.split_k;
+    if (e.config.fold_split) cfg["fold_split"] = true;
     entries.push_back({{"gpu", k.gpu},
                        {"cc", k.cc},
                        {"kiln", k.kiln},

@@ -76,7 +76,7 @@ Shape symbolic_input_dims(const onnx::TensorShapeProto& shape, const std::string
       std::string sym = param.empty() ? "" : fmt::format(" (\"{}\")", param);
       fail(
           "{}: dimension {}{} is not fixed; set it with --shapes {}:DIMS, or give its range with --min-shapes and "
-          "--max-shapes (kiln run)",
+          "--max-shapes",
           ctx, i, sym, input);
     }
     int64_t mn = (*lo)[i], mx = (*hi)[i];

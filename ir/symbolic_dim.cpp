@@ -154,18 +154,43 @@ int64_t dim_of_poly(const DimPoly& p) {
   return kBase - id * kStride;
 }
 
-int64_t dim_add(int64_t a, int64_t b) {
-  if (!is_symbolic_dim(a) && !is_symbolic_dim(b) && a >= 0 && b >= 0) return checked_add(a, b);
-  DimPoly p = dim_poly(a);
-  for (const auto& [m, c] : dim_poly(b)) add_term(p, m, c);
+namespace {
+
+// Dims are non-negative (a negative constant in or out is an error); shape
+// values (the i64 tensors exported models compute shapes with) may be
+// negative. The same polynomial arithmetic serves both, with these
+// conversions in and out.
+enum class Domain { Dim, Value };
+
+DimPoly value_poly(int64_t v) {
+  if (is_symbolic_dim(v)) return dim_poly(v);
+  DimPoly p;
+  if (v) p[{}] = v;
+  return p;
+}
+
+int64_t value_of_poly(const DimPoly& p) {
+  if (p.empty()) return 0;
+  if (p.size() == 1 && p.begin()->first.empty()) return p.begin()->second;
   return dim_of_poly(p);
 }
 
-int64_t dim_sub(int64_t a, int64_t b) {
-  DimPoly p = dim_poly(a);
-  for (const auto& [m, c] : dim_poly(b)) add_term(p, m, checked_mul(c, -1));
-  return dim_of_poly(p);
+// a + sign * b, as polynomials, converted in and out as `domain` says.
+int64_t poly_sum(int64_t a, int64_t b, int64_t sign, Domain domain) {
+  auto in = [domain](int64_t v) { return domain == Domain::Dim ? dim_poly(v) : value_poly(v); };
+  DimPoly p = in(a);
+  for (const auto& [m, c] : in(b)) add_term(p, m, checked_mul(c, sign));
+  return domain == Domain::Dim ? dim_of_poly(p) : value_of_poly(p);
 }
+
+}  // namespace
+
+int64_t dim_add(int64_t a, int64_t b) {
+  if (!is_symbolic_dim(a) && !is_symbolic_dim(b) && a >= 0 && b >= 0) return checked_add(a, b);
+  return poly_sum(a, b, +1, Domain::Dim);
+}
+
+int64_t dim_sub(int64_t a, int64_t b) { return poly_sum(a, b, -1, Domain::Dim); }
 
 int64_t dim_mul(int64_t a, int64_t b) {
   if (!is_symbolic_dim(a) && !is_symbolic_dim(b) && a >= 0 && b >= 0) return checked_mul(a, b);
@@ -186,34 +211,9 @@ int64_t dim_product(const Shape& s) {
   return n;
 }
 
-namespace {
+int64_t value_add(int64_t a, int64_t b) { return poly_sum(a, b, +1, Domain::Value); }
 
-DimPoly value_poly(int64_t v) {
-  if (is_symbolic_dim(v)) return dim_poly(v);
-  DimPoly p;
-  if (v) p[{}] = v;
-  return p;
-}
-
-int64_t value_of_poly(const DimPoly& p) {
-  if (p.empty()) return 0;
-  if (p.size() == 1 && p.begin()->first.empty()) return p.begin()->second;
-  return dim_of_poly(p);
-}
-
-}  // namespace
-
-int64_t value_add(int64_t a, int64_t b) {
-  DimPoly p = value_poly(a);
-  for (const auto& [m, c] : value_poly(b)) add_term(p, m, c);
-  return value_of_poly(p);
-}
-
-int64_t value_sub(int64_t a, int64_t b) {
-  DimPoly p = value_poly(a);
-  for (const auto& [m, c] : value_poly(b)) add_term(p, m, checked_mul(c, -1));
-  return value_of_poly(p);
-}
+int64_t value_sub(int64_t a, int64_t b) { return poly_sum(a, b, -1, Domain::Value); }
 
 int64_t value_mul(int64_t a, int64_t b) { return value_of_poly(mul_poly(value_poly(a), value_poly(b))); }
 

@@ -132,6 +132,7 @@ void attention_kernel(KernelContext& ctx, const T* q, const T* k, const T* v, co
 OpDef attention_op() {
   OpDef d;
   d.name = "attention";
+  d.symbolic_dims = true;  // dims compare and are copied, never computed
   d.category = OpCategory::Compute;
   d.min_inputs = 3;
   d.max_inputs = 4;

@@ -141,6 +141,7 @@ OpDef concat_op() {
 OpDef split_op() {
   OpDef d;
   d.name = "split";
+  d.symbolic_dims = true;  // dims off the axis are copied; the axis itself must be fixed
   d.category = OpCategory::Injective;
   d.keeps_layout = true;
   d.max_outputs = -1;
@@ -151,6 +152,9 @@ OpDef split_op() {
     int64_t axis_attr = c.attrs().require_int("axis");
     int64_t a = axis_attr < 0 ? axis_attr + r : axis_attr;
     if (a < 0 || a >= r) c.fail("axis {} is out of range for rank {}", axis_attr, r);
+    if (is_symbolic_dim(c.shape(0)[a]))
+      c.fail("splitting {} along its symbolic dim {} ({}) is not supported yet", c.type(0).str(), a,
+             dim_str(c.shape(0)[a]));
     std::vector<int64_t> split = attr_ints(c, "split");
     if (static_cast<int>(split.size()) != c.num_outputs())
       c.fail("split [{}] has {} parts but {} results are asked for", fmt::join(split, ","), split.size(),

@@ -99,7 +99,7 @@ LaunchEstimate estimate_launch(const LaunchWork& w, const GpuSpec& g, const Mode
   LaunchEstimate e;
   const double bandwidth = g.dram_gb_per_s * 1e9;  // bytes/s
   const double us = 1e6;
-  e.sol_us = std::max(w.flops / (math_peak_tflops(w.math, g) * 1e12), w.bytes / bandwidth) * us;
+  e.sol_us = std::max(w.flops / (math_peak_tflops(w.math, g) * 1e12), (w.bytes + w.tail_bytes) / bandwidth) * us;
   if (w.kind == WorkKind::Copy) {
     // A graph memcpy node: the copy engines stream at the DRAM's rate.
     e.memory_us = w.bytes / (bandwidth * c.dram_efficiency) * us;
@@ -134,10 +134,15 @@ LaunchEstimate estimate_launch(const LaunchWork& w, const GpuSpec& g, const Mode
     }
     e.memory_us = w.bytes / (bandwidth * c.dram_efficiency * sm_fill) * us;
   }
-  e.est_us = std::max({e.compute_us, e.memory_us, e.latency_us});
+  if (w.tail_blocks > 0 && w.kind != WorkKind::Copy) {
+    const double tail_fill = double(std::min<int64_t>(w.tail_blocks, g.sms)) / g.sms;
+    e.tail_us = std::max(2 * c.load_latency_us, w.tail_bytes / (bandwidth * c.dram_efficiency * tail_fill) * us);
+  }
+  const double body = std::max({e.compute_us, e.memory_us, e.latency_us});
+  e.est_us = body + e.tail_us;
   if (e.est_us <= c.graph_node_overhead_us) e.bound = "launch";
-  else if (e.est_us == e.compute_us) e.bound = "compute";
-  else if (e.est_us == e.memory_us) e.bound = "memory";
+  else if (body == e.compute_us) e.bound = "compute";
+  else if (body == e.memory_us) e.bound = "memory";
   else e.bound = "latency";
   e.sol_pct = e.est_us > 0 ? 100.0 * e.sol_us / e.est_us : 0;
   return e;

@@ -20,8 +20,9 @@
 //              that have a block);
 //   latency    tiled: per wave, k-tiles x (load latency / (stages - 1)) plus
 //              a prologue/epilogue round trip; untiled: one round trip;
-// and the estimate is the largest of the three; its name is the bound, or
-// "launch" when even that is not above the per-node launch overhead.
+// and the estimate is the largest of the three (plus a folded split-K's
+// tail, which runs after them); its name is the bound, or "launch" when even
+// that is not above the per-node launch overhead.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -61,6 +62,12 @@ struct LaunchWork {
   // One block's arithmetic including tile padding (2 x bm x bn x bk x
   // k_tiles for a GEMM tile); 0: flops / blocks.
   double block_flops = 0;
+  // A folded split-K GEMM (codegen/emitters/gemm_conv/emit_gemm.h): after
+  // the k-loops, the last block of each of `tail_blocks` tiles takes a ticket
+  // and sums the tile's partial sums, reading and writing `tail_bytes` in all
+  // (partial sums, epilogue operands, results); 0: no tail.
+  int64_t tail_blocks = 0;
+  double tail_bytes = 0;
 };
 
 // The assumptions that are not in a GPU table (docs/performance.md,
@@ -82,7 +89,11 @@ struct LaunchEstimate {
   double waves = 0;       // blocks / (SMs x blocks per SM)
   int64_t waves_run = 0;  // ceil(waves): what the GPU executes
   double compute_us = 0, memory_us = 0, latency_us = 0;
-  double est_us = 0;   // max of the three
+  // A folded split-K's tail, after the rest: a fence and a ticket (a round
+  // trip), then the partial sums (another), or their bytes over the SMs the
+  // tiles' last blocks run on, whichever is longer.
+  double tail_us = 0;
+  double est_us = 0;   // max of the three, plus the tail
   std::string bound;   // "compute", "memory", "latency" or "launch"
   double sol_us = 0;   // speed of light: max(flops / peak, bytes / bandwidth)
   double sol_pct = 0;  // 100 x sol_us / est_us

@@ -135,12 +135,13 @@ double gather_unread_bytes(const Node& n) {
 // The kernel parameters a kernel's source says it touches ("// buffers: 0 3
 // 5", the split-K kernels of codegen/emitters/gemm_conv/emit_gemm_mma.cpp:
 // the partial GEMM does not write the result, the reduction does not read
-// the GEMM operands); empty: every parameter.
-std::vector<int> buffers_touched(const std::string& source) {
-  static const std::regex re(R"(// buffers:((?: \d+)+))");
+// the GEMM operands); empty: every parameter. `tail`: those of a folded
+// split-K's tail ("// tail buffers: ..."), empty when it has none.
+std::vector<int> buffers_touched(const std::string& source, bool tail = false) {
+  static const std::regex re(R"(// buffers:((?: \d+)+))"), tail_re(R"(// tail buffers:((?: \d+)+))");
   std::smatch m;
   std::vector<int> out;
-  if (!std::regex_search(source, m, re)) return out;
+  if (!std::regex_search(source, m, tail ? tail_re : re)) return out;
   std::istringstream in(m[1].str());
   for (int i; in >> i;) out.push_back(i);
   return out;
@@ -256,6 +257,15 @@ std::vector<StepWork> plan_work(const plan::Plan& p, const Graph& g) {
     for (int b : buffers_touched(k.source))
       if (b >= 0 && size_t(b) < s.args.size()) touched.push_back(s.args[size_t(b)]);
     w.bytes = std::max(distinct_bytes(touched.empty() ? s.args : touched) - gather_unread_bytes(n), 0.0);
+    // A folded split-K GEMM: its last blocks' sums ("// tail buffers:"), one per tile.
+    if (const std::vector<int> tail = buffers_touched(k.source, true); !tail.empty()) {
+      std::vector<plan::BufferRef> tb;
+      for (int b : tail)
+        if (b >= 0 && size_t(b) < s.args.size()) tb.push_back(s.args[size_t(b)]);
+      w.tail_bytes = distinct_bytes(tb);
+      const int64_t splits = std::max(tile_loop_from_source(k.source, 0).split, 1);
+      w.tail_blocks = std::max<int64_t>(w.blocks / splits, 1);
+    }
     const Node* a = anchor_of(n);
     AnchorWork aw;
     if (a) aw = anchor_work(*a);

@@ -114,7 +114,7 @@ kiln_status describe(const std::vector<kiln::rt::TensorDesc>& ds, int index, kil
   info->name = d.name.c_str();
   info->dtype = static_cast<kiln_dtype>(d.type.dtype);
   info->rank = d.type.rank();
-  info->shape = d.type.shape.data();
+  info->shape = d.api_shape.data();  // -1 for a symbolic dim
   return KILN_OK;
 }
 
@@ -131,6 +131,20 @@ kiln_status type_from(kiln_dtype dtype, const int64_t* shape, int rank, kiln::Te
 kiln_status memory_check(kiln_memory memory) {
   if (memory == KILN_MEMORY_HOST || memory == KILN_MEMORY_DEVICE) return KILN_OK;
   return failed(KILN_ERROR_INVALID_ARGUMENT, fmt::format("memory {} is not a kiln_memory", int(memory)));
+}
+
+// Writes `shape` into dims[0..capacity) and its rank into *rank; a shape
+// longer than `capacity` is INVALID_ARGUMENT with *rank still set (so a
+// caller can size its buffer).
+kiln_status write_shape(const kiln::Shape& shape, int64_t* dims, int capacity, int* rank) {
+  *rank = int(shape.size());
+  if (capacity < 0 || (capacity > 0 && !dims))
+    return failed(KILN_ERROR_INVALID_ARGUMENT, "dims must not be null when capacity > 0 (and capacity >= 0)");
+  if (shape.size() > size_t(capacity))
+    return failed(KILN_ERROR_INVALID_ARGUMENT,
+                  fmt::format("the shape has rank {}, dims holds {}", shape.size(), capacity));
+  for (size_t i = 0; i < shape.size(); ++i) dims[i] = shape[i];
+  return KILN_OK;
 }
 
 // Binding errors: a name the model lacks is NOT_FOUND, the rest INVALID_ARGUMENT.
@@ -268,6 +282,35 @@ kiln_status kiln_engine_precision(const kiln_engine* engine, const char** precis
   return KILN_OK;
 }
 
+kiln_status kiln_engine_num_profiles(const kiln_engine* engine, int* count) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(count);
+  *count = int(engine->engine->plan().shapes.profiles.size());
+  return KILN_OK;
+}
+
+kiln_status kiln_engine_profile_shape(const kiln_engine* engine, int profile, const char* input,
+                                      kiln_profile_bound bound, int64_t* dims, int capacity, int* rank) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(input);
+  KILN_REQUIRE(rank);
+  if (bound != KILN_PROFILE_MIN && bound != KILN_PROFILE_OPT && bound != KILN_PROFILE_MAX)
+    return failed(KILN_ERROR_INVALID_ARGUMENT, fmt::format("bound {} is not a kiln_profile_bound", int(bound)));
+  const kiln::plan::ShapeProfiles& sp = engine->engine->plan().shapes;
+  if (profile < 0 || size_t(profile) >= sp.profiles.size())
+    return failed(KILN_ERROR_NOT_FOUND,
+                  fmt::format("profile {} is out of range (the plan has {})", profile, sp.profiles.size()));
+  kiln::Shape shape;
+  kiln_status s = guard(KILN_ERROR_NOT_FOUND, [&] {
+    const kiln::rt::TensorDesc& d = engine->engine->inputs()[engine->engine->input_index(input)];
+    shape = d.type.shape;  // a static input: its own shape in every profile
+    for (const kiln::plan::InputProfile& ip : sp.profiles[size_t(profile)].inputs)
+      if (ip.input == d.name) shape = bound == KILN_PROFILE_MIN ? ip.min : bound == KILN_PROFILE_OPT ? ip.opt : ip.max;
+  });
+  if (s != KILN_OK) return s;
+  return write_shape(shape, dims, capacity, rank);
+}
+
 kiln_status kiln_context_create(kiln_engine* engine, kiln_context** context) {
   KILN_REQUIRE(engine);
   KILN_REQUIRE(context);
@@ -276,6 +319,38 @@ kiln_status kiln_context_create(kiln_engine* engine, kiln_context** context) {
 }
 
 void kiln_context_destroy(kiln_context* context) { delete context; }
+
+kiln_status kiln_context_set_input_shape(kiln_context* context, const char* name, const int64_t* dims, int rank) {
+  KILN_REQUIRE(context);
+  KILN_REQUIRE(name);
+  if (rank < 0 || (rank > 0 && !dims))
+    return failed(KILN_ERROR_INVALID_ARGUMENT, "dims must not be null when rank > 0 (and rank >= 0)");
+  kiln_status s = guard(KILN_ERROR_INVALID_ARGUMENT,
+                        [&] { context->context.set_input_shape(name, kiln::Shape(dims, dims + rank)); });
+  return s == KILN_ERROR_INVALID_ARGUMENT ? bind_status() : s;
+}
+
+kiln_status kiln_context_input_shape(const kiln_context* context, const char* name, int64_t* dims, int capacity,
+                                     int* rank) {
+  KILN_REQUIRE(context);
+  KILN_REQUIRE(name);
+  KILN_REQUIRE(rank);
+  kiln::Shape shape;
+  kiln_status s = guard(KILN_ERROR_INVALID_ARGUMENT, [&] { shape = context->context.input_shape(name); });
+  if (s != KILN_OK) return s == KILN_ERROR_INVALID_ARGUMENT ? bind_status() : s;
+  return write_shape(shape, dims, capacity, rank);
+}
+
+kiln_status kiln_context_output_shape(const kiln_context* context, const char* name, int64_t* dims, int capacity,
+                                      int* rank) {
+  KILN_REQUIRE(context);
+  KILN_REQUIRE(name);
+  KILN_REQUIRE(rank);
+  kiln::Shape shape;
+  kiln_status s = guard(KILN_ERROR_INVALID_ARGUMENT, [&] { shape = context->context.output_shape(name); });
+  if (s != KILN_OK) return s == KILN_ERROR_INVALID_ARGUMENT ? bind_status() : s;
+  return write_shape(shape, dims, capacity, rank);
+}
 
 kiln_status kiln_context_bind_input(kiln_context* context, const char* name, const void* data, kiln_dtype dtype,
                                     const int64_t* shape, int rank, kiln_memory memory) {

@@ -8,6 +8,7 @@
 #include "ir/error.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/gpu_executor.h"
+#include "runtime/input_shapes.h"
 #include "runtime/log.h"
 #include "runtime/plan_graph.h"
 
@@ -18,11 +19,13 @@ std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, con
   std::shared_ptr<Engine> e(new Engine());
   e->plan_ = plan::deserialize(data, size, what);
   e->graph_ = plan::load_graph(e->plan_, what);
-  for (const Value* v : e->graph_->inputs()) e->inputs_.push_back({v->name(), v->type()});
-  for (size_t i = 0; i < e->graph_->outputs().size(); ++i) {
-    const Value* v = e->graph_->outputs()[i];
-    e->outputs_.push_back({v->name(), v->type()});
-  }
+  auto desc = [](const Value* v) {
+    TensorDesc d{v->name(), v->type(), {}};
+    for (int64_t dim : v->shape()) d.api_shape.push_back(is_symbolic_dim(dim) ? -1 : dim);
+    return d;
+  };
+  for (const Value* v : e->graph_->inputs()) e->inputs_.push_back(desc(v));
+  for (const Value* v : e->graph_->outputs()) e->outputs_.push_back(desc(v));
   // Why the GPU path is not taken (empty: it is).
   std::string no_gpu;
   const CudaDriver* driver = nullptr;
@@ -30,6 +33,13 @@ std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, con
     no_gpu = "the CPU backend was requested";
   } else if (!e->plan_.meta.gpu_kernels) {
     no_gpu = "the plan has no GPU kernels: " + e->plan_.meta.no_gpu_reason;
+  } else if (e->dynamic()) {
+    // The compiler writes no GPU kernels into a plan with shape profiles
+    // (none is shape-generic yet): such a file is not one kiln wrote.
+    fail(
+        "{}: the plan has shape profiles and GPU kernels, which this runtime cannot run (no shape-generic kernels "
+        "yet; recompile it for --target cpu)",
+        what);
   } else {
     driver = cuda_driver(&no_gpu);
   }
@@ -74,10 +84,13 @@ std::shared_ptr<const Engine> Engine::load_file(const std::string& path, Backend
 
 Engine::~Engine() = default;
 
+bool TensorDesc::dynamic() const { return has_symbolic_dims(type.shape); }
+
 Context::Context(std::shared_ptr<const Engine> e) : engine_(std::move(e)) {
   inputs_.resize(engine_->inputs().size());
   outputs_.resize(engine_->outputs().size());
   if (engine_->gpu()) gpu_ = std::make_unique<GpuContext>(*engine_->gpu());
+  if (engine_->dynamic()) shapes_ = std::make_unique<InputShapes>(*engine_);
 }
 
 Context::~Context() = default;
@@ -101,34 +114,69 @@ void check_type(const TensorDesc& d, const TensorType& as, const char* kind) {
 size_t Engine::input_index(const std::string& name) const { return find(inputs_, name, "input"); }
 size_t Engine::output_index(const std::string& name) const { return find(outputs_, name, "output"); }
 
+void Context::set_input_shape(const std::string& name, const Shape& shape) {
+  size_t i = find(engine_->inputs(), name, "input");
+  if (!shapes_) {
+    if (shape != engine_->inputs()[i].type.shape)
+      fail("input \"{}\" is [{}] and the plan has no shape profiles: its shape cannot be set to [{}]", name,
+           fmt::join(engine_->inputs()[i].type.shape, ","), fmt::join(shape, ","));
+    return;
+  }
+  shapes_->set(i, shape);
+}
+
+Shape Context::input_shape(const std::string& name) const {
+  size_t i = find(engine_->inputs(), name, "input");
+  return shapes_ ? shapes_->input(i) : engine_->inputs()[i].type.shape;
+}
+
+Shape Context::output_shape(const std::string& name) const {
+  size_t i = find(engine_->outputs(), name, "output");
+  return shapes_ ? shapes_->output(i) : engine_->outputs()[i].type.shape;
+}
+
 void Context::bind_input(const std::string& name, const void* data, const TensorType& as, bool device) {
   size_t i = find(engine_->inputs(), name, "input");
-  check_type(engine_->inputs()[i], as, "input");
+  const TensorDesc& d = engine_->inputs()[i];
+  if (shapes_ && d.dynamic()) {
+    // A dynamic input bound with its shape: as set_input_shape, then bound.
+    if (as.dtype != d.type.dtype)
+      fail("input \"{}\" is {} but was bound as {}", name, dtype_name(d.type.dtype), dtype_name(as.dtype));
+    shapes_->set(i, as.shape);
+  } else {
+    check_type(d, as, "input");
+  }
   if (device && !gpu_) fail("input \"{}\": device memory bound but the engine runs on the CPU", name);
   if (!data && as.nbytes()) fail("input \"{}\": null data pointer", name);
-  inputs_[i] = {const_cast<void*>(data), device, true};
+  inputs_[i] = {const_cast<void*>(data), device, true, false, as.shape};
 }
 
 void Context::bind_output(const std::string& name, void* data, const TensorType& as, bool device) {
   size_t i = find(engine_->outputs(), name, "output");
-  check_type(engine_->outputs()[i], as, "output");
+  if (shapes_) {
+    TensorDesc now = engine_->outputs()[i];
+    now.type.shape = shapes_->output(i);
+    check_type(now, as, "output");
+  } else {
+    check_type(engine_->outputs()[i], as, "output");
+  }
   if (device && !gpu_) fail("output \"{}\": device memory bound but the engine runs on the CPU", name);
   if (!data && as.nbytes()) fail("output \"{}\": null data pointer", name);
-  outputs_[i] = {data, device, true};
+  outputs_[i] = {data, device, true, false, as.shape};
 }
 
 void Context::bind_input_device(const std::string& name, unsigned long long ptr) {
   size_t i = engine_->input_index(name);
   if (!gpu_) fail("input \"{}\": zero-copy device binding but the engine runs on the CPU ({})", name, engine_->info());
   if (!ptr && engine_->inputs()[i].type.nbytes()) fail("input \"{}\": null device pointer", name);
-  inputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true};
+  inputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, {}};
 }
 
 void Context::bind_output_device(const std::string& name, unsigned long long ptr) {
   size_t i = engine_->output_index(name);
   if (!gpu_) fail("output \"{}\": zero-copy device binding but the engine runs on the CPU ({})", name, engine_->info());
   if (!ptr && engine_->outputs()[i].type.nbytes()) fail("output \"{}\": null device pointer", name);
-  outputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true};
+  outputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, {}};
 }
 
 void Context::check_bound() const {
@@ -136,6 +184,16 @@ void Context::check_bound() const {
     if (!inputs_[i].bound) fail("input \"{}\" is not bound", engine_->inputs()[i].name);
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (!outputs_[i].bound) fail("output \"{}\" is not bound", engine_->outputs()[i].name);
+  if (!shapes_) return;
+  // Shapes set after a buffer was bound: the buffer holds the old shape's bytes.
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (Shape now = shapes_->input(i); inputs_[i].shape != now)
+      fail("input \"{}\" was bound as [{}] but its shape is now [{}]: bind it again", engine_->inputs()[i].name,
+           fmt::join(inputs_[i].shape, ","), fmt::join(now, ","));
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (Shape now = shapes_->output(i); outputs_[i].shape != now)
+      fail("output \"{}\" was bound as [{}] but the input shapes give [{}]: bind it again", engine_->outputs()[i].name,
+           fmt::join(outputs_[i].shape, ","), fmt::join(now, ","));
 }
 
 void Context::run() { enqueue(nullptr); }
@@ -203,11 +261,13 @@ void Context::run_on_cpu(std::vector<ProfileEntry>* profile) {
   std::map<std::string, Tensor> feed;
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const TensorDesc& d = engine_->inputs()[i];
-    Tensor t(d.type);
+    Tensor t(shapes_ ? TensorType(d.type.dtype, shapes_->input(i)) : d.type);
     if (t.nbytes()) std::memcpy(t.raw(), inputs_[i].ptr, t.nbytes());
     feed.emplace(d.name, std::move(t));
   }
-  ReferenceExecutor ex(engine_->graph());
+  // A plan with shape profiles runs its graph specialised to the shapes set
+  // (ir/specialize.h), built on first use of each shape and cached.
+  ReferenceExecutor ex(shapes_ ? shapes_->specialised() : engine_->graph());
   std::vector<Tensor> outs =
       profile ? ex.run(feed,
                        [&](const Node& n, double ms) {

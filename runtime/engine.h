@@ -19,11 +19,15 @@ enum class Backend { Auto, Cpu, Gpu };
 
 struct TensorDesc {
   std::string name;
-  TensorType type;
+  TensorType type;  // may hold symbolic dims (a plan with shape profiles)
+  // The shape as the C API reports it: -1 for a dim that is symbolic.
+  std::vector<int64_t> api_shape;
+  bool dynamic() const;
 };
 
 class GpuEngine;
 class GpuContext;
+class InputShapes;
 
 class Engine {
  public:
@@ -47,6 +51,9 @@ class Engine {
   const plan::Plan& plan() const { return plan_; }
   const Graph& graph() const { return *graph_; }
   const GpuEngine* gpu() const { return gpu_.get(); }
+  // A plan compiled with shape profiles (runtime/plan_profiles.h): its inputs'
+  // shapes are set per context (Context::set_input_shape).
+  bool dynamic() const { return !plan_.shapes.empty(); }
 
  private:
   Engine() = default;
@@ -67,6 +74,7 @@ struct Binding {
   bool device = false;
   bool bound = false;
   bool zero_copy = false;  // a device buffer the captured graph reads/writes in place
+  Shape shape;             // as bound (checked against the shapes set, for plans with profiles)
 };
 
 // One step of a profiled run: the kernel (GPU) or node (CPU), the graph node
@@ -82,8 +90,18 @@ class Context {
   ~Context();
 
   const Engine& engine() const { return *engine_; }
+  // A plan with shape profiles: the shape of input `name` for the next runs.
+  // kiln::Error naming the input, the dim and the profile's range when it is
+  // outside every profile, or when it differs from the plan's fixed dims.
+  void set_input_shape(const std::string& name, const Shape& shape);
+  // The shape of input / output `name` for the input shapes set (a static
+  // plan: its own). kiln::Error naming the input whose shape is not set yet.
+  Shape input_shape(const std::string& name) const;
+  Shape output_shape(const std::string& name) const;
   // Binds by name; the dtype and shape must be the engine's (else
-  // kiln::Error saying both). Device memory only on a GPU engine.
+  // kiln::Error saying both). A dynamic input bound with a shape sets it
+  // (set_input_shape); an output must have the shape output_shape() gives.
+  // Device memory only on a GPU engine.
   void bind_input(const std::string& name, const void* data, const TensorType& as, bool device);
   void bind_output(const std::string& name, void* data, const TensorType& as, bool device);
   // Zero-copy (GPU engines only): the kernels read the input from / write the
@@ -127,6 +145,7 @@ class Context {
   RunTiming timing_;
   size_t cpu_in_flight_ = 0;
   std::vector<ProfileEntry> profile_;
+  std::unique_ptr<InputShapes> shapes_;  // a plan with shape profiles; null for a static plan
 };
 
 }  // namespace kiln::rt

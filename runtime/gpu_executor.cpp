@@ -152,12 +152,27 @@ GpuContext::GpuContext(const GpuEngine& e) : e_(e) {
       d.check(d.cuStreamCreate(&download_stream_, kStreamNonBlocking), "cuStreamCreate (downloads)");
       d.check(d.cuStreamCreate(&stream_, kStreamNonBlocking), "cuStreamCreate");
       d.check(d.cuEventCreate(&enqueued_, kEventDisableTiming), "cuEventCreate");
+      zero_once();
       add_slot();
     });
   } catch (...) {
     release();
     throw;
   }
+}
+
+// The arena's zeroed region (plan::Memory::zeroed_offset: the tile counters
+// of folded split-K kernels) is zeroed once, here: its kernels leave it zero,
+// so every later run finds it so. cuMemAlloc does not zero memory. The host
+// waits for the copy, so any stream a run is later enqueued on sees it.
+void GpuContext::zero_once() {
+  const plan::Memory& m = e_.plan_.memory;
+  if (m.zeroed_bytes == 0) return;
+  const CudaDriver& d = e_.d_;
+  const std::vector<uint8_t> zeros(m.zeroed_bytes, 0);
+  d.check(d.cuMemcpyHtoDAsync(arena_ + m.zeroed_offset, zeros.data(), zeros.size(), upload_stream_),
+          "zeroing the split-K tile counters");
+  d.check(d.cuStreamSynchronize(upload_stream_), "zeroing the split-K tile counters");
 }
 
 void GpuContext::add_slot() {

@@ -174,7 +174,8 @@ class GpuContext {
     std::vector<DeviceBinding> out;  // where wait() copies the outputs
     CUdeviceptr tables = 0;          // the pointer tables of its graph's bindings (0: none needed)
   };
-  void add_slot();  // buffers, staging, events and the captured launch list
+  void zero_once();  // the arena's zeroed region (plan::Memory::zeroed_offset), at creation
+  void add_slot();   // buffers, staging, events and the captured launch list
   void fill_slot(Slot& s);
   void capture_graph(Slot& s);  // the launch list as the slot's graph exec, with s.bound_in/out
   // Uploads the slot's pointer tables for s.bound_in/out into a new

@@ -26,6 +26,7 @@ enum SectionId : uint32_t {
   kLaunches = 5,
   kMemory = 6,
   kResources = 7,  // optional: a plan without it loads with the fields it holds unknown (-1)
+  kProfiles = 9,   // only in a plan with symbolic dims (runtime/plan_profiles.h)
 };
 constexpr uint32_t kSectionIds[] = {kMeta, kGraph, kWeights, kKernels, kLaunches, kMemory};  // required
 constexpr size_t kFixedHeader = 40;  // magic 8, version 4, header size 4, file size 8, count 4, pad 4, xxh64 8
@@ -50,6 +51,8 @@ std::string section_name(uint32_t id) {
       return "memory";
     case kResources:
       return "resources";
+    case kProfiles:
+      return "profiles";
   }
   return fmt::format("#{}", id);
 }
@@ -63,6 +66,8 @@ std::vector<uint8_t> serialize(const Plan& p) {
   sections.emplace_back(kLaunches, write_steps(p.steps));
   sections.emplace_back(kMemory, write_memory(p.memory));
   sections.emplace_back(kResources, write_resources(p));
+  // A static plan has none, so its bytes are what they were before profiles.
+  if (!p.shapes.empty()) sections.emplace_back(kProfiles, write_profiles(p.shapes));
 
   uint64_t header_size = kFixedHeader + kTableEntry * sections.size();
   std::vector<uint64_t> offsets;
@@ -168,6 +173,12 @@ Plan deserialize(const uint8_t* data, size_t size, std::string_view what, const 
   p.steps = read_steps(reader(kLaunches));
   p.memory = read_memory(reader(kMemory));
   if (where.count(kResources)) read_resources(reader(kResources), p);
+  if (where.count(kProfiles)) {
+    p.shapes = read_profiles(reader(kProfiles));
+    if (p.shapes.value_bytes.size() != p.memory.values.size())
+      fail("{}: section 'profiles' has {} result sizes, the memory plan has {} results", what,
+           p.shapes.value_bytes.size(), p.memory.values.size());
+  }
   check_steps(p, what);
   if (p.meta.graph_constants > p.weights.size())
     fail("{}: meta says {} graph constants, the weights section has {} entries", what, p.meta.graph_constants,

@@ -25,6 +25,9 @@
 //     resources what the compiler measured, for `kiln inspect`: the memory
 //               plan's live peak, per kernel ptxas's registers, static shared
 //               bytes and spill bytes
+//     profiles  a plan with symbolic dims (runtime/plan_profiles.h): per
+//               profile each dynamic input's min/opt/max shape, and each
+//               memory entry's size as a polynomial of the symbols
 //
 // Loading checks, before anything is parsed: magic, format version, sizes
 // and offsets against the file size, every checksum; every read inside a
@@ -37,6 +40,7 @@
 #include <vector>
 
 #include "ir/tensor.h"
+#include "runtime/plan_profiles.h"
 
 namespace kiln::plan {
 
@@ -145,6 +149,12 @@ struct Memory {
   std::vector<MemoryEntry> values;
   // Most arena bytes live at one node (section `resources`); -1: not recorded.
   int64_t live_peak_bytes = -1;
+  // Arena bytes [zeroed_offset, zeroed_offset + zeroed_bytes) must be zero
+  // when a context's arena is created (the runtime zeroes them once); the
+  // kernels that use them leave them zero (the tile counters of folded
+  // split-K GEMMs, codegen/emitter_table.h NodeKernel::tile_counters), and
+  // nothing else of the plan does. 0 bytes: none.
+  uint64_t zeroed_offset = 0, zeroed_bytes = 0;
 };
 
 struct Plan {
@@ -156,6 +166,7 @@ struct Plan {
   std::vector<Kernel> kernels;
   std::vector<Step> steps;
   Memory memory;
+  ShapeProfiles shapes;  // section `profiles`; empty for a static plan
 };
 
 // Serializes a plan; the same plan gives the same bytes.

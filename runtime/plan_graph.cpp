@@ -48,6 +48,7 @@ std::unique_ptr<Graph> load_graph(const Plan& p, std::string_view what) {
   } catch (const Error& e) {
     fail("{}: the graph is invalid: {}", what, e.what());
   }
+  check_profiles(p, *g, what);
   return g;
 }
 

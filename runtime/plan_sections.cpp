@@ -249,6 +249,12 @@ std::vector<uint8_t> write_memory(const Memory& m) {
     w.put<int64_t>(e.offset);
     w.put<int64_t>(e.size);
   }
+  // Only when there is one: plans without a zeroed region keep their bytes
+  // (and an older reader refuses a plan that has one: trailing bytes).
+  if (m.zeroed_bytes > 0) {
+    w.put<uint64_t>(m.zeroed_offset);
+    w.put<uint64_t>(m.zeroed_bytes);
+  }
   return w.bytes;
 }
 
@@ -265,6 +271,14 @@ Memory read_memory(Reader r) {
     e.offset = r.get<int64_t>("offset");
     e.size = r.get<int64_t>("size");
     m.values.push_back(e);
+  }
+  if (r.remaining() > 0) {
+    m.zeroed_offset = r.get<uint64_t>("zeroed region offset");
+    m.zeroed_bytes = r.get<uint64_t>("zeroed region size");
+    if (m.zeroed_bytes == 0 || m.zeroed_offset % 4 || m.zeroed_offset > m.arena_bytes ||
+        m.zeroed_bytes > m.arena_bytes - m.zeroed_offset)
+      fail("{}: zeroed region of {} bytes at {} is not an aligned range of the arena of {} bytes", r.what(),
+           m.zeroed_bytes, m.zeroed_offset, m.arena_bytes);
   }
   r.expect_end();
   return m;

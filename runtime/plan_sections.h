@@ -77,6 +77,7 @@ class Reader {
     at_ = at;
   }
   size_t pos() const { return at_; }
+  size_t remaining() const { return n_ - at_; }
   size_t size() const { return n_; }
   const uint8_t* data() const { return p_; }
   void expect_end() const {
@@ -110,5 +111,8 @@ Memory read_memory(Reader r);
 std::vector<uint8_t> write_resources(const Plan& p);
 void read_resources(Reader r, Plan& p);
 void check_steps(const Plan& p, std::string_view what);
+// Section `profiles` (runtime/plan_profiles.h).
+std::vector<uint8_t> write_profiles(const ShapeProfiles& s);
+ShapeProfiles read_profiles(Reader r);
 
 }  // namespace kiln::plan::detail

@@ -1,5 +1,6 @@
 #include "backends/sim/sim_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <unordered_map>
@@ -105,6 +106,7 @@ std::vector<Tensor> SimExecutor::execute(std::unordered_map<const Value*, Tensor
     KILN_CHECK(it != env.end(), "value %{} used before it is computed", v->name());
     return it->second;
   };
+  Tensor tile_counters(TensorType(DType::U32, {0}));  // zeroed; grown (zeroed again) as kernels need more
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
     std::vector<Tensor> outs;
@@ -146,6 +148,13 @@ std::vector<Tensor> SimExecutor::execute(std::unordered_map<const Value*, Tensor
         }
         for (const Tensor& t : k.extra) add(t);
         if (k.workspace_f32 > 0) add(workspace);
+        if (k.tile_counters > 0) {
+          // One zeroed region for the whole run, as a GPU context's arena has
+          // (codegen::NodeKernel::tile_counters): each kernel must leave it zero.
+          if (tile_counters.numel() < k.tile_counters)
+            tile_counters = Tensor(TensorType(DType::U32, {k.tile_counters}));
+          add(tile_counters);
+        }
         if (k.grid.count() == 0) continue;
         kiln::sim::LaunchConfig cfg;
         cfg.kernel = k.name;
@@ -158,6 +167,13 @@ std::vector<Tensor> SimExecutor::execute(std::unordered_map<const Value*, Tensor
         } catch (const kiln::sim::SimError& e) {
           fail("sim backend: {}: kernel {} failed: {}", n.describe(), k.name, e.what());
         }
+        if (k.tile_counters > 0 &&
+            !std::all_of(tile_counters.data<uint32_t>(), tile_counters.data<uint32_t>() + tile_counters.numel(),
+                         [](uint32_t c) { return c == 0; }))
+          fail(
+              "sim backend: {}: kernel {} left its split-K tile counters nonzero (the next launch would "
+              "miscount)",
+              n.describe(), k.name);
         if (timer)
           timer(n, k, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       }

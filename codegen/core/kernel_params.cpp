@@ -20,6 +20,13 @@ std::string kernel_param_list(const std::vector<KernelParam>& params) {
   return r;
 }
 
+std::string grid_stride_loop(const std::string& var, int64_t count) {
+  return fmt::format(
+      "  for (long long {0} = (long long)blockIdx.x * blockDim.x + threadIdx.x; {0} < {1}LL; "
+      "{0} += (long long)gridDim.x * blockDim.x) {{\n",
+      var, count);
+}
+
 std::string kernel_sim_entry(const std::vector<KernelParam>& params) {
   std::string body = "#ifdef KILN_SIM\n";
   body +=

@@ -3,6 +3,7 @@
 // entry NAME_sim that binds buffers[i] to parameter i (backends/sim/sim_module.h),
 // and the finished translation unit (prelude + body with the hashed name).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,12 @@ struct KernelParam {
 
 // "KILN_PTR(T) a, KILN_PTR(const T) b, ...".
 std::string kernel_param_list(const std::vector<KernelParam>& params);
+
+// The header of a grid-stride loop over `count` items in `var` (a long long):
+// "  for (long long var = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+// var < countLL; var += (long long)gridDim.x * blockDim.x) {\n"; the caller
+// writes the body and the closing brace.
+std::string grid_stride_loop(const std::string& var, int64_t count);
 
 // The #ifdef KILN_SIM entry `@NAME@_sim` launching `@NAME@` with buffers[i]
 // (counts[i] elements) as parameter i.

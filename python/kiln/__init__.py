@@ -65,6 +65,13 @@ class Engine:
         """The plan's precision: "fp32", "tf32", "fp16" or "bf16"."""
         return self._impl.precision
 
+    @property
+    def profiles(self) -> List[Dict[str, Tuple[Tuple[int, ...], Tuple[int, ...], Tuple[int, ...]]]]:
+        """A plan compiled with min_shapes/max_shapes: per shape profile, each dynamic
+        input's (min, opt, max) shape; [] for a static plan. Dynamic dims show as -1
+        in `inputs`; run() takes any shape inside a profile (docs/dynamic_shapes.md)."""
+        return self._impl.profiles
+
     def input_index(self, name: str) -> int:
         """The position of input `name` in `inputs`; kiln.Error when there is none."""
         return self._impl.input_index(name)
@@ -82,7 +89,8 @@ class Engine:
 
     def run(self, inputs: Mapping[str, object]) -> Dict[str, "numpy.ndarray"]:  # noqa: F821
         """Runs once. `inputs` maps every input name to an array of exactly the
-        model's dtype and shape (no silent conversion); returns {output name: ndarray}."""
+        model's dtype and shape (no silent conversion; a dynamic dim takes any size
+        inside a shape profile); returns {output name: ndarray}."""
         if not isinstance(inputs, Mapping):
             raise Error(f"run() takes a dict of input name -> numpy array, not {type(inputs).__name__}")
         return self._impl.run(dict(inputs))
@@ -109,6 +117,9 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
     backend: str = "auto",
     cache_dir: "str | os.PathLike[str] | None" = None,
     tuning_cache: "str | os.PathLike[str] | None" = None,
+    min_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+    opt_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+    max_shapes: Optional[Mapping[str, Sequence[int]]] = None,
 ) -> Engine:
     """Compiles an ONNX model in process (the pipeline and checks of
     `kiln compile MODEL -o PLAN`) and loads the plan. precision: fp32 | tf32 |
@@ -117,8 +128,15 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
     portable GPU plan) | portable (CUBINs for sm_80 and sm_90, PTX for newer)
     | sm_80 | sm_86 | sm_89 | sm_90 | cpu (no GPU kernels); tuning_cache: as
     `--tuning-cache` (docs/tuning.md); backend: auto | cpu | gpu (gpu fails
-    when no usable GPU)."""
-    fixed = {str(k): [int(d) for d in v] for k, v in (shapes or {}).items()}
+    when no usable GPU); min_shapes / opt_shapes / max_shapes: a shape profile
+    for the dims the model leaves open, as `--min-shapes` etc. (trtexec's
+    meaning; such a plan runs on the CPU for now, target="cpu";
+    docs/dynamic_shapes.md)."""
+
+    def dims(m: Optional[Mapping[str, Sequence[int]]]) -> Dict[str, List[int]]:
+        return {str(k): [int(d) for d in v] for k, v in (m or {}).items()}
+
+    fixed = dims(shapes)
     return Engine(
         _kiln.compile(
             os.fspath(model),
@@ -128,6 +146,9 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
             backend,
             os.fspath(cache_dir) if cache_dir else "",
             os.fspath(tuning_cache) if tuning_cache else "",
+            dims(min_shapes),
+            dims(opt_shapes),
+            dims(max_shapes),
         )
     )
 

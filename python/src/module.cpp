@@ -144,6 +144,21 @@ class PyEngine {
   int output_index(const std::string& name) const { return engine_.output_index(name); }
   py::bytes plan_bytes() const { return py::bytes(bytes_); }
 
+  // [{input: (min, opt, max), ...} per profile] for the dynamic inputs; [] for a static plan.
+  py::list profiles() const {
+    py::list r;
+    for (int i = 0; i < engine_.num_profiles(); ++i) {
+      py::dict p;
+      for (const kiln::TensorInfo& t : inputs_)
+        if (t.dynamic())
+          p[py::str(t.name)] = py::make_tuple(py::tuple(py::cast(engine_.profile_shape(i, t.name, KILN_PROFILE_MIN))),
+                                              py::tuple(py::cast(engine_.profile_shape(i, t.name, KILN_PROFILE_OPT))),
+                                              py::tuple(py::cast(engine_.profile_shape(i, t.name, KILN_PROFILE_MAX))));
+      r.append(p);
+    }
+    return r;
+  }
+
   void save(const std::string& path) const {
     std::ofstream out(path, std::ios::binary);
     if (!out) raise(path + ": cannot write file");
@@ -199,10 +214,12 @@ class PyEngine {
     }
     py::object np_empty = py::module_::import("numpy").attr("empty");
     for (const kiln::TensorInfo& t : outputs_) {
+      // A plan with shape profiles: the inputs bound above set the shapes.
+      std::vector<int64_t> shape = t.dynamic() ? ctx.output_shape(t.name) : t.shape;
       // numpy.empty, not py::array(dtype, shape): pybind11 computes strides
       // from numpy 1's descriptor layout, which numpy 2 changed.
-      py::array a = np_empty(py::tuple(py::cast(t.shape)), numpy_dtype_name(t.dtype));
-      ctx.bind_output(t.name, a.mutable_data(), t.dtype, t.shape);
+      py::array a = np_empty(py::tuple(py::cast(shape)), numpy_dtype_name(t.dtype));
+      ctx.bind_output(t.name, a.mutable_data(), t.dtype, shape);
       result[py::str(t.name)] = a;
     }
     {
@@ -224,9 +241,12 @@ PyEngine load(const std::string& path, const std::string& backend) {
   return PyEngine(read_bytes(path), b);
 }
 
-PyEngine compile(const std::string& model, const std::string& precision,
-                 const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& target,
-                 const std::string& backend, const std::string& cache_dir, const std::string& tuning_cache) {
+using ShapeMap = std::map<std::string, std::vector<int64_t>>;
+
+PyEngine compile(const std::string& model, const std::string& precision, const ShapeMap& shapes,
+                 const std::string& target, const std::string& backend, const std::string& cache_dir,
+                 const std::string& tuning_cache, const ShapeMap& min_shapes, const ShapeMap& opt_shapes,
+                 const ShapeMap& max_shapes) {
   kiln_backend b = parse_backend(backend);
   std::vector<uint8_t> bytes;
   {
@@ -239,6 +259,10 @@ PyEngine compile(const std::string& model, const std::string& precision,
     o.build.pass.precision = precision;
     o.build.cache_dir = cache_dir;
     for (const auto& [name, dims] : shapes) o.input_shapes[name] = dims;
+    // A shape profile (kiln compile --min/--opt/--max-shapes).
+    for (const auto& [name, dims] : min_shapes) o.min_shapes[name] = dims;
+    for (const auto& [name, dims] : opt_shapes) o.opt_shapes[name] = dims;
+    for (const auto& [name, dims] : max_shapes) o.max_shapes[name] = dims;
     o.tuning.cache_file = tuning_cache;
     bytes = kiln::compile_model(kiln::ModelSource::file(model), o).plan;
   }
@@ -297,6 +321,7 @@ PYBIND11_MODULE(_kiln, m) {
       .def_property_readonly("info", &PyEngine::info)
       .def_property_readonly("target", &PyEngine::target)
       .def_property_readonly("precision", &PyEngine::precision)
+      .def_property_readonly("profiles", &PyEngine::profiles)
       .def("input_index", &PyEngine::input_index, py::arg("name"))
       .def("output_index", &PyEngine::output_index, py::arg("name"))
       .def("profile", &PyEngine::profile, py::arg("inputs"))
@@ -305,8 +330,8 @@ PYBIND11_MODULE(_kiln, m) {
       .def("run", &PyEngine::run, py::arg("inputs"));
   m.def("set_log_callback", &set_log_callback, py::arg("callback"));
   m.def("load", &load, py::arg("path"), py::arg("backend") = "auto");
-  m.def("compile", &compile, py::arg("model"), py::arg("precision") = "fp32",
-        py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("target") = "cpu",
-        py::arg("backend") = "auto", py::arg("cache_dir") = "", py::arg("tuning_cache") = "");
+  m.def("compile", &compile, py::arg("model"), py::arg("precision") = "fp32", py::arg("shapes") = ShapeMap{},
+        py::arg("target") = "cpu", py::arg("backend") = "auto", py::arg("cache_dir") = "", py::arg("tuning_cache") = "",
+        py::arg("min_shapes") = ShapeMap{}, py::arg("opt_shapes") = ShapeMap{}, py::arg("max_shapes") = ShapeMap{});
   m.attr("__version__") = kiln_version();
 }

@@ -172,6 +172,24 @@ def test_shapes_fix_a_symbolic_dimension(tmp_path):
     np.testing.assert_allclose(got, ort_run(path, {"x": x})["y"], rtol=1e-5, atol=1e-6)
 
 
+def test_a_shape_profile_runs_any_shape_inside_it(tmp_path):
+    path = tmp_path / "dyn.onnx"
+    w, b = dynamic_batch_model(path)
+    eng = kiln.compile(path, min_shapes={"x": [1, 4]}, opt_shapes={"x": [3, 4]}, max_shapes={"x": [8, 4]}, target="cpu")
+    assert eng.inputs == [kiln.TensorInfo("x", "float32", (-1, 4))]
+    assert eng.profiles == [{"x": ((1, 4), (3, 4), (8, 4))}]
+    for n in (1, 5, 8):
+        x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+        got = eng.run({"x": x})["y"]
+        assert got.shape == (n, 3)
+        np.testing.assert_allclose(got, ort_run(path, {"x": x})["y"], rtol=1e-5, atol=1e-6)
+    with pytest.raises(kiln.Error, match=r"input \"x\": dim 0 is 9, outside profile 0's range \[1, 8\]"):
+        eng.run({"x": np.zeros((9, 4), np.float32)})
+    # The profile survives a save and load.
+    eng.save(tmp_path / "dyn.plan")
+    assert kiln.load(tmp_path / "dyn.plan").profiles == eng.profiles
+
+
 # Errors: kiln.Error carrying kiln's message.
 
 def test_error_is_a_runtime_error():

@@ -139,3 +139,6 @@ cnn(os.path.join(out_dir, "cnn.onnx"))
 encoder(os.path.join(out_dir, "encoder.onnx"))
 for b, s in ((1, 5), (2, 16), (4, 33)):
     inputs(out_dir, b, s)
+# CNN inputs at three batch sizes (plan_profiles_test.sh feeds a plan files).
+for b in (1, 3, 6, 8):
+    np.save(os.path.join(out_dir, f"x_{b}.npy"), rng.standard_normal((b, 3, 16, 16)).astype(np.float32))

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <atomic>
 #include <map>
+#include <optional>
 
 #include "backends/reference/executor.h"
 #include "backends/sim/sim_module.h"
@@ -21,6 +22,7 @@
 #include "compiler/compile.h"
 #include "conformance/conformance.h"
 #include "compiler/plan_writer.h"
+#include "codegen/emitters/gemm_conv/gemm_tiles.h"
 
 namespace kiln::fakegpu {
 
@@ -43,8 +45,9 @@ struct Fake {
   void (*set_driver_version)(int);        // 13000: CUDA 13.0
   void (*set_device)(const char*);        // "h100", "a100", "l4", "" (default)
   void (*set_device_count)(int);
-  int (*rule)(const char*);  // 1: the rule is on (KILN_FAKE_CUDA_DISABLE turns them off)
-  void* handle;              // the library, for its cu* entry points
+  int (*rule)(const char*);     // 1: the rule is on (KILN_FAKE_CUDA_DISABLE turns them off)
+  void (*set_alloc_fill)(int);  // the byte new device allocations hold (-1: as allocated)
+  void* handle;                 // the library, for its cu* entry points
   template <typename F>
   F sym(const char* name) const {
     return reinterpret_cast<F>(dlsym(handle, name));
@@ -78,6 +81,7 @@ inline const Fake& fake() {
     r.set_device = reinterpret_cast<void (*)(const char*)>(dlsym(h, "fake_cuda_set_device"));
     r.set_device_count = reinterpret_cast<void (*)(int)>(dlsym(h, "fake_cuda_set_device_count"));
     r.rule = reinterpret_cast<int (*)(const char*)>(dlsym(h, "fake_cuda_rule"));
+    r.set_alloc_fill = reinterpret_cast<void (*)(int)>(dlsym(h, "fake_cuda_set_alloc_fill"));
     r.handle = h;
     return r;
   }();
@@ -251,7 +255,28 @@ inline std::unique_ptr<Graph> concat_5000() {
   return g;
 }
 
-// Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax" and "concat_5000".
+// A split-K GEMM whose partial sums the last block of each tile sums in the
+// GEMM kernel (codegen/emitters/gemm_conv/emit_gemm.h, "folded"): 2 tiles x
+// 32 k-tiles in 11 splits, with a bias and relu epilogue.
+inline constexpr const char* kFoldedSplitK =
+    R"(graph @m(%a: f16[40,1024], %b: f16[1024,72], %c: f16[72]) -> (f16[40,72]) {
+    %m = matmul(%a, %b) : f16[40,72]
+    %s = add(%m, %c) : f16[40,72]
+    %y = relu(%s) : f16[40,72]
+    return %y
+  })";
+inline plan::Plan folded_split_k_plan() {
+  codegen::ScopedGemmTileChooser fold([](const codegen::GemmProblem& p) {
+    codegen::GemmTileConfig c = codegen::default_gemm_tile(p);
+    c.split_k = 11;
+    c.fold_split = true;
+    return std::optional<codegen::GemmTileConfig>(c);
+  });
+  return build_plan(*compiled_text(kFoldedSplitK), {"sm_90", "fp32", {}});
+}
+
+// Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax", "folded_split_k", "concat_5000"
+// and kAbsentOperandCase.
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
@@ -260,6 +285,7 @@ inline const std::map<std::string, plan::Plan>& plans() {
     for (const char* m : kOnnxModels) r[m] = build_plan(*compiled_onnx(m), {"sm_90", "fp32", {}});
     for (const char* m : kLaunchFitModels) r[m] = build_plan(*compiled_case(m), {"sm_90", "fp32", {}});
     r["wide_softmax"] = build_plan(*compiled_text(kWideSoftmax), {"sm_90", "fp32", {}});
+    r["folded_split_k"] = folded_split_k_plan();
     r["concat_5000"] = build_plan(*concat_5000(), {"sm_90", "fp32", {}});
     r[kAbsentOperandCase] = build_plan(*compiled_text(kAbsentOperand), {"sm_90", "fp32", {}});
     return r;

@@ -44,11 +44,11 @@ struct Case {
   bool fuse = false;
   bool want_cp_async = false;  // every operand arrives in 16-byte chunks
   std::string want_in_source;  // e.g. the kernel comment naming an operand's load path
-  int want_split_k = 1;        // the GEMM's K loop split among this many blocks (a second, reduction kernel)
+  int want_split_k = 1;        // the GEMM's K loop split among this many blocks (folded: the last block per tile sums)
   std::unique_ptr<Graph> g;
   std::unordered_map<const Node*, std::vector<codegen::NodeKernel>> kernels;
   std::vector<size_t> anchor_sources;  // indices into the source list of the matmul/gemm/conv kernels
-  int reductions = 0;                  // split-K reduction kernels
+  int reductions = 0;                  // split-K reduction kernels (none: these splits fold)
 };
 
 const char* dt_of(Prec p) { return p == Prec::F16 ? "f16" : p == Prec::BF16 ? "bf16" : "f32"; }
@@ -95,14 +95,14 @@ std::vector<Case> all_cases() {
     mm("70,40", "40,130", "70,130", false);  // N % 8 != 0: B element by element
     mm("40,264", "264,72", "40,72", true);   // 2 blocks x 9 k-tiles: the 4-stage pipeline of long-K sub-wave grids
     extra = false;
-    // Split-K (a second, reduction kernel of 64-thread blocks): 11 splits of 3 k-tiles, the last of 2 (tf32: 22
-    // of 3, the last of 1), 16-byte partial stores and sums.
+    // Split-K, folded (the last block of each tile sums the partial tiles): 11 splits of 3 k-tiles, the last
+    // of 2 (tf32: 32x32 tiles, 11 of 6, the last of 4), 16-byte partial stores and loads.
     mm("40,1024", "1024,72", "40,72", true);
-    cs.back().want_split_k = p == Prec::Tf32 ? 22 : 11;
-    // Split-K with a partial last k-tile (K = 2000), odd N (scalar partial stores and reduction), 2 batches;
-    // tf32: 125 k-tiles in 42 splits of 3, the last shorter.
+    cs.back().want_split_k = 11;
+    // Split-K with a partial last k-tile (K = 2000), odd N (scalar partial stores and sums), 2 batches;
+    // tf32: 16x32 tiles, 125 k-tiles in 25 splits of 5.
     mm("2,24,2000", "2,2000,21", "2,24,21", true);
-    cs.back().want_split_k = p == Prec::Tf32 ? 42 : 21;
+    cs.back().want_split_k = p == Prec::Tf32 ? 25 : 21;
     auto gemm = [&](const std::string& attrs, const std::string& a, const std::string& b, const std::string& c,
                     const std::string& y, bool dense) {
       const bool has_c = !c.empty();
@@ -221,6 +221,8 @@ std::vector<Tensor> run_on_sim(const Case& c, const std::map<std::string, codege
     // Split-K scratch, filled with NaN: a partial sum the GEMM fails to write shows in the result.
     Tensor ws(TensorType(DType::F32, {codegen::node_workspace_bytes(c.kernels.at(&n)) / 4}));
     for (int64_t i = 0; i < ws.numel(); ++i) ws.set_double(i, std::nan(""));
+    // A folded split's tile counters: zero before, and the kernel must leave them zero.
+    Tensor tickets(TensorType(DType::U32, {codegen::node_tile_counters(c.kernels.at(&n))}));
     for (const codegen::NodeKernel& k : c.kernels.at(&n)) {
       std::vector<void*> bufs;
       std::vector<long long> counts;
@@ -236,6 +238,7 @@ std::vector<Tensor> run_on_sim(const Case& c, const std::map<std::string, codege
       for (Value* v : n.inputs()) add(lookup(v));
       for (const Tensor& t : k.extra) add(t);
       if (k.workspace_f32 > 0) add(ws);
+      if (k.tile_counters > 0) add(tickets);
       if (k.grid.count() == 0) continue;
       sim::LaunchConfig cfg;
       cfg.kernel = k.name;
@@ -243,6 +246,8 @@ std::vector<Tensor> run_on_sim(const Case& c, const std::map<std::string, codege
       cfg.block = dim3(k.block.x, k.block.y, k.block.z);
       cfg.shared_bytes = k.shared_bytes;
       codegen::sim_launch(entries.at(k.name), cfg, bufs, counts);
+      for (int64_t i = 0; i < tickets.numel(); ++i)
+        EXPECT_EQ(tickets.data<uint32_t>()[i], 0u) << k.name << ": tile counter " << i << " left nonzero";
     }
     for (int r = 0; r < n.num_outputs(); ++r) env[n.output(r)] = std::move(outs[r]);
   }
@@ -305,11 +310,11 @@ TEST(CodegenTensorCore, MatmulGemmConvUseMmaAndMatchReferenceOnSim) {
       c.kernels[&n] = std::move(ks);
     }
     EXPECT_EQ(c.anchor_sources.size(), 1u) << print_graph(*c.g);
-    EXPECT_EQ(c.reductions, c.want_split_k > 1 ? 1 : 0);
+    EXPECT_EQ(c.reductions, 0);
     if (c.want_split_k > 1 && !c.anchor_sources.empty()) {
       const std::string& src = sources[c.anchor_sources[0]].source;
       const size_t tile = src.find("; tile ");
-      EXPECT_NE(src.find(fmt::format(" split{}", c.want_split_k)), std::string::npos)
+      EXPECT_NE(src.find(fmt::format(" split{} fold", c.want_split_k)), std::string::npos)
           << c.name << ": " << (tile == std::string::npos ? "" : src.substr(tile, src.find('\n', tile) - tile));
     }
   }
@@ -410,15 +415,24 @@ TEST(CodegenTensorCore, TileConfigurations) {
   GemmProblem p{GemmMath::F16, 1, 4096, 4096, 4096};
   EXPECT_EQ(gemm_tile_name(default_gemm_tile(p)), "128x128x32 w2x4 s3");
   // Split-K where the tiles leave most of the GPU's resident block slots empty and the cost terms of the
-  // performance model (docs/codegen.md, "Split-K") put a split faster, reduction included: ResNet-50's
-  // stage-4 3x3 conv (8 tiles x 144 k-tiles: 18 splits of 8), BERT's FFN-down GEMM (24 tiles x 96
-  // k-tiles: 8 splits of 12) and QKV GEMM (72 tiles x 24 k-tiles: 3 of 8). Not: a short K (7 k-tiles), a
-  // full grid, the SIMT core. Below one wave the ring is as deep as the k-loop uses (4 stages; 3 for a K
-  // of two k-tiles, all in flight at once).
+  // performance model (docs/codegen.md, "Split-K") put a split faster, its reduction included -- a
+  // reduction kernel, or folded into the GEMM (the last block per tile sums), whichever the terms put
+  // cheaper: ResNet-50's stage-4 3x3 conv (8 tiles x 144 k-tiles: 18 splits of 8, a reduction kernel:
+  // folded, 8 SMs would pull all the partial sums), BERT's FFN-down GEMM (96 tiles of 32x32 x 96 k-tiles:
+  // 8 splits of 12, folded) and QKV GEMM (144 tiles of 32x64 x 24 k-tiles: 3 of 8, folded; the saved
+  // launch makes the smaller tiles pay). Not: a short K (7 k-tiles), a full grid, the SIMT core. Below one
+  // wave the ring is as deep as the k-loop uses (4 stages; 3 for a K of two k-tiles, all in flight at once).
   EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 49, 512, 4608})), "64x64x32 w2x2 s4 split18");
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 768, 3072})), "64x64x32 w2x2 s4 split8");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 768, 3072})), "32x32x32 w1x1 s4 split8 fold");
   EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 49, 512, 224}).split_k, 1);
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 2304, 768})), "64x64x32 w2x2 s4 split3");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 2304, 768})), "32x64x32 w1x2 s4 split3 fold");
+  // A fold needs a split, and the SIMT core neither splits nor folds.
+  GemmTileConfig fold_alone = default_gemm_tile({GemmMath::F16, 1, 49, 512, 224});
+  fold_alone.fold_split = true;
+  EXPECT_NE(gemm_tile_invalid(fold_alone, {GemmMath::F16, 1, 49, 512, 224}), "");
+  GemmTileConfig simt_fold = default_gemm_tile({GemmMath::Simt, 1, 49, 512, 4608});
+  simt_fold.fold_split = true;
+  EXPECT_NE(gemm_tile_invalid(simt_fold, {GemmMath::Simt, 1, 49, 512, 4608}), "");
   EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 3136, 64, 64})), "64x64x32 w2x2 s3");
   EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 4096, 512, 4608}).split_k, 1);
   // 256 tiles of 64x128 (8 warps, 2 resident per SM: a wave of 264) keep a 4-deep ring; a grid of

@@ -134,6 +134,32 @@ TEST(PerfEstimate, SubWaveGemmIsLatencyBound) {
   EXPECT_NEAR(e.compute_us, 2.0 * 64 * 64 * 4608 / (989.4e12 / 132 * 0.6) * 1e6, 1e-9);
 }
 
+// A folded split-K (the GEMM's last block per tile sums the partial sums):
+// its tail runs after the k-loops, a fence + ticket round trip and the
+// partial sums' round trip (1 us), or their bytes over only the SMs the
+// tiles' last blocks are on, whichever is longer.
+TEST(PerfEstimate, FoldedSplitKAddsItsTail) {
+  LaunchWork w = big_gemm();
+  w.blocks = 8 * 21;
+  w.flops = 2.0 * 64 * 64 * 8 * 4608;
+  w.block_flops = 2.0 * 64 * 64 * 7 * 32;
+  w.bytes = 1e5;
+  w.tile.k_tiles = 7;
+  w.tile.split = 21;
+  const LaunchEstimate plain = estimate_launch(w, h100());
+  EXPECT_DOUBLE_EQ(plain.tail_us, 0.0);
+  // 8 tiles reading 21 x 64 x 64 x 4 bytes each: 2.75 MB over 8 of 132 SMs at 90% of 3350 GB/s.
+  w.tail_blocks = 8;
+  w.tail_bytes = 8.0 * 21 * 64 * 64 * 4;
+  LaunchEstimate e = estimate_launch(w, h100());
+  EXPECT_NEAR(e.tail_us, w.tail_bytes / (3350e9 * 0.9 * 8 / 132) * 1e6, 1e-9);
+  EXPECT_NEAR(e.est_us, plain.est_us + e.tail_us, 1e-9);
+  EXPECT_EQ(e.bound, plain.bound);
+  // Small partial sums: the two round trips.
+  w.tail_bytes = 1000;
+  EXPECT_NEAR(estimate_launch(w, h100()).tail_us, 1.0, 1e-12);
+}
+
 TEST(PerfEstimate, PointwiseIsMemoryBound) {
   // y = relu(x), 2^24 f16 elements: 32 MiB read + 32 MiB written by 65536 blocks of 256 threads.
   LaunchWork w = block_of(256, 16, 0);

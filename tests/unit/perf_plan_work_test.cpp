@@ -143,6 +143,39 @@ TEST(PerfPlanWork, SplitKGemmAndReduction) {
   EXPECT_EQ(w[2].work.bytes, 8 * 256 * 2 + 8 * 8 * 256 * 4);  // the result and the partial sums
 }
 
+// A folded split-K: one launch; its k-loops touch the operands and the
+// partial sums ("// buffers:"), its tail -- the last block of each of the 4
+// tiles -- the partial sums and the result ("// tail buffers:").
+TEST(PerfPlanWork, FoldedSplitKGemmHasATail) {
+  Fixture f;
+  plan::Kernel gemm = f.p.kernels[1];
+  gemm.name = "kiln_mm_fold";
+  gemm.source =
+      "// proj: batch 1 x [8 x 256] = [8 x 768] [768 x 256] on tensor cores (f16); tile 64x64x32 w2x2 s3 split8 fold; "
+      "split-K partial sums of 8 x 3 k-tiles to the workspace, summed by the last block of each tile\n"
+      "// buffers: 1 2 3\n// tail buffers: 0 3\n"
+      "  constexpr int BM = 64, BN = 64, BK = 32, STAGES = 3, LDA = 40, LDB = 72;\n"
+      "  constexpr int A_STAGE = 2560, B_STAGE = 2304, KT = 3, WTM = 32, WTN = 32, MI = 2, NI = 4;\n";
+  f.p.kernels = {f.p.kernels[0], gemm};
+  plan::BufferRef ws = buffer(plan::BufferKind::Arena, 0, 8 * 8 * 256 * 4),
+                  tickets = buffer(plan::BufferKind::Arena, 0, 16);
+  ws.offset = 1 << 20;
+  tickets.offset = 2 << 20;
+  plan::Step s1 = f.p.steps[1];
+  s1.grid = {32, 1, 1};
+  s1.args.push_back(ws);
+  s1.args.push_back(tickets);
+  f.p.steps = {f.p.steps[0], s1};
+  std::vector<StepWork> w = plan_work(f.p, f.g);
+  ASSERT_EQ(w.size(), 2u);
+  const LaunchWork& mm = w[1].work;
+  EXPECT_EQ(mm.kind, WorkKind::Gemm);
+  EXPECT_EQ(mm.tile.split, 8);
+  EXPECT_EQ(mm.bytes, 8 * 768 * 2 + 768 * 256 * 2 + 8 * 8 * 256 * 4);  // A, B and the partial sums
+  EXPECT_EQ(mm.tail_blocks, 4);                                        // 32 blocks / 8 splits
+  EXPECT_EQ(mm.tail_bytes, 8 * 256 * 2 + 8 * 8 * 256 * 4);             // the result and the partial sums
+}
+
 // "Filling a wave" (docs/performance.md): a conv/GEMM/attention grid of at
 // least SMs x the blocks one SM holds at the occupancy the kernel's own
 // registers and shared memory allow -- not merely one block per SM (counted

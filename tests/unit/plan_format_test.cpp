@@ -262,6 +262,32 @@ TEST(PlanBindings, AnAbsentOperandIsAnExplicitNoneArgument) {
   EXPECT_EQ(load_error(b), "m.plan: section 'launches': copy step 0 has an absent operand (kind none) as argument 1");
 }
 
+// The arena's zeroed region (the tile counters of folded split-K kernels):
+// written only when there is one (a plan without it keeps its bytes), read
+// back exactly, and refused when it is not an aligned range of the arena.
+TEST(PlanFormat, ZeroedRegionRoundTripsAndIsChecked) {
+  plan::Plan p = fake_gpu_plan("sm_90", true);
+  p.memory.arena_bytes = 512;
+  const std::vector<uint8_t> without = plan::serialize(p);
+  EXPECT_EQ(plan::deserialize(without.data(), without.size()).memory.zeroed_bytes, 0u);
+  p.memory.zeroed_offset = 256;
+  p.memory.zeroed_bytes = 64;
+  std::vector<uint8_t> b = plan::serialize(p);
+  EXPECT_NE(b, without);
+  plan::Plan q = plan::deserialize(b.data(), b.size());
+  EXPECT_EQ(q.memory.zeroed_offset, 256u);
+  EXPECT_EQ(q.memory.zeroed_bytes, 64u);
+  EXPECT_EQ(plan::serialize(q), b);
+  p.memory.zeroed_offset = 480;  // 480 + 64 > 512
+  b = plan::serialize(p);
+  EXPECT_EQ(load_error(b),
+            "m.plan: section 'memory': zeroed region of 64 bytes at 480 is not an aligned range of the arena of 512 "
+            "bytes");
+  p.memory.zeroed_offset = 258;  // not 4-byte aligned
+  b = plan::serialize(p);
+  EXPECT_NE(load_error(b).find("is not an aligned range"), std::string::npos);
+}
+
 // Mutations inside sections with their checksums recomputed (what a bug or a
 // malicious file could hold): every one either loads or is a kiln::Error,
 // never a crash or another exception.

@@ -194,7 +194,7 @@ int run_bench(BenchOptions& o) {
   // Seeded pseudo-random values for inputs --inputs does not name (as kiln run).
   std::vector<std::pair<std::string, TensorType>> decl;
   for (const Value* in : g.inputs()) decl.emplace_back(in->name(), in->type());
-  std::map<std::string, Tensor> feed = make_run_inputs(decl, {o.inputs, o.input_ranges, bounds});
+  std::map<std::string, Tensor> feed = make_run_inputs(decl, {o.inputs, o.input_ranges, bounds, {}});
 
   TimedRuns t = time_runs(
       [&](bool timed) {

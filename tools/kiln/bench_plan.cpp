@@ -63,7 +63,11 @@ int run_bench_plan(const BenchOptions& o, const PlanSource& source, const Compil
   std::vector<std::pair<std::string, TensorType>> decl;
   for (const Value* v : g->inputs()) decl.emplace_back(v->name(), v->type());
   // --inputs, else seeded random in the range of the tables they index
-  std::map<std::string, Tensor> feed = make_run_inputs(decl, {o.inputs, o.input_ranges, index_bounds(*g)});
+  // (a plan with shape profiles: generated inputs at profile 0's opt shapes).
+  RunInputOptions in{o.inputs, o.input_ranges, index_bounds(*g), {}};
+  if (!p.shapes.empty())
+    for (const plan::InputProfile& ip : p.shapes.profiles.front().inputs) in.generate_shapes[ip.input] = ip.opt;
+  std::map<std::string, Tensor> feed = make_run_inputs(decl, in);
 
   std::string ran, info;  // the backend that ran, and what the runtime says about it
   bool on_gpu = false;
@@ -104,10 +108,12 @@ int run_bench_plan(const BenchOptions& o, const PlanSource& source, const Compil
       if (b == KILN_BACKEND_AUTO && !on_gpu)
         if (std::string w = auto_cpu_warning(info, nullptr); !w.empty()) std::cerr << w << "\n";
       ctx = std::make_unique<Context>(*engine);
-      for (const TensorInfo& t : engine->inputs()) ctx->bind_input(t.name, feed.at(t.name).raw(), t.dtype, t.shape);
+      for (const TensorInfo& t : engine->inputs())
+        ctx->bind_input(t.name, feed.at(t.name).raw(), t.dtype, feed.at(t.name).shape());
       for (const TensorInfo& t : engine->outputs()) {
-        outs.emplace_back(DType(t.dtype), t.shape);
-        ctx->bind_output(t.name, outs.back().raw(), t.dtype, t.shape);
+        std::vector<int64_t> shape = t.dynamic() ? ctx->output_shape(t.name) : t.shape;
+        outs.emplace_back(DType(t.dtype), shape);
+        ctx->bind_output(t.name, outs.back().raw(), t.dtype, shape);
       }
     } catch (const runtime_error& e) {
       fail("{}", e.what());  // a bad plan or no usable GPU: the user's (exit 1)
@@ -155,7 +161,7 @@ int run_bench_plan(const BenchOptions& o, const PlanSource& source, const Compil
     for (int i = 0; i < o.iterations; ++i) profiled_run();
 
   int64_t batch = 1;
-  if (!g->inputs().empty() && g->inputs()[0]->type().rank() > 0) batch = g->inputs()[0]->shape()[0];
+  if (!g->inputs().empty() && g->inputs()[0]->type().rank() > 0) batch = feed.at(g->inputs()[0]->name()).shape()[0];
   LatencyStats L = latency_stats(t.latency_ms), H = latency_stats(t.host_cpu_ms), G = latency_stats(gpu);
   double qps = double(o.iterations) / (t.wall_ms / 1e3);
 

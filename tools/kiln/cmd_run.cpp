@@ -49,6 +49,9 @@ int run_onnx_through_plan(RunCommand& c) {
   CompileModelOptions o;
   o.build = c.copts;
   o.input_shapes = parse_shapes_flag(c.shapes);
+  o.min_shapes = parse_shapes_flag(c.min_shapes, "--min-shapes");
+  o.opt_shapes = parse_shapes_flag(c.opt_shapes, "--opt-shapes");
+  o.max_shapes = parse_shapes_flag(c.max_shapes, "--max-shapes");
   o.batch = c.batch;
   CompileResult built = compile_to_plan(c.model, o, c.save_engine);
   std::cout << fmt::format("compile: {}; {} nodes -> {} nodes, GPU kernels: {}\n", build_times(built),
@@ -97,12 +100,7 @@ CLI::App* register_run(CLI::App& app, RunCommand& c) {
   auto* run = app.add_subcommand("run", "Compile a model (or load a plan) and run it on a backend");
   run->add_option("model", c.model, "Model file (.onnx) or plan (.plan)")->required()->group("Model");
   run->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
-  run->add_option("--min-shapes", c.min_shapes,
-                  "Dynamic shapes (ONNX models on ref/sim): smallest shapes, name:1x8,... (docs/dynamic_shapes.md)")
-      ->group("Model");
-  run->add_option("--opt-shapes", c.opt_shapes, "Dynamic shapes: the shapes of generated inputs, name:4x64,...")
-      ->group("Model");
-  run->add_option("--max-shapes", c.max_shapes, "Dynamic shapes: largest shapes, name:32x512,...")->group("Model");
+  add_shape_profile_flags(run, c.min_shapes, c.opt_shapes, c.max_shapes);
   add_batch_flag(run, c.batch);
   add_save_engine_flag(run, c.save_engine);
   run->add_option("--backend", c.backend,
@@ -176,12 +174,8 @@ int run_run(RunCommand& c) {
     return run_plan_command(PlanSource{c.model}, ro);
   }
   choose_default_target(c);
-  const bool dynamic = !c.min_shapes.empty() || !c.max_shapes.empty() || !c.opt_shapes.empty();
-  if (dynamic && runs_through_plan(c.copts.pass.target, c.save_engine))
-    unsupported(
-        "{}: --min-shapes/--opt-shapes/--max-shapes run on the CPU backends (ref, sim) only: plans with shape profiles "
-        "are not implemented yet (issue 19); use --shapes for a GPU plan",
-        c.model);
+  // With --min/--opt/--max-shapes through a plan, the plan carries the
+  // profile (compile_model refuses a GPU target: no shape-generic kernels yet).
   if (runs_through_plan(c.copts.pass.target, c.save_engine)) return run_onnx_through_plan(c);
   std::string backend = c.backend;
   if (backend.empty() || backend == "auto") backend = "ref";
@@ -220,7 +214,7 @@ int run_run(RunCommand& c) {
   }
   std::vector<std::string> described;
   std::map<std::string, Tensor> feed =
-      make_run_inputs(decl, {c.inputs, c.input_ranges, index_bounds(*r.graph)}, &described);
+      make_run_inputs(decl, {c.inputs, c.input_ranges, index_bounds(*r.graph), {}}, &described);
   if (!r.graph->symbols().empty()) {
     // Dynamic shapes: the inputs give the symbols their values, and the graph
     // specialised to them runs as a static one (ir/specialize.h).

@@ -21,6 +21,8 @@ struct ConformanceOptions;
 // kiln compile MODEL.onnx [-o MODEL.plan]
 struct CompileCommand {
   std::string model, shapes, json_out, plan_out;
+  // Shape profiles (docs/dynamic_shapes.md): the k-th use of each flag is profile k.
+  std::vector<std::string> min_shapes, opt_shapes, max_shapes;
   int batch = 0;  // --batch N (0: the model's own)
   bool print_final = false;
   CompileOptions copts;

@@ -95,6 +95,32 @@ void add_batch_flag(CLI::App* cmd, int& batch) {
       ->group("Model");
 }
 
+void add_shape_profile_flags(CLI::App* cmd, std::string& min, std::string& opt, std::string& max) {
+  cmd->add_option("--min-shapes", min,
+                  "Dynamic shapes: the smallest shape of each dynamic input, name:1x8,... (docs/dynamic_shapes.md)")
+      ->group("Model");
+  cmd->add_option("--opt-shapes", opt,
+                  "Dynamic shapes: the preferred shapes (kiln run: the shapes of generated inputs), name:4x64,...")
+      ->group("Model");
+  cmd->add_option("--max-shapes", max, "Dynamic shapes: the largest shapes, name:32x512,...")->group("Model");
+}
+
+void add_shape_profile_flags(CLI::App* cmd, std::vector<std::string>& min, std::vector<std::string>& opt,
+                             std::vector<std::string>& max) {
+  // One value per use of the flag (a positional after it stays the model).
+  cmd->add_option("--min-shapes", min,
+                  "Dynamic shapes: the smallest shape of each dynamic input, name:1x8,...; repeat the three flags for "
+                  "more shape profiles (docs/dynamic_shapes.md)")
+      ->allow_extra_args(false)
+      ->group("Model");
+  cmd->add_option("--opt-shapes", opt, "Dynamic shapes: the preferred shapes, name:4x64,... (default: --max-shapes)")
+      ->allow_extra_args(false)
+      ->group("Model");
+  cmd->add_option("--max-shapes", max, "Dynamic shapes: the largest shapes, name:32x512,...")
+      ->allow_extra_args(false)
+      ->group("Model");
+}
+
 void add_tuning_flags(CLI::App* cmd, TuningOptions& o) {
   cmd->add_flag("--tune", o.tune,
                 "Build: time GEMM tile candidates on the GPU for the problems the tuning cache lacks, store the "

@@ -6,6 +6,9 @@
 #include "compiler/compile.h"
 #include "compiler/tuning.h"
 
+#include <string>
+#include <vector>
+
 namespace CLI {
 class App;
 }
@@ -21,6 +24,14 @@ void add_compile_flags(CLI::App* cmd, CompileOptions& o);
 // is a batch dim (symbolic or 1) becomes N (frontend/batch_dim.h); 0 leaves
 // the model's. The same flag on compile, run and bench.
 void add_batch_flag(CLI::App* cmd, int& batch);
+
+// Adds --min-shapes, --opt-shapes and --max-shapes (Model group; trtexec's
+// meaning, docs/dynamic_shapes.md): the same flags on compile and run.
+void add_shape_profile_flags(CLI::App* cmd, std::string& min, std::string& opt, std::string& max);
+// The same, repeatable (kiln compile): the k-th use of each flag is shape
+// profile k, as trtexec takes several optimization profiles.
+void add_shape_profile_flags(CLI::App* cmd, std::vector<std::string>& min, std::vector<std::string>& opt,
+                             std::vector<std::string>& max);
 
 // Adds --tune, --tuning-cache, --tuning-gpu and --tune-iterations.
 void add_tuning_flags(CLI::App* cmd, TuningOptions& o);

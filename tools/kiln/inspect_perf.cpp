@@ -15,10 +15,13 @@ namespace {
 std::string shorten(const std::string& t, size_t w) { return t.size() <= w ? t : t.substr(0, w - 3) + "..."; }
 
 // "64x64x32 s3", "64x64x32 s3 split8" (the GEMM/conv tile the emitter chose), "" without a tile loop.
-std::string tile_text(const perf::TileLoop& t) {
+// "64x64x32 s4", "64x64x32 s4 split8", "64x64x32 s4 split8 fold" (a folded split-K: no reduction launch).
+std::string tile_text(const perf::LaunchWork& w) {
+  const perf::TileLoop& t = w.tile;
   if (t.k_tiles <= 0) return "";
   std::string s = fmt::format("{}x{}x{} s{}", t.bm, t.bn, t.bk, t.stages);
-  return t.split > 1 ? s + fmt::format(" split{}", t.split) : s;
+  if (t.split > 1) s += fmt::format(" split{}", t.split);
+  return w.tail_blocks > 0 ? s + " fold" : s;
 }
 
 const perf::GpuSpec& pick_gpu(const plan::Plan& p, const std::string& path, const std::string& name) {
@@ -78,7 +81,7 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
         copy ? std::string("-") : std::to_string(w.smem_bytes),
         copy ? std::string("-") : std::to_string(e.occ.blocks_per_sm), e.waves,
         w.tile.k_tiles > 0 ? std::to_string(w.tile.k_tiles) : std::string("-"), e.est_us, e.bound, e.sol_pct,
-        tile_text(w.tile));
+        tile_text(w));
     nlohmann::json jl = {{"step", s.work.step},
                          {"node", s.work.node},
                          {"kernel", s.work.kernel},
@@ -99,13 +102,19 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
                          {"compute_us", e.compute_us},
                          {"memory_us", e.memory_us},
                          {"latency_us", e.latency_us},
+                         {"tail_us", e.tail_us},
                          {"est_us", e.est_us},
                          {"bound", e.bound},
                          {"sol_us", e.sol_us},
                          {"sol_pct", e.sol_pct}};
     if (w.tile.k_tiles > 0)
-      jl["tile"] = {{"bm", w.tile.bm},         {"bn", w.tile.bn},           {"bk", w.tile.bk},
-                    {"stages", w.tile.stages}, {"k_tiles", w.tile.k_tiles}, {"split_k", w.tile.split}};
+      jl["tile"] = {{"bm", w.tile.bm},
+                    {"bn", w.tile.bn},
+                    {"bk", w.tile.bk},
+                    {"stages", w.tile.stages},
+                    {"k_tiles", w.tile.k_tiles},
+                    {"split_k", w.tile.split},
+                    {"fold_split", w.tail_blocks > 0}};
     launches.push_back(std::move(jl));
   }
   const double pct = pe.heavy ? 100.0 * pe.heavy_full_wave / pe.heavy : 0.0;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/error.h"
+#include "ir/symbolic_dim.h"
 #include "runtime/cubin_info.h"
 #include "tools/kiln/doctor.h"
 #include "runtime/plan_format.h"
@@ -36,7 +37,7 @@ std::string storage_name(uint8_t s) {
 
 std::string dims(const Shape& s) {
   if (s.empty()) return "[] (scalar)";
-  return fmt::format("[{}]", fmt::join(s, "x"));
+  return fmt::format("[{}]", dims_str(s, "x"));  // symbolic dims by name (a plan with shape profiles)
 }
 
 std::string dim3(const plan::Dim3& d) { return fmt::format("{}x{}x{}", d.x, d.y, d.z); }
@@ -70,6 +71,29 @@ std::string node_label(const std::vector<const Node*>& nodes, uint32_t node) {
 }
 
 }  // namespace
+
+// The shape profiles of a plan compiled with --min/--opt/--max-shapes.
+static nlohmann::json show_profiles(const plan::Plan& p, const Graph& g, std::ostream& out) {
+  std::vector<std::string> syms;
+  nlohmann::json js = nlohmann::json::array();
+  for (const SymbolDecl& d : g.symbols()) {
+    syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
+    js.push_back({{"name", d.name}, {"min", d.min}, {"max", d.max}});
+  }
+  out << fmt::format("shape profiles: {} (symbols: {}); memory planned for the largest shapes\n",
+                     p.shapes.profiles.size(), fmt::join(syms, ", "));
+  nlohmann::json jp = nlohmann::json::array();
+  for (size_t i = 0; i < p.shapes.profiles.size(); ++i) {
+    out << fmt::format("  profile {}:\n", i);
+    nlohmann::json inputs = nlohmann::json::array();
+    for (const plan::InputProfile& ip : p.shapes.profiles[i].inputs) {
+      out << fmt::format("    {:<22} {}\n", ip.input, plan::range_str(ip));
+      inputs.push_back({{"name", ip.input}, {"min", ip.min}, {"opt", ip.opt}, {"max", ip.max}});
+    }
+    jp.push_back({{"inputs", inputs}});
+  }
+  return {{"symbols", js}, {"profiles", jp}};
+}
 
 int run_inspect_plan(const InspectOptions& o) {
   if (!o.shapes.empty())
@@ -150,14 +174,21 @@ int run_inspect_plan(const InspectOptions& o) {
     j[key] = nlohmann::json::array();
     for (const Value* v : vs) {
       out << fmt::format("  {:<24} {:<5} {}\n", v->name(), dtype_name(v->dtype()), dims(v->shape()));
-      j[key].push_back({{"name", v->name()},
-                        {"dtype", std::string(dtype_name(v->dtype()))},
-                        {"shape", v->shape()},
-                        {"bytes", v->type().nbytes()}});
+      nlohmann::json e = {{"name", v->name()}, {"dtype", std::string(dtype_name(v->dtype()))}};
+      if (has_symbolic_dims(v->shape())) {
+        std::vector<std::string> ds;
+        for (int64_t d : v->shape()) ds.push_back(dim_str(d));
+        e["shape"] = ds;  // symbolic dims by name; sizes follow the shapes of a run
+      } else {
+        e["shape"] = v->shape();
+        e["bytes"] = v->type().nbytes();
+      }
+      j[key].push_back(e);
     }
   };
   io("inputs", g->inputs(), "inputs");
   io("outputs", g->outputs(), "outputs");
+  if (!p.shapes.empty()) j["profiles"] = show_profiles(p, *g, out);
 
   uint64_t graph_bytes = 0, extra_bytes = 0;
   for (size_t i = 0; i < p.weights.size(); ++i)
@@ -188,22 +219,31 @@ int run_inspect_plan(const InspectOptions& o) {
       p.memory.live_peak_bytes < 0 ? std::string("not recorded (older plan)")
                                    : fmt::format("{} bytes", p.memory.live_peak_bytes),
       separate, p.memory.values.size(), fmt::join(counts, ", "));
+  if (p.memory.zeroed_bytes > 0)
+    out << fmt::format("  zeroed region: {} bytes at {} (split-K tile counters, zeroed once per context)\n",
+                       p.memory.zeroed_bytes, p.memory.zeroed_offset);
   out << fmt::format("  {:<40} {:>6} {:<10} {:>12} {:>12}\n", "node", "result", "storage", "offset", "size");
   nlohmann::json jm = nlohmann::json::array();
-  for (const plan::MemoryEntry& e : p.memory.values) {
-    out << fmt::format("  {:<40} {:>6} {:<10} {:>12} {:>12}\n", shorten(node_label(nodes, e.node), 40), e.result,
-                       storage_name(e.storage), e.offset, e.size);
+  for (size_t vi = 0; vi < p.memory.values.size(); ++vi) {
+    const plan::MemoryEntry& e = p.memory.values[vi];
+    // A plan with profiles: the size at the largest shapes, and as a function of the symbols.
+    std::string bytes = p.shapes.empty() ? "" : "  (" + dim_str(dim_of_poly(p.shapes.value_bytes[vi])) + " bytes)";
+    out << fmt::format("  {:<40} {:>6} {:<10} {:>12} {:>12}{}\n", shorten(node_label(nodes, e.node), 40), e.result,
+                       storage_name(e.storage), e.offset, e.size, bytes);
     jm.push_back({{"node", e.node},
                   {"node_label", node_label(nodes, e.node)},
                   {"result", e.result},
                   {"storage", storage_name(e.storage)},
                   {"offset", e.offset},
                   {"size", e.size}});
+    if (!p.shapes.empty()) jm.back()["size_bytes"] = dim_str(dim_of_poly(p.shapes.value_bytes[vi]));
   }
   j["memory"] = {{"arena_bytes", p.memory.arena_bytes},
                  {"alignment", p.memory.alignment},
                  {"live_peak_bytes", p.memory.live_peak_bytes},
                  {"bytes_without_reuse", separate},
+                 {"zeroed_offset", p.memory.zeroed_offset},
+                 {"zeroed_bytes", p.memory.zeroed_bytes},
                  {"values", jm}};
 
   j["kernels"] = nlohmann::json::array();

@@ -210,8 +210,9 @@ std::map<std::string, Tensor> make_run_inputs(const std::vector<std::pair<std::s
 
   std::map<std::string, Tensor> feed;
   uint64_t seed = 1;
-  for (const auto& [name, type] : decl) {
+  for (const auto& [name, declared] : decl) {
     uint64_t s = seed++;
+    TensorType type = declared;
     if (auto it = files.find(name); it != files.end()) {
       Tensor t = read_input_file(it->second);
       // A symbolic dim takes any size here; the symbols' ranges and
@@ -223,6 +224,8 @@ std::map<std::string, Tensor> make_run_inputs(const std::vector<std::pair<std::s
       if (described) described->push_back(fmt::format("input \"{}\": {} from {}", name, type.str(), it->second));
       continue;
     }
+    if (auto g = o.generate_shapes.find(name); g != o.generate_shapes.end() && has_symbolic_dims(type.shape))
+      type.shape = g->second;
     if (has_symbolic_dims(type.shape))
       fail("input \"{}\" is {}: give its values with --inputs {}:FILE, or its shape with --opt-shapes", name,
            type.str(), name);

@@ -28,6 +28,10 @@ struct RunInputOptions {
   std::string files;                            // --inputs name:file.npy,name2:file2.pb
   std::vector<std::string> ranges;              // --input-range [NAME:][LO,HI] (repeatable)
   std::map<std::string, int64_t> index_bounds;  // input -> rows of the smallest table it indexes
+  // The shape a generated input takes when its declared type has symbolic
+  // dims (a plan's profile: its opt shape); without one such an input must
+  // come from --inputs.
+  std::map<std::string, Shape> generate_shapes;
 };
 
 // Integer graph inputs used as indices into a Gather / GatherElements table

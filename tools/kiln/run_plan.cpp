@@ -5,7 +5,10 @@
 #include <iostream>
 #include <map>
 
+#include "backends/run_on_backend.h"
 #include "ir/error.h"
+#include "ir/specialize.h"
+#include "ops/registry.h"
 #include "kiln/kiln.hpp"
 #include "runtime/plan_graph.h"
 #include "tools/kiln/doctor.h"
@@ -35,9 +38,34 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
   std::vector<std::pair<std::string, TensorType>> decl;
   for (const Value* v : g->inputs()) decl.emplace_back(v->name(), v->type());
   std::vector<std::string> described;
-  auto feed = make_run_inputs(decl, {o.inputs, o.input_ranges, index_bounds(*g)}, &described);
+  RunInputOptions in{o.inputs, o.input_ranges, index_bounds(*g), {}};
+  // A plan with shape profiles: inputs from files take any shape the profile
+  // holds (the runtime checks it); generated ones take profile 0's opt shape.
+  if (!p.shapes.empty())
+    for (const plan::InputProfile& ip : p.shapes.profiles.front().inputs) in.generate_shapes[ip.input] = ip.opt;
+  auto feed = make_run_inputs(decl, in, &described);
   for (const std::string& d : described) std::cout << d << "\n";
-  if (o.backend == "sim") {
+  if (o.backend == "sim" && !p.shapes.empty()) {
+    // No shape-generic kernels in the plan yet: the simulator runs the plan's
+    // graph specialised to these shapes through the kernels codegen emits
+    // for them (what `kiln run MODEL.onnx --backend sim` runs), after the
+    // same profile check as the runtime's.
+    std::vector<std::pair<std::string, Shape>> shapes;
+    for (const auto& [name, t] : feed) shapes.emplace_back(name, t.shape());
+    std::string why;
+    if (plan::matching_profile(p.shapes, shapes, &why) < 0)
+      fail("{}: the inputs lie outside every shape profile of the plan: {}", path, why);
+    std::unique_ptr<Graph> at = specialize_graph(*g, bind_symbols(*g, shapes, path), op_registry());
+    std::vector<Tensor> outs;
+    for (int i = 0; i < iters; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      outs = run_on_backend("sim", *at, feed, "");
+      best = std::min(best, ms_since(t0));
+    }
+    std::cout << "backend: sim (the plan's graph specialised to the input shapes, its kernels generated for them on "
+                 "the CPU simulator: the plan holds no shape-generic GPU kernels yet)\n";
+    for (size_t i = 0; i < outs.size(); ++i) results.emplace_back(g->outputs()[i]->name(), outs[i]);
+  } else if (o.backend == "sim") {
     std::vector<Tensor> outs;
     for (int i = 0; i < iters; ++i) {
       auto t0 = std::chrono::steady_clock::now();
@@ -55,10 +83,13 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
     try {
       Engine engine = source.load(b);
       Context ctx(engine);
-      for (const TensorInfo& t : engine.inputs()) ctx.bind_input(t.name, feed.at(t.name).raw(), t.dtype, t.shape);
+      for (const TensorInfo& t : engine.inputs())
+        ctx.bind_input(t.name, feed.at(t.name).raw(), t.dtype, feed.at(t.name).shape());  // any shape in the profile
       for (const TensorInfo& t : engine.outputs()) {
-        results.emplace_back(t.name, Tensor(DType(t.dtype), t.shape));
-        ctx.bind_output(t.name, results.back().second.raw(), t.dtype, t.shape);
+        // A plan with profiles: the output's shape follows the inputs bound above.
+        std::vector<int64_t> shape = t.dynamic() ? ctx.output_shape(t.name) : t.shape;
+        results.emplace_back(t.name, Tensor(DType(t.dtype), shape));
+        ctx.bind_output(t.name, results.back().second.raw(), t.dtype, shape);
       }
       for (int i = 0; i < iters; ++i) {
         auto t0 = std::chrono::steady_clock::now();
@@ -84,6 +115,16 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
       // Plan and runtime errors are the user's (a bad file, no GPU): exit 1.
       fail("{}", e.what());
     }
+  }
+  if (!p.shapes.empty()) {
+    // The symbol values this run's shapes gave (checked by the run already).
+    std::vector<std::pair<std::string, Shape>> shapes;
+    for (const auto& [name, t] : feed) shapes.emplace_back(name, t.shape());
+    SymbolBindings b = bind_symbols(*g, shapes, path);
+    std::vector<std::string> said;
+    for (const SymbolDecl& d : g->symbols())
+      said.push_back(fmt::format("{}={} (range [{}, {}])", d.name, b.at(d.name), d.min, d.max));
+    std::cout << fmt::format("symbols: {}\n", fmt::join(said, ", "));
   }
   report_outputs(results, o.outputs_dir, p.meta.precision);
   std::cout << fmt::format("run: {:.2f} ms (best of {})\n", best, iters);

@@ -82,10 +82,7 @@ LinearAttentionKernel emit_linear_attention(const AttrMap& attrs, const std::vec
   b += fmt::format("  __shared__ float st[{}];\n", block * dk);
   b += fmt::format("  const float scale = __uint_as_float({:#x}u);  // {}\n",
                    std::bit_cast<uint32_t>(attrs.get_float("scale", 1.0f)), attrs.get_float("scale", 1.0f));
-  b += fmt::format(
-      "  for (long long col = (long long)blockIdx.x * blockDim.x + threadIdx.x; col < {}LL; "
-      "col += (long long)gridDim.x * blockDim.x) {{\n",
-      columns);
+  b += grid_stride_loop("col", columns);
   b += fmt::format("    const long long m = col % {0}LL, bh = col / {0}LL, h = bh % {1}LL, b = bh / {1}LL;\n", dv, Hkv);
   b += fmt::format("    float* S = st + threadIdx.x;  // S[d] is S[d * {}]\n", block);
   b += fmt::format("    for (long long d = 0; d < {}LL; ++d) S[d * {}] = {};\n", dk, block,

@@ -152,7 +152,7 @@ std::string Epilogue::params() const {
   return p;
 }
 
-std::string Epilogue::sim_entry(const std::string& name, bool workspace) const {
+std::string Epilogue::sim_entry(const std::string& name, bool workspace, bool tickets) const {
   std::string b = "#ifdef KILN_SIM\n";
   b += fmt::format(
       "extern \"C\" int {}_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, const long long* counts, "
@@ -169,6 +169,9 @@ std::string Epilogue::sim_entry(const std::string& name, bool workspace) const {
   if (workspace)
     b += fmt::format(",\n        ::kiln::sim::arg(static_cast<float*>(buffers[{}]), counts[{}], \"ws\")",
                      nr + slots_.size(), nr + slots_.size());
+  if (tickets)
+    b += fmt::format(",\n        ::kiln::sim::arg(static_cast<unsigned*>(buffers[{}]), counts[{}], \"tickets\")",
+                     nr + slots_.size() + 1, nr + slots_.size() + 1);
   b += ");\n    return 0;\n";
   b += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
   b += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";

@@ -46,6 +46,7 @@ struct ComputeKernel {
   unsigned block = 256;
   size_t shared_bytes = 0;    // dynamic shared memory (the tiled kernels use static shared memory: 0)
   int64_t workspace_f32 = 0;  // scratch it binds after its buffers (NodeKernel::workspace_f32)
+  int64_t tile_counters = 0;  // zeroed u32 counters it binds after the scratch (NodeKernel::tile_counters)
 };
 
 // How one GEMM operand is read.
@@ -112,7 +113,10 @@ GemmMath gemm_math(const TiledGemm& g);
 // tile splits K (GemmTileConfig::split_k > 1, emit_gemm_mma.cpp): the GEMM
 // writes each split's f32 partial tile to the workspace, then a reduction
 // kernel sums the splits in a fixed order and runs `store` (the anchor's
-// finishing step and the epilogue) once per element.
+// finishing step and the epilogue) once per element. A folded split
+// (GemmTileConfig::fold_split) is one kernel again: the last block of each
+// tile to finish sums that tile's partial tiles in the same fixed order and
+// runs `store` itself.
 std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep);
 // The tensor-core kernel(s) for `g` with tile `c` (emit_gemm_mma.cpp); `math` is not Simt.
 std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath math,

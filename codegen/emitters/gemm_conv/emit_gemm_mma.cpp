@@ -43,12 +43,38 @@ namespace {
 // One macro argument for KILN_PTR_CAST (a template-id's comma would split it).
 constexpr const char* kF32x4 = "typedef kiln_vec<float, 4> kiln_f32x4;\n";
 
+// Loads of the partial sums in a folded split-K's tail: other SMs wrote them
+// during this launch, and L1 is not coherent between SMs, so they are read
+// from L2 (ld.global.cg).
+constexpr const char* kLoadFromL2 = R"(#ifndef KILN_LDCG_PRELUDE_
+#define KILN_LDCG_PRELUDE_
+#ifndef KILN_SIM
+__device__ __forceinline__ kiln_f32x4 kiln_ldcg4(const float* p) {
+  const float4 v = __ldcg(reinterpret_cast<const float4*>(p));
+  kiln_f32x4 r;
+  r.v[0] = v.x;
+  r.v[1] = v.y;
+  r.v[2] = v.z;
+  r.v[3] = v.w;
+  return r;
+}
+#define KILN_LDCG(p) __ldcg(p)
+#define KILN_LDCG4(p) kiln_ldcg4(p)
+#else
+#define KILN_LDCG(p) (*(p))
+#define KILN_LDCG4(p) (*KILN_PTR_CAST(kiln_f32x4, p))
+#endif
+#endif  // KILN_LDCG_PRELUDE_
+)";
+
 // "// buffers: 0 3 4\n": the kernel parameters a split-K kernel reads or
 // writes (perf/plan_work.cpp counts only those bytes): the partial GEMM the
 // GEMM operands' slots and the workspace, the reduction every other buffer.
-std::string buffers_comment(const TiledGemm& g, const Epilogue& ep, bool reduction) {
+// A folded split's kernel states both: `label` "buffers" for its k-loop,
+// "tail buffers" for the sums of its last blocks.
+std::string buffers_comment(const TiledGemm& g, const Epilogue& ep, bool reduction, const char* label = "buffers") {
   const size_t nr = ep.results().size(), ns = ep.slots().size();
-  std::string s = "// buffers:";
+  std::string s = fmt::format("// {}:", label);
   auto operand = [&](size_t slot) {
     return std::find(g.operand_slots.begin(), g.operand_slots.end(), int(slot)) != g.operand_slots.end();
   };
@@ -79,6 +105,49 @@ std::string partial_store(const TiledGemm& g, int BM, int BN, int CLD, int threa
   b += fmt::format("#pragma unroll\n          for (int j = 0; j < 4; ++j) v.v[j] = cs[r * {} + c + j];\n", CLD);
   b += fmt::format("          *KILN_PTR_CAST(kiln_f32x4, ws + wbase + (long long)gm * {} + gn) = v;\n", g.N);
   b += "        }\n      }\n    } else {\n" + scalar + "    }\n";
+  return b;
+}
+
+// The tail of a folded split-K GEMM, after the block stored its partial tile
+// (partial_store): the block takes a ticket from its tile's counter; the last
+// of the tile's `splits` blocks to arrive sums the tile's partial tiles in
+// split order -- the order of the reduction kernel, so the result is the
+// same bits whichever block arrives last -- and runs the store (anchor finish
+// + epilogue), then sets the counter back to 0 for the next launch. No block
+// waits for another (the blocks of a grid need not be resident together).
+std::string folded_tail(const TiledGemm& g, int BM, int BN, int threads, int64_t splits, int64_t part) {
+  const int V = g.N % 4 == 0 ? 4 : 1;
+  std::string b;
+  b += "    // Folded split-K: the last of the tile's splits to finish sums them.\n";
+  b += "    __threadfence();  // this thread's partial sums reach device scope ...\n";
+  b += "    __syncthreads();  // ... and every thread's, before the block takes its ticket\n";
+  b += "    unsigned last_ = 0u;\n";
+  b += fmt::format("    if (tid == 0) last_ = atomicAdd(tickets + tile_, 1u) == {}u ? 1u : 0u;\n", splits - 1);
+  b += "    if (!__syncthreads_or(last_)) return;\n";
+  b += "    __threadfence();  // the other splits published theirs before taking their tickets\n";
+  b += "    if (tid == 0) tickets[tile_] = 0u;  // the counters clean themselves for the next launch\n";
+  if (V == 4) b += "    const bool vec = KILN_PTR_ADDR(ws) % 16 == 0;\n";
+  b += fmt::format("#pragma unroll 1\n    for (int e = tid; e < {}; e += {}) {{\n", BM * BN / V, threads);
+  b += fmt::format("      const int gm = m0 + e / {}, gn0 = n0 + (e % {}) * {};\n", BN / V, BN / V, V);
+  b += fmt::format("      if (gm >= {} || gn0 >= {}) continue;\n", g.M, g.N);
+  b += fmt::format("      const long long w0 = (long long)bz * {} + (long long)gm * {} + gn0;\n", g.M * g.N, g.N);
+  b += fmt::format("      float sum[{}];\n#pragma unroll\n      for (int j = 0; j < {}; ++j) sum[j] = 0.0f;\n", V, V);
+  b += fmt::format("      for (int s = 0; s < {}; ++s) {{\n", splits);
+  if (V == 4) {
+    b += "        if (vec) {\n";
+    b += fmt::format("          const kiln_f32x4 p = KILN_LDCG4(ws + s * {}LL + w0);\n", part);
+    b += "#pragma unroll\n          for (int j = 0; j < 4; ++j) sum[j] += p.v[j];\n        } else {\n";
+    b += fmt::format(
+        "#pragma unroll\n          for (int j = 0; j < 4; ++j) sum[j] += KILN_LDCG(ws + s * {}LL + w0 + j);\n", part);
+    b += "        }\n";
+  } else {
+    b += fmt::format("        sum[0] += KILN_LDCG(ws + s * {}LL + w0);\n", part);
+  }
+  b += "      }\n";
+  b += fmt::format("#pragma unroll\n      for (int j = 0; j < {}; ++j) {{\n        const int gn = gn0 + j;\n", V);
+  b += "        const float acc = sum[j];\n";
+  b += g.store;
+  b += "      }\n    }\n";
   return b;
 }
 
@@ -163,6 +232,7 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   const SplitK sk = split_k_of(c, KT_ALL);
   const int64_t KT = sk.k_tiles;
   const bool split = sk.splits > 1;
+  const bool fold = split && c.fold_split;  // no reduction kernel: the last block per tile sums
   if (blocks * sk.splits > INT32_MAX) unsupported("codegen: {}: {} tiles exceed one grid", g.label, blocks * sk.splits);
   ComputeKernel k;
   k.grid = g.M == 0 || g.N == 0 ? 0 : static_cast<unsigned>(blocks * sk.splits);
@@ -171,20 +241,23 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
       std::max<size_t>(static_cast<size_t>(STAGES) * (A_STAGE + B_STAGE) * esize, static_cast<size_t>(BM) * CLD * 4);
   const int64_t part = g.batch * g.M * g.N;  // elements of one split's partial result
   if (split) k.workspace_f32 = sk.splits * part;
+  if (fold) k.tile_counters = blocks;
   // The loop's trip count: every split but the last runs KT k-tiles.
   const std::string kt_n = split ? "kt_n" : "KT";
 
   std::string b;
-  b += fmt::format(
-      "// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}] on tensor cores ({}); tile {}, A {}, B {}{}\n", g.label,
-      g.batch, g.M, g.N, g.M, g.K, g.K, g.N, gemm_math_name(math), gemm_tile_name(c),
-      a_chunk ? (a_km ? "cp.async [k][m]" : "cp.async") : "loaded",
-      b_chunk ? (b_kn ? "cp.async [k][n]" : "cp.async") : "loaded",
-      split ? fmt::format("; split-K partial sums of {} x {} k-tiles to the workspace", sk.splits, KT) : "");
+  b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}] on tensor cores ({}); tile {}, A {}, B {}{}\n",
+                   g.label, g.batch, g.M, g.N, g.M, g.K, g.K, g.N, gemm_math_name(math), gemm_tile_name(c),
+                   a_chunk ? (a_km ? "cp.async [k][m]" : "cp.async") : "loaded",
+                   b_chunk ? (b_kn ? "cp.async [k][n]" : "cp.async") : "loaded",
+                   split ? fmt::format("; split-K partial sums of {} x {} k-tiles to the workspace{}", sk.splits, KT,
+                                       fold ? ", summed by the last block of each tile" : "")
+                         : "");
   if (split) b += buffers_comment(g, ep, false);
+  if (fold) b += buffers_comment(g, ep, true, "tail buffers");
   // Min. 1 block per SM: with the block size alone, NVRTC's ptxas capped small blocks' registers and spilled.
-  b += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) @NAME@({}{}) {{\n", threads, ep.params(),
-                   split ? ", KILN_PTR(float) ws" : "");
+  b += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) @NAME@({}{}{}) {{\n", threads, ep.params(),
+                   split ? ", KILN_PTR(float) ws" : "", fold ? ", KILN_PTR(unsigned) tickets" : "");
   b += fmt::format("  constexpr int BM = {}, BN = {}, BK = {}, STAGES = {}, LDA = {}, LDB = {};\n", BM, BN, BK, STAGES,
                    LDA, LDB);
   b += fmt::format("  constexpr int A_STAGE = {}, B_STAGE = {}, KT = {}, WTM = {}, WTN = {}, MI = {}, NI = {};\n",
@@ -195,7 +268,8 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   if (split) {
     b += fmt::format("  const int ks = blockIdx.x / {};  // this block's split of K\n", blocks);
     b += fmt::format("  const int kt0 = ks * KT, kt_n = KT < {} - kt0 ? KT : {} - kt0;\n", KT_ALL, KT_ALL);
-    b += fmt::format("  int t_ = blockIdx.x % {};\n", blocks);
+    if (fold) b += fmt::format("  const int tile_ = blockIdx.x % {};  // its counter\n  int t_ = tile_;\n", blocks);
+    else b += fmt::format("  int t_ = blockIdx.x % {};\n", blocks);
   } else {
     b += "  int t_ = blockIdx.x;\n";
   }
@@ -340,6 +414,7 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   b += "    __syncthreads();\n";
   if (split) {
     b += partial_store(g, BM, BN, CLD, threads, part);
+    if (fold) b += folded_tail(g, BM, BN, threads, sk.splits, part);
   } else {
     // Unrolled twice: `#pragma unroll 1` here made NVRTC's ptxas spill a few bytes.
     b += fmt::format("#pragma unroll 2\n    for (int e = tid; e < {}; e += {}) {{\n", BM * BN, threads);
@@ -350,7 +425,7 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
     b += "      }\n    }\n";
   }
   b += "  }\n}\n";
-  b += ep.sim_entry("@NAME@", split);
+  b += ep.sim_entry("@NAME@", split, fold);
   k.name = fmt::format("kiln_{}_mma_{:016x}", sanitize_identifier(g.label), XXH64(b.data(), b.size(), 0));
   std::string includes = ep.fp_includes();
   if (g.dtype == DType::F16 && includes.find("cuda_fp16.h") == std::string::npos)
@@ -358,9 +433,9 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   if (g.dtype == DType::BF16 && includes.find("cuda_bf16.h") == std::string::npos)
     includes += "#ifndef KILN_SIM\n#include <cuda_bf16.h>\n#endif\n";
   k.source = std::string(kKernelPrelude) + includes + std::string(expr_prelude()) +
-             (split ? std::string(kVectorPrelude) + kF32x4 : std::string()) + std::string(mma_prelude()) +
-             replace_all(b, "@NAME@", k.name);
-  if (!split) return {k};
+             (split ? std::string(kVectorPrelude) + kF32x4 : std::string()) + (fold ? kLoadFromL2 : "") +
+             std::string(mma_prelude()) + replace_all(b, "@NAME@", k.name);
+  if (!split || fold) return {k};
   ComputeKernel r = emit_split_k_reduction(g, ep, sk.splits, includes);
   r.workspace_f32 = k.workspace_f32;
   return {k, r};

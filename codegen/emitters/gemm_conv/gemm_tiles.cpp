@@ -72,10 +72,12 @@ int stages_for(int64_t k_tiles, int64_t blocks, int64_t slots) {
   return k_tiles <= 2 ? 2 : 3;
 }
 
-// The estimated time (us) of the GEMM with tile `c` split in `split` parts,
-// plus its reduction kernel when split: per launch the largest of compute,
-// memory and k-loop latency, as perf/perf_model.cpp estimates them.
-double split_cost_us(const GemmProblem& p, const GemmTileConfig& c, int64_t k_tiles_all, int64_t split) {
+// The estimated time (us) of the GEMM with tile `c` split in `split` parts
+// (summed by a reduction kernel, or folded: by the last block of each tile),
+// as perf/perf_model.cpp estimates it: per launch the largest of compute,
+// memory and k-loop latency; a reduction kernel adds its own launch, a folded
+// split its tail.
+double split_cost_us(const GemmProblem& p, const GemmTileConfig& c, int64_t k_tiles_all, int64_t split, bool fold) {
   GemmTileConfig s = c;
   s.split_k = static_cast<int>(split);
   const SplitK sk = split_k_of(s, k_tiles_all);
@@ -98,7 +100,12 @@ double split_cost_us(const GemmProblem& p, const GemmTileConfig& c, int64_t k_ti
   const double memory =
       (operands + (sk.splits > 1 ? ws : mn * elem)) / kCost.bytes_per_us / std::min(1.0, blocks / kCost.sms);
   double t = std::max({latency, compute, memory});
-  if (sk.splits > 1) {
+  if (sk.splits > 1 && fold) {
+    // The tail (perf/perf_model.cpp): the last block of each tile waits for its
+    // ticket (a fence, then an atomic: a round trip) and reads the tile's
+    // partial sums (another), on as many SMs as there are tiles.
+    t += std::max(2 * kCost.latency_us, (ws + mn * elem) / kCost.bytes_per_us / std::min(1.0, tiles / kCost.sms));
+  } else if (sk.splits > 1) {
     const int64_t items = static_cast<int64_t>(mn) / (p.N % 4 == 0 ? 4 : 1);
     const int threads = split_k_reduction_threads(items);
     const double reduce_blocks = std::ceil(double(items) / threads);
@@ -109,23 +116,27 @@ double split_cost_us(const GemmProblem& p, const GemmTileConfig& c, int64_t k_ti
   return t;
 }
 
-// The cheapest split of tile `c` for `p` (split_k and stages set) and its cost.
-// Split-K (docs/codegen.md, "Split-K"): where the tiles leave the GPU's
-// resident block slots mostly empty, the split (each part of at least
-// kMinSplitKTiles k-tiles) that the cost terms above put fastest, the
-// reduction kernel's time and launch included; the smallest on a tie.
+// The cheapest split of tile `c` for `p` (split_k, fold_split and stages set)
+// and its cost. Split-K (docs/codegen.md, "Split-K"): where the tiles leave
+// the GPU's resident block slots mostly empty, the split (each part of at
+// least kMinSplitKTiles k-tiles) and the way its partial sums are summed (a
+// reduction kernel, or folded into the GEMM) that the cost terms above put
+// fastest; the smallest split on a tie, and the reduction kernel on a tie.
 std::pair<GemmTileConfig, double> best_split(const GemmProblem& p, GemmTileConfig c) {
   const int64_t k_tiles_all = (p.K + c.bk - 1) / c.bk;
   const int64_t tiles = blocks_of(p, c.bm, c.bn);
   c.split_k = 1;
-  double best = split_cost_us(p, c, k_tiles_all, 1);
+  c.fold_split = false;
+  double best = split_cost_us(p, c, k_tiles_all, 1, false);
   if (tiles < wave_slots(c) && k_tiles_all >= 2 * kMinSplitKTiles) {
     for (int64_t s = 2; s <= std::min<int64_t>(kMaxSplitK, k_tiles_all / kMinSplitKTiles); ++s) {
       GemmTileConfig t = c;
       t.split_k = static_cast<int>(s);
       if (split_k_of(t, k_tiles_all).splits != s) continue;  // the same split as a smaller s
-      const double cost = split_cost_us(p, c, k_tiles_all, s);
-      if (cost < best) best = cost, c.split_k = static_cast<int>(s);
+      for (bool fold : {false, true}) {
+        const double cost = split_cost_us(p, c, k_tiles_all, s, fold);
+        if (cost < best) best = cost, c.split_k = static_cast<int>(s), c.fold_split = fold;
+      }
     }
   }
   const SplitK sk = split_k_of(c, k_tiles_all);
@@ -156,6 +167,7 @@ std::string gemm_problem_key(const GemmProblem& p) {
 std::string gemm_tile_name(const GemmTileConfig& c) {
   std::string s = fmt::format("{}x{}x{} w{}x{} s{}", c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.stages);
   if (c.split_k > 1) s += fmt::format(" split{}", c.split_k);
+  if (c.split_k > 1 && c.fold_split) s += " fold";
   return s;
 }
 
@@ -176,7 +188,8 @@ SplitK split_k_of(const GemmTileConfig& c, int64_t k_tiles_all) {
 std::string gemm_tile_invalid(const GemmTileConfig& c, const GemmProblem& p) {
   if (p.math == GemmMath::Simt) {
     if (!one_of(c.bm, {16, 32, 64}) || !one_of(c.bn, {16, 32, 64})) return "SIMT tiles are 16, 32 or 64 each way";
-    if (c.bk != 16 || c.stages != 1 || c.split_k != 1) return "SIMT tiles are 16 deep with 1 stage and no split-K";
+    if (c.bk != 16 || c.stages != 1 || c.split_k != 1 || c.fold_split)
+      return "SIMT tiles are 16 deep with 1 stage and no split-K";
     return "";
   }
   if (!one_of(c.bm, {16, 32, 64, 128}) || !one_of(c.bn, {16, 32, 64, 128}))
@@ -192,6 +205,8 @@ std::string gemm_tile_invalid(const GemmTileConfig& c, const GemmProblem& p) {
   const int64_t k_tiles = (p.K + c.bk - 1) / c.bk;
   if (c.split_k < 1 || c.split_k > kMaxSplitK || (c.split_k > 1 && c.split_k > k_tiles))
     return fmt::format("split-K of 1 to {} parts, at most one per k-tile ({})", kMaxSplitK, k_tiles);
+  if (c.fold_split && (c.split_k < 2 || split_k_of(c, k_tiles).splits < 2))
+    return "a folded split-K needs at least 2 parts";
   return "";
 }
 

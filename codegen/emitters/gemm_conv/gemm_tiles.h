@@ -31,9 +31,14 @@ struct GemmTileConfig {
   int warps_m = 1, warps_n = 1;  // Simt: 8 warps in all (16 x 16 threads), the split is not used
   int stages = 1;                // Simt: 1 (register accumulation after each staged k-tile)
   // Split-K (tensor cores): the K loop divided among this many blocks per
-  // tile, each writing f32 partial sums that a second kernel reduces in a
-  // fixed order (emit_gemm.h); 1: no split.
+  // tile, each writing f32 partial sums that are summed in a fixed order
+  // (emit_gemm.h); 1: no split.
   int split_k = 1;
+  // Split-K only: the last block of each tile to finish (a ticket from a
+  // per-tile counter) sums the tile's partial sums and runs the epilogue in
+  // the GEMM kernel itself, instead of a second, reduction kernel: one launch
+  // less, but the sums of a tile run on one block.
+  bool fold_split = false;
   bool operator==(const GemmTileConfig&) const = default;
 };
 
@@ -61,7 +66,7 @@ struct GemmProblem {
 const char* gemm_math_name(GemmMath m);
 // A stable key of the problem ("f16:b1:m3136:n64:k576"), for tuning caches.
 std::string gemm_problem_key(const GemmProblem& p);
-// "128x64x32 w2x2 s3", "64x64x32 w2x2 s4 split8".
+// "128x64x32 w2x2 s3", "64x64x32 w2x2 s4 split8", "64x64x32 w2x2 s4 split8 fold".
 std::string gemm_tile_name(const GemmTileConfig& c);
 
 // Whether the core can build `c` for `p` (empty: yes; else why not). Tensor

@@ -69,10 +69,7 @@ SimpleKernel emit_irfft(const TensorType& x, const TensorType& out, int64_t axis
   k.grid = total == 0 ? 0 : grid_for(total, kBlock);
   std::string b = fmt::format("// dft: {} axis {} length {} inverse onesided (real result)\n", x.str(), axis, len);
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(k.params));
-  b += fmt::format(
-      "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
-      "e += (long long)gridDim.x * blockDim.x) {{\n",
-      total);
+  b += grid_stride_loop("e", total);
   b += fmt::format("    const long long i = e % {0}LL, row = e / {0}LL, t = row % {1}LL, o = row / {1}LL;\n", inner,
                    len);
   auto xr = [&](const std::string& j) {
@@ -126,10 +123,7 @@ SimpleKernel emit_dft(const AttrMap& attrs, const TensorType& x, const TensorTyp
   std::string b = fmt::format("// dft: {} axis {} length {}{}{}\n", x.str(), axis, len, inverse ? " inverse" : "",
                               onesided ? " onesided" : "");
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(k.params));
-  b += fmt::format(
-      "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
-      "e += (long long)gridDim.x * blockDim.x) {{\n",
-      total);
+  b += grid_stride_loop("e", total);
   b += fmt::format("    const long long i = e % {0}LL, row = e / {0}LL, k = row % {1}LL, o = row / {1}LL;\n", inner,
                    bins);
   const std::string p = fmt::format("((o * {}LL + j) * {}LL + i) * {}LL", n, inner, comp);
@@ -161,10 +155,7 @@ SimpleKernel emit_stft(const AttrMap& attrs, const TensorType& x, bool has_windo
   std::string b = fmt::format("// stft: {} frame_step {} frame_length {}{}{}\n", x.str(), step, len,
                               onesided ? " onesided" : "", has_window ? " windowed" : "");
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(k.params));
-  b += fmt::format(
-      "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
-      "e += (long long)gridDim.x * blockDim.x) {{\n",
-      total);
+  b += grid_stride_loop("e", total);
   b += fmt::format("    const long long k = e % {0}LL, row = e / {0}LL, f = row % {1}LL, bt = row / {1}LL;\n", bins,
                    frames);
   const std::string p = fmt::format("(bt * {}LL + f * {}LL + j) * {}LL", n, step, comp);
@@ -193,10 +184,7 @@ SimpleKernel emit_det(const TensorType& x, const TensorType& out) {
   };
   std::string b = fmt::format("// det: {} (one thread per matrix, LU with partial pivoting in double)\n", x.str());
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(k.params));
-  b += fmt::format(
-      "  for (long long m = (long long)blockIdx.x * blockDim.x + threadIdx.x; m < {}LL; "
-      "m += (long long)gridDim.x * blockDim.x) {{\n",
-      batch);
+  b += grid_stride_loop("m", batch);
   b += fmt::format("    const long long base = m * {}LL;\n", nn);
   b += fmt::format("    for (long long e = 0; e < {}LL; ++e) lu[base + e] = {};\n", nn, dload(x.dtype, "x[base + e]"));
   b += "    double det = 1.0;\n";
@@ -256,10 +244,7 @@ std::vector<SimpleKernel> emit_dynamic_quantize_linear(const TensorType& x, cons
   std::string b = fmt::format("// dynamic_quantize_linear: partial min/max of {} ({} blocks)\n", x.str(), parts);
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(params));
   b += "  float mx = 0.0f, mn = 0.0f;  // std::max / std::min from 0, as the reference (NaN never taken)\n";
-  b += fmt::format(
-      "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
-      "e += (long long)gridDim.x * blockDim.x) {{\n",
-      n);
+  b += grid_stride_loop("e", n);
   b += "    const float v = x[e];\n    mx = mx < v ? v : mx;\n    mn = v < mn ? v : mn;\n  }\n";
   b += fold;
   b += fmt::format("  sz[2 + blockIdx.x] = mx;\n  sz[{} + blockIdx.x] = mn;\n}}\n", 2 + parts);
@@ -287,10 +272,7 @@ std::vector<SimpleKernel> emit_dynamic_quantize_linear(const TensorType& x, cons
                   x.str());
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(params));
   b += "  const float scale = sz[0], zp = sz[1];\n";
-  b += fmt::format(
-      "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
-      "e += (long long)gridDim.x * blockDim.x) {{\n",
-      n);
+  b += grid_stride_loop("e", n);
   b += "    const float v = rintf(x[e] / scale) + zp;\n";
   b += "    y[e] = v != v ? (unsigned char)0 : (unsigned char)(v < 0.0f ? 0.0f : (255.0f < v ? 255.0f : v));\n";
   b += "  }\n}\n";

@@ -54,10 +54,7 @@ TfIdfKernel emit_tfidf_vectorizer(const AttrMap& attrs, const TensorType& x, con
   std::string b = fmt::format("// tfidf_vectorizer: {} -> {}, {} n-grams, max skip {}, mode {}{}\n", x.str(), out.str(),
                               G, s.max_skip, mode, weighted ? " weighted" : "");
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(sk.params));
-  b += fmt::format(
-      "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < {}LL; "
-      "e += (long long)gridDim.x * blockDim.x) {{\n",
-      total);
+  b += grid_stride_loop("e", total);
   b += fmt::format("    const long long col = e % {0}LL, row = e / {0}LL;\n", W);
   b += fmt::format("    const auto r = x + row * {}LL;  // the row's tokens\n", C);
   b += "    long long f = 0;\n";

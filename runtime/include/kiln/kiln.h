@@ -99,7 +99,10 @@ typedef enum kiln_memory {
 typedef struct kiln_engine kiln_engine;
 typedef struct kiln_context kiln_context;
 
-/* An input's or output's description; the pointers live as long as the engine. */
+/* An input's or output's description; the pointers live as long as the
+ * engine. A plan compiled with shape profiles (kiln compile --min-shapes
+ * ... --max-shapes) reports -1 for each dynamic dim; a context then takes
+ * the shape with kiln_context_set_input_shape. */
 typedef struct kiln_tensor_info {
   const char* name;
   kiln_dtype dtype;
@@ -146,8 +149,40 @@ KILN_API kiln_status kiln_engine_output_index(const kiln_engine* engine, const c
 KILN_API kiln_status kiln_engine_target(const kiln_engine* engine, const char** target);
 KILN_API kiln_status kiln_engine_precision(const kiln_engine* engine, const char** precision);
 
+/* Shape profiles (docs/dynamic_shapes.md): a plan compiled with
+ * --min-shapes/--opt-shapes/--max-shapes records, per profile, the smallest,
+ * preferred and largest shape of each dynamic input; a static plan has 0
+ * profiles. kiln_engine_profile_shape writes the bound's dims of input
+ * `input` in profile `profile` (a static input: its own shape) into
+ * dims[0..capacity) and its rank into *rank; capacity too small is
+ * KILN_ERROR_INVALID_ARGUMENT with *rank set. */
+typedef enum kiln_profile_bound {
+  KILN_PROFILE_MIN = 0,
+  KILN_PROFILE_OPT = 1,
+  KILN_PROFILE_MAX = 2,
+  KILN_PROFILE_BOUND_MAX_ENUM = 0x7fffffff
+} kiln_profile_bound;
+KILN_API kiln_status kiln_engine_num_profiles(const kiln_engine* engine, int* count);
+KILN_API kiln_status kiln_engine_profile_shape(const kiln_engine* engine, int profile, const char* input,
+                                               kiln_profile_bound bound, int64_t* dims, int capacity, int* rank);
+
 KILN_API kiln_status kiln_context_create(kiln_engine* engine, kiln_context** context);
 KILN_API void kiln_context_destroy(kiln_context* context);
+/* The shape of a dynamic input for the context's next runs (a plan with
+ * shape profiles). KILN_ERROR_INVALID_ARGUMENT, the message naming the input,
+ * the dim and the range, when the shape is outside every profile or differs
+ * from a dim the plan fixes; on a static plan any shape but its own.
+ * Binding a dynamic input with kiln_context_bind_input sets its shape too. */
+KILN_API kiln_status kiln_context_set_input_shape(kiln_context* context, const char* name, const int64_t* dims,
+                                                  int rank);
+/* The shape of an input, or of an output for the input shapes set (for a
+ * plan with profiles, once every dynamic input's shape is set; before that
+ * KILN_ERROR_INVALID_ARGUMENT naming the input not set yet). Written as by
+ * kiln_engine_profile_shape. Bind outputs with these shapes. */
+KILN_API kiln_status kiln_context_input_shape(const kiln_context* context, const char* name, int64_t* dims,
+                                              int capacity, int* rank);
+KILN_API kiln_status kiln_context_output_shape(const kiln_context* context, const char* name, int64_t* dims,
+                                               int capacity, int* rank);
 /* The buffers must stay valid until the run (or the enqueued work) ends. */
 KILN_API kiln_status kiln_context_bind_input(kiln_context* context, const char* name, const void* data,
                                              kiln_dtype dtype, const int64_t* shape, int rank, kiln_memory memory);

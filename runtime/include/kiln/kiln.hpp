@@ -29,7 +29,12 @@ inline void check(kiln_status s) {
 struct TensorInfo {
   std::string name;
   kiln_dtype dtype;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;  // -1 for a dynamic dim (a plan with shape profiles)
+  bool dynamic() const {
+    for (int64_t d : shape)
+      if (d < 0) return true;
+    return false;
+  }
   int64_t numel() const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -110,7 +115,33 @@ class Engine {
     check(kiln_engine_precision(get(), &p));
     return p;
   }
+  // Shape profiles (0 for a static plan) and one input's min/opt/max in one.
+  int num_profiles() const {
+    int n = 0;
+    check(kiln_engine_num_profiles(get(), &n));
+    return n;
+  }
+  std::vector<int64_t> profile_shape(int profile, const std::string& input, kiln_profile_bound bound) const {
+    return read_shape([&](int64_t* d, int cap, int* r) {
+      return kiln_engine_profile_shape(get(), profile, input.c_str(), bound, d, cap, r);
+    });
+  }
   kiln_engine* get() const { return e_.get(); }
+
+  // Calls `f(dims, capacity, rank)` with room for the rank it reports.
+  template <typename F>
+  static std::vector<int64_t> read_shape(F&& f) {
+    std::vector<int64_t> dims(8);
+    int rank = 0;
+    kiln_status s = f(dims.data(), int(dims.size()), &rank);
+    if (s == KILN_ERROR_INVALID_ARGUMENT && rank > int(dims.size())) {
+      dims.resize(size_t(rank));
+      s = f(dims.data(), int(dims.size()), &rank);
+    }
+    check(s);
+    dims.resize(size_t(rank));
+    return dims;
+  }
 
  private:
   explicit Engine(kiln_engine* e) : e_(e, kiln_engine_destroy) {}
@@ -136,6 +167,19 @@ class Context {
     kiln_context* c = nullptr;
     check(kiln_context_create(e.get(), &c));
     c_.reset(c);
+  }
+  // A plan with shape profiles: the shape of a dynamic input for the next
+  // runs (binding it with its shape does the same), and the shapes they give.
+  void set_input_shape(const std::string& name, const std::vector<int64_t>& shape) {
+    check(kiln_context_set_input_shape(c_.get(), name.c_str(), shape.data(), int(shape.size())));
+  }
+  std::vector<int64_t> input_shape(const std::string& name) const {
+    return Engine::read_shape(
+        [&](int64_t* d, int cap, int* r) { return kiln_context_input_shape(c_.get(), name.c_str(), d, cap, r); });
+  }
+  std::vector<int64_t> output_shape(const std::string& name) const {
+    return Engine::read_shape(
+        [&](int64_t* d, int cap, int* r) { return kiln_context_output_shape(c_.get(), name.c_str(), d, cap, r); });
   }
   void bind_input(const std::string& name, const void* data, kiln_dtype dtype, const std::vector<int64_t>& shape,
                   kiln_memory memory = KILN_MEMORY_HOST) {

@@ -190,6 +190,13 @@ void fake_cuda_set_memory_limit(size_t bytes) {
   FAKE_LOCK;
   st().memory_limit = bytes;
 }
+// cuMemAlloc does not zero memory: a test that needs to see a reader of
+// never-written device memory fail fills new allocations with `byte` (0-255;
+// -1: leave them as allocated, the default).
+void fake_cuda_set_alloc_fill(int byte) {
+  FAKE_LOCK;
+  st().alloc_fill = byte;
+}
 const char* fake_cuda_take_log() {
   FAKE_LOCK;
   static std::string taken;

@@ -181,6 +181,7 @@ struct State {
   int cubin_loads = 0, ptx_loads = 0, graph_launches = 0, captured_launches = 0, direct_launches = 0;
   std::map<CUdeviceptr, Allocation> allocs;  // device and pinned host allocations by start
   size_t live_bytes = 0, memory_limit = SIZE_MAX;
+  int alloc_fill = -1;  // fake_cuda_set_alloc_fill: the byte new device allocations hold (-1: whatever malloc gave)
   int device_allocs = 0, pinned_live = 0, pinned_allocs = 0, events_recorded = 0, next_id = 1;
   std::string log, races;
   int race_count = 0;

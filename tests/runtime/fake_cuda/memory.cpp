@@ -112,6 +112,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
   if (n > st().memory_limit - st().live_bytes) return kOutOfMemory;
   void* m = std::aligned_alloc(256, (n + 255) / 256 * 256);
   if (!m) return kOutOfMemory;
+  if (st().alloc_fill >= 0) std::memset(m, st().alloc_fill, n);
   st().allocs[reinterpret_cast<CUdeviceptr>(m)] = {n, false, {}};
   st().live_bytes += n;
   ++st().device_allocs;

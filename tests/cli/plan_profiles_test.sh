@@ -1,0 +1,119 @@
+#!/bin/sh
+# Issue 19: plans with shape profiles. The CNN (dynamic batch) and the
+# BERT-style encoder (dynamic batch and sequence) of make_dynamic_models.py are
+# each compiled ONCE with --min/--opt/--max-shapes into a CPU plan, which
+# `kiln inspect` shows with its profile, and run at three shapes each through
+# the runtime (`kiln run PLAN --inputs`, the shapes set at run time) and on the
+# simulator, matching ONNX Runtime. Shapes outside the profile, and a GPU
+# target (no shape-generic kernels yet), are clear errors (exit 1).
+# Usage: plan_profiles_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim
+set -u
+kiln=$1
+t=$2
+py=$3
+sim=${4:-sim}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+out=$dir/out.txt
+fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+"$py" "$t/make_dynamic_models.py" "$dir" || fail "make_dynamic_models.py"
+
+"$kiln" compile "$dir/cnn.onnx" --target cpu --min-shapes x:1x3x16x16 --opt-shapes x:8x3x16x16 \
+  --max-shapes x:16x3x16x16 -o "$dir/cnn.plan" >"$out" 2>&1 || fail "compile cnn: exit $?"
+"$kiln" inspect "$dir/cnn.plan" >"$out" 2>&1 || fail "inspect cnn: exit $?"
+grep -q '^shape profiles: 1 (symbols: batch in \[1, 16\]); memory planned for the largest shapes' "$out" ||
+  fail "inspect shows no profile"
+grep -q '^    x  *min 1x3x16x16, opt 8x3x16x16, max 16x3x16x16$' "$out" || fail "inspect shows no range for x"
+grep -q '^  x  *f32  *\[batchx3x16x16\]' "$out" || fail "inspect shows no symbolic input"
+"$kiln" compile "$dir/encoder.onnx" --target cpu --min-shapes input_ids:1x1,attention_mask:1x1 \
+  --max-shapes input_ids:8x64,attention_mask:8x64 -o "$dir/encoder.plan" >"$out" 2>&1 ||
+  fail "compile encoder: exit $?"
+"$kiln" inspect "$dir/encoder.plan" >"$out" 2>&1 || fail "inspect encoder: exit $?"
+grep -q '^shape profiles: 1 (symbols: batch in \[1, 8\], seq in \[1, 64\])' "$out" || fail "inspect encoder: no profile"
+grep -q '^    input_ids  *min 1x1, opt 8x64, max 8x64$' "$out" || fail "inspect encoder: no range (opt defaults to max)"
+
+backends="ref"
+[ "$sim" = sim ] && backends="ref sim"
+for be in $backends; do
+  for b in 1 3 8; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/cnn.plan" --backend "$be" --inputs "x:$dir/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "cnn.plan on $be at batch $b: exit $?"
+    grep -q "^symbols: batch=$b (range \[1, 16\])" "$out" || fail "cnn.plan on $be at batch $b: no symbols line"
+    "$py" "$t/compare_outputs_ort.py" "$dir/cnn.onnx" "$dir/o" "x=$dir/x_$b.npy" >"$out" 2>&1 ||
+      fail "cnn.plan on $be at batch $b: not ONNX Runtime's outputs"
+  done
+  for bs in 1x5 2x16 4x33; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/encoder.plan" --backend "$be" \
+      --inputs "input_ids:$dir/ids_$bs.npy,attention_mask:$dir/mask_$bs.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "encoder.plan on $be at $bs: exit $?"
+    grep -q "^symbols: batch=${bs%x*} (range \[1, 8\]), seq=${bs#*x} (range \[1, 64\])" "$out" ||
+      fail "encoder.plan on $be at $bs: no symbols line"
+    "$py" "$t/compare_outputs_ort.py" "$dir/encoder.onnx" "$dir/o" "input_ids=$dir/ids_$bs.npy" \
+      "attention_mask=$dir/mask_$bs.npy" >"$out" 2>&1 || fail "encoder.plan on $be at $bs: not ONNX Runtime's outputs"
+  done
+done
+
+# Generated inputs take the profile's opt shape.
+"$kiln" run "$dir/cnn.plan" --backend ref >"$out" 2>&1 || fail "cnn.plan with generated input: exit $?"
+grep -q '^symbols: batch=8 ' "$out" || fail "a generated input must take the opt shape"
+
+# kiln run MODEL.onnx with a range through a plan (--save-engine): the plan
+# carries the profile, and the run at the opt shape matches ONNX Runtime.
+KILN_PYTHON=$py "$kiln" run "$dir/cnn.onnx" --target cpu --min-shapes x:1x3x16x16 --max-shapes x:16x3x16x16 \
+  --opt-shapes x:3x3x16x16 --save-engine "$dir/saved.plan" --compare ort >"$out" 2>&1 || fail "run --save-engine: exit $?"
+grep -q '^symbols: batch=3 (range \[1, 16\])' "$out" || fail "run --save-engine: no symbols line"
+grep -q '^compare: PASS' "$out" || fail "run --save-engine: no PASS against ONNX Runtime"
+"$kiln" inspect "$dir/saved.plan" >"$out" 2>&1 || fail "inspect saved: exit $?"
+grep -q '^    x  *min 1x3x16x16, opt 3x3x16x16, max 16x3x16x16$' "$out" || fail "the saved plan has no profile"
+
+# Outside the profile: the input, the dim and the profile's range.
+"$py" -c "import numpy as np; np.save('$dir/x_20.npy', np.zeros((20, 3, 16, 16), np.float32))"
+"$kiln" run "$dir/cnn.plan" --backend ref --inputs "x:$dir/x_20.npy" >"$out" 2>&1
+[ $? -eq 1 ] || fail "a shape outside the profile must exit 1"
+grep -q 'input "x" has shape \[20,3,16,16\], outside every shape profile of the plan: input "x": dim 0 is 20, outside profile 0'"'"'s range \[1, 16\]' "$out" ||
+  fail "no out-of-profile message"
+# The encoder's two inputs disagreeing on batch.
+"$kiln" run "$dir/encoder.plan" --backend ref \
+  --inputs "input_ids:$dir/ids_2x16.npy,attention_mask:$dir/mask_4x33.npy" >"$out" 2>&1
+[ $? -eq 1 ] || fail "inputs disagreeing on a symbol must exit 1"
+grep -q 'dim 0 (batch) is 4 but input "input_ids" gives batch = 2' "$out" || fail "no disagreement message"
+
+# Two profiles (the flags repeated, as trtexec takes them): a run at either
+# range works, a batch between them is outside both and names each range.
+"$kiln" compile "$dir/cnn.onnx" --target cpu --min-shapes x:1x3x16x16 --max-shapes x:4x3x16x16 \
+  --min-shapes x:8x3x16x16 --max-shapes x:16x3x16x16 -o "$dir/two.plan" >"$out" 2>&1 || fail "two profiles: exit $?"
+"$kiln" inspect "$dir/two.plan" >"$out" 2>&1 || fail "inspect two profiles: exit $?"
+grep -q '^shape profiles: 2 (symbols: batch in \[1, 16\])' "$out" || fail "inspect: not two profiles"
+grep -q '^    x  *min 8x3x16x16, opt 16x3x16x16, max 16x3x16x16$' "$out" || fail "inspect: no second profile"
+for b in 3 8; do
+  rm -rf "$dir/o"
+  "$kiln" run "$dir/two.plan" --backend ref --inputs "x:$dir/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+    fail "two.plan at batch $b: exit $?"
+  "$py" "$t/compare_outputs_ort.py" "$dir/cnn.onnx" "$dir/o" "x=$dir/x_$b.npy" >"$out" 2>&1 ||
+    fail "two.plan at batch $b: not ONNX Runtime's outputs"
+done
+"$kiln" run "$dir/two.plan" --backend ref --inputs "x:$dir/x_6.npy" >"$out" 2>&1
+[ $? -eq 1 ] || fail "a batch between the profiles must exit 1"
+grep -q 'input "x": dim 0 is 6, outside profile 0'"'"'s range \[1, 4\]; input "x": dim 0 is 6, outside profile 1'"'"'s range \[8, 16\]' "$out" ||
+  fail "no message naming both profiles"
+"$kiln" compile "$dir/cnn.onnx" --target cpu --min-shapes x:1x3x16x16 --max-shapes x:4x3x16x16 \
+  --min-shapes x:8x3x16x16 -o "$dir/bad.plan" >"$out" 2>&1
+[ $? -eq 1 ] || fail "a profile without --max-shapes must exit 1"
+grep -q 'each shape profile takes one --min-shapes and one --max-shapes' "$out" || fail "no flag-count message"
+
+# A GPU target: refused naming the first node and its op, never compiled at one shape.
+"$kiln" compile "$dir/cnn.onnx" --target sm_90 --min-shapes x:1x3x16x16 --max-shapes x:16x3x16x16 \
+  -o "$dir/gpu.plan" >"$out" 2>&1
+[ $? -eq 1 ] || fail "a profile with a GPU target must exit 1"
+grep -q 'target sm_90 needs a shape-generic GPU kernel for every node of a plan with shape profiles (batch in \[1, 16\]), and kiln has none yet for conv' "$out" ||
+  fail "no GPU-target message"
+[ -e "$dir/gpu.plan" ] && fail "no plan may be written"
+
+# A static plan of the same model shows no profile.
+"$kiln" compile "$dir/cnn.onnx" --target cpu --shapes x:2x3x16x16 -o "$dir/static.plan" >"$out" 2>&1 ||
+  fail "static compile: exit $?"
+"$kiln" inspect "$dir/static.plan" >"$out" 2>&1 || fail "inspect static: exit $?"
+grep -q 'shape profiles' "$out" && fail "a static plan has no profiles"
+echo PASS
