@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -75,6 +76,8 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
         return static_cast<uint8_t*>(outs.at(b.index).raw()) + b.offset;
       case plan::BufferKind::Weight:
         return weights.get() + p.weights.at(b.index).offset + b.offset;
+      case plan::BufferKind::None:
+        return nullptr;  // an absent optional operand (0 elements)
     }
     return nullptr;
   };
@@ -121,6 +124,15 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
       for (const plan::BufferRef& b : s.args) {
         bufs.push_back(address(b));
         counts.push_back(b.elements);
+      }
+      // A kernel with more buffers than the parameter space holds takes a table
+      // of their addresses, then their element counts (codegen/param_table.h).
+      std::vector<uint64_t> table;
+      if (s.param_table) {
+        for (void* b : bufs) table.push_back(reinterpret_cast<uint64_t>(b));
+        for (long long c : counts) table.push_back(static_cast<uint64_t>(c));
+        bufs = {table.data()};
+        counts = {static_cast<long long>(table.size())};
       }
       const plan::Kernel& k = p.kernels.at(s.kernel);
       kiln::sim::LaunchConfig cfg;

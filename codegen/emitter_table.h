@@ -47,6 +47,9 @@ struct NodeKernel {
   // else uses (plan::Memory::zeroed_offset; the sim backend checks they are
   // zero again after each launch).
   int64_t tile_counters = 0;
+  // The buffers are passed through a table in device memory, the kernel's
+  // one parameter (codegen/param_table.h): set by use_param_table_if_needed.
+  bool param_table = false;
 };
 
 // The most tile counters one kernel of `kernels` binds (NodeKernel::tile_counters).

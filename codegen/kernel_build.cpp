@@ -6,6 +6,7 @@
 
 #include "codegen/launch_fit.h"
 #include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/param_table.h"
 #include "ir/control_flow.h"
 #include "ir/error.h"
 
@@ -39,7 +40,14 @@ GraphKernels build(const Graph& g, const KernelBuildOptions& o, bool compile) {
         continue;
       }
       NodeLaunches nl{&n, e->emit(n)};
-      for (NodeKernel& k : nl.kernels) bounder.apply(k);
+      for (NodeKernel& k : nl.kernels) {
+        bounder.apply(k);
+        try {
+          use_param_table_if_needed(k);  // more buffers than the parameter space holds
+        } catch (const Error& err) {
+          fail("{}: {}", n.describe(), err.what());
+        }
+      }
       for (const NodeKernel& k : nl.kernels)
         if (!std::exchange(seen[k.name], true)) sources.push_back({k.name, k.source});
       r.launches.push_back(std::move(nl));

@@ -103,6 +103,42 @@ long long declared_launch_bound(const std::string& source, const std::string& na
   return std::strtoll(source.c_str() + at + 18, nullptr, 10);
 }
 
+KernelSignature kernel_signature(const std::string& source, const std::string& name) {
+  KernelSignature sig;
+  const size_t at = signature_at(source, name);
+  if (at == std::string::npos) return sig;
+  const size_t open = source.find(name + "(", at) + name.size();
+  // Commas at the list's own depth separate parameters (KILN_PTR(const T)
+  // and template arguments nest).
+  int depth = 0;
+  std::string one;
+  auto push = [&] {
+    const size_t b = one.find_first_not_of(" \t\r\n"), e = one.find_last_not_of(" \t\r\n");
+    if (b != std::string::npos) sig.params.push_back(one.substr(b, e - b + 1));
+    one.clear();
+  };
+  for (size_t i = open + 1; i < source.size(); ++i) {
+    const char c = source[i];
+    if (c == '(' || c == '<' || c == '[') ++depth;
+    if ((c == ')' || c == '>' || c == ']') && depth-- == 0) {
+      push();
+      sig.global = at - std::string_view("__global__ void ").size();
+      sig.open = open;
+      sig.close = i;
+      return sig;
+    }
+    if (c == ',' && depth == 0) push();
+    else one += c;
+  }
+  sig.params.clear();  // no closing parenthesis
+  return sig;
+}
+
+int kernel_param_count(const std::string& source, const std::string& name) {
+  const KernelSignature sig = kernel_signature(source, name);
+  return sig.open == std::string::npos ? -1 : static_cast<int>(sig.params.size());
+}
+
 void LaunchBounder::apply(NodeKernel& k) {
   const unsigned long long threads = k.block.count();
   if (threads == 0 || k.grid.count() == 0) return;

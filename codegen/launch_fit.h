@@ -24,6 +24,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "codegen/emitter_table.h"
 
@@ -61,6 +62,21 @@ std::string launch_misfit(const LaunchShape& l, const ArchLimits& lim);
 // The threads a launch bound in `source` gives kernel `name`, or -1 when its
 // signature has none.
 long long declared_launch_bound(const std::string& source, const std::string& name);
+
+// Kernel `name`'s signature in `source`: `__global__ void
+// [__launch_bounds__(..)] name(params)`. `global` is where `__global__`
+// starts, `open` and `close` where its parameter list's parentheses are
+// (std::string::npos when `source` has no such signature); `params` each
+// parameter's text without surrounding blanks.
+struct KernelSignature {
+  size_t global = std::string::npos, open = std::string::npos, close = std::string::npos;
+  std::vector<std::string> params;
+};
+KernelSignature kernel_signature(const std::string& source, const std::string& name);
+
+// How many parameters kernel `name`'s signature in `source` lists, or -1
+// when `source` has no such signature.
+int kernel_param_count(const std::string& source, const std::string& name);
 
 // Gives each kernel __launch_bounds__(its block's threads). A kernel that
 // declares its own bound keeps it. Kernels are deduplicated by name later, so

@@ -23,6 +23,7 @@
 #include "codegen/nvrtc/nvrtc_compiler.h"
 #include "codegen/emitter_table.h"
 #include "codegen/launch_fit.h"
+#include "codegen/param_table.h"
 #include "codegen/nvrtc/nvrtc_library.h"
 #include "compiler/plan_frames.h"
 #endif
@@ -93,7 +94,8 @@ void check_launch_fits(const plan::Step& s, const Node& n, const std::string& so
   l.grid = {s.grid.x, s.grid.y, s.grid.z};
   l.block = {s.block.x, s.block.y, s.block.z};
   l.dynamic_shared = s.shared_bytes;
-  l.param_bytes = static_cast<long long>(s.args.size()) * 8;  // every parameter is a buffer pointer
+  // Every parameter is a buffer pointer, or the one pointer to the table of them.
+  l.param_bytes = s.param_table ? 8 : static_cast<long long>(s.args.size()) * 8;
   l.bounded_threads = codegen::declared_launch_bound(source, kernel);
   l.registers = regs;
   l.static_shared = static_shared;
@@ -127,7 +129,14 @@ NodeKernels node_kernels(const Graph& g, const PlanBuildOptions& o) {
   for_each_kernel_node(g, [&](const Node& n) {
     if (codegen::is_view_node(n)) return;
     auto ks = std::make_unique<std::vector<codegen::NodeKernel>>(codegen::emitter_for(n)->emit(n));
-    for (codegen::NodeKernel& k : *ks) bounder.apply(k);
+    for (codegen::NodeKernel& k : *ks) {
+      bounder.apply(k);
+      try {
+        codegen::use_param_table_if_needed(k);  // more buffers than the parameter space holds
+      } catch (const Error& e) {
+        fail("{}{}: {}", o.source_name.empty() ? "" : o.source_name + ": ", n.describe(), e.what());
+      }
+    }
     nk.of.emplace(&n, ks.get());
     nk.emitted.push_back(std::move(ks));
   });
@@ -244,6 +253,7 @@ std::vector<plan::Step> launch_list(const Graph& g, const Locator& loc, Builder&
       s.grid = {k.grid.x, k.grid.y, k.grid.z};
       s.block = {k.block.x, k.block.y, k.block.z};
       s.shared_bytes = static_cast<uint32_t>(k.shared_bytes);
+      s.param_table = k.param_table;
       if (k.results.empty()) {
         for (int r = 0; r < n.num_outputs(); ++r) s.args.push_back(loc.at(n.output(r)));
       } else {
@@ -251,11 +261,12 @@ std::vector<plan::Step> launch_list(const Graph& g, const Locator& loc, Builder&
       }
       for (Value* v : n.inputs()) {
         // An absent optional operand keeps its parameter slot, which its kernel
-        // never reads (the emitter knew it absent): an empty view of the arena,
-        // as the simulator's executor passes a null buffer of 0 elements.
+        // never reads (the emitter knew it absent): the explicit "none"
+        // argument, a null pointer, as the simulator's executor passes a null
+        // buffer of 0 elements.
         if (!v) {
           plan::BufferRef none;
-          none.kind = plan::BufferKind::Arena;
+          none.kind = plan::BufferKind::None;
           s.args.push_back(none);
           continue;
         }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "ir/error.h"
 #include "runtime/log.h"
@@ -91,6 +92,12 @@ GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_
           d.check(d.cuFuncSetAttribute(functions_[s.kernel], kFuncAttrMaxDynamicShared, int(s.shared_bytes)),
                   "allowing large dynamic shared memory");
       }
+      // Control-flow regions' launches may take a pointer table too: keyed by step.
+      for (const plan::StepAt& at : plan::all_steps(plan_))
+        if (at.step->param_table) {
+          table_at_[at.step] = table_words_;
+          table_words_ += 2 * at.step->args.size();  // addresses, then element counts
+        }
       weights_ = alloc(d, p.weight_data.size(), "allocating the weights");
       if (!p.weight_data.empty())
         d.check(d.cuMemcpyHtoD(weights_, p.weight_data.data(), p.weight_data.size()), "uploading the weights");
@@ -138,6 +145,8 @@ CUdeviceptr GpuContext::address(const Slot& sl, const plan::BufferRef& b) const 
       return sl.bound_out.at(b.index) + b.offset;
     case plan::BufferKind::Weight:
       return e_.weights_ + e_.plan_.weights.at(b.index).offset + b.offset;
+    case plan::BufferKind::None:
+      return 0;  // an absent optional operand: the kernel gets a null pointer
   }
   return 0;
 }
@@ -212,10 +221,31 @@ void GpuContext::fill_slot(Slot& sl) {
   sl.bound_in = sl.inputs;
   sl.bound_out = sl.outputs;
   if (!e_.host_driven()) capture_graph(sl);
+  else upload_tables(sl);  // no capture to upload them before: launches read them per run
+}
+
+CUdeviceptr GpuContext::upload_tables(Slot& sl) {
+  if (!e_.table_words_) return 0;
+  const CudaDriver& d = e_.d_;
+  std::vector<uint64_t> words(e_.table_words_);
+  for (const auto& [step, at] : e_.table_at_) {
+    const plan::Step& s = *step;
+    uint64_t* t = words.data() + at;
+    for (size_t j = 0; j < s.args.size(); ++j) {
+      t[j] = address(sl, s.args[j]);
+      t[s.args.size() + j] = static_cast<uint64_t>(s.args[j].elements);
+    }
+  }
+  CUdeviceptr fresh = alloc(d, words.size() * 8, "allocating the kernels' pointer tables");
+  CUresult r = d.cuMemcpyHtoD(fresh, words.data(), words.size() * 8);
+  if (r) d.cuMemFree(fresh);
+  d.check(r, "uploading the kernels' pointer tables");
+  return std::exchange(sl.tables, fresh);
 }
 
 void GpuContext::capture_graph(Slot& sl) {
   const CudaDriver& d = e_.d_;
+  const CUdeviceptr old_tables = upload_tables(sl);  // before the capture: a synchronous copy
   d.check(d.cuStreamBeginCapture(stream_, kCaptureModeThreadLocal), "cuStreamBeginCapture");
   try {
     issue_steps(sl, stream_, nullptr);
@@ -225,10 +255,15 @@ void GpuContext::capture_graph(Slot& sl) {
     // (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and the stream stays capturing.
     CUgraph partial = nullptr;
     if (d.cuStreamEndCapture(stream_, &partial) == 0 && partial) d.cuGraphDestroy(partial);
+    if (old_tables) d.cuMemFree(old_tables);
     throw;
   }
   CUgraph graph = nullptr;
-  d.check(d.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
+  const CUresult ended = d.cuStreamEndCapture(stream_, &graph);
+  // After the capture (a free is refused during one); waits for a graph of
+  // the old bindings that may still read them.
+  if (old_tables) d.cuMemFree(old_tables);
+  d.check(ended, "cuStreamEndCapture");
   CUresult r = d.cuGraphInstantiateWithFlags(&sl.exec, graph, 0);
   d.cuGraphDestroy(graph);
   d.check(r, "cuGraphInstantiate");
@@ -258,7 +293,9 @@ void GpuContext::issue_list(const Slot& sl, const std::vector<plan::Step>& steps
               (doing + " a copy").c_str());
     } else {
       std::vector<CUdeviceptr> ptrs;
-      for (const plan::BufferRef& b : s.args) ptrs.push_back(address(sl, b));
+      if (s.param_table) ptrs.push_back(sl.tables + 8 * e_.table_at_.at(&s));  // the buffers are in its table
+      else
+        for (const plan::BufferRef& b : s.args) ptrs.push_back(address(sl, b));
       std::vector<void*> params;
       for (CUdeviceptr& p : ptrs) params.push_back(&p);
       d.check(d.cuLaunchKernel(e_.functions_[s.kernel], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z,
@@ -312,7 +349,13 @@ void GpuContext::rebind(Slot& sl, const std::vector<DeviceBinding>& in, const st
   sl.exec = nullptr;
   sl.bound_in = std::move(want_in);
   sl.bound_out = std::move(want_out);
-  if (!e_.host_driven()) capture_graph(sl);
+  if (!e_.host_driven()) {
+    capture_graph(sl);
+  } else if (const CUdeviceptr old_tables = upload_tables(sl)) {
+    // Launches of an earlier run may still read the old tables.
+    d.check(d.cuStreamSynchronize(stream_), "waiting for the launches that read the old pointer tables");
+    d.cuMemFree(old_tables);
+  }
 }
 
 namespace {
@@ -338,6 +381,7 @@ void GpuContext::free_slot(Slot& sl) {
     if (p) d.cuMemFreeHost(p);
   for (CUdeviceptr p : sl.inputs) d.cuMemFree(p);
   for (CUdeviceptr p : sl.outputs) d.cuMemFree(p);
+  if (sl.tables) d.cuMemFree(sl.tables);
 }
 
 void GpuContext::release() noexcept {

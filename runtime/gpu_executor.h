@@ -40,11 +40,20 @@
 // destroyed) before anything else is done after an error inside it: the
 // driver refuses frees and synchronization while a thread captures.
 //
+// A kernel with more buffers than the parameter space holds takes one pointer
+// to a table of their addresses (codegen/param_table.h): each slot has one
+// device allocation holding every such step's table, built from the slot's
+// bindings and uploaded before each capture of its graph (a synchronous copy
+// may not be made during one); new bindings (rebind) get new tables, and the
+// old ones are freed once captured anew (cuMemFree waits for the work that
+// may still read them).
+//
 // Tested against a fake driver as strict as the hardware (docs/testing.md).
 #pragma once
 #include <memory>
 #include <new>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/cuda_driver.h"
@@ -95,6 +104,11 @@ class GpuEngine {
   std::vector<CUmodule> modules_;
   std::vector<CUfunction> functions_;  // per plan kernel
   CUdeviceptr weights_ = 0;
+  // Steps whose kernel takes a pointer table (plan::Step::param_table), the
+  // control-flow regions' included: where its table starts in a slot's
+  // tables, in u64 words, and the words of all of them.
+  std::unordered_map<const plan::Step*, size_t> table_at_;
+  size_t table_words_ = 0;
   std::string description_;
 };
 
@@ -166,6 +180,7 @@ class GpuContext {
     // the slot's own buffers, or the caller's zero-copy ones.
     std::vector<CUdeviceptr> bound_in, bound_out;
     std::vector<DeviceBinding> out;  // where wait() copies the outputs
+    CUdeviceptr tables = 0;          // the pointer tables of its graph's bindings (0: none needed)
   };
   void zero_once();  // the arena's zeroed region (plan::Memory::zeroed_offset), at creation
   void add_slot();   // buffers, staging, events and the captured launch list
@@ -177,6 +192,9 @@ class GpuContext {
   void issue_list(const Slot& s, const std::vector<plan::Step>& steps, CUstream stream, CUevent* after,
                   const std::string& doing);
   void run_control_step(const Slot& s, const plan::ControlFlow& c, CUstream stream, const std::string& doing);
+  // Uploads the slot's pointer tables for s.bound_in/out into a new
+  // allocation; returns the one it replaces (0: none).
+  CUdeviceptr upload_tables(Slot& s);
   // The launch list onto `stream` (capturing or not); `after` (if any) after each step.
   void issue_steps(const Slot& s, CUstream stream, CUevent* after);
   // Captures the slot's graph again when the zero-copy bindings changed its addresses.

@@ -106,6 +106,12 @@ enum class BufferKind : uint8_t {
   Input = 1,   // graph input `index` + offset
   Output = 2,  // graph output `index` + offset
   Weight = 3,  // weights entry `index` + offset
+  // An absent optional operand: the kernel gets a null pointer (its code
+  // knows the operand is absent); index, offset, bytes and elements are 0.
+  // Plans without absent operands never hold it, so their bytes did not
+  // change with it (no format version of its own: a runtime that predates it
+  // refuses the plan as having an unknown buffer kind).
+  None = 4,
 };
 struct BufferRef {
   BufferKind kind = BufferKind::Arena;
@@ -129,7 +135,13 @@ struct Step {
   Dim3 grid, block;
   uint32_t shared_bytes = 0;
   std::vector<BufferRef> args;  // kernel parameters in order; Copy: {dst, src}
+  // (Kernel) the kernel takes one parameter, a device table of `args`'
+  // addresses then their element counts (codegen/param_table.h), built by
+  // the runtime. Stored as bit 7 of the step's kind byte, so plans without
+  // such a kernel are the bytes they were before it existed.
+  bool param_table = false;
 };
+inline constexpr uint8_t kStepParamTableBit = 0x80;
 
 // One region of a control-flow node (a branch, a loop or scan body) as a
 // launch list of its own: where each of its parameters is read and each of

@@ -167,7 +167,7 @@ std::vector<uint8_t> write_steps(const std::vector<Step>& steps) {
   Writer w;
   w.put<uint64_t>(steps.size());
   for (const Step& s : steps) {
-    w.put<uint8_t>(static_cast<uint8_t>(s.kind));
+    w.put<uint8_t>(static_cast<uint8_t>(static_cast<uint8_t>(s.kind) | (s.param_table ? kStepParamTableBit : 0)));
     w.put<uint32_t>(s.node);
     w.put<uint32_t>(s.kernel);
     for (const Dim3* d : {&s.grid, &s.block}) {
@@ -194,7 +194,12 @@ std::vector<Step> read_steps(Reader r) {
   for (uint64_t i = 0; i < n; ++i) {
     Step s;
     uint8_t kind = r.get<uint8_t>("step kind");
+    s.param_table = (kind & kStepParamTableBit) != 0;
+    kind &= static_cast<uint8_t>(~kStepParamTableBit);
     if (kind > static_cast<uint8_t>(StepKind::Control)) fail("{}: step {} has unknown kind {}", r.what(), i, kind);
+    if (s.param_table && kind != static_cast<uint8_t>(StepKind::Kernel))
+      fail("{}: {} step {} is marked as taking a pointer table", r.what(),
+           kind == static_cast<uint8_t>(StepKind::Copy) ? "copy" : "control", i);
     s.kind = static_cast<StepKind>(kind);
     s.node = r.get<uint32_t>("step node");
     s.kernel = r.get<uint32_t>("step kernel");
@@ -208,15 +213,23 @@ std::vector<Step> read_steps(Reader r) {
     for (uint64_t a = 0; a < nargs; ++a) {
       BufferRef b;
       uint8_t bk = r.get<uint8_t>("buffer kind");
-      if (bk > static_cast<uint8_t>(BufferKind::Weight))
+      if (bk > static_cast<uint8_t>(BufferKind::None))
         fail("{}: step {} argument {} has unknown buffer kind {}", r.what(), i, a, bk);
       b.kind = static_cast<BufferKind>(bk);
       b.index = r.get<uint32_t>("buffer index");
       b.offset = r.get<uint64_t>("buffer offset");
       b.nbytes = r.get<uint64_t>("buffer size");
       b.elements = r.get<int64_t>("buffer elements");
+      if (b.kind == BufferKind::None && (b.index || b.offset || b.nbytes || b.elements))
+        fail(
+            "{}: step {} argument {} is an absent operand (kind none) with index {}, offset {}, {} bytes, {} "
+            "elements (all must be 0)",
+            r.what(), i, a, b.index, b.offset, b.nbytes, b.elements);
+      if (b.kind == BufferKind::None && kind == static_cast<uint8_t>(StepKind::Copy))
+        fail("{}: copy step {} has an absent operand (kind none) as argument {}", r.what(), i, a);
       s.args.push_back(b);
     }
+    if (s.param_table && s.args.empty()) fail("{}: step {} takes a pointer table of no buffers", r.what(), i);
     if (s.kind == StepKind::Copy && s.args.size() != 2)
       fail("{}: copy step {} has {} buffers, expected 2", r.what(), i, s.args.size());
     steps.push_back(std::move(s));

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/launch_fit.h"
 #include "ir/error.h"
 
 namespace kiln::codegen {
@@ -114,17 +115,25 @@ SimModule::~SimModule() {
   if (handle_) dlclose(handle_);
 }
 
-SimEntry SimModule::entry(const std::string& name) const {
+SimEntry SimModule::entry(const std::string& name, int params) const {
   void* p = dlsym(handle_, (name + "_sim").c_str());
   if (!p) fail("simulator: module {} has no kernel '{}'", path_.string(), name);
-  return reinterpret_cast<SimEntry>(p);
+  return SimEntry(reinterpret_cast<SimEntry::Fn>(p), params);
 }
 
 void sim_launch(SimEntry entry, const kiln::sim::LaunchConfig& cfg, const std::vector<void*>& buffers,
                 const std::vector<long long>& counts) {
+  KILN_CHECK(entry.fn, "sim_launch: kernel {} has no simulator entry", cfg.kernel);
   KILN_CHECK(buffers.size() == counts.size(), "sim_launch: {} buffers but {} counts", buffers.size(), counts.size());
+  // Fewer would have the entry read past `buffers`. More is how a node's
+  // kernels share its bindings (a kernel may take a prefix of them: MaxUnpool's
+  // zeroing kernel takes only the output), as a driver reads only the
+  // parameters a kernel's image declares.
+  if (entry.params >= 0 && buffers.size() < static_cast<size_t>(entry.params))
+    fail("simulator: kernel {} takes {} buffer parameter(s), the launch passed only {}", cfg.kernel, entry.params,
+         buffers.size());
   std::string error;
-  int rc = entry(&cfg, buffers.data(), counts.data(), &error);
+  int rc = entry.fn(&cfg, buffers.data(), counts.data(), &error);
   if (rc == 1) throw kiln::sim::SimError(error);
   if (rc != 0) fail("simulator: kernel {}: {}", cfg.kernel, error);
 }
@@ -233,7 +242,8 @@ std::map<std::string, SimEntry> SimCompiler::compile(const std::vector<KernelSou
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
   for (int m = 0; m < modules; ++m) {
-    for (const KernelSource* k : members[m]) entries[k->name] = built[m]->entry(k->name);
+    for (const KernelSource* k : members[m])
+      entries[k->name] = built[m]->entry(k->name, kernel_param_count(k->source, k->name));
     loaded_.push_back(built[m]);
   }
   return entries;

@@ -22,6 +22,7 @@
 // $XDG_CACHE_HOME/kiln, ~/.cache/kiln).
 #pragma once
 #include <atomic>
+#include <cstddef>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -34,7 +35,18 @@
 
 namespace kiln::codegen {
 
-using SimEntry = int (*)(const kiln::sim::LaunchConfig*, void* const*, const long long*, std::string*);
+// A kernel's simulator entry and how many buffer parameters the kernel
+// takes (its signature's; -1: not known), which sim_launch checks the
+// buffers against: the entry reads buffers[i] for every parameter i.
+struct SimEntry {
+  using Fn = int (*)(const kiln::sim::LaunchConfig*, void* const*, const long long*, std::string*);
+  Fn fn = nullptr;
+  int params = -1;
+  SimEntry() = default;
+  SimEntry(std::nullptr_t) {}
+  SimEntry(Fn f, int n) : fn(f), params(n) {}
+  explicit operator bool() const { return fn != nullptr; }
+};
 
 // A loaded shared object (dlclose on destruction).
 class SimModule {
@@ -43,8 +55,9 @@ class SimModule {
   ~SimModule();
   SimModule(const SimModule&) = delete;
   SimModule& operator=(const SimModule&) = delete;
-  // The entry of kernel `name`; throws kiln::Error if absent.
-  SimEntry entry(const std::string& name) const;
+  // The entry of kernel `name` taking `params` buffers (-1: not known);
+  // throws kiln::Error if absent.
+  SimEntry entry(const std::string& name, int params = -1) const;
 
  private:
   void* handle_ = nullptr;
@@ -52,7 +65,11 @@ class SimModule {
 };
 
 // Runs a kernel: `buffers` and `counts` are out first, then the operands.
-// Throws kiln::sim::SimError with the simulator's message.
+// Throws kiln::sim::SimError with the simulator's message, and kiln::Error
+// when there are fewer buffers than the kernel has parameters (the entry
+// would read past them). More are allowed: the first ones are bound, as a
+// driver reads only the parameters the kernel's image declares (a node's
+// kernels share its bindings; some take a prefix of them).
 void sim_launch(SimEntry entry, const kiln::sim::LaunchConfig& cfg, const std::vector<void*>& buffers,
                 const std::vector<long long>& counts);
 

@@ -4,6 +4,7 @@
 // fake_rule_<rule>_must_fail runs it so (tests/runtime/rule_must_fail.sh).
 // Last, FakeGpuSticky: what the runtime does after a sticky error (it leaves
 // the process's GPU unusable, as CUDA does: it runs after the other tests).
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -46,6 +47,7 @@ struct Api {
   int (*module_unload)(void*) = get<decltype(module_unload)>("cuModuleUnload");
   int (*get_function)(void**, void*, const char*) = get<decltype(get_function)>("cuModuleGetFunction");
   int (*set_attribute)(void*, int, int) = get<decltype(set_attribute)>("cuFuncSetAttribute");
+  int (*param_info)(void*, size_t, size_t*, size_t*) = get<decltype(param_info)>("cuFuncGetParamInfo");
   int (*launch)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
                 void**) = get<decltype(launch)>("cuLaunchKernel");
   int (*begin_capture)(void*, int) = get<decltype(begin_capture)>("cuStreamBeginCapture_v2");
@@ -55,6 +57,15 @@ struct Api {
 };
 
 int no_args(const char*) { return 0; }
+
+// kernelParams for a kernel of up to 64 pointer parameters, all null (the
+// driver reads as many as the kernel's image declares).
+void** null_params() {
+  static CUdeviceptr zeros[64] = {};
+  static void* params[64];
+  for (int i = 0; i < 64; ++i) params[i] = &zeros[i];
+  return params;
+}
 int fault(const char*, const unsigned*, const unsigned*, unsigned, const CUdeviceptr*) { return 700; }
 
 class FakeDriverRules : public FakeGpu {
@@ -182,7 +193,7 @@ TEST_F(FakeDriverRules, LaunchLimitsAreTheDevicesPerBlockAndGridLimits) {
   void* f = kernel(&name, &regs);
   ASSERT_GT(regs, 0) << name << ": no register count in its CUBIN";
   auto launch = [&](unsigned gx, unsigned gy, unsigned bx, unsigned by, unsigned bz, unsigned shared) {
-    return api.launch(f, gx, gy, 1, bx, by, bz, shared, s, nullptr, nullptr);
+    return api.launch(f, gx, gy, 1, bx, by, bz, shared, s, null_params(), nullptr);
   };
   EXPECT_EQ(launch(1, 1, 128, 1, 1, 0), 0);
   EXPECT_EQ(launch(1, 1, 1025, 1, 1, 0), 1) << "CUDA_ERROR_INVALID_VALUE: more than 1024 threads in x";
@@ -264,7 +275,7 @@ TEST_F(FakeDriverRules, StickyErrorsPoisonTheContextForEveryLaterCall) {
   void* s = new_stream();
   void* f = kernel();
   fake().set_kernels(no_args, fault);
-  EXPECT_EQ(api.launch(f, 1, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr), 0) << "a fault is reported later";
+  EXPECT_EQ(api.launch(f, 1, 1, 1, 32, 1, 1, 0, s, null_params(), nullptr), 0) << "a fault is reported later";
   EXPECT_EQ(api.stream_sync(s), 700);
   CUdeviceptr p = 0;
   EXPECT_EQ(api.alloc(&p, 256), 700);
@@ -302,6 +313,83 @@ TEST_F(FakeDriverRules, ModuleImagesAreCheckedAgainstTheDeviceAndTheDriver) {
   ASSERT_NE(t, std::string::npos);
   newer.replace(t, 13, ".target sm_100");
   EXPECT_EQ(api.module_load(&m, newer.c_str()), 218) << "CUDA_ERROR_INVALID_PTX: sm_100 PTX on an sm_90 device";
+}
+
+// A PTX module with one kernel of `n` pointer parameters, as NVRTC writes them.
+std::string ptx_with_params(int n) {
+  std::string s = ".version 9.0\n.target sm_90\n.address_size 64\n\n.visible .entry wide(\n";
+  for (int i = 0; i < n; ++i)
+    s += "\t.param .u64 .ptr .align 1 wide_param_" + std::to_string(i) + (i + 1 < n ? ",\n" : "\n");
+  return s + ")\n{\n\tret;\n}\n";
+}
+
+// params: the kernel parameter space, from the image's own layout (what
+// cuLaunchKernel reads kernelParams by): 32,764 bytes with a CUDA 12.1+
+// driver (Volta and newer), 4,096 bytes with an older one. PTX over it fails
+// to JIT at load; a CUBIN over it is refused at launch.
+TEST_F(FakeDriverRules, ParametersMustFitTheParameterSpace) {
+  void* s = new_stream();
+  // A plan kernel's CUBIN: one 8-byte pointer per buffer the plan binds.
+  const plan::Plan& p = plans().at("test_matmul_2d");
+  const plan::Step* step = nullptr;
+  for (const plan::Step& st : p.steps)
+    if (st.kind == plan::StepKind::Kernel) step = &st;
+  ASSERT_NE(step, nullptr);
+  const plan::Kernel& k = p.kernels.at(step->kernel);
+  const size_t n = step->args.size();
+  void* f = nullptr;
+  ASSERT_EQ(api.module_load(&module, k.cubin.data()), 0);
+  ASSERT_EQ(api.get_function(&f, module, k.name.c_str()), 0);
+  for (size_t i = 0; i < n; ++i) {
+    size_t offset = 0, size = 0;
+    ASSERT_EQ(api.param_info(f, i, &offset, &size), 0) << i;
+    EXPECT_EQ(offset, 8 * i);
+    EXPECT_EQ(size, 8u);
+  }
+  size_t offset = 0;
+  EXPECT_EQ(api.param_info(f, n, &offset, nullptr), 1) << "CUDA_ERROR_INVALID_VALUE: past the last parameter";
+  std::vector<CUdeviceptr> ptrs(4096, 0);
+  std::vector<void*> params;
+  for (CUdeviceptr& q : ptrs) params.push_back(&q);
+  EXPECT_EQ(api.launch(f, 1, 1, 1, 32, 1, 1, 0, s, params.data(), nullptr), 0);
+  api.module_unload(module);
+  // The same CUBIN saying its parameters take 5,000 bytes (its
+  // EIATTR_CBANK_PARAM_SIZE entry: format 3, attribute 0x19, u16 bytes): past
+  // a CUDA 12.0 driver's 4 KiB, within CUDA 13's 32,764; 40,000 bytes fit no driver.
+  std::vector<uint8_t> image = k.cubin;
+  const uint8_t entry[4] = {3, 0x19, uint8_t(8 * n), uint8_t((8 * n) >> 8)};
+  auto at = std::search(image.begin(), image.end(), entry, entry + 4);
+  ASSERT_NE(at, image.end()) << "no EIATTR_CBANK_PARAM_SIZE of " << 8 * n << " bytes in " << k.name;
+  ASSERT_EQ(std::search(at + 1, image.end(), entry, entry + 4), image.end()) << "two candidates";
+  auto launch_claiming = [&](int bytes) {
+    at[2] = uint8_t(bytes), at[3] = uint8_t(bytes >> 8);
+    void* m = nullptr;
+    void* g = nullptr;
+    EXPECT_EQ(api.module_load(&m, image.data()), 0);
+    EXPECT_EQ(api.get_function(&g, m, k.name.c_str()), 0);
+    int r = api.launch(g, 1, 1, 1, 32, 1, 1, 0, s, params.data(), nullptr);
+    EXPECT_EQ(api.stream_sync(s), 0);
+    api.module_unload(m);
+    return r;
+  };
+  EXPECT_EQ(launch_claiming(5000), 0) << "32,764 bytes with a CUDA 13 driver";
+  fake().set_driver_version(12000);
+  EXPECT_EQ(launch_claiming(4096), 0);
+  EXPECT_EQ(launch_claiming(5000), 801) << "CUDA_ERROR_NOT_SUPPORTED: over 4 KiB with a CUDA 12.0 driver";
+  fake().set_driver_version(13000);
+  EXPECT_EQ(launch_claiming(40000), 1) << "CUDA_ERROR_INVALID_VALUE: over 32,764 bytes";
+  // PTX: 4,095 pointers (32,760 bytes) JIT and launch; 4,096 (32,768) do not.
+  void* m = nullptr;
+  const std::string fits = ptx_with_params(4095), over = ptx_with_params(4096);
+  ASSERT_EQ(api.module_load(&m, fits.c_str()), 0);
+  ASSERT_EQ(api.get_function(&f, m, "wide"), 0);
+  ASSERT_EQ(api.param_info(f, 4094, &offset, nullptr), 0);
+  EXPECT_EQ(offset, 32752u);
+  EXPECT_EQ(api.launch(f, 1, 1, 1, 32, 1, 1, 0, s, params.data(), nullptr), 0);
+  EXPECT_EQ(api.stream_sync(s), 0);
+  api.module_unload(m);
+  EXPECT_EQ(api.module_load(&m, over.c_str()), 218) << "CUDA_ERROR_INVALID_PTX: formal parameter space overflowed";
+  api.stream_destroy(s);
 }
 
 // context: calls that need a context fail without a current one.

@@ -165,6 +165,10 @@ Result check(const std::string& dir, const std::string& target, const std::strin
     if (s.kind != plan::StepKind::Kernel) continue;
     SimKernel& k = g_kernels[p.kernels.at(s.kernel).name];
     k.entry = entries.at(p.kernels.at(s.kernel).name);
+    if (s.param_table) {  // one parameter: the table of addresses and counts (codegen/param_table.h)
+      k.counts = {static_cast<long long>(2 * s.args.size())};
+      continue;
+    }
     if (k.counts.size() < s.args.size()) k.counts.resize(s.args.size(), 0);
     for (size_t i = 0; i < s.args.size(); ++i) k.counts[i] = std::max(k.counts[i], (long long)s.args[i].elements);
   }

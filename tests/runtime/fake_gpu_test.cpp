@@ -147,6 +147,58 @@ TEST_F(FakeGpu, LaunchFitPlansRunOnAStrictH100AndEqualTheReference) {
   EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
 }
 
+// An absent optional operand (LinearAttention's past_state, with decay
+// after it) is the plan's explicit "none" argument: the kernel gets a
+// null pointer, and the plan runs on the strict fake H100 and equals the
+// reference backend.
+TEST_F(FakeGpu, AnAbsentOptionalOperandIsANullPointerArgument) {
+  const plan::Plan& p = plans().at(kAbsentOperandCase);
+  int nones = 0;
+  for (const plan::Step& s : p.steps)
+    for (const plan::BufferRef& b : s.args)
+      if (b.kind == plan::BufferKind::None) ++nones;
+  EXPECT_GT(nones, 0) << "no explicit none argument in the plan";
+  std::unique_ptr<Graph> g = compiled_text(kAbsentOperand);
+  auto feed = testing::random_inputs(*g, 7);
+  // ONNX's decay is a log gate <= 0 (random inputs lie in [-2, 2]).
+  Tensor& decay = feed.at("g");
+  for (int64_t i = 0; i < decay.numel(); ++i) decay.set_double(i, decay.get_double(i) / 4 - 0.5);
+  std::vector<uint8_t> bytes = plan_for(kAbsentOperandCase);
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), kAbsentOperandCase, rt::Backend::Gpu);
+  rt::Context ctx(e);
+  null_pointer_args = 0;
+  std::vector<Tensor> got = run(ctx, feed);
+  EXPECT_EQ(null_pointer_args.load(), nones) << "each none argument reaches its kernel as a null pointer";
+  std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(compare_tensors(got[i], want[i], {1e-5, 1e-4}), "") << i;
+}
+
+// A kernel with more buffers than the parameter space holds (5,001: 40,008
+// bytes, over 32,764) takes one pointer to a table of them, which the runtime
+// uploads into device memory before capturing the launch list; the driver
+// reads the one parameter its image declares, and the plan equals the
+// reference on the strict fake H100, run after run.
+TEST_F(FakeGpu, AKernelWithMoreBuffersThanTheParameterSpaceTakesAPointerTable) {
+  const plan::Plan& p = plans().at("concat_5000");
+  ASSERT_EQ(p.steps.size(), 1u);
+  EXPECT_TRUE(p.steps[0].param_table);
+  std::unique_ptr<Graph> g = concat_5000();
+  std::vector<uint8_t> bytes = plan_for("concat_5000");
+  {
+    auto e = rt::Engine::load(bytes.data(), bytes.size(), "concat_5000", rt::Backend::Gpu);
+    rt::Context ctx(e);
+    for (uint64_t seed : {1, 2}) {
+      auto feed = testing::random_inputs(*g, seed);
+      std::vector<Tensor> got = run(ctx, feed);
+      std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(compare_tensors(got[0], want[0], {0, 0}), "") << "seed " << seed;
+    }
+  }
+  EXPECT_EQ(stats()[5], 0) << "device allocations (the tables among them) leaked";
+}
+
 // The fake driver's call log as lines.
 std::vector<std::string> take_log() {
   std::vector<std::string> lines;

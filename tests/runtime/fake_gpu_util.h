@@ -112,12 +112,18 @@ inline std::atomic<int> launches_to_fail{0};
 // The error a failing launch returns (a sticky one: a kernel that faults).
 inline std::atomic<int> launch_error{719};  // CUDA_ERROR_LAUNCH_FAILED
 
+// Null pointers the kernels were launched with (absent optional operands).
+inline std::atomic<int> null_pointer_args{0};
+
 inline int launch(const char* name, const unsigned* grid, const unsigned* block, unsigned shared,
                   const CUdeviceptr* args) {
   if (launches_to_fail > 0 && launches_to_fail-- > 0) return launch_error;
   const SimKernel& k = kernels().at(name);
   std::vector<void*> bufs;
-  for (size_t i = 0; i < k.counts.size(); ++i) bufs.push_back(reinterpret_cast<void*>(args[i]));
+  for (size_t i = 0; i < k.counts.size(); ++i) {
+    bufs.push_back(reinterpret_cast<void*>(args[i]));
+    if (!args[i]) ++null_pointer_args;
+  }
   kiln::sim::LaunchConfig cfg;
   cfg.kernel = name;
   cfg.grid = dim3(grid[0], grid[1], grid[2]);
@@ -214,10 +220,38 @@ inline std::unique_ptr<Graph> compiled_case(const std::string& name, std::map<st
   return std::move(r.graph);
 }
 
+// LinearAttention without its optional past_state but with decay after it
+// (as onnx 1.23's test_linear_attention_gated): the plan's explicit "none"
+// argument, a null pointer.
+inline constexpr const char* kAbsentOperandCase = "absent_past_state";
+inline constexpr const char* kAbsentOperand =
+    R"(graph @la(%q: f32[2,4,32], %k: f32[2,4,32], %v: f32[2,4,32], %g: f32[2,4,32]) -> (f32[2,4,32], f32[2,4,8,8]) {
+    %o, %st = linear_attention(%q, %k, %v, _, %g) {update_rule="gated", q_num_heads=4, kv_num_heads=4, scale=0.3} : f32[2,4,32], f32[2,4,8,8]
+    return %o, %st
+  })";
+
 inline std::unique_ptr<Graph> compiled_text(const char* text) {
   auto g = parse_graph(text);
   CompileOptions o;
   o.pass.target = "sm_90";
+  compile_graph(*g, o);
+  return g;
+}
+
+// A concatenation of 5,000 one-element inputs: 5,001 buffers, more than the
+// parameter space holds (codegen/param_table.h), compiled for sm_90 with
+// only the memory plan (the default pipeline has nothing to do on it).
+inline std::unique_ptr<Graph> concat_5000() {
+  std::string params, args;
+  for (int i = 0; i < 5000; ++i) {
+    params += (i ? ", %x" : "%x") + std::to_string(i) + ": f32[1]";
+    args += (i ? ", %x" : "%x") + std::to_string(i);
+  }
+  auto g = parse_graph("graph @m(" + params + ") -> (f32[5000]) {\n  %cat = concat(" + args +
+                       ") {axis=0} : f32[5000]\n  return %cat\n}");
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  o.passes = {"plan-memory"};
   compile_graph(*g, o);
   return g;
 }
@@ -253,7 +287,7 @@ inline const std::map<std::string, const char*>& control_flow_graphs() {
 }
 
 // Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax",
-// "folded_split_k" and the control-flow graphs' names.
+// "folded_split_k", "concat_5000", kAbsentOperandCase and the control-flow graphs' names.
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
@@ -266,6 +300,8 @@ inline const std::map<std::string, plan::Plan>& plans() {
     // Control flow left in the plan (fake_gpu_control_flow_test.cpp).
     for (const auto& [name, text] : control_flow_graphs())
       r[name] = build_plan(*compiled_text(text), {"sm_90", "fp32", {}});
+    r["concat_5000"] = build_plan(*concat_5000(), {"sm_90", "fp32", {}});
+    r[kAbsentOperandCase] = build_plan(*compiled_text(kAbsentOperand), {"sm_90", "fp32", {}});
     return r;
   }();
   return ps;
@@ -321,6 +357,8 @@ class FakeGpu : public ::testing::Test {
       if (s.kind != plan::StepKind::Kernel) continue;
       SimKernel k{entries.at(p.kernels[s.kernel].name), {}};
       for (const plan::BufferRef& b : s.args) k.counts.push_back(b.elements);
+      // One parameter: the table of addresses and counts (codegen/param_table.h).
+      if (s.param_table) k.counts = {static_cast<long long>(2 * s.args.size())};
       kernels()[p.kernels[s.kernel].name] = k;
     }
     fake().set_kernels(arg_count, launch);

@@ -165,6 +165,16 @@ TEST(CodegenComputeModels, RealModelAnchorsCompileAndMatch) {
         bufs.push_back(const_cast<void*>(t.raw()));
         counts.push_back(t.numel());
       }
+      // The scratch and the tile counters (zero at the start) a split-K kernel
+      // binds after its buffers, as the sim backend does: without them the
+      // simulator entry read past `bufs` (sim_launch now refuses that).
+      const Tensor workspace(TensorType(DType::F32, {std::max<int64_t>(kernels[i].workspace_f32, 0)}));
+      const Tensor counters(TensorType(DType::U32, {std::max<int64_t>(kernels[i].tile_counters, 0)}));
+      for (const Tensor* t : {&workspace, &counters})
+        if (t->numel() > 0) {
+          bufs.push_back(const_cast<void*>(t->raw()));
+          counts.push_back(t->numel());
+        }
       sim::LaunchConfig cfg;
       cfg.kernel = kernels[i].name;
       cfg.grid = dim3(kernels[i].grid.x, kernels[i].grid.y, kernels[i].grid.z);

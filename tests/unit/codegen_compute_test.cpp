@@ -105,6 +105,11 @@ std::vector<Tensor> run_on_sim(const Case& c, const std::map<std::string, codege
       }
       for (const Tensor& t : k.extra) add(t);
       if (k.workspace_f32 > 0) add(workspace);
+      // A folded split-K kernel's tile counters (zero at the start), bound
+      // after the scratch, as the sim backend binds them: without them the
+      // simulator entry read past `bufs` (sim_launch now refuses that).
+      const Tensor counters(TensorType(DType::U32, {std::max<int64_t>(k.tile_counters, 0)}));
+      if (k.tile_counters > 0) add(counters);
       if (k.grid.count() == 0) continue;
       sim::LaunchConfig cfg;
       cfg.kernel = k.name;

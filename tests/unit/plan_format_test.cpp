@@ -239,6 +239,29 @@ TEST(PlanBindings, OutsideTheArenaOrWeightsAreRejected) {
   EXPECT_EQ(load_error(b), "m.plan: launch step 0 binds weight 3, the plan has 0");
 }
 
+// An absent optional operand is the explicit "none" argument: it round-trips,
+// and one with a buffer's fields, or in a copy step, is refused.
+TEST(PlanBindings, AnAbsentOperandIsAnExplicitNoneArgument) {
+  plan::Plan p = fake_gpu_plan("sm_90", true);
+  p.steps[0].args.push_back({plan::BufferKind::None, 0, 0, 0, 0});
+  std::vector<uint8_t> b = plan::serialize(p);
+  plan::Plan q = plan::deserialize(b.data(), b.size(), "m.plan");
+  ASSERT_EQ(q.steps[0].args.size(), 3u);
+  EXPECT_EQ(q.steps[0].args[2].kind, plan::BufferKind::None);
+  EXPECT_EQ(plan::serialize(q), b);
+  p.steps[0].args[2] = {plan::BufferKind::None, 0, 64, 16, 4};
+  b = plan::serialize(p);
+  EXPECT_EQ(
+      load_error(b),
+      "m.plan: section 'launches': step 0 argument 2 is an absent operand (kind none) with index 0, offset 64, 16 bytes, "
+      "4 elements (all must be 0)");
+  p.steps[0].args.pop_back();
+  p.steps[0].kind = plan::StepKind::Copy;
+  p.steps[0].args[1] = {plan::BufferKind::None, 0, 0, 0, 0};
+  b = plan::serialize(p);
+  EXPECT_EQ(load_error(b), "m.plan: section 'launches': copy step 0 has an absent operand (kind none) as argument 1");
+}
+
 // The arena's zeroed region (the tile counters of folded split-K kernels):
 // written only when there is one (a plan without it keeps its bytes), read
 // back exactly, and refused when it is not an aligned range of the arena.

@@ -62,6 +62,7 @@ State::State() {
       else if (r == "sticky") rules.sticky = false;
       else if (r == "modules") rules.modules = false;
       else if (r == "context") rules.context = false;
+      else if (r == "params") rules.params = false;
       else std::fprintf(stderr, "fake CUDA: KILN_FAKE_CUDA_DISABLE: no rule named \"%s\"\n", r.c_str());
     }
   }
@@ -236,6 +237,7 @@ int fake_cuda_rule(const char* name) {
          : n == "sticky"        ? r.sticky
          : n == "modules"       ? r.modules
          : n == "context"       ? r.context
+         : n == "params"        ? r.params
                                 : -1;
 }
 

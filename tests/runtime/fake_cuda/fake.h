@@ -36,7 +36,7 @@ enum : CUresult {
   kIllegalAddress = 700,
   kLaunchOutOfResources = 701,
   kLaunchFailed = 719,
-  kNotSupported = 801,
+  kNotSupported = 801,  // also: parameters over 4 KiB where the driver or GPU has only 4 KiB
   kCaptureUnsupported = 900,
   kCaptureInvalidated = 901,
   kCaptureWrongThread = 908,
@@ -52,6 +52,7 @@ struct Rules {
   bool sticky = true;         // 700-class errors poison the context
   bool modules = true;        // PTX ISA version vs the driver, CUBIN arch vs the device
   bool context = true;        // calls need a current context
+  bool params = true;         // kernel parameters within the parameter space (32,764 / 4,096 bytes)
 };
 
 // A device's properties (cuDeviceGetAttribute); presets by FAKE_CUDA_DEVICE.
@@ -73,6 +74,15 @@ struct Function {
   int registers = 0;  // 0: unknown (PTX: the JIT decides)
   int static_shared = 0;
   int max_dynamic_shared;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (default 48 KiB - static)
+  // The parameter layout the driver reads from the image (cuLaunchKernel's
+  // kernelParams holds one pointer per parameter): CUBIN .nv.info.<name>
+  // EIATTR_KPARAM_INFO / EIATTR_CBANK_PARAM_SIZE, PTX the .entry's .param list.
+  struct Param {
+    int offset = 0, size = 0;
+  };
+  std::vector<Param> params;
+  int param_bytes = 0;
+  bool params_known = false;  // false: a CUBIN without the attributes (the test's arg_count decides)
 };
 struct Module {
   bool ptx;
@@ -218,5 +228,10 @@ void prune_accesses();
 
 // modules.cpp
 CUresult check_launch(const Function& f, const unsigned* grid, const unsigned* block, unsigned shared);
+// The bytes of kernel parameters the device and driver accept: 32,764 on
+// Volta and newer with a CUDA 12.1+ driver, else 4,096.
+int param_space();
+// The parameter-space rule for a launch of `f` (0: fits).
+CUresult check_params(const Function& f);
 
 }  // namespace fake

@@ -17,7 +17,20 @@
 //   units of 256) times the block's warps <= 65536: else
 //   CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES. PTX kernels have no register count
 //   before the JIT runs; the fake checks everything else for them.
+// - Kernel parameters (Programming Guide, "Function Parameters"; NVIDIA's
+//   "CUDA 12.1 Supports Large Kernel Parameters"): at most 32,764 bytes on
+//   Volta and newer with a CUDA 12.1+ driver, 4,096 bytes otherwise. The
+//   layout comes from the image, as the driver takes it ("the number of
+//   kernel parameters and their offsets and sizes ... retrieved directly from
+//   the kernel's image", cuLaunchKernel): a CUBIN's .nv.info.<kernel>
+//   (EIATTR_KPARAM_INFO per parameter, EIATTR_CBANK_PARAM_SIZE in all), a
+//   PTX .entry's .param list. PTX over the space fails to JIT at load
+//   (ptxas: "Formal parameter space overflowed"; CUDA_ERROR_INVALID_PTX); a
+//   CUBIN over it is refused at launch: CUDA_ERROR_NOT_SUPPORTED where only
+//   the 4 KiB space is (an older driver or GPU), CUDA_ERROR_INVALID_VALUE past
+//   32,764 bytes (no toolchain writes such a CUBIN).
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 
@@ -32,6 +45,41 @@ bool read(const uint8_t* b, size_t size, uint64_t at, T* v) {
   if (at > size || sizeof(T) > size - at) return false;
   std::memcpy(v, b + at, sizeof(T));
   return true;
+}
+
+// A kernel's parameters from its .nv.info.<kernel> section: entries of
+// (format u8, attribute u8, u16) where format 4 (SVAL) has a u16 payload size
+// and that payload, the others keep their value in the u16.
+//   EIATTR_KPARAM_INFO (0x17, SVAL): u32 index, u16 ordinal, u16 offset,
+//                      u32 flags whose bits 18-31 are the size
+//   EIATTR_CBANK_PARAM_SIZE (0x19, HVAL): the parameters' bytes in all
+template <typename Sec>
+void read_params(const uint8_t* b, size_t size, const Sec& s, Function& f) {
+  std::map<int, Function::Param> by_ordinal;
+  int total = -1;
+  for (uint64_t at = s.off, end = s.off + s.size; at + 4 <= end;) {
+    uint8_t format = b[at], attr = b[at + 1];
+    uint16_t v = 0;
+    read(b, size, at + 2, &v);
+    if (format != 4) {
+      if (format == 3 && attr == 0x19) total = v;
+      at += 4;
+      continue;
+    }
+    if (attr == 0x17 && v >= 12 && at + 16 <= end) {
+      uint16_t ordinal = 0, offset = 0;
+      uint32_t flags = 0;
+      read(b, size, at + 8, &ordinal);
+      read(b, size, at + 10, &offset);
+      read(b, size, at + 12, &flags);
+      by_ordinal[ordinal] = {int(offset), int(flags >> 18)};
+    }
+    at += 4 + v;
+  }
+  if (total < 0) return;
+  f.params_known = true;
+  f.param_bytes = total;
+  for (auto& [ordinal, p] : by_ordinal) f.params.push_back(p);
 }
 
 // The kernels of a CUBIN with their registers and static shared memory;
@@ -68,10 +116,12 @@ bool read_cubin(const uint8_t* b, size_t size, int* sm, Module& m) {
   std::vector<std::string> symbols;  // by index: function symbols' names ("" for others)
   const Sec* info = nullptr;
   std::map<std::string, uint64_t> shared;
+  std::map<std::string, const Sec*> own_info;  // .nv.info.<kernel>
   for (const Sec& s : sh) {
     std::string n = str(sh[shstrndx], s.name);
     if (n == ".nv.info") info = &s;
     if (n.rfind(".nv.shared.", 0) == 0) shared[n.substr(11)] = s.size;
+    if (n.rfind(".nv.info.", 0) == 0) own_info[n.substr(9)] = &s;
     if (s.type != 2 || !symbols.empty() || s.entsize < 24 || s.link >= shnum) continue;  // SHT_SYMTAB
     for (uint64_t i = 0; i < s.size / s.entsize; ++i) {
       uint32_t name = 0;
@@ -90,6 +140,8 @@ bool read_cubin(const uint8_t* b, size_t size, int* sm, Module& m) {
       f->static_shared = int(*sm >= 80 && sz >= 1024 ? sz - 1024 : sz);
       m.functions[n] = std::move(f);
     }
+  for (auto& [name, f] : m.functions)
+    if (own_info.count(name)) read_params(b, size, *own_info[name], *f);
   if (info)
     for (uint64_t at = info->off, end = info->off + info->size; at + 4 <= end;) {
       uint8_t format = b[at], attr = b[at + 1];
@@ -118,6 +170,43 @@ int max_ptx_isa(int driver) {
   return 63;
 }
 
+// An .entry's parameter list from `at` (just after its name): `(`, then
+// `.param [.align A] .TYPE [.ptr ...] NAME[N]` separated by commas, `)`; each
+// parameter at its alignment (its .align, else its type's size). False when
+// the list is malformed.
+bool read_ptx_params(const std::string& s, size_t at, Function& f) {
+  size_t open = s.find_first_not_of(" \t\r\n", at);
+  if (open == std::string::npos || s[open] != '(') return true;  // no parameters
+  size_t close = s.find(')', open);
+  if (close == std::string::npos) return false;
+  std::string list = s.substr(open + 1, close - open - 1);
+  int offset = 0;
+  for (size_t p = list.find(".param"); p != std::string::npos; p = list.find(".param", p + 6)) {
+    size_t end = list.find(',', p);
+    std::string one = list.substr(p, end == std::string::npos ? std::string::npos : end - p);
+    int size = 0, align = 0;
+    static const std::pair<const char*, int> kTypes[] = {
+        {".b8 ", 1},  {".u8 ", 1},  {".s8 ", 1},  {".b16 ", 2}, {".u16 ", 2}, {".s16 ", 2}, {".f16 ", 2}, {".b32 ", 4},
+        {".u32 ", 4}, {".s32 ", 4}, {".f32 ", 4}, {".b64 ", 8}, {".u64 ", 8}, {".s64 ", 8}, {".f64 ", 8}};
+    for (const auto& [t, n] : kTypes)
+      if (one.find(t) != std::string::npos) size = n;
+    if (size == 0) return false;
+    size_t a = one.find(".align ");
+    if (a != std::string::npos) align = std::atoi(one.c_str() + a + 7);
+    // `.ptr .align N` describes the pointee, not the parameter.
+    if (one.find(".ptr") != std::string::npos && one.find(".ptr") < a) align = 0;
+    size_t bracket = one.find('[');
+    int count = bracket == std::string::npos ? 1 : std::atoi(one.c_str() + bracket + 1);
+    if (align <= 0) align = size;
+    offset = (offset + align - 1) / align * align;
+    f.params.push_back({offset, size * count});
+    offset += size * count;
+  }
+  f.param_bytes = offset;
+  f.params_known = true;
+  return true;
+}
+
 CUresult read_ptx(const char* text, Module& m) {
   std::string s(text);
   int major = 0, minor = 0, sm = 0;
@@ -133,12 +222,22 @@ CUresult read_ptx(const char* text, Module& m) {
     size_t b = at + 7, e = s.find_first_of("( \n", b);
     auto f = std::make_unique<Function>();
     f->name = s.substr(b, e - b);
+    if (!read_ptx_params(s, e, *f)) return kInvalidPtx;
+    // The JIT (ptxas) refuses an entry whose parameters overflow the space.
+    if (st().rules.params && f->param_bytes > param_space()) return kInvalidPtx;
     m.functions[f->name] = std::move(f);
   }
   return 0;
 }
 
 }  // namespace
+
+int param_space() { return st().driver_version >= 12010 && st().dev.major >= 7 ? 32764 : 4096; }
+
+CUresult check_params(const Function& f) {
+  if (!st().rules.params || f.param_bytes <= param_space()) return 0;
+  return f.param_bytes <= 32764 ? kNotSupported : kInvalidValue;
+}
 
 CUresult check_launch(const Function& f, const unsigned* grid, const unsigned* block, unsigned shared) {
   const Device& d = st().dev;
@@ -219,6 +318,18 @@ CUresult cuModuleGetFunction(void** f, void* m, const char* name) {
   auto it = fns.find(name);
   if (it == fns.end()) return kNotFound;
   *f = it->second.get();
+  return 0;
+}
+// The offset and size of parameter `index` in the image's layout (CUDA
+// 12.4+): CUDA_ERROR_INVALID_VALUE past the last one.
+CUresult cuFuncGetParamInfo(void* f, size_t index, size_t* offset, size_t* size) {
+  FAKE_LOCK;
+  if (CUresult e = context_check()) return e;
+  if (!f) return kInvalidHandle;
+  auto* fn = static_cast<Function*>(f);
+  if (!offset || !fn->params_known || index >= fn->params.size()) return kInvalidValue;
+  *offset = size_t(fn->params[index].offset);
+  if (size) *size = size_t(fn->params[index].size);
   return 0;
 }
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (8): at most the device's

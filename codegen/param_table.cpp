@@ -1,0 +1,123 @@
+#include "codegen/param_table.h"
+
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "codegen/launch_fit.h"
+#include "ir/error.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+struct BufferParam {
+  std::string type;  // T of KILN_PTR(T)
+  std::string name;
+};
+
+bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Whether `name` occurs in `text` as a whole token after `.` or `->` (a member
+// the macro would replace).
+bool used_as_member(const std::string& text, const std::string& name) {
+  for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+    if (at + name.size() < text.size() && is_ident(text[at + name.size()])) continue;
+    if (at > 0 && is_ident(text[at - 1])) continue;
+    size_t before = text.find_last_not_of(" \t\r\n", at == 0 ? 0 : at - 1);
+    if (at == 0 || before == std::string::npos) continue;
+    if (text[before] == '.' || (text[before] == '>' && before > 0 && text[before - 1] == '-')) return true;
+  }
+  return false;
+}
+
+// The simulator entry the emitters write after the kernel
+// (codegen/core/kernel_params.h's kernel_sim_entry and its hand-written
+// twins): `#ifdef KILN_SIM\nextern "C" int NAME_sim(` ... `#endif\n`.
+void erase_sim_entry(std::string& src, const std::string& name) {
+  const std::string head = "#ifdef KILN_SIM\nextern \"C\" int " + name + "_sim(";
+  const size_t at = src.find(head);
+  const size_t end = at == std::string::npos ? at : src.find("#endif\n", at);
+  if (end == std::string::npos)
+    fail("kernel {}: its simulator entry is not in the form `{}...#endif`, so it cannot take a pointer table", name,
+         head);
+  src.erase(at, end + 7 - at);
+}
+
+}  // namespace
+
+bool use_param_table_if_needed(NodeKernel& k, long long max_param_bytes) {
+  const KernelSignature sig = kernel_signature(k.source, k.name);
+  if (sig.open == std::string::npos) return false;  // LaunchBounder::apply says so
+  const long long n = static_cast<long long>(sig.params.size());
+  if (n * 8 <= max_param_bytes) return false;
+  std::vector<BufferParam> params;
+  for (const std::string& p : sig.params) {
+    // KILN_PTR(T) name
+    const size_t close = p.rfind(')');
+    if (p.rfind("KILN_PTR(", 0) != 0 || close == std::string::npos)
+      fail("kernel {}: parameter `{}` is not a buffer (KILN_PTR(T) name); {} parameters need a pointer table", k.name,
+           p, n);
+    BufferParam b{p.substr(9, close - 9), p.substr(close + 1)};
+    b.name.erase(0, b.name.find_first_not_of(" \t\r\n"));
+    if (b.name.empty()) fail("kernel {}: parameter `{}` has no name", k.name, p);
+    params.push_back(b);
+  }
+  // The kernel's body: from the `{` after the parameter list to its match.
+  const size_t open_brace = k.source.find('{', sig.close);
+  if (open_brace == std::string::npos) fail("kernel {}: no body after its signature", k.name);
+  size_t end = open_brace;
+  for (int depth = 0; end < k.source.size(); ++end) {
+    if (k.source[end] == '{') ++depth;
+    if (k.source[end] == '}' && --depth == 0) break;
+  }
+  if (end >= k.source.size()) fail("kernel {}: its body's braces do not match", k.name);
+  const std::string body = k.source.substr(open_brace, end + 1 - open_brace);
+  for (const BufferParam& b : params)
+    if (used_as_member(body, b.name))
+      fail("kernel {}: its body uses the name of parameter `{}` as a member, so it cannot take a pointer table", k.name,
+           b.name);
+
+  std::string defines =
+      "#ifndef KILN_PARAM_TABLE_ENTRY\n"
+      "#ifdef KILN_SIM\n"
+      "#define KILN_PARAM_TABLE_ENTRY(T, i, n, name) \\\n"
+      "  ::kiln::sim::Ptr<T>(reinterpret_cast<T*>(kiln_param_table[i]), "
+      "static_cast<long long>(kiln_param_table[(n) + (i)]), name)\n"
+      "#else\n"
+      "#define KILN_PARAM_TABLE_ENTRY(T, i, n, name) (reinterpret_cast<T*>(kiln_param_table[i]))\n"
+      "#endif\n"
+      "#endif\n"
+      "// The buffers come from a table in device memory (codegen/param_table.h).\n";
+  std::string undefs;
+  for (size_t i = 0; i < params.size(); ++i) {
+    defines += fmt::format("#define {} KILN_PARAM_TABLE_ENTRY({}, {}, {}, \"{}\")\n", params[i].name, params[i].type, i,
+                           n, params[i].name);
+    undefs += fmt::format("#undef {}\n", params[i].name);
+  }
+  std::string src = k.source;
+  // Back to front, so the positions found above stay valid.
+  src.insert(end + 1, "\n" + undefs);
+  src.replace(sig.open + 1, sig.close - sig.open - 1, "KILN_PTR(const unsigned long long) kiln_param_table");
+  const size_t line = src.rfind('\n', sig.global);
+  src.insert(line == std::string::npos ? 0 : line + 1, defines);
+  erase_sim_entry(src, k.name);
+  src += fmt::format(
+      "#ifdef KILN_SIM\n"
+      "extern \"C\" int {0}_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, const long long* counts, "
+      "std::string* error) {{\n"
+      "  try {{\n"
+      "    ::kiln::sim::launch(*cfg, {0}, ::kiln::sim::arg(static_cast<const unsigned long long*>(buffers[0]), "
+      "counts[0], \"kiln_param_table\"));\n"
+      "    return 0;\n"
+      "  }} catch (const ::kiln::sim::SimError& ex) {{\n    *error = ex.what();\n    return 1;\n"
+      "  }} catch (const std::exception& ex) {{\n    *error = ex.what();\n    return 2;\n  }}\n}}\n#endif\n",
+      k.name);
+  k.source = std::move(src);
+  k.param_table = true;
+  return true;
+}
+
+}  // namespace kiln::codegen

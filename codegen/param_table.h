@@ -1,0 +1,33 @@
+// Kernels with more buffers than the kernel parameter space holds (32,764
+// bytes, 4,095 pointers: codegen/launch_fit.h) take one pointer to a table
+// in device memory instead: a 5,000-input Concat. The table holds, for N
+// buffers in parameter order, N u64 addresses and then N i64 element counts
+// (the simulator's bounds checks; a GPU reads only the addresses). The
+// runtime builds it from the plan's bindings when it captures the launch
+// list (runtime/gpu_executor.h), so it points into the arena, the weights
+// and the bound inputs and outputs; the simulator's plan runner does the same
+// in host memory (backends/plan_sim.h).
+//
+// The rewrite is generic, on the emitted text: every parameter must be a
+// buffer (`KILN_PTR(T) name`); the parameter list becomes
+// `KILN_PTR(const unsigned long long) kiln_param_table`, and each former
+// parameter is a macro, for the kernel's body only, reading its table entry
+// (on the simulator a bounds-checked pointer built from the address and the
+// count). No local copies: 5,000 checked pointers would not fit a simulator
+// thread's stack. The simulator entry is replaced by one binding the table.
+// A kernel whose body uses a parameter's name as a member (`p.x` with a
+// parameter `x`) or whose simulator entry is not the emitters' standard form
+// is an error naming it.
+#pragma once
+#include "codegen/emitter_table.h"
+
+namespace kiln::codegen {
+
+inline constexpr long long kMaxParamBytes = 32764;  // every supported arch (launch_fit.h)
+
+// Rewrites `k` to take a pointer table when its parameters need more than
+// `max_param_bytes` (8 per buffer pointer); returns whether it did. Throws
+// kiln::Error when the kernel cannot be rewritten.
+bool use_param_table_if_needed(NodeKernel& k, long long max_param_bytes = kMaxParamBytes);
+
+}  // namespace kiln::codegen
