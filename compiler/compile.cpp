@@ -13,6 +13,16 @@
 
 namespace kiln {
 
+void refuse_data_dependent_sizes(const Graph& g, const std::string& source) {
+  if (!has_data_dependent_sizes(g)) return;
+  std::vector<std::string> nodes;
+  for (const auto& [sym, n] : data_dependent_symbols(g)) nodes.push_back(fmt::format("{} ({})", n->describe(), sym));
+  unsupported(
+      "{}the graph has result sizes decided at run time: {}. kiln run and kiln conformance run such graphs on "
+      "the ref and sim backends, stage by stage; plans with data-dependent sizes are not implemented yet",
+      source.empty() ? "" : source + ": ", fmt::join(nodes, ", "));
+}
+
 CompileReport compile_graph(Graph& g, const CompileOptions& o) {
   CompileReport r;
   r.nodes_in = g.num_nodes();
@@ -22,15 +32,7 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
     // (ir/specialize.h) or, asked for with a profile, into a plan with shape
     // profiles (docs/dynamic_shapes.md). Sizes decided by data (NonZero, NMS)
     // run stage by stage on ref and sim only.
-    if (has_data_dependent_sizes(g)) {
-      std::vector<std::string> nodes;
-      for (const auto& [sym, n] : data_dependent_symbols(g))
-        nodes.push_back(fmt::format("{} ({})", n->describe(), sym));
-      unsupported(
-          "{}the graph has result sizes decided at run time: {}. kiln run and kiln conformance run such graphs on "
-          "the ref and sim backends, stage by stage; plans with data-dependent sizes are not implemented yet",
-          o.pipeline.source.empty() ? "" : o.pipeline.source + ": ", fmt::join(nodes, ", "));
-    }
+    refuse_data_dependent_sizes(g, o.pipeline.source);
     if (!g.symbols().empty() && !o.symbolic) {
       std::vector<std::string> syms;
       for (const SymbolDecl& d : g.symbols()) syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));

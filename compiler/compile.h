@@ -31,6 +31,12 @@ struct CompileReport {
   std::vector<PassRecord> passes;
 };
 
+// Refuses a graph with result sizes decided at run time (NonZero, NMS, TopK
+// with a run-time k: ir/data_dependent.h), naming `source` and the nodes:
+// kiln run and kiln conformance run them stage by stage on ref and sim, but
+// no plan or compiled pipeline holds them yet.
+void refuse_data_dependent_sizes(const Graph& g, const std::string& source);
+
 // Runs the pipeline (or nothing when !optimize) over `g`.
 CompileReport compile_graph(Graph& g, const CompileOptions& o);
 

@@ -158,6 +158,8 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   std::vector<plan::Profile> profiles;
   if (g.symbols().empty() && ranges.size() > 1)
     fail("{}: {} shape profiles are given but no input dim is left open by them", model, ranges.size());
+  // Sizes decided by the data are not a profile: said first, naming the nodes.
+  if (build.optimize) refuse_data_dependent_sizes(g, model);
   if (!g.symbols().empty()) {
     if (is_gpu_target(build.pass.target)) refuse_gpu_profile(g, model, build.pass.target);
     for (size_t k = 0; k < ranges.size(); ++k) profiles.push_back(profile_of(g, ranges[k], k, model));
