@@ -9,34 +9,16 @@
 #include "backends/reference/executor.h"
 #include "backends/sim/sim_executor.h"
 #include "ir/error.h"
+#include "tests/runtime/control_flow_graphs.h"
 #include "tests/unit/plan_test_util.h"
 
 namespace kiln {
 namespace {
 
-const char* kIfLoop = R"(graph @m(%c: bool[], %n: i64[], %x: f32[4]) -> (f32[4]) {
-  %v = loop(%n, _, %x, %c) {carried=1} : f32[4] {
-    graph @body(%i: i64[], %go: bool[], %a: f32[4], %cc: bool[]) -> (bool[], f32[4]) {
-      %b = if(%cc, %a) : f32[4] loc("pick") {
-        graph @then(%p: f32[4]) -> (f32[4]) {
-          %h = const f32[] splat<0.5>
-          %t = mul(%p, %h) : f32[4]
-          %u = tanh(%t) : f32[4]
-          return %u
-        }
-        graph @else(%q: f32[4]) -> (f32[4]) {
-          %e = sigmoid(%q) : f32[4]
-          return %e
-        }
-      }
-      return %go, %b
-    }
-  }
-  return %v
-})";
+using cfgraphs::kIfInLoop;
 
 TEST(ControlFlowSim, RegionsRunThroughGeneratedKernels) {
-  auto g = testing::compile_text(kIfLoop, "sm_90");
+  auto g = testing::compile_text(kIfInLoop, "sm_90");
   codegen::SimExecutor sim(*g);
   ReferenceExecutor ref(*g);
   for (bool c : {true, false}) {
@@ -53,7 +35,7 @@ TEST(ControlFlowSim, RegionsRunThroughGeneratedKernels) {
 // the simulator (backends/plan_sim.h), host-driven as the GPU runtime runs
 // it, equals the reference on both branches and with no iteration.
 TEST(ControlFlowPlan, GpuPlanRunsItsRegionsHostDrivenAndEqualsTheReference) {
-  auto g = testing::compile_text(kIfLoop, "sm_90");
+  auto g = testing::compile_text(kIfInLoop, "sm_90");
   plan::Plan p = build_plan(*g, {"sm_90", "fp32", {}, true, {}, "cf.onnx"});
   ASSERT_TRUE(p.meta.gpu_kernels) << p.meta.no_gpu_reason;
   ASSERT_EQ(p.control.size(), 2u);  // the loop, then the if of its body
@@ -89,7 +71,7 @@ TEST(ControlFlowPlan, GpuPlanRunsItsRegionsHostDrivenAndEqualsTheReference) {
 // A damaged `control` section is a load error naming what is wrong, never
 // a run that reads or writes past a buffer.
 TEST(ControlFlowPlan, ALoaderRejectsInconsistentControlFlowRecords) {
-  auto g = testing::compile_text(kIfLoop, "sm_90");
+  auto g = testing::compile_text(kIfInLoop, "sm_90");
   const plan::Plan good = build_plan(*g, {"sm_90", "fp32", {}});
   auto load_error = [](const plan::Plan& p) {
     std::vector<uint8_t> bytes = plan::serialize(p);
