@@ -14,21 +14,11 @@ import os
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from make_dynamic_models import i64, save  # same folder: the script's own path
+
 rng = np.random.default_rng(19)
-
-
-def i64(name, values):
-    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
-
-
-def save(graph, path):
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="kiln-tests")
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
 
 
 def select(dir_):

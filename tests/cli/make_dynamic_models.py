@@ -134,11 +134,12 @@ def inputs(dir_, batch, seq):
     np.save(os.path.join(dir_, f"mask_{batch}x{seq}.npy"), mask)
 
 
-out_dir = sys.argv[1]
-cnn(os.path.join(out_dir, "cnn.onnx"))
-encoder(os.path.join(out_dir, "encoder.onnx"))
-for b, s in ((1, 5), (2, 16), (4, 33)):
-    inputs(out_dir, b, s)
-# CNN inputs at three batch sizes (plan_profiles_test.sh feeds a plan files).
-for b in (1, 3, 6, 8):
-    np.save(os.path.join(out_dir, f"x_{b}.npy"), rng.standard_normal((b, 3, 16, 16)).astype(np.float32))
+if __name__ == "__main__":  # make_data_dependent_models.py imports the helpers above
+    out_dir = sys.argv[1]
+    cnn(os.path.join(out_dir, "cnn.onnx"))
+    encoder(os.path.join(out_dir, "encoder.onnx"))
+    for b, s in ((1, 5), (2, 16), (4, 33)):
+        inputs(out_dir, b, s)
+    # CNN inputs at three batch sizes (plan_profiles_test.sh feeds a plan files).
+    for b in (1, 3, 6, 8):
+        np.save(os.path.join(out_dir, f"x_{b}.npy"), rng.standard_normal((b, 3, 16, 16)).astype(np.float32))
