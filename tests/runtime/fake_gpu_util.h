@@ -24,6 +24,7 @@
 #include "compiler/plan_writer.h"
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
 #include "tests/runtime/control_flow_graphs.h"
+#include "tests/runtime/kernel_buffers.h"
 
 namespace kiln::fakegpu {
 
@@ -48,7 +49,8 @@ struct Fake {
   void (*set_device_count)(int);
   int (*rule)(const char*);     // 1: the rule is on (KILN_FAKE_CUDA_DISABLE turns them off)
   void (*set_alloc_fill)(int);  // the byte new device allocations hold (-1: as allocated)
-  void* handle;                 // the library, for its cu* entry points
+  void (*set_kernel_buffers)(int (*)(const char*), int (*)(const char*, int, unsigned long long*));
+  void* handle;  // the library, for its cu* entry points
   template <typename F>
   F sym(const char* name) const {
     return reinterpret_cast<F>(dlsym(handle, name));
@@ -83,6 +85,7 @@ inline const Fake& fake() {
     r.set_device_count = reinterpret_cast<void (*)(int)>(dlsym(h, "fake_cuda_set_device_count"));
     r.rule = reinterpret_cast<int (*)(const char*)>(dlsym(h, "fake_cuda_rule"));
     r.set_alloc_fill = reinterpret_cast<void (*)(int)>(dlsym(h, "fake_cuda_set_alloc_fill"));
+    r.set_kernel_buffers = reinterpret_cast<decltype(r.set_kernel_buffers)>(dlsym(h, "fake_cuda_set_kernel_buffers"));
     r.handle = h;
     return r;
   }();
@@ -362,6 +365,8 @@ class FakeGpu : public ::testing::Test {
       kernels()[p.kernels[s.kernel].name] = k;
     }
     fake().set_kernels(arg_count, launch);
+    note_kernel_buffers(p);  // what each kernel reads and writes, for the race detector
+    fake().set_kernel_buffers(kernel_table_size, kernel_buffer_use);
     return plan::serialize(p);
   }
   std::vector<int> stats() {
