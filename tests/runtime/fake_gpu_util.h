@@ -259,6 +259,17 @@ inline std::unique_ptr<Graph> concat_5000() {
   return g;
 }
 
+// cfgraphs::table_in_loop(): a loop whose body's concat takes a pointer
+// table, compiled for sm_90 with only the memory plan (as concat_5000).
+inline std::unique_ptr<Graph> table_in_loop() {
+  auto g = parse_graph(cfgraphs::table_in_loop());
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  o.passes = {"plan-memory"};
+  compile_graph(*g, o);
+  return g;
+}
+
 // A split-K GEMM whose partial sums the last block of each tile sums in the
 // GEMM kernel (codegen/emitters/gemm_conv/emit_gemm.h, "folded"): 2 tiles x
 // 32 k-tiles in 11 splits, with a bias and relu epilogue.
@@ -290,7 +301,8 @@ inline const std::map<std::string, const char*>& control_flow_graphs() {
 }
 
 // Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax",
-// "folded_split_k", "concat_5000", kAbsentOperandCase and the control-flow graphs' names.
+// "folded_split_k", "concat_5000", kAbsentOperandCase, the control-flow graphs' names and
+// "cf_table_in_loop".
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
@@ -304,6 +316,7 @@ inline const std::map<std::string, plan::Plan>& plans() {
     for (const auto& [name, text] : control_flow_graphs())
       r[name] = build_plan(*compiled_text(text), {"sm_90", "fp32", {}});
     r["concat_5000"] = build_plan(*concat_5000(), {"sm_90", "fp32", {}});
+    r["cf_table_in_loop"] = build_plan(*table_in_loop(), {"sm_90", "fp32", {}});
     r[kAbsentOperandCase] = build_plan(*compiled_text(kAbsentOperand), {"sm_90", "fp32", {}});
     return r;
   }();
