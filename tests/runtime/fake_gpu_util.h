@@ -23,6 +23,7 @@
 #include "conformance/conformance.h"
 #include "compiler/plan_writer.h"
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
+#include "codegen/launch_fit.h"
 #include "tests/runtime/control_flow_graphs.h"
 #include "tests/runtime/kernel_buffers.h"
 
@@ -270,6 +271,19 @@ inline std::unique_ptr<Graph> table_in_loop() {
   return g;
 }
 
+// sm_90 with a quarter of the H100's register file (16,384 per block): the
+// wide softmax's 1024-thread blocks (64 registers each under their bound) do
+// not fit it, so the plan builder emits the node again with fewer threads
+// (codegen::block_threads). FakeGpu.AMisfitLaunchIsBuiltAgainWithFewerThreads
+// runs it on a fake device with that register file.
+inline constexpr int kSmallRegisterFile = 16384;
+inline plan::Plan small_register_file_plan(const Graph& g, const std::string& source = "") {
+  codegen::ArchLimits small = codegen::arch_limits("sm_90");
+  small.registers_per_block = kSmallRegisterFile;
+  codegen::ScopedArchLimits scoped(small);
+  return build_plan(g, {"sm_90", "fp32", {}, true, {}, source});
+}
+
 // A split-K GEMM whose partial sums the last block of each tile sums in the
 // GEMM kernel (codegen/emitters/gemm_conv/emit_gemm.h, "folded"): 2 tiles x
 // 32 k-tiles in 11 splits, with a bias and relu epilogue.
@@ -301,6 +315,7 @@ inline const std::map<std::string, const char*>& control_flow_graphs() {
 }
 
 // Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax",
+// "wide_softmax_small_registers",
 // "folded_split_k", "concat_5000", kAbsentOperandCase, the control-flow graphs' names and
 // "cf_table_in_loop".
 inline const std::map<std::string, plan::Plan>& plans() {
@@ -311,6 +326,7 @@ inline const std::map<std::string, plan::Plan>& plans() {
     for (const char* m : kOnnxModels) r[m] = build_plan(*compiled_onnx(m), {"sm_90", "fp32", {}});
     for (const char* m : kLaunchFitModels) r[m] = build_plan(*compiled_case(m), {"sm_90", "fp32", {}});
     r["wide_softmax"] = build_plan(*compiled_text(kWideSoftmax), {"sm_90", "fp32", {}});
+    r["wide_softmax_small_registers"] = small_register_file_plan(*compiled_text(kWideSoftmax));
     r["folded_split_k"] = folded_split_k_plan();
     // Control flow left in the plan (fake_gpu_control_flow_test.cpp).
     for (const auto& [name, text] : control_flow_graphs())
