@@ -27,6 +27,7 @@
 #include "codegen/param_table.h"
 #include "codegen/nvrtc/nvrtc_library.h"
 #include "compiler/plan_frames.h"
+#include "compiler/plan_launch_check.h"
 #endif
 
 namespace kiln {
@@ -84,52 +85,9 @@ std::string nodes_without_emitter(const Graph& g) {
 using ThreadCaps = std::map<const Node*, unsigned>;
 
 #ifdef KILN_HAVE_CODEGEN
-// The archs whose per-block limits a launch must fit: every arch the plan's
-// code runs on (compiler/targets.h), not only the target's own: an sm_80
-// plan's CUBIN also runs on sm_86 and sm_89, whose opt-in shared memory is
-// smaller, and its PTX on sm_90.
-std::vector<std::string> fit_archs(const std::string& target) { return archs_running_target(target); }
-
-// A launch that does not fit, thrown by check_launch_fits: build_plan
-// retries its node with fewer threads per block when that may help.
-struct LaunchMisfit : Error {
-  LaunchMisfit(const std::string& what, const Node* n, unsigned long long t, bool retry)
-      : Error(what), node(n), threads(t), fewer_threads_may_fit(retry) {}
-  const Node* node;
-  unsigned long long threads;  // per block, as launched
-  bool fewer_threads_may_fit;
-};
-
-// Throws LaunchMisfit unless launch `s` of `n` fits the per-block limits of every arch the
-// plan may run on (codegen/launch_fit.h). `regs`/`static_shared` are a
-// compiled CUBIN's (-1: before NVRTC), `cubin_arch` names it in the message.
-void check_launch_fits(const plan::Step& s, const Node& n, const std::string& source, const std::string& kernel,
-                       int regs, int static_shared, const std::string& cubin_arch, const PlanBuildOptions& o) {
-  codegen::LaunchShape l;
-  l.grid = {s.grid.x, s.grid.y, s.grid.z};
-  l.block = {s.block.x, s.block.y, s.block.z};
-  l.dynamic_shared = s.shared_bytes;
-  // Every parameter is a buffer pointer, or the one pointer to the table of them.
-  l.param_bytes = s.param_table ? 8 : static_cast<long long>(s.args.size()) * 8;
-  l.bounded_threads = codegen::declared_launch_bound(source, kernel);
-  l.registers = regs;
-  l.static_shared = static_shared;
-  for (const std::string& arch : fit_archs(o.target)) {
-    const codegen::ArchLimits& lim = codegen::arch_limits(arch);
-    std::string misfit = codegen::launch_misfit(l, lim);
-    if (!misfit.empty())
-      throw LaunchMisfit(fmt::format("{}{}: kernel {}{} cannot be launched on {}{}: {}",
-                                     o.source_name.empty() ? "" : o.source_name + ": ", n.describe(), kernel,
-                                     cubin_arch.empty() ? "" : " (" + cubin_arch + " CUBIN)", arch,
-                                     o.target == kTargetPortable ? " (a portable plan runs on every supported arch)"
-                                     : arch != o.target          ? fmt::format(" (a {} plan runs there too)", o.target)
-                                                                 : "",
-                                     misfit),
-                         &n, l.block.count(), codegen::fewer_threads_may_fit(l, lim));
-  }
-}
-
 using planbuild::Builder;
+using planbuild::check_launch_fits;
+using planbuild::LaunchMisfit;
 using planbuild::Locator;
 using planbuild::NodeKernels;
 
