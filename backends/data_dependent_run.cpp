@@ -10,6 +10,7 @@
 #include "ir/error.h"
 #include "ir/specialize.h"
 #include "ops/registry.h"
+#include "ops/shape_ops.h"
 
 namespace kiln {
 
@@ -91,7 +92,23 @@ class LoweredNode {
       feed_[name] = *operands[i];
     }
     int results = n.num_outputs();
-    if (n.op() == "topk") {
+    if (n.op() == "slice") {
+      // A symbolic dim clamped by a slice: with the operand's size known it
+      // is an ordinary slice, canonicalised for that size; no count to read.
+      const std::vector<int64_t> starts = attrs_.get_ints("starts"), ends = attrs_.get_ints("ends"),
+                                 steps = attrs_.get_ints("steps");
+      axis_ = ops::data_dependent_slice_axis(n.input(0)->shape(), starts, ends, steps);
+      KILN_CHECK(axis_ >= 0, "{}: no data-dependent axis", n.describe());
+      ops::SliceSpec one =
+          ops::canonical_slice(operands[0]->shape(), {starts[axis_]}, {ends[axis_]}, {axis_}, {steps[axis_]});
+      std::vector<int64_t> st = starts, en = ends, sp = steps;
+      st[axis_] = one.starts[axis_];
+      en[axis_] = one.ends[axis_];
+      sp[axis_] = one.steps[axis_];
+      attrs_.set("starts", st);
+      attrs_.set("ends", en);
+      attrs_.set("steps", sp);
+    } else if (n.op() == "topk") {
       axis_ = static_cast<int>(attrs_.get_int("axis", -1));
       if (axis_ < 0) axis_ += operands[0]->rank();
       attrs_.set("k", operands[0]->shape()[axis_]);
@@ -114,7 +131,9 @@ class LoweredNode {
   // Runs it; returns the node's results trimmed to the count.
   std::vector<Tensor> run(const std::string& backend, const std::string& cache_dir, int64_t* count) {
     std::vector<Tensor> outs = run_on_backend(backend, graph_, feed_, cache_dir);
-    if (n_.op() == "topk") {
+    if (n_.op() == "slice") {
+      *count = outs[0].shape()[axis_];
+    } else if (n_.op() == "topk") {
       *count = k_;
     } else {
       *count = outs.back().data<int64_t>()[0];

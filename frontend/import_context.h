@@ -58,10 +58,11 @@ class ImportContext {
 
   // Declares, on the main graph, a symbol for a result size only the data
   // decides (ir/data_dependent.h): range [0, the most `bound` can be with
-  // every symbol at its max]. Returns its name, `hint` plus a number (unique
-  // in the graph); "" while a region is imported (regions declare no symbols),
-  // where the caller keeps the compile-time form.
-  virtual std::string declare_size_symbol(const std::string& hint, int64_t bound) = 0;
+  // every symbol at its max, and at most `cap` when that is >= 0]. Returns
+  // its name, `hint` plus a number (unique in the graph); "" while a region is
+  // imported (regions declare no symbols), where the caller keeps the
+  // compile-time form.
+  virtual std::string declare_size_symbol(const std::string& hint, int64_t bound, int64_t cap = -1) = 0;
 
   // Adds a kiln node after inferring its result types; returns its results.
   virtual std::vector<Value*> emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs = {},

@@ -271,14 +271,15 @@ OpDef transpose_op() {
 OpDef expand_op() {
   OpDef d;
   d.name = "expand";
+  d.symbolic_dims = true;  // broadcasting as pointwise ops do: a symbol against itself or 1
   d.category = OpCategory::Injective;
   d.attrs = {{"shape", AttrKind::Ints, true}};
   d.infer = [](InferContext& c) {
     Shape s = attr_ints(c, "shape");
     if (s.size() < c.shape(0).size())
-      c.fail("shape [{}] has lower rank than the operand {}", fmt::join(s, ","), c.type(0).str());
+      c.fail("shape [{}] has lower rank than the operand {}", dims_str(s), c.type(0).str());
     for (int64_t v : s)
-      if (v < 0) c.fail("shape [{}] has a negative dim", fmt::join(s, ","));
+      if (v < 0 && !is_symbolic_dim(v)) c.fail("shape [{}] has a negative dim", dims_str(s));
     Shape b;
     try {
       b = broadcast_shapes(c.shape(0), s);
@@ -287,11 +288,13 @@ OpDef expand_op() {
     }
     if (b != s)
       c.fail("operand {} does not broadcast to [{}] (the result shape must be given in full)", c.type(0).str(),
-             fmt::join(s, ","));
-    try {
-      shape_numel(s);
-    } catch (const Error& e) {
-      c.fail("{}", e.what());
+             dims_str(s));
+    if (!has_symbolic_dims(s)) {
+      try {
+        shape_numel(s);
+      } catch (const Error& e) {
+        c.fail("{}", e.what());
+      }
     }
     return std::vector<TensorType>{TensorType(c.dtype(0), s)};
   };
