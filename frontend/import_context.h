@@ -100,7 +100,10 @@ class ImportContext {
   // any of them reads (also from deeper subgraphs) becomes a parameter after
   // the formal ones, in the same order in each, unless its value is known at
   // compile time, in which case each region gets it as a constant.
-  virtual Regions import_regions(const std::vector<RegionSpec>& specs) = 0;
+  // `size_symbols`: an If's branches at the top level, whose nodes may
+  // declare size symbols (declare_size_symbol) as top-level nodes do
+  // (ir/data_dependent.h); deeper regions never do.
+  virtual Regions import_regions(const std::vector<RegionSpec>& specs, bool size_symbols = false) = 0;
   // Imports a subgraph into the current graph, its formal inputs bound to
   // `inputs` (none for an If branch whose condition is known at compile
   // time; one unrolled Loop iteration), and returns its outputs. Its own

@@ -14,7 +14,15 @@ issue 19), built with onnx.helper, with its inputs as .npy files:
     best_boxes = boxes_kept[first]
 
 Scores drawn so that 13 of 40 pass the threshold: TopK cuts them to 8 and
-the slice to 5. Random data, seeded.
+the slice to 5.
+
+And nms_if.onnx: torchvision's batched NMS behind its "no boxes?" guard:
+  scores [40], boxes [40,4] -> the boxes scoring > 0.5 (NonZero, GatherND),
+  If their count is 0 (Shape, ReduceProd, Equal) an empty i64[0], else
+  NonMaxSuppression (IoU 0.3) over them and its box column; then the first 6
+  of the kept (Slice) and their boxes (Gather). Two score files: scores.npy
+  (13 pass the threshold: the else branch) and low_scores.npy (none pass: the
+  then branch). Random data, seeded.
     python tests/cli/make_detection_post_model.py DIR
 """
 import os
@@ -69,5 +77,49 @@ def post(dir_):
     np.save(os.path.join(dir_, "boxes.npy"), rng.uniform(0, 64, (40, 4)).astype(np.float32))
 
 
+def nms_if(dir_):
+    scores = helper.make_tensor_value_info("scores", TensorProto.FLOAT, [40])
+    boxes = helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [40, 4])
+    outs = [helper.make_tensor_value_info("keep", TensorProto.INT64, ["m"]),
+            helper.make_tensor_value_info("best_boxes", TensorProto.FLOAT, ["f", 4])]
+    inits = [numpy_helper.from_array(np.full((), 0.5, np.float32), "thresh"), i64("zero", 0), i64("ax0", [0]),
+             i64("start0", [0]), i64("end6", [6]), i64("step1", [1])]
+    empty = helper.make_tensor("empty", TensorProto.INT64, [0], [])
+    then_g = helper.make_graph([helper.make_node("Constant", [], ["none"], value=empty)], "then", [],
+                               [helper.make_tensor_value_info("none", TensorProto.INT64, [0])])
+    else_nodes = [
+        helper.make_node("Unsqueeze", ["boxes_kept", "ax0"], ["b3"]),
+        helper.make_node("Unsqueeze", ["scores_kept", "ax0"], ["s2"]),
+        helper.make_node("Unsqueeze", ["s2", "ax0"], ["s3"]),
+        helper.make_node("Constant", [], ["max_per_class"], value=helper.make_tensor("m", TensorProto.INT64, [1],
+                                                                                      [INT64_MAX])),
+        helper.make_node("Constant", [], ["iou"], value=helper.make_tensor("i", TensorProto.FLOAT, [1], [0.3])),
+        helper.make_node("NonMaxSuppression", ["b3", "s3", "max_per_class", "iou"], ["sel"]),
+        helper.make_node("Constant", [], ["col"], value=helper.make_tensor("c", TensorProto.INT64, [1], [2])),
+        helper.make_node("Gather", ["sel", "col"], ["sel_col"], axis=1),
+        helper.make_node("Constant", [], ["ax1"], value=helper.make_tensor("a", TensorProto.INT64, [1], [1])),
+        helper.make_node("Squeeze", ["sel_col", "ax1"], ["kept_idx"]),
+    ]
+    else_g = helper.make_graph(else_nodes, "else", [], [helper.make_tensor_value_info("kept_idx", TensorProto.INT64,
+                                                                                       ["m"])])
+    nodes = [
+        helper.make_node("Greater", ["scores", "thresh"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("Transpose", ["nz"], ["nzt"], perm=[1, 0]),
+        helper.make_node("GatherND", ["scores", "nzt"], ["scores_kept"]),
+        helper.make_node("GatherND", ["boxes", "nzt"], ["boxes_kept"]),
+        helper.make_node("Shape", ["boxes_kept"], ["kept_shape"]),
+        helper.make_node("ReduceProd", ["kept_shape"], ["numel"], keepdims=0),
+        helper.make_node("Equal", ["numel", "zero"], ["no_boxes"]),
+        helper.make_node("If", ["no_boxes"], ["keep"], then_branch=then_g, else_branch=else_g),
+        helper.make_node("Slice", ["keep", "start0", "end6", "ax0", "step1"], ["first"]),
+        helper.make_node("Gather", ["boxes_kept", "first"], ["best_boxes"], axis=0),
+    ]
+    save(helper.make_graph(nodes, "nms_if", [scores, boxes], outs, initializer=inits),
+         os.path.join(dir_, "nms_if.onnx"))
+    np.save(os.path.join(dir_, "low_scores.npy"), rng.uniform(0, 0.5, 40).astype(np.float32))
+
+
 if __name__ == "__main__":
     post(sys.argv[1])
+    nms_if(sys.argv[1])
