@@ -251,8 +251,10 @@ void slice_adapter(ImportContext& c) {
     axes = c.attrs().get_ints("axes");
   } else {
     c.only_attrs({});
-    starts = int_list(c, 1, "Slice starts");
-    ends = int_list(c, 2, "Slice ends");
+    // Symbolic values (a size Shape gave) are canonicalised below: they take
+    // a symbolic dim whole, or are refused by name.
+    starts = int_list(c, 1, "Slice starts", false, /*allow_symbolic=*/true);
+    ends = int_list(c, 2, "Slice ends", false, /*allow_symbolic=*/true);
     if (c.has_input(3)) axes = int_list(c, 3, "Slice axes");
     if (c.has_input(4)) steps = int_list(c, 4, "Slice steps");
     if (c.has_input(3) && axes.size() != starts.size())

@@ -42,8 +42,15 @@ SliceSpec canonical_slice(const Shape& in, const std::vector<int64_t>& starts, c
     if (step == 0) fail("slice step for axis {} is 0", axes[i]);
     if (step == INT64_MIN) step = INT64_MIN + 1;  // same result for any dim, keeps -step defined
     int64_t s = starts[i], e = ends[i];
+    // Whole: 0 to an open end, or to the dim itself (x.split(n) of an x with
+    // n rows writes Slice 0:0+n).
+    if (is_symbolic_dim(dim) && s == 0 && (e >= kSliceOpenEnd || e == dim) && step == 1) continue;
+    if (is_symbolic_dim(s) || is_symbolic_dim(e))
+      unsupported(
+          "slicing [{}] along dim {} from {} to {}: a symbolic start or end is supported only to take a dim "
+          "whole",
+          dims_str(in), a, dim_str(s), dim_str(e));
     if (is_symbolic_dim(dim)) {
-      if (s == 0 && e >= kSliceOpenEnd && step == 1) continue;  // taken whole: already 0:dim:1
       // Clamping to a symbolic size is not a polynomial: kiln does not guess.
       if (!allow_data_dependent || spec.data_dependent_axis >= 0)
         unsupported("slicing [{}] along dim {} ({}) needs its size: not supported with symbolic dims yet", dims_str(in),

@@ -12,6 +12,11 @@ issue 19), built with onnx.helper, with its inputs as .npy files:
     col = top[:, None]            Slice 0:INT64_MAX (taken whole), Unsqueeze
     first = idx[:5]               Slice with a constant end: min(5, k) rows
     best_boxes = boxes_kept[first]
+  and what Faster R-CNN's export adds:
+    col2 = col.expand(shape)      Expand to Where(Equal(shape, -1), 1, shape)
+                                  of col's run-time shape
+    again = top[0:0+k]            Slice to a run-time end (torch's split)
+    placed = zeros(n).scatter(0, idx, top)   ScatterElements into [n]
 
 Scores drawn so that 13 of 40 pass the threshold: TopK cuts them to 8 and
 the slice to 5.
@@ -43,10 +48,13 @@ def post(dir_):
     outs = [helper.make_tensor_value_info("top", TensorProto.FLOAT, ["k"]),
             helper.make_tensor_value_info("labels", TensorProto.INT64, ["k"]),
             helper.make_tensor_value_info("col", TensorProto.FLOAT, ["k", 1]),
-            helper.make_tensor_value_info("best_boxes", TensorProto.FLOAT, ["f", 4])]
+            helper.make_tensor_value_info("best_boxes", TensorProto.FLOAT, ["f", 4]),
+            helper.make_tensor_value_info("col2", TensorProto.FLOAT, ["k", 1]),
+            helper.make_tensor_value_info("again", TensorProto.FLOAT, ["k"]),
+            helper.make_tensor_value_info("placed", TensorProto.FLOAT, ["n"])]
     inits = [numpy_helper.from_array(np.full((), 0.5, np.float32), "thresh"), i64("zero", 0), i64("ax0", [0]),
              i64("kmax", [8]), i64("one_dim", [1]), i64("start0", [0]), i64("open_end", [INT64_MAX]),
-             i64("step1", [1]), i64("end5", [5]), i64("ax1", [1])]
+             i64("step1", [1]), i64("end5", [5]), i64("ax1", [1]), i64("minus1", [-1]), i64("ones2", [1, 1])]
     three = helper.make_tensor("three", TensorProto.INT64, [1], [3])
     nodes = [
         helper.make_node("Greater", ["scores", "thresh"], ["mask"]),
@@ -69,6 +77,16 @@ def post(dir_):
         helper.make_node("Unsqueeze", ["whole", "ax1"], ["col"]),
         helper.make_node("Slice", ["idx", "start0", "end5", "ax0", "step1"], ["first"]),
         helper.make_node("Gather", ["boxes_kept", "first"], ["best_boxes"], axis=0),
+        helper.make_node("Shape", ["col"], ["col_shape"]),
+        helper.make_node("Equal", ["col_shape", "minus1"], ["is_minus1"]),
+        helper.make_node("Where", ["is_minus1", "ones2", "col_shape"], ["expand_to"]),
+        helper.make_node("Expand", ["col", "expand_to"], ["col2"]),
+        helper.make_node("Gather", ["top_shape", "zero"], ["k0"], axis=0),
+        helper.make_node("Unsqueeze", ["k0", "ax0"], ["k1"]),
+        helper.make_node("Add", ["start0", "k1"], ["end_k"]),
+        helper.make_node("Slice", ["top", "start0", "end_k", "ax0", "step1"], ["again"]),
+        helper.make_node("ConstantOfShape", ["kept_shape"], ["zeros_n"]),
+        helper.make_node("ScatterElements", ["zeros_n", "idx", "top"], ["placed"], axis=0),
     ]
     save(helper.make_graph(nodes, "post", [scores, boxes], outs, initializer=inits), os.path.join(dir_, "post.onnx"))
     s = rng.uniform(0, 0.5, 40).astype(np.float32)

@@ -179,6 +179,13 @@ TEST(ShapeOps, CanonicalSliceOnSymbolicDims) {
   EXPECT_EQ(ops::data_dependent_slice_axis({n, 6}, s.starts, s.ends, s.steps), 0);
   // A second clamped symbolic dim is still refused.
   EXPECT_THROW(ops::canonical_slice({n, n}, {0, 1}, {5, 3}, {}, {}, true), Unsupported);
+  // An end equal to the dim itself (torch's split: Slice 0:0+n) is whole too;
+  // any other symbolic start or end is refused.
+  s = ops::canonical_slice({n, 6}, {0}, {n}, {}, {});
+  EXPECT_EQ(s.ends, (I{n, 6}));
+  EXPECT_EQ(s.data_dependent_axis, -1);
+  EXPECT_THROW(ops::canonical_slice({n, 6}, {0}, {n}, {1}, {}, true), Unsupported);
+  EXPECT_THROW(ops::canonical_slice({n}, {n}, {INT64_MAX}, {}, {}, true), Unsupported);
 }
 
 TEST(ShapeOps, CanonicalSliceRejectsBadOperands) {
