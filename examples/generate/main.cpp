@@ -5,16 +5,16 @@
 // The model is a decoder exported with its KV cache as inputs and outputs
 // (the zoo's llama_kv_*: input_ids [1, seq], past_key_L / past_value_L
 // [1, kv_heads, past, head_dim] -> logits [1, seq, vocab], present_key_L /
-// present_value_L [1, kv_heads, past + seq, head_dim]). The first step is the
-// prefill (the prompt, an empty past), then one decode step per new token
-// (seq 1), each step's present cache handed over as the next step's past
-// (moved, not copied, by this program; the model's Concat appends the new
-// positions inside the step, as the ONNX export defines it). The next token
-// is the argmax of the last position's logits.
-//
-// kiln plans are static today: every step is compiled for its own shapes
-// (seq, past), from the same ONNX file. One plan for all steps needs plans
-// with shape profiles (docs/dynamic_shapes.md, not done yet).
+// present_value_L [1, kv_heads, past + seq, head_dim]), seq and past dynamic.
+// It is compiled ONCE, with a shape profile (seq 1..prompt length, past
+// 0..prompt + tokens - 1), as TensorRT-LLM and ORT GenAI build one engine for
+// both phases; the prefill (the prompt, an empty past) and every decode step
+// (seq 1) run from that plan, each setting its input shapes. Each layer's
+// keys and values live in one buffer of the full capacity ([1, kv_heads,
+// prompt + tokens, head_dim]) bound as both the past input and the present
+// output (kiln_context_bind_in_place, ORT GenAI's past_present_share_buffer):
+// a step writes only its new positions, nothing is copied from step to step.
+// The next token is the argmax of the last position's logits.
 //
 // Usage: generate MODEL.onnx --prompt 1,2,3 --tokens N [--target cpu|auto|sm_XX]
 //                 [--layers 2] [--kv-heads 2] [--head-dim 16]

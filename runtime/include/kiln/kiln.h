@@ -202,7 +202,8 @@ KILN_API kiln_status kiln_context_bind_output(kiln_context* context, const char*
  * stays bound across shape changes. KILN_ERROR_INVALID_ARGUMENT naming the
  * input and the output when the plan has no such pair, the dtype or a dim
  * off the axis differs, or the engine runs on the GPU (not built yet); a run
- * whose present does not fit the capacity fails the same way. Binding either
+ * whose present does not fit the capacity fails (KILN_ERROR_RUNTIME, as for
+ * an unbound buffer) naming them. Binding either
  * of the pair again on its own ends the pairing (bind the other again too). */
 KILN_API kiln_status kiln_context_bind_in_place(kiln_context* context, const char* input, const char* output,
                                                 void* data, kiln_dtype dtype, const int64_t* capacity, int rank,
