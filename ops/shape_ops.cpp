@@ -527,7 +527,8 @@ OpDef range_op() {
   };
   d.doc =
       "start + i*delta for i < max(ceil((limit-start)/delta), 0); operands are scalars whose values "
-      "must be known at compile time (the result length depends on them).";
+      "must be known at compile time (the result length depends on them), or, with step 1, symbolic "
+      "shape values (range(past, past+seq) has length seq).";
   return d;
 }
 
