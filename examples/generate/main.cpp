@@ -137,15 +137,15 @@ int main(int argc, char** argv) {
     const std::vector<int64_t> cache_shape = {1, a.kv_heads, capacity, a.head_dim};
     std::vector<std::vector<float>> cache(past_names.size(),
                                           std::vector<float>(static_cast<size_t>(a.kv_heads * capacity * a.head_dim)));
+    for (size_t c = 0; c < cache.size(); ++c)
+      ctx.bind_in_place(past_names[c], present_names[c], cache[c].data(), KILN_F32, cache_shape);
     std::vector<float> logits;
     for (int step = 0; step < a.tokens; ++step) {
       const int64_t seq = static_cast<int64_t>(step_ids.size()), past = static_cast<int64_t>(sequence.size()) - seq;
       auto t1 = std::chrono::steady_clock::now();
       ctx.bind_input("input_ids", step_ids.data(), KILN_I64, {1, seq});
-      for (size_t c = 0; c < cache.size(); ++c) {
-        ctx.set_input_shape(past_names[c], {1, a.kv_heads, past, a.head_dim});
-        ctx.bind_in_place(past_names[c], present_names[c], cache[c].data(), KILN_F32, cache_shape);
-      }
+      // The cache buffers stay bound; the past's length is the input shape.
+      for (const std::string& n : past_names) ctx.set_input_shape(n, {1, a.kv_heads, past, a.head_dim});
       const std::vector<int64_t> logits_shape = ctx.output_shape("logits");
       if (logits_shape.size() != 3 || logits_shape[1] != seq)
         throw std::runtime_error("the model has no logits output of shape [1, seq, vocab]");
