@@ -26,37 +26,6 @@ void say(const CompileModelOptions& o, const std::string& text) {
   if (o.log) o.log(text);
 }
 
-using ShapeRanges = CompileModelOptions::ShapeRanges;
-
-// The ranges the import declares symbols with: the one profile's, or with
-// several the smallest min and the largest max of each input dim over all of
-// them (each profile is checked against the graph afterwards).
-void span_profiles(const std::vector<ShapeRanges>& all, ImportOptions& io, const std::string& model) {
-  auto names = [](const std::map<std::string, Shape>& m) {
-    std::vector<std::string> r;
-    for (const auto& [name, s] : m) r.push_back(name);
-    return r;
-  };
-  for (size_t k = 1; k < all.size(); ++k)
-    if (names(all[k].min) != names(all[0].min) || names(all[k].max) != names(all[0].max))
-      fail(
-          "{}: shape profile {} gives the inputs [{}] / [{}] (--min-shapes / --max-shapes), profile 0 gives [{}] / [{}]: "
-          "every profile gives the same inputs",
-          model, k, fmt::join(names(all[k].min), ","), fmt::join(names(all[k].max), ","),
-          fmt::join(names(all[0].min), ","), fmt::join(names(all[0].max), ","));
-  io.min_shapes = all[0].min;
-  io.opt_shapes = all[0].opt;
-  io.max_shapes = all[0].max;
-  for (size_t k = 1; k < all.size(); ++k) {
-    for (auto& [name, lo] : io.min_shapes)
-      if (auto it = all[k].min.find(name); it != all[k].min.end() && it->second.size() == lo.size())
-        for (size_t d = 0; d < lo.size(); ++d) lo[d] = std::min(lo[d], it->second[d]);
-    for (auto& [name, hi] : io.max_shapes)
-      if (auto it = all[k].max.find(name); it != all[k].max.end() && it->second.size() == hi.size())
-        for (size_t d = 0; d < hi.size(); ++d) hi[d] = std::max(hi[d], it->second[d]);
-  }
-}
-
 // Profile `k` of the plan: each input with a symbolic dim from the flags of
 // that profile (opt defaults to max). Errors name the model, the profile (the
 // k-th use of the flags), the input and the dim: an input the profile leaves
@@ -125,6 +94,68 @@ plan::Profile profile_of(const Graph& g, const ShapeRanges& r, size_t k, const s
 
 }  // namespace
 
+void span_shape_profiles(const std::vector<ShapeRanges>& all, ImportOptions& io, const std::string& model) {
+  auto names = [](const std::map<std::string, Shape>& m) {
+    std::vector<std::string> r;
+    for (const auto& [name, s] : m) r.push_back(name);
+    return r;
+  };
+  for (size_t k = 1; k < all.size(); ++k)
+    if (names(all[k].min) != names(all[0].min) || names(all[k].max) != names(all[0].max))
+      fail(
+          "{}: shape profile {} gives the inputs [{}] / [{}] (--min-shapes / --max-shapes), profile 0 gives [{}] / [{}]: "
+          "every profile gives the same inputs",
+          model, k, fmt::join(names(all[k].min), ","), fmt::join(names(all[k].max), ","),
+          fmt::join(names(all[0].min), ","), fmt::join(names(all[0].max), ","));
+  io.min_shapes = all[0].min;
+  io.opt_shapes = all[0].opt;
+  io.max_shapes = all[0].max;
+  for (size_t k = 1; k < all.size(); ++k) {
+    for (auto& [name, lo] : io.min_shapes)
+      if (auto it = all[k].min.find(name); it != all[k].min.end() && it->second.size() == lo.size())
+        for (size_t d = 0; d < lo.size(); ++d) lo[d] = std::min(lo[d], it->second[d]);
+    for (auto& [name, hi] : io.max_shapes)
+      if (auto it = all[k].max.find(name); it != all[k].max.end() && it->second.size() == hi.size())
+        for (size_t d = 0; d < hi.size(); ++d) hi[d] = std::max(hi[d], it->second[d]);
+  }
+}
+
+std::string shape_profile_str(const ShapeRanges& r) {
+  std::vector<std::string> parts;
+  for (const auto& [name, lo] : r.min) {
+    auto hi = r.max.find(name);
+    parts.push_back(fmt::format("{} in [{} .. {}]", name, shape_str(lo),
+                                hi == r.max.end() ? std::string("?") : shape_str(hi->second)));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+int matching_shape_profile(const std::vector<ShapeRanges>& all, const std::map<std::string, Shape>& shapes,
+                           std::string* why) {
+  std::vector<std::string> misses;
+  for (size_t k = 0; k < all.size(); ++k) {
+    std::string miss;
+    for (const auto& [name, lo] : all[k].min) {
+      auto hi = all[k].max.find(name);
+      auto s = shapes.find(name);
+      if (hi == all[k].max.end() || s == shapes.end()) continue;
+      if (s->second.size() != lo.size() || hi->second.size() != lo.size()) {
+        miss = fmt::format("input \"{}\" has rank {}, profile {} gives rank {}", name, s->second.size(), k, lo.size());
+        break;
+      }
+      for (size_t d = 0; d < lo.size() && miss.empty(); ++d)
+        if (s->second[d] < lo[d] || s->second[d] > hi->second[d])
+          miss = fmt::format("input \"{}\": dim {} is {}, outside profile {}'s range [{}, {}]", name, d, s->second[d],
+                             k, lo[d], hi->second[d]);
+      if (!miss.empty()) break;
+    }
+    if (miss.empty()) return static_cast<int>(k);
+    misses.push_back(miss);
+  }
+  if (why) *why = fmt::format("{}", fmt::join(misses, "; "));
+  return -1;
+}
+
 CompileResult compile_model(const ModelSource& source, const CompileModelOptions& o) {
   CompileResult res;
   const std::string& model = source.display_name;
@@ -145,7 +176,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   io.input_shapes = o.input_shapes;
   std::vector<ShapeRanges> ranges = {{o.min_shapes, o.opt_shapes, o.max_shapes}};
   ranges.insert(ranges.end(), o.more_profiles.begin(), o.more_profiles.end());
-  span_profiles(ranges, io, model);
+  span_shape_profiles(ranges, io, model);
   io.batch = o.batch;
   if (o.progress) io.progress = [&o](int done, int total) { o.progress("nodes imported", done, total); };
   ImportResult imported = import_checked(source, io);

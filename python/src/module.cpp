@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
@@ -242,11 +243,13 @@ PyEngine load(const std::string& path, const std::string& backend) {
 }
 
 using ShapeMap = std::map<std::string, std::vector<int64_t>>;
+// One shape profile from Python: (min, opt, max), each input name -> dims.
+using ProfileMaps = std::tuple<ShapeMap, ShapeMap, ShapeMap>;
 
 PyEngine compile(const std::string& model, const std::string& precision, const ShapeMap& shapes,
                  const std::string& target, const std::string& backend, const std::string& cache_dir,
                  const std::string& tuning_cache, const ShapeMap& min_shapes, const ShapeMap& opt_shapes,
-                 const ShapeMap& max_shapes) {
+                 const ShapeMap& max_shapes, const std::vector<ProfileMaps>& more_profiles) {
   kiln_backend b = parse_backend(backend);
   std::vector<uint8_t> bytes;
   {
@@ -263,6 +266,15 @@ PyEngine compile(const std::string& model, const std::string& precision, const S
     for (const auto& [name, dims] : min_shapes) o.min_shapes[name] = dims;
     for (const auto& [name, dims] : opt_shapes) o.opt_shapes[name] = dims;
     for (const auto& [name, dims] : max_shapes) o.max_shapes[name] = dims;
+    // Further profiles (kiln compile's repeated flags; TensorRT's
+    // add_optimization_profile), in order after the first.
+    for (const auto& [lo, opt, hi] : more_profiles) {
+      kiln::CompileModelOptions::ShapeRanges r;
+      for (const auto& [name, dims] : lo) r.min[name] = dims;
+      for (const auto& [name, dims] : opt) r.opt[name] = dims;
+      for (const auto& [name, dims] : hi) r.max[name] = dims;
+      o.more_profiles.push_back(std::move(r));
+    }
     o.tuning.cache_file = tuning_cache;
     bytes = kiln::compile_model(kiln::ModelSource::file(model), o).plan;
   }
@@ -332,6 +344,7 @@ PYBIND11_MODULE(_kiln, m) {
   m.def("load", &load, py::arg("path"), py::arg("backend") = "auto");
   m.def("compile", &compile, py::arg("model"), py::arg("precision") = "fp32", py::arg("shapes") = ShapeMap{},
         py::arg("target") = "cpu", py::arg("backend") = "auto", py::arg("cache_dir") = "", py::arg("tuning_cache") = "",
-        py::arg("min_shapes") = ShapeMap{}, py::arg("opt_shapes") = ShapeMap{}, py::arg("max_shapes") = ShapeMap{});
+        py::arg("min_shapes") = ShapeMap{}, py::arg("opt_shapes") = ShapeMap{}, py::arg("max_shapes") = ShapeMap{},
+        py::arg("more_profiles") = std::vector<ProfileMaps>{});
   m.attr("__version__") = kiln_version();
 }

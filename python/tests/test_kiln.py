@@ -190,6 +190,40 @@ def test_a_shape_profile_runs_any_shape_inside_it(tmp_path):
     assert kiln.load(tmp_path / "dyn.plan").profiles == eng.profiles
 
 
+def test_several_profiles_as_tensorrt_takes_them(tmp_path):
+    path = tmp_path / "dyn.onnx"
+    dynamic_batch_model(path)
+    small = {"x": ((1, 4), (2, 4), (4, 4))}
+    large = {"x": ((8, 4), (12, 4), (16, 4))}
+    eng = kiln.compile(path, profiles=[small, large], target="cpu")
+    assert eng.profiles == [small, large]
+    for n in (1, 4, 8, 16):
+        x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+        got = eng.run({"x": x})["y"]
+        assert got.shape == (n, 3)
+        np.testing.assert_allclose(got, ort_run(path, {"x": x})["y"], rtol=1e-5, atol=1e-6)
+    # A batch between the two profiles fits neither: the error names both ranges.
+    with pytest.raises(kiln.Error, match=r"dim 0 is 6, outside profile 0's range \[1, 4\].*"
+                                         r"dim 0 is 6, outside profile 1's range \[8, 16\]"):
+        eng.run({"x": np.zeros((6, 4), np.float32)})
+    eng.save(tmp_path / "two.plan")
+    assert kiln.load(tmp_path / "two.plan").profiles == [small, large]
+
+
+def test_profiles_argument_errors(tmp_path):
+    path = tmp_path / "dyn.onnx"
+    dynamic_batch_model(path)
+    with pytest.raises(kiln.Error, match=r"either profiles=\[...\] or min_shapes"):
+        kiln.compile(path, profiles=[{"x": ((1, 4), (1, 4), (2, 4))}], min_shapes={"x": [1, 4]}, target="cpu")
+    with pytest.raises(kiln.Error, match=r"profiles\[0\]\['x'\] must be \(min, opt, max\)"):
+        kiln.compile(path, profiles=[{"x": ((1, 4), (2, 4))}], target="cpu")
+    with pytest.raises(kiln.Error, match=r"non-empty list"):
+        kiln.compile(path, profiles={"x": ((1, 4), (1, 4), (2, 4))}, target="cpu")
+    # Profiles must give the same inputs; the compiler's own check names them.
+    with pytest.raises(kiln.Error, match=r"shape profile 1 gives the inputs \[\].*every profile gives the same inputs"):
+        kiln.compile(path, profiles=[{"x": ((1, 4), (1, 4), (2, 4))}, {}], target="cpu")
+
+
 # Errors: kiln.Error carrying kiln's message.
 
 def test_error_is_a_runtime_error():
