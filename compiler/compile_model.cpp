@@ -10,6 +10,7 @@
 #include "compiler/import_checked.h"
 #include "compiler/plan_writer.h"
 #include "compiler/targets.h"
+#include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "ir/symbolic_dim.h"
@@ -189,8 +190,20 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   std::vector<plan::Profile> profiles;
   if (g.symbols().empty() && ranges.size() > 1)
     fail("{}: {} shape profiles are given but no input dim is left open by them", model, ranges.size());
-  // Sizes decided by the data are not a profile: said first, naming the nodes.
-  if (build.optimize) refuse_data_dependent_sizes(g, model);
+  // Sizes decided by the data (NonZero, NMS, TopK with a run-time k): a CPU
+  // plan keeps the imported graph, which the runtime's CPU path runs stage
+  // by stage (backends/reference/data_dependent_stages.h); the passes do not
+  // run on such a graph yet. A GPU plan would need shape-generic consumers:
+  // refused, naming the nodes.
+  if (build.optimize && has_data_dependent_sizes(g)) {
+    if (is_gpu_target(build.pass.target)) refuse_data_dependent_sizes(g, model);
+    std::vector<std::string> nodes;
+    for (const auto& [sym, n] : data_dependent_symbols(g)) nodes.push_back(fmt::format("{} ({})", n->describe(), sym));
+    say(o, fmt::format("{}: result sizes decided at run time ({}): the plan keeps the graph as imported, without "
+                       "passes; the runtime's CPU path runs it stage by stage and trims each result to its count\n",
+                       model, fmt::join(nodes, ", ")));
+    build.optimize = false;
+  }
   if (!g.symbols().empty()) {
     if (is_gpu_target(build.pass.target)) refuse_gpu_profile(g, model, build.pass.target);
     for (size_t k = 0; k < ranges.size(); ++k) profiles.push_back(profile_of(g, ranges[k], k, model));

@@ -1,11 +1,14 @@
 #include "conformance/one_plan.h"
 
+#include <cstring>
 #include <fstream>
 #include <onnx/onnx_pb.h>
 #include <set>
 
+#include "backends/data_dependent_run.h"
 #include "backends/run_on_backend.h"
 #include "compiler/compile_model.h"
+#include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/specialize.h"
 #include "kiln/kiln.hpp"
@@ -68,6 +71,14 @@ std::vector<std::vector<Tensor>> run_on_runtime(const std::vector<uint8_t>& plan
       for (size_t k = 0; k < outs.size(); ++k)
         ctx.bind_output(out_info[k].name, outs[k].raw(), out_info[k].dtype, outs[k].shape());
       ctx.run();
+      // Sizes decided by the data: bound at the upper bound, the real shape
+      // (at the front of the buffer) known after the run.
+      for (size_t k = 0; k < outs.size(); ++k)
+        if (std::vector<int64_t> real = ctx.output_shape(out_info[k].name); real != outs[k].shape()) {
+          Tensor trimmed(outs[k].dtype(), real);
+          if (trimmed.nbytes()) std::memcpy(trimmed.raw(), outs[k].raw(), trimmed.nbytes());
+          outs[k] = std::move(trimmed);
+        }
       all.push_back(std::move(outs));
     }
   } catch (const runtime_error& e) {
@@ -93,6 +104,10 @@ std::vector<std::vector<Tensor>> run_on_sim(const plan::Plan& p, const Graph& g,
     std::string why;
     if (plan::matching_profile(p.shapes, shapes, &why) < 0)
       fail("{}: the inputs lie outside every shape profile of the plan: {}", set.dir.string(), why);
+    if (has_data_dependent_sizes(g)) {  // stage by stage, as kiln run PLAN --backend sim
+      all.push_back(run_with_data_dependent_sizes("sim", g, feed, {}, cache_dir).outputs);
+      continue;
+    }
     std::unique_ptr<Graph> at = specialize_graph(g, bind_symbols(g, shapes, set.dir.string()), op_registry());
     all.push_back(run_on_backend("sim", *at, feed, cache_dir));
   }

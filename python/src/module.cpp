@@ -214,6 +214,7 @@ class PyEngine {
       keep.push_back(std::move(a));
     }
     py::object np_empty = py::module_::import("numpy").attr("empty");
+    std::vector<std::vector<int64_t>> bound;
     for (const kiln::TensorInfo& t : outputs_) {
       // A plan with shape profiles: the inputs bound above set the shapes.
       std::vector<int64_t> shape = t.dynamic() ? ctx.output_shape(t.name) : t.shape;
@@ -222,10 +223,23 @@ class PyEngine {
       py::array a = np_empty(py::tuple(py::cast(shape)), numpy_dtype_name(t.dtype));
       ctx.bind_output(t.name, a.mutable_data(), t.dtype, shape);
       result[py::str(t.name)] = a;
+      bound.push_back(std::move(shape));
     }
     {
       py::gil_scoped_release unlocked;
       go(ctx);
+    }
+    // Sizes decided by the data: an output bound at its upper bound holds the
+    // run's real shape at the front of its buffer (a copy of that part).
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      const kiln::TensorInfo& t = outputs_[k];
+      if (!t.dynamic()) continue;
+      std::vector<int64_t> real = ctx.output_shape(t.name);
+      if (real == bound[k]) continue;
+      int64_t n = 1;
+      for (int64_t d : real) n *= d;
+      py::object flat = result[py::str(t.name)].attr("reshape")(-1);
+      result[py::str(t.name)] = flat[py::slice(0, n, 1)].attr("reshape")(py::tuple(py::cast(real))).attr("copy")();
     }
   }
 

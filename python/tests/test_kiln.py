@@ -224,6 +224,38 @@ def test_profiles_argument_errors(tmp_path):
         kiln.compile(path, profiles=[{"x": ((1, 4), (1, 4), (2, 4))}, {}], target="cpu")
 
 
+def positive_entries_model(path):
+    """y = the positive entries of x [N, 3], doubled (Greater, NonZero, Gather): a size the data decides."""
+    graph = helper.make_graph(
+        [helper.make_node("Greater", ["x", "zero"], ["pos"]), helper.make_node("Reshape", ["x", "flat"], ["xf"]),
+         helper.make_node("Reshape", ["pos", "flat"], ["pf"]), helper.make_node("NonZero", ["pf"], ["nz"]),
+         helper.make_node("Reshape", ["nz", "flat"], ["idx"]), helper.make_node("Gather", ["xf", "idx"], ["v"]),
+         helper.make_node("Mul", ["v", "two"], ["y"])],
+        "positive",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])],
+        [numpy_helper.from_array(np.zeros((), np.float32), "zero"),
+         numpy_helper.from_array(np.full((), 2, np.float32), "two"),
+         numpy_helper.from_array(np.array([-1], np.int64), "flat")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+def test_a_cpu_plan_holds_data_dependent_sizes(tmp_path):
+    path = tmp_path / "positive.onnx"
+    positive_entries_model(path)
+    eng = kiln.compile(path, min_shapes={"x": [1, 3]}, max_shapes={"x": [4, 3]}, target="cpu")
+    assert eng.outputs == [kiln.TensorInfo("y", "float32", (-1,))]
+    for n in (1, 3, 4):
+        x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+        got = eng.run({"x": x})["y"]
+        np.testing.assert_array_equal(got, ort_run(path, {"x": x})["y"])
+        assert got.shape == ((x > 0).sum(),)
+    with pytest.raises(kiln.Error, match=r"GPU plans with data-dependent sizes are not implemented yet"):
+        kiln.compile(path, min_shapes={"x": [1, 3]}, max_shapes={"x": [4, 3]}, target="sm_90")
+
+
 # Errors: kiln.Error carrying kiln's message.
 
 def test_error_is_a_runtime_error():

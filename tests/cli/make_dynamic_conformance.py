@@ -7,6 +7,9 @@ whose data sets have different shapes, for conformance_one_plan_test.sh
                                1x5, 2x16 and 4x9
   dynamic/cnn_same_shape       the CNN again, every set at batch 2: nothing to
                                span, so it runs set by set as a static folder
+  dynamic/positive_batch       x [batch,3] -> its positive entries, doubled
+                               (Greater, NonZero, Gather): a size the data
+                               decides, sets at batch 1, 2 and 4
 The expected outputs are ONNX Runtime's (CPU provider).
     python tests/cli/make_dynamic_conformance.py DIR
 """
@@ -15,7 +18,7 @@ import sys
 
 import numpy as np
 import onnxruntime as ort
-from onnx import numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 import make_dynamic_models as dyn  # same folder: the script's own path
 
@@ -39,6 +42,17 @@ def write_folder(dir_, build_model, feeds):
                 f.write(numpy_helper.from_array(value, name).SerializeToString())
 
 
+def positive(path):
+    n = helper.make_node
+    nodes = [n("Greater", ["x", "zero"], ["pos"]), n("Reshape", ["x", "flat"], ["xf"]),
+             n("Reshape", ["pos", "flat"], ["pf"]), n("NonZero", ["pf"], ["nz"]), n("Reshape", ["nz", "flat"], ["idx"]),
+             n("Gather", ["xf", "idx"], ["v"]), n("Mul", ["v", "two"], ["y"])]
+    inits = [numpy_helper.from_array(np.zeros((), np.float32), "zero"),
+             numpy_helper.from_array(np.full((), 2, np.float32), "two"), dyn.i64("flat", [-1])]
+    dyn.save(helper.make_graph(nodes, "positive", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])], initializer=inits), path)
+
+
 def cnn_feed(batch):
     return {"x": rng.standard_normal((batch, 3, 16, 16)).astype(np.float32)}
 
@@ -55,3 +69,5 @@ if __name__ == "__main__":
     write_folder(os.path.join(root, "encoder_batch_seq"), dyn.encoder,
                  [encoder_feed(b, s) for b, s in ((1, 5), (2, 16), (4, 9))])
     write_folder(os.path.join(root, "cnn_same_shape"), dyn.cnn, [cnn_feed(2) for _ in range(3)])
+    write_folder(os.path.join(root, "positive_batch"), positive,
+                 [{"x": rng.standard_normal((b, 3)).astype(np.float32)} for b in (1, 2, 4)])

@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/symbolic_dim.h"
 #include "runtime/cubin_info.h"
@@ -80,8 +81,15 @@ static nlohmann::json show_profiles(const plan::Plan& p, const Graph& g, std::os
     syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
     js.push_back({{"name", d.name}, {"min", d.min}, {"max", d.max}});
   }
-  out << fmt::format("shape profiles: {} (symbols: {}); memory planned for the largest shapes\n",
-                     p.shapes.profiles.size(), fmt::join(syms, ", "));
+  // Sizes decided by the data: no arena; the CPU path runs the graph stage by
+  // stage (backends/reference/data_dependent_stages.h).
+  std::vector<std::string> decided;
+  for (const auto& [sym, n] : data_dependent_symbols(g)) decided.push_back(sym);
+  out << fmt::format("shape profiles: {} (symbols: {}); {}\n", p.shapes.profiles.size(), fmt::join(syms, ", "),
+                     decided.empty() ? std::string("memory planned for the largest shapes")
+                                     : fmt::format("sizes decided at run time ({}): no memory plan, the CPU path runs "
+                                                   "the graph stage by stage, outputs trimmed to the counts",
+                                                   fmt::join(decided, ", ")));
   nlohmann::json jp = nlohmann::json::array();
   for (size_t i = 0; i < p.shapes.profiles.size(); ++i) {
     out << fmt::format("  profile {}:\n", i);
