@@ -63,6 +63,7 @@ std::vector<std::vector<Tensor>> run_on_runtime(const std::vector<uint8_t>& plan
       for (const TensorInfo& t : engine.inputs()) {
         auto it = set.inputs.find(t.name);
         if (it == set.inputs.end()) fail("{}: no data for input \"{}\"", set.dir.string(), t.name);
+        if (t.dynamic()) ctx.set_input_shape(t.name, it->second.shape());  // this set's shape, inside the profile
         ctx.bind_input(t.name, it->second.raw(), t.dtype, it->second.shape());
       }
       std::vector<Tensor> outs;
