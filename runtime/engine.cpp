@@ -275,6 +275,7 @@ void Context::run_on_cpu(std::vector<ProfileEntry>* profile) {
     // Stage by stage (backends/reference/data_dependent_stages.h); each
     // output is written at its real size at the front of its buffer, bound
     // at the upper bound, and its shape kept for output_shape().
+    run_shapes_.clear();  // a failed run leaves no shapes of an earlier one
     DataDependentRunResult r =
         run_data_dependent_stages(engine_->graph(), feed, [&](Graph& g, const std::map<std::string, Tensor>& in) {
           if (!profile) return ReferenceExecutor(g).run(in);

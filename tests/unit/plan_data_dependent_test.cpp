@@ -107,6 +107,43 @@ TEST(PlanDataDependent, TheCpuPathTrimsEachOutputToTheRunsCount) {
   kiln_engine_destroy(engine);
 }
 
+// TopK with k an input: the count is k, checked against the axis; a failed
+// run leaves the upper bound, not the shape of the run before it.
+TEST(PlanDataDependent, TopkWithARunTimeKAndAFailedRun) {
+  auto g = parse_graph(
+      "graph @top(%x: f32[2,6], %k: i64[1]) -> (f32[2,topk_k0]) symbols(topk_k0 in [0, 6]) {\n"
+      "  %t, %i = topk(%x, %k) {axis=1, largest=1, size_symbol=\"topk_k0\", sorted=1} : f32[2,topk_k0], "
+      "i64[2,topk_k0]\n"
+      "  return %t\n"
+      "}\n",
+      "top.kir");
+  PlanBuildOptions po{"cpu", "fp32", {}};
+  po.profiles = {plan::Profile{}};  // no dynamic input: one profile with none
+  std::vector<uint8_t> bytes = plan::serialize(build_plan(*g, po));
+  kiln_engine* engine = nullptr;
+  ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_CPU, &engine), KILN_OK)
+      << kiln_last_error();
+  kiln_context* ctx = nullptr;
+  ASSERT_EQ(kiln_context_create(engine, &ctx), KILN_OK) << kiln_last_error();
+  const float x[12] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
+  int64_t k = 2;
+  const int64_t x_dims[] = {2, 6}, k_dims[] = {1}, t_dims[] = {2, 6};
+  float t[12];
+  ASSERT_EQ(kiln_context_bind_input(ctx, "x", x, KILN_F32, x_dims, 2, KILN_MEMORY_HOST), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kiln_context_bind_input(ctx, "k", &k, KILN_I64, k_dims, 1, KILN_MEMORY_HOST), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kiln_context_bind_output(ctx, "t", t, KILN_F32, t_dims, 2, KILN_MEMORY_HOST), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kiln_context_run(ctx), KILN_OK) << kiln_last_error();
+  EXPECT_EQ(shape_of(ctx, "t"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(std::vector<float>(t, t + 4), (std::vector<float>{9, 5, 8, 6}));
+  k = 9;
+  EXPECT_EQ(kiln_context_run(ctx), KILN_ERROR_RUNTIME);  // the data, not the call, is wrong
+  EXPECT_NE(std::string(kiln_last_error()).find("k = 9 is out of range for axis 1 of size 6"), std::string::npos)
+      << kiln_last_error();
+  EXPECT_EQ(shape_of(ctx, "t"), (std::vector<int64_t>{2, 6}));
+  kiln_context_destroy(ctx);
+  kiln_engine_destroy(engine);
+}
+
 TEST(PlanDataDependent, AGpuTargetIsRefusedNamingTheNodes) {
   auto g = parse_graph(kSelect, "select.kir");
   PlanBuildOptions po{"sm_90", "fp32", {}};
