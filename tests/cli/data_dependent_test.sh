@@ -46,6 +46,7 @@ grep -q 'result sizes decided at run time (.*nonzero.*): the plan keeps the grap
 "$kiln" inspect "$dir/select.plan" >"$out" 2>&1 || fail "inspect select.plan: exit $?"
 grep -q '^shape profiles: 1 (symbols: nonzero_n0 in \[0, 24\], .*); sizes decided at run time (nonzero_n0, nonzero_n1, topk_k0)' \
   "$out" || fail "inspect select.plan: the sizes decided at run time are not shown"
+grep -q '^memory plan: none (sizes decided at run time' "$out" || fail "inspect select.plan: not 'no memory plan'"
 "$kiln" compile "$dir/detect.onnx" --target cpu -o "$dir/detect.plan" >"$out" 2>&1 || fail "compile detect: exit $?"
 for b in $backends; do
   rm -rf "$dir/o"

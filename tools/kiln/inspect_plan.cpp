@@ -232,13 +232,19 @@ int run_inspect_plan(const InspectOptions& o) {
   }
   std::vector<std::string> counts;
   for (const auto& [k, n] : per_storage) counts.push_back(fmt::format("{} {}", n, k));
-  out << fmt::format(
-      "memory plan: arena {} bytes (alignment {}), live peak {}, {} bytes without reuse; {} "
-      "results ({})\n",
-      p.memory.arena_bytes, p.memory.alignment,
-      p.memory.live_peak_bytes < 0 ? std::string("not recorded (older plan)")
-                                   : fmt::format("{} bytes", p.memory.live_peak_bytes),
-      separate, p.memory.values.size(), fmt::join(counts, ", "));
+  // A CPU plan with sizes decided at run time lays out no arena: each stage's
+  // results are allocated at their real sizes when it runs.
+  if (!p.shapes.empty() && p.memory.values.empty() && p.memory.arena_bytes == 0)
+    out << "memory plan: none (sizes decided at run time: the CPU path allocates each stage's results when it "
+           "runs)\n";
+  else
+    out << fmt::format(
+        "memory plan: arena {} bytes (alignment {}), live peak {}, {} bytes without reuse; {} "
+        "results ({})\n",
+        p.memory.arena_bytes, p.memory.alignment,
+        p.memory.live_peak_bytes < 0 ? std::string("not recorded (older plan)")
+                                     : fmt::format("{} bytes", p.memory.live_peak_bytes),
+        separate, p.memory.values.size(), fmt::join(counts, ", "));
   if (p.memory.zeroed_bytes > 0)
     out << fmt::format("  zeroed region: {} bytes at {} (split-K tile counters, zeroed once per context)\n",
                        p.memory.zeroed_bytes, p.memory.zeroed_offset);
