@@ -64,6 +64,27 @@ for b in $backends; do
     >"$out" 2>&1 || fail "detect.plan on $b: not ONNX Runtime's outputs"
 done
 
+# The If-guarded NMS and the clamped-slice/TopK chain of torchvision's
+# post-processing (make_detection_post_model.py) as CPU plans: both branches
+# (some boxes kept; none above the score threshold) through the runtime and on sim.
+"$py" "$t/make_detection_post_model.py" "$dir" >"$out" 2>&1 || fail "make_detection_post_model.py"
+for m in post nms_if; do
+  "$kiln" compile "$dir/$m.onnx" --target cpu -o "$dir/$m.plan" >"$out" 2>&1 || fail "compile $m: exit $?"
+  for sc in scores low_scores; do
+    for b in $backends; do
+      rm -rf "$dir/o"
+      "$kiln" run "$dir/$m.plan" --backend $b --inputs "scores:$dir/$sc.npy,boxes:$dir/boxes.npy" --outputs "$dir/o" \
+        >"$out" 2>&1 || fail "$m.plan on $b with $sc: exit $?"
+      "$py" "$t/compare_outputs_ort.py" "$dir/$m.onnx" "$dir/o" "scores=$dir/$sc.npy" "boxes=$dir/boxes.npy" >"$out" 2>&1 ||
+        fail "$m.plan on $b with $sc: not ONNX Runtime's outputs"
+    done
+  done
+done
+"$kiln" run "$dir/nms_if.plan" --backend ref --inputs "scores:$dir/scores.npy,boxes:$dir/boxes.npy" >"$out" 2>&1 ||
+  fail "nms_if.plan: exit $?"
+grep -q '^data-dependent sizes: if_n0=[1-9][0-9]* (range \[0, 40\], node (if) producing %keep)' "$out" ||
+  fail "nms_if.plan: the if's size is not printed"
+
 # GPU plans cannot hold data-dependent sizes yet: said plainly, nodes named.
 "$kiln" compile "$dir/detect.onnx" -o "$dir/detect.plan" >"$out" 2>&1
 [ $? -ne 0 ] || fail "compiling a data-dependent graph must fail"
