@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
@@ -128,10 +129,10 @@ kiln_backend parse_backend(const std::string& b) {
 // Binds `feed` to `ctx` (every input but those bound in place: the names in
 // `skip`) and fresh output arrays (into `result`; outputs in `skip` are
 // written into their in-place buffers instead). `keep` holds the contiguous
-// input arrays until the run ends.
+// input arrays until the run ends; `bound` gets each dynamic output's shape as bound.
 void bind_feed(kiln::Context& ctx, const std::vector<kiln::TensorInfo>& inputs,
                const std::vector<kiln::TensorInfo>& outputs, const std::set<std::string>& skip, const py::dict& feed,
-               py::dict& result, std::vector<py::array>& keep) {
+               py::dict& result, std::vector<py::array>& keep, std::map<std::string, std::vector<int64_t>>& bound) {
   for (auto item : feed) {
     const std::string key = py::str(item.first);
     bool known = false;
@@ -158,6 +159,21 @@ void bind_feed(kiln::Context& ctx, const std::vector<kiln::TensorInfo>& inputs,
     py::array a = np_empty(py::tuple(py::cast(shape)), numpy_dtype_name(t.dtype));
     ctx.bind_output(t.name, a.mutable_data(), t.dtype, shape);
     result[py::str(t.name)] = a;
+    if (t.dynamic()) bound[t.name] = std::move(shape);
+  }
+}
+
+// Sizes decided by the data: an output bound at its upper bound holds the
+// run's real shape at the front of its buffer (a copy of that part).
+void trim_data_dependent(const kiln::Context& ctx, const std::map<std::string, std::vector<int64_t>>& bound,
+                         py::dict& result) {
+  for (const auto& [name, shape] : bound) {
+    std::vector<int64_t> real = ctx.output_shape(name);
+    if (real == shape) continue;
+    int64_t n = 1;
+    for (int64_t d : real) n *= d;
+    py::object flat = result[py::str(name)].attr("reshape")(-1);
+    result[py::str(name)] = flat[py::slice(0, n, 1)].attr("reshape")(py::tuple(py::cast(real))).attr("copy")();
   }
 }
 
@@ -237,9 +253,13 @@ class PyEngine {
   void run_with(const py::dict& feed, py::dict& result, Go&& go) const {
     kiln::Context ctx(engine_);
     std::vector<py::array> keep;  // the contiguous input arrays, alive until the run ends
-    bind_feed(ctx, inputs_, outputs_, {}, feed, result, keep);
-    py::gil_scoped_release unlocked;
-    go(ctx);
+    std::map<std::string, std::vector<int64_t>> bound;
+    bind_feed(ctx, inputs_, outputs_, {}, feed, result, keep, bound);
+    {
+      py::gil_scoped_release unlocked;
+      go(ctx);
+    }
+    trim_data_dependent(ctx, bound, result);
   }
 
   std::string bytes_;
@@ -291,9 +311,13 @@ class RunContext {
     }
     py::dict result;
     std::vector<py::array> keep;
-    bind_feed(ctx_, inputs_, outputs_, skip, feed, result, keep);
-    py::gil_scoped_release unlocked;
-    ctx_.run();
+    std::map<std::string, std::vector<int64_t>> bound;
+    bind_feed(ctx_, inputs_, outputs_, skip, feed, result, keep, bound);
+    {
+      py::gil_scoped_release unlocked;
+      ctx_.run();
+    }
+    trim_data_dependent(ctx_, bound, result);
     return result;
   }
 
@@ -312,11 +336,13 @@ PyEngine load(const std::string& path, const std::string& backend) {
 }
 
 using ShapeMap = std::map<std::string, std::vector<int64_t>>;
+// One shape profile from Python: (min, opt, max), each input name -> dims.
+using ProfileMaps = std::tuple<ShapeMap, ShapeMap, ShapeMap>;
 
 PyEngine compile(const std::string& model, const std::string& precision, const ShapeMap& shapes,
                  const std::string& target, const std::string& backend, const std::string& cache_dir,
                  const std::string& tuning_cache, const ShapeMap& min_shapes, const ShapeMap& opt_shapes,
-                 const ShapeMap& max_shapes) {
+                 const ShapeMap& max_shapes, const std::vector<ProfileMaps>& more_profiles) {
   kiln_backend b = parse_backend(backend);
   std::vector<uint8_t> bytes;
   {
@@ -333,6 +359,15 @@ PyEngine compile(const std::string& model, const std::string& precision, const S
     for (const auto& [name, dims] : min_shapes) o.min_shapes[name] = dims;
     for (const auto& [name, dims] : opt_shapes) o.opt_shapes[name] = dims;
     for (const auto& [name, dims] : max_shapes) o.max_shapes[name] = dims;
+    // Further profiles (kiln compile's repeated flags; TensorRT's
+    // add_optimization_profile), in order after the first.
+    for (const auto& [lo, opt, hi] : more_profiles) {
+      kiln::CompileModelOptions::ShapeRanges r;
+      for (const auto& [name, dims] : lo) r.min[name] = dims;
+      for (const auto& [name, dims] : opt) r.opt[name] = dims;
+      for (const auto& [name, dims] : hi) r.max[name] = dims;
+      o.more_profiles.push_back(std::move(r));
+    }
     o.tuning.cache_file = tuning_cache;
     bytes = kiln::compile_model(kiln::ModelSource::file(model), o).plan;
   }
@@ -409,6 +444,7 @@ PYBIND11_MODULE(_kiln, m) {
   m.def("load", &load, py::arg("path"), py::arg("backend") = "auto");
   m.def("compile", &compile, py::arg("model"), py::arg("precision") = "fp32", py::arg("shapes") = ShapeMap{},
         py::arg("target") = "cpu", py::arg("backend") = "auto", py::arg("cache_dir") = "", py::arg("tuning_cache") = "",
-        py::arg("min_shapes") = ShapeMap{}, py::arg("opt_shapes") = ShapeMap{}, py::arg("max_shapes") = ShapeMap{});
+        py::arg("min_shapes") = ShapeMap{}, py::arg("opt_shapes") = ShapeMap{}, py::arg("max_shapes") = ShapeMap{},
+        py::arg("more_profiles") = std::vector<ProfileMaps>{});
   m.attr("__version__") = kiln_version();
 }
