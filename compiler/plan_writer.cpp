@@ -582,12 +582,18 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
     try {
       return build_plan_capped(g, caps.empty() ? o : again, caps);
     } catch (const LaunchMisfit& m) {
-      if (!m.fewer_threads_may_fit) throw;
-      auto [it, fresh] = caps.emplace(m.node, 0u);
-      if (!fresh && m.threads > it->second)
+      auto it = caps.find(m.node);
+      const bool capped = it != caps.end();
+      if (capped && m.threads > it->second)
         fail("{} (its emitter keeps {} threads per block: it has no variant with fewer)", m.what(), m.threads);
-      if (m.threads <= 32) fail("{} (also with {} threads per block: no variant fits)", m.what(), m.threads);
-      it->second = static_cast<unsigned>(m.threads / 2);
+      // A misfit at one warp (where fewer_threads_may_fit is always false)
+      // or one fewer threads cannot cure: a node already capped says that
+      // its smaller blocks were tried too.
+      if (!m.fewer_threads_may_fit || m.threads <= 32) {
+        if (capped) fail("{} (also with {} threads per block: no variant fits)", m.what(), m.threads);
+        throw;
+      }
+      caps[m.node] = static_cast<unsigned>(m.threads / 2);
     }
   }
 #else
