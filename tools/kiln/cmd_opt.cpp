@@ -46,9 +46,8 @@ int run_opt(OptCommand& c) {
   else chunks.push_back({text, 1});
   CompileOptions copts = c.copts;
   copts.optimize = !copts.passes.empty();
-  // A graph in IR text declares its symbols' ranges itself, as a shape
-  // profile does: the passes run on it symbolic, as compile_model runs them
-  // for a plan with profiles (FileCheck tests of passes on symbolic graphs).
+  // The passes named run on the graph as written, symbolic dims included (as
+  // for a plan with shape profiles; plan-memory is then left out).
   copts.symbolic = true;
   bool failed = false;
   for (size_t i = 0; i < chunks.size(); ++i) {
