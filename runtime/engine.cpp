@@ -155,7 +155,7 @@ void Context::bind_input(const std::string& name, const void* data, const Tensor
   }
   if (device && !gpu_) fail("input \"{}\": device memory bound but the engine runs on the CPU", name);
   if (!data && as.nbytes()) fail("input \"{}\": null data pointer", name);
-  inputs_[i] = {const_cast<void*>(data), device, true, false, as.shape};
+  inputs_[i] = {const_cast<void*>(data), device, true, false, as.shape, -1, {}};
 }
 
 void Context::bind_output(const std::string& name, void* data, const TensorType& as, bool device) {
@@ -169,7 +169,7 @@ void Context::bind_output(const std::string& name, void* data, const TensorType&
   }
   if (device && !gpu_) fail("output \"{}\": device memory bound but the engine runs on the CPU", name);
   if (!data && as.nbytes()) fail("output \"{}\": null data pointer", name);
-  outputs_[i] = {data, device, true, false, as.shape};
+  outputs_[i] = {data, device, true, false, as.shape, -1, {}};
 }
 
 void Context::bind_in_place(const std::string& input, const std::string& output, void* data, const TensorType& capacity,
@@ -205,14 +205,14 @@ void Context::bind_input_device(const std::string& name, unsigned long long ptr)
   size_t i = engine_->input_index(name);
   if (!gpu_) fail("input \"{}\": zero-copy device binding but the engine runs on the CPU ({})", name, engine_->info());
   if (!ptr && engine_->inputs()[i].type.nbytes()) fail("input \"{}\": null device pointer", name);
-  inputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, {}};
+  inputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, {}, -1, {}};
 }
 
 void Context::bind_output_device(const std::string& name, unsigned long long ptr) {
   size_t i = engine_->output_index(name);
   if (!gpu_) fail("output \"{}\": zero-copy device binding but the engine runs on the CPU ({})", name, engine_->info());
   if (!ptr && engine_->outputs()[i].type.nbytes()) fail("output \"{}\": null device pointer", name);
-  outputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, {}};
+  outputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, {}, -1, {}};
 }
 
 void Context::check_bound() const {
