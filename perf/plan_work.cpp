@@ -183,6 +183,12 @@ TileLoop tile_loop_from_source(const std::string& source, int64_t k) {
     t.bk = static_cast<int>(kb);
     t.stages = 2;
     t.k_tiles = ceil_div(keys, kb);
+    // Split-KV (emit_attention_tc.cpp): each block runs KV_TILES of the key tiles.
+    static const std::regex kv_splits(R"(\bKV_SPLITS = (\d+))"), kv_tiles(R"(\bKV_TILES = (\d+))");
+    if (find_int(source, kv_splits) > 1 && find_int(source, kv_tiles) > 0) {
+      t.split = static_cast<int>(find_int(source, kv_splits));
+      t.k_tiles = find_int(source, kv_tiles);
+    }
     return t;
   }
   std::smatch m;
