@@ -280,6 +280,14 @@ std::vector<StepWork> plan_work(const plan::Plan& p, const Graph& g) {
       const int64_t splits = std::max(tile_loop_from_source(k.source, 0).split, 1);
       w.tail_blocks = std::max<int64_t>(w.blocks / splits, 1);
     }
+    // The epilogue's accesses ("// epilogue: 8-element accesses, 2 per 8 elements, 4 bytes per element").
+    static const std::regex epi_re(
+        R"(// epilogue: (\d+)-element accesses, (\d+) per \d+ elements, (\d+) bytes per element)");
+    if (std::smatch em; std::regex_search(k.source, em, epi_re)) {
+      w.epilogue_width = std::stoi(em[1].str());
+      w.epilogue_accesses = std::stoi(em[2].str());
+      w.epilogue_bytes = std::stoi(em[3].str());
+    }
     const Node* a = anchor_of(n);
     AnchorWork aw;
     if (a) aw = anchor_work(*a);
