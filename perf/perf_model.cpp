@@ -145,7 +145,10 @@ LaunchEstimate estimate_launch(const LaunchWork& w, const GpuSpec& g, const Mode
     const double accesses = elems / (32.0 * w.epilogue_width) * w.epilogue_accesses;
     const double cycles =
         std::max(accesses / c.lsu_warp_accesses_per_clock, elems * w.epilogue_bytes / c.l1_bytes_per_clock);
-    const int64_t per_sm = ceil_div(w.tail_blocks > 0 ? w.tail_blocks : std::max<int64_t>(w.blocks, 1), g.sms);
+    // Charged once, for the blocks one SM holds at a time: an earlier wave's
+    // epilogues overlap the next wave's k-loops, the last wave's do not.
+    const int64_t stores = w.tail_blocks > 0 ? w.tail_blocks : std::max<int64_t>(w.blocks, 1);
+    const int64_t per_sm = std::min<int64_t>(ceil_div(stores, g.sms), std::max(e.occ.blocks_per_sm, 1));
     e.epilogue_us = double(per_sm) * cycles / (g.boost_clock_ghz * 1e3);
   }
   const double body = std::max({e.compute_us, e.memory_us, e.latency_us});

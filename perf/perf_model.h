@@ -105,8 +105,10 @@ struct LaunchEstimate {
   // trip), then the partial sums (another), or their bytes over the SMs the
   // tiles' last blocks run on, whichever is longer.
   double tail_us = 0;
-  // The epilogue after each block's k-loop: the busiest SM's blocks (a folded
-  // split: tiles) x per block max(warp accesses / rate, bytes / L1 rate) cycles.
+  // The epilogue after each block's k-loop: the blocks the busiest SM holds at
+  // once (a folded split: of its tiles' last blocks; earlier waves' epilogues
+  // overlap later k-loops) x per block max(warp accesses / rate, bytes / L1
+  // rate) cycles.
   double epilogue_us = 0;
   double est_us = 0;   // max of the three, plus the tail and the epilogue
   std::string bound;   // "compute", "memory", "latency" or "launch"

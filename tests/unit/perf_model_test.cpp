@@ -162,8 +162,8 @@ TEST(PerfEstimate, FoldedSplitKAddsItsTail) {
 
 // The epilogue after each block's k-loop (the kernel's "// epilogue:" line):
 // max(warp accesses at 1 per clock, the tile's bytes at 128 per clock) per
-// block, times the blocks the busiest SM runs, at the boost clock; a folded
-// split counts the tiles' last blocks. 8-wide accesses cut the element-by-
+// block, times the blocks the busiest SM holds at once (the last wave's), at
+// the boost clock; a folded split counts the tiles' last blocks. 8-wide accesses cut the element-by-
 // element epilogue of an f16 result with an f16 residual from 256 to 128
 // cycles a block (the L1 bytes bound it then).
 TEST(PerfEstimate, EpilogueAccessesAndBytes) {
@@ -181,6 +181,9 @@ TEST(PerfEstimate, EpilogueAccessesAndBytes) {
   EXPECT_NEAR(scalar.est_us, none.est_us + scalar.epilogue_us, 1e-9);
   w.epilogue_width = 8;
   EXPECT_NEAR(estimate_launch(w, h100()).epilogue_us, 2 * 128 / 1980.0, 1e-12);
+  // Many waves: only the last wave's epilogues (4 blocks of this kernel per SM) follow every k-loop.
+  w.blocks = 4096;
+  EXPECT_NEAR(estimate_launch(w, h100()).epilogue_us, 4 * 128 / 1980.0, 1e-12);
   // A folded split: only the 132 tiles' last blocks (one per SM) store.
   w.tail_blocks = 132;
   EXPECT_NEAR(estimate_launch(w, h100()).epilogue_us, 128 / 1980.0, 1e-12);
