@@ -394,7 +394,8 @@ std::vector<NodeKernel> emit_conv_gather_node(const Node& n) {
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node},
-    {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node},
+    {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node,
+     [](const Node& n) { check_fused_pointwise(n, op_registry()); }},
     {"fused on demand", [](const Node& n) { return is_on_demand_fused(n, op_registry()); }, emit_fused_on_demand_node},
     {"injective", handles_injective, emit_injective_node},
     {"reduction", handles_reduction, emit_reduction_node},
@@ -437,11 +438,16 @@ const KernelEmitter* emitter_for(const Node& n) {
   return nullptr;
 }
 
-std::string why_no_kernel(const Node& n) {
+namespace {
+
+// Runs the emitter's check (or, without one or when `emit` is set, the
+// emitter itself) and turns its refusal into a message.
+std::string ask_emitter(const Node& n, bool emit) {
   const KernelEmitter* e = emitter_for(n);
   if (!e) return fmt::format("codegen: no emitter handles {}", n.describe());
   try {
-    e->emit(n);
+    if (e->check && !emit) e->check(n);
+    else e->emit(n);
   } catch (const Error& err) {
     return err.what();
   } catch (const std::exception& err) {
@@ -452,5 +458,11 @@ std::string why_no_kernel(const Node& n) {
   }
   return "";
 }
+
+}  // namespace
+
+std::string why_no_kernel(const Node& n) { return ask_emitter(n, false); }
+
+std::string why_no_kernel_by_emitting(const Node& n) { return ask_emitter(n, true); }
 
 }  // namespace kiln::codegen

@@ -60,10 +60,16 @@ int64_t node_workspace_bytes(const std::vector<NodeKernel>& kernels);
 
 // An emitter: a name for messages, whether it handles a node, and the
 // node's kernels (launched in order; e.g. one per result of a split).
+// `check`, where an emitter has one, makes every decision `emit` makes
+// without writing kernel text, throwing what `emit` would throw: `emit`
+// starts with the very same function, so the two cannot disagree. It is what
+// why_no_kernel runs (the fuser asks about every group it forms; rendering a
+// 100k-op kernel to answer cost as much as the rest of the pass).
 struct KernelEmitter {
   const char* name;
   bool (*handles)(const Node&);
   std::vector<NodeKernel> (*emit)(const Node&);
+  void (*check)(const Node&) = nullptr;  // null: only emitting tells
 };
 
 // The first emitter of the table that handles `n`, or null.
@@ -71,9 +77,14 @@ const KernelEmitter* emitter_for(const Node& n);
 
 // Why `n` gets no kernel, or "" when it gets one: no emitter handles it, or
 // the emitter that handles it refuses it (the kiln::Error it raises while
-// emitting; any other exception is reported as a failure of that emitter). The answer comes from running that very
-// emitter, so it cannot disagree with what codegen later does. The pipeline hands this to the fuse pass
+// checking or emitting; any other exception is reported as a failure of that emitter). The answer comes from that
+// emitter's check (KernelEmitter::check) or, without one, from running the emitter, so it cannot disagree with
+// what codegen later does. The pipeline hands this to the fuse pass
 // (PassOptions::why_no_kernel, passes/fusion_capabilities.h): a group this refuses is never formed.
 std::string why_no_kernel(const Node& n);
+
+// The same answer from emitting the node's kernels in full, whether or not
+// its emitter has a check: what tests compare why_no_kernel with.
+std::string why_no_kernel_by_emitting(const Node& n);
 
 }  // namespace kiln::codegen

@@ -243,12 +243,15 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   res.kernels = build_kernels(g, build, kernel_progress);
   res.kernels_ms = ms_since(t);
   if (!build.pipeline.dump_dir.empty()) write_dump_index(g, build, model);
-  if (build.stats) say(o, format_kernel_stats(res.kernels));
-  else if (res.kernels.built) say(o, kernels_summary(res.kernels) + "\n");
+  // The kernels line (and --stats table) comes after the plan when one is
+  // written: the plan builder may emit nodes again under a thread cap.
+  auto say_kernels = [&] {
+    if (build.stats) say(o, format_kernel_stats(res.kernels));
+    else if (res.kernels.built) say(o, kernels_summary(res.kernels) + "\n");
+  };
+  if (!o.write_plan) say_kernels();
 
   nlohmann::json j = compile_report_json(g, res.passes);
-  const nlohmann::json kj = kernels_json(res.kernels);
-  for (auto& [k, v] : kj.items()) j[k == "built" ? "kernels_built" : k] = v;
   j["model"] = model;
   j["import_ms"] = res.import_ms;
   j["precision"] = build.pass.precision;
@@ -272,7 +275,11 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
     res.plan_target = p.meta.target;
     res.no_gpu_reason = p.meta.no_gpu_reason;
     res.plan_ms = ms_since(t);
+    adopt_plan_kernels(res.kernels, p);
+    say_kernels();
   }
+  const nlohmann::json kj = kernels_json(res.kernels);
+  for (auto& [k, v] : kj.items()) j[k == "built" ? "kernels_built" : k] = v;
   // Each step's time apart: NVRTC's share (kernels) is never counted as pass
   // time, so a slow compile says which part is slow.
   j["passes_ms"] = res.passes_ms;

@@ -5,11 +5,13 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "compiler/targets.h"
+#include "runtime/plan_format.h"
 
 #ifdef KILN_HAVE_CODEGEN
 #include "codegen/kernel_build.h"
@@ -21,6 +23,7 @@ namespace kiln {
 struct KernelsReport {
   std::string arch;
   codegen::GraphKernels gk;
+  int reemitted = 0;  // kernels of the plan the thread cap emitted again (adopt_plan_kernels)
 };
 #else
 struct KernelsReport {};
@@ -63,6 +66,34 @@ const codegen::GraphKernels* graph_kernels(const KernelsOutcome& k) {
   return nullptr;
 }
 
+void adopt_plan_kernels(KernelsOutcome& k, const plan::Plan& p) {
+#ifdef KILN_HAVE_CODEGEN
+  if (!k.built || !p.meta.gpu_kernels) return;
+  std::set<std::string> first;
+  for (const auto& c : k.report->gk.compiled) first.insert(c.name);
+  int reemitted = 0;
+  for (const plan::Kernel& pk : p.kernels) reemitted += first.count(pk.name) ? 0 : 1;
+  if (reemitted == 0) return;
+  auto r = std::make_shared<KernelsReport>(*k.report);
+  r->reemitted = reemitted;
+  r->gk.compiled.clear();
+  r->gk.more_compiled.clear();
+  for (const plan::Kernel& pk : p.kernels) {
+    codegen::CompiledKernel c;
+    c.name = pk.name;
+    c.arch = pk.arch;
+    c.registers = pk.registers;
+    c.shared_bytes = pk.static_shared_bytes;
+    c.spill_bytes = pk.spill_bytes;
+    r->gk.compiled.push_back(std::move(c));
+  }
+  k.report = std::move(r);
+#else
+  (void)k;
+  (void)p;
+#endif
+}
+
 size_t nodes_without_kernels(const KernelsOutcome& k) {
 #ifdef KILN_HAVE_CODEGEN
   if (k.built) return k.report->gk.missing.size();
@@ -102,6 +133,7 @@ nlohmann::json kernels_json(const KernelsOutcome& k) {
        {"max_registers_kernel", max_name},
        {"spill_bytes", spills},
        {"nodes_without_kernels", gk.missing},
+       {"kernels_reemitted", k.report->reemitted},
        {"kernels_detail", detail}};
 #endif
   return j;
@@ -118,6 +150,8 @@ std::string kernels_summary(const KernelsOutcome& k) {
                    j["max_registers_kernel"].get<std::string>());
   const long long spills = j["spill_bytes"].get<long long>();
   s += spills ? fmt::format("SPILLS: {} bytes in total", spills) : std::string("no spills");
+  if (const int again = j["kernels_reemitted"].get<int>())
+    s += fmt::format("; {} emitted again with fewer threads per block to fit", again);
   const size_t missing = j["nodes_without_kernels"].size();
   if (missing) s += fmt::format("; {} nodes have no kernel emitter yet", missing);
   return s;

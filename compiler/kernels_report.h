@@ -16,6 +16,9 @@ namespace kiln {
 namespace codegen {
 struct GraphKernels;
 }
+namespace plan {
+struct Plan;
+}
 
 struct KernelsReport;  // opaque: holds codegen's GraphKernels when built
 
@@ -42,6 +45,13 @@ nlohmann::json kernels_json(const KernelsOutcome& k);
 std::string kernels_summary(const KernelsOutcome& k);
 // The per-kernel table of --stats.
 std::string format_kernel_stats(const KernelsOutcome& k);
+// After the plan is built from `k`'s kernels: when the plan builder emitted
+// some nodes again with fewer threads per block (the one thread cap,
+// compiler/plan_writer.h), the plan's kernels replace the list, so that the
+// summary, --stats and --json name the kernels the plan runs, not the first,
+// uncapped ones; kernels_json says how many were emitted again
+// ("kernels_reemitted"). Unchanged when the plan has exactly `k`'s kernels.
+void adopt_plan_kernels(KernelsOutcome& k, const plan::Plan& p);
 // Number of nodes without a kernel emitter (0 when !built).
 size_t nodes_without_kernels(const KernelsOutcome& k);
 

@@ -519,6 +519,13 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
   std::unique_ptr<Graph> at_max = graph_at_largest_shapes(g, o);
   p.graph_text = print_graph(g);
   std::vector<Value*> cs = plan::walk_constants(g);
+  // Room for every constant at once: growing the vector by doubling touched
+  // each weight's pages two to three times over (GPT-2: 5 GB of page faults
+  // for 0.5 GB of weights).
+  uint64_t weight_bytes = 0;
+  for (const Value* c : cs)
+    weight_bytes = (weight_bytes + plan::kAlignment - 1) / plan::kAlignment * plan::kAlignment + c->type().nbytes();
+  p.weight_data.reserve(weight_bytes);
   // A symbolic constant's value is in the text; its bytes here would be
   // process-local handles (zeros keep the file the same from run to run).
   for (const Value* c : cs) add_weight(p, holds_symbolic_values(*c) ? Tensor(c->type()) : c->data());
@@ -582,12 +589,18 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
     try {
       return build_plan_capped(g, caps.empty() ? o : again, caps);
     } catch (const LaunchMisfit& m) {
-      if (!m.fewer_threads_may_fit) throw;
-      auto [it, fresh] = caps.emplace(m.node, 0u);
-      if (!fresh && m.threads > it->second)
+      auto it = caps.find(m.node);
+      const bool capped = it != caps.end();
+      if (capped && m.threads > it->second)
         fail("{} (its emitter keeps {} threads per block: it has no variant with fewer)", m.what(), m.threads);
-      if (m.threads <= 32) fail("{} (also with {} threads per block: no variant fits)", m.what(), m.threads);
-      it->second = static_cast<unsigned>(m.threads / 2);
+      // A misfit at one warp (where fewer_threads_may_fit is always false)
+      // or one fewer threads cannot cure: a node already capped says that
+      // its smaller blocks were tried too.
+      if (!m.fewer_threads_may_fit || m.threads <= 32) {
+        if (capped) fail("{} (also with {} threads per block: no variant fits)", m.what(), m.threads);
+        throw;
+      }
+      caps[m.node] = static_cast<unsigned>(m.threads / 2);
     }
   }
 #else

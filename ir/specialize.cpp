@@ -11,24 +11,6 @@ namespace kiln {
 
 namespace {
 
-// `d` with the symbols `b` binds replaced by their values; the others (the
-// data-dependent ones, which only a run binds) stay. Terms may be negative on
-// the way (seq-1); a constant result must not be.
-int64_t substitute_dim(int64_t d, const SymbolBindings& b) {
-  if (!is_symbolic_dim(d)) return d;
-  int64_t sum = 0;
-  for (const auto& [m, c] : dim_poly(d)) {
-    int64_t term = c;
-    for (const std::string& name : m) {
-      auto it = b.find(name);
-      term = value_mul(term, it == b.end() ? symbol_dim(name) : it->second);
-    }
-    sum = value_add(sum, term);
-  }
-  if (!is_symbolic_dim(sum) && sum < 0) fail("dim {} is {} (negative) for the given symbol values", dim_str(d), sum);
-  return sum;
-}
-
 Shape substitute_shape(const Shape& s, const SymbolBindings& b) {
   Shape r;
   for (int64_t d : s) r.push_back(substitute_dim(d, b));

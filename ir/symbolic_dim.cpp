@@ -269,20 +269,36 @@ std::vector<std::string> shape_symbols(const Shape& s) {
   return {names.begin(), names.end()};
 }
 
-int64_t eval_dim(int64_t d, const SymbolBindings& b) {
+int64_t substitute_dim(int64_t d, const SymbolBindings& b) {
   if (!is_symbolic_dim(d)) return d;
-  int64_t sum = 0;
+  // The bound symbols' products fold into each term's coefficient; terms
+  // left with no symbol sum into the constant (negative on the way for
+  // seq-1), the rest stay a polynomial over the unbound symbols.
+  int64_t constant = 0;
+  DimPoly rest;
   for (const auto& [m, c] : dim_poly(d)) {
-    int64_t term = c;
+    int64_t coef = c;
+    DimMonomial unbound;
     for (const std::string& name : m) {
       auto it = b.find(name);
-      if (it == b.end()) fail("symbol '{}' has no value", name);
-      term = checked_mul(term, it->second);
+      if (it == b.end()) unbound.push_back(name);
+      else coef = checked_mul(coef, it->second);
     }
-    sum = checked_add(sum, term);
+    if (unbound.empty()) constant = checked_add(constant, coef);
+    else add_term(rest, unbound, coef);
   }
-  if (sum < 0) fail("dim {} is {} (negative) for the given symbol values", dim_str(d), sum);
-  return sum;
+  if (rest.empty()) {
+    if (constant < 0) fail("dim {} is {} (negative) for the given symbol values", dim_str(d), constant);
+    return constant;
+  }
+  if (constant) add_term(rest, {}, constant);
+  return value_of_poly(rest);
+}
+
+int64_t eval_dim(int64_t d, const SymbolBindings& b) {
+  int64_t v = substitute_dim(d, b);
+  if (is_symbolic_dim(v)) fail("symbol '{}' has no value", dim_symbols(v).front());
+  return v;
 }
 
 Shape eval_shape(const Shape& s, const SymbolBindings& b) {

@@ -79,8 +79,13 @@ std::string dims_str(const Shape& s, std::string_view sep = ",");
 std::vector<std::string> dim_symbols(int64_t d);
 std::vector<std::string> shape_symbols(const Shape& s);
 
-// The value of a dim under `b`. Throws kiln::Error naming the symbol when one
-// is unbound, and on overflow or a negative result.
+// `d` with the symbols `b` binds replaced by their values; the others (e.g.
+// data-dependent ones, which only a run binds) stay, so the result may still
+// be symbolic. Throws kiln::Error on overflow, or when every symbol is bound
+// and the value is negative.
+int64_t substitute_dim(int64_t d, const SymbolBindings& b);
+// The value of a dim under `b`: substitute_dim, and an error naming a symbol
+// `b` leaves unbound.
 int64_t eval_dim(int64_t d, const SymbolBindings& b);
 Shape eval_shape(const Shape& s, const SymbolBindings& b);
 

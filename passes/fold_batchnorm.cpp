@@ -20,6 +20,7 @@
 // other users stay (folding would change what those users see), as do
 // values with a non-default layout tag.
 #include <cmath>
+#include <optional>
 
 #include "ops/op_helpers.h"
 #include "passes/pass.h"
@@ -104,7 +105,7 @@ std::optional<Tensor> make_tensor(DType dtype, Shape shape, F f) {
 
 class BatchNormFolder {
  public:
-  BatchNormFolder(Graph& g, PassStats& stats) : g_(g), stats_(stats), names_(g) {}
+  BatchNormFolder(Graph& g, PassStats& stats) : g_(g), stats_(stats) {}
 
   bool visit(Node* bn) {
     if (bn->op() != "batch_normalization" || bn->num_inputs() != 5 || bn->body()) return false;
@@ -125,7 +126,8 @@ class BatchNormFolder {
  private:
   Value* constant(const std::string& base, Tensor t) {
     made_constants_ = true;
-    return g_.add_constant(names_.fresh(base), std::move(t));
+    if (!names_) names_.emplace(g_);
+    return g_.add_constant(names_->fresh(base), std::move(t));
   }
 
   // Makes `p` (already holding the folded operands) stand for the BN.
@@ -268,7 +270,9 @@ class BatchNormFolder {
 
   Graph& g_;
   PassStats& stats_;
-  NameSet names_;
+  // Built at the first fold that needs a name: collecting every name of a
+  // graph with no batch norm to fold cost more than the pass's walk.
+  std::optional<NameSet> names_;
   bool made_constants_ = false;
 };
 

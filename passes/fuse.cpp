@@ -56,6 +56,7 @@ class Fuse : public Pass {
 
   bool run(Graph& g, const PassOptions& opts, PassStats& stats) override {
     why_no_kernel_ = opts.why_no_kernel;
+    ends_ = range_ends(g);
     sealed_.clear();
     split_notes_.clear();
     for (;;) {
@@ -89,6 +90,8 @@ class Fuse : public Pass {
   // Why the pair (producer, consumer) was not fused; the first reason stays.
   std::map<std::pair<const Node*, const Node*>, std::string> reasons_;
   WhyNoKernel why_no_kernel_;
+  // Symbol values a group with symbolic dims is asked about at (range_ends).
+  std::vector<SymbolBindings> ends_;
   // Nodes left alone after codegen refused the group they were in, and why.
   std::map<const Node*, std::string> sealed_;
   std::vector<std::string> split_notes_;
@@ -105,7 +108,7 @@ class Fuse : public Pass {
   std::string why_no_kernel(const FusionState& s, const Group& grp) const {
     if (!why_no_kernel_) return "";
     FusedParts parts = fused_parts(s.graph(), s, grp);
-    return ask_codegen(why_no_kernel_, parts, grp);
+    return ask_codegen(why_no_kernel_, parts, grp, ends_);
   }
 
   // The union of groups `parts` as it would be, anchored by `anchor`.
@@ -132,7 +135,7 @@ class Fuse : public Pass {
       const Group& grp = s.group(gi);
       if (!becomes_fused_node(grp)) continue;
       FusedParts parts = fused_parts(s.graph(), s, grp);
-      std::string why = ask_codegen(why_no_kernel_, parts, grp);
+      std::string why = ask_codegen(why_no_kernel_, parts, grp, ends_);
       if (why.empty()) {
         if (!again) asked.emplace(gi, std::move(parts));
         continue;

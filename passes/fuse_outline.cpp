@@ -6,7 +6,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/data_dependent.h"
 #include "ir/error.h"
+#include "ir/specialize.h"
+#include "ops/registry.h"
 
 namespace kiln::fusion {
 
@@ -134,7 +137,44 @@ bool becomes_fused_node(const Group& grp) {
 
 FusedParts fused_parts(const Graph& g, const FusionState& s, const Group& grp) { return build_parts(g, s, grp.nodes); }
 
-std::string ask_codegen(const WhyNoKernel& why_no_kernel, FusedParts& p, const Group& grp) {
+std::vector<SymbolBindings> range_ends(const Graph& g) {
+  if (g.symbols().empty()) return {};
+  const auto by_data = data_dependent_symbols(g);
+  SymbolBindings lo, hi;
+  for (const SymbolDecl& d : g.symbols()) {
+    if (by_data.count(d.name)) continue;
+    lo[d.name] = d.min;
+    hi[d.name] = d.max;
+  }
+  if (lo.empty()) return {};
+  if (lo == hi) return {lo};
+  return {lo, hi};
+}
+
+namespace {
+
+bool has_symbolic_types(const Graph& g) {
+  for (const Value* v : g.inputs())
+    if (has_symbolic_dims(v->shape())) return true;
+  for (const auto& n : g.nodes()) {
+    for (const Value* o : n->outputs())
+      if (has_symbolic_dims(o->shape())) return true;
+    for (const auto& r : n->regions())
+      if (has_symbolic_types(*r)) return true;
+  }
+  return false;
+}
+
+std::string bindings_str(const SymbolBindings& b) {
+  std::vector<std::string> parts;
+  for (const auto& [name, v] : b) parts.push_back(fmt::format("{}={}", name, v));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+std::string ask_codegen(const WhyNoKernel& why_no_kernel, FusedParts& p, const Group& grp,
+                        const std::vector<SymbolBindings>& ends) {
   if (!why_no_kernel || !p.body) return "";
   Graph scratch("probe");
   std::vector<Value*> operands;
@@ -152,7 +192,22 @@ std::string ask_codegen(const WhyNoKernel& why_no_kernel, FusedParts& p, const G
     FusedParts& p;
     ~GiveBack() { p.body = f->take_body(); }
   } give_back{f, p};
-  return why_no_kernel(*f);
+  if (ends.empty() || !has_symbolic_types(scratch)) return why_no_kernel(*f);
+  // Codegen bakes sizes into kernels; the plan specialises a node with
+  // symbolic dims before it emits one. The sizes it may be emitted at lie
+  // between the ends of the symbols' ranges, and what codegen refuses for
+  // size (grid limits, 32-bit indexing) it refuses at the high end.
+  for (const SymbolBindings& b : ends) {
+    std::unique_ptr<Graph> at;
+    try {
+      at = specialize_graph(scratch, b, op_registry());
+    } catch (const Error& e) {
+      return fmt::format("at {}: {}", bindings_str(b), e.what());
+    }
+    std::string why = why_no_kernel(*at->nodes().front());
+    if (!why.empty()) return fmt::format("at {}: {}", bindings_str(b), why);
+  }
+  return "";
 }
 
 int outline_groups(Graph& g, const FusionState& s, PassStats& stats, std::unordered_map<int, FusedParts> built) {

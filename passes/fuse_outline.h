@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/symbolic_dim.h"
 #include "passes/fusion_capabilities.h"
 #include "passes/fusion_rules.h"
 #include "passes/pass.h"
@@ -33,11 +34,21 @@ struct FusedParts {
 // s's groups: the fuser builds the union it is about to make.
 FusedParts fused_parts(const Graph& g, const FusionState& s, const Group& grp);
 
+// The symbol values a graph with symbolic dims is asked about at: every
+// symbol at the low end of its range, then every one at the high end (one
+// set when they coincide); none for a static graph. Data-dependent symbols
+// (ir/data_dependent.h) have no range to take and stay unbound.
+std::vector<SymbolBindings> range_ends(const Graph& g);
+
 // Why codegen cannot emit the fused node of `parts` (passes/fusion_capabilities.h),
 // or "" (also for parts without a body). The node is built in a scratch graph
 // whose inputs stand for the operands, around parts.body, which is handed back
-// afterwards: the body asked about is the body outlined.
-std::string ask_codegen(const WhyNoKernel& why_no_kernel, FusedParts& parts, const Group& grp);
+// afterwards: the body asked about is the body outlined. A node with symbolic
+// dims is asked about as it will be emitted, specialised (ir/specialize.h):
+// at each set of `ends` (range_ends), the first refusal being the answer; so
+// a decision that does not depend on the sizes is the static graph's.
+std::string ask_codegen(const WhyNoKernel& why_no_kernel, FusedParts& parts, const Group& grp,
+                        const std::vector<SymbolBindings>& ends = {});
 
 // Turns the groups into fused nodes; returns how many were made and counts
 // kinds in `stats`. `built`: parts already built for some groups (by group

@@ -11,6 +11,10 @@ namespace kiln::fusion {
 Role op_role(const Node& n) {
   const std::string& op = n.op();
   if (n.body() || op == "fused" || n.num_outputs() == 0) return Role::Opaque;
+  // A KV cache's append (kv-cache-in-place): the runtime binds its operand
+  // and result as one buffer and writes only the new positions, which a
+  // fused kernel would not do.
+  if (op == "concat" && n.attrs().get_int("in_place_append", 0) == 1) return Role::Opaque;
   if (op == "reshape" || op == "identity") return Role::View;
   if (op == "conv" || op == "conv_transpose" || op == "gemm" || op == "matmul" || op == "attention")
     return Role::Compute;

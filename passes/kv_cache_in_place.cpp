@@ -17,8 +17,10 @@
 //
 // Leaves alone: a past read by two marked concats (one buffer cannot hold
 // two presents), a present returned twice, concats inside fused nodes or
-// regions (the runtime binds top-level inputs and outputs only). Runs after
-// the fuser so that what it marks is the plan's final graph.
+// regions (the runtime binds top-level inputs and outputs only). Runs just
+// before the fuser, which leaves a marked concat a node of its own
+// (passes/fusion_state.cpp, op_role), so what it marks is in the plan's final
+// graph.
 #include <map>
 #include <vector>
 

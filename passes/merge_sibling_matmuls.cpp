@@ -21,6 +21,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "passes/pass.h"
@@ -74,11 +75,14 @@ class MergeSiblingMatmuls : public Pass {
       }
     }
     bool changed = false;
-    rewrite::NameSet names(g);
+    // Built at the first merge: collecting every name of a graph with no
+    // siblings to merge cost more than the pass's walk.
+    std::optional<rewrite::NameSet> names;
     std::map<std::vector<const Value*>, Value*> concats;  // weights -> their concatenation
     for (const auto& set : sets) {
       if (set.size() < 2) continue;
-      merge(g, set, names, concats);
+      if (!names) names.emplace(g);
+      merge(g, set, *names, concats);
       stats.count("matmuls-merged", static_cast<int64_t>(set.size()));
       changed = true;
     }

@@ -39,8 +39,11 @@ std::vector<std::string> default_pipeline(const PassOptions& opts) {
   p.push_back("dce");
   if (opts.precision != "fp32") p.insert(p.end(), {"precision", "fold-constants", "simplify", "cse", "dce"});
   // kv-cache-in-place marks only concats of a symbolic (growing) past: a
-  // static graph comes out as before.
-  p.insert(p.end(), {"merge-sibling-matmuls", "fuse", "kv-cache-in-place", "plan-memory"});
+  // static graph comes out as before. It runs before the fuser, which leaves
+  // a marked concat a node of its own (passes/fusion_state.cpp): on a
+  // symbolic graph the fuser would otherwise take the concat into a group
+  // and the plan would have no in-place append left.
+  p.insert(p.end(), {"merge-sibling-matmuls", "kv-cache-in-place", "fuse", "plan-memory"});
   return p;
 }
 

@@ -60,25 +60,49 @@ std::string section_name(uint32_t id) {
   return fmt::format("#{}", id);
 }
 
+namespace {
+
+// One section's bytes: `head`, then `tail` when set (the weights' data,
+// which is not copied into `head`).
+struct Section {
+  uint32_t id;
+  std::vector<uint8_t> head;
+  const std::vector<uint8_t>* tail = nullptr;
+  uint64_t size() const { return head.size() + (tail ? tail->size() : 0); }
+  uint64_t checksum() const {
+    if (!tail) return XXH64(head.data(), head.size(), 0);
+    XXH64_state_t* st = XXH64_createState();
+    KILN_CHECK(st, "plan: no memory for a checksum state");
+    XXH64_reset(st, 0);
+    XXH64_update(st, head.data(), head.size());
+    XXH64_update(st, tail->data(), tail->size());
+    uint64_t h = XXH64_digest(st);
+    XXH64_freeState(st);
+    return h;
+  }
+};
+
+}  // namespace
+
 std::vector<uint8_t> serialize(const Plan& p) {
-  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> sections;
-  sections.emplace_back(kMeta, write_meta(p.meta));
-  sections.emplace_back(kGraph, std::vector<uint8_t>(p.graph_text.begin(), p.graph_text.end()));
-  sections.emplace_back(kWeights, write_weights(p));
-  sections.emplace_back(kKernels, write_kernels(p.kernels));
-  sections.emplace_back(kLaunches, write_steps(p.steps));
-  sections.emplace_back(kMemory, write_memory(p.memory));
-  sections.emplace_back(kResources, write_resources(p));
-  if (!p.control.empty()) sections.emplace_back(kControl, write_control(p.control));
+  std::vector<Section> sections;
+  sections.push_back({kMeta, write_meta(p.meta)});
+  sections.push_back({kGraph, std::vector<uint8_t>(p.graph_text.begin(), p.graph_text.end())});
+  sections.push_back({kWeights, write_weights_table(p), &p.weight_data});
+  sections.push_back({kKernels, write_kernels(p.kernels)});
+  sections.push_back({kLaunches, write_steps(p.steps)});
+  sections.push_back({kMemory, write_memory(p.memory)});
+  sections.push_back({kResources, write_resources(p)});
+  if (!p.control.empty()) sections.push_back({kControl, write_control(p.control)});
   // A static plan has none, so its bytes are what they were before profiles.
-  if (!p.shapes.empty()) sections.emplace_back(kProfiles, write_profiles(p.shapes));
+  if (!p.shapes.empty()) sections.push_back({kProfiles, write_profiles(p.shapes)});
 
   uint64_t header_size = kFixedHeader + kTableEntry * sections.size();
   std::vector<uint64_t> offsets;
   uint64_t at = align_up(header_size);
-  for (auto& [id, bytes] : sections) {
+  for (const Section& sec : sections) {
     offsets.push_back(at);
-    at = align_up(at + bytes.size());
+    at = align_up(at + sec.size());
   }
   uint64_t file_size = at;
 
@@ -91,20 +115,23 @@ std::vector<uint8_t> serialize(const Plan& p) {
   h.put<uint32_t>(0);
   h.put<uint64_t>(0);  // header checksum, filled below
   for (size_t i = 0; i < sections.size(); ++i) {
-    h.put<uint32_t>(sections[i].first);
+    h.put<uint32_t>(sections[i].id);
     h.put<uint32_t>(0);
     h.put<uint64_t>(offsets[i]);
-    h.put<uint64_t>(sections[i].second.size());
-    h.put<uint64_t>(XXH64(sections[i].second.data(), sections[i].second.size(), 0));
+    h.put<uint64_t>(sections[i].size());
+    h.put<uint64_t>(sections[i].checksum());
   }
   uint64_t sum = XXH64(h.bytes.data(), h.bytes.size(), 0);
   std::memcpy(h.bytes.data() + kChecksumAt, &sum, 8);
 
   std::vector<uint8_t> out(file_size, 0);
   std::memcpy(out.data(), h.bytes.data(), h.bytes.size());
-  for (size_t i = 0; i < sections.size(); ++i)
-    if (!sections[i].second.empty())
-      std::memcpy(out.data() + offsets[i], sections[i].second.data(), sections[i].second.size());
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const Section& sec = sections[i];
+    if (!sec.head.empty()) std::memcpy(out.data() + offsets[i], sec.head.data(), sec.head.size());
+    if (sec.tail && !sec.tail->empty())
+      std::memcpy(out.data() + offsets[i] + sec.head.size(), sec.tail->data(), sec.tail->size());
+  }
   return out;
 }
 

@@ -72,7 +72,7 @@ Meta read_meta(Reader r, uint32_t version) {
   return m;
 }
 
-std::vector<uint8_t> write_weights(const Plan& p) {
+std::vector<uint8_t> write_weights_table(const Plan& p) {
   Writer w;
   w.put<uint64_t>(p.weights.size());
   for (const WeightEntry& e : p.weights) {
@@ -81,7 +81,6 @@ std::vector<uint8_t> write_weights(const Plan& p) {
     w.put<uint64_t>(e.nbytes);
   }
   w.pad_to(kAlignment);
-  w.bytes.insert(w.bytes.end(), p.weight_data.begin(), p.weight_data.end());
   return w.bytes;
 }
 

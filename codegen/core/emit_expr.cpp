@@ -280,10 +280,50 @@ std::string low_bit_prelude() {
          std::string(kLowBitCodec);
 }
 
+namespace {
+
+// Ops that only have a floating-point form (the reference evaluates them on
+// floats only): emit_expr writes them for float-computed nodes alone.
+bool needs_float(ExprOp op) {
+  switch (op) {
+    case ExprOp::Exp:
+    case ExprOp::Log:
+    case ExprOp::Sqrt:
+    case ExprOp::Recip:
+    case ExprOp::Sin:
+    case ExprOp::Cos:
+    case ExprOp::Tan:
+    case ExprOp::Asin:
+    case ExprOp::Acos:
+    case ExprOp::Atan:
+    case ExprOp::Sinh:
+    case ExprOp::Cosh:
+    case ExprOp::Tanh:
+    case ExprOp::Asinh:
+    case ExprOp::Acosh:
+    case ExprOp::Atanh:
+    case ExprOp::Erf:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void check_expr_emittable(const Expr& e) {
+  KILN_CHECK(!e.nodes.empty(), "codegen: empty expression");
+  for (size_t k = 0; k < e.nodes.size(); ++k) {
+    const ExprNode& nd = e.nodes[k];
+    if (needs_float(nd.op) && !is_floatish(nd.dtype))
+      fail("codegen: expression node {} ({}) on {} cannot be evaluated", k, expr_op_name(nd.op), dtype_name(nd.dtype));
+  }
+}
+
 std::string emit_expr(const Expr& e, const std::vector<std::string>& inputs, const std::string& prefix,
                       const std::string& indent, std::string& out) {
+  check_expr_emittable(e);
   const int nn = static_cast<int>(e.nodes.size());
-  KILN_CHECK(nn > 0, "codegen: empty expression");
   auto var = [&](int k) { return fmt::format("{}{}", prefix, k); };
   auto isf = [&](int k) { return is_floatish(e.nodes[k].dtype); };
   auto dt = [&](int k) { return e.nodes[k].dtype; };
@@ -318,10 +358,9 @@ std::string emit_expr(const Expr& e, const std::vector<std::string>& inputs, con
       opt = dbl ? "double" : "float";
     }
     const bool u64 = nd.dtype == DType::U64;
+    // check_expr_emittable refused a float-only op on another dtype already.
     auto need_f = [&] {
-      if (!f)
-        fail("codegen: expression node {} ({}) on {} cannot be evaluated", k, expr_op_name(nd.op),
-             dtype_name(nd.dtype));
+      KILN_CHECK(f, "codegen: expression node {}: needs_float() misses {}", k, expr_op_name(nd.op));
     };
     auto un_f = [&](std::string_view fn) {
       need_f();

@@ -42,6 +42,12 @@ std::string cuda_store(DType t, const std::string& value);
 std::string emit_expr(const Expr& e, const std::vector<std::string>& inputs, const std::string& prefix,
                       const std::string& indent, std::string& out);
 
+// The refusals emit_expr makes, without writing text: throws the kiln::Error
+// emit_expr would (an empty expression, a node computing in floating point
+// on an integer dtype). emit_expr starts with this very check, so the
+// fuser's can-emit query (codegen/emitter_table.h) and the emitter agree.
+void check_expr_emittable(const Expr& e);
+
 // The device helper functions emitted statements call (guarded, so several
 // kernels can share a translation unit).
 std::string_view expr_prelude();

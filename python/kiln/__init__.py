@@ -19,7 +19,7 @@ from . import _kiln
 Error = _kiln.Error
 __version__ = _kiln.__version__
 
-__all__ = ["Engine", "Error", "TensorInfo", "compile", "load", "set_log_callback", "__version__"]
+__all__ = ["Context", "Engine", "Error", "TensorInfo", "compile", "load", "set_log_callback", "__version__"]
 
 
 class TensorInfo(NamedTuple):
@@ -95,6 +95,10 @@ class Engine:
             raise Error(f"run() takes a dict of input name -> numpy array, not {type(inputs).__name__}")
         return self._impl.run(dict(inputs))
 
+    def context(self) -> "Context":
+        """A context kept across runs: shapes set ahead, KV caches bound in place."""
+        return Context(self)
+
     def save(self, path: "str | os.PathLike[str]") -> None:
         """Writes the plan, loadable with kiln.load() or the C API / `kiln run`."""
         self._impl.save(os.fspath(path))
@@ -107,6 +111,42 @@ class Engine:
             return ", ".join(f"{t.name}: {t.dtype}{list(t.shape)}" for t in ts)
 
         return f"<kiln.Engine backend={self.backend} inputs=({fmt(self.inputs)}) outputs=({fmt(self.outputs)})>"
+
+
+class Context:
+    """One engine's runtime context kept across runs (kiln_context), for a KV
+    cache bound in place: one numpy buffer of the full capacity serves as a
+    past input and its present output (ORT GenAI's past_present_share_buffer).
+    Each run reads the past from the buffer's first positions along the
+    appended axis (as many as set_input_shape gave the input) and writes only
+    the new positions after them. Not for several threads at once."""
+
+    def __init__(self, engine: Engine):
+        self._impl = _kiln.Context(engine._impl)
+
+    def set_input_shape(self, name: str, shape: Sequence[int]) -> None:
+        """The shape of a dynamic input for the next runs (inside the plan's profile)."""
+        self._impl.set_input_shape(name, [int(d) for d in shape])
+
+    def input_shape(self, name: str) -> Tuple[int, ...]:
+        return tuple(self._impl.input_shape(name))
+
+    def output_shape(self, name: str) -> Tuple[int, ...]:
+        return tuple(self._impl.output_shape(name))
+
+    def bind_in_place(self, input: str, output: str, buffer: "numpy.ndarray") -> None:  # noqa: A002,F821
+        """Binds `buffer` (a writable C-contiguous ndarray of the capacity shape:
+        the input's with the appended axis at the most positions it holds) as
+        both `input` and `output`; kiln.Error naming both when the plan has no
+        such pair or the dtype or a dim off the axis differs."""
+        self._impl.bind_in_place(input, output, buffer)
+
+    def run(self, inputs: Mapping[str, object]) -> Dict[str, "numpy.ndarray"]:  # noqa: F821
+        """Runs once with every input not bound in place; returns the outputs
+        not bound in place (those are written into their buffers)."""
+        if not isinstance(inputs, Mapping):
+            raise Error(f"run() takes a dict of input name -> numpy array, not {type(inputs).__name__}")
+        return self._impl.run(dict(inputs))
 
 
 def compile(  # noqa: A001 (kiln.compile is the name users expect)

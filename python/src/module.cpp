@@ -10,6 +10,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -125,6 +126,57 @@ kiln_backend parse_backend(const std::string& b) {
   raise("backend \"" + b + "\": expected auto, cpu or gpu");
 }
 
+// Binds `feed` to `ctx` (every input but those bound in place: the names in
+// `skip`) and fresh output arrays (into `result`; outputs in `skip` are
+// written into their in-place buffers instead). `keep` holds the contiguous
+// input arrays until the run ends; `bound` gets each dynamic output's shape as bound.
+void bind_feed(kiln::Context& ctx, const std::vector<kiln::TensorInfo>& inputs,
+               const std::vector<kiln::TensorInfo>& outputs, const std::set<std::string>& skip, const py::dict& feed,
+               py::dict& result, std::vector<py::array>& keep, std::map<std::string, std::vector<int64_t>>& bound) {
+  for (auto item : feed) {
+    const std::string key = py::str(item.first);
+    bool known = false;
+    for (const auto& t : inputs) known |= t.name == key;
+    if (!known) raise("unknown input \"" + key + "\"; the model's inputs are " + names_of(inputs));
+    if (skip.count(key)) raise("input \"" + key + "\" is bound in place: it is read from its buffer, not the feed");
+  }
+  for (const kiln::TensorInfo& t : inputs) {
+    if (skip.count(t.name)) continue;
+    if (!feed.contains(t.name)) raise("missing input \"" + t.name + "\"; the model's inputs are " + names_of(inputs));
+    py::array a = py::array::ensure(feed[py::str(t.name)], py::array::c_style);
+    if (!a) raise("input \"" + t.name + "\" is not convertible to a numpy array");
+    std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+    ctx.bind_input(t.name, a.data(), kiln_dtype_of(a.dtype(), t.dtype, t.name), shape);
+    keep.push_back(std::move(a));
+  }
+  py::object np_empty = py::module_::import("numpy").attr("empty");
+  for (const kiln::TensorInfo& t : outputs) {
+    if (skip.count(t.name)) continue;
+    // A plan with shape profiles: the inputs bound above set the shapes.
+    std::vector<int64_t> shape = t.dynamic() ? ctx.output_shape(t.name) : t.shape;
+    // numpy.empty, not py::array(dtype, shape): pybind11 computes strides
+    // from numpy 1's descriptor layout, which numpy 2 changed.
+    py::array a = np_empty(py::tuple(py::cast(shape)), numpy_dtype_name(t.dtype));
+    ctx.bind_output(t.name, a.mutable_data(), t.dtype, shape);
+    result[py::str(t.name)] = a;
+    if (t.dynamic()) bound[t.name] = std::move(shape);
+  }
+}
+
+// Sizes decided by the data: an output bound at its upper bound holds the
+// run's real shape at the front of its buffer (a copy of that part).
+void trim_data_dependent(const kiln::Context& ctx, const std::map<std::string, std::vector<int64_t>>& bound,
+                         py::dict& result) {
+  for (const auto& [name, shape] : bound) {
+    std::vector<int64_t> real = ctx.output_shape(name);
+    if (real == shape) continue;
+    int64_t n = 1;
+    for (int64_t d : real) n *= d;
+    py::object flat = result[py::str(name)].attr("reshape")(-1);
+    result[py::str(name)] = flat[py::slice(0, n, 1)].attr("reshape")(py::tuple(py::cast(real))).attr("copy")();
+  }
+}
+
 // One loaded plan and its bytes (for save()). Immutable; run() makes a
 // context per call, so one engine may be used from several Python threads.
 class PyEngine {
@@ -144,6 +196,9 @@ class PyEngine {
   int input_index(const std::string& name) const { return engine_.input_index(name); }
   int output_index(const std::string& name) const { return engine_.output_index(name); }
   py::bytes plan_bytes() const { return py::bytes(bytes_); }
+  const kiln::Engine& engine() const { return engine_; }
+  const std::vector<kiln::TensorInfo>& input_infos() const { return inputs_; }
+  const std::vector<kiln::TensorInfo>& output_infos() const { return outputs_; }
 
   // [{input: (min, opt, max), ...} per profile] for the dynamic inputs; [] for a static plan.
   py::list profiles() const {
@@ -196,56 +251,80 @@ class PyEngine {
   // calls `go` on it without the GIL.
   template <typename Go>
   void run_with(const py::dict& feed, py::dict& result, Go&& go) const {
-    for (auto item : feed) {
-      const std::string key = py::str(item.first);
-      bool known = false;
-      for (const auto& t : inputs_) known |= t.name == key;
-      if (!known) raise("unknown input \"" + key + "\"; the model's inputs are " + names_of(inputs_));
-    }
     kiln::Context ctx(engine_);
     std::vector<py::array> keep;  // the contiguous input arrays, alive until the run ends
-    for (const kiln::TensorInfo& t : inputs_) {
-      if (!feed.contains(t.name))
-        raise("missing input \"" + t.name + "\"; the model's inputs are " + names_of(inputs_));
-      py::array a = py::array::ensure(feed[py::str(t.name)], py::array::c_style);
-      if (!a) raise("input \"" + t.name + "\" is not convertible to a numpy array");
-      std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
-      ctx.bind_input(t.name, a.data(), kiln_dtype_of(a.dtype(), t.dtype, t.name), shape);
-      keep.push_back(std::move(a));
-    }
-    py::object np_empty = py::module_::import("numpy").attr("empty");
-    std::vector<std::vector<int64_t>> bound;
-    for (const kiln::TensorInfo& t : outputs_) {
-      // A plan with shape profiles: the inputs bound above set the shapes.
-      std::vector<int64_t> shape = t.dynamic() ? ctx.output_shape(t.name) : t.shape;
-      // numpy.empty, not py::array(dtype, shape): pybind11 computes strides
-      // from numpy 1's descriptor layout, which numpy 2 changed.
-      py::array a = np_empty(py::tuple(py::cast(shape)), numpy_dtype_name(t.dtype));
-      ctx.bind_output(t.name, a.mutable_data(), t.dtype, shape);
-      result[py::str(t.name)] = a;
-      bound.push_back(std::move(shape));
-    }
+    std::map<std::string, std::vector<int64_t>> bound;
+    bind_feed(ctx, inputs_, outputs_, {}, feed, result, keep, bound);
     {
       py::gil_scoped_release unlocked;
       go(ctx);
     }
-    // Sizes decided by the data: an output bound at its upper bound holds the
-    // run's real shape at the front of its buffer (a copy of that part).
-    for (size_t k = 0; k < outputs_.size(); ++k) {
-      const kiln::TensorInfo& t = outputs_[k];
-      if (!t.dynamic()) continue;
-      std::vector<int64_t> real = ctx.output_shape(t.name);
-      if (real == bound[k]) continue;
-      int64_t n = 1;
-      for (int64_t d : real) n *= d;
-      py::object flat = result[py::str(t.name)].attr("reshape")(-1);
-      result[py::str(t.name)] = flat[py::slice(0, n, 1)].attr("reshape")(py::tuple(py::cast(real))).attr("copy")();
-    }
+    trim_data_dependent(ctx, bound, result);
   }
 
   std::string bytes_;
   kiln::Engine engine_;
   std::vector<kiln::TensorInfo> inputs_, outputs_;
+};
+
+// A context of an engine kept across runs (kiln::Context), for what one
+// run() cannot say: shapes set ahead and buffers bound in place (a KV cache,
+// kiln_context_bind_in_place). Not for several threads at once.
+class RunContext {
+ public:
+  explicit RunContext(const PyEngine& e) : ctx_(e.engine()), inputs_(e.input_infos()), outputs_(e.output_infos()) {}
+
+  void set_input_shape(const std::string& name, const std::vector<int64_t>& shape) {
+    ctx_.set_input_shape(name, shape);
+  }
+  std::vector<int64_t> input_shape(const std::string& name) const { return ctx_.input_shape(name); }
+  std::vector<int64_t> output_shape(const std::string& name) const { return ctx_.output_shape(name); }
+
+  // `buffer`, a writable C-contiguous array of the capacity shape, serves as
+  // input `input` and output `output`; kept alive while bound.
+  void bind_in_place(const std::string& input, const std::string& output, const py::object& obj) {
+    // An ndarray itself, never a converted copy: the caller reads the cache from it.
+    const bool ndarray = py::isinstance<py::array>(obj);
+    py::array buffer = ndarray ? py::reinterpret_borrow<py::array>(obj) : py::array();
+    if (!ndarray || !(buffer.flags() & py::array::c_style) || !buffer.writeable())
+      raise("the buffer bound in place as input \"" + input + "\" and output \"" + output +
+            "\" must be a writable C-contiguous numpy array");
+    kiln_dtype want = KILN_F32;
+    for (const auto& t : inputs_)
+      if (t.name == input) want = t.dtype;
+    std::vector<int64_t> capacity(buffer.shape(), buffer.shape() + buffer.ndim());
+    ctx_.bind_in_place(input, output, buffer.mutable_data(), kiln_dtype_of(buffer.dtype(), want, input), capacity);
+    // Binding either of a pair again ends the pairing (the runtime's rule):
+    // drop any pair that shared a name with this one.
+    for (auto it = pairs_.begin(); it != pairs_.end();)
+      it = it->second.first == output || it->first == input ? pairs_.erase(it) : std::next(it);
+    pairs_[input] = {output, buffer};
+  }
+
+  // Runs with `feed` (every input not bound in place); returns the outputs
+  // not bound in place.
+  py::dict run(const py::dict& feed) {
+    std::set<std::string> skip;
+    for (const auto& [in, pair] : pairs_) {
+      skip.insert(in);
+      skip.insert(pair.first);
+    }
+    py::dict result;
+    std::vector<py::array> keep;
+    std::map<std::string, std::vector<int64_t>> bound;
+    bind_feed(ctx_, inputs_, outputs_, skip, feed, result, keep, bound);
+    {
+      py::gil_scoped_release unlocked;
+      ctx_.run();
+    }
+    trim_data_dependent(ctx_, bound, result);
+    return result;
+  }
+
+ private:
+  kiln::Context ctx_;
+  std::vector<kiln::TensorInfo> inputs_, outputs_;
+  std::map<std::string, std::pair<std::string, py::array>> pairs_;  // input -> (output, buffer)
 };
 
 PyEngine load(const std::string& path, const std::string& backend) {
@@ -354,6 +433,13 @@ PYBIND11_MODULE(_kiln, m) {
       .def("plan_bytes", &PyEngine::plan_bytes)
       .def("save", &PyEngine::save, py::arg("path"))
       .def("run", &PyEngine::run, py::arg("inputs"));
+  py::class_<RunContext>(m, "Context")
+      .def(py::init<const PyEngine&>(), py::arg("engine"), py::keep_alive<1, 2>())
+      .def("set_input_shape", &RunContext::set_input_shape, py::arg("name"), py::arg("shape"))
+      .def("input_shape", &RunContext::input_shape, py::arg("name"))
+      .def("output_shape", &RunContext::output_shape, py::arg("name"))
+      .def("bind_in_place", &RunContext::bind_in_place, py::arg("input"), py::arg("output"), py::arg("buffer"))
+      .def("run", &RunContext::run, py::arg("inputs"));
   m.def("set_log_callback", &set_log_callback, py::arg("callback"));
   m.def("load", &load, py::arg("path"), py::arg("backend") = "auto");
   m.def("compile", &compile, py::arg("model"), py::arg("precision") = "fp32", py::arg("shapes") = ShapeMap{},

@@ -419,3 +419,82 @@ def test_docs_python_blocks(index, monkeypatch):
             assert got.startswith(want[:-3]), (got, want)
         else:
             assert got == want
+
+
+# A KV cache bound in place (kiln_context_bind_in_place) through kiln.Context.
+
+def kv_layer_model(path):
+    """One attention step: the new keys (-x) appended to the past along axis 2
+    and returned as the present; y attends over the present."""
+    nodes = [
+        helper.make_node("Neg", ["x"], ["k"]),
+        helper.make_node("Concat", ["past_key", "k"], ["present_key"], axis=2),
+        helper.make_node("Transpose", ["present_key"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["x", "kt"], ["s"]),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "present_key"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "kv",
+        [helper.make_tensor_value_info("past_key", TensorProto.FLOAT, [1, 2, "past", 4]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, "seq", 4])],
+        [helper.make_tensor_value_info("present_key", TensorProto.FLOAT, [1, 2, "total", 4]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, "seq", 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+@pytest.fixture
+def kv_engine(tmp_path):
+    path = tmp_path / "kv.onnx"
+    kv_layer_model(path)
+    eng = kiln.compile(path, target="cpu", min_shapes={"past_key": [1, 2, 0, 4], "x": [1, 2, 1, 4]},
+                       max_shapes={"past_key": [1, 2, 12, 4], "x": [1, 2, 4, 4]})
+    return path, eng
+
+
+def test_decode_steps_in_place_equal_onnxruntime(kv_engine):
+    path, eng = kv_engine
+    cap, untouched = 10, np.float32(12345)
+    cache = np.full((1, 2, cap, 4), untouched, np.float32)
+    ctx = eng.context()
+    ctx.bind_in_place("past_key", "present_key", cache)
+    past_ref = np.zeros((1, 2, 0, 4), np.float32)
+    past = 0
+    for seq in (4, 1, 1):  # a prefill, then decode steps
+        ctx.set_input_shape("past_key", [1, 2, past, 4])
+        x = np.random.default_rng(past).standard_normal((1, 2, seq, 4)).astype(np.float32)
+        got = ctx.run({"x": x})
+        assert set(got) == {"y"}  # the present is in the cache, not returned
+        want = ort_run(path, {"past_key": past_ref, "x": x})
+        past += seq
+        np.testing.assert_allclose(cache[:, :, :past], want["present_key"], rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(got["y"], want["y"], rtol=1e-5, atol=1e-6)
+        assert (cache[:, :, past:] == untouched).all()  # positions past the present are never written
+        past_ref = want["present_key"]
+
+
+def test_bind_in_place_refusals_name_the_pair(kv_engine):
+    _, eng = kv_engine
+    ctx = eng.context()
+    with pytest.raises(kiln.Error, match=r'input "x" and output "y" cannot share one buffer: the plan appends in '
+                                         r'place only for "past_key" -> "present_key"'):
+        ctx.bind_in_place("x", "y", np.zeros((1, 2, 8, 4), np.float32))
+    with pytest.raises(kiln.Error, match=r'input "past_key" is f32 but the buffer bound in place with output '
+                                         r'"present_key" is f16'):
+        ctx.bind_in_place("past_key", "present_key", np.zeros((1, 2, 8, 4), np.float16))
+    with pytest.raises(kiln.Error, match=r'only dim 2 \(the positions appended along\) may differ'):
+        ctx.bind_in_place("past_key", "present_key", np.zeros((1, 3, 8, 4), np.float32))
+    with pytest.raises(kiln.Error, match=r'must be a writable C-contiguous numpy array'):
+        ctx.bind_in_place("past_key", "present_key", np.zeros((1, 2, 4, 8), np.float32).transpose(0, 1, 3, 2))
+    with pytest.raises(kiln.Error, match=r'must be a writable C-contiguous numpy array'):
+        ctx.bind_in_place("past_key", "present_key", [[0.0]])
+    # Too short for the present: refused at the run, naming both.
+    ctx.bind_in_place("past_key", "present_key", np.zeros((1, 2, 4, 4), np.float32))
+    ctx.set_input_shape("past_key", [1, 2, 3, 4])
+    with pytest.raises(kiln.Error, match=r'output "present_key" needs 5 positions along dim 2 .*input "past_key" '
+                                         r'holds 4'):
+        ctx.run({"x": np.zeros((1, 2, 2, 4), np.float32)})
+    with pytest.raises(kiln.Error, match=r'input "past_key" is bound in place'):
+        ctx.run({"past_key": np.zeros((1, 2, 3, 4), np.float32), "x": np.zeros((1, 2, 1, 4), np.float32)})

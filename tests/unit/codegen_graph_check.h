@@ -14,6 +14,7 @@
 #include "codegen/nvrtc/kernel_cache.h"
 #include "codegen/nvrtc/nvrtc_compiler.h"
 #include "backends/sim/sim_executor.h"
+#include "ir/error.h"
 #include "ir/printer.h"
 #include "tests/unit/pass_test_util.h"
 #include "backends/compare.h"

@@ -185,6 +185,33 @@ TEST(LaunchFit, AnEmitterThatKeepsItsBlockIsRefused) {
   }
 }
 
+// A misfit fewer threads might cure (static shared memory: one warp of the
+// kernel is checked without it) is emitted again with halved blocks down to
+// one warp; what still misfits there is refused saying so, naming the file,
+// node and limit -- not with the bare message of the first misfit, as if
+// no variant had been tried.
+TEST(LaunchFit, WhatMisfitsEvenWithOneWarpIsRefusedSayingSo) {
+  if (!plan_sim_available()) GTEST_SKIP() << "kiln built without codegen";
+  auto g = testing::compile_text(R"(graph @m(%x: f32[1,32768]) -> (f32[1,32768]) {
+    %y = softmax(%x) {axis=-1} : f32[1,32768]
+    return %y
+  })",
+                                 "sm_90");
+  codegen::ArchLimits tiny = codegen::arch_limits("sm_90");
+  tiny.static_shared = 4;  // less than any block reduction's scratch
+  codegen::ScopedArchLimits scoped(tiny);
+  try {
+    build_plan(*g, {"sm_90", "fp32", {}, true, {}, "tiny.onnx"});
+    FAIL() << "a plan was written for 4 bytes of static shared memory";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("tiny.onnx: ", 0), 0u) << m;
+    EXPECT_NE(m.find("softmax"), std::string::npos) << m;
+    EXPECT_NE(m.find("bytes of static shared memory, over sm_90's 4 bytes per block"), std::string::npos) << m;
+    EXPECT_NE(m.find("(also with 32 threads per block: no variant fits)"), std::string::npos) << m;
+  }
+}
+
 // 5,000 inputs and the output are 40,008 bytes of buffer pointers, over the
 // 32,764 bytes of parameters the driver takes: the kernel takes one pointer
 // to a table of them in device memory instead (codegen/param_table.h), NVRTC

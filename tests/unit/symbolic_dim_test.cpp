@@ -68,6 +68,30 @@ TEST(SymbolicDim, EvaluationNamesTheSymbol) {
   EXPECT_EQ(error_of([] { symbol_dim("2x"); }).substr(0, 41), "\"2x\" is not a valid symbol name (an ident");
 }
 
+// substitute_dim binds some symbols and keeps the others; eval_dim is it
+// with every symbol bound, so both give one answer and one error for each case.
+TEST(SymbolicDim, SubstitutionIsEvaluationWithSymbolsLeft) {
+  const int64_t b = symbol_dim("batch"), s = symbol_dim("seq");
+  const int64_t d = dim_sub(dim_add(dim_mul(b, s), s), 1);  // batch*seq+seq-1
+  EXPECT_EQ(dim_str(substitute_dim(d, {{"seq", 4}})), "4*batch+3");
+  EXPECT_EQ(dim_str(substitute_dim(d, {{"batch", 2}})), "3*seq-1");
+  EXPECT_EQ(substitute_dim(d, {}), d);
+  EXPECT_EQ(substitute_dim(d, {{"batch", 2}, {"seq", 4}}), 11);
+  EXPECT_EQ(eval_dim(d, {{"batch", 2}, {"seq", 4}}), 11);
+  EXPECT_EQ(substitute_dim(7, {{"seq", 4}}), 7);
+  // An unbound symbol is an error for eval_dim only.
+  EXPECT_EQ(error_of([&] { eval_dim(d, {{"seq", 4}}); }), "symbol 'batch' has no value");
+  // Negative and overflowing values: the same error from both.
+  const int64_t neg = dim_sub(dim_mul(s, 2), 3);
+  for (auto f : {substitute_dim, eval_dim}) {
+    EXPECT_EQ(error_of([&] { f(neg, {{"seq", 1}}); }), "dim 2*seq-3 is -1 (negative) for the given symbol values");
+    EXPECT_EQ(error_of([&] {
+                f(dim_mul(b, s), {{"batch", int64_t(1) << 40}, {"seq", int64_t(1) << 40}});
+              }),
+              "symbolic dim arithmetic overflows (1099511627776 * 1099511627776)");
+  }
+}
+
 TEST(SymbolicDim, StaticSizesRefuseSymbols) {
   Shape s = {symbol_dim("batch"), 3};
   EXPECT_EQ(error_of([&] { shape_numel(s); }),

@@ -27,7 +27,21 @@ bool is_pointwise_fused(const Node& n, const OpRegistry& ops) {
   return !n.body()->nodes().empty();
 }
 
-FusedPointwiseKernel emit_fused_pointwise(const Node& n, const OpRegistry& ops) {
+namespace {
+
+// What emit_fused_pointwise builds before it writes text: the kernel's
+// operands (the body's inputs, then the constants its nodes read), one step
+// per body node, the results, and the constants' data.
+struct FusedPointwisePlan {
+  std::vector<TensorType> operands;
+  std::vector<PointwiseStep> steps;
+  std::vector<std::pair<int, TensorType>> results;
+  std::vector<Tensor> constants;
+};
+
+// Every decision of the emitter: check_fused_pointwise runs this alone, the
+// emitter renders what it returns, so the two cannot disagree.
+FusedPointwisePlan plan_fused_pointwise(const Node& n, const OpRegistry& ops) {
   if (!is_pointwise_fused(n, ops))
     unsupported("codegen: {} is not a fused node of kind pointwise with only pointwise ops in its body", n.describe());
   const Graph& body = *n.body();
@@ -35,29 +49,26 @@ FusedPointwiseKernel emit_fused_pointwise(const Node& n, const OpRegistry& ops) 
              n.describe(), body.inputs().size(), n.num_inputs());
   KILN_CHECK(body.outputs().size() == static_cast<size_t>(n.num_outputs()), "{}: body returns {}, node has {}",
              n.describe(), body.outputs().size(), n.num_outputs());
-  FusedPointwiseKernel fk;
-  std::vector<TensorType> operands;
+  FusedPointwisePlan plan;
+  std::vector<TensorType>& operands = plan.operands;
   std::unordered_map<const Value*, int> index;  // body value -> kernel value
+  index.reserve(body.inputs().size() + 2 * body.nodes().size());
   for (Value* v : body.inputs()) {
     index[v] = static_cast<int>(operands.size());
     operands.push_back(v->type());
   }
   // Constants become operands after the body's inputs (numbered before any step).
+  auto add_constant = [&](Value* v) {
+    if (!v->is_constant() || index.count(v)) return;
+    index[v] = static_cast<int>(operands.size());
+    operands.push_back(v->type());
+    plan.constants.push_back(v->data());
+  };
   for (const auto& bn : body.nodes())
-    for (Value* v : bn->inputs())
-      if (v->is_constant() && !index.count(v)) {
-        index[v] = static_cast<int>(operands.size());
-        operands.push_back(v->type());
-        fk.constants.push_back(v->data());
-      }
-  for (Value* v : body.outputs())
-    if (v->is_constant() && !index.count(v)) {
-      index[v] = static_cast<int>(operands.size());
-      operands.push_back(v->type());
-      fk.constants.push_back(v->data());
-    }
+    for (Value* v : bn->inputs()) add_constant(v);
+  for (Value* v : body.outputs()) add_constant(v);
   const int nops = static_cast<int>(operands.size());
-  std::vector<PointwiseStep> steps;
+  plan.steps.reserve(body.nodes().size());
   for (const auto& bn : body.nodes()) {
     const OpDef& def = ops.get(bn->op());
     KILN_CHECK(bn->num_outputs() == 1, "{}: a pointwise op with {} results", bn->describe(), bn->num_outputs());
@@ -73,17 +84,28 @@ FusedPointwiseKernel emit_fused_pointwise(const Node& n, const OpRegistry& ops) 
     st.expr = def.expr(b, bn->attrs());
     KILN_CHECK(st.expr.result_dtype() == bn->output(0)->dtype(), "{}: expression gives {}, inferred {}", bn->describe(),
                dtype_name(st.expr.result_dtype()), dtype_name(bn->output(0)->dtype()));
-    index[bn->output(0)] = nops + static_cast<int>(steps.size());
-    steps.push_back(std::move(st));
+    index[bn->output(0)] = nops + static_cast<int>(plan.steps.size());
+    plan.steps.push_back(std::move(st));
   }
-  std::vector<std::pair<int, TensorType>> results;
   for (int r = 0; r < n.num_outputs(); ++r) {
     Value* v = body.outputs()[r];
     auto it = index.find(v);
     KILN_CHECK(it != index.end(), "{}: body result %{} is not computed", n.describe(), v->name());
-    results.emplace_back(it->second, n.output(r)->type());
+    plan.results.emplace_back(it->second, n.output(r)->type());
   }
-  fk.kernel = emit_pointwise_multi(steps, operands, results, "fused");
+  check_pointwise_multi(plan.steps, plan.operands, plan.results, "fused");
+  return plan;
+}
+
+}  // namespace
+
+void check_fused_pointwise(const Node& n, const OpRegistry& ops) { (void)plan_fused_pointwise(n, ops); }
+
+FusedPointwiseKernel emit_fused_pointwise(const Node& n, const OpRegistry& ops) {
+  FusedPointwisePlan plan = plan_fused_pointwise(n, ops);
+  FusedPointwiseKernel fk;
+  fk.kernel = emit_pointwise_multi(plan.steps, plan.operands, plan.results, "fused");
+  fk.constants = std::move(plan.constants);
   return fk;
 }
 

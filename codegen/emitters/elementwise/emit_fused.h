@@ -29,6 +29,10 @@ bool is_pointwise_fused(const Node& n, const OpRegistry& ops);
 // body is inconsistent.
 FusedPointwiseKernel emit_fused_pointwise(const Node& n, const OpRegistry& ops);
 
+// Every check emit_fused_pointwise makes, without writing text: throws what it
+// would throw (the two share one function, so they cannot disagree).
+void check_fused_pointwise(const Node& n, const OpRegistry& ops);
+
 // Whether `n` is a fused node of kind "pointwise" or "injective" whose body
 // holds pointwise and injective ops (with index maps) that
 // emit_fused_on_demand() handles.

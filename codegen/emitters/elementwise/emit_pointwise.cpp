@@ -53,10 +53,9 @@ PointwiseKernel emit_pointwise(const Expr& e, const std::vector<TensorType>& ope
   return emit_pointwise_multi({step}, operands, {{static_cast<int>(operands.size()), out}}, label);
 }
 
-PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::vector<TensorType>& operands,
-                                     const std::vector<std::pair<int, TensorType>>& results, const std::string& label) {
+void check_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::vector<TensorType>& operands,
+                           const std::vector<std::pair<int, TensorType>>& results, const std::string& label) {
   KILN_CHECK(!results.empty(), "codegen: {}: no results", label);
-  const int nops = static_cast<int>(operands.size());
   // The dtype of every value: operands, then each step's result.
   std::vector<DType> vdt;
   for (const TensorType& t : operands) vdt.push_back(t.dtype);
@@ -74,6 +73,7 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
         fail("codegen: {}: operand {} is {} but the expression reads {}", label, nd.input,
              dtype_name(vdt[st.args[nd.input]]), dtype_name(nd.dtype));
     }
+    check_expr_emittable(st.expr);
     vdt.push_back(st.expr.result_dtype());
   }
   const TensorType& out = results[0].second;
@@ -83,6 +83,23 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
       fail("codegen: {}: expression gives {} but the output is {}", label, dtype_name(vdt[v]), dtype_name(t.dtype));
     if (t.shape != out.shape) fail("codegen: {}: results of different shapes {} and {}", label, t.str(), out.str());
   }
+  (void)out.numel();  // a symbolic size is refused here: the kernel bakes sizes in
+  for (const TensorType& t : operands) {
+    if (broadcast_shapes(t.shape, out.shape) != out.shape)
+      fail("codegen: {}: operand {} does not broadcast to the output {}", label, t.str(), out.str());
+    (void)t.numel();
+  }
+}
+
+PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::vector<TensorType>& operands,
+                                     const std::vector<std::pair<int, TensorType>>& results, const std::string& label) {
+  check_pointwise_multi(steps, operands, results, label);
+  const int nops = static_cast<int>(operands.size());
+  // The dtype of every value: operands, then each step's result.
+  std::vector<DType> vdt;
+  for (const TensorType& t : operands) vdt.push_back(t.dtype);
+  for (const PointwiseStep& st : steps) vdt.push_back(st.expr.result_dtype());
+  const TensorType& out = results[0].second;
   const int nres = static_cast<int>(results.size());
   PointwiseKernel k;
   k.outputs = nres;
@@ -90,8 +107,6 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
   for (int r = 0; r < nres; ++r) k.counts.push_back(k.numel);
   std::vector<std::vector<int64_t>> strides;
   for (const TensorType& t : operands) {
-    if (broadcast_shapes(t.shape, out.shape) != out.shape)
-      fail("codegen: {}: operand {} does not broadcast to the output {}", label, t.str(), out.str());
     strides.push_back(broadcast_strides(t.shape, out.shape));
     k.counts.push_back(t.numel());
   }

@@ -72,6 +72,13 @@ PointwiseKernel emit_pointwise(const Expr& e, const std::vector<TensorType>& ope
 PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::vector<TensorType>& operands,
                                      const std::vector<std::pair<int, TensorType>>& results, const std::string& label);
 
+// The checks emit_pointwise_multi starts with, without writing any text:
+// throws the kiln::Error it would (dtypes, shapes, a symbolic size, an
+// expression emit_expr cannot write). The fuser's can-emit query
+// (codegen/emitter_table.h) runs this instead of rendering the kernel.
+void check_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::vector<TensorType>& operands,
+                           const std::vector<std::pair<int, TensorType>>& results, const std::string& label);
+
 // The same for one pointwise op (category Pointwise): builds its Expr from
 // the operand dtypes and attributes.
 PointwiseKernel emit_pointwise_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,

@@ -1,0 +1,126 @@
+// The fuser's can-emit query (codegen::why_no_kernel, which runs an
+// emitter's check instead of rendering its kernel where the emitter has one,
+// codegen/emitter_table.h) against emitting the kernel in full
+// (why_no_kernel_by_emitting): the same verdict for every group the fuser
+// asks about while compiling each conformance model, and for every node of
+// the compiled graphs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "codegen/emitter_table.h"
+#include "compiler/compile.h"
+#include "conformance/conformance.h"
+#include "ir/error.h"
+#include "tests/unit/pass_test_util.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Tally {
+  int asked = 0;    // questions answered by an emitter's check
+  int refused = 0;  // of those, refusals
+};
+
+// Compares the two answers for `n`; counts the questions a check answered.
+void expect_agree(const Node& n, const std::string& where, Tally& t) {
+  const codegen::KernelEmitter* e = codegen::emitter_for(n);
+  if (!e || !e->check) return;
+  std::string cheap = codegen::why_no_kernel(n);
+  std::string full = codegen::why_no_kernel_by_emitting(n);
+  ++t.asked;
+  t.refused += !cheap.empty();
+  EXPECT_EQ(cheap.empty(), full.empty()) << where << ": " << n.describe() << "\n  check: " << cheap
+                                         << "\n  emit: " << full;
+}
+
+// Debian's suite, and the current onnx release's where it has been generated.
+std::vector<std::string> suites() {
+  std::vector<std::string> dirs;
+  for (const char* suite : {"debian-1.12", "onnx-1.23"}) {
+    try {
+      for (std::string& d : conformance_suite_paths(suite)) dirs.push_back(std::move(d));
+    } catch (const Error&) {
+      // not installed or not generated here
+    }
+  }
+  return dirs;
+}
+
+TEST(CanEmit, CheckAgreesWithEmittingOverTheConformanceModels) {
+  std::vector<std::string> dirs = suites();
+  if (dirs.empty()) GTEST_SKIP() << "no ONNX conformance suite (libonnx-testdata) is installed";
+  Tally probes, nodes;
+  int compiled = 0;
+  for (const std::string& dir : conformance_test_dirs(dirs)) {
+    std::string name = fs::path(dir).parent_path().filename().string() + "/" + fs::path(dir).filename().string();
+    std::unique_ptr<Graph> g;
+    try {
+      g = import_conformance_case(dir, "test_data_set_0", nullptr).graph;
+    } catch (const Error&) {
+      continue;  // not importable: the conformance run reports it
+    }
+    CompileOptions o;
+    o.pass.target = "sm_90";
+    // Every group the fuser asks about, as it asks.
+    o.pass.why_no_kernel = [&](const Node& f) {
+      expect_agree(f, name + " (fuser's question)", probes);
+      return codegen::why_no_kernel_by_emitting(f);
+    };
+    try {
+      compile_graph(*g, o);
+    } catch (const Error&) {
+      continue;  // not compilable yet: the conformance run reports it
+    }
+    ++compiled;
+    for (const auto& n : g->nodes()) expect_agree(*n, name, nodes);
+  }
+  std::cout << "[ can-emit ] " << compiled
+            << " models compiled; fuser's questions answered by a check: " << probes.asked << " (" << probes.refused
+            << " refused); compiled nodes: " << nodes.asked << " (" << nodes.refused << " refused)\n";
+  // The comparison must have had something to compare.
+  EXPECT_GT(compiled, 500);
+  EXPECT_GT(probes.asked, 20);
+  EXPECT_GT(nodes.asked, 20);
+}
+
+// Fused pointwise nodes the emitter refuses: the check refuses them too.
+const char* kRefused =
+    R"(graph @refused(%a: f32[2,3], %b: f32[3], %s: f32[batch,3]) -> (f32[2,3], f32[3], f32[batch,3]) symbols(batch in [1, 4]) {
+  %x, %y = fused(%a, %b) {kind="pointwise"} : f32[2,3], f32[3] {
+    graph @fused_0(%a: f32[2,3], %b: f32[3]) -> (f32[2,3], f32[3]) {
+      %y = neg(%b) : f32[3]
+      %x = add(%a, %y) : f32[2,3]
+      return %x, %y
+    }
+  }
+  %z = fused(%s) {kind="pointwise"} : f32[batch,3] {
+    graph @fused_1(%s: f32[batch,3]) -> (f32[batch,3]) {
+      %n = neg(%s) : f32[batch,3]
+      %z = relu(%n) : f32[batch,3]
+      return %z
+    }
+  }
+  return %x, %y, %z
+})";
+
+TEST(CanEmit, CheckRefusesWhatTheEmitterRefuses) {
+  auto g = testing::parse(kRefused);
+  int fused = 0;
+  for (const auto& n : g->nodes()) {
+    if (n->op() != "fused") continue;
+    ++fused;
+    ASSERT_NE(codegen::emitter_for(*n), nullptr);
+    ASSERT_NE(codegen::emitter_for(*n)->check, nullptr) << n->describe();
+    std::string cheap = codegen::why_no_kernel(*n);
+    EXPECT_NE(cheap, "") << n->describe();
+    EXPECT_EQ(cheap, codegen::why_no_kernel_by_emitting(*n)) << n->describe();
+  }
+  EXPECT_EQ(fused, 2);
+}
+
+}  // namespace
+}  // namespace kiln
