@@ -231,11 +231,18 @@ bool handles_attention(const Node& n) {
 std::vector<NodeKernel> emit_attention_node(const Node& n) {
   if (n.op() == "fused") {
     FusedAttentionKernel fk = emit_fused_attention(n);
-    return {node_kernel(fk.kernel, std::move(fk.constants))};
+    NodeKernel nk = node_kernel(fk.kernel, std::move(fk.constants));
+    nk.workspace_f32 = fk.kernel.workspace_f32;
+    nk.tile_counters = fk.kernel.tile_counters;
+    return {nk};
   }
   std::vector<TensorType> operands;
   for (Value* v : n.inputs()) operands.push_back(v->type());
-  return {node_kernel(emit_attention_op(n.attrs(), operands, n.output(0)->type()))};
+  const AttentionKernel k = emit_attention_op(n.attrs(), operands, n.output(0)->type());
+  NodeKernel nk = node_kernel(k);
+  nk.workspace_f32 = k.workspace_f32;
+  nk.tile_counters = k.tile_counters;
+  return {nk};
 }
 
 bool handles_rnn(const Node& n) { return !n.body() && (n.op() == "rnn" || n.op() == "gru" || n.op() == "lstm"); }

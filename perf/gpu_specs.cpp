@@ -30,6 +30,7 @@ std::vector<GpuSpec> make_table() {
   h100.max_warps_per_sm = 64;
   h100.max_blocks_per_sm = 32;
   h100.mma_sync_fraction = 0.6;
+  h100.boost_clock_ghz = 1.98;
   t.push_back(h100);
 
   // H200 SXM: NVIDIA H200 Tensor Core GPU data sheet (the same GH100 SMs and
@@ -59,6 +60,7 @@ std::vector<GpuSpec> make_table() {
   a100.max_warps_per_sm = 64;
   a100.max_blocks_per_sm = 32;
   a100.mma_sync_fraction = 1.0;
+  a100.boost_clock_ghz = 1.41;
   t.push_back(a100);
 
   // L4: NVIDIA L4 Tensor Core GPU data sheet (tensor figures with sparsity,
@@ -81,6 +83,7 @@ std::vector<GpuSpec> make_table() {
   l4.max_warps_per_sm = 48;
   l4.max_blocks_per_sm = 24;
   l4.mma_sync_fraction = 1.0;
+  l4.boost_clock_ghz = 2.04;
   t.push_back(l4);
   return t;
 }

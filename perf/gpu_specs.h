@@ -30,6 +30,9 @@ struct GpuSpec {
   // at a lower rate there. An assumption (docs/performance.md), to be
   // calibrated against measurements.
   double mma_sync_fraction = 1.0;
+  // Boost clock (GHz): the epilogue term counts load/store issue and L1
+  // transfer cycles (perf/perf_model.h).
+  double boost_clock_ghz = 1.0;
 };
 
 // Every GPU in the table, in a fixed order.

@@ -138,8 +138,21 @@ LaunchEstimate estimate_launch(const LaunchWork& w, const GpuSpec& g, const Mode
     const double tail_fill = double(std::min<int64_t>(w.tail_blocks, g.sms)) / g.sms;
     e.tail_us = std::max(2 * c.load_latency_us, w.tail_bytes / (bandwidth * c.dram_efficiency * tail_fill) * us);
   }
+  if (w.epilogue_width > 0 && w.tile.k_tiles > 0 && w.kind != WorkKind::Copy) {
+    // Each block's epilogue runs after its k-loop: warp accesses of 32 x
+    // width elements, or the tile's bytes through L1, whichever is slower.
+    const double elems = double(w.tile.bm) * double(w.tile.bn);
+    const double accesses = elems / (32.0 * w.epilogue_width) * w.epilogue_accesses;
+    const double cycles =
+        std::max(accesses / c.lsu_warp_accesses_per_clock, elems * w.epilogue_bytes / c.l1_bytes_per_clock);
+    // Charged once, for the blocks one SM holds at a time: an earlier wave's
+    // epilogues overlap the next wave's k-loops, the last wave's do not.
+    const int64_t stores = w.tail_blocks > 0 ? w.tail_blocks : std::max<int64_t>(w.blocks, 1);
+    const int64_t per_sm = std::min<int64_t>(ceil_div(stores, g.sms), std::max(e.occ.blocks_per_sm, 1));
+    e.epilogue_us = double(per_sm) * cycles / (g.boost_clock_ghz * 1e3);
+  }
   const double body = std::max({e.compute_us, e.memory_us, e.latency_us});
-  e.est_us = body + e.tail_us;
+  e.est_us = body + e.tail_us + e.epilogue_us;
   if (e.est_us <= c.graph_node_overhead_us) e.bound = "launch";
   else if (body == e.compute_us) e.bound = "compute";
   else if (body == e.memory_us) e.bound = "memory";

@@ -68,6 +68,13 @@ struct LaunchWork {
   // (partial sums, epilogue operands, results); 0: no tail.
   int64_t tail_blocks = 0;
   double tail_bytes = 0;
+  // The epilogue of a tiled GEMM/conv (the kernel's "// epilogue:" line,
+  // codegen/emitters/gemm_conv/emit_gemm_mma.cpp): each block (a folded
+  // split: each tile's last block) stores its bm x bn tile with accesses of
+  // `epilogue_width` elements per thread, `epilogue_accesses` of them per
+  // epilogue_width elements (results and the operands read along the row),
+  // moving `epilogue_bytes` per element; 0: not stated (no epilogue term).
+  int epilogue_width = 0, epilogue_accesses = 0, epilogue_bytes = 0;
 };
 
 // The assumptions that are not in a GPU table (docs/performance.md,
@@ -76,6 +83,11 @@ struct ModelConstants {
   double graph_node_overhead_us = 1.0;  // per CUDA Graph node (kernel or copy) in a replayed graph
   double dram_efficiency = 0.9;         // the share of the data-sheet bandwidth a streaming kernel gets
   double load_latency_us = 0.5;         // a global load's round trip under load (DRAM; L2 hits are faster)
+  // The epilogue term: an SM issues one warp-wide load/store per clock and
+  // its L1 moves 128 bytes per clock (sm_80/sm_90: 32 load/store units, a
+  // 128-byte L1 data path).
+  double lsu_warp_accesses_per_clock = 1.0;
+  double l1_bytes_per_clock = 128.0;
 };
 
 struct Occupancy {
@@ -93,7 +105,12 @@ struct LaunchEstimate {
   // trip), then the partial sums (another), or their bytes over the SMs the
   // tiles' last blocks run on, whichever is longer.
   double tail_us = 0;
-  double est_us = 0;   // max of the three, plus the tail
+  // The epilogue after each block's k-loop: the blocks the busiest SM holds at
+  // once (a folded split: of its tiles' last blocks; earlier waves' epilogues
+  // overlap later k-loops) x per block max(warp accesses / rate, bytes / L1
+  // rate) cycles.
+  double epilogue_us = 0;
+  double est_us = 0;   // max of the three, plus the tail and the epilogue
   std::string bound;   // "compute", "memory", "latency" or "launch"
   double sol_us = 0;   // speed of light: max(flops / peak, bytes / bandwidth)
   double sol_pct = 0;  // 100 x sol_us / est_us

@@ -183,6 +183,12 @@ TileLoop tile_loop_from_source(const std::string& source, int64_t k) {
     t.bk = static_cast<int>(kb);
     t.stages = 2;
     t.k_tiles = ceil_div(keys, kb);
+    // Split-KV (emit_attention_tc.cpp): each block runs KV_TILES of the key tiles.
+    static const std::regex kv_splits(R"(\bKV_SPLITS = (\d+))"), kv_tiles(R"(\bKV_TILES = (\d+))");
+    if (find_int(source, kv_splits) > 1 && find_int(source, kv_tiles) > 0) {
+      t.split = static_cast<int>(find_int(source, kv_splits));
+      t.k_tiles = find_int(source, kv_tiles);
+    }
     return t;
   }
   std::smatch m;
@@ -273,6 +279,14 @@ std::vector<StepWork> plan_work(const plan::Plan& p, const Graph& g) {
       w.tail_bytes = distinct_bytes(tb);
       const int64_t splits = std::max(tile_loop_from_source(k.source, 0).split, 1);
       w.tail_blocks = std::max<int64_t>(w.blocks / splits, 1);
+    }
+    // The epilogue's accesses ("// epilogue: 8-element accesses, 2 per 8 elements, 4 bytes per element").
+    static const std::regex epi_re(
+        R"(// epilogue: (\d+)-element accesses, (\d+) per \d+ elements, (\d+) bytes per element)");
+    if (std::smatch em; std::regex_search(k.source, em, epi_re)) {
+      w.epilogue_width = std::stoi(em[1].str());
+      w.epilogue_accesses = std::stoi(em[2].str());
+      w.epilogue_bytes = std::stoi(em[3].str());
     }
     const Node* a = anchor_of(n);
     AnchorWork aw;

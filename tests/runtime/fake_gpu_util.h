@@ -304,6 +304,15 @@ inline plan::Plan folded_split_k_plan() {
   return build_plan(*compiled_text(kFoldedSplitK), {"sm_90", "fp32", {}});
 }
 
+// A decode-step attention (one query against 900 keys, 4 heads): the
+// tensor-core kernel splits the keys over blocks (split-KV) and combines them
+// in its last block per query tile, with counters in the zeroed region.
+inline constexpr const char* kSplitKvAttention =
+    R"(graph @m(%q: f16[1,4,1,64], %k: f16[1,4,900,64], %v: f16[1,4,900,64]) -> (f16[1,4,1,64]) {
+    %o = attention(%q, %k, %v) {scale=0.125} : f16[1,4,1,64]
+    return %o
+  })";
+
 // Graphs with control flow (tests/runtime/control_flow_graphs.h) by plan name.
 inline const std::map<std::string, const char*>& control_flow_graphs() {
   static const std::map<std::string, const char*> gs = {{"cf_if_in_loop", cfgraphs::kIfInLoop},
@@ -316,8 +325,8 @@ inline const std::map<std::string, const char*>& control_flow_graphs() {
 
 // Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax",
 // "wide_softmax_small_registers",
-// "folded_split_k", "concat_5000", kAbsentOperandCase, the control-flow graphs' names and
-// "cf_table_in_loop".
+// "folded_split_k", "split_kv_attention", "concat_5000", kAbsentOperandCase, the control-flow graphs'
+// names and "cf_table_in_loop".
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
@@ -328,6 +337,7 @@ inline const std::map<std::string, plan::Plan>& plans() {
     r["wide_softmax"] = build_plan(*compiled_text(kWideSoftmax), {"sm_90", "fp32", {}});
     r["wide_softmax_small_registers"] = small_register_file_plan(*compiled_text(kWideSoftmax));
     r["folded_split_k"] = folded_split_k_plan();
+    r["split_kv_attention"] = build_plan(*compiled_text(kSplitKvAttention), {"sm_90", "fp32", {}});
     // Control flow left in the plan (fake_gpu_control_flow_test.cpp).
     for (const auto& [name, text] : control_flow_graphs())
       r[name] = build_plan(*compiled_text(text), {"sm_90", "fp32", {}});

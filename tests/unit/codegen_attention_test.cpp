@@ -161,6 +161,28 @@ Tensor make(DType dt, const Shape& s, uint64_t seed, bool is_mask) {
   return t;
 }
 
+// Launches `k` on the simulator with `bufs`; a split-KV kernel also gets its
+// workspace (poisoned: undefined when a node starts) and its tile counters
+// (zero), which must be zero again afterwards.
+void sim_launch_attention(const codegen::SimEntry& entry, const codegen::AttentionKernel& k, std::vector<void*> bufs,
+                          std::vector<long long> counts, const std::string& what) {
+  std::vector<float> ws(static_cast<size_t>(k.workspace_f32), NAN);
+  std::vector<unsigned> tickets(static_cast<size_t>(k.tile_counters), 0u);
+  if (k.kv_splits > 1) {
+    bufs.push_back(ws.data());
+    counts.push_back(static_cast<long long>(ws.size()));
+    bufs.push_back(tickets.data());
+    counts.push_back(static_cast<long long>(tickets.size()));
+  }
+  sim::LaunchConfig cfg;
+  cfg.kernel = k.name;
+  cfg.grid = dim3(k.grid);
+  cfg.block = dim3(k.block);
+  ASSERT_NO_THROW(codegen::sim_launch(entry, cfg, bufs, counts)) << what;
+  EXPECT_EQ(std::count(tickets.begin(), tickets.end(), 0u), static_cast<long>(tickets.size()))
+      << what << ": the tile counters must be zero again";
+}
+
 bool close(DType t, double got, double want) {
   if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
   if (std::isinf(got) || std::isinf(want)) return got == want;
@@ -254,13 +276,7 @@ TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSi
       bufs.push_back(const_cast<void*>(t.raw()));
       counts.push_back(t.numel());
     }
-    if (kernels[ci].grid > 0) {
-      sim::LaunchConfig cfg;
-      cfg.kernel = kernels[ci].name;
-      cfg.grid = dim3(kernels[ci].grid);
-      cfg.block = dim3(kernels[ci].block);
-      ASSERT_NO_THROW(codegen::sim_launch(entries.at(kernels[ci].name), cfg, bufs, counts)) << c.text;
-    }
+    if (kernels[ci].grid > 0) sim_launch_attention(entries.at(kernels[ci].name), kernels[ci], bufs, counts, c.text);
     int bad = 0, nans = 0;
     std::string first;
     for (int64_t i = 0; i < got.numel(); ++i) {
@@ -278,6 +294,126 @@ TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSi
       "codegen attention: {} kernels compiled for sm_80/sm_90, max registers {}, {} with spills; {} of {} match "
       "the reference on the simulator\n",
       sources.size(), max_regs, spills, matched, cases.size());
+}
+
+// Split-KV (flash-decoding) in the tensor-core kernel: few query tiles
+// against many keys (a decode step of one query after a past of up to 2048
+// keys, as llama_kv_decode's shapes grow) divide each tile's keys among
+// blocks, the last block of a tile combining the partial states in split
+// order. The cost terms decide: BERT's 128 keys stay one block per tile. Each
+// split kernel compiles for sm_80/sm_90 without spills and matches the
+// reference on the simulator, with its workspace poisoned and its tickets
+// zero again after the launch; rows that are all -inf, a NaN score and
+// causal tiles whose last splits see no key keep the one-block semantics.
+TEST(CodegenAttention, SplitKvDecodeMatchesReferenceOnSim) {
+  using S = Shape;
+  std::vector<Case> cases = {
+      {"split f16 D=128 decode Sq=1 Sk=2048 32 heads",
+       DType::F16,
+       S{1, 32, 1, 128},
+       S{1, 32, 2048, 128},
+       S{1, 32, 2048, 128},
+       {},
+       0.088,
+       0,
+       0},
+      {"split bf16 D=64 decode batch 2 mask[B,1,1,Sk] Sk=1000", DType::BF16, S{2, 8, 1, 64}, S{2, 8, 1000, 64},
+       S{2, 8, 1000, 64}, S{2, 1, 1, 1000}, 0.125, 0, 0},
+      // Query tile 0 sees 16 keys (one key tile): the splits after the first see none.
+      {"split f16 D=64 causal Sq=Sk=1024 (empty splits)",
+       DType::F16,
+       S{1, 1, 1024, 64},
+       S{1, 1, 1024, 64},
+       S{1, 1, 1024, 64},
+       {},
+       0.125,
+       1,
+       0},
+      {"split f16 D=64 masked row -> NaN", DType::F16, S{1, 4, 1, 64}, S{1, 4, 900, 64}, S{1, 4, 900, 64},
+       S{1, 4, 1, 900}, 0.125, 0, 0, Case::MaskedRow},
+      {"split f16 D=64 masked row nan_to_zero", DType::F16, S{1, 4, 1, 64}, S{1, 4, 900, 64}, S{1, 4, 900, 64},
+       S{1, 4, 1, 900}, 0.125, 0, 1, Case::MaskedRow},
+      {"split f16 D=64 NaN score",
+       DType::F16,
+       S{1, 1, 1, 64},
+       S{1, 1, 1500, 64},
+       S{1, 1, 1500, 64},
+       {},
+       0.125,
+       0,
+       0,
+       Case::NanScore},
+      {"no split: bert f16 mask", DType::F16, S{1, 12, 128, 64}, S{1, 12, 128, 64}, S{1, 12, 128, 64},
+       S{1, 1, 128, 128}, 0.125, 0, 1},
+  };
+  const OpDef& def = op_registry().get("attention");
+  std::vector<codegen::KernelSource> sources;
+  std::vector<codegen::AttentionKernel> kernels;
+  for (const Case& c : cases) {
+    std::vector<TensorType> ops = {TensorType(c.dt, c.q), TensorType(c.dt, c.k), TensorType(c.dt, c.v)};
+    if (!c.mask.empty()) ops.push_back(TensorType(c.dt, c.mask));
+    kernels.push_back(codegen::emit_attention_op(c.attrs(), ops, TensorType(c.dt, {c.q[0], c.q[1], c.q[2], c.v[3]})));
+    sources.push_back({kernels.back().name, kernels.back().source});
+    fmt::print("  {}: {} splits, grid {}, BQ={} BK={}\n", c.text, kernels.back().kv_splits, kernels.back().grid,
+               kernels.back().bq, kernels.back().bk);
+    EXPECT_TRUE(kernels.back().tensor_cores) << c.text;
+    if (c.text.starts_with("no split")) {
+      EXPECT_EQ(kernels.back().kv_splits, 1) << c.text;
+      EXPECT_EQ(kernels.back().workspace_f32, 0) << c.text;
+      continue;
+    }
+    EXPECT_GT(kernels.back().kv_splits, 1) << c.text;
+    EXPECT_EQ(kernels.back().workspace_f32, kernels.back().kv_splits * c.q[0] * c.q[1] * c.q[2] * (c.v[3] + 2));
+    EXPECT_EQ(kernels.back().tile_counters * kernels.back().kv_splits, int64_t{kernels.back().grid}) << c.text;
+  }
+  // The decode step of 32 heads: 64 key tiles of 32 on 32 blocks would be
+  // one long k-loop each; the split spreads them over (nearly) every SM.
+  EXPECT_GE(int64_t{kernels[0].grid}, 132) << "decode split";
+
+  codegen::KernelCache cache;
+  for (std::string arch : {"sm_80", "sm_90"}) {
+    codegen::KernelCompiler compiler(arch, &cache);
+    std::vector<codegen::CompiledKernel> ks = compiler.compile(sources);
+    for (size_t i = 0; i < ks.size(); ++i) {
+      EXPECT_FALSE(ks[i].cubin.empty()) << cases[i].text;
+      EXPECT_EQ(ks[i].spill_bytes, 0) << cases[i].text << " on " << arch << "\n" << ks[i].log;
+      EXPECT_EQ(ks[i].log.find("warning"), std::string::npos) << cases[i].text << " on " << arch << ": " << ks[i].log;
+    }
+  }
+  codegen::SimCompiler sim;
+  std::map<std::string, codegen::SimEntry> entries = sim.compile(sources);
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
+    const codegen::AttentionKernel& k = kernels[ci];
+    std::vector<Tensor> ins = {make(c.dt, c.q, 7 * ci + 1, false), make(c.dt, c.k, 7 * ci + 2, false),
+                               make(c.dt, c.v, 7 * ci + 3, false)};
+    if (!c.mask.empty()) ins.push_back(make(c.dt, c.mask, 200 + ci, true));
+    if (c.special == Case::MaskedRow)  // head 2's query: every key hidden
+      for (int64_t j = 0; j < c.mask[3]; ++j) ins[3].set_double(2 * c.mask[3] + j, -INFINITY);
+    if (c.special == Case::NanScore) ins[1].set_double(1234 * c.k[3] + 5, NAN);  // key 1234: a NaN score
+    TensorType out(c.dt, {c.q[0], c.q[1], c.q[2], c.v[3]});
+    std::vector<const Tensor*> ptrs;
+    for (const Tensor& t : ins) ptrs.push_back(&t);
+    Tensor want = evaluate_op(def, c.attrs(), ptrs, {out}, "node")[0];
+    Tensor got(out);
+    std::memset(got.raw(), 0xa5, got.nbytes());
+    std::vector<void*> bufs = {got.raw()};
+    std::vector<long long> counts = {got.numel()};
+    for (const Tensor& t : ins) {
+      bufs.push_back(const_cast<void*>(t.raw()));
+      counts.push_back(t.numel());
+    }
+    sim_launch_attention(entries.at(k.name), k, bufs, counts, c.text);
+    int bad = 0, nans = 0;
+    std::string first;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      nans += std::isnan(got.get_double(i));
+      if (close(c.dt, got.get_double(i), want.get_double(i))) continue;
+      if (bad++ == 0) first = fmt::format("element {}: got {} want {}", i, got.get_double(i), want.get_double(i));
+    }
+    if (c.special != Case::None) EXPECT_EQ(nans > 0, c.nan_to_zero == 0) << c.text;
+    EXPECT_EQ(bad, 0) << c.text << ": " << bad << " of " << got.numel() << " differ; " << first;
+  }
 }
 
 // Fused bodies as the fuse pass makes them from BERT / GPT-2 / ViT-like

@@ -160,6 +160,35 @@ TEST(PerfEstimate, FoldedSplitKAddsItsTail) {
   EXPECT_NEAR(estimate_launch(w, h100()).tail_us, 1.0, 1e-12);
 }
 
+// The epilogue after each block's k-loop (the kernel's "// epilogue:" line):
+// max(warp accesses at 1 per clock, the tile's bytes at 128 per clock) per
+// block, times the blocks the busiest SM holds at once (the last wave's), at
+// the boost clock; a folded split counts the tiles' last blocks. 8-wide accesses cut the element-by-
+// element epilogue of an f16 result with an f16 residual from 256 to 128
+// cycles a block (the L1 bytes bound it then).
+TEST(PerfEstimate, EpilogueAccessesAndBytes) {
+  LaunchWork w = big_gemm();
+  w.blocks = 264;  // 2 blocks on the busiest SM
+  w.tile.k_tiles = 4;
+  const LaunchEstimate none = estimate_launch(w, h100());
+  EXPECT_DOUBLE_EQ(none.epilogue_us, 0.0);
+  w.epilogue_width = 1;
+  w.epilogue_accesses = 2;  // the result's store and the residual's load
+  w.epilogue_bytes = 4;
+  const LaunchEstimate scalar = estimate_launch(w, h100());
+  // 64 x 64 / 32 x 2 = 256 warp accesses (above 4096 x 4 / 128 = 128 cycles of bytes), 2 blocks, 1.98 GHz.
+  EXPECT_NEAR(scalar.epilogue_us, 2 * 256 / 1980.0, 1e-12);
+  EXPECT_NEAR(scalar.est_us, none.est_us + scalar.epilogue_us, 1e-9);
+  w.epilogue_width = 8;
+  EXPECT_NEAR(estimate_launch(w, h100()).epilogue_us, 2 * 128 / 1980.0, 1e-12);
+  // Many waves: only the last wave's epilogues (4 blocks of this kernel per SM) follow every k-loop.
+  w.blocks = 4096;
+  EXPECT_NEAR(estimate_launch(w, h100()).epilogue_us, 4 * 128 / 1980.0, 1e-12);
+  // A folded split: only the 132 tiles' last blocks (one per SM) store.
+  w.tail_blocks = 132;
+  EXPECT_NEAR(estimate_launch(w, h100()).epilogue_us, 128 / 1980.0, 1e-12);
+}
+
 TEST(PerfEstimate, PointwiseIsMemoryBound) {
   // y = relu(x), 2^24 f16 elements: 32 MiB read + 32 MiB written by 65536 blocks of 256 threads.
   LaunchWork w = block_of(256, 16, 0);
@@ -229,6 +258,13 @@ TEST(PerfTileLoop, FromGemmSources) {
   t = tile_loop_from_source("// attention: q f32[1,2,9,8] ...; tiles BQ=16 BK=64, 4 threads per row\n", 300);
   EXPECT_EQ(t.bm, 16);
   EXPECT_EQ(t.k_tiles, 5);
+  // A split-KV attention kernel: each block runs KV_TILES of the key tiles, KV_SPLITS blocks per query tile.
+  t = tile_loop_from_source(
+      "  constexpr int BQ = 16, BK = 32, D = 128, DV = 128, SQ = 1, SK = 2048, THREADS = 32;\n"
+      "  constexpr int KV_SPLITS = 5, KV_TILES = 13, ROWS = 32, RS = DV + 2;  // split-KV\n",
+      0);
+  EXPECT_EQ(t.k_tiles, 13);
+  EXPECT_EQ(t.split, 5);
   // A pointwise kernel has no tile loop.
   EXPECT_EQ(tile_loop_from_source("extern \"C\" __global__ void k(float* y) { y[threadIdx.x] = 0; }", 0).k_tiles, 0);
 }

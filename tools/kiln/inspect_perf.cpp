@@ -103,6 +103,7 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
                          {"memory_us", e.memory_us},
                          {"latency_us", e.latency_us},
                          {"tail_us", e.tail_us},
+                         {"epilogue_us", e.epilogue_us},
                          {"est_us", e.est_us},
                          {"bound", e.bound},
                          {"sol_us", e.sol_us},

@@ -228,6 +228,12 @@ AttentionKernel emit_attention_op(const AttrMap& attrs, const std::vector<Tensor
   epi.params = kernel_param_list(params);
   epi.sim_entry = kernel_sim_entry(params);
   for (const KernelParam& p : params) epi.dtypes.push_back(p.dtype);
+  epi.buffer_count = static_cast<int>(params.size());
+  for (int i = 1; i < epi.buffer_count; ++i) epi.operand_buffers.push_back(i);
+  std::vector<KernelParam> split_params = params;
+  split_params.push_back({DType::F32, true, "ws"});
+  split_params.push_back({DType::U32, true, "tickets"});
+  epi.sim_entry_split = kernel_sim_entry(split_params);
   epi.q = params[1].name;
   epi.k = params[2].name;
   epi.v = params[3].name;
@@ -259,6 +265,8 @@ FusedAttentionKernel build_fused(const Node& n) {
   AttentionEpilogue epi;
   epi.params = e.params();
   epi.sim_entry = e.sim_entry("@NAME@");
+  epi.sim_entry_split = e.sim_entry("@NAME@", true, true);
+  epi.buffer_count = static_cast<int>(e.results().size() + e.slots().size());
   for (const TensorType& t : e.results()) epi.dtypes.push_back(t.dtype);
   for (const TensorType& t : e.slots()) epi.dtypes.push_back(t.dtype);
   epi.dtypes.push_back(a.output(0)->dtype());
@@ -276,6 +284,8 @@ FusedAttentionKernel build_fused(const Node& n) {
   epi.k = operand(1);
   epi.v = operand(2);
   epi.mask = operand(3);
+  for (int i = 0; i < 4 && i < a.num_inputs(); ++i)
+    if (a.input(i)) epi.operand_buffers.push_back(static_cast<int>(e.results().size()) + e.anchor_slot(i));
   epi.label = "fused_attention";
   epi.helpers = std::string(expr_prelude());
   epi.code = e.code("val", e.wide() ? "lin" : "(int)lin", "    ");

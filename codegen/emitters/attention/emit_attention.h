@@ -46,6 +46,15 @@ struct AttentionKernel {
   int warps = 0;                // tensor-core kernel: warps per block (16 queries each)
   bool tensor_cores = false;    // the mma kernel of codegen/emitters/attention/emit_attention_tc.h
   size_t shared_bytes = 0;      // static shared memory the kernel declares
+  // Split-KV (flash-decoding, tensor-core kernel only; docs/codegen.md,
+  // "Attention kernels"): the keys of each (batch, head, query tile) are
+  // divided among this many blocks, each writing its rows' partial softmax
+  // state (max, sum, unnormalized output) to an f32 workspace; the last block
+  // of the tile to finish (a ticket from a per-tile counter) combines them in
+  // split order and runs the epilogue. 1: no split.
+  int kv_splits = 1;
+  int64_t workspace_f32 = 0;  // scratch after the buffers (NodeKernel::workspace_f32)
+  int64_t tile_counters = 0;  // zeroed u32 counters after the scratch (NodeKernel::tile_counters)
 };
 
 // What happens to each attention output element: `code` is statements that
@@ -64,6 +73,14 @@ struct AttentionEpilogue {
   std::string code;
   std::string helpers;  // device code placed before the kernel
   std::string label;
+  // For a split-KV kernel: the simulator entry binding, after the buffers
+  // above, the f32 workspace `ws` and the u32 counters `tickets`; and which
+  // buffer positions hold q, k, v and the mask (the model counts the k-loop's
+  // bytes from those, the combine's from the others: "// buffers:" lines,
+  // perf/plan_work.cpp), of `buffer_count` buffers before the workspace.
+  std::string sim_entry_split;
+  std::vector<int> operand_buffers;
+  int buffer_count = 0;
 };
 
 // The kernel for attention over q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv],

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <climits>
+#include <cmath>
 #include <map>
 #include <string_view>
 
@@ -9,6 +11,7 @@
 
 #include "codegen/core/emit_expr.h"
 #include "codegen/emitters/gemm_conv/emit_gemm_tc.h"
+#include "codegen/emitters/gemm_conv/gemm_tiles.h"
 #include "ir/error.h"
 
 namespace kiln::codegen {
@@ -42,6 +45,43 @@ std::string substitute(std::string_view text, const std::map<std::string, std::s
   }
 }
 
+// The most blocks the keys of one query tile are split among.
+constexpr int kMaxKvSplits = 64;
+// Warps of this kernel one SM holds by its register file: ptxas gives it
+// 160-200 registers a thread (codegen_attention_test prints them), 2 warps per
+// sub-partition.
+constexpr int kAttentionWarpsPerSm = 8;
+
+// The estimated time (us) of the kernel with the keys of each of `tiles`
+// query tiles split in `splits` parts of `per_split` key tiles, by the first-
+// order terms of kiln's performance model (perf/perf_model.cpp) on an H100 --
+// the terms the GEMM tile chooser uses (gemm_tiles.h, TileCostModel): per
+// wave of resident blocks, the k-loop's latency (two stages: each key tile
+// waits a round trip) and a prologue/epilogue round trip; the DRAM bytes over
+// the SMs that have a block; the busiest SM's tensor work; a split adds the
+// combine's tail (a ticket, then the partial states, read through as many SMs
+// as there are tiles). `bytes`: q, k, v, mask and the result; `out_bytes`:
+// the result; `state_bytes`: the workspace one split writes.
+double split_cost_us(int64_t tiles, int64_t splits, int64_t per_split, int warps, int bq, int bk, int64_t dims,
+                     size_t smem, double bytes, double out_bytes, double state_bytes) {
+  const TileCostModel& c = kTileCost;
+  const double blocks = double(tiles) * double(splits);
+  const int by_regs = std::max(1, kAttentionWarpsPerSm / warps);
+  const int by_smem = std::max<int>(1, static_cast<int>(228 * 1024 / (smem + 1024)));
+  const double slots = c.sms * std::min(by_regs, by_smem);
+  const double waves = std::ceil(blocks / slots);
+  const double latency = waves * (double(per_split) * c.latency_us + 2 * c.latency_us);
+  const double busiest = std::ceil(blocks / c.sms);
+  const double resident_warps = std::min(busiest, slots / c.sms) * warps;
+  const double compute = busiest * 2.0 * bq * double(per_split) * bk * double(dims) /
+                         (c.sm_flops_per_us * std::min(1.0, resident_warps / 4));
+  const double ws = splits > 1 ? double(splits) * state_bytes : 0;
+  const double memory = (bytes + ws) / c.bytes_per_us / std::min(1.0, blocks / c.sms);
+  double t = std::max({latency, compute, memory});
+  if (splits > 1) t += std::max(2 * c.latency_us, (ws + out_bytes) / c.bytes_per_us / std::min(1.0, tiles / c.sms));
+  return t;
+}
+
 // The kernel. @NAME@ stays for finish_kernel_source; the epilogue's code
 // replaces @EPILOGUE_CODE@ after substitution (it is not template text).
 constexpr std::string_view kKernel =
@@ -67,11 +107,11 @@ extern "C" __global__ void __launch_bounds__(@THREADS@, 1) @NAME@(@PARAMS@) {
   __shared__ __align__(16) @T@ smem[@SMEM@];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int g = lane >> 2, t = lane & 3;
-  const int bh = blockIdx.x / NQT, q0 = (blockIdx.x % NQT) * BQ;
+@SPLIT_HEAD@  const int bh = @BLK@ / NQT, q0 = (@BLK@ % NQT) * BQ;
   const int nq = min(BQ, SQ - q0);
   const int kend = @KEND@;  // keys any row of the block can see
   const int ntiles = (kend + BK - 1) / BK;
-@MASK_BASE@  const auto qg = @QP@ + (long long)bh * SQ * D;
+@SPLIT_RANGE@@MASK_BASE@  const auto qg = @QP@ + (long long)bh * SQ * D;
   const auto kg = @KP@ + (long long)bh * SK * D;
   const auto vg = @VP@ + (long long)bh * SK * DV;
 
@@ -101,7 +141,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@, 1) @NAME@(@PARAMS@) {
       const bool ok = r < nq;
       kiln_cp_async16_zfill(qs + r * LDK + cc, qg + (ok ? (long long)(q0 + r) * D + cc : 0), ok ? 16 : 0);
     }
-    if (ntiles > 0) load_kv(0, 0);
+    @FIRST_LOAD@
     kiln_cp_async_commit();
   }
   unsigned qf[KS][1][4];
@@ -123,13 +163,13 @@ extern "C" __global__ void __launch_bounds__(@THREADS@, 1) @NAME@(@PARAMS@) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) o[a][0][n][i] = 0.0f;
 
-  for (int it = 0; it < ntiles; ++it) {
+  for (int it = @IT0@; it < @IT1@; ++it) {
     const int k0 = it * BK;
     kiln_cp_async_wait<0>();  // tile it has landed (this thread's copies) ...
     __syncthreads();          // ... everyone's; and nobody reads the other stage (or Q) any more
-    if (it + 1 < ntiles) load_kv((it + 1) & 1, k0 + BK);
+    if (it + 1 < @IT1@) load_kv(@NEXT_STAGE@, k0 + BK);
     kiln_cp_async_commit();
-    const @T@* ks = smem + (it & 1) * STAGE;
+    const @T@* ks = smem + @THIS_STAGE@ * STAGE;
     const @T@* vs = ks + BK * LDK;
 
     // S = Q K^T: K rows are B's columns (B stored [n][k]).
@@ -229,7 +269,11 @@ extern "C" __global__ void __launch_bounds__(@THREADS@, 1) @NAME@(@PARAMS@) {
   }
   kiln_cp_async_wait<0>();  // the last (empty) group
 
-  // The row sums over the quad; then o / l, or NaN / 0 for a row without a
+@FINISH@)";
+
+// The end of the one-block kernel: o / l per element into the epilogue.
+constexpr std::string_view kFinish =
+    R"(  // The row sums over the quad; then o / l, or NaN / 0 for a row without a
   // finite max (a NaN score, every key hidden, a +inf score).
   float inv[2];
   bool bad[2];
@@ -252,6 +296,65 @@ extern "C" __global__ void __launch_bounds__(@THREADS@, 1) @NAME@(@PARAMS@) {
         const long long lin = ((long long)bh * SQ + row) * DV + d;
 @EPILOGUE_CODE@
       }
+}
+)";
+
+// The end of a split-KV block: its partial state to the workspace; the last
+// block of the tile combines.
+constexpr std::string_view kSplitFinish =
+    R"(  // Split-KV: this block's partial state of its rows -- the row max m, the
+  // row sum l (over the quad) and the unnormalized output o -- goes to the
+  // workspace, ws[split][bh * SQ + row][2 + DV] = {m, l, o[0..DV)}.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    const int row = row0 + 8 * r;
+    if (t == 0 && row < SQ) {
+      ws[((long long)ks_ * ROWS + (long long)bh * SQ + row) * RS] = m[r];
+      ws[((long long)ks_ * ROWS + (long long)bh * SQ + row) * RS + 1] = l[r];
+    }
+  }
+#pragma unroll
+  for (int a = 0; a < ONC; ++a)
+#pragma unroll
+    for (int n = 0; n < OC; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int row = row0 + 8 * (i >> 1), d = (a * OC + n) * 8 + 2 * t + (i & 1);
+        if (row < SQ) ws[((long long)ks_ * ROWS + (long long)bh * SQ + row) * RS + 2 + d] = o[a][0][n][i];
+      }
+  // The last of the tile's splits to finish combines them (the GEMM's folded
+  // split-K, codegen/emitters/gemm_conv/emit_gemm_mma.cpp): no block waits
+  // for another, and the sum runs in split order whichever block is last.
+  __threadfence();  // this thread's partial state reaches device scope ...
+  __syncthreads();  // ... and every thread's, before the block takes its ticket
+  unsigned last_ = 0u;
+  if (tid == 0) last_ = atomicAdd(tickets + tile_, 1u) == KV_SPLITS - 1 ? 1u : 0u;
+  if (!__syncthreads_or(last_)) return;
+  __threadfence();  // the other splits published theirs before taking their tickets
+  if (tid == 0) tickets[tile_] = 0u;  // the counters clean themselves for the next launch
+  for (int e = tid; e < nq * DV; e += THREADS) {
+    const int row = q0 + e / DV, d = e % DV;
+    const long long r_ = (long long)bh * SQ + row;
+    // The rows' max over the splits (NaN sticks: a NaN score makes the row NaN,
+    // as in the one-block kernel); then each split's share rescaled to it.
+    float mall = -@INF@;
+    for (int s = 0; s < KV_SPLITS; ++s) mall = @NAME@_max(mall, @LDCG@(ws + ((long long)s * ROWS + r_) * RS));
+    const bool bad = !(mall - mall == 0.0f);
+    float lsum = 0.0f, osum = 0.0f;
+    if (!bad)
+      for (int s = 0; s < KV_SPLITS; ++s) {
+        const long long p = ((long long)s * ROWS + r_) * RS;
+        const float ms = @LDCG@(ws + p);
+        const float w = ms == -@INF@ ? 0.0f : expf(ms - mall);  // a split that saw no key adds nothing
+        lsum += w * @LDCG@(ws + p + 1);
+        osum += w * @LDCG@(ws + p + 2 + d);
+      }
+    const float val = bad ? @BAD_VALUE@ : osum * (1.0f / lsum);
+    const long long lin = r_ * DV + d;
+@EPILOGUE_CODE@
+  }
 }
 )";
 
@@ -289,6 +392,28 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
     unsupported("codegen: attention: D={} Dv={} need more than 48 KiB of shared memory", D, Dv);
   const int64_t nqt = (Sq + bq - 1) / bq;
 
+  // Split-KV (flash-decoding): where few query tiles face many key tiles (a
+  // decode step: one query against a long past), the keys of each tile are
+  // divided among blocks if the cost terms above put that faster -- the
+  // smallest such split on a tie. Each split keeps at least one key tile.
+  const int64_t key_tiles = (Sk + bk - 1) / bk, tiles = B * H * nqt;
+  const size_t smem_bytes = tc_shared_bytes(bq, bk, D, Dv);
+  const double io_bytes = 2.0 * double(B * H) * (double(Sq) * double(D + Dv) + double(Sk) * double(D + Dv)) +
+                          (has_mask ? 2.0 * double(B * H) * double(Sq) * double(Sk) : 0.0);
+  const double out_bytes = 2.0 * double(B * H * Sq) * double(Dv);
+  const double state_bytes = 4.0 * double(B * H * Sq) * double(Dv + 2);
+  int64_t splits = 1, per_split = key_tiles;
+  double best = split_cost_us(tiles, 1, key_tiles, warps, bq, bk, D + Dv, smem_bytes, io_bytes, out_bytes, state_bytes);
+  for (int64_t s = 2; s <= std::min<int64_t>(kMaxKvSplits, key_tiles); ++s) {
+    const int64_t per = (key_tiles + s - 1) / s;
+    if ((key_tiles + per - 1) / per != s) continue;  // the same split as a smaller s
+    const double cost =
+        split_cost_us(tiles, s, per, warps, bq, bk, D + Dv, smem_bytes, io_bytes, out_bytes, state_bytes);
+    if (cost < best) best = cost, splits = s, per_split = per;
+  }
+  if (tiles * splits > INT32_MAX) splits = 1, per_split = key_tiles;
+  const bool split = splits > 1;
+
   AttentionKernel kk;
   kk.bq = bq;
   kk.bk = bk;
@@ -296,8 +421,13 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   kk.warps = warps;
   kk.tensor_cores = true;
   kk.block = static_cast<unsigned>(32 * warps);
-  kk.grid = static_cast<unsigned>(B * H * nqt);
-  kk.shared_bytes = tc_shared_bytes(bq, bk, D, Dv);
+  kk.grid = static_cast<unsigned>(tiles * splits);
+  kk.shared_bytes = smem_bytes;
+  kk.kv_splits = static_cast<int>(splits);
+  if (split) {
+    kk.workspace_f32 = splits * B * H * Sq * (Dv + 2);
+    kk.tile_counters = tiles;
+  }
 
   const std::string INF = "__uint_as_float(0x7f800000u)";
   std::string mask_base, mask_add;
@@ -338,19 +468,60 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
       {"MASK_ADD", mask_add},
       {"CAUSAL_TEST", causal ? " || col > row + (SK - SQ)" : ""},
       {"BAD_VALUE", nan_to_zero ? "0.0f" : "__uint_as_float(0x7fc00000u)"},
+      {"SPLIT_HEAD",
+       split ? fmt::format("  constexpr int KV_SPLITS = {}, KV_TILES = {}, ROWS = {}, RS = DV + 2;  // split-KV\n"
+                           "  const int tile_ = blockIdx.x % {}, ks_ = blockIdx.x / {};  // the tile, its split\n",
+                           splits, per_split, B * H * Sq, tiles, tiles)
+             : ""},
+      {"BLK", split ? "tile_" : "blockIdx.x"},
+      {"SPLIT_RANGE",
+       split ? "  const int it0_ = ks_ * KV_TILES, it1_ = min(ntiles, it0_ + KV_TILES);  // this split's key tiles\n"
+             : ""},
+      {"FIRST_LOAD", split ? "if (it1_ > it0_) load_kv(0, it0_ * BK);" : "if (ntiles > 0) load_kv(0, 0);"},
+      {"IT0", split ? "it0_" : "0"},
+      {"IT1", split ? "it1_" : "ntiles"},
+      {"NEXT_STAGE", split ? "(it + 1 - it0_) & 1" : "(it + 1) & 1"},
+      {"THIS_STAGE", split ? "((it - it0_) & 1)" : "(it & 1)"},
+      {"LDCG", "@NAME@_ldcg"},
   };
   std::string b = fmt::format(
       "// attention{} on tensor cores: q {} k {} v {}{}{}{}, scale {}; {} warps, BQ={} BK={}, {} bytes of shared "
-      "memory\n",
+      "memory{}\n",
       epi.label.empty() ? "" : " (" + epi.label + ")", q.str(), k.str(), v.str(), has_mask ? " mask" : "",
-      causal ? " causal" : "", nan_to_zero ? " nan_to_zero" : "", scale, warps, bq, bk, kk.shared_bytes);
+      causal ? " causal" : "", nan_to_zero ? " nan_to_zero" : "", scale, warps, bq, bk, kk.shared_bytes,
+      split ? fmt::format("; split-KV: the keys in {} parts of {} tiles, combined by the last block of each tile",
+                          splits, per_split)
+            : "");
+  if (split) {
+    // What the model counts (perf/plan_work.cpp): the k-loop reads q, k, v,
+    // the mask and writes the workspace; the combine reads the workspace and
+    // the epilogue's operands and writes the results.
+    std::string loop = "// buffers:", tail = "// tail buffers:";
+    for (int i = 0; i < epi.buffer_count; ++i) {
+      const bool operand =
+          std::find(epi.operand_buffers.begin(), epi.operand_buffers.end(), i) != epi.operand_buffers.end();
+      (operand ? loop : tail) += fmt::format(" {}", i);
+    }
+    b += fmt::format("{} {}\n{} {}\n", loop, epi.buffer_count, tail, epi.buffer_count);
+    // The partial states were written by other SMs during this launch, and L1
+    // is not coherent between SMs: read them from L2.
+    b += "#ifndef KILN_SIM\n#define @NAME@_ldcg(p) __ldcg(p)\n#else\n#define @NAME@_ldcg(p) (*(p))\n#endif\n";
+  }
   b += std::string(mma_prelude());
   b += epi.helpers;
-  std::string body = substitute(kKernel, vars);
+  std::string tmpl(kKernel);
+  const size_t fin = tmpl.find("@FINISH@");
+  tmpl.replace(fin, std::string_view("@FINISH@").size(), split ? kSplitFinish : kFinish);
+  if (split) {
+    const std::string params = "@PARAMS@) {";
+    const size_t pp = tmpl.find(params);
+    tmpl.replace(pp, params.size(), "@PARAMS@, KILN_PTR(float) ws, KILN_PTR(unsigned) tickets) {");
+  }
+  std::string body = substitute(tmpl, vars);
   const size_t at = body.find("@EPILOGUE_CODE@");
   body.replace(at, std::string_view("@EPILOGUE_CODE@").size(), epi.code);
   b += body;
-  b += epi.sim_entry;
+  b += split ? epi.sim_entry_split : epi.sim_entry;
   kk.source = finish_kernel_source("kiln_attn_tc", epi.label.empty() ? "attention" : epi.label, b, epi.dtypes, kk.name);
   return kk;
 }

@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -263,6 +264,8 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
     }
     g.store += fmt::format("{}const {} index = (({})img * {} + ({})grp * {} + gm) * {} + gn;\n", ind, idx, idx, G.M,
                            idx, G.Mg, G.out_size);
+    g.vstore_row = fmt::format("(({})img * {} + ({})grp * {} + gm) * {}", idx, G.M, idx, G.Mg, G.out_size);
+    g.vstore_align = G.out_size;
     bias_m = fmt::format("grp * {} + gm", G.Mg);
   } else {
     // Per group: rows = (image, output position), columns = output channels of the group.
@@ -327,6 +330,8 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
       };
     }
     g.store += fmt::format("{}const {} index = ({})gm * {} + grp * {} + gn;\n", ind, idx, idx, G.M, G.Mg);
+    g.vstore_row = fmt::format("({})gm * {} + grp * {}", idx, G.M, G.Mg);
+    g.vstore_align = std::gcd(G.M, G.Mg);
     bias_m = fmt::format("grp * {} + gn", G.Mg);
   }
   const std::string ct = gemm_compute_type(dt);
@@ -343,12 +348,27 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
     g.store += fmt::format("{}double q = rint((double)a * (double)mult + (double)in{}[0]);\n", ind, ep.anchor_slot(7));
     g.store += fmt::format("{}q = q != q ? 0.0 : q < {} ? {} : q > {} ? {} : q;\n", ind, lo, lo, hi, hi);
     g.store += ep.code("(long long)q", "index", ind);
+    g.vstore_row.clear();
   } else {
     if (sbias >= 0)
       g.store += fmt::format("{}const {} r = acc + {};\n", ind, ct,
                              cuda_load(n.input(2)->dtype(), fmt::format("in{}[{}]", sbias, bias_m)));
     else g.store += fmt::format("{}const {} r = acc;\n", ind, ct);
     g.store += ep.code(gemm_acc_for_epilogue(dt, "r"), "index", ind);
+    // The vectorized store: a bias along the row (per output channel, nhwc) is read as one vector.
+    if (!is_float(dt) || ci) {
+      g.vstore_row.clear();
+    } else if (sbias >= 0 && bias_m.ends_with("gn")) {
+      g.vstore_pre = vector_load_statements("e_bias", n.input(2)->dtype(), fmt::format("in{}", sbias),
+                                            fmt::format("grp * {} + gn0", G.Mg), "@V@", ind);
+      g.vstore_finish = fmt::format("{}const {} r = acc + {};\n", ind, ct, cuda_load(n.input(2)->dtype(), "e_bias[j]"));
+    } else if (sbias >= 0) {
+      g.vstore_finish = fmt::format("{}const {} r = acc + {};\n", ind, ct,
+                                    cuda_load(n.input(2)->dtype(), fmt::format("in{}[{}]", sbias, bias_m)));
+    } else {
+      g.vstore_finish = fmt::format("{}const {} r = acc;\n", ind, ct);
+    }
+    g.vstore_value = gemm_acc_for_epilogue(dt, "r");
   }
   return emit_tiled_gemm(g, ep);
 }

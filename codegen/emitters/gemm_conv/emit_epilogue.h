@@ -56,6 +56,31 @@ class Epilogue {
   // anchor's result element at row-major index `index` (an expression of
   // index_type()), and store every result element it gives.
   std::string code(const std::string& acc, const std::string& index, const std::string& indent) const;
+  // The vectorized form of code() (emit_epilogue_vector.cpp): `accs` names an
+  // array of `width` accumulators (anchor compute type) holding the anchor's
+  // result elements index0 .. index0 + width - 1, index0 a multiple of
+  // `width` (the caller guarantees it, and that the anchor's last dim is a
+  // multiple of `width`: the elements lie in one row). Operands of the same
+  // shape as an op, or broadcast along all but its last dim (a bias), are
+  // read `width` elements per load, results stored `width` per store, each
+  // buffer where its address allows (checked at run time, else that tensor
+  // goes element by element); operands constant along the row are read once.
+  std::string vector_code(const std::string& accs, const std::string& index0, int width,
+                          const std::string& indent) const;
+  // The elements per access of vector_code(): 16 bytes of the widest buffer it
+  // moves per element (f16/bf16 results: 8, f32: 4), or 0 when it does not
+  // apply: an epilogue with layout ops other than reshape/identity, a low-bit
+  // or 8-byte type, a value whose last dim is not a multiple of the width.
+  int vector_width() const;
+  // Memory accesses per `vector_width()` elements in vector_code() (each
+  // result's store, each operand load that varies along the row), and the
+  // bytes they move per element: the performance model's epilogue term
+  // (perf/perf_model.h) reads them from the kernel's header.
+  int vector_accesses() const;
+  int bytes_per_element() const;
+  // The same for code(), one element per access.
+  int scalar_accesses() const;
+
   // "int" while every result and slot has fewer than 2^31 elements, else "long long".
   const char* index_type() const { return wide_ ? "long long" : "int"; }
   bool wide() const { return wide_; }
@@ -80,5 +105,13 @@ class Epilogue {
   std::map<const Node*, Tensor> gather_index_;   // a gather's one constant index
   bool wide_ = false;
 };
+
+// Statements declaring `dst` (an array of `width` elements of `t`'s storage
+// type; `width` is text: a number, or @V@ for a caller to substitute) and
+// filling it from buffer `buf` at element offset `off` (a multiple of
+// `width`): one kiln_vec load where the buffer's address is a multiple of the
+// vector's size (checked at run time), else element by element.
+std::string vector_load_statements(const std::string& dst, DType t, const std::string& buf, const std::string& off,
+                                   const std::string& width, const std::string& indent);
 
 }  // namespace kiln::codegen

@@ -254,6 +254,11 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
       store += ep.code("(long long)q", "index", ind);
     } else {
       store += ep.code(gemm_acc_for_epilogue(dt, "acc"), "index", ind);
+      if (is_float(dt)) {
+        g.vstore_row = fmt::format("({})bz * {} + ({})gm * {}", idx, d.M * d.N, idx, d.N);
+        g.vstore_align = d.N;
+        g.vstore_value = gemm_acc_for_epilogue(dt, "acc");
+      }
     }
   } else {
     if (at.rank() != 2 || bt.rank() != 2) fail("codegen: {}: gemm operands must be 2-D", n.describe());
@@ -317,6 +322,11 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
       std::string r = alpha == 1.0 ? "acc" : fmt::format("({})({:.17g}) * acc", ct, alpha);
       if (has_c) r = fmt::format("{} + ({})({:.17g} * (double){})", r, ct, beta, cuda_load(dt, cval));
       store += fmt::format("{}const {} r = {};\n", ind, ct, r);
+      // The vectorized store: C is read per column (the finishing step as above).
+      g.vstore_row = fmt::format("({})gm * {}", idx, N);
+      g.vstore_align = N;
+      g.vstore_finish = store;
+      g.vstore_value = gemm_acc_for_epilogue(dt, "r");
     } else {
       const bool exact = alpha == 1.0 && (!has_c || beta == 1.0);
       if (exact) {

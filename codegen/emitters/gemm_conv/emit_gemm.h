@@ -88,6 +88,18 @@ struct TiledGemm {
   // result) and `acc` (compute type) in scope; they finish the anchor's value
   // and run the epilogue.
   std::string store;
+  // The vectorized store of the tensor-core kernel (emit_gemm_mma.cpp; docs/codegen.md,
+  // "Vectorized GEMM/conv epilogues"): where the result index of (gm, gn) is
+  // `vstore_row` + gn (an expression of bz, gm and the prologue's variables,
+  // always a multiple of `vstore_align`), the kernel hands the epilogue
+  // (Epilogue::vector_code) V consecutive columns gn0 .. gn0 + V - 1 at once:
+  // `vstore_pre` runs once for them (gm, gn0 in scope; it may declare arrays
+  // of V elements, e.g. a bias read as one vector), then per column j (gn,
+  // acc in scope) `vstore_finish` (the anchor's finishing step, as in
+  // `store`) and `vstore_value` (the epilogue's accumulator expression). The
+  // text may use @V@ for the width. Empty vstore_row: element by element.
+  std::string vstore_row, vstore_pre, vstore_finish, vstore_value;
+  int64_t vstore_align = 0;
   // f32 operands may use TF32 tensor cores (the node's tf32=1 attribute).
   bool tf32 = false;
   // The epilogue slots the main loop reads (A, B and their zero points): a

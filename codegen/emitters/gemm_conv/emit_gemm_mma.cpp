@@ -108,6 +108,65 @@ std::string partial_store(const TiledGemm& g, int BM, int BN, int CLD, int threa
   return b;
 }
 
+// Elements per epilogue access of the one-kernel store: the epilogue's vector
+// width (Epilogue::vector_width) where the emitter gives a vectorized store
+// whose rows start at multiples of it, the tile and N are multiples of it and
+// the compute type is float; else 1. Split kernels store partial sums (their
+// reduction or fold tail runs the scalar store).
+int vector_store_width(const TiledGemm& g, const Epilogue& ep, int BN, bool split) {
+  if (split || g.vstore_row.empty() || g.vstore_align <= 0 || gemm_compute_type(g.dtype) != "float" || g.N % 4)
+    return 1;
+  const int V = ep.vector_width();
+  if (V < 2 || g.vstore_align % V || g.N % V || BN % V) return 1;
+  return V;
+}
+
+// The vectorized store of EV columns (EV from vector_store_width): the
+// partial sums of columns gn0 .. gn0 + EV - 1 are in `sum` (or in `accv`
+// when staged in shared memory); `ind` indents.
+std::string vector_store(const TiledGemm& g, const Epilogue& ep, int EV, const std::string& accs) {
+  std::string b = replace_all(g.vstore_pre, "@V@", std::to_string(EV));
+  b += fmt::format("      float e_r[{}];\n#pragma unroll\n      for (int j = 0; j < {}; ++j) {{\n", EV, EV);
+  b += fmt::format("      const int gn = gn0 + j;\n      (void)gn;\n      const float acc = {}[j];\n", accs);
+  b += replace_all(g.vstore_finish, "@V@", std::to_string(EV));
+  b += fmt::format("      e_r[j] = {};\n      }}\n", g.vstore_value);
+  return b + ep.vector_code("e_r", fmt::format("{} + gn0", g.vstore_row), EV, "      ");
+}
+
+// folded_tail (below) with the vectorized store: each thread sums EV columns
+// (a multiple of 4: 16-byte loads of the partial sums) and stores them EV at a time.
+std::string folded_tail_vector(const TiledGemm& g, const Epilogue& ep, int BM, int BN, int threads, int64_t splits,
+                               int64_t part, int EV) {
+  const int VB = BN / EV;
+  std::string b;
+  b += "    // Folded split-K: the last of the tile's splits to finish sums them.\n";
+  b += "    __threadfence();  // this thread's partial sums reach device scope ...\n";
+  b += "    __syncthreads();  // ... and every thread's, before the block takes its ticket\n";
+  b += "    unsigned last_ = 0u;\n";
+  b += fmt::format("    if (tid == 0) last_ = atomicAdd(tickets + tile_, 1u) == {}u ? 1u : 0u;\n", splits - 1);
+  b += "    if (!__syncthreads_or(last_)) return;\n";
+  b += "    __threadfence();  // the other splits published theirs before taking their tickets\n";
+  b += "    if (tid == 0) tickets[tile_] = 0u;  // the counters clean themselves for the next launch\n";
+  b += "    const bool vec = KILN_PTR_ADDR(ws) % 16 == 0;\n";
+  b += fmt::format("#pragma unroll 1\n    for (int e = tid; e < {}; e += {}) {{\n", BM * VB, threads);
+  b += fmt::format("      const int gm = m0 + e / {}, gn0 = n0 + (e % {}) * {};\n", VB, VB, EV);
+  b += fmt::format("      if (gm >= {} || gn0 >= {}) continue;\n", g.M, g.N);
+  b += fmt::format("      const long long w0 = (long long)bz * {} + (long long)gm * {} + gn0;\n", g.M * g.N, g.N);
+  b += fmt::format("      float sum[{}];\n#pragma unroll\n      for (int j = 0; j < {}; ++j) sum[j] = 0.0f;\n", EV, EV);
+  b += fmt::format("      for (int s = 0; s < {}; ++s) {{\n", splits);
+  b += "        if (vec) {\n";
+  b += fmt::format("#pragma unroll\n          for (int q = 0; q < {}; q += 4) {{\n", EV);
+  b += fmt::format("            const kiln_f32x4 p = KILN_LDCG4(ws + s * {}LL + w0 + q);\n", part);
+  b += "#pragma unroll\n            for (int j = 0; j < 4; ++j) sum[q + j] += p.v[j];\n          }\n        } else {\n";
+  b += fmt::format(
+      "#pragma unroll\n          for (int j = 0; j < {}; ++j) sum[j] += KILN_LDCG(ws + s * {}LL + w0 + j);\n", EV,
+      part);
+  b += "        }\n      }\n";
+  b += vector_store(g, ep, EV, "sum");
+  b += "    }\n";
+  return b;
+}
+
 // The tail of a folded split-K GEMM, after the block stored its partial tile
 // (partial_store): the block takes a ticket from its tile's counter; the last
 // of the tile's `splits` blocks to arrive sums the tile's partial tiles in
@@ -115,7 +174,9 @@ std::string partial_store(const TiledGemm& g, int BM, int BN, int CLD, int threa
 // same bits whichever block arrives last -- and runs the store (anchor finish
 // + epilogue), then sets the counter back to 0 for the next launch. No block
 // waits for another (the blocks of a grid need not be resident together).
-std::string folded_tail(const TiledGemm& g, int BM, int BN, int threads, int64_t splits, int64_t part) {
+std::string folded_tail(const TiledGemm& g, const Epilogue& ep, int BM, int BN, int threads, int64_t splits,
+                        int64_t part, int EV) {
+  if (EV > 1) return folded_tail_vector(g, ep, BM, BN, threads, splits, part, EV);
   const int V = g.N % 4 == 0 ? 4 : 1;
   std::string b;
   b += "    // Folded split-K: the last of the tile's splits to finish sums them.\n";
@@ -255,6 +316,14 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
                          : "");
   if (split) b += buffers_comment(g, ep, false);
   if (fold) b += buffers_comment(g, ep, true, "tail buffers");
+  // The epilogue's memory accesses, for the performance model's epilogue term (perf/plan_work.cpp).
+  // A folded split's tail stores through the epilogue too: vectorized when
+  // the width is a multiple of the partial sums' 16-byte loads.
+  int V = vector_store_width(g, ep, BN, split && !fold);
+  if (fold && V % 4) V = 1;
+  if (!split || fold)
+    b += fmt::format("// epilogue: {}-element accesses, {} per {} elements, {} bytes per element\n", V,
+                     V > 1 ? ep.vector_accesses() : ep.scalar_accesses(), V, ep.bytes_per_element());
   // Min. 1 block per SM: with the block size alone, NVRTC's ptxas capped small blocks' registers and spilled.
   b += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) @NAME@({}{}{}) {{\n", threads, ep.params(),
                    split ? ", KILN_PTR(float) ws" : "", fold ? ", KILN_PTR(unsigned) tickets" : "");
@@ -414,7 +483,21 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   b += "    __syncthreads();\n";
   if (split) {
     b += partial_store(g, BM, BN, CLD, threads, part);
-    if (fold) b += folded_tail(g, BM, BN, threads, sk.splits, part);
+    if (fold) b += folded_tail(g, ep, BM, BN, threads, sk.splits, part, V);
+  } else if (V > 1) {
+    // Vectorized (docs/codegen.md, "Vectorized GEMM/conv epilogues"): each
+    // thread takes V consecutive columns of a row of the staging tile and the
+    // epilogue loads and stores them V at a time.
+    const int VB = BN / V;
+    b += fmt::format("#pragma unroll 2\n    for (int e = tid; e < {}; e += {}) {{\n", BM * VB, threads);
+    b += fmt::format("      const int gm = m0 + e / {}, gn0 = n0 + (e % {}) * {};\n", VB, VB, V);
+    b += fmt::format("      if (gm < {} && gn0 < {}) {{\n", g.M, g.N);
+    b += fmt::format(
+        "      float accv[{}];\n#pragma unroll\n      for (int j = 0; j < {}; ++j) accv[j] = cs[(e / {}) * {} "
+        "+ (e % {}) * {} + j];\n",
+        V, V, VB, CLD, VB, V);
+    b += vector_store(g, ep, V, "accv");
+    b += "      }\n    }\n";
   } else {
     // Unrolled twice: `#pragma unroll 1` here made NVRTC's ptxas spill a few bytes.
     b += fmt::format("#pragma unroll 2\n    for (int e = tid; e < {}; e += {}) {{\n", BM * BN, threads);
@@ -433,8 +516,10 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   if (g.dtype == DType::BF16 && includes.find("cuda_bf16.h") == std::string::npos)
     includes += "#ifndef KILN_SIM\n#include <cuda_bf16.h>\n#endif\n";
   k.source = std::string(kKernelPrelude) + includes + std::string(expr_prelude()) +
-             (split ? std::string(kVectorPrelude) + kF32x4 : std::string()) + (fold ? kLoadFromL2 : "") +
-             std::string(mma_prelude()) + replace_all(b, "@NAME@", k.name);
+             (split   ? std::string(kVectorPrelude) + kF32x4
+              : V > 1 ? std::string(kVectorPrelude)
+                      : std::string()) +
+             (fold ? kLoadFromL2 : "") + std::string(mma_prelude()) + replace_all(b, "@NAME@", k.name);
   if (!split || fold) return {k};
   ComputeKernel r = emit_split_k_reduction(g, ep, sk.splits, includes);
   r.workspace_f32 = k.workspace_f32;

@@ -30,20 +30,7 @@ void default_warps(GemmTileConfig& c) {
   c.warps_m = std::min(c.bm / std::min(c.bm, 32), 8 / c.warps_n);
 }
 
-// The tile, split-K and pipeline choices weigh a configuration's time with
-// the first-order terms of kiln's performance model (perf/perf_model.h,
-// docs/performance.md) on an H100 SXM: these are its constants, so the choice
-// is a function of the problem alone (plans do not depend on the GPU they are
-// built on).
-struct TileCostModel {
-  double sms = 132;                              // SMs
-  double warps_per_sm = 16;                      // warps of ~96-128 registers an SM holds (its 64K-register file)
-  double latency_us = 0.5;                       // a global load's round trip
-  double bytes_per_us = 3350e3 * 0.9;            // DRAM at 90% of 3350 GB/s
-  double sm_flops_per_us = 989.4e6 * 0.6 / 132;  // an SM's share of the fp16 tensor peak at mma.sync's rate
-  double launch_us = 1.0;                        // one more CUDA Graph node (the reduction kernel)
-};
-constexpr TileCostModel kCost;
+constexpr const TileCostModel& kCost = kTileCost;
 // Each split keeps at least this many k-tiles (its cp.async pipeline overlaps
 // loads with math; fewer would spend the split on its prologue's latency).
 constexpr int64_t kMinSplitKTiles = 2;

@@ -42,6 +42,22 @@ struct GemmTileConfig {
   bool operator==(const GemmTileConfig&) const = default;
 };
 
+// The tile, split-K and pipeline choices weigh a configuration's time with
+// the first-order terms of kiln's performance model (perf/perf_model.h,
+// docs/performance.md) on an H100 SXM: these are its constants, so the choice
+// is a function of the problem alone (plans do not depend on the GPU they are
+// built on).
+// (Shared with the attention emitter's split-KV choice, codegen/emitters/attention.)
+struct TileCostModel {
+  double sms = 132;                              // SMs
+  double warps_per_sm = 16;                      // warps of ~96-128 registers an SM holds (its 64K-register file)
+  double latency_us = 0.5;                       // a global load's round trip
+  double bytes_per_us = 3350e3 * 0.9;            // DRAM at 90% of 3350 GB/s
+  double sm_flops_per_us = 989.4e6 * 0.6 / 132;  // an SM's share of the fp16 tensor peak at mma.sync's rate
+  double launch_us = 1.0;                        // one more CUDA Graph node (the reduction kernel)
+};
+inline constexpr TileCostModel kTileCost;
+
 // How a configuration's split divides KT_ALL k-tiles: `splits` blocks of
 // `k_tiles` each (the last may run fewer), none empty.
 struct SplitK {

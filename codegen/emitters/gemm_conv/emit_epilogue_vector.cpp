@@ -1,0 +1,224 @@
+// Epilogue::vector_code: the epilogue of `width` consecutive elements of one
+// row with 16-byte loads and stores (docs/codegen.md, "Vectorized GEMM/conv
+// epilogues"). The scalar form (emit_epilogue.cpp) stores one element per
+// statement, each with its own bias/residual load: a warp's store is 64
+// bytes of f16 per instruction, and the loads are as narrow. Here the values
+// of the group are arrays over the `width` elements; an operand is read as
+// one kiln_vec of `width` elements where it varies along the row, once where
+// it does not.
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "codegen/core/emit_expr.h"
+#include "codegen/emitters/gemm_conv/emit_epilogue.h"
+#include "ir/error.h"
+#include "ir/shape_utils.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+// How an operand of a pointwise op is read by the `width` elements of a row.
+enum class RowRead { Vector, Once };
+
+// The operand's element offset for row-major position `pos` of shape `os`:
+// statements into `b` (coordinates as `<p>_<d>`), the offset expression returned.
+std::string broadcast_offset(const std::string& pos, const Shape& os, const std::vector<int64_t>& strides,
+                             const std::string& p, const char* idx, const std::string& ind, std::string& b) {
+  std::string off;
+  b += fmt::format("{}{} {}_r = {};\n", ind, idx, p, pos);
+  for (int d = static_cast<int>(os.size()) - 1; d >= 0; --d) {
+    const std::string c = fmt::format("{}_{}", p, d);
+    b += fmt::format("{}const {} {} = {}_r % {}; {}_r /= {};\n", ind, idx, c, p, os[d], p, os[d]);
+    b += fmt::format("{}(void){};\n", ind, c);
+    if (strides[d] == 0) continue;
+    off += fmt::format("{}{}", off.empty() ? "" : " + ",
+                       strides[d] == 1 ? c : fmt::format("{} * ({}){}", c, idx, strides[d]));
+  }
+  return off.empty() ? "0" : off;
+}
+
+}  // namespace
+
+std::string vector_load_statements(const std::string& dst, DType t, const std::string& buf, const std::string& off,
+                                   const std::string& width, const std::string& ind) {
+  const std::string_view st = cuda_storage_type(t);
+  const std::string ind2 = ind + "  ";
+  std::string s = fmt::format("{}{} {}[{}];\n", ind, st, dst, width);
+  s += fmt::format("{}if (KILN_PTR_ADDR({}) % ({} * {}) == 0) {{\n", ind, buf, dtype_size(t), width);
+  s += fmt::format("{}typedef const kiln_vec<{}, {}> {}_t;\n", ind2, st, width, dst);
+  s += fmt::format("{}const {}_t w = *KILN_PTR_CAST({}_t, {} + {});\n", ind2, dst, dst, buf, off);
+  s += fmt::format("{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) {}[j] = w.v[j];\n", ind2, ind2, width, dst);
+  s += fmt::format("{}}} else {{\n", ind);
+  s += fmt::format("{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) {}[j] = {}[{} + j];\n", ind2, ind2, width, dst,
+                   buf, off);
+  return s + ind + "}\n";
+}
+
+int Epilogue::vector_width() const {
+  std::vector<DType> moved;
+  for (const TensorType& t : results_) moved.push_back(t.dtype);
+  std::vector<const Shape*> shapes = {&anchor_->output(0)->shape()};
+  if (body_) {
+    bool after = false;
+    for (const auto& bn : body_->nodes()) {
+      if (bn.get() == anchor_) {
+        after = true;
+        continue;
+      }
+      if (!after) continue;
+      if (bn->op() == "reshape" || bn->op() == "identity") {
+        shapes.push_back(&bn->output(0)->shape());
+        continue;
+      }
+      const OpDef* def = ops_->find(bn->op());
+      if (!def || def->category != OpCategory::Pointwise || !def->expr || bn->body()) return 0;
+      shapes.push_back(&bn->output(0)->shape());
+      for (Value* v : bn->inputs()) {
+        const auto it = std::find(slot_values_.begin(), slot_values_.end(), v);
+        if (it == slot_values_.end()) continue;  // an epilogue value
+        const Shape& os = bn->output(0)->shape();
+        if (v->type().numel() > 1 && !os.empty() && broadcast_strides(v->shape(), os).back() == 1)
+          moved.push_back(v->dtype());
+      }
+    }
+  }
+  size_t widest = 1;
+  for (DType t : moved) {
+    if (is_low_bit(t) || dtype_size(t) > 4) return 0;
+    widest = std::max(widest, dtype_size(t));
+  }
+  const int width = static_cast<int>(16 / widest);
+  for (const Shape* s : shapes)
+    if (s->empty() || s->back() % width != 0) return 0;
+  return width;
+}
+
+int Epilogue::vector_accesses() const {
+  int n = static_cast<int>(results_.size());
+  if (body_)
+    for (const auto& bn : body_->nodes())
+      for (Value* v : bn->inputs())
+        if (bn.get() != anchor_ && std::find(slot_values_.begin(), slot_values_.end(), v) != slot_values_.end() &&
+            v->type().numel() > 1 && broadcast_strides(v->shape(), bn->output(0)->shape()).back() == 1)
+          ++n;
+  return n;
+}
+
+int Epilogue::scalar_accesses() const {
+  int n = static_cast<int>(results_.size());
+  if (body_)
+    for (const auto& bn : body_->nodes())
+      for (Value* v : bn->inputs())
+        if (bn.get() != anchor_ && std::find(slot_values_.begin(), slot_values_.end(), v) != slot_values_.end()) ++n;
+  return n;
+}
+
+int Epilogue::bytes_per_element() const {
+  size_t n = 0;
+  for (const TensorType& t : results_) n += dtype_size(t.dtype);
+  if (body_)
+    for (const auto& bn : body_->nodes())
+      for (Value* v : bn->inputs())
+        if (bn.get() != anchor_ && std::find(slot_values_.begin(), slot_values_.end(), v) != slot_values_.end() &&
+            v->type().numel() > 1 && broadcast_strides(v->shape(), bn->output(0)->shape()).back() == 1)
+          n += dtype_size(v->dtype());
+  return static_cast<int>(n);
+}
+
+std::string Epilogue::vector_code(const std::string& accs, const std::string& index0, int V,
+                                  const std::string& ind0) const {
+  KILN_CHECK(V > 1 && V == vector_width(), "codegen epilogue: vector width {} (the epilogue allows {})", V,
+             vector_width());
+  const char* idx = index_type();
+  const std::string ind = ind0 + "  ", ind2 = ind + "  ";
+  const std::string unroll = ind + "#pragma unroll\n";
+  std::string b = ind0 + "{\n";
+  const TensorType& at = anchor_->output(0)->type();
+  b += fmt::format("{}const {} e_p0 = {};\n", ind, idx, index0);
+  b += fmt::format("{}{} e_v0[{}];\n", ind, cuda_storage_type(at.dtype), V);
+  b += fmt::format("{}for (int j = 0; j < {}; ++j) e_v0[j] = {};\n", unroll + ind, V,
+                   cuda_store(at.dtype, accs + "[j]"));
+  // Each value of the group: its array variable and dtype.
+  std::map<const kiln::Value*, std::pair<std::string, DType>> var;
+  var[anchor_->output(0)] = {"e_v0", at.dtype};
+  auto vector_load = [&](const std::string& dst, DType t, const std::string& buf, const std::string& off) {
+    return vector_load_statements(dst, t, buf, off, std::to_string(V), ind);
+  };
+  int counter = 1;
+  if (body_) {
+    bool after_anchor = false;
+    for (const auto& bn : body_->nodes()) {
+      if (bn.get() == anchor_) {
+        after_anchor = true;
+        continue;
+      }
+      if (!after_anchor) continue;
+      const int id = counter++;
+      if (bn->op() == "reshape" || bn->op() == "identity") {
+        var[bn->output(0)] = var.at(bn->input(0));
+        continue;
+      }
+      const OpDef& def = ops_->get(bn->op());
+      const Shape& os = bn->output(0)->shape();
+      std::vector<DType> dts;
+      std::vector<std::string> ins;
+      for (int i = 0; i < bn->num_inputs(); ++i) {
+        Value* v = bn->input(i);
+        dts.push_back(v->dtype());
+        if (auto it = var.find(v); it != var.end()) {
+          ins.push_back(cuda_load(v->dtype(), it->second.first + "[j]"));
+          continue;
+        }
+        const auto sit = std::find(slot_values_.begin(), slot_values_.end(), v);
+        KILN_CHECK(sit != slot_values_.end(), "codegen epilogue: %{} is not a slot", v->name());
+        const std::string buf = fmt::format("in{}", sit - slot_values_.begin());
+        const std::string a = fmt::format("e_a{}_{}", id, i);
+        const std::vector<int64_t> strides = broadcast_strides(v->shape(), os);
+        const bool scalar = v->type().numel() == 1;
+        const RowRead how = !scalar && strides.back() == 1 ? RowRead::Vector : RowRead::Once;
+        std::string off = "0";
+        if (v->shape() == os) off = "e_p0";
+        else if (!scalar) off = broadcast_offset("e_p0", os, strides, fmt::format("e_c{}_{}", id, i), idx, ind, b);
+        if (how == RowRead::Vector) {
+          b += vector_load(a, v->dtype(), buf, off);
+          ins.push_back(cuda_load(v->dtype(), a + "[j]"));
+        } else {
+          b += fmt::format("{}const {} {} = {}[{}];\n", ind, cuda_storage_type(v->dtype()), a, buf, off);
+          ins.push_back(cuda_load(v->dtype(), a));
+        }
+      }
+      ExprBuilder eb(dts);
+      Expr ex = def.expr(eb, bn->attrs());
+      const DType odt = bn->output(0)->dtype();
+      KILN_CHECK(ex.result_dtype() == odt, "codegen epilogue: {}: expression gives {}, inferred {}", bn->describe(),
+                 dtype_name(ex.result_dtype()), dtype_name(odt));
+      const std::string vv = fmt::format("e_v{}", id);
+      b += fmt::format("{}{} {}[{}];\n", ind, cuda_storage_type(odt), vv, V);
+      b += fmt::format("{}for (int j = 0; j < {}; ++j) {{\n", unroll + ind, V);
+      std::string body;
+      const std::string res = emit_expr(ex, ins, fmt::format("e_x{}_", id), ind2, body);
+      b += body;
+      b += fmt::format("{}{}[j] = {};\n{}}}\n", ind2, vv, cuda_store(odt, res), ind);
+      var[bn->output(0)] = {vv, odt};
+    }
+  }
+  const std::vector<kiln::Value*> outs = body_ ? body_->outputs() : std::vector<kiln::Value*>{anchor_->output(0)};
+  for (size_t r = 0; r < outs.size(); ++r) {
+    const auto& [src, dt] = var.at(outs[r]);
+    KILN_CHECK(dt == results_[r].dtype, "codegen epilogue: result {} is {}, the value {}", r,
+               dtype_name(results_[r].dtype), dtype_name(dt));
+    const std::string_view st = cuda_storage_type(dt);
+    b += fmt::format("{}if (KILN_PTR_ADDR(out{}) % {} == 0) {{\n", ind, r, dtype_size(dt) * V);
+    b += fmt::format("{}typedef kiln_vec<{}, {}> e_o{}_t;\n{}e_o{}_t w;\n", ind2, st, V, r, ind2, r);
+    b += fmt::format("{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) w.v[j] = {}[j];\n", ind2, ind2, V, src);
+    b += fmt::format("{}*KILN_PTR_CAST(e_o{}_t, out{} + e_p0) = w;\n", ind2, r, r);
+    b += fmt::format("{}}} else {{\n{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) out{}[e_p0 + j] = {}[j];\n{}}}\n",
+                     ind, ind2, ind2, V, r, src, ind);
+  }
+  return b + ind0 + "}\n";
+}
+
+}  // namespace kiln::codegen
