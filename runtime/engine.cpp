@@ -201,10 +201,25 @@ void Context::bind_in_place(const std::string& input, const std::string& output,
   outputs_[p.output] = {data, false, true, false, {}, index, capacity.shape};
 }
 
+// A zero-copy buffer is read and written by the kernels in place of an arena
+// tensor, and the kernels assume the arena's alignment (128-bit vector loads
+// and stores, cp.async): an unaligned pointer would be a misaligned-address
+// fault on the GPU, which is sticky for the whole context. 256 bytes is what
+// cuMemAlloc returns and what the arena guarantees (TensorRT asks the same of
+// its I/O buffers).
+void Context::check_device_alignment(const char* what, const std::string& name, unsigned long long ptr) {
+  constexpr unsigned long long kDeviceAlignment = 256;
+  if (ptr % kDeviceAlignment)
+    fail(
+        "{} \"{}\": device pointer 0x{:x} is not {}-byte aligned (zero-copy buffers must be, as cuMemAlloc returns them)",
+        what, name, ptr, kDeviceAlignment);
+}
+
 void Context::bind_input_device(const std::string& name, unsigned long long ptr) {
   size_t i = engine_->input_index(name);
   if (!gpu_) fail("input \"{}\": zero-copy device binding but the engine runs on the CPU ({})", name, engine_->info());
   if (!ptr && engine_->inputs()[i].type.nbytes()) fail("input \"{}\": null device pointer", name);
+  check_device_alignment("input", name, ptr);
   inputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, {}, -1, {}};
 }
 
@@ -212,6 +227,7 @@ void Context::bind_output_device(const std::string& name, unsigned long long ptr
   size_t i = engine_->output_index(name);
   if (!gpu_) fail("output \"{}\": zero-copy device binding but the engine runs on the CPU ({})", name, engine_->info());
   if (!ptr && engine_->outputs()[i].type.nbytes()) fail("output \"{}\": null device pointer", name);
+  check_device_alignment("output", name, ptr);
   outputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, {}, -1, {}};
 }
 

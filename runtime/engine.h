@@ -163,6 +163,7 @@ class Context {
 
  private:
   void check_bound() const;
+  void check_device_alignment(const char* what, const std::string& name, unsigned long long ptr);
   // The reference executor over the plan's graph; `profile`: time each node.
   void run_on_cpu(std::vector<ProfileEntry>* profile);
   std::shared_ptr<const Engine> engine_;

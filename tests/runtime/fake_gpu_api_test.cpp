@@ -246,5 +246,41 @@ TEST_F(FakeGpu, ZeroCopyDeviceBindingsAreUsedInPlaceByTheCapturedGraph) {
   EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
 }
 
+// A zero-copy pointer the kernels could not use (128-bit accesses, cp.async)
+// is refused when bound, naming the tensor, rather than faulting on the GPU.
+TEST_F(FakeGpu, AnUnalignedZeroCopyPointerIsRefusedNamingTheTensor) {
+  std::vector<uint8_t> bytes = plan_for("sm_90");
+  CallerStream caller;
+  auto mem_alloc = fake().sym<int (*)(CUdeviceptr*, size_t)>("cuMemAlloc_v2");
+  auto mem_free = fake().sym<int (*)(CUdeviceptr)>("cuMemFree_v2");
+  {
+    kiln::Engine e = kiln::Engine::from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU);
+    kiln::Context ctx(e);
+    CUdeviceptr p = 0;
+    ASSERT_EQ(mem_alloc(&p, e.inputs()[0].nbytes() + 256), 0);
+    ctx.bind_input_device(e.inputs()[0].name, p);  // as cuMemAlloc returns it: accepted
+    for (CUdeviceptr off : {CUdeviceptr(2), CUdeviceptr(16), CUdeviceptr(128)}) {
+      try {
+        ctx.bind_input_device(e.inputs()[0].name, p + off);
+        ADD_FAILURE() << "an input pointer at +" << off << " was accepted";
+      } catch (const kiln::runtime_error& err) {
+        EXPECT_NE(std::string(err.what()).find("input \"" + e.inputs()[0].name + "\": device pointer"),
+                  std::string::npos)
+            << err.what();
+        EXPECT_NE(std::string(err.what()).find("is not 256-byte aligned"), std::string::npos) << err.what();
+      }
+      try {
+        ctx.bind_output_device(e.outputs()[0].name, p + off);
+        ADD_FAILURE() << "an output pointer at +" << off << " was accepted";
+      } catch (const kiln::runtime_error& err) {
+        EXPECT_NE(std::string(err.what()).find("output \"" + e.outputs()[0].name + "\""), std::string::npos)
+            << err.what();
+      }
+    }
+    mem_free(p);
+  }
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+}
+
 }  // namespace
 }  // namespace kiln

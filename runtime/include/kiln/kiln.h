@@ -219,7 +219,9 @@ KILN_API kiln_status kiln_context_bind_in_place(kiln_context* context, const cha
  * of zero-copy buffers captures the CUDA Graph again with their addresses (a
  * one-time cost, like creating the context); runs with the same buffers
  * replay it. The buffer must stay valid while runs use it; at most one run is
- * in flight (kiln_context_submit refuses a second). */
+ * in flight (kiln_context_submit refuses a second). The pointer must be
+ * 256-byte aligned (as cuMemAlloc returns it): KILN_ERROR_INVALID_ARGUMENT
+ * otherwise. */
 KILN_API kiln_status kiln_context_bind_input_device(kiln_context* context, const char* name, uint64_t ptr);
 KILN_API kiln_status kiln_context_bind_output_device(kiln_context* context, const char* name, uint64_t ptr);
 /* Synchronous. */
