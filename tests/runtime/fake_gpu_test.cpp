@@ -169,7 +169,9 @@ TEST_F(FakeGpu, AMisfitLaunchIsBuiltAgainWithFewerThreads) {
   }
   const plan::Plan& p = plans().at("wide_softmax_small_registers");
   for (const plan::Step& s : p.steps) {
-    if (s.kind == plan::StepKind::Kernel) EXPECT_LT(1ll * s.block.x * s.block.y * s.block.z, 1024) << "not capped";
+    if (s.kind == plan::StepKind::Kernel) {
+      EXPECT_LT(1ll * s.block.x * s.block.y * s.block.z, 1024) << "not capped";
+    }
   }
   std::vector<uint8_t> bytes = plan_for("wide_softmax_small_registers");
   {
