@@ -27,6 +27,7 @@
 #include "codegen/emitters/reduction/emit_normalization.h"
 #include "codegen/emitters/reduction/emit_reduction.h"
 #include "codegen/emitters/rnn/emit_rnn.h"
+#include "ir/symbolic_dim.h"
 #include "ir/error.h"
 #include "ir/op_registry.h"
 #include "ops/registry.h"
@@ -47,6 +48,14 @@ NodeKernel node_kernel(const K& k, std::vector<Tensor> extra = {}) {
   nk.grid = k.grid;
   nk.block = k.block;
   nk.extra = std::move(extra);
+  if constexpr (requires { k.symbols; }) {
+    if (!k.symbols.empty()) {
+      nk.symbols = k.symbols;
+      nk.grid_expr[0] = k.grid_expr;
+      nk.grid_expr[1] = {1, 1, 0};
+      nk.grid_expr[2] = {1, 1, 0};
+    }
+  }
   return nk;
 }
 
@@ -381,8 +390,8 @@ std::vector<NodeKernel> emit_conv_gather_node(const Node& n) {
 
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
-    {"pointwise", handles_pointwise, emit_pointwise_node},
-    {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node},
+    {"pointwise", handles_pointwise, emit_pointwise_node, true},
+    {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node, true},
     {"fused on demand", [](const Node& n) { return is_on_demand_fused(n, op_registry()); }, emit_fused_on_demand_node},
     {"injective", handles_injective, emit_injective_node},
     {"reduction", handles_reduction, emit_reduction_node},
@@ -423,6 +432,19 @@ const KernelEmitter* emitter_for(const Node& n) {
   for (const KernelEmitter& e : kEmitters)
     if (e.handles(n)) return &e;
   return nullptr;
+}
+
+std::string why_not_shape_generic(const Node& n) {
+  bool symbolic = false;
+  for (const Value* v : n.inputs()) symbolic = symbolic || (v && has_symbolic_dims(v->shape()));
+  for (const Value* v : n.outputs()) symbolic = symbolic || has_symbolic_dims(v->shape());
+  if (!symbolic || (!n.body() && (n.op() == "reshape" || n.op() == "identity"))) return "";
+  const KernelEmitter* e = emitter_for(n);
+  if (!e) return fmt::format("{}: no kernel emitter handles {}", n.describe(), n.op());
+  if (e->shape_generic) return "";
+  return fmt::format("{}: kiln has no shape-generic GPU kernel for {} (emitter family: {}) yet", n.describe(),
+                     n.body() ? fmt::format("{} (kind {})", n.op(), n.attrs().get_string("kind", "")) : n.op(),
+                     e->name);
 }
 
 std::string why_no_kernel(const Node& n) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/core/size_expr.h"
 #include "ir/graph.h"
 
 namespace kiln::codegen {
@@ -50,6 +51,13 @@ struct NodeKernel {
   // The buffers are passed through a table in device memory, the kernel's
   // one parameter (codegen/param_table.h): set by use_param_table_if_needed.
   bool param_table = false;
+  // Shape-generic (a plan with shape profiles, docs/dynamic_shapes.md): the
+  // symbols the kernel's last parameter (a by-value `kiln_syms`) holds, in
+  // order, and each grid axis as a function of them; `grid` is then only
+  // nonzero (a launch). Empty for a kernel whose sizes are all constants.
+  std::vector<std::string> symbols;
+  GridAxisExpr grid_expr[3];
+  bool shape_generic() const { return !symbols.empty(); }
 };
 
 // The most tile counters one kernel of `kernels` binds (NodeKernel::tile_counters).
@@ -64,6 +72,9 @@ struct KernelEmitter {
   const char* name;
   bool (*handles)(const Node&);
   std::vector<NodeKernel> (*emit)(const Node&);
+  // Whether its kernels take symbolic sizes (NodeKernel::symbols), so it can
+  // emit a node of a plan with shape profiles whose types hold symbolic dims.
+  bool shape_generic = false;
 };
 
 // The first emitter of the table that handles `n`, or null.
@@ -75,5 +86,10 @@ const KernelEmitter* emitter_for(const Node& n);
 // emitter, so it cannot disagree with what codegen later does. The pipeline hands this to the fuse pass
 // (PassOptions::why_no_kernel, passes/fusion_capabilities.h): a group this refuses is never formed.
 std::string why_no_kernel(const Node& n);
+
+// For a plan with shape profiles on a GPU target: "" when `n` gets kernels
+// that run at every shape (its types are static, it is a view, or its
+// emitter is shape-generic), else why not, naming the node and its op.
+std::string why_not_shape_generic(const Node& n);
 
 }  // namespace kiln::codegen

@@ -13,6 +13,9 @@
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "ir/symbolic_dim.h"
+#ifdef KILN_HAVE_CODEGEN
+#include "codegen/emitter_table.h"
+#endif
 
 namespace kiln {
 
@@ -106,21 +109,26 @@ plan::Profile profile_of(const Graph& g, const ShapeRanges& r, size_t k, const s
   return p;
 }
 
-[[noreturn]] void refuse_gpu_profile(const Graph& g, const std::string& model, const std::string& target) {
-  const Node* first = nullptr;
-  for (const auto& n : g.nodes())
-    if (n->op() != "reshape" && n->op() != "identity") {
-      first = n.get();
-      break;
-    }
-  std::vector<std::string> syms;
-  for (const SymbolDecl& d : g.symbols()) syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
-  unsupported(
-      "{}: {}: target {} needs a shape-generic GPU kernel for every node of a plan with shape profiles ({}), and "
-      "kiln has none yet for {}: compile the profile for --target cpu (the runtime's CPU path runs any shape in it), "
-      "or fix the shapes with --shapes for a GPU plan (docs/dynamic_shapes.md)",
-      model, first ? first->describe() : std::string("the graph"), target, fmt::join(syms, ", "),
-      first ? first->op() : std::string("any op"));
+// A GPU plan with shape profiles needs a shape-generic kernel for every
+// node whose sizes are symbolic (codegen::why_not_shape_generic): the first
+// node without one is an error naming the model, the node and its op, never
+// a plan compiled at one fixed shape or a CPU fallback.
+void refuse_non_generic_nodes(const Graph& g, const std::string& model, const std::string& target) {
+#ifdef KILN_HAVE_CODEGEN
+  for (const auto& n : g.nodes()) {
+    std::string why = codegen::why_not_shape_generic(*n);
+    if (why.empty()) continue;
+    std::vector<std::string> syms;
+    for (const SymbolDecl& d : g.symbols()) syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
+    unsupported(
+        "{}: {}: target {} needs a shape-generic GPU kernel for every node of a plan with shape profiles ({}), and "
+        "kiln has none yet for {} ({}): compile the profile for --target cpu (the runtime's CPU path runs any shape "
+        "in it), or fix the shapes with --shapes for a GPU plan (docs/dynamic_shapes.md)",
+        model, n->describe(), target, fmt::join(syms, ", "), n->op(), why);
+  }
+#else
+  (void)g, (void)model, (void)target;
+#endif
 }
 
 }  // namespace
@@ -152,16 +160,14 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   Graph& g = *imported.graph;
   res.import_ms = ms_since(t0);
   // Symbolic dims left open by the model and given ranges: a plan with a
-  // shape profile. Its kernels would have to be shape-generic, which no
-  // kernel family is yet: a GPU target is refused naming the first node
-  // that needs a kernel, never compiled at one fixed shape instead.
+  // shape profile. On a GPU target its kernels must be shape-generic, which
+  // is checked after the passes (refuse_non_generic_nodes).
   std::vector<plan::Profile> profiles;
   if (g.symbols().empty() && ranges.size() > 1)
     fail("{}: {} shape profiles are given but no input dim is left open by them", model, ranges.size());
   // Sizes decided by the data are not a profile: said first, naming the nodes.
   if (build.optimize) refuse_data_dependent_sizes(g, model);
   if (!g.symbols().empty()) {
-    if (is_gpu_target(build.pass.target)) refuse_gpu_profile(g, model, build.pass.target);
     for (size_t k = 0; k < ranges.size(); ++k) profiles.push_back(profile_of(g, ranges[k], k, model));
     build.symbolic = true;
   }
@@ -176,6 +182,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   // (or a kiln without codegen) is an error naming each, not a plan that
   // quietly runs on the CPU. The plan format has no per-node CPU fallback.
   if (is_gpu_target(build.pass.target)) {
+    if (!g.symbols().empty()) refuse_non_generic_nodes(g, model, build.pass.target);
     std::vector<std::string> missing = nodes_without_kernel_emitter(g);
     if (!missing.empty())
       fail(

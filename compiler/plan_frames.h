@@ -64,6 +64,12 @@ struct Builder {
   std::map<std::string, uint32_t> kernel_index{};
   std::vector<std::pair<plan::Step, const Node*>> launched{};  // every kernel step, for the checks after NVRTC
   uint64_t arena_end = 0;                                      // the end of the deepest frame
+  // A plan with shape profiles: the top-level graph (at its largest shapes),
+  // the symbols' largest values, and the steps of its launch list whose
+  // kernels are shape-generic (codegen::NodeKernel::symbols).
+  const Graph* top = nullptr;
+  SymbolBindings largest{};
+  std::vector<plan::GenericLaunch> generic{};
 };
 
 // The steps of graph `g` (its nodes, then copies of outputs not written in

@@ -143,6 +143,26 @@ NodeKernels node_kernels(const Graph& g, const PlanBuildOptions& o) {
   return nk;
 }
 
+// The kernels of symbolic graph `g` keyed by the nodes of `at_max` (its
+// specialisation, node for node). Control flow in such a plan is refused:
+// its regions' launch lists have no shape-generic launches yet.
+NodeKernels kernels_at_largest_shapes(const Graph& g, const Graph& at_max, NodeKernels nks, const PlanBuildOptions& o) {
+  KILN_CHECK(g.nodes().size() == at_max.nodes().size(), "the graph at its largest shapes has {} nodes, not {}",
+             at_max.nodes().size(), g.nodes().size());
+  NodeKernels out;
+  out.emitted = std::move(nks.emitted);
+  auto big = at_max.nodes().begin();
+  for (auto it = g.nodes().begin(); it != g.nodes().end(); ++it, ++big) {
+    const Node& n = **it;
+    if (is_control_flow(n))
+      unsupported("{}{}: a GPU plan with shape profiles cannot hold control flow yet",
+                  o.source_name.empty() ? "" : o.source_name + ": ", n.describe());
+    auto at = nks.of.find(&n);
+    if (at != nks.of.end()) out.of.emplace(big->get(), at->second);
+  }
+  return out;
+}
+
 }  // namespace
 
 namespace planbuild {
@@ -303,6 +323,24 @@ std::vector<plan::Step> launch_list(const Graph& g, const Locator& loc, Builder&
         c.elements = k.tile_counters;
         s.args.push_back(c);
       }
+      if (k.shape_generic()) {
+        // Its grid is a function of the symbols (section `generic launches`);
+        // the step holds the grid at the largest shapes, which the launch-fit
+        // checks below see.
+        if (&g != b.top)
+          unsupported("{}{}: a shape-generic kernel inside a control-flow region is not supported yet",
+                      o.source_name.empty() ? "" : o.source_name + ": ", n.describe());
+        plan::GenericLaunch gl;
+        gl.step = static_cast<uint32_t>(steps.size());
+        gl.symbols = k.symbols;
+        uint32_t* at_max[3] = {&s.grid.x, &s.grid.y, &s.grid.z};
+        for (int a = 0; a < 3; ++a) {
+          gl.grid[a] = {dim_poly(k.grid_expr[a].items), static_cast<uint64_t>(k.grid_expr[a].per_block),
+                        k.grid_expr[a].cap};
+          *at_max[a] = plan::eval_grid_axis(gl.grid[a], b.largest);
+        }
+        b.generic.push_back(std::move(gl));
+      }
       // Before NVRTC: what needs no compiled kernel (block, grid, parameters).
       check_launch_fits(s, n, b.sources[s.kernel].source, k.name, -1, -1, "", o);
       b.launched.emplace_back(s, &n);
@@ -347,13 +385,16 @@ void add_tile_counters_region(const NodeKernels& nks, plan::Plan& p) {
 }
 
 void add_kernels(const Graph& g, const MemoryPlan& mem, const MemoryPlanOptions& mo, const NodeKernels& nks,
-                 const PlanBuildOptions& o, plan::Plan& p) {
+                 const SymbolBindings& largest, const PlanBuildOptions& o, plan::Plan& p) {
   Builder b{p, o, nks, mo};
+  b.top = &g;
+  b.largest = largest;
   std::vector<Value*> cs = plan::walk_constants(g);
   for (size_t i = 0; i < cs.size(); ++i) b.constant_index.emplace(cs[i], uint32_t(i));
   b.arena_end = p.memory.arena_bytes;
   Locator loc(g, mem, b.constant_index);
   p.steps = planbuild::launch_list(g, loc, b, planbuild::align_up(p.memory.arena_bytes));
+  p.generic_launches = std::move(b.generic);
   // Control-flow regions' frames lie past the model's own arena.
   if (!p.control.empty()) p.memory.arena_bytes = std::max<uint64_t>(p.memory.arena_bytes, b.arena_end);
   const std::vector<codegen::KernelSource>& sources = b.sources;
@@ -421,16 +462,12 @@ void add_kernels(const Graph& g, const MemoryPlan& mem, const MemoryPlanOptions&
 #endif
 
 // The graph at the largest shapes of its profiles (null for a static graph).
-// Refuses what a plan with profiles cannot hold yet: a GPU target (no kernel
-// family is shape-generic), and constants holding symbolic shape values
-// (their bytes would be process-local handles, ir/symbolic_dim.h).
+// Refuses what a plan with profiles cannot hold yet: constants holding
+// symbolic shape values (their bytes would be process-local handles,
+// ir/symbolic_dim.h).
 std::unique_ptr<Graph> graph_at_largest_shapes(const Graph& g, const PlanBuildOptions& o) {
   if (g.symbols().empty()) return nullptr;
   const std::string where = o.source_name.empty() ? "" : o.source_name + ": ";
-  if (is_gpu_target(o.target))
-    unsupported(
-        "{}a plan with shape profiles has no shape-generic GPU kernels yet (target {}): compile it for --target cpu",
-        where, o.target);
   KILN_CHECK(!o.profiles.empty(), "a graph with symbolic dims needs its shape profiles");
   for (const Value* c : plan::walk_constants(g)) {
     if (c->dtype() != DType::I64 || !c->has_data()) continue;
@@ -511,6 +548,11 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   NodeKernels nks;
   if (gpu_target && no_gpu_reason.empty()) {
     nks = node_kernels(g, o);
+    // A plan with shape profiles: the kernels come from the symbolic graph
+    // (shape-generic where its sizes are symbolic), the launch list and
+    // memory plan from the same graph at its largest shapes (the same
+    // nodes in the same order).
+    if (at_max) nks = kernels_at_largest_shapes(g, *at_max, std::move(nks), o);
     mo.workspace_bytes = [&nks](const Node& n) {
       auto at = nks.of.find(&n);
       return at == nks.of.end() ? int64_t{0} : codegen::node_workspace_bytes(*at->second);
@@ -539,7 +581,9 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   if (!p.meta.no_gpu_reason.empty()) return p;
 #ifdef KILN_HAVE_CODEGEN
   add_tile_counters_region(nks, p);
-  add_kernels(g, mem, mo, nks, o, p);
+  SymbolBindings largest;
+  for (const SymbolDecl& d : g.symbols()) largest[d.name] = d.max;
+  add_kernels(at_max ? *at_max : g, mem, mo, nks, largest, o, p);
   p.meta.gpu_kernels = true;
   p.meta.archs = target_archs(o.target);
 #endif

@@ -45,11 +45,12 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
     for (const plan::InputProfile& ip : p.shapes.profiles.front().inputs) in.generate_shapes[ip.input] = ip.opt;
   auto feed = make_run_inputs(decl, in, &described);
   for (const std::string& d : described) std::cout << d << "\n";
-  if (o.backend == "sim" && !p.shapes.empty()) {
-    // No shape-generic kernels in the plan yet: the simulator runs the plan's
-    // graph specialised to these shapes through the kernels codegen emits
-    // for them (what `kiln run MODEL.onnx --backend sim` runs), after the
-    // same profile check as the runtime's.
+  if (o.backend == "sim" && !p.shapes.empty() && !p.meta.gpu_kernels) {
+    // A CPU plan with profiles holds no kernels: the simulator runs the
+    // plan's graph specialised to these shapes through the kernels codegen
+    // emits for them (what `kiln run MODEL.onnx --backend sim` runs), after
+    // the same profile check as the runtime's. A GPU plan's shape-generic
+    // kernels run below, from the plan.
     std::vector<std::pair<std::string, Shape>> shapes;
     for (const auto& [name, t] : feed) shapes.emplace_back(name, t.shape());
     std::string why;
@@ -63,7 +64,7 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
       best = std::min(best, ms_since(t0));
     }
     std::cout << "backend: sim (the plan's graph specialised to the input shapes, its kernels generated for them on "
-                 "the CPU simulator: the plan holds no shape-generic GPU kernels yet)\n";
+                 "the CPU simulator: the plan holds no GPU kernels)\n";
     for (size_t i = 0; i < outs.size(); ++i) results.emplace_back(g->outputs()[i]->name(), outs[i]);
   } else if (o.backend == "sim") {
     std::vector<Tensor> outs;
