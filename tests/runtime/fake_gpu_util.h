@@ -288,6 +288,32 @@ inline const std::map<std::string, const char*>& control_flow_graphs() {
 
 // Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax",
 // "folded_split_k", "concat_5000", kAbsentOperandCase and the control-flow graphs' names.
+// A pointwise chain with a symbolic batch (fake_gpu_profiles_test.cpp),
+// compiled once into a plan with one shape profile, batch in [1, 16].
+inline constexpr const char* kProfilePointwise =
+    R"(graph @m(%x: f32[batch,3,24], %b: f32[24]) -> (f32[batch,3,24]) symbols(batch in [1, 16]) {
+    %h = add(%x, %b) : f32[batch,3,24]
+    %t = tanh(%h) : f32[batch,3,24]
+    %r = mul(%t, %x) : f32[batch,3,24]
+    return %r
+  })";
+
+inline std::unique_ptr<Graph> profile_pointwise_graph() {
+  auto g = parse_graph(kProfilePointwise);
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  o.symbolic = true;
+  compile_graph(*g, o);
+  return g;
+}
+
+inline plan::Plan profile_pointwise_plan() {
+  PlanBuildOptions o{"sm_90", "fp32", {}};
+  plan::InputProfile x{"x", {1, 3, 24}, {8, 3, 24}, {16, 3, 24}};
+  o.profiles = {plan::Profile{{x}}};
+  return build_plan(*profile_pointwise_graph(), o);
+}
+
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
@@ -302,6 +328,7 @@ inline const std::map<std::string, plan::Plan>& plans() {
       r[name] = build_plan(*compiled_text(text), {"sm_90", "fp32", {}});
     r["concat_5000"] = build_plan(*concat_5000(), {"sm_90", "fp32", {}});
     r[kAbsentOperandCase] = build_plan(*compiled_text(kAbsentOperand), {"sm_90", "fp32", {}});
+    r["profile_pointwise"] = profile_pointwise_plan();
     return r;
   }();
   return ps;
@@ -357,6 +384,9 @@ class FakeGpu : public ::testing::Test {
       if (s.kind != plan::StepKind::Kernel) continue;
       SimKernel k{entries.at(p.kernels[s.kernel].name), {}};
       for (const plan::BufferRef& b : s.args) k.counts.push_back(b.elements);
+      // A shape-generic kernel's last parameter: the by-value kiln_syms.
+      for (const plan::GenericLaunch& gl : p.generic_launches)
+        if (&p.steps[gl.step] == at.step) k.counts.push_back(1);
       // One parameter: the table of addresses and counts (codegen/param_table.h).
       if (s.param_table) k.counts = {static_cast<long long>(2 * s.args.size())};
       kernels()[p.kernels[s.kernel].name] = k;
