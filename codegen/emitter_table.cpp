@@ -440,11 +440,9 @@ std::string why_not_shape_generic(const Node& n) {
   for (const Value* v : n.outputs()) symbolic = symbolic || has_symbolic_dims(v->shape());
   if (!symbolic || (!n.body() && (n.op() == "reshape" || n.op() == "identity"))) return "";
   const KernelEmitter* e = emitter_for(n);
-  if (!e) return fmt::format("{}: no kernel emitter handles {}", n.describe(), n.op());
+  if (!e) return "no kernel emitter handles it";
   if (e->shape_generic) return "";
-  return fmt::format("{}: kiln has no shape-generic GPU kernel for {} (emitter family: {}) yet", n.describe(),
-                     n.body() ? fmt::format("{} (kind {})", n.op(), n.attrs().get_string("kind", "")) : n.op(),
-                     e->name);
+  return fmt::format("its kernel family ({}) takes no symbolic sizes yet", e->name);
 }
 
 std::string why_no_kernel(const Node& n) {

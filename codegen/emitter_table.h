@@ -89,7 +89,8 @@ std::string why_no_kernel(const Node& n);
 
 // For a plan with shape profiles on a GPU target: "" when `n` gets kernels
 // that run at every shape (its types are static, it is a view, or its
-// emitter is shape-generic), else why not, naming the node and its op.
+// emitter is shape-generic), else why not ("its kernel family (gemm) takes
+// no symbolic sizes yet"); the caller names the node.
 std::string why_not_shape_generic(const Node& n);
 
 }  // namespace kiln::codegen

@@ -13,9 +13,6 @@
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "ir/symbolic_dim.h"
-#ifdef KILN_HAVE_CODEGEN
-#include "codegen/emitter_table.h"
-#endif
 
 namespace kiln {
 
@@ -109,28 +106,6 @@ plan::Profile profile_of(const Graph& g, const ShapeRanges& r, size_t k, const s
   return p;
 }
 
-// A GPU plan with shape profiles needs a shape-generic kernel for every
-// node whose sizes are symbolic (codegen::why_not_shape_generic): the first
-// node without one is an error naming the model, the node and its op, never
-// a plan compiled at one fixed shape or a CPU fallback.
-void refuse_non_generic_nodes(const Graph& g, const std::string& model, const std::string& target) {
-#ifdef KILN_HAVE_CODEGEN
-  for (const auto& n : g.nodes()) {
-    std::string why = codegen::why_not_shape_generic(*n);
-    if (why.empty()) continue;
-    std::vector<std::string> syms;
-    for (const SymbolDecl& d : g.symbols()) syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
-    unsupported(
-        "{}: {}: target {} needs a shape-generic GPU kernel for every node of a plan with shape profiles ({}), and "
-        "kiln has none yet for {} ({}): compile the profile for --target cpu (the runtime's CPU path runs any shape "
-        "in it), or fix the shapes with --shapes for a GPU plan (docs/dynamic_shapes.md)",
-        model, n->describe(), target, fmt::join(syms, ", "), n->op(), why);
-  }
-#else
-  (void)g, (void)model, (void)target;
-#endif
-}
-
 }  // namespace
 
 CompileResult compile_model(const ModelSource& source, const CompileModelOptions& o) {
@@ -182,7 +157,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   // (or a kiln without codegen) is an error naming each, not a plan that
   // quietly runs on the CPU. The plan format has no per-node CPU fallback.
   if (is_gpu_target(build.pass.target)) {
-    if (!g.symbols().empty()) refuse_non_generic_nodes(g, model, build.pass.target);
+    if (!g.symbols().empty()) refuse_non_generic_nodes(g, model, build.pass.target);  // before any kernel is emitted
     std::vector<std::string> missing = nodes_without_kernel_emitter(g);
     if (!missing.empty())
       fail(

@@ -505,6 +505,25 @@ void record_profiles(const Graph& g, const PlanBuildOptions& o, plan::Plan& p) {
 
 }  // namespace
 
+void refuse_non_generic_nodes(const Graph& g, const std::string& model, const std::string& target) {
+#ifdef KILN_HAVE_CODEGEN
+  if (g.symbols().empty()) return;
+  for (const auto& n : g.nodes()) {
+    std::string why = codegen::why_not_shape_generic(*n);
+    if (why.empty()) continue;
+    std::vector<std::string> syms;
+    for (const SymbolDecl& d : g.symbols()) syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
+    unsupported(
+        "{}{}: target {} needs a shape-generic GPU kernel for every node of a plan with shape profiles ({}), and "
+        "kiln has none yet for {} ({}): compile the profile for --target cpu (the runtime's CPU path runs any shape "
+        "in it), or fix the shapes with --shapes for a GPU plan (docs/dynamic_shapes.md)",
+        model.empty() ? "" : model + ": ", n->describe(), target, fmt::join(syms, ", "), n->op(), why);
+  }
+#else
+  (void)g, (void)model, (void)target;
+#endif
+}
+
 std::vector<std::string> nodes_without_kernel_emitter(const Graph& g) {
   std::vector<std::string> names;
   for_each_kernel_node(g, [&](const Node& n) {
@@ -543,6 +562,7 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   // Control flow left after folding (if/loop/scan) gets its regions' kernels
   // too: the runtime runs it host-driven (plan::ControlFlow).
   std::string no_gpu_reason = gpu_target ? nodes_without_emitter(g) : std::string();
+  if (gpu_target && no_gpu_reason.empty()) refuse_non_generic_nodes(g, o.source_name, o.target);
   MemoryPlanOptions mo;
 #ifdef KILN_HAVE_CODEGEN
   NodeKernels nks;
