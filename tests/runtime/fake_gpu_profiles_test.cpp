@@ -83,5 +83,33 @@ TEST_F(FakeGpuProfiles, GraphsAreCapturedPerShapeReusedAndEvictedAtTheBound) {
   EXPECT_EQ(gpu->graph_cache_stats().evictions, 2u);
 }
 
+// Two submissions in flight at different shapes: each slot moves its own
+// shape's bytes and replays its own shape's graph.
+TEST_F(FakeGpuProfiles, PipelinedRunsAtTwoShapesEachGetTheirOwnSizes) {
+  std::vector<uint8_t> bytes = plan_for("profile_pointwise");
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "profile.plan", rt::Backend::Gpu);
+  rt::Context ctx(e);
+  std::unique_ptr<Graph> g = profile_pointwise_graph();
+  std::vector<std::map<std::string, Tensor>> feeds;
+  std::vector<Tensor> outs, wants;
+  const int64_t batches[] = {3, 11};
+  for (int64_t n : batches) {
+    std::unique_ptr<Graph> at = specialize_graph(*g, {{"batch", n}}, op_registry());
+    feeds.push_back(testing::random_inputs(*at, static_cast<uint64_t>(n)));
+    wants.push_back(ReferenceExecutor(*at).run(feeds.back())[0]);
+    outs.emplace_back(at->outputs()[0]->type());
+  }
+  for (size_t k = 0; k < 2; ++k) {
+    for (const auto& [name, t] : feeds[k]) ctx.bind_input(name, t.raw(), t.type(), false);
+    ctx.bind_output("r", outs[k].raw(), outs[k].type(), false);
+    ctx.submit();
+  }
+  EXPECT_EQ(ctx.in_flight(), 2u);
+  ctx.wait();
+  ctx.wait();
+  for (size_t k = 0; k < 2; ++k)
+    EXPECT_EQ(compare_tensors(outs[k], wants[k], {1e-5, 1e-4}), "") << "batch " << batches[k];
+}
+
 }  // namespace
 }  // namespace kiln::fakegpu
