@@ -26,6 +26,7 @@
 #include "codegen/emitters/reduction/emit_fused_reduction.h"
 #include "codegen/emitters/reduction/emit_normalization.h"
 #include "codegen/emitters/reduction/emit_reduction.h"
+#include "codegen/emitters/reduction/emit_rowwise.h"
 #include "codegen/emitters/rnn/emit_rnn.h"
 #include "ir/symbolic_dim.h"
 #include "ir/error.h"
@@ -388,13 +389,29 @@ std::vector<NodeKernel> emit_conv_gather_node(const Node& n) {
   return {node_kernel(emit_conv_gather_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
 }
 
+// Shape-generic predicates (KernelEmitter::shape_generic).
+bool any_node(const Node&) { return true; }
+
+// softmax / log_softmax over a static last axis whose rows fit the register
+// row kernel (codegen/emitters/reduction/emit_rowwise.h): the row count may
+// be symbolic.
+bool generic_softmax(const Node& n) {
+  if (n.body() || (n.op() != "softmax" && n.op() != "log_softmax") || !n.input(0)) return false;
+  const Shape& s = n.input(0)->shape();
+  const int64_t rank = static_cast<int64_t>(s.size());
+  int64_t axis = n.attrs().get_int("axis", -1);
+  if (axis < 0) axis += rank;
+  return rank > 0 && axis == rank - 1 && !is_symbolic_dim(s.back()) && s.back() >= 1 && s.back() <= kMaxRegisterRow &&
+         is_float(n.input(0)->dtype());
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
-    {"pointwise", handles_pointwise, emit_pointwise_node, true},
-    {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node, true},
+    {"pointwise", handles_pointwise, emit_pointwise_node, any_node},
+    {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node, any_node},
     {"fused on demand", [](const Node& n) { return is_on_demand_fused(n, op_registry()); }, emit_fused_on_demand_node},
     {"injective", handles_injective, emit_injective_node},
-    {"reduction", handles_reduction, emit_reduction_node},
+    {"reduction", handles_reduction, emit_reduction_node, generic_softmax},
     {"index select", handles_index_select, emit_index_select_node},
     {"scatter", handles_scatter, emit_scatter_node},
     {"resize", handles_resize, emit_resize_node},
@@ -441,7 +458,7 @@ std::string why_not_shape_generic(const Node& n) {
   if (!symbolic || (!n.body() && (n.op() == "reshape" || n.op() == "identity"))) return "";
   const KernelEmitter* e = emitter_for(n);
   if (!e) return "no kernel emitter handles it";
-  if (e->shape_generic) return "";
+  if (e->shape_generic && e->shape_generic(n)) return "";
   return fmt::format("its kernel family ({}) takes no symbolic sizes yet", e->name);
 }
 

@@ -72,9 +72,10 @@ struct KernelEmitter {
   const char* name;
   bool (*handles)(const Node&);
   std::vector<NodeKernel> (*emit)(const Node&);
-  // Whether its kernels take symbolic sizes (NodeKernel::symbols), so it can
-  // emit a node of a plan with shape profiles whose types hold symbolic dims.
-  bool shape_generic = false;
+  // Whether its kernels for `n` take symbolic sizes (NodeKernel::symbols), so
+  // it can emit that node of a plan with shape profiles whose types hold
+  // symbolic dims (null: for no node).
+  bool (*shape_generic)(const Node& n) = nullptr;
 };
 
 // The first emitter of the table that handles `n`, or null.

@@ -61,6 +61,14 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
 #ifdef KILN_HAVE_CODEGEN
     // The fuser forms only groups codegen can emit, whatever the target (passes/fusion_capabilities.h).
     if (!popts.why_no_kernel) popts.why_no_kernel = codegen::why_no_kernel;
+    // A GPU plan with shape profiles: a group is formed only where its kernel
+    // is shape-generic too (a fused softmax with a pointwise epilogue is not
+    // yet; the softmax and the pointwise group each are).
+    if (!g.symbols().empty() && is_gpu_target(popts.target))
+      popts.why_no_kernel = [inner = popts.why_no_kernel](const Node& n) {
+        std::string why = inner(n);
+        return why.empty() ? codegen::why_not_shape_generic(n) : why;
+      };
 #endif
     r.passes = pm.run(g, popts, o.pipeline);
   } else if (o.pipeline.verify_each) {

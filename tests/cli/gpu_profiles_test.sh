@@ -1,6 +1,6 @@
 #!/bin/sh
 # Issue 19, shape-generic GPU kernels (docs/dynamic_shapes.md): a pointwise
-# model with a dynamic batch compiled ONCE for --target sm_90 with a profile
+# and softmax model with a dynamic batch compiled ONCE for --target sm_90 with a profile
 # holds shape-generic kernels (section `generic launches`) and runs from that
 # plan at three batches on the simulator (the plan's own kernels) and on the
 # CPU path, matching ONNX Runtime. A model with a family that is not

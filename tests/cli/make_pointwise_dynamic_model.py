@@ -1,6 +1,7 @@
 """Writes DIR/pw.onnx, a pointwise chain with a dynamic batch axis ("batch")
 as exporters write one (Relu, Add of a per-row constant, Mul, Sigmoid; a
-second output through a Reshape and a scalar Mul), and DIR/x_<b>.npy inputs
+second output through a Reshape and a scalar Mul, a third a Softmax over the
+last axis), and DIR/x_<b>.npy inputs
 for batches 1, 5 and 16 (tests/cli/gpu_profiles_test.sh).
     python make_pointwise_dynamic_model.py DIR
 """
@@ -24,12 +25,14 @@ def main():
         helper.make_node("Sigmoid", ["m"], ["y"]),
         helper.make_node("Reshape", ["y"], ["f"]),
         helper.make_node("Mul", ["f", "half"], ["z"]),
+        helper.make_node("Softmax", ["m"], ["p"], axis=-1),
     ]
     nodes[4].input.append("shape")
     graph = helper.make_graph(
         nodes, "pointwise_dynamic", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 24])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3, 24]),
-         helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", 72])], [c, half, shape])
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", 72]),
+         helper.make_tensor_value_info("p", TensorProto.FLOAT, ["batch", 3, 24])], [c, half, shape])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model)

@@ -1,5 +1,6 @@
 // A plan with a shape profile on the runtime's GPU path (strict fake driver,
-// the plan's shape-generic kernels run on the simulator): one plan compiled
+// the plan's shape-generic kernels -- pointwise and a softmax row kernel --
+// run on the simulator): one plan compiled
 // for sm_90 runs at several shapes, each matching the reference backend on
 // the graph specialised to that shape; each slot captures one CUDA Graph per
 // distinct shape on first use, replays it on a repeat, and keeps at most

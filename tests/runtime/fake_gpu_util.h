@@ -288,13 +288,15 @@ inline const std::map<std::string, const char*>& control_flow_graphs() {
 
 // Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax",
 // "folded_split_k", "concat_5000", kAbsentOperandCase and the control-flow graphs' names.
-// A pointwise chain with a symbolic batch (fake_gpu_profiles_test.cpp),
-// compiled once into a plan with one shape profile, batch in [1, 16].
+// A pointwise chain and a softmax over the static last axis with a symbolic
+// batch (fake_gpu_profiles_test.cpp), compiled once into a plan with one
+// shape profile, batch in [1, 16].
 inline constexpr const char* kProfilePointwise =
     R"(graph @m(%x: f32[batch,3,24], %b: f32[24]) -> (f32[batch,3,24]) symbols(batch in [1, 16]) {
     %h = add(%x, %b) : f32[batch,3,24]
     %t = tanh(%h) : f32[batch,3,24]
-    %r = mul(%t, %x) : f32[batch,3,24]
+    %s = softmax(%t) {axis=-1} : f32[batch,3,24]
+    %r = mul(%s, %x) : f32[batch,3,24]
     return %r
   })";
 
