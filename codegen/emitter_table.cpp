@@ -405,6 +405,25 @@ bool generic_softmax(const Node& n) {
          is_float(n.input(0)->dtype());
 }
 
+// layer_normalization whose normalized dims (from `axis` on) are static and
+// fit the register row kernel, scale and bias static: the rows may be symbolic.
+bool generic_layer_norm(const Node& n) {
+  if (n.body() || n.op() != "layer_normalization" || n.num_inputs() < 2) return false;
+  const Shape& s = n.input(0)->shape();
+  const int64_t rank = static_cast<int64_t>(s.size());
+  int64_t axis = n.attrs().get_int("axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return false;
+  int64_t count = 1;
+  for (int64_t d = axis; d < rank; ++d) {
+    if (is_symbolic_dim(s[d])) return false;
+    count *= s[d];
+  }
+  for (int i = 1; i < n.num_inputs(); ++i)
+    if (n.input(i) && has_symbolic_dims(n.input(i)->shape())) return false;
+  return count >= 1 && count <= kMaxRegisterRow && is_float(n.input(0)->dtype());
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node, any_node},
@@ -420,7 +439,7 @@ const KernelEmitter kEmitters[] = {
     {"gemm", handles_gemm, emit_gemm_node},
     {"conv", handles_conv, emit_conv_node},
     {"einsum", handles_einsum, emit_einsum_node},
-    {"normalization", handles_normalization, emit_normalization_node},
+    {"normalization", handles_normalization, emit_normalization_node, generic_layer_norm},
     {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node},
     {"pool/select/loss", handles_op_kernels, emit_op_kernels_node},
     {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node},

@@ -142,6 +142,32 @@ TEST(ShapeGenericKernels, SoftmaxRowsOnSimAtThreeShapesEqualTheReference) {
             std::string::npos);
 }
 
+// layer_normalization over static trailing dims, rows b*s symbolic (the
+// encoder's shape: dynamic batch and sequence), with its mean / inv_std results.
+TEST(ShapeGenericKernels, LayerNormRowsOnSimAtThreeShapesEqualTheReference) {
+  const char* text =
+      "graph @m(%x: f32[b,s,48], %g: f32[48], %c: f32[48]) -> (f32[b,s,48], f32[b,s,1], f32[b,s,1]) "
+      "symbols(b in [1, 4], s in [1, 33]) {\n"
+      "  %y, %mu, %r = layer_normalization(%x, %g, %c) {axis=-1, epsilon=1e-05} : f32[b,s,48], f32[b,s,1], "
+      "f32[b,s,1]\n"
+      "  return %y, %mu, %r\n"
+      "}\n";
+  auto g = compiled(text, "sm_90");
+  PlanBuildOptions po{"sm_90", "fp32", {}};
+  po.profiles = {{{{"x", {1, 1, 48}, {4, 33, 48}, {4, 33, 48}}}}};
+  plan::Plan p = build_plan(*g, po);
+  ASSERT_EQ(p.generic_launches.size(), 1u);
+  EXPECT_EQ(p.generic_launches[0].symbols, (std::vector<std::string>{"b", "s"}));
+  for (auto [b, sq] : {std::pair<int64_t, int64_t>{1, 1}, {2, 17}, {4, 33}}) {
+    std::unique_ptr<Graph> at = specialize_graph(*g, {{"b", b}, {"s", sq}}, op_registry());
+    const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(b * 100 + sq));
+    std::vector<Tensor> want = ReferenceExecutor(*at).run(feed);
+    std::vector<Tensor> got = run_plan_on_sim(p, *g, feed);
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(compare_tensors(got[i], want[i], {1e-5, 1e-4}), "") << "b=" << b << " s=" << sq << " output " << i;
+  }
+}
+
 TEST(ShapeGenericKernels, LoadingChecksTheGenericLaunches) {
   auto g = compiled(kPointwise, "sm_90");
   const plan::Plan p = gpu_plan(*g, "sm_90");

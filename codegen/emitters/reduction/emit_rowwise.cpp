@@ -298,16 +298,17 @@ std::optional<ReductionKernel> row_norm(const std::string& label, int64_t count,
                                         const AnchorIO& io, const std::function<std::string(int, std::string&)>& pidx) {
   const TensorType& x = ops[0];
   if (!is_float(x.dtype)) return std::nullopt;
-  std::optional<RowPlan> p = plan_rows(count ? x.numel() / count : 0, count, x.dtype, plain_row_io(io));
+  std::optional<RowPlan> p = plan_rows(row_count(x.shape, count), count, x.dtype, plain_row_io(io));
   if (!p) return std::nullopt;
   RowKernel rk(*p, x.dtype, io);
   const std::string& C = rk.C();
   const std::string sq = x.dtype == DType::F64 ? "sqrt" : "sqrtf";
-  std::string b =
-      fmt::format("// {}: {}: {} rows of {} ({} per row, {} threads, {} x {} slots{})\n", label, x.str(), p->rows,
-                  p->count, p->warp ? "a warp" : "a block", p->T, p->NV, p->W, p->vec ? ", vector access" : "");
+  std::string b = fmt::format("// {}: {}: {} rows of {} ({} per row, {} threads, {} x {} slots{})\n", label, x.str(),
+                              dim_str(p->rows), p->count, p->warp ? "a warp" : "a block", p->T, p->NV, p->W,
+                              p->vec ? ", vector access" : "");
+  b += rk.preamble();
   b += rk.helpers();
-  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(io.buffers));
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", rk.params());
   b += rk.begin();
   b += fmt::format("    {} s = 0;\n", C);
   b += rk.each("s += XS;");
