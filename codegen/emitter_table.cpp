@@ -278,10 +278,13 @@ std::vector<NodeKernel> emit_linear_attention_node(const Node& n) {
 
 bool handles_misc(const Node& n) {
   if (n.body() || !n.input(0)) return false;
+  if (n.op() == "range")
+    return n.num_inputs() == 3 && n.input(1) && n.input(2) &&
+           (n.input(0)->dtype() == DType::F32 || n.input(0)->dtype() == DType::F64 || is_int(n.input(0)->dtype()));
   return n.op() == "dft" || n.op() == "stft" || n.op() == "det" || n.op() == "dynamic_quantize_linear";
 }
 
-// dft, stft, det, dynamic_quantize_linear (codegen/emitters/misc/emit_misc_ops.h). A
+// dft, stft, det, range, dynamic_quantize_linear (codegen/emitters/misc/emit_misc_ops.h). A
 // node's scratch (det's f64 matrices, dynamic_quantize_linear's partial min/max that
 // its next kernels read) is the node's workspace in the arena, bound after the
 // operands: per context, so two contexts of one engine never share it (as weights
@@ -297,6 +300,8 @@ std::vector<NodeKernel> emit_misc_node(const Node& n) {
         emit_stft(n.attrs(), x, win, win ? n.input(1)->type() : TensorType(), n.output(0)->type(), n.num_inputs() > 1)};
   } else if (n.op() == "det") {
     ks = {emit_det(x, n.output(0)->type())};
+  } else if (n.op() == "range") {
+    ks = {emit_range(x.dtype, n.output(0)->type())};
   } else {
     std::vector<TensorType> results;
     for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());

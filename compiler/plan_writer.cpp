@@ -40,6 +40,12 @@ uint32_t add_weight(plan::Plan& p, const Tensor& t) {
   return static_cast<uint32_t>(p.weights.size() - 1);
 }
 
+bool holds_symbolic_values(const Value& c) {
+  if (c.dtype() != DType::I64 || !c.has_data()) return false;
+  const int64_t* v = static_cast<const int64_t*>(c.data().raw());
+  return std::any_of(v, v + c.data().numel(), [](int64_t d) { return is_symbolic_dim(d); });
+}
+
 // Every node of `g` and of its control-flow regions (depth first) but the
 // control-flow nodes themselves, which run host-driven (plan::ControlFlow).
 template <typename F>
@@ -469,13 +475,17 @@ std::unique_ptr<Graph> graph_at_largest_shapes(const Graph& g, const PlanBuildOp
   if (g.symbols().empty()) return nullptr;
   const std::string where = o.source_name.empty() ? "" : o.source_name + ": ";
   KILN_CHECK(!o.profiles.empty(), "a graph with symbolic dims needs its shape profiles");
+  // A short one is printed inline in the graph text, as polynomials
+  // (dense<[past+seq]>), which the loader parses back: storable.
   for (const Value* c : plan::walk_constants(g)) {
-    if (c->dtype() != DType::I64 || !c->has_data()) continue;
+    if (!holds_symbolic_values(*c) || c->data().numel() <= PrintOptions{}.inline_elements) continue;
     const int64_t* v = static_cast<const int64_t*>(c->data().raw());
     for (int64_t i = 0; i < c->data().numel(); ++i)
       if (is_symbolic_dim(v[i]))
-        unsupported("{}constant %{} holds the symbolic shape value {}: plans cannot store symbolic constants yet",
-                    where, c->name(), dim_str(v[i]));
+        unsupported(
+            "{}constant %{} holds the symbolic shape value {} among {} elements: plans store symbolic constants of "
+            "at most {} elements",
+            where, c->name(), dim_str(v[i]), c->data().numel(), PrintOptions{}.inline_elements);
   }
   SymbolBindings largest;
   for (const SymbolDecl& d : g.symbols()) largest[d.name] = d.max;
@@ -553,7 +563,9 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   std::unique_ptr<Graph> at_max = graph_at_largest_shapes(g, o);
   p.graph_text = print_graph(g);
   std::vector<Value*> cs = plan::walk_constants(g);
-  for (const Value* c : cs) add_weight(p, c->data());
+  // A symbolic constant's value is in the text; its bytes here would be
+  // process-local handles (zeros keep the file the same from run to run).
+  for (const Value* c : cs) add_weight(p, holds_symbolic_values(*c) ? Tensor(c->type()) : c->data());
   p.meta.graph_constants = cs.size();
 
   // GPU kernels, when the plan will carry them: emitted before the memory

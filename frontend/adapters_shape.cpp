@@ -367,9 +367,11 @@ void pad_adapter(ImportContext& c) {
 void expand_adapter(ImportContext& c) {
   c.only_attrs({});
   Value* x = c.input(0);
-  std::vector<int64_t> spec = int_list(c, 1, "Expand shape");
+  // The target may hold symbolic dims ([1, kv, 2, past+seq, 16], a decoder's
+  // grouped-query heads repeated over its whole cache).
+  std::vector<int64_t> spec = int_list(c, 1, "Expand shape", false, true);
   for (int64_t v : spec)
-    if (v < 0) c.fail("Expand shape [{}] has a negative dim", fmt::join(spec, ","));
+    if (v < 0 && !is_symbolic_dim(v)) c.fail("Expand shape [{}] has a negative dim", fmt::join(spec, ","));
   Shape out;
   try {
     out = broadcast_shapes(x->shape(), spec);

@@ -79,10 +79,15 @@ OpDef concat_op() {
   d.category = OpCategory::Injective;
   d.keeps_layout = true;
   d.max_inputs = -1;
-  d.attrs = {{"axis", AttrKind::Int, true}};
+  // in_place_append=1 (passes/kv_cache_in_place.cpp): the caller may bind
+  // one buffer as operand 0 (a graph input) and the result (a graph output);
+  // the meaning is unchanged.
+  d.attrs = {{"axis", AttrKind::Int, true}, {"in_place_append", AttrKind::Int, false}};
   d.infer = [](InferContext& c) {
     for (int i = 0; i < c.num_inputs(); ++i)
       if (!c.has_input(i)) c.fail("operand {} is missing", i);
+    if (int64_t f = c.attrs().get_int("in_place_append", 0); f != 0 && f != 1)
+      c.fail("in_place_append is {}; it must be 0 or 1", f);
     require_same_dtype(c);
     int r = c.rank(0);
     if (r == 0) c.fail("cannot concatenate scalars");

@@ -15,6 +15,7 @@
 
 #include "ops/families.h"
 #include "ops/op_helpers.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::ops {
 
@@ -272,13 +273,14 @@ OpDef expand_op() {
   OpDef d;
   d.name = "expand";
   d.category = OpCategory::Injective;
+  d.symbolic_dims = true;  // dims compare as in broadcasting (equal, or 1 against anything)
   d.attrs = {{"shape", AttrKind::Ints, true}};
   d.infer = [](InferContext& c) {
     Shape s = attr_ints(c, "shape");
     if (s.size() < c.shape(0).size())
-      c.fail("shape [{}] has lower rank than the operand {}", fmt::join(s, ","), c.type(0).str());
+      c.fail("shape [{}] has lower rank than the operand {}", dims_str(s), c.type(0).str());
     for (int64_t v : s)
-      if (v < 0) c.fail("shape [{}] has a negative dim", fmt::join(s, ","));
+      if (v < 0 && !is_symbolic_dim(v)) c.fail("shape [{}] has a negative dim", dims_str(s));
     Shape b;
     try {
       b = broadcast_shapes(c.shape(0), s);
@@ -287,7 +289,8 @@ OpDef expand_op() {
     }
     if (b != s)
       c.fail("operand {} does not broadcast to [{}] (the result shape must be given in full)", c.type(0).str(),
-             fmt::join(s, ","));
+             dims_str(s));
+    if (has_symbolic_dims(s)) return std::vector<TensorType>{TensorType(c.dtype(0), s)};
     try {
       shape_numel(s);
     } catch (const Error& e) {
@@ -458,11 +461,38 @@ int64_t range_count(const Tensor& start, const Tensor& limit, const Tensor& delt
   return static_cast<int64_t>(q);
 }
 
+constexpr int64_t kNotSymbolic = -1;  // never a length, nor a handle
+
+// The length of a range whose start or limit is a symbolic shape value:
+// limit - start as a polynomial, for an integer range with the constant step
+// 1 (a length ceil((limit - start) / delta) is a polynomial only then), and
+// refused by name otherwise. kNotSymbolic when no operand is symbolic.
+int64_t symbolic_range_count(InferContext& c, const Tensor& s, const Tensor& l, const Tensor& dl) {
+  auto symbolic = [](const Tensor& t) { return t.dtype() == DType::I64 && is_symbolic_dim(t.get_int(0)); };
+  if (!symbolic(s) && !symbolic(l) && !symbolic(dl)) return kNotSymbolic;
+  if (symbolic(dl) || dl.get_int(0) != 1)
+    c.unsupported("range({}, {}, {}): with a symbolic start or limit kiln needs the step 1", dim_str(s.get_int(0)),
+                  dim_str(l.get_int(0)), dim_str(dl.get_int(0)));
+  DimPoly n = dim_poly(l.get_int(0));
+  for (const auto& [mono, coeff] : dim_poly(s.get_int(0)))
+    if ((n[mono] -= coeff) == 0) n.erase(mono);
+  // A length that could be negative for some values of the symbols would be
+  // clamped to 0 by ONNX, which no polynomial says: refused.
+  for (const auto& [mono, coeff] : n)
+    if (coeff < 0)
+      c.unsupported("range({}, {}, 1): the length {} - ({}) may be negative", dim_str(s.get_int(0)),
+                    dim_str(l.get_int(0)), dim_str(l.get_int(0)), dim_str(s.get_int(0)));
+  return n.empty() ? 0 : dim_of_poly(n);
+}
+
 OpDef range_op() {
   OpDef d;
   d.name = "range";
   d.category = OpCategory::Compute;
   d.min_inputs = d.max_inputs = 3;
+  // A start or limit holding a symbolic shape value (range(past, past + seq),
+  // what a decoder computes its positions with) gives a symbolic length.
+  d.symbolic_dims = true;
   d.infer = [](InferContext& c) {
     require_same_dtype(c);
     if (c.dtype(0) == DType::Bool) c.fail("bool operands are not numbers");
@@ -472,6 +502,8 @@ OpDef range_op() {
     const Tensor& s = c.require_value(0, what[0]);
     const Tensor& l = c.require_value(1, what[1]);
     const Tensor& dl = c.require_value(2, what[2]);
+    if (int64_t n = symbolic_range_count(c, s, l, dl); n != kNotSymbolic)
+      return std::vector<TensorType>{TensorType(c.dtype(0), {n})};
     int64_t n = range_count(s, l, dl);
     if (n == -1) c.fail("delta is zero");
     if (n == -2) c.fail("range({}, {}, {}) has no defined length", s.get_double(0), l.get_double(0), dl.get_double(0));
@@ -495,7 +527,8 @@ OpDef range_op() {
   };
   d.doc =
       "start + i*delta for i < max(ceil((limit-start)/delta), 0); operands are scalars whose values "
-      "must be known at compile time (the result length depends on them).";
+      "must be known at compile time (the result length depends on them), or, with step 1, symbolic "
+      "shape values (range(past, past+seq) has length seq).";
   return d;
 }
 

@@ -4,6 +4,9 @@
 // disappear. Leaves alone: results larger than PassOptions::fold_max_bytes
 // unless no bigger than the operands (folding must not bloat the model),
 // and nodes with bodies.
+#include <algorithm>
+
+#include "ir/symbolic_dim.h"
 #include "ops/registry.h"
 #include "passes/pass.h"
 #include "passes/pass_list.h"
@@ -34,6 +37,21 @@ class FoldConstants : public Pass {
         in_bytes += v->data().nbytes();
       }
       if (!all_const) continue;
+      // A result of symbolic shape (range(past, past + seq)), or computed
+      // from symbolic shape values (past + 1, whose bytes are handles), has
+      // no value before the symbols are bound: it is computed at run time.
+      auto symbolic_values = [](const Tensor* t) {
+        if (!t || t->dtype() != DType::I64) return false;
+        const int64_t* p = t->data<int64_t>();
+        return std::any_of(p, p + t->numel(), [](int64_t v) { return is_symbolic_dim(v); });
+      };
+      const std::vector<Value*> results = n->outputs();
+      if (std::any_of(results.begin(), results.end(),
+                      [](const Value* o) { return o && has_symbolic_dims(o->shape()); }) ||
+          std::any_of(ins.begin(), ins.end(), symbolic_values)) {
+        stats.count("symbolic-shape");
+        continue;
+      }
       size_t out_bytes = 0;
       std::vector<TensorType> types;
       for (Value* o : n->outputs()) {

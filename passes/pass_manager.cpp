@@ -38,7 +38,9 @@ std::vector<std::string> default_pipeline(const PassOptions& opts) {
   if (opts.target != "cpu") p.push_back("layout");  // channels-last conv regions for tensor cores
   p.push_back("dce");
   if (opts.precision != "fp32") p.insert(p.end(), {"precision", "fold-constants", "simplify", "cse", "dce"});
-  p.insert(p.end(), {"merge-sibling-matmuls", "fuse", "plan-memory"});
+  // kv-cache-in-place marks only concats of a symbolic (growing) past: a
+  // static graph comes out as before.
+  p.insert(p.end(), {"merge-sibling-matmuls", "fuse", "kv-cache-in-place", "plan-memory"});
   return p;
 }
 

@@ -22,6 +22,7 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"merge-sibling-matmuls", create_merge_sibling_matmuls_pass},
       {"layout", create_layout_pass},
       {"fold-control-flow", create_fold_control_flow_pass},
+      {"kv-cache-in-place", create_kv_cache_in_place_pass},
   };
   return f;
 }

@@ -376,6 +376,19 @@ kiln_status kiln_context_bind_output(kiln_context* context, const char* name, vo
   return s == KILN_ERROR_INVALID_ARGUMENT ? bind_status() : s;
 }
 
+kiln_status kiln_context_bind_in_place(kiln_context* context, const char* input, const char* output, void* data,
+                                       kiln_dtype dtype, const int64_t* capacity, int rank, kiln_memory memory) {
+  KILN_REQUIRE(context);
+  KILN_REQUIRE(input);
+  KILN_REQUIRE(output);
+  kiln::TensorType t;
+  if (kiln_status s = type_from(dtype, capacity, rank, &t); s != KILN_OK) return s;
+  if (kiln_status s = memory_check(memory); s != KILN_OK) return s;
+  kiln_status s = guard(KILN_ERROR_INVALID_ARGUMENT,
+                        [&] { context->context.bind_in_place(input, output, data, t, memory == KILN_MEMORY_DEVICE); });
+  return s == KILN_ERROR_INVALID_ARGUMENT ? bind_status() : s;
+}
+
 kiln_status kiln_context_bind_input_device(kiln_context* context, const char* name, uint64_t ptr) {
   KILN_REQUIRE(context);
   KILN_REQUIRE(name);

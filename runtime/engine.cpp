@@ -26,6 +26,7 @@ std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, con
   };
   for (const Value* v : e->graph_->inputs()) e->inputs_.push_back(desc(v));
   for (const Value* v : e->graph_->outputs()) e->outputs_.push_back(desc(v));
+  e->in_place_ = find_in_place_pairs(*e->graph_);
   // Why the GPU path is not taken (empty: it is).
   std::string no_gpu;
   const CudaDriver* driver = nullptr;
@@ -165,6 +166,35 @@ void Context::bind_output(const std::string& name, void* data, const TensorType&
   outputs_[i] = {data, device, true, false, as.shape};
 }
 
+void Context::bind_in_place(const std::string& input, const std::string& output, void* data, const TensorType& capacity,
+                            bool device) {
+  const auto& pairs = engine_->in_place_pairs();
+  const InPlacePair& p = in_place_pair(pairs, engine_->graph(), input, output);
+  if (gpu_)
+    fail(
+        "input \"{}\" and output \"{}\": a buffer bound in place runs on the CPU path only for now (the GPU path "
+        "needs shape-generic kernels that write at an offset); the engine runs on {}",
+        input, output, engine_->info());
+  if (device) fail("input \"{}\" and output \"{}\": device memory bound but the engine runs on the CPU", input, output);
+  const TensorDesc& d = engine_->inputs()[p.input];
+  if (capacity.dtype != d.type.dtype)
+    fail("input \"{}\" is {} but the buffer bound in place with output \"{}\" is {}", input, dtype_name(d.type.dtype),
+         output, dtype_name(capacity.dtype));
+  if (capacity.shape.size() != d.type.shape.size())
+    fail("input \"{}\" is [{}] but the buffer bound in place with output \"{}\" is [{}] (rank {})", input,
+         dims_str(d.type.shape), output, fmt::join(capacity.shape, ","), capacity.shape.size());
+  for (size_t k = 0; k < capacity.shape.size(); ++k)
+    if (static_cast<int>(k) != p.axis && !is_symbolic_dim(d.type.shape[k]) && capacity.shape[k] != d.type.shape[k])
+      fail(
+          "input \"{}\" is [{}] but the buffer bound in place with output \"{}\" is [{}]: only dim {} (the "
+          "positions appended along) may differ",
+          input, dims_str(d.type.shape), output, fmt::join(capacity.shape, ","), p.axis);
+  if (!data && capacity.nbytes()) fail("input \"{}\" and output \"{}\": null data pointer", input, output);
+  int index = static_cast<int>(&p - pairs.data());
+  inputs_[p.input] = {data, false, true, false, {}, index, capacity.shape};
+  outputs_[p.output] = {data, false, true, false, {}, index, capacity.shape};
+}
+
 void Context::bind_input_device(const std::string& name, unsigned long long ptr) {
   size_t i = engine_->input_index(name);
   if (!gpu_) fail("input \"{}\": zero-copy device binding but the engine runs on the CPU ({})", name, engine_->info());
@@ -184,14 +214,33 @@ void Context::check_bound() const {
     if (!inputs_[i].bound) fail("input \"{}\" is not bound", engine_->inputs()[i].name);
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (!outputs_[i].bound) fail("output \"{}\" is not bound", engine_->outputs()[i].name);
-  if (!shapes_) return;
-  // Shapes set after a buffer was bound: the buffer holds the old shape's bytes.
+  // A pair bound in place: the buffer must still be both, and hold the present.
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    if (outputs_[o].in_place < 0) continue;
+    const InPlacePair& p = engine_->in_place_pairs()[outputs_[o].in_place];
+    if (inputs_[p.input].in_place != outputs_[o].in_place || inputs_[p.input].ptr != outputs_[o].ptr)
+      fail(
+          "output \"{}\" was bound in place with input \"{}\", which was bound again on its own since: bind the "
+          "pair again (kiln_context_bind_in_place), or the output on its own",
+          engine_->outputs()[o].name, engine_->inputs()[p.input].name);
+    check_in_place_capacity(p, engine_->graph(), outputs_[o].capacity, output_shape(engine_->outputs()[o].name));
+  }
   for (size_t i = 0; i < inputs_.size(); ++i)
-    if (Shape now = shapes_->input(i); inputs_[i].shape != now)
+    if (inputs_[i].in_place >= 0 &&
+        outputs_[engine_->in_place_pairs()[inputs_[i].in_place].output].in_place != inputs_[i].in_place)
+      fail(
+          "input \"{}\" was bound in place with output \"{}\", which was bound again on its own since: bind the "
+          "pair again (kiln_context_bind_in_place), or the input on its own",
+          engine_->inputs()[i].name, engine_->outputs()[engine_->in_place_pairs()[inputs_[i].in_place].output].name);
+  if (!shapes_) return;
+  // Shapes set after a buffer was bound: the buffer holds the old shape's
+  // bytes (a buffer bound in place holds every shape up to its capacity).
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (Shape now = shapes_->input(i); inputs_[i].in_place < 0 && inputs_[i].shape != now)
       fail("input \"{}\" was bound as [{}] but its shape is now [{}]: bind it again", engine_->inputs()[i].name,
            fmt::join(inputs_[i].shape, ","), fmt::join(now, ","));
   for (size_t i = 0; i < outputs_.size(); ++i)
-    if (Shape now = shapes_->output(i); outputs_[i].shape != now)
+    if (Shape now = shapes_->output(i); outputs_[i].in_place < 0 && outputs_[i].shape != now)
       fail("output \"{}\" was bound as [{}] but the input shapes give [{}]: bind it again", engine_->outputs()[i].name,
            fmt::join(outputs_[i].shape, ","), fmt::join(now, ","));
 }
@@ -275,7 +324,14 @@ void Context::run_on_cpu(std::vector<ProfileEntry>* profile) {
   std::map<std::string, Tensor> feed;
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const TensorDesc& d = engine_->inputs()[i];
-    Tensor t(shapes_ ? TensorType(d.type.dtype, shapes_->input(i)) : d.type);
+    Shape shape = shapes_ ? shapes_->input(i) : d.type.shape;
+    if (int k = inputs_[i].in_place; k >= 0) {
+      // The past's positions, capacity positions apart in the caller's buffer.
+      feed.emplace(d.name, read_past(inputs_[i].ptr, inputs_[i].capacity, engine_->in_place_pairs()[k].axis,
+                                     d.type.dtype, shape));
+      continue;
+    }
+    Tensor t(TensorType(d.type.dtype, shape));
     if (t.nbytes()) std::memcpy(t.raw(), inputs_[i].ptr, t.nbytes());
     feed.emplace(d.name, std::move(t));
   }
@@ -288,8 +344,17 @@ void Context::run_on_cpu(std::vector<ProfileEntry>* profile) {
                          profile->push_back({n.name().empty() ? n.describe() : n.name(), n.name(), n.op(), float(ms)});
                        })
               : ex.run(feed);
-  for (size_t i = 0; i < outputs_.size(); ++i)
+  in_place_bytes_ = 0;
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    if (int k = outputs_[i].in_place; k >= 0) {
+      // The past is in the buffer already: only the appended positions are written.
+      const InPlacePair& p = engine_->in_place_pairs()[k];
+      int64_t past = (shapes_ ? shapes_->input(p.input) : engine_->inputs()[p.input].type.shape)[p.axis];
+      in_place_bytes_ += write_appended(outputs_[i].ptr, outputs_[i].capacity, p.axis, outs[i], past);
+      continue;
+    }
     if (outs[i].nbytes()) std::memcpy(outputs_[i].ptr, outs[i].raw(), outs[i].nbytes());
+  }
 }
 
 const std::vector<ProfileEntry>& Context::profile() {

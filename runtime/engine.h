@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/in_place_cache.h"
 #include "runtime/plan_format.h"
 
 namespace kiln::rt {
@@ -54,6 +55,9 @@ class Engine {
   // A plan compiled with shape profiles (runtime/plan_profiles.h): its inputs'
   // shapes are set per context (Context::set_input_shape).
   bool dynamic() const { return !plan_.shapes.empty(); }
+  // Inputs and outputs that may share one buffer (a KV cache bound in
+  // place, runtime/in_place_cache.h).
+  const std::vector<InPlacePair>& in_place_pairs() const { return in_place_; }
 
  private:
   Engine() = default;
@@ -62,6 +66,7 @@ class Engine {
   std::vector<TensorDesc> inputs_, outputs_;
   std::unique_ptr<GpuEngine> gpu_;
   std::string info_;
+  std::vector<InPlacePair> in_place_;
 };
 
 // GPU event times of a context's last run() (runtime/gpu_executor.h).
@@ -75,6 +80,10 @@ struct Binding {
   bool bound = false;
   bool zero_copy = false;  // a device buffer the captured graph reads/writes in place
   Shape shape;             // as bound (checked against the shapes set, for plans with profiles)
+  // One buffer of shape `capacity` bound as an input and an output of an
+  // in-place pair (Context::bind_in_place): the pair's index.
+  int in_place = -1;
+  Shape capacity;
 };
 
 // One step of a profiled run: the kernel (GPU) or node (CPU), the graph node
@@ -108,6 +117,18 @@ class Context {
   // output into this device buffer directly, without copies. The first run
   // with a new set of such buffers captures the launch list again with their
   // addresses; later runs replay it. At most one run in flight.
+  // A KV cache in place (runtime/in_place_cache.h; CPU engines): `data`, of
+  // shape `capacity` (the input's shape with the appended axis at the most
+  // positions it holds), is both input `input` (its first positions along
+  // the axis, as many as the input's shape set) and output `output` (the
+  // run writes only the positions it appends). kiln::Error naming both when
+  // the plan has no such pair, the dtype or a dim off the axis differs, or
+  // the engine runs on the GPU; a buffer too short is refused at the run.
+  void bind_in_place(const std::string& input, const std::string& output, void* data, const TensorType& capacity,
+                     bool device);
+  // Bytes the last run wrote into buffers bound in place (the appended
+  // positions only).
+  size_t last_in_place_bytes() const { return in_place_bytes_; }
   void bind_input_device(const std::string& name, unsigned long long ptr);
   void bind_output_device(const std::string& name, unsigned long long ptr);
   // Runs with the bound buffers (all must be bound); synchronous. On a GPU
@@ -149,6 +170,7 @@ class Context {
   size_t cpu_in_flight_ = 0;
   std::vector<ProfileEntry> profile_;
   std::unique_ptr<InputShapes> shapes_;  // a plan with shape profiles; null for a static plan
+  size_t in_place_bytes_ = 0;
 };
 
 }  // namespace kiln::rt

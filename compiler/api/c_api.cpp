@@ -126,6 +126,25 @@ kiln_compile_status kiln_compile_options_set_input_shape(kiln_compile_options* o
   return KILN_COMPILE_OK;
 }
 
+kiln_compile_status kiln_compile_options_set_input_range(kiln_compile_options* options, const char* name,
+                                                         const int64_t* min, const int64_t* opt, const int64_t* max,
+                                                         size_t rank) {
+  if (!options || !name || (rank && (!min || !max)))
+    return fail_with(KILN_COMPILE_INVALID_ARGUMENT, "input range: null argument");
+  const std::string what = std::string("input range of \"") + name + "\"";
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t o = opt ? opt[i] : max[i];
+    if (min[i] < 0 || min[i] > o || o > max[i])
+      return fail_with(KILN_COMPILE_INVALID_ARGUMENT,
+                       what + ": dim " + std::to_string(i) + " needs 0 <= min <= opt <= max, got min " +
+                           std::to_string(min[i]) + ", opt " + std::to_string(o) + ", max " + std::to_string(max[i]));
+  }
+  options->o.min_shapes[name] = kiln::Shape(min, min + rank);
+  options->o.max_shapes[name] = kiln::Shape(max, max + rank);
+  if (opt) options->o.opt_shapes[name] = kiln::Shape(opt, opt + rank);
+  return KILN_COMPILE_OK;
+}
+
 kiln_compile_status kiln_compile_options_set_cache_dir(kiln_compile_options* options, const char* dir) {
   if (!options) return fail_with(KILN_COMPILE_INVALID_ARGUMENT, "cache dir: null options");
   options->o.build.cache_dir = dir ? dir : "";

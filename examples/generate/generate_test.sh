@@ -1,9 +1,10 @@
 #!/bin/bash
 # examples/generate end to end (ctest generate_example): greedy generation of
 # 12 tokens with the zoo's KV-cache decoder (build/zoo/llama_kv_prefill, made
-# by tools/prepare_models.sh), compiled per step through the builder API and
-# run by the runtime, must equal ONNX Runtime's greedy loop on the same file
-# token for token (examples/generate/ort_greedy.py).
+# by tools/prepare_models.sh), compiled ONCE through the builder API with a
+# shape profile and run by the runtime for the prefill and every decode step,
+# the cache bound in place, must equal ONNX Runtime's greedy loop on the same
+# file token for token (examples/generate/ort_greedy.py).
 # Usage: generate_test.sh GENERATE_EXE ZOO_DIR
 set -euo pipefail
 exe=$1
@@ -16,7 +17,16 @@ fi
 python=${KILN_PYTHON:-$here/../../.venv/bin/python}
 [ -x "$python" ] || python=python3
 prompt=3,141,59,26,5,35,89,79
-got=$("$exe" "$model" --prompt $prompt --tokens 12 | tee /dev/stderr | grep '^tokens:')
+out=$("$exe" "$model" --prompt $prompt --tokens 12)
+echo "$out"
+got=$(grep '^tokens:' <<<"$out")
+# One compile for all 12 steps, and no step timed with a compile in it.
+compiles=$(grep -c '^compiled once' <<<"$out" || true)
+steps=$(grep -c '^step .*\[[0-9.]* ms run\]$' <<<"$out" || true)
+if [ "$compiles" != 1 ] || [ "$steps" != 12 ]; then
+  echo "FAIL: expected one compile and 12 steps each timed as a run from that plan, got $compiles and $steps" >&2
+  exit 1
+fi
 want=$("$python" "$here/ort_greedy.py" "$model" --prompt $prompt --tokens 12)
 echo "kiln: $got"
 echo "ort:  $want"

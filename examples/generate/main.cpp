@@ -5,16 +5,16 @@
 // The model is a decoder exported with its KV cache as inputs and outputs
 // (the zoo's llama_kv_*: input_ids [1, seq], past_key_L / past_value_L
 // [1, kv_heads, past, head_dim] -> logits [1, seq, vocab], present_key_L /
-// present_value_L [1, kv_heads, past + seq, head_dim]). The first step is the
-// prefill (the prompt, an empty past), then one decode step per new token
-// (seq 1), each step's present cache handed over as the next step's past
-// (moved, not copied, by this program; the model's Concat appends the new
-// positions inside the step, as the ONNX export defines it). The next token
-// is the argmax of the last position's logits.
-//
-// kiln plans are static today: every step is compiled for its own shapes
-// (seq, past), from the same ONNX file. One plan for all steps needs plans
-// with shape profiles (docs/dynamic_shapes.md, not done yet).
+// present_value_L [1, kv_heads, past + seq, head_dim]), seq and past dynamic.
+// It is compiled ONCE, with a shape profile (seq 1..prompt length, past
+// 0..prompt + tokens - 1), as TensorRT-LLM and ORT GenAI build one engine for
+// both phases; the prefill (the prompt, an empty past) and every decode step
+// (seq 1) run from that plan, each setting its input shapes. Each layer's
+// keys and values live in one buffer of the full capacity ([1, kv_heads,
+// prompt + tokens, head_dim]) bound as both the past input and the present
+// output (kiln_context_bind_in_place, ORT GenAI's past_present_share_buffer):
+// a step writes only its new positions, nothing is copied from step to step.
+// The next token is the argmax of the last position's logits.
 //
 // Usage: generate MODEL.onnx --prompt 1,2,3 --tokens N [--target cpu|auto|sm_XX]
 //                 [--layers 2] [--kv-heads 2] [--head-dim 16]
@@ -105,57 +105,58 @@ struct Cache {
 
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
+  const int64_t prompt_len = static_cast<int64_t>(a.prompt.size());
+  const int64_t capacity = prompt_len + a.tokens;  // every position the run will hold
   std::vector<std::string> past_names, present_names;
   for (int l = 0; l < a.layers; ++l)
     for (const char* kind : {"key", "value"}) {
       past_names.push_back(std::string("past_") + kind + "_" + std::to_string(l));
       present_names.push_back(std::string("present_") + kind + "_" + std::to_string(l));
     }
-  std::vector<Cache> cache(past_names.size());
   std::vector<int64_t> sequence = a.prompt, step_ids = a.prompt;
   std::printf("prompt:");
   for (int64_t t : a.prompt) std::printf(" %lld", static_cast<long long>(t));
   std::printf("\n");
   try {
+    // One plan for the prefill and every decode step: a shape profile with
+    // seq in [1, prompt] and past in [0, capacity - 1].
+    auto t0 = std::chrono::steady_clock::now();
+    kiln::Compiler compiler;
+    compiler.target(a.target).input_range("input_ids", {1, 1}, {1, prompt_len});
+    for (const std::string& n : past_names)
+      compiler.input_range(n, {1, a.kv_heads, 0, a.head_dim}, {1, a.kv_heads, capacity - 1, a.head_dim});
+    std::vector<uint8_t> plan = compiler.compile_file(a.model);
+    kiln::Engine engine = kiln::Engine::from_memory(plan.data(), plan.size());
+    kiln::Context ctx(engine);
+    std::printf("engine: %s\n", engine.info().c_str());
+    std::printf("compiled once in %.1f ms (seq 1..%lld, past 0..%lld)\n",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+                static_cast<long long>(prompt_len), static_cast<long long>(capacity - 1));
+    // Each layer's keys and values: one buffer of the full capacity, bound as
+    // both the past input and the present output (in place).
+    const std::vector<int64_t> cache_shape = {1, a.kv_heads, capacity, a.head_dim};
+    std::vector<std::vector<float>> cache(past_names.size(),
+                                          std::vector<float>(static_cast<size_t>(a.kv_heads * capacity * a.head_dim)));
+    for (size_t c = 0; c < cache.size(); ++c)
+      ctx.bind_in_place(past_names[c], present_names[c], cache[c].data(), KILN_F32, cache_shape);
+    std::vector<float> logits;
     for (int step = 0; step < a.tokens; ++step) {
-      const int64_t seq = static_cast<int64_t>(step_ids.size()), past = cache[0].length;
-      auto t0 = std::chrono::steady_clock::now();
-      kiln::Compiler compiler;
-      compiler.target(a.target).input_shape("input_ids", {1, seq});
-      for (const std::string& n : past_names) compiler.input_shape(n, {1, a.kv_heads, past, a.head_dim});
-      std::vector<uint8_t> plan = compiler.compile_file(a.model);
-      kiln::Engine engine = kiln::Engine::from_memory(plan.data(), plan.size());
-      kiln::Context ctx(engine);
+      const int64_t seq = static_cast<int64_t>(step_ids.size()), past = static_cast<int64_t>(sequence.size()) - seq;
+      auto t1 = std::chrono::steady_clock::now();
       ctx.bind_input("input_ids", step_ids.data(), KILN_I64, {1, seq});
-      static float empty = 0;  // the prefill's past holds no element, but a buffer is bound
-      for (size_t c = 0; c < cache.size(); ++c)
-        ctx.bind_input(past_names[c], cache[c].data.empty() ? &empty : cache[c].data.data(), KILN_F32,
-                       {1, a.kv_heads, past, a.head_dim});
-      // Outputs: the logits, and each layer's present cache, bound to fresh
-      // buffers that become the next step's past.
-      std::map<std::string, std::vector<float>> out;
-      std::vector<int64_t> logits_shape;
-      for (const kiln::TensorInfo& o : engine.outputs()) {
-        if (o.dtype != KILN_F32) throw std::runtime_error("output " + o.name + " is not f32");
-        out[o.name].resize(static_cast<size_t>(o.numel()));
-        ctx.bind_output(o.name, out[o.name].data(), KILN_F32, o.shape);
-        if (o.name == "logits") logits_shape = o.shape;
-      }
+      // The cache buffers stay bound; the past's length is the input shape.
+      for (const std::string& n : past_names) ctx.set_input_shape(n, {1, a.kv_heads, past, a.head_dim});
+      const std::vector<int64_t> logits_shape = ctx.output_shape("logits");
       if (logits_shape.size() != 3 || logits_shape[1] != seq)
         throw std::runtime_error("the model has no logits output of shape [1, seq, vocab]");
-      ctx.run();
       const int64_t vocab = logits_shape[2];
-      const float* last = out["logits"].data() + (seq - 1) * vocab;
+      logits.resize(static_cast<size_t>(seq * vocab));
+      ctx.bind_output("logits", logits.data(), KILN_F32, logits_shape);
+      ctx.run();
+      const float* last = logits.data() + (seq - 1) * vocab;
       const int64_t next = std::max_element(last, last + vocab) - last;
-      for (size_t c = 0; c < cache.size(); ++c) {
-        auto it = out.find(present_names[c]);
-        if (it == out.end()) throw std::runtime_error("the model has no output " + present_names[c]);
-        cache[c].data = std::move(it->second);
-        cache[c].length = past + seq;
-      }
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (step == 0) std::printf("engine: %s\n", engine.info().c_str());
-      std::printf("step %d (%s, seq %lld, past %lld): token %lld  [%.1f ms compile+run]\n", step,
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+      std::printf("step %d (%s, seq %lld, past %lld): token %lld  [%.1f ms run]\n", step,
                   step == 0 ? "prefill" : "decode", static_cast<long long>(seq), static_cast<long long>(past),
                   static_cast<long long>(next), ms);
       sequence.push_back(next);

@@ -5,7 +5,8 @@
 // without a window, complex signal, not onesided), det (2x2, batched 3x3 with
 // a singular matrix and one needing pivoting, 6x6 f64, f16), and
 // dynamic_quantize_linear (more elements than one block, all positive, all
-// negative, constant, one and three results). Every kernel compiles with NVRTC
+// negative, constant, one and three results), and range (integers
+// ascending, descending and wrapping, f32 and f64 steps). Every kernel compiles with NVRTC
 // for sm_80 and sm_90 without spills and matches the reference on the
 // simulator: f32 1e-5 + 1e-4 rel, f64 1e-9 + 1e-9, f16 1e-3 + 2e-3, u8 exactly.
 #include <fmt/format.h>
@@ -101,6 +102,20 @@ std::vector<Case> all_cases() {
     for (int i = 0; i < 6; ++i) z.set_double(i, 0.0);
     add("dql constant zero", "dynamic_quantize_linear", {}, {z}, {TensorType(DType::U8, {6}), f32s, u8s});
   }
+  // range: the operands are scalars; lengths as the graph's shapes give them.
+  auto scalar = [](DType dt, double v) { return Tensor::scalar(dt, v); };
+  add("range i64 past..past+seq", "range", {}, {scalar(DType::I64, 5), scalar(DType::I64, 13), scalar(DType::I64, 1)},
+      {TensorType(DType::I64, {8})});
+  add("range i64 over many blocks", "range", {},
+      {scalar(DType::I64, 0), scalar(DType::I64, 1000), scalar(DType::I64, 1)}, {TensorType(DType::I64, {1000})});
+  add("range i32 descending", "range", {}, {scalar(DType::I32, 7), scalar(DType::I32, -8), scalar(DType::I32, -3)},
+      {TensorType(DType::I32, {5})});
+  add("range u8 wrapping", "range", {}, {scalar(DType::U8, 250), scalar(DType::U8, 255), scalar(DType::U8, 2)},
+      {TensorType(DType::U8, {3})});
+  add("range f32 fractional", "range", {}, {scalar(DType::F32, 0.5), scalar(DType::F32, 3), scalar(DType::F32, 0.3)},
+      {TensorType(DType::F32, {9})});
+  add("range f64", "range", {}, {scalar(DType::F64, -1), scalar(DType::F64, 1), scalar(DType::F64, 0.1)},
+      {TensorType(DType::F64, {20})});
   return c;
 }
 
@@ -124,6 +139,7 @@ TEST(CodegenMiscOps, DftStftDetDynamicQuantizeCompileAndMatchReferenceOnSim) {
       c.kernels = {codegen::emit_stft(c.attrs, x, c.ins.size() > 1, c.ins.size() > 1 ? c.ins[1].type() : TensorType(),
                                       c.outs[0])};
     else if (c.op == "det") c.kernels = {codegen::emit_det(x, c.outs[0])};
+    else if (c.op == "range") c.kernels = {codegen::emit_range(x.dtype, c.outs[0])};
     else c.kernels = codegen::emit_dynamic_quantize_linear(x, c.outs);
     for (const auto& k : c.kernels) {
       sources.push_back({k.name, k.source});
@@ -197,6 +213,7 @@ TEST(CodegenMiscOps, DftStftDetDynamicQuantizeCompileAndMatchReferenceOnSim) {
 
 TEST(CodegenMiscOps, RejectsBadInput) {
   EXPECT_THROW(codegen::emit_det(TensorType(DType::F32, {2, 3}), TensorType(DType::F32, {})), Error);
+  EXPECT_THROW(codegen::emit_range(DType::F16, TensorType(DType::F16, {4})), Error);
   EXPECT_THROW(codegen::emit_dynamic_quantize_linear(TensorType(DType::F64, {3}), {TensorType(DType::U8, {3})}),
                Unsupported);
   EXPECT_THROW(

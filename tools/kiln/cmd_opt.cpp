@@ -46,6 +46,9 @@ int run_opt(OptCommand& c) {
   else chunks.push_back({text, 1});
   CompileOptions copts = c.copts;
   copts.optimize = !copts.passes.empty();
+  // The passes named run on the graph as written, symbolic dims included (as
+  // for a plan with shape profiles; plan-memory is then left out).
+  copts.symbolic = true;
   bool failed = false;
   for (size_t i = 0; i < chunks.size(); ++i) {
     if (i) std::cout << "// -----\n";

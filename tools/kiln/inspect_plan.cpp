@@ -9,6 +9,7 @@
 #include "ir/error.h"
 #include "ir/symbolic_dim.h"
 #include "runtime/cubin_info.h"
+#include "runtime/in_place_cache.h"
 #include "tools/kiln/doctor.h"
 #include "runtime/plan_format.h"
 #include "runtime/plan_graph.h"
@@ -92,7 +93,18 @@ static nlohmann::json show_profiles(const plan::Plan& p, const Graph& g, std::os
     }
     jp.push_back({{"inputs", inputs}});
   }
-  return {{"symbols", js}, {"profiles", jp}};
+  // Caches a caller may bind in place (kiln_context_bind_in_place).
+  nlohmann::json jc = nlohmann::json::array();
+  std::vector<std::string> pairs;
+  for (const rt::InPlacePair& c : rt::find_in_place_pairs(g)) {
+    const std::string &in = g.inputs()[c.input]->name(), &o = g.outputs()[c.output]->name();
+    pairs.push_back(fmt::format("{} -> {} (dim {})", in, o, c.axis));
+    jc.push_back({{"input", in}, {"output", o}, {"axis", c.axis}});
+  }
+  if (!pairs.empty())
+    out << fmt::format("in place (one buffer as input and output, the new positions appended): {}\n",
+                       fmt::join(pairs, ", "));
+  return {{"symbols", js}, {"profiles", jp}, {"in_place", jc}};
 }
 
 int run_inspect_plan(const InspectOptions& o) {

@@ -208,6 +208,30 @@ SimpleKernel emit_det(const TensorType& x, const TensorType& out) {
   return k;
 }
 
+SimpleKernel emit_range(DType dtype, const TensorType& out) {
+  if (out.dtype != dtype || out.rank() != 1 || dtype == DType::Bool ||
+      !(dtype == DType::F32 || dtype == DType::F64 || is_int(dtype)))
+    unsupported("codegen: range: {} operands giving {} (f32, f64 and integers only)", dtype_name(dtype), out.str());
+  const int64_t n = out.shape[0];
+  SimpleKernel k;
+  k.params = {{dtype, true, "out"}, {dtype, false, "start"}, {dtype, false, "limit"}, {dtype, false, "delta"}};
+  k.block = kBlock;
+  k.grid = n == 0 ? 0 : grid_for(n, kBlock);
+  std::string b = fmt::format("// range: {} = start + i * delta\n", out.str());
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(k.params));
+  b += grid_stride_loop("i", n);
+  if (is_float(dtype))
+    b += fmt::format("    out[i] = {};\n",
+                     dstore(dtype, dload(dtype, "start[0]") + " + (double)i * " + dload(dtype, "delta[0]")));
+  else  // wrapping in 64 bits gives the right low bits for every integer type
+    b += fmt::format(
+        "    out[i] = ({})((unsigned long long)start[0] + (unsigned long long)i * (unsigned long long)delta[0]);\n",
+        cuda_storage_type(dtype));
+  b += "  }\n}\n";
+  finish(k, "range", b);
+  return k;
+}
+
 std::vector<SimpleKernel> emit_dynamic_quantize_linear(const TensorType& x, const std::vector<TensorType>& results) {
   if (x.dtype != DType::F32) unsupported("codegen: dynamic_quantize_linear: x is {} (f32 only)", dtype_name(x.dtype));
   const DType want[] = {DType::U8, DType::F32, DType::U8};

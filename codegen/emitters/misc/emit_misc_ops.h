@@ -51,6 +51,14 @@ SimpleKernel emit_stft(const AttrMap& attrs, const TensorType& signal, bool has_
 // zero pivot ends it with 0).
 SimpleKernel emit_det(const TensorType& x, const TensorType& out);
 
+// range(start, limit, delta) -> out [n] (the length fixed by the graph's
+// shapes: a symbolic range specialised, range(past, past+seq)): out[i] =
+// start + i * delta, one thread per element, as the reference computes it
+// (floats in double, rounded once; integers in wrapping 64-bit arithmetic).
+// f32, f64 and the integer types; f16/bf16 are refused (the reference rounds
+// from double, which a float kernel would round twice).
+SimpleKernel emit_range(DType dtype, const TensorType& out);
+
 // dynamic_quantize_linear(x f32) -> (y u8[, y_scale f32[], y_zero_point u8[]]):
 // three kernels with one signature (results, x, scratch f32[2 + 2P]): P
 // blocks of 256 threads (about 8 elements per thread, P <= 256) fold

@@ -188,6 +188,26 @@ KILN_API kiln_status kiln_context_bind_input(kiln_context* context, const char* 
                                              kiln_dtype dtype, const int64_t* shape, int rank, kiln_memory memory);
 KILN_API kiln_status kiln_context_bind_output(kiln_context* context, const char* name, void* data, kiln_dtype dtype,
                                               const int64_t* shape, int rank, kiln_memory memory);
+/* A KV cache bound in place (docs/dynamic_shapes.md), as ORT GenAI's
+ * past_present_share_buffer: one buffer `data` is both input `input` (a
+ * cache's past) and output `output` (its present: the past with the run's
+ * new positions appended along one axis), for the pairs the plan appends in
+ * place (a past input of symbolic length concatenated into an output; `kiln
+ * inspect` lists them). `capacity` is the buffer's shape: the input's with
+ * the appended axis at the most positions it holds (e.g. [1, kv_heads,
+ * max_seq, head_dim]). Each run reads the past from the first positions along
+ * that axis (as many as the input's shape, set with
+ * kiln_context_set_input_shape) and writes only the new positions after them;
+ * rows of the dims before the axis lie `capacity` positions apart. The buffer
+ * stays bound across shape changes. KILN_ERROR_INVALID_ARGUMENT naming the
+ * input and the output when the plan has no such pair, the dtype or a dim
+ * off the axis differs, or the engine runs on the GPU (not built yet); a run
+ * whose present does not fit the capacity fails (KILN_ERROR_RUNTIME, as for
+ * an unbound buffer) naming them. Binding either
+ * of the pair again on its own ends the pairing (bind the other again too). */
+KILN_API kiln_status kiln_context_bind_in_place(kiln_context* context, const char* input, const char* output,
+                                                void* data, kiln_dtype dtype, const int64_t* capacity, int rank,
+                                                kiln_memory memory);
 /* Zero-copy (GPU engines only; KILN_ERROR_INVALID_ARGUMENT on the CPU): the
  * model's kernels read the input from, or write the output into, the caller's
  * device buffer `ptr` (a CUdeviceptr of the engine's device, holding the

@@ -189,6 +189,13 @@ class Context {
                    kiln_memory memory = KILN_MEMORY_HOST) {
     check(kiln_context_bind_output(c_.get(), name.c_str(), data, dtype, shape.data(), int(shape.size()), memory));
   }
+  // One buffer of shape `capacity` as input `input` and output `output` (a
+  // KV cache in place; see kiln_context_bind_in_place).
+  void bind_in_place(const std::string& input, const std::string& output, void* data, kiln_dtype dtype,
+                     const std::vector<int64_t>& capacity, kiln_memory memory = KILN_MEMORY_HOST) {
+    check(kiln_context_bind_in_place(c_.get(), input.c_str(), output.c_str(), data, dtype, capacity.data(),
+                                     int(capacity.size()), memory));
+  }
   // Zero-copy device buffers (GPU engines; see kiln_context_bind_input_device).
   void bind_input_device(const std::string& name, uint64_t ptr) {
     check(kiln_context_bind_input_device(c_.get(), name.c_str(), ptr));

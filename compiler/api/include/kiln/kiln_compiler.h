@@ -65,6 +65,15 @@ KILN_COMPILER_API kiln_compile_status kiln_compile_options_set_precision(kiln_co
 KILN_COMPILER_API kiln_compile_status kiln_compile_options_set_input_shape(kiln_compile_options* options,
                                                                            const char* name, const int64_t* dims,
                                                                            size_t rank);
+/* Gives input `name` a range of shapes (as --min-shapes/--opt-shapes/
+ * --max-shapes name:d0xd1x...; one shape profile, docs/dynamic_shapes.md):
+ * the plan runs at any shape within [min, max] (kiln_context_set_input_shape).
+ * `opt` may be NULL (the largest). A plan with a profile needs the target
+ * "cpu" for now (no shape-generic GPU kernels yet). */
+KILN_COMPILER_API kiln_compile_status kiln_compile_options_set_input_range(kiln_compile_options* options,
+                                                                           const char* name, const int64_t* min,
+                                                                           const int64_t* opt, const int64_t* max,
+                                                                           size_t rank);
 /* Kernel cache folder (as --cache-dir); NULL or "": the default. */
 KILN_COMPILER_API kiln_compile_status kiln_compile_options_set_cache_dir(kiln_compile_options* options,
                                                                          const char* dir);

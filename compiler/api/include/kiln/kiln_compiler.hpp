@@ -39,6 +39,13 @@ class Compiler {
   Compiler& input_shape(const std::string& name, const std::vector<int64_t>& dims) {
     return check(kiln_compile_options_set_input_shape(options_.get(), name.c_str(), dims.data(), dims.size()));
   }
+  // A range of shapes for input `name` (one shape profile; kiln_compile_options_set_input_range).
+  Compiler& input_range(const std::string& name, const std::vector<int64_t>& min, const std::vector<int64_t>& max) {
+    if (min.size() != max.size())
+      throw compile_error(KILN_COMPILE_INVALID_ARGUMENT, "input range of \"" + name + "\": min and max differ in rank");
+    return check(kiln_compile_options_set_input_range(options_.get(), name.c_str(), min.data(), nullptr, max.data(),
+                                                      min.size()));
+  }
   Compiler& cache_dir(const std::string& dir) {
     return check(kiln_compile_options_set_cache_dir(options_.get(), dir.c_str()));
   }
