@@ -23,6 +23,9 @@ mkdir "$dir/cnn" && "$py" "$t/make_dynamic_models.py" "$dir/cnn" || fail "make_d
 grep -q 'plan written; GPU kernels: [0-9]* for sm_90' "$out" || fail "no GPU kernels in the plan"
 "$kiln" inspect "$dir/pw.plan" >"$out" 2>&1 || fail "inspect pw: exit $?"
 grep -q '^shape profiles: 1 (symbols: batch in \[1, 16\])' "$out" || fail "inspect shows no profile"
+grep -q '^shape-generic launches: [1-9]' "$out" || fail "inspect shows no shape-generic launches"
+grep -q '^  step [0-9]*: x = ceil(.*batch.*/ [0-9]*), at most [0-9]* (symbols batch)$' "$out" ||
+  fail "inspect shows no grid as a function of batch"
 
 backends="ref"
 [ "$sim" = sim ] && backends="ref sim"
