@@ -198,15 +198,21 @@ void Context::bind_in_place(const std::string& input, const std::string& output,
 void Context::bind_input_device(const std::string& name, unsigned long long ptr) {
   size_t i = engine_->input_index(name);
   if (!gpu_) fail("input \"{}\": zero-copy device binding but the engine runs on the CPU ({})", name, engine_->info());
-  if (!ptr && engine_->inputs()[i].type.nbytes()) fail("input \"{}\": null device pointer", name);
-  inputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, {}};
+  // A plan with shape profiles: the buffer holds the shape set now (set the
+  // input's shape first); a run at another shape needs it bound again.
+  const Shape shape = shapes_ ? shapes_->input(i) : engine_->inputs()[i].type.shape;
+  if (!ptr && TensorType(engine_->inputs()[i].type.dtype, shape).nbytes())
+    fail("input \"{}\": null device pointer", name);
+  inputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, shapes_ ? shape : Shape{}};
 }
 
 void Context::bind_output_device(const std::string& name, unsigned long long ptr) {
   size_t i = engine_->output_index(name);
   if (!gpu_) fail("output \"{}\": zero-copy device binding but the engine runs on the CPU ({})", name, engine_->info());
-  if (!ptr && engine_->outputs()[i].type.nbytes()) fail("output \"{}\": null device pointer", name);
-  outputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, {}};
+  const Shape shape = shapes_ ? shapes_->output(i) : engine_->outputs()[i].type.shape;  // as for inputs
+  if (!ptr && TensorType(engine_->outputs()[i].type.dtype, shape).nbytes())
+    fail("output \"{}\": null device pointer", name);
+  outputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, shapes_ ? shape : Shape{}};
 }
 
 void Context::check_bound() const {

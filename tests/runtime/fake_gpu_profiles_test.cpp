@@ -112,5 +112,47 @@ TEST_F(FakeGpuProfiles, PipelinedRunsAtTwoShapesEachGetTheirOwnSizes) {
     EXPECT_EQ(compare_tensors(outs[k], wants[k], {1e-5, 1e-4}), "") << "batch " << batches[k];
 }
 
+// Zero-copy device bindings hold the shape set when they were bound: the
+// captured graph of that shape uses them in place; a new shape needs them
+// bound again.
+TEST_F(FakeGpuProfiles, ZeroCopyBindingsRunAtTheShapeTheyWereBoundWith) {
+  std::vector<uint8_t> bytes = plan_for("profile_pointwise");
+  CallerStream caller;  // the application's current context, as for its own cuMemAlloc
+  auto mem_alloc = fake().sym<int (*)(CUdeviceptr*, size_t)>("cuMemAlloc_v2");
+  auto mem_free = fake().sym<int (*)(CUdeviceptr)>("cuMemFree_v2");
+  auto htod = fake().sym<int (*)(CUdeviceptr, const void*, size_t)>("cuMemcpyHtoD_v2");
+  auto dtoh = fake().sym<int (*)(void*, CUdeviceptr, size_t)>("cuMemcpyDtoH_v2");
+  std::unique_ptr<Graph> g = profile_pointwise_graph();
+  {
+    auto e = rt::Engine::load(bytes.data(), bytes.size(), "profile.plan", rt::Backend::Gpu);
+    rt::Context ctx(e);
+    for (int64_t n : {4, 13}) {
+      std::unique_ptr<Graph> at = specialize_graph(*g, {{"batch", n}}, op_registry());
+      const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(7 * n));
+      const Tensor want = ReferenceExecutor(*at).run(feed)[0];
+      ctx.set_input_shape("x", {n, 3, 24});
+      std::vector<CUdeviceptr> bufs;
+      for (const Value* v : at->inputs()) {
+        bufs.push_back(0);
+        ASSERT_EQ(mem_alloc(&bufs.back(), v->type().nbytes()), 0);
+        ASSERT_EQ(htod(bufs.back(), feed.at(v->name()).raw(), v->type().nbytes()), 0);
+        ctx.bind_input_device(v->name(), bufs.back());
+      }
+      CUdeviceptr out = 0;
+      ASSERT_EQ(mem_alloc(&out, want.nbytes()), 0);
+      ctx.bind_output_device("r", out);
+      ctx.run();
+      Tensor got(want.type());
+      ASSERT_EQ(dtoh(got.raw(), out, got.nbytes()), 0);
+      EXPECT_EQ(compare_tensors(got, want, {1e-5, 1e-4}), "") << "batch " << n;
+      // Another shape without binding again: refused, never run on the old buffers.
+      ctx.set_input_shape("x", {n + 1, 3, 24});
+      EXPECT_THROW(ctx.run(), Error);
+      for (CUdeviceptr b : bufs) mem_free(b);
+      mem_free(out);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::fakegpu
