@@ -429,6 +429,18 @@ bool generic_layer_norm(const Node& n) {
   return count >= 1 && count <= kMaxRegisterRow && is_float(n.input(0)->dtype());
 }
 
+// A bare f32 matmul / gemm (SIMT: no tf32) of a 2-D A [M, K] whose M alone is
+// symbolic, B static (a dynamic-batch MLP's layers).
+bool generic_gemm(const Node& n) {
+  if (n.body() || (n.op() != "matmul" && n.op() != "gemm") || n.num_inputs() < 2) return false;
+  const Value *a = n.input(0), *b = n.input(1);
+  if (!a || !b || a->dtype() != DType::F32 || n.attrs().get_int("tf32", 0) != 0) return false;
+  if (a->shape().size() != 2 || b->shape().size() != 2 || has_symbolic_dims(b->shape())) return false;
+  if (is_symbolic_dim(a->shape()[1]) || n.attrs().get_int("trans_a", 0) != 0) return false;
+  return n.num_inputs() < 3 || !n.input(2) || n.input(2)->shape().empty() ||
+         !is_symbolic_dim(n.input(2)->shape().back());
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node, any_node},
@@ -441,7 +453,7 @@ const KernelEmitter kEmitters[] = {
     {"resize", handles_resize, emit_resize_node},
     {"sample", handles_sample, emit_sample_node},
     {"conv gather", handles_conv_gather, emit_conv_gather_node},
-    {"gemm", handles_gemm, emit_gemm_node},
+    {"gemm", handles_gemm, emit_gemm_node, generic_gemm},
     {"conv", handles_conv, emit_conv_node},
     {"einsum", handles_einsum, emit_einsum_node},
     {"normalization", handles_normalization, emit_normalization_node, generic_layer_norm},
@@ -483,7 +495,7 @@ std::string why_not_shape_generic(const Node& n) {
   const KernelEmitter* e = emitter_for(n);
   if (!e) return "no kernel emitter handles it";
   if (e->shape_generic && e->shape_generic(n)) return "";
-  return fmt::format("its kernel family ({}) takes no symbolic sizes yet", e->name);
+  return fmt::format("its kernel family ({}) has no shape-generic kernel for it yet", e->name);
 }
 
 std::string why_no_kernel(const Node& n) {

@@ -342,7 +342,7 @@ std::vector<plan::Step> launch_list(const Graph& g, const Locator& loc, Builder&
         uint32_t* at_max[3] = {&s.grid.x, &s.grid.y, &s.grid.z};
         for (int a = 0; a < 3; ++a) {
           gl.grid[a] = {dim_poly(k.grid_expr[a].items), static_cast<uint64_t>(k.grid_expr[a].per_block),
-                        k.grid_expr[a].cap};
+                        k.grid_expr[a].cap, static_cast<uint64_t>(k.grid_expr[a].multiplier)};
           *at_max[a] = plan::eval_grid_axis(gl.grid[a], b.largest);
         }
         b.generic.push_back(std::move(gl));

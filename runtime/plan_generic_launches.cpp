@@ -29,6 +29,9 @@ int64_t eval_poly(const DimPoly& p, const SymbolBindings& b) {
 uint32_t eval_grid_axis(const GenericGridAxis& a, const SymbolBindings& b) {
   const uint64_t items = static_cast<uint64_t>(eval_poly(a.items, b));
   uint64_t blocks = (items + a.per_block - 1) / a.per_block;
+  if (blocks && a.multiplier > std::numeric_limits<uint64_t>::max() / blocks)
+    fail("a grid axis of {} x {} blocks does not fit", blocks, a.multiplier);
+  blocks *= a.multiplier;
   if (a.cap) blocks = std::min<uint64_t>(blocks, a.cap);
   if (blocks > std::numeric_limits<uint32_t>::max()) fail("a grid axis of {} blocks does not fit", blocks);
   return static_cast<uint32_t>(blocks);
@@ -73,7 +76,7 @@ DimPoly get_poly(Reader& r, std::string_view what) {
 
 // u64 launch count; per launch u32 step, u64 symbol count and the names, then
 // per grid axis (x, y, z) its item count (a polynomial as in `profiles`),
-// u64 items per block and u32 cap.
+// u64 items per block, u32 cap and u64 multiplier.
 std::vector<uint8_t> write_generic_launches(const std::vector<GenericLaunch>& ls) {
   Writer w;
   w.put<uint64_t>(ls.size());
@@ -85,6 +88,7 @@ std::vector<uint8_t> write_generic_launches(const std::vector<GenericLaunch>& ls
       put_poly(w, a.items);
       w.put<uint64_t>(a.per_block);
       w.put<uint32_t>(a.cap);
+      w.put<uint64_t>(a.multiplier);
     }
   }
   return w.bytes;
@@ -102,6 +106,7 @@ std::vector<GenericLaunch> read_generic_launches(Reader r) {
       a.items = get_poly(r, fmt::format("generic launch {}'s grid", i));
       a.per_block = r.get<uint64_t>("grid items per block");
       a.cap = r.get<uint32_t>("grid cap");
+      a.multiplier = r.get<uint64_t>("grid multiplier");
       if (a.per_block == 0) fail("{}: generic launch {} has 0 items per block", r.what(), i);
     }
     ls.push_back(std::move(l));

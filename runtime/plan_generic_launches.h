@@ -15,11 +15,12 @@ namespace kiln::plan {
 
 struct Plan;
 
-// min(ceil(items / per_block), cap) blocks (cap 0: none).
+// min(ceil(items / per_block) * multiplier, cap) blocks (cap 0: none).
 struct GenericGridAxis {
   DimPoly items;
   uint64_t per_block = 1;
   uint32_t cap = 0;
+  uint64_t multiplier = 1;
   bool operator==(const GenericGridAxis&) const = default;
 };
 

@@ -36,12 +36,14 @@ class KernelSymbols {
   std::vector<std::string> names_;
 };
 
-// One grid axis of a shape-generic launch: min(ceil(items / per_block), cap)
-// blocks, `items` a dim (constant or symbolic), evaluated per shape.
+// One grid axis of a shape-generic launch: min(ceil(items / per_block) *
+// multiplier, cap) blocks, `items` a dim (constant or symbolic), evaluated
+// per shape (a GEMM: ceil(M / BM) row tiles times its column tiles).
 struct GridAxisExpr {
   int64_t items = 0;
   int64_t per_block = 1;
   unsigned cap = 0;  // 0: no cap
+  int64_t multiplier = 1;
   bool operator==(const GridAxisExpr&) const = default;
 };
 

@@ -154,5 +154,25 @@ TEST_F(FakeGpuProfiles, ZeroCopyBindingsRunAtTheShapeTheyWereBoundWith) {
   }
 }
 
+// The dynamic-batch MLP (gemm, relu, gemm, matmul, softmax: every kernel
+// shape-generic) from one sm_90 plan at three batches.
+TEST_F(FakeGpuProfiles, MlpPlanRunsAtThreeBatches) {
+  const plan::Plan& p = plans().at("profile_mlp");
+  EXPECT_EQ(p.generic_launches.size(), p.steps.size()) << "every launch is shape-generic";
+  std::vector<uint8_t> bytes = plan_for("profile_mlp");
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "mlp.plan", rt::Backend::Gpu);
+  rt::Context ctx(e);
+  std::unique_ptr<Graph> g = profile_mlp_graph();
+  for (int64_t n : {1, 33, 64}) {
+    std::unique_ptr<Graph> at = specialize_graph(*g, {{"batch", n}}, op_registry());
+    const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(n));
+    for (const Value* v : at->inputs()) ctx.bind_input(v->name(), feed.at(v->name()).raw(), v->type(), false);
+    Tensor out(at->outputs()[0]->type());
+    ctx.bind_output("y", out.raw(), out.type(), false);
+    ctx.run();
+    EXPECT_EQ(compare_tensors(out, ReferenceExecutor(*at).run(feed)[0], {1e-5, 1e-4}), "") << "batch " << n;
+  }
+}
+
 }  // namespace
 }  // namespace kiln::fakegpu

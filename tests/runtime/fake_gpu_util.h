@@ -309,6 +309,28 @@ inline std::unique_ptr<Graph> profile_pointwise_graph() {
   return g;
 }
 
+// A dynamic-batch MLP: gemm with a bias, relu, gemm with trans_b, matmul,
+// softmax; batch in [1, 64].
+inline constexpr const char* kProfileMlp =
+    R"(graph @m(%x: f32[batch,16], %w1: f32[16,24], %b1: f32[24], %w2: f32[8,24], %w3: f32[8,5]) -> (f32[batch,5])
+    symbols(batch in [1, 64]) {
+    %h = gemm(%x, %w1, %b1) : f32[batch,24]
+    %r = relu(%h) : f32[batch,24]
+    %g = gemm(%r, %w2) {trans_b=1} : f32[batch,8]
+    %m = matmul(%g, %w3) : f32[batch,5]
+    %y = softmax(%m) {axis=-1} : f32[batch,5]
+    return %y
+  })";
+
+inline std::unique_ptr<Graph> profile_mlp_graph() {
+  auto g = parse_graph(kProfileMlp);
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  o.symbolic = true;
+  compile_graph(*g, o);
+  return g;
+}
+
 inline plan::Plan profile_pointwise_plan() {
   PlanBuildOptions o{"sm_90", "fp32", {}};
   plan::InputProfile x{"x", {1, 3, 24}, {8, 3, 24}, {16, 3, 24}};
@@ -331,6 +353,11 @@ inline const std::map<std::string, plan::Plan>& plans() {
     r["concat_5000"] = build_plan(*concat_5000(), {"sm_90", "fp32", {}});
     r[kAbsentOperandCase] = build_plan(*compiled_text(kAbsentOperand), {"sm_90", "fp32", {}});
     r["profile_pointwise"] = profile_pointwise_plan();
+    {
+      PlanBuildOptions o{"sm_90", "fp32", {}};
+      o.profiles = {plan::Profile{{{"x", {1, 16}, {64, 16}, {64, 16}}}}};
+      r["profile_mlp"] = build_plan(*profile_mlp_graph(), o);
+    }
     return r;
   }();
   return ps;

@@ -122,11 +122,12 @@ TEST(PlanProfiles, AGpuTargetWithoutShapeGenericKernelsIsRefusedNotCompiledAtOne
   PlanBuildOptions po{"sm_90", "fp32", {}};
   po.profiles = {the_profile()};
   po.source_name = "dyn.onnx";
-  EXPECT_EQ(error_of([&] { build_plan(*g, po); }),
-            "dyn.onnx: node (matmul) producing %h: target sm_90 needs a shape-generic GPU kernel for every node of a "
-            "plan with shape profiles (b in [1, 4], s in [2, 16]), and kiln has none yet for matmul (its kernel family "
-            "(gemm) takes no symbolic sizes yet): compile the profile for --target cpu (the runtime's CPU path runs "
-            "any shape in it), or fix the shapes with --shapes for a GPU plan (docs/dynamic_shapes.md)");
+  EXPECT_EQ(
+      error_of([&] { build_plan(*g, po); }),
+      "dyn.onnx: node (matmul) producing %h: target sm_90 needs a shape-generic GPU kernel for every node of a "
+      "plan with shape profiles (b in [1, 4], s in [2, 16]), and kiln has none yet for matmul (its kernel family "
+      "(gemm) has no shape-generic kernel for it yet): compile the profile for --target cpu (the runtime's CPU path runs "
+      "any shape in it), or fix the shapes with --shapes for a GPU plan (docs/dynamic_shapes.md)");
 }
 
 class CApiProfiles : public ::testing::Test {

@@ -116,9 +116,10 @@ static nlohmann::json show_profiles(const plan::Plan& p, const Graph& g, std::os
     for (int a = 0; a < 3; ++a) {
       const plan::GenericGridAxis& ax = gl.grid[a];
       const std::string items = dim_str(dim_of_poly(ax.items));
-      ja.push_back({{"items", items}, {"per_block", ax.per_block}, {"cap", ax.cap}});
+      ja.push_back({{"items", items}, {"per_block", ax.per_block}, {"cap", ax.cap}, {"multiplier", ax.multiplier}});
       if (ax.items == DimPoly{{{}, 1}} && ax.per_block == 1) continue;  // 1 block
-      axes.push_back(fmt::format("{} = ceil({} / {}){}", "xyz"[a], items, ax.per_block,
+      axes.push_back(fmt::format("{} = ceil({} / {}){}{}", "xyz"[a], items, ax.per_block,
+                                 ax.multiplier != 1 ? fmt::format(" * {}", ax.multiplier) : "",
                                  ax.cap ? fmt::format(", at most {}", ax.cap) : ""));
     }
     out << fmt::format("  step {}: {} (symbols {})\n", gl.step, fmt::join(axes, "; "), fmt::join(gl.symbols, ", "));
