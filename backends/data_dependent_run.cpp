@@ -10,6 +10,7 @@
 #include "ir/error.h"
 #include "ir/specialize.h"
 #include "ops/registry.h"
+#include "ops/shape_ops.h"
 
 namespace kiln {
 
@@ -91,7 +92,23 @@ class LoweredNode {
       feed_[name] = *operands[i];
     }
     int results = n.num_outputs();
-    if (n.op() == "topk") {
+    if (n.op() == "slice") {
+      // A symbolic dim clamped by a slice: with the operand's size known it
+      // is an ordinary slice, canonicalised for that size; no count to read.
+      const std::vector<int64_t> starts = attrs_.get_ints("starts"), ends = attrs_.get_ints("ends"),
+                                 steps = attrs_.get_ints("steps");
+      axis_ = ops::data_dependent_slice_axis(n.input(0)->shape(), starts, ends, steps);
+      KILN_CHECK(axis_ >= 0, "{}: no data-dependent axis", n.describe());
+      ops::SliceSpec one =
+          ops::canonical_slice(operands[0]->shape(), {starts[axis_]}, {ends[axis_]}, {axis_}, {steps[axis_]});
+      std::vector<int64_t> st = starts, en = ends, sp = steps;
+      st[axis_] = one.starts[axis_];
+      en[axis_] = one.ends[axis_];
+      sp[axis_] = one.steps[axis_];
+      attrs_.set("starts", st);
+      attrs_.set("ends", en);
+      attrs_.set("steps", sp);
+    } else if (n.op() == "topk") {
       axis_ = static_cast<int>(attrs_.get_int("axis", -1));
       if (axis_ < 0) axis_ += operands[0]->rank();
       attrs_.set("k", operands[0]->shape()[axis_]);
@@ -114,7 +131,9 @@ class LoweredNode {
   // Runs it; returns the node's results trimmed to the count.
   std::vector<Tensor> run(const std::string& backend, const std::string& cache_dir, int64_t* count) {
     std::vector<Tensor> outs = run_on_backend(backend, graph_, feed_, cache_dir);
-    if (n_.op() == "topk") {
+    if (n_.op() == "slice") {
+      *count = outs[0].shape()[axis_];
+    } else if (n_.op() == "topk") {
       *count = k_;
     } else {
       *count = outs.back().data<int64_t>()[0];
@@ -145,6 +164,41 @@ class LoweredNode {
   int axis_ = 0;
   int64_t k_ = 0;
 };
+
+// An if whose branches decide sizes (ir/data_dependent.h): its condition is
+// known now, so the taken branch runs as a graph of its own, with the
+// symbols bound so far substituted and its own data-dependent nodes run as
+// the top level's are. Returns its results; binds the symbols it decided.
+std::vector<Tensor> run_taken_branch(const std::string& backend, const Graph& g, const Node& n,
+                                     const std::vector<const Tensor*>& operands, const DataDependentRunHooks& hooks,
+                                     const std::string& cache_dir, DataDependentRunResult& r) {
+  const Tensor& cond = *operands.at(0);
+  KILN_CHECK(cond.dtype() == DType::Bool && cond.numel() == 1, "{}: condition {}", n.describe(), cond.type().str());
+  const Graph& branch = *n.region(cond.get_int(0) != 0 ? 0 : 1);
+  std::unique_ptr<Graph> own = branch.clone();
+  const auto decided_inside = data_dependent_symbols(*own);
+  std::vector<SymbolDecl> decls;
+  for (const SymbolDecl& d : g.symbols())
+    if (r.symbols.count(d.name) || decided_inside.count(d.name)) decls.push_back(d);
+  own->set_symbols(std::move(decls));
+  std::unique_ptr<Graph> ready = specialize_graph(*own, r.symbols, op_registry());
+  std::map<std::string, Tensor> feed;
+  for (size_t k = 0; k < ready->inputs().size(); ++k) feed[ready->inputs()[k]->name()] = *operands.at(k + 1);
+  DataDependentRunResult inner = run_with_data_dependent_sizes(backend, *ready, feed, hooks, cache_dir);
+  for (const auto& [name, value] : inner.symbols) r.symbols[name] = value;
+  r.stages += inner.stages;
+  return std::move(inner.outputs);
+}
+
+// The value of an if's size symbol: the dim of its results that the symbol
+// stands for, as the taken branch gave it.
+int64_t if_result_size(const Node& n, const std::vector<Tensor>& outs, const std::string& sym) {
+  const int64_t dim = symbol_dim(sym);
+  for (int i = 0; i < n.num_outputs(); ++i)
+    for (size_t d = 0; d < n.output(i)->shape().size(); ++d)
+      if (n.output(i)->shape()[d] == dim) return outs.at(i).shape()[d];
+  fail("{}: no result dim is its size symbol {}", n.describe(), sym);
+}
 
 }  // namespace
 
@@ -192,15 +246,21 @@ DataDependentRunResult run_with_data_dependent_sizes(const std::string& backend,
     const Node& n = *nodes[i];
     std::vector<const Tensor*> operands;
     for (const Value* v : n.inputs()) operands.push_back(value_of(v));
-    LoweredNode lowered(n, operands);
-    if (hooks.inspect) hooks.inspect(lowered.graph());
-    int64_t count = 0;
-    std::vector<Tensor> outs = lowered.run(backend, cache_dir, &count);
     const std::string sym = n.attrs().get_string(kSizeSymbolAttr, "");
+    int64_t count = 0;
+    std::vector<Tensor> outs;
+    if (n.op() == "if") {
+      outs = run_taken_branch(backend, g, n, operands, hooks, cache_dir, r);
+      if (!sym.empty()) count = if_result_size(n, outs, sym);
+    } else {
+      LoweredNode lowered(n, operands);
+      if (hooks.inspect) hooks.inspect(lowered.graph());
+      outs = lowered.run(backend, cache_dir, &count);
+    }
     if (const SymbolDecl* d = g.find_symbol(sym); d && (count < d->min || count > d->max))
       fail("{}: its result size {} is {}, outside the range [{}, {}] of {}", n.describe(), sym, count, d->min, d->max,
            sym);
-    r.symbols[sym] = count;
+    if (!sym.empty()) r.symbols[sym] = count;
     for (int k = 0; k < n.num_outputs(); ++k) env[n.output(k)->name()] = std::move(outs.at(k));
     lo = i + 1;
   }

@@ -39,7 +39,40 @@ size_t signature_at(const std::string& source, const std::string& name) {
 
 }  // namespace
 
+namespace {
+const ArchLimits* g_override = nullptr;  // ScopedArchLimits (tests)
+thread_local unsigned t_cap = 0;         // ThreadCap
+}  // namespace
+
+ScopedArchLimits::ScopedArchLimits(const ArchLimits& limits) : limits_(limits), saved_(g_override) {
+  g_override = &limits_;
+}
+ScopedArchLimits::~ScopedArchLimits() { g_override = saved_; }
+
+unsigned thread_cap() { return t_cap; }
+
+ThreadCap::ThreadCap(unsigned threads) : saved_(t_cap) { t_cap = t_cap ? std::min(t_cap, threads) : threads; }
+ThreadCap::~ThreadCap() { t_cap = saved_; }
+
+unsigned block_threads(unsigned wanted, unsigned granule) {
+  if (t_cap == 0 || wanted <= t_cap || granule == 0) return wanted;
+  return std::max(granule, t_cap / granule * granule);
+}
+
+bool fewer_threads_may_fit(const LaunchShape& l, const ArchLimits& lim) {
+  if (l.block.count() <= 32) return false;
+  // One warp of the same kernel, its static shared memory (which may scale
+  // with the block) left out: what stays -- the grid, the parameters, the
+  // dynamic shared memory, one warp's registers -- fewer threads cannot help.
+  LaunchShape one_warp = l;
+  one_warp.block = LaunchDims(32);
+  one_warp.static_shared = 0;
+  one_warp.bounded_threads = -1;
+  return launch_misfit(one_warp, lim).empty();
+}
+
 const ArchLimits& arch_limits(std::string_view arch) {
+  if (g_override && g_override->arch == arch) return *g_override;
   static const ArchLimits sm80 = with_optin("sm_80", 163), sm86 = with_optin("sm_86", 99),
                           sm89 = with_optin("sm_89", 99), sm90 = with_optin("sm_90", 227);
   if (arch == "sm_80") return sm80;

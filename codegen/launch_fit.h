@@ -44,6 +44,48 @@ struct ArchLimits {
 // The limits of sm_80, sm_86, sm_89 or sm_90; kiln::Error for another arch.
 const ArchLimits& arch_limits(std::string_view arch);
 
+// For tests: while alive, arch_limits(limits.arch) answers `limits` (a
+// device with a smaller register file or less shared memory, so that a
+// launch misfits and the plan builder's retry with fewer threads shows).
+class ScopedArchLimits {
+ public:
+  explicit ScopedArchLimits(const ArchLimits& limits);
+  ~ScopedArchLimits();
+  ScopedArchLimits(const ScopedArchLimits&) = delete;
+  ScopedArchLimits& operator=(const ScopedArchLimits&) = delete;
+
+ private:
+  ArchLimits limits_;
+  const ArchLimits* saved_;
+};
+
+// The one decision of a kernel's threads per block. Every emitter that
+// chooses its block size asks here with the threads it would like
+// (`wanted`, its heuristic) and writes its kernel for the answer: `wanted`,
+// or, while a ThreadCap is in force on this thread, the largest multiple of
+// `granule` within the cap, never less than one granule. The plan builder
+// sets the cap when a node's launch does not fit the target's per-block
+// limits (registers x threads, shared memory, threads; compiler/plan_writer.h)
+// and emits the node again. Emitters whose block is fixed by their tiling
+// (tensor-core GEMM and attention, which declare their own __launch_bounds__)
+// do not ask: their misfit is refused, naming the node and the limit.
+unsigned block_threads(unsigned wanted, unsigned granule = 32);
+
+// The cap block_threads applies on this thread (0: none).
+unsigned thread_cap();
+
+// Caps block_threads on this thread while alive (nested caps: the smaller).
+class ThreadCap {
+ public:
+  explicit ThreadCap(unsigned threads);
+  ~ThreadCap();
+  ThreadCap(const ThreadCap&) = delete;
+  ThreadCap& operator=(const ThreadCap&) = delete;
+
+ private:
+  unsigned saved_;
+};
+
 // One launch as the checker sees it; -1: not known (yet).
 struct LaunchShape {
   LaunchDims grid, block;
@@ -58,6 +100,12 @@ struct LaunchShape {
 // figures (e.g. "1024 threads x 94 registers (96 x 32 rounded to 256 per
 // warp: 98304) exceed sm_90's 65536 registers per block").
 std::string launch_misfit(const LaunchShape& l, const ArchLimits& lim);
+
+// Whether a launch that misfits `lim` might fit with fewer threads per block:
+// one warp of it, without its static shared memory (which may scale with the
+// block), fits -- so not a misfit of the grid, the parameter space, the
+// dynamic shared memory or one warp's registers.
+bool fewer_threads_may_fit(const LaunchShape& l, const ArchLimits& lim);
 
 // The threads a launch bound in `source` gives kernel `name`, or -1 when its
 // signature has none.

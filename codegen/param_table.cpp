@@ -120,4 +120,28 @@ bool use_param_table_if_needed(NodeKernel& k, long long max_param_bytes) {
   return true;
 }
 
+std::vector<bool> kernel_buffer_writes(const std::string& source, const std::string& name) {
+  const KernelSignature sig = kernel_signature(source, name);
+  std::vector<bool> writes;
+  if (sig.open == std::string::npos) return writes;
+  // `KILN_PTR(T)`: through a const T only reads are possible.
+  auto writable = [](std::string_view type) { return type.rfind("const ", 0) != 0; };
+  if (sig.params.size() == 1 && sig.params[0] == "KILN_PTR(const unsigned long long) kiln_param_table") {
+    // The entries as use_param_table_if_needed defines them, in table order.
+    static constexpr std::string_view kEntry = " KILN_PARAM_TABLE_ENTRY(";
+    for (size_t at = source.find("#define "); at != std::string::npos && at < sig.global;
+         at = source.find("#define ", at + 1)) {
+      const size_t eol = source.find('\n', at);
+      const std::string line = source.substr(at, eol == std::string::npos ? std::string::npos : eol - at);
+      const size_t entry = line.find(kEntry);
+      if (entry == std::string::npos || line.find("(T, i, n, name)") != std::string::npos) continue;
+      writes.push_back(writable(std::string_view(line).substr(entry + kEntry.size())));
+    }
+    return writes;
+  }
+  for (const std::string& p : sig.params)
+    writes.push_back(p.rfind("KILN_PTR(", 0) != 0 || writable(std::string_view(p).substr(9)));
+  return writes;
+}
+
 }  // namespace kiln::codegen

@@ -19,6 +19,9 @@
 // parameter `x`) or whose simulator entry is not the emitters' standard form
 // is an error naming it.
 #pragma once
+#include <string>
+#include <vector>
+
 #include "codegen/emitter_table.h"
 
 namespace kiln::codegen {
@@ -29,5 +32,12 @@ inline constexpr long long kMaxParamBytes = 32764;  // every supported arch (lau
 // `max_param_bytes` (8 per buffer pointer); returns whether it did. Throws
 // kiln::Error when the kernel cannot be rewritten.
 bool use_param_table_if_needed(NodeKernel& k, long long max_param_bytes = kMaxParamBytes);
+
+// Per buffer of kernel `name` in `source` -- its parameters in order, or,
+// for a kernel that takes a pointer table, the table's entries in order --
+// whether the kernel may write it (`KILN_PTR(T)`) rather than only read it
+// (`KILN_PTR(const T)`). Empty when `source` has no such kernel. The strict
+// fake driver's race detector asks it (tests/runtime/fake_cuda/).
+std::vector<bool> kernel_buffer_writes(const std::string& source, const std::string& name);
 
 }  // namespace kiln::codegen

@@ -50,6 +50,10 @@ struct Locator {
 // or emitted here (regions' nodes included).
 struct NodeKernels {
   std::unordered_map<const Node*, const std::vector<codegen::NodeKernel>*> of;
+  // A plan with shape profiles: per node of the graph at its largest shapes
+  // (whose launch list is built), the symbolic graph's node its kernels came
+  // from (the one a launch that does not fit names, so the thread cap applies).
+  std::unordered_map<const Node*, const Node*> origin;
   std::vector<std::unique_ptr<std::vector<codegen::NodeKernel>>> emitted;
 };
 

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "compiler/targets.h"
@@ -26,6 +27,7 @@
 #include "codegen/param_table.h"
 #include "codegen/nvrtc/nvrtc_library.h"
 #include "compiler/plan_frames.h"
+#include "compiler/plan_launch_check.h"
 #endif
 
 namespace kiln {
@@ -84,46 +86,20 @@ std::string nodes_without_emitter(const Graph& g) {
 #endif
 }
 
+// Threads per block the emitters of a node may use (codegen::ThreadCap), per
+// node whose launch did not fit with more (build_plan).
+using ThreadCaps = std::map<const Node*, unsigned>;
+
 #ifdef KILN_HAVE_CODEGEN
-// The archs whose per-block limits a launch must fit: every arch the plan's
-// code runs on (compiler/targets.h), not only the target's own: an sm_80
-// plan's CUBIN also runs on sm_86 and sm_89, whose opt-in shared memory is
-// smaller, and its PTX on sm_90.
-std::vector<std::string> fit_archs(const std::string& target) { return archs_running_target(target); }
-
-// Fails unless launch `s` of `n` fits the per-block limits of every arch the
-// plan may run on (codegen/launch_fit.h). `regs`/`static_shared` are a
-// compiled CUBIN's (-1: before NVRTC), `cubin_arch` names it in the message.
-void check_launch_fits(const plan::Step& s, const Node& n, const std::string& source, const std::string& kernel,
-                       int regs, int static_shared, const std::string& cubin_arch, const PlanBuildOptions& o) {
-  codegen::LaunchShape l;
-  l.grid = {s.grid.x, s.grid.y, s.grid.z};
-  l.block = {s.block.x, s.block.y, s.block.z};
-  l.dynamic_shared = s.shared_bytes;
-  // Every parameter is a buffer pointer, or the one pointer to the table of them.
-  l.param_bytes = s.param_table ? 8 : static_cast<long long>(s.args.size()) * 8;
-  l.bounded_threads = codegen::declared_launch_bound(source, kernel);
-  l.registers = regs;
-  l.static_shared = static_shared;
-  for (const std::string& arch : fit_archs(o.target)) {
-    std::string misfit = codegen::launch_misfit(l, codegen::arch_limits(arch));
-    if (!misfit.empty())
-      fail("{}{}: kernel {}{} cannot be launched on {}{}: {}", o.source_name.empty() ? "" : o.source_name + ": ",
-           n.describe(), kernel, cubin_arch.empty() ? "" : " (" + cubin_arch + " CUBIN)", arch,
-           o.target == kTargetPortable ? " (a portable plan runs on every supported arch)"
-           : arch != o.target          ? fmt::format(" (a {} plan runs there too)", o.target)
-                                       : "",
-           misfit);
-  }
-}
-
 using planbuild::Builder;
+using planbuild::check_launch_fits;
+using planbuild::LaunchMisfit;
 using planbuild::Locator;
 using planbuild::NodeKernels;
 
 // Emitted before the memory plan, which places the scratch they ask for
 // (NodeKernel::workspace_f32).
-NodeKernels node_kernels(const Graph& g, const PlanBuildOptions& o) {
+NodeKernels node_kernels(const Graph& g, const PlanBuildOptions& o, const ThreadCaps& caps) {
   NodeKernels nk;
   if (o.kernels) {
     for (const codegen::NodeLaunches& nl : o.kernels->launches) nk.of.emplace(nl.node, &nl.kernels);
@@ -134,7 +110,11 @@ NodeKernels node_kernels(const Graph& g, const PlanBuildOptions& o) {
   codegen::LaunchBounder bounder;
   for_each_kernel_node(g, [&](const Node& n) {
     if (codegen::is_view_node(n)) return;
+    auto cap = caps.find(&n);  // a node whose launch did not fit: its emitter's blocks are capped
+    std::optional<codegen::ThreadCap> capped;
+    if (cap != caps.end()) capped.emplace(cap->second);
     auto ks = std::make_unique<std::vector<codegen::NodeKernel>>(codegen::emitter_for(n)->emit(n));
+    capped.reset();
     for (codegen::NodeKernel& k : *ks) {
       bounder.apply(k);
       try {
@@ -165,6 +145,7 @@ NodeKernels kernels_at_largest_shapes(const Graph& g, const Graph& at_max, NodeK
                   o.source_name.empty() ? "" : o.source_name + ": ", n.describe());
     auto at = nks.of.find(&n);
     if (at != nks.of.end()) out.of.emplace(big->get(), at->second);
+    out.origin.emplace(big->get(), &n);
   }
   return out;
 }
@@ -348,8 +329,12 @@ std::vector<plan::Step> launch_list(const Graph& g, const Locator& loc, Builder&
         b.generic.push_back(std::move(gl));
       }
       // Before NVRTC: what needs no compiled kernel (block, grid, parameters).
-      check_launch_fits(s, n, b.sources[s.kernel].source, k.name, -1, -1, "", o);
-      b.launched.emplace_back(s, &n);
+      // A misfit names the node whose kernels were emitted (the symbolic
+      // graph's, in a plan with shape profiles), so the thread cap finds it.
+      auto from = b.nks.origin.find(&n);
+      const Node& fit_node = from != b.nks.origin.end() ? *from->second : n;
+      check_launch_fits(s, fit_node, b.sources[s.kernel].source, k.name, -1, -1, "", o);
+      b.launched.emplace_back(s, &fit_node);
       steps.push_back(std::move(s));
     }
   }
@@ -553,7 +538,9 @@ bool kiln_has_codegen() {
 #endif
 }
 
-plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
+namespace {
+
+plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const ThreadCaps& caps) {
   plan::Plan p;
   p.meta.kiln_version = kKilnVersion;
   p.meta.target = o.target;
@@ -579,7 +566,7 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
 #ifdef KILN_HAVE_CODEGEN
   NodeKernels nks;
   if (gpu_target && no_gpu_reason.empty()) {
-    nks = node_kernels(g, o);
+    nks = node_kernels(g, o, caps);
     // A plan with shape profiles: the kernels come from the symbolic graph
     // (shape-generic where its sizes are symbolic), the launch list and
     // memory plan from the same graph at its largest shapes (the same
@@ -620,6 +607,31 @@ plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
   p.meta.archs = target_archs(o.target);
 #endif
   return p;
+}
+
+}  // namespace
+
+// The one thread cap: see plan_writer.h.
+plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
+#ifdef KILN_HAVE_CODEGEN
+  ThreadCaps caps;
+  PlanBuildOptions again = o;
+  again.kernels = nullptr;  // capped nodes are emitted here, and so the rest with them (one LaunchBounder)
+  for (;;) {
+    try {
+      return build_plan_capped(g, caps.empty() ? o : again, caps);
+    } catch (const LaunchMisfit& m) {
+      if (!m.fewer_threads_may_fit) throw;
+      auto [it, fresh] = caps.emplace(m.node, 0u);
+      if (!fresh && m.threads > it->second)
+        fail("{} (its emitter keeps {} threads per block: it has no variant with fewer)", m.what(), m.threads);
+      if (m.threads <= 32) fail("{} (also with {} threads per block: no variant fits)", m.what(), m.threads);
+      it->second = static_cast<unsigned>(m.threads / 2);
+    }
+  }
+#else
+  return build_plan_capped(g, o, {});
+#endif
 }
 
 }  // namespace kiln

@@ -41,8 +41,15 @@ struct PlanBuildOptions {
 
 // For a GPU target every kernel carries __launch_bounds__ and every launch is
 // checked against the arch's per-block limits (codegen/launch_fit.h) before
-// and after NVRTC: a launch the GPU would refuse is a kiln::Error naming
-// `source_name`, the node, the kernel and the limit, never a plan.
+// and after NVRTC. A launch that does not fit -- threads or shared memory
+// before NVRTC, ptxas' registers x threads or static shared memory after it
+// -- has its node emitted again with at most half its threads per block (the
+// one thread cap, codegen::block_threads) and the plan is built again
+// (unchanged kernels come from the kernel cache), until every launch fits. A
+// launch the GPU would refuse with any variant -- a limit fewer threads
+// cannot help (grid, parameter space), an emitter that keeps its block (fixed
+// by its tiling), a block that misfits even at one warp -- is a kiln::Error
+// naming `source_name`, the node, the kernel and the limit, never a plan.
 plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o);
 
 // A GPU plan with shape profiles needs a shape-generic kernel for every node

@@ -21,6 +21,8 @@
 #include <algorithm>
 
 #include "frontend/import_context.h"
+#include "ir/data_dependent.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::adapters {
 
@@ -61,26 +63,43 @@ void if_adapter(ImportContext& c) {
     c.skip_subgraph(taken ? "else_branch" : "then_branch");
     return c.set_outputs(c.inline_subgraph(taken ? "then_branch" : "else_branch"));
   }
-  auto regions = c.import_regions({{"then_branch", "then", {}}, {"else_branch", "else", {}}});
+  // The branches may decide sizes (torchvision's batched NMS, guarded by "no
+  // boxes?"): their nodes get size symbols, and the if runs taking its branch
+  // once the condition is known (ir/data_dependent.h).
+  auto regions = c.import_regions({{"then_branch", "then", {}}, {"else_branch", "else", {}}}, /*size_symbols=*/true);
   const Graph& then_g = *regions.graphs[0];
   const Graph& else_g = *regions.graphs[1];
   if (then_g.outputs().size() != else_g.outputs().size())
     c.fail("the then branch returns {} values but the else branch {}", then_g.outputs().size(),
            else_g.outputs().size());
   std::vector<TensorType> types;
+  std::string size_symbol;  // for the one result dim the branches disagree on
   for (size_t i = 0; i < then_g.outputs().size(); ++i) {
     const TensorType& a = then_g.outputs()[i]->type();
     const TensorType& b = else_g.outputs()[i]->type();
-    if (a.dtype != b.dtype || a.shape != b.shape)
+    auto differ = [&](const char* why) {
       c.unsupported(
           "output {} is {} from the then branch but {} from the else branch; with a condition known only at run "
-          "time kiln needs both to have one static type",
-          i, a.str(), b.str());
-    types.push_back(TensorType(a.dtype, a.shape));
+          "time kiln needs both to have one type{}",
+          i, a.str(), b.str(), why);
+    };
+    if (a.dtype != b.dtype || a.rank() != b.rank()) differ("");
+    Shape s = a.shape;
+    for (int d = 0; d < a.rank(); ++d) {
+      if (a.shape[d] == b.shape[d]) continue;
+      if (!size_symbol.empty()) differ(", or to differ in one dim only");
+      // The taken branch decides it: at most the larger of the two.
+      size_symbol = c.declare_size_symbol("if_n", dim_add(a.shape[d], b.shape[d]));
+      if (size_symbol.empty()) differ(", or the If at the top level of the model to let them differ in one dim");
+      s[d] = symbol_dim(size_symbol);
+    }
+    types.push_back(TensorType(a.dtype, s));
   }
+  AttrMap attrs;
+  if (!size_symbol.empty()) attrs.set(kSizeSymbolAttr, size_symbol);
   Value* scalar_cond = as_scalar(c, cond, DType::Bool, "condition");
-  c.set_outputs(
-      c.emit_with_regions("if", with_captures({scalar_cond}, regions.captures), {}, types, std::move(regions.graphs)));
+  c.set_outputs(c.emit_with_regions("if", with_captures({scalar_cond}, regions.captures), attrs, types,
+                                    std::move(regions.graphs)));
 }
 
 // Whether the body's condition result is certainly true in every iteration

@@ -158,9 +158,17 @@ void non_max_suppression(ImportContext& c) {
       c.fail("boxes must be [batch, boxes, 4] and scores [batch, classes, boxes], got {} and {}",
              c.input(0)->type().str(), c.input(1)->type().str());
     const int64_t per_class = a.get_int("max_output_boxes_per_class", 0);
-    // min(per_class, boxes) where boxes is a number; per_class otherwise.
-    const int64_t keep = is_symbolic_dim(boxes[1]) ? per_class : std::min(per_class, boxes[1]);
-    std::string sym = c.declare_size_symbol("nms_n", dim_mul(dim_mul(scores[0], scores[1]), keep));
+    // min(per_class, boxes) per batch and class. With a symbolic box count
+    // (boxes a score threshold kept), the bound is that count at its max,
+    // capped by per_class where that is smaller (torchvision exports
+    // INT64_MAX: no cap).
+    const int64_t classes = dim_mul(scores[0], scores[1]);
+    const bool symbolic_boxes = is_symbolic_dim(boxes[1]);
+    const int64_t keep = symbolic_boxes ? boxes[1] : std::min(per_class, boxes[1]);
+    int64_t cap = -1;
+    if (symbolic_boxes && !is_symbolic_dim(classes) && (classes == 0 || per_class <= INT64_MAX / classes))
+      cap = classes * per_class;
+    std::string sym = c.declare_size_symbol("nms_n", dim_mul(classes, keep), cap);
     if (!sym.empty()) a.set(kSizeSymbolAttr, sym);
   }
   c.set_outputs(c.emit("non_max_suppression", {c.input(0), c.input(1)}, a));

@@ -19,6 +19,7 @@
 
 #include "frontend/import_context.h"
 #include "frontend/reshape_target.h"
+#include "ir/data_dependent.h"
 #include "ir/shape_utils.h"
 #include "ir/symbolic_dim.h"
 #include "ops/shape_ops.h"
@@ -250,8 +251,10 @@ void slice_adapter(ImportContext& c) {
     axes = c.attrs().get_ints("axes");
   } else {
     c.only_attrs({});
-    starts = int_list(c, 1, "Slice starts");
-    ends = int_list(c, 2, "Slice ends");
+    // Symbolic values (a size Shape gave) are canonicalised below: they take
+    // a symbolic dim whole, or are refused by name.
+    starts = int_list(c, 1, "Slice starts", false, /*allow_symbolic=*/true);
+    ends = int_list(c, 2, "Slice ends", false, /*allow_symbolic=*/true);
     if (c.has_input(3)) axes = int_list(c, 3, "Slice axes");
     if (c.has_input(4)) steps = int_list(c, 4, "Slice steps");
     if (c.has_input(3) && axes.size() != starts.size())
@@ -259,7 +262,7 @@ void slice_adapter(ImportContext& c) {
   }
   ops::SliceSpec spec;
   try {
-    spec = ops::canonical_slice(x->shape(), starts, ends, axes, steps);
+    spec = ops::canonical_slice(x->shape(), starts, ends, axes, steps, /*allow_data_dependent=*/true);
   } catch (const Unsupported&) {
     throw;
   } catch (const Error& e) {
@@ -269,6 +272,18 @@ void slice_adapter(ImportContext& c) {
   m.set("starts", spec.starts);
   m.set("ends", spec.ends);
   m.set("steps", spec.steps);
+  if (const int a = spec.data_dependent_axis; a >= 0) {
+    // A symbolic dim clamped by the slice (torchvision's keep[:100] of the
+    // boxes NMS kept): its size is decided when the dim is known, so the
+    // slice gets a size symbol, at most what start:end:step could select.
+    const int64_t s = spec.starts[a], e = spec.ends[a], p = spec.steps[a];
+    const int64_t cap = p > 0 && s >= 0 && e >= 0 && e < ops::kSliceOpenEnd ? ops::slice_extent(s, e, p) : -1;
+    std::string sym = c.declare_size_symbol("slice_n", x->shape()[a], cap);
+    if (sym.empty())
+      c.unsupported("slicing [{}] along dim {} ({}) needs its size: not supported with symbolic dims inside a region",
+                    dims_str(x->shape()), a, dim_str(x->shape()[a]));
+    m.set(kSizeSymbolAttr, sym);
+  }
   c.set_outputs({c.emit1("slice", {x}, m)});
 }
 
@@ -371,7 +386,7 @@ void expand_adapter(ImportContext& c) {
   // grouped-query heads repeated over its whole cache).
   std::vector<int64_t> spec = int_list(c, 1, "Expand shape", false, true);
   for (int64_t v : spec)
-    if (v < 0 && !is_symbolic_dim(v)) c.fail("Expand shape [{}] has a negative dim", fmt::join(spec, ","));
+    if (v < 0 && !is_symbolic_dim(v)) c.fail("Expand shape [{}] has a negative dim", dims_str(spec));
   Shape out;
   try {
     out = broadcast_shapes(x->shape(), spec);
@@ -431,15 +446,24 @@ void size_adapter(ImportContext& c) {
 
 void constant_of_shape_adapter(ImportContext& c) {
   c.only_attrs({"value"});
-  std::vector<int64_t> dims = int_list(c, 0, "ConstantOfShape shape");
+  std::vector<int64_t> dims = int_list(c, 0, "ConstantOfShape shape", false, /*allow_symbolic=*/true);
   for (int64_t d : dims)
-    if (d < 0) c.fail("shape [{}] has a negative dim", fmt::join(dims, ","));
+    if (d < 0 && !is_symbolic_dim(d)) c.fail("shape [{}] has a negative dim", dims_str(dims));
   Tensor value = Tensor::scalar(DType::F32, 0);
   if (c.attrs().has("value")) {
     value = *c.attrs().get_tensor("value");
     if (value.numel() != 1) c.fail("attribute 'value' must hold one element, got {}", value.type().str());
   }
   Shape s(dims.begin(), dims.end());
+  if (has_symbolic_dims(s)) {
+    // A size known only at run time (torchvision's full_like over the boxes
+    // a score threshold kept): the one value broadcast to it, as a node.
+    Tensor one(value.dtype(), Shape(s.size(), 1));
+    ops::fill_bytes(one.raw(), value.raw(), dtype_size(value.dtype()), 1);
+    AttrMap m;
+    m.set("shape", std::vector<int64_t>(s));
+    return c.set_outputs({c.emit1("expand", {c.constant(one)}, m)});
+  }
   try {
     shape_numel(s);
   } catch (const Error& e) {

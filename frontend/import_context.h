@@ -58,10 +58,11 @@ class ImportContext {
 
   // Declares, on the main graph, a symbol for a result size only the data
   // decides (ir/data_dependent.h): range [0, the most `bound` can be with
-  // every symbol at its max]. Returns its name, `hint` plus a number (unique
-  // in the graph); "" while a region is imported (regions declare no symbols),
-  // where the caller keeps the compile-time form.
-  virtual std::string declare_size_symbol(const std::string& hint, int64_t bound) = 0;
+  // every symbol at its max, and at most `cap` when that is >= 0]. Returns
+  // its name, `hint` plus a number (unique in the graph); "" while a region is
+  // imported (regions declare no symbols), where the caller keeps the
+  // compile-time form.
+  virtual std::string declare_size_symbol(const std::string& hint, int64_t bound, int64_t cap = -1) = 0;
 
   // Adds a kiln node after inferring its result types; returns its results.
   virtual std::vector<Value*> emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs = {},
@@ -99,7 +100,10 @@ class ImportContext {
   // any of them reads (also from deeper subgraphs) becomes a parameter after
   // the formal ones, in the same order in each, unless its value is known at
   // compile time, in which case each region gets it as a constant.
-  virtual Regions import_regions(const std::vector<RegionSpec>& specs) = 0;
+  // `size_symbols`: an If's branches at the top level, whose nodes may
+  // declare size symbols (declare_size_symbol) as top-level nodes do
+  // (ir/data_dependent.h); deeper regions never do.
+  virtual Regions import_regions(const std::vector<RegionSpec>& specs, bool size_symbols = false) = 0;
   // Imports a subgraph into the current graph, its formal inputs bound to
   // `inputs` (none for an If branch whose condition is known at compile
   // time; one unrolled Loop iteration), and returns its outputs. Its own

@@ -1,6 +1,8 @@
 // What an adapter sees of the ONNX node it imports (NodeContext).
 #include "frontend/importer.h"
 
+#include <algorithm>
+
 #include "ir/control_flow.h"
 #include "ir/symbolic_dim.h"
 
@@ -14,13 +16,14 @@ const Tensor* NodeContext::value_of(Value* v) { return imp_.known_value(v); }
 
 const Tensor* NodeContext::fixed_value(Value* v) { return imp_.known_value(v, /*freeze=*/false); }
 
-std::string NodeContext::declare_size_symbol(const std::string& hint, int64_t bound) {
-  Graph& g = imp_.graph();
-  if (!imp_.opts_.data_dependent_sizes || &g != imp_.graph_.get()) return "";
+std::string NodeContext::declare_size_symbol(const std::string& hint, int64_t bound, int64_t cap) {
+  Graph& g = *imp_.graph_;  // symbols live on the main graph, also for a top-level If's branches
+  if (!imp_.opts_.data_dependent_sizes || (&imp_.graph() != &g && !imp_.region_size_symbols_)) return "";
   // The bound at the largest shapes the declared ranges allow.
   SymbolBindings at_max;
   for (const SymbolDecl& d : g.symbols()) at_max[d.name] = d.max;
-  const int64_t max = eval_dim(bound, at_max);
+  int64_t max = eval_dim(bound, at_max);
+  if (cap >= 0) max = std::min(max, cap);
   std::string name;
   for (int i = 0; name.empty() || g.find_symbol(name); ++i) name = hint + std::to_string(i);
   std::vector<SymbolDecl> decls = g.symbols();
@@ -93,9 +96,9 @@ void NodeContext::set_sequence_output(int i, std::vector<Value*> elements) {
   imp_.seq_env_[name] = std::move(elements);
 }
 
-ImportContext::Regions NodeContext::import_regions(const std::vector<RegionSpec>& specs) {
+ImportContext::Regions NodeContext::import_regions(const std::vector<RegionSpec>& specs, bool size_symbols) {
   for (const RegionSpec& spec : specs) consumed_.insert(spec.attr);
-  return imp_.import_regions(specs, subgraphs_, label());
+  return imp_.import_regions(specs, subgraphs_, label(), size_symbols);
 }
 
 std::vector<Value*> NodeContext::inline_subgraph(const std::string& attr, const std::vector<Value*>& inputs) {

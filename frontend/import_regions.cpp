@@ -98,7 +98,7 @@ Value* Importer::lookup_output(const std::string& name, const std::string& ctx) 
 
 ImportContext::Regions Importer::import_regions(const std::vector<ImportContext::RegionSpec>& specs,
                                                 const std::map<std::string, const onnx::GraphProto*>& subgraphs,
-                                                const std::string& ctx) {
+                                                const std::string& ctx, bool size_symbols) {
   std::vector<const onnx::GraphProto*> graphs;
   std::vector<std::string> names;
   std::set<std::string> seen;
@@ -122,6 +122,14 @@ ImportContext::Regions Importer::import_regions(const std::vector<ImportContext:
       imp.known_order_.resize(from);
     }
   } forget{*this, known_order_.size()};
+  // Only the branches of an If in the main graph declare size symbols; the
+  // regions inside them (imported by nested calls) do not.
+  struct RestoreFlag {
+    bool& flag;
+    bool saved;
+    ~RestoreFlag() { flag = saved; }
+  } restore_flag{region_size_symbols_, region_size_symbols_};
+  region_size_symbols_ = size_symbols && cur_ == graph_.get();
   // Outer values: known ones are copied into each region as constants (so
   // shape operands inside stay known), the others are captured.
   ImportContext::Regions r;

@@ -97,7 +97,7 @@ class NodeContext final : public ImportContext {
                       label(), what, i, input(i)->name()));
     return *t;
   }
-  std::string declare_size_symbol(const std::string& hint, int64_t bound) override;
+  std::string declare_size_symbol(const std::string& hint, int64_t bound, int64_t cap = -1) override;
   std::vector<Value*> emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
                            int num_outputs) override;
   Value* constant(Tensor t, const std::string& name_hint) override;
@@ -121,7 +121,7 @@ class NodeContext final : public ImportContext {
     for (const auto& [name, g] : subgraphs_) names.push_back(name);
     return names;
   }
-  Regions import_regions(const std::vector<RegionSpec>& specs) override;
+  Regions import_regions(const std::vector<RegionSpec>& specs, bool size_symbols = false) override;
   std::vector<Value*> inline_subgraph(const std::string& attr, const std::vector<Value*>& inputs) override;
   void skip_subgraph(const std::string& attr) override {
     subgraph(attr);  // must exist
@@ -173,7 +173,7 @@ class Importer {
   const Tensor* known_value(Value* v, bool freeze = true);
   ImportContext::Regions import_regions(const std::vector<ImportContext::RegionSpec>& specs,
                                         const std::map<std::string, const onnx::GraphProto*>& subgraphs,
-                                        const std::string& ctx);
+                                        const std::string& ctx, bool size_symbols = false);
   std::vector<Value*> inline_subgraph(const onnx::GraphProto& g, const std::string& ctx,
                                       const std::vector<Value*>& inputs);
   // Every value the oracle cached, in order: what a region import cached is
@@ -220,6 +220,9 @@ class Importer {
   std::unique_ptr<Graph> graph_;
   InputSymbols symbols_;  // the main graph's, from its inputs (--min-shapes/--max-shapes)
   Graph* cur_ = nullptr;
+  // While the branches of a top-level If are imported: their nodes may
+  // declare size symbols on the main graph (import_regions).
+  bool region_size_symbols_ = false;
   std::unordered_map<std::string, Value*> env_;
   std::unordered_map<std::string, std::vector<Value*>> seq_env_;  // unrolled sequences
   std::set<std::string> names_;

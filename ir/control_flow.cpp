@@ -1,6 +1,8 @@
 #include "ir/control_flow.h"
 
+#include "ir/data_dependent.h"
 #include "ir/error.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln {
 
@@ -69,18 +71,34 @@ class Checker {
   const Node& n_;
 };
 
+// Whether a branch result of type `ret` fits the if's result type `res`,
+// where a dim of `res` equal to `size_dim` (the if's size symbol, or 0 for
+// none) stands for whatever the taken branch gives (ir/data_dependent.h).
+bool fits_branch(const TensorType& ret, const TensorType& res, int64_t size_dim) {
+  if (ret.dtype != res.dtype || ret.shape.size() != res.shape.size()) return false;
+  for (size_t d = 0; d < ret.shape.size(); ++d)
+    if (ret.shape[d] != res.shape[d] && !(size_dim != 0 && res.shape[d] == size_dim)) return false;
+  return true;
+}
+
 void check_if(const Node& n, const Checker& c) {
   c.regions(2);
-  c.attrs({});
+  c.attrs({kSizeSymbolAttr});
   if (n.num_inputs() < 1 || !n.input(0)) c.err("needs a condition operand");
   if (!is_single(n.input(0)->type(), DType::Bool))
     c.err("the condition has type {}; it must be a single bool", n.input(0)->type().str());
+  int64_t size_dim = 0;
+  if (n.attrs().has(kSizeSymbolAttr)) {
+    const std::string s = n.attrs().get_string(kSizeSymbolAttr, "");
+    if (!is_symbol_name(s)) c.err("{} \"{}\" is not a valid symbol name", kSizeSymbolAttr, s);
+    size_dim = symbol_dim(s);
+  }
   for (int r = 0; r < 2; ++r) {
     c.param_count(r, size_t(n.num_inputs() - 1));
     c.captures(r, 1, 0);
     c.return_count(r, size_t(n.num_outputs()));
     for (int i = 0; i < n.num_outputs(); ++i)
-      if (differ(c.ret(r, i), n.output(i)->type()))
+      if (!fits_branch(c.ret(r, i), n.output(i)->type(), size_dim))
         c.err("result {} has type {} but the {} branch returns {}", i, n.output(i)->type().str(),
               r == 0 ? "then" : "else", c.ret(r, i).str());
   }

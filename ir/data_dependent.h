@@ -18,14 +18,22 @@ namespace kiln {
 // The attribute of a data-dependent node that names its size symbol.
 inline constexpr const char* kSizeSymbolAttr = "size_symbol";
 
-// Each data-dependent symbol of `g` (top-level nodes), with the node whose
-// result size it is. Throws kiln::Error when two nodes name one symbol.
+// An `if` whose branches hold data-dependent nodes is one too (a detection
+// model's "no boxes left?" guard around NonMaxSuppression): its condition is
+// known when it runs, and the taken branch runs as a graph of its own, its
+// nodes naming symbols of the top-level graph. Its own `size_symbol`, if
+// any, is the one result dim its branches disagree on (the taken branch's).
+
+// Each data-dependent symbol of `g` (top-level nodes and the branches of
+// data-dependent ifs), with the node whose result size it is. Throws
+// kiln::Error when two nodes name one symbol.
 std::map<std::string, const Node*, std::less<>> data_dependent_symbols(const Graph& g);
 
 // Whether some node of `g` has a data-dependent result size.
 bool has_data_dependent_sizes(const Graph& g);
 
-// Whether `node` names a size symbol (its result size is decided at run time).
+// Whether `node` names a size symbol (its result size is decided at run time),
+// or is an `if` with such a node in a branch.
 bool is_data_dependent_node(const Node& node);
 
 }  // namespace kiln

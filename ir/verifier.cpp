@@ -106,10 +106,12 @@ class Verifier {
     values.reserve(expect);
     if (depth > 0 && !g.symbols().empty())
       err(where, "graph @{} is a region but declares symbols (only the top-level graph does)", g.name());
-    if (depth > 0)
+    if (depth > 0 && !branch_of_top_level_if_)
       for (const auto& n : g.nodes())
         if (is_data_dependent_node(*n))
-          err(where, "{} in graph @{} has a data-dependent size, which only the top-level graph's nodes may have",
+          err(where,
+              "{} in graph @{} has a data-dependent size, which only the top-level graph's nodes (and the branches "
+              "of its ifs) may have",
               n->describe(), g.name());
     auto add_value = [&](const Value* v, int pos) {
       check_dims(v, where);
@@ -270,13 +272,19 @@ class Verifier {
     } catch (const Error& e) {
       throw Error("verifier: " + where + e.what());
     }
+    // A top-level if's branches may decide sizes (ir/data_dependent.h): the
+    // run takes the branch and runs it as a graph of its own.
+    const bool saved = branch_of_top_level_if_;
+    branch_of_top_level_if_ = depth == 0 && n.op() == "if";
     for (int r = 0; r < n.num_regions(); ++r)
       graph(*n.region(r), where + fmt::format("in region {} (@{}) of {}: ", r, n.region(r)->name(), n.describe()),
             depth + 1);
+    branch_of_top_level_if_ = saved;
   }
 
   const OpRegistry& registry_;
   std::unordered_set<std::string> declared_;
+  bool branch_of_top_level_if_ = false;
 };
 
 }  // namespace

@@ -124,6 +124,9 @@ std::vector<TensorType> infer_gather_nd(InferContext& c) {
   for (int64_t i = 0; i < b; ++i)
     if (ds[i] != is[i]) c.fail("batch dim {} is {} in data but {} in indices", i, ds[i], is[i]);
   const int64_t m = is.back();
+  // The tuple length says which dims are indexed, so it must be a number; the
+  // other dims (NonZero's count of tuples, say) are only copied.
+  if (is_symbolic_dim(m)) c.unsupported("indices' last dim is {}: the index tuple length must be fixed", dim_str(m));
   if (m < 1 || m > r - b) c.fail("indices' last dim {} must be in [1, {}]", m, r - b);
   Shape out(is.begin(), is.end() - 1);
   out.insert(out.end(), ds.begin() + b + m, ds.end());
@@ -189,6 +192,7 @@ void register_gather_ops(OpRegistry& r) {
 
   OpDef gn;
   gn.name = "gather_nd";
+  gn.symbolic_dims = true;  // dims are copied and compared, never computed; the tuple length must be fixed
   gn.category = OpCategory::Injective;
   gn.min_inputs = gn.max_inputs = 2;
   gn.attrs = {{"batch_dims", AttrKind::Int}};

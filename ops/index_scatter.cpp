@@ -33,17 +33,23 @@ std::vector<TensorType> infer_scatter_elements(InferContext& c) {
   if (r < 1) c.fail("data must have rank >= 1, got a scalar");
   if (c.rank(1) != r) c.fail("indices rank {} differs from data rank {}", c.rank(1), r);
   if (c.shape(2) != c.shape(1))
-    c.fail("updates shape [{}] differs from indices shape [{}]", fmt::join(c.shape(2), ","),
-           fmt::join(c.shape(1), ","));
+    c.fail("updates shape [{}] differs from indices shape [{}]", dims_str(c.shape(2)), dims_str(c.shape(1)));
   int axis = 0;
   try {
     axis = normalize_axis(c.attrs().get_int("axis", 0), r);
   } catch (const Error& e) {
     c.fail("{}", e.what());
   }
-  for (int d = 0; d < r; ++d)
-    if (d != axis && c.shape(1)[d] > c.shape(0)[d])
-      c.fail("indices dim {} is {} but data's is only {}", d, c.shape(1)[d], c.shape(0)[d]);
+  for (int d = 0; d < r; ++d) {
+    const int64_t di = c.shape(1)[d], dd = c.shape(0)[d];
+    if (d == axis || di == dd) continue;
+    // A symbolic dim against another dim: kiln cannot tell whether the
+    // indices fit (Faster R-CNN scatters per-level results of equal shapes).
+    if (is_symbolic_dim(di) || is_symbolic_dim(dd))
+      c.unsupported("indices dim {} is {} and data's is {}: with a symbolic dim kiln needs them equal", d, dim_str(di),
+                    dim_str(dd));
+    if (di > dd) c.fail("indices dim {} is {} but data's is only {}", d, di, dd);
+  }
   return {c.type(0)};
 }
 
@@ -135,6 +141,7 @@ void scatter_nd_kernel(KernelContext& ctx) {
 void register_scatter_ops(OpRegistry& r) {
   OpDef se;
   se.name = "scatter_elements";
+  se.symbolic_dims = true;  // the result is data's type; indices' dims off the axis equal data's when symbolic
   se.category = OpCategory::Compute;
   se.min_inputs = se.max_inputs = 3;
   se.attrs = {{"axis", AttrKind::Int}, {"reduction", AttrKind::String}};

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/data_dependent_size.h"
 #include "ops/op_helpers.h"
 #include "ops/shape_ops.h"
 
@@ -18,7 +19,7 @@ int64_t slice_extent(int64_t start, int64_t end, int64_t step) {
 }
 
 SliceSpec canonical_slice(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
-                          std::vector<int64_t> axes, std::vector<int64_t> steps) {
+                          std::vector<int64_t> axes, std::vector<int64_t> steps, bool allow_data_dependent) {
   const int r = static_cast<int>(in.size());
   if (starts.size() != ends.size())
     fail("slice starts ({} values) and ends ({} values) differ in length", starts.size(), ends.size());
@@ -38,13 +39,28 @@ SliceSpec canonical_slice(const Shape& in, const std::vector<int64_t>& starts, c
     if (seen[a]) fail("slice axis {} is given twice", axes[i]);
     seen[a] = true;
     int64_t dim = in[a], step = steps[i];
-    // Clamping to a symbolic size is not a polynomial: kiln does not guess.
-    if (is_symbolic_dim(dim))
-      unsupported("slicing [{}] along dim {} ({}) needs its size: not supported with symbolic dims yet", dims_str(in),
-                  a, dim_str(dim));
     if (step == 0) fail("slice step for axis {} is 0", axes[i]);
     if (step == INT64_MIN) step = INT64_MIN + 1;  // same result for any dim, keeps -step defined
     int64_t s = starts[i], e = ends[i];
+    // Whole: 0 to an open end, or to the dim itself (x.split(n) of an x with
+    // n rows writes Slice 0:0+n).
+    if (is_symbolic_dim(dim) && s == 0 && (e >= kSliceOpenEnd || e == dim) && step == 1) continue;
+    if (is_symbolic_dim(s) || is_symbolic_dim(e))
+      unsupported(
+          "slicing [{}] along dim {} from {} to {}: a symbolic start or end is supported only to take a dim "
+          "whole",
+          dims_str(in), a, dim_str(s), dim_str(e));
+    if (is_symbolic_dim(dim)) {
+      // Clamping to a symbolic size is not a polynomial: kiln does not guess.
+      if (!allow_data_dependent || spec.data_dependent_axis >= 0)
+        unsupported("slicing [{}] along dim {} ({}) needs its size: not supported with symbolic dims yet", dims_str(in),
+                    a, dim_str(dim));
+      spec.data_dependent_axis = static_cast<int>(a);
+      spec.starts[a] = s;
+      spec.ends[a] = e;
+      spec.steps[a] = step;
+      continue;
+    }
     if (s < 0) s += dim;  // no overflow: only adds to negatives
     if (e < 0) e += dim;
     if (step > 0) {
@@ -63,6 +79,13 @@ SliceSpec canonical_slice(const Shape& in, const std::vector<int64_t>& starts, c
     spec.steps[a] = step;
   }
   return spec;
+}
+
+int data_dependent_slice_axis(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                              const std::vector<int64_t>& steps) {
+  for (size_t i = 0; i < in.size() && i < starts.size() && i < ends.size() && i < steps.size(); ++i)
+    if (is_symbolic_dim(in[i]) && (starts[i] != 0 || ends[i] != in[i] || steps[i] != 1)) return static_cast<int>(i);
+  return -1;
 }
 
 namespace {
@@ -208,19 +231,36 @@ OpDef split_op() {
 OpDef slice_op() {
   OpDef d;
   d.name = "slice";
-  d.symbolic_dims = true;  // a symbolic dim is taken whole (0, dim, 1)
+  // A symbolic dim is taken whole (0, dim, 1), or, in the symbol form
+  // (ops/data_dependent_size.h), one symbolic dim is sliced with ONNX's
+  // start/end/step and the result's size there is the node's size symbol:
+  // the lowering runs it as an ordinary slice once the dim is known.
+  d.symbolic_dims = true;
   d.category = OpCategory::Injective;
   d.keeps_layout = true;
-  d.attrs = {{"starts", AttrKind::Ints, true}, {"ends", AttrKind::Ints, true}, {"steps", AttrKind::Ints, true}};
+  d.attrs = {{"starts", AttrKind::Ints, true},
+             {"ends", AttrKind::Ints, true},
+             {"steps", AttrKind::Ints, true},
+             {kSizeSymbolAttr, AttrKind::String}};
   d.infer = [](InferContext& c) {
     std::vector<int64_t> st = attr_ints(c, "starts"), en = attr_ints(c, "ends"), sp = attr_ints(c, "steps");
     int r = c.rank(0);
     if (static_cast<int>(st.size()) != r || static_cast<int>(en.size()) != r || static_cast<int>(sp.size()) != r)
       c.fail("starts/ends/steps need one value per dim of {} (got {}, {}, {})", c.type(0).str(), st.size(), en.size(),
              sp.size());
+    if (size_form(c) == SizeForm::Bounded)
+      c.fail("slice has no bounded form (it runs once its operand's size is known)");
+    const int dd_axis = c.attrs().has(kSizeSymbolAttr) ? data_dependent_slice_axis(c.shape(0), st, en, sp) : -1;
+    if (c.attrs().has(kSizeSymbolAttr) && dd_axis < 0)
+      c.fail("{} is given but no symbolic dim of {} is sliced", kSizeSymbolAttr, c.type(0).str());
     Shape out(r);
     for (int i = 0; i < r; ++i) {
       int64_t dim = c.shape(0)[i], s = st[i], e = en[i], p = sp[i];
+      if (i == dd_axis) {
+        if (p == 0) c.fail("dim {} ({}): the step is 0", i, dim_str(dim));
+        out[i] = size_symbol_dim(c);
+        continue;
+      }
       if (is_symbolic_dim(dim)) {
         if (s != 0 || e != dim || p != 1)
           c.unsupported("dim {} ({}) is sliced ({}:{}:{}): a symbolic dim can only be taken whole", i, dim_str(dim),
@@ -241,6 +281,7 @@ OpDef slice_op() {
     return std::vector<TensorType>{TensorType(c.dtype(0), out)};
   };
   d.reference = [](KernelContext& k) {
+    if (k.attrs.has(kSizeSymbolAttr)) refuse_unlowered(k);
     const Tensor& in = k.in(0);
     Tensor& out = k.out(0);
     if (out.numel() == 0) return;

@@ -220,10 +220,15 @@ std::vector<TensorType> infer_roi_align(InferContext& c) {
   if (c.dtype(2) != DType::I64 && c.dtype(2) != DType::I32)
     c.fail("batch_indices (operand 2) must be i64 or i32, got {}", dtype_name(c.dtype(2)));
   if (c.rank(0) != 4) c.fail("input rank {} must be 4 (N,C,H,W)", c.rank(0));
+  // The roi count may be symbolic (the proposals a detector keeps); the
+  // image is what the sampling reads, so its dims must be numbers.
+  if (has_symbolic_dims(c.shape(0)))
+    c.unsupported("the image {} has symbolic dims: kiln's roi_align needs a fixed image", c.type(0).str());
   if (c.shape(0)[2] < 1 || c.shape(0)[3] < 1) c.fail("input image {} is empty", shape_str(c.shape(0)));
   const Shape& rs = c.shape(1);
-  if (rs.size() != 2 || rs[1] != 4) c.fail("rois have shape {}; expected [R,4]", shape_str(rs));
-  if (c.shape(2) != Shape{rs[0]}) c.fail("batch_indices have shape {}; expected [{}]", shape_str(c.shape(2)), rs[0]);
+  if (rs.size() != 2 || rs[1] != 4) c.fail("rois have shape [{}]; expected [R,4]", dims_str(rs));
+  if (c.shape(2) != Shape{rs[0]})
+    c.fail("batch_indices have shape [{}]; expected [{}]", dims_str(c.shape(2)), dim_str(rs[0]));
   return {TensorType(c.dtype(0), {rs[0], c.shape(0)[1], p.oh, p.ow})};
 }
 
@@ -315,6 +320,7 @@ void register_sample_ops(OpRegistry& r) {
 
   OpDef ra;
   ra.name = "roi_align";
+  ra.symbolic_dims = true;  // the roi count is copied; the image must be fixed
   ra.category = OpCategory::Compute;
   ra.min_inputs = ra.max_inputs = 3;
   ra.attrs = {{"mode", AttrKind::String},         {"output_height", AttrKind::Int},

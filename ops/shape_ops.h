@@ -30,14 +30,32 @@ void fill_bytes(void* dst, const void* value, size_t elem_size, int64_t count);
 // input index start + k * step, for k < ceil((end - start) / step).
 struct SliceSpec {
   std::vector<int64_t> starts, ends, steps;
+  // The one axis whose dim is symbolic and sliced other than whole, or -1.
+  // Its size (a clamp to a size known at run time, e.g. keep[:100] of the
+  // boxes NMS kept) is no polynomial: its start/end/step are ONNX's, as
+  // given, and the slice is data-dependent (docs/dynamic_shapes.md).
+  int data_dependent_axis = -1;
 };
+
+// An ONNX Slice end at or past this reaches the end of any dim (exporters
+// write INT64_MAX for an open end, as in x[2:] or x[:, None]).
+inline constexpr int64_t kSliceOpenEnd = int64_t(1) << 62;
 
 // Turns ONNX Slice operands (possibly negative, out of range, INT64_MAX/MIN,
 // a subset of axes in any order, negative axes) into the canonical form for
 // an input of shape `in`. `axes` empty means 0..starts.size()-1; `steps`
-// empty means all 1. Throws kiln::Error on invalid values.
+// empty means all 1. Throws kiln::Error on invalid values. A symbolic dim
+// sliced from 0 to an open end with step 1 is taken whole; sliced otherwise,
+// it is kiln::Unsupported unless `allow_data_dependent` (then it is
+// data_dependent_axis; a second such axis is still Unsupported).
 SliceSpec canonical_slice(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
-                          std::vector<int64_t> axes, std::vector<int64_t> steps);
+                          std::vector<int64_t> axes, std::vector<int64_t> steps, bool allow_data_dependent = false);
+
+// The axis of a slice node's operand shape `in` whose symbolic dim the
+// attributes do not take whole (0:dim:1), or -1: the data-dependent axis of
+// the slice's symbol form.
+int data_dependent_slice_axis(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                              const std::vector<int64_t>& steps);
 
 // Number of elements a canonical (start, end, step) selects.
 int64_t slice_extent(int64_t start, int64_t end, int64_t step);

@@ -109,8 +109,8 @@ GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_
   // A plan with control flow cannot be one static graph: its launches are
   // issued per run, the host reading each condition (docs/embedding.md).
   std::string replay = host_driven() ? fmt::format(
-                                           "{} control-flow node(s) run host-driven, launches issued per run without "
-                                           "a CUDA Graph",
+                                           "{} control-flow node(s) run host-driven, the launches between them "
+                                           "replayed as CUDA Graphs",
                                            p.control.size())
                                      : "CUDA Graph replay";
   description_ = fmt::format("GPU {} ({}, {} kernels, {}{})", arch,
@@ -222,8 +222,14 @@ void GpuContext::fill_slot(Slot& sl) {
   sl.bound_out = sl.outputs;
   // A plan with shape profiles captures one graph per shape on first use
   // (select_graph); its tables hold addresses only, shared by those graphs.
-  if (!e_.host_driven() && !dynamic()) capture_graph(sl);
-  else upload_tables(sl);  // no capture to upload them before: launches read them per run
+  if (!e_.host_driven() && !dynamic()) {
+    capture_graph(sl);
+  } else if (!e_.host_driven()) {
+    upload_tables(sl);  // no capture to upload them before
+  } else {
+    upload_tables(sl);  // before the segments' captures: a synchronous copy
+    capture_segments(sl);
+  }
 }
 
 CUdeviceptr GpuContext::upload_tables(Slot& sl) {
@@ -286,11 +292,14 @@ void GpuContext::run_graph(const Slot& sl, CUstream stream) {
 }
 
 void GpuContext::issue_list(const Slot& sl, const std::vector<plan::Step>& steps, CUstream stream, CUevent* after,
-                            const std::string& doing) {
+                            const std::string& doing, size_t begin, size_t end) {
   const CudaDriver& d = e_.d_;
-  for (size_t i = 0; i < steps.size(); ++i) {
+  for (size_t i = begin; i < std::min(end, steps.size()); ++i) {
     const plan::Step& s = steps[i];
-    if (s.kind == plan::StepKind::Control) {
+    if (auto seg = sl.segments.find(&s); !after && !capturing_segments_ && seg != sl.segments.end()) {
+      d.check(d.cuGraphLaunch(seg->second.exec, stream), "cuGraphLaunch (a segment between control-flow steps)");
+      i += seg->second.steps - 1;
+    } else if (s.kind == plan::StepKind::Control) {
       run_control_step(sl, e_.plan_.control.at(s.kernel), stream, doing);
     } else if (s.kind == plan::StepKind::Copy) {
       if (size_t n = copy_bytes(s))
@@ -366,10 +375,15 @@ void GpuContext::rebind(Slot& sl, const std::vector<DeviceBinding>& in, const st
   sl.bound_out = std::move(want_out);
   if (!e_.host_driven() && !dynamic()) {
     capture_graph(sl);
-  } else if (const CUdeviceptr old_tables = upload_tables(sl)) {
-    // Launches of an earlier run may still read the old tables.
-    d.check(d.cuStreamSynchronize(stream_), "waiting for the launches that read the old pointer tables");
-    d.cuMemFree(old_tables);
+  } else {
+    drop_segments(sl);  // they hold the old addresses
+    const CUdeviceptr old_tables = upload_tables(sl);
+    capture_segments(sl);
+    if (old_tables) {
+      // Launches of an earlier run may still read the old tables.
+      d.check(d.cuStreamSynchronize(stream_), "waiting for the launches that read the old pointer tables");
+      d.cuMemFree(old_tables);
+    }
   }
 }
 
@@ -392,6 +406,7 @@ void GpuContext::free_slot(Slot& sl) {
     d.cuGraphExecDestroy(sl.exec);
   }
   sl.exec = nullptr;
+  drop_segments(sl);
   for (CUevent ev : {sl.up_begin, sl.up_end, sl.graph_begin, sl.graph_end})
     if (ev) d.cuEventDestroy(ev);
   for (CUevent ev : sl.downloaded)

@@ -11,10 +11,13 @@
 // made on first need by submit()) a device buffer per graph input and
 // output, pinned staging (cuMemHostAlloc) per input and output, events, and
 // the whole launch list captured once as a CUDA Graph on the compute stream.
-// A plan with control flow (if/loop/scan) is not captured: each run issues
-// its launch list, and at a control-flow step the host reads the condition
-// or trip count (a small device-to-host copy that waits for the stream) and
-// issues the chosen region's launches (runtime/plan_control_run.h).
+// A plan with control flow (if/loop/scan) cannot be one graph: at a
+// control-flow step the host reads the condition or trip count (a small
+// device-to-host copy that waits for the stream) and runs the chosen
+// region's launch list (runtime/plan_control_run.h). The straight-line runs
+// of launches and copies between control-flow steps -- in the plan's list
+// and in every region's -- are captured per slot as CUDA Graphs ("segments",
+// runtime/gpu_segments.cpp) and replayed where the list reaches them.
 // submit() copies host inputs into staging and uploads them on the upload
 // stream; the compute stream waits for them (an event) and replays the
 // slot's graph between two timing events; the download stream waits for the
@@ -59,6 +62,7 @@
 // Tested against a fake driver as strict as the hardware (docs/testing.md).
 #pragma once
 #include <list>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <optional>
@@ -83,8 +87,8 @@ class GpuEngine {
   GpuEngine& operator=(const GpuEngine&) = delete;
 
   const std::string& description() const { return description_; }
-  // A plan with control flow (if/loop/scan) runs host-driven: its launches
-  // are issued per run (the host reads each condition), not captured.
+  // A plan with control flow (if/loop/scan) runs host-driven: the host reads
+  // each condition; the launches between control-flow steps replay as graphs.
   bool host_driven() const { return !plan_.control.empty(); }
   int device() const { return dev_; }
   // Throws DeviceLost when a sticky error made the device unusable.
@@ -209,6 +213,12 @@ class GpuContext {
     // first (exec is the current one's), and its submission's sizes.
     std::list<std::pair<SymbolBindings, CUgraphExec>> graphs;
     std::vector<size_t> out_bytes;
+    // A host-driven plan's segments: by first step, the steps it covers and its graph exec.
+    struct Segment {
+      size_t steps = 0;
+      CUgraphExec exec = nullptr;
+    };
+    std::unordered_map<const plan::Step*, Segment> segments;
   };
   // A shape-generic step's grid and symbols at the current shape.
   struct GenericArgs {
@@ -229,9 +239,15 @@ class GpuContext {
   void capture_graph(Slot& s);  // the launch list as the slot's graph exec, with s.bound_in/out
   // The slot's graph on `stream`, or for a host-driven plan its launch list.
   void run_graph(const Slot& s, CUstream stream);
-  // A launch list (the plan's or a control-flow region's) onto `stream`.
+  // A launch list (the plan's or a control-flow region's) onto `stream`,
+  // steps [begin, end); a captured segment is replayed unless `after` is given
+  // (per-step events) or segments are being captured.
   void issue_list(const Slot& s, const std::vector<plan::Step>& steps, CUstream stream, CUevent* after,
-                  const std::string& doing);
+                  const std::string& doing, size_t begin = 0, size_t end = SIZE_MAX);
+  // A host-driven plan's segments for the slot's bindings (gpu_segments.cpp);
+  // its tables must be uploaded first. drop_segments destroys them.
+  void capture_segments(Slot& s);
+  void drop_segments(Slot& s) noexcept;
   void run_control_step(const Slot& s, const plan::ControlFlow& c, CUstream stream, const std::string& doing);
   // Uploads the slot's pointer tables for s.bound_in/out into a new
   // allocation; returns the one it replaces (0: none).
@@ -252,6 +268,7 @@ class GpuContext {
   GraphCacheStats graph_stats_;
   CUdeviceptr arena_ = 0;  // shared: the graphs run one at a time on the compute stream
   std::vector<std::unique_ptr<Slot>> slots_;
+  bool capturing_segments_ = false;     // issue_list issues every step (capture_segments)
   std::vector<size_t> queue_;           // submitted slots, oldest first
   CUstream stream_ = nullptr;           // compute: the graphs
   CUstream upload_stream_ = nullptr;    // uploads of run()/submit()

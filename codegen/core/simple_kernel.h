@@ -9,16 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "codegen/launch_fit.h"
 #include "ir/dtype.h"
 
 namespace kiln::codegen {
 
 struct OneLaunchKernel {
-  std::string name;    // kiln_<kind>_<op>_<16 hex digits of the source's hash>
-  std::string source;  // complete translation unit
-  int64_t numel = 0;   // work items (usually result elements)
-  unsigned block = 256;
-  unsigned grid = 0;  // 0: nothing to launch
+  std::string name;                     // kiln_<kind>_<op>_<16 hex digits of the source's hash>
+  std::string source;                   // complete translation unit
+  int64_t numel = 0;                    // work items (usually result elements)
+  unsigned block = block_threads(256);  // the one decision (codegen/launch_fit.h)
+  unsigned grid = 0;                    // 0: nothing to launch
 };
 
 struct LaunchParam {

@@ -3,6 +3,7 @@
 // (fake_gpu_control_flow_test.cpp) and the plan-on-sim tests
 // (tests/unit/codegen_control_flow_test.cpp) run them against the reference.
 #pragma once
+#include <string>
 
 namespace kiln::cfgraphs {
 
@@ -87,5 +88,27 @@ inline constexpr const char* kScan = R"(graph @m(%init: f32[2], %xs: f32[2,5], %
   }
   return %sum, %ys
 })";
+
+// A loop whose body concatenates its carried value and 4,999 captured
+// values, 5,001 buffers: more than the kernel parameter space holds, so the
+// region's concat takes a pointer table in device memory
+// (codegen/param_table.h); the mean of the concatenation is carried on.
+inline const std::string& table_in_loop() {
+  static const std::string text = [] {
+    std::string params, captures, body, cat;
+    for (int i = 0; i < 4999; ++i) {
+      params += ", %w" + std::to_string(i) + ": f32[1]";
+      captures += ", %w" + std::to_string(i);
+      body += ", %c" + std::to_string(i) + ": f32[1]";
+      cat += ", %c" + std::to_string(i);
+    }
+    return "graph @m(%n: i64[], %x: f32[1]" + params + ") -> (f32[1]) {\n  %v = loop(%n, _, %x" + captures +
+           ") {carried=1} : f32[1] {\n    graph @body(%i: i64[], %go: bool[], %a: f32[1]" + body +
+           ") -> (bool[], f32[1]) {\n      %cat = concat(%a" + cat +
+           ") {axis=0} : f32[5000]\n      %s = reduce_mean(%cat) {axes=[0], keepdims=1} : f32[1]\n      return %go, "
+           "%s\n    }\n  }\n  return %v\n}";
+  }();
+  return text;
+}
 
 }  // namespace kiln::cfgraphs

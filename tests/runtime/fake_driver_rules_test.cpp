@@ -80,6 +80,7 @@ class FakeDriverRules : public FakeGpu {
   void TearDown() override {
     void* popped = nullptr;
     api.pop(&popped);
+    fake().set_kernel_buffers(kernel_table_size, kernel_buffer_use);
     fake().pause(0);
     fake().clear_sticky();
     fake().set_driver_version(13000);
@@ -182,6 +183,118 @@ TEST_F(FakeDriverRules, RacesUnorderedAccessesFromTwoStreamsAreReported) {
   api.free(d);
   api.host_free(in);
   api.host_free(out);
+}
+
+// What the kernel_races test's kernel does with its buffers: it writes its
+// first and only reads the others (as `KILN_PTR(T) y, KILN_PTR(const T) x`),
+// 256 bytes each.
+int direct_buffers(const char*) { return 0; }
+int first_written(const char*, int i, unsigned long long* bytes) {
+  *bytes = 256;
+  return i == 0 ? 1 : 0;
+}
+
+// kernel_races: with what each kernel reads and writes known
+// (fake_cuda_set_kernel_buffers: the plan's kernel signatures), two kernels
+// on different streams are compared too: one writing a buffer and one reading
+// it with no event between them are a race; ordered by an event they are not,
+// and two kernels that only read a buffer never are.
+TEST_F(FakeDriverRules, KernelRacesTwoKernelsOnTwoStreamsAreReported) {
+  void *s1 = new_stream(), *s2 = new_stream(), *ev = nullptr;
+  std::string name;
+  void* f = kernel(&name);
+  fake().set_kernel_buffers(direct_buffers, first_written);
+  CUdeviceptr a = 0, b = 0, c = 0;
+  ASSERT_EQ(api.alloc(&a, 256), 0);
+  ASSERT_EQ(api.alloc(&b, 256), 0);
+  ASSERT_EQ(api.alloc(&c, 256), 0);
+  ASSERT_EQ(api.event_create(&ev, 0), 0);
+  // kernelParams: `out`, `in`, then nulls for the kernel's other parameters.
+  CUdeviceptr args[64] = {};
+  void* params[64];
+  for (int i = 0; i < 64; ++i) params[i] = &args[i];
+  auto launch = [&](CUdeviceptr out, CUdeviceptr in, void* s) {
+    args[0] = out;
+    args[1] = in;
+    return api.launch(f, 1, 1, 1, 32, 1, 1, 0, s, params, nullptr);
+  };
+  auto sync = [&] {
+    EXPECT_EQ(api.stream_sync(s1), 0);
+    EXPECT_EQ(api.stream_sync(s2), 0);
+  };
+  // s2 reads what s1 writes, unordered.
+  EXPECT_EQ(launch(a, b, s1), 0);
+  EXPECT_EQ(launch(c, a, s2), 0);
+  sync();
+  // Whichever of the two the device ran second is the one reported.
+  std::string races = fake().take_races();
+  EXPECT_NE(races.find("race: kernel " + name + " on stream"), std::string::npos) << races;
+  EXPECT_NE(races.find("of device allocation +0 (256 bytes)"), std::string::npos) << races;
+  // Ordered by an event: no race.
+  EXPECT_EQ(launch(a, b, s1), 0);
+  EXPECT_EQ(api.event_record(ev, s1), 0);
+  EXPECT_EQ(api.wait_event(s2, ev, 0), 0);
+  EXPECT_EQ(launch(c, a, s2), 0);
+  sync();
+  EXPECT_EQ(std::string(fake().take_races()), "");
+  // Both only read b: no race.
+  EXPECT_EQ(launch(a, b, s1), 0);
+  EXPECT_EQ(launch(c, b, s2), 0);
+  sync();
+  EXPECT_EQ(std::string(fake().take_races()), "");
+  api.event_destroy(ev);
+  api.stream_destroy(s1);
+  api.stream_destroy(s2);
+  for (CUdeviceptr d : {a, b, c}) api.free(d);
+  api.module_unload(module);
+}
+
+// table_races: a kernel that takes its buffers through a pointer table in
+// device memory (codegen/param_table.h; the 5,000-input Concat's) accesses
+// the buffers the table names, not only the table: its output read by a copy
+// on another stream with no event between them is a race.
+TEST_F(FakeDriverRules, TableRacesSeeTheBuffersAPointerTableNames) {
+  const plan::Plan& p = plans().at("concat_5000");
+  ASSERT_EQ(p.steps.size(), 1u);
+  const plan::Step& step = p.steps[0];
+  ASSERT_TRUE(step.param_table);
+  const plan::Kernel& k = p.kernels.at(step.kernel);
+  note_kernel_buffers(p);  // the kernel writes entry 0 (the output) and reads the 5,000 inputs
+  fake().set_kernel_buffers(kernel_table_size, kernel_buffer_use);
+  ASSERT_EQ(kernel_table_size(k.name.c_str()), 5001);
+  void* f = nullptr;
+  ASSERT_EQ(api.module_load(&module, k.cubin.data()), 0);
+  ASSERT_EQ(api.get_function(&f, module, k.name.c_str()), 0);
+  void *s1 = new_stream(), *s2 = new_stream(), *host = nullptr;
+  CUdeviceptr out = 0, in = 0, table = 0;
+  ASSERT_EQ(api.alloc(&out, 5000 * 4), 0);
+  ASSERT_EQ(api.alloc(&in, 4), 0);
+  ASSERT_EQ(api.host_alloc(&host, 5000 * 4, 0), 0);
+  // The table: 5,001 addresses (the output, then every input at `in`), then their element counts.
+  std::vector<uint64_t> words(2 * 5001, in);
+  words[0] = out;
+  for (size_t i = 5001; i < words.size(); ++i) words[i] = 1;
+  words[5001] = 5000;
+  ASSERT_EQ(api.alloc(&table, words.size() * 8), 0);
+  ASSERT_EQ(api.htod_async(table, words.data(), words.size() * 8, s1), 0);
+  ASSERT_EQ(api.stream_sync(s1), 0);
+  void* params[1] = {&table};
+  EXPECT_EQ(api.launch(f, 1, 1, 1, 256, 1, 1, 0, s1, params, nullptr), 0);
+  EXPECT_EQ(api.dtoh_async(host, out + 400, 64, s2), 0);  // no wait for the concat
+  EXPECT_EQ(api.stream_sync(s1), 0);
+  EXPECT_EQ(api.stream_sync(s2), 0);
+  // Whichever of the two the device ran second is the one reported.
+  std::string races = fake().take_races();
+  const bool copy_second = races.find("race: copy source on stream") != std::string::npos &&
+                           races.find("device allocation +400 (64 bytes)") != std::string::npos;
+  const bool kernel_second = races.find("race: kernel " + k.name + " on stream") != std::string::npos &&
+                             races.find("device allocation +0 (20000 bytes)") != std::string::npos;
+  EXPECT_TRUE(copy_second || kernel_second) << races;
+  api.stream_destroy(s1);
+  api.stream_destroy(s2);
+  for (CUdeviceptr d : {out, in, table}) api.free(d);
+  api.host_free(host);
+  api.module_unload(module);
 }
 
 // launch_limits: block and grid dimensions, dynamic shared memory against the

@@ -1,7 +1,8 @@
 // GPU plans with control flow (issue 14: if, loop and scan in sm_90 plans) on
 // the strict fake driver: the runtime reads each condition and trip count
-// from device memory and issues the chosen region's launches host-driven,
-// without a CUDA Graph, and the outputs equal the reference backend on every
+// from device memory and runs the chosen region's launch list host-driven,
+// the launches between control-flow steps replayed as captured CUDA Graphs
+// (runtime/gpu_segments.cpp), and the outputs equal the reference backend on every
 // path (branches taken both ways, loops ending early, zero iterations,
 // reversed scans over an inner axis, nested regions). Runs, pipelined
 // submissions and enqueue on the caller's stream all take that path.
@@ -54,7 +55,7 @@ class FakeGpuControlFlow : public FakeGpu {
   }
 };
 
-TEST_F(FakeGpuControlFlow, EveryPathEqualsTheReferenceWithoutACudaGraph) {
+TEST_F(FakeGpuControlFlow, EveryPathEqualsTheReferenceWithItsSegmentsAsGraphs) {
   int runs = 0;
   for (const auto& [name, text] : control_flow_graphs()) {
     const plan::Plan& p = plans().at(name);
@@ -65,9 +66,10 @@ TEST_F(FakeGpuControlFlow, EveryPathEqualsTheReferenceWithoutACudaGraph) {
     std::vector<int> before = stats();
     {
       auto e = rt::Engine::load(bytes.data(), bytes.size(), name, rt::Backend::Gpu);
-      EXPECT_NE(e->info().find("run host-driven, launches issued per run without a CUDA Graph"), std::string::npos)
+      EXPECT_NE(e->info().find("run host-driven, the launches between them replayed as CUDA Graphs"), std::string::npos)
           << e->info();
       rt::Context ctx(e);
+      std::vector<int> captured = stats();
       for (const Feed& feed : feeds_for(name)) {
         std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
         expect_equal(run(ctx, feed), want, name + " (GPU path)");
@@ -75,14 +77,89 @@ TEST_F(FakeGpuControlFlow, EveryPathEqualsTheReferenceWithoutACudaGraph) {
         expect_equal(run_plan_on_sim(p, *g, feed), want, name + " (plan on sim)");
         ++runs;
       }
+      // Every launch is in a segment captured with the context: the runs
+      // launch graphs only, none of the kernels directly.
       std::vector<int> after = stats();
-      EXPECT_EQ(after[2], before[2]) << name << ": a graph was launched";
-      EXPECT_EQ(after[3], before[3]) << name << ": a launch was captured";
-      if (!p.kernels.empty()) EXPECT_GT(after[4], before[4]) << name << ": no launch was issued";
+      if (!p.kernels.empty()) {
+        EXPECT_GT(captured[3], before[3]) << name << ": no launch was captured";
+        EXPECT_GT(after[2], captured[2]) << name << ": no segment was replayed";
+      }
+      EXPECT_EQ(after[3], captured[3]) << name << ": a run captured launches";
+      EXPECT_EQ(after[4], before[4]) << name << ": a kernel was launched outside a graph";
     }
     EXPECT_EQ(stats()[5], 0) << name << ": device allocations leaked";
   }
   EXPECT_EQ(runs, 10);
+}
+
+// A kernel that takes its 5,001 buffers through a pointer table, inside a
+// loop body: the runtime fills the region launch's own table (keyed by its
+// step) with the loop's frame, carried value and captures, on the GPU path
+// and on the plan-on-sim path, and the loop equals the reference for 0, 1
+// and 3 iterations; the race detector sees the buffers through the table.
+TEST_F(FakeGpuControlFlow, APointerTableKernelInsideALoopBodyEqualsTheReference) {
+  const plan::Plan& p = plans().at("cf_table_in_loop");
+  ASSERT_TRUE(p.meta.gpu_kernels) << p.meta.no_gpu_reason;
+  ASSERT_EQ(p.control.size(), 1u) << "the loop was folded away";
+  int tables = 0, top_level = 0;
+  for (const plan::StepAt& at : plan::all_steps(p)) tables += at.step->param_table;
+  for (const plan::Step& s : p.steps) top_level += s.param_table;
+  ASSERT_EQ(tables, 1) << "the body's concat takes no pointer table";
+  ASSERT_EQ(top_level, 0) << "the table is not inside the loop";
+  std::vector<uint8_t> bytes = plan_for("cf_table_in_loop");
+  auto g = table_in_loop();
+  Feed feed{{"x", f32({1}, {0.75f})}};
+  for (int i = 0; i < 4999; ++i) feed["w" + std::to_string(i)] = f32({1}, {float((i % 7) - 3) * 0.5f + 0.01f * i});
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "cf_table.plan", rt::Backend::Gpu);
+  rt::Context ctx(e);
+  for (int64_t n : {3, 1, 0}) {
+    feed["n"] = i64(n);
+    std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
+    expect_equal(run(ctx, feed), want, "GPU path, n=" + std::to_string(n));
+    expect_equal(run_plan_on_sim(p, *g, feed), want, "plan on sim, n=" + std::to_string(n));
+  }
+}
+
+// Zero-copy device bindings change the addresses the segments were
+// captured with: the first run with new buffers captures them again, later
+// runs replay them, and the loop's output lands in the caller's buffer.
+TEST_F(FakeGpuControlFlow, ZeroCopyBindingsCaptureTheSegmentsAgain) {
+  std::vector<uint8_t> bytes = plan_for("cf_if_in_loop");
+  auto g = cf_graph("cf_if_in_loop");
+  CallerStream caller;  // the application's current context, for its own cuMemAlloc
+  auto mem_alloc = fake().sym<int (*)(CUdeviceptr*, size_t)>("cuMemAlloc_v2");
+  auto mem_free = fake().sym<int (*)(CUdeviceptr)>("cuMemFree_v2");
+  auto htod = fake().sym<int (*)(CUdeviceptr, const void*, size_t)>("cuMemcpyHtoD_v2");
+  auto dtoh = fake().sym<int (*)(void*, CUdeviceptr, size_t)>("cuMemcpyDtoH_v2");
+  std::vector<CUdeviceptr> buffers;
+  {
+    auto e = rt::Engine::load(bytes.data(), bytes.size(), "cf.plan", rt::Backend::Gpu);
+    rt::Context ctx(e);
+    for (const Feed& feed : feeds_for("cf_if_in_loop")) {
+      for (const auto& d : e->inputs()) {
+        buffers.push_back(0);
+        const Tensor& t = feed.at(d.name);
+        ASSERT_EQ(mem_alloc(&buffers.back(), std::max<size_t>(t.nbytes(), 1)), 0);
+        ASSERT_EQ(htod(buffers.back(), t.raw(), t.nbytes()), 0);
+        ctx.bind_input_device(d.name, buffers.back());
+      }
+      Tensor got(e->outputs()[0].type);
+      buffers.push_back(0);
+      ASSERT_EQ(mem_alloc(&buffers.back(), got.nbytes()), 0);
+      const CUdeviceptr out = buffers.back();
+      ctx.bind_output_device(e->outputs()[0].name, out);
+      std::vector<int> before = stats();
+      ctx.run();
+      std::vector<int> once = stats();
+      EXPECT_GT(once[3], before[3]) << "the segments were not captured again with the new buffers";
+      ctx.run();
+      EXPECT_EQ(stats()[3], once[3]) << "a run with the same buffers captured again";
+      EXPECT_EQ(stats()[4], before[4]) << "a kernel was launched outside a graph";
+      ASSERT_EQ(dtoh(got.raw(), out, got.nbytes()), 0);
+      expect_equal({got}, ReferenceExecutor(*g).run(feed), "zero-copy");
+    }
+  }
+  for (CUdeviceptr b : buffers) mem_free(b);
 }
 
 TEST_F(FakeGpuControlFlow, SubmitAndEnqueueTakeTheHostDrivenPath) {

@@ -46,6 +46,7 @@
 #include "conformance/conformance.h"
 #include "ir/error.h"
 #include "runtime/engine.h"
+#include "tests/runtime/kernel_buffers.h"
 
 namespace kiln {
 namespace {
@@ -59,6 +60,7 @@ struct FakeDriver {
   void (*stats)(int*);
   const char* (*take_races)();
   void (*set_device)(const char*);
+  void (*set_kernel_buffers)(int (*)(const char*), int (*)(const char*, int, unsigned long long*));
 };
 
 FakeDriver load_fake_driver() {
@@ -70,7 +72,8 @@ FakeDriver load_fake_driver() {
   f.stats = reinterpret_cast<decltype(f.stats)>(dlsym(h, "fake_cuda_stats"));
   f.take_races = reinterpret_cast<decltype(f.take_races)>(dlsym(h, "fake_cuda_take_races"));
   f.set_device = reinterpret_cast<decltype(f.set_device)>(dlsym(h, "fake_cuda_set_device"));
-  if (!f.set_kernels || !f.stats || !f.take_races || !f.set_device)
+  f.set_kernel_buffers = reinterpret_cast<decltype(f.set_kernel_buffers)>(dlsym(h, "fake_cuda_set_kernel_buffers"));
+  if (!f.set_kernels || !f.stats || !f.take_races || !f.set_device || !f.set_kernel_buffers)
     fail("{} lacks the fake driver's test controls", KILN_FAKE_CUDA);
   return f;
 }
@@ -176,6 +179,8 @@ Result check(const std::string& dir, const std::string& target, const std::strin
   FakeDriver fake = load_fake_driver();
   fake.set_device("h100");
   fake.set_kernels(arg_count, launch);
+  fakegpu::note_kernel_buffers(p);  // what each kernel reads and writes, for the race detector
+  fake.set_kernel_buffers(fakegpu::kernel_table_size, fakegpu::kernel_buffer_use);
   std::vector<uint8_t> bytes = plan::serialize(p);
   std::vector<Tensor> got;
   try {

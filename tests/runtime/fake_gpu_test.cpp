@@ -147,6 +147,41 @@ TEST_F(FakeGpu, LaunchFitPlansRunOnAStrictH100AndEqualTheReference) {
   EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
 }
 
+// The one thread cap: on a device with a quarter of the H100's register
+// file, the wide softmax's 1024-thread blocks are refused by the driver
+// (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES); the plan built for that register file
+// launches smaller blocks, each within it, and equals the reference.
+TEST_F(FakeGpu, AMisfitLaunchIsBuiltAgainWithFewerThreads) {
+  std::unique_ptr<Graph> g = compiled_text(kWideSoftmax);
+  auto feed = testing::random_inputs(*g, 17);
+  std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
+  ASSERT_EQ(fake().set_property("regs_per_block", kSmallRegisterFile), 0);
+  {
+    std::vector<uint8_t> bytes = plan_for("wide_softmax");
+    auto e = rt::Engine::load(bytes.data(), bytes.size(), "wide_softmax", rt::Backend::Gpu);
+    try {
+      rt::Context ctx(e);  // captures the launch list: the driver refuses the launch there
+      run(ctx, feed);
+      ADD_FAILURE() << "the H100 plan's 1024-thread blocks fit the small register file";
+    } catch (const std::exception& err) {
+      EXPECT_NE(std::string(err.what()).find("(error 701)"), std::string::npos) << err.what();
+    }
+  }
+  const plan::Plan& p = plans().at("wide_softmax_small_registers");
+  for (const plan::Step& s : p.steps)
+    if (s.kind == plan::StepKind::Kernel) EXPECT_LT(1ll * s.block.x * s.block.y * s.block.z, 1024) << "not capped";
+  std::vector<uint8_t> bytes = plan_for("wide_softmax_small_registers");
+  {
+    auto e = rt::Engine::load(bytes.data(), bytes.size(), "wide_softmax_small_registers", rt::Backend::Gpu);
+    rt::Context ctx(e);
+    std::vector<Tensor> got = run(ctx, feed);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(compare_tensors(got[0], want[0], {1e-12, 1e-10}), "");
+  }
+  fake().set_property("regs_per_block", 65536);
+  EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
+}
+
 // An absent optional operand (LinearAttention's past_state, with decay
 // after it) is the plan's explicit "none" argument: the kernel gets a
 // null pointer, and the plan runs on the strict fake H100 and equals the

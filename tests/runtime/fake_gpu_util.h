@@ -23,7 +23,9 @@
 #include "conformance/conformance.h"
 #include "compiler/plan_writer.h"
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
+#include "codegen/launch_fit.h"
 #include "tests/runtime/control_flow_graphs.h"
+#include "tests/runtime/kernel_buffers.h"
 
 namespace kiln::fakegpu {
 
@@ -48,7 +50,8 @@ struct Fake {
   void (*set_device_count)(int);
   int (*rule)(const char*);     // 1: the rule is on (KILN_FAKE_CUDA_DISABLE turns them off)
   void (*set_alloc_fill)(int);  // the byte new device allocations hold (-1: as allocated)
-  void* handle;                 // the library, for its cu* entry points
+  void (*set_kernel_buffers)(int (*)(const char*), int (*)(const char*, int, unsigned long long*));
+  void* handle;  // the library, for its cu* entry points
   template <typename F>
   F sym(const char* name) const {
     return reinterpret_cast<F>(dlsym(handle, name));
@@ -83,6 +86,7 @@ inline const Fake& fake() {
     r.set_device_count = reinterpret_cast<void (*)(int)>(dlsym(h, "fake_cuda_set_device_count"));
     r.rule = reinterpret_cast<int (*)(const char*)>(dlsym(h, "fake_cuda_rule"));
     r.set_alloc_fill = reinterpret_cast<void (*)(int)>(dlsym(h, "fake_cuda_set_alloc_fill"));
+    r.set_kernel_buffers = reinterpret_cast<decltype(r.set_kernel_buffers)>(dlsym(h, "fake_cuda_set_kernel_buffers"));
     r.handle = h;
     return r;
   }();
@@ -256,6 +260,30 @@ inline std::unique_ptr<Graph> concat_5000() {
   return g;
 }
 
+// cfgraphs::table_in_loop(): a loop whose body's concat takes a pointer
+// table, compiled for sm_90 with only the memory plan (as concat_5000).
+inline std::unique_ptr<Graph> table_in_loop() {
+  auto g = parse_graph(cfgraphs::table_in_loop());
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  o.passes = {"plan-memory"};
+  compile_graph(*g, o);
+  return g;
+}
+
+// sm_90 with a quarter of the H100's register file (16,384 per block): the
+// wide softmax's 1024-thread blocks (64 registers each under their bound) do
+// not fit it, so the plan builder emits the node again with fewer threads
+// (codegen::block_threads). FakeGpu.AMisfitLaunchIsBuiltAgainWithFewerThreads
+// runs it on a fake device with that register file.
+inline constexpr int kSmallRegisterFile = 16384;
+inline plan::Plan small_register_file_plan(const Graph& g, const std::string& source = "") {
+  codegen::ArchLimits small = codegen::arch_limits("sm_90");
+  small.registers_per_block = kSmallRegisterFile;
+  codegen::ScopedArchLimits scoped(small);
+  return build_plan(g, {"sm_90", "fp32", {}, true, {}, source});
+}
+
 // A split-K GEMM whose partial sums the last block of each tile sums in the
 // GEMM kernel (codegen/emitters/gemm_conv/emit_gemm.h, "folded"): 2 tiles x
 // 32 k-tiles in 11 splits, with a bias and relu epilogue.
@@ -286,8 +314,6 @@ inline const std::map<std::string, const char*>& control_flow_graphs() {
   return gs;
 }
 
-// Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax",
-// "folded_split_k", "concat_5000", kAbsentOperandCase and the control-flow graphs' names.
 // A pointwise chain and a softmax over the static last axis with a symbolic
 // batch (fake_gpu_profiles_test.cpp), compiled once into a plan with one
 // shape profile, batch in [1, 16].
@@ -338,6 +364,10 @@ inline plan::Plan profile_pointwise_plan() {
   return build_plan(*profile_pointwise_graph(), o);
 }
 
+// Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax",
+// "wide_softmax_small_registers",
+// "folded_split_k", "concat_5000", kAbsentOperandCase, the control-flow graphs' names and
+// "cf_table_in_loop", and the plans with shape profiles "profile_pointwise" and "profile_mlp".
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
@@ -346,11 +376,13 @@ inline const std::map<std::string, plan::Plan>& plans() {
     for (const char* m : kOnnxModels) r[m] = build_plan(*compiled_onnx(m), {"sm_90", "fp32", {}});
     for (const char* m : kLaunchFitModels) r[m] = build_plan(*compiled_case(m), {"sm_90", "fp32", {}});
     r["wide_softmax"] = build_plan(*compiled_text(kWideSoftmax), {"sm_90", "fp32", {}});
+    r["wide_softmax_small_registers"] = small_register_file_plan(*compiled_text(kWideSoftmax));
     r["folded_split_k"] = folded_split_k_plan();
     // Control flow left in the plan (fake_gpu_control_flow_test.cpp).
     for (const auto& [name, text] : control_flow_graphs())
       r[name] = build_plan(*compiled_text(text), {"sm_90", "fp32", {}});
     r["concat_5000"] = build_plan(*concat_5000(), {"sm_90", "fp32", {}});
+    r["cf_table_in_loop"] = build_plan(*table_in_loop(), {"sm_90", "fp32", {}});
     r[kAbsentOperandCase] = build_plan(*compiled_text(kAbsentOperand), {"sm_90", "fp32", {}});
     r["profile_pointwise"] = profile_pointwise_plan();
     {
@@ -421,6 +453,8 @@ class FakeGpu : public ::testing::Test {
       kernels()[p.kernels[s.kernel].name] = k;
     }
     fake().set_kernels(arg_count, launch);
+    note_kernel_buffers(p);  // what each kernel reads and writes, for the race detector
+    fake().set_kernel_buffers(kernel_table_size, kernel_buffer_use);
     return plan::serialize(p);
   }
   std::vector<int> stats() {

@@ -67,6 +67,124 @@ TEST(LaunchFit, SoftmaxOver32768F64FitsAnH100Block) {
   EXPECT_EQ(compare_tensors(got[0], want[0], {1e-12, 1e-10}), "");
 }
 
+// The one thread cap (codegen::block_threads, compiler/plan_writer.h): on an
+// sm_90 with a quarter of the H100's register file, the softmax's
+// 1024-thread blocks (64 registers each under their bound: 65,536) misfit
+// after NVRTC; the plan builder emits the node again with fewer threads
+// until its launches fit, and the plan still computes the softmax.
+TEST(LaunchFit, AMisfitAfterNvrtcIsEmittedAgainWithFewerThreads) {
+  if (!plan_sim_available()) GTEST_SKIP() << "kiln built without codegen";
+  auto g = testing::compile_text(R"(graph @m(%x: f64[1,32768]) -> (f64[1,32768]) {
+    %y = softmax(%x) {axis=-1} : f64[1,32768]
+    return %y
+  })",
+                                 "sm_90");
+  codegen::ArchLimits small = codegen::arch_limits("sm_90");
+  small.registers_per_block = 16384;
+  codegen::ScopedArchLimits scoped(small);
+  plan::Plan p = build_plan(*g, {"sm_90", "fp32", {}});
+  ASSERT_TRUE(p.meta.gpu_kernels) << p.meta.no_gpu_reason;
+  int launches = 0;
+  for (const plan::Step& s : p.steps) {
+    if (s.kind != plan::StepKind::Kernel) continue;
+    ++launches;
+    const plan::Kernel& k = p.kernels[s.kernel];
+    const long long threads = 1ll * s.block.x * s.block.y * s.block.z;
+    EXPECT_LT(threads, 1024) << k.name;
+    EXPECT_NE(k.source.find(fmt::format("__launch_bounds__({})", threads)), std::string::npos) << k.name;
+    ASSERT_GT(k.registers, 0) << k.name;
+    EXPECT_LE(block_registers(threads, k.registers), 16384)
+        << k.name << ": " << threads << " threads x " << k.registers << " registers";
+  }
+  EXPECT_GT(launches, 0);
+  auto feed = testing::random_inputs(*g, 5);
+  std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
+  std::vector<Tensor> got = run_plan_on_sim(p, *plan::load_graph(p), feed);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(compare_tensors(got[0], want[0], {1e-12, 1e-10}), "");
+}
+
+// What no variant fits is refused, naming the model file, the node, the
+// kernel and the limit: a register file smaller than one warp's registers
+// (fewer threads cannot help, so no variant is tried).
+TEST(LaunchFit, WhatNoVariantFitsIsRefusedNamingFileNodeAndLimit) {
+  if (!plan_sim_available()) GTEST_SKIP() << "kiln built without codegen";
+  auto g = testing::compile_text(R"(graph @m(%x: f32[64,256]) -> (f32[64,256]) {
+    %y = softmax(%x) {axis=-1} : f32[64,256]
+    return %y
+  })",
+                                 "sm_90");
+  codegen::ArchLimits tiny = codegen::arch_limits("sm_90");
+  tiny.registers_per_block = 128;  // less than one warp of one register (256)
+  codegen::ScopedArchLimits scoped(tiny);
+  try {
+    build_plan(*g, {"sm_90", "fp32", {}, true, {}, "tiny.onnx"});
+    FAIL() << "a plan was written for a register file no block fits";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("tiny.onnx: ", 0), 0u) << m;
+    EXPECT_NE(m.find("softmax"), std::string::npos) << m;
+    EXPECT_NE(m.find(": kernel "), std::string::npos) << m;
+    EXPECT_NE(m.find("exceed sm_90's 128 registers per block"), std::string::npos) << m;
+  }
+}
+
+// A plan built on an sm_90 whose register file holds `registers` per block.
+plan::Plan plan_with_register_file(const Graph& g, long long registers) {
+  codegen::ArchLimits small = codegen::arch_limits("sm_90");
+  small.registers_per_block = registers;
+  codegen::ScopedArchLimits scoped(small);
+  return build_plan(g, {"sm_90", "fp32", {}, true, {}, "small.onnx"});
+}
+
+// Another variant: the tiled transpose's block is fixed by its 32 x 8 tile;
+// under a cap below it the generic injective kernel, whose block follows the
+// cap, takes the transpose (2,048 registers per block: one warp of up to 64).
+TEST(LaunchFit, UnderACapTheTiledTransposeGivesWayToTheGenericKernel) {
+  if (!plan_sim_available()) GTEST_SKIP() << "kiln built without codegen";
+  auto g = testing::compile_text(R"(graph @m(%x: f32[64,96]) -> (f32[96,64]) {
+    %y = transpose(%x) {perm=[1,0]} : f32[96,64]
+    return %y
+  })",
+                                 "sm_90");
+  plan::Plan h100 = build_plan(*g, {"sm_90", "fp32", {}});
+  ASSERT_EQ(h100.kernels.size(), 1u);
+  ASSERT_NE(h100.kernels[0].name.find("tiled"), std::string::npos)
+      << "no longer the tiled transpose: pick another case";
+  plan::Plan p = plan_with_register_file(*g, 2048);
+  ASSERT_EQ(p.kernels.size(), 1u);
+  const plan::Step& s = p.steps.at(0);
+  const long long threads = 1ll * s.block.x * s.block.y * s.block.z;
+  EXPECT_EQ(p.kernels[0].name.find("tiled"), std::string::npos) << p.kernels[0].name;
+  EXPECT_LE(block_registers(threads, p.kernels[0].registers), 2048) << threads << " x " << p.kernels[0].registers;
+  auto feed = testing::random_inputs(*g, 3);
+  std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
+  std::vector<Tensor> got = run_plan_on_sim(p, *plan::load_graph(p), feed);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(compare_tensors(got[0], want[0], {0, 0}), "");
+}
+
+// An emitter whose block is fixed by its tiling (the GEMM's) has no variant
+// with fewer threads: its misfit is refused, naming the file, node and limit.
+TEST(LaunchFit, AnEmitterThatKeepsItsBlockIsRefused) {
+  if (!plan_sim_available()) GTEST_SKIP() << "kiln built without codegen";
+  auto g = testing::compile_text(R"(graph @m(%a: f32[64,64], %b: f32[64,64]) -> (f32[64,64]) {
+    %y = matmul(%a, %b) : f32[64,64]
+    return %y
+  })",
+                                 "sm_90");
+  try {
+    plan_with_register_file(*g, 2048);
+    FAIL() << "a GEMM block fit 2,048 registers";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("small.onnx: ", 0), 0u) << m;
+    EXPECT_NE(m.find("matmul"), std::string::npos) << m;
+    EXPECT_NE(m.find("exceed sm_90's 2048 registers per block"), std::string::npos) << m;
+    EXPECT_NE(m.find("threads per block: it has no variant with fewer)"), std::string::npos) << m;
+  }
+}
+
 // 5,000 inputs and the output are 40,008 bytes of buffer pointers, over the
 // 32,764 bytes of parameters the driver takes: the kernel takes one pointer
 // to a table of them in device memory instead (codegen/param_table.h), NVRTC

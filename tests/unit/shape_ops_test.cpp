@@ -11,6 +11,7 @@
 #include "backends/reference/executor.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 #include "ops/registry.h"
 #include "ops/shape_ops.h"
 #include "shape_ops_test_util.h"
@@ -159,6 +160,32 @@ TEST(ShapeOps, CanonicalSliceClampsLikeOnnx) {
   EXPECT_EQ(s.starts, (I{0, -1, 1}));
   EXPECT_EQ(s.ends, (I{4, -1, 3}));
   EXPECT_EQ(s.steps, (I{1, -1, 1}));
+}
+
+TEST(ShapeOps, CanonicalSliceOnSymbolicDims) {
+  const int64_t n = symbol_dim("n");
+  // 0:INT64_MAX:1 (an exporter's x[:, None] or x[0:]) takes a symbolic dim whole.
+  ops::SliceSpec s = ops::canonical_slice({n, 6}, {0, 1}, {INT64_MAX, 4}, {}, {});
+  EXPECT_EQ(s.starts, (I{0, 1}));
+  EXPECT_EQ(s.ends, (I{n, 4}));
+  EXPECT_EQ(s.data_dependent_axis, -1);
+  // Clamping one (x[:5]) has no polynomial size: Unsupported unless the caller
+  // takes the data-dependent form, which keeps ONNX's values on that axis.
+  EXPECT_THROW(ops::canonical_slice({n, 6}, {0}, {5}, {}, {}), Unsupported);
+  s = ops::canonical_slice({n, 6}, {0, -2}, {5, INT64_MAX}, {}, {}, /*allow_data_dependent=*/true);
+  EXPECT_EQ(s.data_dependent_axis, 0);
+  EXPECT_EQ(s.starts, (I{0, 4}));
+  EXPECT_EQ(s.ends, (I{5, 6}));
+  EXPECT_EQ(ops::data_dependent_slice_axis({n, 6}, s.starts, s.ends, s.steps), 0);
+  // A second clamped symbolic dim is still refused.
+  EXPECT_THROW(ops::canonical_slice({n, n}, {0, 1}, {5, 3}, {}, {}, true), Unsupported);
+  // An end equal to the dim itself (torch's split: Slice 0:0+n) is whole too;
+  // any other symbolic start or end is refused.
+  s = ops::canonical_slice({n, 6}, {0}, {n}, {}, {});
+  EXPECT_EQ(s.ends, (I{n, 6}));
+  EXPECT_EQ(s.data_dependent_axis, -1);
+  EXPECT_THROW(ops::canonical_slice({n, 6}, {0}, {n}, {1}, {}, true), Unsupported);
+  EXPECT_THROW(ops::canonical_slice({n}, {n}, {INT64_MAX}, {}, {}, true), Unsupported);
 }
 
 TEST(ShapeOps, CanonicalSliceRejectsBadOperands) {

@@ -144,8 +144,12 @@ int run_data_dependent(RunCommand& c, const Graph& g, const std::map<std::string
     best = std::min(best, ms_since(a));
   }
   std::vector<std::string> sizes;
-  for (const auto& [sym, node] : data_dependent_symbols(g))
-    sizes.push_back(fmt::format("{}={} ({})", sym, res.symbols.at(sym), node->describe()));
+  for (const auto& [sym, node] : data_dependent_symbols(g)) {
+    // A node in the branch of an if that was not taken decided nothing.
+    auto it = res.symbols.find(sym);
+    sizes.push_back(it == res.symbols.end() ? fmt::format("{} not run ({})", sym, node->describe())
+                                            : fmt::format("{}={} ({})", sym, it->second, node->describe()));
+  }
   std::cout << fmt::format("backend: {} ({})\n", backend,
                            backend == "sim" ? "generated kernels on the CPU simulator" : "CPU reference");
   std::cout << fmt::format("data-dependent sizes: {}; {} static stages, each through the passes when it ran\n",

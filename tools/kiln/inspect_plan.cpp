@@ -202,9 +202,9 @@ int run_inspect_plan(const InspectOptions& o) {
     j["control_flow_nodes"] = p.control.size();
     if (!p.control.empty())
       out << fmt::format(
-          "control flow: {} if/loop/scan node(s) run host-driven: each run issues the launch list without a CUDA "
-          "Graph, reads each condition or trip count on the host and launches the chosen region's steps ({} "
-          "steps in regions, counted above)\n",
+          "control flow: {} if/loop/scan node(s) run host-driven: each run reads each condition or trip count on "
+          "the host and runs the chosen region's steps, the launches between control-flow steps replayed as "
+          "CUDA Graphs ({} steps in regions, counted above)\n",
           controls, steps.size() - p.steps.size());
   } else {
     out << "archs: none\n";

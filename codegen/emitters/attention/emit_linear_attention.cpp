@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/launch_fit.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/core/kernel_params.h"
 #include "ir/error.h"
@@ -55,7 +56,7 @@ LinearAttentionKernel emit_linear_attention(const AttrMap& attrs, const std::vec
   if (dk * 4 > kSharedBytes)
     unsupported("codegen: linear_attention: d_k {} needs more than {} bytes of shared memory per state column", dk,
                 kSharedBytes);
-  int64_t block = kMaxBlock;
+  int64_t block = block_threads(static_cast<unsigned>(kMaxBlock));  // the one decision (codegen/launch_fit.h)
   while (block > 1 && block * dk * 4 > kSharedBytes) block /= 2;
   const int64_t columns = B * Hkv * dv;
 

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/launch_fit.h"
 #include "ir/attribute.h"
 #include "ir/op_registry.h"
 #include "ir/tensor.h"
@@ -34,12 +35,12 @@
 namespace kiln::codegen {
 
 struct InjectiveKernel {
-  std::string name;    // kiln_inj_<op>_<16 hex digits of the source's hash>
-  std::string source;  // complete translation unit
-  int64_t numel = 0;   // result elements
-  unsigned block = 256;
-  unsigned grid = 0;            // 0 for an empty result: nothing to launch
-  std::vector<int64_t> counts;  // elements of each buffer: out, then each operand
+  std::string name;                     // kiln_inj_<op>_<16 hex digits of the source's hash>
+  std::string source;                   // complete translation unit
+  int64_t numel = 0;                    // result elements
+  unsigned block = block_threads(256);  // the one decision (codegen/launch_fit.h)
+  unsigned grid = 0;                    // 0 for an empty result: nothing to launch
+  std::vector<int64_t> counts;          // elements of each buffer: out, then each operand
 };
 
 // True when emit_injective_op handles op `name`.

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "codegen/launch_fit.h"
 #include "codegen/core/kernel_io.h"
 #include "codegen/core/kernel_text.h"
 #include "ir/error.h"
@@ -32,6 +33,9 @@ const char* uint_of(size_t bytes) {
 std::optional<InjectiveKernel> emit_tiled_transpose(const TensorType& in, const std::vector<int64_t>& perm) {
   const int rank = in.rank();
   if (static_cast<int>(perm.size()) != rank || in.numel() == 0) return std::nullopt;
+  // Its 32 x 8 block is fixed by the tile: under a thread cap below it
+  // (codegen/launch_fit.h) the generic kernel, whose block follows the cap, takes the transpose.
+  if (block_threads(256) < 256) return std::nullopt;
   // Kept input dims (extent > 1), renumbered; the output order over them.
   std::vector<int> renum(rank, -1);
   std::vector<int64_t> kdims;

@@ -19,7 +19,8 @@ namespace kiln::codegen {
 
 // The tiled kernel for transpose(`in`, `perm`), or nullopt when the
 // canonical permutation keeps the innermost dim in place (the generic kernel
-// is coalesced then) or the input is empty.
+// is coalesced then), the input is empty, or a thread cap below 256 is in
+// force (codegen::block_threads: the generic kernel's block follows it).
 std::optional<InjectiveKernel> emit_tiled_transpose(const TensorType& in, const std::vector<int64_t>& perm);
 
 }  // namespace kiln::codegen

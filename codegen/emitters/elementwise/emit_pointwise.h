@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "codegen/core/size_expr.h"
+#include "codegen/launch_fit.h"
 #include "ir/attribute.h"
 #include "ir/expr.h"
 #include "ir/op_registry.h"
@@ -44,7 +45,7 @@ struct PointwiseKernel {
   // blocks for one chunk of vector_width elements per thread up to 8192
   // blocks (the grid-stride loop covers the rest). grid is 0 for an empty
   // output: nothing to launch.
-  unsigned block = 256;
+  unsigned block = block_threads(256);  // the one decision (codegen/launch_fit.h)
   unsigned grid = 0;
   int vector_width = 1;         // output elements per thread and chunk
   int outputs = 1;              // result buffers (emit_pointwise_multi may write several)

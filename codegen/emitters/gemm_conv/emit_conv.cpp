@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/launch_fit.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/core/kernel_text.h"
 #include "ir/error.h"
@@ -129,8 +130,8 @@ ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
     p = a + 6;
   }
   k.source = std::string(kKernelPrelude) + ep.fp_includes() + std::string(expr_prelude()) + named;
-  k.block = 256;
-  k.grid = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 8192));
+  k.block = block_threads(256);  // grid-stride: any block (codegen/launch_fit.h)
+  k.grid = static_cast<unsigned>(std::min<int64_t>((total + k.block - 1) / k.block, 8192));
   return k;
 }
 

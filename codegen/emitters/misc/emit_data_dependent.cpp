@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/launch_fit.h"
 #include "codegen/core/emit_expr.h"
 #include "ir/error.h"
 
@@ -11,7 +12,7 @@ namespace kiln::codegen {
 
 namespace {
 
-constexpr int kBlock = 256;
+constexpr unsigned kWantedBlock = 256;
 
 void finish(SimpleKernel& k, const std::string& label, std::string body) {
   body += kernel_sim_entry(k.params);
@@ -51,6 +52,7 @@ std::string float_literal(float v) {
 }  // namespace
 
 SimpleKernel emit_nonzero_bounded(const TensorType& x, const std::vector<TensorType>& results) {
+  const int kBlock = static_cast<int>(block_threads(kWantedBlock));  // the one decision (codegen/launch_fit.h)
   if (!nonzero_dtype_supported(x.dtype))
     unsupported("codegen: nonzero: {} input (float, integer and bool dtypes are emitted)", dtype_name(x.dtype));
   const int64_t n = x.numel();
@@ -96,6 +98,7 @@ SimpleKernel emit_nonzero_bounded(const TensorType& x, const std::vector<TensorT
 
 SimpleKernel emit_nms_bounded(const AttrMap& attrs, const TensorType& boxes, const TensorType& scores,
                               const std::vector<TensorType>& results) {
+  const int kBlock = static_cast<int>(block_threads(kWantedBlock));  // the one decision (codegen/launch_fit.h)
   if (boxes.dtype != DType::F32 || scores.dtype != DType::F32)
     unsupported("codegen: non_max_suppression: boxes {} and scores {} (f32 is emitted)", boxes.str(), scores.str());
   if (boxes.rank() != 3 || scores.rank() != 3 || boxes.shape[2] != 4 || scores.shape[0] != boxes.shape[0] ||

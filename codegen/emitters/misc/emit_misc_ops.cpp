@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/launch_fit.h"
 #include "codegen/core/emit_expr.h"
 #include "ir/error.h"
 
@@ -11,7 +12,7 @@ namespace kiln::codegen {
 
 namespace {
 
-constexpr int kBlock = 256;
+constexpr unsigned kWantedBlock = 256;
 
 unsigned grid_for(int64_t n, int block) {
   return static_cast<unsigned>(std::min<int64_t>((n + block - 1) / block, 4096));
@@ -54,6 +55,7 @@ std::string dft_sum(const std::string& used, int64_t len, bool inverse, const st
 // thread per real output value, summing the used half spectrum with each bin
 // but the DC and Nyquist ones counted twice (its mirror conjugate).
 SimpleKernel emit_irfft(const TensorType& x, const TensorType& out, int64_t axis, int64_t len) {
+  const int kBlock = static_cast<int>(block_threads(kWantedBlock));  // the one decision (codegen/launch_fit.h)
   const Shape& s = x.shape;
   const int r = static_cast<int>(s.size());
   const int64_t n = s[axis], comp = s.back(), used = std::min(n, len / 2 + 1);
@@ -99,6 +101,7 @@ SimpleKernel emit_irfft(const TensorType& x, const TensorType& out, int64_t axis
 }  // namespace
 
 SimpleKernel emit_dft(const AttrMap& attrs, const TensorType& x, const TensorType& out) {
+  const int kBlock = static_cast<int>(block_threads(kWantedBlock));  // the one decision (codegen/launch_fit.h)
   const Shape& s = x.shape;
   const int r = static_cast<int>(s.size());
   if (!is_float(x.dtype) || r < 2 || (s.back() != 1 && s.back() != 2) || out.dtype != x.dtype)
@@ -137,6 +140,7 @@ SimpleKernel emit_dft(const AttrMap& attrs, const TensorType& x, const TensorTyp
 
 SimpleKernel emit_stft(const AttrMap& attrs, const TensorType& x, bool has_window, const TensorType& window,
                        const TensorType& out, bool window_slot) {
+  const int kBlock = static_cast<int>(block_threads(kWantedBlock));  // the one decision (codegen/launch_fit.h)
   const Shape& s = x.shape;
   if (!is_float(x.dtype) || s.size() != 3 || (s[2] != 1 && s[2] != 2) || out.dtype != x.dtype)
     fail("codegen: stft: signal {} / output {}", x.str(), out.str());
@@ -176,8 +180,8 @@ SimpleKernel emit_det(const TensorType& x, const TensorType& out) {
   SimpleKernel k;
   k.params = {{out.dtype, true, "out"}, {x.dtype, false, "x"}, {DType::F64, true, "lu"}};
   k.scratch = {TensorType(DType::F64, {batch, n, n})};
-  k.block = 128;
-  k.grid = batch == 0 ? 0 : grid_for(batch, 128);
+  k.block = block_threads(128);  // the one decision (codegen/launch_fit.h)
+  k.grid = batch == 0 ? 0 : grid_for(batch, static_cast<int>(k.block));
   const int64_t nn = n * n;
   auto M = [&](const std::string& i, const std::string& j) {
     return fmt::format("lu[base + ({}) * {}LL + ({})]", i, n, j);
@@ -209,6 +213,7 @@ SimpleKernel emit_det(const TensorType& x, const TensorType& out) {
 }
 
 SimpleKernel emit_range(DType dtype, const TensorType& out) {
+  const int kBlock = static_cast<int>(block_threads(kWantedBlock));  // the one decision (codegen/launch_fit.h)
   if (out.dtype != dtype || out.rank() != 1 || dtype == DType::Bool ||
       !(dtype == DType::F32 || dtype == DType::F64 || is_int(dtype)))
     unsupported("codegen: range: {} operands giving {} (f32, f64 and integers only)", dtype_name(dtype), out.str());
@@ -233,6 +238,7 @@ SimpleKernel emit_range(DType dtype, const TensorType& out) {
 }
 
 std::vector<SimpleKernel> emit_dynamic_quantize_linear(const TensorType& x, const std::vector<TensorType>& results) {
+  const int kBlock = static_cast<int>(block_threads(kWantedBlock));  // the one decision (codegen/launch_fit.h)
   if (x.dtype != DType::F32) unsupported("codegen: dynamic_quantize_linear: x is {} (f32 only)", dtype_name(x.dtype));
   const DType want[] = {DType::U8, DType::F32, DType::U8};
   const char* names[] = {"y", "y_scale", "y_zero_point"};

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/launch_fit.h"
 #include "codegen/core/emit_expr.h"
 #include "ir/error.h"
 #include "ops/tfidf_vectorizer.h"
@@ -48,8 +49,8 @@ TfIdfKernel emit_tfidf_vectorizer(const AttrMap& attrs, const TensorType& x, con
     k.tables.push_back(Tensor::from(DType::F32, {W}, s.weights));
   }
   const int64_t total = rows * W;
-  sk.block = 256;
-  sk.grid = total == 0 ? 0 : static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 4096));
+  sk.block = block_threads(256);  // the one decision (codegen/launch_fit.h)
+  sk.grid = total == 0 ? 0 : static_cast<unsigned>(std::min<int64_t>((total + sk.block - 1) / sk.block, 4096));
   const char* mode = s.mode == ops::TfIdfMode::TF ? "TF" : s.mode == ops::TfIdfMode::IDF ? "IDF" : "TFIDF";
   std::string b = fmt::format("// tfidf_vectorizer: {} -> {}, {} n-grams, max skip {}, mode {}{}\n", x.str(), out.str(),
                               G, s.max_skip, mode, weighted ? " weighted" : "");

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/launch_fit.h"
 #include "codegen/core/emit_expr.h"
 #include "ir/error.h"
 
@@ -85,8 +86,8 @@ std::vector<OpKernel> emit_loss_op(const OpDef& def, const AttrMap& attrs, const
         "    for (long long c = 0; c < {0}LL; ++c) KILN_STORE(0, base + c * {1}LL, KILN_LOAD_X(base + c * {1}LL) - lse);\n  }}\n",
         C, inner);
     OpKernel k;
-    k.block = 256;
-    k.grid = static_cast<unsigned>(std::min<int64_t>((elems + 255) / 256, 8192));
+    k.block = block_threads(256);  // the one decision (codegen/launch_fit.h)
+    k.grid = static_cast<unsigned>(std::min<int64_t>((elems + k.block - 1) / k.block, 8192));
     k.results = {1};
     finish_op_kernel(k, "kiln_logprob", op, buffers_for(operands, {results[1]}), "double", helpers, b);
     ks.push_back(std::move(k));
@@ -102,8 +103,8 @@ std::vector<OpKernel> emit_loss_op(const OpDef& def, const AttrMap& attrs, const
         elems);
     b += elem;
     b += "    KILN_STORE(0, e, loss);\n  }\n";
-    k.block = 256;
-    k.grid = static_cast<unsigned>(std::min<int64_t>((elems + 255) / 256, 8192));
+    k.block = block_threads(256);  // the one decision (codegen/launch_fit.h)
+    k.grid = static_cast<unsigned>(std::min<int64_t>((elems + k.block - 1) / k.block, 8192));
   } else {
     b += "  __shared__ double ps[32], pw[32];\n";
     b += "  double sum = 0.0, wsum = 0.0;\n";
@@ -123,7 +124,7 @@ std::vector<OpKernel> emit_loss_op(const OpDef& def, const AttrMap& attrs, const
     b +=
         "      sum += __shfl_down_sync(0xffffffffu, sum, o);\n      wsum += __shfl_down_sync(0xffffffffu, wsum, o);\n    }\n";
     b += fmt::format("    if (lane == 0) KILN_STORE(0, 0, {});\n  }}\n", red == "sum" ? "sum" : "sum / wsum");
-    k.block = 256;
+    k.block = block_threads(256);  // its folds read blockDim
     k.grid = 1;
   }
   if (elems == 0 && none) k.grid = 0;

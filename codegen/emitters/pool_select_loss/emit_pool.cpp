@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "codegen/launch_fit.h"
 #include "codegen/core/emit_expr.h"
 #include "ir/error.h"
 #include "ops/nn_internal.h"
@@ -198,8 +199,8 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
   }
   b += "  }\n";
   OpKernel kern;
-  kern.block = kBlock;
-  kern.grid = items_grid(total, kBlock);
+  kern.block = block_threads(kBlock);  // the one decision (codegen/launch_fit.h)
+  kern.grid = items_grid(total, kern.block);
   std::vector<TensorType> res = results;
   if (!want_idx) res.resize(1);
   finish_op_kernel(kern, "kiln_pool", op, buffers_for({x}, res), A, "", b, seams);
@@ -250,7 +251,7 @@ OpKernel global_pool_blocks(const std::string& op, const TensorType& x, const Te
   if (op == "global_lp_pool") res = fmt::format("pow(acc, 1.0 / {}.0)", p);
   b += fmt::format("      KILN_STORE(0, o, ({})({}));\n    }}\n  }}\n", A, res);
   OpKernel kern;
-  kern.block = kBlock;
+  kern.block = block_threads(kBlock);  // its folds read blockDim
   kern.grid = static_cast<unsigned>(std::min<int64_t>(planes, 65535));
   finish_op_kernel(kern, "kiln_gpool", op, buffers_for({x}, {y}), A, "", b, seams);
   return kern;
@@ -297,7 +298,7 @@ OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& 
   // where 256 would leave some of an H100's 132 SMs without a block: the
   // pool reads its input once (DRAM-bound) and an SM without a block issues
   // no loads (ResNet-50's 2048-channel average pool ran as 8 blocks).
-  unsigned block = kBlock;
+  unsigned block = block_threads(kBlock);  // the one decision (codegen/launch_fit.h)
   while (block > 32 && items_grid(planes, block) < 132) block /= 2;
   kern.block = block;
   kern.grid = items_grid(planes, block);
@@ -321,8 +322,8 @@ std::vector<OpKernel> max_unpool(const AttrMap& a, const std::vector<TensorType>
   z += item_loop(y.numel());
   z += fmt::format("    KILN_STORE(0, o, ({})0);\n  }}\n", A);
   OpKernel zero;
-  zero.block = kBlock;
-  zero.grid = items_grid(y.numel(), kBlock);
+  zero.block = block_threads(kBlock);
+  zero.grid = items_grid(y.numel(), zero.block);
   finish_op_kernel(zero, "kiln_unpool_zero", "max_unpool", {{y.dtype, "out0", true}}, A, "", z);
   // Element i's destination `dst` (statements), stopping on an index the reference rejects.
   std::string dst;
@@ -351,15 +352,15 @@ std::vector<OpKernel> max_unpool(const AttrMap& a, const std::vector<TensorType>
     c += fmt::format(
         "    atomicMax(&KILN_PTR_CAST({0}, out0)[dst], ({0})(o + 1));  // scratch bits, not a result store\n  }}\n", W);
     OpKernel claim;
-    claim.block = kBlock;
-    claim.grid = items_grid(n, kBlock);
+    claim.block = block_threads(kBlock);
+    claim.grid = items_grid(n, claim.block);
     finish_op_kernel(claim, "kiln_unpool_claim", "max_unpool", buffers_for(operands, {y}), A, "", c);
     std::string g = I + header + item_loop(y.numel());
     g += fmt::format("    const {0} w = KILN_PTR_CAST({0}, out0)[o];\n", W);
     g += fmt::format("    KILN_STORE(0, o, w ? KILN_LOAD_X(w - 1) : ({})0);\n  }}\n", A);
     OpKernel gather;
-    gather.block = kBlock;
-    gather.grid = items_grid(y.numel(), kBlock);
+    gather.block = block_threads(kBlock);
+    gather.grid = items_grid(y.numel(), gather.block);
     finish_op_kernel(gather, "kiln_unpool_gather", "max_unpool", buffers_for(operands, {y}), A, "", g);
     return {zero, claim, gather};
   }
@@ -372,8 +373,8 @@ std::vector<OpKernel> max_unpool(const AttrMap& a, const std::vector<TensorType>
       "    for (I j = o + 1; j < (I){}; ++j)\n      if ((long long)in1[j] == v) {{ last = false; break; }}\n", n);
   s += "    if (last) KILN_STORE(0, dst, KILN_LOAD_X(o));\n  }\n";
   OpKernel scatter;
-  scatter.block = kBlock;
-  scatter.grid = items_grid(n, kBlock);
+  scatter.block = block_threads(kBlock);
+  scatter.grid = items_grid(n, scatter.block);
   finish_op_kernel(scatter, "kiln_unpool", "max_unpool", buffers_for(operands, {y}), A, "", s);
   return {zero, scatter};
 }

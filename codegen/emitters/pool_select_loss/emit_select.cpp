@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/launch_fit.h"
 #include "codegen/core/emit_expr.h"
 #include "ir/error.h"
 
@@ -122,8 +123,8 @@ OpKernel arg_extreme(const std::string& op, const AttrMap& a, const TensorType& 
       b += "    KILN_STORE(0, o, bi);\n";
     }
     b += "  }\n";
-    k.block = 256;
-    k.grid = static_cast<unsigned>(std::min<int64_t>((g.count() + 255) / 256, 8192));
+    k.block = block_threads(256);  // the one decision (codegen/launch_fit.h)
+    k.grid = static_cast<unsigned>(std::min<int64_t>((g.count() + k.block - 1) / k.block, 8192));
   } else {
     // The pair (best, bi) of every thread, combined by warp shuffles and
     // shared memory; every thread gets the line's answer.
@@ -164,7 +165,7 @@ OpKernel arg_extreme(const std::string& op, const AttrMap& a, const TensorType& 
       b += "    if (threadIdx.x == 0) KILN_STORE(0, o, bi);\n";
     }
     b += "  }\n";
-    k.block = block_for(g.n);
+    k.block = block_threads(block_for(g.n));
     k.grid = static_cast<unsigned>(std::min<int64_t>(g.count(), 65535));
   }
   if (g.n == 0) k.grid = 0;  // hardmax of an empty axis: nothing to write
@@ -217,10 +218,10 @@ OpKernel scan(const std::string& op, const AttrMap& a, const TensorType& x, cons
     b += fmt::format("    {} acc = {};\n", A, id);
     b += walk("0", fmt::format("{}LL", g.n), "    ");
     b += "  }\n";
-    k.block = 256;
-    k.grid = static_cast<unsigned>(std::min<int64_t>((g.count() + 255) / 256, 8192));
+    k.block = block_threads(256);  // the one decision (codegen/launch_fit.h)
+    k.grid = static_cast<unsigned>(std::min<int64_t>((g.count() + k.block - 1) / k.block, 8192));
   } else {
-    k.block = block_for((g.n + 3) / 4);
+    k.block = block_threads(block_for((g.n + 3) / 4));
     const int64_t chunk = (g.n + k.block - 1) / k.block;
     b += fmt::format("  __shared__ {} part[33];\n", A);
     b += fmt::format("  for (long long o = blockIdx.x; o < {}LL; o += gridDim.x) {{\n", g.count());
@@ -327,7 +328,7 @@ std::vector<OpKernel> topk(const AttrMap& a, const TensorType& x, const std::vec
   if (want_idx) b += fmt::format("      KILN_STORE(1, {}, (long long)si[j]);\n", oat);
   b += "    }\n  }\n";
   OpKernel k;
-  k.block = static_cast<unsigned>(std::clamp<int64_t>(P / 2, 32, 512));
+  k.block = block_threads(static_cast<unsigned>(std::clamp<int64_t>(P / 2, 32, 512)));  // strided over the slots
   k.grid = kk == 0 ? 0 : static_cast<unsigned>(std::min<int64_t>(g.count(), 65535));
   // Rounded up to whole values, so the simulator's typed view of the slots covers the positions too (P = 1).
   k.shared_bytes = (static_cast<size_t>(P) * (vbytes + 4) + vbytes - 1) / vbytes * vbytes;

@@ -1,3 +1,4 @@
+#include "codegen/launch_fit.h"
 #include "codegen/emitters/reduction/emit_normalization.h"
 
 #include <algorithm>
@@ -146,7 +147,7 @@ ReductionKernel stat_kernel(const std::string& label, const TensorType& x, const
   finish(k, dt, label, b, io);
   int64_t bl = 32;
   while (bl < k.count && bl < 256) bl *= 2;
-  k.block = static_cast<unsigned>(bl);
+  k.block = block_threads(static_cast<unsigned>(bl));  // its loops and folds read blockDim
   k.grid = static_cast<unsigned>(std::min<int64_t>(k.outputs, 65535));
   return k;
 }
@@ -265,8 +266,8 @@ ReductionKernel elementwise_kernel(const std::string& label, const TensorType& x
   b += io.store(0, "i", cuda_store(dt, fmt::format("({})({})", C, y)), "    ");
   b += "  }\n}\n";
   finish(k, dt, label, b, io);
-  k.block = 256;
-  k.grid = static_cast<unsigned>(std::min<int64_t>((k.outputs + 255) / 256, 8192));
+  k.block = block_threads(256);
+  k.grid = static_cast<unsigned>(std::min<int64_t>((k.outputs + k.block - 1) / k.block, 8192));
   return k;
 }
 

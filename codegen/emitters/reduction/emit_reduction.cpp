@@ -1,3 +1,4 @@
+#include "codegen/launch_fit.h"
 #include "codegen/emitters/reduction/emit_reduction.h"
 
 #include <xxhash.h>
@@ -98,7 +99,7 @@ void finish(ReductionKernel& k, DType dt, const std::string& prefix, std::string
   k.source = prelude + named;
   int64_t b = 32;
   while (b < k.count && b < 256) b *= 2;
-  k.block = static_cast<unsigned>(b);
+  k.block = block_threads(static_cast<unsigned>(b));  // block loops and folds read blockDim
   k.grid = static_cast<unsigned>(std::min<int64_t>(k.outputs, 65535));
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "codegen/core/emit_expr.h"
+#include "codegen/launch_fit.h"
 #include "codegen/core/kernel_vector.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
@@ -46,16 +47,21 @@ std::optional<RowPlan> plan_rows(int64_t rows, int64_t count, DType dt, bool pla
     // (A symbolic row count keeps 4: the launch's row count is not known here.)
     while (!symbolic && p.rows_per_block > 1 && (rows + p.rows_per_block - 1) / p.rows_per_block < kSms)
       p.rows_per_block /= 2;
+    p.rows_per_block = static_cast<int>(block_threads(32u * p.rows_per_block) / 32);  // the one decision
   } else {
     // About 16 elements per thread: 64..1024 threads.
     const int64_t want = (count + 15) / 16;
     int64_t t = 64;
     while (t < want && t < 1024) t *= 2;
-    p.T = static_cast<int>(t);
+    p.T = static_cast<int>(block_threads(static_cast<unsigned>(t)));  // the one decision
   }
   const int64_t vectors = count / p.W;
   p.NV = static_cast<int>((vectors + p.T - 1) / p.T);
-  KILN_CHECK(p.slots() <= 32, "codegen: row of {} in {} slots", count, p.slots());
+  if (p.slots() > 32) {
+    // Only with fewer threads than the row asks for: the callers' multi-pass kernels take the row.
+    KILN_CHECK(thread_cap() != 0, "codegen: row of {} in {} slots", count, p.slots());
+    return std::nullopt;
+  }
   return p;
 }
 

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/launch_fit.h"
 #include "codegen/core/emit_expr.h"
 #include "ir/error.h"
 
@@ -150,7 +151,9 @@ RnnKernel emit_rnn_op(const std::string& op, const AttrMap& attrs, const std::ve
     k.params.push_back({pd, false, in_names[std::min<size_t>(i, 7)]});
   }
   const int64_t GH = G * H;
-  const int nt = static_cast<int>(std::min<int64_t>(256, std::max<int64_t>(32, (H + 31) / 32 * 32)));
+  // The one decision (codegen/launch_fit.h): the loops over H stride by nt.
+  const int nt = static_cast<int>(
+      block_threads(static_cast<unsigned>(std::min<int64_t>(256, std::max<int64_t>(32, (H + 31) / 32 * 32)))));
   k.block = static_cast<unsigned>(nt);
   k.grid = static_cast<unsigned>(D * B);
 

@@ -494,6 +494,8 @@ def table():
             weights=None, weights_backbone=None, num_classes=5, aux_loss=False)),
         "yolo_style": yolo,
         "ssd_tiny": architectures_dynamic.ssd_tiny,
+        # torchvision's SSDlite with its post-processing (score threshold, top-k, batched NMS)
+        "ssdlite_mobilenet_v3": architectures_dynamic.ssdlite_mobilenet_v3,
         # a KV-cache decoder, one model at two shapes: a prefill (8 tokens, no
         # past) and a decode step (1 token after 8)
         "llama_kv_prefill": architectures_dynamic.kv_decoder(seq=8, past=0),

@@ -63,6 +63,8 @@ State::State() {
       else if (r == "modules") rules.modules = false;
       else if (r == "context") rules.context = false;
       else if (r == "params") rules.params = false;
+      else if (r == "kernel_races") rules.kernel_races = false;
+      else if (r == "table_races") rules.table_races = false;
       else std::fprintf(stderr, "fake CUDA: KILN_FAKE_CUDA_DISABLE: no rule named \"%s\"\n", r.c_str());
     }
   }
@@ -148,6 +150,18 @@ void fake_cuda_set_kernels(int (*arg_count)(const char*),
   FAKE_LOCK;
   st().arg_count = arg_count;
   st().launch = launch;
+}
+// What each kernel does with its buffers, for the race detector (memory.cpp):
+// `table_size(kernel)` is N when the kernel's one parameter is a table of N
+// buffers in device memory (codegen/param_table.h), 0 when its buffers are
+// its parameters, -1 when not known; `buffer_use(kernel, i, &bytes)` is 1
+// when it may write buffer i, 0 when it only reads it, -1 when not known, and
+// sets the bytes it may touch from there (0: the rest of the allocation).
+void fake_cuda_set_kernel_buffers(int (*table_size)(const char*),
+                                  int (*buffer_use)(const char*, int, unsigned long long*)) {
+  FAKE_LOCK;
+  st().table_size = table_size;
+  st().buffer_use = buffer_use;
 }
 // cubin loads, ptx loads, graph launches, captured launches, launches outside a capture, live device allocations,
 // live pinned host allocations, pinned allocations ever, events recorded, captures in progress, races found,
@@ -238,6 +252,8 @@ int fake_cuda_rule(const char* name) {
          : n == "modules"       ? r.modules
          : n == "context"       ? r.context
          : n == "params"        ? r.params
+         : n == "kernel_races"  ? r.kernel_races
+         : n == "table_races"   ? r.table_races
                                 : -1;
 }
 

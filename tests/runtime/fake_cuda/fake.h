@@ -53,6 +53,8 @@ struct Rules {
   bool modules = true;        // PTX ISA version vs the driver, CUBIN arch vs the device
   bool context = true;        // calls need a current context
   bool params = true;         // kernel parameters within the parameter space (32,764 / 4,096 bytes)
+  bool kernel_races = true;   // two kernels' unordered accesses (what each reads and writes) are compared
+  bool table_races = true;    // the buffers a kernel reaches through a pointer table are accesses too
 };
 
 // A device's properties (cuDeviceGetAttribute); presets by FAKE_CUDA_DEVICE.
@@ -152,10 +154,13 @@ struct Capture {
   Graph graph;
 };
 
-// A buffer access the race detector remembers.
+// A buffer access the race detector remembers. `precise`: a kernel's access
+// whose reads and writes are known (fake_cuda_set_kernel_buffers); a kernel
+// access that is not counts as a write of the rest of the allocation and is
+// compared with copies only.
 struct Access {
   CUdeviceptr lo, hi;
-  bool write, kernel;
+  bool write, kernel, precise;
   int stream;
   uint64_t clock;
 };
@@ -197,6 +202,9 @@ struct State {
   VClock host;
   int (*arg_count)(const char*) = nullptr;
   int (*launch)(const char*, const unsigned*, const unsigned*, unsigned, const CUdeviceptr*) = nullptr;
+  // What a kernel does with its buffers (fake_cuda_set_kernel_buffers).
+  int (*table_size)(const char*) = nullptr;
+  int (*buffer_use)(const char*, int, unsigned long long*) = nullptr;
   State();
 };
 State& st();
@@ -225,7 +233,11 @@ CUresult capture_forbids(const char* what);
 
 // memory.cpp
 // The race detector: `op` on stream `s` (its clock `vc`) accesses the range.
-void access(CUdeviceptr lo, size_t bytes, bool write, bool kernel, const Stream& s, const std::string& what);
+void access(CUdeviceptr lo, size_t bytes, bool write, bool kernel, const Stream& s, const std::string& what,
+            bool precise = false);
+// The accesses of launch `op` on stream `s` as it runs: its buffers,
+// directly or through a pointer table.
+void kernel_accesses(const Op& op, const Stream& s);
 Allocation* allocation_of(CUdeviceptr p, CUdeviceptr* start);
 void prune_accesses();
 

@@ -16,6 +16,13 @@
 //   stream order, events or host synchronization (vector clocks), are a race:
 //   on a GPU the result would depend on timing. Races are logged
 //   (fake_cuda_take_races, fake_cuda_stats) and printed to stderr.
+//   What a kernel reads and writes comes from the test
+//   (fake_cuda_set_kernel_buffers: the plan's kernel signatures, where a
+//   `const` buffer is only read), and so do pointer tables: the buffers a
+//   kernel reaches through a table in device memory (codegen/param_table.h:
+//   N addresses, then N element counts) are read from the table when the
+//   kernel runs, as the GPU would. Two such kernels on different streams that
+//   touch the same bytes, one writing, unordered, are a race.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -40,7 +47,8 @@ Allocation* allocation_of(CUdeviceptr p, CUdeviceptr* start) {
   return &it->second;
 }
 
-void access(CUdeviceptr lo, size_t bytes, bool write, bool kernel, const Stream& s, const std::string& what) {
+void access(CUdeviceptr lo, size_t bytes, bool write, bool kernel, const Stream& s, const std::string& what,
+            bool precise) {
   CUdeviceptr start = 0;
   Allocation* al = allocation_of(lo, &start);
   if (!al || !bytes) return;
@@ -48,7 +56,9 @@ void access(CUdeviceptr lo, size_t bytes, bool write, bool kernel, const Stream&
   if (st().rules.races) {
     for (const Access& a : al->accesses) {
       if (a.stream == s.id || ordered(s.vc, a)) continue;
-      if (!(a.write || write) || (a.kernel && kernel)) continue;
+      if (!(a.write || write)) continue;
+      // Two kernels are compared only when both say what they write.
+      if (a.kernel && kernel && !(a.precise && precise)) continue;
       if (a.hi <= lo || lo + bytes <= a.lo) continue;
       std::string line = "race: " + what + " on stream " + std::to_string(s.id) + " and an unordered " +
                          (a.write ? "write" : "read") + " on stream " + std::to_string(a.stream) + " of " +
@@ -60,8 +70,54 @@ void access(CUdeviceptr lo, size_t bytes, bool write, bool kernel, const Stream&
       break;
     }
   }
-  al->accesses.push_back({lo, lo + bytes, write, kernel, s.id, clock});
+  al->accesses.push_back({lo, lo + bytes, write, kernel, precise, s.id, clock});
   if (al->accesses.size() > 64) al->accesses.pop_front();  // forgetting old accesses only misses races
+}
+
+void kernel_accesses(const Op& op, const Stream& s) {
+  const std::string what = "kernel " + op.fn->name;
+  const char* name = op.fn->name.c_str();
+  // Not known: a write of the rest of the argument's allocation, compared
+  // with copies only.
+  auto whole = [&](CUdeviceptr a) {
+    CUdeviceptr start = 0;
+    if (Allocation* al = allocation_of(a, &start)) access(a, al->bytes - (a - start), true, true, s, what);
+  };
+  // Buffer `i` at `a`: read or written as the test says.
+  auto buffer = [&](CUdeviceptr a, int i) {
+    unsigned long long bytes = 0;
+    const int use = st().rules.kernel_races && st().buffer_use ? st().buffer_use(name, i, &bytes) : -1;
+    CUdeviceptr start = 0;
+    Allocation* al = allocation_of(a, &start);
+    if (!al) return;
+    if (use < 0) return whole(a);
+    const size_t rest = al->bytes - (a - start);
+    access(a, bytes && bytes < rest ? bytes : rest, use == 1, true, s, what, true);
+  };
+  // -1: not known; 0: its buffers are its parameters; N: its one parameter
+  // is a table of N buffers.
+  const int table = st().table_size ? st().table_size(name) : -1;
+  if (table > 0) {
+    // The rule off, or not the one parameter it should be: only the table is seen.
+    if (!st().rules.table_races || op.args.size() != 1) {
+      for (CUdeviceptr a : op.args) whole(a);
+      return;
+    }
+    // The kernel reads its table (addresses, then counts) and then the
+    // buffers the addresses name, as it runs.
+    CUdeviceptr start = 0;
+    Allocation* al = allocation_of(op.args[0], &start);
+    const size_t words = size_t(table) * 2;
+    if (!al || al->bytes - (op.args[0] - start) < words * 8) return whole(op.args[0]);
+    access(op.args[0], words * 8, false, true, s, what + " (its pointer table)", true);
+    const auto* t = reinterpret_cast<const uint64_t*>(op.args[0]);
+    for (int i = 0; i < table; ++i) buffer(t[i], i);
+    return;
+  }
+  for (size_t i = 0; i < op.args.size(); ++i) {
+    if (table < 0) whole(op.args[i]);
+    else buffer(op.args[i], int(i));
+  }
 }
 
 // An access is forgotten once it is ordered before all later work: before

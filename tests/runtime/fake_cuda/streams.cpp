@@ -45,14 +45,7 @@ void execute(const Op& op, Stream& s, Lock& lock) {
     }
     case Op::Launch: {
       if (st().sticky) return;
-      // The fake cannot tell a kernel's reads from its writes: each pointer
-      // argument counts as an access to the rest of its allocation, checked
-      // against copies (two kernels are never reported).
-      for (CUdeviceptr a : op.args) {
-        CUdeviceptr start = 0;
-        if (Allocation* al = allocation_of(a, &start))
-          access(a, al->bytes - (a - start), true, true, s, "kernel " + op.fn->name);
-      }
+      kernel_accesses(op, s);  // memory.cpp: its buffers, directly or through a pointer table
       s.time_ms += cost_ms(op);
       auto* launch = st().launch;
       if (!launch) return;  // timing only (no simulator in this process)
