@@ -378,7 +378,7 @@ void GpuContext::rebind(Slot& sl, const std::vector<DeviceBinding>& in, const st
   } else {
     drop_segments(sl);  // they hold the old addresses
     const CUdeviceptr old_tables = upload_tables(sl);
-    capture_segments(sl);
+    if (e_.host_driven()) capture_segments(sl);  // a dynamic plan's graphs are captured per shape (select_graph)
     if (old_tables) {
       // Launches of an earlier run may still read the old tables.
       d.check(d.cuStreamSynchronize(stream_), "waiting for the launches that read the old pointer tables");
