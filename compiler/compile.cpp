@@ -19,7 +19,8 @@ void refuse_data_dependent_sizes(const Graph& g, const std::string& source) {
   for (const auto& [sym, n] : data_dependent_symbols(g)) nodes.push_back(fmt::format("{} ({})", n->describe(), sym));
   unsupported(
       "{}the graph has result sizes decided at run time: {}. kiln run and kiln conformance run such graphs on "
-      "the ref and sim backends, stage by stage; plans with data-dependent sizes are not implemented yet",
+      "the ref and sim backends, stage by stage, and a plan for --target cpu holds them (the runtime's CPU path runs "
+      "it stage by stage); GPU plans with data-dependent sizes are not implemented yet",
       source.empty() ? "" : source + ": ", fmt::join(nodes, ", "));
 }
 

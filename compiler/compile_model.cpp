@@ -10,6 +10,7 @@
 #include "compiler/import_checked.h"
 #include "compiler/plan_writer.h"
 #include "compiler/targets.h"
+#include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "ir/symbolic_dim.h"
@@ -24,37 +25,6 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 void say(const CompileModelOptions& o, const std::string& text) {
   if (o.log) o.log(text);
-}
-
-using ShapeRanges = CompileModelOptions::ShapeRanges;
-
-// The ranges the import declares symbols with: the one profile's, or with
-// several the smallest min and the largest max of each input dim over all of
-// them (each profile is checked against the graph afterwards).
-void span_profiles(const std::vector<ShapeRanges>& all, ImportOptions& io, const std::string& model) {
-  auto names = [](const std::map<std::string, Shape>& m) {
-    std::vector<std::string> r;
-    for (const auto& [name, s] : m) r.push_back(name);
-    return r;
-  };
-  for (size_t k = 1; k < all.size(); ++k)
-    if (names(all[k].min) != names(all[0].min) || names(all[k].max) != names(all[0].max))
-      fail(
-          "{}: shape profile {} gives the inputs [{}] / [{}] (--min-shapes / --max-shapes), profile 0 gives [{}] / [{}]: "
-          "every profile gives the same inputs",
-          model, k, fmt::join(names(all[k].min), ","), fmt::join(names(all[k].max), ","),
-          fmt::join(names(all[0].min), ","), fmt::join(names(all[0].max), ","));
-  io.min_shapes = all[0].min;
-  io.opt_shapes = all[0].opt;
-  io.max_shapes = all[0].max;
-  for (size_t k = 1; k < all.size(); ++k) {
-    for (auto& [name, lo] : io.min_shapes)
-      if (auto it = all[k].min.find(name); it != all[k].min.end() && it->second.size() == lo.size())
-        for (size_t d = 0; d < lo.size(); ++d) lo[d] = std::min(lo[d], it->second[d]);
-    for (auto& [name, hi] : io.max_shapes)
-      if (auto it = all[k].max.find(name); it != all[k].max.end() && it->second.size() == hi.size())
-        for (size_t d = 0; d < hi.size(); ++d) hi[d] = std::max(hi[d], it->second[d]);
-  }
 }
 
 // Profile `k` of the plan: each input with a symbolic dim from the flags of
@@ -108,6 +78,68 @@ plan::Profile profile_of(const Graph& g, const ShapeRanges& r, size_t k, const s
 
 }  // namespace
 
+void span_shape_profiles(const std::vector<ShapeRanges>& all, ImportOptions& io, const std::string& model) {
+  auto names = [](const std::map<std::string, Shape>& m) {
+    std::vector<std::string> r;
+    for (const auto& [name, s] : m) r.push_back(name);
+    return r;
+  };
+  for (size_t k = 1; k < all.size(); ++k)
+    if (names(all[k].min) != names(all[0].min) || names(all[k].max) != names(all[0].max))
+      fail(
+          "{}: shape profile {} gives the inputs [{}] / [{}] (--min-shapes / --max-shapes), profile 0 gives [{}] / [{}]: "
+          "every profile gives the same inputs",
+          model, k, fmt::join(names(all[k].min), ","), fmt::join(names(all[k].max), ","),
+          fmt::join(names(all[0].min), ","), fmt::join(names(all[0].max), ","));
+  io.min_shapes = all[0].min;
+  io.opt_shapes = all[0].opt;
+  io.max_shapes = all[0].max;
+  for (size_t k = 1; k < all.size(); ++k) {
+    for (auto& [name, lo] : io.min_shapes)
+      if (auto it = all[k].min.find(name); it != all[k].min.end() && it->second.size() == lo.size())
+        for (size_t d = 0; d < lo.size(); ++d) lo[d] = std::min(lo[d], it->second[d]);
+    for (auto& [name, hi] : io.max_shapes)
+      if (auto it = all[k].max.find(name); it != all[k].max.end() && it->second.size() == hi.size())
+        for (size_t d = 0; d < hi.size(); ++d) hi[d] = std::max(hi[d], it->second[d]);
+  }
+}
+
+std::string shape_profile_str(const ShapeRanges& r) {
+  std::vector<std::string> parts;
+  for (const auto& [name, lo] : r.min) {
+    auto hi = r.max.find(name);
+    parts.push_back(fmt::format("{} in [{} .. {}]", name, shape_str(lo),
+                                hi == r.max.end() ? std::string("?") : shape_str(hi->second)));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+int matching_shape_profile(const std::vector<ShapeRanges>& all, const std::map<std::string, Shape>& shapes,
+                           std::string* why) {
+  std::vector<std::string> misses;
+  for (size_t k = 0; k < all.size(); ++k) {
+    std::string miss;
+    for (const auto& [name, lo] : all[k].min) {
+      auto hi = all[k].max.find(name);
+      auto s = shapes.find(name);
+      if (hi == all[k].max.end() || s == shapes.end()) continue;
+      if (s->second.size() != lo.size() || hi->second.size() != lo.size()) {
+        miss = fmt::format("input \"{}\" has rank {}, profile {} gives rank {}", name, s->second.size(), k, lo.size());
+        break;
+      }
+      for (size_t d = 0; d < lo.size() && miss.empty(); ++d)
+        if (s->second[d] < lo[d] || s->second[d] > hi->second[d])
+          miss = fmt::format("input \"{}\": dim {} is {}, outside profile {}'s range [{}, {}]", name, d, s->second[d],
+                             k, lo[d], hi->second[d]);
+      if (!miss.empty()) break;
+    }
+    if (miss.empty()) return static_cast<int>(k);
+    misses.push_back(miss);
+  }
+  if (why) *why = fmt::format("{}", fmt::join(misses, "; "));
+  return -1;
+}
+
 CompileResult compile_model(const ModelSource& source, const CompileModelOptions& o) {
   CompileResult res;
   const std::string& model = source.display_name;
@@ -128,7 +160,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   io.input_shapes = o.input_shapes;
   std::vector<ShapeRanges> ranges = {{o.min_shapes, o.opt_shapes, o.max_shapes}};
   ranges.insert(ranges.end(), o.more_profiles.begin(), o.more_profiles.end());
-  span_profiles(ranges, io, model);
+  span_shape_profiles(ranges, io, model);
   io.batch = o.batch;
   if (o.progress) io.progress = [&o](int done, int total) { o.progress("nodes imported", done, total); };
   ImportResult imported = import_checked(source, io);
@@ -140,8 +172,20 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   std::vector<plan::Profile> profiles;
   if (g.symbols().empty() && ranges.size() > 1)
     fail("{}: {} shape profiles are given but no input dim is left open by them", model, ranges.size());
-  // Sizes decided by the data are not a profile: said first, naming the nodes.
-  if (build.optimize) refuse_data_dependent_sizes(g, model);
+  // Sizes decided by the data (NonZero, NMS, TopK with a run-time k): a CPU
+  // plan keeps the imported graph, which the runtime's CPU path runs stage
+  // by stage (backends/reference/data_dependent_stages.h); the passes do not
+  // run on such a graph yet. A GPU plan would need shape-generic consumers:
+  // refused, naming the nodes.
+  if (build.optimize && has_data_dependent_sizes(g)) {
+    if (is_gpu_target(build.pass.target)) refuse_data_dependent_sizes(g, model);
+    std::vector<std::string> nodes;
+    for (const auto& [sym, n] : data_dependent_symbols(g)) nodes.push_back(fmt::format("{} ({})", n->describe(), sym));
+    say(o, fmt::format("{}: result sizes decided at run time ({}): the plan keeps the graph as imported, without "
+                       "passes; the runtime's CPU path runs it stage by stage and trims each result to its count\n",
+                       model, fmt::join(nodes, ", ")));
+    build.optimize = false;
+  }
   if (!g.symbols().empty()) {
     for (size_t k = 0; k < ranges.size(); ++k) profiles.push_back(profile_of(g, ranges[k], k, model));
     build.symbolic = true;

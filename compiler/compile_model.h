@@ -25,6 +25,7 @@
 #include "compiler/kernels_report.h"
 #include "compiler/model_source.h"
 #include "compiler/tuning.h"
+#include "frontend/onnx_import.h"
 #include "ir/tensor.h"
 
 namespace kiln {
@@ -75,6 +76,21 @@ struct CompileResult {
   // and NVRTC, including tuning), and assembling the plan.
   double import_ms = 0, passes_ms = 0, kernels_ms = 0, plan_ms = 0;
 };
+
+using ShapeRanges = CompileModelOptions::ShapeRanges;
+
+// The ranges an import declares symbols with for these profiles: the one
+// profile's, or with several the smallest min and the largest max of each
+// input dim over all of them (each profile is checked against the graph
+// afterwards). Profiles that name different inputs are an error naming `model`.
+void span_shape_profiles(const std::vector<ShapeRanges>& all, ImportOptions& io, const std::string& model);
+// "x in [1x3x16x16 .. 4x3x16x16], y in [...]": one profile's ranges.
+std::string shape_profile_str(const ShapeRanges& r);
+// The first profile holding every shape in `shapes` (inputs a profile does
+// not name are not checked); -1 when none does, with `why` naming, per
+// profile, the first input and dim outside it.
+int matching_shape_profile(const std::vector<ShapeRanges>& all, const std::map<std::string, Shape>& shapes,
+                           std::string* why);
 
 // Throws kiln::Error for a target or precision kiln does not build (as the
 // CLI's flags refuse them), for a GPU target with a node no kernel emitter

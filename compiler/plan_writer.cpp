@@ -1,5 +1,7 @@
 #include "compiler/plan_writer.h"
 
+#include "compiler/compile.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -10,6 +12,7 @@
 
 #include "compiler/targets.h"
 #include "ir/control_flow.h"
+#include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "ir/specialize.h"
@@ -452,14 +455,9 @@ void add_kernels(const Graph& g, const MemoryPlan& mem, const MemoryPlanOptions&
 }
 #endif
 
-// The graph at the largest shapes of its profiles (null for a static graph).
-// Refuses what a plan with profiles cannot hold yet: constants holding
-// symbolic shape values (their bytes would be process-local handles,
-// ir/symbolic_dim.h).
-std::unique_ptr<Graph> graph_at_largest_shapes(const Graph& g, const PlanBuildOptions& o) {
-  if (g.symbols().empty()) return nullptr;
-  const std::string where = o.source_name.empty() ? "" : o.source_name + ": ";
-  KILN_CHECK(!o.profiles.empty(), "a graph with symbolic dims needs its shape profiles");
+// Long constants holding symbolic shape values: their bytes would be
+// process-local handles (ir/symbolic_dim.h).
+void refuse_symbolic_constants(const Graph& g, const std::string& where) {
   // A short one is printed inline in the graph text, as polynomials
   // (dense<[past+seq]>), which the loader parses back: storable.
   for (const Value* c : plan::walk_constants(g)) {
@@ -472,6 +470,18 @@ std::unique_ptr<Graph> graph_at_largest_shapes(const Graph& g, const PlanBuildOp
             "at most {} elements",
             where, c->name(), dim_str(v[i]), c->data().numel(), PrintOptions{}.inline_elements);
   }
+}
+
+// The graph at the largest shapes of its profiles (null for a static graph).
+// Refuses what a plan with profiles cannot hold yet: long constants holding
+// symbolic shape values (their bytes would be process-local handles,
+// ir/symbolic_dim.h). A GPU target's nodes are checked by
+// refuse_non_generic_nodes.
+std::unique_ptr<Graph> graph_at_largest_shapes(const Graph& g, const PlanBuildOptions& o) {
+  if (g.symbols().empty()) return nullptr;
+  const std::string where = o.source_name.empty() ? "" : o.source_name + ": ";
+  KILN_CHECK(!o.profiles.empty(), "a graph with symbolic dims needs its shape profiles");
+  refuse_symbolic_constants(g, where);
   SymbolBindings largest;
   for (const SymbolDecl& d : g.symbols()) largest[d.name] = d.max;
   return specialize_graph(g, largest, op_registry());
@@ -496,6 +506,26 @@ void record_profiles(const Graph& g, const PlanBuildOptions& o, plan::Plan& p) {
             o.source_name.empty() ? "" : o.source_name + ": ", v->name(), dim_str(dim_of_poly(bytes)));
     p.shapes.value_bytes.push_back(std::move(bytes));
   }
+}
+
+// A graph with result sizes decided at run time (ir/data_dependent.h): a CPU
+// plan only, whose graph the runtime's CPU path runs stage by stage, each
+// stage allocating its results at their real sizes. No arena is laid out
+// (nothing runs from one), so the `profiles` section holds the input
+// profiles without per-result sizes.
+plan::Plan data_dependent_plan(const Graph& g, const PlanBuildOptions& o, plan::Plan p) {
+  const std::string where = o.source_name.empty() ? "" : o.source_name + ": ";
+  if (is_gpu_target(o.target)) refuse_data_dependent_sizes(g, o.source_name);
+  KILN_CHECK(!o.profiles.empty(), "a graph with data-dependent sizes needs its shape profiles (one may be empty)");
+  refuse_symbolic_constants(g, where);
+  p.graph_text = print_graph(g);
+  std::vector<Value*> cs = plan::walk_constants(g);
+  for (const Value* c : cs) add_weight(p, c->data());
+  p.meta.graph_constants = cs.size();
+  p.shapes.profiles = o.profiles;
+  p.meta.no_gpu_reason =
+      fmt::format("compiled for target {} (use --target auto, portable or sm_XX for GPU kernels)", o.target);
+  return p;
 }
 
 }  // namespace
@@ -545,6 +575,7 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
   p.meta.kiln_version = kKilnVersion;
   p.meta.target = o.target;
   p.meta.precision = o.precision;
+  if (has_data_dependent_sizes(g)) return data_dependent_plan(g, o, std::move(p));
   // Symbolic dims: memory is laid out at the profiles' largest shapes, on the
   // graph specialised to them (the same nodes in the same order).
   std::unique_ptr<Graph> at_max = graph_at_largest_shapes(g, o);

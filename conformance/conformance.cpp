@@ -32,6 +32,7 @@
 #include "ir/file_io.h"
 #include "compiler/plan_writer.h"
 #include "compiler/progress.h"
+#include "conformance/one_plan.h"
 
 namespace kiln {
 
@@ -58,6 +59,7 @@ struct Outcome {
   std::string status;  // pass, fail, unsupported, crash
   std::string message;
   KernelCheck kc;
+  std::string one_plan;  // "3 sets from one plan, profile batch in [1, 5]" (conformance/one_plan.h)
 };
 
 // Compiles the test graph's kernels for every --nvrtc-check arch. An NVRTC
@@ -156,8 +158,9 @@ std::vector<std::string> model_input_names(const std::string& model_path) {
 // Compares the outputs of one data set with the expected ones: returns the
 // first difference ("" when all match) and appends every float output's
 // error figures to `errors`.
-std::string compare_outputs(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const Graph& g,
-                            const fs::path& set, const ConformanceOptions& opts, std::string& errors) {
+std::string compare_outputs(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
+                            const std::vector<std::string>& output_names, const fs::path& set,
+                            const ConformanceOptions& opts, std::string& errors) {
   if (got.size() != want.size())
     return fmt::format("{}: {} outputs but {} expected", set.filename().string(), got.size(), want.size());
   std::string first_diff;
@@ -169,7 +172,7 @@ std::string compare_outputs(const std::vector<Tensor>& got, const std::vector<Te
                     : opts.paths.empty() && opts.suite == "onnx-1.23"
                         ? onnx_runner_tolerance(want[k].dtype(), precision)
                         : run_tolerance(want[k].dtype(), precision);
-    std::string where = fmt::format("{}: output {} (\"{}\")", set.filename().string(), k, g.outputs()[k]->name());
+    std::string where = fmt::format("{}: output {} (\"{}\")", set.filename().string(), k, output_names[k]);
     std::string diff = compare_tensors(got[k], want[k], tol);
     if (is_float(want[k].dtype()) && got[k].shape() == want[k].shape()) {
       ErrorStats e = error_stats(got[k], want[k], tol);
@@ -181,6 +184,12 @@ std::string compare_outputs(const std::vector<Tensor>& got, const std::vector<Te
     if (!diff.empty() && first_diff.empty()) first_diff = where + ": " + diff;
   }
   return first_diff;
+}
+
+std::vector<std::string> output_names(const Graph& g) {
+  std::vector<std::string> r;
+  for (const Value* v : g.outputs()) r.push_back(v->name());
+  return r;
 }
 
 // --nvrtc-check figures of one more graph (a stage of a data-dependent run).
@@ -199,6 +208,23 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
     if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return {"fail", "no test_data_set_* folder"};
+  // Sets of different shapes for a model with open dims: one plan for all
+  // (conformance/one_plan.h). --nvrtc-check and --write-plans check the
+  // kernels of static graphs, so they keep the per-set path.
+  if (opts.nvrtc_archs.empty() && opts.plans_dir.empty() && sets.size() > 1 &&
+      !inputs_with_open_dims((fs::path(t.dir) / "model.onnx").string()).empty()) {
+    std::vector<ConformanceSet> all;
+    for (const fs::path& set : sets) all.push_back(read_conformance_set(t.dir, set.filename().string()));
+    auto compare = [&](const std::vector<Tensor>& got, const ConformanceSet& set, const std::vector<std::string>& names,
+                       std::string& errors) {
+      return compare_outputs(got, set.expected, names, set.dir, opts, errors);
+    };
+    if (std::optional<OnePlanOutcome> o = run_one_plan_sets(t.dir, all, opts, compare)) {
+      Outcome r(o->status, o->message);
+      r.one_plan = o->profile;
+      return r;
+    }
+  }
   std::string errors;  // per float output: how far from the expected values
   KernelCheck kc;
   for (const fs::path& set : sets) {
@@ -227,7 +253,7 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
       std::vector<Tensor> got =
           run_with_data_dependent_sizes(opts.backend, *imp.graph, feed, hooks, opts.compile.cache_dir).outputs;
       if (!check_error.empty()) return {"fail", fmt::format("--nvrtc-check: {}", check_error), kc};
-      std::string first_diff = compare_outputs(got, want, *imp.graph, set, opts, errors);
+      std::string first_diff = compare_outputs(got, want, output_names(*imp.graph), set, opts, errors);
       if (!first_diff.empty()) return {"fail", first_diff + (errors.empty() ? "" : " [" + errors + "]"), kc};
       continue;
     }
@@ -251,7 +277,7 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
       }
     }
     std::vector<Tensor> got = run_on_backend(opts.backend, *imp.graph, feed, opts.compile.cache_dir);
-    std::string first_diff = compare_outputs(got, want, *imp.graph, set, opts, errors);
+    std::string first_diff = compare_outputs(got, want, output_names(*imp.graph), set, opts, errors);
     // Every output's errors are measured before a failure is reported.
     if (!first_diff.empty()) return {"fail", first_diff + (errors.empty() ? "" : " [" + errors + "]"), kc};
   }
@@ -299,8 +325,11 @@ std::vector<Outcome> run_isolated(const std::vector<TestCase>& tests, const Conf
         close(p[0]);
         Outcome o = run_test_guarded(tests[next], opts);
         // status line, kernel-check line, message.
-        nlohmann::json kj = {
-            {"k", o.kc.kernels}, {"r", o.kc.max_registers}, {"n", o.kc.max_kernel}, {"s", o.kc.spills}};
+        nlohmann::json kj = {{"k", o.kc.kernels},
+                             {"r", o.kc.max_registers},
+                             {"n", o.kc.max_kernel},
+                             {"s", o.kc.spills},
+                             {"p", o.one_plan}};
         std::string msg = o.status + "\n" + kj.dump() + "\n" + o.message.substr(0, 3000);
         ssize_t ignored = write(p[1], msg.data(), msg.size());
         (void)ignored;
@@ -345,6 +374,7 @@ std::vector<Outcome> run_isolated(const std::vector<TestCase>& tests, const Conf
               o.kc.max_registers = kj["r"].get<int>();
               o.kc.max_kernel = kj["n"].get<std::string>();
               o.kc.spills = kj["s"].get<std::vector<std::string>>();
+              o.one_plan = kj["p"].get<std::string>();
             }
             o.message = it->buf.substr(nl2 + 1);
           }
@@ -380,9 +410,7 @@ const onnx::TypeProto* declared_type(const onnx::ModelProto& m, const std::strin
 
 }  // namespace
 
-ImportResult import_conformance_case(const std::string& dir, const std::string& data_set,
-                                     std::map<std::string, Tensor>* feed, std::vector<Tensor>* expected,
-                                     bool data_dependent_sizes) {
+ConformanceSet read_conformance_set(const std::string& dir, const std::string& data_set, bool with_expected) {
   std::string model = (fs::path(dir) / "model.onnx").string();
   std::vector<std::string> in_names = model_input_names(model);
   onnx::ModelProto proto;
@@ -390,31 +418,41 @@ ImportResult import_conformance_case(const std::string& dir, const std::string& 
     std::ifstream in(model, std::ios::binary);
     if (!proto.ParseFromIstream(&in)) fail("{}: not a valid ONNX model", model);
   }
-  fs::path set = fs::path(dir) / data_set;
-  ImportOptions opts;
-  opts.data_dependent_sizes = data_dependent_sizes;
-  std::vector<fs::path> ins = numbered(set, "input_");
+  ConformanceSet r;
+  r.dir = fs::path(dir) / data_set;
+  std::vector<fs::path> ins = numbered(r.dir, "input_");
   for (size_t k = 0; k < ins.size(); ++k) {
     std::string name;
     Tensor v = read_tensor_pb(ins[k].string(), &name);
     if (name.empty() || std::find(in_names.begin(), in_names.end(), name) == in_names.end()) {
-      if (k >= in_names.size()) fail("{}: more input files than model inputs", set.string());
+      if (k >= in_names.size()) fail("{}: more input files than model inputs", r.dir.string());
       name = in_names[k];
     }
     if (const onnx::TypeProto* t = declared_type(proto, name, false)) retag_bf16(v, *t);
-    opts.known_inputs[name] = std::move(v);
+    r.inputs[name] = std::move(v);
   }
-  if (expected)
-    for (const fs::path& p : numbered(set, "output_")) {
-      expected->push_back(read_tensor_pb(p.string()));
-      int k = static_cast<int>(expected->size()) - 1;
-      if (k < proto.graph().output_size()) retag_bf16(expected->back(), proto.graph().output(k).type());
+  if (with_expected)
+    for (const fs::path& p : numbered(r.dir, "output_")) {
+      r.expected.push_back(read_tensor_pb(p.string()));
+      int k = static_cast<int>(r.expected.size()) - 1;
+      if (k < proto.graph().output_size()) retag_bf16(r.expected.back(), proto.graph().output(k).type());
     }
-  ImportResult imp = import_onnx_file(model, opts);
+  return r;
+}
+
+ImportResult import_conformance_case(const std::string& dir, const std::string& data_set,
+                                     std::map<std::string, Tensor>* feed, std::vector<Tensor>* expected,
+                                     bool data_dependent_sizes) {
+  ConformanceSet set = read_conformance_set(dir, data_set, expected != nullptr);
+  ImportOptions opts;
+  opts.data_dependent_sizes = data_dependent_sizes;
+  opts.known_inputs = set.inputs;
+  if (expected) *expected = std::move(set.expected);
+  ImportResult imp = import_onnx_file((fs::path(dir) / "model.onnx").string(), opts);
   if (feed) {
     for (Value* in : imp.graph->inputs()) {
       auto it = opts.known_inputs.find(in->name());
-      if (it == opts.known_inputs.end()) fail("{}: no data for input \"{}\"", set.string(), in->name());
+      if (it == opts.known_inputs.end()) fail("{}: no data for input \"{}\"", set.dir.string(), in->name());
       (*feed)[in->name()] = it->second;
     }
   }
@@ -463,6 +501,7 @@ int run_conformance(const ConformanceOptions& opts) {
       std::cout << o.status << " " << tests[i].suite << "/" << tests[i].name << ": " << o.message << "\n";
     jtests.push_back(
         {{"suite", tests[i].suite}, {"name", tests[i].name}, {"status", o.status}, {"message", o.message}});
+    if (!o.one_plan.empty()) jtests.back()["one_plan"] = o.one_plan;
   }
   for (const std::string& s : suite_order) {
     const Count& c = suites[s];
@@ -470,6 +509,10 @@ int run_conformance(const ConformanceOptions& opts) {
     std::cout << fmt::format("{} [{}]: {} passed, {} failed, {} unsupported, {} crashed of {} ({:.1f}% pass)\n", s,
                              opts.backend, c.pass, c.fail, c.unsupported, c.crash, n, n ? 100.0 * c.pass / n : 0.0);
   }
+  // Folders whose sets of different shapes ran from one plan say so.
+  for (size_t i = 0; i < tests.size(); ++i)
+    if (!results[i].one_plan.empty())
+      std::cout << fmt::format("{}/{} [{}]: {}\n", tests[i].suite, tests[i].name, opts.backend, results[i].one_plan);
   std::string tol = opts.tolerance.empty() ? "" : ", float tolerance " + opts.tolerance;
   if (opts.paths.empty() && opts.tolerance.empty())
     tol = opts.suite == "onnx-1.23" ? ", ONNX runner tolerance" : ", kiln tolerance per dtype";

@@ -3,6 +3,7 @@
 // process so a crash ends only that test, and reports pass / fail /
 // unsupported / crash per suite, with optional JSON.
 #pragma once
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -65,6 +66,16 @@ int run_conformance(const ConformanceOptions& opts);
 ImportResult import_conformance_case(const std::string& dir, const std::string& data_set,
                                      std::map<std::string, Tensor>* feed = nullptr,
                                      std::vector<Tensor>* expected = nullptr, bool data_dependent_sizes = false);
+// One data set of a test folder: its folder, its inputs by the model's input
+// names (bf16 retagged as import_conformance_case does) and the expected
+// outputs, read without importing the model.
+struct ConformanceSet {
+  std::filesystem::path dir;
+  std::map<std::string, Tensor> inputs;
+  std::vector<Tensor> expected;
+};
+ConformanceSet read_conformance_set(const std::string& dir, const std::string& data_set, bool with_expected = true);
+
 // Every test folder under the given paths (a test folder or a folder of them).
 std::vector<std::string> conformance_test_dirs(const std::vector<std::string>& paths);
 

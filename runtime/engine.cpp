@@ -4,7 +4,9 @@
 #include <fstream>
 #include <map>
 
+#include "backends/reference/data_dependent_stages.h"
 #include "backends/reference/executor.h"
+#include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/gpu_executor.h"
@@ -26,6 +28,7 @@ std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, con
   };
   for (const Value* v : e->graph_->inputs()) e->inputs_.push_back(desc(v));
   for (const Value* v : e->graph_->outputs()) e->outputs_.push_back(desc(v));
+  e->data_dependent_ = has_data_dependent_sizes(*e->graph_);
   e->in_place_ = find_in_place_pairs(*e->graph_);
   // Why the GPU path is not taken (empty: it is).
   std::string no_gpu;
@@ -124,6 +127,7 @@ void Context::set_input_shape(const std::string& name, const Shape& shape) {
     return;
   }
   shapes_->set(i, shape);
+  run_shapes_.clear();
 }
 
 Shape Context::input_shape(const std::string& name) const {
@@ -133,6 +137,7 @@ Shape Context::input_shape(const std::string& name) const {
 
 Shape Context::output_shape(const std::string& name) const {
   size_t i = find(engine_->outputs(), name, "output");
+  if (i < run_shapes_.size() && run_shapes_[i]) return *run_shapes_[i];  // the data's, after a run
   return shapes_ ? shapes_->output(i) : engine_->outputs()[i].type.shape;
 }
 
@@ -144,6 +149,7 @@ void Context::bind_input(const std::string& name, const void* data, const Tensor
     if (as.dtype != d.type.dtype)
       fail("input \"{}\" is {} but was bound as {}", name, dtype_name(d.type.dtype), dtype_name(as.dtype));
     shapes_->set(i, as.shape);
+    if (inputs_[i].shape != as.shape) run_shapes_.clear();
   } else {
     check_type(d, as, "input");
   }
@@ -340,6 +346,25 @@ void Context::run_on_cpu(std::vector<ProfileEntry>* profile) {
     Tensor t(TensorType(d.type.dtype, shape));
     if (t.nbytes()) std::memcpy(t.raw(), inputs_[i].ptr, t.nbytes());
     feed.emplace(d.name, std::move(t));
+  }
+  if (engine_->data_dependent()) {
+    // Stage by stage (backends/reference/data_dependent_stages.h); each
+    // output is written at its real size at the front of its buffer, bound
+    // at the upper bound, and its shape kept for output_shape().
+    run_shapes_.clear();  // a failed run leaves no shapes of an earlier one
+    DataDependentRunResult r =
+        run_data_dependent_stages(engine_->graph(), feed, [&](Graph& g, const std::map<std::string, Tensor>& in) {
+          if (!profile) return ReferenceExecutor(g).run(in);
+          return ReferenceExecutor(g).run(in, [&](const Node& n, double ms) {
+            profile->push_back({n.name().empty() ? n.describe() : n.name(), n.name(), n.op(), float(ms)});
+          });
+        });
+    run_shapes_.assign(outputs_.size(), std::nullopt);
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      if (r.outputs[i].nbytes()) std::memcpy(outputs_[i].ptr, r.outputs[i].raw(), r.outputs[i].nbytes());
+      run_shapes_[i] = r.outputs[i].shape();
+    }
+    return;
   }
   // A plan with shape profiles runs its graph specialised to the shapes set
   // (ir/specialize.h), built on first use of each shape and cached.

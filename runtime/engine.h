@@ -7,6 +7,7 @@
 // (and, on the GPU, its arena and captured CUDA Graph).
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,10 @@ class Engine {
   // A plan compiled with shape profiles (runtime/plan_profiles.h): its inputs'
   // shapes are set per context (Context::set_input_shape).
   bool dynamic() const { return !plan_.shapes.empty(); }
+  // Result sizes decided at run time (a CPU plan, ir/data_dependent.h): the
+  // CPU path runs the graph stage by stage; outputs are bound at their upper
+  // bound and hold the run's real shape afterwards (Context::output_shape).
+  bool data_dependent() const { return data_dependent_; }
   // Inputs and outputs that may share one buffer (a KV cache bound in
   // place, runtime/in_place_cache.h).
   const std::vector<InPlacePair>& in_place_pairs() const { return in_place_; }
@@ -66,6 +71,7 @@ class Engine {
   std::vector<TensorDesc> inputs_, outputs_;
   std::unique_ptr<GpuEngine> gpu_;
   std::string info_;
+  bool data_dependent_ = false;
   std::vector<InPlacePair> in_place_;
 };
 
@@ -170,6 +176,9 @@ class Context {
   size_t cpu_in_flight_ = 0;
   std::vector<ProfileEntry> profile_;
   std::unique_ptr<InputShapes> shapes_;  // a plan with shape profiles; null for a static plan
+  // A plan with data-dependent sizes: each output's shape from the last run
+  // (empty before one, and after the input shapes change).
+  std::vector<std::optional<Shape>> run_shapes_;
   size_t in_place_bytes_ = 0;
 };
 

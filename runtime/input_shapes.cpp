@@ -54,7 +54,14 @@ const SymbolBindings& InputShapes::bindings() const {
   return *bindings_;
 }
 
-Shape InputShapes::output(size_t i) const { return eval_shape(engine_.outputs()[i].type.shape, bindings()); }
+Shape InputShapes::output(size_t i) const {
+  // A size the data decides (a CPU plan with data-dependent sizes) at its
+  // upper bound: the buffer to bind before the run.
+  SymbolBindings b = bindings();
+  for (const SymbolDecl& d : engine_.graph().symbols())
+    if (!b.count(d.name)) b[d.name] = d.max;
+  return eval_shape(engine_.outputs()[i].type.shape, b);
+}
 
 const Graph& InputShapes::specialised() {
   const SymbolBindings& b = bindings();

@@ -120,6 +120,7 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
     min_shapes: Optional[Mapping[str, Sequence[int]]] = None,
     opt_shapes: Optional[Mapping[str, Sequence[int]]] = None,
     max_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+    profiles: Optional[Sequence[Mapping[str, Tuple[Sequence[int], Sequence[int], Sequence[int]]]]] = None,
 ) -> Engine:
     """Compiles an ONNX model in process (the pipeline and checks of
     `kiln compile MODEL -o PLAN`) and loads the plan. precision: fp32 | tf32 |
@@ -131,12 +132,34 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
     when no usable GPU); min_shapes / opt_shapes / max_shapes: a shape profile
     for the dims the model leaves open, as `--min-shapes` etc. (trtexec's
     meaning; such a plan runs on the CPU for now, target="cpu";
-    docs/dynamic_shapes.md)."""
+    docs/dynamic_shapes.md); profiles: several shape profiles, as TensorRT's
+    optimization profiles (`profile.set_shape(name, min, opt, max)` per input,
+    one `add_optimization_profile` per profile) and trtexec's repeated flags:
+    [{"x": (min, opt, max)}, ...], each a mapping of every dynamic input to its
+    three shapes; the same form `Engine.profiles` returns. A run's shapes must
+    lie inside one profile. Give either profiles or min/opt/max_shapes."""
 
     def dims(m: Optional[Mapping[str, Sequence[int]]]) -> Dict[str, List[int]]:
         return {str(k): [int(d) for d in v] for k, v in (m or {}).items()}
 
     fixed = dims(shapes)
+    more = []
+    if profiles is not None:
+        if min_shapes or opt_shapes or max_shapes:
+            raise Error("compile() takes either profiles=[...] or min_shapes/opt_shapes/max_shapes, not both")
+        if isinstance(profiles, Mapping) or not isinstance(profiles, Sequence) or not profiles:
+            raise Error("profiles= takes a non-empty list of {input name: (min, opt, max)} mappings, one per profile")
+        split = []
+        for k, p in enumerate(profiles):
+            if not isinstance(p, Mapping):
+                raise Error(f"profiles[{k}] is a {type(p).__name__}, not a mapping of input name -> (min, opt, max)")
+            lo, opt, hi = {}, {}, {}
+            for name, shapes3 in p.items():
+                if isinstance(shapes3, (str, bytes)) or not isinstance(shapes3, Sequence) or len(shapes3) != 3:
+                    raise Error(f"profiles[{k}][{name!r}] must be (min, opt, max) shapes, not {shapes3!r}")
+                lo[name], opt[name], hi[name] = shapes3
+            split.append((dims(lo), dims(opt), dims(hi)))
+        (min_shapes, opt_shapes, max_shapes), more = split[0], split[1:]
     return Engine(
         _kiln.compile(
             os.fspath(model),
@@ -149,6 +172,7 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
             dims(min_shapes),
             dims(opt_shapes),
             dims(max_shapes),
+            more,
         )
     )
 

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
@@ -213,6 +214,7 @@ class PyEngine {
       keep.push_back(std::move(a));
     }
     py::object np_empty = py::module_::import("numpy").attr("empty");
+    std::vector<std::vector<int64_t>> bound;
     for (const kiln::TensorInfo& t : outputs_) {
       // A plan with shape profiles: the inputs bound above set the shapes.
       std::vector<int64_t> shape = t.dynamic() ? ctx.output_shape(t.name) : t.shape;
@@ -221,10 +223,23 @@ class PyEngine {
       py::array a = np_empty(py::tuple(py::cast(shape)), numpy_dtype_name(t.dtype));
       ctx.bind_output(t.name, a.mutable_data(), t.dtype, shape);
       result[py::str(t.name)] = a;
+      bound.push_back(std::move(shape));
     }
     {
       py::gil_scoped_release unlocked;
       go(ctx);
+    }
+    // Sizes decided by the data: an output bound at its upper bound holds the
+    // run's real shape at the front of its buffer (a copy of that part).
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      const kiln::TensorInfo& t = outputs_[k];
+      if (!t.dynamic()) continue;
+      std::vector<int64_t> real = ctx.output_shape(t.name);
+      if (real == bound[k]) continue;
+      int64_t n = 1;
+      for (int64_t d : real) n *= d;
+      py::object flat = result[py::str(t.name)].attr("reshape")(-1);
+      result[py::str(t.name)] = flat[py::slice(0, n, 1)].attr("reshape")(py::tuple(py::cast(real))).attr("copy")();
     }
   }
 
@@ -242,11 +257,13 @@ PyEngine load(const std::string& path, const std::string& backend) {
 }
 
 using ShapeMap = std::map<std::string, std::vector<int64_t>>;
+// One shape profile from Python: (min, opt, max), each input name -> dims.
+using ProfileMaps = std::tuple<ShapeMap, ShapeMap, ShapeMap>;
 
 PyEngine compile(const std::string& model, const std::string& precision, const ShapeMap& shapes,
                  const std::string& target, const std::string& backend, const std::string& cache_dir,
                  const std::string& tuning_cache, const ShapeMap& min_shapes, const ShapeMap& opt_shapes,
-                 const ShapeMap& max_shapes) {
+                 const ShapeMap& max_shapes, const std::vector<ProfileMaps>& more_profiles) {
   kiln_backend b = parse_backend(backend);
   std::vector<uint8_t> bytes;
   {
@@ -263,6 +280,15 @@ PyEngine compile(const std::string& model, const std::string& precision, const S
     for (const auto& [name, dims] : min_shapes) o.min_shapes[name] = dims;
     for (const auto& [name, dims] : opt_shapes) o.opt_shapes[name] = dims;
     for (const auto& [name, dims] : max_shapes) o.max_shapes[name] = dims;
+    // Further profiles (kiln compile's repeated flags; TensorRT's
+    // add_optimization_profile), in order after the first.
+    for (const auto& [lo, opt, hi] : more_profiles) {
+      kiln::CompileModelOptions::ShapeRanges r;
+      for (const auto& [name, dims] : lo) r.min[name] = dims;
+      for (const auto& [name, dims] : opt) r.opt[name] = dims;
+      for (const auto& [name, dims] : hi) r.max[name] = dims;
+      o.more_profiles.push_back(std::move(r));
+    }
     o.tuning.cache_file = tuning_cache;
     bytes = kiln::compile_model(kiln::ModelSource::file(model), o).plan;
   }
@@ -332,6 +358,7 @@ PYBIND11_MODULE(_kiln, m) {
   m.def("load", &load, py::arg("path"), py::arg("backend") = "auto");
   m.def("compile", &compile, py::arg("model"), py::arg("precision") = "fp32", py::arg("shapes") = ShapeMap{},
         py::arg("target") = "cpu", py::arg("backend") = "auto", py::arg("cache_dir") = "", py::arg("tuning_cache") = "",
-        py::arg("min_shapes") = ShapeMap{}, py::arg("opt_shapes") = ShapeMap{}, py::arg("max_shapes") = ShapeMap{});
+        py::arg("min_shapes") = ShapeMap{}, py::arg("opt_shapes") = ShapeMap{}, py::arg("max_shapes") = ShapeMap{},
+        py::arg("more_profiles") = std::vector<ProfileMaps>{});
   m.attr("__version__") = kiln_version();
 }

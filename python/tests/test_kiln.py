@@ -190,6 +190,72 @@ def test_a_shape_profile_runs_any_shape_inside_it(tmp_path):
     assert kiln.load(tmp_path / "dyn.plan").profiles == eng.profiles
 
 
+def test_several_profiles_as_tensorrt_takes_them(tmp_path):
+    path = tmp_path / "dyn.onnx"
+    dynamic_batch_model(path)
+    small = {"x": ((1, 4), (2, 4), (4, 4))}
+    large = {"x": ((8, 4), (12, 4), (16, 4))}
+    eng = kiln.compile(path, profiles=[small, large], target="cpu")
+    assert eng.profiles == [small, large]
+    for n in (1, 4, 8, 16):
+        x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+        got = eng.run({"x": x})["y"]
+        assert got.shape == (n, 3)
+        np.testing.assert_allclose(got, ort_run(path, {"x": x})["y"], rtol=1e-5, atol=1e-6)
+    # A batch between the two profiles fits neither: the error names both ranges.
+    with pytest.raises(kiln.Error, match=r"dim 0 is 6, outside profile 0's range \[1, 4\].*"
+                                         r"dim 0 is 6, outside profile 1's range \[8, 16\]"):
+        eng.run({"x": np.zeros((6, 4), np.float32)})
+    eng.save(tmp_path / "two.plan")
+    assert kiln.load(tmp_path / "two.plan").profiles == [small, large]
+
+
+def test_profiles_argument_errors(tmp_path):
+    path = tmp_path / "dyn.onnx"
+    dynamic_batch_model(path)
+    with pytest.raises(kiln.Error, match=r"either profiles=\[...\] or min_shapes"):
+        kiln.compile(path, profiles=[{"x": ((1, 4), (1, 4), (2, 4))}], min_shapes={"x": [1, 4]}, target="cpu")
+    with pytest.raises(kiln.Error, match=r"profiles\[0\]\['x'\] must be \(min, opt, max\)"):
+        kiln.compile(path, profiles=[{"x": ((1, 4), (2, 4))}], target="cpu")
+    with pytest.raises(kiln.Error, match=r"non-empty list"):
+        kiln.compile(path, profiles={"x": ((1, 4), (1, 4), (2, 4))}, target="cpu")
+    # Profiles must give the same inputs; the compiler's own check names them.
+    with pytest.raises(kiln.Error, match=r"shape profile 1 gives the inputs \[\].*every profile gives the same inputs"):
+        kiln.compile(path, profiles=[{"x": ((1, 4), (1, 4), (2, 4))}, {}], target="cpu")
+
+
+def positive_entries_model(path):
+    """y = the positive entries of x [N, 3], doubled (Greater, NonZero, Gather): a size the data decides."""
+    graph = helper.make_graph(
+        [helper.make_node("Greater", ["x", "zero"], ["pos"]), helper.make_node("Reshape", ["x", "flat"], ["xf"]),
+         helper.make_node("Reshape", ["pos", "flat"], ["pf"]), helper.make_node("NonZero", ["pf"], ["nz"]),
+         helper.make_node("Reshape", ["nz", "flat"], ["idx"]), helper.make_node("Gather", ["xf", "idx"], ["v"]),
+         helper.make_node("Mul", ["v", "two"], ["y"])],
+        "positive",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])],
+        [numpy_helper.from_array(np.zeros((), np.float32), "zero"),
+         numpy_helper.from_array(np.full((), 2, np.float32), "two"),
+         numpy_helper.from_array(np.array([-1], np.int64), "flat")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+def test_a_cpu_plan_holds_data_dependent_sizes(tmp_path):
+    path = tmp_path / "positive.onnx"
+    positive_entries_model(path)
+    eng = kiln.compile(path, min_shapes={"x": [1, 3]}, max_shapes={"x": [4, 3]}, target="cpu")
+    assert eng.outputs == [kiln.TensorInfo("y", "float32", (-1,))]
+    for n in (1, 3, 4):
+        x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+        got = eng.run({"x": x})["y"]
+        np.testing.assert_array_equal(got, ort_run(path, {"x": x})["y"])
+        assert got.shape == ((x > 0).sum(),)
+    with pytest.raises(kiln.Error, match=r"GPU plans with data-dependent sizes are not implemented yet"):
+        kiln.compile(path, min_shapes={"x": [1, 3]}, max_shapes={"x": [4, 3]}, target="sm_90")
+
+
 # Errors: kiln.Error carrying kiln's message.
 
 def test_error_is_a_runtime_error():

@@ -3,8 +3,10 @@
 # NonMaxSuppression on run-time inputs, followed by ops that read their
 # results (make_data_dependent_models.py), run with `kiln run` on the
 # reference backend and on the simulator and match ONNX Runtime (--compare
-# ort); the sizes the run bound are printed. A plan cannot hold such a graph
-# yet: `kiln compile` says so, naming the nodes (exit 1).
+# ort); the sizes the run bound are printed. A CPU plan holds such a graph:
+# `kiln compile --target cpu` writes it and `kiln run PLAN` runs it through
+# the runtime (ref) and on the simulator, matching ONNX Runtime; a GPU plan
+# cannot hold it yet: `kiln compile` says so, naming the nodes (exit 1).
 # Usage: data_dependent_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim
 set -u
 kiln=$1
@@ -36,9 +38,56 @@ done
 "$kiln" run "$dir/select.onnx" --inputs "x:$dir/x.npy,k:$dir/k9.npy" >"$out" 2>&1
 [ $? -eq 1 ] || fail "k = 9 must exit 1"
 grep -q 'k = 9 is out of range for axis 1 of size 6' "$out" || fail "no k range message"
-# Plans cannot hold data-dependent sizes yet: said plainly, nodes named.
+# CPU plans hold them: the runtime runs the graph stage by stage, outputs
+# trimmed to the counts (kiln_context_output_shape after the run).
+"$kiln" compile "$dir/select.onnx" --target cpu -o "$dir/select.plan" >"$out" 2>&1 || fail "compile select: exit $?"
+grep -q 'result sizes decided at run time (.*nonzero.*): the plan keeps the graph as imported, without passes' "$out" ||
+  fail "compile select: the skipped passes are not said"
+"$kiln" inspect "$dir/select.plan" >"$out" 2>&1 || fail "inspect select.plan: exit $?"
+grep -q '^shape profiles: 1 (symbols: nonzero_n0 in \[0, 24\], .*); sizes decided at run time (nonzero_n0, nonzero_n1, topk_k0)' \
+  "$out" || fail "inspect select.plan: the sizes decided at run time are not shown"
+grep -q '^memory plan: none (sizes decided at run time' "$out" || fail "inspect select.plan: not 'no memory plan'"
+"$kiln" compile "$dir/detect.onnx" --target cpu -o "$dir/detect.plan" >"$out" 2>&1 || fail "compile detect: exit $?"
+for b in $backends; do
+  rm -rf "$dir/o"
+  "$kiln" run "$dir/select.plan" --backend $b --inputs "x:$dir/x.npy,k:$dir/k.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+    fail "select.plan on $b: exit $?"
+  grep -q '^data-dependent sizes: nonzero_n0=[0-9]* (range \[0, 24\], .*), nonzero_n1=[0-9]* (.*), topk_k0=3 ' "$out" ||
+    fail "select.plan on $b: no sizes line"
+  "$py" "$t/compare_outputs_ort.py" "$dir/select.onnx" "$dir/o" "x=$dir/x.npy" "k=$dir/k.npy" >"$out" 2>&1 ||
+    fail "select.plan on $b: not ONNX Runtime's outputs"
+  rm -rf "$dir/o"
+  "$kiln" run "$dir/detect.plan" --backend $b --inputs "boxes:$dir/boxes.npy,scores:$dir/scores.npy" \
+    --outputs "$dir/o" >"$out" 2>&1 || fail "detect.plan on $b: exit $?"
+  grep -q '^data-dependent sizes: nms_n0=\([1-9]\|1[01]\) ' "$out" || fail "detect.plan on $b: no sizes line"
+  "$py" "$t/compare_outputs_ort.py" "$dir/detect.onnx" "$dir/o" "boxes=$dir/boxes.npy" "scores=$dir/scores.npy" \
+    >"$out" 2>&1 || fail "detect.plan on $b: not ONNX Runtime's outputs"
+done
+
+# The If-guarded NMS and the clamped-slice/TopK chain of torchvision's
+# post-processing (make_detection_post_model.py) as CPU plans: both branches
+# (some boxes kept; none above the score threshold) through the runtime and on sim.
+"$py" "$t/make_detection_post_model.py" "$dir" >"$out" 2>&1 || fail "make_detection_post_model.py"
+for m in post nms_if; do
+  "$kiln" compile "$dir/$m.onnx" --target cpu -o "$dir/$m.plan" >"$out" 2>&1 || fail "compile $m: exit $?"
+  for sc in scores low_scores; do
+    for b in $backends; do
+      rm -rf "$dir/o"
+      "$kiln" run "$dir/$m.plan" --backend $b --inputs "scores:$dir/$sc.npy,boxes:$dir/boxes.npy" --outputs "$dir/o" \
+        >"$out" 2>&1 || fail "$m.plan on $b with $sc: exit $?"
+      "$py" "$t/compare_outputs_ort.py" "$dir/$m.onnx" "$dir/o" "scores=$dir/$sc.npy" "boxes=$dir/boxes.npy" >"$out" 2>&1 ||
+        fail "$m.plan on $b with $sc: not ONNX Runtime's outputs"
+    done
+  done
+done
+"$kiln" run "$dir/nms_if.plan" --backend ref --inputs "scores:$dir/scores.npy,boxes:$dir/boxes.npy" >"$out" 2>&1 ||
+  fail "nms_if.plan: exit $?"
+grep -q '^data-dependent sizes: if_n0=[1-9][0-9]* (range \[0, 40\], node (if) producing %keep)' "$out" ||
+  fail "nms_if.plan: the if's size is not printed"
+
+# GPU plans cannot hold data-dependent sizes yet: said plainly, nodes named.
 "$kiln" compile "$dir/detect.onnx" -o "$dir/detect.plan" >"$out" 2>&1
 [ $? -ne 0 ] || fail "compiling a data-dependent graph must fail"
-grep -q 'plans with data-dependent sizes are not implemented yet' "$out" || fail "no plans message"
+grep -q 'GPU plans with data-dependent sizes are not implemented yet' "$out" || fail "no plans message"
 grep -q 'NonMaxSuppression\|non_max_suppression' "$out" || fail "the message does not name the node"
 echo PASS

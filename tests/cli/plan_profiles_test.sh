@@ -103,6 +103,35 @@ grep -q 'input "x": dim 0 is 6, outside profile 0'"'"'s range \[1, 4\]; input "x
 [ $? -eq 1 ] || fail "a profile without --max-shapes must exit 1"
 grep -q 'each shape profile takes one --min-shapes and one --max-shapes' "$out" || fail "no flag-count message"
 
+# kiln run MODEL.onnx takes the same repeated flags: on ref and sim (the
+# graph specialised per run) and through a plan (--save-engine), a batch in
+# either profile runs and matches ONNX Runtime, one between them names both.
+two="--min-shapes x:1x3x16x16 --max-shapes x:4x3x16x16 --min-shapes x:8x3x16x16 --max-shapes x:16x3x16x16"
+for be in $backends; do
+  for b in 3 8; do
+    # shellcheck disable=SC2086
+    KILN_PYTHON=$py "$kiln" run "$dir/cnn.onnx" --backend "$be" $two --inputs "x:$dir/x_$b.npy" --compare ort \
+      >"$out" 2>&1 || fail "run cnn.onnx with two profiles on $be at batch $b: exit $?"
+    grep -q '^compare: PASS' "$out" || fail "run cnn.onnx with two profiles on $be at batch $b: no PASS"
+  done
+  grep -q '^shape profile: 1 of 2 (x in \[8x3x16x16 .. 16x3x16x16\])$' "$out" || fail "run on $be: no profile line"
+  # shellcheck disable=SC2086
+  "$kiln" run "$dir/cnn.onnx" --backend "$be" $two --inputs "x:$dir/x_6.npy" >"$out" 2>&1
+  [ $? -eq 1 ] || fail "run cnn.onnx on $be at a batch between the profiles must exit 1"
+  grep -q 'cnn.onnx: the inputs (x 6x3x16x16) lie outside every shape profile: input "x": dim 0 is 6, outside profile 0'"'"'s range \[1, 4\]; input "x": dim 0 is 6, outside profile 1'"'"'s range \[8, 16\]' "$out" ||
+    fail "run cnn.onnx on $be: no message naming both profiles"
+done
+# shellcheck disable=SC2086
+"$kiln" run "$dir/cnn.onnx" --target cpu $two --save-engine "$dir/run_two.plan" --inputs "x:$dir/x_8.npy" >"$out" 2>&1 ||
+  fail "run cnn.onnx with two profiles --save-engine: exit $?"
+"$kiln" inspect "$dir/run_two.plan" >"$out" 2>&1 || fail "inspect run_two.plan: exit $?"
+grep -q '^shape profiles: 2 (symbols: batch in \[1, 16\])' "$out" || fail "the saved plan has not two profiles"
+# shellcheck disable=SC2086
+"$kiln" run "$dir/cnn.onnx" --target cpu $two --save-engine "$dir/run_two.plan" --inputs "x:$dir/x_6.npy" >"$out" 2>&1
+[ $? -eq 1 ] || fail "run through the plan at a batch between the profiles must exit 1"
+grep -q 'outside profile 0'"'"'s range \[1, 4\]; input "x": dim 0 is 6, outside profile 1'"'"'s range \[8, 16\]' "$out" ||
+  fail "run through the plan: no message naming both profiles"
+
 # A GPU target: refused naming the first node and its op, never compiled at one shape.
 "$kiln" compile "$dir/cnn.onnx" --target sm_90 --min-shapes x:1x3x16x16 --max-shapes x:16x3x16x16 \
   -o "$dir/gpu.plan" >"$out" 2>&1

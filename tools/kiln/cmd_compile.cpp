@@ -42,25 +42,7 @@ int run_compile(CompileCommand& c) {
   o.input_shapes = parse_shapes_flag(c.shapes);
   // Profile k: the k-th --min-shapes and --max-shapes (and --opt-shapes, if
   // given for every profile; else opt is each profile's max).
-  if (c.min_shapes.size() != c.max_shapes.size() ||
-      (!c.opt_shapes.empty() && c.opt_shapes.size() != c.min_shapes.size()))
-    fail(
-        "{}: {} --min-shapes, {} --opt-shapes and {} --max-shapes: each shape profile takes one --min-shapes and one "
-        "--max-shapes (and --opt-shapes for all or none)",
-        c.model, c.min_shapes.size(), c.opt_shapes.size(), c.max_shapes.size());
-  for (size_t k = 0; k < c.min_shapes.size(); ++k) {
-    CompileModelOptions::ShapeRanges r{
-        parse_shapes_flag(c.min_shapes[k], "--min-shapes"),
-        c.opt_shapes.empty() ? std::map<std::string, Shape>{} : parse_shapes_flag(c.opt_shapes[k], "--opt-shapes"),
-        parse_shapes_flag(c.max_shapes[k], "--max-shapes")};
-    if (k == 0) {
-      o.min_shapes = r.min;
-      o.opt_shapes = r.opt;
-      o.max_shapes = r.max;
-    } else {
-      o.more_profiles.push_back(std::move(r));
-    }
-  }
+  set_shape_profiles(o, parse_shape_profiles(c.model, c.min_shapes, c.opt_shapes, c.max_shapes));
   o.tuning = c.tuning;
   o.print_final_ir = c.print_final;
   o.write_plan = !c.plan_out.empty();

@@ -49,9 +49,7 @@ int run_onnx_through_plan(RunCommand& c) {
   CompileModelOptions o;
   o.build = c.copts;
   o.input_shapes = parse_shapes_flag(c.shapes);
-  o.min_shapes = parse_shapes_flag(c.min_shapes, "--min-shapes");
-  o.opt_shapes = parse_shapes_flag(c.opt_shapes, "--opt-shapes");
-  o.max_shapes = parse_shapes_flag(c.max_shapes, "--max-shapes");
+  set_shape_profiles(o, parse_shape_profiles(c.model, c.min_shapes, c.opt_shapes, c.max_shapes));
   o.batch = c.batch;
   CompileResult built = compile_to_plan(c.model, o, c.save_engine);
   std::cout << fmt::format("compile: {}; {} nodes -> {} nodes, GPU kernels: {}\n", build_times(built),
@@ -193,9 +191,10 @@ int run_run(RunCommand& c) {
   std::string ort_exe = c.compare.empty() ? "" : ort_python();  // a missing ORT fails before the compile
   ImportOptions io;
   io.input_shapes = parse_shapes_flag(c.shapes);
-  io.min_shapes = parse_shapes_flag(c.min_shapes, "--min-shapes");
-  io.opt_shapes = parse_shapes_flag(c.opt_shapes, "--opt-shapes");
-  io.max_shapes = parse_shapes_flag(c.max_shapes, "--max-shapes");
+  // Several profiles: the symbols' ranges span them all, and the inputs'
+  // shapes must lie inside one of them (checked below, once they are known).
+  const std::vector<ShapeRanges> profiles = parse_shape_profiles(c.model, c.min_shapes, c.opt_shapes, c.max_shapes);
+  if (!profiles.empty()) span_shape_profiles(profiles, io, c.model);
   io.batch = c.batch;
   StderrCompileMessages messages(c.copts.show_progress);
   messages.attach(io, c.copts);
@@ -203,9 +202,11 @@ int run_run(RunCommand& c) {
   std::vector<std::string> names;
   for (const Value* v : r.graph->inputs()) names.push_back(v->name());
   check_shapes_names(io.input_shapes, names, c.model);
-  check_shapes_names(io.min_shapes, names, c.model, "--min-shapes");
-  check_shapes_names(io.opt_shapes, names, c.model, "--opt-shapes");
-  check_shapes_names(io.max_shapes, names, c.model, "--max-shapes");
+  for (const ShapeRanges& p : profiles) {
+    check_shapes_names(p.min, names, c.model, "--min-shapes");
+    check_shapes_names(p.opt, names, c.model, "--opt-shapes");
+    check_shapes_names(p.max, names, c.model, "--max-shapes");
+  }
   // Inputs before the passes: a misnamed --inputs fails in milliseconds,
   // and a Gather fused away still bounds the ids it reads. A symbolic input
   // not read from a file is generated at its --opt-shapes shape.
@@ -219,6 +220,19 @@ int run_run(RunCommand& c) {
   std::vector<std::string> described;
   std::map<std::string, Tensor> feed =
       make_run_inputs(decl, {c.inputs, c.input_ranges, index_bounds(*r.graph), {}}, &described);
+  if (profiles.size() > 1) {
+    std::map<std::string, Shape> shapes;
+    for (const auto& [name, t] : feed) shapes[name] = t.shape();
+    std::string why;
+    const int k = matching_shape_profile(profiles, shapes, &why);
+    if (k < 0) {
+      std::vector<std::string> given;
+      for (const auto& [name, s] : shapes) given.push_back(fmt::format("{} {}", name, shape_str(s)));
+      fail("{}: the inputs ({}) lie outside every shape profile: {}", c.model, fmt::join(given, ", "), why);
+    }
+    described.push_back(
+        fmt::format("shape profile: {} of {} ({})", k, profiles.size(), shape_profile_str(profiles[k])));
+  }
   if (!r.graph->symbols().empty()) {
     // Dynamic shapes: the inputs give the symbols their values, and the graph
     // specialised to them runs as a static one (ir/specialize.h).

@@ -34,9 +34,10 @@ int run_compile(CompileCommand& c);
 // kiln run MODEL.onnx|MODEL.plan
 struct RunCommand {
   std::string model, shapes, backend, inputs, outputs_dir;
-  std::string min_shapes, opt_shapes, max_shapes;  // dynamic shapes (docs/dynamic_shapes.md)
-  std::string compare;                             // --compare ort
-  std::string save_engine;                         // --save-engine / -o: write the plan built from an .onnx model
+  // Dynamic shapes (docs/dynamic_shapes.md): the k-th use of each flag is profile k.
+  std::vector<std::string> min_shapes, opt_shapes, max_shapes;
+  std::string compare;      // --compare ort
+  std::string save_engine;  // --save-engine / -o: write the plan built from an .onnx model
   std::vector<std::string> input_ranges;
   int iterations = 1;
   int batch = 0;  // --batch N (0: the model's own)

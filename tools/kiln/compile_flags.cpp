@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "compiler/targets.h"
+#include "ir/error.h"
 
 namespace kiln {
 
@@ -95,16 +96,6 @@ void add_batch_flag(CLI::App* cmd, int& batch) {
       ->group("Model");
 }
 
-void add_shape_profile_flags(CLI::App* cmd, std::string& min, std::string& opt, std::string& max) {
-  cmd->add_option("--min-shapes", min,
-                  "Dynamic shapes: the smallest shape of each dynamic input, name:1x8,... (docs/dynamic_shapes.md)")
-      ->group("Model");
-  cmd->add_option("--opt-shapes", opt,
-                  "Dynamic shapes: the preferred shapes (kiln run: the shapes of generated inputs), name:4x64,...")
-      ->group("Model");
-  cmd->add_option("--max-shapes", max, "Dynamic shapes: the largest shapes, name:32x512,...")->group("Model");
-}
-
 void add_shape_profile_flags(CLI::App* cmd, std::vector<std::string>& min, std::vector<std::string>& opt,
                              std::vector<std::string>& max) {
   // One value per use of the flag (a positional after it stays the model).
@@ -119,6 +110,34 @@ void add_shape_profile_flags(CLI::App* cmd, std::vector<std::string>& min, std::
   cmd->add_option("--max-shapes", max, "Dynamic shapes: the largest shapes, name:32x512,...")
       ->allow_extra_args(false)
       ->group("Model");
+}
+
+std::vector<ShapeRanges> parse_shape_profiles(const std::string& model, const std::vector<std::string>& min,
+                                              const std::vector<std::string>& opt,
+                                              const std::vector<std::string>& max) {
+  if (min.size() != max.size() || (!opt.empty() && opt.size() != min.size()))
+    fail(
+        "{}: {} --min-shapes, {} --opt-shapes and {} --max-shapes: each shape profile takes one --min-shapes and one "
+        "--max-shapes (and --opt-shapes for all or none)",
+        model, min.size(), opt.size(), max.size());
+  std::vector<ShapeRanges> r;
+  for (size_t k = 0; k < min.size(); ++k)
+    r.push_back({parse_shapes_flag(min[k], "--min-shapes"),
+                 opt.empty() ? std::map<std::string, Shape>{} : parse_shapes_flag(opt[k], "--opt-shapes"),
+                 parse_shapes_flag(max[k], "--max-shapes")});
+  return r;
+}
+
+void set_shape_profiles(CompileModelOptions& o, const std::vector<ShapeRanges>& profiles) {
+  for (size_t k = 0; k < profiles.size(); ++k) {
+    if (k == 0) {
+      o.min_shapes = profiles[0].min;
+      o.opt_shapes = profiles[0].opt;
+      o.max_shapes = profiles[0].max;
+    } else {
+      o.more_profiles.push_back(profiles[k]);
+    }
+  }
 }
 
 void add_tuning_flags(CLI::App* cmd, TuningOptions& o) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "compiler/compile.h"
+#include "compiler/compile_model.h"
 #include "compiler/tuning.h"
 
 #include <string>
@@ -26,12 +27,18 @@ void add_compile_flags(CLI::App* cmd, CompileOptions& o);
 void add_batch_flag(CLI::App* cmd, int& batch);
 
 // Adds --min-shapes, --opt-shapes and --max-shapes (Model group; trtexec's
-// meaning, docs/dynamic_shapes.md): the same flags on compile and run.
-void add_shape_profile_flags(CLI::App* cmd, std::string& min, std::string& opt, std::string& max);
-// The same, repeatable (kiln compile): the k-th use of each flag is shape
-// profile k, as trtexec takes several optimization profiles.
+// meaning, docs/dynamic_shapes.md), repeatable: the k-th use of each flag is
+// shape profile k, as trtexec takes several optimization profiles. The same
+// flags on compile and run.
 void add_shape_profile_flags(CLI::App* cmd, std::vector<std::string>& min, std::vector<std::string>& opt,
                              std::vector<std::string>& max);
+// The profiles those flags give: one --min-shapes and one --max-shapes per
+// profile, --opt-shapes for all or none (else opt is each profile's max); an
+// error naming `model` and the counts otherwise. Empty when none is given.
+std::vector<ShapeRanges> parse_shape_profiles(const std::string& model, const std::vector<std::string>& min,
+                                              const std::vector<std::string>& opt, const std::vector<std::string>& max);
+// Profile 0 into o.min/opt/max_shapes, the others into o.more_profiles.
+void set_shape_profiles(CompileModelOptions& o, const std::vector<ShapeRanges>& profiles);
 
 // Adds --tune, --tuning-cache, --tuning-gpu and --tune-iterations.
 void add_tuning_flags(CLI::App* cmd, TuningOptions& o);

@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/symbolic_dim.h"
 #include "runtime/cubin_info.h"
@@ -81,8 +82,15 @@ static nlohmann::json show_profiles(const plan::Plan& p, const Graph& g, std::os
     syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
     js.push_back({{"name", d.name}, {"min", d.min}, {"max", d.max}});
   }
-  out << fmt::format("shape profiles: {} (symbols: {}); memory planned for the largest shapes\n",
-                     p.shapes.profiles.size(), fmt::join(syms, ", "));
+  // Sizes decided by the data: no arena; the CPU path runs the graph stage by
+  // stage (backends/reference/data_dependent_stages.h).
+  std::vector<std::string> decided;
+  for (const auto& [sym, n] : data_dependent_symbols(g)) decided.push_back(sym);
+  out << fmt::format("shape profiles: {} (symbols: {}); {}\n", p.shapes.profiles.size(), fmt::join(syms, ", "),
+                     decided.empty() ? std::string("memory planned for the largest shapes")
+                                     : fmt::format("sizes decided at run time ({}): no memory plan, the CPU path runs "
+                                                   "the graph stage by stage, outputs trimmed to the counts",
+                                                   fmt::join(decided, ", ")));
   nlohmann::json jp = nlohmann::json::array();
   for (size_t i = 0; i < p.shapes.profiles.size(); ++i) {
     out << fmt::format("  profile {}:\n", i);
@@ -257,13 +265,19 @@ int run_inspect_plan(const InspectOptions& o) {
   }
   std::vector<std::string> counts;
   for (const auto& [k, n] : per_storage) counts.push_back(fmt::format("{} {}", n, k));
-  out << fmt::format(
-      "memory plan: arena {} bytes (alignment {}), live peak {}, {} bytes without reuse; {} "
-      "results ({})\n",
-      p.memory.arena_bytes, p.memory.alignment,
-      p.memory.live_peak_bytes < 0 ? std::string("not recorded (older plan)")
-                                   : fmt::format("{} bytes", p.memory.live_peak_bytes),
-      separate, p.memory.values.size(), fmt::join(counts, ", "));
+  // A CPU plan with sizes decided at run time lays out no arena: each stage's
+  // results are allocated at their real sizes when it runs.
+  if (!p.shapes.empty() && p.memory.values.empty() && p.memory.arena_bytes == 0)
+    out << "memory plan: none (sizes decided at run time: the CPU path allocates each stage's results when it "
+           "runs)\n";
+  else
+    out << fmt::format(
+        "memory plan: arena {} bytes (alignment {}), live peak {}, {} bytes without reuse; {} "
+        "results ({})\n",
+        p.memory.arena_bytes, p.memory.alignment,
+        p.memory.live_peak_bytes < 0 ? std::string("not recorded (older plan)")
+                                     : fmt::format("{} bytes", p.memory.live_peak_bytes),
+        separate, p.memory.values.size(), fmt::join(counts, ", "));
   if (p.memory.zeroed_bytes > 0)
     out << fmt::format("  zeroed region: {} bytes at {} (split-K tile counters, zeroed once per context)\n",
                        p.memory.zeroed_bytes, p.memory.zeroed_offset);

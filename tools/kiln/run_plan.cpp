@@ -1,11 +1,15 @@
 #include "tools/kiln/run_plan.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
 
+#include "backends/data_dependent_run.h"
 #include "backends/run_on_backend.h"
+#include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/specialize.h"
 #include "ops/registry.h"
@@ -45,7 +49,20 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
     for (const plan::InputProfile& ip : p.shapes.profiles.front().inputs) in.generate_shapes[ip.input] = ip.opt;
   auto feed = make_run_inputs(decl, in, &described);
   for (const std::string& d : described) std::cout << d << "\n";
-  if (o.backend == "sim" && !p.shapes.empty() && !p.meta.gpu_kernels) {
+  if (o.backend == "sim" && has_data_dependent_sizes(*g)) {
+    // Result sizes decided by the data: the plan's graph stage by stage, each
+    // stage's kernels generated for its shapes on the simulator (what `kiln
+    // run MODEL.onnx --backend sim` runs; the plan holds no GPU kernels).
+    std::vector<Tensor> outs;
+    for (int i = 0; i < iters; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      outs = run_with_data_dependent_sizes("sim", *g, feed).outputs;
+      best = std::min(best, ms_since(t0));
+    }
+    std::cout << "backend: sim (the plan's graph stage by stage, each stage's kernels generated for its shapes on the "
+                 "CPU simulator: sizes decided at run time)\n";
+    for (size_t i = 0; i < outs.size(); ++i) results.emplace_back(g->outputs()[i]->name(), outs[i]);
+  } else if (o.backend == "sim" && !p.shapes.empty() && !p.meta.gpu_kernels) {
     // A CPU plan with profiles holds no kernels: the simulator runs the
     // plan's graph specialised to these shapes through the kernels codegen
     // emits for them (what `kiln run MODEL.onnx --backend sim` runs), after
@@ -97,6 +114,14 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
         ctx.run();
         best = std::min(best, ms_since(t0));
       }
+      // Sizes decided by the data: each output was bound at its upper bound
+      // and holds the run's real shape at the front of the buffer.
+      for (auto& [name, t] : results)
+        if (std::vector<int64_t> real = ctx.output_shape(name); real != t.shape()) {
+          Tensor trimmed(t.dtype(), real);
+          if (trimmed.nbytes()) std::memcpy(trimmed.raw(), t.raw(), trimmed.nbytes());
+          t = std::move(trimmed);
+        }
       // Auto on the CPU: a warning when a GPU was there to use (issue 14: no
       // silent CPU), else the engine line says there is no GPU at all.
       std::string no_gpu;
@@ -122,10 +147,21 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
     std::vector<std::pair<std::string, Shape>> shapes;
     for (const auto& [name, t] : feed) shapes.emplace_back(name, t.shape());
     SymbolBindings b = bind_symbols(*g, shapes, path);
-    std::vector<std::string> said;
+    std::vector<std::string> said, sizes;
     for (const SymbolDecl& d : g->symbols())
-      said.push_back(fmt::format("{}={} (range [{}, {}])", d.name, b.at(d.name), d.min, d.max));
-    std::cout << fmt::format("symbols: {}\n", fmt::join(said, ", "));
+      if (b.count(d.name)) said.push_back(fmt::format("{}={} (range [{}, {}])", d.name, b.at(d.name), d.min, d.max));
+    // The sizes the data decided, read off the outputs whose dim is that symbol.
+    for (const auto& [sym, node] : data_dependent_symbols(*g))
+      for (size_t k = 0; k < results.size(); ++k) {
+        const Shape& decl = g->outputs()[k]->shape();
+        auto at = std::find_if(decl.begin(), decl.end(), [&](int64_t d) { return dim_str(d) == sym; });
+        if (at == decl.end()) continue;
+        sizes.push_back(fmt::format("{}={} (range [0, {}], {})", sym, results[k].second.shape()[at - decl.begin()],
+                                    g->find_symbol(sym)->max, node->describe()));
+        break;
+      }
+    if (!said.empty()) std::cout << fmt::format("symbols: {}\n", fmt::join(said, ", "));
+    if (!sizes.empty()) std::cout << fmt::format("data-dependent sizes: {}\n", fmt::join(sizes, ", "));
   }
   report_outputs(results, o.outputs_dir, p.meta.precision);
   std::cout << fmt::format("run: {:.2f} ms (best of {})\n", best, iters);

@@ -178,7 +178,10 @@ KILN_API kiln_status kiln_context_set_input_shape(kiln_context* context, const c
 /* The shape of an input, or of an output for the input shapes set (for a
  * plan with profiles, once every dynamic input's shape is set; before that
  * KILN_ERROR_INVALID_ARGUMENT naming the input not set yet). Written as by
- * kiln_engine_profile_shape. Bind outputs with these shapes. */
+ * kiln_engine_profile_shape. Bind outputs with these shapes. An output whose
+ * size the data decides (a CPU plan with NonZero, NonMaxSuppression or TopK
+ * with a run-time k; -1 in kiln_engine_output): its upper bound before a run,
+ * the run's real shape after it, the values at the front of the buffer. */
 KILN_API kiln_status kiln_context_input_shape(const kiln_context* context, const char* name, int64_t* dims,
                                               int capacity, int* rank);
 KILN_API kiln_status kiln_context_output_shape(const kiln_context* context, const char* name, int64_t* dims,
