@@ -9,6 +9,8 @@
 #include <memory>
 
 #include "ir/error.h"
+#include "ir/specialize.h"
+#include "ir/symbolic_dim.h"
 #include "runtime/plan_control_run.h"
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "backends/sim/sim_module.h"
@@ -48,16 +50,45 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
   unsupported("the sim backend is not built (kiln without NVRTC/codegen)");
 #else
   if (!p.meta.gpu_kernels) unsupported("sim backend: the plan has no GPU kernels: {}", p.meta.no_gpu_reason);
+  // A plan with shape profiles runs at the inputs' shapes: the symbols'
+  // values come from them (inside one profile), the output shapes and the
+  // shape-generic launches' grids and `kiln_syms` from the values.
+  SymbolBindings syms;
+  if (!g.symbols().empty()) {
+    std::vector<std::pair<std::string, Shape> > shapes;
+    for (const Value* v : g.inputs())
+      if (auto it = inputs.find(v->name()); it != inputs.end()) shapes.emplace_back(v->name(), it->second.shape());
+    std::string why;
+    if (plan::matching_profile(p.shapes, shapes, &why) < 0)
+      fail("plan on sim: the inputs' shapes are outside every shape profile of the plan: {}", why);
+    syms = bind_symbols(g, shapes, "plan on sim");
+  }
   std::vector<Tensor> ins;
   for (const Value* v : g.inputs()) {
     auto it = inputs.find(v->name());
     if (it == inputs.end()) fail("no value given for input \"{}\" ({})", v->name(), v->type().str());
-    if (it->second.dtype() != v->dtype() || it->second.shape() != v->shape())
-      fail("input \"{}\" is {} but the plan expects {}", v->name(), it->second.type().str(), v->type().str());
+    const Shape want = syms.empty() ? v->shape() : eval_shape(v->shape(), syms);
+    if (it->second.dtype() != v->dtype() || it->second.shape() != want)
+      fail("input \"{}\" is {} but the plan expects {}", v->name(), it->second.type().str(),
+           TensorType(v->dtype(), want).str());
     ins.push_back(it->second.clone());  // kernels take non-const pointers
   }
   std::vector<Tensor> outs;
-  for (const Value* v : g.outputs()) outs.emplace_back(v->type());
+  for (const Value* v : g.outputs())
+    outs.emplace_back(syms.empty() ? v->type() : TensorType(v->dtype(), eval_shape(v->shape(), syms)));
+  // A binding's bytes and elements are recorded at the largest shapes; an
+  // input or output holds only what this shape gives (so the simulator's
+  // bounds checks see the real extents).
+  auto clamp_bytes = [&](const plan::BufferRef& b, uint64_t n) -> uint64_t {
+    const Tensor* t = b.kind == plan::BufferKind::Input    ? &ins.at(b.index)
+                      : b.kind == plan::BufferKind::Output ? &outs.at(b.index)
+                                                           : nullptr;
+    if (!t) return n;
+    const uint64_t have = t->nbytes() > b.offset ? t->nbytes() - b.offset : 0;
+    return std::min<uint64_t>(n, have);
+  };
+  std::map<uint32_t, const plan::GenericLaunch*> generic;
+  for (const plan::GenericLaunch& gl : p.generic_launches) generic.emplace(gl.step, &gl);
   AlignedBytes arena(p.memory.arena_bytes), weights(p.weight_data.size());
   if (!p.weight_data.empty()) std::memcpy(weights.get(), p.weight_data.data(), p.weight_data.size());
 
@@ -115,7 +146,8 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
         continue;
       }
       if (s.kind == plan::StepKind::Copy) {
-        if (s.args[0].nbytes) std::memmove(address(s.args[0]), address(s.args[1]), s.args[0].nbytes);
+        const uint64_t n = clamp_bytes(s.args[1], clamp_bytes(s.args[0], s.args[0].nbytes));
+        if (n) std::memmove(address(s.args[0]), address(s.args[1]), n);
         timed();
         continue;
       }
@@ -123,7 +155,25 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
       std::vector<long long> counts;
       for (const plan::BufferRef& b : s.args) {
         bufs.push_back(address(b));
-        counts.push_back(b.elements);
+        const uint64_t bytes = clamp_bytes(b, b.nbytes);
+        counts.push_back(bytes == b.nbytes || b.nbytes == 0
+                             ? b.elements
+                             : static_cast<long long>(bytes / (b.nbytes / static_cast<uint64_t>(b.elements))));
+      }
+      // A shape-generic kernel: its grid at this shape, and the symbols'
+      // values as its last (by-value) parameter.
+      plan::LaunchSymbols launch_syms;
+      plan::Dim3 grid = s.grid;
+      if (auto gl = top ? generic.find(static_cast<uint32_t>(i)) : generic.end(); gl != generic.end()) {
+        launch_syms = plan::launch_symbols(*gl->second, syms);
+        grid = {plan::eval_grid_axis(gl->second->grid[0], syms), plan::eval_grid_axis(gl->second->grid[1], syms),
+                plan::eval_grid_axis(gl->second->grid[2], syms)};
+        bufs.push_back(&launch_syms);
+        counts.push_back(1);
+        if (grid.x == 0 || grid.y == 0 || grid.z == 0) {  // an empty output at this shape
+          timed();
+          continue;
+        }
       }
       // A kernel with more buffers than the parameter space holds takes a table
       // of their addresses, then their element counts (codegen/param_table.h).
@@ -137,7 +187,7 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
       const plan::Kernel& k = p.kernels.at(s.kernel);
       kiln::sim::LaunchConfig cfg;
       cfg.kernel = k.name;
-      cfg.grid = dim3(s.grid.x, s.grid.y, s.grid.z);
+      cfg.grid = dim3(grid.x, grid.y, grid.z);
       cfg.block = dim3(s.block.x, s.block.y, s.block.z);
       cfg.shared_bytes = s.shared_bytes;
       try {

@@ -26,7 +26,9 @@
 #include "codegen/emitters/reduction/emit_fused_reduction.h"
 #include "codegen/emitters/reduction/emit_normalization.h"
 #include "codegen/emitters/reduction/emit_reduction.h"
+#include "codegen/emitters/reduction/emit_rowwise.h"
 #include "codegen/emitters/rnn/emit_rnn.h"
+#include "ir/symbolic_dim.h"
 #include "ir/error.h"
 #include "ir/op_registry.h"
 #include "ops/registry.h"
@@ -47,6 +49,14 @@ NodeKernel node_kernel(const K& k, std::vector<Tensor> extra = {}) {
   nk.grid = k.grid;
   nk.block = k.block;
   nk.extra = std::move(extra);
+  if constexpr (requires { k.symbols; }) {
+    if (!k.symbols.empty()) {
+      nk.symbols = k.symbols;
+      nk.grid_expr[0] = k.grid_expr;
+      nk.grid_expr[1] = {1, 1, 0};
+      nk.grid_expr[2] = {1, 1, 0};
+    }
+  }
   return nk;
 }
 
@@ -391,23 +401,70 @@ std::vector<NodeKernel> emit_conv_gather_node(const Node& n) {
   return {node_kernel(emit_conv_gather_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
 }
 
+// Shape-generic predicates (KernelEmitter::shape_generic).
+bool any_node(const Node&) { return true; }
+
+// softmax / log_softmax over a static last axis whose rows fit the register
+// row kernel (codegen/emitters/reduction/emit_rowwise.h): the row count may
+// be symbolic.
+bool generic_softmax(const Node& n) {
+  if (n.body() || (n.op() != "softmax" && n.op() != "log_softmax") || !n.input(0)) return false;
+  const Shape& s = n.input(0)->shape();
+  const int64_t rank = static_cast<int64_t>(s.size());
+  int64_t axis = n.attrs().get_int("axis", -1);
+  if (axis < 0) axis += rank;
+  return rank > 0 && axis == rank - 1 && !is_symbolic_dim(s.back()) && s.back() >= 1 && s.back() <= kMaxRegisterRow &&
+         is_float(n.input(0)->dtype());
+}
+
+// layer_normalization whose normalized dims (from `axis` on) are static and
+// fit the register row kernel, scale and bias static: the rows may be symbolic.
+bool generic_layer_norm(const Node& n) {
+  if (n.body() || n.op() != "layer_normalization" || n.num_inputs() < 2) return false;
+  const Shape& s = n.input(0)->shape();
+  const int64_t rank = static_cast<int64_t>(s.size());
+  int64_t axis = n.attrs().get_int("axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return false;
+  int64_t count = 1;
+  for (int64_t d = axis; d < rank; ++d) {
+    if (is_symbolic_dim(s[d])) return false;
+    count *= s[d];
+  }
+  for (int i = 1; i < n.num_inputs(); ++i)
+    if (n.input(i) && has_symbolic_dims(n.input(i)->shape())) return false;
+  return count >= 1 && count <= kMaxRegisterRow && is_float(n.input(0)->dtype());
+}
+
+// A bare f32 matmul / gemm (SIMT: no tf32) of a 2-D A [M, K] whose M alone is
+// symbolic, B static (a dynamic-batch MLP's layers).
+bool generic_gemm(const Node& n) {
+  if (n.body() || (n.op() != "matmul" && n.op() != "gemm") || n.num_inputs() < 2) return false;
+  const Value *a = n.input(0), *b = n.input(1);
+  if (!a || !b || a->dtype() != DType::F32 || n.attrs().get_int("tf32", 0) != 0) return false;
+  if (a->shape().size() != 2 || b->shape().size() != 2 || has_symbolic_dims(b->shape())) return false;
+  if (is_symbolic_dim(a->shape()[1]) || n.attrs().get_int("trans_a", 0) != 0) return false;
+  return n.num_inputs() < 3 || !n.input(2) || n.input(2)->shape().empty() ||
+         !is_symbolic_dim(n.input(2)->shape().back());
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
-    {"pointwise", handles_pointwise, emit_pointwise_node},
-    {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node,
+    {"pointwise", handles_pointwise, emit_pointwise_node, any_node},
+    {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node, any_node,
      [](const Node& n) { check_fused_pointwise(n, op_registry()); }},
     {"fused on demand", [](const Node& n) { return is_on_demand_fused(n, op_registry()); }, emit_fused_on_demand_node},
     {"injective", handles_injective, emit_injective_node},
-    {"reduction", handles_reduction, emit_reduction_node},
+    {"reduction", handles_reduction, emit_reduction_node, generic_softmax},
     {"index select", handles_index_select, emit_index_select_node},
     {"scatter", handles_scatter, emit_scatter_node},
     {"resize", handles_resize, emit_resize_node},
     {"sample", handles_sample, emit_sample_node},
     {"conv gather", handles_conv_gather, emit_conv_gather_node},
-    {"gemm", handles_gemm, emit_gemm_node},
+    {"gemm", handles_gemm, emit_gemm_node, generic_gemm},
     {"conv", handles_conv, emit_conv_node},
     {"einsum", handles_einsum, emit_einsum_node},
-    {"normalization", handles_normalization, emit_normalization_node},
+    {"normalization", handles_normalization, emit_normalization_node, generic_layer_norm},
     {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node},
     {"pool/select/loss", handles_op_kernels, emit_op_kernels_node},
     {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node},
@@ -436,6 +493,17 @@ const KernelEmitter* emitter_for(const Node& n) {
   for (const KernelEmitter& e : kEmitters)
     if (e.handles(n)) return &e;
   return nullptr;
+}
+
+std::string why_not_shape_generic(const Node& n) {
+  bool symbolic = false;
+  for (const Value* v : n.inputs()) symbolic = symbolic || (v && has_symbolic_dims(v->shape()));
+  for (const Value* v : n.outputs()) symbolic = symbolic || has_symbolic_dims(v->shape());
+  if (!symbolic || (!n.body() && (n.op() == "reshape" || n.op() == "identity"))) return "";
+  const KernelEmitter* e = emitter_for(n);
+  if (!e) return "no kernel emitter handles it";
+  if (e->shape_generic && e->shape_generic(n)) return "";
+  return fmt::format("its kernel family ({}) has no shape-generic kernel for it yet", e->name);
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/core/size_expr.h"
 #include "ir/graph.h"
 
 namespace kiln::codegen {
@@ -50,6 +51,13 @@ struct NodeKernel {
   // The buffers are passed through a table in device memory, the kernel's
   // one parameter (codegen/param_table.h): set by use_param_table_if_needed.
   bool param_table = false;
+  // Shape-generic (a plan with shape profiles, docs/dynamic_shapes.md): the
+  // symbols the kernel's last parameter (a by-value `kiln_syms`) holds, in
+  // order, and each grid axis as a function of them; `grid` is then only
+  // nonzero (a launch). Empty for a kernel whose sizes are all constants.
+  std::vector<std::string> symbols;
+  GridAxisExpr grid_expr[3];
+  bool shape_generic() const { return !symbols.empty(); }
 };
 
 // The most tile counters one kernel of `kernels` binds (NodeKernel::tile_counters).
@@ -69,6 +77,10 @@ struct KernelEmitter {
   const char* name;
   bool (*handles)(const Node&);
   std::vector<NodeKernel> (*emit)(const Node&);
+  // Whether its kernels for `n` take symbolic sizes (NodeKernel::symbols), so
+  // it can emit that node of a plan with shape profiles whose types hold
+  // symbolic dims (null: for no node).
+  bool (*shape_generic)(const Node& n) = nullptr;
   void (*check)(const Node&) = nullptr;  // null: only emitting tells
 };
 
@@ -86,5 +98,11 @@ std::string why_no_kernel(const Node& n);
 // The same answer from emitting the node's kernels in full, whether or not
 // its emitter has a check: what tests compare why_no_kernel with.
 std::string why_no_kernel_by_emitting(const Node& n);
+
+// For a plan with shape profiles on a GPU target: "" when `n` gets kernels
+// that run at every shape (its types are static, it is a view, or its
+// emitter is shape-generic), else why not ("its kernel family (gemm) takes
+// no symbolic sizes yet"); the caller names the node.
+std::string why_not_shape_generic(const Node& n);
 
 }  // namespace kiln::codegen

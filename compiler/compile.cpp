@@ -52,12 +52,21 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
     // Sizes of symbolic dims are polynomials: the plan builder lays memory
     // out at the largest shapes of the profiles instead.
     if (!g.symbols().empty()) std::erase(names, std::string("plan-memory"));
+    // The layout pass (NHWC for GPU targets) sizes its rules with static
+    // element counts; a graph with symbolic dims keeps the model's layout
+    // (correct at every shape, possibly slower for convolutions).
+    if (!g.symbols().empty()) std::erase(names, std::string("layout"));
     for (const std::string& n : names) pm.add(n);
     if (!o.pipeline.stop_after.empty() && std::find(names.begin(), names.end(), o.pipeline.stop_after) == names.end())
       fail("--stop-after: pass '{}' is not in the pipeline ({})", o.pipeline.stop_after, fmt::join(names, ","));
 #ifdef KILN_HAVE_CODEGEN
     // The fuser forms only groups codegen can emit, whatever the target (passes/fusion_capabilities.h).
     if (!popts.why_no_kernel) popts.why_no_kernel = codegen::why_no_kernel;
+    // A GPU plan with shape profiles: a group is formed only where its kernel
+    // is shape-generic too (a fused softmax with a pointwise epilogue is not
+    // yet; the softmax and the pointwise group each are).
+    if (!g.symbols().empty() && is_gpu_target(popts.target))
+      popts.why_not_shape_generic = codegen::why_not_shape_generic;
 #endif
     r.passes = pm.run(g, popts, o.pipeline);
   } else if (o.pipeline.verify_each) {

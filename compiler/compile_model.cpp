@@ -76,23 +76,6 @@ plan::Profile profile_of(const Graph& g, const ShapeRanges& r, size_t k, const s
   return p;
 }
 
-[[noreturn]] void refuse_gpu_profile(const Graph& g, const std::string& model, const std::string& target) {
-  const Node* first = nullptr;
-  for (const auto& n : g.nodes())
-    if (n->op() != "reshape" && n->op() != "identity") {
-      first = n.get();
-      break;
-    }
-  std::vector<std::string> syms;
-  for (const SymbolDecl& d : g.symbols()) syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
-  unsupported(
-      "{}: {}: target {} needs a shape-generic GPU kernel for every node of a plan with shape profiles ({}), and "
-      "kiln has none yet for {}: compile the profile for --target cpu (the runtime's CPU path runs any shape in it), "
-      "or fix the shapes with --shapes for a GPU plan (docs/dynamic_shapes.md)",
-      model, first ? first->describe() : std::string("the graph"), target, fmt::join(syms, ", "),
-      first ? first->op() : std::string("any op"));
-}
-
 }  // namespace
 
 void span_shape_profiles(const std::vector<ShapeRanges>& all, ImportOptions& io, const std::string& model) {
@@ -184,9 +167,8 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   Graph& g = *imported.graph;
   res.import_ms = ms_since(t0);
   // Symbolic dims left open by the model and given ranges: a plan with a
-  // shape profile. Its kernels would have to be shape-generic, which no
-  // kernel family is yet: a GPU target is refused naming the first node
-  // that needs a kernel, never compiled at one fixed shape instead.
+  // shape profile. On a GPU target its kernels must be shape-generic, which
+  // is checked after the passes (refuse_non_generic_nodes).
   std::vector<plan::Profile> profiles;
   if (g.symbols().empty() && ranges.size() > 1)
     fail("{}: {} shape profiles are given but no input dim is left open by them", model, ranges.size());
@@ -205,7 +187,6 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
     build.optimize = false;
   }
   if (!g.symbols().empty()) {
-    if (is_gpu_target(build.pass.target)) refuse_gpu_profile(g, model, build.pass.target);
     for (size_t k = 0; k < ranges.size(); ++k) profiles.push_back(profile_of(g, ranges[k], k, model));
     build.symbolic = true;
   }
@@ -220,6 +201,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   // (or a kiln without codegen) is an error naming each, not a plan that
   // quietly runs on the CPU. The plan format has no per-node CPU fallback.
   if (is_gpu_target(build.pass.target)) {
+    if (!g.symbols().empty()) refuse_non_generic_nodes(g, model, build.pass.target);  // before any kernel is emitted
     std::vector<std::string> missing = nodes_without_kernel_emitter(g);
     if (!missing.empty())
       fail(

@@ -50,6 +50,10 @@ struct Locator {
 // or emitted here (regions' nodes included).
 struct NodeKernels {
   std::unordered_map<const Node*, const std::vector<codegen::NodeKernel>*> of;
+  // A plan with shape profiles: per node of the graph at its largest shapes
+  // (whose launch list is built), the symbolic graph's node its kernels came
+  // from (the one a launch that does not fit names, so the thread cap applies).
+  std::unordered_map<const Node*, const Node*> origin;
   std::vector<std::unique_ptr<std::vector<codegen::NodeKernel>>> emitted;
 };
 
@@ -64,6 +68,12 @@ struct Builder {
   std::map<std::string, uint32_t> kernel_index{};
   std::vector<std::pair<plan::Step, const Node*>> launched{};  // every kernel step, for the checks after NVRTC
   uint64_t arena_end = 0;                                      // the end of the deepest frame
+  // A plan with shape profiles: the top-level graph (at its largest shapes),
+  // the symbols' largest values, and the steps of its launch list whose
+  // kernels are shape-generic (codegen::NodeKernel::symbols).
+  const Graph* top = nullptr;
+  SymbolBindings largest{};
+  std::vector<plan::GenericLaunch> generic{};
 };
 
 // The steps of graph `g` (its nodes, then copies of outputs not written in

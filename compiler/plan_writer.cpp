@@ -132,6 +132,27 @@ NodeKernels node_kernels(const Graph& g, const PlanBuildOptions& o, const Thread
   return nk;
 }
 
+// The kernels of symbolic graph `g` keyed by the nodes of `at_max` (its
+// specialisation, node for node). Control flow in such a plan is refused:
+// its regions' launch lists have no shape-generic launches yet.
+NodeKernels kernels_at_largest_shapes(const Graph& g, const Graph& at_max, NodeKernels nks, const PlanBuildOptions& o) {
+  KILN_CHECK(g.nodes().size() == at_max.nodes().size(), "the graph at its largest shapes has {} nodes, not {}",
+             at_max.nodes().size(), g.nodes().size());
+  NodeKernels out;
+  out.emitted = std::move(nks.emitted);
+  auto big = at_max.nodes().begin();
+  for (auto it = g.nodes().begin(); it != g.nodes().end(); ++it, ++big) {
+    const Node& n = **it;
+    if (is_control_flow(n))
+      unsupported("{}{}: a GPU plan with shape profiles cannot hold control flow yet",
+                  o.source_name.empty() ? "" : o.source_name + ": ", n.describe());
+    auto at = nks.of.find(&n);
+    if (at != nks.of.end()) out.of.emplace(big->get(), at->second);
+    out.origin.emplace(big->get(), &n);
+  }
+  return out;
+}
+
 }  // namespace
 
 namespace planbuild {
@@ -292,9 +313,31 @@ std::vector<plan::Step> launch_list(const Graph& g, const Locator& loc, Builder&
         c.elements = k.tile_counters;
         s.args.push_back(c);
       }
+      if (k.shape_generic()) {
+        // Its grid is a function of the symbols (section `generic launches`);
+        // the step holds the grid at the largest shapes, which the launch-fit
+        // checks below see.
+        if (&g != b.top)
+          unsupported("{}{}: a shape-generic kernel inside a control-flow region is not supported yet",
+                      o.source_name.empty() ? "" : o.source_name + ": ", n.describe());
+        plan::GenericLaunch gl;
+        gl.step = static_cast<uint32_t>(steps.size());
+        gl.symbols = k.symbols;
+        uint32_t* at_max[3] = {&s.grid.x, &s.grid.y, &s.grid.z};
+        for (int a = 0; a < 3; ++a) {
+          gl.grid[a] = {dim_poly(k.grid_expr[a].items), static_cast<uint64_t>(k.grid_expr[a].per_block),
+                        k.grid_expr[a].cap, static_cast<uint64_t>(k.grid_expr[a].multiplier)};
+          *at_max[a] = plan::eval_grid_axis(gl.grid[a], b.largest);
+        }
+        b.generic.push_back(std::move(gl));
+      }
       // Before NVRTC: what needs no compiled kernel (block, grid, parameters).
-      check_launch_fits(s, n, b.sources[s.kernel].source, k.name, -1, -1, "", o);
-      b.launched.emplace_back(s, &n);
+      // A misfit names the node whose kernels were emitted (the symbolic
+      // graph's, in a plan with shape profiles), so the thread cap finds it.
+      auto from = b.nks.origin.find(&n);
+      const Node& fit_node = from != b.nks.origin.end() ? *from->second : n;
+      check_launch_fits(s, fit_node, b.sources[s.kernel].source, k.name, -1, -1, "", o);
+      b.launched.emplace_back(s, &fit_node);
       steps.push_back(std::move(s));
     }
   }
@@ -336,13 +379,16 @@ void add_tile_counters_region(const NodeKernels& nks, plan::Plan& p) {
 }
 
 void add_kernels(const Graph& g, const MemoryPlan& mem, const MemoryPlanOptions& mo, const NodeKernels& nks,
-                 const PlanBuildOptions& o, plan::Plan& p) {
+                 const SymbolBindings& largest, const PlanBuildOptions& o, plan::Plan& p) {
   Builder b{p, o, nks, mo};
+  b.top = &g;
+  b.largest = largest;
   std::vector<Value*> cs = plan::walk_constants(g);
   for (size_t i = 0; i < cs.size(); ++i) b.constant_index.emplace(cs[i], uint32_t(i));
   b.arena_end = p.memory.arena_bytes;
   Locator loc(g, mem, b.constant_index);
   p.steps = planbuild::launch_list(g, loc, b, planbuild::align_up(p.memory.arena_bytes));
+  p.generic_launches = std::move(b.generic);
   // Control-flow regions' frames lie past the model's own arena.
   if (!p.control.empty()) p.memory.arena_bytes = std::max<uint64_t>(p.memory.arena_bytes, b.arena_end);
   const std::vector<codegen::KernelSource>& sources = b.sources;
@@ -427,16 +473,13 @@ void refuse_symbolic_constants(const Graph& g, const std::string& where) {
 }
 
 // The graph at the largest shapes of its profiles (null for a static graph).
-// Refuses what a plan with profiles cannot hold yet: a GPU target (no kernel
-// family is shape-generic), and constants holding symbolic shape values
-// (their bytes would be process-local handles, ir/symbolic_dim.h).
+// Refuses what a plan with profiles cannot hold yet: long constants holding
+// symbolic shape values (their bytes would be process-local handles,
+// ir/symbolic_dim.h). A GPU target's nodes are checked by
+// refuse_non_generic_nodes.
 std::unique_ptr<Graph> graph_at_largest_shapes(const Graph& g, const PlanBuildOptions& o) {
   if (g.symbols().empty()) return nullptr;
   const std::string where = o.source_name.empty() ? "" : o.source_name + ": ";
-  if (is_gpu_target(o.target))
-    unsupported(
-        "{}a plan with shape profiles has no shape-generic GPU kernels yet (target {}): compile it for --target cpu",
-        where, o.target);
   KILN_CHECK(!o.profiles.empty(), "a graph with symbolic dims needs its shape profiles");
   refuse_symbolic_constants(g, where);
   SymbolBindings largest;
@@ -486,6 +529,25 @@ plan::Plan data_dependent_plan(const Graph& g, const PlanBuildOptions& o, plan::
 }
 
 }  // namespace
+
+void refuse_non_generic_nodes(const Graph& g, const std::string& model, const std::string& target) {
+#ifdef KILN_HAVE_CODEGEN
+  if (g.symbols().empty()) return;
+  for (const auto& n : g.nodes()) {
+    std::string why = codegen::why_not_shape_generic(*n);
+    if (why.empty()) continue;
+    std::vector<std::string> syms;
+    for (const SymbolDecl& d : g.symbols()) syms.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
+    unsupported(
+        "{}{}: target {} needs a shape-generic GPU kernel for every node of a plan with shape profiles ({}), and "
+        "kiln has none yet for {} ({}): compile the profile for --target cpu (the runtime's CPU path runs any shape "
+        "in it), or fix the shapes with --shapes for a GPU plan (docs/dynamic_shapes.md)",
+        model.empty() ? "" : model + ": ", n->describe(), target, fmt::join(syms, ", "), n->op(), why);
+  }
+#else
+  (void)g, (void)model, (void)target;
+#endif
+}
 
 std::vector<std::string> nodes_without_kernel_emitter(const Graph& g) {
   std::vector<std::string> names;
@@ -537,11 +599,17 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
   // Control flow left after folding (if/loop/scan) gets its regions' kernels
   // too: the runtime runs it host-driven (plan::ControlFlow).
   std::string no_gpu_reason = gpu_target ? nodes_without_emitter(g) : std::string();
+  if (gpu_target && no_gpu_reason.empty()) refuse_non_generic_nodes(g, o.source_name, o.target);
   MemoryPlanOptions mo;
 #ifdef KILN_HAVE_CODEGEN
   NodeKernels nks;
   if (gpu_target && no_gpu_reason.empty()) {
     nks = node_kernels(g, o, caps);
+    // A plan with shape profiles: the kernels come from the symbolic graph
+    // (shape-generic where its sizes are symbolic), the launch list and
+    // memory plan from the same graph at its largest shapes (the same
+    // nodes in the same order).
+    if (at_max) nks = kernels_at_largest_shapes(g, *at_max, std::move(nks), o);
     mo.workspace_bytes = [&nks](const Node& n) {
       auto at = nks.of.find(&n);
       return at == nks.of.end() ? int64_t{0} : codegen::node_workspace_bytes(*at->second);
@@ -570,7 +638,9 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
   if (!p.meta.no_gpu_reason.empty()) return p;
 #ifdef KILN_HAVE_CODEGEN
   add_tile_counters_region(nks, p);
-  add_kernels(g, mem, mo, nks, o, p);
+  SymbolBindings largest;
+  for (const SymbolDecl& d : g.symbols()) largest[d.name] = d.max;
+  add_kernels(at_max ? *at_max : g, mem, mo, nks, largest, o, p);
   p.meta.gpu_kernels = true;
   p.meta.archs = target_archs(o.target);
 #endif

@@ -52,6 +52,13 @@ struct PlanBuildOptions {
 // naming `source_name`, the node, the kernel and the limit, never a plan.
 plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o);
 
+// A GPU plan with shape profiles needs a shape-generic kernel for every node
+// whose sizes are symbolic (codegen::why_not_shape_generic): throws
+// kiln::Unsupported naming `model` (if not empty), the first node without
+// one and its op, never a plan compiled at one fixed shape or a CPU
+// fallback. Nothing for a graph without symbols.
+void refuse_non_generic_nodes(const Graph& g, const std::string& model, const std::string& target);
+
 // Node::describe() of every node that needs a kernel and has no emitter (all
 // of them when kiln was built without codegen): a GPU target refuses them.
 std::vector<std::string> nodes_without_kernel_emitter(const Graph& g);

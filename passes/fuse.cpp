@@ -56,6 +56,7 @@ class Fuse : public Pass {
 
   bool run(Graph& g, const PassOptions& opts, PassStats& stats) override {
     why_no_kernel_ = opts.why_no_kernel;
+    why_not_generic_ = opts.why_not_shape_generic;
     ends_ = range_ends(g);
     sealed_.clear();
     split_notes_.clear();
@@ -90,6 +91,7 @@ class Fuse : public Pass {
   // Why the pair (producer, consumer) was not fused; the first reason stays.
   std::map<std::pair<const Node*, const Node*>, std::string> reasons_;
   WhyNoKernel why_no_kernel_;
+  WhyNoKernel why_not_generic_;  // PassOptions::why_not_shape_generic
   // Symbol values a group with symbolic dims is asked about at (range_ends).
   std::vector<SymbolBindings> ends_;
   // Nodes left alone after codegen refused the group they were in, and why.
@@ -108,7 +110,7 @@ class Fuse : public Pass {
   std::string why_no_kernel(const FusionState& s, const Group& grp) const {
     if (!why_no_kernel_) return "";
     FusedParts parts = fused_parts(s.graph(), s, grp);
-    return ask_codegen(why_no_kernel_, parts, grp, ends_);
+    return ask_codegen(why_no_kernel_, parts, grp, ends_, why_not_generic_);
   }
 
   // The union of groups `parts` as it would be, anchored by `anchor`.
@@ -135,7 +137,7 @@ class Fuse : public Pass {
       const Group& grp = s.group(gi);
       if (!becomes_fused_node(grp)) continue;
       FusedParts parts = fused_parts(s.graph(), s, grp);
-      std::string why = ask_codegen(why_no_kernel_, parts, grp, ends_);
+      std::string why = ask_codegen(why_no_kernel_, parts, grp, ends_, why_not_generic_);
       if (why.empty()) {
         if (!again) asked.emplace(gi, std::move(parts));
         continue;

@@ -174,7 +174,7 @@ std::string bindings_str(const SymbolBindings& b) {
 }  // namespace
 
 std::string ask_codegen(const WhyNoKernel& why_no_kernel, FusedParts& p, const Group& grp,
-                        const std::vector<SymbolBindings>& ends) {
+                        const std::vector<SymbolBindings>& ends, const WhyNoKernel& why_not_generic) {
   if (!why_no_kernel || !p.body) return "";
   Graph scratch("probe");
   std::vector<Value*> operands;
@@ -193,6 +193,10 @@ std::string ask_codegen(const WhyNoKernel& why_no_kernel, FusedParts& p, const G
     ~GiveBack() { p.body = f->take_body(); }
   } give_back{f, p};
   if (ends.empty() || !has_symbolic_types(scratch)) return why_no_kernel(*f);
+  if (why_not_generic) {
+    std::string why = why_not_generic(*f);
+    if (!why.empty()) return fmt::format("{}: {}", f->describe(), why);
+  }
   // Codegen bakes sizes into kernels; the plan specialises a node with
   // symbolic dims before it emits one. The sizes it may be emitted at lie
   // between the ends of the symbols' ranges, and what codegen refuses for

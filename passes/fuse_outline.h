@@ -46,9 +46,11 @@ std::vector<SymbolBindings> range_ends(const Graph& g);
 // afterwards: the body asked about is the body outlined. A node with symbolic
 // dims is asked about as it will be emitted, specialised (ir/specialize.h):
 // at each set of `ends` (range_ends), the first refusal being the answer; so
-// a decision that does not depend on the sizes is the static graph's.
+// a decision that does not depend on the sizes is the static graph's. With
+// `why_not_generic` set, the symbolic node itself must also get a
+// shape-generic kernel (PassOptions::why_not_shape_generic).
 std::string ask_codegen(const WhyNoKernel& why_no_kernel, FusedParts& parts, const Group& grp,
-                        const std::vector<SymbolBindings>& ends = {});
+                        const std::vector<SymbolBindings>& ends = {}, const WhyNoKernel& why_not_generic = {});
 
 // Turns the groups into fused nodes; returns how many were made and counts
 // kinds in `stats`. `built`: parts already built for some groups (by group

@@ -23,6 +23,11 @@ struct PassOptions {
   // Whether codegen can emit a fused node (passes/fusion_capabilities.h);
   // empty: the fuser's structural rules alone decide.
   WhyNoKernel why_no_kernel;
+  // A plan whose kernels must run at every shape in its symbols' ranges (a
+  // GPU target with shape profiles): why a node with symbolic dims gets no
+  // shape-generic kernel, or ""; the fuser forms no group it refuses. Empty:
+  // kernels are emitted per shape, specialised (the CPU path).
+  WhyNoKernel why_not_shape_generic;
 };
 
 // What a pass reports: named counters and free-form notes (e.g. why two

@@ -37,20 +37,20 @@ std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, con
     no_gpu = "the CPU backend was requested";
   } else if (!e->plan_.meta.gpu_kernels) {
     no_gpu = "the plan has no GPU kernels: " + e->plan_.meta.no_gpu_reason;
-  } else if (e->dynamic()) {
-    // The compiler writes no GPU kernels into a plan with shape profiles
-    // (none is shape-generic yet): such a file is not one kiln wrote.
-    fail(
-        "{}: the plan has shape profiles and GPU kernels, which this runtime cannot run (no shape-generic kernels "
-        "yet; recompile it for --target cpu)",
-        what);
   } else {
     driver = cuda_driver(&no_gpu);
   }
   if (driver) {
     std::vector<size_t> in, out;
-    for (const auto& d : e->inputs_) in.push_back(d.type.nbytes());
-    for (const auto& d : e->outputs_) out.push_back(d.type.nbytes());
+    // A plan with shape profiles: buffers for the largest shapes (each
+    // symbol at the top of its range); each run moves its shape's bytes.
+    SymbolBindings largest;
+    for (const SymbolDecl& sd : e->graph_->symbols()) largest[sd.name] = sd.max;
+    auto max_bytes = [&](const TensorDesc& d) {
+      return e->dynamic() ? TensorType(d.type.dtype, eval_shape(d.type.shape, largest)).nbytes() : d.type.nbytes();
+    };
+    for (const auto& d : e->inputs_) in.push_back(max_bytes(d));
+    for (const auto& d : e->outputs_) out.push_back(max_bytes(d));
     try {
       e->gpu_ = std::make_unique<GpuEngine>(*driver, e->plan_, in, out, what, device);
       e->info_ = e->gpu_->description();
@@ -218,17 +218,23 @@ void Context::check_device_alignment(const char* what, const std::string& name, 
 void Context::bind_input_device(const std::string& name, unsigned long long ptr) {
   size_t i = engine_->input_index(name);
   if (!gpu_) fail("input \"{}\": zero-copy device binding but the engine runs on the CPU ({})", name, engine_->info());
-  if (!ptr && engine_->inputs()[i].type.nbytes()) fail("input \"{}\": null device pointer", name);
+  // A plan with shape profiles: the buffer holds the shape set now (set the
+  // input's shape first); a run at another shape needs it bound again.
+  const Shape shape = shapes_ ? shapes_->input(i) : engine_->inputs()[i].type.shape;
+  if (!ptr && TensorType(engine_->inputs()[i].type.dtype, shape).nbytes())
+    fail("input \"{}\": null device pointer", name);
   check_device_alignment("input", name, ptr);
-  inputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, {}, -1, {}};
+  inputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, shapes_ ? shape : Shape{}, -1, {}};
 }
 
 void Context::bind_output_device(const std::string& name, unsigned long long ptr) {
   size_t i = engine_->output_index(name);
   if (!gpu_) fail("output \"{}\": zero-copy device binding but the engine runs on the CPU ({})", name, engine_->info());
-  if (!ptr && engine_->outputs()[i].type.nbytes()) fail("output \"{}\": null device pointer", name);
+  const Shape shape = shapes_ ? shapes_->output(i) : engine_->outputs()[i].type.shape;  // as for inputs
+  if (!ptr && TensorType(engine_->outputs()[i].type.dtype, shape).nbytes())
+    fail("output \"{}\": null device pointer", name);
   check_device_alignment("output", name, ptr);
-  outputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, {}, -1, {}};
+  outputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, shapes_ ? shape : Shape{}, -1, {}};
 }
 
 void Context::check_bound() const {
@@ -283,8 +289,21 @@ RunTiming Context::last_timing() const {
   return timing_;
 }
 
+// A plan with shape profiles: the GPU context gets the shapes' symbol
+// values and byte sizes before each run (its graphs are per shape).
+void Context::set_gpu_shape() {
+  if (!gpu_ || !shapes_) return;
+  std::vector<size_t> in, out;
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    in.push_back(TensorType(engine_->inputs()[i].type.dtype, shapes_->input(i)).nbytes());
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    out.push_back(TensorType(engine_->outputs()[i].type.dtype, shapes_->output(i)).nbytes());
+  gpu_->set_shape(shapes_->bindings(), std::move(in), std::move(out));
+}
+
 void Context::submit() {
   check_bound();
+  set_gpu_shape();
   if (gpu_) {
     gpu_->submit(device_bindings(inputs_), device_bindings(outputs_));
     return;
@@ -312,6 +331,7 @@ size_t Context::in_flight() const { return gpu_ ? gpu_->in_flight() : cpu_in_fli
 
 void Context::enqueue(void* stream) {
   check_bound();
+  set_gpu_shape();
   if (gpu_) {
     std::vector<DeviceBinding> in = device_bindings(inputs_), out = device_bindings(outputs_);
     if (stream) {
@@ -392,6 +412,7 @@ const std::vector<ProfileEntry>& Context::profile() {
     run_on_cpu(&profile_);
     return profile_;
   }
+  set_gpu_shape();
   std::vector<float> ms = gpu_->profile(device_bindings(inputs_), device_bindings(outputs_));
   const plan::Plan& p = engine_->plan();
   std::vector<const Node*> nodes;  // Step::node indexes the graph's node list

@@ -160,10 +160,13 @@ class Context {
   // node of the reference executor by the wall clock. The outputs are written
   // as by run(). Valid until the next profile() or the context's end.
   const std::vector<ProfileEntry>& profile();
+  // The GPU context (null on the CPU path), for tests of its graph cache.
+  const GpuContext* gpu_context() const { return gpu_.get(); }
 
  private:
   void check_bound() const;
   void check_device_alignment(const char* what, const std::string& name, unsigned long long ptr);
+  void set_gpu_shape();  // a plan with shape profiles on the GPU: the shapes set, before a run
   // The reference executor over the plan's graph; `profile`: time each node.
   void run_on_cpu(std::vector<ProfileEntry>* profile);
   std::shared_ptr<const Engine> engine_;

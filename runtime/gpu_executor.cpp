@@ -151,7 +151,7 @@ CUdeviceptr GpuContext::address(const Slot& sl, const plan::BufferRef& b) const 
   return 0;
 }
 
-GpuContext::GpuContext(const GpuEngine& e) : e_(e) {
+GpuContext::GpuContext(const GpuEngine& e) : e_(e), in_bytes_(e.input_bytes_), out_bytes_(e.output_bytes_) {
   const CudaDriver& d = e.d_;
   e.check_usable();
   CtxScope scope(d, e.ctx_);
@@ -220,8 +220,12 @@ void GpuContext::fill_slot(Slot& sl) {
   // zero-copy bindings change (rebind), so the graph is replayed as is.
   sl.bound_in = sl.inputs;
   sl.bound_out = sl.outputs;
-  if (!e_.host_driven()) {
+  // A plan with shape profiles captures one graph per shape on first use
+  // (select_graph); its tables hold addresses only, shared by those graphs.
+  if (!e_.host_driven() && !dynamic()) {
     capture_graph(sl);
+  } else if (!e_.host_driven()) {
+    upload_tables(sl);  // no capture to upload them before
   } else {
     upload_tables(sl);  // before the segments' captures: a synchronous copy
     capture_segments(sl);
@@ -249,7 +253,9 @@ CUdeviceptr GpuContext::upload_tables(Slot& sl) {
 
 void GpuContext::capture_graph(Slot& sl) {
   const CudaDriver& d = e_.d_;
-  const CUdeviceptr old_tables = upload_tables(sl);  // before the capture: a synchronous copy
+  // Before the capture: a synchronous copy. A dynamic plan's graphs share
+  // the slot's tables (uploaded with its bindings).
+  const CUdeviceptr old_tables = dynamic() ? 0 : upload_tables(sl);
   d.check(d.cuStreamBeginCapture(stream_, kCaptureModeThreadLocal), "cuStreamBeginCapture");
   try {
     issue_steps(sl, stream_, nullptr);
@@ -296,8 +302,9 @@ void GpuContext::issue_list(const Slot& sl, const std::vector<plan::Step>& steps
     } else if (s.kind == plan::StepKind::Control) {
       run_control_step(sl, e_.plan_.control.at(s.kernel), stream, doing);
     } else if (s.kind == plan::StepKind::Copy) {
-      d.check(d.cuMemcpyDtoDAsync(address(sl, s.args[0]), address(sl, s.args[1]), s.args[0].nbytes, stream),
-              (doing + " a copy").c_str());
+      if (size_t n = copy_bytes(s))
+        d.check(d.cuMemcpyDtoDAsync(address(sl, s.args[0]), address(sl, s.args[1]), n, stream),
+                (doing + " a copy").c_str());
     } else {
       std::vector<CUdeviceptr> ptrs;
       if (s.param_table) ptrs.push_back(sl.tables + 8 * e_.table_at_.at(&s));  // the buffers are in its table
@@ -305,9 +312,18 @@ void GpuContext::issue_list(const Slot& sl, const std::vector<plan::Step>& steps
         for (const plan::BufferRef& b : s.args) ptrs.push_back(address(sl, b));
       std::vector<void*> params;
       for (CUdeviceptr& p : ptrs) params.push_back(&p);
-      d.check(d.cuLaunchKernel(e_.functions_[s.kernel], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z,
-                               s.shared_bytes, stream, params.data(), nullptr),
-              (doing + " kernel " + e_.plan_.kernels[s.kernel].name).c_str());
+      // A shape-generic kernel: its grid at the current shape, and the
+      // symbols' values as its last (by-value) parameter.
+      plan::Dim3 grid = s.grid;
+      auto generic = generic_.find(&s);
+      if (generic != generic_.end()) {
+        grid = generic->second.grid;
+        params.push_back(&generic->second.syms);
+      }
+      if (grid.x && grid.y && grid.z)  // a generic launch's output may be empty at this shape
+        d.check(d.cuLaunchKernel(e_.functions_[s.kernel], grid.x, grid.y, grid.z, s.block.x, s.block.y, s.block.z,
+                                 s.shared_bytes, stream, params.data(), nullptr),
+                (doing + " kernel " + e_.plan_.kernels[s.kernel].name).c_str());
     }
     if (after) d.check(d.cuEventRecord(after[i], stream), "cuEventRecord");
   }
@@ -352,16 +368,17 @@ void GpuContext::rebind(Slot& sl, const std::vector<DeviceBinding>& in, const st
   // A new graph with the new addresses (an exec still running is freed by
   // the driver once it is done: cuGraphExecDestroy).
   const CudaDriver& d = e_.d_;
-  if (sl.exec) d.check(d.cuGraphExecDestroy(sl.exec), "cuGraphExecDestroy");
+  if (dynamic()) drop_graphs(sl);  // every shape's graph has the old addresses
+  else if (sl.exec) d.check(d.cuGraphExecDestroy(sl.exec), "cuGraphExecDestroy");
   sl.exec = nullptr;
   sl.bound_in = std::move(want_in);
   sl.bound_out = std::move(want_out);
-  if (!e_.host_driven()) {
+  if (!e_.host_driven() && !dynamic()) {
     capture_graph(sl);
   } else {
     drop_segments(sl);  // they hold the old addresses
     const CUdeviceptr old_tables = upload_tables(sl);
-    capture_segments(sl);
+    if (e_.host_driven()) capture_segments(sl);  // a dynamic plan's graphs are captured per shape (select_graph)
     if (old_tables) {
       // Launches of an earlier run may still read the old tables.
       d.check(d.cuStreamSynchronize(stream_), "waiting for the launches that read the old pointer tables");
@@ -382,7 +399,13 @@ GpuContext::~GpuContext() { release(); }
 
 void GpuContext::free_slot(Slot& sl) {
   const CudaDriver& d = e_.d_;
-  if (sl.exec) d.cuGraphExecDestroy(sl.exec);
+  if (!sl.graphs.empty()) {
+    for (auto& [shape, exec] : sl.graphs) d.cuGraphExecDestroy(exec);
+    sl.graphs.clear();
+  } else if (sl.exec) {
+    d.cuGraphExecDestroy(sl.exec);
+  }
+  sl.exec = nullptr;
   drop_segments(sl);
   for (CUevent ev : {sl.up_begin, sl.up_end, sl.graph_begin, sl.graph_end})
     if (ev) d.cuEventDestroy(ev);
@@ -449,6 +472,8 @@ void GpuContext::submit_unguarded(const std::vector<DeviceBinding>& in, const st
   Slot& sl = *slots_[k];
   settled_ = false;
   rebind(sl, in, out);
+  if (dynamic()) select_graph(sl);
+  sl.out_bytes = out_bytes_;
   // After an enqueue() on the caller's stream: its graph may still read slot
   // 0's inputs and use the arena. Once the upload and compute streams wait
   // for it, their own order covers later submissions.
@@ -461,7 +486,7 @@ void GpuContext::submit_unguarded(const std::vector<DeviceBinding>& in, const st
   // buffer i is on its way.
   d.check(d.cuEventRecord(sl.up_begin, upload_stream_), "cuEventRecord");
   for (size_t i = 0; i < in.size(); ++i) {
-    size_t n = e_.input_bytes_[i];
+    size_t n = in_bytes_[i];
     if (!n || in[i].zero_copy) continue;
     if (in[i].device) {
       d.check(d.cuMemcpyDtoDAsync(sl.inputs[i], reinterpret_cast<CUdeviceptr>(in[i].ptr), n, upload_stream_),
@@ -481,7 +506,7 @@ void GpuContext::submit_unguarded(const std::vector<DeviceBinding>& in, const st
   // Downloads on the download stream once the graph is done, one event each.
   d.check(d.cuStreamWaitEvent(download_stream_, sl.graph_end, 0), "cuStreamWaitEvent");
   for (size_t i = 0; i < out.size(); ++i) {
-    size_t n = e_.output_bytes_[i];
+    size_t n = out_bytes_[i];
     if (out[i].zero_copy) {
       // written in place by the graph
     } else if (n && out[i].device)
@@ -511,7 +536,7 @@ GpuRunTiming GpuContext::wait_unguarded() {
     // The host copies each output out of staging as it arrives.
     for (size_t i = 0; i < sl.out.size(); ++i) {
       d.check(d.cuEventSynchronize(sl.downloaded[i]), "waiting for an output");
-      size_t n = e_.output_bytes_[i];
+      size_t n = sl.out_bytes[i];
       if (n && !sl.out[i].device) std::memcpy(sl.out[i].ptr, sl.staged_out[i], n);
     }
     d.check(d.cuEventSynchronize(sl.graph_end), "waiting for the graph");
@@ -553,8 +578,9 @@ void GpuContext::enqueue_on(const std::vector<DeviceBinding>& in, const std::vec
   // Runs and submissions before this call were waited for by the host.
   d.check(d.cuStreamWaitEvent(s, enqueued_, 0), "cuStreamWaitEvent");
   rebind(sl, in, out);
+  if (dynamic()) select_graph(sl);
   for (size_t i = 0; i < in.size(); ++i) {
-    size_t n = e_.input_bytes_[i];
+    size_t n = in_bytes_[i];
     if (!n || in[i].zero_copy) continue;
     if (in[i].device)
       d.check(d.cuMemcpyDtoDAsync(sl.inputs[i], reinterpret_cast<CUdeviceptr>(in[i].ptr), n, s), "copying an input");
@@ -562,7 +588,7 @@ void GpuContext::enqueue_on(const std::vector<DeviceBinding>& in, const std::vec
   }
   run_graph(sl, s);
   for (size_t i = 0; i < out.size(); ++i) {
-    size_t n = e_.output_bytes_[i];
+    size_t n = out_bytes_[i];
     if (!n || out[i].zero_copy) continue;
     if (out[i].device)
       d.check(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out[i].ptr), sl.outputs[i], n, s), "copying an output");

@@ -51,15 +51,26 @@
 // old ones are freed once captured anew (cuMemFree waits for the work that
 // may still read them).
 //
+// A plan with shape profiles (docs/dynamic_shapes.md): buffers and the arena
+// are allocated for the largest shapes; set_shape() gives the symbols' values
+// of the next runs, from which the shape-generic launches get their grids
+// and `kiln_syms` parameter and the copies their sizes. Each slot captures
+// one CUDA Graph per distinct shape on first use and keeps at most
+// kMaxCachedGraphs, the least recently used destroyed first
+// (runtime/gpu_shape_graphs.cpp).
+//
 // Tested against a fake driver as strict as the hardware (docs/testing.md).
 #pragma once
+#include <list>
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "ir/symbolic_dim.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/plan_format.h"
 
@@ -146,8 +157,21 @@ class GpuContext {
   // Pipelined submissions in flight at most (each has its own buffers).
   static constexpr size_t kMaxInFlight = 2;
 
+  // CUDA Graphs kept per slot for a plan with shape profiles (one per shape).
+  static constexpr size_t kMaxCachedGraphs = 8;
+
   explicit GpuContext(const GpuEngine& e);
   ~GpuContext();
+
+  // A plan with shape profiles: the symbols' values and the inputs' and
+  // outputs' bytes of the runs that follow (checked by the caller, runtime/
+  // input_shapes.h). Throws kiln::Error when the plan has no profiles.
+  void set_shape(const SymbolBindings& b, std::vector<size_t> input_bytes, std::vector<size_t> output_bytes);
+  // Per-shape graphs: captured so far, destroyed by the bound, held now (all slots).
+  struct GraphCacheStats {
+    size_t captures = 0, evictions = 0, cached = 0;
+  };
+  GraphCacheStats graph_cache_stats() const;
   GpuContext(const GpuContext&) = delete;
   GpuContext& operator=(const GpuContext&) = delete;
 
@@ -185,6 +209,10 @@ class GpuContext {
     std::vector<CUdeviceptr> bound_in, bound_out;
     std::vector<DeviceBinding> out;  // where wait() copies the outputs
     CUdeviceptr tables = 0;          // the pointer tables of its graph's bindings (0: none needed)
+    // A plan with shape profiles: its graph per shape, most recently used
+    // first (exec is the current one's), and its submission's sizes.
+    std::list<std::pair<SymbolBindings, CUgraphExec>> graphs;
+    std::vector<size_t> out_bytes;
     // A host-driven plan's segments: by first step, the steps it covers and its graph exec.
     struct Segment {
       size_t steps = 0;
@@ -192,6 +220,19 @@ class GpuContext {
     };
     std::unordered_map<const plan::Step*, Segment> segments;
   };
+  // A shape-generic step's grid and symbols at the current shape.
+  struct GenericArgs {
+    plan::Dim3 grid;
+    plan::LaunchSymbols syms;
+  };
+  bool dynamic() const { return !e_.plan_.shapes.empty(); }
+  // Dynamic plans: makes sl.exec the graph of the current shape, captured
+  // on first use (evicting the least recently used past the bound).
+  void select_graph(Slot& sl);
+  void drop_graphs(Slot& sl);  // destroys every graph of the slot (new bindings)
+  // Bytes a copy moves: the recorded size, clamped to the input's or
+  // output's size at the current shape.
+  size_t copy_bytes(const plan::Step& s) const;
   void zero_once();  // the arena's zeroed region (plan::Memory::zeroed_offset), at creation
   void add_slot();   // buffers, staging, events and the captured launch list
   void fill_slot(Slot& s);
@@ -220,6 +261,11 @@ class GpuContext {
   CUdeviceptr address(const Slot& s, const plan::BufferRef& b) const;
   void release() noexcept;
   const GpuEngine& e_;
+  // The current shape (dynamic plans; static ones: the engine's sizes).
+  std::optional<SymbolBindings> shape_;
+  std::vector<size_t> in_bytes_, out_bytes_;
+  std::unordered_map<const plan::Step*, GenericArgs> generic_;
+  GraphCacheStats graph_stats_;
   CUdeviceptr arena_ = 0;  // shared: the graphs run one at a time on the compute stream
   std::vector<std::unique_ptr<Slot>> slots_;
   bool capturing_segments_ = false;     // issue_list issues every step (capture_segments)

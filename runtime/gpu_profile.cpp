@@ -26,7 +26,7 @@ std::vector<float> GpuContext::profile(const std::vector<DeviceBinding>& in, con
     }
     rebind(sl, in, out);
     for (size_t i = 0; i < in.size(); ++i) {
-      size_t n = e_.input_bytes_[i];
+      size_t n = in_bytes_[i];
       if (!n || in[i].zero_copy) continue;
       if (in[i].device)
         d.check(d.cuMemcpyDtoDAsync(sl.inputs[i], reinterpret_cast<CUdeviceptr>(in[i].ptr), n, stream_),
@@ -36,7 +36,7 @@ std::vector<float> GpuContext::profile(const std::vector<DeviceBinding>& in, con
     d.check(d.cuEventRecord(profile_events_[0], stream_), "cuEventRecord");
     issue_steps(sl, stream_, profile_events_.data() + 1);
     for (size_t i = 0; i < out.size(); ++i) {
-      size_t n = e_.output_bytes_[i];
+      size_t n = out_bytes_[i];
       if (!n || out[i].zero_copy) continue;
       if (out[i].device)
         d.check(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out[i].ptr), sl.outputs[i], n, stream_),

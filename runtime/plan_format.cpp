@@ -25,9 +25,10 @@ enum SectionId : uint32_t {
   kKernels = 4,
   kLaunches = 5,
   kMemory = 6,
-  kResources = 7,  // optional: a plan without it loads with the fields it holds unknown (-1)
-  kControl = 8,    // only in plans with control flow (then required by their control steps)
-  kProfiles = 9,   // only in a plan with symbolic dims (runtime/plan_profiles.h)
+  kResources = 7,         // optional: a plan without it loads with the fields it holds unknown (-1)
+  kControl = 8,           // only in plans with control flow (then required by their control steps)
+  kProfiles = 9,          // only in a plan with symbolic dims (runtime/plan_profiles.h)
+  kGenericLaunches = 10,  // only in a GPU plan with symbolic dims (runtime/plan_generic_launches.h)
 };
 constexpr uint32_t kSectionIds[] = {kMeta, kGraph, kWeights, kKernels, kLaunches, kMemory};  // required
 constexpr size_t kFixedHeader = 40;  // magic 8, version 4, header size 4, file size 8, count 4, pad 4, xxh64 8
@@ -56,6 +57,8 @@ std::string section_name(uint32_t id) {
       return "control";
     case kProfiles:
       return "profiles";
+    case kGenericLaunches:
+      return "generic launches";
   }
   return fmt::format("#{}", id);
 }
@@ -96,6 +99,7 @@ std::vector<uint8_t> serialize(const Plan& p) {
   if (!p.control.empty()) sections.push_back({kControl, write_control(p.control)});
   // A static plan has none, so its bytes are what they were before profiles.
   if (!p.shapes.empty()) sections.push_back({kProfiles, write_profiles(p.shapes)});
+  if (!p.generic_launches.empty()) sections.push_back({kGenericLaunches, write_generic_launches(p.generic_launches)});
 
   uint64_t header_size = kFixedHeader + kTableEntry * sections.size();
   std::vector<uint64_t> offsets;
@@ -210,6 +214,10 @@ Plan deserialize(const uint8_t* data, size_t size, std::string_view what, const 
     if (p.shapes.value_bytes.size() != p.memory.values.size())
       fail("{}: section 'profiles' has {} result sizes, the memory plan has {} results", what,
            p.shapes.value_bytes.size(), p.memory.values.size());
+  }
+  if (where.count(kGenericLaunches)) {
+    if (p.shapes.empty()) fail("{}: section 'generic launches' in a plan without shape profiles", what);
+    p.generic_launches = read_generic_launches(reader(kGenericLaunches));
   }
   check_steps(p, what);
   check_control(p, what);

@@ -31,6 +31,9 @@
 //     profiles  a plan with symbolic dims (runtime/plan_profiles.h): per
 //               profile each dynamic input's min/opt/max shape, and each
 //               memory entry's size as a polynomial of the symbols
+//     generic launches  a GPU plan with symbolic dims: the launches whose
+//               kernels take the symbols' values and whose grids are
+//               polynomials of them (runtime/plan_generic_launches.h)
 //
 // Loading checks, before anything is parsed: magic, format version, sizes
 // and offsets against the file size, every checksum; every read inside a
@@ -43,6 +46,7 @@
 #include <vector>
 
 #include "ir/tensor.h"
+#include "runtime/plan_generic_launches.h"
 #include "runtime/plan_profiles.h"
 
 namespace kiln::plan {
@@ -205,6 +209,9 @@ struct Plan {
   // name only records after their own (no cycles).
   std::vector<ControlFlow> control;
   ShapeProfiles shapes;  // section `profiles`; empty for a static plan
+  // Section `generic launches` (runtime/plan_generic_launches.h): the steps
+  // whose kernels are shape-generic; only in a GPU plan with shape profiles.
+  std::vector<GenericLaunch> generic_launches;
 };
 
 // Every step of the plan: the launch list's, then (depth first) those of each

@@ -105,6 +105,7 @@ void check_profiles(const Plan& p, const Graph& g, std::string_view what) {
   const ShapeProfiles& s = p.shapes;
   if (g.symbols().empty()) {
     if (!s.empty()) fail("{}: the plan has shape profiles but its graph has no symbolic dims", what);
+    if (!p.generic_launches.empty()) fail("{}: the plan has generic launches but its graph has no symbolic dims", what);
     return;
   }
   if (s.empty())
@@ -158,6 +159,9 @@ void check_profiles(const Plan& p, const Graph& g, std::string_view what) {
       for (const std::string& sym : mono)
         if (!declared.count(sym))
           fail("{}: section 'profiles': result size {} uses the undeclared symbol {}", what, i, sym);
+  std::vector<std::string> names;
+  for (const SymbolDecl& d : g.symbols()) names.push_back(d.name);
+  detail::check_generic_launches(p, names, what);
 }
 
 int matching_profile(const ShapeProfiles& s, const std::vector<std::pair<std::string, Shape>>& shapes,

@@ -128,5 +128,11 @@ void check_binding(const Plan& p, const BufferRef& b, std::string_view what, std
 // Section `profiles` (runtime/plan_profiles.h).
 std::vector<uint8_t> write_profiles(const ShapeProfiles& s);
 ShapeProfiles read_profiles(Reader r);
+// Section `generic launches` (runtime/plan_generic_launches.h). The check:
+// each launch names a kernel step of the top-level list, in increasing
+// order, with 1..kMaxLaunchSymbols symbols, each one `declared` by the graph.
+std::vector<uint8_t> write_generic_launches(const std::vector<GenericLaunch>& ls);
+std::vector<GenericLaunch> read_generic_launches(Reader r);
+void check_generic_launches(const Plan& p, const std::vector<std::string>& declared, std::string_view what);
 
 }  // namespace kiln::plan::detail

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/symbolic_dim.h"
+
 #include "codegen/core/emit_expr.h"
 #include "codegen/core/kernel_text.h"
 
@@ -17,7 +19,7 @@ std::string kernel_params(const std::vector<KernelBuffer>& buffers) {
   return p;
 }
 
-std::string kernel_sim_entry(const std::vector<KernelBuffer>& buffers) {
+std::string kernel_sim_entry(const std::vector<KernelBuffer>& buffers, bool by_value_syms) {
   std::string s = "#ifdef KILN_SIM\n";
   s += "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
        "const long long* counts, std::string* error) {\n  try {\n";
@@ -25,6 +27,8 @@ std::string kernel_sim_entry(const std::vector<KernelBuffer>& buffers) {
   for (size_t i = 0; i < buffers.size(); ++i)
     s += fmt::format(",\n        ::kiln::sim::arg(static_cast<{}{}*>(buffers[{}]), counts[{}], \"{}\")",
                      buffers[i].written ? "" : "const ", cuda_storage_type(buffers[i].dtype), i, i, buffers[i].name);
+  // A shape-generic kernel's kiln_syms: one more buffer, passed by value.
+  if (by_value_syms) s += fmt::format(",\n        *static_cast<const kiln_syms*>(buffers[{}])", buffers.size());
   s += ");\n    return 0;\n";
   s += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
   s += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";
@@ -64,15 +68,21 @@ std::string name_kernel(const std::string& prefix, const std::string& label, con
   return named;
 }
 
+namespace {
+// Elements of a buffer; a symbolic count stays a dim (a shape-generic kernel's
+// plan records the count at the largest shapes instead).
+int64_t count_of(const TensorType& t) { return has_symbolic_dims(t.shape) ? dim_product(t.shape) : t.numel(); }
+}  // namespace
+
 AnchorIO plain_io(const std::vector<TensorType>& operands, const std::vector<TensorType>& results) {
   AnchorIO io;
   const bool one = results.size() == 1;
   for (size_t r = 0; r < results.size(); ++r) {
-    io.buffers.push_back({one ? "out" : fmt::format("out{}", r), results[r].dtype, true, results[r].numel()});
+    io.buffers.push_back({one ? "out" : fmt::format("out{}", r), results[r].dtype, true, count_of(results[r])});
     io.dtypes.push_back(results[r].dtype);
   }
   for (size_t k = 0; k < operands.size(); ++k) {
-    io.buffers.push_back({fmt::format("in{}", k), operands[k].dtype, false, operands[k].numel()});
+    io.buffers.push_back({fmt::format("in{}", k), operands[k].dtype, false, count_of(operands[k])});
     io.dtypes.push_back(operands[k].dtype);
   }
   io.load = [](int k, const std::string& idx, bool) { return fmt::format("in{}[{}]", k, idx); };

@@ -33,8 +33,10 @@ struct KernelBuffer {
 std::string kernel_params(const std::vector<KernelBuffer>& buffers);
 
 // The `#ifdef KILN_SIM` entry `@NAME@_sim(cfg, buffers, counts, error)`
-// launching `@NAME@` with every buffer in order as a checked pointer.
-std::string kernel_sim_entry(const std::vector<KernelBuffer>& buffers);
+// launching `@NAME@` with every buffer in order as a checked pointer;
+// `by_value_syms`: then the kiln_syms of a shape-generic kernel, read from one
+// more buffer (codegen/core/size_expr.h).
+std::string kernel_sim_entry(const std::vector<KernelBuffer>& buffers, bool by_value_syms = false);
 
 // "#include <cuda_fp16.h>" / "<cuda_bf16.h>" (outside KILN_SIM) when any of
 // `dtypes` needs it, then the shared kernel prelude.

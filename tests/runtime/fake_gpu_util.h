@@ -323,10 +323,60 @@ inline const std::map<std::string, const char*>& control_flow_graphs() {
   return gs;
 }
 
+// A pointwise chain and a softmax over the static last axis with a symbolic
+// batch (fake_gpu_profiles_test.cpp), compiled once into a plan with one
+// shape profile, batch in [1, 16].
+inline constexpr const char* kProfilePointwise =
+    R"(graph @m(%x: f32[batch,3,24], %b: f32[24]) -> (f32[batch,3,24]) symbols(batch in [1, 16]) {
+    %h = add(%x, %b) : f32[batch,3,24]
+    %t = tanh(%h) : f32[batch,3,24]
+    %s = softmax(%t) {axis=-1} : f32[batch,3,24]
+    %r = mul(%s, %x) : f32[batch,3,24]
+    return %r
+  })";
+
+inline std::unique_ptr<Graph> profile_pointwise_graph() {
+  auto g = parse_graph(kProfilePointwise);
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  o.symbolic = true;
+  compile_graph(*g, o);
+  return g;
+}
+
+// A dynamic-batch MLP: gemm with a bias, relu, gemm with trans_b, matmul,
+// softmax; batch in [1, 64].
+inline constexpr const char* kProfileMlp =
+    R"(graph @m(%x: f32[batch,16], %w1: f32[16,24], %b1: f32[24], %w2: f32[8,24], %w3: f32[8,5]) -> (f32[batch,5])
+    symbols(batch in [1, 64]) {
+    %h = gemm(%x, %w1, %b1) : f32[batch,24]
+    %r = relu(%h) : f32[batch,24]
+    %g = gemm(%r, %w2) {trans_b=1} : f32[batch,8]
+    %m = matmul(%g, %w3) : f32[batch,5]
+    %y = softmax(%m) {axis=-1} : f32[batch,5]
+    return %y
+  })";
+
+inline std::unique_ptr<Graph> profile_mlp_graph() {
+  auto g = parse_graph(kProfileMlp);
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  o.symbolic = true;
+  compile_graph(*g, o);
+  return g;
+}
+
+inline plan::Plan profile_pointwise_plan() {
+  PlanBuildOptions o{"sm_90", "fp32", {}};
+  plan::InputProfile x{"x", {1, 3, 24}, {8, 3, 24}, {16, 3, 24}};
+  o.profiles = {plan::Profile{{x}}};
+  return build_plan(*profile_pointwise_graph(), o);
+}
+
 // Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax",
 // "wide_softmax_small_registers",
 // "folded_split_k", "split_kv_attention", "concat_5000", kAbsentOperandCase, the control-flow graphs'
-// names and "cf_table_in_loop".
+// names, "cf_table_in_loop", and the plans with shape profiles "profile_pointwise" and "profile_mlp".
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
@@ -344,6 +394,12 @@ inline const std::map<std::string, plan::Plan>& plans() {
     r["concat_5000"] = build_plan(*concat_5000(), {"sm_90", "fp32", {}});
     r["cf_table_in_loop"] = build_plan(*table_in_loop(), {"sm_90", "fp32", {}});
     r[kAbsentOperandCase] = build_plan(*compiled_text(kAbsentOperand), {"sm_90", "fp32", {}});
+    r["profile_pointwise"] = profile_pointwise_plan();
+    {
+      PlanBuildOptions o{"sm_90", "fp32", {}};
+      o.profiles = {plan::Profile{{{"x", {1, 16}, {64, 16}, {64, 16}}}}};
+      r["profile_mlp"] = build_plan(*profile_mlp_graph(), o);
+    }
     return r;
   }();
   return ps;
@@ -399,6 +455,9 @@ class FakeGpu : public ::testing::Test {
       if (s.kind != plan::StepKind::Kernel) continue;
       SimKernel k{entries.at(p.kernels[s.kernel].name), {}};
       for (const plan::BufferRef& b : s.args) k.counts.push_back(b.elements);
+      // A shape-generic kernel's last parameter: the by-value kiln_syms.
+      for (const plan::GenericLaunch& gl : p.generic_launches)
+        if (&p.steps[gl.step] == at.step) k.counts.push_back(1);
       // One parameter: the table of addresses and counts (codegen/param_table.h).
       if (s.param_table) k.counts = {static_cast<long long>(2 * s.args.size())};
       kernels()[p.kernels[s.kernel].name] = k;

@@ -112,7 +112,28 @@ static nlohmann::json show_profiles(const plan::Plan& p, const Graph& g, std::os
   if (!pairs.empty())
     out << fmt::format("in place (one buffer as input and output, the new positions appended): {}\n",
                        fmt::join(pairs, ", "));
-  return {{"symbols", js}, {"profiles", jp}, {"in_place", jc}};
+  // Shape-generic launches (a GPU plan): each grid axis as the runtime
+  // evaluates it per shape (docs/plan_format.md section `generic launches`).
+  nlohmann::json jg = nlohmann::json::array();
+  if (!p.generic_launches.empty())
+    out << fmt::format("shape-generic launches: {} (kernels taking kiln_syms; grids per shape):\n",
+                       p.generic_launches.size());
+  for (const plan::GenericLaunch& gl : p.generic_launches) {
+    std::vector<std::string> axes;
+    nlohmann::json ja = nlohmann::json::array();
+    for (int a = 0; a < 3; ++a) {
+      const plan::GenericGridAxis& ax = gl.grid[a];
+      const std::string items = dim_str(dim_of_poly(ax.items));
+      ja.push_back({{"items", items}, {"per_block", ax.per_block}, {"cap", ax.cap}, {"multiplier", ax.multiplier}});
+      if (ax.items == DimPoly{{{}, 1}} && ax.per_block == 1) continue;  // 1 block
+      axes.push_back(fmt::format("{} = ceil({} / {}){}{}", "xyz"[a], items, ax.per_block,
+                                 ax.multiplier != 1 ? fmt::format(" * {}", ax.multiplier) : "",
+                                 ax.cap ? fmt::format(", at most {}", ax.cap) : ""));
+    }
+    out << fmt::format("  step {}: {} (symbols {})\n", gl.step, fmt::join(axes, "; "), fmt::join(gl.symbols, ", "));
+    jg.push_back({{"step", gl.step}, {"symbols", gl.symbols}, {"grid", ja}});
+  }
+  return {{"symbols", js}, {"profiles", jp}, {"in_place", jc}, {"generic_launches", jg}};
 }
 
 int run_inspect_plan(const InspectOptions& o) {

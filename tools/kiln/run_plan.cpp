@@ -62,11 +62,12 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
     std::cout << "backend: sim (the plan's graph stage by stage, each stage's kernels generated for its shapes on the "
                  "CPU simulator: sizes decided at run time)\n";
     for (size_t i = 0; i < outs.size(); ++i) results.emplace_back(g->outputs()[i]->name(), outs[i]);
-  } else if (o.backend == "sim" && !p.shapes.empty()) {
-    // No shape-generic kernels in the plan yet: the simulator runs the plan's
-    // graph specialised to these shapes through the kernels codegen emits
-    // for them (what `kiln run MODEL.onnx --backend sim` runs), after the
-    // same profile check as the runtime's.
+  } else if (o.backend == "sim" && !p.shapes.empty() && !p.meta.gpu_kernels) {
+    // A CPU plan with profiles holds no kernels: the simulator runs the
+    // plan's graph specialised to these shapes through the kernels codegen
+    // emits for them (what `kiln run MODEL.onnx --backend sim` runs), after
+    // the same profile check as the runtime's. A GPU plan's shape-generic
+    // kernels run below, from the plan.
     std::vector<std::pair<std::string, Shape>> shapes;
     for (const auto& [name, t] : feed) shapes.emplace_back(name, t.shape());
     std::string why;
@@ -80,7 +81,7 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
       best = std::min(best, ms_since(t0));
     }
     std::cout << "backend: sim (the plan's graph specialised to the input shapes, its kernels generated for them on "
-                 "the CPU simulator: the plan holds no shape-generic GPU kernels yet)\n";
+                 "the CPU simulator: the plan holds no GPU kernels)\n";
     for (size_t i = 0; i < outs.size(); ++i) results.emplace_back(g->outputs()[i]->name(), outs[i]);
   } else if (o.backend == "sim") {
     std::vector<Tensor> outs;

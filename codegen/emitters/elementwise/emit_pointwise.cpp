@@ -10,8 +10,10 @@
 #include "codegen/core/emit_expr.h"
 #include "codegen/core/kernel_text.h"
 #include "codegen/core/kernel_vector.h"
+#include "codegen/core/size_expr.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::codegen {
 
@@ -30,9 +32,9 @@ Layout collapse(const Shape& out, const std::vector<std::vector<int64_t>>& strid
   for (size_t d = 0; d < out.size(); ++d) {
     if (out[d] == 1) continue;
     bool merge = !l.dims.empty();
-    for (size_t i = 0; merge && i < strides.size(); ++i) merge = l.strides[i].back() == strides[i][d] * out[d];
+    for (size_t i = 0; merge && i < strides.size(); ++i) merge = l.strides[i].back() == dim_mul(strides[i][d], out[d]);
     if (merge) {
-      l.dims.back() *= out[d];
+      l.dims.back() = dim_mul(l.dims.back(), out[d]);
       for (size_t i = 0; i < strides.size(); ++i) l.strides[i].back() = strides[i][d];
     } else {
       l.dims.push_back(out[d]);
@@ -83,11 +85,13 @@ void check_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::v
       fail("codegen: {}: expression gives {} but the output is {}", label, dtype_name(vdt[v]), dtype_name(t.dtype));
     if (t.shape != out.shape) fail("codegen: {}: results of different shapes {} and {}", label, t.str(), out.str());
   }
-  (void)out.numel();  // a symbolic size is refused here: the kernel bakes sizes in
+  // Symbolic sizes are computed in the kernel (shape-generic, below); the
+  // shapes' ranks must still line up.
+  bool generic = has_symbolic_dims(out.shape);
+  for (const TensorType& t : operands) generic = generic || has_symbolic_dims(t.shape);
   for (const TensorType& t : operands) {
-    if (broadcast_shapes(t.shape, out.shape) != out.shape)
+    if (generic ? t.shape.size() > out.shape.size() : broadcast_shapes(t.shape, out.shape) != out.shape)
       fail("codegen: {}: operand {} does not broadcast to the output {}", label, t.str(), out.str());
-    (void)t.numel();
   }
 }
 
@@ -103,22 +107,35 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
   const int nres = static_cast<int>(results.size());
   PointwiseKernel k;
   k.outputs = nres;
-  k.numel = out.numel();
+  // Shape-generic (docs/dynamic_shapes.md): symbolic sizes are computed in
+  // the kernel from the symbols' values (parameter `ks`); a static kernel's
+  // text is unchanged (every lit() of a constant is the "{}LL" it was).
+  std::vector<Shape> shapes{out.shape};
+  for (const TensorType& t : operands) shapes.push_back(t.shape);
+  const KernelSymbols syms(shapes);
+  const bool generic = !syms.empty();
+  k.numel = generic ? dim_product(out.shape) : out.numel();
   for (int r = 0; r < nres; ++r) k.counts.push_back(k.numel);
   std::vector<std::vector<int64_t>> strides;
   for (const TensorType& t : operands) {
+    if (generic) {
+      strides.push_back(symbolic_broadcast_strides(t.shape, out.shape));
+      k.counts.push_back(dim_product(t.shape));
+      continue;
+    }
     strides.push_back(broadcast_strides(t.shape, out.shape));
     k.counts.push_back(t.numel());
   }
   Layout lay = collapse(out.shape, strides);
   const int rank = static_cast<int>(lay.dims.size());
-  const bool wide = k.numel > (int64_t{1} << 31) - 1;
+  // A symbolic count's largest value is not known here: 64-bit indices.
+  const bool wide = generic || k.numel > (int64_t{1} << 31) - 1;
   const std::string_view idx = wide ? "long long" : "unsigned";
   std::vector<int64_t> contiguous(rank);
   int64_t run = 1;
   for (int d = rank - 1; d >= 0; --d) {
     contiguous[d] = run;
-    run *= lay.dims[d];
+    run = dim_mul(run, lay.dims[d]);
   }
 
   // The body, with @NAME@ standing for the kernel name until it is hashed.
@@ -134,6 +151,10 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
   for (size_t i = 0; i < operands.size(); ++i) body += (i ? ", " : "") + operands[i].str();
   body += "\n";
   for (const PointwiseStep& st : steps) body += fmt::format("// {}\n", st.expr.str());
+  if (generic) {
+    params += ", kiln_syms ks";
+    body += KernelSymbols::struct_text();
+  }
   body += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", params);
   // Vector access (docs/codegen.md "Bandwidth-bound kernels"): each thread
   // takes a chunk of W consecutive output elements (W: 16 bytes of the widest
@@ -159,8 +180,10 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
     if (mode[i] != Mode::Scalar) vec_dts.push_back(operands[i].dtype);
   }
   const int W = vector_width(vec_dts);
+  // A symbolic inner extent may be any value: never assumed a multiple of W.
   for (int i = 0; i < nops; ++i)
-    if ((mode[i] == Mode::InnerVec || mode[i] == Mode::InnerSplat) && inner % W != 0) mode[i] = Mode::Gather;
+    if ((mode[i] == Mode::InnerVec || mode[i] == Mode::InnerSplat) && (is_symbolic_dim(inner) || inner % W != 0))
+      mode[i] = Mode::Gather;
   k.vector_width = W;
   std::vector<std::string> al_names;
   std::vector<size_t> al_bytes;
@@ -173,19 +196,22 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
       al_names.push_back(fmt::format("in{}", i));
       al_bytes.push_back(dtype_size(operands[i].dtype));
     }
-  const int64_t chunks = (k.numel + W - 1) / W;
-  body += fmt::format("  const long long n = {}LL;\n", k.numel);
+  const int64_t chunks = generic ? 0 : (k.numel + W - 1) / W;
+  body += fmt::format("  const long long n = {};\n", syms.lit(k.numel));
   for (int r = 0; r < nres; ++r)
     body += fmt::format("  using VO{} = kiln_vec<{}, {}>;\n", r, cuda_storage_type(results[r].second.dtype), W);
   for (int i = 0; i < nops; ++i)
     if (mode[i] != Mode::Scalar)
       body += fmt::format("  using VI{} = kiln_vec<{}, {}>;\n", i, cuda_storage_type(operands[i].dtype), W);
   body += fmt::format("  const bool aligned = {};\n", vector_aligned(al_names, al_bytes, W));
-  body += fmt::format("  for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < {}LL;\n", chunks);
+  const std::string chunks_text = generic ? fmt::format("(n + {}LL) / {}LL", W - 1, W) : fmt::format("{}LL", chunks);
+  body += fmt::format("  for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < {};\n", chunks_text);
   body += "       v += (long long)gridDim.x * blockDim.x) {\n";
   body += fmt::format("    const long long i0 = v * {};\n", W);
-  body += k.numel % W == 0 ? "    const bool full = aligned;\n"
-                           : fmt::format("    const bool full = aligned && i0 + {} <= n;\n", W);
+  body += !generic && k.numel % W == 0 ? "    const bool full = aligned;\n"
+                                       : fmt::format("    const bool full = aligned && i0 + {} <= n;\n", W);
+  // A collapsed extent as C text: a constant bare (as before symbols), a symbolic one from `ks`.
+  auto dim_text = [&](int64_t d) { return is_symbolic_dim(d) ? syms.lit(d) : std::to_string(d); };
   // Coordinates of flat index `var` over the collapsed dims (names c<d><sfx>)
   // and operand i's offset at them.
   auto coords = [&](const std::string& var, const std::string& sfx, const std::string& ind) {
@@ -193,8 +219,8 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
     for (int d = rank - 1; d >= 0; --d) {
       if (d == 0) c += fmt::format("{}const {} c0{} = r{};\n", ind, idx, sfx, sfx);
       else
-        c += fmt::format("{}const {} c{}{} = r{} % {}; r{} /= {};\n", ind, idx, d, sfx, sfx, lay.dims[d], sfx,
-                         lay.dims[d]);
+        c += fmt::format("{}const {} c{}{} = r{} % {}; r{} /= {};\n", ind, idx, d, sfx, sfx, dim_text(lay.dims[d]), sfx,
+                         dim_text(lay.dims[d]));
     }
     return c;
   };
@@ -205,7 +231,8 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
       int64_t s = lay.strides[i][d];
       if (s == 0) continue;
       if (!off.empty()) off += " + ";
-      off += s == 1 ? fmt::format("(long long)c{}{}", d, sfx) : fmt::format("(long long)c{}{} * {}LL", d, sfx, s);
+      off +=
+          s == 1 ? fmt::format("(long long)c{}{}", d, sfx) : fmt::format("(long long)c{}{} * {}", d, sfx, syms.lit(s));
     }
     return off.empty() ? std::string("0") : off;
   };
@@ -299,6 +326,8 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
   for (int i = 0; i < nops; ++i)
     body += fmt::format(",\n        ::kiln::sim::arg(static_cast<const {}*>(buffers[{}]), counts[{}], \"in{}\")",
                         cuda_storage_type(operands[i].dtype), nres + i, nres + i, i);
+  // The symbols' values: one more buffer, passed by value.
+  if (generic) body += fmt::format(",\n        *static_cast<const kiln_syms*>(buffers[{}])", nres + nops);
   body += ");\n    return 0;\n";
   body += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
   body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";
@@ -334,6 +363,13 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
     pos = at + 6;
   }
   k.source = prelude + named;
+  if (generic) {
+    // ceil(ceil(numel / W) / block) == ceil(numel / (W * block)).
+    k.symbols = syms.names();
+    k.grid_expr = GridAxisExpr{k.numel, int64_t{W} * k.block, 8192};
+    k.grid = 1;  // evaluated per shape (nonzero: a launch)
+    return k;
+  }
   const int64_t blocks = (chunks + k.block - 1) / k.block;
   k.grid = static_cast<unsigned>(std::min<int64_t>(blocks, 8192));
   return k;

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/core/size_expr.h"
 #include "codegen/launch_fit.h"
 #include "ir/attribute.h"
 #include "ir/expr.h"
@@ -48,7 +49,11 @@ struct PointwiseKernel {
   unsigned grid = 0;
   int vector_width = 1;         // output elements per thread and chunk
   int outputs = 1;              // result buffers (emit_pointwise_multi may write several)
-  std::vector<int64_t> counts;  // elements of each buffer: the outputs, then each operand
+  std::vector<int64_t> counts;  // elements of each buffer: the outputs, then each operand (dims: may be symbolic)
+  // Shape-generic (some size symbolic): the symbols the kernel's last
+  // parameter `ks` holds, in order, and its grid per shape (`grid` is 1).
+  std::vector<std::string> symbols;
+  GridAxisExpr grid_expr;
 };
 
 // One step of a multi-step pointwise kernel: `expr`'s input j reads value

@@ -10,6 +10,7 @@
 #include "codegen/core/emit_expr.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::codegen {
 
@@ -34,8 +35,10 @@ Epilogue Epilogue::from_node(const Node& anchor) {
     e.slots_.push_back(v ? v->type() : TensorType());
     e.slot_values_.push_back(v);
   }
-  e.wide_ = anchor.output(0)->type().numel() > kNarrow;
-  for (const TensorType& t : e.slots_) e.wide_ = e.wide_ || t.numel() > kNarrow;
+  // A symbolic size's largest value is not known here: 64-bit indices.
+  auto wide = [](const TensorType& t) { return has_symbolic_dims(t.shape) || t.numel() > kNarrow; };
+  e.wide_ = wide(anchor.output(0)->type());
+  for (const TensorType& t : e.slots_) e.wide_ = e.wide_ || wide(t);
   return e;
 }
 
@@ -152,7 +155,7 @@ std::string Epilogue::params() const {
   return p;
 }
 
-std::string Epilogue::sim_entry(const std::string& name, bool workspace, bool tickets) const {
+std::string Epilogue::sim_entry(const std::string& name, bool workspace, bool tickets, bool syms) const {
   std::string b = "#ifdef KILN_SIM\n";
   b += fmt::format(
       "extern \"C\" int {}_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, const long long* counts, "
@@ -172,6 +175,9 @@ std::string Epilogue::sim_entry(const std::string& name, bool workspace, bool ti
   if (tickets)
     b += fmt::format(",\n        ::kiln::sim::arg(static_cast<unsigned*>(buffers[{}]), counts[{}], \"tickets\")",
                      nr + slots_.size() + 1, nr + slots_.size() + 1);
+  if (syms)  // a shape-generic kernel's kiln_syms, by value (codegen/core/size_expr.h)
+    b += fmt::format(",\n        *static_cast<const kiln_syms*>(buffers[{}])",
+                     nr + slots_.size() + (workspace ? 1 : 0) + (tickets ? 1 : 0));
   b += ");\n    return 0;\n";
   b += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
   b += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";

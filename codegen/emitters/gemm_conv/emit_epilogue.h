@@ -89,8 +89,9 @@ class Epilogue {
   std::string params() const;
   // The simulator entry `extern "C" int <name>_sim(...)` (under #ifdef KILN_SIM) launching <name> with the
   // buffers above, then (`workspace`) an f32 scratch buffer `ws` (NodeKernel::workspace_f32), then
-  // (`tickets`) the u32 counters `tickets` (NodeKernel::tile_counters).
-  std::string sim_entry(const std::string& name, bool workspace = false, bool tickets = false) const;
+  // (`tickets`) the u32 counters `tickets` (NodeKernel::tile_counters), then (`syms`) a shape-generic
+  // kernel's by-value kiln_syms.
+  std::string sim_entry(const std::string& name, bool workspace = false, bool tickets = false, bool syms = false) const;
   // `#include <cuda_fp16.h>` / `<cuda_bf16.h>` (outside KILN_SIM) as the results, slots or body use them.
   std::string fp_includes() const;
 

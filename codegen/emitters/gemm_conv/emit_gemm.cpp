@@ -10,6 +10,7 @@
 #include "codegen/core/kernel_text.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 #include "ops/linalg_internal.h"
 
 namespace kiln::codegen {
@@ -58,28 +59,43 @@ GemmMath gemm_math(const TiledGemm& g) {
 
 std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep) {
   const GemmMath math = gemm_math(g);
-  const GemmTileConfig tile = choose_gemm_tile_config({math, g.batch, g.M, g.N, g.K, g.operand_bytes});
+  // A symbolic M (a plan with shape profiles): the SIMT kernel only, its tile
+  // chosen for a large M, the row tiles counted in the kernel and the grid.
+  const bool generic = !g.syms.empty();
+  if (generic && math != GemmMath::Simt)
+    unsupported("codegen: {}: a shape-generic GEMM (M = {}) has no tensor-core kernel yet", g.label, dim_str(g.M));
+  const GemmTileConfig tile =
+      choose_gemm_tile_config({math, g.batch, generic ? int64_t{4096} : g.M, g.N, g.K, g.operand_bytes});
   if (math != GemmMath::Simt) return emit_mma_gemm(g, ep, math, tile);
   const int BM = tile.bm, BN = tile.bn, BK = tile.bk, TM = BM / 16, TN = BN / 16;
   const std::string ct = gemm_compute_type(g.dtype);
-  const int64_t tiles_m = (g.M + BM - 1) / BM, tiles_n = (g.N + BN - 1) / BN;
+  const int64_t tiles_m = generic ? 0 : (g.M + BM - 1) / BM, tiles_n = (g.N + BN - 1) / BN;
   ComputeKernel k;
   const int64_t blocks = g.batch * tiles_m * tiles_n;
   if (blocks > INT32_MAX) unsupported("codegen: {}: {} tiles exceed one grid", g.label, blocks);
   k.grid = g.M == 0 || g.N == 0 ? 0 : static_cast<unsigned>(blocks);
+  if (generic) {
+    k.symbols = g.syms.names();
+    k.grid_expr = GridAxisExpr{g.M, BM, 0, g.batch * tiles_n};
+    k.grid = g.N == 0 ? 0 : 1;  // evaluated per shape
+  }
+  const std::string tiles_m_text =
+      generic ? fmt::format("(({} + {}LL) / {}LL)", g.syms.lit(g.M), BM - 1, BM) : std::to_string(tiles_m);
+  const std::string M_text = generic ? g.syms.lit(g.M) : std::to_string(g.M);
   k.block = kThreads;
   const int stage_elems = std::max(BK * (BM + 1) + BK * (BN + 1), BM * BN);
 
   std::string b;
-  b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}]; tile {}x{}x{}, {}\n", g.label, g.batch, g.M, g.N,
-                   g.M, g.K, g.K, g.N, BM, BN, BK, ct);
-  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", ep.params());
+  b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}]; tile {}x{}x{}, {}\n", g.label, g.batch,
+                   dim_str(g.M), g.N, dim_str(g.M), g.K, g.K, g.N, BM, BN, BK, ct);
+  if (generic) b += KernelSymbols::struct_text();
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}{}) {{\n", ep.params(), generic ? ", kiln_syms ks" : "");
   b += fmt::format("  __shared__ {} kiln_sm[{}];\n", ct, stage_elems);
   b += fmt::format("  {}* As = kiln_sm;  // [{}][{}]: A(m, k) at k * {} + m\n", ct, BK, BM + 1, BM + 1);
   b += fmt::format("  {}* Bs = kiln_sm + {};  // [{}][{}]\n", ct, BK * (BM + 1), BK, BN + 1);
   b += "  const int tid = threadIdx.x;\n  const int tx = tid % 16, ty = tid / 16;\n";
   b += fmt::format("  int t = blockIdx.x;\n  const int tn = t % {}; t /= {};\n", tiles_n, tiles_n);
-  b += fmt::format("  const int tm = t % {};\n  const int bz = t / {};\n", tiles_m, tiles_m);
+  b += fmt::format("  const int tm = t % {};\n  const int bz = t / {};\n", tiles_m_text, tiles_m_text);
   b += fmt::format("  const int m0 = tm * {}, n0 = tn * {};\n", BM, BN);
   b += g.prologue;
   const Staging sa{BM, BM * BK / kThreads, g.a.k_fast}, sb{BN, BN * BK / kThreads, g.b.k_fast};
@@ -99,7 +115,7 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
   for (int i = 0; i < TM; ++i)
     for (int j = 0; j < TN; ++j) b += fmt::format("  {} acc{}_{} = 0;\n", ct, i, j);
   b += fmt::format("  for (int k0 = 0; k0 < {}; k0 += {}) {{\n", g.K, BK);
-  auto stage = [&](const Staging& st, const OperandLoad& ld, const char* p, const char* sm, int64_t rows) {
+  auto stage = [&](const Staging& st, const OperandLoad& ld, const char* p, const char* sm, const std::string& rows) {
     for (int j = 0; j < st.slots; ++j) {
       const std::string s = fmt::format("{}{}", p, j);
       b += fmt::format("    {{\n      const int k = k0 + {}_kk;\n      {} v = 0;\n", s, ct);
@@ -107,8 +123,8 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
       b += fmt::format("      {}[{}_st] = v;\n    }}\n", sm, s);
     }
   };
-  stage(sa, g.a, "a", "As", g.M);
-  stage(sb, g.b, "b", "Bs", g.N);
+  stage(sa, g.a, "a", "As", M_text);
+  stage(sb, g.b, "b", "Bs", std::to_string(g.N));
   b += "    __syncthreads();\n";
   // Main loop (SIMT): the seam where a tensor-core loop would go.
   b += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{\n", BK);
@@ -125,10 +141,10 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
   b += "  __syncthreads();\n";
   b += fmt::format("#pragma unroll 1\n  for (int e = tid; e < {}; e += {}) {{\n", BM * BN, kThreads);
   b += fmt::format("    const int gm = m0 + e / {}, gn = n0 + e % {};\n", BN, BN);
-  b += fmt::format("    if (gm < {} && gn < {}) {{\n      const {} acc = Cs[e];\n", g.M, g.N, ct);
+  b += fmt::format("    if (gm < {} && gn < {}) {{\n      const {} acc = Cs[e];\n", M_text, g.N, ct);
   b += g.store;
   b += "    }\n  }\n}\n";
-  b += ep.sim_entry("@NAME@");
+  b += ep.sim_entry("@NAME@", false, false, generic);
   k.name = fmt::format("kiln_{}_{:016x}", sanitize_identifier(g.label), XXH64(b.data(), b.size(), 0));
   k.source =
       std::string(kKernelPrelude) + ep.fp_includes() + std::string(expr_prelude()) + replace_all(b, "@NAME@", k.name);
@@ -168,7 +184,12 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
   g.tf32 = n.attrs().get_int("tf32", 0) != 0;
   for (int slot : {sa, sb, sazp, sbzp})
     if (slot >= 0) g.operand_slots.push_back(slot);
-  g.operand_bytes = static_cast<int64_t>(at.nbytes() + bt.nbytes());
+  // Shape-generic: a symbolic M only (A's rows; B, the batch and N static).
+  g.syms = KernelSymbols({at.shape, bt.shape, n.output(0)->shape()});
+  const bool generic = !g.syms.empty();
+  if (generic && (mi || qm || has_symbolic_dims(bt.shape)))
+    unsupported("codegen: {}: a shape-generic GEMM takes a symbolic M only", n.describe());
+  g.operand_bytes = generic ? 0 : static_cast<int64_t>(at.nbytes() + bt.nbytes());
   // Elements per 16-byte chunk (the cp.async path of the tensor-core kernel).
   const int64_t W = 16 / static_cast<int64_t>(dtype_size(dt));
   const bool chunks = gemm_math(g) != GemmMath::Simt && !mi && !qm;
@@ -176,6 +197,9 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
   const std::string ind = "      ";
   if (op != "gemm") {
     ops::linalg::MatmulDims d = ops::linalg::matmul_dims(at.shape, bt.shape);
+    if (generic && (!d.batch.empty() || is_symbolic_dim(d.K) || is_symbolic_dim(d.N)))
+      unsupported("codegen: {}: a shape-generic matmul needs a 2-D A with a symbolic M, got {}", n.describe(),
+                  at.str());
     g.batch = shape_numel(d.batch);
     g.M = d.M;
     g.N = d.N;
@@ -226,7 +250,8 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
       return fmt::format("        v = {};\n", with_zp(fmt::format("in{}[{}_base + ({}){} * {}]", sb, s, idx, k, N),
                                                       sbzp, bzp_cols, s + "_row"));
     };
-    store += fmt::format("{}const {} index = ({})bz * {} + ({})gm * {} + gn;\n", ind, idx, idx, d.M * d.N, idx, d.N);
+    store += fmt::format("{}const {} index = ({})bz * {} + ({})gm * {} + gn;\n", ind, idx, idx,
+                         generic ? g.syms.lit(dim_mul(d.M, d.N)) : std::to_string(d.M * d.N), idx, d.N);
     if (qm) {
       // As the reference: multiplier a_scale[row] * b_scale[col] / y_scale[row] in float, then
       // rint(acc * multiplier + y_zero_point[row]) in double, saturated (NaN -> 0).
@@ -263,6 +288,8 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
   } else {
     if (at.rank() != 2 || bt.rank() != 2) fail("codegen: {}: gemm operands must be 2-D", n.describe());
     const bool ta = n.attrs().get_int("trans_a", 0) != 0, tb = n.attrs().get_int("trans_b", 0) != 0;
+    if (generic && (ta || is_symbolic_dim(at.shape[1])))
+      unsupported("codegen: {}: a shape-generic gemm needs A [M, K] with a symbolic M (no trans_a)", n.describe());
     const double alpha = n.attrs().get_float("alpha", 1.0f), beta = n.attrs().get_float("beta", 1.0f);
     g.M = ta ? at.shape[1] : at.shape[0];
     g.K = ta ? at.shape[0] : at.shape[1];
@@ -307,9 +334,11 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
     std::string cval;
     if (has_c) {
       const TensorType& ctt = n.input(2)->type();
-      std::vector<int64_t> cs = broadcast_strides(ctt.shape, {M, N});
+      std::vector<int64_t> cs =
+          generic ? symbolic_broadcast_strides(ctt.shape, {M, N}) : broadcast_strides(ctt.shape, {M, N});
       std::string off;
-      if (cs[0]) off += fmt::format("({})gm * {}", idx, cs[0]);
+      if (cs[0])
+        off += fmt::format("({})gm * {}", idx, is_symbolic_dim(cs[0]) ? g.syms.lit(cs[0]) : std::to_string(cs[0]));
       if (cs[1])
         off += fmt::format("{}({})gn{}", off.empty() ? "" : " + ", idx, cs[1] == 1 ? "" : fmt::format(" * {}", cs[1]));
       if (off.empty()) off = "0";

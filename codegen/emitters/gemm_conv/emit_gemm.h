@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/core/size_expr.h"
 #include "codegen/emitters/gemm_conv/emit_epilogue.h"
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
 #include "ir/dtype.h"
@@ -47,6 +48,9 @@ struct ComputeKernel {
   size_t shared_bytes = 0;    // dynamic shared memory (the tiled kernels use static shared memory: 0)
   int64_t workspace_f32 = 0;  // scratch it binds after its buffers (NodeKernel::workspace_f32)
   int64_t tile_counters = 0;  // zeroed u32 counters it binds after the scratch (NodeKernel::tile_counters)
+  // Shape-generic (a symbolic M): the kernel's kiln_syms and its grid per shape (NodeKernel::symbols).
+  std::vector<std::string> symbols;
+  GridAxisExpr grid_expr;
 };
 
 // How one GEMM operand is read.
@@ -78,9 +82,10 @@ struct OperandLoad {
 };
 
 struct TiledGemm {
-  std::string label;  // kernel name prefix
-  DType dtype;        // operand dtype: decides the compute type
-  int64_t batch = 1, M = 0, N = 0, K = 0;
+  std::string label;                       // kernel name prefix
+  DType dtype;                             // operand dtype: decides the compute type
+  int64_t batch = 1, M = 0, N = 0, K = 0;  // M may be a symbolic dim (then `syms` reads it; SIMT only)
+  KernelSymbols syms;
   OperandLoad a, b;
   // Statements run once per thread before the main loop (batch offsets...), `bz` in scope.
   std::string prologue;

@@ -11,6 +11,7 @@
 #include "codegen/emitters/reduction/emit_rowwise.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::codegen {
 
@@ -164,6 +165,12 @@ ReductionKernel layer_norm(const AttrMap& a, const std::vector<TensorType>& ops,
   // Rows that fit in registers: one pass over memory (emit_rowwise.h).
   if (std::optional<ReductionKernel> rk = emit_row_layer_norm(axis, a.get_float("epsilon", 1e-5f), ops, res, io))
     return *rk;
+  // Symbolic sizes: the row kernel only (shape-generic), never the static one below.
+  if (has_symbolic_dims(x.shape))
+    unsupported(
+        "codegen: layer_normalization of {}: a shape-generic one needs static normalized dims of at most {} "
+        "elements",
+        x.str(), kMaxRegisterRow);
   View v{x.shape, std::vector<bool>(r, false)};
   for (int d = axis; d < r; ++d) v.reduced[d] = true;
   const Shape ns(x.shape.begin() + axis, x.shape.end());

@@ -15,6 +15,7 @@
 #include "codegen/core/kernel_io.h"
 #include "codegen/core/kernel_text.h"
 #include "ir/error.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::codegen {
 
@@ -311,6 +312,15 @@ ReductionKernel emit_softmax(bool log_softmax, const TensorType& in, int axis, c
   if (!is_float(in.dtype)) fail("codegen: {}: needs a floating dtype, got {}", label, dtype_name(in.dtype));
   const int rank = static_cast<int>(in.shape.size());
   if (axis < 0 || axis >= rank) fail("codegen: {}: axis {} is out of range for rank {}", label, axis, rank);
+  if (has_symbolic_dims(in.shape)) {
+    // Shape-generic only as the register row kernel over symbolic rows: the
+    // axis last and static (emit_rowwise.h); never the static kernel below.
+    if (axis != rank - 1 || is_symbolic_dim(in.shape[axis]))
+      unsupported("codegen: {} of {}: a shape-generic {} needs a static last axis", label, in.str(), label);
+    if (std::optional<ReductionKernel> rk = emit_row_softmax(log_softmax, in, in.shape[axis], io)) return *rk;
+    unsupported("codegen: {} of {}: rows of {} do not fit the register row kernel (at most {} elements)", label,
+                in.str(), in.shape[axis], kMaxRegisterRow);
+  }
   ReductionKernel k;
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < axis; ++d) outer *= in.shape[d];

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "codegen/core/kernel_io.h"
+#include "codegen/core/size_expr.h"
 #include "ir/attribute.h"
 #include "ir/op_registry.h"
 #include "ir/tensor.h"
@@ -44,6 +45,10 @@ struct ReductionKernel {
   unsigned block = 32;
   unsigned grid = 0;
   std::vector<int64_t> counts;  // elements of each buffer: out, then the input
+  // Shape-generic (the row kernels over symbolic rows, emit_rowwise.h): the
+  // symbols of the kernel's last parameter `ks`, and its grid per shape.
+  std::vector<std::string> symbols;
+  GridAxisExpr grid_expr;
 };
 
 // Emits `spec` reducing `in` over `axes` (normalized, strictly increasing)

@@ -10,6 +10,7 @@
 #include "codegen/core/kernel_vector.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::codegen {
 
@@ -17,18 +18,19 @@ namespace {
 
 // How a row is spread over threads and registers.
 struct RowPlan {
-  int64_t rows = 0, count = 0;
-  int W = 1;               // elements per vector (1: element by element)
-  bool vec = false;        // vector loads/stores of operand 0 / result 0 where aligned
-  bool warp = true;        // a warp per row (rows_per_block rows per block), else a block per row
-  int rows_per_block = 4;  // warp rows: 4, or 2 or 1 where 4 would leave some of an H100's SMs without a block
-  int T = 32;              // threads per row
-  int NV = 1;              // vectors (of W) per thread
+  int64_t rows = 0, count = 0;  // rows may be a symbolic dim (a shape-generic kernel)
+  int W = 1;                    // elements per vector (1: element by element)
+  bool vec = false;             // vector loads/stores of operand 0 / result 0 where aligned
+  bool warp = true;             // a warp per row (rows_per_block rows per block), else a block per row
+  int rows_per_block = 4;       // warp rows: 4, or 2 or 1 where 4 would leave some of an H100's SMs without a block
+  int T = 32;                   // threads per row
+  int NV = 1;                   // vectors (of W) per thread
   int slots() const { return NV * W; }
 };
 
 std::optional<RowPlan> plan_rows(int64_t rows, int64_t count, DType dt, bool plain) {
-  if (count < 1 || count > kMaxRegisterRow || rows < 1) return std::nullopt;
+  const bool symbolic = is_symbolic_dim(rows);
+  if (count < 1 || count > kMaxRegisterRow || (!symbolic && rows < 1)) return std::nullopt;
   RowPlan p;
   p.rows = rows;
   p.count = count;
@@ -42,7 +44,9 @@ std::optional<RowPlan> plan_rows(int64_t rows, int64_t count, DType dt, bool pla
     // issues no loads (kiln's performance model, docs/performance.md: BERT's
     // 128-row layernorms ran on 32 SMs).
     constexpr int64_t kSms = 132;
-    while (p.rows_per_block > 1 && (rows + p.rows_per_block - 1) / p.rows_per_block < kSms) p.rows_per_block /= 2;
+    // (A symbolic row count keeps 4: the launch's row count is not known here.)
+    while (!symbolic && p.rows_per_block > 1 && (rows + p.rows_per_block - 1) / p.rows_per_block < kSms)
+      p.rows_per_block /= 2;
     p.rows_per_block = static_cast<int>(block_threads(32u * p.rows_per_block) / 32);  // the one decision
   } else {
     // About 16 elements per thread: 64..1024 threads.
@@ -68,6 +72,16 @@ bool plain_row_io(const AnchorIO& io) {
          io.store(0, "IDX", "VAL", "") == "out[IDX] = VAL;\n";
 }
 
+// Rows of `count` elements in `shape` (a symbolic dim where the shape is
+// symbolic; 0 for an empty row).
+int64_t row_count(const Shape& shape, int64_t count) {
+  if (!count) return 0;
+  if (!has_symbolic_dims(shape)) return shape_numel(shape) / count;
+  std::optional<int64_t> rows = dim_div_exact(dim_product(shape), count);
+  KILN_CHECK(rows, "codegen: [{}] is not rows of {}", dims_str(shape), count);
+  return *rows;
+}
+
 std::string neg_inf(DType dt) {
   return dt == DType::F64 ? "__longlong_as_double(0xfff0000000000000LL)" : "__int_as_float(0xff800000)";
 }
@@ -78,9 +92,15 @@ std::string neg_inf(DType dt) {
 // r = its position in the row, after `value_code` statements).
 class RowKernel {
  public:
-  RowKernel(const RowPlan& p, DType dt, const AnchorIO& io) : p_(p), dt_(dt), io_(io), C_(cuda_compute_type(dt)) {}
+  RowKernel(const RowPlan& p, DType dt, const AnchorIO& io)
+      : p_(p), dt_(dt), io_(io), C_(cuda_compute_type(dt)), syms_(std::vector<Shape>{{p.rows}}) {}
 
   const std::string& C() const { return C_; }
+  bool generic() const { return !syms_.empty(); }
+  // The kernel's parameters; a shape-generic one ends with its kiln_syms.
+  std::string params() const { return kernel_params(io_.buffers) + (generic() ? ", kiln_syms ks" : ""); }
+  // Before the kernel: the kiln_syms definition (nothing for a static kernel).
+  std::string preamble() const { return generic() ? KernelSymbols::struct_text() : std::string(); }
 
   // Statements running `stmt` for every slot of this thread holding an
   // element of the row: XS stands for the slot, r for the element's position.
@@ -124,12 +144,12 @@ class RowKernel {
     }
     if (p_.warp) {
       b += "  const int lane = threadIdx.x & 31;\n";
-      b += fmt::format("  for (long long row = (long long)blockIdx.x * {} + (threadIdx.x >> 5); row < {}LL;\n",
-                       p_.rows_per_block, p_.rows);
+      b += fmt::format("  for (long long row = (long long)blockIdx.x * {} + (threadIdx.x >> 5); row < {};\n",
+                       p_.rows_per_block, syms_.lit(p_.rows));
       b += fmt::format("       row += (long long)gridDim.x * {}) {{\n", p_.rows_per_block);
     } else {
       b += "  const int lane = threadIdx.x;\n";
-      b += fmt::format("  for (long long row = blockIdx.x; row < {}LL; row += gridDim.x) {{\n", p_.rows);
+      b += fmt::format("  for (long long row = blockIdx.x; row < {}; row += gridDim.x) {{\n", syms_.lit(p_.rows));
     }
     b += fmt::format("    const long long base = row * {}LL;\n", p_.count);
     b += fmt::format("    {} x[{}];\n", C_, p_.slots());
@@ -176,6 +196,13 @@ class RowKernel {
   void launch(ReductionKernel& k) const {
     k.outputs = p_.rows;
     k.count = p_.count;
+    if (generic()) {  // the grid per shape: rows / rows per block, at most 65535 blocks
+      k.block = static_cast<unsigned>(p_.warp ? 32 * p_.rows_per_block : p_.T);
+      k.symbols = syms_.names();
+      k.grid_expr = GridAxisExpr{p_.rows, p_.warp ? p_.rows_per_block : 1, 65535};
+      k.grid = 1;
+      return;
+    }
     if (p_.warp) {
       k.block = static_cast<unsigned>(32 * p_.rows_per_block);
       k.grid = static_cast<unsigned>(std::min<int64_t>((p_.rows + p_.rows_per_block - 1) / p_.rows_per_block, 65535));
@@ -190,7 +217,7 @@ class RowKernel {
     dts.push_back(dt_);
     std::string prelude = kernel_headers(dts) + std::string(kVectorPrelude);
     if (!io_.setup.empty()) prelude += std::string(expr_prelude());
-    std::string named = name_kernel(prefix, label, body + kernel_sim_entry(io_.buffers), k.name);
+    std::string named = name_kernel(prefix, label, body + kernel_sim_entry(io_.buffers, generic()), k.name);
     k.source = prelude + named;
     k.counts.clear();
     for (const KernelBuffer& b : io_.buffers) k.counts.push_back(b.count);
@@ -215,6 +242,7 @@ class RowKernel {
   DType dt_;
   const AnchorIO& io_;
   std::string C_;
+  KernelSymbols syms_;
 };
 
 }  // namespace
@@ -223,7 +251,7 @@ std::optional<ReductionKernel> emit_row_softmax(bool log_softmax, const TensorTy
                                                 const AnchorIO& io) {
   const std::string label = log_softmax ? "log_softmax" : "softmax";
   if (!is_float(in.dtype)) return std::nullopt;
-  std::optional<RowPlan> p = plan_rows(count ? in.numel() / count : 0, count, in.dtype, plain_row_io(io));
+  std::optional<RowPlan> p = plan_rows(row_count(in.shape, count), count, in.dtype, plain_row_io(io));
   if (!p) return std::nullopt;
   RowKernel rk(*p, in.dtype, io);
   const std::string& C = rk.C();
@@ -231,9 +259,11 @@ std::optional<ReductionKernel> emit_row_softmax(bool log_softmax, const TensorTy
   const std::string ex = f64 ? "exp" : "expf", lg = f64 ? "log" : "logf";
   std::string b = fmt::format(
       "// {}: {} along the last axis of extent > 1: {} rows of {} ({} per row, {} threads, {} x {} slots{})\n", label,
-      in.str(), p->rows, p->count, p->warp ? "a warp" : "a block", p->T, p->NV, p->W, p->vec ? ", vector access" : "");
+      in.str(), dim_str(p->rows), p->count, p->warp ? "a warp" : "a block", p->T, p->NV, p->W,
+      p->vec ? ", vector access" : "");
+  b += rk.preamble();
   b += rk.helpers();
-  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(io.buffers));
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", rk.params());
   b += rk.begin();
   b += fmt::format("    {} m = ({})({});\n", C, C, neg_inf(in.dtype));
   b += rk.each("m = (XS != XS) ? XS : (XS > m ? XS : m);");
@@ -274,16 +304,17 @@ std::optional<ReductionKernel> row_norm(const std::string& label, int64_t count,
                                         const AnchorIO& io, const std::function<std::string(int, std::string&)>& pidx) {
   const TensorType& x = ops[0];
   if (!is_float(x.dtype)) return std::nullopt;
-  std::optional<RowPlan> p = plan_rows(count ? x.numel() / count : 0, count, x.dtype, plain_row_io(io));
+  std::optional<RowPlan> p = plan_rows(row_count(x.shape, count), count, x.dtype, plain_row_io(io));
   if (!p) return std::nullopt;
   RowKernel rk(*p, x.dtype, io);
   const std::string& C = rk.C();
   const std::string sq = x.dtype == DType::F64 ? "sqrt" : "sqrtf";
-  std::string b =
-      fmt::format("// {}: {}: {} rows of {} ({} per row, {} threads, {} x {} slots{})\n", label, x.str(), p->rows,
-                  p->count, p->warp ? "a warp" : "a block", p->T, p->NV, p->W, p->vec ? ", vector access" : "");
+  std::string b = fmt::format("// {}: {}: {} rows of {} ({} per row, {} threads, {} x {} slots{})\n", label, x.str(),
+                              dim_str(p->rows), p->count, p->warp ? "a warp" : "a block", p->T, p->NV, p->W,
+                              p->vec ? ", vector access" : "");
+  b += rk.preamble();
   b += rk.helpers();
-  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(io.buffers));
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", rk.params());
   b += rk.begin();
   b += fmt::format("    {} s = 0;\n", C);
   b += rk.each("s += XS;");

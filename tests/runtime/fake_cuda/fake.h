@@ -107,6 +107,9 @@ struct Op {
   CUdeviceptr dst = 0, src = 0;
   size_t bytes = 0;
   std::shared_ptr<std::vector<uint8_t>> snapshot;  // a pageable source copied at the call
+  // Launch: parameters wider than a pointer (a shape-generic kernel's by-value
+  // kiln_syms), copied at the call as the driver does; `args` holds their addresses.
+  std::vector<std::shared_ptr<std::vector<uint8_t>>> by_value;
   Event* event = nullptr;
   uint64_t gen = 0;  // Record: the generation it completes; Wait: the one it waits for
   const Exec* exec = nullptr;

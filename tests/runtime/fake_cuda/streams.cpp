@@ -353,7 +353,16 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
   for (int i = 0; i < n; ++i) {
     CUdeviceptr v = 0;  // kiln's parameters are pointers; a smaller one is zero-extended
     const int size = fn->params_known ? fn->params[size_t(i)].size : 8;
-    std::memcpy(&v, params[i], size_t(std::min(size, 8)));
+    if (size > 8) {
+      // A by-value struct: its bytes as of this call (a capture keeps them),
+      // handed to the test's callback by address.
+      auto bytes = std::make_shared<std::vector<uint8_t>>(size_t(size));
+      std::memcpy(bytes->data(), params[i], size_t(size));
+      v = reinterpret_cast<CUdeviceptr>(bytes->data());
+      op.by_value.push_back(std::move(bytes));
+    } else {
+      std::memcpy(&v, params[i], size_t(size));
+    }
     op.args.push_back(v);
   }
   return submit(std::move(op), s, lock);

@@ -1,0 +1,92 @@
+// GpuContext for a plan with shape profiles (runtime/gpu_executor.h): the
+// current shape's launch arguments, and per slot one CUDA Graph per distinct
+// shape, captured on first use and kept up to kMaxCachedGraphs (the least
+// recently used destroyed first).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ir/error.h"
+#include "runtime/gpu_executor.h"
+
+namespace kiln::rt {
+
+void GpuContext::set_shape(const SymbolBindings& b, std::vector<size_t> input_bytes, std::vector<size_t> output_bytes) {
+  if (!dynamic()) fail("the plan has no shape profiles: its shapes cannot be set");
+  KILN_CHECK(input_bytes.size() == e_.input_bytes_.size() && output_bytes.size() == e_.output_bytes_.size(),
+             "set_shape: {} input and {} output sizes for {} and {}", input_bytes.size(), output_bytes.size(),
+             e_.input_bytes_.size(), e_.output_bytes_.size());
+  // The buffers were allocated for the largest shapes.
+  for (size_t i = 0; i < input_bytes.size(); ++i)
+    KILN_CHECK(input_bytes[i] <= e_.input_bytes_[i], "input {} has {} bytes, more than the largest shape's {}", i,
+               input_bytes[i], e_.input_bytes_[i]);
+  for (size_t i = 0; i < output_bytes.size(); ++i)
+    KILN_CHECK(output_bytes[i] <= e_.output_bytes_[i], "output {} has {} bytes, more than the largest shape's {}", i,
+               output_bytes[i], e_.output_bytes_[i]);
+  std::unordered_map<const plan::Step*, GenericArgs> generic;
+  for (const plan::GenericLaunch& gl : e_.plan_.generic_launches) {
+    GenericArgs a;
+    a.grid = {plan::eval_grid_axis(gl.grid[0], b), plan::eval_grid_axis(gl.grid[1], b),
+              plan::eval_grid_axis(gl.grid[2], b)};
+    a.syms = plan::launch_symbols(gl, b);
+    generic.emplace(&e_.plan_.steps.at(gl.step), a);
+  }
+  generic_ = std::move(generic);
+  shape_ = b;
+  in_bytes_ = std::move(input_bytes);
+  out_bytes_ = std::move(output_bytes);
+}
+
+GpuContext::GraphCacheStats GpuContext::graph_cache_stats() const {
+  GraphCacheStats s = graph_stats_;
+  s.cached = 0;
+  for (const auto& sl : slots_) s.cached += sl->graphs.size();
+  return s;
+}
+
+void GpuContext::select_graph(Slot& sl) {
+  if (!shape_) fail("the plan has shape profiles: set every dynamic input's shape before a run");
+  auto hit = std::find_if(sl.graphs.begin(), sl.graphs.end(), [&](const auto& g) { return g.first == *shape_; });
+  if (hit != sl.graphs.end()) {
+    sl.graphs.splice(sl.graphs.begin(), sl.graphs, hit);  // most recently used first
+    sl.exec = sl.graphs.front().second;
+    return;
+  }
+  const CudaDriver& d = e_.d_;
+  if (sl.graphs.size() >= kMaxCachedGraphs) {
+    // The driver frees an exec still running once it is done (cuGraphExecDestroy).
+    CUgraphExec old = sl.graphs.back().second;
+    sl.graphs.pop_back();
+    ++graph_stats_.evictions;
+    d.check(d.cuGraphExecDestroy(old), "cuGraphExecDestroy (a least recently used shape's graph)");
+  }
+  sl.exec = nullptr;
+  capture_graph(sl);
+  sl.graphs.emplace_front(*shape_, sl.exec);
+  ++graph_stats_.captures;
+}
+
+void GpuContext::drop_graphs(Slot& sl) {
+  const CudaDriver& d = e_.d_;
+  while (!sl.graphs.empty()) {
+    CUgraphExec x = sl.graphs.front().second;
+    sl.graphs.pop_front();
+    d.check(d.cuGraphExecDestroy(x), "cuGraphExecDestroy");
+  }
+  sl.exec = nullptr;
+}
+
+size_t GpuContext::copy_bytes(const plan::Step& s) const {
+  size_t n = s.args[0].nbytes;
+  for (const plan::BufferRef& b : s.args) {
+    const std::vector<size_t>* have = b.kind == plan::BufferKind::Input    ? &in_bytes_
+                                      : b.kind == plan::BufferKind::Output ? &out_bytes_
+                                                                           : nullptr;
+    if (!have) continue;
+    const size_t total = have->at(b.index);
+    n = std::min<size_t>(n, total > b.offset ? total - b.offset : 0);
+  }
+  return n;
+}
+
+}  // namespace kiln::rt

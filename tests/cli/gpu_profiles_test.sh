@@ -1,0 +1,76 @@
+#!/bin/sh
+# Issue 19, shape-generic GPU kernels (docs/dynamic_shapes.md): a pointwise
+# and softmax model with a dynamic batch compiled ONCE for --target sm_90 with a profile
+# holds shape-generic kernels (section `generic launches`) and runs from that
+# plan at three batches on the simulator (the plan's own kernels) and on the
+# CPU path, matching ONNX Runtime. A model with a family that is not
+# shape-generic yet (the CNN's conv) is refused for a GPU target, naming the
+# node and its op, with no plan written.
+# Usage: gpu_profiles_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim
+kiln=$1
+t=$2
+py=$3
+sim=${4:-sim}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+out=$dir/out.txt
+fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+"$py" "$t/make_pointwise_dynamic_model.py" "$dir" || fail "make_pointwise_dynamic_model.py"
+mkdir "$dir/cnn" && "$py" "$t/make_dynamic_models.py" "$dir/cnn" || fail "make_dynamic_models.py"
+
+"$kiln" compile "$dir/pw.onnx" --target sm_90 --min-shapes x:1x3x24 --max-shapes x:16x3x24 -o "$dir/pw.plan" \
+  >"$out" 2>&1 || fail "compile pw for sm_90 with a profile: exit $?"
+grep -q 'plan written; GPU kernels: [0-9]* for sm_90' "$out" || fail "no GPU kernels in the plan"
+"$kiln" inspect "$dir/pw.plan" >"$out" 2>&1 || fail "inspect pw: exit $?"
+grep -q '^shape profiles: 1 (symbols: batch in \[1, 16\])' "$out" || fail "inspect shows no profile"
+grep -q '^shape-generic launches: [1-9]' "$out" || fail "inspect shows no shape-generic launches"
+grep -q '^  step [0-9]*: x = ceil(.*batch.*/ [0-9]*), at most [0-9]* (symbols batch)$' "$out" ||
+  fail "inspect shows no grid as a function of batch"
+
+backends="ref"
+[ "$sim" = sim ] && backends="ref sim"
+for be in $backends; do
+  for b in 1 5 16; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/pw.plan" --backend "$be" --inputs "x:$dir/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "pw.plan on $be at batch $b: exit $?"
+    grep -q "^symbols: batch=$b (range \[1, 16\])" "$out" || fail "pw.plan on $be at batch $b: no symbols line"
+    if [ "$be" = sim ]; then
+      grep -q "^backend: sim (the plan's kernels and launch list on the CPU simulator)" "$out" ||
+        fail "pw.plan on sim at batch $b did not run the plan's own kernels"
+    fi
+    "$py" "$t/compare_outputs_ort.py" "$dir/pw.onnx" "$dir/o" "x=$dir/x_$b.npy" >"$out" 2>&1 ||
+      fail "pw.plan on $be at batch $b: not ONNX Runtime's outputs"
+  done
+done
+# The dynamic-batch MLP (gemm, relu, gemm, matmul, softmax): compiled once for
+# sm_90, every launch shape-generic, run at three batches on sim and ref.
+"$kiln" compile "$dir/mlp.onnx" --target sm_90 --min-shapes x:1x64 --max-shapes x:256x64 -o "$dir/mlp.plan" \
+  >"$out" 2>&1 || fail "compile mlp for sm_90 with a profile: exit $?"
+"$kiln" inspect "$dir/mlp.plan" >"$out" 2>&1 || fail "inspect mlp: exit $?"
+grep -q '^shape-generic launches: 5 ' "$out" || fail "the MLP's five launches are not all shape-generic"
+grep -q 'x = ceil(batch / [0-9]*) \* [0-9]* (symbols batch)' "$out" || fail "no GEMM grid of row tiles x column tiles"
+for be in $backends; do
+  for b in 1 9 200; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/mlp.plan" --backend "$be" --inputs "x:$dir/m_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "mlp.plan on $be at batch $b: exit $?"
+    "$py" "$t/compare_outputs_ort.py" "$dir/mlp.onnx" "$dir/o" "x=$dir/m_$b.npy" >"$out" 2>&1 ||
+      fail "mlp.plan on $be at batch $b: not ONNX Runtime's outputs"
+  done
+done
+
+rm -rf "$dir/o"
+"$py" -c "import numpy as np; np.save('$dir/x_17.npy', np.zeros((17, 3, 24), np.float32))"
+"$kiln" run "$dir/pw.plan" --backend sim --inputs "x:$dir/x_17.npy" >"$out" 2>&1
+[ $? -eq 1 ] || fail "a batch outside the profile must exit 1"
+grep -q 'outside every shape profile' "$out" || fail "no out-of-profile message"
+
+# A family without shape-generic kernels: refused by node and op, no plan.
+"$kiln" compile "$dir/cnn/cnn.onnx" --target sm_90 --min-shapes x:1x3x16x16 --max-shapes x:16x3x16x16 \
+  -o "$dir/cnn.plan" >"$out" 2>&1
+[ $? -eq 1 ] || fail "the CNN with a profile for sm_90 must exit 1"
+grep -q 'cnn.onnx: node (conv) producing %[^:]*: target sm_90 needs a shape-generic GPU kernel for every node.*kiln has none yet for conv (its kernel family (conv) has no shape-generic kernel for it yet)' "$out" ||
+  fail "no message naming the conv node"
+[ ! -e "$dir/cnn.plan" ] || fail "a refused compile wrote a plan"
+echo "PASS"
