@@ -154,7 +154,8 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
     for (const auto& [sym, node] : data_dependent_symbols(*g))
       for (size_t k = 0; k < results.size(); ++k) {
         const Shape& decl = g->outputs()[k]->shape();
-        auto at = std::find_if(decl.begin(), decl.end(), [&](int64_t d) { return dim_str(d) == sym; });
+        // (clang before 16 does not capture a structured binding.)
+        auto at = std::find_if(decl.begin(), decl.end(), [&name = sym](int64_t d) { return dim_str(d) == name; });
         if (at == decl.end()) continue;
         sizes.push_back(fmt::format("{}={} (range [0, {}], {})", sym, results[k].second.shape()[at - decl.begin()],
                                     g->find_symbol(sym)->max, node->describe()));
