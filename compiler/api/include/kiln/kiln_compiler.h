@@ -68,8 +68,9 @@ KILN_COMPILER_API kiln_compile_status kiln_compile_options_set_input_shape(kiln_
 /* Gives input `name` a range of shapes (as --min-shapes/--opt-shapes/
  * --max-shapes name:d0xd1x...; one shape profile, docs/dynamic_shapes.md):
  * the plan runs at any shape within [min, max] (kiln_context_set_input_shape).
- * `opt` may be NULL (the largest). A plan with a profile needs the target
- * "cpu" for now (no shape-generic GPU kernels yet). */
+ * `opt` may be NULL (the largest). For a GPU target every node with symbolic
+ * sizes needs a shape-generic kernel (pointwise, softmax, layer norm, 2-D f32
+ * gemm with a symbolic M for now); the compile names any other node. */
 KILN_COMPILER_API kiln_compile_status kiln_compile_options_set_input_range(kiln_compile_options* options,
                                                                            const char* name, const int64_t* min,
                                                                            const int64_t* opt, const int64_t* max,
