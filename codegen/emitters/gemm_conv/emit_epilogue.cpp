@@ -140,6 +140,17 @@ int Epilogue::anchor_slot(int i) const {
   return i >= 0 && i < static_cast<int>(anchor_slots_.size()) ? anchor_slots_[i] : -1;
 }
 
+std::vector<const Node*> Epilogue::epilogue_nodes() const {
+  std::vector<const Node*> after;
+  if (!body_) return after;
+  bool seen = false;
+  for (const auto& bn : body_->nodes()) {
+    if (seen) after.push_back(bn.get());
+    seen = seen || bn.get() == anchor_;
+  }
+  return after;
+}
+
 std::string Epilogue::params() const {
   std::string p;
   for (size_t r = 0; r < results_.size(); ++r)
@@ -276,157 +287,148 @@ std::string Epilogue::code(const std::string& acc, const std::string& index, con
     KILN_CHECK(it != slot_values_.end(), "codegen epilogue: %{} is not a slot", v->name());
     return static_cast<int>(it - slot_values_.begin());
   };
-  if (body_) {
-    bool after_anchor = false;
-    for (const auto& bn : body_->nodes()) {
-      if (bn.get() == anchor_) {
-        after_anchor = true;
-        continue;
-      }
-      if (!after_anchor) continue;
-      const std::string& op = bn->op();
-      const int id = counter++;
-      const Place& src = [&]() -> const Place& {
-        for (Value* v : bn->inputs())
-          if (place.count(v)) return place.at(v);
-        fail("codegen epilogue: {} reads no epilogue value", bn->describe());
-      }();
-      const std::string p = fmt::format("e_p{}", id), vv = fmt::format("e_v{}", id), okv = fmt::format("e_ok{}", id);
-      if (op == "reshape" || op == "identity") {
-        place[bn->output(0)] = Place{src.ok, src.pos, src.var, src.dtype, bn->output(0)->shape()};
-        continue;
-      }
-      if (op == "transpose") {
-        std::vector<int64_t> perm = bn->attrs().get_ints("perm");
-        const Shape& os = bn->output(0)->shape();
-        std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
-        std::vector<std::string> oc;
-        for (int64_t q : perm) oc.push_back(c.at(q));
-        b += fmt::format("{}const {} {} = {};\n", ind, idx, p, linear(oc, strides_of(os), idx));
-        place[bn->output(0)] = Place{src.ok, p, src.var, src.dtype, os};
-        continue;
-      }
-      if (op == "split") {
-        const int r = static_cast<int>(src.shape.size());
-        const int a = normalize_axis(bn->attrs().require_int("axis"), r, "split axis");
-        std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
-        int64_t start = 0;
-        for (int k = 0; k < bn->num_outputs(); ++k) {
-          Value* o = bn->output(k);
-          const int64_t len = o->shape()[a];
-          std::vector<std::string> oc = c;
-          oc[a] = fmt::format("({} - {})", c[a], start);
-          const std::string ok = fmt::format("e_ok{}_{}", id, k), pk = fmt::format("e_p{}_{}", id, k);
-          b += fmt::format("{}const bool {} = {} && {} >= {} && {} < {};\n", ind, ok, src.ok, c[a], start, c[a],
-                           start + len);
-          b += fmt::format("{}const {} {} = {};\n", ind, idx, pk, linear(oc, strides_of(o->shape()), idx));
-          place[o] = Place{ok, pk, src.var, src.dtype, o->shape()};
-          start += len;
-        }
-        continue;
-      }
-      if (op == "slice") {
-        std::vector<int64_t> st = bn->attrs().get_ints("starts"), sp = bn->attrs().get_ints("steps");
-        const Shape& os = bn->output(0)->shape();
-        const int r = static_cast<int>(src.shape.size());
-        KILN_CHECK(static_cast<int>(st.size()) == r && static_cast<int>(sp.size()) == r,
-                   "codegen epilogue: {}: starts/steps are not canonical (one per dim)", bn->describe());
-        std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
-        std::vector<std::string> oc(r);
-        std::string ok = src.ok;
-        for (int d = 0; d < r; ++d) {
-          if (st[d] == 0 && sp[d] == 1 && os[d] == src.shape[d]) {
-            oc[d] = c[d];
-            continue;
-          }
-          // t = (c - start) * sign(step): the element is in the slice when t >= 0, t % |step| == 0 and
-          // t / |step| < out dim.
-          const std::string t = fmt::format("e_t{}_{}", id, d);
-          const int64_t step = sp[d] > 0 ? sp[d] : -sp[d];
-          b += fmt::format("{}const {} {} = {};\n", ind, idx, t,
-                           sp[d] > 0 ? fmt::format("{} - {}", c[d], st[d]) : fmt::format("{} - {}", st[d], c[d]));
-          const std::string cond =
-              step == 1 ? fmt::format("({} >= 0 && {} < {})", t, t, os[d])
-                        : fmt::format("({} >= 0 && {} % {} == 0 && {} / {} < {})", t, t, step, t, step, os[d]);
-          ok = and_ok(ok, cond);
-          oc[d] = step == 1 ? t : fmt::format("({} / {})", t, step);
-        }
-        b += fmt::format("{}const bool {} = {};\n", ind, okv, ok);
-        b += fmt::format("{}const {} {} = {} ? {} : 0;\n", ind, idx, p, okv, linear(oc, strides_of(os), idx));
-        place[bn->output(0)] = Place{okv, p, src.var, src.dtype, os};
-        continue;
-      }
-      if (op == "gather") {
-        const int r = static_cast<int>(src.shape.size());
-        const int a = normalize_axis(bn->attrs().get_int("axis", 0), r, "gather axis");
-        auto gi = gather_index_.find(bn.get());
-        KILN_CHECK(gi != gather_index_.end(), "codegen epilogue: {}: no constant index", bn->describe());
-        const Tensor* data = &gi->second;
-        if (data->numel() != 1 || !is_int(data->dtype()))
-          unsupported("codegen epilogue: {}: gather needs one integer index", bn->describe());
-        int64_t ix = data->get_int(0);
-        if (ix < 0) ix += src.shape[a];
-        if (ix < 0 || ix >= src.shape[a])
-          fail("codegen epilogue: {}: gather index {} is out of range for dim {}", bn->describe(), data->get_int(0),
-               src.shape[a]);
-        std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
-        std::vector<std::string> oc;
-        for (int d = 0; d < a; ++d) oc.push_back(c[d]);
-        for (int j = 0; j < data->rank(); ++j) oc.push_back("0");
-        for (int d = a + 1; d < r; ++d) oc.push_back(c[d]);
-        const Shape& os = bn->output(0)->shape();
-        b += fmt::format("{}const bool {} = {};\n", ind, okv, and_ok(src.ok, fmt::format("{} == {}", c[a], ix)));
-        b += fmt::format("{}const {} {} = {};\n", ind, idx, p, linear(oc, strides_of(os), idx));
-        place[bn->output(0)] = Place{okv, p, src.var, src.dtype, os};
-        continue;
-      }
-      // A pointwise op: in-group operands share the element's index; the others broadcast into its shape.
-      const OpDef& def = ops_->get(op);
+  for (const Node* bn : epilogue_nodes()) {
+    const std::string& op = bn->op();
+    const int id = counter++;
+    const Place& src = [&]() -> const Place& {
+      for (Value* v : bn->inputs())
+        if (place.count(v)) return place.at(v);
+      fail("codegen epilogue: {} reads no epilogue value", bn->describe());
+    }();
+    const std::string p = fmt::format("e_p{}", id), vv = fmt::format("e_v{}", id), okv = fmt::format("e_ok{}", id);
+    if (op == "reshape" || op == "identity") {
+      place[bn->output(0)] = Place{src.ok, src.pos, src.var, src.dtype, bn->output(0)->shape()};
+      continue;
+    }
+    if (op == "transpose") {
+      std::vector<int64_t> perm = bn->attrs().get_ints("perm");
       const Shape& os = bn->output(0)->shape();
-      std::vector<DType> dts;
-      std::vector<std::string> ins;
-      std::vector<std::string> oc;  // the element's coordinates, computed once when an operand broadcasts
-      bool have_coords = false;
-      for (int i = 0; i < bn->num_inputs(); ++i) {
-        Value* v = bn->input(i);
-        dts.push_back(v->dtype());
-        auto it = place.find(v);
-        if (it != place.end()) {
-          // docs/fusion.md: in-group operands hold the same element, in the op's own shape.
-          if (it->second.pos != src.pos || it->second.ok != src.ok || it->second.shape != os)
-            unsupported("codegen epilogue: {} combines epilogue values of different elements or shapes",
-                        bn->describe());
-          ins.push_back(cuda_load(v->dtype(), it->second.var));
+      std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
+      std::vector<std::string> oc;
+      for (int64_t q : perm) oc.push_back(c.at(q));
+      b += fmt::format("{}const {} {} = {};\n", ind, idx, p, linear(oc, strides_of(os), idx));
+      place[bn->output(0)] = Place{src.ok, p, src.var, src.dtype, os};
+      continue;
+    }
+    if (op == "split") {
+      const int r = static_cast<int>(src.shape.size());
+      const int a = normalize_axis(bn->attrs().require_int("axis"), r, "split axis");
+      std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
+      int64_t start = 0;
+      for (int k = 0; k < bn->num_outputs(); ++k) {
+        Value* o = bn->output(k);
+        const int64_t len = o->shape()[a];
+        std::vector<std::string> oc = c;
+        oc[a] = fmt::format("({} - {})", c[a], start);
+        const std::string ok = fmt::format("e_ok{}_{}", id, k), pk = fmt::format("e_p{}_{}", id, k);
+        b += fmt::format("{}const bool {} = {} && {} >= {} && {} < {};\n", ind, ok, src.ok, c[a], start, c[a],
+                         start + len);
+        b += fmt::format("{}const {} {} = {};\n", ind, idx, pk, linear(oc, strides_of(o->shape()), idx));
+        place[o] = Place{ok, pk, src.var, src.dtype, o->shape()};
+        start += len;
+      }
+      continue;
+    }
+    if (op == "slice") {
+      std::vector<int64_t> st = bn->attrs().get_ints("starts"), sp = bn->attrs().get_ints("steps");
+      const Shape& os = bn->output(0)->shape();
+      const int r = static_cast<int>(src.shape.size());
+      KILN_CHECK(static_cast<int>(st.size()) == r && static_cast<int>(sp.size()) == r,
+                 "codegen epilogue: {}: starts/steps are not canonical (one per dim)", bn->describe());
+      std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
+      std::vector<std::string> oc(r);
+      std::string ok = src.ok;
+      for (int d = 0; d < r; ++d) {
+        if (st[d] == 0 && sp[d] == 1 && os[d] == src.shape[d]) {
+          oc[d] = c[d];
           continue;
         }
-        const int s = slot_of(v);
-        std::string off;
-        if (v->shape() == os) {
-          off = src.pos;
-        } else if (v->type().numel() == 1) {
-          off = std::string(1, '0');  // (not = "0": GCC 12 -Wrestrict false positive)
-        } else {
-          if (!have_coords) {
-            oc = coords(src.pos, os, fmt::format("e_c{}", id), idx, ind, b);
-            have_coords = true;
-          }
-          off = linear(oc, broadcast_strides(v->shape(), os), idx);
-        }
-        const std::string a = fmt::format("e_a{}_{}", id, i);
-        // Elements outside the value (split/slice parts) read nothing.
-        b += fmt::format("{}const {} {} = {}in{}[{} ? {} : 0];\n", ind, cuda_storage_type(v->dtype()), a, "", s, src.ok,
-                         off);
-        ins.push_back(cuda_load(v->dtype(), a));
+        // t = (c - start) * sign(step): the element is in the slice when t >= 0, t % |step| == 0 and
+        // t / |step| < out dim.
+        const std::string t = fmt::format("e_t{}_{}", id, d);
+        const int64_t step = sp[d] > 0 ? sp[d] : -sp[d];
+        b += fmt::format("{}const {} {} = {};\n", ind, idx, t,
+                         sp[d] > 0 ? fmt::format("{} - {}", c[d], st[d]) : fmt::format("{} - {}", st[d], c[d]));
+        const std::string cond =
+            step == 1 ? fmt::format("({} >= 0 && {} < {})", t, t, os[d])
+                      : fmt::format("({} >= 0 && {} % {} == 0 && {} / {} < {})", t, t, step, t, step, os[d]);
+        ok = and_ok(ok, cond);
+        oc[d] = step == 1 ? t : fmt::format("({} / {})", t, step);
       }
-      ExprBuilder eb(dts);
-      Expr ex = def.expr(eb, bn->attrs());
-      const DType odt = bn->output(0)->dtype();
-      KILN_CHECK(ex.result_dtype() == odt, "codegen epilogue: {}: expression gives {}, inferred {}", bn->describe(),
-                 dtype_name(ex.result_dtype()), dtype_name(odt));
-      std::string res = emit_expr(ex, ins, fmt::format("e_x{}_", id), ind, b);
-      b += fmt::format("{}const {} {} = {};\n", ind, cuda_storage_type(odt), vv, cuda_store(odt, res));
-      place[bn->output(0)] = Place{src.ok, src.pos, vv, odt, os};
+      b += fmt::format("{}const bool {} = {};\n", ind, okv, ok);
+      b += fmt::format("{}const {} {} = {} ? {} : 0;\n", ind, idx, p, okv, linear(oc, strides_of(os), idx));
+      place[bn->output(0)] = Place{okv, p, src.var, src.dtype, os};
+      continue;
     }
+    if (op == "gather") {
+      const int r = static_cast<int>(src.shape.size());
+      const int a = normalize_axis(bn->attrs().get_int("axis", 0), r, "gather axis");
+      auto gi = gather_index_.find(bn);
+      KILN_CHECK(gi != gather_index_.end(), "codegen epilogue: {}: no constant index", bn->describe());
+      const Tensor* data = &gi->second;
+      if (data->numel() != 1 || !is_int(data->dtype()))
+        unsupported("codegen epilogue: {}: gather needs one integer index", bn->describe());
+      int64_t ix = data->get_int(0);
+      if (ix < 0) ix += src.shape[a];
+      if (ix < 0 || ix >= src.shape[a])
+        fail("codegen epilogue: {}: gather index {} is out of range for dim {}", bn->describe(), data->get_int(0),
+             src.shape[a]);
+      std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
+      std::vector<std::string> oc;
+      for (int d = 0; d < a; ++d) oc.push_back(c[d]);
+      for (int j = 0; j < data->rank(); ++j) oc.push_back("0");
+      for (int d = a + 1; d < r; ++d) oc.push_back(c[d]);
+      const Shape& os = bn->output(0)->shape();
+      b += fmt::format("{}const bool {} = {};\n", ind, okv, and_ok(src.ok, fmt::format("{} == {}", c[a], ix)));
+      b += fmt::format("{}const {} {} = {};\n", ind, idx, p, linear(oc, strides_of(os), idx));
+      place[bn->output(0)] = Place{okv, p, src.var, src.dtype, os};
+      continue;
+    }
+    // A pointwise op: in-group operands share the element's index; the others broadcast into its shape.
+    const OpDef& def = ops_->get(op);
+    const Shape& os = bn->output(0)->shape();
+    std::vector<DType> dts;
+    std::vector<std::string> ins;
+    std::vector<std::string> oc;  // the element's coordinates, computed once when an operand broadcasts
+    bool have_coords = false;
+    for (int i = 0; i < bn->num_inputs(); ++i) {
+      Value* v = bn->input(i);
+      dts.push_back(v->dtype());
+      auto it = place.find(v);
+      if (it != place.end()) {
+        // docs/fusion.md: in-group operands hold the same element, in the op's own shape.
+        if (it->second.pos != src.pos || it->second.ok != src.ok || it->second.shape != os)
+          unsupported("codegen epilogue: {} combines epilogue values of different elements or shapes", bn->describe());
+        ins.push_back(cuda_load(v->dtype(), it->second.var));
+        continue;
+      }
+      const int s = slot_of(v);
+      std::string off;
+      if (v->shape() == os) {
+        off = src.pos;
+      } else if (v->type().numel() == 1) {
+        off = std::string(1, '0');  // (not = "0": GCC 12 -Wrestrict false positive)
+      } else {
+        if (!have_coords) {
+          oc = coords(src.pos, os, fmt::format("e_c{}", id), idx, ind, b);
+          have_coords = true;
+        }
+        off = linear(oc, broadcast_strides(v->shape(), os), idx);
+      }
+      const std::string a = fmt::format("e_a{}_{}", id, i);
+      // Elements outside the value (split/slice parts) read nothing.
+      b += fmt::format("{}const {} {} = {}in{}[{} ? {} : 0];\n", ind, cuda_storage_type(v->dtype()), a, "", s, src.ok,
+                       off);
+      ins.push_back(cuda_load(v->dtype(), a));
+    }
+    ExprBuilder eb(dts);
+    Expr ex = def.expr(eb, bn->attrs());
+    const DType odt = bn->output(0)->dtype();
+    KILN_CHECK(ex.result_dtype() == odt, "codegen epilogue: {}: expression gives {}, inferred {}", bn->describe(),
+               dtype_name(ex.result_dtype()), dtype_name(odt));
+    std::string res = emit_expr(ex, ins, fmt::format("e_x{}_", id), ind, b);
+    b += fmt::format("{}const {} {} = {};\n", ind, cuda_storage_type(odt), vv, cuda_store(odt, res));
+    place[bn->output(0)] = Place{src.ok, src.pos, vv, odt, os};
   }
   const std::vector<kiln::Value*> outs = body_ ? body_->outputs() : std::vector<kiln::Value*>{anchor_->output(0)};
   for (size_t r = 0; r < outs.size(); ++r) {

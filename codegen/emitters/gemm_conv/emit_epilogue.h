@@ -96,6 +96,9 @@ class Epilogue {
   std::string fp_includes() const;
 
  private:
+  // The body's nodes after the anchor, in order (none for a bare node): the
+  // epilogue ops every part of the emitter walks.
+  std::vector<const Node*> epilogue_nodes() const;
   const Node* anchor_ = nullptr;
   const Graph* body_ = nullptr;  // null for a bare node
   const OpRegistry* ops_ = nullptr;

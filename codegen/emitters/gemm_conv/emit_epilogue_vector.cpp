@@ -61,28 +61,20 @@ int Epilogue::vector_width() const {
   std::vector<DType> moved;
   for (const TensorType& t : results_) moved.push_back(t.dtype);
   std::vector<const Shape*> shapes = {&anchor_->output(0)->shape()};
-  if (body_) {
-    bool after = false;
-    for (const auto& bn : body_->nodes()) {
-      if (bn.get() == anchor_) {
-        after = true;
-        continue;
-      }
-      if (!after) continue;
-      if (bn->op() == "reshape" || bn->op() == "identity") {
-        shapes.push_back(&bn->output(0)->shape());
-        continue;
-      }
-      const OpDef* def = ops_->find(bn->op());
-      if (!def || def->category != OpCategory::Pointwise || !def->expr || bn->body()) return 0;
+  for (const Node* bn : epilogue_nodes()) {
+    if (bn->op() == "reshape" || bn->op() == "identity") {
       shapes.push_back(&bn->output(0)->shape());
-      for (Value* v : bn->inputs()) {
-        const auto it = std::find(slot_values_.begin(), slot_values_.end(), v);
-        if (it == slot_values_.end()) continue;  // an epilogue value
-        const Shape& os = bn->output(0)->shape();
-        if (v->type().numel() > 1 && !os.empty() && broadcast_strides(v->shape(), os).back() == 1)
-          moved.push_back(v->dtype());
-      }
+      continue;
+    }
+    const OpDef* def = ops_->find(bn->op());
+    if (!def || def->category != OpCategory::Pointwise || !def->expr || bn->body()) return 0;
+    shapes.push_back(&bn->output(0)->shape());
+    for (Value* v : bn->inputs()) {
+      const auto it = std::find(slot_values_.begin(), slot_values_.end(), v);
+      if (it == slot_values_.end()) continue;  // an epilogue value
+      const Shape& os = bn->output(0)->shape();
+      if (v->type().numel() > 1 && !os.empty() && broadcast_strides(v->shape(), os).back() == 1)
+        moved.push_back(v->dtype());
     }
   }
   size_t widest = 1;
@@ -148,62 +140,54 @@ std::string Epilogue::vector_code(const std::string& accs, const std::string& in
     return vector_load_statements(dst, t, buf, off, std::to_string(V), ind);
   };
   int counter = 1;
-  if (body_) {
-    bool after_anchor = false;
-    for (const auto& bn : body_->nodes()) {
-      if (bn.get() == anchor_) {
-        after_anchor = true;
-        continue;
-      }
-      if (!after_anchor) continue;
-      const int id = counter++;
-      if (bn->op() == "reshape" || bn->op() == "identity") {
-        var[bn->output(0)] = var.at(bn->input(0));
-        continue;
-      }
-      const OpDef& def = ops_->get(bn->op());
-      const Shape& os = bn->output(0)->shape();
-      std::vector<DType> dts;
-      std::vector<std::string> ins;
-      for (int i = 0; i < bn->num_inputs(); ++i) {
-        Value* v = bn->input(i);
-        dts.push_back(v->dtype());
-        if (auto it = var.find(v); it != var.end()) {
-          ins.push_back(cuda_load(v->dtype(), it->second.first + "[j]"));
-          continue;
-        }
-        const auto sit = std::find(slot_values_.begin(), slot_values_.end(), v);
-        KILN_CHECK(sit != slot_values_.end(), "codegen epilogue: %{} is not a slot", v->name());
-        const std::string buf = fmt::format("in{}", sit - slot_values_.begin());
-        const std::string a = fmt::format("e_a{}_{}", id, i);
-        const std::vector<int64_t> strides = broadcast_strides(v->shape(), os);
-        const bool scalar = v->type().numel() == 1;
-        const RowRead how = !scalar && strides.back() == 1 ? RowRead::Vector : RowRead::Once;
-        std::string off = "0";
-        if (v->shape() == os) off = "e_p0";
-        else if (!scalar) off = broadcast_offset("e_p0", os, strides, fmt::format("e_c{}_{}", id, i), idx, ind, b);
-        if (how == RowRead::Vector) {
-          b += vector_load(a, v->dtype(), buf, off);
-          ins.push_back(cuda_load(v->dtype(), a + "[j]"));
-        } else {
-          b += fmt::format("{}const {} {} = {}[{}];\n", ind, cuda_storage_type(v->dtype()), a, buf, off);
-          ins.push_back(cuda_load(v->dtype(), a));
-        }
-      }
-      ExprBuilder eb(dts);
-      Expr ex = def.expr(eb, bn->attrs());
-      const DType odt = bn->output(0)->dtype();
-      KILN_CHECK(ex.result_dtype() == odt, "codegen epilogue: {}: expression gives {}, inferred {}", bn->describe(),
-                 dtype_name(ex.result_dtype()), dtype_name(odt));
-      const std::string vv = fmt::format("e_v{}", id);
-      b += fmt::format("{}{} {}[{}];\n", ind, cuda_storage_type(odt), vv, V);
-      b += fmt::format("{}for (int j = 0; j < {}; ++j) {{\n", unroll + ind, V);
-      std::string body;
-      const std::string res = emit_expr(ex, ins, fmt::format("e_x{}_", id), ind2, body);
-      b += body;
-      b += fmt::format("{}{}[j] = {};\n{}}}\n", ind2, vv, cuda_store(odt, res), ind);
-      var[bn->output(0)] = {vv, odt};
+  for (const Node* bn : epilogue_nodes()) {
+    const int id = counter++;
+    if (bn->op() == "reshape" || bn->op() == "identity") {
+      var[bn->output(0)] = var.at(bn->input(0));
+      continue;
     }
+    const OpDef& def = ops_->get(bn->op());
+    const Shape& os = bn->output(0)->shape();
+    std::vector<DType> dts;
+    std::vector<std::string> ins;
+    for (int i = 0; i < bn->num_inputs(); ++i) {
+      Value* v = bn->input(i);
+      dts.push_back(v->dtype());
+      if (auto it = var.find(v); it != var.end()) {
+        ins.push_back(cuda_load(v->dtype(), it->second.first + "[j]"));
+        continue;
+      }
+      const auto sit = std::find(slot_values_.begin(), slot_values_.end(), v);
+      KILN_CHECK(sit != slot_values_.end(), "codegen epilogue: %{} is not a slot", v->name());
+      const std::string buf = fmt::format("in{}", sit - slot_values_.begin());
+      const std::string a = fmt::format("e_a{}_{}", id, i);
+      const std::vector<int64_t> strides = broadcast_strides(v->shape(), os);
+      const bool scalar = v->type().numel() == 1;
+      const RowRead how = !scalar && strides.back() == 1 ? RowRead::Vector : RowRead::Once;
+      std::string off = "0";
+      if (v->shape() == os) off = "e_p0";
+      else if (!scalar) off = broadcast_offset("e_p0", os, strides, fmt::format("e_c{}_{}", id, i), idx, ind, b);
+      if (how == RowRead::Vector) {
+        b += vector_load(a, v->dtype(), buf, off);
+        ins.push_back(cuda_load(v->dtype(), a + "[j]"));
+      } else {
+        b += fmt::format("{}const {} {} = {}[{}];\n", ind, cuda_storage_type(v->dtype()), a, buf, off);
+        ins.push_back(cuda_load(v->dtype(), a));
+      }
+    }
+    ExprBuilder eb(dts);
+    Expr ex = def.expr(eb, bn->attrs());
+    const DType odt = bn->output(0)->dtype();
+    KILN_CHECK(ex.result_dtype() == odt, "codegen epilogue: {}: expression gives {}, inferred {}", bn->describe(),
+               dtype_name(ex.result_dtype()), dtype_name(odt));
+    const std::string vv = fmt::format("e_v{}", id);
+    b += fmt::format("{}{} {}[{}];\n", ind, cuda_storage_type(odt), vv, V);
+    b += fmt::format("{}for (int j = 0; j < {}; ++j) {{\n", unroll + ind, V);
+    std::string body;
+    const std::string res = emit_expr(ex, ins, fmt::format("e_x{}_", id), ind2, body);
+    b += body;
+    b += fmt::format("{}{}[j] = {};\n{}}}\n", ind2, vv, cuda_store(odt, res), ind);
+    var[bn->output(0)] = {vv, odt};
   }
   const std::vector<kiln::Value*> outs = body_ ? body_->outputs() : std::vector<kiln::Value*>{anchor_->output(0)};
   for (size_t r = 0; r < outs.size(); ++r) {
