@@ -433,7 +433,7 @@ TEST(CodegenTensorCore, TileConfigurations) {
   GemmTileConfig simt_fold = default_gemm_tile({GemmMath::Simt, 1, 49, 512, 4608});
   simt_fold.fold_split = true;
   EXPECT_NE(gemm_tile_invalid(simt_fold, {GemmMath::Simt, 1, 49, 512, 4608}), "");
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 3136, 64, 64})), "64x64x32 w2x2 s3");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 3136, 64, 64})), "32x32x32 w1x1 s3");
   EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 4096, 512, 4608}).split_k, 1);
   // 256 tiles of 64x128 (8 warps, 2 resident per SM: a wave of 264) keep a 4-deep ring; a grid of
   // several waves gets 3 stages.
@@ -441,9 +441,20 @@ TEST(CodegenTensorCore, TileConfigurations) {
   EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 4096, 4096, 4608})), "128x128x32 w2x4 s3");
   EXPECT_EQ(default_gemm_tile({GemmMath::Simt, 1, 49, 512, 4608}).split_k, 1);
   // A smaller tile where the cost terms put it clearly faster: a lone 64x64 tile would pull all of a
-  // 64x64x256 GEMM's operands through one SM; two 32x64 blocks share them. ResNet-50's and BERT's
-  // problems keep 64x64 (splitting K is cheaper).
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 64, 64, 256})), "32x64x32 w1x2 s4");
+  // 64x64x256 GEMM's operands through one SM; smaller blocks share them (32x64 and 32x32 both leave the
+  // 8-k-tile loop the bound; 32x32's 4 blocks reach more SMs at no more cost).
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 64, 64, 256})), "32x32x32 w1x1 s4");
+  // Issue 18's sub-wave grids (fewer blocks than 132 SMs): where a sub-wave grid is latency-bound the
+  // cost terms are flat across tiles (every block waits on the same k-loop), and a smaller tile that
+  // gives a block to SMs the larger one leaves idle is taken at no more cost. ResNet-50's 1x1 convs at
+  // batch 1: stage 3's conv3 (64 tiles of 64x64 -> 224 of 32x32), stage 2's conv3 (104 -> 200 of
+  // 32x64), stage 1's conv1 (49 -> 196 of 32x32), stage 2's first conv1 (98 -> 196). A grid that
+  // already reaches every SM keeps its tile unless a smaller one is clearly (3%) faster.
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 196, 1024, 256})), "32x32x32 w1x1 s4");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 784, 512, 128})), "32x64x32 w1x2 s4");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 3136, 64, 256})), "32x32x32 w1x1 s4");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 3136, 128, 256})), "32x64x32 w1x2 s4");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 3136, 256, 64})), "64x64x32 w2x2 s3");
   // The split-K reduction's blocks: 256 threads, fewer where that leaves SMs without a block.
   EXPECT_EQ(split_k_reduction_threads(132 * 256), 256);
   EXPECT_EQ(split_k_reduction_threads(131 * 256), 128);
