@@ -24,6 +24,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
@@ -31,6 +32,8 @@
 #include "ir/tensor.h"
 
 namespace kiln::codegen {
+
+struct EpiloguePlace;  // codegen/emitters/gemm_conv/epilogue_place.h
 
 class Epilogue {
  public:
@@ -99,6 +102,9 @@ class Epilogue {
   // The body's nodes after the anchor, in order (none for a bare node): the
   // epilogue ops every part of the emitter walks.
   std::vector<const Node*> epilogue_nodes() const;
+  // The places of layout op `node`'s results from its input's place (emit_epilogue.cpp).
+  void place_layout(const Node& node, const EpiloguePlace& src, const std::string& pre, const std::string& ind,
+                    std::string& b, std::unordered_map<const kiln::Value*, EpiloguePlace>& place) const;
   const Node* anchor_ = nullptr;
   const Graph* body_ = nullptr;  // null for a bare node
   const OpRegistry* ops_ = nullptr;
