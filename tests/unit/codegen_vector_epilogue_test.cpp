@@ -42,6 +42,7 @@ struct VecCase {
   // Results stored as one kiln_vec (the others, whose elements a layout op moved apart, element by
   // element); -1: all of them when width > 1.
   int vector_stores = -1;
+  bool reduce = false;  // the split's partial sums summed by a second, reduction kernel (which stores)
   std::unique_ptr<Graph> g;
   const Node* anchor = nullptr;
   std::vector<codegen::NodeKernel> kernels;
@@ -50,7 +51,7 @@ struct VecCase {
 std::vector<VecCase> vec_cases() {
   std::vector<VecCase> cs;
   auto add = [&](std::string name, std::string text, int width, int split = 1, int vector_stores = -1) {
-    cs.push_back(VecCase{std::move(name), std::move(text), width, split, vector_stores, nullptr, nullptr, {}});
+    cs.push_back(VecCase{std::move(name), std::move(text), width, split, vector_stores, false, nullptr, nullptr, {}});
   };
   // BERT's dense layers: bias [N] read along the row, the residual in the same width; 70 rows (a partial tile).
   constexpr const char* matmul =
@@ -71,6 +72,20 @@ std::vector<VecCase> vec_cases() {
   return %z
 })",
       8, 3);
+  // The same split 3 ways with a reduction kernel (as ResNet-50's stage-3/4 convs): the reduction sums 8
+  // columns per thread (two 16-byte partial loads per split) and stores them through the epilogue.
+  add("f16 matmul + bias + residual + relu, split 3 with a reduction kernel", fmt::format(fmt::runtime(matmul), "f16"),
+      8, 3);
+  cs.back().reduce = true;
+  add("f16 matmul to f32 + bias, split 2 with a reduction kernel",
+      R"(graph @m(%a: f16[33,128], %b: f16[128,32], %c: f16[32]) -> (f32[33,32]) {
+  %y = matmul(%a, %b) : f16[33,32]
+  %z = add(%y, %c) : f16[33,32]
+  %f = cast(%z) {to="f32"} : f32[33,32]
+  return %f
+})",
+      4, 2);
+  cs.back().reduce = true;
   // ResNet's bottleneck end: an NHWC conv whose bias (the anchor's) is read as one vector, a residual, relu.
   add("f16 conv nhwc + bias + residual + relu",
       R"(graph @m(%x: f16[1,6,6,32], %w: f16[64,3,3,32], %b: f16[64], %r: f16[1,6,6,64]{nhwc}) -> (f16[1,6,6,64]{nhwc}) {
@@ -216,24 +231,26 @@ std::vector<Tensor> run(const VecCase& c, const std::map<std::string, codegen::S
     const bool operand = std::find(gemm_operands.begin(), gemm_operands.end(), v) != gemm_operands.end();
     add(t.raw(), t.nbytes(), dtype_size(t.dtype()), t.numel(), shift && !operand);
   }
-  const codegen::NodeKernel& k = c.kernels.at(0);
-  for (const Tensor& t : k.extra) add(t.raw(), t.nbytes(), dtype_size(t.dtype()), t.numel(), shift);
-  std::vector<float> ws(static_cast<size_t>(k.workspace_f32), std::nanf(""));
-  std::vector<unsigned> tickets(static_cast<size_t>(k.tile_counters), 0u);
-  if (k.workspace_f32 > 0) {
+  const codegen::NodeKernel& k0 = c.kernels.at(0);
+  for (const Tensor& t : k0.extra) add(t.raw(), t.nbytes(), dtype_size(t.dtype()), t.numel(), shift);
+  std::vector<float> ws(static_cast<size_t>(k0.workspace_f32), std::nanf(""));
+  std::vector<unsigned> tickets(static_cast<size_t>(k0.tile_counters), 0u);
+  if (k0.workspace_f32 > 0) {
     bufs.push_back(ws.data());
     counts.push_back(static_cast<long long>(ws.size()));
   }
-  if (k.tile_counters > 0) {
+  if (k0.tile_counters > 0) {
     bufs.push_back(tickets.data());
     counts.push_back(static_cast<long long>(tickets.size()));
   }
-  sim::LaunchConfig cfg;
-  cfg.kernel = k.name;
-  cfg.grid = dim3(k.grid.x, k.grid.y, k.grid.z);
-  cfg.block = dim3(k.block.x, k.block.y, k.block.z);
-  cfg.shared_bytes = k.shared_bytes;
-  codegen::sim_launch(entries.at(k.name), cfg, bufs, counts);
+  for (const codegen::NodeKernel& k : c.kernels) {  // the GEMM, then a split's reduction (same buffers)
+    sim::LaunchConfig cfg;
+    cfg.kernel = k.name;
+    cfg.grid = dim3(k.grid.x, k.grid.y, k.grid.z);
+    cfg.block = dim3(k.block.x, k.block.y, k.block.z);
+    cfg.shared_bytes = k.shared_bytes;
+    codegen::sim_launch(entries.at(k.name), cfg, bufs, counts);
+  }
   std::vector<Tensor> outs;
   for (int r = 0; r < n.num_outputs(); ++r) {
     outs.emplace_back(n.output(r)->type());
@@ -245,6 +262,7 @@ std::vector<Tensor> run(const VecCase& c, const std::map<std::string, codegen::S
 TEST(CodegenVectorEpilogue, WideLoadsAndStoresMatchReferenceAlignedOrNot) {
   std::vector<VecCase> cases = vec_cases();
   std::vector<codegen::KernelSource> sources;
+  std::vector<int> storer;  // per source: the case whose results it stores, or -1 (a split's partial GEMM)
   for (VecCase& c : cases) {
     SCOPED_TRACE(c.name);
     c.g = parse_graph(c.text, "vec.kir");
@@ -257,18 +275,26 @@ TEST(CodegenVectorEpilogue, WideLoadsAndStoresMatchReferenceAlignedOrNot) {
     codegen::ScopedGemmTileChooser ch([&](const codegen::GemmProblem& p) {
       codegen::GemmTileConfig t = codegen::default_gemm_tile(p);
       t.split_k = c.split;
-      t.fold_split = c.split > 1;
+      t.fold_split = c.split > 1 && !c.reduce;
       return std::optional<codegen::GemmTileConfig>(t);
     });
     ASSERT_NO_THROW(c.kernels = codegen::emitter_for(*c.anchor)->emit(*c.anchor));
-    ASSERT_EQ(c.kernels.size(), 1u);
-    const std::string& src = c.kernels[0].source;
-    EXPECT_NE(src.find(fmt::format("// epilogue: {}-element accesses", c.width)), std::string::npos) << src;
+    ASSERT_EQ(c.kernels.size(), c.reduce ? 2u : 1u);
+    // The kernel that stores: the GEMM, or the split's reduction.
+    const std::string& src = c.kernels.back().source;
+    if (c.reduce)
+      EXPECT_NE(src.find(fmt::format("{} per thread; then the epilogue ({} per access)", c.width, c.width)),
+                std::string::npos)
+          << src;
+    else EXPECT_NE(src.find(fmt::format("// epilogue: {}-element accesses", c.width)), std::string::npos) << src;
     int stores = 0;
     for (int r = 0; r < c.anchor->num_outputs(); ++r)
       stores += src.find(fmt::format("*KILN_PTR_CAST(e_o{}_t, out{} + ", r, r)) != std::string::npos;
     EXPECT_EQ(stores, c.vector_stores >= 0 ? c.vector_stores : c.width > 1 ? c.anchor->num_outputs() : 0) << src;
-    sources.push_back({c.kernels[0].name, src});
+    for (const codegen::NodeKernel& k : c.kernels) {
+      sources.push_back({k.name, k.source});
+      storer.push_back(&k == &c.kernels.back() ? static_cast<int>(&c - cases.data()) : -1);
+    }
   }
   codegen::KernelCache cache;
   for (std::string arch : {"sm_80", "sm_90"}) {
@@ -276,10 +302,11 @@ TEST(CodegenVectorEpilogue, WideLoadsAndStoresMatchReferenceAlignedOrNot) {
     std::vector<codegen::CompiledKernel> ks;
     ASSERT_NO_THROW(ks = compiler.compile(sources)) << arch;
     for (size_t i = 0; i < ks.size(); ++i) {
-      EXPECT_EQ(ks[i].spill_bytes, 0) << cases[i].name << " " << arch;
+      EXPECT_EQ(ks[i].spill_bytes, 0) << sources[i].name << " " << arch;
+      if (storer[i] < 0) continue;
       // 16-byte stores of the result (f16 x 8 or f32 x 4); where every result is stored element by
       // element, the bias is still one 16-byte load.
-      const VecCase& c = cases[i];
+      const VecCase& c = cases[static_cast<size_t>(storer[i])];
       if (arch == "sm_80" && c.width > 1 && c.vector_stores != 0)
         EXPECT_NE(ks[i].ptx.find("st.global.v4"), std::string::npos) << c.name;
       if (arch == "sm_80" && c.width > 1 && c.vector_stores == 0)
