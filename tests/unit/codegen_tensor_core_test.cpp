@@ -505,5 +505,44 @@ TEST(CodegenTensorCore, ChooserOverridesTheKernelTile) {
   EXPECT_EQ(compare_tensors(got.at(0), want.at(0), default_tolerance(DType::F16)), "");
 }
 
+// A batch of A's matrices against one B is one GEMM of batch x M rows: ViT-B/16's sequence-first QKV
+// projection [197, 1, 768] x [768, 2304] ran as 197 GEMMs of one row, each block padding it to 16.
+// A batched B keeps the batch.
+TEST(CodegenTensorCore, ABatchAgainstOneBIsOneGemmOfAllRows) {
+  for (auto [text, header] : std::vector<std::pair<std::string, std::string>>{
+           {R"(graph @m(%a: f16[20,1,64], %b: f16[64,96]) -> (f16[20,1,96]) {
+    %y = matmul(%a, %b) : f16[20,1,96]
+    return %y
+  })",
+            "batch 1 x [20 x 96]"},
+           {R"(graph @m(%a: f16[2,5,3,64], %b: f16[64,40]) -> (f16[2,5,3,40]) {
+    %y = matmul(%a, %b) : f16[2,5,3,40]
+    return %y
+  })",
+            "batch 1 x [30 x 40]"},
+           {R"(graph @m(%a: f16[3,20,64], %b: f16[3,64,96]) -> (f16[3,20,96]) {
+    %y = matmul(%a, %b) : f16[3,20,96]
+    return %y
+  })",
+            "batch 3 x [20 x 96]"},
+           {R"(graph @m(%a: f16[20,64], %b: f16[3,64,96]) -> (f16[3,20,96]) {
+    %y = matmul(%a, %b) : f16[3,20,96]
+    return %y
+  })",
+            "batch 3 x [20 x 96]"}}) {
+    SCOPED_TRACE(header);
+    auto g = parse_graph(text, "t.kir");
+    const Node& n = *g->nodes().front();
+    std::vector<codegen::NodeKernel> ks = codegen::emitter_for(n)->emit(n);
+    ASSERT_EQ(ks.size(), 1u);
+    EXPECT_NE(ks[0].source.find("// matmul: " + header), std::string::npos) << ks[0].source.substr(0, 2000);
+    codegen::SimExecutor sim(*g);
+    std::map<std::string, Tensor> feed = inputs_for(*g, 3);
+    std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
+    std::vector<Tensor> got = sim.run(feed);
+    EXPECT_EQ(compare_tensors(got.at(0), want.at(0), default_tolerance(DType::F16)), "");
+  }
+}
+
 }  // namespace
 }  // namespace kiln
