@@ -212,8 +212,8 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
     // projections) is one [batch x M, K] x [K, N] GEMM: A's matrices, and the result's, lie back to
     // back. As a batch of M-row GEMMs every block would pad its few rows to a whole tile (ViT-B/16's QKV
     // projection: 197 x 18 blocks of 16 rows for 1 row each). Not for quantized ops (per-row scales and
-    // zero points index rows within a matrix) or a shape-generic kernel.
-    if (!generic && !mi && !qm && !d.batch.empty() && ab == d.batch &&
+    // zero points index rows within a matrix) or a shape-generic kernel; a batch of one is left as it is.
+    if (!generic && !mi && !qm && g.batch > 1 && ab == d.batch &&
         std::all_of(bs.begin(), bs.end(), [](int64_t v) { return v == 0; })) {
       g.M = g.batch * d.M;
       g.batch = 1;
