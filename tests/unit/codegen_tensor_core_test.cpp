@@ -417,13 +417,14 @@ TEST(CodegenTensorCore, TileConfigurations) {
   // Split-K where the tiles leave most of the GPU's resident block slots empty and the cost terms of the
   // performance model (docs/codegen.md, "Split-K") put a split faster, its reduction included -- a
   // reduction kernel, or folded into the GEMM (the last block per tile sums), whichever the terms put
-  // cheaper: ResNet-50's stage-4 3x3 conv (8 tiles x 144 k-tiles: 18 splits of 8, a reduction kernel:
-  // folded, 8 SMs would pull all the partial sums), BERT's FFN-down GEMM (96 tiles of 32x32 x 96 k-tiles:
-  // 8 splits of 12, folded) and QKV GEMM (144 tiles of 32x64 x 24 k-tiles: 3 of 8, folded; the saved
-  // launch makes the smaller tiles pay). Not: a short K (7 k-tiles), a full grid, the SIMT core. Below one
-  // wave the ring is as deep as the k-loop uses (4 stages; 3 for a K of two k-tiles, all in flight at once).
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 49, 512, 4608})), "64x64x32 w2x2 s4 split18");
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 768, 3072})), "32x32x32 w1x1 s4 split8 fold");
+  // cheaper: ResNet-50's stage-4 3x3 conv (64 tiles of 16x32 x 144 k-tiles: 18 splits of 8, folded --
+  // on 64x64 tiles its 8 tiles' last blocks would pull all the partial sums, so that took a reduction
+  // kernel), BERT's FFN-down GEMM (384 tiles of 16x32 x 96 k-tiles: 8 splits of 12, folded) and QKV GEMM
+  // (144 tiles of 32x64 x 24 k-tiles: 3 of 8, folded; the saved launch makes the smaller tiles pay). Not: a short K (7
+  // k-tiles), a full grid, the SIMT core. Below one wave the ring is as deep as the k-loop uses (4 stages; 3 for a K of
+  // two k-tiles, all in flight at once).
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 49, 512, 4608})), "16x32x32 w1x1 s4 split18 fold");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 768, 3072})), "16x32x32 w1x1 s4 split8 fold");
   EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 49, 512, 224}).split_k, 1);
   EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 2304, 768})), "32x64x32 w1x2 s4 split3 fold");
   // A fold needs a split, and the SIMT core neither splits nor folds.
@@ -441,9 +442,9 @@ TEST(CodegenTensorCore, TileConfigurations) {
   EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 4096, 4096, 4608})), "128x128x32 w2x4 s3");
   EXPECT_EQ(default_gemm_tile({GemmMath::Simt, 1, 49, 512, 4608}).split_k, 1);
   // A smaller tile where the cost terms put it clearly faster: a lone 64x64 tile would pull all of a
-  // 64x64x256 GEMM's operands through one SM; smaller blocks share them (32x64 and 32x32 both leave the
-  // 8-k-tile loop the bound; 32x32's 4 blocks reach more SMs at no more cost).
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 64, 64, 256})), "32x32x32 w1x1 s4");
+  // 64x64x256 GEMM's operands through one SM; smaller blocks share them (down to 16x32 every tile leaves
+  // the 8-k-tile loop the bound; 16x32's 8 blocks reach the most SMs at no more cost).
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 64, 64, 256})), "16x32x32 w1x1 s4");
   // Issue 18's sub-wave grids (fewer blocks than 132 SMs): where a sub-wave grid is latency-bound the
   // cost terms are flat across tiles (every block waits on the same k-loop), and a smaller tile that
   // gives a block to SMs the larger one leaves idle is taken at no more cost. ResNet-50's 1x1 convs at

@@ -236,7 +236,7 @@ GemmTileConfig default_gemm_tile(const GemmProblem& p) {
   c.bk = p.math == GemmMath::Tf32 ? 16 : 32;  // 64-byte rows of shared memory either way
   default_warps(c);
   // Below one wave, the tile too is chosen by the cost terms: the heuristic's,
-  // or half of it along M, N or both (rows down to 16, columns to 32), each
+  // or a half, quarter ... of it along M, N or both (rows down to 16, columns to 32), each
   // with its best split and pipeline; a smaller tile only for a clear gain
   // (kSmallerTileGain), or at no more cost where its grid reaches SMs the
   // other leaves without a block. More, smaller blocks spread a small
@@ -250,7 +250,11 @@ GemmTileConfig default_gemm_tile(const GemmProblem& p) {
   auto [best, cost] = best_split(p, c);
   if (blocks_of(p, c.bm, c.bn) < wave_slots(c)) {
     const GemmTileConfig base = c;
-    for (auto [dm, dn] : {std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}}) {
+    // Halved, quartered ... down to 16 rows / 32 columns, larger tiles first (at equal cost and
+    // reach the first stays).
+    for (auto [dm, dn] :
+         {std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}, std::pair{4, 1}, std::pair{1, 4}, std::pair{4, 2},
+          std::pair{2, 4}, std::pair{8, 1}, std::pair{4, 4}, std::pair{8, 2}, std::pair{8, 4}}) {
       GemmTileConfig t = base;
       t.bm /= dm;
       t.bn /= dn;
