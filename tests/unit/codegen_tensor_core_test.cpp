@@ -96,9 +96,9 @@ std::vector<Case> all_cases() {
     mm("40,264", "264,72", "40,72", true);   // 2 blocks x 9 k-tiles: the 4-stage pipeline of long-K sub-wave grids
     extra = false;
     // Split-K, folded (the last block of each tile sums the partial tiles): 11 splits of 3 k-tiles, the last
-    // of 2 (tf32: 32x32 tiles, 11 of 6, the last of 4), 16-byte partial stores and loads.
+    // of 2 (tf32: 16x32 tiles, 16 splits of 4), 16-byte partial stores and loads.
     mm("40,1024", "1024,72", "40,72", true);
-    cs.back().want_split_k = 11;
+    cs.back().want_split_k = p == Prec::Tf32 ? 16 : 11;
     // Split-K with a partial last k-tile (K = 2000), odd N (scalar partial stores and sums), 2 batches;
     // tf32: 16x32 tiles, 125 k-tiles in 25 splits of 5.
     mm("2,24,2000", "2,2000,21", "2,24,21", true);
