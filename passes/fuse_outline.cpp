@@ -196,6 +196,12 @@ std::string ask_codegen(const WhyNoKernel& why_no_kernel, FusedParts& p, const G
   if (why_not_generic) {
     std::string why = why_not_generic(*f);
     if (!why.empty()) return fmt::format("{}: {}", f->describe(), why);
+    // The plan emits this very node, symbolic, once: the kernel that runs at
+    // every value of the range. Its decisions are made for the whole range
+    // (a size it cannot bound it treats as any value), so it is asked as it
+    // is; the specialised questions below cannot see them.
+    why = why_no_kernel(*f);
+    if (!why.empty()) return why;
   }
   // Codegen bakes sizes into kernels; the plan specialises a node with
   // symbolic dims before it emits one. The sizes it may be emitted at lie

@@ -139,5 +139,29 @@ TEST(CanEmit, CheckRefusesWhatTheEmitterRefuses) {
   EXPECT_EQ(fused, 2);
 }
 
+// A symbolic fused pointwise node whose kernel would read nine symbols (a
+// shape-generic kernel takes at most eight): the check refuses it as the
+// emitter does (it accepted it before: the symbol count was the emitter's
+// decision alone).
+const char* kNineSymbols =
+    R"(graph @nine(%x: f32[a,b,c,d,e,f,g,h,i]) -> (f32[a,b,c,d,e,f,g,h,i]) symbols(a in [1, 2], b in [1, 2], c in [1, 2], d in [1, 2], e in [1, 2], f in [1, 2], g in [1, 2], h in [1, 2], i in [1, 2]) {
+  %z = fused(%x) {kind="pointwise"} : f32[a,b,c,d,e,f,g,h,i] {
+    graph @fused_0(%x: f32[a,b,c,d,e,f,g,h,i]) -> (f32[a,b,c,d,e,f,g,h,i]) {
+      %n = neg(%x) : f32[a,b,c,d,e,f,g,h,i]
+      %z = relu(%n) : f32[a,b,c,d,e,f,g,h,i]
+      return %z
+    }
+  }
+  return %z
+})";
+
+TEST(CanEmit, CheckRefusesAKernelOfTooManySymbols) {
+  auto g = testing::parse(kNineSymbols);
+  const Node& n = *g->nodes().front();
+  std::string full = codegen::why_no_kernel_by_emitting(n);
+  EXPECT_NE(full.find("at most 8"), std::string::npos) << full;
+  EXPECT_EQ(codegen::why_no_kernel(n), full);
+}
+
 }  // namespace
 }  // namespace kiln
