@@ -210,6 +210,18 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
     const int ar = std::max(0, at.rank() - 2), br = std::max(0, bt.rank() - 2);
     Shape ab(at.shape.begin(), at.shape.begin() + ar), bb(bt.shape.begin(), bt.shape.begin() + br);
     std::vector<int64_t> as = broadcast_strides(ab, d.batch), bs = broadcast_strides(bb, d.batch);
+    // A batch of A's matrices against one B ([S, 1, K] x [K, N]: torchvision's sequence-first attention
+    // projections) is one [batch x M, K] x [K, N] GEMM: A's matrices, and the result's, lie back to
+    // back. As a batch of M-row GEMMs every block would pad its few rows to a whole tile (ViT-B/16's QKV
+    // projection: 197 x 18 blocks of 16 rows for 1 row each). Not for quantized ops (per-row scales and
+    // zero points index rows within a matrix) or a shape-generic kernel; a batch of one is left as it is.
+    if (!generic && !mi && !qm && g.batch > 1 && ab == d.batch &&
+        std::all_of(bs.begin(), bs.end(), [](int64_t v) { return v == 0; })) {
+      g.M = g.batch * d.M;
+      g.batch = 1;
+      d.M = g.M;
+      d.batch.clear();
+    }
     std::string pro = fmt::format("  {} a_off = 0, b_off = 0;\n", idx);
     if (!d.batch.empty()) {
       pro += fmt::format("  {{\n    {} r = bz;\n", idx);
