@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/core/kernel_text.h"
 #include "codegen/core/kernel_vector.h"
@@ -95,6 +96,7 @@ std::vector<ComputeKernel> emit_wgmma_tiled_gemm(const TiledGemm& g, const Epilo
   k.grid = g.M == 0 || g.N == 0 ? 0 : static_cast<unsigned>(blocks);
   k.block = static_cast<unsigned>(threads);
   k.shared_bytes = std::max<size_t>(wgmma_ring_bytes(c), static_cast<size_t>(BM) * CLD * 4);
+  if (deciding_only()) return {k};  // the launch is decided; the rest is text (codegen/core/deciding_only.h)
   const std::string st(cuda_storage_type(g.dtype));
   const bool a_async = g.a.chunk && g.a.chunk_k_fast, b_async = g.b.chunk && g.b.chunk_k_fast;
 
