@@ -276,7 +276,10 @@ CodeChoice select_code(const Plan& p, const std::string& device_arch, std::strin
   if (dev < 0) fail("{}: '{}' is not a GPU arch (expected sm_XX)", what, device_arch);
   // Candidate CUBIN archs, best first: the GPU's own, then the same major
   // arch's older minors, newest first.
+  // An arch-specific CUBIN (sm_90a: kiln's wgmma kernels) runs on its exact
+  // arch only (CUDA C Programming Guide, "Feature Set Compiler Targets").
   std::vector<std::string> candidates;
+  if (device_arch == "sm_90") candidates.push_back("sm_90a");
   for (int minor = dev % 10; minor >= 0; --minor) candidates.push_back(fmt::format("sm_{}", dev / 10 * 10 + minor));
   // A plan whose launch list is only copies has no code to choose.
   if (p.kernels.empty()) return {"cubin", device_arch, p.meta.cubin_driver_version};
@@ -288,8 +291,9 @@ CodeChoice select_code(const Plan& p, const std::string& device_arch, std::strin
   bool all_ptx = true;
   for (const Kernel& k : p.kernels) {
     int ka = arch_number(k.arch);
-    // PTX for sm_X JITs on any GPU of arch >= X.
-    all_ptx &= !k.ptx.empty() && ka >= 0 && ka <= dev;
+    // PTX for sm_X JITs on any GPU of arch >= X; for an arch-specific sm_Xa (compute_Xa) only on X.
+    const bool specific = !k.arch.empty() && k.arch.back() == 'a';
+    all_ptx &= !k.ptx.empty() && ka >= 0 && (specific ? ka == dev : ka <= dev);
   }
   if (all_ptx) return {"ptx", p.kernels.front().arch, p.meta.ptx_driver_version};
   fail(

@@ -67,7 +67,8 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
     unsupported("codegen: {}: a shape-generic GEMM (M = {}) has no tensor-core kernel yet", g.label, dim_str(g.M));
   const GemmTileConfig tile =
       choose_gemm_tile_config({math, g.batch, generic ? int64_t{4096} : g.M, g.N, g.K, g.operand_bytes});
-  if (math != GemmMath::Simt) return emit_mma_gemm(g, ep, math, tile);
+  if (math != GemmMath::Simt)
+    return tile.wgmma ? emit_wgmma_tiled_gemm(g, ep, math, tile) : emit_mma_gemm(g, ep, math, tile);
   const int BM = tile.bm, BN = tile.bn, BK = tile.bk, TM = BM / 16, TN = BN / 16;
   const std::string ct = gemm_compute_type(g.dtype);
   const int64_t tiles_m = generic ? 0 : (g.M + BM - 1) / BM, tiles_n = (g.N + BN - 1) / BN;

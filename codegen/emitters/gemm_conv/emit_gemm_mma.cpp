@@ -32,6 +32,7 @@
 #include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/emitters/gemm_conv/emit_gemm.h"
+#include "codegen/emitters/gemm_conv/emit_gemm_store.h"
 #include "codegen/emitters/gemm_conv/emit_gemm_tc.h"
 #include "codegen/core/kernel_text.h"
 #include "codegen/core/kernel_vector.h"
@@ -109,6 +110,9 @@ std::string partial_store(const TiledGemm& g, int BM, int BN, int CLD, int threa
   return b;
 }
 
+}  // namespace
+
+// (Shared with the wgmma kernel, emit_gemm_wgmma_tiled.cpp: declared in emit_gemm_store.h.)
 // Elements per epilogue access of the one-kernel store: the epilogue's vector
 // width (Epilogue::vector_width) where the emitter gives a vectorized store
 // whose rows start at multiples of it, the tile and N are multiples of it and
@@ -133,6 +137,8 @@ std::string vector_store(const TiledGemm& g, const Epilogue& ep, int EV, const s
   b += fmt::format("      e_r[j] = {};\n      }}\n", g.vstore_value);
   return b + ep.vector_code("e_r", fmt::format("{} + gn0", g.vstore_row), EV, "      ");
 }
+
+namespace {
 
 // folded_tail (below) with the vectorized store: each thread sums EV columns
 // (a multiple of 4: 16-byte loads of the partial sums) and stores them EV at a time.

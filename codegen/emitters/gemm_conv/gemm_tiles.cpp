@@ -1,5 +1,7 @@
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
 
+#include "codegen/emitters/gemm_conv/gemm_tiles_wgmma.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -163,6 +165,7 @@ std::string gemm_tile_name(const GemmTileConfig& c) {
   std::string s = fmt::format("{}x{}x{} w{}x{} s{}", c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.stages);
   if (c.split_k > 1) s += fmt::format(" split{}", c.split_k);
   if (c.split_k > 1 && c.fold_split) s += " fold";
+  if (c.wgmma) s += " wgmma";
   return s;
 }
 
@@ -181,6 +184,7 @@ SplitK split_k_of(const GemmTileConfig& c, int64_t k_tiles_all) {
 }
 
 std::string gemm_tile_invalid(const GemmTileConfig& c, const GemmProblem& p) {
+  if (c.wgmma) return wgmma_tile_invalid(c, p);
   if (p.math == GemmMath::Simt) {
     if (!one_of(c.bm, {16, 32, 64}) || !one_of(c.bn, {16, 32, 64})) return "SIMT tiles are 16, 32 or 64 each way";
     if (c.bk != 16 || c.stages != 1 || c.split_k != 1 || c.fold_split)
@@ -203,6 +207,10 @@ std::string gemm_tile_invalid(const GemmTileConfig& c, const GemmProblem& p) {
   if (c.fold_split && (c.split_k < 2 || split_k_of(c, k_tiles).splits < 2))
     return "a folded split-K needs at least 2 parts";
   return "";
+}
+
+double gemm_tile_split_cost_us(const GemmProblem& p, const GemmTileConfig& c) {
+  return split_cost_us(p, c, (p.K + c.bk - 1) / c.bk, c.split_k, c.fold_split);
 }
 
 GemmTileConfig default_gemm_tile(const GemmProblem& p) {
@@ -326,7 +334,10 @@ GemmTileConfig choose_gemm_tile_config(const GemmProblem& p) {
       return *c;
     }
   }
-  return default_gemm_tile(p);
+  const GemmTileConfig c = default_gemm_tile(p);
+  if (sm90_wgmma_enabled())  // the sm_90a target's opt-in (gemm_tiles_wgmma.h)
+    if (std::optional<GemmTileConfig> w = wgmma_tile_if_faster(p, c)) return *w;
+  return c;
 }
 
 }  // namespace kiln::codegen
