@@ -7,6 +7,10 @@ sizes) into DIR, built with onnx.helper, with inputs as .npy files:
                6 per class, IoU 0.4, score 0.3) and the kept boxes (Gather of
                the selection's box column), boxes in four clusters so that
                some are kept and some suppressed
+  nonzero_gather.onnx  x [4,6] -> the coordinates of the positive elements
+               (NonZero, [2,n]) and those elements through GatherND of the
+               transposed coordinates, Sigmoid'ed: what a GPU plan computes at
+               the bound and trims
 Random data, seeded.
     python tests/cli/make_data_dependent_models.py DIR
 """
@@ -69,6 +73,23 @@ def detect(dir_):
     np.save(os.path.join(dir_, "scores.npy"), rng.uniform(0, 1, (1, 2, 12)).astype(np.float32))
 
 
+def nonzero_gather(dir_):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    outs = [helper.make_tensor_value_info("where", TensorProto.INT64, [2, "n"]),
+            helper.make_tensor_value_info("picked", TensorProto.FLOAT, ["n"])]
+    inits = [numpy_helper.from_array(np.zeros((), np.float32), "zero")]
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["pos"]),
+        helper.make_node("NonZero", ["pos"], ["where"]),
+        helper.make_node("Transpose", ["where"], ["coords"], perm=[1, 0]),
+        helper.make_node("GatherND", ["x", "coords"], ["vals"]),
+        helper.make_node("Sigmoid", ["vals"], ["picked"]),
+    ]
+    save(helper.make_graph(nodes, "nonzero_gather", [x], outs, initializer=inits),
+         os.path.join(dir_, "nonzero_gather.onnx"))
+
+
 if __name__ == "__main__":
     select(sys.argv[1])
     detect(sys.argv[1])
+    nonzero_gather(sys.argv[1])
