@@ -11,6 +11,8 @@ sizes) into DIR, built with onnx.helper, with inputs as .npy files:
                (NonZero, [2,n]) and those elements through GatherND of the
                transposed coordinates, Sigmoid'ed: what a GPU plan computes at
                the bound and trims
+  positive_sum.onnx  x [4,6] -> the sum of its positive elements (NonZero,
+               Gather, ReduceSum "total"): what a GPU plan refuses
 Random data, seeded.
     python tests/cli/make_data_dependent_models.py DIR
 """
@@ -89,7 +91,24 @@ def nonzero_gather(dir_):
          os.path.join(dir_, "nonzero_gather.onnx"))
 
 
+def positive_sum(dir_):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    outs = [helper.make_tensor_value_info("sum", TensorProto.FLOAT, [1])]
+    inits = [numpy_helper.from_array(np.zeros((), np.float32), "zero"), i64("flat", [-1]), i64("axes", [0])]
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["pos"]),
+        helper.make_node("Reshape", ["x", "flat"], ["xf"]),
+        helper.make_node("Reshape", ["pos", "flat"], ["posf"]),
+        helper.make_node("NonZero", ["posf"], ["nz"]),
+        helper.make_node("Reshape", ["nz", "flat"], ["idx"]),
+        helper.make_node("Gather", ["xf", "idx"], ["vals"], axis=0),
+        helper.make_node("ReduceSum", ["vals", "axes"], ["sum"], name="total", keepdims=1),
+    ]
+    save(helper.make_graph(nodes, "positive_sum", [x], outs, initializer=inits), os.path.join(dir_, "positive_sum.onnx"))
+
+
 if __name__ == "__main__":
     select(sys.argv[1])
     detect(sys.argv[1])
     nonzero_gather(sys.argv[1])
+    positive_sum(sys.argv[1])
