@@ -77,6 +77,10 @@ if [ "$sim" = sim ]; then
   grep -q 'result sizes decided at run time (node (non_max_suppression) producing %selected (nms_n0 in \[0, 12\])): the GPU plan computes at the upper bounds' \
     "$out" || fail "compile detect sm_90: the bounds are not said"
   grep -q 'GPU kernels: [0-9]* for sm_90' "$out" || fail "compile detect sm_90: no GPU kernels"
+  "$kiln" inspect "$dir/detect_gpu.plan" >"$out" 2>&1 || fail "inspect detect_gpu.plan: exit $?"
+  grep -q '^sizes decided at run time, computed at their bounds: nms_n0 in \[0, 12\] (node (non_max_suppression) producing %selected, output %nms_n0_count)' \
+    "$out" || fail "inspect detect_gpu.plan: no counts line"
+  grep -q '^  output kept trimmed to \[nms_n0,4\] (bound \[12,4\])' "$out" || fail "inspect detect_gpu.plan: no trim line"
   "$kiln" compile "$dir/select.onnx" --target sm_90 -o "$dir/select_gpu.plan" >"$out" 2>&1 || fail "compile select sm_90: exit $?"
   "$kiln" compile "$dir/nonzero_gather.onnx" --target sm_90 -o "$dir/nz_gpu.plan" >"$out" 2>&1 || fail "compile nonzero_gather sm_90: exit $?"
   for b in $backends; do
