@@ -120,6 +120,14 @@ std::unique_ptr<Graph> graph_at_bounds(const Graph& g, const std::string& model,
         "{}the graph has shape-profile symbols ({}) and result sizes decided at run time: a GPU plan with both is not "
         "implemented yet (compile it for --target cpu)",
         where, fmt::join(profile_syms, ", "));
+  std::set<const Node*> top;
+  for (const auto& n : g.nodes()) top.insert(n.get());
+  for (const auto& [sym, node] : deciders)
+    if (!top.count(node))
+      unsupported(
+          "{}{} decides the size {} inside a region (an if's branch or a loop's body): GPU plans hold sizes decided "
+          "at the top level only for now (a plan for --target cpu runs it)",
+          where, node->describe(), sym);
   for (const auto& [sym, node] : deciders)
     if (node->op() != "nonzero" && node->op() != "non_max_suppression" && node->op() != "topk")
       unsupported(

@@ -118,6 +118,29 @@ if [ "$sim" = sim ]; then
   [ ! -e "$dir/sum.plan" ] || fail "positive_sum: a plan was written"
 fi
 
+# A Loop whose body decides a size (NonZero on the iteration number): each
+# iteration's body runs stage by stage, on ref and sim and from a CPU plan,
+# against ONNX Runtime; a GPU target refuses it naming the node.
+for b in $backends; do
+  KILN_PYTHON=$py "$kiln" run "$dir/loop_nonzero.onnx" --backend $b --inputs "x:$dir/xl.npy" --compare ort \
+    >"$out" 2>&1 || fail "loop_nonzero on $b: exit $?"
+  grep -q '^compare: PASS' "$out" || fail "loop_nonzero on $b: no PASS against ONNX Runtime"
+done
+"$kiln" compile "$dir/loop_nonzero.onnx" --target cpu -o "$dir/loop.plan" >"$out" 2>&1 || fail "compile loop: exit $?"
+for b in $backends; do
+  rm -rf "$dir/o"
+  "$kiln" run "$dir/loop.plan" --backend $b --inputs "x:$dir/xl.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+    fail "loop.plan on $b: exit $?"
+  "$py" "$t/compare_outputs_ort.py" "$dir/loop_nonzero.onnx" "$dir/o" "x=$dir/xl.npy" >"$out" 2>&1 ||
+    fail "loop.plan on $b: not ONNX Runtime's outputs"
+done
+if [ "$sim" = sim ]; then
+  "$kiln" compile "$dir/loop_nonzero.onnx" --target sm_90 -o "$dir/loop_gpu.plan" >"$out" 2>&1
+  [ $? -eq 1 ] || fail "loop_nonzero for sm_90 must exit 1"
+  grep -q '(nonzero) producing %nz decides the size nonzero_n0 inside a region' "$out" ||
+    fail "loop_nonzero for sm_90: the refusal does not name the node"
+fi
+
 # The If-guarded NMS and the clamped-slice/TopK chain of torchvision's
 # post-processing (make_detection_post_model.py) as CPU plans: both branches
 # (some boxes kept; none above the score threshold) through the runtime and on sim.

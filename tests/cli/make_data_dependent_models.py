@@ -13,6 +13,9 @@ sizes) into DIR, built with onnx.helper, with inputs as .npy files:
                the bound and trims
   positive_sum.onnx  x [4,6] -> the sum of its positive elements (NonZero,
                Gather, ReduceSum "total"): what a GPU plan refuses
+  loop_nonzero.onnx  x [8] -> a Loop of 3 iterations whose body sums the
+               entries of x above the iteration number (NonZero, Gather,
+               ReduceSum): a running total (carried) and each sum (scanned)
 Random data, seeded.
     python tests/cli/make_data_dependent_models.py DIR
 """
@@ -107,8 +110,37 @@ def positive_sum(dir_):
     save(helper.make_graph(nodes, "positive_sum", [x], outs, initializer=inits), os.path.join(dir_, "positive_sum.onnx"))
 
 
+def loop_nonzero(dir_):
+    f32 = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=f32),
+         helper.make_node("Greater", ["x", "fi"], ["pos"]),
+         helper.make_node("NonZero", ["pos"], ["nz"]),
+         helper.make_node("Reshape", ["nz", "flat"], ["idx"]),
+         helper.make_node("Gather", ["x", "idx"], ["vals"], axis=0),
+         helper.make_node("ReduceSum", ["vals"], ["s"], keepdims=1),
+         helper.make_node("Add", ["acc", "s"], ["acc_out"]),
+         helper.make_node("Identity", ["cond"], ["cond_out"]),
+         helper.make_node("Identity", ["s"], ["s_scan"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc", f32, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", f32, [1]), helper.make_tensor_value_info("s_scan", f32, [1])],
+        [i64("flat", [-1])])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "", "zero"], ["total", "per_iter"], body=body)],
+        "loop_nonzero", [helper.make_tensor_value_info("x", f32, [8])],
+        [helper.make_tensor_value_info("total", f32, [1]), helper.make_tensor_value_info("per_iter", f32, [3, 1])],
+        [numpy_helper.from_array(np.array(3, np.int64), "trips"), numpy_helper.from_array(np.zeros(1, np.float32), "zero")])
+    save(g, os.path.join(dir_, "loop_nonzero.onnx"))
+    np.save(os.path.join(dir_, "xl.npy"), np.array([0.5, 2.5, -1, 1.5, 3, 0.2, 2.2, 1.1], np.float32))
+
+
 if __name__ == "__main__":
     select(sys.argv[1])
     detect(sys.argv[1])
     nonzero_gather(sys.argv[1])
     positive_sum(sys.argv[1])
+    loop_nonzero(sys.argv[1])
