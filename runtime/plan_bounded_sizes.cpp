@@ -157,9 +157,12 @@ std::vector<Tensor> trim_outputs(const BoundedSizes& s, std::vector<Tensor> outs
   outs.resize(s.outputs.size());
   for (size_t i = 0; i < outs.size(); ++i) {
     Shape real = real_shape(s, i, b);
-    trim_in_place(outs[i].raw(), outs[i].dtype(), outs[i].shape(), real);
+    // On a copy: an executor's output may share its bytes with an input.
+    Tensor work(outs[i].type());
+    if (work.nbytes()) std::memcpy(work.raw(), outs[i].raw(), work.nbytes());
+    trim_in_place(work.raw(), work.dtype(), work.shape(), real);
     Tensor t(TensorType(outs[i].dtype(), real));
-    if (t.nbytes()) std::memcpy(t.raw(), outs[i].raw(), t.nbytes());
+    if (t.nbytes()) std::memcpy(t.raw(), work.raw(), t.nbytes());
     outs[i] = std::move(t);
   }
   if (bound) *bound = std::move(b);
