@@ -55,6 +55,10 @@ NodeKernel node_kernel(const K& k, std::vector<Tensor> extra = {}) {
       nk.grid_expr[0] = k.grid_expr;
       nk.grid_expr[1] = {1, 1, 0};
       nk.grid_expr[2] = {1, 1, 0};
+      if constexpr (requires { k.grid_expr_y; }) {
+        nk.grid_expr[1] = k.grid_expr_y;
+        nk.grid_expr[2] = k.grid_expr_z;
+      }
     }
   }
   return nk;
@@ -436,12 +440,15 @@ bool generic_layer_norm(const Node& n) {
   return count >= 1 && count <= kMaxRegisterRow && is_float(n.input(0)->dtype());
 }
 
-// A bare f32 matmul / gemm (SIMT: no tf32) of a 2-D A [M, K] whose M alone is
-// symbolic, B static (a dynamic-batch MLP's layers).
+// A bare f32 (SIMT: no tf32) matmul with any symbolic batch dims, M, N and K
+// (an encoder's projections over [batch, seq, d] and its attention scores),
+// or a gemm of a 2-D A [M, K] whose M alone is symbolic, B static (a
+// dynamic-batch MLP's layers).
 bool generic_gemm(const Node& n) {
   if (n.body() || (n.op() != "matmul" && n.op() != "gemm") || n.num_inputs() < 2) return false;
   const Value *a = n.input(0), *b = n.input(1);
   if (!a || !b || a->dtype() != DType::F32 || n.attrs().get_int("tf32", 0) != 0) return false;
+  if (n.op() == "matmul") return true;
   if (a->shape().size() != 2 || b->shape().size() != 2 || has_symbolic_dims(b->shape())) return false;
   if (is_symbolic_dim(a->shape()[1]) || n.attrs().get_int("trans_a", 0) != 0) return false;
   return n.num_inputs() < 3 || !n.input(2) || n.input(2)->shape().empty() ||
@@ -454,7 +461,8 @@ const KernelEmitter kEmitters[] = {
     {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node, any_node,
      [](const Node& n) { check_fused_pointwise(n, op_registry()); }},
     {"fused on demand", [](const Node& n) { return is_on_demand_fused(n, op_registry()); }, emit_fused_on_demand_node},
-    {"injective", handles_injective, emit_injective_node},
+    {"injective", handles_injective, emit_injective_node,
+     [](const Node& n) { return !n.body() && injective_shape_generic(n.op()); }},
     {"reduction", handles_reduction, emit_reduction_node, generic_softmax},
     {"index select", handles_index_select, emit_index_select_node},
     {"scatter", handles_scatter, emit_scatter_node},
