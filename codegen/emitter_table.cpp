@@ -440,14 +440,15 @@ bool generic_layer_norm(const Node& n) {
   return count >= 1 && count <= kMaxRegisterRow && is_float(n.input(0)->dtype());
 }
 
-// A bare f32 (SIMT: no tf32) matmul with any symbolic batch dims, M, N and K
-// (an encoder's projections over [batch, seq, d] and its attention scores),
-// or a gemm of a 2-D A [M, K] whose M alone is symbolic, B static (a
-// dynamic-batch MLP's layers).
+// A bare matmul in f32 (SIMT: no tf32), f16 or bf16 (tensor cores) with any
+// symbolic batch dims, M, N and K (an encoder's projections over [batch,
+// seq, d] and its attention scores), or a gemm of a 2-D A [M, K] whose M
+// alone is symbolic, B static (a dynamic-batch MLP's layers).
 bool generic_gemm(const Node& n) {
   if (n.body() || (n.op() != "matmul" && n.op() != "gemm") || n.num_inputs() < 2) return false;
   const Value *a = n.input(0), *b = n.input(1);
-  if (!a || !b || a->dtype() != DType::F32 || n.attrs().get_int("tf32", 0) != 0) return false;
+  if (!a || !b || n.attrs().get_int("tf32", 0) != 0) return false;
+  if (a->dtype() != DType::F32 && a->dtype() != DType::F16 && a->dtype() != DType::BF16) return false;
   if (n.op() == "matmul") return true;
   if (a->shape().size() != 2 || b->shape().size() != 2 || has_symbolic_dims(b->shape())) return false;
   if (is_symbolic_dim(a->shape()[1]) || n.attrs().get_int("trans_a", 0) != 0) return false;
