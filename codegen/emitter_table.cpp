@@ -444,7 +444,26 @@ bool generic_layer_norm(const Node& n) {
 // symbolic batch dims, M, N and K (an encoder's projections over [batch,
 // seq, d] and its attention scores), or a gemm of a 2-D A [M, K] whose M
 // alone is symbolic, B static (a dynamic-batch MLP's layers).
+bool generic_gemm_anchor(const Node& n);
+
+// A gemm_epilogue fused node: a generic anchor, then pointwise ops and
+// reshapes only (codegen/emitters/gemm_conv/emit_epilogue.h, symbols()).
 bool generic_gemm(const Node& n) {
+  if (!n.body()) return generic_gemm_anchor(n);
+  const Node* anchor = nullptr;
+  for (const auto& bn : n.body()->nodes()) {
+    if (!anchor && (bn->op() == "matmul" || bn->op() == "gemm")) {
+      anchor = bn.get();
+      continue;
+    }
+    const OpDef* def = op_registry().find(bn->op());
+    const bool pointwise = def && def->category == OpCategory::Pointwise && def->expr && !bn->body();
+    if (!anchor || (!pointwise && bn->op() != "reshape" && bn->op() != "identity")) return false;
+  }
+  return anchor && generic_gemm_anchor(*anchor);
+}
+
+bool generic_gemm_anchor(const Node& n) {
   if (n.body() || (n.op() != "matmul" && n.op() != "gemm") || n.num_inputs() < 2) return false;
   const Value *a = n.input(0), *b = n.input(1);
   if (!a || !b || n.attrs().get_int("tf32", 0) != 0) return false;

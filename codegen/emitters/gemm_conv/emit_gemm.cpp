@@ -205,7 +205,7 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
     if (slot >= 0) g.operand_slots.push_back(slot);
   // Shape-generic (a plan with shape profiles): matmul's batch, M, N and K
   // may be symbolic; gemm's M alone.
-  g.syms = KernelSymbols({at.shape, bt.shape, n.output(0)->shape()});
+  g.syms = ep.symbols();  // every shape the anchor and its epilogue read or write
   const bool generic = !g.syms.empty();
   if (generic && (mi || qm)) unsupported("codegen: {}: a shape-generic {} is not supported yet", n.describe(), op);
   // A dim as C text: a constant as before symbols, a symbolic one from `ks`.
