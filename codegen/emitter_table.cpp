@@ -408,17 +408,18 @@ std::vector<NodeKernel> emit_conv_gather_node(const Node& n) {
 // Shape-generic predicates (KernelEmitter::shape_generic).
 bool any_node(const Node&) { return true; }
 
-// softmax / log_softmax over a static last axis whose rows fit the register
-// row kernel (codegen/emitters/reduction/emit_rowwise.h): the row count may
-// be symbolic.
+// softmax / log_softmax over the last axis: a static one whose rows fit the
+// register row kernel (codegen/emitters/reduction/emit_rowwise.h), the row
+// count symbolic, or a symbolic one (the multi-pass kernel).
 bool generic_softmax(const Node& n) {
   if (n.body() || (n.op() != "softmax" && n.op() != "log_softmax") || !n.input(0)) return false;
   const Shape& s = n.input(0)->shape();
   const int64_t rank = static_cast<int64_t>(s.size());
   int64_t axis = n.attrs().get_int("axis", -1);
   if (axis < 0) axis += rank;
-  return rank > 0 && axis == rank - 1 && !is_symbolic_dim(s.back()) && s.back() >= 1 && s.back() <= kMaxRegisterRow &&
-         is_float(n.input(0)->dtype());
+  if (rank == 0 || axis != rank - 1 || !is_float(n.input(0)->dtype())) return false;
+  // A symbolic row length: the multi-pass kernel with its sizes from `ks` (emit_reduction.cpp).
+  return is_symbolic_dim(s.back()) || (s.back() >= 1 && s.back() <= kMaxRegisterRow);
 }
 
 // layer_normalization whose normalized dims (from `axis` on) are static and
