@@ -1,10 +1,10 @@
-// A BERT-style encoder layer with a dynamic batch on the runtime's GPU path
+// A BERT-style encoder layer with a dynamic batch and sequence on the runtime's GPU path
 // (strict fake driver, the plan's shape-generic kernels run on the
 // simulator): the embedding gather, the fused Q/K/V projection and its
 // split, the head transposes, the scores with their scale and mask as a
 // fused epilogue, softmax, the context matmul, the merge and the output gemm
 // with its bias and residual, compiled once for sm_90 in fp32 and fp16, at
-// three batches, each equal to the reference backend on the graph
+// three (batch, seq) shapes, each equal to the reference backend on the graph
 // specialised to that batch. Its attention is written out (the pipeline
 // without recognize-patterns): the fused attention kernel is not
 // shape-generic yet.
@@ -21,28 +21,28 @@ namespace {
 using FakeGpuProfiles = FakeGpu;
 
 constexpr const char* kEncoder =
-    R"(graph @enc(%ids: i64[batch,8], %mask: f32[batch,1,1,8], %emb: f32[5,16], %wqkv: f32[16,48], %wo: f32[16,16],
-       %bo: f32[16]) -> (f32[batch,8,16]) symbols(batch in [1, 12]) {
-    %e = gather(%emb, %ids) {axis=0} : f32[batch,8,16]
-    %qkv = matmul(%e, %wqkv) : f32[batch,8,48]
-    %q, %k, %v = split(%qkv) {axis=2, split=[16,16,16]} : f32[batch,8,16], f32[batch,8,16], f32[batch,8,16]
-    %qr = reshape(%q) {shape=[batch,8,2,8]} : f32[batch,8,2,8]
-    %qt = transpose(%qr) {perm=[0,2,1,3]} : f32[batch,2,8,8]
-    %kr = reshape(%k) {shape=[batch,8,2,8]} : f32[batch,8,2,8]
-    %kt = transpose(%kr) {perm=[0,2,3,1]} : f32[batch,2,8,8]
-    %vr = reshape(%v) {shape=[batch,8,2,8]} : f32[batch,8,2,8]
-    %vt = transpose(%vr) {perm=[0,2,1,3]} : f32[batch,2,8,8]
-    %s = matmul(%qt, %kt) : f32[batch,2,8,8]
+    R"(graph @enc(%ids: i64[batch,s], %mask: f32[batch,1,1,s], %emb: f32[5,16], %wqkv: f32[16,48], %wo: f32[16,16],
+       %bo: f32[16]) -> (f32[batch,s,16]) symbols(batch in [1, 12], s in [1, 16]) {
+    %e = gather(%emb, %ids) {axis=0} : f32[batch,s,16]
+    %qkv = matmul(%e, %wqkv) : f32[batch,s,48]
+    %q, %k, %v = split(%qkv) {axis=2, split=[16,16,16]} : f32[batch,s,16], f32[batch,s,16], f32[batch,s,16]
+    %qr = reshape(%q) {shape=[batch,s,2,8]} : f32[batch,s,2,8]
+    %qt = transpose(%qr) {perm=[0,2,1,3]} : f32[batch,2,s,8]
+    %kr = reshape(%k) {shape=[batch,s,2,8]} : f32[batch,s,2,8]
+    %kt = transpose(%kr) {perm=[0,2,3,1]} : f32[batch,2,8,s]
+    %vr = reshape(%v) {shape=[batch,s,2,8]} : f32[batch,s,2,8]
+    %vt = transpose(%vr) {perm=[0,2,1,3]} : f32[batch,2,s,8]
+    %sc = matmul(%qt, %kt) : f32[batch,2,s,s]
     %scale = const f32[] dense<[0.35]>
-    %ss = mul(%s, %scale) : f32[batch,2,8,8]
-    %sm = add(%ss, %mask) : f32[batch,2,8,8]
-    %p = softmax(%sm) {axis=-1} : f32[batch,2,8,8]
-    %c = matmul(%p, %vt) : f32[batch,2,8,8]
-    %ct = transpose(%c) {perm=[0,2,1,3]} : f32[batch,8,2,8]
-    %cm = reshape(%ct) {shape=[8*batch,16]} : f32[8*batch,16]
-    %o = gemm(%cm, %wo, %bo) : f32[8*batch,16]
-    %o3 = reshape(%o) {shape=[batch,8,16]} : f32[batch,8,16]
-    %y = add(%o3, %e) : f32[batch,8,16]
+    %ss = mul(%sc, %scale) : f32[batch,2,s,s]
+    %sm = add(%ss, %mask) : f32[batch,2,s,s]
+    %p = softmax(%sm) {axis=-1} : f32[batch,2,s,s]
+    %c = matmul(%p, %vt) : f32[batch,2,s,8]
+    %ct = transpose(%c) {perm=[0,2,1,3]} : f32[batch,s,2,8]
+    %cm = reshape(%ct) {shape=[batch*s,16]} : f32[batch*s,16]
+    %o = gemm(%cm, %wo, %bo) : f32[batch*s,16]
+    %o3 = reshape(%o) {shape=[batch,s,16]} : f32[batch,s,16]
+    %y = add(%o3, %e) : f32[batch,s,16]
     return %y
   })";
 
@@ -60,12 +60,12 @@ std::unique_ptr<Graph> encoder_graph(const std::string& precision) {
   return g;
 }
 
-TEST_F(FakeGpuProfiles, EncoderPlanRunsAtThreeBatchesInFp32AndFp16) {
+TEST_F(FakeGpuProfiles, EncoderPlanRunsAtThreeShapesInFp32AndFp16) {
   for (const std::string prec : {"fp32", "fp16"}) {
     std::unique_ptr<Graph> g = encoder_graph(prec);
     PlanBuildOptions o{"sm_90", prec, {}};
     o.profiles = {
-        plan::Profile{{{"ids", {1, 8}, {12, 8}, {12, 8}}, {"mask", {1, 1, 1, 8}, {12, 1, 1, 8}, {12, 1, 1, 8}}}}};
+        plan::Profile{{{"ids", {1, 1}, {12, 16}, {12, 16}}, {"mask", {1, 1, 1, 1}, {12, 1, 1, 16}, {12, 1, 1, 16}}}}};
     const plan::Plan p = build_plan(*g, o);
     // Every launch with a symbolic size is shape-generic (fp16: the casts of
     // the static weights are static kernels), the GEMMs among them.
@@ -80,15 +80,16 @@ TEST_F(FakeGpuProfiles, EncoderPlanRunsAtThreeBatchesInFp32AndFp16) {
     auto e = rt::Engine::load(bytes.data(), bytes.size(), "encoder.plan", rt::Backend::Gpu);
     rt::Context ctx(e);
     const Tolerance tol = prec == "fp16" ? Tolerance{2.5e-3, 1e-3} : Tolerance{1e-5, 1e-4};
-    for (int64_t n : {1, 5, 12}) {
-      std::unique_ptr<Graph> at = specialize_graph(*g, {{"batch", n}}, op_registry());
+    for (auto [n, len] : {std::pair<int64_t, int64_t>{1, 1}, {5, 7}, {12, 16}}) {
+      std::unique_ptr<Graph> at = specialize_graph(*g, {{"batch", n}, {"s", len}}, op_registry());
       const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(n));
       for (const Value* v : at->inputs()) ctx.bind_input(v->name(), feed.at(v->name()).raw(), v->type(), false);
       Tensor out(at->outputs()[0]->type());
-      EXPECT_EQ(ctx.output_shape("y"), (Shape{n, 8, 16}));
+      EXPECT_EQ(ctx.output_shape("y"), (Shape{n, len, 16}));
       ctx.bind_output("y", out.raw(), out.type(), false);
       ctx.run();
-      EXPECT_EQ(compare_tensors(out, ReferenceExecutor(*at).run(feed)[0], tol), "") << prec << " batch " << n;
+      EXPECT_EQ(compare_tensors(out, ReferenceExecutor(*at).run(feed)[0], tol), "")
+          << prec << " at " << n << "x" << len;
     }
   }
 }

@@ -20,11 +20,20 @@
 namespace kiln {
 namespace {
 
-std::unique_ptr<Graph> compiled(const char* text, const std::string& target) {
+// The default pipeline, less recognize-patterns where `unfused_attention`:
+// an attention node is not shape-generic yet, so the blocks below stay
+// written out as matmuls and softmax.
+std::unique_ptr<Graph> compiled(const char* text, const std::string& target, const std::string& precision = "fp32",
+                                bool unfused_attention = false) {
   auto g = parse_graph(text, "m.kir");
   CompileOptions o;
   o.pass.target = target;
+  o.pass.precision = precision;
   o.symbolic = true;
+  if (unfused_attention) {
+    o.passes = default_pipeline(o.pass);
+    std::erase(o.passes, std::string("recognize-patterns"));
+  }
   compile_graph(*g, o);
   return g;
 }
@@ -68,14 +77,16 @@ void expect_sim_matches_reference(const plan::Plan& p, const Graph& g,
 
 // An attention block written out (no attention node): a projection of
 // [b, s, 32] (A's batch folds into M), scores over a symbolic batch of heads
-// with symbolic M and N (s x s), and probs x V whose reduction length K is
-// the symbolic s (guarded tails along k).
+// with symbolic M and N (s x s), softmax over rows of the symbolic length s
+// (the multi-pass kernel), and probs x V whose reduction length K is the
+// symbolic s (guarded tails along k).
 const char* kMatmuls =
     "graph @m(%x: f32[b,s,32], %w: f32[32,24], %q: f32[b,4,s,8], %k: f32[b,4,8,s], %v: f32[b,4,s,8])"
     " -> (f32[b,s,24], f32[b,4,s,8]) symbols(b in [1, 4], s in [1, 40]) {\n"
     "  %p = matmul(%x, %w) : f32[b,s,24]\n"
     "  %sc = matmul(%q, %k) : f32[b,4,s,s]\n"
-    "  %c = matmul(%sc, %v) : f32[b,4,s,8]\n"
+    "  %pr = softmax(%sc) {axis=-1} : f32[b,4,s,s]\n"
+    "  %c = matmul(%pr, %v) : f32[b,4,s,8]\n"
     "  return %p, %c\n"
     "}\n";
 
@@ -88,9 +99,10 @@ plan::Profile matmul_profile() {
 
 TEST(ShapeGenericKernels, BatchedMatmulsWithSymbolicBatchMNKOnSimAtThreeShapes) {
   for (const std::string arch : {"sm_80", "sm_90"}) {
-    auto g = compiled(kMatmuls, arch);
+    auto g = compiled(kMatmuls, arch, "fp32", true);
     plan::Plan p = gpu_plan(*g, arch, matmul_profile());
     EXPECT_EQ(generic_kernels_named(p, "kiln_matmul_"), 3) << arch;
+    EXPECT_EQ(generic_kernels_named(p, "kiln_sm_softmax_"), 1) << arch;
     // The scores' grid: row tiles x column tiles x 4*b heads, per shape.
     bool three_axes = false;
     for (const plan::GenericLaunch& gl : p.generic_launches)
@@ -108,12 +120,13 @@ TEST(ShapeGenericKernels, TensorCoreMatmulsWithSymbolicBatchMNKOnSimAtThreeShape
   std::string text = kMatmuls;
   for (size_t at = text.find("f32"); at != std::string::npos; at = text.find("f32", at)) text.replace(at, 3, "f16");
   for (const std::string arch : {"sm_80", "sm_90"}) {
-    auto g = compiled(text.c_str(), arch);
+    auto g = compiled(text.c_str(), arch, "fp16", true);
     PlanBuildOptions po{arch, "fp16", {}};
     po.profiles = {matmul_profile()};
     po.source_name = "m.onnx";
     plan::Plan p = build_plan(*g, po);
     EXPECT_EQ(generic_kernels_named(p, "kiln_matmul_mma_"), 3) << arch;
+    EXPECT_EQ(generic_kernels_named(p, "kiln_sm_softmax_"), 1) << arch;
     if (arch != "sm_90") continue;
     expect_sim_matches_reference(p, *g, {{1, 1}, {3, 17}, {4, 40}}, {2.5e-3, 1e-3});
   }
