@@ -114,8 +114,9 @@ void map_slice(MapCtx& c, std::string& b) {
   std::vector<int64_t> ist = strides_sym(c.in[0].shape), s(ist.size());
   int64_t base = 0;
   for (size_t d = 0; d < ist.size(); ++d) {
-    base = dim_add(base, dim_mul(st[d], ist[d]));
-    s[d] = dim_mul(sp[d], ist[d]);
+    // Values, not dims: a negative step (and its stride) is legal here.
+    base = value_add(base, value_mul(st[d], ist[d]));
+    s[d] = value_mul(sp[d], ist[d]);
   }
   b += fmt::format("    src = 0; off = {};\n", linear(out_coords(c.out.rank()), s, base));
 }
