@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/core/kernel_text.h"
 #include "ir/error.h"
@@ -98,6 +99,7 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
   auto dim_text = [&](int64_t d) { return is_symbolic_dim(d) ? g.syms.lit(d) : std::to_string(d); };
   const std::string M_text = dim_text(g.M), N_text = dim_text(g.N), K_text = dim_text(g.K);
   k.block = kThreads;
+  if (deciding_only()) return {k};  // the launch is decided; the rest is text (codegen/core/deciding_only.h)
   const int stage_elems = std::max(BK * (BM + 1) + BK * (BN + 1), BM * BN);
 
   std::string b;
