@@ -17,6 +17,7 @@
 #include "codegen/emitters/gemm_conv/epilogue_place.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::codegen {
 
@@ -135,6 +136,18 @@ int Epilogue::vector_width() const {
   return vector_contiguity(width, contig) ? width : 0;
 }
 
+// Whether an operand of shape `in` read at the coordinates of `out` holds
+// more than one element and moves with the column (its last broadcast
+// stride 1): one access per element, not one per row. Symbolic shapes
+// (a shape-generic kernel) are not one element.
+namespace {
+bool reads_along_columns(const Shape& in, const Shape& out) {
+  if (has_symbolic_dims(in) || has_symbolic_dims(out))
+    return !in.empty() && !out.empty() && symbolic_broadcast_strides(in, out).back() == 1;
+  return shape_numel(in) > 1 && broadcast_strides(in, out).back() == 1;
+}
+}  // namespace
+
 int Epilogue::vector_accesses() const {
   // A result stored element by element (not contiguous) takes `width` accesses per `width` elements.
   const int width = vector_width();
@@ -147,7 +160,7 @@ int Epilogue::vector_accesses() const {
     for (const auto& bn : body_->nodes())
       for (Value* v : bn->inputs())
         if (bn.get() != anchor_ && std::find(slot_values_.begin(), slot_values_.end(), v) != slot_values_.end() &&
-            v->type().numel() > 1 && broadcast_strides(v->shape(), bn->output(0)->shape()).back() == 1)
+            reads_along_columns(v->shape(), bn->output(0)->shape()))
           ++n;
   return n;
 }
@@ -168,7 +181,7 @@ int Epilogue::bytes_per_element() const {
     for (const auto& bn : body_->nodes())
       for (Value* v : bn->inputs())
         if (bn.get() != anchor_ && std::find(slot_values_.begin(), slot_values_.end(), v) != slot_values_.end() &&
-            v->type().numel() > 1 && broadcast_strides(v->shape(), bn->output(0)->shape()).back() == 1)
+            reads_along_columns(v->shape(), bn->output(0)->shape()))
           n += dtype_size(v->dtype());
   return static_cast<int>(n);
 }
