@@ -176,9 +176,15 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   // plan keeps the imported graph, which the runtime's CPU path runs stage
   // by stage (backends/reference/data_dependent_stages.h); the passes do not
   // run on such a graph yet. A GPU plan would need shape-generic consumers:
-  // refused, naming the nodes.
-  if (build.optimize && has_data_dependent_sizes(g)) {
-    if (is_gpu_target(build.pass.target)) refuse_data_dependent_sizes(g, model);
+  // refused, naming the nodes. This is the one place a compile refuses them:
+  // before the profiles, passes and kernels, with --no-opt too (which
+  // otherwise reached the shape-generic kernel check with a message about
+  // kernels instead); the passes below never see such a graph, so
+  // compile_graph's own check (for kiln dump-ir, opt and run, which do not
+  // come through here) has nothing to find.
+  const bool data_dependent = has_data_dependent_sizes(g);
+  if (data_dependent && is_gpu_target(build.pass.target)) refuse_data_dependent_sizes(g, model);
+  if (data_dependent && build.optimize) {
     std::vector<std::string> nodes;
     for (const auto& [sym, n] : data_dependent_symbols(g)) nodes.push_back(fmt::format("{} ({})", n->describe(), sym));
     say(o, fmt::format("{}: result sizes decided at run time ({}): the plan keeps the graph as imported, without "

@@ -90,4 +90,10 @@ grep -q '^data-dependent sizes: if_n0=[1-9][0-9]* (range \[0, 40\], node (if) pr
 [ $? -ne 0 ] || fail "compiling a data-dependent graph must fail"
 grep -q 'GPU plans with data-dependent sizes are not implemented yet' "$out" || fail "no plans message"
 grep -q 'NonMaxSuppression\|non_max_suppression' "$out" || fail "the message does not name the node"
+# The same refusal with --no-opt (compile_model refuses them once, before
+# any kernel check; it used to say "needs a shape-generic GPU kernel").
+"$kiln" compile "$dir/detect.onnx" --target sm_90 --no-opt -o "$dir/detect.plan" >"$out" 2>&1
+[ $? -eq 1 ] || fail "compiling a data-dependent graph with --no-opt must exit 1"
+grep -q 'GPU plans with data-dependent sizes are not implemented yet' "$out" || fail "no plans message with --no-opt"
+grep -q 'shape-generic' "$out" && fail "--no-opt: the kernel check spoke before the data-dependent refusal"
 echo PASS
