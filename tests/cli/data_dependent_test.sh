@@ -48,6 +48,12 @@ grep -q '^shape profiles: 1 (symbols: nonzero_n0 in \[0, 24\], .*); sizes decide
   "$out" || fail "inspect select.plan: the sizes decided at run time are not shown"
 grep -q '^memory plan: none (sizes decided at run time' "$out" || fail "inspect select.plan: not 'no memory plan'"
 "$kiln" compile "$dir/detect.onnx" --target cpu -o "$dir/detect.plan" >"$out" 2>&1 || fail "compile detect: exit $?"
+# Generated inputs keep TopK's k within its axis (it drew 9 of [0, 9] for an
+# axis of 6 and failed): kiln run says the range, kiln bench runs.
+"$kiln" run "$dir/select.plan" >"$out" 2>&1 || fail "select.plan with generated inputs: exit $?"
+grep -q '^input "k": i64\[1\] random in \[1, 6\] (k of node (topk) producing %top, axis 1 of size 6)' "$out" ||
+  fail "select.plan: k is not drawn within the axis"
+"$kiln" bench "$dir/select.plan" --iterations 3 >"$out" 2>&1 || fail "bench select.plan: exit $?"
 for b in $backends; do
   rm -rf "$dir/o"
   "$kiln" run "$dir/select.plan" --backend $b --inputs "x:$dir/x.npy,k:$dir/k.npy" --outputs "$dir/o" >"$out" 2>&1 ||
