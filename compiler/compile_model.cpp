@@ -32,14 +32,15 @@ void say(const CompileModelOptions& o, const std::string& text) {
 // k-th use of the flags), the input and the dim: an input the profile leaves
 // out, another rank, a dim the graph fixes, min > opt > max, and inputs that
 // give one symbol two ranges.
-plan::Profile profile_of(const Graph& g, const ShapeRanges& r, size_t k, const std::string& model) {
+plan::Profile profile_of(const Graph& g, const ShapeRanges& r, size_t k, const std::string& model,
+                         const ShapeOptionNames& names) {
   plan::Profile p;
   std::map<std::string, std::pair<int64_t, int64_t>> sym_range;  // within this profile
   std::map<std::string, std::string> sym_input;
   const std::string which = fmt::format("{}: shape profile {}", model, k);
   for (const Value* v : g.inputs()) {
     if (!has_symbolic_dims(v->shape())) continue;
-    auto get = [&](const std::map<std::string, Shape>& m, const char* flag) -> const Shape* {
+    auto get = [&](const std::map<std::string, Shape>& m, const std::string& flag) -> const Shape* {
       auto it = m.find(v->name());
       if (it == m.end()) return nullptr;
       if (it->second.size() != v->shape().size())
@@ -47,10 +48,10 @@ plan::Profile profile_of(const Graph& g, const ShapeRanges& r, size_t k, const s
              v->shape().size(), v->type().str());
       return &it->second;
     };
-    const Shape *lo = get(r.min, "--min-shapes"), *hi = get(r.max, "--max-shapes"), *opt = get(r.opt, "--opt-shapes");
+    const Shape *lo = get(r.min, names.min), *hi = get(r.max, names.max), *opt = get(r.opt, names.opt);
     if (!lo || !hi)
       fail("{}: {} does not give input \"{}\" ({}): every profile gives each dynamic input", which,
-           lo ? "--max-shapes" : "--min-shapes", v->name(), v->type().str());
+           lo ? names.max : names.min, v->name(), v->type().str());
     plan::InputProfile ip{v->name(), *lo, opt ? *opt : *hi, *hi};
     for (size_t d = 0; d < v->shape().size(); ++d) {
       int64_t decl = v->shape()[d];
@@ -87,9 +88,9 @@ void span_shape_profiles(const std::vector<ShapeRanges>& all, ImportOptions& io,
   for (size_t k = 1; k < all.size(); ++k)
     if (names(all[k].min) != names(all[0].min) || names(all[k].max) != names(all[0].max))
       fail(
-          "{}: shape profile {} gives the inputs [{}] / [{}] (--min-shapes / --max-shapes), profile 0 gives [{}] / [{}]: "
-          "every profile gives the same inputs",
-          model, k, fmt::join(names(all[k].min), ","), fmt::join(names(all[k].max), ","),
+          "{}: shape profile {} gives the inputs [{}] / [{}] ({} / {}), profile 0 gives [{}] / [{}]: every profile "
+          "gives the same inputs",
+          model, k, io.names.min, io.names.max, fmt::join(names(all[k].min), ","), fmt::join(names(all[k].max), ","),
           fmt::join(names(all[0].min), ","), fmt::join(names(all[0].max), ","));
   io.min_shapes = all[0].min;
   io.opt_shapes = all[0].opt;
@@ -157,6 +158,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   // 1. Import, failing fast with every node kiln cannot compile.
   const auto t0 = std::chrono::steady_clock::now();
   ImportOptions io;
+  io.names = o.shape_option_names;
   io.input_shapes = o.input_shapes;
   std::vector<ShapeRanges> ranges = {{o.min_shapes, o.opt_shapes, o.max_shapes}};
   ranges.insert(ranges.end(), o.more_profiles.begin(), o.more_profiles.end());
@@ -193,7 +195,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
     build.optimize = false;
   }
   if (!g.symbols().empty()) {
-    for (size_t k = 0; k < ranges.size(); ++k) profiles.push_back(profile_of(g, ranges[k], k, model));
+    for (size_t k = 0; k < ranges.size(); ++k) profiles.push_back(profile_of(g, ranges[k], k, model, io.names));
     build.symbolic = true;
   }
 

@@ -37,6 +37,9 @@ struct CompileModelOptions {
   // Target, precision, passes, --print-ir-*, --dump-dir, kernel cache, --stats.
   CompileOptions build;
   std::map<std::string, Shape> input_shapes;  // --shapes: names must be model inputs
+  // What messages call the shape options: kiln compile's flags, or the
+  // builder API's own parameters (ShapeOptionNames::c_api(), python()...).
+  ShapeOptionNames shape_option_names;
   // --min-shapes / --opt-shapes / --max-shapes (trtexec's meaning): the
   // dims a model leaves open become symbols with these ranges and the plan
   // records them as its shape profile (runtime/plan_profiles.h,

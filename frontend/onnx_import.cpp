@@ -92,21 +92,23 @@ TensorType Importer::input_type(const onnx::ValueInfoProto& vi) {
   DType dt = dtype_from_onnx(tt.elem_type(), ctx);
   if (auto it = opts_.input_shapes.find(vi.name()); it != opts_.input_shapes.end()) {
     if (opts_.min_shapes.count(vi.name()) || opts_.opt_shapes.count(vi.name()) || opts_.max_shapes.count(vi.name()))
-      fail("{}: --shapes fixes its shape and --min-shapes/--opt-shapes/--max-shapes give it a range: give one", ctx);
+      fail("{}: {} fixes its shape and {} gives it a range: give one", ctx, opts_.names.shapes, opts_.names.profile);
     if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(it->second.size()))
-      fail("{}: --shapes gives rank {} but the model declares rank {}", ctx, it->second.size(), tt.shape().dim_size());
+      fail("{}: {} gives rank {} but the model declares rank {}", ctx, opts_.names.shapes, it->second.size(),
+           tt.shape().dim_size());
     if (tt.has_shape())
       for (int i = 0; i < tt.shape().dim_size(); ++i) {
         const auto& d = tt.shape().dim(i);
         if (d.has_dim_value() && d.dim_value() != it->second[i] && !opts_.override_fixed_dims)
-          fail("{}: --shapes sets dim {} to {} but the model fixes it at {}", ctx, i, it->second[i], d.dim_value());
+          fail("{}: {} sets dim {} to {} but the model fixes it at {}", ctx, opts_.names.shapes, i, it->second[i],
+               d.dim_value());
       }
     check_tensor_bytes(TensorType(dt, it->second), ctx);
     return TensorType(dt, it->second);
   }
   if (auto it = opts_.known_inputs.find(vi.name()); it != opts_.known_inputs.end())
     return TensorType(dt, it->second.shape());
-  if (!tt.has_shape()) fail("{}: the model gives no shape; set one with --shapes {}:DIMS", ctx, vi.name());
+  if (!tt.has_shape()) fail("{}: the model gives no shape; set one with {}", ctx, opts_.names.fix_for(vi.name()));
   Shape s = symbolic_input_dims(tt.shape(), vi.name(), opts_, ctx, symbols_);
   // An input over the per-tensor limit can never be bound: reject it now
   // (a symbolic one at its largest).
