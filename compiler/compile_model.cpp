@@ -12,6 +12,7 @@
 #include "compiler/targets.h"
 #include "ir/data_dependent.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "ir/printer.h"
 #include "ir/symbolic_dim.h"
 
@@ -260,7 +261,8 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
     po.source_name = model;  // launch-limit errors name the model file
     po.profiles = profiles;
     plan::Plan p = build_plan(g, po);
-    res.plan = plan::serialize(p);
+    if (o.plan_path.empty()) res.plan = plan::serialize(p);
+    else write_file_pieces(o.plan_path, [&p](const FilePieceWriter& w) { plan::write_plan(p, w); });
     res.plan_gpu_kernels = p.meta.gpu_kernels ? static_cast<int>(p.kernels.size()) : 0;
     res.plan_target = p.meta.target;
     res.no_gpu_reason = p.meta.no_gpu_reason;
