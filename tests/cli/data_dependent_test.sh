@@ -13,10 +13,7 @@ kiln=$1
 t=$2
 py=$3
 sim=${4:-sim}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out.txt
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 "$py" "$t/make_data_dependent_models.py" "$dir" || fail "make_data_dependent_models.py"
 
 backends=ref
@@ -35,8 +32,7 @@ done
 
 # A k outside [0, axis size] is an error naming the node, exit 1.
 "$py" -c "import numpy as np, sys; np.save(sys.argv[1], np.array([9], np.int64))" "$dir/k9.npy"
-"$kiln" run "$dir/select.onnx" --inputs "x:$dir/x.npy,k:$dir/k9.npy" >"$out" 2>&1
-[ $? -eq 1 ] || fail "k = 9 must exit 1"
+expect_exit 1 "k = 9 must exit 1" "$kiln" run "$dir/select.onnx" --inputs "x:$dir/x.npy,k:$dir/k9.npy"
 grep -q 'k = 9 is out of range for axis 1 of size 6' "$out" || fail "no k range message"
 # CPU plans hold them: the runtime runs the graph stage by stage, outputs
 # trimmed to the counts (kiln_context_output_shape after the run).
@@ -98,8 +94,7 @@ grep -q 'GPU plans with data-dependent sizes are not implemented yet' "$out" || 
 grep -q 'NonMaxSuppression\|non_max_suppression' "$out" || fail "the message does not name the node"
 # The same refusal with --no-opt (compile_model refuses them once, before
 # any kernel check; it used to say "needs a shape-generic GPU kernel").
-"$kiln" compile "$dir/detect.onnx" --target sm_90 --no-opt -o "$dir/detect.plan" >"$out" 2>&1
-[ $? -eq 1 ] || fail "compiling a data-dependent graph with --no-opt must exit 1"
+expect_exit 1 "compiling a data-dependent graph with --no-opt must exit 1" "$kiln" compile "$dir/detect.onnx" --target sm_90 --no-opt -o "$dir/detect.plan"
 grep -q 'GPU plans with data-dependent sizes are not implemented yet' "$out" || fail "no plans message with --no-opt"
 grep -q 'shape-generic' "$out" && fail "--no-opt: the kernel check spoke before the data-dependent refusal"
 echo PASS
