@@ -127,6 +127,12 @@ class GpuEngine {
   std::string description_;
 };
 
+namespace detail {
+// cuMemAlloc of `n` bytes (at least 1: a zero-byte allocation is an error in
+// the driver), `what` naming it in the error.
+CUdeviceptr alloc(const CudaDriver& d, size_t n, const char* what);
+}  // namespace detail
+
 // Makes the engine's CUDA context current for a scope. The nothrow form
 // (for destructors) makes it current if it can and pops only what it pushed.
 class CtxScope {

@@ -55,4 +55,11 @@ std::string_view expr_prelude();
 // kernel_headers adds them to kernels that touch a low-bit float.
 std::string low_bit_prelude();
 
+namespace detail {
+// The codec's function suffix for a low-bit float dtype.
+std::string_view low_bit_suffix(DType t);
+// `x` (a float) encoded as dtype t's code, ONNX Cast's rules.
+std::string low_bit_encode(DType t, const std::string& x, bool saturate, int round_mode);
+}  // namespace detail
+
 }  // namespace kiln::codegen
