@@ -91,7 +91,7 @@ void span_shape_profiles(const std::vector<ShapeRanges>& all, ImportOptions& io,
       fail(
           "{}: shape profile {} gives the inputs [{}] / [{}] ({} / {}), profile 0 gives [{}] / [{}]: every profile "
           "gives the same inputs",
-          model, k, io.names.min, io.names.max, fmt::join(names(all[k].min), ","), fmt::join(names(all[k].max), ","),
+          model, k, fmt::join(names(all[k].min), ","), fmt::join(names(all[k].max), ","), io.names.min, io.names.max,
           fmt::join(names(all[0].min), ","), fmt::join(names(all[0].max), ","));
   io.min_shapes = all[0].min;
   io.opt_shapes = all[0].opt;
