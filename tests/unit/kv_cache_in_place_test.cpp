@@ -275,7 +275,7 @@ TEST(KvCacheInPlace, WritesOnlyTheAppendedPositions) {
 // The same layer with one head: a cache whose rows are one (batch 1, one
 // head), so the present's positions are the buffer's first bytes.
 const char* kOneHead =
-    "graph @layer(%past_key: f32[1,1,past,4], %x: f32[1,1,seq,4]) -> (f32[1,1,past+seq,4], f32[1,1,seq,4]) "
+    "graph @layer(%past_key: f32[1,1,past,4], %x: f32[1,1,seq,4]) -> (f32[1,1,past+seq,4], f32[1,1,seq,past+seq]) "
     "symbols(seq in [1, 4], past in [0, 12]) {\n"
     "  %k = neg(%x) : f32[1,1,seq,4]\n"
     "  %present_key = concat(%past_key, %k) {axis=2} : f32[1,1,past+seq,4]\n"
