@@ -13,6 +13,7 @@
 #include "compiler/targets.h"
 #include "ir/data_dependent.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "ir/printer.h"
 #include "ir/symbolic_dim.h"
 
@@ -33,14 +34,15 @@ void say(const CompileModelOptions& o, const std::string& text) {
 // k-th use of the flags), the input and the dim: an input the profile leaves
 // out, another rank, a dim the graph fixes, min > opt > max, and inputs that
 // give one symbol two ranges.
-plan::Profile profile_of(const Graph& g, const ShapeRanges& r, size_t k, const std::string& model) {
+plan::Profile profile_of(const Graph& g, const ShapeRanges& r, size_t k, const std::string& model,
+                         const ShapeOptionNames& names) {
   plan::Profile p;
   std::map<std::string, std::pair<int64_t, int64_t>> sym_range;  // within this profile
   std::map<std::string, std::string> sym_input;
   const std::string which = fmt::format("{}: shape profile {}", model, k);
   for (const Value* v : g.inputs()) {
     if (!has_symbolic_dims(v->shape())) continue;
-    auto get = [&](const std::map<std::string, Shape>& m, const char* flag) -> const Shape* {
+    auto get = [&](const std::map<std::string, Shape>& m, const std::string& flag) -> const Shape* {
       auto it = m.find(v->name());
       if (it == m.end()) return nullptr;
       if (it->second.size() != v->shape().size())
@@ -48,10 +50,10 @@ plan::Profile profile_of(const Graph& g, const ShapeRanges& r, size_t k, const s
              v->shape().size(), v->type().str());
       return &it->second;
     };
-    const Shape *lo = get(r.min, "--min-shapes"), *hi = get(r.max, "--max-shapes"), *opt = get(r.opt, "--opt-shapes");
+    const Shape *lo = get(r.min, names.min), *hi = get(r.max, names.max), *opt = get(r.opt, names.opt);
     if (!lo || !hi)
       fail("{}: {} does not give input \"{}\" ({}): every profile gives each dynamic input", which,
-           lo ? "--max-shapes" : "--min-shapes", v->name(), v->type().str());
+           lo ? names.max : names.min, v->name(), v->type().str());
     plan::InputProfile ip{v->name(), *lo, opt ? *opt : *hi, *hi};
     for (size_t d = 0; d < v->shape().size(); ++d) {
       int64_t decl = v->shape()[d];
@@ -88,9 +90,9 @@ void span_shape_profiles(const std::vector<ShapeRanges>& all, ImportOptions& io,
   for (size_t k = 1; k < all.size(); ++k)
     if (names(all[k].min) != names(all[0].min) || names(all[k].max) != names(all[0].max))
       fail(
-          "{}: shape profile {} gives the inputs [{}] / [{}] (--min-shapes / --max-shapes), profile 0 gives [{}] / [{}]: "
-          "every profile gives the same inputs",
-          model, k, fmt::join(names(all[k].min), ","), fmt::join(names(all[k].max), ","),
+          "{}: shape profile {} gives the inputs [{}] / [{}] ({} / {}), profile 0 gives [{}] / [{}]: every profile "
+          "gives the same inputs",
+          model, k, fmt::join(names(all[k].min), ","), fmt::join(names(all[k].max), ","), io.names.min, io.names.max,
           fmt::join(names(all[0].min), ","), fmt::join(names(all[0].max), ","));
   io.min_shapes = all[0].min;
   io.opt_shapes = all[0].opt;
@@ -158,6 +160,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   // 1. Import, failing fast with every node kiln cannot compile.
   const auto t0 = std::chrono::steady_clock::now();
   ImportOptions io;
+  io.names = o.shape_option_names;
   io.input_shapes = o.input_shapes;
   std::vector<ShapeRanges> ranges = {{o.min_shapes, o.opt_shapes, o.max_shapes}};
   ranges.insert(ranges.end(), o.more_profiles.begin(), o.more_profiles.end());
@@ -190,9 +193,15 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   // plan keeps the imported graph, which the runtime's CPU path runs stage
   // by stage (backends/reference/data_dependent_stages.h); the passes do not
   // run on such a graph yet. A GPU plan would need shape-generic consumers:
-  // refused, naming the nodes.
-  if (build.optimize && has_data_dependent_sizes(g)) {
-    if (is_gpu_target(build.pass.target)) refuse_data_dependent_sizes(g, model);
+  // refused, naming the nodes. This is the one place a compile refuses them:
+  // before the profiles, passes and kernels, with --no-opt too (which
+  // otherwise reached the shape-generic kernel check with a message about
+  // kernels instead); the passes below never see such a graph, so
+  // compile_graph's own check (for kiln dump-ir, opt and run, which do not
+  // come through here) has nothing to find.
+  const bool data_dependent = has_data_dependent_sizes(g);
+  if (data_dependent && is_gpu_target(build.pass.target)) refuse_data_dependent_sizes(g, model);
+  if (data_dependent && build.optimize) {
     std::vector<std::string> nodes;
     for (const auto& [sym, n] : data_dependent_symbols(g)) nodes.push_back(fmt::format("{} ({})", n->describe(), sym));
     say(o, fmt::format("{}: result sizes decided at run time ({}): the plan keeps the graph as imported, without "
@@ -201,7 +210,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
     build.optimize = false;
   }
   if (!g.symbols().empty()) {
-    for (size_t k = 0; k < ranges.size(); ++k) profiles.push_back(profile_of(g, ranges[k], k, model));
+    for (size_t k = 0; k < ranges.size(); ++k) profiles.push_back(profile_of(g, ranges[k], k, model, io.names));
     build.symbolic = true;
   }
 
@@ -267,7 +276,8 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
     po.profiles = profiles;
     plan::Plan p = build_plan(g, po);
     p.bounded_sizes = bounded;
-    res.plan = plan::serialize(p);
+    if (o.plan_path.empty()) res.plan = plan::serialize(p);
+    else write_file_pieces(o.plan_path, [&p](const FilePieceWriter& w) { plan::write_plan(p, w); });
     res.plan_gpu_kernels = p.meta.gpu_kernels ? static_cast<int>(p.kernels.size()) : 0;
     res.plan_target = p.meta.target;
     res.no_gpu_reason = p.meta.no_gpu_reason;

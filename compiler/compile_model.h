@@ -37,6 +37,9 @@ struct CompileModelOptions {
   // Target, precision, passes, --print-ir-*, --dump-dir, kernel cache, --stats.
   CompileOptions build;
   std::map<std::string, Shape> input_shapes;  // --shapes: names must be model inputs
+  // What messages call the shape options: kiln compile's flags, or the
+  // builder API's own parameters (ShapeOptionNames::c_api(), python()...).
+  ShapeOptionNames shape_option_names;
   // --min-shapes / --opt-shapes / --max-shapes (trtexec's meaning): the
   // dims a model leaves open become symbols with these ranges and the plan
   // records them as its shape profile (runtime/plan_profiles.h,
@@ -54,6 +57,10 @@ struct CompileModelOptions {
   bool print_final_ir = false;     // the optimized graph to ir_out (--print-ir)
   std::ostream* ir_out = nullptr;  // null: std::cout
   bool write_plan = true;          // false: the report only (kiln compile without -o)
+  // With write_plan: the plan is written into this file as it is made
+  // (kiln compile -o), and CompileResult::plan stays empty; a GPT-2-sized
+  // plan is then never held whole in memory beside the graph's weights.
+  std::string plan_path;
   // Messages a person reads (the --stats tables, the kernels line, the tuning
   // line, the summary), each one or more whole lines ending in '\n'. May be empty.
   std::function<void(const std::string&)> log;
@@ -64,7 +71,7 @@ struct CompileModelOptions {
 };
 
 struct CompileResult {
-  std::vector<uint8_t> plan;  // serialized plan; empty unless write_plan
+  std::vector<uint8_t> plan;  // serialized plan; empty unless write_plan (and no plan_path)
   int plan_gpu_kernels = 0;   // distinct kernels in the plan (0: no GPU kernels)
   std::string plan_target;
   std::string target_reason;  // what "auto" resolved to and why ("" for an explicit target)

@@ -50,10 +50,10 @@ ImportResult import_checked(const ModelSource& source, const ImportOptions& io) 
   if (c.problems.empty()) {
     std::vector<std::string> inputs;
     for (const Value* v : c.result.graph->inputs()) inputs.push_back(v->name());
-    check_shapes_names(io.input_shapes, inputs, source.display_name);
-    check_shapes_names(io.min_shapes, inputs, source.display_name, "--min-shapes");
-    check_shapes_names(io.opt_shapes, inputs, source.display_name, "--opt-shapes");
-    check_shapes_names(io.max_shapes, inputs, source.display_name, "--max-shapes");
+    check_shapes_names(io.input_shapes, inputs, source.display_name, io.names.shapes);
+    check_shapes_names(io.min_shapes, inputs, source.display_name, io.names.min);
+    check_shapes_names(io.opt_shapes, inputs, source.display_name, io.names.opt);
+    check_shapes_names(io.max_shapes, inputs, source.display_name, io.names.max);
     return std::move(c.result);
   }
   std::string list;

@@ -157,7 +157,9 @@ class NodeContext final : public ImportContext {
 
 class Importer {
  public:
-  Importer(const onnx::ModelProto& model, std::string base_dir, std::string file, const ImportOptions& opts)
+  // `model` is the importer's to change: each initializer's data is released
+  // once its tensor holds it (a model's weights are not held twice).
+  Importer(onnx::ModelProto& model, std::string base_dir, std::string file, const ImportOptions& opts)
       : model_(model), base_dir_(std::move(base_dir)), file_(std::move(file)), opts_(opts) {}
 
   ImportResult run();
@@ -213,7 +215,7 @@ class Importer {
   Value* lookup_output(const std::string& name, const std::string& ctx);
   TensorType input_type(const onnx::ValueInfoProto& vi);
 
-  const onnx::ModelProto& model_;
+  onnx::ModelProto& model_;
   std::string base_dir_, file_;
   const ImportOptions& opts_;
   int64_t opset_ = 0;

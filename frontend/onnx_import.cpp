@@ -92,21 +92,23 @@ TensorType Importer::input_type(const onnx::ValueInfoProto& vi) {
   DType dt = dtype_from_onnx(tt.elem_type(), ctx);
   if (auto it = opts_.input_shapes.find(vi.name()); it != opts_.input_shapes.end()) {
     if (opts_.min_shapes.count(vi.name()) || opts_.opt_shapes.count(vi.name()) || opts_.max_shapes.count(vi.name()))
-      fail("{}: --shapes fixes its shape and --min-shapes/--opt-shapes/--max-shapes give it a range: give one", ctx);
+      fail("{}: {} fixes its shape and {} gives it a range: give one", ctx, opts_.names.shapes, opts_.names.profile);
     if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(it->second.size()))
-      fail("{}: --shapes gives rank {} but the model declares rank {}", ctx, it->second.size(), tt.shape().dim_size());
+      fail("{}: {} gives rank {} but the model declares rank {}", ctx, opts_.names.shapes, it->second.size(),
+           tt.shape().dim_size());
     if (tt.has_shape())
       for (int i = 0; i < tt.shape().dim_size(); ++i) {
         const auto& d = tt.shape().dim(i);
         if (d.has_dim_value() && d.dim_value() != it->second[i] && !opts_.override_fixed_dims)
-          fail("{}: --shapes sets dim {} to {} but the model fixes it at {}", ctx, i, it->second[i], d.dim_value());
+          fail("{}: {} sets dim {} to {} but the model fixes it at {}", ctx, opts_.names.shapes, i, it->second[i],
+               d.dim_value());
       }
     check_tensor_bytes(TensorType(dt, it->second), ctx);
     return TensorType(dt, it->second);
   }
   if (auto it = opts_.known_inputs.find(vi.name()); it != opts_.known_inputs.end())
     return TensorType(dt, it->second.shape());
-  if (!tt.has_shape()) fail("{}: the model gives no shape; set one with --shapes {}:DIMS", ctx, vi.name());
+  if (!tt.has_shape()) fail("{}: the model gives no shape; set one with {}", ctx, opts_.names.fix_for(vi.name()));
   Shape s = symbolic_input_dims(tt.shape(), vi.name(), opts_, ctx, symbols_);
   // An input over the per-tensor limit can never be bound: reject it now
   // (a symbolic one at its largest).
@@ -115,7 +117,7 @@ TensorType Importer::input_type(const onnx::ValueInfoProto& vi) {
 }
 
 void Importer::import_initializers() {
-  for (const auto& init : model_.graph().initializer()) {
+  for (auto& init : *model_.mutable_graph()->mutable_initializer()) {
     std::string ctx = fmt::format("{}: initializer \"{}\"", file_, short_name(init.name()));
     if (init.name().empty()) fail("{}: initializer without a name", file_);
     account_bytes(init, ctx);
@@ -123,6 +125,15 @@ void Importer::import_initializers() {
     if (env_.count(init.name())) fail("{}: defined twice", ctx);
     names_.insert(init.name());
     env_[init.name()] = graph_->add_constant(init.name(), std::move(t));
+    // The tensor owns the values now: the protobuf's copy goes (GPT-2's
+    // 500 MB of weights were held twice until the import ended). Only the
+    // name, type and dims of an initializer are read after this.
+    std::string().swap(*init.mutable_raw_data());
+    init.clear_float_data();
+    init.clear_int32_data();
+    init.clear_int64_data();
+    init.clear_double_data();
+    init.clear_uint64_data();
   }
   if (model_.graph().sparse_initializer_size()) unsupported("{}: sparse initializers are not supported", file_);
 }
@@ -419,8 +430,9 @@ ImportResult Importer::run() {
 
 using onnx_import_detail::Importer;
 
-ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const std::string& display_name,
-                               const ImportOptions& opts) {
+namespace {
+
+onnx::ModelProto parse_model(const std::string& bytes, const std::string& display_name) {
   if (bytes.empty()) fail("{}: the file is empty, not an ONNX model", display_name);
   if (static_cast<int64_t>(bytes.size()) > limits().max_model_file_bytes)
     unsupported("{}: model files over {} bytes must keep weights as external data", display_name,
@@ -435,6 +447,11 @@ ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base
   coded.SetRecursionLimit(3 * limits().max_subgraph_depth + 64);
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
     fail("{}: not a valid ONNX model (protobuf parse failed: truncated, damaged or not protobuf at all)", display_name);
+  return model;
+}
+
+ImportResult import_parsed(onnx::ModelProto& model, const std::string& base_dir, const std::string& display_name,
+                           const ImportOptions& opts) {
   if (opts.batch > 0) {
     // The batch dims are read from the model just parsed, not from a second
     // parse of the file (BERT-base's is 440 MB).
@@ -447,6 +464,14 @@ ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base
   }
   Importer imp(model, base_dir, display_name, opts);
   return imp.run();
+}
+
+}  // namespace
+
+ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const std::string& display_name,
+                               const ImportOptions& opts) {
+  onnx::ModelProto model = parse_model(bytes, display_name);
+  return import_parsed(model, base_dir, display_name, opts);
 }
 
 ImportResult import_onnx_file(const std::string& path, const ImportOptions& opts) {
@@ -462,7 +487,9 @@ ImportResult import_onnx_file(const std::string& path, const ImportOptions& opts
   std::string bytes(static_cast<size_t>(size), '\0');
   in.read(bytes.data(), size);
   std::string dir = std::filesystem::path(path).parent_path().string();
-  return import_onnx_bytes(bytes, dir.empty() ? "." : dir, path, opts);
+  onnx::ModelProto model = parse_model(bytes, path);
+  std::string().swap(bytes);  // the file's bytes are parsed: not held beside the tensors
+  return import_parsed(model, dir.empty() ? "." : dir, path, opts);
 }
 
 std::map<std::string, Shape> parse_shapes_flag(const std::string& spec, std::string_view flag) {

@@ -24,7 +24,25 @@ struct ImportProblem {
   std::string message;  // the full "file: node "x" (Op): problem" message
 };
 
+// What the caller calls the shape options, for messages: kiln compile's
+// flags unless a builder API names its own parameters (cli(), c_api(),
+// cpp_api(), python()), so each front door's errors say what its user wrote.
+struct ShapeOptionNames {
+  std::string shapes = "--shapes";  // fixes an input's shape
+  std::string min = "--min-shapes", opt = "--opt-shapes", max = "--max-shapes";
+  std::string fix = "--shapes {}:DIMS";                            // how to fix input {}'s shape
+  std::string range = "--min-shapes and --max-shapes";             // how to give an input a range
+  std::string profile = "--min-shapes/--opt-shapes/--max-shapes";  // a range, any of its parts
+  static ShapeOptionNames cli() { return {}; }
+  static ShapeOptionNames c_api();
+  static ShapeOptionNames cpp_api();
+  static ShapeOptionNames python();
+  std::string fix_for(const std::string& input) const;
+};
+
 struct ImportOptions {
+  // The shape options' names in messages (kiln compile's flags by default).
+  ShapeOptionNames names;
   // Fixes input dims: name -> full shape (trtexec's --shapes).
   std::map<std::string, Shape> input_shapes;
   // Input values available at compile time. An input listed here is turned

@@ -4,14 +4,17 @@
 
 namespace kiln {
 
-std::unordered_map<const Value*, Tensor> bind_graph_inputs(const Graph& g,
-                                                           const std::map<std::string, Tensor>& inputs) {
+std::unordered_map<const Value*, Tensor> bind_graph_inputs(const Graph& g, const std::map<std::string, Tensor>& inputs,
+                                                           const SymbolBindings* symbols) {
   std::unordered_map<const Value*, Tensor> env;
   for (Value* in : g.inputs()) {
     auto it = inputs.find(in->name());
     if (it == inputs.end()) fail("no value given for input \"{}\" ({})", in->name(), in->type().str());
-    if (it->second.dtype() != in->dtype() || it->second.shape() != in->shape())
-      fail("input \"{}\" is {} but the graph expects {}", in->name(), it->second.type().str(), in->type().str());
+    const bool symbolic = symbols && has_symbolic_dims(in->shape());
+    const Shape want = symbolic ? eval_shape(in->shape(), *symbols) : in->shape();
+    if (it->second.dtype() != in->dtype() || it->second.shape() != want)
+      fail("input \"{}\" is {} but the graph expects {}", in->name(), it->second.type().str(),
+           symbolic ? TensorType(in->dtype(), want).str() : in->type().str());
     env[in] = it->second;
   }
   for (auto& [name, t] : inputs) {

@@ -165,6 +165,15 @@ std::vector<int64_t> Tensor::to_int_vector() const {
   return r;
 }
 
+Tensor Tensor::view(TensorType type, void* data) {
+  Tensor t;
+  t.type_ = std::move(type);
+  t.numel_ = t.type_.numel();
+  // The aliasing constructor: no owner, nothing freed.
+  t.data_ = std::shared_ptr<uint8_t[]>(std::shared_ptr<uint8_t[]>(), static_cast<uint8_t*>(data));
+  return t;
+}
+
 Tensor Tensor::reshaped(Shape shape) const {
   KILN_CHECK(shape_numel(shape) == numel_, "reshape {} -> {}", shape_str(this->shape()), shape_str(shape));
   Tensor t = *this;

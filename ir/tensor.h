@@ -56,6 +56,11 @@ class Tensor {
     return t;
   }
   static Tensor scalar(DType dtype, double v);
+  // A tensor over memory it does not own (a caller's buffer the runtime
+  // reads in place): the memory must hold type.numel() elements and outlive
+  // every copy of the tensor. It lacks the tail slack of an owned tensor, so
+  // kernels that read 16- or 8-bit tensors as vectors must not get one.
+  static Tensor view(TensorType type, void* data);
 
   const TensorType& type() const { return type_; }
   DType dtype() const { return type_.dtype; }

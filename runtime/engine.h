@@ -15,6 +15,10 @@
 #include "runtime/in_place_cache.h"
 #include "runtime/plan_format.h"
 
+namespace kiln {
+class ReferenceExecutor;
+}
+
 namespace kiln::rt {
 
 enum class Backend { Auto, Cpu, Gpu };
@@ -145,6 +149,16 @@ class Context {
   // Bytes the last run wrote into buffers bound in place (the appended
   // positions only).
   size_t last_in_place_bytes() const { return in_place_bytes_; }
+  // CPU engines, for tests and benchmarks of the KV cache in place: bytes of
+  // the past the last run copied out of buffers bound in place into tensors
+  // of their own (0 unless a node besides the appending concat reads the
+  // past); bytes copied to assemble the present for its consumers (0 where
+  // the buffer's first positions are contiguous); and how many runs so far
+  // ran a copy of the graph specialised to their shapes (0 unless the graph
+  // has control flow with symbolic types).
+  size_t last_past_bytes_copied() const { return past_bytes_copied_; }
+  size_t last_present_bytes_copied() const { return present_bytes_copied_; }
+  size_t specialised_runs() const { return specialised_runs_; }
   void bind_input_device(const std::string& name, unsigned long long ptr);
   void bind_output_device(const std::string& name, unsigned long long ptr);
   // Runs with the bound buffers (all must be bound); synchronous. On a GPU
@@ -196,6 +210,8 @@ class Context {
   std::vector<int64_t> counts_;
   std::vector<DeviceBinding> output_bindings();
   void trim_to_counts();
+  size_t past_bytes_copied_ = 0, present_bytes_copied_ = 0, specialised_runs_ = 0;
+  std::unique_ptr<ReferenceExecutor> cpu_executor_;  // over the plan's graph, built on the first CPU run
 };
 
 }  // namespace kiln::rt

@@ -36,7 +36,8 @@ std::vector<InPlacePair> find_in_place_pairs(const Graph& g) {
     if (in == g.inputs().size() || out == g.outputs().size()) continue;
     int rank = n->input(0)->type().rank();
     int64_t axis = n->attrs().get_int("axis", 0);
-    pairs.push_back({in, out, static_cast<int>(axis < 0 ? axis + rank : axis)});
+    const bool elsewhere = n->input(0)->uses().size() != 1 || n->input(1) == n->input(0);
+    pairs.push_back({in, out, static_cast<int>(axis < 0 ? axis + rank : axis), n.get(), elsewhere});
   }
   return pairs;
 }
@@ -90,6 +91,34 @@ Tensor read_past(const void* buffer, const Shape& capacity, int axis, DType dtyp
   auto* dst = static_cast<uint8_t*>(t.raw());
   if (row)
     for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * row, src + o * stride, row);
+  return t;
+}
+
+size_t write_positions(void* buffer, const Shape& capacity, int axis, const Tensor& part, int64_t at) {
+  int64_t outer = 0;
+  size_t position = 0;
+  split(capacity, axis, part.dtype(), &outer, &position);
+  const size_t bytes = position * static_cast<size_t>(part.shape()[axis]);
+  const size_t stride = position * static_cast<size_t>(capacity[axis]);
+  const size_t from = position * static_cast<size_t>(at);
+  auto* dst = static_cast<uint8_t*>(buffer);
+  const auto* src = static_cast<const uint8_t*>(part.raw());
+  if (bytes)
+    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * stride + from, src + o * bytes, bytes);
+  return bytes * static_cast<size_t>(outer);
+}
+
+Tensor present_in_buffer(void* buffer, const Shape& capacity, int axis, DType dtype, const Shape& present,
+                         size_t* copied) {
+  int64_t outer = 0;
+  size_t position = 0;
+  split(capacity, axis, dtype, &outer, &position);
+  if ((outer <= 1 || present[axis] == capacity[axis]) && dtype_size(dtype) >= 4) {
+    *copied = 0;
+    return Tensor::view(TensorType(dtype, present), buffer);
+  }
+  Tensor t = read_past(buffer, capacity, axis, dtype, present);
+  *copied = t.nbytes();
   return t;
 }
 

@@ -19,6 +19,11 @@ namespace kiln::rt {
 struct InPlacePair {
   size_t input = 0, output = 0;
   int axis = 0;
+  const Node* concat = nullptr;  // the marked concat of the plan's graph
+  // Whether a node other than the concat reads the past (then the run
+  // needs the past as a tensor of its own; else only the concat reads it,
+  // and the runtime runs the concat on the buffer itself).
+  bool past_read_elsewhere = false;
 };
 
 // The pairs of a plan's graph: top-level concats marked in_place_append
@@ -43,5 +48,17 @@ Tensor read_past(const void* buffer, const Shape& capacity, int axis, DType dtyp
 // Writes the present's positions from `past_len` on into the buffer (the
 // past's positions are already there); returns the bytes written.
 size_t write_appended(void* buffer, const Shape& capacity, int axis, const Tensor& present, int64_t past_len);
+
+// Writes all positions of `part` into the buffer at positions at.. along the
+// axis (the new positions a concat appends); returns the bytes written.
+size_t write_positions(void* buffer, const Shape& capacity, int axis, const Tensor& part, int64_t at);
+
+// The buffer's first present[axis] positions as a tensor of shape `present`:
+// the buffer itself (no copy) when those positions are contiguous (one row
+// of outer dims, or a full buffer) and the dtype is 32 bits or wider (a view
+// has no tail slack for vector reads of narrower types), else a copy.
+// `copied` gets the bytes copied (0 for the view).
+Tensor present_in_buffer(void* buffer, const Shape& capacity, int axis, DType dtype, const Shape& present,
+                         size_t* copied);
 
 }  // namespace kiln::rt

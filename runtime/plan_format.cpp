@@ -1,5 +1,8 @@
 #include "runtime/plan_format.h"
 
+#include <algorithm>
+#include <functional>
+
 #include <xxhash.h>
 
 #include <cstdio>
@@ -90,7 +93,8 @@ struct Section {
 
 }  // namespace
 
-std::vector<uint8_t> serialize(const Plan& p) {
+void write_plan(const Plan& p, const std::function<void(const void*, size_t)>& sink,
+                const std::function<void(uint64_t)>& file_size_known) {
   std::vector<Section> sections;
   sections.push_back({kMeta, write_meta(p.meta)});
   sections.push_back({kGraph, std::vector<uint8_t>(p.graph_text.begin(), p.graph_text.end())});
@@ -132,14 +136,39 @@ std::vector<uint8_t> serialize(const Plan& p) {
   uint64_t sum = XXH64(h.bytes.data(), h.bytes.size(), 0);
   std::memcpy(h.bytes.data() + kChecksumAt, &sum, 8);
 
-  std::vector<uint8_t> out(file_size, 0);
-  std::memcpy(out.data(), h.bytes.data(), h.bytes.size());
+  // In file order, zeros between the sections: no image of the whole file
+  // (a plan's weights are not held once more to be written).
+  static const uint8_t kZeros[64] = {};
+  uint64_t written = 0;
+  auto pad_to = [&](uint64_t at) {
+    while (written < at) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(at - written, sizeof kZeros));
+      sink(kZeros, n);
+      written += n;
+    }
+  };
+  if (file_size_known) file_size_known(file_size);
+  sink(h.bytes.data(), h.bytes.size());
+  written = h.bytes.size();
   for (size_t i = 0; i < sections.size(); ++i) {
     const Section& sec = sections[i];
-    if (!sec.head.empty()) std::memcpy(out.data() + offsets[i], sec.head.data(), sec.head.size());
-    if (sec.tail && !sec.tail->empty())
-      std::memcpy(out.data() + offsets[i] + sec.head.size(), sec.tail->data(), sec.tail->size());
+    pad_to(offsets[i]);
+    if (!sec.head.empty()) sink(sec.head.data(), sec.head.size());
+    if (sec.tail && !sec.tail->empty()) sink(sec.tail->data(), sec.tail->size());
+    written += sec.size();
   }
+  pad_to(file_size);
+}
+
+std::vector<uint8_t> serialize(const Plan& p) {
+  std::vector<uint8_t> out;
+  write_plan(
+      p,
+      [&out](const void* data, size_t n) {
+        const auto* b = static_cast<const uint8_t*>(data);
+        out.insert(out.end(), b, b + n);
+      },
+      [&out](uint64_t size) { out.reserve(size); });
   return out;
 }
 
@@ -349,10 +378,11 @@ Plan read_plan_file(const std::string& path, const LoadOptions& opts) {
 }
 
 void write_plan_file(const std::string& path, const Plan& p) {
-  std::vector<uint8_t> bytes = serialize(p);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) fail("{}: cannot write plan file", path);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  write_plan(p, [&out](const void* data, size_t n) {
+    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+  });
   if (!out) fail("{}: write failed", path);
 }
 

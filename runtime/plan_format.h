@@ -45,6 +45,7 @@
 // with the expected and found values.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -233,6 +234,11 @@ std::vector<StepAt> all_steps(const Plan& p);
 
 // Serializes a plan; the same plan gives the same bytes.
 std::vector<uint8_t> serialize(const Plan& p);
+// The same bytes, handed to `sink` in file order as they are made (a file
+// written without an image of it in memory); `file_size_known`, if set, is
+// told the total before the first byte.
+void write_plan(const Plan& p, const std::function<void(const void*, size_t)>& sink,
+                const std::function<void(uint64_t)>& file_size_known = {});
 
 struct LoadOptions {
   // "sm_XX" of the GPU the plan will run on; empty: no GPU (no arch check).

@@ -16,6 +16,8 @@
 #include "ir/error.h"
 
 struct kiln_compile_options {
+  // Messages name this API's functions, not kiln compile's flags.
+  kiln_compile_options() { o.shape_option_names = kiln::ShapeOptionNames::c_api(); }
   kiln::CompileModelOptions o;
   kiln_compile_log_fn log = nullptr;
   void* user_data = nullptr;
@@ -142,6 +144,19 @@ kiln_compile_status kiln_compile_options_set_input_range(kiln_compile_options* o
   options->o.min_shapes[name] = kiln::Shape(min, min + rank);
   options->o.max_shapes[name] = kiln::Shape(max, max + rank);
   if (opt) options->o.opt_shapes[name] = kiln::Shape(opt, opt + rank);
+  return KILN_COMPILE_OK;
+}
+
+kiln_compile_status kiln_compile_options_set_api_names(kiln_compile_options* options, const char* api) {
+  if (!options || !api) return fail_with(KILN_COMPILE_INVALID_ARGUMENT, "api names: null argument");
+  const std::string a = api;
+  if (a == "c") {
+    options->o.shape_option_names = kiln::ShapeOptionNames::c_api();
+  } else if (a == "c++") {
+    options->o.shape_option_names = kiln::ShapeOptionNames::cpp_api();
+  } else {
+    return fail_with(KILN_COMPILE_INVALID_ARGUMENT, "api names: \"" + a + "\" is neither \"c\" nor \"c++\"");
+  }
   return KILN_COMPILE_OK;
 }
 

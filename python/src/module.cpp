@@ -351,6 +351,7 @@ PyEngine compile(const std::string& model, const std::string& precision, const S
     // check, --shapes names, the targets and precisions `kiln compile` takes,
     // the tuning cache.
     kiln::CompileModelOptions o;
+    o.shape_option_names = kiln::ShapeOptionNames::python();  // messages name compile()'s parameters
     o.build.pass.target = target;
     o.build.pass.precision = precision;
     o.build.cache_dir = cache_dir;

@@ -224,6 +224,20 @@ def test_profiles_argument_errors(tmp_path):
         kiln.compile(path, profiles=[{"x": ((1, 4), (1, 4), (2, 4))}, {}], target="cpu")
 
 
+def test_shape_messages_name_compiles_parameters(tmp_path):
+    # Errors name compile()'s own parameters, not kiln compile's flags.
+    path = tmp_path / "dyn.onnx"
+    dynamic_batch_model(path)
+    with pytest.raises(kiln.Error, match=r"min_shapes= names \"tokens\", which is not an input of the model"):
+        kiln.compile(path, min_shapes={"x": [1, 4], "tokens": [1]}, max_shapes={"x": [8, 4], "tokens": [1]},
+                     target="cpu")
+    with pytest.raises(kiln.Error, match=r"set it with shapes=\{\"x\": \[\.\.\.\]\}, or give its range with "
+                                         r"min_shapes= and max_shapes= \(or profiles=\)"):
+        kiln.compile(path, target="cpu")
+    with pytest.raises(kiln.Error, match=r"input \"x\": max_shapes= gives rank 3 but the model declares rank 2"):
+        kiln.compile(path, min_shapes={"x": [1, 4]}, max_shapes={"x": [8, 4, 1]}, target="cpu")
+
+
 def positive_entries_model(path, batch="N"):
     """y = the positive entries of x [batch, 3], doubled (Greater, NonZero, Gather): a size the data decides."""
     graph = helper.make_graph(

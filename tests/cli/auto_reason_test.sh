@@ -9,11 +9,7 @@ set -u
 kiln=$1
 model=$2/small.onnx
 fake=$3
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out
-err=$dir/err
-fail() { echo "FAIL: $*"; cat "$out" "$err" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 if ! "$kiln" compile "$model" --target sm_90 -o "$dir/gpu.plan" >"$out" 2>&1; then
   grep -q "NVRTC" "$out" && { echo "SKIP: no NVRTC"; exit 77; }

@@ -6,10 +6,7 @@
 set -u
 kiln=$1
 model=$2/gather_ids.onnx
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 "$kiln" compile "$model" --batch 4 -o "$dir/b.plan" >"$out" 2>&1 || fail "compile --batch exit $?"
 "$kiln" inspect "$dir/b.plan" --json "$dir/b.json" >"$out" 2>&1 || fail "inspect exit $?"
@@ -28,7 +25,6 @@ done
 "$kiln" run "$model" --batch 4 --shapes input_ids:4x8 >"$out" 2>&1 || fail "run --batch --shapes exit $?"
 grep -qF 'output 0 "embeddings": f32[4,8,4]' "$out" || fail "--batch with --shapes"
 
-"$kiln" compile "$2/small.onnx" --batch 4 >"$out" 2>&1
-[ $? -eq 1 ] || fail "--batch on a model without a batch dim: expected exit 1"
+expect_exit 1 "--batch on a model without a batch dim: expected exit 1" "$kiln" compile "$2/small.onnx" --batch 4
 grep -qF "small.onnx: --batch: no input has a batch dim first (a symbolic dim or 1)" "$out" || fail "no-batch-dim message"
 echo PASS

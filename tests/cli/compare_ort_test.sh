@@ -9,10 +9,7 @@ set -u
 kiln=$1
 t=$2
 py=$3
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out.txt
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 # Agreement, with the venv's ONNX Runtime (KILN_PYTHON), on random and on given inputs.
 KILN_PYTHON=$py "$kiln" run "$t/small.onnx" --compare ort >"$out" 2>&1 || fail "compare exit $?"
@@ -61,7 +58,6 @@ grep -qF "cannot start Python '$dir/no_such_python'" "$out" || fail "a missing P
 "$kiln" run "$t/small.onnx" --compare tensorrt >"$out" 2>&1
 [ $? -ne 0 ] || fail "--compare tensorrt accepted"
 "$kiln" compile "$t/small.onnx" --target cpu -o "$dir/s.plan" >"$out" 2>&1 || fail "compile"
-"$kiln" run "$dir/s.plan" --compare ort >"$out" 2>&1
-[ $? -eq 1 ] || fail "--compare on a plan: exit not 1"
+expect_exit 1 "--compare on a plan: exit not 1" "$kiln" run "$dir/s.plan" --compare ort
 grep -qF -- "--compare ort needs the ONNX model" "$out" || fail "--compare on a plan: no reason"
 echo "compare ort: OK"

@@ -14,10 +14,7 @@ kiln=$1
 t=$2
 py=$3
 sim=${4:-sim}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out.txt
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 "$py" "$t/make_dynamic_conformance.py" "$dir" >"$out" 2>&1 || fail "make_dynamic_conformance.py"
 
 backends="ref"

@@ -13,11 +13,7 @@ set -u
 kiln=$1
 model=$2/small.onnx
 fake=$3
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out
-err=$dir/err
-fail() { echo "FAIL: $*"; cat "$out" "$err" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 has() { grep -q "$2" "$1" || fail "$1 lacks '$2'"; }
 
 # sm_90 kernels need NVRTC: without it there is no GPU plan to check.

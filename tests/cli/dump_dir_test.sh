@@ -4,8 +4,7 @@
 # Usage: dump_dir_test.sh KILN TESTS_CLI_DIR
 set -u
 kiln=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/lib.sh"
 fail() { echo "FAIL: $*"; ls -R "$dir"; exit 1; }
 "$kiln" compile "$2/small.onnx" --target cpu --dump-dir "$dir/d" >/dev/null 2>&1 || fail "kiln compile exit $?"
 d=$dir/d

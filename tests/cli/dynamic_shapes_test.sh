@@ -12,10 +12,7 @@ kiln=$1
 t=$2
 py=$3
 sim=${4:-sim}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out.txt
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 "$py" "$t/make_dynamic_models.py" "$dir" || fail "make_dynamic_models.py"
 
 cnn_range="--min-shapes x:1x3x16x16 --max-shapes x:16x3x16x16"
@@ -50,8 +47,7 @@ grep -q '^compare: PASS' "$out" || fail "encoder on sim: no PASS against ONNX Ru
 fi
 
 # Outside the range: names the input, the dim, the symbol and the range.
-"$kiln" run "$dir/cnn.onnx" --min-shapes x:1x3x16x16 --max-shapes x:4x3x16x16 --opt-shapes x:8x3x16x16 >"$out" 2>&1
-[ $? -eq 1 ] || fail "an opt shape outside the range must exit 1"
+expect_exit 1 "an opt shape outside the range must exit 1" "$kiln" run "$dir/cnn.onnx" --min-shapes x:1x3x16x16 --max-shapes x:4x3x16x16 --opt-shapes x:8x3x16x16
 grep -q 'input "x": dim 0 has --opt-shapes 8 outside \[1, 4\]' "$out" || fail "no opt range message"
 "$kiln" run "$dir/encoder.onnx" --min-shapes input_ids:1x1,attention_mask:1x1 \
   --max-shapes input_ids:2x64,attention_mask:2x64 \
@@ -65,13 +61,11 @@ grep -q 'input "input_ids" has shape \[4,33\]: dim 0 (batch) is 4, outside its r
 [ $? -eq 1 ] || fail "inputs disagreeing on a symbol must exit 1"
 grep -q 'dim 0 (batch) is 4 but input "input_ids" gives batch = 2' "$out" || fail "no disagreement message"
 # No range and no --shapes: the dim and both ways out are named.
-"$kiln" run "$dir/cnn.onnx" >"$out" 2>&1
-[ $? -eq 1 ] || fail "a missing range must exit 1"
+expect_exit 1 "a missing range must exit 1" "$kiln" run "$dir/cnn.onnx"
 grep -q 'input "x": dimension 0 ("batch") is not fixed; set it with --shapes x:DIMS, or give its range with --min-shapes and --max-shapes' "$out" ||
   fail "no missing-range message"
 # A GPU plan cannot hold a range yet: said plainly.
-"$kiln" run "$dir/cnn.onnx" $cnn_range --target sm_90 >"$out" 2>&1
-[ $? -eq 1 ] || fail "a range with a GPU target must exit 1"
+expect_exit 1 "a range with a GPU target must exit 1" "$kiln" run "$dir/cnn.onnx" $cnn_range --target sm_90
 grep -q 'needs a shape-generic GPU kernel' "$out" || fail "no profiles message"
 # --shapes keeps its static meaning.
 "$kiln" run "$dir/cnn.onnx" --shapes x:2x3x16x16 >"$out" 2>&1 || fail "--shapes on the dynamic model: exit $?"

@@ -11,10 +11,7 @@ kiln=$1
 t=$2
 py=$3
 sim=${4:-sim}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out.txt
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 "$py" "$t/make_pointwise_dynamic_model.py" "$dir" || fail "make_pointwise_dynamic_model.py"
 mkdir "$dir/cnn" && "$py" "$t/make_dynamic_models.py" "$dir/cnn" || fail "make_dynamic_models.py"
 
@@ -109,8 +106,7 @@ done
 
 rm -rf "$dir/o"
 "$py" -c "import numpy as np; np.save('$dir/x_17.npy', np.zeros((17, 3, 24), np.float32))"
-"$kiln" run "$dir/pw.plan" --backend sim --inputs "x:$dir/x_17.npy" >"$out" 2>&1
-[ $? -eq 1 ] || fail "a batch outside the profile must exit 1"
+expect_exit 1 "a batch outside the profile must exit 1" "$kiln" run "$dir/pw.plan" --backend sim --inputs "x:$dir/x_17.npy"
 grep -q 'outside every shape profile' "$out" || fail "no out-of-profile message"
 
 # A family without shape-generic kernels: refused by node and op, no plan.

@@ -8,11 +8,7 @@
 set -u
 kiln=$1
 t=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out.txt
-err=$dir/err.txt
-fail() { echo "FAIL: $*"; cat "$out" "$err" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 expect_error() {
   want=$1
   shift

@@ -9,10 +9,7 @@
 set -u
 kiln=$1
 model=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 beat='passes run [0-9]+/[0-9]+ \([0-9.]+ s\): fuse running for [0-9]+\.[0-9] s'
 
 KILN_TEST_SLOW_PASS=fuse:4.5 "$kiln" compile "$model" --target cpu --progress >"$out" 2>&1 \

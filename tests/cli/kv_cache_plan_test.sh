@@ -18,8 +18,7 @@ if [ ! -f "$model" ]; then
   echo "FAIL: $model is missing: prepare the zoo first (tools/prepare_models.sh build/models)" >&2
   exit 1
 fi
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/lib.sh"
 caches="past_key_0 past_value_0 past_key_1 past_value_1"
 min=input_ids:1x1 max=input_ids:1x32
 for c in $caches; do

@@ -10,10 +10,7 @@ set -u
 kiln=$1
 model=$2/small.onnx
 fake=$3
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 [ -e "$fake/libnvrtc.so.13" ] && [ -e "$fake/libnvrtc-builtins.so.13.0" ] || fail "fake NVRTC layout missing in $fake"
 KILN_NVRTC_LIBRARY=$fake/libnvrtc.so.13 KILN_CACHE_DIR=$dir/cache "$kiln" compile "$model" --target sm_90 \

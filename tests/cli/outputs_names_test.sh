@@ -5,9 +5,7 @@
 # Usage: outputs_names_test.sh KILN TESTS_CLI_DIR
 set -u
 kiln=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out.txt
+. "$(dirname "$0")/lib.sh"
 fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; ls -la "$dir" "$dir/o" 2>/dev/null; exit 1; }
 
 "$kiln" run "$2/slash_names.onnx" --backend ref --outputs "$dir/o" >"$out" 2>&1 || fail "kiln run exit $?"

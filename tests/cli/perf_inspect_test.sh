@@ -13,10 +13,7 @@
 set -u
 kiln=$1
 model=$2/perf_small.onnx
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 "$kiln" compile "$model" --target sm_90 --precision fp16 -o "$dir/m.plan" >"$out" 2>&1 || fail "compile exit $?"
 "$kiln" inspect "$dir/m.plan" --perf --json "$dir/h100.json" >"$out" 2>&1 || fail "inspect --perf exit $?"

@@ -6,10 +6,7 @@
 set -u
 kiln=$1
 model=$2/small.onnx
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 "$kiln" compile "$model" --target cpu -o "$dir/m.plan" >"$out" 2>&1 || fail "compile exit $?"
 "$kiln" bench "$dir/m.plan" --backend ref --iterations 7 --warmup-ms 0 --profile --export-json "$dir/b.json" \

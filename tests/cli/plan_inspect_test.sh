@@ -10,10 +10,7 @@
 set -u
 kiln=$1
 model=$2/small.onnx
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 "$kiln" compile "$model" --target sm_90 --json "$dir/compile.json" -o "$dir/m90.plan" >"$out" 2>&1 ||
   fail "compile sm_90 exit $?"

@@ -12,10 +12,7 @@ kiln=$1
 t=$2
 py=$3
 sim=${4:-sim}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out.txt
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 "$py" "$t/make_dynamic_models.py" "$dir" || fail "make_dynamic_models.py"
 
 "$kiln" compile "$dir/cnn.onnx" --target cpu --min-shapes x:1x3x16x16 --opt-shapes x:8x3x16x16 \
@@ -70,8 +67,7 @@ grep -q '^    x  *min 1x3x16x16, opt 3x3x16x16, max 16x3x16x16$' "$out" || fail 
 
 # Outside the profile: the input, the dim and the profile's range.
 "$py" -c "import numpy as np; np.save('$dir/x_20.npy', np.zeros((20, 3, 16, 16), np.float32))"
-"$kiln" run "$dir/cnn.plan" --backend ref --inputs "x:$dir/x_20.npy" >"$out" 2>&1
-[ $? -eq 1 ] || fail "a shape outside the profile must exit 1"
+expect_exit 1 "a shape outside the profile must exit 1" "$kiln" run "$dir/cnn.plan" --backend ref --inputs "x:$dir/x_20.npy"
 grep -q 'input "x" has shape \[20,3,16,16\], outside every shape profile of the plan: input "x": dim 0 is 20, outside profile 0'"'"'s range \[1, 16\]' "$out" ||
   fail "no out-of-profile message"
 # The encoder's two inputs disagreeing on batch.
@@ -94,8 +90,7 @@ for b in 3 8; do
   "$py" "$t/compare_outputs_ort.py" "$dir/cnn.onnx" "$dir/o" "x=$dir/x_$b.npy" >"$out" 2>&1 ||
     fail "two.plan at batch $b: not ONNX Runtime's outputs"
 done
-"$kiln" run "$dir/two.plan" --backend ref --inputs "x:$dir/x_6.npy" >"$out" 2>&1
-[ $? -eq 1 ] || fail "a batch between the profiles must exit 1"
+expect_exit 1 "a batch between the profiles must exit 1" "$kiln" run "$dir/two.plan" --backend ref --inputs "x:$dir/x_6.npy"
 grep -q 'input "x": dim 0 is 6, outside profile 0'"'"'s range \[1, 4\]; input "x": dim 0 is 6, outside profile 1'"'"'s range \[8, 16\]' "$out" ||
   fail "no message naming both profiles"
 "$kiln" compile "$dir/cnn.onnx" --target cpu --min-shapes x:1x3x16x16 --max-shapes x:4x3x16x16 \
@@ -127,8 +122,7 @@ done
 "$kiln" inspect "$dir/run_two.plan" >"$out" 2>&1 || fail "inspect run_two.plan: exit $?"
 grep -q '^shape profiles: 2 (symbols: batch in \[1, 16\])' "$out" || fail "the saved plan has not two profiles"
 # shellcheck disable=SC2086
-"$kiln" run "$dir/cnn.onnx" --target cpu $two --save-engine "$dir/run_two.plan" --inputs "x:$dir/x_6.npy" >"$out" 2>&1
-[ $? -eq 1 ] || fail "run through the plan at a batch between the profiles must exit 1"
+expect_exit 1 "run through the plan at a batch between the profiles must exit 1" "$kiln" run "$dir/cnn.onnx" --target cpu $two --save-engine "$dir/run_two.plan" --inputs "x:$dir/x_6.npy"
 grep -q 'outside profile 0'"'"'s range \[1, 4\]; input "x": dim 0 is 6, outside profile 1'"'"'s range \[8, 16\]' "$out" ||
   fail "run through the plan: no message naming both profiles"
 

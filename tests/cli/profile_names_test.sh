@@ -7,10 +7,7 @@
 set -u
 kiln=$1
 model=$2/long_names.onnx
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 "$kiln" bench "$model" --backend ref --iterations 2 --warmup-ms 0 --profile --export-json "$dir/b.json" >"$out" 2>&1 \
   || fail "bench exit $?"

@@ -10,10 +10,7 @@ set -u
 kiln=$1
 model=$2
 nodes=${3:-}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 "$kiln" compile "$model" --target cpu --progress >"$out" 2>&1 || fail "compile --progress exit $?"
 grep -Eq "^nodes imported ${nodes:-[0-9]+}/${nodes:-[0-9]+} \([0-9.]+ s\)$" "$out" || fail "no import progress"

@@ -10,11 +10,7 @@ set -u
 kiln=$1
 model=$2/small.onnx
 fake=$3
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out
-err=$dir/err
-fail() { echo "FAIL: $*"; cat "$out" "$err" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 # No GPU: the CPU reference, said loudly, exit 0.
 FAKE_CUDA_DEVICE_COUNT=0 LD_LIBRARY_PATH=$fake "$kiln" run "$model" >"$out" 2>"$err" || fail "no GPU: exit $?"

@@ -9,10 +9,7 @@
 set -u
 kiln=$1
 model=$2/small.onnx
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 checksums() { grep '^output [0-9]* ".*": .* checksum ' "$1"; }
 
 # Compile, run on the simulator and save, in one command.

@@ -11,8 +11,7 @@ set -u
 kiln=$1
 src=$2
 model=$src/tests/cli/deep_layers.onnx
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/lib.sh"
 fail() { echo "FAIL: $*"; exit 1; }
 size() {  # SVG -> "WIDTH HEIGHT" in points
   sed -n 's/^<svg width="\([0-9.]*\)pt" height="\([0-9.]*\)pt".*/\1 \2/p' "$1" | head -1

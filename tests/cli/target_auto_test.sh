@@ -15,11 +15,7 @@ kiln=$1
 model=$2/small.onnx
 window=$2/window.onnx
 fake=$3
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out
-err=$dir/err
-fail() { echo "FAIL: $*"; cat "$out" "$err" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 # No device: a portable plan, said so on stderr.
 if ! FAKE_CUDA_DEVICE_COUNT=0 LD_LIBRARY_PATH=$fake "$kiln" compile "$model" -o "$dir/p.plan" >"$out" 2>"$err"; then

@@ -7,10 +7,7 @@
 set -u
 kiln=$1
 model=$2/small.onnx
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out.txt
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 expect_error() {
   want=$1

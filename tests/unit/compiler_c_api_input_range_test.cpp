@@ -1,15 +1,18 @@
 // kiln_compile_options_set_input_range (the builder API, kiln/kiln_compiler.h)
 // refuses what cannot be a shape profile, each message naming the input: a
 // range for a name the model has no input of, min > opt or opt > max, and a
-// rank other than the input's (the compile's messages still say the CLI's
-// flag, --min-shapes, for the range). A well-formed range compiles a plan with that
-// profile. Linked against libkiln_compiler.so, as an embedding application is.
+// rank other than the input's. Each message names the call its caller made
+// (kiln_compile_options_set_input_range, or kiln::Compiler::input_range
+// through the C++ wrapper), not kiln compile's flags. A well-formed range
+// compiles a plan with that profile. Linked against libkiln_compiler.so, as
+// an embedding application is.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
 #include <string>
 
 #include "kiln/kiln_compiler.h"
+#include "kiln/kiln_compiler.hpp"
 
 namespace {
 
@@ -70,7 +73,8 @@ TEST_F(CompileInputRange, RefusesAnUnknownInputNamingIt) {
   ASSERT_EQ(kiln_compile_options_set_input_range(options, "tokens", lo, nullptr, hi, 2), KILN_COMPILE_OK);
   EXPECT_EQ(compile(), KILN_COMPILE_MODEL_ERROR);
   EXPECT_STREQ(kiln_compile_last_error(),
-               "relu.onnx: --min-shapes names \"tokens\", which is not an input of the model (its inputs: \"x\")");
+               "relu.onnx: kiln_compile_options_set_input_range's min names \"tokens\", which is not an input of the "
+               "model (its inputs: \"x\")");
   EXPECT_EQ(plan, nullptr);
 }
 
@@ -95,8 +99,9 @@ TEST_F(CompileInputRange, RefusesMinAboveOptOrOptAboveMaxNamingTheInput) {
   // None of them was kept: the compile finds "x" without a range.
   EXPECT_EQ(compile(), KILN_COMPILE_MODEL_ERROR);
   EXPECT_STREQ(kiln_compile_last_error(),
-               "relu.onnx: input \"x\": dimension 0 (\"N\") is not fixed; set it with --shapes x:DIMS, or give its "
-               "range with --min-shapes and --max-shapes");
+               "relu.onnx: input \"x\": dimension 0 (\"N\") is not fixed; set it with "
+               "kiln_compile_options_set_input_shape for \"x\", or give its range with "
+               "kiln_compile_options_set_input_range");
 }
 
 TEST_F(CompileInputRange, RefusesAnotherRankNamingTheInput) {
@@ -104,8 +109,39 @@ TEST_F(CompileInputRange, RefusesAnotherRankNamingTheInput) {
   ASSERT_EQ(kiln_compile_options_set_input_range(options, "x", lo, nullptr, hi, 3), KILN_COMPILE_OK);
   EXPECT_EQ(compile(), KILN_COMPILE_MODEL_ERROR);
   EXPECT_STREQ(kiln_compile_last_error(),
-               "relu.onnx: input \"x\": --min-shapes gives rank 3 but the model declares rank 2");
+               "relu.onnx: input \"x\": kiln_compile_options_set_input_range's min gives rank 3 but the model "
+               "declares rank 2");
   EXPECT_EQ(plan, nullptr);
+}
+
+// The C++ wrapper's messages name its own methods.
+TEST(CompileInputRangeCpp, MessagesNameTheWrappersMethods) {
+  const std::string model = relu_model();
+  try {
+    kiln::Compiler()
+        .target("cpu")
+        .input_range("tokens", {1, 4}, {8, 4})
+        .input_range("x", {1, 4}, {8, 4})
+        .compile_memory(model.data(), model.size(), "relu.onnx");
+    FAIL() << "an input range for \"tokens\" compiled";
+  } catch (const kiln::compile_error& e) {
+    EXPECT_STREQ(e.what(),
+                 "relu.onnx: kiln::Compiler::input_range's min names \"tokens\", which is not an input of the model "
+                 "(its inputs: \"x\")");
+  }
+  try {
+    kiln::Compiler().target("cpu").compile_memory(model.data(), model.size(), "relu.onnx");
+    FAIL() << "a model with an open dim compiled without a shape or range";
+  } catch (const kiln::compile_error& e) {
+    EXPECT_STREQ(e.what(),
+                 "relu.onnx: input \"x\": dimension 0 (\"N\") is not fixed; set it with "
+                 "kiln::Compiler::input_shape(\"x\", dims), or give its range with kiln::Compiler::input_range");
+  }
+}
+
+TEST_F(CompileInputRange, ApiNamesTakesCOrCpp) {
+  EXPECT_EQ(kiln_compile_options_set_api_names(options, "rust"), KILN_COMPILE_INVALID_ARGUMENT);
+  EXPECT_STREQ(kiln_compile_last_error(), "api names: \"rust\" is neither \"c\" nor \"c++\"");
 }
 
 }  // namespace

@@ -272,5 +272,73 @@ TEST(KvCacheInPlace, WritesOnlyTheAppendedPositions) {
   EXPECT_EXIT(run_paged(bytes, cap, page), ::testing::ExitedWithCode(0), "");
 }
 
+// The same layer with one head: a cache whose rows are one (batch 1, one
+// head), so the present's positions are the buffer's first bytes.
+const char* kOneHead =
+    "graph @layer(%past_key: f32[1,1,past,4], %x: f32[1,1,seq,4]) -> (f32[1,1,past+seq,4], f32[1,1,seq,past+seq]) "
+    "symbols(seq in [1, 4], past in [0, 12]) {\n"
+    "  %k = neg(%x) : f32[1,1,seq,4]\n"
+    "  %present_key = concat(%past_key, %k) {axis=2} : f32[1,1,past+seq,4]\n"
+    "  %kt = transpose(%present_key) {perm=[0,1,3,2]} : f32[1,1,4,past+seq]\n"
+    "  %s = matmul(%x, %kt) : f32[1,1,seq,past+seq]\n"
+    "  return %present_key, %s\n"
+    "}\n";
+
+// Decode steps on the CPU path read the cache in place and run the plan's
+// graph at each step's sizes: no copy of the past into a tensor of its own
+// and no graph specialised per step (each step has a new past length, so a
+// cache of specialised graphs never hits). The present its consumers read is
+// the buffer itself where its positions are contiguous (one head), else one
+// gather of the present (what the concat itself copied before). Each step's
+// result equals the reference on the specialised graph.
+TEST(KvCacheInPlace, DecodeStepsCopyNoPastAndSpecialiseNoGraph) {
+  for (const bool one_head : {false, true}) {
+    SCOPED_TRACE(one_head ? "one head" : "two heads");
+    const int64_t heads = one_head ? 1 : 2, cap = 12;
+    plan::Profile profile = one_head ? plan::Profile{{{"past_key", {1, 1, 0, 4}, {1, 1, 12, 4}, {1, 1, 12, 4}},
+                                                      {"x", {1, 1, 1, 4}, {1, 1, 4, 4}, {1, 1, 4, 4}}}}
+                                     : layer_profile();
+    std::unique_ptr<Graph> graph;
+    std::vector<uint8_t> bytes = plan_bytes(one_head ? kOneHead : kLayer, profile, &graph);
+    auto engine = rt::Engine::load(bytes.data(), bytes.size(), "layer.plan", rt::Backend::Cpu);
+    rt::Context ctx(engine);
+    std::vector<float> key(heads * cap * 4), value(heads * cap * 4);
+    const TensorType capacity(DType::F32, {1, heads, cap, 4});
+    ctx.bind_in_place("past_key", "present_key", key.data(), capacity, false);
+    if (!one_head) ctx.bind_in_place("past_value", "present_value", value.data(), capacity, false);
+    Tensor ref_key(TensorType(DType::F32, {1, heads, 0, 4})), ref_value = ref_key;
+    int64_t past = 0;
+    for (int64_t seq : {4, 1, 1, 1, 1}) {
+      ctx.set_input_shape("past_key", {1, heads, past, 4});
+      if (!one_head) ctx.set_input_shape("past_value", {1, heads, past, 4});
+      Tensor x = random_tensor(TensorType(DType::F32, {1, heads, seq, 4}), uint64_t(11 + past));
+      ctx.bind_input("x", x.raw(), x.type(), false);
+      const std::string y_name = one_head ? "s" : "y";
+      Tensor y(TensorType(DType::F32, ctx.output_shape(y_name)));
+      ctx.bind_output(y_name, y.raw(), y.type(), false);
+      ctx.run();
+      EXPECT_EQ(ctx.last_past_bytes_copied(), 0u) << "past " << past;
+      EXPECT_EQ(ctx.specialised_runs(), 0u) << "past " << past;
+      const size_t present_bytes = size_t(heads * (past + seq) * 4) * sizeof(float);
+      EXPECT_EQ(ctx.last_present_bytes_copied(), one_head ? 0u : 2 * present_bytes) << "past " << past;
+
+      auto at = specialize_graph(*graph, {{"seq", seq}, {"past", past}}, op_registry());
+      std::map<std::string, Tensor> feed = {{"past_key", ref_key}, {"x", x}};
+      if (!one_head) feed["past_value"] = ref_value;
+      std::vector<Tensor> want = ReferenceExecutor(*at).run(feed);
+      ref_key = want[0];
+      if (!one_head) ref_value = want[1];
+      const Tensor& want_y = want.back();
+      EXPECT_EQ(std::memcmp(y.raw(), want_y.raw(), want_y.nbytes()), 0) << "past " << past;
+      past += seq;
+      for (int64_t h = 0; h < heads; ++h)
+        EXPECT_EQ(std::memcmp(key.data() + h * cap * 4, ref_key.data<float>() + h * past * 4,
+                              size_t(past * 4) * sizeof(float)),
+                  0)
+            << "keys, head " << h << ", past " << past;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -145,6 +145,7 @@ int run_bench(BenchOptions& o) {
   ImportResult r = import_checked(ModelSource::file(o.model), io);
   // Before the passes: a Gather fused away still bounds the ids it reads.
   std::map<std::string, int64_t> bounds = index_bounds(*r.graph);
+  std::map<std::string, SizeInput> sizes = size_inputs(*r.graph);
   auto t_imported = Clock::now();
   CompileReport rep = compile_graph(*r.graph, o.compile);
   const Graph& g = *r.graph;
@@ -194,7 +195,7 @@ int run_bench(BenchOptions& o) {
   // Seeded pseudo-random values for inputs --inputs does not name (as kiln run).
   std::vector<std::pair<std::string, TensorType>> decl;
   for (const Value* in : g.inputs()) decl.emplace_back(in->name(), in->type());
-  std::map<std::string, Tensor> feed = make_run_inputs(decl, {o.inputs, o.input_ranges, bounds, {}});
+  std::map<std::string, Tensor> feed = make_run_inputs(decl, {o.inputs, o.input_ranges, bounds, sizes, {}});
 
   TimedRuns t = time_runs(
       [&](bool timed) {

@@ -64,7 +64,7 @@ int run_bench_plan(const BenchOptions& o, const PlanSource& source, const Compil
   for (const Value* v : g->inputs()) decl.emplace_back(v->name(), v->type());
   // --inputs, else seeded random in the range of the tables they index
   // (a plan with shape profiles: generated inputs at profile 0's opt shapes).
-  RunInputOptions in{o.inputs, o.input_ranges, index_bounds(*g), {}};
+  RunInputOptions in{o.inputs, o.input_ranges, index_bounds(*g), size_inputs(*g), {}};
   if (!p.shapes.empty())
     for (const plan::InputProfile& ip : p.shapes.profiles.front().inputs) in.generate_shapes[ip.input] = ip.opt;
   std::map<std::string, Tensor> feed = make_run_inputs(decl, in);

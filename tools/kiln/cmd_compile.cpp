@@ -46,6 +46,7 @@ int run_compile(CompileCommand& c) {
   o.tuning = c.tuning;
   o.print_final_ir = c.print_final;
   o.write_plan = !c.plan_out.empty();
+  o.plan_path = c.plan_out;  // streamed into the file, not returned as bytes
   o.batch = c.batch;
   StderrCompileMessages messages(c.copts.show_progress);  // log lines and progress on stderr
   messages.attach(o);

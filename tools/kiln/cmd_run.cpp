@@ -219,7 +219,7 @@ int run_run(RunCommand& c) {
   }
   std::vector<std::string> described;
   std::map<std::string, Tensor> feed =
-      make_run_inputs(decl, {c.inputs, c.input_ranges, index_bounds(*r.graph), {}}, &described);
+      make_run_inputs(decl, {c.inputs, c.input_ranges, index_bounds(*r.graph), size_inputs(*r.graph), {}}, &described);
   if (profiles.size() > 1) {
     std::map<std::string, Shape> shapes;
     for (const auto& [name, t] : feed) shapes[name] = t.shape();

@@ -33,7 +33,7 @@ bool runs_through_plan(const std::string& target, const std::string& save_engine
 }
 
 void save_plan(const std::string& path, const CompileResult& r) {
-  write_file(path, r.plan.data(), r.plan.size());
+  if (!r.plan.empty()) write_file(path, r.plan.data(), r.plan.size());  // else compile_model wrote it there
   std::cerr << fmt::format("{}: plan written; GPU kernels: {}\n", path,
                            r.plan_gpu_kernels ? fmt::format("{} for {}", r.plan_gpu_kernels, r.plan_target)
                                               : "none (" + r.no_gpu_reason + ")");

@@ -49,6 +49,34 @@ int64_t smallest_table(const Value* v, int depth) {
   return best;
 }
 
+// The sizes `v` sets, following its uses through value-preserving ops: the
+// intersection of their ranges (hi < 0 once one is not known before the run).
+void collect_sizes(const Value* v, int depth, std::optional<SizeInput>& r) {
+  if (depth > 64) return;
+  for (const Use& u : v->uses()) {
+    const Node& n = *u.user;
+    if (n.op() == "topk" && u.operand == 1) {
+      // k in [0, the axis's size]; 0 selects nothing, so random ks start at 1.
+      const Shape& x = n.input(0)->shape();
+      int64_t axis = n.attrs().get_int("axis", -1);
+      if (axis < 0) axis += static_cast<int64_t>(x.size());
+      if (axis < 0 || axis >= static_cast<int64_t>(x.size())) continue;
+      const int64_t extent = x[axis];
+      SizeInput s;
+      if (is_symbolic_dim(extent)) {
+        s.what = fmt::format("k of {}, whose axis {} has a size ({}) known only when it runs", n.describe(), axis,
+                             dim_str(extent));
+      } else {
+        s = {std::min<int64_t>(1, extent), extent,
+             fmt::format("k of {}, axis {} of size {}", n.describe(), axis, extent)};
+      }
+      if (!r || s.hi < 0 || (r->hi >= 0 && s.hi < r->hi)) r = s;
+    } else if (preserves_values(n.op()) && u.operand == 0 && n.num_outputs() == 1) {
+      collect_sizes(n.output(0), depth + 1, r);
+    }
+  }
+}
+
 std::string quoted_names(const std::vector<std::pair<std::string, TensorType>>& decl) {
   std::string s;
   for (const auto& [name, type] : decl) s += fmt::format("{}\"{}\"", s.empty() ? "" : ", ", name);
@@ -156,9 +184,10 @@ void add_input_flags(CLI::App* cmd, std::string& files, std::vector<std::string>
                   "Input values: name:file.npy,name2:file.pb,... (NumPy or ONNX TensorProto files; the others "
                   "seeded random)")
       ->group("Runtime");
-  cmd->add_option("--input-range,--val-range", ranges,
-                  "Range of an input's random values: NAME:[LO,HI], or [LO,HI] for every input; repeatable "
-                  "(default: [-1,1] for floats; integers indexing a Gather table: [0, rows-1], others [0,9])")
+  cmd->add_option(
+         "--input-range,--val-range", ranges,
+         "Range of an input's random values: NAME:[LO,HI], or [LO,HI] for every input; repeatable "
+         "(default: [-1,1] for floats; integers indexing a Gather table: [0, rows-1]; TopK's k: [1, axis size]; others [0,9])")
       ->allow_extra_args(false)
       ->group("Runtime");
 }
@@ -168,6 +197,17 @@ std::map<std::string, int64_t> index_bounds(const Graph& g) {
   for (const Value* in : g.inputs()) {
     if (is_float(in->dtype()) || in->dtype() == DType::Bool) continue;
     if (int64_t b = smallest_table(in, 0); b > 0) r[in->name()] = b;
+  }
+  return r;
+}
+
+std::map<std::string, SizeInput> size_inputs(const Graph& g) {
+  std::map<std::string, SizeInput> r;
+  for (const Value* in : g.inputs()) {
+    if (is_float(in->dtype()) || in->dtype() == DType::Bool) continue;
+    std::optional<SizeInput> s;
+    collect_sizes(in, 0, s);
+    if (s) r[in->name()] = *s;
   }
   return r;
 }
@@ -234,6 +274,16 @@ std::map<std::string, Tensor> make_run_inputs(const std::vector<std::pair<std::s
     if (auto it = named.find(name); it != named.end()) {
       range = it->second;
       why = "--input-range";
+    } else if (auto z = o.size_inputs.find(name); z != o.size_inputs.end()) {
+      // A size: a value outside its range fails the run, whatever
+      // --input-range gives every input.
+      if (z->second.hi < 0)
+        fail(
+            "input \"{}\" sets {}: a random value may not fit it; give its value with --inputs {}:FILE or its "
+            "range with --input-range {}:[LO,HI]",
+            name, z->second.what, name, name);
+      range = ValueRange{double(z->second.lo), double(z->second.hi)};
+      why = z->second.what;
     } else if (all && type.dtype != DType::Bool) {
       range = all;
       why = "--input-range";

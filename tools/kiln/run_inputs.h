@@ -24,10 +24,25 @@ namespace kiln {
 // for `run` and `bench`.
 void add_input_flags(CLI::App* cmd, std::string& files, std::vector<std::string>& ranges);
 
+// An integer graph input whose value sets a result size (TopK's k from an
+// input): a random value outside [lo, hi] would fail the run, so generated
+// values stay inside it. `hi` < 0: the bound is not known before the run (a
+// symbolic axis), and the input's value must be given.
+struct SizeInput {
+  int64_t lo = 0, hi = -1;
+  std::string what;  // "k of node (topk) producing %top, axis 1 of size 6"
+};
+
+// The graph's size inputs, followed through value-preserving ops (cast,
+// reshape, squeeze, unsqueeze, flatten, identity): input name -> its range,
+// the tightest where it sets several sizes.
+std::map<std::string, SizeInput> size_inputs(const Graph& g);
+
 struct RunInputOptions {
-  std::string files;                            // --inputs name:file.npy,name2:file2.pb
-  std::vector<std::string> ranges;              // --input-range [NAME:][LO,HI] (repeatable)
-  std::map<std::string, int64_t> index_bounds;  // input -> rows of the smallest table it indexes
+  std::string files;                             // --inputs name:file.npy,name2:file2.pb
+  std::vector<std::string> ranges;               // --input-range [NAME:][LO,HI] (repeatable)
+  std::map<std::string, int64_t> index_bounds;   // input -> rows of the smallest table it indexes
+  std::map<std::string, SizeInput> size_inputs;  // inputs that set a result size (size_inputs())
   // The shape a generated input takes when its declared type has symbolic
   // dims (a plan's profile: its opt shape); without one such an input must
   // come from --inputs.

@@ -42,7 +42,7 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
   std::vector<std::pair<std::string, TensorType>> decl;
   for (const Value* v : g->inputs()) decl.emplace_back(v->name(), v->type());
   std::vector<std::string> described;
-  RunInputOptions in{o.inputs, o.input_ranges, index_bounds(*g), {}};
+  RunInputOptions in{o.inputs, o.input_ranges, index_bounds(*g), size_inputs(*g), {}};
   // A plan with shape profiles: inputs from files take any shape the profile
   // holds (the runtime checks it); generated ones take profile 0's opt shape.
   if (!p.shapes.empty())

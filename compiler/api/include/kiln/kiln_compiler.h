@@ -75,6 +75,13 @@ KILN_COMPILER_API kiln_compile_status kiln_compile_options_set_input_range(kiln_
                                                                            const char* name, const int64_t* min,
                                                                            const int64_t* opt, const int64_t* max,
                                                                            size_t rank);
+/* Which API's names messages use for the shape options: "c" (the default:
+ * kiln_compile_options_set_input_shape / _set_input_range) or "c++"
+ * (kiln::Compiler::input_shape / input_range, which kiln_compiler.hpp sets),
+ * so a caller reads the names of the calls it made, not kiln compile's
+ * flags. */
+KILN_COMPILER_API kiln_compile_status kiln_compile_options_set_api_names(kiln_compile_options* options,
+                                                                         const char* api);
 /* Kernel cache folder (as --cache-dir); NULL or "": the default. */
 KILN_COMPILER_API kiln_compile_status kiln_compile_options_set_cache_dir(kiln_compile_options* options,
                                                                          const char* dir);

@@ -30,6 +30,7 @@ class Compiler {
  public:
   Compiler() : options_(kiln_compile_options_create(), kiln_compile_options_destroy) {
     if (!options_) throw compile_error(KILN_COMPILE_OUT_OF_MEMORY, "kiln_compile_options_create failed");
+    check(kiln_compile_options_set_api_names(options_.get(), "c++"));  // messages name input_shape / input_range
   }
 
   Compiler& target(const std::string& t) { return check(kiln_compile_options_set_target(options_.get(), t.c_str())); }
