@@ -358,6 +358,21 @@ constexpr std::string_view kSplitFinish =
 }
 )";
 
+// The template's edits for a shape-generic kernel (emit_attention_tc.h):
+// kiln_syms after the buffers; SQ, SK and the query tile count read from it
+// instead of constants; no keys-past-SK test can be folded away.
+void make_generic(std::string& tmpl, const AttentionDims& dm) {
+  auto edit = [&](std::string_view from, const std::string& to) {
+    const size_t at = tmpl.find(from);
+    KILN_CHECK(at != std::string::npos, "codegen: attention template lacks '{}'", from);
+    tmpl.replace(at, from.size(), to);
+  };
+  edit(") {\n  constexpr int BQ", ", kiln_syms ks) {\n  constexpr int BQ");
+  edit(" SQ = @SQ@, SK = @SK@,", "");
+  edit("  constexpr int NQT = (SQ + BQ - 1) / BQ;\n",
+       dm.prologue("  ") + "  const int SQ = (int)sq_, SK = (int)sk_;\n  const int NQT = (SQ + BQ - 1) / BQ;\n");
+}
+
 }  // namespace
 
 bool attention_tc_applies(const TensorType& q, const TensorType& k, const TensorType& v) {
@@ -365,14 +380,22 @@ bool attention_tc_applies(const TensorType& q, const TensorType& k, const Tensor
   if (q.shape.size() != 4 || k.shape.size() != 4 || v.shape.size() != 4) return false;
   const int64_t D = q.shape[3], Dv = v.shape[3];
   auto head_ok = [](int64_t d) { return d % 16 == 0 && d >= 16 && d <= 128; };
+  if (has_symbolic_dims(q.shape) || has_symbolic_dims(k.shape))  // emit_attention checks the keys' smallest count
+    return head_ok(D) && head_ok(Dv);
   return head_ok(D) && head_ok(Dv) && k.shape[2] > 0 && q.shape[0] * q.shape[1] * q.shape[2] > 0;
 }
 
-AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, const TensorType& v, bool has_mask,
-                                  const std::vector<int64_t>& ms, const AttrMap& attrs, const AttentionEpilogue& epi) {
+AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, const TensorType& v,
+                                  const AttentionDims& dm, bool has_mask, const std::vector<int64_t>& ms,
+                                  const AttrMap& attrs, const AttentionEpilogue& epi) {
   KILN_CHECK(attention_tc_applies(q, k, v), "codegen: attention: tensor-core kernel for q {} k {} v {}", q.str(),
              k.str(), v.str());
-  const int64_t B = q.shape[0], H = q.shape[1], Sq = q.shape[2], D = q.shape[3], Sk = k.shape[2], Dv = v.shape[3];
+  const bool generic = dm.generic;
+  // A shape-generic kernel decides its tiles at the largest shapes and its
+  // split at the decode corner (emit_attention_tc.h); B, Sq, Sk below are
+  // then those sizes, the kernel text reads each launch's.
+  const int64_t H = q.shape[1], D = q.shape[3], Dv = v.shape[3];
+  const int64_t B = dm.max(dm.B), Sq = dm.max(dm.Sq), Sk = dm.max(dm.Sk);
   const bool bf16 = q.dtype == DType::BF16;
   const float scale = attrs.get_float("scale", 1.0f);
   const bool causal = attrs.get_int("causal", 0) != 0;
@@ -396,7 +419,9 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   // decode step: one query against a long past), the keys of each tile are
   // divided among blocks if the cost terms above put that faster -- the
   // smallest such split on a tie. Each split keeps at least one key tile.
-  const int64_t key_tiles = (Sk + bk - 1) / bk, tiles = B * H * nqt;
+  // Generic: the decode corner, the fewest query tiles against the most keys.
+  const int64_t key_tiles = (Sk + bk - 1) / bk,
+                tiles = generic ? dm.min(dm.B) * H * ((dm.min(dm.Sq) + bq - 1) / bq) : B * H * nqt;
   const size_t smem_bytes = tc_shared_bytes(bq, bk, D, Dv);
   const double io_bytes = 2.0 * double(B * H) * (double(Sq) * double(D + Dv) + double(Sk) * double(D + Dv)) +
                           (has_mask ? 2.0 * double(B * H) * double(Sq) * double(Sk) : 0.0);
@@ -411,7 +436,7 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
         split_cost_us(tiles, s, per, warps, bq, bk, D + Dv, smem_bytes, io_bytes, out_bytes, state_bytes);
     if (cost < best) best = cost, splits = s, per_split = per;
   }
-  if (tiles * splits > INT32_MAX) splits = 1, per_split = key_tiles;
+  if (B * H * nqt * splits > INT32_MAX) splits = 1, per_split = key_tiles;
   const bool split = splits > 1;
 
   AttentionKernel kk;
@@ -424,19 +449,26 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   kk.grid = static_cast<unsigned>(tiles * splits);
   kk.shared_bytes = smem_bytes;
   kk.kv_splits = static_cast<int>(splits);
-  if (split) {
+  if (split) {  // at the largest shapes for a generic kernel
     kk.workspace_f32 = splits * B * H * Sq * (Dv + 2);
-    kk.tile_counters = tiles;
+    kk.tile_counters = B * H * nqt;
+  }
+  if (generic) {  // x: batch * heads, y: query tiles, z: this launch's key splits
+    kk.generic_symbols = dm.syms.names();
+    kk.grid_axes[0] = GridAxisExpr{dim_mul(dm.B, H), 1, 0, 1};
+    kk.grid_axes[1] = GridAxisExpr{dm.Sq, bq, 0, 1};
+    kk.grid_axes[2] = split ? GridAxisExpr{dm.Sk, per_split * bk, 0, 1} : GridAxisExpr{1, 1, 0, 1};
+    kk.grid = 1;
   }
 
   const std::string INF = "__uint_as_float(0x7f800000u)";
   std::string mask_base, mask_add;
   if (has_mask) {
-    mask_base = fmt::format("  const long long mb = (long long)(bh / {}) * {} + (long long)(bh % {}) * {};\n", H, ms[0],
-                            H, ms[1]);
-    mask_add = fmt::format(
-        "          if (row < SQ && col < SK) x += {};\n",
-        cuda_load(q.dtype, fmt::format("{}[mb + (long long)row * {} + (long long)col * {}]", epi.mask, ms[2], ms[3])));
+    mask_base = fmt::format("  const long long mb = (long long)(bh / {}) * {} + (long long)(bh % {}) * {};\n", H,
+                            dm.text(ms[0]), H, dm.text(ms[1]));
+    mask_add = fmt::format("          if (row < SQ && col < SK) x += {};\n",
+                           cuda_load(q.dtype, fmt::format("{}[mb + (long long)row * {} + (long long)col * {}]",
+                                                          epi.mask, dm.text(ms[2]), dm.text(ms[3]))));
   }
   const int n_s = bk / 8, n_o = static_cast<int>(Dv / 8);
   std::map<std::string, std::string> vars = {
@@ -469,11 +501,20 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
       {"CAUSAL_TEST", causal ? " || col > row + (SK - SQ)" : ""},
       {"BAD_VALUE", nan_to_zero ? "0.0f" : "__uint_as_float(0x7fc00000u)"},
       {"SPLIT_HEAD",
-       split ? fmt::format("  constexpr int KV_SPLITS = {}, KV_TILES = {}, ROWS = {}, RS = DV + 2;  // split-KV\n"
-                           "  const int tile_ = blockIdx.x % {}, ks_ = blockIdx.x / {};  // the tile, its split\n",
-                           splits, per_split, B * H * Sq, tiles, tiles)
-             : ""},
-      {"BLK", split ? "tile_" : "blockIdx.x"},
+       split && generic
+           ? fmt::format(
+                 "  const int KV_SPLITS = gridDim.z;  // split-KV: this launch's parts of {} key tiles\n"
+                 "  constexpr int KV_TILES = {}, RS = DV + 2;\n"
+                 "  const long long ROWS = b_ * {} * SQ;\n"
+                 "  const int tile_ = blockIdx.x * NQT + blockIdx.y, ks_ = blockIdx.z;  // the tile, its split\n",
+                 per_split, per_split, H)
+       : split ? fmt::format("  constexpr int KV_SPLITS = {}, KV_TILES = {}, ROWS = {}, RS = DV + 2;  // split-KV\n"
+                             "  const int tile_ = blockIdx.x % {}, ks_ = blockIdx.x / {};  // the tile, its split\n",
+                             splits, per_split, B * H * Sq, tiles, tiles)
+               : ""},
+      {"BLK", split     ? "tile_"
+              : generic ? "(blockIdx.x * NQT + blockIdx.y)"
+                        : "blockIdx.x"},
       {"SPLIT_RANGE",
        split ? "  const int it0_ = ks_ * KV_TILES, it1_ = min(ntiles, it0_ + KV_TILES);  // this split's key tiles\n"
              : ""},
@@ -509,6 +550,7 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   }
   b += std::string(mma_prelude());
   b += epi.helpers;
+  if (generic) b += KernelSymbols::struct_text();
   std::string tmpl(kKernel);
   const size_t fin = tmpl.find("@FINISH@");
   tmpl.replace(fin, std::string_view("@FINISH@").size(), split ? kSplitFinish : kFinish);
@@ -517,6 +559,7 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
     const size_t pp = tmpl.find(params);
     tmpl.replace(pp, params.size(), "@PARAMS@, KILN_PTR(float) ws, KILN_PTR(unsigned) tickets) {");
   }
+  if (generic) make_generic(tmpl, dm);
   std::string body = substitute(tmpl, vars);
   const size_t at = body.find("@EPILOGUE_CODE@");
   body.replace(at, std::string_view("@EPILOGUE_CODE@").size(), epi.code);
