@@ -206,11 +206,14 @@ TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSi
     sources.push_back({kernels.back().name, kernels.back().source});
   }
   // Tiling: BERT's 12 heads x 2 tiles of 64 queries are below 132 blocks:
-  // one warp (16 queries) per block on tensor cores.
+  // 16 queries per block on tensor cores, and 4 warps on those rows, each
+  // with 16 keys of every 64-key tile (issue 18: not one warp alone).
   EXPECT_TRUE(kernels[0].tensor_cores);
   EXPECT_EQ(kernels[0].bq, 16);
   EXPECT_EQ(kernels[0].grid, 12u * 8u);
-  EXPECT_EQ(kernels[0].block, 32u);
+  EXPECT_EQ(kernels[0].block, 128u);
+  EXPECT_EQ(kernels[0].warps, 4);
+  EXPECT_NE(kernels[0].source.find("4 warps on the block's 16 rows"), std::string::npos);
   // f16/bf16 at head dims 64 and 128 must take the mma kernel (a silent
   // fallback to the SIMT kernel fails here); f32/f64 keep the SIMT one.
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -357,6 +360,12 @@ TEST(CodegenAttention, SplitKvDecodeMatchesReferenceOnSim) {
     fmt::print("  {}: {} splits, grid {}, BQ={} BK={}\n", c.text, kernels.back().kv_splits, kernels.back().grid,
                kernels.back().bq, kernels.back().bk);
     EXPECT_TRUE(kernels.back().tensor_cores) << c.text;
+    // A decode block is not one warp alone (issue 18): its key tiles are
+    // split among BK / 16 warps on the same 16 rows.
+    if (c.q[2] == 1) {
+      EXPECT_EQ(kernels.back().warps, kernels.back().bk / 16) << c.text;
+      EXPECT_GT(kernels.back().block, 32u) << c.text;
+    }
     if (c.text.starts_with("no split")) {
       EXPECT_EQ(kernels.back().kv_splits, 1) << c.text;
       EXPECT_EQ(kernels.back().workspace_f32, 0) << c.text;

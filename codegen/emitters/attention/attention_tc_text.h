@@ -283,4 +283,72 @@ constexpr std::string_view kSplitFinish =
 }
 )";
 
+// The end of a block whose KW warps split each key tile (a decode step:
+// one query tile of at most 16 rows; emit_attention_tc.h): every warp holds
+// the same 16 rows over its own keys, so their states -- the row max m, the
+// row sum l and the unnormalized output o -- meet in shared memory (the
+// stages are free by now) and the block's threads combine them per element,
+// in warp order, the way the split-KV combine merges blocks. Then
+// @WARPS_END@: the one-block end (o / l into the epilogue) or a split's
+// partial state to the workspace.
+constexpr std::string_view kWarpsCombine =
+    R"(  __syncthreads();  // every warp is done with the stages: shared memory takes the states
+  float* st_ = reinterpret_cast<float*>(smem);  // [KW][16 rows][2 + DV]: m, l, o
+  constexpr int RSW = DV + 2;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    if (t == 0) {
+      st_[(warp * 16 + g + 8 * r) * RSW] = m[r];
+      st_[(warp * 16 + g + 8 * r) * RSW + 1] = l[r];
+    }
+  }
+#pragma unroll
+  for (int a = 0; a < ONC; ++a)
+#pragma unroll
+    for (int n = 0; n < OC; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        st_[(warp * 16 + g + 8 * (i >> 1)) * RSW + 2 + (a * OC + n) * 8 + 2 * t + (i & 1)] = o[a][0][n][i];
+  __syncthreads();
+  for (int e = tid; e < nq * DV; e += THREADS) {
+    const int rl = e / DV, d = e % DV, row = q0 + rl;
+    // The row's max over the warps (NaN sticks), then each warp's share
+    // rescaled to it; a warp that saw no visible key adds nothing.
+    float mall = -@INF@;
+    for (int w = 0; w < KW; ++w) mall = @NAME@_max(mall, st_[(w * 16 + rl) * RSW]);
+    float lsum = 0.0f, osum = 0.0f;
+    for (int w = 0; w < KW; ++w) {
+      const float mw = st_[(w * 16 + rl) * RSW];
+      const float c = mw == -@INF@ ? 0.0f : expf(mw - mall);
+      lsum += c * st_[(w * 16 + rl) * RSW + 1];
+      osum += c * st_[(w * 16 + rl) * RSW + 2 + d];
+    }
+@WARPS_END@  }
+)";
+
+// @WARPS_END@ of a block without split-KV: the element into the epilogue.
+constexpr std::string_view kWarpsEndOne =
+    R"(    const bool bad = !(mall - mall == 0.0f);
+    const float val = bad ? @BAD_VALUE@ : osum * (1.0f / lsum);
+    const long long lin = ((long long)bh * SQ + row) * DV + d;
+@EPILOGUE_CODE@
+)";
+
+// @WARPS_END@ of a split-KV block: the block's partial state of the element
+// to the workspace, as kSplitFinish writes it; kSplitFinish's ticket and
+// combine follow.
+constexpr std::string_view kWarpsEndSplit =
+    R"(    const long long p_ = ((long long)ks_ * ROWS + (long long)bh * SQ + row) * RS;
+    if (d == 0) {
+      ws[p_] = mall;
+      ws[p_ + 1] = lsum;
+    }
+    ws[p_ + 2 + d] = osum;
+)";
+
+// Where kSplitFinish's ticket (the last split combines) begins.
+constexpr std::string_view kSplitTicketStart = "  // The last of the tile's splits to finish combines them";
+
 }  // namespace kiln::codegen::attention_tc_text

@@ -98,6 +98,47 @@ void make_generic(std::string& tmpl, const AttentionDims& dm) {
        dm.prologue("  ") + "  const int SQ = (int)sq_, SK = (int)sk_;\n  const int NQT = (SQ + BQ - 1) / BQ;\n");
 }
 
+// The kernel's end: one block (o / l into the epilogue) or a split's
+// partial state and the combine; with key-split warps (kw > 1), their
+// states combined in the block first.
+std::string finish_text(bool split, int kw) {
+  namespace text = attention_tc_text;
+  if (kw == 1) return std::string(split ? text::kSplitFinish : text::kFinish);
+  std::string f(text::kWarpsCombine);
+  const std::string_view end = split ? text::kWarpsEndSplit : text::kWarpsEndOne;
+  f.replace(f.find("@WARPS_END@"), std::string_view("@WARPS_END@").size(), end);
+  if (!split) return f + "}\n";
+  const size_t ticket = text::kSplitFinish.find(text::kSplitTicketStart);
+  KILN_CHECK(ticket != std::string_view::npos, "codegen: the split-KV end lacks its ticket");
+  return f + std::string(text::kSplitFinish.substr(ticket));
+}
+
+// The template's edits for key-split warps (kw > 1): each stage holds BKB =
+// KW * BK keys, warp w multiplies keys w*BK .. w*BK + BK - 1 of it, and every
+// warp holds the block's 16 query rows.
+void make_key_split(std::string& tmpl) {
+  auto edit = [&](std::string_view from, std::string_view to) {
+    const size_t at = tmpl.find(from);
+    KILN_CHECK(at != std::string::npos, "codegen: attention template lacks '{}'", from);
+    tmpl.replace(at, from.size(), to);
+  };
+  edit("  constexpr int STAGE = BK * (LDK + LDV);   // a K tile [BK][LDK], then a V tile [BK][LDV]",
+       "  constexpr int KW = @KW@, BKB = KW * BK;  // KW warps split each key tile of BKB keys, BK each\n"
+       "  constexpr int STAGE = BKB * (LDK + LDV);  // a K tile [BKB][LDK], then a V tile [BKB][LDV]");
+  edit("const int ntiles = (kend + BK - 1) / BK;", "const int ntiles = (kend + BKB - 1) / BKB;");
+  edit("@T@* vs = ks + BK * LDK;\n    for (int c = tid; c < BK * (D / 8);",
+       "@T@* vs = ks + BKB * LDK;\n    for (int c = tid; c < BKB * (D / 8);");
+  edit("for (int c = tid; c < BK * (DV / 8);", "for (int c = tid; c < BKB * (DV / 8);");
+  edit("smem + STAGE + (warp * 16 + lane % 16) * LDK", "smem + STAGE + (lane % 16) * LDK");
+  edit("const int row0 = q0 + warp * 16 + g;", "const int row0 = q0 + g;  // every warp: the block's rows");
+  edit("const int k0 = it * BK;", "const int k0 = it * BKB;");
+  edit("k0 + BK);", "k0 + BKB);");
+  edit("    const @T@* ks = smem + @THIS_STAGE@ * STAGE;\n    const @T@* vs = ks + BK * LDK;",
+       "    const @T@* ks = smem + @THIS_STAGE@ * STAGE + warp * BK * LDK;  // this warp's keys\n"
+       "    const @T@* vs = smem + @THIS_STAGE@ * STAGE + BKB * LDK + warp * BK * LDV;");
+  edit("col = k0 + (a * SC + n) * 8", "col = k0 + warp * BK + (a * SC + n) * 8");
+}
+
 }  // namespace
 
 bool attention_tc_applies(const TensorType& q, const TensorType& k, const TensorType& v) {
@@ -139,6 +180,16 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   if (tc_shared_bytes(bq, bk, D, Dv) > kSharedLimit)  // not reached for D, Dv <= 128
     unsupported("codegen: attention: D={} Dv={} need more than 48 KiB of shared memory", D, Dv);
   const int64_t nqt = (Sq + bq - 1) / bq;
+  // Several warps per block where one would be alone (issue 18): a block of
+  // one warp (few queries: a decode step, or too few query tiles to fill the
+  // GPU) splits each key tile of BK keys among KW = BK / 16 warps of 16 keys,
+  // in the same shared memory, all holding the block's 16 rows; their
+  // states are combined in the block at the end (kWarpsCombine).
+  const int kw = warps == 1 ? bk / 16 : 1;
+  const int block_warps = warps * kw;
+  // The warps' states ([KW][16][2 + Dv] floats) reuse the stages' memory.
+  KILN_CHECK(kw == 1 || size_t(kw) * 16 * size_t(Dv + 2) * 4 <= tc_shared_bytes(bq, bk, D, Dv),
+             "codegen: attention: the key-split warps' states exceed the shared memory");
 
   // Split-KV (flash-decoding): where few query tiles face many key tiles (a
   // decode step: one query against a long past), the keys of each tile are
@@ -153,12 +204,13 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   const double out_bytes = 2.0 * double(B * H * Sq) * double(Dv);
   const double state_bytes = 4.0 * double(B * H * Sq) * double(Dv + 2);
   int64_t splits = 1, per_split = key_tiles;
-  double best = split_cost_us(tiles, 1, key_tiles, warps, bq, bk, D + Dv, smem_bytes, io_bytes, out_bytes, state_bytes);
+  double best =
+      split_cost_us(tiles, 1, key_tiles, block_warps, bq, bk, D + Dv, smem_bytes, io_bytes, out_bytes, state_bytes);
   for (int64_t s = 2; s <= std::min<int64_t>(kMaxKvSplits, key_tiles); ++s) {
     const int64_t per = (key_tiles + s - 1) / s;
     if ((key_tiles + per - 1) / per != s) continue;  // the same split as a smaller s
     const double cost =
-        split_cost_us(tiles, s, per, warps, bq, bk, D + Dv, smem_bytes, io_bytes, out_bytes, state_bytes);
+        split_cost_us(tiles, s, per, block_warps, bq, bk, D + Dv, smem_bytes, io_bytes, out_bytes, state_bytes);
     if (cost < best) best = cost, splits = s, per_split = per;
   }
   if (B * H * nqt * splits > INT32_MAX) splits = 1, per_split = key_tiles;
@@ -168,9 +220,9 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   kk.bq = bq;
   kk.bk = bk;
   kk.tpr = 0;
-  kk.warps = warps;
+  kk.warps = block_warps;
   kk.tensor_cores = true;
-  kk.block = static_cast<unsigned>(32 * warps);
+  kk.block = static_cast<unsigned>(32 * block_warps);
   kk.grid = static_cast<unsigned>(tiles * splits);
   kk.shared_bytes = smem_bytes;
   kk.kv_splits = static_cast<int>(splits);
@@ -204,15 +256,16 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
       {"CVT", bf16 ? "__float2bfloat16_rn" : "__float2half_rn"},
       {"PTX_T", bf16 ? "bf16" : "f16"},
       {"MMA", bf16 ? "kiln_mma_tile_bf16" : "kiln_mma_tile_f16"},
-      {"THREADS", std::to_string(32 * warps)},
+      {"THREADS", std::to_string(32 * block_warps)},
+      {"KW", std::to_string(kw)},
       {"PARAMS", epi.params},
       {"BQ", std::to_string(bq)},
-      {"BK", std::to_string(bk)},
+      {"BK", std::to_string(bk / kw)},  // per warp
       {"D", std::to_string(D)},
       {"DV", std::to_string(Dv)},
       {"SQ", std::to_string(Sq)},
       {"SK", std::to_string(Sk)},
-      {"SC", std::to_string(std::min(4, n_s))},
+      {"SC", std::to_string(std::min(4, n_s / kw))},
       {"OC", std::to_string(n_o % 4 == 0 ? 4 : 2)},
       {"SMEM", std::to_string(kk.shared_bytes / 2)},
       {"KEND", causal ? "max(0, min(SK, q0 + nq + (SK - SQ)))" : "SK"},
@@ -243,7 +296,9 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
       {"SPLIT_RANGE",
        split ? "  const int it0_ = ks_ * KV_TILES, it1_ = min(ntiles, it0_ + KV_TILES);  // this split's key tiles\n"
              : ""},
-      {"FIRST_LOAD", split ? "if (it1_ > it0_) load_kv(0, it0_ * BK);" : "if (ntiles > 0) load_kv(0, 0);"},
+      {"FIRST_LOAD",
+       split ? (kw > 1 ? "if (it1_ > it0_) load_kv(0, it0_ * BKB);" : "if (it1_ > it0_) load_kv(0, it0_ * BK);")
+             : "if (ntiles > 0) load_kv(0, 0);"},
       {"IT0", split ? "it0_" : "0"},
       {"IT1", split ? "it1_" : "ntiles"},
       {"NEXT_STAGE", split ? "(it + 1 - it0_) & 1" : "(it + 1) & 1"},
@@ -251,10 +306,11 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
       {"LDCG", "@NAME@_ldcg"},
   };
   std::string b = fmt::format(
-      "// attention{} on tensor cores: q {} k {} v {}{}{}{}, scale {}; {} warps, BQ={} BK={}, {} bytes of shared "
+      "// attention{} on tensor cores: q {} k {} v {}{}{}{}, scale {}; {} warps{}, BQ={} BK={}, {} bytes of shared "
       "memory{}\n",
       epi.label.empty() ? "" : " (" + epi.label + ")", q.str(), k.str(), v.str(), has_mask ? " mask" : "",
-      causal ? " causal" : "", nan_to_zero ? " nan_to_zero" : "", scale, warps, bq, bk, kk.shared_bytes,
+      causal ? " causal" : "", nan_to_zero ? " nan_to_zero" : "", scale, block_warps,
+      kw > 1 ? " on the block's 16 rows, each with 16 keys of every key tile" : "", bq, bk, kk.shared_bytes,
       split ? fmt::format("; split-KV: the keys in {} parts of {} tiles, combined by the last block of each tile",
                           splits, per_split)
             : "");
@@ -278,13 +334,13 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   if (generic) b += KernelSymbols::struct_text();
   std::string tmpl(attention_tc_text::kKernel);
   const size_t fin = tmpl.find("@FINISH@");
-  tmpl.replace(fin, std::string_view("@FINISH@").size(),
-               split ? attention_tc_text::kSplitFinish : attention_tc_text::kFinish);
+  tmpl.replace(fin, std::string_view("@FINISH@").size(), finish_text(split, kw));
   if (split) {
     const std::string params = "@PARAMS@) {";
     const size_t pp = tmpl.find(params);
     tmpl.replace(pp, params.size(), "@PARAMS@, KILN_PTR(float) ws, KILN_PTR(unsigned) tickets) {");
   }
+  if (kw > 1) make_key_split(tmpl);
   if (generic) make_generic(tmpl, dm);
   std::string body = substitute(tmpl, vars);
   const size_t at = body.find("@EPILOGUE_CODE@");
