@@ -145,6 +145,19 @@ std::vector<Case> all_cases() {
       {"tc f16 D=64 Dv=128 mask[1,H,1,1]", DType::F16, S{1, 3, 20, 64}, S{1, 3, 50, 64}, S{1, 3, 50, 128},
        S{1, 3, 1, 1}, 0.2, 0, 0},
       {"tc f16 D=32 Dv=48 mask[Sk]", DType::F16, S{1, 1, 9, 32}, S{1, 1, 9, 32}, S{1, 1, 9, 48}, S{9}, 0.3, 0, 0},
+      // Grouped-query attention (Llama, Mistral): fewer key/value heads.
+      {"gqa f32 H=4 Hk=2 causal", DType::F32, S{2, 4, 9, 16}, S{2, 2, 20, 16}, S{2, 2, 20, 8}, {}, 0.25, 1, 0},
+      {"tc gqa f16 D=64 H=8 Hk=2 decode mask[B,1,1,Sk]", DType::F16, S{1, 8, 1, 64}, S{1, 2, 300, 64}, S{1, 2, 300, 64},
+       S{1, 1, 1, 300}, 0.125, 0, 0},
+      {"tc gqa bf16 D=128 H=6 Hk=3 causal",
+       DType::BF16,
+       S{1, 6, 20, 128},
+       S{1, 3, 45, 128},
+       S{1, 3, 45, 128},
+       {},
+       0.088,
+       1,
+       0},
   };
   return c;
 }

@@ -145,6 +145,25 @@ TEST(ShapeGenericKernels, AttentionSplitKvFollowsThePastPerLaunch) {
     expect_on_sim_equal(p, *g, {{"seq", seq}, {"kv", past + seq}}, {2e-3, 2e-2});
 }
 
+// Grouped-query attention as a Llama-style decoder has it: 8 query heads on
+// 2 key/value heads, a causal decode step over past + seq keys.
+TEST(ShapeGenericKernels, AttentionGroupedQueryDecodeStepsOnSimEqualTheReference) {
+  const char* text =
+      "graph @m(%q: f16[1,8,seq,64], %k: f16[1,2,kv,64], %v: f16[1,2,kv,64]) -> (f16[1,8,seq,64]) "
+      "symbols(seq in [1, 8], kv in [1, 300]) {\n"
+      "  %o = attention(%q, %k, %v) {scale=0.125, causal=1} : f16[1,8,seq,64]\n"
+      "  return %o\n"
+      "}\n";
+  auto g = compiled(text, "sm_90");
+  plan::Plan p = gpu_plan(*g, "sm_90",
+                          {{{"q", {1, 8, 1, 64}, {1, 8, 1, 64}, {1, 8, 8, 64}},
+                            {"k", {1, 2, 1, 64}, {1, 2, 300, 64}, {1, 2, 300, 64}},
+                            {"v", {1, 2, 1, 64}, {1, 2, 300, 64}, {1, 2, 300, 64}}}});
+  EXPECT_NE(attention_kernel(p).source.find("grouped-query: 4 heads per key/value head"), std::string::npos);
+  for (auto [seq, past] : {std::pair<int64_t, int64_t>{8, 0}, {1, 5}, {1, 17}, {1, 290}})
+    expect_on_sim_equal(p, *g, {{"seq", seq}, {"kv", past + seq}}, {2e-3, 2e-2});
+}
+
 // Heads and head dims stay static in a generic kernel (they size its
 // tiles): a symbolic head count is refused naming the node.
 TEST(ShapeGenericKernels, AttentionWithSymbolicHeadsIsRefusedByName) {

@@ -31,7 +31,7 @@ AttentionDims AttentionDims::of(const TensorType& q, const TensorType& k, const 
   a.syms = KernelSymbols({q.shape, k.shape, v.shape, mask});
   a.generic = !a.syms.empty();
   if (!a.generic) return a;
-  for (int64_t d : {a.H, a.D, a.Dv})
+  for (int64_t d : {a.H, k.shape[1], a.D, a.Dv})
     if (is_symbolic_dim(d))
       unsupported("codegen: attention: a shape-generic kernel takes static heads and head dims (q {}, v {})", q.str(),
                   v.str());

@@ -56,8 +56,12 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   if (!is_float(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype || (has_mask && mask.dtype != q.dtype))
     fail("codegen: attention: operands must share one floating dtype (q {}, k {}, v {})", q.str(), k.str(), v.str());
   const int64_t B = q.shape[0], H = q.shape[1], Sq = q.shape[2], D = q.shape[3], Sk = k.shape[2], Dv = v.shape[3];
-  if (k.shape[0] != B || k.shape[1] != H || v.shape[0] != B || v.shape[1] != H || k.shape[3] != D || v.shape[2] != Sk)
+  // Grouped-query attention: Hk key/value heads, H a multiple of them.
+  const int64_t Hk = k.shape[1];
+  if (k.shape[0] != B || v.shape[0] != B || v.shape[1] != Hk || k.shape[3] != D || v.shape[2] != Sk ||
+      (Hk != H && (is_symbolic_dim(H) || is_symbolic_dim(Hk) || Hk <= 0 || H % Hk != 0)))
     fail("codegen: attention: q {}, k {}, v {} do not agree", q.str(), k.str(), v.str());
+  const int64_t G = Hk == H ? 1 : H / Hk;
   const AttentionDims dm = AttentionDims::of(q, k, v, has_mask ? mask.shape : Shape{}, epi.sym_min, epi.sym_max);
   {  // at the largest shapes for a shape-generic kernel
     const int64_t b = dm.max(B), sq = dm.max(Sq), sk = dm.max(Sk);
@@ -162,6 +166,10 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   }
   b += fmt::format("  const int h = bh % {}, b = bh / {};\n", H, H);
   b += "  (void)h; (void)b;\n";
+  // The key/value rows of this head: its own, or its group's (grouped-query).
+  if (G > 1)
+    b += fmt::format("  const int kvh = b * {} + h / {};  // grouped-query: {} heads per key/value head\n", Hk, G, G);
+  const std::string KVH = G > 1 ? "kvh" : "bh";
   b += fmt::format("  const int nq = min({}, {} - q0);\n", bq, dm.generic ? "(int)" + SQ : SQ);
   // Q tile, staged once (rows padded to D + 1: no bank conflicts between rows).
   b += fmt::format("  const long long qb = ((long long)bh * {} + q0) * {};\n", SQ, D);
@@ -179,11 +187,11 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   b += fmt::format("  for (int k0 = 0; k0 < kend; k0 += {}) {{\n", bk);
   b += fmt::format("    const int nk = min({}, kend - k0);\n", bk);
   b += "    __syncthreads();  // the previous tile is consumed (and the Q tile is staged)\n";
-  b += fmt::format("    const long long kb = ((long long)bh * {} + k0) * {};\n", SK, D);
+  b += fmt::format("    const long long kb = ((long long){} * {} + k0) * {};\n", KVH, SK, D);
   b += fmt::format("    for (int e = threadIdx.x; e < nk * {0}; e += {1}) {{\n", D, nt);
   b += fmt::format("      const int jj = e / {0}, dd = e - jj * {0};\n", std::max<int64_t>(D, 1));
   b += fmt::format("      Ks[jj * {} + dd] = {};\n    }}\n", D + 1, ld(epi.k + "[kb + e]"));
-  b += fmt::format("    const long long vb = ((long long)bh * {} + k0) * {};\n", SK, Dv);
+  b += fmt::format("    const long long vb = ((long long){} * {} + k0) * {};\n", KVH, SK, Dv);
   b += fmt::format("    for (int e = threadIdx.x; e < nk * {}; e += {}) Vs[e] = {};\n", Dv, nt, ld(epi.v + "[vb + e]"));
   b += "    __syncthreads();\n";
   // Scores of this row for keys t, t + TPR, ... (-inf for the rows past Sq,
@@ -359,9 +367,9 @@ bool attention_shape_generic(const Node& n) {
   if (n.body() || n.op() != "attention" || n.num_inputs() < 3) return false;
   for (const Value* v : n.inputs())
     if (!v) return false;
-  const Shape &q = n.input(0)->shape(), &v = n.input(2)->shape();
-  if (q.size() != 4 || v.size() != 4) return false;
-  for (int64_t d : {q[1], q[3], v[3]})
+  const Shape &q = n.input(0)->shape(), &k = n.input(1)->shape(), &v = n.input(2)->shape();
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4) return false;
+  for (int64_t d : {q[1], k[1], q[3], v[3]})
     if (is_symbolic_dim(d)) return false;
   try {  // the rest of AttentionDims::of's conditions (ranges, growing dims)
     SymbolBindings lo, hi;

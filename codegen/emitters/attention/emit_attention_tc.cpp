@@ -161,6 +161,7 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   // split at the decode corner (emit_attention_tc.h); B, Sq, Sk below are
   // then those sizes, the kernel text reads each launch's.
   const int64_t H = q.shape[1], D = q.shape[3], Dv = v.shape[3];
+  const int64_t Hk = k.shape[1], G = H / Hk;  // grouped-query: G query heads per key/value head
   const int64_t B = dm.max(dm.B), Sq = dm.max(dm.Sq), Sk = dm.max(dm.Sk);
   const bool bf16 = q.dtype == DType::BF16;
   const float scale = attrs.get_float("scale", 1.0f);
@@ -199,7 +200,8 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   const int64_t key_tiles = (Sk + bk - 1) / bk,
                 tiles = generic ? dm.min(dm.B) * H * ((dm.min(dm.Sq) + bq - 1) / bq) : B * H * nqt;
   const size_t smem_bytes = tc_shared_bytes(bq, bk, D, Dv);
-  const double io_bytes = 2.0 * double(B * H) * (double(Sq) * double(D + Dv) + double(Sk) * double(D + Dv)) +
+  const double io_bytes = (G == 1 ? 2.0 * double(B * H) * (double(Sq) * double(D + Dv) + double(Sk) * double(D + Dv))
+                                  : 2.0 * double(B) * double(H * Sq + Hk * Sk) * double(D + Dv)) +
                           (has_mask ? 2.0 * double(B * H) * double(Sq) * double(Sk) : 0.0);
   const double out_bytes = 2.0 * double(B * H * Sq) * double(Dv);
   const double state_bytes = 4.0 * double(B * H * Sq) * double(Dv + 2);
@@ -341,6 +343,17 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
     tmpl.replace(pp, params.size(), "@PARAMS@, KILN_PTR(float) ws, KILN_PTR(unsigned) tickets) {");
   }
   if (kw > 1) make_key_split(tmpl);
+  if (G > 1) {  // grouped-query: the head's key/value rows are its group's
+    const std::string from =
+        "  const auto kg = @KP@ + (long long)bh * SK * D;\n  const auto vg = @VP@ + (long long)bh * SK * DV;";
+    const size_t at = tmpl.find(from);
+    KILN_CHECK(at != std::string::npos, "codegen: attention template lacks its K/V bases");
+    tmpl.replace(at, from.size(),
+                 fmt::format("  const int kvh_ = bh / {0} * {1} + bh % {0} / {2};  // grouped-query: {2} heads per "
+                             "key/value head\n  const auto kg = @KP@ + (long long)kvh_ * SK * D;\n"
+                             "  const auto vg = @VP@ + (long long)kvh_ * SK * DV;",
+                             H, Hk, G));
+  }
   if (generic) make_generic(tmpl, dm);
   std::string body = substitute(tmpl, vars);
   const size_t at = body.find("@EPILOGUE_CODE@");
