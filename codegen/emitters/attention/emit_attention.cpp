@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/emitters/attention/attention_dims.h"
 #include "codegen/emitters/attention/emit_attention_tc.h"
 #include "codegen/emitters/gemm_conv/emit_epilogue.h"
@@ -140,6 +141,7 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   const std::string SQ = dm.text(Sq), SK = dm.text(Sk);
   const std::string SK_SQ = dm.generic ? "(sk_ - sq_)" : std::to_string(Sk - Sq);
   auto mst = [&](int i) { return dm.text(ms[i]); };
+  if (deciding_only()) return kk;  // the launch is decided; the rest is text (codegen/core/deciding_only.h)
 
   auto ld = [&](const std::string& e) { return fmt::format("({}){}", T, cuda_load(q.dtype, e)); };
   std::string b;

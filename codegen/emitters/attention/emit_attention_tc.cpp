@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/emitters/gemm_conv/emit_gemm_tc.h"
 #include "codegen/emitters/attention/attention_tc_text.h"
@@ -239,6 +240,7 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
     kk.grid_axes[2] = split ? GridAxisExpr{dm.Sk, per_split * bk, 0, 1} : GridAxisExpr{1, 1, 0, 1};
     kk.grid = 1;
   }
+  if (deciding_only()) return kk;  // the launch is decided; the rest is text (codegen/core/deciding_only.h)
 
   const std::string INF = "__uint_as_float(0x7f800000u)";
   std::string mask_base, mask_add;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/core/kernel_text.h"
 #include "ir/error.h"
@@ -83,6 +84,7 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
       generic ? fmt::format("(({} + {}LL) / {}LL)", g.syms.lit(g.M), BM - 1, BM) : std::to_string(tiles_m);
   const std::string M_text = generic ? g.syms.lit(g.M) : std::to_string(g.M);
   k.block = kThreads;
+  if (deciding_only()) return {k};  // the launch is decided; the rest is text (codegen/core/deciding_only.h)
   const int stage_elems = std::max(BK * (BM + 1) + BK * (BN + 1), BM * BN);
 
   std::string b;

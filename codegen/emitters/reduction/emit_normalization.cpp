@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/emitters/reduction/emit_rowwise.h"
 #include "ir/error.h"
@@ -81,6 +82,7 @@ struct StatSpec {
 
 ReductionKernel finish(ReductionKernel& k, DType dt, const std::string& label, const std::string& body,
                        const AnchorIO& io) {
+  if (deciding_only()) return k;  // decided; the rest is text (codegen/core/deciding_only.h)
   std::vector<DType> dts = io.dtypes;
   dts.push_back(dt);
   std::string prelude = kernel_headers(dts);
