@@ -41,7 +41,7 @@ TEST_F(FakeGpuProfiles, AttentionPrefillAndDecodeStepsRunFromOnePlan) {
   ASSERT_EQ(p.generic_launches.size(), 1u);
   const plan::GenericLaunch& gl = p.generic_launches[0];
   ASSERT_NE(p.kernels.at(p.steps.at(gl.step).kernel).source.find("split-KV"), std::string::npos);
-  std::vector<uint8_t> bytes = plan_for(p);
+  std::vector<uint8_t> bytes = plan_bytes(p);
   auto e = rt::Engine::load(bytes.data(), bytes.size(), "decode.plan", rt::Backend::Gpu);
   rt::Context ctx(e);
   const rt::GpuContext* gpu = ctx.gpu_context();

@@ -48,9 +48,10 @@ struct ComputeKernel {
   size_t shared_bytes = 0;    // dynamic shared memory (the tiled kernels use static shared memory: 0)
   int64_t workspace_f32 = 0;  // scratch it binds after its buffers (NodeKernel::workspace_f32)
   int64_t tile_counters = 0;  // zeroed u32 counters it binds after the scratch (NodeKernel::tile_counters)
-  // Shape-generic (a symbolic M): the kernel's kiln_syms and its grid per shape (NodeKernel::symbols).
+  // Shape-generic (symbolic sizes): the kernel's kiln_syms and its grid per
+  // shape (NodeKernel::symbols; y and z: one block unless set).
   std::vector<std::string> symbols;
-  GridAxisExpr grid_expr;
+  GridAxisExpr grid_expr, grid_expr_y{1, 1, 0, 1}, grid_expr_z{1, 1, 0, 1};
 };
 
 // How one GEMM operand is read.
@@ -82,9 +83,10 @@ struct OperandLoad {
 };
 
 struct TiledGemm {
-  std::string label;                       // kernel name prefix
-  DType dtype;                             // operand dtype: decides the compute type
-  int64_t batch = 1, M = 0, N = 0, K = 0;  // M may be a symbolic dim (then `syms` reads it; SIMT only)
+  std::string label;  // kernel name prefix
+  DType dtype;        // operand dtype: decides the compute type
+  // Any of them may be a symbolic dim (then `syms` reads it): a plan with shape profiles.
+  int64_t batch = 1, M = 0, N = 0, K = 0;
   KernelSymbols syms;
   OperandLoad a, b;
   // Statements run once per thread before the main loop (batch offsets...), `bz` in scope.
@@ -125,6 +127,11 @@ std::string gemm_acc_for_epilogue(DType dtype, const std::string& acc);
 // The math a TiledGemm runs on (tensor cores for f16/bf16, f32 with tf32).
 GemmMath gemm_math(const TiledGemm& g);
 
+// The problem a shape-generic GEMM's tile is chosen for: its symbolic dims
+// at a large representative size (M 4096, N and K 512, the batch 1), since
+// one tile serves every shape and each tail is guarded.
+GemmProblem generic_gemm_problem(const TiledGemm& g);
+
 // The complete kernels (source, name, launch) for `g`, in launch order; `ep`
 // gives the buffers and the simulator entry. One kernel, or two when the
 // tile splits K (GemmTileConfig::split_k > 1, emit_gemm_mma.cpp): the GEMM
@@ -138,6 +145,10 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
 // The tensor-core kernel(s) for `g` with tile `c` (emit_gemm_mma.cpp); `math` is not Simt.
 std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath math,
                                          const GemmTileConfig& c);
+
+// The same on Hopper's warpgroup MMA (emit_gemm_wgmma_tiled.cpp; c.wgmma, sm_90a).
+std::vector<ComputeKernel> emit_wgmma_tiled_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath math,
+                                                 const GemmTileConfig& c);
 
 // matmul / gemm, bare (Epilogue::from_node) or anchoring a fused node.
 // Throws kiln::Unsupported for what is not handled (say which).

@@ -32,10 +32,12 @@
 #include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/emitters/gemm_conv/emit_gemm.h"
+#include "codegen/emitters/gemm_conv/emit_gemm_store.h"
 #include "codegen/emitters/gemm_conv/emit_gemm_tc.h"
 #include "codegen/core/kernel_text.h"
 #include "codegen/core/kernel_vector.h"
 #include "ir/error.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::codegen {
 
@@ -109,6 +111,9 @@ std::string partial_store(const TiledGemm& g, int BM, int BN, int CLD, int threa
   return b;
 }
 
+}  // namespace
+
+// (Shared with the wgmma kernel, emit_gemm_wgmma_tiled.cpp: declared in emit_gemm_store.h.)
 // Elements per epilogue access of the one-kernel store: the epilogue's vector
 // width (Epilogue::vector_width) where the emitter gives a vectorized store
 // whose rows start at multiples of it, the tile and N are multiples of it and
@@ -133,6 +138,8 @@ std::string vector_store(const TiledGemm& g, const Epilogue& ep, int EV, const s
   b += fmt::format("      e_r[j] = {};\n      }}\n", g.vstore_value);
   return b + ep.vector_code("e_r", fmt::format("{} + gn0", g.vstore_row), EV, "      ");
 }
+
+namespace {
 
 // folded_tail (below) with the vectorized store: each thread sums EV columns
 // (a multiple of 4: 16-byte loads of the partial sums) and stores them EV at a time.
@@ -217,12 +224,18 @@ std::string folded_tail(const TiledGemm& g, const Epilogue& ep, int BM, int BN, 
 // values of V consecutive elements of one row (V = 4 when N allows 16-byte
 // loads, else 1) in split order -- a fixed order, so the result does not
 // depend on scheduling -- then runs the store (anchor finish + epilogue) per
-// element, as the one-kernel GEMM does after its loop.
+// element, as the one-kernel GEMM does after its loop. Where the epilogue has
+// a vector form (vector_store_width) of 4 or 8 columns, each thread takes that
+// many (one or two 16-byte partial loads per split) and stores them through
+// it, with as many elements per block as the 4-wide kernel (so the same grid).
 ComputeKernel emit_split_k_reduction(const TiledGemm& g, const Epilogue& ep, int64_t splits,
                                      const std::string& includes) {
-  const int V = g.N % 4 == 0 ? 4 : 1;
+  // (The reduction has no tile: 16 stands for any block width the vector divides.)
+  int EV = vector_store_width(g, ep, 16, false);
+  if (EV % 4) EV = 1;
+  const int V = EV > 1 ? EV : g.N % 4 == 0 ? 4 : 1;
   const int64_t part = g.batch * g.M * g.N, items = part / V;
-  const int threads = split_k_reduction_threads(items);
+  const int threads = EV > 4 ? split_k_reduction_threads(part / 4) * 4 / EV : split_k_reduction_threads(items);
   if ((items + threads - 1) / threads > INT32_MAX)
     unsupported("codegen: {}: {} elements exceed one grid", g.label, part);
   ComputeKernel k;
@@ -231,8 +244,8 @@ ComputeKernel emit_split_k_reduction(const TiledGemm& g, const Epilogue& ep, int
   if (deciding_only()) return k;  // the launch is decided; the rest is text (codegen/core/deciding_only.h)
   std::string b;
   b += fmt::format(
-      "// {}: split-K reduction of {} partial sums, batch {} x [{} x {}], {} per thread; then the epilogue\n", g.label,
-      splits, g.batch, g.M, g.N, V);
+      "// {}: split-K reduction of {} partial sums, batch {} x [{} x {}], {} per thread; then the epilogue{}\n",
+      g.label, splits, g.batch, g.M, g.N, V, EV > 1 ? fmt::format(" ({} per access)", EV) : "");
   b += buffers_comment(g, ep, true);
   b += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) @NAME@({}, KILN_PTR(float) ws) {{\n", threads,
                    ep.params());
@@ -242,22 +255,32 @@ ComputeKernel emit_split_k_reduction(const TiledGemm& g, const Epilogue& ep, int
                    g.N, g.M, g.N);
   b += g.prologue;
   b += fmt::format("  float sum[{}];\n#pragma unroll\n  for (int j = 0; j < {}; ++j) sum[j] = 0.0f;\n", V, V);
-  if (V == 4) {
+  if (V >= 4) {
     b += "  if (KILN_PTR_ADDR(ws) % 16 == 0) {\n";
     b += fmt::format("    for (int s = 0; s < {}; ++s) {{\n", splits);
-    b += fmt::format("      const kiln_f32x4 p = *KILN_PTR_CAST(kiln_f32x4, ws + s * {}LL + e0);\n", part);
-    b += "#pragma unroll\n      for (int j = 0; j < 4; ++j) sum[j] += p.v[j];\n    }\n  } else {\n";
+    if (V == 4) {
+      b += fmt::format("      const kiln_f32x4 p = *KILN_PTR_CAST(kiln_f32x4, ws + s * {}LL + e0);\n", part);
+      b += "#pragma unroll\n      for (int j = 0; j < 4; ++j) sum[j] += p.v[j];\n    }\n  } else {\n";
+    } else {
+      b += fmt::format("#pragma unroll\n      for (int q = 0; q < {}; q += 4) {{\n", V);
+      b += fmt::format("        const kiln_f32x4 p = *KILN_PTR_CAST(kiln_f32x4, ws + s * {}LL + e0 + q);\n", part);
+      b += "#pragma unroll\n        for (int j = 0; j < 4; ++j) sum[q + j] += p.v[j];\n      }\n    }\n  } else {\n";
+    }
     b += fmt::format(
-        "    for (int s = 0; s < {}; ++s)\n#pragma unroll\n      for (int j = 0; j < 4; ++j) sum[j] += "
+        "    for (int s = 0; s < {}; ++s)\n#pragma unroll\n      for (int j = 0; j < {}; ++j) sum[j] += "
         "ws[s * {}LL + e0 + j];\n  }}\n",
-        splits, part);
+        splits, V, part);
   } else {
     b += fmt::format("  for (int s = 0; s < {}; ++s) sum[0] += ws[s * {}LL + e0];\n", splits, part);
   }
-  b += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n    const int gn = gn0 + j;\n", V);
-  b += "    {\n      const float acc = sum[j];\n";
-  b += g.store;
-  b += "    }\n  }\n}\n";
+  if (EV > 1) {
+    b += "  {\n" + vector_store(g, ep, EV, "sum") + "  }\n}\n";
+  } else {
+    b += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n    const int gn = gn0 + j;\n", V);
+    b += "    {\n      const float acc = sum[j];\n";
+    b += g.store;
+    b += "    }\n  }\n}\n";
+  }
   b += ep.sim_entry("@NAME@", true);
   k.name = fmt::format("kiln_{}_splitk_{:016x}", sanitize_identifier(g.label), XXH64(b.data(), b.size(), 0));
   k.source = std::string(kKernelPrelude) + includes + std::string(expr_prelude()) + std::string(kVectorPrelude) +
@@ -288,21 +311,40 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   const int LDA = a_km ? BM + 8 : BK + pad, LDB = b_kn ? BN + 8 : BK + pad;
   const int A_STAGE = a_km ? BK * LDA : BM * LDA, B_STAGE = b_kn ? BK * LDB : BN * LDB;
   const int CLD = BN + 4;
-  const int64_t tiles_m = (g.M + BM - 1) / BM, tiles_n = (g.N + BN - 1) / BN;
-  const int64_t blocks = g.batch * tiles_m * tiles_n;
+  // Shape-generic (symbolic batch/M/N/K, a plan with shape profiles): the
+  // sizes from `ks`, the grid per shape (as the SIMT kernel's, emit_gemm.cpp),
+  // the k-tile count computed in the kernel; no split-K (its workspace and
+  // tile counters would be symbolic) and the element-by-element epilogue.
+  const bool generic = !g.syms.empty();
+  auto dim_text = [&](int64_t d) { return is_symbolic_dim(d) ? g.syms.lit(d) : std::to_string(d); };
+  const std::string M_text = dim_text(g.M), N_text = dim_text(g.N), K_text = dim_text(g.K);
+  const bool grid3 = generic && (is_symbolic_dim(g.batch) || is_symbolic_dim(g.N));
+  const int64_t tiles_m = generic ? 0 : (g.M + BM - 1) / BM, tiles_n = grid3 ? 0 : (g.N + BN - 1) / BN;
+  const int64_t blocks = generic ? 0 : g.batch * tiles_m * tiles_n;
   // Split-K: block s of `split` takes k-tiles [s * KT, s * KT + KT) of the KT_ALL.
-  const int64_t KT_ALL = (g.K + BK - 1) / BK;
-  const SplitK sk = split_k_of(c, KT_ALL);
+  const int64_t KT_ALL = is_symbolic_dim(g.K) ? 1 : (g.K + BK - 1) / BK;
+  const SplitK sk = generic ? SplitK{1, KT_ALL} : split_k_of(c, KT_ALL);
   const int64_t KT = sk.k_tiles;
   const bool split = sk.splits > 1;
   const bool fold = split && c.fold_split;  // no reduction kernel: the last block per tile sums
   if (blocks * sk.splits > INT32_MAX) unsupported("codegen: {}: {} tiles exceed one grid", g.label, blocks * sk.splits);
   ComputeKernel k;
   k.grid = g.M == 0 || g.N == 0 ? 0 : static_cast<unsigned>(blocks * sk.splits);
+  if (generic) {
+    k.symbols = g.syms.names();
+    if (grid3) {
+      k.grid_expr = GridAxisExpr{g.M, BM, 0, 1};
+      k.grid_expr_y = GridAxisExpr{g.N, BN, 0, 1};
+      k.grid_expr_z = GridAxisExpr{g.batch, 1, 0, 1};
+    } else {
+      k.grid_expr = GridAxisExpr{g.M, BM, 0, g.batch * ((g.N + BN - 1) / BN)};
+    }
+    k.grid = g.N == 0 || g.batch == 0 ? 0 : 1;  // evaluated per shape
+  }
   k.block = static_cast<unsigned>(threads);
   k.shared_bytes =
       std::max<size_t>(static_cast<size_t>(STAGES) * (A_STAGE + B_STAGE) * esize, static_cast<size_t>(BM) * CLD * 4);
-  const int64_t part = g.batch * g.M * g.N;  // elements of one split's partial result
+  const int64_t part = split ? g.batch * g.M * g.N : 0;  // elements of one split's partial result
   if (split) k.workspace_f32 = sk.splits * part;
   if (fold) k.tile_counters = blocks;
   // The loop's trip count: every split but the last runs KT k-tiles.
@@ -315,7 +357,8 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
 
   std::string b;
   b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}] on tensor cores ({}); tile {}, A {}, B {}{}\n",
-                   g.label, g.batch, g.M, g.N, g.M, g.K, g.K, g.N, gemm_math_name(math), gemm_tile_name(c),
+                   g.label, dim_str(g.batch), dim_str(g.M), dim_str(g.N), dim_str(g.M), dim_str(g.K), dim_str(g.K),
+                   dim_str(g.N), gemm_math_name(math), gemm_tile_name(c),
                    a_chunk ? (a_km ? "cp.async [k][m]" : "cp.async") : "loaded",
                    b_chunk ? (b_kn ? "cp.async [k][n]" : "cp.async") : "loaded",
                    split ? fmt::format("; split-K partial sums of {} x {} k-tiles to the workspace{}", sk.splits, KT,
@@ -326,18 +369,26 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   // The epilogue's memory accesses, for the performance model's epilogue term (perf/plan_work.cpp).
   // A folded split's tail stores through the epilogue too: vectorized when
   // the width is a multiple of the partial sums' 16-byte loads.
-  int V = vector_store_width(g, ep, BN, split && !fold);
+  int V = generic ? 1 : vector_store_width(g, ep, BN, split && !fold);
   if (fold && V % 4) V = 1;
   if (!split || fold)
     b += fmt::format("// epilogue: {}-element accesses, {} per {} elements, {} bytes per element\n", V,
                      V > 1 ? ep.vector_accesses() : ep.scalar_accesses(), V, ep.bytes_per_element());
   // Min. 1 block per SM: with the block size alone, NVRTC's ptxas capped small blocks' registers and spilled.
-  b += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) @NAME@({}{}{}) {{\n", threads, ep.params(),
-                   split ? ", KILN_PTR(float) ws" : "", fold ? ", KILN_PTR(unsigned) tickets" : "");
+  if (generic) b += KernelSymbols::struct_text();
+  b += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) @NAME@({}{}{}{}) {{\n", threads, ep.params(),
+                   split ? ", KILN_PTR(float) ws" : "", fold ? ", KILN_PTR(unsigned) tickets" : "",
+                   generic ? ", kiln_syms ks" : "");
   b += fmt::format("  constexpr int BM = {}, BN = {}, BK = {}, STAGES = {}, LDA = {}, LDB = {};\n", BM, BN, BK, STAGES,
                    LDA, LDB);
-  b += fmt::format("  constexpr int A_STAGE = {}, B_STAGE = {}, KT = {}, WTM = {}, WTN = {}, MI = {}, NI = {};\n",
-                   A_STAGE, B_STAGE, KT, WTM, WTN, MI, NI);
+  if (is_symbolic_dim(g.K)) {
+    b += fmt::format("  constexpr int A_STAGE = {}, B_STAGE = {}, WTM = {}, WTN = {}, MI = {}, NI = {};\n", A_STAGE,
+                     B_STAGE, WTM, WTN, MI, NI);
+    b += fmt::format("  const int KT = (int)(({} + {}LL) / {}LL);  // k-tiles at this shape\n", K_text, BK - 1, BK);
+  } else {
+    b += fmt::format("  constexpr int A_STAGE = {}, B_STAGE = {}, KT = {}, WTM = {}, WTN = {}, MI = {}, NI = {};\n",
+                     A_STAGE, B_STAGE, KT, WTM, WTN, MI, NI);
+  }
   b += fmt::format("  KILN_DYNAMIC_SHARED({}, smem);\n", st);
   b += "  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;\n";
   b += fmt::format("  const int wm = warp / {}, wn = warp % {};\n", c.warps_n, c.warps_n);
@@ -347,10 +398,17 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
     if (fold) b += fmt::format("  const int tile_ = blockIdx.x % {};  // its counter\n  int t_ = tile_;\n", blocks);
     else b += fmt::format("  int t_ = blockIdx.x % {};\n", blocks);
   } else {
-    b += "  int t_ = blockIdx.x;\n";
+    if (!grid3) b += "  int t_ = blockIdx.x;\n";
   }
-  b += fmt::format("  const int tn = t_ % {}; t_ /= {};\n", tiles_n, tiles_n);
-  b += fmt::format("  const int tm = t_ % {};\n  const int bz = t_ / {};\n", tiles_m, tiles_m);
+  if (grid3) {
+    b += "  const int tm = blockIdx.x, tn = blockIdx.y, bz = blockIdx.z;\n";
+  } else {
+    const std::string tiles_m_text =
+        generic ? fmt::format("(int)(({} + {}LL) / {}LL)", M_text, BM - 1, BM) : std::to_string(tiles_m);
+    const int64_t tn_count = generic ? (g.N + BN - 1) / BN : tiles_n;
+    b += fmt::format("  const int tn = t_ % {}; t_ /= {};\n", tn_count, tn_count);
+    b += fmt::format("  const int tm = t_ % {};\n  const int bz = t_ / {};\n", tiles_m_text, tiles_m_text);
+  }
   b += "  const int m0 = tm * BM, n0 = tn * BN;\n";
   b += g.prologue;
   b += "  float acc[MI][NI][4];\n";
@@ -360,7 +418,7 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   // Loads of one operand's k-tile into a stage: `sm` names the stage pointer.
   // `ld_stage`: the stage's row length ([rows][ld_stage], or [BK][ld_stage] for chunks along the row).
   auto stage_loads = [&](const OperandLoad& ld, const char* p, const char* sm, const char* base, int rows,
-                         int64_t count, int ld_stage) {
+                         const std::string& count, int ld_stage) {
     std::string s;
     if (ld.chunk) {
       const int chunks = rows * BK / W;
@@ -387,7 +445,7 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
         ld.setup(v + "_row", v, setup);
         s += setup;
         s += fmt::format("      bool ok = false;\n      {} off = 0;\n", idx);
-        s += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", v, count, g.K, ld.chunk("k", v));
+        s += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", v, count, K_text, ld.chunk("k", v));
         s += fmt::format("      kiln_cp_async16_zfill({} + {}, {} + (ok ? off : ({})0), ok ? 16 : 0);\n", sm, dst,
                          ld.chunk_buffer, idx);
         s += "      }\n    }\n";
@@ -409,7 +467,7 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
     ld.setup(v + "_row", v, setup);
     s += setup;
     s += fmt::format("      const int k = k0 + {}_kk;\n      float v = 0;\n", v);
-    s += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", v, count, g.K, ld.load("k", v));
+    s += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", v, count, K_text, ld.load("k", v));
     s += fmt::format("      {}[{}_r * {} + {}_kk] = {};\n", sm, v, ld_stage, v, tf32 ? "v" : cuda_store(g.dtype, "v"));
     s += "    }\n";
     return s;
@@ -418,8 +476,8 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   const std::string load_tile =
       "    {\n    const auto as = smem + ls * (A_STAGE + B_STAGE);\n"
       "    const auto bs = as + A_STAGE;\n    const int k0 = " +
-      std::string(split ? "(kt0 + lt)" : "lt") + " * BK;\n" + stage_loads(g.a, "a", "as", "m0", BM, g.M, LDA) +
-      stage_loads(g.b, "b", "bs", "n0", BN, g.N, LDB) + "    }\n";
+      std::string(split ? "(kt0 + lt)" : "lt") + " * BK;\n" + stage_loads(g.a, "a", "as", "m0", BM, M_text, LDA) +
+      stage_loads(g.b, "b", "bs", "n0", BN, N_text, LDB) + "    }\n";
   b += "  // The ring: STAGES - 1 k-tiles in flight while one is multiplied.\n";
   b += "#pragma unroll\n  for (int ls = 0; ls < STAGES - 1; ++ls) {\n    const int lt = ls;\n    if (lt < " + kt_n +
        ")\n" + load_tile + "    kiln_cp_async_commit();\n  }\n";
@@ -509,13 +567,13 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
     // Unrolled twice: `#pragma unroll 1` here made NVRTC's ptxas spill a few bytes.
     b += fmt::format("#pragma unroll 2\n    for (int e = tid; e < {}; e += {}) {{\n", BM * BN, threads);
     b += fmt::format("      const int gm = m0 + e / {}, gn = n0 + e % {};\n", BN, BN);
-    b += fmt::format("      if (gm < {} && gn < {}) {{\n      const float acc = cs[(e / {}) * {} + e % {}];\n", g.M,
-                     g.N, BN, CLD, BN);
+    b += fmt::format("      if (gm < {} && gn < {}) {{\n      const float acc = cs[(e / {}) * {} + e % {}];\n", M_text,
+                     N_text, BN, CLD, BN);
     b += g.store;
     b += "      }\n    }\n";
   }
   b += "  }\n}\n";
-  b += ep.sim_entry("@NAME@", split, fold);
+  b += ep.sim_entry("@NAME@", split, fold, generic);
   k.name = fmt::format("kiln_{}_mma_{:016x}", sanitize_identifier(g.label), XXH64(b.data(), b.size(), 0));
   std::string includes = ep.fp_includes();
   if (g.dtype == DType::F16 && includes.find("cuda_fp16.h") == std::string::npos)
