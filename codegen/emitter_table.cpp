@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/core/deciding_only.h"
+#include "codegen/emitters/attention/attention_dims.h"
 #include "codegen/emitters/attention/emit_attention.h"
 #include "codegen/emitters/data_movement/emit_index_select.h"
 #include "codegen/emitters/data_movement/emit_injective.h"
@@ -253,10 +254,16 @@ std::vector<NodeKernel> emit_attention_node(const Node& n) {
   }
   std::vector<TensorType> operands;
   for (Value* v : n.inputs()) operands.push_back(v->type());
-  const AttentionKernel k = emit_attention_op(n.attrs(), operands, n.output(0)->type());
+  SymbolBindings lo, hi;
+  symbol_ranges_of(n, lo, hi);
+  const AttentionKernel k = emit_attention_op(n.attrs(), operands, n.output(0)->type(), lo, hi);
   NodeKernel nk = node_kernel(k);
   nk.workspace_f32 = k.workspace_f32;
   nk.tile_counters = k.tile_counters;
+  if (!k.generic_symbols.empty()) {  // grids per axis (codegen/emitters/attention/attention_dims.h)
+    nk.symbols = k.generic_symbols;
+    for (int a = 0; a < 3; ++a) nk.grid_expr[a] = k.grid_axes[a];
+  }
   return {nk};
 }
 
@@ -498,7 +505,7 @@ const KernelEmitter kEmitters[] = {
     {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node},
     {"pool/select/loss", handles_op_kernels, emit_op_kernels_node},
     {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node},
-    {"attention", handles_attention, emit_attention_node},
+    {"attention", handles_attention, emit_attention_node, attention_shape_generic},
     {"recurrent", handles_rnn, emit_rnn_node},
     {"linear attention", handles_linear_attention, emit_linear_attention_node},
     {"misc (dft, stft, det, dynamic_quantize_linear)", handles_misc, emit_misc_node},

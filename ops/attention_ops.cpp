@@ -2,7 +2,7 @@
 // compound op the recognize-patterns pass makes out of BERT/GPT-2/ViT
 // exports (and the one a dedicated GPU kernel implements).
 //
-//   attention(q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv], mask?)
+//   attention(q [B,H,Sq,D], k [B,Hk,Sk,D], v [B,Hk,Sk,Dv], mask?)
 //     {scale: float (required), causal: int = 0, nan_to_zero: int = 0}
 //   -> [B,H,Sq,Dv]
 //
@@ -12,6 +12,9 @@
 //   p[i,j] = 0 where p[i,j] is NaN (nan_to_zero only)
 //   out[i,:] = sum_j p[i,j] v[j,:]
 //
+// Hk = H, or grouped-query attention (Llama, Mistral): H a multiple of Hk,
+// query head h reading key/value head h / (H / Hk), as the graphs' expand of
+// the cache to H heads does without the copy.
 // mask is additive, of q's dtype, broadcast to [B,H,Sq,Sk] numpy-style (rank
 // <= 4; e.g. BERT's [B,1,1,Sk] padding mask). The causal mask is aligned to
 // the bottom right (query i sees keys up to i + Sk - Sq, as FlashAttention and
@@ -23,6 +26,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/symbolic_dim.h"
 #include "ops/linalg_internal.h"
 #include "ops/misc_internal.h"
 #include "ops/op_helpers.h"
@@ -50,8 +54,13 @@ std::vector<TensorType> infer_attention(InferContext& c) {
   for (int i = 0; i < 3; ++i)
     if (c.rank(i) != 4) c.fail("{} {} must have rank 4 [batch, heads, seq, dim]", names[i], c.type(i).str());
   const Shape &q = c.shape(0), &k = c.shape(1), &v = c.shape(2);
-  if (k[0] != q[0] || k[1] != q[1] || v[0] != q[0] || v[1] != q[1])
+  if (k[0] != q[0] || v[0] != q[0] || v[1] != k[1])
     c.fail("batch and head dims differ: q {}, k {}, v {}", c.type(0).str(), c.type(1).str(), c.type(2).str());
+  if (k[1] != q[1] && (is_symbolic_dim(q[1]) || is_symbolic_dim(k[1]) || k[1] <= 0 || q[1] % k[1] != 0))
+    c.fail(
+        "q {} has {} heads and k {} has {}: the query heads must equal the key/value heads or be a multiple of "
+        "them (grouped-query attention)",
+        c.type(0).str(), dim_str(q[1]), c.type(1).str(), dim_str(k[1]));
   if (k[3] != q[3]) c.fail("k {} has head dim {} but q {} has {}", c.type(1).str(), k[3], c.type(0).str(), q[3]);
   if (v[2] != k[2]) c.fail("v {} has {} keys but k {} has {}", c.type(2).str(), v[2], c.type(1).str(), k[2]);
   if (c.has_input(3)) {
@@ -114,6 +123,7 @@ template <typename T>
 void attention_kernel(KernelContext& ctx, const T* q, const T* k, const T* v, const T* mask, T* o) {
   const Shape &qs = ctx.in(0).shape(), &ks = ctx.in(1).shape(), &vs = ctx.in(2).shape();
   int64_t B = qs[0], H = qs[1], Sq = qs[2], D = qs[3], Sk = ks[2], Dv = vs[3];
+  const int64_t Hk = ks[1], G = H / Hk;  // grouped-query: G query heads per key/value head
   T scale = static_cast<T>(ctx.attrs.get_float("scale", 1.0f));
   bool causal = ctx.attrs.get_int("causal", 0) != 0;
   bool nan_to_zero = ctx.attrs.get_int("nan_to_zero", 0) != 0;
@@ -124,8 +134,9 @@ void attention_kernel(KernelContext& ctx, const T* q, const T* k, const T* v, co
     for (int64_t h = 0; h < H; ++h) {
       int64_t bh = b * H + h;
       const T* mp = mask ? mask + b * ms[0] + h * ms[1] : nullptr;
-      attention_head(q + bh * Sq * D, k + bh * Sk * D, v + bh * Sk * Dv, o + bh * Sq * Dv, mp, ms[2], ms[3], Sq, Sk, D,
-                     Dv, scale, causal, nan_to_zero, scratch.data());
+      const int64_t kvh = b * Hk + h / G;
+      attention_head(q + bh * Sq * D, k + kvh * Sk * D, v + kvh * Sk * Dv, o + bh * Sq * Dv, mp, ms[2], ms[3], Sq, Sk,
+                     D, Dv, scale, causal, nan_to_zero, scratch.data());
     }
 }
 
@@ -161,7 +172,8 @@ OpDef attention_op() {
     }
   };
   d.doc =
-      "softmax(scale * q k^T + mask) v; q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv], optional additive mask "
+      "softmax(scale * q k^T + mask) v; q [B,H,Sq,D], k [B,Hk,Sk,D], v [B,Hk,Sk,Dv] (Hk = H, or H a multiple of Hk: "
+      "grouped-query, head h reads key/value head h / (H / Hk)), optional additive mask "
       "broadcast to [B,H,Sq,Sk]; causal=1 masks keys j > i + Sk - Sq; nan_to_zero=1 takes NaN probabilities "
       "as 0";
   return d;

@@ -29,6 +29,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/symbolic_dim.h"
 #include "passes/pattern_util.h"
 #include "passes/recognize_patterns.h"
 
@@ -194,6 +195,29 @@ Value* peel_scalings(const Graph& g, Value* x, Match& m) {
   return x;
 }
 
+// Grouped-query attention: Llama/Mistral exports repeat each key/value head
+// for its query heads (repeat_kv) as reshape [B,Hk,S,D] -> [B,Hk,1,S,D],
+// expand -> [B,Hk,G,S,D], reshape -> [B,Hk*G,S,D]. The attention op reads
+// the Hk heads directly (head h -> h / G), so the copy goes: returns the
+// [B,Hk,S,D] value under `x` (the chain's nodes into `chain`), or `x` itself.
+Value* ungroup_heads(const Graph& g, Value* x, std::vector<Node*>& chain) {
+  Node* merge = single_use(g, x) ? producer(x, "reshape") : nullptr;
+  if (!merge || x->shape().size() != 4) return x;
+  Value* e = merge->input(0);
+  Node* expand = single_use(g, e) ? producer(e, "expand") : nullptr;
+  if (!expand || e->shape().size() != 5) return x;
+  Value* u = expand->input(0);
+  Node* unsq = single_use(g, u) ? producer(u, "reshape") : nullptr;
+  if (!unsq || u->shape().size() != 5) return x;
+  Value* y = unsq->input(0);
+  const Shape &xs = x->shape(), &es = e->shape(), &us = u->shape(), &ys = y->shape();
+  if (ys.size() != 4 || us != Shape{ys[0], ys[1], 1, ys[2], ys[3]} || es != Shape{ys[0], ys[1], es[2], ys[2], ys[3]} ||
+      is_symbolic_dim(es[2]) || es[2] < 2 || is_symbolic_dim(ys[1]) || xs != Shape{ys[0], ys[1] * es[2], ys[2], ys[3]})
+    return x;
+  chain.insert(chain.end(), {unsq, expand, merge});
+  return y;
+}
+
 }  // namespace
 
 int recognize_attention(Graph& g, PassStats& stats) {
@@ -248,7 +272,22 @@ int recognize_attention(Graph& g, PassStats& stats) {
       }
     }
     std::swap(perm[r - 2], perm[r - 1]);
-    // Shapes: q [.., Sq, D], k (after perm) [.., Sk, D], v [.., Sk, Dv], batch dims equal.
+    // Grouped-query: k (its transposes keeping batch and heads in place) and
+    // v both through repeat_kv: the op reads their Hk heads.
+    if (r == 4 && perm[0] == 0 && perm[1] == 1 && k->type().rank() == 4 && m.v->type().rank() == 4 &&
+        q->type().rank() == 4 && k->shape()[1] == q->shape()[1] && m.v->shape()[1] == q->shape()[1]) {
+      std::vector<Node*> kc, vc;
+      Value* k1 = ungroup_heads(g, k, kc);
+      Value* v1 = ungroup_heads(g, m.v, vc);
+      if (k1 != k && v1 != m.v && k1->shape()[1] == v1->shape()[1]) {
+        k = k1;
+        m.v = v1;
+        m.chain.insert(m.chain.end(), kc.begin(), kc.end());
+        m.chain.insert(m.chain.end(), vc.begin(), vc.end());
+      }
+    }
+    // Shapes: q [.., Sq, D], k (after perm) [.., Sk, D], v [.., Sk, Dv], batch
+    // dims equal (heads: or a multiple of k's and v's, grouped-query).
     const Shape &qs = q->shape(), &vs = m.v->shape();
     Shape ks(r);
     if (k->type().rank() != r) continue;
@@ -256,7 +295,9 @@ int recognize_attention(Graph& g, PassStats& stats) {
     if (qs.size() != size_t(r) || vs.size() != size_t(r) || q->dtype() != m.dt || k->dtype() != m.dt ||
         m.v->dtype() != m.dt)
       continue;
-    if (!std::equal(qs.begin(), qs.end() - 2, ks.begin()) || !std::equal(qs.begin(), qs.end() - 2, vs.begin()) ||
+    const bool grouped = r == 4 && ks[1] != qs[1] && ks[1] == vs[1] && ks[0] == qs[0] && vs[0] == qs[0];
+    if ((!grouped &&
+         (!std::equal(qs.begin(), qs.end() - 2, ks.begin()) || !std::equal(qs.begin(), qs.end() - 2, vs.begin()))) ||
         ks[r - 1] != qs[r - 1] || ks[r - 2] != vs[r - 2] || !std::isfinite(float(m.scale)))
       continue;
     // Build: k transpose, masks, (reshapes for rank 3), attention.

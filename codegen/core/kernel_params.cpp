@@ -27,7 +27,7 @@ std::string grid_stride_loop(const std::string& var, int64_t count) {
       var, count);
 }
 
-std::string kernel_sim_entry(const std::vector<KernelParam>& params) {
+std::string kernel_sim_entry(const std::vector<KernelParam>& params, bool by_value_syms) {
   std::string body = "#ifdef KILN_SIM\n";
   body +=
       "extern \"C\" int @NAME@_sim(const ::kiln::sim::LaunchConfig* cfg, void* const* buffers, "
@@ -37,6 +37,7 @@ std::string kernel_sim_entry(const std::vector<KernelParam>& params) {
     body += fmt::format(",\n        ::kiln::sim::arg(static_cast<{}{}*>(buffers[{}]), counts[{}], \"{}\")",
                         p.writable ? "" : "const ", cuda_storage_type(p.dtype), i, i, p.name);
   }
+  if (by_value_syms) body += fmt::format(",\n        *static_cast<const kiln_syms*>(buffers[{}])", params.size());
   body += ");\n    return 0;\n";
   body += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
   body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";

@@ -27,8 +27,9 @@ std::string kernel_param_list(const std::vector<KernelParam>& params);
 std::string grid_stride_loop(const std::string& var, int64_t count);
 
 // The #ifdef KILN_SIM entry `@NAME@_sim` launching `@NAME@` with buffers[i]
-// (counts[i] elements) as parameter i.
-std::string kernel_sim_entry(const std::vector<KernelParam>& params);
+// (counts[i] elements) as parameter i; with `by_value_syms`, then a
+// shape-generic kernel's kiln_syms read from buffers[params.size()].
+std::string kernel_sim_entry(const std::vector<KernelParam>& params, bool by_value_syms = false);
 
 // Sets `name` to <prefix>_<label>_<hash of body> and returns the complete
 // source: the guarded prelude (with cuda_fp16.h / cuda_bf16.h outside the

@@ -175,6 +175,32 @@ TEST(AttentionOp, HalfPrecisionComputesInFloat) {
   }
 }
 
+// Grouped-query attention (Llama, Mistral): 6 query heads on 2 key/value
+// heads read heads 0,0,0,1,1,1 -- what the graphs' expand of the cache to 6
+// heads computes, checked against the definition on that expanded cache.
+TEST(AttentionOp, GroupedQueryHeadsReadTheirGroupsKeysAndValues) {
+  Tensor q = random(DType::F32, {2, 6, 3, 8}, 11), k = random(DType::F32, {2, 2, 7, 8}, 12),
+         v = random(DType::F32, {2, 2, 7, 5}, 13), mask = random(DType::F32, {2, 1, 1, 7}, 14, -3, 1);
+  auto expand = [](const Tensor& t, int64_t heads) {
+    const Shape& s = t.shape();
+    Tensor e(t.dtype(), {s[0], heads, s[2], s[3]});
+    const int64_t group = heads / s[1], row = s[2] * s[3];
+    for (int64_t b = 0; b < s[0]; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < row; ++i)
+          e.set_double((b * heads + h) * row + i, t.get_double((b * s[1] + h / group) * row + i));
+    return e;
+  };
+  Tensor o = run({q, k, v, mask}, attrs(0.3, 1));
+  EXPECT_EQ(o.shape(), (Shape{2, 6, 3, 5}));
+  Tensor ke = expand(k, 6), ve = expand(v, 6);
+  expect_close(o, naive(q, ke, ve, &mask, 0.3, true, false), 1e-5);
+  // Heads that do not divide: an error naming both.
+  Tensor q5 = random(DType::F32, {2, 5, 3, 8}, 15);
+  EXPECT_THROW(infer({q5, k, v}, attrs(1.0)), Error);
+  EXPECT_THROW(infer({q, k, random(DType::F32, {2, 3, 7, 5}, 16)}, attrs(1.0)), Error);  // k and v heads differ
+}
+
 TEST(AttentionOp, InferenceErrors) {
   Tensor q(DType::F32, {1, 2, 4, 8}), k(DType::F32, {1, 2, 5, 8}), v(DType::F32, {1, 2, 5, 3});
   EXPECT_EQ(infer({q, k, v}, attrs(1.0))[0].shape, (Shape{1, 2, 4, 3}));

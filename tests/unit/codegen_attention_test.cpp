@@ -145,6 +145,19 @@ std::vector<Case> all_cases() {
       {"tc f16 D=64 Dv=128 mask[1,H,1,1]", DType::F16, S{1, 3, 20, 64}, S{1, 3, 50, 64}, S{1, 3, 50, 128},
        S{1, 3, 1, 1}, 0.2, 0, 0},
       {"tc f16 D=32 Dv=48 mask[Sk]", DType::F16, S{1, 1, 9, 32}, S{1, 1, 9, 32}, S{1, 1, 9, 48}, S{9}, 0.3, 0, 0},
+      // Grouped-query attention (Llama, Mistral): fewer key/value heads.
+      {"gqa f32 H=4 Hk=2 causal", DType::F32, S{2, 4, 9, 16}, S{2, 2, 20, 16}, S{2, 2, 20, 8}, {}, 0.25, 1, 0},
+      {"tc gqa f16 D=64 H=8 Hk=2 decode mask[B,1,1,Sk]", DType::F16, S{1, 8, 1, 64}, S{1, 2, 300, 64}, S{1, 2, 300, 64},
+       S{1, 1, 1, 300}, 0.125, 0, 0},
+      {"tc gqa bf16 D=128 H=6 Hk=3 causal",
+       DType::BF16,
+       S{1, 6, 20, 128},
+       S{1, 3, 45, 128},
+       S{1, 3, 45, 128},
+       {},
+       0.088,
+       1,
+       0},
   };
   return c;
 }
@@ -206,11 +219,14 @@ TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSi
     sources.push_back({kernels.back().name, kernels.back().source});
   }
   // Tiling: BERT's 12 heads x 2 tiles of 64 queries are below 132 blocks:
-  // one warp (16 queries) per block on tensor cores.
+  // 16 queries per block on tensor cores, and 4 warps on those rows, each
+  // with 16 keys of every 64-key tile (issue 18: not one warp alone).
   EXPECT_TRUE(kernels[0].tensor_cores);
   EXPECT_EQ(kernels[0].bq, 16);
   EXPECT_EQ(kernels[0].grid, 12u * 8u);
-  EXPECT_EQ(kernels[0].block, 32u);
+  EXPECT_EQ(kernels[0].block, 128u);
+  EXPECT_EQ(kernels[0].warps, 4);
+  EXPECT_NE(kernels[0].source.find("4 warps on the block's 16 rows"), std::string::npos);
   // f16/bf16 at head dims 64 and 128 must take the mma kernel (a silent
   // fallback to the SIMT kernel fails here); f32/f64 keep the SIMT one.
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -357,6 +373,12 @@ TEST(CodegenAttention, SplitKvDecodeMatchesReferenceOnSim) {
     fmt::print("  {}: {} splits, grid {}, BQ={} BK={}\n", c.text, kernels.back().kv_splits, kernels.back().grid,
                kernels.back().bq, kernels.back().bk);
     EXPECT_TRUE(kernels.back().tensor_cores) << c.text;
+    // A decode block is not one warp alone (issue 18): its key tiles are
+    // split among BK / 16 warps on the same 16 rows.
+    if (c.q[2] == 1) {
+      EXPECT_EQ(kernels.back().warps, kernels.back().bk / 16) << c.text;
+      EXPECT_GT(kernels.back().block, 32u) << c.text;
+    }
     if (c.text.starts_with("no split")) {
       EXPECT_EQ(kernels.back().kv_splits, 1) << c.text;
       EXPECT_EQ(kernels.back().workspace_f32, 0) << c.text;

@@ -191,6 +191,33 @@ graph @g(%q: f32[1,2,4,8], %k4: f32[1,4,2,8], %v: f32[1,2,4,8]) -> (f32[1,2,4,8]
                    "attention");
 }
 
+// Llama's grouped-query attention (repeat_kv on k and v, a causal mask
+// from a where): the op reads the 2 key/value heads itself, and the
+// expands are gone.
+TEST(RecognizePatterns, AttentionGroupedQueryKeepsMeaningWithoutTheRepeat) {
+  const char* text = R"(
+graph @g(%q: f32[2,4,3,8], %kc: f32[2,2,5,8], %vc: f32[2,2,5,6], %mask: f32[2,1,1,5]) -> (f32[2,4,3,6]) {
+  %c = const f32[] splat<0.35>
+  %ku = reshape(%kc) {shape=[2,2,1,5,8]} : f32[2,2,1,5,8]
+  %ke = expand(%ku) {shape=[2,2,2,5,8]} : f32[2,2,2,5,8]
+  %k = reshape(%ke) {shape=[2,4,5,8]} : f32[2,4,5,8]
+  %vu = reshape(%vc) {shape=[2,2,1,5,6]} : f32[2,2,1,5,6]
+  %ve = expand(%vu) {shape=[2,2,2,5,6]} : f32[2,2,2,5,6]
+  %v = reshape(%ve) {shape=[2,4,5,6]} : f32[2,4,5,6]
+  %kt = transpose(%k) {perm=[0,1,3,2]} : f32[2,4,8,5]
+  %s = matmul(%q, %kt) : f32[2,4,3,5]
+  %ss = mul(%s, %c) : f32[2,4,3,5]
+  %sm = add(%ss, %mask) : f32[2,4,3,5]
+  %p = softmax(%sm) {axis=-1} : f32[2,4,3,5]
+  %o = matmul(%p, %v) : f32[2,4,3,6]
+  return %o
+})";
+  expect_rewritten(text, "attention");
+  auto g = testing::parse(text);
+  auto after = testing::expect_pass_keeps_meaning(*g, {"recognize-patterns"}, {}, {1e-5, 1e-4});
+  EXPECT_EQ(count_op(*after, "expand"), 0) << "the repeat of the key/value heads stays";
+}
+
 TEST(RecognizePatterns, AttentionWhereCausalBottomRightKeepsMeaning) {
   expect_rewritten(R"(
 graph @g(%q: f32[1,1,2,8], %k: f32[1,1,4,8], %v: f32[1,1,4,8], %pad: f32[1,1,1,4]) -> (f32[1,1,2,8]) {

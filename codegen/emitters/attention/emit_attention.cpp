@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "codegen/core/deciding_only.h"
+#include "codegen/emitters/attention/attention_dims.h"
 #include "codegen/emitters/attention/emit_attention_tc.h"
 #include "codegen/emitters/gemm_conv/emit_epilogue.h"
 #include "codegen/core/emit_expr.h"
@@ -56,20 +57,30 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   if (!is_float(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype || (has_mask && mask.dtype != q.dtype))
     fail("codegen: attention: operands must share one floating dtype (q {}, k {}, v {})", q.str(), k.str(), v.str());
   const int64_t B = q.shape[0], H = q.shape[1], Sq = q.shape[2], D = q.shape[3], Sk = k.shape[2], Dv = v.shape[3];
-  if (k.shape[0] != B || k.shape[1] != H || v.shape[0] != B || v.shape[1] != H || k.shape[3] != D || v.shape[2] != Sk)
+  // Grouped-query attention: Hk key/value heads, H a multiple of them.
+  const int64_t Hk = k.shape[1];
+  if (k.shape[0] != B || v.shape[0] != B || v.shape[1] != Hk || k.shape[3] != D || v.shape[2] != Sk ||
+      (Hk != H && (is_symbolic_dim(H) || is_symbolic_dim(Hk) || Hk <= 0 || H % Hk != 0)))
     fail("codegen: attention: q {}, k {}, v {} do not agree", q.str(), k.str(), v.str());
-  for (int64_t x : {B * H * Sq * D, B * H * Sk * D, B * H * Sk * Dv, B * H * Sq * Dv})
-    if (x >= (int64_t{1} << 31)) unsupported("codegen: attention: operands of 2^31 elements or more");
+  const int64_t G = Hk == H ? 1 : H / Hk;
+  const AttentionDims dm = AttentionDims::of(q, k, v, has_mask ? mask.shape : Shape{}, epi.sym_min, epi.sym_max);
+  {  // at the largest shapes for a shape-generic kernel
+    const int64_t b = dm.max(B), sq = dm.max(Sq), sk = dm.max(Sk);
+    for (int64_t x : {b * H * sq * D, b * H * sk * D, b * H * sk * Dv, b * H * sq * Dv})
+      if (x >= (int64_t{1} << 31)) unsupported("codegen: attention: operands of 2^31 elements or more");
+  }
   std::vector<int64_t> ms(4, 0);
   if (has_mask) {
     if (mask.shape.size() > 4) fail("codegen: attention: mask {} has rank above 4", mask.str());
     const Shape scores = {B, H, Sq, Sk};
     for (size_t i = 0; i < mask.shape.size(); ++i)
       if (mask.shape[i] != 1 && mask.shape[i] != scores[4 - mask.shape.size() + i])
-        fail("codegen: attention: mask {} does not broadcast to [{}]", mask.str(), fmt::join(scores, ","));
-    ms = broadcast_strides_to(mask.shape, scores);
+        fail("codegen: attention: mask {} does not broadcast to [{}]", mask.str(), dims_str(scores));
+    ms = dm.generic ? symbolic_broadcast_strides(mask.shape, scores) : broadcast_strides_to(mask.shape, scores);
   }
-  if (attention_tc_applies(q, k, v)) return emit_attention_tc(q, k, v, has_mask, ms, attrs, epi);
+  // The tensor-core kernel needs a key in every launch: a generic Sk whose
+  // range reaches 0 keeps the SIMT kernel, which gives the reference's 0.
+  if (attention_tc_applies(q, k, v) && dm.min(Sk) > 0) return emit_attention_tc(q, k, v, dm, has_mask, ms, attrs, epi);
   const double scale = attrs.get_float("scale", 1.0f);
   const bool causal = attrs.get_int("causal", 0) != 0;
   const bool nan_to_zero = attrs.get_int("nan_to_zero", 0) != 0;
@@ -91,10 +102,13 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   int tpr = 4;
   while ((Dv + tpr - 1) / tpr > oc_max && tpr < 32) tpr *= 2;
   const int oc = static_cast<int>(std::max<int64_t>(1, (Dv + tpr - 1) / tpr));
+  // A shape-generic kernel's tiles are chosen at the largest shapes (the
+  // grid then counts the query tiles of each launch).
+  const int64_t tB = dm.max(B), tSq = dm.max(Sq), tSk = dm.max(Sk);
   int bq = 32;
-  if (Sq <= 8) bq = 8;
-  else if (Sq <= 16 || B * H * ((Sq + 31) / 32) < kTargetBlocks) bq = 16;
-  int bk = static_cast<int>(std::min<int64_t>(64, std::max<int64_t>(8, (Sk + 7) / 8 * 8)));
+  if (tSq <= 8) bq = 8;
+  else if (tSq <= 16 || tB * H * ((tSq + 31) / 32) < kTargetBlocks) bq = 16;
+  int bk = static_cast<int>(std::min<int64_t>(64, std::max<int64_t>(8, (tSk + 7) / 8 * 8)));
   while (shared_bytes_for(bq, bk, D, Dv, es) > kSharedLimit && (bk > 8 || bq > 8)) {
     if (bk > 8) bk /= 2;
     else bq /= 2;
@@ -112,8 +126,21 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   kk.bk = bk;
   kk.tpr = tpr;
   kk.block = static_cast<unsigned>(nt);
-  kk.grid = B * H * Sq * Dv == 0 ? 0 : static_cast<unsigned>(B * H * nqt);
   kk.shared_bytes = shared_bytes_for(bq, bk, D, Dv, es);
+  if (dm.generic) {  // x: batch * heads, y: query tiles (attention_dims.h)
+    kk.generic_symbols = dm.syms.names();
+    kk.grid_axes[0] = GridAxisExpr{dim_mul(B, H), 1, 0, 1};
+    kk.grid_axes[1] = GridAxisExpr{Sq, bq, 0, 1};
+    kk.grid_axes[2] = GridAxisExpr{1, 1, 0, 1};
+    kk.grid = Dv == 0 ? 0 : 1;
+  } else {
+    kk.grid = B * H * Sq * Dv == 0 ? 0 : static_cast<unsigned>(B * H * nqt);
+  }
+  // The sizes as text: numbers in a static kernel, b_ / sq_ / sk_ and
+  // polynomials of ks in a generic one.
+  const std::string SQ = dm.text(Sq), SK = dm.text(Sk);
+  const std::string SK_SQ = dm.generic ? "(sk_ - sq_)" : std::to_string(Sk - Sq);
+  auto mst = [&](int i) { return dm.text(ms[i]); };
   if (deciding_only()) return kk;  // the launch is decided; the rest is text (codegen/core/deciding_only.h)
 
   auto ld = [&](const std::string& e) { return fmt::format("({}){}", T, cuda_load(q.dtype, e)); };
@@ -122,22 +149,32 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
                    epi.label.empty() ? "" : " (" + epi.label + ")", q.str(), k.str(), v.str(),
                    has_mask ? " mask " + mask.str() : "", causal ? " causal" : "", nan_to_zero ? " nan_to_zero" : "",
                    scale, bq, bk, tpr);
+  if (dm.generic) b += KernelSymbols::struct_text();
   b += epi.helpers;
   // NaN sticks, as the reference's max.
   b += fmt::format(
       "__device__ __forceinline__ {0} @NAME@_max({0} a, {0} v) {{ return (v != v) ? v : (v > a ? v : a); }}\n", T);
-  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", epi.params);
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}{}) {{\n", epi.params, dm.generic ? ", kiln_syms ks" : "");
   b += fmt::format("  __shared__ {} Qs[{}];\n", T, bq * (D + 1));
   b += fmt::format("  __shared__ {} Ks[{}];\n", T, bk * (D + 1));
   b += fmt::format("  __shared__ {} Vs[{}];\n", T, bk * std::max<int64_t>(Dv, 1));
   b += fmt::format("  __shared__ {} Ss[{}];\n", T, bq * (bk + 1));
   b += fmt::format("  const int r = threadIdx.x / {0}, t = threadIdx.x % {0};\n", tpr);
-  b += fmt::format("  const int bh = blockIdx.x / {0}, q0 = (blockIdx.x % {0}) * {1};\n", nqt, bq);
+  if (dm.generic) {
+    b += dm.prologue("  ");
+    b += fmt::format("  const int bh = blockIdx.x, q0 = blockIdx.y * {};\n", bq);
+  } else {
+    b += fmt::format("  const int bh = blockIdx.x / {0}, q0 = (blockIdx.x % {0}) * {1};\n", nqt, bq);
+  }
   b += fmt::format("  const int h = bh % {}, b = bh / {};\n", H, H);
   b += "  (void)h; (void)b;\n";
-  b += fmt::format("  const int nq = min({}, {} - q0);\n", bq, Sq);
+  // The key/value rows of this head: its own, or its group's (grouped-query).
+  if (G > 1)
+    b += fmt::format("  const int kvh = b * {} + h / {};  // grouped-query: {} heads per key/value head\n", Hk, G, G);
+  const std::string KVH = G > 1 ? "kvh" : "bh";
+  b += fmt::format("  const int nq = min({}, {} - q0);\n", bq, dm.generic ? "(int)" + SQ : SQ);
   // Q tile, staged once (rows padded to D + 1: no bank conflicts between rows).
-  b += fmt::format("  const long long qb = ((long long)bh * {} + q0) * {};\n", Sq, D);
+  b += fmt::format("  const long long qb = ((long long)bh * {} + q0) * {};\n", SQ, D);
   b += fmt::format("  for (int e = threadIdx.x; e < nq * {0}; e += {1}) {{\n", D, nt);
   b += fmt::format("    const int rr = e / {0}, dd = e - rr * {0};\n", std::max<int64_t>(D, 1));
   b += fmt::format("    Qs[rr * {} + dd] = {};\n  }}\n", D + 1, ld(epi.q + "[qb + e]"));
@@ -145,17 +182,18 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   b += fmt::format("  {0} m = -{1}, l = ({0})0;\n", T, INF);
   b += fmt::format("  {} o[{}];\n#pragma unroll\n  for (int c = 0; c < {}; ++c) o[c] = 0;\n", T, oc, oc);
   if (causal)  // keys past the tile's last row's limit are hidden from every row of the tile
-    b += fmt::format("  const int kend = max(0, min({}, q0 + nq + {}));\n", Sk, Sk - Sq);
-  else b += fmt::format("  const int kend = {};\n", Sk);
-  if (has_mask) b += fmt::format("  const long long mb = (long long)b * {} + (long long)h * {};\n", ms[0], ms[1]);
+    b += fmt::format("  const int kend = max(0, min({}, q0 + nq + {}));\n", dm.generic ? "(int)" + SK : SK,
+                     dm.generic ? "(int)" + SK_SQ : SK_SQ);
+  else b += fmt::format("  const int kend = {};\n", dm.generic ? "(int)" + SK : SK);
+  if (has_mask) b += fmt::format("  const long long mb = (long long)b * {} + (long long)h * {};\n", mst(0), mst(1));
   b += fmt::format("  for (int k0 = 0; k0 < kend; k0 += {}) {{\n", bk);
   b += fmt::format("    const int nk = min({}, kend - k0);\n", bk);
   b += "    __syncthreads();  // the previous tile is consumed (and the Q tile is staged)\n";
-  b += fmt::format("    const long long kb = ((long long)bh * {} + k0) * {};\n", Sk, D);
+  b += fmt::format("    const long long kb = ((long long){} * {} + k0) * {};\n", KVH, SK, D);
   b += fmt::format("    for (int e = threadIdx.x; e < nk * {0}; e += {1}) {{\n", D, nt);
   b += fmt::format("      const int jj = e / {0}, dd = e - jj * {0};\n", std::max<int64_t>(D, 1));
   b += fmt::format("      Ks[jj * {} + dd] = {};\n    }}\n", D + 1, ld(epi.k + "[kb + e]"));
-  b += fmt::format("    const long long vb = ((long long)bh * {} + k0) * {};\n", Sk, Dv);
+  b += fmt::format("    const long long vb = ((long long){} * {} + k0) * {};\n", KVH, SK, Dv);
   b += fmt::format("    for (int e = threadIdx.x; e < nk * {}; e += {}) Vs[e] = {};\n", Dv, nt, ld(epi.v + "[vb + e]"));
   b += "    __syncthreads();\n";
   // Scores of this row for keys t, t + TPR, ... (-inf for the rows past Sq,
@@ -169,9 +207,9 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
                    D + 1);
   b += fmt::format("        s = s * {};\n", scale_lit);
   if (has_mask)
-    b += fmt::format("        s += {};\n",
-                     ld(fmt::format("{}[mb + (long long)i * {} + (long long)(k0 + jj) * {}]", epi.mask, ms[2], ms[3])));
-  if (causal) b += fmt::format("        if (k0 + jj > i + {}) s = -{};\n", Sk - Sq, INF);
+    b += fmt::format("        s += {};\n", ld(fmt::format("{}[mb + (long long)i * {} + (long long)(k0 + jj) * {}]",
+                                                          epi.mask, mst(2), mst(3))));
+  if (causal) b += fmt::format("        if (k0 + jj > i + {}) s = -{};\n", SK_SQ, INF);
   b += "      }\n";
   b += fmt::format("      Ss[r * {} + jj] = s;\n", bk + 1);
   b += "      lm = @NAME@_max(lm, s);\n    }\n";
@@ -198,7 +236,10 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   b += fmt::format("  for (int off = 1; off < {}; off <<= 1) l += __shfl_xor_sync(0xffffffffu, l, off);\n", tpr);
   // Store: o / l, or the reference's NaN / 0 for a row without a finite max.
   b += "  if (!active) return;\n";
-  if (Sk == 0) {
+  if (dm.generic) {  // no keys (sk_ == 0): the reference's product is 0
+    b += fmt::format("  const bool bad = sk_ > 0 && !(m - m == ({})0);\n", T);
+    b += fmt::format("  const {0} inv = sk_ > 0 ? ({0})1 / l : ({0})0;\n", T);
+  } else if (Sk == 0) {
     b += fmt::format("  const bool bad = false;\n  const {} inv = 0;  // no keys: the reference's product is 0\n", T);
   } else {
     b += fmt::format("  const bool bad = !(m - m == ({})0);\n", T);
@@ -208,7 +249,7 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   b += fmt::format("    const int d = t + {} * c;\n", tpr);
   b += fmt::format("    if (d >= {}) break;\n", Dv);
   b += fmt::format("    const {} val = bad ? {} : o[c] * inv;\n", T, nan_to_zero ? "(" + T + ")0" : NaN);
-  b += fmt::format("    const long long lin = ((long long)bh * {} + i) * {} + d;\n", Sq, Dv);
+  b += fmt::format("    const long long lin = ((long long)bh * {} + i) * {} + d;\n", SQ, Dv);
   b += epi.code;
   b += "  }\n}\n";
   b += epi.sim_entry;
@@ -216,8 +257,8 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   return kk;
 }
 
-AttentionKernel emit_attention_op(const AttrMap& attrs, const std::vector<TensorType>& operands,
-                                  const TensorType& out) {
+AttentionKernel emit_attention_op(const AttrMap& attrs, const std::vector<TensorType>& operands, const TensorType& out,
+                                  const SymbolBindings& sym_min, const SymbolBindings& sym_max) {
   if (operands.size() < 3 || operands.size() > 4)
     fail("codegen: attention takes 3 or 4 operands, got {}", operands.size());
   const bool has_mask = operands.size() == 4;
@@ -227,15 +268,20 @@ AttentionKernel emit_attention_op(const AttrMap& attrs, const std::vector<Tensor
                                      {operands[1].dtype, false, "k"},
                                      {operands[2].dtype, false, "v"}};
   if (has_mask) params.push_back({operands[3].dtype, false, "mask"});
+  // Symbolic operands: a shape-generic kernel, its entries passing kiln_syms.
+  bool generic = false;
+  for (const TensorType& t : operands) generic = generic || has_symbolic_dims(t.shape);
+  epi.sym_min = sym_min;
+  epi.sym_max = sym_max;
   epi.params = kernel_param_list(params);
-  epi.sim_entry = kernel_sim_entry(params);
+  epi.sim_entry = kernel_sim_entry(params, generic);
   for (const KernelParam& p : params) epi.dtypes.push_back(p.dtype);
   epi.buffer_count = static_cast<int>(params.size());
   for (int i = 1; i < epi.buffer_count; ++i) epi.operand_buffers.push_back(i);
   std::vector<KernelParam> split_params = params;
   split_params.push_back({DType::F32, true, "ws"});
   split_params.push_back({DType::U32, true, "tickets"});
-  epi.sim_entry_split = kernel_sim_entry(split_params);
+  epi.sim_entry_split = kernel_sim_entry(split_params, generic);
   epi.q = params[1].name;
   epi.k = params[2].name;
   epi.v = params[3].name;
@@ -262,6 +308,12 @@ const Node* attention_in_body(const Node& n) {
 // The fused node's kernel, or kiln::Unsupported naming what does not fit.
 FusedAttentionKernel build_fused(const Node& n) {
   if (!attention_in_body(n)) unsupported("codegen: {} is not a fused node with one attention op", n.describe());
+  for (const Value* v : n.inputs())
+    if (v && has_symbolic_dims(v->shape()))
+      unsupported(
+          "codegen: fused attention {}: an epilogue over symbolic sizes is not shape-generic yet (the bare "
+          "attention op is)",
+          n.describe());
   Epilogue e = Epilogue::from_fused(n, op_registry(), {"attention"});
   const Node& a = e.anchor();
   AttentionEpilogue epi;
@@ -312,5 +364,24 @@ bool is_attention_fused(const Node& n) {
 }
 
 FusedAttentionKernel emit_fused_attention(const Node& n) { return build_fused(n); }
+
+bool attention_shape_generic(const Node& n) {
+  if (n.body() || n.op() != "attention" || n.num_inputs() < 3) return false;
+  for (const Value* v : n.inputs())
+    if (!v) return false;
+  const Shape &q = n.input(0)->shape(), &k = n.input(1)->shape(), &v = n.input(2)->shape();
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4) return false;
+  for (int64_t d : {q[1], k[1], q[3], v[3]})
+    if (is_symbolic_dim(d)) return false;
+  try {  // the rest of AttentionDims::of's conditions (ranges, growing dims)
+    SymbolBindings lo, hi;
+    symbol_ranges_of(n, lo, hi);
+    AttentionDims::of(n.input(0)->type(), n.input(1)->type(), n.input(2)->type(),
+                      n.num_inputs() > 3 ? n.input(3)->shape() : Shape{}, lo, hi);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
 
 }  // namespace kiln::codegen

@@ -28,8 +28,10 @@
 #include <vector>
 
 #include "codegen/core/kernel_params.h"
+#include "codegen/core/size_expr.h"
 #include "ir/attribute.h"
 #include "ir/graph.h"
+#include "ir/symbolic_dim.h"
 #include "ir/tensor.h"
 
 namespace kiln::codegen {
@@ -55,6 +57,13 @@ struct AttentionKernel {
   int kv_splits = 1;
   int64_t workspace_f32 = 0;  // scratch after the buffers (NodeKernel::workspace_f32)
   int64_t tile_counters = 0;  // zeroed u32 counters after the scratch (NodeKernel::tile_counters)
+  // Shape-generic (codegen/emitters/attention/attention_dims.h): the symbols
+  // the kernel's last parameter `kiln_syms ks` holds (empty: a static
+  // kernel), and its grid per axis as a function of them (x: batch * heads,
+  // y: query tiles, z: key splits); `grid` is then 1. The workspace and the
+  // tile counters are sized at the largest shapes.
+  std::vector<std::string> generic_symbols;
+  GridAxisExpr grid_axes[3];
 };
 
 // What happens to each attention output element: `code` is statements that
@@ -81,6 +90,10 @@ struct AttentionEpilogue {
   std::string sim_entry_split;
   std::vector<int> operand_buffers;
   int buffer_count = 0;
+  // The symbols' ranges, for operands with symbolic dims (a plan with shape
+  // profiles): the kernel is then shape-generic and the simulator entries
+  // above pass a kiln_syms after the buffers (and after ws, tickets).
+  SymbolBindings sym_min, sym_max;
 };
 
 // The kernel for attention over q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv],
@@ -91,8 +104,15 @@ struct AttentionEpilogue {
 AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const TensorType& v, bool has_mask,
                                const TensorType& mask, const AttrMap& attrs, const AttentionEpilogue& epi);
 
-// The plain op: buffers out, q, k, v[, mask].
-AttentionKernel emit_attention_op(const AttrMap& attrs, const std::vector<TensorType>& operands, const TensorType& out);
+// The plain op: buffers out, q, k, v[, mask]. `sym_min` / `sym_max`: the
+// symbols' ranges where the operands have symbolic dims.
+AttentionKernel emit_attention_op(const AttrMap& attrs, const std::vector<TensorType>& operands, const TensorType& out,
+                                  const SymbolBindings& sym_min = {}, const SymbolBindings& sym_max = {});
+
+// Whether a shape-generic kernel handles the node (a bare attention op whose
+// heads and head dims are static; a fused attention's epilogue takes no
+// symbolic sizes yet): KernelEmitter::shape_generic.
+bool attention_shape_generic(const Node& n);
 
 // Whether `n` is a fused node of kind "attention" whose body is one attention
 // op and an epilogue codegen/emitters/gemm_conv/emit_epilogue.h accepts (reshape, identity,

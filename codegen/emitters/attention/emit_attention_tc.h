@@ -26,20 +26,29 @@
 #include <cstdint>
 #include <vector>
 
+#include "codegen/emitters/attention/attention_dims.h"
 #include "codegen/emitters/attention/emit_attention.h"
 
 namespace kiln::codegen {
 
 // Whether the tensor-core kernel handles attention over these operands:
 // f16/bf16, D and Dv multiples of 16 in [16, 128], at least one key and one
-// output element.
+// output element (a symbolic dim counts as nonzero here: emit_attention
+// checks the keys' smallest count).
 bool attention_tc_applies(const TensorType& q, const TensorType& k, const TensorType& v);
 
 // The kernel (attention_tc_applies must hold; shapes already validated by
-// emit_attention). `mask_strides` are the mask's strides broadcast to
-// [B, H, Sq, Sk] (unused without a mask).
-AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, const TensorType& v, bool has_mask,
-                                  const std::vector<int64_t>& mask_strides, const AttrMap& attrs,
-                                  const AttentionEpilogue& epi);
+// emit_attention, `dims` their sizes: static or shape-generic, attention_dims.h).
+// `mask_strides` are the mask's strides broadcast to [B, H, Sq, Sk] (unused
+// without a mask; symbolic dims in a generic kernel).
+//
+// Shape-generic: the tiles are chosen at the largest shapes; the keys are
+// split per launch, in parts of a fixed number of key tiles that the cost
+// model picks at the decode corner (fewest queries, most keys), so the split
+// count is ceil(keys / (tiles per part * BK)), a grid axis of the symbols;
+// the workspace and tile counters are planned for the largest shapes.
+AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, const TensorType& v,
+                                  const AttentionDims& dims, bool has_mask, const std::vector<int64_t>& mask_strides,
+                                  const AttrMap& attrs, const AttentionEpilogue& epi);
 
 }  // namespace kiln::codegen

@@ -1,0 +1,192 @@
+// Shape-generic attention kernels (codegen/emitters/attention/attention_dims.h):
+// a plan with shape profiles compiles the attention op once, with symbolic
+// batch, query and key lengths, for sm_80 and sm_90 (NVRTC), and runs from
+// that plan on the simulator (plan-on-sim) at several shapes equal to the
+// reference backend on the graph specialised to each: the SIMT kernel (f32,
+// a padding mask [b,1,1,s]), the tensor-core kernel (f16, causal with the
+// offset keys - queries, as a KV-cache decode step: past 0, 5, 17) and its
+// split-KV form (a long past split per launch, the parts combined in the kernel).
+#include <gtest/gtest.h>
+
+#include "backends/compare.h"
+#include "backends/plan_sim.h"
+#include "backends/reference/executor.h"
+#include "compiler/compile.h"
+#include "compiler/plan_writer.h"
+#include "ir/parser.h"
+#include "ir/specialize.h"
+#include "ops/registry.h"
+#include "runtime/plan_format.h"
+#include "tests/unit/pass_test_util.h"
+
+namespace kiln {
+namespace {
+
+std::unique_ptr<Graph> compiled(const char* text, const std::string& target) {
+  auto g = parse_graph(text, "attn.kir");
+  CompileOptions o;
+  o.pass.target = target;
+  o.symbolic = true;
+  compile_graph(*g, o);
+  return g;
+}
+
+plan::Plan gpu_plan(const Graph& g, const std::string& arch, const plan::Profile& profile) {
+  PlanBuildOptions po{arch, "fp32", {}};
+  po.profiles = {profile};
+  po.source_name = "attn.onnx";
+  return build_plan(g, po);
+}
+
+// The plan's attention launch: one generic launch, its kernel's source.
+const plan::Kernel& attention_kernel(const plan::Plan& p) {
+  EXPECT_EQ(p.generic_launches.size(), 1u);
+  return p.kernels.at(p.steps.at(p.generic_launches.at(0).step).kernel);
+}
+
+void expect_on_sim_equal(const plan::Plan& p, const Graph& g, const SymbolBindings& at_shape, Tolerance tol) {
+  std::unique_ptr<Graph> at = specialize_graph(g, at_shape, op_registry());
+  uint64_t seed = 1;
+  for (const auto& [name, v] : at_shape) seed = seed * 131 + static_cast<uint64_t>(v);
+  const std::map<std::string, Tensor> feed = testing::random_inputs(*at, seed);
+  std::vector<Tensor> want = ReferenceExecutor(*at).run(feed);
+  std::vector<Tensor> got = run_plan_on_sim(p, g, feed);
+  ASSERT_EQ(got.size(), want.size());
+  std::string where;
+  for (const auto& [name, v] : at_shape) where += fmt::format(" {}={}", name, v);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].shape(), want[i].shape()) << where;
+    EXPECT_EQ(compare_tensors(got[i], want[i], tol), "") << where << " output " << i;
+  }
+}
+
+// f32 (SIMT kernel): an encoder's self-attention, batch and sequence
+// symbolic, BERT's additive padding mask broadcast over heads and queries.
+const char* kEncoder =
+    "graph @m(%q: f32[b,2,s,16], %k: f32[b,2,s,16], %v: f32[b,2,s,8], %mask: f32[b,1,1,s]) -> (f32[b,2,s,8]) "
+    "symbols(b in [1, 3], s in [1, 40]) {\n"
+    "  %o = attention(%q, %k, %v, %mask) {scale=0.25} : f32[b,2,s,8]\n"
+    "  return %o\n"
+    "}\n";
+const plan::Profile kEncoderProfile = {{{"q", {1, 2, 1, 16}, {3, 2, 40, 16}, {3, 2, 40, 16}},
+                                        {"k", {1, 2, 1, 16}, {3, 2, 40, 16}, {3, 2, 40, 16}},
+                                        {"v", {1, 2, 1, 8}, {3, 2, 40, 8}, {3, 2, 40, 8}},
+                                        {"mask", {1, 1, 1, 1}, {3, 1, 1, 40}, {3, 1, 1, 40}}}};
+
+TEST(ShapeGenericKernels, AttentionSimtWithAPaddingMaskOnSimAtThreeShapesEqualsTheReference) {
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    auto g = compiled(kEncoder, arch);
+    plan::Plan p = gpu_plan(*g, arch, kEncoderProfile);
+    ASSERT_TRUE(p.meta.gpu_kernels) << arch << ": " << p.meta.no_gpu_reason;
+    const plan::Kernel& k = attention_kernel(p);
+    EXPECT_NE(k.source.find("kiln_syms ks"), std::string::npos);
+    EXPECT_FALSE(k.cubin.empty()) << arch;
+    const plan::GenericLaunch& gl = p.generic_launches[0];
+    EXPECT_EQ(gl.symbols, (std::vector<std::string>{"b", "s"}));
+    // x: batch * heads, y: query tiles (at most 40 queries: tiles of 16).
+    EXPECT_EQ(plan::eval_grid_axis(gl.grid[0], {{"b", 2}, {"s", 7}}), 4u);
+    EXPECT_EQ(plan::eval_grid_axis(gl.grid[1], {{"b", 2}, {"s", 33}}), 3u);
+  }
+  auto g = compiled(kEncoder, "sm_90");
+  plan::Plan p = gpu_plan(*g, "sm_90", kEncoderProfile);
+  for (auto [b, s] : {std::pair<int64_t, int64_t>{1, 1}, {2, 7}, {3, 40}})
+    expect_on_sim_equal(p, *g, {{"b", b}, {"s", s}}, {1e-5, 1e-4});
+}
+
+// f16 (tensor-core kernel): a decode step's attention, the keys past + seq
+// (here one symbol kv), causal aligned to the bottom right (the offset kv -
+// seq is computed per launch). Prefill (seq 8, past 0) and decode steps at
+// past 5 and 17, and a prefill of 3 after 40.
+const char* kDecode =
+    "graph @m(%q: f16[1,4,seq,64], %k: f16[1,4,kv,64], %v: f16[1,4,kv,64]) -> (f16[1,4,seq,64]) "
+    "symbols(seq in [1, 8], kv in [1, 48]) {\n"
+    "  %o = attention(%q, %k, %v) {scale=0.125, causal=1} : f16[1,4,seq,64]\n"
+    "  return %o\n"
+    "}\n";
+
+plan::Profile decode_profile(int64_t max_kv) {
+  return {{{"q", {1, 4, 1, 64}, {1, 4, 1, 64}, {1, 4, 8, 64}},
+           {"k", {1, 4, 1, 64}, {1, 4, max_kv, 64}, {1, 4, max_kv, 64}},
+           {"v", {1, 4, 1, 64}, {1, 4, max_kv, 64}, {1, 4, max_kv, 64}}}};
+}
+
+TEST(ShapeGenericKernels, AttentionTensorCoresCausalDecodeStepsOnSimEqualTheReference) {
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    auto g = compiled(kDecode, arch);
+    plan::Plan p = gpu_plan(*g, arch, decode_profile(48));
+    const plan::Kernel& k = attention_kernel(p);
+    EXPECT_NE(k.source.find("on tensor cores"), std::string::npos);
+    EXPECT_NE(k.source.find("kiln_syms ks"), std::string::npos);
+    EXPECT_FALSE(k.cubin.empty()) << arch;
+  }
+  auto g = compiled(kDecode, "sm_90");
+  plan::Plan p = gpu_plan(*g, "sm_90", decode_profile(48));
+  for (auto [seq, past] : {std::pair<int64_t, int64_t>{8, 0}, {1, 5}, {1, 17}, {3, 40}})
+    expect_on_sim_equal(p, *g, {{"seq", seq}, {"kv", past + seq}}, {2e-3, 2e-2});
+}
+
+// A long past: the cost model splits the keys (flash-decoding) in parts of a
+// fixed number of key tiles, so the split count follows the keys of each
+// launch (grid z); the workspace and tickets are planned at the largest.
+TEST(ShapeGenericKernels, AttentionSplitKvFollowsThePastPerLaunch) {
+  const std::string text =
+      std::string(kDecode).replace(std::string(kDecode).find("kv in [1, 48]"), 13, "kv in [1, 1100]");
+  auto g = compiled(text.c_str(), "sm_90");
+  plan::Plan p = gpu_plan(*g, "sm_90", decode_profile(1100));
+  const plan::Kernel& k = attention_kernel(p);
+  ASSERT_NE(k.source.find("split-KV"), std::string::npos) << k.source.substr(0, 400);
+  const plan::GenericLaunch& gl = p.generic_launches[0];
+  const uint64_t few = plan::eval_grid_axis(gl.grid[2], {{"seq", 1}, {"kv", 9}});
+  const uint64_t many = plan::eval_grid_axis(gl.grid[2], {{"seq", 1}, {"kv", 1100}});
+  EXPECT_EQ(few, 1u);
+  EXPECT_GT(many, 2u);
+  EXPECT_EQ(p.steps[gl.step].grid.z, many);  // the step holds the largest grid
+  for (auto [seq, past] : {std::pair<int64_t, int64_t>{1, 0}, {1, 700}, {2, 1098}})
+    expect_on_sim_equal(p, *g, {{"seq", seq}, {"kv", past + seq}}, {2e-3, 2e-2});
+}
+
+// Grouped-query attention as a Llama-style decoder has it: 8 query heads on
+// 2 key/value heads, a causal decode step over past + seq keys.
+TEST(ShapeGenericKernels, AttentionGroupedQueryDecodeStepsOnSimEqualTheReference) {
+  const char* text =
+      "graph @m(%q: f16[1,8,seq,64], %k: f16[1,2,kv,64], %v: f16[1,2,kv,64]) -> (f16[1,8,seq,64]) "
+      "symbols(seq in [1, 8], kv in [1, 300]) {\n"
+      "  %o = attention(%q, %k, %v) {scale=0.125, causal=1} : f16[1,8,seq,64]\n"
+      "  return %o\n"
+      "}\n";
+  auto g = compiled(text, "sm_90");
+  plan::Plan p = gpu_plan(*g, "sm_90",
+                          {{{"q", {1, 8, 1, 64}, {1, 8, 1, 64}, {1, 8, 8, 64}},
+                            {"k", {1, 2, 1, 64}, {1, 2, 300, 64}, {1, 2, 300, 64}},
+                            {"v", {1, 2, 1, 64}, {1, 2, 300, 64}, {1, 2, 300, 64}}}});
+  EXPECT_NE(attention_kernel(p).source.find("grouped-query: 4 heads per key/value head"), std::string::npos);
+  for (auto [seq, past] : {std::pair<int64_t, int64_t>{8, 0}, {1, 5}, {1, 17}, {1, 290}})
+    expect_on_sim_equal(p, *g, {{"seq", seq}, {"kv", past + seq}}, {2e-3, 2e-2});
+}
+
+// Heads and head dims stay static in a generic kernel (they size its
+// tiles): a symbolic head count is refused naming the node.
+TEST(ShapeGenericKernels, AttentionWithSymbolicHeadsIsRefusedByName) {
+  const char* text =
+      "graph @m(%q: f32[1,h,4,16], %k: f32[1,h,4,16], %v: f32[1,h,4,16]) -> (f32[1,h,4,16]) symbols(h in [1, 4]) {\n"
+      "  %o = attention(%q, %k, %v) {scale=0.25} : f32[1,h,4,16]\n"
+      "  return %o\n"
+      "}\n";
+  auto g = parse_graph(text, "heads.kir");
+  PlanBuildOptions po{"sm_90", "fp32", {}};
+  po.profiles = {{{{"q", {1, 1, 4, 16}, {1, 4, 4, 16}, {1, 4, 4, 16}},
+                   {"k", {1, 1, 4, 16}, {1, 4, 4, 16}, {1, 4, 4, 16}},
+                   {"v", {1, 1, 4, 16}, {1, 4, 4, 16}, {1, 4, 4, 16}}}}};
+  po.source_name = "heads.onnx";
+  std::string why;
+  try {
+    build_plan(*g, po);
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  EXPECT_NE(why.find("heads.onnx: node (attention) producing %o"), std::string::npos) << why;
+  EXPECT_NE(why.find("its kernel family (attention) has no shape-generic kernel for it yet"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace kiln
