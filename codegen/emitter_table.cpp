@@ -209,6 +209,12 @@ std::vector<NodeKernel> to_node_kernels(std::vector<OpKernel> ks, const std::vec
     nk.shared_bytes = k.shared_bytes;
     nk.results = std::move(k.results);
     nk.extra = extra;
+    if (!k.symbols.empty()) {
+      nk.symbols = std::move(k.symbols);
+      nk.grid_expr[0] = k.grid_expr;
+      nk.grid_expr[1] = {1, 1, 0};
+      nk.grid_expr[2] = {1, 1, 0};
+    }
     out.push_back(std::move(nk));
   }
   return out;
@@ -448,6 +454,63 @@ bool generic_gemm(const Node& n) {
          !is_symbolic_dim(n.input(2)->shape().back());
 }
 
+// Whether every symbolic dim of `s` is its first (the batch).
+bool batch_only_symbolic(const Shape& s) {
+  for (size_t d = 1; d < s.size(); ++d)
+    if (is_symbolic_dim(s[d])) return false;
+  return true;
+}
+
+// conv / conv_transpose in a float dtype (SIMT or tensor cores, NCHW or
+// nhwc; depthwise too) whose batch alone is symbolic, bare or anchoring a
+// conv_epilogue of pointwise ops (codegen/emitters/gemm_conv/emit_conv.h):
+// an epilogue operand with a symbolic dim has the element's own shape (a
+// residual), the others are static and broadcast (per-channel scales).
+bool generic_conv(const Node& n) {
+  auto conv_anchor = [](const Node& a) {
+    return (a.op() == "conv" || a.op() == "conv_transpose") && a.num_inputs() >= 2 && a.input(0) &&
+           is_float(a.input(0)->dtype());
+  };
+  auto batch_only = [](const Node& a) {
+    for (const Value* v : a.inputs())
+      if (v && !batch_only_symbolic(v->shape())) return false;
+    for (const Value* v : a.outputs())
+      if (!batch_only_symbolic(v->shape())) return false;
+    return true;
+  };
+  if (!n.body()) return conv_anchor(n) && batch_only(n);
+  if (!is_fused_kind(n, "conv_epilogue") || !batch_only(n)) return false;
+  int anchors = 0;
+  for (const auto& bn : n.body()->nodes()) {
+    if (conv_anchor(*bn)) {
+      ++anchors;
+      if (!batch_only(*bn)) return false;
+      continue;
+    }
+    const OpDef* def = op_registry().find(bn->op());
+    if (!def || def->category != OpCategory::Pointwise || bn->num_outputs() != 1) return false;
+    const Shape& os = bn->output(0)->shape();
+    if (!batch_only_symbolic(os)) return false;
+    for (const Value* v : bn->inputs())
+      if (v && has_symbolic_dims(v->shape()) && v->shape() != os) return false;
+  }
+  return anchors == 1;
+}
+
+// The pools over a symbolic batch (codegen/emitters/pool_select_loss/emit_pool.h):
+// max (without the indices result), average and lp windows and the global
+// pools, other dims static.
+bool generic_pool(const Node& n) {
+  if (n.body() || n.num_inputs() < 1 || !n.input(0) || n.num_outputs() != 1) return false;
+  const std::string& op = n.op();
+  if (op != "max_pool" && op != "average_pool" && op != "lp_pool" && op != "global_average_pool" &&
+      op != "global_max_pool" && op != "global_lp_pool")
+    return false;
+  const Value* x = n.input(0);
+  if (!is_float(x->dtype())) return false;
+  return batch_only_symbolic(x->shape()) && batch_only_symbolic(n.output(0)->shape());  // nhwc: batch first too
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node, any_node},
@@ -462,11 +525,11 @@ const KernelEmitter kEmitters[] = {
     {"sample", handles_sample, emit_sample_node},
     {"conv gather", handles_conv_gather, emit_conv_gather_node},
     {"gemm", handles_gemm, emit_gemm_node, generic_gemm},
-    {"conv", handles_conv, emit_conv_node},
+    {"conv", handles_conv, emit_conv_node, generic_conv},
     {"einsum", handles_einsum, emit_einsum_node},
     {"normalization", handles_normalization, emit_normalization_node, generic_layer_norm},
     {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node},
-    {"pool/select/loss", handles_op_kernels, emit_op_kernels_node},
+    {"pool/select/loss", handles_op_kernels, emit_op_kernels_node, generic_pool},
     {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node},
     {"attention", handles_attention, emit_attention_node},
     {"recurrent", handles_rnn, emit_rnn_node},

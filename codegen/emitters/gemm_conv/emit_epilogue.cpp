@@ -128,11 +128,13 @@ Epilogue Epilogue::from_fused(const Node& n, const OpRegistry& ops, const std::v
                v->name());
     e.anchor_slots_.push_back(static_cast<int>(it - e.slot_values_.begin()));
   }
-  e.wide_ = e.anchor_->output(0)->type().numel() > kNarrow;
-  for (const TensorType& t : e.slots_) e.wide_ = e.wide_ || t.numel() > kNarrow;
-  for (const TensorType& t : e.results_) e.wide_ = e.wide_ || t.numel() > kNarrow;
+  // A symbolic size's largest value is not known here: 64-bit indices (as from_node).
+  auto wide = [](const TensorType& t) { return has_symbolic_dims(t.shape) || t.numel() > kNarrow; };
+  e.wide_ = wide(e.anchor_->output(0)->type());
+  for (const TensorType& t : e.slots_) e.wide_ = e.wide_ || wide(t);
+  for (const TensorType& t : e.results_) e.wide_ = e.wide_ || wide(t);
   for (const auto& bn : body.nodes())
-    for (Value* o : bn->outputs()) e.wide_ = e.wide_ || o->type().numel() > kNarrow;
+    for (Value* o : bn->outputs()) e.wide_ = e.wide_ || wide(o->type());
   return e;
 }
 

@@ -15,6 +15,8 @@
 #include "codegen/emitters/gemm_conv/emit_epilogue.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
+#include "codegen/core/size_expr.h"
 
 namespace kiln::codegen {
 
@@ -38,6 +40,14 @@ std::string broadcast_offset(const std::string& pos, const Shape& os, const std:
                        strides[d] == 1 ? c : fmt::format("{} * ({}){}", c, idx, strides[d]));
   }
   return off.empty() ? "0" : off;
+}
+
+// Whether operand `v` of an epilogue op of result shape `os` is read one
+// element per result element along the row (counted by the access terms). A
+// symbolic operand (a residual over a dynamic batch) has the element's shape.
+bool moves_with_element(const Value& v, const Shape& os) {
+  if (has_symbolic_dims(v.shape()) || has_symbolic_dims(os)) return v.shape() == os && !os.empty() && os.back() != 1;
+  return v.type().numel() > 1 && broadcast_strides(v.shape(), os).back() == 1;
 }
 
 }  // namespace
@@ -73,6 +83,13 @@ int Epilogue::vector_width() const {
       const auto it = std::find(slot_values_.begin(), slot_values_.end(), v);
       if (it == slot_values_.end()) continue;  // an epilogue value
       const Shape& os = bn->output(0)->shape();
+      // Over a symbolic shape (a dynamic batch) only an operand of the element's own shape (a
+      // residual) is vectorized: a broadcast one would need its coordinates split by the symbols.
+      if (has_symbolic_dims(os)) {
+        if (v->shape() != os) return 0;
+        moved.push_back(v->dtype());
+        continue;
+      }
       if (v->type().numel() > 1 && !os.empty() && broadcast_strides(v->shape(), os).back() == 1)
         moved.push_back(v->dtype());
     }
@@ -84,7 +101,7 @@ int Epilogue::vector_width() const {
   }
   const int width = static_cast<int>(16 / widest);
   for (const Shape* s : shapes)
-    if (s->empty() || s->back() % width != 0) return 0;
+    if (s->empty() || is_symbolic_dim(s->back()) || s->back() % width != 0) return 0;
   return width;
 }
 
@@ -94,7 +111,7 @@ int Epilogue::vector_accesses() const {
     for (const auto& bn : body_->nodes())
       for (Value* v : bn->inputs())
         if (bn.get() != anchor_ && std::find(slot_values_.begin(), slot_values_.end(), v) != slot_values_.end() &&
-            v->type().numel() > 1 && broadcast_strides(v->shape(), bn->output(0)->shape()).back() == 1)
+            moves_with_element(*v, bn->output(0)->shape()))
           ++n;
   return n;
 }
@@ -115,7 +132,7 @@ int Epilogue::bytes_per_element() const {
     for (const auto& bn : body_->nodes())
       for (Value* v : bn->inputs())
         if (bn.get() != anchor_ && std::find(slot_values_.begin(), slot_values_.end(), v) != slot_values_.end() &&
-            v->type().numel() > 1 && broadcast_strides(v->shape(), bn->output(0)->shape()).back() == 1)
+            moves_with_element(*v, bn->output(0)->shape()))
           n += dtype_size(v->dtype());
   return static_cast<int>(n);
 }
@@ -161,8 +178,11 @@ std::string Epilogue::vector_code(const std::string& accs, const std::string& in
       KILN_CHECK(sit != slot_values_.end(), "codegen epilogue: %{} is not a slot", v->name());
       const std::string buf = fmt::format("in{}", sit - slot_values_.begin());
       const std::string a = fmt::format("e_a{}_{}", id, i);
-      const std::vector<int64_t> strides = broadcast_strides(v->shape(), os);
-      const bool scalar = v->type().numel() == 1;
+      // (A symbolic operand has the element's shape: vector_width.)
+      const bool symbolic = has_symbolic_dims(v->shape());
+      const std::vector<int64_t> strides =
+          symbolic ? symbolic_broadcast_strides(v->shape(), os) : broadcast_strides(v->shape(), os);
+      const bool scalar = !symbolic && v->type().numel() == 1;
       const RowRead how = !scalar && strides.back() == 1 ? RowRead::Vector : RowRead::Once;
       std::string off = "0";
       if (v->shape() == os) off = "e_p0";

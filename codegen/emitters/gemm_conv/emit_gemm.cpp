@@ -57,36 +57,58 @@ GemmMath gemm_math(const TiledGemm& g) {
   return GemmMath::Simt;
 }
 
+GemmTileConfig generic_gemm_tile(const TiledGemm& g, GemmMath math) {
+  const bool sym_m = is_symbolic_dim(g.M), sym_batch = is_symbolic_dim(g.batch);
+  const GemmTileConfig tile = choose_gemm_tile_config(
+      {math, sym_batch ? int64_t{4096} : g.batch, sym_m ? int64_t{4096} : g.M, g.N, g.K, g.operand_bytes});
+  if ((sym_m || sym_batch) && tile.split_k > 1)
+    unsupported(
+        "codegen: {}: tile {} splits K, which a shape-generic GEMM does not: its grid, workspace and tile "
+        "counters would follow the symbols",
+        g.label, gemm_tile_name(tile));
+  return tile;
+}
+
+GridAxisExpr generic_gemm_grid(const TiledGemm& g, int bm, int bn) {
+  const int64_t tiles_n = (g.N + bn - 1) / bn;
+  if (is_symbolic_dim(g.M)) return GridAxisExpr{g.M, bm, 0, g.batch * tiles_n};
+  return GridAxisExpr{g.batch, 1, 0, (g.M + bm - 1) / bm * tiles_n};
+}
+
 std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep) {
   const GemmMath math = gemm_math(g);
-  // A symbolic M (a plan with shape profiles): the SIMT kernel only, its tile
-  // chosen for a large M, the row tiles counted in the kernel and the grid.
+  // Shape-generic (a plan with shape profiles): a symbolic M (the SIMT kernel
+  // only: the row tiles counted in the kernel) or a symbolic batch (an NCHW
+  // conv over a dynamic batch of images: only the grid depends on it).
   const bool generic = !g.syms.empty();
-  if (generic && math != GemmMath::Simt)
+  const bool sym_m = is_symbolic_dim(g.M), sym_batch = is_symbolic_dim(g.batch);
+  if (generic && sym_m && math != GemmMath::Simt)
     unsupported("codegen: {}: a shape-generic GEMM (M = {}) has no tensor-core kernel yet", g.label, dim_str(g.M));
-  const GemmTileConfig tile =
-      choose_gemm_tile_config({math, g.batch, generic ? int64_t{4096} : g.M, g.N, g.K, g.operand_bytes});
+  if (sym_m && sym_batch)
+    unsupported("codegen: {}: a shape-generic GEMM with a symbolic batch ({}) and M ({})", g.label, dim_str(g.batch),
+                dim_str(g.M));
+  const GemmTileConfig tile = generic_gemm_tile(g, math);
   if (math != GemmMath::Simt) return emit_mma_gemm(g, ep, math, tile);
   const int BM = tile.bm, BN = tile.bn, BK = tile.bk, TM = BM / 16, TN = BN / 16;
   const std::string ct = gemm_compute_type(g.dtype);
-  const int64_t tiles_m = generic ? 0 : (g.M + BM - 1) / BM, tiles_n = (g.N + BN - 1) / BN;
+  const int64_t tiles_m = sym_m ? 0 : (g.M + BM - 1) / BM, tiles_n = (g.N + BN - 1) / BN;
   ComputeKernel k;
-  const int64_t blocks = g.batch * tiles_m * tiles_n;
+  const int64_t blocks = generic ? 0 : g.batch * tiles_m * tiles_n;
   if (blocks > INT32_MAX) unsupported("codegen: {}: {} tiles exceed one grid", g.label, blocks);
   k.grid = g.M == 0 || g.N == 0 ? 0 : static_cast<unsigned>(blocks);
   if (generic) {
     k.symbols = g.syms.names();
-    k.grid_expr = GridAxisExpr{g.M, BM, 0, g.batch * tiles_n};
-    k.grid = g.N == 0 ? 0 : 1;  // evaluated per shape
+    k.grid_expr = generic_gemm_grid(g, BM, BN);
+    k.grid = g.N == 0 || g.M == 0 ? 0 : 1;  // evaluated per shape
   }
   const std::string tiles_m_text =
-      generic ? fmt::format("(({} + {}LL) / {}LL)", g.syms.lit(g.M), BM - 1, BM) : std::to_string(tiles_m);
-  const std::string M_text = generic ? g.syms.lit(g.M) : std::to_string(g.M);
+      sym_m ? fmt::format("(({} + {}LL) / {}LL)", g.syms.lit(g.M), BM - 1, BM) : std::to_string(tiles_m);
+  const std::string M_text = sym_m ? g.syms.lit(g.M) : std::to_string(g.M);
   k.block = kThreads;
   const int stage_elems = std::max(BK * (BM + 1) + BK * (BN + 1), BM * BN);
 
   std::string b;
-  b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}]; tile {}x{}x{}, {}\n", g.label, g.batch,
+  b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}]; tile {}x{}x{}, {}\n", g.label, dim_str(g.batch),
                    dim_str(g.M), g.N, dim_str(g.M), g.K, g.K, g.N, BM, BN, BK, ct);
   if (generic) b += KernelSymbols::struct_text();
   b += fmt::format("extern \"C\" __global__ void @NAME@({}{}) {{\n", ep.params(), generic ? ", kiln_syms ks" : "");

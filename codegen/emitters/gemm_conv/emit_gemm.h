@@ -82,9 +82,11 @@ struct OperandLoad {
 };
 
 struct TiledGemm {
-  std::string label;                       // kernel name prefix
-  DType dtype;                             // operand dtype: decides the compute type
-  int64_t batch = 1, M = 0, N = 0, K = 0;  // M may be a symbolic dim (then `syms` reads it; SIMT only)
+  std::string label;  // kernel name prefix
+  DType dtype;        // operand dtype: decides the compute type
+  // M may be a symbolic dim (then `syms` reads it; SIMT only), or the batch
+  // (an NCHW conv's images: only the grid depends on it; any math), not both.
+  int64_t batch = 1, M = 0, N = 0, K = 0;
   KernelSymbols syms;
   OperandLoad a, b;
   // Statements run once per thread before the main loop (batch offsets...), `bz` in scope.
@@ -124,6 +126,19 @@ std::string gemm_acc_for_epilogue(DType dtype, const std::string& acc);
 
 // The math a TiledGemm runs on (tensor cores for f16/bf16, f32 with tf32).
 GemmMath gemm_math(const TiledGemm& g);
+
+// The tile of `g` (GemmProblem from its sizes; choose_gemm_tile_config). A
+// shape-generic GEMM (a symbolic M or batch) takes the tile chosen as if the
+// symbolic size were 4096 -- a large problem, so the heuristic keeps its full
+// tiles -- and never a split-K: the split is decided from the grid, which
+// grows with the symbols, and its workspace and per-tile counters are sized
+// by it, so one fixed choice (no split) is the one valid at every shape of
+// the profile (a chooser returning a split is an error).
+GemmTileConfig generic_gemm_tile(const TiledGemm& g, GemmMath math);
+// A shape-generic GEMM's grid per shape with tile bm x bn: ceil(M / bm) x
+// batch x column tiles for a symbolic M, batch x row tiles x column tiles for
+// a symbolic batch.
+GridAxisExpr generic_gemm_grid(const TiledGemm& g, int bm, int bn);
 
 // The complete kernels (source, name, launch) for `g`, in launch order; `ep`
 // gives the buffers and the simulator entry. One kernel, or two when the

@@ -35,6 +35,7 @@
 #include "codegen/core/kernel_text.h"
 #include "codegen/core/kernel_vector.h"
 #include "ir/error.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::codegen {
 
@@ -287,7 +288,13 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   const int A_STAGE = a_km ? BK * LDA : BM * LDA, B_STAGE = b_kn ? BK * LDB : BN * LDB;
   const int CLD = BN + 4;
   const int64_t tiles_m = (g.M + BM - 1) / BM, tiles_n = (g.N + BN - 1) / BN;
-  const int64_t blocks = g.batch * tiles_m * tiles_n;
+  // Shape-generic: a symbolic batch only (M, N, K static; no split-K,
+  // generic_gemm_tile): the grid is evaluated per shape, the kernel text
+  // does not depend on the batch.
+  const bool generic = !g.syms.empty();
+  KILN_CHECK(!generic || (is_symbolic_dim(g.batch) && !is_symbolic_dim(g.M) && c.split_k == 1),
+             "codegen: {}: a shape-generic tensor-core GEMM takes a symbolic batch only, unsplit", g.label);
+  const int64_t blocks = generic ? 1 : g.batch * tiles_m * tiles_n;
   // Split-K: block s of `split` takes k-tiles [s * KT, s * KT + KT) of the KT_ALL.
   const int64_t KT_ALL = (g.K + BK - 1) / BK;
   const SplitK sk = split_k_of(c, KT_ALL);
@@ -297,6 +304,10 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   if (blocks * sk.splits > INT32_MAX) unsupported("codegen: {}: {} tiles exceed one grid", g.label, blocks * sk.splits);
   ComputeKernel k;
   k.grid = g.M == 0 || g.N == 0 ? 0 : static_cast<unsigned>(blocks * sk.splits);
+  if (generic) {
+    k.symbols = g.syms.names();
+    k.grid_expr = generic_gemm_grid(g, BM, BN);
+  }
   k.block = static_cast<unsigned>(threads);
   k.shared_bytes =
       std::max<size_t>(static_cast<size_t>(STAGES) * (A_STAGE + B_STAGE) * esize, static_cast<size_t>(BM) * CLD * 4);
@@ -308,7 +319,7 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
 
   std::string b;
   b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}] on tensor cores ({}); tile {}, A {}, B {}{}\n",
-                   g.label, g.batch, g.M, g.N, g.M, g.K, g.K, g.N, gemm_math_name(math), gemm_tile_name(c),
+                   g.label, dim_str(g.batch), g.M, g.N, g.M, g.K, g.K, g.N, gemm_math_name(math), gemm_tile_name(c),
                    a_chunk ? (a_km ? "cp.async [k][m]" : "cp.async") : "loaded",
                    b_chunk ? (b_kn ? "cp.async [k][n]" : "cp.async") : "loaded",
                    split ? fmt::format("; split-K partial sums of {} x {} k-tiles to the workspace{}", sk.splits, KT,
@@ -325,8 +336,10 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
     b += fmt::format("// epilogue: {}-element accesses, {} per {} elements, {} bytes per element\n", V,
                      V > 1 ? ep.vector_accesses() : ep.scalar_accesses(), V, ep.bytes_per_element());
   // Min. 1 block per SM: with the block size alone, NVRTC's ptxas capped small blocks' registers and spilled.
-  b += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) @NAME@({}{}{}) {{\n", threads, ep.params(),
-                   split ? ", KILN_PTR(float) ws" : "", fold ? ", KILN_PTR(unsigned) tickets" : "");
+  if (generic) b += KernelSymbols::struct_text();
+  b += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) @NAME@({}{}{}{}) {{\n", threads, ep.params(),
+                   split ? ", KILN_PTR(float) ws" : "", fold ? ", KILN_PTR(unsigned) tickets" : "",
+                   generic ? ", kiln_syms ks" : "");
   b += fmt::format("  constexpr int BM = {}, BN = {}, BK = {}, STAGES = {}, LDA = {}, LDB = {};\n", BM, BN, BK, STAGES,
                    LDA, LDB);
   b += fmt::format("  constexpr int A_STAGE = {}, B_STAGE = {}, KT = {}, WTM = {}, WTN = {}, MI = {}, NI = {};\n",
@@ -508,7 +521,7 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
     b += "      }\n    }\n";
   }
   b += "  }\n}\n";
-  b += ep.sim_entry("@NAME@", split, fold);
+  b += ep.sim_entry("@NAME@", split, fold, generic);
   k.name = fmt::format("kiln_{}_mma_{:016x}", sanitize_identifier(g.label), XXH64(b.data(), b.size(), 0));
   std::string includes = ep.fp_includes();
   if (g.dtype == DType::F16 && includes.find("cuda_fp16.h") == std::string::npos)
