@@ -423,6 +423,23 @@ bool generic_softmax(const Node& n) {
          is_float(n.input(0)->dtype());
 }
 
+// reduce_* over static axes (emit_reduction.h) whose symbolic dims all come
+// before the first reduced axis: a symbolic outer extent (rows), constant
+// strides and a constant reduced count.
+bool generic_reduce(const Node& n) {
+  if (n.body() || !ops::find_reduction_spec(n.op()) || !n.input(0) || n.num_inputs() != 1) return false;
+  const Shape& s = n.input(0)->shape();
+  std::vector<int64_t> axes = n.attrs().get_ints("axes");
+  if (axes.empty()) return false;
+  int64_t first = static_cast<int64_t>(s.size());
+  for (int64_t a : axes) first = std::min(first, a < 0 ? a + static_cast<int64_t>(s.size()) : a);
+  for (size_t d = 0; d < s.size(); ++d)
+    if (is_symbolic_dim(s[d]) && static_cast<int64_t>(d) >= first) return false;
+  return true;
+}
+
+bool generic_reduction(const Node& n) { return generic_softmax(n) || generic_reduce(n); }
+
 // layer_normalization whose normalized dims (from `axis` on) are static and
 // fit the register row kernel, scale and bias static: the rows may be symbolic.
 bool generic_layer_norm(const Node& n) {
@@ -518,7 +535,7 @@ const KernelEmitter kEmitters[] = {
      [](const Node& n) { check_fused_pointwise(n, op_registry()); }},
     {"fused on demand", [](const Node& n) { return is_on_demand_fused(n, op_registry()); }, emit_fused_on_demand_node},
     {"injective", handles_injective, emit_injective_node},
-    {"reduction", handles_reduction, emit_reduction_node, generic_softmax},
+    {"reduction", handles_reduction, emit_reduction_node, generic_reduction},
     {"index select", handles_index_select, emit_index_select_node},
     {"scatter", handles_scatter, emit_scatter_node},
     {"resize", handles_resize, emit_resize_node},

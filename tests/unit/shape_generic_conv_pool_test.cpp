@@ -145,5 +145,38 @@ TEST(ShapeGenericKernels, TensorCoreConvOnSimAtThreeShapesEqualsTheReference) {
   }
 }
 
+// reduce_* over static axes with a symbolic outer extent: the batch, or the
+// batch*seq rows of a [b, s, 40] tensor; kept inner dims (reduce over
+// channels) and non-contiguous axes too.
+TEST(ShapeGenericKernels, ReductionsOverStaticAxesOnSimAtThreeShapesEqualTheReference) {
+  const char* text =
+      "graph @m(%x: f32[b,6,5,7], %y: f32[b,s,40]) -> (f32[b,6,1,1], f32[b,5,7], f32[b,s], f32[b,1,5,1]) "
+      "symbols(b in [1, 9], s in [1, 20]) {\n"
+      "  %r1 = reduce_sum(%x) {axes=[2,3], keepdims=1} : f32[b,6,1,1]\n"
+      "  %r2 = reduce_max(%x) {axes=[1], keepdims=0} : f32[b,5,7]\n"
+      "  %r3 = reduce_log_sum_exp(%y) {axes=[2], keepdims=0} : f32[b,s]\n"
+      "  %r4 = reduce_mean(%x) {axes=[1,3], keepdims=1} : f32[b,1,5,1]\n"
+      "  return %r1, %r2, %r3, %r4\n"
+      "}\n";
+  const plan::Profile profile = {
+      {{"x", {1, 6, 5, 7}, {9, 6, 5, 7}, {9, 6, 5, 7}}, {"y", {1, 1, 40}, {9, 20, 40}, {9, 20, 40}}}};
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    auto g = compiled(text, arch);
+    const plan::Plan p = plan_for(*g, arch, profile);
+    expect_all_generic(p, arch);
+    EXPECT_EQ(p.generic_launches.size(), 4u) << arch;
+    if (arch != "sm_90") continue;
+    for (auto [b, sq] : {std::pair<int64_t, int64_t>{1, 1}, {4, 13}, {9, 20}}) {
+      std::unique_ptr<Graph> at = specialize_graph(*g, {{"b", b}, {"s", sq}}, op_registry());
+      const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(b * 100 + sq));
+      std::vector<Tensor> want = ReferenceExecutor(*at).run(feed);
+      std::vector<Tensor> got = run_plan_on_sim(p, *g, feed);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_EQ(compare_tensors(got[i], want[i], {1e-5, 1e-4}), "") << "b=" << b << " s=" << sq << " output " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln
