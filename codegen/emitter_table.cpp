@@ -410,6 +410,13 @@ std::vector<NodeKernel> emit_conv_gather_node(const Node& n) {
 // Shape-generic predicates (KernelEmitter::shape_generic).
 bool any_node(const Node&) { return true; }
 
+// Whether every symbolic dim of `s` is its first (the batch).
+bool batch_only_symbolic(const Shape& s) {
+  for (size_t d = 1; d < s.size(); ++d)
+    if (is_symbolic_dim(s[d])) return false;
+  return true;
+}
+
 // softmax / log_softmax over a static last axis whose rows fit the register
 // row kernel (codegen/emitters/reduction/emit_rowwise.h): the row count may
 // be symbolic.
@@ -459,6 +466,17 @@ bool generic_layer_norm(const Node& n) {
   return count >= 1 && count <= kMaxRegisterRow && is_float(n.input(0)->dtype());
 }
 
+// batch_normalization (inference) that survived folding, over a symbolic
+// batch: one thread per element, the channel from constant extents.
+bool generic_batch_norm(const Node& n) {
+  if (n.body() || n.op() != "batch_normalization" || n.num_inputs() != 5 || !n.input(0)) return false;
+  for (int i = 1; i < 5; ++i)
+    if (!n.input(i) || has_symbolic_dims(n.input(i)->shape())) return false;
+  return batch_only_symbolic(n.input(0)->shape());
+}
+
+bool generic_normalization(const Node& n) { return generic_layer_norm(n) || generic_batch_norm(n); }
+
 // A bare f32 matmul / gemm (SIMT: no tf32) of a 2-D A [M, K] whose M alone is
 // symbolic, B static (a dynamic-batch MLP's layers).
 bool generic_gemm(const Node& n) {
@@ -469,13 +487,6 @@ bool generic_gemm(const Node& n) {
   if (is_symbolic_dim(a->shape()[1]) || n.attrs().get_int("trans_a", 0) != 0) return false;
   return n.num_inputs() < 3 || !n.input(2) || n.input(2)->shape().empty() ||
          !is_symbolic_dim(n.input(2)->shape().back());
-}
-
-// Whether every symbolic dim of `s` is its first (the batch).
-bool batch_only_symbolic(const Shape& s) {
-  for (size_t d = 1; d < s.size(); ++d)
-    if (is_symbolic_dim(s[d])) return false;
-  return true;
 }
 
 // conv / conv_transpose in a float dtype (SIMT or tensor cores, NCHW or
@@ -544,7 +555,7 @@ const KernelEmitter kEmitters[] = {
     {"gemm", handles_gemm, emit_gemm_node, generic_gemm},
     {"conv", handles_conv, emit_conv_node, generic_conv},
     {"einsum", handles_einsum, emit_einsum_node},
-    {"normalization", handles_normalization, emit_normalization_node, generic_layer_norm},
+    {"normalization", handles_normalization, emit_normalization_node, generic_normalization},
     {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node},
     {"pool/select/loss", handles_op_kernels, emit_op_kernels_node, generic_pool},
     {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node},

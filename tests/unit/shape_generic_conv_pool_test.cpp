@@ -8,6 +8,8 @@
 // batches equal to the reference backend on the graph specialised to each.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "backends/compare.h"
 #include "backends/plan_sim.h"
 #include "backends/reference/executor.h"
@@ -174,6 +176,35 @@ TEST(ShapeGenericKernels, ReductionsOverStaticAxesOnSimAtThreeShapesEqualTheRefe
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < got.size(); ++i)
         EXPECT_EQ(compare_tensors(got[i], want[i], {1e-5, 1e-4}), "") << "b=" << b << " s=" << sq << " output " << i;
+    }
+  }
+}
+
+// A batch_normalization that folding leaves (on a graph input, its
+// statistics inputs too): one thread per element over a symbolic batch.
+TEST(ShapeGenericKernels, BatchNormOnSimAtThreeShapesEqualsTheReference) {
+  const char* text =
+      "graph @m(%x: f32[b,4,5,6], %s: f32[4], %t: f32[4], %mu: f32[4], %v: f32[4]) -> (f32[b,4,5,6]) "
+      "symbols(b in [1, 9]) {\n"
+      "  %y = batch_normalization(%x, %s, %t, %mu, %v) {epsilon=1e-05} : f32[b,4,5,6]\n"
+      "  return %y\n"
+      "}\n";
+  const plan::Profile profile = {{{"x", {1, 4, 5, 6}, {9, 4, 5, 6}, {9, 4, 5, 6}}}};
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    auto g = compiled(text, arch);
+    const plan::Plan p = plan_for(*g, arch, profile);
+    expect_all_generic(p, arch);
+    ASSERT_EQ(p.generic_launches.size(), 1u) << arch;
+    EXPECT_NE(p.kernels.at(0).name.find("batch_normalization"), std::string::npos) << p.kernels[0].name;
+    if (arch != "sm_90") continue;
+    for (int64_t b : {1, 4, 9}) {
+      std::unique_ptr<Graph> at = specialize_graph(*g, {{"b", b}}, op_registry());
+      std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(b));
+      Tensor& var = feed.at("v");  // variances must be positive
+      for (int64_t i = 0; i < var.numel(); ++i) var.set_double(i, 0.5 + std::abs(var.get_double(i)));
+      std::vector<Tensor> want = ReferenceExecutor(*at).run(feed);
+      std::vector<Tensor> got = run_plan_on_sim(p, *g, feed);
+      EXPECT_EQ(compare_tensors(got[0], want[0], {1e-5, 1e-4}), "") << "b=" << b;
     }
   }
 }
