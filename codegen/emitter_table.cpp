@@ -447,6 +447,33 @@ bool generic_reduce(const Node& n) {
 
 bool generic_reduction(const Node& n) { return generic_softmax(n) || generic_reduce(n); }
 
+// A fused reduction (codegen/emitters/reduction/emit_fused_reduction.h) whose
+// anchor is a shape-generic reduce_* or softmax and whose prologue and
+// epilogue are pointwise ops over a symbolic batch (dim 0 only, the
+// evaluator's coordinates split the other dims by constants); an operand with
+// a symbolic dim has its op's result shape (no broadcasting along a symbol).
+bool generic_fused_reduction(const Node& n) {
+  if (!is_reduction_fused(n, op_registry())) return false;
+  for (const Value* v : n.inputs())
+    if (v && !batch_only_symbolic(v->shape())) return false;
+  int anchors = 0;
+  for (const auto& bn : n.body()->nodes()) {
+    const OpDef* def = op_registry().find(bn->op());
+    if (!def) return false;
+    if (def->category == OpCategory::Reduction) {
+      ++anchors;
+      if (!generic_reduction(*bn)) return false;
+      continue;
+    }
+    if (def->category != OpCategory::Pointwise || bn->num_outputs() != 1) return false;
+    const Shape& os = bn->output(0)->shape();
+    if (!batch_only_symbolic(os)) return false;
+    for (const Value* v : bn->inputs())
+      if (v && has_symbolic_dims(v->shape()) && v->shape() != os) return false;
+  }
+  return anchors == 1;
+}
+
 // layer_normalization whose normalized dims (from `axis` on) are static and
 // fit the register row kernel, scale and bias static: the rows may be symbolic.
 bool generic_layer_norm(const Node& n) {
@@ -556,7 +583,8 @@ const KernelEmitter kEmitters[] = {
     {"conv", handles_conv, emit_conv_node, generic_conv},
     {"einsum", handles_einsum, emit_einsum_node},
     {"normalization", handles_normalization, emit_normalization_node, generic_normalization},
-    {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node},
+    {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node,
+     generic_fused_reduction},
     {"pool/select/loss", handles_op_kernels, emit_op_kernels_node, generic_pool},
     {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node},
     {"attention", handles_attention, emit_attention_node},

@@ -180,6 +180,35 @@ TEST(ShapeGenericKernels, ReductionsOverStaticAxesOnSimAtThreeShapesEqualTheRefe
   }
 }
 
+// Fused reductions over a symbolic batch: a pointwise prologue (with a
+// static per-column operand broadcast into it) and epilogue around a
+// reduce_sum, and a prologue before a softmax; each group one kernel.
+TEST(ShapeGenericKernels, FusedReductionsOnSimAtThreeShapesEqualTheReference) {
+  const char* text =
+      "graph @m(%x: f32[b,6,40], %c: f32[40]) -> (f32[b,6], f32[b,6,40]) symbols(b in [1, 9]) {\n"
+      "  %a = add(%x, %c) : f32[b,6,40]\n"
+      "  %e = tanh(%a) : f32[b,6,40]\n"
+      "  %r = reduce_sum(%e) {axes=[2], keepdims=0} : f32[b,6]\n"
+      "  %k = const f32[] dense<[0.25]>\n"
+      "  %m = mul(%r, %k) : f32[b,6]\n"
+      "  %q = mul(%x, %x) : f32[b,6,40]\n"
+      "  %s = softmax(%q) {axis=-1} : f32[b,6,40]\n"
+      "  return %m, %s\n"
+      "}\n";
+  const plan::Profile profile = {{{"x", {1, 6, 40}, {9, 6, 40}, {9, 6, 40}}}};
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    auto g = compiled(text, arch);
+    int fused = 0;
+    for (const auto& n : g->nodes()) fused += n->op() == "fused" && n->attrs().get_string("kind", "") == "reduction";
+    EXPECT_EQ(fused, 2) << arch << ": the prologues and the epilogue are not fused into the reductions";
+    const plan::Plan p = plan_for(*g, arch, profile);
+    expect_all_generic(p, arch);
+    EXPECT_EQ(p.steps.size(), 2u) << arch;
+    if (arch != "sm_90") continue;
+    for (int64_t b : {1, 4, 9}) expect_sim_equals_reference(p, *g, b, {1e-5, 1e-4});
+  }
+}
+
 // A batch_normalization that folding leaves (on a graph input, its
 // statistics inputs too): one thread per element over a symbolic batch.
 TEST(ShapeGenericKernels, BatchNormOnSimAtThreeShapesEqualsTheReference) {
