@@ -516,15 +516,21 @@ bool generic_gemm(const Node& n) {
          !is_symbolic_dim(n.input(2)->shape().back());
 }
 
-// conv / conv_transpose in a float dtype (SIMT or tensor cores, NCHW or
-// nhwc; depthwise too) whose batch alone is symbolic, bare or anchoring a
-// conv_epilogue of pointwise ops (codegen/emitters/gemm_conv/emit_conv.h):
-// an epilogue operand with a symbolic dim has the element's own shape (a
-// residual), the others are static and broadcast (per-channel scales).
+// conv / conv_transpose in a float dtype whose batch alone is symbolic
+// (codegen/emitters/gemm_conv/emit_conv.h): NCHW on the SIMT or tensor-core
+// core (the batch is the GEMM batch, only the grid follows it), nhwc on the
+// SIMT core only (the batch is part of M, which only it takes symbolic),
+// depthwise; bare or anchoring a conv_epilogue of pointwise ops: an epilogue
+// operand with a symbolic dim has the element's own shape (a residual), the
+// others are static and broadcast (per-channel scales).
 bool generic_conv(const Node& n) {
   auto conv_anchor = [](const Node& a) {
-    return (a.op() == "conv" || a.op() == "conv_transpose") && a.num_inputs() >= 2 && a.input(0) &&
-           is_float(a.input(0)->dtype());
+    if ((a.op() != "conv" && a.op() != "conv_transpose") || a.num_inputs() < 2 || !a.input(0) ||
+        !is_float(a.input(0)->dtype()))
+      return false;
+    // nhwc makes the batch part of M, which only the SIMT core takes symbolic.
+    const bool simt = a.input(0)->dtype() == DType::F32 && a.attrs().get_int("tf32", 0) == 0;
+    return simt || a.attrs().get_string("layout", "nchw") != "nhwc";
   };
   auto batch_only = [](const Node& a) {
     for (const Value* v : a.inputs())

@@ -40,6 +40,17 @@ plan::Plan plan_for(const Graph& g, const std::string& arch, const plan::Profile
   return build_plan(g, po);
 }
 
+// The error building an sm_90 plan of `text` with `profile` gives ("(no error)" if none).
+std::string refusal(const char* text, const plan::Profile& profile) {
+  auto g = parse_graph(text, "refused.kir");
+  try {
+    plan_for(*g, "sm_90", profile);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 // Every kernel of the plan takes kiln_syms and has a CUBIN; every launch is generic.
 void expect_all_generic(const plan::Plan& p, const std::string& arch) {
   ASSERT_TRUE(p.meta.gpu_kernels) << arch << ": " << p.meta.no_gpu_reason;
@@ -110,6 +121,43 @@ TEST(ShapeGenericKernels, ConvAndPoolOnSimAtThreeShapesEqualTheReference) {
   for (int64_t b : {1, 4, 9}) expect_sim_equals_reference(p, *g, b, {1e-4, 1e-4});
 }
 
+// A conv in layout nhwc (as the layout pass tags them): one GEMM whose M is
+// the images x output positions, symbolic through the batch (SIMT core).
+TEST(ShapeGenericKernels, NhwcConvWithASymbolicMOnSimAtThreeShapesEqualsTheReference) {
+  const char* text =
+      "graph @m(%x: f32[b,8,8,4]{nhwc}, %w: f32[6,3,3,4]{nhwc}, %c: f32[6]) -> (f32[b,8,8,6]{nhwc}) "
+      "symbols(b in [1, 9]) {\n"
+      "  %y = conv(%x, %w, %c) {dilations=[1,1], group=1, layout=\"nhwc\", pads=[1,1,1,1], strides=[1,1]} : "
+      "f32[b,8,8,6]{nhwc}\n"
+      "  return %y\n"
+      "}\n";
+  const plan::Profile profile = {{{"x", {1, 8, 8, 4}, {9, 8, 8, 4}, {9, 8, 8, 4}}}};
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    auto g = compiled(text, arch);
+    const plan::Plan p = plan_for(*g, arch, profile);
+    expect_all_generic(p, arch);
+    ASSERT_EQ(p.generic_launches.size(), 1u) << arch;
+    EXPECT_NE(p.kernels.at(0).name.find("conv_nhwc"), std::string::npos) << p.kernels[0].name;
+    // Row tiles counted from M = 64 * b.
+    EXPECT_EQ(p.generic_launches[0].grid[0].items, (DimPoly{{{"b"}, 64}}));
+    if (arch != "sm_90") continue;
+    for (int64_t b : {1, 4, 9}) expect_sim_equals_reference(p, *g, b, {1e-5, 1e-4});
+  }
+  // On tensor cores (f16) the symbolic M would need the tensor-core GEMM with a symbolic M: refused by name.
+  const std::string why = refusal(
+      "graph @m(%x: f16[b,8,8,16]{nhwc}, %w: f16[16,3,3,16]{nhwc}) -> (f16[b,8,8,16]{nhwc}) symbols(b in [1, 9]) {\n"
+      "  %y = conv(%x, %w) {dilations=[1,1], group=1, layout=\"nhwc\", pads=[1,1,1,1], strides=[1,1]} : "
+      "f16[b,8,8,16]{nhwc}\n"
+      "  return %y\n"
+      "}\n",
+      {{{"x", {1, 8, 8, 16}, {9, 8, 8, 16}, {9, 8, 8, 16}}}});
+  EXPECT_NE(why.find("cnn.onnx: node (conv) producing %y: target sm_90 needs a shape-generic GPU kernel for every "
+                     "node of a plan with shape profiles (b in [1, 9]), and kiln has none yet for conv (its kernel "
+                     "family (conv) has no shape-generic kernel for it yet)"),
+            std::string::npos)
+      << why;
+}
+
 // The f16 conv runs on tensor cores (mma.sync implicit GEMM, NCHW: a GEMM per
 // image and group, the images the symbolic batch), with a residual add and a
 // relu in its epilogue, stored 8 columns at a time (the residual read as
@@ -178,6 +226,18 @@ TEST(ShapeGenericKernels, ReductionsOverStaticAxesOnSimAtThreeShapesEqualTheRefe
         EXPECT_EQ(compare_tensors(got[i], want[i], {1e-5, 1e-4}), "") << "b=" << b << " s=" << sq << " output " << i;
     }
   }
+  // Over the symbolic axis the strides and the reduced count would be symbolic: refused by name.
+  const std::string why = refusal(
+      "graph @m(%z: f32[b,6]) -> (f32[6]) symbols(b in [1, 9]) {\n"
+      "  %r = reduce_max(%z) {axes=[0], keepdims=0} : f32[6]\n"
+      "  return %r\n"
+      "}\n",
+      {{{"z", {1, 6}, {9, 6}, {9, 6}}}});
+  EXPECT_NE(why.find("node (reduce_max) producing %r: target sm_90 needs a shape-generic GPU kernel for every node "
+                     "of a plan with shape profiles (b in [1, 9]), and kiln has none yet for reduce_max (its kernel "
+                     "family (reduction) has no shape-generic kernel for it yet)"),
+            std::string::npos)
+      << why;
 }
 
 // Fused reductions over a symbolic batch: a pointwise prologue (with a
