@@ -447,13 +447,12 @@ bool generic_reduce(const Node& n) {
 
 bool generic_reduction(const Node& n) { return generic_softmax(n) || generic_reduce(n); }
 
-// A fused reduction (codegen/emitters/reduction/emit_fused_reduction.h) whose
-// anchor is a shape-generic reduce_* or softmax and whose prologue and
-// epilogue are pointwise ops over a symbolic batch (dim 0 only, the
-// evaluator's coordinates split the other dims by constants); an operand with
-// a symbolic dim has its op's result shape (no broadcasting along a symbol).
-bool generic_fused_reduction(const Node& n) {
-  if (!is_reduction_fused(n, op_registry())) return false;
+// A fused reduction body over a symbolic batch: its one reduction-category
+// node passes `anchor_generic`, its other ops are pointwise over a batch-only
+// symbolic shape (the body evaluator splits the other dims by constants), and
+// an operand with a symbolic dim has its op's result shape (no broadcasting
+// along a symbol).
+bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&)) {
   for (const Value* v : n.inputs())
     if (v && !batch_only_symbolic(v->shape())) return false;
   int anchors = 0;
@@ -462,7 +461,7 @@ bool generic_fused_reduction(const Node& n) {
     if (!def) return false;
     if (def->category == OpCategory::Reduction) {
       ++anchors;
-      if (!generic_reduction(*bn)) return false;
+      if (!anchor_generic(*bn)) return false;
       continue;
     }
     if (def->category != OpCategory::Pointwise || bn->num_outputs() != 1) return false;
@@ -472,6 +471,12 @@ bool generic_fused_reduction(const Node& n) {
       if (v && has_symbolic_dims(v->shape()) && v->shape() != os) return false;
   }
   return anchors == 1;
+}
+
+// A fused reduction (codegen/emitters/reduction/emit_fused_reduction.h) around
+// a shape-generic reduce_* or softmax.
+bool generic_fused_reduction(const Node& n) {
+  return is_reduction_fused(n, op_registry()) && generic_fused_body(n, generic_reduction);
 }
 
 // layer_normalization whose normalized dims (from `axis` on) are static and
@@ -572,6 +577,12 @@ bool generic_pool(const Node& n) {
   return batch_only_symbolic(x->shape()) && batch_only_symbolic(n.output(0)->shape());  // nhwc: batch first too
 }
 
+// A fused pool (codegen/emitters/pool_select_loss/emit_fused_pool.h) around
+// a shape-generic pool: the pool kernel with the fused body's seams.
+bool generic_fused_pool(const Node& n) {
+  return is_pool_select_fused(n, op_registry()) && generic_fused_body(n, generic_pool);
+}
+
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
     {"pointwise", handles_pointwise, emit_pointwise_node, any_node},
@@ -592,7 +603,8 @@ const KernelEmitter kEmitters[] = {
     {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node,
      generic_fused_reduction},
     {"pool/select/loss", handles_op_kernels, emit_op_kernels_node, generic_pool},
-    {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node},
+    {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node,
+     generic_fused_pool},
     {"attention", handles_attention, emit_attention_node},
     {"recurrent", handles_rnn, emit_rnn_node},
     {"linear attention", handles_linear_attention, emit_linear_attention_node},

@@ -158,6 +158,34 @@ TEST(ShapeGenericKernels, NhwcConvWithASymbolicMOnSimAtThreeShapesEqualsTheRefer
       << why;
 }
 
+// Pools with a fused pointwise prologue (a per-channel shift broadcast into
+// the batch, relu) and epilogue (a scale), over a symbolic batch.
+TEST(ShapeGenericKernels, FusedPoolsOnSimAtThreeShapesEqualTheReference) {
+  const char* text =
+      "graph @m(%x: f32[b,4,8,8], %c: f32[4,1,1]) -> (f32[b,4,4,4], f32[b,4,1,1]) symbols(b in [1, 9]) {\n"
+      "  %a = add(%x, %c) : f32[b,4,8,8]\n"
+      "  %r = relu(%a) : f32[b,4,8,8]\n"
+      "  %p = max_pool(%r) {dilations=[1,1], kernel_shape=[2,2], pads=[0,0,0,0], strides=[2,2]} : f32[b,4,4,4]\n"
+      "  %q = mul(%x, %x) : f32[b,4,8,8]\n"
+      "  %g = global_average_pool(%q) : f32[b,4,1,1]\n"
+      "  %k = const f32[] dense<[0.5]>\n"
+      "  %s = mul(%g, %k) : f32[b,4,1,1]\n"
+      "  return %p, %s\n"
+      "}\n";
+  const plan::Profile profile = {{{"x", {1, 4, 8, 8}, {9, 4, 8, 8}, {9, 4, 8, 8}}}};
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    auto g = compiled(text, arch);
+    int fused = 0;
+    for (const auto& n : g->nodes()) fused += n->op() == "fused" && n->attrs().get_string("kind", "") == "reduction";
+    EXPECT_EQ(fused, 2) << arch << ": the prologues and the epilogue are not fused into the pools";
+    const plan::Plan p = plan_for(*g, arch, profile);
+    expect_all_generic(p, arch);
+    EXPECT_EQ(p.steps.size(), 2u) << arch;
+    if (arch != "sm_90") continue;
+    for (int64_t b : {1, 4, 9}) expect_sim_equals_reference(p, *g, b, {1e-5, 1e-4});
+  }
+}
+
 // The f16 conv runs on tensor cores (mma.sync implicit GEMM, NCHW: a GEMM per
 // image and group, the images the symbolic batch), with a residual add and a
 // relu in its epilogue, stored 8 columns at a time (the residual read as
