@@ -11,7 +11,7 @@
 #   bin/kiln          a wrapper that runs bin/kiln.bin with lib/ first on the
 #                     library path (for kiln's process alone: PyTorch keeps its
 #                     own); files over 1 MB are gzipped, the wrapper unpacks them
-#   lib/              the ldd closure of kiln and libkiln_runtime, less glibc
+#   lib/              the ldd closure of kiln (and of the BLAS it dlopens), less glibc
 #                     (the machine's own; kiln.bin needs the GLIBC version in
 #                     MANIFEST) and the CUDA driver (the machine's; NVRTC is
 #                     dlopen'ed, never linked)
@@ -49,10 +49,15 @@ mkdir -p "$out"/{bin,lib,fake_cuda,data,models,bench}
 cp "$kiln" "$out/bin/kiln.bin"
 cp "$fake" "$out/fake_cuda/"
 
-# The closure of kiln's NEEDED libraries (ldd resolves it transitively).
-# glibc's libraries must come from the machine (they go with its ld.so); the
-# driver and NVRTC are the machine's too.
-ldd "$kiln" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
+# The closure of kiln's NEEDED libraries (ldd resolves it transitively), and
+# of the BLAS library kiln loads on its first reference GEMM (by the soname
+# the build recorded, ops/blas_library.h; not in NEEDED). glibc's libraries
+# must come from the machine (they go with its ld.so); the driver and NVRTC
+# are the machine's too.
+blas_soname=$(sed -n 's/^KILN_BLAS_SONAME:INTERNAL=//p' "$build/CMakeCache.txt")
+blas=$(ldconfig -p | awk -v n="$blas_soname" '$1 == n && $NF ~ /^\// {print $NF; exit}')
+[ -n "$blas" ] || { echo "device_bundle.sh: BLAS library '$blas_soname' (KILN_BLAS_SONAME in $build/CMakeCache.txt) not found by ldconfig" >&2; exit 1; }
+{ echo "x => $blas (0)"; ldd "$kiln"; ldd "$blas"; } | awk '$3 ~ /^\// {print $3}' | sort -u | while read -r lib; do
   case $(basename "$lib") in
     ld-linux*|libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libresolv.so*|libutil.so*) ;;
     libcuda.so*|libnvrtc*) ;;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/emitters/attention/emit_attention.h"
 #include "codegen/emitters/data_movement/emit_index_select.h"
 #include "codegen/emitters/data_movement/emit_injective.h"
@@ -645,14 +646,21 @@ std::string why_not_shape_generic(const Node& n) {
 
 namespace {
 
-// Runs the emitter's check (or, without one or when `emit` is set, the
-// emitter itself) and turns its refusal into a message.
+// Runs the emitter's check (without one, the emitter deciding only,
+// codegen/core/deciding_only.h), or with `emit` set the emitter in full, and
+// turns its refusal into a message.
 std::string ask_emitter(const Node& n, bool emit) {
   const KernelEmitter* e = emitter_for(n);
   if (!e) return fmt::format("codegen: no emitter handles {}", n.describe());
   try {
-    if (e->check && !emit) e->check(n);
-    else e->emit(n);
+    if (emit) {
+      e->emit(n);
+    } else if (e->check) {
+      e->check(n);
+    } else {
+      DecidingOnly deciding;
+      e->emit(n);
+    }
   } catch (const Error& err) {
     return err.what();
   } catch (const std::exception& err) {

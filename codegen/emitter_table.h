@@ -68,11 +68,15 @@ int64_t node_workspace_bytes(const std::vector<NodeKernel>& kernels);
 
 // An emitter: a name for messages, whether it handles a node, and the
 // node's kernels (launched in order; e.g. one per result of a split).
-// `check`, where an emitter has one, makes every decision `emit` makes
-// without writing kernel text, throwing what `emit` would throw: `emit`
-// starts with the very same function, so the two cannot disagree. It is what
-// why_no_kernel runs (the fuser asks about every group it forms; rendering a
-// 100k-op kernel to answer cost as much as the rest of the pass).
+// Asking whether a node gets kernels (why_no_kernel: the fuser asks about
+// every group it forms) must not render them: rendering a 100k-op kernel, or
+// a GEMM's main loop per ladder rung, to answer cost as much as the rest of
+// the pass. So why_no_kernel runs `check` where an emitter has one (every
+// decision `emit` makes, without writing text, throwing what `emit` would
+// throw; `emit` starts with the very same function), and otherwise `emit`
+// itself inside a DecidingOnly scope (codegen/core/deciding_only.h), where
+// each family's emitter returns once its launch is decided, before its text:
+// in both forms the answer is the emitter's own code.
 struct KernelEmitter {
   const char* name;
   bool (*handles)(const Node&);
@@ -81,7 +85,7 @@ struct KernelEmitter {
   // it can emit that node of a plan with shape profiles whose types hold
   // symbolic dims (null: for no node).
   bool (*shape_generic)(const Node& n) = nullptr;
-  void (*check)(const Node&) = nullptr;  // null: only emitting tells
+  void (*check)(const Node&) = nullptr;  // null: `emit` deciding only answers
 };
 
 // The first emitter of the table that handles `n`, or null.
@@ -90,8 +94,8 @@ const KernelEmitter* emitter_for(const Node& n);
 // Why `n` gets no kernel, or "" when it gets one: no emitter handles it, or
 // the emitter that handles it refuses it (the kiln::Error it raises while
 // checking or emitting; any other exception is reported as a failure of that emitter). The answer comes from that
-// emitter's check (KernelEmitter::check) or, without one, from running the emitter, so it cannot disagree with
-// what codegen later does. The pipeline hands this to the fuse pass
+// emitter's check (KernelEmitter::check) or, without one, from running the emitter deciding only (no kernel
+// text), so it cannot disagree with what codegen later does. The pipeline hands this to the fuse pass
 // (PassOptions::why_no_kernel, passes/fusion_capabilities.h): a group this refuses is never formed.
 std::string why_no_kernel(const Node& n);
 

@@ -18,12 +18,12 @@
 //
 // deform_conv and col2im are in deform_col2im_ops.cpp; what they share with
 // conv is in conv_internal.h.
-#include <cblas.h>
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
 
+#include "ops/blas_library.h"
 #include "ops/conv_internal.h"
 
 namespace kiln::ops::nn {
@@ -95,13 +95,13 @@ ConvParams conv_params(const AttrMap& a, const Shape& xs, const Shape& ws, const
 // C = op(A) * op(B), row-major, through BLAS.
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* A, int64_t lda, const float* B, int64_t ldb,
           float* C, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              1.0f, A, int(lda), B, int(ldb), 0.0f, C, int(ldc));
+  blas::sgemm()(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+                1.0f, A, int(lda), B, int(ldb), 0.0f, C, int(ldc));
 }
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* A, int64_t lda, const double* B, int64_t ldb,
           double* C, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              1.0, A, int(lda), B, int(ldb), 0.0, C, int(ldc));
+  blas::dgemm()(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+                1.0, A, int(lda), B, int(ldb), 0.0, C, int(ldc));
 }
 
 void check_blas_dims(const std::string& label, std::initializer_list<int64_t> dims) {

@@ -2,11 +2,11 @@
 // f32/f64 products go through OpenBLAS; f16/bf16 are widened to float and
 // use the f32 path (float accumulation); integers use wrapping loops.
 // The quantized matmul/conv ops live in quant_ops.cpp.
-#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "ops/blas_library.h"
 #include "ops/families.h"
 #include "ops/linalg_internal.h"
 #include "ops/op_helpers.h"
@@ -87,9 +87,9 @@ void gemm_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, co
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0 ? 0.0f : beta * C[i * ldc + j];
     return;
   }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
-              alpha, A, int(std::max<int64_t>(1, lda)), B, int(std::max<int64_t>(1, ldb)), beta, C,
-              int(std::max<int64_t>(1, ldc)));
+  blas::sgemm()(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
+                alpha, A, int(std::max<int64_t>(1, lda)), B, int(std::max<int64_t>(1, ldb)), beta, C,
+                int(std::max<int64_t>(1, ldc)));
 }
 
 void gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
@@ -100,9 +100,9 @@ void gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, c
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0 ? 0.0 : beta * C[i * ldc + j];
     return;
   }
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
-              alpha, A, int(std::max<int64_t>(1, lda)), B, int(std::max<int64_t>(1, ldb)), beta, C,
-              int(std::max<int64_t>(1, ldc)));
+  blas::dgemm()(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
+                alpha, A, int(std::max<int64_t>(1, lda)), B, int(std::max<int64_t>(1, ldb)), beta, C,
+                int(std::max<int64_t>(1, ldc)));
 }
 
 }  // namespace linalg

@@ -9,6 +9,7 @@
 #include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/specialize.h"
+#include "ir/symbolic_dim.h"
 #include "ops/registry.h"
 
 namespace kiln::fusion {
@@ -165,6 +166,55 @@ bool has_symbolic_types(const Graph& g) {
   return false;
 }
 
+// Whether dim `d` never decreases as a symbol grows within its range
+// (`lo`: each symbol at its low end): written in t = symbol - low >= 0 for
+// every symbol, no term but the constant has a negative coefficient. Enough
+// for a limit that grows with the sizes to be reached at the high end.
+bool grows_with_symbols(int64_t d, const SymbolBindings& lo) {
+  if (!is_symbolic_dim(d)) return true;
+  using Poly = std::map<DimMonomial, __int128>;  // over the t's; 128 bits: low ends multiply out
+  Poly shifted;
+  for (const auto& [mono, coeff] : dim_poly(d)) {
+    Poly term = {{{}, coeff}};
+    for (const std::string& sym : mono) {  // term *= (low + t_sym)
+      auto at = lo.find(sym);
+      const int64_t low = at == lo.end() ? 0 : at->second;  // none: a data-dependent symbol, left unbound
+      Poly next;
+      for (const auto& [m, c] : term) {
+        next[m] += c * low;
+        DimMonomial with = m;
+        with.insert(std::upper_bound(with.begin(), with.end(), sym), sym);
+        next[with] += c;
+      }
+      term = std::move(next);
+    }
+    for (const auto& [m, c] : term) shifted[m] += c;
+  }
+  for (const auto& [m, c] : shifted)
+    if (!m.empty() && c < 0) return false;
+  return true;
+}
+
+// The first dim of the node's types, or of its body's, that
+// grows_with_symbols rejects (0: none).
+int64_t shrinking_dim(const Node& n, const SymbolBindings& lo) {
+  auto check = [&](const Value* v) -> int64_t {
+    if (!v) return 0;
+    for (int64_t d : v->shape())
+      if (!grows_with_symbols(d, lo)) return d;
+    return 0;
+  };
+  for (const Value* v : n.inputs())
+    if (int64_t d = check(v)) return d;
+  for (const Value* v : n.outputs())
+    if (int64_t d = check(v)) return d;
+  if (n.body())
+    for (const auto& bn : n.body()->nodes())
+      for (const Value* v : bn->outputs())
+        if (int64_t d = check(v)) return d;
+  return 0;
+}
+
 std::string bindings_str(const SymbolBindings& b) {
   std::vector<std::string> parts;
   for (const auto& [name, v] : b) parts.push_back(fmt::format("{}={}", name, v));
@@ -196,11 +246,25 @@ std::string ask_codegen(const WhyNoKernel& why_no_kernel, FusedParts& p, const G
   if (why_not_generic) {
     std::string why = why_not_generic(*f);
     if (!why.empty()) return fmt::format("{}: {}", f->describe(), why);
+    // The plan emits this very node, symbolic, once: the kernel that runs at
+    // every value of the range. Its decisions are made for the whole range
+    // (a size it cannot bound it treats as any value), so it is asked as it
+    // is; the specialised questions below cannot see them.
+    why = why_no_kernel(*f);
+    if (!why.empty()) return why;
   }
   // Codegen bakes sizes into kernels; the plan specialises a node with
   // symbolic dims before it emits one. The sizes it may be emitted at lie
   // between the ends of the symbols' ranges, and what codegen refuses for
-  // size (grid limits, 32-bit indexing) it refuses at the high end.
+  // size (grid limits, 32-bit indexing: limits that grow with the sizes,
+  // docs/fusion.md) it refuses at the high end -- where every size is
+  // largest, which holds when no size shrinks as a symbol grows. A group
+  // with such a size is not judged from two points.
+  if (int64_t d = shrinking_dim(*f, ends.front()))
+    return fmt::format(
+        "{}: its size {} shrinks as a symbol grows, so codegen's size limits are not decided at the "
+        "ends of the ranges",
+        f->describe(), dim_str(d));
   for (const SymbolBindings& b : ends) {
     std::unique_ptr<Graph> at;
     try {

@@ -47,8 +47,10 @@ std::vector<SymbolBindings> range_ends(const Graph& g);
 // dims is asked about as it will be emitted, specialised (ir/specialize.h):
 // at each set of `ends` (range_ends), the first refusal being the answer; so
 // a decision that does not depend on the sizes is the static graph's. With
-// `why_not_generic` set, the symbolic node itself must also get a
-// shape-generic kernel (PassOptions::why_not_shape_generic).
+// `why_not_generic` set (a GPU plan with profiles, which emits the symbolic
+// node itself once, for every shape), that node must also get a
+// shape-generic kernel (PassOptions::why_not_shape_generic) and is asked
+// about as it is: the kernel's decisions for the whole range.
 std::string ask_codegen(const WhyNoKernel& why_no_kernel, FusedParts& parts, const Group& grp,
                         const std::vector<SymbolBindings>& ends = {}, const WhyNoKernel& why_not_generic = {});
 

@@ -1,12 +1,14 @@
 // The fuser's can-emit query (codegen::why_no_kernel, which runs an
-// emitter's check instead of rendering its kernel where the emitter has one,
-// codegen/emitter_table.h) against emitting the kernel in full
-// (why_no_kernel_by_emitting): the same verdict for every group the fuser
-// asks about while compiling each conformance model, and for every node of
-// the compiled graphs.
+// emitter's check, or the emitter deciding only -- returning before it writes
+// kernel text, codegen/core/deciding_only.h -- instead of rendering its
+// kernel) against emitting the kernel in full (why_no_kernel_by_emitting):
+// the same verdict for every group the fuser asks about while compiling each
+// conformance model, and for every node of the compiled graphs, per family.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <iostream>
 
 #include "codegen/emitter_table.h"
@@ -21,20 +23,28 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Tally {
-  int asked = 0;    // questions answered by an emitter's check
-  int refused = 0;  // of those, refusals
+  int asked = 0;                         // questions compared
+  int refused = 0;                       // of those, refusals
+  std::map<std::string, int> by_family;  // questions per emitter family
 };
 
-// Compares the two answers for `n`; counts the questions a check answered.
+// Compares the two answers for `n`.
 void expect_agree(const Node& n, const std::string& where, Tally& t) {
   const codegen::KernelEmitter* e = codegen::emitter_for(n);
-  if (!e || !e->check) return;
+  if (!e) return;
   std::string cheap = codegen::why_no_kernel(n);
   std::string full = codegen::why_no_kernel_by_emitting(n);
   ++t.asked;
+  ++t.by_family[e->name];
   t.refused += !cheap.empty();
-  EXPECT_EQ(cheap.empty(), full.empty()) << where << ": " << n.describe() << "\n  check: " << cheap
+  EXPECT_EQ(cheap.empty(), full.empty()) << where << ": " << n.describe() << " (" << e->name << ")\n  check: " << cheap
                                          << "\n  emit: " << full;
+}
+
+std::string families(const Tally& t) {
+  std::string s;
+  for (const auto& [name, count] : t.by_family) s += fmt::format("{}{}: {}", s.empty() ? "" : ", ", name, count);
+  return s;
 }
 
 // Debian's suite, and the current onnx release's where it has been generated.
@@ -78,13 +88,17 @@ TEST(CanEmit, CheckAgreesWithEmittingOverTheConformanceModels) {
     ++compiled;
     for (const auto& n : g->nodes()) expect_agree(*n, name, nodes);
   }
-  std::cout << "[ can-emit ] " << compiled
-            << " models compiled; fuser's questions answered by a check: " << probes.asked << " (" << probes.refused
-            << " refused); compiled nodes: " << nodes.asked << " (" << nodes.refused << " refused)\n";
-  // The comparison must have had something to compare.
+  std::cout << "[ can-emit ] " << compiled << " models compiled; fuser's questions: " << probes.asked << " ("
+            << probes.refused << " refused; " << families(probes) << "); compiled nodes: " << nodes.asked << " ("
+            << nodes.refused << " refused)\n";
+  // The comparison must have had something to compare, in every family the
+  // fuser asks about.
   EXPECT_GT(compiled, 500);
   EXPECT_GT(probes.asked, 20);
   EXPECT_GT(nodes.asked, 20);
+  for (const char* family :
+       {"fused pointwise", "fused on demand", "gemm", "conv", "fused reduction", "fused pool/argmax", "attention"})
+    EXPECT_GT(probes.by_family[family], 0) << "no question about a " << family << " group was compared";
 }
 
 // A fused pointwise node the emitter refuses (results of different shapes):
@@ -123,6 +137,30 @@ TEST(CanEmit, CheckRefusesWhatTheEmitterRefuses) {
     EXPECT_EQ(cheap, codegen::why_no_kernel_by_emitting(*n)) << n->describe();
   }
   EXPECT_EQ(fused, 2);
+}
+
+// A symbolic fused pointwise node whose kernel would read nine symbols (a
+// shape-generic kernel takes at most eight): the check refuses it as the
+// emitter does (it accepted it before: the symbol count was the emitter's
+// decision alone).
+const char* kNineSymbols =
+    R"(graph @nine(%x: f32[a,b,c,d,e,f,g,h,i]) -> (f32[a,b,c,d,e,f,g,h,i]) symbols(a in [1, 2], b in [1, 2], c in [1, 2], d in [1, 2], e in [1, 2], f in [1, 2], g in [1, 2], h in [1, 2], i in [1, 2]) {
+  %z = fused(%x) {kind="pointwise"} : f32[a,b,c,d,e,f,g,h,i] {
+    graph @fused_0(%x: f32[a,b,c,d,e,f,g,h,i]) -> (f32[a,b,c,d,e,f,g,h,i]) {
+      %n = neg(%x) : f32[a,b,c,d,e,f,g,h,i]
+      %z = relu(%n) : f32[a,b,c,d,e,f,g,h,i]
+      return %z
+    }
+  }
+  return %z
+})";
+
+TEST(CanEmit, CheckRefusesAKernelOfTooManySymbols) {
+  auto g = testing::parse(kNineSymbols);
+  const Node& n = *g->nodes().front();
+  std::string full = codegen::why_no_kernel_by_emitting(n);
+  EXPECT_NE(full.find("at most 8"), std::string::npos) << full;
+  EXPECT_EQ(codegen::why_no_kernel(n), full);
 }
 
 }  // namespace

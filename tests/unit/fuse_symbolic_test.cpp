@@ -102,6 +102,31 @@ void expect_same_groups(const char* text, const std::vector<SymbolBindings>& siz
   }
 }
 
+// A GPU plan with profiles emits the symbolic node once, for every shape:
+// the fuser asks codegen about that node as it is, not only specialised at
+// the ends of the ranges. A pointwise chain over nine symbols gets no
+// shape-generic kernel (at most eight symbols); at any fixed size it does, so
+// asking at the ends alone formed the group (its kernel then failed to build).
+TEST(FuseSymbolic, GpuProfileGroupIsAskedAsTheSymbolicKernel) {
+  const char* text =
+      R"(graph @nine(%x: f32[a,b,c,d,e,f,g,h,i]) -> (f32[a,b,c,d,e,f,g,h,i]) symbols(a in [1, 2], b in [1, 2], c in [1, 2], d in [1, 2], e in [1, 2], f in [1, 2], g in [1, 2], h in [1, 2], i in [1, 2]) {
+  %n = neg(%x) : f32[a,b,c,d,e,f,g,h,i]
+  %z = relu(%n) : f32[a,b,c,d,e,f,g,h,i]
+  return %z
+})";
+  auto g = testing::parse(text);
+  PassOptions o;
+  o.target = "sm_90";
+  o.why_no_kernel = codegen::why_no_kernel;
+  o.why_not_shape_generic = codegen::why_not_shape_generic;
+  PassStats st;
+  create_pass("fuse")->run(*g, o, st);
+  for (const auto& n : g->nodes()) EXPECT_NE(n->op(), "fused") << print_graph(*g);
+  // Without the profile's GPU kernels (a CPU plan, specialised per shape) the group is formed.
+  auto cpu = testing::parse(text);
+  EXPECT_EQ(fuse(*cpu), 1) << print_graph(*cpu);
+}
+
 TEST(FuseSymbolic, DynamicBatchCnnFusesAsAtAnyFixedBatch) {
   // conv+relu twice, global pool+reshape.
   expect_same_groups(kCnn, {{{"batch", 1}}, {{"batch", 3}}, {{"batch", 16}}}, 3);

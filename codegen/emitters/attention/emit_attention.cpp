@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/emitters/attention/emit_attention_tc.h"
 #include "codegen/emitters/gemm_conv/emit_epilogue.h"
 #include "codegen/core/emit_expr.h"
@@ -113,6 +114,7 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   kk.block = static_cast<unsigned>(nt);
   kk.grid = B * H * Sq * Dv == 0 ? 0 : static_cast<unsigned>(B * H * nqt);
   kk.shared_bytes = shared_bytes_for(bq, bk, D, Dv, es);
+  if (deciding_only()) return kk;  // the launch is decided; the rest is text (codegen/core/deciding_only.h)
 
   auto ld = [&](const std::string& e) { return fmt::format("({}){}", T, cuda_load(q.dtype, e)); };
   std::string b;

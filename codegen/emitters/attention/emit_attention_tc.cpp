@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/emitters/gemm_conv/emit_gemm_tc.h"
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
@@ -428,6 +429,7 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
     kk.workspace_f32 = splits * B * H * Sq * (Dv + 2);
     kk.tile_counters = tiles;
   }
+  if (deciding_only()) return kk;  // the launch is decided; the rest is text (codegen/core/deciding_only.h)
 
   const std::string INF = "__uint_as_float(0x7f800000u)";
   std::string mask_base, mask_add;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_body_eval.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/core/kernel_io.h"
@@ -157,6 +158,7 @@ FusedPointwiseKernel emit_fused_on_demand(const Node& n, const OpRegistry& ops) 
   std::string loop;
   for (int r = 0; r < n.num_outputs(); ++r)
     loop += fmt::format("    out{}[i] = {};\n", r, ev.value(body.outputs()[r], "i"));
+  if (deciding_only()) return fk;  // decided; the rest is text (codegen/core/deciding_only.h)
   std::vector<DType> dts = ev.dtypes();
   for (const KernelBuffer& b : bufs) dts.push_back(b.dtype);
   PointwiseKernel& k = fk.kernel;

@@ -93,6 +93,12 @@ void check_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::v
     if (generic ? t.shape.size() > out.shape.size() : broadcast_shapes(t.shape, out.shape) != out.shape)
       fail("codegen: {}: operand {} does not broadcast to the output {}", label, t.str(), out.str());
   }
+  // The symbols the kernel would take (at most kMaxKernelSymbols), as emit_pointwise_multi collects them.
+  if (generic) {
+    std::vector<Shape> shapes{out.shape};
+    for (const TensorType& t : operands) shapes.push_back(t.shape);
+    (void)KernelSymbols(shapes);
+  }
 }
 
 PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::vector<TensorType>& operands,

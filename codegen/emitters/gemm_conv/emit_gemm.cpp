@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/core/kernel_text.h"
 #include "ir/error.h"
@@ -105,6 +106,7 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
       sym_m ? fmt::format("(({} + {}LL) / {}LL)", g.syms.lit(g.M), BM - 1, BM) : std::to_string(tiles_m);
   const std::string M_text = sym_m ? g.syms.lit(g.M) : std::to_string(g.M);
   k.block = kThreads;
+  if (deciding_only()) return {k};  // the launch is decided; the rest is text (codegen/core/deciding_only.h)
   const int stage_elems = std::max(BK * (BM + 1) + BK * (BN + 1), BM * BN);
 
   std::string b;

@@ -29,6 +29,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/emitters/gemm_conv/emit_gemm.h"
 #include "codegen/emitters/gemm_conv/emit_gemm_tc.h"
@@ -228,6 +229,7 @@ ComputeKernel emit_split_k_reduction(const TiledGemm& g, const Epilogue& ep, int
   ComputeKernel k;
   k.grid = static_cast<unsigned>((items + threads - 1) / threads);
   k.block = threads;
+  if (deciding_only()) return k;  // the launch is decided; the rest is text (codegen/core/deciding_only.h)
   std::string b;
   b += fmt::format(
       "// {}: split-K reduction of {} partial sums, batch {} x [{} x {}], {} per thread; then the epilogue\n", g.label,
@@ -316,6 +318,11 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   if (fold) k.tile_counters = blocks;
   // The loop's trip count: every split but the last runs KT k-tiles.
   const std::string kt_n = split ? "kt_n" : "KT";
+  // Decided (codegen/core/deciding_only.h): the rest is text, but for the reduction kernel's own grid.
+  if (deciding_only()) {
+    if (!split || fold) return {k};
+    return {k, emit_split_k_reduction(g, ep, sk.splits, "")};
+  }
 
   std::string b;
   b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}] on tensor cores ({}); tile {}, A {}, B {}{}\n",

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/emitters/reduction/emit_rowwise.h"
 #include "ir/error.h"
@@ -82,6 +83,7 @@ struct StatSpec {
 // `syms`: a shape-generic kernel's symbols (its last parameter, kiln_syms, in the simulator entry too).
 ReductionKernel finish(ReductionKernel& k, DType dt, const std::string& label, const std::string& body,
                        const AnchorIO& io, const KernelSymbols& syms = {}) {
+  if (deciding_only()) return k;  // decided; the rest is text (codegen/core/deciding_only.h)
   std::vector<DType> dts = io.dtypes;
   dts.push_back(dt);
   std::string prelude = kernel_headers(dts);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/emitters/reduction/emit_rowwise.h"
 #include "codegen/core/kernel_io.h"
@@ -80,13 +81,18 @@ std::string map_expr(ReduceMap m, const std::string& x, bool fp, bool is_unsigne
 // Prelude + body with @NAME@ replaced by the hashed name; sets k.name, k.source.
 void finish(ReductionKernel& k, DType dt, const std::string& prefix, std::string_view label, const std::string& body,
             const AnchorIO& io) {
+  k.counts.clear();
+  for (const KernelBuffer& b : io.buffers) k.counts.push_back(b.count);
+  int64_t b = 32;
+  while (b < k.count && b < 256) b *= 2;
+  k.block = block_threads(static_cast<unsigned>(b));  // block loops and folds read blockDim
+  k.grid = static_cast<unsigned>(std::min<int64_t>(k.outputs, 65535));
+  if (deciding_only()) return;  // decided; the rest is text (codegen/core/deciding_only.h)
   std::vector<DType> dts = io.dtypes;
   dts.push_back(dt);
   std::string prelude = kernel_headers(dts);
   if (!io.setup.empty()) prelude += std::string(expr_prelude());  // the fused IO's evaluator uses its helpers
   prelude += "#ifndef KILN_RED_INF\n#define KILN_RED_INF (__longlong_as_double(0x7ff0000000000000LL))\n#endif\n";
-  k.counts.clear();
-  for (const KernelBuffer& b : io.buffers) k.counts.push_back(b.count);
   k.name = fmt::format("{}_{}_{:016x}", prefix, sanitize_identifier(label), XXH64(body.data(), body.size(), 0));
   std::string named;
   for (size_t pos = 0;;) {
@@ -97,10 +103,6 @@ void finish(ReductionKernel& k, DType dt, const std::string& prefix, std::string
     pos = at + 6;
   }
   k.source = prelude + named;
-  int64_t b = 32;
-  while (b < k.count && b < 256) b *= 2;
-  k.block = block_threads(static_cast<unsigned>(b));  // block loops and folds read blockDim
-  k.grid = static_cast<unsigned>(std::min<int64_t>(k.outputs, 65535));
 }
 
 }  // namespace

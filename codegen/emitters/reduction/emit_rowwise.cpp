@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/launch_fit.h"
 #include "codegen/core/kernel_vector.h"
@@ -213,6 +214,7 @@ class RowKernel {
   }
 
   void finish(ReductionKernel& k, const std::string& prefix, const std::string& label, const std::string& body) const {
+    if (deciding_only()) return launch(k);  // decided; the rest is text (codegen/core/deciding_only.h)
     std::vector<DType> dts = io_.dtypes;
     dts.push_back(dt_);
     std::string prelude = kernel_headers(dts) + std::string(kVectorPrelude);
