@@ -12,7 +12,12 @@
 #                  compiled for the GPU's arch, run with --backend gpu and with
 #                  --backend ref on the same seeded inputs, outputs compared
 #   4 models       the five real models (fp32 and fp16 plans), likewise
-#   5 bench        bench/gpu.sh: kiln against PyTorch
+#   5 wgmma        on a Hopper GPU (sm_90) only: the fp16 models again for
+#                  --target sm_90a, the opt-in wgmma GEMM kernels
+#                  (docs/codegen.md, "wgmma GEMM (sm_90a)"), against the
+#                  reference as in step 4 (models_sm90a.tsv): the validation
+#                  the opt-in waits for
+#   6 bench        bench/gpu.sh: kiln against PyTorch
 # Everything goes to bench/results/<date>-<gpu>/ (or --out): one log per
 # step, conformance.tsv / models.tsv (one line per test), the JSON of
 # bench/gpu.sh, summary.txt and summary.json (each step's status and seconds).
@@ -40,7 +45,7 @@ while (($#)); do
     --suites) suites=${2//,/ }; shift 2 ;;
     --models) model_names=${2//,/ }; shift 2 ;;
     --skip-bench) skip_bench=1; shift ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "gpu_run_all.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -266,7 +271,8 @@ model_tol() {
   esac
 }
 
-run_models() {
+run_models() {  # run_models [TSV PRECISIONS]: models.tsv, fp32 and fp16 by default
+  local tsv=${1:-models} precisions=${2:-fp32 fp16}
   local dir=$work/models m p
   if [ -n "$bundle" ] && [ -d "$bundle/models/prepared" ] && { [ -z "$py" ] || ((dry)); }; then
     dir=$bundle/models/prepared   # prepared here: the dry run's machine has no Python
@@ -276,10 +282,10 @@ run_models() {
     [ -n "$py" ] || { echo "no python3 with numpy to rebuild the models (tests/models/prepare_models.py)"; return 1; }
     "$py" "$skeletons/prepare_models.py" "$dir" $model_names
   fi
-  : > "$out/models.tsv"
+  : > "$out/$tsv.tsv"
   for m in ${model_names:-$(ls "$dir")}; do
     [ -f "$dir/$m/model.onnx" ] || { echo "no model $dir/$m" >&2; return 1; }
-    for p in fp32 fp16; do echo "$m:$p"; done
+    for p in $precisions; do echo "$m:$p"; done
   done > "$work/models.list"
   echo "$(wc -l < "$work/models.list") plans from $dir"
   local mj=$(( jobs < 4 ? jobs : 4 ))
@@ -287,9 +293,21 @@ run_models() {
     printf '%s\t%s\t%s\t%s\n' "$m/$p" "$dir/$m/model.onnx" "$(model_tol "$m" "$p")" "--precision $p"
   done < "$work/models.list" | tr '\n' '\0' |
     xargs -0 -P "$mj" -I{} bash -c 'IFS=$'"'\t'"' read -r n m t f <<< "$1"; check_plan "$n" "$m" "$t" "$f"' _ {} \
-    >> "$out/models.tsv"
-  sort -o "$out/models.tsv" -k2 "$out/models.tsv"
-  tally "$out/models.tsv"
+    >> "$out/$tsv.tsv"
+  sort -o "$out/$tsv.tsv" -k2 "$out/$tsv.tsv"
+  tally "$out/$tsv.tsv"
+}
+
+# The wgmma kernels are opt-in (--target sm_90a) until this step passes on an
+# H100: the same fp16 model plans for sm_90a, against the reference.
+run_wgmma() {
+  if [ "$arch" != sm_90 ]; then
+    echo "not run: --target sm_90a (wgmma) runs on Hopper (sm_90) only; this GPU is $arch"
+    return 77
+  fi
+  arch=sm_90a
+  export arch
+  run_models models_sm90a fp16
 }
 
 run_bench() {
@@ -310,6 +328,7 @@ step doctor run_doctor
 step gpu_tests run_gpu_tests
 step conformance run_conformance
 step models run_models
+step wgmma run_wgmma
 step bench run_bench
 
 fail=0

@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "codegen/emitters/gemm_conv/gemm_tiles_wgmma.h"
 #include "codegen/launch_fit.h"
 #include "codegen/nvrtc/kernel_cache.h"
 #include "codegen/param_table.h"
@@ -21,7 +22,8 @@ GraphKernels build(const Graph& g, const KernelBuildOptions& o, bool compile) {
   GraphKernels r;
   std::vector<KernelSource> sources;
   std::map<std::string, bool> seen;
-  LaunchBounder bounder;  // the same __launch_bounds__ a plan's kernels get
+  LaunchBounder bounder;                            // the same __launch_bounds__ a plan's kernels get
+  const ScopedSm90Wgmma wgmma(o.arch == "sm_90a");  // the target's opt-in to wgmma GEMM tiles
   // The nodes of control-flow regions get their kernels too (after the
   // graph's own): a GPU plan launches them from its regions' launch lists
   // (compiler/plan_control_flow.cpp), and the simulator runs them.

@@ -74,12 +74,14 @@ bool fewer_threads_may_fit(const LaunchShape& l, const ArchLimits& lim) {
 const ArchLimits& arch_limits(std::string_view arch) {
   if (g_override && g_override->arch == arch) return *g_override;
   static const ArchLimits sm80 = with_optin("sm_80", 163), sm86 = with_optin("sm_86", 99),
-                          sm89 = with_optin("sm_89", 99), sm90 = with_optin("sm_90", 227);
+                          sm89 = with_optin("sm_89", 99), sm90 = with_optin("sm_90", 227),
+                          sm90a = with_optin("sm_90a", 227);  // Hopper's arch-specific target: sm_90's limits
   if (arch == "sm_80") return sm80;
   if (arch == "sm_86") return sm86;
   if (arch == "sm_89") return sm89;
   if (arch == "sm_90") return sm90;
-  fail("no launch limits known for arch '{}' (sm_80, sm_86, sm_89, sm_90)", arch);
+  if (arch == "sm_90a") return sm90a;
+  fail("no launch limits known for arch '{}' (sm_80, sm_86, sm_89, sm_90, sm_90a)", arch);
 }
 
 std::string launch_misfit(const LaunchShape& l, const ArchLimits& lim) {

@@ -20,7 +20,8 @@ void refuse_data_dependent_sizes(const Graph& g, const std::string& source) {
   unsupported(
       "{}the graph has result sizes decided at run time: {}. kiln run and kiln conformance run such graphs on "
       "the ref and sim backends, stage by stage, and a plan for --target cpu holds them (the runtime's CPU path runs "
-      "it stage by stage); GPU plans with data-dependent sizes are not implemented yet",
+      "it stage by stage); a GPU plan holds them only computed at their upper bounds (kiln compile for a GPU "
+      "target, compiler/gpu_bounded_sizes.h), not as size symbols",
       source.empty() ? "" : source + ": ", fmt::join(nodes, ", "));
 }
 

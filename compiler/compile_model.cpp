@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "compiler/dump_index.h"
+#include "compiler/gpu_bounded_sizes.h"
 #include "compiler/import_checked.h"
 #include "compiler/plan_writer.h"
 #include "compiler/targets.h"
@@ -164,6 +165,19 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   io.batch = o.batch;
   if (o.progress) io.progress = [&o](int done, int total) { o.progress("nodes imported", done, total); };
   ImportResult imported = import_checked(source, io);
+  // Sizes decided by the data on a GPU target: the graph at the bounds, a
+  // static graph whose counts are extra outputs (compiler/gpu_bounded_sizes.h);
+  // the passes and kernels see nothing new.
+  plan::BoundedSizes bounded;
+  if (o.build.optimize && is_gpu_target(build.pass.target) && has_data_dependent_sizes(*imported.graph)) {
+    imported.graph = graph_at_bounds(*imported.graph, model, bounded);
+    std::vector<std::string> counts;
+    for (const plan::SizeCount& c : bounded.counts)
+      counts.push_back(fmt::format("{} ({} in [0, {}])", c.node, c.symbol, c.bound));
+    say(o, fmt::format("{}: result sizes decided at run time ({}): the GPU plan computes at the upper bounds, its "
+                       "kernels write each count on the device, and the runtime trims the outputs to the counts\n",
+                       model, fmt::join(counts, ", ")));
+  }
   Graph& g = *imported.graph;
   res.import_ms = ms_since(t0);
   // Symbolic dims left open by the model and given ranges: a plan with a
@@ -252,6 +266,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
     po.source_name = model;  // launch-limit errors name the model file
     po.profiles = profiles;
     plan::Plan p = build_plan(g, po);
+    p.bounded_sizes = bounded;
     res.plan = plan::serialize(p);
     res.plan_gpu_kernels = p.meta.gpu_kernels ? static_cast<int>(p.kernels.size()) : 0;
     res.plan_target = p.meta.target;

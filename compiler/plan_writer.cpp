@@ -27,6 +27,7 @@
 #include "codegen/nvrtc/kernel_cache.h"
 #include "codegen/nvrtc/nvrtc_compiler.h"
 #include "codegen/emitter_table.h"
+#include "codegen/emitters/gemm_conv/gemm_tiles_wgmma.h"
 #include "codegen/launch_fit.h"
 #include "codegen/param_table.h"
 #include "codegen/nvrtc/nvrtc_library.h"
@@ -116,6 +117,7 @@ NodeKernels node_kernels(const Graph& g, const PlanBuildOptions& o, const Thread
   // Kernels emitted here get their __launch_bounds__ here; prebuilt ones
   // (codegen::build_graph_kernels) already carry them.
   codegen::LaunchBounder bounder;
+  const codegen::ScopedSm90Wgmma wgmma(o.target == "sm_90a");  // the target's opt-in to wgmma GEMM tiles
   for_each_kernel_node(g, [&](const Node& n) {
     if (codegen::is_view_node(n)) return;
     auto cap = caps.find(&n);  // a node whose launch did not fit: its emitter's blocks are capped

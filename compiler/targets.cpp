@@ -11,9 +11,12 @@ namespace kiln {
 
 namespace {
 
-// The GPU archs kiln has kernels (and launch limits) for.
+// The GPU archs kiln has kernels (and launch limits) for. sm_90a: Hopper's
+// arch-specific target (CUBINs for sm_90 devices only), the opt-in for the
+// wgmma GEMM kernels (codegen/emitters/gemm_conv/gemm_tiles_wgmma.h); never what
+// "auto" resolves to.
 const std::vector<std::string>& gpu_archs() {
-  static const std::vector<std::string> a{"sm_80", "sm_86", "sm_89", "sm_90"};
+  static const std::vector<std::string> a{"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
   return a;
 }
 
@@ -52,6 +55,7 @@ std::vector<std::string> target_archs(const std::string& target) {
 std::vector<std::string> archs_running_target(const std::string& target) {
   std::vector<std::string> own = target_archs(target);
   if (own.empty()) return {};
+  if (target == "sm_90a") return {"sm_90a"};  // arch-specific: that arch (sm_90 devices) alone
   // sm_XY -> XY; the oldest arch whose code the plan carries bounds the rest
   // (a portable plan's sm_80 CUBIN and PTX run everywhere).
   auto number = [](const std::string& arch) { return std::stoi(arch.substr(3)); };
@@ -59,7 +63,7 @@ std::vector<std::string> archs_running_target(const std::string& target) {
   for (const std::string& a : own) oldest = std::min(oldest, number(a));
   std::vector<std::string> r;
   for (const std::string& a : gpu_archs())
-    if (number(a) >= oldest) r.push_back(a);
+    if (number(a) >= oldest && a.back() != 'a') r.push_back(a);  // an arch-specific target only when named
   return r;
 }
 

@@ -40,7 +40,8 @@ std::vector<std::string> target_archs(const std::string& target);
 // equal or newer minor (sm_80's on sm_86 and sm_89, with 99 KB of opt-in
 // shared memory instead of 163), and the plan's PTX is JIT-compiled on any
 // newer arch (an sm_86 plan on sm_90). sm_80 -> sm_80, sm_86, sm_89, sm_90;
-// portable -> all; cpu -> none. kiln::Error for "auto".
+// portable -> all but sm_90a; sm_90a (arch-specific: sm_90 devices only) ->
+// sm_90a; cpu -> none. kiln::Error for "auto".
 std::vector<std::string> archs_running_target(const std::string& target);
 // Whether a target builds GPU kernels ("auto" does: it never resolves to cpu).
 bool is_gpu_target(const std::string& target);

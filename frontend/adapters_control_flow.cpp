@@ -183,7 +183,10 @@ void loop_adapter(ImportContext& c) {
   for (const TensorType& t : types_of(init)) params.push_back(t);
   ImportContext::Regions regions;
   try {
-    regions = c.import_regions({{"body", "body", params}});
+    // A top-level loop's body may decide sizes (NonZero on a per-iteration
+    // value, ir/data_dependent.h): its symbols are declared on the main graph
+    // and bound anew by each iteration's run.
+    regions = c.import_regions({{"body", "body", params}}, /*size_symbols=*/true);
   } catch (const NotKnownAtCompileTime&) {
     // The body needs a per-iteration value at compile time (a Slice start
     // computed from the iteration number): unrolled when it can be.

@@ -32,8 +32,13 @@ std::map<std::string, const Node*, std::less<>> data_dependent_symbols(const Gra
 // Whether some node of `g` has a data-dependent result size.
 bool has_data_dependent_sizes(const Graph& g);
 
+// A `loop` whose body holds data-dependent nodes is one too (a body that
+// selects with NonZero and reduces what it selected): each iteration runs
+// its body as a graph of its own and binds the body's size symbols anew; the
+// loop's own results keep static types.
+
 // Whether `node` names a size symbol (its result size is decided at run time),
-// or is an `if` with such a node in a branch.
+// or is an `if` with such a node in a branch or a `loop` with one in its body.
 bool is_data_dependent_node(const Node& node);
 
 }  // namespace kiln

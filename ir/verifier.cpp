@@ -106,12 +106,12 @@ class Verifier {
     values.reserve(expect);
     if (depth > 0 && !g.symbols().empty())
       err(where, "graph @{} is a region but declares symbols (only the top-level graph does)", g.name());
-    if (depth > 0 && !branch_of_top_level_if_)
+    if (depth > 0 && !region_of_top_level_if_or_loop_)
       for (const auto& n : g.nodes())
         if (is_data_dependent_node(*n))
           err(where,
               "{} in graph @{} has a data-dependent size, which only the top-level graph's nodes (and the branches "
-              "of its ifs) may have",
+              "of its ifs and the bodies of its loops) may have",
               n->describe(), g.name());
     auto add_value = [&](const Value* v, int pos) {
       check_dims(v, where);
@@ -274,17 +274,17 @@ class Verifier {
     }
     // A top-level if's branches may decide sizes (ir/data_dependent.h): the
     // run takes the branch and runs it as a graph of its own.
-    const bool saved = branch_of_top_level_if_;
-    branch_of_top_level_if_ = depth == 0 && n.op() == "if";
+    const bool saved = region_of_top_level_if_or_loop_;
+    region_of_top_level_if_or_loop_ = depth == 0 && (n.op() == "if" || n.op() == "loop");
     for (int r = 0; r < n.num_regions(); ++r)
       graph(*n.region(r), where + fmt::format("in region {} (@{}) of {}: ", r, n.region(r)->name(), n.describe()),
             depth + 1);
-    branch_of_top_level_if_ = saved;
+    region_of_top_level_if_or_loop_ = saved;
   }
 
   const OpRegistry& registry_;
   std::unordered_set<std::string> declared_;
-  bool branch_of_top_level_if_ = false;
+  bool region_of_top_level_if_or_loop_ = false;
 };
 
 }  // namespace

@@ -30,6 +30,7 @@ std::vector<GpuSpec> make_table() {
   h100.max_warps_per_sm = 64;
   h100.max_blocks_per_sm = 32;
   h100.mma_sync_fraction = 0.6;
+  h100.wgmma_fraction = 0.8;
   h100.boost_clock_ghz = 1.98;
   t.push_back(h100);
 
@@ -108,6 +109,7 @@ std::string gpu_names(std::string_view sep) {
 }
 
 const GpuSpec* default_gpu_for_arch(std::string_view arch) {
+  if (arch == "sm_90a") arch = "sm_90";  // Hopper's arch-specific target (wgmma) runs on sm_90 GPUs
   for (const GpuSpec& g : gpu_specs())
     if (g.arch == arch) return &g;  // the first of an arch: h100 before h200
   return nullptr;

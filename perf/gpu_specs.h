@@ -30,6 +30,9 @@ struct GpuSpec {
   // at a lower rate there. An assumption (docs/performance.md), to be
   // calibrated against measurements.
   double mma_sync_fraction = 1.0;
+  // The fraction wgmma kernels (sm_90a) reach; 0: the GPU has no wgmma.
+  // Also an assumption (docs/performance.md, "wgmma").
+  double wgmma_fraction = 0;
   // Boost clock (GHz): the epilogue term counts load/store issue and L1
   // transfer cycles (perf/perf_model.h).
   double boost_clock_ghz = 1.0;
@@ -42,7 +45,7 @@ const GpuSpec* find_gpu(std::string_view name);
 // The table's names joined by `sep` ("h100|h200|a100|l4"), for messages.
 std::string gpu_names(std::string_view sep);
 // The GPU a plan compiled for `arch` is modelled on when no --gpu is given:
-// sm_90 -> h100, sm_80 -> a100, sm_89 -> l4; nullptr for other archs.
+// sm_90 (and sm_90a) -> h100, sm_80 -> a100, sm_89 -> l4; nullptr for other archs.
 const GpuSpec* default_gpu_for_arch(std::string_view arch);
 
 }  // namespace kiln::perf

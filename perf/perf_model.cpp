@@ -121,7 +121,7 @@ LaunchEstimate estimate_launch(const LaunchWork& w, const GpuSpec& g, const Mode
       const int64_t busiest = ceil_div(blocks, g.sms);
       const int resident_warps = static_cast<int>(std::min<int64_t>(busiest, e.occ.blocks_per_sm)) * warps;
       double rate = sm_peak * std::min(1.0, double(resident_warps) / kSubPartitions);
-      if (w.math != Math::Fp32) rate *= g.mma_sync_fraction;
+      if (w.math != Math::Fp32) rate *= w.wgmma && g.wgmma_fraction > 0 ? g.wgmma_fraction : g.mma_sync_fraction;
       const double block_flops = w.block_flops > 0 ? w.block_flops : w.flops / double(blocks);
       e.compute_us = double(busiest) * block_flops / rate * us;
       // Each k-tile waits for its operands: a pipeline of `stages` buffers

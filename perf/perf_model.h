@@ -59,6 +59,9 @@ struct LaunchWork {
   int registers = -1;  // per thread; -1: unknown (no register limit applied)
   int smem_bytes = 0;  // per block, static + dynamic
   TileLoop tile;
+  // Hopper's warpgroup MMA (a kernel of the sm_90a target's wgmma tiles):
+  // its tensor cores run at GpuSpec::wgmma_fraction, not mma_sync_fraction.
+  bool wgmma = false;
   // One block's arithmetic including tile padding (2 x bm x bn x bk x
   // k_tiles for a GEMM tile); 0: flops / blocks.
   double block_flops = 0;

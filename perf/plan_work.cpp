@@ -306,6 +306,7 @@ std::vector<StepWork> plan_work(const plan::Plan& p, const Graph& g) {
       w.math = math_of(a);
       w.flops = aw.flops > 0 ? aw.flops : source_gemm_flops(k.source);
       w.tile = tile_loop_from_source(k.source, aw.k);
+      w.wgmma = k.source.find(", wgmma sm_90a); tile ") != std::string::npos;  // emit_gemm_wgmma_tiled.cpp's header
       if (w.tile.k_tiles > 0) {
         const double depth = double(w.tile.k_tiles) * w.tile.bk;  // K rounded up to whole tiles
         // Attention: BQ query rows against every key, S = Q K^T then P V (D + Dv per key).

@@ -28,6 +28,16 @@ std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, con
   };
   for (const Value* v : e->graph_->inputs()) e->inputs_.push_back(desc(v));
   for (const Value* v : e->graph_->outputs()) e->outputs_.push_back(desc(v));
+  std::vector<size_t> count_bytes;  // a plan with bounded sizes: its counts, the graph's last outputs
+  if (const plan::BoundedSizes* b = e->bounded_sizes()) {
+    e->outputs_.resize(b->outputs.size());
+    for (size_t i = 0; i < e->outputs_.size(); ++i) {
+      e->outputs_[i].type.shape = plan::symbolic_shape(*b, i);
+      for (size_t d = 0; d < e->outputs_[i].type.shape.size(); ++d)
+        if (is_symbolic_dim(e->outputs_[i].type.shape[d])) e->outputs_[i].api_shape[d] = -1;
+    }
+    for (const plan::SizeCount& c : b->counts) count_bytes.push_back(e->graph_->outputs()[c.output]->type().nbytes());
+  }
   e->data_dependent_ = has_data_dependent_sizes(*e->graph_);
   e->in_place_ = find_in_place_pairs(*e->graph_);
   // Why the GPU path is not taken (empty: it is).
@@ -50,7 +60,9 @@ std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, con
       return e->dynamic() ? TensorType(d.type.dtype, eval_shape(d.type.shape, largest)).nbytes() : d.type.nbytes();
     };
     for (const auto& d : e->inputs_) in.push_back(max_bytes(d));
-    for (const auto& d : e->outputs_) out.push_back(max_bytes(d));
+    for (size_t i = 0; i < e->outputs_.size(); ++i)
+      out.push_back(e->bounded_sizes() ? e->graph_->outputs()[i]->type().nbytes() : max_bytes(e->outputs_[i]));
+    out.insert(out.end(), count_bytes.begin(), count_bytes.end());
     try {
       e->gpu_ = std::make_unique<GpuEngine>(*driver, e->plan_, in, out, what, device);
       e->info_ = e->gpu_->description();
@@ -95,6 +107,7 @@ Context::Context(std::shared_ptr<const Engine> e) : engine_(std::move(e)) {
   outputs_.resize(engine_->outputs().size());
   if (engine_->gpu()) gpu_ = std::make_unique<GpuContext>(*engine_->gpu());
   if (engine_->dynamic()) shapes_ = std::make_unique<InputShapes>(*engine_);
+  if (const plan::BoundedSizes* b = engine_->bounded_sizes()) counts_.assign(b->counts.size(), 0);
 }
 
 Context::~Context() = default;
@@ -138,6 +151,7 @@ Shape Context::input_shape(const std::string& name) const {
 Shape Context::output_shape(const std::string& name) const {
   size_t i = find(engine_->outputs(), name, "output");
   if (i < run_shapes_.size() && run_shapes_[i]) return *run_shapes_[i];  // the data's, after a run
+  if (engine_->bounded_sizes()) return engine_->output_at_bound(i);      // the bound, before one
   return shapes_ ? shapes_->output(i) : engine_->outputs()[i].type.shape;
 }
 
@@ -156,6 +170,9 @@ void Context::bind_input(const std::string& name, const void* data, const Tensor
   if (device && !gpu_) fail("input \"{}\": device memory bound but the engine runs on the CPU", name);
   if (!data && as.nbytes()) fail("input \"{}\": null data pointer", name);
   inputs_[i] = {const_cast<void*>(data), device, true, false, as.shape, -1, {}};
+  // Sizes the data decides: new inputs, new sizes; until the next run the
+  // outputs' shapes are their bounds again (what they are bound with).
+  if (engine_->bounded_sizes()) run_shapes_.clear();
 }
 
 void Context::bind_output(const std::string& name, void* data, const TensorType& as, bool device) {
@@ -164,6 +181,16 @@ void Context::bind_output(const std::string& name, void* data, const TensorType&
     TensorDesc now = engine_->outputs()[i];
     now.type.shape = shapes_->output(i);
     check_type(now, as, "output");
+  } else if (engine_->bounded_sizes()) {
+    // Bound at the upper bound; after a run it holds the real shape at its front.
+    TensorDesc now = engine_->outputs()[i];
+    now.type.shape = engine_->output_at_bound(i);
+    check_type(now, as, "output");
+    if (device && engine_->outputs()[i].dynamic())
+      fail(
+          "output \"{}\": its size is decided at run time and the runtime trims it on the host after the run; "
+          "device memory for such an output is not supported yet (bind host memory)",
+          name);
   } else {
     check_type(engine_->outputs()[i], as, "output");
   }
@@ -225,11 +252,17 @@ void Context::bind_input_device(const std::string& name, unsigned long long ptr)
     fail("input \"{}\": null device pointer", name);
   check_device_alignment("input", name, ptr);
   inputs_[i] = {reinterpret_cast<void*>(ptr), true, true, true, shapes_ ? shape : Shape{}, -1, {}};
+  if (engine_->bounded_sizes()) run_shapes_.clear();  // as bind_input
 }
 
 void Context::bind_output_device(const std::string& name, unsigned long long ptr) {
   size_t i = engine_->output_index(name);
   if (!gpu_) fail("output \"{}\": zero-copy device binding but the engine runs on the CPU ({})", name, engine_->info());
+  if (engine_->bounded_sizes() && engine_->outputs()[i].dynamic())
+    fail(
+        "output \"{}\": its size is decided at run time and the runtime trims it on the host after the run; "
+        "zero-copy device memory for such an output is not supported yet (bind host memory)",
+        name);
   const Shape shape = shapes_ ? shapes_->output(i) : engine_->outputs()[i].type.shape;  // as for inputs
   if (!ptr && TensorType(engine_->outputs()[i].type.dtype, shape).nbytes())
     fail("output \"{}\": null device pointer", name);
@@ -283,6 +316,25 @@ std::vector<DeviceBinding> device_bindings(const std::vector<Binding>& bs) {
 }
 }  // namespace
 
+std::vector<DeviceBinding> Context::output_bindings() {
+  std::vector<DeviceBinding> r = device_bindings(outputs_);
+  for (int64_t& c : counts_) r.push_back({&c, false, false});
+  return r;
+}
+
+// The counts the run wrote, checked against their bounds, give each output's
+// real shape; its entries move to the front of its buffer (bound at the bound).
+void Context::trim_to_counts() {
+  const plan::BoundedSizes& b = *engine_->bounded_sizes();
+  SymbolBindings at = plan::bind_counts(b, counts_);
+  run_shapes_.assign(outputs_.size(), std::nullopt);
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    Shape real = plan::real_shape(b, i, at);
+    plan::trim_in_place(outputs_[i].ptr, engine_->outputs()[i].type.dtype, engine_->output_at_bound(i), real);
+    run_shapes_[i] = std::move(real);
+  }
+}
+
 RunTiming Context::last_timing() const {
   if (!gpu_) fail("no GPU timing: the engine runs on the CPU ({})", engine_->info());
   if (!timed_) fail("no GPU timing yet: the context has not run synchronously (run, or enqueue on a null stream)");
@@ -303,6 +355,10 @@ void Context::set_gpu_shape() {
 
 void Context::submit() {
   check_bound();
+  if (gpu_ && engine_->bounded_sizes())
+    fail(
+        "submit: the plan's result sizes are decided at run time and its outputs are trimmed after each run; "
+        "pipelined runs of such a plan are not supported yet (use run)");
   set_gpu_shape();
   if (gpu_) {
     gpu_->submit(device_bindings(inputs_), device_bindings(outputs_));
@@ -334,14 +390,23 @@ void Context::enqueue(void* stream) {
   set_gpu_shape();
   if (gpu_) {
     std::vector<DeviceBinding> in = device_bindings(inputs_), out = device_bindings(outputs_);
+    if (stream && engine_->bounded_sizes())
+      fail(
+          "enqueue: the plan's result sizes are decided at run time and its outputs are trimmed after the run, on "
+          "the host; enqueue on a stream is not supported for it yet (use run)");
     if (stream) {
       gpu_->enqueue(in, out, static_cast<CUstream>(stream));
       return;
+    }
+    if (engine_->bounded_sizes()) {
+      out = output_bindings();
+      run_shapes_.clear();  // a failed run leaves no shapes of an earlier one
     }
     timed_ = false;  // a failed run leaves no timing
     GpuRunTiming t = gpu_->run(in, out);
     timing_ = {t.upload_ms, t.compute_ms, t.download_ms};
     timed_ = true;
+    if (engine_->bounded_sizes()) trim_to_counts();
     return;
   }
   if (stream) fail("enqueue: the engine runs on the CPU ({}); pass a null stream", engine_->info());
@@ -392,6 +457,15 @@ void Context::run_on_cpu(std::vector<ProfileEntry>* profile) {
                        })
               : ex.run(feed);
   in_place_bytes_ = 0;
+  if (engine_->bounded_sizes()) {
+    // The graph at the bounds, its counts after the user's outputs.
+    run_shapes_.clear();
+    for (size_t k = 0; k < counts_.size(); ++k) counts_[k] = outs[outputs_.size() + k].data<int64_t>()[0];
+    for (size_t i = 0; i < outputs_.size(); ++i)
+      if (outs[i].nbytes()) std::memcpy(outputs_[i].ptr, outs[i].raw(), outs[i].nbytes());
+    trim_to_counts();
+    return;
+  }
   for (size_t i = 0; i < outputs_.size(); ++i) {
     if (int k = outputs_[i].in_place; k >= 0) {
       // The past is in the buffer already: only the appended positions are written.
@@ -413,7 +487,10 @@ const std::vector<ProfileEntry>& Context::profile() {
     return profile_;
   }
   set_gpu_shape();
-  std::vector<float> ms = gpu_->profile(device_bindings(inputs_), device_bindings(outputs_));
+  if (engine_->bounded_sizes()) run_shapes_.clear();
+  std::vector<float> ms =
+      gpu_->profile(device_bindings(inputs_), engine_->bounded_sizes() ? output_bindings() : device_bindings(outputs_));
+  if (engine_->bounded_sizes()) trim_to_counts();
   const plan::Plan& p = engine_->plan();
   std::vector<const Node*> nodes;  // Step::node indexes the graph's node list
   for (const auto& n : engine_->graph().nodes()) nodes.push_back(n.get());

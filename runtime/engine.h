@@ -29,6 +29,7 @@ struct TensorDesc {
 
 class GpuEngine;
 class GpuContext;
+struct DeviceBinding;
 class InputShapes;
 
 class Engine {
@@ -60,6 +61,15 @@ class Engine {
   // CPU path runs the graph stage by stage; outputs are bound at their upper
   // bound and hold the run's real shape afterwards (Context::output_shape).
   bool data_dependent() const { return data_dependent_; }
+  // A GPU plan computed at the bounds of its data-dependent sizes
+  // (runtime/plan_bounded_sizes.h): null for any other plan. Its graph's
+  // outputs are the user's (outputs(), whose data-dependent dims are
+  // symbolic) followed by one count per size; runs trim the outputs.
+  const plan::BoundedSizes* bounded_sizes() const {
+    return plan_.bounded_sizes.empty() ? nullptr : &plan_.bounded_sizes;
+  }
+  // Output `i`'s shape at the bounds (what it is bound with before a run).
+  const Shape& output_at_bound(size_t i) const { return graph_->outputs().at(i)->shape(); }
   // Inputs and outputs that may share one buffer (a KV cache bound in
   // place, runtime/in_place_cache.h).
   const std::vector<InPlacePair>& in_place_pairs() const { return in_place_; }
@@ -181,6 +191,11 @@ class Context {
   // (empty before one, and after the input shapes change).
   std::vector<std::optional<Shape>> run_shapes_;
   size_t in_place_bytes_ = 0;
+  // A plan with bounded sizes: where a run's counts land (one i64 each),
+  // bound as the graph's last outputs; then the outputs trimmed to them.
+  std::vector<int64_t> counts_;
+  std::vector<DeviceBinding> output_bindings();
+  void trim_to_counts();
 };
 
 }  // namespace kiln::rt

@@ -29,6 +29,7 @@ enum SectionId : uint32_t {
   kControl = 8,           // only in plans with control flow (then required by their control steps)
   kProfiles = 9,          // only in a plan with symbolic dims (runtime/plan_profiles.h)
   kGenericLaunches = 10,  // only in a GPU plan with symbolic dims (runtime/plan_generic_launches.h)
+  kBoundedSizes = 11,     // only in a GPU plan with data-dependent sizes (runtime/plan_bounded_sizes.h)
 };
 constexpr uint32_t kSectionIds[] = {kMeta, kGraph, kWeights, kKernels, kLaunches, kMemory};  // required
 constexpr size_t kFixedHeader = 40;  // magic 8, version 4, header size 4, file size 8, count 4, pad 4, xxh64 8
@@ -59,6 +60,8 @@ std::string section_name(uint32_t id) {
       return "profiles";
     case kGenericLaunches:
       return "generic launches";
+    case kBoundedSizes:
+      return "bounded sizes";
   }
   return fmt::format("#{}", id);
 }
@@ -100,6 +103,7 @@ std::vector<uint8_t> serialize(const Plan& p) {
   // A static plan has none, so its bytes are what they were before profiles.
   if (!p.shapes.empty()) sections.push_back({kProfiles, write_profiles(p.shapes)});
   if (!p.generic_launches.empty()) sections.push_back({kGenericLaunches, write_generic_launches(p.generic_launches)});
+  if (!p.bounded_sizes.empty()) sections.push_back({kBoundedSizes, write_bounded_sizes(p.bounded_sizes)});
 
   uint64_t header_size = kFixedHeader + kTableEntry * sections.size();
   std::vector<uint64_t> offsets;
@@ -219,6 +223,10 @@ Plan deserialize(const uint8_t* data, size_t size, std::string_view what, const 
     if (p.shapes.empty()) fail("{}: section 'generic launches' in a plan without shape profiles", what);
     p.generic_launches = read_generic_launches(reader(kGenericLaunches));
   }
+  if (where.count(kBoundedSizes)) {
+    p.bounded_sizes = read_bounded_sizes(reader(kBoundedSizes));
+    if (p.bounded_sizes.empty()) fail("{}: section 'bounded sizes' has no counts", what);
+  }
   check_steps(p, what);
   check_control(p, what);
   if (p.meta.graph_constants > p.weights.size())
@@ -276,7 +284,10 @@ CodeChoice select_code(const Plan& p, const std::string& device_arch, std::strin
   if (dev < 0) fail("{}: '{}' is not a GPU arch (expected sm_XX)", what, device_arch);
   // Candidate CUBIN archs, best first: the GPU's own, then the same major
   // arch's older minors, newest first.
+  // An arch-specific CUBIN (sm_90a: kiln's wgmma kernels) runs on its exact
+  // arch only (CUDA C Programming Guide, "Feature Set Compiler Targets").
   std::vector<std::string> candidates;
+  if (device_arch == "sm_90") candidates.push_back("sm_90a");
   for (int minor = dev % 10; minor >= 0; --minor) candidates.push_back(fmt::format("sm_{}", dev / 10 * 10 + minor));
   // A plan whose launch list is only copies has no code to choose.
   if (p.kernels.empty()) return {"cubin", device_arch, p.meta.cubin_driver_version};
@@ -288,8 +299,9 @@ CodeChoice select_code(const Plan& p, const std::string& device_arch, std::strin
   bool all_ptx = true;
   for (const Kernel& k : p.kernels) {
     int ka = arch_number(k.arch);
-    // PTX for sm_X JITs on any GPU of arch >= X.
-    all_ptx &= !k.ptx.empty() && ka >= 0 && ka <= dev;
+    // PTX for sm_X JITs on any GPU of arch >= X; for an arch-specific sm_Xa (compute_Xa) only on X.
+    const bool specific = !k.arch.empty() && k.arch.back() == 'a';
+    all_ptx &= !k.ptx.empty() && ka >= 0 && (specific ? ka == dev : ka <= dev);
   }
   if (all_ptx) return {"ptx", p.kernels.front().arch, p.meta.ptx_driver_version};
   fail(

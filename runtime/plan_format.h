@@ -34,6 +34,10 @@
 //     generic launches  a GPU plan with symbolic dims: the launches whose
 //               kernels take the symbols' values and whose grids are
 //               polynomials of them (runtime/plan_generic_launches.h)
+//     bounded sizes  a GPU plan with data-dependent result sizes, compiled
+//               at their bounds: each count's symbol, bound and output, and
+//               each output's real shape as polynomials of the counts
+//               (runtime/plan_bounded_sizes.h)
 //
 // Loading checks, before anything is parsed: magic, format version, sizes
 // and offsets against the file size, every checksum; every read inside a
@@ -46,6 +50,7 @@
 #include <vector>
 
 #include "ir/tensor.h"
+#include "runtime/plan_bounded_sizes.h"
 #include "runtime/plan_generic_launches.h"
 #include "runtime/plan_profiles.h"
 
@@ -212,6 +217,9 @@ struct Plan {
   // Section `generic launches` (runtime/plan_generic_launches.h): the steps
   // whose kernels are shape-generic; only in a GPU plan with shape profiles.
   std::vector<GenericLaunch> generic_launches;
+  // Section `bounded sizes` (runtime/plan_bounded_sizes.h): only in a GPU
+  // plan with data-dependent result sizes.
+  BoundedSizes bounded_sizes;
 };
 
 // Every step of the plan: the launch list's, then (depth first) those of each

@@ -49,7 +49,6 @@ LaunchSymbols launch_symbols(const GenericLaunch& l, const SymbolBindings& b) {
 
 namespace detail {
 
-namespace {
 void put_poly(Writer& w, const DimPoly& poly) {
   w.put<uint64_t>(poly.size());
   for (const auto& [mono, coeff] : poly) {
@@ -72,7 +71,6 @@ DimPoly get_poly(Reader& r, std::string_view what) {
   }
   return poly;
 }
-}  // namespace
 
 // u64 launch count; per launch u32 step, u64 symbol count and the names, then
 // per grid axis (x, y, z) its item count (a polynomial as in `profiles`),

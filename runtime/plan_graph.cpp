@@ -49,6 +49,10 @@ std::unique_ptr<Graph> load_graph(const Plan& p, std::string_view what) {
     fail("{}: the graph is invalid: {}", what, e.what());
   }
   check_profiles(p, *g, what);
+  if (!p.bounded_sizes.empty()) {
+    if (!g->symbols().empty()) fail("{}: section 'bounded sizes' in a plan whose graph has symbols", what);
+    check_bounded_sizes(p.bounded_sizes, *g, what);
+  }
   return g;
 }
 

@@ -134,5 +134,13 @@ ShapeProfiles read_profiles(Reader r);
 std::vector<uint8_t> write_generic_launches(const std::vector<GenericLaunch>& ls);
 std::vector<GenericLaunch> read_generic_launches(Reader r);
 void check_generic_launches(const Plan& p, const std::vector<std::string>& declared, std::string_view what);
+// A polynomial of symbols (sections `profiles`, `generic launches`,
+// `bounded sizes`): u64 term count; per term i64 coefficient, u64 symbol
+// count and the names, sorted.
+void put_poly(Writer& w, const DimPoly& poly);
+DimPoly get_poly(Reader& r, std::string_view what);
+// Section `bounded sizes` (runtime/plan_bounded_sizes.h).
+std::vector<uint8_t> write_bounded_sizes(const BoundedSizes& s);
+BoundedSizes read_bounded_sizes(Reader r);
 
 }  // namespace kiln::plan::detail

@@ -5,6 +5,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "backends/reference/control_flow_run.h"
 #include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/specialize.h"
@@ -164,29 +165,49 @@ class LoweredNode {
   int64_t k_ = 0;
 };
 
-// An if whose branches decide sizes (ir/data_dependent.h): its condition is
-// known now, so the taken branch runs as a graph of its own, with the
-// symbols bound so far substituted and its own data-dependent nodes run as
-// the top level's are. Returns its results; binds the symbols it decided.
-std::vector<Tensor> run_taken_branch(const Graph& g, const Node& n, const std::vector<const Tensor*>& operands,
-                                     const RunStaticGraph& run_static, const DataDependentRunHooks& hooks,
-                                     DataDependentRunResult& r) {
-  const Tensor& cond = *operands.at(0);
-  KILN_CHECK(cond.dtype() == DType::Bool && cond.numel() == 1, "{}: condition {}", n.describe(), cond.type().str());
-  const Graph& branch = *n.region(cond.get_int(0) != 0 ? 0 : 1);
-  std::unique_ptr<Graph> own = branch.clone();
+// A region (an if's branch, a loop's body) run as a graph of its own, with
+// the symbols bound so far substituted and its own data-dependent nodes run
+// as the top level's are. Returns its results; binds the symbols it decided.
+std::vector<Tensor> run_region(const Graph& g, const Graph& region, const std::vector<const Tensor*>& inputs,
+                               const RunStaticGraph& run_static, const DataDependentRunHooks& hooks,
+                               DataDependentRunResult& r) {
+  std::unique_ptr<Graph> own = region.clone();
   const auto decided_inside = data_dependent_symbols(*own);
   std::vector<SymbolDecl> decls;
   for (const SymbolDecl& d : g.symbols())
     if (r.symbols.count(d.name) || decided_inside.count(d.name)) decls.push_back(d);
   own->set_symbols(std::move(decls));
-  std::unique_ptr<Graph> ready = specialize_graph(*own, r.symbols, op_registry());
+  SymbolBindings outer = r.symbols;
+  for (const auto& [name, node] : decided_inside) outer.erase(name);  // a loop's body decides them again
+  std::unique_ptr<Graph> ready = specialize_graph(*own, outer, op_registry());
   std::map<std::string, Tensor> feed;
-  for (size_t k = 0; k < ready->inputs().size(); ++k) feed[ready->inputs()[k]->name()] = *operands.at(k + 1);
+  for (size_t k = 0; k < ready->inputs().size(); ++k) feed[ready->inputs()[k]->name()] = *inputs.at(k);
   DataDependentRunResult inner = run_data_dependent_stages(*ready, feed, run_static, hooks);
   for (const auto& [name, value] : inner.symbols) r.symbols[name] = value;
   r.stages += inner.stages;
   return std::move(inner.outputs);
+}
+
+// An if whose branches decide sizes (ir/data_dependent.h): its condition is
+// known now, so the taken branch runs as a graph of its own.
+std::vector<Tensor> run_taken_branch(const Graph& g, const Node& n, const std::vector<const Tensor*>& operands,
+                                     const RunStaticGraph& run_static, const DataDependentRunHooks& hooks,
+                                     DataDependentRunResult& r) {
+  const Tensor& cond = *operands.at(0);
+  KILN_CHECK(cond.dtype() == DType::Bool && cond.numel() == 1, "{}: condition {}", n.describe(), cond.type().str());
+  std::vector<const Tensor*> ins(operands.begin() + 1, operands.end());
+  return run_region(g, *n.region(cond.get_int(0) != 0 ? 0 : 1), ins, run_static, hooks, r);
+}
+
+// A loop whose body decides sizes: driven on the host as the reference
+// backend drives any loop (backends/reference/control_flow_run.h), each
+// iteration's body run as a graph of its own, its size symbols bound anew.
+std::vector<Tensor> run_loop_with_sizes(const Graph& g, const Node& n, const std::vector<const Tensor*>& operands,
+                                        const RunStaticGraph& run_static, const DataDependentRunHooks& hooks,
+                                        DataDependentRunResult& r) {
+  return run_control_flow(n, operands, [&](int region, const std::vector<const Tensor*>& ins) {
+    return run_region(g, *n.region(region), ins, run_static, hooks, r);
+  });
 }
 
 // The value of an if's size symbol: the dim of its results that the symbol
@@ -250,6 +271,8 @@ DataDependentRunResult run_data_dependent_stages(const Graph& g, const std::map<
     if (n.op() == "if") {
       outs = run_taken_branch(g, n, operands, run_static, hooks, r);
       if (!sym.empty()) count = if_result_size(n, outs, sym);
+    } else if (n.op() == "loop") {
+      outs = run_loop_with_sizes(g, n, operands, run_static, hooks, r);
     } else {
       LoweredNode lowered(n, operands);
       if (hooks.inspect) hooks.inspect(lowered.graph());

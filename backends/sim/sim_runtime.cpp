@@ -97,7 +97,7 @@ struct GivenStack {
   void deallocate(ctx::stack_context&) noexcept {}
 };
 
-enum class Wait { none, block, warp };
+enum class Wait { none, block, warp, warpgroup };
 
 struct Block;
 
@@ -120,6 +120,14 @@ struct Warp {
   uint64_t slots[2][32] = {};
 };
 
+// A warpgroup collective (wgmma): threads 128 g .. 128 g + 127 of the block.
+struct WarpGroup {
+  int arrived = 0;
+  const char* what = nullptr;
+  unsigned gen = 0;
+  uint64_t slots[2][128] = {};
+};
+
 // Shared by all blocks of one launch.
 struct Grid {
   const LaunchConfig* cfg;
@@ -139,6 +147,7 @@ struct Block {
   Grid* grid = nullptr;
   std::vector<Thread> threads;
   std::vector<Warp> warps;
+  std::vector<WarpGroup> warpgroups;
   std::deque<int> ready;
   int live = 0;
   int exited = 0;
@@ -195,6 +204,12 @@ void on_exit(Thread& t) {
   if (w.arrived != 0 && (w.pending >> t.lane & 1u))
     b.grid->fail(fmt::format("kernel {}: divergent {}: lane {} of {} returned while other lanes of its mask wait",
                              b.grid->cfg->kernel, w.what, t.lane, where(t)));
+  if (static_cast<size_t>(t.tid / 128) < b.warpgroups.size()) {
+    const WarpGroup& wg = b.warpgroups[static_cast<size_t>(t.tid / 128)];
+    if (wg.arrived != 0)
+      b.grid->fail(fmt::format("kernel {}: divergent {}: {} returned while {} thread(s) of its warpgroup wait",
+                               b.grid->cfg->kernel, wg.what, where(t), wg.arrived));
+  }
 }
 
 void run_block(Grid& g, int64_t linear, std::vector<void*>& stacks, Block& b) {
@@ -207,6 +222,7 @@ void run_block(Grid& g, int64_t linear, std::vector<void*>& stacks, Block& b) {
   b.grid = &g;
   b.threads.resize(static_cast<size_t>(n));
   b.warps.assign(static_cast<size_t>((n + 31) / 32), Warp{});
+  b.warpgroups.assign(static_cast<size_t>(n / 128), WarpGroup{});
   b.ready.clear();
   b.live = n;
   b.exited = b.at_barrier = b.barrier_count = b.barrier_result = 0;
@@ -259,9 +275,10 @@ void run_block(Grid& g, int64_t linear, std::vector<void*>& stacks, Block& b) {
         break;
       }
       const Warp& w = b.warps[static_cast<size_t>(t.tid / 32)];
+      const char* what = t.wait == Wait::warpgroup ? b.warpgroups[static_cast<size_t>(t.tid / 128)].what : w.what;
       waits += fmt::format("; thread {} at {}", dim_str(t.thread_idx.x, t.thread_idx.y, t.thread_idx.z),
                            t.wait == Wait::block ? fmt::format("__syncthreads {}:{}", b.barrier_file, b.barrier_line)
-                                                 : std::string(w.what ? w.what : "?"));
+                                                 : std::string(what ? what : "?"));
     }
     g.fail(fmt::format("kernel {}: deadlock in block {}{}", cfg.kernel, dim_str(bidx.x, bidx.y, bidx.z), waits));
   }
@@ -367,6 +384,44 @@ WarpSlots warp_collective(unsigned mask, uint64_t value, const char* what) {
     suspend(t);
   }
   return {w.slots[buf], lanes};
+}
+
+WarpGroupSlots warpgroup_collective(uint64_t value, const char* what) {
+  Thread& t = me();
+  Block& b = *t.block;
+  const size_t g = static_cast<size_t>(t.tid / 128);
+  if (g >= b.warpgroups.size())
+    kernel_error(
+        fmt::format("{} needs all 128 threads of a warpgroup; the block has {} thread(s), so threads {}.. "
+                    "form no whole warpgroup",
+                    what, b.threads.size(), b.warpgroups.size() * 128));
+  for (size_t i = g * 128; i < g * 128 + 128; ++i)
+    if (b.threads[i].done)
+      kernel_error(fmt::format("divergent {}: thread {} of the warpgroup already returned", what, i));
+  WarpGroup& w = b.warpgroups[g];
+  if (w.arrived == 0) {
+    w.what = what;
+  } else if (std::strcmp(w.what, what) != 0) {
+    kernel_error(fmt::format("divergent warpgroup collectives: {} while {} thread(s) of the warpgroup wait in {}", what,
+                             w.arrived, w.what));
+  }
+  const unsigned buf = w.gen & 1u;
+  w.slots[buf][t.tid % 128] = value;
+  if (++w.arrived == 128) {
+    w.arrived = 0;
+    ++w.gen;
+    for (size_t i = g * 128; i < g * 128 + 128; ++i) {
+      Thread& o = b.threads[i];
+      if (o.wait == Wait::warpgroup && &o != &t) {
+        o.wait = Wait::none;
+        b.ready.push_back(o.tid);
+      }
+    }
+    return {w.slots[buf], true};
+  }
+  t.wait = Wait::warpgroup;
+  suspend(t);
+  return {w.slots[buf], false};
 }
 
 unsigned active_mask() {

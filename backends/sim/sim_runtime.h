@@ -63,6 +63,17 @@ struct WarpSlots {
   unsigned lanes;
 };
 WarpSlots warp_collective(unsigned mask, uint64_t value, const char* what);
+// A warpgroup collective (wgmma): the 128 threads 128 g .. 128 g + 127 of the
+// block each publish `value`; returns the 128 slots (valid until the
+// caller's next warpgroup collective) and whether the caller was the last to
+// arrive (it runs first after the collective, before any other thread of the
+// warpgroup resumes). A block whose size is not a multiple of 128 has no
+// whole last warpgroup: its threads calling this is an error, as on the GPU.
+struct WarpGroupSlots {
+  const uint64_t* slots;
+  bool last;
+};
+WarpGroupSlots warpgroup_collective(uint64_t value, const char* what);
 unsigned active_mask();
 void* dynamic_shared(size_t* bytes);
 

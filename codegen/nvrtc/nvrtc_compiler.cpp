@@ -64,9 +64,12 @@ std::string nvrtc_version() {
 
 KernelCompiler::KernelCompiler(std::string arch, KernelCache* cache, std::vector<std::string> extra_options)
     : arch_(std::move(arch)), cache_(cache) {
-  static const char* const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
+  // sm_90a: Hopper's arch-specific target, for the kernels that use wgmma
+  // (codegen/core/wgmma.cuh); its CUBIN loads on sm_90 devices only and its
+  // PTX (compute_90a) JITs on none other.
+  static const char* const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
   if (std::find(std::begin(archs), std::end(archs), arch_) == std::end(archs))
-    fail("codegen: unsupported GPU arch '{}' (expected sm_80, sm_86, sm_89 or sm_90)", arch_);
+    fail("codegen: unsupported GPU arch '{}' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)", arch_);
   // KILN_CUDA_INCLUDE_DIR in the environment replaces the build's header
   // folder: a relocated kiln (bench/device_bundle.sh) brings its own headers.
   const char* headers = std::getenv("KILN_CUDA_INCLUDE_DIR");

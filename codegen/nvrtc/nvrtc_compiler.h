@@ -47,7 +47,7 @@ std::string nvrtc_version();
 
 class KernelCompiler {
  public:
-  // `arch`: sm_80, sm_86, sm_89 or sm_90 (else kiln::Error). `cache` may be
+  // `arch`: sm_80, sm_86, sm_89, sm_90 or sm_90a (else kiln::Error). `cache` may be
   // null (no caching); it must outlive the compiler. `extra_options` are
   // appended to the standard options (and so are part of the cache key).
   explicit KernelCompiler(std::string arch, KernelCache* cache = nullptr, std::vector<std::string> extra_options = {});

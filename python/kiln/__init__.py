@@ -167,7 +167,8 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
     fp16 | bf16; shapes fixes input dims ({"x": [1, 3, 224, 224]}); target:
     auto (the default, as `kiln compile`'s: this machine's GPU arch, else a
     portable GPU plan) | portable (CUBINs for sm_80 and sm_90, PTX for newer)
-    | sm_80 | sm_86 | sm_89 | sm_90 | cpu (no GPU kernels); tuning_cache: as
+    | sm_80 | sm_86 | sm_89 | sm_90 | sm_90a (Hopper only: the opt-in wgmma
+    GEMM kernels) | cpu (no GPU kernels); tuning_cache: as
     `--tuning-cache` (docs/tuning.md); backend: auto | cpu | gpu (gpu fails
     when no usable GPU); min_shapes / opt_shapes / max_shapes: a shape profile
     for the dims the model leaves open, as `--min-shapes` etc. (trtexec's

@@ -224,15 +224,15 @@ def test_profiles_argument_errors(tmp_path):
         kiln.compile(path, profiles=[{"x": ((1, 4), (1, 4), (2, 4))}, {}], target="cpu")
 
 
-def positive_entries_model(path):
-    """y = the positive entries of x [N, 3], doubled (Greater, NonZero, Gather): a size the data decides."""
+def positive_entries_model(path, batch="N"):
+    """y = the positive entries of x [batch, 3], doubled (Greater, NonZero, Gather): a size the data decides."""
     graph = helper.make_graph(
         [helper.make_node("Greater", ["x", "zero"], ["pos"]), helper.make_node("Reshape", ["x", "flat"], ["xf"]),
          helper.make_node("Reshape", ["pos", "flat"], ["pf"]), helper.make_node("NonZero", ["pf"], ["nz"]),
          helper.make_node("Reshape", ["nz", "flat"], ["idx"]), helper.make_node("Gather", ["xf", "idx"], ["v"]),
          helper.make_node("Mul", ["v", "two"], ["y"])],
         "positive",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])],
         [numpy_helper.from_array(np.zeros((), np.float32), "zero"),
          numpy_helper.from_array(np.full((), 2, np.float32), "two"),
@@ -252,8 +252,26 @@ def test_a_cpu_plan_holds_data_dependent_sizes(tmp_path):
         got = eng.run({"x": x})["y"]
         np.testing.assert_array_equal(got, ort_run(path, {"x": x})["y"])
         assert got.shape == ((x > 0).sum(),)
-    with pytest.raises(kiln.Error, match=r"GPU plans with data-dependent sizes are not implemented yet"):
+    with pytest.raises(kiln.Error, match=r"shape-profile symbols \(N\) and result sizes decided at run time: "
+                                         r"a GPU plan with both is not implemented yet"):
         kiln.compile(path, min_shapes={"x": [1, 3]}, max_shapes={"x": [4, 3]}, target="sm_90")
+
+
+def test_a_gpu_plan_holds_data_dependent_sizes_at_their_bounds(tmp_path):
+    # Fixed input shape: the plan computes at the bound (12 entries) and the
+    # run trims the output to the count its kernel wrote, on whichever path
+    # the engine runs (the GPU, or the CPU reference path without one).
+    path = tmp_path / "positive.onnx"
+    positive_entries_model(path, batch=4)
+    eng = kiln.compile(path, target="sm_90")
+    assert eng.outputs == [kiln.TensorInfo("y", "float32", (-1,))]
+    for seed in (1, 2, 3):
+        x = np.random.default_rng(seed).standard_normal((4, 3)).astype(np.float32)
+        got = eng.run({"x": x})["y"]
+        np.testing.assert_array_equal(got, ort_run(path, {"x": x})["y"])
+        assert got.shape == ((x > 0).sum(),)
+    none = eng.run({"x": -np.ones((4, 3), np.float32)})["y"]
+    assert none.shape == (0,)
 
 
 # Errors: kiln.Error carrying kiln's message.

@@ -5,8 +5,10 @@
 # reference backend and on the simulator and match ONNX Runtime (--compare
 # ort); the sizes the run bound are printed. A CPU plan holds such a graph:
 # `kiln compile --target cpu` writes it and `kiln run PLAN` runs it through
-# the runtime (ref) and on the simulator, matching ONNX Runtime; a GPU plan
-# cannot hold it yet: `kiln compile` says so, naming the nodes (exit 1).
+# the runtime (ref) and on the simulator, matching ONNX Runtime. A GPU plan
+# (sm_90) holds it computed at the upper bounds and trimmed to the counts
+# (plan-on-sim and the runtime's path against ONNX Runtime); what the bounds
+# cannot compute exactly is refused naming the node (exit 1).
 # Usage: data_dependent_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim
 set -u
 kiln=$1
@@ -64,6 +66,81 @@ for b in $backends; do
     >"$out" 2>&1 || fail "detect.plan on $b: not ONNX Runtime's outputs"
 done
 
+# GPU plans (sm_90) hold NonZero, NMS and TopK(k an input) computed at the
+# upper bounds, the counts written on the device and the outputs trimmed to
+# them: the plan's own kernels on the simulator (plan-on-sim) and the
+# runtime's path (ref: the plan's graph on the reference backend, as the
+# runtime runs it without a GPU), against ONNX Runtime.
+# (Only where codegen is built: a GPU plan needs NVRTC's kernels.)
+if [ "$sim" = sim ]; then
+  "$kiln" compile "$dir/detect.onnx" --target sm_90 -o "$dir/detect_gpu.plan" >"$out" 2>&1 || fail "compile detect sm_90: exit $?"
+  grep -q 'result sizes decided at run time (node (non_max_suppression) producing %selected (nms_n0 in \[0, 12\])): the GPU plan computes at the upper bounds' \
+    "$out" || fail "compile detect sm_90: the bounds are not said"
+  grep -q 'GPU kernels: [0-9]* for sm_90' "$out" || fail "compile detect sm_90: no GPU kernels"
+  "$kiln" inspect "$dir/detect_gpu.plan" >"$out" 2>&1 || fail "inspect detect_gpu.plan: exit $?"
+  grep -q '^sizes decided at run time, computed at their bounds: nms_n0 in \[0, 12\] (node (non_max_suppression) producing %selected, output %nms_n0_count)' \
+    "$out" || fail "inspect detect_gpu.plan: no counts line"
+  grep -q '^  output kept trimmed to \[nms_n0,4\] (bound \[12,4\])' "$out" || fail "inspect detect_gpu.plan: no trim line"
+  "$kiln" compile "$dir/select.onnx" --target sm_90 -o "$dir/select_gpu.plan" >"$out" 2>&1 || fail "compile select sm_90: exit $?"
+  "$kiln" compile "$dir/nonzero_gather.onnx" --target sm_90 -o "$dir/nz_gpu.plan" >"$out" 2>&1 || fail "compile nonzero_gather sm_90: exit $?"
+  for b in $backends; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/detect_gpu.plan" --backend $b --inputs "boxes:$dir/boxes.npy,scores:$dir/scores.npy" \
+      --outputs "$dir/o" >"$out" 2>&1 || fail "detect_gpu.plan on $b: exit $?"
+    grep -q '^data-dependent sizes: nms_n0=\([1-9]\|1[01]\) (range \[0, 12\], .*) (the plan computed at the bounds; outputs trimmed)' \
+      "$out" || fail "detect_gpu.plan on $b: no sizes line"
+    "$py" "$t/compare_outputs_ort.py" "$dir/detect.onnx" "$dir/o" "boxes=$dir/boxes.npy" "scores=$dir/scores.npy" \
+      >"$out" 2>&1 || fail "detect_gpu.plan on $b: not ONNX Runtime's outputs"
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/select_gpu.plan" --backend $b --inputs "x:$dir/x.npy,k:$dir/k.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "select_gpu.plan on $b: exit $?"
+    grep -q '^data-dependent sizes: nonzero_n0=[0-9]* (.*), nonzero_n1=[0-9]* (.*), topk_k0=3 ' "$out" ||
+      fail "select_gpu.plan on $b: no sizes line"
+    "$py" "$t/compare_outputs_ort.py" "$dir/select.onnx" "$dir/o" "x=$dir/x.npy" "k=$dir/k.npy" >"$out" 2>&1 ||
+      fail "select_gpu.plan on $b: not ONNX Runtime's outputs"
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/nz_gpu.plan" --backend $b --inputs "x:$dir/x.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "nz_gpu.plan on $b: exit $?"
+    "$py" "$t/compare_outputs_ort.py" "$dir/nonzero_gather.onnx" "$dir/o" "x=$dir/x.npy" >"$out" 2>&1 ||
+      fail "nz_gpu.plan on $b: not ONNX Runtime's outputs"
+    # A k past the axis: the run's count is checked against its bound, exit 1.
+    "$kiln" run "$dir/select_gpu.plan" --backend $b --inputs "x:$dir/x.npy,k:$dir/k9.npy" >"$out" 2>&1
+    [ $? -eq 1 ] || fail "select_gpu.plan on $b with k = 9 must exit 1"
+    grep -q '(topk) producing %top: the run gave its result size topk_k0 = 9, outside \[0, 6\]' "$out" ||
+      fail "select_gpu.plan on $b: no k range message"
+  done
+  # What the bounds cannot compute exactly is refused by name (exit 1): a sum
+  # over the kept entries would add the padding.
+  "$kiln" compile "$dir/positive_sum.onnx" --target sm_90 -o "$dir/sum.plan" >"$out" 2>&1
+  [ $? -eq 1 ] || fail "positive_sum for sm_90 must exit 1"
+  grep -q 'positive_sum.onnx: node "total" (reduce_sum) .*reads a value whose size is decided at run time (nonzero_n0).*it reduces along a data-dependent dim' \
+    "$out" || fail "positive_sum: the refusal does not name the node and why"
+  [ ! -e "$dir/sum.plan" ] || fail "positive_sum: a plan was written"
+fi
+
+# A Loop whose body decides a size (NonZero on the iteration number): each
+# iteration's body runs stage by stage, on ref and sim and from a CPU plan,
+# against ONNX Runtime; a GPU target refuses it naming the node.
+for b in $backends; do
+  KILN_PYTHON=$py "$kiln" run "$dir/loop_nonzero.onnx" --backend $b --inputs "x:$dir/xl.npy" --compare ort \
+    >"$out" 2>&1 || fail "loop_nonzero on $b: exit $?"
+  grep -q '^compare: PASS' "$out" || fail "loop_nonzero on $b: no PASS against ONNX Runtime"
+done
+"$kiln" compile "$dir/loop_nonzero.onnx" --target cpu -o "$dir/loop.plan" >"$out" 2>&1 || fail "compile loop: exit $?"
+for b in $backends; do
+  rm -rf "$dir/o"
+  "$kiln" run "$dir/loop.plan" --backend $b --inputs "x:$dir/xl.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+    fail "loop.plan on $b: exit $?"
+  "$py" "$t/compare_outputs_ort.py" "$dir/loop_nonzero.onnx" "$dir/o" "x=$dir/xl.npy" >"$out" 2>&1 ||
+    fail "loop.plan on $b: not ONNX Runtime's outputs"
+done
+if [ "$sim" = sim ]; then
+  "$kiln" compile "$dir/loop_nonzero.onnx" --target sm_90 -o "$dir/loop_gpu.plan" >"$out" 2>&1
+  [ $? -eq 1 ] || fail "loop_nonzero for sm_90 must exit 1"
+  grep -q '(nonzero) producing %nz decides the size nonzero_n0 inside a region' "$out" ||
+    fail "loop_nonzero for sm_90: the refusal does not name the node"
+fi
+
 # The If-guarded NMS and the clamped-slice/TopK chain of torchvision's
 # post-processing (make_detection_post_model.py) as CPU plans: both branches
 # (some boxes kept; none above the score threshold) through the runtime and on sim.
@@ -85,9 +162,4 @@ done
 grep -q '^data-dependent sizes: if_n0=[1-9][0-9]* (range \[0, 40\], node (if) producing %keep)' "$out" ||
   fail "nms_if.plan: the if's size is not printed"
 
-# GPU plans cannot hold data-dependent sizes yet: said plainly, nodes named.
-"$kiln" compile "$dir/detect.onnx" -o "$dir/detect.plan" >"$out" 2>&1
-[ $? -ne 0 ] || fail "compiling a data-dependent graph must fail"
-grep -q 'GPU plans with data-dependent sizes are not implemented yet' "$out" || fail "no plans message"
-grep -q 'NonMaxSuppression\|non_max_suppression' "$out" || fail "the message does not name the node"
 echo PASS

@@ -7,6 +7,15 @@ sizes) into DIR, built with onnx.helper, with inputs as .npy files:
                6 per class, IoU 0.4, score 0.3) and the kept boxes (Gather of
                the selection's box column), boxes in four clusters so that
                some are kept and some suppressed
+  nonzero_gather.onnx  x [4,6] -> the coordinates of the positive elements
+               (NonZero, [2,n]) and those elements through GatherND of the
+               transposed coordinates, Sigmoid'ed: what a GPU plan computes at
+               the bound and trims
+  positive_sum.onnx  x [4,6] -> the sum of its positive elements (NonZero,
+               Gather, ReduceSum "total"): what a GPU plan refuses
+  loop_nonzero.onnx  x [8] -> a Loop of 3 iterations whose body sums the
+               entries of x above the iteration number (NonZero, Gather,
+               ReduceSum): a running total (carried) and each sum (scanned)
 Random data, seeded.
     python tests/cli/make_data_dependent_models.py DIR
 """
@@ -69,6 +78,69 @@ def detect(dir_):
     np.save(os.path.join(dir_, "scores.npy"), rng.uniform(0, 1, (1, 2, 12)).astype(np.float32))
 
 
+def nonzero_gather(dir_):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    outs = [helper.make_tensor_value_info("where", TensorProto.INT64, [2, "n"]),
+            helper.make_tensor_value_info("picked", TensorProto.FLOAT, ["n"])]
+    inits = [numpy_helper.from_array(np.zeros((), np.float32), "zero")]
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["pos"]),
+        helper.make_node("NonZero", ["pos"], ["where"]),
+        helper.make_node("Transpose", ["where"], ["coords"], perm=[1, 0]),
+        helper.make_node("GatherND", ["x", "coords"], ["vals"]),
+        helper.make_node("Sigmoid", ["vals"], ["picked"]),
+    ]
+    save(helper.make_graph(nodes, "nonzero_gather", [x], outs, initializer=inits),
+         os.path.join(dir_, "nonzero_gather.onnx"))
+
+
+def positive_sum(dir_):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    outs = [helper.make_tensor_value_info("sum", TensorProto.FLOAT, [1])]
+    inits = [numpy_helper.from_array(np.zeros((), np.float32), "zero"), i64("flat", [-1]), i64("axes", [0])]
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["pos"]),
+        helper.make_node("Reshape", ["x", "flat"], ["xf"]),
+        helper.make_node("Reshape", ["pos", "flat"], ["posf"]),
+        helper.make_node("NonZero", ["posf"], ["nz"]),
+        helper.make_node("Reshape", ["nz", "flat"], ["idx"]),
+        helper.make_node("Gather", ["xf", "idx"], ["vals"], axis=0),
+        helper.make_node("ReduceSum", ["vals", "axes"], ["sum"], name="total", keepdims=1),
+    ]
+    save(helper.make_graph(nodes, "positive_sum", [x], outs, initializer=inits), os.path.join(dir_, "positive_sum.onnx"))
+
+
+def loop_nonzero(dir_):
+    f32 = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=f32),
+         helper.make_node("Greater", ["x", "fi"], ["pos"]),
+         helper.make_node("NonZero", ["pos"], ["nz"]),
+         helper.make_node("Reshape", ["nz", "flat"], ["idx"]),
+         helper.make_node("Gather", ["x", "idx"], ["vals"], axis=0),
+         helper.make_node("ReduceSum", ["vals"], ["s"], keepdims=1),
+         helper.make_node("Add", ["acc", "s"], ["acc_out"]),
+         helper.make_node("Identity", ["cond"], ["cond_out"]),
+         helper.make_node("Identity", ["s"], ["s_scan"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc", f32, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", f32, [1]), helper.make_tensor_value_info("s_scan", f32, [1])],
+        [i64("flat", [-1])])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "", "zero"], ["total", "per_iter"], body=body)],
+        "loop_nonzero", [helper.make_tensor_value_info("x", f32, [8])],
+        [helper.make_tensor_value_info("total", f32, [1]), helper.make_tensor_value_info("per_iter", f32, [3, 1])],
+        [numpy_helper.from_array(np.array(3, np.int64), "trips"), numpy_helper.from_array(np.zeros(1, np.float32), "zero")])
+    save(g, os.path.join(dir_, "loop_nonzero.onnx"))
+    np.save(os.path.join(dir_, "xl.npy"), np.array([0.5, 2.5, -1, 1.5, 3, 0.2, 2.2, 1.1], np.float32))
+
+
 if __name__ == "__main__":
     select(sys.argv[1])
     detect(sys.argv[1])
+    nonzero_gather(sys.argv[1])
+    positive_sum(sys.argv[1])
+    loop_nonzero(sys.argv[1])

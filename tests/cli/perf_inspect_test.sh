@@ -22,7 +22,9 @@ fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
 "$kiln" inspect "$dir/m.plan" --perf --json "$dir/h100.json" >"$out" 2>&1 || fail "inspect --perf exit $?"
 cat "$out"
 for line in 'gpu: h100 (NVIDIA H100 SXM5 80GB, sm_90): 132 SMs' 'target sm_90, precision fp16, batch 64' \
-            'est_us' 'total: ' 'bounds: ' 'conv/GEMM/attention launches: 1;'; do
+            'est_us' 'total: ' 'bounds: ' 'conv/GEMM/attention launches: 1;' \
+            'filling >= 1 wave (blocks >= 132 SMs x resident blocks per SM): 0 (0%)' \
+            ">= 1 block per SM (blocks >= 132 SMs, issue 18's measure of a full grid): 0 (0%)"; do
   grep -qF "$line" "$out" || fail "inspect --perf lacks: $line"
 done
 grep -q '^memory plan' "$out" && fail "--perf prints the plan listing too"

@@ -428,6 +428,24 @@ TEST_F(FakeDriverRules, ModuleImagesAreCheckedAgainstTheDeviceAndTheDriver) {
   EXPECT_EQ(api.module_load(&m, newer.c_str()), 218) << "CUDA_ERROR_INVALID_PTX: sm_100 PTX on an sm_90 device";
 }
 
+// An sm_90a (arch-specific, wgmma) plan's code: its CUBIN only on Hopper,
+// its PTX (.target sm_90a) only on sm_90 itself, not JIT-compiled on newer GPUs.
+TEST_F(FakeDriverRules, ArchSpecificSm90aCodeRunsOnSm90Only) {
+  const plan::Kernel& k = plans().at("sm_90a_wgmma").kernels.at(0);
+  ASSERT_EQ(k.arch, "sm_90a");
+  void* m = nullptr;
+  fake().set_arch(8, 0);
+  EXPECT_EQ(api.module_load(&m, k.cubin.data()), 209) << "CUDA_ERROR_NO_BINARY_FOR_GPU: an sm_90a CUBIN on sm_80";
+  EXPECT_EQ(api.module_load(&m, k.ptx.c_str()), 218) << "CUDA_ERROR_INVALID_PTX: sm_90a PTX on sm_80";
+  fake().set_arch(10, 0);
+  EXPECT_EQ(api.module_load(&m, k.ptx.c_str()), 218) << "CUDA_ERROR_INVALID_PTX: sm_90a PTX on sm_100";
+  fake().set_arch(9, 0);
+  ASSERT_EQ(api.module_load(&m, k.cubin.data()), 0);
+  api.module_unload(m);
+  ASSERT_EQ(api.module_load(&m, k.ptx.c_str()), 0);
+  api.module_unload(m);
+}
+
 // A PTX module with one kernel of `n` pointer parameters, as NVRTC writes them.
 std::string ptx_with_params(int n) {
   std::string s = ".version 9.0\n.target sm_90\n.address_size 64\n\n.visible .entry wide(\n";

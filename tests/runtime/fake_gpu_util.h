@@ -304,6 +304,31 @@ inline plan::Plan folded_split_k_plan() {
   return build_plan(*compiled_text(kFoldedSplitK), {"sm_90", "fp32", {}});
 }
 
+// A GEMM + bias + relu on a wgmma tile (fake_gpu_wgmma_test.cpp): the
+// sm_90a target (every kernel's CUBIN and PTX for sm_90a) with the tile forced
+// to 128 x 64 wgmma (the model alone would keep this small GEMM on mma.sync).
+inline constexpr const char* kWgmmaGemm =
+    R"(graph @m(%a: f16[136,200], %b: f16[200,72], %c: f16[72]) -> (f16[136,72]) {
+    %m = matmul(%a, %b) : f16[136,72]
+    %s = add(%m, %c) : f16[136,72]
+    %y = relu(%s) : f16[136,72]
+    return %y
+  })";
+inline plan::Plan wgmma_plan() {
+  codegen::ScopedGemmTileChooser wgmma([](const codegen::GemmProblem&) {
+    codegen::GemmTileConfig c;
+    c.wgmma = true;
+    c.bm = 128;
+    c.bn = 64;
+    c.bk = 64;
+    c.warps_m = 8;
+    c.warps_n = 1;
+    c.stages = 3;
+    return std::optional<codegen::GemmTileConfig>(c);
+  });
+  return build_plan(*compiled_text(kWgmmaGemm), {"sm_90a", "fp32", {}});
+}
+
 // A decode-step attention (one query against 900 keys, 4 heads): the
 // tensor-core kernel splits the keys over blocks (split-KV) and combines them
 // in its last block per query tile, with counters in the zeroed region.
@@ -407,8 +432,8 @@ inline plan::Plan profile_pointwise_plan() {
 
 // Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax",
 // "wide_softmax_small_registers",
-// "folded_split_k", "split_kv_attention", "concat_5000", kAbsentOperandCase, the control-flow graphs'
-// names, "cf_table_in_loop", and the plans with shape profiles "profile_pointwise", "profile_mlp" and
+// "folded_split_k", "sm_90a_wgmma", "split_kv_attention", "concat_5000", kAbsentOperandCase, the control-flow
+// graphs' names, "cf_table_in_loop", and the plans with shape profiles "profile_pointwise", "profile_mlp" and
 // "profile_cnn".
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
@@ -420,6 +445,7 @@ inline const std::map<std::string, plan::Plan>& plans() {
     r["wide_softmax"] = build_plan(*compiled_text(kWideSoftmax), {"sm_90", "fp32", {}});
     r["wide_softmax_small_registers"] = small_register_file_plan(*compiled_text(kWideSoftmax));
     r["folded_split_k"] = folded_split_k_plan();
+    r["sm_90a_wgmma"] = wgmma_plan();
     r["split_kv_attention"] = build_plan(*compiled_text(kSplitKvAttention), {"sm_90", "fp32", {}});
     // Control flow left in the plan (fake_gpu_control_flow_test.cpp).
     for (const auto& [name, text] : control_flow_graphs())

@@ -39,6 +39,10 @@ struct VecCase {
   std::string name, text;
   int width;      // the epilogue accesses' width the kernel must state
   int split = 1;  // a folded split-K (the tail stores through the epilogue)
+  // Results stored as one kiln_vec (the others, whose elements a layout op moved apart, element by
+  // element); -1: all of them when width > 1.
+  int vector_stores = -1;
+  bool reduce = false;  // the split's partial sums summed by a second, reduction kernel (which stores)
   std::unique_ptr<Graph> g;
   const Node* anchor = nullptr;
   std::vector<codegen::NodeKernel> kernels;
@@ -46,8 +50,8 @@ struct VecCase {
 
 std::vector<VecCase> vec_cases() {
   std::vector<VecCase> cs;
-  auto add = [&](std::string name, std::string text, int width, int split = 1) {
-    cs.push_back(VecCase{std::move(name), std::move(text), width, split, nullptr, nullptr, {}});
+  auto add = [&](std::string name, std::string text, int width, int split = 1, int vector_stores = -1) {
+    cs.push_back(VecCase{std::move(name), std::move(text), width, split, vector_stores, false, nullptr, nullptr, {}});
   };
   // BERT's dense layers: bias [N] read along the row, the residual in the same width; 70 rows (a partial tile).
   constexpr const char* matmul =
@@ -68,6 +72,20 @@ std::vector<VecCase> vec_cases() {
   return %z
 })",
       8, 3);
+  // The same split 3 ways with a reduction kernel (as ResNet-50's stage-3/4 convs): the reduction sums 8
+  // columns per thread (two 16-byte partial loads per split) and stores them through the epilogue.
+  add("f16 matmul + bias + residual + relu, split 3 with a reduction kernel", fmt::format(fmt::runtime(matmul), "f16"),
+      8, 3);
+  cs.back().reduce = true;
+  add("f16 matmul to f32 + bias, split 2 with a reduction kernel",
+      R"(graph @m(%a: f16[33,128], %b: f16[128,32], %c: f16[32]) -> (f32[33,32]) {
+  %y = matmul(%a, %b) : f16[33,32]
+  %z = add(%y, %c) : f16[33,32]
+  %f = cast(%z) {to="f32"} : f32[33,32]
+  return %f
+})",
+      4, 2);
+  cs.back().reduce = true;
   // ResNet's bottleneck end: an NHWC conv whose bias (the anchor's) is read as one vector, a residual, relu.
   add("f16 conv nhwc + bias + residual + relu",
       R"(graph @m(%x: f16[1,6,6,32], %w: f16[64,3,3,32], %b: f16[64], %r: f16[1,6,6,64]{nhwc}) -> (f16[1,6,6,64]{nhwc}) {
@@ -86,7 +104,7 @@ std::vector<VecCase> vec_cases() {
   return %f
 })",
       4);
-  // Not vectorized: a row of 36 f16 is not a multiple of 8; a transpose in the epilogue.
+  // Not vectorized: a row of 36 f16 is not a multiple of 8.
   add("f16 matmul N=36 (element by element)",
       R"(graph @m(%a: f16[20,64], %b: f16[64,36], %c: f16[36]) -> (f16[20,36]) {
   %y = matmul(%a, %b) : f16[20,36]
@@ -94,14 +112,75 @@ std::vector<VecCase> vec_cases() {
   return %z
 })",
       1);
-  add("f16 matmul + transpose (element by element)",
+  // Layout ops after the anchor, decided per buffer: where the 8 columns stay next to each other in a
+  // result (a transpose keeping the row's axis last, a split or slice cutting it at multiples of 8, a
+  // one-index gather on another axis) they are stored as one vector; a transpose moving the GEMM's N
+  // axis stores its result element by element (its bias still read as one vector).
+  add("f16 matmul + bias + transpose moving N (vector loads, element stores)",
       R"(graph @m(%a: f16[32,64], %b: f16[64,64], %c: f16[64]) -> (f16[64,32]) {
   %y = matmul(%a, %b) : f16[32,64]
   %z = add(%y, %c) : f16[32,64]
   %t = transpose(%z) {perm=[1,0]} : f16[64,32]
   return %t
 })",
-      1);
+      8, 1, 0);
+  // ViT-B/16's QKV projection (torchvision's multi-head attention, sequence-first): [S,1,E] x [E,3E]
+  // + bias, unflattened into (3, E), the 3 moved first, one gather per part, heads split and moved
+  // before the sequence. 20 tokens (a partial tile), 4 heads of 16.
+  add("f16 ViT QKV: bias, transposes, three gathers (three results)",
+      R"(graph @m(%x: f16[20,1,64], %w: f16[64,192], %c: f16[192]) -> (f16[1,4,20,16], f16[1,4,20,16], f16[1,4,20,16]) {
+  %i0 = const i64[] splat<0>
+  %i1 = const i64[] splat<1>
+  %i2 = const i64[] splat<2>
+  %y = matmul(%x, %w) : f16[20,1,192]
+  %z = add(%c, %y) : f16[20,1,192]
+  %u = reshape(%z) {shape=[1,20,1,3,64]} : f16[1,20,1,3,64]
+  %t = transpose(%u) {perm=[3,1,2,0,4]} : f16[3,20,1,1,64]
+  %s = reshape(%t) {shape=[3,20,1,64]} : f16[3,20,1,64]
+  %q = gather(%s, %i0) {axis=0} : f16[20,1,64]
+  %k = gather(%s, %i1) {axis=0} : f16[20,1,64]
+  %v = gather(%s, %i2) {axis=0} : f16[20,1,64]
+  %q3 = reshape(%q) {shape=[20,4,16]} : f16[20,4,16]
+  %k3 = reshape(%k) {shape=[20,4,16]} : f16[20,4,16]
+  %v3 = reshape(%v) {shape=[20,4,16]} : f16[20,4,16]
+  %qt = transpose(%q3) {perm=[1,0,2]} : f16[4,20,16]
+  %kt = transpose(%k3) {perm=[1,0,2]} : f16[4,20,16]
+  %vt = transpose(%v3) {perm=[1,0,2]} : f16[4,20,16]
+  %qo = reshape(%qt) {shape=[1,4,20,16]} : f16[1,4,20,16]
+  %ko = reshape(%kt) {shape=[1,4,20,16]} : f16[1,4,20,16]
+  %vo = reshape(%vt) {shape=[1,4,20,16]} : f16[1,4,20,16]
+  return %qo, %ko, %vo
+})",
+      8);
+  // BERT's merged QKV GEMM: split along the row into three, each with its bias, heads moved before
+  // the sequence; a folded split-K as in BERT's plan (the last block per tile stores the vectors).
+  add("f16 BERT QKV: split along N, biases, transposes (three results)",
+      R"(graph @m(%x: f16[1,24,128], %w: f16[128,192], %bq: f16[64], %bk: f16[64], %bv: f16[64]) -> (f16[1,4,24,16], f16[1,4,24,16], f16[1,4,24,16]) {
+  %y = matmul(%x, %w) : f16[1,24,192]
+  %q, %k, %v = split(%y) {axis=2, split=[64,64,64]} : f16[1,24,64], f16[1,24,64], f16[1,24,64]
+  %qb = add(%q, %bq) : f16[1,24,64]
+  %kb = add(%k, %bk) : f16[1,24,64]
+  %vb = add(%v, %bv) : f16[1,24,64]
+  %q4 = reshape(%qb) {shape=[1,24,4,16]} : f16[1,24,4,16]
+  %k4 = reshape(%kb) {shape=[1,24,4,16]} : f16[1,24,4,16]
+  %v4 = reshape(%vb) {shape=[1,24,4,16]} : f16[1,24,4,16]
+  %qt = transpose(%q4) {perm=[0,2,1,3]} : f16[1,4,24,16]
+  %kt = transpose(%k4) {perm=[0,2,1,3]} : f16[1,4,24,16]
+  %vt = transpose(%v4) {perm=[0,2,1,3]} : f16[1,4,24,16]
+  return %qt, %kt, %vt
+})",
+      8, 2);
+  // Per buffer in one kernel: the row as computed (a vector), its transpose (element by element), a
+  // slice of columns 16..47 (a vector, stored only by the threads holding them).
+  add("f16 matmul: a vector, a transposed and a sliced result",
+      R"(graph @m(%a: f16[20,64], %b: f16[64,64], %c: f16[64]) -> (f16[20,64], f16[64,20], f16[20,32]) {
+  %y = matmul(%a, %b) : f16[20,64]
+  %z = add(%y, %c) : f16[20,64]
+  %t = transpose(%z) {perm=[1,0]} : f16[64,20]
+  %s = slice(%z) {ends=[20,48], starts=[0,16], steps=[1,1]} : f16[20,32]
+  return %z, %t, %s
+})",
+      8, 1, 2);
   return cs;
 }
 
@@ -121,8 +200,8 @@ std::map<std::string, Tensor> random_inputs(const Graph& g, uint64_t seed) {
 // every epilogue operand one element off the start of its (aligned)
 // allocation (not the GEMM operands: the k-loop's cp.async needs them
 // 16-byte aligned, as the arena gives them).
-Tensor run(const VecCase& c, const std::map<std::string, codegen::SimEntry>& entries,
-           const std::map<std::string, Tensor>& feed, bool shift) {
+std::vector<Tensor> run(const VecCase& c, const std::map<std::string, codegen::SimEntry>& entries,
+                        const std::map<std::string, Tensor>& feed, bool shift) {
   const Node& n = *c.anchor;
   std::vector<std::vector<unsigned char>> storage;  // each buffer, copied (shifted) into its own allocation
   std::vector<void*> bufs;
@@ -136,8 +215,10 @@ Tensor run(const VecCase& c, const std::map<std::string, codegen::SimEntry>& ent
     bufs.push_back(base);
     counts.push_back(count);
   };
-  const TensorType ot = n.output(0)->type();
-  add(nullptr, ot.nbytes(), dtype_size(ot.dtype), ot.numel(), shift);
+  for (int r = 0; r < n.num_outputs(); ++r) {
+    const TensorType ot = n.output(r)->type();
+    add(nullptr, ot.nbytes(), dtype_size(ot.dtype), ot.numel(), shift);
+  }
   // The body's anchor (the conv or matmul) reads its first two operands from these node inputs.
   std::vector<const Value*> gemm_operands;
   for (const auto& bn : n.body()->nodes())
@@ -150,32 +231,38 @@ Tensor run(const VecCase& c, const std::map<std::string, codegen::SimEntry>& ent
     const bool operand = std::find(gemm_operands.begin(), gemm_operands.end(), v) != gemm_operands.end();
     add(t.raw(), t.nbytes(), dtype_size(t.dtype()), t.numel(), shift && !operand);
   }
-  const codegen::NodeKernel& k = c.kernels.at(0);
-  for (const Tensor& t : k.extra) add(t.raw(), t.nbytes(), dtype_size(t.dtype()), t.numel(), shift);
-  std::vector<float> ws(static_cast<size_t>(k.workspace_f32), std::nanf(""));
-  std::vector<unsigned> tickets(static_cast<size_t>(k.tile_counters), 0u);
-  if (k.workspace_f32 > 0) {
+  const codegen::NodeKernel& k0 = c.kernels.at(0);
+  for (const Tensor& t : k0.extra) add(t.raw(), t.nbytes(), dtype_size(t.dtype()), t.numel(), shift);
+  std::vector<float> ws(static_cast<size_t>(k0.workspace_f32), std::nanf(""));
+  std::vector<unsigned> tickets(static_cast<size_t>(k0.tile_counters), 0u);
+  if (k0.workspace_f32 > 0) {
     bufs.push_back(ws.data());
     counts.push_back(static_cast<long long>(ws.size()));
   }
-  if (k.tile_counters > 0) {
+  if (k0.tile_counters > 0) {
     bufs.push_back(tickets.data());
     counts.push_back(static_cast<long long>(tickets.size()));
   }
-  sim::LaunchConfig cfg;
-  cfg.kernel = k.name;
-  cfg.grid = dim3(k.grid.x, k.grid.y, k.grid.z);
-  cfg.block = dim3(k.block.x, k.block.y, k.block.z);
-  cfg.shared_bytes = k.shared_bytes;
-  codegen::sim_launch(entries.at(k.name), cfg, bufs, counts);
-  Tensor out(ot);
-  std::memcpy(out.raw(), bufs[0], ot.nbytes());
-  return out;
+  for (const codegen::NodeKernel& k : c.kernels) {  // the GEMM, then a split's reduction (same buffers)
+    sim::LaunchConfig cfg;
+    cfg.kernel = k.name;
+    cfg.grid = dim3(k.grid.x, k.grid.y, k.grid.z);
+    cfg.block = dim3(k.block.x, k.block.y, k.block.z);
+    cfg.shared_bytes = k.shared_bytes;
+    codegen::sim_launch(entries.at(k.name), cfg, bufs, counts);
+  }
+  std::vector<Tensor> outs;
+  for (int r = 0; r < n.num_outputs(); ++r) {
+    outs.emplace_back(n.output(r)->type());
+    std::memcpy(outs.back().raw(), bufs[static_cast<size_t>(r)], outs.back().nbytes());
+  }
+  return outs;
 }
 
 TEST(CodegenVectorEpilogue, WideLoadsAndStoresMatchReferenceAlignedOrNot) {
   std::vector<VecCase> cases = vec_cases();
   std::vector<codegen::KernelSource> sources;
+  std::vector<int> storer;  // per source: the case whose results it stores, or -1 (a split's partial GEMM)
   for (VecCase& c : cases) {
     SCOPED_TRACE(c.name);
     c.g = parse_graph(c.text, "vec.kir");
@@ -188,15 +275,26 @@ TEST(CodegenVectorEpilogue, WideLoadsAndStoresMatchReferenceAlignedOrNot) {
     codegen::ScopedGemmTileChooser ch([&](const codegen::GemmProblem& p) {
       codegen::GemmTileConfig t = codegen::default_gemm_tile(p);
       t.split_k = c.split;
-      t.fold_split = c.split > 1;
+      t.fold_split = c.split > 1 && !c.reduce;
       return std::optional<codegen::GemmTileConfig>(t);
     });
     ASSERT_NO_THROW(c.kernels = codegen::emitter_for(*c.anchor)->emit(*c.anchor));
-    ASSERT_EQ(c.kernels.size(), 1u);
-    const std::string& src = c.kernels[0].source;
-    EXPECT_NE(src.find(fmt::format("// epilogue: {}-element accesses", c.width)), std::string::npos) << src;
-    EXPECT_EQ(src.find("*KILN_PTR_CAST(e_o0_t, out0 + e_p0) = w;") != std::string::npos, c.width > 1);
-    sources.push_back({c.kernels[0].name, src});
+    ASSERT_EQ(c.kernels.size(), c.reduce ? 2u : 1u);
+    // The kernel that stores: the GEMM, or the split's reduction.
+    const std::string& src = c.kernels.back().source;
+    if (c.reduce)
+      EXPECT_NE(src.find(fmt::format("{} per thread; then the epilogue ({} per access)", c.width, c.width)),
+                std::string::npos)
+          << src;
+    else EXPECT_NE(src.find(fmt::format("// epilogue: {}-element accesses", c.width)), std::string::npos) << src;
+    int stores = 0;
+    for (int r = 0; r < c.anchor->num_outputs(); ++r)
+      stores += src.find(fmt::format("*KILN_PTR_CAST(e_o{}_t, out{} + ", r, r)) != std::string::npos;
+    EXPECT_EQ(stores, c.vector_stores >= 0 ? c.vector_stores : c.width > 1 ? c.anchor->num_outputs() : 0) << src;
+    for (const codegen::NodeKernel& k : c.kernels) {
+      sources.push_back({k.name, k.source});
+      storer.push_back(&k == &c.kernels.back() ? static_cast<int>(&c - cases.data()) : -1);
+    }
   }
   codegen::KernelCache cache;
   for (std::string arch : {"sm_80", "sm_90"}) {
@@ -204,10 +302,17 @@ TEST(CodegenVectorEpilogue, WideLoadsAndStoresMatchReferenceAlignedOrNot) {
     std::vector<codegen::CompiledKernel> ks;
     ASSERT_NO_THROW(ks = compiler.compile(sources)) << arch;
     for (size_t i = 0; i < ks.size(); ++i) {
-      EXPECT_EQ(ks[i].spill_bytes, 0) << cases[i].name << " " << arch;
-      // 16-byte stores of the result (f16 x 8 or f32 x 4).
-      if (arch == "sm_80" && cases[i].width > 1)
-        EXPECT_NE(ks[i].ptx.find("st.global.v4"), std::string::npos) << cases[i].name;
+      EXPECT_EQ(ks[i].spill_bytes, 0) << sources[i].name << " " << arch;
+      if (storer[i] < 0) continue;
+      // 16-byte stores of the result (f16 x 8 or f32 x 4); where every result is stored element by
+      // element, the bias is still one 16-byte load.
+      const VecCase& c = cases[static_cast<size_t>(storer[i])];
+      if (arch == "sm_80" && c.width > 1 && c.vector_stores != 0)
+        EXPECT_NE(ks[i].ptx.find("st.global.v4"), std::string::npos) << c.name;
+      if (arch == "sm_80" && c.width > 1 && c.vector_stores == 0)
+        EXPECT_TRUE(ks[i].ptx.find("ld.global.nc.v4") != std::string::npos ||
+                    ks[i].ptx.find("ld.global.v4") != std::string::npos)
+            << c.name;
     }
   }
   codegen::SimCompiler sim;
@@ -216,12 +321,15 @@ TEST(CodegenVectorEpilogue, WideLoadsAndStoresMatchReferenceAlignedOrNot) {
     const VecCase& c = cases[ci];
     SCOPED_TRACE(c.name);
     const auto feed = random_inputs(*c.g, 7 + ci);
-    const Tensor want = ReferenceExecutor(*c.g).run(feed).at(0);
-    const Tolerance tol = default_tolerance(want.dtype() == DType::BF16 ? DType::BF16 : DType::F16);
-    const Tensor aligned = run(c, entries, feed, false);
-    EXPECT_EQ(compare_tensors(aligned, want, tol), "");
-    const Tensor shifted = run(c, entries, feed, true);
-    EXPECT_TRUE(shifted.same_bytes(aligned)) << "the element-by-element fallback gives other bits";
+    const std::vector<Tensor> want = ReferenceExecutor(*c.g).run(feed);
+    const std::vector<Tensor> aligned = run(c, entries, feed, false);
+    const std::vector<Tensor> shifted = run(c, entries, feed, true);
+    ASSERT_EQ(aligned.size(), want.size());
+    for (size_t r = 0; r < want.size(); ++r) {
+      const Tolerance tol = default_tolerance(want[r].dtype() == DType::BF16 ? DType::BF16 : DType::F16);
+      EXPECT_EQ(compare_tensors(aligned[r], want[r], tol), "") << "result " << r;
+      EXPECT_TRUE(shifted[r].same_bytes(aligned[r])) << "result " << r << ": the element-by-element fallback differs";
+    }
   }
 }
 

@@ -116,6 +116,20 @@ TEST(PerfEstimate, LargeGemmWavesAndComputeTime) {
   EXPECT_NEAR(a.compute_us, 38 * (2.0 * 64 * 64 * 4096) / (312e12 / 108) * 1e6, 1e-9);
 }
 
+// A kernel of the sm_90a target's wgmma tiles: the tensor cores at the
+// wgmma fraction (0.8) on Hopper; a GPU without wgmma keeps its mma.sync rate.
+TEST(PerfEstimate, WgmmaLaunchesRunAtTheWgmmaFraction) {
+  ModelConstants c;
+  c.load_latency_us = 0.01;
+  LaunchWork w = big_gemm();
+  w.wgmma = true;
+  const LaunchEstimate e = estimate_launch(w, h100(), c);
+  EXPECT_NEAR(e.compute_us, 32 * (2.0 * 64 * 64 * 4096) / (989.4e12 / 132 * 0.8) * 1e6, 1e-9);
+  EXPECT_NEAR(e.compute_us, 238.75 * 0.6 / 0.8, 0.01);
+  const LaunchEstimate a = estimate_launch(w, *find_gpu("a100"), c);
+  EXPECT_NEAR(a.compute_us, 38 * (2.0 * 64 * 64 * 4096) / (312e12 / 108) * 1e6, 1e-9);
+}
+
 TEST(PerfEstimate, SubWaveGemmIsLatencyBound) {
   // ResNet-50's stage-4 3x3 conv shape: 8 blocks, each 144 k-tiles of 32.
   LaunchWork w = big_gemm();

@@ -55,7 +55,7 @@ TEST(Targets, AnExplicitTargetIsKeptAndCheckedWithoutProbing) {
     resolve_target("sm_75", gpu("sm_86"));
     FAIL() << "sm_75 accepted";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "target \"sm_75\": expected one of auto, cpu, portable, sm_80, sm_86, sm_89, sm_90");
+    EXPECT_STREQ(e.what(), "target \"sm_75\": expected one of auto, cpu, portable, sm_80, sm_86, sm_89, sm_90, sm_90a");
   }
 }
 
@@ -66,6 +66,17 @@ TEST(Targets, ArchsOfEachTarget) {
   EXPECT_EQ(target_archs("sm_86"), (std::vector<std::string>{"sm_86"}));
   EXPECT_TRUE(is_gpu_target("portable"));
   EXPECT_THROW(target_archs("auto"), Error);
+}
+
+// sm_90a: Hopper's arch-specific target (the wgmma opt-in) is only ever named;
+// its plans run on sm_90 devices alone, and no other target's launches are
+// checked against it.
+TEST(Targets, Sm90aIsAnExplicitOptInOnly) {
+  EXPECT_EQ(target_archs("sm_90a"), (std::vector<std::string>{"sm_90a"}));
+  EXPECT_EQ(archs_running_target("sm_90a"), (std::vector<std::string>{"sm_90a"}));
+  EXPECT_EQ(archs_running_target("sm_90"), (std::vector<std::string>{"sm_90"}));
+  EXPECT_EQ(resolve_target("auto", gpu("sm_90")).target, "sm_90");
+  EXPECT_EQ(resolve_target("sm_90a", gpu("sm_86")).target, "sm_90a");
 }
 
 }  // namespace

@@ -35,10 +35,13 @@ void add_compile_flags(CLI::App* cmd, CompileOptions& o) {
          "Build: not supported yet (refused with a message)")
       ->group("Build");
   // The default is the caller's (`kiln compile`: auto, compiler/targets.h).
-  cmd->add_option("--target", o.pass.target,
-                  fmt::format("Build: auto (this machine's GPU, else portable) | portable (CUBINs for {} + PTX for "
-                              "newer GPUs) | cpu (no GPU kernels) | sm_80 | sm_86 | sm_89 | sm_90",
-                              fmt::join(portable_archs(), ", ")))
+  cmd->add_option(
+         "--target", o.pass.target,
+         fmt::format(
+             "Build: auto (this machine's GPU, else portable) | portable (CUBINs for {} + PTX for "
+             "newer GPUs) | cpu (no GPU kernels) | sm_80 | sm_86 | sm_89 | sm_90 | sm_90a (Hopper only; opts in "
+             "to the wgmma GEMM kernels)",
+             fmt::join(portable_archs(), ", ")))
       ->check(CLI::IsMember(supported_targets()))
       ->capture_default_str()
       ->group("Build");

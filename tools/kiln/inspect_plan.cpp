@@ -136,6 +136,27 @@ static nlohmann::json show_profiles(const plan::Plan& p, const Graph& g, std::os
   return {{"symbols", js}, {"profiles", jp}, {"in_place", jc}, {"generic_launches", jg}};
 }
 
+// A GPU plan computed at the bounds of its data-dependent sizes
+// (docs/plan_format.md section `bounded sizes`): each count and each
+// output's real shape as the runtime trims it.
+static nlohmann::json show_bounded_sizes(const plan::Plan& p, const Graph& g, std::ostream& out) {
+  const plan::BoundedSizes& b = p.bounded_sizes;
+  std::vector<std::string> counts;
+  nlohmann::json jc = nlohmann::json::array(), jo = nlohmann::json::array();
+  for (const plan::SizeCount& c : b.counts) {
+    counts.push_back(
+        fmt::format("{} in [0, {}] ({}, output %{})", c.symbol, c.bound, c.node, g.outputs().at(c.output)->name()));
+    jc.push_back({{"symbol", c.symbol}, {"bound", c.bound}, {"node", c.node}, {"output", c.output}});
+  }
+  out << fmt::format("sizes decided at run time, computed at their bounds: {}\n", fmt::join(counts, ", "));
+  for (size_t i = 0; i < b.outputs.size(); ++i) {
+    const std::string real = dims_str(plan::symbolic_shape(b, i)), bound = dims_str(g.outputs()[i]->shape());
+    out << fmt::format("  output {} trimmed to [{}] (bound [{}])\n", g.outputs()[i]->name(), real, bound);
+    jo.push_back({{"name", g.outputs()[i]->name()}, {"shape", real}, {"bound", bound}});
+  }
+  return {{"counts", jc}, {"outputs", jo}};
+}
+
 int run_inspect_plan(const InspectOptions& o) {
   if (!o.shapes.empty())
     fail("{}: a plan's shapes are fixed when it is compiled; --shapes applies to .onnx models", o.model);
@@ -242,6 +263,7 @@ int run_inspect_plan(const InspectOptions& o) {
   io("inputs", g->inputs(), "inputs");
   io("outputs", g->outputs(), "outputs");
   if (!p.shapes.empty()) j["profiles"] = show_profiles(p, *g, out);
+  if (!p.bounded_sizes.empty()) j["bounded_sizes"] = show_bounded_sizes(p, *g, out);
 
   uint64_t graph_bytes = 0, extra_bytes = 0;
   for (size_t i = 0; i < p.weights.size(); ++i)

@@ -91,6 +91,9 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
       best = std::min(best, ms_since(t0));
     }
     std::cout << "backend: sim (the plan's kernels and launch list on the CPU simulator)\n";
+    // Sizes decided by the data: the kernels wrote each count on the
+    // "device"; the outputs are trimmed to them as the runtime does.
+    if (!p.bounded_sizes.empty()) outs = plan::trim_outputs(p.bounded_sizes, std::move(outs));
     for (size_t i = 0; i < outs.size(); ++i) results.emplace_back(g->outputs()[i]->name(), outs[i]);
   } else {
     kiln_backend b = o.backend == "auto"  ? KILN_BACKEND_AUTO
@@ -163,6 +166,25 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
       }
     if (!said.empty()) std::cout << fmt::format("symbols: {}\n", fmt::join(said, ", "));
     if (!sizes.empty()) std::cout << fmt::format("data-dependent sizes: {}\n", fmt::join(sizes, ", "));
+  }
+  if (!p.bounded_sizes.empty()) {
+    // A GPU plan computed at the bounds: each count, read off an output
+    // dim that is its symbol alone.
+    std::vector<std::string> sizes;
+    for (const plan::SizeCount& c : p.bounded_sizes.counts) {
+      std::string value = "not in any output's shape";
+      const DimPoly alone = {{{c.symbol}, 1}};
+      for (size_t k = 0; k < results.size() && k < p.bounded_sizes.outputs.size(); ++k) {
+        const auto& dims = p.bounded_sizes.outputs[k];
+        if (auto at = std::find(dims.begin(), dims.end(), alone); at != dims.end()) {
+          value = std::to_string(results[k].second.shape()[at - dims.begin()]);
+          break;
+        }
+      }
+      sizes.push_back(fmt::format("{}={} (range [0, {}], {})", c.symbol, value, c.bound, c.node));
+    }
+    std::cout << fmt::format("data-dependent sizes: {} (the plan computed at the bounds; outputs trimmed)\n",
+                             fmt::join(sizes, ", "));
   }
   report_outputs(results, o.outputs_dir, p.meta.precision);
   std::cout << fmt::format("run: {:.2f} ms (best of {})\n", best, iters);

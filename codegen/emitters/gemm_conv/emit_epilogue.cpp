@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "codegen/core/emit_expr.h"
+#include "codegen/emitters/gemm_conv/epilogue_place.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
 #include "ir/symbolic_dim.h"
@@ -222,22 +223,9 @@ std::string Epilogue::fp_includes() const {
   return s;
 }
 
-namespace {
-
-// What the generated code knows about one body value at the element being
-// stored: whether the element is in it (`ok`), its row-major index there, and
-// the variable holding its value in the storage type.
-struct Place {
-  std::string ok;   // "true" or a bool variable
-  std::string pos;  // index variable
-  std::string var;  // storage-typed variable
-  DType dtype;
-  Shape shape;
-};
-
 // Coordinates of index `pos` over `shape`, as variables `<p>_<d>`.
-std::vector<std::string> coords(const std::string& pos, const Shape& shape, const std::string& p, const char* idx,
-                                const std::string& ind, std::string& b) {
+std::vector<std::string> epilogue_coords(const std::string& pos, const Shape& shape, const std::string& p,
+                                         const char* idx, const std::string& ind, std::string& b) {
   const int r = static_cast<int>(shape.size());
   std::vector<std::string> c(r);
   if (r == 0) return c;
@@ -256,7 +244,7 @@ std::vector<std::string> coords(const std::string& pos, const Shape& shape, cons
   return c;
 }
 
-std::string linear(const std::vector<std::string>& c, const std::vector<int64_t>& strides, const char* idx) {
+std::string epilogue_linear(const std::vector<std::string>& c, const std::vector<int64_t>& strides, const char* idx) {
   std::string s;
   for (size_t d = 0; d < c.size(); ++d) {
     if (strides[d] == 0) continue;
@@ -266,23 +254,124 @@ std::string linear(const std::vector<std::string>& c, const std::vector<int64_t>
   return s.empty() ? "0" : s;
 }
 
-std::string and_ok(const std::string& a, const std::string& b) {
+std::string epilogue_and_ok(const std::string& a, const std::string& b) {
   if (a == "true") return b;
   if (b == "true") return a;
   return fmt::format("({} && {})", a, b);
 }
 
-}  // namespace
+// The places of a layout op's results (reshape, identity, transpose, split,
+// slice, one-index gather) given its input's place `src`: statements into `b`
+// mapping the element's index, the variables named `pre` with their kind
+// ("e_{}3" -> e_p3, e_ok3, e_c3_...), so a second walk with another `pre` can
+// map another element alongside.
+void Epilogue::place_layout(const Node& node, const EpiloguePlace& src, const std::string& pre, const std::string& ind,
+                            std::string& b, std::unordered_map<const kiln::Value*, EpiloguePlace>& place) const {
+  const Node* bn = &node;
+  const std::string& op = bn->op();
+  const char* idx = index_type();
+  auto nm = [&](const char* kind) { return fmt::format(fmt::runtime(pre), kind); };
+  const std::string p = nm("p"), okv = nm("ok");
+  if (op == "reshape" || op == "identity") {
+    place[bn->output(0)] = EpiloguePlace{src.ok, src.pos, src.var, src.dtype, bn->output(0)->shape()};
+    return;
+  }
+  if (op == "transpose") {
+    std::vector<int64_t> perm = bn->attrs().get_ints("perm");
+    const Shape& os = bn->output(0)->shape();
+    std::vector<std::string> c = epilogue_coords(src.pos, src.shape, nm("c"), idx, ind, b);
+    std::vector<std::string> oc;
+    for (int64_t q : perm) oc.push_back(c.at(q));
+    b += fmt::format("{}const {} {} = {};\n", ind, idx, p, epilogue_linear(oc, strides_of(os), idx));
+    place[bn->output(0)] = EpiloguePlace{src.ok, p, src.var, src.dtype, os};
+    return;
+  }
+  if (op == "split") {
+    const int r = static_cast<int>(src.shape.size());
+    const int a = normalize_axis(bn->attrs().require_int("axis"), r, "split axis");
+    std::vector<std::string> c = epilogue_coords(src.pos, src.shape, nm("c"), idx, ind, b);
+    int64_t start = 0;
+    for (int k = 0; k < bn->num_outputs(); ++k) {
+      Value* o = bn->output(k);
+      const int64_t len = o->shape()[a];
+      std::vector<std::string> oc = c;
+      oc[a] = fmt::format("({} - {})", c[a], start);
+      const std::string ok = fmt::format("{}_{}", okv, k), pk = fmt::format("{}_{}", p, k);
+      b += fmt::format("{}const bool {} = {} && {} >= {} && {} < {};\n", ind, ok, src.ok, c[a], start, c[a],
+                       start + len);
+      b += fmt::format("{}const {} {} = {};\n", ind, idx, pk, epilogue_linear(oc, strides_of(o->shape()), idx));
+      place[o] = EpiloguePlace{ok, pk, src.var, src.dtype, o->shape()};
+      start += len;
+    }
+    return;
+  }
+  if (op == "slice") {
+    std::vector<int64_t> st = bn->attrs().get_ints("starts"), sp = bn->attrs().get_ints("steps");
+    const Shape& os = bn->output(0)->shape();
+    const int r = static_cast<int>(src.shape.size());
+    KILN_CHECK(static_cast<int>(st.size()) == r && static_cast<int>(sp.size()) == r,
+               "codegen epilogue: {}: starts/steps are not canonical (one per dim)", bn->describe());
+    std::vector<std::string> c = epilogue_coords(src.pos, src.shape, nm("c"), idx, ind, b);
+    std::vector<std::string> oc(r);
+    std::string ok = src.ok;
+    for (int d = 0; d < r; ++d) {
+      if (st[d] == 0 && sp[d] == 1 && os[d] == src.shape[d]) {
+        oc[d] = c[d];
+        continue;
+      }
+      // t = (c - start) * sign(step): the element is in the slice when t >= 0, t % |step| == 0 and
+      // t / |step| < out dim.
+      const std::string t = fmt::format("{}_{}", nm("t"), d);
+      const int64_t step = sp[d] > 0 ? sp[d] : -sp[d];
+      b += fmt::format("{}const {} {} = {};\n", ind, idx, t,
+                       sp[d] > 0 ? fmt::format("{} - {}", c[d], st[d]) : fmt::format("{} - {}", st[d], c[d]));
+      const std::string cond =
+          step == 1 ? fmt::format("({} >= 0 && {} < {})", t, t, os[d])
+                    : fmt::format("({} >= 0 && {} % {} == 0 && {} / {} < {})", t, t, step, t, step, os[d]);
+      ok = epilogue_and_ok(ok, cond);
+      oc[d] = step == 1 ? t : fmt::format("({} / {})", t, step);
+    }
+    b += fmt::format("{}const bool {} = {};\n", ind, okv, ok);
+    b += fmt::format("{}const {} {} = {} ? {} : 0;\n", ind, idx, p, okv, epilogue_linear(oc, strides_of(os), idx));
+    place[bn->output(0)] = EpiloguePlace{okv, p, src.var, src.dtype, os};
+    return;
+  }
+  if (op == "gather") {
+    const int r = static_cast<int>(src.shape.size());
+    const int a = normalize_axis(bn->attrs().get_int("axis", 0), r, "gather axis");
+    auto gi = gather_index_.find(bn);
+    KILN_CHECK(gi != gather_index_.end(), "codegen epilogue: {}: no constant index", bn->describe());
+    const Tensor* data = &gi->second;
+    if (data->numel() != 1 || !is_int(data->dtype()))
+      unsupported("codegen epilogue: {}: gather needs one integer index", bn->describe());
+    int64_t ix = data->get_int(0);
+    if (ix < 0) ix += src.shape[a];
+    if (ix < 0 || ix >= src.shape[a])
+      fail("codegen epilogue: {}: gather index {} is out of range for dim {}", bn->describe(), data->get_int(0),
+           src.shape[a]);
+    std::vector<std::string> c = epilogue_coords(src.pos, src.shape, nm("c"), idx, ind, b);
+    std::vector<std::string> oc;
+    for (int d = 0; d < a; ++d) oc.push_back(c[d]);
+    for (int j = 0; j < data->rank(); ++j) oc.push_back("0");
+    for (int d = a + 1; d < r; ++d) oc.push_back(c[d]);
+    const Shape& os = bn->output(0)->shape();
+    b += fmt::format("{}const bool {} = {};\n", ind, okv, epilogue_and_ok(src.ok, fmt::format("{} == {}", c[a], ix)));
+    b += fmt::format("{}const {} {} = {};\n", ind, idx, p, epilogue_linear(oc, strides_of(os), idx));
+    place[bn->output(0)] = EpiloguePlace{okv, p, src.var, src.dtype, os};
+    return;
+  }
+  fail("codegen epilogue: {} is not a layout op", bn->describe());
+}
 
 std::string Epilogue::code(const std::string& acc, const std::string& index, const std::string& ind0) const {
   const char* idx = index_type();
   const std::string ind = ind0 + "  ";
   std::string b = ind0 + "{\n";
   const TensorType& at = anchor_->output(0)->type();
-  std::unordered_map<const kiln::Value*, Place> place;
+  std::unordered_map<const kiln::Value*, EpiloguePlace> place;
   b += fmt::format("{}const {} e_p0 = {};\n", ind, idx, index);
   b += fmt::format("{}const {} e_v0 = {};\n", ind, cuda_storage_type(at.dtype), cuda_store(at.dtype, acc));
-  place[anchor_->output(0)] = Place{"true", "e_p0", "e_v0", at.dtype, at.shape};
+  place[anchor_->output(0)] = EpiloguePlace{"true", "e_p0", "e_v0", at.dtype, at.shape};
   int counter = 1;
   auto slot_of = [&](const kiln::Value* v) {
     auto it = std::find(slot_values_.begin(), slot_values_.end(), v);
@@ -292,98 +381,14 @@ std::string Epilogue::code(const std::string& acc, const std::string& index, con
   for (const Node* bn : epilogue_nodes()) {
     const std::string& op = bn->op();
     const int id = counter++;
-    const Place& src = [&]() -> const Place& {
+    const EpiloguePlace& src = [&]() -> const EpiloguePlace& {
       for (Value* v : bn->inputs())
         if (place.count(v)) return place.at(v);
       fail("codegen epilogue: {} reads no epilogue value", bn->describe());
     }();
-    const std::string p = fmt::format("e_p{}", id), vv = fmt::format("e_v{}", id), okv = fmt::format("e_ok{}", id);
-    if (op == "reshape" || op == "identity") {
-      place[bn->output(0)] = Place{src.ok, src.pos, src.var, src.dtype, bn->output(0)->shape()};
-      continue;
-    }
-    if (op == "transpose") {
-      std::vector<int64_t> perm = bn->attrs().get_ints("perm");
-      const Shape& os = bn->output(0)->shape();
-      std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
-      std::vector<std::string> oc;
-      for (int64_t q : perm) oc.push_back(c.at(q));
-      b += fmt::format("{}const {} {} = {};\n", ind, idx, p, linear(oc, strides_of(os), idx));
-      place[bn->output(0)] = Place{src.ok, p, src.var, src.dtype, os};
-      continue;
-    }
-    if (op == "split") {
-      const int r = static_cast<int>(src.shape.size());
-      const int a = normalize_axis(bn->attrs().require_int("axis"), r, "split axis");
-      std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
-      int64_t start = 0;
-      for (int k = 0; k < bn->num_outputs(); ++k) {
-        Value* o = bn->output(k);
-        const int64_t len = o->shape()[a];
-        std::vector<std::string> oc = c;
-        oc[a] = fmt::format("({} - {})", c[a], start);
-        const std::string ok = fmt::format("e_ok{}_{}", id, k), pk = fmt::format("e_p{}_{}", id, k);
-        b += fmt::format("{}const bool {} = {} && {} >= {} && {} < {};\n", ind, ok, src.ok, c[a], start, c[a],
-                         start + len);
-        b += fmt::format("{}const {} {} = {};\n", ind, idx, pk, linear(oc, strides_of(o->shape()), idx));
-        place[o] = Place{ok, pk, src.var, src.dtype, o->shape()};
-        start += len;
-      }
-      continue;
-    }
-    if (op == "slice") {
-      std::vector<int64_t> st = bn->attrs().get_ints("starts"), sp = bn->attrs().get_ints("steps");
-      const Shape& os = bn->output(0)->shape();
-      const int r = static_cast<int>(src.shape.size());
-      KILN_CHECK(static_cast<int>(st.size()) == r && static_cast<int>(sp.size()) == r,
-                 "codegen epilogue: {}: starts/steps are not canonical (one per dim)", bn->describe());
-      std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
-      std::vector<std::string> oc(r);
-      std::string ok = src.ok;
-      for (int d = 0; d < r; ++d) {
-        if (st[d] == 0 && sp[d] == 1 && os[d] == src.shape[d]) {
-          oc[d] = c[d];
-          continue;
-        }
-        // t = (c - start) * sign(step): the element is in the slice when t >= 0, t % |step| == 0 and
-        // t / |step| < out dim.
-        const std::string t = fmt::format("e_t{}_{}", id, d);
-        const int64_t step = sp[d] > 0 ? sp[d] : -sp[d];
-        b += fmt::format("{}const {} {} = {};\n", ind, idx, t,
-                         sp[d] > 0 ? fmt::format("{} - {}", c[d], st[d]) : fmt::format("{} - {}", st[d], c[d]));
-        const std::string cond =
-            step == 1 ? fmt::format("({} >= 0 && {} < {})", t, t, os[d])
-                      : fmt::format("({} >= 0 && {} % {} == 0 && {} / {} < {})", t, t, step, t, step, os[d]);
-        ok = and_ok(ok, cond);
-        oc[d] = step == 1 ? t : fmt::format("({} / {})", t, step);
-      }
-      b += fmt::format("{}const bool {} = {};\n", ind, okv, ok);
-      b += fmt::format("{}const {} {} = {} ? {} : 0;\n", ind, idx, p, okv, linear(oc, strides_of(os), idx));
-      place[bn->output(0)] = Place{okv, p, src.var, src.dtype, os};
-      continue;
-    }
-    if (op == "gather") {
-      const int r = static_cast<int>(src.shape.size());
-      const int a = normalize_axis(bn->attrs().get_int("axis", 0), r, "gather axis");
-      auto gi = gather_index_.find(bn);
-      KILN_CHECK(gi != gather_index_.end(), "codegen epilogue: {}: no constant index", bn->describe());
-      const Tensor* data = &gi->second;
-      if (data->numel() != 1 || !is_int(data->dtype()))
-        unsupported("codegen epilogue: {}: gather needs one integer index", bn->describe());
-      int64_t ix = data->get_int(0);
-      if (ix < 0) ix += src.shape[a];
-      if (ix < 0 || ix >= src.shape[a])
-        fail("codegen epilogue: {}: gather index {} is out of range for dim {}", bn->describe(), data->get_int(0),
-             src.shape[a]);
-      std::vector<std::string> c = coords(src.pos, src.shape, fmt::format("e_c{}", id), idx, ind, b);
-      std::vector<std::string> oc;
-      for (int d = 0; d < a; ++d) oc.push_back(c[d]);
-      for (int j = 0; j < data->rank(); ++j) oc.push_back("0");
-      for (int d = a + 1; d < r; ++d) oc.push_back(c[d]);
-      const Shape& os = bn->output(0)->shape();
-      b += fmt::format("{}const bool {} = {};\n", ind, okv, and_ok(src.ok, fmt::format("{} == {}", c[a], ix)));
-      b += fmt::format("{}const {} {} = {};\n", ind, idx, p, linear(oc, strides_of(os), idx));
-      place[bn->output(0)] = Place{okv, p, src.var, src.dtype, os};
+    const std::string vv = fmt::format("e_v{}", id);
+    if (is_layout_op(op)) {
+      place_layout(*bn, src, fmt::format("e_{{}}{}", id), ind, b, place);
       continue;
     }
     // A pointwise op: in-group operands share the element's index; the others broadcast into its shape.
@@ -412,10 +417,10 @@ std::string Epilogue::code(const std::string& acc, const std::string& index, con
         off = std::string(1, '0');  // (not = "0": GCC 12 -Wrestrict false positive)
       } else {
         if (!have_coords) {
-          oc = coords(src.pos, os, fmt::format("e_c{}", id), idx, ind, b);
+          oc = epilogue_coords(src.pos, os, fmt::format("e_c{}", id), idx, ind, b);
           have_coords = true;
         }
-        off = linear(oc, broadcast_strides(v->shape(), os), idx);
+        off = epilogue_linear(oc, broadcast_strides(v->shape(), os), idx);
       }
       const std::string a = fmt::format("e_a{}_{}", id, i);
       // Elements outside the value (split/slice parts) read nothing.
@@ -430,11 +435,11 @@ std::string Epilogue::code(const std::string& acc, const std::string& index, con
                dtype_name(ex.result_dtype()), dtype_name(odt));
     std::string res = emit_expr(ex, ins, fmt::format("e_x{}_", id), ind, b);
     b += fmt::format("{}const {} {} = {};\n", ind, cuda_storage_type(odt), vv, cuda_store(odt, res));
-    place[bn->output(0)] = Place{src.ok, src.pos, vv, odt, os};
+    place[bn->output(0)] = EpiloguePlace{src.ok, src.pos, vv, odt, os};
   }
   const std::vector<kiln::Value*> outs = body_ ? body_->outputs() : std::vector<kiln::Value*>{anchor_->output(0)};
   for (size_t r = 0; r < outs.size(); ++r) {
-    const Place& pl = place.at(outs[r]);
+    const EpiloguePlace& pl = place.at(outs[r]);
     KILN_CHECK(pl.dtype == results_[r].dtype, "codegen epilogue: result {} is {}, the value {}", r,
                dtype_name(results_[r].dtype), dtype_name(pl.dtype));
     if (pl.ok == "true") b += fmt::format("{}out{}[{}] = {};\n", ind, r, pl.pos, pl.var);

@@ -24,6 +24,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
@@ -31,6 +32,8 @@
 #include "ir/tensor.h"
 
 namespace kiln::codegen {
+
+struct EpiloguePlace;  // codegen/emitters/gemm_conv/epilogue_place.h
 
 class Epilogue {
  public:
@@ -69,8 +72,11 @@ class Epilogue {
                           const std::string& indent) const;
   // The elements per access of vector_code(): 16 bytes of the widest buffer it
   // moves per element (f16/bf16 results: 8, f32: 4), or 0 when it does not
-  // apply: an epilogue with layout ops other than reshape/identity, a low-bit
-  // or 8-byte type, a value whose last dim is not a multiple of the width.
+  // apply: a low-bit or 8-byte type, an anchor row that is not a multiple of
+  // the width, a pointwise op reading a value whose elements a layout op moved
+  // apart (vector_contiguity). Layout ops (transpose, split, slice, gather)
+  // are mapped per vector; a result whose elements they keep next to each
+  // other is stored as one vector, any other element by element.
   int vector_width() const;
   // Memory accesses per `vector_width()` elements in vector_code() (each
   // result's store, each operand load that varies along the row), and the
@@ -99,6 +105,11 @@ class Epilogue {
   // The body's nodes after the anchor, in order (none for a bare node): the
   // epilogue ops every part of the emitter walks.
   std::vector<const Node*> epilogue_nodes() const;
+  // Which values keep a vector's elements consecutive (emit_epilogue_vector.cpp); false: no vector form.
+  bool vector_contiguity(int width, std::unordered_map<const kiln::Value*, bool>& contig) const;
+  // The places of layout op `node`'s results from its input's place (emit_epilogue.cpp).
+  void place_layout(const Node& node, const EpiloguePlace& src, const std::string& pre, const std::string& ind,
+                    std::string& b, std::unordered_map<const kiln::Value*, EpiloguePlace>& place) const;
   const Node* anchor_ = nullptr;
   const Graph* body_ = nullptr;  // null for a bare node
   const OpRegistry* ops_ = nullptr;

@@ -8,11 +8,13 @@
 // it does not.
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "codegen/core/emit_expr.h"
 #include "codegen/emitters/gemm_conv/emit_epilogue.h"
+#include "codegen/emitters/gemm_conv/epilogue_place.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
 #include "ir/symbolic_dim.h"
@@ -67,18 +69,64 @@ std::string vector_load_statements(const std::string& dst, DType t, const std::s
   return s + ind + "}\n";
 }
 
+// Which epilogue values keep a vector's `width` anchor elements consecutive
+// (`contig`): elements e .. e + width - 1 of the anchor (e a multiple of width,
+// in one row) are elements q .. q + width - 1 of the value, q a multiple of
+// width in one row of it (its last dim a multiple of width), all in the value
+// or all outside it. Reshapes keep that while the last dim stays a multiple
+// of width, a transpose while it keeps the last axis last, a split or slice
+// while the last axis is cut at multiples of width, a one-index gather while
+// its axis is not the last. A value without it (say a transpose that moves
+// the GEMM's N axis) may still be stored, element by element; false where a
+// pointwise op would read one, or an op is not pointwise or layout.
+bool Epilogue::vector_contiguity(int width, std::unordered_map<const kiln::Value*, bool>& contig) const {
+  // A symbolic row length is not a known multiple of the width: element by element.
+  auto row_ok = [&](const Shape& s) { return !s.empty() && !is_symbolic_dim(s.back()) && s.back() % width == 0; };
+  if (!row_ok(anchor_->output(0)->shape())) return false;
+  contig[anchor_->output(0)] = true;
+  for (const Node* bn : epilogue_nodes()) {
+    bool in = true;  // every epilogue value it reads is contiguous
+    for (Value* v : bn->inputs())
+      if (auto it = contig.find(v); it != contig.end()) in = in && it->second;
+    const std::string& op = bn->op();
+    const Shape& is = bn->input(0) ? bn->input(0)->shape() : Shape{};
+    const int r = static_cast<int>(is.size());
+    if (op == "reshape" || op == "identity") {
+      contig[bn->output(0)] = in && row_ok(bn->output(0)->shape());
+    } else if (op == "transpose") {
+      const std::vector<int64_t> perm = bn->attrs().get_ints("perm");
+      contig[bn->output(0)] = in && !perm.empty() && perm.back() == r - 1;
+    } else if (op == "split") {
+      const int a = normalize_axis(bn->attrs().require_int("axis"), r, "split axis");
+      bool keep = in;
+      for (Value* o : bn->outputs()) keep = keep && (a != r - 1 || o->shape()[a] % width == 0);
+      for (Value* o : bn->outputs()) contig[o] = keep;
+    } else if (op == "slice") {
+      const std::vector<int64_t> st = bn->attrs().get_ints("starts"), sp = bn->attrs().get_ints("steps");
+      const Shape& os = bn->output(0)->shape();
+      bool keep = in && static_cast<int>(st.size()) == r && static_cast<int>(sp.size()) == r && r > 0;
+      if (keep && !(st[r - 1] == 0 && sp[r - 1] == 1 && os[r - 1] == is[r - 1]))
+        keep = sp[r - 1] == 1 && st[r - 1] % width == 0 && os[r - 1] % width == 0;
+      contig[bn->output(0)] = keep;
+    } else if (op == "gather") {
+      const int a = normalize_axis(bn->attrs().get_int("axis", 0), r, "gather axis");
+      contig[bn->output(0)] = in && a != r - 1 && row_ok(bn->output(0)->shape());
+    } else {
+      const OpDef* def = ops_->find(op);
+      if (!def || def->category != OpCategory::Pointwise || !def->expr || bn->body() || !in) return false;
+      if (!row_ok(bn->output(0)->shape())) return false;
+      contig[bn->output(0)] = true;
+    }
+  }
+  return true;
+}
+
 int Epilogue::vector_width() const {
   std::vector<DType> moved;
   for (const TensorType& t : results_) moved.push_back(t.dtype);
-  std::vector<const Shape*> shapes = {&anchor_->output(0)->shape()};
   for (const Node* bn : epilogue_nodes()) {
-    if (bn->op() == "reshape" || bn->op() == "identity") {
-      shapes.push_back(&bn->output(0)->shape());
-      continue;
-    }
     const OpDef* def = ops_->find(bn->op());
-    if (!def || def->category != OpCategory::Pointwise || !def->expr || bn->body()) return 0;
-    shapes.push_back(&bn->output(0)->shape());
+    if (!def || def->category != OpCategory::Pointwise) continue;
     for (Value* v : bn->inputs()) {
       const auto it = std::find(slot_values_.begin(), slot_values_.end(), v);
       if (it == slot_values_.end()) continue;  // an epilogue value
@@ -100,13 +148,18 @@ int Epilogue::vector_width() const {
     widest = std::max(widest, dtype_size(t));
   }
   const int width = static_cast<int>(16 / widest);
-  for (const Shape* s : shapes)
-    if (s->empty() || is_symbolic_dim(s->back()) || s->back() % width != 0) return 0;
-  return width;
+  std::unordered_map<const kiln::Value*, bool> contig;
+  return vector_contiguity(width, contig) ? width : 0;
 }
 
 int Epilogue::vector_accesses() const {
-  int n = static_cast<int>(results_.size());
+  // A result stored element by element (not contiguous) takes `width` accesses per `width` elements.
+  const int width = vector_width();
+  std::unordered_map<const kiln::Value*, bool> contig;
+  if (width > 1) vector_contiguity(width, contig);
+  const std::vector<kiln::Value*> outs = body_ ? body_->outputs() : std::vector<kiln::Value*>{anchor_->output(0)};
+  int n = 0;
+  for (const kiln::Value* o : outs) n += width > 1 && !contig[o] ? width : 1;
   if (body_)
     for (const auto& bn : body_->nodes())
       for (Value* v : bn->inputs())
@@ -141,6 +194,8 @@ std::string Epilogue::vector_code(const std::string& accs, const std::string& in
                                   const std::string& ind0) const {
   KILN_CHECK(V > 1 && V == vector_width(), "codegen epilogue: vector width {} (the epilogue allows {})", V,
              vector_width());
+  std::unordered_map<const kiln::Value*, bool> contig;
+  vector_contiguity(V, contig);
   const char* idx = index_type();
   const std::string ind = ind0 + "  ", ind2 = ind + "  ";
   const std::string unroll = ind + "#pragma unroll\n";
@@ -150,19 +205,29 @@ std::string Epilogue::vector_code(const std::string& accs, const std::string& in
   b += fmt::format("{}{} e_v0[{}];\n", ind, cuda_storage_type(at.dtype), V);
   b += fmt::format("{}for (int j = 0; j < {}; ++j) e_v0[j] = {};\n", unroll + ind, V,
                    cuda_store(at.dtype, accs + "[j]"));
-  // Each value of the group: its array variable and dtype.
-  std::map<const kiln::Value*, std::pair<std::string, DType>> var;
-  var[anchor_->output(0)] = {"e_v0", at.dtype};
+  // Each value of the group: the place of the vector's first element in it (the layout ops map
+  // it as the scalar form does; a contiguous value holds the others next to it) and its array.
+  std::unordered_map<const kiln::Value*, EpiloguePlace> place;
+  place[anchor_->output(0)] = EpiloguePlace{"true", "e_p0", "e_v0", at.dtype, at.shape};
+  auto first_source = [&](const Node* bn,
+                          const std::unordered_map<const kiln::Value*, EpiloguePlace>& pl) -> const EpiloguePlace& {
+    for (Value* v : bn->inputs())
+      if (pl.count(v)) return pl.at(v);
+    fail("codegen epilogue: {} reads no epilogue value", bn->describe());
+  };
   auto vector_load = [&](const std::string& dst, DType t, const std::string& buf, const std::string& off) {
     return vector_load_statements(dst, t, buf, off, std::to_string(V), ind);
   };
   int counter = 1;
   for (const Node* bn : epilogue_nodes()) {
     const int id = counter++;
-    if (bn->op() == "reshape" || bn->op() == "identity") {
-      var[bn->output(0)] = var.at(bn->input(0));
+    const EpiloguePlace& src = first_source(bn, place);
+    if (bn->op() == "reshape" || bn->op() == "identity" || bn->op() == "transpose" || bn->op() == "split" ||
+        bn->op() == "slice" || bn->op() == "gather") {
+      place_layout(*bn, src, fmt::format("e_{{}}{}", id), ind, b, place);
       continue;
     }
+    const EpiloguePlace at_src = src;  // (place grows below)
     const OpDef& def = ops_->get(bn->op());
     const Shape& os = bn->output(0)->shape();
     std::vector<DType> dts;
@@ -170,8 +235,8 @@ std::string Epilogue::vector_code(const std::string& accs, const std::string& in
     for (int i = 0; i < bn->num_inputs(); ++i) {
       Value* v = bn->input(i);
       dts.push_back(v->dtype());
-      if (auto it = var.find(v); it != var.end()) {
-        ins.push_back(cuda_load(v->dtype(), it->second.first + "[j]"));
+      if (auto it = place.find(v); it != place.end()) {
+        ins.push_back(cuda_load(v->dtype(), it->second.var + "[j]"));
         continue;
       }
       const auto sit = std::find(slot_values_.begin(), slot_values_.end(), v);
@@ -185,8 +250,10 @@ std::string Epilogue::vector_code(const std::string& accs, const std::string& in
       const bool scalar = !symbolic && v->type().numel() == 1;
       const RowRead how = !scalar && strides.back() == 1 ? RowRead::Vector : RowRead::Once;
       std::string off = "0";
-      if (v->shape() == os) off = "e_p0";
-      else if (!scalar) off = broadcast_offset("e_p0", os, strides, fmt::format("e_c{}_{}", id, i), idx, ind, b);
+      if (v->shape() == os) off = at_src.pos;
+      else if (!scalar) off = broadcast_offset(at_src.pos, os, strides, fmt::format("e_c{}_{}", id, i), idx, ind, b);
+      // Elements outside the value (split/slice parts) read the buffer's first elements instead.
+      if (at_src.ok != "true" && off != "0") off = fmt::format("({} ? {} : 0)", at_src.ok, off);
       if (how == RowRead::Vector) {
         b += vector_load(a, v->dtype(), buf, off);
         ins.push_back(cuda_load(v->dtype(), a + "[j]"));
@@ -207,20 +274,47 @@ std::string Epilogue::vector_code(const std::string& accs, const std::string& in
     const std::string res = emit_expr(ex, ins, fmt::format("e_x{}_", id), ind2, body);
     b += body;
     b += fmt::format("{}{}[j] = {};\n{}}}\n", ind2, vv, cuda_store(odt, res), ind);
-    var[bn->output(0)] = {vv, odt};
+    place[bn->output(0)] = EpiloguePlace{at_src.ok, at_src.pos, vv, odt, os};
   }
   const std::vector<kiln::Value*> outs = body_ ? body_->outputs() : std::vector<kiln::Value*>{anchor_->output(0)};
   for (size_t r = 0; r < outs.size(); ++r) {
-    const auto& [src, dt] = var.at(outs[r]);
-    KILN_CHECK(dt == results_[r].dtype, "codegen epilogue: result {} is {}, the value {}", r,
-               dtype_name(results_[r].dtype), dtype_name(dt));
-    const std::string_view st = cuda_storage_type(dt);
-    b += fmt::format("{}if (KILN_PTR_ADDR(out{}) % {} == 0) {{\n", ind, r, dtype_size(dt) * V);
-    b += fmt::format("{}typedef kiln_vec<{}, {}> e_o{}_t;\n{}e_o{}_t w;\n", ind2, st, V, r, ind2, r);
-    b += fmt::format("{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) w.v[j] = {}[j];\n", ind2, ind2, V, src);
-    b += fmt::format("{}*KILN_PTR_CAST(e_o{}_t, out{} + e_p0) = w;\n", ind2, r, r);
-    b += fmt::format("{}}} else {{\n{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) out{}[e_p0 + j] = {}[j];\n{}}}\n",
-                     ind, ind2, ind2, V, r, src, ind);
+    const EpiloguePlace& pl = place.at(outs[r]);
+    KILN_CHECK(pl.dtype == results_[r].dtype, "codegen epilogue: result {} is {}, the value {}", r,
+               dtype_name(results_[r].dtype), dtype_name(pl.dtype));
+    const std::string_view st = cuda_storage_type(pl.dtype);
+    if (!contig.at(outs[r])) {
+      // Its elements are not next to each other (a transpose moved the row's axis, a gather picks one
+      // element of it): each one's place is mapped on its own and stored alone.
+      b += fmt::format("{}for (int j = 0; j < {}; ++j) {{\n", unroll + ind, V);
+      std::unordered_map<const kiln::Value*, EpiloguePlace> one;
+      b += fmt::format("{}const {} e_q0 = e_p0 + j;\n", ind2, idx);
+      one[anchor_->output(0)] = EpiloguePlace{"true", "e_q0", "", at.dtype, at.shape};
+      int qid = 1;
+      for (const Node* bn : epilogue_nodes()) {
+        const int id = qid++;
+        const EpiloguePlace& src = first_source(bn, one);
+        if (bn->op() == "reshape" || bn->op() == "identity" || bn->op() == "transpose" || bn->op() == "split" ||
+            bn->op() == "slice" || bn->op() == "gather")
+          place_layout(*bn, src, fmt::format("e_q{{}}{}", id), ind2, b, one);
+        else one[bn->output(0)] = EpiloguePlace{src.ok, src.pos, "", bn->output(0)->dtype(), bn->output(0)->shape()};
+      }
+      const EpiloguePlace& q = one.at(outs[r]);
+      b += fmt::format("{}{}out{}[{}] = {}[j];\n{}}}\n", ind2, q.ok == "true" ? "" : fmt::format("if ({}) ", q.ok), r,
+                       q.pos, pl.var, ind);
+      continue;
+    }
+    // Contiguous: one kiln_vec store where the buffer's address allows, else element by element; all
+    // of the vector is in the value or none of it (a split's other parts).
+    const bool guarded = pl.ok != "true";
+    const std::string si = guarded ? ind2 : ind, si2 = si + "  ";
+    if (guarded) b += fmt::format("{}if ({}) {{\n", ind, pl.ok);
+    b += fmt::format("{}if (KILN_PTR_ADDR(out{}) % {} == 0) {{\n", si, r, dtype_size(pl.dtype) * V);
+    b += fmt::format("{}typedef kiln_vec<{}, {}> e_o{}_t;\n{}e_o{}_t w;\n", si2, st, V, r, si2, r);
+    b += fmt::format("{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) w.v[j] = {}[j];\n", si2, si2, V, pl.var);
+    b += fmt::format("{}*KILN_PTR_CAST(e_o{}_t, out{} + {}) = w;\n", si2, r, r, pl.pos);
+    b += fmt::format("{}}} else {{\n{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) out{}[{} + j] = {}[j];\n{}}}\n",
+                     si, si2, si2, V, r, pl.pos, pl.var, si);
+    if (guarded) b += ind + "}\n";
   }
   return b + ind0 + "}\n";
 }

@@ -62,6 +62,9 @@ GemmTileConfig generic_gemm_tile(const TiledGemm& g, GemmMath math) {
   const bool sym_m = is_symbolic_dim(g.M), sym_batch = is_symbolic_dim(g.batch);
   const GemmTileConfig tile = choose_gemm_tile_config(
       {math, sym_batch ? int64_t{4096} : g.batch, sym_m ? int64_t{4096} : g.M, g.N, g.K, g.operand_bytes});
+  if ((sym_m || sym_batch) && tile.wgmma)
+    unsupported("codegen: {}: tile {} is a wgmma tile, and the wgmma GEMM takes no symbolic sizes yet", g.label,
+                gemm_tile_name(tile));
   if ((sym_m || sym_batch) && tile.split_k > 1)
     unsupported(
         "codegen: {}: tile {} splits K, which a shape-generic GEMM does not: its grid, workspace and tile "
@@ -89,7 +92,8 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
     unsupported("codegen: {}: a shape-generic GEMM with a symbolic batch ({}) and M ({})", g.label, dim_str(g.batch),
                 dim_str(g.M));
   const GemmTileConfig tile = generic_gemm_tile(g, math);
-  if (math != GemmMath::Simt) return emit_mma_gemm(g, ep, math, tile);
+  if (math != GemmMath::Simt)
+    return tile.wgmma ? emit_wgmma_tiled_gemm(g, ep, math, tile) : emit_mma_gemm(g, ep, math, tile);
   const int BM = tile.bm, BN = tile.bn, BK = tile.bk, TM = BM / 16, TN = BN / 16;
   const std::string ct = gemm_compute_type(g.dtype);
   const int64_t tiles_m = sym_m ? 0 : (g.M + BM - 1) / BM, tiles_n = (g.N + BN - 1) / BN;
@@ -232,6 +236,18 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
     const int ar = std::max(0, at.rank() - 2), br = std::max(0, bt.rank() - 2);
     Shape ab(at.shape.begin(), at.shape.begin() + ar), bb(bt.shape.begin(), bt.shape.begin() + br);
     std::vector<int64_t> as = broadcast_strides(ab, d.batch), bs = broadcast_strides(bb, d.batch);
+    // A batch of A's matrices against one B ([S, 1, K] x [K, N]: torchvision's sequence-first attention
+    // projections) is one [batch x M, K] x [K, N] GEMM: A's matrices, and the result's, lie back to
+    // back. As a batch of M-row GEMMs every block would pad its few rows to a whole tile (ViT-B/16's QKV
+    // projection: 197 x 18 blocks of 16 rows for 1 row each). Not for quantized ops (per-row scales and
+    // zero points index rows within a matrix) or a shape-generic kernel; a batch of one is left as it is.
+    if (!generic && !mi && !qm && g.batch > 1 && ab == d.batch &&
+        std::all_of(bs.begin(), bs.end(), [](int64_t v) { return v == 0; })) {
+      g.M = g.batch * d.M;
+      g.batch = 1;
+      d.M = g.M;
+      d.batch.clear();
+    }
     std::string pro = fmt::format("  {} a_off = 0, b_off = 0;\n", idx);
     if (!d.batch.empty()) {
       pro += fmt::format("  {{\n    {} r = bz;\n", idx);

@@ -154,6 +154,10 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
 std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath math,
                                          const GemmTileConfig& c);
 
+// The same on Hopper's warpgroup MMA (emit_gemm_wgmma_tiled.cpp; c.wgmma, sm_90a).
+std::vector<ComputeKernel> emit_wgmma_tiled_gemm(const TiledGemm& g, const Epilogue& ep, GemmMath math,
+                                                 const GemmTileConfig& c);
+
 // matmul / gemm, bare (Epilogue::from_node) or anchoring a fused node.
 // Throws kiln::Unsupported for what is not handled (say which).
 std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep);

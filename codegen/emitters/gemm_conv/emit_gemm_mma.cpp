@@ -32,6 +32,7 @@
 #include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/emitters/gemm_conv/emit_gemm.h"
+#include "codegen/emitters/gemm_conv/emit_gemm_store.h"
 #include "codegen/emitters/gemm_conv/emit_gemm_tc.h"
 #include "codegen/core/kernel_text.h"
 #include "codegen/core/kernel_vector.h"
@@ -110,6 +111,9 @@ std::string partial_store(const TiledGemm& g, int BM, int BN, int CLD, int threa
   return b;
 }
 
+}  // namespace
+
+// (Shared with the wgmma kernel, emit_gemm_wgmma_tiled.cpp: declared in emit_gemm_store.h.)
 // Elements per epilogue access of the one-kernel store: the epilogue's vector
 // width (Epilogue::vector_width) where the emitter gives a vectorized store
 // whose rows start at multiples of it, the tile and N are multiples of it and
@@ -134,6 +138,8 @@ std::string vector_store(const TiledGemm& g, const Epilogue& ep, int EV, const s
   b += fmt::format("      e_r[j] = {};\n      }}\n", g.vstore_value);
   return b + ep.vector_code("e_r", fmt::format("{} + gn0", g.vstore_row), EV, "      ");
 }
+
+namespace {
 
 // folded_tail (below) with the vectorized store: each thread sums EV columns
 // (a multiple of 4: 16-byte loads of the partial sums) and stores them EV at a time.
@@ -218,12 +224,18 @@ std::string folded_tail(const TiledGemm& g, const Epilogue& ep, int BM, int BN, 
 // values of V consecutive elements of one row (V = 4 when N allows 16-byte
 // loads, else 1) in split order -- a fixed order, so the result does not
 // depend on scheduling -- then runs the store (anchor finish + epilogue) per
-// element, as the one-kernel GEMM does after its loop.
+// element, as the one-kernel GEMM does after its loop. Where the epilogue has
+// a vector form (vector_store_width) of 4 or 8 columns, each thread takes that
+// many (one or two 16-byte partial loads per split) and stores them through
+// it, with as many elements per block as the 4-wide kernel (so the same grid).
 ComputeKernel emit_split_k_reduction(const TiledGemm& g, const Epilogue& ep, int64_t splits,
                                      const std::string& includes) {
-  const int V = g.N % 4 == 0 ? 4 : 1;
+  // (The reduction has no tile: 16 stands for any block width the vector divides.)
+  int EV = vector_store_width(g, ep, 16, false);
+  if (EV % 4) EV = 1;
+  const int V = EV > 1 ? EV : g.N % 4 == 0 ? 4 : 1;
   const int64_t part = g.batch * g.M * g.N, items = part / V;
-  const int threads = split_k_reduction_threads(items);
+  const int threads = EV > 4 ? split_k_reduction_threads(part / 4) * 4 / EV : split_k_reduction_threads(items);
   if ((items + threads - 1) / threads > INT32_MAX)
     unsupported("codegen: {}: {} elements exceed one grid", g.label, part);
   ComputeKernel k;
@@ -232,8 +244,8 @@ ComputeKernel emit_split_k_reduction(const TiledGemm& g, const Epilogue& ep, int
   if (deciding_only()) return k;  // the launch is decided; the rest is text (codegen/core/deciding_only.h)
   std::string b;
   b += fmt::format(
-      "// {}: split-K reduction of {} partial sums, batch {} x [{} x {}], {} per thread; then the epilogue\n", g.label,
-      splits, g.batch, g.M, g.N, V);
+      "// {}: split-K reduction of {} partial sums, batch {} x [{} x {}], {} per thread; then the epilogue{}\n",
+      g.label, splits, g.batch, g.M, g.N, V, EV > 1 ? fmt::format(" ({} per access)", EV) : "");
   b += buffers_comment(g, ep, true);
   b += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) @NAME@({}, KILN_PTR(float) ws) {{\n", threads,
                    ep.params());
@@ -243,22 +255,32 @@ ComputeKernel emit_split_k_reduction(const TiledGemm& g, const Epilogue& ep, int
                    g.N, g.M, g.N);
   b += g.prologue;
   b += fmt::format("  float sum[{}];\n#pragma unroll\n  for (int j = 0; j < {}; ++j) sum[j] = 0.0f;\n", V, V);
-  if (V == 4) {
+  if (V >= 4) {
     b += "  if (KILN_PTR_ADDR(ws) % 16 == 0) {\n";
     b += fmt::format("    for (int s = 0; s < {}; ++s) {{\n", splits);
-    b += fmt::format("      const kiln_f32x4 p = *KILN_PTR_CAST(kiln_f32x4, ws + s * {}LL + e0);\n", part);
-    b += "#pragma unroll\n      for (int j = 0; j < 4; ++j) sum[j] += p.v[j];\n    }\n  } else {\n";
+    if (V == 4) {
+      b += fmt::format("      const kiln_f32x4 p = *KILN_PTR_CAST(kiln_f32x4, ws + s * {}LL + e0);\n", part);
+      b += "#pragma unroll\n      for (int j = 0; j < 4; ++j) sum[j] += p.v[j];\n    }\n  } else {\n";
+    } else {
+      b += fmt::format("#pragma unroll\n      for (int q = 0; q < {}; q += 4) {{\n", V);
+      b += fmt::format("        const kiln_f32x4 p = *KILN_PTR_CAST(kiln_f32x4, ws + s * {}LL + e0 + q);\n", part);
+      b += "#pragma unroll\n        for (int j = 0; j < 4; ++j) sum[q + j] += p.v[j];\n      }\n    }\n  } else {\n";
+    }
     b += fmt::format(
-        "    for (int s = 0; s < {}; ++s)\n#pragma unroll\n      for (int j = 0; j < 4; ++j) sum[j] += "
+        "    for (int s = 0; s < {}; ++s)\n#pragma unroll\n      for (int j = 0; j < {}; ++j) sum[j] += "
         "ws[s * {}LL + e0 + j];\n  }}\n",
-        splits, part);
+        splits, V, part);
   } else {
     b += fmt::format("  for (int s = 0; s < {}; ++s) sum[0] += ws[s * {}LL + e0];\n", splits, part);
   }
-  b += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n    const int gn = gn0 + j;\n", V);
-  b += "    {\n      const float acc = sum[j];\n";
-  b += g.store;
-  b += "    }\n  }\n}\n";
+  if (EV > 1) {
+    b += "  {\n" + vector_store(g, ep, EV, "sum") + "  }\n}\n";
+  } else {
+    b += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n    const int gn = gn0 + j;\n", V);
+    b += "    {\n      const float acc = sum[j];\n";
+    b += g.store;
+    b += "    }\n  }\n}\n";
+  }
   b += ep.sim_entry("@NAME@", true);
   k.name = fmt::format("kiln_{}_splitk_{:016x}", sanitize_identifier(g.label), XXH64(b.data(), b.size(), 0));
   k.source = std::string(kKernelPrelude) + includes + std::string(expr_prelude()) + std::string(kVectorPrelude) +

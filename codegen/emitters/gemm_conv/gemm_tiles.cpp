@@ -1,5 +1,7 @@
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
 
+#include "codegen/emitters/gemm_conv/gemm_tiles_wgmma.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -36,10 +38,18 @@ constexpr const TileCostModel& kCost = kTileCost;
 constexpr int64_t kMinSplitKTiles = 2;
 // A smaller tile than the heuristic's must be this much cheaper by the cost
 // terms to be taken: it re-reads the operands more often (from L2, which the
-// terms do not charge) and its blocks stage more per product.
+// terms do not charge) and its blocks stage more per product -- unless it
+// gives a block to SMs the larger tile's grid leaves idle (sms_reached).
 constexpr double kSmallerTileGain = 0.97;
 
 int warps_of(const GemmTileConfig& c) { return c.warps_m * c.warps_n; }
+
+// SMs that get at least one block of `c`'s grid (tiles x splits, at most 132).
+int64_t sms_reached(const GemmProblem& p, const GemmTileConfig& c) {
+  const int64_t k_tiles_all = (p.K + c.bk - 1) / c.bk;
+  return std::min<int64_t>(blocks_of(p, c.bm, c.bn) * split_k_of(c, k_tiles_all).splits,
+                           static_cast<int64_t>(kCost.sms));
+}
 
 // Blocks of `c` that one wave holds: 132 SMs x the blocks an SM keeps
 // resident (by its register file: 16 warps of this size; 4 blocks of 4 warps).
@@ -155,6 +165,7 @@ std::string gemm_tile_name(const GemmTileConfig& c) {
   std::string s = fmt::format("{}x{}x{} w{}x{} s{}", c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.stages);
   if (c.split_k > 1) s += fmt::format(" split{}", c.split_k);
   if (c.split_k > 1 && c.fold_split) s += " fold";
+  if (c.wgmma) s += " wgmma";
   return s;
 }
 
@@ -173,6 +184,7 @@ SplitK split_k_of(const GemmTileConfig& c, int64_t k_tiles_all) {
 }
 
 std::string gemm_tile_invalid(const GemmTileConfig& c, const GemmProblem& p) {
+  if (c.wgmma) return wgmma_tile_invalid(c, p);
   if (p.math == GemmMath::Simt) {
     if (!one_of(c.bm, {16, 32, 64}) || !one_of(c.bn, {16, 32, 64})) return "SIMT tiles are 16, 32 or 64 each way";
     if (c.bk != 16 || c.stages != 1 || c.split_k != 1 || c.fold_split)
@@ -195,6 +207,10 @@ std::string gemm_tile_invalid(const GemmTileConfig& c, const GemmProblem& p) {
   if (c.fold_split && (c.split_k < 2 || split_k_of(c, k_tiles).splits < 2))
     return "a folded split-K needs at least 2 parts";
   return "";
+}
+
+double gemm_tile_split_cost_us(const GemmProblem& p, const GemmTileConfig& c) {
+  return split_cost_us(p, c, (p.K + c.bk - 1) / c.bk, c.split_k, c.fold_split);
 }
 
 GemmTileConfig default_gemm_tile(const GemmProblem& p) {
@@ -228,15 +244,25 @@ GemmTileConfig default_gemm_tile(const GemmProblem& p) {
   c.bk = p.math == GemmMath::Tf32 ? 16 : 32;  // 64-byte rows of shared memory either way
   default_warps(c);
   // Below one wave, the tile too is chosen by the cost terms: the heuristic's,
-  // or half of it along M, N or both (rows down to 16, columns to 32), each
+  // or a half, quarter ... of it along M, N or both (rows down to 16, columns to 32), each
   // with its best split and pipeline; a smaller tile only for a clear gain
-  // (kSmallerTileGain). More, smaller blocks spread a small problem's DRAM
-  // traffic over more SMs and need fewer splits (less workspace) for the same
-  // parallelism.
+  // (kSmallerTileGain), or at no more cost where its grid reaches SMs the
+  // other leaves without a block. More, smaller blocks spread a small
+  // problem's DRAM traffic over more SMs and need fewer splits (less
+  // workspace) for the same parallelism. The terms are flat where a sub-wave
+  // grid is latency-bound (each block waits on the same k-loop whatever the
+  // tile: ResNet-50's 1x1 convs of 49-104 blocks of 64x64), but an SM without
+  // a block adds nothing -- no loads issued, no epilogue run -- which
+  // kiln's model charges through its memory and epilogue terms: the grid
+  // that reaches every SM is the faster one there (docs/codegen.md).
   auto [best, cost] = best_split(p, c);
   if (blocks_of(p, c.bm, c.bn) < wave_slots(c)) {
     const GemmTileConfig base = c;
-    for (auto [dm, dn] : {std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}}) {
+    // Halved, quartered ... down to 16 rows / 32 columns, larger tiles first (at equal cost and
+    // reach the first stays).
+    for (auto [dm, dn] :
+         {std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}, std::pair{4, 1}, std::pair{1, 4}, std::pair{4, 2},
+          std::pair{2, 4}, std::pair{8, 1}, std::pair{4, 4}, std::pair{8, 2}, std::pair{8, 4}}) {
       GemmTileConfig t = base;
       t.bm /= dm;
       t.bn /= dn;
@@ -247,7 +273,8 @@ GemmTileConfig default_gemm_tile(const GemmProblem& p) {
           !gemm_tile_invalid(t, p).empty())
         continue;
       auto [tc, tcost] = best_split(p, t);
-      if (tcost < cost * kSmallerTileGain) best = tc, cost = tcost;
+      if (tcost < cost * kSmallerTileGain || (tcost <= cost && sms_reached(p, tc) > sms_reached(p, best)))
+        best = tc, cost = tcost;
     }
   }
   return best;
@@ -307,7 +334,10 @@ GemmTileConfig choose_gemm_tile_config(const GemmProblem& p) {
       return *c;
     }
   }
-  return default_gemm_tile(p);
+  const GemmTileConfig c = default_gemm_tile(p);
+  if (sm90_wgmma_enabled())  // the sm_90a target's opt-in (gemm_tiles_wgmma.h)
+    if (std::optional<GemmTileConfig> w = wgmma_tile_if_faster(p, c)) return *w;
+  return c;
 }
 
 }  // namespace kiln::codegen

@@ -39,6 +39,9 @@ struct GemmTileConfig {
   // the GEMM kernel itself, instead of a second, reduction kernel: one launch
   // less, but the sums of a tile run on one block.
   bool fold_split = false;
+  // Hopper's warpgroup MMA (gemm_tiles_wgmma.h; kernel emit_gemm_wgmma_tiled.cpp,
+  // compiled for sm_90a): bm / 64 warpgroups, bk 64; only under the opt-in.
+  bool wgmma = false;
   bool operator==(const GemmTileConfig&) const = default;
 };
 
@@ -54,7 +57,10 @@ struct TileCostModel {
   double latency_us = 0.5;                       // a global load's round trip
   double bytes_per_us = 3350e3 * 0.9;            // DRAM at 90% of 3350 GB/s
   double sm_flops_per_us = 989.4e6 * 0.6 / 132;  // an SM's share of the fp16 tensor peak at mma.sync's rate
-  double launch_us = 1.0;                        // one more CUDA Graph node (the reduction kernel)
+  // The fractions of Hopper's dense peak (quoted for wgmma) that mma.sync and
+  // wgmma reach (docs/performance.md: assumptions, not measurements).
+  double mma_sync_fraction = 0.6, wgmma_fraction = 0.8;
+  double launch_us = 1.0;  // one more CUDA Graph node (the reduction kernel)
 };
 inline constexpr TileCostModel kTileCost;
 

@@ -5,7 +5,11 @@
 // - PTX is JIT-compiled by the driver, which accepts PTX ISA versions up to
 //   its own (PTX ISA release notes: CUDA 12.0 = ISA 8.0 ... 13.0 = 9.0):
 //   newer is CUDA_ERROR_UNSUPPORTED_PTX_VERSION; a `.target` newer than the
-//   device cannot be compiled for it (CUDA_ERROR_INVALID_PTX).
+//   device cannot be compiled for it (CUDA_ERROR_INVALID_PTX), nor an
+//   arch-specific `.target sm_XXa` for any device but sm_XX (PTX ISA, "Target
+//   ISA notes": the `a` features are not forward compatible). An sm_90a
+//   CUBIN is refused off Hopper by the major-arch rule above (its ELF e_flags
+//   name sm_90; the arch-specific mark sits in .nv.compat, not read here).
 // - A launch is checked the way cuLaunchKernel checks it, against the
 //   device's limits (Programming Guide, "Compute Capabilities", table
 //   "Technical Specifications"): block dims <= 1024 x 1024 x 64 and <= 1024
@@ -217,6 +221,10 @@ CUresult read_ptx(const char* text, Module& m) {
   if (st().rules.modules) {
     if (major * 10 + minor > max_ptx_isa(st().driver_version)) return kUnsupportedPtxVersion;
     if (sm > st().dev.major * 10 + st().dev.minor) return kInvalidPtx;
+    // An arch-specific target (".target sm_90a", wgmma) compiles for that arch alone.
+    size_t d = t + 11;
+    while (d < s.size() && s[d] >= '0' && s[d] <= '9') ++d;
+    if (d < s.size() && s[d] == 'a' && sm != st().dev.major * 10 + st().dev.minor) return kInvalidPtx;
   }
   for (size_t at = s.find(".entry "); at != std::string::npos; at = s.find(".entry ", at + 1)) {
     size_t b = at + 7, e = s.find_first_of("( \n", b);
