@@ -30,17 +30,18 @@ bool batch_only_symbolic(const Shape& s) {
   return true;
 }
 
-// softmax / log_softmax over a static last axis whose rows fit the register
-// row kernel (codegen/emitters/reduction/emit_rowwise.h): the row count may
-// be symbolic.
+// softmax / log_softmax over the last axis: a static one whose rows fit the
+// register row kernel (codegen/emitters/reduction/emit_rowwise.h), the row
+// count symbolic, or a symbolic one (the multi-pass kernel).
 bool generic_softmax(const Node& n) {
   if (n.body() || (n.op() != "softmax" && n.op() != "log_softmax") || !n.input(0)) return false;
   const Shape& s = n.input(0)->shape();
   const int64_t rank = static_cast<int64_t>(s.size());
   int64_t axis = n.attrs().get_int("axis", -1);
   if (axis < 0) axis += rank;
-  return rank > 0 && axis == rank - 1 && !is_symbolic_dim(s.back()) && s.back() >= 1 && s.back() <= kMaxRegisterRow &&
-         is_float(n.input(0)->dtype());
+  if (rank == 0 || axis != rank - 1 || !is_float(n.input(0)->dtype())) return false;
+  // A symbolic row length: the multi-pass kernel with its sizes from `ks` (emit_reduction.cpp).
+  return is_symbolic_dim(s.back()) || (s.back() >= 1 && s.back() <= kMaxRegisterRow);
 }
 
 // reduce_* over static axes (emit_reduction.h) whose symbolic dims all come
@@ -122,12 +123,35 @@ bool generic_batch_norm(const Node& n) {
 
 bool generic_normalization(const Node& n) { return generic_layer_norm(n) || generic_batch_norm(n); }
 
-// A bare f32 matmul / gemm (SIMT: no tf32) of a 2-D A [M, K] whose M alone is
-// symbolic, B static (a dynamic-batch MLP's layers).
+// A bare matmul in f32 (SIMT: no tf32), f16 or bf16 (tensor cores) with any
+// symbolic batch dims, M, N and K (an encoder's projections over [batch,
+// seq, d] and its attention scores), or a gemm of a 2-D A [M, K] whose M
+// alone is symbolic, B static (a dynamic-batch MLP's layers).
+bool generic_gemm_anchor(const Node& n);
+
+// A gemm_epilogue fused node: a generic anchor, then pointwise ops and
+// reshapes only (codegen/emitters/gemm_conv/emit_epilogue.h, symbols()).
 bool generic_gemm(const Node& n) {
+  if (!n.body()) return generic_gemm_anchor(n);
+  const Node* anchor = nullptr;
+  for (const auto& bn : n.body()->nodes()) {
+    if (!anchor && (bn->op() == "matmul" || bn->op() == "gemm")) {
+      anchor = bn.get();
+      continue;
+    }
+    const OpDef* def = op_registry().find(bn->op());
+    const bool pointwise = def && def->category == OpCategory::Pointwise && def->expr && !bn->body();
+    if (!anchor || (!pointwise && bn->op() != "reshape" && bn->op() != "identity")) return false;
+  }
+  return anchor && generic_gemm_anchor(*anchor);
+}
+
+bool generic_gemm_anchor(const Node& n) {
   if (n.body() || (n.op() != "matmul" && n.op() != "gemm") || n.num_inputs() < 2) return false;
   const Value *a = n.input(0), *b = n.input(1);
-  if (!a || !b || a->dtype() != DType::F32 || n.attrs().get_int("tf32", 0) != 0) return false;
+  if (!a || !b || n.attrs().get_int("tf32", 0) != 0) return false;
+  if (a->dtype() != DType::F32 && a->dtype() != DType::F16 && a->dtype() != DType::BF16) return false;
+  if (n.op() == "matmul") return true;
   if (a->shape().size() != 2 || b->shape().size() != 2 || has_symbolic_dims(b->shape())) return false;
   if (is_symbolic_dim(a->shape()[1]) || n.attrs().get_int("trans_a", 0) != 0) return false;
   return n.num_inputs() < 3 || !n.input(2) || n.input(2)->shape().empty() ||

@@ -57,6 +57,10 @@ NodeKernel node_kernel(const K& k, std::vector<Tensor> extra = {}) {
       nk.grid_expr[0] = k.grid_expr;
       nk.grid_expr[1] = {1, 1, 0};
       nk.grid_expr[2] = {1, 1, 0};
+      if constexpr (requires { k.grid_expr_y; }) {
+        nk.grid_expr[1] = k.grid_expr_y;
+        nk.grid_expr[2] = k.grid_expr_z;
+      }
     }
   }
   return nk;
@@ -415,7 +419,8 @@ const KernelEmitter kEmitters[] = {
     {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node,
      generic::any_node, [](const Node& n) { check_fused_pointwise(n, op_registry()); }},
     {"fused on demand", [](const Node& n) { return is_on_demand_fused(n, op_registry()); }, emit_fused_on_demand_node},
-    {"injective", handles_injective, emit_injective_node},
+    {"injective", handles_injective, emit_injective_node,
+     [](const Node& n) { return !n.body() && injective_shape_generic(n.op()); }},
     {"reduction", handles_reduction, emit_reduction_node, generic::generic_reduction},
     {"index select", handles_index_select, emit_index_select_node},
     {"scatter", handles_scatter, emit_scatter_node},

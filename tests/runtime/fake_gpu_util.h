@@ -503,8 +503,9 @@ class FakeGpu : public ::testing::Test {
     EXPECT_EQ(s[9], 0) << "a stream was left capturing";
   }
   // A plan (by arch or ONNX test name) whose kernels the fake driver can run.
-  std::vector<uint8_t> plan_for(const std::string& arch) {
-    const plan::Plan& p = plans().at(arch);
+  std::vector<uint8_t> plan_for(const std::string& arch) { return plan_bytes(plans().at(arch)); }
+  // The same for a plan a test builds itself.
+  std::vector<uint8_t> plan_bytes(const plan::Plan& p) {
     EXPECT_TRUE(p.meta.gpu_kernels) << p.meta.no_gpu_reason;
     std::vector<codegen::KernelSource> sources;
     for (const plan::Kernel& k : p.kernels) sources.push_back({k.name, k.source});

@@ -115,21 +115,31 @@ TEST(PlanProfiles, LoadingChecksTheProfilesAgainstTheGraph) {
                                                         p.memory.values.size() - 1, p.memory.values.size()));
 }
 
-// matmul, transpose and softmax have no shape-generic kernels yet
-// (tests/unit/shape_generic_kernels_test.cpp has the pointwise ones).
+// reduce_sum has no shape-generic kernel yet (the matmul, transpose and
+// softmax before it have; tests/unit/shape_generic_*_test.cpp): the plan is
+// refused naming that node, never compiled at one shape.
 TEST(PlanProfiles, AGpuTargetWithoutShapeGenericKernelsIsRefusedNotCompiledAtOneShape) {
   // Which kernels are shape-generic is codegen's answer (sanitizer builds have none).
   if (!kiln_has_codegen()) GTEST_SKIP() << "built without codegen";
-  auto g = parse_graph(kDynamic, "dyn.kir");
+  auto g = parse_graph(
+      "graph @m(%x: f32[b,s,4], %w: f32[4,4]) -> (f32[b,1,4]) symbols(b in [1, 4], s in [2, 16]) {\n"
+      "  %h = matmul(%x, %w) : f32[b,s,4]\n"
+      "  %t = transpose(%h) {perm=[0,2,1]} : f32[b,4,s]\n"
+      "  %p = softmax(%t) {axis=-1} : f32[b,4,s]\n"
+      "  %u = transpose(%p) {perm=[0,2,1]} : f32[b,s,4]\n"
+      "  %r = reduce_sum(%u) {axes=[1], keepdims=1} : f32[b,1,4]\n"
+      "  return %r\n"
+      "}\n",
+      "dyn.kir");
   PlanBuildOptions po{"sm_90", "fp32", {}};
-  po.profiles = {the_profile()};
+  po.profiles = {{{{"x", {1, 2, 4}, {2, 8, 4}, {4, 16, 4}}}}};
   po.source_name = "dyn.onnx";
   EXPECT_EQ(
       error_of([&] { build_plan(*g, po); }),
-      "dyn.onnx: node (matmul) producing %h: target sm_90 needs a shape-generic GPU kernel for every node of a "
-      "plan with shape profiles (b in [1, 4], s in [2, 16]), and kiln has none yet for matmul (its kernel family "
-      "(gemm) has no shape-generic kernel for it yet): compile the profile for --target cpu (the runtime's CPU path runs "
-      "any shape in it), or fix the shapes with --shapes for a GPU plan (docs/dynamic_shapes.md)");
+      "dyn.onnx: node (reduce_sum) producing %r: target sm_90 needs a shape-generic GPU kernel for every node of a "
+      "plan with shape profiles (b in [1, 4], s in [2, 16]), and kiln has none yet for reduce_sum (its kernel family "
+      "(reduction) has no shape-generic kernel for it yet): compile the profile for --target cpu (the runtime's CPU "
+      "path runs any shape in it), or fix the shapes with --shapes for a GPU plan (docs/dynamic_shapes.md)");
 }
 
 class CApiProfiles : public ::testing::Test {

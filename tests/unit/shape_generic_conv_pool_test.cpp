@@ -104,13 +104,15 @@ TEST(ShapeGenericKernels, ConvAndPoolPlansCompileForSm80AndSm90) {
     auto g = compiled(kConvPool, arch);
     const plan::Plan p = plan_for(*g, arch, conv_pool_profile());
     expect_all_generic(p, arch);
-    // The conv's grid is the images times its tiles; the step holds it at b = 9.
+    // The conv's grid is its row tiles x column tiles x the images (z = b);
+    // the step holds it at b = 9.
     bool conv_grid = false;
     for (const plan::GenericLaunch& gl : p.generic_launches) {
       EXPECT_EQ(p.steps[gl.step].grid.x, plan::eval_grid_axis(gl.grid[0], {{"b", 9}}));
-      conv_grid = conv_grid || (gl.grid[0].per_block == 1 && gl.grid[0].multiplier > 1);
+      EXPECT_EQ(p.steps[gl.step].grid.z, plan::eval_grid_axis(gl.grid[2], {{"b", 9}}));
+      conv_grid = conv_grid || (gl.grid[2].per_block == 1 && plan::eval_grid_axis(gl.grid[2], {{"b", 9}}) == 9);
     }
-    EXPECT_TRUE(conv_grid) << arch << ": no grid of batch x tiles";
+    EXPECT_TRUE(conv_grid) << arch << ": no grid of tiles x batch";
   }
 }
 

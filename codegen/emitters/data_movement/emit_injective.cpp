@@ -16,6 +16,7 @@
 #include "codegen/core/kernel_text.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::codegen {
 
@@ -47,15 +48,33 @@ struct MapCtx {
   uint64_t fill_bits = 0;  // else the fill's bit pattern in the result's dtype
 };
 
-// Sum of c{d} * stride terms plus a constant, as a CUDA expression.
+// The symbols of the kernel being emitted (a shape-generic kernel: its
+// sizes are symbolic dims, read from `ks`); empty for a static kernel. Set
+// for the duration of one emit_injective_op/injective_index_map call on
+// this thread (kernels are emitted on several threads).
+thread_local const KernelSymbols* t_syms = nullptr;
+
+// A dim (constant or symbolic) as a CUDA integer literal: "123@L@", or its
+// polynomial over ks.v[...] (always 64-bit: a symbolic kernel never narrows).
+std::string lit(int64_t d) {
+  if (!is_symbolic_dim(d)) return fmt::format("{}@L@", d);
+  KILN_CHECK(t_syms, "codegen: a symbolic dim {} in a kernel emitted without symbols", dim_str(d));
+  return t_syms->lit(d);
+}
+
+// Row-major strides of a shape whose dims may be symbolic (static: strides_of's values).
+std::vector<int64_t> strides_sym(const Shape& s) { return has_symbolic_dims(s) ? symbolic_strides(s) : strides_of(s); }
+
+// Sum of c{d} * stride terms plus a constant, as a CUDA expression (strides
+// and base may be symbolic dims).
 std::string linear(const std::vector<std::string>& coords, const std::vector<int64_t>& strides, int64_t base = 0) {
   std::string s;
   for (size_t d = 0; d < coords.size(); ++d) {
     if (strides[d] == 0) continue;
     if (!s.empty()) s += " + ";
-    s += strides[d] == 1 ? coords[d] : fmt::format("{} * {}@L@", coords[d], strides[d]);
+    s += strides[d] == 1 ? coords[d] : fmt::format("{} * {}", coords[d], lit(strides[d]));
   }
-  if (base != 0 || s.empty()) s += s.empty() ? fmt::format("{}@L@", base) : fmt::format(" + {}@L@", base);
+  if (base != 0 || s.empty()) s += s.empty() ? lit(base) : fmt::format(" + {}", lit(base));
   return s;
 }
 
@@ -78,23 +97,26 @@ void map_reshape(MapCtx&, std::string& b) { b += "    src = 0; off = i;\n"; }
 
 void map_transpose(MapCtx& c, std::string& b) {
   std::vector<int64_t> perm = c.attrs.get_ints("perm");
-  std::vector<int64_t> ist = strides_of(c.in[0].shape), st;
+  std::vector<int64_t> ist = strides_sym(c.in[0].shape), st;
   for (int64_t p : perm) st.push_back(ist.at(p));
   b += fmt::format("    src = 0; off = {};\n", linear(out_coords(c.out.rank()), st));
 }
 
 void map_expand(MapCtx& c, std::string& b) {
   b += fmt::format("    src = 0; off = {};\n",
-                   linear(out_coords(c.out.rank()), broadcast_strides(c.in[0].shape, c.out.shape)));
+                   linear(out_coords(c.out.rank()), has_symbolic_dims(c.in[0].shape) || has_symbolic_dims(c.out.shape)
+                                                        ? symbolic_broadcast_strides(c.in[0].shape, c.out.shape)
+                                                        : broadcast_strides(c.in[0].shape, c.out.shape)));
 }
 
 void map_slice(MapCtx& c, std::string& b) {
   std::vector<int64_t> st = c.attrs.get_ints("starts"), sp = c.attrs.get_ints("steps");
-  std::vector<int64_t> ist = strides_of(c.in[0].shape), s(ist.size());
+  std::vector<int64_t> ist = strides_sym(c.in[0].shape), s(ist.size());
   int64_t base = 0;
   for (size_t d = 0; d < ist.size(); ++d) {
-    base += st[d] * ist[d];
-    s[d] = sp[d] * ist[d];
+    // Values, not dims: a negative step (and its stride) is legal here.
+    base = value_add(base, value_mul(st[d], ist[d]));
+    s[d] = value_mul(sp[d], ist[d]);
   }
   b += fmt::format("    src = 0; off = {};\n", linear(out_coords(c.out.rank()), s, base));
 }
@@ -109,11 +131,11 @@ void map_concat(MapCtx& c, std::string& b) {
   for (size_t k = 0; k < c.in.size(); ++k) {
     const int64_t len = c.in[k].shape[a];
     if (len == 0) continue;
-    co[a] = start ? fmt::format("(o{} - {}@L@)", a, start) : fmt::format("o{}", a);
-    b += fmt::format("    {}if (o{} < {}@L@) {{ src = {}; off = {}; }}\n", first ? "" : "else ", a, start + len, k,
-                     linear(co, strides_of(c.in[k].shape)));
+    co[a] = start ? fmt::format("(o{} - {})", a, lit(start)) : fmt::format("o{}", a);
+    b += fmt::format("    {}if (o{} < {}) {{ src = {}; off = {}; }}\n", first ? "" : "else ", a,
+                     lit(dim_add(start, len)), k, linear(co, strides_sym(c.in[k].shape)));
     first = false;
-    start += len;
+    start = dim_add(start, len);
   }
 }
 
@@ -122,9 +144,9 @@ void map_split(MapCtx& c, std::string& b) {
   const int64_t a = norm_axis(c.attrs.require_int("axis"), r, "split");
   std::vector<int64_t> split = c.attrs.get_ints("split");
   int64_t start = 0;
-  for (int k = 0; k < c.result; ++k) start += split.at(k);
-  std::vector<int64_t> ist = strides_of(c.in[0].shape);
-  b += fmt::format("    src = 0; off = {};\n", linear(out_coords(r), ist, start * ist[a]));
+  for (int k = 0; k < c.result; ++k) start = dim_add(start, split.at(k));
+  std::vector<int64_t> ist = strides_sym(c.in[0].shape);
+  b += fmt::format("    src = 0; off = {};\n", linear(out_coords(r), ist, dim_mul(start, ist[a])));
 }
 
 void map_pad(MapCtx& c, std::string& b) {
@@ -189,14 +211,14 @@ void map_gather(MapCtx& c, std::string& b) {
   c.data[1] = false;
   std::vector<std::string> ico;
   for (int j = 0; j < q; ++j) ico.push_back(fmt::format("o{}", a + j));
-  b += fmt::format("    long long ix = (long long){};\n", c.read(1, linear(ico, strides_of(is))));
-  b += fmt::format("    if (ix < 0) ix += {}@L@;\n", ds[a]);
+  b += fmt::format("    long long ix = (long long){};\n", c.read(1, linear(ico, strides_sym(is))));
+  b += fmt::format("    if (ix < 0) ix += {};\n", lit(ds[a]));
   std::vector<std::string> dco;
   for (int d = 0; d < r; ++d)
     dco.push_back(d < a ? fmt::format("o{}", d) : d == a ? "ix" : fmt::format("o{}", d - 1 + q));
   // Out of range: the element gets zero bytes (the reference raises an error).
-  b += fmt::format("    if (ix < 0 || ix >= {}@L@) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", ds[a],
-                   linear(dco, strides_of(ds)));
+  b += fmt::format("    if (ix < 0 || ix >= {}) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", lit(ds[a]),
+                   linear(dco, strides_sym(ds)));
 }
 
 void map_depth_to_space(MapCtx& c, std::string& b) {
@@ -357,16 +379,35 @@ std::string coordinates_code(const Shape& s, const std::string& flat, const std:
   std::string b = fmt::format("{}kidx r = (kidx)({});\n", indent, flat);
   for (int d = rank - 1; d >= 0; --d) {
     if (d == 0) b += fmt::format("{}const kidx o0 = r;\n", indent);
-    else b += fmt::format("{0}const kidx o{1} = r % {2}@L@; r /= {2}@L@;\n", indent, d, s[d]);
+    else b += fmt::format("{0}const kidx o{1} = r % {2}; r /= {2};\n", indent, d, lit(s[d]));
   }
   b += indent + "(void)r;\n";
   return b;
 }
 
+bool injective_shape_generic(const std::string& name) {
+  static const char* const kGeneric[] = {"reshape", "transpose", "expand", "slice", "concat", "split", "gather"};
+  return std::find(std::begin(kGeneric), std::end(kGeneric), name) != std::end(kGeneric);
+}
+
 InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
                                   const std::vector<TensorType>& outs, int result) {
-  // Transposes that move the innermost dim: through shared-memory tiles.
-  if (def.name == "transpose" && operands.size() == 1 && outs.size() == 1 &&
+  // Shape-generic (a plan with shape profiles, docs/dynamic_shapes.md): the
+  // sizes come from the symbols' values (`ks`), indices are 64-bit.
+  std::vector<Shape> shapes;
+  for (const TensorType& t : operands) shapes.push_back(t.shape);
+  for (const TensorType& t : outs) shapes.push_back(t.shape);
+  const KernelSymbols syms(shapes);
+  const bool generic = !syms.empty();
+  if (generic && !injective_shape_generic(def.name))
+    unsupported("codegen: {} has no shape-generic kernel (symbolic sizes) yet", def.name);
+  struct SymsScope {
+    explicit SymsScope(const KernelSymbols* s) { t_syms = s; }
+    ~SymsScope() { t_syms = nullptr; }
+  } scope(generic ? &syms : nullptr);
+  // Transposes that move the innermost dim: through shared-memory tiles
+  // (static shapes only: the tiled kernel counts its tiles at compile time).
+  if (!generic && def.name == "transpose" && operands.size() == 1 && outs.size() == 1 &&
       dtype_size(operands[0].dtype) == dtype_size(outs[0].dtype))
     if (std::optional<InjectiveKernel> t = emit_tiled_transpose(operands[0], attrs.get_ints("perm"))) return *t;
   const InjectiveMap m = injective_index_map(def, attrs, operands, outs, result, [](int k, const std::string& off) {
@@ -381,17 +422,21 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
   std::string fill =
       m.fill_operand >= 0 ? fmt::format("in{}[0]", m.fill_operand) : fmt::format("({})0x{:x}ULL", E, m.fill_bits);
   InjectiveKernel k;
-  k.numel = out.numel();
-  k.counts.push_back(k.numel);
-  for (const TensorType& t : operands) k.counts.push_back(t.numel());
+  k.numel = generic ? dim_product(out.shape) : out.numel();
+  if (!generic) {  // a symbolic kernel's counts are known per shape only
+    k.counts.push_back(k.numel);
+    for (const TensorType& t : operands) k.counts.push_back(t.numel());
+  }
   std::string params = fmt::format("KILN_PTR({}) out", E);
   for (size_t i = 0; i < operands.size(); ++i) params += fmt::format(", KILN_PTR(const {}) in{}", param_types[i], i);
+  if (generic) params += ", kiln_syms ks";
   std::string body;
+  if (generic) body += KernelSymbols::struct_text();
   body += fmt::format("// {}({}): {} <-", def.name, result, out.str());
   for (size_t i = 0; i < operands.size(); ++i) body += (i ? ", " : " ") + operands[i].str();
   body += "\n";
   body += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", params);
-  body += fmt::format("  const long long n = {}LL;\n", k.numel);
+  body += fmt::format("  const long long n = {};\n", generic ? syms.lit(k.numel) : fmt::format("{}LL", k.numel));
   body += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n";
   body += "       i += (long long)gridDim.x * blockDim.x) {\n";
   body += coordinates_code(out.shape, "i", "    ");
@@ -409,8 +454,8 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
   body += "    out[i] = v;\n  }\n}\n";
   // Index arithmetic in 32 bits when every offset fits (64-bit division by
   // the dims' constants costs several times more on the GPU).
-  bool narrow = k.numel <= INT32_MAX;
-  for (const TensorType& t : operands) narrow = narrow && t.numel() <= INT32_MAX;
+  bool narrow = !generic && k.numel <= INT32_MAX;
+  for (const TensorType& t : operands) narrow = narrow && !has_symbolic_dims(t.shape) && t.numel() <= INT32_MAX;
   body = finish_index_types(body, narrow);
   // Simulator entry.
   body += "#ifdef KILN_SIM\n";
@@ -424,12 +469,20 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
   for (size_t i = 0; i < operands.size(); ++i)
     body += fmt::format(",\n        ::kiln::sim::arg(static_cast<const {}*>(buffers[{}]), counts[{}], \"in{}\")",
                         param_types[i], i + 1, i + 1, i);
+  // The symbols' values: one more buffer, passed by value.
+  if (generic) body += fmt::format(",\n        *static_cast<const kiln_syms*>(buffers[{}])", operands.size() + 1);
   body += ");\n    return 0;\n";
   body += "  } catch (const ::kiln::sim::SimError& ex) {\n    *error = ex.what();\n    return 1;\n";
   body += "  } catch (const std::exception& ex) {\n    *error = ex.what();\n    return 2;\n  }\n}\n#endif\n";
 
   k.name = fmt::format("kiln_inj_{}_{:016x}", sanitize_identifier(def.name), XXH64(body.data(), body.size(), 0));
   k.source = std::string(kKernelPrelude) + replace_all(body, "@NAME@", k.name);
+  if (generic) {
+    k.symbols = syms.names();
+    k.grid_expr = GridAxisExpr{k.numel, k.block, 8192};
+    k.grid = 1;  // evaluated per shape (nonzero: a launch)
+    return k;
+  }
   const int64_t blocks = (k.numel + k.block - 1) / k.block;
   k.grid = static_cast<unsigned>(std::min<int64_t>(blocks, 8192));
   return k;

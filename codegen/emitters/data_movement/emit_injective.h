@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/core/size_expr.h"
 #include "codegen/launch_fit.h"
 #include "ir/attribute.h"
 #include "ir/op_registry.h"
@@ -40,11 +41,18 @@ struct InjectiveKernel {
   int64_t numel = 0;                    // result elements
   unsigned block = block_threads(256);  // the one decision (codegen/launch_fit.h)
   unsigned grid = 0;                    // 0 for an empty result: nothing to launch
-  std::vector<int64_t> counts;          // elements of each buffer: out, then each operand
+  std::vector<int64_t> counts;          // elements of each buffer: out, then each operand (empty: shape-generic)
+  // Shape-generic (symbolic sizes, docs/dynamic_shapes.md): the kernel's
+  // kiln_syms and its grid per shape (NodeKernel::symbols).
+  std::vector<std::string> symbols;
+  GridAxisExpr grid_expr;
 };
 
 // True when emit_injective_op handles op `name`.
 bool injective_supported(const std::string& name);
+// True when its kernel for op `name` may take symbolic sizes (a plan with
+// shape profiles): reshape, transpose, expand, slice, concat, split, gather.
+bool injective_shape_generic(const std::string& name);
 
 // The index map of result `result` of an injective op, for any kernel shell:
 // the standalone kernel below, or an expression inside another kernel

@@ -23,6 +23,20 @@ bool is_layout_op(const std::string& op) {
   return op == "reshape" || op == "identity" || op == "transpose" || op == "split" || op == "slice" || op == "gather";
 }
 
+// 64-bit indices past kNarrow elements, or at a symbolic size (its largest value is not known here).
+bool wide_type(const TensorType& t) { return has_symbolic_dims(t.shape) || t.numel() > kNarrow; }
+
+KernelSymbols symbols_of(const std::vector<TensorType>& slots, const std::vector<TensorType>& results,
+                         const Graph* body) {
+  std::vector<Shape> shapes;
+  for (const TensorType& t : slots) shapes.push_back(t.shape);
+  for (const TensorType& t : results) shapes.push_back(t.shape);
+  if (body)
+    for (const auto& bn : body->nodes())
+      for (Value* o : bn->outputs()) shapes.push_back(o->shape());
+  return KernelSymbols(shapes);
+}
+
 }  // namespace
 
 Epilogue Epilogue::from_node(const Node& anchor) {
@@ -37,9 +51,9 @@ Epilogue Epilogue::from_node(const Node& anchor) {
     e.slot_values_.push_back(v);
   }
   // A symbolic size's largest value is not known here: 64-bit indices.
-  auto wide = [](const TensorType& t) { return has_symbolic_dims(t.shape) || t.numel() > kNarrow; };
-  e.wide_ = wide(anchor.output(0)->type());
-  for (const TensorType& t : e.slots_) e.wide_ = e.wide_ || wide(t);
+  e.wide_ = wide_type(anchor.output(0)->type());
+  for (const TensorType& t : e.slots_) e.wide_ = e.wide_ || wide_type(t);
+  e.syms_ = symbols_of(e.slots_, e.results_, nullptr);
   return e;
 }
 
@@ -129,13 +143,12 @@ Epilogue Epilogue::from_fused(const Node& n, const OpRegistry& ops, const std::v
                v->name());
     e.anchor_slots_.push_back(static_cast<int>(it - e.slot_values_.begin()));
   }
-  // A symbolic size's largest value is not known here: 64-bit indices (as from_node).
-  auto wide = [](const TensorType& t) { return has_symbolic_dims(t.shape) || t.numel() > kNarrow; };
-  e.wide_ = wide(e.anchor_->output(0)->type());
-  for (const TensorType& t : e.slots_) e.wide_ = e.wide_ || wide(t);
-  for (const TensorType& t : e.results_) e.wide_ = e.wide_ || wide(t);
+  e.wide_ = wide_type(e.anchor_->output(0)->type());
+  for (const TensorType& t : e.slots_) e.wide_ = e.wide_ || wide_type(t);
+  for (const TensorType& t : e.results_) e.wide_ = e.wide_ || wide_type(t);
   for (const auto& bn : body.nodes())
-    for (Value* o : bn->outputs()) e.wide_ = e.wide_ || wide(o->type());
+    for (Value* o : bn->outputs()) e.wide_ = e.wide_ || wide_type(o->type());
+  e.syms_ = symbols_of(e.slots_, e.results_, &body);
   return e;
 }
 
@@ -224,8 +237,12 @@ std::string Epilogue::fp_includes() const {
 }
 
 // Coordinates of index `pos` over `shape`, as variables `<p>_<d>`.
+// A dim as C text: a constant as a number, a symbolic one from `ks` (a shape-generic kernel).
+std::string dim_c(const KernelSymbols& ks, int64_t d) { return is_symbolic_dim(d) ? ks.lit(d) : std::to_string(d); }
+
 std::vector<std::string> epilogue_coords(const std::string& pos, const Shape& shape, const std::string& p,
-                                         const char* idx, const std::string& ind, std::string& b) {
+                                         const char* idx, const std::string& ind, std::string& b,
+                                         const KernelSymbols& ks) {
   const int r = static_cast<int>(shape.size());
   std::vector<std::string> c(r);
   if (r == 0) return c;
@@ -237,19 +254,21 @@ std::vector<std::string> epilogue_coords(const std::string& pos, const Shape& sh
     } else if (d == 0) {
       b += fmt::format("{}const {} {} = {}_r;\n", ind, idx, c[d], p);
     } else {
-      b += fmt::format("{}const {} {} = {}_r % {}; {}_r /= {};\n", ind, idx, c[d], p, shape[d], p, shape[d]);
+      b += fmt::format("{}const {} {} = {}_r % {}; {}_r /= {};\n", ind, idx, c[d], p, dim_c(ks, shape[d]), p,
+                       dim_c(ks, shape[d]));
     }
     b += fmt::format("{}(void){};  // a broadcast operand may not read it\n", ind, c[d]);
   }
   return c;
 }
 
-std::string epilogue_linear(const std::vector<std::string>& c, const std::vector<int64_t>& strides, const char* idx) {
+std::string epilogue_linear(const std::vector<std::string>& c, const std::vector<int64_t>& strides, const char* idx,
+                            const KernelSymbols& ks) {
   std::string s;
   for (size_t d = 0; d < c.size(); ++d) {
     if (strides[d] == 0) continue;
     if (!s.empty()) s += " + ";
-    s += strides[d] == 1 ? c[d] : fmt::format("{} * ({}){}", c[d], idx, strides[d]);
+    s += strides[d] == 1 ? c[d] : fmt::format("{} * ({}){}", c[d], idx, dim_c(ks, strides[d]));
   }
   return s.empty() ? "0" : s;
 }
@@ -387,6 +406,9 @@ std::string Epilogue::code(const std::string& acc, const std::string& index, con
       fail("codegen epilogue: {} reads no epilogue value", bn->describe());
     }();
     const std::string vv = fmt::format("e_v{}", id);
+    if (!syms_.empty() && op != "reshape" && op != "identity" && ops_->get(op).category != OpCategory::Pointwise)
+      unsupported("codegen epilogue: {}: a shape-generic epilogue takes pointwise ops and reshapes only",
+                  bn->describe());
     if (is_layout_op(op)) {
       place_layout(*bn, src, fmt::format("e_{{}}{}", id), ind, b, place);
       continue;
@@ -413,14 +435,16 @@ std::string Epilogue::code(const std::string& acc, const std::string& index, con
       std::string off;
       if (v->shape() == os) {
         off = src.pos;
-      } else if (v->type().numel() == 1) {
+      } else if (!has_symbolic_dims(v->shape()) && v->type().numel() == 1) {
         off = std::string(1, '0');  // (not = "0": GCC 12 -Wrestrict false positive)
       } else {
         if (!have_coords) {
-          oc = epilogue_coords(src.pos, os, fmt::format("e_c{}", id), idx, ind, b);
+          oc = epilogue_coords(src.pos, os, fmt::format("e_c{}", id), idx, ind, b, syms_);
           have_coords = true;
         }
-        off = epilogue_linear(oc, broadcast_strides(v->shape(), os), idx);
+        off = has_symbolic_dims(os) || has_symbolic_dims(v->shape())
+                  ? epilogue_linear(oc, symbolic_broadcast_strides(v->shape(), os), idx, syms_)
+                  : epilogue_linear(oc, broadcast_strides(v->shape(), os), idx);
       }
       const std::string a = fmt::format("e_a{}_{}", id, i);
       // Elements outside the value (split/slice parts) read nothing.

@@ -27,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "codegen/core/size_expr.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
 #include "ir/tensor.h"
@@ -52,6 +53,11 @@ class Epilogue {
   const std::vector<TensorType>& slots() const { return slots_; }
   // Tensors for the slots after the node's inputs.
   const std::vector<Tensor>& constants() const { return constants_; }
+  // The symbols of every shape it reads or writes (slots, results, the
+  // body's values): non-empty for a shape-generic kernel (a plan with shape
+  // profiles), whose sizes code() then reads from `ks`. Such an epilogue
+  // takes pointwise ops and reshapes only.
+  const KernelSymbols& symbols() const { return syms_; }
 
   // Statements (each line prefixed by `indent`, wrapped in one `{ }` block)
   // that take `acc`, an expression of the anchor's compute type (float for
@@ -119,6 +125,7 @@ class Epilogue {
   std::vector<const kiln::Value*> slot_values_;  // body value read through each slot (null: none)
   std::map<const Node*, Tensor> gather_index_;   // a gather's one constant index
   bool wide_ = false;
+  KernelSymbols syms_;
 };
 
 // Statements declaring `dst` (an array of `width` elements of `t`'s storage

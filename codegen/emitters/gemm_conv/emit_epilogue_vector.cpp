@@ -44,14 +44,6 @@ std::string broadcast_offset(const std::string& pos, const Shape& os, const std:
   return off.empty() ? "0" : off;
 }
 
-// Whether operand `v` of an epilogue op of result shape `os` is read one
-// element per result element along the row (counted by the access terms). A
-// symbolic operand (a residual over a dynamic batch) has the element's shape.
-bool moves_with_element(const Value& v, const Shape& os) {
-  if (has_symbolic_dims(v.shape()) || has_symbolic_dims(os)) return v.shape() == os && !os.empty() && os.back() != 1;
-  return v.type().numel() > 1 && broadcast_strides(v.shape(), os).back() == 1;
-}
-
 }  // namespace
 
 std::string vector_load_statements(const std::string& dst, DType t, const std::string& buf, const std::string& off,
@@ -152,6 +144,18 @@ int Epilogue::vector_width() const {
   return vector_contiguity(width, contig) ? width : 0;
 }
 
+// Whether an operand of shape `in` read at the coordinates of `out` holds
+// more than one element and moves with the column (its last broadcast
+// stride 1): one access per element, not one per row. Symbolic shapes
+// (a shape-generic kernel) are not one element.
+namespace {
+bool reads_along_columns(const Shape& in, const Shape& out) {
+  if (has_symbolic_dims(in) || has_symbolic_dims(out))
+    return !in.empty() && !out.empty() && symbolic_broadcast_strides(in, out).back() == 1;
+  return shape_numel(in) > 1 && broadcast_strides(in, out).back() == 1;
+}
+}  // namespace
+
 int Epilogue::vector_accesses() const {
   // A result stored element by element (not contiguous) takes `width` accesses per `width` elements.
   const int width = vector_width();
@@ -164,7 +168,7 @@ int Epilogue::vector_accesses() const {
     for (const auto& bn : body_->nodes())
       for (Value* v : bn->inputs())
         if (bn.get() != anchor_ && std::find(slot_values_.begin(), slot_values_.end(), v) != slot_values_.end() &&
-            moves_with_element(*v, bn->output(0)->shape()))
+            reads_along_columns(v->shape(), bn->output(0)->shape()))
           ++n;
   return n;
 }
@@ -185,7 +189,7 @@ int Epilogue::bytes_per_element() const {
     for (const auto& bn : body_->nodes())
       for (Value* v : bn->inputs())
         if (bn.get() != anchor_ && std::find(slot_values_.begin(), slot_values_.end(), v) != slot_values_.end() &&
-            moves_with_element(*v, bn->output(0)->shape()))
+            reads_along_columns(v->shape(), bn->output(0)->shape()))
           n += dtype_size(v->dtype());
   return static_cast<int>(n);
 }

@@ -9,6 +9,7 @@
 #include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/core/kernel_text.h"
+#include "codegen/emitters/gemm_conv/gemm_tiles_wgmma.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
 #include "ir/symbolic_dim.h"
@@ -58,72 +59,96 @@ GemmMath gemm_math(const TiledGemm& g) {
   return GemmMath::Simt;
 }
 
+GemmProblem generic_gemm_problem(const TiledGemm& g) {
+  auto at = [](int64_t d, int64_t rep) { return is_symbolic_dim(d) ? rep : d; };
+  // A symbolic batch over a static M (an NCHW conv over a dynamic batch of
+  // images) stands for many images; over a symbolic M (an encoder's batch of
+  // heads), for one.
+  const int64_t batch_rep = is_symbolic_dim(g.M) ? 1 : 4096;
+  return {gemm_math(g), at(g.batch, batch_rep), at(g.M, 4096), at(g.N, 512), at(g.K, 512), 0};
+}
+
 GemmTileConfig generic_gemm_tile(const TiledGemm& g, GemmMath math) {
-  const bool sym_m = is_symbolic_dim(g.M), sym_batch = is_symbolic_dim(g.batch);
-  const GemmTileConfig tile = choose_gemm_tile_config(
-      {math, sym_batch ? int64_t{4096} : g.batch, sym_m ? int64_t{4096} : g.M, g.N, g.K, g.operand_bytes});
-  if ((sym_m || sym_batch) && tile.wgmma)
+  if (g.syms.empty()) return choose_gemm_tile_config({math, g.batch, g.M, g.N, g.K, g.operand_bytes});
+  // The wgmma kernel (the sm_90a opt-in) has no shape-generic form: a
+  // symbolic problem takes the mma.sync tiles.
+  ScopedSm90Wgmma no_wgmma(false);
+  const GemmProblem p = generic_gemm_problem(g);
+  GemmTileConfig tile = choose_gemm_tile_config(p);
+  if (tile.wgmma)
     unsupported("codegen: {}: tile {} is a wgmma tile, and the wgmma GEMM takes no symbolic sizes yet", g.label,
                 gemm_tile_name(tile));
-  if ((sym_m || sym_batch) && tile.split_k > 1)
+  // No split-K: the split is decided from the grid, which follows the
+  // symbols, and its workspace and tile counters would be sized by them. The
+  // default's split is dropped; a chooser's (autotuning) is an error.
+  if (tile.split_k > 1 && !(tile == default_gemm_tile(p)))
     unsupported(
         "codegen: {}: tile {} splits K, which a shape-generic GEMM does not: its grid, workspace and tile "
         "counters would follow the symbols",
         g.label, gemm_tile_name(tile));
+  tile.split_k = 1;
+  tile.fold_split = false;
   return tile;
 }
 
-GridAxisExpr generic_gemm_grid(const TiledGemm& g, int bm, int bn) {
-  const int64_t tiles_n = (g.N + bn - 1) / bn;
-  if (is_symbolic_dim(g.M)) return GridAxisExpr{g.M, bm, 0, g.batch * tiles_n};
-  return GridAxisExpr{g.batch, 1, 0, (g.M + bm - 1) / bm * tiles_n};
+bool generic_gemm_grid(const TiledGemm& g, int bm, int bn, ComputeKernel& k) {
+  const bool grid3 = is_symbolic_dim(g.batch) || is_symbolic_dim(g.N);
+  k.symbols = g.syms.names();
+  if (grid3) {
+    k.grid_expr = GridAxisExpr{g.M, bm, 0, 1};
+    k.grid_expr_y = GridAxisExpr{g.N, bn, 0, 1};
+    k.grid_expr_z = GridAxisExpr{g.batch, 1, 0, 1};
+  } else {
+    k.grid_expr = GridAxisExpr{g.M, bm, 0, g.batch * ((g.N + bn - 1) / bn)};
+  }
+  k.grid = g.M == 0 || g.N == 0 || g.batch == 0 ? 0 : 1;  // evaluated per shape
+  return grid3;
 }
 
 std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep) {
   const GemmMath math = gemm_math(g);
-  // Shape-generic (a plan with shape profiles): a symbolic M (the SIMT kernel
-  // only: the row tiles counted in the kernel) or a symbolic batch (an NCHW
-  // conv over a dynamic batch of images: only the grid depends on it).
+  // Symbolic sizes (a plan with shape profiles): any of the batch, M, N and
+  // K may be symbolic dims, read from `ks`; the tile is chosen for a large
+  // problem (every tail is guarded, so it is right at every size), unsplit,
+  // and the grid is a function of the symbols (generic_gemm_grid).
   const bool generic = !g.syms.empty();
-  const bool sym_m = is_symbolic_dim(g.M), sym_batch = is_symbolic_dim(g.batch);
-  if (generic && sym_m && math != GemmMath::Simt)
-    unsupported("codegen: {}: a shape-generic GEMM (M = {}) has no tensor-core kernel yet", g.label, dim_str(g.M));
-  if (sym_m && sym_batch)
-    unsupported("codegen: {}: a shape-generic GEMM with a symbolic batch ({}) and M ({})", g.label, dim_str(g.batch),
-                dim_str(g.M));
   const GemmTileConfig tile = generic_gemm_tile(g, math);
   if (math != GemmMath::Simt)
     return tile.wgmma ? emit_wgmma_tiled_gemm(g, ep, math, tile) : emit_mma_gemm(g, ep, math, tile);
   const int BM = tile.bm, BN = tile.bn, BK = tile.bk, TM = BM / 16, TN = BN / 16;
   const std::string ct = gemm_compute_type(g.dtype);
-  const int64_t tiles_m = sym_m ? 0 : (g.M + BM - 1) / BM, tiles_n = (g.N + BN - 1) / BN;
+  // One flat grid of batch x row tiles x column tiles, unless the batch or N
+  // is symbolic: then x counts the row tiles, y the column tiles, z the batch.
+  const bool grid3 = generic && (is_symbolic_dim(g.batch) || is_symbolic_dim(g.N));
+  const int64_t tiles_m = generic ? 0 : (g.M + BM - 1) / BM, tiles_n = grid3 ? 0 : (g.N + BN - 1) / BN;
   ComputeKernel k;
   const int64_t blocks = generic ? 0 : g.batch * tiles_m * tiles_n;
   if (blocks > INT32_MAX) unsupported("codegen: {}: {} tiles exceed one grid", g.label, blocks);
   k.grid = g.M == 0 || g.N == 0 ? 0 : static_cast<unsigned>(blocks);
-  if (generic) {
-    k.symbols = g.syms.names();
-    k.grid_expr = generic_gemm_grid(g, BM, BN);
-    k.grid = g.N == 0 || g.M == 0 ? 0 : 1;  // evaluated per shape
-  }
+  if (generic) generic_gemm_grid(g, BM, BN, k);
+  auto dim_text = [&](int64_t d) { return is_symbolic_dim(d) ? g.syms.lit(d) : std::to_string(d); };
   const std::string tiles_m_text =
-      sym_m ? fmt::format("(({} + {}LL) / {}LL)", g.syms.lit(g.M), BM - 1, BM) : std::to_string(tiles_m);
-  const std::string M_text = sym_m ? g.syms.lit(g.M) : std::to_string(g.M);
+      generic ? fmt::format("(({} + {}LL) / {}LL)", dim_text(g.M), BM - 1, BM) : std::to_string(tiles_m);
+  const std::string M_text = dim_text(g.M), N_text = dim_text(g.N), K_text = dim_text(g.K);
   k.block = kThreads;
   if (deciding_only()) return {k};  // the launch is decided; the rest is text (codegen/core/deciding_only.h)
   const int stage_elems = std::max(BK * (BM + 1) + BK * (BN + 1), BM * BN);
 
   std::string b;
   b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}]; tile {}x{}x{}, {}\n", g.label, dim_str(g.batch),
-                   dim_str(g.M), g.N, dim_str(g.M), g.K, g.K, g.N, BM, BN, BK, ct);
+                   dim_str(g.M), dim_str(g.N), dim_str(g.M), dim_str(g.K), dim_str(g.K), dim_str(g.N), BM, BN, BK, ct);
   if (generic) b += KernelSymbols::struct_text();
   b += fmt::format("extern \"C\" __global__ void @NAME@({}{}) {{\n", ep.params(), generic ? ", kiln_syms ks" : "");
   b += fmt::format("  __shared__ {} kiln_sm[{}];\n", ct, stage_elems);
   b += fmt::format("  {}* As = kiln_sm;  // [{}][{}]: A(m, k) at k * {} + m\n", ct, BK, BM + 1, BM + 1);
   b += fmt::format("  {}* Bs = kiln_sm + {};  // [{}][{}]\n", ct, BK * (BM + 1), BK, BN + 1);
   b += "  const int tid = threadIdx.x;\n  const int tx = tid % 16, ty = tid / 16;\n";
-  b += fmt::format("  int t = blockIdx.x;\n  const int tn = t % {}; t /= {};\n", tiles_n, tiles_n);
-  b += fmt::format("  const int tm = t % {};\n  const int bz = t / {};\n", tiles_m_text, tiles_m_text);
+  if (grid3) {
+    b += "  const int tm = blockIdx.x, tn = blockIdx.y, bz = blockIdx.z;\n";
+  } else {
+    b += fmt::format("  int t = blockIdx.x;\n  const int tn = t % {}; t /= {};\n", tiles_n, tiles_n);
+    b += fmt::format("  const int tm = t % {};\n  const int bz = t / {};\n", tiles_m_text, tiles_m_text);
+  }
   b += fmt::format("  const int m0 = tm * {}, n0 = tn * {};\n", BM, BN);
   b += g.prologue;
   const Staging sa{BM, BM * BK / kThreads, g.a.k_fast}, sb{BN, BN * BK / kThreads, g.b.k_fast};
@@ -142,17 +167,17 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
   setup(sb, g.b, "b", "n0");
   for (int i = 0; i < TM; ++i)
     for (int j = 0; j < TN; ++j) b += fmt::format("  {} acc{}_{} = 0;\n", ct, i, j);
-  b += fmt::format("  for (int k0 = 0; k0 < {}; k0 += {}) {{\n", g.K, BK);
+  b += fmt::format("  for (int k0 = 0; k0 < {}; k0 += {}) {{\n", K_text, BK);
   auto stage = [&](const Staging& st, const OperandLoad& ld, const char* p, const char* sm, const std::string& rows) {
     for (int j = 0; j < st.slots; ++j) {
       const std::string s = fmt::format("{}{}", p, j);
       b += fmt::format("    {{\n      const int k = k0 + {}_kk;\n      {} v = 0;\n", s, ct);
-      b += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", s, rows, g.K, ld.load("k", s));
+      b += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", s, rows, K_text, ld.load("k", s));
       b += fmt::format("      {}[{}_st] = v;\n    }}\n", sm, s);
     }
   };
   stage(sa, g.a, "a", "As", M_text);
-  stage(sb, g.b, "b", "Bs", std::to_string(g.N));
+  stage(sb, g.b, "b", "Bs", N_text);
   b += "    __syncthreads();\n";
   // Main loop (SIMT): the seam where a tensor-core loop would go.
   b += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{\n", BK);
@@ -169,7 +194,7 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
   b += "  __syncthreads();\n";
   b += fmt::format("#pragma unroll 1\n  for (int e = tid; e < {}; e += {}) {{\n", BM * BN, kThreads);
   b += fmt::format("    const int gm = m0 + e / {}, gn = n0 + e % {};\n", BN, BN);
-  b += fmt::format("    if (gm < {} && gn < {}) {{\n      const {} acc = Cs[e];\n", M_text, g.N, ct);
+  b += fmt::format("    if (gm < {} && gn < {}) {{\n      const {} acc = Cs[e];\n", M_text, N_text, ct);
   b += g.store;
   b += "    }\n  }\n}\n";
   b += ep.sim_entry("@NAME@", false, false, generic);
@@ -212,11 +237,15 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
   g.tf32 = n.attrs().get_int("tf32", 0) != 0;
   for (int slot : {sa, sb, sazp, sbzp})
     if (slot >= 0) g.operand_slots.push_back(slot);
-  // Shape-generic: a symbolic M only (A's rows; B, the batch and N static).
-  g.syms = KernelSymbols({at.shape, bt.shape, n.output(0)->shape()});
+  // Shape-generic (a plan with shape profiles): matmul's batch, M, N and K
+  // may be symbolic; gemm's M alone.
+  g.syms = ep.symbols();  // every shape the anchor and its epilogue read or write
   const bool generic = !g.syms.empty();
-  if (generic && (mi || qm || has_symbolic_dims(bt.shape)))
-    unsupported("codegen: {}: a shape-generic GEMM takes a symbolic M only", n.describe());
+  if (generic && (mi || qm)) unsupported("codegen: {}: a shape-generic {} is not supported yet", n.describe(), op);
+  // A dim as C text: a constant as before symbols, a symbolic one from `ks`.
+  auto dim_text = [&](int64_t d) { return is_symbolic_dim(d) ? g.syms.lit(d) : std::to_string(d); };
+  // Whether a dim is a multiple of w at every value (a symbolic one: not assumed).
+  auto multiple = [](int64_t d, int64_t w) { return !is_symbolic_dim(d) && d % w == 0; };
   g.operand_bytes = generic ? 0 : static_cast<int64_t>(at.nbytes() + bt.nbytes());
   // Elements per 16-byte chunk (the cp.async path of the tensor-core kernel).
   const int64_t W = 16 / static_cast<int64_t>(dtype_size(dt));
@@ -225,17 +254,23 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
   const std::string ind = "      ";
   if (op != "gemm") {
     ops::linalg::MatmulDims d = ops::linalg::matmul_dims(at.shape, bt.shape);
-    if (generic && (!d.batch.empty() || is_symbolic_dim(d.K) || is_symbolic_dim(d.N)))
-      unsupported("codegen: {}: a shape-generic matmul needs a 2-D A with a symbolic M, got {}", n.describe(),
-                  at.str());
-    g.batch = shape_numel(d.batch);
+    // Shape-generic with a 2-D B (a projection of [batch, seq, d]): A's
+    // batch folds into M, so the row tiles span batch*seq rows (one flat
+    // grid of full tiles instead of a grid axis of batches of short M).
+    const bool fold_batch = generic && bt.rank() <= 2 && at.rank() > 2 && !d.batch.empty();
+    if (fold_batch) {
+      d.M = dim_mul(dim_product(d.batch), d.M);
+      d.batch.clear();
+    }
+    g.batch = generic ? dim_product(d.batch) : shape_numel(d.batch);
     g.M = d.M;
     g.N = d.N;
     g.K = d.K;
     // Batch offsets of A's and B's matrices (broadcast batch dims).
-    const int ar = std::max(0, at.rank() - 2), br = std::max(0, bt.rank() - 2);
+    const int ar = fold_batch ? 0 : std::max(0, at.rank() - 2), br = std::max(0, bt.rank() - 2);
     Shape ab(at.shape.begin(), at.shape.begin() + ar), bb(bt.shape.begin(), bt.shape.begin() + br);
-    std::vector<int64_t> as = broadcast_strides(ab, d.batch), bs = broadcast_strides(bb, d.batch);
+    std::vector<int64_t> as = generic ? symbolic_broadcast_strides(ab, d.batch) : broadcast_strides(ab, d.batch),
+                         bs = generic ? symbolic_broadcast_strides(bb, d.batch) : broadcast_strides(bb, d.batch);
     // A batch of A's matrices against one B ([S, 1, K] x [K, N]: torchvision's sequence-first attention
     // projections) is one [batch x M, K] x [K, N] GEMM: A's matrices, and the result's, lie back to
     // back. As a batch of M-row GEMMs every block would pad its few rows to a whole tile (ViT-B/16's QKV
@@ -252,15 +287,15 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
     if (!d.batch.empty()) {
       pro += fmt::format("  {{\n    {} r = bz;\n", idx);
       for (int q = static_cast<int>(d.batch.size()) - 1; q >= 0; --q) {
-        pro += fmt::format("    {{ const {} c = r % {}; r /= {};", idx, d.batch[q], d.batch[q]);
-        if (as[q]) pro += fmt::format(" a_off += c * ({}){};", idx, as[q] * d.M * d.K);
-        if (bs[q]) pro += fmt::format(" b_off += c * ({}){};", idx, bs[q] * d.K * d.N);
+        pro += fmt::format("    {{ const {} c = r % {}; r /= {};", idx, dim_text(d.batch[q]), dim_text(d.batch[q]));
+        if (as[q]) pro += fmt::format(" a_off += c * ({}){};", idx, dim_text(dim_mul(as[q], dim_mul(d.M, d.K))));
+        if (bs[q]) pro += fmt::format(" b_off += c * ({}){};", idx, dim_text(dim_mul(bs[q], dim_mul(d.K, d.N))));
         pro += " }\n";
       }
       pro += "  }\n";
     }
     g.prologue = pro;
-    const int64_t K = d.K, N = d.N;
+    const std::string K = dim_text(d.K), N = dim_text(d.N);
     g.a.k_fast = true;
     g.a.setup = [=](const std::string& row, const std::string& s, std::string& b) {
       b += fmt::format("  const {} {}_base = a_off + ({}){} * {};\n", idx, s, idx, row, K);
@@ -269,7 +304,7 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
       return fmt::format("        v = {};\n",
                          with_zp(fmt::format("in{}[{}_base + {}]", sa, s, k), sazp, azp_rows, s + "_row"));
     };
-    if (chunks && K % W == 0) {  // rows of A: a_off and row * K are multiples of W
+    if (chunks && multiple(d.K, W)) {  // rows of A: a_off and row * K are multiples of W
       g.a.chunk_buffer = fmt::format("in{}", sa);
       g.a.chunk = [=](const std::string& k, const std::string& s) {
         return fmt::format("        ok = true;\n        off = {}_base + {};\n", s, k);
@@ -279,7 +314,7 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
     g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
       b += fmt::format("  const {} {}_base = b_off + {};\n", idx, s, row);
     };
-    if (chunks && N % W == 0) {  // rows of B [K, N]: chunks along n
+    if (chunks && multiple(d.N, W)) {  // rows of B [K, N]: chunks along n
       g.b.chunk_buffer = fmt::format("in{}", sb);
       g.b.chunk_k_fast = false;
       g.b.chunk = [=](const std::string& k, const std::string& s) {
@@ -291,7 +326,7 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
                                                       sbzp, bzp_cols, s + "_row"));
     };
     store += fmt::format("{}const {} index = ({})bz * {} + ({})gm * {} + gn;\n", ind, idx, idx,
-                         generic ? g.syms.lit(dim_mul(d.M, d.N)) : std::to_string(d.M * d.N), idx, d.N);
+                         dim_text(dim_mul(d.M, d.N)), idx, N);
     if (qm) {
       // As the reference: multiplier a_scale[row] * b_scale[col] / y_scale[row] in float, then
       // rint(acc * multiplier + y_zero_point[row]) in double, saturated (NaN -> 0).
@@ -319,8 +354,9 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
       store += ep.code("(long long)q", "index", ind);
     } else {
       store += ep.code(gemm_acc_for_epilogue(dt, "acc"), "index", ind);
-      if (is_float(dt)) {
-        g.vstore_row = fmt::format("({})bz * {} + ({})gm * {}", idx, d.M * d.N, idx, d.N);
+      // The vector store needs rows that are multiples of N at every shape (a static N).
+      if (is_float(dt) && !is_symbolic_dim(d.N)) {
+        g.vstore_row = fmt::format("({})bz * {} + ({})gm * {}", idx, dim_text(dim_mul(d.M, d.N)), idx, d.N);
         g.vstore_align = d.N;
         g.vstore_value = gemm_acc_for_epilogue(dt, "acc");
       }
@@ -328,7 +364,7 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
   } else {
     if (at.rank() != 2 || bt.rank() != 2) fail("codegen: {}: gemm operands must be 2-D", n.describe());
     const bool ta = n.attrs().get_int("trans_a", 0) != 0, tb = n.attrs().get_int("trans_b", 0) != 0;
-    if (generic && (ta || is_symbolic_dim(at.shape[1])))
+    if (generic && (ta || is_symbolic_dim(at.shape[1]) || has_symbolic_dims(bt.shape)))
       unsupported("codegen: {}: a shape-generic gemm needs A [M, K] with a symbolic M (no trans_a)", n.describe());
     const double alpha = n.attrs().get_float("alpha", 1.0f), beta = n.attrs().get_float("beta", 1.0f);
     g.M = ta ? at.shape[1] : at.shape[0];

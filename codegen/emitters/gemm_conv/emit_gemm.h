@@ -48,9 +48,10 @@ struct ComputeKernel {
   size_t shared_bytes = 0;    // dynamic shared memory (the tiled kernels use static shared memory: 0)
   int64_t workspace_f32 = 0;  // scratch it binds after its buffers (NodeKernel::workspace_f32)
   int64_t tile_counters = 0;  // zeroed u32 counters it binds after the scratch (NodeKernel::tile_counters)
-  // Shape-generic (a symbolic M): the kernel's kiln_syms and its grid per shape (NodeKernel::symbols).
+  // Shape-generic (symbolic sizes): the kernel's kiln_syms and its grid per
+  // shape (NodeKernel::symbols; y and z: one block unless set).
   std::vector<std::string> symbols;
-  GridAxisExpr grid_expr;
+  GridAxisExpr grid_expr, grid_expr_y{1, 1, 0, 1}, grid_expr_z{1, 1, 0, 1};
 };
 
 // How one GEMM operand is read.
@@ -84,8 +85,8 @@ struct OperandLoad {
 struct TiledGemm {
   std::string label;  // kernel name prefix
   DType dtype;        // operand dtype: decides the compute type
-  // M may be a symbolic dim (then `syms` reads it; SIMT only), or the batch
-  // (an NCHW conv's images: only the grid depends on it; any math), not both.
+  // Any of them may be a symbolic dim (then `syms` reads it): a plan with
+  // shape profiles (an encoder's batch/M/N/K, an NCHW conv's batch of images).
   int64_t batch = 1, M = 0, N = 0, K = 0;
   KernelSymbols syms;
   OperandLoad a, b;
@@ -127,18 +128,22 @@ std::string gemm_acc_for_epilogue(DType dtype, const std::string& acc);
 // The math a TiledGemm runs on (tensor cores for f16/bf16, f32 with tf32).
 GemmMath gemm_math(const TiledGemm& g);
 
-// The tile of `g` (GemmProblem from its sizes; choose_gemm_tile_config). A
-// shape-generic GEMM (a symbolic M or batch) takes the tile chosen as if the
-// symbolic size were 4096 -- a large problem, so the heuristic keeps its full
-// tiles -- and never a split-K: the split is decided from the grid, which
-// grows with the symbols, and its workspace and per-tile counters are sized
-// by it, so one fixed choice (no split) is the one valid at every shape of
-// the profile (a chooser returning a split is an error).
+// The problem a shape-generic GEMM's tile is chosen for: its symbolic dims
+// at a large representative size (M 4096, N and K 512; the batch 1 over a
+// symbolic M, 4096 over a static one), since one tile serves every shape and
+// each tail is guarded.
+GemmProblem generic_gemm_problem(const TiledGemm& g);
+// The tile of `g`: choose_gemm_tile_config for its sizes, or for a
+// shape-generic GEMM for generic_gemm_problem, never a wgmma tile and never
+// a split-K: the split is decided from the grid, which grows with the
+// symbols, and its workspace and per-tile counters are sized by it (the
+// default's split is dropped, a chooser returning one is an error).
 GemmTileConfig generic_gemm_tile(const TiledGemm& g, GemmMath math);
-// A shape-generic GEMM's grid per shape with tile bm x bn: ceil(M / bm) x
-// batch x column tiles for a symbolic M, batch x row tiles x column tiles for
-// a symbolic batch.
-GridAxisExpr generic_gemm_grid(const TiledGemm& g, int bm, int bn);
+// A shape-generic GEMM's launch with tile bm x bn into `k` (symbols, grid
+// per shape): one flat x axis of ceil(M / bm) x batch x column tiles when
+// the batch and N are static, else x row tiles, y column tiles, z the batch
+// (returns true: the kernel reads blockIdx.x/y/z).
+bool generic_gemm_grid(const TiledGemm& g, int bm, int bn, ComputeKernel& k);
 
 // The complete kernels (source, name, launch) for `g`, in launch order; `ep`
 // gives the buffers and the simulator entry. One kernel, or two when the

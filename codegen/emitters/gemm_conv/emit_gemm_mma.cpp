@@ -311,31 +311,31 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   const int LDA = a_km ? BM + 8 : BK + pad, LDB = b_kn ? BN + 8 : BK + pad;
   const int A_STAGE = a_km ? BK * LDA : BM * LDA, B_STAGE = b_kn ? BK * LDB : BN * LDB;
   const int CLD = BN + 4;
-  const int64_t tiles_m = (g.M + BM - 1) / BM, tiles_n = (g.N + BN - 1) / BN;
-  // Shape-generic: a symbolic batch only (M, N, K static; no split-K,
-  // generic_gemm_tile): the grid is evaluated per shape, the kernel text
-  // does not depend on the batch.
+  // Shape-generic (symbolic batch/M/N/K, a plan with shape profiles): the
+  // sizes from `ks`, the grid per shape (generic_gemm_grid, as the SIMT
+  // kernel's), the k-tile count computed in the kernel; no split-K
+  // (generic_gemm_tile: its workspace and tile counters would be symbolic).
   const bool generic = !g.syms.empty();
-  KILN_CHECK(!generic || (is_symbolic_dim(g.batch) && !is_symbolic_dim(g.M) && c.split_k == 1),
-             "codegen: {}: a shape-generic tensor-core GEMM takes a symbolic batch only, unsplit", g.label);
-  const int64_t blocks = generic ? 1 : g.batch * tiles_m * tiles_n;
+  KILN_CHECK(!generic || c.split_k == 1, "codegen: {}: a shape-generic tensor-core GEMM is unsplit", g.label);
+  auto dim_text = [&](int64_t d) { return is_symbolic_dim(d) ? g.syms.lit(d) : std::to_string(d); };
+  const std::string M_text = dim_text(g.M), N_text = dim_text(g.N), K_text = dim_text(g.K);
+  const bool grid3 = generic && (is_symbolic_dim(g.batch) || is_symbolic_dim(g.N));
+  const int64_t tiles_m = generic ? 0 : (g.M + BM - 1) / BM, tiles_n = grid3 ? 0 : (g.N + BN - 1) / BN;
+  const int64_t blocks = generic ? 0 : g.batch * tiles_m * tiles_n;
   // Split-K: block s of `split` takes k-tiles [s * KT, s * KT + KT) of the KT_ALL.
-  const int64_t KT_ALL = (g.K + BK - 1) / BK;
-  const SplitK sk = split_k_of(c, KT_ALL);
+  const int64_t KT_ALL = is_symbolic_dim(g.K) ? 1 : (g.K + BK - 1) / BK;
+  const SplitK sk = generic ? SplitK{1, KT_ALL} : split_k_of(c, KT_ALL);
   const int64_t KT = sk.k_tiles;
   const bool split = sk.splits > 1;
   const bool fold = split && c.fold_split;  // no reduction kernel: the last block per tile sums
   if (blocks * sk.splits > INT32_MAX) unsupported("codegen: {}: {} tiles exceed one grid", g.label, blocks * sk.splits);
   ComputeKernel k;
   k.grid = g.M == 0 || g.N == 0 ? 0 : static_cast<unsigned>(blocks * sk.splits);
-  if (generic) {
-    k.symbols = g.syms.names();
-    k.grid_expr = generic_gemm_grid(g, BM, BN);
-  }
+  if (generic) generic_gemm_grid(g, BM, BN, k);
   k.block = static_cast<unsigned>(threads);
   k.shared_bytes =
       std::max<size_t>(static_cast<size_t>(STAGES) * (A_STAGE + B_STAGE) * esize, static_cast<size_t>(BM) * CLD * 4);
-  const int64_t part = g.batch * g.M * g.N;  // elements of one split's partial result
+  const int64_t part = split ? g.batch * g.M * g.N : 0;  // elements of one split's partial result
   if (split) k.workspace_f32 = sk.splits * part;
   if (fold) k.tile_counters = blocks;
   // The loop's trip count: every split but the last runs KT k-tiles.
@@ -348,7 +348,8 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
 
   std::string b;
   b += fmt::format("// {}: batch {} x [{} x {}] = [{} x {}] [{} x {}] on tensor cores ({}); tile {}, A {}, B {}{}\n",
-                   g.label, dim_str(g.batch), g.M, g.N, g.M, g.K, g.K, g.N, gemm_math_name(math), gemm_tile_name(c),
+                   g.label, dim_str(g.batch), dim_str(g.M), dim_str(g.N), dim_str(g.M), dim_str(g.K), dim_str(g.K),
+                   dim_str(g.N), gemm_math_name(math), gemm_tile_name(c),
                    a_chunk ? (a_km ? "cp.async [k][m]" : "cp.async") : "loaded",
                    b_chunk ? (b_kn ? "cp.async [k][n]" : "cp.async") : "loaded",
                    split ? fmt::format("; split-K partial sums of {} x {} k-tiles to the workspace{}", sk.splits, KT,
@@ -359,7 +360,9 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   // The epilogue's memory accesses, for the performance model's epilogue term (perf/plan_work.cpp).
   // A folded split's tail stores through the epilogue too: vectorized when
   // the width is a multiple of the partial sums' 16-byte loads.
-  int V = vector_store_width(g, ep, BN, split && !fold);
+  // A symbolic M, N or K: element by element (a symbolic batch alone keeps the rows' alignment).
+  const bool sym_mnk = is_symbolic_dim(g.M) || is_symbolic_dim(g.N) || is_symbolic_dim(g.K);
+  int V = generic && sym_mnk ? 1 : vector_store_width(g, ep, BN, split && !fold);
   if (fold && V % 4) V = 1;
   if (!split || fold)
     b += fmt::format("// epilogue: {}-element accesses, {} per {} elements, {} bytes per element\n", V,
@@ -371,8 +374,14 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
                    generic ? ", kiln_syms ks" : "");
   b += fmt::format("  constexpr int BM = {}, BN = {}, BK = {}, STAGES = {}, LDA = {}, LDB = {};\n", BM, BN, BK, STAGES,
                    LDA, LDB);
-  b += fmt::format("  constexpr int A_STAGE = {}, B_STAGE = {}, KT = {}, WTM = {}, WTN = {}, MI = {}, NI = {};\n",
-                   A_STAGE, B_STAGE, KT, WTM, WTN, MI, NI);
+  if (is_symbolic_dim(g.K)) {
+    b += fmt::format("  constexpr int A_STAGE = {}, B_STAGE = {}, WTM = {}, WTN = {}, MI = {}, NI = {};\n", A_STAGE,
+                     B_STAGE, WTM, WTN, MI, NI);
+    b += fmt::format("  const int KT = (int)(({} + {}LL) / {}LL);  // k-tiles at this shape\n", K_text, BK - 1, BK);
+  } else {
+    b += fmt::format("  constexpr int A_STAGE = {}, B_STAGE = {}, KT = {}, WTM = {}, WTN = {}, MI = {}, NI = {};\n",
+                     A_STAGE, B_STAGE, KT, WTM, WTN, MI, NI);
+  }
   b += fmt::format("  KILN_DYNAMIC_SHARED({}, smem);\n", st);
   b += "  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;\n";
   b += fmt::format("  const int wm = warp / {}, wn = warp % {};\n", c.warps_n, c.warps_n);
@@ -382,10 +391,17 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
     if (fold) b += fmt::format("  const int tile_ = blockIdx.x % {};  // its counter\n  int t_ = tile_;\n", blocks);
     else b += fmt::format("  int t_ = blockIdx.x % {};\n", blocks);
   } else {
-    b += "  int t_ = blockIdx.x;\n";
+    if (!grid3) b += "  int t_ = blockIdx.x;\n";
   }
-  b += fmt::format("  const int tn = t_ % {}; t_ /= {};\n", tiles_n, tiles_n);
-  b += fmt::format("  const int tm = t_ % {};\n  const int bz = t_ / {};\n", tiles_m, tiles_m);
+  if (grid3) {
+    b += "  const int tm = blockIdx.x, tn = blockIdx.y, bz = blockIdx.z;\n";
+  } else {
+    const std::string tiles_m_text =
+        generic ? fmt::format("(int)(({} + {}LL) / {}LL)", M_text, BM - 1, BM) : std::to_string(tiles_m);
+    const int64_t tn_count = generic ? (g.N + BN - 1) / BN : tiles_n;
+    b += fmt::format("  const int tn = t_ % {}; t_ /= {};\n", tn_count, tn_count);
+    b += fmt::format("  const int tm = t_ % {};\n  const int bz = t_ / {};\n", tiles_m_text, tiles_m_text);
+  }
   b += "  const int m0 = tm * BM, n0 = tn * BN;\n";
   b += g.prologue;
   b += "  float acc[MI][NI][4];\n";
@@ -395,7 +411,7 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   // Loads of one operand's k-tile into a stage: `sm` names the stage pointer.
   // `ld_stage`: the stage's row length ([rows][ld_stage], or [BK][ld_stage] for chunks along the row).
   auto stage_loads = [&](const OperandLoad& ld, const char* p, const char* sm, const char* base, int rows,
-                         int64_t count, int ld_stage) {
+                         const std::string& count, int ld_stage) {
     std::string s;
     if (ld.chunk) {
       const int chunks = rows * BK / W;
@@ -422,7 +438,7 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
         ld.setup(v + "_row", v, setup);
         s += setup;
         s += fmt::format("      bool ok = false;\n      {} off = 0;\n", idx);
-        s += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", v, count, g.K, ld.chunk("k", v));
+        s += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", v, count, K_text, ld.chunk("k", v));
         s += fmt::format("      kiln_cp_async16_zfill({} + {}, {} + (ok ? off : ({})0), ok ? 16 : 0);\n", sm, dst,
                          ld.chunk_buffer, idx);
         s += "      }\n    }\n";
@@ -444,7 +460,7 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
     ld.setup(v + "_row", v, setup);
     s += setup;
     s += fmt::format("      const int k = k0 + {}_kk;\n      float v = 0;\n", v);
-    s += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", v, count, g.K, ld.load("k", v));
+    s += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", v, count, K_text, ld.load("k", v));
     s += fmt::format("      {}[{}_r * {} + {}_kk] = {};\n", sm, v, ld_stage, v, tf32 ? "v" : cuda_store(g.dtype, "v"));
     s += "    }\n";
     return s;
@@ -453,8 +469,8 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   const std::string load_tile =
       "    {\n    const auto as = smem + ls * (A_STAGE + B_STAGE);\n"
       "    const auto bs = as + A_STAGE;\n    const int k0 = " +
-      std::string(split ? "(kt0 + lt)" : "lt") + " * BK;\n" + stage_loads(g.a, "a", "as", "m0", BM, g.M, LDA) +
-      stage_loads(g.b, "b", "bs", "n0", BN, g.N, LDB) + "    }\n";
+      std::string(split ? "(kt0 + lt)" : "lt") + " * BK;\n" + stage_loads(g.a, "a", "as", "m0", BM, M_text, LDA) +
+      stage_loads(g.b, "b", "bs", "n0", BN, N_text, LDB) + "    }\n";
   b += "  // The ring: STAGES - 1 k-tiles in flight while one is multiplied.\n";
   b += "#pragma unroll\n  for (int ls = 0; ls < STAGES - 1; ++ls) {\n    const int lt = ls;\n    if (lt < " + kt_n +
        ")\n" + load_tile + "    kiln_cp_async_commit();\n  }\n";
@@ -544,8 +560,8 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
     // Unrolled twice: `#pragma unroll 1` here made NVRTC's ptxas spill a few bytes.
     b += fmt::format("#pragma unroll 2\n    for (int e = tid; e < {}; e += {}) {{\n", BM * BN, threads);
     b += fmt::format("      const int gm = m0 + e / {}, gn = n0 + e % {};\n", BN, BN);
-    b += fmt::format("      if (gm < {} && gn < {}) {{\n      const float acc = cs[(e / {}) * {} + e % {}];\n", g.M,
-                     g.N, BN, CLD, BN);
+    b += fmt::format("      if (gm < {} && gn < {}) {{\n      const float acc = cs[(e / {}) * {} + e % {}];\n", M_text,
+                     N_text, BN, CLD, BN);
     b += g.store;
     b += "      }\n    }\n";
   }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/core/size_expr.h"
 #include "ir/dtype.h"
 #include "ir/tensor.h"
 
@@ -23,10 +24,13 @@ struct EpiloguePlace {
 };
 
 // Coordinates of index `pos` over `shape`, as variables `<p>_<d>` (statements into `b`).
+// A symbolic dim reads its value from `ks` (a shape-generic kernel).
 std::vector<std::string> epilogue_coords(const std::string& pos, const Shape& shape, const std::string& p,
-                                         const char* idx, const std::string& ind, std::string& b);
+                                         const char* idx, const std::string& ind, std::string& b,
+                                         const KernelSymbols& ks = KernelSymbols());
 // The row-major index of coordinates `c` with `strides`.
-std::string epilogue_linear(const std::vector<std::string>& c, const std::vector<int64_t>& strides, const char* idx);
+std::string epilogue_linear(const std::vector<std::string>& c, const std::vector<int64_t>& strides, const char* idx,
+                            const KernelSymbols& ks = KernelSymbols());
 // `a && b`, dropping a "true".
 std::string epilogue_and_ok(const std::string& a, const std::string& b);
 

@@ -333,40 +333,50 @@ ReductionKernel emit_softmax(bool log_softmax, const TensorType& in, int axis, c
   if (!is_float(in.dtype)) fail("codegen: {}: needs a floating dtype, got {}", label, dtype_name(in.dtype));
   const int rank = static_cast<int>(in.shape.size());
   if (axis < 0 || axis >= rank) fail("codegen: {}: axis {} is out of range for rank {}", label, axis, rank);
-  if (has_symbolic_dims(in.shape)) {
-    // Shape-generic only as the register row kernel over symbolic rows: the
-    // axis last and static (emit_rowwise.h); never the static kernel below.
-    if (axis != rank - 1 || is_symbolic_dim(in.shape[axis]))
-      unsupported("codegen: {} of {}: a shape-generic {} needs a static last axis", label, in.str(), label);
-    if (std::optional<ReductionKernel> rk = emit_row_softmax(log_softmax, in, in.shape[axis], io)) return *rk;
-    unsupported("codegen: {} of {}: rows of {} do not fit the register row kernel (at most {} elements)", label,
-                in.str(), in.shape[axis], kMaxRegisterRow);
+  // Shape-generic (a plan with shape profiles) over the last axis only: a
+  // static row length takes the register row kernel over symbolic rows
+  // (emit_rowwise.h); a symbolic one (attention scores over seq) the
+  // multi-pass kernel below with its sizes from `ks`.
+  const KernelSymbols syms(std::vector<Shape>{in.shape});
+  const bool generic = !syms.empty();
+  if (generic) {
+    if (axis != rank - 1)
+      unsupported("codegen: {} of {}: a shape-generic {} needs the last axis", label, in.str(), label);
+    if (!is_symbolic_dim(in.shape[axis])) {
+      if (std::optional<ReductionKernel> rk = emit_row_softmax(log_softmax, in, in.shape[axis], io)) return *rk;
+      unsupported("codegen: {} of {}: rows of {} do not fit the register row kernel (at most {} elements)", label,
+                  in.str(), in.shape[axis], kMaxRegisterRow);
+    }
   }
   ReductionKernel k;
   int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= in.shape[d];
+  for (int d = 0; d < axis; ++d) outer = generic ? dim_mul(outer, in.shape[d]) : outer * in.shape[d];
   for (int d = axis + 1; d < rank; ++d) inner *= in.shape[d];
   k.count = in.shape[axis];
-  k.outputs = outer * inner;
+  k.outputs = generic ? outer : outer * inner;
   // Rows along the innermost extent: read once into registers (emit_rowwise.h).
-  if (inner == 1)
+  if (inner == 1 && !generic)
     if (std::optional<ReductionKernel> rk = emit_row_softmax(log_softmax, in, k.count, io)) return *rk;
+  auto lit = [&](int64_t v) { return generic ? syms.lit(v) : fmt::format("{}LL", v); };
   const std::string T(cuda_compute_type(in.dtype));  // float, or double for f64
   const std::string ex = in.dtype == DType::F64 ? "exp" : "expf";
   std::string body;
-  body += fmt::format("// {}: {} along axis {}: {} lines of {}\n", label, in.str(), axis, k.outputs, k.count);
+  if (generic) body += KernelSymbols::struct_text();
+  body += fmt::format("// {}: {} along axis {}: {} lines of {}\n", label, in.str(), axis, dim_str(k.outputs),
+                      dim_str(k.count));
   body += block_fold(T, "@NAME@_max", "(v != v) ? v : (v > a ? v : a)", fmt::format("({})(-KILN_RED_INF)", T));
   body += block_fold("double", "@NAME@_sum", "a + v", "0.0");
-  body += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(io.buffers));
+  body += fmt::format("extern \"C\" __global__ void @NAME@({}{}) {{\n", kernel_params(io.buffers),
+                      generic ? ", kiln_syms ks" : "");
   body += io.setup;
-  body += fmt::format("  for (long long o = blockIdx.x; o < {}LL; o += gridDim.x) {{\n", k.outputs);
-  if (inner == 1) body += fmt::format("    const long long base = o * {}LL;\n", k.count);
+  body += fmt::format("  for (long long o = blockIdx.x; o < {}; o += gridDim.x) {{\n", lit(k.outputs));
+  if (inner == 1) body += fmt::format("    const long long base = o * {};\n", lit(k.count));
   else body += fmt::format("    const long long base = (o / {0}LL) * {1}LL + o % {0}LL;\n", inner, k.count * inner);
   const std::string at = inner == 1 ? "base + j" : fmt::format("base + j * {}LL", inner);
   // The max pass reads each element once: it records (AnchorIO::load).
   const std::string x = fmt::format("(({}){})", T, cuda_load(in.dtype, io.load(0, at, false)));
   const std::string x_first = fmt::format("(({}){})", T, cuda_load(in.dtype, io.load(0, at, true)));
-  const std::string loop = fmt::format("    for (long long j = threadIdx.x; j < {}LL; j += blockDim.x)", k.count);
+  const std::string loop = fmt::format("    for (long long j = threadIdx.x; j < {}; j += blockDim.x)", lit(k.count));
   body += fmt::format("    {} m = ({})(-KILN_RED_INF);\n", T, T);
   body += fmt::format("{} m = @NAME@_max(m, {});\n", loop, x_first);
   body += "    m = @NAME@_max_block(m);\n";
@@ -389,8 +399,14 @@ ReductionKernel emit_softmax(bool log_softmax, const TensorType& in, int axis, c
     val = fmt::format("({})((double){}({} - m) * inv)", T, ex, x);
   }
   body += fmt::format("{} {{\n{}    }}\n  }}\n}}\n", loop, io.store(0, at, cuda_store(in.dtype, val), "      "));
-  body += kernel_sim_entry(io.buffers);
+  body += kernel_sim_entry(io.buffers, generic);
   finish(k, in.dtype, "kiln_sm", label, body, io);
+  if (generic) {  // a block of 128 per row (its length is not known here), at most 65535 blocks looping over rows
+    k.block = block_threads(128);
+    k.symbols = syms.names();
+    k.grid_expr = GridAxisExpr{k.outputs, 1, 65535};
+    k.grid = 1;  // evaluated per shape
+  }
   return k;
 }
 
