@@ -4,7 +4,7 @@
 # holds shape-generic kernels (section `generic launches`) and runs from that
 # plan at three batches on the simulator (the plan's own kernels) and on the
 # CPU path, matching ONNX Runtime; so do a dynamic-batch MLP, the issue's
-# CNN (fp32) and its conv trunk at fp16 (tensor cores). A model with a family
+# CNN at fp32 and at fp16 (tensor cores). A model with a family
 # that is not shape-generic yet (scatter_elements) is refused for a GPU target,
 # naming the node and its op, with no plan written.
 # Usage: gpu_profiles_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim
@@ -135,23 +135,24 @@ for be in $backends; do
       fail "cnn.plan on $be at batch $b: not ONNX Runtime's outputs"
   done
 done
-# The CNN's trunk (its head's f16 Gemm with a symbolic M needs the tensor-core
-# GEMM with a symbolic M, not done yet) at fp16: the convs on tensor cores
-# (mma.sync implicit GEMMs over a symbolic batch of images), within the fp16
-# tolerance of ONNX Runtime's fp32 outputs at three batches.
-"$kiln" compile "$dir/trunk.onnx" --target sm_90 --precision fp16 --min-shapes x:1x8x16x16 \
-  --max-shapes x:8x8x16x16 -o "$dir/trunk.plan" >"$out" 2>&1 || fail "compile the trunk at fp16: exit $?"
-"$kiln" inspect "$dir/trunk.plan" >"$out" 2>&1 || fail "inspect trunk: exit $?"
-[ "$(grep -c ' kiln_conv_mma_.* sm_90 ' "$out")" -ge 2 ] || fail "the trunk's two convs are not on tensor cores"
+# The same CNN at fp16, compiled once for sm_90: its convs on tensor cores
+# (mma.sync implicit GEMMs over a symbolic batch of images) and its head's
+# Gemm too (a tensor-core GEMM with a symbolic M), within the fp16 tolerance
+# of ONNX Runtime's fp32 outputs at three batches.
+"$kiln" compile "$dir/cnn/cnn.onnx" --target sm_90 --precision fp16 --min-shapes x:1x3x16x16 \
+  --max-shapes x:8x3x16x16 -o "$dir/cnn16.plan" >"$out" 2>&1 || fail "compile the CNN at fp16: exit $?"
+"$kiln" inspect "$dir/cnn16.plan" >"$out" 2>&1 || fail "inspect cnn (fp16): exit $?"
+[ "$(grep -c ' kiln_conv_mma_.* sm_90 ' "$out")" -ge 2 ] || fail "the fp16 CNN's two convs are not on tensor cores"
+grep -q ' kiln_gemm_mma_.* sm_90 ' "$out" || fail "the fp16 CNN's Gemm is not on tensor cores"
 launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, \([0-9]*\) launch steps.*/\1/p' "$out")
-grep -q "^shape-generic launches: $launches " "$out" || fail "the trunk's $launches launches are not all shape-generic"
+grep -q "^shape-generic launches: $launches " "$out" || fail "the fp16 CNN's $launches launches are not all shape-generic"
 for be in $backends; do
   for b in 1 3 8; do
     rm -rf "$dir/o"
-    "$kiln" run "$dir/trunk.plan" --backend "$be" --inputs "x:$dir/t_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "trunk.plan on $be at batch $b: exit $?"
-    "$py" "$t/compare_outputs_ort.py" --fp16 "$dir/trunk.onnx" "$dir/o" "x=$dir/t_$b.npy" >"$out" 2>&1 ||
-      fail "trunk.plan (fp16) on $be at batch $b: not ONNX Runtime's outputs"
+    "$kiln" run "$dir/cnn16.plan" --backend "$be" --inputs "x:$dir/cnn/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "cnn16.plan on $be at batch $b: exit $?"
+    "$py" "$t/compare_outputs_ort.py" --fp16 "$dir/cnn/cnn.onnx" "$dir/o" "x=$dir/cnn/x_$b.npy" >"$out" 2>&1 ||
+      fail "cnn16.plan (fp16) on $be at batch $b: not ONNX Runtime's outputs"
   done
 done
 

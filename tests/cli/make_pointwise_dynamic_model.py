@@ -4,10 +4,7 @@ second output through a Reshape and a scalar Mul, a third a Softmax over the
 last axis), and DIR/x_<b>.npy inputs
 for batches 1, 5 and 16; DIR/mlp.onnx, a dynamic-batch MLP (Gemm with a bias,
 Relu, Gemm with transB, MatMul, Softmax) and DIR/m_<b>.npy for batches 1, 9
-and 200; DIR/trunk.onnx, the dynamic-batch CNN's trunk (Conv with a bias,
-BatchNormalization, Relu, MaxPool, a strided Conv, Relu, GlobalAveragePool,
-Flatten: the convs on tensor cores at fp16) and DIR/t_<b>.npy for batches 1, 3
-and 8; DIR/scatter.onnx, a ScatterElements into x [batch, 3, 24] of u
+and 200; DIR/scatter.onnx, a ScatterElements into x [batch, 3, 24] of u
 [batch, 3, 2] at indices i [batch, 3, 2] along the last axis, a family
 without shape-generic kernels (tests/cli/gpu_profiles_test.sh).
     python make_pointwise_dynamic_model.py DIR
@@ -47,7 +44,6 @@ def main():
     for b in (1, 5, 16):
         np.save(f"{out}/x_{b}.npy", rng.randn(b, 3, 24).astype(np.float32))
     mlp(out, rng)
-    trunk(out, rng)
     scatter(out)
 
 
@@ -72,34 +68,6 @@ def mlp(out, rng):
     onnx.save(model, f"{out}/mlp.onnx")
     for b in (1, 9, 200):
         np.save(f"{out}/m_{b}.npy", rng.randn(b, 64).astype(np.float32))
-
-
-def trunk(out, rng):
-    def w(name, *shape, scale=0.2):
-        return numpy_helper.from_array((rng.randn(*shape) * scale).astype(np.float32), name)
-
-    nodes = [
-        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
-        helper.make_node("BatchNormalization", ["c1", "s", "b", "m", "v"], ["bn"]),
-        helper.make_node("Relu", ["bn"], ["r1"]),
-        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
-        helper.make_node("Conv", ["p1", "w2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
-        helper.make_node("Relu", ["c2"], ["r2"]),
-        helper.make_node("GlobalAveragePool", ["r2"], ["g"]),
-        helper.make_node("Flatten", ["g"], ["y"], axis=1),
-    ]
-    var = numpy_helper.from_array((rng.rand(16) + 0.5).astype(np.float32), "v")
-    graph = helper.make_graph(nodes, "cnn_trunk_dynamic",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, 16, 16])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 32])],
-                              [w("w1", 16, 8, 3, 3), w("b1", 16), w("s", 16), w("b", 16), w("m", 16, scale=0.1), var,
-                               w("w2", 32, 16, 3, 3)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, f"{out}/trunk.onnx")
-    for b in (1, 3, 8):
-        np.save(f"{out}/t_{b}.npy", rng.randn(b, 8, 16, 16).astype(np.float32))
 
 
 def scatter(out):
