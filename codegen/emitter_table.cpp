@@ -4,6 +4,7 @@
 
 #include "codegen/core/deciding_only.h"
 #include "codegen/emitters/attention/attention_dims.h"
+#include "codegen/emitter_generic.h"
 #include "codegen/emitters/attention/emit_attention.h"
 #include "codegen/emitters/data_movement/emit_index_select.h"
 #include "codegen/emitters/data_movement/emit_injective.h"
@@ -215,6 +216,12 @@ std::vector<NodeKernel> to_node_kernels(std::vector<OpKernel> ks, const std::vec
     nk.shared_bytes = k.shared_bytes;
     nk.results = std::move(k.results);
     nk.extra = extra;
+    if (!k.symbols.empty()) {
+      nk.symbols = std::move(k.symbols);
+      nk.grid_expr[0] = k.grid_expr;
+      nk.grid_expr[1] = {1, 1, 0};
+      nk.grid_expr[2] = {1, 1, 0};
+    }
     out.push_back(std::move(nk));
   }
   return out;
@@ -413,98 +420,29 @@ std::vector<NodeKernel> emit_conv_gather_node(const Node& n) {
   return {node_kernel(emit_conv_gather_op(n.op(), n.attrs(), input_types(n), n.output(0)->type()))};
 }
 
-// Shape-generic predicates (KernelEmitter::shape_generic).
-bool any_node(const Node&) { return true; }
-
-// softmax / log_softmax over the last axis: a static one whose rows fit the
-// register row kernel (codegen/emitters/reduction/emit_rowwise.h), the row
-// count symbolic, or a symbolic one (the multi-pass kernel).
-bool generic_softmax(const Node& n) {
-  if (n.body() || (n.op() != "softmax" && n.op() != "log_softmax") || !n.input(0)) return false;
-  const Shape& s = n.input(0)->shape();
-  const int64_t rank = static_cast<int64_t>(s.size());
-  int64_t axis = n.attrs().get_int("axis", -1);
-  if (axis < 0) axis += rank;
-  if (rank == 0 || axis != rank - 1 || !is_float(n.input(0)->dtype())) return false;
-  // A symbolic row length: the multi-pass kernel with its sizes from `ks` (emit_reduction.cpp).
-  return is_symbolic_dim(s.back()) || (s.back() >= 1 && s.back() <= kMaxRegisterRow);
-}
-
-// layer_normalization whose normalized dims (from `axis` on) are static and
-// fit the register row kernel, scale and bias static: the rows may be symbolic.
-bool generic_layer_norm(const Node& n) {
-  if (n.body() || n.op() != "layer_normalization" || n.num_inputs() < 2) return false;
-  const Shape& s = n.input(0)->shape();
-  const int64_t rank = static_cast<int64_t>(s.size());
-  int64_t axis = n.attrs().get_int("axis", -1);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) return false;
-  int64_t count = 1;
-  for (int64_t d = axis; d < rank; ++d) {
-    if (is_symbolic_dim(s[d])) return false;
-    count *= s[d];
-  }
-  for (int i = 1; i < n.num_inputs(); ++i)
-    if (n.input(i) && has_symbolic_dims(n.input(i)->shape())) return false;
-  return count >= 1 && count <= kMaxRegisterRow && is_float(n.input(0)->dtype());
-}
-
-// A bare matmul in f32 (SIMT: no tf32), f16 or bf16 (tensor cores) with any
-// symbolic batch dims, M, N and K (an encoder's projections over [batch,
-// seq, d] and its attention scores), or a gemm of a 2-D A [M, K] whose M
-// alone is symbolic, B static (a dynamic-batch MLP's layers).
-bool generic_gemm_anchor(const Node& n);
-
-// A gemm_epilogue fused node: a generic anchor, then pointwise ops and
-// reshapes only (codegen/emitters/gemm_conv/emit_epilogue.h, symbols()).
-bool generic_gemm(const Node& n) {
-  if (!n.body()) return generic_gemm_anchor(n);
-  const Node* anchor = nullptr;
-  for (const auto& bn : n.body()->nodes()) {
-    if (!anchor && (bn->op() == "matmul" || bn->op() == "gemm")) {
-      anchor = bn.get();
-      continue;
-    }
-    const OpDef* def = op_registry().find(bn->op());
-    const bool pointwise = def && def->category == OpCategory::Pointwise && def->expr && !bn->body();
-    if (!anchor || (!pointwise && bn->op() != "reshape" && bn->op() != "identity")) return false;
-  }
-  return anchor && generic_gemm_anchor(*anchor);
-}
-
-bool generic_gemm_anchor(const Node& n) {
-  if (n.body() || (n.op() != "matmul" && n.op() != "gemm") || n.num_inputs() < 2) return false;
-  const Value *a = n.input(0), *b = n.input(1);
-  if (!a || !b || n.attrs().get_int("tf32", 0) != 0) return false;
-  if (a->dtype() != DType::F32 && a->dtype() != DType::F16 && a->dtype() != DType::BF16) return false;
-  if (n.op() == "matmul") return true;
-  if (a->shape().size() != 2 || b->shape().size() != 2 || has_symbolic_dims(b->shape())) return false;
-  if (is_symbolic_dim(a->shape()[1]) || n.attrs().get_int("trans_a", 0) != 0) return false;
-  return n.num_inputs() < 3 || !n.input(2) || n.input(2)->shape().empty() ||
-         !is_symbolic_dim(n.input(2)->shape().back());
-}
-
 // The dispatch table: add a row per emitter (first match wins).
 const KernelEmitter kEmitters[] = {
-    {"pointwise", handles_pointwise, emit_pointwise_node, any_node},
-    {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node, any_node,
-     [](const Node& n) { check_fused_pointwise(n, op_registry()); }},
+    {"pointwise", handles_pointwise, emit_pointwise_node, generic::any_node},
+    {"fused pointwise", [](const Node& n) { return is_pointwise_fused(n, op_registry()); }, emit_fused_node,
+     generic::any_node, [](const Node& n) { check_fused_pointwise(n, op_registry()); }},
     {"fused on demand", [](const Node& n) { return is_on_demand_fused(n, op_registry()); }, emit_fused_on_demand_node},
     {"injective", handles_injective, emit_injective_node,
      [](const Node& n) { return !n.body() && injective_shape_generic(n.op()); }},
-    {"reduction", handles_reduction, emit_reduction_node, generic_softmax},
+    {"reduction", handles_reduction, emit_reduction_node, generic::generic_reduction},
     {"index select", handles_index_select, emit_index_select_node},
     {"scatter", handles_scatter, emit_scatter_node},
     {"resize", handles_resize, emit_resize_node},
     {"sample", handles_sample, emit_sample_node},
     {"conv gather", handles_conv_gather, emit_conv_gather_node},
-    {"gemm", handles_gemm, emit_gemm_node, generic_gemm},
-    {"conv", handles_conv, emit_conv_node},
+    {"gemm", handles_gemm, emit_gemm_node, generic::generic_gemm},
+    {"conv", handles_conv, emit_conv_node, generic::generic_conv},
     {"einsum", handles_einsum, emit_einsum_node},
-    {"normalization", handles_normalization, emit_normalization_node, generic_layer_norm},
-    {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node},
-    {"pool/select/loss", handles_op_kernels, emit_op_kernels_node},
-    {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node},
+    {"normalization", handles_normalization, emit_normalization_node, generic::generic_normalization},
+    {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node,
+     generic::generic_fused_reduction},
+    {"pool/select/loss", handles_op_kernels, emit_op_kernels_node, generic::generic_pool},
+    {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node,
+     generic::generic_fused_pool},
     {"attention", handles_attention, emit_attention_node, attention_shape_generic},
     {"recurrent", handles_rnn, emit_rnn_node},
     {"linear attention", handles_linear_attention, emit_linear_attention_node},

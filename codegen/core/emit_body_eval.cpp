@@ -8,6 +8,7 @@
 #include "codegen/emitters/data_movement/emit_injective.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::codegen {
 
@@ -54,7 +55,10 @@ bool body_node_evaluable(const Node& n, const OpRegistry& ops) {
 
 BodyEvaluator::BodyEvaluator(const Graph& body, const OpRegistry& ops, std::map<const Value*, std::string> buffers)
     : body_(body), ops_(ops), buffers_(std::move(buffers)) {
-  auto check = [&](const Value* v) { narrow_ = narrow_ && v->type().numel() <= INT32_MAX; };
+  // A symbolic size's largest value is not known here: 64-bit indices.
+  auto check = [&](const Value* v) {
+    narrow_ = narrow_ && !has_symbolic_dims(v->shape()) && v->type().numel() <= INT32_MAX;
+  };
   for (Value* v : body_.inputs()) check(v);
   for (const auto& n : body_.nodes()) {
     for (Value* v : n->inputs())
@@ -94,7 +98,7 @@ void BodyEvaluator::define(const Value* v) {
       dts.push_back(in->dtype());
       if (in->shape() == t.shape) {
         offs.push_back("i");
-      } else if (in->type().numel() == 1) {
+      } else if (!has_symbolic_dims(in->shape()) && in->type().numel() == 1) {
         offs.push_back("0");
       } else {
         if (broadcast_shapes(in->shape(), t.shape) != t.shape)

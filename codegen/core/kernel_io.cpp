@@ -68,21 +68,22 @@ std::string name_kernel(const std::string& prefix, const std::string& label, con
   return named;
 }
 
-namespace {
-// Elements of a buffer; a symbolic count stays a dim (a shape-generic kernel's
-// plan records the count at the largest shapes instead).
-int64_t count_of(const TensorType& t) { return has_symbolic_dims(t.shape) ? dim_product(t.shape) : t.numel(); }
-}  // namespace
+namespace {}  // namespace
+
+int64_t kernel_buffer_count(const TensorType& t) {
+  return has_symbolic_dims(t.shape) ? dim_product(t.shape) : t.numel();
+}
 
 AnchorIO plain_io(const std::vector<TensorType>& operands, const std::vector<TensorType>& results) {
   AnchorIO io;
   const bool one = results.size() == 1;
   for (size_t r = 0; r < results.size(); ++r) {
-    io.buffers.push_back({one ? "out" : fmt::format("out{}", r), results[r].dtype, true, count_of(results[r])});
+    io.buffers.push_back(
+        {one ? "out" : fmt::format("out{}", r), results[r].dtype, true, kernel_buffer_count(results[r])});
     io.dtypes.push_back(results[r].dtype);
   }
   for (size_t k = 0; k < operands.size(); ++k) {
-    io.buffers.push_back({fmt::format("in{}", k), operands[k].dtype, false, count_of(operands[k])});
+    io.buffers.push_back({fmt::format("in{}", k), operands[k].dtype, false, kernel_buffer_count(operands[k])});
     io.dtypes.push_back(operands[k].dtype);
   }
   io.load = [](int k, const std::string& idx, bool) { return fmt::format("in{}[{}]", k, idx); };

@@ -29,6 +29,10 @@ struct KernelBuffer {
   int64_t count;     // elements
 };
 
+// Elements of a buffer (KernelBuffer::count); a symbolic count stays a dim (a
+// shape-generic kernel's plan records the count at the largest shapes instead).
+int64_t kernel_buffer_count(const TensorType& t);
+
 // "KILN_PTR(float) out, KILN_PTR(const __half) in0, ...".
 std::string kernel_params(const std::vector<KernelBuffer>& buffers);
 

@@ -24,7 +24,8 @@ std::string one_line(const std::string& stmts) {
 
 void finish_op_kernel(OpKernel& k, std::string_view prefix, std::string_view label,
                       const std::vector<ShellBuffer>& buffers, const std::string& x_compute, const std::string& helpers,
-                      const std::string& body, const KernelSeams* seams) {
+                      const std::string& body, const KernelSeams* seams, const KernelSymbols* syms) {
+  const bool generic = syms && !syms->empty();
   bool f16 = false, bf16 = false;
   std::string params, args, defs, undefs = "#undef KILN_LOAD_X\n#undef KILN_LOAD_X_ONCE\n#undef KILN_STORE\n";
   const std::vector<ShellBuffer>& params_of = seams ? seams->buffers : buffers;
@@ -66,6 +67,13 @@ void finish_op_kernel(OpKernel& k, std::string_view prefix, std::string_view lab
   std::string text = "// Seams: every read of operand 0 and every store of a result (docs/codegen.md).\n";
   text += defs;
   text += helpers;
+  if (generic) {
+    text += KernelSymbols::struct_text();
+    params += ", kiln_syms ks";
+    // The symbols' values: one more buffer, passed by value.
+    args += fmt::format(",\n        *static_cast<const kiln_syms*>(buffers[{}])", params_of.size());
+    k.symbols = syms->names();
+  }
   text += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", params);
   if (seams) text += seams->setup;
   text += body;

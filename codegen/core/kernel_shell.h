@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "codegen/core/size_expr.h"
 #include "ir/dtype.h"
 
 namespace kiln::codegen {
@@ -33,6 +34,10 @@ struct OpKernel {
   unsigned block = 0;
   size_t shared_bytes = 0;   // dynamic shared memory
   std::vector<int> results;  // the node's results this kernel takes as out0, out1... (empty: all)
+  // Shape-generic (docs/dynamic_shapes.md): the symbols its last parameter,
+  // a by-value kiln_syms, holds, and its grid per shape (NodeKernel::symbols).
+  std::vector<std::string> symbols;
+  GridAxisExpr grid_expr;
 };
 
 // A buffer of the kernel: its dtype (stored as cuda_storage_type) and name
@@ -67,9 +72,12 @@ struct KernelSeams {
 // `seams` (optional) replaces the plain buffers and seam macros: the kernel
 // then has seams->buffers as parameters; `buffers` still gives operand 0's
 // and the results' dtypes (in0, out<r>).
+// `syms` (a shape-generic kernel): the kernel takes a by-value `kiln_syms ks`
+// after its buffers (the body reads sizes from it), and k.symbols are set
+// to syms->names(); the caller sets k.grid_expr.
 void finish_op_kernel(OpKernel& k, std::string_view prefix, std::string_view label,
                       const std::vector<ShellBuffer>& buffers, const std::string& x_compute, const std::string& helpers,
-                      const std::string& body, const KernelSeams* seams = nullptr);
+                      const std::string& body, const KernelSeams* seams = nullptr, const KernelSymbols* syms = nullptr);
 
 // The grid for `n` work items at one item per thread: ceil(n / block) blocks,
 // at most 8192 (the kernels' grid-stride loops cover the rest).

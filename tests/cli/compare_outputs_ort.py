@@ -1,10 +1,10 @@
 """Runs MODEL.onnx with ONNX Runtime on the given .npy inputs and compares every
 output with OUT_DIR/<output name>.npy (what `kiln run PLAN --outputs OUT_DIR`
 wrote), at ONNX Runtime's fp32 tolerance (atol 1e-5, rtol 1e-4; docs/testing.md).
+With --fp16 first, at the fp16 tolerance (atol 2.5e-3, rtol 1e-3): a plan
+compiled with --precision fp16 against ONNX Runtime's fp32 outputs.
 Prints "compare: PASS" or the worst element of each output that differs; exit 1
-on a difference, a missing file or a shape mismatch. With --fp16 first: a
-plan compiled with --precision fp16 against the fp32 model, at the FP16
-tolerance (atol 2.5e-3, rtol 1e-3; docs/testing.md).
+on a difference, a missing file or a shape mismatch.
     python compare_outputs_ort.py [--fp16] MODEL.onnx OUT_DIR name=file.npy ...
 """
 import os
@@ -18,8 +18,7 @@ def main():
     args = sys.argv[1:]
     atol, rtol = 1e-5, 1e-4
     if args and args[0] == "--fp16":
-        args = args[1:]
-        atol, rtol = 2.5e-3, 1e-3
+        args, atol, rtol = args[1:], 2.5e-3, 1e-3
     model, out_dir, pairs = args[0], args[1], args[2:]
     feed = {}
     for p in pairs:

@@ -3,9 +3,10 @@
 # and softmax model with a dynamic batch compiled ONCE for --target sm_90 with a profile
 # holds shape-generic kernels (section `generic launches`) and runs from that
 # plan at three batches on the simulator (the plan's own kernels) and on the
-# CPU path, matching ONNX Runtime. A model with a family that is not
-# shape-generic yet (the CNN's conv) is refused for a GPU target, naming the
-# node and its op, with no plan written.
+# CPU path, matching ONNX Runtime; so do a dynamic-batch MLP, the issue's
+# CNN at fp32 and at fp16 (tensor cores). A model with a family
+# that is not shape-generic yet (scatter_elements) is refused for a GPU target,
+# naming the node and its op, with no plan written.
 # Usage: gpu_profiles_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim
 kiln=$1
 t=$2
@@ -109,11 +110,53 @@ rm -rf "$dir/o"
 expect_exit 1 "a batch outside the profile must exit 1" "$kiln" run "$dir/pw.plan" --backend sim --inputs "x:$dir/x_17.npy"
 grep -q 'outside every shape profile' "$out" || fail "no out-of-profile message"
 
+# The issue's CNN (Conv, BatchNormalization folded into it, Relu, MaxPool,
+# strided Conv, Relu, GlobalAveragePool, Flatten, Gemm, Softmax) compiled
+# once for sm_90 in fp32: every launch shape-generic (the convs' grids are
+# row tiles x column tiles x images), run at three batches on sim and ref against ONNX Runtime.
+"$kiln" compile "$dir/cnn/cnn.onnx" --target sm_90 --min-shapes x:1x3x16x16 --max-shapes x:8x3x16x16 \
+  -o "$dir/cnn.plan" >"$out" 2>&1 || fail "compile the CNN for sm_90 with a profile: exit $?"
+"$kiln" inspect "$dir/cnn.plan" >"$out" 2>&1 || fail "inspect cnn: exit $?"
+launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, \([0-9]*\) launch steps.*/\1/p' "$out")
+grep -q "^shape-generic launches: $launches " "$out" || fail "the CNN's $launches launches are not all shape-generic"
+grep -q 'x = ceil([0-9]* / [0-9]*); y = ceil([0-9]* / [0-9]*); z = ceil(batch / 1) (symbols batch)' "$out" ||
+  fail "no conv grid of row tiles x column tiles x images"
+for be in $backends; do
+  for b in 1 3 8; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/cnn.plan" --backend "$be" --inputs "x:$dir/cnn/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "cnn.plan on $be at batch $b: exit $?"
+    grep -q "^symbols: batch=$b (range \[1, 8\])" "$out" || fail "cnn.plan on $be at batch $b: no symbols line"
+    "$py" "$t/compare_outputs_ort.py" "$dir/cnn/cnn.onnx" "$dir/o" "x=$dir/cnn/x_$b.npy" >"$out" 2>&1 ||
+      fail "cnn.plan on $be at batch $b: not ONNX Runtime's outputs"
+  done
+done
+# The same CNN at fp16, compiled once for sm_90: its convs on tensor cores
+# (mma.sync implicit GEMMs over a symbolic batch of images) and its head's
+# Gemm too (a tensor-core GEMM with a symbolic M), within the fp16 tolerance
+# of ONNX Runtime's fp32 outputs at three batches.
+"$kiln" compile "$dir/cnn/cnn.onnx" --target sm_90 --precision fp16 --min-shapes x:1x3x16x16 \
+  --max-shapes x:8x3x16x16 -o "$dir/cnn16.plan" >"$out" 2>&1 || fail "compile the CNN at fp16: exit $?"
+"$kiln" inspect "$dir/cnn16.plan" >"$out" 2>&1 || fail "inspect cnn (fp16): exit $?"
+[ "$(grep -c ' kiln_conv_mma_.* sm_90 ' "$out")" -ge 2 ] || fail "the fp16 CNN's two convs are not on tensor cores"
+grep -q ' kiln_gemm_mma_.* sm_90 ' "$out" || fail "the fp16 CNN's Gemm is not on tensor cores"
+launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, \([0-9]*\) launch steps.*/\1/p' "$out")
+grep -q "^shape-generic launches: $launches " "$out" || fail "the fp16 CNN's $launches launches are not all shape-generic"
+for be in $backends; do
+  for b in 1 3 8; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/cnn16.plan" --backend "$be" --inputs "x:$dir/cnn/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "cnn16.plan on $be at batch $b: exit $?"
+    "$py" "$t/compare_outputs_ort.py" --fp16 "$dir/cnn/cnn.onnx" "$dir/o" "x=$dir/cnn/x_$b.npy" >"$out" 2>&1 ||
+      fail "cnn16.plan (fp16) on $be at batch $b: not ONNX Runtime's outputs"
+  done
+done
+
 # A family without shape-generic kernels: refused by node and op, no plan.
-"$kiln" compile "$dir/cnn/cnn.onnx" --target sm_90 --min-shapes x:1x3x16x16 --max-shapes x:16x3x16x16 \
-  -o "$dir/cnn.plan" >"$out" 2>&1
-[ $? -eq 1 ] || fail "the CNN with a profile for sm_90 must exit 1"
-grep -q 'cnn.onnx: node (conv) producing %[^:]*: target sm_90 needs a shape-generic GPU kernel for every node.*kiln has none yet for conv (its kernel family (conv) has no shape-generic kernel for it yet)' "$out" ||
-  fail "no message naming the conv node"
-[ ! -e "$dir/cnn.plan" ] || fail "a refused compile wrote a plan"
+"$kiln" compile "$dir/scatter.onnx" --target sm_90 --min-shapes x:1x3x24,i:1x3x2,u:1x3x2 \
+  --max-shapes x:16x3x24,i:16x3x2,u:16x3x2 -o "$dir/scatter.plan" >"$out" 2>&1
+[ $? -eq 1 ] || fail "scatter_elements with a profile for sm_90 must exit 1"
+grep -q 'scatter.onnx: node (scatter_elements) producing %[^:]*: target sm_90 needs a shape-generic GPU kernel for every node.*kiln has none yet for scatter_elements (its kernel family (scatter) has no shape-generic kernel for it yet)' "$out" ||
+  fail "no message naming the scatter_elements node"
+[ ! -e "$dir/scatter.plan" ] || fail "a refused compile wrote a plan"
 echo "PASS"

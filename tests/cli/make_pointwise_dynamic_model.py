@@ -4,7 +4,9 @@ second output through a Reshape and a scalar Mul, a third a Softmax over the
 last axis), and DIR/x_<b>.npy inputs
 for batches 1, 5 and 16; DIR/mlp.onnx, a dynamic-batch MLP (Gemm with a bias,
 Relu, Gemm with transB, MatMul, Softmax) and DIR/m_<b>.npy for batches 1, 9
-and 200 (tests/cli/gpu_profiles_test.sh).
+and 200; DIR/scatter.onnx, a ScatterElements into x [batch, 3, 24] of u
+[batch, 3, 2] at indices i [batch, 3, 2] along the last axis, a family
+without shape-generic kernels (tests/cli/gpu_profiles_test.sh).
     python make_pointwise_dynamic_model.py DIR
 """
 import sys
@@ -42,6 +44,7 @@ def main():
     for b in (1, 5, 16):
         np.save(f"{out}/x_{b}.npy", rng.randn(b, 3, 24).astype(np.float32))
     mlp(out, rng)
+    scatter(out)
 
 
 def mlp(out, rng):
@@ -65,6 +68,20 @@ def mlp(out, rng):
     onnx.save(model, f"{out}/mlp.onnx")
     for b in (1, 9, 200):
         np.save(f"{out}/m_{b}.npy", rng.randn(b, 64).astype(np.float32))
+
+
+def scatter(out):
+    def info(name, dtype, *dims):
+        return helper.make_tensor_value_info(name, dtype, ["batch", *dims])
+
+    graph = helper.make_graph([helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=-1)],
+                              "scatter_dynamic",
+                              [info("x", TensorProto.FLOAT, 3, 24), info("i", TensorProto.INT64, 3, 2),
+                               info("u", TensorProto.FLOAT, 3, 2)], [info("y", TensorProto.FLOAT, 3, 24)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, f"{out}/scatter.onnx")
 
 
 if __name__ == "__main__":

@@ -174,5 +174,29 @@ TEST_F(FakeGpuProfiles, MlpPlanRunsAtThreeBatches) {
   }
 }
 
+// The dynamic-batch CNN: shape-generic convs (fused bias, folded batch norm
+// and relu), pools, gemm and softmax from one plan at three batches, one
+// CUDA Graph per batch.
+TEST_F(FakeGpuProfiles, CnnPlanRunsAtThreeBatches) {
+  const plan::Plan& p = plans().at("profile_cnn");
+  ASSERT_TRUE(p.meta.gpu_kernels) << p.meta.no_gpu_reason;
+  EXPECT_EQ(p.generic_launches.size(), p.steps.size()) << "every launch is shape-generic";
+  std::vector<uint8_t> bytes = plan_for("profile_cnn");
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "cnn.plan", rt::Backend::Gpu);
+  rt::Context ctx(e);
+  std::unique_ptr<Graph> g = profile_cnn_graph();
+  for (int64_t n : {1, 3, 8}) {
+    std::unique_ptr<Graph> at = specialize_graph(*g, {{"batch", n}}, op_registry());
+    const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(n));
+    for (const Value* v : at->inputs()) ctx.bind_input(v->name(), feed.at(v->name()).raw(), v->type(), false);
+    Tensor out(at->outputs()[0]->type());
+    EXPECT_EQ(ctx.output_shape("y"), (Shape{n, 10}));
+    ctx.bind_output("y", out.raw(), out.type(), false);
+    ctx.run();
+    EXPECT_EQ(compare_tensors(out, ReferenceExecutor(*at).run(feed)[0], {1e-5, 1e-4}), "") << "batch " << n;
+  }
+  EXPECT_EQ(ctx.gpu_context()->graph_cache_stats().captures, 3u);
+}
+
 }  // namespace
 }  // namespace kiln::fakegpu

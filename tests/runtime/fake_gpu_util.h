@@ -391,6 +391,38 @@ inline std::unique_ptr<Graph> profile_mlp_graph() {
   return g;
 }
 
+// The issue's dynamic-batch CNN (tests/cli/make_dynamic_models.py): conv with
+// a bias, batch normalization (folded into it), relu, max pool, a strided
+// conv, relu, global average pool, flatten, gemm, softmax; batch in [1, 8].
+inline constexpr const char* kProfileCnn =
+    R"(graph @m(%x: f32[batch,3,16,16], %w1: f32[8,3,3,3], %b1: f32[8], %w2: f32[16,8,3,3], %b2: f32[16],
+    %fw: f32[10,16], %fb: f32[10]) -> (f32[batch,10]) symbols(batch in [1, 8]) {
+    %s = const f32[8] dense<[1.1, 0.9, 1.3, 0.7, 1.0, 1.2, 0.8, 0.95]>
+    %t = const f32[8] dense<[0.1, -0.2, 0.05, 0.0, 0.3, -0.1, 0.2, -0.05]>
+    %mu = const f32[8] dense<[0.01, -0.02, 0.03, 0.0, -0.01, 0.02, 0.05, -0.03]>
+    %var = const f32[8] dense<[0.9, 1.1, 0.8, 1.3, 1.0, 0.7, 1.2, 0.95]>
+    %c1 = conv(%x, %w1, %b1) {dilations=[1,1], group=1, pads=[1,1,1,1], strides=[1,1]} : f32[batch,8,16,16]
+    %bn = batch_normalization(%c1, %s, %t, %mu, %var) {epsilon=1e-05} : f32[batch,8,16,16]
+    %r1 = relu(%bn) : f32[batch,8,16,16]
+    %p1 = max_pool(%r1) {dilations=[1,1], kernel_shape=[2,2], pads=[0,0,0,0], strides=[2,2]} : f32[batch,8,8,8]
+    %c2 = conv(%p1, %w2, %b2) {dilations=[1,1], group=1, pads=[1,1,1,1], strides=[2,2]} : f32[batch,16,4,4]
+    %r2 = relu(%c2) : f32[batch,16,4,4]
+    %g = global_average_pool(%r2) : f32[batch,16,1,1]
+    %f = reshape(%g) {shape=[batch,16]} : f32[batch,16]
+    %l = gemm(%f, %fw, %fb) {trans_b=1} : f32[batch,10]
+    %y = softmax(%l) {axis=-1} : f32[batch,10]
+    return %y
+  })";
+
+inline std::unique_ptr<Graph> profile_cnn_graph() {
+  auto g = parse_graph(kProfileCnn);
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  o.symbolic = true;
+  compile_graph(*g, o);
+  return g;
+}
+
 inline plan::Plan profile_pointwise_plan() {
   PlanBuildOptions o{"sm_90", "fp32", {}};
   plan::InputProfile x{"x", {1, 3, 24}, {8, 3, 24}, {16, 3, 24}};
@@ -400,8 +432,9 @@ inline plan::Plan profile_pointwise_plan() {
 
 // Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax",
 // "wide_softmax_small_registers",
-// "folded_split_k", "sm_90a_wgmma", "split_kv_attention", "concat_5000", kAbsentOperandCase, the control-flow graphs'
-// names, "cf_table_in_loop", and the plans with shape profiles "profile_pointwise" and "profile_mlp".
+// "folded_split_k", "sm_90a_wgmma", "split_kv_attention", "concat_5000", kAbsentOperandCase, the control-flow
+// graphs' names, "cf_table_in_loop", and the plans with shape profiles "profile_pointwise", "profile_mlp" and
+// "profile_cnn".
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
@@ -425,6 +458,8 @@ inline const std::map<std::string, plan::Plan>& plans() {
       PlanBuildOptions o{"sm_90", "fp32", {}};
       o.profiles = {plan::Profile{{{"x", {1, 16}, {64, 16}, {64, 16}}}}};
       r["profile_mlp"] = build_plan(*profile_mlp_graph(), o);
+      o.profiles = {plan::Profile{{{"x", {1, 3, 16, 16}, {8, 3, 16, 16}, {8, 3, 16, 16}}}}};
+      r["profile_cnn"] = build_plan(*profile_cnn_graph(), o);
     }
     return r;
   }();

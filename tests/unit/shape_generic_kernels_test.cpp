@@ -225,8 +225,8 @@ TEST(ShapeGenericKernels, LoadingChecksTheGenericLaunches) {
 
 TEST(ShapeGenericKernels, AFamilyThatIsNotShapeGenericIsRefusedByName) {
   const char* text =
-      "graph @m(%x: f32[b,4]) -> (f32[b,1]) symbols(b in [1, 8]) {\n"
-      "  %h = reduce_sum(%x) {axes=[1], keepdims=1} : f32[b,1]\n"
+      "graph @m(%x: f32[b,4]) -> (f32[1,4]) symbols(b in [1, 8]) {\n"
+      "  %h = reduce_sum(%x) {axes=[0], keepdims=1} : f32[1,4]\n"
       "  return %h\n"
       "}\n";
   auto g = parse_graph(text, "mm.kir");

@@ -12,6 +12,7 @@
 #include "codegen/core/kernel_text.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 #include "ops/op_helpers.h"
 
 namespace kiln::codegen {
@@ -50,6 +51,12 @@ ConvGeom geometry(const Node& n, const Shape& xs, const Shape& ws, const Shape& 
   g.strides = ints_or(n.attrs(), "strides", g.nd, 1);
   g.dilations = ints_or(n.attrs(), "dilations", g.nd, 1);
   g.pads = ints_or(n.attrs(), "pads", 2 * g.nd, 0);
+  // Shape-generic (a plan with shape profiles): the batch alone may be symbolic.
+  for (const Shape* s : {&xs, &ws, &ys})
+    for (size_t d = 1; d < s->size(); ++d)
+      if (is_symbolic_dim((*s)[d]))
+        unsupported("codegen: {}: a shape-generic conv takes a symbolic batch only, not [{}] (dim {} is {})",
+                    n.describe(), dims_str(*s), d, dim_str((*s)[d]));
   g.in_size = shape_numel(g.in);
   g.k_size = shape_numel(g.k);
   g.out_size = shape_numel(g.out);
@@ -75,15 +82,20 @@ ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
   const char* idx = ep.index_type();
   const int nd = G.nd;
   const int sx = ep.anchor_slot(0), sw = ep.anchor_slot(1), sbias = ep.anchor_slot(2);
-  const int64_t total = G.N * G.M * G.out_size;
+  // Shape-generic: a symbolic batch makes the element count a polynomial of `ks`.
+  const KernelSymbols syms({Shape{G.N}});
+  const bool generic = !syms.empty();
+  const int64_t total = dim_mul(dim_mul(G.N, G.M), G.out_size);
+  const std::string total_text = generic ? syms.lit(total) : std::to_string(total);
   const std::string ct = dt == DType::F64 ? "double" : "float";
   const std::vector<int64_t> istr = strides_of(G.in);
   std::string b = fmt::format("// depthwise conv{}: {} channels, taps {}\n", nhwc ? " nhwc" : "", G.M, G.k_size);
-  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", ep.params());
+  if (generic) b += KernelSymbols::struct_text();
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}{}) {{\n", ep.params(), generic ? ", kiln_syms ks" : "");
   b += fmt::format(
       "  for ({} i = ({})(blockIdx.x * blockDim.x + threadIdx.x); i < {}; i += ({})(gridDim.x * "
       "blockDim.x)) {{\n",
-      idx, idx, total, idx);
+      idx, idx, total_text, idx);
   // Coordinates: nchw (img, m, o...), nhwc (img, o..., m).
   b += fmt::format("    {} r = i;\n", idx);
   if (nhwc) b += fmt::format("    const int m = (int)(r % {}); r /= {};\n", G.M, G.M);
@@ -119,7 +131,7 @@ ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
   if (sbias >= 0) b += fmt::format("    acc += {};\n", cuda_load(dt, fmt::format("in{}[m]", sbias)));
   b += ep.code("acc", "i", "    ");
   b += "  }\n}\n";
-  b += ep.sim_entry("@NAME@");
+  b += ep.sim_entry("@NAME@", false, false, generic);
   ComputeKernel k;
   k.name = fmt::format("kiln_dwconv_{:016x}", XXH64(b.data(), b.size(), 0));
   std::string named;
@@ -132,6 +144,12 @@ ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
   }
   k.source = std::string(kKernelPrelude) + ep.fp_includes() + std::string(expr_prelude()) + named;
   k.block = block_threads(256);  // grid-stride: any block (codegen/launch_fit.h)
+  if (generic) {
+    k.symbols = syms.names();
+    k.grid_expr = GridAxisExpr{total, k.block, 8192};
+    k.grid = 1;  // evaluated per shape
+    return k;
+  }
   k.grid = static_cast<unsigned>(std::min<int64_t>((total + k.block - 1) / k.block, 8192));
   return k;
 }
@@ -175,7 +193,10 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
   g.tf32 = n.attrs().get_int("tf32", 0) != 0;
   for (int slot : {sx, sw, sxzp, swzp})
     if (slot >= 0) g.operand_slots.push_back(slot);
-  g.operand_bytes = static_cast<int64_t>(xt.nbytes() + wt.nbytes());
+  // Shape-generic: a symbolic batch of images (NCHW: the GEMM batch; nhwc: M).
+  g.syms = KernelSymbols({xs, ys});
+  const bool generic = !g.syms.empty();
+  g.operand_bytes = generic ? 0 : static_cast<int64_t>(xt.nbytes() + wt.nbytes());
   // Elements per 16-byte chunk (the cp.async path of the tensor-core kernel).
   const int64_t W = 16 / static_cast<int64_t>(dtype_size(dt));
   const bool chunks = gemm_math(g) != GemmMath::Simt && !ci && !qc;
@@ -186,7 +207,7 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
   std::string bias_m;  // the output channel of the tile element, for the bias
   if (!nhwc) {
     // Per (image, group): rows = output channels of the group, columns = output positions.
-    g.batch = G.N * G.group;
+    g.batch = dim_mul(G.N, G.group);
     g.M = G.Mg;
     g.N = G.out_size;
     g.prologue = fmt::format("  const int img = bz / {}, grp = bz % {};\n", G.group, G.group);
@@ -270,7 +291,7 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
   } else {
     // Per group: rows = (image, output position), columns = output channels of the group.
     g.batch = G.group;
-    g.M = G.N * G.out_size;
+    g.M = dim_mul(G.N, G.out_size);
     g.N = G.Mg;
     g.prologue = "  const int grp = bz;\n";
     const ConvGeom c = G;

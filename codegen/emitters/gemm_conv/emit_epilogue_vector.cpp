@@ -18,6 +18,7 @@
 #include "ir/error.h"
 #include "ir/shape_utils.h"
 #include "ir/symbolic_dim.h"
+#include "codegen/core/size_expr.h"
 
 namespace kiln::codegen {
 
@@ -71,10 +72,10 @@ std::string vector_load_statements(const std::string& dst, DType t, const std::s
 // the GEMM's N axis) may still be stored, element by element; false where a
 // pointwise op would read one, or an op is not pointwise or layout.
 bool Epilogue::vector_contiguity(int width, std::unordered_map<const kiln::Value*, bool>& contig) const {
-  const Shape& as = anchor_->output(0)->shape();
-  if (as.empty() || as.back() % width != 0) return false;
+  // A symbolic row length is not a known multiple of the width: element by element.
+  auto row_ok = [&](const Shape& s) { return !s.empty() && !is_symbolic_dim(s.back()) && s.back() % width == 0; };
+  if (!row_ok(anchor_->output(0)->shape())) return false;
   contig[anchor_->output(0)] = true;
-  auto row_ok = [&](const Shape& s) { return !s.empty() && s.back() % width == 0; };
   for (const Node* bn : epilogue_nodes()) {
     bool in = true;  // every epilogue value it reads is contiguous
     for (Value* v : bn->inputs())
@@ -122,6 +123,13 @@ int Epilogue::vector_width() const {
       const auto it = std::find(slot_values_.begin(), slot_values_.end(), v);
       if (it == slot_values_.end()) continue;  // an epilogue value
       const Shape& os = bn->output(0)->shape();
+      // Over a symbolic shape (a dynamic batch) only an operand of the element's own shape (a
+      // residual) is vectorized: a broadcast one would need its coordinates split by the symbols.
+      if (has_symbolic_dims(os)) {
+        if (v->shape() != os) return 0;
+        moved.push_back(v->dtype());
+        continue;
+      }
       if (v->type().numel() > 1 && !os.empty() && broadcast_strides(v->shape(), os).back() == 1)
         moved.push_back(v->dtype());
     }
@@ -239,8 +247,11 @@ std::string Epilogue::vector_code(const std::string& accs, const std::string& in
       KILN_CHECK(sit != slot_values_.end(), "codegen epilogue: %{} is not a slot", v->name());
       const std::string buf = fmt::format("in{}", sit - slot_values_.begin());
       const std::string a = fmt::format("e_a{}_{}", id, i);
-      const std::vector<int64_t> strides = broadcast_strides(v->shape(), os);
-      const bool scalar = v->type().numel() == 1;
+      // (A symbolic operand has the element's shape: vector_width.)
+      const bool symbolic = has_symbolic_dims(v->shape());
+      const std::vector<int64_t> strides =
+          symbolic ? symbolic_broadcast_strides(v->shape(), os) : broadcast_strides(v->shape(), os);
+      const bool scalar = !symbolic && v->type().numel() == 1;
       const RowRead how = !scalar && strides.back() == 1 ? RowRead::Vector : RowRead::Once;
       std::string off = "0";
       if (v->shape() == os) off = at_src.pos;

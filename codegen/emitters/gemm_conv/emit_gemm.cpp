@@ -61,23 +61,58 @@ GemmMath gemm_math(const TiledGemm& g) {
 
 GemmProblem generic_gemm_problem(const TiledGemm& g) {
   auto at = [](int64_t d, int64_t rep) { return is_symbolic_dim(d) ? rep : d; };
-  return {gemm_math(g), at(g.batch, 1), at(g.M, 4096), at(g.N, 512), at(g.K, 512), 0};
+  // A symbolic batch over a static M (an NCHW conv over a dynamic batch of
+  // images) stands for many images; over a symbolic M (an encoder's batch of
+  // heads), for one.
+  const int64_t batch_rep = is_symbolic_dim(g.M) ? 1 : 4096;
+  return {gemm_math(g), at(g.batch, batch_rep), at(g.M, 4096), at(g.N, 512), at(g.K, 512), 0};
+}
+
+GemmTileConfig generic_gemm_tile(const TiledGemm& g, GemmMath math) {
+  if (g.syms.empty()) return choose_gemm_tile_config({math, g.batch, g.M, g.N, g.K, g.operand_bytes});
+  // The wgmma kernel (the sm_90a opt-in) has no shape-generic form: a
+  // symbolic problem takes the mma.sync tiles.
+  ScopedSm90Wgmma no_wgmma(false);
+  const GemmProblem p = generic_gemm_problem(g);
+  GemmTileConfig tile = choose_gemm_tile_config(p);
+  if (tile.wgmma)
+    unsupported("codegen: {}: tile {} is a wgmma tile, and the wgmma GEMM takes no symbolic sizes yet", g.label,
+                gemm_tile_name(tile));
+  // No split-K: the split is decided from the grid, which follows the
+  // symbols, and its workspace and tile counters would be sized by them. The
+  // default's split is dropped; a chooser's (autotuning) is an error.
+  if (tile.split_k > 1 && !(tile == default_gemm_tile(p)))
+    unsupported(
+        "codegen: {}: tile {} splits K, which a shape-generic GEMM does not: its grid, workspace and tile "
+        "counters would follow the symbols",
+        g.label, gemm_tile_name(tile));
+  tile.split_k = 1;
+  tile.fold_split = false;
+  return tile;
+}
+
+bool generic_gemm_grid(const TiledGemm& g, int bm, int bn, ComputeKernel& k) {
+  const bool grid3 = is_symbolic_dim(g.batch) || is_symbolic_dim(g.N);
+  k.symbols = g.syms.names();
+  if (grid3) {
+    k.grid_expr = GridAxisExpr{g.M, bm, 0, 1};
+    k.grid_expr_y = GridAxisExpr{g.N, bn, 0, 1};
+    k.grid_expr_z = GridAxisExpr{g.batch, 1, 0, 1};
+  } else {
+    k.grid_expr = GridAxisExpr{g.M, bm, 0, g.batch * ((g.N + bn - 1) / bn)};
+  }
+  k.grid = g.M == 0 || g.N == 0 || g.batch == 0 ? 0 : 1;  // evaluated per shape
+  return grid3;
 }
 
 std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& ep) {
   const GemmMath math = gemm_math(g);
   // Symbolic sizes (a plan with shape profiles): any of the batch, M, N and
   // K may be symbolic dims, read from `ks`; the tile is chosen for a large
-  // problem (every tail is guarded, so it is right at every size) and the grid
-  // is a function of the symbols.
+  // problem (every tail is guarded, so it is right at every size), unsplit,
+  // and the grid is a function of the symbols (generic_gemm_grid).
   const bool generic = !g.syms.empty();
-  // The wgmma kernel (the sm_90a opt-in) has no shape-generic form: a
-  // symbolic problem takes the mma.sync tiles.
-  const GemmTileConfig tile = [&] {
-    if (!generic) return choose_gemm_tile_config({math, g.batch, g.M, g.N, g.K, g.operand_bytes});
-    ScopedSm90Wgmma no_wgmma(false);
-    return choose_gemm_tile_config(generic_gemm_problem(g));
-  }();
+  const GemmTileConfig tile = generic_gemm_tile(g, math);
   if (math != GemmMath::Simt)
     return tile.wgmma ? emit_wgmma_tiled_gemm(g, ep, math, tile) : emit_mma_gemm(g, ep, math, tile);
   const int BM = tile.bm, BN = tile.bn, BK = tile.bk, TM = BM / 16, TN = BN / 16;
@@ -90,20 +125,10 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
   const int64_t blocks = generic ? 0 : g.batch * tiles_m * tiles_n;
   if (blocks > INT32_MAX) unsupported("codegen: {}: {} tiles exceed one grid", g.label, blocks);
   k.grid = g.M == 0 || g.N == 0 ? 0 : static_cast<unsigned>(blocks);
-  if (generic) {
-    k.symbols = g.syms.names();
-    if (grid3) {
-      k.grid_expr = GridAxisExpr{g.M, BM, 0, 1};
-      k.grid_expr_y = GridAxisExpr{g.N, BN, 0, 1};
-      k.grid_expr_z = GridAxisExpr{g.batch, 1, 0, 1};
-    } else {
-      k.grid_expr = GridAxisExpr{g.M, BM, 0, g.batch * tiles_n};
-    }
-    k.grid = g.N == 0 || g.batch == 0 ? 0 : 1;  // evaluated per shape
-  }
-  const std::string tiles_m_text =
-      generic ? fmt::format("(({} + {}LL) / {}LL)", g.syms.lit(g.M), BM - 1, BM) : std::to_string(tiles_m);
+  if (generic) generic_gemm_grid(g, BM, BN, k);
   auto dim_text = [&](int64_t d) { return is_symbolic_dim(d) ? g.syms.lit(d) : std::to_string(d); };
+  const std::string tiles_m_text =
+      generic ? fmt::format("(({} + {}LL) / {}LL)", dim_text(g.M), BM - 1, BM) : std::to_string(tiles_m);
   const std::string M_text = dim_text(g.M), N_text = dim_text(g.N), K_text = dim_text(g.K);
   k.block = kThreads;
   if (deciding_only()) return {k};  // the launch is decided; the rest is text (codegen/core/deciding_only.h)

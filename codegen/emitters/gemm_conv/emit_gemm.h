@@ -85,7 +85,8 @@ struct OperandLoad {
 struct TiledGemm {
   std::string label;  // kernel name prefix
   DType dtype;        // operand dtype: decides the compute type
-  // Any of them may be a symbolic dim (then `syms` reads it): a plan with shape profiles.
+  // Any of them may be a symbolic dim (then `syms` reads it): a plan with
+  // shape profiles (an encoder's batch/M/N/K, an NCHW conv's batch of images).
   int64_t batch = 1, M = 0, N = 0, K = 0;
   KernelSymbols syms;
   OperandLoad a, b;
@@ -128,9 +129,21 @@ std::string gemm_acc_for_epilogue(DType dtype, const std::string& acc);
 GemmMath gemm_math(const TiledGemm& g);
 
 // The problem a shape-generic GEMM's tile is chosen for: its symbolic dims
-// at a large representative size (M 4096, N and K 512, the batch 1), since
-// one tile serves every shape and each tail is guarded.
+// at a large representative size (M 4096, N and K 512; the batch 1 over a
+// symbolic M, 4096 over a static one), since one tile serves every shape and
+// each tail is guarded.
 GemmProblem generic_gemm_problem(const TiledGemm& g);
+// The tile of `g`: choose_gemm_tile_config for its sizes, or for a
+// shape-generic GEMM for generic_gemm_problem, never a wgmma tile and never
+// a split-K: the split is decided from the grid, which grows with the
+// symbols, and its workspace and per-tile counters are sized by it (the
+// default's split is dropped, a chooser returning one is an error).
+GemmTileConfig generic_gemm_tile(const TiledGemm& g, GemmMath math);
+// A shape-generic GEMM's launch with tile bm x bn into `k` (symbols, grid
+// per shape): one flat x axis of ceil(M / bm) x batch x column tiles when
+// the batch and N are static, else x row tiles, y column tiles, z the batch
+// (returns true: the kernel reads blockIdx.x/y/z).
+bool generic_gemm_grid(const TiledGemm& g, int bm, int bn, ComputeKernel& k);
 
 // The complete kernels (source, name, launch) for `g`, in launch order; `ep`
 // gives the buffers and the simulator entry. One kernel, or two when the

@@ -312,10 +312,11 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   const int A_STAGE = a_km ? BK * LDA : BM * LDA, B_STAGE = b_kn ? BK * LDB : BN * LDB;
   const int CLD = BN + 4;
   // Shape-generic (symbolic batch/M/N/K, a plan with shape profiles): the
-  // sizes from `ks`, the grid per shape (as the SIMT kernel's, emit_gemm.cpp),
-  // the k-tile count computed in the kernel; no split-K (its workspace and
-  // tile counters would be symbolic) and the element-by-element epilogue.
+  // sizes from `ks`, the grid per shape (generic_gemm_grid, as the SIMT
+  // kernel's), the k-tile count computed in the kernel; no split-K
+  // (generic_gemm_tile: its workspace and tile counters would be symbolic).
   const bool generic = !g.syms.empty();
+  KILN_CHECK(!generic || c.split_k == 1, "codegen: {}: a shape-generic tensor-core GEMM is unsplit", g.label);
   auto dim_text = [&](int64_t d) { return is_symbolic_dim(d) ? g.syms.lit(d) : std::to_string(d); };
   const std::string M_text = dim_text(g.M), N_text = dim_text(g.N), K_text = dim_text(g.K);
   const bool grid3 = generic && (is_symbolic_dim(g.batch) || is_symbolic_dim(g.N));
@@ -330,17 +331,7 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   if (blocks * sk.splits > INT32_MAX) unsupported("codegen: {}: {} tiles exceed one grid", g.label, blocks * sk.splits);
   ComputeKernel k;
   k.grid = g.M == 0 || g.N == 0 ? 0 : static_cast<unsigned>(blocks * sk.splits);
-  if (generic) {
-    k.symbols = g.syms.names();
-    if (grid3) {
-      k.grid_expr = GridAxisExpr{g.M, BM, 0, 1};
-      k.grid_expr_y = GridAxisExpr{g.N, BN, 0, 1};
-      k.grid_expr_z = GridAxisExpr{g.batch, 1, 0, 1};
-    } else {
-      k.grid_expr = GridAxisExpr{g.M, BM, 0, g.batch * ((g.N + BN - 1) / BN)};
-    }
-    k.grid = g.N == 0 || g.batch == 0 ? 0 : 1;  // evaluated per shape
-  }
+  if (generic) generic_gemm_grid(g, BM, BN, k);
   k.block = static_cast<unsigned>(threads);
   k.shared_bytes =
       std::max<size_t>(static_cast<size_t>(STAGES) * (A_STAGE + B_STAGE) * esize, static_cast<size_t>(BM) * CLD * 4);
@@ -369,7 +360,9 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
   // The epilogue's memory accesses, for the performance model's epilogue term (perf/plan_work.cpp).
   // A folded split's tail stores through the epilogue too: vectorized when
   // the width is a multiple of the partial sums' 16-byte loads.
-  int V = generic ? 1 : vector_store_width(g, ep, BN, split && !fold);
+  // A symbolic M, N or K: element by element (a symbolic batch alone keeps the rows' alignment).
+  const bool sym_mnk = is_symbolic_dim(g.M) || is_symbolic_dim(g.N) || is_symbolic_dim(g.K);
+  int V = generic && sym_mnk ? 1 : vector_store_width(g, ep, BN, split && !fold);
   if (fold && V % 4) V = 1;
   if (!split || fold)
     b += fmt::format("// epilogue: {}-element accesses, {} per {} elements, {} bytes per element\n", V,

@@ -6,6 +6,7 @@
 #include "codegen/launch_fit.h"
 #include "codegen/core/emit_expr.h"
 #include "ir/error.h"
+#include "ir/symbolic_dim.h"
 #include "ops/nn_internal.h"
 #include "ops/nn_shape.h"
 #include "ops/op_helpers.h"
@@ -34,11 +35,28 @@ std::string lowest(const std::string& A) {
 // `int` index arithmetic when every index stays far below 2^31.
 std::string index_type(long long largest) { return largest < (1LL << 30) ? "int" : "long long"; }
 
-// The grid-stride loop over `total` items as variable `o` of type I.
-std::string item_loop(long long total) {
+// The grid-stride loop over `total` items (C text) as variable `o` of type I.
+std::string item_loop(const std::string& total) {
   return fmt::format(
       "  for (I o = (I)(blockIdx.x * blockDim.x + threadIdx.x); o < (I){}; o += (I)(gridDim.x * blockDim.x)) {{\n",
       total);
+}
+std::string item_loop(long long total) { return item_loop(std::to_string(total)); }
+
+// Shape-generic pools (a plan with shape profiles): the batch (dim 0 of the
+// channels-first input `xs` and result `ys`) alone may be symbolic; the
+// kernel then counts its items from `ks` and indexes in 64 bits.
+KernelSymbols pool_symbols(const std::string& op, const Shape& xs, const Shape& ys) {
+  for (const Shape* s : {&xs, &ys})
+    for (size_t d = 1; d < s->size(); ++d)
+      if (is_symbolic_dim((*s)[d]))
+        unsupported("codegen: {}: a shape-generic pool takes a symbolic batch only, not [{}]", op, dims_str(*s));
+  return KernelSymbols({xs, ys});
+}
+
+// A count as C text: a constant bare, a symbolic one from `ks`.
+std::string count_text(const KernelSymbols& syms, int64_t n) {
+  return is_symbolic_dim(n) ? syms.lit(n) : std::to_string(n);
 }
 
 std::vector<ShellBuffer> buffers_for(const std::vector<TensorType>& operands, const std::vector<TensorType>& results) {
@@ -81,13 +99,15 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
   const bool col_major = a.get_int("storage_order", 0) == 1;
   const bool include_pad = a.get_int("count_include_pad", 0) == 1;
   const int64_t p = a.get_int("p", 2);
+  const KernelSymbols syms = pool_symbols(op, xs, ys);
+  const bool generic = !syms.empty();
   const int64_t N = xs[0], C = xs[1];
   int64_t in_size = 1, out_size = 1;
   for (size_t d = 0; d < nd; ++d) {
     in_size *= xs[2 + d];
     out_size *= ys[2 + d];
   }
-  const int64_t total = N * C * out_size;
+  const int64_t total = dim_mul(dim_mul(N, C), out_size);
   const std::string A = compute_type(x.dtype);
   if (kind != PoolKind::Max && A == "long long")
     unsupported("codegen: {}: dtype {} (the reference takes floating dtypes)", op, dtype_name(x.dtype));
@@ -96,8 +116,8 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
   b += fmt::format("  // {}: {} -> {}, kernel [{}], strides [{}], dilations [{}], pads [{}]{}\n", op, x.str(),
                    results[0].str(), fmt::join(k, ","), fmt::join(st, ","), fmt::join(dil, ","), fmt::join(pads, ","),
                    nhwc ? ", nhwc" : "");
-  b += fmt::format("  typedef {} I;\n", index_type(std::max(x.numel(), total) + (1LL << 22)));
-  b += item_loop(total);
+  b += fmt::format("  typedef {} I;\n", generic ? "long long" : index_type(std::max(x.numel(), total) + (1LL << 22)));
+  b += item_loop(count_text(syms, total));
   // Coordinates of result element o.
   b += "    I r = o;\n";
   auto coord = [&](const std::string& name, int64_t size, bool last) {
@@ -200,10 +220,15 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
   b += "  }\n";
   OpKernel kern;
   kern.block = block_threads(kBlock);  // the one decision (codegen/launch_fit.h)
-  kern.grid = items_grid(total, kern.block);
   std::vector<TensorType> res = results;
   if (!want_idx) res.resize(1);
-  finish_op_kernel(kern, "kiln_pool", op, buffers_for({x}, res), A, "", b, seams);
+  if (generic) {
+    kern.grid = 1;  // evaluated per shape: as items_grid
+    kern.grid_expr = GridAxisExpr{total, kern.block, 8192};
+  } else {
+    kern.grid = items_grid(total, kern.block);
+  }
+  finish_op_kernel(kern, "kiln_pool", op, buffers_for({x}, res), A, "", b, seams, generic ? &syms : nullptr);
   return kern;
 }
 
@@ -218,12 +243,12 @@ constexpr int64_t kBlockPlane = 1024;
 // reference's sequential float sum by its rounding only.
 OpKernel global_pool_blocks(const std::string& op, const TensorType& x, const TensorType& y, const KernelSeams* seams,
                             bool nhwc, int64_t C, int64_t planes, int64_t spatial, const std::string& A, int64_t p,
-                            std::string b) {
+                            std::string b, const KernelSymbols& syms) {
   const bool is_max = op == "global_max_pool";
   const std::string F = is_max ? A : "double";
   const std::string comb = is_max ? "if (t > acc) acc = t;" : "acc += t;";
   b += fmt::format("  __shared__ {} part[32];\n", F);
-  b += fmt::format("  for (I o = (I)blockIdx.x; o < (I){}; o += (I)gridDim.x) {{\n", planes);
+  b += fmt::format("  for (I o = (I)blockIdx.x; o < (I){}; o += (I)gridDim.x) {{\n", count_text(syms, planes));
   if (nhwc) b += fmt::format("    const I base = (o / (I){0}) * (I){1} + o % (I){0};\n", C, spatial * C);
   else b += fmt::format("    const I base = o * (I){};\n", spatial);
   const std::string at = nhwc ? fmt::format("base + j * (I){}", C) : "base + j";
@@ -252,8 +277,14 @@ OpKernel global_pool_blocks(const std::string& op, const TensorType& x, const Te
   b += fmt::format("      KILN_STORE(0, o, ({})({}));\n    }}\n  }}\n", A, res);
   OpKernel kern;
   kern.block = block_threads(kBlock);  // its folds read blockDim
-  kern.grid = static_cast<unsigned>(std::min<int64_t>(planes, 65535));
-  finish_op_kernel(kern, "kiln_gpool", op, buffers_for({x}, {y}), A, "", b, seams);
+  const bool generic = !syms.empty();
+  if (generic) {
+    kern.grid = 1;  // evaluated per shape
+    kern.grid_expr = GridAxisExpr{planes, 1, 65535};
+  } else {
+    kern.grid = static_cast<unsigned>(std::min<int64_t>(planes, 65535));
+  }
+  finish_op_kernel(kern, "kiln_gpool", op, buffers_for({x}, {y}), A, "", b, seams, generic ? &syms : nullptr);
   return kern;
 }
 
@@ -262,10 +293,12 @@ OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& 
   const bool nhwc = ops::nhwc_layout(a, op);
   const Shape xs = channels_first(x.shape, nhwc);
   if (xs.size() < 3) fail("codegen: {}: input {} has rank below 3", op, x.str());
-  const int64_t C = xs[1], planes = xs[0] * C;
+  const KernelSymbols syms = pool_symbols(op, xs, channels_first(y.shape, nhwc));
+  const bool generic = !syms.empty();
+  const int64_t C = xs[1], planes = dim_mul(xs[0], C);
   int64_t spatial = 1;
   for (size_t d = 2; d < xs.size(); ++d) spatial *= xs[d];
-  if (y.numel() != planes || y.dtype != x.dtype)
+  if (dim_product(y.shape) != planes || y.dtype != x.dtype)
     fail("codegen: {}: result {} does not fit input {}", op, y.str(), x.str());
   const std::string A = compute_type(x.dtype);
   const bool is_max = op == "global_max_pool";
@@ -273,12 +306,14 @@ OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& 
     unsupported("codegen: {}: dtype {} (the reference takes floating dtypes)", op, dtype_name(x.dtype));
   const int64_t p = a.get_int("p", 2);
   std::string b;
-  b += fmt::format("  // {}: {} -> {}: {} planes of {}{}\n", op, x.str(), y.str(), planes, spatial,
+  b += fmt::format("  // {}: {} -> {}: {} planes of {}{}\n", op, x.str(), y.str(), dim_str(planes), spatial,
                    nhwc ? ", nhwc" : "");
-  b += fmt::format("  typedef {} I;\n", index_type(x.numel() + (1LL << 22)));
-  if (spatial >= kBlockPlane && (!nhwc || planes < 2048))
-    return global_pool_blocks(op, x, y, seams, nhwc, C, planes, spatial, A, p, b);
-  b += item_loop(planes);
+  b += fmt::format("  typedef {} I;\n", generic ? "long long" : index_type(x.numel() + (1LL << 22)));
+  // A symbolic plane count: the block per plane only where the layout does
+  // not make it depend on the count (nhwc: few planes).
+  if (spatial >= kBlockPlane && (!nhwc || (!generic && planes < 2048)))
+    return global_pool_blocks(op, x, y, seams, nhwc, C, planes, spatial, A, p, b, syms);
+  b += item_loop(count_text(syms, planes));
   // Plane o = (n, c) holds x[base + j * step], j < spatial; its result is element o in both layouts.
   if (nhwc) b += fmt::format("    const I base = (o / (I){0}) * (I){1} + o % (I){0};\n", C, spatial * C);
   else b += fmt::format("    const I base = o * (I){};\n", spatial);
@@ -299,6 +334,14 @@ OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& 
   // pool reads its input once (DRAM-bound) and an SM without a block issues
   // no loads (ResNet-50's 2048-channel average pool ran as 8 blocks).
   unsigned block = block_threads(kBlock);  // the one decision (codegen/launch_fit.h)
+  if (generic) {
+    // A symbolic plane count: the block for many planes, valid at every count.
+    kern.block = block;
+    kern.grid = 1;  // evaluated per shape: as items_grid
+    kern.grid_expr = GridAxisExpr{planes, block, 8192};
+    finish_op_kernel(kern, "kiln_gpool", op, buffers_for({x}, {y}), A, "", b, seams, &syms);
+    return kern;
+  }
   while (block > 32 && items_grid(planes, block) < 132) block /= 2;
   kern.block = block;
   kern.grid = items_grid(planes, block);

@@ -12,6 +12,7 @@
 #include "codegen/emitters/reduction/emit_normalization.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 #include "ops/reduction_spec.h"
 
 namespace kiln::codegen {
@@ -79,12 +80,13 @@ FusedAnchor fused_anchor_io(const Node& n, const OpRegistry& ops) {
   std::map<const Value*, std::string> names;
   bool narrow = true;
   for (int r = 0; r < n.num_outputs(); ++r) {
-    io.buffers.push_back({fmt::format("out{}", r), n.output(r)->dtype(), true, n.output(r)->type().numel()});
+    io.buffers.push_back(
+        {fmt::format("out{}", r), n.output(r)->dtype(), true, kernel_buffer_count(n.output(r)->type())});
     io.dtypes.push_back(n.output(r)->dtype());
   }
   auto add_buffer = [&](Value* v) {
     names[v] = fmt::format("in{}", names.size());
-    io.buffers.push_back({names[v], v->dtype(), false, v->type().numel()});
+    io.buffers.push_back({names[v], v->dtype(), false, kernel_buffer_count(v->type())});
     io.dtypes.push_back(v->dtype());
   };
   for (Value* v : body.inputs()) add_buffer(v);
@@ -94,10 +96,12 @@ FusedAnchor fused_anchor_io(const Node& n, const OpRegistry& ops) {
         add_buffer(v);
         fa.constants.push_back(v->data());
       }
+  // A symbolic size's largest value is not known here: 64-bit indices.
+  auto fits = [](const Value* v) { return !has_symbolic_dims(v->shape()) && v->type().numel() <= INT32_MAX; };
   for (const auto& bn : body.nodes()) {
     for (Value* v : bn->inputs())
-      if (v) narrow = narrow && v->type().numel() <= INT32_MAX;
-    for (int r = 0; r < bn->num_outputs(); ++r) narrow = narrow && bn->output(r)->type().numel() <= INT32_MAX;
+      if (v) narrow = narrow && fits(v);
+    for (int r = 0; r < bn->num_outputs(); ++r) narrow = narrow && fits(bn->output(r));
   }
   auto ev = std::make_shared<BodyEvaluator>(body, ops, names);
 
@@ -176,7 +180,7 @@ FusedAnchor fused_anchor_io(const Node& n, const OpRegistry& ops) {
                       en->describe());
         } else if (in->shape() == t.shape) {
           a = ev->value(in, "i");
-        } else if (in->type().numel() == 1) {
+        } else if (!has_symbolic_dims(in->shape()) && in->type().numel() == 1) {
           a = ev->value(in, "0");
         } else {
           if (broadcast_shapes(in->shape(), t.shape) != t.shape)

@@ -80,14 +80,15 @@ struct StatSpec {
   std::string extra;  // statements run by thread 0 of each group after the statistics (indented 6)
 };
 
+// `syms`: a shape-generic kernel's symbols (its last parameter, kiln_syms, in the simulator entry too).
 ReductionKernel finish(ReductionKernel& k, DType dt, const std::string& label, const std::string& body,
-                       const AnchorIO& io) {
+                       const AnchorIO& io, const KernelSymbols& syms = {}) {
   if (deciding_only()) return k;  // decided; the rest is text (codegen/core/deciding_only.h)
   std::vector<DType> dts = io.dtypes;
   dts.push_back(dt);
   std::string prelude = kernel_headers(dts);
   if (!io.setup.empty()) prelude += std::string(expr_prelude());
-  std::string named = name_kernel("kiln_norm", label, body + kernel_sim_entry(io.buffers), k.name);
+  std::string named = name_kernel("kiln_norm", label, body + kernel_sim_entry(io.buffers, !syms.empty()), k.name);
   k.source = prelude + named;
   k.counts.clear();
   for (const KernelBuffer& b : io.buffers) k.counts.push_back(b.count);
@@ -250,25 +251,37 @@ ReductionKernel lp_norm(const AttrMap& a, const std::vector<TensorType>& ops, co
   return stat_kernel("lp_normalization", x, v, sp, io);
 }
 
-// One thread per element: batch_normalization and lrn.
+// One thread per element: batch_normalization and lrn. Shape-generic (a
+// symbolic batch; `code` must not depend on it): the element count from `ks`.
 ReductionKernel elementwise_kernel(const std::string& label, const TensorType& x, const std::string& code,
                                    const std::string& y, const AnchorIO& io) {
   ReductionKernel k;
-  k.outputs = x.numel();
+  const KernelSymbols syms({x.shape});
+  const bool generic = !syms.empty();
+  k.outputs = dim_product(x.shape);
   k.count = 1;
   const DType dt = x.dtype;
   const std::string C(cuda_compute_type(dt));
   std::string b = fmt::format("// {}: {}\n", label, x.str());
-  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(io.buffers));
+  if (generic) b += KernelSymbols::struct_text();
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}{}) {{\n", kernel_params(io.buffers),
+                   generic ? ", kiln_syms ks" : "");
   b += io.setup;
-  b += fmt::format("  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < {}LL;\n", k.outputs);
+  b += fmt::format("  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < {};\n",
+                   generic ? syms.lit(k.outputs) : fmt::format("{}LL", k.outputs));
   b += "       i += (long long)gridDim.x * blockDim.x) {\n";
   b += fmt::format("    const double x = (double)({})({});\n", C, cuda_load(dt, io.load(0, "i", true)));
   b += code;
   b += io.store(0, "i", cuda_store(dt, fmt::format("({})({})", C, y)), "    ");
   b += "  }\n}\n";
-  finish(k, dt, label, b, io);
+  finish(k, dt, label, b, io, syms);
   k.block = block_threads(256);
+  if (generic) {
+    k.symbols = syms.names();
+    k.grid_expr = GridAxisExpr{k.outputs, k.block, 8192};
+    k.grid = 1;  // evaluated per shape
+    return k;
+  }
   k.grid = static_cast<unsigned>(std::min<int64_t>((k.outputs + k.block - 1) / k.block, 8192));
   return k;
 }

@@ -158,24 +158,36 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in
   ReductionKernel k;
   k.outputs = 1;
   k.count = 1;
-  std::vector<int64_t> strides(rank);
-  for (int d = rank - 1, run = 1; d >= 0; --d) {
-    strides[d] = run;
-    run *= in.shape[d];
-  }
+  // Shape-generic (a plan with shape profiles): symbolic dims only among the
+  // leading kept dims (a dynamic batch, or batch*seq rows), so only the
+  // output count is symbolic: the first group is the index's remainder
+  // (never divided by its size) and every stride is a constant.
+  const KernelSymbols syms({in.shape, out.shape});
+  const bool generic = !syms.empty();
+  const std::vector<int64_t> strides = symbolic_strides(in.shape);
   std::vector<Group> groups;
   for (int d = 0; d < rank; ++d) {
-    (reduced[d] ? k.count : k.outputs) *= in.shape[d];
+    if (reduced[d]) k.count = dim_mul(k.count, in.shape[d]);
+    else k.outputs = dim_mul(k.outputs, in.shape[d]);
     if (in.shape[d] == 1) continue;
     if (!groups.empty() && groups.back().reduced == reduced[d]) {
-      groups.back().size *= in.shape[d];
+      groups.back().size = dim_mul(groups.back().size, in.shape[d]);
       groups.back().stride = strides[d];
     } else {
       groups.push_back({in.shape[d], strides[d], reduced[d]});
     }
   }
-  if (out.numel() != k.outputs)
-    fail("codegen: {}: output {} has {} elements, the reduction gives {}", label, out.str(), out.numel(), k.outputs);
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (is_symbolic_dim(groups[i].stride) || (i > 0 && is_symbolic_dim(groups[i].size)) ||
+        (groups[i].reduced && is_symbolic_dim(groups[i].size)))
+      unsupported(
+          "codegen: {} of {} over axes [{}]: a shape-generic reduction takes symbolic dims only among the "
+          "leading kept dims",
+          label, in.str(), fmt::join(axes, ","));
+  if (dim_product(out.shape) != k.outputs)
+    fail("codegen: {}: output {} has {} elements, the reduction gives {}", label, out.str(),
+         dim_str(dim_product(out.shape)), dim_str(k.outputs));
+  const std::string outputs_text = generic ? syms.lit(k.outputs) : fmt::format("{}LL", k.outputs);
 
   // Statements (appended to `body`) decomposing `var` over the groups of
   // kind `red`; returns the element offset they give.
@@ -238,7 +250,7 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in
 
   std::string body;
   // (The output shape is left out: keepdims gives the same kernel.)
-  body += fmt::format("// {}: {} <- {} over axes [{}]\n", label, k.outputs, in.str(), fmt::join(axes, ","));
+  body += fmt::format("// {}: {} <- {} over axes [{}]\n", label, dim_str(k.outputs), in.str(), fmt::join(axes, ","));
   body += fmt::format("// pre {}, combine {}, post {}{}\n", ops::reduce_map_name(s.pre),
                       ops::reduce_combiner_name(s.combiner), ops::reduce_map_name(s.post),
                       s.shift_by_max ? ", shifted by the max" : "");
@@ -250,9 +262,11 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in
     body += block_fold(A, cn, comb_body(c), cinit);
   }
   const std::string comb = fmt::format("@NAME@_{}", ops::reduce_combiner_name(s.combiner));
-  body += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(io.buffers));
+  if (generic) body += KernelSymbols::struct_text();
+  body += fmt::format("extern \"C\" __global__ void @NAME@({}{}) {{\n", kernel_params(io.buffers),
+                      generic ? ", kiln_syms ks" : "");
   body += io.setup;
-  body += fmt::format("  for (long long o = blockIdx.x; o < {}LL; o += gridDim.x) {{\n", k.outputs);
+  body += fmt::format("  for (long long o = blockIdx.x; o < {}; o += gridDim.x) {{\n", outputs_text);
   std::string base = offset(false, "o", "    ", body);
   body += fmt::format("    const long long base = {};\n", base);
   // Reads element r of this output's reduced set into variable `x`; the
@@ -294,8 +308,13 @@ ReductionKernel emit_reduction(const ops::ReductionSpec& s, const TensorType& in
     store = in.dtype == DType::Bool ? "(unsigned char)(res != 0)" : fmt::format("({})res", S);
   }
   body += fmt::format("    if (threadIdx.x == 0) {{\n{}    }}\n  }}\n}}\n", io.store(0, "o", store, "      "));
-  body += kernel_sim_entry(io.buffers);
+  body += kernel_sim_entry(io.buffers, generic);
   finish(k, in.dtype, "kiln_red", label, body, io);
+  if (generic) {
+    k.symbols = syms.names();
+    k.grid_expr = GridAxisExpr{k.outputs, 1, 65535};
+    k.grid = 1;  // evaluated per shape, as finish's min(outputs, 65535)
+  }
   return k;
 }
 

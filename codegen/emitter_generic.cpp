@@ -1,0 +1,223 @@
+#include "codegen/emitter_generic.h"
+
+#include <algorithm>
+
+#include "codegen/emitters/pool_select_loss/emit_fused_pool.h"
+#include "codegen/emitters/reduction/emit_fused_reduction.h"
+#include "codegen/emitters/reduction/emit_rowwise.h"
+#include "ir/op_registry.h"
+#include "ir/symbolic_dim.h"
+#include "ops/reduction_spec.h"
+#include "ops/registry.h"
+
+namespace kiln::codegen::generic {
+
+namespace {
+
+bool is_fused_kind(const Node& n, const char* kind) {
+  return n.op() == "fused" && n.body() && n.attrs().get_string("kind", "") == kind;
+}
+
+}  // namespace
+
+// Shape-generic predicates (KernelEmitter::shape_generic).
+bool any_node(const Node&) { return true; }
+
+// Whether every symbolic dim of `s` is its first (the batch).
+bool batch_only_symbolic(const Shape& s) {
+  for (size_t d = 1; d < s.size(); ++d)
+    if (is_symbolic_dim(s[d])) return false;
+  return true;
+}
+
+// softmax / log_softmax over the last axis: a static one whose rows fit the
+// register row kernel (codegen/emitters/reduction/emit_rowwise.h), the row
+// count symbolic, or a symbolic one (the multi-pass kernel).
+bool generic_softmax(const Node& n) {
+  if (n.body() || (n.op() != "softmax" && n.op() != "log_softmax") || !n.input(0)) return false;
+  const Shape& s = n.input(0)->shape();
+  const int64_t rank = static_cast<int64_t>(s.size());
+  int64_t axis = n.attrs().get_int("axis", -1);
+  if (axis < 0) axis += rank;
+  if (rank == 0 || axis != rank - 1 || !is_float(n.input(0)->dtype())) return false;
+  // A symbolic row length: the multi-pass kernel with its sizes from `ks` (emit_reduction.cpp).
+  return is_symbolic_dim(s.back()) || (s.back() >= 1 && s.back() <= kMaxRegisterRow);
+}
+
+// reduce_* over static axes (emit_reduction.h) whose symbolic dims all come
+// before the first reduced axis: a symbolic outer extent (rows), constant
+// strides and a constant reduced count.
+bool generic_reduce(const Node& n) {
+  if (n.body() || !ops::find_reduction_spec(n.op()) || !n.input(0) || n.num_inputs() != 1) return false;
+  const Shape& s = n.input(0)->shape();
+  std::vector<int64_t> axes = n.attrs().get_ints("axes");
+  if (axes.empty()) return false;
+  int64_t first = static_cast<int64_t>(s.size());
+  for (int64_t a : axes) first = std::min(first, a < 0 ? a + static_cast<int64_t>(s.size()) : a);
+  for (size_t d = 0; d < s.size(); ++d)
+    if (is_symbolic_dim(s[d]) && static_cast<int64_t>(d) >= first) return false;
+  return true;
+}
+
+bool generic_reduction(const Node& n) { return generic_softmax(n) || generic_reduce(n); }
+
+// A fused reduction body over a symbolic batch: its one reduction-category
+// node passes `anchor_generic`, its other ops are pointwise over a batch-only
+// symbolic shape (the body evaluator splits the other dims by constants), and
+// an operand with a symbolic dim has its op's result shape (no broadcasting
+// along a symbol).
+bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&)) {
+  for (const Value* v : n.inputs())
+    if (v && !batch_only_symbolic(v->shape())) return false;
+  int anchors = 0;
+  for (const auto& bn : n.body()->nodes()) {
+    const OpDef* def = op_registry().find(bn->op());
+    if (!def) return false;
+    if (def->category == OpCategory::Reduction) {
+      ++anchors;
+      if (!anchor_generic(*bn)) return false;
+      continue;
+    }
+    if (def->category != OpCategory::Pointwise || bn->num_outputs() != 1) return false;
+    const Shape& os = bn->output(0)->shape();
+    if (!batch_only_symbolic(os)) return false;
+    for (const Value* v : bn->inputs())
+      if (v && has_symbolic_dims(v->shape()) && v->shape() != os) return false;
+  }
+  return anchors == 1;
+}
+
+// A fused reduction (codegen/emitters/reduction/emit_fused_reduction.h) around
+// a shape-generic reduce_* or softmax.
+bool generic_fused_reduction(const Node& n) {
+  return is_reduction_fused(n, op_registry()) && generic_fused_body(n, generic_reduction);
+}
+
+// layer_normalization whose normalized dims (from `axis` on) are static and
+// fit the register row kernel, scale and bias static: the rows may be symbolic.
+bool generic_layer_norm(const Node& n) {
+  if (n.body() || n.op() != "layer_normalization" || n.num_inputs() < 2) return false;
+  const Shape& s = n.input(0)->shape();
+  const int64_t rank = static_cast<int64_t>(s.size());
+  int64_t axis = n.attrs().get_int("axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return false;
+  int64_t count = 1;
+  for (int64_t d = axis; d < rank; ++d) {
+    if (is_symbolic_dim(s[d])) return false;
+    count *= s[d];
+  }
+  for (int i = 1; i < n.num_inputs(); ++i)
+    if (n.input(i) && has_symbolic_dims(n.input(i)->shape())) return false;
+  return count >= 1 && count <= kMaxRegisterRow && is_float(n.input(0)->dtype());
+}
+
+// batch_normalization (inference) that survived folding, over a symbolic
+// batch: one thread per element, the channel from constant extents.
+bool generic_batch_norm(const Node& n) {
+  if (n.body() || n.op() != "batch_normalization" || n.num_inputs() != 5 || !n.input(0)) return false;
+  for (int i = 1; i < 5; ++i)
+    if (!n.input(i) || has_symbolic_dims(n.input(i)->shape())) return false;
+  return batch_only_symbolic(n.input(0)->shape());
+}
+
+bool generic_normalization(const Node& n) { return generic_layer_norm(n) || generic_batch_norm(n); }
+
+// A bare matmul in f32 (SIMT: no tf32), f16 or bf16 (tensor cores) with any
+// symbolic batch dims, M, N and K (an encoder's projections over [batch,
+// seq, d] and its attention scores), or a gemm of a 2-D A [M, K] whose M
+// alone is symbolic, B static (a dynamic-batch MLP's layers).
+bool generic_gemm_anchor(const Node& n);
+
+// A gemm_epilogue fused node: a generic anchor, then pointwise ops and
+// reshapes only (codegen/emitters/gemm_conv/emit_epilogue.h, symbols()).
+bool generic_gemm(const Node& n) {
+  if (!n.body()) return generic_gemm_anchor(n);
+  const Node* anchor = nullptr;
+  for (const auto& bn : n.body()->nodes()) {
+    if (!anchor && (bn->op() == "matmul" || bn->op() == "gemm")) {
+      anchor = bn.get();
+      continue;
+    }
+    const OpDef* def = op_registry().find(bn->op());
+    const bool pointwise = def && def->category == OpCategory::Pointwise && def->expr && !bn->body();
+    if (!anchor || (!pointwise && bn->op() != "reshape" && bn->op() != "identity")) return false;
+  }
+  return anchor && generic_gemm_anchor(*anchor);
+}
+
+bool generic_gemm_anchor(const Node& n) {
+  if (n.body() || (n.op() != "matmul" && n.op() != "gemm") || n.num_inputs() < 2) return false;
+  const Value *a = n.input(0), *b = n.input(1);
+  if (!a || !b || n.attrs().get_int("tf32", 0) != 0) return false;
+  if (a->dtype() != DType::F32 && a->dtype() != DType::F16 && a->dtype() != DType::BF16) return false;
+  if (n.op() == "matmul") return true;
+  if (a->shape().size() != 2 || b->shape().size() != 2 || has_symbolic_dims(b->shape())) return false;
+  if (is_symbolic_dim(a->shape()[1]) || n.attrs().get_int("trans_a", 0) != 0) return false;
+  return n.num_inputs() < 3 || !n.input(2) || n.input(2)->shape().empty() ||
+         !is_symbolic_dim(n.input(2)->shape().back());
+}
+
+// conv / conv_transpose in a float dtype whose batch alone is symbolic
+// (codegen/emitters/gemm_conv/emit_conv.h): NCHW on the SIMT or tensor-core
+// core (the batch is the GEMM batch, only the grid follows it), nhwc on the
+// SIMT core only (the batch is part of M, which only it takes symbolic),
+// depthwise; bare or anchoring a conv_epilogue of pointwise ops: an epilogue
+// operand with a symbolic dim has the element's own shape (a residual), the
+// others are static and broadcast (per-channel scales).
+bool generic_conv(const Node& n) {
+  auto conv_anchor = [](const Node& a) {
+    if ((a.op() != "conv" && a.op() != "conv_transpose") || a.num_inputs() < 2 || !a.input(0) ||
+        !is_float(a.input(0)->dtype()))
+      return false;
+    // nhwc makes the batch part of M, which only the SIMT core takes symbolic.
+    const bool simt = a.input(0)->dtype() == DType::F32 && a.attrs().get_int("tf32", 0) == 0;
+    return simt || a.attrs().get_string("layout", "nchw") != "nhwc";
+  };
+  auto batch_only = [](const Node& a) {
+    for (const Value* v : a.inputs())
+      if (v && !batch_only_symbolic(v->shape())) return false;
+    for (const Value* v : a.outputs())
+      if (!batch_only_symbolic(v->shape())) return false;
+    return true;
+  };
+  if (!n.body()) return conv_anchor(n) && batch_only(n);
+  if (!is_fused_kind(n, "conv_epilogue") || !batch_only(n)) return false;
+  int anchors = 0;
+  for (const auto& bn : n.body()->nodes()) {
+    if (conv_anchor(*bn)) {
+      ++anchors;
+      if (!batch_only(*bn)) return false;
+      continue;
+    }
+    const OpDef* def = op_registry().find(bn->op());
+    if (!def || def->category != OpCategory::Pointwise || bn->num_outputs() != 1) return false;
+    const Shape& os = bn->output(0)->shape();
+    if (!batch_only_symbolic(os)) return false;
+    for (const Value* v : bn->inputs())
+      if (v && has_symbolic_dims(v->shape()) && v->shape() != os) return false;
+  }
+  return anchors == 1;
+}
+
+// The pools over a symbolic batch (codegen/emitters/pool_select_loss/emit_pool.h):
+// max (without the indices result), average and lp windows and the global
+// pools, other dims static.
+bool generic_pool(const Node& n) {
+  if (n.body() || n.num_inputs() < 1 || !n.input(0) || n.num_outputs() != 1) return false;
+  const std::string& op = n.op();
+  if (op != "max_pool" && op != "average_pool" && op != "lp_pool" && op != "global_average_pool" &&
+      op != "global_max_pool" && op != "global_lp_pool")
+    return false;
+  const Value* x = n.input(0);
+  if (!is_float(x->dtype())) return false;
+  return batch_only_symbolic(x->shape()) && batch_only_symbolic(n.output(0)->shape());  // nhwc: batch first too
+}
+
+// A fused pool (codegen/emitters/pool_select_loss/emit_fused_pool.h) around
+// a shape-generic pool: the pool kernel with the fused body's seams.
+bool generic_fused_pool(const Node& n) {
+  return is_pool_select_fused(n, op_registry()) && generic_fused_body(n, generic_pool);
+}
+
+}  // namespace kiln::codegen::generic

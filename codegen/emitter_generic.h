@@ -1,0 +1,19 @@
+// The shape-generic predicates of the emitter table (KernelEmitter::shape_generic,
+// codegen/emitter_table.h): for a plan with shape profiles, whether a
+// family's kernels for node `n` take its symbolic sizes (docs/dynamic_shapes.md,
+// "Shape-generic GPU kernels"; docs/codegen.md). Internal to codegen.
+#pragma once
+#include "ir/graph.h"
+
+namespace kiln::codegen::generic {
+
+bool any_node(const Node& n);
+bool generic_reduction(const Node& n);
+bool generic_fused_reduction(const Node& n);
+bool generic_normalization(const Node& n);
+bool generic_gemm(const Node& n);
+bool generic_conv(const Node& n);
+bool generic_pool(const Node& n);
+bool generic_fused_pool(const Node& n);
+
+}  // namespace kiln::codegen::generic
