@@ -22,6 +22,22 @@ KILN_PYTHON=$py "$kiln" run "$t/small.onnx" --inputs "x:$t/small_x.pb" --fp16 --
 grep -q 'precision fp16' "$out" || fail "the precision is not named"
 grep -q '(atol 0.0025, rtol 0.001)$' "$out" || fail "fp16 is not held to FP16's tolerance"
 
+# A scalar result (ReduceSum over every axis, keepdims=0) is 0-d on both
+# sides: the ONNX Runtime side once saved it as [1] and reported a mismatch.
+"$py" - "$dir/scalar.onnx" <<'EOS' || fail "cannot write the scalar model"
+import sys
+import onnx
+from onnx import TensorProto, helper
+g = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["y"], keepdims=0)], "scalar",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, sys.argv[1])
+EOS
+KILN_PYTHON=$py "$kiln" run "$dir/scalar.onnx" --compare ort >"$out" 2>&1 || fail "a scalar output: compare exit $?"
+grep -q '^  PASS y: ' "$out" || fail "a scalar output does not PASS against ONNX Runtime"
+
 # A mismatch: ONNX Runtime's first output moved by 0.5 after it ran.
 cat >"$dir/perturbing_python" <<EOS
 #!/bin/sh

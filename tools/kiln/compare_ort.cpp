@@ -88,7 +88,7 @@ feed = {n: np.load(os.path.join(d, "in_%d.npy" % k)) for k, n in enumerate(names
 outs = s.run(None, feed)
 with open(os.path.join(d, "outputs.txt"), "w") as f:
     for k, (o, v) in enumerate(zip(s.get_outputs(), outs)):
-        np.save(os.path.join(d, "out_%d.npy" % k), np.ascontiguousarray(v))
+        np.save(os.path.join(d, "out_%d.npy" % k), np.asarray(v, order="C"))  # keeps a 0-d result 0-d
         f.write(o.name + "\n")
 )";
 
