@@ -449,4 +449,26 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
   return emit_tiled_gemm(g, ep);
 }
 
+std::string stage_operand_elements(const OperandLoad& ld, const std::string& p, int rows, int bk, int threads,
+                                   const std::string& base, const std::string& count, const std::string& k_text,
+                                   const std::function<std::string(const std::string& v)>& slot,
+                                   const std::string& value) {
+  const int elems = rows * bk, iters = (elems + threads - 1) / threads;
+  const std::string v = fmt::format("{}e", p);
+  std::string s = fmt::format("#pragma unroll 4\n    for (int j = 0; j < {}; ++j) {{\n", iters);
+  s += fmt::format("      const int l = tid + {} * j;\n", threads);
+  if (elems % threads) s += fmt::format("      if (l >= {}) break;\n", elems);
+  if (ld.k_fast) s += fmt::format("      const int {}_r = l / {}, {}_kk = l % {};\n", v, bk, v, bk);
+  else s += fmt::format("      const int {}_r = l % {}, {}_kk = l / {};\n", v, rows, v, rows);
+  s += fmt::format("      const int {}_row = {} + {}_r;\n", v, base, v);
+  std::string setup;
+  ld.setup(v + "_row", v, setup);
+  s += setup;
+  s += fmt::format("      const int k = k0 + {}_kk;\n      float v = 0;\n", v);
+  s += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", v, count, k_text, ld.load("k", v));
+  s += fmt::format("      {} = {};\n", slot(v), value);
+  s += "    }\n";
+  return s;
+}
+
 }  // namespace kiln::codegen

@@ -82,6 +82,20 @@ struct OperandLoad {
   std::string chunk_buffer;
 };
 
+// Element-by-element staging of one operand's k-tile of `rows` x `bk` into
+// shared memory (any index map, so no cp.async): iteration j holds element
+// l = tid + threads * j, k fastest across threads when k is the contiguous
+// index in memory. `p` prefixes the slot's variables (`<p>e_r`, `<p>e_kk`);
+// `base` is the tile's first row, `count` the operand's rows and `k_text` K
+// (C text); `slot(v)` gives the shared-memory element that (v_r, v_kk) lands
+// in, and `value` what is stored there (`v`, the loaded compute-type value,
+// is in scope). A loop unrolled 4 times (not straight-line code): im2col
+// index maps cost registers per slot. The mma.sync and wgmma kernels share it.
+std::string stage_operand_elements(const OperandLoad& ld, const std::string& p, int rows, int bk, int threads,
+                                   const std::string& base, const std::string& count, const std::string& k_text,
+                                   const std::function<std::string(const std::string& v)>& slot,
+                                   const std::string& value);
+
 struct TiledGemm {
   std::string label;  // kernel name prefix
   DType dtype;        // operand dtype: decides the compute type

@@ -445,24 +445,11 @@ std::vector<ComputeKernel> emit_mma_gemm(const TiledGemm& g, const Epilogue& ep,
       }
       return s;
     }
-    // Element by element (any index map): iteration j holds element l = tid + threads * j of the
-    // rows x BK tile, k fastest across threads when k is the contiguous index in memory. A loop
-    // unrolled 4 times (not straight-line code): im2col index maps cost registers per slot.
-    const int elems = rows * BK, iters = (elems + threads - 1) / threads;
-    const std::string v = fmt::format("{}e", p);
-    s += fmt::format("#pragma unroll 4\n    for (int j = 0; j < {}; ++j) {{\n", iters);
-    s += fmt::format("      const int l = tid + {} * j;\n", threads);
-    if (elems % threads) s += fmt::format("      if (l >= {}) break;\n", elems);
-    if (ld.k_fast) s += fmt::format("      const int {}_r = l / {}, {}_kk = l % {};\n", v, BK, v, BK);
-    else s += fmt::format("      const int {}_r = l % {}, {}_kk = l / {};\n", v, rows, v, rows);
-    s += fmt::format("      const int {}_row = {} + {}_r;\n", v, base, v);
-    std::string setup;
-    ld.setup(v + "_row", v, setup);
-    s += setup;
-    s += fmt::format("      const int k = k0 + {}_kk;\n      float v = 0;\n", v);
-    s += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", v, count, K_text, ld.load("k", v));
-    s += fmt::format("      {}[{}_r * {} + {}_kk] = {};\n", sm, v, ld_stage, v, tf32 ? "v" : cuda_store(g.dtype, "v"));
-    s += "    }\n";
+    // Element by element (any index map), into the padded stage.
+    s += stage_operand_elements(
+        ld, p, rows, BK, threads, base, count, K_text,
+        [&](const std::string& v) { return fmt::format("{}[{}_r * {} + {}_kk]", sm, v, ld_stage, v); },
+        tf32 ? "v" : cuda_store(g.dtype, "v"));
     return s;
   };
   // k-tile `lt` -> stage `ls` (inline text, twice: a device lambda made NVRTC spill).

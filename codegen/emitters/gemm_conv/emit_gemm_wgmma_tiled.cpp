@@ -60,22 +60,13 @@ std::string wgmma_stage_loads(const TiledGemm& g, const Epilogue& ep, const Oper
     }
     return s;
   }
-  const int elems = rows * BK, iters = (elems + threads - 1) / threads;
-  const std::string v = fmt::format("{}e", p);
-  s += fmt::format("#pragma unroll 4\n    for (int j = 0; j < {}; ++j) {{\n", iters);
-  s += fmt::format("      const int l = tid + {} * j;\n", threads);
-  if (elems % threads) s += fmt::format("      if (l >= {}) break;\n", elems);
-  if (ld.k_fast) s += fmt::format("      const int {}_r = l / {}, {}_kk = l % {};\n", v, BK, v, BK);
-  else s += fmt::format("      const int {}_r = l % {}, {}_kk = l / {};\n", v, rows, v, rows);
-  s += fmt::format("      const int {}_row = {} + {}_r;\n", v, base, v);
-  std::string setup;
-  ld.setup(v + "_row", v, setup);
-  s += setup;
-  s += fmt::format("      const int k = k0 + {}_kk;\n      float v = 0;\n", v);
-  s += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", v, count, g.K, ld.load("k", v));
-  s += fmt::format("      {}[{}_r * {} + ((({}_kk / 8) ^ ({}_r % 8)) * 8) + {}_kk % 8] = {};\n", sm, v, BK, v, v, v,
-                   cuda_store(g.dtype, "v"));
-  s += "    }\n";
+  // Element by element (any index map), into the swizzled stage.
+  s += stage_operand_elements(
+      ld, p, rows, BK, threads, base, std::to_string(count), std::to_string(g.K),
+      [&](const std::string& v) {
+        return fmt::format("{}[{}_r * {} + ((({}_kk / 8) ^ ({}_r % 8)) * 8) + {}_kk % 8]", sm, v, BK, v, v, v);
+      },
+      cuda_store(g.dtype, "v"));
   return s;
 }
 
