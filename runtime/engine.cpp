@@ -1,5 +1,6 @@
 #include "runtime/engine.h"
 
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -13,6 +14,7 @@
 #include "runtime/input_shapes.h"
 #include "runtime/log.h"
 #include "runtime/plan_graph.h"
+#include "runtime/plan_in_place.h"
 
 namespace kiln::rt {
 
@@ -203,12 +205,29 @@ void Context::bind_in_place(const std::string& input, const std::string& output,
                             bool device) {
   const auto& pairs = engine_->in_place_pairs();
   const InPlacePair& p = in_place_pair(pairs, engine_->graph(), input, output);
-  if (gpu_)
-    fail(
-        "input \"{}\" and output \"{}\": a buffer bound in place runs on the CPU path only for now (the GPU path "
-        "needs shape-generic kernels that write at an offset); the engine runs on {}",
-        input, output, engine_->info());
-  if (device) fail("input \"{}\" and output \"{}\": device memory bound but the engine runs on the CPU", input, output);
+  if (gpu_) {
+    // The GPU kernels run on the buffer itself: the plan must carry the
+    // pair's append (runtime/plan_in_place.h), and the buffer is device
+    // memory the graphs read and write in place (zero-copy).
+    if (!gpu_append(p)) {
+      std::string why = plan::why_not_in_place_on_gpu(*p.concat, "");
+      fail(
+          "input \"{}\" and output \"{}\": the plan's GPU kernels cannot run on one buffer bound in place: {}; "
+          "bind them on their own (the engine runs on {})",
+          input, output,
+          why.empty() ? "the plan records no in-place append for them (compile it with shape profiles for a GPU "
+                        "target)"
+                      : why,
+          engine_->info());
+    }
+    if (!device)
+      fail(
+          "input \"{}\" and output \"{}\": host memory bound in place but the engine runs on the GPU ({}): bind "
+          "device memory (KILN_MEMORY_DEVICE), which the kernels read and append to in place",
+          input, output, engine_->info());
+  } else if (device) {
+    fail("input \"{}\" and output \"{}\": device memory bound but the engine runs on the CPU", input, output);
+  }
   const TensorDesc& d = engine_->inputs()[p.input];
   if (capacity.dtype != d.type.dtype)
     fail("input \"{}\" is {} but the buffer bound in place with output \"{}\" is {}", input, dtype_name(d.type.dtype),
@@ -223,9 +242,24 @@ void Context::bind_in_place(const std::string& input, const std::string& output,
           "positions appended along) may differ",
           input, dims_str(d.type.shape), output, fmt::join(capacity.shape, ","), p.axis);
   if (!data && capacity.nbytes()) fail("input \"{}\" and output \"{}\": null data pointer", input, output);
+  if (gpu_) {
+    // The kernels take the capacity as a 32-bit-ranged symbol
+    // (codegen/emitters/attention/attention_dims.h).
+    if (capacity.shape[p.axis] < 1 || capacity.shape[p.axis] > INT32_MAX)
+      fail("input \"{}\": the buffer bound in place with output \"{}\" has {} positions along dim {} (1 to {})", input,
+           output, capacity.shape[p.axis], p.axis, INT32_MAX);
+    check_device_alignment("input", input, reinterpret_cast<unsigned long long>(data));
+  }
   int index = static_cast<int>(&p - pairs.data());
-  inputs_[p.input] = {data, false, true, false, {}, index, capacity.shape};
-  outputs_[p.output] = {data, false, true, false, {}, index, capacity.shape};
+  const bool on_gpu = gpu_ != nullptr;
+  inputs_[p.input] = {data, on_gpu, true, on_gpu, {}, index, capacity.shape};
+  outputs_[p.output] = {data, on_gpu, true, on_gpu, {}, index, capacity.shape};
+}
+
+const plan::InPlaceAppend* Context::gpu_append(const InPlacePair& p) const {
+  for (const plan::InPlaceAppend& a : engine_->plan().in_place_appends)
+    if (a.input == p.input && a.output == p.output) return &a;
+  return nullptr;
 }
 
 // A zero-copy buffer is read and written by the kernels in place of an arena
@@ -350,7 +384,20 @@ void Context::set_gpu_shape() {
     in.push_back(TensorType(engine_->inputs()[i].type.dtype, shapes_->input(i)).nbytes());
   for (size_t i = 0; i < outputs_.size(); ++i)
     out.push_back(TensorType(engine_->outputs()[i].type.dtype, shapes_->output(i)).nbytes());
-  gpu_->set_shape(shapes_->bindings(), std::move(in), std::move(out));
+  // A KV cache pair's capacity symbol: the buffer bound in place's
+  // positions along the axis, else the present's own (a dense output).
+  SymbolBindings b = shapes_->bindings();
+  const auto& appends = engine_->plan().in_place_appends;
+  std::vector<bool> bound;
+  in_place_bytes_ = 0;
+  for (const plan::InPlaceAppend& a : appends) {
+    const bool on = inputs_[a.input].in_place >= 0 && outputs_[a.output].in_place == inputs_[a.input].in_place;
+    bound.push_back(on);
+    b[a.capacity_symbol] = on ? inputs_[a.input].capacity.at(a.axis) : shapes_->output(a.output).at(a.axis);
+    if (on) in_place_bytes_ += out.at(a.output) - in.at(a.input);  // what the append writes
+  }
+  if (!appends.empty()) gpu_->set_in_place(bound);
+  gpu_->set_shape(b, std::move(in), std::move(out));
 }
 
 void Context::submit() {

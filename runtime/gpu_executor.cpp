@@ -183,24 +183,27 @@ void GpuContext::issue_list(const Slot& sl, const std::vector<plan::Step>& steps
         d.check(d.cuMemcpyDtoDAsync(address(sl, s.args[0]), address(sl, s.args[1]), n, stream),
                 (doing + " a copy").c_str());
     } else {
+      // A KV cache bound in place: its append runs in the concat's place.
+      auto in_place = replaced_.find(&steps[i]);
+      const plan::Step& k = in_place == replaced_.end() ? steps[i] : *in_place->second;
       std::vector<CUdeviceptr> ptrs;
-      if (s.param_table) ptrs.push_back(sl.tables + 8 * e_.table_at_.at(&s));  // the buffers are in its table
+      if (k.param_table) ptrs.push_back(sl.tables + 8 * e_.table_at_.at(&k));  // the buffers are in its table
       else
-        for (const plan::BufferRef& b : s.args) ptrs.push_back(address(sl, b));
+        for (const plan::BufferRef& b : k.args) ptrs.push_back(address(sl, b));
       std::vector<void*> params;
       for (CUdeviceptr& p : ptrs) params.push_back(&p);
       // A shape-generic kernel: its grid at the current shape, and the
       // symbols' values as its last (by-value) parameter.
-      plan::Dim3 grid = s.grid;
-      auto generic = generic_.find(&s);
+      plan::Dim3 grid = k.grid;
+      auto generic = generic_.find(&k);
       if (generic != generic_.end()) {
         grid = generic->second.grid;
         params.push_back(&generic->second.syms);
       }
       if (grid.x && grid.y && grid.z)  // a generic launch's output may be empty at this shape
-        d.check(d.cuLaunchKernel(e_.functions_[s.kernel], grid.x, grid.y, grid.z, s.block.x, s.block.y, s.block.z,
-                                 s.shared_bytes, stream, params.data(), nullptr),
-                (doing + " kernel " + e_.plan_.kernels[s.kernel].name).c_str());
+        d.check(d.cuLaunchKernel(e_.functions_[k.kernel], grid.x, grid.y, grid.z, k.block.x, k.block.y, k.block.z,
+                                 k.shared_bytes, stream, params.data(), nullptr),
+                (doing + " kernel " + e_.plan_.kernels[k.kernel].name).c_str());
     }
     if (after) d.check(d.cuEventRecord(after[i], stream), "cuEventRecord");
   }

@@ -59,6 +59,12 @@
 // kMaxCachedGraphs, the least recently used destroyed first
 // (runtime/gpu_shape_graphs.cpp).
 //
+// A KV cache bound in place (Context::bind_in_place, runtime/plan_in_place.h):
+// the past and the present are one zero-copy buffer; set_in_place() makes
+// the pair's append kernel launch in place of its concat (only the new
+// positions written), and the capacity symbol in the shape's bindings gives
+// the readers of the present its row stride.
+//
 // Tested against a fake driver as strict as the hardware (docs/testing.md).
 #pragma once
 #include <list>
@@ -178,6 +184,10 @@ class GpuContext {
     size_t captures = 0, evictions = 0, cached = 0;
   };
   GraphCacheStats graph_cache_stats() const;
+  // A plan with KV cache pairs (plan::Plan::in_place_appends): per pair,
+  // whether it is bound in place for the runs that follow (its append then
+  // launches in place of its concat). A change drops the captured graphs.
+  void set_in_place(const std::vector<bool>& bound);
   GpuContext(const GpuContext&) = delete;
   GpuContext& operator=(const GpuContext&) = delete;
 
@@ -271,6 +281,9 @@ class GpuContext {
   std::optional<SymbolBindings> shape_;
   std::vector<size_t> in_bytes_, out_bytes_;
   std::unordered_map<const plan::Step*, GenericArgs> generic_;
+  // The concats of pairs bound in place -> their appends (set_in_place).
+  std::vector<bool> in_place_;
+  std::unordered_map<const plan::Step*, const plan::Step*> replaced_;
   GraphCacheStats graph_stats_;
   CUdeviceptr arena_ = 0;  // shared: the graphs run one at a time on the compute stream
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -31,10 +31,27 @@ void GpuContext::set_shape(const SymbolBindings& b, std::vector<size_t> input_by
     a.syms = plan::launch_symbols(gl, b);
     generic.emplace(&e_.plan_.steps.at(gl.step), a);
   }
+  for (const plan::InPlaceAppend& a : e_.plan_.in_place_appends)  // launched only while bound in place
+    generic.emplace(&a.append,
+                    GenericArgs{{plan::eval_grid_axis(a.launch.grid[0], b), plan::eval_grid_axis(a.launch.grid[1], b),
+                                 plan::eval_grid_axis(a.launch.grid[2], b)},
+                                plan::launch_symbols(a.launch, b)});
   generic_ = std::move(generic);
   shape_ = b;
   in_bytes_ = std::move(input_bytes);
   out_bytes_ = std::move(output_bytes);
+}
+
+void GpuContext::set_in_place(const std::vector<bool>& bound) {
+  const auto& appends = e_.plan_.in_place_appends;
+  KILN_CHECK(bound.size() == appends.size(), "set_in_place: {} flags for {} pairs", bound.size(), appends.size());
+  if (bound == in_place_) return;
+  // Every graph captured so far launches the other kernel.
+  for (auto& sl : slots_) drop_graphs(*sl);
+  replaced_.clear();
+  for (size_t i = 0; i < bound.size(); ++i)
+    if (bound[i]) replaced_.emplace(&e_.plan_.steps.at(appends[i].concat_step), &appends[i].append);
+  in_place_ = bound;
 }
 
 GpuContext::GraphCacheStats GpuContext::graph_cache_stats() const {

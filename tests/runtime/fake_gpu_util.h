@@ -520,6 +520,8 @@ class FakeGpu : public ::testing::Test {
       // A shape-generic kernel's last parameter: the by-value kiln_syms.
       for (const plan::GenericLaunch& gl : p.generic_launches)
         if (&p.steps[gl.step] == at.step) k.counts.push_back(1);
+      for (const plan::InPlaceAppend& a : p.in_place_appends)  // a KV cache's append, shape-generic too
+        if (&a.append == at.step) k.counts.push_back(1);
       // One parameter: the table of addresses and counts (codegen/param_table.h).
       if (s.param_table) k.counts = {static_cast<long long>(2 * s.args.size())};
       kernels()[p.kernels[s.kernel].name] = k;
