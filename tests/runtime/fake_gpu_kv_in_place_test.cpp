@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "ir/specialize.h"
+#include "kiln/kiln.hpp"
 #include "ops/registry.h"
 #include "runtime/gpu_executor.h"
 #include "runtime/plan_format.h"
@@ -259,6 +260,29 @@ TEST_P(KvInPlace, PrefillAndDecodeStepsAppendInPlaceWithoutCopyingTheCache) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, KvInPlace, ::testing::Values("f16", "f32"));
+
+// Through the C API and its C++ wrapper: device memory bound in place on a
+// GPU engine; a misaligned pointer is an invalid argument naming the input.
+TEST_F(FakeGpuKvInPlace, CApiBindsDeviceMemoryInPlace) {
+  const plan::Plan p = decoder_plan(with_dtype(kDecoderLayer, "f32"));
+  std::vector<uint8_t> bytes = plan_bytes(p);
+  kiln::Engine e = kiln::Engine::from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU);
+  kiln::Context ctx(e);
+  CallerStream caller;
+  auto mem_alloc = fake().sym<int (*)(CUdeviceptr*, size_t)>("cuMemAlloc_v2");
+  auto mem_free = fake().sym<int (*)(CUdeviceptr)>("cuMemFree_v2");
+  const std::vector<int64_t> cap = {1, 2, 16, 64};
+  CUdeviceptr buf = 0;
+  ASSERT_EQ(mem_alloc(&buf, 2 * 16 * 64 * 4 + 256), 0);
+  EXPECT_EQ(kiln_context_bind_in_place(ctx.get(), "past_key", "present_key", reinterpret_cast<void*>(buf + 16),
+                                       KILN_F32, cap.data(), 4, KILN_MEMORY_DEVICE),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("input \"past_key\": device pointer"), std::string::npos)
+      << kiln_last_error();
+  EXPECT_NO_THROW(
+      ctx.bind_in_place("past_key", "present_key", reinterpret_cast<void*>(buf), KILN_F32, cap, KILN_MEMORY_DEVICE));
+  mem_free(buf);
+}
 
 // NVRTC compiles the appends and the attentions reading through the
 // capacity for both archs (the plan builder compiles every kernel).
