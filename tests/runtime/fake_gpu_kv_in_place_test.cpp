@@ -13,7 +13,9 @@
 
 #include <cstring>
 
+#include "compiler/compile_model.h"
 #include "ir/specialize.h"
+#include "ir/tensor_io.h"
 #include "kiln/kiln.hpp"
 #include "ops/registry.h"
 #include "runtime/gpu_executor.h"
@@ -260,6 +262,69 @@ TEST_P(KvInPlace, PrefillAndDecodeStepsAppendInPlaceWithoutCopyingTheCache) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, KvInPlace, ::testing::Values("f16", "f32"));
+
+// A decoder layer as exporters write it (tests/runtime/make_kv_decoder.py:
+// MatMul projections, heads split by Reshape/Transpose, Concat(past, new),
+// MatMul/Softmax/MatMul attention, the output projection), compiled once
+// from ONNX for sm_90 with a profile: its pattern becomes an attention that
+// reads the caches through their capacity, and its prefill and decode steps
+// (pasts 0 to 17) run with both caches bound in place, each step's output
+// equal to ONNX Runtime's copy-back loop and the caches at the end to its
+// last presents.
+TEST_F(FakeGpuKvInPlace, OnnxDecoderStepsEqualOnnxRuntime) {
+  const std::string dir = std::string(KILN_RUNTIME_TEST_DATA) + "/kv_decoder";
+  CompileModelOptions co;
+  co.build.pass.target = "sm_90";
+  co.min_shapes = {{"x", {1, 1, 64}}, {"past_key", {1, 2, 0, 16}}, {"past_value", {1, 2, 0, 16}}};
+  co.opt_shapes = {{"x", {1, 1, 64}}, {"past_key", {1, 2, 16, 16}}, {"past_value", {1, 2, 16, 16}}};
+  co.max_shapes = {{"x", {1, 8, 64}}, {"past_key", {1, 2, 24, 16}}, {"past_value", {1, 2, 24, 16}}};
+  const CompileResult r = compile_model(ModelSource::file(dir + "/model.onnx"), co);
+  const plan::Plan p = plan::deserialize(r.plan.data(), r.plan.size(), "kv_decoder.plan");
+  ASSERT_EQ(p.in_place_appends.size(), 2u) << "both caches can be bound in place";
+  std::vector<uint8_t> bytes = plan_bytes(p);
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "kv_decoder.plan", rt::Backend::Gpu);
+  rt::Context ctx(e);
+  CallerStream caller;
+  auto mem_alloc = fake().sym<int (*)(CUdeviceptr*, size_t)>("cuMemAlloc_v2");
+  auto mem_free = fake().sym<int (*)(CUdeviceptr)>("cuMemFree_v2");
+  auto dtoh = fake().sym<int (*)(void*, CUdeviceptr, size_t)>("cuMemcpyDtoH_v2");
+  constexpr int64_t kCapacity = 30;
+  const TensorType cap(DType::F32, {1, 2, kCapacity, 16});
+  CUdeviceptr cache[2] = {0, 0};
+  for (CUdeviceptr& c : cache) ASSERT_EQ(mem_alloc(&c, cap.nbytes()), 0);
+  ctx.bind_in_place("past_key", "present_key", reinterpret_cast<void*>(cache[0]), cap, true);
+  ctx.bind_in_place("past_value", "present_value", reinterpret_cast<void*>(cache[1]), cap, true);
+  const std::pair<int64_t, int64_t> steps[] = {{5, 0}, {1, 5}, {1, 6}, {1, 7}, {8, 8}, {1, 16}, {1, 17}};
+  (void)fake().take_log();
+  for (size_t i = 0; i < std::size(steps); ++i) {
+    const auto [seq, past] = steps[i];
+    SCOPED_TRACE(fmt::format("step {}: seq {} past {}", i, seq, past));
+    const Tensor x = read_npy(fmt::format("{}/step{}_x.npy", dir, i));
+    const Tensor want = read_npy(fmt::format("{}/step{}_y.npy", dir, i));
+    ctx.set_input_shape("past_key", {1, 2, past, 16});
+    ctx.set_input_shape("past_value", {1, 2, past, 16});
+    ctx.bind_input("x", x.raw(), x.type(), false);
+    Tensor y(want.type());
+    ctx.bind_output("y", y.raw(), y.type(), false);
+    ctx.run();
+    const std::map<std::string, int> copies = copies_logged();
+    EXPECT_EQ(copies.count("dtod"), 0u);
+    EXPECT_EQ(copies.count("htod") ? copies.at("htod") : 0, 1) << "x uploaded; no past";
+    EXPECT_EQ(copies.count("dtoh") ? copies.at("dtoh") : 0, 1) << "y downloaded; no present";
+    EXPECT_EQ(compare_tensors(y, want, {1e-5, 1e-4}), "") << "as ONNX Runtime's";
+  }
+  const char* last[2] = {"last_present_key", "last_present_value"};
+  for (int c = 0; c < 2; ++c) {
+    std::vector<uint8_t> now(cap.nbytes());
+    ASSERT_EQ(dtoh(now.data(), cache[c], now.size()), 0);
+    const Tensor want = read_npy(fmt::format("{}/{}.npy", dir, last[c]));
+    Tensor got(want.type());
+    for (int64_t r = 0; r < 2; ++r)  // 18 positions of each head, rows 30 apart
+      std::memcpy(static_cast<uint8_t*>(got.raw()) + r * 18 * 16 * 4, now.data() + r * kCapacity * 16 * 4, 18 * 16 * 4);
+    EXPECT_EQ(compare_tensors(got, want, {1e-5, 1e-4}), "") << last[c];
+  }
+  for (CUdeviceptr c : cache) mem_free(c);
+}
 
 // Through the C API and its C++ wrapper: device memory bound in place on a
 // GPU engine; a misaligned pointer is an invalid argument naming the input.
