@@ -62,6 +62,11 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
     if (plan::matching_profile(p.shapes, shapes, &why) < 0)
       fail("plan on sim: the inputs' shapes are outside every shape profile of the plan: {}", why);
     syms = bind_symbols(g, shapes, "plan on sim");
+    // A KV cache's present is an ordinary (dense) output here: the readers
+    // stepping over its rows by the capacity symbol step by its own length
+    // (runtime/plan_in_place.h).
+    for (const plan::InPlaceAppend& a : p.in_place_appends)
+      syms[a.capacity_symbol] = eval_dim(g.outputs().at(a.output)->shape().at(a.axis), syms);
   }
   std::vector<Tensor> ins;
   for (const Value* v : g.inputs()) {

@@ -112,6 +112,18 @@ static nlohmann::json show_profiles(const plan::Plan& p, const Graph& g, std::os
   if (!pairs.empty())
     out << fmt::format("in place (one buffer as input and output, the new positions appended): {}\n",
                        fmt::join(pairs, ", "));
+  // The pairs a GPU engine can bind in place (section `in-place appends`).
+  std::vector<std::string> gpu_pairs;
+  nlohmann::json jgpu = nlohmann::json::array();
+  for (const plan::InPlaceAppend& a : p.in_place_appends) {
+    gpu_pairs.push_back(fmt::format("{} -> {} (append replaces step {}; rows {} apart)", g.inputs()[a.input]->name(),
+                                    g.outputs()[a.output]->name(), a.concat_step, a.capacity_symbol));
+    jgpu.push_back({{"input", g.inputs()[a.input]->name()},
+                    {"output", g.outputs()[a.output]->name()},
+                    {"append_replaces_step", a.concat_step},
+                    {"capacity_symbol", a.capacity_symbol}});
+  }
+  if (!gpu_pairs.empty()) out << fmt::format("in place on the GPU: {}\n", fmt::join(gpu_pairs, ", "));
   // Shape-generic launches (a GPU plan): each grid axis as the runtime
   // evaluates it per shape (docs/plan_format.md section `generic launches`).
   nlohmann::json jg = nlohmann::json::array();
@@ -133,7 +145,7 @@ static nlohmann::json show_profiles(const plan::Plan& p, const Graph& g, std::os
     out << fmt::format("  step {}: {} (symbols {})\n", gl.step, fmt::join(axes, "; "), fmt::join(gl.symbols, ", "));
     jg.push_back({{"step", gl.step}, {"symbols", gl.symbols}, {"grid", ja}});
   }
-  return {{"symbols", js}, {"profiles", jp}, {"in_place", jc}, {"generic_launches", jg}};
+  return {{"symbols", js}, {"profiles", jp}, {"in_place", jc}, {"in_place_gpu", jgpu}, {"generic_launches", jg}};
 }
 
 // A GPU plan computed at the bounds of its data-dependent sizes
