@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
+#include <tuple>
 
 #include "compiler/compile_model.h"
 #include "ir/specialize.h"
@@ -347,6 +349,43 @@ TEST_F(FakeGpuKvInPlace, CApiBindsDeviceMemoryInPlace) {
   EXPECT_NO_THROW(
       ctx.bind_in_place("past_key", "present_key", reinterpret_cast<void*>(buf), KILN_F32, cap, KILN_MEMORY_DEVICE));
   mem_free(buf);
+}
+
+// Section `in-place appends` round-trips through the plan file, a static
+// plan has none, and the loader refuses a section that does not fit the
+// plan, naming what is wrong.
+TEST_F(FakeGpuKvInPlace, PlanSectionRoundTripsAndIsChecked) {
+  const plan::Plan p = decoder_plan(with_dtype(kDecoderLayer, "f32"));
+  const std::vector<uint8_t> bytes = plan::serialize(p);
+  const plan::Plan back = plan::deserialize(bytes.data(), bytes.size(), "decoder.plan");
+  ASSERT_EQ(back.in_place_appends.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const plan::InPlaceAppend &a = p.in_place_appends[i], &b = back.in_place_appends[i];
+    EXPECT_EQ(std::tie(a.input, a.output, a.axis, a.capacity_symbol, a.concat_step),
+              std::tie(b.input, b.output, b.axis, b.capacity_symbol, b.concat_step));
+    EXPECT_EQ(a.append.kernel, b.append.kernel);
+    EXPECT_EQ(a.append.grid, b.append.grid);
+    EXPECT_EQ(a.launch, b.launch);
+  }
+  EXPECT_EQ(plan::serialize(back), bytes) << "the same plan gives the same bytes";
+  auto refused = [&](const std::function<void(plan::Plan&)>& spoil, const std::string& says) {
+    plan::Plan bad = p;
+    spoil(bad);
+    const std::vector<uint8_t> b = plan::serialize(bad);
+    try {
+      (void)plan::deserialize(b.data(), b.size(), "bad.plan");
+      // The section is checked against the graph when the engine loads it.
+      (void)rt::Engine::load(b.data(), b.size(), "bad.plan", rt::Backend::Cpu);
+      ADD_FAILURE() << "loaded: " << says;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused([](plan::Plan& b) { b.in_place_appends[0].append.args[0].index = 0; }, "does not write output");
+  refused([](plan::Plan& b) { b.in_place_appends[0].capacity_symbol = "past"; }, "is not a fresh symbol name");
+  refused([](plan::Plan& b) { b.in_place_appends[0].concat_step = 999; }, "which is not a kernel launch");
+  refused([](plan::Plan& b) { b.in_place_appends[1].input = 9; }, "pairs input 9");
+  refused([](plan::Plan& b) { b.in_place_appends[0].launch.symbols.push_back("nope"); }, "reads symbol nope");
 }
 
 // NVRTC compiles the appends and the attentions reading through the
