@@ -6,17 +6,13 @@
 
 #include "codegen/core/emit_expr.h"
 #include "codegen/core/kernel_text.h"
+#include "codegen/core/wgmma_text.h"
 #include "codegen/emitters/gemm_conv/emit_gemm_tc_scaffold.h"
 #include "ir/error.h"
 
 namespace kiln::codegen {
 
 namespace {
-
-// codegen/core/wgmma.cuh and mma.cuh (cp.async), embedded at build time.
-constexpr std::string_view kWgmma =
-#include "wgmma.inc"
-    ;
 
 constexpr int kBK = 64;  // 64 16-bit elements: one 128-byte swizzle row
 
@@ -107,7 +103,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) @NAME@(KILN_PTR(@TOUT@) 
 
 }  // namespace
 
-std::string_view wgmma_prelude() { return kWgmma; }
+std::string_view wgmma_prelude() { return wgmma_cuh_text(); }
 
 GemmTcKernel emit_gemm_wgmma(const GemmTcSpec& s) {
   const TcGemmFrame f = check_tc_gemm_spec(s, "wgmma GEMM");
@@ -199,7 +195,7 @@ GemmTcKernel emit_gemm_wgmma(const GemmTcSpec& s) {
 
   body += tc_sim_entry(s);
   finish_tc_kernel(s, label, "kiln_gemm_wgmma", body, ep.code, "@EPILOGUE@",
-                   std::string(kKernelPrelude) + std::string(mma_prelude()) + std::string(kWgmma), k);
+                   std::string(kKernelPrelude) + std::string(mma_prelude()) + std::string(wgmma_prelude()), k);
   return k;
 }
 
