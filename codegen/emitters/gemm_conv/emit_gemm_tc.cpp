@@ -20,15 +20,9 @@ constexpr std::string_view kMma =
 
 constexpr int kBK = 32;
 
-// The kernel; @NAME@ stands for the kernel name until the body is hashed.
-constexpr std::string_view kKernel = R"(namespace @NAME@_ep {
-enum : int { kM = @M@, kN = @N@, kK = @K@ };  // an enum: no unused-variable warnings
-@EPILOGUE@
-}  // namespace @NAME@_ep
-extern "C" __global__ void __launch_bounds__(@THREADS@) @NAME@(KILN_PTR(@TOUT@) out, KILN_PTR(const @T@) a,
-    KILN_PTR(const @T@) b@EXTRA_PARAMS@) {
-  constexpr int M = @M@, N = @N@, K = @K@;
-  constexpr int BM = @BM@, BN = @BN@, BK = @BK@, STAGES = @STAGES@, THREADS = @THREADS@;
+// The kernel; @NAME@ stands for the kernel name until the body is hashed, @TC_...@
+// for the text it shares with the wgmma kernel (emit_gemm_tc_scaffold.h).
+constexpr std::string_view kKernel = R"(@TC_KERNEL_HEAD@
   constexpr int WARPS_N = @WARPS_N@, WTM = BM / 2, WTN = BN / WARPS_N, MI = WTM / 16, NI = WTN / 8;
   constexpr int LDA = BK + 8;  // A stage [BM][LDA]: rows padded by 16 bytes
   constexpr int LDB = @LDB@;  // B stage @B_STAGE_SHAPE@
@@ -37,12 +31,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) @NAME@(KILN_PTR(@TOUT@) 
   KILN_DYNAMIC_SHARED(@T@, smem);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int wm = warp / WARPS_N, wn = warp % WARPS_N;
-  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-  const long long batch = blockIdx.z;
-  a += batch * @A_BSTRIDE@LL;
-  b += batch * @B_BSTRIDE@LL;
-  const @T@ zero = @ZERO@;
-  (void)zero;
+@TC_BLOCK_ORIGIN@
   float acc[MI][NI][4];
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi)
@@ -68,14 +57,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) @NAME@(KILN_PTR(@TOUT@) 
     }
   };
 
-  // The pipeline: STAGES - 1 tiles in flight while one is multiplied.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < KT) load_tile(s, s);
-    kiln_cp_async_commit();
-  }
-  for (int kt = 0; kt < KT; ++kt) {
-    kiln_cp_async_wait<STAGES - 2>();  // tile kt has landed (this thread's copies) ...
+@TC_PIPELINE_FILL@
     __syncthreads();                   // ... everyone's; and stage (kt - 1) % STAGES is free
     if (kt + STAGES - 1 < KT) load_tile((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
     kiln_cp_async_commit();
@@ -222,7 +204,7 @@ GemmTcKernel emit_gemm_tc(const GemmTcSpec& s) {
       fmt::format("// {}: tensor-core GEMM [{}] {}x{}x{} {}{} -> {}, tile {}x{}x{}, {} stages, {} warps\n", label,
                   s.batch, s.m, s.n, s.k, dtype_name(s.dtype), s.b_transposed ? " B^T" : "", dtype_name(s.out_dtype),
                   bm, bn, kBK, stages, k.warps);
-  body += substitute(kKernel, vars);
+  body += substitute(with_tc_kernel_pieces(kKernel), vars);
 
   body += tc_sim_entry(s);
   finish_tc_kernel(s, label, "kiln_gemm_tc", body, ep.code, "@EPILOGUE_CODE@",

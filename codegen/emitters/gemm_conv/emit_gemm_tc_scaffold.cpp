@@ -14,6 +14,30 @@ namespace {
 
 constexpr int64_t kTargetBlocks = 132;  // one wave on an H100
 
+// The pieces of with_tc_kernel_pieces (kernel text: their bytes are in the kernels' names).
+constexpr std::string_view kKernelHead = R"(namespace @NAME@_ep {
+enum : int { kM = @M@, kN = @N@, kK = @K@ };  // an enum: no unused-variable warnings
+@EPILOGUE@
+}  // namespace @NAME@_ep
+extern "C" __global__ void __launch_bounds__(@THREADS@) @NAME@(KILN_PTR(@TOUT@) out, KILN_PTR(const @T@) a,
+    KILN_PTR(const @T@) b@EXTRA_PARAMS@) {
+  constexpr int M = @M@, N = @N@, K = @K@;
+  constexpr int BM = @BM@, BN = @BN@, BK = @BK@, STAGES = @STAGES@, THREADS = @THREADS@;)";
+constexpr std::string_view kBlockOrigin = R"(  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const long long batch = blockIdx.z;
+  a += batch * @A_BSTRIDE@LL;
+  b += batch * @B_BSTRIDE@LL;
+  const @T@ zero = @ZERO@;
+  (void)zero;)";
+constexpr std::string_view kPipelineFill = R"(  // The pipeline: STAGES - 1 tiles in flight while one is multiplied.
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < KT) load_tile(s, s);
+    kiln_cp_async_commit();
+  }
+  for (int kt = 0; kt < KT; ++kt) {
+    kiln_cp_async_wait<STAGES - 2>();  // tile kt has landed (this thread's copies) ...)";
+
 }  // namespace
 
 TcGemmFrame check_tc_gemm_spec(const GemmTcSpec& s, std::string_view what) {
@@ -71,6 +95,18 @@ TcEpilogueText tc_epilogue_text(const GemmTcSpec& s, const std::string& label) {
         cuda_storage_type(s.out_dtype), cuda_store(s.out_dtype, "acc"));
   }
   return e;
+}
+
+std::string with_tc_kernel_pieces(std::string_view kernel) {
+  std::string text(kernel);
+  for (const auto& [key, piece] :
+       {std::pair{"@TC_KERNEL_HEAD@", kKernelHead}, std::pair{"@TC_BLOCK_ORIGIN@", kBlockOrigin},
+        std::pair{"@TC_PIPELINE_FILL@", kPipelineFill}}) {
+    const size_t at = text.find(key);
+    KILN_CHECK(at != std::string::npos, "codegen: a tensor-core GEMM template without {}", key);
+    text.replace(at, std::string_view(key).size(), piece);
+  }
+  return text;
 }
 
 std::string substitute(std::string_view text, const std::map<std::string, std::string>& vars) {

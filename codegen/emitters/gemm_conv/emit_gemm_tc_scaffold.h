@@ -40,6 +40,14 @@ struct TcEpilogueText {
 };
 TcEpilogueText tc_epilogue_text(const GemmTcSpec& s, const std::string& label);
 
+// `kernel` with the text both kernels share put in for its keys
+// @TC_KERNEL_HEAD@ (the epilogue's namespace, the signature, the sizes and
+// tile as constants), @TC_BLOCK_ORIGIN@ (the block's m0, n0 and batch, the
+// operands advanced to it, `zero`) and @TC_PIPELINE_FILL@ (the cp.async ring
+// filled with STAGES - 1 tiles, then the k-loop's head up to the wait for
+// tile kt). Its other @KEY@s are left for substitute().
+std::string with_tc_kernel_pieces(std::string_view kernel);
+
 // Replaces every @KEY@ of `text` by vars[KEY]; an unknown or unterminated key
 // is an internal error. One pass: '@' inside a value is kept.
 std::string substitute(std::string_view text, const std::map<std::string, std::string>& vars);

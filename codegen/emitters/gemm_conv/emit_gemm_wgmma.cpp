@@ -16,15 +16,9 @@ namespace {
 
 constexpr int kBK = 64;  // 64 16-bit elements: one 128-byte swizzle row
 
-// The kernel; @KEY@ are substituted, @NAME@ last (it names the hash).
-constexpr std::string_view kKernel = R"(namespace @NAME@_ep {
-enum : int { kM = @M@, kN = @N@, kK = @K@ };  // an enum: no unused-variable warnings
-@EPILOGUE@
-}  // namespace @NAME@_ep
-extern "C" __global__ void __launch_bounds__(@THREADS@) @NAME@(KILN_PTR(@TOUT@) out, KILN_PTR(const @T@) a,
-    KILN_PTR(const @T@) b@EXTRA_PARAMS@) {
-  constexpr int M = @M@, N = @N@, K = @K@;
-  constexpr int BM = @BM@, BN = @BN@, BK = @BK@, STAGES = @STAGES@, THREADS = @THREADS@;
+// The kernel; @KEY@ are substituted, @NAME@ last (it names the hash); @TC_...@ is the
+// text it shares with the mma.sync kernel (emit_gemm_tc_scaffold.h).
+constexpr std::string_view kKernel = R"(@TC_KERNEL_HEAD@
   constexpr int A_STAGE = BM * BK, B_STAGE = BN * BK;  // elements; multiples of 512 (1024 bytes)
   constexpr int KT = (K + BK - 1) / BK;
   KILN_DYNAMIC_SHARED(@T@, smem_raw);
@@ -35,12 +29,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) @NAME@(KILN_PTR(@TOUT@) 
   const auto smem = smem_raw + align;
   const unsigned smem_addr = window + 2u * align;
   const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
-  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-  const long long batch = blockIdx.z;
-  a += batch * @A_BSTRIDE@LL;
-  b += batch * @B_BSTRIDE@LL;
-  const @T@ zero = @ZERO@;
-  (void)zero;
+@TC_BLOCK_ORIGIN@
   float acc[BN / 2];
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
@@ -64,14 +53,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@) @NAME@(KILN_PTR(@TOUT@) 
     }
   };
 
-  // The pipeline: STAGES - 1 tiles in flight while one is multiplied.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < KT) load_tile(s, s);
-    kiln_cp_async_commit();
-  }
-  for (int kt = 0; kt < KT; ++kt) {
-    kiln_cp_async_wait<STAGES - 2>();  // tile kt has landed (this thread's copies) ...
+@TC_PIPELINE_FILL@
     kiln_fence_proxy_async_shared();   // ... and is visible to the async proxy (wgmma) ...
     __syncthreads();                   // ... everyone's; and stage (kt - 1) % STAGES is free
     if (kt + STAGES - 1 < KT) load_tile((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
@@ -191,7 +173,7 @@ GemmTcKernel emit_gemm_wgmma(const GemmTcSpec& s) {
       fmt::format("// {}: wgmma GEMM (sm_90a) [{}] {}x{}x{} {}{} -> {}, tile {}x{}x{}, {} stages, {} warpgroups\n",
                   label, s.batch, s.m, s.n, s.k, dtype_name(s.dtype), s.b_transposed ? " B^T" : "",
                   dtype_name(s.out_dtype), bm, bn, kBK, stages, bm / 64);
-  body += substitute(kKernel, vars);
+  body += substitute(with_tc_kernel_pieces(kKernel), vars);
 
   body += tc_sim_entry(s);
   finish_tc_kernel(s, label, "kiln_gemm_wgmma", body, ep.code, "@EPILOGUE@",
