@@ -105,7 +105,6 @@ std::string_view mma_prelude() { return kMma; }
 GemmTcKernel emit_gemm_tc(const GemmTcSpec& s) {
   const TcGemmFrame f = check_tc_gemm_spec(s, "tensor-core GEMM");
   const std::string& label = f.label;
-  const int64_t a_stride = f.a_stride, b_stride = f.b_stride;
 
   GemmTcKernel k;
   // Tile heuristic (docs/codegen.md): 128x128 unless that gives fewer
@@ -130,8 +129,8 @@ GemmTcKernel emit_gemm_tc(const GemmTcSpec& s) {
   k.shared_bytes = static_cast<size_t>(stages) * static_cast<size_t>(a_stage + b_stage) * 2;
 
   // 16-byte cp.async needs rows (and batch offsets) that are multiples of 8 elements.
-  const bool a_vec = s.k % 8 == 0 && a_stride % 8 == 0;
-  const bool b_vec = (s.b_transposed ? s.k % 8 == 0 : s.n % 8 == 0) && b_stride % 8 == 0;
+  const bool a_vec = s.k % 8 == 0 && f.a_stride % 8 == 0;
+  const bool b_vec = (s.b_transposed ? s.k % 8 == 0 : s.n % 8 == 0) && f.b_stride % 8 == 0;
   std::string load_a, load_b, load_bfrag;
   if (a_vec) {
     load_a =
@@ -170,36 +169,18 @@ GemmTcKernel emit_gemm_tc(const GemmTcSpec& s) {
         "(lane / 16) * 8);";
   }
 
-  const std::string tin(cuda_storage_type(s.dtype)), tout(cuda_storage_type(s.out_dtype));
   const TcEpilogueText ep = tc_epilogue_text(s, label);
-  const std::map<std::string, std::string> vars = {
-      {"NAME", "@NAME@"},
-      {"M", std::to_string(s.m)},
-      {"N", std::to_string(s.n)},
-      {"K", std::to_string(s.k)},
-      {"BM", std::to_string(bm)},
-      {"BN", std::to_string(bn)},
-      {"BK", std::to_string(kBK)},
-      {"STAGES", std::to_string(stages)},
-      {"THREADS", std::to_string(k.block)},
+  std::map<std::string, std::string> vars = tc_common_vars(s, f, k, ep, "@EPILOGUE_CODE@");
+  vars.insert({
       {"WARPS_N", std::to_string(warps_n)},
       {"LDB", s.b_transposed ? "BK + 8" : "BN + 8"},
       {"B_STAGE_SHAPE", s.b_transposed ? "[BN][LDB] (B stored [N, K])" : "[BK][LDB] (B stored [K, N])"},
       {"B_STAGE", s.b_transposed ? "BN * LDB" : "BK * LDB"},
-      {"T", tin},
-      {"TOUT", tout},
-      {"A_BSTRIDE", std::to_string(a_stride)},
-      {"B_BSTRIDE", std::to_string(b_stride)},
-      {"ZERO", cuda_store(s.dtype, "0.0f")},
       {"LOAD_A", load_a},
       {"LOAD_B", load_b},
       {"LOAD_BFRAG", load_bfrag},
       {"MMA", s.dtype == DType::F16 ? "kiln_mma_tile_f16" : "kiln_mma_tile_bf16"},
-      {"EXTRA_PARAMS", ep.params},
-      {"EXTRA_ARGS", ep.args},
-      // The epilogue is user code: substituted last (finish_tc_kernel), so an '@' in it is kept.
-      {"EPILOGUE", "@EPILOGUE_CODE@"},
-  };
+  });
   std::string body =
       fmt::format("// {}: tensor-core GEMM [{}] {}x{}x{} {}{} -> {}, tile {}x{}x{}, {} stages, {} warps\n", label,
                   s.batch, s.m, s.n, s.k, dtype_name(s.dtype), s.b_transposed ? " B^T" : "", dtype_name(s.out_dtype),

@@ -97,6 +97,29 @@ TcEpilogueText tc_epilogue_text(const GemmTcSpec& s, const std::string& label) {
   return e;
 }
 
+std::map<std::string, std::string> tc_common_vars(const GemmTcSpec& s, const TcGemmFrame& f, const GemmTcKernel& k,
+                                                  const TcEpilogueText& ep, std::string_view epilogue_slot) {
+  return {
+      {"NAME", "@NAME@"},
+      {"M", std::to_string(s.m)},
+      {"N", std::to_string(s.n)},
+      {"K", std::to_string(s.k)},
+      {"BM", std::to_string(k.bm)},
+      {"BN", std::to_string(k.bn)},
+      {"BK", std::to_string(k.bk)},
+      {"STAGES", std::to_string(k.stages)},
+      {"THREADS", std::to_string(k.block)},
+      {"T", std::string(cuda_storage_type(s.dtype))},
+      {"TOUT", std::string(cuda_storage_type(s.out_dtype))},
+      {"A_BSTRIDE", std::to_string(f.a_stride)},
+      {"B_BSTRIDE", std::to_string(f.b_stride)},
+      {"ZERO", cuda_store(s.dtype, "0.0f")},
+      {"EXTRA_PARAMS", ep.params},
+      {"EXTRA_ARGS", ep.args},
+      {"EPILOGUE", std::string(epilogue_slot)},
+  };
+}
+
 std::string with_tc_kernel_pieces(std::string_view kernel) {
   std::string text(kernel);
   for (const auto& [key, piece] :

@@ -48,6 +48,13 @@ TcEpilogueText tc_epilogue_text(const GemmTcSpec& s, const std::string& label);
 // tile kt). Its other @KEY@s are left for substitute().
 std::string with_tc_kernel_pieces(std::string_view kernel);
 
+// The template keys both kernels fill alike: NAME (kept as @NAME@ for
+// finish_tc_kernel), M, N, K, BM, BN, BK, STAGES, THREADS, T, TOUT, A_BSTRIDE,
+// B_BSTRIDE, ZERO, EXTRA_PARAMS, EXTRA_ARGS and EPILOGUE (kept as
+// `epilogue_slot`: the epilogue is user code, put in after the hash).
+std::map<std::string, std::string> tc_common_vars(const GemmTcSpec& s, const TcGemmFrame& f, const GemmTcKernel& k,
+                                                  const TcEpilogueText& ep, std::string_view epilogue_slot);
+
 // Replaces every @KEY@ of `text` by vars[KEY]; an unknown or unterminated key
 // is an internal error. One pass: '@' inside a value is kept.
 std::string substitute(std::string_view text, const std::map<std::string, std::string>& vars);

@@ -143,32 +143,15 @@ GemmTcKernel emit_gemm_wgmma(const GemmTcSpec& s) {
         "      }";
   }
 
-  const std::string tin(cuda_storage_type(s.dtype)), tout(cuda_storage_type(s.out_dtype));
   const TcEpilogueText ep = tc_epilogue_text(s, label);
-  const std::map<std::string, std::string> vars = {
-      {"M", std::to_string(s.m)},
-      {"N", std::to_string(s.n)},
-      {"K", std::to_string(s.k)},
-      {"BM", std::to_string(bm)},
-      {"BN", std::to_string(bn)},
-      {"BK", std::to_string(kBK)},
-      {"STAGES", std::to_string(stages)},
-      {"THREADS", std::to_string(k.block)},
-      {"T", tin},
-      {"TOUT", tout},
-      {"A_BSTRIDE", std::to_string(f.a_stride)},
-      {"B_BSTRIDE", std::to_string(f.b_stride)},
-      {"ZERO", cuda_store(s.dtype, "0.0f")},
+  // @NAME@ and the epilogue (user code, may hold '@') go in after the hash (finish_tc_kernel).
+  std::map<std::string, std::string> vars = tc_common_vars(s, f, k, ep, "@EPILOGUE@");
+  vars.insert({
       {"LOAD_A", load_a},
       {"LOAD_B", load_b},
       {"B_CHUNKS", b_chunks},
       {"BF16", s.dtype == DType::BF16 ? "true" : "false"},
-      {"EXTRA_PARAMS", ep.params},
-      {"EXTRA_ARGS", ep.args},
-      // @NAME@ and the epilogue (user code, may hold '@') go in after the hash (finish_tc_kernel).
-      {"NAME", "@NAME@"},
-      {"EPILOGUE", "@EPILOGUE@"},
-  };
+  });
   std::string body =
       fmt::format("// {}: wgmma GEMM (sm_90a) [{}] {}x{}x{} {}{} -> {}, tile {}x{}x{}, {} stages, {} warpgroups\n",
                   label, s.batch, s.m, s.n, s.k, dtype_name(s.dtype), s.b_transposed ? " B^T" : "",
