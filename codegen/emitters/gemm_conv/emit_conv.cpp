@@ -202,9 +202,10 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
   g.syms = KernelSymbols({xs, ys});
   const bool generic = !g.syms.empty();
   g.operand_bytes = generic ? 0 : static_cast<int64_t>(xt.nbytes() + wt.nbytes());
-  // Elements per 16-byte chunk (the cp.async path of the tensor-core kernel).
+  // Elements per 16-byte chunk: the cp.async path of the tensor-core kernel,
+  // the 128-bit loads of the SIMT kernel at f32.
   const int64_t W = 16 / static_cast<int64_t>(dtype_size(dt));
-  const bool chunks = gemm_math(g) != GemmMath::Simt && !ci && !qc;
+  const bool chunks = (gemm_math(g) != GemmMath::Simt || dt == DType::F32) && !ci && !qc;
   const std::string ind = "      ";
   auto tap_coords = [&](const std::string& kp, const std::string& s, std::string& b) {
     split_index(kp, G.k, s + "_t", "        ", b);
