@@ -58,6 +58,18 @@ const Case kCases[] = {
   return %y
 })",
      true},
+    // A MobileNetV2-like 1x1 nhwc conv with bias and relu (tile 32x32).
+    {"conv nhwc 1x1", R"(graph @c(%x: f32[1,14,14,192], %w: f32[64,1,1,192], %b: f32[64]) -> (f32[1,14,14,64]) {
+  %y = fused(%x, %w, %b) {kind="conv_epilogue"} : f32[1,14,14,64] {
+    graph @fused_0(%x: f32[1,14,14,192], %w: f32[64,1,1,192], %b: f32[64]) -> (f32[1,14,14,64]) {
+      %c = conv(%x, %w, %b) {dilations=[1,1], group=1, layout="nhwc", pads=[0,0,0,0], strides=[1,1]} : f32[1,14,14,64]
+      %y = relu(%c) : f32[1,14,14,64]
+      return %y
+    }
+  }
+  return %y
+})",
+     true},
     // K = 27: no chunk is proven, element by element only.
     {"unaligned K", R"(graph @m(%a: f32[20,27], %b: f32[27,9]) -> (f32[20,9]) {
   %y = matmul(%a, %b) : f32[20,9]
@@ -156,7 +168,7 @@ TEST(CodegenSimtVectorLoads, F32OperandsLoad16BytesWhereAlignedAndMatchTheRefere
           << (shift ? "operands off 16 bytes (element-wise path)" : "aligned operands (128-bit path)");
     }
   }
-  EXPECT_EQ(vector_kernels, 4);
+  EXPECT_EQ(vector_kernels, 5);
 }
 
 }  // namespace

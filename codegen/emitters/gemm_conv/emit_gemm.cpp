@@ -153,8 +153,19 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
   b += fmt::format("  const int m0 = tm * {}, n0 = tn * {};\n", BM, BN);
   b += g.prologue;
   const Staging sa{BM, BM * BK / kThreads, g.a.k_fast}, sb{BN, BN * BK / kThreads, g.b.k_fast};
-  // Per-slot setup.
-  auto setup = [&](const Staging& st, const OperandLoad& ld, const char* p, const char* base) {
+  // 128-bit loads: an f32 operand with 16-byte chunks (OperandLoad::chunk) is
+  // staged a chunk of 4 elements per load where its buffer is 16-byte aligned
+  // (tested at run time, one uniform branch: views and graph inputs may start
+  // anywhere, docs/codegen.md), else element by element. Chunk c of the tile
+  // is row c / (BK / 4) and k (c % (BK / 4)) * 4 along k, or k c / (rows / 4)
+  // and row (c % (rows / 4)) * 4 along the row.
+  const bool f32 = g.dtype == DType::F32;
+  auto vectorized = [&](const OperandLoad& ld, int rows) {
+    return f32 && ld.chunk && (ld.chunk_k_fast ? BK % 4 == 0 : rows % 4 == 0);
+  };
+  const bool va = vectorized(g.a, BM), vb = vectorized(g.b, BN);
+  // Per-slot setup, before the K loop: everything a slot needs but k.
+  auto slot_setup = [&](const Staging& st, const OperandLoad& ld, const char* p, const char* base) {
     for (int j = 0; j < st.slots; ++j) {
       auto [row, kk] = slot_coords(st, BK, j);
       const std::string s = fmt::format("{}{}", p, j);
@@ -164,20 +175,7 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
       ld.setup(s + "_row", s, b);
     }
   };
-  setup(sa, g.a, "a", "m0");
-  setup(sb, g.b, "b", "n0");
-  // 128-bit loads: an f32 operand with 16-byte chunks (OperandLoad::chunk) is
-  // staged a chunk of 4 elements per load where its buffer is 16-byte aligned
-  // (tested at run time, one uniform branch: views and graph inputs may start
-  // anywhere, docs/codegen.md), else element by element. Chunk c of the tile
-  // is row c / (BK / 4) and k (c % (BK / 4)) * 4 along k, or k c / (rows / 4)
-  // and row (c % (rows / 4)) * 4 along the row; its setup is hoisted as the
-  // slots' is.
-  const bool f32 = g.dtype == DType::F32;
-  auto vectorized = [&](const OperandLoad& ld, int rows) {
-    return f32 && ld.chunk && (ld.chunk_k_fast ? BK % 4 == 0 : rows % 4 == 0);
-  };
-  const bool va = vectorized(g.a, BM), vb = vectorized(g.b, BN);
+  // Per-chunk setup, likewise.
   auto chunk_setup = [&](const OperandLoad& ld, const char* p, const char* base, int rows) {
     for (int j = 0; j * kThreads < rows * BK / 4; ++j) {
       const std::string v = fmt::format("{}c{}", p, j);
@@ -188,13 +186,7 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
       b += fmt::format("  const int {}_row = {} + {}_r;\n", v, base, v);
       ld.setup(v + "_row", v, b);
     }
-    b += fmt::format("  const bool {}_v16 = KILN_PTR_ADDR({}) % 16 == 0;\n", p, ld.chunk_buffer);
   };
-  if (va) chunk_setup(g.a, "a", "m0", BM);
-  if (vb) chunk_setup(g.b, "b", "n0", BN);
-  for (int i = 0; i < TM; ++i)
-    for (int j = 0; j < TN; ++j) b += fmt::format("  {} acc{}_{} = 0;\n", ct, i, j);
-  b += fmt::format("  for (int k0 = 0; k0 < {}; k0 += {}) {{\n", K_text, BK);
   auto stage = [&](const Staging& st, const OperandLoad& ld, const char* p, const char* sm, const std::string& rows) {
     for (int j = 0; j < st.slots; ++j) {
       const std::string s = fmt::format("{}{}", p, j);
@@ -208,38 +200,66 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
     const int chunks = rows * BK / 4;
     for (int j = 0; j * kThreads < chunks; ++j) {
       const std::string v = fmt::format("{}c{}", p, j);
-      b += (j + 1) * kThreads > chunks ? fmt::format("      if ({}_c < {}) {{\n", v, chunks) : "      {\n";
-      b += fmt::format("        const int k = k0 + {}_kk;\n        bool ok = false;\n        {} off = 0;\n", v,
+      b += (j + 1) * kThreads > chunks ? fmt::format("    if ({}_c < {}) {{\n", v, chunks) : "    {\n";
+      b += fmt::format("      const int k = k0 + {}_kk;\n      bool ok = false;\n      {} off = 0;\n", v,
                        ep.index_type());
-      b += fmt::format("        if ({}_row < {} && k < {}) {{\n{}        }}\n", v, count, K_text, ld.chunk("k", v));
+      b += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", v, count, K_text, ld.chunk("k", v));
+      // (No struct-valued ?: : ptxas put its temporary on the stack.)
       b += fmt::format(
-          "        const kiln_f32x4 q = ok ? *KILN_PTR_CAST(const kiln_f32x4, {} + off) : kiln_f32x4{{{{0.0f, 0.0f, "
-          "0.0f, 0.0f}}}};\n",
+          "      kiln_f32x4 q;\n      if (ok) q = *KILN_PTR_CAST(const kiln_f32x4, {} + off);\n"
+          "      else q.v[0] = q.v[1] = q.v[2] = q.v[3] = 0.0f;\n",
           ld.chunk_buffer);
       const std::string at = ld.chunk_k_fast ? fmt::format("({}_kk + j) * {} + {}_r", v, rows + 1, v)
                                              : fmt::format("{}_kk * {} + {}_r + j", v, rows + 1, v);
-      b += fmt::format("#pragma unroll\n        for (int j = 0; j < 4; ++j) {}[{}] = q.v[j];\n      }}\n", sm, at);
+      b += fmt::format("#pragma unroll\n      for (int j = 0; j < 4; ++j) {}[{}] = q.v[j];\n    }}\n", sm, at);
     }
   };
-  auto stage_operand = [&](const Staging& st, const OperandLoad& ld, const char* p, const char* sm, bool vec,
-                           const std::string& rows) {
-    if (!vec) return stage(st, ld, p, sm, rows);
-    b += fmt::format("    if ({}_v16) {{\n", p);
-    stage_chunks(ld, p, sm, st.rows, rows);
-    b += "    } else {\n";
-    stage(st, ld, p, sm, rows);
-    b += "    }\n";
+  // The K loop, staging A / B by chunks where `ca` / `cb`.
+  auto k_loop = [&](bool ca, bool cb) {
+    b += fmt::format("  for (int k0 = 0; k0 < {}; k0 += {}) {{\n", K_text, BK);
+    if (ca) stage_chunks(g.a, "a", "As", BM, M_text);
+    else stage(sa, g.a, "a", "As", M_text);
+    if (cb) stage_chunks(g.b, "b", "Bs", BN, N_text);
+    else stage(sb, g.b, "b", "Bs", N_text);
+    b += "    __syncthreads();\n";
+    // Main loop (SIMT): the seam where a tensor-core loop would go.
+    b += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{\n", BK);
+    for (int i = 0; i < TM; ++i)
+      b += fmt::format("      const {} a{} = As[kk * {} + ty + {}];\n", ct, i, BM + 1, 16 * i);
+    for (int j = 0; j < TN; ++j)
+      b += fmt::format("      const {} b{} = Bs[kk * {} + tx + {}];\n", ct, j, BN + 1, 16 * j);
+    for (int i = 0; i < TM; ++i)
+      for (int j = 0; j < TN; ++j) b += fmt::format("      acc{}_{} += a{} * b{};\n", i, j, i, j);
+    b += "    }\n    __syncthreads();\n  }\n";
   };
-  stage_operand(sa, g.a, "a", "As", va, M_text);
-  stage_operand(sb, g.b, "b", "Bs", vb, N_text);
-  b += "    __syncthreads();\n";
-  // Main loop (SIMT): the seam where a tensor-core loop would go.
-  b += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{\n", BK);
-  for (int i = 0; i < TM; ++i) b += fmt::format("      const {} a{} = As[kk * {} + ty + {}];\n", ct, i, BM + 1, 16 * i);
-  for (int j = 0; j < TN; ++j) b += fmt::format("      const {} b{} = Bs[kk * {} + tx + {}];\n", ct, j, BN + 1, 16 * j);
-  for (int i = 0; i < TM; ++i)
-    for (int j = 0; j < TN; ++j) b += fmt::format("      acc{}_{} += a{} * b{};\n", i, j, i, j);
-  b += "    }\n    __syncthreads();\n  }\n";
+  auto accumulators = [&] {
+    for (int i = 0; i < TM; ++i)
+      for (int j = 0; j < TN; ++j) b += fmt::format("  {} acc{}_{} = 0;\n", ct, i, j);
+  };
+  if (!va && !vb) {
+    slot_setup(sa, g.a, "a", "m0");
+    slot_setup(sb, g.b, "b", "n0");
+    accumulators();
+    k_loop(false, false);
+  } else {
+    // Two K loops, each with only its own setup live: both setups live
+    // through one loop pushed the nhwc convs past their registers (spills).
+    accumulators();
+    std::string aligned;
+    for (const OperandLoad* ld : {va ? &g.a : nullptr, vb ? &g.b : nullptr})
+      if (ld) aligned += fmt::format("{}KILN_PTR_ADDR({}) % 16 == 0", aligned.empty() ? "" : " && ", ld->chunk_buffer);
+    b += fmt::format("  if ({}) {{\n", aligned);
+    if (va) chunk_setup(g.a, "a", "m0", BM);
+    else slot_setup(sa, g.a, "a", "m0");
+    if (vb) chunk_setup(g.b, "b", "n0", BN);
+    else slot_setup(sb, g.b, "b", "n0");
+    k_loop(va, vb);
+    b += "  } else {\n";
+    slot_setup(sa, g.a, "a", "m0");
+    slot_setup(sb, g.b, "b", "n0");
+    k_loop(false, false);
+    b += "  }\n";
+  }
   // Staging tile, then the epilogue once per element.
   b += fmt::format("  {}* Cs = kiln_sm;  // [{}][{}]\n", ct, BM, BN);
   for (int i = 0; i < TM; ++i)
