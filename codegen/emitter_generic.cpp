@@ -9,6 +9,7 @@
 #include "ir/symbolic_dim.h"
 #include "ops/reduction_spec.h"
 #include "ops/registry.h"
+#include "ops/symbolic_values.h"
 
 namespace kiln::codegen::generic {
 
@@ -218,6 +219,44 @@ bool generic_pool(const Node& n) {
 // a shape-generic pool: the pool kernel with the fused body's seams.
 bool generic_fused_pool(const Node& n) {
   return is_pool_select_fused(n, op_registry()) && generic_fused_body(n, generic_pool);
+}
+
+// range with a length of any size expression (emit_misc_ops.h): a static
+// start and delta, buffers, or i64 scalars holding symbolic shape values.
+bool generic_range(const Node& n) {
+  if (n.body() || n.op() != "range" || n.num_inputs() != 3 || n.num_outputs() != 1) return false;
+  return n.output(0)->shape().size() == 1 && reads_symbolic_constants(n);
+}
+
+bool reads_symbolic_constants(const Node& n) {
+  auto symbolic = [](const Value* v) {
+    return v && v->is_constant() && v->has_data() && holds_symbolic_values(v->data());
+  };
+  auto scalar_i64 = [](const Value* v) { return v->dtype() == DType::I64 && v->data().numel() == 1; };
+  if (n.op() == "range") {
+    for (int i : {0, 2})
+      if (symbolic(n.input(i)) && !scalar_i64(n.input(i))) return false;
+    return true;  // the limit is never read: the length is the result's
+  }
+  const OpDef* def = op_registry().find(n.op());
+  const bool pointwise = !n.body() && def && def->category == OpCategory::Pointwise && def->expr;
+  const bool fused_pointwise = n.body() && is_fused_kind(n, "pointwise");
+  if (!pointwise && !fused_pointwise) {
+    for (const Value* v : n.inputs())
+      if (symbolic(v)) return false;
+    if (n.body())
+      for (const auto& bn : n.body()->nodes())
+        for (const Value* v : bn->inputs())
+          if (symbolic(v)) return false;
+    return true;
+  }
+  for (const Value* v : n.inputs())
+    if (symbolic(v) && !scalar_i64(v)) return false;
+  if (n.body())
+    for (const auto& bn : n.body()->nodes())
+      for (const Value* v : bn->inputs())
+        if (symbolic(v) && !scalar_i64(v)) return false;
+  return true;
 }
 
 }  // namespace kiln::codegen::generic
