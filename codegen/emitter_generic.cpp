@@ -6,6 +6,7 @@
 #include "codegen/emitters/reduction/emit_fused_reduction.h"
 #include "codegen/emitters/reduction/emit_rowwise.h"
 #include "ir/op_registry.h"
+#include "ir/shape_utils.h"
 #include "ir/symbolic_dim.h"
 #include "ops/reduction_spec.h"
 #include "ops/registry.h"
@@ -62,14 +63,11 @@ bool generic_reduce(const Node& n) {
 
 bool generic_reduction(const Node& n) { return generic_softmax(n) || generic_reduce(n); }
 
-// A fused reduction body over a symbolic batch: its one reduction-category
-// node passes `anchor_generic`, its other ops are pointwise over a batch-only
-// symbolic shape (the body evaluator splits the other dims by constants), and
-// an operand with a symbolic dim has its op's result shape (no broadcasting
-// along a symbol).
+// A fused reduction body over symbolic rows: its one reduction-category node
+// passes `anchor_generic` (which decides where the symbols may be), its other
+// ops are pointwise, and an operand with a symbolic dim has its op's result
+// shape (no broadcasting along a symbol).
 bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&)) {
-  for (const Value* v : n.inputs())
-    if (v && !batch_only_symbolic(v->shape())) return false;
   int anchors = 0;
   for (const auto& bn : n.body()->nodes()) {
     const OpDef* def = op_registry().find(bn->op());
@@ -80,10 +78,16 @@ bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&)) {
       continue;
     }
     if (def->category != OpCategory::Pointwise || bn->num_outputs() != 1) return false;
+    // An operand of another shape is read at the coordinates of `os`, which
+    // the body evaluator splits by constant extents below the outermost dim:
+    // with a symbolic dim elsewhere (RMSNorm's [1, seq, 1] rows), only
+    // static scalars are read so.
     const Shape& os = bn->output(0)->shape();
-    if (!batch_only_symbolic(os)) return false;
-    for (const Value* v : bn->inputs())
-      if (v && has_symbolic_dims(v->shape()) && v->shape() != os) return false;
+    const bool batch_first = batch_only_symbolic(os);
+    for (const Value* v : bn->inputs()) {
+      if (!v || v->shape() == os) continue;
+      if (has_symbolic_dims(v->shape()) || (!batch_first && shape_numel(v->shape()) != 1)) return false;
+    }
   }
   return anchors == 1;
 }

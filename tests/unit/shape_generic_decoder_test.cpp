@@ -6,7 +6,8 @@
 // scalar constant that the fused pointwise kernel computes from `ks`; the
 // causal mask over [seq, past + seq]. Compiled once for sm_80 and sm_90
 // (NVRTC), run from the plan on the simulator at a prefill and two decode
-// steps, each equal to the reference backend on the specialised graph.
+// steps, each equal to the reference backend on the specialised graph; and
+// RMSNorm over [1, seq, d] rows as one fused reduction kernel.
 #include <gtest/gtest.h>
 
 #include "backends/compare.h"
@@ -111,6 +112,53 @@ TEST(ShapeGenericKernels, RangeRotaryAndCausalMaskAtAnOffsetOnSimAtThreeShapes) 
       }
       // range(past, past + seq) starts at past.
       EXPECT_EQ(got[3].data<int64_t>()[0], past);
+    }
+  }
+}
+
+// RMSNorm as exporters write it over a decoder's [1, seq, d] rows: the
+// square, reduce_mean over the static last axis and the epilogue (eps, sqrt,
+// reciprocal) fuse into one shape-generic reduction kernel although the
+// symbol is not the outermost dim (its operands are all of the rows' shape or
+// static scalars), then the scale by the weight.
+const char* kRmsNorm =
+    "graph @m(%x: f32[1,seq,64], %w: f32[64]) -> (f32[1,seq,64]) symbols(seq in [1, 40]) {\n"
+    "  %two = const f32[] splat<2.0>\n"
+    "  %sq = pow(%x, %two) : f32[1,seq,64]\n"
+    "  %ms = reduce_mean(%sq) {axes=[2], keepdims=1} : f32[1,seq,1]\n"
+    "  %eps = const f32[] splat<0.00001>\n"
+    "  %mse = add(%ms, %eps) : f32[1,seq,1]\n"
+    "  %r = sqrt(%mse) : f32[1,seq,1]\n"
+    "  %one = const f32[] splat<1.0>\n"
+    "  %inv = div(%one, %r) : f32[1,seq,1]\n"
+    "  %xn = mul(%x, %inv) : f32[1,seq,64]\n"
+    "  %y = mul(%xn, %w) : f32[1,seq,64]\n"
+    "  return %y\n"
+    "}\n";
+
+TEST(ShapeGenericKernels, RmsNormOverSymbolicSeqRowsFusesIntoOneReductionOnSimAtThreeShapes) {
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    auto g = compiled(kRmsNorm, arch);
+    int fused_reductions = 0;
+    for (const auto& n : g->nodes())
+      fused_reductions += n->op() == "fused" && n->attrs().get_string("kind", "") == "reduction";
+    EXPECT_EQ(fused_reductions, 1) << arch << ": square, mean and epilogue in one reduction kernel";
+    PlanBuildOptions po{arch, "fp32", {}};
+    po.profiles = {plan::Profile{{{"x", {1, 1, 64}, {1, 40, 64}, {1, 40, 64}}}}};
+    po.source_name = "m.onnx";
+    plan::Plan p = build_plan(*g, po);
+    ASSERT_TRUE(p.meta.gpu_kernels) << p.meta.no_gpu_reason;
+    for (const plan::Kernel& k : p.kernels) EXPECT_FALSE(k.cubin.empty()) << k.name << " has no CUBIN for " << arch;
+    EXPECT_EQ(p.generic_launches.size(), p.steps.size()) << arch;
+    EXPECT_EQ(p.steps.size(), 2u) << arch << ": the reduction and the scale";
+    if (arch != "sm_90") continue;
+    for (int64_t seq : {1, 17, 40}) {
+      std::unique_ptr<Graph> spec = specialize_graph(*g, {{"seq", seq}}, op_registry());
+      const std::map<std::string, Tensor> feed = testing::random_inputs(*spec, static_cast<uint64_t>(seq));
+      std::vector<Tensor> want = ReferenceExecutor(*spec).run(feed);
+      std::vector<Tensor> got = run_plan_on_sim(p, *g, feed);
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(compare_tensors(got[0], want[0], {1e-5, 1e-4}), "") << "seq " << seq;
     }
   }
 }
