@@ -111,13 +111,37 @@ if [ "$sim" = sim ]; then
     grep -q '(topk) producing %top: the run gave its result size topk_k0 = 9, outside \[0, 6\]' "$out" ||
       fail "select_gpu.plan on $b: no k range message"
   done
-  # What the bounds cannot compute exactly is refused by name (exit 1): a sum
-  # over the kept entries would add the padding.
-  "$kiln" compile "$dir/positive_sum.onnx" --target sm_90 -o "$dir/sum.plan" >"$out" 2>&1
-  [ $? -eq 1 ] || fail "positive_sum for sm_90 must exit 1"
-  grep -q 'positive_sum.onnx: node "total" (reduce_sum) .*reads a value whose size is decided at run time (nonzero_n0).*it reduces along a data-dependent dim' \
-    "$out" || fail "positive_sum: the refusal does not name the node and why"
-  [ ! -e "$dir/sum.plan" ] || fail "positive_sum: a plan was written"
+  # A sum over the kept entries sees the padding masked to 0
+  # (compiler/gpu_bounded_lowering.h); a mean would divide by the bound:
+  # refused by name (exit 1), no plan written.
+  "$kiln" compile "$dir/positive_sum.onnx" --target sm_90 -o "$dir/sum.plan" >"$out" 2>&1 || fail "compile positive_sum sm_90: exit $?"
+  "$kiln" compile "$dir/positive_mean.onnx" --target sm_90 -o "$dir/mean.plan" >"$out" 2>&1
+  [ $? -eq 1 ] || fail "positive_mean for sm_90 must exit 1"
+  grep -q 'positive_mean.onnx: node "average" (reduce_mean) .*reads a value whose size is decided at run time (nonzero_n0).*it reduces along a data-dependent dim' \
+    "$out" || fail "positive_mean: the refusal does not name the node and why"
+  [ ! -e "$dir/mean.plan" ] || fail "positive_mean: a plan was written"
+  # torchvision's If-guarded NMS with a clamped slice (make_detection_post_model.py's
+  # nms_if.onnx) as one sm_90 plan: both branches compiled in, the condition read
+  # on the device; some boxes kept (the else branch) and none (the then branch).
+  "$py" "$t/make_detection_post_model.py" "$dir" >"$out" 2>&1 || fail "make_detection_post_model.py"
+  "$kiln" compile "$dir/nms_if.onnx" --target sm_90 -o "$dir/nms_if_gpu.plan" >"$out" 2>&1 || fail "compile nms_if sm_90: exit $?"
+  grep -q '(if) producing %keep (if_n0 in \[0, 40\])' "$out" || fail "compile nms_if sm_90: the if's bound is not said"
+  for b in $backends; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/sum.plan" --backend $b --inputs "x:$dir/x.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "sum.plan on $b: exit $?"
+    "$py" "$t/compare_outputs_ort.py" "$dir/positive_sum.onnx" "$dir/o" "x=$dir/x.npy" >"$out" 2>&1 ||
+      fail "sum.plan on $b: not ONNX Runtime's outputs"
+    for sc in scores:10 low_scores:0; do
+      rm -rf "$dir/o"
+      "$kiln" run "$dir/nms_if_gpu.plan" --backend $b --inputs "scores:$dir/${sc%%:*}.npy,boxes:$dir/boxes.npy" \
+        --outputs "$dir/o" >"$out" 2>&1 || fail "nms_if_gpu.plan on $b with ${sc%%:*}: exit $?"
+      grep -q "^data-dependent sizes: .*if_n0=${sc##*:} (range \[0, 40\]" "$out" ||
+        fail "nms_if_gpu.plan on $b with ${sc%%:*}: not if_n0=${sc##*:}"
+      "$py" "$t/compare_outputs_ort.py" "$dir/nms_if.onnx" "$dir/o" "scores=$dir/${sc%%:*}.npy" "boxes=$dir/boxes.npy" \
+        >"$out" 2>&1 || fail "nms_if_gpu.plan on $b with ${sc%%:*}: not ONNX Runtime's outputs"
+    done
+  done
 fi
 
 # A Loop whose body decides a size (NonZero on the iteration number): each

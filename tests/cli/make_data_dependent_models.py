@@ -12,7 +12,9 @@ sizes) into DIR, built with onnx.helper, with inputs as .npy files:
                transposed coordinates, Sigmoid'ed: what a GPU plan computes at
                the bound and trims
   positive_sum.onnx  x [4,6] -> the sum of its positive elements (NonZero,
-               Gather, ReduceSum "total"): what a GPU plan refuses
+               Gather, ReduceSum "total"): a GPU plan masks the padding
+  positive_mean.onnx  the same with ReduceMean "average": what a GPU plan
+               refuses (the mean divides by the bound)
   loop_nonzero.onnx  x [8] -> a Loop of 3 iterations whose body sums the
                entries of x above the iteration number (NonZero, Gather,
                ReduceSum): a running total (carried) and each sum (scanned)
@@ -94,7 +96,7 @@ def nonzero_gather(dir_):
          os.path.join(dir_, "nonzero_gather.onnx"))
 
 
-def positive_sum(dir_):
+def positive_sum(dir_, op="ReduceSum", name="total", model="positive_sum"):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
     outs = [helper.make_tensor_value_info("sum", TensorProto.FLOAT, [1])]
     inits = [numpy_helper.from_array(np.zeros((), np.float32), "zero"), i64("flat", [-1]), i64("axes", [0])]
@@ -105,9 +107,11 @@ def positive_sum(dir_):
         helper.make_node("NonZero", ["posf"], ["nz"]),
         helper.make_node("Reshape", ["nz", "flat"], ["idx"]),
         helper.make_node("Gather", ["xf", "idx"], ["vals"], axis=0),
-        helper.make_node("ReduceSum", ["vals", "axes"], ["sum"], name="total", keepdims=1),
+        # (at opset 13 ReduceSum takes its axes as an operand, ReduceMean as an attribute)
+        helper.make_node(op, ["vals", "axes"], ["sum"], name=name, keepdims=1) if op == "ReduceSum" else
+        helper.make_node(op, ["vals"], ["sum"], name=name, keepdims=1, axes=[0]),
     ]
-    save(helper.make_graph(nodes, "positive_sum", [x], outs, initializer=inits), os.path.join(dir_, "positive_sum.onnx"))
+    save(helper.make_graph(nodes, model, [x], outs, initializer=inits), os.path.join(dir_, model + ".onnx"))
 
 
 def loop_nonzero(dir_):
@@ -143,4 +147,5 @@ if __name__ == "__main__":
     detect(sys.argv[1])
     nonzero_gather(sys.argv[1])
     positive_sum(sys.argv[1])
+    positive_sum(sys.argv[1], "ReduceMean", "average", "positive_mean")
     loop_nonzero(sys.argv[1])
