@@ -142,6 +142,22 @@ if [ "$sim" = sim ]; then
         >"$out" 2>&1 || fail "nms_if_gpu.plan on $b with ${sc%%:*}: not ONNX Runtime's outputs"
     done
   done
+  # kiln dump-ir on such a model: the imported IR with each size a symbol of
+  # range [0, bound] (exit 0, said on stderr); with -O for sm_90 the graph the
+  # GPU plan compiles, at the bounds, the counts its last outputs.
+  "$kiln" dump-ir "$dir/nms_if.onnx" >"$dir/ir.txt" 2>"$out" || fail "dump-ir nms_if: exit $?"
+  grep -q 'result sizes decided at run time (.*(if) producing %keep (if_n0 in \[0, 40\])' "$out" ||
+    fail "dump-ir nms_if: the sizes are not said"
+  grep -q 'symbols(.*if_n0 in \[0, 40\]' "$dir/ir.txt" || fail "dump-ir nms_if: no size symbols in the IR"
+  grep -q 'size_symbol="if_n0"' "$dir/ir.txt" || fail "dump-ir nms_if: the if does not name its size"
+  "$kiln" dump-ir "$dir/nms_if.onnx" -O --target sm_90 >"$dir/ir.txt" 2>"$out" || fail "dump-ir -O sm_90 nms_if: exit $?"
+  grep -q "the IR after passes is the GPU plan's graph at the upper bounds, the counts its last 4 outputs" "$out" ||
+    fail "dump-ir -O sm_90 nms_if: not said"
+  grep -q 'size_symbol\|= if(' "$dir/ir.txt" && fail "dump-ir -O sm_90 nms_if: sizes or the if left in the graph"
+  grep -q 'non_max_suppression(.*bounded=1' "$dir/ir.txt" || fail "dump-ir -O sm_90 nms_if: no bounded NMS"
+  "$kiln" dump-ir "$dir/nms_if.onnx" -O --target cpu >"$dir/ir.txt" 2>"$out"
+  [ $? -eq 1 ] || fail "dump-ir -O for cpu on nms_if must exit 1"
+  grep -q 'the graph has result sizes decided at run time' "$out" || fail "dump-ir -O cpu: no refusal"
 fi
 
 # A Loop whose body decides a size (NonZero on the iteration number): each
