@@ -143,6 +143,9 @@ class Lowering {
   }
 
   void add_count(const std::string& s, Value* c) {
+    // A count the rewrite computed gets its size's name, as the bounded
+    // kernels' counts have (kiln inspect lists the output holding each).
+    if (c->name().rfind("bounded.", 0) == 0) c->set_name(s + "_count");
     counts_[s] = c;
     out_.counts.push_back({s, 0, 0, deciders_.at(s)->describe()});
     count_values_.push_back(c);
