@@ -199,7 +199,7 @@ std::unique_ptr<Graph> graph_at_bounds(const Graph& g, const std::string& model,
   for (const auto& [sym, node] : deciders)
     if (!allowed.count(node))
       unsupported(
-          "{}{} decides the size {} inside a region (a loop's body, or a region below a top-level if's branches): a GPU plan "
+          "{}{} decides the size {} inside a region (a loop's or scan's body, or a region below a top-level if's branches): a GPU plan "
           "runs as one CUDA Graph with no host read, so it holds sizes decided at the top level or in a top-level "
           "if's branches only (a plan for --target cpu runs it)",
           where, node->describe(), sym);

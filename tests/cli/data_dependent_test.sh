@@ -176,7 +176,46 @@ for b in $backends; do
   "$py" "$t/compare_outputs_ort.py" "$dir/loop_nonzero.onnx" "$dir/o" "x=$dir/xl.npy" >"$out" 2>&1 ||
     fail "loop.plan on $b: not ONNX Runtime's outputs"
 done
+# A Scan whose body decides a size per row, and an If nested in an If's
+# branch deciding one (its inner then branch), the same ways: on ref and sim
+# against ONNX Runtime (both paths of the nested ifs), and from CPU plans.
+for b in $backends; do
+  KILN_PYTHON=$py "$kiln" run "$dir/scan_nonzero.onnx" --backend $b --inputs "x:$dir/xs.npy" --compare ort \
+    >"$out" 2>&1 || fail "scan_nonzero on $b: exit $?"
+  grep -q '^data-dependent sizes: nonzero_n0=3 ' "$out" || fail "scan_nonzero on $b: not the last row's size"
+  grep -q '^compare: PASS' "$out" || fail "scan_nonzero on $b: no PASS against ONNX Runtime"
+  for c in yes:yes:4 yes:no:no no:yes:no; do
+    c1=${c%%:*} rest=${c#*:}
+    c2=${rest%%:*} n=${rest#*:}
+    KILN_PYTHON=$py "$kiln" run "$dir/nested_if.onnx" --backend $b --inputs "x:$dir/xn.npy,c1:$dir/$c1.npy,c2:$dir/$c2.npy" \
+      --compare ort >"$out" 2>&1 || fail "nested_if on $b with $c1 $c2: exit $?"
+    if [ "$n" = no ]; then
+      grep -q '^data-dependent sizes: nonzero_n0 not run' "$out" || fail "nested_if on $b with $c1 $c2: nonzero ran"
+    else
+      grep -q "^data-dependent sizes: nonzero_n0=$n " "$out" || fail "nested_if on $b with $c1 $c2: not $n kept"
+    fi
+    grep -q '^compare: PASS' "$out" || fail "nested_if on $b with $c1 $c2: no PASS against ONNX Runtime"
+  done
+done
+"$kiln" compile "$dir/scan_nonzero.onnx" --target cpu -o "$dir/scan.plan" >"$out" 2>&1 || fail "compile scan: exit $?"
+"$kiln" compile "$dir/nested_if.onnx" --target cpu -o "$dir/nested.plan" >"$out" 2>&1 || fail "compile nested_if: exit $?"
+for b in $backends; do
+  rm -rf "$dir/o"
+  "$kiln" run "$dir/scan.plan" --backend $b --inputs "x:$dir/xs.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+    fail "scan.plan on $b: exit $?"
+  "$py" "$t/compare_outputs_ort.py" "$dir/scan_nonzero.onnx" "$dir/o" "x=$dir/xs.npy" >"$out" 2>&1 ||
+    fail "scan.plan on $b: not ONNX Runtime's outputs"
+  rm -rf "$dir/o"
+  "$kiln" run "$dir/nested.plan" --backend $b --inputs "x:$dir/xn.npy,c1:$dir/yes.npy,c2:$dir/yes.npy" --outputs "$dir/o" \
+    >"$out" 2>&1 || fail "nested.plan on $b: exit $?"
+  "$py" "$t/compare_outputs_ort.py" "$dir/nested_if.onnx" "$dir/o" "x=$dir/xn.npy" "c1=$dir/yes.npy" "c2=$dir/yes.npy" \
+    >"$out" 2>&1 || fail "nested.plan on $b: not ONNX Runtime's outputs"
+done
 if [ "$sim" = sim ]; then
+  "$kiln" compile "$dir/scan_nonzero.onnx" --target sm_90 -o "$dir/scan_gpu.plan" >"$out" 2>&1
+  [ $? -eq 1 ] || fail "scan_nonzero for sm_90 must exit 1"
+  grep -q "(nonzero) producing %nz decides the size nonzero_n0 inside a region (a loop's or scan's body" "$out" ||
+    fail "scan_nonzero for sm_90: the refusal does not name the node"
   "$kiln" compile "$dir/loop_nonzero.onnx" --target sm_90 -o "$dir/loop_gpu.plan" >"$out" 2>&1
   [ $? -eq 1 ] || fail "loop_nonzero for sm_90 must exit 1"
   grep -q '(nonzero) producing %nz decides the size nonzero_n0 inside a region' "$out" ||
