@@ -15,12 +15,16 @@
 # dark image (2 kept) and the image scaled by 0.1 (5 kept), against ONNX
 # Runtime at fp32; and at fp16 on ref for the scaled image (at fp16 the test
 # image's 100 detections come in another order: scores 5e-3 apart swap ranks).
-# Usage: ssd_gpu_plan_test.sh KILN TESTS_CLI_DIR REPO VENV_PYTHON
+# And the ssdlite plan through the runtime's GPU path on the strict fake
+# driver (kiln_fake_gpu_plan_check --run-time-inputs: one captured CUDA Graph,
+# the plan's kernels on the simulator), against the zoo's expected outputs.
+# Usage: ssd_gpu_plan_test.sh KILN TESTS_CLI_DIR REPO VENV_PYTHON FAKE_GPU_PLAN_CHECK
 set -u
 kiln=$1
 t=$2
 repo=$3
 py=$4
+plan_check=$5
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 out=$dir/out.txt
@@ -82,4 +86,6 @@ rm -rf "$dir/o"
   fail "ssdlite fp16: exit $?"
 "$py" "$t/compare_outputs_ort.py" --fp16 "$m" "$dir/o" "images=$dir/dim.npy" >"$out" 2>&1 ||
   fail "ssdlite fp16: not ONNX Runtime's outputs"
+"$plan_check" "$dir/zoo/ssdlite_mobilenet_v3" --run-time-inputs >"$out" 2>&1 || fail "ssdlite on the fake driver: exit $?"
+grep -q '"status":"pass"' "$out" || fail "ssdlite on the fake driver: not a pass"
 echo PASS
