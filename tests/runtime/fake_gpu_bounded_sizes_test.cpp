@@ -379,5 +379,59 @@ TEST(GpuBoundedSizes, ConsumersMixingAcrossTheCountAreRefused) {
   }
 }
 
+// What the rewrites cannot keep exact at the bound, or in one CUDA Graph, is
+// refused by name too: a clamped slice counting from the end (its entries are
+// no prefix of the bound ones), and an if deciding sizes whose branch holds a
+// region of its own (a loop: a host read per iteration).
+TEST(GpuBoundedSizes, ClampedSliceFromTheEndAndRegionsInAnInlinedBranchAreRefused) {
+  auto tail = parse_graph(R"(graph @tail(%x: f32[6]) -> (i64[c]) symbols(n in [0, 6], c in [0, 3]) {
+    %i = nonzero(%x) {size_symbol="n"} : i64[1,n]
+    %j = reshape(%i) {shape=[n]} : i64[n]
+    %last = slice(%j) {starts=[-3], ends=[9223372036854775807], steps=[1], size_symbol="c"} : i64[c]
+    return %last
+  })");
+  plan::BoundedSizes sizes;
+  try {
+    graph_at_bounds(*tail, "tail.onnx", sizes);
+    FAIL() << "x[-3:] of a counted dim must be refused";
+  } catch (const Unsupported& err) {
+    const std::string m = err.what();
+    EXPECT_NE(m.find("tail.onnx: node (slice) producing %last reads a value whose size is decided at run time"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("it clamps a data-dependent dim with a negative or run-time start"), std::string::npos) << m;
+  }
+  auto looped =
+      parse_graph(R"(graph @looped(%c: bool[], %x: f32[6], %t: i64[]) -> (i64[k]) symbols(n in [0, 6], k in [0, 6]) {
+    %r = if(%c, %x, %t) {size_symbol="k"} : i64[k] loc("guard") {
+      graph @then(%a: f32[6], %ta: i64[]) -> (i64[0]) {
+        %e = const i64[0] dense<[]>
+        return %e
+      }
+      graph @else(%b: f32[6], %tb: i64[]) -> (i64[n]) {
+        %w = loop(%tb, _, %b) {carried=1} : f32[6] loc("spin") {
+          graph @body(%i: i64[], %d: bool[], %u: f32[6]) -> (bool[], f32[6]) {
+            return %d, %u
+          }
+        }
+        %nz = nonzero(%w) {size_symbol="n"} : i64[1,n]
+        %col = reshape(%nz) {shape=[n]} : i64[n]
+        return %col
+      }
+    }
+    return %r
+  })");
+  try {
+    graph_at_bounds(*looped, "looped.onnx", sizes);
+    FAIL() << "a loop inside an inlined branch must be refused";
+  } catch (const Unsupported& err) {
+    const std::string m = err.what();
+    EXPECT_NE(m.find("looped.onnx: node \"spin\" (loop) in a branch of node \"guard\" (if): an if deciding sizes in a "
+                     "GPU plan inlines its branches, which may hold no regions of their own"),
+              std::string::npos)
+        << m;
+  }
+}
+
 }  // namespace
 }  // namespace kiln::fakegpu
