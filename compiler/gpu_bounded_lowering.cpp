@@ -226,6 +226,13 @@ class Lowering {
     const std::string& o = n->op();
     if (o == "concat") return pack_concat(n);
     if (o == "gather") return wrap_gather(n);
+    if (o == "topk") {  // a k the model fixes, over a data-dependent axis
+      const int axis = norm_axis(n->attrs().get_int("axis", -1), n->input(0)->shape().size());
+      if (int64_t d = size_dim(n->input(0), axis))
+        n->set_input(0, mask(n->input(0), axis, count_of(d, n),
+                             n->attrs().get_int("largest", 1) ? Fill::Lowest : Fill::Highest, n));
+      return;
+    }
     if (o == "reduce_sum" || o == "reduce_max" || o == "reduce_min" || o == "reduce_prod") return mask_reduction(n);
   }
 

@@ -110,6 +110,19 @@ constexpr const char* kPostIf =
     return %ob, %os, %ol
   })";
 
+// A TopK with a k the model fixes over the selected entries: at the bound the
+// padding (neg(x[0]) = 5, above every selected value) must lose.
+constexpr const char* kFixedKTopk =
+    R"(graph @best(%x: f32[8], %t: f32[]) -> (f32[2], i64[2]) symbols(n in [0, 8]) {
+    %p = greater(%x, %t) : bool[8]
+    %nz = nonzero(%p) {size_symbol="n"} : i64[1,n]
+    %i = reshape(%nz) {shape=[n]} : i64[n]
+    %neg = neg(%x) : f32[8]
+    %v = gather(%neg, %i) {axis=0} : f32[n]
+    %top, %ti = topk(%v) {axis=0, k=2, largest=1, sorted=1} : f32[2], i64[2]
+    return %top, %ti
+  })";
+
 plan::Plan bounded_plan(const char* text) {
   auto g = parse_graph(text);
   plan::BoundedSizes sizes;
@@ -186,6 +199,7 @@ const std::map<std::string, plan::Plan>& bounded_plans() {
     r["nonzero"] = bounded_plan(kNonzeroGather);
     r["nms"] = bounded_plan(kNmsGather);
     r["post"] = bounded_plan(kPostIf);
+    r["topk"] = bounded_plan(kFixedKTopk);
     return r;
   }();
   return ps;
@@ -340,6 +354,21 @@ TEST_F(FakeGpuBoundedSizes, IfGuardedNmsAndClampedSliceRunFromOneCapturedGraph) 
   std::map<std::string, Tensor> feed = post_feed(0.5f, -8.5f);
   expect_equal(plan::trim_outputs(p.bounded_sizes, run_plan_on_sim(p, *g, feed)), reference(kPostIf, feed),
                "plan-on-sim");
+}
+
+TEST_F(FakeGpuBoundedSizes, FixedKTopkOverTheCountNeverPicksPadding) {
+  std::vector<uint8_t> bytes = bounded_plan_bytes("topk");
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "topk.plan", rt::Backend::Gpu);
+  rt::Context ctx(e);
+  for (float t : {0.0f, 0.7f, 3.5f}) {
+    std::map<std::string, Tensor> feed;
+    Tensor x(TensorType(DType::F32, {8}));
+    const float v[8] = {-5, 1, 2, 3, -1, 4, 0.5f, 6};
+    std::copy_n(v, 8, x.data<float>());
+    feed.emplace("x", std::move(x));
+    feed.emplace("t", scalar(t));
+    expect_equal(run_trimmed(ctx, feed), reference(kFixedKTopk, feed), fmt::format("threshold {}", t));
+  }
 }
 
 TEST_F(FakeGpuBoundedSizes, WhatTrimmingOnTheHostCannotServeIsRefused) {
