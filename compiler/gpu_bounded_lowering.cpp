@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <set>
 
 #include "ir/data_dependent.h"
 #include "ir/error.h"
