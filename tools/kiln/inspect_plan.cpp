@@ -216,10 +216,12 @@ int run_inspect_plan(const InspectOptions& o) {
     }
   }
   int launches = 0, copies = 0, controls = 0;
-  // The launch list and every control-flow region's (plan::all_steps).
+  // The launch list and every control-flow region's (plan::all_steps); a KV
+  // cache's in-place append runs in its concat's place, not besides it.
   const std::vector<plan::StepAt> steps = plan::all_steps(p);
-  for (const plan::StepAt& at : steps) {
-    const plan::Step& s = *at.step;
+  const size_t counted = steps.size() - p.in_place_appends.size();  // the appends come last
+  for (size_t i = 0; i < counted; ++i) {
+    const plan::Step& s = *steps[i].step;
     if (s.kind == plan::StepKind::Copy) {
       ++copies;
     } else if (s.kind == plan::StepKind::Control) {
@@ -246,7 +248,7 @@ int run_inspect_plan(const InspectOptions& o) {
           "control flow: {} if/loop/scan node(s) run host-driven: each run reads each condition or trip count on "
           "the host and runs the chosen region's steps, the launches between control-flow steps replayed as "
           "CUDA Graphs ({} steps in regions, counted above)\n",
-          controls, steps.size() - p.steps.size());
+          controls, counted - p.steps.size());
   } else {
     out << "archs: none\n";
     out << fmt::format("GPU kernels: none: {}\n", m.no_gpu_reason);
