@@ -52,9 +52,17 @@ bool use_param_table_if_needed(NodeKernel& k, long long max_param_bytes) {
   const KernelSignature sig = kernel_signature(k.source, k.name);
   if (sig.open == std::string::npos) return false;  // LaunchBounder::apply says so
   const long long n = static_cast<long long>(sig.params.size());
-  if (n * 8 <= max_param_bytes) return false;
+  // Pointers take 8 bytes each; a shape-generic kernel's by-value kiln_syms its struct's size.
+  long long bytes = 0;
+  for (const std::string& p : sig.params) bytes += p.rfind("kiln_syms", 0) == 0 ? kKilnSymsBytes : 8;
+  if (bytes <= max_param_bytes) return false;
   std::vector<BufferParam> params;
   for (const std::string& p : sig.params) {
+    if (p.rfind("kiln_syms", 0) == 0)
+      fail(
+          "kernel {}: {} bytes of parameters need a pointer table, which a shape-generic kernel (taking `{}`) "
+          "cannot use (why_not_shape_generic refuses such a node before its kernel is built)",
+          k.name, bytes, p);
     // KILN_PTR(T) name
     const size_t close = p.rfind(')');
     if (p.rfind("KILN_PTR(", 0) != 0 || close == std::string::npos)

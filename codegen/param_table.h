@@ -27,6 +27,9 @@
 namespace kiln::codegen {
 
 inline constexpr long long kMaxParamBytes = 32764;  // every supported arch (launch_fit.h)
+// A shape-generic kernel's by-value `kiln_syms` (codegen/core/size_expr.h):
+// its parameter bytes, which no pointer table can hold.
+inline constexpr long long kKilnSymsBytes = 8LL * kMaxKernelSymbols;
 
 // Rewrites `k` to take a pointer table when its parameters need more than
 // `max_param_bytes` (8 per buffer pointer); returns whether it did. Throws
