@@ -123,10 +123,12 @@ bool generic_batch_norm(const Node& n) {
 
 bool generic_normalization(const Node& n) { return generic_layer_norm(n) || generic_batch_norm(n); }
 
-// A bare matmul in f32 (SIMT: no tf32), f16 or bf16 (tensor cores) with any
-// symbolic batch dims, M, N and K (an encoder's projections over [batch,
-// seq, d] and its attention scores), or a gemm of a 2-D A [M, K] whose M
-// alone is symbolic, B static (a dynamic-batch MLP's layers).
+// A bare matmul or gemm in f32 (SIMT, or tensor cores with tf32 allowed),
+// f16 or bf16 (tensor cores) with any symbolic batch dims, M, N and K: an
+// encoder's projections over [batch, seq, d] and its attention scores, a
+// dynamic-batch MLP's layers, a gemm with trans_b over a symbolic N (scores
+// written as Gemm) or a symbolic K (probabilities times values), a bias C
+// broadcast along a symbolic dim.
 bool generic_gemm_anchor(const Node& n);
 
 // A gemm_epilogue fused node: a generic anchor, then pointwise ops and
@@ -149,13 +151,9 @@ bool generic_gemm(const Node& n) {
 bool generic_gemm_anchor(const Node& n) {
   if (n.body() || (n.op() != "matmul" && n.op() != "gemm") || n.num_inputs() < 2) return false;
   const Value *a = n.input(0), *b = n.input(1);
-  if (!a || !b || n.attrs().get_int("tf32", 0) != 0) return false;
+  if (!a || !b) return false;
   if (a->dtype() != DType::F32 && a->dtype() != DType::F16 && a->dtype() != DType::BF16) return false;
-  if (n.op() == "matmul") return true;
-  if (a->shape().size() != 2 || b->shape().size() != 2 || has_symbolic_dims(b->shape())) return false;
-  if (is_symbolic_dim(a->shape()[1]) || n.attrs().get_int("trans_a", 0) != 0) return false;
-  return n.num_inputs() < 3 || !n.input(2) || n.input(2)->shape().empty() ||
-         !is_symbolic_dim(n.input(2)->shape().back());
+  return n.op() == "matmul" || (a->shape().size() == 2 && b->shape().size() == 2);
 }
 
 // conv / conv_transpose in a float dtype whose batch alone is symbolic
