@@ -259,6 +259,10 @@ std::vector<NodeKernel> emit_attention_node(const Node& n) {
     NodeKernel nk = node_kernel(fk.kernel, std::move(fk.constants));
     nk.workspace_f32 = fk.kernel.workspace_f32;
     nk.tile_counters = fk.kernel.tile_counters;
+    if (!fk.kernel.generic_symbols.empty()) {  // its epilogue over symbolic sizes too
+      nk.symbols = fk.kernel.generic_symbols;
+      for (int a = 0; a < 3; ++a) nk.grid_expr[a] = fk.kernel.grid_axes[a];
+    }
     return {nk};
   }
   std::vector<TensorType> operands;
@@ -445,7 +449,7 @@ const KernelEmitter kEmitters[] = {
     {"pool/select/loss", handles_op_kernels, emit_op_kernels_node, generic::generic_pool},
     {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node,
      generic::generic_fused_pool},
-    {"attention", handles_attention, emit_attention_node, attention_shape_generic},
+    {"attention", handles_attention, emit_attention_node, generic::generic_attention},
     {"recurrent", handles_rnn, emit_rnn_node},
     {"linear attention", handles_linear_attention, emit_linear_attention_node},
     {"misc (dft, stft, det, dynamic_quantize_linear)", handles_misc, emit_misc_node},
