@@ -3,8 +3,9 @@
 # and softmax model with a dynamic batch compiled ONCE for --target sm_90 with a profile
 # holds shape-generic kernels (section `generic launches`) and runs from that
 # plan at three batches on the simulator (the plan's own kernels) and on the
-# CPU path, matching ONNX Runtime; so do a dynamic-batch MLP, the issue's
-# CNN at fp32 and at fp16 (tensor cores). A model with a family
+# CPU path, matching ONNX Runtime; so do a dynamic-batch MLP (also with tf32
+# allowed), the BERT-style encoder (its attention written out, and fused with
+# its head merge), the issue's CNN at fp32 and at fp16 (tensor cores). A model with a family
 # that is not shape-generic yet (scatter_elements) is refused for a GPU target,
 # naming the node and its op, with no plan written.
 # Usage: gpu_profiles_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim
@@ -58,6 +59,26 @@ for be in $backends; do
       fail "mlp.plan on $be at batch $b: not ONNX Runtime's outputs"
   done
 done
+
+# The same MLP with tf32 allowed: its Gemms and MatMul on tensor cores
+# (mma.sync tf32) with a symbolic M, every launch shape-generic, within the
+# fp16 tolerance of ONNX Runtime's fp32 outputs (tf32 keeps fp16's 10
+# mantissa bits) at three batches on sim.
+"$kiln" compile "$dir/mlp.onnx" --target sm_90 --precision tf32 --min-shapes x:1x64 --max-shapes x:256x64 \
+  -o "$dir/mlp_tf32.plan" >"$out" 2>&1 || fail "compile mlp (tf32) for sm_90 with a profile: exit $?"
+"$kiln" inspect "$dir/mlp_tf32.plan" >"$out" 2>&1 || fail "inspect mlp (tf32): exit $?"
+grep -q '^shape-generic launches: 4 ' "$out" || fail "the tf32 MLP's four launches are not all shape-generic"
+[ "$(grep -c ' kiln_gemm_mma_.* sm_90 ' "$out")" -eq 2 ] || fail "the tf32 MLP's two Gemms are not on tensor cores"
+grep -q ' kiln_matmul_mma_.* sm_90 ' "$out" || fail "the tf32 MLP's MatMul is not on tensor cores"
+if [ "$sim" = sim ]; then
+  for b in 1 9 200; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/mlp_tf32.plan" --backend sim --inputs "x:$dir/m_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "mlp_tf32.plan on sim at batch $b: exit $?"
+    "$py" "$t/compare_outputs_ort.py" --fp16 "$dir/mlp.onnx" "$dir/o" "x=$dir/m_$b.npy" >"$out" 2>&1 ||
+      fail "mlp_tf32.plan on sim at batch $b: not ONNX Runtime's outputs"
+  done
+fi
 
 # The BERT-style encoder of cli_plan_profiles (embedding gather, layer norms,
 # Q/K/V projection and head split/merge transposes, masked softmax attention,
