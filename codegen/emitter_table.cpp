@@ -5,7 +5,6 @@
 #include "codegen/core/deciding_only.h"
 #include "codegen/emitters/attention/attention_dims.h"
 #include "codegen/emitter_generic.h"
-#include "codegen/launch_fit.h"
 #include "codegen/param_table.h"
 #include "codegen/emitters/attention/emit_attention.h"
 #include "codegen/emitters/data_movement/emit_index_select.h"
@@ -508,49 +507,6 @@ const KernelEmitter* emitter_for(const Node& n) {
   return nullptr;
 }
 
-namespace {
-
-// An upper bound of the buffers one kernel of `n` takes: its results, its
-// operands, the body constants a fused node passes as buffers, and the
-// scratch and tile counters an emitter may bind after them.
-long long buffer_bound(const Node& n) {
-  long long bound = n.num_outputs() + n.num_inputs() + 2;
-  if (n.body())
-    for (const auto& bn : n.body()->nodes())
-      for (const Value* v : bn->inputs()) bound += v && v->has_data();
-  return bound;
-}
-
-// A shape-generic kernel cannot take a pointer table (codegen/param_table.h
-// rewrites signatures of buffers only; a plan's generic launches name no
-// step with a table, docs/plan_format.md section 10), so its buffers and its
-// by-value kiln_syms must fit the parameter space. Decided here, where the
-// fuser asks about a group, rather than at kernel build after the group is
-// formed. Below the bound nothing is emitted; past it the kernels are
-// emitted and their signatures counted, so the answer is codegen's own.
-std::string why_generic_params_overflow(const Node& n, const KernelEmitter& e) {
-  if (buffer_bound(n) * 8 + kKilnSymsBytes <= kMaxParamBytes) return "";
-  std::vector<NodeKernel> ks;
-  try {
-    ks = e.emit(n);
-  } catch (const Error&) {
-    return "";  // refused for another reason: why_no_kernel names it
-  }
-  for (const NodeKernel& k : ks) {
-    const int params = kernel_param_count(k.source, k.name);
-    if (params < 0 || !k.shape_generic()) continue;
-    const long long bytes = (params - 1) * 8LL + kKilnSymsBytes;
-    if (bytes > kMaxParamBytes)
-      return fmt::format(
-          "its shape-generic kernel would need a pointer table ({} buffers and the {}-byte kiln_syms: {} bytes of "
-          "parameters, more than {}), which a kernel taking symbolic sizes cannot use",
-          params - 1, kKilnSymsBytes, bytes, kMaxParamBytes);
-  }
-  return "";
-}
-
-}  // namespace
-
 std::string why_not_shape_generic(const Node& n) {
   // A constant holding symbolic shape values has no bytes a kernel could read
   // (process-local handles, zeros in a plan): only the kernels computing it
@@ -571,7 +527,7 @@ std::string why_not_shape_generic(const Node& n) {
   if (!e) return "no kernel emitter handles it";
   if (!e->shape_generic || !e->shape_generic(n))
     return fmt::format("its kernel family ({}) has no shape-generic kernel for it yet", e->name);
-  return why_generic_params_overflow(n, *e);
+  return why_generic_kernel_needs_param_table(n, *e);
 }
 
 namespace {

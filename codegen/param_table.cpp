@@ -8,6 +8,7 @@
 
 #include "codegen/launch_fit.h"
 #include "ir/error.h"
+#include "ir/graph.h"
 
 namespace kiln::codegen {
 
@@ -150,6 +151,45 @@ std::vector<bool> kernel_buffer_writes(const std::string& source, const std::str
   for (const std::string& p : sig.params)
     writes.push_back(p.rfind("KILN_PTR(", 0) != 0 || writable(std::string_view(p).substr(9)));
   return writes;
+}
+
+namespace {
+
+// An upper bound of the buffers one kernel of `n` takes: its results, its
+// operands, the body constants a fused node passes as buffers, and the
+// scratch and tile counters an emitter may bind after them.
+long long buffer_bound(const Node& n) {
+  long long bound = n.num_outputs() + n.num_inputs() + 2;
+  if (n.body())
+    for (const auto& bn : n.body()->nodes())
+      for (const Value* v : bn->inputs()) bound += v && v->has_data();
+  return bound;
+}
+
+}  // namespace
+
+// Decided where the fuser asks about a group (why_not_shape_generic), not at
+// kernel build after the group is formed; past the bound the answer is the
+// emitted kernels' own signatures.
+std::string why_generic_kernel_needs_param_table(const Node& n, const KernelEmitter& e) {
+  if (buffer_bound(n) * 8 + kKilnSymsBytes <= kMaxParamBytes) return "";
+  std::vector<NodeKernel> ks;
+  try {
+    ks = e.emit(n);
+  } catch (const Error&) {
+    return "";  // refused for another reason: why_no_kernel names it
+  }
+  for (const NodeKernel& k : ks) {
+    const int params = kernel_param_count(k.source, k.name);
+    if (params < 0 || !k.shape_generic()) continue;
+    const long long bytes = (params - 1) * 8LL + kKilnSymsBytes;
+    if (bytes > kMaxParamBytes)
+      return fmt::format(
+          "its shape-generic kernel would need a pointer table ({} buffers and the {}-byte kiln_syms: {} bytes of "
+          "parameters, more than {}), which a kernel taking symbolic sizes cannot use",
+          params - 1, kKilnSymsBytes, bytes, kMaxParamBytes);
+  }
+  return "";
 }
 
 }  // namespace kiln::codegen

@@ -36,6 +36,15 @@ inline constexpr long long kKilnSymsBytes = 8LL * kMaxKernelSymbols;
 // kiln::Error when the kernel cannot be rewritten.
 bool use_param_table_if_needed(NodeKernel& k, long long max_param_bytes = kMaxParamBytes);
 
+// For a node of a plan with shape profiles whose emitter `e` is shape-generic:
+// "" when its kernels' buffers and by-value kiln_syms fit the parameter space,
+// else why not (a shape-generic kernel cannot take a pointer table; the
+// plan's generic launches name no step with one). Below an upper bound of the
+// node's buffers nothing is emitted; past it the kernels are emitted and their
+// signatures counted. codegen::why_not_shape_generic asks it, so the fuser
+// never forms a group whose kernel would need a table.
+std::string why_generic_kernel_needs_param_table(const Node& n, const KernelEmitter& e);
+
 // Per buffer of kernel `name` in `source` -- its parameters in order, or,
 // for a kernel that takes a pointer table, the table's entries in order --
 // whether the kernel may write it (`KILN_PTR(T)`) rather than only read it
