@@ -322,6 +322,15 @@ FusedAttentionKernel build_fused(const Node& n) {
   // be the epilogue's, so an epilogue reading a symbol the attention does not
   // (an operand of another extent) is refused.
   const bool generic = !e.symbols().empty();
+  // Keys or values read through a KV cache's capacity (k_capacity /
+  // v_capacity, attention_dims.h) take more kiln_syms slots than the
+  // epilogue's symbols: the attention stays a node of its own (the fuser
+  // asks this), so a cache bound in place needs no copy.
+  if (!a.attrs().get_string("k_capacity", "").empty() || !a.attrs().get_string("v_capacity", "").empty())
+    unsupported(
+        "codegen: fused attention {}: it reads a KV cache through its capacity (k_capacity / v_capacity), whose "
+        "symbols its epilogue does not take",
+        n.describe());
   if (generic) {
     std::vector<Shape> anchor_shapes;
     for (int i = 0; i < 4 && i < a.num_inputs(); ++i)
