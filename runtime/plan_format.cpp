@@ -34,7 +34,7 @@ enum SectionId : uint32_t {
   kProfiles = 9,          // only in a plan with symbolic dims (runtime/plan_profiles.h)
   kGenericLaunches = 10,  // only in a GPU plan with symbolic dims (runtime/plan_generic_launches.h)
   kBoundedSizes = 11,     // only in a GPU plan with data-dependent sizes (runtime/plan_bounded_sizes.h)
-  kInPlaceAppends = 12,   // only in a GPU plan with profiles and KV cache pairs (runtime/plan_in_place.h)
+  kInPlaceAppends = 13,   // only in a GPU plan with profiles and KV cache pairs (runtime/plan_in_place.h)
 };
 constexpr uint32_t kSectionIds[] = {kMeta, kGraph, kWeights, kKernels, kLaunches, kMemory};  // required
 constexpr size_t kFixedHeader = 40;  // magic 8, version 4, header size 4, file size 8, count 4, pad 4, xxh64 8
