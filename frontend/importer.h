@@ -106,6 +106,13 @@ class NodeContext final : public ImportContext {
     return i >= 0 && i < static_cast<int>(seq_inputs_.size()) ? seq_inputs_[i] : nullptr;
   }
   void set_sequence_output(int i, std::vector<Value*> elements) override;
+  ImportedValue operand(int i) const override {
+    if (const std::vector<Value*>* s = sequence_input(i)) return ImportedValue::sequence(*s);
+    return ImportedValue::of(has_input(i) ? inputs_[i] : nullptr);
+  }
+  void set_output_values(const std::vector<ImportedValue>& outs) override;
+  std::vector<ImportedValue> inline_subgraph_values(const std::string& attr,
+                                                    const std::vector<ImportedValue>& inputs) override;
   void import_as(const std::string& kiln_op, const AttrMap& attrs) override {
     // Trailing unused outputs are dropped; kiln ops produce what is asked.
     int n = num_outputs();
@@ -178,6 +185,10 @@ class Importer {
                                         const std::string& ctx, bool size_symbols = false);
   std::vector<Value*> inline_subgraph(const onnx::GraphProto& g, const std::string& ctx,
                                       const std::vector<Value*>& inputs);
+  std::vector<ImportedValue> inline_subgraph_values(const onnx::GraphProto& g, const std::string& ctx,
+                                                    const std::vector<ImportedValue>& inputs);
+  // Binds an ONNX name to a tensor, sequence or empty optional.
+  void bind_value(const std::string& name, const ImportedValue& v, const std::string& ctx);
   // Every value the oracle cached, in order: what a region import cached is
   // dropped when it ends (known_ is keyed by address, and a region that is
   // discarded, or the node around it, frees its values).
@@ -214,6 +225,11 @@ class Importer {
   void import_subgraph_initializers(const onnx::GraphProto& g, const std::string& ctx);
   Value* lookup_output(const std::string& name, const std::string& ctx);
   TensorType input_type(const onnx::ValueInfoProto& vi);
+  // A sequence- or optional-typed graph input (ImportOptions::composite_inputs).
+  void import_composite_input(const onnx::ValueInfoProto& vi);
+  // A graph output holding a sequence: its elements, each through an
+  // identity named sequence_element_name(output, k).
+  void add_sequence_output(const std::string& name, const std::vector<Value*>& elements, std::vector<Value*>& outs);
 
   onnx::ModelProto& model_;
   std::string base_dir_, file_;
@@ -227,6 +243,7 @@ class Importer {
   bool region_size_symbols_ = false;
   std::unordered_map<std::string, Value*> env_;
   std::unordered_map<std::string, std::vector<Value*>> seq_env_;  // unrolled sequences
+  std::set<std::string> empty_;                                   // names bound to empty optionals
   std::set<std::string> names_;
   // Every node output name of the model: fresh names avoid them, so a node's
   // result can take its ONNX name later without two values sharing a name.

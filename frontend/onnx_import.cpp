@@ -146,10 +146,102 @@ void Importer::import_inputs() {
       continue;
     }
     if (vi.name().empty()) fail("{}: graph input without a name", file_);
+    if (vi.type().has_sequence_type() || vi.type().has_optional_type()) {
+      import_composite_input(vi);
+      continue;
+    }
     names_.insert(vi.name());
     env_[vi.name()] = graph_->add_input(vi.name(), input_type(vi));
   }
   graph_->set_symbols(symbols_.decls());
+}
+
+namespace {
+
+// The declared tensor type inside a sequence or optional type: its elem_type
+// (0 when not declared) and its shape (nullptr when not declared).
+const onnx::TypeProto::Tensor* declared_element(const onnx::TypeProto& t) {
+  if (t.has_tensor_type()) return &t.tensor_type();
+  if (t.has_sequence_type() && t.sequence_type().has_elem_type())
+    return declared_element(t.sequence_type().elem_type());
+  if (t.has_optional_type() && t.optional_type().has_elem_type())
+    return declared_element(t.optional_type().elem_type());
+  return nullptr;
+}
+
+// Whether a declared type holds a sequence (directly or inside an optional).
+bool declares_sequence(const onnx::TypeProto& t) {
+  if (t.has_sequence_type()) return true;
+  return t.has_optional_type() && t.optional_type().has_elem_type() &&
+         t.optional_type().elem_type().has_sequence_type();
+}
+
+}  // namespace
+
+void Importer::import_composite_input(const onnx::ValueInfoProto& vi) {
+  std::string ctx = fmt::format("{}: input \"{}\"", file_, short_name(vi.name()));
+  const bool optional = vi.type().has_optional_type();
+  const bool sequence = declares_sequence(vi.type());
+  const char* what = optional ? (sequence ? "an optional sequence" : "an optional tensor") : "a sequence";
+  auto it = opts_.composite_inputs.find(vi.name());
+  if (it == opts_.composite_inputs.end())
+    unsupported(
+        "{}: is {}; kiln unrolls sequences and resolves optionals at import, so its value's structure (whether it "
+        "is present, its length and element shapes) must be given at compile time, and no value was given",
+        ctx, what);
+  const CompositeInput& given = it->second;
+  if (!given.present) {
+    if (!optional) fail("{}: is a sequence, but an empty optional was given for it", ctx);
+    empty_.insert(vi.name());
+    names_.insert(vi.name());
+    return;
+  }
+  if (given.sequence != sequence)
+    fail("{}: is {} but {} was given for it", ctx, what, given.sequence ? "a sequence" : "a tensor");
+  if (!given.sequence && given.elements.size() != 1)
+    fail("{}: an optional tensor needs one tensor, {} given (kiln bug)", ctx, given.elements.size());
+  const onnx::TypeProto::Tensor* decl = declared_element(vi.type());
+  std::vector<Value*> elements;
+  for (size_t k = 0; k < given.elements.size(); ++k) {
+    const TensorType& t = given.elements[k];
+    std::string name = given.sequence ? sequence_element_name(vi.name(), k) : vi.name();
+    std::string ectx = fmt::format("{}: input \"{}\"", file_, short_name(name));
+    if (decl && decl->elem_type() != 0 && dtype_from_onnx(decl->elem_type(), ectx) != t.dtype)
+      fail("{}: the model declares {} elements but {} was given", ectx,
+           dtype_name(dtype_from_onnx(decl->elem_type(), ectx)), t.str());
+    if (decl && decl->has_shape()) {
+      if (decl->shape().dim_size() != t.rank())
+        fail("{}: the model declares rank {} but {} was given", ectx, decl->shape().dim_size(), t.str());
+      for (int d = 0; d < t.rank(); ++d)
+        if (decl->shape().dim(d).has_dim_value() && decl->shape().dim(d).dim_value() != t.shape[d])
+          fail("{}: the model fixes dim {} at {} but {} was given", ectx, d, decl->shape().dim(d).dim_value(), t.str());
+    }
+    if (names_.count(name) || env_.count(name) || onnx_outputs_.count(name))
+      fail("{}: the name is taken by another value of the model", ectx);
+    check_tensor_bytes(t, ectx);
+    names_.insert(name);
+    elements.push_back(graph_->add_input(name, t));
+  }
+  if (given.sequence) seq_env_[vi.name()] = std::move(elements);
+  else env_[vi.name()] = elements[0];
+}
+
+void Importer::add_sequence_output(const std::string& name, const std::vector<Value*>& elements,
+                                   std::vector<Value*>& outs) {
+  for (size_t k = 0; k < elements.size(); ++k) {
+    // Each element through its own identity: an element may be a graph
+    // input, a constant or another output's value, and the output needs a
+    // name of its own.
+    Value* e = elements[k];
+    Node* n = graph_->add_node("identity", {e}, {e->type()}, {}, name);
+    std::string out_name = sequence_element_name(name, k);
+    if (names_.count(out_name) || env_.count(out_name) || onnx_outputs_.count(out_name))
+      fail("{}: output \"{}\": the name of element {} (\"{}\") is taken by another value of the model", file_,
+           short_name(name), k, short_name(out_name));
+    names_.insert(out_name);
+    n->output(0)->set_name(out_name);
+    outs.push_back(n->output(0));
+  }
 }
 
 // An initializer that shadows a graph input is the input's default value, so
@@ -224,6 +316,10 @@ AttrMap Importer::convert_attrs(const onnx::NodeProto& node, const std::string& 
       case AP::SPARSE_TENSORS:
         unsupported("{}: sparse tensor attribute '{}' is not supported", ctx, a.name());
       case AP::TYPE_PROTO:
+        // An empty Optional's element type: kiln resolves optionals at
+        // import and needs no type for a value that is not there.
+        if (node.op_type() == "Optional" && a.name() == "type") break;
+        [[fallthrough]];
       case AP::TYPE_PROTOS:
         unsupported("{}: type attribute '{}' is not supported", ctx, a.name());
       default:
@@ -252,6 +348,10 @@ void Importer::import_node(const onnx::NodeProto& node) {
       inputs.push_back(nullptr);
       continue;
     }
+    if (empty_.count(in)) {  // an empty optional reads as an absent operand
+      inputs.push_back(nullptr);
+      continue;
+    }
     if (auto s = seq_env_.find(in); s != seq_env_.end()) {
       seq_inputs.back() = &s->second;
       inputs.push_back(nullptr);
@@ -268,8 +368,11 @@ void Importer::import_node(const onnx::NodeProto& node) {
   std::map<std::string, const onnx::GraphProto*> subgraphs;
   AttrMap attrs = convert_attrs(node, ctx, subgraphs);
   NodeContext nc(*this, node, std::move(attrs), std::move(inputs), std::move(seq_inputs), std::move(subgraphs));
-  bool sequence_op = node.op_type().rfind("Sequence", 0) == 0 || node.op_type() == "SplitToSequence" ||
-                     node.op_type() == "ConcatFromSequence";
+  // The ops whose adapters read sequence operands (ImportContext::operand).
+  static const std::set<std::string> kTakeSequences = {
+      "SplitToSequence",    "ConcatFromSequence", "Identity", "Optional",
+      "OptionalGetElement", "OptionalHasElement", "Loop"};
+  bool sequence_op = node.op_type().rfind("Sequence", 0) == 0 || kTakeSequences.count(node.op_type());
   if (takes_sequence && !sequence_op)
     unsupported("{}: an operand is a sequence; only sequence ops take sequences", ctx);
   // Every ONNX op goes through its adapter: kiln's own op names are never
@@ -389,8 +492,15 @@ ImportResult Importer::run() {
   std::vector<Value*> outs;
   for (const auto& vi : model_.graph().output()) {
     if (unknown_.count(vi.name())) continue;  // collecting mode: its producer is already reported
-    if (seq_env_.count(vi.name()))
-      unsupported("{}: graph output \"{}\" is a sequence; kiln's outputs are tensors", file_, short_name(vi.name()));
+    if (auto s = seq_env_.find(vi.name()); s != seq_env_.end()) {
+      add_sequence_output(vi.name(), s->second, outs);
+      continue;
+    }
+    if (empty_.count(vi.name())) {
+      if (!vi.type().has_optional_type() && vi.type().has_sequence_type())
+        fail("{}: graph output \"{}\" is declared a sequence but is an empty optional", file_, short_name(vi.name()));
+      continue;  // an empty optional output: no tensor
+    }
     auto it = env_.find(vi.name());
     if (it == env_.end()) fail("{}: graph output \"{}\" is never produced", file_, short_name(vi.name()));
     Value* v = it->second;
@@ -473,6 +583,8 @@ ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base
   onnx::ModelProto model = parse_model(bytes, display_name);
   return import_parsed(model, base_dir, display_name, opts);
 }
+
+std::string sequence_element_name(const std::string& sequence, size_t k) { return fmt::format("{}[{}]", sequence, k); }
 
 ImportResult import_onnx_file(const std::string& path, const ImportOptions& opts) {
   std::ifstream in(path, std::ios::binary);

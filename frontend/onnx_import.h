@@ -40,6 +40,22 @@ struct ShapeOptionNames {
   std::string fix_for(const std::string& input) const;
 };
 
+// A sequence- or optional-typed graph input, fixed at compile time. kiln
+// has no sequence or optional type: sequences are unrolled at import
+// (frontend/adapters_sequence.cpp), so a sequence's length and element types
+// are part of the compiled graph, as a static shape is, and so is whether an
+// optional holds a value. Each element becomes a tensor input named
+// sequence_element_name(input, k); an optional tensor keeps the input's name;
+// an empty optional has no graph input.
+struct CompositeInput {
+  bool present = true;               // false: an empty optional
+  bool sequence = false;             // holds a sequence (else one tensor)
+  std::vector<TensorType> elements;  // the sequence's elements, or the one tensor
+};
+
+// "seq[2]": the graph input or output holding element 2 of sequence "seq".
+std::string sequence_element_name(const std::string& sequence, size_t k);
+
 struct ImportOptions {
   // The shape options' names in messages (kiln compile's flags by default).
   ShapeOptionNames names;
@@ -49,6 +65,10 @@ struct ImportOptions {
   // into a constant only if some op needs its value to know shapes; the
   // others stay runtime inputs (their shapes are taken from these tensors).
   std::map<std::string, Tensor> known_inputs;
+  // Sequence- and optional-typed inputs by name (see CompositeInput). A
+  // sequence or optional graph output becomes its elements' tensors, named
+  // sequence_element_name(output, k) (an empty optional: none).
+  std::map<std::string, CompositeInput> composite_inputs;
   // nonzero, non_max_suppression and topk (k) whose deciding operand the
   // model alone does not fix get a result size decided at run time: a size
   // symbol in [0, upper bound] (ir/data_dependent.h). false: the operand must
