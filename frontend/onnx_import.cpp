@@ -187,7 +187,8 @@ void Importer::import_composite_input(const onnx::ValueInfoProto& vi) {
   if (it == opts_.composite_inputs.end())
     unsupported(
         "{}: is {}; kiln unrolls sequences and resolves optionals at import, so its value's structure (whether it "
-        "is present, its length and element shapes) must be given at compile time, and no value was given",
+        "is present, its length and element shapes) must be given at compile time (ImportOptions::composite_inputs; "
+        "kiln conformance gives it from the test data, kiln compile has no flag for it yet)",
         ctx, what);
   const CompositeInput& given = it->second;
   if (!given.present) {
