@@ -216,6 +216,9 @@ const AdapterTable& adapter_table();
 // The adapter of an op ONNX defines from opset `first` on: a model importing
 // an older opset names no such op, which is an error saying so.
 Adapter since_opset(int64_t first, Adapter a);
+// The adapter table's key of an op of a non-default domain kiln imports
+// (ai.onnx.preview, ai.onnx.preview.training): "domain:Op".
+std::string domain_adapter_key(const std::string& domain, const std::string& op_type);
 
 // "BatchNormalization" -> "batch_normalization", "MatMul" -> "matmul",
 // "ReduceSum" -> "reduce_sum" (with a few exceptions kept in one list): the
@@ -240,6 +243,8 @@ void register_optional(AdapterTable& t);  // adapters_optional.cpp: OptionalHasE
 void register_preview(AdapterTable& t);   // adapters_preview.cpp: domain ai.onnx.preview (FlexAttention)
 // The adapter table's key of op `op_type` of domain ai.onnx.preview.
 std::string preview_adapter_key(const std::string& op_type);
+// adapters_training.cpp: domain ai.onnx.preview.training (Adagrad, Momentum, Adam).
+void register_training(AdapterTable& t);
 void register_control_flow(AdapterTable& t);
 void register_low_bit(AdapterTable& t);  // adapters_low_bit.cpp
 }  // namespace adapters

@@ -38,12 +38,15 @@ inline std::string node_label(const onnx::NodeProto& n) {
   return fmt::format("node \"{}\" ({})", short_name(name), short_name(n.op_type()));
 }
 
-// The one non-default domain kiln imports ops of (FlexAttention), version 1.
+// The non-default domains kiln imports ops of, each at version 1:
+// FlexAttention, and the optimizers of the training domain.
 inline constexpr const char* kPreviewDomain = "ai.onnx.preview";
+inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
+inline bool imported_domain(const std::string& d) { return d == kPreviewDomain || d == kTrainingDomain; }
 
-// A node's key in the adapter table: its op type, prefixed for the preview domain.
+// A node's key in the adapter table: its op type, prefixed for those domains.
 inline std::string adapter_key(const onnx::NodeProto& n) {
-  return n.domain() == kPreviewDomain ? adapters::preview_adapter_key(n.op_type()) : n.op_type();
+  return imported_domain(n.domain()) ? domain_adapter_key(n.domain(), n.op_type()) : n.op_type();
 }
 
 class Importer;

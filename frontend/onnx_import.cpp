@@ -332,15 +332,17 @@ AttrMap Importer::convert_attrs(const onnx::NodeProto& node, const std::string& 
 
 void Importer::import_node(const onnx::NodeProto& node) {
   std::string ctx = fmt::format("{}: {}", file_, node_label(node));
-  const bool preview = node.domain() == kPreviewDomain;
+  const bool preview = imported_domain(node.domain());  // a non-default domain kiln imports
   if (!node.domain().empty() && node.domain() != "ai.onnx" && !preview)
     unsupported("{}: domain '{}' is not supported", ctx, short_name(node.domain()));
   if (preview)
     for (const auto& op : model_.opset_import())
-      if (op.domain() == kPreviewDomain && op.version() != 1)
-        unsupported("{}: domain '{}' version {} is not supported (kiln reads version 1)", ctx, kPreviewDomain,
+      if (op.domain() == node.domain() && op.version() != 1)
+        unsupported("{}: domain '{}' version {} is not supported (kiln reads version 1)", ctx, node.domain(),
                     op.version());
-  if (opset_ <= 0) fail("{}: the model imports no opset for the default domain", ctx);
+  // A model of the training domain alone imports no default opset; its
+  // optimizer nodes do not need one.
+  if (opset_ <= 0 && !preview) fail("{}: the model imports no opset for the default domain", ctx);
   std::vector<Value*> inputs;
   std::vector<const std::vector<Value*>*> seq_inputs;
   for (const std::string& in : node.input()) {
@@ -380,7 +382,7 @@ void Importer::import_node(const onnx::NodeProto& node) {
   // looked up with an ONNX name (ONNX Attention is not kiln's attention).
   const Adapter* adapter = adapter_table().find(adapter_key(node));
   if (!adapter && preview)
-    unsupported("{}: op {} of domain '{}' is not supported", ctx, short_name(node.op_type()), kPreviewDomain);
+    unsupported("{}: op {} of domain '{}' is not supported", ctx, short_name(node.op_type()), node.domain());
   if (!adapter) unsupported("{}: op {} (opset {}) is not supported", ctx, short_name(node.op_type()), opset_);
   if (!preview) check_op_version(node.op_type(), opset_, ctx);
   try {
@@ -424,7 +426,7 @@ void Importer::account_bytes(const onnx::TensorProto& p, const std::string& ctx)
 // Whether kiln has any import for the node's op (its attributes and dtypes
 // aside): what can still be said about a node whose operands are unknown.
 bool Importer::op_known(const onnx::NodeProto& node) const {
-  if (!node.domain().empty() && node.domain() != "ai.onnx" && node.domain() != kPreviewDomain) return false;
+  if (!node.domain().empty() && node.domain() != "ai.onnx" && !imported_domain(node.domain())) return false;
   return adapter_table().find(adapter_key(node)) != nullptr;
 }
 
