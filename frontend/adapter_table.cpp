@@ -41,6 +41,7 @@ const AdapterTable& adapter_table() {
     adapters::register_stateful(t);
     adapters::register_preview(t);
     adapters::register_training(t);
+    adapters::register_ml(t);
     adapters::register_optional(t);
     adapters::register_control_flow(t);
     adapters::register_low_bit(t);

@@ -245,6 +245,8 @@ void register_preview(AdapterTable& t);   // adapters_preview.cpp: domain ai.onn
 std::string preview_adapter_key(const std::string& op_type);
 // adapters_training.cpp: domain ai.onnx.preview.training (Adagrad, Momentum, Adam).
 void register_training(AdapterTable& t);
+// adapters_ml.cpp: domain ai.onnx.ml (Binarizer, ArrayFeatureExtractor).
+void register_ml(AdapterTable& t);
 void register_control_flow(AdapterTable& t);
 void register_low_bit(AdapterTable& t);  // adapters_low_bit.cpp
 }  // namespace adapters

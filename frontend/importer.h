@@ -38,11 +38,17 @@ inline std::string node_label(const onnx::NodeProto& n) {
   return fmt::format("node \"{}\" ({})", short_name(name), short_name(n.op_type()));
 }
 
-// The non-default domains kiln imports ops of, each at version 1:
-// FlexAttention, and the optimizers of the training domain.
+// The non-default domains kiln imports ops of: FlexAttention and the
+// optimizers of the training domain (version 1 each), and a few ai.onnx.ml
+// ops (versions 1 to 5).
 inline constexpr const char* kPreviewDomain = "ai.onnx.preview";
 inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
-inline bool imported_domain(const std::string& d) { return d == kPreviewDomain || d == kTrainingDomain; }
+inline constexpr const char* kMlDomain = "ai.onnx.ml";
+inline bool imported_domain(const std::string& d) {
+  return d == kPreviewDomain || d == kTrainingDomain || d == kMlDomain;
+}
+// The highest version of an imported domain kiln reads (versions from 1).
+inline int64_t max_domain_version(const std::string& d) { return d == kMlDomain ? 5 : 1; }
 
 // A node's key in the adapter table: its op type, prefixed for those domains.
 inline std::string adapter_key(const onnx::NodeProto& n) {

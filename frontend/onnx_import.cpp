@@ -337,9 +337,9 @@ void Importer::import_node(const onnx::NodeProto& node) {
     unsupported("{}: domain '{}' is not supported", ctx, short_name(node.domain()));
   if (preview)
     for (const auto& op : model_.opset_import())
-      if (op.domain() == node.domain() && op.version() != 1)
-        unsupported("{}: domain '{}' version {} is not supported (kiln reads version 1)", ctx, node.domain(),
-                    op.version());
+      if (op.domain() == node.domain() && (op.version() < 1 || op.version() > max_domain_version(node.domain())))
+        unsupported("{}: domain '{}' version {} is not supported (kiln reads versions 1 to {})", ctx, node.domain(),
+                    op.version(), max_domain_version(node.domain()));
   // A model of the training domain alone imports no default opset; its
   // optimizer nodes do not need one.
   if (opset_ <= 0 && !preview) fail("{}: the model imports no opset for the default domain", ctx);
