@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -236,6 +237,10 @@ class Importer {
   TensorType input_type(const onnx::ValueInfoProto& vi);
   // A sequence- or optional-typed graph input (ImportOptions::composite_inputs).
   void import_composite_input(const onnx::ValueInfoProto& vi);
+  // Its structure from --sequence-shapes / --empty-optionals / --shapes, or
+  // nothing when none names it.
+  std::optional<CompositeInput> composite_from_shapes(const onnx::ValueInfoProto& vi, const std::string& ctx);
+  std::map<std::string, CompositeInput> opts_composites_;  // what composite_from_shapes gave
   // A graph output holding a sequence: its elements, each through an
   // identity named sequence_element_name(output, k).
   void add_sequence_output(const std::string& name, const std::vector<Value*>& elements, std::vector<Value*>& outs);

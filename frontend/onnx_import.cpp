@@ -139,6 +139,21 @@ void Importer::import_initializers() {
 }
 
 void Importer::import_inputs() {
+  // The sequence and optional flags must name inputs of those types.
+  auto declared = [&](const std::string& name) -> const onnx::ValueInfoProto* {
+    for (const auto& vi : model_.graph().input())
+      if (vi.name() == name) return &vi;
+    return nullptr;
+  };
+  auto check_composite_name = [&](const std::string& name, const char* flag) {
+    const onnx::ValueInfoProto* vi = declared(name);
+    if (!vi || env_.count(name))
+      fail("{}: {} names \"{}\", which is not an input of the model", file_, flag, short_name(name));
+    if (!vi->type().has_sequence_type() && !vi->type().has_optional_type())
+      fail("{}: {} names input \"{}\", which is a tensor, not a sequence or optional", file_, flag, short_name(name));
+  };
+  for (const auto& [name, shapes] : opts_.sequence_shapes) check_composite_name(name, "--sequence-shapes");
+  for (const std::string& name : opts_.empty_optionals) check_composite_name(name, "--empty-optionals");
   for (const auto& vi : model_.graph().input()) {
     if (auto it = env_.find(vi.name()); it != env_.end()) {
       // An initializer with a declared input (old models): a constant.
@@ -178,19 +193,58 @@ bool declares_sequence(const onnx::TypeProto& t) {
 
 }  // namespace
 
+std::optional<CompositeInput> Importer::composite_from_shapes(const onnx::ValueInfoProto& vi, const std::string& ctx) {
+  const bool optional = vi.type().has_optional_type();
+  const bool sequence = declares_sequence(vi.type());
+  const bool empty =
+      std::find(opts_.empty_optionals.begin(), opts_.empty_optionals.end(), vi.name()) != opts_.empty_optionals.end();
+  auto seq = opts_.sequence_shapes.find(vi.name());
+  auto fixed = opts_.input_shapes.find(vi.name());
+  const int given = int(empty) + int(seq != opts_.sequence_shapes.end()) + int(fixed != opts_.input_shapes.end());
+  if (given == 0) return std::nullopt;
+  if (given > 1) fail("{}: is given more than one of --sequence-shapes, --empty-optionals and --shapes", ctx);
+  CompositeInput c;
+  if (empty) {
+    if (!optional) fail("{}: --empty-optionals names it, but it is a sequence, not an optional", ctx);
+    c.present = false;
+    return c;
+  }
+  const onnx::TypeProto::Tensor* decl = declared_element(vi.type());
+  if (!decl || decl->elem_type() == 0)
+    fail("{}: the model declares no element type; kiln cannot type its elements", ctx);
+  DType dt = dtype_from_onnx(decl->elem_type(), ctx);
+  if (seq != opts_.sequence_shapes.end()) {
+    if (!sequence) fail("{}: --sequence-shapes names it, but it is an optional tensor (use --shapes)", ctx);
+    c.sequence = true;
+    for (const Shape& s : seq->second) c.elements.push_back(TensorType(dt, s));
+    return c;
+  }
+  if (sequence) fail("{}: --shapes names it, but it holds a sequence (use --sequence-shapes)", ctx);
+  c.elements.push_back(TensorType(dt, fixed->second));
+  return c;
+}
+
 void Importer::import_composite_input(const onnx::ValueInfoProto& vi) {
   std::string ctx = fmt::format("{}: input \"{}\"", file_, short_name(vi.name()));
   const bool optional = vi.type().has_optional_type();
   const bool sequence = declares_sequence(vi.type());
   const char* what = optional ? (sequence ? "an optional sequence" : "an optional tensor") : "a sequence";
-  auto it = opts_.composite_inputs.find(vi.name());
-  if (it == opts_.composite_inputs.end())
+  const CompositeInput* found = nullptr;
+  if (auto it = opts_.composite_inputs.find(vi.name()); it != opts_.composite_inputs.end()) {
+    found = &it->second;
+  } else if (std::optional<CompositeInput> from_shapes = composite_from_shapes(vi, ctx)) {
+    // From element shapes (--sequence-shapes, --empty-optionals, --shapes
+    // for a present optional tensor): the dtypes the model declares.
+    found = &(opts_composites_[vi.name()] = *from_shapes);
+  }
+  if (!found)
     unsupported(
         "{}: is {}; kiln unrolls sequences and resolves optionals at import, so its value's structure (whether it "
-        "is present, its length and element shapes) must be given at compile time (ImportOptions::composite_inputs; "
-        "kiln conformance gives it from the test data, kiln compile has no flag for it yet)",
-        ctx, what);
-  const CompositeInput& given = it->second;
+        "is present, its length and element shapes) must be given at compile time: kiln compile's "
+        "--sequence-shapes {}:2x3+4x3 (its elements' shapes; nothing after ':' for an empty sequence){}",
+        ctx, what, short_name(vi.name()),
+        optional ? fmt::format(", --empty-optionals {} or, for a tensor, --shapes", short_name(vi.name())) : "");
+  const CompositeInput& given = *found;
   if (!given.present) {
     if (!optional) fail("{}: is a sequence, but an empty optional was given for it", ctx);
     empty_.insert(vi.name());
@@ -585,6 +639,32 @@ ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base
                                const ImportOptions& opts) {
   onnx::ModelProto model = parse_model(bytes, display_name);
   return import_parsed(model, base_dir, display_name, opts);
+}
+
+std::map<std::string, std::vector<Shape>> parse_sequence_shapes_flag(const std::string& spec, std::string_view flag) {
+  std::map<std::string, std::vector<Shape>> r;
+  size_t start = 0;
+  while (start < spec.size()) {
+    size_t end = spec.find(',', start);
+    if (end == std::string::npos) end = spec.size();
+    std::string item = spec.substr(start, end - start);
+    size_t colon = item.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      fail("{} '{}': expected name:SHAPE+SHAPE+... (e.g. s:2x3+4x3), got '{}'", flag, spec, item);
+    std::string name = item.substr(0, colon), elems = item.substr(colon + 1);
+    if (r.count(name)) fail("{} '{}': \"{}\" is given twice", flag, spec, name);
+    std::vector<Shape>& shapes = r[name];
+    size_t e = 0;
+    while (e < elems.size()) {
+      size_t plus = elems.find('+', e);
+      if (plus == std::string::npos) plus = elems.size();
+      // One element's shape, read as --shapes reads one.
+      shapes.push_back(parse_shapes_flag(name + ":" + elems.substr(e, plus - e), flag).at(name));
+      e = plus + 1;
+    }
+    start = end + 1;
+  }
+  return r;
 }
 
 std::string sequence_element_name(const std::string& sequence, size_t k) { return fmt::format("{}[{}]", sequence, k); }

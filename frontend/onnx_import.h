@@ -69,6 +69,13 @@ struct ImportOptions {
   // sequence or optional graph output becomes its elements' tensors, named
   // sequence_element_name(output, k) (an empty optional: none).
   std::map<std::string, CompositeInput> composite_inputs;
+  // The same from element shapes alone (kiln compile's --sequence-shapes
+  // and --empty-optionals), the dtypes the model declares: a sequence input,
+  // or an optional holding one, with these elements (none: an empty
+  // sequence); optional inputs given no value. An optional tensor input is
+  // present when input_shapes fixes its shape.
+  std::map<std::string, std::vector<Shape>> sequence_shapes;
+  std::vector<std::string> empty_optionals;
   // nonzero, non_max_suppression and topk (k) whose deciding operand the
   // model alone does not fix get a result size decided at run time: a size
   // symbol in [0, upper bound] (ir/data_dependent.h). false: the operand must
@@ -108,6 +115,11 @@ struct ImportResult {
 ImportResult import_onnx_file(const std::string& path, const ImportOptions& opts = {});
 ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const std::string& display_name,
                                const ImportOptions& opts = {});
+
+// Parses "s:2x3+4x3,t:" (each sequence's element shapes joined by '+',
+// nothing after ':' for an empty sequence) into sequence_shapes.
+std::map<std::string, std::vector<Shape>> parse_sequence_shapes_flag(const std::string& spec,
+                                                                     std::string_view flag = "--sequence-shapes");
 
 // Parses "x:1x3x224x224,y:2x4" into input_shapes; errors name `flag`.
 std::map<std::string, Shape> parse_shapes_flag(const std::string& spec, std::string_view flag = "--shapes");

@@ -151,6 +151,41 @@ TEST(FrontendSequenceBoundary, SequenceInputNeedsItsStructure) {
   EXPECT_EQ(out[0].get_int(0), 3);
 }
 
+// kiln compile's form: element shapes (--sequence-shapes, the model's
+// dtype) and --empty-optionals; flags naming a tensor input are refused.
+TEST(FrontendSequenceBoundary, StructureFromShapeFlags) {
+  EXPECT_EQ(parse_sequence_shapes_flag("s:2+3x4,t:"),
+            (std::map<std::string, std::vector<Shape>>{{"s", {{2}, {3, 4}}}, {"t", {}}}));
+  EXPECT_THROW(parse_sequence_shapes_flag("s"), Error);
+  onnx::ModelProto m = model();
+  auto* g = m.mutable_graph();
+  add_sequence_input(g, "s");
+  add_optional_tensor_input(g, "o");
+  add_tensor_input(g, "x", {2});
+  node(g, "SequenceLength", {"s"}, {"n"});
+  node(g, "OptionalHasElement", {"o"}, {"has"});
+  g->add_output()->set_name("n");
+  g->add_output()->set_name("has");
+  ImportOptions o;
+  o.sequence_shapes = parse_sequence_shapes_flag("s:2+3x4");
+  o.empty_optionals = {"o"};
+  ImportResult r = import_model(m, o);
+  EXPECT_EQ(input_names(*r.graph), (std::vector<std::string>{"s[0]", "s[1]", "x"}));
+  EXPECT_EQ(r.graph->inputs()[1]->type().str(), "f32[3,4]");
+  o.empty_optionals = {};
+  o.input_shapes["o"] = {5};  // an optional tensor holding a value of this shape
+  r = import_model(m, o);
+  EXPECT_EQ(input_names(*r.graph), (std::vector<std::string>{"s[0]", "s[1]", "o", "x"}));
+  o.sequence_shapes["x"] = {{2}};
+  try {
+    import_model(m, o);
+    ADD_FAILURE() << "--sequence-shapes naming a tensor input was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--sequence-shapes names input \"x\", which is a tensor"), std::string::npos)
+        << e.what();
+  }
+}
+
 // An optional input: empty, it has no graph input and OptionalHasElement is
 // false; holding a tensor, it is that tensor's input.
 TEST(FrontendSequenceBoundary, OptionalInputPresentOrEmpty) {
