@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "compiler/plan_writer_profiles.h"
@@ -33,6 +34,7 @@
 #include "codegen/nvrtc/nvrtc_library.h"
 #include "compiler/plan_frames.h"
 #include "compiler/plan_launch_check.h"
+#include "compiler/plan_writer_variants.h"
 #endif
 
 namespace kiln {
@@ -170,8 +172,8 @@ namespace {
 // (plan::Memory::zeroed_offset) and the kernels leave it zero, so every such
 // kernel of the plan can use it in turn. Control-flow regions' frames
 // (plan_frames.h) start after it, and their kernels share it too.
-void add_tile_counters_region(const NodeKernels& nks, plan::Plan& p) {
-  int64_t counters = 0;
+void add_tile_counters_region(const NodeKernels& nks, int64_t variant_counters, plan::Plan& p) {
+  int64_t counters = variant_counters;  // launch variants' kernels use the same region
   for (const auto& [node, kernels] : nks.of) counters = std::max(counters, codegen::node_tile_counters(*kernels));
   if (counters == 0) return;
   const uint64_t align = std::max<uint64_t>(p.memory.alignment, 4);
@@ -182,7 +184,8 @@ void add_tile_counters_region(const NodeKernels& nks, plan::Plan& p) {
 }
 
 void add_kernels(const Graph& g, const MemoryPlan& mem, const MemoryPlanOptions& mo, const NodeKernels& nks,
-                 const SymbolBindings& largest, const PlanBuildOptions& o, plan::Plan& p) {
+                 const SymbolBindings& largest, const std::vector<planbuild::OptShapeVariants>& variants,
+                 const PlanBuildOptions& o, plan::Plan& p) {
   Builder b{p, o, nks, mo};
   b.top = &g;
   b.largest = largest;
@@ -192,6 +195,7 @@ void add_kernels(const Graph& g, const MemoryPlan& mem, const MemoryPlanOptions&
   Locator loc(g, mem, b.constant_index);
   p.steps = planbuild::launch_list(g, loc, b, planbuild::align_up(p.memory.arena_bytes));
   p.generic_launches = std::move(b.generic);
+  p.launch_variants = planbuild::launch_variants(variants, g, loc, b, p.steps);
   // Control-flow regions' frames lie past the model's own arena.
   if (!p.control.empty()) p.memory.arena_bytes = std::max<uint64_t>(p.memory.arena_bytes, b.arena_end);
   const std::vector<codegen::KernelSource>& sources = b.sources;
@@ -204,10 +208,26 @@ void add_kernels(const Graph& g, const MemoryPlan& mem, const MemoryPlanOptions&
     // which the plan leaves out): picked by name, in the plan's order.
     KILN_CHECK(o.kernels->more_compiled.size() + 1 == archs.size(), "kernels were compiled for {} archs, {} needs {}",
                o.kernels->more_compiled.size() + 1, o.target, archs.size());
+    // Launch variants' kernels (a plan with shape profiles) were emitted
+    // here, not before: compiled now.
+    std::set<std::string> prebuilt;
+    for (const codegen::CompiledKernel& ck : o.kernels->compiled) prebuilt.insert(ck.name);
+    std::vector<codegen::KernelSource> fresh;
+    for (const codegen::KernelSource& src : sources)
+      if (!prebuilt.count(src.name)) fresh.push_back(src);
+    std::vector<std::vector<codegen::CompiledKernel>> more(archs.size());
+    if (!fresh.empty()) {
+      codegen::KernelCache cache(o.kernel_cache_dir);
+      for (size_t a = 0; a < archs.size(); ++a) {
+        codegen::KernelCompiler compiler(archs[a], o.use_cache ? &cache : nullptr);
+        more[a] = compiler.compile(fresh);
+      }
+    }
     for (size_t a = 0; a < archs.size(); ++a) {
       const std::vector<codegen::CompiledKernel>& have = a ? o.kernels->more_compiled[a - 1] : o.kernels->compiled;
       std::map<std::string, const codegen::CompiledKernel*> by_name;
       for (const codegen::CompiledKernel& ck : have) by_name.emplace(ck.name, &ck);
+      for (const codegen::CompiledKernel& ck : more[a]) by_name.emplace(ck.name, &ck);
       for (const codegen::KernelSource& src : sources) {
         auto at = by_name.find(src.name);
         KILN_CHECK(at != by_name.end() && at->second->arch == archs[a], "kernel {} was not compiled for {}", src.name,
@@ -314,6 +334,7 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
   MemoryPlanOptions mo;
 #ifdef KILN_HAVE_CODEGEN
   NodeKernels nks;
+  std::vector<planbuild::OptShapeVariants> variants;
   if (gpu_target && no_gpu_reason.empty()) {
     nks = node_kernels(g, o, caps);
     // A plan with shape profiles: the kernels come from the symbolic graph
@@ -321,9 +342,13 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
     // memory plan from the same graph at its largest shapes (the same
     // nodes in the same order).
     if (at_max) nks = kernels_at_largest_shapes(g, *at_max, std::move(nks), o);
-    mo.workspace_bytes = [&nks](const Node& n) {
+    // And the launches specialised for each profile's opt shape, where the
+    // performance model finds that they pay (plan_writer_variants.h).
+    if (at_max) variants = planbuild::opt_shape_variants(g, *at_max, nks, o);
+    mo.workspace_bytes = [&nks, &variants](const Node& n) {
       auto at = nks.of.find(&n);
-      return at == nks.of.end() ? int64_t{0} : codegen::node_workspace_bytes(*at->second);
+      const int64_t generic = at == nks.of.end() ? int64_t{0} : codegen::node_workspace_bytes(*at->second);
+      return std::max(generic, planbuild::variant_workspace_bytes(variants, n));
     };
   }
 #endif
@@ -348,10 +373,10 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
   p.meta.no_gpu_reason = no_gpu_reason;
   if (!p.meta.no_gpu_reason.empty()) return p;
 #ifdef KILN_HAVE_CODEGEN
-  add_tile_counters_region(nks, p);
+  add_tile_counters_region(nks, planbuild::variant_tile_counters(variants), p);
   SymbolBindings largest;
   for (const SymbolDecl& d : g.symbols()) largest[d.name] = d.max;
-  add_kernels(at_max ? *at_max : g, mem, mo, nks, largest, o, p);
+  add_kernels(at_max ? *at_max : g, mem, mo, nks, largest, variants, o, p);
   p.meta.gpu_kernels = true;
   p.meta.archs = target_archs(o.target);
 #endif
