@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 #include <ostream>
 
 #include "ir/error.h"
+#include "perf/plan_at_shape.h"
 #include "perf/plan_estimate.h"
+#include "runtime/plan_launch_variants.h"
 
 namespace kiln {
 
@@ -52,7 +55,13 @@ const perf::GpuSpec& pick_gpu(const plan::Plan& p, const std::string& path, cons
 nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::string& path, const std::string& gpu,
                                 std::ostream& out) {
   const perf::GpuSpec& spec = pick_gpu(p, path, gpu);
-  const perf::PlanEstimate pe = perf::estimate_plan(p, g, spec);
+  // A plan with shape-generic launches is modelled at its first profile's
+  // opt shape: the launches the runtime issues there (the launch variants
+  // specialised for it included), their grids and sizes at that shape.
+  std::optional<perf::PlanAtShape> shaped;
+  if (!p.generic_launches.empty()) shaped = perf::plan_at_shape(p, g, plan::opt_shape_symbols(p.shapes, 0, g));
+  const perf::PlanEstimate pe =
+      shaped ? perf::estimate_plan(shaped->plan, *shaped->graph, spec) : perf::estimate_plan(p, g, spec);
   const perf::ModelConstants& c = pe.constants;
   out << "performance model: an estimate from the plan alone, not a measurement (docs/performance.md)\n";
   // The sm_90a target's wgmma kernels run at their own fraction (docs/performance.md).
@@ -65,6 +74,14 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
       spec.name, spec.title, spec.arch, spec.sms, spec.fp16_tensor_tflops, 100 * spec.mma_sync_fraction, wgmma,
       spec.fp32_tflops, spec.dram_gb_per_s, spec.l2_bytes / 1e6);
   out << fmt::format("plan: {}, target {}, precision {}, batch {}\n", path, p.meta.target, p.meta.precision, pe.batch);
+  if (shaped) {
+    std::vector<std::string> syms;
+    for (const auto& [name, value] : shaped->at) syms.push_back(fmt::format("{}={}", name, value));
+    out << fmt::format(
+        "shape: the opt shape of profile 0 ({}); {} of its {} launches from launch variants (kernels specialised "
+        "for it), the rest shape-generic; steps numbered in the list run at this shape\n",
+        fmt::join(syms, ", "), shaped->variant_launches, shaped->plan.steps.size());
+  }
   out << fmt::format(
       "  {:>4} {:<34} {:<9} {:>8} {:>8} {:>7} {:>4} {:>4} {:>6} {:>4} {:>6} {:>6} {:>9} {:<8} {:>5}  {}\n", "step",
       "node", "kind", "GFLOP", "MB", "blocks", "thr", "regs", "smem", "b/SM", "waves", "ktiles", "est_us", "bound",

@@ -15,6 +15,7 @@
 #include "runtime/plan_format.h"
 #include "runtime/plan_graph.h"
 #include "tools/kiln/inspect.h"
+#include "runtime/plan_launch_variants.h"
 #include "tools/kiln/inspect_perf.h"
 #include "tools/kiln/output_paths.h"
 
@@ -133,7 +134,37 @@ static nlohmann::json show_profiles(const plan::Plan& p, const Graph& g, std::os
     out << fmt::format("  step {}: {} (symbols {})\n", gl.step, fmt::join(axes, "; "), fmt::join(gl.symbols, ", "));
     jg.push_back({{"step", gl.step}, {"symbols", gl.symbols}, {"grid", ja}});
   }
-  return {{"symbols", js}, {"profiles", jp}, {"in_place", jc}, {"generic_launches", jg}};
+  // Launch variants (docs/plan_format.md section `launch variants`): which
+  // shapes run which launches of a node instead of its generic ones.
+  nlohmann::json jv = nlohmann::json::array();
+  if (!p.launch_variants.empty())
+    out << fmt::format(
+        "launch variants: {} (the first whose shape condition holds replaces the node's generic launches):\n",
+        p.launch_variants.size());
+  for (const plan::LaunchVariant& v : p.launch_variants) {
+    std::vector<std::string> ks, generic_ks;
+    nlohmann::json jk = nlohmann::json::array();
+    for (const plan::Step& s : v.steps) {
+      const std::string name = s.kind == plan::StepKind::Kernel ? p.kernels.at(s.kernel).name : "copy";
+      ks.push_back(fmt::format("{} grid {}x{}x{}", name, s.grid.x, s.grid.y, s.grid.z));
+      jk.push_back({{"kernel", name}, {"grid", {s.grid.x, s.grid.y, s.grid.z}}});
+    }
+    for (uint32_t i = v.first; i < v.first + v.count; ++i)
+      if (p.steps[i].kind == plan::StepKind::Kernel) generic_ks.push_back(p.kernels.at(p.steps[i].kernel).name);
+    const uint32_t node = p.steps.at(v.first).node;
+    out << fmt::format("  steps {}..{} (node #{} {}): at {}: {} launch(es): {}; other shapes: {}\n", v.first,
+                       v.first + v.count - 1, node, g.node_list().at(node)->op(), plan::variant_text(v), v.steps.size(),
+                       fmt::join(ks, ", "), fmt::join(generic_ks, ", "));
+    std::vector<std::string> when;
+    for (const plan::ShapeCondition& c : v.when) when.push_back(plan::condition_text(c));
+    jv.push_back({{"kind", v.kind == plan::VariantKind::OptShape ? "opt_shape" : "bucket"},
+                  {"profile", v.profile},
+                  {"first_step", v.first},
+                  {"steps_replaced", v.count},
+                  {"when", when},
+                  {"launches", jk}});
+  }
+  return {{"symbols", js}, {"profiles", jp}, {"in_place", jc}, {"generic_launches", jg}, {"launch_variants", jv}};
 }
 
 // A GPU plan computed at the bounds of its data-dependent sizes
