@@ -185,7 +185,7 @@ void add_tile_counters_region(const NodeKernels& nks, int64_t variant_counters, 
 
 void add_kernels(const Graph& g, const MemoryPlan& mem, const MemoryPlanOptions& mo, const NodeKernels& nks,
                  const SymbolBindings& largest, const std::vector<planbuild::OptShapeVariants>& variants,
-                 const PlanBuildOptions& o, plan::Plan& p) {
+                 const planbuild::RowBuckets& buckets, const PlanBuildOptions& o, plan::Plan& p) {
   Builder b{p, o, nks, mo};
   b.top = &g;
   b.largest = largest;
@@ -195,7 +195,7 @@ void add_kernels(const Graph& g, const MemoryPlan& mem, const MemoryPlanOptions&
   Locator loc(g, mem, b.constant_index);
   p.steps = planbuild::launch_list(g, loc, b, planbuild::align_up(p.memory.arena_bytes));
   p.generic_launches = std::move(b.generic);
-  p.launch_variants = planbuild::launch_variants(variants, g, loc, b, p.steps);
+  p.launch_variants = planbuild::launch_variants(variants, buckets, g, loc, b, p.steps);
   // Control-flow regions' frames lie past the model's own arena.
   if (!p.control.empty()) p.memory.arena_bytes = std::max<uint64_t>(p.memory.arena_bytes, b.arena_end);
   const std::vector<codegen::KernelSource>& sources = b.sources;
@@ -335,6 +335,7 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
 #ifdef KILN_HAVE_CODEGEN
   NodeKernels nks;
   std::vector<planbuild::OptShapeVariants> variants;
+  planbuild::RowBuckets buckets;
   if (gpu_target && no_gpu_reason.empty()) {
     nks = node_kernels(g, o, caps);
     // A plan with shape profiles: the kernels come from the symbolic graph
@@ -345,6 +346,7 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
     // And the launches specialised for each profile's opt shape, where the
     // performance model finds that they pay (plan_writer_variants.h).
     if (at_max) variants = planbuild::opt_shape_variants(g, *at_max, nks, o);
+    if (at_max) buckets = planbuild::gemm_row_buckets(g, *at_max, nks, o);  // and GEMM size buckets
     mo.workspace_bytes = [&nks, &variants](const Node& n) {
       auto at = nks.of.find(&n);
       const int64_t generic = at == nks.of.end() ? int64_t{0} : codegen::node_workspace_bytes(*at->second);
@@ -376,7 +378,7 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
   add_tile_counters_region(nks, planbuild::variant_tile_counters(variants), p);
   SymbolBindings largest;
   for (const SymbolDecl& d : g.symbols()) largest[d.name] = d.max;
-  add_kernels(at_max ? *at_max : g, mem, mo, nks, largest, variants, o, p);
+  add_kernels(at_max ? *at_max : g, mem, mo, nks, largest, variants, buckets, o, p);
   p.meta.gpu_kernels = true;
   p.meta.archs = target_archs(o.target);
 #endif

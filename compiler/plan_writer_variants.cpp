@@ -19,8 +19,6 @@
 
 namespace kiln::planbuild {
 
-namespace {
-
 std::vector<codegen::NodeKernel> emit_node(const Node& n, codegen::LaunchBounder& bounder, const PlanBuildOptions& o) {
   std::vector<codegen::NodeKernel> ks = codegen::emitter_for(n)->emit(n);
   for (codegen::NodeKernel& k : ks) {
@@ -34,6 +32,7 @@ std::vector<codegen::NodeKernel> emit_node(const Node& n, codegen::LaunchBounder
   return ks;
 }
 
+namespace {
 plan::Dim3 grid_at(const codegen::NodeKernel& k, const SymbolBindings& at) {
   if (!k.shape_generic()) return {k.grid.x, k.grid.y, k.grid.z};
   uint32_t axis[3];
@@ -43,6 +42,7 @@ plan::Dim3 grid_at(const codegen::NodeKernel& k, const SymbolBindings& at) {
                                    at);
   return {axis[0], axis[1], axis[2]};
 }
+}  // namespace
 
 // Node `n` (of the graph at the opt shape, position `pos`) run by `kernels`
 // at bindings `at`, as the performance model estimates it: a one-node plan
@@ -112,7 +112,10 @@ const perf::GpuSpec& model_gpu(const PlanBuildOptions& o) {
   return *h100;
 }
 
-}  // namespace
+bool gain_pays(double generic_us, double variant_us) {
+  const double gain = generic_us - variant_us;
+  return gain >= kMinGainUs && gain >= kMinGainFraction * generic_us;
+}
 
 std::vector<OptShapeVariants> opt_shape_variants(const Graph& g, const Graph& at_max, const NodeKernels& nks,
                                                  const PlanBuildOptions& o) {
@@ -147,8 +150,7 @@ std::vector<OptShapeVariants> opt_shape_variants(const Graph& g, const Graph& at
       const uint32_t pos = static_cast<uint32_t>(i);
       nv.choice.generic_us = estimate_us(*v.graph, pos, generic, v.at, gpu);
       nv.choice.specialised_us = estimate_us(*v.graph, pos, *nv.kernels, v.at, gpu);
-      const double gain = nv.choice.generic_us - nv.choice.specialised_us;
-      nv.choice.pays = gain >= kMinGainUs && gain >= kMinGainFraction * nv.choice.generic_us;
+      nv.choice.pays = gain_pays(nv.choice.generic_us, nv.choice.specialised_us);
       if (nv.choice.pays || o.opt_variants == "all") v.nodes.emplace(max_nodes[i], std::move(nv));
     }
     if (!v.nodes.empty()) out.push_back(std::move(v));
@@ -171,29 +173,52 @@ int64_t variant_tile_counters(const std::vector<OptShapeVariants>& vs) {
   return counters;
 }
 
-std::vector<plan::LaunchVariant> launch_variants(const std::vector<OptShapeVariants>& vs, const Graph& at_max,
-                                                 const Locator& loc, Builder& b, const std::vector<plan::Step>& steps) {
+std::vector<plan::LaunchVariant> launch_variants(const std::vector<OptShapeVariants>& vs, const RowBuckets& buckets,
+                                                 const Graph& at_max, const Locator& loc, Builder& b,
+                                                 const std::vector<plan::Step>& steps) {
   std::vector<plan::LaunchVariant> out;
   const std::vector<Node*> max_nodes = at_max.node_list();
+  // The node's own launches in the list: [first, first + count).
+  auto range_of = [&](uint32_t pos) -> std::pair<uint32_t, uint32_t> {
+    auto first = std::find_if(steps.begin(), steps.end(),
+                              [&](const plan::Step& s) { return s.node == pos && s.kind == plan::StepKind::Kernel; });
+    if (first == steps.end()) return {0, 0};
+    auto last = std::find_if(first, steps.end(), [&](const plan::Step& s) { return s.node != pos; });
+    return {static_cast<uint32_t>(first - steps.begin()), static_cast<uint32_t>(last - first)};
+  };
   for (const OptShapeVariants& v : vs) {
     for (uint32_t pos = 0; pos < max_nodes.size(); ++pos) {
       auto at = v.nodes.find(max_nodes[pos]);
       if (at == v.nodes.end()) continue;
-      // The node's own launches: one run of the list.
-      auto first = std::find_if(steps.begin(), steps.end(),
-                                [&](const plan::Step& s) { return s.node == pos && s.kind == plan::StepKind::Kernel; });
-      if (first == steps.end()) continue;  // nothing launched at the largest shapes
-      auto last = std::find_if(first, steps.end(), [&](const plan::Step& s) { return s.node != pos; });
+      const auto [first, count] = range_of(pos);
+      if (count == 0) continue;  // nothing launched at the largest shapes
       plan::LaunchVariant lv;
       lv.kind = plan::VariantKind::OptShape;
       lv.profile = v.profile;
-      lv.first = static_cast<uint32_t>(first - steps.begin());
-      lv.count = static_cast<uint32_t>(last - first);
+      lv.first = first;
+      lv.count = count;
       for (const auto& [sym, value] : v.at) lv.when.push_back({DimPoly{{DimMonomial{sym}, 1}}, value, value});
       // Placed where the generic launches bind (the at_max node's values),
       // sized as the opt shape's.
       append_kernel_steps(*max_nodes[pos], pos, *at->second.kernels, loc, b, true, lv.steps, lv.generic,
                           at->second.node);
+      if (!lv.steps.empty()) out.push_back(std::move(lv));
+    }
+  }
+  for (uint32_t pos = 0; pos < max_nodes.size(); ++pos) {
+    auto at = buckets.find(max_nodes[pos]);
+    if (at == buckets.end()) continue;
+    const auto [first, count] = range_of(pos);
+    if (count == 0) continue;
+    for (const RowBucket& rb : at->second) {
+      plan::LaunchVariant lv;
+      lv.kind = plan::VariantKind::Bucket;
+      lv.first = first;
+      lv.count = count;
+      lv.when.push_back({rb.rows, rb.lo, rb.hi});
+      // Shape-generic launches with the node's own bindings (sized at the
+      // largest shapes, as its generic launches are).
+      append_kernel_steps(*max_nodes[pos], pos, *rb.kernels, loc, b, true, lv.steps, lv.generic);
       if (!lv.steps.empty()) out.push_back(std::move(lv));
     }
   }

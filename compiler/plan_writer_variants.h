@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "codegen/launch_fit.h"
 #include "compiler/plan_frames.h"
+#include "perf/gpu_specs.h"
 #include "ir/graph.h"
 #include "ir/symbolic_dim.h"
 
@@ -53,6 +55,23 @@ struct OptShapeVariants {
 std::vector<OptShapeVariants> opt_shape_variants(const Graph& g, const Graph& at_max, const NodeKernels& nks,
                                                  const PlanBuildOptions& o);
 
+// GEMM size buckets: for a matmul/gemm node whose rows (its result's dims
+// but the last, a polynomial of the symbols) span a range, shape-generic
+// kernels emitted again with the tile for fewer or more rows
+// (codegen ScopedGenericGemmRows), each kept for the range of rows where the
+// model finds it faster than the default tile (the rule above at sampled
+// shapes, the symbols moving from their smallest to their largest values
+// together), at most kMaxBuckets per node.
+inline constexpr int kMaxBuckets = 3;
+struct RowBucket {
+  DimPoly rows;
+  int64_t lo = 0, hi = 0;  // rows in [lo, hi]
+  int64_t tile_rows = 0;   // the representative rows its tile was chosen for
+  std::unique_ptr<std::vector<codegen::NodeKernel>> kernels;
+};
+using RowBuckets = std::map<const Node*, std::vector<RowBucket>>;  // by node of the graph at its largest shapes
+RowBuckets gemm_row_buckets(const Graph& g, const Graph& at_max, const NodeKernels& nks, const PlanBuildOptions& o);
+
 // Node `n` (of at_max): the most workspace bytes and tile counters any of its
 // variants' kernels use.
 int64_t variant_workspace_bytes(const std::vector<OptShapeVariants>& vs, const Node& n);
@@ -60,8 +79,17 @@ int64_t variant_tile_counters(const std::vector<OptShapeVariants>& vs);
 
 // After the launch list (`steps`, of graph `at_max`): each variant's steps,
 // placed in the same buffers as the node's generic ones, as plan::LaunchVariants.
-std::vector<plan::LaunchVariant> launch_variants(const std::vector<OptShapeVariants>& vs, const Graph& at_max,
-                                                 const Locator& loc, Builder& b, const std::vector<plan::Step>& steps);
+// The opt shapes' variants first (an exact shape wins over a range).
+std::vector<plan::LaunchVariant> launch_variants(const std::vector<OptShapeVariants>& vs, const RowBuckets& buckets,
+                                                 const Graph& at_max, const Locator& loc, Builder& b,
+                                                 const std::vector<plan::Step>& steps);
+// (shared with plan_writer_buckets.cpp) The model's estimate of node `pos`
+// of `at` (a static graph) run by `kernels` at bindings `b`, and its GPU.
+double estimate_us(const Graph& at, uint32_t pos, const std::vector<codegen::NodeKernel>& kernels,
+                   const SymbolBindings& b, const perf::GpuSpec& gpu);
+const perf::GpuSpec& model_gpu(const PlanBuildOptions& o);
+std::vector<codegen::NodeKernel> emit_node(const Node& n, codegen::LaunchBounder& bounder, const PlanBuildOptions& o);
+bool gain_pays(double generic_us, double variant_us);
 
 }  // namespace kiln::planbuild
 #endif

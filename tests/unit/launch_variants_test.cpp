@@ -6,7 +6,10 @@
 // performance model finds them faster there. Plan-on-sim runs them at the
 // opt shape and the generic launch at the others, equal to the reference
 // backend at each; the section round-trips and the loader refuses a broken
-// one. A pointwise graph, where specialising gains nothing, gets none.
+// one. A GEMM whose rows span 1..2048 gets size buckets (generic kernels
+// with tiles for fewer rows) that run for their ranges of rows. A pointwise
+// graph, where specialising gains nothing, gets none.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -54,11 +57,19 @@ plan::Plan gemm_plan(const Graph& g, const std::string& arch) {
   return build_plan(g, po);
 }
 
-std::set<std::string> variant_kernels(const plan::Plan& p) {
+std::set<std::string> variant_kernels(const plan::Plan& p, plan::VariantKind kind) {
   std::set<std::string> names;
   for (const plan::LaunchVariant& v : p.launch_variants)
-    for (const plan::Step& s : v.steps) names.insert(p.kernels.at(s.kernel).name);
+    if (v.kind == kind)
+      for (const plan::Step& s : v.steps) names.insert(p.kernels.at(s.kernel).name);
   return names;
+}
+
+std::vector<const plan::LaunchVariant*> of_kind(const plan::Plan& p, plan::VariantKind kind) {
+  std::vector<const plan::LaunchVariant*> vs;
+  for (const plan::LaunchVariant& v : p.launch_variants)
+    if (v.kind == kind) vs.push_back(&v);
+  return vs;
 }
 
 TEST(LaunchVariants, GemmAtTheOptShapeGetsSplitKLaunchesForSm80AndSm90) {
@@ -66,8 +77,8 @@ TEST(LaunchVariants, GemmAtTheOptShapeGetsSplitKLaunchesForSm80AndSm90) {
     auto g = compiled(kGemm, arch);
     plan::Plan p = gemm_plan(*g, arch);
     ASSERT_TRUE(p.meta.gpu_kernels) << arch << ": " << p.meta.no_gpu_reason;
-    ASSERT_EQ(p.launch_variants.size(), 1u) << arch;
-    const plan::LaunchVariant& v = p.launch_variants[0];
+    ASSERT_EQ(of_kind(p, plan::VariantKind::OptShape).size(), 1u) << arch;
+    const plan::LaunchVariant& v = *of_kind(p, plan::VariantKind::OptShape)[0];
     EXPECT_EQ(v.kind, plan::VariantKind::OptShape);
     EXPECT_EQ(v.profile, 0u);
     ASSERT_EQ(v.when.size(), 1u);
@@ -86,10 +97,13 @@ TEST(LaunchVariants, GemmAtTheOptShapeGetsSplitKLaunchesForSm80AndSm90) {
     EXPECT_TRUE(split) << arch << ": the opt shape's GEMM does not split K";
     std::vector<uint8_t> bytes = plan::serialize(p);
     plan::Plan back = plan::deserialize(bytes.data(), bytes.size(), "gemm.plan");
-    ASSERT_EQ(back.launch_variants.size(), 1u);
-    EXPECT_EQ(back.launch_variants[0].when, v.when);
-    EXPECT_EQ(back.launch_variants[0].first, v.first);
-    EXPECT_EQ(back.launch_variants[0].steps.size(), v.steps.size());
+    ASSERT_EQ(back.launch_variants.size(), p.launch_variants.size());
+    for (size_t i = 0; i < p.launch_variants.size(); ++i) {
+      EXPECT_EQ(back.launch_variants[i].when, p.launch_variants[i].when);
+      EXPECT_EQ(back.launch_variants[i].first, p.launch_variants[i].first);
+      EXPECT_EQ(back.launch_variants[i].steps.size(), p.launch_variants[i].steps.size());
+      EXPECT_EQ(back.launch_variants[i].generic, p.launch_variants[i].generic);
+    }
     plan::load_graph(back, "gemm.plan");  // the checks against the graph pass
   }
 }
@@ -98,7 +112,7 @@ TEST(LaunchVariants, PlanOnSimRunsTheOptShapesLaunchesThereAndTheGenericOnesElse
   auto g = compiled(kGemm, "sm_90");
   plan::Plan p = gemm_plan(*g, "sm_90");
   ASSERT_FALSE(p.launch_variants.empty());
-  const std::set<std::string> specialised = variant_kernels(p);
+  const std::set<std::string> specialised = variant_kernels(p, plan::VariantKind::OptShape);
   for (int64_t b : {1, 2, 37}) {
     std::unique_ptr<Graph> at = specialize_graph(*g, {{"b", b}}, op_registry());
     const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(b));
@@ -117,8 +131,64 @@ TEST(LaunchVariants, PlanOnSimRunsTheOptShapesLaunchesThereAndTheGenericOnesElse
     }
     // The runtime's choice is the same function of the shape.
     const std::vector<plan::ActiveStep> active = plan::launches_at(p, {{"b", b}});
-    EXPECT_EQ(std::any_of(active.begin(), active.end(), [](const plan::ActiveStep& a) { return a.variant >= 0; }),
+    EXPECT_EQ(std::any_of(active.begin(), active.end(),
+                          [&](const plan::ActiveStep& a) {
+                            return a.variant >= 0 && p.launch_variants[a.variant].kind == plan::VariantKind::OptShape;
+                          }),
               b == 2);
+  }
+}
+
+// Rows from 1 to 2048: the default generic tile (chosen for thousands of
+// rows) against tiles for fewer rows, per range of rows (GEMM size buckets).
+const char* kWideGemm =
+    "graph @m(%x: f16[b,768], %w: f16[768,768]) -> (f16[b,768]) symbols(b in [1, 2048]) {\n"
+    "  %y = matmul(%x, %w) : f16[b,768]\n"
+    "  return %y\n"
+    "}\n";
+
+TEST(LaunchVariants, GemmSizeBucketsRunTheirTilesForTheirRowsOnSim) {
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    auto g = compiled(kWideGemm, arch);
+    PlanBuildOptions po{arch, "fp16", {}};
+    po.profiles = {{{{"x", {1, 768}, {2048, 768}, {2048, 768}}}}};
+    plan::Plan p = build_plan(*g, po);
+    const std::vector<const plan::LaunchVariant*> buckets = of_kind(p, plan::VariantKind::Bucket);
+    ASSERT_FALSE(buckets.empty()) << arch << ": no GEMM size bucket";
+    EXPECT_LE(buckets.size(), 3u);
+    int64_t next_lo = 1;
+    for (const plan::LaunchVariant* v : buckets) {
+      ASSERT_EQ(v->when.size(), 1u);
+      EXPECT_EQ(dim_str(dim_of_poly(v->when[0].expr)), "b");
+      EXPECT_GE(v->when[0].lo, next_lo) << "buckets overlap";
+      next_lo = v->when[0].hi + 1;
+      EXPECT_FALSE(v->generic.empty()) << "a bucket's launches are shape-generic";
+      for (const plan::Step& s : v->steps)
+        EXPECT_FALSE(p.kernels.at(s.kernel).cubin.empty()) << p.kernels.at(s.kernel).name << " has no CUBIN";
+    }
+    if (arch != "sm_90") continue;
+    // On sim: the smallest row count of each bucket (at most 300 rows) runs
+    // that bucket's kernels, equal to the reference.
+    int ran_buckets = 0;
+    for (const plan::LaunchVariant* v : buckets) {
+      const int64_t b = v->when[0].lo;
+      if (b > 300) continue;
+      ++ran_buckets;
+      std::set<std::string> mine;
+      for (const plan::Step& s : v->steps) mine.insert(p.kernels.at(s.kernel).name);
+      std::unique_ptr<Graph> at = specialize_graph(*g, {{"b", b}}, op_registry());
+      const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(b));
+      std::vector<std::string> ran;
+      std::vector<Tensor> got = run_plan_on_sim(p, *g, feed, {}, &ran);
+      EXPECT_EQ(compare_tensors(got[0], ReferenceExecutor(*at).run(feed)[0], {2e-2, 2e-2}), "") << "b=" << b;
+      ASSERT_FALSE(ran.empty());
+      for (const std::string& k : ran) EXPECT_TRUE(mine.count(k)) << "b=" << b << " ran " << k;
+      EXPECT_EQ(plan::variant_text(*v), fmt::format("bucket {} <= b <= {}", v->when[0].lo, v->when[0].hi));
+    }
+    EXPECT_GE(ran_buckets, 1) << "no bucket starts at 300 rows or fewer";
+    // --opt-variants none: no buckets either.
+    po.opt_variants = "none";
+    EXPECT_TRUE(build_plan(*g, po).launch_variants.empty());
   }
 }
 
