@@ -189,8 +189,13 @@ static nlohmann::json show_bounded_sizes(const plan::Plan& p, const Graph& g, st
 }
 
 int run_inspect_plan(const InspectOptions& o) {
-  if (!o.shapes.empty())
-    fail("{}: a plan's shapes are fixed when it is compiled; --shapes applies to .onnx models", o.model);
+  // A plan with shape profiles: --perf may model it at any shape inside them.
+  const bool perf_at_shapes = o.perf && !o.shapes.empty();
+  if (!o.shapes.empty() && !o.perf)
+    fail(
+        "{}: a plan's shapes are fixed when it is compiled; --shapes applies to .onnx models (and to --perf of a "
+        "plan with shape profiles)",
+        o.model);
   // The runtime's reader: every loading check the runtime makes (checksums,
   // bounds, cross-section bindings) and the graph parsed back and verified.
   plan::Plan p = plan::read_plan_file(o.model);
@@ -459,7 +464,7 @@ int run_inspect_plan(const InspectOptions& o) {
   out << fmt::format("graph: {} nodes (the optimized graph; kiln dump-ir prints IR of .onnx models)\n",
                      g->nodes().size());
   j["graph_nodes"] = g->nodes().size();
-  if (o.perf) j["perf"] = report_plan_perf(p, *g, o.model, o.gpu, std::cout);
+  if (o.perf) j["perf"] = report_plan_perf(p, *g, o.model, o.gpu, std::cout, perf_at_shapes ? o.shapes : "");
   if (!o.json_path.empty()) {
     write_text_file(o.json_path, j.dump(2) + "\n");
   }
