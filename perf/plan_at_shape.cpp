@@ -37,7 +37,8 @@ PlanAtShape plan_at_shape(const plan::Plan& p, const Graph& g, const SymbolBindi
       auto it = result_bytes.find({b.offset, b.nbytes});
       if (it != result_bytes.end()) b.nbytes = std::min<uint64_t>(b.nbytes, it->second);
     }
-    if (before && b.nbytes != before) b.elements = static_cast<int64_t>(b.nbytes / (before / uint64_t(b.elements)));
+    if (before && b.elements > 0 && b.nbytes != before)
+      b.elements = static_cast<int64_t>(b.nbytes / std::max<uint64_t>(before / uint64_t(b.elements), 1));
     return b;
   };
   for (const plan::ActiveStep& a : plan::launches_at(p, at)) {

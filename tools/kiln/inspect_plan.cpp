@@ -253,6 +253,10 @@ int run_inspect_plan(const InspectOptions& o) {
       ++kv[s.kernel].launches;  // index checked by the loader
     }
   }
+  int variant_launches = 0;  // launches of launch variants (section `launch variants`), counted per kernel too
+  for (const plan::LaunchVariant& v : p.launch_variants)
+    for (const plan::Step& s : v.steps)
+      if (s.kind == plan::StepKind::Kernel) ++variant_launches, ++kv[s.kernel].launches;
 
   if (m.gpu_kernels) {
     bool ptx = std::all_of(p.kernels.begin(), p.kernels.end(), [](const plan::Kernel& k) { return !k.ptx.empty(); });
@@ -262,8 +266,9 @@ int run_inspect_plan(const InspectOptions& o) {
     out << "needs: " << plan_driver_needs(m) << "\n";
     j["cubin_driver_version"] = m.cubin_driver_version;
     j["ptx_driver_version"] = m.ptx_driver_version;
-    out << fmt::format("GPU kernels: {} distinct, {} launch steps ({} kernel launches, {} copies)\n", p.kernels.size(),
-                       p.steps.size(), launches, copies);
+    out << fmt::format("GPU kernels: {} distinct, {} launch steps ({} kernel launches, {} copies){}\n",
+                       p.kernels.size(), p.steps.size(), launches, copies,
+                       variant_launches ? fmt::format("; {} more launches in launch variants", variant_launches) : "");
     j["control_flow_nodes"] = p.control.size();
     if (!p.control.empty())
       out << fmt::format(
