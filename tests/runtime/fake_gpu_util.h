@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <optional>
 
 #include "backends/reference/executor.h"
@@ -120,16 +121,25 @@ inline std::atomic<int> launch_error{719};  // CUDA_ERROR_LAUNCH_FAILED
 inline std::atomic<int> null_pointer_args{0};
 
 // The name of every kernel the fake driver ran, in order (which launches a
-// plan's launch list at a shape issued: its launch variants or the generic ones).
+// plan's launch list at a shape issued: its launch variants or the generic
+// ones). Kernels run on several threads at once (FakeGpuThreads): appended
+// under a lock; read it when no run is in flight.
 inline std::vector<std::string>& launched_kernels() {
   static std::vector<std::string> names;
   return names;
+}
+inline std::mutex& launched_kernels_lock() {
+  static std::mutex m;
+  return m;
 }
 
 inline int launch(const char* name, const unsigned* grid, const unsigned* block, unsigned shared,
                   const CUdeviceptr* args) {
   if (launches_to_fail > 0 && launches_to_fail-- > 0) return launch_error;
-  launched_kernels().push_back(name);
+  {
+    std::lock_guard<std::mutex> hold(launched_kernels_lock());
+    launched_kernels().push_back(name);
+  }
   const SimKernel& k = kernels().at(name);
   std::vector<void*> bufs;
   for (size_t i = 0; i < k.counts.size(); ++i) {
