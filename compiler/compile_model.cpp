@@ -276,6 +276,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
     po.kernels = graph_kernels(res.kernels);
     po.source_name = model;  // launch-limit errors name the model file
     po.profiles = profiles;
+    po.opt_variants = o.opt_variants;
     plan::Plan p = build_plan(g, po);
     p.bounded_sizes = bounded;
     if (o.plan_path.empty()) res.plan = plan::serialize(p);

@@ -56,6 +56,9 @@ struct CompileModelOptions {
     std::map<std::string, Shape> min, opt, max;
   };
   std::vector<ShapeRanges> more_profiles;
+  // GPU plans with profiles: which nodes get launches specialised for each
+  // profile's opt shape (PlanBuildOptions::opt_variants).
+  std::string opt_variants = "auto";
   int64_t batch = 0;               // --batch N: the batch dim of every input that has one (0: the model's)
   TuningOptions tuning;            // --tune / --tuning-cache (inactive: emitters' defaults)
   bool print_final_ir = false;     // the optimized graph to ir_out (--print-ir)

@@ -30,6 +30,12 @@ CLI::App* register_compile(CLI::App& app, CompileCommand& c) {
   cmd->add_option("--empty-optionals", c.empty_optionals, "Optional inputs given no value: name,...")
       ->delimiter(',')
       ->group("Model");
+  cmd->add_option("--opt-variants", c.opt_variants,
+                  "Shape profiles on a GPU target: launches specialised for each --opt-shapes shape where the "
+                  "performance model finds them faster (auto), for every shape-generic node (all), or none "
+                  "(docs/dynamic_shapes.md)")
+      ->check(CLI::IsMember({"auto", "all", "none"}))
+      ->group("Model");
   cmd->add_option("--json", c.json_out, "Write the compile report as JSON")->group("Reporting");
   cmd->add_option("-o,--output", c.plan_out, "Write a plan file for the runtime (MODEL.plan)")
       ->check(refuse_ort_level, "FILE")
@@ -57,6 +63,10 @@ int run_compile(CompileCommand& c) {
   o.write_plan = !c.plan_out.empty();
   o.plan_path = c.plan_out;  // streamed into the file, not returned as bytes
   o.batch = c.batch;
+  if (c.opt_variants != "auto" && c.min_shapes.empty())
+    fail("{}: --opt-variants {} applies to shape profiles (--min-shapes/--max-shapes), and none is given", c.model,
+         c.opt_variants);
+  o.opt_variants = c.opt_variants;
   StderrCompileMessages messages(c.copts.show_progress);  // log lines and progress on stderr
   messages.attach(o);
   CompileResult r = compile_model(ModelSource::file(c.model), o);

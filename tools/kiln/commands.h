@@ -28,6 +28,7 @@ struct CompileCommand {
   std::vector<std::string> min_shapes, opt_shapes, max_shapes;
   int batch = 0;  // --batch N (0: the model's own)
   bool print_final = false;
+  std::string opt_variants = "auto";  // --opt-variants (docs/dynamic_shapes.md "Specialised launches")
   CompileOptions copts;
   TuningOptions tuning;
 };
