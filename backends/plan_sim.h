@@ -16,7 +16,9 @@ namespace kiln {
 
 bool plan_sim_available();
 
-// Called after each step of the launch list with its index and wall time.
+// Called after each step of the launch list with its index and wall time (in
+// a plan with launch variants: the index in the list the shape runs,
+// plan::launches_at).
 using PlanStepTimer = std::function<void(size_t step, double ms)>;
 
 // A KV cache bound in place (runtime/plan_in_place.h), as on a GPU engine:
@@ -34,8 +36,11 @@ struct SimInPlaceBuffer {
 // (one bound in place: a view of its buffer, of the capacity's shape).
 // Throws kiln::Unsupported for a plan without GPU kernels (saying why), and
 // kiln::Error for a buffer the plan cannot bind in place or too short.
+// `kernels_run`, when given, gets the name of each kernel launched, in order
+// (which launch variant a shape ran). With buffers bound in place no launch
+// variant runs (their kernels read the caches densely).
 std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const std::map<std::string, Tensor>& inputs,
-                                    const PlanStepTimer& timer = {},
+                                    const PlanStepTimer& timer = {}, std::vector<std::string>* kernels_run = nullptr,
                                     const std::vector<SimInPlaceBuffer>& in_place = {});
 
 }  // namespace kiln

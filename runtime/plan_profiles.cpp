@@ -166,6 +166,7 @@ void check_profiles(const Plan& p, const Graph& g, std::string_view what) {
   // A launch reading a KV cache's present may take its capacity symbol.
   for (const InPlaceAppend& a : p.in_place_appends) names.push_back(a.capacity_symbol);
   detail::check_generic_launches(p, names, what);
+  detail::check_launch_variants(p, names, what);
 }
 
 int matching_profile(const ShapeProfiles& s, const std::vector<std::pair<std::string, Shape>>& shapes,

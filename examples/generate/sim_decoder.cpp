@@ -92,7 +92,7 @@ std::vector<float> SimDecoder::step_in_place(const std::vector<int64_t>& ids,
                      buffers[c].data(),
                      {1, kv_heads, capacity, head_dim},
                      {1, kv_heads, past, head_dim}});
-  std::vector<kiln::Tensor> outs = kiln::run_plan_on_sim(impl_->plan, *impl_->graph, feed, {}, bound);
+  std::vector<kiln::Tensor> outs = kiln::run_plan_on_sim(impl_->plan, *impl_->graph, feed, {}, nullptr, bound);
   for (size_t i = 0; i < outs.size(); ++i) {
     if (impl_->graph->outputs()[i]->name() != "logits") continue;
     const kiln::Tensor& logits = outs[i];

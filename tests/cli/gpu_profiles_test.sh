@@ -192,6 +192,61 @@ for be in $backends; do
   done
 done
 
+# Launch variants (docs/dynamic_shapes.md "Specialised launches"): the CNN
+# (fp32) and the encoder (fp16) compiled with an opt shape and every node
+# also specialised for it (--opt-variants all); on sim the opt shape runs the
+# specialised launches and two other shapes the shape-generic ones, all
+# matching ONNX Runtime. `kiln inspect` lists the variants; `--perf` models
+# the plan at the opt shape with them.
+if [ "$sim" = sim ]; then
+  "$kiln" compile "$dir/cnn/cnn.onnx" --target sm_90 --min-shapes x:1x3x16x16 --opt-shapes x:3x3x16x16 \
+    --max-shapes x:8x3x16x16 --opt-variants all -o "$dir/cnn_opt.plan" >"$out" 2>&1 ||
+    fail "compile the CNN with launch variants: exit $?"
+  "$kiln" inspect "$dir/cnn_opt.plan" >"$out" 2>&1 || fail "inspect cnn_opt: exit $?"
+  grep -q '^launch variants: [1-9][0-9]* (the first whose shape condition holds' "$out" || fail "inspect shows no launch variants"
+  grep -q '^  steps [0-9]*\.\.[0-9]* (node #[0-9]* fused): at the opt shape of profile 0 (batch=3): 1 launch(es): kiln_conv_.* grid .*; other shapes: kiln_conv_' "$out" ||
+    fail "inspect shows no conv variant for batch=3"
+  "$kiln" inspect "$dir/cnn_opt.plan" --perf >"$out" 2>&1 || fail "inspect cnn_opt --perf: exit $?"
+  grep -q '^shape: the opt shape of profile 0 (batch=3); [1-9][0-9]* of its [0-9]* launches from launch variants' "$out" ||
+    fail "inspect --perf does not model the opt shape's launch variants"
+  grep -q '^plan: .*batch 3$' "$out" || fail "inspect --perf does not model batch 3"
+  for b in 3 1 8; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/cnn_opt.plan" --backend sim --inputs "x:$dir/cnn/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "cnn_opt.plan on sim at batch $b: exit $?"
+    if [ $b = 3 ]; then
+      grep -q '^launch variants: [1-9][0-9]* node(s) ran [1-9][0-9]* launch(es) specialised for the opt shape of profile 0 (batch=3)$' "$out" ||
+        fail "cnn_opt.plan at batch 3 did not run its launch variants"
+    else
+      grep -q '^launch variants: none at this shape' "$out" || fail "cnn_opt.plan at batch $b ran a launch variant"
+    fi
+    "$py" "$t/compare_outputs_ort.py" "$dir/cnn/cnn.onnx" "$dir/o" "x=$dir/cnn/x_$b.npy" >"$out" 2>&1 ||
+      fail "cnn_opt.plan on sim at batch $b: not ONNX Runtime's outputs"
+  done
+  passes=$unfused,precision,fold-constants,simplify,cse,dce,merge-sibling-matmuls,fuse,plan-memory
+  "$kiln" compile "$enc" --target sm_90 --precision fp16 --passes $passes \
+    --min-shapes input_ids:1x1,attention_mask:1x1 --opt-shapes input_ids:2x16,attention_mask:2x16 \
+    --max-shapes input_ids:8x64,attention_mask:8x64 --opt-variants all -o "$dir/enc_opt.plan" >"$out" 2>&1 ||
+    fail "compile the encoder with launch variants: exit $?"
+  for bs in 2x16 1x5 4x33; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/enc_opt.plan" --backend sim \
+      --inputs "input_ids:$dir/cnn/ids_$bs.npy,attention_mask:$dir/cnn/mask_$bs.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "enc_opt.plan on sim at $bs: exit $?"
+    if [ $bs = 2x16 ]; then
+      grep -q '^launch variants: [1-9][0-9]* node(s) ran [1-9][0-9]* launch(es) specialised for the opt shape of profile 0 (batch=2, seq=16)$' "$out" ||
+        fail "enc_opt.plan at 2x16 did not run its launch variants"
+    else
+      grep -q '^launch variants: none at this shape' "$out" || fail "enc_opt.plan at $bs ran a launch variant"
+    fi
+    "$py" "$t/compare_outputs_ort.py" --fp16 "$enc" "$dir/o" "input_ids=$dir/cnn/ids_$bs.npy" \
+      "attention_mask=$dir/cnn/mask_$bs.npy" >"$out" 2>&1 || fail "enc_opt.plan on sim at $bs: not ONNX Runtime's outputs"
+  done
+fi
+expect_exit 1 "--opt-variants without a profile must exit 1" "$kiln" compile "$dir/cnn/cnn.onnx" --target sm_90 \
+  --opt-variants all -o "$dir/no.plan"
+grep -q 'applies to shape profiles' "$out" || fail "no message for --opt-variants without a profile"
+
 # A family without shape-generic kernels: refused by node and op, no plan.
 "$kiln" compile "$dir/scatter.onnx" --target sm_90 --min-shapes x:1x3x24,i:1x3x2,u:1x3x2 \
   --max-shapes x:16x3x24,i:16x3x2,u:16x3x2 -o "$dir/scatter.plan" >"$out" 2>&1

@@ -60,13 +60,26 @@ GemmMath gemm_math(const TiledGemm& g) {
   return GemmMath::Simt;
 }
 
+namespace {
+thread_local int64_t generic_rows = 0;  // 0: the defaults below
+}  // namespace
+
+ScopedGenericGemmRows::ScopedGenericGemmRows(int64_t rows) : previous_(generic_rows) {
+  generic_rows = std::max<int64_t>(rows, 1);
+}
+ScopedGenericGemmRows::~ScopedGenericGemmRows() { generic_rows = previous_; }
+
 GemmProblem generic_gemm_problem(const TiledGemm& g) {
   auto at = [](int64_t d, int64_t rep) { return is_symbolic_dim(d) ? rep : d; };
   // A symbolic batch over a static M (an NCHW conv over a dynamic batch of
-  // images) stands for many images; over a symbolic M (an encoder's batch of
-  // heads), for one.
-  const int64_t batch_rep = is_symbolic_dim(g.M) ? 1 : 4096;
-  return {gemm_math(g), at(g.batch, batch_rep), at(g.M, 4096), at(g.N, 512), at(g.K, 512), 0};
+  // images) stands for many images (the representative rows over M); over a
+  // symbolic M (an encoder's batch of heads), for one.
+  // A size bucket's rows (ScopedGenericGemmRows): M itself, or as images of M rows.
+  const int64_t rows = generic_rows;
+  const int64_t batch_rep = is_symbolic_dim(g.M) ? 1
+                            : rows               ? std::max<int64_t>(rows / std::max<int64_t>(g.M, 1), 1)
+                                                 : 4096;
+  return {gemm_math(g), at(g.batch, batch_rep), at(g.M, rows ? rows : 4096), at(g.N, 512), at(g.K, 512), 0};
 }
 
 GemmTileConfig generic_gemm_tile(const TiledGemm& g, GemmMath math) {
