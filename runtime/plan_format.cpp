@@ -115,8 +115,8 @@ void write_plan(const Plan& p, const std::function<void(const void*, size_t)>& s
   if (!p.shapes.empty()) sections.push_back({kProfiles, write_profiles(p.shapes)});
   if (!p.generic_launches.empty()) sections.push_back({kGenericLaunches, write_generic_launches(p.generic_launches)});
   if (!p.bounded_sizes.empty()) sections.push_back({kBoundedSizes, write_bounded_sizes(p.bounded_sizes)});
-  if (!p.in_place_appends.empty()) sections.push_back({kInPlaceAppends, write_in_place_appends(p.in_place_appends)});
   if (!p.launch_variants.empty()) sections.push_back({kLaunchVariants, write_launch_variants(p.launch_variants)});
+  if (!p.in_place_appends.empty()) sections.push_back({kInPlaceAppends, write_in_place_appends(p.in_place_appends)});
 
   uint64_t header_size = kFixedHeader + kTableEntry * sections.size();
   std::vector<uint64_t> offsets;

@@ -169,159 +169,161 @@ struct InPlaceAppend {
   // and symbols per shape (launch.step = concat_step).
   Step append;
   GenericLaunch launch;
-  // Section `launch variants` (runtime/plan_launch_variants.h): other launches
-  // for one node of the top-level launch list, run in place of its
-  // shape-generic ones when the symbols meet every condition: kernels compiled
-  // for one profile's opt shape (OptShape), or shape-generic kernels with
-  // another GEMM tile for a range of rows (Bucket).
-  enum class VariantKind : uint8_t { OptShape = 0, Bucket = 1 };
-  // Holds when lo <= expr (a polynomial of the symbols) <= hi.
-  struct ShapeCondition {
-    DimPoly expr;
-    int64_t lo = 0, hi = 0;
-    bool operator==(const ShapeCondition&) const = default;
-  };
-  struct LaunchVariant {
-    VariantKind kind = VariantKind::OptShape;
-    uint32_t profile = 0;           // OptShape: the profile whose opt shape it was compiled for
-    uint32_t first = 0, count = 0;  // the top-level steps [first, first + count) it replaces: one node's
-    std::vector<ShapeCondition> when;
-    std::vector<Step> steps;
-    std::vector<GenericLaunch> generic;  // its shape-generic steps (GenericLaunch::step indexes `steps`)
-  };
+};
 
-  // One region of a control-flow node (a branch, a loop or scan body) as a
-  // launch list of its own: where each of its parameters is read and each of
-  // its results written (arena slots of its frame, or the node's own operands
-  // and results, which are bound directly where that is safe).
-  struct RegionPlan {
-    std::vector<BufferRef> params, returns;
-    std::vector<Step> steps;  // kernel, copy and nested control steps
-  };
-  enum class ControlKind : uint8_t { If = 0, Loop = 1, Scan = 2 };
-  // An if/loop/scan node (ir/control_flow.h gives the operand and result
-  // order): its operands and results in the enclosing launch list's buffers,
-  // with their types (the runtime slices scan inputs and stacks scan outputs),
-  // and its regions (if: then, else; loop and scan: the body).
-  struct ControlFlow {
-    ControlKind kind = ControlKind::If;
-    uint32_t node = 0;             // position in its graph's node list (messages)
-    std::vector<uint8_t> present;  // per operand: 0 for an absent optional one (a loop's trip count or condition)
-    std::vector<BufferRef> operands, results;
-    std::vector<TensorType> operand_types, result_types;
-    uint32_t carried = 0;      // loop-carried values / scan states
-    uint32_t scan_inputs = 0;  // scan
-    uint8_t batched = 0;       // scan: ONNX Scan-8's leading batch dim
-    // loop: 1 when the body's condition result is always true (its condition
-    // parameter or a constant true): the runtime need not read it per iteration.
-    uint8_t cond_always_true = 0;
-    std::vector<int64_t> input_axes, input_reverse, output_axes, output_reverse;  // scan
-    std::vector<RegionPlan> regions;
-  };
+// Section `launch variants` (runtime/plan_launch_variants.h): other launches
+// for one node of the top-level launch list, run in place of its
+// shape-generic ones when the symbols meet every condition: kernels compiled
+// for one profile's opt shape (OptShape), or shape-generic kernels with
+// another GEMM tile for a range of rows (Bucket).
+enum class VariantKind : uint8_t { OptShape = 0, Bucket = 1 };
+// Holds when lo <= expr (a polynomial of the symbols) <= hi.
+struct ShapeCondition {
+  DimPoly expr;
+  int64_t lo = 0, hi = 0;
+  bool operator==(const ShapeCondition&) const = default;
+};
+struct LaunchVariant {
+  VariantKind kind = VariantKind::OptShape;
+  uint32_t profile = 0;           // OptShape: the profile whose opt shape it was compiled for
+  uint32_t first = 0, count = 0;  // the top-level steps [first, first + count) it replaces: one node's
+  std::vector<ShapeCondition> when;
+  std::vector<Step> steps;
+  std::vector<GenericLaunch> generic;  // its shape-generic steps (GenericLaunch::step indexes `steps`)
+};
 
-  struct MemoryEntry {
-    uint32_t node = 0, result = 0;
-    uint8_t storage = 0;  // passes/memory_plan.h Storage as an integer
-    int64_t offset = 0, size = 0;
-  };
-  struct Memory {
-    uint64_t arena_bytes = 0;
-    uint64_t alignment = 256;
-    std::vector<MemoryEntry> values;
-    // Most arena bytes live at one node (section `resources`); -1: not recorded.
-    int64_t live_peak_bytes = -1;
-    // Arena bytes [zeroed_offset, zeroed_offset + zeroed_bytes) must be zero
-    // when a context's arena is created (the runtime zeroes them once); the
-    // kernels that use them leave them zero (the tile counters of folded
-    // split-K GEMMs, codegen/emitter_table.h NodeKernel::tile_counters), and
-    // nothing else of the plan does. 0 bytes: none.
-    uint64_t zeroed_offset = 0, zeroed_bytes = 0;
-  };
+// One region of a control-flow node (a branch, a loop or scan body) as a
+// launch list of its own: where each of its parameters is read and each of
+// its results written (arena slots of its frame, or the node's own operands
+// and results, which are bound directly where that is safe).
+struct RegionPlan {
+  std::vector<BufferRef> params, returns;
+  std::vector<Step> steps;  // kernel, copy and nested control steps
+};
+enum class ControlKind : uint8_t { If = 0, Loop = 1, Scan = 2 };
+// An if/loop/scan node (ir/control_flow.h gives the operand and result
+// order): its operands and results in the enclosing launch list's buffers,
+// with their types (the runtime slices scan inputs and stacks scan outputs),
+// and its regions (if: then, else; loop and scan: the body).
+struct ControlFlow {
+  ControlKind kind = ControlKind::If;
+  uint32_t node = 0;             // position in its graph's node list (messages)
+  std::vector<uint8_t> present;  // per operand: 0 for an absent optional one (a loop's trip count or condition)
+  std::vector<BufferRef> operands, results;
+  std::vector<TensorType> operand_types, result_types;
+  uint32_t carried = 0;      // loop-carried values / scan states
+  uint32_t scan_inputs = 0;  // scan
+  uint8_t batched = 0;       // scan: ONNX Scan-8's leading batch dim
+  // loop: 1 when the body's condition result is always true (its condition
+  // parameter or a constant true): the runtime need not read it per iteration.
+  uint8_t cond_always_true = 0;
+  std::vector<int64_t> input_axes, input_reverse, output_axes, output_reverse;  // scan
+  std::vector<RegionPlan> regions;
+};
 
-  struct Plan {
-    uint32_t format_version = kFormatVersion;  // the file's (deserialize), else this kiln's
-    Meta meta;
-    std::string graph_text;
-    std::vector<WeightEntry> weights;
-    std::vector<uint8_t> weight_data;  // the data area the entries point into
-    std::vector<Kernel> kernels;
-    std::vector<Step> steps;
-    Memory memory;
-    // Control-flow nodes (section `control`, written only when not empty, so
-    // plans without control flow keep their bytes). A control step's regions
-    // name only records after their own (no cycles).
-    std::vector<ControlFlow> control;
-    ShapeProfiles shapes;  // section `profiles`; empty for a static plan
-    // Section `generic launches` (runtime/plan_generic_launches.h): the steps
-    // whose kernels are shape-generic; only in a GPU plan with shape profiles.
-    std::vector<GenericLaunch> generic_launches;
-    // Section `launch variants`: only in a GPU plan with shape profiles where
-    // a specialised launch pays (runtime/plan_launch_variants.h).
-    std::vector<LaunchVariant> launch_variants;
-    // Section `bounded sizes` (runtime/plan_bounded_sizes.h): only in a GPU
-    // plan with data-dependent result sizes.
-    BoundedSizes bounded_sizes;
-    // Section `in-place appends` (runtime/plan_in_place.h): only in a GPU plan
-    // with shape profiles whose KV cache pairs can be bound in place.
-    std::vector<InPlaceAppend> in_place_appends;
-  };
+struct MemoryEntry {
+  uint32_t node = 0, result = 0;
+  uint8_t storage = 0;  // passes/memory_plan.h Storage as an integer
+  int64_t offset = 0, size = 0;
+};
+struct Memory {
+  uint64_t arena_bytes = 0;
+  uint64_t alignment = 256;
+  std::vector<MemoryEntry> values;
+  // Most arena bytes live at one node (section `resources`); -1: not recorded.
+  int64_t live_peak_bytes = -1;
+  // Arena bytes [zeroed_offset, zeroed_offset + zeroed_bytes) must be zero
+  // when a context's arena is created (the runtime zeroes them once); the
+  // kernels that use them leave them zero (the tile counters of folded
+  // split-K GEMMs, codegen/emitter_table.h NodeKernel::tile_counters), and
+  // nothing else of the plan does. 0 bytes: none.
+  uint64_t zeroed_offset = 0, zeroed_bytes = 0;
+};
 
-  // Every step of the plan: the launch list's, then (depth first) those of each
-  // control-flow region, each with the region path it runs in ("" at the top,
-  // "control 0 region 1" inside).
-  struct StepAt {
-    const Step* step = nullptr;
-    std::string where;
-  };
-  std::vector<StepAt> all_steps(const Plan& p);
+struct Plan {
+  uint32_t format_version = kFormatVersion;  // the file's (deserialize), else this kiln's
+  Meta meta;
+  std::string graph_text;
+  std::vector<WeightEntry> weights;
+  std::vector<uint8_t> weight_data;  // the data area the entries point into
+  std::vector<Kernel> kernels;
+  std::vector<Step> steps;
+  Memory memory;
+  // Control-flow nodes (section `control`, written only when not empty, so
+  // plans without control flow keep their bytes). A control step's regions
+  // name only records after their own (no cycles).
+  std::vector<ControlFlow> control;
+  ShapeProfiles shapes;  // section `profiles`; empty for a static plan
+  // Section `generic launches` (runtime/plan_generic_launches.h): the steps
+  // whose kernels are shape-generic; only in a GPU plan with shape profiles.
+  std::vector<GenericLaunch> generic_launches;
+  // Section `launch variants`: only in a GPU plan with shape profiles where
+  // a specialised launch pays (runtime/plan_launch_variants.h).
+  std::vector<LaunchVariant> launch_variants;
+  // Section `bounded sizes` (runtime/plan_bounded_sizes.h): only in a GPU
+  // plan with data-dependent result sizes.
+  BoundedSizes bounded_sizes;
+  // Section `in-place appends` (runtime/plan_in_place.h): only in a GPU plan
+  // with shape profiles whose KV cache pairs can be bound in place.
+  std::vector<InPlaceAppend> in_place_appends;
+};
 
-  // Serializes a plan; the same plan gives the same bytes.
-  std::vector<uint8_t> serialize(const Plan& p);
-  // The same bytes, handed to `sink` in file order as they are made (a file
-  // written without an image of it in memory); `file_size_known`, if set, is
-  // told the total before the first byte.
-  void write_plan(const Plan& p, const std::function<void(const void*, size_t)>& sink,
-                  const std::function<void(uint64_t)>& file_size_known = {});
+// Every step of the plan: the launch list's, then (depth first) those of each
+// control-flow region, each with the region path it runs in ("" at the top,
+// "control 0 region 1" inside).
+struct StepAt {
+  const Step* step = nullptr;
+  std::string where;
+};
+std::vector<StepAt> all_steps(const Plan& p);
 
-  struct LoadOptions {
-    // "sm_XX" of the GPU the plan will run on; empty: no GPU (no arch check).
-    // A plan with GPU kernels whose CUBIN arch differs and whose PTX cannot be
-    // JIT-compiled for it (an older GPU than the PTX's arch) is rejected.
-    std::string device_arch;
-  };
+// Serializes a plan; the same plan gives the same bytes.
+std::vector<uint8_t> serialize(const Plan& p);
+// The same bytes, handed to `sink` in file order as they are made (a file
+// written without an image of it in memory); `file_size_known`, if set, is
+// told the total before the first byte.
+void write_plan(const Plan& p, const std::function<void(const void*, size_t)>& sink,
+                const std::function<void(uint64_t)>& file_size_known = {});
 
-  // Parses and checks a plan held in memory. `what` names it in messages (a
-  // file name). Throws kiln::Error.
-  Plan deserialize(const uint8_t* data, size_t size, std::string_view what = "plan", const LoadOptions& opts = {});
-  Plan read_plan_file(const std::string& path, const LoadOptions& opts = {});
-  void write_plan_file(const std::string& path, const Plan& p);
+struct LoadOptions {
+  // "sm_XX" of the GPU the plan will run on; empty: no GPU (no arch check).
+  // A plan with GPU kernels whose CUBIN arch differs and whose PTX cannot be
+  // JIT-compiled for it (an older GPU than the PTX's arch) is rejected.
+  std::string device_arch;
+};
 
-  // How to run the plan's kernels on a GPU of `device_arch` ("sm_86").
-  struct CodeChoice {
-    std::string kind;                // "cubin" or "ptx" (JIT-compiled by the driver)
-    std::string arch;                // the CUBINs' arch, or the PTX's
-    int32_t min_driver_version = 0;  // what this code needs (0: not recorded)
-    std::string describe() const;    // "CUBIN sm_80" / "PTX JIT from sm_80"
-  };
-  // A CUBIN of the GPU's arch, else one of the same major arch and an older
-  // minor (binary compatible, CUDA Programming Guide "Binary Compatibility"),
-  // else the PTX when the GPU is at least its arch; throws kiln::Error saying
-  // why none fits.
-  CodeChoice select_code(const Plan& p, const std::string& device_arch, std::string_view what = "plan");
-  // The image cuModuleLoadData takes for kernel `k` under `c` (CUBIN bytes or
-  // the NUL-terminated PTX).
-  const void* code_image(const Kernel& k, const CodeChoice& c);
+// Parses and checks a plan held in memory. `what` names it in messages (a
+// file name). Throws kiln::Error.
+Plan deserialize(const uint8_t* data, size_t size, std::string_view what = "plan", const LoadOptions& opts = {});
+Plan read_plan_file(const std::string& path, const LoadOptions& opts = {});
+void write_plan_file(const std::string& path, const Plan& p);
 
-  // "13.0" for 13000.
-  std::string driver_version_name(int32_t version);
-  // The CUDA release whose driver first JIT-compiles PTX ISA major.minor (ISA
-  // 9.0 -> 13000), from the PTX's `.version` line; 0 when there is none or the
-  // ISA is not one kiln knows.
-  int32_t ptx_driver_version(const std::string& ptx);
-  // Throws kiln::Error naming both versions when `driver_version` (the
-  // driver's cuDriverGetVersion) is older than what `c` needs.
-  void check_driver_version(const CodeChoice& c, int32_t driver_version, std::string_view what = "plan");
+// How to run the plan's kernels on a GPU of `device_arch` ("sm_86").
+struct CodeChoice {
+  std::string kind;                // "cubin" or "ptx" (JIT-compiled by the driver)
+  std::string arch;                // the CUBINs' arch, or the PTX's
+  int32_t min_driver_version = 0;  // what this code needs (0: not recorded)
+  std::string describe() const;    // "CUBIN sm_80" / "PTX JIT from sm_80"
+};
+// A CUBIN of the GPU's arch, else one of the same major arch and an older
+// minor (binary compatible, CUDA Programming Guide "Binary Compatibility"),
+// else the PTX when the GPU is at least its arch; throws kiln::Error saying
+// why none fits.
+CodeChoice select_code(const Plan& p, const std::string& device_arch, std::string_view what = "plan");
+// The image cuModuleLoadData takes for kernel `k` under `c` (CUBIN bytes or
+// the NUL-terminated PTX).
+const void* code_image(const Kernel& k, const CodeChoice& c);
 
-  std::string section_name(uint32_t id);
+// "13.0" for 13000.
+std::string driver_version_name(int32_t version);
+// The CUDA release whose driver first JIT-compiles PTX ISA major.minor (ISA
+// 9.0 -> 13000), from the PTX's `.version` line; 0 when there is none or the
+// ISA is not one kiln knows.
+int32_t ptx_driver_version(const std::string& ptx);
+// Throws kiln::Error naming both versions when `driver_version` (the
+// driver's cuDriverGetVersion) is older than what `c` needs.
+void check_driver_version(const CodeChoice& c, int32_t driver_version, std::string_view what = "plan");
+
+std::string section_name(uint32_t id);
 
 }  // namespace kiln::plan

@@ -554,7 +554,7 @@ class FakeGpu : public ::testing::Test {
       // A shape-generic kernel's last parameter: the by-value kiln_syms.
       if (generic) k.counts.push_back(1);
       for (const plan::InPlaceAppend& a : p.in_place_appends)  // a KV cache's append, shape-generic too
-        if (&a.append == at.step) k.counts.push_back(1);
+        if (&a.append == step) k.counts.push_back(1);
       // One parameter: the table of addresses and counts (codegen/param_table.h).
       if (s.param_table) k.counts = {static_cast<long long>(2 * s.args.size())};
       kernels()[p.kernels[s.kernel].name] = k;
