@@ -168,6 +168,9 @@ class NodeContext final : public ImportContext {
     return *it->second;
   }
   std::set<std::string> consumed_;  // subgraph attributes imported or skipped
+  // Constants this node's adapter made (a folded Shape, Size, ...): a result
+  // among them takes the node's ONNX output name, like a fresh node result.
+  std::set<const Value*> made_constants_;
   bool outputs_set_ = false;
   int emitted_ = 0;
 };
