@@ -32,6 +32,8 @@ std::string NodeContext::declare_size_symbol(const std::string& hint, int64_t bo
   return name;
 }
 
+const std::vector<SymbolDecl>& NodeContext::symbol_ranges() const { return imp_.graph_->symbols(); }
+
 std::vector<Value*> NodeContext::emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
                                       int num_outputs) {
   const OpDef* def = op_registry().find(op);

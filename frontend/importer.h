@@ -108,6 +108,7 @@ class NodeContext final : public ImportContext {
     return *t;
   }
   std::string declare_size_symbol(const std::string& hint, int64_t bound, int64_t cap = -1) override;
+  const std::vector<SymbolDecl>& symbol_ranges() const override;
   std::vector<Value*> emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
                            int num_outputs) override;
   Value* constant(Tensor t, const std::string& name_hint) override;
