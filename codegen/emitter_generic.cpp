@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "codegen/emitters/data_movement/emit_injective.h"
 #include "codegen/emitters/pool_select_loss/emit_fused_pool.h"
 #include "codegen/emitters/reduction/emit_fused_reduction.h"
 #include "codegen/emitters/reduction/emit_rowwise.h"
@@ -225,6 +226,22 @@ bool generic_fused_pool(const Node& n) {
   return is_pool_select_fused(n, op_registry()) && generic_fused_body(n, generic_pool);
 }
 
+// A fused pointwise/injective body evaluated on demand
+// (codegen/emitters/elementwise/emit_fused.h, emit_fused_on_demand): its
+// pointwise ops broadcast through symbolic strides, and its data movement is
+// among the injective ops whose index maps take symbolic sizes (rotary's
+// slice/neg/concat, a mask's unsqueeze/compare/where, an embedding's gather).
+bool generic_fused_on_demand(const Node& n) {
+  if (!n.body() || (!is_fused_kind(n, "pointwise") && !is_fused_kind(n, "injective"))) return false;
+  for (const auto& bn : n.body()->nodes()) {
+    const OpDef* def = op_registry().find(bn->op());
+    if (!def || bn->body()) return false;
+    const bool pointwise = def->category == OpCategory::Pointwise && def->expr;
+    if (!pointwise && bn->op() != "identity" && !injective_shape_generic(bn->op())) return false;
+  }
+  return true;
+}
+
 // range with a length of any size expression (emit_misc_ops.h): a static
 // start and delta, buffers, or i64 scalars holding symbolic shape values.
 bool generic_range(const Node& n) {
@@ -244,7 +261,8 @@ bool reads_symbolic_constants(const Node& n) {
   }
   const OpDef* def = op_registry().find(n.op());
   const bool pointwise = !n.body() && def && def->category == OpCategory::Pointwise && def->expr;
-  const bool fused_pointwise = n.body() && is_fused_kind(n, "pointwise");
+  // Both fused kernels of pointwise/injective bodies compute a scalar one.
+  const bool fused_pointwise = n.body() && (is_fused_kind(n, "pointwise") || is_fused_kind(n, "injective"));
   if (!pointwise && !fused_pointwise) {
     for (const Value* v : n.inputs())
       if (symbolic(v)) return false;
