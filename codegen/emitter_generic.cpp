@@ -68,7 +68,7 @@ bool generic_reduction(const Node& n) { return generic_softmax(n) || generic_red
 // passes `anchor_generic` (which decides where the symbols may be), its other
 // ops are pointwise, and an operand with a symbolic dim has its op's result
 // shape (no broadcasting along a symbol).
-bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&)) {
+bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&), bool movement = false) {
   int anchors = 0;
   for (const auto& bn : n.body()->nodes()) {
     const OpDef* def = op_registry().find(bn->op());
@@ -78,6 +78,10 @@ bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&)) {
       if (!anchor_generic(*bn)) return false;
       continue;
     }
+    // `movement`: data movement whose index maps take symbolic sizes (an
+    // embedding's gather before RMSNorm's square); the emitter checks that
+    // it uses only the anchor's symbols and is not an epilogue.
+    if (movement && !bn->body() && injective_shape_generic(bn->op())) continue;
     if (def->category != OpCategory::Pointwise || bn->num_outputs() != 1) return false;
     // An operand of another shape is read at the coordinates of `os`, which
     // the body evaluator splits by constant extents below the outermost dim:
@@ -94,9 +98,9 @@ bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&)) {
 }
 
 // A fused reduction (codegen/emitters/reduction/emit_fused_reduction.h) around
-// a shape-generic reduce_* or softmax.
+// a shape-generic reduce_* or softmax, its prologue may hold data movement.
 bool generic_fused_reduction(const Node& n) {
-  return is_reduction_fused(n, op_registry()) && generic_fused_body(n, generic_reduction);
+  return is_reduction_fused(n, op_registry()) && generic_fused_body(n, generic_reduction, true);
 }
 
 // layer_normalization whose normalized dims (from `axis` on) are static and

@@ -61,7 +61,8 @@ bool body_node_evaluable(const Node& n, const OpRegistry& ops) {
 
 BodyEvaluator::BodyEvaluator(const Graph& body, const OpRegistry& ops, std::map<const Value*, std::string> buffers,
                              const KernelSymbols* syms, std::map<const Value*, int64_t> scalars)
-    : body_(body), ops_(ops), buffers_(std::move(buffers)), syms_(syms), scalars_(std::move(scalars)) {
+    : body_(body), ops_(ops), buffers_(std::move(buffers)), scalars_(std::move(scalars)) {
+  if (syms) syms_ = *syms;
   // A symbolic size's largest value is not known here: 64-bit indices.
   auto check = [&](const Value* v) {
     narrow_ = narrow_ && !has_symbolic_dims(v->shape()) && v->type().numel() <= INT32_MAX;
@@ -117,7 +118,7 @@ void BodyEvaluator::define(const Value* v) {
         const bool symbolic = has_symbolic_dims(in->shape()) || has_symbolic_dims(t.shape);
         offs.push_back(linear_offset(
             symbolic ? symbolic_broadcast_strides(in->shape(), t.shape) : broadcast_strides(in->shape(), t.shape),
-            syms_));
+            syms_ ? &*syms_ : nullptr));
         need_coords = true;
       }
     }

@@ -16,6 +16,7 @@
 // as results).
 #pragma once
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -61,7 +62,7 @@ class BodyEvaluator {
   const Graph& body_;
   const OpRegistry& ops_;
   std::map<const Value*, std::string> buffers_;
-  const KernelSymbols* syms_;
+  std::optional<KernelSymbols> syms_;  // a copy: the evaluator may outlive the caller's
   std::map<const Value*, int64_t> scalars_;
   std::map<const Value*, std::string> lambdas_;  // value -> lambda name
   std::string defs_;
