@@ -2,7 +2,8 @@
 // kernels (docs/dynamic_shapes.md "Shape-generic GPU kernels", issue 19):
 // the rotary embedding (slices, a negation, a concat and the cos/sin
 // products), an embedding lookup with its scale, a head split with a scale
-// and a decoder's causal mask at offset `past` each compile, with a profile,
+// a decoder's causal mask at offset `past` and an embedding gather feeding
+// RMSNorm's reduction each compile, with a profile,
 // into as many launches as the static plan at one shape, every launch
 // shape-generic; compiled by NVRTC for sm_80 and sm_90 and run from the plan
 // on the simulator at three shapes, each equal to the reference backend on
@@ -176,6 +177,43 @@ TEST(ShapeGenericKernels, CausalMaskAtAnOffsetFusesWithItsReshapesOnSimAtThreeSh
     // after 64 (the largest).
     expect_sim_matches_reference(gp,
                                  {{{"seq", 8}, {"past", 0}}, {{"seq", 1}, {"past", 17}}, {{"seq", 40}, {"past", 64}}});
+  }
+}
+
+// A decoder's embedding lookup feeding the first RMSNorm: the gather is the
+// prologue of the fused reduction (square, mean over the static last axis,
+// eps, sqrt, reciprocal), which reads the table through the index map with
+// the reduction's symbols; then the normalised rows times the weight.
+const char* kEmbeddingNorm =
+    "graph @m(%ids: i64[1,seq], %emb: f32[5,64], %w: f32[64]) -> (f32[1,seq,64]) symbols(seq in [1, 40]) {\n"
+    "  %e = gather(%emb, %ids) {axis=0} : f32[1,seq,64]\n"
+    "  %two = const f32[] splat<2.0>\n"
+    "  %sq = pow(%e, %two) : f32[1,seq,64]\n"
+    "  %ms = reduce_mean(%sq) {axes=[2], keepdims=1} : f32[1,seq,1]\n"
+    "  %eps = const f32[] splat<0.00001>\n"
+    "  %mse = add(%ms, %eps) : f32[1,seq,1]\n"
+    "  %r = sqrt(%mse) : f32[1,seq,1]\n"
+    "  %one = const f32[] splat<1.0>\n"
+    "  %inv = div(%one, %r) : f32[1,seq,1]\n"
+    "  %xn = mul(%e, %inv) : f32[1,seq,64]\n"
+    "  %y = mul(%xn, %w) : f32[1,seq,64]\n"
+    "  return %y\n"
+    "}\n";
+
+TEST(ShapeGenericKernels, EmbeddingGatherFusesIntoTheRmsNormReductionOnSimAtThreeShapes) {
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    GenericPlan gp = generic_plan(kEmbeddingNorm, arch, {{{"ids", {1, 1}, {1, 40}, {1, 40}}}});
+    int gathering_reductions = 0;
+    for (const auto& n : gp.graph->nodes()) {
+      if (n->op() != "fused" || n->attrs().get_string("kind", "") != "reduction") continue;
+      for (const auto& bn : n->body()->nodes()) gathering_reductions += bn->op() == "gather";
+    }
+    EXPECT_EQ(gathering_reductions, 1) << arch << ": the gather is the reduction's prologue";
+    EXPECT_EQ(fused_generic_launches(gp.plan, arch), 0) << arch;
+    EXPECT_EQ(gp.plan.steps.size(), 2u) << arch << ": the reduction and the scale by the weight";
+    EXPECT_EQ(gp.plan.steps.size(), static_launches(kEmbeddingNorm, arch, {{"seq", 9}})) << arch;
+    if (arch != "sm_90") continue;
+    expect_sim_matches_reference(gp, {{{"seq", 1}}, {{"seq", 17}}, {{"seq", 40}}});
   }
 }
 
