@@ -1,6 +1,7 @@
 #include "codegen/emitter_generic.h"
 
 #include <algorithm>
+#include <set>
 
 #include "codegen/emitters/data_movement/emit_injective.h"
 #include "codegen/emitters/pool_select_loss/emit_fused_pool.h"
@@ -67,24 +68,35 @@ bool generic_reduction(const Node& n) { return generic_softmax(n) || generic_red
 // A fused reduction body over symbolic rows: its one reduction-category node
 // passes `anchor_generic` (which decides where the symbols may be), its other
 // ops are pointwise, and an operand with a symbolic dim has its op's result
-// shape (no broadcasting along a symbol).
-bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&), bool movement = false) {
+// shape (no broadcasting along a symbol). With `prologue_movement`, the ops
+// before the anchor (which the body evaluator computes, with symbolic
+// strides) may also be shape-generic data movement and broadcast along a
+// symbol (an embedding's gather plus its position rows); the epilogue keeps
+// the rule above.
+bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&), bool prologue_movement = false) {
   int anchors = 0;
+  std::set<const Value*> after;  // values computed from the anchor's results
   for (const auto& bn : n.body()->nodes()) {
     const OpDef* def = op_registry().find(bn->op());
     if (!def) return false;
     if (def->category == OpCategory::Reduction) {
       ++anchors;
       if (!anchor_generic(*bn)) return false;
+      for (const Value* v : bn->outputs()) after.insert(v);
       continue;
     }
-    // `movement`: data movement whose index maps take symbolic sizes (an
-    // embedding's gather before RMSNorm's square); the emitter checks that
-    // it uses only the anchor's symbols and is not an epilogue.
-    if (movement && !bn->body() && injective_shape_generic(bn->op())) continue;
+    bool epilogue = false;
+    for (const Value* v : bn->inputs()) epilogue = epilogue || after.count(v);
+    if (epilogue)
+      for (const Value* v : bn->outputs()) after.insert(v);
+    if (prologue_movement && !epilogue) {
+      // The emitter checks that the body uses only the anchor's symbols.
+      if (!bn->body() && injective_shape_generic(bn->op())) continue;
+      if (def->category == OpCategory::Pointwise && def->expr && bn->num_outputs() == 1) continue;
+    }
     if (def->category != OpCategory::Pointwise || bn->num_outputs() != 1) return false;
     // An operand of another shape is read at the coordinates of `os`, which
-    // the body evaluator splits by constant extents below the outermost dim:
+    // the epilogue splits by constant extents below the outermost dim:
     // with a symbolic dim elsewhere (RMSNorm's [1, seq, 1] rows), only
     // static scalars are read so.
     const Shape& os = bn->output(0)->shape();
@@ -98,9 +110,15 @@ bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&), bool
 }
 
 // A fused reduction (codegen/emitters/reduction/emit_fused_reduction.h) around
-// a shape-generic reduce_* or softmax, its prologue may hold data movement.
+// a shape-generic reduce_*, softmax or layer norm (the row kernel takes the
+// fused IO: an encoder's embedding sum before it, a cast after it); its
+// prologue may hold data movement.
+bool generic_layer_norm(const Node& n);
+
+bool generic_fused_anchor(const Node& n) { return generic_reduction(n) || generic_layer_norm(n); }
+
 bool generic_fused_reduction(const Node& n) {
-  return is_reduction_fused(n, op_registry()) && generic_fused_body(n, generic_reduction, true);
+  return is_reduction_fused(n, op_registry()) && generic_fused_body(n, generic_fused_anchor, true);
 }
 
 // layer_normalization whose normalized dims (from `axis` on) are static and
