@@ -84,7 +84,11 @@ for prec in fp32 fp16; do
   grep -q 'x = ceil(seq / [0-9]*); y = ceil(seq / [0-9]*); z = ceil(4\*batch / 1) (symbols batch, seq)' "$out" ||
     fail "encoder ($prec): no scores grid of seq x seq tiles x 4*batch heads"
   grep -q 'kiln_sm_softmax_' "$out" || fail "encoder ($prec): no softmax over the symbolic seq"
-  grep -q 'kiln_inj_gather_' "$out" || fail "encoder ($prec): no gather kernel"
+  # The embedding gather is the first layer norm's prologue (one kernel, as
+  # in the static plan), not a launch of its own.
+  grep -q '^ *0 #0 fused  *kiln_norm_layer_normalization_' "$out" ||
+    fail "encoder ($prec): the embedding gather is not fused into the first layer norm"
+  ! grep -q 'kiln_inj_gather_' "$out" || fail "encoder ($prec): the embedding gather runs as a kernel of its own"
   if [ "$prec" = fp16 ]; then
     grep -q 'kiln_matmul_mma_' "$out" || fail "encoder (fp16): no tensor-core matmul"
     tol=--fp16

@@ -217,5 +217,32 @@ TEST(ShapeGenericKernels, EmbeddingGatherFusesIntoTheRmsNormReductionOnSimAtThre
   }
 }
 
+// An encoder's embeddings: the token gather plus the position rows, then the
+// layer norm over the static hidden dim, whose row kernel takes the gather
+// and the add as its prologue over [b, s] rows.
+const char* kEmbeddingLayerNorm =
+    "graph @m(%ids: i64[b,s], %emb: f32[5,32], %pos: f32[s,32]) -> (f32[b,s,32]) symbols(b in [1, 4], s in [1, "
+    "40]) {\n"
+    "  %e = gather(%emb, %ids) {axis=0} : f32[b,s,32]\n"
+    "  %x = add(%e, %pos) : f32[b,s,32]\n"
+    "  %g = const f32[32] splat<1.5>\n"
+    "  %be = const f32[32] splat<0.25>\n"
+    "  %y = layer_normalization(%x, %g, %be) {axis=-1, epsilon=0.00001} : f32[b,s,32]\n"
+    "  return %y\n"
+    "}\n";
+
+TEST(ShapeGenericKernels, EmbeddingGatherFusesIntoTheLayerNormOnSimAtThreeShapes) {
+  const plan::Profile profile{{{"ids", {1, 1}, {4, 40}, {4, 40}}, {"pos", {1, 32}, {40, 32}, {40, 32}}}};
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    GenericPlan gp = generic_plan(kEmbeddingLayerNorm, arch, profile);
+    EXPECT_EQ(gp.plan.steps.size(), 1u) << arch << ": gather, add and layer norm in one kernel";
+    EXPECT_EQ(gp.plan.steps.size(), static_launches(kEmbeddingLayerNorm, arch, {{"b", 2}, {"s", 9}})) << arch;
+    EXPECT_EQ(gp.plan.generic_launches.size(), gp.plan.steps.size()) << arch;
+    for (const plan::Kernel& k : gp.plan.kernels) EXPECT_FALSE(k.cubin.empty()) << k.name << " has no CUBIN";
+    if (arch != "sm_90") continue;
+    expect_sim_matches_reference(gp, {{{"b", 1}, {"s", 1}}, {{"b", 2}, {"s", 9}}, {{"b", 4}, {"s", 40}}});
+  }
+}
+
 }  // namespace
 }  // namespace kiln
