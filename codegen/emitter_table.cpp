@@ -365,14 +365,16 @@ std::vector<NodeKernel> emit_misc_node(const Node& n) {
 // order and the kept boxes) is the node's workspace, as misc ops' scratch is.
 bool handles_data_dependent(const Node& n) {
   if (n.body() || !operands_present(n) || n.attrs().get_int("bounded", 0) != 1) return false;
-  return (n.op() == "nonzero" && n.num_inputs() == 1) || (n.op() == "non_max_suppression" && n.num_inputs() == 2);
+  return (n.op() == "nonzero" && n.num_inputs() == 1) ||
+         (n.op() == "non_max_suppression" && (n.num_inputs() == 2 || n.num_inputs() == 3));
 }
 
 std::vector<NodeKernel> emit_data_dependent_node(const Node& n) {
   std::vector<TensorType> results;
   for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
   SimpleKernel k = n.op() == "nonzero" ? emit_nonzero_bounded(n.input(0)->type(), results)
-                                       : emit_nms_bounded(n.attrs(), n.input(0)->type(), n.input(1)->type(), results);
+                                       : emit_nms_bounded(n.attrs(), n.input(0)->type(), n.input(1)->type(), results,
+                                                          n.num_inputs() == 3);
   NodeKernel nk = node_kernel(k);
   int64_t scratch_bytes = 0;
   for (const TensorType& t : k.scratch) scratch_bytes += t.nbytes();

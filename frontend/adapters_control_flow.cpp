@@ -22,6 +22,7 @@
 
 #include "frontend/import_context.h"
 #include "ir/data_dependent.h"
+#include "ir/short_name.h"
 #include "ir/symbolic_dim.h"
 
 namespace kiln::adapters {
@@ -321,8 +322,17 @@ void scan_adapter(ImportContext& c) {
         c.unsupported("sequence_lens[{}] = {} is shorter than the sequence ({}); only full lengths are supported", i,
                       lens.get_int(i), len);
   }
-  auto regions = c.import_regions({{"body", "body", params}});
+  // The body may decide sizes (NonZero on a per-step slice, reduced inside
+  // the body), as a Loop's may: each step runs it stage by stage.
+  auto regions = c.import_regions({{"body", "body", params}}, /*size_symbols=*/true);
   Graph& body = *regions.graphs[0];
+  for (const Value* out : body.outputs())
+    for (const std::string& s : shape_symbols(out->shape()))
+      if (data_dependent_symbols(body).count(s))
+        c.unsupported(
+            "the body returns {} {}, whose size {} each step decides anew: a scan output stacks the steps' "
+            "results, which must share one type",
+            short_name(out->name()), out->type().str(), s);
   if (int(body.outputs().size()) < n)
     c.fail("the body returns {} values but the scan has {} states", body.outputs().size(), n);
   const int k = int(body.outputs().size()) - n;

@@ -122,14 +122,16 @@ ImportContext::Regions Importer::import_regions(const std::vector<ImportContext:
       imp.known_order_.resize(from);
     }
   } forget{*this, known_order_.size()};
-  // Only the branches of an If in the main graph declare size symbols; the
-  // regions inside them (imported by nested calls) do not.
+  // The regions of an If, Loop or Scan in the main graph declare size
+  // symbols (on the main graph), and so do the regions of such nodes inside
+  // them, at any depth; a region whose node does not ask (an If folded away
+  // by its known condition inlines instead) stops the chain.
   struct RestoreFlag {
     bool& flag;
     bool saved;
     ~RestoreFlag() { flag = saved; }
   } restore_flag{region_size_symbols_, region_size_symbols_};
-  region_size_symbols_ = size_symbols && cur_ == graph_.get();
+  region_size_symbols_ = size_symbols && (cur_ == graph_.get() || region_size_symbols_);
   // Outer values: known ones are copied into each region as constants (so
   // shape operands inside stay known), the others are captured.
   ImportContext::Regions r;
