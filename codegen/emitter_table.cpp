@@ -5,6 +5,7 @@
 #include "codegen/core/deciding_only.h"
 #include "codegen/emitters/attention/attention_dims.h"
 #include "codegen/emitter_generic.h"
+#include "codegen/param_table.h"
 #include "codegen/emitters/attention/emit_attention.h"
 #include "codegen/emitters/data_movement/emit_index_select.h"
 #include "codegen/emitters/data_movement/emit_injective.h"
@@ -265,6 +266,10 @@ std::vector<NodeKernel> emit_attention_node(const Node& n) {
     NodeKernel nk = node_kernel(fk.kernel, std::move(fk.constants));
     nk.workspace_f32 = fk.kernel.workspace_f32;
     nk.tile_counters = fk.kernel.tile_counters;
+    if (!fk.kernel.generic_symbols.empty()) {  // its epilogue over symbolic sizes too
+      nk.symbols = fk.kernel.generic_symbols;
+      for (int a = 0; a < 3; ++a) nk.grid_expr[a] = fk.kernel.grid_axes[a];
+    }
     return {nk};
   }
   std::vector<TensorType> operands;
@@ -460,7 +465,7 @@ const KernelEmitter kEmitters[] = {
     {"pool/select/loss", handles_op_kernels, emit_op_kernels_node, generic::generic_pool},
     {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node,
      generic::generic_fused_pool},
-    {"attention", handles_attention, emit_attention_node, attention_shape_generic},
+    {"attention", handles_attention, emit_attention_node, generic::generic_attention},
     {"recurrent", handles_rnn, emit_rnn_node},
     {"linear attention", handles_linear_attention, emit_linear_attention_node},
     {"misc (dft, stft, det, range, dynamic_quantize_linear)", handles_misc, emit_misc_node, generic::generic_range},
@@ -523,8 +528,9 @@ std::string why_not_shape_generic(const Node& n) {
   if (!symbolic || (!n.body() && (n.op() == "reshape" || n.op() == "identity"))) return "";
   const KernelEmitter* e = emitter_for(n);
   if (!e) return "no kernel emitter handles it";
-  if (e->shape_generic && e->shape_generic(n)) return "";
-  return fmt::format("its kernel family ({}) has no shape-generic kernel for it yet", e->name);
+  if (!e->shape_generic || !e->shape_generic(n))
+    return fmt::format("its kernel family ({}) has no shape-generic kernel for it yet", e->name);
+  return why_generic_kernel_needs_param_table(n, *e);
 }
 
 namespace {

@@ -162,6 +162,8 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   ImportOptions io;
   io.names = o.shape_option_names;
   io.input_shapes = o.input_shapes;
+  io.sequence_shapes = o.sequence_shapes;
+  io.empty_optionals = o.empty_optionals;
   std::vector<ShapeRanges> ranges = {{o.min_shapes, o.opt_shapes, o.max_shapes}};
   ranges.insert(ranges.end(), o.more_profiles.begin(), o.more_profiles.end());
   span_shape_profiles(ranges, io, model);

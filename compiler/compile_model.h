@@ -37,6 +37,10 @@ struct CompileModelOptions {
   // Target, precision, passes, --print-ir-*, --dump-dir, kernel cache, --stats.
   CompileOptions build;
   std::map<std::string, Shape> input_shapes;  // --shapes: names must be model inputs
+  // --sequence-shapes / --empty-optionals: the structure of sequence and
+  // optional inputs (frontend/onnx_import.h ImportOptions).
+  std::map<std::string, std::vector<Shape>> sequence_shapes;
+  std::vector<std::string> empty_optionals;
   // What messages call the shape options: kiln compile's flags, or the
   // builder API's own parameters (ShapeOptionNames::c_api(), python()...).
   ShapeOptionNames shape_option_names;

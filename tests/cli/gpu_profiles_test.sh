@@ -3,8 +3,9 @@
 # and softmax model with a dynamic batch compiled ONCE for --target sm_90 with a profile
 # holds shape-generic kernels (section `generic launches`) and runs from that
 # plan at three batches on the simulator (the plan's own kernels) and on the
-# CPU path, matching ONNX Runtime; so do a dynamic-batch MLP, the issue's
-# CNN at fp32 and at fp16 (tensor cores). A model with a family
+# CPU path, matching ONNX Runtime; so do a dynamic-batch MLP (also with tf32
+# allowed), the BERT-style encoder (its attention written out, and fused with
+# its head merge), the issue's CNN at fp32 and at fp16 (tensor cores). A model with a family
 # that is not shape-generic yet (scatter_elements) is refused for a GPU target,
 # naming the node and its op, with no plan written.
 # Usage: gpu_profiles_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim
@@ -59,52 +60,91 @@ for be in $backends; do
   done
 done
 
+# The same MLP with tf32 allowed: its Gemms and MatMul on tensor cores
+# (mma.sync tf32) with a symbolic M, every launch shape-generic, within the
+# fp16 tolerance of ONNX Runtime's fp32 outputs (tf32 keeps fp16's 10
+# mantissa bits) at three batches on sim.
+"$kiln" compile "$dir/mlp.onnx" --target sm_90 --precision tf32 --min-shapes x:1x64 --max-shapes x:256x64 \
+  -o "$dir/mlp_tf32.plan" >"$out" 2>&1 || fail "compile mlp (tf32) for sm_90 with a profile: exit $?"
+"$kiln" inspect "$dir/mlp_tf32.plan" >"$out" 2>&1 || fail "inspect mlp (tf32): exit $?"
+grep -q '^shape-generic launches: 4 ' "$out" || fail "the tf32 MLP's four launches are not all shape-generic"
+[ "$(grep -c ' kiln_gemm_mma_.* sm_90 ' "$out")" -eq 2 ] || fail "the tf32 MLP's two Gemms are not on tensor cores"
+grep -q ' kiln_matmul_mma_.* sm_90 ' "$out" || fail "the tf32 MLP's MatMul is not on tensor cores"
+if [ "$sim" = sim ]; then
+  for b in 1 9 200; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/mlp_tf32.plan" --backend sim --inputs "x:$dir/m_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "mlp_tf32.plan on sim at batch $b: exit $?"
+    "$py" "$t/compare_outputs_ort.py" --fp16 "$dir/mlp.onnx" "$dir/o" "x=$dir/m_$b.npy" >"$out" 2>&1 ||
+      fail "mlp_tf32.plan on sim at batch $b: not ONNX Runtime's outputs"
+  done
+fi
+
 # The BERT-style encoder of cli_plan_profiles (embedding gather, layer norms,
 # Q/K/V projection and head split/merge transposes, masked softmax attention,
 # output Gemm, GELU FFN), compiled once for sm_90 in fp32 and fp16 with a
-# dynamic batch and sequence (1x1 .. 8x64), run at three (batch, seq) shapes
-# on sim and ref against ONNX Runtime. Its attention runs unfused (the
-# default pipeline less recognize-patterns and layout): the fused attention
-# kernel is not shape-generic yet; the scores' softmax runs over rows of the
-# symbolic length seq.
+# dynamic batch and sequence (1x1 .. 8x64), twice: with its attention
+# written out (the default pipeline less recognize-patterns and layout: the
+# scores' softmax over rows of the symbolic length seq), and with the
+# default pipeline, whose attention node is fused with its head merge and
+# the merged QKV projection with its split and head transposes, as in a
+# static plan: fewer launches, every one shape-generic. Each plan runs at
+# three (batch, seq) shapes on sim and ref against ONNX Runtime.
 enc=$dir/cnn/encoder.onnx
 unfused=fold-constants,fold-control-flow,simplify,dce,cse,fold-constants,dce
 for prec in fp32 fp16; do
   passes=$unfused
   [ "$prec" = fp16 ] && passes=$passes,precision,fold-constants,simplify,cse,dce
   passes=$passes,merge-sibling-matmuls,fuse,plan-memory
-  "$kiln" compile "$enc" --target sm_90 --precision $prec --passes $passes \
-    --min-shapes input_ids:1x1,attention_mask:1x1 --max-shapes input_ids:8x64,attention_mask:8x64 \
-    -o "$dir/enc_$prec.plan" >"$out" 2>&1 || fail "compile the encoder ($prec) for sm_90 with a profile: exit $?"
-  "$kiln" inspect "$dir/enc_$prec.plan" >"$out" 2>&1 || fail "inspect encoder ($prec): exit $?"
-  # Every launch is shape-generic.
-  n=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]*\) kernel launches.*/\1/p' "$out")
-  grep -q "^shape-generic launches: $n (" "$out" || fail "encoder ($prec): not all $n launches are shape-generic"
-  # Batched scores and context: row tiles x column tiles x 4*batch heads.
-  grep -q 'x = ceil(seq / [0-9]*); y = ceil(seq / [0-9]*); z = ceil(4\*batch / 1) (symbols batch, seq)' "$out" ||
-    fail "encoder ($prec): no scores grid of seq x seq tiles x 4*batch heads"
-  grep -q 'kiln_sm_softmax_' "$out" || fail "encoder ($prec): no softmax over the symbolic seq"
-  # The embedding gather is the first layer norm's prologue (one kernel, as
-  # in the static plan), not a launch of its own.
-  grep -q '^ *0 #0 fused  *kiln_norm_layer_normalization_' "$out" ||
-    fail "encoder ($prec): the embedding gather is not fused into the first layer norm"
-  ! grep -q 'kiln_inj_gather_' "$out" || fail "encoder ($prec): the embedding gather runs as a kernel of its own"
-  if [ "$prec" = fp16 ]; then
-    grep -q 'kiln_matmul_mma_' "$out" || fail "encoder (fp16): no tensor-core matmul"
-    tol=--fp16
-  else
+  for pipe in unfused default; do
+    plan=$dir/enc_${prec}_$pipe.plan
+    if [ $pipe = unfused ]; then
+      set -- --passes $passes
+    else
+      set --
+    fi
+    "$kiln" compile "$enc" --target sm_90 --precision $prec "$@" \
+      --min-shapes input_ids:1x1,attention_mask:1x1 --max-shapes input_ids:8x64,attention_mask:8x64 \
+      -o "$plan" >"$out" 2>&1 || fail "compile the encoder ($prec, $pipe) for sm_90 with a profile: exit $?"
+    "$kiln" inspect "$plan" >"$out" 2>&1 || fail "inspect encoder ($prec, $pipe): exit $?"
+    # Every launch is shape-generic.
+    n=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]*\) kernel launches.*/\1/p' "$out")
+    grep -q "^shape-generic launches: $n (" "$out" || fail "encoder ($prec, $pipe): not all $n launches are shape-generic"
+    # The embedding gather is the first layer norm's prologue (one kernel, as
+    # in the static plan), not a launch of its own.
+    grep -q '^ *0 #0 fused  *kiln_norm_layer_normalization_' "$out" ||
+      fail "encoder ($prec, $pipe): the embedding gather is not fused into the first layer norm"
+    ! grep -q 'kiln_inj_gather_' "$out" || fail "encoder ($prec, $pipe): the embedding gather runs as a kernel of its own"
+    if [ $pipe = unfused ]; then
+      unfused_launches=$n
+      # Batched scores and context: row tiles x column tiles x 4*batch heads.
+      grep -q 'x = ceil(seq / [0-9]*); y = ceil(seq / [0-9]*); z = ceil(4\*batch / 1) (symbols batch, seq)' "$out" ||
+        fail "encoder ($prec): no scores grid of seq x seq tiles x 4*batch heads"
+      grep -q 'kiln_sm_softmax_' "$out" || fail "encoder ($prec): no softmax over the symbolic seq"
+      [ "$prec" = fp16 ] && { grep -q 'kiln_matmul_mma_' "$out" || fail "encoder (fp16): no tensor-core matmul"; }
+    else
+      # The attention with its head merge: one kernel, its grid batch*heads x query tiles.
+      grep -q ' kiln_attn_fused_attention_.* sm_90 ' "$out" || fail "encoder ($prec): the attention is not fused"
+      grep -q 'x = ceil(4\*batch / 1); y = ceil(seq / [0-9]*) (symbols batch, seq)' "$out" ||
+        fail "encoder ($prec): no attention grid of 4*batch heads x query tiles"
+      [ "$n" -lt "$unfused_launches" ] ||
+        fail "encoder ($prec): $n launches with the attention fused, $unfused_launches written out"
+      echo "encoder ($prec): $unfused_launches launches with the attention written out, $n fused"
+    fi
     tol=
-  fi
-  for be in $backends; do
-    for bs in 1x5 2x16 4x33; do
-      rm -rf "$dir/o"
-      "$kiln" run "$dir/enc_$prec.plan" --backend "$be" \
-        --inputs "input_ids:$dir/cnn/ids_$bs.npy,attention_mask:$dir/cnn/mask_$bs.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-        fail "encoder ($prec) on $be at $bs: exit $?"
-      grep -q "^symbols: batch=${bs%x*} (range \[1, 8\]), seq=${bs#*x} (range \[1, 64\])" "$out" ||
-        fail "encoder ($prec) on $be at $bs: no symbols line"
-      "$py" "$t/compare_outputs_ort.py" $tol "$enc" "$dir/o" "input_ids=$dir/cnn/ids_$bs.npy" \
-        "attention_mask=$dir/cnn/mask_$bs.npy" >"$out" 2>&1 || fail "encoder ($prec) on $be at $bs: not ONNX Runtime's outputs"
+    [ "$prec" = fp16 ] && tol=--fp16
+    for be in $backends; do
+      for bs in 1x5 2x16 4x33; do
+        rm -rf "$dir/o"
+        "$kiln" run "$plan" --backend "$be" \
+          --inputs "input_ids:$dir/cnn/ids_$bs.npy,attention_mask:$dir/cnn/mask_$bs.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+          fail "encoder ($prec, $pipe) on $be at $bs: exit $?"
+        grep -q "^symbols: batch=${bs%x*} (range \[1, 8\]), seq=${bs#*x} (range \[1, 64\])" "$out" ||
+          fail "encoder ($prec, $pipe) on $be at $bs: no symbols line"
+        "$py" "$t/compare_outputs_ort.py" $tol "$enc" "$dir/o" "input_ids=$dir/cnn/ids_$bs.npy" \
+          "attention_mask=$dir/cnn/mask_$bs.npy" >"$out" 2>&1 ||
+          fail "encoder ($prec, $pipe) on $be at $bs: not ONNX Runtime's outputs"
+      done
     done
   done
 done

@@ -23,6 +23,13 @@ CLI::App* register_compile(CLI::App& app, CompileCommand& c) {
   cmd->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
   add_shape_profile_flags(cmd, c.min_shapes, c.opt_shapes, c.max_shapes);
   add_batch_flag(cmd, c.batch);
+  cmd->add_option("--sequence-shapes", c.sequence_shapes,
+                  "Sequence inputs (kiln unrolls sequences, so their length is fixed when compiling): each one's "
+                  "element shapes, name:2x3+4x3,... (name: for an empty sequence); element k is the input name[k]")
+      ->group("Model");
+  cmd->add_option("--empty-optionals", c.empty_optionals, "Optional inputs given no value: name,...")
+      ->delimiter(',')
+      ->group("Model");
   cmd->add_option("--json", c.json_out, "Write the compile report as JSON")->group("Reporting");
   cmd->add_option("-o,--output", c.plan_out, "Write a plan file for the runtime (MODEL.plan)")
       ->check(refuse_ort_level, "FILE")
@@ -40,6 +47,8 @@ int run_compile(CompileCommand& c) {
   CompileModelOptions o;
   o.build = c.copts;
   o.input_shapes = parse_shapes_flag(c.shapes);
+  o.sequence_shapes = parse_sequence_shapes_flag(c.sequence_shapes);
+  o.empty_optionals = c.empty_optionals;
   // Profile k: the k-th --min-shapes and --max-shapes (and --opt-shapes, if
   // given for every profile; else opt is each profile's max).
   set_shape_profiles(o, parse_shape_profiles(c.model, c.min_shapes, c.opt_shapes, c.max_shapes));
