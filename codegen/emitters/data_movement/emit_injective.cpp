@@ -392,6 +392,10 @@ std::string coordinates_code(const Shape& s, const std::string& flat, const std:
   return b;
 }
 
+InjectiveSymbolsScope::InjectiveSymbolsScope(const KernelSymbols* syms) : previous_(t_syms) { t_syms = syms; }
+
+InjectiveSymbolsScope::~InjectiveSymbolsScope() { t_syms = previous_; }
+
 bool injective_shape_generic(const std::string& name) {
   static const char* const kGeneric[] = {"reshape", "transpose", "expand", "slice",
                                          "concat",  "split",     "gather", "gather_nd"};
@@ -409,10 +413,7 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
   const bool generic = !syms.empty();
   if (generic && !injective_shape_generic(def.name))
     unsupported("codegen: {} has no shape-generic kernel (symbolic sizes) yet", def.name);
-  struct SymsScope {
-    explicit SymsScope(const KernelSymbols* s) { t_syms = s; }
-    ~SymsScope() { t_syms = nullptr; }
-  } scope(generic ? &syms : nullptr);
+  const InjectiveSymbolsScope scope(generic ? &syms : nullptr);
   // Transposes that move the innermost dim: through shared-memory tiles
   // (static shapes only: the tiled kernel counts its tiles at compile time).
   if (!generic && def.name == "transpose" && operands.size() == 1 && outs.size() == 1 &&
