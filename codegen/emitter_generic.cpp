@@ -1,9 +1,10 @@
 #include "codegen/emitter_generic.h"
 
 #include <algorithm>
+#include <set>
 
 #include "codegen/emitters/attention/emit_attention.h"
-
+#include "codegen/emitters/data_movement/emit_injective.h"
 #include "codegen/emitters/pool_select_loss/emit_fused_pool.h"
 #include "codegen/emitters/reduction/emit_fused_reduction.h"
 #include "codegen/emitters/reduction/emit_rowwise.h"
@@ -68,20 +69,35 @@ bool generic_reduction(const Node& n) { return generic_softmax(n) || generic_red
 // A fused reduction body over symbolic rows: its one reduction-category node
 // passes `anchor_generic` (which decides where the symbols may be), its other
 // ops are pointwise, and an operand with a symbolic dim has its op's result
-// shape (no broadcasting along a symbol).
-bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&)) {
+// shape (no broadcasting along a symbol). With `prologue_movement`, the ops
+// before the anchor (which the body evaluator computes, with symbolic
+// strides) may also be shape-generic data movement and broadcast along a
+// symbol (an embedding's gather plus its position rows); the epilogue keeps
+// the rule above.
+bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&), bool prologue_movement = false) {
   int anchors = 0;
+  std::set<const Value*> after;  // values computed from the anchor's results
   for (const auto& bn : n.body()->nodes()) {
     const OpDef* def = op_registry().find(bn->op());
     if (!def) return false;
     if (def->category == OpCategory::Reduction) {
       ++anchors;
       if (!anchor_generic(*bn)) return false;
+      for (const Value* v : bn->outputs()) after.insert(v);
       continue;
+    }
+    bool epilogue = false;
+    for (const Value* v : bn->inputs()) epilogue = epilogue || after.count(v);
+    if (epilogue)
+      for (const Value* v : bn->outputs()) after.insert(v);
+    if (prologue_movement && !epilogue) {
+      // The emitter checks that the body uses only the anchor's symbols.
+      if (!bn->body() && injective_shape_generic(bn->op())) continue;
+      if (def->category == OpCategory::Pointwise && def->expr && bn->num_outputs() == 1) continue;
     }
     if (def->category != OpCategory::Pointwise || bn->num_outputs() != 1) return false;
     // An operand of another shape is read at the coordinates of `os`, which
-    // the body evaluator splits by constant extents below the outermost dim:
+    // the epilogue splits by constant extents below the outermost dim:
     // with a symbolic dim elsewhere (RMSNorm's [1, seq, 1] rows), only
     // static scalars are read so.
     const Shape& os = bn->output(0)->shape();
@@ -95,9 +111,15 @@ bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&)) {
 }
 
 // A fused reduction (codegen/emitters/reduction/emit_fused_reduction.h) around
-// a shape-generic reduce_* or softmax.
+// a shape-generic reduce_*, softmax or layer norm (the row kernel takes the
+// fused IO: an encoder's embedding sum before it, a cast after it); its
+// prologue may hold data movement.
+bool generic_layer_norm(const Node& n);
+
+bool generic_fused_anchor(const Node& n) { return generic_reduction(n) || generic_layer_norm(n); }
+
 bool generic_fused_reduction(const Node& n) {
-  return is_reduction_fused(n, op_registry()) && generic_fused_body(n, generic_reduction);
+  return is_reduction_fused(n, op_registry()) && generic_fused_body(n, generic_fused_anchor, true);
 }
 
 // layer_normalization whose normalized dims (from `axis` on) are static and
@@ -259,6 +281,22 @@ bool generic_fused_pool(const Node& n) {
   return is_pool_select_fused(n, op_registry()) && generic_fused_body(n, generic_pool);
 }
 
+// A fused pointwise/injective body evaluated on demand
+// (codegen/emitters/elementwise/emit_fused.h, emit_fused_on_demand): its
+// pointwise ops broadcast through symbolic strides, and its data movement is
+// among the injective ops whose index maps take symbolic sizes (rotary's
+// slice/neg/concat, a mask's unsqueeze/compare/where, an embedding's gather).
+bool generic_fused_on_demand(const Node& n) {
+  if (!n.body() || (!is_fused_kind(n, "pointwise") && !is_fused_kind(n, "injective"))) return false;
+  for (const auto& bn : n.body()->nodes()) {
+    const OpDef* def = op_registry().find(bn->op());
+    if (!def || bn->body()) return false;
+    const bool pointwise = def->category == OpCategory::Pointwise && def->expr;
+    if (!pointwise && bn->op() != "identity" && !injective_shape_generic(bn->op())) return false;
+  }
+  return true;
+}
+
 // range with a length of any size expression (emit_misc_ops.h): a static
 // start and delta, buffers, or i64 scalars holding symbolic shape values.
 bool generic_range(const Node& n) {
@@ -278,7 +316,8 @@ bool reads_symbolic_constants(const Node& n) {
   }
   const OpDef* def = op_registry().find(n.op());
   const bool pointwise = !n.body() && def && def->category == OpCategory::Pointwise && def->expr;
-  const bool fused_pointwise = n.body() && is_fused_kind(n, "pointwise");
+  // Both fused kernels of pointwise/injective bodies compute a scalar one.
+  const bool fused_pointwise = n.body() && (is_fused_kind(n, "pointwise") || is_fused_kind(n, "injective"));
   if (!pointwise && !fused_pointwise) {
     for (const Value* v : n.inputs())
       if (symbolic(v)) return false;

@@ -262,7 +262,8 @@ void slice_adapter(ImportContext& c) {
   }
   ops::SliceSpec spec;
   try {
-    spec = ops::canonical_slice(x->shape(), starts, ends, axes, steps, /*allow_data_dependent=*/true);
+    spec =
+        ops::canonical_slice(x->shape(), starts, ends, axes, steps, /*allow_data_dependent=*/true, &c.symbol_ranges());
   } catch (const Unsupported&) {
     throw;
   } catch (const Error& e) {

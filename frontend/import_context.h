@@ -99,6 +99,10 @@ class ImportContext {
   // imported (regions declare no symbols), where the caller keeps the
   // compile-time form.
   virtual std::string declare_size_symbol(const std::string& hint, int64_t bound, int64_t cap = -1) = 0;
+  // The main graph's symbols and their ranges (the profile's, and size
+  // symbols declared so far): what decides whether a symbolic slice end
+  // stays within a static dim.
+  virtual const std::vector<SymbolDecl>& symbol_ranges() const = 0;
 
   // Adds a kiln node after inferring its result types; returns its results.
   virtual std::vector<Value*> emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs = {},

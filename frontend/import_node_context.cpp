@@ -32,6 +32,8 @@ std::string NodeContext::declare_size_symbol(const std::string& hint, int64_t bo
   return name;
 }
 
+const std::vector<SymbolDecl>& NodeContext::symbol_ranges() const { return imp_.graph_->symbols(); }
+
 std::vector<Value*> NodeContext::emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
                                       int num_outputs) {
   const OpDef* def = op_registry().find(op);
@@ -63,7 +65,9 @@ std::vector<Value*> NodeContext::emit(const std::string& op, const std::vector<V
 
 Value* NodeContext::constant(Tensor t, const std::string& name_hint) {
   std::string hint = name_hint.empty() ? (node_.output_size() ? node_.output(0) : op_type()) : name_hint;
-  return imp_.graph().add_constant(imp_.unique_name(hint), std::move(t));
+  Value* c = imp_.graph().add_constant(imp_.unique_name(hint), std::move(t));
+  made_constants_.insert(c);
+  return c;
 }
 
 void NodeContext::set_outputs(const std::vector<Value*>& outs) {
@@ -75,13 +79,17 @@ void NodeContext::set_outputs(const std::vector<Value*>& outs) {
     if (i >= static_cast<int>(outs.size()) || !outs[i])
       unsupported("output {} (\"{}\") is not produced by kiln's import of {}", i, name, op_type());
     Value* v = outs[i];
-    // Give the result its ONNX name when it is fresh, for readable IR.
-    if (v->producer() && !imp_.env_.count(name) && !imp_.names_.count(name)) {
-      bool is_fresh = v->name().find(".k") != std::string::npos && imp_.names_.count(v->name());
+    // Give the result its ONNX name when it is fresh, for readable IR and
+    // so that a graph output keeps the name the model gives it (a Shape the
+    // import folds to a constant is still the output "shape", not "shape.1").
+    if ((v->producer() || made_constants_.count(v)) && !imp_.env_.count(name) && !imp_.names_.count(name)) {
+      bool is_fresh =
+          made_constants_.count(v) || (v->name().find(".k") != std::string::npos && imp_.names_.count(v->name()));
       if (is_fresh) {
         imp_.names_.erase(v->name());
         v->set_name(name);
         imp_.names_.insert(name);
+        made_constants_.erase(v);  // named once: a second output keeps this name
       }
     }
     imp_.bind(name, v, label());

@@ -108,6 +108,7 @@ class NodeContext final : public ImportContext {
     return *t;
   }
   std::string declare_size_symbol(const std::string& hint, int64_t bound, int64_t cap = -1) override;
+  const std::vector<SymbolDecl>& symbol_ranges() const override;
   std::vector<Value*> emit(const std::string& op, const std::vector<Value*>& inputs, const AttrMap& attrs,
                            int num_outputs) override;
   Value* constant(Tensor t, const std::string& name_hint) override;
@@ -168,6 +169,9 @@ class NodeContext final : public ImportContext {
     return *it->second;
   }
   std::set<std::string> consumed_;  // subgraph attributes imported or skipped
+  // Constants this node's adapter made (a folded Shape, Size, ...): a result
+  // among them takes the node's ONNX output name, like a fresh node result.
+  std::set<const Value*> made_constants_;
   bool outputs_set_ = false;
   int emitted_ = 0;
 };

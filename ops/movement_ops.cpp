@@ -18,8 +18,24 @@ int64_t slice_extent(int64_t start, int64_t end, int64_t step) {
   return start > end ? (start - end + (-step) - 1) / (-step) : 0;
 }
 
+bool symbolic_end_within(int64_t end, int64_t lo, int64_t hi, const std::vector<SymbolDecl>& ranges) {
+  if (!is_symbolic_dim(end)) return lo <= end && end <= hi;
+  SymbolBindings at_min, at_max;
+  for (const auto& [mono, coeff] : dim_poly(end)) {
+    if (coeff < 0) return false;
+    for (const std::string& sym : mono) {
+      auto d = std::find_if(ranges.begin(), ranges.end(), [&](const SymbolDecl& r) { return r.name == sym; });
+      if (d == ranges.end() || d->min < 0 || d->max < d->min) return false;
+      at_min[sym] = d->min;
+      at_max[sym] = d->max;
+    }
+  }
+  return eval_dim(end, at_min) >= lo && eval_dim(end, at_max) <= hi;
+}
+
 SliceSpec canonical_slice(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
-                          std::vector<int64_t> axes, std::vector<int64_t> steps, bool allow_data_dependent) {
+                          std::vector<int64_t> axes, std::vector<int64_t> steps, bool allow_data_dependent,
+                          const std::vector<SymbolDecl>* ranges) {
   const int r = static_cast<int>(in.size());
   if (starts.size() != ends.size())
     fail("slice starts ({} values) and ends ({} values) differ in length", starts.size(), ends.size());
@@ -45,6 +61,14 @@ SliceSpec canonical_slice(const Shape& in, const std::vector<int64_t>& starts, c
     // Whole: 0 to an open end, or to the dim itself (x.split(n) of an x with
     // n rows writes Slice 0:0+n).
     if (is_symbolic_dim(dim) && s == 0 && (e >= kSliceOpenEnd || e == dim) && step == 1) continue;
+    // A static dim cut at a symbolic end that stays inside it over the
+    // symbols' ranges (x[:, :seq] of a longer buffer): the size is end - start.
+    if (!is_symbolic_dim(dim) && !is_symbolic_dim(s) && is_symbolic_dim(e) && step == 1 && ranges && s >= 0 &&
+        s <= dim && symbolic_end_within(e, s, dim, *ranges)) {
+      spec.starts[a] = s;
+      spec.ends[a] = e;
+      continue;
+    }
     if (is_symbolic_dim(s) || is_symbolic_dim(e))
       unsupported(
           "slicing [{}] along dim {} from {} to {}: a symbolic start or end is supported only to take a dim "
@@ -259,6 +283,19 @@ OpDef slice_op() {
       if (i == dd_axis) {
         if (p == 0) c.fail("dim {} ({}): the step is 0", i, dim_str(dim));
         out[i] = size_symbol_dim(c);
+        continue;
+      }
+      // A static dim cut at a symbolic end (canonical_slice checked that it
+      // stays within the dim over the symbols' ranges): end - start elements.
+      if (!is_symbolic_dim(dim) && !is_symbolic_dim(s) && is_symbolic_dim(e)) {
+        if (p != 1 || s < 0 || s > dim)
+          c.fail("dim {} (size {}): start {}, end {}, step {}: a symbolic end needs step 1 and 0 <= start <= dim", i,
+                 dim, s, dim_str(e), p);
+        try {
+          out[i] = dim_sub(e, s);
+        } catch (const Error& err) {
+          c.fail("{}", err.what());
+        }
         continue;
       }
       if (is_symbolic_dim(dim)) {

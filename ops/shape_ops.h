@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ir/graph.h"
 #include "ir/op_registry.h"
 #include "ir/tensor.h"
 
@@ -47,9 +48,20 @@ inline constexpr int64_t kSliceOpenEnd = int64_t(1) << 62;
 // empty means all 1. Throws kiln::Error on invalid values. A symbolic dim
 // sliced from 0 to an open end with step 1 is taken whole; sliced otherwise,
 // it is kiln::Unsupported unless `allow_data_dependent` (then it is
-// data_dependent_axis; a second such axis is still Unsupported).
+// data_dependent_axis; a second such axis is still Unsupported). A static
+// dim sliced with step 1 from a static start to a symbolic end (BERT's
+// position_ids[:, :seq] of a [1, 128] buffer) keeps the end symbolic when
+// `ranges` (the graph's declared symbols) put it within [start, dim] at every
+// value (symbolic_end_within); otherwise it is Unsupported.
 SliceSpec canonical_slice(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
-                          std::vector<int64_t> axes, std::vector<int64_t> steps, bool allow_data_dependent = false);
+                          std::vector<int64_t> axes, std::vector<int64_t> steps, bool allow_data_dependent = false,
+                          const std::vector<SymbolDecl>* ranges = nullptr);
+
+// Whether the symbolic dim `end` lies within [lo, hi] for every value of its
+// symbols in `ranges`: decided for polynomials with non-negative
+// coefficients over symbols with non-negative ranges (monotone, so the ends
+// of the ranges bound it); false for any other (kiln does not guess).
+bool symbolic_end_within(int64_t end, int64_t lo, int64_t hi, const std::vector<SymbolDecl>& ranges);
 
 // The axis of a slice node's operand shape `in` whose symbolic dim the
 // attributes do not take whole (0:dim:1), or -1: the data-dependent axis of

@@ -30,12 +30,18 @@ std::string storage_literal(DType t, uint64_t bits) {
   }
 }
 
-// o0 * s0 + o1 * s1 ... (terms with stride 0 dropped), "0" when none.
-std::string linear_offset(const std::vector<int64_t>& strides) {
+// o0 * s0 + o1 * s1 ... (terms with stride 0 dropped), "0" when none; a
+// symbolic stride spelled through `syms`.
+std::string linear_offset(const std::vector<int64_t>& strides, const KernelSymbols* syms) {
   std::string s;
   for (size_t d = 0; d < strides.size(); ++d) {
     if (strides[d] == 0) continue;
     if (!s.empty()) s += " + ";
+    if (is_symbolic_dim(strides[d])) {
+      KILN_CHECK(syms, "codegen: a symbolic stride {} in a body evaluated without symbols", dim_str(strides[d]));
+      s += fmt::format("(long long)o{} * {}", d, syms->lit(strides[d]));
+      continue;
+    }
     s += strides[d] == 1 ? fmt::format("(long long)o{}", d) : fmt::format("(long long)o{} * {}LL", d, strides[d]);
   }
   return s.empty() ? "0" : s;
@@ -53,8 +59,10 @@ bool body_node_evaluable(const Node& n, const OpRegistry& ops) {
   return injective_supported(n.op());
 }
 
-BodyEvaluator::BodyEvaluator(const Graph& body, const OpRegistry& ops, std::map<const Value*, std::string> buffers)
-    : body_(body), ops_(ops), buffers_(std::move(buffers)) {
+BodyEvaluator::BodyEvaluator(const Graph& body, const OpRegistry& ops, std::map<const Value*, std::string> buffers,
+                             const KernelSymbols* syms, std::map<const Value*, int64_t> scalars)
+    : body_(body), ops_(ops), buffers_(std::move(buffers)), scalars_(std::move(scalars)) {
+  if (syms) syms_ = *syms;
   // A symbolic size's largest value is not known here: 64-bit indices.
   auto check = [&](const Value* v) {
     narrow_ = narrow_ && !has_symbolic_dims(v->shape()) && v->type().numel() <= INT32_MAX;
@@ -68,6 +76,10 @@ BodyEvaluator::BodyEvaluator(const Graph& body, const OpRegistry& ops, std::map<
 }
 
 std::string BodyEvaluator::value(const Value* v, const std::string& idx) {
+  if (auto sv = scalars_.find(v); sv != scalars_.end()) {
+    KILN_CHECK(syms_, "codegen: %{} holds a symbolic size, but the body is evaluated without symbols", v->name());
+    return fmt::format("(({}){})", cuda_storage_type(v->dtype()), syms_->lit(sv->second));
+  }
   auto b = buffers_.find(v);
   if (b != buffers_.end()) return fmt::format("{}[{}]", b->second, idx);
   if (!v->producer()) fail("codegen: body value %{} is neither an input, a constant nor computed", v->name());
@@ -103,7 +115,10 @@ void BodyEvaluator::define(const Value* v) {
       } else {
         if (broadcast_shapes(in->shape(), t.shape) != t.shape)
           fail("codegen: {}: operand {} does not broadcast to {}", n.describe(), in->type().str(), t.str());
-        offs.push_back(linear_offset(broadcast_strides(in->shape(), t.shape)));
+        const bool symbolic = has_symbolic_dims(in->shape()) || has_symbolic_dims(t.shape);
+        offs.push_back(linear_offset(
+            symbolic ? symbolic_broadcast_strides(in->shape(), t.shape) : broadcast_strides(in->shape(), t.shape),
+            syms_ ? &*syms_ : nullptr));
         need_coords = true;
       }
     }

@@ -16,10 +16,12 @@
 // as results).
 #pragma once
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "codegen/core/size_expr.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
 
@@ -32,8 +34,15 @@ bool body_node_evaluable(const Node& n, const OpRegistry& ops);
 class BodyEvaluator {
  public:
   // `buffers`: the kernel buffer (parameter name) holding each body input
-  // and each constant the body reads.
-  BodyEvaluator(const Graph& body, const OpRegistry& ops, std::map<const Value*, std::string> buffers);
+  // and each constant the body reads. A shape-generic kernel (symbolic sizes,
+  // codegen/core/size_expr.h) passes its `syms`, with which the evaluator
+  // spells symbolic extents and strides, and opens an InjectiveSymbolsScope
+  // (emit_injective.h) for the index maps; `scalars`: body values that are
+  // scalar shape values of a symbolic size (a decoder's `past`), computed
+  // from `ks` instead of read from their buffers (whose bytes in a plan are
+  // not the value).
+  BodyEvaluator(const Graph& body, const OpRegistry& ops, std::map<const Value*, std::string> buffers,
+                const KernelSymbols* syms = nullptr, std::map<const Value*, int64_t> scalars = {});
 
   // An expression of v's storage type: v's element at flat index `idx` (an
   // integer expression, within v's shape). Defines the lambdas it needs.
@@ -53,6 +62,8 @@ class BodyEvaluator {
   const Graph& body_;
   const OpRegistry& ops_;
   std::map<const Value*, std::string> buffers_;
+  std::optional<KernelSymbols> syms_;  // a copy: the evaluator may outlive the caller's
+  std::map<const Value*, int64_t> scalars_;
   std::map<const Value*, std::string> lambdas_;  // value -> lambda name
   std::string defs_;
   std::set<DType> dtypes_;

@@ -12,9 +12,12 @@ A folder whose stamp matches the skeleton and this script is left alone.
 
 The model zoo (tests/models/zoo/*.skeleton.onnx, docs/models.md) is prepared
 the same way with --zoo; its skeletons carry their input recipe in the
-metadata entry kiln-inputs instead of INPUTS below.
+metadata entry kiln-inputs instead of INPUTS below. The dynamic zoo tier
+(tests/models/zoo/dynamic) with --zoo-dynamic: its skeletons also carry a
+profile (kiln-profile), and each folder gets one data set per run shape and
+the profile as profile.json.
 
-Usage: prepare_models.py [--zoo] OUT [names...]   (needs numpy, onnx, onnxruntime)
+Usage: prepare_models.py [--zoo | --zoo-dynamic] OUT [names...]   (needs numpy, onnx, onnxruntime)
 """
 import hashlib
 import json
@@ -94,11 +97,18 @@ def recorded_shapes(model):
     return {n: v["shape"] for n, v in json.loads(meta["kiln-inputs"]).items() if "shape" in v}
 
 
-def make_inputs(name, model):
-    rng = np.random.default_rng(7)
+def recorded_profile(model):
+    """The dynamic tier's profile (export_zoo.py --dynamic): min/opt/max
+    shapes per input and the three shapes it runs at; None elsewhere."""
+    meta = {p.key: p.value for p in model.metadata_props}
+    return json.loads(meta["kiln-profile"]) if "kiln-profile" in meta else None
+
+
+def make_inputs(name, model, seed=7, shapes=None):
+    rng = np.random.default_rng(seed)
     inits = {i.name for i in model.graph.initializer}
     specs = input_specs(name, model)
-    recorded = recorded_shapes(model)
+    recorded = shapes or recorded_shapes(model)
     feeds = {}
     for vi in model.graph.input:
         if vi.name in inits:
@@ -132,19 +142,28 @@ def prepare(name, out_root, src=HERE):
         return
     model = onnx.load(skeleton)
     rebuild_weights(model)
-    data = os.path.join(folder, "test_data_set_0")
-    os.makedirs(data, exist_ok=True)
+    os.makedirs(folder, exist_ok=True)
     model_path = os.path.join(folder, "model.onnx")
     onnx.save(model, model_path)
-    feeds = make_inputs(name, model)
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(model_path, opts, providers=["CPUExecutionProvider"])
-    outs = sess.run(None, feeds)
-    for k, (n, arr) in enumerate(feeds.items()):
-        onnx.save_tensor(numpy_helper.from_array(arr, n), os.path.join(data, f"input_{k}.pb"))
-    for k, (o, arr) in enumerate(zip(sess.get_outputs(), outs)):
-        onnx.save_tensor(numpy_helper.from_array(arr, o.name), os.path.join(data, f"output_{k}.pb"))
+    # The dynamic tier: one data set per run shape (seeds 7, 8, 9), and the
+    # profile beside them for tests/models/zoo/run_zoo_dynamic.py.
+    profile = recorded_profile(model)
+    runs = [(7, None)] if profile is None else [(7 + k, shapes) for k, shapes in enumerate(profile["runs"])]
+    for k, (seed, shapes) in enumerate(runs):
+        data = os.path.join(folder, f"test_data_set_{k}")
+        os.makedirs(data, exist_ok=True)
+        feeds = make_inputs(name, model, seed, shapes)
+        outs = sess.run(None, feeds)
+        for i, (n, arr) in enumerate(feeds.items()):
+            onnx.save_tensor(numpy_helper.from_array(arr, n), os.path.join(data, f"input_{i}.pb"))
+        for i, (o, arr) in enumerate(zip(sess.get_outputs(), outs)):
+            onnx.save_tensor(numpy_helper.from_array(arr, o.name), os.path.join(data, f"output_{i}.pb"))
+    if profile is not None:
+        with open(os.path.join(folder, "profile.json"), "w") as f:
+            json.dump(profile, f, indent=1, sort_keys=True)
     with open(stamp_path, "w") as f:
         f.write(stamp)
     print(f"{name}: written ({os.path.getsize(model_path) >> 20} MiB)")
@@ -155,6 +174,8 @@ def main():
     src = HERE
     if args and args[0] == "--zoo":
         src, args = ZOO, args[1:]
+    elif args and args[0] == "--zoo-dynamic":
+        src, args = os.path.join(ZOO, "dynamic"), args[1:]
     if not args:
         sys.exit(__doc__)
     out_root = args[0]

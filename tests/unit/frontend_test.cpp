@@ -70,6 +70,23 @@ TEST(Frontend, ImportsSimpleModel) {
   EXPECT_EQ(r.opset, 17);
 }
 
+// A node the import folds to a constant (Shape of a static input) that is
+// also a graph output keeps the model's output name; it was "my_shape.1".
+TEST(Frontend, FoldedGraphOutputKeepsItsOnnxName) {
+  onnx::ModelProto m = add_model({2, 3});
+  auto* g = m.mutable_graph();
+  auto* n = g->add_node();
+  n->set_op_type("Shape");
+  n->add_input("x");
+  n->add_output("my_shape");
+  g->add_output()->set_name("my_shape");
+  ImportResult r = import_model(m);
+  ASSERT_EQ(r.graph->outputs().size(), 2u);
+  EXPECT_EQ(r.graph->outputs()[0]->name(), "y");
+  EXPECT_TRUE(r.graph->outputs()[1]->is_constant());
+  EXPECT_EQ(r.graph->outputs()[1]->name(), "my_shape");
+}
+
 TEST(Frontend, SymbolicDimNeedsShapes) {
   std::string e = error_of([] { import_model(add_model({-1, 3})); });
   EXPECT_NE(e.find("input \"x\""), std::string::npos) << e;

@@ -275,5 +275,51 @@ TEST(ShapeGenericKernels, DataMovementWithSymbolicOuterDimsOnSimAtThreeShapes) {
   }
 }
 
+// The dynamo exporter's HF attention-mask lookup, mask[arange(b)[:, None,
+// None, None], arange(s)[None, None, None, :]]: gather_nd over a data
+// operand whose dims are both symbolic (symbolic strides and bounds), with
+// symbolic index dims; and batch_dims=1 into a [b, 5, s] table.
+const char* kGatherNd =
+    "graph @m(%mask: f32[b,s], %ix: i64[b,1,1,s,2], %d: f32[b,5,s], %j: i64[b,s,1])"
+    " -> (f32[b,1,1,s], f32[b,s,s]) symbols(b in [1, 4], s in [1, 40]) {\n"
+    "  %g = gather_nd(%mask, %ix) {batch_dims=0} : f32[b,1,1,s]\n"
+    "  %h = gather_nd(%d, %j) {batch_dims=1} : f32[b,s,s]\n"
+    "  return %g, %h\n"
+    "}\n";
+
+TEST(ShapeGenericKernels, GatherNdOverSymbolicDataAndIndexDimsOnSimAtThreeShapes) {
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    auto g = compiled(kGatherNd, arch);
+    plan::Profile prof = {{{"mask", {1, 1}, {4, 40}, {4, 40}},
+                           {"ix", {1, 1, 1, 1, 2}, {4, 1, 1, 40, 2}, {4, 1, 1, 40, 2}},
+                           {"d", {1, 5, 1}, {4, 5, 40}, {4, 5, 40}},
+                           {"j", {1, 1, 1}, {4, 40, 1}, {4, 40, 1}}}};
+    plan::Plan p = gpu_plan(*g, arch, prof);
+    EXPECT_EQ(generic_kernels_named(p, "kiln_inj_gather_nd"), 2) << arch;
+    if (arch != "sm_90") continue;
+    for (auto [b, s] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 17}, {4, 40}}) {
+      std::unique_ptr<Graph> spec = specialize_graph(*g, {{"b", b}, {"s", s}}, op_registry());
+      std::map<std::string, Tensor> feed = testing::random_inputs(*spec, static_cast<uint64_t>(b * 100 + s));
+      // In-range indices: (batch, position) pairs in reverse order, some
+      // negative (from the end); rows of the 5-row table.
+      int64_t* ix = feed.at("ix").data<int64_t>();
+      for (int64_t i = 0; i < b; ++i)
+        for (int64_t k = 0; k < s; ++k) {
+          ix[(i * s + k) * 2] = b - 1 - i;
+          ix[(i * s + k) * 2 + 1] = k % 2 ? s - 1 - k : k - s;
+        }
+      int64_t* jx = feed.at("j").data<int64_t>();
+      for (int64_t i = 0; i < b * s; ++i) jx[i] = (i * 7) % 5;
+      std::vector<Tensor> want = ReferenceExecutor(*spec).run(feed);
+      std::vector<Tensor> got = run_plan_on_sim(p, *g, feed);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].shape(), want[i].shape()) << "b=" << b << " s=" << s;
+        EXPECT_EQ(compare_tensors(got[i], want[i], {0, 0}), "") << "b=" << b << " s=" << s << " output " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -188,6 +188,39 @@ TEST(ShapeOps, CanonicalSliceOnSymbolicDims) {
   EXPECT_THROW(ops::canonical_slice({n}, {n}, {INT64_MAX}, {}, {}, true), Unsupported);
 }
 
+TEST(ShapeOps, CanonicalSliceCutsStaticDimAtSymbolicEnd) {
+  // BERT's position_ids[:, :seq] of a [1, 128] buffer (HF encoders, both
+  // exporters): with seq in [1, 32] the end stays inside the dim at every
+  // value, so the result is [1, seq] (and [1, seq - 2] from start 2).
+  const int64_t seq = symbol_dim("seq");
+  const std::vector<SymbolDecl> ranges = {{"seq", 1, 32}};
+  ops::SliceSpec s = ops::canonical_slice({1, 128}, {0}, {seq}, {1}, {}, true, &ranges);
+  EXPECT_EQ(s.starts, (I{0, 0}));
+  EXPECT_EQ(s.ends, (I{1, seq}));
+  EXPECT_EQ(s.data_dependent_axis, -1);
+  TensorType t(DType::I64, {1, 128});
+  AttrMap a = attrs({{"starts", s.starts}, {"ends", s.ends}, {"steps", s.steps}});
+  EXPECT_EQ(infer("slice", {t}, a)[0].shape, (Shape{1, seq}));
+  s = ops::canonical_slice({1, 128}, {2}, {dim_add(seq, 2)}, {1}, {}, true, &ranges);
+  EXPECT_EQ(infer("slice", {t}, attrs({{"starts", s.starts}, {"ends", s.ends}, {"steps", s.steps}}))[0].shape,
+            (Shape{1, seq}));
+  // The same slice of the buffer computed at seq = 5 reads its first 5 values.
+  Tensor y =
+      run("slice", {iota(DType::I64, {1, 128})}, attrs({{"starts", I{0, 0}}, {"ends", I{1, 5}}, {"steps", I{1, 1}}}));
+  EXPECT_EQ(values(y), (std::vector<double>{0, 1, 2, 3, 4}));
+  // An end that may pass the dim (seq up to 200 > 128: ONNX clamps, a size
+  // that is no polynomial), no ranges, an undeclared symbol, a step of 2 or
+  // a negative coefficient: refused as before.
+  const std::vector<SymbolDecl> wide = {{"seq", 1, 200}};
+  EXPECT_THROW(ops::canonical_slice({1, 128}, {0}, {seq}, {1}, {}, true, &wide), Unsupported);
+  EXPECT_THROW(ops::canonical_slice({1, 128}, {0}, {seq}, {1}, {}, true), Unsupported);
+  EXPECT_THROW(ops::canonical_slice({1, 128}, {0}, {symbol_dim("other")}, {1}, {}, true, &ranges), Unsupported);
+  EXPECT_THROW(ops::canonical_slice({1, 128}, {0}, {seq}, {1}, {2}, true, &ranges), Unsupported);
+  EXPECT_THROW(ops::canonical_slice({1, 128}, {0}, {dim_sub(64, seq)}, {1}, {}, true, &ranges), Unsupported);
+  EXPECT_FALSE(ops::symbolic_end_within(seq, 2, 128, ranges));  // seq = 1 ends before start 2
+  EXPECT_TRUE(ops::symbolic_end_within(dim_mul(seq, 4), 0, 128, ranges));
+}
+
 TEST(ShapeOps, CanonicalSliceRejectsBadOperands) {
   EXPECT_ERROR_HAS(ops::canonical_slice({4}, {0}, {4}, {}, {0}), "step");
   EXPECT_ERROR_HAS(ops::canonical_slice({4, 4}, {0, 0}, {4, 4}, {1, -1}, {}), "given twice");

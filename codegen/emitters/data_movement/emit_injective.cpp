@@ -276,23 +276,30 @@ void map_gather_nd(MapCtx& c, std::string& b) {
   const int64_t bd = c.attrs.get_int("batch_dims", 0);
   const int q = static_cast<int>(is.size()), r = static_cast<int>(ds.size());
   const int64_t m = is.back();
+  // The index tuple's length is a static dim; the others may be symbolic
+  // (the dynamo exporter's mask[arange(b)[:, None], arange(s)] of an HF
+  // encoder): their strides and bounds come from the symbols (lit).
+  if (is_symbolic_dim(m)) fail("codegen: gather_nd: the index tuple length {} is symbolic", dim_str(m));
   if (bd < 0 || bd + m > r || bd >= q) fail("codegen: gather_nd: operands do not fit batch_dims {}", bd);
   require_indices(c.in[1], "gather_nd");
   c.data[1] = false;
   std::vector<std::string> tco = out_coords(q - 1);
   Shape ts(is.begin(), is.end() - 1);
-  const std::vector<int64_t> st = strides_of(ds);
-  b += fmt::format("    const kidx tup = ({}) * {}@L@;\n", linear(tco, strides_of(ts)), m);
+  const std::vector<int64_t> st = strides_sym(ds);
+  b += fmt::format("    const kidx tup = ({}) * {}@L@;\n", linear(tco, strides_sym(ts)), m);
   b += "    bool bad = false;\n";
   std::string off;
-  for (int64_t d = 0; d < bd; ++d) off += fmt::format("o{} * {}@L@ + ", d, st[d]);
+  for (int64_t d = 0; d < bd; ++d) off += fmt::format("o{} * {} + ", d, lit(st[d]));
   for (int64_t j = 0; j < m; ++j) {
+    const int64_t dim = ds[bd + j];
+    // Static bounds keep their bytes (static plans stay byte-identical).
+    const std::string bound =
+        is_symbolic_dim(dim) ? fmt::format("(long long)({})", lit(dim)) : fmt::format("{}LL", dim);
     b += fmt::format("    long long ix{} = (long long){};\n", j, c.read(1, fmt::format("tup + {}", j)));
-    b += fmt::format("    if (ix{0} < 0) ix{0} += {1}LL;\n    bad = bad || ix{0} < 0 || ix{0} >= {1}LL;\n", j,
-                     ds[bd + j]);
-    off += fmt::format("(kidx)ix{} * {}@L@ + ", j, st[bd + j]);
+    b += fmt::format("    if (ix{0} < 0) ix{0} += {1};\n    bad = bad || ix{0} < 0 || ix{0} >= {1};\n", j, bound);
+    off += fmt::format("(kidx)ix{} * {} + ", j, lit(st[bd + j]));
   }
-  for (int64_t d = bd + m; d < r; ++d) off += fmt::format("o{} * {}@L@ + ", q - 1 + d - (bd + m), st[d]);
+  for (int64_t d = bd + m; d < r; ++d) off += fmt::format("o{} * {} + ", q - 1 + d - (bd + m), lit(st[d]));
   off += "0";
   b += fmt::format("    if (bad) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", off);
 }
@@ -385,8 +392,13 @@ std::string coordinates_code(const Shape& s, const std::string& flat, const std:
   return b;
 }
 
+InjectiveSymbolsScope::InjectiveSymbolsScope(const KernelSymbols* syms) : previous_(t_syms) { t_syms = syms; }
+
+InjectiveSymbolsScope::~InjectiveSymbolsScope() { t_syms = previous_; }
+
 bool injective_shape_generic(const std::string& name) {
-  static const char* const kGeneric[] = {"reshape", "transpose", "expand", "slice", "concat", "split", "gather"};
+  static const char* const kGeneric[] = {"reshape", "transpose", "expand", "slice",
+                                         "concat",  "split",     "gather", "gather_nd"};
   return std::find(std::begin(kGeneric), std::end(kGeneric), name) != std::end(kGeneric);
 }
 
@@ -401,10 +413,7 @@ InjectiveKernel emit_injective_op(const OpDef& def, const AttrMap& attrs, const 
   const bool generic = !syms.empty();
   if (generic && !injective_shape_generic(def.name))
     unsupported("codegen: {} has no shape-generic kernel (symbolic sizes) yet", def.name);
-  struct SymsScope {
-    explicit SymsScope(const KernelSymbols* s) { t_syms = s; }
-    ~SymsScope() { t_syms = nullptr; }
-  } scope(generic ? &syms : nullptr);
+  const InjectiveSymbolsScope scope(generic ? &syms : nullptr);
   // Transposes that move the innermost dim: through shared-memory tiles
   // (static shapes only: the tiled kernel counts its tiles at compile time).
   if (!generic && def.name == "transpose" && operands.size() == 1 && outs.size() == 1 &&

@@ -69,6 +69,21 @@ struct InjectiveMap {
   uint64_t fill_bits = 0;  // the fill's bit pattern in the result's dtype
 };
 
+// The symbols injective_index_map() and coordinates_code() spell symbolic
+// dims with (`ks.v[...]`), on this thread, while the scope lives: a kernel
+// with symbolic sizes that evaluates index maps in its own shell (a fused
+// body, codegen/core/emit_body_eval.h) opens one around its emission.
+class InjectiveSymbolsScope {
+ public:
+  explicit InjectiveSymbolsScope(const KernelSymbols* syms);
+  ~InjectiveSymbolsScope();
+  InjectiveSymbolsScope(const InjectiveSymbolsScope&) = delete;
+  InjectiveSymbolsScope& operator=(const InjectiveSymbolsScope&) = delete;
+
+ private:
+  const KernelSymbols* previous_;
+};
+
 // `read(k, off)` must give an expression reading element `off` of operand k;
 // the map uses it for operands that are not data (gather's indices).
 InjectiveMap injective_index_map(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,

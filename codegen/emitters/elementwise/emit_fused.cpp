@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -10,10 +11,12 @@
 #include "codegen/core/emit_body_eval.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/core/kernel_io.h"
+#include "codegen/emitters/data_movement/emit_injective.h"
 
 #include "ir/error.h"
 #include "ir/op_registry.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 #include "ops/symbolic_values.h"
 
 namespace kiln::codegen {
@@ -143,6 +146,18 @@ bool is_on_demand_fused(const Node& n, const OpRegistry& ops) {
   return !n.body()->nodes().empty() && n.num_outputs() > 0;
 }
 
+namespace {
+
+// A constant holding one symbolic shape value (a decoder's `past`): its
+// value as a dim, or nullopt.
+std::optional<int64_t> symbolic_scalar(const Value* v) {
+  if (!v || !v->is_constant() || !v->has_data() || !holds_symbolic_values(v->data())) return std::nullopt;
+  if (v->data().numel() != 1 || v->dtype() != DType::I64) return std::nullopt;
+  return v->data().data<int64_t>()[0];
+}
+
+}  // namespace
+
 FusedPointwiseKernel emit_fused_on_demand(const Node& n, const OpRegistry& ops) {
   if (!is_on_demand_fused(n, ops))
     unsupported("codegen: {} is not a fused pointwise/injective node of evaluable ops", n.describe());
@@ -155,26 +170,60 @@ FusedPointwiseKernel emit_fused_on_demand(const Node& n, const OpRegistry& ops) 
   std::vector<KernelBuffer> bufs;
   std::map<const Value*, std::string> names;
   const Shape& shape = n.output(0)->shape();
+  // Shape-generic (a plan with shape profiles, docs/dynamic_shapes.md): the
+  // symbols of every value in the body, and of the scalar constants holding
+  // a symbolic size, which the kernel computes from `ks` (their buffers in a
+  // plan hold zeros).
+  std::vector<Shape> shapes;
+  std::map<const Value*, int64_t> scalars;
+  auto note = [&](const Value* v, const Value* given) {
+    shapes.push_back(v->shape());
+    if (std::optional<int64_t> d = symbolic_scalar(given)) {
+      scalars[v] = *d;
+      shapes.push_back(Shape{*d});
+    } else if (given && given->is_constant() && given->has_data() && holds_symbolic_values(given->data())) {
+      unsupported(
+          "codegen: {}: constant %{} holds symbolic shape values {}: only an i64 scalar one is computed in the "
+          "kernel",
+          n.describe(), given->name(), describe_symbolic_values(given->data()));
+    }
+  };
+  for (size_t i = 0; i < body.inputs().size(); ++i) note(body.inputs()[i], n.input(static_cast<int>(i)));
+  for (const auto& bn : body.nodes()) {
+    for (Value* v : bn->inputs())
+      if (v->is_constant()) note(v, v);
+    for (int r = 0; r < bn->num_outputs(); ++r) shapes.push_back(bn->output(r)->shape());
+  }
+  const KernelSymbols syms(shapes);
+  const bool generic = !syms.empty();
+  if (generic)
+    for (const auto& bn : body.nodes())
+      if (injective_supported(bn->op()) && !injective_shape_generic(bn->op()))
+        unsupported("codegen: {}: {} has no shape-generic index map (symbolic sizes) yet", n.describe(),
+                    bn->describe());
+  const InjectiveSymbolsScope scope(generic ? &syms : nullptr);
   for (int r = 0; r < n.num_outputs(); ++r) {
     if (n.output(r)->shape() != shape)
       unsupported("codegen: {}: results of different shapes {} and {}", n.describe(), n.output(0)->type().str(),
                   n.output(r)->type().str());
-    bufs.push_back({fmt::format("out{}", r), n.output(r)->dtype(), true, n.output(r)->type().numel()});
+    bufs.push_back({fmt::format("out{}", r), n.output(r)->dtype(), true, kernel_buffer_count(n.output(r)->type())});
   }
   for (Value* v : body.inputs()) {
     names[v] = fmt::format("in{}", names.size());
-    bufs.push_back({names[v], v->dtype(), false, v->type().numel()});
+    bufs.push_back({names[v], v->dtype(), false, kernel_buffer_count(v->type())});
   }
   auto add_constant = [&](Value* v) {
     if (!v->is_constant() || names.count(v)) return;
     names[v] = fmt::format("in{}", names.size());
     bufs.push_back({names[v], v->dtype(), false, v->type().numel()});
-    fk.constants.push_back(v->data());
+    // A symbolic size's bytes are process-local handles: the plan holds zeros
+    // (the kernel computes the value, BodyEvaluator's `scalars`).
+    fk.constants.push_back(scalars.count(v) ? Tensor(v->type()) : v->data());
   };
   for (const auto& bn : body.nodes())
     for (Value* v : bn->inputs()) add_constant(v);
   for (Value* v : body.outputs()) add_constant(v);
-  BodyEvaluator ev(body, ops, names);
+  BodyEvaluator ev(body, ops, names, generic ? &syms : nullptr, scalars);
   std::string loop;
   for (int r = 0; r < n.num_outputs(); ++r)
     loop += fmt::format("    out{}[i] = {};\n", r, ev.value(body.outputs()[r], "i"));
@@ -182,19 +231,29 @@ FusedPointwiseKernel emit_fused_on_demand(const Node& n, const OpRegistry& ops) 
   std::vector<DType> dts = ev.dtypes();
   for (const KernelBuffer& b : bufs) dts.push_back(b.dtype);
   PointwiseKernel& k = fk.kernel;
-  k.numel = shape_numel(shape);
+  k.numel = generic ? dim_product(shape) : shape_numel(shape);
   k.outputs = n.num_outputs();
   for (const KernelBuffer& b : bufs) k.counts.push_back(b.count);
-  std::string src = fmt::format("// fused {}: {}\n", n.attrs().get_string("kind", ""), n.describe());
-  src += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(bufs));
+  std::string src = generic ? KernelSymbols::struct_text() : std::string();
+  src += fmt::format("// fused {}: {}\n", n.attrs().get_string("kind", ""), n.describe());
+  src += fmt::format("extern \"C\" __global__ void @NAME@({}{}) {{\n", kernel_params(bufs),
+                     generic ? ", kiln_syms ks" : "");
   src += ev.definitions();
-  src += fmt::format("  const long long n = {}LL;\n", k.numel);
+  src += fmt::format("  const long long n = {};\n", generic ? syms.lit(k.numel) : fmt::format("{}LL", k.numel));
   src += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n";
   src += "       i += (long long)gridDim.x * blockDim.x) {\n";
   src += loop + "  }\n}\n";
-  src += kernel_sim_entry(bufs);
+  src += kernel_sim_entry(bufs, generic);
   std::string named = name_kernel("kiln_fe", n.attrs().get_string("kind", "fused"), src, k.name);
   k.source = kernel_headers(dts) + std::string(expr_prelude()) + named;
+  if (generic) {
+    // One thread per element up to 8192 blocks (the grid-stride loop covers
+    // the rest), evaluated per shape.
+    k.symbols = syms.names();
+    k.grid_expr = GridAxisExpr{k.numel, k.block, 8192};
+    k.grid = 1;  // evaluated per shape (nonzero: a launch)
+    return fk;
+  }
   k.grid = static_cast<unsigned>(std::min<int64_t>((k.numel + k.block - 1) / k.block, 8192));
   return fk;
 }

@@ -103,7 +103,22 @@ FusedAnchor fused_anchor_io(const Node& n, const OpRegistry& ops) {
       if (v) narrow = narrow && fits(v);
     for (int r = 0; r < bn->num_outputs(); ++r) narrow = narrow && fits(bn->output(r));
   }
-  auto ev = std::make_shared<BodyEvaluator>(body, ops, names);
+  // Shape-generic (symbolic sizes): the anchor's kernel takes the symbols of
+  // its operand 0 (every shape-generic anchor's set); a prologue's index maps
+  // (an embedding's gather) spell theirs with the same slots, so the body
+  // may use no other symbol.
+  std::vector<Shape> body_shapes;
+  for (const auto& bn : body.nodes()) {
+    for (Value* v : bn->inputs())
+      if (v) body_shapes.push_back(v->shape());
+    for (int r = 0; r < bn->num_outputs(); ++r) body_shapes.push_back(bn->output(r)->shape());
+  }
+  const KernelSymbols syms(std::vector<Shape>{anchor.input(0)->shape()});
+  if (KernelSymbols(body_shapes).names() != syms.names())
+    unsupported("codegen: {}: the body uses symbols that {}'s operand {} does not", n.describe(), anchor.describe(),
+                anchor.input(0)->type().str());
+  const InjectiveSymbolsScope scope(syms.empty() ? nullptr : &syms);
+  auto ev = std::make_shared<BodyEvaluator>(body, ops, names, syms.empty() ? nullptr : &syms);
 
   // Epilogue: values depending on an anchor result, by the result (root).
   std::map<const Value*, int> root;

@@ -19,7 +19,9 @@ from torch import nn
 
 # dynamic: the exporter's dynamic_axes ({input or output: {axis: name}}), for
 # models that run at several shapes (a KV-cache decoder); None: static.
-Spec = collections.namedtuple("Spec", "module in_names out_names inputs calib dynamic", defaults=(None,))
+# profile: for the dynamic tier (architectures_dynamic_axes.py), the shapes
+# kiln compiles with and runs at; None elsewhere.
+Spec = collections.namedtuple("Spec", "module in_names out_names inputs calib dynamic profile", defaults=(None, None))
 
 IMG = 32
 SEQ = 16

@@ -24,6 +24,7 @@ into kiln-inputs; prepare_models.py reads both.
 Run with a venv holding torch, torchvision, transformers, onnx, onnxscript,
 onnxruntime and numpy (docs/models.md shows how to make .venv-export):
     .venv-export/bin/python tests/models/zoo/export_zoo.py [names...]
+    .venv-export/bin/python tests/models/zoo/export_zoo.py --dynamic [names...]   (the dynamic tier)
 """
 import json
 import os
@@ -143,9 +144,27 @@ def calibrate(m, calib):
     m.eval()
 
 
-def draw_feeds(spec, seed):
+def draw_feeds(spec, seed, shapes=None):
     rng = np.random.default_rng(seed)
-    return {n: prepare_models.draw(rng, shape, np.dtype(dt), tuple(d)) for n, (shape, dt, d) in spec.inputs.items()}
+    return {n: prepare_models.draw(rng, (shapes or {}).get(n, shape), np.dtype(dt), tuple(d))
+            for n, (shape, dt, d) in spec.inputs.items()}
+
+
+def dynamo_shapes(spec):
+    """The dynamo exporter's form of spec.dynamic for the inputs: one
+    torch.export.Dim per axis name, shared between inputs (a batch of ids
+    and of masks is one size); None for a static model."""
+    if not spec.dynamic:
+        return None
+    import inspect
+    dims = {}
+    shapes = tuple({axis: dims.setdefault(label, torch.export.Dim(label)) for axis, label in
+                    spec.dynamic.get(n, {}).items()} for n in spec.in_names)
+    # A forward(*args) (architectures.Call) takes them as one argument.
+    params = list(inspect.signature(spec.module.forward).parameters.values())
+    if len(params) == 1 and params[0].kind == inspect.Parameter.VAR_POSITIONAL:
+        return (shapes,)
+    return shapes
 
 
 def eager(m, spec, feeds):
@@ -178,7 +197,7 @@ def check_not_degenerate(spec, outs_a, outs_b):
     return notes
 
 
-def export(name, build, dynamo, opset=None):
+def export(name, build, dynamo, opset=None, out_dir=HERE):
     torch.manual_seed(0)
     spec = build()
     m = spec.module.eval()
@@ -189,13 +208,14 @@ def export(name, build, dynamo, opset=None):
     notes = check_not_degenerate(spec, outs, eager(m, spec, draw_feeds(spec, 8)))
     opset = opset or (18 if dynamo else 17)
     out_name = name + ("" if not dynamo else "_dynamo" if opset == 18 else f"_dynamo{opset}")
-    path = os.path.join(HERE, f"{out_name}.skeleton.onnx")
+    path = os.path.join(out_dir, f"{out_name}.skeleton.onnx")
     tmp = path + ".full.onnx"
     args = tuple(torch.from_numpy(feeds[n]) for n in spec.in_names)
     with torch.no_grad():
         if dynamo:
             prog = torch.onnx.export(m, args, dynamo=True, opset_version=opset, input_names=spec.in_names,
-                                     output_names=spec.out_names, external_data=False)
+                                     output_names=spec.out_names, external_data=False,
+                                     dynamic_shapes=dynamo_shapes(spec))
             prog.save(tmp, external_data=False)
         else:
             torch.onnx.export(m, args, tmp, opset_version=opset, dynamo=False, input_names=spec.in_names,
@@ -207,6 +227,15 @@ def export(name, build, dynamo, opset=None):
     graph_inputs = {i.name for i in sess.get_inputs()}
     got = sess.run(None, {n: feeds[n] for n in spec.in_names if n in graph_inputs})
     diff = max(float(np.abs(g.astype(np.float64) - o).max()) for g, o in zip(got, outs))
+    if spec.profile:  # the dynamic tier: ONNX Runtime equals eager at each run shape too
+        for k, shapes in enumerate(spec.profile["runs"]):
+            run_feeds = draw_feeds(spec, 7 + k, shapes)
+            want = eager(m, spec, run_feeds)
+            got = sess.run(None, {n: run_feeds[n] for n in spec.in_names if n in graph_inputs})
+            for g, o in zip(got, want):
+                if g.shape != o.shape:
+                    raise RuntimeError(f"at run shape {k} ONNX Runtime's output is {g.shape}, eager's {o.shape}")
+            diff = max([diff] + [float(np.abs(g.astype(np.float64) - o).max()) for g, o in zip(got, want)])
     model = onnx.load(tmp)
     os.remove(tmp)
     stripped, kept = strip(model, recipes)
@@ -222,8 +251,10 @@ def export(name, build, dynamo, opset=None):
     inputs = {n: {"draw": list(d), **({"shape": list(s)} if spec.dynamic else {})}
               for n, (s, dt, d) in spec.inputs.items()}
     del model.metadata_props[:]
-    onnx.helper.set_model_props(model, {"kiln-export": json.dumps(meta, sort_keys=True),
-                                        "kiln-inputs": json.dumps(inputs, sort_keys=True)})
+    props = {"kiln-export": json.dumps(meta, sort_keys=True), "kiln-inputs": json.dumps(inputs, sort_keys=True)}
+    if spec.profile:
+        props["kiln-profile"] = json.dumps(spec.profile, sort_keys=True)
+    onnx.helper.set_model_props(model, props)
     model.doc_string = f"kiln zoo model {out_name}: exported by tests/models/zoo/export_zoo.py"
     onnx.save(model, path)
     print(f"{out_name}: {params} params, {len(model.graph.node)} nodes, ort-vs-eager {diff:.2g}, "
@@ -232,8 +263,31 @@ def export(name, build, dynamo, opset=None):
         raise RuntimeError(f"ONNX Runtime differs from eager by {diff:.3g}")
 
 
+def main_dynamic(names):
+    """The dynamic tier (architectures_dynamic_axes.py) into HERE/dynamic:
+    <name> from the TorchScript exporter, <name>_dynamo from dynamo's."""
+    import architectures_dynamic_axes as dyn
+    tab = dyn.table()
+    jobs = [(n, False) for n in tab] + [(n, True) for n in dyn.DYNAMO]
+    if names:
+        jobs = [(n[:-7], True) if n.endswith("_dynamo") else (n, False) for n in names]
+    out_dir = os.path.join(HERE, "dynamic")
+    failed = []
+    for n, dynamo in jobs:
+        try:
+            export(n, tab[n], dynamo, out_dir=out_dir)
+        except Exception as e:  # report every model, then fail
+            traceback.print_exc(limit=-3)
+            failed.append(f"{n}{'_dynamo' if dynamo else ''}: {type(e).__name__}: {str(e)[:300]}")
+    for f in failed:
+        print("FAILED", f)
+    sys.exit(1 if failed else 0)
+
+
 def main(names):
     torch.backends.mha.set_fastpath_enabled(False)
+    if names[:1] == ["--dynamic"]:
+        return main_dynamic(names[1:])
     tab = architectures.table()
     jobs = ([(n, False, None) for n in tab if n not in DYNAMO23] + [(n, True, None) for n in DYNAMO] +
             [(n, True, 23) for n in DYNAMO23])
