@@ -12,6 +12,7 @@
 #include <set>
 
 #include "frontend/import_context.h"
+#include "ir/symbolic_dim.h"
 #include "ops/nn_shape.h"
 
 namespace kiln::adapters {
@@ -325,6 +326,15 @@ void resize(ImportContext& c) {
       full_scales[ax] = s;
       // floor(in * scale); the roi does not enter (the ONNX reference and
       // ONNX Runtime both ignore the spec's roi factor here).
+      if (is_symbolic_dim(xs[ax])) {
+        // A symbolic H or W (docs/dynamic_shapes.md): in * scale is a
+        // polynomial of the symbols for an integer scale only.
+        if (s != std::floor(s) || s > 1024)
+          c.fail("scale {} along axis {} of the symbolic dim {}: kiln resizes a symbolic dim by an integer scale only",
+                 s, ax, dim_str(xs[ax]));
+        sizes[ax] = dim_mul(xs[ax], static_cast<int64_t>(s));
+        continue;
+      }
       sizes[ax] = static_cast<int64_t>(std::floor(static_cast<double>(xs[ax]) * s));
     }
   } else {
@@ -339,6 +349,8 @@ void resize(ImportContext& c) {
       // One scale for all listed axes; ONNX rounds in * scale half up.
       double s = policy == "not_larger" ? INFINITY : 0.0;
       for (size_t i = 0; i < axes.size(); ++i) {
+        if (is_symbolic_dim(xs[axes[i]]))
+          c.fail("keep_aspect_ratio_policy '{}' over the symbolic dim {}: not supported", policy, dim_str(xs[axes[i]]));
         double q = sizes_in[i] / static_cast<double>(xs[axes[i]]);
         s = policy == "not_larger" ? std::min(s, q) : std::max(s, q);
       }
