@@ -30,6 +30,10 @@ bool batch_only_symbolic(const Shape& s) {
   return true;
 }
 
+// Whether an image [N, C, S...] (nhwc: [N, S..., C]) has a static channel
+// count: its batch and spatial dims may be symbolic (ops/symbolic_image.h).
+bool static_channels(const Shape& s, bool nhwc) { return s.size() < 2 || !is_symbolic_dim(nhwc ? s.back() : s[1]); }
+
 // softmax / log_softmax over the last axis: a static one whose rows fit the
 // register row kernel (codegen/emitters/reduction/emit_rowwise.h), the row
 // count symbolic, or a symbolic one (the multi-pass kernel).
@@ -121,7 +125,21 @@ bool generic_batch_norm(const Node& n) {
   return batch_only_symbolic(n.input(0)->shape());
 }
 
-bool generic_normalization(const Node& n) { return generic_layer_norm(n) || generic_batch_norm(n); }
+// instance_normalization / group_normalization over a symbolic batch and
+// image size, channels, scale and bias static: a block per (image, group)
+// folding its symbolic element count (emit_normalization.cpp, stat_kernel).
+bool generic_group_norm(const Node& n) {
+  if (n.body() || (n.op() != "instance_normalization" && n.op() != "group_normalization") || n.num_inputs() != 3 ||
+      !n.input(0) || !is_float(n.input(0)->dtype()))
+    return false;
+  for (int i = 1; i < 3; ++i)
+    if (!n.input(i) || has_symbolic_dims(n.input(i)->shape())) return false;
+  return static_channels(n.input(0)->shape(), n.attrs().get_string("layout", "nchw") == "nhwc");
+}
+
+bool generic_normalization(const Node& n) {
+  return generic_layer_norm(n) || generic_batch_norm(n) || generic_group_norm(n);
+}
 
 // A bare matmul in f32 (SIMT: no tf32), f16 or bf16 (tensor cores) with any
 // symbolic batch dims, M, N and K (an encoder's projections over [batch,
@@ -157,10 +175,6 @@ bool generic_gemm_anchor(const Node& n) {
   return n.num_inputs() < 3 || !n.input(2) || n.input(2)->shape().empty() ||
          !is_symbolic_dim(n.input(2)->shape().back());
 }
-
-// Whether an image [N, C, S...] (nhwc: [N, S..., C]) has a static channel
-// count: its batch and spatial dims may be symbolic (ops/symbolic_image.h).
-bool static_channels(const Shape& s, bool nhwc) { return s.size() < 2 || !is_symbolic_dim(nhwc ? s.back() : s[1]); }
 
 // conv / conv_transpose in a float dtype whose batch and image size may be
 // symbolic, channels and weights static (codegen/emitters/gemm_conv/emit_conv.h):
@@ -219,6 +233,21 @@ bool generic_pool(const Node& n) {
 // a shape-generic pool: the pool kernel with the fused body's seams.
 bool generic_fused_pool(const Node& n) {
   return is_pool_select_fused(n, op_registry()) && generic_fused_body(n, generic_pool);
+}
+
+// resize of a float image by nearest or linear interpolation (cubic, crops,
+// exclude_outside and shrinking antialias have no generic kernel): the
+// source coordinates computed in the kernel (emit_resize_generic.h).
+bool generic_resize(const Node& n) {
+  if (n.body() || n.op() != "resize" || n.num_inputs() != 1 || !n.input(0) || !is_float(n.input(0)->dtype()))
+    return false;
+  const std::string mode = n.attrs().get_string("mode", "nearest");
+  if (mode != "nearest" && mode != "linear") return false;
+  if (n.attrs().get_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize") return false;
+  if (mode == "linear" && n.attrs().get_int("exclude_outside", 0) != 0) return false;
+  for (float s : n.attrs().get_floats("scales"))
+    if (mode == "linear" && n.attrs().get_int("antialias", 0) != 0 && s < 1) return false;
+  return true;
 }
 
 }  // namespace kiln::codegen::generic

@@ -15,5 +15,6 @@ bool generic_gemm(const Node& n);
 bool generic_conv(const Node& n);
 bool generic_pool(const Node& n);
 bool generic_fused_pool(const Node& n);
+bool generic_resize(const Node& n);
 
 }  // namespace kiln::codegen::generic
