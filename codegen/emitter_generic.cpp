@@ -193,9 +193,7 @@ bool generic_conv(const Node& n) {
     for (int i = 1; i < a.num_inputs(); ++i)
       if (a.input(i) && has_symbolic_dims(a.input(i)->shape())) return false;
     if (!static_channels(a.input(0)->shape(), nhwc) || !static_channels(a.output(0)->shape(), nhwc)) return false;
-    // nhwc makes the batch part of M, which only the SIMT core takes symbolic.
-    const bool simt = a.input(0)->dtype() == DType::F32 && a.attrs().get_int("tf32", 0) == 0;
-    return simt || !nhwc;
+    return true;
   };
   if (!n.body()) return conv_anchor(n);
   if (!is_fused_kind(n, "conv_epilogue")) return false;

@@ -26,13 +26,15 @@ shapes="1x3x32x32 2x3x48x40 3x3x64x64 2x3x37x29"
 "$kiln" inspect "$dir/seg.plan" >"$out" 2>&1 || fail "inspect: exit $?"
 grep -q '^shape profiles: 1 (symbols: batch in \[1, 4\], height in \[16, 64\], width in \[16, 64\])' "$out" ||
   fail "inspect shows no profile over batch, height and width"
-launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, \([0-9]*\) launch steps.*/\1/p' "$out")
+launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]*\) kernel launches.*/\1/p' "$out")
 [ -n "$launches" ] && grep -q "^shape-generic launches: $launches " "$out" ||
   fail "not all $launches launches are shape-generic"
-# The first conv: column tiles over height*width; after the max pool and the
-# strided conv, floor((height+2)/4) positions per axis.
-grep -q 'y = ceil(height\*width / [0-9]*); z = ceil(batch / 1) (symbols batch, height, width)' "$out" ||
-  fail "no conv grid over height*width positions"
+# The layout pass runs on the symbolic graph: the first conv channels-last,
+# row tiles over the images x height*width positions; after the max pool and
+# the strided conv, floor((height+2)/4) positions per axis.
+grep -q ' kiln_conv_nhwc_.* sm_90 ' "$out" || fail "the convs are not channels-last"
+grep -q 'x = ceil(batch\*height\*width / [0-9]*) (symbols batch, height, width)' "$out" ||
+  fail "no conv grid over the images' height*width positions"
 grep -q 'height.plus2.div4\*width.plus2.div4' "$out" || fail "no grid over the strided windows' floor((height+2)/4)"
 for be in $backends; do
   for s in $shapes; do
@@ -53,14 +55,15 @@ EOS
   done
 done
 
-# fp16: the convs and conv_transpose as tensor-core implicit GEMMs over the
-# symbolic positions, the logits within the fp16 tolerance.
+# fp16: the convs (channels-last, M the images x positions) and the
+# conv_transpose (channels-first, N the positions) as tensor-core implicit
+# GEMMs over the symbolic sizes, the logits within the fp16 tolerance.
 "$kiln" compile "$dir/seg_cnn_head.onnx" --target sm_90 --precision fp16 --min-shapes x:1x3x16x16 \
   --max-shapes x:4x3x64x64 -o "$dir/seg16.plan" >"$out" 2>&1 || fail "compile the CNN at fp16: exit $?"
 "$kiln" inspect "$dir/seg16.plan" >"$out" 2>&1 || fail "inspect (fp16): exit $?"
-[ "$(grep -c ' kiln_conv_mma_.* sm_90 ' "$out")" -ge 2 ] || fail "the fp16 convs are not on tensor cores"
+[ "$(grep -c ' kiln_conv_nhwc_mma_.* sm_90 ' "$out")" -ge 2 ] || fail "the fp16 convs are not on tensor cores"
 grep -q ' kiln_conv_transpose_mma_.* sm_90 ' "$out" || fail "the fp16 conv_transpose is not on tensor cores"
-launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, \([0-9]*\) launch steps.*/\1/p' "$out")
+launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]*\) kernel launches.*/\1/p' "$out")
 grep -q "^shape-generic launches: $launches " "$out" || fail "not all $launches fp16 launches are shape-generic"
 for be in $backends; do
   for s in $shapes; do
