@@ -258,6 +258,7 @@ void resize(ImportContext& c) {
   AttrMap a;
   a.set("mode", mode);
   std::vector<double> scales, sizes_in, roi;
+  std::vector<int64_t> sym_sizes;  // the sizes operand's values when they may be symbolic
   std::vector<int64_t> axes;
   if (v10) {
     check_attrs(c, {"mode", "scales"});
@@ -293,7 +294,16 @@ void resize(ImportContext& c) {
       for (size_t d = 0; d < r; ++d) axes.push_back(int64_t(d));
     }
     scales = float_operand(c, 2, "scales");
-    sizes_in = float_operand(c, 3, "sizes");
+    // Sizes computed from a symbolic shape (torchvision's segmentation heads
+    // resize to another tensor's H, W): the symbolic dims themselves.
+    if (c.has_input(3) && has_symbolic_dims(xs)) {
+      for (int64_t v : c.require_shape_value(3, "sizes").to_int_vector()) {
+        sym_sizes.push_back(v);
+        sizes_in.push_back(is_symbolic_dim(v) ? 1.0 : static_cast<double>(v));
+      }
+    } else {
+      sizes_in = float_operand(c, 3, "sizes");
+    }
     if (ct == "tf_crop_and_resize") {
       roi = float_operand(c, 1, "roi");
       if (roi.size() != 2 * axes.size()) c.fail("roi has {} entries, expected {}", roi.size(), 2 * axes.size());
@@ -343,13 +353,13 @@ void resize(ImportContext& c) {
     if (policy == "stretch") {
       for (size_t i = 0; i < axes.size(); ++i) {
         if (sizes_in[i] < 0) c.fail("size {} for axis {} is negative", sizes_in[i], axes[i]);
-        sizes[axes[i]] = static_cast<int64_t>(sizes_in[i]);
+        sizes[axes[i]] = sym_sizes.empty() ? static_cast<int64_t>(sizes_in[i]) : sym_sizes[i];
       }
     } else if (policy == "not_larger" || policy == "not_smaller") {
       // One scale for all listed axes; ONNX rounds in * scale half up.
       double s = policy == "not_larger" ? INFINITY : 0.0;
       for (size_t i = 0; i < axes.size(); ++i) {
-        if (is_symbolic_dim(xs[axes[i]]))
+        if (is_symbolic_dim(xs[axes[i]]) || !sym_sizes.empty())
           c.fail("keep_aspect_ratio_policy '{}' over the symbolic dim {}: not supported", policy, dim_str(xs[axes[i]]));
         double q = sizes_in[i] / static_cast<double>(xs[axes[i]]);
         s = policy == "not_larger" ? std::min(s, q) : std::max(s, q);

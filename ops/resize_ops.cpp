@@ -240,10 +240,12 @@ AxisPlan plan_axis(const ResizeParams& p, size_t axis, int64_t in) {
   return plan;
 }
 
-// Symbolic dims (a symbolic H or W, docs/dynamic_shapes.md): an axis whose
-// input dim is symbolic resizes to the same dim or to it times the integer
-// scale the ONNX adapter wrote into `sizes`; the other checks run at a
-// stand-in value of the symbols (specialisation evaluates `sizes`).
+// Symbolic dims (a symbolic H or W, docs/dynamic_shapes.md): with `scales`
+// (the model gave scales), an axis whose input dim is symbolic resizes to
+// the same dim or to it times the integer scale the ONNX adapter wrote into
+// `sizes`; without them `sizes` came from the model's sizes operand (another
+// tensor's symbolic H, W) and is the result as it is. The other checks run
+// with every symbol at a stand-in value (specialisation evaluates `sizes`).
 std::vector<TensorType> infer_symbolic_resize(InferContext& c,
                                               const std::function<std::vector<TensorType>(InferContext&)>& infer) {
   const Shape& xs = c.shape(0);
@@ -252,23 +254,20 @@ std::vector<TensorType> infer_symbolic_resize(InferContext& c,
   if (sizes.size() != xs.size()) c.fail("attribute 'sizes' has {} entries, expected {}", sizes.size(), xs.size());
   const std::vector<float> scales = c.attrs().get_floats("scales");
   constexpr int64_t kStandIn = 50021;
-  Shape xs_at = xs, sizes_at = sizes;
-  for (size_t d = 0; d < xs.size(); ++d) {
+  SymbolBindings b;
+  for (const Shape* s : {&xs, &sizes})
+    for (const std::string& sym : shape_symbols(*s)) b[sym] = kStandIn;
+  for (size_t d = 0; d < xs.size() && !scales.empty(); ++d) {
     if (!is_symbolic_dim(xs[d]) && !is_symbolic_dim(sizes[d])) continue;
     const int64_t k = scales.size() == xs.size() && scales[d] == std::floor(scales[d]) ? int64_t(scales[d]) : 0;
     if (!is_symbolic_dim(xs[d]) || (sizes[d] != xs[d] && (k < 1 || sizes[d] != dim_mul(xs[d], k))))
       c.unsupported("resize of {} to [{}]: along axis {} a symbolic size must be the input's times an integer scale",
                     c.type(0).str(), dims_str(sizes), d);
-    const std::vector<std::string> syms = dim_symbols(xs[d]);
-    SymbolBindings b;
-    for (const std::string& sym : syms) b[sym] = kStandIn;
-    xs_at[d] = eval_dim(xs[d], b);
-    sizes_at[d] = eval_dim(sizes[d], b);
   }
   Graph scratch;
-  std::vector<Value*> ins = {scratch.add_input("x", TensorType(c.dtype(0), xs_at))};
+  std::vector<Value*> ins = {scratch.add_input("x", TensorType(c.dtype(0), eval_shape(xs, b)))};
   AttrMap a = c.attrs();
-  a.set("sizes", sizes_at);
+  a.set("sizes", eval_shape(sizes, b));
   InferContext sub(c.op(), ins, a, c.num_outputs(), c.label());
   infer(sub);
   return {TensorType(c.dtype(0), sizes)};

@@ -8,8 +8,9 @@
 # the strided windows), and runs from that plan at four shapes (one with odd
 # sizes) on the simulator (the plan's own kernels) and on the CPU path,
 # matching ONNX Runtime; at fp16 (convs on tensor cores) the head's logits
-# within the fp16 tolerance. A resize by 1.5 over a symbolic dim is refused
-# by name, exit 1.
+# within the fp16 tolerance; a resize to another tensor's height and width
+# (sizes from Shape ops) likewise. A resize by 1.5 over a symbolic dim is
+# refused by name, exit 1.
 # Usage: gpu_spatial_profiles_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim
 kiln=$1
 t=$2
@@ -72,6 +73,21 @@ for be in $backends; do
       fail "seg16.plan on $be at $s: exit $?"
     "$py" "$t/compare_outputs_ort.py" --fp16 "$dir/seg_cnn_head.onnx" "$dir/o" "x=$dir/x_$s.npy" >"$out" 2>&1 ||
       fail "seg16.plan (fp16) on $be at $s: not ONNX Runtime's outputs"
+  done
+done
+
+# Resize to sizes computed from Shape ops (another tensor's symbolic height
+# and width, as torchvision's segmentation heads do): linear, half_pixel,
+# the scale out/in per run.
+"$kiln" compile "$dir/seg_resize_like.onnx" --target sm_90 --min-shapes x:1x3x16x16 --max-shapes x:4x3x64x64 \
+  -o "$dir/like.plan" >"$out" 2>&1 || fail "compile the resize-to-shape model for sm_90: exit $?"
+for be in $backends; do
+  for s in $shapes; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/like.plan" --backend "$be" --inputs "x:$dir/x_$s.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "like.plan on $be at $s: exit $?"
+    "$py" "$t/compare_outputs_ort.py" "$dir/seg_resize_like.onnx" "$dir/o" "x=$dir/x_$s.npy" >"$out" 2>&1 ||
+      fail "like.plan on $be at $s: not ONNX Runtime's outputs"
   done
 done
 

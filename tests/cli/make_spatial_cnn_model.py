@@ -5,7 +5,9 @@ ConvTranspose, AveragePool, GroupNormalization, GlobalAveragePool and a Gemm
 head. seg_cnn.onnx outputs the head's logits `y` and the per-pixel map
 `seg`; seg_cnn_head.onnx the logits only (the fp16 check). Inputs
 x_<shape>.npy at four shapes, one with odd sizes (floor divisions of the
-strided windows). seg_resize15.onnx resizes by 1.5 (refused over a
+strided windows). seg_resize_like.onnx resizes a strided branch to the
+input's height and width with sizes computed from Shape ops (torchvision's
+segmentation heads). seg_resize15.onnx resizes by 1.5 (refused over a
 symbolic dim).
 
     python make_spatial_cnn_model.py OUT_DIR
@@ -66,5 +68,22 @@ save("seg_cnn_head.onnx", [y])
 inits.append(nh.from_array(np.array([1, 1, 1.5, 1.5], np.float32), "sc15"))
 save("seg_resize15.onnx", [h.make_tensor_value_info("u", T.FLOAT, ["batch", 3, "hu", "wu"])],
      [h.make_node("Resize", ["x", "", "sc15"], ["u"], mode="nearest")])
+# As torchvision's segmentation heads: a strided branch resized (linear,
+# half_pixel) back to the input's own height and width, its sizes computed
+# from Shape ops, then added to a 1x1 conv of the input.
+shape_nodes = [
+    h.make_node("Conv", ["x", "w1", "b1"], ["lo"], pads=[1, 1, 1, 1], kernel_shape=[3, 3], strides=[2, 2]),
+    h.make_node("Shape", ["lo"], ["lo_shape"]),
+    h.make_node("Shape", ["x"], ["x_shape"]),
+    h.make_node("Slice", ["lo_shape", "i0", "i2"], ["nc"]),
+    h.make_node("Slice", ["x_shape", "i2", "i4"], ["hw"]),
+    h.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+    h.make_node("Resize", ["lo", "", "", "sizes"], ["up"], mode="linear", coordinate_transformation_mode="half_pixel"),
+    h.make_node("Conv", ["x", w("w1x1", (C, 3, 1, 1))], ["side"], kernel_shape=[1, 1]),
+    h.make_node("Add", ["up", "side"], ["like"]),
+]
+for name, v in [("i0", 0), ("i2", 2), ("i4", 4)]:
+    inits.append(nh.from_array(np.array([v], np.int64), name))
+save("seg_resize_like.onnx", [h.make_tensor_value_info("like", T.FLOAT, ["batch", C, "height", "width"])], shape_nodes)
 for shape in [(1, 3, 32, 32), (2, 3, 48, 40), (3, 3, 64, 64), (2, 3, 37, 29)]:
     np.save(os.path.join(out, "x_%s.npy" % "x".join(map(str, shape))), rng.standard_normal(shape).astype(np.float32))
