@@ -100,4 +100,9 @@ expect_exit 1 "a resize by 1.5 over the symbolic height must exit 1" "$kiln" com
   --target cpu --min-shapes x:1x3x16x16 --max-shapes x:4x3x64x64 -o "$dir/r.plan"
 grep -q 'scale 1.5 along axis 2 of the symbolic dim height: kiln resizes a symbolic dim by an integer scale only' \
   "$out" || fail "no message naming the resize scale and the symbolic dim"
+# A dim named like a derived size ("height.div2" reads as floor(height / 2)): refused by name.
+expect_exit 1 "a dim_param spelling a derived size must exit 1" "$kiln" compile "$dir/seg_badname.onnx" \
+  --target cpu --min-shapes x:1x3x16x8 --max-shapes x:4x3x64x8 -o "$dir/bad.plan"
+grep -q 'dim 2 is named "height.div2", which kiln reads as a derived size (floor division)' "$out" ||
+  fail "no message naming the dim that spells a derived size"
 echo "PASS"

@@ -85,5 +85,11 @@ shape_nodes = [
 for name, v in [("i0", 0), ("i2", 2), ("i4", 4)]:
     inits.append(nh.from_array(np.array([v], np.int64), name))
 save("seg_resize_like.onnx", [h.make_tensor_value_info("like", T.FLOAT, ["batch", C, "height", "width"])], shape_nodes)
+# A dim_param that spells a derived size ("height.div2"): refused by name.
+bad = h.make_model(h.make_graph([h.make_node("Relu", ["x"], ["r"])], "bad",
+                                [h.make_tensor_value_info("x", T.FLOAT, ["batch", 3, "height.div2", 8])],
+                                [h.make_tensor_value_info("r", T.FLOAT, ["batch", 3, "height.div2", 8])]),
+                   opset_imports=[h.make_opsetid("", 21)])
+onnx.save(bad, os.path.join(out, "seg_badname.onnx"))
 for shape in [(1, 3, 32, 32), (2, 3, 48, 40), (3, 3, 64, 64), (2, 3, 37, 29)]:
     np.save(os.path.join(out, "x_%s.npy" % "x".join(map(str, shape))), rng.standard_normal(shape).astype(np.float32))
