@@ -6,9 +6,11 @@
 #include "codegen/emitters/reduction/emit_fused_reduction.h"
 #include "codegen/emitters/reduction/emit_rowwise.h"
 #include "ir/op_registry.h"
+#include "ir/shape_utils.h"
 #include "ir/symbolic_dim.h"
 #include "ops/reduction_spec.h"
 #include "ops/registry.h"
+#include "ops/symbolic_values.h"
 
 namespace kiln::codegen::generic {
 
@@ -65,14 +67,11 @@ bool generic_reduce(const Node& n) {
 
 bool generic_reduction(const Node& n) { return generic_softmax(n) || generic_reduce(n); }
 
-// A fused reduction body over a symbolic batch: its one reduction-category
-// node passes `anchor_generic`, its other ops are pointwise over a batch-only
-// symbolic shape (the body evaluator splits the other dims by constants), and
-// an operand with a symbolic dim has its op's result shape (no broadcasting
-// along a symbol).
+// A fused reduction body over symbolic rows: its one reduction-category node
+// passes `anchor_generic` (which decides where the symbols may be), its other
+// ops are pointwise, and an operand with a symbolic dim has its op's result
+// shape (no broadcasting along a symbol).
 bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&)) {
-  for (const Value* v : n.inputs())
-    if (v && !batch_only_symbolic(v->shape())) return false;
   int anchors = 0;
   for (const auto& bn : n.body()->nodes()) {
     const OpDef* def = op_registry().find(bn->op());
@@ -83,10 +82,16 @@ bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&)) {
       continue;
     }
     if (def->category != OpCategory::Pointwise || bn->num_outputs() != 1) return false;
+    // An operand of another shape is read at the coordinates of `os`, which
+    // the body evaluator splits by constant extents below the outermost dim:
+    // with a symbolic dim elsewhere (RMSNorm's [1, seq, 1] rows), only
+    // static scalars are read so.
     const Shape& os = bn->output(0)->shape();
-    if (!batch_only_symbolic(os)) return false;
-    for (const Value* v : bn->inputs())
-      if (v && has_symbolic_dims(v->shape()) && v->shape() != os) return false;
+    const bool batch_first = batch_only_symbolic(os);
+    for (const Value* v : bn->inputs()) {
+      if (!v || v->shape() == os) continue;
+      if (has_symbolic_dims(v->shape()) || (!batch_first && shape_numel(v->shape()) != 1)) return false;
+    }
   }
   return anchors == 1;
 }
@@ -245,6 +250,44 @@ bool generic_resize(const Node& n) {
   if (mode == "linear" && n.attrs().get_int("exclude_outside", 0) != 0) return false;
   for (float s : n.attrs().get_floats("scales"))
     if (mode == "linear" && n.attrs().get_int("antialias", 0) != 0 && s < 1) return false;
+  return true;
+}
+
+// range with a length of any size expression (emit_misc_ops.h): a static
+// start and delta, buffers, or i64 scalars holding symbolic shape values.
+bool generic_range(const Node& n) {
+  if (n.body() || n.op() != "range" || n.num_inputs() != 3 || n.num_outputs() != 1) return false;
+  return n.output(0)->shape().size() == 1 && reads_symbolic_constants(n);
+}
+
+bool reads_symbolic_constants(const Node& n) {
+  auto symbolic = [](const Value* v) {
+    return v && v->is_constant() && v->has_data() && holds_symbolic_values(v->data());
+  };
+  auto scalar_i64 = [](const Value* v) { return v->dtype() == DType::I64 && v->data().numel() == 1; };
+  if (n.op() == "range") {
+    for (int i : {0, 2})
+      if (symbolic(n.input(i)) && !scalar_i64(n.input(i))) return false;
+    return true;  // the limit is never read: the length is the result's
+  }
+  const OpDef* def = op_registry().find(n.op());
+  const bool pointwise = !n.body() && def && def->category == OpCategory::Pointwise && def->expr;
+  const bool fused_pointwise = n.body() && is_fused_kind(n, "pointwise");
+  if (!pointwise && !fused_pointwise) {
+    for (const Value* v : n.inputs())
+      if (symbolic(v)) return false;
+    if (n.body())
+      for (const auto& bn : n.body()->nodes())
+        for (const Value* v : bn->inputs())
+          if (symbolic(v)) return false;
+    return true;
+  }
+  for (const Value* v : n.inputs())
+    if (symbolic(v) && !scalar_i64(v)) return false;
+  if (n.body())
+    for (const auto& bn : n.body()->nodes())
+      for (const Value* v : bn->inputs())
+        if (symbolic(v) && !scalar_i64(v)) return false;
   return true;
 }
 

@@ -16,5 +16,10 @@ bool generic_conv(const Node& n);
 bool generic_pool(const Node& n);
 bool generic_fused_pool(const Node& n);
 bool generic_resize(const Node& n);
+bool generic_range(const Node& n);
+// Whether the kernel of `n` computes every constant holding symbolic shape
+// values that it reads from `ks` (a scalar of a pointwise or fused pointwise
+// kernel, range's start and delta), rather than reading its buffer.
+bool reads_symbolic_constants(const Node& n);
 
 }  // namespace kiln::codegen::generic

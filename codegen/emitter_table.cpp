@@ -36,6 +36,7 @@
 #include "ir/error.h"
 #include "ir/op_registry.h"
 #include "ops/registry.h"
+#include "ops/symbolic_values.h"
 
 namespace kiln::codegen {
 
@@ -82,10 +83,17 @@ bool handles_pointwise(const Node& n) {
   return operands_present(n);
 }
 
+// A scalar constant holding a symbolic shape value (`past`) is computed in
+// the kernel from `ks` (emit_pointwise.h, SymbolicScalars).
 std::vector<NodeKernel> emit_pointwise_node(const Node& n) {
   std::vector<TensorType> operands;
-  for (Value* v : n.inputs()) operands.push_back(v->type());
-  return {node_kernel(emit_pointwise_op(op_registry().get(n.op()), n.attrs(), operands, n.output(0)->type()))};
+  SymbolicScalars scalars;
+  for (Value* v : n.inputs()) {
+    if (v->is_constant() && v->has_data() && holds_symbolic_values(v->data()) && v->data().numel() == 1)
+      scalars[static_cast<int>(operands.size())] = v->data().data<int64_t>()[0];
+    operands.push_back(v->type());
+  }
+  return {node_kernel(emit_pointwise_op(op_registry().get(n.op()), n.attrs(), operands, n.output(0)->type(), scalars))};
 }
 
 std::vector<NodeKernel> emit_fused_node(const Node& n) {
@@ -328,7 +336,13 @@ std::vector<NodeKernel> emit_misc_node(const Node& n) {
   } else if (n.op() == "det") {
     ks = {emit_det(x, n.output(0)->type())};
   } else if (n.op() == "range") {
-    ks = {emit_range(x.dtype, n.output(0)->type())};
+    // A start or delta holding a symbolic shape value (range(past, past + seq)) is computed from `ks`.
+    auto symbolic_scalar = [&](int i) -> std::optional<int64_t> {
+      const Value* v = n.input(i);
+      if (!v->is_constant() || !v->has_data() || !holds_symbolic_values(v->data())) return std::nullopt;
+      return v->data().data<int64_t>()[0];
+    };
+    ks = {emit_range(x.dtype, n.output(0)->type(), symbolic_scalar(0), symbolic_scalar(2))};
   } else {
     std::vector<TensorType> results;
     for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
@@ -450,7 +464,7 @@ const KernelEmitter kEmitters[] = {
     {"attention", handles_attention, emit_attention_node, attention_shape_generic},
     {"recurrent", handles_rnn, emit_rnn_node},
     {"linear attention", handles_linear_attention, emit_linear_attention_node},
-    {"misc (dft, stft, det, dynamic_quantize_linear)", handles_misc, emit_misc_node},
+    {"misc (dft, stft, det, range, dynamic_quantize_linear)", handles_misc, emit_misc_node, generic::generic_range},
     {"tfidf vectorizer", handles_tfidf, emit_tfidf_node},
     {"data-dependent size (bounded nonzero, non_max_suppression)", handles_data_dependent, emit_data_dependent_node},
 };
@@ -468,6 +482,24 @@ int64_t node_tile_counters(const std::vector<NodeKernel>& kernels) {
   return n;
 }
 
+namespace {
+
+// The first constant holding symbolic shape values that `n` (or its body) reads.
+const Value* first_symbolic_constant(const Node& n) {
+  auto symbolic = [](const Value* v) {
+    return v && v->is_constant() && v->has_data() && holds_symbolic_values(v->data());
+  };
+  for (const Value* v : n.inputs())
+    if (symbolic(v)) return v;
+  if (n.body())
+    for (const auto& bn : n.body()->nodes())
+      for (const Value* v : bn->inputs())
+        if (symbolic(v)) return v;
+  return nullptr;
+}
+
+}  // namespace
+
 const KernelEmitter* emitter_for(const Node& n) {
   for (const KernelEmitter& e : kEmitters)
     if (e.handles(n)) return &e;
@@ -475,6 +507,17 @@ const KernelEmitter* emitter_for(const Node& n) {
 }
 
 std::string why_not_shape_generic(const Node& n) {
+  // A constant holding symbolic shape values has no bytes a kernel could read
+  // (process-local handles, zeros in a plan): only the kernels computing it
+  // from `ks` may take one, whatever the node's shapes.
+  if (const Value* c = first_symbolic_constant(n)) {
+    const KernelEmitter* e = emitter_for(n);
+    if (!e || !e->shape_generic || !e->shape_generic(n) || !generic::reads_symbolic_constants(n))
+      return fmt::format(
+          "it reads constant %{}, which holds symbolic shape values {}, and only pointwise kernels "
+          "(a scalar) and range (its start and delta) compute such values",
+          c->name(), describe_symbolic_values(c->data()));
+  }
   bool symbolic = false;
   for (const Value* v : n.inputs()) symbolic = symbolic || (v && has_symbolic_dims(v->shape()));
   for (const Value* v : n.outputs()) symbolic = symbolic || has_symbolic_dims(v->shape());

@@ -18,7 +18,7 @@
 #include "frontend/onnx_import.h"
 #include "frontend/op_versions.h"
 #include "frontend/symbolic_inputs.h"
-#include "frontend/symbolic_values.h"
+#include "ops/symbolic_values.h"
 #include "ir/error.h"
 #include "ir/short_name.h"
 #include "ops/registry.h"

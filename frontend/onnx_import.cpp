@@ -15,7 +15,7 @@
 #include "frontend/import_context.h"
 #include "frontend/op_versions.h"
 #include "frontend/symbolic_inputs.h"
-#include "frontend/symbolic_values.h"
+#include "ops/symbolic_values.h"
 #include "frontend/tensor_proto.h"
 #include "ir/control_flow.h"
 #include "ir/data_dependent.h"
@@ -71,7 +71,7 @@ const Tensor* Importer::known_value(Value* v, bool freeze) {
   std::vector<Tensor> outs;
   if (std::any_of(ins.begin(), ins.end(), [](const Tensor* t) { return t && holds_symbolic_values(*t); })) {
     // Shape values with symbolic dims: moved or computed as polynomials, or
-    // not known at compile time (frontend/symbolic_values.h).
+    // not known at compile time (ops/symbolic_values.h).
     auto r = evaluate_on_symbolic_values(*n, ins, types, file_ + ": " + n->describe());
     if (!r) return nullptr;
     outs = std::move(*r);

@@ -3,11 +3,16 @@
 // subgraphs (shape arithmetic, weight transposes, ConstantOfShape chains)
 // disappear. Leaves alone: results larger than PassOptions::fold_max_bytes
 // unless no bigger than the operands (folding must not bloat the model),
-// and nodes with bodies.
+// and nodes with bodies. Shape values holding symbolic dims (a decoder's
+// Shape(past_key)[2], `past + seq`) fold where their elements are moved or
+// computed as polynomials (ops/symbolic_values.h), so shape arithmetic
+// becomes size expressions rather than kernels reading handles.
 #include <algorithm>
+#include <optional>
 
 #include "ir/symbolic_dim.h"
 #include "ops/registry.h"
+#include "ops/symbolic_values.h"
 #include "passes/pass.h"
 #include "passes/pass_list.h"
 
@@ -37,19 +42,44 @@ class FoldConstants : public Pass {
         in_bytes += v->data().nbytes();
       }
       if (!all_const) continue;
-      // A result of symbolic shape (range(past, past + seq)), or computed
-      // from symbolic shape values (past + 1, whose bytes are handles), has
-      // no value before the symbols are bound: it is computed at run time.
+      // A result of symbolic shape (range(past, past + seq)) has no value
+      // before the symbols are bound: it is computed at run time.
+      const std::vector<Value*> results = n->outputs();
+      if (std::any_of(results.begin(), results.end(),
+                      [](const Value* o) { return o && has_symbolic_dims(o->shape()); })) {
+        stats.count("symbolic-shape");
+        continue;
+      }
+      // Computed from symbolic shape values (past + 1, whose bytes are
+      // handles): folded where the result is exact for every value of the
+      // symbols, else computed at run time.
       auto symbolic_values = [](const Tensor* t) {
         if (!t || t->dtype() != DType::I64) return false;
         const int64_t* p = t->data<int64_t>();
         return std::any_of(p, p + t->numel(), [](int64_t v) { return is_symbolic_dim(v); });
       };
-      const std::vector<Value*> results = n->outputs();
-      if (std::any_of(results.begin(), results.end(),
-                      [](const Value* o) { return o && has_symbolic_dims(o->shape()); }) ||
-          std::any_of(ins.begin(), ins.end(), symbolic_values)) {
-        stats.count("symbolic-shape");
+      if (std::any_of(ins.begin(), ins.end(), symbolic_values)) {
+        std::vector<TensorType> types;
+        for (Value* o : n->outputs()) types.push_back(o->type());
+        // Shape values are short; a gather at a symbolic index has no
+        // element to move before the symbols are bound.
+        const bool short_results = std::all_of(types.begin(), types.end(), [](const TensorType& t) {
+          return (t.dtype == DType::I64 || t.dtype == DType::Bool) && t.numel() <= 1024;
+        });
+        const bool symbolic_index = n->op() == "gather" && symbolic_values(ins.size() > 1 ? ins[1] : nullptr);
+        std::optional<std::vector<Tensor>> outs;
+        if (short_results && !symbolic_index) outs = evaluate_on_symbolic_values(*n, ins, types, n->describe());
+        if (!outs) {
+          stats.count("symbolic-shape");
+          continue;
+        }
+        for (int i = 0; i < n->num_outputs(); ++i) {
+          Value* c = g.add_constant(n->output(i)->name(), std::move((*outs)[i]));
+          g.replace_all_uses(n->output(i), c);
+        }
+        g.erase_node(n);
+        stats.count("symbolic-values-folded");
+        changed = true;
         continue;
       }
       size_t out_bytes = 0;

@@ -108,6 +108,11 @@ void finish_op_kernel(OpKernel& k, std::string_view prefix, std::string_view lab
   k.source = prelude + named;
 }
 
+OpKernel decided_op_kernel(OpKernel k, const KernelSymbols* syms) {
+  if (syms && !syms->empty()) k.symbols = syms->names();
+  return k;
+}
+
 unsigned items_grid(long long n, unsigned block) {
   return static_cast<unsigned>(std::min<long long>((n + block - 1) / block, 8192));
 }

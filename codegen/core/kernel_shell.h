@@ -79,6 +79,13 @@ void finish_op_kernel(OpKernel& k, std::string_view prefix, std::string_view lab
                       const std::vector<ShellBuffer>& buffers, const std::string& x_compute, const std::string& helpers,
                       const std::string& body, const KernelSeams* seams = nullptr, const KernelSymbols* syms = nullptr);
 
+// `k` as decided, without text, for a DecidingOnly scope
+// (codegen/core/deciding_only.h): an emitter that has made its last decision
+// returns this instead of calling finish_op_kernel, which would only add the
+// name and source. Sets the symbols of a shape-generic kernel as
+// finish_op_kernel does.
+OpKernel decided_op_kernel(OpKernel k, const KernelSymbols* syms = nullptr);
+
 // The grid for `n` work items at one item per thread: ceil(n / block) blocks,
 // at most 8192 (the kernels' grid-stride loops cover the rest).
 unsigned items_grid(long long n, unsigned block);

@@ -4,11 +4,15 @@
 # by tools/prepare_models.sh), compiled ONCE through the builder API with a
 # shape profile and run by the runtime for the prefill and every decode step,
 # the cache bound in place, must equal ONNX Runtime's greedy loop on the same
-# file token for token (examples/generate/ort_greedy.py).
-# Usage: generate_test.sh GENERATE_EXE ZOO_DIR
+# file token for token (examples/generate/ort_greedy.py). With `sim` (ctest
+# generate_example_sim) the one plan is compiled for sm_90 and every step
+# runs its kernels on the CPU simulator, the cache copied back from the
+# present outputs each step (not bound in place there), which the run must say.
+# Usage: generate_test.sh GENERATE_EXE ZOO_DIR [runtime|sim]
 set -euo pipefail
 exe=$1
 model=$2/llama_kv_prefill/model.onnx
+backend=${3:-runtime}
 here=$(cd "$(dirname "$0")" && pwd)
 if [ ! -f "$model" ]; then
   echo "FAIL: $model is missing: prepare the zoo first (tools/prepare_models.sh build/models)" >&2
@@ -17,8 +21,16 @@ fi
 python=${KILN_PYTHON:-$here/../../.venv/bin/python}
 [ -x "$python" ] || python=python3
 prompt=3,141,59,26,5,35,89,79
-out=$("$exe" "$model" --prompt $prompt --tokens 12)
+out=$("$exe" "$model" --prompt $prompt --tokens 12 --backend "$backend")
 echo "$out"
+if [ "$backend" = sim ]; then
+  grep -q "^engine: the sm_90 plan's kernels on kiln's CPU simulator" <<<"$out" ||
+    { echo "FAIL: --backend sim did not run the sm_90 plan on the simulator" >&2; exit 1; }
+  grep -q '^KV cache: copied, not bound in place' <<<"$out" ||
+    { echo "FAIL: --backend sim does not say that the cache is copied each step" >&2; exit 1; }
+else
+  grep -q '^KV cache: bound in place' <<<"$out" || { echo "FAIL: the runtime run does not say the cache is bound in place" >&2; exit 1; }
+fi
 got=$(grep '^tokens:' <<<"$out")
 # One compile for all 12 steps, and no step timed with a compile in it.
 compiles=$(grep -c '^compiled once' <<<"$out" || true)
@@ -34,4 +46,4 @@ if [ "$got" != "$want" ]; then
   echo "FAIL: kiln's greedy tokens differ from ONNX Runtime's" >&2
   exit 1
 fi
-echo "PASS: 12 tokens equal ONNX Runtime's"
+echo "PASS: 12 tokens equal ONNX Runtime's ($backend)"

@@ -14,6 +14,7 @@
 #include "ir/error.h"
 #include "ir/op_registry.h"
 #include "ir/shape_utils.h"
+#include "ops/symbolic_values.h"
 
 namespace kiln::codegen {
 
@@ -38,6 +39,7 @@ struct FusedPointwisePlan {
   std::vector<PointwiseStep> steps;
   std::vector<std::pair<int, TensorType>> results;
   std::vector<Tensor> constants;
+  SymbolicScalars scalars;  // operands computed from `ks` (emit_pointwise.h)
 };
 
 // Every decision of the emitter: check_fused_pointwise runs this alone, the
@@ -54,15 +56,33 @@ FusedPointwisePlan plan_fused_pointwise(const Node& n, const OpRegistry& ops) {
   std::vector<TensorType>& operands = plan.operands;
   std::unordered_map<const Value*, int> index;  // body value -> kernel value
   index.reserve(body.inputs().size() + 2 * body.nodes().size());
-  for (Value* v : body.inputs()) {
+  for (size_t i = 0; i < body.inputs().size(); ++i) {
+    Value* v = body.inputs()[i];
     index[v] = static_cast<int>(operands.size());
     operands.push_back(v->type());
+    // An operand that is a scalar constant holding a symbolic shape value: computed from `ks`.
+    const Value* given = n.input(static_cast<int>(i));
+    if (given && given->is_constant() && given->has_data() && holds_symbolic_values(given->data()) &&
+        given->data().numel() == 1)
+      plan.scalars[static_cast<int>(i)] = given->data().data<int64_t>()[0];
   }
   // Constants become operands after the body's inputs (numbered before any step).
+  // A constant holding a symbolic shape value (`past`) is computed in the
+  // kernel; its buffer (zeros: handles are process-local) is not read.
   auto add_constant = [&](Value* v) {
     if (!v->is_constant() || index.count(v)) return;
-    index[v] = static_cast<int>(operands.size());
+    const int i = static_cast<int>(operands.size());
+    index[v] = i;
     operands.push_back(v->type());
+    if (v->has_data() && holds_symbolic_values(v->data())) {
+      if (v->data().numel() != 1)
+        unsupported(
+            "codegen: {}: constant %{} holds symbolic shape values {}: only a scalar one is computed in the kernel",
+            n.describe(), v->name(), describe_symbolic_values(v->data()));
+      plan.scalars[i] = v->data().data<int64_t>()[0];
+      plan.constants.push_back(Tensor(v->type()));
+      return;
+    }
     plan.constants.push_back(v->data());
   };
   for (const auto& bn : body.nodes())
@@ -94,7 +114,7 @@ FusedPointwisePlan plan_fused_pointwise(const Node& n, const OpRegistry& ops) {
     KILN_CHECK(it != index.end(), "{}: body result %{} is not computed", n.describe(), v->name());
     plan.results.emplace_back(it->second, n.output(r)->type());
   }
-  check_pointwise_multi(plan.steps, plan.operands, plan.results, "fused");
+  check_pointwise_multi(plan.steps, plan.operands, plan.results, "fused", plan.scalars);
   return plan;
 }
 
@@ -105,7 +125,7 @@ void check_fused_pointwise(const Node& n, const OpRegistry& ops) { (void)plan_fu
 FusedPointwiseKernel emit_fused_pointwise(const Node& n, const OpRegistry& ops) {
   FusedPointwisePlan plan = plan_fused_pointwise(n, ops);
   FusedPointwiseKernel fk;
-  fk.kernel = emit_pointwise_multi(plan.steps, plan.operands, plan.results, "fused");
+  fk.kernel = emit_pointwise_multi(plan.steps, plan.operands, plan.results, "fused", plan.scalars);
   fk.constants = std::move(plan.constants);
   return fk;
 }

@@ -47,16 +47,17 @@ Layout collapse(const Shape& out, const std::vector<std::vector<int64_t>>& strid
 }  // namespace
 
 PointwiseKernel emit_pointwise(const Expr& e, const std::vector<TensorType>& operands, const TensorType& out,
-                               const std::string& label) {
+                               const std::string& label, const SymbolicScalars& scalars) {
   KILN_CHECK(!e.nodes.empty(), "codegen: {}: empty expression", label);
   std::vector<int> args;
   for (size_t i = 0; i < operands.size(); ++i) args.push_back(static_cast<int>(i));
   PointwiseStep step{e, args};
-  return emit_pointwise_multi({step}, operands, {{static_cast<int>(operands.size()), out}}, label);
+  return emit_pointwise_multi({step}, operands, {{static_cast<int>(operands.size()), out}}, label, scalars);
 }
 
 void check_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::vector<TensorType>& operands,
-                           const std::vector<std::pair<int, TensorType>>& results, const std::string& label) {
+                           const std::vector<std::pair<int, TensorType>>& results, const std::string& label,
+                           const SymbolicScalars& scalars) {
   KILN_CHECK(!results.empty(), "codegen: {}: no results", label);
   // The dtype of every value: operands, then each step's result.
   std::vector<DType> vdt;
@@ -93,17 +94,23 @@ void check_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::v
     if (generic ? t.shape.size() > out.shape.size() : broadcast_shapes(t.shape, out.shape) != out.shape)
       fail("codegen: {}: operand {} does not broadcast to the output {}", label, t.str(), out.str());
   }
+  for (const auto& [i, value] : scalars)
+    if (i < 0 || i >= static_cast<int>(operands.size()) || operands[i].dtype != DType::I64 || operands[i].numel() != 1)
+      fail("codegen: {}: operand {} holds the symbolic value {}, which only a scalar i64 operand may", label, i,
+           dim_str(value));
   // The symbols the kernel would take (at most kMaxKernelSymbols), as emit_pointwise_multi collects them.
-  if (generic) {
+  if (generic || !scalars.empty()) {
     std::vector<Shape> shapes{out.shape};
     for (const TensorType& t : operands) shapes.push_back(t.shape);
+    for (const auto& [i, value] : scalars) shapes.push_back(Shape{value});
     (void)KernelSymbols(shapes);
   }
 }
 
 PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::vector<TensorType>& operands,
-                                     const std::vector<std::pair<int, TensorType>>& results, const std::string& label) {
-  check_pointwise_multi(steps, operands, results, label);
+                                     const std::vector<std::pair<int, TensorType>>& results, const std::string& label,
+                                     const SymbolicScalars& scalars) {
+  check_pointwise_multi(steps, operands, results, label, scalars);
   const int nops = static_cast<int>(operands.size());
   // The dtype of every value: operands, then each step's result.
   std::vector<DType> vdt;
@@ -118,6 +125,7 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
   // text is unchanged (every lit() of a constant is the "{}LL" it was).
   std::vector<Shape> shapes{out.shape};
   for (const TensorType& t : operands) shapes.push_back(t.shape);
+  for (const auto& [i, value] : scalars) shapes.push_back(Shape{value});
   const KernelSymbols syms(shapes);
   const bool generic = !syms.empty();
   k.numel = generic ? dim_product(out.shape) : out.numel();
@@ -183,6 +191,7 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
     else if (st.back() == 1) mode[i] = Mode::InnerVec;
     else if (st.back() == 0) mode[i] = Mode::InnerSplat;
     else mode[i] = Mode::Gather;
+    if (scalars.count(i)) mode[i] = Mode::Scalar;  // computed from `ks`, whatever the output's shape
     if (mode[i] != Mode::Scalar) vec_dts.push_back(operands[i].dtype);
   }
   const int W = vector_width(vec_dts);
@@ -249,7 +258,10 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
     any_gather = any_gather || mode[i] == Mode::Gather;
   }
   for (int i = 0; i < nops; ++i) {
-    if (mode[i] == Mode::Scalar)
+    if (auto sv = scalars.find(i); sv != scalars.end())
+      body +=
+          fmt::format("    const long long a{}_s = {};  // a symbolic size, not the buffer\n", i, syms.lit(sv->second));
+    else if (mode[i] == Mode::Scalar)
       body += fmt::format("    const {} a{}_s = in{}[0];\n", cuda_storage_type(operands[i].dtype), i, i);
     else body += fmt::format("    VI{} a{}_v;\n", i, i);
   }
@@ -382,13 +394,13 @@ PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, co
 }
 
 PointwiseKernel emit_pointwise_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
-                                  const TensorType& out) {
+                                  const TensorType& out, const SymbolicScalars& scalars) {
   if (def.category != OpCategory::Pointwise || !def.expr) fail("codegen: op '{}' is not pointwise", def.name);
   std::vector<DType> dts;
   for (const TensorType& t : operands) dts.push_back(t.dtype);
   ExprBuilder b(dts);
   Expr e = def.expr(b, attrs);
-  return emit_pointwise(e, operands, out, def.name);
+  return emit_pointwise(e, operands, out, def.name, scalars);
 }
 
 }  // namespace kiln::codegen

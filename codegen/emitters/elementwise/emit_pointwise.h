@@ -23,6 +23,7 @@
 // node's inputs being loads or earlier nodes' results (rounded to the node's
 // dtype, as the reference stores them); see codegen/emitters/elementwise/emit_fused.h.
 #pragma once
+#include <map>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -64,29 +65,38 @@ struct PointwiseStep {
   std::vector<int> args;
 };
 
+// Operands whose value is a shape value of a symbolic size (a scalar i64
+// constant holding `past`, which fold-constants leaves from a decoder's
+// Shape(past_key)[2]), by operand index: the kernel computes the value from
+// `ks` instead of reading the buffer, whose bytes in a plan are not the value
+// (a symbolic constant's bytes are process-local handles, written as zeros).
+using SymbolicScalars = std::map<int, int64_t>;
+
 // Emits the kernel computing `e` (inputs: `operands`, in order) into `out`.
 // `label` names the kernel (any text; sanitized). Throws kiln::Error when an
 // operand's dtype differs from what the expression reads, or when an operand
 // does not broadcast to the output shape.
 PointwiseKernel emit_pointwise(const Expr& e, const std::vector<TensorType>& operands, const TensorType& out,
-                               const std::string& label);
+                               const std::string& label, const SymbolicScalars& scalars = {});
 
 // Several steps over one iteration space, storing `results` (value index and
 // type; all of one shape, every operand broadcasting to it). Buffers: the
 // results in order (named out0, out1... when more than one), then the operands.
 PointwiseKernel emit_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::vector<TensorType>& operands,
-                                     const std::vector<std::pair<int, TensorType>>& results, const std::string& label);
+                                     const std::vector<std::pair<int, TensorType>>& results, const std::string& label,
+                                     const SymbolicScalars& scalars = {});
 
 // The checks emit_pointwise_multi starts with, without writing any text:
 // throws the kiln::Error it would (dtypes, shapes, a symbolic size, an
 // expression emit_expr cannot write). The fuser's can-emit query
 // (codegen/emitter_table.h) runs this instead of rendering the kernel.
 void check_pointwise_multi(const std::vector<PointwiseStep>& steps, const std::vector<TensorType>& operands,
-                           const std::vector<std::pair<int, TensorType>>& results, const std::string& label);
+                           const std::vector<std::pair<int, TensorType>>& results, const std::string& label,
+                           const SymbolicScalars& scalars = {});
 
 // The same for one pointwise op (category Pointwise): builds its Expr from
 // the operand dtypes and attributes.
 PointwiseKernel emit_pointwise_op(const OpDef& def, const AttrMap& attrs, const std::vector<TensorType>& operands,
-                                  const TensorType& out);
+                                  const TensorType& out, const SymbolicScalars& scalars = {});
 
 }  // namespace kiln::codegen

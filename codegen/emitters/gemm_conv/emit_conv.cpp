@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "codegen/launch_fit.h"
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/core/kernel_text.h"
 #include "ir/error.h"
@@ -101,6 +102,19 @@ ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
   const int64_t total = dim_mul(dim_mul(G.N, G.M), G.out_size);
   const std::string total_text = generic ? syms.lit(total) : std::to_string(total);
   const std::string ct = dt == DType::F64 ? "double" : "float";
+  // The launch, and the epilogue's store (the only step after this that can
+  // refuse); then, when only deciding, no text (codegen/core/deciding_only.h).
+  ComputeKernel k;
+  k.block = block_threads(256);  // grid-stride: any block (codegen/launch_fit.h)
+  if (generic) {
+    k.symbols = syms.names();
+    k.grid_expr = GridAxisExpr{total, k.block, 8192};
+    k.grid = 1;  // evaluated per shape
+  } else {
+    k.grid = static_cast<unsigned>(std::min<int64_t>((total + k.block - 1) / k.block, 8192));
+  }
+  const std::string store = ep.code("acc", "i", "    ");
+  if (deciding_only()) return k;
   const std::vector<int64_t> istr = generic ? symbolic_strides(G.in) : strides_of(G.in);
   std::string b = fmt::format("// depthwise conv{}: {} channels, taps {}\n", nhwc ? " nhwc" : "", G.M, G.k_size);
   if (generic) b += KernelSymbols::struct_text();
@@ -144,10 +158,9 @@ ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
     b += ind + "}\n";
   }
   if (sbias >= 0) b += fmt::format("    acc += {};\n", cuda_load(dt, fmt::format("in{}[m]", sbias)));
-  b += ep.code("acc", "i", "    ");
+  b += store;
   b += "  }\n}\n";
   b += ep.sim_entry("@NAME@", false, false, generic);
-  ComputeKernel k;
   k.name = fmt::format("kiln_dwconv_{:016x}", XXH64(b.data(), b.size(), 0));
   std::string named;
   for (size_t p = 0;;) {
@@ -158,14 +171,6 @@ ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
     p = a + 6;
   }
   k.source = std::string(kKernelPrelude) + ep.fp_includes() + std::string(expr_prelude()) + named;
-  k.block = block_threads(256);  // grid-stride: any block (codegen/launch_fit.h)
-  if (generic) {
-    k.symbols = syms.names();
-    k.grid_expr = GridAxisExpr{total, k.block, 8192};
-    k.grid = 1;  // evaluated per shape
-    return k;
-  }
-  k.grid = static_cast<unsigned>(std::min<int64_t>((total + k.block - 1) / k.block, 8192));
   return k;
 }
 
@@ -215,9 +220,10 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
   const KernelSymbols sy = g.syms;
   const std::vector<int64_t> istr = generic ? symbolic_strides(G.in) : strides_of(G.in);
   g.operand_bytes = generic ? 0 : static_cast<int64_t>(xt.nbytes() + wt.nbytes());
-  // Elements per 16-byte chunk (the cp.async path of the tensor-core kernel).
+  // Elements per 16-byte chunk: the cp.async path of the tensor-core kernel,
+  // the 128-bit loads of the SIMT kernel at f32.
   const int64_t W = 16 / static_cast<int64_t>(dtype_size(dt));
-  const bool chunks = gemm_math(g) != GemmMath::Simt && !ci && !qc;
+  const bool chunks = (gemm_math(g) != GemmMath::Simt || dt == DType::F32) && !ci && !qc;
   const std::string ind = "      ";
   auto tap_coords = [&](const std::string& kp, const std::string& s, std::string& b) {
     split_index(kp, G.k, s + "_t", "        ", b);

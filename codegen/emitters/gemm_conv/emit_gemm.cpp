@@ -9,6 +9,7 @@
 #include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "codegen/core/kernel_text.h"
+#include "codegen/core/kernel_vector.h"
 #include "codegen/emitters/gemm_conv/gemm_tiles_wgmma.h"
 #include "ir/error.h"
 #include "ir/shape_utils.h"
@@ -152,8 +153,19 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
   b += fmt::format("  const int m0 = tm * {}, n0 = tn * {};\n", BM, BN);
   b += g.prologue;
   const Staging sa{BM, BM * BK / kThreads, g.a.k_fast}, sb{BN, BN * BK / kThreads, g.b.k_fast};
-  // Per-slot setup.
-  auto setup = [&](const Staging& st, const OperandLoad& ld, const char* p, const char* base) {
+  // 128-bit loads: an f32 operand with 16-byte chunks (OperandLoad::chunk) is
+  // staged a chunk of 4 elements per load where its buffer is 16-byte aligned
+  // (tested at run time, one uniform branch: views and graph inputs may start
+  // anywhere, docs/codegen.md), else element by element. Chunk c of the tile
+  // is row c / (BK / 4) and k (c % (BK / 4)) * 4 along k, or k c / (rows / 4)
+  // and row (c % (rows / 4)) * 4 along the row.
+  const bool f32 = g.dtype == DType::F32;
+  auto vectorized = [&](const OperandLoad& ld, int rows) {
+    return f32 && ld.chunk && (ld.chunk_k_fast ? BK % 4 == 0 : rows % 4 == 0);
+  };
+  const bool va = vectorized(g.a, BM), vb = vectorized(g.b, BN);
+  // Per-slot setup, before the K loop: everything a slot needs but k.
+  auto slot_setup = [&](const Staging& st, const OperandLoad& ld, const char* p, const char* base) {
     for (int j = 0; j < st.slots; ++j) {
       auto [row, kk] = slot_coords(st, BK, j);
       const std::string s = fmt::format("{}{}", p, j);
@@ -163,11 +175,18 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
       ld.setup(s + "_row", s, b);
     }
   };
-  setup(sa, g.a, "a", "m0");
-  setup(sb, g.b, "b", "n0");
-  for (int i = 0; i < TM; ++i)
-    for (int j = 0; j < TN; ++j) b += fmt::format("  {} acc{}_{} = 0;\n", ct, i, j);
-  b += fmt::format("  for (int k0 = 0; k0 < {}; k0 += {}) {{\n", K_text, BK);
+  // Per-chunk setup, likewise.
+  auto chunk_setup = [&](const OperandLoad& ld, const char* p, const char* base, int rows) {
+    for (int j = 0; j * kThreads < rows * BK / 4; ++j) {
+      const std::string v = fmt::format("{}c{}", p, j);
+      b += fmt::format("  const int {}_c = tid + {};\n", v, j * kThreads);
+      if (ld.chunk_k_fast)
+        b += fmt::format("  const int {0}_r = {0}_c / {1}, {0}_kk = ({0}_c % {1}) * 4;\n", v, BK / 4);
+      else b += fmt::format("  const int {0}_kk = {0}_c / {1}, {0}_r = ({0}_c % {1}) * 4;\n", v, rows / 4);
+      b += fmt::format("  const int {}_row = {} + {}_r;\n", v, base, v);
+      ld.setup(v + "_row", v, b);
+    }
+  };
   auto stage = [&](const Staging& st, const OperandLoad& ld, const char* p, const char* sm, const std::string& rows) {
     for (int j = 0; j < st.slots; ++j) {
       const std::string s = fmt::format("{}{}", p, j);
@@ -176,16 +195,71 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
       b += fmt::format("      {}[{}_st] = v;\n    }}\n", sm, s);
     }
   };
-  stage(sa, g.a, "a", "As", M_text);
-  stage(sb, g.b, "b", "Bs", N_text);
-  b += "    __syncthreads();\n";
-  // Main loop (SIMT): the seam where a tensor-core loop would go.
-  b += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{\n", BK);
-  for (int i = 0; i < TM; ++i) b += fmt::format("      const {} a{} = As[kk * {} + ty + {}];\n", ct, i, BM + 1, 16 * i);
-  for (int j = 0; j < TN; ++j) b += fmt::format("      const {} b{} = Bs[kk * {} + tx + {}];\n", ct, j, BN + 1, 16 * j);
-  for (int i = 0; i < TM; ++i)
-    for (int j = 0; j < TN; ++j) b += fmt::format("      acc{}_{} += a{} * b{};\n", i, j, i, j);
-  b += "    }\n    __syncthreads();\n  }\n";
+  // The chunks of one operand's k-tile: one 16-byte load each, four shared-memory stores.
+  auto stage_chunks = [&](const OperandLoad& ld, const char* p, const char* sm, int rows, const std::string& count) {
+    const int chunks = rows * BK / 4;
+    for (int j = 0; j * kThreads < chunks; ++j) {
+      const std::string v = fmt::format("{}c{}", p, j);
+      b += (j + 1) * kThreads > chunks ? fmt::format("    if ({}_c < {}) {{\n", v, chunks) : "    {\n";
+      b += fmt::format("      const int k = k0 + {}_kk;\n      bool ok = false;\n      {} off = 0;\n", v,
+                       ep.index_type());
+      b += fmt::format("      if ({}_row < {} && k < {}) {{\n{}      }}\n", v, count, K_text, ld.chunk("k", v));
+      // (No struct-valued ?: : ptxas put its temporary on the stack.)
+      b += fmt::format(
+          "      kiln_f32x4 q;\n      if (ok) q = *KILN_PTR_CAST(const kiln_f32x4, {} + off);\n"
+          "      else q.v[0] = q.v[1] = q.v[2] = q.v[3] = 0.0f;\n",
+          ld.chunk_buffer);
+      const std::string at = ld.chunk_k_fast ? fmt::format("({}_kk + j) * {} + {}_r", v, rows + 1, v)
+                                             : fmt::format("{}_kk * {} + {}_r + j", v, rows + 1, v);
+      b += fmt::format("#pragma unroll\n      for (int j = 0; j < 4; ++j) {}[{}] = q.v[j];\n    }}\n", sm, at);
+    }
+  };
+  // The K loop, staging A / B by chunks where `ca` / `cb`.
+  auto k_loop = [&](bool ca, bool cb) {
+    b += fmt::format("  for (int k0 = 0; k0 < {}; k0 += {}) {{\n", K_text, BK);
+    if (ca) stage_chunks(g.a, "a", "As", BM, M_text);
+    else stage(sa, g.a, "a", "As", M_text);
+    if (cb) stage_chunks(g.b, "b", "Bs", BN, N_text);
+    else stage(sb, g.b, "b", "Bs", N_text);
+    b += "    __syncthreads();\n";
+    // Main loop (SIMT): the seam where a tensor-core loop would go.
+    b += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{\n", BK);
+    for (int i = 0; i < TM; ++i)
+      b += fmt::format("      const {} a{} = As[kk * {} + ty + {}];\n", ct, i, BM + 1, 16 * i);
+    for (int j = 0; j < TN; ++j)
+      b += fmt::format("      const {} b{} = Bs[kk * {} + tx + {}];\n", ct, j, BN + 1, 16 * j);
+    for (int i = 0; i < TM; ++i)
+      for (int j = 0; j < TN; ++j) b += fmt::format("      acc{}_{} += a{} * b{};\n", i, j, i, j);
+    b += "    }\n    __syncthreads();\n  }\n";
+  };
+  auto accumulators = [&] {
+    for (int i = 0; i < TM; ++i)
+      for (int j = 0; j < TN; ++j) b += fmt::format("  {} acc{}_{} = 0;\n", ct, i, j);
+  };
+  if (!va && !vb) {
+    slot_setup(sa, g.a, "a", "m0");
+    slot_setup(sb, g.b, "b", "n0");
+    accumulators();
+    k_loop(false, false);
+  } else {
+    // Two K loops, each with only its own setup live: both setups live
+    // through one loop pushed the nhwc convs past their registers (spills).
+    accumulators();
+    std::string aligned;
+    for (const OperandLoad* ld : {va ? &g.a : nullptr, vb ? &g.b : nullptr})
+      if (ld) aligned += fmt::format("{}KILN_PTR_ADDR({}) % 16 == 0", aligned.empty() ? "" : " && ", ld->chunk_buffer);
+    b += fmt::format("  if ({}) {{\n", aligned);
+    if (va) chunk_setup(g.a, "a", "m0", BM);
+    else slot_setup(sa, g.a, "a", "m0");
+    if (vb) chunk_setup(g.b, "b", "n0", BN);
+    else slot_setup(sb, g.b, "b", "n0");
+    k_loop(va, vb);
+    b += "  } else {\n";
+    slot_setup(sa, g.a, "a", "m0");
+    slot_setup(sb, g.b, "b", "n0");
+    k_loop(false, false);
+    b += "  }\n";
+  }
   // Staging tile, then the epilogue once per element.
   b += fmt::format("  {}* Cs = kiln_sm;  // [{}][{}]\n", ct, BM, BN);
   for (int i = 0; i < TM; ++i)
@@ -199,8 +273,9 @@ std::vector<ComputeKernel> emit_tiled_gemm(const TiledGemm& g, const Epilogue& e
   b += "    }\n  }\n}\n";
   b += ep.sim_entry("@NAME@", false, false, generic);
   k.name = fmt::format("kiln_{}_{:016x}", sanitize_identifier(g.label), XXH64(b.data(), b.size(), 0));
-  k.source =
-      std::string(kKernelPrelude) + ep.fp_includes() + std::string(expr_prelude()) + replace_all(b, "@NAME@", k.name);
+  k.source = std::string(kKernelPrelude) + ep.fp_includes() + std::string(expr_prelude()) +
+             (va || vb ? std::string(kVectorPrelude) + "typedef kiln_vec<float, 4> kiln_f32x4;\n" : "") +
+             replace_all(b, "@NAME@", k.name);
   return {k};
 }
 
@@ -247,9 +322,10 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
   // Whether a dim is a multiple of w at every value (a symbolic one: not assumed).
   auto multiple = [](int64_t d, int64_t w) { return !is_symbolic_dim(d) && d % w == 0; };
   g.operand_bytes = generic ? 0 : static_cast<int64_t>(at.nbytes() + bt.nbytes());
-  // Elements per 16-byte chunk (the cp.async path of the tensor-core kernel).
+  // Elements per 16-byte chunk: the cp.async path of the tensor-core kernel,
+  // the 128-bit loads of the SIMT kernel at f32.
   const int64_t W = 16 / static_cast<int64_t>(dtype_size(dt));
-  const bool chunks = gemm_math(g) != GemmMath::Simt && !mi && !qm;
+  const bool chunks = (gemm_math(g) != GemmMath::Simt || dt == DType::F32) && !mi && !qm;
   std::string store;
   const std::string ind = "      ";
   if (op != "gemm") {

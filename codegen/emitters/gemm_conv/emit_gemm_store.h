@@ -1,5 +1,5 @@
 // The vectorized epilogue store of the tensor-core GEMM kernels
-// (emit_gemm_mma.cpp defines them; the wgmma kernel, emit_gemm_wgmma_tiled.cpp,
+// (emit_gemm_store.cpp defines them for emit_gemm_mma.cpp; the wgmma kernel, emit_gemm_wgmma_tiled.cpp,
 // shares them so both hand the epilogue the same accesses).
 #pragma once
 #include <string>

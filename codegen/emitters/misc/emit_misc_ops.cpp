@@ -212,28 +212,53 @@ SimpleKernel emit_det(const TensorType& x, const TensorType& out) {
   return k;
 }
 
-SimpleKernel emit_range(DType dtype, const TensorType& out) {
+SimpleKernel emit_range(DType dtype, const TensorType& out, std::optional<int64_t> start_value,
+                        std::optional<int64_t> delta_value) {
   const int kBlock = static_cast<int>(block_threads(kWantedBlock));  // the one decision (codegen/launch_fit.h)
   if (out.dtype != dtype || out.rank() != 1 || dtype == DType::Bool ||
       !(dtype == DType::F32 || dtype == DType::F64 || is_int(dtype)))
     unsupported("codegen: range: {} operands giving {} (f32, f64 and integers only)", dtype_name(dtype), out.str());
+  if ((start_value || delta_value) && dtype != DType::I64)
+    unsupported("codegen: range: a symbolic start or delta needs i64 operands, not {}", dtype_name(dtype));
   const int64_t n = out.shape[0];
+  std::vector<Shape> shapes{out.shape};
+  if (start_value) shapes.push_back(Shape{*start_value});
+  if (delta_value) shapes.push_back(Shape{*delta_value});
+  const KernelSymbols syms(shapes);
+  const bool generic = !syms.empty();
   SimpleKernel k;
   k.params = {{dtype, true, "out"}, {dtype, false, "start"}, {dtype, false, "limit"}, {dtype, false, "delta"}};
   k.block = kBlock;
-  k.grid = n == 0 ? 0 : grid_for(n, kBlock);
   std::string b = fmt::format("// range: {} = start + i * delta\n", out.str());
-  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(k.params));
-  b += grid_stride_loop("i", n);
+  if (!generic) {
+    k.grid = n == 0 ? 0 : grid_for(n, kBlock);
+    b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(k.params));
+    b += grid_stride_loop("i", n);
+  } else {
+    // Shape-generic: the length (and a symbolic start or delta) from `ks`;
+    // 64-bit indices; the grid follows the length up to grid_for's cap.
+    b += KernelSymbols::struct_text();
+    b += fmt::format("extern \"C\" __global__ void @NAME@({}, kiln_syms ks) {{\n", kernel_param_list(k.params));
+    b += fmt::format("  const long long n = {};\n", syms.lit(n));
+    b += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
+         "i += (long long)gridDim.x * blockDim.x) {\n";
+    k.grid = 1;  // evaluated per shape (nonzero: a launch)
+    k.symbols = syms.names();
+    k.grid_expr = GridAxisExpr{n, kBlock, 4096};
+  }
+  const std::string start = start_value ? syms.lit(*start_value) : std::string("start[0]");
+  const std::string delta = delta_value ? syms.lit(*delta_value) : std::string("delta[0]");
   if (is_float(dtype))
     b += fmt::format("    out[i] = {};\n",
                      dstore(dtype, dload(dtype, "start[0]") + " + (double)i * " + dload(dtype, "delta[0]")));
   else  // wrapping in 64 bits gives the right low bits for every integer type
-    b += fmt::format(
-        "    out[i] = ({})((unsigned long long)start[0] + (unsigned long long)i * (unsigned long long)delta[0]);\n",
-        cuda_storage_type(dtype));
+    b += fmt::format("    out[i] = ({})((unsigned long long){} + (unsigned long long)i * (unsigned long long){});\n",
+                     cuda_storage_type(dtype), start, delta);
   b += "  }\n}\n";
-  finish(k, "range", b);
+  b += kernel_sim_entry(k.params, generic);
+  std::vector<DType> dts;
+  for (const KernelParam& p : k.params) dts.push_back(p.dtype);
+  k.source = finish_kernel_source("kiln_misc", "range", b, dts, k.name);
   return k;
 }
 

@@ -14,10 +14,12 @@
 // [..., 1]) has one thread per real value summing the half spectrum, each bin
 // but the DC and Nyquist ones twice for its conjugate mirror.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "codegen/core/kernel_params.h"
+#include "codegen/core/size_expr.h"
 #include "ir/attribute.h"
 #include "ir/tensor.h"
 
@@ -33,6 +35,11 @@ struct SimpleKernel {
   unsigned block = 0;
   std::vector<KernelParam> params;
   std::vector<TensorType> scratch;
+  // Shape-generic (a symbolic length, docs/dynamic_shapes.md): the symbols
+  // the kernel's last parameter `ks` holds, and its grid per shape (`grid`
+  // is then 1).
+  std::vector<std::string> symbols;
+  GridAxisExpr grid_expr;
 };
 
 // dft(x) {axis, length, inverse, onesided} -> out ([..., 2], or [..., 1] for
@@ -51,13 +58,18 @@ SimpleKernel emit_stft(const AttrMap& attrs, const TensorType& signal, bool has_
 // zero pivot ends it with 0).
 SimpleKernel emit_det(const TensorType& x, const TensorType& out);
 
-// range(start, limit, delta) -> out [n] (the length fixed by the graph's
-// shapes: a symbolic range specialised, range(past, past+seq)): out[i] =
-// start + i * delta, one thread per element, as the reference computes it
-// (floats in double, rounded once; integers in wrapping 64-bit arithmetic).
-// f32, f64 and the integer types; f16/bf16 are refused (the reference rounds
-// from double, which a float kernel would round twice).
-SimpleKernel emit_range(DType dtype, const TensorType& out);
+// range(start, limit, delta) -> out [n]: out[i] = start + i * delta, one
+// thread per element, as the reference computes it (floats in double,
+// rounded once; integers in wrapping 64-bit arithmetic). f32, f64 and the
+// integer types; f16/bf16 are refused (the reference rounds from double,
+// which a float kernel would round twice). The length is the graph's: the
+// kernel never reads `limit`. A symbolic length (range(0, past + seq) in a
+// plan with shape profiles) makes the kernel shape-generic: the length comes
+// from `ks` and the grid is a function of it. `start_value` / `delta_value`:
+// an i64 operand that is a constant holding a symbolic shape value (`past`),
+// computed from `ks` instead of read (its plan bytes are not the value).
+SimpleKernel emit_range(DType dtype, const TensorType& out, std::optional<int64_t> start_value = std::nullopt,
+                        std::optional<int64_t> delta_value = std::nullopt);
 
 // dynamic_quantize_linear(x f32) -> (y u8[, y_scale f32[], y_zero_point u8[]]):
 // three kernels with one signature (results, x, scratch f32[2 + 2P]): P

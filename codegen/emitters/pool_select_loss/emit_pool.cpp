@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "codegen/launch_fit.h"
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "ir/error.h"
 #include "ir/symbolic_dim.h"
@@ -120,6 +121,15 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
   const std::string A = compute_type(x.dtype);
   if (kind != PoolKind::Max && A == "long long")
     unsupported("codegen: {}: dtype {} (the reference takes floating dtypes)", op, dtype_name(x.dtype));
+  OpKernel kern;
+  kern.block = block_threads(kBlock);  // the one decision (codegen/launch_fit.h)
+  if (generic) {
+    kern.grid = 1;  // evaluated per shape: as items_grid
+    kern.grid_expr = GridAxisExpr{total, kern.block, 8192};
+  } else {
+    kern.grid = items_grid(total, kern.block);
+  }
+  if (deciding_only()) return decided_op_kernel(kern, &syms);  // decided; the rest is text
 
   std::string b;
   b += fmt::format("  // {}: {} -> {}, kernel [{}], strides [{}], dilations [{}], pads [{}]{}\n", op, x.str(),
@@ -228,22 +238,46 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
     }
   }
   b += "  }\n";
-  OpKernel kern;
-  kern.block = block_threads(kBlock);  // the one decision (codegen/launch_fit.h)
   std::vector<TensorType> res = results;
   if (!want_idx) res.resize(1);
-  if (generic) {
-    kern.grid = 1;  // evaluated per shape: as items_grid
-    kern.grid_expr = GridAxisExpr{total, kern.block, 8192};
-  } else {
-    kern.grid = items_grid(total, kern.block);
-  }
   finish_op_kernel(kern, "kiln_pool", op, buffers_for({x}, res), A, "", b, seams, generic ? &syms : nullptr);
   return kern;
 }
 
 // Planes of at least this many elements get a block each (global pools).
 constexpr int64_t kBlockPlane = 1024;
+
+// The launch of a global pool over `planes` planes: a block per plane
+// (`per_block`, global_pool_blocks), or a thread per plane in blocks of 256,
+// or of fewer threads (down to a warp) where 256 would leave some of an
+// H100's 132 SMs without a block: the pool reads its input once
+// (DRAM-bound) and an SM without a block issues no loads (ResNet-50's
+// 2048-channel average pool ran as 8 blocks). A symbolic plane count
+// (`generic`): the grid per shape, with the block for many planes.
+OpKernel global_pool_launch(bool per_block, int64_t planes, bool generic) {
+  OpKernel kern;
+  if (per_block) {
+    kern.block = block_threads(kBlock);  // its folds read blockDim
+    if (generic) {
+      kern.grid = 1;  // evaluated per shape
+      kern.grid_expr = GridAxisExpr{planes, 1, 65535};
+    } else {
+      kern.grid = static_cast<unsigned>(std::min<int64_t>(planes, 65535));
+    }
+    return kern;
+  }
+  unsigned block = block_threads(kBlock);  // the one decision (codegen/launch_fit.h)
+  if (generic) {
+    kern.block = block;
+    kern.grid = 1;  // evaluated per shape: as items_grid
+    kern.grid_expr = GridAxisExpr{planes, block, 8192};
+    return kern;
+  }
+  while (block > 32 && items_grid(planes, block) < 132) block /= 2;
+  kern.block = block;
+  kern.grid = items_grid(planes, block);
+  return kern;
+}
 
 // A global pool with one block per plane: threads fold strided elements (max
 // in the compute type skipping NaN, sums in double), then warp shuffles and
@@ -253,7 +287,7 @@ constexpr int64_t kBlockPlane = 1024;
 // reference's sequential float sum by its rounding only.
 OpKernel global_pool_blocks(const std::string& op, const TensorType& x, const TensorType& y, const KernelSeams* seams,
                             bool nhwc, int64_t C, int64_t planes, int64_t spatial, const std::string& A, int64_t p,
-                            std::string b, const KernelSymbols& syms) {
+                            std::string b, const KernelSymbols& syms, OpKernel kern) {
   const bool is_max = op == "global_max_pool";
   const std::string F = is_max ? A : "double";
   const std::string comb = is_max ? "if (t > acc) acc = t;" : "acc += t;";
@@ -289,16 +323,7 @@ OpKernel global_pool_blocks(const std::string& op, const TensorType& x, const Te
     res = is_symbolic_dim(spatial) ? fmt::format("acc / (double){}", sp_text) : fmt::format("acc / {}.0", spatial);
   if (op == "global_lp_pool") res = fmt::format("pow(acc, 1.0 / {}.0)", p);
   b += fmt::format("      KILN_STORE(0, o, ({})({}));\n    }}\n  }}\n", A, res);
-  OpKernel kern;
-  kern.block = block_threads(kBlock);  // its folds read blockDim
-  const bool generic = !syms.empty();
-  if (generic) {
-    kern.grid = 1;  // evaluated per shape
-    kern.grid_expr = GridAxisExpr{planes, 1, 65535};
-  } else {
-    kern.grid = static_cast<unsigned>(std::min<int64_t>(planes, 65535));
-  }
-  finish_op_kernel(kern, "kiln_gpool", op, buffers_for({x}, {y}), A, "", b, seams, generic ? &syms : nullptr);
+  finish_op_kernel(kern, "kiln_gpool", op, buffers_for({x}, {y}), A, "", b, seams, syms.empty() ? nullptr : &syms);
   return kern;
 }
 
@@ -319,16 +344,18 @@ OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& 
   if (!is_max && A == "long long")
     unsupported("codegen: {}: dtype {} (the reference takes floating dtypes)", op, dtype_name(x.dtype));
   const int64_t p = a.get_int("p", 2);
+  // A symbolic plane count: the block per plane only where the layout does
+  // not make it depend on the count (nhwc: few planes). A symbolic plane
+  // size (H, W) channels first: a block per plane, for every size.
+  const bool big_plane = is_symbolic_dim(spatial) ? !nhwc : spatial >= kBlockPlane;
+  const bool per_block = big_plane && (!nhwc || (!generic && planes < 2048));
+  const OpKernel kern = global_pool_launch(per_block, planes, generic);
+  if (deciding_only()) return decided_op_kernel(kern, &syms);  // decided; the rest is text
   std::string b;
   b += fmt::format("  // {}: {} -> {}: {} planes of {}{}\n", op, x.str(), y.str(), dim_str(planes), dim_str(spatial),
                    nhwc ? ", nhwc" : "");
   b += fmt::format("  typedef {} I;\n", generic ? "long long" : index_type(x.numel() + (1LL << 22)));
-  // A symbolic plane count: the block per plane only where the layout does
-  // not make it depend on the count (nhwc: few planes).
-  // A symbolic plane size (H, W) channels first: a block per plane, for every size.
-  const bool big_plane = is_symbolic_dim(spatial) ? !nhwc : spatial >= kBlockPlane;
-  if (big_plane && (!nhwc || (!generic && planes < 2048)))
-    return global_pool_blocks(op, x, y, seams, nhwc, C, planes, spatial, A, p, b, syms);
+  if (per_block) return global_pool_blocks(op, x, y, seams, nhwc, C, planes, spatial, A, p, b, syms, kern);
   const std::string sp_text = count_text(syms, spatial);
   b += item_loop(count_text(syms, planes));
   // Plane o = (n, c) holds x[base + j * step], j < spatial; its result is element o in both layouts.
@@ -347,25 +374,9 @@ OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& 
   if (op == "global_average_pool") res = fmt::format("acc / ({}){}", A, sp_text);
   if (op == "global_lp_pool") res = fmt::format("kiln_pow(acc, ({0})1 / ({0}){1})", A, p);
   b += fmt::format("    KILN_STORE(0, o, {});\n  }}\n", res);
-  OpKernel kern;
-  // A thread per plane in blocks of 256, or of fewer threads (down to a warp)
-  // where 256 would leave some of an H100's 132 SMs without a block: the
-  // pool reads its input once (DRAM-bound) and an SM without a block issues
-  // no loads (ResNet-50's 2048-channel average pool ran as 8 blocks).
-  unsigned block = block_threads(kBlock);  // the one decision (codegen/launch_fit.h)
-  if (generic) {
-    // A symbolic plane count: the block for many planes, valid at every count.
-    kern.block = block;
-    kern.grid = 1;  // evaluated per shape: as items_grid
-    kern.grid_expr = GridAxisExpr{planes, block, 8192};
-    finish_op_kernel(kern, "kiln_gpool", op, buffers_for({x}, {y}), A, "", b, seams, &syms);
-    return kern;
-  }
-  while (block > 32 && items_grid(planes, block) < 132) block /= 2;
-  kern.block = block;
-  kern.grid = items_grid(planes, block);
-  finish_op_kernel(kern, "kiln_gpool", op, buffers_for({x}, {y}), A, "", b, seams);
-  return kern;
+  OpKernel k = kern;
+  finish_op_kernel(k, "kiln_gpool", op, buffers_for({x}, {y}), A, "", b, seams, generic ? &syms : nullptr);
+  return k;
 }
 
 std::vector<OpKernel> max_unpool(const AttrMap& a, const std::vector<TensorType>& operands, const TensorType& y) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "codegen/launch_fit.h"
+#include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
 #include "ir/error.h"
 
@@ -102,12 +103,22 @@ OpKernel arg_extreme(const std::string& op, const AttrMap& a, const TensorType& 
   // Take (v, vi) over (best, bi)?
   const std::string take =
       fmt::format("(@NAME@_above(v, best) || (@NAME@_same(v, best) && vi {} bi))", last ? ">" : "<");
-  std::string helpers = ranking(A, fp, is_min);
+  // The launch: a thread per line, or a block per line (long lines, inner < 32).
+  const bool blk = block_per_line(g);
   OpKernel k;
+  if (!blk) {
+    k.block = block_threads(256);  // the one decision (codegen/launch_fit.h)
+    k.grid = static_cast<unsigned>(std::min<int64_t>((g.count() + k.block - 1) / k.block, 8192));
+  } else {
+    k.block = block_threads(block_for(g.n));
+    k.grid = static_cast<unsigned>(std::min<int64_t>(g.count(), 65535));
+  }
+  if (g.n == 0) k.grid = 0;                          // hardmax of an empty axis: nothing to write
+  if (deciding_only()) return decided_op_kernel(k);  // decided; the rest is text (codegen/core/deciding_only.h)
+  std::string helpers = ranking(A, fp, is_min);
   std::string b;
   b += fmt::format("  // {}: {} along axis {}: {} lines of {} (inner {}){}\n", op, x.str(), axis, g.count(), g.n,
                    g.inner, last ? ", last index of ties" : "");
-  const bool blk = block_per_line(g);
   if (!blk) {
     b += "  for (long long o = blockIdx.x * (long long)blockDim.x + threadIdx.x; o < " + std::to_string(g.count()) +
          "LL; o += (long long)gridDim.x * blockDim.x) {\n";
@@ -123,8 +134,6 @@ OpKernel arg_extreme(const std::string& op, const AttrMap& a, const TensorType& 
       b += "    KILN_STORE(0, o, bi);\n";
     }
     b += "  }\n";
-    k.block = block_threads(256);  // the one decision (codegen/launch_fit.h)
-    k.grid = static_cast<unsigned>(std::min<int64_t>((g.count() + k.block - 1) / k.block, 8192));
   } else {
     // The pair (best, bi) of every thread, combined by warp shuffles and
     // shared memory; every thread gets the line's answer.
@@ -165,10 +174,7 @@ OpKernel arg_extreme(const std::string& op, const AttrMap& a, const TensorType& 
       b += "    if (threadIdx.x == 0) KILN_STORE(0, o, bi);\n";
     }
     b += "  }\n";
-    k.block = block_threads(block_for(g.n));
-    k.grid = static_cast<unsigned>(std::min<int64_t>(g.count(), 65535));
   }
-  if (g.n == 0) k.grid = 0;  // hardmax of an empty axis: nothing to write
   finish_op_kernel(k, "kiln_sel", op, buffers_for({x}, {y}), A, helpers, b, seams);
   return k;
 }

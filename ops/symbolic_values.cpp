@@ -1,4 +1,4 @@
-#include "frontend/symbolic_values.h"
+#include "ops/symbolic_values.h"
 
 #include <set>
 #include <string_view>

@@ -1,4 +1,4 @@
-// Shape values with symbolic dims at import (docs/dynamic_shapes.md).
+// Shape values with symbolic dims (docs/dynamic_shapes.md).
 // Exported models compute Reshape targets from Shape: Shape -> Gather ->
 // Unsqueeze -> Concat (and Mul/Add/Div on the gathered dims). With symbolic
 // input dims, Shape gives an i64 tensor holding symbolic dims
