@@ -100,6 +100,14 @@ expect_exit 1 "a resize by 1.5 over the symbolic height must exit 1" "$kiln" com
   --target cpu --min-shapes x:1x3x16x16 --max-shapes x:4x3x64x64 -o "$dir/r.plan"
 grep -q 'scale 1.5 along axis 2 of the symbolic dim height: kiln resizes a symbolic dim by an integer scale only' \
   "$out" || fail "no message naming the resize scale and the symbolic dim"
+# A profile whose smallest image is smaller than a window (a 2x2 max pool
+# over a height of 1): refused at compile time naming the node, never an
+# empty result at run time.
+expect_exit 1 "a profile whose smallest shape cannot run must exit 1" "$kiln" compile "$dir/seg_cnn.onnx" \
+  --target sm_90 --min-shapes x:1x3x1x1 --max-shapes x:4x3x64x64 -o "$dir/tiny.plan"
+grep -q "profile 0's smallest shapes (x 1x3x1x1) cannot run: .*node (max_pool) producing %p1: kernel 2 (dilation 1) does not fit the input 1" \
+  "$out" || fail "no message naming the profile and the node that cannot run at its smallest shape"
+[ ! -e "$dir/tiny.plan" ] || fail "a refused compile wrote a plan"
 # A dim named like a derived size ("height.div2" reads as floor(height / 2)): refused by name.
 expect_exit 1 "a dim_param spelling a derived size must exit 1" "$kiln" compile "$dir/seg_badname.onnx" \
   --target cpu --min-shapes x:1x3x16x8 --max-shapes x:4x3x64x8 -o "$dir/bad.plan"
