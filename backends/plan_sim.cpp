@@ -12,6 +12,7 @@
 #include "ir/specialize.h"
 #include "ir/symbolic_dim.h"
 #include "runtime/plan_control_run.h"
+#include "runtime/plan_launch_variants.h"
 #ifdef KILN_HAVE_SIM_BACKEND
 #include "backends/sim/sim_module.h"
 #endif
@@ -44,9 +45,9 @@ struct AlignedBytes {
 #endif
 
 std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const std::map<std::string, Tensor>& inputs,
-                                    const PlanStepTimer& timer) {
+                                    const PlanStepTimer& timer, std::vector<std::string>* kernels_run) {
 #ifndef KILN_HAVE_SIM_BACKEND
-  (void)timer;
+  (void)timer, (void)kernels_run;
   unsupported("the sim backend is not built (kiln without NVRTC/codegen)");
 #else
   if (!p.meta.gpu_kernels) unsupported("sim backend: the plan has no GPU kernels: {}", p.meta.no_gpu_reason);
@@ -87,8 +88,9 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
     const uint64_t have = t->nbytes() > b.offset ? t->nbytes() - b.offset : 0;
     return std::min<uint64_t>(n, have);
   };
-  std::map<uint32_t, const plan::GenericLaunch*> generic;
-  for (const plan::GenericLaunch& gl : p.generic_launches) generic.emplace(gl.step, &gl);
+  // The launch list at this shape: each node's steps, or its launch variant
+  // for the shape (runtime/plan_launch_variants.h).
+  const std::vector<plan::ActiveStep> active = plan::launches_at(p, syms);
   AlignedBytes arena(p.memory.arena_bytes), weights(p.weight_data.size());
   if (!p.weight_data.empty()) std::memcpy(weights.get(), p.weight_data.data(), p.weight_data.size());
 
@@ -114,6 +116,7 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
   };
   // One launch list: the plan's (timed per step) or a control-flow region's.
   std::function<void(const std::vector<plan::Step>&, bool)> run_steps;
+  std::function<void(const plan::Step&, const plan::GenericLaunch*, size_t, bool)> run_step;
   // Control flow host-driven as on the GPU (runtime/plan_control_run.h):
   // host memory stands for the device's.
   using AddressFn = decltype(address);
@@ -133,8 +136,10 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
     void run_steps(const std::vector<plan::Step>& list) override { run_list(list, false); }
   } device(address, run_steps);
   run_steps = [&](const std::vector<plan::Step>& steps, bool top) {
-    for (size_t i = 0; i < steps.size(); ++i) {
-      const plan::Step& s = steps[i];
+    for (size_t i = 0; i < steps.size(); ++i) run_step(steps[i], nullptr, i, top);
+  };
+  run_step = [&](const plan::Step& s, const plan::GenericLaunch* gl, size_t i, bool top) {
+    {
       const auto t0 = std::chrono::steady_clock::now();
       auto timed = [&] {
         if (timer && top)
@@ -143,13 +148,13 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
       if (s.kind == plan::StepKind::Control) {
         plan::run_control(p, p.control.at(s.kernel), device, "plan on sim");
         timed();
-        continue;
+        return;
       }
       if (s.kind == plan::StepKind::Copy) {
         const uint64_t n = clamp_bytes(s.args[1], clamp_bytes(s.args[0], s.args[0].nbytes));
         if (n) std::memmove(address(s.args[0]), address(s.args[1]), n);
         timed();
-        continue;
+        return;
       }
       std::vector<void*> bufs;
       std::vector<long long> counts;
@@ -164,15 +169,15 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
       // values as its last (by-value) parameter.
       plan::LaunchSymbols launch_syms;
       plan::Dim3 grid = s.grid;
-      if (auto gl = top ? generic.find(static_cast<uint32_t>(i)) : generic.end(); gl != generic.end()) {
-        launch_syms = plan::launch_symbols(*gl->second, syms);
-        grid = {plan::eval_grid_axis(gl->second->grid[0], syms), plan::eval_grid_axis(gl->second->grid[1], syms),
-                plan::eval_grid_axis(gl->second->grid[2], syms)};
+      if (gl) {
+        launch_syms = plan::launch_symbols(*gl, syms);
+        grid = {plan::eval_grid_axis(gl->grid[0], syms), plan::eval_grid_axis(gl->grid[1], syms),
+                plan::eval_grid_axis(gl->grid[2], syms)};
         bufs.push_back(&launch_syms);
         counts.push_back(1);
         if (grid.x == 0 || grid.y == 0 || grid.z == 0) {  // an empty output at this shape
           timed();
-          continue;
+          return;
         }
       }
       // A kernel with more buffers than the parameter space holds takes a table
@@ -190,6 +195,7 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
       cfg.grid = dim3(grid.x, grid.y, grid.z);
       cfg.block = dim3(s.block.x, s.block.y, s.block.z);
       cfg.shared_bytes = s.shared_bytes;
+      if (kernels_run) kernels_run->push_back(k.name);
       try {
         codegen::sim_launch(entries.at(k.name), cfg, bufs, counts);
       } catch (const kiln::sim::SimError& e) {
@@ -208,7 +214,7 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
       timed();
     }
   };
-  run_steps(p.steps, true);
+  for (size_t i = 0; i < active.size(); ++i) run_step(*active[i].step, active[i].generic, i, true);
   return outs;
 #endif
 }

@@ -16,12 +16,16 @@ namespace kiln {
 
 bool plan_sim_available();
 
-// Called after each step of the launch list with its index and wall time.
+// Called after each step of the launch list with its index and wall time (in
+// a plan with launch variants: the index in the list the shape runs,
+// plan::launches_at).
 using PlanStepTimer = std::function<void(size_t step, double ms)>;
 
 // Inputs by name, checked against `g` (the plan's graph); outputs in order.
 // Throws kiln::Unsupported for a plan without GPU kernels (saying why).
+// `kernels_run`, when given, gets the name of each kernel launched, in order
+// (which launch variant a shape ran).
 std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const std::map<std::string, Tensor>& inputs,
-                                    const PlanStepTimer& timer = {});
+                                    const PlanStepTimer& timer = {}, std::vector<std::string>* kernels_run = nullptr);
 
 }  // namespace kiln

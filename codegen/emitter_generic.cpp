@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "codegen/emitters/attention/emit_attention.h"
+
 #include "codegen/emitters/pool_select_loss/emit_fused_pool.h"
 #include "codegen/emitters/reduction/emit_fused_reduction.h"
 #include "codegen/emitters/reduction/emit_rowwise.h"
@@ -146,39 +148,71 @@ bool generic_normalization(const Node& n) {
   return generic_layer_norm(n) || generic_batch_norm(n) || generic_group_norm(n);
 }
 
-// A bare matmul in f32 (SIMT: no tf32), f16 or bf16 (tensor cores) with any
-// symbolic batch dims, M, N and K (an encoder's projections over [batch,
-// seq, d] and its attention scores), or a gemm of a 2-D A [M, K] whose M
-// alone is symbolic, B static (a dynamic-batch MLP's layers).
+// A bare matmul or gemm in f32 (SIMT, or tensor cores with tf32 allowed),
+// f16 or bf16 (tensor cores) with any symbolic batch dims, M, N and K: an
+// encoder's projections over [batch, seq, d] and its attention scores, a
+// dynamic-batch MLP's layers, a gemm with trans_b over a symbolic N (scores
+// written as Gemm) or a symbolic K (probabilities times values), a bias C
+// broadcast along a symbolic dim.
 bool generic_gemm_anchor(const Node& n);
 
-// A gemm_epilogue fused node: a generic anchor, then pointwise ops and
-// reshapes only (codegen/emitters/gemm_conv/emit_epilogue.h, symbols()).
-bool generic_gemm(const Node& n) {
-  if (!n.body()) return generic_gemm_anchor(n);
+// An op of a shape-generic epilogue (codegen/emitters/gemm_conv/emit_epilogue.h,
+// symbols()): pointwise, a reshape, a transpose (an attention's head merge,
+// a projection's head split), or a split along a static axis (a merged QKV
+// projection's three parts); coordinates split and joined by the sizes in `ks`.
+bool generic_epilogue_op(const Node& bn) {
+  const std::string& op = bn.op();
+  if (op == "reshape" || op == "identity" || op == "transpose") return true;
+  if (op == "split") {
+    const Shape& s = bn.input(0)->shape();
+    int64_t axis = bn.attrs().get_int("axis", 0);
+    if (axis < 0) axis += static_cast<int64_t>(s.size());
+    return axis >= 0 && axis < static_cast<int64_t>(s.size()) && !is_symbolic_dim(s[axis]);
+  }
+  const OpDef* def = op_registry().find(op);
+  return def && def->category == OpCategory::Pointwise && def->expr && !bn.body();
+}
+
+// A fused node of an anchored kind: its anchor (the first node passing
+// `is_anchor`) when the rest are shape-generic epilogue ops, else null.
+const Node* generic_epilogue_anchor(const Node& n, bool (*is_anchor)(const Node&)) {
   const Node* anchor = nullptr;
   for (const auto& bn : n.body()->nodes()) {
-    if (!anchor && (bn->op() == "matmul" || bn->op() == "gemm")) {
+    if (!anchor && is_anchor(*bn)) {
       anchor = bn.get();
       continue;
     }
-    const OpDef* def = op_registry().find(bn->op());
-    const bool pointwise = def && def->category == OpCategory::Pointwise && def->expr && !bn->body();
-    if (!anchor || (!pointwise && bn->op() != "reshape" && bn->op() != "identity")) return false;
+    if (!anchor || !generic_epilogue_op(*bn)) return nullptr;
   }
-  return anchor && generic_gemm_anchor(*anchor);
+  return anchor;
+}
+
+// A gemm_epilogue fused node: a generic anchor, then shape-generic epilogue ops.
+bool generic_gemm(const Node& n) {
+  if (!n.body()) return generic_gemm_anchor(n);
+  if (!is_fused_kind(n, "gemm_epilogue")) return false;
+  const Node* a = generic_epilogue_anchor(n, [](const Node& x) { return x.op() == "matmul" || x.op() == "gemm"; });
+  return a && generic_gemm_anchor(*a);
+}
+
+// The bare attention op (codegen/emitters/attention/emit_attention.h,
+// attention_shape_generic), or a fused attention: the op, then its epilogue
+// of shape-generic ops (the head merge transpose and reshape to [B, S, H*Dv],
+// casts, a residual add), stored through the same kernel. The op in the
+// body is judged with the symbols' ranges of the fused node's graph.
+bool generic_attention(const Node& n) {
+  if (!n.body()) return attention_shape_generic(n);
+  if (!is_fused_kind(n, "attention")) return false;
+  const Node* a = generic_epilogue_anchor(n, [](const Node& x) { return x.op() == "attention"; });
+  return a && attention_shape_generic(*a, n);
 }
 
 bool generic_gemm_anchor(const Node& n) {
   if (n.body() || (n.op() != "matmul" && n.op() != "gemm") || n.num_inputs() < 2) return false;
   const Value *a = n.input(0), *b = n.input(1);
-  if (!a || !b || n.attrs().get_int("tf32", 0) != 0) return false;
+  if (!a || !b) return false;
   if (a->dtype() != DType::F32 && a->dtype() != DType::F16 && a->dtype() != DType::BF16) return false;
-  if (n.op() == "matmul") return true;
-  if (a->shape().size() != 2 || b->shape().size() != 2 || has_symbolic_dims(b->shape())) return false;
-  if (is_symbolic_dim(a->shape()[1]) || n.attrs().get_int("trans_a", 0) != 0) return false;
-  return n.num_inputs() < 3 || !n.input(2) || n.input(2)->shape().empty() ||
-         !is_symbolic_dim(n.input(2)->shape().back());
+  return n.op() == "matmul" || (a->shape().size() == 2 && b->shape().size() == 2);
 }
 
 // conv / conv_transpose in a float dtype whose batch and image size may be

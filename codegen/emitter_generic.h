@@ -12,6 +12,7 @@ bool generic_reduction(const Node& n);
 bool generic_fused_reduction(const Node& n);
 bool generic_normalization(const Node& n);
 bool generic_gemm(const Node& n);
+bool generic_attention(const Node& n);
 bool generic_conv(const Node& n);
 bool generic_pool(const Node& n);
 bool generic_fused_pool(const Node& n);

@@ -5,6 +5,7 @@
 #include "codegen/core/deciding_only.h"
 #include "codegen/emitters/attention/attention_dims.h"
 #include "codegen/emitter_generic.h"
+#include "codegen/param_table.h"
 #include "codegen/emitters/attention/emit_attention.h"
 #include "codegen/emitters/data_movement/emit_index_select.h"
 #include "codegen/emitters/data_movement/emit_injective.h"
@@ -266,6 +267,10 @@ std::vector<NodeKernel> emit_attention_node(const Node& n) {
     NodeKernel nk = node_kernel(fk.kernel, std::move(fk.constants));
     nk.workspace_f32 = fk.kernel.workspace_f32;
     nk.tile_counters = fk.kernel.tile_counters;
+    if (!fk.kernel.generic_symbols.empty()) {  // its epilogue over symbolic sizes too
+      nk.symbols = fk.kernel.generic_symbols;
+      for (int a = 0; a < 3; ++a) nk.grid_expr[a] = fk.kernel.grid_axes[a];
+    }
     return {nk};
   }
   std::vector<TensorType> operands;
@@ -366,14 +371,16 @@ std::vector<NodeKernel> emit_misc_node(const Node& n) {
 // order and the kept boxes) is the node's workspace, as misc ops' scratch is.
 bool handles_data_dependent(const Node& n) {
   if (n.body() || !operands_present(n) || n.attrs().get_int("bounded", 0) != 1) return false;
-  return (n.op() == "nonzero" && n.num_inputs() == 1) || (n.op() == "non_max_suppression" && n.num_inputs() == 2);
+  return (n.op() == "nonzero" && n.num_inputs() == 1) ||
+         (n.op() == "non_max_suppression" && (n.num_inputs() == 2 || n.num_inputs() == 3));
 }
 
 std::vector<NodeKernel> emit_data_dependent_node(const Node& n) {
   std::vector<TensorType> results;
   for (int r = 0; r < n.num_outputs(); ++r) results.push_back(n.output(r)->type());
   SimpleKernel k = n.op() == "nonzero" ? emit_nonzero_bounded(n.input(0)->type(), results)
-                                       : emit_nms_bounded(n.attrs(), n.input(0)->type(), n.input(1)->type(), results);
+                                       : emit_nms_bounded(n.attrs(), n.input(0)->type(), n.input(1)->type(), results,
+                                                          n.num_inputs() == 3);
   NodeKernel nk = node_kernel(k);
   int64_t scratch_bytes = 0;
   for (const TensorType& t : k.scratch) scratch_bytes += t.nbytes();
@@ -461,7 +468,7 @@ const KernelEmitter kEmitters[] = {
     {"pool/select/loss", handles_op_kernels, emit_op_kernels_node, generic::generic_pool},
     {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node,
      generic::generic_fused_pool},
-    {"attention", handles_attention, emit_attention_node, attention_shape_generic},
+    {"attention", handles_attention, emit_attention_node, generic::generic_attention},
     {"recurrent", handles_rnn, emit_rnn_node},
     {"linear attention", handles_linear_attention, emit_linear_attention_node},
     {"misc (dft, stft, det, range, dynamic_quantize_linear)", handles_misc, emit_misc_node, generic::generic_range},
@@ -524,8 +531,9 @@ std::string why_not_shape_generic(const Node& n) {
   if (!symbolic || (!n.body() && (n.op() == "reshape" || n.op() == "identity"))) return "";
   const KernelEmitter* e = emitter_for(n);
   if (!e) return "no kernel emitter handles it";
-  if (e->shape_generic && e->shape_generic(n)) return "";
-  return fmt::format("its kernel family ({}) has no shape-generic kernel for it yet", e->name);
+  if (!e->shape_generic || !e->shape_generic(n))
+    return fmt::format("its kernel family ({}) has no shape-generic kernel for it yet", e->name);
+  return why_generic_kernel_needs_param_table(n, *e);
 }
 
 namespace {

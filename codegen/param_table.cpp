@@ -8,6 +8,7 @@
 
 #include "codegen/launch_fit.h"
 #include "ir/error.h"
+#include "ir/graph.h"
 
 namespace kiln::codegen {
 
@@ -52,9 +53,17 @@ bool use_param_table_if_needed(NodeKernel& k, long long max_param_bytes) {
   const KernelSignature sig = kernel_signature(k.source, k.name);
   if (sig.open == std::string::npos) return false;  // LaunchBounder::apply says so
   const long long n = static_cast<long long>(sig.params.size());
-  if (n * 8 <= max_param_bytes) return false;
+  // Pointers take 8 bytes each; a shape-generic kernel's by-value kiln_syms its struct's size.
+  long long bytes = 0;
+  for (const std::string& p : sig.params) bytes += p.rfind("kiln_syms", 0) == 0 ? kKilnSymsBytes : 8;
+  if (bytes <= max_param_bytes) return false;
   std::vector<BufferParam> params;
   for (const std::string& p : sig.params) {
+    if (p.rfind("kiln_syms", 0) == 0)
+      fail(
+          "kernel {}: {} bytes of parameters need a pointer table, which a shape-generic kernel (taking `{}`) "
+          "cannot use (why_not_shape_generic refuses such a node before its kernel is built)",
+          k.name, bytes, p);
     // KILN_PTR(T) name
     const size_t close = p.rfind(')');
     if (p.rfind("KILN_PTR(", 0) != 0 || close == std::string::npos)
@@ -142,6 +151,45 @@ std::vector<bool> kernel_buffer_writes(const std::string& source, const std::str
   for (const std::string& p : sig.params)
     writes.push_back(p.rfind("KILN_PTR(", 0) != 0 || writable(std::string_view(p).substr(9)));
   return writes;
+}
+
+namespace {
+
+// An upper bound of the buffers one kernel of `n` takes: its results, its
+// operands, the body constants a fused node passes as buffers, and the
+// scratch and tile counters an emitter may bind after them.
+long long buffer_bound(const Node& n) {
+  long long bound = n.num_outputs() + n.num_inputs() + 2;
+  if (n.body())
+    for (const auto& bn : n.body()->nodes())
+      for (const Value* v : bn->inputs()) bound += v && v->has_data();
+  return bound;
+}
+
+}  // namespace
+
+// Decided where the fuser asks about a group (why_not_shape_generic), not at
+// kernel build after the group is formed; past the bound the answer is the
+// emitted kernels' own signatures.
+std::string why_generic_kernel_needs_param_table(const Node& n, const KernelEmitter& e) {
+  if (buffer_bound(n) * 8 + kKilnSymsBytes <= kMaxParamBytes) return "";
+  std::vector<NodeKernel> ks;
+  try {
+    ks = e.emit(n);
+  } catch (const Error&) {
+    return "";  // refused for another reason: why_no_kernel names it
+  }
+  for (const NodeKernel& k : ks) {
+    const int params = kernel_param_count(k.source, k.name);
+    if (params < 0 || !k.shape_generic()) continue;
+    const long long bytes = (params - 1) * 8LL + kKilnSymsBytes;
+    if (bytes > kMaxParamBytes)
+      return fmt::format(
+          "its shape-generic kernel would need a pointer table ({} buffers and the {}-byte kiln_syms: {} bytes of "
+          "parameters, more than {}), which a kernel taking symbolic sizes cannot use",
+          params - 1, kKilnSymsBytes, bytes, kMaxParamBytes);
+  }
+  return "";
 }
 
 }  // namespace kiln::codegen

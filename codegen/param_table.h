@@ -27,11 +27,23 @@
 namespace kiln::codegen {
 
 inline constexpr long long kMaxParamBytes = 32764;  // every supported arch (launch_fit.h)
+// A shape-generic kernel's by-value `kiln_syms` (codegen/core/size_expr.h):
+// its parameter bytes, which no pointer table can hold.
+inline constexpr long long kKilnSymsBytes = 8LL * kMaxKernelSymbols;
 
 // Rewrites `k` to take a pointer table when its parameters need more than
 // `max_param_bytes` (8 per buffer pointer); returns whether it did. Throws
 // kiln::Error when the kernel cannot be rewritten.
 bool use_param_table_if_needed(NodeKernel& k, long long max_param_bytes = kMaxParamBytes);
+
+// For a node of a plan with shape profiles whose emitter `e` is shape-generic:
+// "" when its kernels' buffers and by-value kiln_syms fit the parameter space,
+// else why not (a shape-generic kernel cannot take a pointer table; the
+// plan's generic launches name no step with one). Below an upper bound of the
+// node's buffers nothing is emitted; past it the kernels are emitted and their
+// signatures counted. codegen::why_not_shape_generic asks it, so the fuser
+// never forms a group whose kernel would need a table.
+std::string why_generic_kernel_needs_param_table(const Node& n, const KernelEmitter& e);
 
 // Per buffer of kernel `name` in `source` -- its parameters in order, or,
 // for a kernel that takes a pointer table, the table's entries in order --

@@ -189,6 +189,8 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   ImportOptions io;
   io.names = o.shape_option_names;
   io.input_shapes = o.input_shapes;
+  io.sequence_shapes = o.sequence_shapes;
+  io.empty_optionals = o.empty_optionals;
   std::vector<ShapeRanges> ranges = {{o.min_shapes, o.opt_shapes, o.max_shapes}};
   ranges.insert(ranges.end(), o.more_profiles.begin(), o.more_profiles.end());
   span_shape_profiles(ranges, io, model);
@@ -302,6 +304,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
     po.kernels = graph_kernels(res.kernels);
     po.source_name = model;  // launch-limit errors name the model file
     po.profiles = profiles;
+    po.opt_variants = o.opt_variants;
     plan::Plan p = build_plan(g, po);
     p.bounded_sizes = bounded;
     if (o.plan_path.empty()) res.plan = plan::serialize(p);

@@ -37,6 +37,10 @@ struct CompileModelOptions {
   // Target, precision, passes, --print-ir-*, --dump-dir, kernel cache, --stats.
   CompileOptions build;
   std::map<std::string, Shape> input_shapes;  // --shapes: names must be model inputs
+  // --sequence-shapes / --empty-optionals: the structure of sequence and
+  // optional inputs (frontend/onnx_import.h ImportOptions).
+  std::map<std::string, std::vector<Shape>> sequence_shapes;
+  std::vector<std::string> empty_optionals;
   // What messages call the shape options: kiln compile's flags, or the
   // builder API's own parameters (ShapeOptionNames::c_api(), python()...).
   ShapeOptionNames shape_option_names;
@@ -52,6 +56,9 @@ struct CompileModelOptions {
     std::map<std::string, Shape> min, opt, max;
   };
   std::vector<ShapeRanges> more_profiles;
+  // GPU plans with profiles: which nodes get launches specialised for each
+  // profile's opt shape (PlanBuildOptions::opt_variants).
+  std::string opt_variants = "auto";
   int64_t batch = 0;               // --batch N: the batch dim of every input that has one (0: the model's)
   TuningOptions tuning;            // --tune / --tuning-cache (inactive: emitters' defaults)
   bool print_final_ir = false;     // the optimized graph to ir_out (--print-ir)

@@ -1,5 +1,7 @@
 #include "compiler/gpu_bounded_sizes.h"
 
+#include "compiler/gpu_bounded_lowering.h"
+
 #include <algorithm>
 #include <set>
 
@@ -49,7 +51,11 @@ std::string why_not_exact(const Node& n, const SizeSymbols& sizes) {
   const std::string& op = n.op();
   if (def.category == OpCategory::Pointwise) return "";
   if (op == "transpose") return "";
-  if (op == "gather" || op == "gather_nd") {
+  // Indices along a data-dependent dim of gather's data read the real
+  // entries (the sub-box of the bound layout) where the model's indices are
+  // in range; negative ones are wrapped by the count (gpu_bounded_lowering.h).
+  if (op == "gather") return "";
+  if (op == "gather_nd") {
     // Indices with such a dim give one result entry each, and data dims
     // copied through keep theirs; a data dim the indices select along would
     // be indexed by values kiln cannot check against the count.
@@ -73,10 +79,33 @@ std::string why_not_exact(const Node& n, const SizeSymbols& sizes) {
     return "it moves entries across a data-dependent dim (only reshapes that keep it the outermost dim, with 1s "
            "before it, keep the real entries a prefix)";
   }
-  if (op == "concat") {
-    const int axis = norm(n.attrs().get_int("axis", 0), n.output(0)->shape().size());
-    for (const Value* v : n.inputs())
-      if (v && uses_size(v->shape()[axis], sizes)) return "it concatenates along a data-dependent dim";
+  if (op == "expand") {
+    // Broadcasting a 1 to a data-dependent dim repeats it; a data-dependent
+    // dim the operand has is copied through only when it is not broadcast.
+    const Shape &in = n.input(0)->shape(), &out = n.output(0)->shape();
+    for (int d : size_dims(n.input(0)->type(), sizes))
+      if (out[out.size() - in.size() + d] != in[d]) return "it broadcasts along a data-dependent dim";
+    return "";
+  }
+  if (op == "split") {
+    const int axis = norm(n.attrs().get_int("axis", 0), n.input(0)->shape().size());
+    for (int d : size_dims(n.input(0)->type(), sizes))
+      if (d == axis) return "it splits along a data-dependent dim";
+    return "";
+  }
+  if (op == "concat") return "";  // packed along such a dim (gpu_bounded_lowering.h)
+  if (op == "slice" && n.attrs().has(kSizeSymbolAttr)) {
+    // The clamped dim keeps its entries where start and step are fixed and
+    // the end is not negative: the slice at the bound, its count computed.
+    const std::vector<int64_t> st = n.attrs().get_ints("starts"), en = n.attrs().get_ints("ends"),
+                               sp = n.attrs().get_ints("steps");
+    for (int d : size_dims(n.input(0)->type(), sizes)) {
+      if (n.output(0)->shape()[d] == n.input(0)->shape()[d]) continue;
+      if (is_symbolic_dim(st.at(d)) || st.at(d) < 0 || is_symbolic_dim(sp.at(d)) || sp.at(d) < 1 ||
+          (!is_symbolic_dim(en.at(d)) && en.at(d) < 0))
+        return "it clamps a data-dependent dim with a negative or run-time start, a negative end or a step below 1 "
+               "(only x[a:b:c] with a >= 0, b >= 0, c >= 1 keeps the real entries a prefix)";
+    }
     return "";
   }
   if (op == "slice") {
@@ -86,6 +115,7 @@ std::string why_not_exact(const Node& n, const SizeSymbols& sizes) {
         return "it slices a data-dependent dim";
     return "";
   }
+  if (op == "reduce_sum" || op == "reduce_max" || op == "reduce_min" || op == "reduce_prod") return "";  // masked
   if (def.category == OpCategory::Reduction) {
     const TensorType &in = n.input(0)->type(), &out = n.output(0)->type();
     std::vector<int> ds = size_dims(in, sizes);
@@ -101,8 +131,43 @@ std::string why_not_exact(const Node& n, const SizeSymbols& sizes) {
     if (kept) return "";
     return "it reduces along a data-dependent dim";
   }
+  if (op == "topk") return "";  // the padding along its axis masked to lose every comparison
+  if (op == "non_max_suppression") {
+    // The boxes' count becomes the bounded kernel's valid count; batches and
+    // classes must stay fixed.
+    if (!size_dims(n.input(0)->type(), sizes).empty() && size_dims(n.input(0)->type(), sizes) != std::vector<int>{1})
+      return "its batch dim is data-dependent";
+    if (n.input(1) && !size_dims(n.input(1)->type(), sizes).empty() &&
+        size_dims(n.input(1)->type(), sizes) != std::vector<int>{2})
+      return "its batch or class dim is data-dependent";
+    return "";
+  }
   if (is_data_dependent_node(n)) return "its own size would be decided by padded operands";
   return fmt::format("kiln has no rule yet for {} over a data-dependent dim", op);
+}
+
+// Refuses, naming it, each node of `g` that reads a data-dependent dim in a
+// way the bounded graph cannot keep exact; a top-level if deciding sizes is
+// inlined, so its branches' nodes are checked as top-level ones.
+void check_exact(const Graph& g, const SizeSymbols& sizes, const std::string& where, bool top) {
+  for (const auto& n : g.nodes()) {
+    const bool inlined_if = top && n->op() == "if" && is_data_dependent_node(*n);
+    if (inlined_if)
+      for (int r = 0; r < n->num_regions(); ++r) check_exact(*n->region(r), sizes, where, false);
+    bool reads_size = false;
+    for (const Value* v : n->inputs()) reads_size = reads_size || (v && !size_dims(v->type(), sizes).empty());
+    if (!reads_size) continue;
+    std::string why = inlined_if         ? ""
+                      : n->num_regions() ? "control flow over a data-dependent size is not supported"
+                                         : why_not_exact(*n, sizes);
+    if (!why.empty())
+      unsupported(
+          "{}{} reads a value whose size is decided at run time ({}): a GPU plan computes at the upper bound and "
+          "trims the outputs, which is exact only for ops that keep each entry along such a dim to itself, and {} "
+          "(compile it for --target cpu: the runtime's CPU path runs it stage by stage)",
+          where, n->describe(), fmt::join(shape_symbols(n->inputs()[0] ? n->inputs()[0]->shape() : Shape{}), ", "),
+          why);
+  }
 }
 
 }  // namespace
@@ -118,99 +183,43 @@ std::unique_ptr<Graph> graph_at_bounds(const Graph& g, const std::string& model,
   if (!profile_syms.empty())
     unsupported(
         "{}the graph has shape-profile symbols ({}) and result sizes decided at run time: a GPU plan with both is not "
-        "implemented yet (compile it for --target cpu)",
+        "implemented yet (the bounds would be polynomials of the profile's symbols, which the bounded kernels, the "
+        "packed concat and the trim do not take; compile it for --target cpu)",
         where, fmt::join(profile_syms, ", "));
-  std::set<const Node*> top;
-  for (const auto& n : g.nodes()) top.insert(n.get());
-  for (const auto& [sym, node] : deciders)
-    if (!top.count(node))
-      unsupported(
-          "{}{} decides the size {} inside a region (an if's branch or a loop's body): GPU plans hold sizes decided "
-          "at the top level only for now (a plan for --target cpu runs it)",
-          where, node->describe(), sym);
-  for (const auto& [sym, node] : deciders)
-    if (node->op() != "nonzero" && node->op() != "non_max_suppression" && node->op() != "topk")
-      unsupported(
-          "{}{} decides the size {} at run time: GPU plans hold nonzero, non_max_suppression and topk sizes only for "
-          "now (an if whose branches decide sizes, or a slice clamping a data-dependent dim, runs in a plan for "
-          "--target cpu)",
-          where, node->describe(), sym);
+  // Sizes are decided at the top level or directly in a branch of a
+  // top-level if (which is inlined: gpu_bounded_lowering.h); a loop's body
+  // would need a host read per iteration.
+  std::set<const Node*> allowed;
   for (const auto& n : g.nodes()) {
-    bool reads_size = false;
-    for (const Value* v : n->inputs()) reads_size = reads_size || (v && !size_dims(v->type(), sizes).empty());
-    if (!reads_size) continue;
-    std::string why =
-        n->num_regions() ? "control flow over a data-dependent size is not supported" : why_not_exact(*n, sizes);
-    if (!why.empty())
-      unsupported(
-          "{}{} reads a value whose size is decided at run time ({}): a GPU plan computes at the upper bound and "
-          "trims the outputs, which is exact only for ops that keep each entry along such a dim to itself, and {} "
-          "(compile it for --target cpu: the runtime's CPU path runs it stage by stage)",
-          where, n->describe(), fmt::join(shape_symbols(n->inputs()[0] ? n->inputs()[0]->shape() : Shape{}), ", "),
-          why);
+    allowed.insert(n.get());
+    if (n->op() == "if" && is_data_dependent_node(*n))
+      for (int r = 0; r < n->num_regions(); ++r)
+        for (const auto& k : n->region(r)->nodes()) allowed.insert(k.get());
   }
-
-  // Each data-dependent node in its bounded form, its uses moved over; the
-  // types keep the symbol until the graph is specialised at the bounds.
-  std::unique_ptr<Graph> c = g.clone();
+  for (const auto& [sym, node] : deciders)
+    if (!allowed.count(node))
+      unsupported(
+          "{}{} decides the size {} inside a region (a loop's or scan's body, or a region below a top-level if's branches): a GPU plan "
+          "runs as one CUDA Graph with no host read, so it holds sizes decided at the top level or in a top-level "
+          "if's branches only (a plan for --target cpu runs it)",
+          where, node->describe(), sym);
+  for (const auto& [sym, node] : deciders)
+    if (node->op() != "nonzero" && node->op() != "non_max_suppression" && node->op() != "topk" &&
+        node->op() != "slice" && node->op() != "if")
+      unsupported(
+          "{}{} decides the size {} at run time: GPU plans hold nonzero, non_max_suppression, topk, clamped "
+          "slice and if sizes only (a plan for --target cpu runs it)",
+          where, node->describe(), sym);
+  check_exact(g, sizes, where, true);
   SymbolBindings bounds;
-  std::vector<Value*> counts;
-  for (Node* n : c->node_list()) {
-    if (!n->attrs().has(kSizeSymbolAttr)) continue;
-    const std::string sym = n->attrs().get_string(kSizeSymbolAttr, "");
+  for (const auto& [sym, node] : deciders) {
     const SymbolDecl* decl = g.find_symbol(sym);
     KILN_CHECK(decl, "size symbol {} is not declared", sym);
-    AttrMap attrs = n->attrs();
-    attrs.erase(kSizeSymbolAttr);
-    std::vector<Value*> ins = n->inputs();
-    int results = n->num_outputs(), axis = 0;
-    Value* count = nullptr;
-    if (n->op() == "topk") {
-      // topk needs no bounded form: with k = the axis size, sorted, its
-      // first k entries are a top k; the count is the k operand itself.
-      axis = norm(attrs.get_int("axis", -1), ins[0]->shape().size());
-      attrs.set("k", ins[0]->shape()[axis]);
-      attrs.set("sorted", int64_t(1));
-      count = ins[1];
-      ins.resize(1);
-    } else {
-      attrs.set("bounded", int64_t(1));
-      results += 1;                         // the count
-      axis = n->op() == "nonzero" ? 1 : 0;  // nonzero: [rank, count]; non_max_suppression: [count, 3]
-    }
-    InferContext ic(n->op(), ins, attrs, results, n->describe());
-    std::vector<TensorType> types = infer_types(op_registry().get(n->op()), ic);
-    if (types[0].shape[axis] != decl->max)
-      fail("{}{}: its bounded result is {}, but its size symbol {} has the range [0, {}]", where, n->describe(),
-           types[0].str(), sym, decl->max);
-    Node* b = c->add_node(n->op(), ins, types, attrs, n->name(), n);
-    for (int r = 0; r < n->num_outputs(); ++r) {
-      const std::string name = n->output(r)->name();
-      n->output(r)->set_name(name + ".unbounded");
-      b->output(r)->set_name(name);
-      c->replace_all_uses(n->output(r), b->output(r));
-    }
-    if (!count) {
-      count = b->output(n->num_outputs());
-      count->set_name(sym + "_count");
-    }
-    c->erase_node(n);
     bounds[sym] = decl->max;
-    out.counts.push_back({sym, decl->max, 0, deciders.at(sym)->describe()});
-    counts.push_back(count);
   }
-  for (const Value* v : g.outputs()) {
-    std::vector<DimPoly> dims;
-    for (int64_t d : v->shape()) dims.push_back(dim_poly(d));
-    out.outputs.push_back(std::move(dims));
-  }
-  std::vector<Value*> outs = c->outputs();
-  for (size_t k = 0; k < counts.size(); ++k) {
-    out.counts[k].output = static_cast<uint32_t>(outs.size());
-    outs.push_back(counts[k]);
-  }
-  c->set_outputs(outs);
-  return specialize_graph(*c, bounds, op_registry());
+  std::unique_ptr<Graph> c = g.clone();
+  lower_at_bounds(*c, bounds, deciders, where, out);
+  return c;
 }
 
 }  // namespace kiln

@@ -14,12 +14,15 @@
 //
 // That is exact only when the real result is the first `count` entries of the
 // bound one, so the consumers of a data-dependent dim must keep each entry
-// along it to itself: pointwise ops, transpose, gather/gather_nd by such
-// indices, reshape where the dim stays the outermost one, concat/slice/
-// reductions/softmax along other dims. Anything else (a reduction, sort or
-// concat along the dim, a matmul contracting it, a second data-dependent node
-// reading it, control flow over it) is refused by name, as are data-dependent
-// ifs, clamped slices and graphs that also have shape profiles (not built yet).
+// along it to itself: pointwise ops, transpose, gather_nd by such indices,
+// reshape where the dim stays the outermost one, expand, split, and
+// concat/slice/reductions/softmax along other dims; or be rewritten so they
+// do (compiler/gpu_bounded_lowering.h: concat and gather along such a dim,
+// masked sum/max/min/prod reductions and topk, NMS over a counted box list,
+// constants holding sizes, clamped slices, top-level ifs deciding sizes,
+// inlined). Anything else (a mean, softmax or sort along the dim, a matmul
+// contracting it, a nonzero reading it, loops or nested regions deciding
+// sizes, graphs that also have shape profiles) is refused by name.
 #pragma once
 #include <memory>
 #include <string>

@@ -76,6 +76,14 @@ struct Builder {
   std::vector<plan::GenericLaunch> generic{};
 };
 
+// The launches of node `n` (at position `node` of its graph) by `kernels`,
+// appended to `steps`; a shape-generic kernel's launch to `generic` (its
+// step an index into `steps`; only in the top-level list, `top`). With
+// `sized_as` (the same node at another shape, which `kernels` were emitted
+// for: a launch variant), the bindings are `n`'s buffers with its sizes.
+void append_kernel_steps(const Node& n, uint32_t node, const std::vector<codegen::NodeKernel>& kernels,
+                         const Locator& loc, Builder& b, bool top, std::vector<plan::Step>& steps,
+                         std::vector<plan::GenericLaunch>& generic, const Node* sized_as = nullptr);
 // The steps of graph `g` (its nodes, then copies of outputs not written in
 // place); control-flow nodes' frames start at `nested_base`.
 std::vector<plan::Step> launch_list(const Graph& g, const Locator& loc, Builder& b, uint64_t nested_base);

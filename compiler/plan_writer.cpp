@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "compiler/plan_writer_profiles.h"
@@ -33,6 +34,7 @@
 #include "codegen/nvrtc/nvrtc_library.h"
 #include "compiler/plan_frames.h"
 #include "compiler/plan_launch_check.h"
+#include "compiler/plan_writer_variants.h"
 #endif
 
 namespace kiln {
@@ -162,210 +164,6 @@ NodeKernels kernels_at_largest_shapes(const Graph& g, const Graph& at_max, NodeK
 
 }  // namespace
 
-namespace planbuild {
-
-Locator::Locator(const Graph& graph, const MemoryPlan& m, const std::unordered_map<const Value*, uint32_t>& constants,
-                 uint64_t base, const std::vector<plan::BufferRef>* ps, const std::vector<plan::BufferRef>* rs)
-    : g(graph), mem(m), constant_index(constants), arena_base(base), params(ps), returns(rs) {
-  for (size_t i = 0; i < g.inputs().size(); ++i) input_index[g.inputs()[i]] = uint32_t(i);
-}
-
-plan::BufferRef Locator::at(const Value* v) const {
-  plan::BufferRef b;
-  b.nbytes = v->type().nbytes();
-  b.elements = v->type().numel();
-  // Graph input / output `i` at `offset`: the caller's buffer, or where the
-  // control-flow record binds a region's parameter / result.
-  auto bound = [&](const std::vector<plan::BufferRef>* refs, plan::BufferKind kind, uint32_t i, uint64_t offset) {
-    if (!refs) {
-      b.kind = kind;
-      b.index = i;
-      b.offset = offset;
-      return b;
-    }
-    plan::BufferRef r = refs->at(i);
-    r.offset += offset;
-    r.nbytes = b.nbytes;
-    r.elements = b.elements;
-    return r;
-  };
-  if (v->is_input()) return bound(params, plan::BufferKind::Input, input_index.at(v), 0);
-  if (v->is_constant()) {
-    b.kind = plan::BufferKind::Weight;
-    b.index = constant_index.at(v);
-    return b;
-  }
-  const ValuePlan* vp = mem.find(v);
-  KILN_CHECK(vp, "value %{} has no memory plan", v->name());
-  b.offset = static_cast<uint64_t>(vp->offset);
-  switch (vp->storage) {
-    case Storage::Arena:
-      b.kind = plan::BufferKind::Arena;
-      b.offset += arena_base;
-      break;
-    case Storage::Output:
-      return bound(returns, plan::BufferKind::Output, static_cast<uint32_t>(vp->output_index), b.offset);
-    case Storage::Input:
-      return bound(params, plan::BufferKind::Input, input_index.at(vp->root), b.offset);
-    case Storage::Constant:
-      b.kind = plan::BufferKind::Weight;
-      b.index = constant_index.at(vp->root);
-      break;
-  }
-  return b;
-}
-
-plan::BufferRef Locator::output(size_t j) const {
-  const Value* v = g.outputs()[j];
-  plan::BufferRef b;
-  b.nbytes = v->type().nbytes();
-  b.elements = v->type().numel();
-  if (returns) {
-    plan::BufferRef r = returns->at(j);
-    r.nbytes = b.nbytes;
-    r.elements = b.elements;
-    return r;
-  }
-  b.kind = plan::BufferKind::Output;
-  b.index = uint32_t(j);
-  return b;
-}
-
-std::vector<plan::Step> launch_list(const Graph& g, const Locator& loc, Builder& b, uint64_t nested_base) {
-  const PlanBuildOptions& o = b.o;
-  std::vector<plan::Step> steps;
-  uint32_t pos = 0;
-  for (const auto& np : g.nodes()) {
-    const Node& n = *np;
-    uint32_t node = pos++;
-    if (is_control_flow(n)) {
-      steps.push_back(control_step(n, node, loc, b, nested_base));
-      continue;
-    }
-    if (codegen::is_view_node(n)) {
-      const ValuePlan* vp = loc.mem.find(n.output(0));
-      if (vp && vp->alias == AliasKind::View) continue;  // same bytes
-      plan::Step s;
-      s.kind = plan::StepKind::Copy;
-      s.node = node;
-      s.args = {loc.at(n.output(0)), loc.at(n.input(0))};
-      steps.push_back(std::move(s));
-      continue;
-    }
-    auto at = b.nks.of.find(&n);
-    KILN_CHECK(at != b.nks.of.end(), "node {} has no kernels", n.describe());
-    const std::vector<codegen::NodeKernel>* kernels = at->second;
-    const WorkspacePlan* ws = loc.mem.workspace(&n);
-    // A host tensor the node's kernels share (the scratch of dynamic_quantize_linear,
-    // dft, stft, det: one kernel writes what the next reads) is one weight, as the
-    // simulator's executor passes one buffer; a copy per kernel read zeros.
-    std::map<const void*, uint32_t> shared_extra;
-    for (const codegen::NodeKernel& k : *kernels) {
-      if (k.grid.count() == 0) continue;
-      auto [it, fresh] = b.kernel_index.emplace(k.name, uint32_t(b.sources.size()));
-      if (fresh) b.sources.push_back({k.name, k.source});
-      plan::Step s;
-      s.node = node;
-      s.kernel = it->second;
-      s.grid = {k.grid.x, k.grid.y, k.grid.z};
-      s.block = {k.block.x, k.block.y, k.block.z};
-      s.shared_bytes = static_cast<uint32_t>(k.shared_bytes);
-      s.param_table = k.param_table;
-      if (k.results.empty()) {
-        for (int r = 0; r < n.num_outputs(); ++r) s.args.push_back(loc.at(n.output(r)));
-      } else {
-        for (int r : k.results) s.args.push_back(loc.at(n.output(r)));
-      }
-      for (Value* v : n.inputs()) {
-        // An absent optional operand keeps its parameter slot, which its kernel
-        // never reads (the emitter knew it absent): the explicit "none"
-        // argument, a null pointer, as the simulator's executor passes a null
-        // buffer of 0 elements.
-        if (!v) {
-          plan::BufferRef none;
-          none.kind = plan::BufferKind::None;
-          s.args.push_back(none);
-          continue;
-        }
-        s.args.push_back(loc.at(v));
-      }
-      for (const Tensor& t : k.extra) {
-        plan::BufferRef e;
-        e.kind = plan::BufferKind::Weight;
-        auto seen = t.raw() ? shared_extra.find(t.raw()) : shared_extra.end();
-        e.index = seen != shared_extra.end() ? seen->second : add_weight(b.p, t);
-        if (t.raw()) shared_extra.emplace(t.raw(), e.index);
-        e.nbytes = t.nbytes();
-        e.elements = t.numel();
-        s.args.push_back(e);
-      }
-      if (k.workspace_f32 > 0) {
-        KILN_CHECK(ws && ws->size >= k.workspace_f32 * 4, "node {} has no workspace of {} bytes in the memory plan",
-                   n.describe(), k.workspace_f32 * 4);
-        plan::BufferRef w;
-        w.kind = plan::BufferKind::Arena;
-        w.offset = loc.arena_base + static_cast<uint64_t>(ws->offset);
-        w.nbytes = static_cast<uint64_t>(k.workspace_f32) * 4;
-        w.elements = k.workspace_f32;
-        s.args.push_back(w);
-      }
-      if (k.tile_counters > 0) {  // the plan's zeroed region (add_tile_counters_region)
-        KILN_CHECK(b.p.memory.zeroed_bytes >= static_cast<uint64_t>(k.tile_counters) * 4,
-                   "node {} needs {} tile counters, the plan's zeroed region has {} bytes", n.describe(),
-                   k.tile_counters, b.p.memory.zeroed_bytes);
-        plan::BufferRef c;
-        c.kind = plan::BufferKind::Arena;
-        c.offset = b.p.memory.zeroed_offset;
-        c.nbytes = static_cast<uint64_t>(k.tile_counters) * 4;
-        c.elements = k.tile_counters;
-        s.args.push_back(c);
-      }
-      if (k.shape_generic()) {
-        // Its grid is a function of the symbols (section `generic launches`);
-        // the step holds the grid at the largest shapes, which the launch-fit
-        // checks below see.
-        if (&g != b.top)
-          unsupported("{}{}: a shape-generic kernel inside a control-flow region is not supported yet",
-                      o.source_name.empty() ? "" : o.source_name + ": ", n.describe());
-        plan::GenericLaunch gl;
-        gl.step = static_cast<uint32_t>(steps.size());
-        gl.symbols = k.symbols;
-        uint32_t* at_max[3] = {&s.grid.x, &s.grid.y, &s.grid.z};
-        for (int a = 0; a < 3; ++a) {
-          gl.grid[a] = {dim_poly(k.grid_expr[a].items), static_cast<uint64_t>(k.grid_expr[a].per_block),
-                        k.grid_expr[a].cap, static_cast<uint64_t>(k.grid_expr[a].multiplier)};
-          *at_max[a] = plan::eval_grid_axis(gl.grid[a], b.largest);
-        }
-        b.generic.push_back(std::move(gl));
-      }
-      // Before NVRTC: what needs no compiled kernel (block, grid, parameters).
-      // A misfit names the node whose kernels were emitted (the symbolic
-      // graph's, in a plan with shape profiles), so the thread cap finds it.
-      auto from = b.nks.origin.find(&n);
-      const Node& fit_node = from != b.nks.origin.end() ? *from->second : n;
-      check_launch_fits(s, fit_node, b.sources[s.kernel].source, k.name, -1, -1, "", o);
-      b.launched.emplace_back(s, &fit_node);
-      steps.push_back(std::move(s));
-    }
-  }
-  // Graph outputs not written in place by their producer (an input, a
-  // constant, a value listed twice) are copied into the caller's buffer (a
-  // region's: its result binding).
-  for (size_t j = 0; j < g.outputs().size(); ++j) {
-    const Value* v = g.outputs()[j];
-    const ValuePlan* vp = loc.mem.find(v);
-    if (vp && vp->storage == Storage::Output && vp->output_index == int(j)) continue;
-    plan::Step s;
-    s.kind = plan::StepKind::Copy;
-    s.node = std::numeric_limits<uint32_t>::max();
-    s.args = {loc.output(j), loc.at(v)};
-    steps.push_back(std::move(s));
-  }
-  return steps;
-}
-
-}  // namespace planbuild
-
 namespace {
 
 // The tile counters of folded split-K kernels (codegen::NodeKernel::tile_counters):
@@ -374,8 +172,8 @@ namespace {
 // (plan::Memory::zeroed_offset) and the kernels leave it zero, so every such
 // kernel of the plan can use it in turn. Control-flow regions' frames
 // (plan_frames.h) start after it, and their kernels share it too.
-void add_tile_counters_region(const NodeKernels& nks, plan::Plan& p) {
-  int64_t counters = 0;
+void add_tile_counters_region(const NodeKernels& nks, int64_t variant_counters, plan::Plan& p) {
+  int64_t counters = variant_counters;  // launch variants' kernels use the same region
   for (const auto& [node, kernels] : nks.of) counters = std::max(counters, codegen::node_tile_counters(*kernels));
   if (counters == 0) return;
   const uint64_t align = std::max<uint64_t>(p.memory.alignment, 4);
@@ -386,7 +184,8 @@ void add_tile_counters_region(const NodeKernels& nks, plan::Plan& p) {
 }
 
 void add_kernels(const Graph& g, const MemoryPlan& mem, const MemoryPlanOptions& mo, const NodeKernels& nks,
-                 const SymbolBindings& largest, const PlanBuildOptions& o, plan::Plan& p) {
+                 const SymbolBindings& largest, const std::vector<planbuild::OptShapeVariants>& variants,
+                 const planbuild::RowBuckets& buckets, const PlanBuildOptions& o, plan::Plan& p) {
   Builder b{p, o, nks, mo};
   b.top = &g;
   b.largest = largest;
@@ -396,6 +195,7 @@ void add_kernels(const Graph& g, const MemoryPlan& mem, const MemoryPlanOptions&
   Locator loc(g, mem, b.constant_index);
   p.steps = planbuild::launch_list(g, loc, b, planbuild::align_up(p.memory.arena_bytes));
   p.generic_launches = std::move(b.generic);
+  p.launch_variants = planbuild::launch_variants(variants, buckets, g, loc, b, p.steps);
   // Control-flow regions' frames lie past the model's own arena.
   if (!p.control.empty()) p.memory.arena_bytes = std::max<uint64_t>(p.memory.arena_bytes, b.arena_end);
   const std::vector<codegen::KernelSource>& sources = b.sources;
@@ -408,10 +208,26 @@ void add_kernels(const Graph& g, const MemoryPlan& mem, const MemoryPlanOptions&
     // which the plan leaves out): picked by name, in the plan's order.
     KILN_CHECK(o.kernels->more_compiled.size() + 1 == archs.size(), "kernels were compiled for {} archs, {} needs {}",
                o.kernels->more_compiled.size() + 1, o.target, archs.size());
+    // Launch variants' kernels (a plan with shape profiles) were emitted
+    // here, not before: compiled now.
+    std::set<std::string> prebuilt;
+    for (const codegen::CompiledKernel& ck : o.kernels->compiled) prebuilt.insert(ck.name);
+    std::vector<codegen::KernelSource> fresh;
+    for (const codegen::KernelSource& src : sources)
+      if (!prebuilt.count(src.name)) fresh.push_back(src);
+    std::vector<std::vector<codegen::CompiledKernel>> more(archs.size());
+    if (!fresh.empty()) {
+      codegen::KernelCache cache(o.kernel_cache_dir);
+      for (size_t a = 0; a < archs.size(); ++a) {
+        codegen::KernelCompiler compiler(archs[a], o.use_cache ? &cache : nullptr);
+        more[a] = compiler.compile(fresh);
+      }
+    }
     for (size_t a = 0; a < archs.size(); ++a) {
       const std::vector<codegen::CompiledKernel>& have = a ? o.kernels->more_compiled[a - 1] : o.kernels->compiled;
       std::map<std::string, const codegen::CompiledKernel*> by_name;
       for (const codegen::CompiledKernel& ck : have) by_name.emplace(ck.name, &ck);
+      for (const codegen::CompiledKernel& ck : more[a]) by_name.emplace(ck.name, &ck);
       for (const codegen::KernelSource& src : sources) {
         auto at = by_name.find(src.name);
         KILN_CHECK(at != by_name.end() && at->second->arch == archs[a], "kernel {} was not compiled for {}", src.name,
@@ -518,6 +334,8 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
   MemoryPlanOptions mo;
 #ifdef KILN_HAVE_CODEGEN
   NodeKernels nks;
+  std::vector<planbuild::OptShapeVariants> variants;
+  planbuild::RowBuckets buckets;
   if (gpu_target && no_gpu_reason.empty()) {
     nks = node_kernels(g, o, caps);
     // A plan with shape profiles: the kernels come from the symbolic graph
@@ -525,9 +343,14 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
     // memory plan from the same graph at its largest shapes (the same
     // nodes in the same order).
     if (at_max) nks = kernels_at_largest_shapes(g, *at_max, std::move(nks), o);
-    mo.workspace_bytes = [&nks](const Node& n) {
+    // And the launches specialised for each profile's opt shape, where the
+    // performance model finds that they pay (plan_writer_variants.h).
+    if (at_max) variants = planbuild::opt_shape_variants(g, *at_max, nks, o);
+    if (at_max) buckets = planbuild::gemm_row_buckets(g, *at_max, nks, o);  // and GEMM size buckets
+    mo.workspace_bytes = [&nks, &variants](const Node& n) {
       auto at = nks.of.find(&n);
-      return at == nks.of.end() ? int64_t{0} : codegen::node_workspace_bytes(*at->second);
+      const int64_t generic = at == nks.of.end() ? int64_t{0} : codegen::node_workspace_bytes(*at->second);
+      return std::max(generic, planbuild::variant_workspace_bytes(variants, n));
     };
   }
 #endif
@@ -552,10 +375,10 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
   p.meta.no_gpu_reason = no_gpu_reason;
   if (!p.meta.no_gpu_reason.empty()) return p;
 #ifdef KILN_HAVE_CODEGEN
-  add_tile_counters_region(nks, p);
+  add_tile_counters_region(nks, planbuild::variant_tile_counters(variants), p);
   SymbolBindings largest;
   for (const SymbolDecl& d : g.symbols()) largest[d.name] = d.max;
-  add_kernels(at_max ? *at_max : g, mem, mo, nks, largest, o, p);
+  add_kernels(at_max ? *at_max : g, mem, mo, nks, largest, variants, buckets, o, p);
   p.meta.gpu_kernels = true;
   p.meta.archs = target_archs(o.target);
 #endif

@@ -37,6 +37,11 @@ struct PlanBuildOptions {
   // --min/--opt/--max-shapes). The memory plan is laid out at their largest
   // shapes; the plan records them (runtime/plan_profiles.h).
   std::vector<plan::Profile> profiles = {};
+  // A GPU plan with profiles: launches specialised for each profile's opt
+  // shape (compiler/plan_writer_variants.h) for the nodes where the
+  // performance model finds them faster ("auto"), for every node with a
+  // shape-generic kernel ("all"), or for none ("none").
+  std::string opt_variants = "auto";
 };
 
 // For a GPU target every kernel carries __launch_bounds__ and every launch is

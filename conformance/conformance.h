@@ -71,8 +71,11 @@ ImportResult import_conformance_case(const std::string& dir, const std::string& 
 // outputs, read without importing the model.
 struct ConformanceSet {
   std::filesystem::path dir;
-  std::map<std::string, Tensor> inputs;
-  std::vector<Tensor> expected;
+  std::map<std::string, Tensor> inputs;  // a sequence's elements by sequence_element_name
+  std::vector<Tensor> expected;          // a sequence output's elements in order
+  // Sequence and optional inputs: their structure, fixed at compile time
+  // (frontend/onnx_import.h CompositeInput).
+  std::map<std::string, CompositeInput> composites;
 };
 ConformanceSet read_conformance_set(const std::string& dir, const std::string& data_set, bool with_expected = true);
 

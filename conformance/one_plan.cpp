@@ -121,6 +121,10 @@ std::optional<OnePlanOutcome> run_one_plan_sets(const std::string& dir, const st
                                                 const ConformanceOptions& opts, const CompareSet& compare) {
   const std::string model = (fs::path(dir) / "model.onnx").string();
   if (sets.size() < 2) return std::nullopt;
+  // Sequence and optional inputs fix their structure at compile time: one
+  // import per set (the per-set path).
+  for (const ConformanceSet& set : sets)
+    if (!set.composites.empty()) return std::nullopt;
   std::vector<std::string> open = inputs_with_open_dims(model);
   if (open.empty()) return std::nullopt;
   // The profile: per open input, the smallest and largest of each dim over

@@ -22,6 +22,8 @@ Adapter since_opset(int64_t first, Adapter a) {
   };
 }
 
+std::string domain_adapter_key(const std::string& domain, const std::string& op_type) { return domain + ":" + op_type; }
+
 const AdapterTable& adapter_table() {
   static const AdapterTable table = [] {
     AdapterTable t;
@@ -38,6 +40,8 @@ const AdapterTable& adapter_table() {
     adapters::register_image(t);
     adapters::register_stateful(t);
     adapters::register_preview(t);
+    adapters::register_training(t);
+    adapters::register_ml(t);
     adapters::register_optional(t);
     adapters::register_control_flow(t);
     adapters::register_low_bit(t);

@@ -15,13 +15,18 @@
 //   Scan 8 (batched, sequence_lens only when every entry is the full length),
 //     9, 11, 16, 19, 21, 23+ (negative axes from 11).
 //
-// Sequence values do not cross region boundaries (sequences are unrolled at
-// import, see adapters_sequence.cpp): a subgraph reading or returning one is
-// unsupported, named as such.
+// Sequence and optional values do not cross region boundaries (they are
+// resolved at import, see adapters_sequence.cpp): only an inlined subgraph
+// carries them. An If whose branches return one is inlined when its
+// condition is known at compile time (also from an input the caller
+// supplies, as a shape operand would be); a Loop carrying one is unrolled,
+// which needs its trip count and conditions at compile time. Otherwise such
+// a subgraph is unsupported, named as such.
 #include <algorithm>
 
 #include "frontend/import_context.h"
 #include "ir/data_dependent.h"
+#include "ir/short_name.h"
 #include "ir/symbolic_dim.h"
 
 namespace kiln::adapters {
@@ -58,15 +63,25 @@ void if_adapter(ImportContext& c) {
   // use what kiln does not support (as ONNX Runtime's constant folding would).
   // A condition that only an input given at compile time would decide stays
   // a runtime condition (fixed_value does not freeze inputs).
-  if (const Tensor* t = c.fixed_value(cond)) {
-    const bool taken = t->get_int(0) != 0;
+  auto inline_branch = [&](const Tensor& t) {
+    const bool taken = t.get_int(0) != 0;
     c.skip_subgraph(taken ? "else_branch" : "then_branch");
-    return c.set_outputs(c.inline_subgraph(taken ? "then_branch" : "else_branch"));
-  }
+    c.set_output_values(c.inline_subgraph_values(taken ? "then_branch" : "else_branch", {}));
+  };
+  if (const Tensor* t = c.fixed_value(cond)) return inline_branch(*t);
   // The branches may decide sizes (torchvision's batched NMS, guarded by "no
   // boxes?"): their nodes get size symbols, and the if runs taking its branch
   // once the condition is known (ir/data_dependent.h).
-  auto regions = c.import_regions({{"then_branch", "then", {}}, {"else_branch", "else", {}}}, /*size_symbols=*/true);
+  ImportContext::Regions regions;
+  try {
+    regions = c.import_regions({{"then_branch", "then", {}}, {"else_branch", "else", {}}}, /*size_symbols=*/true);
+  } catch (const SequenceInRegion&) {
+    // Branches returning sequences or optionals: which one is taken decides
+    // the structure of the result, so the condition must be known at
+    // compile time, as a shape operand must (an input given then is frozen).
+    if (const Tensor* t = c.value_of(cond)) return inline_branch(*t);
+    throw;
+  }
   const Graph& then_g = *regions.graphs[0];
   const Graph& else_g = *regions.graphs[1];
   if (then_g.outputs().size() != else_g.outputs().size())
@@ -117,6 +132,11 @@ bool condition_stays_true(const Graph& body) {
   return false;
 }
 
+std::string describe(const ImportedValue& v) {
+  if (v.is_tensor()) return v.tensor->type().str();
+  return v.is_sequence() ? fmt::format("a sequence of {} elements", v.elements.size()) : "an empty optional";
+}
+
 // Loops unrolled at import at most this many iterations (each one copies the body).
 constexpr int64_t kMaxUnrolledIterations = 256;
 
@@ -124,35 +144,52 @@ constexpr int64_t kMaxUnrolledIterations = 256;
 // each iteration at compile time: once per iteration, the iteration number a
 // constant, as long as the trip count and every condition are known at
 // compile time. Returns false (nothing bound) when they are not.
-bool unroll_loop(ImportContext& c, const std::vector<Value*>& init) {
+bool unroll_loop(ImportContext& c, const std::vector<ImportedValue>& init) {
   const Tensor* m = c.has_input(0) ? c.value(0) : nullptr;
   const Tensor* cv = c.has_input(1) ? c.value(1) : nullptr;
   if (!m || (c.has_input(1) && !cv)) return false;
   const int64_t trips = std::max<int64_t>(m->get_int(0), 0);
-  if (trips == 0 || trips > kMaxUnrolledIterations) return false;
+  if (trips > kMaxUnrolledIterations) return false;
   const int carried = static_cast<int>(init.size());
-  std::vector<Value*> values = init;
+  std::vector<ImportedValue> values = init;
   std::vector<std::vector<Value*>> scans;
   bool go = !cv || cv->get_int(0) != 0;
+  // Zero iterations: the loop-carried values as they enter; scan outputs
+  // would be empty tensors of a type only the body knows.
+  if (trips == 0 || !go) {
+    if (c.num_outputs() > carried) return false;
+    c.skip_subgraph("body");
+    c.set_output_values(values);
+    return true;
+  }
   for (int64_t i = 0; i < trips && go; ++i) {
-    std::vector<Value*> ins{c.constant(Tensor::scalar(DType::I64, double(i)), "iteration"),
-                            c.constant(Tensor::scalar(DType::Bool, 1), "condition")};
+    std::vector<ImportedValue> ins{ImportedValue::of(c.constant(Tensor::scalar(DType::I64, double(i)), "iteration")),
+                                   ImportedValue::of(c.constant(Tensor::scalar(DType::Bool, 1), "condition"))};
     ins.insert(ins.end(), values.begin(), values.end());
-    std::vector<Value*> outs = c.inline_subgraph("body", ins);
+    std::vector<ImportedValue> outs = c.inline_subgraph_values("body", ins);
     if (int(outs.size()) < 1 + carried)
       c.fail("the body returns {} values for {} loop-carried ones", outs.size(), carried);
-    const Tensor* next = c.fixed_value(outs[0]);
+    if (!outs[0].is_tensor()) c.fail("the body's condition result must be a tensor");
+    const Tensor* next = c.fixed_value(outs[0].tensor);
     if (!next) return false;  // a condition known only at run time: no unrolling
     go = next->get_int(0) != 0;
     for (int j = 0; j < carried; ++j) {
-      if (outs[1 + j]->dtype() != init[j]->dtype() || outs[1 + j]->shape() != init[j]->shape())
-        c.unsupported("loop-carried value {} enters as {} but the body returns {}", j, init[j]->type().str(),
-                      outs[1 + j]->type().str());
-      values[j] = outs[1 + j];
+      const ImportedValue& in = init[j];
+      const ImportedValue& out = outs[1 + j];
+      // A sequence may change its length, an optional its presence; a
+      // tensor keeps its type (the loop's result has one static type).
+      bool same = in.is_tensor() ? out.is_tensor() && out.tensor->dtype() == in.tensor->dtype() &&
+                                       out.tensor->shape() == in.tensor->shape()
+                  : in.is_sequence() ? out.is_sequence()
+                                     : true;  // an empty optional may come back holding a value
+      if (!same)
+        c.unsupported("loop-carried value {} enters as {} but the body returns {}", j, describe(in), describe(out));
+      values[j] = out;
     }
     scans.resize(outs.size() - 1 - carried);
     for (size_t k = 0; k < scans.size(); ++k) {
-      Value* e = outs[1 + carried + k];
+      if (!outs[1 + carried + k].is_tensor()) c.fail("scan output {} must be a tensor", k);
+      Value* e = outs[1 + carried + k].tensor;
       Shape s = e->shape();
       s.insert(s.begin(), 1);
       AttrMap a;
@@ -160,19 +197,34 @@ bool unroll_loop(ImportContext& c, const std::vector<Value*>& init) {
       scans[k].push_back(c.emit1("reshape", {e}, a));
     }
   }
-  std::vector<Value*> results = values;
+  std::vector<ImportedValue> results = values;
   for (auto& parts : scans) {
     AttrMap a;
     a.set("axis", int64_t(0));
-    results.push_back(parts.size() == 1 ? parts[0] : c.emit1("concat", parts, a));
+    results.push_back(ImportedValue::of(parts.size() == 1 ? parts[0] : c.emit1("concat", parts, a)));
   }
-  c.set_outputs(results);
+  c.set_output_values(results);
   return true;
 }
 
 void loop_adapter(ImportContext& c) {
   c.only_attrs({"body"});
   const int carried = c.num_inputs() - 2 > 0 ? c.num_inputs() - 2 : 0;
+  // Carrying a sequence or an optional: only an unrolled loop can (each
+  // iteration's copy of the body sees the value's structure).
+  std::vector<ImportedValue> carried_values;
+  bool composite = false;
+  for (int i = 0; i < carried; ++i) {
+    carried_values.push_back(c.operand(2 + i));
+    composite |= !carried_values.back().is_tensor();
+  }
+  if (composite) {
+    if (unroll_loop(c, carried_values)) return;
+    c.unsupported(
+        "a loop-carried value is a sequence or an optional; kiln unrolls such a loop at import, which needs its "
+        "trip count (at most {}) and every condition known at compile time",
+        kMaxUnrolledIterations);
+  }
   for (int i = 0; i < carried; ++i)
     if (!c.has_input(2 + i)) c.fail("loop-carried value {} (operand {}) is missing", i, 2 + i);
   Value* trip = c.has_input(0) ? as_scalar(c, c.input(0), DType::I64, "trip count (M)") : nullptr;
@@ -190,7 +242,9 @@ void loop_adapter(ImportContext& c) {
   } catch (const NotKnownAtCompileTime&) {
     // The body needs a per-iteration value at compile time (a Slice start
     // computed from the iteration number): unrolled when it can be.
-    if (unroll_loop(c, init)) return;
+    std::vector<ImportedValue> init_values;
+    for (Value* v : init) init_values.push_back(ImportedValue::of(v));
+    if (unroll_loop(c, init_values)) return;
     throw;
   }
   Graph& body = *regions.graphs[0];
@@ -321,8 +375,17 @@ void scan_adapter(ImportContext& c) {
         c.unsupported("sequence_lens[{}] = {} is shorter than the sequence ({}); only full lengths are supported", i,
                       lens.get_int(i), len);
   }
-  auto regions = c.import_regions({{"body", "body", params}});
+  // The body may decide sizes (NonZero on a per-step slice, reduced inside
+  // the body), as a Loop's may: each step runs it stage by stage.
+  auto regions = c.import_regions({{"body", "body", params}}, /*size_symbols=*/true);
   Graph& body = *regions.graphs[0];
+  for (const Value* out : body.outputs())
+    for (const std::string& s : shape_symbols(out->shape()))
+      if (data_dependent_symbols(body).count(s))
+        c.unsupported(
+            "the body returns {} {}, whose size {} each step decides anew: a scan output stacks the steps' "
+            "results, which must share one type",
+            short_name(out->name()), out->type().str(), s);
   if (int(body.outputs().size()) < n)
     c.fail("the body returns {} values but the scan has {} states", body.outputs().size(), n);
   const int k = int(body.outputs().size()) - n;

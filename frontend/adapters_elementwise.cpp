@@ -410,10 +410,15 @@ void register_elementwise(AdapterTable& t) {
       {"IsNaN", "isnan"},
       {"IsInf", "isinf"},
       {"BitwiseNot", "bitwise_not"},
-      {"Identity", "identity"},
       {"Where", "where"},
   };
   for (auto& [onnx_op, kiln_op] : unary) t.add(onnx_op, direct(kiln_op));
+  // Identity also passes a sequence or an optional through (they are
+  // unrolled at import, adapters_sequence.cpp).
+  t.add("Identity", [](ImportContext& c) {
+    if (c.num_inputs() == 1 && !c.operand(0).is_tensor()) return c.set_output_values({c.operand(0)});
+    direct("identity")(c);
+  });
 
   const std::pair<const char*, const char*> binaries[] = {
       {"Add", "add"},

@@ -49,9 +49,56 @@ AttrMap epsilon_attr(ImportContext& c) {
   return a;
 }
 
-// BatchNormalization, inference form only. Training (is_test=0 before opset
-// 7, requested mean/var outputs from opset 7, training_mode=1 from opset 14)
-// is unsupported; spatial=0 (opsets 7-8, per-activation statistics) too.
+// BatchNormalization with training_mode=1 (opset 14+): normalized with the
+// batch's own statistics (mean and population variance over every axis but
+// the channels), and the running statistics updated with `momentum`:
+// running = input * momentum + batch * (1 - momentum), as ONNX defines it.
+void batch_normalization_training(ImportContext& c) {
+  require_inputs(c, 5, 5);
+  Value* x = c.input(0);
+  const int rank = x->type().rank();
+  if (rank < 2) c.fail("X has rank {}; it must be at least 2 ([N, C, ...])", rank);
+  const int64_t channels = x->shape()[1];
+  for (int i = 1; i < 5; ++i)
+    if (c.input(i)->shape() != Shape{channels} || c.input(i)->dtype() != x->dtype())
+      c.fail("operand {} has type {}; it must be {}[{}]", i, c.input(i)->type().str(), dtype_name(x->dtype()),
+             channels);
+  const double eps = c.attrs().get_float("epsilon", 1e-5f);
+  const double momentum = c.attrs().get_float("momentum", 0.9f);
+  std::vector<int64_t> axes{0};
+  for (int d = 2; d < rank; ++d) axes.push_back(d);
+  AttrMap reduce;
+  reduce.set("axes", axes);
+  reduce.set("keepdims", int64_t(1));
+  Shape per_channel(rank, 1);  // [1, C, 1, ...]: broadcasts against X
+  per_channel[1] = channels;
+  auto reshape = [&](Value* v, const Shape& s) {
+    AttrMap a;
+    a.set("shape", std::vector<int64_t>(s.begin(), s.end()));
+    return c.emit1("reshape", {v}, a);
+  };
+  auto k = [&](double v) { return c.constant(Tensor::scalar(x->dtype(), v), "k"); };
+  Value* mean = c.emit1("reduce_mean", {x}, reduce);
+  Value* centered = c.emit1("sub", {x, mean});
+  Value* var = c.emit1("reduce_mean", {c.emit1("mul", {centered, centered})}, reduce);
+  Value* inv_std = c.emit1("div", {k(1), c.emit1("sqrt", {c.emit1("add", {var, k(eps)})})});
+  Value* y = c.emit1("add", {c.emit1("mul", {c.emit1("mul", {centered, inv_std}), reshape(c.input(1), per_channel)}),
+                             reshape(c.input(2), per_channel)});
+  auto running = [&](Value* input, Value* batch) {
+    return c.emit1(
+        "add", {c.emit1("mul", {input, k(momentum)}), c.emit1("mul", {reshape(batch, {channels}), k(1 - momentum)})});
+  };
+  std::vector<Value*> outs{y};
+  if (c.num_outputs() > 1) outs.push_back(running(c.input(3), mean));
+  if (c.num_outputs() > 2) outs.push_back(running(c.input(4), var));
+  if (c.num_outputs() > 3) c.fail("has {} outputs; in training mode it gives at most 3", c.num_outputs());
+  c.set_outputs(outs);
+}
+
+// BatchNormalization, inference form, and training_mode=1 (above). The
+// training forms of the older opsets (is_test=0 before opset 7, requested
+// mean/var outputs from opset 7) are unsupported; spatial=0 (opsets 7-8,
+// per-activation statistics) too.
 void batch_normalization(ImportContext& c) {
   check_attrs(c, {"epsilon", "momentum", "spatial", "is_test", "consumed_inputs", "training_mode"});
   const AttrMap& at = c.attrs();
@@ -63,8 +110,7 @@ void batch_normalization(ImportContext& c) {
   }
   if (int64_t spatial = at.get_int("spatial", 1); spatial != 1)
     c.unsupported("spatial={} (per-activation statistics) is not supported; only spatial=1", spatial);
-  if (int64_t tm = at.get_int("training_mode", 0); tm != 0)
-    c.unsupported("training_mode={}: kiln implements inference batch normalization", tm);
+  if (int64_t tm = at.get_int("training_mode", 0); tm != 0) return batch_normalization_training(c);
   for (int i = 1; i < c.num_outputs(); ++i)
     if (c.output_used(i))
       c.unsupported(

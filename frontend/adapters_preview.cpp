@@ -117,7 +117,7 @@ void flex_attention(ImportContext& c) {
 
 }  // namespace
 
-std::string preview_adapter_key(const std::string& op_type) { return "ai.onnx.preview:" + op_type; }
+std::string preview_adapter_key(const std::string& op_type) { return domain_adapter_key("ai.onnx.preview", op_type); }
 
 void register_preview(AdapterTable& t) { t.add(preview_adapter_key("FlexAttention"), flex_attention); }
 

@@ -2,8 +2,10 @@
 // sequence whose length and positions are known at compile time is a list of
 // kiln values (see ImportContext::sequence_input), and each sequence op
 // becomes list surgery plus ordinary kiln ops (split, reshape, concat).
-// Sequences that reach a graph output, or whose positions depend on runtime
-// data, are unsupported.
+// SequenceMap inlines its body once per element. A sequence graph input or
+// output is its elements' tensors (ImportOptions::composite_inputs); a
+// sequence whose length or positions depend on runtime data (a Loop with a
+// runtime trip count carrying one) is unsupported.
 #include "frontend/import_context.h"
 
 namespace kiln::adapters {
@@ -104,6 +106,38 @@ void register_sequence(AdapterTable& t) {
     }
     c.set_sequence_output(0, std::move(parts));
   });
+  t.add("SequenceMap", since_opset(17, [](ImportContext& c) {
+          c.only_attrs({"body"});
+          ImportedValue first = c.operand(0);
+          if (!first.is_sequence()) c.fail("operand 0 must be a sequence");
+          const size_t n = first.elements.size();
+          std::vector<ImportedValue> ops;
+          for (int i = 0; i < c.num_inputs(); ++i) {
+            ops.push_back(c.operand(i));
+            if (ops.back().is_empty()) c.fail("operand {} is missing", i);
+            if (ops.back().is_sequence() && ops.back().elements.size() != n)
+              c.fail("operand {} is a sequence of {} elements but operand 0 has {}", i, ops.back().elements.size(), n);
+          }
+          // One copy of the body per element: the k-th elements of the sequence
+          // operands and the tensor operands as they are.
+          std::vector<std::vector<Value*>> results(c.num_outputs());
+          if (n == 0) c.skip_subgraph("body");
+          for (size_t k = 0; k < n; ++k) {
+            std::vector<ImportedValue> ins;
+            for (const ImportedValue& o : ops) ins.push_back(o.is_sequence() ? ImportedValue::of(o.elements[k]) : o);
+            std::vector<ImportedValue> outs = c.inline_subgraph_values("body", ins);
+            if (outs.size() != results.size())
+              c.fail("the body returns {} values for {} outputs", outs.size(), results.size());
+            for (size_t j = 0; j < outs.size(); ++j) {
+              if (!outs[j].is_tensor())
+                c.fail("body output {} must be a tensor (it becomes element {} of output {})", j, k, j);
+              results[j].push_back(outs[j].tensor);
+            }
+          }
+          std::vector<ImportedValue> outs;
+          for (auto& r : results) outs.push_back(ImportedValue::sequence(std::move(r)));
+          c.set_output_values(outs);
+        }));
   t.add("ConcatFromSequence", [](ImportContext& c) {
     const auto& s = seq(c, 0);
     if (s.empty()) c.fail("cannot concatenate an empty sequence");

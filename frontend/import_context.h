@@ -26,6 +26,42 @@ class NotKnownAtCompileTime : public Error {
   using Error::Error;
 };
 
+// A subgraph imported as a region reads or returns a sequence or optional
+// value, which only an inlined subgraph can carry (ImportedValue). Its own
+// type so that the If adapter can inline the branch its condition picks when
+// the caller supplies the condition at compile time.
+class SequenceInRegion : public Unsupported {
+ public:
+  using Unsupported::Unsupported;
+};
+
+// An ONNX value as the importer holds it. kiln has no sequence or optional
+// type: a sequence is unrolled into its elements (a list of kiln values whose
+// length and element types are known at compile time), and whether an
+// optional holds a value is known at compile time too (an empty one is
+// Empty, which is also what an absent operand reads as).
+struct ImportedValue {
+  enum class Kind { Tensor, Sequence, Empty };
+  Kind kind = Kind::Empty;
+  Value* tensor = nullptr;       // Kind::Tensor
+  std::vector<Value*> elements;  // Kind::Sequence
+  static ImportedValue of(Value* v) {
+    ImportedValue r;
+    if (v) r.kind = Kind::Tensor;
+    r.tensor = v;
+    return r;
+  }
+  static ImportedValue sequence(std::vector<Value*> e) {
+    ImportedValue r;
+    r.kind = Kind::Sequence;
+    r.elements = std::move(e);
+    return r;
+  }
+  bool is_tensor() const { return kind == Kind::Tensor; }
+  bool is_sequence() const { return kind == Kind::Sequence; }
+  bool is_empty() const { return kind == Kind::Empty; }
+};
+
 class ImportContext {
  public:
   virtual ~ImportContext() = default;
@@ -81,6 +117,11 @@ class ImportContext {
   virtual const std::vector<Value*>* sequence_input(int i) const = 0;
   // Binds ONNX output i to a sequence (used by sequence ops only).
   virtual void set_sequence_output(int i, std::vector<Value*> elements) = 0;
+  // Operand i whatever it holds: a tensor, a sequence, or Empty (an absent
+  // operand or an empty optional).
+  virtual ImportedValue operand(int i) const = 0;
+  // Binds the ONNX node's outputs to tensors, sequences or empty optionals.
+  virtual void set_output_values(const std::vector<ImportedValue>& outs) = 0;
 
   // Subgraph attributes (If's then_branch/else_branch, Loop's and Scan's
   // body), imported by the control-flow adapters (adapters_control_flow.cpp).
@@ -109,6 +150,11 @@ class ImportContext {
   // time; one unrolled Loop iteration), and returns its outputs. Its own
   // names are forgotten afterwards, so it can be inlined again.
   virtual std::vector<Value*> inline_subgraph(const std::string& attr, const std::vector<Value*>& inputs = {}) = 0;
+  // The same for subgraphs whose inputs or outputs may be sequences or
+  // optionals (an If branch returning a sequence, a Loop carrying one,
+  // SequenceMap's body): only an inlined subgraph carries them.
+  virtual std::vector<ImportedValue> inline_subgraph_values(const std::string& attr,
+                                                            const std::vector<ImportedValue>& inputs) = 0;
   // Marks subgraph attribute `attr` as deliberately not imported (an If
   // branch that a condition known at compile time never takes). Every
   // subgraph attribute of a node must be imported (import_regions,
@@ -170,6 +216,9 @@ const AdapterTable& adapter_table();
 // The adapter of an op ONNX defines from opset `first` on: a model importing
 // an older opset names no such op, which is an error saying so.
 Adapter since_opset(int64_t first, Adapter a);
+// The adapter table's key of an op of a non-default domain kiln imports
+// (ai.onnx.preview, ai.onnx.preview.training): "domain:Op".
+std::string domain_adapter_key(const std::string& domain, const std::string& op_type);
 
 // "BatchNormalization" -> "batch_normalization", "MatMul" -> "matmul",
 // "ReduceSum" -> "reduce_sum" (with a few exceptions kept in one list): the
@@ -194,6 +243,10 @@ void register_optional(AdapterTable& t);  // adapters_optional.cpp: OptionalHasE
 void register_preview(AdapterTable& t);   // adapters_preview.cpp: domain ai.onnx.preview (FlexAttention)
 // The adapter table's key of op `op_type` of domain ai.onnx.preview.
 std::string preview_adapter_key(const std::string& op_type);
+// adapters_training.cpp: domain ai.onnx.preview.training (Adagrad, Momentum, Adam).
+void register_training(AdapterTable& t);
+// adapters_ml.cpp: domain ai.onnx.ml (Binarizer, ArrayFeatureExtractor).
+void register_ml(AdapterTable& t);
 void register_control_flow(AdapterTable& t);
 void register_low_bit(AdapterTable& t);  // adapters_low_bit.cpp
 }  // namespace adapters

@@ -96,6 +96,25 @@ void NodeContext::set_sequence_output(int i, std::vector<Value*> elements) {
   imp_.seq_env_[name] = std::move(elements);
 }
 
+void NodeContext::set_output_values(const std::vector<ImportedValue>& outs) {
+  if (outputs_set_) fail("outputs set twice (adapter bug)");
+  outputs_set_ = true;
+  for (int i = 0; i < node_.output_size(); ++i) {
+    const std::string& name = node_.output(i);
+    if (name.empty()) continue;
+    if (i >= static_cast<int>(outs.size()))
+      unsupported("output {} (\"{}\") is not produced by kiln's import of {}", i, name, op_type());
+    imp_.bind_value(name, outs[i], label());
+  }
+}
+
+std::vector<ImportedValue> NodeContext::inline_subgraph_values(const std::string& attr,
+                                                               const std::vector<ImportedValue>& inputs) {
+  const onnx::GraphProto& g = subgraph(attr);
+  consumed_.insert(attr);
+  return imp_.inline_subgraph_values(g, label() + ": subgraph '" + attr + "'", inputs);
+}
+
 ImportContext::Regions NodeContext::import_regions(const std::vector<RegionSpec>& specs, bool size_symbols) {
   for (const RegionSpec& spec : specs) consumed_.insert(spec.attr);
   return imp_.import_regions(specs, subgraphs_, label(), size_symbols);

@@ -58,19 +58,30 @@ struct ScopeSave {
   Graph*& cur;
   std::unordered_map<std::string, Value*>& env;
   std::unordered_map<std::string, std::vector<Value*>>& seq_env;
+  std::set<std::string>& empty;
   Graph* saved_cur;
   std::unordered_map<std::string, Value*> saved_env;
   std::unordered_map<std::string, std::vector<Value*>> saved_seq;
+  std::set<std::string> saved_empty;
   ScopeSave(Graph*& c, std::unordered_map<std::string, Value*>& e,
-            std::unordered_map<std::string, std::vector<Value*>>& s)
-      : cur(c), env(e), seq_env(s), saved_cur(c), saved_env(std::move(e)), saved_seq(std::move(s)) {
+            std::unordered_map<std::string, std::vector<Value*>>& s, std::set<std::string>& o)
+      : cur(c),
+        env(e),
+        seq_env(s),
+        empty(o),
+        saved_cur(c),
+        saved_env(std::move(e)),
+        saved_seq(std::move(s)),
+        saved_empty(std::move(o)) {
     env.clear();
     seq_env.clear();
+    empty.clear();
   }
   ~ScopeSave() {
     cur = saved_cur;
     env = std::move(saved_env);
     seq_env = std::move(saved_seq);
+    empty = std::move(saved_empty);
   }
 };
 
@@ -88,9 +99,11 @@ void Importer::import_subgraph_initializers(const onnx::GraphProto& g, const std
 }
 
 Value* Importer::lookup_output(const std::string& name, const std::string& ctx) {
-  if (seq_env_.count(name))
-    unsupported("{}: subgraph output \"{}\" is a sequence; sequences do not cross control flow in kiln", ctx,
-                short_name(name));
+  if (seq_env_.count(name) || empty_.count(name))
+    throw SequenceInRegion(fmt::format(
+        "{}: subgraph output \"{}\" is {}; only an inlined subgraph (an If whose condition is known at compile "
+        "time, an unrolled Loop) carries sequences and optionals in kiln",
+        ctx, short_name(name), seq_env_.count(name) ? "a sequence" : "an empty optional"));
   auto it = env_.find(name);
   if (it == env_.end()) fail("{}: subgraph output \"{}\" is never produced", ctx, short_name(name));
   return it->second;
@@ -122,22 +135,26 @@ ImportContext::Regions Importer::import_regions(const std::vector<ImportContext:
       imp.known_order_.resize(from);
     }
   } forget{*this, known_order_.size()};
-  // Only the branches of an If in the main graph declare size symbols; the
-  // regions inside them (imported by nested calls) do not.
+  // The regions of an If, Loop or Scan in the main graph declare size
+  // symbols (on the main graph), and so do the regions of such nodes inside
+  // them, at any depth; a region whose node does not ask (an If folded away
+  // by its known condition inlines instead) stops the chain.
   struct RestoreFlag {
     bool& flag;
     bool saved;
     ~RestoreFlag() { flag = saved; }
   } restore_flag{region_size_symbols_, region_size_symbols_};
-  region_size_symbols_ = size_symbols && cur_ == graph_.get();
+  region_size_symbols_ = size_symbols && (cur_ == graph_.get() || region_size_symbols_);
   // Outer values: known ones are copied into each region as constants (so
   // shape operands inside stay known), the others are captured.
   ImportContext::Regions r;
   std::vector<std::pair<std::string, Value*>> consts, captured;
   for (const std::string& name : names) {
-    if (seq_env_.count(name))
-      unsupported("{}: a subgraph reads the sequence \"{}\"; sequences do not cross control flow in kiln", ctx,
-                  short_name(name));
+    if (seq_env_.count(name) || empty_.count(name))
+      throw SequenceInRegion(fmt::format(
+          "{}: a subgraph reads \"{}\", which is {}; only an inlined subgraph (an If whose condition is known at "
+          "compile time, an unrolled Loop) carries sequences and optionals in kiln",
+          ctx, short_name(name), seq_env_.count(name) ? "a sequence" : "an empty optional"));
     auto it = env_.find(name);
     if (it == env_.end()) {
       if (unknown_.count(name))
@@ -159,7 +176,7 @@ ImportContext::Regions Importer::import_regions(const std::vector<ImportContext:
       fail("{} takes {} inputs, expected {}", rctx, sg.input_size(), spec.params.size());
     auto region = std::make_unique<Graph>(spec.name);
     {
-      ScopeSave save(cur_, env_, seq_env_);
+      ScopeSave save(cur_, env_, seq_env_, empty_);
       cur_ = region.get();
       for (int i = 0; i < sg.input_size(); ++i) {
         const auto& vi = sg.input(i);
@@ -188,6 +205,22 @@ ImportContext::Regions Importer::import_regions(const std::vector<ImportContext:
 
 std::vector<Value*> Importer::inline_subgraph(const onnx::GraphProto& g, const std::string& ctx,
                                               const std::vector<Value*>& inputs) {
+  std::vector<ImportedValue> ins;
+  for (Value* v : inputs) ins.push_back(ImportedValue::of(v));
+  std::vector<Value*> outs;
+  std::vector<ImportedValue> results = inline_subgraph_values(g, ctx, ins);
+  for (int i = 0; i < g.output_size(); ++i) {
+    if (!results[i].is_tensor())
+      throw SequenceInRegion(fmt::format("{}: subgraph output \"{}\" is {}; kiln's import of this op takes tensors",
+                                         ctx, short_name(g.output(i).name()),
+                                         results[i].is_sequence() ? "a sequence" : "an empty optional"));
+    outs.push_back(results[i].tensor);
+  }
+  return outs;
+}
+
+std::vector<ImportedValue> Importer::inline_subgraph_values(const onnx::GraphProto& g, const std::string& ctx,
+                                                            const std::vector<ImportedValue>& inputs) {
   if (g.input_size() != static_cast<int>(inputs.size()))
     fail("{}: the subgraph takes {} inputs, {} given", ctx, g.input_size(), inputs.size());
   // The enclosing scope stays visible; the subgraph's own names are dropped
@@ -196,17 +229,49 @@ std::vector<Value*> Importer::inline_subgraph(const onnx::GraphProto& g, const s
     Importer& imp;
     std::unordered_map<std::string, Value*> env;
     std::unordered_map<std::string, std::vector<Value*>> seq_env;
+    std::set<std::string> empty;
     ~Restore() {
       imp.env_ = std::move(env);
       imp.seq_env_ = std::move(seq_env);
+      imp.empty_ = std::move(empty);
     }
-  } restore{*this, env_, seq_env_};
-  for (int i = 0; i < g.input_size(); ++i) env_[g.input(i).name()] = inputs[i];
+  } restore{*this, env_, seq_env_, empty_};
+  for (int i = 0; i < g.input_size(); ++i) {
+    // A formal input shadows an outer value of the same name.
+    const std::string& name = g.input(i).name();
+    env_.erase(name);
+    seq_env_.erase(name);
+    empty_.erase(name);
+    bind_value(name, inputs[i], ctx);
+  }
   import_subgraph_initializers(g, ctx);
   for (const auto& node : g.node()) import_node(node);
-  std::vector<Value*> outs;
-  for (const auto& o : g.output()) outs.push_back(lookup_output(o.name(), ctx));
+  std::vector<ImportedValue> outs;
+  for (const auto& o : g.output()) {
+    const std::string& name = o.name();
+    if (auto s = seq_env_.find(name); s != seq_env_.end()) outs.push_back(ImportedValue::sequence(s->second));
+    else if (empty_.count(name)) outs.push_back(ImportedValue{});
+    else if (auto t = env_.find(name); t != env_.end()) outs.push_back(ImportedValue::of(t->second));
+    else fail("{}: subgraph output \"{}\" is never produced", ctx, short_name(name));
+  }
   return outs;
+}
+
+void Importer::bind_value(const std::string& name, const ImportedValue& v, const std::string& ctx) {
+  if (name.empty()) return;
+  if (env_.count(name) || seq_env_.count(name) || empty_.count(name))
+    fail("{}: value \"{}\" is defined twice", ctx, short_name(name));
+  switch (v.kind) {
+    case ImportedValue::Kind::Tensor:
+      env_[name] = v.tensor;
+      break;
+    case ImportedValue::Kind::Sequence:
+      seq_env_[name] = v.elements;
+      break;
+    case ImportedValue::Kind::Empty:
+      empty_.insert(name);
+      break;
+  }
 }
 
 }  // namespace kiln::onnx_import_detail

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -38,12 +39,21 @@ inline std::string node_label(const onnx::NodeProto& n) {
   return fmt::format("node \"{}\" ({})", short_name(name), short_name(n.op_type()));
 }
 
-// The one non-default domain kiln imports ops of (FlexAttention), version 1.
+// The non-default domains kiln imports ops of: FlexAttention and the
+// optimizers of the training domain (version 1 each), and a few ai.onnx.ml
+// ops (versions 1 to 5).
 inline constexpr const char* kPreviewDomain = "ai.onnx.preview";
+inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
+inline constexpr const char* kMlDomain = "ai.onnx.ml";
+inline bool imported_domain(const std::string& d) {
+  return d == kPreviewDomain || d == kTrainingDomain || d == kMlDomain;
+}
+// The highest version of an imported domain kiln reads (versions from 1).
+inline int64_t max_domain_version(const std::string& d) { return d == kMlDomain ? 5 : 1; }
 
-// A node's key in the adapter table: its op type, prefixed for the preview domain.
+// A node's key in the adapter table: its op type, prefixed for those domains.
 inline std::string adapter_key(const onnx::NodeProto& n) {
-  return n.domain() == kPreviewDomain ? adapters::preview_adapter_key(n.op_type()) : n.op_type();
+  return imported_domain(n.domain()) ? domain_adapter_key(n.domain(), n.op_type()) : n.op_type();
 }
 
 class Importer;
@@ -106,6 +116,13 @@ class NodeContext final : public ImportContext {
     return i >= 0 && i < static_cast<int>(seq_inputs_.size()) ? seq_inputs_[i] : nullptr;
   }
   void set_sequence_output(int i, std::vector<Value*> elements) override;
+  ImportedValue operand(int i) const override {
+    if (const std::vector<Value*>* s = sequence_input(i)) return ImportedValue::sequence(*s);
+    return ImportedValue::of(has_input(i) ? inputs_[i] : nullptr);
+  }
+  void set_output_values(const std::vector<ImportedValue>& outs) override;
+  std::vector<ImportedValue> inline_subgraph_values(const std::string& attr,
+                                                    const std::vector<ImportedValue>& inputs) override;
   void import_as(const std::string& kiln_op, const AttrMap& attrs) override {
     // Trailing unused outputs are dropped; kiln ops produce what is asked.
     int n = num_outputs();
@@ -178,6 +195,10 @@ class Importer {
                                         const std::string& ctx, bool size_symbols = false);
   std::vector<Value*> inline_subgraph(const onnx::GraphProto& g, const std::string& ctx,
                                       const std::vector<Value*>& inputs);
+  std::vector<ImportedValue> inline_subgraph_values(const onnx::GraphProto& g, const std::string& ctx,
+                                                    const std::vector<ImportedValue>& inputs);
+  // Binds an ONNX name to a tensor, sequence or empty optional.
+  void bind_value(const std::string& name, const ImportedValue& v, const std::string& ctx);
   // Every value the oracle cached, in order: what a region import cached is
   // dropped when it ends (known_ is keyed by address, and a region that is
   // discarded, or the node around it, frees its values).
@@ -214,6 +235,15 @@ class Importer {
   void import_subgraph_initializers(const onnx::GraphProto& g, const std::string& ctx);
   Value* lookup_output(const std::string& name, const std::string& ctx);
   TensorType input_type(const onnx::ValueInfoProto& vi);
+  // A sequence- or optional-typed graph input (ImportOptions::composite_inputs).
+  void import_composite_input(const onnx::ValueInfoProto& vi);
+  // Its structure from --sequence-shapes / --empty-optionals / --shapes, or
+  // nothing when none names it.
+  std::optional<CompositeInput> composite_from_shapes(const onnx::ValueInfoProto& vi, const std::string& ctx);
+  std::map<std::string, CompositeInput> opts_composites_;  // what composite_from_shapes gave
+  // A graph output holding a sequence: its elements, each through an
+  // identity named sequence_element_name(output, k).
+  void add_sequence_output(const std::string& name, const std::vector<Value*>& elements, std::vector<Value*>& outs);
 
   onnx::ModelProto& model_;
   std::string base_dir_, file_;
@@ -227,6 +257,7 @@ class Importer {
   bool region_size_symbols_ = false;
   std::unordered_map<std::string, Value*> env_;
   std::unordered_map<std::string, std::vector<Value*>> seq_env_;  // unrolled sequences
+  std::set<std::string> empty_;                                   // names bound to empty optionals
   std::set<std::string> names_;
   // Every node output name of the model: fresh names avoid them, so a node's
   // result can take its ONNX name later without two values sharing a name.

@@ -139,6 +139,21 @@ void Importer::import_initializers() {
 }
 
 void Importer::import_inputs() {
+  // The sequence and optional flags must name inputs of those types.
+  auto declared = [&](const std::string& name) -> const onnx::ValueInfoProto* {
+    for (const auto& vi : model_.graph().input())
+      if (vi.name() == name) return &vi;
+    return nullptr;
+  };
+  auto check_composite_name = [&](const std::string& name, const char* flag) {
+    const onnx::ValueInfoProto* vi = declared(name);
+    if (!vi || env_.count(name))
+      fail("{}: {} names \"{}\", which is not an input of the model", file_, flag, short_name(name));
+    if (!vi->type().has_sequence_type() && !vi->type().has_optional_type())
+      fail("{}: {} names input \"{}\", which is a tensor, not a sequence or optional", file_, flag, short_name(name));
+  };
+  for (const auto& [name, shapes] : opts_.sequence_shapes) check_composite_name(name, "--sequence-shapes");
+  for (const std::string& name : opts_.empty_optionals) check_composite_name(name, "--empty-optionals");
   for (const auto& vi : model_.graph().input()) {
     if (auto it = env_.find(vi.name()); it != env_.end()) {
       // An initializer with a declared input (old models): a constant.
@@ -146,6 +161,10 @@ void Importer::import_inputs() {
       continue;
     }
     if (vi.name().empty()) fail("{}: graph input without a name", file_);
+    if (vi.type().has_sequence_type() || vi.type().has_optional_type()) {
+      import_composite_input(vi);
+      continue;
+    }
     names_.insert(vi.name());
     env_[vi.name()] = graph_->add_input(vi.name(), input_type(vi));
   }
@@ -224,6 +243,10 @@ AttrMap Importer::convert_attrs(const onnx::NodeProto& node, const std::string& 
       case AP::SPARSE_TENSORS:
         unsupported("{}: sparse tensor attribute '{}' is not supported", ctx, a.name());
       case AP::TYPE_PROTO:
+        // An empty Optional's element type: kiln resolves optionals at
+        // import and needs no type for a value that is not there.
+        if (node.op_type() == "Optional" && a.name() == "type") break;
+        [[fallthrough]];
       case AP::TYPE_PROTOS:
         unsupported("{}: type attribute '{}' is not supported", ctx, a.name());
       default:
@@ -235,20 +258,26 @@ AttrMap Importer::convert_attrs(const onnx::NodeProto& node, const std::string& 
 
 void Importer::import_node(const onnx::NodeProto& node) {
   std::string ctx = fmt::format("{}: {}", file_, node_label(node));
-  const bool preview = node.domain() == kPreviewDomain;
+  const bool preview = imported_domain(node.domain());  // a non-default domain kiln imports
   if (!node.domain().empty() && node.domain() != "ai.onnx" && !preview)
     unsupported("{}: domain '{}' is not supported", ctx, short_name(node.domain()));
   if (preview)
     for (const auto& op : model_.opset_import())
-      if (op.domain() == kPreviewDomain && op.version() != 1)
-        unsupported("{}: domain '{}' version {} is not supported (kiln reads version 1)", ctx, kPreviewDomain,
-                    op.version());
-  if (opset_ <= 0) fail("{}: the model imports no opset for the default domain", ctx);
+      if (op.domain() == node.domain() && (op.version() < 1 || op.version() > max_domain_version(node.domain())))
+        unsupported("{}: domain '{}' version {} is not supported (kiln reads versions 1 to {})", ctx, node.domain(),
+                    op.version(), max_domain_version(node.domain()));
+  // A model of the training domain alone imports no default opset; its
+  // optimizer nodes do not need one.
+  if (opset_ <= 0 && !preview) fail("{}: the model imports no opset for the default domain", ctx);
   std::vector<Value*> inputs;
   std::vector<const std::vector<Value*>*> seq_inputs;
   for (const std::string& in : node.input()) {
     seq_inputs.push_back(nullptr);
     if (in.empty()) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    if (empty_.count(in)) {  // an empty optional reads as an absent operand
       inputs.push_back(nullptr);
       continue;
     }
@@ -268,15 +297,18 @@ void Importer::import_node(const onnx::NodeProto& node) {
   std::map<std::string, const onnx::GraphProto*> subgraphs;
   AttrMap attrs = convert_attrs(node, ctx, subgraphs);
   NodeContext nc(*this, node, std::move(attrs), std::move(inputs), std::move(seq_inputs), std::move(subgraphs));
-  bool sequence_op = node.op_type().rfind("Sequence", 0) == 0 || node.op_type() == "SplitToSequence" ||
-                     node.op_type() == "ConcatFromSequence";
+  // The ops whose adapters read sequence operands (ImportContext::operand).
+  static const std::set<std::string> kTakeSequences = {
+      "SplitToSequence",    "ConcatFromSequence", "Identity", "Optional",
+      "OptionalGetElement", "OptionalHasElement", "Loop"};
+  bool sequence_op = node.op_type().rfind("Sequence", 0) == 0 || kTakeSequences.count(node.op_type());
   if (takes_sequence && !sequence_op)
     unsupported("{}: an operand is a sequence; only sequence ops take sequences", ctx);
   // Every ONNX op goes through its adapter: kiln's own op names are never
   // looked up with an ONNX name (ONNX Attention is not kiln's attention).
   const Adapter* adapter = adapter_table().find(adapter_key(node));
   if (!adapter && preview)
-    unsupported("{}: op {} of domain '{}' is not supported", ctx, short_name(node.op_type()), kPreviewDomain);
+    unsupported("{}: op {} of domain '{}' is not supported", ctx, short_name(node.op_type()), node.domain());
   if (!adapter) unsupported("{}: op {} (opset {}) is not supported", ctx, short_name(node.op_type()), opset_);
   if (!preview) check_op_version(node.op_type(), opset_, ctx);
   try {
@@ -320,7 +352,7 @@ void Importer::account_bytes(const onnx::TensorProto& p, const std::string& ctx)
 // Whether kiln has any import for the node's op (its attributes and dtypes
 // aside): what can still be said about a node whose operands are unknown.
 bool Importer::op_known(const onnx::NodeProto& node) const {
-  if (!node.domain().empty() && node.domain() != "ai.onnx" && node.domain() != kPreviewDomain) return false;
+  if (!node.domain().empty() && node.domain() != "ai.onnx" && !imported_domain(node.domain())) return false;
   return adapter_table().find(adapter_key(node)) != nullptr;
 }
 
@@ -389,8 +421,15 @@ ImportResult Importer::run() {
   std::vector<Value*> outs;
   for (const auto& vi : model_.graph().output()) {
     if (unknown_.count(vi.name())) continue;  // collecting mode: its producer is already reported
-    if (seq_env_.count(vi.name()))
-      unsupported("{}: graph output \"{}\" is a sequence; kiln's outputs are tensors", file_, short_name(vi.name()));
+    if (auto s = seq_env_.find(vi.name()); s != seq_env_.end()) {
+      add_sequence_output(vi.name(), s->second, outs);
+      continue;
+    }
+    if (empty_.count(vi.name())) {
+      if (!vi.type().has_optional_type() && vi.type().has_sequence_type())
+        fail("{}: graph output \"{}\" is declared a sequence but is an empty optional", file_, short_name(vi.name()));
+      continue;  // an empty optional output: no tensor
+    }
     auto it = env_.find(vi.name());
     if (it == env_.end()) fail("{}: graph output \"{}\" is never produced", file_, short_name(vi.name()));
     Value* v = it->second;

@@ -40,6 +40,22 @@ struct ShapeOptionNames {
   std::string fix_for(const std::string& input) const;
 };
 
+// A sequence- or optional-typed graph input, fixed at compile time. kiln
+// has no sequence or optional type: sequences are unrolled at import
+// (frontend/adapters_sequence.cpp), so a sequence's length and element types
+// are part of the compiled graph, as a static shape is, and so is whether an
+// optional holds a value. Each element becomes a tensor input named
+// sequence_element_name(input, k); an optional tensor keeps the input's name;
+// an empty optional has no graph input.
+struct CompositeInput {
+  bool present = true;               // false: an empty optional
+  bool sequence = false;             // holds a sequence (else one tensor)
+  std::vector<TensorType> elements;  // the sequence's elements, or the one tensor
+};
+
+// "seq[2]": the graph input or output holding element 2 of sequence "seq".
+std::string sequence_element_name(const std::string& sequence, size_t k);
+
 struct ImportOptions {
   // The shape options' names in messages (kiln compile's flags by default).
   ShapeOptionNames names;
@@ -49,6 +65,17 @@ struct ImportOptions {
   // into a constant only if some op needs its value to know shapes; the
   // others stay runtime inputs (their shapes are taken from these tensors).
   std::map<std::string, Tensor> known_inputs;
+  // Sequence- and optional-typed inputs by name (see CompositeInput). A
+  // sequence or optional graph output becomes its elements' tensors, named
+  // sequence_element_name(output, k) (an empty optional: none).
+  std::map<std::string, CompositeInput> composite_inputs;
+  // The same from element shapes alone (kiln compile's --sequence-shapes
+  // and --empty-optionals), the dtypes the model declares: a sequence input,
+  // or an optional holding one, with these elements (none: an empty
+  // sequence); optional inputs given no value. An optional tensor input is
+  // present when input_shapes fixes its shape.
+  std::map<std::string, std::vector<Shape>> sequence_shapes;
+  std::vector<std::string> empty_optionals;
   // nonzero, non_max_suppression and topk (k) whose deciding operand the
   // model alone does not fix get a result size decided at run time: a size
   // symbol in [0, upper bound] (ir/data_dependent.h). false: the operand must
@@ -88,6 +115,11 @@ struct ImportResult {
 ImportResult import_onnx_file(const std::string& path, const ImportOptions& opts = {});
 ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const std::string& display_name,
                                const ImportOptions& opts = {});
+
+// Parses "s:2x3+4x3,t:" (each sequence's element shapes joined by '+',
+// nothing after ':' for an empty sequence) into sequence_shapes.
+std::map<std::string, std::vector<Shape>> parse_sequence_shapes_flag(const std::string& spec,
+                                                                     std::string_view flag = "--sequence-shapes");
 
 // Parses "x:1x3x224x224,y:2x4" into input_shapes; errors name `flag`.
 std::map<std::string, Shape> parse_shapes_flag(const std::string& spec, std::string_view flag = "--shapes");

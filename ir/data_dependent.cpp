@@ -6,7 +6,7 @@ namespace kiln {
 
 bool is_data_dependent_node(const Node& node) {
   if (node.attrs().has(kSizeSymbolAttr)) return true;
-  if (node.op() != "if" && node.op() != "loop") return false;
+  if (node.op() != "if" && node.op() != "loop" && node.op() != "scan") return false;
   for (int r = 0; r < node.num_regions(); ++r)
     for (const auto& n : node.region(r)->nodes())
       if (is_data_dependent_node(*n)) return true;
@@ -25,7 +25,7 @@ void collect_size_symbols(const Graph& g, std::map<std::string, const Node*, std
         fail("{} and {} both name the size symbol {}: each data-dependent size needs a symbol of its own",
              it->second->describe(), n->describe(), s);
     }
-    if (n->op() == "if" || n->op() == "loop")
+    if (n->op() == "if" || n->op() == "loop" || n->op() == "scan")
       for (int k = 0; k < n->num_regions(); ++k) collect_size_symbols(*n->region(k), r);
   }
 }

@@ -32,13 +32,15 @@ std::map<std::string, const Node*, std::less<>> data_dependent_symbols(const Gra
 // Whether some node of `g` has a data-dependent result size.
 bool has_data_dependent_sizes(const Graph& g);
 
-// A `loop` whose body holds data-dependent nodes is one too (a body that
-// selects with NonZero and reduces what it selected): each iteration runs
+// A `loop` or `scan` whose body holds data-dependent nodes is one too (a body
+// that selects with NonZero and reduces what it selected): each iteration runs
 // its body as a graph of its own and binds the body's size symbols anew; the
-// loop's own results keep static types.
+// node's own results keep static types. Regions nested in such regions may
+// decide sizes too (an if in an if's branch), at any depth.
 
 // Whether `node` names a size symbol (its result size is decided at run time),
-// or is an `if` with such a node in a branch or a `loop` with one in its body.
+// or is an `if` with such a node in a branch or a `loop`/`scan` with one in its
+// body (at any depth).
 bool is_data_dependent_node(const Node& node);
 
 }  // namespace kiln

@@ -34,7 +34,9 @@ void eval_attrs(AttrMap& attrs, const SymbolBindings& b) {
   for (auto& [name, a] : changed) attrs.set(name, std::move(a));
 }
 
-void specialize_in_place(Graph& g, const SymbolBindings& b) {
+}  // namespace
+
+void substitute_symbols(Graph& g, const SymbolBindings& b) {
   for (Value* v : g.inputs()) v->set_type(eval_type(v->type(), b));
   for (Value* c : g.constants()) {
     if (!c->has_data() || c->dtype() != DType::I64) continue;
@@ -48,11 +50,9 @@ void specialize_in_place(Graph& g, const SymbolBindings& b) {
   for (const auto& n : g.nodes()) {
     for (int i = 0; i < n->num_outputs(); ++i) n->output(i)->set_type(eval_type(n->output(i)->type(), b));
     eval_attrs(n->attrs(), b);
-    for (const auto& r : n->regions()) specialize_in_place(*r, b);
+    for (const auto& r : n->regions()) substitute_symbols(*r, b);
   }
 }
-
-}  // namespace
 
 SymbolBindings bind_symbols(const Graph& g, const std::vector<std::pair<std::string, Shape>>& shapes,
                             const std::string& what) {
@@ -120,7 +120,7 @@ std::unique_ptr<Graph> specialize_graph(const Graph& g, const SymbolBindings& b,
     kept.push_back(d);
   }
   std::unique_ptr<Graph> s = g.clone();
-  specialize_in_place(*s, b);
+  substitute_symbols(*s, b);
   s->set_symbols(std::move(kept));
   verify_graph(*s, registry);
   return s;

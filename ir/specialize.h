@@ -33,4 +33,12 @@ SymbolBindings bind_symbols(const Graph& g, const std::vector<std::pair<std::str
 // count), declared as in `g`; any other symbol without a value is an error.
 std::unique_ptr<Graph> specialize_graph(const Graph& g, const SymbolBindings& b, const OpRegistry& registry);
 
+// specialize_graph's substitution alone, in place: types (regions
+// included), integer attributes and i64 constants holding symbolic dims take
+// their values in `b` (symbols without one stay); nothing is verified, the
+// symbols stay declared. For a rewrite that must see each node with its
+// substituted types before the graph is consistent again
+// (compiler/gpu_bounded_lowering.h).
+void substitute_symbols(Graph& g, const SymbolBindings& b);
+
 }  // namespace kiln

@@ -113,8 +113,8 @@ class Verifier {
       for (const auto& n : g.nodes())
         if (is_data_dependent_node(*n))
           err(where,
-              "{} in graph @{} has a data-dependent size, which only the top-level graph's nodes (and the branches "
-              "of its ifs and the bodies of its loops) may have",
+              "{} in graph @{} has a data-dependent size, which only the top-level graph's nodes and the regions "
+              "of its ifs, loops and scans (and of such nodes inside them) may have",
               n->describe(), g.name());
     auto add_value = [&](const Value* v, int pos) {
       check_dims(v, where);
@@ -275,10 +275,12 @@ class Verifier {
     } catch (const Error& e) {
       throw Error("verifier: " + where + e.what());
     }
-    // A top-level if's branches may decide sizes (ir/data_dependent.h): the
-    // run takes the branch and runs it as a graph of its own.
+    // The regions of a top-level if, loop or scan may decide sizes, and so
+    // may the regions of such nodes inside them (ir/data_dependent.h): the
+    // run drives the node on the host and runs each region as a graph of its
+    // own, stage by stage.
     const bool saved = region_of_top_level_if_or_loop_;
-    region_of_top_level_if_or_loop_ = depth == 0 && (n.op() == "if" || n.op() == "loop");
+    region_of_top_level_if_or_loop_ = (depth == 0 || saved) && (n.op() == "if" || n.op() == "loop" || n.op() == "scan");
     for (int r = 0; r < n.num_regions(); ++r)
       graph(*n.region(r), where + fmt::format("in region {} (@{}) of {}: ", r, n.region(r)->name(), n.describe()),
             depth + 1);

@@ -2,6 +2,7 @@
 // signal ops (signal_ops.cpp) and attention (attention_ops.cpp) register
 // through register_misc_ops.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "ops/data_dependent_size.h"
@@ -24,6 +25,11 @@ namespace {
 // on the data: a number when boxes and scores are known at compile time, else
 // the size symbol the node names, or bounded (ops/data_dependent_size.h):
 // [B * C * min(max_output_boxes_per_class, n), 3] plus the count as i64[].
+// The bounded form takes an optional third operand, the number of valid
+// boxes (i64, one element): a GPU plan computed at the bounds
+// (compiler/gpu_bounded_lowering.h) runs NMS over boxes whose count is itself
+// decided at run time, and the boxes past that count are padding that must
+// never be candidates.
 
 struct NmsParams {
   bool center = false;
@@ -67,7 +73,7 @@ bool suppresses(const Box& a, const Box& b, float threshold) {
   return iou > threshold;
 }
 
-std::vector<int64_t> run_nms(const Tensor& boxes, const Tensor& scores, const NmsParams& p) {
+std::vector<int64_t> run_nms(const Tensor& boxes, const Tensor& scores, const NmsParams& p, int64_t valid = INT64_MAX) {
   std::vector<float> bv = load_all<float>(boxes), sv = load_all<float>(scores);
   int64_t B = scores.shape()[0], C = scores.shape()[1], n = scores.shape()[2];
   std::vector<int64_t> sel;
@@ -78,7 +84,7 @@ std::vector<int64_t> run_nms(const Tensor& boxes, const Tensor& scores, const Nm
     for (int64_t c = 0; c < C; ++c) {
       const float* s = sv.data() + (b * C + c) * n;
       order.clear();
-      for (int64_t i = 0; i < n; ++i)
+      for (int64_t i = 0; i < std::min(n, valid); ++i)
         if (!p.has_score || s[i] > p.score) order.push_back(i);
       std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return s[x] > s[y]; });
       kept.clear();
@@ -110,7 +116,8 @@ int64_t nms_bound(const Shape& boxes, const Shape& scores, const AttrMap& a) {
 OpDef nms_op() {
   OpDef d;
   d.name = "non_max_suppression";
-  d.min_inputs = d.max_inputs = 2;
+  d.min_inputs = 2;
+  d.max_inputs = 3;  // the bounded form's valid box count
   d.max_outputs = 2;
   d.symbolic_dims = true;  // the symbol form reads no dims; the others refuse symbolic ones below
   d.attrs = {{"center_point_box", AttrKind::Int}, {"max_output_boxes_per_class", AttrKind::Int},
@@ -129,6 +136,11 @@ OpDef nms_op() {
     if (!(iou >= 0 && iou <= 1)) c.fail("iou_threshold must be in [0, 1], got {}", iou);
     if (c.attrs().get_int("max_output_boxes_per_class", 0) < 0) c.fail("max_output_boxes_per_class must be >= 0");
     const SizeForm form = size_form(c);
+    if (c.has_input(2) && (form != SizeForm::Bounded || c.dtype(2) != DType::I64 || c.type(2).numel() != 1))
+      c.fail(
+          "a third operand (the number of valid boxes) is taken by the bounded form only, as i64 of one element, "
+          "got {}",
+          c.type(2).str());
     if (c.num_outputs() != (form == SizeForm::Bounded ? 2 : 1))
       c.fail("{} results, but this form of non_max_suppression has {}", c.num_outputs(),
              form == SizeForm::Bounded ? 2 : 1);
@@ -146,7 +158,8 @@ OpDef nms_op() {
   };
   d.reference = [](KernelContext& ctx) {
     if (ctx.attrs.has(kSizeSymbolAttr)) refuse_unlowered(ctx);
-    std::vector<int64_t> sel = run_nms(ctx.in(0), ctx.in(1), nms_params(ctx.attrs));
+    const int64_t valid = ctx.has(2) ? ctx.in(2).get_int(0) : INT64_MAX;
+    std::vector<int64_t> sel = run_nms(ctx.in(0), ctx.in(1), nms_params(ctx.attrs), valid);
     Tensor& out = ctx.out();
     if (ctx.attrs.get_int("bounded", 0)) {
       // The selected rows first, zeros after them, and the count.

@@ -227,6 +227,14 @@ std::string ask_codegen(const WhyNoKernel& why_no_kernel, FusedParts& p, const G
                         const std::vector<SymbolBindings>& ends, const WhyNoKernel& why_not_generic) {
   if (!why_no_kernel || !p.body) return "";
   Graph scratch("probe");
+  // The symbols' ranges, declared as the real graph declares them: an
+  // emitter sizing a shape-generic kernel reads them from the node's graph
+  // (an attention's tiles and workspace at the largest shapes).
+  if (!ends.empty()) {
+    std::vector<SymbolDecl> decls;
+    for (const auto& [name, lo] : ends.front()) decls.push_back({name, lo, ends.back().at(name)});
+    scratch.set_symbols(std::move(decls));
+  }
   std::vector<Value*> operands;
   for (Value* v : p.operands) operands.push_back(scratch.add_input(v->name(), v->type()));
   AttrMap attrs;

@@ -87,17 +87,22 @@ GpuEngine::GpuEngine(const CudaDriver& d, const plan::Plan& p, std::vector<size_
         d.check(d.cuModuleGetFunction(&f, m, k.name.c_str()), ("finding kernel " + k.name).c_str());
         functions_.push_back(f);
       }
-      for (const plan::StepAt& at : plan::all_steps(p)) {  // control-flow regions' launches too
-        const plan::Step& s = *at.step;
-        if (s.kind == plan::StepKind::Kernel && s.shared_bytes > 48 * 1024)
-          d.check(d.cuFuncSetAttribute(functions_[s.kernel], kFuncAttrMaxDynamicShared, int(s.shared_bytes)),
+      // Control-flow regions' launches too, and the launch variants' (a plan
+      // with shape profiles: runtime/plan_launch_variants.h).
+      std::vector<const plan::Step*> every;
+      for (const plan::StepAt& at : plan::all_steps(plan_)) every.push_back(at.step);
+      for (const plan::LaunchVariant& v : plan_.launch_variants)
+        for (const plan::Step& s : v.steps) every.push_back(&s);
+      for (const plan::Step* s : every) {
+        if (s->kind == plan::StepKind::Kernel && s->shared_bytes > 48 * 1024)
+          d.check(d.cuFuncSetAttribute(functions_[s->kernel], kFuncAttrMaxDynamicShared, int(s->shared_bytes)),
                   "allowing large dynamic shared memory");
       }
-      // Control-flow regions' launches may take a pointer table too: keyed by step.
-      for (const plan::StepAt& at : plan::all_steps(plan_))
-        if (at.step->param_table) {
-          table_at_[at.step] = table_words_;
-          table_words_ += 2 * at.step->args.size();  // addresses, then element counts
+      // They may take a pointer table too: keyed by step.
+      for (const plan::Step* s : every)
+        if (s->param_table) {
+          table_at_[s] = table_words_;
+          table_words_ += 2 * s->args.size();  // addresses, then element counts
         }
       weights_ = alloc(d, p.weight_data.size(), "allocating the weights");
       if (!p.weight_data.empty())

@@ -160,7 +160,24 @@ void GpuContext::issue_steps(const Slot& sl, CUstream stream, CUevent* after) {
   // Errors say which: a capture (every run's graph) or launches issued
   // directly (a profiling run, a plan with control flow).
   const std::string doing = after || e_.host_driven() ? "launching" : "capturing";
-  issue_list(sl, e_.plan_.steps, stream, after, doing);
+  if (!dynamic() || e_.host_driven()) return issue_list(sl, e_.plan_.steps, stream, after, doing);
+  // A plan with shape profiles: the launch list at the current shape, with
+  // the launch variants chosen for it (set_shape). Per-step events stay per
+  // step of the plan's own list: a variant's time goes to the first step it
+  // replaces, and the others get none.
+  const CudaDriver& d = e_.d_;
+  size_t plan_step = 0;
+  for (size_t k = 0; k < active_.size(); ++k) {
+    const plan::ActiveStep& a = active_[k];
+    issue_step(sl, *a.step, stream, doing);
+    if (!after) continue;
+    if (a.variant < 0) {
+      d.check(d.cuEventRecord(after[plan_step++], stream), "cuEventRecord");
+    } else if (k + 1 == active_.size() || active_[k + 1].variant != a.variant) {
+      for (uint32_t n = 0; n < e_.plan_.launch_variants[a.variant].count; ++n)
+        d.check(d.cuEventRecord(after[plan_step++], stream), "cuEventRecord");
+    }
+  }
 }
 
 void GpuContext::run_graph(const Slot& sl, CUstream stream) {
@@ -183,27 +200,38 @@ void GpuContext::issue_list(const Slot& sl, const std::vector<plan::Step>& steps
         d.check(d.cuMemcpyDtoDAsync(address(sl, s.args[0]), address(sl, s.args[1]), n, stream),
                 (doing + " a copy").c_str());
     } else {
-      std::vector<CUdeviceptr> ptrs;
-      if (s.param_table) ptrs.push_back(sl.tables + 8 * e_.table_at_.at(&s));  // the buffers are in its table
-      else
-        for (const plan::BufferRef& b : s.args) ptrs.push_back(address(sl, b));
-      std::vector<void*> params;
-      for (CUdeviceptr& p : ptrs) params.push_back(&p);
-      // A shape-generic kernel: its grid at the current shape, and the
-      // symbols' values as its last (by-value) parameter.
-      plan::Dim3 grid = s.grid;
-      auto generic = generic_.find(&s);
-      if (generic != generic_.end()) {
-        grid = generic->second.grid;
-        params.push_back(&generic->second.syms);
-      }
-      if (grid.x && grid.y && grid.z)  // a generic launch's output may be empty at this shape
-        d.check(d.cuLaunchKernel(e_.functions_[s.kernel], grid.x, grid.y, grid.z, s.block.x, s.block.y, s.block.z,
-                                 s.shared_bytes, stream, params.data(), nullptr),
-                (doing + " kernel " + e_.plan_.kernels[s.kernel].name).c_str());
+      issue_step(sl, s, stream, doing);
     }
     if (after) d.check(d.cuEventRecord(after[i], stream), "cuEventRecord");
   }
+}
+
+void GpuContext::issue_step(const Slot& sl, const plan::Step& s, CUstream stream, const std::string& doing) {
+  const CudaDriver& d = e_.d_;
+  if (s.kind == plan::StepKind::Copy) {
+    if (size_t n = copy_bytes(s))
+      d.check(d.cuMemcpyDtoDAsync(address(sl, s.args[0]), address(sl, s.args[1]), n, stream),
+              (doing + " a copy").c_str());
+    return;
+  }
+  std::vector<CUdeviceptr> ptrs;
+  if (s.param_table) ptrs.push_back(sl.tables + 8 * e_.table_at_.at(&s));  // the buffers are in its table
+  else
+    for (const plan::BufferRef& b : s.args) ptrs.push_back(address(sl, b));
+  std::vector<void*> params;
+  for (CUdeviceptr& p : ptrs) params.push_back(&p);
+  // A shape-generic kernel: its grid at the current shape, and the
+  // symbols' values as its last (by-value) parameter.
+  plan::Dim3 grid = s.grid;
+  auto generic = generic_.find(&s);
+  if (generic != generic_.end()) {
+    grid = generic->second.grid;
+    params.push_back(&generic->second.syms);
+  }
+  if (grid.x && grid.y && grid.z)  // a generic launch's output may be empty at this shape
+    d.check(d.cuLaunchKernel(e_.functions_[s.kernel], grid.x, grid.y, grid.z, s.block.x, s.block.y, s.block.z,
+                             s.shared_bytes, stream, params.data(), nullptr),
+            (doing + " kernel " + e_.plan_.kernels[s.kernel].name).c_str());
 }
 
 // The host-driven run of one control-flow node (runtime/plan_control_run.h)

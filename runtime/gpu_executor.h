@@ -72,6 +72,7 @@
 
 #include "ir/symbolic_dim.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/plan_launch_variants.h"
 #include "runtime/plan_format.h"
 
 namespace kiln::rt {
@@ -250,6 +251,8 @@ class GpuContext {
   // (per-step events) or segments are being captured.
   void issue_list(const Slot& s, const std::vector<plan::Step>& steps, CUstream stream, CUevent* after,
                   const std::string& doing, size_t begin = 0, size_t end = SIZE_MAX);
+  // One kernel launch or copy (not a control step).
+  void issue_step(const Slot& s, const plan::Step& step, CUstream stream, const std::string& doing);
   // A host-driven plan's segments for the slot's bindings (gpu_segments.cpp);
   // its tables must be uploaded first. drop_segments destroys them.
   void capture_segments(Slot& s);
@@ -271,6 +274,9 @@ class GpuContext {
   std::optional<SymbolBindings> shape_;
   std::vector<size_t> in_bytes_, out_bytes_;
   std::unordered_map<const plan::Step*, GenericArgs> generic_;
+  // A plan with shape profiles: the launch list at the current shape, with
+  // the launch variants chosen for it (runtime/plan_launch_variants.h).
+  std::vector<plan::ActiveStep> active_;
   GraphCacheStats graph_stats_;
   CUdeviceptr arena_ = 0;  // shared: the graphs run one at a time on the compute stream
   std::vector<std::unique_ptr<Slot>> slots_;

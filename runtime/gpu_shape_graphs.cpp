@@ -1,5 +1,6 @@
 // GpuContext for a plan with shape profiles (runtime/gpu_executor.h): the
-// current shape's launch arguments, and per slot one CUDA Graph per distinct
+// current shape's launch list (its launch variants chosen) and arguments,
+// and per slot one CUDA Graph per distinct
 // shape, captured on first use and kept up to kMaxCachedGraphs (the least
 // recently used destroyed first).
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 
 #include "ir/error.h"
 #include "runtime/gpu_executor.h"
+#include "runtime/plan_launch_variants.h"
 
 namespace kiln::rt {
 
@@ -23,15 +25,21 @@ void GpuContext::set_shape(const SymbolBindings& b, std::vector<size_t> input_by
   for (size_t i = 0; i < output_bytes.size(); ++i)
     KILN_CHECK(output_bytes[i] <= e_.output_bytes_[i], "output {} has {} bytes, more than the largest shape's {}", i,
                output_bytes[i], e_.output_bytes_[i]);
+  // The launch list at this shape (each node's launch variant for it, if
+  // any), and its shape-generic launches' grids and symbols.
+  std::vector<plan::ActiveStep> active = plan::launches_at(e_.plan_, b);
   std::unordered_map<const plan::Step*, GenericArgs> generic;
-  for (const plan::GenericLaunch& gl : e_.plan_.generic_launches) {
+  for (const plan::ActiveStep& as : active) {
+    if (!as.generic) continue;
+    const plan::GenericLaunch& gl = *as.generic;
     GenericArgs a;
     a.grid = {plan::eval_grid_axis(gl.grid[0], b), plan::eval_grid_axis(gl.grid[1], b),
               plan::eval_grid_axis(gl.grid[2], b)};
     a.syms = plan::launch_symbols(gl, b);
-    generic.emplace(&e_.plan_.steps.at(gl.step), a);
+    generic.emplace(as.step, a);
   }
   generic_ = std::move(generic);
+  active_ = std::move(active);
   shape_ = b;
   in_bytes_ = std::move(input_bytes);
   out_bytes_ = std::move(output_bytes);

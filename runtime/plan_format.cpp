@@ -33,6 +33,7 @@ enum SectionId : uint32_t {
   kProfiles = 9,          // only in a plan with symbolic dims (runtime/plan_profiles.h)
   kGenericLaunches = 10,  // only in a GPU plan with symbolic dims (runtime/plan_generic_launches.h)
   kBoundedSizes = 11,     // only in a GPU plan with data-dependent sizes (runtime/plan_bounded_sizes.h)
+  kLaunchVariants = 12,   // only in a GPU plan with specialised launches (runtime/plan_launch_variants.h)
 };
 constexpr uint32_t kSectionIds[] = {kMeta, kGraph, kWeights, kKernels, kLaunches, kMemory};  // required
 constexpr size_t kFixedHeader = 40;  // magic 8, version 4, header size 4, file size 8, count 4, pad 4, xxh64 8
@@ -65,6 +66,8 @@ std::string section_name(uint32_t id) {
       return "generic launches";
     case kBoundedSizes:
       return "bounded sizes";
+    case kLaunchVariants:
+      return "launch variants";
   }
   return fmt::format("#{}", id);
 }
@@ -108,6 +111,7 @@ void write_plan(const Plan& p, const std::function<void(const void*, size_t)>& s
   if (!p.shapes.empty()) sections.push_back({kProfiles, write_profiles(p.shapes)});
   if (!p.generic_launches.empty()) sections.push_back({kGenericLaunches, write_generic_launches(p.generic_launches)});
   if (!p.bounded_sizes.empty()) sections.push_back({kBoundedSizes, write_bounded_sizes(p.bounded_sizes)});
+  if (!p.launch_variants.empty()) sections.push_back({kLaunchVariants, write_launch_variants(p.launch_variants)});
 
   uint64_t header_size = kFixedHeader + kTableEntry * sections.size();
   std::vector<uint64_t> offsets;
@@ -255,6 +259,11 @@ Plan deserialize(const uint8_t* data, size_t size, std::string_view what, const 
   if (where.count(kBoundedSizes)) {
     p.bounded_sizes = read_bounded_sizes(reader(kBoundedSizes));
     if (p.bounded_sizes.empty()) fail("{}: section 'bounded sizes' has no counts", what);
+  }
+  if (where.count(kLaunchVariants)) {
+    if (p.generic_launches.empty()) fail("{}: section 'launch variants' in a plan without generic launches", what);
+    p.launch_variants = read_launch_variants(reader(kLaunchVariants));
+    if (p.launch_variants.empty()) fail("{}: section 'launch variants' has no variants", what);
   }
   check_steps(p, what);
   check_control(p, what);

@@ -153,6 +153,27 @@ struct Step {
 };
 inline constexpr uint8_t kStepParamTableBit = 0x80;
 
+// Section `launch variants` (runtime/plan_launch_variants.h): other launches
+// for one node of the top-level launch list, run in place of its
+// shape-generic ones when the symbols meet every condition: kernels compiled
+// for one profile's opt shape (OptShape), or shape-generic kernels with
+// another GEMM tile for a range of rows (Bucket).
+enum class VariantKind : uint8_t { OptShape = 0, Bucket = 1 };
+// Holds when lo <= expr (a polynomial of the symbols) <= hi.
+struct ShapeCondition {
+  DimPoly expr;
+  int64_t lo = 0, hi = 0;
+  bool operator==(const ShapeCondition&) const = default;
+};
+struct LaunchVariant {
+  VariantKind kind = VariantKind::OptShape;
+  uint32_t profile = 0;           // OptShape: the profile whose opt shape it was compiled for
+  uint32_t first = 0, count = 0;  // the top-level steps [first, first + count) it replaces: one node's
+  std::vector<ShapeCondition> when;
+  std::vector<Step> steps;
+  std::vector<GenericLaunch> generic;  // its shape-generic steps (GenericLaunch::step indexes `steps`)
+};
+
 // One region of a control-flow node (a branch, a loop or scan body) as a
 // launch list of its own: where each of its parameters is read and each of
 // its results written (arena slots of its frame, or the node's own operands
@@ -218,6 +239,9 @@ struct Plan {
   // Section `generic launches` (runtime/plan_generic_launches.h): the steps
   // whose kernels are shape-generic; only in a GPU plan with shape profiles.
   std::vector<GenericLaunch> generic_launches;
+  // Section `launch variants`: only in a GPU plan with shape profiles where
+  // a specialised launch pays (runtime/plan_launch_variants.h).
+  std::vector<LaunchVariant> launch_variants;
   // Section `bounded sizes` (runtime/plan_bounded_sizes.h): only in a GPU
   // plan with data-dependent result sizes.
   BoundedSizes bounded_sizes;

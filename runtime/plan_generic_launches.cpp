@@ -114,29 +114,35 @@ std::vector<GenericLaunch> read_generic_launches(Reader r) {
   return ls;
 }
 
-void check_generic_launches(const Plan& p, const std::vector<std::string>& declared, std::string_view what) {
+void check_generic_list(const std::vector<GenericLaunch>& ls, const std::vector<Step>& steps,
+                        const std::vector<std::string>& declared, std::string_view what, std::string_view of) {
   int64_t last = -1;
-  for (size_t i = 0; i < p.generic_launches.size(); ++i) {
-    const GenericLaunch& l = p.generic_launches[i];
-    if (static_cast<int64_t>(l.step) <= last || l.step >= p.steps.size())
-      fail("{}: generic launch {} names step {} (the launch list has {}, in increasing order)", what, i, l.step,
-           p.steps.size());
+  for (size_t i = 0; i < ls.size(); ++i) {
+    const GenericLaunch& l = ls[i];
+    if (static_cast<int64_t>(l.step) <= last || l.step >= steps.size())
+      fail("{}: generic launch {}{} names step {} (the launch list has {}, in increasing order)", what, i, of, l.step,
+           steps.size());
     last = l.step;
-    if (p.steps[l.step].kind != StepKind::Kernel || p.steps[l.step].param_table)
-      fail("{}: generic launch {} names step {}, which is not a kernel launch with parameters", what, i, l.step);
+    if (steps[l.step].kind != StepKind::Kernel || steps[l.step].param_table)
+      fail("{}: generic launch {}{} names step {}, which is not a kernel launch with parameters", what, i, of, l.step);
     if (l.symbols.empty() || l.symbols.size() > static_cast<size_t>(kMaxLaunchSymbols))
-      fail("{}: generic launch {} has {} symbols (1 to {})", what, i, l.symbols.size(), kMaxLaunchSymbols);
+      fail("{}: generic launch {}{} has {} symbols (1 to {})", what, i, of, l.symbols.size(), kMaxLaunchSymbols);
     auto undeclared = [&](const std::string& s) {
       return std::find(declared.begin(), declared.end(), s) == declared.end();
     };
     for (const std::string& s : l.symbols)
-      if (undeclared(s)) fail("{}: generic launch {} reads symbol {}, which the graph does not declare", what, i, s);
+      if (undeclared(s))
+        fail("{}: generic launch {}{} reads symbol {}, which the graph does not declare", what, i, of, s);
     for (const GenericGridAxis& a : l.grid)
       for (const auto& [mono, coeff] : a.items)
         for (const std::string& s : mono)
           if (undeclared(base_symbol(s)))  // a derived symbol's base (ir/floor_div_dims.h)
-            fail("{}: generic launch {}'s grid uses the undeclared symbol {}", what, i, s);
+            fail("{}: generic launch {}{}'s grid uses the undeclared symbol {}", what, i, of, s);
   }
+}
+
+void check_generic_launches(const Plan& p, const std::vector<std::string>& declared, std::string_view what) {
+  check_generic_list(p.generic_launches, p.steps, declared, what, "");
 }
 
 }  // namespace detail

@@ -163,6 +163,7 @@ void check_profiles(const Plan& p, const Graph& g, std::string_view what) {
   std::vector<std::string> names;
   for (const SymbolDecl& d : g.symbols()) names.push_back(d.name);
   detail::check_generic_launches(p, names, what);
+  detail::check_launch_variants(p, names, what);
 }
 
 int matching_profile(const ShapeProfiles& s, const std::vector<std::pair<std::string, Shape>>& shapes,

@@ -134,6 +134,14 @@ ShapeProfiles read_profiles(Reader r);
 std::vector<uint8_t> write_generic_launches(const std::vector<GenericLaunch>& ls);
 std::vector<GenericLaunch> read_generic_launches(Reader r);
 void check_generic_launches(const Plan& p, const std::vector<std::string>& declared, std::string_view what);
+// The same checks for any launch list's generic launches (`of` names the
+// list in messages: " of launch variant 3").
+void check_generic_list(const std::vector<GenericLaunch>& ls, const std::vector<Step>& steps,
+                        const std::vector<std::string>& declared, std::string_view what, std::string_view of);
+// Section `launch variants` (runtime/plan_launch_variants.h).
+std::vector<uint8_t> write_launch_variants(const std::vector<LaunchVariant>& vs);
+std::vector<LaunchVariant> read_launch_variants(Reader r);
+void check_launch_variants(const Plan& p, const std::vector<std::string>& declared, std::string_view what);
 // A polynomial of symbols (sections `profiles`, `generic launches`,
 // `bounded sizes`): u64 term count; per term i64 coefficient, u64 symbol
 // count and the names, sorted.

@@ -271,7 +271,7 @@ DataDependentRunResult run_data_dependent_stages(const Graph& g, const std::map<
     if (n.op() == "if") {
       outs = run_taken_branch(g, n, operands, run_static, hooks, r);
       if (!sym.empty()) count = if_result_size(n, outs, sym);
-    } else if (n.op() == "loop") {
+    } else if (n.op() == "loop" || n.op() == "scan") {
       outs = run_loop_with_sizes(g, n, operands, run_static, hooks, r);
     } else {
       LoweredNode lowered(n, operands);

@@ -111,13 +111,53 @@ if [ "$sim" = sim ]; then
     grep -q '(topk) producing %top: the run gave its result size topk_k0 = 9, outside \[0, 6\]' "$out" ||
       fail "select_gpu.plan on $b: no k range message"
   done
-  # What the bounds cannot compute exactly is refused by name (exit 1): a sum
-  # over the kept entries would add the padding.
-  "$kiln" compile "$dir/positive_sum.onnx" --target sm_90 -o "$dir/sum.plan" >"$out" 2>&1
-  [ $? -eq 1 ] || fail "positive_sum for sm_90 must exit 1"
-  grep -q 'positive_sum.onnx: node "total" (reduce_sum) .*reads a value whose size is decided at run time (nonzero_n0).*it reduces along a data-dependent dim' \
-    "$out" || fail "positive_sum: the refusal does not name the node and why"
-  [ ! -e "$dir/sum.plan" ] || fail "positive_sum: a plan was written"
+  # A sum over the kept entries sees the padding masked to 0
+  # (compiler/gpu_bounded_lowering.h); a mean would divide by the bound:
+  # refused by name (exit 1), no plan written.
+  "$kiln" compile "$dir/positive_sum.onnx" --target sm_90 -o "$dir/sum.plan" >"$out" 2>&1 || fail "compile positive_sum sm_90: exit $?"
+  "$kiln" compile "$dir/positive_mean.onnx" --target sm_90 -o "$dir/mean.plan" >"$out" 2>&1
+  [ $? -eq 1 ] || fail "positive_mean for sm_90 must exit 1"
+  grep -q 'positive_mean.onnx: node "average" (reduce_mean) .*reads a value whose size is decided at run time (nonzero_n0).*it reduces along a data-dependent dim' \
+    "$out" || fail "positive_mean: the refusal does not name the node and why"
+  [ ! -e "$dir/mean.plan" ] || fail "positive_mean: a plan was written"
+  # torchvision's If-guarded NMS with a clamped slice (make_detection_post_model.py's
+  # nms_if.onnx) as one sm_90 plan: both branches compiled in, the condition read
+  # on the device; some boxes kept (the else branch) and none (the then branch).
+  "$py" "$t/make_detection_post_model.py" "$dir" >"$out" 2>&1 || fail "make_detection_post_model.py"
+  "$kiln" compile "$dir/nms_if.onnx" --target sm_90 -o "$dir/nms_if_gpu.plan" >"$out" 2>&1 || fail "compile nms_if sm_90: exit $?"
+  grep -q '(if) producing %keep (if_n0 in \[0, 40\])' "$out" || fail "compile nms_if sm_90: the if's bound is not said"
+  for b in $backends; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/sum.plan" --backend $b --inputs "x:$dir/x.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "sum.plan on $b: exit $?"
+    "$py" "$t/compare_outputs_ort.py" "$dir/positive_sum.onnx" "$dir/o" "x=$dir/x.npy" >"$out" 2>&1 ||
+      fail "sum.plan on $b: not ONNX Runtime's outputs"
+    for sc in scores:10 low_scores:0; do
+      rm -rf "$dir/o"
+      "$kiln" run "$dir/nms_if_gpu.plan" --backend $b --inputs "scores:$dir/${sc%%:*}.npy,boxes:$dir/boxes.npy" \
+        --outputs "$dir/o" >"$out" 2>&1 || fail "nms_if_gpu.plan on $b with ${sc%%:*}: exit $?"
+      grep -q "^data-dependent sizes: .*if_n0=${sc##*:} (range \[0, 40\]" "$out" ||
+        fail "nms_if_gpu.plan on $b with ${sc%%:*}: not if_n0=${sc##*:}"
+      "$py" "$t/compare_outputs_ort.py" "$dir/nms_if.onnx" "$dir/o" "scores=$dir/${sc%%:*}.npy" "boxes=$dir/boxes.npy" \
+        >"$out" 2>&1 || fail "nms_if_gpu.plan on $b with ${sc%%:*}: not ONNX Runtime's outputs"
+    done
+  done
+  # kiln dump-ir on such a model: the imported IR with each size a symbol of
+  # range [0, bound] (exit 0, said on stderr); with -O for sm_90 the graph the
+  # GPU plan compiles, at the bounds, the counts its last outputs.
+  "$kiln" dump-ir "$dir/nms_if.onnx" >"$dir/ir.txt" 2>"$out" || fail "dump-ir nms_if: exit $?"
+  grep -q 'result sizes decided at run time (.*(if) producing %keep (if_n0 in \[0, 40\])' "$out" ||
+    fail "dump-ir nms_if: the sizes are not said"
+  grep -q 'symbols(.*if_n0 in \[0, 40\]' "$dir/ir.txt" || fail "dump-ir nms_if: no size symbols in the IR"
+  grep -q 'size_symbol="if_n0"' "$dir/ir.txt" || fail "dump-ir nms_if: the if does not name its size"
+  "$kiln" dump-ir "$dir/nms_if.onnx" -O --target sm_90 >"$dir/ir.txt" 2>"$out" || fail "dump-ir -O sm_90 nms_if: exit $?"
+  grep -q "the IR after passes is the GPU plan's graph at the upper bounds, the counts its last 4 outputs" "$out" ||
+    fail "dump-ir -O sm_90 nms_if: not said"
+  grep -q 'size_symbol\|= if(' "$dir/ir.txt" && fail "dump-ir -O sm_90 nms_if: sizes or the if left in the graph"
+  grep -q 'non_max_suppression(.*bounded=1' "$dir/ir.txt" || fail "dump-ir -O sm_90 nms_if: no bounded NMS"
+  "$kiln" dump-ir "$dir/nms_if.onnx" -O --target cpu >"$dir/ir.txt" 2>"$out"
+  [ $? -eq 1 ] || fail "dump-ir -O for cpu on nms_if must exit 1"
+  grep -q 'the graph has result sizes decided at run time' "$out" || fail "dump-ir -O cpu: no refusal"
 fi
 
 # A Loop whose body decides a size (NonZero on the iteration number): each
@@ -136,7 +176,46 @@ for b in $backends; do
   "$py" "$t/compare_outputs_ort.py" "$dir/loop_nonzero.onnx" "$dir/o" "x=$dir/xl.npy" >"$out" 2>&1 ||
     fail "loop.plan on $b: not ONNX Runtime's outputs"
 done
+# A Scan whose body decides a size per row, and an If nested in an If's
+# branch deciding one (its inner then branch), the same ways: on ref and sim
+# against ONNX Runtime (both paths of the nested ifs), and from CPU plans.
+for b in $backends; do
+  KILN_PYTHON=$py "$kiln" run "$dir/scan_nonzero.onnx" --backend $b --inputs "x:$dir/xs.npy" --compare ort \
+    >"$out" 2>&1 || fail "scan_nonzero on $b: exit $?"
+  grep -q '^data-dependent sizes: nonzero_n0=3 ' "$out" || fail "scan_nonzero on $b: not the last row's size"
+  grep -q '^compare: PASS' "$out" || fail "scan_nonzero on $b: no PASS against ONNX Runtime"
+  for c in yes:yes:4 yes:no:no no:yes:no; do
+    c1=${c%%:*} rest=${c#*:}
+    c2=${rest%%:*} n=${rest#*:}
+    KILN_PYTHON=$py "$kiln" run "$dir/nested_if.onnx" --backend $b --inputs "x:$dir/xn.npy,c1:$dir/$c1.npy,c2:$dir/$c2.npy" \
+      --compare ort >"$out" 2>&1 || fail "nested_if on $b with $c1 $c2: exit $?"
+    if [ "$n" = no ]; then
+      grep -q '^data-dependent sizes: nonzero_n0 not run' "$out" || fail "nested_if on $b with $c1 $c2: nonzero ran"
+    else
+      grep -q "^data-dependent sizes: nonzero_n0=$n " "$out" || fail "nested_if on $b with $c1 $c2: not $n kept"
+    fi
+    grep -q '^compare: PASS' "$out" || fail "nested_if on $b with $c1 $c2: no PASS against ONNX Runtime"
+  done
+done
+"$kiln" compile "$dir/scan_nonzero.onnx" --target cpu -o "$dir/scan.plan" >"$out" 2>&1 || fail "compile scan: exit $?"
+"$kiln" compile "$dir/nested_if.onnx" --target cpu -o "$dir/nested.plan" >"$out" 2>&1 || fail "compile nested_if: exit $?"
+for b in $backends; do
+  rm -rf "$dir/o"
+  "$kiln" run "$dir/scan.plan" --backend $b --inputs "x:$dir/xs.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+    fail "scan.plan on $b: exit $?"
+  "$py" "$t/compare_outputs_ort.py" "$dir/scan_nonzero.onnx" "$dir/o" "x=$dir/xs.npy" >"$out" 2>&1 ||
+    fail "scan.plan on $b: not ONNX Runtime's outputs"
+  rm -rf "$dir/o"
+  "$kiln" run "$dir/nested.plan" --backend $b --inputs "x:$dir/xn.npy,c1:$dir/yes.npy,c2:$dir/yes.npy" --outputs "$dir/o" \
+    >"$out" 2>&1 || fail "nested.plan on $b: exit $?"
+  "$py" "$t/compare_outputs_ort.py" "$dir/nested_if.onnx" "$dir/o" "x=$dir/xn.npy" "c1=$dir/yes.npy" "c2=$dir/yes.npy" \
+    >"$out" 2>&1 || fail "nested.plan on $b: not ONNX Runtime's outputs"
+done
 if [ "$sim" = sim ]; then
+  "$kiln" compile "$dir/scan_nonzero.onnx" --target sm_90 -o "$dir/scan_gpu.plan" >"$out" 2>&1
+  [ $? -eq 1 ] || fail "scan_nonzero for sm_90 must exit 1"
+  grep -q "(nonzero) producing %nz decides the size nonzero_n0 inside a region (a loop's or scan's body" "$out" ||
+    fail "scan_nonzero for sm_90: the refusal does not name the node"
   "$kiln" compile "$dir/loop_nonzero.onnx" --target sm_90 -o "$dir/loop_gpu.plan" >"$out" 2>&1
   [ $? -eq 1 ] || fail "loop_nonzero for sm_90 must exit 1"
   grep -q '(nonzero) producing %nz decides the size nonzero_n0 inside a region' "$out" ||

@@ -3,8 +3,9 @@
 # and softmax model with a dynamic batch compiled ONCE for --target sm_90 with a profile
 # holds shape-generic kernels (section `generic launches`) and runs from that
 # plan at three batches on the simulator (the plan's own kernels) and on the
-# CPU path, matching ONNX Runtime; so do a dynamic-batch MLP, the issue's
-# CNN at fp32 and at fp16 (tensor cores). A model with a family
+# CPU path, matching ONNX Runtime; so do a dynamic-batch MLP (also with tf32
+# allowed), the BERT-style encoder (its attention written out, and fused with
+# its head merge), the issue's CNN at fp32 and at fp16 (tensor cores). A model with a family
 # that is not shape-generic yet (scatter_elements) is refused for a GPU target,
 # naming the node and its op, with no plan written.
 # Usage: gpu_profiles_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim
@@ -59,48 +60,87 @@ for be in $backends; do
   done
 done
 
+# The same MLP with tf32 allowed: its Gemms and MatMul on tensor cores
+# (mma.sync tf32) with a symbolic M, every launch shape-generic, within the
+# fp16 tolerance of ONNX Runtime's fp32 outputs (tf32 keeps fp16's 10
+# mantissa bits) at three batches on sim.
+"$kiln" compile "$dir/mlp.onnx" --target sm_90 --precision tf32 --min-shapes x:1x64 --max-shapes x:256x64 \
+  -o "$dir/mlp_tf32.plan" >"$out" 2>&1 || fail "compile mlp (tf32) for sm_90 with a profile: exit $?"
+"$kiln" inspect "$dir/mlp_tf32.plan" >"$out" 2>&1 || fail "inspect mlp (tf32): exit $?"
+grep -q '^shape-generic launches: 4 ' "$out" || fail "the tf32 MLP's four launches are not all shape-generic"
+[ "$(grep -c ' kiln_gemm_mma_.* sm_90 ' "$out")" -eq 2 ] || fail "the tf32 MLP's two Gemms are not on tensor cores"
+grep -q ' kiln_matmul_mma_.* sm_90 ' "$out" || fail "the tf32 MLP's MatMul is not on tensor cores"
+if [ "$sim" = sim ]; then
+  for b in 1 9 200; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/mlp_tf32.plan" --backend sim --inputs "x:$dir/m_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "mlp_tf32.plan on sim at batch $b: exit $?"
+    "$py" "$t/compare_outputs_ort.py" --fp16 "$dir/mlp.onnx" "$dir/o" "x=$dir/m_$b.npy" >"$out" 2>&1 ||
+      fail "mlp_tf32.plan on sim at batch $b: not ONNX Runtime's outputs"
+  done
+fi
+
 # The BERT-style encoder of cli_plan_profiles (embedding gather, layer norms,
 # Q/K/V projection and head split/merge transposes, masked softmax attention,
 # output Gemm, GELU FFN), compiled once for sm_90 in fp32 and fp16 with a
-# dynamic batch and sequence (1x1 .. 8x64), run at three (batch, seq) shapes
-# on sim and ref against ONNX Runtime. Its attention runs unfused (the
-# default pipeline less recognize-patterns and layout): the fused attention
-# kernel is not shape-generic yet; the scores' softmax runs over rows of the
-# symbolic length seq.
+# dynamic batch and sequence (1x1 .. 8x64), twice: with its attention
+# written out (the default pipeline less recognize-patterns and layout: the
+# scores' softmax over rows of the symbolic length seq), and with the
+# default pipeline, whose attention node is fused with its head merge and
+# the merged QKV projection with its split and head transposes, as in a
+# static plan: fewer launches, every one shape-generic. Each plan runs at
+# three (batch, seq) shapes on sim and ref against ONNX Runtime.
 enc=$dir/cnn/encoder.onnx
 unfused=fold-constants,fold-control-flow,simplify,dce,cse,fold-constants,dce
 for prec in fp32 fp16; do
   passes=$unfused
   [ "$prec" = fp16 ] && passes=$passes,precision,fold-constants,simplify,cse,dce
   passes=$passes,merge-sibling-matmuls,fuse,plan-memory
-  "$kiln" compile "$enc" --target sm_90 --precision $prec --passes $passes \
-    --min-shapes input_ids:1x1,attention_mask:1x1 --max-shapes input_ids:8x64,attention_mask:8x64 \
-    -o "$dir/enc_$prec.plan" >"$out" 2>&1 || fail "compile the encoder ($prec) for sm_90 with a profile: exit $?"
-  "$kiln" inspect "$dir/enc_$prec.plan" >"$out" 2>&1 || fail "inspect encoder ($prec): exit $?"
-  # Every launch is shape-generic.
-  n=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]*\) kernel launches.*/\1/p' "$out")
-  grep -q "^shape-generic launches: $n (" "$out" || fail "encoder ($prec): not all $n launches are shape-generic"
-  # Batched scores and context: row tiles x column tiles x 4*batch heads.
-  grep -q 'x = ceil(seq / [0-9]*); y = ceil(seq / [0-9]*); z = ceil(4\*batch / 1) (symbols batch, seq)' "$out" ||
-    fail "encoder ($prec): no scores grid of seq x seq tiles x 4*batch heads"
-  grep -q 'kiln_sm_softmax_' "$out" || fail "encoder ($prec): no softmax over the symbolic seq"
-  grep -q 'kiln_inj_gather_' "$out" || fail "encoder ($prec): no gather kernel"
-  if [ "$prec" = fp16 ]; then
-    grep -q 'kiln_matmul_mma_' "$out" || fail "encoder (fp16): no tensor-core matmul"
-    tol=--fp16
-  else
+  for pipe in unfused default; do
+    plan=$dir/enc_${prec}_$pipe.plan
+    if [ $pipe = unfused ]; then
+      set -- --passes $passes
+    else
+      set --
+    fi
+    "$kiln" compile "$enc" --target sm_90 --precision $prec "$@" \
+      --min-shapes input_ids:1x1,attention_mask:1x1 --max-shapes input_ids:8x64,attention_mask:8x64 \
+      -o "$plan" >"$out" 2>&1 || fail "compile the encoder ($prec, $pipe) for sm_90 with a profile: exit $?"
+    "$kiln" inspect "$plan" >"$out" 2>&1 || fail "inspect encoder ($prec, $pipe): exit $?"
+    # Every launch is shape-generic.
+    n=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]*\) kernel launches.*/\1/p' "$out")
+    grep -q "^shape-generic launches: $n (" "$out" || fail "encoder ($prec, $pipe): not all $n launches are shape-generic"
+    grep -q 'kiln_inj_gather_' "$out" || fail "encoder ($prec, $pipe): no gather kernel"
+    if [ $pipe = unfused ]; then
+      unfused_launches=$n
+      # Batched scores and context: row tiles x column tiles x 4*batch heads.
+      grep -q 'x = ceil(seq / [0-9]*); y = ceil(seq / [0-9]*); z = ceil(4\*batch / 1) (symbols batch, seq)' "$out" ||
+        fail "encoder ($prec): no scores grid of seq x seq tiles x 4*batch heads"
+      grep -q 'kiln_sm_softmax_' "$out" || fail "encoder ($prec): no softmax over the symbolic seq"
+      [ "$prec" = fp16 ] && { grep -q 'kiln_matmul_mma_' "$out" || fail "encoder (fp16): no tensor-core matmul"; }
+    else
+      # The attention with its head merge: one kernel, its grid batch*heads x query tiles.
+      grep -q ' kiln_attn_fused_attention_.* sm_90 ' "$out" || fail "encoder ($prec): the attention is not fused"
+      grep -q 'x = ceil(4\*batch / 1); y = ceil(seq / [0-9]*) (symbols batch, seq)' "$out" ||
+        fail "encoder ($prec): no attention grid of 4*batch heads x query tiles"
+      [ "$n" -lt "$unfused_launches" ] ||
+        fail "encoder ($prec): $n launches with the attention fused, $unfused_launches written out"
+      echo "encoder ($prec): $unfused_launches launches with the attention written out, $n fused"
+    fi
     tol=
-  fi
-  for be in $backends; do
-    for bs in 1x5 2x16 4x33; do
-      rm -rf "$dir/o"
-      "$kiln" run "$dir/enc_$prec.plan" --backend "$be" \
-        --inputs "input_ids:$dir/cnn/ids_$bs.npy,attention_mask:$dir/cnn/mask_$bs.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-        fail "encoder ($prec) on $be at $bs: exit $?"
-      grep -q "^symbols: batch=${bs%x*} (range \[1, 8\]), seq=${bs#*x} (range \[1, 64\])" "$out" ||
-        fail "encoder ($prec) on $be at $bs: no symbols line"
-      "$py" "$t/compare_outputs_ort.py" $tol "$enc" "$dir/o" "input_ids=$dir/cnn/ids_$bs.npy" \
-        "attention_mask=$dir/cnn/mask_$bs.npy" >"$out" 2>&1 || fail "encoder ($prec) on $be at $bs: not ONNX Runtime's outputs"
+    [ "$prec" = fp16 ] && tol=--fp16
+    for be in $backends; do
+      for bs in 1x5 2x16 4x33; do
+        rm -rf "$dir/o"
+        "$kiln" run "$plan" --backend "$be" \
+          --inputs "input_ids:$dir/cnn/ids_$bs.npy,attention_mask:$dir/cnn/mask_$bs.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+          fail "encoder ($prec, $pipe) on $be at $bs: exit $?"
+        grep -q "^symbols: batch=${bs%x*} (range \[1, 8\]), seq=${bs#*x} (range \[1, 64\])" "$out" ||
+          fail "encoder ($prec, $pipe) on $be at $bs: no symbols line"
+        "$py" "$t/compare_outputs_ort.py" $tol "$enc" "$dir/o" "input_ids=$dir/cnn/ids_$bs.npy" \
+          "attention_mask=$dir/cnn/mask_$bs.npy" >"$out" 2>&1 ||
+          fail "encoder ($prec, $pipe) on $be at $bs: not ONNX Runtime's outputs"
+      done
     done
   done
 done
@@ -154,6 +194,61 @@ for be in $backends; do
       fail "cnn16.plan (fp16) on $be at batch $b: not ONNX Runtime's outputs"
   done
 done
+
+# Launch variants (docs/dynamic_shapes.md "Specialised launches"): the CNN
+# (fp32) and the encoder (fp16) compiled with an opt shape and every node
+# also specialised for it (--opt-variants all); on sim the opt shape runs the
+# specialised launches and two other shapes the shape-generic ones, all
+# matching ONNX Runtime. `kiln inspect` lists the variants; `--perf` models
+# the plan at the opt shape with them.
+if [ "$sim" = sim ]; then
+  "$kiln" compile "$dir/cnn/cnn.onnx" --target sm_90 --min-shapes x:1x3x16x16 --opt-shapes x:3x3x16x16 \
+    --max-shapes x:8x3x16x16 --opt-variants all -o "$dir/cnn_opt.plan" >"$out" 2>&1 ||
+    fail "compile the CNN with launch variants: exit $?"
+  "$kiln" inspect "$dir/cnn_opt.plan" >"$out" 2>&1 || fail "inspect cnn_opt: exit $?"
+  grep -q '^launch variants: [1-9][0-9]* (the first whose shape condition holds' "$out" || fail "inspect shows no launch variants"
+  grep -q '^  steps [0-9]*\.\.[0-9]* (node #[0-9]* fused): at the opt shape of profile 0 (batch=3): 1 launch(es): kiln_conv_.* grid .*; other shapes: kiln_conv_' "$out" ||
+    fail "inspect shows no conv variant for batch=3"
+  "$kiln" inspect "$dir/cnn_opt.plan" --perf >"$out" 2>&1 || fail "inspect cnn_opt --perf: exit $?"
+  grep -q '^shape: the opt shape of profile 0 (batch=3); [1-9][0-9]* of its [0-9]* launches from launch variants' "$out" ||
+    fail "inspect --perf does not model the opt shape's launch variants"
+  grep -q '^plan: .*batch 3$' "$out" || fail "inspect --perf does not model batch 3"
+  for b in 3 1 8; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/cnn_opt.plan" --backend sim --inputs "x:$dir/cnn/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "cnn_opt.plan on sim at batch $b: exit $?"
+    if [ $b = 3 ]; then
+      grep -q '^launch variants: [1-9][0-9]* node(s) ran [1-9][0-9]* launch(es) specialised for the opt shape of profile 0 (batch=3)$' "$out" ||
+        fail "cnn_opt.plan at batch 3 did not run its launch variants"
+    else
+      grep -q '^launch variants: none at this shape' "$out" || fail "cnn_opt.plan at batch $b ran a launch variant"
+    fi
+    "$py" "$t/compare_outputs_ort.py" "$dir/cnn/cnn.onnx" "$dir/o" "x=$dir/cnn/x_$b.npy" >"$out" 2>&1 ||
+      fail "cnn_opt.plan on sim at batch $b: not ONNX Runtime's outputs"
+  done
+  passes=$unfused,precision,fold-constants,simplify,cse,dce,merge-sibling-matmuls,fuse,plan-memory
+  "$kiln" compile "$enc" --target sm_90 --precision fp16 --passes $passes \
+    --min-shapes input_ids:1x1,attention_mask:1x1 --opt-shapes input_ids:2x16,attention_mask:2x16 \
+    --max-shapes input_ids:8x64,attention_mask:8x64 --opt-variants all -o "$dir/enc_opt.plan" >"$out" 2>&1 ||
+    fail "compile the encoder with launch variants: exit $?"
+  for bs in 2x16 1x5 4x33; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/enc_opt.plan" --backend sim \
+      --inputs "input_ids:$dir/cnn/ids_$bs.npy,attention_mask:$dir/cnn/mask_$bs.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "enc_opt.plan on sim at $bs: exit $?"
+    if [ $bs = 2x16 ]; then
+      grep -q '^launch variants: [1-9][0-9]* node(s) ran [1-9][0-9]* launch(es) specialised for the opt shape of profile 0 (batch=2, seq=16)$' "$out" ||
+        fail "enc_opt.plan at 2x16 did not run its launch variants"
+    else
+      grep -q '^launch variants: none at this shape' "$out" || fail "enc_opt.plan at $bs ran a launch variant"
+    fi
+    "$py" "$t/compare_outputs_ort.py" --fp16 "$enc" "$dir/o" "input_ids=$dir/cnn/ids_$bs.npy" \
+      "attention_mask=$dir/cnn/mask_$bs.npy" >"$out" 2>&1 || fail "enc_opt.plan on sim at $bs: not ONNX Runtime's outputs"
+  done
+fi
+expect_exit 1 "--opt-variants without a profile must exit 1" "$kiln" compile "$dir/cnn/cnn.onnx" --target sm_90 \
+  --opt-variants all -o "$dir/no.plan"
+grep -q 'applies to shape profiles' "$out" || fail "no message for --opt-variants without a profile"
 
 # A family without shape-generic kernels: refused by node and op, no plan.
 "$kiln" compile "$dir/scatter.onnx" --target sm_90 --min-shapes x:1x3x24,i:1x3x2,u:1x3x2 \

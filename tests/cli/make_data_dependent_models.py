@@ -12,10 +12,18 @@ sizes) into DIR, built with onnx.helper, with inputs as .npy files:
                transposed coordinates, Sigmoid'ed: what a GPU plan computes at
                the bound and trims
   positive_sum.onnx  x [4,6] -> the sum of its positive elements (NonZero,
-               Gather, ReduceSum "total"): what a GPU plan refuses
+               Gather, ReduceSum "total"): a GPU plan masks the padding
+  positive_mean.onnx  the same with ReduceMean "average": what a GPU plan
+               refuses (the mean divides by the bound)
   loop_nonzero.onnx  x [8] -> a Loop of 3 iterations whose body sums the
                entries of x above the iteration number (NonZero, Gather,
                ReduceSum): a running total (carried) and each sum (scanned)
+  scan_nonzero.onnx  x [3,5] -> a Scan over the rows whose body sums the
+               row's positive entries (NonZero, Gather, ReduceSum): a running
+               total (state) and each row's sum (scanned)
+  nested_if.onnx  x [6], c1, c2 bool -> an If whose then branch holds an If
+               whose then branch sums x's positive entries (NonZero, Gather,
+               ReduceSum); the other branches reduce_max/reduce_min
 Random data, seeded.
     python tests/cli/make_data_dependent_models.py DIR
 """
@@ -94,7 +102,7 @@ def nonzero_gather(dir_):
          os.path.join(dir_, "nonzero_gather.onnx"))
 
 
-def positive_sum(dir_):
+def positive_sum(dir_, op="ReduceSum", name="total", model="positive_sum"):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
     outs = [helper.make_tensor_value_info("sum", TensorProto.FLOAT, [1])]
     inits = [numpy_helper.from_array(np.zeros((), np.float32), "zero"), i64("flat", [-1]), i64("axes", [0])]
@@ -105,9 +113,11 @@ def positive_sum(dir_):
         helper.make_node("NonZero", ["posf"], ["nz"]),
         helper.make_node("Reshape", ["nz", "flat"], ["idx"]),
         helper.make_node("Gather", ["xf", "idx"], ["vals"], axis=0),
-        helper.make_node("ReduceSum", ["vals", "axes"], ["sum"], name="total", keepdims=1),
+        # (at opset 13 ReduceSum takes its axes as an operand, ReduceMean as an attribute)
+        helper.make_node(op, ["vals", "axes"], ["sum"], name=name, keepdims=1) if op == "ReduceSum" else
+        helper.make_node(op, ["vals"], ["sum"], name=name, keepdims=1, axes=[0]),
     ]
-    save(helper.make_graph(nodes, "positive_sum", [x], outs, initializer=inits), os.path.join(dir_, "positive_sum.onnx"))
+    save(helper.make_graph(nodes, model, [x], outs, initializer=inits), os.path.join(dir_, model + ".onnx"))
 
 
 def loop_nonzero(dir_):
@@ -138,9 +148,57 @@ def loop_nonzero(dir_):
     np.save(os.path.join(dir_, "xl.npy"), np.array([0.5, 2.5, -1, 1.5, 3, 0.2, 2.2, 1.1], np.float32))
 
 
+def scan_nonzero(dir_):
+    f32 = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Greater", ["row", "zero"], ["pos"]),
+         helper.make_node("NonZero", ["pos"], ["nz"]),
+         helper.make_node("Reshape", ["nz", "flat"], ["idx"]),
+         helper.make_node("Gather", ["row", "idx"], ["vals"], axis=0),
+         helper.make_node("ReduceSum", ["vals"], ["s"], keepdims=1),
+         helper.make_node("Add", ["acc", "s"], ["acc_out"]),
+         helper.make_node("Identity", ["s"], ["s_scan"])],
+        "body",
+        [helper.make_tensor_value_info("acc", f32, [1]), helper.make_tensor_value_info("row", f32, [5])],
+        [helper.make_tensor_value_info("acc_out", f32, [1]), helper.make_tensor_value_info("s_scan", f32, [1])],
+        [numpy_helper.from_array(np.zeros((), np.float32), "zero"), i64("flat", [-1])])
+    g = helper.make_graph(
+        [helper.make_node("Scan", ["init", "x"], ["total", "per_row"], body=body, num_scan_inputs=1)],
+        "scan_nonzero", [helper.make_tensor_value_info("x", f32, [3, 5])],
+        [helper.make_tensor_value_info("total", f32, [1]), helper.make_tensor_value_info("per_row", f32, [3, 1])],
+        [numpy_helper.from_array(np.zeros(1, np.float32), "init")])
+    save(g, os.path.join(dir_, "scan_nonzero.onnx"))
+    np.save(os.path.join(dir_, "xs.npy"), np.array([[1, -2, 3, -4, 5], [-1, -1, -1, -1, -1], [0.5, 2, -3, 4, 0]], np.float32))
+
+
+def nested_if(dir_):
+    f32, b = TensorProto.FLOAT, TensorProto.BOOL
+    out = lambda name: [helper.make_tensor_value_info(name, f32, [1])]
+    inner_then = helper.make_graph(
+        [helper.make_node("Greater", ["x", "zero"], ["p"]), helper.make_node("NonZero", ["p"], ["nz"]),
+         helper.make_node("Reshape", ["nz", "flat"], ["i"]), helper.make_node("Gather", ["x", "i"], ["v"], axis=0),
+         helper.make_node("ReduceSum", ["v"], ["o"], keepdims=1)],
+        "inner_then", [], out("o"), [numpy_helper.from_array(np.zeros((), np.float32), "zero"), i64("flat", [-1])])
+    inner_else = helper.make_graph([helper.make_node("ReduceMax", ["x"], ["o2"], keepdims=1)], "inner_else", [], out("o2"))
+    outer_then = helper.make_graph(
+        [helper.make_node("If", ["c2"], ["r"], then_branch=inner_then, else_branch=inner_else)], "outer_then", [], out("r"))
+    outer_else = helper.make_graph([helper.make_node("ReduceMin", ["x"], ["r2"], keepdims=1)], "outer_else", [], out("r2"))
+    g = helper.make_graph(
+        [helper.make_node("If", ["c1"], ["y"], then_branch=outer_then, else_branch=outer_else)], "nested_if",
+        [helper.make_tensor_value_info("x", f32, [6]), helper.make_tensor_value_info("c1", b, []),
+         helper.make_tensor_value_info("c2", b, [])], out("y"))
+    save(g, os.path.join(dir_, "nested_if.onnx"))
+    np.save(os.path.join(dir_, "xn.npy"), np.array([1, -2, 3, -4, 5, 0.5], np.float32))
+    np.save(os.path.join(dir_, "yes.npy"), np.array(True))
+    np.save(os.path.join(dir_, "no.npy"), np.array(False))
+
+
 if __name__ == "__main__":
     select(sys.argv[1])
     detect(sys.argv[1])
     nonzero_gather(sys.argv[1])
     positive_sum(sys.argv[1])
+    positive_sum(sys.argv[1], "ReduceMean", "average", "positive_mean")
     loop_nonzero(sys.argv[1])
+    scan_nonzero(sys.argv[1])
+    nested_if(sys.argv[1])

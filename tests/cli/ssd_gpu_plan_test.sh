@@ -7,12 +7,24 @@
 # runtime's path (ref), the outputs trimmed to the count and compared with
 # ONNX Runtime at fp32 tolerance; the count is printed and is neither 0 nor the
 # bound.
-# Usage: ssd_gpu_plan_test.sh KILN TESTS_CLI_DIR REPO VENV_PYTHON
+# Then the zoo's ssdlite_mobilenet_v3 (torchvision's SSDlite head: per class
+# NonZero and TopK with k = min(k, n), the classes concatenated along their
+# counts, an If around the batched NMS ("no boxes left?"), a slice clamping
+# the kept to 100): compiled once for sm_90, the If's branches both inlined and
+# selected on the device, run on sim and ref for the test image (100 kept), a
+# dark image (2 kept) and the image scaled by 0.1 (5 kept), against ONNX
+# Runtime at fp32; and at fp16 on ref for the scaled image (at fp16 the test
+# image's 100 detections come in another order: scores 5e-3 apart swap ranks).
+# And the ssdlite plan through the runtime's GPU path on the strict fake
+# driver (kiln_fake_gpu_plan_check --run-time-inputs: one captured CUDA Graph,
+# the plan's kernels on the simulator), against the zoo's expected outputs.
+# Usage: ssd_gpu_plan_test.sh KILN TESTS_CLI_DIR REPO VENV_PYTHON FAKE_GPU_PLAN_CHECK
 set -u
 kiln=$1
 t=$2
 repo=$3
 py=$4
+plan_check=$5
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 out=$dir/out.txt
@@ -40,4 +52,40 @@ for b in sim ref; do
   "$py" "$t/compare_outputs_ort.py" "$m" "$dir/o" "images=$dir/images.npy" >"$out" 2>&1 ||
     fail "run on $b: not ONNX Runtime's outputs"
 done
+
+"$py" "$repo/tests/models/prepare_models.py" --zoo "$dir/zoo" ssdlite_mobilenet_v3 >"$out" 2>&1 || fail "prepare ssdlite"
+m=$dir/zoo/ssdlite_mobilenet_v3/model.onnx
+"$py" -c "
+import sys, onnx, numpy as np
+from onnx import numpy_helper
+t = onnx.TensorProto()
+t.ParseFromString(open(sys.argv[1], 'rb').read())
+x = numpy_helper.to_array(t)
+np.save(sys.argv[2] + '/test.npy', x)
+np.save(sys.argv[2] + '/dark.npy', np.zeros_like(x))
+np.save(sys.argv[2] + '/dim.npy', (x * 0.1).astype(np.float32))" "$dir/zoo/ssdlite_mobilenet_v3/test_data_set_0/input_0.pb" "$dir" ||
+  fail "the ssdlite inputs"
+"$kiln" compile "$m" --target sm_90 -o "$dir/lite.plan" >"$out" 2>&1 || fail "compile ssdlite: exit $?"
+grep -q '(if) (if_n0 in \[0, 1566\]), .*(slice) (slice_n0 in \[0, 100\])): the GPU plan computes at the upper bounds' "$out" ||
+  fail "compile ssdlite: the if's and the slice's bounds are not said"
+grep -q 'plan written; GPU kernels: [1-9][0-9]* for sm_90' "$out" || fail "compile ssdlite: no GPU kernels"
+for b in sim ref; do
+  for x in test:100 dark:2 dim:5; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/lite.plan" --backend $b --inputs "images:$dir/${x%%:*}.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "ssdlite on $b with ${x%%:*}: exit $?"
+    grep -q "slice_n0=${x##*:} (range \[0, 100\]" "$out" || fail "ssdlite on $b with ${x%%:*}: not ${x##*:} kept"
+    grep -q "^output 0 \"boxes\": f32\[${x##*:},4\]" "$out" || fail "ssdlite on $b with ${x%%:*}: boxes not trimmed"
+    "$py" "$t/compare_outputs_ort.py" "$m" "$dir/o" "images=$dir/${x%%:*}.npy" >"$out" 2>&1 ||
+      fail "ssdlite on $b with ${x%%:*}: not ONNX Runtime's outputs"
+  done
+done
+"$kiln" compile "$m" --target sm_90 --precision fp16 -o "$dir/lite16.plan" >"$out" 2>&1 || fail "compile ssdlite fp16: exit $?"
+rm -rf "$dir/o"
+"$kiln" run "$dir/lite16.plan" --backend ref --inputs "images:$dir/dim.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+  fail "ssdlite fp16: exit $?"
+"$py" "$t/compare_outputs_ort.py" --fp16 "$m" "$dir/o" "images=$dir/dim.npy" >"$out" 2>&1 ||
+  fail "ssdlite fp16: not ONNX Runtime's outputs"
+"$plan_check" "$dir/zoo/ssdlite_mobilenet_v3" --run-time-inputs >"$out" 2>&1 || fail "ssdlite on the fake driver: exit $?"
+grep -q '"status":"pass"' "$out" || fail "ssdlite on the fake driver: not a pass"
 echo PASS

@@ -40,6 +40,89 @@ constexpr const char* kNmsGather =
     return %sel, %kept
   })";
 
+// torchvision's detection post-processing in little (ssdlite's): per class,
+// the scores above a threshold (NonZero), the best min(4, n) of them (TopK
+// with k from the constant holding n), the classes' boxes, scores and labels
+// concatenated along the counts; if none is left an empty keep (the If's
+// condition from the constant holding the concat's shape), else batched NMS
+// (boxes offset by label * (max coordinate + 1)); the first 6 kept (a clamped
+// slice) and their boxes, scores and labels.
+constexpr const char* kPostIf =
+    R"(graph @post(%s: f32[2,10], %b: f32[10,4], %t: f32[]) -> (f32[c,4], f32[c], i64[c]) symbols(n in [0, 10], k in [0, 10], n2 in [0, 10], k2 in [0, 10], m in [0, 20], i in [0, 20], c in [0, 6]) {
+    %zero = const i64[] splat<0>
+    %one = const i64[] splat<1>
+    %four = const i64[1] dense<[4]>
+    %s0 = gather(%s, %zero) {axis=0} : f32[10]
+    %p0 = greater(%s0, %t) : bool[10]
+    %nz0 = nonzero(%p0) {size_symbol="n"} : i64[1,n]
+    %i0 = reshape(%nz0) {shape=[n]} : i64[n]
+    %v0 = gather(%s0, %i0) {axis=0} : f32[n]
+    %b0 = gather(%b, %i0) {axis=0} : f32[n,4]
+    %sh0 = const i64[1] dense<[n]>
+    %kk0 = concat(%four, %sh0) {axis=0} : i64[2]
+    %k0 = reduce_min(%kk0) {axes=[0], keepdims=1} : i64[1]
+    %top0, %ti0 = topk(%v0, %k0) {axis=0, largest=1, sorted=1, size_symbol="k"} : f32[k], i64[k]
+    %tb0 = gather(%b0, %ti0) {axis=0} : f32[k,4]
+    %l0 = expand(%zero) {shape=[k]} : i64[k]
+    %s1 = gather(%s, %one) {axis=0} : f32[10]
+    %p1 = greater(%s1, %t) : bool[10]
+    %nz1 = nonzero(%p1) {size_symbol="n2"} : i64[1,n2]
+    %i1 = reshape(%nz1) {shape=[n2]} : i64[n2]
+    %v1 = gather(%s1, %i1) {axis=0} : f32[n2]
+    %b1 = gather(%b, %i1) {axis=0} : f32[n2,4]
+    %sh1 = const i64[1] dense<[n2]>
+    %kk1 = concat(%four, %sh1) {axis=0} : i64[2]
+    %k1 = reduce_min(%kk1) {axes=[0], keepdims=1} : i64[1]
+    %top1, %ti1 = topk(%v1, %k1) {axis=0, largest=1, sorted=1, size_symbol="k2"} : f32[k2], i64[k2]
+    %tb1 = gather(%b1, %ti1) {axis=0} : f32[k2,4]
+    %l1 = expand(%one) {shape=[k2]} : i64[k2]
+    %allb = concat(%tb0, %tb1) {axis=0} : f32[k+k2,4]
+    %alls = concat(%top0, %top1) {axis=0} : f32[k+k2]
+    %alll = concat(%l0, %l1) {axis=0} : i64[k+k2]
+    %dims = const i64[2] dense<[k+k2, 4]>
+    %numel = reduce_prod(%dims) {axes=[0], keepdims=0} : i64[]
+    %empty = equal(%numel, %zero) : bool[]
+    %keep = if(%empty, %allb, %alls, %alll) {size_symbol="i"} : i64[i] {
+      graph @then(%tb: f32[k+k2,4], %ts: f32[k+k2], %tl: i64[k+k2]) -> (i64[0]) {
+        %none = const i64[0] dense<[]>
+        return %none
+      }
+      graph @else(%eb: f32[k+k2,4], %es: f32[k+k2], %el: i64[k+k2]) -> (i64[m]) {
+        %two = const i64[] splat<2>
+        %onef = const f32[] splat<1.0>
+        %mx = reduce_max(%eb) {axes=[0,1], keepdims=0} : f32[]
+        %mx1 = add(%mx, %onef) : f32[]
+        %lf = cast(%el) {to="f32"} : f32[k+k2]
+        %off = mul(%lf, %mx1) : f32[k+k2]
+        %offc = reshape(%off) {shape=[k+k2,1]} : f32[k+k2,1]
+        %bo = add(%eb, %offc) : f32[k+k2,4]
+        %bx = reshape(%bo) {shape=[1,k+k2,4]} : f32[1,k+k2,4]
+        %sx = reshape(%es) {shape=[1,1,k+k2]} : f32[1,1,k+k2]
+        %sel = non_max_suppression(%bx, %sx) {center_point_box=0, iou_threshold=0.4, max_output_boxes_per_class=100, size_symbol="m"} : i64[m,3]
+        %col = gather(%sel, %two) {axis=1} : i64[m]
+        return %col
+      }
+    }
+    %first = slice(%keep) {starts=[0], ends=[6], steps=[1], size_symbol="c"} : i64[c]
+    %ob = gather(%allb, %first) {axis=0} : f32[c,4]
+    %os = gather(%alls, %first) {axis=0} : f32[c]
+    %ol = gather(%alll, %first) {axis=0} : i64[c]
+    return %ob, %os, %ol
+  })";
+
+// A TopK with a k the model fixes over the selected entries: at the bound the
+// padding (neg(x[0]) = 5, above every selected value) must lose.
+constexpr const char* kFixedKTopk =
+    R"(graph @best(%x: f32[8], %t: f32[]) -> (f32[2], i64[2]) symbols(n in [0, 8]) {
+    %p = greater(%x, %t) : bool[8]
+    %nz = nonzero(%p) {size_symbol="n"} : i64[1,n]
+    %i = reshape(%nz) {shape=[n]} : i64[n]
+    %neg = neg(%x) : f32[8]
+    %v = gather(%neg, %i) {axis=0} : f32[n]
+    %top, %ti = topk(%v) {axis=0, k=2, largest=1, sorted=1} : f32[2], i64[2]
+    return %top, %ti
+  })";
+
 plan::Plan bounded_plan(const char* text) {
   auto g = parse_graph(text);
   plan::BoundedSizes sizes;
@@ -90,11 +173,33 @@ std::map<std::string, Tensor> nms_feed(float score_shift) {
   return f;
 }
 
+// Scores for two classes and ten boxes in clusters of overlapping ones, all
+// their coordinates shifted by `at`. At -8.5 the max coordinate is -1, so the
+// batched NMS offsets no class (label * 0) and each class-1 box suppresses the
+// class-0 box under it; a reduce_max seeing the padding's zeros would offset
+// class 1 by 1 and keep both.
+std::map<std::string, Tensor> post_feed(float threshold, float at) {
+  std::map<std::string, Tensor> f;
+  Tensor s(TensorType(DType::F32, {2, 10})), b(TensorType(DType::F32, {10, 4}));
+  for (int i = 0; i < 20; ++i) s.data<float>()[i] = static_cast<float>((i * 7) % 20) / 20.0f;
+  for (int k = 0; k < 10; ++k) {
+    const float x = at + 2.0f * static_cast<float>(k / 3), y = at + 0.3f * static_cast<float>(k % 3);
+    const float c[4] = {x, y, x + 1.5f, y + 1.5f};
+    for (int q = 0; q < 4; ++q) b.data<float>()[k * 4 + q] = c[q];
+  }
+  f.emplace("s", std::move(s));
+  f.emplace("b", std::move(b));
+  f.emplace("t", scalar(threshold));
+  return f;
+}
+
 const std::map<std::string, plan::Plan>& bounded_plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     std::map<std::string, plan::Plan> r;
     r["nonzero"] = bounded_plan(kNonzeroGather);
     r["nms"] = bounded_plan(kNmsGather);
+    r["post"] = bounded_plan(kPostIf);
+    r["topk"] = bounded_plan(kFixedKTopk);
     return r;
   }();
   return ps;
@@ -214,6 +319,58 @@ TEST_F(FakeGpuBoundedSizes, NmsThenGatherKeepsWhatOnnxKeeps) {
                "plan-on-sim");
 }
 
+// The If-guarded post-processing (kPostIf): both branches compiled in, the
+// condition read on the device, every count from the kernels; the outputs
+// equal the reference's stage-by-stage run for no box left (the then
+// branch), fewer than the slice keeps and more, from one captured graph.
+TEST_F(FakeGpuBoundedSizes, IfGuardedNmsAndClampedSliceRunFromOneCapturedGraph) {
+  const plan::Plan& p = bounded_plans().at("post");
+  ASSERT_TRUE(p.meta.gpu_kernels) << p.meta.no_gpu_reason;
+  std::vector<std::string> syms;
+  for (const plan::SizeCount& c : p.bounded_sizes.counts) syms.push_back(c.symbol + "<=" + std::to_string(c.bound));
+  EXPECT_EQ(fmt::format("{}", fmt::join(syms, " ")), "n<=10 k<=10 n2<=10 k2<=10 m<=20 i<=20 c<=6");
+  std::vector<uint8_t> bytes = bounded_plan_bytes("post");
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "post.plan", rt::Backend::Gpu);
+  rt::Context ctx(e);
+  EXPECT_EQ(ctx.output_shape("ob"), (Shape{6, 4})) << "the bound before a run";
+  const std::vector<int> before = stats();
+  std::set<int64_t> kept;
+  int runs = 0;
+  for (float at : {3.0f, -8.5f})
+    for (float t : {2.0f, 0.86f, 0.5f, -1.0f}) {
+      std::map<std::string, Tensor> feed = post_feed(t, at);
+      std::vector<Tensor> want = reference(kPostIf, feed);
+      expect_equal(run_trimmed(ctx, feed), want, fmt::format("threshold {}, boxes at {}", t, at));
+      kept.insert(want[0].shape()[0]);
+      ++runs;
+    }
+  EXPECT_TRUE(kept.count(0)) << "the then branch (no box left)";
+  EXPECT_TRUE(kept.count(6)) << "more kept than the slice takes";
+  EXPECT_GE(kept.size(), 3u) << "a count between";
+  const std::vector<int> after = stats();
+  EXPECT_EQ(after[2] - before[2], runs) << "graph launches: no host read inside a run";
+  EXPECT_EQ(after[4] - before[4], 0) << "direct launches";
+  auto g = plan::load_graph(p, "post.plan");
+  std::map<std::string, Tensor> feed = post_feed(0.5f, -8.5f);
+  expect_equal(plan::trim_outputs(p.bounded_sizes, run_plan_on_sim(p, *g, feed)), reference(kPostIf, feed),
+               "plan-on-sim");
+}
+
+TEST_F(FakeGpuBoundedSizes, FixedKTopkOverTheCountNeverPicksPadding) {
+  std::vector<uint8_t> bytes = bounded_plan_bytes("topk");
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "topk.plan", rt::Backend::Gpu);
+  rt::Context ctx(e);
+  for (float t : {0.0f, 0.7f, 3.5f}) {
+    std::map<std::string, Tensor> feed;
+    Tensor x(TensorType(DType::F32, {8}));
+    const float v[8] = {-5, 1, 2, 3, -1, 4, 0.5f, 6};
+    std::copy_n(v, 8, x.data<float>());
+    feed.emplace("x", std::move(x));
+    feed.emplace("t", scalar(t));
+    expect_equal(run_trimmed(ctx, feed), reference(kFixedKTopk, feed), fmt::format("threshold {}", t));
+  }
+}
+
 TEST_F(FakeGpuBoundedSizes, WhatTrimmingOnTheHostCannotServeIsRefused) {
   std::vector<uint8_t> bytes = bounded_plan_bytes("nonzero");
   auto e = rt::Engine::load(bytes.data(), bytes.size(), "nonzero.plan", rt::Backend::Gpu);
@@ -235,19 +392,73 @@ TEST(GpuBoundedSizes, ConsumersMixingAcrossTheCountAreRefused) {
     %i = nonzero(%x) {size_symbol="n"} : i64[1,n]
     %j = reshape(%i) {shape=[n]} : i64[n]
     %v = gather(%x, %j) {axis=0} : f32[n]
-    %s = reduce_sum(%v) {axes=[0], keepdims=1} : f32[1]
+    %s = reduce_mean(%v) {axes=[0], keepdims=1} : f32[1]
     return %s
   })");
   plan::BoundedSizes sizes;
   try {
-    graph_at_bounds(*g, "sum.onnx", sizes);
-    FAIL() << "a sum over the count must be refused";
+    graph_at_bounds(*g, "mean.onnx", sizes);
+    FAIL() << "a mean over the count must be refused (a sum, max, min or product sees the padding masked)";
   } catch (const Unsupported& err) {
     const std::string m = err.what();
-    EXPECT_NE(m.find("sum.onnx: node (reduce_sum) producing %s reads a value whose size is decided at run time (n)"),
+    EXPECT_NE(m.find("mean.onnx: node (reduce_mean) producing %s reads a value whose size is decided at run time (n)"),
               std::string::npos)
         << m;
     EXPECT_NE(m.find("it reduces along a data-dependent dim"), std::string::npos) << m;
+  }
+}
+
+// What the rewrites cannot keep exact at the bound, or in one CUDA Graph, is
+// refused by name too: a clamped slice counting from the end (its entries are
+// no prefix of the bound ones), and an if deciding sizes whose branch holds a
+// region of its own (a loop: a host read per iteration).
+TEST(GpuBoundedSizes, ClampedSliceFromTheEndAndRegionsInAnInlinedBranchAreRefused) {
+  auto tail = parse_graph(R"(graph @tail(%x: f32[6]) -> (i64[c]) symbols(n in [0, 6], c in [0, 3]) {
+    %i = nonzero(%x) {size_symbol="n"} : i64[1,n]
+    %j = reshape(%i) {shape=[n]} : i64[n]
+    %last = slice(%j) {starts=[-3], ends=[9223372036854775807], steps=[1], size_symbol="c"} : i64[c]
+    return %last
+  })");
+  plan::BoundedSizes sizes;
+  try {
+    graph_at_bounds(*tail, "tail.onnx", sizes);
+    FAIL() << "x[-3:] of a counted dim must be refused";
+  } catch (const Unsupported& err) {
+    const std::string m = err.what();
+    EXPECT_NE(m.find("tail.onnx: node (slice) producing %last reads a value whose size is decided at run time"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("it clamps a data-dependent dim with a negative or run-time start"), std::string::npos) << m;
+  }
+  auto looped =
+      parse_graph(R"(graph @looped(%c: bool[], %x: f32[6], %t: i64[]) -> (i64[k]) symbols(n in [0, 6], k in [0, 6]) {
+    %r = if(%c, %x, %t) {size_symbol="k"} : i64[k] loc("guard") {
+      graph @then(%a: f32[6], %ta: i64[]) -> (i64[0]) {
+        %e = const i64[0] dense<[]>
+        return %e
+      }
+      graph @else(%b: f32[6], %tb: i64[]) -> (i64[n]) {
+        %w = loop(%tb, _, %b) {carried=1} : f32[6] loc("spin") {
+          graph @body(%i: i64[], %d: bool[], %u: f32[6]) -> (bool[], f32[6]) {
+            return %d, %u
+          }
+        }
+        %nz = nonzero(%w) {size_symbol="n"} : i64[1,n]
+        %col = reshape(%nz) {shape=[n]} : i64[n]
+        return %col
+      }
+    }
+    return %r
+  })");
+  try {
+    graph_at_bounds(*looped, "looped.onnx", sizes);
+    FAIL() << "a loop inside an inlined branch must be refused";
+  } catch (const Unsupported& err) {
+    const std::string m = err.what();
+    EXPECT_NE(m.find("looped.onnx: node \"spin\" (loop) in a branch of node \"guard\" (if): an if deciding sizes in a "
+                     "GPU plan inlines its branches, which may hold no regions of their own"),
+              std::string::npos)
+        << m;
   }
 }
 

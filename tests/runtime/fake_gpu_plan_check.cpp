@@ -2,7 +2,14 @@
 // fake driver, against the reference backend (issue 14: "the same plans run
 // on the strict fake driver and match the reference backend").
 //
-//   kiln_fake_gpu_plan_check TEST_DIR [--target sm_90] [--tolerance onnx|ort|ATOL,RTOL]
+//   kiln_fake_gpu_plan_check TEST_DIR [--target sm_90] [--tolerance onnx|ort|ATOL,RTOL] [--run-time-inputs]
+//
+// --run-time-inputs: the model is compiled as `kiln compile` does
+// (compile_model), its inputs run-time values, so a model whose result sizes
+// the data decides becomes a GPU plan computed at the bounds
+// (compiler/gpu_bounded_sizes.h); its outputs, trimmed by the runtime to the
+// counts its kernels wrote, are compared with the data set's expected outputs
+// (the zoo's come from ONNX Runtime) instead of the reference backend.
 //
 // The test's model is imported with its first data set's inputs known (as
 // `kiln conformance` and `kiln conformance --write-plans` do), compiled for
@@ -42,6 +49,7 @@
 #include "backends/reference/executor.h"
 #include "backends/sim/sim_module.h"
 #include "compiler/compile.h"
+#include "compiler/compile_model.h"
 #include "compiler/plan_writer.h"
 #include "conformance/conformance.h"
 #include "ir/error.h"
@@ -128,33 +136,52 @@ Tolerance tolerance_for(const std::string& spec, DType dtype) {
   return parse_tolerance(spec);
 }
 
-Result check(const std::string& dir, const std::string& target, const std::string& tol_spec) {
+Result check(const std::string& dir, const std::string& target, const std::string& tol_spec, bool run_time_inputs) {
   Result r;
   std::map<std::string, Tensor> feed;
   std::unique_ptr<Graph> g;
-  try {
-    g = std::move(import_conformance_case(dir, "test_data_set_0", &feed).graph);
-    CompileOptions co;
-    co.pass.target = target;
-    compile_graph(*g, co);
-  } catch (const Error& e) {  // Unsupported too: not the GPU path's business
-    return {"not_compiled", e.what()};
-  }
+  std::vector<Tensor> want;
+  std::vector<std::string> out_names;
   plan::Plan p;
-  try {
-    p = build_plan(*g, {target, "fp32", {}, true, {}, (std::filesystem::path(dir) / "model.onnx").string()});
-  } catch (const Unsupported& e) {  // what the GPU path cannot take, with a reason
-    return {"not_compiled", e.what()};
-  } catch (const Error& e) {  // compiles for the CPU, not for the GPU: a defect
-    return {"fail", std::string("plan builder: ") + e.what()};
+  if (run_time_inputs) {
+    try {
+      ConformanceSet set = read_conformance_set(dir, "test_data_set_0");
+      feed = set.inputs;
+      want = set.expected;
+      CompileModelOptions o;
+      o.build.pass.target = target;
+      CompileResult cr = compile_model(ModelSource::file((std::filesystem::path(dir) / "model.onnx").string()), o);
+      p = plan::deserialize(cr.plan.data(), cr.plan.size(), dir);
+    } catch (const Unsupported& e) {
+      return {"not_compiled", e.what()};
+    } catch (const Error& e) {
+      return {"fail", std::string("compile: ") + e.what()};
+    }
+  } else {
+    try {
+      g = std::move(import_conformance_case(dir, "test_data_set_0", &feed).graph);
+      CompileOptions co;
+      co.pass.target = target;
+      compile_graph(*g, co);
+    } catch (const Error& e) {  // Unsupported too: not the GPU path's business
+      return {"not_compiled", e.what()};
+    }
+    try {
+      p = build_plan(*g, {target, "fp32", {}, true, {}, (std::filesystem::path(dir) / "model.onnx").string()});
+    } catch (const Unsupported& e) {  // what the GPU path cannot take, with a reason
+      return {"not_compiled", e.what()};
+    } catch (const Error& e) {  // compiles for the CPU, not for the GPU: a defect
+      return {"fail", std::string("plan builder: ") + e.what()};
+    }
+    if (!p.meta.gpu_kernels) return {"no_gpu_kernels", p.meta.no_gpu_reason};
+    try {
+      want = ReferenceExecutor(*g).run(feed);
+    } catch (const Error& e) {
+      return {"ref_error", e.what()};
+    }
+    for (const Value* v : g->outputs()) out_names.push_back(v->name());
   }
   if (!p.meta.gpu_kernels) return {"no_gpu_kernels", p.meta.no_gpu_reason};
-  std::vector<Tensor> want;
-  try {
-    want = ReferenceExecutor(*g).run(feed);
-  } catch (const Error& e) {
-    return {"ref_error", e.what()};
-  }
   r.kernels = int(p.kernels.size());
 
   // The plan's kernels for the simulator (host compiler, cached on disk).
@@ -191,9 +218,19 @@ Result check(const std::string& dir, const std::string& target, const std::strin
       if (it == feed.end()) fail("the plan's input \"{}\" is not in the test's data set", d.name);
       ctx.bind_input(d.name, it->second.raw(), d.type, false);
     }
-    for (const rt::TensorDesc& d : e->outputs()) got.emplace_back(d.type);
+    // Bound at the shape the context gives before a run: the bound, for an
+    // output whose size the data decides.
+    for (const rt::TensorDesc& d : e->outputs()) got.emplace_back(TensorType(d.type.dtype, ctx.output_shape(d.name)));
     for (size_t i = 0; i < got.size(); ++i) ctx.bind_output(e->outputs()[i].name, got[i].raw(), got[i].type(), false);
     ctx.run();
+    for (size_t i = 0; i < got.size(); ++i) {
+      // The real shape after the run; the runtime moved the entries to the front.
+      Tensor t(TensorType(got[i].dtype(), ctx.output_shape(e->outputs()[i].name)));
+      if (t.nbytes()) std::memcpy(t.raw(), got[i].raw(), t.nbytes());
+      got[i] = std::move(t);
+    }
+    if (out_names.empty())
+      for (const rt::TensorDesc& d : e->outputs()) out_names.push_back(d.name);
   } catch (const std::exception& e) {
     std::string why = e.what();
     if (!g_first_kernel_error.empty()) why += " (" + g_first_kernel_error + ")";
@@ -212,7 +249,8 @@ Result check(const std::string& dir, const std::string& target, const std::strin
     std::string diff = compare_tensors(got[i], want[i], tolerance_for(tol_spec, want[i].dtype()));
     if (!diff.empty())
       return {"fail",
-              fmt::format("output {} (\"{}\") differs from the reference: {}", i, g->outputs()[i]->name(), diff),
+              fmt::format("output {} (\"{}\") differs from the {}: {}", i, out_names[i],
+                          run_time_inputs ? "data set's expected outputs" : "reference", diff),
               r.kernels, r.launches};
   }
   r.status = "pass";
@@ -224,26 +262,31 @@ Result check(const std::string& dir, const std::string& target, const std::strin
 
 int main(int argc, char** argv) {
   std::string dir, target = "sm_90", tol = "ort";
+  bool run_time_inputs = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--target" && i + 1 < argc) {
+    if (a == "--run-time-inputs") {
+      run_time_inputs = true;
+    } else if (a == "--target" && i + 1 < argc) {
       target = argv[++i];
     } else if (a == "--tolerance" && i + 1 < argc) {
       tol = argv[++i];
     } else if (!a.empty() && a[0] != '-' && dir.empty()) {
       dir = a;
     } else {
-      std::cerr << "usage: kiln_fake_gpu_plan_check TEST_DIR [--target sm_90] [--tolerance onnx|ort|ATOL,RTOL]\n";
+      std::cerr << "usage: kiln_fake_gpu_plan_check TEST_DIR [--target sm_90] [--tolerance onnx|ort|ATOL,RTOL] "
+                   "[--run-time-inputs]\n";
       return 2;
     }
   }
   if (dir.empty()) {
-    std::cerr << "usage: kiln_fake_gpu_plan_check TEST_DIR [--target sm_90] [--tolerance onnx|ort|ATOL,RTOL]\n";
+    std::cerr << "usage: kiln_fake_gpu_plan_check TEST_DIR [--target sm_90] [--tolerance onnx|ort|ATOL,RTOL] "
+                 "[--run-time-inputs]\n";
     return 2;
   }
   kiln::Result r;
   try {
-    r = kiln::check(dir, target, tol);
+    r = kiln::check(dir, target, tol, run_time_inputs);
   } catch (const std::exception& e) {
     r = {"fail", std::string("internal error: ") + e.what()};
   }

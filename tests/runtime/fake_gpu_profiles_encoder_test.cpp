@@ -5,9 +5,10 @@
 // fused epilogue, softmax, the context matmul, the merge and the output gemm
 // with its bias and residual, compiled once for sm_90 in fp32 and fp16, at
 // three (batch, seq) shapes, each equal to the reference backend on the graph
-// specialised to that batch. Its attention is written out (the pipeline
-// without recognize-patterns): the fused attention kernel is not
-// shape-generic yet.
+// specialised to that batch. Its attention written out (the pipeline
+// without recognize-patterns), and as the default pipeline compiles it: one
+// attention node fused with its head merge, the Q/K/V projection with its
+// split and head transposes.
 #include <gtest/gtest.h>
 
 #include "ir/specialize.h"
@@ -46,27 +47,52 @@ constexpr const char* kEncoder =
     return %y
   })";
 
-// The default pipeline less recognize-patterns (no attention node) and layout.
-std::unique_ptr<Graph> encoder_graph(const std::string& precision) {
+// The default pipeline less recognize-patterns (no attention node) and
+// layout; with `attention_node`, the default pipeline.
+std::unique_ptr<Graph> encoder_graph(const std::string& precision, bool attention_node = false) {
   auto g = parse_graph(kEncoder);
   CompileOptions o;
   o.pass.target = "sm_90";
   o.pass.precision = precision;
   o.symbolic = true;
-  o.passes = {"fold-constants", "fold-control-flow", "simplify", "dce", "cse", "fold-constants", "dce"};
-  if (precision != "fp32") o.passes.insert(o.passes.end(), {"precision", "fold-constants", "simplify", "cse", "dce"});
-  o.passes.insert(o.passes.end(), {"merge-sibling-matmuls", "fuse", "plan-memory"});
+  if (!attention_node) {
+    o.passes = {"fold-constants", "fold-control-flow", "simplify", "dce", "cse", "fold-constants", "dce"};
+    if (precision != "fp32") o.passes.insert(o.passes.end(), {"precision", "fold-constants", "simplify", "cse", "dce"});
+    o.passes.insert(o.passes.end(), {"merge-sibling-matmuls", "fuse", "plan-memory"});
+  }
   compile_graph(*g, o);
   return g;
+}
+
+plan::Plan encoder_plan(const Graph& g, const std::string& prec) {
+  PlanBuildOptions o{"sm_90", prec, {}};
+  o.profiles = {
+      plan::Profile{{{"ids", {1, 1}, {12, 16}, {12, 16}}, {"mask", {1, 1, 1, 1}, {12, 1, 1, 16}, {12, 1, 1, 16}}}}};
+  return build_plan(g, o);
+}
+
+// The plan through the runtime's GPU path at three shapes against the reference.
+// `bytes`: the plan's (FakeGpu::plan_bytes).
+void expect_encoder_runs(const std::vector<uint8_t>& bytes, const Graph& g, const std::string& prec) {
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "encoder.plan", rt::Backend::Gpu);
+  rt::Context ctx(e);
+  const Tolerance tol = prec == "fp16" ? Tolerance{2.5e-3, 1e-3} : Tolerance{1e-5, 1e-4};
+  for (auto [n, len] : {std::pair<int64_t, int64_t>{1, 1}, {5, 7}, {12, 16}}) {
+    std::unique_ptr<Graph> at = specialize_graph(g, {{"batch", n}, {"s", len}}, op_registry());
+    const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(n));
+    for (const Value* v : at->inputs()) ctx.bind_input(v->name(), feed.at(v->name()).raw(), v->type(), false);
+    Tensor out(at->outputs()[0]->type());
+    EXPECT_EQ(ctx.output_shape("y"), (Shape{n, len, 16}));
+    ctx.bind_output("y", out.raw(), out.type(), false);
+    ctx.run();
+    EXPECT_EQ(compare_tensors(out, ReferenceExecutor(*at).run(feed)[0], tol), "") << prec << " at " << n << "x" << len;
+  }
 }
 
 TEST_F(FakeGpuProfiles, EncoderPlanRunsAtThreeShapesInFp32AndFp16) {
   for (const std::string prec : {"fp32", "fp16"}) {
     std::unique_ptr<Graph> g = encoder_graph(prec);
-    PlanBuildOptions o{"sm_90", prec, {}};
-    o.profiles = {
-        plan::Profile{{{"ids", {1, 1}, {12, 16}, {12, 16}}, {"mask", {1, 1, 1, 1}, {12, 1, 1, 16}, {12, 1, 1, 16}}}}};
-    const plan::Plan p = build_plan(*g, o);
+    const plan::Plan p = encoder_plan(*g, prec);
     // Every launch with a symbolic size is shape-generic (fp16: the casts of
     // the static weights are static kernels), the GEMMs among them.
     int gemms = 0;
@@ -76,21 +102,24 @@ TEST_F(FakeGpuProfiles, EncoderPlanRunsAtThreeShapesInFp32AndFp16) {
     }
     EXPECT_EQ(gemms, 4) << prec;
     if (prec == "fp32") EXPECT_EQ(p.generic_launches.size(), p.steps.size());
-    std::vector<uint8_t> bytes = plan_bytes(p);
-    auto e = rt::Engine::load(bytes.data(), bytes.size(), "encoder.plan", rt::Backend::Gpu);
-    rt::Context ctx(e);
-    const Tolerance tol = prec == "fp16" ? Tolerance{2.5e-3, 1e-3} : Tolerance{1e-5, 1e-4};
-    for (auto [n, len] : {std::pair<int64_t, int64_t>{1, 1}, {5, 7}, {12, 16}}) {
-      std::unique_ptr<Graph> at = specialize_graph(*g, {{"batch", n}, {"s", len}}, op_registry());
-      const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(n));
-      for (const Value* v : at->inputs()) ctx.bind_input(v->name(), feed.at(v->name()).raw(), v->type(), false);
-      Tensor out(at->outputs()[0]->type());
-      EXPECT_EQ(ctx.output_shape("y"), (Shape{n, len, 16}));
-      ctx.bind_output("y", out.raw(), out.type(), false);
-      ctx.run();
-      EXPECT_EQ(compare_tensors(out, ReferenceExecutor(*at).run(feed)[0], tol), "")
-          << prec << " at " << n << "x" << len;
-    }
+    expect_encoder_runs(plan_bytes(p), *g, prec);
+  }
+}
+
+// The default pipeline: the attention node takes its head merge as its
+// epilogue (one shape-generic kernel), so the plan launches fewer kernels
+// than with the attention written out.
+TEST_F(FakeGpuProfiles, EncoderWithAFusedAttentionRunsAtThreeShapesInFp32AndFp16) {
+  for (const std::string prec : {"fp32", "fp16"}) {
+    std::unique_ptr<Graph> g = encoder_graph(prec, true);
+    const plan::Plan p = encoder_plan(*g, prec);
+    int fused_attention = 0;
+    for (const plan::GenericLaunch& gl : p.generic_launches)
+      fused_attention += p.kernels[p.steps[gl.step].kernel].name.rfind("kiln_attn_fused_attention_", 0) == 0;
+    EXPECT_EQ(fused_attention, 1) << prec;
+    EXPECT_LT(p.steps.size(), encoder_plan(*encoder_graph(prec), prec).steps.size()) << prec;
+    if (prec == "fp32") EXPECT_EQ(p.generic_launches.size(), p.steps.size());
+    expect_encoder_runs(plan_bytes(p), *g, prec);
   }
 }
 

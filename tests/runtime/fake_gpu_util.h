@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <optional>
 
 #include "backends/reference/executor.h"
@@ -119,9 +120,26 @@ inline std::atomic<int> launch_error{719};  // CUDA_ERROR_LAUNCH_FAILED
 // Null pointers the kernels were launched with (absent optional operands).
 inline std::atomic<int> null_pointer_args{0};
 
+// The name of every kernel the fake driver ran, in order (which launches a
+// plan's launch list at a shape issued: its launch variants or the generic
+// ones). Kernels run on several threads at once (FakeGpuThreads): appended
+// under a lock; read it when no run is in flight.
+inline std::vector<std::string>& launched_kernels() {
+  static std::vector<std::string> names;
+  return names;
+}
+inline std::mutex& launched_kernels_lock() {
+  static std::mutex m;
+  return m;
+}
+
 inline int launch(const char* name, const unsigned* grid, const unsigned* block, unsigned shared,
                   const CUdeviceptr* args) {
   if (launches_to_fail > 0 && launches_to_fail-- > 0) return launch_error;
+  {
+    std::lock_guard<std::mutex> hold(launched_kernels_lock());
+    launched_kernels().push_back(name);
+  }
   const SimKernel& k = kernels().at(name);
   std::vector<void*> bufs;
   for (size_t i = 0; i < k.counts.size(); ++i) {
@@ -433,8 +451,8 @@ inline plan::Plan profile_pointwise_plan() {
 // Plans by arch or "portable" (kGraph), by ONNX test name (for sm_90), "wide_softmax",
 // "wide_softmax_small_registers",
 // "folded_split_k", "sm_90a_wgmma", "split_kv_attention", "concat_5000", kAbsentOperandCase, the control-flow
-// graphs' names, "cf_table_in_loop", and the plans with shape profiles "profile_pointwise", "profile_mlp" and
-// "profile_cnn".
+// graphs' names, "cf_table_in_loop", and the plans with shape profiles "profile_pointwise", "profile_mlp",
+// "profile_cnn" and "profile_cnn_opt3" (launch variants for batch 3).
 inline const std::map<std::string, plan::Plan>& plans() {
   static const std::map<std::string, plan::Plan> ps = [] {
     auto g = compiled_graph();
@@ -460,6 +478,10 @@ inline const std::map<std::string, plan::Plan>& plans() {
       r["profile_mlp"] = build_plan(*profile_mlp_graph(), o);
       o.profiles = {plan::Profile{{{"x", {1, 3, 16, 16}, {8, 3, 16, 16}, {8, 3, 16, 16}}}}};
       r["profile_cnn"] = build_plan(*profile_cnn_graph(), o);
+      // Every node also specialised for the opt shape batch=3 (launch variants).
+      o.profiles = {plan::Profile{{{"x", {1, 3, 16, 16}, {3, 3, 16, 16}, {8, 3, 16, 16}}}}};
+      o.opt_variants = "all";
+      r["profile_cnn_opt3"] = build_plan(*profile_cnn_graph(), o);
     }
     return r;
   }();
@@ -512,14 +534,25 @@ class FakeGpu : public ::testing::Test {
     static codegen::SimCompiler compiler;
     std::map<std::string, codegen::SimEntry> entries;
     if (!sources.empty()) entries = compiler.compile(sources);  // a plan of copies only has none
-    for (const plan::StepAt& at : plan::all_steps(p)) {         // control-flow regions' launches too
-      const plan::Step& s = *at.step;
+    // Control-flow regions' launches too, and launch variants' (with their own generic launches).
+    std::vector<std::pair<const plan::Step*, bool>> every;
+    auto generic_in = [](const std::vector<plan::GenericLaunch>& gls, const std::vector<plan::Step>& steps,
+                         const plan::Step* s) {
+      for (const plan::GenericLaunch& gl : gls)
+        if (&steps[gl.step] == s) return true;
+      return false;
+    };
+    for (const plan::StepAt& at : plan::all_steps(p))
+      every.emplace_back(at.step, generic_in(p.generic_launches, p.steps, at.step));
+    for (const plan::LaunchVariant& v : p.launch_variants)
+      for (const plan::Step& s : v.steps) every.emplace_back(&s, generic_in(v.generic, v.steps, &s));
+    for (const auto& [step, generic] : every) {
+      const plan::Step& s = *step;
       if (s.kind != plan::StepKind::Kernel) continue;
       SimKernel k{entries.at(p.kernels[s.kernel].name), {}};
       for (const plan::BufferRef& b : s.args) k.counts.push_back(b.elements);
       // A shape-generic kernel's last parameter: the by-value kiln_syms.
-      for (const plan::GenericLaunch& gl : p.generic_launches)
-        if (&p.steps[gl.step] == at.step) k.counts.push_back(1);
+      if (generic) k.counts.push_back(1);
       // One parameter: the table of addresses and counts (codegen/param_table.h).
       if (s.param_table) k.counts = {static_cast<long long>(2 * s.args.size())};
       kernels()[p.kernels[s.kernel].name] = k;

@@ -144,6 +144,43 @@ TEST(CodegenDataDependent, BoundedNmsMatchesReference) {
   testing::expect_kernels_compile(all, "bounded non_max_suppression");
 }
 
+// The bounded form's third operand, the number of valid boxes (a GPU plan
+// computed at the bounds feeds it a box list whose own count is decided at
+// run time): on sim as on ref, and what NMS gives over those boxes alone.
+TEST(CodegenDataDependent, BoundedNmsTakesOnlyTheValidBoxes) {
+  const int64_t n = 40;
+  auto g = parse(R"(
+graph @nms(%b: f32[1,40,4], %s: f32[1,2,40], %v: i64[1]) -> (i64[60,3], i64[]) {
+  %y, %c = non_max_suppression(%b, %s, %v) {bounded=1, iou_threshold=0.5, max_output_boxes_per_class=30} : i64[60,3], i64[]
+  return %y, %c
+}
+)");
+  auto feed = nms_inputs(1, 2, n, false, 7);
+  for (int64_t valid : {int64_t(0), int64_t(7), int64_t(25), n, int64_t(100)}) {
+    SCOPED_TRACE(fmt::format("{} valid", valid));
+    Tensor v(TensorType(DType::I64, {1}));
+    v.set_int(0, valid);
+    feed["v"] = v;
+    expect_same(*g, feed);
+    // The same NMS over the first `valid` boxes only (a static graph).
+    const int64_t m = std::min(valid, n);
+    if (m == 0) {
+      EXPECT_EQ(run_on_backend("ref", *g, feed)[1].get_int(0), 0);
+      continue;
+    }
+    auto alone = bounded_nms(1, 2, m, 30, "");
+    Tensor b(TensorType(DType::F32, {1, m, 4})), s(TensorType(DType::F32, {1, 2, m}));
+    std::copy_n(feed.at("b").data<float>(), m * 4, b.data<float>());
+    for (int c = 0; c < 2; ++c) std::copy_n(feed.at("s").data<float>() + c * n, m, s.data<float>() + c * m);
+    std::vector<Tensor> want = run_on_backend("ref", *alone, {{"b", b}, {"s", s}});
+    std::vector<Tensor> got = run_on_backend("sim", *g, feed);
+    const int64_t count = want[1].get_int(0);
+    ASSERT_EQ(got[1].get_int(0), count);
+    for (int64_t i = 0; i < count * 3; ++i) EXPECT_EQ(got[0].get_int(i), want[0].get_int(i)) << "entry " << i;
+  }
+  testing::expect_kernels_compile({g.get()}, "bounded non_max_suppression with a valid count");
+}
+
 TEST(CodegenDataDependent, GraphsRunStageByStageOnSim) {
   // nonzero -> gather -> mul, and NMS -> gather of the kept box rows, and a
   // topk whose k is an input: every stage's and lowered node's kernels on

@@ -189,6 +189,55 @@ TEST(ShapeGenericKernels, GemmEpiloguesOverSymbolicShapesOnSimAtThreeShapes) {
   }
 }
 
+// Gemm (ONNX Gemm, 2-D) with symbolic N and K, either operand transposed:
+// scores written as a Gemm with trans_b (N = s, a bias C of length s, alpha),
+// probabilities times values (K = s), and trans_a over a symbolic K. In f32
+// on SIMT and with tf32 allowed on tensor cores (mma.sync, f32 staged and
+// rounded per fragment), where the sizes decide no vector width: element
+// loads along every symbolic extent, scalar stores along a symbolic N; and
+// a batched matmul of scores (symbolic batch, M and N) with tf32.
+const char* kGemms =
+    "graph @m(%a: f32[b*s,32], %bt: f32[s,32], %c: f32[s], %p: f32[16,s], %v: f32[s,24], %at: f32[s,b],"
+    " %q: f32[b,2,s,8], %kt: f32[b,2,8,s]) -> (f32[b*s,s], f32[16,24], f32[b,24], f32[b,2,s,s]) symbols(b in [1, 4], s in [1, 40]) {\n"
+    "  %y1 = gemm(%a, %bt, %c) {alpha=0.5, trans_b=1} : f32[b*s,s]\n"
+    "  %y2 = gemm(%p, %v) : f32[16,24]\n"
+    "  %y3 = gemm(%at, %v) {trans_a=1} : f32[b,24]\n"
+    "  %y4 = matmul(%q, %kt) : f32[b,2,s,s]\n"
+    "  return %y1, %y2, %y3, %y4\n"
+    "}\n";
+
+plan::Profile gemm_profile() {
+  return {{{"a", {1, 32}, {160, 32}, {160, 32}},
+           {"bt", {1, 32}, {40, 32}, {40, 32}},
+           {"c", {1}, {40}, {40}},
+           {"p", {16, 1}, {16, 40}, {16, 40}},
+           {"v", {1, 24}, {40, 24}, {40, 24}},
+           {"at", {1, 1}, {40, 4}, {40, 4}},
+           {"q", {1, 2, 1, 8}, {4, 2, 40, 8}, {4, 2, 40, 8}},
+           {"kt", {1, 2, 8, 1}, {4, 2, 8, 40}, {4, 2, 8, 40}}}};
+}
+
+TEST(ShapeGenericKernels, GemmsWithSymbolicNAndKOnSimtAndTf32AtThreeShapes) {
+  for (const std::string prec : {"fp32", "tf32"}) {
+    for (const std::string arch : {"sm_80", "sm_90"}) {
+      auto g = compiled(kGemms, arch, prec);
+      PlanBuildOptions po{arch, prec, {}};
+      po.profiles = {gemm_profile()};
+      po.source_name = "m.onnx";
+      plan::Plan p = build_plan(*g, po);
+      EXPECT_EQ(generic_kernels_named(p, prec == "tf32" ? "kiln_gemm_mma_" : "kiln_gemm_"), 3) << prec << arch;
+      EXPECT_EQ(generic_kernels_named(p, prec == "tf32" ? "kiln_matmul_mma_" : "kiln_matmul_"), 1) << prec << arch;
+      if (prec == "tf32")
+        for (const plan::Kernel& k : p.kernels)
+          EXPECT_NE(k.source.find("kiln_mma_m16n8k8_tf32"), std::string::npos) << k.name;
+      if (arch != "sm_90") continue;
+      // tf32 keeps 10 bits of mantissa in each product.
+      const Tolerance tol = prec == "tf32" ? Tolerance{5e-3, 5e-3} : Tolerance{1e-5, 1e-4};
+      expect_sim_matches_reference(p, *g, {{1, 1}, {3, 17}, {4, 40}}, tol);
+    }
+  }
+}
+
 // The embedding lookup and head split of an encoder and the other data
 // movement of the family: gather with symbolic index dims, reshape as a
 // view, transposes of [b, s, 2, 4], a concat along the symbolic s (each

@@ -23,6 +23,19 @@ CLI::App* register_compile(CLI::App& app, CompileCommand& c) {
   cmd->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
   add_shape_profile_flags(cmd, c.min_shapes, c.opt_shapes, c.max_shapes);
   add_batch_flag(cmd, c.batch);
+  cmd->add_option("--sequence-shapes", c.sequence_shapes,
+                  "Sequence inputs (kiln unrolls sequences, so their length is fixed when compiling): each one's "
+                  "element shapes, name:2x3+4x3,... (name: for an empty sequence); element k is the input name[k]")
+      ->group("Model");
+  cmd->add_option("--empty-optionals", c.empty_optionals, "Optional inputs given no value: name,...")
+      ->delimiter(',')
+      ->group("Model");
+  cmd->add_option("--opt-variants", c.opt_variants,
+                  "Shape profiles on a GPU target: launches specialised for each --opt-shapes shape where the "
+                  "performance model finds them faster (auto), for every shape-generic node (all), or none "
+                  "(docs/dynamic_shapes.md)")
+      ->check(CLI::IsMember({"auto", "all", "none"}))
+      ->group("Model");
   cmd->add_option("--json", c.json_out, "Write the compile report as JSON")->group("Reporting");
   cmd->add_option("-o,--output", c.plan_out, "Write a plan file for the runtime (MODEL.plan)")
       ->check(refuse_ort_level, "FILE")
@@ -40,6 +53,8 @@ int run_compile(CompileCommand& c) {
   CompileModelOptions o;
   o.build = c.copts;
   o.input_shapes = parse_shapes_flag(c.shapes);
+  o.sequence_shapes = parse_sequence_shapes_flag(c.sequence_shapes);
+  o.empty_optionals = c.empty_optionals;
   // Profile k: the k-th --min-shapes and --max-shapes (and --opt-shapes, if
   // given for every profile; else opt is each profile's max).
   set_shape_profiles(o, parse_shape_profiles(c.model, c.min_shapes, c.opt_shapes, c.max_shapes));
@@ -48,6 +63,10 @@ int run_compile(CompileCommand& c) {
   o.write_plan = !c.plan_out.empty();
   o.plan_path = c.plan_out;  // streamed into the file, not returned as bytes
   o.batch = c.batch;
+  if (c.opt_variants != "auto" && c.min_shapes.empty())
+    fail("{}: --opt-variants {} applies to shape profiles (--min-shapes/--max-shapes), and none is given", c.model,
+         c.opt_variants);
+  o.opt_variants = c.opt_variants;
   StderrCompileMessages messages(c.copts.show_progress);  // log lines and progress on stderr
   messages.attach(o);
   CompileResult r = compile_model(ModelSource::file(c.model), o);

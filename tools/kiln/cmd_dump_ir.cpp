@@ -1,14 +1,19 @@
 // `kiln dump-ir MODEL.onnx`: the imported IR (-O or --passes: after passes),
 // as text, Graphviz dot or SVG; for a plan, the plan's optimized graph.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
 
 #include "compiler/compile.h"
+#include "compiler/gpu_bounded_sizes.h"
 #include "compiler/import_checked.h"
 #include "compiler/ir_picture.h"
 #include "compiler/plan_sniff.h"
+#include "compiler/targets.h"
 #include "frontend/onnx_import.h"
+#include "ir/data_dependent.h"
 #include "runtime/plan_format.h"
 #include "runtime/plan_graph.h"
 #include "tools/kiln/commands.h"
@@ -57,6 +62,30 @@ int run_dump_ir(DumpIrCommand& c) {
   for (const Value* v : r.graph->inputs()) names.push_back(v->name());
   check_shapes_names(io.input_shapes, names, c.model);
   c.copts.optimize = c.optimize || !c.copts.passes.empty();
+  if (has_data_dependent_sizes(*r.graph)) {
+    // An inspection tool shows what it can: the imported graph marks each
+    // size decided at run time as a size symbol with its range [0, bound];
+    // with passes on a GPU target, the graph a GPU plan compiles (at the
+    // bounds, the counts as extra outputs); with passes for a CPU target the
+    // refusal below, since a CPU plan keeps the graph without passes.
+    std::vector<std::string> nodes;
+    for (const auto& [sym, n] : data_dependent_symbols(*r.graph))
+      nodes.push_back(fmt::format("{} ({} in [0, {}])", n->describe(), sym, r.graph->find_symbol(sym)->max));
+    const std::string target = resolve_target(c.copts.pass.target).target;
+    if (!c.copts.optimize) {
+      std::cerr << fmt::format(
+          "{}: result sizes decided at run time ({}): the IR shows each as a size symbol with its range [0, upper "
+          "bound]\n",
+          c.model, fmt::join(nodes, ", "));
+    } else if (is_gpu_target(target)) {
+      plan::BoundedSizes sizes;
+      r.graph = graph_at_bounds(*r.graph, c.model, sizes);
+      std::cerr << fmt::format(
+          "{}: result sizes decided at run time ({}): the IR after passes is the GPU plan's graph at the upper "
+          "bounds, the counts its last {} outputs\n",
+          c.model, fmt::join(nodes, ", "), sizes.counts.size());
+    }
+  }
   CompileReport rep = compile_graph(*r.graph, c.copts);
   if (c.copts.stats) std::cerr << format_stats(rep);
   std::cout << render_graph(*r.graph, c.format, dot);

@@ -21,10 +21,14 @@ struct ConformanceOptions;
 // kiln compile MODEL.onnx [-o MODEL.plan]
 struct CompileCommand {
   std::string model, shapes, json_out, plan_out;
+  // Sequence and optional inputs' structure (frontend/onnx_import.h CompositeInput).
+  std::string sequence_shapes;
+  std::vector<std::string> empty_optionals;
   // Shape profiles (docs/dynamic_shapes.md): the k-th use of each flag is profile k.
   std::vector<std::string> min_shapes, opt_shapes, max_shapes;
   int batch = 0;  // --batch N (0: the model's own)
   bool print_final = false;
+  std::string opt_variants = "auto";  // --opt-variants (docs/dynamic_shapes.md "Specialised launches")
   CompileOptions copts;
   TuningOptions tuning;
 };

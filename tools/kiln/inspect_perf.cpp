@@ -2,11 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <ostream>
 
+#include "frontend/onnx_import.h"
 #include "ir/error.h"
+#include "ir/specialize.h"
+#include "perf/plan_at_shape.h"
 #include "perf/plan_estimate.h"
+#include "runtime/plan_launch_variants.h"
 
 namespace kiln {
 
@@ -50,9 +56,31 @@ const perf::GpuSpec& pick_gpu(const plan::Plan& p, const std::string& path, cons
 }  // namespace
 
 nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::string& path, const std::string& gpu,
-                                std::ostream& out) {
+                                std::ostream& out, const std::string& shapes) {
   const perf::GpuSpec& spec = pick_gpu(p, path, gpu);
-  const perf::PlanEstimate pe = perf::estimate_plan(p, g, spec);
+  // A plan with shape-generic launches is modelled at its first profile's
+  // opt shape: the launches the runtime issues there (the launch variants
+  // specialised for it included), their grids and sizes at that shape.
+  std::optional<perf::PlanAtShape> shaped;
+  std::string shape_is = "the opt shape of profile 0";
+  if (!shapes.empty()) {
+    if (p.generic_launches.empty())
+      fail("{}: --shapes with --perf applies to a plan with shape profiles and shape-generic launches", path);
+    std::vector<std::pair<std::string, Shape>> given;
+    for (const auto& [name, s] : parse_shapes_flag(shapes)) given.emplace_back(name, s);
+    std::string why;
+    if (plan::matching_profile(p.shapes, given, &why) < 0)
+      fail("{}: --shapes {} is outside every shape profile of the plan: {}", path, shapes, why);
+    for (const Value* v : g.inputs())  // static inputs keep their own shapes
+      if (std::none_of(given.begin(), given.end(), [&](const auto& gs) { return gs.first == v->name(); }))
+        given.emplace_back(v->name(), v->shape());
+    shaped = perf::plan_at_shape(p, g, bind_symbols(g, given, path + " --shapes"));
+    shape_is = "--shapes";
+  } else if (!p.generic_launches.empty()) {
+    shaped = perf::plan_at_shape(p, g, plan::opt_shape_symbols(p.shapes, 0, g));
+  }
+  const perf::PlanEstimate pe =
+      shaped ? perf::estimate_plan(shaped->plan, *shaped->graph, spec) : perf::estimate_plan(p, g, spec);
   const perf::ModelConstants& c = pe.constants;
   out << "performance model: an estimate from the plan alone, not a measurement (docs/performance.md)\n";
   // The sm_90a target's wgmma kernels run at their own fraction (docs/performance.md).
@@ -65,6 +93,14 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
       spec.name, spec.title, spec.arch, spec.sms, spec.fp16_tensor_tflops, 100 * spec.mma_sync_fraction, wgmma,
       spec.fp32_tflops, spec.dram_gb_per_s, spec.l2_bytes / 1e6);
   out << fmt::format("plan: {}, target {}, precision {}, batch {}\n", path, p.meta.target, p.meta.precision, pe.batch);
+  if (shaped) {
+    std::vector<std::string> syms;
+    for (const auto& [name, value] : shaped->at) syms.push_back(fmt::format("{}={}", name, value));
+    out << fmt::format(
+        "shape: {} ({}); {} of its {} launches from launch variants (kernels specialised for it or its size "
+        "bucket), the rest shape-generic; steps numbered in the list run at this shape\n",
+        shape_is, fmt::join(syms, ", "), shaped->variant_launches, shaped->plan.steps.size());
+  }
   out << fmt::format(
       "  {:>4} {:<34} {:<9} {:>8} {:>8} {:>7} {:>4} {:>4} {:>6} {:>4} {:>6} {:>6} {:>9} {:<8} {:>5}  {}\n", "step",
       "node", "kind", "GFLOP", "MB", "blocks", "thr", "regs", "smem", "b/SM", "waves", "ktiles", "est_us", "bound",

@@ -16,7 +16,9 @@ namespace kiln {
 // under "perf". `gpu` empty: the GPU of the plan's arch (sm_90: h100).
 // Throws kiln::Error (naming `path`) for an unknown GPU, a plan without GPU
 // kernels, or a plan the GPU cannot run.
+// A plan with shape-generic launches is modelled at `shapes` (--shapes
+// name:4x64,..., inside its profiles), else at its first profile's opt shape.
 nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::string& path, const std::string& gpu,
-                                std::ostream& out);
+                                std::ostream& out, const std::string& shapes = "");
 
 }  // namespace kiln

@@ -15,6 +15,7 @@
 #include "runtime/plan_format.h"
 #include "runtime/plan_graph.h"
 #include "tools/kiln/inspect.h"
+#include "runtime/plan_launch_variants.h"
 #include "tools/kiln/inspect_perf.h"
 #include "tools/kiln/output_paths.h"
 
@@ -133,7 +134,37 @@ static nlohmann::json show_profiles(const plan::Plan& p, const Graph& g, std::os
     out << fmt::format("  step {}: {} (symbols {})\n", gl.step, fmt::join(axes, "; "), fmt::join(gl.symbols, ", "));
     jg.push_back({{"step", gl.step}, {"symbols", gl.symbols}, {"grid", ja}});
   }
-  return {{"symbols", js}, {"profiles", jp}, {"in_place", jc}, {"generic_launches", jg}};
+  // Launch variants (docs/plan_format.md section `launch variants`): which
+  // shapes run which launches of a node instead of its generic ones.
+  nlohmann::json jv = nlohmann::json::array();
+  if (!p.launch_variants.empty())
+    out << fmt::format(
+        "launch variants: {} (the first whose shape condition holds replaces the node's generic launches):\n",
+        p.launch_variants.size());
+  for (const plan::LaunchVariant& v : p.launch_variants) {
+    std::vector<std::string> ks, generic_ks;
+    nlohmann::json jk = nlohmann::json::array();
+    for (const plan::Step& s : v.steps) {
+      const std::string name = s.kind == plan::StepKind::Kernel ? p.kernels.at(s.kernel).name : "copy";
+      ks.push_back(fmt::format("{} grid {}x{}x{}", name, s.grid.x, s.grid.y, s.grid.z));
+      jk.push_back({{"kernel", name}, {"grid", {s.grid.x, s.grid.y, s.grid.z}}});
+    }
+    for (uint32_t i = v.first; i < v.first + v.count; ++i)
+      if (p.steps[i].kind == plan::StepKind::Kernel) generic_ks.push_back(p.kernels.at(p.steps[i].kernel).name);
+    const uint32_t node = p.steps.at(v.first).node;
+    out << fmt::format("  steps {}..{} (node #{} {}): at {}: {} launch(es): {}; other shapes: {}\n", v.first,
+                       v.first + v.count - 1, node, g.node_list().at(node)->op(), plan::variant_text(v), v.steps.size(),
+                       fmt::join(ks, ", "), fmt::join(generic_ks, ", "));
+    std::vector<std::string> when;
+    for (const plan::ShapeCondition& c : v.when) when.push_back(plan::condition_text(c));
+    jv.push_back({{"kind", v.kind == plan::VariantKind::OptShape ? "opt_shape" : "bucket"},
+                  {"profile", v.profile},
+                  {"first_step", v.first},
+                  {"steps_replaced", v.count},
+                  {"when", when},
+                  {"launches", jk}});
+  }
+  return {{"symbols", js}, {"profiles", jp}, {"in_place", jc}, {"generic_launches", jg}, {"launch_variants", jv}};
 }
 
 // A GPU plan computed at the bounds of its data-dependent sizes
@@ -158,8 +189,13 @@ static nlohmann::json show_bounded_sizes(const plan::Plan& p, const Graph& g, st
 }
 
 int run_inspect_plan(const InspectOptions& o) {
-  if (!o.shapes.empty())
-    fail("{}: a plan's shapes are fixed when it is compiled; --shapes applies to .onnx models", o.model);
+  // A plan with shape profiles: --perf may model it at any shape inside them.
+  const bool perf_at_shapes = o.perf && !o.shapes.empty();
+  if (!o.shapes.empty() && !o.perf)
+    fail(
+        "{}: a plan's shapes are fixed when it is compiled; --shapes applies to .onnx models (and to --perf of a "
+        "plan with shape profiles)",
+        o.model);
   // The runtime's reader: every loading check the runtime makes (checksums,
   // bounds, cross-section bindings) and the graph parsed back and verified.
   plan::Plan p = plan::read_plan_file(o.model);
@@ -217,6 +253,10 @@ int run_inspect_plan(const InspectOptions& o) {
       ++kv[s.kernel].launches;  // index checked by the loader
     }
   }
+  int variant_launches = 0;  // launches of launch variants (section `launch variants`), counted per kernel too
+  for (const plan::LaunchVariant& v : p.launch_variants)
+    for (const plan::Step& s : v.steps)
+      if (s.kind == plan::StepKind::Kernel) ++variant_launches, ++kv[s.kernel].launches;
 
   if (m.gpu_kernels) {
     bool ptx = std::all_of(p.kernels.begin(), p.kernels.end(), [](const plan::Kernel& k) { return !k.ptx.empty(); });
@@ -226,8 +266,9 @@ int run_inspect_plan(const InspectOptions& o) {
     out << "needs: " << plan_driver_needs(m) << "\n";
     j["cubin_driver_version"] = m.cubin_driver_version;
     j["ptx_driver_version"] = m.ptx_driver_version;
-    out << fmt::format("GPU kernels: {} distinct, {} launch steps ({} kernel launches, {} copies)\n", p.kernels.size(),
-                       p.steps.size(), launches, copies);
+    out << fmt::format("GPU kernels: {} distinct, {} launch steps ({} kernel launches, {} copies){}\n",
+                       p.kernels.size(), p.steps.size(), launches, copies,
+                       variant_launches ? fmt::format("; {} more launches in launch variants", variant_launches) : "");
     j["control_flow_nodes"] = p.control.size();
     if (!p.control.empty())
       out << fmt::format(
@@ -428,7 +469,7 @@ int run_inspect_plan(const InspectOptions& o) {
   out << fmt::format("graph: {} nodes (the optimized graph; kiln dump-ir prints IR of .onnx models)\n",
                      g->nodes().size());
   j["graph_nodes"] = g->nodes().size();
-  if (o.perf) j["perf"] = report_plan_perf(p, *g, o.model, o.gpu, std::cout);
+  if (o.perf) j["perf"] = report_plan_perf(p, *g, o.model, o.gpu, std::cout, perf_at_shapes ? o.shapes : "");
   if (!o.json_path.empty()) {
     write_text_file(o.json_path, j.dump(2) + "\n");
   }

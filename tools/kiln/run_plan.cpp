@@ -1,6 +1,7 @@
 #include "tools/kiln/run_plan.h"
 
 #include <algorithm>
+#include <set>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "tools/kiln/doctor.h"
 #include "tools/kiln/output_report.h"
 #include "backends/plan_sim.h"
+#include "runtime/plan_launch_variants.h"
 #include "tools/kiln/run_inputs.h"
 
 namespace kiln {
@@ -29,6 +31,27 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }
 
 }  // namespace
+
+// Which launch variants (runtime/plan_launch_variants.h) the simulator ran at
+// this run's shape: the launch list plan-on-sim issued (plan::launches_at).
+void say_launch_variants(const plan::Plan& p, const Graph& g, const std::map<std::string, Tensor>& feed) {
+  std::vector<std::pair<std::string, Shape>> shapes;
+  for (const auto& [name, t] : feed) shapes.emplace_back(name, t.shape());
+  const SymbolBindings b = bind_symbols(g, shapes, "the run's inputs");
+  std::set<int> chosen;
+  size_t launches = 0;
+  for (const plan::ActiveStep& a : plan::launches_at(p, b))
+    if (a.variant >= 0) chosen.insert(a.variant), ++launches;
+  if (chosen.empty()) {
+    std::cout << fmt::format("launch variants: none at this shape ({} in the plan): every launch shape-generic\n",
+                             p.launch_variants.size());
+    return;
+  }
+  std::set<std::string> why;
+  for (int v : chosen) why.insert(plan::variant_text(p.launch_variants[v]));
+  std::cout << fmt::format("launch variants: {} node(s) ran {} launch(es) specialised for {}\n", chosen.size(),
+                           launches, fmt::join(why, "; "));
+}
 
 int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunResult* result) {
   const std::string& path = source.name;
@@ -91,6 +114,7 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
       best = std::min(best, ms_since(t0));
     }
     std::cout << "backend: sim (the plan's kernels and launch list on the CPU simulator)\n";
+    if (!p.launch_variants.empty()) say_launch_variants(p, *g, feed);
     // Sizes decided by the data: the kernels wrote each count on the
     // "device"; the outputs are trimmed to them as the runtime does.
     if (!p.bounded_sizes.empty()) outs = plan::trim_outputs(p.bounded_sizes, std::move(outs));

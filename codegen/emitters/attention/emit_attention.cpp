@@ -308,18 +308,28 @@ const Node* attention_in_body(const Node& n) {
 // The fused node's kernel, or kiln::Unsupported naming what does not fit.
 FusedAttentionKernel build_fused(const Node& n) {
   if (!attention_in_body(n)) unsupported("codegen: {} is not a fused node with one attention op", n.describe());
-  for (const Value* v : n.inputs())
-    if (v && has_symbolic_dims(v->shape()))
-      unsupported(
-          "codegen: fused attention {}: an epilogue over symbolic sizes is not shape-generic yet (the bare "
-          "attention op is)",
-          n.describe());
   Epilogue e = Epilogue::from_fused(n, op_registry(), {"attention"});
   const Node& a = e.anchor();
   AttentionEpilogue epi;
+  // Over symbolic sizes (a plan with shape profiles) the kernel is
+  // shape-generic and its epilogue reads its sizes from the same `ks`: the
+  // slots of the attention's kiln_syms (its q, k, v and mask's symbols) must
+  // be the epilogue's, so an epilogue reading a symbol the attention does not
+  // (an operand of another extent) is refused.
+  const bool generic = !e.symbols().empty();
+  if (generic) {
+    std::vector<Shape> anchor_shapes;
+    for (int i = 0; i < 4 && i < a.num_inputs(); ++i)
+      if (a.input(i)) anchor_shapes.push_back(a.input(i)->shape());
+    if (KernelSymbols(anchor_shapes).names() != e.symbols().names())
+      unsupported("codegen: fused attention {}: its epilogue reads symbols ({}) beyond the attention's ({})",
+                  n.describe(), fmt::join(e.symbols().names(), ", "),
+                  fmt::join(KernelSymbols(anchor_shapes).names(), ", "));
+    symbol_ranges_of(n, epi.sym_min, epi.sym_max);
+  }
   epi.params = e.params();
-  epi.sim_entry = e.sim_entry("@NAME@");
-  epi.sim_entry_split = e.sim_entry("@NAME@", true, true);
+  epi.sim_entry = e.sim_entry("@NAME@", false, false, generic);
+  epi.sim_entry_split = e.sim_entry("@NAME@", true, true, generic);
   epi.buffer_count = static_cast<int>(e.results().size() + e.slots().size());
   for (const TensorType& t : e.results()) epi.dtypes.push_back(t.dtype);
   for (const TensorType& t : e.slots()) epi.dtypes.push_back(t.dtype);
@@ -365,7 +375,9 @@ bool is_attention_fused(const Node& n) {
 
 FusedAttentionKernel emit_fused_attention(const Node& n) { return build_fused(n); }
 
-bool attention_shape_generic(const Node& n) {
+bool attention_shape_generic(const Node& n) { return attention_shape_generic(n, n); }
+
+bool attention_shape_generic(const Node& n, const Node& ranges_from) {
   if (n.body() || n.op() != "attention" || n.num_inputs() < 3) return false;
   for (const Value* v : n.inputs())
     if (!v) return false;
@@ -375,7 +387,7 @@ bool attention_shape_generic(const Node& n) {
     if (is_symbolic_dim(d)) return false;
   try {  // the rest of AttentionDims::of's conditions (ranges, growing dims)
     SymbolBindings lo, hi;
-    symbol_ranges_of(n, lo, hi);
+    symbol_ranges_of(ranges_from, lo, hi);
     AttentionDims::of(n.input(0)->type(), n.input(1)->type(), n.input(2)->type(),
                       n.num_inputs() > 3 ? n.input(3)->shape() : Shape{}, lo, hi);
     return true;

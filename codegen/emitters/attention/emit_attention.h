@@ -109,10 +109,14 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
 AttentionKernel emit_attention_op(const AttrMap& attrs, const std::vector<TensorType>& operands, const TensorType& out,
                                   const SymbolBindings& sym_min = {}, const SymbolBindings& sym_max = {});
 
-// Whether a shape-generic kernel handles the node (a bare attention op whose
-// heads and head dims are static; a fused attention's epilogue takes no
-// symbolic sizes yet): KernelEmitter::shape_generic.
+// Whether a shape-generic kernel handles the bare attention op (heads and
+// head dims static); a fused attention is shape-generic when this holds for
+// its op and its epilogue takes symbolic sizes (codegen/emitter_generic.h,
+// generic_attention).
 bool attention_shape_generic(const Node& n);
+// The same for an attention op in the body of fused node `ranges_from`, whose
+// graph declares the symbols' ranges (a body graph declares none).
+bool attention_shape_generic(const Node& n, const Node& ranges_from);
 
 // Whether `n` is a fused node of kind "attention" whose body is one attention
 // op and an epilogue codegen/emitters/gemm_conv/emit_epilogue.h accepts (reshape, identity,

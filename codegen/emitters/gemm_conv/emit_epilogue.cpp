@@ -291,6 +291,16 @@ void Epilogue::place_layout(const Node& node, const EpiloguePlace& src, const st
   const char* idx = index_type();
   auto nm = [&](const char* kind) { return fmt::format(fmt::runtime(pre), kind); };
   const std::string p = nm("p"), okv = nm("ok");
+  // A shape-generic kernel (symbols()) splits and joins coordinates by the
+  // sizes read from `ks`; a static one by numbers (the text it always had).
+  auto coords = [&](const Shape& s) { return epilogue_coords(src.pos, s, nm("c"), idx, ind, b, syms_); };
+  auto linear = [&](const std::vector<std::string>& c, const Shape& s) {
+    return has_symbolic_dims(s) ? epilogue_linear(c, symbolic_strides(s), idx, syms_)
+                                : epilogue_linear(c, strides_of(s), idx);
+  };
+  if (!syms_.empty() && op != "reshape" && op != "identity" && op != "transpose" && op != "split")
+    unsupported("codegen epilogue: {}: a shape-generic epilogue takes no {} yet (reshapes, transposes and splits only)",
+                bn->describe(), op);
   if (op == "reshape" || op == "identity") {
     place[bn->output(0)] = EpiloguePlace{src.ok, src.pos, src.var, src.dtype, bn->output(0)->shape()};
     return;
@@ -298,17 +308,20 @@ void Epilogue::place_layout(const Node& node, const EpiloguePlace& src, const st
   if (op == "transpose") {
     std::vector<int64_t> perm = bn->attrs().get_ints("perm");
     const Shape& os = bn->output(0)->shape();
-    std::vector<std::string> c = epilogue_coords(src.pos, src.shape, nm("c"), idx, ind, b);
+    std::vector<std::string> c = coords(src.shape);
     std::vector<std::string> oc;
     for (int64_t q : perm) oc.push_back(c.at(q));
-    b += fmt::format("{}const {} {} = {};\n", ind, idx, p, epilogue_linear(oc, strides_of(os), idx));
+    b += fmt::format("{}const {} {} = {};\n", ind, idx, p, linear(oc, os));
     place[bn->output(0)] = EpiloguePlace{src.ok, p, src.var, src.dtype, os};
     return;
   }
   if (op == "split") {
     const int r = static_cast<int>(src.shape.size());
     const int a = normalize_axis(bn->attrs().require_int("axis"), r, "split axis");
-    std::vector<std::string> c = epilogue_coords(src.pos, src.shape, nm("c"), idx, ind, b);
+    if (is_symbolic_dim(src.shape[a]))
+      unsupported("codegen epilogue: {}: a shape-generic epilogue splits along static axes only (axis {} is {})",
+                  bn->describe(), a, dim_str(src.shape[a]));
+    std::vector<std::string> c = coords(src.shape);
     int64_t start = 0;
     for (int k = 0; k < bn->num_outputs(); ++k) {
       Value* o = bn->output(k);
@@ -318,7 +331,7 @@ void Epilogue::place_layout(const Node& node, const EpiloguePlace& src, const st
       const std::string ok = fmt::format("{}_{}", okv, k), pk = fmt::format("{}_{}", p, k);
       b += fmt::format("{}const bool {} = {} && {} >= {} && {} < {};\n", ind, ok, src.ok, c[a], start, c[a],
                        start + len);
-      b += fmt::format("{}const {} {} = {};\n", ind, idx, pk, epilogue_linear(oc, strides_of(o->shape()), idx));
+      b += fmt::format("{}const {} {} = {};\n", ind, idx, pk, linear(oc, o->shape()));
       place[o] = EpiloguePlace{ok, pk, src.var, src.dtype, o->shape()};
       start += len;
     }
@@ -406,9 +419,8 @@ std::string Epilogue::code(const std::string& acc, const std::string& index, con
       fail("codegen epilogue: {} reads no epilogue value", bn->describe());
     }();
     const std::string vv = fmt::format("e_v{}", id);
-    if (!syms_.empty() && op != "reshape" && op != "identity" && ops_->get(op).category != OpCategory::Pointwise)
-      unsupported("codegen epilogue: {}: a shape-generic epilogue takes pointwise ops and reshapes only",
-                  bn->describe());
+    if (!syms_.empty() && !is_layout_op(op) && ops_->get(op).category != OpCategory::Pointwise)
+      unsupported("codegen epilogue: {}: a shape-generic epilogue takes pointwise and layout ops only", bn->describe());
     if (is_layout_op(op)) {
       place_layout(*bn, src, fmt::format("e_{{}}{}", id), ind, b, place);
       continue;

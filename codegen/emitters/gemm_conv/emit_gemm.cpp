@@ -60,13 +60,26 @@ GemmMath gemm_math(const TiledGemm& g) {
   return GemmMath::Simt;
 }
 
+namespace {
+thread_local int64_t generic_rows = 0;  // 0: the defaults below
+}  // namespace
+
+ScopedGenericGemmRows::ScopedGenericGemmRows(int64_t rows) : previous_(generic_rows) {
+  generic_rows = std::max<int64_t>(rows, 1);
+}
+ScopedGenericGemmRows::~ScopedGenericGemmRows() { generic_rows = previous_; }
+
 GemmProblem generic_gemm_problem(const TiledGemm& g) {
   auto at = [](int64_t d, int64_t rep) { return is_symbolic_dim(d) ? rep : d; };
   // A symbolic batch over a static M (an NCHW conv over a dynamic batch of
-  // images) stands for many images; over a symbolic M (an encoder's batch of
-  // heads), for one.
-  const int64_t batch_rep = is_symbolic_dim(g.M) ? 1 : 4096;
-  return {gemm_math(g), at(g.batch, batch_rep), at(g.M, 4096), at(g.N, 512), at(g.K, 512), 0};
+  // images) stands for many images (the representative rows over M); over a
+  // symbolic M (an encoder's batch of heads), for one.
+  // A size bucket's rows (ScopedGenericGemmRows): M itself, or as images of M rows.
+  const int64_t rows = generic_rows;
+  const int64_t batch_rep = is_symbolic_dim(g.M) ? 1
+                            : rows               ? std::max<int64_t>(rows / std::max<int64_t>(g.M, 1), 1)
+                                                 : 4096;
+  return {gemm_math(g), at(g.batch, batch_rep), at(g.M, rows ? rows : 4096), at(g.N, 512), at(g.K, 512), 0};
 }
 
 GemmTileConfig generic_gemm_tile(const TiledGemm& g, GemmMath math) {
@@ -313,7 +326,7 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
   for (int slot : {sa, sb, sazp, sbzp})
     if (slot >= 0) g.operand_slots.push_back(slot);
   // Shape-generic (a plan with shape profiles): matmul's batch, M, N and K
-  // may be symbolic; gemm's M alone.
+  // may be symbolic, and so may gemm's M, N and K (either operand transposed).
   g.syms = ep.symbols();  // every shape the anchor and its epilogue read or write
   const bool generic = !g.syms.empty();
   if (generic && (mi || qm)) unsupported("codegen: {}: a shape-generic {} is not supported yet", n.describe(), op);
@@ -440,13 +453,12 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
   } else {
     if (at.rank() != 2 || bt.rank() != 2) fail("codegen: {}: gemm operands must be 2-D", n.describe());
     const bool ta = n.attrs().get_int("trans_a", 0) != 0, tb = n.attrs().get_int("trans_b", 0) != 0;
-    if (generic && (ta || is_symbolic_dim(at.shape[1]) || has_symbolic_dims(bt.shape)))
-      unsupported("codegen: {}: a shape-generic gemm needs A [M, K] with a symbolic M (no trans_a)", n.describe());
     const double alpha = n.attrs().get_float("alpha", 1.0f), beta = n.attrs().get_float("beta", 1.0f);
     g.M = ta ? at.shape[1] : at.shape[0];
     g.K = ta ? at.shape[0] : at.shape[1];
     g.N = tb ? bt.shape[0] : bt.shape[1];
-    const int64_t M = g.M, N = g.N, K = g.K;
+    // The sizes as C text: numbers, or polynomials of `ks` in a shape-generic kernel.
+    const std::string M = dim_text(g.M), N = dim_text(g.N), K = dim_text(g.K);
     g.a.k_fast = !ta;
     g.a.setup = [=](const std::string& row, const std::string& s, std::string& b) {
       b += fmt::format("  const {} {}_base = ({}){}{};\n", idx, s, idx, row, ta ? "" : fmt::format(" * {}", K));
@@ -456,7 +468,7 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
                          gemm_load_as(dt, ta ? fmt::format("in{}[{}_base + ({}){} * {}]", sa, s, idx, k, M)
                                              : fmt::format("in{}[{}_base + {}]", sa, s, k)));
     };
-    if (chunks && (ta ? M % W == 0 : K % W == 0)) {
+    if (chunks && multiple(ta ? g.M : g.K, W)) {
       g.a.chunk_buffer = fmt::format("in{}", sa);
       g.a.chunk_k_fast = !ta;  // A stored [K, M]: chunks along m (an A stage [BK][BM], ldmatrix.trans)
       g.a.chunk = [=](const std::string& k, const std::string& s) {
@@ -473,7 +485,7 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
                          gemm_load_as(dt, tb ? fmt::format("in{}[{}_base + {}]", sb, s, k)
                                              : fmt::format("in{}[{}_base + ({}){} * {}]", sb, s, idx, k, N)));
     };
-    if (chunks && (tb ? K % W == 0 : N % W == 0)) {
+    if (chunks && multiple(tb ? g.K : g.N, W)) {
       g.b.chunk_buffer = fmt::format("in{}", sb);
       g.b.chunk_k_fast = tb;
       g.b.chunk = [=](const std::string& k, const std::string& s) {
@@ -487,12 +499,13 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
     if (has_c) {
       const TensorType& ctt = n.input(2)->type();
       std::vector<int64_t> cs =
-          generic ? symbolic_broadcast_strides(ctt.shape, {M, N}) : broadcast_strides(ctt.shape, {M, N});
+          generic ? symbolic_broadcast_strides(ctt.shape, {g.M, g.N}) : broadcast_strides(ctt.shape, {g.M, g.N});
       std::string off;
       if (cs[0])
         off += fmt::format("({})gm * {}", idx, is_symbolic_dim(cs[0]) ? g.syms.lit(cs[0]) : std::to_string(cs[0]));
       if (cs[1])
-        off += fmt::format("{}({})gn{}", off.empty() ? "" : " + ", idx, cs[1] == 1 ? "" : fmt::format(" * {}", cs[1]));
+        off += fmt::format("{}({})gn{}", off.empty() ? "" : " + ", idx,
+                           cs[1] == 1 ? "" : fmt::format(" * {}", dim_text(cs[1])));
       if (off.empty()) off = "0";
       store += fmt::format("{}const {} c_raw = in{}[{}];\n", ind, cuda_storage_type(ctt.dtype), sc, off);
       cval = "c_raw";
@@ -503,11 +516,14 @@ std::vector<ComputeKernel> emit_matmul_gemm(const Epilogue& ep) {
       std::string r = alpha == 1.0 ? "acc" : fmt::format("({})({:.17g}) * acc", ct, alpha);
       if (has_c) r = fmt::format("{} + ({})({:.17g} * (double){})", r, ct, beta, cuda_load(dt, cval));
       store += fmt::format("{}const {} r = {};\n", ind, ct, r);
-      // The vectorized store: C is read per column (the finishing step as above).
-      g.vstore_row = fmt::format("({})gm * {}", idx, N);
-      g.vstore_align = N;
-      g.vstore_finish = store;
-      g.vstore_value = gemm_acc_for_epilogue(dt, "r");
+      // The vectorized store: C is read per column (the finishing step as
+      // above); its rows are multiples of N at every shape only for a static N.
+      if (!is_symbolic_dim(g.N)) {
+        g.vstore_row = fmt::format("({})gm * {}", idx, N);
+        g.vstore_align = g.N;
+        g.vstore_finish = store;
+        g.vstore_value = gemm_acc_for_epilogue(dt, "r");
+      }
     } else {
       const bool exact = alpha == 1.0 && (!has_c || beta == 1.0);
       if (exact) {

@@ -147,6 +147,21 @@ GemmMath gemm_math(const TiledGemm& g);
 // symbolic M, 4096 over a static one), since one tile serves every shape and
 // each tail is guarded.
 GemmProblem generic_gemm_problem(const TiledGemm& g);
+// Representative rows for generic_gemm_problem instead of its defaults (a
+// symbolic M at `rows`, a symbolic batch at rows / M images). A GEMM size bucket (a launch variant for a
+// range of rows, compiler/plan_writer_variants.h) emits the shape-generic
+// kernels once more under a smaller or larger value, so their tile is the
+// one for that range. Scoped, per thread.
+class ScopedGenericGemmRows {
+ public:
+  explicit ScopedGenericGemmRows(int64_t rows);
+  ~ScopedGenericGemmRows();
+  ScopedGenericGemmRows(const ScopedGenericGemmRows&) = delete;
+  ScopedGenericGemmRows& operator=(const ScopedGenericGemmRows&) = delete;
+
+ private:
+  int64_t previous_;
+};
 // The tile of `g`: choose_gemm_tile_config for its sizes, or for a
 // shape-generic GEMM for generic_gemm_problem, never a wgmma tile and never
 // a split-K: the split is decided from the grid, which grows with the

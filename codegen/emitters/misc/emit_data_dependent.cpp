@@ -97,7 +97,7 @@ SimpleKernel emit_nonzero_bounded(const TensorType& x, const std::vector<TensorT
 }
 
 SimpleKernel emit_nms_bounded(const AttrMap& attrs, const TensorType& boxes, const TensorType& scores,
-                              const std::vector<TensorType>& results) {
+                              const std::vector<TensorType>& results, bool valid_count) {
   const int kBlock = static_cast<int>(block_threads(kWantedBlock));  // the one decision (codegen/launch_fit.h)
   if (boxes.dtype != DType::F32 || scores.dtype != DType::F32)
     unsupported("codegen: non_max_suppression: boxes {} and scores {} (f32 is emitted)", boxes.str(), scores.str());
@@ -119,8 +119,9 @@ SimpleKernel emit_nms_bounded(const AttrMap& attrs, const TensorType& boxes, con
   k.params = {{DType::I64, true, "sel"},
               {DType::I64, true, "count"},
               {DType::F32, false, "boxes"},
-              {DType::F32, false, "scores"},
-              {DType::I64, true, "ws"}};
+              {DType::F32, false, "scores"}};
+  if (valid_count) k.params.push_back({DType::I64, false, "valid"});
+  k.params.push_back({DType::I64, true, "ws"});
   k.scratch = {TensorType(DType::I64, {std::max<int64_t>(2 * n, 1)})};
   k.grid = 1;  // always: the count is written even when nothing is selected
   k.block = kBlock;
@@ -145,9 +146,12 @@ SimpleKernel emit_nms_bounded(const AttrMap& attrs, const TensorType& boxes, con
   b += "  if (inter <= 0) return 0;\n";
   b += "  const float iou = inter / (aa + ac - inter);\n";
   b += fmt::format("  return iou > {};\n}}\n", iou);
-  const std::string cand = has_score ? "(v > " + score + ")" : "1";
+  // A candidate scores above the threshold, if any, and lies before the
+  // valid box count, if given (the padding past it is never a candidate).
+  std::string cand = has_score ? "(v > " + score + ")" : "1";
   b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_param_list(k.params));
   b += "  __shared__ long long cands;\n";
+  if (valid_count) b += fmt::format("  const long long nv = valid[0] < {0}LL ? valid[0] : {0}LL;\n", n);
   b += "  long long total = 0;  // rows written so far (the same in every thread)\n";
   b += fmt::format("  for (long long bc = 0; bc < {}LL; ++bc) {{\n", B * C);
   b += fmt::format("    const long long bat = bc / {0}LL, cls = bc % {0}LL;\n", C);
@@ -155,15 +159,17 @@ SimpleKernel emit_nms_bounded(const AttrMap& attrs, const TensorType& boxes, con
   b += "    // Rank each candidate: those ahead of it in a stable descending sort.\n";
   b += fmt::format("    for (long long i = threadIdx.x; i < {}LL; i += {}) {{\n", n, kBlock);
   b += "      const float v = scores[s0 + i];\n";
-  b += fmt::format("      if (!{}) continue;\n", cand);
+  b += fmt::format("      if (!{}{}) continue;\n", cand, valid_count ? " || i >= nv" : "");
   b += "      const float si = v;\n      long long r = 0;\n";
   b += fmt::format("      for (long long j = 0; j < {}LL; ++j) {{\n", n);
   b += "        const float v = scores[s0 + j];\n";
-  b += fmt::format("        if ({} && (v > si || (v == si && j < i))) ++r;\n      }}\n", cand);
+  b += fmt::format("        if ({}{} && (v > si || (v == si && j < i))) ++r;\n      }}\n", cand,
+                   valid_count ? " && j < nv" : "");
   b += "      ws[r] = i;\n    }\n";
   b += "    if (threadIdx.x == 0) {\n      long long c = 0;\n";
   b += fmt::format("      for (long long j = 0; j < {}LL; ++j) {{\n", n);
-  b += fmt::format("        const float v = scores[s0 + j];\n        c += {};\n      }}\n", cand);
+  b += fmt::format("        const float v = scores[s0 + j];\n        c += {}{};\n      }}\n", cand,
+                   valid_count ? " && j < nv" : "");
   b += "      cands = c;\n    }\n    __syncthreads();\n";
   b += "    long long kept = 0;\n";
   b += fmt::format("    for (long long p = 0; p < cands && kept < {}LL; ++p) {{\n", per_class);

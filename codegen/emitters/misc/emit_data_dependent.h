@@ -41,7 +41,10 @@ namespace kiln::codegen {
 SimpleKernel emit_nonzero_bounded(const TensorType& x, const std::vector<TensorType>& results);
 
 // boxes, scores and the two results of the bounded form; attrs: the node's.
+// `valid_count`: the node's third operand, the number of valid boxes (i64,
+// one element), is a kernel parameter after the scores; boxes past it are
+// never candidates.
 SimpleKernel emit_nms_bounded(const AttrMap& attrs, const TensorType& boxes, const TensorType& scores,
-                              const std::vector<TensorType>& results);
+                              const std::vector<TensorType>& results, bool valid_count = false);
 
 }  // namespace kiln::codegen

@@ -1,0 +1,136 @@
+// Launch variants on the runtime's GPU path (strict fake driver, the plan's
+// kernels run on the simulator): the dynamic-batch CNN compiled once with
+// every node also specialised for its opt shape (batch 3) runs the
+// specialised kernels at batch 3 and the shape-generic ones at the other
+// batches, each matching the reference backend; each shape's CUDA Graph is
+// captured once with its own launch list and replayed on a repeat. A GEMM's
+// size buckets launch their own kernels for their rows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "ir/specialize.h"
+#include "ops/registry.h"
+#include "runtime/gpu_executor.h"
+#include "tests/runtime/fake_gpu_util.h"
+
+namespace kiln::fakegpu {
+namespace {
+
+using FakeGpuLaunchVariants = FakeGpu;
+
+TEST_F(FakeGpuLaunchVariants, CnnRunsTheOptShapesKernelsAtBatch3AndTheGenericOnesElsewhere) {
+  const plan::Plan& p = plans().at("profile_cnn_opt3");
+  ASSERT_TRUE(p.meta.gpu_kernels) << p.meta.no_gpu_reason;
+  ASSERT_FALSE(p.launch_variants.empty()) << "no launch variant in the plan";
+  std::set<std::string> specialised, generic;
+  for (const plan::LaunchVariant& v : p.launch_variants) {
+    EXPECT_EQ(plan::variant_text(v), "the opt shape of profile 0 (batch=3)");
+    for (const plan::Step& s : v.steps) specialised.insert(p.kernels.at(s.kernel).name);
+  }
+  for (const plan::Step& s : p.steps)
+    if (s.kind == plan::StepKind::Kernel) generic.insert(p.kernels.at(s.kernel).name);
+  std::vector<uint8_t> bytes = plan_for("profile_cnn_opt3");
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "cnn.plan", rt::Backend::Gpu);
+  rt::Context ctx(e);
+  std::unique_ptr<Graph> g = profile_cnn_graph();
+  auto captured = [&] { return ctx.gpu_context()->graph_cache_stats().captures; };
+  for (int64_t n : {3, 5, 3, 1}) {
+    std::unique_ptr<Graph> at = specialize_graph(*g, {{"batch", n}}, op_registry());
+    const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(n));
+    for (const Value* v : at->inputs()) ctx.bind_input(v->name(), feed.at(v->name()).raw(), v->type(), false);
+    Tensor out(at->outputs()[0]->type());
+    ctx.bind_output("y", out.raw(), out.type(), false);
+    launched_kernels().clear();
+    ctx.run();
+    EXPECT_EQ(compare_tensors(out, ReferenceExecutor(*at).run(feed)[0], {1e-5, 1e-4}), "") << "batch " << n;
+    const std::vector<std::string> ran = launched_kernels();
+    ASSERT_FALSE(ran.empty()) << "batch " << n;
+    const auto from = [&](const std::set<std::string>& set) {
+      return static_cast<size_t>(std::count_if(ran.begin(), ran.end(), [&](const auto& k) { return set.count(k); }));
+    };
+    if (n == 3) {
+      EXPECT_EQ(from(specialised), ran.size()) << "batch 3 (the opt shape) ran a shape-generic kernel";
+    } else {
+      EXPECT_EQ(from(generic), ran.size()) << "batch " << n << " ran a kernel specialised for batch 3";
+    }
+  }
+  // One graph per distinct shape (3, 5, 1): the repeat at 3 replayed its own.
+  EXPECT_EQ(captured(), 3u);
+  EXPECT_EQ(ctx.gpu_context()->graph_cache_stats().cached, 3u);
+}
+
+// Per-step profiling keeps the plan's own step count: a variant's time is
+// given to the first step it replaces.
+TEST_F(FakeGpuLaunchVariants, ProfileAtTheOptShapeGivesOneTimePerPlanStep) {
+  const plan::Plan& p = plans().at("profile_cnn_opt3");
+  std::vector<uint8_t> bytes = plan_for("profile_cnn_opt3");
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "cnn.plan", rt::Backend::Gpu);
+  rt::Context ctx(e);
+  std::unique_ptr<Graph> g = profile_cnn_graph();
+  std::unique_ptr<Graph> at = specialize_graph(*g, {{"batch", 3}}, op_registry());
+  const std::map<std::string, Tensor> feed = testing::random_inputs(*at, 3);
+  for (const Value* v : at->inputs()) ctx.bind_input(v->name(), feed.at(v->name()).raw(), v->type(), false);
+  Tensor out(at->outputs()[0]->type());
+  ctx.bind_output("y", out.raw(), out.type(), false);
+  launched_kernels().clear();
+  const std::vector<rt::ProfileEntry>& prof = ctx.profile();
+  EXPECT_EQ(prof.size(), p.steps.size());
+  EXPECT_EQ(compare_tensors(out, ReferenceExecutor(*at).run(feed)[0], {1e-5, 1e-4}), "");
+  std::set<std::string> specialised;
+  for (const plan::LaunchVariant& v : p.launch_variants)
+    for (const plan::Step& s : v.steps) specialised.insert(p.kernels.at(s.kernel).name);
+  for (const std::string& k : launched_kernels()) EXPECT_TRUE(specialised.count(k)) << k << " is not specialised";
+}
+
+// GEMM size buckets: a tensor-core matmul over 1..2048 rows; each bucket
+// starting at 300 rows or fewer runs its own (shape-generic) kernels there,
+// a shape past every bucket the default ones, each shape with its own graph.
+TEST_F(FakeGpuLaunchVariants, GemmSizeBucketsLaunchTheirKernelsPerShape) {
+  auto g = parse_graph(
+      "graph @m(%x: f16[b,768], %w: f16[768,768]) -> (f16[b,768]) symbols(b in [1, 2048]) {\n"
+      "  %y = matmul(%x, %w) : f16[b,768]\n  return %y\n}\n");
+  CompileOptions co;
+  co.pass.target = "sm_90";
+  co.symbolic = true;
+  compile_graph(*g, co);
+  PlanBuildOptions po{"sm_90", "fp16", {}};
+  po.profiles = {plan::Profile{{{"x", {1, 768}, {2048, 768}, {2048, 768}}}}};
+  const plan::Plan p = build_plan(*g, po);
+  std::vector<std::pair<int64_t, std::set<std::string>>> runs;  // rows, the kernels that must run
+  int64_t past_buckets = 1;
+  for (const plan::LaunchVariant& v : p.launch_variants) {
+    if (v.kind == plan::VariantKind::OptShape) continue;  // the opt shape (2048 rows) is not run here
+    past_buckets = std::max(past_buckets, v.when.at(0).hi + 1);
+    if (v.when.at(0).lo > 300) continue;
+    std::set<std::string> ks;
+    for (const plan::Step& s : v.steps) ks.insert(p.kernels.at(s.kernel).name);
+    runs.emplace_back(v.when.at(0).lo, ks);
+  }
+  ASSERT_FALSE(runs.empty()) << "no bucket at 300 rows or fewer";
+  if (past_buckets < 2048) {
+    std::set<std::string> ks;
+    for (const plan::Step& s : p.steps) ks.insert(p.kernels.at(s.kernel).name);
+    runs.emplace_back(past_buckets, ks);
+  }
+  std::vector<uint8_t> bytes = plan_bytes(p);
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "gemm.plan", rt::Backend::Gpu);
+  rt::Context ctx(e);
+  for (const auto& [rows, want] : runs) {
+    std::unique_ptr<Graph> at = specialize_graph(*g, {{"b", rows}}, op_registry());
+    const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(rows));
+    for (const Value* v : at->inputs()) ctx.bind_input(v->name(), feed.at(v->name()).raw(), v->type(), false);
+    Tensor out(at->outputs()[0]->type());
+    ctx.bind_output("y", out.raw(), out.type(), false);
+    launched_kernels().clear();
+    ctx.run();
+    EXPECT_EQ(compare_tensors(out, ReferenceExecutor(*at).run(feed)[0], {2e-2, 2e-2}), "") << "rows " << rows;
+    ASSERT_FALSE(launched_kernels().empty());
+    for (const std::string& k : launched_kernels()) EXPECT_TRUE(want.count(k)) << "rows " << rows << " ran " << k;
+  }
+  EXPECT_EQ(ctx.gpu_context()->graph_cache_stats().captures, runs.size());
+}
+
+}  // namespace
+}  // namespace kiln::fakegpu
