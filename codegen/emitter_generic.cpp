@@ -35,6 +35,10 @@ bool batch_only_symbolic(const Shape& s) {
   return true;
 }
 
+// Whether an image [N, C, S...] (nhwc: [N, S..., C]) has a static channel
+// count: its batch and spatial dims may be symbolic (ops/symbolic_image.h).
+bool static_channels(const Shape& s, bool nhwc) { return s.size() < 2 || !is_symbolic_dim(nhwc ? s.back() : s[1]); }
+
 // softmax / log_softmax over the last axis: a static one whose rows fit the
 // register row kernel (codegen/emitters/reduction/emit_rowwise.h), the row
 // count symbolic, or a symbolic one (the multi-pass kernel).
@@ -150,7 +154,21 @@ bool generic_batch_norm(const Node& n) {
   return batch_only_symbolic(n.input(0)->shape());
 }
 
-bool generic_normalization(const Node& n) { return generic_layer_norm(n) || generic_batch_norm(n); }
+// instance_normalization / group_normalization over a symbolic batch and
+// image size, channels, scale and bias static: a block per (image, group)
+// folding its symbolic element count (emit_normalization.cpp, stat_kernel).
+bool generic_group_norm(const Node& n) {
+  if (n.body() || (n.op() != "instance_normalization" && n.op() != "group_normalization") || n.num_inputs() != 3 ||
+      !n.input(0) || !is_float(n.input(0)->dtype()))
+    return false;
+  for (int i = 1; i < 3; ++i)
+    if (!n.input(i) || has_symbolic_dims(n.input(i)->shape())) return false;
+  return static_channels(n.input(0)->shape(), n.attrs().get_string("layout", "nchw") == "nhwc");
+}
+
+bool generic_normalization(const Node& n) {
+  return generic_layer_norm(n) || generic_batch_norm(n) || generic_group_norm(n);
+}
 
 // A bare matmul or gemm in f32 (SIMT, or tensor cores with tf32 allowed),
 // f16 or bf16 (tensor cores) with any symbolic batch dims, M, N and K: an
@@ -219,51 +237,45 @@ bool generic_gemm_anchor(const Node& n) {
   return n.op() == "matmul" || (a->shape().size() == 2 && b->shape().size() == 2);
 }
 
-// conv / conv_transpose in a float dtype whose batch alone is symbolic
-// (codegen/emitters/gemm_conv/emit_conv.h): NCHW on the SIMT or tensor-core
-// core (the batch is the GEMM batch, only the grid follows it), nhwc on the
-// SIMT core only (the batch is part of M, which only it takes symbolic),
-// depthwise; bare or anchoring a conv_epilogue of pointwise ops: an epilogue
-// operand with a symbolic dim has the element's own shape (a residual), the
-// others are static and broadcast (per-channel scales).
+// conv / conv_transpose in a float dtype whose batch and image size may be
+// symbolic, channels and weights static (codegen/emitters/gemm_conv/emit_conv.h):
+// NCHW on the SIMT or tensor-core core (the batch is the GEMM batch, the
+// output positions its N), nhwc on the SIMT core only (the batch and the
+// positions are part of M, which only it takes symbolic), depthwise; bare
+// or anchoring a conv_epilogue of pointwise ops: an epilogue operand with a
+// symbolic dim has the element's own shape (a residual), the others are
+// static and broadcast (per-channel scales).
 bool generic_conv(const Node& n) {
   auto conv_anchor = [](const Node& a) {
     if ((a.op() != "conv" && a.op() != "conv_transpose") || a.num_inputs() < 2 || !a.input(0) ||
         !is_float(a.input(0)->dtype()))
       return false;
-    // nhwc makes the batch part of M, which only the SIMT core takes symbolic.
-    const bool simt = a.input(0)->dtype() == DType::F32 && a.attrs().get_int("tf32", 0) == 0;
-    return simt || a.attrs().get_string("layout", "nchw") != "nhwc";
-  };
-  auto batch_only = [](const Node& a) {
-    for (const Value* v : a.inputs())
-      if (v && !batch_only_symbolic(v->shape())) return false;
-    for (const Value* v : a.outputs())
-      if (!batch_only_symbolic(v->shape())) return false;
+    const bool nhwc = a.attrs().get_string("layout", "nchw") == "nhwc";
+    for (int i = 1; i < a.num_inputs(); ++i)
+      if (a.input(i) && has_symbolic_dims(a.input(i)->shape())) return false;
+    if (!static_channels(a.input(0)->shape(), nhwc) || !static_channels(a.output(0)->shape(), nhwc)) return false;
     return true;
   };
-  if (!n.body()) return conv_anchor(n) && batch_only(n);
-  if (!is_fused_kind(n, "conv_epilogue") || !batch_only(n)) return false;
+  if (!n.body()) return conv_anchor(n);
+  if (!is_fused_kind(n, "conv_epilogue")) return false;
   int anchors = 0;
   for (const auto& bn : n.body()->nodes()) {
     if (conv_anchor(*bn)) {
       ++anchors;
-      if (!batch_only(*bn)) return false;
       continue;
     }
     const OpDef* def = op_registry().find(bn->op());
     if (!def || def->category != OpCategory::Pointwise || bn->num_outputs() != 1) return false;
     const Shape& os = bn->output(0)->shape();
-    if (!batch_only_symbolic(os)) return false;
     for (const Value* v : bn->inputs())
       if (v && has_symbolic_dims(v->shape()) && v->shape() != os) return false;
   }
   return anchors == 1;
 }
 
-// The pools over a symbolic batch (codegen/emitters/pool_select_loss/emit_pool.h):
+// The pools over a symbolic batch and image size (codegen/emitters/pool_select_loss/emit_pool.h):
 // max (without the indices result), average and lp windows and the global
-// pools, other dims static.
+// pools, channels static.
 bool generic_pool(const Node& n) {
   if (n.body() || n.num_inputs() < 1 || !n.input(0) || n.num_outputs() != 1) return false;
   const std::string& op = n.op();
@@ -272,7 +284,8 @@ bool generic_pool(const Node& n) {
     return false;
   const Value* x = n.input(0);
   if (!is_float(x->dtype())) return false;
-  return batch_only_symbolic(x->shape()) && batch_only_symbolic(n.output(0)->shape());  // nhwc: batch first too
+  const bool nhwc = n.attrs().get_string("layout", "nchw") == "nhwc";
+  return static_channels(x->shape(), nhwc) && static_channels(n.output(0)->shape(), nhwc);
 }
 
 // A fused pool (codegen/emitters/pool_select_loss/emit_fused_pool.h) around
@@ -294,6 +307,21 @@ bool generic_fused_on_demand(const Node& n) {
     const bool pointwise = def->category == OpCategory::Pointwise && def->expr;
     if (!pointwise && bn->op() != "identity" && !injective_shape_generic(bn->op())) return false;
   }
+  return true;
+}
+
+// resize of a float image by nearest or linear interpolation (cubic, crops,
+// exclude_outside and shrinking antialias have no generic kernel): the
+// source coordinates computed in the kernel (emit_resize_generic.h).
+bool generic_resize(const Node& n) {
+  if (n.body() || n.op() != "resize" || n.num_inputs() != 1 || !n.input(0) || !is_float(n.input(0)->dtype()))
+    return false;
+  const std::string mode = n.attrs().get_string("mode", "nearest");
+  if (mode != "nearest" && mode != "linear") return false;
+  if (n.attrs().get_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize") return false;
+  if (mode == "linear" && n.attrs().get_int("exclude_outside", 0) != 0) return false;
+  for (float s : n.attrs().get_floats("scales"))
+    if (mode == "linear" && n.attrs().get_int("antialias", 0) != 0 && s < 1) return false;
   return true;
 }
 

@@ -17,6 +17,7 @@ bool generic_conv(const Node& n);
 bool generic_pool(const Node& n);
 bool generic_fused_pool(const Node& n);
 bool generic_fused_on_demand(const Node& n);
+bool generic_resize(const Node& n);
 bool generic_range(const Node& n);
 // Whether the kernel of `n` computes every constant holding symbolic shape
 // values that it reads from `ks` (a scalar of a pointwise or fused pointwise

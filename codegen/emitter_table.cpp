@@ -10,6 +10,7 @@
 #include "codegen/emitters/data_movement/emit_index_select.h"
 #include "codegen/emitters/data_movement/emit_injective.h"
 #include "codegen/emitters/data_movement/emit_resize.h"
+#include "codegen/emitters/data_movement/emit_resize_generic.h"
 #include "codegen/emitters/data_movement/emit_sample.h"
 #include "codegen/emitters/data_movement/emit_scatter.h"
 #include "codegen/emitters/elementwise/emit_fused.h"
@@ -420,8 +421,11 @@ bool handles_resize(const Node& n) {
   return n.op() == "resize" && n.num_inputs() == 1 && all_inputs_present(n) && n.num_outputs() == 1;
 }
 
-// The taps/weights tables go after the input (NodeKernel::extra).
+// The taps/weights tables go after the input (NodeKernel::extra); symbolic
+// sizes: the generic kernel computing its taps (emit_resize_generic.h).
 std::vector<NodeKernel> emit_resize_node(const Node& n) {
+  if (has_symbolic_dims(n.input(0)->shape()) || has_symbolic_dims(n.output(0)->shape()))
+    return {node_kernel(emit_resize_generic(n.attrs(), n.input(0)->type(), n.output(0)->type()))};
   ResizeKernel k = emit_resize_op(n.attrs(), n.input(0)->type(), n.output(0)->type());
   NodeKernel nk = node_kernel(k.kernel);
   nk.extra = std::move(k.tables);
@@ -453,7 +457,7 @@ const KernelEmitter kEmitters[] = {
     {"reduction", handles_reduction, emit_reduction_node, generic::generic_reduction},
     {"index select", handles_index_select, emit_index_select_node},
     {"scatter", handles_scatter, emit_scatter_node},
-    {"resize", handles_resize, emit_resize_node},
+    {"resize", handles_resize, emit_resize_node, generic::generic_resize},
     {"sample", handles_sample, emit_sample_node},
     {"conv gather", handles_conv_gather, emit_conv_gather_node},
     {"gemm", handles_gemm, emit_gemm_node, generic::generic_gemm},

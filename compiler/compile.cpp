@@ -53,10 +53,6 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
     // Sizes of symbolic dims are polynomials: the plan builder lays memory
     // out at the largest shapes of the profiles instead.
     if (!g.symbols().empty()) std::erase(names, std::string("plan-memory"));
-    // The layout pass (NHWC for GPU targets) sizes its rules with static
-    // element counts; a graph with symbolic dims keeps the model's layout
-    // (correct at every shape, possibly slower for convolutions).
-    if (!g.symbols().empty()) std::erase(names, std::string("layout"));
     for (const std::string& n : names) pm.add(n);
     if (!o.pipeline.stop_after.empty() && std::find(names.begin(), names.end(), o.pipeline.stop_after) == names.end())
       fail("--stop-after: pass '{}' is not in the pipeline ({})", o.pipeline.stop_after, fmt::join(names, ","));

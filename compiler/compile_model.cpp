@@ -16,6 +16,8 @@
 #include "ir/file_io.h"
 #include "ir/printer.h"
 #include "ir/symbolic_dim.h"
+#include "ops/registry.h"
+#include "ir/specialize.h"
 
 namespace kiln {
 
@@ -143,6 +145,31 @@ int matching_shape_profile(const std::vector<ShapeRanges>& all, const std::map<s
   return -1;
 }
 
+namespace {
+
+// Each profile's smallest shapes must run: a conv or pool window that does
+// not fit there (a 2x2 pool over a height of 1) would be an error at run
+// time on the CPU path and an empty result on the GPU path. The graph
+// specialised to them runs every op's own inference, and its message.
+void check_smallest_shapes(const Graph& g, const std::vector<plan::Profile>& profiles, const std::string& model) {
+  for (size_t k = 0; k < profiles.size(); ++k) {
+    std::vector<std::pair<std::string, Shape>> shapes;
+    std::vector<std::string> said;
+    for (const plan::InputProfile& ip : profiles[k].inputs) {
+      shapes.emplace_back(ip.input, ip.min);
+      said.push_back(fmt::format("{} {}", ip.input, dims_str(ip.min, "x")));
+    }
+    try {
+      specialize_graph(g, bind_symbols(g, shapes, model), op_registry());
+    } catch (const Error& e) {
+      fail("{}: profile {}'s smallest shapes ({}) cannot run: {}; raise --min-shapes", model, k, fmt::join(said, ", "),
+           e.what());
+    }
+  }
+}
+
+}  // namespace
+
 CompileResult compile_model(const ModelSource& source, const CompileModelOptions& o) {
   CompileResult res;
   const std::string& model = source.display_name;
@@ -214,6 +241,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   if (!g.symbols().empty()) {
     for (size_t k = 0; k < ranges.size(); ++k) profiles.push_back(profile_of(g, ranges[k], k, model, io.names));
     build.symbolic = true;
+    if (!data_dependent) check_smallest_shapes(g, profiles, model);
   }
 
   // 2. Passes.

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "frontend/import_context.h"
+#include "ir/symbolic_dim.h"
 #include "ops/nn_shape.h"
 
 namespace kiln::adapters {
@@ -257,6 +258,7 @@ void resize(ImportContext& c) {
   AttrMap a;
   a.set("mode", mode);
   std::vector<double> scales, sizes_in, roi;
+  std::vector<int64_t> sym_sizes;  // the sizes operand's values when they may be symbolic
   std::vector<int64_t> axes;
   if (v10) {
     check_attrs(c, {"mode", "scales"});
@@ -292,7 +294,16 @@ void resize(ImportContext& c) {
       for (size_t d = 0; d < r; ++d) axes.push_back(int64_t(d));
     }
     scales = float_operand(c, 2, "scales");
-    sizes_in = float_operand(c, 3, "sizes");
+    // Sizes computed from a symbolic shape (torchvision's segmentation heads
+    // resize to another tensor's H, W): the symbolic dims themselves.
+    if (c.has_input(3) && has_symbolic_dims(xs)) {
+      for (int64_t v : c.require_shape_value(3, "sizes").to_int_vector()) {
+        sym_sizes.push_back(v);
+        sizes_in.push_back(is_symbolic_dim(v) ? 1.0 : static_cast<double>(v));
+      }
+    } else {
+      sizes_in = float_operand(c, 3, "sizes");
+    }
     if (ct == "tf_crop_and_resize") {
       roi = float_operand(c, 1, "roi");
       if (roi.size() != 2 * axes.size()) c.fail("roi has {} entries, expected {}", roi.size(), 2 * axes.size());
@@ -325,6 +336,15 @@ void resize(ImportContext& c) {
       full_scales[ax] = s;
       // floor(in * scale); the roi does not enter (the ONNX reference and
       // ONNX Runtime both ignore the spec's roi factor here).
+      if (is_symbolic_dim(xs[ax])) {
+        // A symbolic H or W (docs/dynamic_shapes.md): in * scale is a
+        // polynomial of the symbols for an integer scale only.
+        if (s != std::floor(s) || s > 1024)
+          c.fail("scale {} along axis {} of the symbolic dim {}: kiln resizes a symbolic dim by an integer scale only",
+                 s, ax, dim_str(xs[ax]));
+        sizes[ax] = dim_mul(xs[ax], static_cast<int64_t>(s));
+        continue;
+      }
       sizes[ax] = static_cast<int64_t>(std::floor(static_cast<double>(xs[ax]) * s));
     }
   } else {
@@ -333,12 +353,14 @@ void resize(ImportContext& c) {
     if (policy == "stretch") {
       for (size_t i = 0; i < axes.size(); ++i) {
         if (sizes_in[i] < 0) c.fail("size {} for axis {} is negative", sizes_in[i], axes[i]);
-        sizes[axes[i]] = static_cast<int64_t>(sizes_in[i]);
+        sizes[axes[i]] = sym_sizes.empty() ? static_cast<int64_t>(sizes_in[i]) : sym_sizes[i];
       }
     } else if (policy == "not_larger" || policy == "not_smaller") {
       // One scale for all listed axes; ONNX rounds in * scale half up.
       double s = policy == "not_larger" ? INFINITY : 0.0;
       for (size_t i = 0; i < axes.size(); ++i) {
+        if (is_symbolic_dim(xs[axes[i]]) || !sym_sizes.empty())
+          c.fail("keep_aspect_ratio_policy '{}' over the symbolic dim {}: not supported", policy, dim_str(xs[axes[i]]));
         double q = sizes_in[i] / static_cast<double>(xs[axes[i]]);
         s = policy == "not_larger" ? std::min(s, q) : std::max(s, q);
       }

@@ -5,6 +5,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "ir/error.h"
+#include "ir/floor_div_dims.h"
 #include "ir/symbolic_dim.h"
 #include "ir/text_format.h"
 
@@ -124,6 +125,10 @@ Shape symbolic_input_dims(const onnx::TensorShapeProto& shape, const std::string
     if (!is_symbol_name(name))
       fail("{}: dim {} is named \"{}\", which kiln cannot use as a symbol (an identifier is needed); fix it with {}",
            ctx, i, name, names.shapes);
+    // A name that spells a derived symbol (ir/floor_div_dims.h) would be read as floor((t*x+p)/d).
+    if (parse_derived_symbol(name))
+      fail("{}: dim {} is named \"{}\", which kiln reads as a derived size (floor division); fix it with {}", ctx, i,
+           name, names.shapes);
     dims.push_back(symbols.declare(name, mn, mx, input, ctx));
   }
   return dims;

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "ir/error.h"
+#include "ir/floor_div_dims.h"
 #include "ir/text_format.h"
 
 namespace kiln {
@@ -258,7 +259,8 @@ std::string dims_str(const Shape& s, std::string_view sep) {
 std::vector<std::string> dim_symbols(int64_t d) {
   std::set<std::string> names;
   if (is_symbolic_dim(d))
-    for (const auto& [m, c] : dim_poly(d)) names.insert(m.begin(), m.end());
+    for (const auto& [m, c] : dim_poly(d))
+      for (const std::string& name : m) names.insert(base_symbol(name));  // a derived symbol's base (floor_div_dims.h)
   return {names.begin(), names.end()};
 }
 
@@ -280,9 +282,9 @@ int64_t substitute_dim(int64_t d, const SymbolBindings& b) {
     int64_t coef = c;
     DimMonomial unbound;
     for (const std::string& name : m) {
-      auto it = b.find(name);
-      if (it == b.end()) unbound.push_back(name);
-      else coef = checked_mul(coef, it->second);
+      auto value = symbol_value(name, b);  // a derived symbol's from its base (floor_div_dims.h)
+      if (!value) unbound.push_back(name);
+      else coef = checked_mul(coef, *value);
     }
     if (unbound.empty()) constant = checked_add(constant, coef);
     else add_term(rest, unbound, coef);

@@ -35,6 +35,7 @@
 #include "ir/control_flow.h"
 #include "ir/data_dependent.h"
 #include "ir/error.h"
+#include "ir/floor_div_dims.h"
 #include "ir/short_name.h"
 #include "ir/symbolic_dim.h"
 
@@ -63,6 +64,8 @@ class Verifier {
   void symbols(const Graph& g) {
     for (const SymbolDecl& s : g.symbols()) {
       if (!is_symbol_name(s.name)) err("", "graph @{}: \"{}\" is not a valid symbol name", g.name(), s.name);
+      if (parse_derived_symbol(s.name))  // ir/floor_div_dims.h: a size computed from its base, never declared
+        err("", "graph @{}: \"{}\" names a derived size (floor division), not a symbol to declare", g.name(), s.name);
       if (!declared_.insert(s.name).second) err("", "graph @{}: symbol {} is declared twice", g.name(), s.name);
       if (s.min < 0 || s.min > s.max)
         err("", "graph @{}: symbol {} has the range [{}, {}] (need 0 <= min <= max)", g.name(), s.name, s.min, s.max);

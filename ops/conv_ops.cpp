@@ -25,6 +25,7 @@
 
 #include "ops/blas_library.h"
 #include "ops/conv_internal.h"
+#include "ops/symbolic_image.h"
 
 namespace kiln::ops::nn {
 
@@ -329,6 +330,28 @@ void conv_kernel(KernelContext& ctx, bool transpose) {
   }
 }
 
+// The output length along spatial axis `axis` for a symbolic input length
+// (infer_symbolic_image): the weight's kernel and the explicit attributes.
+SpatialOut conv_spatial_out(InferContext& c, bool transpose) {
+  const bool nhwc = !transpose && c.attrs().get_string("layout", "nchw") == "nhwc";
+  const Shape ws = c.has_input(1) ? channels_first_shape(c, 1, nhwc) : Shape{};
+  const AttrMap& a = c.attrs();
+  return [ws, transpose, a, label = c.label()](int axis, int64_t in, std::string& why) -> std::optional<int64_t> {
+    const size_t nd = ws.size() - 2;
+    const int64_t k = ws[2 + axis];
+    const std::vector<int64_t> strides = window_ints(a, "strides", nd, 1, label);
+    const std::vector<int64_t> dil = window_ints(a, "dilations", nd, 1, label);
+    const std::vector<int64_t> pads = window_ints(a, "pads", 2 * nd, transpose ? INT64_MIN : 0, label);
+    if (!transpose)
+      return symbolic_window_out_dim(in, k, strides[axis], pads[axis], pads[axis + nd], dil[axis], false, why);
+    const std::vector<int64_t> op =
+        a.has("output_padding") ? window_ints(a, "output_padding", nd, 0, label) : std::vector<int64_t>(nd, 0);
+    // stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pads: a polynomial.
+    const int64_t rest = op[axis] + effective_kernel(k, dil[axis]) - pads[axis] - pads[axis + nd];
+    return value_add(value_mul(value_add(in, -1), strides[axis]), rest);
+  };
+}
+
 }  // namespace
 
 std::vector<AttrSpec> conv_attrs(bool transpose) {
@@ -349,9 +372,10 @@ void register_conv_ops(OpRegistry& r) {
   conv.max_inputs = 3;
   conv.attrs = conv_attrs(false);
   conv.attrs.push_back({"layout", AttrKind::String});
-  conv.symbolic_dims = true;  // a symbolic batch only
+  conv.symbolic_dims = true;  // a symbolic batch and spatial dims (ops/symbolic_image.h)
   conv.infer = [](InferContext& c) {
-    return infer_symbolic_batch(c, [](InferContext& s) { return infer_conv(s, false); });
+    return infer_symbolic_image(
+        c, [](InferContext& s) { return infer_conv(s, false); }, conv_spatial_out(c, false));
   };
   conv.reference = [](KernelContext& ctx) { conv_kernel(ctx, false); };
   conv.doc =
@@ -365,9 +389,10 @@ void register_conv_ops(OpRegistry& r) {
   convt.min_inputs = 2;
   convt.max_inputs = 3;
   convt.attrs = conv_attrs(true);
-  convt.symbolic_dims = true;  // a symbolic batch only
+  convt.symbolic_dims = true;  // a symbolic batch and spatial dims (ops/symbolic_image.h)
   convt.infer = [](InferContext& c) {
-    return infer_symbolic_batch(c, [](InferContext& s) { return infer_conv(s, true); });
+    return infer_symbolic_image(
+        c, [](InferContext& s) { return infer_conv(s, true); }, conv_spatial_out(c, true));
   };
   convt.reference = [](KernelContext& ctx) { conv_kernel(ctx, true); };
   convt.doc =

@@ -13,6 +13,7 @@
 
 #include "ops/families.h"
 #include "ops/normalization_common.h"
+#include "ops/symbolic_image.h"
 
 namespace kiln::ops {
 
@@ -59,21 +60,24 @@ OpDef batch_normalization() {
   d.category = OpCategory::Compute;
   d.min_inputs = d.max_inputs = 5;
   d.attrs = {{"epsilon", AttrKind::Float}, {"layout", AttrKind::String}};
-  d.symbolic_dims = true;  // a symbolic batch only
+  d.symbolic_dims = true;  // a symbolic batch and spatial dims (ops/symbolic_image.h), kept as they are
   d.infer = [](InferContext& outer) {
-    return infer_symbolic_batch(outer, [](InferContext& c) {
-      require_float(c, 0);
-      require_rank_at_least(c, 0, 2, "x");
-      check_epsilon(c);
-      bool nhwc = nhwc_layout(c.attrs(), c.label());
-      Shape xs = channels_first_shape(c, 0, nhwc);
-      int64_t ch = xs[1];
-      const char* names[] = {"x", "scale", "bias", "mean", "var"};
-      for (int i = 1; i < 5; ++i)
-        require_vector(c, i, ch, names[i],
-                       nhwc ? "the channel count, the last dim of x" : "the channel count, dim 1 of x");
-      return std::vector<TensorType>{image_result(c.dtype(0), xs, nhwc)};
-    });
+    return infer_symbolic_image(
+        outer,
+        [](InferContext& c) {
+          require_float(c, 0);
+          require_rank_at_least(c, 0, 2, "x");
+          check_epsilon(c);
+          bool nhwc = nhwc_layout(c.attrs(), c.label());
+          Shape xs = channels_first_shape(c, 0, nhwc);
+          int64_t ch = xs[1];
+          const char* names[] = {"x", "scale", "bias", "mean", "var"};
+          for (int i = 1; i < 5; ++i)
+            require_vector(c, i, ch, names[i],
+                           nhwc ? "the channel count, the last dim of x" : "the channel count, dim 1 of x");
+          return std::vector<TensorType>{image_result(c.dtype(0), xs, nhwc)};
+        },
+        nullptr);
   };
   d.reference = [](KernelContext& k) {
     const Tensor& x = k.in(0);
@@ -343,7 +347,11 @@ OpDef instance_normalization() {
   d.category = OpCategory::Reduction;
   d.min_inputs = d.max_inputs = 3;
   d.attrs = {{"epsilon", AttrKind::Float}, {"layout", AttrKind::String}};
-  d.infer = [](InferContext& c) { return infer_channel_norm(c); };
+  d.symbolic_dims = true;  // a symbolic batch and spatial dims (ops/symbolic_image.h), kept as they are
+  d.infer = [](InferContext& outer) {
+    return infer_symbolic_image(
+        outer, [](InferContext& c) { return infer_channel_norm(c); }, nullptr);
+  };
   d.reference = [](KernelContext& k) { run_group_norm(k, k.in(1).numel()); };
   d.doc = "per (sample, channel) normalization over the spatial dims, then * scale[c] + bias[c]";
   return d;
@@ -355,13 +363,19 @@ OpDef group_normalization() {
   d.category = OpCategory::Reduction;
   d.min_inputs = d.max_inputs = 3;
   d.attrs = {{"epsilon", AttrKind::Float}, {"num_groups", AttrKind::Int, true}, {"layout", AttrKind::String}};
-  d.infer = [](InferContext& c) {
-    int64_t ch = 0;
-    std::vector<TensorType> r = infer_channel_norm(c, &ch);
-    int64_t g = c.attrs().require_int("num_groups");
-    if (g <= 0) c.fail("num_groups {} must be positive", g);
-    if (ch % g != 0) c.fail("channel count {} is not divisible by num_groups {}", ch, g);
-    return r;
+  d.symbolic_dims = true;  // a symbolic batch and spatial dims (ops/symbolic_image.h), kept as they are
+  d.infer = [](InferContext& outer) {
+    return infer_symbolic_image(
+        outer,
+        [](InferContext& c) {
+          int64_t ch = 0;
+          std::vector<TensorType> r = infer_channel_norm(c, &ch);
+          int64_t g = c.attrs().require_int("num_groups");
+          if (g <= 0) c.fail("num_groups {} must be positive", g);
+          if (ch % g != 0) c.fail("channel count {} is not divisible by num_groups {}", ch, g);
+          return r;
+        },
+        nullptr);
   };
   d.reference = [](KernelContext& k) { run_group_norm(k, k.attrs.require_int("num_groups")); };
   d.doc = "normalization over groups of C/num_groups channels and the spatial dims, then * scale[c] + bias[c]";

@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "ops/nn_internal.h"
+#include "ops/symbolic_image.h"
 
 namespace kiln::ops::nn {
 
@@ -418,6 +419,20 @@ std::vector<AttrSpec> window_attrs(std::vector<AttrSpec> extra) {
   return a;
 }
 
+// The window pools' output length over a symbolic input length (infer_symbolic_image).
+SpatialOut pool_spatial_out(InferContext& c) {
+  const AttrMap& a = c.attrs();
+  return [a, label = c.label()](int axis, int64_t in, std::string& why) -> std::optional<int64_t> {
+    const size_t nd = a.get_ints("kernel_shape").size();
+    const std::vector<int64_t> k = window_ints(a, "kernel_shape", nd, 1, label);
+    const std::vector<int64_t> strides = window_ints(a, "strides", nd, 1, label);
+    const std::vector<int64_t> dil = window_ints(a, "dilations", nd, 1, label);
+    const std::vector<int64_t> pads = window_ints(a, "pads", 2 * nd, 0, label);
+    return symbolic_window_out_dim(in, k[axis], strides[axis], pads[axis], pads[axis + nd], dil[axis],
+                                   a.get_int("ceil_mode", 0) == 1, why);
+  };
+}
+
 }  // namespace
 
 void register_pool_ops(OpRegistry& r) {
@@ -426,8 +441,8 @@ void register_pool_ops(OpRegistry& r) {
   mp.category = OpCategory::Reduction;
   mp.max_outputs = 2;
   mp.attrs = window_attrs({{"storage_order", AttrKind::Int}});
-  mp.symbolic_dims = true;  // a symbolic batch only
-  mp.infer = [](InferContext& c) { return infer_symbolic_batch(c, infer_max_pool); };
+  mp.symbolic_dims = true;  // a symbolic batch and spatial dims (ops/symbolic_image.h)
+  mp.infer = [](InferContext& c) { return infer_symbolic_image(c, infer_max_pool, pool_spatial_out(c)); };
   mp.reference = max_pool_kernel;
   mp.doc =
       "max over N-D windows (padding ignored); optional 2nd result: i64 flat index of the max in x "
@@ -438,8 +453,8 @@ void register_pool_ops(OpRegistry& r) {
   ap.name = "average_pool";
   ap.category = OpCategory::Reduction;
   ap.attrs = window_attrs({{"count_include_pad", AttrKind::Int}});
-  ap.symbolic_dims = true;  // a symbolic batch only
-  ap.infer = [](InferContext& c) { return infer_symbolic_batch(c, infer_float_pool); };
+  ap.symbolic_dims = true;  // a symbolic batch and spatial dims (ops/symbolic_image.h)
+  ap.infer = [](InferContext& c) { return infer_symbolic_image(c, infer_float_pool, pool_spatial_out(c)); };
   ap.reference = [](KernelContext& ctx) { float_pool_kernel(ctx, false); };
   ap.doc = "mean over N-D windows; divides by taps inside x, or inside the padded x with count_include_pad=1";
   r.add(std::move(ap));
@@ -448,8 +463,8 @@ void register_pool_ops(OpRegistry& r) {
   lp.name = "lp_pool";
   lp.category = OpCategory::Reduction;
   lp.attrs = window_attrs({{"p", AttrKind::Int}});
-  lp.symbolic_dims = true;  // a symbolic batch only
-  lp.infer = [](InferContext& c) { return infer_symbolic_batch(c, infer_float_pool); };
+  lp.symbolic_dims = true;  // a symbolic batch and spatial dims (ops/symbolic_image.h)
+  lp.infer = [](InferContext& c) { return infer_symbolic_image(c, infer_float_pool, pool_spatial_out(c)); };
   lp.reference = [](KernelContext& ctx) { float_pool_kernel(ctx, true); };
   lp.doc = "(sum |x|^p)^(1/p) over N-D windows (padding counts as 0), p defaults to 2";
   r.add(std::move(lp));
@@ -467,8 +482,8 @@ void register_pool_ops(OpRegistry& r) {
     d.category = OpCategory::Reduction;
     d.attrs = {{"layout", AttrKind::String}};
     if (g.kind == GlobalKind::Lp) d.attrs.push_back({"p", AttrKind::Int});
-    d.symbolic_dims = true;  // a symbolic batch only
-    d.infer = [](InferContext& c) { return infer_symbolic_batch(c, infer_global_pool); };
+    d.symbolic_dims = true;  // a symbolic batch and spatial dims (ops/symbolic_image.h): results of 1
+    d.infer = [](InferContext& c) { return infer_symbolic_image(c, infer_global_pool, nullptr); };
     GlobalKind kind = g.kind;
     d.reference = [kind](KernelContext& ctx) { global_pool_kernel(ctx, kind); };
     d.doc = g.doc;

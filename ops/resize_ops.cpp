@@ -240,6 +240,39 @@ AxisPlan plan_axis(const ResizeParams& p, size_t axis, int64_t in) {
   return plan;
 }
 
+// Symbolic dims (a symbolic H or W, docs/dynamic_shapes.md): with `scales`
+// (the model gave scales), an axis whose input dim is symbolic resizes to
+// the same dim or to it times the integer scale the ONNX adapter wrote into
+// `sizes`; without them `sizes` came from the model's sizes operand (another
+// tensor's symbolic H, W) and is the result as it is. The other checks run
+// with every symbol at a stand-in value (specialisation evaluates `sizes`).
+std::vector<TensorType> infer_symbolic_resize(InferContext& c,
+                                              const std::function<std::vector<TensorType>(InferContext&)>& infer) {
+  const Shape& xs = c.shape(0);
+  const std::vector<int64_t> sizes = c.attrs().get_ints("sizes");
+  if (!has_symbolic_dims(xs) && !has_symbolic_dims(sizes)) return infer(c);
+  if (sizes.size() != xs.size()) c.fail("attribute 'sizes' has {} entries, expected {}", sizes.size(), xs.size());
+  const std::vector<float> scales = c.attrs().get_floats("scales");
+  constexpr int64_t kStandIn = 50021;
+  SymbolBindings b;
+  for (const Shape* s : {&xs, &sizes})
+    for (const std::string& sym : shape_symbols(*s)) b[sym] = kStandIn;
+  for (size_t d = 0; d < xs.size() && !scales.empty(); ++d) {
+    if (!is_symbolic_dim(xs[d]) && !is_symbolic_dim(sizes[d])) continue;
+    const int64_t k = scales.size() == xs.size() && scales[d] == std::floor(scales[d]) ? int64_t(scales[d]) : 0;
+    if (!is_symbolic_dim(xs[d]) || (sizes[d] != xs[d] && (k < 1 || sizes[d] != dim_mul(xs[d], k))))
+      c.unsupported("resize of {} to [{}]: along axis {} a symbolic size must be the input's times an integer scale",
+                    c.type(0).str(), dims_str(sizes), d);
+  }
+  Graph scratch;
+  std::vector<Value*> ins = {scratch.add_input("x", TensorType(c.dtype(0), eval_shape(xs, b)))};
+  AttrMap a = c.attrs();
+  a.set("sizes", eval_shape(sizes, b));
+  InferContext sub(c.op(), ins, a, c.num_outputs(), c.label());
+  infer(sub);
+  return {TensorType(c.dtype(0), sizes)};
+}
+
 std::vector<TensorType> infer_resize(InferContext& c) {
   ResizeParams p = resize_params(c.attrs(), c.shape(0), c.label());
   DType t = c.dtype(0);
@@ -324,7 +357,8 @@ void register_resize_ops(OpRegistry& r) {
              {"nearest_mode", AttrKind::String}, {"cubic_coeff_a", AttrKind::Float},
              {"exclude_outside", AttrKind::Int}, {"extrapolation_value", AttrKind::Float},
              {"roi", AttrKind::Floats},          {"antialias", AttrKind::Int}};
-  d.infer = infer_resize;
+  d.symbolic_dims = true;  // a symbolic dim resized by an integer scale (infer_symbolic_resize)
+  d.infer = [](InferContext& c) { return infer_symbolic_resize(c, infer_resize); };
   d.reference = resize_kernel;
   d.doc =
       "N-D nearest/linear/cubic resize to `sizes`, ONNX coordinate transforms; `scales` (when the model gave "

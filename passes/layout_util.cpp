@@ -4,6 +4,7 @@
 
 #include "ir/error.h"
 #include "ir/shape_utils.h"
+#include "ir/symbolic_dim.h"
 #include "ops/registry.h"
 
 namespace kiln::layout {
@@ -53,7 +54,8 @@ std::optional<Rule> pointwise_rule(const Node& n) {
   for (int i = 0; i < n.num_inputs(); ++i) {
     const Value* v = n.input(i);
     if (!v) continue;
-    if (v->type().numel() == 1 && v->type().rank() <= rank) continue;  // broadcasts alike in both layouts
+    // One element broadcasts alike in both layouts (a symbolic shape is never one element).
+    if (!has_symbolic_dims(v->shape()) && v->type().numel() == 1 && v->type().rank() <= rank) continue;
     if (v->type().rank() == rank) {
       r.images.push_back(i);
       any_value |= !has_data(v);

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "ir/floor_div_dims.h"
 #include "runtime/plan_format.h"
 #include "runtime/plan_sections.h"
 
@@ -16,9 +17,9 @@ int64_t eval_poly(const DimPoly& p, const SymbolBindings& b) {
   for (const auto& [mono, coeff] : p) {
     int64_t term = coeff;
     for (const std::string& name : mono) {
-      auto at = b.find(name);
-      if (at == b.end()) fail("symbol {} has no value", name);
-      if (__builtin_mul_overflow(term, at->second, &term)) fail("a size overflows at {}={}", name, at->second);
+      auto value = symbol_value(name, b);  // a derived symbol's from its base (ir/floor_div_dims.h)
+      if (!value) fail("symbol {} has no value", name);
+      if (__builtin_mul_overflow(term, *value, &term)) fail("a size overflows at {}={}", name, *value);
     }
     if (__builtin_add_overflow(sum, term, &sum)) fail("a size overflows");
   }
@@ -135,7 +136,8 @@ void check_generic_list(const std::vector<GenericLaunch>& ls, const std::vector<
     for (const GenericGridAxis& a : l.grid)
       for (const auto& [mono, coeff] : a.items)
         for (const std::string& s : mono)
-          if (undeclared(s)) fail("{}: generic launch {}{}'s grid uses the undeclared symbol {}", what, i, of, s);
+          if (undeclared(base_symbol(s)))  // a derived symbol's base (ir/floor_div_dims.h)
+            fail("{}: generic launch {}{}'s grid uses the undeclared symbol {}", what, i, of, s);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "ir/error.h"
+#include "ir/floor_div_dims.h"
 #include "ir/symbolic_dim.h"
 
 namespace kiln::codegen {
@@ -25,9 +26,16 @@ std::string KernelSymbols::lit(int64_t dim) const {
   for (const auto& [mono, coeff] : dim_poly(dim)) {
     std::string term = fmt::format("{}LL", coeff);
     for (const std::string& name : mono) {
-      auto at = std::find(names_.begin(), names_.end(), name);
-      KILN_CHECK(at != names_.end(), "codegen: symbol {} is not one of the kernel's", name);
-      term += fmt::format("*ks.v[{}]", at - names_.begin());
+      // A derived symbol (ir/floor_div_dims.h) from its base's slot: its
+      // numerator is non-negative, so C's division is the floor.
+      const auto derived = parse_derived_symbol(name);
+      const std::string base = derived ? derived->base : name;
+      auto at = std::find(names_.begin(), names_.end(), base);
+      KILN_CHECK(at != names_.end(), "codegen: symbol {} is not one of the kernel's", base);
+      if (!derived) term += fmt::format("*ks.v[{}]", at - names_.begin());
+      else
+        term += fmt::format("*(({}LL*ks.v[{}]+{}LL)/{}LL)", derived->times, at - names_.begin(), derived->plus,
+                            derived->div);
     }
     out += out.empty() ? term : (coeff < 0 ? term : "+" + term);
   }

@@ -156,15 +156,18 @@ grep -q 'outside every shape profile' "$out" || fail "no out-of-profile message"
 
 # The issue's CNN (Conv, BatchNormalization folded into it, Relu, MaxPool,
 # strided Conv, Relu, GlobalAveragePool, Flatten, Gemm, Softmax) compiled
-# once for sm_90 in fp32: every launch shape-generic (the convs' grids are
-# row tiles x column tiles x images), run at three batches on sim and ref against ONNX Runtime.
+# once for sm_90 in fp32: every kernel launch shape-generic (the convs
+# channels-last, their grids row tiles over the images' positions), run at
+# three batches on sim and ref against ONNX Runtime.
 "$kiln" compile "$dir/cnn/cnn.onnx" --target sm_90 --min-shapes x:1x3x16x16 --max-shapes x:8x3x16x16 \
   -o "$dir/cnn.plan" >"$out" 2>&1 || fail "compile the CNN for sm_90 with a profile: exit $?"
 "$kiln" inspect "$dir/cnn.plan" >"$out" 2>&1 || fail "inspect cnn: exit $?"
-launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, \([0-9]*\) launch steps.*/\1/p' "$out")
+launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]*\) kernel launches.*/\1/p' "$out")
 grep -q "^shape-generic launches: $launches " "$out" || fail "the CNN's $launches launches are not all shape-generic"
-grep -q 'x = ceil([0-9]* / [0-9]*); y = ceil([0-9]* / [0-9]*); z = ceil(batch / 1) (symbols batch)' "$out" ||
-  fail "no conv grid of row tiles x column tiles x images"
+# The layout pass runs on the symbolic graph: the convs channels-last, one
+# GEMM whose M is the images x 16x16 positions (row tiles over 256*batch).
+grep -q ' kiln_conv_nhwc_.* sm_90 ' "$out" || fail "the CNN's convs are not channels-last"
+grep -q 'x = ceil(256\*batch / [0-9]*) (symbols batch)' "$out" || fail "no conv grid of row tiles over the images' positions"
 for be in $backends; do
   for b in 1 3 8; do
     rm -rf "$dir/o"
@@ -182,9 +185,9 @@ done
 "$kiln" compile "$dir/cnn/cnn.onnx" --target sm_90 --precision fp16 --min-shapes x:1x3x16x16 \
   --max-shapes x:8x3x16x16 -o "$dir/cnn16.plan" >"$out" 2>&1 || fail "compile the CNN at fp16: exit $?"
 "$kiln" inspect "$dir/cnn16.plan" >"$out" 2>&1 || fail "inspect cnn (fp16): exit $?"
-[ "$(grep -c ' kiln_conv_mma_.* sm_90 ' "$out")" -ge 2 ] || fail "the fp16 CNN's two convs are not on tensor cores"
+[ "$(grep -c ' kiln_conv_nhwc_mma_.* sm_90 ' "$out")" -ge 2 ] || fail "the fp16 CNN's two convs are not on tensor cores"
 grep -q ' kiln_gemm_mma_.* sm_90 ' "$out" || fail "the fp16 CNN's Gemm is not on tensor cores"
-launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, \([0-9]*\) launch steps.*/\1/p' "$out")
+launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]*\) kernel launches.*/\1/p' "$out")
 grep -q "^shape-generic launches: $launches " "$out" || fail "the fp16 CNN's $launches launches are not all shape-generic"
 for be in $backends; do
   for b in 1 3 8; do

@@ -180,7 +180,12 @@ TEST_F(FakeGpuProfiles, MlpPlanRunsAtThreeBatches) {
 TEST_F(FakeGpuProfiles, CnnPlanRunsAtThreeBatches) {
   const plan::Plan& p = plans().at("profile_cnn");
   ASSERT_TRUE(p.meta.gpu_kernels) << p.meta.no_gpu_reason;
-  EXPECT_EQ(p.generic_launches.size(), p.steps.size()) << "every launch is shape-generic";
+  // Every launch is shape-generic but the layout pass's relayouts of the
+  // weights, graph inputs of one static shape (transposes).
+  for (const plan::Kernel& k : p.kernels)
+    if (k.source.find("kiln_syms ks") == std::string::npos)
+      EXPECT_EQ(k.name.find("kiln_inj_transpose"), 0u) << k.name << " is not shape-generic";
+  EXPECT_FALSE(p.generic_launches.empty());
   std::vector<uint8_t> bytes = plan_for("profile_cnn");
   auto e = rt::Engine::load(bytes.data(), bytes.size(), "cnn.plan", rt::Backend::Gpu);
   rt::Context ctx(e);

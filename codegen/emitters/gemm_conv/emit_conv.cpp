@@ -52,26 +52,39 @@ ConvGeom geometry(const Node& n, const Shape& xs, const Shape& ws, const Shape& 
   g.strides = ints_or(n.attrs(), "strides", g.nd, 1);
   g.dilations = ints_or(n.attrs(), "dilations", g.nd, 1);
   g.pads = ints_or(n.attrs(), "pads", 2 * g.nd, 0);
-  // Shape-generic (a plan with shape profiles): the batch alone may be symbolic.
+  // Shape-generic (a plan with shape profiles): the batch and the spatial
+  // dims of x and y may be symbolic (sizes from `ks`), channels and weights not.
   for (const Shape* s : {&xs, &ws, &ys})
-    for (size_t d = 1; d < s->size(); ++d)
+    for (size_t d = s == &ws ? 0 : 1; d < (s == &ws ? s->size() : 2); ++d)
       if (is_symbolic_dim((*s)[d]))
-        unsupported("codegen: {}: a shape-generic conv takes a symbolic batch only, not [{}] (dim {} is {})",
+        unsupported("codegen: {}: a shape-generic conv takes a symbolic batch and image size, not [{}] (dim {} is {})",
                     n.describe(), dims_str(*s), d, dim_str((*s)[d]));
-  g.in_size = shape_numel(g.in);
+  g.in_size = dim_product(g.in);
   g.k_size = shape_numel(g.k);
-  g.out_size = shape_numel(g.out);
+  g.out_size = dim_product(g.out);
   return g;
+}
+
+// C text of a dim: its number, or a symbolic dim's polynomial over `ks` (size_expr.h).
+std::string dim_text(const KernelSymbols& syms, int64_t d) {
+  return is_symbolic_dim(d) ? syms.lit(d) : std::to_string(d);
+}
+// `(unsigned)x < <bound>`'s bound: "8u", or "(unsigned)(...)" for a symbolic dim.
+std::string unsigned_bound(const KernelSymbols& syms, int64_t d) {
+  return is_symbolic_dim(d) ? "(unsigned)" + syms.lit(d) : std::to_string(d) + "u";
 }
 
 // `var` (an int in [0, prod(dims))) split into coordinates <p>0.. over dims.
 void split_index(const std::string& var, const Shape& dims, const std::string& p, const std::string& ind,
-                 std::string& b) {
+                 std::string& b, const KernelSymbols& syms = {}) {
   const int r = static_cast<int>(dims.size());
   b += fmt::format("{}int {}r = {};\n", ind, p, var);
   for (int d = r - 1; d >= 0; --d) {
+    const std::string dt = dim_text(syms, dims[d]);
     if (d == 0) b += fmt::format("{}const int {}{} = {}r;\n", ind, p, d, p);
-    else b += fmt::format("{}const int {}{} = {}r % {}; {}r /= {};\n", ind, p, d, p, dims[d], p, dims[d]);
+    else if (is_symbolic_dim(dims[d]))
+      b += fmt::format("{}const int {}{} = (int)({}r % {}); {}r /= {};\n", ind, p, d, p, dt, p, dt);
+    else b += fmt::format("{}const int {}{} = {}r % {}; {}r /= {};\n", ind, p, d, p, dt, p, dt);
   }
 }
 
@@ -83,8 +96,8 @@ ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
   const char* idx = ep.index_type();
   const int nd = G.nd;
   const int sx = ep.anchor_slot(0), sw = ep.anchor_slot(1), sbias = ep.anchor_slot(2);
-  // Shape-generic: a symbolic batch makes the element count a polynomial of `ks`.
-  const KernelSymbols syms({Shape{G.N}});
+  // Shape-generic: a symbolic batch or image size makes the sizes polynomials of `ks`.
+  const KernelSymbols& syms = ep.symbols();
   const bool generic = !syms.empty();
   const int64_t total = dim_mul(dim_mul(G.N, G.M), G.out_size);
   const std::string total_text = generic ? syms.lit(total) : std::to_string(total);
@@ -102,7 +115,7 @@ ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
   }
   const std::string store = ep.code("acc", "i", "    ");
   if (deciding_only()) return k;
-  const std::vector<int64_t> istr = strides_of(G.in);
+  const std::vector<int64_t> istr = generic ? symbolic_strides(G.in) : strides_of(G.in);
   std::string b = fmt::format("// depthwise conv{}: {} channels, taps {}\n", nhwc ? " nhwc" : "", G.M, G.k_size);
   if (generic) b += KernelSymbols::struct_text();
   b += fmt::format("extern \"C\" __global__ void @NAME@({}{}) {{\n", ep.params(), generic ? ", kiln_syms ks" : "");
@@ -114,13 +127,15 @@ ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
   b += fmt::format("    {} r = i;\n", idx);
   if (nhwc) b += fmt::format("    const int m = (int)(r % {}); r /= {};\n", G.M, G.M);
   for (int d = nd - 1; d >= 0; --d)
-    b += fmt::format("    const int o{} = (int)(r % {}); r /= {};\n", d, G.out[d], G.out[d]);
+    b += fmt::format("    const int o{} = (int)(r % {}); r /= {};\n", d, dim_text(syms, G.out[d]),
+                     dim_text(syms, G.out[d]));
   if (!nhwc) b += fmt::format("    const int m = (int)(r % {}); r /= {};\n", G.M, G.M);
   b += "    const int img = (int)r;\n";
   // x offset of the window's channel; w [M, taps] in both layouts (nhwc: [M, k..., 1]).
-  const std::string cstride = nhwc ? "1" : std::to_string(G.in_size);
+  const std::string cstride = nhwc ? "1" : dim_text(syms, G.in_size);
   const std::string pstride = nhwc ? std::to_string(G.C) : "1";
-  b += fmt::format("    const {} xb = ({})img * {} + ({})m * {};\n", idx, idx, G.C * G.in_size, idx, cstride);
+  b += fmt::format("    const {} xb = ({})img * {} + ({})m * {};\n", idx, idx, dim_text(syms, dim_mul(G.C, G.in_size)),
+                   idx, cstride);
   b += fmt::format("    {} acc = 0;\n", ct);
   std::string ind = "    ";
   for (int d = 0; d < nd; ++d) {
@@ -128,12 +143,12 @@ ComputeKernel emit_depthwise(const Epilogue& ep, const ConvGeom& G, bool nhwc) {
     ind += "  ";
     b += fmt::format("{}const int x{} = o{} * {} - {} + t{} * {};\n", ind, d, d, G.strides[d], G.pads[d], d,
                      G.dilations[d]);
-    b += fmt::format("{}if ((unsigned)x{} >= {}u) continue;\n", ind, d, G.in[d]);
+    b += fmt::format("{}if ((unsigned)x{} >= {}) continue;\n", ind, d, unsigned_bound(syms, G.in[d]));
   }
   std::string pos, tap;
   const std::vector<int64_t> kstr = strides_of(G.k);
   for (int d = 0; d < nd; ++d) {
-    pos += fmt::format("{}({})x{} * {}", d ? " + " : "", idx, d, istr[d]);
+    pos += fmt::format("{}({})x{} * {}", d ? " + " : "", idx, d, dim_text(syms, istr[d]));
     tap += fmt::format("{}t{} * {}", d ? " + " : "", d, kstr[d]);
   }
   b += fmt::format("{}acc += {} * {};\n", ind, cuda_load(dt, fmt::format("in{}[xb + ({}) * {}]", sx, pos, pstride)),
@@ -190,7 +205,6 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
   const int nd = G.nd;
   const char* idx = ep.index_type();
   const int sx = ep.anchor_slot(0), sw = ep.anchor_slot(iw), sbias = ep.anchor_slot(qc ? 8 : ci ? -1 : 2);
-  const std::vector<int64_t> istr = strides_of(G.in);
   TiledGemm g;
   g.dtype = dt;
   g.label = transpose ? "conv_transpose" : nhwc ? "conv_nhwc" : "conv";
@@ -198,9 +212,13 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
   g.tf32 = n.attrs().get_int("tf32", 0) != 0;
   for (int slot : {sx, sw, sxzp, swzp})
     if (slot >= 0) g.operand_slots.push_back(slot);
-  // Shape-generic: a symbolic batch of images (NCHW: the GEMM batch; nhwc: M).
-  g.syms = KernelSymbols({xs, ys});
+  // Shape-generic: a symbolic batch of images (NCHW: the GEMM batch; nhwc:
+  // M) and image size (NCHW: N; nhwc: M), sizes from `ks`; the epilogue's
+  // symbols, so its code and the loaders read the same slots.
+  g.syms = ep.symbols();
   const bool generic = !g.syms.empty();
+  const KernelSymbols sy = g.syms;
+  const std::vector<int64_t> istr = generic ? symbolic_strides(G.in) : strides_of(G.in);
   g.operand_bytes = generic ? 0 : static_cast<int64_t>(xt.nbytes() + wt.nbytes());
   // Elements per 16-byte chunk: the cp.async path of the tensor-core kernel,
   // the 128-bit loads of the SIMT kernel at f32.
@@ -235,21 +253,21 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
       }
       g.b.k_fast = false;
       g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
-        split_index(row, c.out, s + "_o", "  ", b);
+        split_index(row, c.out, s + "_o", "  ", b, sy);
         for (int d = 0; d < nd; ++d)
           b += fmt::format("  const int {}_i{} = {}_o{} * {} - {};\n", s, d, s, d, c.strides[d], c.pads[d]);
         b += fmt::format("  const {} {}_base = (({})img * {} + ({})grp * {}) * {};\n", idx, s, idx, c.C, idx, c.Cg,
-                         c.in_size);
+                         dim_text(sy, c.in_size));
       };
       g.b.load = [=](const std::string& k, const std::string& s) {
         std::string b;
         b += fmt::format("        const int ch = {} / {}, kp = {} % {};\n", k, c.k_size, k, c.k_size);
         tap_coords("kp", s, b);
-        std::string ok, off = fmt::format("{}_base + ({})ch * {}", s, idx, c.in_size);
+        std::string ok, off = fmt::format("{}_base + ({})ch * {}", s, idx, dim_text(sy, c.in_size));
         for (int d = 0; d < nd; ++d) {
           b += fmt::format("        const int x{} = {}_i{} + {}_t{} * {};\n", d, s, d, s, d, c.dilations[d]);
-          ok += fmt::format("{}(unsigned)x{} < {}u", d ? " && " : "", d, c.in[d]);
-          off += fmt::format(" + ({})x{} * {}", idx, d, istr[d]);
+          ok += fmt::format("{}(unsigned)x{} < {}", d ? " && " : "", d, unsigned_bound(sy, c.in[d]));
+          off += fmt::format(" + ({})x{} * {}", idx, d, dim_text(sy, istr[d]));
         }
         b += fmt::format("        if ({}) v = {};\n", ok, with_zp(fmt::format("in{}[{}]", sx, off), sxzp, "0"));
         return b;
@@ -268,31 +286,34 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
       };
       g.b.k_fast = false;
       g.b.setup = [=](const std::string& row, const std::string& s, std::string& b) {
-        split_index(row, c.out, s + "_o", "  ", b);
+        split_index(row, c.out, s + "_o", "  ", b, sy);
         for (int d = 0; d < nd; ++d) b += fmt::format("  const int {}_q{} = {}_o{} + {};\n", s, d, s, d, c.pads[d]);
         b += fmt::format("  const {} {}_base = (({})img * {} + ({})grp * {}) * {};\n", idx, s, idx, c.C, idx, c.Cg,
-                         c.in_size);
+                         dim_text(sy, c.in_size));
       };
       g.b.load = [=](const std::string& k, const std::string& s) {
         std::string b;
         b += fmt::format("        const int ch = {} / {}, kp = {} % {};\n", k, c.k_size, k, c.k_size);
         tap_coords("kp", s, b);
-        std::string ok, off = fmt::format("{}_base + ({})ch * {}", s, idx, c.in_size);
+        std::string ok, off = fmt::format("{}_base + ({})ch * {}", s, idx, dim_text(sy, c.in_size));
         for (int d = 0; d < nd; ++d) {
           // input position i with i * stride = o + pad - tap * dilation
           b += fmt::format("        const int u{} = {}_q{} - {}_t{} * {};\n", d, s, d, s, d, c.dilations[d]);
           b += fmt::format("        const int x{} = u{} / {};\n", d, d, c.strides[d]);
-          ok += fmt::format("{}u{} >= 0 && u{} % {} == 0 && x{} < {}", d ? " && " : "", d, d, c.strides[d], d, c.in[d]);
-          off += fmt::format(" + ({})x{} * {}", idx, d, istr[d]);
+          ok += fmt::format("{}u{} >= 0 && u{} % {} == 0 && x{} < {}", d ? " && " : "", d, d, c.strides[d], d,
+                            dim_text(sy, c.in[d]));
+          off += fmt::format(" + ({})x{} * {}", idx, d, dim_text(sy, istr[d]));
         }
         b += fmt::format("        if ({}) v = {};\n", ok, gemm_load_as(dt, fmt::format("in{}[{}]", sx, off)));
         return b;
       };
     }
     g.store += fmt::format("{}const {} index = (({})img * {} + ({})grp * {} + gm) * {} + gn;\n", ind, idx, idx, G.M,
-                           idx, G.Mg, G.out_size);
-    g.vstore_row = fmt::format("(({})img * {} + ({})grp * {} + gm) * {}", idx, G.M, idx, G.Mg, G.out_size);
-    g.vstore_align = G.out_size;
+                           idx, G.Mg, dim_text(sy, G.out_size));
+    g.vstore_row =
+        fmt::format("(({})img * {} + ({})grp * {} + gm) * {}", idx, G.M, idx, G.Mg, dim_text(sy, G.out_size));
+    // A symbolic N stores element by element (emit_gemm_mma.cpp): no alignment is claimed.
+    g.vstore_align = is_symbolic_dim(G.out_size) ? 1 : G.out_size;
     bias_m = fmt::format("grp * {} + gm", G.Mg);
   } else {
     // Per group: rows = (image, output position), columns = output channels of the group.
@@ -303,13 +324,13 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
     const ConvGeom c = G;
     g.a.k_fast = true;
     g.a.setup = [=](const std::string& row, const std::string& s, std::string& b) {
-      b += fmt::format("  const int {}_img = {} / {};\n", s, row, c.out_size);
-      b += fmt::format("  const int {}_pos = {} % {};\n", s, row, c.out_size);
-      split_index(s + "_pos", c.out, s + "_o", "  ", b);
+      b += fmt::format("  const int {}_img = {} / {};\n", s, row, dim_text(sy, c.out_size));
+      b += fmt::format("  const int {}_pos = {} % {};\n", s, row, dim_text(sy, c.out_size));
+      split_index(s + "_pos", c.out, s + "_o", "  ", b, sy);
       for (int d = 0; d < nd; ++d)
         b += fmt::format("  const int {}_i{} = {}_o{} * {} - {};\n", s, d, s, d, c.strides[d], c.pads[d]);
-      b += fmt::format("  const {} {}_base = ({}){}_img * {} + ({})grp * {};\n", idx, s, idx, s, c.in_size * c.C, idx,
-                       c.Cg);
+      b += fmt::format("  const {} {}_base = ({}){}_img * {} + ({})grp * {};\n", idx, s, idx, s,
+                       dim_text(sy, dim_mul(c.in_size, c.C)), idx, c.Cg);
     };
     g.a.load = [=](const std::string& k, const std::string& s) {
       std::string b;
@@ -318,8 +339,8 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
       std::string ok, pos;
       for (int d = 0; d < nd; ++d) {
         b += fmt::format("        const int x{} = {}_i{} + {}_t{} * {};\n", d, s, d, s, d, c.dilations[d]);
-        ok += fmt::format("{}(unsigned)x{} < {}u", d ? " && " : "", d, c.in[d]);
-        pos += fmt::format("{}({})x{} * {}", d ? " + " : "", idx, d, istr[d]);
+        ok += fmt::format("{}(unsigned)x{} < {}", d ? " && " : "", d, unsigned_bound(sy, c.in[d]));
+        pos += fmt::format("{}({})x{} * {}", d ? " + " : "", idx, d, dim_text(sy, istr[d]));
       }
       b += fmt::format("        if ({}) v = {};\n", ok,
                        gemm_load_as(dt, fmt::format("in{}[{}_base + ({}) * {} + ch]", sx, s, pos, c.C)));
@@ -335,8 +356,8 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
         std::string ok, pos;
         for (int d = 0; d < nd; ++d) {
           b += fmt::format("        const int x{} = {}_i{} + {}_t{} * {};\n", d, s, d, s, d, c.dilations[d]);
-          ok += fmt::format("{}(unsigned)x{} < {}u", d ? " && " : "", d, c.in[d]);
-          pos += fmt::format("{}({})x{} * {}", d ? " + " : "", idx, d, istr[d]);
+          ok += fmt::format("{}(unsigned)x{} < {}", d ? " && " : "", d, unsigned_bound(sy, c.in[d]));
+          pos += fmt::format("{}({})x{} * {}", d ? " + " : "", idx, d, dim_text(sy, istr[d]));
         }
         b += fmt::format("        ok = {};\n        off = {}_base + ({}) * {} + ch;\n", ok, s, pos, c.C);
         return b;

@@ -11,6 +11,7 @@
 #include "ops/nn_internal.h"
 #include "ops/nn_shape.h"
 #include "ops/op_helpers.h"
+#include "ops/symbolic_image.h"
 
 namespace kiln::codegen {
 
@@ -44,20 +45,25 @@ std::string item_loop(const std::string& total) {
 }
 std::string item_loop(long long total) { return item_loop(std::to_string(total)); }
 
-// Shape-generic pools (a plan with shape profiles): the batch (dim 0 of the
-// channels-first input `xs` and result `ys`) alone may be symbolic; the
-// kernel then counts its items from `ks` and indexes in 64 bits.
+// Shape-generic pools (a plan with shape profiles): the batch and the
+// spatial dims of the channels-first input `xs` and result `ys` may be
+// symbolic, the channels not; the kernel then takes its sizes from `ks` and
+// indexes in 64 bits.
 KernelSymbols pool_symbols(const std::string& op, const Shape& xs, const Shape& ys) {
   for (const Shape* s : {&xs, &ys})
-    for (size_t d = 1; d < s->size(); ++d)
-      if (is_symbolic_dim((*s)[d]))
-        unsupported("codegen: {}: a shape-generic pool takes a symbolic batch only, not [{}]", op, dims_str(*s));
+    if (s->size() > 1 && is_symbolic_dim((*s)[1]))
+      unsupported("codegen: {}: a shape-generic pool takes a symbolic batch and image size, not channels [{}]", op,
+                  dims_str(*s));
   return KernelSymbols({xs, ys});
 }
 
 // A count as C text: a constant bare, a symbolic one from `ks`.
 std::string count_text(const KernelSymbols& syms, int64_t n) {
   return is_symbolic_dim(n) ? syms.lit(n) : std::to_string(n);
+}
+// The same as a long long literal: "12LL", or the symbolic polynomial (already long long).
+std::string ll_text(const KernelSymbols& syms, int64_t n) {
+  return is_symbolic_dim(n) ? syms.lit(n) : std::to_string(n) + "LL";
 }
 
 std::vector<ShellBuffer> buffers_for(const std::vector<TensorType>& operands, const std::vector<TensorType>& results) {
@@ -90,10 +96,13 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
   const std::vector<int64_t> st = ops::nn::window_ints(a, "strides", nd, 1, op);
   const std::vector<int64_t> dil = ops::nn::window_ints(a, "dilations", nd, 1, op);
   const std::vector<int64_t> pads = ops::nn::window_ints(a, "pads", 2 * nd, 0, op);
-  for (size_t d = 0; d < nd; ++d)
-    if (ys[2 + d] !=
-        ops::window_out_dim(xs[2 + d], k[d], st[d], pads[d], pads[d + nd], dil[d], a.get_int("ceil_mode", 0) == 1))
+  for (size_t d = 0; d < nd; ++d) {
+    std::string why;  // a symbolic size: as its inference (ops/symbolic_image.h)
+    const std::optional<int64_t> want = ops::symbolic_window_out_dim(xs[2 + d], k[d], st[d], pads[d], pads[d + nd],
+                                                                     dil[d], a.get_int("ceil_mode", 0) == 1, why);
+    if (!want || ys[2 + d] != *want)
       fail("codegen: {}: result {} does not fit the windows over input {}", op, results[0].str(), x.str());
+  }
   const bool want_idx = kind == PoolKind::Max && results.size() > 1;
   if (want_idx && (nhwc || results[1].dtype != DType::I64 || results[1].shape != results[0].shape))
     fail("codegen: {}: indices result {} must be i64 of the values' shape (channels first)", op, results[1].str());
@@ -105,8 +114,8 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
   const int64_t N = xs[0], C = xs[1];
   int64_t in_size = 1, out_size = 1;
   for (size_t d = 0; d < nd; ++d) {
-    in_size *= xs[2 + d];
-    out_size *= ys[2 + d];
+    in_size = dim_mul(in_size, xs[2 + d]);
+    out_size = dim_mul(out_size, ys[2 + d]);
   }
   const int64_t total = dim_mul(dim_mul(N, C), out_size);
   const std::string A = compute_type(x.dtype);
@@ -132,15 +141,15 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
   b += "    I r = o;\n";
   auto coord = [&](const std::string& name, int64_t size, bool last) {
     if (last) b += fmt::format("    const I {} = r;\n", name);
-    else b += fmt::format("    const I {0} = r % (I){1};\n    r /= (I){1};\n", name, size);
+    else b += fmt::format("    const I {0} = r % (I){1};\n    r /= (I){1};\n", name, count_text(syms, size));
   };
   if (nhwc) coord("c", C, false);
   for (int d = static_cast<int>(nd) - 1; d >= 0; --d) coord(fmt::format("o{}", d), ys[2 + d], false);
   if (!nhwc) coord("c", C, false);
   coord("n", N, true);
   // Element `sp` (row-major spatial offset) of this plane is x[base + sp * step].
-  if (nhwc) b += fmt::format("    const I base = n * (I){} + c;\n", in_size * C);
-  else b += fmt::format("    const I base = (n * (I){} + c) * (I){};\n", C, in_size);
+  if (nhwc) b += fmt::format("    const I base = n * (I){} + c;\n", count_text(syms, dim_mul(in_size, C)));
+  else b += fmt::format("    const I base = (n * (I){} + c) * (I){};\n", C, count_text(syms, in_size));
   const std::string step = nhwc ? fmt::format(" * (I){}", C) : "";
   if (kind == PoolKind::Max) {
     b += fmt::format("    {} best = {};\n    bool any = false;\n", A, lowest(A));
@@ -156,7 +165,7 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
       b += fmt::format(
           "    {{ I t = 0; for (I j = 0; j < (I){1}; ++j) {{ const I i = o{0} * (I){2} - (I){3} + j * (I){4}; "
           "if (i >= (I)-{3} && i < (I){5}) ++t; }} taps *= t; }}\n",
-          d, k[d], st[d], pads[d], dil[d], xs[2 + d] + pads[d + nd]);
+          d, k[d], st[d], pads[d], dil[d], count_text(syms, dim_add(xs[2 + d], pads[d + nd])));
     }
   }
   std::string ind = "    ";
@@ -164,14 +173,14 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
     b += fmt::format("{0}for (I k{1} = 0; k{1} < (I){2}; ++k{1}) {{\n", ind, d, k[d]);
     ind += "  ";
     b += fmt::format("{}const I i{} = o{} * (I){} - (I){} + k{} * (I){};\n", ind, d, d, st[d], pads[d], d, dil[d]);
-    b += fmt::format("{0}if (i{1} < 0 || i{1} >= (I){2}) continue;\n", ind, d, xs[2 + d]);
+    b += fmt::format("{0}if (i{1} < 0 || i{1} >= (I){2}) continue;\n", ind, d, count_text(syms, xs[2 + d]));
   }
   std::string sp;
   for (size_t d = 0; d < nd; ++d) {
     int64_t stride = 1;
-    for (size_t e = d + 1; e < nd; ++e) stride *= xs[2 + e];
+    for (size_t e = d + 1; e < nd; ++e) stride = dim_mul(stride, xs[2 + e]);
     if (!sp.empty()) sp += " + ";
-    sp += stride == 1 ? fmt::format("i{}", d) : fmt::format("i{} * (I){}", d, stride);
+    sp += stride == 1 ? fmt::format("i{}", d) : fmt::format("i{} * (I){}", d, count_text(syms, stride));
   }
   b += fmt::format("{}const I sp = {};\n", ind, sp);
   b += fmt::format("{}const {} v = KILN_LOAD_X(base + sp{});\n", ind, A, step);
@@ -184,8 +193,8 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
           int64_t mul = 1;
           for (size_t d = 0; d < nd; ++d) {
             if (!cm.empty()) cm += " + ";
-            cm += mul == 1 ? fmt::format("i{}", d) : fmt::format("i{} * (I){}", d, mul);
-            mul *= xs[2 + d];
+            cm += mul == 1 ? fmt::format("i{}", d) : fmt::format("i{} * (I){}", d, count_text(syms, mul));
+            mul = dim_mul(mul, xs[2 + d]);
           }
           b += fmt::format("{}  arg = {};\n", ind, cm);
         } else {
@@ -214,7 +223,8 @@ OpKernel window_pool(PoolKind kind, const std::string& op, const AttrMap& a, con
     case PoolKind::Max:
       b += "    KILN_STORE(0, o, best);\n";
       if (want_idx)
-        b += fmt::format("    KILN_STORE(1, o, (long long)(n * (I){} + c) * {}LL + (long long)arg);\n", C, in_size);
+        b += fmt::format("    KILN_STORE(1, o, (long long)(n * (I){} + c) * {} + (long long)arg);\n", C,
+                         ll_text(syms, in_size));
       break;
     case PoolKind::Average:
       b += fmt::format("    KILN_STORE(0, o, acc / ({})taps);  // all padding: 0/0 = NaN, as the reference\n", A);
@@ -283,11 +293,14 @@ OpKernel global_pool_blocks(const std::string& op, const TensorType& x, const Te
   const std::string comb = is_max ? "if (t > acc) acc = t;" : "acc += t;";
   b += fmt::format("  __shared__ {} part[32];\n", F);
   b += fmt::format("  for (I o = (I)blockIdx.x; o < (I){}; o += (I)gridDim.x) {{\n", count_text(syms, planes));
-  if (nhwc) b += fmt::format("    const I base = (o / (I){0}) * (I){1} + o % (I){0};\n", C, spatial * C);
-  else b += fmt::format("    const I base = o * (I){};\n", spatial);
+  const std::string sp_text = count_text(syms, spatial);
+  if (nhwc)
+    b += fmt::format("    const I base = (o / (I){0}) * (I){1} + o % (I){0};\n", C,
+                     count_text(syms, dim_mul(spatial, C)));
+  else b += fmt::format("    const I base = o * (I){};\n", sp_text);
   const std::string at = nhwc ? fmt::format("base + j * (I){}", C) : "base + j";
   b += fmt::format("    {} acc = {};\n", F, is_max ? lowest(A) : "0.0");
-  b += fmt::format("    for (I j = (I)threadIdx.x; j < (I){}; j += (I)blockDim.x) {{\n", spatial);
+  b += fmt::format("    for (I j = (I)threadIdx.x; j < (I){}; j += (I)blockDim.x) {{\n", sp_text);
   b += fmt::format("      const {} t = ", F);
   if (is_max) b += fmt::format("KILN_LOAD_X_ONCE({});\n", at);
   else if (op == "global_average_pool") b += fmt::format("(double)KILN_LOAD_X_ONCE({});\n", at);
@@ -306,7 +319,8 @@ OpKernel global_pool_blocks(const std::string& op, const TensorType& x, const Te
   if (is_max && A != "long long") {
     b += fmt::format("      const {} x0 = KILN_LOAD_X(base);\n      if (x0 != x0) acc = x0;\n", A);
   }
-  if (op == "global_average_pool") res = fmt::format("acc / {}.0", spatial);
+  if (op == "global_average_pool")
+    res = is_symbolic_dim(spatial) ? fmt::format("acc / (double){}", sp_text) : fmt::format("acc / {}.0", spatial);
   if (op == "global_lp_pool") res = fmt::format("pow(acc, 1.0 / {}.0)", p);
   b += fmt::format("      KILN_STORE(0, o, ({})({}));\n    }}\n  }}\n", A, res);
   finish_op_kernel(kern, "kiln_gpool", op, buffers_for({x}, {y}), A, "", b, seams, syms.empty() ? nullptr : &syms);
@@ -322,7 +336,7 @@ OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& 
   const bool generic = !syms.empty();
   const int64_t C = xs[1], planes = dim_mul(xs[0], C);
   int64_t spatial = 1;
-  for (size_t d = 2; d < xs.size(); ++d) spatial *= xs[d];
+  for (size_t d = 2; d < xs.size(); ++d) spatial = dim_mul(spatial, xs[d]);
   if (dim_product(y.shape) != planes || y.dtype != x.dtype)
     fail("codegen: {}: result {} does not fit input {}", op, y.str(), x.str());
   const std::string A = compute_type(x.dtype);
@@ -331,28 +345,33 @@ OpKernel global_pool(const std::string& op, const AttrMap& a, const TensorType& 
     unsupported("codegen: {}: dtype {} (the reference takes floating dtypes)", op, dtype_name(x.dtype));
   const int64_t p = a.get_int("p", 2);
   // A symbolic plane count: the block per plane only where the layout does
-  // not make it depend on the count (nhwc: few planes).
-  const bool per_block = spatial >= kBlockPlane && (!nhwc || (!generic && planes < 2048));
+  // not make it depend on the count (nhwc: few planes). A symbolic plane
+  // size (H, W) channels first: a block per plane, for every size.
+  const bool big_plane = is_symbolic_dim(spatial) ? !nhwc : spatial >= kBlockPlane;
+  const bool per_block = big_plane && (!nhwc || (!generic && planes < 2048));
   const OpKernel kern = global_pool_launch(per_block, planes, generic);
   if (deciding_only()) return decided_op_kernel(kern, &syms);  // decided; the rest is text
   std::string b;
-  b += fmt::format("  // {}: {} -> {}: {} planes of {}{}\n", op, x.str(), y.str(), dim_str(planes), spatial,
+  b += fmt::format("  // {}: {} -> {}: {} planes of {}{}\n", op, x.str(), y.str(), dim_str(planes), dim_str(spatial),
                    nhwc ? ", nhwc" : "");
   b += fmt::format("  typedef {} I;\n", generic ? "long long" : index_type(x.numel() + (1LL << 22)));
   if (per_block) return global_pool_blocks(op, x, y, seams, nhwc, C, planes, spatial, A, p, b, syms, kern);
+  const std::string sp_text = count_text(syms, spatial);
   b += item_loop(count_text(syms, planes));
   // Plane o = (n, c) holds x[base + j * step], j < spatial; its result is element o in both layouts.
-  if (nhwc) b += fmt::format("    const I base = (o / (I){0}) * (I){1} + o % (I){0};\n", C, spatial * C);
-  else b += fmt::format("    const I base = o * (I){};\n", spatial);
+  if (nhwc)
+    b += fmt::format("    const I base = (o / (I){0}) * (I){1} + o % (I){0};\n", C,
+                     count_text(syms, dim_mul(spatial, C)));
+  else b += fmt::format("    const I base = o * (I){};\n", sp_text);
   const std::string at = nhwc ? fmt::format("base + j * (I){}", C) : "base + j";
   b += fmt::format("    {} acc = {};\n", A, is_max ? lowest(A) : "0");
-  b += fmt::format("    for (I j = 0; j < (I){}; ++j) {{\n      const {} v = KILN_LOAD_X_ONCE({});\n", spatial, A, at);
+  b += fmt::format("    for (I j = 0; j < (I){}; ++j) {{\n      const {} v = KILN_LOAD_X_ONCE({});\n", sp_text, A, at);
   if (is_max) b += "      if (j == 0 || v > acc) acc = v;\n";
   else if (op == "global_average_pool") b += "      acc += v;\n";
   else b += fmt::format("      acc += kiln_pow(kiln_fabs(v), ({}){});\n", A, p);
   b += "    }\n";
   std::string res = "acc";
-  if (op == "global_average_pool") res = fmt::format("acc / ({}){}", A, spatial);
+  if (op == "global_average_pool") res = fmt::format("acc / ({}){}", A, sp_text);
   if (op == "global_lp_pool") res = fmt::format("kiln_pow(acc, ({0})1 / ({0}){1})", A, p);
   b += fmt::format("    KILN_STORE(0, o, {});\n  }}\n", res);
   OpKernel k = kern;

@@ -33,18 +33,23 @@ int64_t product(const Shape& s, int from, int to) {
   return p;
 }
 
+// A dim as a long long literal: "12LL", or a symbolic dim's polynomial over `ks`.
+std::string ll_dim(const KernelSymbols& syms, int64_t d) {
+  return is_symbolic_dim(d) ? syms.lit(d) : fmt::format("{}LL", d);
+}
+
 // Statements decomposing flat index `var` (row-major over `dims`) into the
 // element offset with `strides`; returns the offset expression. Size-1 dims
-// are skipped.
+// are skipped. Symbolic dims and strides read `syms`.
 std::string decompose(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, const std::string& var,
-                      const std::string& indent, std::string& body) {
+                      const std::string& indent, std::string& body, const KernelSymbols& syms = {}) {
   std::vector<size_t> live;
   for (size_t d = 0; d < dims.size(); ++d)
     if (dims[d] != 1) live.push_back(d);
   if (live.empty()) return "0LL";
   if (live.size() == 1) {
     const int64_t s = strides[live[0]];
-    return s == 1 ? var : fmt::format("{} * {}LL", var, s);
+    return s == 1 ? var : fmt::format("{} * {}", var, ll_dim(syms, s));
   }
   body += fmt::format("{}long long {}_r = {};\n", indent, var, var);
   std::string off;
@@ -55,10 +60,11 @@ std::string decompose(const std::vector<int64_t>& dims, const std::vector<int64_
       c = var + "_r";
     } else {
       c = fmt::format("{}_c{}", var, i);
-      body += fmt::format("{}const long long {} = {}_r % {}LL; {}_r /= {}LL;\n", indent, c, var, dims[d], var, dims[d]);
+      body += fmt::format("{}const long long {} = {}_r % {}; {}_r /= {};\n", indent, c, var, ll_dim(syms, dims[d]), var,
+                          ll_dim(syms, dims[d]));
     }
     if (!off.empty()) off += " + ";
-    off += strides[d] == 1 ? c : fmt::format("{} * {}LL", c, strides[d]);
+    off += strides[d] == 1 ? c : fmt::format("{} * {}", c, ll_dim(syms, strides[d]));
   }
   return off;
 }
@@ -98,36 +104,43 @@ ReductionKernel finish(ReductionKernel& k, DType dt, const std::string& label, c
 ReductionKernel stat_kernel(const std::string& label, const TensorType& x, const View& v, const StatSpec& sp,
                             const AnchorIO& io) {
   ReductionKernel k;
+  // Shape-generic (a symbolic batch or image size: instance/group norm):
+  // the view's dims, the group count and size from `ks`, a block per group.
+  const KernelSymbols syms({x.shape});
+  const bool generic = !syms.empty();
   std::vector<int64_t> strides(v.dims.size());
-  for (int d = static_cast<int>(v.dims.size()) - 1, run = 1; d >= 0; --d) {
+  int64_t run = 1;
+  for (int d = static_cast<int>(v.dims.size()) - 1; d >= 0; --d) {
     strides[d] = run;
-    run *= v.dims[d];
+    run = dim_mul(run, v.dims[d]);
   }
-  KILN_CHECK(product(v.dims, 0, static_cast<int>(v.dims.size())) == x.numel(), "codegen: {}: view of {} elements",
-             label, x.numel());
+  KILN_CHECK(run == dim_product(x.shape), "codegen: {}: view of {} elements", label, dim_str(dim_product(x.shape)));
   std::vector<int64_t> kd, ks, rd, rs;
   k.outputs = 1;
   k.count = 1;
   for (size_t d = 0; d < v.dims.size(); ++d) {
     (v.reduced[d] ? rd : kd).push_back(v.dims[d]);
     (v.reduced[d] ? rs : ks).push_back(strides[d]);
-    (v.reduced[d] ? k.count : k.outputs) *= v.dims[d];
+    int64_t& n = v.reduced[d] ? k.count : k.outputs;
+    n = dim_mul(n, v.dims[d]);
   }
   const DType dt = x.dtype;
   const std::string C(cuda_compute_type(dt));
-  std::string b = fmt::format("// {}: {}: {} groups of {}\n", label, x.str(), k.outputs, k.count);
+  std::string b = fmt::format("// {}: {}: {} groups of {}\n", label, x.str(), dim_str(k.outputs), dim_str(k.count));
+  if (generic) b += KernelSymbols::struct_text();
   b += block_fold("double", "@NAME@_sum", "a + v", "0.0");
-  b += fmt::format("extern \"C\" __global__ void @NAME@({}) {{\n", kernel_params(io.buffers));
+  b += fmt::format("extern \"C\" __global__ void @NAME@({}{}) {{\n", kernel_params(io.buffers),
+                   generic ? ", kiln_syms ks" : "");
   b += io.setup;
-  b += fmt::format("  for (long long o = blockIdx.x; o < {}LL; o += gridDim.x) {{\n", k.outputs);
-  const std::string base = decompose(kd, ks, "o", "    ", b);
+  b += fmt::format("  for (long long o = blockIdx.x; o < {}; o += gridDim.x) {{\n", ll_dim(syms, k.outputs));
+  const std::string base = decompose(kd, ks, "o", "    ", b, syms);
   b += fmt::format("    const long long base = {};\n", base);
   std::string elem;
-  const std::string roff = decompose(rd, rs, "r", "      ", elem);
+  const std::string roff = decompose(rd, rs, "r", "      ", elem, syms);
   elem += fmt::format("      const long long e = base + {};\n", roff);
   auto loop = [&](bool record) {
-    return fmt::format("    for (long long r = threadIdx.x; r < {}LL; r += blockDim.x) {{\n", k.count) + elem +
-           fmt::format("      const double x = (double)({})({});\n", C, cuda_load(dt, io.load(0, "e", record)));
+    return fmt::format("    for (long long r = threadIdx.x; r < {}; r += blockDim.x) {{\n", ll_dim(syms, k.count)) +
+           elem + fmt::format("      const double x = (double)({})({});\n", C, cuda_load(dt, io.load(0, "e", record)));
   };
   b += "    double s = 0.0;\n";
   b += loop(true);
@@ -136,21 +149,27 @@ ReductionKernel stat_kernel(const std::string& label, const TensorType& x, const
                                     : "      s += x * x;\n    }\n";
   b += "    s = @NAME@_sum_block(s);\n";
   if (sp.kind == StatSpec::MeanVar) {
-    b += fmt::format("    const double mean = s / (double){}LL;\n", k.count);
+    b += fmt::format("    const double mean = s / (double){};\n", ll_dim(syms, k.count));
     b += "    double q = 0.0;\n";
     b += loop(false) + "      const double dv = x - mean;\n      q += dv * dv;\n    }\n";
     b += "    q = @NAME@_sum_block(q);\n";
-    b += fmt::format("    const double var = q / (double){}LL;\n", k.count);
+    b += fmt::format("    const double var = q / (double){};\n", ll_dim(syms, k.count));
   }
   b += sp.stats;
   if (!sp.extra.empty()) b += "    if (threadIdx.x == 0) {\n" + sp.extra + "    }\n";
   b += loop(false) + sp.param;
   b += io.store(0, "e", cuda_store(dt, fmt::format("({})({})", C, sp.y)), "      ");
   b += "    }\n  }\n}\n";
-  finish(k, dt, label, b, io);
+  finish(k, dt, label, b, io, syms);
   int64_t bl = 32;
-  while (bl < k.count && bl < 256) bl *= 2;
-  k.block = block_threads(static_cast<unsigned>(bl));  // its loops and folds read blockDim
+  while ((is_symbolic_dim(k.count) || bl < k.count) && bl < 256) bl *= 2;  // symbolic: 256, valid at every size
+  k.block = block_threads(static_cast<unsigned>(bl));                      // its loops and folds read blockDim
+  if (generic) {
+    k.symbols = syms.names();
+    k.grid_expr = GridAxisExpr{k.outputs, 1, 65535};
+    k.grid = 1;  // evaluated per shape
+    return k;
+  }
   k.grid = static_cast<unsigned>(std::min<int64_t>(k.outputs, 65535));
   return k;
 }
@@ -200,11 +219,14 @@ ReductionKernel group_norm(const std::string& op, int64_t groups, const AttrMap&
   if (r < 2) fail("codegen: {}: x {} needs rank >= 2", op, x.str());
   const bool nhwc = a.get_string("layout", "nchw") == "nhwc";
   const int64_t n = x.shape[0], ch = nhwc ? x.shape[r - 1] : x.shape[1];
-  const int64_t inner = nhwc ? product(x.shape, 1, r - 1) : product(x.shape, 2, r);
-  if (groups <= 0 || ch % groups != 0) fail("codegen: {}: {} channels in {} groups", op, ch, groups);
+  // The spatial dims may be symbolic (a shape-generic kernel, stat_kernel).
+  int64_t inner = 1;
+  for (int d = nhwc ? 1 : 2; d < (nhwc ? r - 1 : r); ++d) inner = dim_mul(inner, x.shape[d]);
+  if (groups <= 0 || is_symbolic_dim(ch) || ch % groups != 0)
+    fail("codegen: {}: {} channels in {} groups", op, dim_str(ch), groups);
   const int64_t cpg = ch / groups;
-  // NCHW groups are contiguous rows: one pass when they fit in registers.
-  if (!nhwc)
+  // NCHW groups are contiguous rows: one pass when they fit in registers (static sizes).
+  if (!nhwc && !has_symbolic_dims(x.shape))
     if (std::optional<ReductionKernel> rk =
             emit_row_group_norm(op, groups, a.get_float("epsilon", 1e-5f), ops, {ops[0]}, io))
       return *rk;
@@ -214,8 +236,9 @@ ReductionKernel group_norm(const std::string& op, int64_t groups, const AttrMap&
     v = {{n, inner, groups, cpg}, {false, true, false, true}};
     c = fmt::format("(o % {}LL) * {}LL + r % {}LL", groups, cpg, cpg);
   } else {
-    v = {{n, groups, cpg * inner}, {false, false, true}};
-    c = fmt::format("(o % {}LL) * {}LL + r / {}LL", groups, cpg, inner);
+    v = {{n, groups, dim_mul(cpg, inner)}, {false, false, true}};
+    const KernelSymbols syms({x.shape});
+    c = fmt::format("(o % {}LL) * {}LL + r / {}", groups, cpg, ll_dim(syms, inner));
   }
   StatSpec sp;
   sp.stats = fmt::format("    const double inv = 1.0 / sqrt(var + {});\n", dlit(a.get_float("epsilon", 1e-5f)));

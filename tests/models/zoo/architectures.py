@@ -496,6 +496,8 @@ def table():
             weights=None, weights_backbone=None, num_classes=5, aux_loss=False)),
         "yolo_style": yolo,
         "ssd_tiny": architectures_dynamic.ssd_tiny,
+        # FCN-style segmentation with a dynamic batch, height and width
+        "fcn_tiny_dynamic": architectures_dynamic.fcn_tiny_dynamic,
         # torchvision's SSDlite with its post-processing (score threshold, top-k, batched NMS)
         "ssdlite_mobilenet_v3": architectures_dynamic.ssdlite_mobilenet_v3,
         # a KV-cache decoder, one model at two shapes: a prefill (8 tokens, no

@@ -1,7 +1,9 @@
 """Zoo architectures whose sizes change at run time (docs/dynamic_shapes.md):
-an SSD-style detector whose detections NonMaxSuppression decides, and a
+an SSD-style detector whose detections NonMaxSuppression decides, a
 Llama-style decoder with its KV cache as inputs and outputs, exported with
-dynamic sequence and past lengths (a prefill and a decode step of one model).
+dynamic sequence and past lengths (a prefill and a decode step of one model),
+and an FCN-style segmentation net exported with a dynamic batch, height and
+width.
 Used by architectures.table(), at development time only.
 """
 import torch
@@ -215,3 +217,35 @@ def ssdlite_mobilenet_v3():
     size = SsdLite.SIZE
     return Spec(SsdLite(), ["images"], ["boxes", "scores", "labels"],
                 {"images": ((1, 3, size, size), "float32", ("normal",))}, lambda: torch.randn(8, 3, size, size))
+
+
+class FcnTiny(nn.Module):
+    """An FCN-style segmentation net in miniature, as torchvision's FCN and
+    DeepLab heads are built: a strided Conv-BN-ReLU backbone (stride 8, odd
+    sizes floored), a head with a dilated conv, GroupNorm and a global-pool
+    branch (an image-level feature broadcast back), a 1x1 classifier, and a
+    bilinear resize to the input's own height and width (sizes taken from the
+    input's shape). Exported with a dynamic batch, height and width."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+
+        def block(cin, cout, stride):
+            return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+
+        self.body = nn.Sequential(block(3, 16, 2), block(16, 16, 1), nn.MaxPool2d(2, 2), block(16, 32, 2))
+        self.head = nn.Sequential(nn.Conv2d(32, 32, 3, 1, 2, dilation=2), nn.GroupNorm(4, 32), nn.ReLU())
+        self.pool = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(32, 32, 1), nn.Sigmoid())
+        self.cls = nn.Conv2d(32, classes, 1)
+
+    def forward(self, x):
+        f = self.head(self.body(x))
+        f = f * self.pool(f)
+        y = self.cls(f)
+        return nn.functional.interpolate(y, size=x.shape[-2:], mode="bilinear", align_corners=False)
+
+
+def fcn_tiny_dynamic():
+    spec_in = {"input": ((1, 3, 64, 48), "float32", ("normal",))}
+    dynamic = {"input": {0: "batch", 2: "height", 3: "width"}, "out": {0: "batch", 2: "height", 3: "width"}}
+    return Spec(FcnTiny(), ["input"], ["out"], spec_in, lambda: torch.randn(8, 3, 64, 48), dynamic)
