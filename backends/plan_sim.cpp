@@ -45,9 +45,10 @@ struct AlignedBytes {
 #endif
 
 std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const std::map<std::string, Tensor>& inputs,
-                                    const PlanStepTimer& timer, std::vector<std::string>* kernels_run) {
+                                    const PlanStepTimer& timer, std::vector<std::string>* kernels_run,
+                                    const std::vector<SimInPlaceBuffer>& in_place) {
 #ifndef KILN_HAVE_SIM_BACKEND
-  (void)timer, (void)kernels_run;
+  (void)timer, (void)kernels_run, (void)in_place;
   unsupported("the sim backend is not built (kiln without NVRTC/codegen)");
 #else
   if (!p.meta.gpu_kernels) unsupported("sim backend: the plan has no GPU kernels: {}", p.meta.no_gpu_reason);
@@ -59,13 +60,48 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
     std::vector<std::pair<std::string, Shape> > shapes;
     for (const Value* v : g.inputs())
       if (auto it = inputs.find(v->name()); it != inputs.end()) shapes.emplace_back(v->name(), it->second.shape());
+    for (const SimInPlaceBuffer& b : in_place) shapes.emplace_back(b.input, b.past);
     std::string why;
     if (plan::matching_profile(p.shapes, shapes, &why) < 0)
       fail("plan on sim: the inputs' shapes are outside every shape profile of the plan: {}", why);
     syms = bind_symbols(g, shapes, "plan on sim");
+    // A KV cache's present is an ordinary (dense) output here: the readers
+    // stepping over its rows by the capacity symbol step by its own length
+    // (runtime/plan_in_place.h).
+    for (const plan::InPlaceAppend& a : p.in_place_appends)
+      syms[a.capacity_symbol] = eval_dim(g.outputs().at(a.output)->shape().at(a.axis), syms);
+  }
+  // Buffers bound in place: their pair's append in the concat's place, the
+  // capacity symbol the buffer's, input and output views of the buffer.
+  std::map<uint32_t, const plan::InPlaceAppend*> appends;  // concat step -> its append
+  std::map<uint32_t, const SimInPlaceBuffer*> bound_in, bound_out;
+  for (const SimInPlaceBuffer& b : in_place) {
+    const plan::InPlaceAppend* a = nullptr;
+    for (const plan::InPlaceAppend& x : p.in_place_appends)
+      if (g.inputs().at(x.input)->name() == b.input && g.outputs().at(x.output)->name() == b.output) a = &x;
+    if (!a)
+      fail(
+          "plan on sim: input \"{}\" and output \"{}\" cannot share one buffer: the plan has no in-place append for "
+          "them",
+          b.input, b.output);
+    const Shape present = eval_shape(g.outputs()[a->output]->shape(), syms);
+    if (b.capacity.size() != present.size() || b.capacity[a->axis] < present[a->axis])
+      fail("plan on sim: output \"{}\" needs [{}] but the buffer bound in place with input \"{}\" is [{}]", b.output,
+           dims_str(present), b.input, dims_str(b.capacity));
+    for (size_t d = 0; d < present.size(); ++d)
+      if (d != a->axis && b.capacity[d] != present[d])
+        fail("plan on sim: input \"{}\": the buffer bound in place is [{}], the present [{}] (only dim {} may differ)",
+             b.input, dims_str(b.capacity), dims_str(present), a->axis);
+    syms[a->capacity_symbol] = b.capacity[a->axis];
+    appends[a->concat_step] = a;
+    bound_in[a->input] = bound_out[a->output] = &b;
   }
   std::vector<Tensor> ins;
   for (const Value* v : g.inputs()) {
+    if (auto b = bound_in.find(static_cast<uint32_t>(ins.size())); b != bound_in.end()) {
+      ins.push_back(Tensor::view(TensorType(v->dtype(), b->second->capacity), b->second->data));
+      continue;
+    }
     auto it = inputs.find(v->name());
     if (it == inputs.end()) fail("no value given for input \"{}\" ({})", v->name(), v->type().str());
     const Shape want = syms.empty() ? v->shape() : eval_shape(v->shape(), syms);
@@ -75,8 +111,11 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
     ins.push_back(it->second.clone());  // kernels take non-const pointers
   }
   std::vector<Tensor> outs;
-  for (const Value* v : g.outputs())
-    outs.emplace_back(syms.empty() ? v->type() : TensorType(v->dtype(), eval_shape(v->shape(), syms)));
+  for (const Value* v : g.outputs()) {
+    if (auto b = bound_out.find(static_cast<uint32_t>(outs.size())); b != bound_out.end())
+      outs.push_back(Tensor::view(TensorType(v->dtype(), b->second->capacity), b->second->data));
+    else outs.emplace_back(syms.empty() ? v->type() : TensorType(v->dtype(), eval_shape(v->shape(), syms)));
+  }
   // A binding's bytes and elements are recorded at the largest shapes; an
   // input or output holds only what this shape gives (so the simulator's
   // bounds checks see the real extents).
@@ -86,11 +125,21 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
                                                            : nullptr;
     if (!t) return n;
     const uint64_t have = t->nbytes() > b.offset ? t->nbytes() - b.offset : 0;
-    return std::min<uint64_t>(n, have);
+    // A buffer bound in place is read through its capacity: all of it.
+    const bool whole = b.kind == plan::BufferKind::Input ? bound_in.count(b.index) : bound_out.count(b.index);
+    return whole ? have : std::min<uint64_t>(n, have);
   };
   // The launch list at this shape: each node's steps, or its launch variant
   // for the shape (runtime/plan_launch_variants.h).
-  const std::vector<plan::ActiveStep> active = plan::launches_at(p, syms);
+  // With caches bound in place none: a variant's kernels read the presents
+  // densely (rows past + seq apart), not through the capacity.
+  std::vector<plan::ActiveStep> active;
+  if (in_place.empty()) {
+    active = plan::launches_at(p, syms);
+  } else {
+    for (const plan::Step& st : p.steps) active.push_back({&st, nullptr, -1});
+    for (const plan::GenericLaunch& gl : p.generic_launches) active.at(gl.step).generic = &gl;
+  }
   AlignedBytes arena(p.memory.arena_bytes), weights(p.weight_data.size());
   if (!p.weight_data.empty()) std::memcpy(weights.get(), p.weight_data.data(), p.weight_data.size());
 
@@ -214,7 +263,14 @@ std::vector<Tensor> run_plan_on_sim(const plan::Plan& p, const Graph& g, const s
       timed();
     }
   };
-  for (size_t i = 0; i < active.size(); ++i) run_step(*active[i].step, active[i].generic, i, true);
+  for (size_t i = 0; i < active.size(); ++i) {
+    // A KV cache bound in place: its append runs in the concat's place.
+    auto replaced = in_place.empty() || active[i].variant >= 0
+                        ? appends.end()
+                        : appends.find(static_cast<uint32_t>(active[i].step - p.steps.data()));
+    if (replaced != appends.end()) run_step(replaced->second->append, &replaced->second->launch, i, true);
+    else run_step(*active[i].step, active[i].generic, i, true);
+  }
   return outs;
 #endif
 }

@@ -33,6 +33,7 @@
 #include "codegen/param_table.h"
 #include "codegen/nvrtc/nvrtc_library.h"
 #include "compiler/plan_frames.h"
+#include "compiler/plan_in_place.h"
 #include "compiler/plan_launch_check.h"
 #include "compiler/plan_writer_variants.h"
 #endif
@@ -243,6 +244,7 @@ void add_kernels(const Graph& g, const MemoryPlan& mem, const MemoryPlanOptions&
       compiled[a] = compiler.compile(sources);
     }
   }
+  planbuild::add_in_place_appends(g, b, archs, compiled);  // KV caches bound in place: kernels of no node
   for (size_t i = 0; i < sources.size(); ++i) {
     codegen::CompiledKernel& ck = compiled[0][i];
     plan::Kernel k;

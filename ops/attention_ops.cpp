@@ -147,7 +147,16 @@ OpDef attention_op() {
   d.category = OpCategory::Compute;
   d.min_inputs = 3;
   d.max_inputs = 4;
-  d.attrs = {{"scale", AttrKind::Float, true}, {"causal", AttrKind::Int}, {"nan_to_zero", AttrKind::Int}};
+  // k_capacity / v_capacity (passes/kv_cache_in_place.cpp): k / v is a KV
+  // cache's present that a caller may bind in place, one buffer whose rows
+  // are `capacity` positions apart; the GPU kernel reads its rows through
+  // that stride, the value of the named symbol at each run (the present's
+  // own length unless bound in place). No change of meaning.
+  d.attrs = {{"scale", AttrKind::Float, true},
+             {"causal", AttrKind::Int},
+             {"nan_to_zero", AttrKind::Int},
+             {"k_capacity", AttrKind::String},
+             {"v_capacity", AttrKind::String}};
   d.infer = infer_attention;
   d.reference = [](KernelContext& ctx) {
     bool has_mask = ctx.has(3);

@@ -21,10 +21,21 @@
 // before the fuser, which leaves a marked concat a node of its own
 // (passes/fusion_state.cpp, op_role), so what it marks is in the plan's final
 // graph.
+//
+// Each attention reading a marked concat's present as its keys or values
+// also gets k_capacity / v_capacity naming the past's capacity symbol
+// (passes/kv_cache_in_place.h): on the GPU its kernel then steps over the
+// present's rows by that symbol's value, so the present may be a buffer of
+// any capacity (bound in place) without a copy into a dense tensor. Only
+// when every reader of the present is such an attention and the concat
+// alone reads the past: a dense reader would need a copy anyway, and the
+// plan then records no in-place append for the pair (its attention keeps
+// dense rows). A symbol name the graph already declares is left alone.
 #include <map>
 #include <vector>
 
 #include "ir/symbolic_dim.h"
+#include "passes/kv_cache_in_place.h"
 #include "passes/pass.h"
 #include "passes/pass_list.h"
 
@@ -35,6 +46,48 @@ bool is_graph_input(const Graph& g, const Value* v) {
   for (const Value* in : g.inputs())
     if (in == v) return true;
   return false;
+}
+
+size_t input_index(const Graph& g, const Value* v) {
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    if (g.inputs()[i] == v) return i;
+  return g.inputs().size();
+}
+
+bool declares_symbol(const Graph& g, const std::string& name) {
+  for (const SymbolDecl& d : g.symbols())
+    if (d.name == name) return true;
+  return false;
+}
+
+// k_capacity / v_capacity on the attentions reading `present` as keys /
+// values; whether any attribute changed.
+bool mark_capacity_readers(const Graph& g, Node& concat, PassStats& stats) {
+  const std::string sym = kv_capacity_symbol(input_index(g, concat.input(0)));
+  if (declares_symbol(g, sym)) {
+    stats.count("capacity-symbol-taken");
+    return false;
+  }
+  // Only where the GPU kernels can then run on the buffer: no other node
+  // reads the past, and every reader of the present is such an attention
+  // (runtime/plan_in_place.h why_not_in_place_on_gpu says the same).
+  if (concat.input(0)->uses().size() != 1) return false;
+  for (const Use& use : concat.output(0)->uses())
+    if (use.user->op() != "attention" || (use.operand != 1 && use.operand != 2)) {
+      stats.count("present-read-densely");
+      return false;
+    }
+  bool changed = false;
+  for (const Use& use : concat.output(0)->uses()) {
+    Node* u = use.user;
+    if (u->op() != "attention" || (use.operand != 1 && use.operand != 2)) continue;
+    const char* attr = use.operand == 1 ? "k_capacity" : "v_capacity";
+    if (u->attrs().get_string(attr, "") == sym) continue;
+    u->attrs().set(attr, Attribute(sym));
+    stats.count("attention-operands-strided");
+    changed = true;
+  }
+  return changed;
 }
 
 int times_returned(const Graph& g, const Value* v) {
@@ -67,10 +120,12 @@ class KvCacheInPlace : public Pass {
         stats.count("past-appended-twice");
         continue;
       }
-      if (nodes[0]->attrs().get_int("in_place_append", 0) == 1) continue;
-      nodes[0]->attrs().set("in_place_append", int64_t{1});
-      stats.count("concats-marked");
-      changed = true;
+      if (nodes[0]->attrs().get_int("in_place_append", 0) != 1) {
+        nodes[0]->attrs().set("in_place_append", int64_t{1});
+        stats.count("concats-marked");
+        changed = true;
+      }
+      changed |= mark_capacity_readers(g, *nodes[0], stats);
     }
     return changed;
   }

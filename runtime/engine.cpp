@@ -199,35 +199,6 @@ void Context::bind_output(const std::string& name, void* data, const TensorType&
   outputs_[i] = {data, device, true, false, as.shape, -1, {}};
 }
 
-void Context::bind_in_place(const std::string& input, const std::string& output, void* data, const TensorType& capacity,
-                            bool device) {
-  const auto& pairs = engine_->in_place_pairs();
-  const InPlacePair& p = in_place_pair(pairs, engine_->graph(), input, output);
-  if (gpu_)
-    fail(
-        "input \"{}\" and output \"{}\": a buffer bound in place runs on the CPU path only for now (the GPU path "
-        "needs shape-generic kernels that write at an offset); the engine runs on {}",
-        input, output, engine_->info());
-  if (device) fail("input \"{}\" and output \"{}\": device memory bound but the engine runs on the CPU", input, output);
-  const TensorDesc& d = engine_->inputs()[p.input];
-  if (capacity.dtype != d.type.dtype)
-    fail("input \"{}\" is {} but the buffer bound in place with output \"{}\" is {}", input, dtype_name(d.type.dtype),
-         output, dtype_name(capacity.dtype));
-  if (capacity.shape.size() != d.type.shape.size())
-    fail("input \"{}\" is [{}] but the buffer bound in place with output \"{}\" is [{}] (rank {})", input,
-         dims_str(d.type.shape), output, fmt::join(capacity.shape, ","), capacity.shape.size());
-  for (size_t k = 0; k < capacity.shape.size(); ++k)
-    if (static_cast<int>(k) != p.axis && !is_symbolic_dim(d.type.shape[k]) && capacity.shape[k] != d.type.shape[k])
-      fail(
-          "input \"{}\" is [{}] but the buffer bound in place with output \"{}\" is [{}]: only dim {} (the "
-          "positions appended along) may differ",
-          input, dims_str(d.type.shape), output, fmt::join(capacity.shape, ","), p.axis);
-  if (!data && capacity.nbytes()) fail("input \"{}\" and output \"{}\": null data pointer", input, output);
-  int index = static_cast<int>(&p - pairs.data());
-  inputs_[p.input] = {data, false, true, false, {}, index, capacity.shape};
-  outputs_[p.output] = {data, false, true, false, {}, index, capacity.shape};
-}
-
 // A zero-copy buffer is read and written by the kernels in place of an arena
 // tensor, and the kernels assume the arena's alignment (128-bit vector loads
 // and stores, cp.async): an unaligned pointer would be a misaligned-address
@@ -350,7 +321,20 @@ void Context::set_gpu_shape() {
     in.push_back(TensorType(engine_->inputs()[i].type.dtype, shapes_->input(i)).nbytes());
   for (size_t i = 0; i < outputs_.size(); ++i)
     out.push_back(TensorType(engine_->outputs()[i].type.dtype, shapes_->output(i)).nbytes());
-  gpu_->set_shape(shapes_->bindings(), std::move(in), std::move(out));
+  // A KV cache pair's capacity symbol: the buffer bound in place's
+  // positions along the axis, else the present's own (a dense output).
+  SymbolBindings b = shapes_->bindings();
+  const auto& appends = engine_->plan().in_place_appends;
+  std::vector<bool> bound;
+  in_place_bytes_ = 0;
+  for (const plan::InPlaceAppend& a : appends) {
+    const bool on = inputs_[a.input].in_place >= 0 && outputs_[a.output].in_place == inputs_[a.input].in_place;
+    bound.push_back(on);
+    b[a.capacity_symbol] = on ? inputs_[a.input].capacity.at(a.axis) : shapes_->output(a.output).at(a.axis);
+    if (on) in_place_bytes_ += out.at(a.output) - in.at(a.input);  // what the append writes
+  }
+  if (!appends.empty()) gpu_->set_in_place(bound);
+  gpu_->set_shape(b, std::move(in), std::move(out));
 }
 
 void Context::submit() {

@@ -137,13 +137,18 @@ class Context {
   // output into this device buffer directly, without copies. The first run
   // with a new set of such buffers captures the launch list again with their
   // addresses; later runs replay it. At most one run in flight.
-  // A KV cache in place (runtime/in_place_cache.h; CPU engines): `data`, of
+  // A KV cache in place (runtime/in_place_cache.h): `data`, of
   // shape `capacity` (the input's shape with the appended axis at the most
   // positions it holds), is both input `input` (its first positions along
   // the axis, as many as the input's shape set) and output `output` (the
-  // run writes only the positions it appends). kiln::Error naming both when
-  // the plan has no such pair, the dtype or a dim off the axis differs, or
-  // the engine runs on the GPU; a buffer too short is refused at the run.
+  // run writes only the positions it appends). On a GPU engine `data` is
+  // device memory (`device`), 256-byte aligned, that the kernels read and
+  // append to in place (zero-copy; the plan's in-place append launches in
+  // place of the concat, runtime/plan_in_place.h). kiln::Error naming both
+  // when the plan has no such pair, the dtype or a dim off the axis differs,
+  // the memory is not the engine's kind, or the GPU plan cannot run the pair
+  // in place (saying which node reads the past or present densely); a
+  // buffer too short is refused at the run.
   void bind_in_place(const std::string& input, const std::string& output, void* data, const TensorType& capacity,
                      bool device);
   // Bytes the last run wrote into buffers bound in place (the appended
@@ -189,6 +194,8 @@ class Context {
 
  private:
   void check_bound() const;
+  // The plan's in-place append for pair `p` (GPU plans), or null.
+  const plan::InPlaceAppend* gpu_append(const InPlacePair& p) const;
   void check_device_alignment(const char* what, const std::string& name, unsigned long long ptr);
   void set_gpu_shape();  // a plan with shape profiles on the GPU: the shapes set, before a run
   // The reference executor over the plan's graph; `profile`: time each node.

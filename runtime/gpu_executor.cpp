@@ -207,6 +207,9 @@ void GpuContext::issue_list(const Slot& sl, const std::vector<plan::Step>& steps
 }
 
 void GpuContext::issue_step(const Slot& sl, const plan::Step& s, CUstream stream, const std::string& doing) {
+  // A KV cache bound in place: its append runs in the concat's place.
+  if (auto in_place = replaced_.find(&s); in_place != replaced_.end())
+    return issue_step(sl, *in_place->second, stream, doing);
   const CudaDriver& d = e_.d_;
   if (s.kind == plan::StepKind::Copy) {
     if (size_t n = copy_bytes(s))

@@ -59,6 +59,12 @@
 // kMaxCachedGraphs, the least recently used destroyed first
 // (runtime/gpu_shape_graphs.cpp).
 //
+// A KV cache bound in place (Context::bind_in_place, runtime/plan_in_place.h):
+// the past and the present are one zero-copy buffer; set_in_place() makes
+// the pair's append kernel launch in place of its concat (only the new
+// positions written), and the capacity symbol in the shape's bindings gives
+// the readers of the present its row stride.
+//
 // Tested against a fake driver as strict as the hardware (docs/testing.md).
 #pragma once
 #include <list>
@@ -179,6 +185,10 @@ class GpuContext {
     size_t captures = 0, evictions = 0, cached = 0;
   };
   GraphCacheStats graph_cache_stats() const;
+  // A plan with KV cache pairs (plan::Plan::in_place_appends): per pair,
+  // whether it is bound in place for the runs that follow (its append then
+  // launches in place of its concat). A change drops the captured graphs.
+  void set_in_place(const std::vector<bool>& bound);
   GpuContext(const GpuContext&) = delete;
   GpuContext& operator=(const GpuContext&) = delete;
 
@@ -274,6 +284,9 @@ class GpuContext {
   std::optional<SymbolBindings> shape_;
   std::vector<size_t> in_bytes_, out_bytes_;
   std::unordered_map<const plan::Step*, GenericArgs> generic_;
+  // The concats of pairs bound in place -> their appends (set_in_place).
+  std::vector<bool> in_place_;
+  std::unordered_map<const plan::Step*, const plan::Step*> replaced_;
   // A plan with shape profiles: the launch list at the current shape, with
   // the launch variants chosen for it (runtime/plan_launch_variants.h).
   std::vector<plan::ActiveStep> active_;

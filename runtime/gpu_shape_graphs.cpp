@@ -27,7 +27,15 @@ void GpuContext::set_shape(const SymbolBindings& b, std::vector<size_t> input_by
                output_bytes[i], e_.output_bytes_[i]);
   // The launch list at this shape (each node's launch variant for it, if
   // any), and its shape-generic launches' grids and symbols.
-  std::vector<plan::ActiveStep> active = plan::launches_at(e_.plan_, b);
+  // With a KV cache bound in place none: a variant's kernels read the
+  // presents densely (rows past + seq apart), not through the capacity.
+  std::vector<plan::ActiveStep> active;
+  if (std::find(in_place_.begin(), in_place_.end(), true) == in_place_.end()) {
+    active = plan::launches_at(e_.plan_, b);
+  } else {
+    for (const plan::Step& st : e_.plan_.steps) active.push_back({&st, nullptr, -1});
+    for (const plan::GenericLaunch& gl : e_.plan_.generic_launches) active.at(gl.step).generic = &gl;
+  }
   std::unordered_map<const plan::Step*, GenericArgs> generic;
   for (const plan::ActiveStep& as : active) {
     if (!as.generic) continue;
@@ -38,11 +46,28 @@ void GpuContext::set_shape(const SymbolBindings& b, std::vector<size_t> input_by
     a.syms = plan::launch_symbols(gl, b);
     generic.emplace(as.step, a);
   }
+  for (const plan::InPlaceAppend& a : e_.plan_.in_place_appends)  // launched only while bound in place
+    generic.emplace(&a.append,
+                    GenericArgs{{plan::eval_grid_axis(a.launch.grid[0], b), plan::eval_grid_axis(a.launch.grid[1], b),
+                                 plan::eval_grid_axis(a.launch.grid[2], b)},
+                                plan::launch_symbols(a.launch, b)});
   generic_ = std::move(generic);
   active_ = std::move(active);
   shape_ = b;
   in_bytes_ = std::move(input_bytes);
   out_bytes_ = std::move(output_bytes);
+}
+
+void GpuContext::set_in_place(const std::vector<bool>& bound) {
+  const auto& appends = e_.plan_.in_place_appends;
+  KILN_CHECK(bound.size() == appends.size(), "set_in_place: {} flags for {} pairs", bound.size(), appends.size());
+  if (bound == in_place_) return;
+  // Every graph captured so far launches the other kernel.
+  for (auto& sl : slots_) drop_graphs(*sl);
+  replaced_.clear();
+  for (size_t i = 0; i < bound.size(); ++i)
+    if (bound[i]) replaced_.emplace(&e_.plan_.steps.at(appends[i].concat_step), &appends[i].append);
+  in_place_ = bound;
 }
 
 GpuContext::GraphCacheStats GpuContext::graph_cache_stats() const {

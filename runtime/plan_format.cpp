@@ -12,6 +12,7 @@
 #include <map>
 
 #include "ir/error.h"
+#include "runtime/plan_in_place.h"
 #include "runtime/plan_sections.h"
 #include "runtime/version.h"
 
@@ -33,6 +34,7 @@ enum SectionId : uint32_t {
   kProfiles = 9,          // only in a plan with symbolic dims (runtime/plan_profiles.h)
   kGenericLaunches = 10,  // only in a GPU plan with symbolic dims (runtime/plan_generic_launches.h)
   kBoundedSizes = 11,     // only in a GPU plan with data-dependent sizes (runtime/plan_bounded_sizes.h)
+  kInPlaceAppends = 13,   // only in a GPU plan with profiles and KV cache pairs (runtime/plan_in_place.h)
   kLaunchVariants = 12,   // only in a GPU plan with specialised launches (runtime/plan_launch_variants.h)
 };
 constexpr uint32_t kSectionIds[] = {kMeta, kGraph, kWeights, kKernels, kLaunches, kMemory};  // required
@@ -66,6 +68,8 @@ std::string section_name(uint32_t id) {
       return "generic launches";
     case kBoundedSizes:
       return "bounded sizes";
+    case kInPlaceAppends:
+      return "in-place appends";
     case kLaunchVariants:
       return "launch variants";
   }
@@ -112,6 +116,7 @@ void write_plan(const Plan& p, const std::function<void(const void*, size_t)>& s
   if (!p.generic_launches.empty()) sections.push_back({kGenericLaunches, write_generic_launches(p.generic_launches)});
   if (!p.bounded_sizes.empty()) sections.push_back({kBoundedSizes, write_bounded_sizes(p.bounded_sizes)});
   if (!p.launch_variants.empty()) sections.push_back({kLaunchVariants, write_launch_variants(p.launch_variants)});
+  if (!p.in_place_appends.empty()) sections.push_back({kInPlaceAppends, write_in_place_appends(p.in_place_appends)});
 
   uint64_t header_size = kFixedHeader + kTableEntry * sections.size();
   std::vector<uint64_t> offsets;
@@ -256,6 +261,10 @@ Plan deserialize(const uint8_t* data, size_t size, std::string_view what, const 
     if (p.shapes.empty()) fail("{}: section 'generic launches' in a plan without shape profiles", what);
     p.generic_launches = read_generic_launches(reader(kGenericLaunches));
   }
+  if (where.count(kInPlaceAppends)) {
+    if (p.shapes.empty()) fail("{}: section 'in-place appends' in a plan without shape profiles", what);
+    p.in_place_appends = read_in_place_appends(reader(kInPlaceAppends));
+  }
   if (where.count(kBoundedSizes)) {
     p.bounded_sizes = read_bounded_sizes(reader(kBoundedSizes));
     if (p.bounded_sizes.empty()) fail("{}: section 'bounded sizes' has no counts", what);
@@ -301,6 +310,8 @@ void collect_steps(const Plan& p, const std::vector<Step>& steps, const std::str
 std::vector<StepAt> all_steps(const Plan& p) {
   std::vector<StepAt> out;
   collect_steps(p, p.steps, "", out);
+  for (size_t i = 0; i < p.in_place_appends.size(); ++i)
+    out.push_back({&p.in_place_appends[i].append, fmt::format("in-place append {}", i)});
   return out;
 }
 

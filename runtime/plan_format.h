@@ -34,6 +34,9 @@
 //     generic launches  a GPU plan with symbolic dims: the launches whose
 //               kernels take the symbols' values and whose grids are
 //               polynomials of them (runtime/plan_generic_launches.h)
+//     in-place appends  a GPU plan with shape profiles and KV cache pairs:
+//               per pair the kernel that appends in place and the capacity
+//               symbol (runtime/plan_in_place.h)
 //     bounded sizes  a GPU plan with data-dependent result sizes, compiled
 //               at their bounds: each count's symbol, bound and output, and
 //               each output's real shape as polynomials of the counts
@@ -153,6 +156,21 @@ struct Step {
 };
 inline constexpr uint8_t kStepParamTableBit = 0x80;
 
+// A KV cache pair whose GPU kernels can run on one caller buffer bound in
+// place (section `in-place appends`, runtime/plan_in_place.h).
+struct InPlaceAppend {
+  uint32_t input = 0, output = 0;  // the graph input (past) and output (present)
+  uint32_t axis = 0;               // the positions appended along
+  std::string capacity_symbol;     // its value: the buffer's positions along the axis
+  uint32_t concat_step = 0;        // the concat's step in the launch list (run while not bound in place)
+  // The append (codegen/emitters/attention/emit_kv_append.h), launched in
+  // the concat's place while the pair is bound in place: a kernel step
+  // binding (present, new) with its grid at the largest shapes, and its grid
+  // and symbols per shape (launch.step = concat_step).
+  Step append;
+  GenericLaunch launch;
+};
+
 // Section `launch variants` (runtime/plan_launch_variants.h): other launches
 // for one node of the top-level launch list, run in place of its
 // shape-generic ones when the symbols meet every condition: kernels compiled
@@ -245,6 +263,9 @@ struct Plan {
   // Section `bounded sizes` (runtime/plan_bounded_sizes.h): only in a GPU
   // plan with data-dependent result sizes.
   BoundedSizes bounded_sizes;
+  // Section `in-place appends` (runtime/plan_in_place.h): only in a GPU plan
+  // with shape profiles whose KV cache pairs can be bound in place.
+  std::vector<InPlaceAppend> in_place_appends;
 };
 
 // Every step of the plan: the launch list's, then (depth first) those of each

@@ -8,6 +8,7 @@
 #include "ir/error.h"
 #include "ir/floor_div_dims.h"
 #include "runtime/plan_format.h"
+#include "runtime/plan_in_place.h"
 #include "runtime/plan_sections.h"
 
 namespace kiln::plan {
@@ -162,6 +163,9 @@ void check_profiles(const Plan& p, const Graph& g, std::string_view what) {
           fail("{}: section 'profiles': result size {} uses the undeclared symbol {}", what, i, sym);
   std::vector<std::string> names;
   for (const SymbolDecl& d : g.symbols()) names.push_back(d.name);
+  detail::check_in_place_appends(p, names, g.inputs().size(), g.outputs().size(), what);
+  // A launch reading a KV cache's present may take its capacity symbol.
+  for (const InPlaceAppend& a : p.in_place_appends) names.push_back(a.capacity_symbol);
   detail::check_generic_launches(p, names, what);
   detail::check_launch_variants(p, names, what);
 }

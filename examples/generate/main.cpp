@@ -18,9 +18,10 @@
 //
 // With --backend sim (built inside kiln's tree only) the same one plan is
 // compiled for a GPU arch (--target, default sm_90) and every step runs its
-// kernels on kiln's CPU simulator (sim_decoder.h); there the cache is not
-// bound in place: each step's present outputs are copied back as the next
-// step's past inputs, as a plain user loop does. The run says which it does.
+// kernels on kiln's CPU simulator (sim_decoder.h), the caches bound in place
+// there too when the plan can (its in-place appends: the append kernel writes
+// the new positions, attention reads through the capacity), else copied back
+// from the present outputs each step. The run says which it does and why.
 //
 // Usage: generate MODEL.onnx --prompt 1,2,3 --tokens N [--target cpu|auto|sm_XX]
 //                 [--backend runtime|sim] [--layers 2] [--kv-heads 2] [--head-dim 16]
@@ -169,15 +170,27 @@ int main(int argc, char** argv) {
     if (a.backend == "sim") {
       generate::SimDecoder sim(plan);
       compiled("the " + a.target + " plan's kernels on kiln's CPU simulator (--backend sim)");
-      std::printf(
-          "KV cache: copied, not bound in place: each step's present outputs are copied back as the next step's past "
-          "inputs (the simulator runs on tensors it owns)\n");
+      const std::string why_not = sim.why_not_in_place(past_names, present_names);
+      if (why_not.empty())
+        std::printf(
+            "KV cache: bound in place, one buffer per cache of the full capacity (the plan's append kernel writes "
+            "the new positions; attention reads through the capacity)\n");
+      else
+        std::printf(
+            "KV cache: copied, not bound in place (%s): each step's present outputs are copied back as the next "
+            "step's past inputs\n",
+            why_not.c_str());
       std::vector<std::vector<float>> cache(past_names.size());  // [1, kv_heads, past, head_dim], empty at first
+      if (why_not.empty())                                       // [1, kv_heads, capacity, head_dim] each
+        for (auto& c : cache) c.assign(static_cast<size_t>(a.kv_heads * capacity * a.head_dim), 0.0f);
       for (int step = 0; step < a.tokens; ++step) {
         const int64_t seq = static_cast<int64_t>(step_ids.size()), past = static_cast<int64_t>(sequence.size()) - seq;
         auto t1 = std::chrono::steady_clock::now();
         int64_t vocab = 0;
-        std::vector<float> logits = sim.step(step_ids, past_names, present_names, cache, a.kv_heads, a.head_dim, vocab);
+        std::vector<float> logits =
+            why_not.empty() ? sim.step_in_place(step_ids, past_names, present_names, cache, past, capacity, a.kv_heads,
+                                                a.head_dim, vocab)
+                            : sim.step(step_ids, past_names, present_names, cache, a.kv_heads, a.head_dim, vocab);
         advance(step, seq, past, logits.data(), vocab, t1);
       }
     }

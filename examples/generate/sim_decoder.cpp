@@ -63,4 +63,45 @@ std::vector<float> SimDecoder::step(const std::vector<int64_t>& ids, const std::
   return std::vector<float>(logits.data<float>(), logits.data<float>() + logits.numel());
 }
 
+std::string SimDecoder::why_not_in_place(const std::vector<std::string>& past_names,
+                                         const std::vector<std::string>& present_names) const {
+  for (size_t c = 0; c < past_names.size(); ++c) {
+    bool found = false;
+    for (const kiln::plan::InPlaceAppend& a : impl_->plan.in_place_appends)
+      found |= impl_->graph->inputs()[a.input]->name() == past_names[c] &&
+               impl_->graph->outputs()[a.output]->name() == present_names[c];
+    if (!found) return "the plan has no in-place append for " + past_names[c] + " -> " + present_names[c];
+  }
+  return "";
+}
+
+std::vector<float> SimDecoder::step_in_place(const std::vector<int64_t>& ids,
+                                             const std::vector<std::string>& past_names,
+                                             const std::vector<std::string>& present_names,
+                                             std::vector<std::vector<float>>& buffers, int64_t past, int64_t capacity,
+                                             int64_t kv_heads, int64_t head_dim, int64_t& vocab) {
+  const int64_t seq = static_cast<int64_t>(ids.size());
+  std::map<std::string, kiln::Tensor> feed;
+  kiln::Tensor t(kiln::DType::I64, {1, seq});
+  std::memcpy(t.raw(), ids.data(), ids.size() * sizeof(int64_t));
+  feed["input_ids"] = std::move(t);
+  std::vector<kiln::SimInPlaceBuffer> bound;
+  for (size_t c = 0; c < past_names.size(); ++c)
+    bound.push_back({past_names[c],
+                     present_names[c],
+                     buffers[c].data(),
+                     {1, kv_heads, capacity, head_dim},
+                     {1, kv_heads, past, head_dim}});
+  std::vector<kiln::Tensor> outs = kiln::run_plan_on_sim(impl_->plan, *impl_->graph, feed, {}, nullptr, bound);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (impl_->graph->outputs()[i]->name() != "logits") continue;
+    const kiln::Tensor& logits = outs[i];
+    if (logits.dtype() != kiln::DType::F32 || logits.shape().size() != 3 || logits.shape()[1] != seq)
+      throw std::runtime_error("the model has no f32 logits output of shape [1, seq, vocab]");
+    vocab = logits.shape()[2];
+    return std::vector<float>(logits.data<float>(), logits.data<float>() + logits.numel());
+  }
+  throw std::runtime_error("the plan has no output \"logits\"");
+}
+
 }  // namespace generate

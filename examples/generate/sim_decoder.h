@@ -4,10 +4,13 @@
 // no GPU. Built only inside kiln's tree (the simulator is not part of the
 // installed runtime package); the installed-package build has no sim path.
 //
-// The KV cache is NOT bound in place here: the simulator runs on tensors it
-// owns, so each step feeds the caches as the past inputs and copies the
-// present outputs back as the next past, as a plain user loop over ONNX
-// Runtime does.
+// The KV cache is bound in place when the plan can (its section `in-place
+// appends`, runtime/plan_in_place.h): one buffer of the full capacity per
+// cache is both the past input and the present output, the plan's append
+// kernel writes only the new positions and the attention reads the buffer
+// through its capacity, as a GPU engine does (step_in_place). Otherwise each
+// step feeds the caches as the past inputs and copies the present outputs
+// back as the next past (step), as a plain user loop over ONNX Runtime does.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -31,6 +34,16 @@ class SimDecoder {
   std::vector<float> step(const std::vector<int64_t>& ids, const std::vector<std::string>& past_names,
                           const std::vector<std::string>& present_names, std::vector<std::vector<float>>& caches,
                           int64_t kv_heads, int64_t head_dim, int64_t& vocab);
+
+  // "" when every (past, present) pair can be bound in place, else why not.
+  std::string why_not_in_place(const std::vector<std::string>& past_names,
+                               const std::vector<std::string>& present_names) const;
+  // One step with buffers[c] ([1, kv_heads, capacity, head_dim]) bound in
+  // place as past_names[c] (its first `past` positions) and present_names[c].
+  std::vector<float> step_in_place(const std::vector<int64_t>& ids, const std::vector<std::string>& past_names,
+                                   const std::vector<std::string>& present_names,
+                                   std::vector<std::vector<float>>& buffers, int64_t past, int64_t capacity,
+                                   int64_t kv_heads, int64_t head_dim, int64_t& vocab);
 
  private:
   struct Impl;

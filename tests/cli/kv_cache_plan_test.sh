@@ -4,7 +4,8 @@
 # (seq and past dynamic) compiled once with a shape profile; `kiln inspect`
 # lists its four caches as bindable in place; the plan runs a prefill (seq 8,
 # past 0), a decode step (seq 1, past 8) and a longer step (seq 3, past 21),
-# on the runtime's CPU path and on the simulator, each equal to ONNX Runtime.
+# on the runtime's CPU path and on the simulator, each equal to ONNX Runtime;
+# and a decoder layer's GPU plan with caches bindable in place (below).
 # Usage: kv_cache_plan_test.sh KILN ZOO_DIR [sim|nosim]   (nosim: a build without the simulator)
 set -euo pipefail
 kiln=$1
@@ -57,4 +58,32 @@ for be in $backends; do
     echo "ok: $be, seq_past $sp, one plan, equal to ONNX Runtime"
   done
 done
+# A GPU plan (sm_90) of an exported-style decoder layer (tests/runtime/
+# kv_decoder, make_kv_decoder.py): `kiln inspect` lists both caches as
+# bindable in place on the GPU, and the plan's kernels run on the simulator
+# (the caches as ordinary outputs: the attention steps over rows of the
+# present's own length) at pasts 0, 5 and 17, each equal to ONNX Runtime.
+if [ "${3:-sim}" != nosim ]; then
+  layer=$t/../runtime/kv_decoder/model.onnx
+  lmin=x:1x1x64,past_key:1x2x0x16,past_value:1x2x0x16
+  lmax=x:1x8x64,past_key:1x2x24x16,past_value:1x2x24x16
+  "$kiln" compile "$layer" --target sm_90 --min-shapes "$lmin" --max-shapes "$lmax" -o "$dir/layer.plan" >"$dir/log" 2>&1 ||
+    { cat "$dir/log"; echo "FAIL: the decoder layer does not compile for sm_90 with a profile" >&2; exit 1; }
+  "$kiln" inspect "$dir/layer.plan" >"$dir/inspect" 2>&1
+  grep -q "in place on the GPU: past_key -> present_key .*past_value -> present_value" "$dir/inspect" ||
+    { cat "$dir/inspect"; echo "FAIL: inspect does not list the caches bindable in place on the GPU" >&2; exit 1; }
+  for sp in 5_0 1_5 3_17; do
+    seq=${sp%_*} past=${sp#*_}
+    "$py" -c "import numpy as np, sys; r = np.random.default_rng($past)
+np.save(sys.argv[1], r.standard_normal((1, $seq, 64)).astype(np.float32))
+for n in sys.argv[2:]: np.save(n, r.standard_normal((1, 2, $past, 16)).astype(np.float32))" \
+      "$dir/lx.npy" "$dir/lpk.npy" "$dir/lpv.npy"
+    rm -rf "$dir/lo"
+    "$kiln" run "$dir/layer.plan" --backend sim --inputs "x:$dir/lx.npy,past_key:$dir/lpk.npy,past_value:$dir/lpv.npy" \
+      --outputs "$dir/lo" >"$dir/log" 2>&1 || { cat "$dir/log"; echo "FAIL: the layer's GPU plan on sim at seq_past $sp" >&2; exit 1; }
+    "$py" "$t/compare_outputs_ort.py" "$layer" "$dir/lo" x="$dir/lx.npy" past_key="$dir/lpk.npy" past_value="$dir/lpv.npy" \
+      >"$dir/log" 2>&1 || { cat "$dir/log"; echo "FAIL: the layer's GPU plan at seq_past $sp differs from ONNX Runtime" >&2; exit 1; }
+    echo "ok: the layer's sm_90 plan on sim, seq_past $sp, equal to ONNX Runtime"
+  done
+fi
 echo "PASS: the decoder's prefill and decode steps from one plan on $backends"

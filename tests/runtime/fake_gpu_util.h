@@ -553,6 +553,8 @@ class FakeGpu : public ::testing::Test {
       for (const plan::BufferRef& b : s.args) k.counts.push_back(b.elements);
       // A shape-generic kernel's last parameter: the by-value kiln_syms.
       if (generic) k.counts.push_back(1);
+      for (const plan::InPlaceAppend& a : p.in_place_appends)  // a KV cache's append, shape-generic too
+        if (&a.append == step) k.counts.push_back(1);
       // One parameter: the table of addresses and counts (codegen/param_table.h).
       if (s.param_table) k.counts = {static_cast<long long>(2 * s.args.size())};
       kernels()[p.kernels[s.kernel].name] = k;

@@ -113,6 +113,18 @@ static nlohmann::json show_profiles(const plan::Plan& p, const Graph& g, std::os
   if (!pairs.empty())
     out << fmt::format("in place (one buffer as input and output, the new positions appended): {}\n",
                        fmt::join(pairs, ", "));
+  // The pairs a GPU engine can bind in place (section `in-place appends`).
+  std::vector<std::string> gpu_pairs;
+  nlohmann::json jgpu = nlohmann::json::array();
+  for (const plan::InPlaceAppend& a : p.in_place_appends) {
+    gpu_pairs.push_back(fmt::format("{} -> {} (append replaces step {}; rows {} apart)", g.inputs()[a.input]->name(),
+                                    g.outputs()[a.output]->name(), a.concat_step, a.capacity_symbol));
+    jgpu.push_back({{"input", g.inputs()[a.input]->name()},
+                    {"output", g.outputs()[a.output]->name()},
+                    {"append_replaces_step", a.concat_step},
+                    {"capacity_symbol", a.capacity_symbol}});
+  }
+  if (!gpu_pairs.empty()) out << fmt::format("in place on the GPU: {}\n", fmt::join(gpu_pairs, ", "));
   // Shape-generic launches (a GPU plan): each grid axis as the runtime
   // evaluates it per shape (docs/plan_format.md section `generic launches`).
   nlohmann::json jg = nlohmann::json::array();
@@ -164,7 +176,8 @@ static nlohmann::json show_profiles(const plan::Plan& p, const Graph& g, std::os
                   {"when", when},
                   {"launches", jk}});
   }
-  return {{"symbols", js}, {"profiles", jp}, {"in_place", jc}, {"generic_launches", jg}, {"launch_variants", jv}};
+  return {{"symbols", js},        {"profiles", jp},         {"in_place", jc},
+          {"in_place_gpu", jgpu}, {"generic_launches", jg}, {"launch_variants", jv}};
 }
 
 // A GPU plan computed at the bounds of its data-dependent sizes
@@ -240,10 +253,12 @@ int run_inspect_plan(const InspectOptions& o) {
     }
   }
   int launches = 0, copies = 0, controls = 0;
-  // The launch list and every control-flow region's (plan::all_steps).
+  // The launch list and every control-flow region's (plan::all_steps); a KV
+  // cache's in-place append runs in its concat's place, not besides it.
   const std::vector<plan::StepAt> steps = plan::all_steps(p);
-  for (const plan::StepAt& at : steps) {
-    const plan::Step& s = *at.step;
+  const size_t counted = steps.size() - p.in_place_appends.size();  // the appends come last
+  for (size_t i = 0; i < counted; ++i) {
+    const plan::Step& s = *steps[i].step;
     if (s.kind == plan::StepKind::Copy) {
       ++copies;
     } else if (s.kind == plan::StepKind::Control) {
@@ -275,7 +290,7 @@ int run_inspect_plan(const InspectOptions& o) {
           "control flow: {} if/loop/scan node(s) run host-driven: each run reads each condition or trip count on "
           "the host and runs the chosen region's steps, the launches between control-flow steps replayed as "
           "CUDA Graphs ({} steps in regions, counted above)\n",
-          controls, steps.size() - p.steps.size());
+          controls, counted - p.steps.size());
   } else {
     out << "archs: none\n";
     out << fmt::format("GPU kernels: none: {}\n", m.no_gpu_reason);

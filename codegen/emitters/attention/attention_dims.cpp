@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <climits>
+
 #include "ir/error.h"
 
 namespace kiln::codegen {
@@ -20,7 +22,8 @@ bool grows_with_symbols(int64_t d) {
 }  // namespace
 
 AttentionDims AttentionDims::of(const TensorType& q, const TensorType& k, const TensorType& v, const Shape& mask,
-                                const SymbolBindings& smallest, const SymbolBindings& largest) {
+                                const SymbolBindings& smallest, const SymbolBindings& largest,
+                                const std::string& k_capacity, const std::string& v_capacity) {
   AttentionDims a;
   a.B = q.shape[0];
   a.H = q.shape[1];
@@ -28,9 +31,25 @@ AttentionDims AttentionDims::of(const TensorType& q, const TensorType& k, const 
   a.D = q.shape[3];
   a.Sk = k.shape[2];
   a.Dv = v.shape[3];
+  a.k_rows = a.v_rows = a.Sk;
   a.syms = KernelSymbols({q.shape, k.shape, v.shape, mask});
   a.generic = !a.syms.empty();
   if (!a.generic) return a;
+  // A cache's capacity: any length the caller's buffer has (the runtime
+  // checks it holds the present); a row offset is 64-bit in the kernels.
+  SymbolBindings lo = smallest, hi = largest;
+  Shape capacities;
+  for (const std::string* c : {&k_capacity, &v_capacity}) {
+    if (c->empty()) continue;
+    capacities.push_back(symbol_dim(*c));
+    lo[*c] = 1;
+    hi[*c] = INT32_MAX;
+  }
+  if (!capacities.empty()) {
+    a.syms = KernelSymbols({q.shape, k.shape, v.shape, mask, capacities});
+    if (!k_capacity.empty()) a.k_rows = symbol_dim(k_capacity);
+    if (!v_capacity.empty()) a.v_rows = symbol_dim(v_capacity);
+  }
   for (int64_t d : {a.H, k.shape[1], a.D, a.Dv})
     if (is_symbolic_dim(d))
       unsupported("codegen: attention: a shape-generic kernel takes static heads and head dims (q {}, v {})", q.str(),
@@ -42,10 +61,10 @@ AttentionDims AttentionDims::of(const TensorType& q, const TensorType& k, const 
           "tiles and workspace at the largest shapes)",
           dim_str(d));
   for (const std::string& s : a.syms.names())
-    if (!largest.count(s) || !smallest.count(s))
+    if (!hi.count(s) || !lo.count(s))
       unsupported("codegen: attention: symbol {} has no declared range (a shape-generic kernel needs one)", s);
-  a.smallest = smallest;
-  a.largest = largest;
+  a.smallest = std::move(lo);
+  a.largest = std::move(hi);
   return a;
 }
 

@@ -8,6 +8,11 @@
 // static. Its grid is three axes of the symbols: x = batch * heads, y = query
 // tiles, z = key splits (split-KV, tensor-core kernel), so no axis multiplies
 // two symbolic counts the plan's grid expressions cannot hold.
+//
+// Keys and values read from a KV cache that may be bound in place (the
+// attention's k_capacity / v_capacity, passes/kv_cache_in_place.cpp) are
+// rows `capacity` positions apart, not Sk: the kernel takes the capacity
+// symbol's value as one more kiln_syms slot and steps over K / V rows by it.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,15 +28,23 @@ struct AttentionDims {
   bool generic = false;
   KernelSymbols syms;
   int64_t B = 0, H = 0, Sq = 0, Sk = 0, D = 0, Dv = 0;  // handles where symbolic
-  SymbolBindings smallest, largest;                     // the symbols' ranges (generic only)
+  // Positions between the starts of two K / V rows: Sk, or the capacity
+  // symbol's dim (generic kernels only).
+  int64_t k_rows = 0, v_rows = 0;
+  SymbolBindings smallest, largest;  // the symbols' ranges (generic only)
 
   // q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv] and the mask's shape (empty:
   // none). Throws kiln::Unsupported naming what a shape-generic kernel
   // cannot take: a symbolic head count or head dim, a dim whose polynomial
   // has a negative coefficient (its largest value is then not at the
   // symbols' largest), or symbols without a range.
+  // `k_capacity` / `v_capacity`: the attention's attributes of those names
+  // ("": K / V are dense).
   static AttentionDims of(const TensorType& q, const TensorType& k, const TensorType& v, const Shape& mask,
-                          const SymbolBindings& smallest, const SymbolBindings& largest);
+                          const SymbolBindings& smallest, const SymbolBindings& largest,
+                          const std::string& k_capacity = "", const std::string& v_capacity = "");
+  // Whether K or V rows are a capacity apart (not Sk).
+  bool strided() const { return k_rows != Sk || v_rows != Sk; }
 
   // A dim's value at the largest / smallest shapes (itself when static).
   int64_t max(int64_t d) const;

@@ -63,7 +63,8 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
       (Hk != H && (is_symbolic_dim(H) || is_symbolic_dim(Hk) || Hk <= 0 || H % Hk != 0)))
     fail("codegen: attention: q {}, k {}, v {} do not agree", q.str(), k.str(), v.str());
   const int64_t G = Hk == H ? 1 : H / Hk;
-  const AttentionDims dm = AttentionDims::of(q, k, v, has_mask ? mask.shape : Shape{}, epi.sym_min, epi.sym_max);
+  const AttentionDims dm = AttentionDims::of(q, k, v, has_mask ? mask.shape : Shape{}, epi.sym_min, epi.sym_max,
+                                             attrs.get_string("k_capacity", ""), attrs.get_string("v_capacity", ""));
   {  // at the largest shapes for a shape-generic kernel
     const int64_t b = dm.max(B), sq = dm.max(Sq), sk = dm.max(Sk);
     for (int64_t x : {b * H * sq * D, b * H * sk * D, b * H * sk * Dv, b * H * sq * Dv})
@@ -189,11 +190,15 @@ AttentionKernel emit_attention(const TensorType& q, const TensorType& k, const T
   b += fmt::format("  for (int k0 = 0; k0 < kend; k0 += {}) {{\n", bk);
   b += fmt::format("    const int nk = min({}, kend - k0);\n", bk);
   b += "    __syncthreads();  // the previous tile is consumed (and the Q tile is staged)\n";
-  b += fmt::format("    const long long kb = ((long long){} * {} + k0) * {};\n", KVH, SK, D);
+  // K / V rows of a cache bound in place are its capacity apart (attention_dims.h).
+  if (dm.strided())
+    b += fmt::format("    // K / V rows {} / {} positions apart (KV caches' capacities)\n", dim_str(dm.k_rows),
+                     dim_str(dm.v_rows));
+  b += fmt::format("    const long long kb = ((long long){} * {} + k0) * {};\n", KVH, dm.text(dm.k_rows), D);
   b += fmt::format("    for (int e = threadIdx.x; e < nk * {0}; e += {1}) {{\n", D, nt);
   b += fmt::format("      const int jj = e / {0}, dd = e - jj * {0};\n", std::max<int64_t>(D, 1));
   b += fmt::format("      Ks[jj * {} + dd] = {};\n    }}\n", D + 1, ld(epi.k + "[kb + e]"));
-  b += fmt::format("    const long long vb = ((long long){} * {} + k0) * {};\n", KVH, SK, Dv);
+  b += fmt::format("    const long long vb = ((long long){} * {} + k0) * {};\n", KVH, dm.text(dm.v_rows), Dv);
   b += fmt::format("    for (int e = threadIdx.x; e < nk * {}; e += {}) Vs[e] = {};\n", Dv, nt, ld(epi.v + "[vb + e]"));
   b += "    __syncthreads();\n";
   // Scores of this row for keys t, t + TPR, ... (-inf for the rows past Sq,
@@ -317,6 +322,15 @@ FusedAttentionKernel build_fused(const Node& n) {
   // be the epilogue's, so an epilogue reading a symbol the attention does not
   // (an operand of another extent) is refused.
   const bool generic = !e.symbols().empty();
+  // Keys or values read through a KV cache's capacity (k_capacity /
+  // v_capacity, attention_dims.h) take more kiln_syms slots than the
+  // epilogue's symbols: the attention stays a node of its own (the fuser
+  // asks this), so a cache bound in place needs no copy.
+  if (!a.attrs().get_string("k_capacity", "").empty() || !a.attrs().get_string("v_capacity", "").empty())
+    unsupported(
+        "codegen: fused attention {}: it reads a KV cache through its capacity (k_capacity / v_capacity), whose "
+        "symbols its epilogue does not take",
+        n.describe());
   if (generic) {
     std::vector<Shape> anchor_shapes;
     for (int i = 0; i < 4 && i < a.num_inputs(); ++i)
@@ -389,7 +403,8 @@ bool attention_shape_generic(const Node& n, const Node& ranges_from) {
     SymbolBindings lo, hi;
     symbol_ranges_of(ranges_from, lo, hi);
     AttentionDims::of(n.input(0)->type(), n.input(1)->type(), n.input(2)->type(),
-                      n.num_inputs() > 3 ? n.input(3)->shape() : Shape{}, lo, hi);
+                      n.num_inputs() > 3 ? n.input(3)->shape() : Shape{}, lo, hi,
+                      n.attrs().get_string("k_capacity", ""), n.attrs().get_string("v_capacity", ""));
     return true;
   } catch (const Error&) {
     return false;

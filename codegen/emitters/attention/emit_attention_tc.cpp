@@ -99,6 +99,23 @@ void make_generic(std::string& tmpl, const AttentionDims& dm) {
        dm.prologue("  ") + "  const int SQ = (int)sq_, SK = (int)sk_;\n  const int NQT = (SQ + BQ - 1) / BQ;\n");
 }
 
+// A cache bound in place (attention_dims.h): K / V rows `capacity`
+// positions apart, the capacity symbols' values read from kiln_syms.
+void make_strided(std::string& tmpl, const AttentionDims& dm) {
+  auto edit = [&](std::string_view from, const std::string& to) {
+    const size_t at = tmpl.find(from);
+    KILN_CHECK(at != std::string::npos, "codegen: attention template lacks '{}'", from);
+    tmpl.replace(at, from.size(), to);
+  };
+  edit("  const int NQT = (SQ + BQ - 1) / BQ;\n",
+       fmt::format(
+           "  const int NQT = (SQ + BQ - 1) / BQ;\n  // K / V rows {} / {} positions apart (KV caches' capacities)\n"
+           "  const long long KROWS = {}, VROWS = {};\n",
+           dim_str(dm.k_rows), dim_str(dm.v_rows), dm.text(dm.k_rows), dm.text(dm.v_rows)));
+  edit(" * SK * D;", " * KROWS * D;");
+  edit(" * SK * DV;", " * VROWS * DV;");
+}
+
 // The kernel's end: one block (o / l into the epilogue) or a split's
 // partial state and the combine; with key-split warps (kw > 1), their
 // states combined in the block first.
@@ -357,6 +374,7 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
                              H, Hk, G));
   }
   if (generic) make_generic(tmpl, dm);
+  if (generic && dm.strided()) make_strided(tmpl, dm);
   std::string body = substitute(tmpl, vars);
   const size_t at = body.find("@EPILOGUE_CODE@");
   body.replace(at, std::string_view("@EPILOGUE_CODE@").size(), epi.code);

@@ -204,7 +204,10 @@ KILN_API kiln_status kiln_context_bind_output(kiln_context* context, const char*
  * rows of the dims before the axis lie `capacity` positions apart. The buffer
  * stays bound across shape changes. KILN_ERROR_INVALID_ARGUMENT naming the
  * input and the output when the plan has no such pair, the dtype or a dim
- * off the axis differs, or the engine runs on the GPU (not built yet); a run
+ * off the axis differs, the memory is not the engine's (host memory on the
+ * CPU path; device memory, 256-byte aligned, on a GPU engine, whose kernels
+ * then read and append to it in place), or a GPU plan cannot run the pair in
+ * place (another node reads its past or present densely); a run
  * whose present does not fit the capacity fails (KILN_ERROR_RUNTIME, as for
  * an unbound buffer) naming them. Binding either
  * of the pair again on its own ends the pairing (bind the other again too). */
