@@ -235,9 +235,13 @@ Tensor to_channels_last(const Tensor& t, int rank) {
 
 bool same_order_both_layouts(const Shape& cl) {
   if (cl.size() < 3) return true;
-  int64_t spatial = 1;
-  for (size_t i = 1; i + 1 < cl.size(); ++i) spatial *= cl[i];
-  return cl.back() == 1 || spatial == 1;
+  if (cl.back() == 1) return true;
+  // The spatial dims hold one element only when each is a static 1: a
+  // symbolic dim (an interned id, not a size) may be 1 at one shape of the
+  // range but not at another, so it decides "not the same order".
+  for (size_t i = 1; i + 1 < cl.size(); ++i)
+    if (is_symbolic_dim(cl[i]) || cl[i] != 1) return false;
+  return true;
 }
 
 }  // namespace kiln::layout
