@@ -15,6 +15,29 @@ std::vector<TensorType> broadcast_result(InferContext& c, std::optional<DType> d
   return {TensorType(dtype ? *dtype : c.dtype(0), s)};
 }
 
+std::vector<TensorType> infer_with_operand0_as(InferContext& c, const std::function<void(TensorType&)>& retype_operand0,
+                                               const std::function<std::vector<TensorType>(InferContext&)>& infer) {
+  Graph scratch;
+  std::vector<Value*> ins;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (!c.has_input(i)) {
+      ins.push_back(nullptr);
+      continue;
+    }
+    Value* v = c.input(i);
+    std::string name = fmt::format("operand{}", i);
+    if (v->is_constant() && v->has_data()) {
+      ins.push_back(scratch.add_constant(name, v->data()));
+      continue;
+    }
+    TensorType t = v->type();
+    if (i == 0) retype_operand0(t);
+    ins.push_back(scratch.add_input(name, t));
+  }
+  InferContext sub(c.op(), ins, c.attrs(), c.num_outputs(), c.label());
+  return infer(sub);
+}
+
 std::vector<TensorType> infer_symbolic_batch(InferContext& c,
                                              const std::function<std::vector<TensorType>(InferContext&)>& infer) {
   bool symbolic = false;
@@ -30,29 +53,10 @@ std::vector<TensorType> infer_symbolic_batch(InferContext& c,
             i, c.type(i).str(), k, dim_str(s[k]));
   }
   int64_t batch = c.shape(0)[0];
-  // Inference on stand-in values of the batch: a scratch graph holds
-  // operands of the same types (operand 0's batch replaced) and the
-  // constants' data, so inference reads what it would read.
+  // Inference on stand-in values of the batch.
   auto run = [&](int64_t n) {
-    Graph scratch;
-    std::vector<Value*> ins;
-    for (int i = 0; i < c.num_inputs(); ++i) {
-      if (!c.has_input(i)) {
-        ins.push_back(nullptr);
-        continue;
-      }
-      Value* v = c.input(i);
-      std::string name = fmt::format("operand{}", i);
-      if (v->is_constant() && v->has_data()) {
-        ins.push_back(scratch.add_constant(name, v->data()));
-        continue;
-      }
-      TensorType t = v->type();
-      if (i == 0) t.shape[0] = n;
-      ins.push_back(scratch.add_input(name, t));
-    }
-    InferContext sub(c.op(), ins, c.attrs(), c.num_outputs(), c.label());
-    return infer(sub);
+    return infer_with_operand0_as(
+        c, [n](TensorType& t) { t.shape[0] = n; }, infer);
   };
   std::vector<TensorType> one = run(1), two = run(2);
   for (size_t j = 0; j < one.size(); ++j) {

@@ -30,6 +30,14 @@ std::vector<TensorType> broadcast_result(InferContext& c, std::optional<DType> d
 std::vector<TensorType> infer_symbolic_batch(InferContext& c,
                                              const std::function<std::vector<TensorType>(InferContext&)>& infer);
 
+// Runs `infer` on a scratch graph holding operands of c's types and the
+// constants' data, so inference reads what it would read, with operand 0's
+// type (unless it is a constant) rewritten by `retype_operand0`: inference at
+// stand-in values of symbolic dims (infer_symbolic_batch, and
+// infer_symbolic_image in ops/symbolic_image.h).
+std::vector<TensorType> infer_with_operand0_as(InferContext& c, const std::function<void(TensorType&)>& retype_operand0,
+                                               const std::function<std::vector<TensorType>(InferContext&)>& infer);
+
 // Requires every present operand to share one dtype; error names the operands.
 void require_same_dtype(InferContext& c);
 // Requires operand i's dtype to be one of `allowed`.

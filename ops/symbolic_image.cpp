@@ -1,7 +1,6 @@
 #include "ops/symbolic_image.h"
 
 #include "ir/floor_div_dims.h"
-#include "ir/graph.h"
 #include "ops/nn_shape.h"
 
 namespace kiln::ops {
@@ -66,27 +65,12 @@ std::vector<TensorType> infer_symbolic_image(InferContext& c,
                     c.type(i).str());
   // The static inference at two stand-ins of the spatial symbols.
   auto run = [&](int64_t stand_in) {
-    Graph scratch;
-    std::vector<Value*> ins;
-    for (int i = 0; i < c.num_inputs(); ++i) {
-      if (!c.has_input(i)) {
-        ins.push_back(nullptr);
-        continue;
-      }
-      Value* v = c.input(i);
-      std::string name = fmt::format("operand{}", i);
-      if (v->is_constant() && v->has_data()) {
-        ins.push_back(scratch.add_constant(name, v->data()));
-        continue;
-      }
-      TensorType t = v->type();
-      if (i == 0)
-        for (int d = first; d < first + r - 2; ++d)
-          if (is_symbolic_dim(t.shape[d])) t.shape[d] = stand_in;
-      ins.push_back(scratch.add_input(name, t));
-    }
-    InferContext sub(c.op(), ins, c.attrs(), c.num_outputs(), c.label());
-    return infer_symbolic_batch(sub, infer);
+    auto stand_in_spatial = [&](TensorType& t) {
+      for (int d = first; d < first + r - 2; ++d)
+        if (is_symbolic_dim(t.shape[d])) t.shape[d] = stand_in;
+    };
+    return infer_with_operand0_as(c, stand_in_spatial,
+                                  [&](InferContext& sub) { return infer_symbolic_batch(sub, infer); });
   };
   std::vector<TensorType> a = run(kStandIns[0]), b = run(kStandIns[1]);
   for (size_t j = 0; j < a.size(); ++j) {
