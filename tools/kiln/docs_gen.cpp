@@ -106,10 +106,6 @@ void write_op_docs(const std::string& path, const std::string& conformance_json)
       {"RandomUniform", "random numbers: kiln's results are deterministic"},
       {"RandomNormal", "random numbers: kiln's results are deterministic"},
       {"Multinomial", "random numbers: kiln's results are deterministic"},
-      {"StringNormalizer", "string tensors"},
-      {"StringConcat", "string tensors"},
-      {"StringSplit", "string tensors"},
-      {"RegexFullMatch", "string tensors"},
   };
   std::string missing;
   for (const auto& [op, info] : onnx_ops) {
@@ -120,9 +116,10 @@ void write_op_docs(const std::string& path, const std::string& conformance_json)
   if (!missing.empty()) f << "\n### Not imported, and why\n\n" << missing;
   f << "\nOther domains (not in the table): `ai.onnx.preview` FlexAttention; `ai.onnx.preview.training` Adagrad,\n"
        "Momentum and Adam (decomposed into pointwise ops; Gradient is unsupported); `ai.onnx.ml` Binarizer and\n"
-       "ArrayFeatureExtractor (versions 1 to 5; the other ml ops are unsupported, LabelEncoder for want of string\n"
-       "tensors). String tensors are unsupported (StringConcat, StringSplit, StringNormalizer, RegexFullMatch,\n"
-       "Equal and Cast on strings). Sequences and optionals are\n"
+       "ArrayFeatureExtractor (versions 1 to 5), LabelEncoder (versions 1 to 4, string keys or values included;\n"
+       "the other ml ops are unsupported). String tensors run on the reference (CPU) backend only (StringConcat,\n"
+       "StringSplit, StringNormalizer, RegexFullMatch, LabelEncoder, Equal, Cast, CastLike and Identity on\n"
+       "strings): GPU plans and the simulator refuse them, naming the node. Sequences and optionals are\n"
        "resolved at import (frontend/adapters_sequence.cpp): a sequence is unrolled into its elements, so its length\n"
        "must be known at compile time; a sequence or optional graph input has its structure given at compile time\n"
        "(kiln compile --sequence-shapes / --empty-optionals, ImportOptions::composite_inputs) and becomes its\n"
