@@ -18,6 +18,7 @@
 //
 // Class labels must be integers: string labels need string tensors, which
 // kiln's IR does not carry here.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <utility>
@@ -68,7 +69,9 @@ void emit_tree_ensemble(ImportContext& c, AttrMap& k, bool classify) {
   Value* x = c.input(0);
   if (classify) {
     k.set("classify", int64_t(1));
-    c.set_outputs(c.emit("tree_ensemble", {x}, k, 2));
+    std::vector<Value*> outs = c.emit("tree_ensemble", {x}, k, 2);
+    outs.resize(std::min<size_t>(outs.size(), static_cast<size_t>(c.num_outputs())));  // a model may list only Y
+    c.set_outputs(outs);
   } else {
     c.set_outputs({c.emit1("tree_ensemble", {x}, k)});
   }

@@ -38,6 +38,17 @@ void tensor(onnx::NodeProto* n, const std::string& name, int type, std::vector<f
   }
 }
 
+void strings(onnx::NodeProto* n, const std::string& name, std::vector<std::string> v) {
+  auto* a = attr(n, name);
+  a->set_type(onnx::AttributeProto::STRINGS);
+  for (const std::string& x : v) a->add_strings(x);
+}
+void floats(onnx::NodeProto* n, const std::string& name, std::vector<float> v) {
+  auto* a = attr(n, name);
+  a->set_type(onnx::AttributeProto::FLOATS);
+  for (float x : v) a->add_floats(x);
+}
+
 onnx::ModelProto model(const std::string& op, int64_t ml_version, int64_t width, onnx::NodeProto** node) {
   onnx::ModelProto m;
   m.set_ir_version(8);
@@ -124,6 +135,30 @@ TEST(FrontendTreeEnsemble, StringClassLabelsAreRefused) {
   } catch (const Unsupported& e) {
     EXPECT_NE(std::string(e.what()).find("string class labels (classlabels_strings)"), std::string::npos) << e.what();
   }
+}
+
+TEST(FrontendTreeEnsemble, LegacyClassifierListingOnlyTheLabel) {
+  // x0 <= 0.5 ? class 3 : class 8; the node lists only the label output.
+  onnx::NodeProto* n = nullptr;
+  onnx::ModelProto m = model("TreeEnsembleClassifier", 3, 2, &n);
+  ints(n, "nodes_treeids", {0, 0, 0});
+  ints(n, "nodes_nodeids", {0, 1, 2});
+  ints(n, "nodes_featureids", {0, 0, 0});
+  strings(n, "nodes_modes", {"BRANCH_LEQ", "LEAF", "LEAF"});
+  floats(n, "nodes_values", {0.5f, 0, 0});
+  ints(n, "nodes_truenodeids", {1, 0, 0});
+  ints(n, "nodes_falsenodeids", {2, 0, 0});
+  ints(n, "class_treeids", {0, 0});
+  ints(n, "class_nodeids", {1, 2});
+  ints(n, "class_ids", {0, 1});
+  floats(n, "class_weights", {1, 1});
+  ints(n, "classlabels_int64s", {3, 8});
+  ImportResult r = import_model(m);
+  std::vector<Tensor> out = ReferenceExecutor(*r.graph).run(
+      {{"x", Tensor::from<double>(DType::F32, {3, 2}, std::vector<double>{0, 9, 1, 9, 0.5, 9})}});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].type().str(), "i64[3]");
+  EXPECT_EQ(out[0].to_int_vector(), (std::vector<int64_t>{3, 8, 3}));
 }
 
 }  // namespace
