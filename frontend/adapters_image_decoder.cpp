@@ -33,8 +33,9 @@ void image_decoder(ImportContext& c) {
   const Tensor* bytes = c.value(0);
   if (!bytes)
     c.unsupported(
-        "the decoded image's height and width are in the encoded bytes, so kiln needs them when compiling (a "
-        "constant, or the input given at compile time); images that arrive only at run time are not supported");
+        "the decoded image's height and width are in the encoded bytes, so kiln needs them when compiling (an "
+        "initializer or Constant in the model, or an input given in ImportOptions::known_inputs, as the conformance "
+        "runner gives its test inputs); images that arrive only at run time are not supported");
   image::DecodedImage img;
   try {
     img = image::decode_image(bytes->data<uint8_t>(), static_cast<size_t>(bytes->numel()));

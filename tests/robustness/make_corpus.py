@@ -381,6 +381,11 @@ def bad_images():
         m = model([helper.make_node("ImageDecoder", ["bytes"], ["y"], name="decode")], [],
                   [vi("y", None, TensorProto.UINT8)], inits=[enc], opset=20)
         save(name, m, "cannot decode the image: " + expect)  # compile lists it as node "decode" (ImageDecoder) [invalid]
+    # Bytes that come only at run time: the image's size is not known when compiling.
+    save("image_runtime_bytes",
+         model([helper.make_node("ImageDecoder", ["bytes"], ["y"], name="decode")], [vi("bytes", [64], TensorProto.UINT8)],
+               [vi("y", None, TensorProto.UINT8)], opset=20),
+         "images that arrive only at run time are not supported")
 
 
 def gpu_plan_cases():
