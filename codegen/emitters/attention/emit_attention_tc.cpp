@@ -138,10 +138,10 @@ void make_packed(std::string& tmpl, bool generic, int64_t sq, int64_t p, int64_t
       hp);
   if (generic)
     edit("  const int SQ = (int)sq_, SK = (int)sk_;\n",
-         note + fmt::format("  const int SQH = (int)sq_, SQ = {} * SQH, SK = (int)sk_;\n", p));
+         note + fmt::format("  const int SQH = (int)sq_, SQ = {} * SQH, SK = (int)sk_;\n  (void)SQH;\n", p));
   else
     edit("  constexpr int NQT = (SQ + BQ - 1) / BQ;\n",
-         note + fmt::format("  constexpr int SQH = {}, NQT = (SQ + BQ - 1) / BQ;\n", sq));
+         note + fmt::format("  constexpr int SQH = {}, NQT = (SQ + BQ - 1) / BQ;\n  (void)SQH;\n", sq));
 }
 
 // The kernel's end: one block (o / l into the epilogue) or a split's
