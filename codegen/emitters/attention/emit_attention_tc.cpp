@@ -272,11 +272,15 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
     // Generic: the decode corner, the fewest query tiles against the most keys.
     const int64_t key_tiles = (Sk + pl.bk - 1) / pl.bk;
     pl.tiles = generic ? dm.min(dm.B) * heads * ((P * dm.min(dm.Sq) + pl.bq - 1) / pl.bq) : B * heads * pl.nqt;
-    const double io_bytes = (G == 1 ? 2.0 * double(B * H) * (double(Sq) * double(D + Dv) + double(Sk) * double(D + Dv))
-                                    : 2.0 * double(B) * double(H * Sq + Hk * Sk) * double(D + Dv)) +
-                            (has_mask ? 2.0 * double(B * H) * double(Sq) * double(Sk) : 0.0);
-    const double out_bytes = 2.0 * double(B * H * Sq) * double(Dv);
-    const double state_bytes = 4.0 * double(B * H * Sq) * double(Dv + 2);
+    // The bytes at the shapes the split is decided at (generic: the decode
+    // corner, fewest queries and batch against the most keys).
+    const int64_t Bc = generic ? dm.min(dm.B) : B, Sqc = sq_corner;
+    const double io_bytes =
+        (G == 1 ? 2.0 * double(Bc * H) * (double(Sqc) * double(D + Dv) + double(Sk) * double(D + Dv))
+                : 2.0 * double(Bc) * double(H * Sqc + Hk * Sk) * double(D + Dv)) +
+        (has_mask ? 2.0 * double(Bc * H) * double(Sqc) * double(Sk) : 0.0);
+    const double out_bytes = 2.0 * double(Bc * H * Sqc) * double(Dv);
+    const double state_bytes = 4.0 * double(Bc * H * Sqc) * double(Dv + 2);
     auto cost = [&](int64_t s, int64_t per) {
       return split_cost_us(pl.tiles, s, per, pl.block_warps, pl.bq, pl.bk, D, Dv, pl.smem, io_bytes, out_bytes,
                            state_bytes);
