@@ -18,9 +18,12 @@
 //              fraction of SMs that have a block);
 //   memory     bytes / (DRAM bandwidth x efficiency x the fraction of SMs
 //              that have a block);
+//   l2         attention: the bytes every block streams from L2 (its Q and
+//              K/V tiles) over the L2 bandwidth, likewise (GPUs with a
+//              figure in the table);
 //   latency    tiled: per wave, k-tiles x (load latency / (stages - 1)) plus
 //              a prologue/epilogue round trip; untiled: one round trip;
-// and the estimate is the largest of the three (plus a folded split-K's
+// and the estimate is the largest of the four (plus a folded split-K's
 // tail, which runs after them); its name is the bound, or "launch" when even
 // that is not above the per-node launch overhead.
 #pragma once
