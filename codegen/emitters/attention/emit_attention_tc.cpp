@@ -229,8 +229,6 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   const int64_t sq_corner = generic ? dm.min(dm.Sq) : Sq;
   int bk = 16;
   while (bk < 64 && bk < Sk) bk *= 2;
-  const int64_t key_tiles_64 = 0;
-  (void)key_tiles_64;
 
   // One candidate launch: P heads packed, its tiles and its split.
   struct Plan {
@@ -304,11 +302,10 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
       if (c.cost <= pl.cost) pl = c;
     }
   const int64_t P = pl.P, rows = pl.rows, HP = H / P, GP = G / P;  // heads packed, their rows; grid heads; per K/V head
-  const int warps = pl.warps, bq = pl.bq, kw = pl.kw, block_warps = pl.block_warps;
+  const int bq = pl.bq, kw = pl.kw, block_warps = pl.block_warps;
   bk = pl.bk;
   const int64_t nqt = pl.nqt, tiles = pl.tiles, splits = pl.splits, per_split = pl.per_split;
   const size_t smem_bytes = pl.smem;
-  (void)warps;
   // The warps' states ([KW][16][2 + Dv] floats) reuse the stages' memory.
   KILN_CHECK(kw == 1 || size_t(kw) * 16 * size_t(Dv + 2) * 4 <= smem_bytes,
              "codegen: attention: the key-split warps' states exceed the shared memory");
