@@ -35,7 +35,7 @@ std::optional<std::string> first_string_value(const Graph& g) {
 void refuse_string_tensors(const Graph& g, std::string_view context, std::string_view where) {
   if (std::optional<std::string> s = first_string_value(g))
     throw Unsupported(
-        fmt::format("{}{}{}: {}, not {}", context, context.empty() ? "" : ": ", *s, kStringsReferenceOnly, where));
+        fmt::format("{}{}{} holds {}, not {}", context, context.empty() ? "" : ": ", *s, kStringsCpuOnly, where));
 }
 
 }  // namespace kiln

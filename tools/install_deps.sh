@@ -13,6 +13,9 @@ BUILD_PACKAGES=(
   libprotobuf-dev protobuf-compiler libonnx-dev
   libopenblas-dev libgtest-dev libgmock-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libboost-context-dev libjemalloc-dev
+  # ImageDecoder (frontend/image_decode/): JPEG, PNG, TIFF, WebP, JPEG 2000
+  libjpeg-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev
+  # RegexFullMatch (ops/string_ops.cpp)
   libre2-dev
   python3 python3-venv
 )

@@ -261,8 +261,8 @@ TEST(StringOps, GraphsWithStringsAreNamedForTheirRefusal) {
   std::string e = error_of([&] { refuse_string_tensors(g, "m.onnx", "on the kernel simulator"); });
   EXPECT_EQ(
       e,
-      "m.onnx: node \"joiner\" (string_concat): string tensors run only on kiln's reference (CPU) backend, not on "
-      "the kernel simulator");
+      "m.onnx: node \"joiner\" (string_concat) holds string tensors, which kiln runs on the CPU backends only (the "
+      "reference backend), not on the kernel simulator");
   Graph numeric;
   numeric.set_outputs({numeric.add_input("y", TensorType(DType::F32, {1}))});
   EXPECT_FALSE(first_string_value(numeric).has_value());
