@@ -490,8 +490,6 @@ int run_conformance(const ConformanceOptions& opts) {
         ++regressions;
         std::cout << fmt::format("regression: {} passed in the baseline, now {}\n", key, it->second);
       }
-      ++regressions;
-      std::cout << fmt::format("regression: {} passed in the baseline, now {}\n", key, it->second);
     }
     std::cout << fmt::format(
         "baseline {}: {} passed there, {} passed here, {} regressions{}\n", opts.baseline_json, base_pass, total.pass,
