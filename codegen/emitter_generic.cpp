@@ -288,6 +288,16 @@ bool generic_pool(const Node& n) {
   return static_channels(x->shape(), nhwc) && static_channels(n.output(0)->shape(), nhwc);
 }
 
+// cumsum / cumprod along any axis of an operand with symbolic dims
+// (codegen/emitters/pool_select_loss/emit_scan_generic.h), bare: the
+// extents around the axis read from `ks`.
+bool generic_scan(const Node& n) {
+  return !n.body() && (n.op() == "cumsum" || n.op() == "cumprod") && n.num_inputs() == 1 && n.input(0) &&
+         n.num_outputs() == 1;
+}
+
+bool generic_pool_or_scan(const Node& n) { return generic_pool(n) || generic_scan(n); }
+
 // A fused pool (codegen/emitters/pool_select_loss/emit_fused_pool.h) around
 // a shape-generic pool: the pool kernel with the fused body's seams.
 bool generic_fused_pool(const Node& n) {
