@@ -320,18 +320,22 @@ bool generic_fused_on_demand(const Node& n) {
   return true;
 }
 
-// resize of a float image by nearest or linear interpolation (cubic, crops,
-// exclude_outside and shrinking antialias have no generic kernel): the
-// source coordinates computed in the kernel (emit_resize_generic.h).
+// resize of a float image by nearest, linear or cubic interpolation (also
+// exclude_outside): the source coordinates and taps computed in the kernel
+// (emit_resize_generic.h). Crops and shrinking antialias have no generic
+// kernel; without scales the scale is out/in per run, so antialias at all.
 bool generic_resize(const Node& n) {
   if (n.body() || n.op() != "resize" || n.num_inputs() != 1 || !n.input(0) || !is_float(n.input(0)->dtype()))
     return false;
   const std::string mode = n.attrs().get_string("mode", "nearest");
-  if (mode != "nearest" && mode != "linear") return false;
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") return false;
   if (n.attrs().get_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize") return false;
-  if (mode == "linear" && n.attrs().get_int("exclude_outside", 0) != 0) return false;
-  for (float s : n.attrs().get_floats("scales"))
-    if (mode == "linear" && n.attrs().get_int("antialias", 0) != 0 && s < 1) return false;
+  if (mode != "nearest" && n.attrs().get_int("antialias", 0) != 0) {
+    const std::vector<float> scales = n.attrs().get_floats("scales");
+    if (scales.empty()) return false;
+    for (float s : scales)
+      if (s < 1) return false;
+  }
   return true;
 }
 
