@@ -77,8 +77,11 @@ bool generic_reduction(const Node& n) { return generic_softmax(n) || generic_red
 // before the anchor (which the body evaluator computes, with symbolic
 // strides) may also be shape-generic data movement and broadcast along a
 // symbol (an embedding's gather plus its position rows); the epilogue keeps
-// the rule above.
-bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&), bool prologue_movement = false) {
+// the rule above. With `epilogue_broadcast`, an epilogue operand may also
+// broadcast along a symbol (a per-channel scale after a pool over a symbolic
+// image): the store computes its offset from symbolic strides.
+bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&), bool prologue_movement = false,
+                        bool epilogue_broadcast = false) {
   int anchors = 0;
   std::set<const Value*> after;  // values computed from the anchor's results
   for (const auto& bn : n.body()->nodes()) {
@@ -104,6 +107,7 @@ bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&), bool
     // the epilogue splits by constant extents below the outermost dim:
     // with a symbolic dim elsewhere (RMSNorm's [1, seq, 1] rows), only
     // static scalars are read so.
+    if (epilogue_broadcast) continue;
     const Shape& os = bn->output(0)->shape();
     const bool batch_first = batch_only_symbolic(os);
     for (const Value* v : bn->inputs()) {
@@ -299,9 +303,13 @@ bool generic_scan(const Node& n) {
 bool generic_pool_or_scan(const Node& n) { return generic_pool(n) || generic_scan(n); }
 
 // A fused pool (codegen/emitters/pool_select_loss/emit_fused_pool.h) around
-// a shape-generic pool: the pool kernel with the fused body's seams.
+// a shape-generic pool: the pool kernel with the fused body's seams. Over a
+// symbolic image the prologue (which the body evaluator computes with
+// symbolic strides) and the epilogue may broadcast per-channel operands
+// along the symbolic height and width (a shift before a max pool, a scale
+// after a global pool).
 bool generic_fused_pool(const Node& n) {
-  return is_pool_select_fused(n, op_registry()) && generic_fused_body(n, generic_pool);
+  return is_pool_select_fused(n, op_registry()) && generic_fused_body(n, generic_pool, true, true);
 }
 
 // A fused pointwise/injective body evaluated on demand
