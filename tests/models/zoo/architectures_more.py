@@ -1,6 +1,7 @@
 """More zoo architectures (architectures.py's table takes them in): the
 families users bring that the first batch lacked -- recurrent sequence models,
-1-D audio convolutions, a U-Net, a YOLOv8-style anchor-free head, a ViT that
+1-D audio convolutions, a U-Net, a YOLOv8-style anchor-free head, RT-DETR
+(deformable attention, top-k query selection), a ViT that
 interpolates its position embeddings (DINOv2), ConvNeXt-V2's GRN, Swin V2,
 EfficientNetV2's fused-MBConv, a Perceiver-style cross-attention encoder,
 mixtures of experts (Mixtral, and a top-k block written to export) and a
@@ -305,6 +306,31 @@ def moe_topk():
     return Spec(TopKMoE(), ["hidden"], ["out", "load"], ins, None)
 
 
+def rtdetr_small():
+    """transformers' RT-DETR in miniature (64x64, a ResNet backbone of basic
+    blocks): a hybrid encoder (attention over the coarsest level, CCFM fusion
+    with upsampling), top-k query selection from the encoder's scores, and
+    a decoder of multi-scale deformable attention (grid_sample over three
+    levels, two points each), with iterative box refinement."""
+    import transformers
+    backbone = transformers.RTDetrResNetConfig(embedding_size=16, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1],
+                                               layer_type="basic", out_features=["stage2", "stage3", "stage4"])
+    cfg = transformers.RTDetrConfig(backbone_config=backbone, encoder_hidden_dim=32, encoder_in_channels=[32, 64, 128],
+                                    feat_strides=[8, 16, 32], encoder_ffn_dim=64, encoder_attention_heads=2,
+                                    d_model=32, num_queries=20, decoder_ffn_dim=64, decoder_attention_heads=2,
+                                    decoder_layers=2, num_labels=5, num_denoising=0, decoder_n_points=2,
+                                    num_feature_levels=3, decoder_in_channels=[32, 32, 32], anchor_image_size=[64, 64])
+    cfg._attn_implementation = "eager"
+    inner = transformers.RTDetrForObjectDetection(cfg)
+
+    def fn(i, x):
+        o = i(pixel_values=x, return_dict=True)
+        return o.logits, o.pred_boxes
+
+    ins = {"pixel_values": ((1, 3, 64, 64), "float32", ("normal",))}
+    return Spec(Call(inner, fn), ["pixel_values"], ["logits", "pred_boxes"], ins, lambda: torch.randn(8, 3, 64, 64))
+
+
 def table():
     return {
         # sequence models: recurrent and 1-D convolutional
@@ -313,6 +339,7 @@ def table():
         # dense prediction and detection
         "unet_small": unet_small,
         "yolov8_style": yolov8_style,
+        "rtdetr_small": rtdetr_small,
         # vision transformers and modern CNNs
         "dinov2_small": dinov2_small(),
         "convnextv2_small": hf_vision("ConvNextV2ForImageClassification", "ConvNextV2Config", "logits", size=32,

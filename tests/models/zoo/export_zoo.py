@@ -50,7 +50,7 @@ DYNAMO = ["resnet18", "mobilenet_v3_small", "convnext_small", "regnet_small", "v
           # the second batch (architectures_more.py); Mixtral's expert loop
           # does not pass torch.export (data-dependent expert hits)
           "lstm_gru_tagger", "tcn_audio", "unet_small", "yolov8_style", "dinov2_small", "convnextv2_small",
-          "swinv2_small", "mamba_tiny", "efficientnetv2_small", "perceiver_style", "moe_topk"]
+          "swinv2_small", "mamba_tiny", "efficientnetv2_small", "perceiver_style", "moe_topk", "rtdetr_small"]
 # Exported only with the dynamo exporter at opset 23, where it writes ONNX's
 # Attention and RMSNormalization ops.
 DYNAMO23 = ["sdpa_rmsnorm_block"]
