@@ -128,6 +128,13 @@ class Epilogue {
   KernelSymbols syms_;
 };
 
+// For a slice or a one-index gather in a shape-generic epilogue: "" when
+// every dim it cuts or picks from is static (a symbolic dim passes whole:
+// start 0, step 1, its full extent), else what it does along a symbolic dim
+// ("slices dim 2 (seq) ..."). The predicate the emitter table asks
+// (codegen/emitter_generic.cpp) and the emitter's refusal share it.
+std::string symbolic_cut_refusal(const Node& layout_op);
+
 // Statements declaring `dst` (an array of `width` elements of `t`'s storage
 // type; `width` is text: a number, or @V@ for a caller to substitute) and
 // filling it from buffer `buf` at element offset `off` (a multiple of
