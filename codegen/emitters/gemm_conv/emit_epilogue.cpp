@@ -152,6 +152,14 @@ Epilogue Epilogue::from_fused(const Node& n, const OpRegistry& ops, const std::v
   return e;
 }
 
+void Epilogue::read_symbols_of(const KernelSymbols& kernel) {
+  for (const std::string& name : syms_.names())
+    if (std::find(kernel.names().begin(), kernel.names().end(), name) == kernel.names().end())
+      unsupported("codegen epilogue: its symbol {} is not one of the kernel's ({})", name,
+                  fmt::join(kernel.names(), ", "));
+  syms_ = kernel;
+}
+
 int Epilogue::anchor_slot(int i) const {
   return i >= 0 && i < static_cast<int>(anchor_slots_.size()) ? anchor_slots_[i] : -1;
 }

@@ -58,6 +58,11 @@ class Epilogue {
   // profiles), whose sizes code() then reads from `ks`. Such an epilogue
   // takes pointwise ops and reshapes only.
   const KernelSymbols& symbols() const { return syms_; }
+  // Reads its sizes from the slots of `kernel`'s symbols, a superset of
+  // symbols() (an attention reading a KV cache through its capacity has one
+  // more kiln_syms slot per cache than its epilogue reads); throws
+  // kiln::Unsupported naming a symbol of the epilogue `kernel` lacks.
+  void read_symbols_of(const KernelSymbols& kernel);
 
   // Statements (each line prefixed by `indent`, wrapped in one `{ }` block)
   // that take `acc`, an expression of the anchor's compute type (float for
