@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "codegen/core/emit_body_eval.h"
 #include "codegen/emitters/attention/emit_attention.h"
 #include "codegen/emitters/data_movement/emit_injective.h"
 #include "codegen/emitters/gemm_conv/emit_epilogue.h"
@@ -313,14 +314,16 @@ bool generic_fused_pool(const Node& n) {
 // (codegen/emitters/elementwise/emit_fused.h, emit_fused_on_demand): its
 // pointwise ops broadcast through symbolic strides, and its data movement is
 // among the injective ops whose index maps take symbolic sizes (rotary's
-// slice/neg/concat, a mask's unsqueeze/compare/where, an embedding's gather).
+// slice/neg/concat, a mask's unsqueeze/compare/where, an embedding's gather,
+// a range computed from the element's index).
 bool generic_fused_on_demand(const Node& n) {
   if (!n.body() || (!is_fused_kind(n, "pointwise") && !is_fused_kind(n, "injective"))) return false;
   for (const auto& bn : n.body()->nodes()) {
     const OpDef* def = op_registry().find(bn->op());
     if (!def || bn->body()) return false;
     const bool pointwise = def->category == OpCategory::Pointwise && def->expr;
-    if (!pointwise && bn->op() != "identity" && !injective_shape_generic(bn->op())) return false;
+    if (!pointwise && bn->op() != "identity" && !injective_shape_generic(bn->op()) && !is_evaluable_range(*bn))
+      return false;
   }
   return true;
 }
