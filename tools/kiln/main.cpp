@@ -21,6 +21,7 @@
 #include <iostream>
 
 #include "compiler/plan_sniff.h"
+#include "frontend/regex_re2.h"
 #include "ir/error.h"
 #include "ir/limits.h"
 #include "tools/kiln/bench.h"
@@ -33,6 +34,8 @@
 #include "tools/kiln/output_paths.h"
 
 int main(int argc, char** argv) {
+  // IR text (kiln opt, dump-ir of .kir) may hold regex_full_match without an ONNX import.
+  kiln::frontend::install_re2_regex_engine();
   CLI::App app{"kiln: an ONNX graph compiler and runtime"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kiln 0.1.0");
