@@ -1,8 +1,10 @@
 #include "ir/file_io.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -30,20 +32,20 @@ class OutFile {
   explicit OutFile(const std::string& path) : path_(path) {
     struct stat st {};
     bool absent = ::lstat(path.c_str(), &st) != 0 && errno == ENOENT;
+    int fd = -1;
     if (absent || S_ISREG(st.st_mode)) {
-      tmp_ = path + ".kiln-tmp-XXXXXX";
-      int fd = ::mkstemp(tmp_.data());
-      if (fd < 0) fail("{}: cannot write: {}", path, std::strerror(errno));
-      // mkstemp makes 0600: give the mode a plain create would (or the old file's).
-      mode_t mode = 0;
-      if (absent) {
-        mode = ::umask(0);
-        ::umask(mode);
-        mode = 0666 & ~mode;
-      } else {
-        mode = st.st_mode & 07777;
-      }
-      ::fchmod(fd, mode);
+      // A name of this process and call, created as a plain create would
+      // (0666 less the umask, which the kernel applies), then the old
+      // file's mode.
+      static std::atomic<unsigned> counter{0};
+      tmp_ = fmt::format("{}.kiln-tmp-{}-{}", path, ::getpid(), counter++);
+      fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      // A file the user may write in a folder they may not: in place, as before.
+      if (fd < 0 && !absent) tmp_.clear();
+      else if (fd < 0) fail("{}: cannot write: {}", path, std::strerror(errno));
+    }
+    if (fd >= 0) {
+      if (!absent) ::fchmod(fd, st.st_mode & 07777);
       f_ = ::fdopen(fd, "wb");
       if (!f_) {
         ::close(fd);
