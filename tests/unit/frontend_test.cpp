@@ -222,9 +222,14 @@ TEST(TensorProto, SizeMismatchesAreErrors) {
   huge.set_data_type(onnx::TensorProto::FLOAT);
   for (int i = 0; i < 4; ++i) huge.add_dims(int64_t(1) << 20);
   EXPECT_THROW(tensor_from_proto(huge, "", "huge"), Error);
+  // A string tensor holds one string_data entry per element: a scalar with
+  // none, or two elements with one, is an error, not padding.
   onnx::TensorProto str;
   str.set_data_type(onnx::TensorProto::STRING);
-  EXPECT_THROW(tensor_from_proto(str, "", "str"), Unsupported);
+  EXPECT_THROW(tensor_from_proto(str, "", "str"), Error);
+  str.add_dims(2);
+  str.add_string_data("a");
+  EXPECT_THROW(tensor_from_proto(str, "", "str"), Error);
 }
 
 class ExternalData : public ::testing::Test {
