@@ -26,15 +26,19 @@ void split(const Shape& s, int axis, DType dtype, int64_t* outer, size_t* positi
   *position_bytes = static_cast<size_t>(inner) * dtype_size(dtype);
 }
 
-// The symbol every reader of `present` steps over its rows by: each use an
-// attention's keys (k_capacity) or values (v_capacity) naming one symbol.
-// Empty when any reader reads it densely.
-std::string capacity_readers_symbol(const Value& present) {
+// The symbol every reader of `v` steps over its rows by: each use an
+// attention's keys (k_capacity) or values (v_capacity) naming one symbol,
+// directly or inside a fused attention's body (its epilogue after it). Empty
+// when any reader reads it densely.
+std::string capacity_readers_symbol(const Value& v) {
   std::string sym;
-  for (const Use& u : present.uses()) {
-    const char* attr = u.operand == 1 ? "k_capacity" : u.operand == 2 ? "v_capacity" : nullptr;
-    if (u.user->op() != "attention" || !attr) return "";
-    const std::string s = u.user->attrs().get_string(attr, "");
+  for (const Use& u : v.uses()) {
+    std::string s;
+    if (u.user->op() == "fused" && u.user->body() && u.operand < static_cast<int>(u.user->body()->inputs().size())) {
+      s = capacity_readers_symbol(*u.user->body()->inputs()[u.operand]);
+    } else if (u.user->op() == "attention" && (u.operand == 1 || u.operand == 2)) {
+      s = u.user->attrs().get_string(u.operand == 1 ? "k_capacity" : "v_capacity", "");
+    }
     if (s.empty() || (!sym.empty() && s != sym)) return "";
     sym = s;
   }

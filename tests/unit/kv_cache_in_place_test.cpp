@@ -293,23 +293,30 @@ const char* kOneHead =
 // the buffer itself: where its positions are contiguous (one head), and with
 // several heads where every reader is an attention stepping over the rows by
 // the capacity (kLayer's caches: the attention reads them in place, f32 and
-// f16), so a step moves only its new positions. Each step's result equals
-// the reference on the specialised graph.
+// f16, also fused with an epilogue after it), so a step moves only its new
+// positions. Each step's result equals the reference on the specialised graph.
 TEST(KvCacheInPlace, DecodeStepsCopyNoPastAndSpecialiseNoGraph) {
   struct Case {
     bool one_head;
     DType dtype;
+    bool epilogue;  // relu(attention): one fused node reads the caches
   };
-  for (const Case c : {Case{false, DType::F32}, Case{false, DType::F16}, Case{true, DType::F32}}) {
+  for (const Case c : {Case{false, DType::F32, false}, Case{false, DType::F16, false}, Case{false, DType::F32, true},
+                       Case{true, DType::F32, false}}) {
     const bool one_head = c.one_head;
     const std::string dt(dtype_name(c.dtype));
-    SCOPED_TRACE(fmt::format("{}, {}", one_head ? "one head" : "two heads", dt));
+    SCOPED_TRACE(fmt::format("{}, {}{}", one_head ? "one head" : "two heads", dt, c.epilogue ? ", epilogue" : ""));
     const int64_t heads = one_head ? 1 : 2, cap = 12;
     const size_t esize = dtype_size(c.dtype);
     plan::Profile profile = one_head ? plan::Profile{{{"past_key", {1, 1, 0, 4}, {1, 1, 12, 4}, {1, 1, 12, 4}},
                                                       {"x", {1, 1, 1, 4}, {1, 1, 4, 4}, {1, 1, 4, 4}}}}
                                      : layer_profile();
     std::string text = one_head ? kOneHead : kLayer;
+    if (c.epilogue) {
+      const std::string ret = "  return %present_key, %present_value, %y\n";
+      text.replace(text.find(ret), ret.size(),
+                   "  %yr = relu(%y) : f32[1,2,seq,4]\n  return %present_key, %present_value, %yr\n");
+    }
     for (size_t at = 0; (at = text.find("f32[", at)) != std::string::npos; at += 4) text.replace(at, 3, dt);
     std::unique_ptr<Graph> graph;
     std::vector<uint8_t> bytes = plan_bytes(text.c_str(), profile, &graph);
@@ -326,7 +333,7 @@ TEST(KvCacheInPlace, DecodeStepsCopyNoPastAndSpecialiseNoGraph) {
       if (!one_head) ctx.set_input_shape("past_value", {1, heads, past, 4});
       Tensor x = random_tensor(TensorType(c.dtype, {1, heads, seq, 4}), uint64_t(11 + past));
       ctx.bind_input("x", x.raw(), x.type(), false);
-      const std::string y_name = one_head ? "s" : "y";
+      const std::string y_name = one_head ? "s" : c.epilogue ? "yr" : "y";
       Tensor y(TensorType(c.dtype, ctx.output_shape(y_name)));
       ctx.bind_output(y_name, y.raw(), y.type(), false);
       ctx.run();
