@@ -190,7 +190,7 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
     `--tuning-cache` (docs/tuning.md); backend: auto | cpu | gpu (gpu fails
     when no usable GPU); min_shapes / opt_shapes / max_shapes: a shape profile
     for the dims the model leaves open, as `--min-shapes` etc. (trtexec's
-    meaning; such a plan runs on the CPU for now, target="cpu";
+    meaning; a GPU target where every node has a shape-generic kernel;
     docs/dynamic_shapes.md); profiles: several shape profiles, as TensorRT's
     optimization profiles (`profile.set_shape(name, min, opt, max)` per input,
     one `add_optimization_profile` per profile) and trtexec's repeated flags:
