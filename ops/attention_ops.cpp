@@ -21,7 +21,11 @@
 // GPT-2 with past keys do); for Sq == Sk it is the usual lower triangle.
 // nan_to_zero is what torch's SDPA export spells where(isnan(p), 0, p).
 // The reference kernel computes in float (double for f64) with OpenBLAS per
-// (batch, head); softmax sums accumulate in double.
+// (batch, head); softmax sums accumulate in double. With k_capacity /
+// v_capacity naming a symbol the run binds (a KV cache bound in place,
+// runtime/in_place_cache.h; the executor gives its value as k_rows /
+// v_rows), k / v hold each head's Sk rows that many rows apart, as the GPU
+// kernels read them; otherwise (and always in meaning) they are dense.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -119,8 +123,32 @@ void attention_head(const T* q, const T* k, const T* v, T* o, const T* mask, int
   else linalg::gemm_f64(false, false, Sq, Dv, Sk, 1.0, s, Sk, v, Dv, 0.0, o, Dv);
 }
 
+// The rows between two heads of k (`attr` k_rows) or v (v_rows): the value
+// of the capacity symbol the reference executor gives for a run that binds
+// it (backends/reference/executor.cpp, attrs_at), else Sk (dense).
+int64_t head_rows(const KernelContext& ctx, const char* attr, int64_t Sk) {
+  const int64_t rows = ctx.attrs.get_int(attr, Sk);
+  if (rows < Sk) fail("{}: {} {} is fewer than the {} keys", ctx.label, attr, rows, Sk);
+  return rows;
+}
+
+// `heads` heads of `rows` rows of `d` elements, `stride_rows` rows apart in
+// `t` (a KV cache's buffer), as one dense float vector.
+std::vector<float> load_heads(const Tensor& t, int64_t heads, int64_t rows, int64_t stride_rows, int64_t d) {
+  std::vector<float> r(static_cast<size_t>(heads * rows * d));
+  const auto* p = static_cast<const uint16_t*>(t.raw());
+  const bool half = t.dtype() == DType::F16;
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < rows * d; ++i) {
+      const uint16_t x = p[h * stride_rows * d + i];
+      r[static_cast<size_t>(h * rows * d + i)] = half ? half_to_float(x) : bf16_to_float(x);
+    }
+  return r;
+}
+
 template <typename T>
-void attention_kernel(KernelContext& ctx, const T* q, const T* k, const T* v, const T* mask, T* o) {
+void attention_kernel(KernelContext& ctx, const T* q, const T* k, const T* v, const T* mask, T* o, int64_t krows,
+                      int64_t vrows) {
   const Shape &qs = ctx.in(0).shape(), &ks = ctx.in(1).shape(), &vs = ctx.in(2).shape();
   int64_t B = qs[0], H = qs[1], Sq = qs[2], D = qs[3], Sk = ks[2], Dv = vs[3];
   const int64_t Hk = ks[1], G = H / Hk;  // grouped-query: G query heads per key/value head
@@ -135,8 +163,8 @@ void attention_kernel(KernelContext& ctx, const T* q, const T* k, const T* v, co
       int64_t bh = b * H + h;
       const T* mp = mask ? mask + b * ms[0] + h * ms[1] : nullptr;
       const int64_t kvh = b * Hk + h / G;
-      attention_head(q + bh * Sq * D, k + kvh * Sk * D, v + kvh * Sk * Dv, o + bh * Sq * Dv, mp, ms[2], ms[3], Sq, Sk,
-                     D, Dv, scale, causal, nan_to_zero, scratch.data());
+      attention_head(q + bh * Sq * D, k + kvh * krows * D, v + kvh * vrows * Dv, o + bh * Sq * Dv, mp, ms[2], ms[3], Sq,
+                     Sk, D, Dv, scale, causal, nan_to_zero, scratch.data());
     }
 }
 
@@ -161,21 +189,24 @@ OpDef attention_op() {
   d.reference = [](KernelContext& ctx) {
     bool has_mask = ctx.has(3);
     Tensor& out = ctx.out();
+    const Shape &ks = ctx.in(1).shape(), &vs = ctx.in(2).shape();
+    const int64_t Sk = ks[2], krows = head_rows(ctx, "k_rows", Sk), vrows = head_rows(ctx, "v_rows", Sk);
     switch (ctx.in(0).dtype()) {
       case DType::F32:
         attention_kernel<float>(ctx, ctx.in(0).data<float>(), ctx.in(1).data<float>(), ctx.in(2).data<float>(),
-                                has_mask ? ctx.in(3).data<float>() : nullptr, out.data<float>());
+                                has_mask ? ctx.in(3).data<float>() : nullptr, out.data<float>(), krows, vrows);
         break;
       case DType::F64:
         attention_kernel<double>(ctx, ctx.in(0).data<double>(), ctx.in(1).data<double>(), ctx.in(2).data<double>(),
-                                 has_mask ? ctx.in(3).data<double>() : nullptr, out.data<double>());
+                                 has_mask ? ctx.in(3).data<double>() : nullptr, out.data<double>(), krows, vrows);
         break;
-      default: {  // f16, bf16: computed in float
-        std::vector<float> q = load_all<float>(ctx.in(0)), k = load_all<float>(ctx.in(1)),
-                           v = load_all<float>(ctx.in(2)), o(out.numel());
+      default: {  // f16, bf16: computed in float, k and v loaded densely
+        std::vector<float> q = load_all<float>(ctx.in(0)), o(out.numel());
+        std::vector<float> k = load_heads(ctx.in(1), ks[0] * ks[1], Sk, krows, ks[3]),
+                           v = load_heads(ctx.in(2), vs[0] * vs[1], Sk, vrows, vs[3]);
         std::vector<float> m;
         if (has_mask) m = load_all<float>(ctx.in(3));
-        attention_kernel<float>(ctx, q.data(), k.data(), v.data(), has_mask ? m.data() : nullptr, o.data());
+        attention_kernel<float>(ctx, q.data(), k.data(), v.data(), has_mask ? m.data() : nullptr, o.data(), Sk, Sk);
         store_all(out, o);
       }
     }

@@ -21,5 +21,6 @@ std::unique_ptr<Pass> create_merge_sibling_matmuls_pass();
 std::unique_ptr<Pass> create_layout_pass();
 std::unique_ptr<Pass> create_fold_control_flow_pass();
 std::unique_ptr<Pass> create_kv_cache_in_place_pass();
+std::unique_ptr<Pass> create_share_transposed_weights_pass();
 
 }  // namespace kiln

@@ -45,8 +45,11 @@ bool verify_unchanged_default() {
 }
 
 std::vector<std::string> default_pipeline(const PassOptions& opts) {
-  std::vector<std::string> p = {"fold-constants", "fold-control-flow",  "simplify",      "dce", "cse",
-                                "fold-batchnorm", "recognize-patterns", "fold-constants"};
+  // share-transposed-weights first: fold-constants would store a tied
+  // weight's transpose as a second copy of it.
+  std::vector<std::string> p = {
+      "share-transposed-weights", "fold-constants",     "fold-control-flow", "simplify", "dce", "cse",
+      "fold-batchnorm",           "recognize-patterns", "fold-constants"};
   if (opts.target != "cpu") p.push_back("layout");  // channels-last conv regions for tensor cores
   p.push_back("dce");
   if (opts.precision != "fp32") p.insert(p.end(), {"precision", "fold-constants", "simplify", "cse", "dce"});

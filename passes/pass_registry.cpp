@@ -23,6 +23,7 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"layout", create_layout_pass},
       {"fold-control-flow", create_fold_control_flow_pass},
       {"kv-cache-in-place", create_kv_cache_in_place_pass},
+      {"share-transposed-weights", create_share_transposed_weights_pass},
   };
   return f;
 }

@@ -457,7 +457,19 @@ void Context::run_on_cpu(std::vector<ProfileEntry>* profile) {
   }
   RunOptions o;
   o.timer = timer;
-  if (shapes_ && direct) o.symbols = &shapes_->bindings();
+  // The capacity symbols of caches appended in place whose readers step
+  // over rows by them (attentions with k_capacity / v_capacity): bound to
+  // the buffer's capacity, so they read the present in the buffer itself.
+  // Unbound, the attentions read dense rows (an ordinary present).
+  SymbolBindings symbols;
+  if (shapes_ && direct) {
+    symbols = shapes_->bindings();
+    for (const auto& [concat, i] : appended_in_place) {
+      const InPlacePair& p = engine_->in_place_pairs()[inputs_[i].in_place];
+      if (!p.capacity_symbol.empty()) symbols[p.capacity_symbol] = inputs_[i].capacity[p.axis];
+    }
+    o.symbols = &symbols;
+  }
   // A concat appending to a cache bound in place runs on the buffer: the new
   // positions are written after the past's, and the present its consumers
   // read is the buffer's first positions (runtime/in_place_cache.h).
@@ -473,7 +485,8 @@ void Context::run_on_cpu(std::vector<ProfileEntry>* profile) {
     in_place_bytes_ += write_positions(inputs_[i].ptr, inputs_[i].capacity, p.axis, *ins[1], past);
     size_t copied = 0;
     std::vector<Tensor> outs;
-    outs.push_back(present_in_buffer(inputs_[i].ptr, inputs_[i].capacity, p.axis, ins[1]->dtype(), present, &copied));
+    outs.push_back(present_in_buffer(inputs_[i].ptr, inputs_[i].capacity, p.axis, ins[1]->dtype(), present,
+                                     !p.capacity_symbol.empty(), &copied));
     present_bytes_copied_ += copied;
     return outs;
   };

@@ -26,6 +26,25 @@ void split(const Shape& s, int axis, DType dtype, int64_t* outer, size_t* positi
   *position_bytes = static_cast<size_t>(inner) * dtype_size(dtype);
 }
 
+// The symbol every reader of `v` steps over its rows by: each use an
+// attention's keys (k_capacity) or values (v_capacity) naming one symbol,
+// directly or inside a fused attention's body (its epilogue after it). Empty
+// when any reader reads it densely.
+std::string capacity_readers_symbol(const Value& v) {
+  std::string sym;
+  for (const Use& u : v.uses()) {
+    std::string s;
+    if (u.user->op() == "fused" && u.user->body() && u.operand < static_cast<int>(u.user->body()->inputs().size())) {
+      s = capacity_readers_symbol(*u.user->body()->inputs()[u.operand]);
+    } else if (u.user->op() == "attention" && (u.operand == 1 || u.operand == 2)) {
+      s = u.user->attrs().get_string(u.operand == 1 ? "k_capacity" : "v_capacity", "");
+    }
+    if (s.empty() || (!sym.empty() && s != sym)) return "";
+    sym = s;
+  }
+  return sym;
+}
+
 }  // namespace
 
 std::vector<InPlacePair> find_in_place_pairs(const Graph& g) {
@@ -37,7 +56,8 @@ std::vector<InPlacePair> find_in_place_pairs(const Graph& g) {
     int rank = n->input(0)->type().rank();
     int64_t axis = n->attrs().get_int("axis", 0);
     const bool elsewhere = n->input(0)->uses().size() != 1 || n->input(1) == n->input(0);
-    pairs.push_back({in, out, static_cast<int>(axis < 0 ? axis + rank : axis), n.get(), elsewhere});
+    pairs.push_back({in, out, static_cast<int>(axis < 0 ? axis + rank : axis), n.get(), elsewhere,
+                     capacity_readers_symbol(*n->output(0))});
   }
   return pairs;
 }
@@ -109,11 +129,11 @@ size_t write_positions(void* buffer, const Shape& capacity, int axis, const Tens
 }
 
 Tensor present_in_buffer(void* buffer, const Shape& capacity, int axis, DType dtype, const Shape& present,
-                         size_t* copied) {
+                         bool strided_readers, size_t* copied) {
   int64_t outer = 0;
   size_t position = 0;
   split(capacity, axis, dtype, &outer, &position);
-  if ((outer <= 1 || present[axis] == capacity[axis]) && dtype_size(dtype) >= 4) {
+  if (strided_readers || ((outer <= 1 || present[axis] == capacity[axis]) && dtype_size(dtype) >= 4)) {
     *copied = 0;
     return Tensor::view(TensorType(dtype, present), buffer);
   }

@@ -24,6 +24,12 @@ struct InPlacePair {
   // needs the past as a tensor of its own; else only the concat reads it,
   // and the runtime runs the concat on the buffer itself).
   bool past_read_elsewhere = false;
+  // The capacity symbol every reader of the present takes (attentions with
+  // k_capacity / v_capacity naming it, passes/kv_cache_in_place.cpp): they
+  // read its rows through the buffer's capacity, so the present is the
+  // buffer itself, with no gather, whatever the rows. Empty when a reader
+  // needs a dense tensor.
+  std::string capacity_symbol;
 };
 
 // The pairs of a plan's graph: top-level concats marked in_place_append
@@ -54,11 +60,13 @@ size_t write_appended(void* buffer, const Shape& capacity, int axis, const Tenso
 size_t write_positions(void* buffer, const Shape& capacity, int axis, const Tensor& part, int64_t at);
 
 // The buffer's first present[axis] positions as a tensor of shape `present`:
-// the buffer itself (no copy) when those positions are contiguous (one row
-// of outer dims, or a full buffer) and the dtype is 32 bits or wider (a view
-// has no tail slack for vector reads of narrower types), else a copy.
+// the buffer itself (no copy) when its readers step over rows by the
+// capacity (`strided_readers`: InPlacePair::capacity_symbol, bound to
+// capacity[axis] for the run), or when those positions are contiguous (one
+// row of outer dims, or a full buffer) and the dtype is 32 bits or wider (a
+// view has no tail slack for vector reads of narrower types); else a copy.
 // `copied` gets the bytes copied (0 for the view).
 Tensor present_in_buffer(void* buffer, const Shape& capacity, int axis, DType dtype, const Shape& present,
-                         size_t* copied);
+                         bool strided_readers, size_t* copied);
 
 }  // namespace kiln::rt

@@ -28,16 +28,26 @@ TensorType type_at(const TensorType& t, const Run& run) {
 }
 
 // The node's integer attributes at the run's values (a reshape's target, a
-// slice's end); the node's own map when none is symbolic.
+// slice's end); the node's own map when none is symbolic. An attention whose
+// k_capacity / v_capacity names a symbol the run binds (a KV cache bound in
+// place, runtime/in_place_cache.h) also gets k_rows / v_rows, its value: the
+// rows between two heads of k / v (ops/attention_ops.cpp). They exist only
+// in this per-run copy, never in a graph.
 const AttrMap& attrs_at(const Node& n, const Run& run, AttrMap& scratch) {
   if (!run.symbols) return n.attrs();
   bool symbolic = false;
+  std::vector<std::pair<const char*, int64_t>> rows;
   for (const auto& [name, a] : n.attrs()) {
     if (const auto* v = std::get_if<int64_t>(&a); v && is_symbolic_dim(*v)) symbolic = true;
     if (const auto* l = std::get_if<std::vector<int64_t>>(&a); l && has_symbolic_dims(*l)) symbolic = true;
   }
-  if (!symbolic) return n.attrs();
+  if (n.op() == "attention")
+    for (auto [attr, key] : {std::pair{"k_capacity", "k_rows"}, std::pair{"v_capacity", "v_rows"}})
+      if (auto it = run.symbols->find(n.attrs().get_string(attr, "")); it != run.symbols->end())
+        rows.emplace_back(key, it->second);
+  if (!symbolic && rows.empty()) return n.attrs();
   scratch = n.attrs();
+  for (const auto& [key, value] : rows) scratch.set(key, value);
   for (const auto& [name, a] : n.attrs()) {
     if (const auto* v = std::get_if<int64_t>(&a); v && is_symbolic_dim(*v)) {
       scratch.set(name, eval_dim(*v, *run.symbols));

@@ -134,12 +134,30 @@ class Context:
     def output_shape(self, name: str) -> Tuple[int, ...]:
         return tuple(self._impl.output_shape(name))
 
-    def bind_in_place(self, input: str, output: str, buffer: "numpy.ndarray") -> None:  # noqa: A002,F821
-        """Binds `buffer` (a writable C-contiguous ndarray of the capacity shape:
-        the input's with the appended axis at the most positions it holds) as
-        both `input` and `output`; kiln.Error naming both when the plan has no
-        such pair or the dtype or a dim off the axis differs."""
+    def bind_in_place(self, input: str, output: str, buffer: object) -> None:  # noqa: A002
+        """Binds `buffer` of the capacity shape (the input's with the appended
+        axis at the most positions it holds) as both `input` and `output`: a
+        writable C-contiguous numpy array on a CPU engine, or on a GPU engine
+        an object exposing __cuda_array_interface__ (a torch CUDA tensor, a
+        CuPy array: C-contiguous, writable, of the input's dtype; its device
+        memory is read and appended to in place by the kernels). The buffer
+        is kept alive while bound. kiln.Error naming both when the plan has no
+        such pair, the dtype or a dim off the axis differs, or the memory is
+        not the engine's (host on a GPU engine, device on a CPU one)."""
         self._impl.bind_in_place(input, output, buffer)
+
+    def bind_in_place_device(
+        self, input: str, output: str, ptr: int, *, nbytes: int, shape: Sequence[int], dtype: object  # noqa: A002
+    ) -> None:
+        """Binds raw device memory (GPU engines): `ptr` a CUdeviceptr of the
+        engine's device as an int (torch's `t.data_ptr()`, cuMemAlloc's
+        result), 256-byte aligned, of `nbytes` bytes holding the capacity
+        `shape` of `dtype` (numpy's name, "float16"; the input's dtype).
+        kiln.Error when nbytes does not cover the shape, the pointer is
+        misaligned or null, or as bind_in_place. The caller keeps the
+        allocation alive while it is bound."""
+        self._impl.bind_in_place_device(input, output, ptr, nbytes=int(nbytes), shape=[int(d) for d in shape],
+                                        dtype=dtype)
 
     def run(self, inputs: Mapping[str, object]) -> Dict[str, "numpy.ndarray"]:  # noqa: F821
         """Runs once with every input not bound in place; returns the outputs
@@ -172,7 +190,7 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
     `--tuning-cache` (docs/tuning.md); backend: auto | cpu | gpu (gpu fails
     when no usable GPU); min_shapes / opt_shapes / max_shapes: a shape profile
     for the dims the model leaves open, as `--min-shapes` etc. (trtexec's
-    meaning; such a plan runs on the CPU for now, target="cpu";
+    meaning; a GPU target where every node has a shape-generic kernel;
     docs/dynamic_shapes.md); profiles: several shape profiles, as TensorRT's
     optimization profiles (`profile.set_shape(name, min, opt, max)` per input,
     one `add_optimization_profile` per profile) and trtexec's repeated flags:

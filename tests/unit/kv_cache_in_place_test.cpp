@@ -9,6 +9,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cstring>
 
 #include "backends/reference/executor.h"
@@ -288,39 +290,59 @@ const char* kOneHead =
 // graph at each step's sizes: no copy of the past into a tensor of its own
 // and no graph specialised per step (each step has a new past length, so a
 // cache of specialised graphs never hits). The present its consumers read is
-// the buffer itself where its positions are contiguous (one head), else one
-// gather of the present (what the concat itself copied before). Each step's
-// result equals the reference on the specialised graph.
+// the buffer itself: where its positions are contiguous (one head), and with
+// several heads where every reader is an attention stepping over the rows by
+// the capacity (kLayer's caches: the attention reads them in place, f32 and
+// f16, also fused with an epilogue after it), so a step moves only its new
+// positions. Each step's result equals the reference on the specialised graph.
 TEST(KvCacheInPlace, DecodeStepsCopyNoPastAndSpecialiseNoGraph) {
-  for (const bool one_head : {false, true}) {
-    SCOPED_TRACE(one_head ? "one head" : "two heads");
+  struct Case {
+    bool one_head;
+    DType dtype;
+    bool epilogue;  // relu(attention): one fused node reads the caches
+  };
+  for (const Case c : {Case{false, DType::F32, false}, Case{false, DType::F16, false}, Case{false, DType::F32, true},
+                       Case{true, DType::F32, false}}) {
+    const bool one_head = c.one_head;
+    const std::string dt(dtype_name(c.dtype));
+    SCOPED_TRACE(fmt::format("{}, {}{}", one_head ? "one head" : "two heads", dt, c.epilogue ? ", epilogue" : ""));
     const int64_t heads = one_head ? 1 : 2, cap = 12;
+    const size_t esize = dtype_size(c.dtype);
     plan::Profile profile = one_head ? plan::Profile{{{"past_key", {1, 1, 0, 4}, {1, 1, 12, 4}, {1, 1, 12, 4}},
                                                       {"x", {1, 1, 1, 4}, {1, 1, 4, 4}, {1, 1, 4, 4}}}}
                                      : layer_profile();
+    std::string text = one_head ? kOneHead : kLayer;
+    if (c.epilogue) {
+      const std::string ret = "  return %present_key, %present_value, %y\n";
+      text.replace(text.find(ret), ret.size(),
+                   "  %yr = relu(%y) : f32[1,2,seq,4]\n  return %present_key, %present_value, %yr\n");
+    }
+    for (size_t at = 0; (at = text.find("f32[", at)) != std::string::npos; at += 4) text.replace(at, 3, dt);
     std::unique_ptr<Graph> graph;
-    std::vector<uint8_t> bytes = plan_bytes(one_head ? kOneHead : kLayer, profile, &graph);
+    std::vector<uint8_t> bytes = plan_bytes(text.c_str(), profile, &graph);
     auto engine = rt::Engine::load(bytes.data(), bytes.size(), "layer.plan", rt::Backend::Cpu);
     rt::Context ctx(engine);
-    std::vector<float> key(heads * cap * 4), value(heads * cap * 4);
-    const TensorType capacity(DType::F32, {1, heads, cap, 4});
+    std::vector<uint8_t> key(heads * cap * 4 * esize), value(heads * cap * 4 * esize);
+    const TensorType capacity(c.dtype, {1, heads, cap, 4});
     ctx.bind_in_place("past_key", "present_key", key.data(), capacity, false);
     if (!one_head) ctx.bind_in_place("past_value", "present_value", value.data(), capacity, false);
-    Tensor ref_key(TensorType(DType::F32, {1, heads, 0, 4})), ref_value = ref_key;
+    Tensor ref_key(TensorType(c.dtype, {1, heads, 0, 4})), ref_value = ref_key;
     int64_t past = 0;
     for (int64_t seq : {4, 1, 1, 1, 1}) {
       ctx.set_input_shape("past_key", {1, heads, past, 4});
       if (!one_head) ctx.set_input_shape("past_value", {1, heads, past, 4});
-      Tensor x = random_tensor(TensorType(DType::F32, {1, heads, seq, 4}), uint64_t(11 + past));
+      Tensor x = random_tensor(TensorType(c.dtype, {1, heads, seq, 4}), uint64_t(11 + past));
       ctx.bind_input("x", x.raw(), x.type(), false);
-      const std::string y_name = one_head ? "s" : "y";
-      Tensor y(TensorType(DType::F32, ctx.output_shape(y_name)));
+      const std::string y_name = one_head ? "s" : c.epilogue ? "yr" : "y";
+      Tensor y(TensorType(c.dtype, ctx.output_shape(y_name)));
       ctx.bind_output(y_name, y.raw(), y.type(), false);
       ctx.run();
       EXPECT_EQ(ctx.last_past_bytes_copied(), 0u) << "past " << past;
       EXPECT_EQ(ctx.specialised_runs(), 0u) << "past " << past;
-      const size_t present_bytes = size_t(heads * (past + seq) * 4) * sizeof(float);
-      EXPECT_EQ(ctx.last_present_bytes_copied(), one_head ? 0u : 2 * present_bytes) << "past " << past;
+      EXPECT_EQ(ctx.last_present_bytes_copied(), 0u) << "past " << past;
+      // Only the new positions are written: heads x seq x head dim per cache.
+      const size_t caches = one_head ? 1 : 2;
+      EXPECT_EQ(ctx.last_in_place_bytes(), caches * size_t(heads * seq * 4) * esize) << "past " << past;
 
       auto at = specialize_graph(*graph, {{"seq", seq}, {"past", past}}, op_registry());
       std::map<std::string, Tensor> feed = {{"past_key", ref_key}, {"x", x}};
@@ -331,13 +353,38 @@ TEST(KvCacheInPlace, DecodeStepsCopyNoPastAndSpecialiseNoGraph) {
       const Tensor& want_y = want.back();
       EXPECT_EQ(std::memcmp(y.raw(), want_y.raw(), want_y.nbytes()), 0) << "past " << past;
       past += seq;
-      for (int64_t h = 0; h < heads; ++h)
-        EXPECT_EQ(std::memcmp(key.data() + h * cap * 4, ref_key.data<float>() + h * past * 4,
-                              size_t(past * 4) * sizeof(float)),
-                  0)
+      for (int64_t h = 0; h < heads; ++h) {
+        const size_t row = size_t(past * 4) * esize;
+        EXPECT_EQ(
+            std::memcmp(key.data() + h * cap * 4 * esize, static_cast<const uint8_t*>(ref_key.raw()) + h * row, row), 0)
             << "keys, head " << h << ", past " << past;
+        if (!one_head)
+          EXPECT_EQ(std::memcmp(value.data() + h * cap * 4 * esize,
+                                static_cast<const uint8_t*>(ref_value.raw()) + h * row, row),
+                    0)
+              << "values, head " << h << ", past " << past;
+      }
     }
   }
+}
+
+// A present that a node other than an attention reads (a reduction over
+// it): that reader needs dense rows, so with two rows the present its
+// readers get is one gather of the buffer's positions, counted.
+TEST(KvCacheInPlace, ADenseReaderOfSeveralRowsGetsOneGather) {
+  plan::Profile profile = {
+      {{"past", {2, 0, 1024}, {2, 4, 1024}, {2, 4, 1024}}, {"x", {2, 1, 1024}, {2, 2, 1024}, {2, 2, 1024}}}};
+  std::vector<uint8_t> bytes = plan_bytes(kPaged, profile, nullptr);
+  auto engine = rt::Engine::load(bytes.data(), bytes.size(), "paged.plan", rt::Backend::Cpu);
+  rt::Context ctx(engine);
+  std::vector<float> cache(2 * 4 * 1024), x(2 * 1 * 1024, 1.0f), y(2 * 1 * 1024);
+  ctx.bind_in_place("past", "present", cache.data(), TensorType(DType::F32, {2, 4, 1024}), false);
+  ctx.set_input_shape("past", {2, 2, 1024});
+  ctx.bind_input("x", x.data(), TensorType(DType::F32, {2, 1, 1024}), false);
+  ctx.bind_output("y", y.data(), TensorType(DType::F32, {2, 1, 1024}), false);
+  ctx.run();
+  EXPECT_EQ(ctx.last_present_bytes_copied(), 2u * 3 * 1024 * sizeof(float));
+  EXPECT_EQ(ctx.last_in_place_bytes(), 2u * 1 * 1024 * sizeof(float));
 }
 
 }  // namespace
