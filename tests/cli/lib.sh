@@ -12,6 +12,10 @@
 #                  runs CMD with its output in $out and fails with MSG
 #                  unless it exits with CODE (a user error must be exit 1,
 #                  never a crash or exit 2)
+#   expect_error MESSAGE ARGS...
+#                  runs `$kiln ARGS...` with its output in $out and fails
+#                  unless it exits 1 (a user error) with MESSAGE (a fixed
+#                  string) in its output
 #   run_plan PLAN BACKEND WHAT NAME=FILE...
 #                  runs `$kiln run PLAN --backend BACKEND` on the inputs
 #                  NAME=FILE, its outputs in $dir/o (made anew), its report in
@@ -34,7 +38,7 @@
 #   decoder_pairs SEQ_PAST
 #                  sets $pairs to those inputs as NAME=FILE words (for
 #                  run_plan and matches_ort, unquoted)
-# run_plan and matches_ort use the script's $kiln, $py (the venv's python)
+# expect_error, run_plan and matches_ort use the script's $kiln, $py (the venv's python)
 # and $t (this folder). A script that needs more in its failure report
 # defines its own fail after sourcing this file. expect_exit is for scripts
 # without `set -e` (which would end the script at the command's failure).
@@ -56,6 +60,16 @@ expect_exit() {
   [ "$_got" -eq "$_want" ] || fail "$_msg (exit $_got, expected $_want)"
 }
 # $kiln, $py and $t are the sourcing script's.
+# shellcheck disable=SC2154
+expect_error() {
+  _want=$1
+  shift
+  "$kiln" "$@" >"$out" 2>&1
+  _got=$?
+  [ "$_got" -eq 1 ] || fail "kiln $*: exit $_got, expected 1"
+  grep -qF -- "$_want" "$out" || fail "kiln $*: no '$_want'"
+  return 0
+}
 # shellcheck disable=SC2154
 run_plan() {
   _plan=$1
