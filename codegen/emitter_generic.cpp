@@ -77,8 +77,11 @@ bool generic_reduction(const Node& n) { return generic_softmax(n) || generic_red
 // before the anchor (which the body evaluator computes, with symbolic
 // strides) may also be shape-generic data movement and broadcast along a
 // symbol (an embedding's gather plus its position rows); the epilogue keeps
-// the rule above.
-bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&), bool prologue_movement = false) {
+// the rule above. With `epilogue_broadcast`, an epilogue operand may also
+// broadcast along a symbol (a per-channel scale after a pool over a symbolic
+// image): the store computes its offset from symbolic strides.
+bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&), bool prologue_movement = false,
+                        bool epilogue_broadcast = false) {
   int anchors = 0;
   std::set<const Value*> after;  // values computed from the anchor's results
   for (const auto& bn : n.body()->nodes()) {
@@ -104,6 +107,7 @@ bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&), bool
     // the epilogue splits by constant extents below the outermost dim:
     // with a symbolic dim elsewhere (RMSNorm's [1, seq, 1] rows), only
     // static scalars are read so.
+    if (epilogue_broadcast) continue;
     const Shape& os = bn->output(0)->shape();
     const bool batch_first = batch_only_symbolic(os);
     for (const Value* v : bn->inputs()) {
@@ -288,10 +292,24 @@ bool generic_pool(const Node& n) {
   return static_channels(x->shape(), nhwc) && static_channels(n.output(0)->shape(), nhwc);
 }
 
+// cumsum / cumprod along any axis of an operand with symbolic dims
+// (codegen/emitters/pool_select_loss/emit_scan_generic.h), bare: the
+// extents around the axis read from `ks`.
+bool generic_scan(const Node& n) {
+  return !n.body() && (n.op() == "cumsum" || n.op() == "cumprod") && n.num_inputs() == 1 && n.input(0) &&
+         n.num_outputs() == 1;
+}
+
+bool generic_pool_or_scan(const Node& n) { return generic_pool(n) || generic_scan(n); }
+
 // A fused pool (codegen/emitters/pool_select_loss/emit_fused_pool.h) around
-// a shape-generic pool: the pool kernel with the fused body's seams.
+// a shape-generic pool: the pool kernel with the fused body's seams. Over a
+// symbolic image the prologue (which the body evaluator computes with
+// symbolic strides) and the epilogue may broadcast per-channel operands
+// along the symbolic height and width (a shift before a max pool, a scale
+// after a global pool).
 bool generic_fused_pool(const Node& n) {
-  return is_pool_select_fused(n, op_registry()) && generic_fused_body(n, generic_pool);
+  return is_pool_select_fused(n, op_registry()) && generic_fused_body(n, generic_pool, true, true);
 }
 
 // A fused pointwise/injective body evaluated on demand
@@ -310,18 +328,22 @@ bool generic_fused_on_demand(const Node& n) {
   return true;
 }
 
-// resize of a float image by nearest or linear interpolation (cubic, crops,
-// exclude_outside and shrinking antialias have no generic kernel): the
-// source coordinates computed in the kernel (emit_resize_generic.h).
+// resize of a float image by nearest, linear or cubic interpolation (also
+// exclude_outside): the source coordinates and taps computed in the kernel
+// (emit_resize_generic.h). Crops and shrinking antialias have no generic
+// kernel; without scales the scale is out/in per run, so antialias at all.
 bool generic_resize(const Node& n) {
   if (n.body() || n.op() != "resize" || n.num_inputs() != 1 || !n.input(0) || !is_float(n.input(0)->dtype()))
     return false;
   const std::string mode = n.attrs().get_string("mode", "nearest");
-  if (mode != "nearest" && mode != "linear") return false;
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") return false;
   if (n.attrs().get_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize") return false;
-  if (mode == "linear" && n.attrs().get_int("exclude_outside", 0) != 0) return false;
-  for (float s : n.attrs().get_floats("scales"))
-    if (mode == "linear" && n.attrs().get_int("antialias", 0) != 0 && s < 1) return false;
+  if (mode != "nearest" && n.attrs().get_int("antialias", 0) != 0) {
+    const std::vector<float> scales = n.attrs().get_floats("scales");
+    if (scales.empty()) return false;
+    for (float s : scales)
+      if (s < 1) return false;
+  }
   return true;
 }
 

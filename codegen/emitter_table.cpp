@@ -466,7 +466,7 @@ const KernelEmitter kEmitters[] = {
     {"normalization", handles_normalization, emit_normalization_node, generic::generic_normalization},
     {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node,
      generic::generic_fused_reduction},
-    {"pool/select/loss", handles_op_kernels, emit_op_kernels_node, generic::generic_pool},
+    {"pool/select/loss", handles_op_kernels, emit_op_kernels_node, generic::generic_pool_or_scan},
     {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node,
      generic::generic_fused_pool},
     {"attention", handles_attention, emit_attention_node, generic::generic_attention},

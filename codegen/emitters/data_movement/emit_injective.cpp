@@ -260,11 +260,12 @@ void map_gather_elements(MapCtx& c, std::string& b) {
   require_indices(c.in[1], "gather_elements");
   c.data[1] = false;
   std::vector<std::string> co = out_coords(r);
-  b += fmt::format("    long long ix = (long long){};\n", c.read(1, linear(co, strides_of(c.in[1].shape))));
-  b += fmt::format("    if (ix < 0) ix += {}@L@;\n", ds[a]);
+  // Symbolic dims (sizes, strides, the axis' bound) come from `ks` (lit); static ones keep their bytes.
+  b += fmt::format("    long long ix = (long long){};\n", c.read(1, linear(co, strides_sym(c.in[1].shape))));
+  b += fmt::format("    if (ix < 0) ix += {};\n", lit(ds[a]));
   co[a] = "(kidx)ix";
-  b += fmt::format("    if (ix < 0 || ix >= {}@L@) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", ds[a],
-                   linear(co, strides_of(ds)));
+  b += fmt::format("    if (ix < 0 || ix >= {}) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", lit(ds[a]),
+                   linear(co, strides_sym(ds)));
 }
 
 // out[t..., s...] = data[batch..., indices[t..., :], s...]: the first q-1
@@ -397,8 +398,8 @@ InjectiveSymbolsScope::InjectiveSymbolsScope(const KernelSymbols* syms) : previo
 InjectiveSymbolsScope::~InjectiveSymbolsScope() { t_syms = previous_; }
 
 bool injective_shape_generic(const std::string& name) {
-  static const char* const kGeneric[] = {"reshape", "transpose", "expand", "slice",
-                                         "concat",  "split",     "gather", "gather_nd"};
+  static const char* const kGeneric[] = {"reshape", "transpose", "expand",          "slice",    "concat",
+                                         "split",   "gather",    "gather_elements", "gather_nd"};
   return std::find(std::begin(kGeneric), std::end(kGeneric), name) != std::end(kGeneric);
 }
 
