@@ -94,11 +94,8 @@ launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]
 [ "$launches" = 4 ] && grep -q "^shape-generic launches: 4 " "$out" || fail "not 4 shape-generic resize launches"
 for be in $backends; do
   for s in $shapes; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/r15.plan" --backend "$be" --inputs "x:$dir/x_$s.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "r15.plan on $be at $s: exit $?"
-    "$py" "$t/compare_outputs_ort.py" "$dir/seg_resize15.onnx" "$dir/o" "x=$dir/x_$s.npy" >"$out" 2>&1 ||
-      fail "r15.plan on $be at $s: not ONNX Runtime's outputs"
+    run_plan "$dir/r15.plan" "$be" "r15.plan on $be at $s" "x=$dir/x_$s.npy"
+    matches_ort "$dir/seg_resize15.onnx" "r15.plan on $be at $s" "x=$dir/x_$s.npy"
   done
 done
 
