@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <set>
 
+#include "codegen/core/emit_body_eval.h"
 #include "codegen/emitters/attention/emit_attention.h"
 #include "codegen/emitters/data_movement/emit_injective.h"
+#include "codegen/emitters/gemm_conv/emit_epilogue.h"
 #include "codegen/emitters/pool_select_loss/emit_fused_pool.h"
 #include "codegen/emitters/reduction/emit_fused_reduction.h"
 #include "codegen/emitters/reduction/emit_rowwise.h"
@@ -183,12 +185,26 @@ bool generic_normalization(const Node& n) {
 bool generic_gemm_anchor(const Node& n);
 
 // An op of a shape-generic epilogue (codegen/emitters/gemm_conv/emit_epilogue.h,
-// symbols()): pointwise, a reshape, a transpose (an attention's head merge,
-// a projection's head split), or a split along a static axis (a merged QKV
-// projection's three parts); coordinates split and joined by the sizes in `ks`.
-bool generic_epilogue_op(const Node& bn) {
+// symbols()) of fused node `n`: pointwise, a reshape, a transpose (an
+// attention's head merge, a projection's head split), a split along a static
+// axis (a merged QKV projection's three parts), a slice cutting static dims
+// only or a gather of one constant index along a static axis (rotary's
+// halves of the head dim); coordinates split and joined by the sizes in `ks`.
+bool generic_epilogue_op(const Node& n, const Node& bn) {
   const std::string& op = bn.op();
   if (op == "reshape" || op == "identity" || op == "transpose") return true;
+  if (op == "slice") return symbolic_cut_refusal(bn).empty();
+  if (op == "gather") {
+    // Epilogue::from_fused takes the index from the body or a constant input of the node.
+    const Value* iv = bn.input(1);
+    const auto& ins = n.body()->inputs();
+    if (iv && !iv->is_constant()) {
+      auto it = std::find(ins.begin(), ins.end(), iv);
+      iv = it == ins.end() ? nullptr : n.input(static_cast<int>(it - ins.begin()));
+    }
+    return iv && iv->is_constant() && iv->has_data() && iv->type().numel() == 1 && is_int(iv->dtype()) &&
+           symbolic_cut_refusal(bn).empty();
+  }
   if (op == "split") {
     const Shape& s = bn.input(0)->shape();
     int64_t axis = bn.attrs().get_int("axis", 0);
@@ -208,7 +224,7 @@ const Node* generic_epilogue_anchor(const Node& n, bool (*is_anchor)(const Node&
       anchor = bn.get();
       continue;
     }
-    if (!anchor || !generic_epilogue_op(*bn)) return nullptr;
+    if (!anchor || !generic_epilogue_op(n, *bn)) return nullptr;
   }
   return anchor;
 }
@@ -316,14 +332,16 @@ bool generic_fused_pool(const Node& n) {
 // (codegen/emitters/elementwise/emit_fused.h, emit_fused_on_demand): its
 // pointwise ops broadcast through symbolic strides, and its data movement is
 // among the injective ops whose index maps take symbolic sizes (rotary's
-// slice/neg/concat, a mask's unsqueeze/compare/where, an embedding's gather).
+// slice/neg/concat, a mask's unsqueeze/compare/where, an embedding's gather,
+// a range computed from the element's index).
 bool generic_fused_on_demand(const Node& n) {
   if (!n.body() || (!is_fused_kind(n, "pointwise") && !is_fused_kind(n, "injective"))) return false;
   for (const auto& bn : n.body()->nodes()) {
     const OpDef* def = op_registry().find(bn->op());
     if (!def || bn->body()) return false;
     const bool pointwise = def->category == OpCategory::Pointwise && def->expr;
-    if (!pointwise && bn->op() != "identity" && !injective_shape_generic(bn->op())) return false;
+    if (!pointwise && bn->op() != "identity" && !injective_shape_generic(bn->op()) && !is_evaluable_range(*bn))
+      return false;
   }
   return true;
 }

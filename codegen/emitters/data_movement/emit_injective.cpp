@@ -143,6 +143,14 @@ void map_split(MapCtx& c, std::string& b) {
   const int r = c.in[0].rank();
   const int64_t a = norm_axis(c.attrs.require_int("axis"), r, "split");
   std::vector<int64_t> split = c.attrs.get_ints("split");
+  // Over a symbolic axis the parts' constant sizes must sum to the dim when it
+  // runs (ops/movement_ops.cpp, split_op): only a graph specialised to the dim
+  // checks that, so no shape-generic kernel reads past it or leaves rows out.
+  if (is_symbolic_dim(c.in[0].shape[a]))
+    unsupported(
+        "codegen: split along symbolic dim {} ({}) into parts of constant sizes [{}] has no shape-generic "
+        "kernel (it could not check that they sum to the dim)",
+        a, dim_str(c.in[0].shape[a]), fmt::join(split, ","));
   int64_t start = 0;
   for (int k = 0; k < c.result; ++k) start = dim_add(start, split.at(k));
   std::vector<int64_t> ist = strides_sym(c.in[0].shape);
