@@ -2,6 +2,7 @@
 #include "compiler/targets.h"
 
 #include <sstream>
+#include <utility>
 
 #ifdef KILN_HAVE_CODEGEN
 #include "codegen/emitter_table.h"
@@ -56,6 +57,12 @@ CompileReport compile_graph(Graph& g, const CompileOptions& o) {
     for (const std::string& n : names) pm.add(n);
     if (!o.pipeline.stop_after.empty() && std::find(names.begin(), names.end(), o.pipeline.stop_after) == names.end())
       fail("--stop-after: pass '{}' is not in the pipeline ({})", o.pipeline.stop_after, fmt::join(names, ","));
+    // A pass name with a typo would print nothing, silently.
+    for (const auto& [flag, wanted] : {std::pair{"--print-ir-before", &o.pipeline.print_before},
+                                       std::pair{"--print-ir-after", &o.pipeline.print_after}})
+      for (const std::string& p : *wanted)
+        if (std::find(names.begin(), names.end(), p) == names.end())
+          fail("{}: pass '{}' is not in the pipeline ({})", flag, p, fmt::join(names, ","));
 #ifdef KILN_HAVE_CODEGEN
     // The fuser forms only groups codegen can emit, whatever the target (passes/fusion_capabilities.h).
     if (!popts.why_no_kernel) popts.why_no_kernel = codegen::why_no_kernel;

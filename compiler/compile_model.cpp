@@ -11,6 +11,7 @@
 #include "compiler/import_checked.h"
 #include "compiler/plan_writer.h"
 #include "compiler/targets.h"
+#include "codegen/nvrtc/kernel_cache.h"
 #include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/file_io.h"
@@ -184,6 +185,14 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   build.pass.target = target.target;
   res.target_reason = target.why;
   if (!target.why.empty()) say(o, model + ": " + target.why + "\n");
+  if (is_gpu_target(build.pass.target) && build.kernel_cache) {
+    codegen::KernelCache cache(build.cache_dir);
+    if (std::string why = cache.unwritable_reason(); !why.empty())
+      say(o, fmt::format("warning: {}: the kernel cache {} cannot be written ({}): every kernel is compiled by NVRTC "
+                         "on every build (--cache-dir or KILN_CACHE_DIR names another folder; --no-kernel-cache "
+                         "turns the cache off without this warning)\n",
+                         model, cache.dir().string(), why));
+  }
 
   // 1. Import, failing fast with every node kiln cannot compile.
   const auto t0 = std::chrono::steady_clock::now();

@@ -109,9 +109,16 @@ std::vector<TestCase> discover(const std::vector<std::string>& paths) {
       tests.push_back({root.parent_path().filename().string(), root.filename().string(), root.string()});
       continue;
     }
+    if (!fs::is_directory(root))
+      fail(
+          "conformance: '{}' is not a folder of ONNX backend tests (a folder with model.onnx and test_data_set_N, "
+          "or a folder of such folders)",
+          p);
     std::vector<fs::path> dirs;
     for (const auto& e : fs::directory_iterator(root))
       if (e.is_directory() && is_test_dir(e.path())) dirs.push_back(e.path());
+    // A folder without tests would "pass" with 0 of 0: a run that cannot fail.
+    if (dirs.empty()) fail("conformance: '{}' holds no test (no model.onnx in it or in its subfolders)", p);
     std::sort(dirs.begin(), dirs.end());
     for (const auto& d : dirs) tests.push_back({root.filename().string(), d.filename().string(), d.string()});
   }
@@ -375,8 +382,12 @@ int run_conformance(const ConformanceOptions& opts) {
       fail("--write-plans needs a GPU --target (sm_80, sm_86, sm_89, sm_90), not '{}'", opts.compile.pass.target);
     fs::create_directories(opts.plans_dir);
   }
-  if (!opts.filter.empty())
+  if (!opts.filter.empty()) {
+    size_t all = tests.size();
     std::erase_if(tests, [&](const TestCase& t) { return t.name.find(opts.filter) == std::string::npos; });
+    // A typo in the filter would "pass" with 0 of 0.
+    if (tests.empty()) fail("conformance: --filter '{}' matches none of the {} tests", opts.filter, all);
+  }
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Outcome> results = run_isolated(tests, opts);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

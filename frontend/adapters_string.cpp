@@ -12,6 +12,7 @@
 //  - ml opset 4: keys_tensor / values_tensor / default_tensor, in any mix
 //    with the lists (a one-element default_tensor of the values' dtype).
 #include "frontend/import_context.h"
+#include "frontend/regex_re2.h"
 
 namespace kiln::adapters {
 
@@ -46,6 +47,7 @@ void regex_full_match(ImportContext& c) {
   c.only_attrs({"pattern"});
   require_string_input(c, 0, "X");
   if (!c.attrs().has("pattern")) c.fail("attribute 'pattern' is missing");
+  frontend::install_re2_regex_engine();  // inference compiles the pattern
   AttrMap a;
   a.set("pattern", c.attrs().get_string("pattern", ""));
   c.set_outputs({c.emit1("regex_full_match", {c.input(0)}, a)});

@@ -3,6 +3,7 @@
 #include "frontend/importer.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "frontend/tensor_proto.h"
 #include "ir/data_dependent.h"
@@ -48,7 +49,14 @@ void Importer::check_structure() {
   // Who defines each name: -1 an initializer or graph input, else a node.
   std::unordered_map<std::string, int> producer;
   for (const auto& init : g.initializer()) producer.emplace(init.name(), -1);
-  for (const auto& vi : g.input()) producer.emplace(vi.name(), -1);
+  // An input listed twice would be imported once, silently (ONNX Runtime and
+  // onnx's checker refuse the model: "Duplicate definition-site").
+  std::unordered_set<std::string> inputs;
+  for (const auto& vi : g.input()) {
+    if (!inputs.insert(vi.name()).second)
+      fail("{}: graph input \"{}\" is declared twice", file_, short_name(vi.name()));
+    producer.emplace(vi.name(), -1);
+  }
   for (int i = 0; i < g.node_size(); ++i)
     for (const std::string& o : g.node(i).output()) {
       if (o.empty()) continue;

@@ -20,6 +20,7 @@
 #include "ir/control_flow.h"
 #include "ir/data_dependent.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "ir/limits.h"
 #include "ir/short_name.h"
 #include "ir/symbolic_dim.h"
@@ -514,6 +515,7 @@ ImportResult import_onnx_bytes(const std::string& bytes, const std::string& base
 }
 
 ImportResult import_onnx_file(const std::string& path, const ImportOptions& opts) {
+  reject_directory(path, "an ONNX model file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open file", path);
   in.seekg(0, std::ios::end);
@@ -540,10 +542,19 @@ std::map<std::string, Shape> parse_shapes_flag(const std::string& spec, std::str
     auto colon = item.rfind(':');
     if (colon == std::string::npos || colon == 0) fail("{}: '{}' should look like name:1x3x224x224", flag, item);
     std::string name = item.substr(0, colon), dims = item.substr(colon + 1);
+    // The same input twice would silently keep the last shape.
+    if (r.count(name)) fail("{}: input \"{}\" is given twice in '{}'", flag, name, spec);
     Shape s;
-    std::stringstream ds(dims);
-    std::string d;
-    while (std::getline(ds, d, 'x')) {
+    // Split on every 'x' by hand: getline drops a trailing empty piece, so
+    // "1x3x224x" (a dimension left out) would read as rank 3.
+    std::vector<std::string> pieces;
+    for (size_t start = 0; !dims.empty();) {
+      size_t x = dims.find('x', start);
+      pieces.push_back(dims.substr(start, x == std::string::npos ? std::string::npos : x - start));
+      if (x == std::string::npos) break;
+      start = x + 1;
+    }
+    for (const std::string& d : pieces) {
       try {
         size_t used = 0;
         long long v = std::stoll(d, &used);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "ir/limits.h"
 
 namespace kiln {
@@ -222,14 +223,15 @@ void write_npy(const std::string& path, const Tensor& t) {
   std::string h = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", d, shape);
   size_t total = 10 + h.size() + 1;
   h += std::string((64 - total % 64) % 64, ' ') + "\n";
-  std::ofstream out(path, std::ios::binary);
-  if (!out) fail("{}: cannot write", path);
-  out.write("\x93NUMPY\x01\x00", 8);
-  uint16_t n = uint16_t(h.size());
-  out.write(reinterpret_cast<const char*>(&n), 2);
-  out << h;
-  out.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
-  if (!out) fail("{}: write failed", path);
+  // file_io's writer: the system's reason on failure (a full disk), and no
+  // torn .npy left behind.
+  write_file_pieces(path, [&](const FilePieceWriter& w) {
+    w("\x93NUMPY\x01\x00", 8);
+    uint16_t n = uint16_t(h.size());
+    w(&n, 2);
+    w(h.data(), h.size());
+    w(t.raw(), static_cast<size_t>(t.nbytes()));
+  });
 }
 
 Tensor random_tensor(const TensorType& t, uint64_t seed, std::optional<ValueRange> range) {

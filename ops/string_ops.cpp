@@ -6,17 +6,17 @@
 //   string_equal(a, b) -> bool           numpy broadcasting (ONNX Equal on strings)
 //   string_concat(a, b) -> string        a + b, numpy broadcasting (StringConcat)
 //   string_split(x) -> (string[..., n], i64[...])   {delimiter, maxsplit} (StringSplit)
-//   regex_full_match(x) -> bool          {pattern}: RE2's full match (RegexFullMatch)
+//   regex_full_match(x) -> bool          {pattern}: a full match (RegexFullMatch), by the
+//                                        engine the frontend installs (RE2; ops/regex_engine.h)
 //   string_normalizer(x) -> string[C'] / [1, C']    (StringNormalizer; ops/string_normalizer.cpp)
 //
 // string_split's result width (the most pieces of any element) and
 // string_normalizer's count (the elements left after removing stopwords) are
 // decided by the data: as nonzero's count, inference reads them from the
 // operand's compile-time value and refuses an operand it does not know.
-#include <re2/re2.h>
-
 #include "ops/families.h"
 #include "ops/op_helpers.h"
+#include "ops/regex_engine.h"
 #include "ops/string_ops.h"
 
 namespace kiln::ops {
@@ -143,13 +143,19 @@ void string_split_kernel(KernelContext& ctx) {
 
 // ---- regex_full_match ----
 
-// The pattern compiled once per call; a pattern RE2 rejects is an error
-// naming it and RE2's reason (caught at import, where inference compiles it).
-std::unique_ptr<RE2> compile_pattern(const std::string& pattern, const std::string& label) {
-  RE2::Options o;
-  o.set_log_errors(false);
-  auto re = std::make_unique<RE2>(pattern, o);
-  if (!re->ok()) fail("{}: pattern \"{}\" is not a valid RE2 regular expression: {}", label, pattern, re->error());
+// The pattern compiled once per call; a pattern the engine rejects is an
+// error naming it and the engine's reason (caught at import, where inference
+// compiles it).
+std::unique_ptr<RegexMatcher> compile_pattern(const std::string& pattern, const std::string& label) {
+  const RegexCompiler compile = regex_compiler();
+  if (!compile)
+    fail(
+        "{}: regex_full_match needs a regular-expression engine, and none is installed in this program "
+        "(libkiln_runtime runs no string ops; the kiln tools and the frontend install RE2)",
+        label);
+  std::string error;
+  std::unique_ptr<RegexMatcher> re = compile(pattern, error);
+  if (!re) fail("{}: pattern \"{}\" is not a valid RE2 regular expression: {}", label, pattern, error);
   return re;
 }
 
@@ -163,7 +169,7 @@ void regex_full_match_kernel(KernelContext& ctx) {
   const auto re = compile_pattern(ctx.attrs.get_string("pattern", ""), ctx.label);
   const Tensor& x = ctx.in(0);
   uint8_t* y = ctx.out().data<uint8_t>();
-  for (int64_t i = 0; i < x.numel(); ++i) y[i] = RE2::FullMatch(x.strings()[i], *re) ? 1 : 0;
+  for (int64_t i = 0; i < x.numel(); ++i) y[i] = re->full_match(x.strings()[i]) ? 1 : 0;
 }
 
 }  // namespace

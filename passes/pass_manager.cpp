@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "ir/error.h"
@@ -28,7 +29,18 @@ bool verify_unchanged_default() {
   return true;
 #else
   const char* e = std::getenv("KILN_VERIFY_EACH");
-  return e && std::strcmp(e, "all") == 0;
+  if (!e || !*e) return false;
+  // Only "all" means something; "1" or "yes" must not silently verify less
+  // than whoever set it believes. A warning, once, not an error: this runs
+  // in default member initializers, some outside any try block.
+  if (std::strcmp(e, "all") == 0) return true;
+  static std::once_flag warned;
+  std::call_once(warned, [e] {
+    std::cerr << "warning: KILN_VERIFY_EACH='" << e
+              << "' is not a setting and is ignored: 'all' verifies after every pass, including those that "
+                 "changed nothing\n";
+  });
+  return false;
 #endif
 }
 

@@ -8,6 +8,7 @@
 #include "backends/reference/executor.h"
 #include "ir/data_dependent.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/gpu_executor.h"
 #include "runtime/input_shapes.h"
@@ -92,6 +93,7 @@ std::shared_ptr<const Engine> Engine::load(const uint8_t* data, size_t size, con
 }
 
 std::shared_ptr<const Engine> Engine::load_file(const std::string& path, Backend backend, int device) {
+  reject_directory(path, "a plan file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open plan file", path);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "runtime/plan_in_place.h"
 #include "runtime/plan_sections.h"
 #include "runtime/version.h"
@@ -391,6 +392,7 @@ void check_driver_version(const CodeChoice& c, int32_t driver_version, std::stri
 }
 
 Plan read_plan_file(const std::string& path, const LoadOptions& opts) {
+  reject_directory(path, "a plan file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open plan file", path);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -398,12 +400,8 @@ Plan read_plan_file(const std::string& path, const LoadOptions& opts) {
 }
 
 void write_plan_file(const std::string& path, const Plan& p) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail("{}: cannot write plan file", path);
-  write_plan(p, [&out](const void* data, size_t n) {
-    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
-  });
-  if (!out) fail("{}: write failed", path);
+  // file_io's writer: the system's reason on failure, and no torn plan left.
+  write_file_pieces(path, [&p](const FilePieceWriter& w) { write_plan(p, w); });
 }
 
 }  // namespace kiln::plan

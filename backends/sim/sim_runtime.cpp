@@ -295,7 +295,16 @@ void run_block(Grid& g, int64_t linear, std::vector<void*>& stacks, Block& b) {
 int worker_count(const LaunchConfig& cfg, int64_t blocks) {
   int w = cfg.workers;
   if (w <= 0) {
-    if (const char* env = std::getenv("KILN_SIM_THREADS")) w = std::atoi(env);
+    // A bad value is an error, not the default: "KILN_SIM_THREADS=1" set to
+    // make a run deterministic must not be silently replaced by 8 threads.
+    if (const char* env = std::getenv("KILN_SIM_THREADS"); env && *env) {
+      char* end = nullptr;
+      long v = std::strtol(env, &end, 10);
+      if (*end != '\0' || v <= 0 || v > 4096)
+        throw SimError(fmt::format(
+            "KILN_SIM_THREADS='{}' is not a number of threads (1 to 4096; unset, the core count up to 8)", env));
+      w = static_cast<int>(v);
+    }
     if (w <= 0) w = std::min(8, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   }
   return static_cast<int>(std::min<int64_t>(w, blocks));

@@ -3,11 +3,13 @@
 #include <xxhash.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "ir/error.h"
@@ -100,6 +102,19 @@ std::optional<CompiledKernel> KernelCache::lookup(const std::string& key) const 
   k.spill_bytes = r.i32();
   if (!r.ok || r.pos != body.size()) return std::nullopt;
   return k;
+}
+
+std::string KernelCache::unwritable_reason() const {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return ec.message();
+  // Permissions alone do not say it (root, read-only mounts): make a file.
+  std::string probe = (dir_ / ".kiln-write-test-XXXXXX").string();
+  int fd = ::mkstemp(probe.data());
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
 }
 
 bool KernelCache::store(const std::string& key, const CompiledKernel& k) const {

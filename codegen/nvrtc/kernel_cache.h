@@ -33,6 +33,11 @@ class KernelCache {
   std::optional<CompiledKernel> lookup(const std::string& key) const;
   // Returns false if the entry could not be written.
   bool store(const std::string& key, const CompiledKernel& k) const;
+  // Why entries cannot be stored here (the folder cannot be made or written:
+  // the operating system's reason), or empty when they can. store() fails
+  // quietly per entry, so a caller says this once: a cache that never keeps
+  // anything makes every build cold without a word otherwise.
+  std::string unwritable_reason() const;
 
   const std::filesystem::path& dir() const { return dir_; }  // the "kernels" directory
   std::filesystem::path path_for(const std::string& key) const;

@@ -34,6 +34,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plan_file as pf  # noqa: E402
+import stranger_cases  # noqa: E402
 
 OPSET = 17
 CASES = []
@@ -627,6 +628,7 @@ if __name__ == "__main__":
     bad_npy_inputs()
     bad_models_issue15()
     bad_images()
+    stranger_cases.add(sys.modules[__name__])
     gpu_plan_cases()
     valid_models()
     if cli.kiln:

@@ -105,6 +105,11 @@ TEST(Frontend, ParseShapesFlag) {
   EXPECT_THROW(parse_shapes_flag("x:1xax3"), Error);
   EXPECT_THROW(parse_shapes_flag("x1x3"), Error);
   EXPECT_THROW(parse_shapes_flag("x:1x-3"), Error);
+  // A dimension left out at either end, and an input named twice (the last
+  // shape used to win silently).
+  EXPECT_THROW(parse_shapes_flag("x:1x3x"), Error);
+  EXPECT_THROW(parse_shapes_flag("x:x1x3"), Error);
+  EXPECT_THROW(parse_shapes_flag("x:1x3,x:4x3"), Error);
 }
 
 TEST(Frontend, UnknownOpIsUnsupportedAndNamed) {

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include "backends/compare.h"
+#include "frontend/regex_re2.h"
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/string_values.h"
 #include "linalg_ops_test_util.h"
+#include "ops/regex_engine.h"
 #include "ops/string_ops.h"
 
 namespace kiln {
@@ -147,7 +149,17 @@ TEST(StringOps, SplitNeedsItsInputAtCompileTime) {
   EXPECT_NE(e.find("StringSplit's input"), std::string::npos) << e;
 }
 
+TEST(StringOps, RegexFullMatchWithoutAnEngineIsAClearError) {
+  // kiln_ops links no regex library (libkiln_runtime must not need libre2):
+  // before the frontend installs RE2, the op says so rather than crashing.
+  ops::set_regex_compiler(nullptr);
+  std::string e =
+      infer_error("regex_full_match", {TensorType(DType::String, {1})}, attrs({{"pattern", std::string("a")}}));
+  EXPECT_NE(e.find("needs a regular-expression engine"), std::string::npos) << e;
+}
+
 TEST(StringOps, RegexFullMatchIsRe2sFullMatchOverUtf8) {
+  frontend::install_re2_regex_engine();
   Tensor x = strs({4}, {"www.abc.com", "www.abc.com.x", "", "\xe4\xb8\xad"});
   EXPECT_EQ(
       run("regex_full_match", {x}, attrs({{"pattern", std::string(R"(www\.[\w.-]+\.\bcom\b)")}}))[0].to_int_vector(),

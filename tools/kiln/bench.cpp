@@ -88,10 +88,14 @@ TimedRuns time_runs(const std::function<void(bool timed)>& run, int iterations, 
 CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
   auto* cmd =
       app.add_subcommand("bench", "Compile a model (or load a plan) and time it on a backend (trtexec-style summary)");
-  cmd->add_option("model", o.model, "Model file (.onnx) or compiled plan (.plan, run through the runtime)")
+  cmd->add_option(
+         "model,--onnx,--loadEngine", o.model,
+         "Model file (.onnx) or compiled plan (.plan, run through the runtime); trtexec's --onnx=FILE / --loadEngine=FILE name it too")
       ->required()
       ->group("Model");
-  cmd->add_option("--shapes", o.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
+  cmd->add_option("--shapes", o.shapes, "Fix input shapes: name:1x3x224x224,...; repeatable")
+      ->join(',')
+      ->group("Model");
   add_batch_flag(cmd, o.batch);
   add_save_engine_flag(cmd, o.save_engine);
   cmd->add_option("--backend", o.backend,
@@ -104,7 +108,18 @@ CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
       ->check(CLI::Range(1, std::numeric_limits<int>::max()))
       ->group("Runtime");
   cmd->add_option("--warmup-ms", o.warmup_ms, "Untimed runs for at least this long first (default 200; 0: none)")
-      ->check(CLI::NonNegativeNumber)
+      // Not CLI::NonNegativeNumber: its message prints the range up to DBL_MAX in full.
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            try {
+              size_t used = 0;
+              double ms = std::stod(v, &used);
+              if (used == v.size() && ms >= 0 && std::isfinite(ms)) return "";
+            } catch (const std::exception&) {
+            }
+            return "'" + v + "' is not a number of milliseconds >= 0";
+          },
+          "MS"))
       ->group("Runtime");
   cmd->add_flag("--profile", o.profile, "Per-node (ref) or per-kernel (sim) time table")->group("Reporting");
   cmd->add_option("--export-json", o.json_path, "Write the summary (and profile) as JSON")->group("Reporting");

@@ -24,6 +24,17 @@ std::string unknown_subcommand_error(const CLI::App& app, int argc, const char* 
   return "";
 }
 
+std::string repeated_flag_error(const std::string& what) {
+  static const std::string kAtMost = ": At Most 1 required but received ";
+  size_t at = what.find(kAtMost);
+  if (at == std::string::npos) return "";
+  std::string flag = what.substr(0, at);
+  if (flag == "--onnx" || flag == "--loadEngine")  // CLI11 names the positional model by its long alias
+    return fmt::format("the model is given {} times (MODEL, --onnx, --loadEngine name the same file); give it once",
+                       what.substr(at + kAtMost.size()));
+  return fmt::format("{} is given {} times; give it once", what.substr(0, at), what.substr(at + kAtMost.size()));
+}
+
 void reject_compile_flags_for_plan(const CLI::App& cmd, const std::string& plan_path) {
   // Every flag that shapes or reports the compilation; none of them reaches
   // the runtime that runs a plan.

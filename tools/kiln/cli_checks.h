@@ -21,6 +21,12 @@ namespace kiln {
 // argument is not one of app's subcommands; empty otherwise.
 std::string unknown_subcommand_error(const CLI::App& app, int argc, const char* const* argv);
 
+// `--target cpu --target sm_90`: CLI11 says "--target: At Most 1 required
+// but received 2". Returns a message naming the flag and saying to give it
+// once (which value would win is not obvious, so kiln does not pick one);
+// empty when `what` (a CLI::ParseError's text) is another error.
+std::string repeated_flag_error(const std::string& what);
+
 // Throws kiln::Error when `cmd` was given a flag that only compiling uses
 // (--shapes, --batch, --precision and its aliases, --target, --passes, -O,
 // --print-ir-*, --dump-dir, --stats, ...): a plan is already compiled and

@@ -19,8 +19,12 @@ namespace kiln {
 
 CLI::App* register_compile(CLI::App& app, CompileCommand& c) {
   auto* cmd = app.add_subcommand("compile", "Import an ONNX model and optimise it");
-  cmd->add_option("model", c.model, "Model file (.onnx)")->required()->group("Model");
-  cmd->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
+  cmd->add_option("model,--onnx", c.model, "Model file (.onnx; trtexec's --onnx=FILE names it too)")
+      ->required()
+      ->group("Model");
+  cmd->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...; repeatable")
+      ->join(',')
+      ->group("Model");
   add_shape_profile_flags(cmd, c.min_shapes, c.opt_shapes, c.max_shapes);
   add_batch_flag(cmd, c.batch);
   cmd->add_option("--sequence-shapes", c.sequence_shapes,

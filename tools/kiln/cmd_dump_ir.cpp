@@ -27,7 +27,9 @@ CLI::App* register_dump_ir(CLI::App& app, DumpIrCommand& c) {
   dump->add_option("model", c.model, "Model file (.onnx), or a plan (prints the plan's graph)")
       ->required()
       ->group("Model");
-  dump->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
+  dump->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...; repeatable")
+      ->join(',')
+      ->group("Model");
   dump->add_flag("-O,--optimize", c.optimize, "Run the default pipeline first")->group("Build");
   dump->add_option("--format", c.format, "text (kiln IR), dot (Graphviz), svg (rendered by Graphviz dot)")
       ->check(CLI::IsMember({"text", "dot", "svg"}))

@@ -10,6 +10,7 @@
 
 #include "compiler/compile.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -22,6 +23,7 @@ namespace kiln {
 namespace {
 
 std::string read_file(const std::string& path) {
+  reject_directory(path, "an IR text file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open file", path);
   std::stringstream ss;

@@ -96,8 +96,13 @@ void choose_default_target(RunCommand& c) {
 
 CLI::App* register_run(CLI::App& app, RunCommand& c) {
   auto* run = app.add_subcommand("run", "Compile a model (or load a plan) and run it on a backend");
-  run->add_option("model", c.model, "Model file (.onnx) or plan (.plan)")->required()->group("Model");
-  run->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...")->group("Model");
+  run->add_option("model,--onnx,--loadEngine", c.model,
+                  "Model file (.onnx) or plan (.plan); trtexec's --onnx=FILE / --loadEngine=FILE name it too")
+      ->required()
+      ->group("Model");
+  run->add_option("--shapes", c.shapes, "Fix input shapes: name:1x3x224x224,...; repeatable")
+      ->join(',')
+      ->group("Model");
   add_shape_profile_flags(run, c.min_shapes, c.opt_shapes, c.max_shapes);
   add_batch_flag(run, c.batch);
   add_save_engine_flag(run, c.save_engine);

@@ -1,6 +1,8 @@
 #include "tools/kiln/compile_flags.h"
 
 #include <CLI/CLI.hpp>
+
+#include <limits>
 #include <fmt/format.h>
 
 #include "compiler/targets.h"
@@ -95,22 +97,25 @@ void add_batch_flag(CLI::App* cmd, int& batch) {
   cmd->add_option("--batch", batch,
                   "Batch size: sets the first dim of every input whose first dim is a batch dim (symbolic or 1); "
                   "--shapes wins for the inputs it names")
-      ->check(CLI::PositiveNumber)
+      // Not CLI::PositiveNumber: its message prints the range up to DBL_MAX in full.
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
       ->group("Model");
 }
 
 void add_shape_profile_flags(CLI::App* cmd, std::vector<std::string>& min, std::vector<std::string>& opt,
                              std::vector<std::string>& max) {
   // One value per use of the flag (a positional after it stays the model).
-  cmd->add_option("--min-shapes", min,
+  // trtexec's spellings (--minShapes...) are accepted as they are for --saveEngine.
+  cmd->add_option("--min-shapes,--minShapes", min,
                   "Dynamic shapes: the smallest shape of each dynamic input, name:1x8,...; repeat the three flags for "
                   "more shape profiles (docs/dynamic_shapes.md)")
       ->allow_extra_args(false)
       ->group("Model");
-  cmd->add_option("--opt-shapes", opt, "Dynamic shapes: the preferred shapes, name:4x64,... (default: --max-shapes)")
+  cmd->add_option("--opt-shapes,--optShapes", opt,
+                  "Dynamic shapes: the preferred shapes, name:4x64,... (default: --max-shapes)")
       ->allow_extra_args(false)
       ->group("Model");
-  cmd->add_option("--max-shapes", max, "Dynamic shapes: the largest shapes, name:32x512,...")
+  cmd->add_option("--max-shapes,--maxShapes", max, "Dynamic shapes: the largest shapes, name:32x512,...")
       ->allow_extra_args(false)
       ->group("Model");
 }

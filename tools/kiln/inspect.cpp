@@ -13,6 +13,7 @@
 #include "frontend/tensor_proto.h"
 #include "compiler/import_checked.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "tools/kiln/cli_checks.h"
 #include "tools/kiln/inspect_plan.h"
 #include "tools/kiln/output_paths.h"
@@ -23,8 +24,11 @@ namespace kiln {
 namespace {
 
 onnx::ModelProto read_model_proto(const std::string& path) {
+  reject_directory(path, "an ONNX model or kiln plan file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open file", path);
+  // An empty file parses as an empty model: say what it is, as compile does.
+  if (in.peek() == std::ifstream::traits_type::eof()) fail("{}: the file is empty, not an ONNX model", path);
   onnx::ModelProto m;
   if (!m.ParseFromIstream(&in)) fail("{}: not a valid ONNX model (protobuf parse failed)", path);
   return m;
@@ -124,8 +128,13 @@ CLI::App* register_inspect(CLI::App& app, InspectOptions& o) {
       "inspect",
       "Describe an ONNX model and list every node kiln cannot compile (no compilation; exit 1 if any), or describe "
       "a compiled plan (archs, kernels, launches, memory plan, I/O)");
-  cmd->add_option("model", o.model, "Model file (.onnx) or compiled plan (.plan)")->required()->group("Model");
-  cmd->add_option("--shapes", o.shapes, "Fix input shapes: name:1x3x224x224,... (free dims are checked as 1)")
+  cmd->add_option("model,--onnx,--loadEngine", o.model,
+                  "Model file (.onnx) or compiled plan (.plan); trtexec's --onnx=FILE / --loadEngine=FILE name it too")
+      ->required()
+      ->group("Model");
+  cmd->add_option("--shapes", o.shapes,
+                  "Fix input shapes: name:1x3x224x224,...; repeatable (free dims are checked as 1)")
+      ->join(',')
       ->group("Model");
   cmd->add_option("--json", o.json_path, "Also write the report as JSON")->group("Reporting");
   cmd->add_flag("--perf", o.perf,

@@ -21,6 +21,7 @@
 #include <iostream>
 
 #include "compiler/plan_sniff.h"
+#include "frontend/regex_re2.h"
 #include "ir/error.h"
 #include "ir/limits.h"
 #include "tools/kiln/bench.h"
@@ -33,6 +34,8 @@
 #include "tools/kiln/output_paths.h"
 
 int main(int argc, char** argv) {
+  // IR text (kiln opt, dump-ir of .kir) may hold regex_full_match without an ONNX import.
+  kiln::frontend::install_re2_regex_engine();
   CLI::App app{"kiln: an ONNX graph compiler and runtime"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kiln 0.1.0");
@@ -67,7 +70,15 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 1;
+    if (std::string m = kiln::repeated_flag_error(e.what()); !m.empty()) {
+      std::cerr << "error: " << m << "\n";
+      return 1;
+    }
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // As every other error: "error: " first (CLI11 prints the bare text), so
+    // a script or a reader finds it the same way.
+    std::cerr << "error: " << e.what() << "\nRun with --help for more information.\n";
+    return 1;
   }
   kiln::apply_verbosity(
       {&compile_cmd.copts, &run_cmd.copts, &dump_cmd.copts, &opt_cmd.copts, &bench_opts.compile, &conf_opts.compile});

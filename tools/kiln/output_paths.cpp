@@ -24,9 +24,19 @@ namespace {
   fail("{}: cannot write ({}): {}", path, flag, std::strerror(err));
 }
 
+// "-" is standard output to many tools; kiln would make a file named "-"
+// (and a plan or JSON on stdout would mix with the report printed there).
+// An empty name would fail later with a bare ": No such file".
+void reject_special_names(const std::string& path, const std::string& flag) {
+  if (path.empty()) fail("{}: the file name is empty", flag);
+  if (path == "-")
+    fail("{} -: kiln writes files, not standard output; give a file name (./- for a file named '-')", flag);
+}
+
 }  // namespace
 
 void check_writable_file(const std::string& flag, const std::string& path) {
+  reject_special_names(path, flag);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) cannot_write(path, flag, EISDIR);
@@ -45,6 +55,7 @@ void check_writable_file(const std::string& flag, const std::string& path) {
 }
 
 void check_writable_dir(const std::string& flag, const std::string& dir) {
+  reject_special_names(dir, flag);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail("{}: cannot create folder ({}): {}", dir, flag, ec.message());

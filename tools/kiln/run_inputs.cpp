@@ -13,6 +13,7 @@
 
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "ir/symbolic_dim.h"
 
 namespace kiln {
@@ -182,7 +183,10 @@ void check_range_fits(const ValueRange& r, const std::string& name, const Tensor
 void add_input_flags(CLI::App* cmd, std::string& files, std::vector<std::string>& ranges) {
   cmd->add_option("--inputs", files,
                   "Input values: name:file.npy,name2:file.pb,... (NumPy or ONNX TensorProto files; the others "
-                  "seeded random)")
+                  "seeded random); repeatable")
+      // Repeated (--inputs a:a.npy --inputs b:b.npy, as polygraphy's
+      // --load-inputs is) the lists join; a name given twice is an error.
+      ->join(',')
       ->group("Runtime");
   cmd->add_option(
          "--input-range,--val-range", ranges,
@@ -213,6 +217,7 @@ std::map<std::string, SizeInput> size_inputs(const Graph& g) {
 }
 
 Tensor read_input_file(const std::string& path) {
+  reject_directory(path, "a .npy or TensorProto file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open: {}", path, std::strerror(errno));
   char head[6] = {};
