@@ -29,6 +29,8 @@ const AdapterTable& adapter_table() {
     AdapterTable t;
     adapters::register_elementwise(t);
     adapters::register_shape(t);
+    adapters::register_slice_pad(t);
+    adapters::register_constants(t);
     adapters::register_index(t);
     adapters::register_reduction(t);
     adapters::register_normalization(t);

@@ -1,14 +1,14 @@
 // ONNX adapters for the shape family (see import_context.h): every opset form
 // is turned into one canonical static kiln op, with compile-time operands
-// (shapes, axes, starts/ends, pads, repeats) hoisted into attributes.
+// (shapes, axes, repeats) hoisted into attributes. Slice and Pad are in
+// adapters_slice_pad.cpp; Shape, Size, ConstantOfShape and Constant in
+// adapters_constants.cpp.
 //
 //   Reshape, Flatten, Squeeze, Unsqueeze -> reshape {shape}
 //   Transpose -> transpose {perm}        Concat -> concat {axis}
-//   Split -> split {axis, split}         Slice -> slice {starts, ends, steps}
-//   Pad -> pad {pads, mode, value}       Expand -> expand {shape}
+//   Split -> split {axis, split}         Expand -> expand {shape}
 //   Tile -> tile {repeats}               Range -> range
 //   DepthToSpace -> depth_to_space       SpaceToDepth -> space_to_depth
-//   Shape, Size, ConstantOfShape, Constant -> constants (shapes are static)
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 
 #include "frontend/import_context.h"
 #include "frontend/reshape_target.h"
+#include "frontend/shape_operands.h"
 #include "ir/data_dependent.h"
 #include "ir/shape_utils.h"
 #include "ir/symbolic_dim.h"
@@ -27,30 +28,6 @@
 namespace kiln::adapters {
 
 namespace {
-
-// A compile-time integer list operand (shape, axes, starts, pads...), 1-D
-// (or a scalar where `allow_scalar`).
-std::vector<int64_t> int_list(ImportContext& c, int i, const std::string& what, bool allow_scalar = false,
-                              bool allow_symbolic = false) {
-  const Tensor& t = allow_symbolic ? c.require_shape_value(i, what) : c.require_value(i, what);
-  if (!is_int(t.dtype())) c.fail("{} must be an integer tensor, got {}", what, t.type().str());
-  if (t.rank() != 1 && !(allow_scalar && t.rank() == 0))
-    c.fail("{} must be a 1-D tensor, got {}", what, t.type().str());
-  return t.to_int_vector();
-}
-
-// Normalises axes against `rank`, rejecting out-of-range and repeated ones.
-std::vector<int64_t> norm_axes(ImportContext& c, const std::vector<int64_t>& axes, int rank, const char* what) {
-  std::vector<int64_t> r;
-  std::set<int64_t> seen;
-  for (int64_t a : axes) {
-    int64_t n = a < 0 ? a + rank : a;
-    if (n < 0 || n >= rank) c.fail("{} {} is out of range for rank {}", what, a, rank);
-    if (!seen.insert(n).second) c.fail("{} {} is repeated", what, a);
-    r.push_back(n);
-  }
-  return r;
-}
 
 Value* emit_reshape(ImportContext& c, Value* x, const Shape& s) {
   AttrMap a;
@@ -243,146 +220,6 @@ void split_adapter(ImportContext& c) {
 }
 
 // ---------------------------------------------------------------------------
-// Slice
-
-void slice_adapter(ImportContext& c) {
-  Value* x = c.input(0);
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (c.opset() < 10) {
-    c.only_attrs({"starts", "ends", "axes"});
-    if (!c.attrs().has("starts") || !c.attrs().has("ends")) c.fail("attributes 'starts' and 'ends' are required");
-    starts = c.attrs().get_ints("starts");
-    ends = c.attrs().get_ints("ends");
-    axes = c.attrs().get_ints("axes");
-  } else {
-    c.only_attrs({});
-    // Symbolic values (a size Shape gave) are canonicalised below: they take
-    // a symbolic dim whole, or are refused by name.
-    starts = int_list(c, 1, "Slice starts", false, /*allow_symbolic=*/true);
-    ends = int_list(c, 2, "Slice ends", false, /*allow_symbolic=*/true);
-    if (c.has_input(3)) axes = int_list(c, 3, "Slice axes");
-    if (c.has_input(4)) steps = int_list(c, 4, "Slice steps");
-    if (c.has_input(3) && axes.size() != starts.size())
-      c.fail("Slice axes has {} values but starts has {}", axes.size(), starts.size());
-  }
-  ops::SliceSpec spec;
-  try {
-    spec =
-        ops::canonical_slice(x->shape(), starts, ends, axes, steps, /*allow_data_dependent=*/true, &c.symbol_ranges());
-  } catch (const Unsupported&) {
-    throw;
-  } catch (const Error& e) {
-    c.fail("{}", e.what());
-  }
-  AttrMap m;
-  m.set("starts", spec.starts);
-  m.set("ends", spec.ends);
-  m.set("steps", spec.steps);
-  if (const int a = spec.data_dependent_axis; a >= 0) {
-    // A symbolic dim clamped by the slice (torchvision's keep[:100] of the
-    // boxes NMS kept): its size is decided when the dim is known, so the
-    // slice gets a size symbol, at most what start:end:step could select.
-    const int64_t s = spec.starts[a], e = spec.ends[a], p = spec.steps[a];
-    const int64_t cap = p > 0 && s >= 0 && e >= 0 && e < ops::kSliceOpenEnd ? ops::slice_extent(s, e, p) : -1;
-    std::string sym = c.declare_size_symbol("slice_n", x->shape()[a], cap);
-    if (sym.empty())
-      c.unsupported("slicing [{}] along dim {} ({}) needs its size: not supported with symbolic dims inside a region",
-                    dims_str(x->shape()), a, dim_str(x->shape()[a]));
-    m.set(kSizeSymbolAttr, sym);
-  }
-  c.set_outputs({c.emit1("slice", {x}, m)});
-}
-
-// ---------------------------------------------------------------------------
-// Pad
-
-// True when `v` is a constant or computed from constants only (no graph inputs).
-bool fixed_by_model(const Value* v, int depth = 0) {
-  if (v->is_constant()) return true;
-  if (v->is_input() || depth > 64) return false;
-  for (const Value* in : v->producer()->inputs())
-    if (in && !fixed_by_model(in, depth + 1)) return false;
-  return true;
-}
-
-// The one element of `t` as an f32 when that is exact (integers past 2^24 and
-// most f64 values are not: those stay a constant operand of pad).
-std::optional<float> exact_f32(const Tensor& t) {
-  if (is_float(t.dtype())) {
-    double d = t.get_double(0);
-    float f = static_cast<float>(d);
-    if (std::isnan(d) || static_cast<double>(f) == d) return f;
-    return std::nullopt;
-  }
-  if (t.dtype() == DType::U64) {
-    uint64_t u = static_cast<uint64_t>(t.get_int(0));
-    if (u < (uint64_t(1) << 63) && static_cast<uint64_t>(static_cast<float>(u)) == u) return static_cast<float>(u);
-    return std::nullopt;
-  }
-  int64_t i = t.get_int(0);
-  float f = static_cast<float>(i);
-  if (f > -9.2e18f && f < 9.2e18f && static_cast<int64_t>(f) == i) return f;
-  return std::nullopt;
-}
-
-void pad_adapter(ImportContext& c) {
-  Value* x = c.input(0);
-  int r = x->type().rank();
-  std::string mode = c.attrs().get_string("mode", "constant");
-  std::vector<int64_t> pads;
-  Value* value_operand = nullptr;
-  std::optional<float> value;  // kept as an attribute when known and exact in f32
-  if (c.opset() < 11) {
-    const char* pads_name = c.opset() < 2 ? "paddings" : "pads";
-    c.only_attrs({"mode", pads_name, "value"});
-    if (!c.attrs().has(pads_name)) c.fail("attribute '{}' is missing", pads_name);
-    pads = c.attrs().get_ints(pads_name);
-    value = c.attrs().get_float("value", 0.0f);
-  } else {
-    c.only_attrs({"mode"});
-    pads = int_list(c, 1, "Pad pads");
-    if (c.has_input(2)) {
-      Value* v = c.input(2);
-      if (v->dtype() != x->dtype())
-        c.fail("constant_value is {} but the data is {}", dtype_name(v->dtype()), dtype_name(x->dtype()));
-      if (v->type().numel() != 1) c.fail("constant_value must be one element, got {}", v->type().str());
-      // Only read the value when it is fixed by the model; asking for a graph
-      // input's value would freeze that input into a constant.
-      const Tensor* t = fixed_by_model(v) ? c.value(2) : nullptr;
-      if (std::optional<float> f = t ? exact_f32(*t) : std::nullopt) value = f;
-      else value_operand = v;
-    }
-    if (c.has_input(3)) {
-      if (c.opset() < 18) c.fail("the axes operand needs opset 18");
-      std::vector<int64_t> axes = norm_axes(c, int_list(c, 3, "Pad axes"), r, "axis");
-      if (pads.size() != 2 * axes.size())
-        c.fail("pads has {} values but {} axes need {}", pads.size(), axes.size(), 2 * axes.size());
-      std::vector<int64_t> full(2 * r, 0);
-      for (size_t i = 0; i < axes.size(); ++i) {
-        full[axes[i]] = pads[i];
-        full[axes[i] + r] = pads[i + axes.size()];
-      }
-      pads = full;
-    }
-  }
-  if (mode != "constant" && mode != "reflect" && mode != "edge" && !(mode == "wrap" && c.opset() >= 19))
-    c.unsupported("mode '{}' is not supported at opset {}", mode, c.opset());
-  if (static_cast<int>(pads.size()) != 2 * r)
-    c.fail("pads [{}] needs {} values for rank {}", fmt::join(pads, ","), 2 * r, r);
-  AttrMap m;
-  m.set("pads", pads);
-  if (mode != "constant") {
-    m.set("mode", mode);
-    value_operand = nullptr;
-    value.reset();
-  }
-  std::vector<Value*> ins{x};
-  if (value && (*value != 0 || std::signbit(*value) || std::isnan(*value))) m.set("value", *value);
-  if (value_operand) ins.push_back(value_operand);
-  c.set_outputs({c.emit1("pad", ins, m)});
-}
-
-// ---------------------------------------------------------------------------
 // Expand, Tile
 
 void expand_adapter(ImportContext& c) {
@@ -423,98 +260,6 @@ void tile_adapter(ImportContext& c) {
   AttrMap m;
   m.set("repeats", repeats);
   c.set_outputs({c.emit1("tile", {x}, m)});
-}
-
-// ---------------------------------------------------------------------------
-// Shape, Size, ConstantOfShape, Constant: constants at import.
-
-void shape_adapter(ImportContext& c) {
-  c.only_attrs({"start", "end"});
-  const Shape& s = c.input(0)->shape();
-  int64_t r = static_cast<int64_t>(s.size());
-  int64_t start = c.attrs().get_int("start", 0), end = c.attrs().get_int("end", r);
-  if (start < 0) start += r;
-  if (end < 0) end += r;
-  start = std::clamp<int64_t>(start, 0, r);
-  end = std::clamp<int64_t>(end, 0, r);
-  if (end < start) end = start;
-  Tensor t(DType::I64, {end - start});
-  for (int64_t i = start; i < end; ++i) t.set_int(i - start, s[i]);
-  c.set_outputs({c.constant(t)});
-}
-
-void size_adapter(ImportContext& c) {
-  c.only_attrs({});
-  Tensor t(DType::I64, {});
-  t.set_int(0, c.input(0)->type().numel());
-  c.set_outputs({c.constant(t)});
-}
-
-void constant_of_shape_adapter(ImportContext& c) {
-  c.only_attrs({"value"});
-  std::vector<int64_t> dims = int_list(c, 0, "ConstantOfShape shape", false, /*allow_symbolic=*/true);
-  for (int64_t d : dims)
-    if (d < 0 && !is_symbolic_dim(d)) c.fail("shape [{}] has a negative dim", dims_str(dims));
-  Tensor value = Tensor::scalar(DType::F32, 0);
-  if (c.attrs().has("value")) {
-    value = *c.attrs().get_tensor("value");
-    if (value.numel() != 1) c.fail("attribute 'value' must hold one element, got {}", value.type().str());
-  }
-  Shape s(dims.begin(), dims.end());
-  if (has_symbolic_dims(s)) {
-    // A size known only at run time (torchvision's full_like over the boxes
-    // a score threshold kept): the one value broadcast to it, as a node.
-    Tensor one(value.dtype(), Shape(s.size(), 1));
-    ops::fill_bytes(one.raw(), value.raw(), dtype_size(value.dtype()), 1);
-    AttrMap m;
-    m.set("shape", std::vector<int64_t>(s));
-    return c.set_outputs({c.emit1("expand", {c.constant(one)}, m)});
-  }
-  try {
-    shape_numel(s);
-  } catch (const Error& e) {
-    c.fail("{}", e.what());
-  }
-  if (static_cast<double>(shape_numel(s)) * static_cast<double>(dtype_size(value.dtype())) > double(int64_t(1) << 34))
-    c.unsupported("a {} constant of shape [{}] is too large to build at compile time", dtype_name(value.dtype()),
-                  fmt::join(dims, ","));
-  Tensor t(value.dtype(), s);
-  ops::fill_bytes(t.raw(), value.raw(), dtype_size(value.dtype()), t.numel());
-  c.set_outputs({c.constant(t)});
-}
-
-void constant_adapter(ImportContext& c) {
-  c.only_attrs({"value", "value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings",
-                "sparse_value"});
-  int count = 0;
-  for (auto& kv : c.attrs()) (void)kv, ++count;
-  if (count != 1) c.fail("needs exactly one value attribute, got {}", count);
-  Tensor t;
-  const AttrMap& a = c.attrs();
-  if (a.has("value")) {
-    t = *a.get_tensor("value");
-  } else if (a.has("value_float")) {
-    t = Tensor::scalar(DType::F32, a.get_float("value_float", 0));
-  } else if (a.has("value_floats")) {
-    std::vector<float> v = a.get_floats("value_floats");
-    t = Tensor(DType::F32, {static_cast<int64_t>(v.size())});
-    if (!v.empty()) std::memcpy(t.raw(), v.data(), v.size() * sizeof(float));
-  } else if (a.has("value_int")) {
-    t = Tensor(DType::I64, {});
-    t.set_int(0, a.get_int("value_int", 0));
-  } else if (a.has("value_ints")) {
-    std::vector<int64_t> v = a.get_ints("value_ints");
-    t = Tensor(DType::I64, {static_cast<int64_t>(v.size())});
-    if (!v.empty()) std::memcpy(t.raw(), v.data(), v.size() * sizeof(int64_t));
-  } else if (a.has("value_string")) {
-    t = Tensor::from_strings({}, {a.get_string("value_string", "")});
-  } else if (a.has("value_strings")) {
-    std::vector<std::string> v = a.get_strings("value_strings");
-    t = Tensor::from_strings({static_cast<int64_t>(v.size())}, v);
-  } else {
-    c.unsupported("sparse constants are not supported");
-  }
-  c.set_outputs({c.constant(t)});
 }
 
 // ---------------------------------------------------------------------------
@@ -581,14 +326,8 @@ void register_shape(AdapterTable& t) {
   t.add("Transpose", transpose_adapter);
   t.add("Concat", concat_adapter);
   t.add("Split", split_adapter);
-  t.add("Slice", slice_adapter);
-  t.add("Pad", pad_adapter);
   t.add("Expand", expand_adapter);
   t.add("Tile", tile_adapter);
-  t.add("Shape", shape_adapter);
-  t.add("Size", size_adapter);
-  t.add("ConstantOfShape", constant_of_shape_adapter);
-  t.add("Constant", constant_adapter);
   t.add("Range", range_adapter);
   t.add("DepthToSpace", depth_to_space_adapter);
   t.add("SpaceToDepth", space_to_depth_adapter);

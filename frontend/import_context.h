@@ -233,6 +233,8 @@ std::string default_kiln_name(const std::string& onnx_op);
 namespace adapters {
 void register_elementwise(AdapterTable& t);
 void register_shape(AdapterTable& t);
+void register_slice_pad(AdapterTable& t);  // adapters_slice_pad.cpp: Slice, Pad
+void register_constants(AdapterTable& t);  // adapters_constants.cpp: Shape, Size, ConstantOfShape, Constant
 void register_index(AdapterTable& t);
 void register_reduction(AdapterTable& t);
 void register_normalization(AdapterTable& t);

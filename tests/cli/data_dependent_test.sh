@@ -53,19 +53,13 @@ grep -q '^input "k": i64\[1\] random in \[1, 6\] (k of node (topk) producing %to
   fail "select.plan: k is not drawn within the axis"
 "$kiln" bench "$dir/select.plan" --iterations 3 >"$out" 2>&1 || fail "bench select.plan: exit $?"
 for b in $backends; do
-  rm -rf "$dir/o"
-  "$kiln" run "$dir/select.plan" --backend $b --inputs "x:$dir/x.npy,k:$dir/k.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-    fail "select.plan on $b: exit $?"
+  run_plan "$dir/select.plan" $b "select.plan on $b" "x=$dir/x.npy" "k=$dir/k.npy"
   grep -q '^data-dependent sizes: nonzero_n0=[0-9]* (range \[0, 24\], .*), nonzero_n1=[0-9]* (.*), topk_k0=3 ' "$out" ||
     fail "select.plan on $b: no sizes line"
-  "$py" "$t/compare_outputs_ort.py" "$dir/select.onnx" "$dir/o" "x=$dir/x.npy" "k=$dir/k.npy" >"$out" 2>&1 ||
-    fail "select.plan on $b: not ONNX Runtime's outputs"
-  rm -rf "$dir/o"
-  "$kiln" run "$dir/detect.plan" --backend $b --inputs "boxes:$dir/boxes.npy,scores:$dir/scores.npy" \
-    --outputs "$dir/o" >"$out" 2>&1 || fail "detect.plan on $b: exit $?"
+  matches_ort "$dir/select.onnx" "select.plan on $b" "x=$dir/x.npy" "k=$dir/k.npy"
+  run_plan "$dir/detect.plan" $b "detect.plan on $b" "boxes=$dir/boxes.npy" "scores=$dir/scores.npy"
   grep -q '^data-dependent sizes: nms_n0=\([1-9]\|1[01]\) ' "$out" || fail "detect.plan on $b: no sizes line"
-  "$py" "$t/compare_outputs_ort.py" "$dir/detect.onnx" "$dir/o" "boxes=$dir/boxes.npy" "scores=$dir/scores.npy" \
-    >"$out" 2>&1 || fail "detect.plan on $b: not ONNX Runtime's outputs"
+  matches_ort "$dir/detect.onnx" "detect.plan on $b" "boxes=$dir/boxes.npy" "scores=$dir/scores.npy"
 done
 
 # GPU plans (sm_90) hold NonZero, NMS and TopK(k an input) computed at the
@@ -86,25 +80,16 @@ if [ "$sim" = sim ]; then
   "$kiln" compile "$dir/select.onnx" --target sm_90 -o "$dir/select_gpu.plan" >"$out" 2>&1 || fail "compile select sm_90: exit $?"
   "$kiln" compile "$dir/nonzero_gather.onnx" --target sm_90 -o "$dir/nz_gpu.plan" >"$out" 2>&1 || fail "compile nonzero_gather sm_90: exit $?"
   for b in $backends; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/detect_gpu.plan" --backend $b --inputs "boxes:$dir/boxes.npy,scores:$dir/scores.npy" \
-      --outputs "$dir/o" >"$out" 2>&1 || fail "detect_gpu.plan on $b: exit $?"
+    run_plan "$dir/detect_gpu.plan" $b "detect_gpu.plan on $b" "boxes=$dir/boxes.npy" "scores=$dir/scores.npy"
     grep -q '^data-dependent sizes: nms_n0=\([1-9]\|1[01]\) (range \[0, 12\], .*) (the plan computed at the bounds; outputs trimmed)' \
       "$out" || fail "detect_gpu.plan on $b: no sizes line"
-    "$py" "$t/compare_outputs_ort.py" "$dir/detect.onnx" "$dir/o" "boxes=$dir/boxes.npy" "scores=$dir/scores.npy" \
-      >"$out" 2>&1 || fail "detect_gpu.plan on $b: not ONNX Runtime's outputs"
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/select_gpu.plan" --backend $b --inputs "x:$dir/x.npy,k:$dir/k.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "select_gpu.plan on $b: exit $?"
+    matches_ort "$dir/detect.onnx" "detect_gpu.plan on $b" "boxes=$dir/boxes.npy" "scores=$dir/scores.npy"
+    run_plan "$dir/select_gpu.plan" $b "select_gpu.plan on $b" "x=$dir/x.npy" "k=$dir/k.npy"
     grep -q '^data-dependent sizes: nonzero_n0=[0-9]* (.*), nonzero_n1=[0-9]* (.*), topk_k0=3 ' "$out" ||
       fail "select_gpu.plan on $b: no sizes line"
-    "$py" "$t/compare_outputs_ort.py" "$dir/select.onnx" "$dir/o" "x=$dir/x.npy" "k=$dir/k.npy" >"$out" 2>&1 ||
-      fail "select_gpu.plan on $b: not ONNX Runtime's outputs"
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/nz_gpu.plan" --backend $b --inputs "x:$dir/x.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "nz_gpu.plan on $b: exit $?"
-    "$py" "$t/compare_outputs_ort.py" "$dir/nonzero_gather.onnx" "$dir/o" "x=$dir/x.npy" >"$out" 2>&1 ||
-      fail "nz_gpu.plan on $b: not ONNX Runtime's outputs"
+    matches_ort "$dir/select.onnx" "select_gpu.plan on $b" "x=$dir/x.npy" "k=$dir/k.npy"
+    run_plan "$dir/nz_gpu.plan" $b "nz_gpu.plan on $b" "x=$dir/x.npy"
+    matches_ort "$dir/nonzero_gather.onnx" "nz_gpu.plan on $b" "x=$dir/x.npy"
     # A k past the axis: the run's count is checked against its bound, exit 1.
     "$kiln" run "$dir/select_gpu.plan" --backend $b --inputs "x:$dir/x.npy,k:$dir/k9.npy" >"$out" 2>&1
     [ $? -eq 1 ] || fail "select_gpu.plan on $b with k = 9 must exit 1"
@@ -127,19 +112,16 @@ if [ "$sim" = sim ]; then
   "$kiln" compile "$dir/nms_if.onnx" --target sm_90 -o "$dir/nms_if_gpu.plan" >"$out" 2>&1 || fail "compile nms_if sm_90: exit $?"
   grep -q '(if) producing %keep (if_n0 in \[0, 40\])' "$out" || fail "compile nms_if sm_90: the if's bound is not said"
   for b in $backends; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/sum.plan" --backend $b --inputs "x:$dir/x.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "sum.plan on $b: exit $?"
-    "$py" "$t/compare_outputs_ort.py" "$dir/positive_sum.onnx" "$dir/o" "x=$dir/x.npy" >"$out" 2>&1 ||
-      fail "sum.plan on $b: not ONNX Runtime's outputs"
+    run_plan "$dir/sum.plan" $b "sum.plan on $b" "x=$dir/x.npy"
+    matches_ort "$dir/positive_sum.onnx" "sum.plan on $b" "x=$dir/x.npy"
     for sc in scores:10 low_scores:0; do
-      rm -rf "$dir/o"
-      "$kiln" run "$dir/nms_if_gpu.plan" --backend $b --inputs "scores:$dir/${sc%%:*}.npy,boxes:$dir/boxes.npy" \
-        --outputs "$dir/o" >"$out" 2>&1 || fail "nms_if_gpu.plan on $b with ${sc%%:*}: exit $?"
+      pairs="scores=$dir/${sc%%:*}.npy boxes=$dir/boxes.npy"
+      # shellcheck disable=SC2086
+      run_plan "$dir/nms_if_gpu.plan" $b "nms_if_gpu.plan on $b with ${sc%%:*}" $pairs
       grep -q "^data-dependent sizes: .*if_n0=${sc##*:} (range \[0, 40\]" "$out" ||
         fail "nms_if_gpu.plan on $b with ${sc%%:*}: not if_n0=${sc##*:}"
-      "$py" "$t/compare_outputs_ort.py" "$dir/nms_if.onnx" "$dir/o" "scores=$dir/${sc%%:*}.npy" "boxes=$dir/boxes.npy" \
-        >"$out" 2>&1 || fail "nms_if_gpu.plan on $b with ${sc%%:*}: not ONNX Runtime's outputs"
+      # shellcheck disable=SC2086
+      matches_ort "$dir/nms_if.onnx" "nms_if_gpu.plan on $b with ${sc%%:*}" $pairs
     done
   done
   # kiln dump-ir on such a model: the imported IR with each size a symbol of
@@ -170,11 +152,8 @@ for b in $backends; do
 done
 "$kiln" compile "$dir/loop_nonzero.onnx" --target cpu -o "$dir/loop.plan" >"$out" 2>&1 || fail "compile loop: exit $?"
 for b in $backends; do
-  rm -rf "$dir/o"
-  "$kiln" run "$dir/loop.plan" --backend $b --inputs "x:$dir/xl.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-    fail "loop.plan on $b: exit $?"
-  "$py" "$t/compare_outputs_ort.py" "$dir/loop_nonzero.onnx" "$dir/o" "x=$dir/xl.npy" >"$out" 2>&1 ||
-    fail "loop.plan on $b: not ONNX Runtime's outputs"
+  run_plan "$dir/loop.plan" $b "loop.plan on $b" "x=$dir/xl.npy"
+  matches_ort "$dir/loop_nonzero.onnx" "loop.plan on $b" "x=$dir/xl.npy"
 done
 # A Scan whose body decides a size per row, and an If nested in an If's
 # branch deciding one (its inner then branch), the same ways: on ref and sim
@@ -200,16 +179,10 @@ done
 "$kiln" compile "$dir/scan_nonzero.onnx" --target cpu -o "$dir/scan.plan" >"$out" 2>&1 || fail "compile scan: exit $?"
 "$kiln" compile "$dir/nested_if.onnx" --target cpu -o "$dir/nested.plan" >"$out" 2>&1 || fail "compile nested_if: exit $?"
 for b in $backends; do
-  rm -rf "$dir/o"
-  "$kiln" run "$dir/scan.plan" --backend $b --inputs "x:$dir/xs.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-    fail "scan.plan on $b: exit $?"
-  "$py" "$t/compare_outputs_ort.py" "$dir/scan_nonzero.onnx" "$dir/o" "x=$dir/xs.npy" >"$out" 2>&1 ||
-    fail "scan.plan on $b: not ONNX Runtime's outputs"
-  rm -rf "$dir/o"
-  "$kiln" run "$dir/nested.plan" --backend $b --inputs "x:$dir/xn.npy,c1:$dir/yes.npy,c2:$dir/yes.npy" --outputs "$dir/o" \
-    >"$out" 2>&1 || fail "nested.plan on $b: exit $?"
-  "$py" "$t/compare_outputs_ort.py" "$dir/nested_if.onnx" "$dir/o" "x=$dir/xn.npy" "c1=$dir/yes.npy" "c2=$dir/yes.npy" \
-    >"$out" 2>&1 || fail "nested.plan on $b: not ONNX Runtime's outputs"
+  run_plan "$dir/scan.plan" $b "scan.plan on $b" "x=$dir/xs.npy"
+  matches_ort "$dir/scan_nonzero.onnx" "scan.plan on $b" "x=$dir/xs.npy"
+  run_plan "$dir/nested.plan" $b "nested.plan on $b" "x=$dir/xn.npy" "c1=$dir/yes.npy" "c2=$dir/yes.npy"
+  matches_ort "$dir/nested_if.onnx" "nested.plan on $b" "x=$dir/xn.npy" "c1=$dir/yes.npy" "c2=$dir/yes.npy"
 done
 if [ "$sim" = sim ]; then
   "$kiln" compile "$dir/scan_nonzero.onnx" --target sm_90 -o "$dir/scan_gpu.plan" >"$out" 2>&1
@@ -230,11 +203,8 @@ for m in post nms_if; do
   "$kiln" compile "$dir/$m.onnx" --target cpu -o "$dir/$m.plan" >"$out" 2>&1 || fail "compile $m: exit $?"
   for sc in scores low_scores; do
     for b in $backends; do
-      rm -rf "$dir/o"
-      "$kiln" run "$dir/$m.plan" --backend $b --inputs "scores:$dir/$sc.npy,boxes:$dir/boxes.npy" --outputs "$dir/o" \
-        >"$out" 2>&1 || fail "$m.plan on $b with $sc: exit $?"
-      "$py" "$t/compare_outputs_ort.py" "$dir/$m.onnx" "$dir/o" "scores=$dir/$sc.npy" "boxes=$dir/boxes.npy" >"$out" 2>&1 ||
-        fail "$m.plan on $b with $sc: not ONNX Runtime's outputs"
+      run_plan "$dir/$m.plan" $b "$m.plan on $b with $sc" "scores=$dir/$sc.npy" "boxes=$dir/boxes.npy"
+      matches_ort "$dir/$m.onnx" "$m.plan on $b with $sc" "scores=$dir/$sc.npy" "boxes=$dir/boxes.npy"
     done
   done
 done

@@ -23,23 +23,8 @@ if [ ! -f "$model" ]; then
   exit 1
 fi
 . "$(dirname "$0")/lib.sh"
-caches="past_key_0 past_value_0 past_key_1 past_value_1"
-min=input_ids:1x1 max=input_ids:1x64
-for c in $caches; do
-  min="$min,$c:1x2x0x16"
-  max="$max,$c:1x2x64x16"
-done
-
-"$py" - "$dir" <<'EOF'
-import sys
-import numpy as np
-d = sys.argv[1]
-rng = np.random.default_rng(19)
-for seq, past in ((8, 0), (5, 0), (3, 9), (1, 8), (1, 9), (1, 17)):
-    np.save(f"{d}/ids_{seq}_{past}.npy", rng.integers(0, 256, (1, seq)).astype(np.int64))
-    for c in ("past_key_0", "past_value_0", "past_key_1", "past_value_1"):
-        np.save(f"{d}/{c}_{seq}_{past}.npy", rng.standard_normal((1, 2, past, 16)).astype(np.float32))
-EOF
+decoder_profile 64
+decoder_inputs 8_0 5_0 3_9 1_8 1_9 1_17
 
 for prec in fp32 fp16; do
   plan=$dir/decoder_$prec.plan
@@ -65,7 +50,7 @@ for prec in fp32 fp16; do
   fi
   for sp in 8_0 5_0 3_9 1_8 1_9 1_17; do
     ins="input_ids:$dir/ids_$sp.npy" pairs="input_ids=$dir/ids_$sp.npy"
-    for c in $caches; do
+    for c in $decoder_caches; do
       ins="$ins,$c:$dir/${c}_$sp.npy"
       pairs="$pairs $c=$dir/${c}_$sp.npy"
     done

@@ -30,16 +30,13 @@ backends="ref"
 [ "$sim" = sim ] && backends="ref sim"
 for be in $backends; do
   for b in 1 5 16; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/pw.plan" --backend "$be" --inputs "x:$dir/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "pw.plan on $be at batch $b: exit $?"
+    run_plan "$dir/pw.plan" "$be" "pw.plan on $be at batch $b" "x=$dir/x_$b.npy"
     grep -q "^symbols: batch=$b (range \[1, 16\])" "$out" || fail "pw.plan on $be at batch $b: no symbols line"
     if [ "$be" = sim ]; then
       grep -q "^backend: sim (the plan's kernels and launch list on the CPU simulator)" "$out" ||
         fail "pw.plan on sim at batch $b did not run the plan's own kernels"
     fi
-    "$py" "$t/compare_outputs_ort.py" "$dir/pw.onnx" "$dir/o" "x=$dir/x_$b.npy" >"$out" 2>&1 ||
-      fail "pw.plan on $be at batch $b: not ONNX Runtime's outputs"
+    matches_ort "$dir/pw.onnx" "pw.plan on $be at batch $b" "x=$dir/x_$b.npy"
   done
 done
 # The dynamic-batch MLP (gemm, relu, gemm, matmul, softmax): compiled once for
@@ -52,11 +49,8 @@ grep -q '^shape-generic launches: 4 ' "$out" || fail "the MLP's four launches ar
 grep -q 'x = ceil(batch / [0-9]*) \* [0-9]* (symbols batch)' "$out" || fail "no GEMM grid of row tiles x column tiles"
 for be in $backends; do
   for b in 1 9 200; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/mlp.plan" --backend "$be" --inputs "x:$dir/m_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "mlp.plan on $be at batch $b: exit $?"
-    "$py" "$t/compare_outputs_ort.py" "$dir/mlp.onnx" "$dir/o" "x=$dir/m_$b.npy" >"$out" 2>&1 ||
-      fail "mlp.plan on $be at batch $b: not ONNX Runtime's outputs"
+    run_plan "$dir/mlp.plan" "$be" "mlp.plan on $be at batch $b" "x=$dir/m_$b.npy"
+    matches_ort "$dir/mlp.onnx" "mlp.plan on $be at batch $b" "x=$dir/m_$b.npy"
   done
 done
 
@@ -72,11 +66,8 @@ grep -q '^shape-generic launches: 4 ' "$out" || fail "the tf32 MLP's four launch
 grep -q ' kiln_matmul_mma_.* sm_90 ' "$out" || fail "the tf32 MLP's MatMul is not on tensor cores"
 if [ "$sim" = sim ]; then
   for b in 1 9 200; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/mlp_tf32.plan" --backend sim --inputs "x:$dir/m_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "mlp_tf32.plan on sim at batch $b: exit $?"
-    "$py" "$t/compare_outputs_ort.py" --fp16 "$dir/mlp.onnx" "$dir/o" "x=$dir/m_$b.npy" >"$out" 2>&1 ||
-      fail "mlp_tf32.plan on sim at batch $b: not ONNX Runtime's outputs"
+    run_plan "$dir/mlp_tf32.plan" sim "mlp_tf32.plan on sim at batch $b" "x=$dir/m_$b.npy"
+    matches_ort --fp16 "$dir/mlp.onnx" "mlp_tf32.plan on sim at batch $b" "x=$dir/m_$b.npy"
   done
 fi
 
@@ -135,15 +126,11 @@ for prec in fp32 fp16; do
     [ "$prec" = fp16 ] && tol=--fp16
     for be in $backends; do
       for bs in 1x5 2x16 4x33; do
-        rm -rf "$dir/o"
-        "$kiln" run "$plan" --backend "$be" \
-          --inputs "input_ids:$dir/cnn/ids_$bs.npy,attention_mask:$dir/cnn/mask_$bs.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-          fail "encoder ($prec, $pipe) on $be at $bs: exit $?"
+        ids="input_ids=$dir/cnn/ids_$bs.npy" mask="attention_mask=$dir/cnn/mask_$bs.npy"
+        run_plan "$plan" "$be" "encoder ($prec, $pipe) on $be at $bs" "$ids" "$mask"
         grep -q "^symbols: batch=${bs%x*} (range \[1, 8\]), seq=${bs#*x} (range \[1, 64\])" "$out" ||
           fail "encoder ($prec, $pipe) on $be at $bs: no symbols line"
-        "$py" "$t/compare_outputs_ort.py" $tol "$enc" "$dir/o" "input_ids=$dir/cnn/ids_$bs.npy" \
-          "attention_mask=$dir/cnn/mask_$bs.npy" >"$out" 2>&1 ||
-          fail "encoder ($prec, $pipe) on $be at $bs: not ONNX Runtime's outputs"
+        matches_ort $tol "$enc" "encoder ($prec, $pipe) on $be at $bs" "$ids" "$mask"
       done
     done
   done
@@ -170,12 +157,9 @@ grep -q ' kiln_conv_nhwc_.* sm_90 ' "$out" || fail "the CNN's convs are not chan
 grep -q 'x = ceil(256\*batch / [0-9]*) (symbols batch)' "$out" || fail "no conv grid of row tiles over the images' positions"
 for be in $backends; do
   for b in 1 3 8; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/cnn.plan" --backend "$be" --inputs "x:$dir/cnn/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "cnn.plan on $be at batch $b: exit $?"
+    run_plan "$dir/cnn.plan" "$be" "cnn.plan on $be at batch $b" "x=$dir/cnn/x_$b.npy"
     grep -q "^symbols: batch=$b (range \[1, 8\])" "$out" || fail "cnn.plan on $be at batch $b: no symbols line"
-    "$py" "$t/compare_outputs_ort.py" "$dir/cnn/cnn.onnx" "$dir/o" "x=$dir/cnn/x_$b.npy" >"$out" 2>&1 ||
-      fail "cnn.plan on $be at batch $b: not ONNX Runtime's outputs"
+    matches_ort "$dir/cnn/cnn.onnx" "cnn.plan on $be at batch $b" "x=$dir/cnn/x_$b.npy"
   done
 done
 # The same CNN at fp16, compiled once for sm_90: its convs on tensor cores
@@ -191,11 +175,8 @@ launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]
 grep -q "^shape-generic launches: $launches " "$out" || fail "the fp16 CNN's $launches launches are not all shape-generic"
 for be in $backends; do
   for b in 1 3 8; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/cnn16.plan" --backend "$be" --inputs "x:$dir/cnn/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "cnn16.plan on $be at batch $b: exit $?"
-    "$py" "$t/compare_outputs_ort.py" --fp16 "$dir/cnn/cnn.onnx" "$dir/o" "x=$dir/cnn/x_$b.npy" >"$out" 2>&1 ||
-      fail "cnn16.plan (fp16) on $be at batch $b: not ONNX Runtime's outputs"
+    run_plan "$dir/cnn16.plan" "$be" "cnn16.plan on $be at batch $b" "x=$dir/cnn/x_$b.npy"
+    matches_ort --fp16 "$dir/cnn/cnn.onnx" "cnn16.plan (fp16) on $be at batch $b" "x=$dir/cnn/x_$b.npy"
   done
 done
 
@@ -218,17 +199,14 @@ if [ "$sim" = sim ]; then
     fail "inspect --perf does not model the opt shape's launch variants"
   grep -q '^plan: .*batch 3$' "$out" || fail "inspect --perf does not model batch 3"
   for b in 3 1 8; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/cnn_opt.plan" --backend sim --inputs "x:$dir/cnn/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "cnn_opt.plan on sim at batch $b: exit $?"
+    run_plan "$dir/cnn_opt.plan" sim "cnn_opt.plan on sim at batch $b" "x=$dir/cnn/x_$b.npy"
     if [ $b = 3 ]; then
       grep -q '^launch variants: [1-9][0-9]* node(s) ran [1-9][0-9]* launch(es) specialised for the opt shape of profile 0 (batch=3)$' "$out" ||
         fail "cnn_opt.plan at batch 3 did not run its launch variants"
     else
       grep -q '^launch variants: none at this shape' "$out" || fail "cnn_opt.plan at batch $b ran a launch variant"
     fi
-    "$py" "$t/compare_outputs_ort.py" "$dir/cnn/cnn.onnx" "$dir/o" "x=$dir/cnn/x_$b.npy" >"$out" 2>&1 ||
-      fail "cnn_opt.plan on sim at batch $b: not ONNX Runtime's outputs"
+    matches_ort "$dir/cnn/cnn.onnx" "cnn_opt.plan on sim at batch $b" "x=$dir/cnn/x_$b.npy"
   done
   passes=$unfused,precision,fold-constants,simplify,cse,dce,merge-sibling-matmuls,fuse,plan-memory
   "$kiln" compile "$enc" --target sm_90 --precision fp16 --passes $passes \
@@ -236,18 +214,15 @@ if [ "$sim" = sim ]; then
     --max-shapes input_ids:8x64,attention_mask:8x64 --opt-variants all -o "$dir/enc_opt.plan" >"$out" 2>&1 ||
     fail "compile the encoder with launch variants: exit $?"
   for bs in 2x16 1x5 4x33; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/enc_opt.plan" --backend sim \
-      --inputs "input_ids:$dir/cnn/ids_$bs.npy,attention_mask:$dir/cnn/mask_$bs.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "enc_opt.plan on sim at $bs: exit $?"
+    ids="input_ids=$dir/cnn/ids_$bs.npy" mask="attention_mask=$dir/cnn/mask_$bs.npy"
+    run_plan "$dir/enc_opt.plan" sim "enc_opt.plan on sim at $bs" "$ids" "$mask"
     if [ $bs = 2x16 ]; then
       grep -q '^launch variants: [1-9][0-9]* node(s) ran [1-9][0-9]* launch(es) specialised for the opt shape of profile 0 (batch=2, seq=16)$' "$out" ||
         fail "enc_opt.plan at 2x16 did not run its launch variants"
     else
       grep -q '^launch variants: none at this shape' "$out" || fail "enc_opt.plan at $bs ran a launch variant"
     fi
-    "$py" "$t/compare_outputs_ort.py" --fp16 "$enc" "$dir/o" "input_ids=$dir/cnn/ids_$bs.npy" \
-      "attention_mask=$dir/cnn/mask_$bs.npy" >"$out" 2>&1 || fail "enc_opt.plan on sim at $bs: not ONNX Runtime's outputs"
+    matches_ort --fp16 "$enc" "enc_opt.plan on sim at $bs" "$ids" "$mask"
   done
 fi
 expect_exit 1 "--opt-variants without a profile must exit 1" "$kiln" compile "$dir/cnn/cnn.onnx" --target sm_90 \

@@ -40,9 +40,7 @@ grep -q 'x = ceil(batch\*height\*width / [0-9]*) (symbols batch, height, width)'
 grep -q 'height.plus2.div4\*width.plus2.div4' "$out" || fail "no grid over the strided windows' floor((height+2)/4)"
 for be in $backends; do
   for s in $shapes; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/seg.plan" --backend "$be" --inputs "x:$dir/x_$s.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "seg.plan on $be at $s: exit $?"
+    run_plan "$dir/seg.plan" "$be" "seg.plan on $be at $s" "x=$dir/x_$s.npy"
     IFS=x read -r b c hh ww <<EOS
 $s
 EOS
@@ -52,8 +50,7 @@ EOS
       grep -q "^backend: sim (the plan's kernels and launch list on the CPU simulator)" "$out" ||
         fail "seg.plan on sim at $s did not run the plan's own kernels"
     fi
-    "$py" "$t/compare_outputs_ort.py" "$dir/seg_cnn.onnx" "$dir/o" "x=$dir/x_$s.npy" >"$out" 2>&1 ||
-      fail "seg.plan on $be at $s: not ONNX Runtime's outputs"
+    matches_ort "$dir/seg_cnn.onnx" "seg.plan on $be at $s" "x=$dir/x_$s.npy"
   done
 done
 
@@ -69,11 +66,8 @@ launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]
 grep -q "^shape-generic launches: $launches " "$out" || fail "not all $launches fp16 launches are shape-generic"
 for be in $backends; do
   for s in $shapes; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/seg16.plan" --backend "$be" --inputs "x:$dir/x_$s.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "seg16.plan on $be at $s: exit $?"
-    "$py" "$t/compare_outputs_ort.py" --fp16 "$dir/seg_cnn_head.onnx" "$dir/o" "x=$dir/x_$s.npy" >"$out" 2>&1 ||
-      fail "seg16.plan (fp16) on $be at $s: not ONNX Runtime's outputs"
+    run_plan "$dir/seg16.plan" "$be" "seg16.plan on $be at $s" "x=$dir/x_$s.npy"
+    matches_ort --fp16 "$dir/seg_cnn_head.onnx" "seg16.plan (fp16) on $be at $s" "x=$dir/x_$s.npy"
   done
 done
 
@@ -84,11 +78,8 @@ done
   -o "$dir/like.plan" >"$out" 2>&1 || fail "compile the resize-to-shape model for sm_90: exit $?"
 for be in $backends; do
   for s in $shapes; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/like.plan" --backend "$be" --inputs "x:$dir/x_$s.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "like.plan on $be at $s: exit $?"
-    "$py" "$t/compare_outputs_ort.py" "$dir/seg_resize_like.onnx" "$dir/o" "x=$dir/x_$s.npy" >"$out" 2>&1 ||
-      fail "like.plan on $be at $s: not ONNX Runtime's outputs"
+    run_plan "$dir/like.plan" "$be" "like.plan on $be at $s" "x=$dir/x_$s.npy"
+    matches_ort "$dir/seg_resize_like.onnx" "like.plan on $be at $s" "x=$dir/x_$s.npy"
   done
 done
 
@@ -103,11 +94,8 @@ launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]
 [ "$launches" = 4 ] && grep -q "^shape-generic launches: 4 " "$out" || fail "not 4 shape-generic resize launches"
 for be in $backends; do
   for s in $shapes; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/r15.plan" --backend "$be" --inputs "x:$dir/x_$s.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "r15.plan on $be at $s: exit $?"
-    "$py" "$t/compare_outputs_ort.py" "$dir/seg_resize15.onnx" "$dir/o" "x=$dir/x_$s.npy" >"$out" 2>&1 ||
-      fail "r15.plan on $be at $s: not ONNX Runtime's outputs"
+    run_plan "$dir/r15.plan" "$be" "r15.plan on $be at $s" "x=$dir/x_$s.npy"
+    matches_ort "$dir/seg_resize15.onnx" "r15.plan on $be at $s" "x=$dir/x_$s.npy"
   done
 done
 

@@ -9,15 +9,6 @@ set -u
 kiln=$1
 t=$2
 . "$(dirname "$0")/lib.sh"
-expect_error() {
-  want=$1
-  shift
-  "$kiln" "$@" >"$out" 2>&1
-  rc=$?
-  [ $rc -eq 1 ] || fail "kiln $*: exit $rc, expected 1"
-  grep -qF -- "$want" "$out" || fail "kiln $*: no '$want'"
-  return 0
-}
 
 # --fp16 is --precision fp16; two precisions are an error; --int8 is refused.
 "$kiln" compile "$t/small.onnx" --target cpu --fp16 --json "$dir/c.json" >"$out" 2>&1 || fail "--fp16 exit $?"

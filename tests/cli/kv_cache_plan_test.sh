@@ -20,41 +20,21 @@ if [ ! -f "$model" ]; then
   exit 1
 fi
 . "$(dirname "$0")/lib.sh"
-caches="past_key_0 past_value_0 past_key_1 past_value_1"
-min=input_ids:1x1 max=input_ids:1x32
-for c in $caches; do
-  min="$min,$c:1x2x0x16"
-  max="$max,$c:1x2x32x16"
-done
-"$kiln" compile "$model" --target cpu --min-shapes "$min" --max-shapes "$max" -o "$dir/decoder.plan" >"$dir/log" 2>&1 ||
-  { cat "$dir/log"; echo "FAIL: the decoder does not compile with a profile" >&2; exit 1; }
-"$kiln" inspect "$dir/decoder.plan" >"$dir/inspect" 2>&1
+decoder_profile 32
+"$kiln" compile "$model" --target cpu --min-shapes "$min" --max-shapes "$max" -o "$dir/decoder.plan" >"$out" 2>&1 ||
+  fail "the decoder does not compile with a profile"
+"$kiln" inspect "$dir/decoder.plan" >"$out" 2>&1
 want="in place (one buffer as input and output, the new positions appended): past_key_0 -> present_key_0 (dim 2), past_value_0 -> present_value_0 (dim 2), past_key_1 -> present_key_1 (dim 2), past_value_1 -> present_value_1 (dim 2)"
-grep -qxF "$want" "$dir/inspect" || { cat "$dir/inspect"; echo "FAIL: kiln inspect does not list the caches" >&2; exit 1; }
+grep -qxF "$want" "$out" || fail "kiln inspect does not list the caches"
 
-"$py" - "$dir" <<'EOF'
-import sys
-import numpy as np
-d = sys.argv[1]
-rng = np.random.default_rng(19)
-for seq, past in ((8, 0), (1, 8), (3, 21)):
-    np.save(f"{d}/ids_{seq}_{past}.npy", rng.integers(0, 256, (1, seq)).astype(np.int64))
-    for c in ("past_key_0", "past_value_0", "past_key_1", "past_value_1"):
-        np.save(f"{d}/{c}_{seq}_{past}.npy", rng.standard_normal((1, 2, past, 16)).astype(np.float32))
-EOF
+decoder_inputs 8_0 1_8 3_21
 for be in $backends; do
   for sp in 8_0 1_8 3_21; do
-    ins="input_ids:$dir/ids_$sp.npy" pairs="input_ids=$dir/ids_$sp.npy"
-    for c in $caches; do
-      ins="$ins,$c:$dir/${c}_$sp.npy"
-      pairs="$pairs $c=$dir/${c}_$sp.npy"
-    done
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/decoder.plan" --backend $be --inputs "$ins" --outputs "$dir/o" >"$dir/log" 2>&1 ||
-      { cat "$dir/log"; echo "FAIL: $be at seq_past $sp" >&2; exit 1; }
+    decoder_pairs $sp
     # shellcheck disable=SC2086
-    "$py" "$t/compare_outputs_ort.py" "$model" "$dir/o" $pairs >"$dir/log" 2>&1 ||
-      { cat "$dir/log"; echo "FAIL: $be at seq_past $sp differs from ONNX Runtime" >&2; exit 1; }
+    run_plan "$dir/decoder.plan" $be "$be at seq_past $sp" $pairs
+    # shellcheck disable=SC2086
+    matches_ort "$model" "$be at seq_past $sp" $pairs
     echo "ok: $be, seq_past $sp, one plan, equal to ONNX Runtime"
   done
 done
@@ -67,22 +47,22 @@ if [ "${3:-sim}" != nosim ]; then
   layer=$t/../runtime/kv_decoder/model.onnx
   lmin=x:1x1x64,past_key:1x2x0x16,past_value:1x2x0x16
   lmax=x:1x8x64,past_key:1x2x24x16,past_value:1x2x24x16
-  "$kiln" compile "$layer" --target sm_90 --min-shapes "$lmin" --max-shapes "$lmax" -o "$dir/layer.plan" >"$dir/log" 2>&1 ||
-    { cat "$dir/log"; echo "FAIL: the decoder layer does not compile for sm_90 with a profile" >&2; exit 1; }
-  "$kiln" inspect "$dir/layer.plan" >"$dir/inspect" 2>&1
-  grep -q "in place on the GPU: past_key -> present_key .*past_value -> present_value" "$dir/inspect" ||
-    { cat "$dir/inspect"; echo "FAIL: inspect does not list the caches bindable in place on the GPU" >&2; exit 1; }
+  "$kiln" compile "$layer" --target sm_90 --min-shapes "$lmin" --max-shapes "$lmax" -o "$dir/layer.plan" >"$out" 2>&1 ||
+    fail "the decoder layer does not compile for sm_90 with a profile"
+  "$kiln" inspect "$dir/layer.plan" >"$out" 2>&1
+  grep -q "in place on the GPU: past_key -> present_key .*past_value -> present_value" "$out" ||
+    fail "inspect does not list the caches bindable in place on the GPU"
   for sp in 5_0 1_5 3_17; do
     seq=${sp%_*} past=${sp#*_}
     "$py" -c "import numpy as np, sys; r = np.random.default_rng($past)
 np.save(sys.argv[1], r.standard_normal((1, $seq, 64)).astype(np.float32))
 for n in sys.argv[2:]: np.save(n, r.standard_normal((1, 2, $past, 16)).astype(np.float32))" \
       "$dir/lx.npy" "$dir/lpk.npy" "$dir/lpv.npy"
-    rm -rf "$dir/lo"
-    "$kiln" run "$dir/layer.plan" --backend sim --inputs "x:$dir/lx.npy,past_key:$dir/lpk.npy,past_value:$dir/lpv.npy" \
-      --outputs "$dir/lo" >"$dir/log" 2>&1 || { cat "$dir/log"; echo "FAIL: the layer's GPU plan on sim at seq_past $sp" >&2; exit 1; }
-    "$py" "$t/compare_outputs_ort.py" "$layer" "$dir/lo" x="$dir/lx.npy" past_key="$dir/lpk.npy" past_value="$dir/lpv.npy" \
-      >"$dir/log" 2>&1 || { cat "$dir/log"; echo "FAIL: the layer's GPU plan at seq_past $sp differs from ONNX Runtime" >&2; exit 1; }
+    lpairs="x=$dir/lx.npy past_key=$dir/lpk.npy past_value=$dir/lpv.npy"
+    # shellcheck disable=SC2086
+    run_plan "$dir/layer.plan" sim "the layer's GPU plan on sim at seq_past $sp" $lpairs
+    # shellcheck disable=SC2086
+    matches_ort "$layer" "the layer's GPU plan at seq_past $sp" $lpairs
     echo "ok: the layer's sm_90 plan on sim, seq_past $sp, equal to ONNX Runtime"
   done
 fi

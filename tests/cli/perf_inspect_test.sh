@@ -58,14 +58,6 @@ assert h200["perf"]["gpu"] == "h200" and h200["perf"]["estimated_ms"] <= p["esti
 print(f'{len(p["launches"])} launches, {p["estimated_ms"] * 1e3:.2f} us on h100')
 PY
 
-expect_error() {  # expect_error MESSAGE ARGS...: exit 1 and MESSAGE in the output
-  msg=$1
-  shift
-  "$kiln" "$@" >"$out" 2>&1
-  rc=$?
-  [ "$rc" -eq 1 ] || fail "kiln $* exit $rc, expected 1"
-  grep -qF -- "$msg" "$out" || fail "kiln $* lacks: $msg"
-}
 expect_error "--gpu v100: not a GPU kiln's performance model knows (known: h100, h200, a100, l4)" \
   inspect "$dir/m.plan" --perf --gpu v100
 expect_error "--gpu a100 (sm_80):" inspect "$dir/m.plan" --perf --gpu a100

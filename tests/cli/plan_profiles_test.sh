@@ -33,22 +33,16 @@ backends="ref"
 [ "$sim" = sim ] && backends="ref sim"
 for be in $backends; do
   for b in 1 3 8; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/cnn.plan" --backend "$be" --inputs "x:$dir/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "cnn.plan on $be at batch $b: exit $?"
+    run_plan "$dir/cnn.plan" "$be" "cnn.plan on $be at batch $b" "x=$dir/x_$b.npy"
     grep -q "^symbols: batch=$b (range \[1, 16\])" "$out" || fail "cnn.plan on $be at batch $b: no symbols line"
-    "$py" "$t/compare_outputs_ort.py" "$dir/cnn.onnx" "$dir/o" "x=$dir/x_$b.npy" >"$out" 2>&1 ||
-      fail "cnn.plan on $be at batch $b: not ONNX Runtime's outputs"
+    matches_ort "$dir/cnn.onnx" "cnn.plan on $be at batch $b" "x=$dir/x_$b.npy"
   done
   for bs in 1x5 2x16 4x33; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/encoder.plan" --backend "$be" \
-      --inputs "input_ids:$dir/ids_$bs.npy,attention_mask:$dir/mask_$bs.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "encoder.plan on $be at $bs: exit $?"
+    ids="input_ids=$dir/ids_$bs.npy" mask="attention_mask=$dir/mask_$bs.npy"
+    run_plan "$dir/encoder.plan" "$be" "encoder.plan on $be at $bs" "$ids" "$mask"
     grep -q "^symbols: batch=${bs%x*} (range \[1, 8\]), seq=${bs#*x} (range \[1, 64\])" "$out" ||
       fail "encoder.plan on $be at $bs: no symbols line"
-    "$py" "$t/compare_outputs_ort.py" "$dir/encoder.onnx" "$dir/o" "input_ids=$dir/ids_$bs.npy" \
-      "attention_mask=$dir/mask_$bs.npy" >"$out" 2>&1 || fail "encoder.plan on $be at $bs: not ONNX Runtime's outputs"
+    matches_ort "$dir/encoder.onnx" "encoder.plan on $be at $bs" "$ids" "$mask"
   done
 done
 
@@ -84,11 +78,8 @@ grep -q 'dim 0 (batch) is 4 but input "input_ids" gives batch = 2' "$out" || fai
 grep -q '^shape profiles: 2 (symbols: batch in \[1, 16\])' "$out" || fail "inspect: not two profiles"
 grep -q '^    x  *min 8x3x16x16, opt 16x3x16x16, max 16x3x16x16$' "$out" || fail "inspect: no second profile"
 for b in 3 8; do
-  rm -rf "$dir/o"
-  "$kiln" run "$dir/two.plan" --backend ref --inputs "x:$dir/x_$b.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-    fail "two.plan at batch $b: exit $?"
-  "$py" "$t/compare_outputs_ort.py" "$dir/cnn.onnx" "$dir/o" "x=$dir/x_$b.npy" >"$out" 2>&1 ||
-    fail "two.plan at batch $b: not ONNX Runtime's outputs"
+  run_plan "$dir/two.plan" ref "two.plan at batch $b" "x=$dir/x_$b.npy"
+  matches_ort "$dir/cnn.onnx" "two.plan at batch $b" "x=$dir/x_$b.npy"
 done
 expect_exit 1 "a batch between the profiles must exit 1" "$kiln" run "$dir/two.plan" --backend ref --inputs "x:$dir/x_6.npy"
 grep -q 'input "x": dim 0 is 6, outside profile 0'"'"'s range \[1, 4\]; input "x": dim 0 is 6, outside profile 1'"'"'s range \[8, 16\]' "$out" ||

@@ -58,15 +58,6 @@ grep -q "^$dir/c.plan: plan written; GPU kernels: none" "$out" || fail "cpu plan
 "$kiln" run "$dir/c.plan" >"$out" 2>&1 || fail "run cpu plan exit $?"
 [ "$(checksums "$dir/cpu.txt")" = "$(checksums "$out")" ] || fail "cpu: the saved plan's checksums differ"
 
-expect_error() {
-  want=$1
-  shift
-  "$kiln" "$@" >"$out" 2>&1
-  rc=$?
-  [ $rc -eq 1 ] || fail "kiln $*: exit $rc, expected 1"
-  grep -qF -- "$want" "$out" || fail "kiln $*: no '$want'"
-  return 0
-}
 expect_error "'0' is not a plan file name: -o writes the plan" bench "$model" -o 0
 expect_error "'99' is not a plan file name: -o writes the plan" compile "$model" -o 99
 expect_error "--backend gpu runs GPU kernels and --target cpu builds none: add --target auto, portable or sm_XX" run "$model" --backend gpu

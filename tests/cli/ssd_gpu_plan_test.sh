@@ -25,10 +25,7 @@ t=$2
 repo=$3
 py=$4
 plan_check=$5
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-out=$dir/out.txt
-fail() { echo "FAIL: $*"; cat "$out" 2>/dev/null; exit 1; }
+. "$(dirname "$0")/lib.sh"
 "$py" "$repo/tests/models/prepare_models.py" --zoo "$dir/zoo" ssd_tiny >"$out" 2>&1 || fail "prepare ssd_tiny"
 m=$dir/zoo/ssd_tiny/model.onnx
 "$py" -c "
@@ -43,14 +40,11 @@ grep -q 'non_max_suppression) (nms_n0 in \[0, 40\])): the GPU plan computes at t
   fail "compile: the bound is not said"
 grep -q 'plan written; GPU kernels: [1-9][0-9]* for sm_90' "$out" || fail "compile: no GPU kernels"
 for b in sim ref; do
-  rm -rf "$dir/o"
-  "$kiln" run "$dir/ssd.plan" --backend $b --inputs "images:$dir/images.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-    fail "run on $b: exit $?"
+  run_plan "$dir/ssd.plan" $b "run on $b" "images=$dir/images.npy"
   grep -q '^data-dependent sizes: nms_n0=\([1-9]\|[1-3][0-9]\) (range \[0, 40\]' "$out" ||
     fail "run on $b: not some boxes kept, some suppressed"
   grep -q '^output 3 "det_boxes": f32\[[1-9][0-9]*,4\]' "$out" || fail "run on $b: det_boxes not trimmed"
-  "$py" "$t/compare_outputs_ort.py" "$m" "$dir/o" "images=$dir/images.npy" >"$out" 2>&1 ||
-    fail "run on $b: not ONNX Runtime's outputs"
+  matches_ort "$m" "run on $b" "images=$dir/images.npy"
 done
 
 "$py" "$repo/tests/models/prepare_models.py" --zoo "$dir/zoo" ssdlite_mobilenet_v3 >"$out" 2>&1 || fail "prepare ssdlite"
@@ -71,21 +65,15 @@ grep -q '(if) (if_n0 in \[0, 1566\]), .*(slice) (slice_n0 in \[0, 100\])): the G
 grep -q 'plan written; GPU kernels: [1-9][0-9]* for sm_90' "$out" || fail "compile ssdlite: no GPU kernels"
 for b in sim ref; do
   for x in test:100 dark:2 dim:5; do
-    rm -rf "$dir/o"
-    "$kiln" run "$dir/lite.plan" --backend $b --inputs "images:$dir/${x%%:*}.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-      fail "ssdlite on $b with ${x%%:*}: exit $?"
+    run_plan "$dir/lite.plan" $b "ssdlite on $b with ${x%%:*}" "images=$dir/${x%%:*}.npy"
     grep -q "slice_n0=${x##*:} (range \[0, 100\]" "$out" || fail "ssdlite on $b with ${x%%:*}: not ${x##*:} kept"
     grep -q "^output 0 \"boxes\": f32\[${x##*:},4\]" "$out" || fail "ssdlite on $b with ${x%%:*}: boxes not trimmed"
-    "$py" "$t/compare_outputs_ort.py" "$m" "$dir/o" "images=$dir/${x%%:*}.npy" >"$out" 2>&1 ||
-      fail "ssdlite on $b with ${x%%:*}: not ONNX Runtime's outputs"
+    matches_ort "$m" "ssdlite on $b with ${x%%:*}" "images=$dir/${x%%:*}.npy"
   done
 done
 "$kiln" compile "$m" --target sm_90 --precision fp16 -o "$dir/lite16.plan" >"$out" 2>&1 || fail "compile ssdlite fp16: exit $?"
-rm -rf "$dir/o"
-"$kiln" run "$dir/lite16.plan" --backend ref --inputs "images:$dir/dim.npy" --outputs "$dir/o" >"$out" 2>&1 ||
-  fail "ssdlite fp16: exit $?"
-"$py" "$t/compare_outputs_ort.py" --fp16 "$m" "$dir/o" "images=$dir/dim.npy" >"$out" 2>&1 ||
-  fail "ssdlite fp16: not ONNX Runtime's outputs"
+run_plan "$dir/lite16.plan" ref "ssdlite fp16" "images=$dir/dim.npy"
+matches_ort --fp16 "$m" "ssdlite fp16" "images=$dir/dim.npy"
 "$plan_check" "$dir/zoo/ssdlite_mobilenet_v3" --run-time-inputs >"$out" 2>&1 || fail "ssdlite on the fake driver: exit $?"
 grep -q '"status":"pass"' "$out" || fail "ssdlite on the fake driver: not a pass"
 echo PASS

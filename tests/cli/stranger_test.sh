@@ -9,15 +9,6 @@ set -u
 kiln=$1
 t=$2
 . "$(dirname "$0")/lib.sh"
-expect_error() {
-  want=$1
-  shift
-  "$kiln" "$@" >"$out" 2>&1
-  rc=$?
-  [ $rc -eq 1 ] || fail "kiln $*: exit $rc, expected 1"
-  grep -qF -- "$want" "$out" || fail "kiln $*: no '$want'"
-  return 0
-}
 
 # trtexec's --onnx=FILE and --loadEngine=FILE name the model.
 expect_exit 0 "compile --onnx=" "$kiln" compile --onnx="$t/small.onnx" --target cpu -o "$dir/m.plan"

@@ -9,16 +9,6 @@ kiln=$1
 model=$2/small.onnx
 . "$(dirname "$0")/lib.sh"
 
-expect_error() {
-  want=$1
-  shift
-  "$kiln" "$@" >"$out" 2>&1
-  rc=$?
-  [ $rc -eq 1 ] || fail "kiln $*: exit $rc, expected 1"
-  grep -qF -- "$want" "$out" || fail "kiln $*: no '$want'"
-  return 0
-}
-
 for cmd in compile run inspect dump-ir bench; do
   expect_error '--shapes names "foo", which is not an input of the model (its inputs: "x")' \
     $cmd "$model" --shapes foo:2x3x8

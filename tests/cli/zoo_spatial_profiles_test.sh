@@ -34,11 +34,8 @@ for prec in fp32 fp16; do
   [ "$prec" = fp16 ] && tol=--fp16
   for be in $backends; do
     for s in 1x3x64x48 2x3x45x61 3x3x96x96; do
-      rm -rf "$dir/o"
-      "$kiln" run "$dir/fcn_$prec.plan" --backend "$be" --inputs "input:$dir/x_$s.npy" --outputs "$dir/o" \
-        >"$out" 2>&1 || fail "fcn_$prec.plan on $be at $s: exit $?"
-      "$py" "$t/compare_outputs_ort.py" $tol "$model" "$dir/o" "input=$dir/x_$s.npy" >"$out" 2>&1 ||
-        fail "fcn_$prec.plan on $be at $s: not ONNX Runtime's outputs"
+      run_plan "$dir/fcn_$prec.plan" "$be" "fcn_$prec.plan on $be at $s" "input=$dir/x_$s.npy"
+      matches_ort $tol "$model" "fcn_$prec.plan on $be at $s" "input=$dir/x_$s.npy"
     done
   done
 done

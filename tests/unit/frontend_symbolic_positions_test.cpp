@@ -21,6 +21,7 @@
 #include "ops/registry.h"
 #include "runtime/plan_format.h"
 #include "runtime/plan_graph.h"
+#include "tests/unit/error_of.h"
 
 namespace kiln {
 namespace {
@@ -123,14 +124,7 @@ ImportOptions ranges() {
   return io;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 void check_values(const Graph& g, int64_t seq, int64_t past) {
   auto at = specialize_graph(g, {{"seq", seq}, {"past", past}}, op_registry());

@@ -11,6 +11,7 @@
 #include "frontend/onnx_import.h"
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
+#include "tests/unit/error_of.h"
 
 namespace kiln {
 namespace {
@@ -53,14 +54,7 @@ ImportResult import_model(const onnx::ModelProto& m, const ImportOptions& o = {}
   return import_onnx_bytes(m.SerializeAsString(), dir, "model.onnx", o);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(Frontend, ImportsSimpleModel) {
   ImportResult r = import_model(add_model({2, 3}));

@@ -14,6 +14,7 @@
 #include "ir/error.h"
 #include "ir/graph.h"
 #include "ops/registry.h"
+#include "tests/unit/error_of.h"
 
 namespace kiln {
 namespace {
@@ -50,14 +51,7 @@ std::vector<TensorType> infer_only(const std::string& op, const std::vector<Tens
   return infer_types(op_registry().get(op), ic);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 AttrMap attrs(std::initializer_list<std::pair<const char*, Attribute>> kv) {
   AttrMap a;

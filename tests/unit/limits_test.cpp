@@ -8,6 +8,7 @@
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "ir/limits.h"
+#include "tests/unit/error_of.h"
 
 // GCC 12 at -O3 warns about std::string copies inlined into protobuf setters
 // (a false positive, GCC bug 105329).
@@ -26,14 +27,7 @@ class LimitsTest : public ::testing::Test {
   Limits saved_;
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 // x (f32[n]) -> Relu -> a -> Neg -> y, nodes in the order given.
 onnx::ModelProto chain(int64_t n, bool reversed = false) {

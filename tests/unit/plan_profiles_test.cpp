@@ -16,6 +16,7 @@
 #include "kiln/kiln.hpp"
 #include "ops/registry.h"
 #include "runtime/plan_graph.h"
+#include "tests/unit/error_of.h"
 
 namespace kiln {
 namespace {
@@ -51,14 +52,7 @@ plan::Plan dynamic_plan(std::unique_ptr<Graph>* compiled = nullptr) {
   return p;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(PlanProfiles, RoundTripAndMemoryAtTheLargestShapes) {
   std::unique_ptr<Graph> g;

@@ -9,34 +9,18 @@
 // kernel) and grouped-query heads, one per block or packed several per block.
 #include <gtest/gtest.h>
 
-#include "backends/compare.h"
-#include "backends/plan_sim.h"
-#include "backends/reference/executor.h"
-#include "compiler/compile.h"
-#include "compiler/plan_writer.h"
-#include "ir/parser.h"
-#include "ir/specialize.h"
-#include "ops/registry.h"
 #include "runtime/plan_format.h"
-#include "tests/unit/pass_test_util.h"
+#include "tests/unit/shape_generic_util.h"
 
 namespace kiln {
 namespace {
 
 std::unique_ptr<Graph> compiled(const char* text, const std::string& target) {
-  auto g = parse_graph(text, "attn.kir");
-  CompileOptions o;
-  o.pass.target = target;
-  o.symbolic = true;
-  compile_graph(*g, o);
-  return g;
+  return testing::compile_symbolic(text, "attn.kir", target);
 }
 
 plan::Plan gpu_plan(const Graph& g, const std::string& arch, const plan::Profile& profile) {
-  PlanBuildOptions po{arch, "fp32", {}};
-  po.profiles = {profile};
-  po.source_name = "attn.onnx";
-  return build_plan(g, po);
+  return testing::profile_plan(g, arch, profile, "attn.onnx");
 }
 
 // The plan's attention launch: one generic launch, its kernel's source.
@@ -46,19 +30,7 @@ const plan::Kernel& attention_kernel(const plan::Plan& p) {
 }
 
 void expect_on_sim_equal(const plan::Plan& p, const Graph& g, const SymbolBindings& at_shape, Tolerance tol) {
-  std::unique_ptr<Graph> at = specialize_graph(g, at_shape, op_registry());
-  uint64_t seed = 1;
-  for (const auto& [name, v] : at_shape) seed = seed * 131 + static_cast<uint64_t>(v);
-  const std::map<std::string, Tensor> feed = testing::random_inputs(*at, seed);
-  std::vector<Tensor> want = ReferenceExecutor(*at).run(feed);
-  std::vector<Tensor> got = run_plan_on_sim(p, g, feed);
-  ASSERT_EQ(got.size(), want.size());
-  std::string where;
-  for (const auto& [name, v] : at_shape) where += fmt::format(" {}={}", name, v);
-  for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(got[i].shape(), want[i].shape()) << where;
-    EXPECT_EQ(compare_tensors(got[i], want[i], tol), "") << where << " output " << i;
-  }
+  testing::expect_plan_on_sim_equals_reference(p, g, at_shape, testing::seed_of(at_shape, 1), tol);
 }
 
 // f32 (SIMT kernel): an encoder's self-attention, batch and sequence

@@ -10,16 +10,8 @@
 
 #include <cmath>
 
-#include "backends/compare.h"
-#include "backends/plan_sim.h"
-#include "backends/reference/executor.h"
-#include "compiler/compile.h"
-#include "compiler/plan_writer.h"
-#include "ir/parser.h"
-#include "ir/specialize.h"
-#include "ops/registry.h"
 #include "runtime/plan_format.h"
-#include "tests/unit/pass_test_util.h"
+#include "tests/unit/shape_generic_util.h"
 
 namespace kiln {
 namespace {
@@ -28,21 +20,11 @@ namespace {
 // kernels as the model has them (the NHWC forms the layout pass picks:
 // shape_generic_spatial_test.cpp).
 std::unique_ptr<Graph> compiled(const char* text, const std::string& target) {
-  auto g = parse_graph(text, "cnn.kir");
-  CompileOptions o;
-  o.pass.target = target;
-  o.symbolic = true;
-  o.passes = default_pipeline(o.pass);
-  std::erase(o.passes, std::string("layout"));
-  compile_graph(*g, o);
-  return g;
+  return testing::compile_symbolic(text, "cnn.kir", target, {"layout"});
 }
 
 plan::Plan plan_for(const Graph& g, const std::string& arch, const plan::Profile& profile) {
-  PlanBuildOptions po{arch, "fp32", {}};
-  po.profiles = {profile};
-  po.source_name = "cnn.onnx";
-  return build_plan(g, po);
+  return testing::profile_plan(g, arch, profile, "cnn.onnx");
 }
 
 // The error building an sm_90 plan of `text` with `profile` gives ("(no error)" if none).
@@ -68,15 +50,7 @@ void expect_all_generic(const plan::Plan& p, const std::string& arch) {
 
 // The plan on the simulator at batch `b` against the reference on the graph specialised to b.
 void expect_sim_equals_reference(const plan::Plan& p, const Graph& g, int64_t b, Tolerance tol) {
-  std::unique_ptr<Graph> at = specialize_graph(g, {{"b", b}}, op_registry());
-  const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(b));
-  std::vector<Tensor> want = ReferenceExecutor(*at).run(feed);
-  std::vector<Tensor> got = run_plan_on_sim(p, g, feed);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(got[i].shape(), want[i].shape()) << "b=" << b << " output " << i;
-    EXPECT_EQ(compare_tensors(got[i], want[i], tol), "") << "b=" << b << " output " << i;
-  }
+  testing::expect_plan_on_sim_equals_reference(p, g, {{"b", b}}, static_cast<uint64_t>(b), tol);
 }
 
 // A conv with a bias and a relu epilogue (one fused kernel), max pool, a

@@ -11,28 +11,15 @@
 // symbol stays out of it.
 #include <gtest/gtest.h>
 
-#include "backends/compare.h"
-#include "backends/plan_sim.h"
-#include "backends/reference/executor.h"
-#include "compiler/compile.h"
-#include "compiler/plan_writer.h"
 #include "codegen/emitters/gemm_conv/emit_epilogue.h"
-#include "ir/parser.h"
-#include "ir/specialize.h"
-#include "ops/registry.h"
 #include "runtime/plan_format.h"
-#include "tests/unit/pass_test_util.h"
+#include "tests/unit/shape_generic_util.h"
 
 namespace kiln {
 namespace {
 
 std::unique_ptr<Graph> compiled(const std::string& text, const std::string& target) {
-  auto g = parse_graph(text, "epi.kir");
-  CompileOptions o;
-  o.pass.target = target;
-  o.symbolic = true;
-  compile_graph(*g, o);
-  return g;
+  return testing::compile_symbolic(text, "epi.kir", target);
 }
 
 // The graph's fused nodes of `kind`.
@@ -46,10 +33,7 @@ int fused_of_kind(const Graph& g, const std::string& kind) {
 // compiled; returns the names of the kernels launched.
 std::vector<std::string> generic_plan(const Graph& g, const std::string& arch, const plan::Profile& profile,
                                       plan::Plan& p) {
-  PlanBuildOptions po{arch, "fp32", {}};
-  po.profiles = {profile};
-  po.source_name = "epi.onnx";
-  p = build_plan(g, po);
+  p = testing::profile_plan(g, arch, profile, "epi.onnx");
   EXPECT_TRUE(p.meta.gpu_kernels) << p.meta.no_gpu_reason;
   EXPECT_EQ(p.generic_launches.size(), p.steps.size()) << arch << ": a launch is not shape-generic";
   std::vector<std::string> names;
@@ -63,19 +47,7 @@ std::vector<std::string> generic_plan(const Graph& g, const std::string& arch, c
 }
 
 void expect_on_sim_equal(const plan::Plan& p, const Graph& g, const SymbolBindings& at_shape, Tolerance tol) {
-  std::unique_ptr<Graph> at = specialize_graph(g, at_shape, op_registry());
-  uint64_t seed = 7;
-  for (const auto& [name, v] : at_shape) seed = seed * 131 + static_cast<uint64_t>(v);
-  const std::map<std::string, Tensor> feed = testing::random_inputs(*at, seed);
-  std::vector<Tensor> want = ReferenceExecutor(*at).run(feed);
-  std::vector<Tensor> got = run_plan_on_sim(p, g, feed);
-  ASSERT_EQ(got.size(), want.size());
-  std::string where;
-  for (const auto& [name, v] : at_shape) where += fmt::format(" {}={}", name, v);
-  for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(got[i].shape(), want[i].shape()) << where;
-    EXPECT_EQ(compare_tensors(got[i], want[i], tol), "") << where << " output " << i;
-  }
+  testing::expect_plan_on_sim_equals_reference(p, g, at_shape, testing::seed_of(at_shape, 7), tol);
 }
 
 // An encoder's attention with its head merge and the residual stream: T is

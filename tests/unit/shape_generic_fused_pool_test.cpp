@@ -18,6 +18,7 @@
 #include "ops/registry.h"
 #include "runtime/plan_format.h"
 #include "tests/unit/pass_test_util.h"
+#include "tests/unit/shape_generic_util.h"
 
 namespace kiln {
 namespace {
@@ -49,20 +50,14 @@ const char* kFusedPools =
     "}\n";
 
 std::unique_ptr<Graph> compiled(const std::string& target) {
-  auto g = parse_graph(kFusedPools, "pools.kir");
-  CompileOptions o;
-  o.pass.target = target;
-  o.symbolic = true;
-  compile_graph(*g, o);
-  return g;
+  return testing::compile_symbolic(kFusedPools, "pools.kir", target);
 }
 
 plan::Plan plan_for(const Graph& g, const std::string& arch) {
-  PlanBuildOptions po{arch, "fp32", {}};
-  po.profiles = {
-      {{{"x", {1, 4, 4, 4}, {3, 4, 40, 40}, {3, 4, 40, 40}}, {"mk", {1, 1, 4, 4}, {3, 1, 40, 40}, {3, 1, 40, 40}}}}};
-  po.source_name = "pools.onnx";
-  return build_plan(g, po);
+  return testing::profile_plan(
+      g, arch,
+      {{{"x", {1, 4, 4, 4}, {3, 4, 40, 40}, {3, 4, 40, 40}}, {"mk", {1, 1, 4, 4}, {3, 1, 40, 40}, {3, 1, 40, 40}}}},
+      "pools.onnx");
 }
 
 TEST(ShapeGenericFusedPools, FusedAsInAStaticPlanForSm80AndSm90) {
@@ -84,15 +79,8 @@ TEST(ShapeGenericFusedPools, OnSimAtThreeShapesEqualTheReference) {
   const plan::Plan p = plan_for(*g, "sm_90");
   for (const SymbolBindings& at_shape : std::vector<SymbolBindings>{
            {{"n", 1}, {"h", 4}, {"w", 6}}, {{"n", 2}, {"h", 13}, {"w", 10}}, {{"n", 3}, {"h", 37}, {"w", 29}}}) {
-    std::unique_ptr<Graph> at = specialize_graph(*g, at_shape, op_registry());
-    const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(at_shape.at("h")));
-    std::vector<Tensor> want = ReferenceExecutor(*at).run(feed);
-    std::vector<Tensor> got = run_plan_on_sim(p, *g, feed);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_EQ(got[i].shape(), want[i].shape()) << "h=" << at_shape.at("h") << " output " << i;
-      EXPECT_EQ(compare_tensors(got[i], want[i], {1e-5, 1e-4}), "") << "h=" << at_shape.at("h") << " output " << i;
-    }
+    testing::expect_plan_on_sim_equals_reference(p, *g, at_shape, static_cast<uint64_t>(at_shape.at("h")),
+                                                 {1e-5, 1e-4});
   }
 }
 

@@ -19,6 +19,7 @@
 #include "runtime/plan_format.h"
 #include "runtime/plan_graph.h"
 #include "tests/unit/pass_test_util.h"
+#include "tests/unit/error_of.h"
 
 namespace kiln {
 namespace {
@@ -55,14 +56,7 @@ plan::Plan gpu_plan(const Graph& g, const std::string& arch) {
   return build_plan(g, po);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(ShapeGenericKernels, PointwisePlanCompilesForSm80AndSm90WithSymbolicGrids) {
   for (const std::string arch : {"sm_80", "sm_90"}) {

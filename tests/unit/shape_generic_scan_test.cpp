@@ -19,6 +19,7 @@
 #include "ops/registry.h"
 #include "runtime/plan_format.h"
 #include "tests/unit/pass_test_util.h"
+#include "tests/unit/shape_generic_util.h"
 
 namespace kiln {
 namespace {
@@ -41,23 +42,17 @@ const char* kScans =
     "}\n";
 
 std::unique_ptr<Graph> compiled(const std::string& target) {
-  auto g = parse_graph(kScans, "scan.kir");
-  CompileOptions o;
-  o.pass.target = target;
-  o.symbolic = true;
-  compile_graph(*g, o);
-  return g;
+  return testing::compile_symbolic(kScans, "scan.kir", target);
 }
 
 plan::Plan plan_for(const Graph& g, const std::string& arch) {
-  PlanBuildOptions po{arch, "fp32", {}};
-  po.profiles = {{{{"mask", {1, 1}, {3, 300}, {3, 300}},
-                   {"x", {1, 1, 3}, {3, 300, 3}, {3, 300, 3}},
-                   {"y", {1, 1, 40}, {3, 300, 40}, {3, 300, 40}},
-                   {"z", {1, 4, 1}, {3, 4, 300}, {3, 4, 300}},
-                   {"p", {1, 5}, {3, 5}, {3, 5}}}}};
-  po.source_name = "scan.onnx";
-  return build_plan(g, po);
+  return testing::profile_plan(g, arch,
+                               {{{"mask", {1, 1}, {3, 300}, {3, 300}},
+                                 {"x", {1, 1, 3}, {3, 300, 3}, {3, 300, 3}},
+                                 {"y", {1, 1, 40}, {3, 300, 40}, {3, 300, 40}},
+                                 {"z", {1, 4, 1}, {3, 4, 300}, {3, 4, 300}},
+                                 {"p", {1, 5}, {3, 5}, {3, 5}}}},
+                               "scan.onnx");
 }
 
 TEST(ShapeGenericScan, InferenceKeepsTheSymbolicDims) {
@@ -87,15 +82,8 @@ TEST(ShapeGenericScan, OnSimAtThreeShapesEqualsTheReference) {
   // s = 1; 7 (odd, shorter than a block); 300 (chunks of 3 over 128 threads).
   for (const SymbolBindings& at_shape :
        std::vector<SymbolBindings>{{{"b", 1}, {"s", 1}}, {{"b", 2}, {"s", 7}}, {{"b", 3}, {"s", 300}}}) {
-    std::unique_ptr<Graph> at = specialize_graph(*g, at_shape, op_registry());
-    const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(at_shape.at("s")));
-    std::vector<Tensor> want = ReferenceExecutor(*at).run(feed);
-    std::vector<Tensor> got = run_plan_on_sim(p, *g, feed);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_EQ(got[i].shape(), want[i].shape()) << "s=" << at_shape.at("s") << " output " << i;
-      EXPECT_EQ(compare_tensors(got[i], want[i], {1e-5, 1e-5}), "") << "s=" << at_shape.at("s") << " output " << i;
-    }
+    testing::expect_plan_on_sim_equals_reference(p, *g, at_shape, static_cast<uint64_t>(at_shape.at("s")),
+                                                 {1e-5, 1e-5});
   }
 }
 

@@ -12,16 +12,8 @@
 
 #include <set>
 
-#include "backends/compare.h"
-#include "backends/plan_sim.h"
-#include "backends/reference/executor.h"
-#include "compiler/compile.h"
-#include "compiler/plan_writer.h"
-#include "ir/parser.h"
-#include "ir/specialize.h"
-#include "ops/registry.h"
 #include "runtime/plan_format.h"
-#include "tests/unit/pass_test_util.h"
+#include "tests/unit/shape_generic_util.h"
 
 namespace kiln {
 namespace {
@@ -29,23 +21,12 @@ namespace {
 // The default pipeline (the layout pass turns conv regions NHWC), or without
 // the layout pass (the channels-first kernels).
 std::unique_ptr<Graph> compiled(const char* text, const std::string& target, bool layout = true) {
-  auto g = parse_graph(text, "seg.kir");
-  CompileOptions o;
-  o.pass.target = target;
-  o.symbolic = true;
-  if (!layout) {
-    o.passes = default_pipeline(o.pass);
-    std::erase(o.passes, std::string("layout"));
-  }
-  compile_graph(*g, o);
-  return g;
+  return testing::compile_symbolic(text, "seg.kir", target,
+                                   layout ? std::vector<std::string>{} : std::vector<std::string>{"layout"});
 }
 
 plan::Plan plan_for(const Graph& g, const std::string& arch, const plan::Profile& profile) {
-  PlanBuildOptions po{arch, "fp32", {}};
-  po.profiles = {profile};
-  po.source_name = "seg.onnx";
-  return build_plan(g, po);
+  return testing::profile_plan(g, arch, profile, "seg.onnx");
 }
 
 // Every launch is shape-generic but the layout pass's relayouts of the
@@ -80,16 +61,9 @@ int count_kernels(const plan::Plan& p, const std::string& part) {
   return n;
 }
 
+// Random inputs seeded by the image height.
 void expect_sim_equals_reference(const plan::Plan& p, const Graph& g, const SymbolBindings& at_shape, Tolerance tol) {
-  std::unique_ptr<Graph> at = specialize_graph(g, at_shape, op_registry());
-  const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(at_shape.at("h")));
-  std::vector<Tensor> want = ReferenceExecutor(*at).run(feed);
-  std::vector<Tensor> got = run_plan_on_sim(p, g, feed);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(got[i].shape(), want[i].shape()) << "h=" << at_shape.at("h") << " output " << i;
-    EXPECT_EQ(compare_tensors(got[i], want[i], tol), "") << "h=" << at_shape.at("h") << " output " << i;
-  }
+  testing::expect_plan_on_sim_equals_reference(p, g, at_shape, static_cast<uint64_t>(at_shape.at("h")), tol);
 }
 
 const std::vector<SymbolBindings> kShapes = {

@@ -16,18 +16,12 @@
 #include "ir/symbolic_dim.h"
 #include "ir/verifier.h"
 #include "ops/registry.h"
+#include "tests/unit/error_of.h"
 
 namespace kiln {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 TEST(SymbolicDim, CanonicalPolynomials) {
   int64_t b = symbol_dim("batch"), s = symbol_dim("seq");
