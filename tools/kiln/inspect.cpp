@@ -8,12 +8,14 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "frontend/tensor_proto.h"
 #include "compiler/import_checked.h"
 #include "ir/error.h"
 #include "ir/file_io.h"
+#include "ir/string_values.h"
 #include "tools/kiln/cli_checks.h"
 #include "tools/kiln/inspect_plan.h"
 #include "tools/kiln/output_paths.h"
@@ -224,11 +226,20 @@ int run_inspect(const InspectOptions& o) {
                                 {"kind", p.unsupported ? "unsupported" : "invalid"},
                                 {"detail", problem_detail(p)}});
   if (!c.model_error.empty()) j["model_error"] = c.model_error;
-  bool ok = c.problems.empty() && c.model_error.empty();
+  // String tensors import, but no plan target takes them (ir/string_values.h):
+  // a model kiln compile refuses is not "supported" here either.
+  std::optional<std::string> strings;
+  if (c.result.graph) strings = first_string_value(*c.result.graph);
+  if (strings) j["cpu_backends_only"] = fmt::format("{} holds {}", *strings, kStringsCpuOnly);
+  bool ok = c.problems.empty() && c.model_error.empty() && !strings;
   j["supported"] = ok;
   if (!c.model_error.empty()) std::cout << "model problem: " << c.model_error << "\n";
+  if (strings)
+    std::cout << fmt::format(
+        "coverage: {} holds {}: no plan target takes this model (run it with kiln run --backend ref)\n", *strings,
+        kStringsCpuOnly);
   if (c.problems.empty() && c.model_error.empty()) {
-    std::cout << "coverage: every node is supported\n";
+    if (!strings) std::cout << "coverage: every node is supported\n";
   } else if (!c.problems.empty()) {
     std::cout << fmt::format("coverage: {} of {} nodes cannot be compiled:\n", c.problems.size(), g.node_size());
     for (const ImportProblem& p : c.problems)
