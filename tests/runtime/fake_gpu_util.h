@@ -5,6 +5,7 @@
 #pragma once
 #include "tests/runtime/fake_gpu_driver.h"
 #include "tests/runtime/fake_gpu_plans.h"
+#include "tests/runtime/sim_kernel_args.h"
 
 namespace kiln::fakegpu {
 
@@ -54,31 +55,8 @@ class FakeGpu : public ::testing::Test {
     static codegen::SimCompiler compiler;
     std::map<std::string, codegen::SimEntry> entries;
     if (!sources.empty()) entries = compiler.compile(sources);  // a plan of copies only has none
-    // Control-flow regions' launches too, and launch variants' (with their own generic launches).
-    std::vector<std::pair<const plan::Step*, bool>> every;
-    auto generic_in = [](const std::vector<plan::GenericLaunch>& gls, const std::vector<plan::Step>& steps,
-                         const plan::Step* s) {
-      for (const plan::GenericLaunch& gl : gls)
-        if (&steps[gl.step] == s) return true;
-      return false;
-    };
-    for (const plan::StepAt& at : plan::all_steps(p))
-      every.emplace_back(at.step, generic_in(p.generic_launches, p.steps, at.step));
-    for (const plan::LaunchVariant& v : p.launch_variants)
-      for (const plan::Step& s : v.steps) every.emplace_back(&s, generic_in(v.generic, v.steps, &s));
-    for (const auto& [step, generic] : every) {
-      const plan::Step& s = *step;
-      if (s.kind != plan::StepKind::Kernel) continue;
-      SimKernel k{entries.at(p.kernels[s.kernel].name), {}};
-      for (const plan::BufferRef& b : s.args) k.counts.push_back(b.elements);
-      // A shape-generic kernel's last parameter: the by-value kiln_syms.
-      if (generic) k.counts.push_back(1);
-      for (const plan::InPlaceAppend& a : p.in_place_appends)  // a KV cache's append, shape-generic too
-        if (&a.append == step) k.counts.push_back(1);
-      // One parameter: the table of addresses and counts (codegen/param_table.h).
-      if (s.param_table) k.counts = {static_cast<long long>(2 * s.args.size())};
-      kernels()[p.kernels[s.kernel].name] = k;
-    }
+    // Every step's kernel: regions', in-place appends' and launch variants' too.
+    for (const auto& [name, counts] : sim_kernel_counts(p)) kernels()[name] = SimKernel{entries.at(name), counts};
     fake().set_kernels(arg_count, launch);
     note_kernel_buffers(p);  // what each kernel reads and writes, for the race detector
     fake().set_kernel_buffers(kernel_table_size, kernel_buffer_use);
