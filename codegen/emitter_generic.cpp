@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <set>
 
+#include "codegen/core/emit_body_eval.h"
 #include "codegen/emitters/attention/emit_attention.h"
 #include "codegen/emitters/data_movement/emit_injective.h"
+#include "codegen/emitters/gemm_conv/emit_epilogue.h"
 #include "codegen/emitters/pool_select_loss/emit_fused_pool.h"
 #include "codegen/emitters/reduction/emit_fused_reduction.h"
 #include "codegen/emitters/reduction/emit_rowwise.h"
@@ -77,8 +79,11 @@ bool generic_reduction(const Node& n) { return generic_softmax(n) || generic_red
 // before the anchor (which the body evaluator computes, with symbolic
 // strides) may also be shape-generic data movement and broadcast along a
 // symbol (an embedding's gather plus its position rows); the epilogue keeps
-// the rule above.
-bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&), bool prologue_movement = false) {
+// the rule above. With `epilogue_broadcast`, an epilogue operand may also
+// broadcast along a symbol (a per-channel scale after a pool over a symbolic
+// image): the store computes its offset from symbolic strides.
+bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&), bool prologue_movement = false,
+                        bool epilogue_broadcast = false) {
   int anchors = 0;
   std::set<const Value*> after;  // values computed from the anchor's results
   for (const auto& bn : n.body()->nodes()) {
@@ -104,6 +109,7 @@ bool generic_fused_body(const Node& n, bool (*anchor_generic)(const Node&), bool
     // the epilogue splits by constant extents below the outermost dim:
     // with a symbolic dim elsewhere (RMSNorm's [1, seq, 1] rows), only
     // static scalars are read so.
+    if (epilogue_broadcast) continue;
     const Shape& os = bn->output(0)->shape();
     const bool batch_first = batch_only_symbolic(os);
     for (const Value* v : bn->inputs()) {
@@ -179,12 +185,26 @@ bool generic_normalization(const Node& n) {
 bool generic_gemm_anchor(const Node& n);
 
 // An op of a shape-generic epilogue (codegen/emitters/gemm_conv/emit_epilogue.h,
-// symbols()): pointwise, a reshape, a transpose (an attention's head merge,
-// a projection's head split), or a split along a static axis (a merged QKV
-// projection's three parts); coordinates split and joined by the sizes in `ks`.
-bool generic_epilogue_op(const Node& bn) {
+// symbols()) of fused node `n`: pointwise, a reshape, a transpose (an
+// attention's head merge, a projection's head split), a split along a static
+// axis (a merged QKV projection's three parts), a slice cutting static dims
+// only or a gather of one constant index along a static axis (rotary's
+// halves of the head dim); coordinates split and joined by the sizes in `ks`.
+bool generic_epilogue_op(const Node& n, const Node& bn) {
   const std::string& op = bn.op();
   if (op == "reshape" || op == "identity" || op == "transpose") return true;
+  if (op == "slice") return symbolic_cut_refusal(bn).empty();
+  if (op == "gather") {
+    // Epilogue::from_fused takes the index from the body or a constant input of the node.
+    const Value* iv = bn.input(1);
+    const auto& ins = n.body()->inputs();
+    if (iv && !iv->is_constant()) {
+      auto it = std::find(ins.begin(), ins.end(), iv);
+      iv = it == ins.end() ? nullptr : n.input(static_cast<int>(it - ins.begin()));
+    }
+    return iv && iv->is_constant() && iv->has_data() && iv->type().numel() == 1 && is_int(iv->dtype()) &&
+           symbolic_cut_refusal(bn).empty();
+  }
   if (op == "split") {
     const Shape& s = bn.input(0)->shape();
     int64_t axis = bn.attrs().get_int("axis", 0);
@@ -204,7 +224,7 @@ const Node* generic_epilogue_anchor(const Node& n, bool (*is_anchor)(const Node&
       anchor = bn.get();
       continue;
     }
-    if (!anchor || !generic_epilogue_op(*bn)) return nullptr;
+    if (!anchor || !generic_epilogue_op(n, *bn)) return nullptr;
   }
   return anchor;
 }
@@ -288,40 +308,60 @@ bool generic_pool(const Node& n) {
   return static_channels(x->shape(), nhwc) && static_channels(n.output(0)->shape(), nhwc);
 }
 
+// cumsum / cumprod along any axis of an operand with symbolic dims
+// (codegen/emitters/pool_select_loss/emit_scan_generic.h), bare: the
+// extents around the axis read from `ks`.
+bool generic_scan(const Node& n) {
+  return !n.body() && (n.op() == "cumsum" || n.op() == "cumprod") && n.num_inputs() == 1 && n.input(0) &&
+         n.num_outputs() == 1;
+}
+
+bool generic_pool_or_scan(const Node& n) { return generic_pool(n) || generic_scan(n); }
+
 // A fused pool (codegen/emitters/pool_select_loss/emit_fused_pool.h) around
-// a shape-generic pool: the pool kernel with the fused body's seams.
+// a shape-generic pool: the pool kernel with the fused body's seams. Over a
+// symbolic image the prologue (which the body evaluator computes with
+// symbolic strides) and the epilogue may broadcast per-channel operands
+// along the symbolic height and width (a shift before a max pool, a scale
+// after a global pool).
 bool generic_fused_pool(const Node& n) {
-  return is_pool_select_fused(n, op_registry()) && generic_fused_body(n, generic_pool);
+  return is_pool_select_fused(n, op_registry()) && generic_fused_body(n, generic_pool, true, true);
 }
 
 // A fused pointwise/injective body evaluated on demand
 // (codegen/emitters/elementwise/emit_fused.h, emit_fused_on_demand): its
 // pointwise ops broadcast through symbolic strides, and its data movement is
 // among the injective ops whose index maps take symbolic sizes (rotary's
-// slice/neg/concat, a mask's unsqueeze/compare/where, an embedding's gather).
+// slice/neg/concat, a mask's unsqueeze/compare/where, an embedding's gather,
+// a range computed from the element's index).
 bool generic_fused_on_demand(const Node& n) {
   if (!n.body() || (!is_fused_kind(n, "pointwise") && !is_fused_kind(n, "injective"))) return false;
   for (const auto& bn : n.body()->nodes()) {
     const OpDef* def = op_registry().find(bn->op());
     if (!def || bn->body()) return false;
     const bool pointwise = def->category == OpCategory::Pointwise && def->expr;
-    if (!pointwise && bn->op() != "identity" && !injective_shape_generic(bn->op())) return false;
+    if (!pointwise && bn->op() != "identity" && !injective_shape_generic(bn->op()) && !is_evaluable_range(*bn))
+      return false;
   }
   return true;
 }
 
-// resize of a float image by nearest or linear interpolation (cubic, crops,
-// exclude_outside and shrinking antialias have no generic kernel): the
-// source coordinates computed in the kernel (emit_resize_generic.h).
+// resize of a float image by nearest, linear or cubic interpolation (also
+// exclude_outside): the source coordinates and taps computed in the kernel
+// (emit_resize_generic.h). Crops and shrinking antialias have no generic
+// kernel; without scales the scale is out/in per run, so antialias at all.
 bool generic_resize(const Node& n) {
   if (n.body() || n.op() != "resize" || n.num_inputs() != 1 || !n.input(0) || !is_float(n.input(0)->dtype()))
     return false;
   const std::string mode = n.attrs().get_string("mode", "nearest");
-  if (mode != "nearest" && mode != "linear") return false;
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") return false;
   if (n.attrs().get_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize") return false;
-  if (mode == "linear" && n.attrs().get_int("exclude_outside", 0) != 0) return false;
-  for (float s : n.attrs().get_floats("scales"))
-    if (mode == "linear" && n.attrs().get_int("antialias", 0) != 0 && s < 1) return false;
+  if (mode != "nearest" && n.attrs().get_int("antialias", 0) != 0) {
+    const std::vector<float> scales = n.attrs().get_floats("scales");
+    if (scales.empty()) return false;
+    for (float s : scales)
+      if (s < 1) return false;
+  }
   return true;
 }
 

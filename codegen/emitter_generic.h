@@ -15,6 +15,7 @@ bool generic_gemm(const Node& n);
 bool generic_attention(const Node& n);
 bool generic_conv(const Node& n);
 bool generic_pool(const Node& n);
+bool generic_pool_or_scan(const Node& n);
 bool generic_fused_pool(const Node& n);
 bool generic_fused_on_demand(const Node& n);
 bool generic_resize(const Node& n);

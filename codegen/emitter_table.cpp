@@ -112,6 +112,16 @@ bool handles_injective(const Node& n) {
   return operands_present(n);
 }
 
+// A split along a symbolic dim (the parts' sizes constants that must sum to
+// it when it runs): map_split refuses a shape-generic kernel for it.
+bool splits_symbolic_axis(const Node& n) {
+  if (n.op() != "split") return false;
+  const Shape& s = n.input(0)->shape();
+  int64_t axis = n.attrs().get_int("axis", 0);
+  if (axis < 0) axis += static_cast<int64_t>(s.size());
+  return axis >= 0 && axis < static_cast<int64_t>(s.size()) && is_symbolic_dim(s[axis]);
+}
+
 // One kernel per result (split).
 std::vector<NodeKernel> emit_injective_node(const Node& n) {
   std::vector<TensorType> operands, outs;
@@ -453,7 +463,7 @@ const KernelEmitter kEmitters[] = {
     {"fused on demand", [](const Node& n) { return is_on_demand_fused(n, op_registry()); }, emit_fused_on_demand_node,
      generic::generic_fused_on_demand},
     {"injective", handles_injective, emit_injective_node,
-     [](const Node& n) { return !n.body() && injective_shape_generic(n.op()); }},
+     [](const Node& n) { return !n.body() && injective_shape_generic(n.op()) && !splits_symbolic_axis(n); }},
     {"reduction", handles_reduction, emit_reduction_node, generic::generic_reduction},
     {"index select", handles_index_select, emit_index_select_node},
     {"scatter", handles_scatter, emit_scatter_node},
@@ -466,7 +476,7 @@ const KernelEmitter kEmitters[] = {
     {"normalization", handles_normalization, emit_normalization_node, generic::generic_normalization},
     {"fused reduction", [](const Node& n) { return is_reduction_fused(n, op_registry()); }, emit_fused_reduction_node,
      generic::generic_fused_reduction},
-    {"pool/select/loss", handles_op_kernels, emit_op_kernels_node, generic::generic_pool},
+    {"pool/select/loss", handles_op_kernels, emit_op_kernels_node, generic::generic_pool_or_scan},
     {"fused pool/argmax", [](const Node& n) { return is_pool_select_fused(n, op_registry()); }, emit_fused_pool_node,
      generic::generic_fused_pool},
     {"attention", handles_attention, emit_attention_node, generic::generic_attention},

@@ -1,4 +1,6 @@
-// GEMM size buckets (compiler/plan_writer_variants.h gemm_row_buckets): the
+// GEMM size buckets (compiler/plan_writer_variants.h gemm_row_buckets), also
+// for channels-last convs over a symbolic image (their implicit GEMM's rows
+// are the images x positions): the
 // shape-generic GEMM's one tile is chosen for thousands of rows; for a range
 // of fewer (or more) rows another tile may keep more SMs busy. Candidates are
 // the generic kernels emitted again for a few representative row counts;
@@ -28,13 +30,20 @@ namespace {
 constexpr int kSamples = 8;                                // shapes sampled across the symbols' ranges
 constexpr int64_t kCandidateRows[] = {16, 64, 256, 1024};  // representative rows of the candidate tiles
 
-// The op a (fused) node's GEMM comes from: matmul or gemm, else "".
-std::string gemm_anchor(const Node& n) {
-  if (n.op() == "matmul" || n.op() == "gemm") return n.op();
-  if (n.op() != "fused" || !n.body()) return "";
+// A channels-last conv: one implicit GEMM whose M is the images x output
+// positions, its result's dims but the last, so its rows are a GEMM's
+// (a channels-first conv's GEMM batch is the images and its N the
+// positions, which the row hint does not describe).
+bool nhwc_conv(const Node& n) { return n.op() == "conv" && n.attrs().get_string("layout", "nchw") == "nhwc"; }
+
+// The node a (fused) node's GEMM comes from: a matmul, gemm or nhwc conv, else null.
+const Node* gemm_anchor(const Node& n) {
+  auto anchor = [](const Node& m) { return m.op() == "matmul" || m.op() == "gemm" || nhwc_conv(m); };
+  if (anchor(n)) return &n;
+  if (n.op() != "fused" || !n.body()) return nullptr;
   for (const auto& m : n.body()->nodes())
-    if (m->op() == "matmul" || m->op() == "gemm") return m->op();
-  return "";
+    if (anchor(*m)) return m.get();
+  return nullptr;
 }
 
 bool tiled(const std::vector<codegen::NodeKernel>& ks) {
@@ -72,8 +81,10 @@ RowBuckets gemm_row_buckets(const Graph& g, const Graph& at_max, const NodeKerne
   codegen::LaunchBounder bounder;
   for (size_t i = 0; i < sym_nodes.size(); ++i) {
     auto have = nks.of.find(max_nodes[i]);
-    if (have == nks.of.end() || gemm_anchor(*sym_nodes[i]).empty() || !tiled(*have->second)) continue;
-    const Shape& shape = sym_nodes[i]->output(0)->shape();
+    const Node* anchor = gemm_anchor(*sym_nodes[i]);
+    if (have == nks.of.end() || !anchor || !tiled(*have->second)) continue;
+    // The anchor's rows (a conv epilogue's ops keep its shape; a GEMM's may reshape).
+    const Shape& shape = (nhwc_conv(*anchor) ? anchor : sym_nodes[i])->output(0)->shape();
     if (shape.size() < 2) continue;
     const DimPoly rows = dim_poly(dim_product(Shape(shape.begin(), shape.end() - 1)));
     if (rows.size() == 1 && rows.begin()->first.empty()) continue;  // static rows

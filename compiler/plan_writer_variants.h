@@ -55,8 +55,9 @@ struct OptShapeVariants {
 std::vector<OptShapeVariants> opt_shape_variants(const Graph& g, const Graph& at_max, const NodeKernels& nks,
                                                  const PlanBuildOptions& o);
 
-// GEMM size buckets: for a matmul/gemm node whose rows (its result's dims
-// but the last, a polynomial of the symbols) span a range, shape-generic
+// GEMM size buckets: for a matmul/gemm node or a channels-last conv (its
+// implicit GEMM's M) whose rows (its result's dims but the last, a
+// polynomial of the symbols) span a range, shape-generic
 // kernels emitted again with the tile for fewer or more rows
 // (codegen ScopedGenericGemmRows), each kept for the range of rows where the
 // model finds it faster than the default tile (the rule above at sampled

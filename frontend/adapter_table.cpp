@@ -42,6 +42,8 @@ const AdapterTable& adapter_table() {
     adapters::register_preview(t);
     adapters::register_training(t);
     adapters::register_ml(t);
+    adapters::register_tree_ensembles(t);
+    adapters::register_image_decoder(t);
     adapters::register_optional(t);
     adapters::register_control_flow(t);
     adapters::register_low_bit(t);

@@ -1,6 +1,7 @@
 // Ops of domain ai.onnx.ml (versions 1 to 5) that are kiln ops in another
 // form, decomposed at import. Registered as "ai.onnx.ml:Op"
-// (domain_adapter_key). The others (TreeEnsemble, LabelEncoder, which needs
+// (domain_adapter_key). The tree ensembles are in adapters_tree_ensemble.cpp;
+// the others (SVMClassifier, LabelEncoder, which needs
 // string tensors, ...) are unsupported, named.
 //
 //  - Binarizer: 1 where x > threshold, else 0, in x's dtype (NaN gives 0).

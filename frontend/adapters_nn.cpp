@@ -12,6 +12,7 @@
 #include <set>
 
 #include "frontend/import_context.h"
+#include "ir/floor_div_dims.h"
 #include "ir/symbolic_dim.h"
 #include "ops/nn_shape.h"
 
@@ -337,12 +338,16 @@ void resize(ImportContext& c) {
       // floor(in * scale); the roi does not enter (the ONNX reference and
       // ONNX Runtime both ignore the spec's roi factor here).
       if (is_symbolic_dim(xs[ax])) {
-        // A symbolic H or W (docs/dynamic_shapes.md): in * scale is a
-        // polynomial of the symbols for an integer scale only.
-        if (s != std::floor(s) || s > 1024)
-          c.fail("scale {} along axis {} of the symbolic dim {}: kiln resizes a symbolic dim by an integer scale only",
-                 s, ax, dim_str(xs[ax]));
-        sizes[ax] = dim_mul(xs[ax], static_cast<int64_t>(s));
+        // A symbolic H or W (docs/dynamic_shapes.md): floor(in * scale) is a
+        // polynomial of the symbols and derived symbols (ir/floor_div_dims.h):
+        // 2*H for 2, H + H.div2 for 1.5, H.div2 for 0.5.
+        std::optional<int64_t> out = s > 1024 ? std::nullopt : dim_floor_scale(xs[ax], s);
+        if (!out)
+          c.fail(
+              "scale {} along axis {} of the symbolic dim {}: kiln cannot write floor({} * {}) as a size (a scale "
+              "m / 2^k with k <= 30, of a symbol or a polynomial whose division is exact)",
+              s, ax, dim_str(xs[ax]), dim_str(xs[ax]), s);
+        sizes[ax] = *out;
         continue;
       }
       sizes[ax] = static_cast<int64_t>(std::floor(static_cast<double>(xs[ax]) * s));

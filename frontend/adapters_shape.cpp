@@ -214,6 +214,11 @@ void split_adapter(ImportContext& c) {
   int64_t dim = x->shape()[a];
   int n = c.num_outputs();
   if (!have_split) {
+    // Equal parts of a dim known only at run time would have run-time sizes
+    // (explicit sizes over it are checked when it runs: split_op).
+    if (is_symbolic_dim(dim))
+      c.unsupported("splitting {} into equal parts along its symbolic dim {} ({}) is not supported yet",
+                    x->type().str(), a, dim_str(dim));
     if (c.attrs().has("num_outputs")) {
       if (num_outputs <= 0) c.fail("num_outputs {} must be positive", num_outputs);
       if (num_outputs != n) c.fail("num_outputs is {} but the node has {} outputs", num_outputs, n);

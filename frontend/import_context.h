@@ -251,6 +251,10 @@ std::string preview_adapter_key(const std::string& op_type);
 void register_training(AdapterTable& t);
 // adapters_ml.cpp: domain ai.onnx.ml (Binarizer, ArrayFeatureExtractor).
 void register_ml(AdapterTable& t);
+// adapters_tree_ensemble.cpp: ai.onnx.ml TreeEnsemble, TreeEnsembleRegressor/Classifier (and ZipMap, refused).
+void register_tree_ensembles(AdapterTable& t);
+// adapters_image_decoder.cpp: ImageDecoder, decoded at import (frontend/image_decode/).
+void register_image_decoder(AdapterTable& t);
 void register_control_flow(AdapterTable& t);
 void register_low_bit(AdapterTable& t);  // adapters_low_bit.cpp
 }  // namespace adapters

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 #include <numeric>
 
 #include "ir/error.h"
@@ -126,6 +127,18 @@ std::optional<int64_t> dim_ceil_div(int64_t a, int64_t s) {
   if (p[one] == 0) p.erase(one);
   // dim_of_poly rejects a negative constant: a + s - 1 of a dim a is not.
   return dim_floor_div(dim_of_poly(p), s);
+}
+
+std::optional<int64_t> dim_floor_scale(int64_t a, double s) {
+  if (!(s > 0) || !std::isfinite(s)) return std::nullopt;
+  int64_t k = 0;
+  double m = s;
+  for (; m != std::floor(m); ++k) {
+    if (k == 30) return std::nullopt;
+    m *= 2;  // exact: a power of two
+  }
+  if (m > static_cast<double>(int64_t(1) << 31)) return std::nullopt;
+  return dim_floor_div(dim_mul(a, static_cast<int64_t>(m)), int64_t(1) << k);
 }
 
 std::optional<int64_t> symbol_value(std::string_view name, const SymbolBindings& b) {

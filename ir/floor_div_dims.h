@@ -37,6 +37,12 @@ std::string derived_symbol_name(const DerivedSymbol& d);
 std::optional<int64_t> dim_floor_div(int64_t a, int64_t s);
 // ceil(a / s), as floor((a + s - 1) / s).
 std::optional<int64_t> dim_ceil_div(int64_t a, int64_t s);
+// floor(a * s) for a positive finite scale s (a resize's output size, ONNX's
+// floor(in * scale)), exact: s is a dyadic rational m / 2^k (every float and
+// double is), so this is floor(m * a / 2^k) (a resize by 1.5 of H: H +
+// H.div2). nullopt when that is not expressible (dim_floor_div) or 2^k
+// passes 2^30.
+std::optional<int64_t> dim_floor_scale(int64_t a, double s);
 
 // The value of a monomial name under `b`: a bound symbol's, or a derived
 // symbol's computed from its bound base; nullopt when neither.

@@ -80,9 +80,18 @@ std::vector<TensorType> infer_gather_elements(InferContext& c) {
   } catch (const Error& e) {
     c.fail("{}", e.what());
   }
-  for (int d = 0; d < c.rank(0); ++d)
-    if (d != axis && c.shape(1)[d] > c.shape(0)[d])
-      c.fail("indices dim {} is {} but data's is only {}", d, c.shape(1)[d], c.shape(0)[d]);
+  for (int d = 0; d < c.rank(0); ++d) {
+    const int64_t id = c.shape(1)[d], dd = c.shape(0)[d];
+    if (d == axis || id == dd) continue;
+    // A symbolic dim is within the data's only where it is the same dim (an
+    // HF encoder's [batch, seq] positions into a [batch, 128] buffer).
+    if (is_symbolic_dim(id) || is_symbolic_dim(dd))
+      c.unsupported(
+          "indices dim {} is {} and data's is {}: kiln takes a symbolic dim off the axis only when both "
+          "operands have it",
+          d, dim_str(id), dim_str(dd));
+    if (id > dd) c.fail("indices dim {} is {} but data's is only {}", d, id, dd);
+  }
   return {TensorType(c.dtype(0), c.shape(1))};
 }
 
@@ -182,6 +191,7 @@ void register_gather_ops(OpRegistry& r) {
 
   OpDef ge;
   ge.name = "gather_elements";
+  ge.symbolic_dims = true;  // the result is the indices' shape; dims are compared, never computed
   ge.category = OpCategory::Injective;
   ge.min_inputs = ge.max_inputs = 2;
   ge.attrs = {{"axis", AttrKind::Int}};

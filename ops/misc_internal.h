@@ -12,6 +12,7 @@ void register_signal_ops(OpRegistry& r);            // signal_ops.cpp: windows, 
 void register_attention_ops(OpRegistry& r);         // attention_ops.cpp: attention (made by recognize-patterns)
 void register_linear_attention_ops(OpRegistry& r);  // linear_attention_op.cpp: linear_attention (ONNX LinearAttention)
 void register_tfidf_vectorizer_op(OpRegistry& r);   // tfidf_vectorizer_op.cpp: tfidf_vectorizer (ONNX TfIdfVectorizer)
+void register_tree_ensemble_op(OpRegistry& r);  // tree_ensemble_op.cpp: tree_ensemble (ONNX ai.onnx.ml TreeEnsemble*)
 
 // Rewrites ONNX `activations` / `activation_alpha` / `activation_beta` of an
 // rnn/gru/lstm node with `dirs` directions into kiln's form: every direction's

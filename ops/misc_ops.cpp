@@ -189,6 +189,7 @@ void register_misc_ops(OpRegistry& r) {
   register_attention_ops(r);
   register_linear_attention_ops(r);
   register_tfidf_vectorizer_op(r);
+  register_tree_ensemble_op(r);
 }
 
 }  // namespace kiln::ops

@@ -208,6 +208,7 @@ OpDef scan_def(const std::string& name, bool product) {
   d.name = name;
   d.category = OpCategory::Compute;
   d.attrs = {{"axis", AttrKind::Int, true}, {"exclusive", AttrKind::Int}, {"reverse", AttrKind::Int}};
+  d.symbolic_dims = true;  // the result is the operand's shape: dims are copied, never computed
   d.infer = [name](InferContext& c) {
     if (c.rank(0) == 0) c.fail("operand 0 is a scalar; {} needs rank >= 1", name);
     axis_attr(c, "axis", 0);

@@ -23,6 +23,7 @@
 #include <array>
 #include <cmath>
 
+#include "ir/floor_div_dims.h"
 #include "ops/nn_internal.h"
 #include "ops/resize_plan.h"
 
@@ -259,9 +260,10 @@ std::vector<TensorType> infer_symbolic_resize(InferContext& c,
     for (const std::string& sym : shape_symbols(*s)) b[sym] = kStandIn;
   for (size_t d = 0; d < xs.size() && !scales.empty(); ++d) {
     if (!is_symbolic_dim(xs[d]) && !is_symbolic_dim(sizes[d])) continue;
-    const int64_t k = scales.size() == xs.size() && scales[d] == std::floor(scales[d]) ? int64_t(scales[d]) : 0;
-    if (!is_symbolic_dim(xs[d]) || (sizes[d] != xs[d] && (k < 1 || sizes[d] != dim_mul(xs[d], k))))
-      c.unsupported("resize of {} to [{}]: along axis {} a symbolic size must be the input's times an integer scale",
+    const std::optional<int64_t> scaled =
+        scales.size() == xs.size() ? dim_floor_scale(xs[d], static_cast<double>(scales[d])) : std::nullopt;
+    if (!is_symbolic_dim(xs[d]) || (sizes[d] != xs[d] && sizes[d] != scaled))
+      c.unsupported("resize of {} to [{}]: along axis {} a symbolic size must be floor(the input's size * scale)",
                     c.type(0).str(), dims_str(sizes), d);
   }
   Graph scratch;

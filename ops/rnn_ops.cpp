@@ -370,6 +370,10 @@ OpDef rnn_family_op(const char* name, RnnKind kind, const char* doc) {
   d.min_outputs = 1;
   d.max_outputs = kind == RnnKind::Lstm ? 3 : 2;
   d.attrs = rnn_attrs(kind);
+  // The sequence and batch dims are copied into the results (a tagger
+  // exported with a dynamic batch and number of frames); the input and
+  // hidden sizes must match the weights, so a symbolic one fails there.
+  d.symbolic_dims = true;
   d.infer = [kind](InferContext& c) { return rnn_infer(c, kind); };
   d.reference = [kind](KernelContext& ctx) {
     if (ctx.in(0).dtype() == DType::F64) rnn_run<double>(ctx, kind);

@@ -16,6 +16,11 @@ Role op_role(const Node& n) {
   // fused kernel would not do.
   if (op == "concat" && n.attrs().get_int("in_place_append", 0) == 1) return Role::Opaque;
   if (op == "reshape" || op == "identity") return Role::View;
+  // A range is an index map with no data operand (start + i * delta): it
+  // joins the kernel reading it where codegen evaluates it there
+  // (codegen/core/emit_body_eval.h), so a decoder's positions and mask need
+  // no launch of their own; the fuser asks codegen about every group.
+  if (op == "range") return Role::Injective;
   if (op == "conv" || op == "conv_transpose" || op == "gemm" || op == "matmul" || op == "attention")
     return Role::Compute;
   const OpDef* d = op_registry().find(op);

@@ -32,6 +32,9 @@ std::vector<GpuSpec> make_table() {
   h100.mma_sync_fraction = 0.6;
   h100.wgmma_fraction = 0.8;
   h100.boost_clock_ghz = 1.98;
+  // L2 read bandwidth: not published for Hopper; assumed to be the A100's
+  // 5120 bytes per clock (below) at the H100's boost clock.
+  h100.l2_gb_per_s = 5120 * 1.98;
   t.push_back(h100);
 
   // H200 SXM: NVIDIA H200 Tensor Core GPU data sheet (the same GH100 SMs and
@@ -62,6 +65,7 @@ std::vector<GpuSpec> make_table() {
   a100.max_blocks_per_sm = 32;
   a100.mma_sync_fraction = 1.0;
   a100.boost_clock_ghz = 1.41;
+  a100.l2_gb_per_s = 5120 * 1.41;  // the A100 whitepaper's L2 read bandwidth: 5120 bytes per clock
   t.push_back(a100);
 
   // L4: NVIDIA L4 Tensor Core GPU data sheet (tensor figures with sparsity,

@@ -19,6 +19,10 @@ struct GpuSpec {
   double fp16_tensor_tflops = 0, bf16_tensor_tflops = 0, tf32_tensor_tflops = 0, fp32_tflops = 0;
   double dram_gb_per_s = 0;  // DRAM (HBM/GDDR) bandwidth, 1 GB = 1e9 bytes
   double l2_bytes = 0;
+  // L2 to SM read bandwidth, GB/s (the attention kernels' L2 term,
+  // perf/perf_model.h); 0: not known, no L2 term. Not in NVIDIA's data
+  // sheets: an assumption per GPU (docs/performance.md, "GPU tables").
+  double l2_gb_per_s = 0;
   // Per SM: the occupancy calculator's limits.
   int regs_per_sm = 65536;  // 32-bit registers (4 sub-partitions of 16K)
   int smem_per_sm = 0;      // shared memory bytes an SM can give to blocks

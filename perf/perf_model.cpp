@@ -133,6 +133,8 @@ LaunchEstimate estimate_launch(const LaunchWork& w, const GpuSpec& g, const Mode
       e.latency_us = 2 * c.load_latency_us;  // load, then the dependent store
     }
     e.memory_us = w.bytes / (bandwidth * c.dram_efficiency * sm_fill) * us;
+    if (w.l2_bytes > 0 && g.l2_gb_per_s > 0)
+      e.l2_us = w.l2_bytes / (g.l2_gb_per_s * 1e9 * c.dram_efficiency * sm_fill) * us;
   }
   if (w.tail_blocks > 0 && w.kind != WorkKind::Copy) {
     const double tail_fill = double(std::min<int64_t>(w.tail_blocks, g.sms)) / g.sms;
@@ -151,11 +153,12 @@ LaunchEstimate estimate_launch(const LaunchWork& w, const GpuSpec& g, const Mode
     const int64_t per_sm = std::min<int64_t>(ceil_div(stores, g.sms), std::max(e.occ.blocks_per_sm, 1));
     e.epilogue_us = double(per_sm) * cycles / (g.boost_clock_ghz * 1e3);
   }
-  const double body = std::max({e.compute_us, e.memory_us, e.latency_us});
+  const double body = std::max({e.compute_us, e.memory_us, e.l2_us, e.latency_us});
   e.est_us = body + e.tail_us + e.epilogue_us;
   if (e.est_us <= c.graph_node_overhead_us) e.bound = "launch";
   else if (body == e.compute_us) e.bound = "compute";
   else if (body == e.memory_us) e.bound = "memory";
+  else if (body == e.l2_us) e.bound = "l2";
   else e.bound = "latency";
   e.sol_pct = e.est_us > 0 ? 100.0 * e.sol_us / e.est_us : 0;
   return e;

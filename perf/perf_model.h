@@ -18,9 +18,12 @@
 //              fraction of SMs that have a block);
 //   memory     bytes / (DRAM bandwidth x efficiency x the fraction of SMs
 //              that have a block);
+//   l2         attention: the bytes every block streams from L2 (its Q and
+//              K/V tiles) over the L2 bandwidth, likewise (GPUs with a
+//              figure in the table);
 //   latency    tiled: per wave, k-tiles x (load latency / (stages - 1)) plus
 //              a prologue/epilogue round trip; untiled: one round trip;
-// and the estimate is the largest of the three (plus a folded split-K's
+// and the estimate is the largest of the four (plus a folded split-K's
 // tail, which runs after them); its name is the bound, or "launch" when even
 // that is not above the per-node launch overhead.
 #pragma once
@@ -78,6 +81,11 @@ struct LaunchWork {
   // epilogue_width elements (results and the operands read along the row),
   // moving `epilogue_bytes` per element; 0: not stated (no epilogue term).
   int epilogue_width = 0, epilogue_accesses = 0, epilogue_bytes = 0;
+  // Attention: the bytes every block streams from L2 through its k-loop (its
+  // Q tile and its K/V tiles), summed over the blocks. Query heads that share
+  // a key/value head in separate blocks each read it: L2 serves the copies
+  // DRAM does not (docs/performance.md, "GQA head packing"). 0: no L2 term.
+  double l2_bytes = 0;
 };
 
 // The assumptions that are not in a GPU table (docs/performance.md,
@@ -104,6 +112,9 @@ struct LaunchEstimate {
   double waves = 0;       // blocks / (SMs x blocks per SM)
   int64_t waves_run = 0;  // ceil(waves): what the GPU executes
   double compute_us = 0, memory_us = 0, latency_us = 0;
+  // l2_bytes over the L2's bandwidth (GpuSpec::l2_gb_per_s, at the DRAM
+  // efficiency) times the share of SMs with a block; 0 without either.
+  double l2_us = 0;
   // A folded split-K's tail, after the rest: a fence and a ticket (a round
   // trip), then the partial sums (another), or their bytes over the SMs the
   // tiles' last blocks run on, whichever is longer.
@@ -113,8 +124,8 @@ struct LaunchEstimate {
   // overlap later k-loops) x per block max(warp accesses / rate, bytes / L1
   // rate) cycles.
   double epilogue_us = 0;
-  double est_us = 0;   // max of the three, plus the tail and the epilogue
-  std::string bound;   // "compute", "memory", "latency" or "launch"
+  double est_us = 0;   // max of the four, plus the tail and the epilogue
+  std::string bound;   // "compute", "memory", "l2", "latency" or "launch"
   double sol_us = 0;   // speed of light: max(flops / peak, bytes / bandwidth)
   double sol_pct = 0;  // 100 x sol_us / est_us
 };

@@ -45,6 +45,8 @@ struct AnchorWork {
   double flops = 0;
   int64_t k = 0;          // the GEMM reduction length per output (attention: keys; 0: unknown)
   int64_t head_dims = 0;  // attention: D + Dv
+  int64_t q_dims = 0;     // attention: D
+  size_t elem_bytes = 0;  // attention: q's element size
 };
 
 AnchorWork anchor_work(const Node& a) {
@@ -75,6 +77,8 @@ AnchorWork anchor_work(const Node& a) {
       w.flops = 2.0 * double(q[0] * q[1] * q[2] * k[2]) * double(q[3] + v[3]);
       w.k = k[2];
       w.head_dims = q[3] + v[3];
+      w.q_dims = q[3];
+      w.elem_bytes = dtype_size(a.input(0)->dtype());
     }
   } else if (op == "einsum") {
     w.kind = WorkKind::Gemm;  // flops from the kernel's GEMM header (tile_loop_from_source's caller)
@@ -312,6 +316,10 @@ std::vector<StepWork> plan_work(const plan::Plan& p, const Graph& g) {
         // Attention: BQ query rows against every key, S = Q K^T then P V (D + Dv per key).
         w.block_flops = aw.kind == WorkKind::Attention ? 2.0 * w.tile.bm * depth * double(aw.head_dims)
                                                        : 2.0 * w.tile.bm * w.tile.bn * depth;
+        // Attention: each block streams its Q tile and its keys' K/V rows from L2.
+        if (aw.kind == WorkKind::Attention)
+          w.l2_bytes = double(w.blocks) * double(aw.elem_bytes) *
+                       (depth * double(aw.head_dims) + double(w.tile.bm) * double(aw.q_dims));
       }
     } else {
       w.math = Math::Fp32;

@@ -11,6 +11,29 @@
 
 namespace kiln::plan {
 
+namespace {
+
+// Whether `user` reads its operand `operand` only as an attention's keys
+// (operand 1) or values (operand 2) through `capacity_symbol` (any capacity
+// when empty): the bare attention op, or a fused attention (its epilogue
+// after it, docs/dynamic_shapes.md) whose body does so with that input.
+bool reads_through_capacity(const Node& user, int operand, const std::string& capacity_symbol) {
+  auto strided = [&](const Node& n, int i) {
+    const char* attr = i == 1 ? "k_capacity" : i == 2 ? "v_capacity" : nullptr;
+    const std::string stride = attr ? n.attrs().get_string(attr, "") : "";
+    return n.op() == "attention" && !stride.empty() && (capacity_symbol.empty() || stride == capacity_symbol);
+  };
+  if (!user.body()) return strided(user, operand);
+  if (user.op() != "fused" || operand < 0 || operand >= static_cast<int>(user.body()->inputs().size())) return false;
+  const Value* in = user.body()->inputs()[operand];
+  if (in->uses().empty()) return false;
+  for (const Use& u : in->uses())
+    if (!strided(*u.user, u.operand)) return false;
+  return true;
+}
+
+}  // namespace
+
 std::string why_not_in_place_on_gpu(const Node& concat, const std::string& capacity_symbol) {
   const Value* past = concat.input(0);
   for (const Use& u : past->uses())
@@ -19,10 +42,7 @@ std::string why_not_in_place_on_gpu(const Node& concat, const std::string& capac
                          past->name());
   const Value* present = concat.output(0);
   for (const Use& u : present->uses()) {
-    const char* attr = u.operand == 1 ? "k_capacity" : u.operand == 2 ? "v_capacity" : nullptr;
-    const std::string stride = attr ? u.user->attrs().get_string(attr, "") : "";
-    if (u.user->op() == "attention" && !stride.empty() && (capacity_symbol.empty() || stride == capacity_symbol))
-      continue;
+    if (reads_through_capacity(*u.user, u.operand, capacity_symbol)) continue;
     return fmt::format(
         "node {} reads the present \"{}\" as a dense tensor (only an attention's keys or values are read through "
         "the buffer's capacity)",

@@ -13,6 +13,8 @@ BUILD_PACKAGES=(
   libprotobuf-dev protobuf-compiler libonnx-dev
   libopenblas-dev libgtest-dev libgmock-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libboost-context-dev libjemalloc-dev
+  # ImageDecoder (frontend/image_decode/): JPEG, PNG, TIFF, WebP, JPEG 2000
+  libjpeg-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev
   python3 python3-venv
 )
 # The test suite besides: conformance data, benchmarks, lit/FileCheck, dot,

@@ -13,6 +13,7 @@
 #include "ir/error.h"
 #include "ir/graph_inputs.h"
 #include "ir/op_registry.h"
+#include "ops/cpu_only.h"
 #include "ops/registry.h"
 
 namespace kiln::codegen {
@@ -52,6 +53,9 @@ SimExecutor::SimExecutor(const Graph& g, std::filesystem::path cache_dir) : impl
       for (const auto& r : n.regions()) impl_->regions[&n].push_back(std::make_unique<SimExecutor>(*r, cache_dir));
       continue;
     }
+    if (ops::is_cpu_only_op(n.op()))
+      unsupported("sim backend: op {} {} (there is no kernel for it by design; use --backend ref) ({})", n.op(),
+                  ops::kCpuOnlyRefusal, n.describe());
     if (!emitter_for(n)) {
       std::string what = n.op();
       if (n.op() == "fused") what += " (kind " + n.attrs().get_string("kind", "?") + ")";

@@ -53,10 +53,17 @@ bool body_node_evaluable(const Node& n, const OpRegistry& ops) {
   if (n.body()) return false;
   for (Value* v : n.inputs())
     if (!v) return false;
+  if (is_evaluable_range(n)) return true;
   const OpDef* def = ops.find(n.op());
   if (!def) return false;
   if (def->category == OpCategory::Pointwise && def->expr) return n.num_outputs() == 1;
   return injective_supported(n.op());
+}
+
+bool is_evaluable_range(const Node& n) {
+  if (n.op() != "range" || n.body() || n.num_inputs() != 3 || n.num_outputs() != 1) return false;
+  const DType t = n.output(0)->dtype();
+  return n.output(0)->shape().size() == 1 && t != DType::Bool && (t == DType::F32 || t == DType::F64 || is_int(t));
 }
 
 BodyEvaluator::BodyEvaluator(const Graph& body, const OpRegistry& ops, std::map<const Value*, std::string> buffers,
@@ -100,7 +107,18 @@ void BodyEvaluator::define(const Value* v) {
   const std::string S(cuda_storage_type(t.dtype));
   dtypes_.insert(t.dtype);
   std::string code;  // the lambda's body (inputs' lambdas get defined first, by value())
-  if (def.category == OpCategory::Pointwise) {
+  if (is_evaluable_range(n)) {
+    // start + i * delta as the reference computes it (emit_range): floats in
+    // double, rounded once; integers wrapping in 64 bits. The limit is never
+    // read (the length is the result's). A start holding a symbolic size
+    // (`past`) comes from `ks` (value(): a scalar).
+    const std::string start = value(n.input(0), "0"), delta = value(n.input(2), "0");
+    if (is_float(t.dtype))
+      code += fmt::format("    return ({})((double){} + (double)i * (double){});\n", S, start, delta);
+    else
+      code += fmt::format("    return ({})((unsigned long long){} + (unsigned long long)i * (unsigned long long){});\n",
+                          S, start, delta);
+  } else if (def.category == OpCategory::Pointwise) {
     std::vector<std::string> loads;
     std::vector<DType> dts;
     bool need_coords = false;

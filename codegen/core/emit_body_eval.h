@@ -10,7 +10,7 @@
 // broadcast offsets of i's coordinates and applies its Expr (emit_expr, the
 // result rounded to its dtype exactly where the reference stores it); an
 // injective node runs its index map (codegen/emitters/data_movement/emit_injective.h) and returns
-// the chosen operand's element, or the fill. Body inputs and constants are
+// the chosen operand's element, or the fill; a range computes start + i * delta. Body inputs and constants are
 // kernel buffers read directly. Nothing is cached: a value read twice is
 // computed twice (fused bodies are cheap; the fuser keeps expensive values
 // as results).
@@ -28,8 +28,14 @@
 namespace kiln::codegen {
 
 // Whether the evaluator can compute `n`'s results: a pointwise op with an
-// Expr, identity, or an op with an injective index map (no body).
+// Expr, identity, an op with an injective index map (no body), or a range
+// (is_evaluable_range).
 bool body_node_evaluable(const Node& n, const OpRegistry& ops);
+
+// A range in f32, f64 or an integer type: element i is start + i * delta,
+// computed from the index (a decoder's positions `range(past, past + seq)`
+// and its mask's `range(past + seq)` join the kernels that read them).
+bool is_evaluable_range(const Node& n);
 
 class BodyEvaluator {
  public:

@@ -9,8 +9,9 @@
 # sizes) on the simulator (the plan's own kernels) and on the CPU path,
 # matching ONNX Runtime; at fp16 (convs on tensor cores) the head's logits
 # within the fp16 tolerance; a resize to another tensor's height and width
-# (sizes from Shape ops) likewise. A resize by 1.5 over a symbolic dim is
-# refused by name, exit 1.
+# (sizes from Shape ops) likewise, and resizes by non-integer scales
+# (floor(in * scale) over derived symbols) and cubic ones. A resize by 1.5
+# of a pooled height (no derived symbol spells it) is refused by name, exit 1.
 # Usage: gpu_spatial_profiles_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim
 kiln=$1
 t=$2
@@ -91,14 +92,34 @@ for be in $backends; do
   done
 done
 
+# Resizes by non-integer scales (nearest 1.5, linear 0.75) and cubic ones
+# (1.5 x 1.25; 0.5 x 2.5 with exclude_outside): floor(in * scale) over
+# derived symbols (height+height.div2), every launch shape-generic.
+"$kiln" compile "$dir/seg_resize15.onnx" --target sm_90 --min-shapes x:1x3x16x16 --max-shapes x:4x3x64x64 \
+  -o "$dir/r15.plan" >"$out" 2>&1 || fail "compile the non-integer and cubic resizes for sm_90: exit $?"
+"$kiln" inspect "$dir/r15.plan" >"$out" 2>&1 || fail "inspect r15.plan: exit $?"
+grep -q 'height+height.div2' "$out" || fail "no size floor(1.5 * height) over a derived symbol"
+launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]*\) kernel launches.*/\1/p' "$out")
+[ "$launches" = 4 ] && grep -q "^shape-generic launches: 4 " "$out" || fail "not 4 shape-generic resize launches"
+for be in $backends; do
+  for s in $shapes; do
+    rm -rf "$dir/o"
+    "$kiln" run "$dir/r15.plan" --backend "$be" --inputs "x:$dir/x_$s.npy" --outputs "$dir/o" >"$out" 2>&1 ||
+      fail "r15.plan on $be at $s: exit $?"
+    "$py" "$t/compare_outputs_ort.py" "$dir/seg_resize15.onnx" "$dir/o" "x=$dir/x_$s.npy" >"$out" 2>&1 ||
+      fail "r15.plan on $be at $s: not ONNX Runtime's outputs"
+  done
+done
+
 # A shape outside the profile: exit 1 naming the dim and its range.
 "$py" -c "import numpy as np; np.save('$dir/x_big.npy', np.zeros((1, 3, 65, 32), np.float32))"
 expect_exit 1 "a height outside the profile must exit 1" "$kiln" run "$dir/seg.plan" --backend sim --inputs "x:$dir/x_big.npy"
 grep -q 'outside every shape profile' "$out" || fail "no out-of-profile message"
-# A resize by 1.5 over a symbolic dim: floor(1.5*height) is no polynomial; refused by name.
-expect_exit 1 "a resize by 1.5 over the symbolic height must exit 1" "$kiln" compile "$dir/seg_resize15.onnx" \
-  --target cpu --min-shapes x:1x3x16x16 --max-shapes x:4x3x64x64 -o "$dir/r.plan"
-grep -q 'scale 1.5 along axis 2 of the symbolic dim height: kiln resizes a symbolic dim by an integer scale only' \
+# A resize by 1.5 of a max pool's floor(height / 2): floor(1.5 * height.div2)
+# is neither a polynomial nor one derived symbol; refused by name.
+expect_exit 1 "a resize by 1.5 of a pooled symbolic height must exit 1" "$kiln" compile \
+  "$dir/seg_resize15_pooled.onnx" --target cpu --min-shapes x:1x3x16x16 --max-shapes x:4x3x64x64 -o "$dir/r.plan"
+grep -q 'scale 1.5 along axis 2 of the symbolic dim height.div2: kiln cannot write floor(height.div2 \* 1.5) as a size' \
   "$out" || fail "no message naming the resize scale and the symbolic dim"
 # A profile whose smallest image is smaller than a window (a 2x2 max pool
 # over a height of 1): refused at compile time naming the node, never an

@@ -7,8 +7,11 @@ head. seg_cnn.onnx outputs the head's logits `y` and the per-pixel map
 x_<shape>.npy at four shapes, one with odd sizes (floor divisions of the
 strided windows). seg_resize_like.onnx resizes a strided branch to the
 input's height and width with sizes computed from Shape ops (torchvision's
-segmentation heads). seg_resize15.onnx resizes by 1.5 (refused over a
-symbolic dim).
+segmentation heads). seg_resize15.onnx resizes by non-integer scales
+(nearest by 1.5, linear by 0.75, cubic by 1.5 x 1.25, cubic with
+exclude_outside by 0.5 x 2.5: sizes floor(in * scale) over derived
+symbols); seg_resize15_pooled.onnx resizes a 2x2 max pool's output by 1.5
+(floor(1.5 * floor(height / 2)) is refused by name).
 
     python make_spatial_cnn_model.py OUT_DIR
 """
@@ -65,9 +68,19 @@ def save(name, outputs, node_list=nodes):
 
 save("seg_cnn.onnx", [y, seg])
 save("seg_cnn_head.onnx", [y])
-inits.append(nh.from_array(np.array([1, 1, 1.5, 1.5], np.float32), "sc15"))
-save("seg_resize15.onnx", [h.make_tensor_value_info("u", T.FLOAT, ["batch", 3, "hu", "wu"])],
-     [h.make_node("Resize", ["x", "", "sc15"], ["u"], mode="nearest")])
+for name, v in [("sc15", [1, 1, 1.5, 1.5]), ("sc075", [1, 1, 0.75, 0.75]), ("sc_cubic", [1, 1, 1.5, 1.25]),
+                ("sc_cubic_ex", [1, 1, 0.5, 2.5])]:
+    inits.append(nh.from_array(np.array(v, np.float32), name))
+save("seg_resize15.onnx", [h.make_tensor_value_info(n, T.FLOAT, ["batch", 3, "h_" + n, "w_" + n])
+                           for n in ["up15", "down075", "cubic", "cubic_ex"]],
+     [h.make_node("Resize", ["x", "", "sc15"], ["up15"], mode="nearest"),
+      h.make_node("Resize", ["x", "", "sc075"], ["down075"], mode="linear"),
+      h.make_node("Resize", ["x", "", "sc_cubic"], ["cubic"], mode="cubic"),
+      h.make_node("Resize", ["x", "", "sc_cubic_ex"], ["cubic_ex"], mode="cubic", cubic_coeff_a=-0.5, exclude_outside=1,
+                  coordinate_transformation_mode="asymmetric")])
+save("seg_resize15_pooled.onnx", [h.make_tensor_value_info("u", T.FLOAT, ["batch", 3, "hu", "wu"])],
+     [h.make_node("MaxPool", ["x"], ["xp"], kernel_shape=[2, 2], strides=[2, 2]),
+      h.make_node("Resize", ["xp", "", "sc15"], ["u"], mode="nearest")])
 # As torchvision's segmentation heads: a strided branch resized (linear,
 # half_pixel) back to the input's own height and width, its sizes computed
 # from Shape ops, then added to a 1x1 conv of the input.

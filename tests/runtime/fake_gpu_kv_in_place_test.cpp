@@ -30,14 +30,17 @@ namespace {
 using FakeGpuKvInPlace = FakeGpu;
 
 // DT: the dtype (f16: the tensor-core attention kernel; f32: the SIMT one).
+// The attention's head merge (to [1, seq, 256]) is its fused epilogue.
 constexpr const char* kDecoderLayer =
-    R"(graph @m(%q: DT[1,4,seq,64], %k: DT[1,2,seq,64], %v: DT[1,2,seq,64], %past_key: DT[1,2,past,64], %past_value: DT[1,2,past,64]) -> (DT[1,4,seq,64], DT[1,2,past+seq,64], DT[1,2,past+seq,64])
+    R"(graph @m(%q: DT[1,4,seq,64], %k: DT[1,2,seq,64], %v: DT[1,2,seq,64], %past_key: DT[1,2,past,64], %past_value: DT[1,2,past,64]) -> (DT[1,seq,256], DT[1,2,past+seq,64], DT[1,2,past+seq,64])
     symbols(seq in [1, 8], past in [0, 24]) {
     %kt = tanh(%k) : DT[1,2,seq,64]
     %present_key = concat(%past_key, %kt) {axis=2} : DT[1,2,past+seq,64]
     %present_value = concat(%past_value, %v) {axis=2} : DT[1,2,past+seq,64]
     %o = attention(%q, %present_key, %present_value) {scale=0.125, causal=1} : DT[1,4,seq,64]
-    return %o, %present_key, %present_value
+    %ot = transpose(%o) {perm=[0,2,1,3]} : DT[1,seq,4,64]
+    %om = reshape(%ot) {shape=[1,seq,256]} : DT[1,seq,256]
+    return %om, %present_key, %present_value
   })";
 
 // The same with the present keys also read by a pointwise node.
@@ -146,6 +149,9 @@ TEST_P(KvInPlace, PrefillAndDecodeStepsAppendInPlaceWithoutCopyingTheCache) {
   ASSERT_NE(attention, nullptr);
   const std::string attention_kernel = p.kernels[p.steps[attention->step].kernel].name;
   EXPECT_EQ(dt == DType::F16, attention_kernel.find("attn_tc") != std::string::npos) << attention_kernel;
+  // Reading the caches through their capacity, it keeps its head merge fused.
+  EXPECT_NE(attention_kernel.find("fused_attention"), std::string::npos) << attention_kernel;
+  EXPECT_EQ(p.steps.size(), 4u) << "tanh, two concats (appends when bound), the attention with its head merge";
 
   std::vector<uint8_t> bytes = plan_bytes(p);
   auto e = rt::Engine::load(bytes.data(), bytes.size(), "decoder.plan", rt::Backend::Gpu);
@@ -196,7 +202,7 @@ TEST_P(KvInPlace, PrefillAndDecodeStepsAppendInPlaceWithoutCopyingTheCache) {
     ctx.set_input_shape("past_value", {1, kRows, past, 64});
     for (const char* name : {"q", "k", "v"}) ctx.bind_input(name, feed.at(name).raw(), feed.at(name).type(), false);
     Tensor o(at->outputs()[0]->type());
-    ctx.bind_output("o", o.raw(), o.type(), false);
+    ctx.bind_output("om", o.raw(), o.type(), false);
     launches().clear();
     ctx.run();
     const std::map<std::string, int> copies = copies_logged();
@@ -283,6 +289,18 @@ TEST_F(FakeGpuKvInPlace, OnnxDecoderStepsEqualOnnxRuntime) {
   const CompileResult r = compile_model(ModelSource::file(dir + "/model.onnx"), co);
   const plan::Plan p = plan::deserialize(r.plan.data(), r.plan.size(), "kv_decoder.plan");
   ASSERT_EQ(p.in_place_appends.size(), 2u) << "both caches can be bound in place";
+  // The attention reads the caches through their capacity and keeps its head merge fused.
+  std::string attention_kernel;
+  const plan::GenericLaunch* attention = nullptr;
+  for (const plan::GenericLaunch& gl : p.generic_launches) {
+    const std::string& name = p.kernels[p.steps[gl.step].kernel].name;
+    if (name.find("attn") == std::string::npos) continue;
+    EXPECT_TRUE(attention_kernel.empty()) << "a second attention kernel " << name;
+    attention_kernel = name;
+    attention = &gl;
+  }
+  ASSERT_NE(attention, nullptr);
+  EXPECT_NE(attention_kernel.find("fused_attention"), std::string::npos) << attention_kernel;
   std::vector<uint8_t> bytes = plan_bytes(p);
   auto e = rt::Engine::load(bytes.data(), bytes.size(), "kv_decoder.plan", rt::Backend::Gpu);
   rt::Context ctx(e);
@@ -308,7 +326,20 @@ TEST_F(FakeGpuKvInPlace, OnnxDecoderStepsEqualOnnxRuntime) {
     ctx.bind_input("x", x.raw(), x.type(), false);
     Tensor y(want.type());
     ctx.bind_output("y", y.raw(), y.type(), false);
+    fake().set_kernels(arg_count, recording_launch);
+    launches().clear();
     ctx.run();
+    fake().set_kernels(arg_count, launch);
+    int attentions = 0;
+    for (const Launch& l : launches()) {
+      if (l.kernel != attention_kernel) continue;
+      ++attentions;
+      for (int c = 0; c < 2; ++c) {
+        EXPECT_NE(std::find(l.args.begin(), l.args.end(), cache[c]), l.args.end()) << "it reads cache " << c;
+        EXPECT_EQ(sym_of(attention->symbols, l.syms, p.in_place_appends[c].capacity_symbol), kCapacity);
+      }
+    }
+    EXPECT_EQ(attentions, 1);
     const std::map<std::string, int> copies = copies_logged();
     EXPECT_EQ(copies.count("dtod"), 0u);
     EXPECT_EQ(copies.count("htod") ? copies.at("htod") : 0, 1) << "x uploaded; no past";
@@ -459,8 +490,8 @@ TEST_F(FakeGpuKvInPlace, RefusalsNameTheInput) {
   ctx.set_input_shape("past_key", {1, 2, 10, 64});
   std::vector<Tensor> outs;
   for (const Value* v : at->outputs()) outs.emplace_back(v->type());
-  for (const char* name : {"o", "present_value"})
-    ctx.bind_output(name, outs[std::string(name) == "o" ? 0 : 2].raw(), outs[std::string(name) == "o" ? 0 : 2].type(),
+  for (const char* name : {"om", "present_value"})
+    ctx.bind_output(name, outs[std::string(name) == "om" ? 0 : 2].raw(), outs[std::string(name) == "om" ? 0 : 2].type(),
                     false);
   refused([&] { ctx.run(); }, "present_key");
   mem_free(buf);

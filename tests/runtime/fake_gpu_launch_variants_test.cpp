@@ -4,11 +4,13 @@
 // specialised kernels at batch 3 and the shape-generic ones at the other
 // batches, each matching the reference backend; each shape's CUDA Graph is
 // captured once with its own launch list and replayed on a repeat. A GEMM's
-// size buckets launch their own kernels for their rows.
+// and a channels-last conv's size buckets launch their own kernels for their
+// rows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "ir/specialize.h"
 #include "ops/registry.h"
@@ -170,6 +172,57 @@ TEST_F(FakeGpuLaunchVariants, GemmSizeBucketsLaunchTheirKernelsPerShape) {
     EXPECT_EQ(compare_tensors(out, ReferenceExecutor(*at).run(feed)[0], {2e-2, 2e-2}), "") << "rows " << rows;
     ASSERT_FALSE(launched_kernels().empty());
     for (const std::string& k : launched_kernels()) EXPECT_TRUE(want.count(k)) << "rows " << rows << " ran " << k;
+  }
+  EXPECT_EQ(ctx.gpu_context()->graph_cache_stats().captures, runs.size());
+}
+
+// Conv size buckets: a channels-last f16 conv over a symbolic batch and
+// image size (its rows n*h*w); an image size in the first bucket runs that
+// bucket's kernels, one between the buckets the default ones, each equal to
+// the reference, each shape with its own graph.
+TEST_F(FakeGpuLaunchVariants, NhwcConvSizeBucketsLaunchTheirKernelsPerImageSize) {
+  auto g = parse_graph(
+      "graph @m(%x: f16[n,h,w,256]{nhwc}, %w: f16[512,3,3,256]{nhwc}) -> (f16[n,h,w,512]{nhwc}) "
+      "symbols(n in [1, 8], h in [2, 64], w in [2, 64]) {\n"
+      "  %y = conv(%x, %w) {dilations=[1,1], group=1, layout=\"nhwc\", pads=[1,1,1,1], strides=[1,1]} : "
+      "f16[n,h,w,512]{nhwc}\n  return %y\n}\n");
+  CompileOptions co;
+  co.pass.target = "sm_90";
+  co.symbolic = true;
+  compile_graph(*g, co);
+  PlanBuildOptions po{"sm_90", "fp16", {}};
+  po.profiles = {plan::Profile{{{"x", {1, 2, 2, 256}, {8, 64, 64, 256}, {8, 64, 64, 256}}}}};
+  const plan::Plan p = build_plan(*g, po);
+  const plan::LaunchVariant* first = nullptr;
+  for (const plan::LaunchVariant& v : p.launch_variants)
+    if (v.kind == plan::VariantKind::Bucket && (!first || v.when.at(0).lo < first->when.at(0).lo)) first = &v;
+  ASSERT_TRUE(first) << "no conv size bucket";
+  ASSERT_LE(first->when.at(0).lo, 6);
+  std::set<std::string> bucket, generic;
+  for (const plan::Step& s : first->steps) bucket.insert(p.kernels.at(s.kernel).name);
+  for (const plan::Step& s : p.steps) generic.insert(p.kernels.at(s.kernel).name);
+  // 1x2x3 = 6 rows: the first bucket; 1x13x13 = 169 rows: between the buckets at the sampled shapes.
+  std::vector<std::tuple<int64_t, int64_t, int64_t, std::set<std::string>>> runs = {{1, 2, 3, bucket}};
+  bool between = true;
+  for (const plan::LaunchVariant& v : p.launch_variants)
+    between = between && !(v.when.at(0).lo <= 169 && 169 <= v.when.at(0).hi);
+  if (between) runs.emplace_back(1, 13, 13, generic);
+  std::vector<uint8_t> bytes = plan_bytes(p);
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "conv.plan", rt::Backend::Gpu);
+  rt::Context ctx(e);
+  for (const auto& [n, h, w, want] : runs) {
+    std::unique_ptr<Graph> at = specialize_graph(*g, {{"n", n}, {"h", h}, {"w", w}}, op_registry());
+    const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(h));
+    for (const Value* v : at->inputs()) ctx.bind_input(v->name(), feed.at(v->name()).raw(), v->type(), false);
+    Tensor out(at->outputs()[0]->type());
+    ctx.bind_output("y", out.raw(), out.type(), false);
+    launched_kernels().clear();
+    ctx.run();
+    EXPECT_EQ(compare_tensors(out, ReferenceExecutor(*at).run(feed)[0], {2.5e-3, 1e-3}), "")
+        << n << "x" << h << "x" << w;
+    ASSERT_FALSE(launched_kernels().empty());
+    for (const std::string& k : launched_kernels())
+      EXPECT_TRUE(want.count(k)) << n << "x" << h << "x" << w << " ran " << k;
   }
   EXPECT_EQ(ctx.gpu_context()->graph_cache_stats().captures, runs.size());
 }

@@ -4,7 +4,9 @@
 // max pool, a strided conv (their sizes derived symbols of height and
 // width), instance norm, resize x2, group norm and a global pool from one
 // sm_90 plan at three image sizes (odd ones included), each matching the
-// reference backend on the graph specialised to it, one CUDA Graph per shape.
+// reference backend on the graph specialised to it, one CUDA Graph per shape;
+// and the families of a fused pool over the image, a cubic resize by a
+// non-integer scale, cumsum and gather_elements likewise.
 #include <gtest/gtest.h>
 
 #include "ir/specialize.h"
@@ -75,6 +77,62 @@ TEST_F(FakeGpuProfiles, SpatialCnnPlanRunsAtThreeImageSizes) {
   EXPECT_EQ(ctx.gpu_context()->graph_cache_stats().captures, 3u);
   // A height outside the profile: the runtime's error, never a run.
   EXPECT_THROW(ctx.set_input_shape("x", {1, 3, 33, 8}), Error);
+}
+
+// The families of dyn9 on the GPU path: a pool with a per-channel prologue
+// over the symbolic image (one fused kernel), a cubic resize by 1.5 x 0.75
+// (sizes over derived symbols), a cumsum along a symbolic axis and a
+// gather_elements at symbolic positions (RoBERTa's position and token type
+// ids), from one sm_90 plan at three shapes, one CUDA Graph per shape.
+constexpr const char* kProfileFamilies =
+    R"(graph @m(%x: f32[n,4,h,w], %c: f32[4,1,1], %ids: i64[n,h], %buf: f32[n,64])
+    -> (f32[n,4,h.div2,w.div2], f32[n,4,h+h.div2,w.times3.div4], i64[n,h], f32[n,h])
+    symbols(n in [1, 3], h in [4, 32], w in [4, 32]) {
+    %a = add(%x, %c) : f32[n,4,h,w]
+    %r = relu(%a) : f32[n,4,h,w]
+    %p = max_pool(%r) {dilations=[1,1], kernel_shape=[2,2], pads=[0,0,0,0], strides=[2,2]} : f32[n,4,h.div2,w.div2]
+    %u = resize(%x) {mode="cubic", scales=[1.0,1.0,1.5,0.75], sizes=[n,4,h+h.div2,w.times3.div4]} : f32[n,4,h+h.div2,w.times3.div4]
+    %cs = cumsum(%ids) {axis=1} : i64[n,h]
+    %ge = gather_elements(%buf, %ids) {axis=1} : f32[n,h]
+    return %p, %u, %cs, %ge
+  })";
+
+TEST_F(FakeGpuProfiles, FusedPoolCubicResizeCumsumAndGatherElementsRunAtThreeShapes) {
+  auto g = parse_graph(kProfileFamilies);
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  o.symbolic = true;
+  compile_graph(*g, o);
+  PlanBuildOptions po{"sm_90", "fp32", {}};
+  po.profiles = {plan::Profile{{{"x", {1, 4, 4, 4}, {3, 4, 32, 32}, {3, 4, 32, 32}},
+                                {"ids", {1, 4}, {3, 32}, {3, 32}},
+                                {"buf", {1, 64}, {3, 64}, {3, 64}}}}};
+  const plan::Plan p = build_plan(*g, po);
+  ASSERT_TRUE(p.meta.gpu_kernels) << p.meta.no_gpu_reason;
+  EXPECT_EQ(p.steps.size(), 4u) << "the pool's prologue is not fused";
+  EXPECT_EQ(p.generic_launches.size(), p.steps.size()) << "every launch is shape-generic";
+  std::vector<uint8_t> bytes = plan_bytes(p);
+  auto e = rt::Engine::load(bytes.data(), bytes.size(), "families.plan", rt::Backend::Gpu);
+  rt::Context ctx(e);
+  for (auto [n, h, w] : {std::tuple<int64_t, int64_t, int64_t>{1, 4, 5}, {2, 19, 13}, {3, 32, 27}}) {
+    std::unique_ptr<Graph> at = specialize_graph(*g, {{"n", n}, {"h", h}, {"w", w}}, op_registry());
+    const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(h));
+    for (const Value* v : at->inputs()) ctx.bind_input(v->name(), feed.at(v->name()).raw(), v->type(), false);
+    const std::vector<Tensor> want = ReferenceExecutor(*at).run(feed);
+    std::vector<Tensor> outs;
+    for (size_t k = 0; k < at->outputs().size(); ++k) {
+      const Value* out = at->outputs()[k];
+      outs.emplace_back(out->type());
+      EXPECT_EQ(ctx.output_shape(out->name()), out->shape()) << out->name();
+      ctx.bind_output(out->name(), outs.back().raw(), out->type(), false);
+    }
+    EXPECT_EQ(outs[1].shape(), (Shape{n, 4, h + h / 2, 3 * w / 4}));
+    ctx.run();
+    for (size_t k = 0; k < outs.size(); ++k)
+      EXPECT_EQ(compare_tensors(outs[k], want[k], {1e-5, 1e-5}), "")
+          << "output " << k << " at " << n << "x" << h << "x" << w;
+  }
+  EXPECT_EQ(ctx.gpu_context()->graph_cache_stats().captures, 3u);
 }
 
 }  // namespace

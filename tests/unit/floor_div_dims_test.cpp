@@ -5,6 +5,8 @@
 // into one derived symbol, and what is not expressible is nullopt.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ir/floor_div_dims.h"
 #include "ir/symbolic_dim.h"
 
@@ -45,6 +47,27 @@ TEST(FloorDivDims, DerivedValuesFollowTheBase) {
   EXPECT_EQ(symbol_value("h.times3.plus1.div4", {{"h", 5}}), 4);
   EXPECT_FALSE(symbol_value("h.div2", {{"w", 5}}));
   EXPECT_EQ(substitute_dim(out, {{"w", 3}}), out);  // left symbolic
+}
+
+// A resize's floor(in * scale) for a scale m / 2^k: a polynomial for an
+// integer scale, derived symbols otherwise, equal to floor(v * s) at every v.
+TEST(FloorDivDims, ScaledSizesAreFloorOfTheProduct) {
+  EXPECT_EQ(*dim_floor_scale(h(), 2.0), dim_mul(h(), 2));
+  EXPECT_EQ(dim_str(*dim_floor_scale(h(), 1.5)), "h+h.div2");
+  EXPECT_EQ(dim_str(*dim_floor_scale(h(), 0.5)), "h.div2");
+  EXPECT_EQ(dim_str(*dim_floor_scale(h(), 0.75)), "h.times3.div4");
+  EXPECT_EQ(dim_str(*dim_floor_scale(*dim_floor_div(h(), 2), 0.5)), "h.div4");  // a pool then a half
+  EXPECT_EQ(*dim_floor_scale(37, 1.5), 55);
+  for (float s : {1.5f, 0.75f, 2.5f, 1.25f, 0.3f, 1.0f / 3.0f, 2.0f}) {
+    const int64_t d = *dim_floor_scale(h(), static_cast<double>(s));
+    for (int64_t v = 1; v < 70; ++v)
+      EXPECT_EQ(eval_dim(d, {{"h", v}}), static_cast<int64_t>(std::floor(static_cast<double>(v) * s)))
+          << s << " at " << v;
+  }
+  // Not expressible: 1.5 of floor(h / 2); not a positive finite scale; 2^-40.
+  EXPECT_FALSE(dim_floor_scale(*dim_floor_div(h(), 2), 1.5));
+  EXPECT_FALSE(dim_floor_scale(h(), 0.0));
+  EXPECT_FALSE(dim_floor_scale(h(), std::ldexp(1.0, -40)));
 }
 
 TEST(FloorDivDims, NamesParseBackAndPlainNamesAreNotDerived) {

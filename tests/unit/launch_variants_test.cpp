@@ -192,6 +192,59 @@ TEST(LaunchVariants, GemmSizeBucketsRunTheirTilesForTheirRowsOnSim) {
   }
 }
 
+// A channels-last f16 conv over a symbolic batch and image size: its
+// implicit GEMM's rows, n*h*w, span 4..32768, so the tiles chosen for fewer
+// rows win a range (size buckets over the polynomial); plan-on-sim runs a
+// bucket's kernels for shapes in it, equal to the reference.
+TEST(LaunchVariants, NhwcConvOverASymbolicImageGetsSizeBucketsOnSim) {
+  const char* conv =
+      "graph @m(%x: f16[n,h,w,256]{nhwc}, %w: f16[512,3,3,256]{nhwc}) -> (f16[n,h,w,512]{nhwc}) "
+      "symbols(n in [1, 8], h in [2, 64], w in [2, 64]) {\n"
+      "  %y = conv(%x, %w) {dilations=[1,1], group=1, layout=\"nhwc\", pads=[1,1,1,1], strides=[1,1]} : "
+      "f16[n,h,w,512]{nhwc}\n"
+      "  %r = relu(%y) : f16[n,h,w,512]{nhwc}\n"
+      "  return %r\n"
+      "}\n";
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    auto g = compiled(conv, arch);
+    PlanBuildOptions po{arch, "fp16", {}};
+    po.profiles = {{{{"x", {1, 2, 2, 256}, {8, 64, 64, 256}, {8, 64, 64, 256}}}}};
+    plan::Plan p = build_plan(*g, po);
+    const std::vector<const plan::LaunchVariant*> buckets = of_kind(p, plan::VariantKind::Bucket);
+    ASSERT_FALSE(buckets.empty()) << arch << ": no conv size bucket";
+    EXPECT_LE(buckets.size(), 3u);
+    for (const plan::LaunchVariant* v : buckets) {
+      ASSERT_EQ(v->when.size(), 1u);
+      EXPECT_EQ(dim_str(dim_of_poly(v->when[0].expr)), "h*n*w");
+      EXPECT_FALSE(v->generic.empty()) << "a bucket's launches are shape-generic";
+      for (const plan::Step& s : v->steps) {
+        EXPECT_FALSE(p.kernels.at(s.kernel).cubin.empty()) << p.kernels.at(s.kernel).name << " has no CUBIN";
+        EXPECT_EQ(p.kernels.at(s.kernel).name.find("kiln_conv_nhwc"), 0u) << p.kernels.at(s.kernel).name;
+      }
+    }
+    if (arch != "sm_90") continue;
+    int ran_buckets = 0;
+    for (auto [n, h, w] : {std::tuple<int64_t, int64_t, int64_t>{1, 2, 2}, {1, 5, 3}, {2, 7, 9}, {1, 16, 13}}) {
+      const int64_t rows = n * h * w;
+      const plan::LaunchVariant* in = nullptr;
+      for (const plan::LaunchVariant* v : buckets)
+        if (v->when[0].lo <= rows && rows <= v->when[0].hi) in = v;
+      std::set<std::string> mine;
+      if (in)
+        for (const plan::Step& s : in->steps) mine.insert(p.kernels.at(s.kernel).name);
+      std::unique_ptr<Graph> at = specialize_graph(*g, {{"n", n}, {"h", h}, {"w", w}}, op_registry());
+      const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(rows));
+      std::vector<std::string> ran;
+      std::vector<Tensor> got = run_plan_on_sim(p, *g, feed, {}, &ran);
+      EXPECT_EQ(compare_tensors(got[0], ReferenceExecutor(*at).run(feed)[0], {2.5e-3, 1e-3}), "") << "rows " << rows;
+      if (!in) continue;
+      ++ran_buckets;
+      for (const std::string& k : ran) EXPECT_TRUE(mine.count(k)) << "rows " << rows << " ran " << k;
+    }
+    EXPECT_GE(ran_buckets, 1) << "no bucket holds 4..208 rows";
+  }
+}
+
 TEST(LaunchVariants, PointwiseGraphGetsNone) {
   auto g = compiled(
       "graph @m(%x: f32[b,3,24]) -> (f32[b,3,24]) symbols(b in [1, 16]) {\n"

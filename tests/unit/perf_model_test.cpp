@@ -148,6 +148,38 @@ TEST(PerfEstimate, SubWaveGemmIsLatencyBound) {
   EXPECT_NEAR(e.compute_us, 2.0 * 64 * 64 * 4608 / (989.4e12 / 132 * 0.6) * 1e6, 1e-9);
 }
 
+// The attention L2 term (GQA head packing, docs/performance.md): the bytes
+// every block streams from L2 over the assumed L2 bandwidth (5120 bytes per
+// clock at 1.98 GHz on the H100), at the DRAM efficiency, scaled by the
+// share of SMs with a block; it bounds a decode step whose query heads each
+// read their group's K/V. A GPU without an L2 figure (L4) has no such term.
+TEST(PerfEstimate, AttentionL2BytesBoundUnpackedGroups) {
+  // 32 query heads over 8 K/V heads, head dim 128, 2048 keys, split 16 ways:
+  // 512 one-head blocks each stream 4 K/V tiles of 32 keys and a 16-row Q tile.
+  LaunchWork w = block_of(64, 162, 34816);
+  w.kind = WorkKind::Attention;
+  w.math = Math::F16Tensor;
+  w.blocks = 512;
+  w.bytes = 8.663e6;
+  w.tile = TileLoop{16, 128, 32, 2, 4, 16};
+  w.l2_bytes = 512.0 * 2 * (4 * 32 * 256 + 16 * 128);
+  LaunchEstimate e = estimate_launch(w, h100());
+  EXPECT_NEAR(e.l2_us, w.l2_bytes / (5120 * 1.98e9 * 0.9) * 1e6, 1e-9);  // 3.91 us
+  EXPECT_GT(e.l2_us, e.latency_us);
+  EXPECT_EQ(e.bound, "l2");
+  // Two heads packed per block: half the blocks, half the L2 bytes, on 256 of 132 SMs.
+  w.blocks = 256;
+  w.l2_bytes /= 2;
+  e = estimate_launch(w, h100());
+  EXPECT_NEAR(e.l2_us, w.l2_bytes / (5120 * 1.98e9 * 0.9) * 1e6, 1e-9);
+  EXPECT_NE(e.bound, "l2");
+  // Few blocks: the share of SMs with one.
+  w.blocks = 33;
+  EXPECT_NEAR(estimate_launch(w, h100()).l2_us, w.l2_bytes / (5120 * 1.98e9 * 0.9 * 0.25) * 1e6, 1e-9);
+  EXPECT_EQ(estimate_launch(w, *find_gpu("l4")).l2_us, 0.0);
+  EXPECT_NEAR(find_gpu("a100")->l2_gb_per_s, 5120 * 1.41, 1e-9);
+}
+
 // A folded split-K (the GEMM's last block per tile sums the partial sums):
 // its tail runs after the k-loops, a fence + ticket round trip and the
 // partial sums' round trip (1 us), or their bytes over only the SMs the

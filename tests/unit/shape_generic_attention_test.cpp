@@ -4,8 +4,9 @@
 // that plan on the simulator (plan-on-sim) at several shapes equal to the
 // reference backend on the graph specialised to each: the SIMT kernel (f32,
 // a padding mask [b,1,1,s]), the tensor-core kernel (f16, causal with the
-// offset keys - queries, as a KV-cache decode step: past 0, 5, 17) and its
-// split-KV form (a long past split per launch, the parts combined in the kernel).
+// offset keys - queries, as a KV-cache decode step: past 0, 5, 17), its
+// split-KV form (a long past split per launch, the parts combined in the
+// kernel) and grouped-query heads, one per block or packed several per block.
 #include <gtest/gtest.h>
 
 #include "backends/compare.h"
@@ -159,8 +160,39 @@ TEST(ShapeGenericKernels, AttentionGroupedQueryDecodeStepsOnSimEqualTheReference
                           {{{"q", {1, 8, 1, 64}, {1, 8, 1, 64}, {1, 8, 8, 64}},
                             {"k", {1, 2, 1, 64}, {1, 2, 300, 64}, {1, 2, 300, 64}},
                             {"v", {1, 2, 1, 64}, {1, 2, 300, 64}, {1, 2, 300, 64}}}});
-  EXPECT_NE(attention_kernel(p).source.find("grouped-query: 4 heads per key/value head"), std::string::npos);
+  // At the decode corner the cost terms pack the whole group of 4 into a block's rows.
+  EXPECT_NE(attention_kernel(p).source.find("grouped-query: 4 of the 4 heads of a key/value head packed"),
+            std::string::npos);
   for (auto [seq, past] : {std::pair<int64_t, int64_t>{8, 0}, {1, 5}, {1, 17}, {1, 290}})
+    expect_on_sim_equal(p, *g, {{"seq", seq}, {"kv", past + seq}}, {2e-3, 2e-2});
+}
+
+// GQA head packing (issue 18) in a generic kernel: 32 query heads on 8
+// key/value heads, a long past. At the decode corner (one query) the cost
+// terms pack 2 heads per block; the packed rows are P * seq per launch (grid
+// y), each row's query seq-relative for the causal limit, and the keys split
+// per launch. Decode steps and a prefill of 4 queries (a block's rows then
+// span heads) on the simulator equal the reference.
+TEST(ShapeGenericKernels, AttentionPackedGroupedQueryHeadsOnSimEqualTheReference) {
+  const char* text =
+      "graph @m(%q: f16[1,32,seq,128], %k: f16[1,8,kv,128], %v: f16[1,8,kv,128]) -> (f16[1,32,seq,128]) "
+      "symbols(seq in [1, 4], kv in [1, 2100]) {\n"
+      "  %o = attention(%q, %k, %v) {scale=0.088, causal=1} : f16[1,32,seq,128]\n"
+      "  return %o\n"
+      "}\n";
+  auto g = compiled(text, "sm_90");
+  plan::Plan p = gpu_plan(*g, "sm_90",
+                          {{{"q", {1, 32, 1, 128}, {1, 32, 1, 128}, {1, 32, 4, 128}},
+                            {"k", {1, 8, 1, 128}, {1, 8, 2100, 128}, {1, 8, 2100, 128}},
+                            {"v", {1, 8, 1, 128}, {1, 8, 2100, 128}, {1, 8, 2100, 128}}}});
+  const plan::Kernel& k = attention_kernel(p);
+  ASSERT_NE(k.source.find("grouped-query: 2 of the 4 heads of a key/value head packed"), std::string::npos)
+      << k.source.substr(k.source.find("// attention"), 700);
+  EXPECT_NE(k.source.find("split-KV"), std::string::npos);
+  const plan::GenericLaunch& gl = p.generic_launches[0];
+  EXPECT_EQ(plan::eval_grid_axis(gl.grid[0], {{"seq", 1}, {"kv", 9}}), 16u);  // 32 heads / 2
+  EXPECT_EQ(plan::eval_grid_axis(gl.grid[1], {{"seq", 1}, {"kv", 9}}), 1u);   // 2 rows
+  for (auto [seq, past] : {std::pair<int64_t, int64_t>{1, 0}, {1, 700}, {1, 2099}, {4, 1500}})
     expect_on_sim_equal(p, *g, {{"seq", seq}, {"kv", past + seq}}, {2e-3, 2e-2});
 }
 

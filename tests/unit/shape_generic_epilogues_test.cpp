@@ -5,7 +5,10 @@
 // split and head-split transposes, as a static plan does; each is one
 // shape-generic kernel (NVRTC for sm_80 and sm_90) whose epilogue maps every
 // element through the layout ops with the sizes of the launch, equal on the
-// simulator to the reference at three shapes.
+// simulator to the reference at three shapes. The projection's epilogue also
+// carries rotary's slices and negations of the head dim (and a one-index
+// gather), as a Llama decoder's static plan fuses them; a slice along a
+// symbol stays out of it.
 #include <gtest/gtest.h>
 
 #include "backends/compare.h"
@@ -13,6 +16,7 @@
 #include "backends/reference/executor.h"
 #include "compiler/compile.h"
 #include "compiler/plan_writer.h"
+#include "codegen/emitters/gemm_conv/emit_epilogue.h"
 #include "ir/parser.h"
 #include "ir/specialize.h"
 #include "ops/registry.h"
@@ -182,6 +186,110 @@ TEST(ShapeGenericKernels, ProjectionWithSplitAndHeadTransposesOnSimAtThreeShapes
         expect_on_sim_equal(p, *g, {{"b", b}, {"s", s}}, tol);
     }
   }
+}
+
+// The ops of `kind` inside the bodies of the graph's fused nodes of kind `fused_kind`.
+int body_ops(const Graph& g, const std::string& fused_kind, const std::string& op) {
+  int n = 0;
+  for (const auto& node : g.nodes())
+    if (node->op() == "fused" && node->attrs().get_string("kind", "") == fused_kind)
+      for (const auto& bn : node->body()->nodes()) n += bn->op() == op;
+  return n;
+}
+
+// A Llama decoder layer's merged QKV projection with rotary as its exporter
+// writes it (x * cos + concat(-x2, x1) * sin over the head dim), the values
+// passed through, and one key position picked by a constant index: the
+// projection's epilogue holds the split, head splits, the products with cos,
+// the four slices, both negations and the gather (one kernel, as the static
+// plan's), the concats with sin after it (the on-demand kernel).
+std::string rotary_graph(const std::string& t) {
+  std::string s =
+      "graph @m(%x: T[b,s,64], %w: T[64,128], %cos: T[s,16], %sin: T[s,16])"
+      " -> (T[b,4,s,16], T[b,2,s,16], T[b,2,s,16], T[b,s,16]) symbols(b in [1, 3], s in [1, 40]) {\n"
+      "  %qkv = matmul(%x, %w) : T[b,s,128]\n"
+      "  %q, %k, %v = split(%qkv) {axis=2, split=[64,32,32]} : T[b,s,64], T[b,s,32], T[b,s,32]\n"
+      "  %qr = reshape(%q) {shape=[b,s,4,16]} : T[b,s,4,16]\n"
+      "  %qt = transpose(%qr) {perm=[0,2,1,3]} : T[b,4,s,16]\n"
+      "  %qc = mul(%qt, %cos) : T[b,4,s,16]\n"
+      "  %q2 = slice(%qt) {ends=[b,4,s,16], starts=[0,0,0,8], steps=[1,1,1,1]} : T[b,4,s,8]\n"
+      "  %qn = neg(%q2) : T[b,4,s,8]\n"
+      "  %q1 = slice(%qt) {ends=[b,4,s,8], starts=[0,0,0,0], steps=[1,1,1,1]} : T[b,4,s,8]\n"
+      "  %qh = concat(%qn, %q1) {axis=3} : T[b,4,s,16]\n"
+      "  %qs = mul(%qh, %sin) : T[b,4,s,16]\n"
+      "  %qo = add(%qc, %qs) : T[b,4,s,16]\n"
+      "  %kr = reshape(%k) {shape=[b,s,2,16]} : T[b,s,2,16]\n"
+      "  %kt = transpose(%kr) {perm=[0,2,1,3]} : T[b,2,s,16]\n"
+      "  %kc = mul(%kt, %cos) : T[b,2,s,16]\n"
+      "  %k2 = slice(%kt) {ends=[b,2,s,16], starts=[0,0,0,8], steps=[1,1,1,1]} : T[b,2,s,8]\n"
+      "  %kn = neg(%k2) : T[b,2,s,8]\n"
+      "  %k1 = slice(%kt) {ends=[b,2,s,8], starts=[0,0,0,0], steps=[1,1,1,1]} : T[b,2,s,8]\n"
+      "  %kh = concat(%kn, %k1) {axis=3} : T[b,2,s,16]\n"
+      "  %ks = mul(%kh, %sin) : T[b,2,s,16]\n"
+      "  %ko = add(%kc, %ks) : T[b,2,s,16]\n"
+      "  %vr = reshape(%v) {shape=[b,s,2,16]} : T[b,s,2,16]\n"
+      "  %vt = transpose(%vr) {perm=[0,2,1,3]} : T[b,2,s,16]\n"
+      "  %one = const i64[] dense<[1]>\n"
+      "  %kl = gather(%kr, %one) {axis=2} : T[b,s,16]\n"
+      "  return %qo, %ko, %vt, %kl\n"
+      "}\n";
+  for (size_t at = s.find("T["); at != std::string::npos; at = s.find("T[", at)) s.replace(at, 1, t);
+  return s;
+}
+
+TEST(ShapeGenericKernels, ProjectionWithRotarySlicesAndAGatherInItsEpilogueOnSimAtFourShapes) {
+  const plan::Profile profile = {{{"x", {1, 1, 64}, {3, 40, 64}, {3, 40, 64}},
+                                  {"cos", {1, 16}, {40, 16}, {40, 16}},
+                                  {"sin", {1, 16}, {40, 16}, {40, 16}}}};
+  for (const std::string t : {"f32", "f16"}) {
+    for (const std::string arch : {"sm_80", "sm_90"}) {
+      auto g = compiled(rotary_graph(t), arch);
+      ASSERT_EQ(fused_of_kind(*g, "gemm_epilogue"), 1) << t << " " << arch;
+      EXPECT_EQ(body_ops(*g, "gemm_epilogue", "slice"), 4) << t << " " << arch;
+      EXPECT_EQ(body_ops(*g, "gemm_epilogue", "neg"), 2) << t << " " << arch;
+      EXPECT_EQ(body_ops(*g, "gemm_epilogue", "gather"), 1) << t << " " << arch;
+      plan::Plan p;
+      std::vector<std::string> names = generic_plan(*g, arch, profile, p);
+      // The projection and its epilogue, then one kernel per rotary tail (concat, sin, add).
+      ASSERT_EQ(names.size(), 3u) << t << " " << arch;
+      EXPECT_EQ(names[0].rfind(t == "f16" ? "kiln_matmul_mma_" : "kiln_matmul_", 0), 0u) << names[0];
+      if (arch != "sm_90") continue;
+      const Tolerance tol = t == "f16" ? Tolerance{2.5e-3, 1e-3} : Tolerance{1e-5, 1e-4};
+      // A decode step (s = 1), odd prefills (7, 17) and the largest shape.
+      for (auto [b, s] : {std::pair<int64_t, int64_t>{1, 1}, {2, 7}, {1, 17}, {3, 40}})
+        expect_on_sim_equal(p, *g, {{"b", b}, {"s", s}}, tol);
+    }
+  }
+}
+
+// A one-index gather along a symbolic dim (the first position of s) has no
+// place in a shape-generic epilogue (its bound would follow the symbols; the
+// verifier already keeps slices from cutting a symbol): the fuser splits the
+// group back, as any group codegen refuses, so the gather is a kernel of its
+// own, and the plan still runs every shape.
+TEST(ShapeGenericKernels, AGatherAlongASymbolStaysOutOfTheEpilogue) {
+  const std::string text =
+      "graph @m(%x: f32[b,s,16], %w: f32[16,32]) -> (f32[b,32], f32[b,s,16])"
+      " symbols(b in [1, 3], s in [1, 40]) {\n"
+      "  %p = matmul(%x, %w) : f32[b,s,32]\n"
+      "  %zero = const i64[] dense<[0]>\n"
+      "  %f = gather(%p, %zero) {axis=1} : f32[b,32]\n"
+      "  %h = slice(%p) {ends=[b,s,32], starts=[0,0,16], steps=[1,1,1]} : f32[b,s,16]\n"
+      "  %r = relu(%h) : f32[b,s,16]\n"
+      "  return %f, %r\n"
+      "}\n";
+  auto g = compiled(text, "sm_90");
+  int gathers = 0;
+  for (const auto& n : g->nodes()) {
+    if (n->op() != "gather") continue;
+    ++gathers;
+    EXPECT_EQ(codegen::symbolic_cut_refusal(*n), "picks along static dims only (gather axis 1 is s)");
+  }
+  EXPECT_EQ(gathers, 1) << "the gather along s is not a node of its own";
+  plan::Plan p;
+  generic_plan(*g, "sm_90", {{{"x", {1, 1, 16}, {3, 40, 16}, {3, 40, 16}}}}, p);
+  for (auto [b, s] : {std::pair<int64_t, int64_t>{1, 1}, {2, 9}})
+    expect_on_sim_equal(p, *g, {{"b", b}, {"s", s}}, {1e-5, 1e-4});
 }
 
 }  // namespace

@@ -167,11 +167,11 @@ TEST(ShapeGenericKernels, CausalMaskAtAnOffsetFusesWithItsReshapesOnSimAtThreeSh
       {{"x", {1, 1, 8}, {1, 40, 8}, {1, 40, 8}}, {"pk", {1, 2, 0, 4}, {1, 2, 64, 4}, {1, 2, 64, 4}}}};
   for (const std::string arch : {"sm_80", "sm_90"}) {
     GenericPlan gp = generic_plan(kMask, arch, profile);
-    // The mask (positions, compare, select, reshapes) is one kernel; with
-    // the two ranges (a static plan folds them, and the mask, to constants)
-    // and the square, four launches.
+    // The mask (both ranges computed from the element's index, positions,
+    // compare, select, reshapes) is one kernel; with the square, two
+    // launches (a static plan folds the mask to a constant).
     EXPECT_EQ(fused_generic_launches(gp.plan, arch), 1) << arch;
-    EXPECT_EQ(gp.plan.steps.size(), 4u) << arch;
+    EXPECT_EQ(gp.plan.steps.size(), 2u) << arch;
     if (arch != "sm_90") continue;
     // A prefill of 8, a decode step after 17 positions, a prefill of 40
     // after 64 (the largest).

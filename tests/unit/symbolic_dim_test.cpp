@@ -212,7 +212,7 @@ TEST(SymbolicDim, BindingErrorsNameInputDimAndRange) {
 TEST(SymbolicDim, SymbolUnawareInferenceRefuses) {
   auto g = parse_graph(
       "graph @m(%x: f32[n,3]) -> (f32[n,3]) symbols(n in [1, 4]) {\n"
-      "  %y = cumsum(%x) {axis=0} : f32[n,3] loc(\"c\")\n"
+      "  %y = lp_normalization(%x) {axis=1, p=2} : f32[n,3] loc(\"c\")\n"
       "  return %y\n"
       "}\n",
       "m.kir");

@@ -119,9 +119,11 @@ void write_op_docs(const std::string& path, const std::string& conformance_json)
   }
   if (!missing.empty()) f << "\n### Not imported, and why\n\n" << missing;
   f << "\nOther domains (not in the table): `ai.onnx.preview` FlexAttention; `ai.onnx.preview.training` Adagrad,\n"
-       "Momentum and Adam (decomposed into pointwise ops; Gradient is unsupported); `ai.onnx.ml` Binarizer and\n"
-       "ArrayFeatureExtractor (versions 1 to 5; the other ml ops are unsupported, LabelEncoder for want of string\n"
-       "tensors). String tensors are unsupported (StringConcat, StringSplit, StringNormalizer, RegexFullMatch,\n"
+       "Momentum and Adam (decomposed into pointwise ops; Gradient is unsupported); `ai.onnx.ml` Binarizer,\n"
+       "ArrayFeatureExtractor, TreeEnsemble, TreeEnsembleRegressor and TreeEnsembleClassifier (integer labels; CPU\n"
+       "backends only; ZipMap refused, docs/ml_and_images.md) (versions 1 to 5; the other ml ops are unsupported,\n"
+       "LabelEncoder for want of string tensors).\n"
+       "String tensors are unsupported (StringConcat, StringSplit, StringNormalizer, RegexFullMatch,\n"
        "Equal and Cast on strings). Sequences and optionals are\n"
        "resolved at import (frontend/adapters_sequence.cpp): a sequence is unrolled into its elements, so its length\n"
        "must be known at compile time; a sequence or optional graph input has its structure given at compile time\n"

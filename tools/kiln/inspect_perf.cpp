@@ -143,6 +143,7 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
                          {"memory_us", e.memory_us},
                          {"latency_us", e.latency_us},
                          {"tail_us", e.tail_us},
+                         {"l2_us", e.l2_us},
                          {"epilogue_us", e.epilogue_us},
                          {"est_us", e.est_us},
                          {"bound", e.bound},

@@ -323,14 +323,12 @@ FusedAttentionKernel build_fused(const Node& n) {
   // (an operand of another extent) is refused.
   const bool generic = !e.symbols().empty();
   // Keys or values read through a KV cache's capacity (k_capacity /
-  // v_capacity, attention_dims.h) take more kiln_syms slots than the
-  // epilogue's symbols: the attention stays a node of its own (the fuser
-  // asks this), so a cache bound in place needs no copy.
-  if (!a.attrs().get_string("k_capacity", "").empty() || !a.attrs().get_string("v_capacity", "").empty())
-    unsupported(
-        "codegen: fused attention {}: it reads a KV cache through its capacity (k_capacity / v_capacity), whose "
-        "symbols its epilogue does not take",
-        n.describe());
+  // v_capacity, attention_dims.h) take one more kiln_syms slot per cache
+  // than the epilogue's symbols in a shape-generic kernel: the epilogue reads
+  // its sizes from the attention's slots, so a cache bound in place keeps
+  // the fused head merge. (A static kernel, the graph specialised to one
+  // shape, reads dense rows and ignores the capacity, as the bare op does.)
+  const std::string kcap = a.attrs().get_string("k_capacity", ""), vcap = a.attrs().get_string("v_capacity", "");
   if (generic) {
     std::vector<Shape> anchor_shapes;
     for (int i = 0; i < 4 && i < a.num_inputs(); ++i)
@@ -340,6 +338,13 @@ FusedAttentionKernel build_fused(const Node& n) {
                   n.describe(), fmt::join(e.symbols().names(), ", "),
                   fmt::join(KernelSymbols(anchor_shapes).names(), ", "));
     symbol_ranges_of(n, epi.sym_min, epi.sym_max);
+    Shape capacities;  // the slots of AttentionDims::of (names sorted): the operands' symbols and these
+    for (const std::string* c : {&kcap, &vcap})
+      if (!c->empty()) capacities.push_back(symbol_dim(*c));
+    if (!capacities.empty()) {
+      anchor_shapes.push_back(capacities);
+      e.read_symbols_of(KernelSymbols(anchor_shapes));
+    }
   }
   epi.params = e.params();
   epi.sim_entry = e.sim_entry("@NAME@", false, false, generic);

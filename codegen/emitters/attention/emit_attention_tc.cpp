@@ -53,6 +53,10 @@ constexpr int kMaxKvSplits = 64;
 // 160-200 registers a thread (codegen_attention_test prints them), 2 warps per
 // sub-partition.
 constexpr int kAttentionWarpsPerSm = 8;
+// L2 to SM bandwidth of an H100 at 90%: perf/gpu_specs.cpp's l2_gb_per_s (an
+// assumption: the A100 whitepaper's 5120 bytes per clock at the H100's boost
+// clock; docs/performance.md).
+constexpr double kL2BytesPerUs = 5120 * 1.98e3 * 0.9;
 
 // The estimated time (us) of the kernel with the keys of each of `tiles`
 // query tiles split in `splits` parts of `per_split` key tiles, by the first-
@@ -60,13 +64,16 @@ constexpr int kAttentionWarpsPerSm = 8;
 // the terms the GEMM tile chooser uses (gemm_tiles.h, TileCostModel): per
 // wave of resident blocks, the k-loop's latency (two stages: each key tile
 // waits a round trip) and a prologue/epilogue round trip; the DRAM bytes over
-// the SMs that have a block; the busiest SM's tensor work; a split adds the
-// combine's tail (a ticket, then the partial states, read through as many SMs
-// as there are tiles). `bytes`: q, k, v, mask and the result; `out_bytes`:
-// the result; `state_bytes`: the workspace one split writes.
-double split_cost_us(int64_t tiles, int64_t splits, int64_t per_split, int warps, int bq, int bk, int64_t dims,
+// the SMs that have a block; the L2 bytes every block streams (its Q tile
+// and its K/V tiles: query heads sharing a key/value head each read it,
+// unless packed into one block); the busiest SM's tensor work; a split adds
+// the combine's tail (a ticket, then the partial states, read through as
+// many SMs as there are tiles). `bytes`: q, k, v, mask and the result;
+// `out_bytes`: the result; `state_bytes`: the workspace one split writes.
+double split_cost_us(int64_t tiles, int64_t splits, int64_t per_split, int warps, int bq, int bk, int64_t d, int64_t dv,
                      size_t smem, double bytes, double out_bytes, double state_bytes) {
   const TileCostModel& c = kTileCost;
+  const int64_t dims = d + dv;
   const double blocks = double(tiles) * double(splits);
   const int by_regs = std::max(1, kAttentionWarpsPerSm / warps);
   const int by_smem = std::max<int>(1, static_cast<int>(228 * 1024 / (smem + 1024)));
@@ -79,7 +86,9 @@ double split_cost_us(int64_t tiles, int64_t splits, int64_t per_split, int warps
                          (c.sm_flops_per_us * std::min(1.0, resident_warps / 4));
   const double ws = splits > 1 ? double(splits) * state_bytes : 0;
   const double memory = (bytes + ws) / c.bytes_per_us / std::min(1.0, blocks / c.sms);
-  double t = std::max({latency, compute, memory});
+  const double l2 = blocks * 2.0 * (double(per_split) * bk * double(dims) + double(bq) * double(d)) / kL2BytesPerUs /
+                    std::min(1.0, blocks / c.sms);
+  double t = std::max({latency, compute, memory, l2});
   if (splits > 1) t += std::max(2 * c.latency_us, (ws + out_bytes) / c.bytes_per_us / std::min(1.0, tiles / c.sms));
   return t;
 }
@@ -114,6 +123,25 @@ void make_strided(std::string& tmpl, const AttentionDims& dm) {
            dim_str(dm.k_rows), dim_str(dm.v_rows), dm.text(dm.k_rows), dm.text(dm.v_rows)));
   edit(" * SK * D;", " * KROWS * D;");
   edit(" * SK * DV;", " * VROWS * DV;");
+}
+
+// The template's edits for P packed grouped-query heads (emit_attention_tc's
+// tiling): SQ counts a packed head's rows, P * SQH, of SQH queries each.
+void make_packed(std::string& tmpl, bool generic, int64_t sq, int64_t p, int64_t hp) {
+  auto edit = [&](std::string_view from, const std::string& to) {
+    const size_t at = tmpl.find(from);
+    KILN_CHECK(at != std::string::npos, "codegen: attention template lacks '{}'", from);
+    tmpl.replace(at, from.size(), to);
+  };
+  const std::string note = fmt::format(
+      "  // grouped-query packing: row r is query r % SQH of head {} * (bh % {}) + r / SQH of batch bh / {}\n", p, hp,
+      hp);
+  if (generic)
+    edit("  const int SQ = (int)sq_, SK = (int)sk_;\n",
+         note + fmt::format("  const int SQH = (int)sq_, SQ = {} * SQH, SK = (int)sk_;\n  (void)SQH;\n", p));
+  else
+    edit("  constexpr int NQT = (SQ + BQ - 1) / BQ;\n",
+         note + fmt::format("  constexpr int SQH = {}, NQT = (SQ + BQ - 1) / BQ;\n  (void)SQH;\n", sq));
 }
 
 // The kernel's end: one block (o / l into the epilogue) or a split's
@@ -186,54 +214,101 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   const bool causal = attrs.get_int("causal", 0) != 0;
   const bool nan_to_zero = attrs.get_int("nan_to_zero", 0) != 0;
 
-  // Tiling (docs/codegen.md): 4 warps (64 queries) per block, halved while
-  // the grid would not fill an H100 or a warp would have no rows; BK = 64
-  // keys (fewer for short sequences), halved until the two stages fit.
-  int warps = 4;
-  auto blocks = [&](int w) { return B * H * ((Sq + 16 * w - 1) / (16 * w)); };
-  while (warps > 1 && (blocks(warps) < kTargetBlocks || 16 * (warps / 2) >= Sq)) warps /= 2;
-  const int bq = 16 * warps;
+  // Grouped-query head packing (issue 18): the G query heads of a key/value
+  // head read the same K and V, and the query rows of P consecutive heads lie
+  // back to back in q ([B, H, Sq, D] is [B, H / P, P * Sq, D]), as their
+  // output rows do. So the kernel runs over H / P heads of P * Sq rows each,
+  // head bh reading key/value head bh / (G / P): a decode step's P queries
+  // share one warp's 16 rows, and each K/V tile is loaded once for P query
+  // heads instead of once per head. A row's own head (row / SQH) and query
+  // (row % SQH) pick its mask element and causal limit. P is a divisor of G,
+  // chosen with the split below by the cost terms (packing fewer heads keeps
+  // more tiles for the split's combine); P = 1: the plain kernel. Only where
+  // a head's queries leave a warp's rows idle (fewer than 16 at the decode
+  // corner) is P > 1 tried.
+  const int64_t sq_corner = generic ? dm.min(dm.Sq) : Sq;
   int bk = 16;
   while (bk < 64 && bk < Sk) bk *= 2;
-  while (bk > 16 && tc_shared_bytes(bq, bk, D, Dv) > kSharedLimit) bk /= 2;
-  if (tc_shared_bytes(bq, bk, D, Dv) > kSharedLimit)  // not reached for D, Dv <= 128
-    unsupported("codegen: attention: D={} Dv={} need more than 48 KiB of shared memory", D, Dv);
-  const int64_t nqt = (Sq + bq - 1) / bq;
-  // Several warps per block where one would be alone (issue 18): a block of
-  // one warp (few queries: a decode step, or too few query tiles to fill the
-  // GPU) splits each key tile of BK keys among KW = BK / 16 warps of 16 keys,
-  // in the same shared memory, all holding the block's 16 rows; their
-  // states are combined in the block at the end (kWarpsCombine).
-  const int kw = warps == 1 ? bk / 16 : 1;
-  const int block_warps = warps * kw;
-  // The warps' states ([KW][16][2 + Dv] floats) reuse the stages' memory.
-  KILN_CHECK(kw == 1 || size_t(kw) * 16 * size_t(Dv + 2) * 4 <= tc_shared_bytes(bq, bk, D, Dv),
-             "codegen: attention: the key-split warps' states exceed the shared memory");
 
-  // Split-KV (flash-decoding): where few query tiles face many key tiles (a
-  // decode step: one query against a long past), the keys of each tile are
-  // divided among blocks if the cost terms above put that faster -- the
-  // smallest such split on a tie. Each split keeps at least one key tile.
-  // Generic: the decode corner, the fewest query tiles against the most keys.
-  const int64_t key_tiles = (Sk + bk - 1) / bk,
-                tiles = generic ? dm.min(dm.B) * H * ((dm.min(dm.Sq) + bq - 1) / bq) : B * H * nqt;
-  const size_t smem_bytes = tc_shared_bytes(bq, bk, D, Dv);
-  const double io_bytes = (G == 1 ? 2.0 * double(B * H) * (double(Sq) * double(D + Dv) + double(Sk) * double(D + Dv))
-                                  : 2.0 * double(B) * double(H * Sq + Hk * Sk) * double(D + Dv)) +
-                          (has_mask ? 2.0 * double(B * H) * double(Sq) * double(Sk) : 0.0);
-  const double out_bytes = 2.0 * double(B * H * Sq) * double(Dv);
-  const double state_bytes = 4.0 * double(B * H * Sq) * double(Dv + 2);
-  int64_t splits = 1, per_split = key_tiles;
-  double best =
-      split_cost_us(tiles, 1, key_tiles, block_warps, bq, bk, D + Dv, smem_bytes, io_bytes, out_bytes, state_bytes);
-  for (int64_t s = 2; s <= std::min<int64_t>(kMaxKvSplits, key_tiles); ++s) {
-    const int64_t per = (key_tiles + s - 1) / s;
-    if ((key_tiles + per - 1) / per != s) continue;  // the same split as a smaller s
-    const double cost =
-        split_cost_us(tiles, s, per, block_warps, bq, bk, D + Dv, smem_bytes, io_bytes, out_bytes, state_bytes);
-    if (cost < best) best = cost, splits = s, per_split = per;
-  }
-  if (B * H * nqt * splits > INT32_MAX) splits = 1, per_split = key_tiles;
+  // One candidate launch: P heads packed, its tiles and its split.
+  struct Plan {
+    int64_t P = 1, rows = 0, nqt = 0, tiles = 0, splits = 1, per_split = 0;
+    int warps = 1, bq = 16, bk = 16, kw = 1, block_warps = 1;
+    size_t smem = 0;
+    double cost = 0;
+  };
+  auto plan_for = [&](int64_t P) {
+    Plan pl;
+    pl.P = P;
+    pl.rows = P * Sq;
+    const int64_t heads = H / P;
+    // Tiling (docs/codegen.md): 4 warps (64 queries) per block, halved while
+    // the grid would not fill an H100 or a warp would have no rows; BK = 64
+    // keys (fewer for short sequences), halved until the two stages fit.
+    int warps = 4;
+    auto blocks = [&](int w) { return B * heads * ((pl.rows + 16 * w - 1) / (16 * w)); };
+    while (warps > 1 && (blocks(warps) < kTargetBlocks || 16 * (warps / 2) >= pl.rows)) warps /= 2;
+    pl.warps = warps;
+    pl.bq = 16 * warps;
+    pl.bk = bk;
+    while (pl.bk > 16 && tc_shared_bytes(pl.bq, pl.bk, D, Dv) > kSharedLimit) pl.bk /= 2;
+    if (tc_shared_bytes(pl.bq, pl.bk, D, Dv) > kSharedLimit)  // not reached for D, Dv <= 128
+      unsupported("codegen: attention: D={} Dv={} need more than 48 KiB of shared memory", D, Dv);
+    pl.nqt = (pl.rows + pl.bq - 1) / pl.bq;
+    // Several warps per block where one would be alone (issue 18): a block of
+    // one warp (few queries: a decode step, or too few query tiles to fill the
+    // GPU) splits each key tile of BK keys among KW = BK / 16 warps of 16 keys,
+    // in the same shared memory, all holding the block's 16 rows; their
+    // states are combined in the block at the end (kWarpsCombine).
+    pl.kw = warps == 1 ? pl.bk / 16 : 1;
+    pl.block_warps = warps * pl.kw;
+    pl.smem = tc_shared_bytes(pl.bq, pl.bk, D, Dv);
+    // Split-KV (flash-decoding): where few query tiles face many key tiles (a
+    // decode step: one query against a long past), the keys of each tile are
+    // divided among blocks if the cost terms above put that faster -- the
+    // smallest such split on a tie. Each split keeps at least one key tile.
+    // Generic: the decode corner, the fewest query tiles against the most keys.
+    const int64_t key_tiles = (Sk + pl.bk - 1) / pl.bk;
+    pl.tiles = generic ? dm.min(dm.B) * heads * ((P * dm.min(dm.Sq) + pl.bq - 1) / pl.bq) : B * heads * pl.nqt;
+    // The bytes at the shapes the split is decided at (generic: the decode
+    // corner, fewest queries and batch against the most keys).
+    const int64_t Bc = generic ? dm.min(dm.B) : B, Sqc = sq_corner;
+    const double io_bytes =
+        (G == 1 ? 2.0 * double(Bc * H) * (double(Sqc) * double(D + Dv) + double(Sk) * double(D + Dv))
+                : 2.0 * double(Bc) * double(H * Sqc + Hk * Sk) * double(D + Dv)) +
+        (has_mask ? 2.0 * double(Bc * H) * double(Sqc) * double(Sk) : 0.0);
+    const double out_bytes = 2.0 * double(Bc * H * Sqc) * double(Dv);
+    const double state_bytes = 4.0 * double(Bc * H * Sqc) * double(Dv + 2);
+    auto cost = [&](int64_t s, int64_t per) {
+      return split_cost_us(pl.tiles, s, per, pl.block_warps, pl.bq, pl.bk, D, Dv, pl.smem, io_bytes, out_bytes,
+                           state_bytes);
+    };
+    pl.per_split = key_tiles;
+    pl.cost = cost(1, key_tiles);
+    for (int64_t s = 2; s <= std::min<int64_t>(kMaxKvSplits, key_tiles); ++s) {
+      const int64_t per = (key_tiles + s - 1) / s;
+      if ((key_tiles + per - 1) / per != s) continue;  // the same split as a smaller s
+      const double c = cost(s, per);
+      if (c < pl.cost) pl.cost = c, pl.splits = s, pl.per_split = per;
+    }
+    if (B * heads * pl.nqt * pl.splits > INT32_MAX) pl.splits = 1, pl.per_split = key_tiles;
+    return pl;
+  };
+  Plan pl = plan_for(1);
+  if (G > 1 && sq_corner < 16)
+    for (int64_t P = 2; P <= G; ++P) {  // the cheapest packing; on a tie, the most heads (fewer K/V reads)
+      if (G % P != 0) continue;
+      const Plan c = plan_for(P);
+      if (c.cost <= pl.cost) pl = c;
+    }
+  const int64_t P = pl.P, rows = pl.rows, HP = H / P, GP = G / P;  // heads packed, their rows; grid heads; per K/V head
+  const int bq = pl.bq, kw = pl.kw, block_warps = pl.block_warps;
+  bk = pl.bk;
+  const int64_t nqt = pl.nqt, tiles = pl.tiles, splits = pl.splits, per_split = pl.per_split;
+  const size_t smem_bytes = pl.smem;
+  // The warps' states ([KW][16][2 + Dv] floats) reuse the stages' memory.
+  KILN_CHECK(kw == 1 || size_t(kw) * 16 * size_t(Dv + 2) * 4 <= smem_bytes,
+             "codegen: attention: the key-split warps' states exceed the shared memory");
   const bool split = splits > 1;
 
   AttentionKernel kk;
@@ -248,12 +323,12 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   kk.kv_splits = static_cast<int>(splits);
   if (split) {  // at the largest shapes for a generic kernel
     kk.workspace_f32 = splits * B * H * Sq * (Dv + 2);
-    kk.tile_counters = B * H * nqt;
+    kk.tile_counters = B * HP * nqt;
   }
   if (generic) {  // x: batch * heads, y: query tiles, z: this launch's key splits
     kk.generic_symbols = dm.syms.names();
-    kk.grid_axes[0] = GridAxisExpr{dim_mul(dm.B, H), 1, 0, 1};
-    kk.grid_axes[1] = GridAxisExpr{dm.Sq, bq, 0, 1};
+    kk.grid_axes[0] = GridAxisExpr{dim_mul(dm.B, HP), 1, 0, 1};
+    kk.grid_axes[1] = GridAxisExpr{P > 1 ? dim_mul(dm.Sq, P) : dm.Sq, bq, 0, 1};
     kk.grid_axes[2] = split ? GridAxisExpr{dm.Sk, per_split * bk, 0, 1} : GridAxisExpr{1, 1, 0, 1};
     kk.grid = 1;
   }
@@ -261,13 +336,28 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
 
   const std::string INF = "__uint_as_float(0x7f800000u)";
   std::string mask_base, mask_add;
-  if (has_mask) {
+  if (has_mask && P == 1) {
     mask_base = fmt::format("  const long long mb = (long long)(bh / {}) * {} + (long long)(bh % {}) * {};\n", H,
                             dm.text(ms[0]), H, dm.text(ms[1]));
     mask_add = fmt::format("          if (row < SQ && col < SK) x += {};\n",
                            cuda_load(q.dtype, fmt::format("{}[mb + (long long)row * {} + (long long)col * {}]",
                                                           epi.mask, dm.text(ms[2]), dm.text(ms[3]))));
+  } else if (has_mask) {  // packed heads: bh is (batch, first head / P); the row names its query head
+    mask_base = fmt::format("  const long long mb = (long long)(bh / {}) * {} + (long long)(bh % {} * {}) * {};\n", HP,
+                            dm.text(ms[0]), HP, P, dm.text(ms[1]));
+    mask_add = fmt::format(
+        "          if (row < SQ && col < SK) x += {};\n",
+        cuda_load(q.dtype, fmt::format("{}[mb + (long long)(row / SQH) * {} + (long long)(row % SQH) * {} + "
+                                       "(long long)col * {}]",
+                                       epi.mask, dm.text(ms[1]), dm.text(ms[2]), dm.text(ms[3]))));
   }
+  // Causal with packed heads: a row's query is row % SQH; a block's rows
+  // see the keys up to its latest query's (every query's, when its rows
+  // span two heads).
+  const std::string kend =
+      !causal  ? "SK"
+      : P == 1 ? "max(0, min(SK, q0 + nq + (SK - SQ)))"
+               : "max(0, min(SK, (q0 / SQH == (q0 + nq - 1) / SQH ? (q0 + nq - 1) % SQH + 1 : SQH) + (SK - SQH)))";
   const int n_s = bk / 8, n_o = static_cast<int>(Dv / 8);
   std::map<std::string, std::string> vars = {
       {"NAME", "@NAME@"},
@@ -284,12 +374,12 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
       {"BK", std::to_string(bk / kw)},  // per warp
       {"D", std::to_string(D)},
       {"DV", std::to_string(Dv)},
-      {"SQ", std::to_string(Sq)},
+      {"SQ", std::to_string(rows)},
       {"SK", std::to_string(Sk)},
       {"SC", std::to_string(std::min(4, n_s / kw))},
       {"OC", std::to_string(n_o % 4 == 0 ? 4 : 2)},
       {"SMEM", std::to_string(kk.shared_bytes / 2)},
-      {"KEND", causal ? "max(0, min(SK, q0 + nq + (SK - SQ)))" : "SK"},
+      {"KEND", kend},
       {"MASK_BASE", mask_base},
       {"QP", epi.q},
       {"KP", epi.k},
@@ -297,7 +387,9 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
       {"INF", INF},
       {"SCALE", fmt::format("__uint_as_float({:#x}u)", std::bit_cast<uint32_t>(scale))},
       {"MASK_ADD", mask_add},
-      {"CAUSAL_TEST", causal ? " || col > row + (SK - SQ)" : ""},
+      {"CAUSAL_TEST", !causal  ? ""
+                      : P == 1 ? " || col > row + (SK - SQ)"
+                               : " || col > row % SQH + (SK - SQH)"},
       {"BAD_VALUE", nan_to_zero ? "0.0f" : "__uint_as_float(0x7fc00000u)"},
       {"SPLIT_HEAD",
        split && generic
@@ -306,7 +398,7 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
                  "  constexpr int KV_TILES = {}, RS = DV + 2;\n"
                  "  const long long ROWS = b_ * {} * SQ;\n"
                  "  const int tile_ = blockIdx.x * NQT + blockIdx.y, ks_ = blockIdx.z;  // the tile, its split\n",
-                 per_split, per_split, H)
+                 per_split, per_split, HP)
        : split ? fmt::format("  constexpr int KV_SPLITS = {}, KV_TILES = {}, ROWS = {}, RS = DV + 2;  // split-KV\n"
                              "  const int tile_ = blockIdx.x % {}, ks_ = blockIdx.x / {};  // the tile, its split\n",
                              splits, per_split, B * H * Sq, tiles, tiles)
@@ -328,10 +420,13 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
   };
   std::string b = fmt::format(
       "// attention{} on tensor cores: q {} k {} v {}{}{}{}, scale {}; {} warps{}, BQ={} BK={}, {} bytes of shared "
-      "memory{}\n",
+      "memory{}{}\n",
       epi.label.empty() ? "" : " (" + epi.label + ")", q.str(), k.str(), v.str(), has_mask ? " mask" : "",
       causal ? " causal" : "", nan_to_zero ? " nan_to_zero" : "", scale, block_warps,
       kw > 1 ? " on the block's 16 rows, each with 16 keys of every key tile" : "", bq, bk, kk.shared_bytes,
+      G == 1   ? ""
+      : P == 1 ? fmt::format("; grouped-query: {} heads per key/value head", G)
+               : fmt::format("; grouped-query: {} of the {} heads of a key/value head packed into a head's rows", P, G),
       split ? fmt::format("; split-KV: the keys in {} parts of {} tiles, combined by the last block of each tile",
                           splits, per_split)
             : "");
@@ -362,18 +457,19 @@ AttentionKernel emit_attention_tc(const TensorType& q, const TensorType& k, cons
     tmpl.replace(pp, params.size(), "@PARAMS@, KILN_PTR(float) ws, KILN_PTR(unsigned) tickets) {");
   }
   if (kw > 1) make_key_split(tmpl);
-  if (G > 1) {  // grouped-query: the head's key/value rows are its group's
+  if (GP > 1) {  // grouped-query: the head's key/value rows are its group's
     const std::string from =
         "  const auto kg = @KP@ + (long long)bh * SK * D;\n  const auto vg = @VP@ + (long long)bh * SK * DV;";
     const size_t at = tmpl.find(from);
     KILN_CHECK(at != std::string::npos, "codegen: attention template lacks its K/V bases");
     tmpl.replace(at, from.size(),
-                 fmt::format("  const int kvh_ = bh / {0} * {1} + bh % {0} / {2};  // grouped-query: {2} heads per "
-                             "key/value head\n  const auto kg = @KP@ + (long long)kvh_ * SK * D;\n"
+                 fmt::format("  const int kvh_ = bh / {0};  // grouped-query: {0} of these heads per key/value head\n"
+                             "  const auto kg = @KP@ + (long long)kvh_ * SK * D;\n"
                              "  const auto vg = @VP@ + (long long)kvh_ * SK * DV;",
-                             H, Hk, G));
+                             GP));
   }
   if (generic) make_generic(tmpl, dm);
+  if (P > 1) make_packed(tmpl, generic, Sq, P, HP);
   if (generic && dm.strided()) make_strided(tmpl, dm);
   std::string body = substitute(tmpl, vars);
   const size_t at = body.find("@EPILOGUE_CODE@");

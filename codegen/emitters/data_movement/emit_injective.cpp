@@ -143,6 +143,14 @@ void map_split(MapCtx& c, std::string& b) {
   const int r = c.in[0].rank();
   const int64_t a = norm_axis(c.attrs.require_int("axis"), r, "split");
   std::vector<int64_t> split = c.attrs.get_ints("split");
+  // Over a symbolic axis the parts' constant sizes must sum to the dim when it
+  // runs (ops/movement_ops.cpp, split_op): only a graph specialised to the dim
+  // checks that, so no shape-generic kernel reads past it or leaves rows out.
+  if (is_symbolic_dim(c.in[0].shape[a]))
+    unsupported(
+        "codegen: split along symbolic dim {} ({}) into parts of constant sizes [{}] has no shape-generic "
+        "kernel (it could not check that they sum to the dim)",
+        a, dim_str(c.in[0].shape[a]), fmt::join(split, ","));
   int64_t start = 0;
   for (int k = 0; k < c.result; ++k) start = dim_add(start, split.at(k));
   std::vector<int64_t> ist = strides_sym(c.in[0].shape);
@@ -260,11 +268,12 @@ void map_gather_elements(MapCtx& c, std::string& b) {
   require_indices(c.in[1], "gather_elements");
   c.data[1] = false;
   std::vector<std::string> co = out_coords(r);
-  b += fmt::format("    long long ix = (long long){};\n", c.read(1, linear(co, strides_of(c.in[1].shape))));
-  b += fmt::format("    if (ix < 0) ix += {}@L@;\n", ds[a]);
+  // Symbolic dims (sizes, strides, the axis' bound) come from `ks` (lit); static ones keep their bytes.
+  b += fmt::format("    long long ix = (long long){};\n", c.read(1, linear(co, strides_sym(c.in[1].shape))));
+  b += fmt::format("    if (ix < 0) ix += {};\n", lit(ds[a]));
   co[a] = "(kidx)ix";
-  b += fmt::format("    if (ix < 0 || ix >= {}@L@) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", ds[a],
-                   linear(co, strides_of(ds)));
+  b += fmt::format("    if (ix < 0 || ix >= {}) {{ src = -1; off = 0; }} else {{ src = 0; off = {}; }}\n", lit(ds[a]),
+                   linear(co, strides_sym(ds)));
 }
 
 // out[t..., s...] = data[batch..., indices[t..., :], s...]: the first q-1
@@ -397,8 +406,8 @@ InjectiveSymbolsScope::InjectiveSymbolsScope(const KernelSymbols* syms) : previo
 InjectiveSymbolsScope::~InjectiveSymbolsScope() { t_syms = previous_; }
 
 bool injective_shape_generic(const std::string& name) {
-  static const char* const kGeneric[] = {"reshape", "transpose", "expand", "slice",
-                                         "concat",  "split",     "gather", "gather_nd"};
+  static const char* const kGeneric[] = {"reshape", "transpose", "expand",          "slice",    "concat",
+                                         "split",   "gather",    "gather_elements", "gather_nd"};
   return std::find(std::begin(kGeneric), std::end(kGeneric), name) != std::end(kGeneric);
 }
 

@@ -51,7 +51,8 @@ struct InjectiveKernel {
 // True when emit_injective_op handles op `name`.
 bool injective_supported(const std::string& name);
 // True when its kernel for op `name` may take symbolic sizes (a plan with
-// shape profiles): reshape, transpose, expand, slice, concat, split, gather.
+// shape profiles): reshape, transpose, expand, slice, concat, split, gather,
+// gather_elements, gather_nd.
 bool injective_shape_generic(const std::string& name);
 
 // The index map of result `result` of an injective op, for any kernel shell:

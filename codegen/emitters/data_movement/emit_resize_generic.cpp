@@ -28,14 +28,21 @@ OpKernel emit_resize_generic(const AttrMap& a, const TensorType& in, const Tenso
   const std::string ct = a.get_string("coordinate_transformation_mode", "half_pixel");
   const std::string nm = a.get_string("nearest_mode", "round_prefer_floor");
   const std::vector<float> scales = a.get_floats("scales");
-  if (mode != "nearest" && mode != "linear")
-    unsupported("codegen: resize of {}: a shape-generic resize is nearest or linear, not {}", in.str(), mode);
-  if (ct == "tf_crop_and_resize" || (mode == "linear" && a.get_int("exclude_outside", 0) != 0))
-    unsupported("codegen: resize of {}: a shape-generic resize takes no tf_crop_and_resize or exclude_outside",
-                in.str());
-  for (float s : scales)
-    if (mode == "linear" && a.get_int("antialias", 0) != 0 && s < 1)
-      unsupported("codegen: resize of {}: a shape-generic resize does not shrink with antialias", in.str());
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    unsupported("codegen: resize of {}: a shape-generic resize is nearest, linear or cubic, not {}", in.str(), mode);
+  if (ct == "tf_crop_and_resize")
+    unsupported("codegen: resize of {}: a shape-generic resize takes no tf_crop_and_resize", in.str());
+  const bool exclude_outside = mode != "nearest" && a.get_int("exclude_outside", 0) != 0;
+  if (mode != "nearest" && a.get_int("antialias", 0) != 0) {
+    // Shrinking with antialias widens the filter by 1/scale (more taps);
+    // without scales the scale is out/in per run, which may shrink.
+    bool shrinks = scales.empty();
+    for (float s : scales) shrinks = shrinks || s < 1;
+    if (shrinks)
+      unsupported("codegen: resize of {}: a shape-generic resize does not shrink with antialias{}", in.str(),
+                  scales.empty() ? " (its sizes may be smaller than the input at some shapes)" : "");
+  }
+  const double cubic_a = static_cast<double>(a.get_float("cubic_coeff_a", -0.75f));
   const KernelSymbols syms({in.shape, out.shape});
   auto T = [&](int64_t d) { return is_symbolic_dim(d) ? syms.lit(d) : fmt::format("{}LL", d); };
   const std::vector<int64_t> ist = symbolic_strides(in.shape);
@@ -86,6 +93,46 @@ OpKernel emit_resize_generic(const AttrMap& a, const TensorType& in, const Tenso
       else unsupported("codegen: resize: nearest_mode '{}'", nm);
       b +=
           fmt::format("    I i{0} = (I)({1});\n    i{0} = i{0} < 0 ? 0 : i{0} > ni{0} - 1 ? ni{0} - 1 : i{0};\n", d, i);
+    } else if (mode == "cubic" || exclude_outside) {
+      // The raw taps (linear: {x0, 1 - r}, {x0 + 1, r}; cubic: x0 - 1 .. x0 + 2
+      // with Keys' coefficients, as cubic_coeffs), with exclude_outside the
+      // weights of taps outside the axis zeroed and the rest renormalised;
+      // then as for linear: zero weights dropped, indices clamped, one
+      // zero-weight tap at x0 when all are dropped.
+      const int K = mode == "cubic" ? 4 : 2;
+      b += fmt::format("    const I a{0} = (I)f{0};\n    const double r{0} = x{0} - f{0};\n", d);
+      if (mode == "cubic") {
+        const std::string A = dlit(cubic_a);
+        b += fmt::format("    const double A{} = {};\n", d, A);
+        b += fmt::format("    const I c{0}[4] = {{a{0} - 1, a{0}, a{0} + 1, a{0} + 2}};\n", d);
+        b += fmt::format(
+            "    double cw{0}[4] = {{((A{0} * (r{0} + 1) - 5 * A{0}) * (r{0} + 1) + 8 * A{0}) * (r{0} + 1) - 4 * A{0},\n"
+            "                      ((A{0} + 2) * r{0} - (A{0} + 3)) * r{0} * r{0} + 1,\n"
+            "                      ((A{0} + 2) * (1 - r{0}) - (A{0} + 3)) * (1 - r{0}) * (1 - r{0}) + 1,\n"
+            "                      ((A{0} * (2 - r{0}) - 5 * A{0}) * (2 - r{0}) + 8 * A{0}) * (2 - r{0}) - 4 * A{0}}};\n",
+            d);
+      } else {
+        b += fmt::format("    const I c{0}[2] = {{a{0}, a{0} + 1}};\n", d);
+        b += fmt::format("    double cw{0}[2] = {{1 - r{0}, r{0}}};\n", d);
+      }
+      if (exclude_outside) {
+        b += fmt::format("    double sum{} = 0;\n", d);
+        b += fmt::format(
+            "    for (int j = 0; j < {1}; ++j) {{\n      if (c{0}[j] < 0 || c{0}[j] >= ni{0}) cw{0}[j] = 0;\n"
+            "      sum{0} += cw{0}[j];\n    }}\n",
+            d, K);
+        b += fmt::format("    if (sum{0} != 0)\n      for (int j = 0; j < {1}; ++j) cw{0}[j] /= sum{0};\n", d, K);
+      }
+      b += fmt::format("    I t{0}[{1}]; double w{0}[{1}]; int n{0} = 0;\n", d, K);
+      b += fmt::format(
+          "    for (int j = 0; j < {1}; ++j)\n"
+          "      if (cw{0}[j] != 0) {{ t{0}[n{0}] = c{0}[j] < 0 ? 0 : c{0}[j] > ni{0} - 1 ? ni{0} - 1 : c{0}[j]; "
+          "w{0}[n{0}++] = cw{0}[j]; }}\n",
+          d, K);
+      b += fmt::format(
+          "    if (n{0} == 0) {{ t{0}[0] = a{0} < 0 ? 0 : a{0} > ni{0} - 1 ? ni{0} - 1 : a{0}; w{0}[0] = 0.0; n{0} = 1; "
+          "}}\n",
+          d);
     } else {
       // Taps {x0, 1 - r}, {x0 + 1, r}; zero weights dropped, indices clamped,
       // one zero-weight tap at x0 when both are dropped.

@@ -154,6 +154,14 @@ Epilogue Epilogue::from_fused(const Node& n, const OpRegistry& ops, const std::v
   return e;
 }
 
+void Epilogue::read_symbols_of(const KernelSymbols& kernel) {
+  for (const std::string& name : syms_.names())
+    if (std::find(kernel.names().begin(), kernel.names().end(), name) == kernel.names().end())
+      unsupported("codegen epilogue: its symbol {} is not one of the kernel's ({})", name,
+                  fmt::join(kernel.names(), ", "));
+  syms_ = kernel;
+}
+
 int Epilogue::anchor_slot(int i) const {
   return i >= 0 && i < static_cast<int>(anchor_slots_.size()) ? anchor_slots_[i] : -1;
 }
@@ -238,6 +246,29 @@ std::string Epilogue::fp_includes() const {
   return s;
 }
 
+std::string symbolic_cut_refusal(const Node& bn) {
+  const Shape& is = bn.input(0)->shape();
+  const Shape& os = bn.output(0)->shape();
+  const int r = static_cast<int>(is.size());
+  if (bn.op() == "gather") {
+    const int a = normalize_axis(bn.attrs().get_int("axis", 0), r, "gather axis");
+    if (is_symbolic_dim(is[a]))
+      return fmt::format("picks along static dims only (gather axis {} is {})", a, dim_str(is[a]));
+    return "";
+  }
+  if (bn.op() != "slice") return "";
+  const std::vector<int64_t> st = bn.attrs().get_ints("starts"), sp = bn.attrs().get_ints("steps");
+  if (static_cast<int>(st.size()) != r || static_cast<int>(sp.size()) != r || static_cast<int>(os.size()) != r)
+    return "slices with starts and steps given for every dim only";
+  for (int d = 0; d < r; ++d) {
+    if (!is_symbolic_dim(is[d]) && !is_symbolic_dim(os[d])) continue;
+    if (st[d] != 0 || sp[d] != 1 || os[d] != is[d])
+      return fmt::format("slices along static dims only (dim {} is {} and the slice keeps {} of it)", d, dim_str(is[d]),
+                         dim_str(os[d]));
+  }
+  return "";
+}
+
 // Coordinates of index `pos` over `shape`, as variables `<p>_<d>`.
 // A dim as C text: a constant as a number, a symbolic one from `ks` (a shape-generic kernel).
 std::string dim_c(const KernelSymbols& ks, int64_t d) { return is_symbolic_dim(d) ? ks.lit(d) : std::to_string(d); }
@@ -300,9 +331,13 @@ void Epilogue::place_layout(const Node& node, const EpiloguePlace& src, const st
     return has_symbolic_dims(s) ? epilogue_linear(c, symbolic_strides(s), idx, syms_)
                                 : epilogue_linear(c, strides_of(s), idx);
   };
-  if (!syms_.empty() && op != "reshape" && op != "identity" && op != "transpose" && op != "split")
-    unsupported("codegen epilogue: {}: a shape-generic epilogue takes no {} yet (reshapes, transposes and splits only)",
-                bn->describe(), op);
+  // A shape-generic epilogue (a plan with shape profiles) cuts and picks
+  // along static dims only: a symbolic dim passes whole (rotary's halves of
+  // the head dim over [b, h, seq, d]), so the element's bounds stay constants.
+  if (!syms_.empty() && (op == "slice" || op == "gather")) {
+    const std::string why = symbolic_cut_refusal(*bn);
+    if (!why.empty()) unsupported("codegen epilogue: {}: a shape-generic epilogue {}", bn->describe(), why);
+  }
   if (op == "reshape" || op == "identity") {
     place[bn->output(0)] = EpiloguePlace{src.ok, src.pos, src.var, src.dtype, bn->output(0)->shape()};
     return;
@@ -345,7 +380,7 @@ void Epilogue::place_layout(const Node& node, const EpiloguePlace& src, const st
     const int r = static_cast<int>(src.shape.size());
     KILN_CHECK(static_cast<int>(st.size()) == r && static_cast<int>(sp.size()) == r,
                "codegen epilogue: {}: starts/steps are not canonical (one per dim)", bn->describe());
-    std::vector<std::string> c = epilogue_coords(src.pos, src.shape, nm("c"), idx, ind, b);
+    std::vector<std::string> c = coords(src.shape);
     std::vector<std::string> oc(r);
     std::string ok = src.ok;
     for (int d = 0; d < r; ++d) {
@@ -366,7 +401,7 @@ void Epilogue::place_layout(const Node& node, const EpiloguePlace& src, const st
       oc[d] = step == 1 ? t : fmt::format("({} / {})", t, step);
     }
     b += fmt::format("{}const bool {} = {};\n", ind, okv, ok);
-    b += fmt::format("{}const {} {} = {} ? {} : 0;\n", ind, idx, p, okv, epilogue_linear(oc, strides_of(os), idx));
+    b += fmt::format("{}const {} {} = {} ? {} : 0;\n", ind, idx, p, okv, linear(oc, os));
     place[bn->output(0)] = EpiloguePlace{okv, p, src.var, src.dtype, os};
     return;
   }
@@ -383,14 +418,14 @@ void Epilogue::place_layout(const Node& node, const EpiloguePlace& src, const st
     if (ix < 0 || ix >= src.shape[a])
       fail("codegen epilogue: {}: gather index {} is out of range for dim {}", bn->describe(), data->get_int(0),
            src.shape[a]);
-    std::vector<std::string> c = epilogue_coords(src.pos, src.shape, nm("c"), idx, ind, b);
+    std::vector<std::string> c = coords(src.shape);
     std::vector<std::string> oc;
     for (int d = 0; d < a; ++d) oc.push_back(c[d]);
     for (int j = 0; j < data->rank(); ++j) oc.push_back("0");
     for (int d = a + 1; d < r; ++d) oc.push_back(c[d]);
     const Shape& os = bn->output(0)->shape();
     b += fmt::format("{}const bool {} = {};\n", ind, okv, epilogue_and_ok(src.ok, fmt::format("{} == {}", c[a], ix)));
-    b += fmt::format("{}const {} {} = {};\n", ind, idx, p, epilogue_linear(oc, strides_of(os), idx));
+    b += fmt::format("{}const {} {} = {};\n", ind, idx, p, linear(oc, os));
     place[bn->output(0)] = EpiloguePlace{okv, p, src.var, src.dtype, os};
     return;
   }

@@ -61,6 +61,11 @@ class Epilogue {
   // profiles), whose sizes code() then reads from `ks`. Such an epilogue
   // takes pointwise ops and reshapes only.
   const KernelSymbols& symbols() const { return syms_; }
+  // Reads its sizes from the slots of `kernel`'s symbols, a superset of
+  // symbols() (an attention reading a KV cache through its capacity has one
+  // more kiln_syms slot per cache than its epilogue reads); throws
+  // kiln::Unsupported naming a symbol of the epilogue `kernel` lacks.
+  void read_symbols_of(const KernelSymbols& kernel);
 
   // Statements (each line prefixed by `indent`, wrapped in one `{ }` block)
   // that take `acc`, an expression of the anchor's compute type (float for
@@ -131,6 +136,13 @@ class Epilogue {
   bool wide_ = false;
   KernelSymbols syms_;
 };
+
+// For a slice or a one-index gather in a shape-generic epilogue: "" when
+// every dim it cuts or picks from is static (a symbolic dim passes whole:
+// start 0, step 1, its full extent), else what it does along a symbolic dim
+// ("slices dim 2 (seq) ..."). The predicate the emitter table asks
+// (codegen/emitter_generic.cpp) and the emitter's refusal share it.
+std::string symbolic_cut_refusal(const Node& layout_op);
 
 // Statements declaring `dst` (an array of `width` elements of `t`'s storage
 // type; `width` is text: a number, or @V@ for a caller to substitute) and

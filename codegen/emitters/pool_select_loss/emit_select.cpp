@@ -7,7 +7,9 @@
 #include "codegen/launch_fit.h"
 #include "codegen/core/deciding_only.h"
 #include "codegen/core/emit_expr.h"
+#include "codegen/emitters/pool_select_loss/emit_scan_generic.h"
 #include "ir/error.h"
+#include "ir/symbolic_dim.h"
 
 namespace kiln::codegen {
 
@@ -355,7 +357,12 @@ std::vector<OpKernel> emit_select_op(const OpDef& def, const AttrMap& attrs, con
   const std::string& op = def.name;
   if (!select_supported(op)) unsupported("codegen: {} is not an argmax/argmin/hardmax/cumsum/cumprod/topk op", op);
   if (operands.size() != 1 || results.empty()) fail("codegen: {}: expects one operand and a result", op);
-  if (op == "cumsum" || op == "cumprod") return {scan(op, attrs, operands[0], results[0], seams)};
+  if (op == "cumsum" || op == "cumprod") {
+    if (!has_symbolic_dims(operands[0].shape)) return {scan(op, attrs, operands[0], results[0], seams)};
+    if (seams)
+      unsupported("codegen: {} of {}: a shape-generic scan takes no fused prologue or epilogue", op, operands[0].str());
+    return {emit_scan_generic(op, attrs, operands[0], results[0])};
+  }
   if (op == "topk") return topk(attrs, operands[0], results, seams);
   return {arg_extreme(op, attrs, operands[0], results[0], seams)};
 }

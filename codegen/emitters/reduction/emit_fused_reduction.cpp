@@ -37,12 +37,18 @@ const Node* find_anchor(const Graph& body, const OpRegistry& ops) {
 }
 
 // o0 * s0 + ... over the coordinates coordinates_code() declares.
-std::string coord_offset(const std::vector<int64_t>& strides) {
+// Symbolic strides (a broadcast along a symbolic image) read `ks` through `syms`.
+std::string coord_offset(const std::vector<int64_t>& strides, const KernelSymbols* syms = nullptr) {
   std::string s;
   for (size_t d = 0; d < strides.size(); ++d) {
     if (strides[d] == 0) continue;
     if (!s.empty()) s += " + ";
-    s += strides[d] == 1 ? fmt::format("(long long)o{}", d) : fmt::format("(long long)o{} * {}LL", d, strides[d]);
+    if (is_symbolic_dim(strides[d])) {
+      KILN_CHECK(syms, "codegen: a symbolic stride {} in a kernel without symbols", dim_str(strides[d]));
+      s += fmt::format("(long long)o{} * {}", d, syms->lit(strides[d]));
+    } else {
+      s += strides[d] == 1 ? fmt::format("(long long)o{}", d) : fmt::format("(long long)o{} * {}LL", d, strides[d]);
+    }
   }
   return s.empty() ? "0" : s;
 }
@@ -200,7 +206,9 @@ FusedAnchor fused_anchor_io(const Node& n, const OpRegistry& ops) {
         } else {
           if (broadcast_shapes(in->shape(), t.shape) != t.shape)
             fail("codegen: {}: operand {} does not broadcast to {}", en->describe(), in->type().str(), t.str());
-          a = ev->value(in, coord_offset(broadcast_strides(in->shape(), t.shape)));
+          const bool symbolic = has_symbolic_dims(in->shape()) || has_symbolic_dims(t.shape);
+          a = ev->value(in, symbolic ? coord_offset(symbolic_broadcast_strides(in->shape(), t.shape), &syms)
+                                     : coord_offset(broadcast_strides(in->shape(), t.shape)));
           coords = true;
         }
         loads_code += fmt::format("      const {} a{} = {};\n", cuda_storage_type(in->dtype()), k, a);

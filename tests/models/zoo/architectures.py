@@ -458,6 +458,7 @@ def sdpa_rmsnorm_block():
 def table():
     import torchvision.models as tvm
     import architectures_dynamic
+    import architectures_more
     llama_like = dict(num_key_value_heads=2)
     return {
         # CNNs
@@ -535,4 +536,6 @@ def table():
         "opt_tiny": decoder("OPTForCausalLM", "OPTConfig", ffn_dim=128, word_embed_proj_dim=64),
         # opset 23's transformer ops, exported only by the dynamo exporter (DYNAMO23 in export_zoo.py)
         "sdpa_rmsnorm_block": sdpa_rmsnorm_block,
+        # the second batch: recurrent, audio, U-Net, YOLOv8, DINOv2, ConvNeXt-V2, Swin V2, MoE, Mamba
+        **architectures_more.table(),
     }

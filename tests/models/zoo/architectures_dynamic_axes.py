@@ -30,15 +30,21 @@ VARIANTS = {
     "distilbert_tiny": "text",
     "roberta_tiny": "text",
     "gpt2_tiny": "text",
+    # the second batch (architectures_more.py): a U-Net at any batch; the
+    # recurrent tagger over any batch and number of frames (LSTM and GRU
+    # over a symbolic sequence)
+    "unet_small": "vision",
+    "lstm_gru_tagger": "frames",
 }
-DYNAMO = ["resnet18", "mobilenet_v3_small", "vit_small", "bert_tiny", "gpt2_tiny"]
+DYNAMO = ["resnet18", "mobilenet_v3_small", "vit_small", "bert_tiny", "gpt2_tiny", "unet_small", "lstm_gru_tagger"]
 
 
 def _with_axes(spec, kind):
     """The zoo Spec with example shapes at batch 2, the exporter's dynamic
     axes (every input and output: dim 0 batch, text dim 1 seq) and the
     profile (min/opt/max shapes per input, three run shapes)."""
-    axes_of = {"vision": {0: "batch"}, "text": {0: "batch", 1: "seq"}}[kind]
+    # frames: [batch, seq, features] in, like text's [batch, seq] otherwise.
+    axes_of = {"vision": {0: "batch"}, "text": {0: "batch", 1: "seq"}, "frames": {0: "batch", 1: "seq"}}[kind]
     inputs, dynamic, prof = {}, {}, {"min": {}, "opt": {}, "max": {}, "runs": [{}, {}, {}]}
     for name, (shape, dtype, draw) in spec.inputs.items():
         shape = list(shape)
@@ -56,9 +62,10 @@ def _with_axes(spec, kind):
                 prof["runs"][k][name] = [b] + rest
         else:
             (blo, bopt, bhi), (slo, sopt, shi) = TEXT["batch"], TEXT["seq"]
-            prof["min"][name], prof["opt"][name], prof["max"][name] = [blo, slo], [bopt, sopt], [bhi, shi]
+            prof["min"][name], prof["opt"][name], prof["max"][name] = ([blo, slo] + rest, [bopt, sopt] + rest,
+                                                                       [bhi, shi] + rest)
             for k, (b, s) in enumerate(TEXT["runs"]):
-                prof["runs"][k][name] = [b, s]
+                prof["runs"][k][name] = [b, s] + rest
     for out in spec.out_names:
         # Pooled outputs ([batch, hidden]) have no sequence axis.
         dynamic[out] = {0: "batch"} if kind == "vision" or out == "pooler_output" else dict(axes_of)

@@ -1,0 +1,207 @@
+// Grouped-query head packing in the tensor-core attention kernel
+// (codegen/emitters/attention/emit_attention_tc.cpp, issue 18): where a
+// head's queries leave a warp's 16 rows idle (a decode step), P of the G
+// query heads that share a key/value head run as one head of P * Sq rows, so
+// each K/V tile is read once for the P heads. The cases: group sizes 3, 4, 6
+// and 8 (MQA among them), past lengths off the key tiles, a mask per batch,
+// per head and per query, causal with several queries per head (a block's
+// rows then span heads, each with its own causal limit), rows with every key
+// masked (NaN, or 0 with nan_to_zero), a NaN score, fp16 and bf16, head dims
+// 64 and 128. Each kernel must pack (the source says so: a silent fallback
+// to one head per block fails here), compile for sm_80 and sm_90 without
+// spills, and match the reference (ops/attention_ops.cpp via evaluate_op) on
+// the simulator with its split workspace poisoned and its tickets zero again.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "backends/sim/sim_module.h"
+#include "codegen/emitters/attention/emit_attention.h"
+#include "codegen/nvrtc/kernel_cache.h"
+#include "codegen/nvrtc/nvrtc_compiler.h"
+#include "ops/registry.h"
+
+namespace kiln {
+namespace {
+
+struct GqaCase {
+  std::string text;
+  DType dt;
+  Shape q, k, mask;  // v is k's shape; mask empty: none
+  int causal = 0, nan_to_zero = 0;
+  int64_t masked_head = -1;  // a head whose query 0 sees no key (mask -inf)
+  bool nan_key = false;      // a NaN in key 77 of key/value head 0
+  int64_t packed = 0;        // the heads the cost terms pack per block (1: one head per block, G > 1 still)
+};
+
+std::vector<GqaCase> gqa_cases() {
+  using S = Shape;
+  // text, dtype, q, k (= v), mask; causal, nan_to_zero, masked head, NaN key, heads packed.
+  std::vector<GqaCase> c = {
+      {"decode f16 D=128 H=32 Hk=8 past 2048",
+       DType::F16,
+       S{1, 32, 1, 128},
+       S{1, 8, 2048, 128},
+       {},
+       0,
+       0,
+       -1,
+       false,
+       2},
+      {"decode bf16 D=64 H=16 Hk=2 (G=8) batch 2 mask[B,1,1,Sk] past 999", DType::BF16, S{2, 16, 1, 64},
+       S{2, 2, 999, 64}, S{2, 1, 1, 999}, 0, 0, -1, false, 4},
+      // G = 3 where the cost terms keep one head per block: each reads its group's K/V.
+      {"decode f16 D=128 H=12 Hk=4 (G=3) mask[B,H,1,Sk] past 517", DType::F16, S{1, 12, 1, 128}, S{1, 4, 517, 128},
+       S{1, 12, 1, 517}, 0, 0, -1, false, 1},
+      {"decode f16 D=64 H=24 Hk=8 (G=3) past 3000",
+       DType::F16,
+       S{1, 24, 1, 64},
+       S{1, 8, 3000, 64},
+       {},
+       0,
+       0,
+       -1,
+       false,
+       3},
+      // Several queries per head: a block's rows span heads, each row its own causal limit.
+      {"f16 D=64 H=8 Hk=2 Sq=3 causal past 700", DType::F16, S{1, 8, 3, 64}, S{1, 2, 700, 64}, {}, 1, 0, -1, false, 2},
+      {"bf16 D=64 H=12 Hk=4 (G=3) Sq=2 causal mask[B,H,Sq,Sk] past 1100", DType::BF16, S{2, 12, 2, 64},
+       S{2, 4, 1100, 64}, S{2, 12, 2, 1100}, 1, 0, -1, false, 3},
+      {"bf16 D=64 H=6 Hk=1 (MQA) Sq=5 causal mask[Sq,Sk] past 333", DType::BF16, S{1, 6, 5, 64}, S{1, 1, 333, 64},
+       S{5, 333}, 1, 0, -1, false, 2},
+      {"decode f16 D=64 H=8 Hk=2 masked row -> NaN", DType::F16, S{1, 8, 1, 64}, S{1, 2, 901, 64}, S{1, 8, 1, 901}, 0,
+       0, 5, false, 4},
+      {"decode f16 D=64 H=8 Hk=2 masked row nan_to_zero", DType::F16, S{1, 8, 1, 64}, S{1, 2, 901, 64}, S{1, 8, 1, 901},
+       0, 1, 5, false, 4},
+      {"decode bf16 D=128 H=32 Hk=8 NaN score past 1500",
+       DType::BF16,
+       S{1, 32, 1, 128},
+       S{1, 8, 1500, 128},
+       {},
+       0,
+       0,
+       -1,
+       true,
+       2},
+  };
+  return c;
+}
+
+Tensor random_tensor(DType dt, const Shape& s, uint64_t seed, bool is_mask) {
+  Tensor t(TensorType(dt, s));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (int64_t i = 0; i < t.numel(); ++i) t.set_double(i, is_mask ? ((rng() % 5 == 0) ? -10000.0 : 0.0) : normal(rng));
+  return t;
+}
+
+bool close_enough(DType t, double got, double want) {
+  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
+  const double atol = t == DType::BF16 ? 8e-3 : 1e-3, rtol = t == DType::BF16 ? 1e-2 : 2e-3;
+  return std::fabs(got - want) <= atol + rtol * std::fabs(want);
+}
+
+AttrMap attrs_of(const GqaCase& c) {
+  AttrMap a;
+  a.set("scale", static_cast<float>(1.0 / std::sqrt(double(c.q[3]))));
+  a.set("causal", int64_t{c.causal});
+  a.set("nan_to_zero", int64_t{c.nan_to_zero});
+  return a;
+}
+
+TEST(CodegenAttentionGqa, PackedHeadsMatchReferenceOnSim) {
+  const std::vector<GqaCase> cases = gqa_cases();
+  const OpDef& def = op_registry().get("attention");
+  std::vector<codegen::KernelSource> sources;
+  std::vector<codegen::AttentionKernel> kernels;
+  for (const GqaCase& c : cases) {
+    std::vector<TensorType> ops = {TensorType(c.dt, c.q), TensorType(c.dt, c.k), TensorType(c.dt, c.k)};
+    if (!c.mask.empty()) ops.push_back(TensorType(c.dt, c.mask));
+    kernels.push_back(codegen::emit_attention_op(attrs_of(c), ops, TensorType(c.dt, c.q)));
+    const codegen::AttentionKernel& k = kernels.back();
+    sources.push_back({k.name, k.source});
+    EXPECT_TRUE(k.tensor_cores) << c.text;
+    // The header states the packing: "P of the G heads of a key/value head
+    // packed into a head's rows", or "G heads per key/value head" (P = 1).
+    int64_t P = 0, G = 0;
+    if (const size_t at = k.source.find("; grouped-query: "); at != std::string::npos) {
+      const std::string rest = k.source.substr(at + 17, 80);
+      if (std::sscanf(rest.c_str(), "%lld of the %lld heads", reinterpret_cast<long long*>(&P),
+                      reinterpret_cast<long long*>(&G)) != 2 &&
+          std::sscanf(rest.c_str(), "%lld heads per", reinterpret_cast<long long*>(&G)) == 1)
+        P = 1;
+    }
+    fmt::print("  {}: {} of {} heads packed, grid {}, {} splits, {} warps\n", c.text, P, G, k.grid, k.kv_splits,
+               k.warps);
+    EXPECT_EQ(G, c.q[1] / c.k[1]) << c.text;
+    EXPECT_EQ(P, c.packed) << c.text << ": the heads packed per block";
+    // Fewer blocks per split than one per query head: B * H / P tiles.
+    const int64_t tiles = k.kv_splits > 1 ? k.tile_counters : int64_t{k.grid};
+    if (c.packed > 1) EXPECT_LT(tiles, c.q[0] * c.q[1] * ((c.q[2] + 15) / 16)) << c.text;
+  }
+  codegen::KernelCache cache;
+  for (std::string arch : {"sm_80", "sm_90"}) {
+    codegen::KernelCompiler compiler(arch, &cache);
+    std::vector<codegen::CompiledKernel> ks = compiler.compile(sources);
+    for (size_t i = 0; i < ks.size(); ++i) {
+      EXPECT_FALSE(ks[i].cubin.empty()) << cases[i].text;
+      EXPECT_EQ(ks[i].spill_bytes, 0) << cases[i].text << " on " << arch << "\n" << ks[i].log;
+      EXPECT_EQ(ks[i].log.find("warning"), std::string::npos) << cases[i].text << " on " << arch << ": " << ks[i].log;
+    }
+  }
+  codegen::SimCompiler sim;
+  std::map<std::string, codegen::SimEntry> entries = sim.compile(sources);
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const GqaCase& c = cases[ci];
+    const codegen::AttentionKernel& k = kernels[ci];
+    std::vector<Tensor> ins = {random_tensor(c.dt, c.q, 11 * ci + 1, false),
+                               random_tensor(c.dt, c.k, 11 * ci + 2, false),
+                               random_tensor(c.dt, c.k, 11 * ci + 3, false)};
+    if (!c.mask.empty()) ins.push_back(random_tensor(c.dt, c.mask, 300 + ci, true));
+    if (c.masked_head >= 0)  // mask [B, H, 1, Sk]: query 0 of this head sees no key
+      for (int64_t j = 0; j < c.mask[3]; ++j) ins[3].set_double(c.masked_head * c.mask[3] + j, -INFINITY);
+    if (c.nan_key) ins[1].set_double(77 * c.k[3] + 5, NAN);
+    std::vector<const Tensor*> ptrs;
+    for (const Tensor& t : ins) ptrs.push_back(&t);
+    const TensorType out(c.dt, c.q);
+    Tensor want = evaluate_op(def, attrs_of(c), ptrs, {out}, "node")[0];
+    Tensor got(out);
+    std::memset(got.raw(), 0xa5, got.nbytes());
+    std::vector<void*> bufs = {got.raw()};
+    std::vector<long long> counts = {got.numel()};
+    for (const Tensor& t : ins) {
+      bufs.push_back(const_cast<void*>(t.raw()));
+      counts.push_back(t.numel());
+    }
+    std::vector<float> ws(static_cast<size_t>(k.workspace_f32), NAN);  // undefined when a node starts
+    std::vector<unsigned> tickets(static_cast<size_t>(k.tile_counters), 0u);
+    if (k.kv_splits > 1) {
+      bufs.push_back(ws.data());
+      counts.push_back(static_cast<long long>(ws.size()));
+      bufs.push_back(tickets.data());
+      counts.push_back(static_cast<long long>(tickets.size()));
+    }
+    sim::LaunchConfig cfg;
+    cfg.kernel = k.name;
+    cfg.grid = dim3(k.grid);
+    cfg.block = dim3(k.block);
+    ASSERT_NO_THROW(codegen::sim_launch(entries.at(k.name), cfg, bufs, counts)) << c.text;
+    EXPECT_EQ(std::count(tickets.begin(), tickets.end(), 0u), static_cast<long>(tickets.size())) << c.text;
+    int bad = 0, nans = 0;
+    std::string first;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      nans += std::isnan(got.get_double(i));
+      if (close_enough(c.dt, got.get_double(i), want.get_double(i))) continue;
+      if (bad++ == 0) first = fmt::format("element {}: got {} want {}", i, got.get_double(i), want.get_double(i));
+    }
+    if (c.masked_head >= 0 || c.nan_key) EXPECT_EQ(nans > 0, c.nan_to_zero == 0) << c.text;
+    EXPECT_EQ(bad, 0) << c.text << ": " << bad << " of " << got.numel() << " differ; " << first;
+  }
+}
+
+}  // namespace
+}  // namespace kiln
