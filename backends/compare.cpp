@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "ir/error.h"
+#include "ir/text_format.h"
 
 namespace kiln {
 
@@ -68,6 +69,13 @@ std::string compare_tensors(const Tensor& got, const Tensor& want, Tolerance tol
   if (got.shape() != want.shape())
     return fmt::format("shape [{}] but expected [{}]", fmt::join(got.shape(), ","), fmt::join(want.shape(), ","));
   int64_t bad = 0, first = -1;
+  if (want.dtype() == DType::String) {  // exact, byte for byte (no Unicode normalisation, as ONNX's runner)
+    for (int64_t i = 0; i < want.numel(); ++i)
+      if (got.strings()[i] != want.strings()[i] && bad++ == 0) first = i;
+    if (!bad) return "";
+    return fmt::format("{} of {} strings differ; first at {}: got {} expected {}", bad, want.numel(), first,
+                       quote_string(got.strings()[first]), quote_string(want.strings()[first]));
+  }
   double worst = 0;
   bool fl = computes_as_float(want.dtype());  // low-bit floats: exact (tolerance 0), NaN matching NaN
   for (int64_t i = 0; i < want.numel(); ++i) {

@@ -18,6 +18,7 @@
 #include "ir/symbolic_dim.h"
 #include "ops/registry.h"
 #include "ir/specialize.h"
+#include "ir/string_values.h"
 
 namespace kiln {
 
@@ -197,6 +198,11 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   io.batch = o.batch;
   if (o.progress) io.progress = [&o](int done, int total) { o.progress("nodes imported", done, total); };
   ImportResult imported = import_checked(source, io);
+  // Strings run on the reference backend only: no kernel takes them and the
+  // plan format stores none, so no target writes a plan of such a model.
+  refuse_string_tensors(
+      *imported.graph, model,
+      fmt::format("in a plan for target {} (run the model with kiln run --backend ref)", build.pass.target));
   // Sizes decided by the data on a GPU target: the graph at the bounds, a
   // static graph whose counts are extra outputs (compiler/gpu_bounded_sizes.h);
   // the passes and kernels see nothing new.

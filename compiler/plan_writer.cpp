@@ -18,6 +18,7 @@
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "ir/specialize.h"
+#include "ir/string_values.h"
 #include "ir/symbolic_dim.h"
 #include "ops/registry.h"
 #include "passes/memory_plan.h"
@@ -391,6 +392,7 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
 
 // The one thread cap: see plan_writer.h.
 plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
+  refuse_string_tensors(g, o.source_name, fmt::format("in a plan for target {} (plans store no strings)", o.target));
 #ifdef KILN_HAVE_CODEGEN
   ThreadCaps caps;
   PlanBuildOptions again = o;

@@ -25,6 +25,7 @@
 #include "ops/cpu_only.h"
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
+#include "ir/string_values.h"
 #include "ops/registry.h"
 #include "backends/data_dependent_run.h"
 #include "backends/run_on_backend.h"
@@ -36,6 +37,9 @@
 #include "conformance/one_plan.h"
 
 namespace kiln {
+
+// A refusal of string tensors is one of a CPU-only computation (--baseline).
+static_assert(std::string_view(kStringsCpuOnly).find(ops::kCpuOnlyRefusal) != std::string_view::npos);
 
 namespace fs = std::filesystem;
 
@@ -217,6 +221,10 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
       continue;
     }
     compile_graph(*imp.graph, opts.compile);
+    // Strings have no kernels and no plan form: refused before any is built.
+    if (opts.backend != "ref") refuse_string_tensors(*imp.graph, "", "on the kernel simulator");
+    if (!opts.nvrtc_archs.empty() || !opts.plans_dir.empty())
+      refuse_string_tensors(*imp.graph, "", "in GPU plans (--nvrtc-check, --write-plans)");
     if (!opts.nvrtc_archs.empty() && set == sets.front()) {
       try {
         kc = check_kernels(*imp.graph, opts);

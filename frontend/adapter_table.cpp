@@ -47,6 +47,7 @@ const AdapterTable& adapter_table() {
     adapters::register_optional(t);
     adapters::register_control_flow(t);
     adapters::register_low_bit(t);
+    adapters::register_string(t);
     return t;
   }();
   return table;

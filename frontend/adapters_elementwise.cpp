@@ -223,11 +223,17 @@ AttrMap cast_attrs_of(ImportContext& c, DType to) {
   return a;
 }
 
-void cast(ImportContext& c) { c.set_outputs({c.emit1("cast", {c.input(0)}, cast_attrs_of(c, cast_target(c)))}); }
-
-void cast_like(ImportContext& c) {
-  c.set_outputs({c.emit1("cast", {c.input(0)}, cast_attrs_of(c, c.input(1)->dtype()))});
+// A cast to or from strings is cast_string (ops/string_cast.cpp: ONNX's
+// text forms of numbers); kiln's cast is numeric, an Expr.
+void cast_to(ImportContext& c, DType to) {
+  if (to == DType::String || c.input(0)->dtype() == DType::String)
+    return c.set_outputs({c.emit1("cast_string", {c.input(0)}, cast_attrs(to))});
+  c.set_outputs({c.emit1("cast", {c.input(0)}, cast_attrs_of(c, to))});
 }
+
+void cast(ImportContext& c) { cast_to(c, cast_target(c)); }
+
+void cast_like(ImportContext& c) { cast_to(c, c.input(1)->dtype()); }
 
 // Inference-mode dropout: y = x, mask all true. Training mode is random and
 // unsupported, except with ratio 0, where it is the identity too.
@@ -417,6 +423,8 @@ void register_elementwise(AdapterTable& t) {
   // unrolled at import, adapters_sequence.cpp).
   t.add("Identity", [](ImportContext& c) {
     if (c.num_inputs() == 1 && !c.operand(0).is_tensor()) return c.set_output_values({c.operand(0)});
+    if (c.num_inputs() == 1 && c.input(0)->dtype() == DType::String)  // a copy; identity is a numeric Expr
+      return c.set_outputs({c.emit1("cast_string", {c.input(0)}, cast_attrs(DType::String))});
     direct("identity")(c);
   });
 
@@ -429,7 +437,6 @@ void register_elementwise(AdapterTable& t) {
       {"And", "and"},
       {"Or", "or"},
       {"Xor", "xor"},
-      {"Equal", "equal"},
       {"Less", "less"},
       {"Greater", "greater"},
       {"LessOrEqual", "less_or_equal"},
@@ -439,6 +446,14 @@ void register_elementwise(AdapterTable& t) {
       {"BitwiseXor", "bitwise_xor"},
   };
   for (auto& [onnx_op, kiln_op] : binaries) t.add(onnx_op, binary(kiln_op));
+  // Equal also compares strings (opset 19+), by their bytes.
+  t.add("Equal", [](ImportContext& c) {
+    if (c.num_inputs() == 2 && c.input(0)->dtype() == DType::String) {
+      c.only_attrs({});
+      return c.set_outputs({c.emit1("string_equal", {c.input(0), c.input(1)})});
+    }
+    binary("equal")(c);
+  });
 
   t.add("Max", variadic("max", false));
   t.add("Min", variadic("min", false));

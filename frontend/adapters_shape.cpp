@@ -486,8 +486,6 @@ void constant_of_shape_adapter(ImportContext& c) {
 void constant_adapter(ImportContext& c) {
   c.only_attrs({"value", "value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings",
                 "sparse_value"});
-  if (c.attrs().has("value_string") || c.attrs().has("value_strings"))
-    c.unsupported("string constants are not supported (kiln has no string dtype)");
   int count = 0;
   for (auto& kv : c.attrs()) (void)kv, ++count;
   if (count != 1) c.fail("needs exactly one value attribute, got {}", count);
@@ -508,6 +506,11 @@ void constant_adapter(ImportContext& c) {
     std::vector<int64_t> v = a.get_ints("value_ints");
     t = Tensor(DType::I64, {static_cast<int64_t>(v.size())});
     if (!v.empty()) std::memcpy(t.raw(), v.data(), v.size() * sizeof(int64_t));
+  } else if (a.has("value_string")) {
+    t = Tensor::from_strings({}, {a.get_string("value_string", "")});
+  } else if (a.has("value_strings")) {
+    std::vector<std::string> v = a.get_strings("value_strings");
+    t = Tensor::from_strings({static_cast<int64_t>(v.size())}, v);
   } else {
     c.unsupported("sparse constants are not supported");
   }

@@ -257,6 +257,8 @@ void register_tree_ensembles(AdapterTable& t);
 void register_image_decoder(AdapterTable& t);
 void register_control_flow(AdapterTable& t);
 void register_low_bit(AdapterTable& t);  // adapters_low_bit.cpp
+void register_string(
+    AdapterTable& t);  // adapters_string.cpp: StringConcat/Split/Normalizer, RegexFullMatch, LabelEncoder
 }  // namespace adapters
 
 }  // namespace kiln

@@ -46,7 +46,7 @@ DType dtype_from_onnx(int elem_type, const std::string& context) {
     case TP::BOOL:
       return DType::Bool;
     case TP::STRING:
-      unsupported("{}: string tensors are not supported", context);
+      return DType::String;
     case TP::COMPLEX64:
     case TP::COMPLEX128:
       unsupported("{}: complex tensors are not supported", context);
@@ -94,6 +94,8 @@ int dtype_to_onnx(DType t) {
       return TP::UINT64;
     case DType::Bool:
       return TP::BOOL;
+    case DType::String:
+      return TP::STRING;
     default:
       return low_bit_dtype_to_onnx(t);
   }
@@ -271,6 +273,16 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
   // Sizes are checked (overflow, the per-tensor limit) before allocating.
   int64_t numel = check_tensor_bytes(TensorType(dt, shape), ctx) / int64_t(dtype_size(dt));
   if (is_low_bit(dt)) return low_bit_from_proto(p, TensorType(dt, shape), base_dir, ctx);
+  if (dt == DType::String) {  // ONNX keeps strings in string_data only (bytes, UTF-8 by convention)
+    if (p.has_raw_data() || p.data_location() == onnx::TensorProto::EXTERNAL)
+      fail("{}: a string tensor must hold its values in string_data, not raw or external data", ctx);
+    if (p.string_data_size() != numel)
+      fail("{}: string_data holds {} values but the shape [{}] needs {}", ctx, p.string_data_size(),
+           fmt::join(shape, ","), numel);
+    Tensor t(dt, shape);
+    for (int64_t i = 0; i < numel; ++i) t.strings()[i] = p.string_data(static_cast<int>(i));
+    return t;
+  }
   if (p.data_location() == onnx::TensorProto::EXTERNAL) return read_external(p, TensorType(dt, shape), base_dir, ctx);
   if (p.has_raw_data()) {
     const std::string& raw = p.raw_data();
@@ -325,6 +337,10 @@ onnx::TensorProto tensor_to_proto(const Tensor& t, const std::string& name) {
     std::string packed(static_cast<size_t>(packed_low_bit_bytes(t.dtype(), t.numel())), '\0');
     pack_low_bit(t.dtype(), static_cast<const uint8_t*>(t.raw()), t.numel(), reinterpret_cast<uint8_t*>(packed.data()));
     p.set_raw_data(std::move(packed));
+    return p;
+  }
+  if (t.dtype() == DType::String) {
+    for (int64_t i = 0; i < t.numel(); ++i) p.add_string_data(t.strings()[i]);
     return p;
   }
   p.set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <string>
+
+#include "ir/error.h"
 
 namespace kiln {
 
@@ -37,6 +40,9 @@ constexpr Info kInfo[] = {
     {DType::U4, "u4", 1},
     {DType::I2, "i2", 1},
     {DType::U2, "u2", 1},
+    // The size of the element object, so byte counts and limits stay
+    // meaningful; the characters live outside (Tensor::strings()).
+    {DType::String, "string", sizeof(std::string)},
 };
 static_assert(std::size(kInfo) == kNumDTypes);
 }  // namespace
@@ -53,9 +59,13 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64; }
 bool is_signed_int(DType t) { return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64; }
 bool is_unsigned_int(DType t) { return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64; }
-bool is_low_bit(DType t) { return t >= DType::F8E4M3FN; }
+bool is_low_bit(DType t) { return t >= DType::F8E4M3FN && t <= DType::U2; }
 bool is_low_bit_float(DType t) { return t >= DType::F8E4M3FN && t <= DType::F4E2M1; }
-bool is_low_bit_int(DType t) { return t >= DType::I4; }
+bool is_low_bit_int(DType t) { return t >= DType::I4 && t <= DType::U2; }
+
+void fail_no_numeric_storage(DType t) {
+  fail("{} tensors have no numeric storage: this op does not take strings", dtype_name(t));
+}
 
 float half_to_float(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16;

@@ -35,8 +35,13 @@ enum class DType : uint8_t {
   U4,
   I2,
   U2,
+  // ONNX's STRING: each element a UTF-8 std::string owned by the tensor
+  // (Tensor::strings()). Runs on the CPU path only (reference backend): the
+  // ops that take it say so (OpDef::takes_strings), kernels, plans and the
+  // simulator never see it.
+  String,
 };
-inline constexpr int kNumDTypes = 23;
+inline constexpr int kNumDTypes = 24;
 
 size_t dtype_size(DType t);
 std::string_view dtype_name(DType t);  // "f32", "bf16", "i64", "bool", ...
@@ -50,6 +55,7 @@ inline bool is_int(DType t) { return is_signed_int(t) || is_unsigned_int(t); }
 bool is_low_bit(DType t);
 bool is_low_bit_float(DType t);  // f8*, f4e2m1
 bool is_low_bit_int(DType t);    // i4, u4, i2, u2
+inline bool is_string(DType t) { return t == DType::String; }
 // Values of this dtype are computed on as floating point (expressions, the
 // reference's lanes): the floats and the low-bit floats.
 inline bool computes_as_float(DType t) { return is_float(t) || is_low_bit_float(t); }
@@ -60,8 +66,12 @@ uint16_t float_to_half(float f);
 float bf16_to_float(uint16_t b);
 uint16_t float_to_bf16(float f);
 
+// Thrown by dispatch_storage for a string tensor: strings have no numeric
+// storage type, and a numeric kernel reaching one is a kiln bug.
+[[noreturn]] void fail_no_numeric_storage(DType t);
+
 // Visit with the C++ storage type of a dtype. F16/BF16 are stored as uint16_t
-// bit patterns; Bool as uint8_t (0 or 1).
+// bit patterns; Bool as uint8_t (0 or 1). Not for String (kiln::Error).
 template <typename F>
 decltype(auto) dispatch_storage(DType t, F&& f) {
   switch (t) {
@@ -102,6 +112,8 @@ decltype(auto) dispatch_storage(DType t, F&& f) {
     case DType::I4:
     case DType::I2:
       return f(int8_t{});
+    case DType::String:
+      fail_no_numeric_storage(t);
   }
   return f(float{});
 }

@@ -39,6 +39,19 @@ void Value::set_data(Tensor t) {
 
 uint64_t Value::digest() const {
   if (!has_data() || data_.numel() == 0) return digest_;
+  if (data_.dtype() == DType::String) {  // the characters, each string after its length
+    XXH64_state_t* st = XXH64_createState();
+    XXH64_reset(st, 0);
+    for (int64_t i = 0; i < data_.numel(); ++i) {
+      const std::string& s = data_.strings()[i];
+      const uint64_t n = s.size();
+      XXH64_update(st, &n, sizeof n);
+      XXH64_update(st, s.data(), s.size());
+    }
+    const uint64_t h = XXH64_digest(st);
+    XXH64_freeState(st);
+    return h;
+  }
   return XXH64(data_.raw(), data_.nbytes(), 0);
 }
 

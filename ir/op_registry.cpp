@@ -131,7 +131,15 @@ std::vector<TensorType> infer_types(const OpDef& def, InferContext& ctx) {
     if (!known) ctx.unsupported("attribute '{}' is not supported by kiln's {}", name, def.name);
   }
   if (!def.symbolic_dims) refuse_symbolic_dims(def, ctx);
+  if (!def.takes_strings)
+    for (int i = 0; i < n; ++i)
+      if (ctx.has_input(i) && ctx.dtype(i) == DType::String)
+        ctx.unsupported("kiln's {} does not take string tensors (operand {} is {})", def.name, i, ctx.type(i).str());
   std::vector<TensorType> r = def.infer(ctx);
+  if (!def.takes_strings)
+    for (size_t i = 0; i < r.size(); ++i)
+      if (r[i].dtype == DType::String)
+        ctx.unsupported("kiln's {} does not produce string tensors (result {})", def.name, i);
   // A symbol-aware formula that slipped (a symbolic dim through plain
   // arithmetic) gives a negative non-handle: never let it pass as a dim.
   for (size_t i = 0; i < r.size(); ++i)

@@ -125,6 +125,10 @@ struct OpDef {
   // operands of the other ops (kiln::Unsupported naming node and dim), so an
   // op whose shape formula was written for numbers never sees a symbol.
   bool symbolic_dims = false;
+  // Operands or results may be string tensors (DType::String). infer_types
+  // refuses strings reaching any other op (kiln::Unsupported naming the
+  // node), so a numeric kernel never reads a string tensor's storage.
+  bool takes_strings = false;
   InferFn infer;
   ExprFn expr;         // Pointwise ops: the scalar expression
   KernelFn reference;  // everything else: the reference CPU kernel

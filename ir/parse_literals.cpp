@@ -179,6 +179,10 @@ void TokenParser::store_element(Tensor& t, int64_t i, const Item& it) {
     case DType::BF16:
       t.data<uint16_t>()[i] = float_to_bf16(parse_float<float>(e));
       return;
+    case DType::String:
+      if (e.kind != T::String) error(e, fmt::format("expected a string, found {}", describe(e)));
+      t.strings()[i] = e.text;
+      return;
     case DType::Bool:
       if (e.kind != T::Ident || (e.text != "true" && e.text != "false"))
         error(e, fmt::format("expected true or false, found {}", describe(e)));
@@ -224,7 +228,8 @@ Tensor TokenParser::make_tensor(const TensorType& type, const Tok& at, bool spla
   store_element(t, 0, elems[0]);
   size_t w = dtype_size(type.dtype);
   for (int64_t i = 1; i < n; ++i) {
-    if (splat) std::memcpy(static_cast<uint8_t*>(t.raw()) + i * w, t.raw(), w);
+    if (splat && type.dtype == DType::String) t.strings()[i] = t.strings()[0];
+    else if (splat) std::memcpy(static_cast<uint8_t*>(t.raw()) + i * w, t.raw(), w);
     else store_element(t, i, elems[i]);
   }
   return t;

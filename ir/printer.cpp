@@ -39,6 +39,8 @@ std::string element_repr(const Tensor& t, int64_t i) {
       return std::to_string(t.data<uint64_t>()[i]);
     case DType::I64:  // shape values of a graph with symbolic dims hold them
       return dim_str(t.data<int64_t>()[i]);
+    case DType::String:  // escaped as attribute strings are (UTF-8 bytes past 0x7e as \xNN)
+      return quote_string(t.strings()[i]);
     default:
       if (is_low_bit_float(t.dtype())) return float_repr(low_bit_to_float(t.dtype(), t.data<uint8_t>()[i]));
       return std::to_string(t.get_int(i));
@@ -48,6 +50,7 @@ std::string element_repr(const Tensor& t, int64_t i) {
 // Whether elements i and j print the same (bitwise equal, or both NaN: the
 // text spells every NaN "nan").
 bool same_element(const Tensor& t, int64_t i, int64_t j) {
+  if (t.dtype() == DType::String) return t.strings()[i] == t.strings()[j];
   size_t w = dtype_size(t.dtype());
   const uint8_t* p = static_cast<const uint8_t*>(t.raw());
   if (std::memcmp(p + i * w, p + j * w, w) == 0) return true;

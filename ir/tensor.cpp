@@ -1,5 +1,6 @@
 #include "ir/tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -39,6 +40,12 @@ Tensor::Tensor(TensorType type) : type_(std::move(type)) {
   // allocator for more than the per-tensor limit (ir/limits.h).
   numel_ = type_.numel();
   size_t n = static_cast<size_t>(check_tensor_bytes(type_, ""));
+  if (type_.dtype == DType::String) {  // objects, not bytes: constructed and destroyed as such
+    std::string* s = new std::string[static_cast<size_t>(numel_) + 1];
+    data_ = std::shared_ptr<uint8_t[]>(reinterpret_cast<uint8_t*>(s),
+                                       [](uint8_t* p) { delete[] reinterpret_cast<std::string*>(p); });
+    return;
+  }
   // Over-allocate a little so 16-bit and 8-bit tensors can be read as
   // vectors by kernels without special tails.
   data_ = std::shared_ptr<uint8_t[]>(new uint8_t[n + 64]());
@@ -49,6 +56,25 @@ Tensor Tensor::scalar(DType dtype, double v) {
   t.set_double(0, v);
   return t;
 }
+
+Tensor Tensor::from_strings(Shape shape, const std::vector<std::string>& values) {
+  Tensor t(DType::String, std::move(shape));
+  std::string* d = t.strings();
+  for (size_t i = 0; i < values.size() && i < size_t(t.numel()); ++i) d[i] = values[i];
+  return t;
+}
+
+std::span<const uint8_t> Tensor::bytes() const {
+  if (dtype() == DType::String) fail("a string tensor has no element bytes");
+  return {data_.get(), nbytes()};
+}
+
+std::string* Tensor::strings() {
+  if (dtype() != DType::String) fail("{} tensor read as strings", dtype_name(dtype()));
+  return reinterpret_cast<std::string*>(data_.get());
+}
+
+const std::string* Tensor::strings() const { return const_cast<Tensor*>(this)->strings(); }
 
 namespace {
 template <typename T>
@@ -166,6 +192,7 @@ std::vector<int64_t> Tensor::to_int_vector() const {
 }
 
 Tensor Tensor::view(TensorType type, void* data) {
+  if (type.dtype == DType::String) fail("a string tensor cannot view a caller's buffer");
   Tensor t;
   t.type_ = std::move(type);
   t.numel_ = t.type_.numel();
@@ -183,11 +210,14 @@ Tensor Tensor::reshaped(Shape shape) const {
 
 Tensor Tensor::clone() const {
   Tensor t(type_);
-  if (numel_ > 0) std::memcpy(t.raw(), raw(), nbytes());
+  if (dtype() == DType::String) std::copy(strings(), strings() + numel_, t.strings());
+  else if (numel_ > 0) std::memcpy(t.raw(), raw(), nbytes());
   return t;
 }
 
 Tensor Tensor::cast(DType to) const {
+  if (dtype() == DType::String || to == DType::String)  // ONNX's text rules are the cast_string op's (ops/)
+    fail("Tensor::cast does not convert {} to {}", dtype_name(dtype()), dtype_name(to));
   Tensor t(to, shape());
   bool int_path = !computes_as_float(dtype()) && !computes_as_float(to);
   for (int64_t i = 0; i < numel_; ++i) {
@@ -198,7 +228,9 @@ Tensor Tensor::cast(DType to) const {
 }
 
 bool Tensor::same_bytes(const Tensor& o) const {
-  return type_ == o.type_ && (numel_ == 0 || std::memcmp(raw(), o.raw(), nbytes()) == 0);
+  if (type_ != o.type_) return false;
+  if (dtype() == DType::String) return std::equal(strings(), strings() + numel_, o.strings());
+  return numel_ == 0 || std::memcmp(raw(), o.raw(), nbytes()) == 0;
 }
 
 }  // namespace kiln

@@ -43,6 +43,8 @@ struct TensorType {
 
 // A host tensor: a type and contiguous row-major storage shared between
 // copies (constants are large and copied often). Writers own the only copy.
+// A string tensor's storage is an array of std::string (strings()); its
+// numeric accessors (get_double, set_int, cast, bytes) throw kiln::Error.
 class Tensor {
  public:
   Tensor() = default;
@@ -56,6 +58,8 @@ class Tensor {
     return t;
   }
   static Tensor scalar(DType dtype, double v);
+  // A string tensor holding `values` in row-major order (as many as the shape holds).
+  static Tensor from_strings(Shape shape, const std::vector<std::string>& values);
   // A tensor over memory it does not own (a caller's buffer the runtime
   // reads in place): the memory must hold type.numel() elements and outlive
   // every copy of the tensor. It lacks the tail slack of an owned tensor, so
@@ -80,7 +84,11 @@ class Tensor {
   const T* data() const {
     return reinterpret_cast<const T*>(data_.get());
   }
-  std::span<const uint8_t> bytes() const { return {data_.get(), nbytes()}; }
+  // The elements' bytes (not for string tensors: their bytes are objects).
+  std::span<const uint8_t> bytes() const;
+  // The elements of a string tensor (kiln::Error for any other dtype).
+  std::string* strings();
+  const std::string* strings() const;
 
   // Element access converting through double / int64 (slow; for small
   // tensors such as shapes, indices and test comparisons).
@@ -96,7 +104,7 @@ class Tensor {
   Tensor clone() const;
   // Converts every element (float<->int truncation as static_cast; to bool is != 0).
   Tensor cast(DType to) const;
-  // True when all elements are bitwise equal.
+  // True when all elements are bitwise equal (strings: equal characters).
   bool same_bytes(const Tensor& o) const;
   bool operator==(const Tensor& o) const { return same_bytes(o); }
 

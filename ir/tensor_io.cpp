@@ -233,6 +233,7 @@ void write_npy(const std::string& path, const Tensor& t) {
 }
 
 Tensor random_tensor(const TensorType& t, uint64_t seed, std::optional<ValueRange> range) {
+  if (t.dtype == DType::String) fail("no random values for a string tensor");
   Tensor r(t.dtype, t.shape);
   ValueRange v = range ? *range : is_float(t.dtype) ? ValueRange{-1, 1} : ValueRange{0, 9};
   uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -248,6 +249,13 @@ Tensor random_tensor(const TensorType& t, uint64_t seed, std::optional<ValueRang
 
 uint64_t tensor_checksum(const Tensor& t) {
   uint64_t h = 1469598103934665603ull;
+  if (t.dtype() == DType::String) {  // each string's characters, then a 0xff no UTF-8 text holds
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      for (unsigned char c : t.strings()[i]) h = (h ^ c) * 1099511628211ull;
+      h = (h ^ 0xffu) * 1099511628211ull;
+    }
+    return h;
+  }
   for (uint8_t c : t.bytes()) h = (h ^ c) * 1099511628211ull;
   return h;
 }

@@ -15,6 +15,8 @@ void register_normalization_ops(
 void register_nn_ops(OpRegistry& r);      // nn_ops.cpp: conv, conv_transpose, pooling, resize, depth/space
 void register_linalg_ops(OpRegistry& r);  // linalg_ops.cpp: matmul, gemm, einsum, quantized matmul/conv
 void register_misc_ops(OpRegistry& r);
+void register_string_ops(OpRegistry& r);  // string_ops.cpp: string_equal/concat/split, regex, normalizer, casts,
+                                          // label_encoder (reference kernels only)
 void register_bitcast_op(
     OpRegistry& r);  // bitcast_op.cpp: bitcast (ONNX BitCast)    // misc_ops.cpp: identity, range, rnn family, ...
 

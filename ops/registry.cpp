@@ -17,6 +17,7 @@ const OpRegistry& op_registry() {
     ops::register_linalg_ops(r);
     ops::register_misc_ops(r);
     ops::register_bitcast_op(r);
+    ops::register_string_ops(r);
     return r;
   }();
   return registry;

@@ -123,6 +123,10 @@ kiln_status describe(const std::vector<kiln::rt::TensorDesc>& ds, int index, kil
 kiln_status type_from(kiln_dtype dtype, const int64_t* shape, int rank, kiln::TensorType* out) {
   if (int(dtype) < 0 || int(dtype) >= kiln::kNumDTypes)
     return failed(KILN_ERROR_INVALID_ARGUMENT, fmt::format("dtype {} is not a kiln_dtype", int(dtype)));
+  if (static_cast<kiln::DType>(dtype) == kiln::DType::String)  // no kiln_dtype; plans never hold strings
+    return failed(KILN_ERROR_INVALID_ARGUMENT,
+                  "string tensors cannot be bound through the runtime API: kiln runs them on its reference backend "
+                  "only (kiln run --backend ref, kiln conformance)");
   if (rank < 0 || (rank > 0 && !shape))
     return failed(KILN_ERROR_INVALID_ARGUMENT, "shape must not be null when rank > 0 (and rank >= 0)");
   out->dtype = static_cast<kiln::DType>(dtype);

@@ -17,6 +17,9 @@ TensorType get_type(Reader& r) {
   uint8_t dt = r.get<uint8_t>("dtype");
   if (dt >= kNumDTypes) fail("{}: dtype code {} is not a kiln dtype (0..{})", r.what(), dt, kNumDTypes - 1);
   t.dtype = static_cast<DType>(dt);
+  // Plans never hold strings (compiler/plan_writer refuses them): a plan
+  // naming the type is damaged or hand-made, and its bytes are no strings.
+  if (t.dtype == DType::String) fail("{}: string tensors cannot be in a plan", r.what());
   uint8_t layout = r.get<uint8_t>("layout");
   if (layout > static_cast<uint8_t>(Layout::NHWC)) fail("{}: layout code {} is unknown", r.what(), layout);
   t.layout = static_cast<Layout>(layout);

@@ -15,6 +15,8 @@ BUILD_PACKAGES=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libboost-context-dev libjemalloc-dev
   # ImageDecoder (frontend/image_decode/): JPEG, PNG, TIFF, WebP, JPEG 2000
   libjpeg-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev
+  # RegexFullMatch (ops/string_ops.cpp)
+  libre2-dev
   python3 python3-venv
 )
 # The test suite besides: conformance data, benchmarks, lit/FileCheck, dot,

@@ -13,6 +13,7 @@
 #include "ir/error.h"
 #include "ir/graph_inputs.h"
 #include "ir/op_registry.h"
+#include "ir/string_values.h"
 #include "ops/cpu_only.h"
 #include "ops/registry.h"
 
@@ -46,6 +47,7 @@ struct SimExecutor::Impl {
 
 SimExecutor::SimExecutor(const Graph& g, std::filesystem::path cache_dir) : impl_(new Impl{g, {}, {}, {}}) {
   // Every node first, so an unsupported graph fails before any compilation.
+  refuse_string_tensors(g, "sim backend", "on the kernel simulator");
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
     if (is_view(n)) continue;

@@ -106,10 +106,6 @@ void write_op_docs(const std::string& path, const std::string& conformance_json)
       {"RandomUniform", "random numbers: kiln's results are deterministic"},
       {"RandomNormal", "random numbers: kiln's results are deterministic"},
       {"Multinomial", "random numbers: kiln's results are deterministic"},
-      {"StringNormalizer", "string tensors"},
-      {"StringConcat", "string tensors"},
-      {"StringSplit", "string tensors"},
-      {"RegexFullMatch", "string tensors"},
   };
   std::string missing;
   for (const auto& [op, info] : onnx_ops) {
@@ -121,14 +117,14 @@ void write_op_docs(const std::string& path, const std::string& conformance_json)
   f << "\nOther domains (not in the table): `ai.onnx.preview` FlexAttention; `ai.onnx.preview.training` Adagrad,\n"
        "Momentum and Adam (decomposed into pointwise ops; Gradient is unsupported); `ai.onnx.ml` Binarizer,\n"
        "ArrayFeatureExtractor, TreeEnsemble, TreeEnsembleRegressor and TreeEnsembleClassifier (integer labels; CPU\n"
-       "backends only; ZipMap refused, docs/ml_and_images.md) (versions 1 to 5; the other ml ops are unsupported,\n"
-       "LabelEncoder for want of string tensors).\n"
-       "String tensors are unsupported (StringConcat, StringSplit, StringNormalizer, RegexFullMatch,\n"
-       "Equal and Cast on strings). Sequences and optionals are\n"
-       "resolved at import (frontend/adapters_sequence.cpp): a sequence is unrolled into its elements, so its length\n"
-       "must be known at compile time; a sequence or optional graph input has its structure given at compile time\n"
-       "(kiln compile --sequence-shapes / --empty-optionals, ImportOptions::composite_inputs) and becomes its\n"
-       "elements' tensor inputs `name[k]`, a sequence output its\n"
+       "backends only; ZipMap refused, docs/ml_and_images.md) (versions 1 to 5), LabelEncoder (versions 1 to 4,\n"
+       "string keys or values included); the other ml ops are unsupported. String tensors run on the CPU\n"
+       "backends only (StringConcat, StringSplit, StringNormalizer, RegexFullMatch, LabelEncoder, Equal, Cast,\n"
+       "CastLike and Identity on strings): GPU plans and the simulator refuse them, naming the node.\n"
+       "Sequences and optionals are resolved at import (frontend/adapters_sequence.cpp): a sequence is unrolled\n"
+       "into its elements, so its length must be known at compile time; a sequence or optional graph input has\n"
+       "its structure given at compile time (kiln compile --sequence-shapes / --empty-optionals,\n"
+       "ImportOptions::composite_inputs) and becomes its elements' tensor inputs `name[k]`, a sequence output its\n"
        "elements' tensor outputs `name[k]`, an empty optional no tensor at all.\n";
   // Tests whose expected data is known to be imprecise, with where ONNX
   // says so: kiln's result is the exact one, so it is not loosened to match.

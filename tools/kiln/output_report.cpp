@@ -6,6 +6,7 @@
 #include <map>
 
 #include "ir/error.h"
+#include "ir/text_format.h"
 #include "ir/tensor_io.h"
 
 namespace kiln {
@@ -88,6 +89,14 @@ void report_outputs(const std::vector<std::pair<std::string, Tensor>>& outs, con
   for (size_t i = 0; i < outs.size(); ++i) {
     const auto& [name, t] = outs[i];
     std::cout << fmt::format("output {} \"{}\": {} checksum {:016x}\n", i, name, t.type().str(), tensor_checksum(t));
+    if (t.dtype() == DType::String) {  // the first strings, quoted as the IR text quotes them
+      std::vector<std::string> first;
+      for (int64_t k = 0; k < std::min<int64_t>(t.numel(), 8); ++k) first.push_back(quote_string(t.strings()[k]));
+      std::cout << fmt::format("  first: [{}{}]\n", fmt::join(first, ", "), t.numel() > 8 ? ", ..." : "");
+      if (!dir.empty())
+        fail("--outputs: output \"{}\" is a string tensor, which kiln does not write as .npy yet", name);
+      continue;
+    }
     Stats s = stats_of(t);
     std::vector<std::string> first;
     for (double v : s.first) first.push_back(num(v));

@@ -292,6 +292,11 @@ std::map<std::string, Tensor> make_run_inputs(const std::vector<std::pair<std::s
       why = fmt::format("indexes a table of {} rows", b->second);
     }
     if (range) check_range_fits(*range, name, type);
+    if (type.dtype == DType::String)
+      fail(
+          "input \"{}\" is a string tensor ({}): kiln draws no random strings; give its values with --inputs {}:FILE "
+          "(an ONNX TensorProto .pb)",
+          name, type.str(), name);
     feed[name] = random_tensor(type, s, range);
     if (described) {
       std::string what = type.dtype == DType::Bool ? "random 0/1"
