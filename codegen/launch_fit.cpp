@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "codegen/core/kernel_text.h"
+#include "codegen/core/size_expr.h"
 #include "ir/error.h"
 
 namespace kiln::codegen {
@@ -103,8 +104,8 @@ std::string launch_misfit(const LaunchShape& l, const ArchLimits& lim) {
   if (l.bounded_threads >= 0 && threads > static_cast<unsigned long long>(l.bounded_threads))
     return fmt::format("block of {} threads, over the kernel's __launch_bounds__({})", threads, l.bounded_threads);
   if (l.param_bytes > lim.param_bytes)
-    return fmt::format("{} bytes of kernel parameters ({} buffer pointers), over {}'s {}-byte parameter space",
-                       l.param_bytes, l.param_bytes / 8, lim.arch, lim.param_bytes);
+    return fmt::format("{} bytes of kernel parameters, over {}'s {}-byte parameter space", l.param_bytes, lim.arch,
+                       lim.param_bytes);
   if (l.registers > 0) {
     const long long per_warp = (l.registers * 32ll + 255) / 256 * 256;
     const long long warps = static_cast<long long>((threads + 31) / 32);
@@ -172,6 +173,14 @@ KernelSignature kernel_signature(const std::string& source, const std::string& n
 int kernel_param_count(const std::string& source, const std::string& name) {
   const KernelSignature sig = kernel_signature(source, name);
   return sig.open == std::string::npos ? -1 : static_cast<int>(sig.params.size());
+}
+
+long long kernel_param_bytes(const std::string& source, const std::string& name) {
+  const KernelSignature sig = kernel_signature(source, name);
+  if (sig.open == std::string::npos) return -1;
+  long long bytes = 0;
+  for (const std::string& p : sig.params) bytes += p.rfind("kiln_syms", 0) == 0 ? 8LL * kMaxKernelSymbols : 8;
+  return bytes;
 }
 
 void LaunchBounder::apply(NodeKernel& k) {

@@ -90,7 +90,7 @@ class ThreadCap {
 struct LaunchShape {
   LaunchDims grid, block;
   long long dynamic_shared = 0;
-  long long param_bytes = 0;       // kernel parameter bytes (8 per buffer pointer)
+  long long param_bytes = 0;       // kernel parameter bytes (kernel_param_bytes)
   int registers = -1;              // per thread, from ptxas / the CUBIN
   int static_shared = -1;          // per block, from ptxas
   long long bounded_threads = -1;  // the kernel's __launch_bounds__ (-1: none)
@@ -125,6 +125,13 @@ KernelSignature kernel_signature(const std::string& source, const std::string& n
 // How many parameters kernel `name`'s signature in `source` lists, or -1
 // when `source` has no such signature.
 int kernel_param_count(const std::string& source, const std::string& name);
+
+// The bytes of parameter space kernel `name`'s signature in `source` takes,
+// as the driver lays it out: 8 per buffer pointer (or the one pointer to a
+// table of them) and the size of a shape-generic kernel's by-value
+// `kiln_syms` (codegen/core/size_expr.h; 8-byte members, so no padding). -1
+// when `source` has no such signature.
+long long kernel_param_bytes(const std::string& source, const std::string& name);
 
 // Gives each kernel __launch_bounds__(its block's threads). A kernel that
 // declares its own bound keeps it. Kernels are deduplicated by name later, so

@@ -54,8 +54,7 @@ bool use_param_table_if_needed(NodeKernel& k, long long max_param_bytes) {
   if (sig.open == std::string::npos) return false;  // LaunchBounder::apply says so
   const long long n = static_cast<long long>(sig.params.size());
   // Pointers take 8 bytes each; a shape-generic kernel's by-value kiln_syms its struct's size.
-  long long bytes = 0;
-  for (const std::string& p : sig.params) bytes += p.rfind("kiln_syms", 0) == 0 ? kKilnSymsBytes : 8;
+  const long long bytes = kernel_param_bytes(k.source, k.name);
   if (bytes <= max_param_bytes) return false;
   std::vector<BufferParam> params;
   for (const std::string& p : sig.params) {

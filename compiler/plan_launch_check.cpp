@@ -24,8 +24,13 @@ void check_launch_fits(const plan::Step& s, const Node& n, const std::string& so
   l.grid = {s.grid.x, s.grid.y, s.grid.z};
   l.block = {s.block.x, s.block.y, s.block.z};
   l.dynamic_shared = s.shared_bytes;
-  // Every parameter is a buffer pointer, or the one pointer to the table of them.
-  l.param_bytes = s.param_table ? 8 : static_cast<long long>(s.args.size()) * 8;
+  // The one pointer to a table of buffers, or what the kernel's signature
+  // takes: a pointer per buffer and, for a shape-generic kernel, its by-value
+  // kiln_syms (64 bytes, which no table can hold), as the driver counts it.
+  const long long signature_bytes = codegen::kernel_param_bytes(source, kernel);
+  l.param_bytes = s.param_table          ? 8
+                  : signature_bytes >= 0 ? signature_bytes
+                                         : static_cast<long long>(s.args.size()) * 8;
   l.bounded_threads = codegen::declared_launch_bound(source, kernel);
   l.registers = regs;
   l.static_shared = static_shared;

@@ -1,9 +1,11 @@
 // The C API (include/kiln/kiln.h) over runtime/engine.h: every entry point
 // catches everything and turns it into a status plus the thread's last-error
 // text.
+#include <algorithm>
 #include <exception>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "ir/error.h"
@@ -449,6 +451,50 @@ kiln_status kiln_context_profile(kiln_context* context, const kiln_profile_entry
     *entries = context->profile.data();
     *count = int(context->profile.size());
   });
+}
+
+kiln_status kiln_engine_num_data_dependent_sizes(const kiln_engine* engine, int* count) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(count);
+  const kiln::plan::BoundedSizes* b = engine->engine->bounded_sizes();
+  *count = b ? int(b->counts.size()) : 0;
+  return KILN_OK;
+}
+
+kiln_status kiln_context_data_dependent_size(const kiln_context* context, int index, kiln_data_dependent_size* size) {
+  KILN_REQUIRE(context);
+  KILN_REQUIRE(size);
+  const kiln::plan::BoundedSizes* b = context->context.engine().bounded_sizes();
+  const int n = b ? int(b->counts.size()) : 0;
+  if (index < 0 || index >= n)
+    return failed(KILN_ERROR_NOT_FOUND,
+                  fmt::format("data-dependent size {} is out of range (the plan has {})", index, n));
+  const kiln::plan::SizeCount& c = b->counts[size_t(index)];
+  std::optional<int64_t> value;
+  kiln_status s = guard(KILN_ERROR_NOT_FOUND, [&] { value = context->context.data_dependent_size(size_t(index)); });
+  if (s != KILN_OK) return s;
+  if (!value)
+    return failed(KILN_ERROR_UNAVAILABLE,
+                  fmt::format("data-dependent size {} ({}, decided by {}) is not known: no run since the inputs were "
+                              "bound, or the last run failed",
+                              index, c.symbol, c.node));
+  *size = {c.symbol.c_str(), c.node.c_str(), c.bound, *value};
+  return KILN_OK;
+}
+
+kiln_status kiln_context_launch_variants(const kiln_context* context, int* variants, int capacity, int* count) {
+  KILN_REQUIRE(context);
+  KILN_REQUIRE(count);
+  std::vector<int> run;
+  kiln_status s = guard(KILN_ERROR_RUNTIME, [&] { run = context->context.launch_variants_run(); });
+  if (s != KILN_OK) return s;
+  *count = int(run.size());
+  if (run.empty() || !variants) return KILN_OK;  // NULL variants: the count only
+  if (capacity < int(run.size()))
+    return failed(KILN_ERROR_INVALID_ARGUMENT,
+                  fmt::format("{} launch variants ran; capacity {} is too small", run.size(), capacity));
+  std::copy(run.begin(), run.end(), variants);
+  return KILN_OK;
 }
 
 void kiln_set_log_callback(kiln_log_callback callback, void* user_data) {

@@ -1,5 +1,7 @@
 #include "runtime/engine.h"
 
+#include <fmt/ranges.h>
+
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -308,6 +310,23 @@ void Context::trim_to_counts() {
   }
 }
 
+std::optional<int64_t> Context::data_dependent_size(size_t i) const {
+  const plan::BoundedSizes* b = engine_->bounded_sizes();
+  const size_t n = b ? b->counts.size() : 0;
+  if (i >= n) fail("data-dependent size {} is out of range (the plan has {})", i, n);
+  // run_shapes_ holds the last run's shapes until inputs change (bind_input).
+  if (run_shapes_.empty()) return std::nullopt;
+  return counts_.at(i);
+}
+
+std::vector<int> Context::launch_variants_run() const {
+  std::vector<int> run;
+  if (!gpu_) return run;
+  for (int v : gpu_->variant_per_step())
+    if (v >= 0 && (run.empty() || run.back() != v)) run.push_back(v);
+  return run;
+}
+
 RunTiming Context::last_timing() const {
   if (!gpu_) fail("no GPU timing: the engine runs on the CPU ({})", engine_->info());
   if (!timed_) fail("no GPU timing yet: the context has not run synchronously (run, or enqueue on a null stream)");
@@ -537,17 +556,30 @@ const std::vector<ProfileEntry>& Context::profile() {
   const plan::Plan& p = engine_->plan();
   std::vector<const Node*> nodes;  // Step::node indexes the graph's node list
   for (const auto& n : engine_->graph().nodes()) nodes.push_back(n.get());
+  // Each entry names what ran at this shape: a launch variant's kernels
+  // (timed on the first step it replaces), a KV cache's append bound in
+  // place of its concat, else the step's own kernel.
+  const std::vector<int> variant = gpu_->variant_per_step();
   for (size_t i = 0; i < p.steps.size(); ++i) {
-    const plan::Step& s = p.steps[i];
+    const plan::Step& s = gpu_->launched_for(p.steps[i]);
     const Node* n = s.node < nodes.size() ? nodes[s.node] : nullptr;
     bool copy = s.kind == plan::StepKind::Copy;
     // A control-flow step's time is its whole host-driven run (every
     // launch of the regions it ran).
     bool control = s.kind == plan::StepKind::Control;
-    profile_.push_back({copy      ? fmt::format("copy (step {})", i)
-                        : control ? fmt::format("control flow (step {})", i)
-                                  : p.kernels[s.kernel].name,
-                        n ? n->name() : std::string(),
+    std::string name = copy      ? fmt::format("copy (step {})", i)
+                       : control ? fmt::format("control flow (step {})", i)
+                                 : p.kernels[s.kernel].name;
+    if (const int v = variant[i]; v >= 0) {
+      const plan::LaunchVariant& lv = p.launch_variants[static_cast<size_t>(v)];
+      std::vector<std::string> ran;
+      for (const plan::Step& vs : lv.steps)
+        ran.push_back(vs.kind == plan::StepKind::Kernel ? p.kernels[vs.kernel].name : std::string("copy"));
+      name = i == lv.first ? fmt::format("{}", fmt::join(ran, " + "))
+                           : fmt::format("launch variant {} (timed at step {})", v, lv.first);
+      copy = false;
+    }
+    profile_.push_back({std::move(name), n ? n->name() : std::string(),
                         copy ? "copy"
                         : n  ? n->op()
                              : std::string(),

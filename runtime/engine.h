@@ -189,6 +189,15 @@ class Context {
   // node of the reference executor by the wall clock. The outputs are written
   // as by run(). Valid until the next profile() or the context's end.
   const std::vector<ProfileEntry>& profile();
+  // A plan computed at the bounds (Engine::bounded_sizes): the value count
+  // `i` (plan::BoundedSizes::counts: intermediate results' counts too) had
+  // in the last run; nullopt before a run, after a failed one and once an
+  // input is bound again. kiln::Error for `i` past the plan's counts.
+  std::optional<int64_t> data_dependent_size(size_t i) const;
+  // The launch variants (indices into the plan's launch_variants) the last
+  // run issued in place of shape-generic launches, in launch-list order;
+  // none on the CPU path and before a run.
+  std::vector<int> launch_variants_run() const;
   // The GPU context (null on the CPU path), for tests of its graph cache.
   const GpuContext* gpu_context() const { return gpu_.get(); }
 

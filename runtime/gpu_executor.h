@@ -185,6 +185,14 @@ class GpuContext {
     size_t captures = 0, evictions = 0, cached = 0;
   };
   GraphCacheStats graph_cache_stats() const;
+  // What the runs at the current shape launch (runs since the last
+  // set_shape): per step of the plan's own launch list, the launch variant
+  // that replaces it (index into plan::Plan::launch_variants; -1: the step's
+  // own launch, always so for a static or host-driven plan), and for a step,
+  // the one launched in its place (a KV cache's append bound in place of its
+  // concat; else the step itself). Context::profile names what ran by them.
+  std::vector<int> variant_per_step() const;
+  const plan::Step& launched_for(const plan::Step& s) const;
   // A plan with KV cache pairs (plan::Plan::in_place_appends): per pair,
   // whether it is bound in place for the runs that follow (its append then
   // launches in place of its concat). A change drops the captured graphs.

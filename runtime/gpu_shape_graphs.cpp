@@ -70,6 +70,22 @@ void GpuContext::set_in_place(const std::vector<bool>& bound) {
   in_place_ = bound;
 }
 
+std::vector<int> GpuContext::variant_per_step() const {
+  std::vector<int> v(e_.plan_.steps.size(), -1);
+  if (!dynamic() || e_.host_driven()) return v;  // issue_steps runs the plan's own list
+  for (const plan::ActiveStep& a : active_) {
+    if (a.variant < 0) continue;
+    const plan::LaunchVariant& lv = e_.plan_.launch_variants.at(static_cast<size_t>(a.variant));
+    for (uint32_t n = lv.first; n < lv.first + lv.count && n < v.size(); ++n) v[n] = a.variant;
+  }
+  return v;
+}
+
+const plan::Step& GpuContext::launched_for(const plan::Step& s) const {
+  auto in_place = replaced_.find(&s);
+  return in_place == replaced_.end() ? s : *in_place->second;
+}
+
 GpuContext::GraphCacheStats GpuContext::graph_cache_stats() const {
   GraphCacheStats s = graph_stats_;
   s.cached = 0;

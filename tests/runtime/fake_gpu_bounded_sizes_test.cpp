@@ -13,6 +13,7 @@
 #include "compiler/gpu_bounded_sizes.h"
 #include "runtime/gpu_executor.h"
 #include "runtime/plan_graph.h"
+#include "tests/runtime/bounded_size_plans.h"
 #include "tests/runtime/fake_gpu_util.h"
 
 namespace kiln::fakegpu {
@@ -110,31 +111,6 @@ constexpr const char* kPostIf =
     return %ob, %os, %ol
   })";
 
-// A TopK with a k the model fixes over the selected entries: at the bound the
-// padding (neg(x[0]) = 5, above every selected value) must lose.
-constexpr const char* kFixedKTopk =
-    R"(graph @best(%x: f32[8], %t: f32[]) -> (f32[2], i64[2]) symbols(n in [0, 8]) {
-    %p = greater(%x, %t) : bool[8]
-    %nz = nonzero(%p) {size_symbol="n"} : i64[1,n]
-    %i = reshape(%nz) {shape=[n]} : i64[n]
-    %neg = neg(%x) : f32[8]
-    %v = gather(%neg, %i) {axis=0} : f32[n]
-    %top, %ti = topk(%v) {axis=0, k=2, largest=1, sorted=1} : f32[2], i64[2]
-    return %top, %ti
-  })";
-
-plan::Plan bounded_plan(const char* text) {
-  auto g = parse_graph(text);
-  plan::BoundedSizes sizes;
-  std::unique_ptr<Graph> at = graph_at_bounds(*g, "test", sizes);
-  CompileOptions o;
-  o.pass.target = "sm_90";
-  compile_graph(*at, o);
-  plan::Plan p = build_plan(*at, {"sm_90", "fp32", {}});
-  p.bounded_sizes = sizes;
-  return p;
-}
-
 // What the imported graph gives on the reference backend, stage by stage.
 std::vector<Tensor> reference(const char* text, const std::map<std::string, Tensor>& feed) {
   auto g = parse_graph(text);
@@ -218,14 +194,7 @@ class FakeGpuBoundedSizes : public FakeGpu {
     for (const plan::Kernel& k : p.kernels) sources.push_back({k.name, k.source});
     static codegen::SimCompiler compiler;
     std::map<std::string, codegen::SimEntry> entries = compiler.compile(sources);
-    for (const plan::StepAt& at : plan::all_steps(p)) {
-      const plan::Step& s = *at.step;
-      if (s.kind != plan::StepKind::Kernel) continue;
-      SimKernel k{entries.at(p.kernels[s.kernel].name), {}};
-      for (const plan::BufferRef& b : s.args) k.counts.push_back(b.elements);
-      if (s.param_table) k.counts = {static_cast<long long>(2 * s.args.size())};
-      kernels()[p.kernels[s.kernel].name] = k;
-    }
+    for (const auto& [name, counts] : sim_kernel_counts(p)) kernels()[name] = SimKernel{entries.at(name), counts};
     fake().set_kernels(arg_count, launch);
     note_kernel_buffers(p);
     fake().set_kernel_buffers(kernel_table_size, kernel_buffer_use);
@@ -356,11 +325,16 @@ TEST_F(FakeGpuBoundedSizes, IfGuardedNmsAndClampedSliceRunFromOneCapturedGraph) 
                "plan-on-sim");
 }
 
+// The count n is no output's dim: the runtime still says it (the API's
+// data-dependent sizes), for each run, and not before one.
 TEST_F(FakeGpuBoundedSizes, FixedKTopkOverTheCountNeverPicksPadding) {
   std::vector<uint8_t> bytes = bounded_plan_bytes("topk");
   auto e = rt::Engine::load(bytes.data(), bytes.size(), "topk.plan", rt::Backend::Gpu);
   rt::Context ctx(e);
-  for (float t : {0.0f, 0.7f, 3.5f}) {
+  ASSERT_EQ(e->bounded_sizes()->counts.size(), 1u);
+  EXPECT_EQ(ctx.data_dependent_size(0), std::nullopt) << "a count before any run";
+  EXPECT_THROW(ctx.data_dependent_size(1), Error);
+  for (auto [t, selected] : {std::pair{0.0f, 6}, {0.7f, 5}, {3.5f, 2}}) {
     std::map<std::string, Tensor> feed;
     Tensor x(TensorType(DType::F32, {8}));
     const float v[8] = {-5, 1, 2, 3, -1, 4, 0.5f, 6};
@@ -368,7 +342,11 @@ TEST_F(FakeGpuBoundedSizes, FixedKTopkOverTheCountNeverPicksPadding) {
     feed.emplace("x", std::move(x));
     feed.emplace("t", scalar(t));
     expect_equal(run_trimmed(ctx, feed), reference(kFixedKTopk, feed), fmt::format("threshold {}", t));
+    EXPECT_EQ(ctx.data_dependent_size(0), std::optional<int64_t>(selected)) << "threshold " << t;
   }
+  const Tensor high = scalar(9.0f);
+  ctx.bind_input("t", high.raw(), high.type(), false);
+  EXPECT_EQ(ctx.data_dependent_size(0), std::nullopt) << "the count of an earlier run after new inputs";
 }
 
 TEST_F(FakeGpuBoundedSizes, WhatTrimmingOnTheHostCannotServeIsRefused) {

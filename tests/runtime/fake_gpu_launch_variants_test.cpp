@@ -95,6 +95,37 @@ TEST_F(FakeGpuLaunchVariants, ProfileAtTheOptShapeGivesOneTimePerPlanStep) {
     if (s.kind == plan::StepKind::Kernel && p.kernels.at(s.kernel).source.find("kiln_syms ks") == std::string::npos)
       specialised.insert(p.kernels.at(s.kernel).name);
   for (const std::string& k : launched_kernels()) EXPECT_TRUE(specialised.count(k)) << k << " is not specialised";
+  // Each entry names what ran: a variant's kernels on the first step it
+  // replaces (the others say where their time went), never a generic kernel
+  // that did not run.
+  const std::set<std::string> ran(launched_kernels().begin(), launched_kernels().end());
+  size_t named_variants = 0;
+  for (const rt::ProfileEntry& entry : prof) {
+    if (entry.op == "copy" || entry.name.rfind("launch variant ", 0) == 0) continue;
+    for (size_t at = 0, end; at != std::string::npos; at = end == std::string::npos ? end : end + 3) {
+      end = entry.name.find(" + ", at);
+      const std::string k = entry.name.substr(at, end == std::string::npos ? end : end - at);
+      EXPECT_TRUE(ran.count(k)) << "profile entry " << entry.name << " names " << k << ", which did not run";
+    }
+    for (const plan::LaunchVariant& v : p.launch_variants)
+      for (const plan::Step& vs : v.steps) named_variants += entry.name.find(p.kernels.at(vs.kernel).name) == 0;
+  }
+  EXPECT_GT(named_variants, 0u) << "no profile entry names a launch variant's kernel";
+  // The variants the run issued: every one at the opt shape, none at batch 5.
+  std::vector<int> all(p.launch_variants.size());
+  for (size_t v = 0; v < all.size(); ++v) all[v] = static_cast<int>(v);
+  std::vector<int> issued = ctx.launch_variants_run();
+  std::sort(issued.begin(), issued.end());
+  EXPECT_EQ(issued, all);
+  std::unique_ptr<Graph> at5 = specialize_graph(*g, {{"batch", 5}}, op_registry());
+  const std::map<std::string, Tensor> feed5 = testing::random_inputs(*at5, 5);
+  for (const Value* v : at5->inputs()) ctx.bind_input(v->name(), feed5.at(v->name()).raw(), v->type(), false);
+  Tensor out5(at5->outputs()[0]->type());
+  ctx.bind_output("y", out5.raw(), out5.type(), false);
+  ctx.run();
+  EXPECT_EQ(ctx.launch_variants_run(), std::vector<int>{});
+  for (const rt::ProfileEntry& entry : ctx.profile())
+    EXPECT_EQ(entry.name.rfind("launch variant ", 0), std::string::npos);
 }
 
 // GEMM size buckets: a tensor-core matmul over 1..2048 rows; each bucket

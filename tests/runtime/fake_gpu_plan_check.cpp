@@ -55,6 +55,7 @@
 #include "ir/error.h"
 #include "runtime/engine.h"
 #include "tests/runtime/kernel_buffers.h"
+#include "tests/runtime/sim_kernel_args.h"
 
 namespace kiln {
 namespace {
@@ -87,9 +88,7 @@ FakeDriver load_fake_driver() {
 }
 
 // The kernels the fake driver runs: name -> simulator entry and the element
-// count of each argument (for the simulator's bounds checks). A kernel
-// launched by several steps gets each argument's largest count (its text,
-// and so its shapes, is the same for every step).
+// count of each argument (for the simulator's bounds checks; sim_kernel_counts).
 struct SimKernel {
   codegen::SimEntry entry = nullptr;
   std::vector<long long> counts;
@@ -190,19 +189,10 @@ Result check(const std::string& dir, const std::string& target, const std::strin
   static codegen::SimCompiler compiler;
   std::map<std::string, codegen::SimEntry> entries;
   if (!sources.empty()) entries = compiler.compile(sources);
-  for (const plan::StepAt& at : plan::all_steps(p)) {  // control-flow regions' launches too
-    const plan::Step& s = *at.step;
-    if (s.kind != plan::StepKind::Kernel) continue;
-    SimKernel& k = g_kernels[p.kernels.at(s.kernel).name];
-    k.entry = entries.at(p.kernels.at(s.kernel).name);
-    if (s.param_table) {  // one parameter: the table of addresses and counts (codegen/param_table.h)
-      k.counts = {static_cast<long long>(2 * s.args.size())};
-      continue;
-    }
-    if (k.counts.size() < s.args.size()) k.counts.resize(s.args.size(), 0);
-    for (size_t i = 0; i < s.args.size(); ++i) k.counts[i] = std::max(k.counts[i], (long long)s.args[i].elements);
-  }
-
+  // Every step's kernel (regions', in-place appends', launch variants'), a
+  // shape-generic one with its kiln_syms slot (tests/runtime/sim_kernel_args.h).
+  for (const auto& [name, counts] : fakegpu::sim_kernel_counts(p))
+    g_kernels[name] = SimKernel{entries.at(name), counts};
   FakeDriver fake = load_fake_driver();
   fake.set_device("h100");
   fake.set_kernels(arg_count, launch);

@@ -62,8 +62,10 @@ def misfits(launch):
         bad.append(f"shared {st}+{dyn}")
     if dyn <= H100["static_smem"] and st + dyn > H100["static_smem"]:
         bad.append(f"shared {st}+{dyn} without the opt-in")
-    if launch["param_bytes"] > H100["params"]:
-        bad.append(f"{launch['param_bytes']} parameter bytes")
+    # The plan's count (buffers and a shape-generic kernel's kiln_syms) or the CUBIN's own.
+    params = max(launch["param_bytes"], launch.get("cubin_param_bytes", -1))
+    if params > H100["params"]:
+        bad.append(f"{params} parameter bytes")
     bound = launch.get("cubin_max_threads", -1)
     if bound > 0 and threads > bound:
         bad.append(f"{threads} threads over the CUBIN's max threads {bound}")
@@ -79,6 +81,7 @@ def self_check():
     for change in ({"registers": 94}, {"block": [2048, 1, 1]}, {"block": [32, 32, 2]}, {"grid": [1, 70000, 1]},
                    {"static_shared_bytes": 50 * 1024}, {"dynamic_shared_bytes": 228 * 1024},
                    {"static_shared_bytes": 40 * 1024, "dynamic_shared_bytes": 16 * 1024}, {"param_bytes": 40008},
+                   {"param_bytes": 32760, "cubin_param_bytes": 32768},
                    {"cubin_max_threads": 512}, {"registers": -1}):
         assert misfits({**ok, **change}), f"the checker misses {change}"
 

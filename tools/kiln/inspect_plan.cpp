@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "ir/data_dependent.h"
@@ -426,6 +427,10 @@ int run_inspect_plan(const InspectOptions& o) {
     // (their node positions are in the region's own graph).
     std::string region = "";
     size_t i = 0;
+    // Shape-generic launches take their kiln_syms by value after the buffers.
+    std::set<const plan::Step*> generic;
+    for (const plan::GenericLaunch& gl : p.generic_launches) generic.insert(&p.steps.at(gl.step));
+    for (const plan::InPlaceAppend& a : p.in_place_appends) generic.insert(&a.append);
     for (const plan::StepAt& at : steps) {
       const plan::Step& s = *at.step;
       if (at.where != region) {
@@ -459,6 +464,8 @@ int run_inspect_plan(const InspectOptions& o) {
                          shorten(k.k->name, 36), dim3(s.grid), dim3(s.block), known(k.registers()),
                          fmt::format("{}+{}", known(k.k->static_shared_bytes), s.shared_bytes),
                          known(k.k->spill_bytes));
+      const size_t param_bytes =
+          s.param_table ? 8 : s.args.size() * 8 + (generic.count(&s) ? sizeof(plan::LaunchSymbols) : 0);
       j["launches"].push_back({{"step", i},
                                {"kind", "kernel"},
                                {"node", node},
@@ -470,7 +477,7 @@ int run_inspect_plan(const InspectOptions& o) {
                                {"registers", k.registers()},
                                {"cubin_registers", k.cubin_registers},
                                {"cubin_max_threads", k.cubin_max_threads},
-                               {"param_bytes", s.param_table ? 8 : s.args.size() * 8},
+                               {"param_bytes", param_bytes},
                                {"param_table", s.param_table},
                                {"cubin_param_bytes", k.cubin_param_bytes},
                                {"static_shared_bytes", k.k->static_shared_bytes},

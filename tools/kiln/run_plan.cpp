@@ -32,16 +32,11 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-// Which launch variants (runtime/plan_launch_variants.h) the simulator ran at
-// this run's shape: the launch list plan-on-sim issued (plan::launches_at).
-void say_launch_variants(const plan::Plan& p, const Graph& g, const std::map<std::string, Tensor>& feed) {
-  std::vector<std::pair<std::string, Shape>> shapes;
-  for (const auto& [name, t] : feed) shapes.emplace_back(name, t.shape());
-  const SymbolBindings b = bind_symbols(g, shapes, "the run's inputs");
-  std::set<int> chosen;
+// Which launch variants (runtime/plan_launch_variants.h) ran: `chosen`, by
+// index; as many launches as their steps.
+void say_launch_variants(const plan::Plan& p, const std::set<int>& chosen) {
   size_t launches = 0;
-  for (const plan::ActiveStep& a : plan::launches_at(p, b))
-    if (a.variant >= 0) chosen.insert(a.variant), ++launches;
+  for (int v : chosen) launches += p.launch_variants.at(static_cast<size_t>(v)).steps.size();
   if (chosen.empty()) {
     std::cout << fmt::format("launch variants: none at this shape ({} in the plan): every launch shape-generic\n",
                              p.launch_variants.size());
@@ -51,6 +46,17 @@ void say_launch_variants(const plan::Plan& p, const Graph& g, const std::map<std
   for (int v : chosen) why.insert(plan::variant_text(p.launch_variants[v]));
   std::cout << fmt::format("launch variants: {} node(s) ran {} launch(es) specialised for {}\n", chosen.size(),
                            launches, fmt::join(why, "; "));
+}
+
+// The variants the simulator ran at this run's shape: the launch list
+// plan-on-sim issued (plan::launches_at).
+std::set<int> sim_launch_variants(const plan::Plan& p, const Graph& g, const std::map<std::string, Tensor>& feed) {
+  std::vector<std::pair<std::string, Shape>> shapes;
+  for (const auto& [name, t] : feed) shapes.emplace_back(name, t.shape());
+  std::set<int> chosen;
+  for (const plan::ActiveStep& a : plan::launches_at(p, bind_symbols(g, shapes, "the run's inputs")))
+    if (a.variant >= 0) chosen.insert(a.variant);
+  return chosen;
 }
 
 int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunResult* result) {
@@ -65,6 +71,7 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
   std::vector<std::pair<std::string, TensorType>> decl;
   for (const Value* v : g->inputs()) decl.emplace_back(v->name(), v->type());
   std::vector<std::string> described;
+  SymbolBindings counts;  // a GPU plan computed at the bounds: each count's value in the run
   RunInputOptions in{o.inputs, o.input_ranges, index_bounds(*g), size_inputs(*g), {}};
   // A plan with shape profiles: inputs from files take any shape the profile
   // holds (the runtime checks it); generated ones take profile 0's opt shape.
@@ -114,10 +121,10 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
       best = std::min(best, ms_since(t0));
     }
     std::cout << "backend: sim (the plan's kernels and launch list on the CPU simulator)\n";
-    if (!p.launch_variants.empty()) say_launch_variants(p, *g, feed);
+    if (!p.launch_variants.empty()) say_launch_variants(p, sim_launch_variants(p, *g, feed));
     // Sizes decided by the data: the kernels wrote each count on the
     // "device"; the outputs are trimmed to them as the runtime does.
-    if (!p.bounded_sizes.empty()) outs = plan::trim_outputs(p.bounded_sizes, std::move(outs));
+    if (!p.bounded_sizes.empty()) outs = plan::trim_outputs(p.bounded_sizes, std::move(outs), &counts);
     for (size_t i = 0; i < outs.size(); ++i) results.emplace_back(g->outputs()[i]->name(), outs[i]);
   } else {
     kiln_backend b = o.backend == "auto"  ? KILN_BACKEND_AUTO
@@ -157,6 +164,12 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
       if (engine.info().find(no_gpu) != std::string::npos) no_gpu.clear();  // said already
       std::cout << "backend: " << (engine.backend() == KILN_BACKEND_GPU ? "gpu" : "ref") << " (" << engine.info() << ")"
                 << (no_gpu.empty() ? "" : " (" + no_gpu + ")") << "\n";
+      // The counts the run's nodes wrote, intermediate results' among them.
+      for (const DataDependentSize& d : ctx.data_dependent_sizes()) counts[d.symbol] = d.value;
+      if (engine.backend() == KILN_BACKEND_GPU && !p.launch_variants.empty()) {
+        std::vector<int> ran = ctx.launch_variants();
+        say_launch_variants(p, std::set<int>(ran.begin(), ran.end()));
+      }
       if (engine.backend() == KILN_BACKEND_GPU) {
         // Host buffers went through pinned staging; CUDA events time each part.
         kiln_run_timing t = ctx.last_timing();
@@ -192,20 +205,15 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
     if (!sizes.empty()) std::cout << fmt::format("data-dependent sizes: {}\n", fmt::join(sizes, ", "));
   }
   if (!p.bounded_sizes.empty()) {
-    // A GPU plan computed at the bounds: each count, read off an output
-    // dim that is its symbol alone.
+    // A GPU plan computed at the bounds: each count the run wrote (the
+    // runtime's kiln_context_data_dependent_size, or plan-on-sim's), those
+    // of intermediate results too.
     std::vector<std::string> sizes;
     for (const plan::SizeCount& c : p.bounded_sizes.counts) {
-      std::string value = "not in any output's shape";
-      const DimPoly alone = {{{c.symbol}, 1}};
-      for (size_t k = 0; k < results.size() && k < p.bounded_sizes.outputs.size(); ++k) {
-        const auto& dims = p.bounded_sizes.outputs[k];
-        if (auto at = std::find(dims.begin(), dims.end(), alone); at != dims.end()) {
-          value = std::to_string(results[k].second.shape()[at - dims.begin()]);
-          break;
-        }
-      }
-      sizes.push_back(fmt::format("{}={} (range [0, {}], {})", c.symbol, value, c.bound, c.node));
+      auto value = counts.find(c.symbol);
+      if (value == counts.end())
+        fail("{}: the run gave no value for data-dependent size {} ({})", path, c.symbol, c.node);
+      sizes.push_back(fmt::format("{}={} (range [0, {}], {})", c.symbol, value->second, c.bound, c.node));
     }
     std::cout << fmt::format("data-dependent sizes: {} (the plan computed at the bounds; outputs trimmed)\n",
                              fmt::join(sizes, ", "));

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "codegen/launch_fit.h"
 #include "codegen/core/deciding_only.h"
@@ -86,6 +87,55 @@ void split_index(const std::string& var, const Shape& dims, const std::string& p
       b += fmt::format("{}const int {}{} = (int)({}r % {}); {}r /= {};\n", ind, p, d, p, dt, p, dt);
     else b += fmt::format("{}const int {}{} = {}r % {}; {}r /= {};\n", ind, p, d, p, dt, p, dt);
   }
+}
+
+// The implicit GEMM indexes its rows, columns and reduction with 32-bit ints
+// (emit_gemm*.cpp: a tile's origin plus its row or column, the k index), and
+// so do the conv coordinates split from them (split_index). Widening them
+// would cost every conv its 32-bit integer throughput, so an extent that
+// does not fit is refused instead, at its largest value: the maxima of the
+// symbols the node's graph declares (a plan's profile max; the runtime
+// refuses shapes outside the profiles). A tile's margin past the extent
+// (the largest tile edge, 256) must fit too.
+constexpr int64_t kLargestTileEdge = 256;
+
+// Each symbol at its largest value (the node's graph declares the ranges).
+SymbolBindings largest_symbols(const Node& n) {
+  SymbolBindings b;
+  if (const Graph* g = n.owner())
+    for (const SymbolDecl& d : g->symbols()) b[d.name] = d.max;
+  return b;
+}
+
+// The GEMM extent `what` (dims `dims` multiplied) at its largest: kiln::Unsupported
+// naming the node and the product when it (plus a tile) does not fit an int.
+void check_32bit_extent(const Node& n, const char* what, const std::vector<int64_t>& dims, const SymbolBindings& at) {
+  std::vector<std::string> factors;
+  int64_t value = 1;
+  bool over = false, symbolic = false;
+  for (int64_t d : dims) {
+    int64_t v = d;
+    try {
+      v = substitute_dim(d, at);
+    } catch (const Error&) {  // past int64: surely past int32
+      over = true;
+    }
+    symbolic = symbolic || is_symbolic_dim(v);
+    factors.push_back(is_symbolic_dim(d) && !is_symbolic_dim(v) ? fmt::format("{} (at most {})", dim_str(d), v)
+                                                                : dim_str(v));
+    if (!over && !is_symbolic_dim(v)) over = __builtin_mul_overflow(value, v, &value);
+  }
+  if (symbolic)
+    unsupported(
+        "codegen: {}: the implicit GEMM's {} ({}) has no largest value (a symbol without a declared range), "
+        "so its 32-bit indices cannot be checked",
+        n.describe(), what, fmt::join(factors, " x "));
+  if (over || value > INT32_MAX - kLargestTileEdge)
+    unsupported(
+        "codegen: {}: the implicit GEMM's {} = {} = {} exceed its 32-bit indices (at most {} with a tile's "
+        "margin)",
+        n.describe(), what, fmt::join(factors, " x "), over ? std::string("more than 2^63") : std::to_string(value),
+        INT32_MAX - kLargestTileEdge);
 }
 
 // Depthwise conv (one input and one output channel per group): one thread per output element
@@ -381,6 +431,15 @@ std::vector<ComputeKernel> emit_conv(const Epilogue& ep) {
     g.vstore_row = fmt::format("({})gm * {} + grp * {}", idx, G.M, G.Mg);
     g.vstore_align = std::gcd(G.M, G.Mg);
     bias_m = fmt::format("grp * {} + gn", G.Mg);
+  }
+  // Every 32-bit extent at its largest: the output positions (NCHW: the
+  // GEMM's columns) or images x positions (nhwc: its rows), the reduction.
+  {
+    const SymbolBindings at = largest_symbols(ep.node());
+    std::vector<int64_t> positions(G.out.begin(), G.out.end());
+    if (nhwc) positions.insert(positions.begin(), G.N);
+    check_32bit_extent(n, nhwc ? "rows (images x output positions)" : "columns (output positions)", positions, at);
+    check_32bit_extent(n, "reduction (input channels per group x kernel taps)", {G.Cg, G.k_size}, at);
   }
   const std::string ct = gemm_compute_type(dt);
   if (qc) {

@@ -42,6 +42,7 @@ KernelSymbols symbols_of(const std::vector<TensorType>& slots, const std::vector
 Epilogue Epilogue::from_node(const Node& anchor) {
   Epilogue e;
   e.anchor_ = &anchor;
+  e.node_ = &anchor;
   KILN_CHECK(anchor.num_outputs() == 1, "{}: an anchor with {} results", anchor.describe(), anchor.num_outputs());
   e.results_.push_back(anchor.output(0)->type());
   for (int i = 0; i < anchor.num_inputs(); ++i) {
@@ -65,6 +66,7 @@ Epilogue Epilogue::from_fused(const Node& n, const OpRegistry& ops, const std::v
   KILN_CHECK(body.outputs().size() == static_cast<size_t>(n.num_outputs()), "{}: body returns {}, node has {}",
              n.describe(), body.outputs().size(), n.num_outputs());
   Epilogue e;
+  e.node_ = &n;
   e.body_ = &body;
   e.ops_ = &ops;
   for (Value* v : body.inputs()) {

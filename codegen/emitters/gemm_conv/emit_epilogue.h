@@ -47,6 +47,9 @@ class Epilogue {
 
   // The anchor (a body node for a fused node).
   const Node& anchor() const { return *anchor_; }
+  // The node the kernel computes: the fused node, or the bare anchor (its
+  // graph declares the symbols' ranges).
+  const Node& node() const { return *node_; }
   // The slot anchor operand i reads, or -1 when the operand is absent.
   int anchor_slot(int i) const;
   const std::vector<TensorType>& results() const { return results_; }
@@ -122,6 +125,7 @@ class Epilogue {
   void place_layout(const Node& node, const EpiloguePlace& src, const std::string& pre, const std::string& ind,
                     std::string& b, std::unordered_map<const kiln::Value*, EpiloguePlace>& place) const;
   const Node* anchor_ = nullptr;
+  const Node* node_ = nullptr;
   const Graph* body_ = nullptr;  // null for a bare node
   const OpRegistry* ops_ = nullptr;
   std::vector<int> anchor_slots_;

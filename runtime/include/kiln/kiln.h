@@ -274,6 +274,37 @@ typedef struct kiln_profile_entry {
 } kiln_profile_entry;
 KILN_API kiln_status kiln_context_profile(kiln_context* context, const kiln_profile_entry** entries, int* count);
 
+/* Sizes the data decides in a GPU plan computed at the bounds (NonZero,
+ * NonMaxSuppression and the like: docs/dynamic_shapes.md, "Data-dependent
+ * sizes in GPU plans"): the count each such node wrote in a run, both those
+ * that give an output's dims and those of intermediate results that no
+ * output's shape shows. An engine of any other plan has 0 (a CPU plan's
+ * data-dependent outputs say their sizes through kiln_context_output_shape).
+ * kiln_context_data_dependent_size writes size `index`'s symbol and the
+ * node that decides it (both valid while the engine lives), its bound (its
+ * range is [0, bound]) and its value in the context's last run:
+ * KILN_ERROR_NOT_FOUND for an index out of range, KILN_ERROR_UNAVAILABLE
+ * before a run, after a failed run and once an input is bound again. */
+typedef struct kiln_data_dependent_size {
+  const char* symbol;
+  const char* node;
+  int64_t bound;
+  int64_t value;
+} kiln_data_dependent_size;
+KILN_API kiln_status kiln_engine_num_data_dependent_sizes(const kiln_engine* engine, int* count);
+KILN_API kiln_status kiln_context_data_dependent_size(const kiln_context* context, int index,
+                                                      kiln_data_dependent_size* size);
+
+/* Launch variants (a plan with shape profiles compiled with --opt-variants:
+ * kernels specialised for a profile's opt shape, GEMM size buckets;
+ * docs/dynamic_shapes.md; `kiln inspect` lists them by these indices): the
+ * variants the context's last run issued in place of the shape-generic
+ * launches, in launch-list order. Their number goes into *count and, unless
+ * `variants` is NULL (the count only), the indices into variants[0..count);
+ * capacity too small is KILN_ERROR_INVALID_ARGUMENT with *count set. 0 on a
+ * CPU engine, for a plan without variants and before a run. */
+KILN_API kiln_status kiln_context_launch_variants(const kiln_context* context, int* variants, int capacity, int* count);
+
 /* Messages of the runtime: the backend an engine took and, for the AUTO
  * backend's fallback to the CPU, why (KILN_LOG_WARNING); a GPU made unusable
  * by a sticky CUDA error (KILN_LOG_ERROR). The library prints nothing itself:

@@ -48,6 +48,14 @@ struct ProfileEntry {
   float ms;
 };
 
+// A size the data decided in a GPU plan computed at the bounds
+// (kiln_context_data_dependent_size): its symbol, the node that decides it,
+// its range [0, bound] and its value in the last run.
+struct DataDependentSize {
+  std::string symbol, node;
+  int64_t bound = 0, value = 0;
+};
+
 // The runtime's messages (kiln_set_log_callback); an empty function removes
 // the callback. Process-wide, like the C call.
 inline void set_log_callback(std::function<void(kiln_log_level, const std::string&)> fn) {
@@ -115,6 +123,12 @@ class Engine {
     check(kiln_engine_precision(get(), &p));
     return p;
   }
+  // Sizes the data decides in a GPU plan computed at the bounds (0 for any other plan).
+  int num_data_dependent_sizes() const {
+    int n = 0;
+    check(kiln_engine_num_data_dependent_sizes(get(), &n));
+    return n;
+  }
   // Shape profiles (0 for a static plan) and one input's min/opt/max in one.
   int num_profiles() const {
     int n = 0;
@@ -163,7 +177,7 @@ class Engine {
 // One per thread or stream; keeps its engine alive.
 class Context {
  public:
-  explicit Context(const Engine& e) {
+  explicit Context(const Engine& e) : engine_(e) {
     kiln_context* c = nullptr;
     check(kiln_context_create(e.get(), &c));
     c_.reset(c);
@@ -223,12 +237,34 @@ class Context {
     for (int i = 0; i < n; ++i) r.push_back({e[i].name, e[i].node, e[i].op, e[i].ms});
     return r;
   }
+  // Every data-dependent size of the last run (kiln::runtime_error with
+  // KILN_ERROR_UNAVAILABLE before a run or after a failed one).
+  std::vector<DataDependentSize> data_dependent_sizes() const {
+    int n = 0;
+    check(kiln_engine_num_data_dependent_sizes(engine_.get(), &n));
+    std::vector<DataDependentSize> r;
+    for (int i = 0; i < n; ++i) {
+      kiln_data_dependent_size d{};
+      check(kiln_context_data_dependent_size(c_.get(), i, &d));
+      r.push_back({d.symbol, d.node, d.bound, d.value});
+    }
+    return r;
+  }
+  // The launch variants the last run issued (indices as `kiln inspect` lists them).
+  std::vector<int> launch_variants() const {
+    int n = 0;
+    check(kiln_context_launch_variants(c_.get(), nullptr, 0, &n));
+    std::vector<int> r(static_cast<size_t>(n));
+    if (n) check(kiln_context_launch_variants(c_.get(), r.data(), n, &n));
+    return r;
+  }
   kiln_context* get() const { return c_.get(); }
 
  private:
   struct Deleter {
     void operator()(kiln_context* c) const { kiln_context_destroy(c); }
   };
+  Engine engine_;  // its engine (held: the C context holds it too)
   std::unique_ptr<kiln_context, Deleter> c_;
 };
 
