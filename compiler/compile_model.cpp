@@ -185,6 +185,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   build.pass.target = target.target;
   res.target_reason = target.why;
   if (!target.why.empty()) say(o, model + ": " + target.why + "\n");
+#ifdef KILN_HAVE_CODEGEN  // builds without codegen (the sanitizer builds) have no kernel cache
   if (is_gpu_target(build.pass.target) && build.kernel_cache) {
     codegen::KernelCache cache(build.cache_dir);
     if (std::string why = cache.unwritable_reason(); !why.empty())
@@ -193,6 +194,7 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
                          "turns the cache off without this warning)\n",
                          model, cache.dir().string(), why));
   }
+#endif
 
   // 1. Import, failing fast with every node kiln cannot compile.
   const auto t0 = std::chrono::steady_clock::now();
