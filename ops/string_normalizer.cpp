@@ -27,12 +27,22 @@ namespace kiln::ops {
 
 namespace {
 
+// The locale handles made so far, one per name, freed at exit (so that
+// LeakSanitizer sees no handle lost).
+struct LocaleCache {
+  std::mutex mu;
+  std::map<std::string, locale_t> handles;
+  ~LocaleCache() {
+    for (auto& [name, l] : handles) freelocale(l);
+  }
+};
+
 // A locale handle for LC_CTYPE, created once per name and kept for the
 // process (newlocale's handles are cheap and few names are ever used).
 locale_t ctype_locale(const std::string& name, const std::string& label) {
-  static std::mutex mu;
-  static std::map<std::string, locale_t> cache;
-  std::lock_guard<std::mutex> lock(mu);
+  static LocaleCache locales;
+  std::lock_guard<std::mutex> lock(locales.mu);
+  std::map<std::string, locale_t>& cache = locales.handles;
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
   std::vector<std::string> tries;
