@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "codegen/core/size_expr.h"
+#include "codegen/emitters/pool_select_loss/block_scan_text.h"
 #include "codegen/launch_fit.h"
 #include "ir/error.h"
 #include "ir/symbolic_dim.h"
@@ -93,27 +94,7 @@ OpKernel emit_scan_generic(const std::string& op, const AttrMap& a, const Tensor
     b += fmt::format("    {} acc = {};\n", A, id);
     b += "    for (long long s = from; s < to; ++s) {\n";
     b += fmt::format("      const long long j = {};\n      acc = {};\n    }}\n", step, combine("acc", load_once));
-    // Block-wide inclusive scan of the chunk totals: warps by shuffles, then the warp totals.
-    b += "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n";
-    b += fmt::format("    {} inc = acc;\n", A);
-    b += "    for (int d = 1; d < 32; d <<= 1) {\n";
-    b += fmt::format("      const {} t = __shfl_up_sync(0xffffffffu, inc, d);\n", A);
-    b += fmt::format("      if (lane >= d) inc = {};\n    }}\n", combine("t", "inc"));
-    // The previous lane's inclusive prefix is this chunk's exclusive one (no inverse of the combination).
-    b += fmt::format("    const {} prev = __shfl_up_sync(0xffffffffu, inc, 1);\n", A);
-    b += "    __syncthreads();\n";
-    b += "    if (lane == 31) part[warp] = inc;\n";
-    b += "    __syncthreads();\n";
-    b += "    if (warp == 0) {\n";
-    b += fmt::format("      {} w = lane < (int)(blockDim.x >> 5) ? part[lane] : {};\n", A, id);
-    b += "      for (int d = 1; d < 32; d <<= 1) {\n";
-    b += fmt::format("        const {} t = __shfl_up_sync(0xffffffffu, w, d);\n", A);
-    b += fmt::format("        if (lane >= d) w = {};\n      }}\n", combine("t", "w"));
-    b += "      part[lane] = w;  // inclusive prefix of the warp totals\n    }\n";
-    b += "    __syncthreads();\n";
-    // Pass 2: from the exclusive offset of this chunk.
-    b += fmt::format("    acc = {};\n", combine(fmt::format("(warp > 0 ? part[warp - 1] : {})", id),
-                                                fmt::format("(lane > 0 ? prev : {})", id)));
+    b += block_scan_of_chunk_totals(A, id, combine);
     b += walk("from", "to", load_again, "    ");
     b += "  }\n";
     k.grid_expr = GridAxisExpr{count, 1, 65535};
