@@ -34,6 +34,7 @@
 #include "ir/file_io.h"
 #include "compiler/plan_writer.h"
 #include "compiler/progress.h"
+#include "conformance/gpu_run.h"
 #include "conformance/one_plan.h"
 
 namespace kiln {
@@ -181,7 +182,9 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
   // Sets of different shapes for a model with open dims: one plan for all
   // (conformance/one_plan.h). --nvrtc-check and --write-plans check the
   // kernels of static graphs, so they keep the per-set path.
-  if (opts.nvrtc_archs.empty() && opts.plans_dir.empty() && sets.size() > 1 &&
+  // (On the GPU each set gets its own static plan: GPU profile plans are
+  // `kiln compile --min-shapes`'s business, not the suites'.)
+  if (opts.nvrtc_archs.empty() && opts.plans_dir.empty() && opts.backend != "gpu" && sets.size() > 1 &&
       !inputs_with_open_dims((fs::path(t.dir) / "model.onnx").string()).empty()) {
     std::vector<ConformanceSet> all;
     for (const fs::path& set : sets) all.push_back(read_conformance_set(t.dir, set.filename().string()));
@@ -202,7 +205,18 @@ Outcome run_test(const TestCase& t, const ConformanceOptions& opts) {
     std::vector<Tensor> want;
     // A written plan is static (plans with data-dependent sizes are not
     // built), so --write-plans imports as a static plan needs.
-    ImportResult imp = import_conformance_case(t.dir, set.filename().string(), &feed, &want, opts.plans_dir.empty());
+    // --backend gpu runs a static plan too (conformance/gpu_run.h).
+    ImportResult imp = import_conformance_case(t.dir, set.filename().string(), &feed, &want,
+                                               opts.plans_dir.empty() && opts.backend != "gpu");
+    if (opts.backend == "gpu") {
+      refuse_string_tensors(*imp.graph, "", "in GPU plans");
+      const std::vector<std::string> names = output_names(*imp.graph);
+      std::vector<Tensor> got =
+          run_graph_on_gpu(*imp.graph, feed, opts.compile, (fs::path(t.dir) / "model.onnx").string());
+      std::string first_diff = compare_outputs(got, want, names, set, opts, errors);
+      if (!first_diff.empty()) return {"fail", first_diff + (errors.empty() ? "" : " [" + errors + "]"), kc};
+      continue;
+    }
     if (has_data_dependent_sizes(*imp.graph)) {
       // Stage by stage, each stage through the passes; --nvrtc-check checks
       // every stage's kernels and every lowered data-dependent node's.

@@ -12,7 +12,9 @@ CLI::App* register_conformance(CLI::App& app, ConformanceOptions& o) {
   auto* conf = app.add_subcommand("conformance", "Run ONNX backend tests (model.onnx + test_data_set_N)");
   conf->add_option("paths", o.paths, "Test folders or folders of them (default: the --suite's four)");
   conf->add_option("--suite", o.suite, "onnx-1.23 (default; tools/onnx_suite.sh) or debian-1.12 (libonnx-testdata)");
-  conf->add_option("--backend", o.backend, "Backend: ref, sim (generated kernels on the CPU simulator)");
+  conf->add_option(
+      "--backend", o.backend,
+      "Backend: ref, sim (generated kernels on the CPU simulator), gpu (each test's plan on this machine's GPU; needs --target sm_XX)");
   conf->add_option("--json", o.json_path, "Write results as JSON");
   conf->add_option("--filter", o.filter, "Only tests whose name contains this");
   conf->add_option("-j,--jobs", o.jobs, "Tests run at once (default: CPUs)");
