@@ -4,7 +4,7 @@
 # driver, PyTorch, no package registry; or a bare Debian chroot, ctest label
 # `bundle`). docs/benchmarks.md, "The first GPU run", says how to use it.
 #
-#   bench/device_bundle.sh [--build DIR] [--out DIR] [--with-nvrtc] [--models NAMES]
+#   bench/device_bundle.sh [--build DIR] [--out DIR] [--with-nvrtc] [--models NAMES] [--no-testdata]
 #
 # The folder (default .devbundle/, ignored by git, so it travels with
 # run(carry=[".devbundle"])) holds:
@@ -16,7 +16,9 @@
 #                     MANIFEST) and the CUDA driver (the machine's; NVRTC is
 #                     dlopen'ed, never linked)
 #   fake_cuda/        the strict fake driver, for gpu_run_all.sh --dry-run
-#   data/onnx-testdata.tar.gz   Debian's ONNX conformance suites
+#   data/onnx-testdata.tar.gz   Debian's ONNX conformance suites (not with
+#                     --no-testdata: the device's 64 MiB limit; gpu_run_all.sh
+#                     --testdata names another copy)
 #   models/           the real models' skeletons and prepare_models.py (the
 #                     GPU machine rebuilds them with its numpy/onnx/onnxruntime);
 #                     --models copies prepared folders from DIR/models too
@@ -26,14 +28,15 @@
 #   gpu_run_all.sh, gpu.sh + gpubench/, gpu_test.sh, tuning_matmul.onnx, MANIFEST
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=build out=.devbundle nvrtc=0 models=""
+build=build out=.devbundle nvrtc=0 models="" testdata_tar=1
 while (($#)); do
   case $1 in
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --with-nvrtc) nvrtc=1; shift ;;
     --models) models=${2//,/ }; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --no-testdata) testdata_tar=0; shift ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "device_bundle.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -42,7 +45,7 @@ fake=$build/lib/fake_cuda/libcuda.so.1
 [ -x "$kiln" ] || { echo "device_bundle.sh: no $kiln: build first (tools/build.sh)" >&2; exit 1; }
 [ -f "$fake" ] || { echo "device_bundle.sh: no $fake: build the fake driver (cmake --build $build --target kiln_fake_cuda)" >&2; exit 1; }
 testdata=/usr/share/libonnx-testdata/data
-[ -d "$testdata" ] || { echo "device_bundle.sh: no $testdata (Debian package libonnx-testdata)" >&2; exit 1; }
+((testdata_tar == 0)) || [ -d "$testdata" ] || { echo "device_bundle.sh: no $testdata (Debian package libonnx-testdata)" >&2; exit 1; }
 
 rm -rf "$out"
 mkdir -p "$out"/{bin,lib,fake_cuda,data,models,bench}
@@ -79,7 +82,7 @@ LD_LIBRARY_PATH="$here/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/
 WRAP
 chmod +x "$out/bin/kiln"
 
-tar -C "$testdata/.." -czf "$out/data/onnx-testdata.tar.gz" data
+((testdata_tar == 0)) || tar -C "$testdata/.." -czf "$out/data/onnx-testdata.tar.gz" data
 cp tests/models/*.skeleton.onnx tests/models/prepare_models.py "$out/models/"
 for m in $models; do
   [ -f "$build/models/$m/model.onnx" ] || { echo "device_bundle.sh: no prepared $build/models/$m (tools/prepare_models.sh)" >&2; exit 1; }

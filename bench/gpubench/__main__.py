@@ -28,6 +28,9 @@ def parse_args(argv):
                    ",".join(models.SPECS))
     p.add_argument("--no-micro", action="store_true", help="skip the micro benchmarks")
     p.add_argument("--iterations", type=int, help="timed runs per figure (default 200; dry run 3)")
+    p.add_argument("--compile-mode", default="max-autotune",
+                   help="torch.compile mode of the baseline (default max-autotune; recorded in the JSON)")
+    p.add_argument("--batch1-only", action="store_true", help="latency at batch 1 only (no large-batch rows)")
     p.add_argument("--power-seconds", type=float, default=5.0, help="GPU busy time per power sample")
     p.add_argument("--out", help="JSON file (default bench/results/<date>-<gpu>.json; dry run: in $TMPDIR)")
     p.add_argument("--kiln", default=default_kiln(), help="kiln binary (default $KILN, build/bin/kiln, kiln on PATH)")
@@ -77,7 +80,7 @@ def bench_model(a, k, work, name, target, gpu):
         module, in_names, out_names = models.build_torch(name)
         from . import torch_side
         module16 = torch_side.to_fp16(copy.deepcopy(module))
-    for batch in ([1, spec.large_batch] if gpu else [1]):
+    for batch in ([1, spec.large_batch] if gpu and not a.batch1_only else [1]):
         row = {"name": name, "precision": "fp16", "batch": batch, "kiln_ms": None, "kiln_e2e_ms": None,
                "eager_ms": None, "compile_ms": None}
         rows.append(row)
@@ -114,7 +117,8 @@ def time_torch(a, row, module16, in_names, inputs, k, plan, batch):
     from .power import PowerSampler
     args = torch_side.half_inputs(torch_side.device_inputs(inputs, in_names))
     row["eager_ms"] = torch_side.time_eager(module16, args, a.iterations, 20)
-    compiled, row["torch_compile_s"] = torch_side.compile_max_autotune(module16, args)
+    compiled, row["torch_compile_s"] = torch_side.compile_module(module16, args, a.compile_mode)
+    row["torch_compile_mode"] = a.compile_mode
     row["compile_ms"] = torch_side.time_compiled(compiled, args, a.iterations, 20)
     if batch == 1:
         return

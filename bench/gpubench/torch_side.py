@@ -51,10 +51,10 @@ def time_eager(module, args, iterations, warmup):
         return statistics.median(event_times_ms(lambda: module(*args), iterations, warmup))
 
 
-def compile_max_autotune(module, args):
+def compile_module(module, args, mode="max-autotune"):
     """(compiled module, seconds spent compiling: the first calls)."""
     torch = _torch()
-    compiled = torch.compile(module, mode="max-autotune")
+    compiled = torch.compile(module, mode=mode)
     t0 = time.perf_counter()
     with torch.inference_mode():
         compiled(*args)
