@@ -95,6 +95,10 @@ std::vector<std::string> conformance_suite_paths(const std::string& suite);
 // atol 1e-7, rtol at least 2^-6 (two ULPs) for bfloat16; loosened to the
 // run's --precision as run_tolerance does.
 Tolerance onnx_runner_tolerance(DType output, std::string_view precision);
+// Whether a test folder belongs to a suite tools/onnx_suite.py generated from
+// onnx 1.23 (its ROOT/ONNX_VERSION): such tests are held to ONNX's runner
+// bound however they were named (--suite, or the folders themselves).
+bool in_generated_onnx_suite(const std::filesystem::path& test_dir);
 
 // Where Debian's libonnx-testdata puts the suites.
 inline constexpr const char* kDebianTestData = "/usr/share/libonnx-testdata/data";

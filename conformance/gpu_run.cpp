@@ -31,6 +31,10 @@ std::vector<Tensor> run_graph_on_gpu(Graph& imported, const std::map<std::string
     g = at_bounds.get();
   }
   compile_graph(*g, compile);
+  // An op with no kernel (a CPU-only op, ops/cpu_only.h) is the plan's
+  // refusal, as the simulator's: unsupported on this backend, named.
+  if (std::vector<std::string> none = nodes_without_kernel_emitter(*g); !none.empty())
+    throw Unsupported(fmt::format("{}: no GPU kernel for {}", model_path, fmt::join(none, ", ")));
   plan::Plan p = build_plan(
       *g, {compile.pass.target, compile.pass.precision, compile.cache_dir, compile.kernel_cache, {}, model_path});
   p.bounded_sizes = bounded;

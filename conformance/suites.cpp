@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "conformance/conformance.h"
 #include "ir/error.h"
@@ -47,6 +48,14 @@ std::vector<std::string> conformance_suite_paths(const std::string& suite) {
   for (const char* s : {"node", "pytorch-converted", "pytorch-operator", "simple"})
     if (fs::exists(root / s)) r.push_back((root / s).string());
   return r;
+}
+
+bool in_generated_onnx_suite(const fs::path& test_dir) {
+  // tools/onnx_suite.py records the onnx version in the suites' root:
+  // ROOT/ONNX_VERSION beside ROOT/node/<test>.
+  std::ifstream f(test_dir.parent_path().parent_path() / "ONNX_VERSION");
+  std::string version;
+  return f >> version && version.rfind("1.23.", 0) == 0;
 }
 
 Tolerance onnx_runner_tolerance(DType output, std::string_view precision) {

@@ -195,10 +195,19 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
         for m, r in pool.map(job, models):
             want = expected.get((m, a.config))
+            # On a GPU, the sim configuration's expected failure is a
+            # prediction (the same kernels), not a committed claim: a pass
+            # there is said, not a problem (a discrete selection near a tie
+            # may round the other way on the hardware).
+            inherited = None
             if want is None and a.config.startswith("gpu-"):
-                want = expected.get((m, "sim-" + a.config.split("-")[1]))
+                inherited = expected.get((m, "sim-" + a.config.split("-")[1]))
+                want = inherited
             if r.get("vacuous"):
                 verdict = "BOUND CANNOT FAIL"
+            elif r["passed"] and inherited is not None:
+                verdict = "pass"
+                r["note"] = f"passes on the GPU; the simulator fails it: {inherited}"
             elif r["passed"]:
                 verdict = "pass" if want is None else "UNEXPECTED PASS (remove it from expected_failures.txt)"
             elif want is None:
