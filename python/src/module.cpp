@@ -132,7 +132,7 @@ class PyEngine {
   template <typename Go>
   void run_with(const py::dict& feed, py::dict& result, Go&& go) const {
     kiln::Context ctx(engine_);
-    std::vector<py::array> keep;  // the contiguous input arrays, alive until the run ends
+    kiln_py::FeedKeep keep;  // what the bindings read, alive until the run ends
     std::map<std::string, std::vector<int64_t>> bound;
     bind_feed(ctx, inputs_, outputs_, {}, feed, result, keep, bound);
     {
@@ -162,7 +162,8 @@ using ProfileMaps = std::tuple<ShapeMap, ShapeMap, ShapeMap>;
 PyEngine compile(const std::string& model, const std::string& precision, const ShapeMap& shapes,
                  const std::string& target, const std::string& backend, const std::string& cache_dir,
                  const std::string& tuning_cache, const ShapeMap& min_shapes, const ShapeMap& opt_shapes,
-                 const ShapeMap& max_shapes, const std::vector<ProfileMaps>& more_profiles) {
+                 const ShapeMap& max_shapes, const std::vector<ProfileMaps>& more_profiles,
+                 const std::string& opt_variants) {
   kiln_backend b = parse_backend(backend);
   std::vector<uint8_t> bytes;
   {
@@ -190,6 +191,7 @@ PyEngine compile(const std::string& model, const std::string& precision, const S
       o.more_profiles.push_back(std::move(r));
     }
     o.tuning.cache_file = tuning_cache;
+    o.opt_variants = opt_variants;  // checked by kiln/__init__.py (auto, all, none; all/none with a profile)
     bytes = kiln::compile_model(kiln::ModelSource::file(model), o).plan;
   }
   return PyEngine(std::string(bytes.begin(), bytes.end()), b);
@@ -248,6 +250,8 @@ PYBIND11_MODULE(_kiln, m) {
       .def_property_readonly("target", &PyEngine::target)
       .def_property_readonly("precision", &PyEngine::precision)
       .def_property_readonly("profiles", &PyEngine::profiles)
+      .def_property_readonly("num_data_dependent_sizes",
+                             [](const PyEngine& e) { return e.engine().num_data_dependent_sizes(); })
       .def("input_index", &PyEngine::input_index, py::arg("name"))
       .def("output_index", &PyEngine::output_index, py::arg("name"))
       .def("profile", &PyEngine::profile, py::arg("inputs"))
@@ -263,12 +267,27 @@ PYBIND11_MODULE(_kiln, m) {
       .def("bind_in_place", &RunContext::bind_in_place, py::arg("input"), py::arg("output"), py::arg("buffer"))
       .def("bind_in_place_device", &RunContext::bind_in_place_device, py::arg("input"), py::arg("output"),
            py::arg("ptr"), py::kw_only(), py::arg("nbytes"), py::arg("shape"), py::arg("dtype"))
+      .def(
+          "bind_input",
+          [](RunContext& c, const std::string& name, const py::object& t, const py::object& stream) {
+            c.bind(name, false, t, stream);
+          },
+          py::arg("name"), py::arg("tensor"), py::kw_only(), py::arg("stream") = py::none())
+      .def(
+          "bind_output",
+          [](RunContext& c, const std::string& name, const py::object& t, const py::object& stream) {
+            c.bind(name, true, t, stream);
+          },
+          py::arg("name"), py::arg("tensor"), py::kw_only(), py::arg("stream") = py::none())
+      .def("enqueue", &RunContext::enqueue, py::arg("stream") = py::none())
+      .def("launch_variants", &RunContext::launch_variants)
+      .def("data_dependent_sizes", &RunContext::data_dependent_sizes)
       .def("run", &RunContext::run, py::arg("inputs"));
   m.def("set_log_callback", &set_log_callback, py::arg("callback"));
   m.def("load", &load, py::arg("path"), py::arg("backend") = "auto");
   m.def("compile", &compile, py::arg("model"), py::arg("precision") = "fp32", py::arg("shapes") = ShapeMap{},
         py::arg("target") = "cpu", py::arg("backend") = "auto", py::arg("cache_dir") = "", py::arg("tuning_cache") = "",
         py::arg("min_shapes") = ShapeMap{}, py::arg("opt_shapes") = ShapeMap{}, py::arg("max_shapes") = ShapeMap{},
-        py::arg("more_profiles") = std::vector<ProfileMaps>{});
+        py::arg("more_profiles") = std::vector<ProfileMaps>{}, py::arg("opt_variants") = "auto");
   m.attr("__version__") = kiln_version();
 }

@@ -3,6 +3,9 @@
 
 #include <pybind11/stl.h>
 
+#include "python/src/dlpack_bind.h"
+#include "python/src/dlpack_import.h"
+
 namespace kiln_py {
 
 const char* numpy_dtype_name(kiln_dtype d) {
@@ -76,7 +79,7 @@ std::string names_of(const std::vector<kiln::TensorInfo>& ts) {
 
 void bind_feed(kiln::Context& ctx, const std::vector<kiln::TensorInfo>& inputs,
                const std::vector<kiln::TensorInfo>& outputs, const std::set<std::string>& skip, const py::dict& feed,
-               py::dict& result, std::vector<py::array>& keep, std::map<std::string, std::vector<int64_t>>& bound) {
+               py::dict& result, FeedKeep& keep, std::map<std::string, std::vector<int64_t>>& bound) {
   for (auto item : feed) {
     const std::string key = py::str(item.first);
     bool known = false;
@@ -87,11 +90,16 @@ void bind_feed(kiln::Context& ctx, const std::vector<kiln::TensorInfo>& inputs,
   for (const kiln::TensorInfo& t : inputs) {
     if (skip.count(t.name)) continue;
     if (!feed.contains(t.name)) raise("missing input \"" + t.name + "\"; the model's inputs are " + names_of(inputs));
+    py::object value = feed[py::str(t.name)];
+    if (has_dlpack(value)) {
+      keep.dlpack.push_back(bind_dlpack(ctx, t, false, value, py::none()));
+      continue;
+    }
     py::array a = py::array::ensure(feed[py::str(t.name)], py::array::c_style);
     if (!a) raise("input \"" + t.name + "\" is not convertible to a numpy array");
     std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
     ctx.bind_input(t.name, a.data(), kiln_dtype_of(a.dtype(), t.dtype, t.name), shape);
-    keep.push_back(std::move(a));
+    keep.arrays.push_back(std::move(a));
   }
   py::object np_empty = py::module_::import("numpy").attr("empty");
   for (const kiln::TensorInfo& t : outputs) {

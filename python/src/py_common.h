@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,13 +31,23 @@ kiln_dtype kiln_dtype_of(const py::dtype& dt, kiln_dtype expected, const std::st
 
 std::string names_of(const std::vector<kiln::TensorInfo>& ts);
 
+// What a run's bindings read until it ends: the contiguous input arrays and
+// the buffers of DLPack tensors.
+struct FeedKeep {
+  std::vector<py::array> arrays;
+  std::vector<std::shared_ptr<void>> dlpack;
+};
+
 // Binds `feed` to `ctx` (every input but those bound in place: the names in
 // `skip`) and fresh output arrays (into `result`; outputs in `skip` are
-// written into their in-place buffers instead). `keep` holds the contiguous
-// input arrays until the run ends; `bound` gets each dynamic output's shape as bound.
+// written into their in-place buffers instead). A feed value is a numpy
+// array (or what numpy.asarray takes), or any other object implementing
+// DLPack (a torch or CuPy tensor; dlpack_bind.h: device tensors zero-copy).
+// `keep` holds what the bindings read until the run ends; `bound` gets each
+// dynamic output's shape as bound.
 void bind_feed(kiln::Context& ctx, const std::vector<kiln::TensorInfo>& inputs,
                const std::vector<kiln::TensorInfo>& outputs, const std::set<std::string>& skip, const py::dict& feed,
-               py::dict& result, std::vector<py::array>& keep, std::map<std::string, std::vector<int64_t>>& bound);
+               py::dict& result, FeedKeep& keep, std::map<std::string, std::vector<int64_t>>& bound);
 
 // Sizes decided by the data: an output bound at its upper bound holds the
 // run's real shape at the front of its buffer (a copy of that part).

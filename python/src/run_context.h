@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,8 +15,9 @@
 namespace kiln_py {
 
 // A context of an engine kept across runs (kiln::Context), for what one
-// run() cannot say: shapes set ahead and buffers bound in place (a KV cache,
-// kiln_context_bind_in_place). Not for several threads at once.
+// run() cannot say: shapes set ahead, buffers bound in place (a KV cache,
+// kiln_context_bind_in_place), tensors bound ahead through DLPack and runs
+// enqueued on a stream. Not for several threads at once.
 class RunContext {
  public:
   RunContext(const kiln::Engine& e, std::vector<kiln::TensorInfo> inputs, std::vector<kiln::TensorInfo> outputs)
@@ -66,6 +68,20 @@ class RunContext {
 
   std::vector<int64_t> input_shape(const std::string& name) const { return ctx_.input_shape(name); }
 
+  // Binds `tensor` (any object implementing DLPack) as input or output
+  // `name` for the runs that follow, until it is bound again; holds its
+  // buffer meanwhile (run_context.cpp).
+  void bind(const std::string& name, bool output, const py::object& tensor, const py::object& stream);
+
+  // kiln_context_enqueue on `stream` (dlpack_bind.h's forms) with the
+  // tensors bound ahead: every input and output must be (a run's feed lasts
+  // that run only).
+  void enqueue(const py::object& stream);
+
+  std::vector<int> launch_variants() const { return ctx_.launch_variants(); }
+  // [(symbol, node, bound, value)] of the last run (kiln_context_data_dependent_size).
+  py::list data_dependent_sizes() const;
+
   // Runs with `feed` (every input not bound in place); returns the outputs
   // not bound in place.
   py::dict run(const py::dict& feed) {
@@ -74,8 +90,15 @@ class RunContext {
       skip.insert(in);
       skip.insert(pair.first);
     }
+    for (auto item : feed) {
+      const std::string key = py::str(item.first);
+      if (bound_inputs_.count(key))
+        raise("input \"" + key + "\" is bound (Context.bind_input): it is read from its tensor, not the feed");
+    }
+    for (const auto& [name, owner] : bound_inputs_) skip.insert(name);
+    for (const auto& [name, owner] : bound_outputs_) skip.insert(name);
     py::dict result;
-    std::vector<py::array> keep;
+    FeedKeep keep;
     std::map<std::string, std::vector<int64_t>> bound;
     bind_feed(ctx_, inputs_, outputs_, skip, feed, result, keep, bound);
     {
@@ -158,13 +181,19 @@ class RunContext {
     for (auto it = pairs_.begin(); it != pairs_.end();)
       it = it->second.first == output || it->first == input ? pairs_.erase(it) : std::next(it);
     pairs_[input] = {output, owner};
+    bound_inputs_.erase(input);
+    bound_outputs_.erase(output);
   }
 
-  kiln::Context ctx_;
-  std::vector<kiln::TensorInfo> inputs_, outputs_;
   // input -> (output, the object holding the buffer: an array, a CUDA
   // array's owner, or None for a raw pointer the caller keeps alive)
   std::map<std::string, std::pair<std::string, py::object>> pairs_;
+  // The producers' buffers of the tensors bound with bind(), by name.
+  // These and pairs_ are declared before ctx_, so destroyed after it:
+  // destroying the context waits for enqueued work that reads them.
+  std::map<std::string, std::shared_ptr<void>> bound_inputs_, bound_outputs_;
+  kiln::Context ctx_;
+  std::vector<kiln::TensorInfo> inputs_, outputs_;
 };
 
 }  // namespace kiln_py
