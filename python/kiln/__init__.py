@@ -69,6 +69,12 @@ class Engine:
         return self._impl.backend
 
     @property
+    def device(self) -> int:
+        """The CUDA device ordinal the engine runs on (CUDA tensors bound to it
+        must be on that device); -1 on the CPU."""
+        return self._impl.device
+
+    @property
     def info(self) -> str:
         """The runtime's sentence on the path taken and, for the CPU, why not the GPU."""
         return self._impl.info

@@ -6,8 +6,8 @@
 
 namespace kiln_py {
 
-std::shared_ptr<void> bind_dlpack(kiln::Context& ctx, const kiln::TensorInfo& t, bool output, const py::object& obj,
-                                  const py::object& stream) {
+std::shared_ptr<void> bind_dlpack(kiln::Context& ctx, int engine_device, const kiln::TensorInfo& t, bool output,
+                                  const py::object& obj, const py::object& stream) {
   const std::string who = std::string(output ? "output" : "input") + " \"" + t.name + "\"";
   // The stream as the protocol takes it: None or an int (-1: no synchronisation).
   py::object dl_stream =
@@ -18,6 +18,12 @@ std::shared_ptr<void> bind_dlpack(kiln::Context& ctx, const kiln::TensorInfo& t,
     else ctx.bind_input(t.name, d.data, d.dtype, d.shape);
     return d.owner;
   }
+  // Another GPU's memory: the kernels would fault on it (a sticky error
+  // that ends the process's use of the GPU). A CPU engine: the runtime's
+  // refusal below says so.
+  if (engine_device >= 0 && !d.managed && d.device_id != engine_device)
+    raise(who + ": the DLPack tensor is on " + d.device_text + " but the engine runs on CUDA device " +
+          std::to_string(engine_device));
   // Zero-copy: the runtime gets only the pointer, so the dtype and shape are
   // checked here, in the words of its own binding check.
   std::vector<int64_t> want = t.shape;

@@ -11,12 +11,14 @@
 
 namespace kiln_py {
 
-// Binds `obj` as input (`output` false) or output `t` of `ctx`. The runtime
+// Binds `obj` as input (`output` false) or output `t` of `ctx`, whose
+// engine runs on CUDA device `engine_device` (-1: the CPU). The runtime
 // checks a host tensor's dtype and shape; for device memory, where it takes
 // only the pointer, this checks them first (a dynamic input's shape is set
-// from the tensor; an output's must be the shape the inputs give). `stream`:
-// as import_dlpack's. Returns the producer's buffer, to hold while bound.
-std::shared_ptr<void> bind_dlpack(kiln::Context& ctx, const kiln::TensorInfo& t, bool output,
+// from the tensor; an output's must be the shape the inputs give), and that
+// the tensor is on the engine's device. `stream`: as import_dlpack's.
+// Returns the producer's buffer, to hold while bound.
+std::shared_ptr<void> bind_dlpack(kiln::Context& ctx, int engine_device, const kiln::TensorInfo& t, bool output,
                                   const pybind11::object& obj, const pybind11::object& stream);
 
 // A CUDA stream from Python as a CUstream: None (0), an int, or a stream

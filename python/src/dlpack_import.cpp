@@ -116,6 +116,7 @@ DlpackTensor import_dlpack(const py::object& obj, const std::string& who, kiln_d
     r.device_text = type == dl::kCPU ? "cpu" : "cuda_host";
   } else if (type == dl::kCUDA || type == dl::kCUDAManaged) {
     r.device = true;
+    r.managed = type == dl::kCUDAManaged;
     r.device_text = (type == dl::kCUDA ? "cuda:" : "cuda_managed:") + std::to_string(r.device_id);
   } else {
     raise(who + ": the tensor is on DLPack device type " + std::to_string(type) + " (device " +

@@ -19,6 +19,7 @@ struct DlpackTensor {
   kiln_dtype dtype = KILN_F32;
   std::vector<int64_t> shape;
   bool device = false;      // CUDA device (or managed) memory; false: host memory
+  bool managed = false;     // CUDA managed memory: any device may read it
   int device_id = 0;        // the CUDA device ordinal of device memory
   std::string device_text;  // "cpu", "cuda:0", ... for messages
   // Calls the producer's deleter when the last holder lets go.

@@ -134,7 +134,7 @@ class PyEngine {
     kiln::Context ctx(engine_);
     kiln_py::FeedKeep keep;  // what the bindings read, alive until the run ends
     std::map<std::string, std::vector<int64_t>> bound;
-    bind_feed(ctx, inputs_, outputs_, {}, feed, result, keep, bound);
+    bind_feed(ctx, engine_.device(), inputs_, outputs_, {}, feed, result, keep, bound);
     {
       py::gil_scoped_release unlocked;
       go(ctx);
@@ -247,6 +247,7 @@ PYBIND11_MODULE(_kiln, m) {
       .def_property_readonly("outputs", &PyEngine::outputs)
       .def_property_readonly("backend", &PyEngine::backend)
       .def_property_readonly("info", &PyEngine::info)
+      .def_property_readonly("device", [](const PyEngine& e) { return e.engine().device(); })
       .def_property_readonly("target", &PyEngine::target)
       .def_property_readonly("precision", &PyEngine::precision)
       .def_property_readonly("profiles", &PyEngine::profiles)

@@ -77,7 +77,7 @@ std::string names_of(const std::vector<kiln::TensorInfo>& ts) {
   return s;
 }
 
-void bind_feed(kiln::Context& ctx, const std::vector<kiln::TensorInfo>& inputs,
+void bind_feed(kiln::Context& ctx, int engine_device, const std::vector<kiln::TensorInfo>& inputs,
                const std::vector<kiln::TensorInfo>& outputs, const std::set<std::string>& skip, const py::dict& feed,
                py::dict& result, FeedKeep& keep, std::map<std::string, std::vector<int64_t>>& bound) {
   for (auto item : feed) {
@@ -92,7 +92,7 @@ void bind_feed(kiln::Context& ctx, const std::vector<kiln::TensorInfo>& inputs,
     if (!feed.contains(t.name)) raise("missing input \"" + t.name + "\"; the model's inputs are " + names_of(inputs));
     py::object value = feed[py::str(t.name)];
     if (has_dlpack(value)) {
-      keep.dlpack.push_back(bind_dlpack(ctx, t, false, value, py::none()));
+      keep.dlpack.push_back(bind_dlpack(ctx, engine_device, t, false, value, py::none()));
       continue;
     }
     py::array a = py::array::ensure(feed[py::str(t.name)], py::array::c_style);

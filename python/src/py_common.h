@@ -42,10 +42,11 @@ struct FeedKeep {
 // `skip`) and fresh output arrays (into `result`; outputs in `skip` are
 // written into their in-place buffers instead). A feed value is a numpy
 // array (or what numpy.asarray takes), or any other object implementing
-// DLPack (a torch or CuPy tensor; dlpack_bind.h: device tensors zero-copy).
+// DLPack (a torch or CuPy tensor; dlpack_bind.h: device tensors zero-copy,
+// on the engine's CUDA device `engine_device`).
 // `keep` holds what the bindings read until the run ends; `bound` gets each
 // dynamic output's shape as bound.
-void bind_feed(kiln::Context& ctx, const std::vector<kiln::TensorInfo>& inputs,
+void bind_feed(kiln::Context& ctx, int engine_device, const std::vector<kiln::TensorInfo>& inputs,
                const std::vector<kiln::TensorInfo>& outputs, const std::set<std::string>& skip, const py::dict& feed,
                py::dict& result, FeedKeep& keep, std::map<std::string, std::vector<int64_t>>& bound);
 

@@ -19,7 +19,7 @@ void RunContext::bind(const std::string& name, bool output, const py::object& te
           " takes an object implementing DLPack (__dlpack__ and __dlpack_device__: a numpy array, a torch or CuPy "
           "tensor), not " +
           std::string(py::str(py::type::of(tensor).attr("__name__"))));
-  std::shared_ptr<void> owner = bind_dlpack(ctx_, *t, output, tensor, stream);
+  std::shared_ptr<void> owner = bind_dlpack(ctx_, device_, *t, output, tensor, stream);
   // Binding one of an in-place pair on its own ends the pairing (the runtime's rule).
   for (auto it = pairs_.begin(); it != pairs_.end();)
     it = (output ? it->second.first == name : it->first == name) ? pairs_.erase(it) : std::next(it);

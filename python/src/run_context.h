@@ -21,7 +21,7 @@ namespace kiln_py {
 class RunContext {
  public:
   RunContext(const kiln::Engine& e, std::vector<kiln::TensorInfo> inputs, std::vector<kiln::TensorInfo> outputs)
-      : ctx_(e), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
+      : ctx_(e), device_(e.device()), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
 
   void set_input_shape(const std::string& name, const std::vector<int64_t>& shape) {
     ctx_.set_input_shape(name, shape);
@@ -100,7 +100,7 @@ class RunContext {
     py::dict result;
     FeedKeep keep;
     std::map<std::string, std::vector<int64_t>> bound;
-    bind_feed(ctx_, inputs_, outputs_, skip, feed, result, keep, bound);
+    bind_feed(ctx_, device_, inputs_, outputs_, skip, feed, result, keep, bound);
     {
       py::gil_scoped_release unlocked;
       ctx_.run();
@@ -193,6 +193,7 @@ class RunContext {
   // destroying the context waits for enqueued work that reads them.
   std::map<std::string, std::shared_ptr<void>> bound_inputs_, bound_outputs_;
   kiln::Context ctx_;
+  int device_;  // the engine's CUDA device; -1: the CPU
   std::vector<kiln::TensorInfo> inputs_, outputs_;
 };
 

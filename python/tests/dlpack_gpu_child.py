@@ -22,7 +22,7 @@ take_log.restype = ctypes.c_char_p
 out = {"errors": {}}
 
 eng = kiln.load(tiny_plan, backend="gpu")
-out["backend"] = eng.backend
+out["backend"], out["device"] = eng.backend, eng.device
 # The caller's own allocations and stream, in the device's primary context (as torch's are).
 primary = ctypes.c_void_p()
 assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(primary), 0) == 0
@@ -74,6 +74,9 @@ refused("strides", lambda: ctx.bind_input("input", FakeTensor(x_ptr, (1, 3, 32, 
 refused("read_only", lambda: ctx.bind_output("probs", FakeTensor(y_ptr, (1, 10), flags=READ_ONLY)))
 refused("copied", lambda: ctx.bind_output("probs", FakeTensor(y_ptr, (1, 10), flags=IS_COPIED)))
 refused("output_shape", lambda: ctx.bind_output("probs", FakeTensor(y_ptr, (1, 5))))
+# Another GPU's memory (the engine runs on device 0), named before the pointer is used.
+refused("other_gpu", lambda: ctx.bind_input("input", FakeTensor(x_ptr, (1, 3, 32, 32), device=(2, 1))))
+refused("other_gpu_feed", lambda: eng.run({"input": FakeTensor(x_ptr, (1, 3, 32, 32), device=(2, 1))}))
 
 # Both bound zero-copy; the producer is told the stream kiln will use them on.
 x, y = FakeTensor(x_ptr, (1, 3, 32, 32)), FakeTensor(y_ptr, (1, 10))

@@ -75,6 +75,10 @@ def test_dlpack_objects_in_a_feed(tiny):
         tiny.run({"input": Wrapped(np.ascontiguousarray(x.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2))})
 
 
+def test_a_cpu_engine_has_no_cuda_device(tiny):
+    assert tiny.device == -1
+
+
 def test_a_producer_from_before_dlpack_1_is_read(tiny):
     # No max_version keyword: the unversioned capsule ("dltensor"); the
     # deleter runs once the binding ends (here: refused on the CPU engine).

@@ -35,7 +35,7 @@ def seen(tmp_path_factory):
 
 
 def test_device_tensor_refusals_name_the_tensor(seen):
-    assert seen["backend"] == "gpu"
+    assert (seen["backend"], seen["device"]) == ("gpu", 0)
     e = seen["errors"]
     assert e["dtype"] == 'input "input" is f32[1,3,32,32] but the DLPack tensor (cuda:0) is f16[1,3,32,32]'
     assert e["shape"] == 'input "input" is f32[1,3,32,32] but the DLPack tensor (cuda:0) is f32[1,3,32,16]'
@@ -44,6 +44,8 @@ def test_device_tensor_refusals_name_the_tensor(seen):
     assert 'input "input": the DLPack tensor is not C-contiguous' in e["strides"]
     assert e["read_only"] == 'output "probs": the DLPack tensor is read-only; kiln writes the output'
     assert 'output "probs": the producer exported a copy' in e["copied"]
+    assert e["other_gpu"] == 'input "input": the DLPack tensor is on cuda:1 but the engine runs on CUDA device 0'
+    assert e["other_gpu_feed"] == e["other_gpu"]
 
 
 def test_device_tensors_are_read_and_written_in_place(seen):
