@@ -74,13 +74,18 @@ std::string dims_text(const std::vector<int64_t>& v) {
   return s + (v.size() == 1 ? ",)" : ")");
 }
 
+// A Python exception as "TypeName: message", without pybind11's traceback.
+std::string exception_text(const py::error_already_set& e) {
+  return std::string(py::str(e.type().attr("__name__"))) + ": " + std::string(py::str(e.value()));
+}
+
 // __dlpack__(**kwargs), its producer's failure in kiln's words.
 py::object call_dlpack(const py::object& obj, const std::string& who, const py::dict& kwargs) {
   try {
     return obj.attr("__dlpack__")(**kwargs);
   } catch (py::error_already_set& e) {
     if (e.matches(PyExc_TypeError)) throw;  // an older producer without a keyword: the caller retries
-    raise(who + ": its __dlpack__() failed: " + e.what());
+    raise(who + ": its __dlpack__() failed: " + exception_text(e));
   }
 }
 
@@ -107,7 +112,7 @@ DlpackTensor import_dlpack(const py::object& obj, const std::string& who, kiln_d
   try {
     dev = obj.attr("__dlpack_device__")();
   } catch (py::error_already_set& e) {
-    raise(who + ": its __dlpack_device__() failed: " + e.what());
+    raise(who + ": its __dlpack_device__() failed: " + exception_text(e));
   }
   if (dev.size() != 2) raise(who + ": __dlpack_device__() did not return (device_type, device_id)");
   const int type = dev[0].cast<int>();
@@ -139,7 +144,7 @@ DlpackTensor import_dlpack(const py::object& obj, const std::string& who, kiln_d
     try {
       capsule = call_dlpack(obj, who, kwargs);
     } catch (py::error_already_set& e) {
-      raise(who + ": its __dlpack__() failed: " + e.what());
+      raise(who + ": its __dlpack__() failed: " + exception_text(e));
     }
   }
 

@@ -141,6 +141,19 @@ def test_producer_side_refusals_release_the_tensor(tiny):
         assert (y.exported, y.deleted) == (1, 1)
 
 
+def test_a_producers_own_failure_is_named_without_a_traceback(tiny):
+    class Refusing:
+        def __dlpack_device__(self):
+            return (1, 0)
+
+        def __dlpack__(self, **kw):
+            raise BufferError("cannot export a read-only array")
+
+    with pytest.raises(kiln.Error) as e:
+        tiny.context().bind_input("input", Refusing())
+    assert str(e.value) == 'input "input": its __dlpack__() failed: BufferError: cannot export a read-only array'
+
+
 def test_bound_and_fed_inputs_do_not_mix(tiny):
     ctx = tiny.context()
     ctx.bind_input("input", x_of(6))
