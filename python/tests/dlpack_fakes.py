@@ -25,6 +25,16 @@ class _Tensor(ctypes.Structure):
 
 
 _DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+# What each exported capsule's tensor needs until its deleter runs, by the
+# managed struct's address: its producer (as a real producer's manager_ctx
+# keeps the array alive however the consumer's references go) and the structs.
+_live = {}
+
+
+@_DELETER
+def _delete(address):
+    producer = _live.pop(address)[0]
+    producer.deleted += 1
 
 
 class _Managed(ctypes.Structure):  # DLManagedTensor ("dltensor")
@@ -60,11 +70,6 @@ class FakeTensor:
         self.strides, self.flags, self.versioned, self.byte_offset, self.lanes = strides, flags, versioned, \
             byte_offset, lanes
         self.streams, self.exported, self.deleted = [], 0, 0
-        self._keep = []
-
-        def deleter(_):
-            self.deleted += 1
-        self._deleter = _DELETER(deleter)
 
     def __dlpack_device__(self):
         return self.device
@@ -79,9 +84,9 @@ class FakeTensor:
         t = _Tensor(self.ptr, _Device(*self.device), len(self.shape), _DataType(self.dtype[0], self.dtype[1], self.lanes),
                     shape, strides, self.byte_offset)
         if versioned:
-            m = _ManagedVersioned(_Version(1, 0), None, self._deleter, self.flags, t)
+            m = _ManagedVersioned(_Version(1, 0), None, _delete, self.flags, t)
         else:
-            m = _Managed(t, None, self._deleter)
-        self._keep.append((m, shape, strides))
+            m = _Managed(t, None, _delete)
+        _live[ctypes.addressof(m)] = (self, m, shape, strides)
         self.exported += 1
         return _capsule_new(ctypes.addressof(m), _NAMES[versioned], None)
