@@ -46,7 +46,9 @@ kiln_dtype kiln_dtype_of(const dl::DataType& t, kiln_dtype expected) {
       return b == 8 ? KILN_I8 : b == 16 ? KILN_I16 : b == 32 ? KILN_I32 : b == 64 ? KILN_I64 : KILN_DTYPE_MAX_ENUM;
     case dl::kUInt:
       if (b == 16) return expected == KILN_BF16 ? KILN_BF16 : KILN_U16;  // bf16 as its bits, as numpy's uint16
-      return b == 8 ? KILN_U8 : b == 32 ? KILN_U32 : b == 64 ? KILN_U64 : KILN_DTYPE_MAX_ENUM;
+      // Producers from before DLPack 0.8, which added kDLBool, export bool as uint8.
+      if (b == 8) return expected == KILN_BOOL ? KILN_BOOL : KILN_U8;
+      return b == 32 ? KILN_U32 : b == 64 ? KILN_U64 : KILN_DTYPE_MAX_ENUM;
     case dl::kBool:
       return b == 8 ? KILN_BOOL : KILN_DTYPE_MAX_ENUM;
     // ONNX's 8-bit floats: one element per byte in both.

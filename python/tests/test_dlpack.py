@@ -154,6 +154,23 @@ def test_a_producers_own_failure_is_named_without_a_traceback(tiny):
     assert str(e.value) == 'input "input": its __dlpack__() failed: BufferError: cannot export a read-only array'
 
 
+def test_bool_tensors_as_either_dlpack_code(tmp_path):
+    # kDLBool, and uint8 as producers from before DLPack 0.8 write bool.
+    from onnx import TensorProto, helper, save
+    graph = helper.make_graph([helper.make_node("Not", ["b"], ["nb"])], "not",
+                              [helper.make_tensor_value_info("b", TensorProto.BOOL, [4])],
+                              [helper.make_tensor_value_info("nb", TensorProto.BOOL, [4])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "not.onnx")
+    eng = kiln.compile(tmp_path / "not.onnx", target="cpu")
+    b = np.array([True, False, False, True])
+    for code in (6, 1):  # kDLBool, kDLUInt
+        ctx = eng.context()
+        ctx.bind_input("b", FakeTensor(b.ctypes.data, (4,), dtype=(code, 8), device=(1, 0)))
+        np.testing.assert_array_equal(ctx.run()["nb"], ~b)
+    with pytest.raises(kiln.Error, match=r'input "input" is f32\[1,3,32,32\] but was bound as u8\[1,3,32,32\]'):
+        kiln.compile(TINY, target="cpu").context().bind_input("input", np.zeros(X_SHAPE, np.uint8))
+
+
 def test_bound_and_fed_inputs_do_not_mix(tiny):
     ctx = tiny.context()
     ctx.bind_input("input", x_of(6))
