@@ -273,6 +273,9 @@ class Fuse : public Pass {
   // group's launch goes; a result stored as it is would only move the launch.
   // Returns why, or "".
   static std::string computed_with_symbols(const FusionState& s, const std::vector<int>& plain, const Node& c) {
+    // Static graphs fold such values (fold-constants); one that is left there
+    // (larger than the folding limit) is stored, as before.
+    if (s.graph().symbols().empty()) return "";
     if (c.num_outputs() != 1 || s.graph().is_output(c.output(0)) || !c.output(0)->has_uses()) return "";
     for (const Use& u : c.output(0)->uses()) {
       Role r = op_role(*u.user);
