@@ -84,8 +84,10 @@ std::optional<Counter> counter(const Value* v, int depth = 0) {
     return std::nullopt;
   }
   if (op == "reshape" || op == "identity" || op == "cast") {
-    // A cast between integer types: the counts here are sizes of tensors, far
-    // inside any integer type's range.
+    // A cast to a 32- or 64-bit integer type: the counts here are sizes of
+    // tensors (< 2^31), inside their range; a narrower type could wrap.
+    DType t = v->dtype();
+    if (op == "cast" && t != DType::I32 && t != DType::I64 && t != DType::U32 && t != DType::U64) return std::nullopt;
     std::optional<Counter> x = counter(n->input(0), depth + 1);
     if (!x) return std::nullopt;
     std::optional<int> axis = counting_axis(v->shape());
