@@ -5,7 +5,8 @@
 #   match the plan's launch list (blocks = grid product), whose GEMM has
 #   2*M*N*K FLOPs, whose launches follow the DRAM and L2 formulas
 #   recomputed here, and whose estimated_ms is the launches' sum plus one
-#   graph-node overhead per step;
+#   graph-node overhead per step; bench/calibrate_perf_model.py's copy of the
+#   model gives the same estimates;
 # - --gpu h200 (faster memory) is no slower; the default GPU of sm_90 is h100;
 # - user mistakes exit 1 with a message: an unknown --gpu, a GPU that cannot
 #   run the plan (a100 for sm_90), a CPU plan, an .onnx model, --gpu without --perf.
@@ -65,6 +66,10 @@ assert math.isclose(p["estimated_ms"] * 1e3, total, rel_tol=1e-9), (p["estimated
 assert h200["perf"]["gpu"] == "h200" and h200["perf"]["estimated_ms"] <= p["estimated_ms"], h200["perf"]
 print(f'{len(p["launches"])} launches, {p["estimated_ms"] * 1e3:.2f} us on h100')
 PY
+# bench/calibrate_perf_model.py fits the model's constants with its own copy
+# of the model: it must give kiln's estimates (docs/perf_calibration.md).
+python3 "$2/../../bench/calibrate_perf_model.py" check "$dir/h100.json" "$dir/h200.json" >"$out" 2>&1 ||
+  { cat "$out"; fail "bench/calibrate_perf_model.py check: the fit's model is not kiln's"; }
 
 expect_error "--gpu v100: not a GPU kiln's performance model knows (known: h100, h200, a100, l4)" \
   inspect "$dir/m.plan" --perf --gpu v100
