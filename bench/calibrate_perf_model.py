@@ -319,7 +319,9 @@ def do_fit(models, micro):
           f"DRAM efficiency {start['dram_efficiency']:.3f} (layernorm 32 MB: plan replay "
           f"{micro['layernorm_32mb']['kiln_plan_ms'] * 1e3:.1f} us less one node floor)")
     fits = {}
-    for train in ([models[0]], [models[1]], models):
+    # Leave one out: each model judged by a fit on the others; then all.
+    trainings = [[o for o in models if o is not m] for m in models] if len(models) > 1 else []
+    for train in trainings + [models]:
         c = fit(train, start, json_c, KEYS)
         tag = "+".join(m.name for m in train)
         fits[tag] = c
@@ -345,7 +347,7 @@ def main():
     ap.add_argument("--kiln")
     ap.add_argument("--models")
     ap.add_argument("--kernels", action="store_true", help="report: every kernel, with the model's terms")
-    ap.add_argument("perf", nargs="*", help="MODEL=FILE: `kiln inspect --perf --json` of resnet50, bert_base "
+    ap.add_argument("perf", nargs="*", help="MODEL=FILE: `kiln inspect --perf --json` of a measured model's plan "
                     "(check: FILE...)")
     args = ap.parse_intermixed_args()
     if args.mode == "check":  # the fit's model against kiln's on any --json files
@@ -357,7 +359,11 @@ def main():
         return 0
     runs, micro = load_measured(args.results)
     with tempfile.TemporaryDirectory(prefix="kiln-calibrate-") as d:
-        models = [Model(runs[n], perf_json(args, n, d)) for n in ("resnet50", "bert_base") if n in runs]
+        names = [n for n in runs if n in dict(kv.split("=", 1) for kv in args.perf) or (args.kiln and args.models) or
+                 os.path.exists(os.path.join(args.results, "calibration", f"{n}.perf.json"))]
+        if not names:
+            sys.exit("no model's launches: give MODEL=FILE, --kiln and --models, or save them under RESULTS/calibration")
+        models = [Model(runs[n], perf_json(args, n, d)) for n in names]
     check_replica([m.perf for m in models])
     if args.mode == "report":
         report(models)
