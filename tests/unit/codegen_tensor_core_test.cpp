@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "backends/reference/executor.h"
+#include "codegen/emitters/gemm_conv/gemm_tile_cost.h"
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
 #include "codegen/nvrtc/kernel_cache.h"
 #include "codegen/nvrtc/nvrtc_compiler.h"
@@ -414,19 +415,35 @@ TEST(CodegenTensorCore, TileConfigurations) {
     }
   GemmProblem p{GemmMath::F16, 1, 4096, 4096, 4096};
   EXPECT_EQ(gemm_tile_name(default_gemm_tile(p)), "128x128x32 w2x4 s3");
-  // Split-K where the tiles leave most of the GPU's resident block slots empty and the cost terms of the
-  // performance model (docs/codegen.md, "Split-K") put a split faster, its reduction included -- a
-  // reduction kernel, or folded into the GEMM (the last block per tile sums), whichever the terms put
-  // cheaper: ResNet-50's stage-4 3x3 conv (64 tiles of 16x32 x 144 k-tiles: 18 splits of 8, folded --
-  // on 64x64 tiles its 8 tiles' last blocks would pull all the partial sums, so that took a reduction
-  // kernel), BERT's FFN-down GEMM (384 tiles of 16x32 x 96 k-tiles: 8 splits of 12, folded) and QKV GEMM
-  // (144 tiles of 32x64 x 24 k-tiles: 3 of 8, folded; the saved launch makes the smaller tiles pay). Not: a short K (7
-  // k-tiles), a full grid, the SIMT core. Below one wave the ring is as deep as the k-loop uses (4 stages; 3 for a K of
-  // two k-tiles, all in flight at once).
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 49, 512, 4608})), "16x32x32 w1x1 s4 split18 fold");
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 768, 3072})), "16x32x32 w1x1 s4 split8 fold");
+  // Split-K where the tiles leave most of the GPU's resident block slots empty and kiln's calibrated
+  // performance model (gemm_tile_cost.h; docs/codegen.md, "Split-K") puts a split faster, its reduction
+  // included -- a reduction kernel, or folded into the GEMM (the last block per tile sums), whichever the
+  // model puts cheaper. A folded tail reads a tile's partial sums at one block's per-warp rate (about
+  // 2-7 us at the splits the pre-calibration constants chose), a reduction kernel at the DRAM's over
+  // every SM (about 1.7 us + a graph node): ResNet-50's stage-4 3x3 conv (8 tiles of 64x64 x 144 k-tiles:
+  // 29 splits of 5, a reduction kernel), BERT's FFN-down GEMM (24 tiles of 64x64 x 96 k-tiles: 14 of 7)
+  // and QKV GEMM (72 tiles x 24 k-tiles: 4 of 6); the larger tiles stream fewer operand bytes through L2.
+  // Not: a short K (7 k-tiles), a full grid, the SIMT core. Below one wave the ring is as deep as the
+  // k-loop uses (4 stages; 3 for a K of two k-tiles, all in flight at once).
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 49, 512, 4608})), "64x64x32 w2x2 s4 split29");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 768, 3072})), "64x64x32 w2x2 s4 split14");
   EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 49, 512, 224}).split_k, 1);
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 2304, 768})), "32x64x32 w1x2 s4 split3 fold");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 2304, 768})), "64x64x32 w2x2 s4 split4");
+  // The choice is the model's: the chosen split is the cheapest by gemm_tile_cost_us, and the fold the
+  // old constants took for the FFN-down GEMM costs more than twice as much by the calibrated model.
+  {
+    const GemmProblem ffn{GemmMath::F16, 1, 128, 768, 3072};
+    const GemmTileConfig chosen = default_gemm_tile(ffn);
+    GemmTileConfig old_fold = chosen;
+    old_fold.bm = 16, old_fold.bn = 32, old_fold.warps_m = 1, old_fold.warps_n = 1, old_fold.split_k = 8;
+    old_fold.fold_split = true;
+    EXPECT_GT(gemm_tile_cost_us(ffn, old_fold), 2 * gemm_tile_cost_us(ffn, chosen));
+    for (int s : {7, 10, 20}) {
+      GemmTileConfig other = chosen;
+      other.split_k = s;
+      EXPECT_GE(gemm_tile_cost_us(ffn, other), gemm_tile_cost_us(ffn, chosen)) << s;
+    }
+  }
   // A fold needs a split, and the SIMT core neither splits nor folds.
   GemmTileConfig fold_alone = default_gemm_tile({GemmMath::F16, 1, 49, 512, 224});
   fold_alone.fold_split = true;

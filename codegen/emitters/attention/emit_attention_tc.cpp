@@ -13,6 +13,7 @@
 #include "codegen/core/emit_expr.h"
 #include "codegen/emitters/gemm_conv/emit_gemm_tc.h"
 #include "codegen/emitters/attention/attention_tc_text.h"
+#include "codegen/emitters/gemm_conv/gemm_tile_cost.h"
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
 #include "ir/error.h"
 
@@ -49,48 +50,47 @@ std::string substitute(std::string_view text, const std::map<std::string, std::s
 
 // The most blocks the keys of one query tile are split among.
 constexpr int kMaxKvSplits = 64;
-// Warps of this kernel one SM holds by its register file: ptxas gives it
-// 160-200 registers a thread (codegen_attention_test prints them), 2 warps per
-// sub-partition.
-constexpr int kAttentionWarpsPerSm = 8;
-// L2 to SM bandwidth of an H100 at 90%: perf/gpu_specs.cpp's l2_gb_per_s (an
-// assumption: the A100 whitepaper's 5120 bytes per clock at the H100's boost
-// clock; docs/performance.md).
-constexpr double kL2BytesPerUs = 5120 * 1.98e3 * 0.9;
+// Registers ptxas gives this kernel (160-200 a thread; codegen_attention_test
+// prints them): 2 warps per sub-partition, 8 per SM.
+constexpr int kAttentionRegisters = 200;
 
 // The estimated time (us) of the kernel with the keys of each of `tiles`
-// query tiles split in `splits` parts of `per_split` key tiles, by the first-
-// order terms of kiln's performance model (perf/perf_model.cpp) on an H100 --
-// the terms the GEMM tile chooser uses (gemm_tiles.h, TileCostModel): per
-// wave of resident blocks, the k-loop's latency (two stages: each key tile
-// waits a round trip) and a prologue/epilogue round trip; the DRAM bytes over
-// the SMs that have a block; the L2 bytes every block streams (its Q tile
-// and its K/V tiles: query heads sharing a key/value head each read it,
-// unless packed into one block); the busiest SM's tensor work; a split adds
-// the combine's tail (a ticket, then the partial states, read through as
-// many SMs as there are tiles). `bytes`: q, k, v, mask and the result;
-// `out_bytes`: the result; `state_bytes`: the workspace one split writes.
+// query tiles split in `splits` parts of `per_split` key tiles, by kiln's
+// performance model itself (perf/perf_model.h, on the GPU the GEMM tiles are
+// chosen for, gemm_tile_cost.h), the launch described as perf/plan_work.cpp
+// reads it from the kernel: its k-loop of `per_split` key tiles through two
+// stages, the L2 bytes every block streams (its Q tile and its K/V tiles:
+// query heads sharing a key/value head each read it, unless packed into one
+// block), the DRAM bytes, and a split's combine as the folded tail (the last
+// block of each query tile reads the partial states and writes the result).
+// `bytes`: q, k, v, mask and the result; `out_bytes`: the result;
+// `state_bytes`: the workspace one split writes.
 double split_cost_us(int64_t tiles, int64_t splits, int64_t per_split, int warps, int bq, int bk, int64_t d, int64_t dv,
                      size_t smem, double bytes, double out_bytes, double state_bytes) {
-  const TileCostModel& c = kTileCost;
   const int64_t dims = d + dv;
-  const double blocks = double(tiles) * double(splits);
-  const int by_regs = std::max(1, kAttentionWarpsPerSm / warps);
-  const int by_smem = std::max<int>(1, static_cast<int>(228 * 1024 / (smem + 1024)));
-  const double slots = c.sms * std::min(by_regs, by_smem);
-  const double waves = std::ceil(blocks / slots);
-  const double latency = waves * (double(per_split) * c.latency_us + 2 * c.latency_us);
-  const double busiest = std::ceil(blocks / c.sms);
-  const double resident_warps = std::min(busiest, slots / c.sms) * warps;
-  const double compute = busiest * 2.0 * bq * double(per_split) * bk * double(dims) /
-                         (c.sm_flops_per_us * std::min(1.0, resident_warps / 4));
+  perf::LaunchWork w;
+  w.kind = perf::WorkKind::Attention;
+  w.math = perf::Math::F16Tensor;
+  w.blocks = tiles * splits;
+  w.threads = 32 * warps;
+  w.registers = kAttentionRegisters;
+  w.smem_bytes = static_cast<int>(smem);
+  w.tile.bm = bq;
+  w.tile.bn = static_cast<int>(dv);
+  w.tile.bk = bk;
+  w.tile.stages = 2;
+  w.tile.k_tiles = per_split;
+  w.tile.split = static_cast<int>(splits);
+  w.block_flops = 2.0 * bq * double(per_split) * bk * double(dims);
+  w.flops = double(w.blocks) * w.block_flops;
   const double ws = splits > 1 ? double(splits) * state_bytes : 0;
-  const double memory = (bytes + ws) / c.bytes_per_us / std::min(1.0, blocks / c.sms);
-  const double l2 = blocks * 2.0 * (double(per_split) * bk * double(dims) + double(bq) * double(d)) / kL2BytesPerUs /
-                    std::min(1.0, blocks / c.sms);
-  double t = std::max({latency, compute, memory, l2});
-  if (splits > 1) t += std::max(2 * c.latency_us, (ws + out_bytes) / c.bytes_per_us / std::min(1.0, tiles / c.sms));
-  return t;
+  w.bytes = bytes + ws;
+  w.l2_bytes = double(w.blocks) * 2.0 * (double(per_split) * bk * double(dims) + double(bq) * double(d));
+  if (splits > 1) {
+    w.tail_blocks = tiles;
+    w.tail_bytes = ws + out_bytes;
+  }
+  return perf::estimate_launch(w, tile_choice_gpu()).est_us;
 }
 
 // The template's edits for a shape-generic kernel (emit_attention_tc.h):

@@ -79,11 +79,20 @@ GemmProblem generic_gemm_problem(const TiledGemm& g) {
   const int64_t batch_rep = is_symbolic_dim(g.M) ? 1
                             : rows               ? std::max<int64_t>(rows / std::max<int64_t>(g.M, 1), 1)
                                                  : 4096;
-  return {gemm_math(g), at(g.batch, batch_rep), at(g.M, rows ? rows : 4096), at(g.N, 512), at(g.K, 512), 0};
+  return {gemm_math(g),
+          at(g.batch, batch_rep),
+          at(g.M, rows ? rows : 4096),
+          at(g.N, 512),
+          at(g.K, 512),
+          0,
+          g.a.chunk && !g.a.chunk_k_fast,
+          g.b.chunk && !g.b.chunk_k_fast};
 }
 
 GemmTileConfig generic_gemm_tile(const TiledGemm& g, GemmMath math) {
-  if (g.syms.empty()) return choose_gemm_tile_config({math, g.batch, g.M, g.N, g.K, g.operand_bytes});
+  if (g.syms.empty())
+    return choose_gemm_tile_config({math, g.batch, g.M, g.N, g.K, g.operand_bytes, g.a.chunk && !g.a.chunk_k_fast,
+                                    g.b.chunk && !g.b.chunk_k_fast});
   // The wgmma kernel (the sm_90a opt-in) has no shape-generic form: a
   // symbolic problem takes the mma.sync tiles.
   ScopedSm90Wgmma no_wgmma(false);

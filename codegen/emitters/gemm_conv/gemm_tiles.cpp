@@ -1,5 +1,6 @@
 #include "codegen/emitters/gemm_conv/gemm_tiles.h"
 
+#include "codegen/emitters/gemm_conv/gemm_tile_cost.h"
 #include "codegen/emitters/gemm_conv/gemm_tiles_wgmma.h"
 
 #include <algorithm>
@@ -13,8 +14,9 @@ namespace kiln::codegen {
 
 namespace {
 
-// Blocks that fill an H100 (132 SMs) once: fewer tiles than this shrink the tile.
-constexpr int64_t kTargetBlocks = 132;
+// Blocks that fill the GPU tiles are chosen for (an H100: 132 SMs) once:
+// fewer tiles than this shrink the tile.
+int64_t target_blocks() { return tile_choice_gpu().sms; }
 
 thread_local GemmTileChooser tile_chooser;
 
@@ -32,29 +34,28 @@ void default_warps(GemmTileConfig& c) {
   c.warps_m = std::min(c.bm / std::min(c.bm, 32), 8 / c.warps_n);
 }
 
-constexpr const TileCostModel& kCost = kTileCost;
 // Each split keeps at least this many k-tiles (its cp.async pipeline overlaps
 // loads with math; fewer would spend the split on its prologue's latency).
 constexpr int64_t kMinSplitKTiles = 2;
-// A smaller tile than the heuristic's must be this much cheaper by the cost
-// terms to be taken: it re-reads the operands more often (from L2, which the
-// terms do not charge) and its blocks stage more per product -- unless it
-// gives a block to SMs the larger tile's grid leaves idle (sms_reached).
+// A smaller tile than the heuristic's must be this much cheaper by the model
+// to be taken: its blocks stage more per product, which the model does not
+// charge (its L2 term charges the operand re-reads) -- unless it gives a
+// block to SMs the larger tile's grid leaves idle (sms_reached).
 constexpr double kSmallerTileGain = 0.97;
-
-int warps_of(const GemmTileConfig& c) { return c.warps_m * c.warps_n; }
 
 // SMs that get at least one block of `c`'s grid (tiles x splits, at most 132).
 int64_t sms_reached(const GemmProblem& p, const GemmTileConfig& c) {
   const int64_t k_tiles_all = (p.K + c.bk - 1) / c.bk;
   return std::min<int64_t>(blocks_of(p, c.bm, c.bn) * split_k_of(c, k_tiles_all).splits,
-                           static_cast<int64_t>(kCost.sms));
+                           static_cast<int64_t>(tile_choice_gpu().sms));
 }
 
-// Blocks of `c` that one wave holds: 132 SMs x the blocks an SM keeps
-// resident (by its register file: 16 warps of this size; 4 blocks of 4 warps).
-int64_t wave_slots(const GemmTileConfig& c) {
-  return static_cast<int64_t>(kCost.sms) * std::max(1, static_cast<int>(kCost.warps_per_sm) / warps_of(c));
+// Blocks of `c` that one wave holds: the SMs x the blocks an SM keeps
+// resident by the model's occupancy (registers, threads, shared memory) at
+// the shallowest pipeline, which the depth chosen below one wave may deepen.
+int64_t wave_slots(const GemmProblem& p, GemmTileConfig c) {
+  c.stages = 2;
+  return int64_t(tile_choice_gpu().sms) * gemm_blocks_per_sm(p, c);
 }
 
 int stages_for(int64_t k_tiles, int64_t blocks, int64_t slots) {
@@ -69,76 +70,40 @@ int stages_for(int64_t k_tiles, int64_t blocks, int64_t slots) {
   return k_tiles <= 2 ? 2 : 3;
 }
 
-// The estimated time (us) of the GEMM with tile `c` split in `split` parts
-// (summed by a reduction kernel, or folded: by the last block of each tile),
-// as perf/perf_model.cpp estimates it: per launch the largest of compute,
-// memory and k-loop latency; a reduction kernel adds its own launch, a folded
-// split its tail.
-double split_cost_us(const GemmProblem& p, const GemmTileConfig& c, int64_t k_tiles_all, int64_t split, bool fold) {
-  GemmTileConfig s = c;
-  s.split_k = static_cast<int>(split);
-  const SplitK sk = split_k_of(s, k_tiles_all);
-  const double tiles = double(blocks_of(p, c.bm, c.bn)), blocks = tiles * double(sk.splits);
-  const double elem = p.math == GemmMath::Tf32 ? 4 : 2;
-  const double mn = double(p.batch) * double(p.M) * double(p.N);
-  const double operands =
-      p.operand_bytes > 0 ? double(p.operand_bytes) : double(p.batch) * double(p.M * p.K + p.K * p.N) * elem;
-  const double ws = sk.splits > 1 ? double(sk.splits) * mn * 4 : 0;
-  const int64_t slots = wave_slots(c);
-  const int stages = stages_for(sk.k_tiles, static_cast<int64_t>(blocks), slots);
-  const double waves = std::ceil(blocks / double(slots));
-  const double latency = waves * (double(sk.k_tiles) * kCost.latency_us / (stages - 1) + 2 * kCost.latency_us);
-  // The busiest SM runs ceil(blocks / SMs) blocks; its 4 sub-partitions' tensor cores are all busy only
-  // with 4 or more resident warps.
-  const double busiest = std::ceil(blocks / kCost.sms);
-  const double resident_warps = std::min(busiest, double(slots) / kCost.sms) * warps_of(c);
-  const double compute = busiest * 2.0 * c.bm * c.bn * c.bk * double(sk.k_tiles) /
-                         (kCost.sm_flops_per_us * std::min(1.0, resident_warps / 4));
-  const double memory =
-      (operands + (sk.splits > 1 ? ws : mn * elem)) / kCost.bytes_per_us / std::min(1.0, blocks / kCost.sms);
-  double t = std::max({latency, compute, memory});
-  if (sk.splits > 1 && fold) {
-    // The tail (perf/perf_model.cpp): the last block of each tile waits for its
-    // ticket (a fence, then an atomic: a round trip) and reads the tile's
-    // partial sums (another), on as many SMs as there are tiles.
-    t += std::max(2 * kCost.latency_us, (ws + mn * elem) / kCost.bytes_per_us / std::min(1.0, tiles / kCost.sms));
-  } else if (sk.splits > 1) {
-    const int64_t items = static_cast<int64_t>(mn) / (p.N % 4 == 0 ? 4 : 1);
-    const int threads = split_k_reduction_threads(items);
-    const double reduce_blocks = std::ceil(double(items) / threads);
-    t += std::max(2 * kCost.latency_us,
-                  (ws + mn * elem) / kCost.bytes_per_us / std::min(1.0, reduce_blocks / kCost.sms));
-    t += kCost.launch_us;
-  }
-  return t;
+// Tile `c` split in `split` parts (summed by a reduction kernel, or folded:
+// by the last block of each tile) with the pipeline stages_for gives it.
+GemmTileConfig with_split(const GemmProblem& p, GemmTileConfig c, int64_t split, bool fold) {
+  c.split_k = static_cast<int>(split);
+  c.fold_split = fold && split > 1;
+  const SplitK sk = split_k_of(c, (p.K + c.bk - 1) / c.bk);
+  c.stages = stages_for(sk.k_tiles, blocks_of(p, c.bm, c.bn) * sk.splits, wave_slots(p, c));
+  return c;
 }
 
 // The cheapest split of tile `c` for `p` (split_k, fold_split and stages set)
 // and its cost. Split-K (docs/codegen.md, "Split-K"): where the tiles leave
 // the GPU's resident block slots mostly empty, the split (each part of at
 // least kMinSplitKTiles k-tiles) and the way its partial sums are summed (a
-// reduction kernel, or folded into the GEMM) that the cost terms above put
-// fastest; the smallest split on a tie, and the reduction kernel on a tie.
+// reduction kernel, or folded into the GEMM) that kiln's performance model
+// (gemm_tile_cost.h) puts fastest; the smallest split on a tie, and the reduction kernel on a tie.
 std::pair<GemmTileConfig, double> best_split(const GemmProblem& p, GemmTileConfig c) {
   const int64_t k_tiles_all = (p.K + c.bk - 1) / c.bk;
   const int64_t tiles = blocks_of(p, c.bm, c.bn);
-  c.split_k = 1;
-  c.fold_split = false;
-  double best = split_cost_us(p, c, k_tiles_all, 1, false);
-  if (tiles < wave_slots(c) && k_tiles_all >= 2 * kMinSplitKTiles) {
+  GemmTileConfig best = with_split(p, c, 1, false);
+  double best_cost = gemm_tile_cost_us(p, best);
+  if (tiles < wave_slots(p, c) && k_tiles_all >= 2 * kMinSplitKTiles) {
     for (int64_t s = 2; s <= std::min<int64_t>(kMaxSplitK, k_tiles_all / kMinSplitKTiles); ++s) {
       GemmTileConfig t = c;
       t.split_k = static_cast<int>(s);
       if (split_k_of(t, k_tiles_all).splits != s) continue;  // the same split as a smaller s
       for (bool fold : {false, true}) {
-        const double cost = split_cost_us(p, c, k_tiles_all, s, fold);
-        if (cost < best) best = cost, c.split_k = static_cast<int>(s), c.fold_split = fold;
+        const GemmTileConfig cand = with_split(p, c, s, fold);
+        const double cost = gemm_tile_cost_us(p, cand);
+        if (cost < best_cost) best = cand, best_cost = cost;
       }
     }
   }
-  const SplitK sk = split_k_of(c, k_tiles_all);
-  c.stages = stages_for(sk.k_tiles, tiles * sk.splits, wave_slots(c));
-  return {c, best};
+  return {best, best_cost};
 }
 
 }  // namespace
@@ -171,7 +136,7 @@ std::string gemm_tile_name(const GemmTileConfig& c) {
 
 int split_k_reduction_threads(int64_t items) {
   for (int threads : {256, 128})
-    if ((items + threads - 1) / threads >= static_cast<int64_t>(kCost.sms)) return threads;
+    if ((items + threads - 1) / threads >= static_cast<int64_t>(tile_choice_gpu().sms)) return threads;
   return 64;
 }
 
@@ -209,10 +174,6 @@ std::string gemm_tile_invalid(const GemmTileConfig& c, const GemmProblem& p) {
   return "";
 }
 
-double gemm_tile_split_cost_us(const GemmProblem& p, const GemmTileConfig& c) {
-  return split_cost_us(p, c, (p.K + c.bk - 1) / c.bk, c.split_k, c.fold_split);
-}
-
 GemmTileConfig default_gemm_tile(const GemmProblem& p) {
   GemmTileConfig c;
   if (p.math == GemmMath::Simt) {
@@ -222,7 +183,7 @@ GemmTileConfig default_gemm_tile(const GemmProblem& p) {
     // Fewer blocks than one wave: smaller tiles, but not below 32 (each
     // halving doubles the staging traffic per product, and the simulator's
     // barrier count).
-    while (blocks_of(p, c.bm, c.bn) < kTargetBlocks && std::max(c.bm, c.bn) > 32) {
+    while (blocks_of(p, c.bm, c.bn) < target_blocks() && std::max(c.bm, c.bn) > 32) {
       if (c.bm >= c.bn) c.bm /= 2;
       else c.bn /= 2;
     }
@@ -237,13 +198,13 @@ GemmTileConfig default_gemm_tile(const GemmProblem& p) {
   // blocks than one wave and the tile is above 64.
   c.bm = p.M <= 16 ? 16 : p.M <= 32 ? 32 : p.M <= 64 ? 64 : 128;
   c.bn = p.N <= 16 ? 16 : p.N <= 32 ? 32 : p.N <= 64 ? 64 : 128;
-  while (blocks_of(p, c.bm, c.bn) < kTargetBlocks && std::max(c.bm, c.bn) > 64) {
+  while (blocks_of(p, c.bm, c.bn) < target_blocks() && std::max(c.bm, c.bn) > 64) {
     if (c.bm >= c.bn) c.bm /= 2;
     else c.bn /= 2;
   }
   c.bk = p.math == GemmMath::Tf32 ? 16 : 32;  // 64-byte rows of shared memory either way
   default_warps(c);
-  // Below one wave, the tile too is chosen by the cost terms: the heuristic's,
+  // Below one wave, the tile too is chosen by the model's cost: the heuristic's,
   // or a half, quarter ... of it along M, N or both (rows down to 16, columns to 32), each
   // with its best split and pipeline; a smaller tile only for a clear gain
   // (kSmallerTileGain), or at no more cost where its grid reaches SMs the
@@ -256,7 +217,7 @@ GemmTileConfig default_gemm_tile(const GemmProblem& p) {
   // kiln's model charges through its memory and epilogue terms: the grid
   // that reaches every SM is the faster one there (docs/codegen.md).
   auto [best, cost] = best_split(p, c);
-  if (blocks_of(p, c.bm, c.bn) < wave_slots(c)) {
+  if (blocks_of(p, c.bm, c.bn) < wave_slots(p, c)) {
     const GemmTileConfig base = c;
     // Halved, quartered ... down to 16 rows / 32 columns, larger tiles first (at equal cost and
     // reach the first stays).

@@ -46,23 +46,9 @@ struct GemmTileConfig {
 };
 
 // The tile, split-K and pipeline choices weigh a configuration's time with
-// the first-order terms of kiln's performance model (perf/perf_model.h,
-// docs/performance.md) on an H100 SXM: these are its constants, so the choice
-// is a function of the problem alone (plans do not depend on the GPU they are
-// built on).
-// (Shared with the attention emitter's split-KV choice, codegen/emitters/attention.)
-struct TileCostModel {
-  double sms = 132;                              // SMs
-  double warps_per_sm = 16;                      // warps of ~96-128 registers an SM holds (its 64K-register file)
-  double latency_us = 0.5;                       // a global load's round trip
-  double bytes_per_us = 3350e3 * 0.9;            // DRAM at 90% of 3350 GB/s
-  double sm_flops_per_us = 989.4e6 * 0.6 / 132;  // an SM's share of the fp16 tensor peak at mma.sync's rate
-  // The fractions of Hopper's dense peak (quoted for wgmma) that mma.sync and
-  // wgmma reach (docs/performance.md: assumptions, not measurements).
-  double mma_sync_fraction = 0.6, wgmma_fraction = 0.8;
-  double launch_us = 1.0;  // one more CUDA Graph node (the reduction kernel)
-};
-inline constexpr TileCostModel kTileCost;
+// kiln's performance model itself (gemm_tile_cost.h: perf/perf_model.h and
+// its calibrated constants, on an H100 SXM), so the choice is a function of
+// the problem alone (plans do not depend on the GPU they are built on).
 
 // How a configuration's split divides KT_ALL k-tiles: `splits` blocks of
 // `k_tiles` each (the last may run fewer), none empty.
@@ -72,7 +58,8 @@ struct SplitK {
 SplitK split_k_of(const GemmTileConfig& c, int64_t k_tiles_all);
 // Threads per block of the split-K reduction kernel for `items` work items
 // (one per thread): 256, or 128 or 64 when fewer blocks would leave some of
-// an H100's 132 SMs without one (an SM without a block issues no loads).
+// the SMs of the GPU tiles are chosen for (gemm_tile_cost.h: an H100's 132)
+// without one (an SM without a block issues no loads).
 int split_k_reduction_threads(int64_t items);
 
 struct GemmProblem {
@@ -82,6 +69,12 @@ struct GemmProblem {
   // memory (a conv's input and weights; 0: batch x (M x K + K x N) elements),
   // which the split-K choice weighs against its workspace traffic.
   int64_t operand_bytes = 0;
+  // Hints, not part of the key: the operands' shared-memory stages as the
+  // kernel lays them out (emit_gemm_mma.cpp): A stored [K, M] and B stored
+  // [K, N] (16-byte chunks along m / n) take stages of BK rows, padded along
+  // the tile's M / N; otherwise rows of M / N, padded along K. The model's
+  // occupancy weighs the shared memory that makes (gemm_tile_cost.h).
+  bool a_k_rows = false, b_k_rows = false;
 };
 
 // "f16", "bf16", "tf32", "simt".

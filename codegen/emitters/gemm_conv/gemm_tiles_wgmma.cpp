@@ -1,5 +1,7 @@
 #include "codegen/emitters/gemm_conv/gemm_tiles_wgmma.h"
 
+#include "codegen/emitters/gemm_conv/gemm_tile_cost.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -12,8 +14,6 @@ namespace {
 thread_local bool wgmma_on = false;
 
 constexpr size_t kSharedPerSm = 227 * 1024;  // an H100 SM's shared memory for blocks (opt-in maximum)
-
-int warps_of(const GemmTileConfig& c) { return c.warps_m * c.warps_n; }
 
 }  // namespace
 
@@ -39,37 +39,11 @@ std::string wgmma_tile_invalid(const GemmTileConfig& c, const GemmProblem& p) {
   return "";
 }
 
-// As gemm_tiles.cpp's split_cost_us for one split: the largest of k-loop
-// latency, compute and memory, over the waves the resident blocks make.
-double gemm_tile_cost_us(const GemmProblem& p, const GemmTileConfig& c) {
-  const TileCostModel& m = kTileCost;
-  const double blocks = double(p.batch) * double((p.M + c.bm - 1) / c.bm) * double((p.N + c.bn - 1) / c.bn);
-  const double elem = 2;
-  const double mn = double(p.batch) * double(p.M) * double(p.N);
-  const double operands =
-      p.operand_bytes > 0 ? double(p.operand_bytes) : double(p.batch) * double(p.M * p.K + p.K * p.N) * elem;
-  const int64_t k_tiles = (p.K + c.bk - 1) / c.bk;
-  // Resident blocks per SM: by registers (16 warps of ~128 registers), and
-  // for wgmma tiles (deep rings) by shared memory too.
-  int per_sm = std::max(1, static_cast<int>(m.warps_per_sm) / warps_of(c));
-  if (c.wgmma) per_sm = std::max(1, std::min<int>(per_sm, static_cast<int>(kSharedPerSm / wgmma_ring_bytes(c))));
-  const double slots = m.sms * per_sm;
-  const double waves = std::ceil(blocks / slots);
-  const double latency = waves * (double(k_tiles) * m.latency_us / (c.stages - 1) + 2 * m.latency_us);
-  const double busiest = std::ceil(blocks / m.sms);
-  const double resident_warps = std::min(busiest, slots / m.sms) * warps_of(c);
-  const double rate = c.wgmma ? m.sm_flops_per_us / m.mma_sync_fraction * m.wgmma_fraction : m.sm_flops_per_us;
-  const double compute =
-      busiest * 2.0 * c.bm * c.bn * c.bk * double(k_tiles) / (rate * std::min(1.0, resident_warps / 4));
-  const double memory = (operands + mn * elem) / m.bytes_per_us / std::min(1.0, blocks / m.sms);
-  return std::max({latency, compute, memory});
-}
-
 std::optional<GemmTileConfig> wgmma_tile_if_faster(const GemmProblem& p, const GemmTileConfig& mma) {
   if (p.math != GemmMath::F16 && p.math != GemmMath::BF16) return std::nullopt;
   const int64_t k_tiles = (p.K + 63) / 64;
   std::optional<GemmTileConfig> best;
-  double best_cost = gemm_tile_split_cost_us(p, mma);
+  double best_cost = gemm_tile_cost_us(p, mma);
   for (int bm : {128, 64})
     for (int bn : {256, 128, 64}) {
       GemmTileConfig c;

@@ -8,11 +8,11 @@
 // only. Until bench/gpu_run_all.sh has validated the wgmma kernels on an
 // H100, no default target chooses them (docs/codegen.md, "wgmma GEMM").
 //
-// Choice: the wgmma tile whose estimated time by kiln's model (the terms of
-// gemm_tiles.cpp's split_cost_us for one split, with the tensor cores at the
-// wgmma fraction of the peak, TileCostModel::wgmma_fraction, and the blocks
-// an SM keeps limited by shared memory too) is lowest, if it is lower than
-// the chosen mma.sync tile's (with its split-K, at the mma.sync fraction).
+// Choice: the wgmma tile whose estimated time by kiln's performance model
+// (gemm_tile_cost.h: the tensor cores at the GPU's wgmma fraction of the
+// peak, the blocks an SM keeps limited by the deep ring's shared memory) is
+// lowest, if it is lower than the chosen mma.sync tile's (with its split-K,
+// at the mma.sync fraction).
 // wgmma tiles have no split-K yet: below one wave the split mma.sync kernel
 // usually stays.
 #pragma once
@@ -47,9 +47,5 @@ size_t wgmma_ring_bytes(const GemmTileConfig& c);
 // The wgmma tile for `p` where the model puts it faster than `mma` (the
 // mma.sync tile chosen for `p`); nullopt otherwise.
 std::optional<GemmTileConfig> wgmma_tile_if_faster(const GemmProblem& p, const GemmTileConfig& mma);
-// The model's estimate (us) of `c` (mma.sync or wgmma, no split-K) for `p`.
-double gemm_tile_cost_us(const GemmProblem& p, const GemmTileConfig& c);
-// gemm_tiles.cpp's estimate of an mma.sync tile with its split (split_k, fold_split).
-double gemm_tile_split_cost_us(const GemmProblem& p, const GemmTileConfig& c);
 
 }  // namespace kiln::codegen
