@@ -53,7 +53,7 @@ std::vector<GqaCase> gqa_cases() {
        false,
        2},
       {"decode bf16 D=64 H=16 Hk=2 (G=8) batch 2 mask[B,1,1,Sk] past 999", DType::BF16, S{2, 16, 1, 64},
-       S{2, 2, 999, 64}, S{2, 1, 1, 999}, 0, 0, -1, false, 4},
+       S{2, 2, 999, 64}, S{2, 1, 1, 999}, 0, 0, -1, false, 2},
       // G = 3 where the cost terms keep one head per block: each reads its group's K/V.
       {"decode f16 D=128 H=12 Hk=4 (G=3) mask[B,H,1,Sk] past 517", DType::F16, S{1, 12, 1, 128}, S{1, 4, 517, 128},
        S{1, 12, 1, 517}, 0, 0, -1, false, 1},
@@ -68,15 +68,20 @@ std::vector<GqaCase> gqa_cases() {
        false,
        3},
       // Several queries per head: a block's rows span heads, each row its own causal limit.
-      {"f16 D=64 H=8 Hk=2 Sq=3 causal past 700", DType::F16, S{1, 8, 3, 64}, S{1, 2, 700, 64}, {}, 1, 0, -1, false, 2},
+      // (Packed by the pre-calibration constants; the calibrated model keeps one head per block, spreading
+      // the split's combine over more tiles. The G = 3 case below packs rows of several queries.)
+      {"f16 D=64 H=8 Hk=2 Sq=3 causal past 700", DType::F16, S{1, 8, 3, 64}, S{1, 2, 700, 64}, {}, 1, 0, -1, false, 1},
       {"bf16 D=64 H=12 Hk=4 (G=3) Sq=2 causal mask[B,H,Sq,Sk] past 1100", DType::BF16, S{2, 12, 2, 64},
        S{2, 4, 1100, 64}, S{2, 12, 2, 1100}, 1, 0, -1, false, 3},
       {"bf16 D=64 H=6 Hk=1 (MQA) Sq=5 causal mask[Sq,Sk] past 333", DType::BF16, S{1, 6, 5, 64}, S{1, 1, 333, 64},
-       S{5, 333}, 1, 0, -1, false, 2},
+       S{5, 333}, 1, 0, -1, false, 1},
       {"decode f16 D=64 H=8 Hk=2 masked row -> NaN", DType::F16, S{1, 8, 1, 64}, S{1, 2, 901, 64}, S{1, 8, 1, 901}, 0,
-       0, 5, false, 4},
+       0, 5, false, 1},
       {"decode f16 D=64 H=8 Hk=2 masked row nan_to_zero", DType::F16, S{1, 8, 1, 64}, S{1, 2, 901, 64}, S{1, 8, 1, 901},
-       0, 1, 5, false, 4},
+       0, 1, 5, false, 1},
+      // A masked row in a packed kernel (the two above now run one head per block).
+      {"decode f16 D=128 H=32 Hk=8 masked row -> NaN past 2048", DType::F16, S{1, 32, 1, 128}, S{1, 8, 2048, 128},
+       S{1, 32, 1, 2048}, 0, 0, 5, false, 2},
       {"decode bf16 D=128 H=32 Hk=8 NaN score past 1500",
        DType::BF16,
        S{1, 32, 1, 128},
