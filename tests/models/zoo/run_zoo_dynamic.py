@@ -15,7 +15,12 @@ listed model that passes or fails with another message. A refusal (a family
 with no shape-generic kernel yet, named by node) is listed with its message;
 a wrong answer is never listed.
 
-Usage: run_zoo_dynamic.py --kiln KILN --zoo DIR --precision fp32|fp16 [--json OUT] [models...]
+With --doc DOC (docs/dynamic_shapes.md), each passing model's row of the
+dynamic-zoo table must state its plan's shape-generic launches
+(doc_launch_counts.py); with --update-doc too, the rows get the plans' counts.
+
+Usage: run_zoo_dynamic.py --kiln KILN --zoo DIR --precision fp32|fp16 [--json OUT]
+       [--doc DOC [--update-doc]] [models...]
 Needs numpy and onnx (the project's .venv).
 """
 import argparse
@@ -33,6 +38,7 @@ from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import doc_launch_counts  # noqa: E402
 from run_zoo import read_table, tolerance, vacuous_bound  # noqa: E402
 
 TIMEOUT_S = 900
@@ -141,8 +147,12 @@ def main():
     ap.add_argument("--zoo", required=True, help="folder of prepared dynamic zoo models (build/zoo_dynamic)")
     ap.add_argument("--precision", required=True, choices=("fp32", "fp16"))
     ap.add_argument("--json", help="write every model's result here")
+    ap.add_argument("--doc", help="docs/dynamic_shapes.md: its table must state each plan's launches")
+    ap.add_argument("--update-doc", action="store_true", help="with --doc: write the plans' launches into it")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
+    if a.update_doc and not a.doc:
+        ap.error("--update-doc needs --doc")
     src = os.path.join(HERE, "dynamic")
     expected = read_table(os.path.join(src, "expected_failures.txt"), 2)
     suffix = ".skeleton.onnx"
@@ -184,6 +194,14 @@ def main():
             print(f"  {r['message'][:1500]}", flush=True)
         if verdict not in ("pass", "expected refusal"):
             problems.append(m)
+    if a.doc and a.update_doc:
+        for m in doc_launch_counts.update(a.doc, a.precision, results):
+            print(f"{a.doc}: {m} [{a.precision}]: {results[m]['shape_generic_launches']} launches written")
+    elif a.doc:
+        stale = doc_launch_counts.check(a.doc, a.precision, results)
+        for line in stale:
+            print(line, flush=True)
+        problems += stale
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"precision": a.precision, "target": "sm_90", "results": results}, f, indent=1, sort_keys=True)
