@@ -73,6 +73,16 @@ def add(mc):
     x = np.array([[-1, 0, 1], [2, -3, 4]], np.float32)
     mc.write_test_data(d, [("x", x)], [("y", -np.maximum(x, 0))])
 
+    # --- a graph output listed twice: ONNX Runtime returns it twice, kiln's ref
+    # and sim backends too (tests/cli/duplicate_outputs_test.sh); a plan binds
+    # outputs by name and refuses it before compiling anything (branch defects10)
+    twice = mc.model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [mc.vi("x", [2, 3])],
+                     [mc.vi("y", [2, 3]), mc.vi("y", [2, 3])])
+    said = 'model.onnx: graph output "y" is listed twice (outputs 0 and 1): a plan\'s outputs are bound by name'
+    mc.save("graph_output_twice_in_a_plan", twice, said, commands=("compile",), args=["-o", "model.plan"])
+    mc.save("graph_output_twice_saved_engine", twice, said, commands=("run",),
+            args=["--target", "cpu", "--save-engine", "model.plan"])
+
     # --- flags as a shell or trtexec user types them ----------------------------
     save_relu("shapes_dimension_left_out", "--shapes: '' in 'x:2x3x' is not a dimension",
               ("compile", "run", "inspect", "dump-ir"), ["--shapes", "x:2x3x"])
