@@ -16,6 +16,7 @@
 #include "ir/error.h"
 #include "ir/specialize.h"
 #include "ops/registry.h"
+#include "tools/kiln/cli_checks.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/compare_ort.h"
 #include "tools/kiln/compile_flags.h"
@@ -38,13 +39,33 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 // `kiln run MODEL.plan` runs it, on --backend auto (default: the GPU when
 // usable, else the runtime's CPU path, said on the backend line), gpu, ref or
 // sim (the plan's own kernels on the CPU simulator).
+// --backend gpu (or sim through a plan) with a target that builds no GPU
+// kernels. The message says what the user gave: their --target, or none
+// (then the default of a machine without a GPU is the CPU, and blaming a
+// "--target cpu" they never typed would send them looking for it).
+[[noreturn]] void refuse_backend_without_kernels(const RunCommand& c, const std::string& backend) {
+  if (c.target_flag && c.target_flag->count() > 0)
+    fail("{}: --backend {} runs GPU kernels and --target {} builds none: add --target auto, portable or sm_XX ({})",
+         c.model, backend, c.copts.pass.target,
+         backend == "gpu" ? "kiln doctor names this GPU's arch" : "the simulator runs any GPU arch's kernels");
+  // No --target and a GPU present would have chosen it (choose_default_target).
+  if (backend == "gpu")
+    fail(
+        "{}: --backend gpu runs GPU kernels, and no --target was given: with no GPU here ({}) kiln run's default "
+        "target is the CPU, which builds none. Run it where a GPU is (there the default target is that GPU; kiln "
+        "doctor checks), build a plan for one here with `kiln compile {} --target sm_XX -o model.plan`, or run on "
+        "the CPU with --backend ref",
+        c.model, detect_local_gpu().why, c.model);
+  fail(
+      "{}: --backend {} runs a plan's GPU kernels, and no --target was given: kiln run's default target here is the "
+      "CPU, which builds none; add --target portable or sm_XX (the simulator runs any GPU arch's kernels)",
+      c.model, backend);
+}
+
 int run_onnx_through_plan(RunCommand& c) {
   const std::string backend = c.backend.empty() ? "auto" : c.backend;
   if (!is_gpu_target(c.copts.pass.target) && (backend == "gpu" || backend == "sim"))
-    fail(
-        "{}: --backend {} runs a plan's GPU kernels and --target {} builds none: add --target auto, portable or sm_XX ({})",
-        c.model, backend, c.copts.pass.target,
-        backend == "gpu" ? "kiln doctor names this GPU's arch" : "the simulator runs any GPU arch's kernels");
+    refuse_backend_without_kernels(c, backend);
   std::string ort_exe = c.compare.empty() ? "" : ort_python();  // a missing ORT fails before the compile
   CompileModelOptions o;
   o.build = c.copts;
@@ -109,6 +130,7 @@ CLI::App* register_run(CLI::App& app, RunCommand& c) {
   run->add_option("--backend", c.backend,
                   "Backend: ref, sim (generated kernels on the CPU simulator); plans and GPU targets also auto "
                   "(their default: the GPU when usable, else ref) and gpu")
+      ->check(check_backend_name, "BACKEND")
       ->group("Runtime");
   add_input_flags(run, c.inputs, c.input_ranges);
   run->add_option("--outputs", c.outputs_dir,
@@ -186,11 +208,7 @@ int run_run(RunCommand& c) {
   if (runs_through_plan(c.copts.pass.target, c.save_engine)) return run_onnx_through_plan(c);
   std::string backend = c.backend;
   if (backend.empty() || backend == "auto") backend = "ref";
-  if (backend == "gpu")
-    fail(
-        "{}: --backend gpu runs GPU kernels and --target {} builds none: add --target auto, portable or sm_XX (kiln doctor names "
-        "this GPU's arch)",
-        c.model, c.copts.pass.target);
+  if (backend == "gpu") refuse_backend_without_kernels(c, backend);
   c.copts.pipeline.source = c.model;  // passes' errors name the model, as the importer's do
   auto t0 = std::chrono::steady_clock::now();
   std::string ort_exe = c.compare.empty() ? "" : ort_python();  // a missing ORT fails before the compile
