@@ -21,6 +21,7 @@
 #include "tools/kiln/compare_ort.h"
 #include "tools/kiln/compile_flags.h"
 #include "tools/kiln/compile_messages.h"
+#include "tools/kiln/model_stdin.h"
 #include "tools/kiln/onnx_to_plan.h"
 #include "tools/kiln/output_report.h"
 #include "tools/kiln/run_inputs.h"
@@ -62,7 +63,7 @@ double ms_since(std::chrono::steady_clock::time_point t) {
       c.model, backend);
 }
 
-int run_onnx_through_plan(RunCommand& c) {
+int run_onnx_through_plan(RunCommand& c, const ModelSource& source) {
   const std::string backend = c.backend.empty() ? "auto" : c.backend;
   if (!is_gpu_target(c.copts.pass.target) && (backend == "gpu" || backend == "sim"))
     refuse_backend_without_kernels(c, backend);
@@ -72,7 +73,7 @@ int run_onnx_through_plan(RunCommand& c) {
   o.input_shapes = parse_shapes_flag(c.shapes);
   set_shape_profiles(o, parse_shape_profiles(c.model, c.min_shapes, c.opt_shapes, c.max_shapes));
   o.batch = c.batch;
-  CompileResult built = compile_to_plan(c.model, o, c.save_engine);
+  CompileResult built = compile_to_plan(source, o, c.save_engine);
   std::cout << fmt::format("compile: {}; {} nodes -> {} nodes, GPU kernels: {}\n", build_times(built),
                            built.passes.nodes_in, built.passes.nodes_out,
                            built.plan_gpu_kernels ? fmt::format("{} for {}", built.plan_gpu_kernels, built.plan_target)
@@ -110,7 +111,7 @@ void choose_default_target(RunCommand& c) {
       "warning: {}: no GPU here ({}): running on the CPU reference backend, not on GPU kernels. For GPU kernels, "
       "run it where a GPU is (kiln doctor checks), or build a plan here with `kiln compile {} -o model.plan` (a "
       "portable GPU plan) and run that on a GPU machine; --backend ref asks for the CPU without this warning\n",
-      c.model, gpu.why, c.model);
+      c.model, gpu.why, c.model == kStdinName ? "-" : c.model);
 }
 
 }  // namespace
@@ -190,7 +191,7 @@ int run_data_dependent(RunCommand& c, const Graph& g, const std::map<std::string
 }  // namespace
 
 int run_run(RunCommand& c) {
-  if (is_plan_file(c.model)) {
+  if (!is_stdin_arg(c.model) && is_plan_file(c.model)) {
     if (!c.compare.empty())
       fail("{}: --compare ort needs the ONNX model (ONNX Runtime cannot run a plan): kiln run MODEL.onnx --compare ort",
            c.model);
@@ -202,10 +203,19 @@ int run_run(RunCommand& c) {
     ro.iterations = c.iterations;
     return run_plan_command(PlanSource{c.model}, ro);
   }
+  // "-": the model from standard input (tools/kiln/model_stdin.h), named
+  // "<stdin>" in messages from here on.
+  const ModelSource source = model_source_of(c.model);
+  if (source.path.empty() && !c.compare.empty())
+    fail(
+        "{}: --compare ort runs ONNX Runtime on the model's file, and this model came from standard input: give "
+        "its path",
+        source.display_name);
+  c.model = source.display_name;
   choose_default_target(c);
   // With --min/--opt/--max-shapes through a plan, the plan carries the
   // profile (compile_model refuses a GPU target: no shape-generic kernels yet).
-  if (runs_through_plan(c.copts.pass.target, c.save_engine)) return run_onnx_through_plan(c);
+  if (runs_through_plan(c.copts.pass.target, c.save_engine)) return run_onnx_through_plan(c, source);
   std::string backend = c.backend;
   if (backend.empty() || backend == "auto") backend = "ref";
   if (backend == "gpu") refuse_backend_without_kernels(c, backend);
@@ -221,7 +231,8 @@ int run_run(RunCommand& c) {
   io.batch = c.batch;
   StderrCompileMessages messages(c.copts.show_progress);
   messages.attach(io, c.copts);
-  ImportResult r = import_onnx_file(c.model, io);
+  ImportResult r = source.path.empty() ? import_onnx_bytes(source.bytes, source.base_dir, source.display_name, io)
+                                       : import_onnx_file(source.path, io);
   std::vector<std::string> names;
   for (const Value* v : r.graph->inputs()) names.push_back(v->name());
   check_shapes_names(io.input_shapes, names, c.model);
