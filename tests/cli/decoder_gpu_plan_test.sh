@@ -11,10 +11,15 @@
 # and 17 positions) on the simulator (the plan's kernels and launch list) and
 # through the runtime's CPU path, each equal to ONNX Runtime (fp16 within the
 # fp16 tolerance).
-# Usage: decoder_gpu_plan_test.sh KILN ZOO_DIR
+# With gpu (bench/gpu_lease.sh, on a machine with a GPU), the runtime's GPU
+# engine takes ref's place: each plan on the GPU, equal to ONNX Runtime and
+# to the simulator's run of the same kernels.
+# Usage: decoder_gpu_plan_test.sh KILN ZOO_DIR [gpu]
 set -euo pipefail
 kiln=$1
 model=$2/llama_kv_prefill/model.onnx
+other=${3:-ref}  # what the simulator's run is held equal to: ref (the CPU path) or gpu
+case $other in ref|gpu) ;; *) echo "decoder_gpu_plan_test.sh: the third argument is gpu or nothing, not '$other'" >&2; exit 1 ;; esac
 t=$(cd "$(dirname "$0")" && pwd)
 py=${KILN_PYTHON:-$t/../../.venv/bin/python}
 [ -x "$py" ] || py=python3
@@ -54,12 +59,13 @@ for prec in fp32 fp16; do
       ins="$ins,$c:$dir/${c}_$sp.npy"
       pairs="$pairs $c=$dir/${c}_$sp.npy"
     done
-    for be in sim ref; do
+    for be in sim $other; do
       rm -rf "$dir/o_$be"
       "$kiln" run "$plan" --backend $be --inputs "$ins" --outputs "$dir/o_$be" >"$out" 2>&1 ||
         fail "$prec plan on $be at seq_past $sp: exit $?"
-      [ $be = ref ] || grep -q "^backend: sim (the plan's kernels and launch list" "$out" ||
+      [ $be != sim ] || grep -q "^backend: sim (the plan's kernels and launch list" "$out" ||
         fail "$prec plan on sim at seq_past $sp did not run the plan's kernels"
+      [ $be != gpu ] || grep -q "^backend: gpu" "$out" || fail "$prec plan at seq_past $sp did not run on the GPU"
       # At fp16 the odd prefills are checked against the reference below
       # only: the fp16 model's rounding puts one logit of the 5-token prefill
       # 0.004 off ONNX Runtime's fp32 one (so before the rotary epilogue too).
@@ -69,8 +75,8 @@ for prec in fp32 fp16; do
         fail "$prec plan on $be at seq_past $sp differs from ONNX Runtime: $(grep differ "$out" | head -1)"
       echo "ok: $prec, $be, seq_past $sp, one sm_90 plan, equal to ONNX Runtime"
     done
-    # The plan's kernels on the simulator against the reference, at the tolerance of the plan's precision.
-    "$py" - "$dir/o_sim" "$dir/o_ref" $prec >"$out" 2>&1 <<'EOF' ||
+    # The plan's kernels on the simulator against ref (or the GPU), at the tolerance of the plan's precision.
+    "$py" - "$dir/o_sim" "$dir/o_$other" $prec >"$out" 2>&1 <<'EOF' ||
 import os, sys
 import numpy as np
 sim, ref, prec = sys.argv[1:4]
@@ -78,12 +84,12 @@ atol, rtol = (2.5e-3, 1e-3) if prec == "fp16" else (1e-5, 1e-4)
 for n in sorted(os.listdir(ref)):
     a, b = np.load(os.path.join(sim, n)), np.load(os.path.join(ref, n))
     if a.shape != b.shape:
-        sys.exit(f"{n}: shape {a.shape} on sim, {b.shape} on ref")
+        sys.exit(f"{n}: shape {a.shape} on sim, {b.shape} on the other run")
     if not np.isclose(a, b, atol=atol, rtol=rtol).all():
         sys.exit(f"{n}: worst difference {np.abs(a.astype(np.float64) - b).max()}")
 EOF
-      fail "$prec plan at seq_past $sp: sim differs from ref: $(cat "$out")"
-    echo "ok: $prec, sim equal to ref, seq_past $sp"
+      fail "$prec plan at seq_past $sp: sim differs from $other: $(cat "$out")"
+    echo "ok: $prec, sim equal to $other, seq_past $sp"
   done
 done
-echo "PASS: the decoder's prefill and decode steps from one sm_90 plan at fp32 and fp16 on sim and ref"
+echo "PASS: the decoder's prefill and decode steps from one sm_90 plan at fp32 and fp16 on sim and $other"
