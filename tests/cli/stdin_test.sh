@@ -1,11 +1,12 @@
 #!/bin/sh
 # "-" reads from standard input (branch defects10; tools/kiln/model_stdin.h):
-# the ONNX model for kiln compile/run/inspect (the plan compiled from it is
-# the file's, byte for byte; the run's outputs are the file's) and an input
-# for kiln run --inputs NAME:-. Refused with exit 1 and a message naming
-# <stdin>: a model with external data (no folder to find it in), a plan piped
-# in, empty input, the model and an input both from it, --compare ort, and a
-# terminal (where kiln would wait for input nobody types).
+# the ONNX model for kiln compile/run/inspect/bench/dump-ir (the plan compiled
+# from it is the file's, byte for byte; the run's outputs and the IR are the
+# file's) and an input for kiln run --inputs NAME:-. Refused with exit 1 and
+# a message naming <stdin>: a model with external data (no folder to find it
+# in), a plan piped in, empty input, the model and an input both from it,
+# --compare ort, and a terminal (where kiln would wait for input nobody
+# types).
 # Usage: stdin_test.sh KILN TESTS_CLI_DIR VENV_PYTHON
 set -u
 kiln=$1
@@ -42,6 +43,11 @@ grep -q 'input "x": f32\[2,3,8\] from <stdin>' "$out" || fail "--inputs x:-: not
 for f in y m t; do cmp -s "$dir/file/$f.npy" "$dir/in/$f.npy" || fail "--inputs x:-: output $f is not the file's"; done
 "$kiln" inspect - <"$t/small.onnx" >"$out" 2>&1 || fail "inspect -: exit $?"
 grep -q '^model: <stdin> (ONNX IR version 8' "$out" || fail "inspect -: no model line naming <stdin>"
+"$kiln" dump-ir "$t/small.onnx" -O >"$dir/file.kir" 2>&1 || fail "dump-ir the file: exit $?"
+"$kiln" dump-ir - -O <"$t/small.onnx" >"$dir/stdin.kir" 2>&1 || fail "dump-ir -: exit $?"
+cmp -s "$dir/file.kir" "$dir/stdin.kir" || fail "dump-ir -: not the file's IR"
+"$kiln" bench - --backend ref --iterations 2 --warmup-ms 0 <"$t/small.onnx" >"$out" 2>&1 || fail "bench -: exit $?"
+grep -q '^Model: <stdin> (5 nodes' "$out" || fail "bench -: no model line naming <stdin>"
 
 "$py" - "$dir" <<'PY' || fail "writing the external-data model"
 import sys

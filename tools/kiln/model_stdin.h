@@ -1,5 +1,6 @@
 // `-` as a file name for what kiln reads: `kiln compile - -o m.plan`,
-// `kiln run -`, `kiln inspect -` read the ONNX model from standard input
+// `kiln run -`, `kiln inspect -`, `kiln bench -`, `kiln dump-ir -` read the
+// ONNX model from standard input
 // (`cat m.onnx | kiln run -`, `curl ... | kiln compile - -o m.plan`), as
 // `kiln opt -` reads IR text, and `kiln run M --inputs x:-` reads input x
 // (a .npy or TensorProto) from it. Messages name it "<stdin>". A model read
