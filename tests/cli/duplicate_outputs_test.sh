@@ -3,7 +3,8 @@
 # onnx.checker accepts): ONNX Runtime returns it twice, and so do kiln run's
 # CPU backends on the .onnx (ref and sim), two outputs with the same values,
 # written apart. A plan refuses it by name (its outputs are bound by name; the
-# refusals are the robustness cases graph_output_twice_*).
+# refusals are the robustness cases graph_output_twice_*), and kiln inspect
+# says so.
 # Usage: duplicate_outputs_test.sh KILN TESTS_CLI_DIR VENV_PYTHON
 set -u
 kiln=$1
@@ -39,4 +40,7 @@ KILN_PYTHON=$py "$kiln" run "$dir/twice.onnx" --backend ref --inputs "x:$dir/x.n
 expect_error 'twice.onnx: graph output "y" is listed twice (outputs 0 and 1)' compile "$dir/twice.onnx" \
   --target cpu -o "$dir/twice.plan"
 [ -e "$dir/twice.plan" ] && fail "a plan was written"
+# kiln inspect ("will kiln compile this model?") says the same, exit 1.
+expect_error 'coverage: no plan target takes this model (kiln run --backend ref or sim runs it): ' inspect "$dir/twice.onnx"
+grep -qF 'graph output "y" is listed twice (outputs 0 and 1)' "$out" || fail "inspect does not name the output"
 echo PASS

@@ -13,6 +13,7 @@
 
 #include "frontend/tensor_proto.h"
 #include "compiler/import_checked.h"
+#include "compiler/plan_writer.h"
 #include "ir/error.h"
 #include "ir/file_io.h"
 #include "ir/string_values.h"
@@ -240,15 +241,29 @@ int run_inspect(const InspectOptions& o) {
   std::optional<std::string> strings;
   if (c.result.graph) strings = first_string_value(*c.result.graph);
   if (strings) j["cpu_backends_only"] = fmt::format("{} holds {}", *strings, kStringsCpuOnly);
-  bool ok = c.problems.empty() && c.model_error.empty() && !strings;
+  // A value listed twice in graph.output: no plan takes it either
+  // (compiler/plan_writer.h); ref and sim return it twice.
+  std::string twice;
+  if (c.result.graph) {
+    try {
+      refuse_duplicate_output_names(*c.result.graph, model);
+    } catch (const Error& e) {
+      twice = e.what();
+      if (!strings) j["cpu_backends_only"] = twice;
+    }
+  }
+  bool ok = c.problems.empty() && c.model_error.empty() && !strings && twice.empty();
   j["supported"] = ok;
   if (!c.model_error.empty()) std::cout << "model problem: " << c.model_error << "\n";
   if (strings)
     std::cout << fmt::format(
         "coverage: {} holds {}: no plan target takes this model (run it with kiln run --backend ref)\n", *strings,
         kStringsCpuOnly);
+  if (!twice.empty())
+    std::cout << fmt::format("coverage: no plan target takes this model (kiln run --backend ref or sim runs it): {}\n",
+                             twice);
   if (c.problems.empty() && c.model_error.empty()) {
-    if (!strings) std::cout << "coverage: every node is supported\n";
+    if (!strings && twice.empty()) std::cout << "coverage: every node is supported\n";
   } else if (!c.problems.empty()) {
     std::cout << fmt::format("coverage: {} of {} nodes cannot be compiled:\n", c.problems.size(), g.node_size());
     for (const ImportProblem& p : c.problems)
