@@ -5,8 +5,11 @@
 # causal mask, GQA attention, the caches appended) compiled once for sm_90
 # with seq in [1, 64] and past in [0, 64], at fp32 and at fp16, every launch
 # shape-generic, the merged QKV projection with its rotary slices one kernel
-# per layer (no GEMM epilogue split back), the two ranges inside the kernels
-# that read them; each plan runs prefills (seq 8 and
+# per layer (no GEMM epilogue split back), the causal mask computed from
+# ranges read as the attention's causal=1 (no mask kernel), the positions and
+# rotary cos/sin computed in each rotary kernel (rematerialize-symbolic), and
+# the plan's launch count (the static plan
+# at one shape has 29); each plan runs prefills (seq 8 and
 # the odd 5, past 0; a chunk of 3 after 9) and decode steps (seq 1 after 8, 9
 # and 17 positions) on the simulator (the plan's kernels and launch list) and
 # through the runtime's CPU path, each equal to ONNX Runtime (fp16 within the
@@ -31,6 +34,9 @@ fi
 decoder_profile 64
 decoder_inputs 8_0 5_0 3_9 1_8 1_9 1_17
 
+# Launches of each plan (docs/dynamic_shapes.md "The decoder as one GPU plan").
+launches_fp32=31
+launches_fp16=35
 for prec in fp32 fp16; do
   plan=$dir/decoder_$prec.plan
   "$kiln" compile "$model" --target sm_90 --precision $prec --min-shapes "$min" --max-shapes "$max" -o "$plan" \
@@ -39,14 +45,20 @@ for prec in fp32 fp16; do
   if grep -q "split back: a gemm_epilogue group" "$out"; then
     fail "decoder ($prec): a GEMM epilogue was split back: $(grep 'split back: a gemm_epilogue' "$out" | head -1)"
   fi
+  # The mask `range(past+seq) <= range(seq) + past` is causal at every shape: both attentions take causal=1.
+  grep -q "^recognize-patterns .* attention-causal=2" "$out" ||
+    fail "decoder ($prec): the causal mask computed from ranges is not the attentions' causal=1: $(grep '^recognize-patterns' "$out")"
   "$kiln" inspect "$plan" >"$out" 2>&1 || fail "inspect ($prec): exit $?"
-  # Every launch is shape-generic; the two ranges are computed in the kernels reading them (the
-  # positions' and the mask's), with no launch of their own.
+  # Every launch is shape-generic; the positions, their range and the rotary cos/sin are computed
+  # in each of the 4 rotary kernels (queries and keys of 2 layers), with no launch of their own;
+  # the mask's range is gone with the mask.
   n=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]*\) kernel launches.*/\1/p' "$out")
   [ -n "$n" ] || fail "inspect ($prec) shows no GPU kernels"
+  want=$(eval echo "\$launches_$prec")
+  [ "$n" = "$want" ] || fail "decoder ($prec): $n launches, not $want"
   grep -q "^shape-generic launches: $n (" "$out" || fail "decoder ($prec): not all $n launches are shape-generic"
-  [ "$(grep -c '^ *[0-9][0-9]* #[0-9]* /Range[_0-9]*+' "$out")" = 2 ] ||
-    fail "decoder ($prec): the two ranges are not in the kernels that read them"
+  [ "$(grep -c '^ *[0-9][0-9]* #[0-9]* /Range[_0-9]*+' "$out")" = 4 ] ||
+    fail "decoder ($prec): the positions' range is not in the 4 rotary kernels that read it"
   if grep -q ' kiln_misc_range_' "$out"; then fail "decoder ($prec): a range has a launch of its own"; fi
   tol=
   if [ $prec = fp16 ]; then
