@@ -135,9 +135,10 @@ class Fuse : public Pass {
   }
 
   // Asks codegen about every group that would become a fused node; cuts the
-  // epilogue of an anchored one it refuses, or seals. Returns true when the walk must run again; else the
-  // parts asked about, by group id, are in `asked` for outlining (a 100k-node
-  // chain's body is built once, not once to ask and once to outline).
+  // epilogue of an anchored one it refuses, or seals. Returns true when the
+  // walk must run again; else the parts asked about, by group id, are in
+  // `asked` for outlining (a 100k-node chain's body is built once, not once
+  // to ask and once to outline).
   bool split_back(const FusionState& s, PassStats& stats, std::unordered_map<int, FusedParts>& asked) {
     if (!why_no_kernel_) return false;
     bool again = false;
@@ -291,6 +292,7 @@ class Fuse : public Pass {
       if (auto it = barred_.find({s.group(a).anchor, &c}); it != barred_.end())
         why = "codegen refused the epilogue with it: " + it->second;
       if (why.empty()) why = prologue_instead(s, a, c);
+      if (why.empty()) why = computed_with_symbols(s, plain, c);
       if (why.empty()) why = check_epilogue(s, a, c);
       if (!why.empty()) {
         refuse(s, a, c, why);
@@ -335,6 +337,40 @@ class Fuse : public Pass {
       if (written && check_prologue(s, s.group_of(&c), *r).empty())
         return fmt::format("left to the {} as its prologue: the {} kernel writes {} anyway", r->op(),
                            s.group(a).anchor->op(), value_label(v));
+    }
+    return "";
+  }
+
+  // An op reading a value that a plain group of its own computes from the
+  // symbols alone (rematerialize-symbolic: a decoder's rotary cos) is better
+  // computed with that group than joined to an epilogue, where the group
+  // would be a kernel of its own storing the value (epilogues take no second
+  // input group). Only where pointwise or injective ops read c's result: they
+  // make a kernel anyway and take c with them (a decoder's rotary sum), so the
+  // group's launch goes; a result stored as it is would only move the launch.
+  // Returns why, or "".
+  static std::string computed_with_symbols(const FusionState& s, const std::vector<int>& plain, const Node& c) {
+    // Static graphs fold such values (fold-constants); one that is left there
+    // (larger than the folding limit) is stored, as before.
+    if (s.graph().symbols().empty()) return "";
+    if (c.num_outputs() != 1 || s.graph().is_output(c.output(0)) || !c.output(0)->has_uses()) return "";
+    for (const Use& u : c.output(0)->uses()) {
+      Role r = op_role(*u.user);
+      if (r != Role::Pointwise && r != Role::Injective && r != Role::View) return "";
+    }
+    for (int p : plain) {
+      const Group& grp = s.group(p);
+      bool own = true;
+      for (const Node* n : grp.nodes) {
+        for (const Value* v : n->inputs()) own = own && v && (v->is_constant() || s.group_of_value(v) == p);
+        for (const Value* o : n->outputs()) {
+          own = own && !s.graph().is_output(o);
+          for (const Use& u : o->uses()) own = own && (u.user == &c || s.group_of(u.user) == p);
+        }
+      }
+      if (own && check_plain(s, p, s.group_of(&c)).empty())
+        return fmt::format("computed with {}, which its kernel computes from the symbols alone",
+                           value_label(grp.nodes.back()->output(0)));
     }
     return "";
   }

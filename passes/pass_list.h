@@ -22,5 +22,6 @@ std::unique_ptr<Pass> create_layout_pass();
 std::unique_ptr<Pass> create_fold_control_flow_pass();
 std::unique_ptr<Pass> create_kv_cache_in_place_pass();
 std::unique_ptr<Pass> create_share_transposed_weights_pass();
+std::unique_ptr<Pass> create_rematerialize_symbolic_pass();
 
 }  // namespace kiln

@@ -58,7 +58,10 @@ std::vector<std::string> default_pipeline(const PassOptions& opts) {
   // a marked concat a node of its own (passes/fusion_state.cpp): on a
   // symbolic graph the fuser would otherwise take the concat into a group
   // and the plan would have no in-place append left.
-  p.insert(p.end(), {"merge-sibling-matmuls", "kv-cache-in-place", "fuse", "plan-memory"});
+  // rematerialize-symbolic copies what is computed from the symbols alone (a
+  // decoder's positions and rotary cos/sin) into each reader, so the fuser
+  // computes it in the readers' kernels; a static graph has nothing to copy.
+  p.insert(p.end(), {"merge-sibling-matmuls", "kv-cache-in-place", "rematerialize-symbolic", "fuse", "plan-memory"});
   return p;
 }
 

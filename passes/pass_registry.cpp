@@ -24,6 +24,7 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"fold-control-flow", create_fold_control_flow_pass},
       {"kv-cache-in-place", create_kv_cache_in_place_pass},
       {"share-transposed-weights", create_share_transposed_weights_pass},
+      {"rematerialize-symbolic", create_rematerialize_symbolic_pass},
   };
   return f;
 }

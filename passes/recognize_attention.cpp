@@ -7,6 +7,9 @@
 //             where(cond, s, fill) / where(cond, fill, s) with fill very
 //             negative, in either order. A constant lower-triangular mask or
 //             cond (aligned to the bottom right, Sq <= Sk) becomes causal=1;
+//             so does one computed from ranges that is causal at every
+//             shape (a decoder's mask starting at `past`:
+//             passes/causal_mask_symbolic.h);
 //             any other where becomes the additive mask where(cond, 0, fill),
 //             which is exact only for fill = -inf or a fill so low that the
 //             scores vanish next to it in float (<= lowest/2, not f16).
@@ -30,6 +33,7 @@
 #include <limits>
 
 #include "ir/symbolic_dim.h"
+#include "passes/causal_mask_symbolic.h"
 #include "passes/pattern_util.h"
 #include "passes/recognize_patterns.h"
 
@@ -113,7 +117,8 @@ bool peel_scores(const Graph& g, Value* s, Match& m, bool scaled) {
       ++t.adds;
       t.chain.push_back(n);
       auto kind = [&](double v) { return v == 0 ? 0 : very_negative(v, m.dt) ? 1 : -1; };
-      if (causal_pattern(mask, sq, sk, kind)) t.causal = true;
+      if (causal_pattern(mask, sq, sk, kind) || symbolic_causal_additive(mask, sq, sk, very_negative, m.dt))
+        t.causal = true;
       else t.masks.push_back(mask);
       if (peel_scores(g, n->input(side), t, false)) {
         m = std::move(t);
@@ -134,7 +139,7 @@ bool peel_scores(const Graph& g, Value* s, Match& m, bool scaled) {
       t.chain.push_back(n);
       bool masked_when_true = side == 2;
       auto kind = [&](double c) { return (c != 0) == masked_when_true ? 1 : 0; };
-      if (causal_pattern(cond, sq, sk, kind)) t.causal = true;
+      if (causal_pattern(cond, sq, sk, kind) || symbolic_causal_cond(cond, sq, sk, masked_when_true)) t.causal = true;
       else if (*fill == -INFINITY || (m.dt != DType::F16 && *fill <= lowest(m.dt) / 2))
         t.where_masks.push_back({cond, *fill, masked_when_true});
       else continue;

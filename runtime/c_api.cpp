@@ -12,6 +12,7 @@
 #include "kiln/kiln.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/engine.h"
+#include "runtime/gpu_executor.h"
 #include "runtime/log.h"
 #include "runtime/version.h"
 
@@ -224,6 +225,14 @@ kiln_status kiln_engine_backend(const kiln_engine* engine, kiln_backend* backend
   KILN_REQUIRE(engine);
   KILN_REQUIRE(backend);
   *backend = engine->engine->on_gpu() ? KILN_BACKEND_GPU : KILN_BACKEND_CPU;
+  return KILN_OK;
+}
+
+kiln_status kiln_engine_device(const kiln_engine* engine, int* device) {
+  KILN_REQUIRE(engine);
+  KILN_REQUIRE(device);
+  // GpuEngine::device() is the ordinal the engine was created on (cuDeviceGet's handle for it).
+  *device = engine->engine->on_gpu() ? engine->engine->gpu()->device() : -1;
   return KILN_OK;
 }
 

@@ -19,7 +19,8 @@ from . import _kiln
 Error = _kiln.Error
 __version__ = _kiln.__version__
 
-__all__ = ["Context", "Engine", "Error", "TensorInfo", "compile", "load", "set_log_callback", "__version__"]
+__all__ = ["Context", "DataDependentSize", "Engine", "Error", "TensorInfo", "compile", "load", "set_log_callback",
+           "__version__"]
 
 
 class TensorInfo(NamedTuple):
@@ -28,6 +29,23 @@ class TensorInfo(NamedTuple):
     name: str
     dtype: str
     shape: Tuple[int, ...]
+
+
+class DataDependentSize(int):
+    """A size the data decided in the last run (an int: its value), with the
+    node that decides it (`node`) and its range [0, `bound`]."""
+
+    node: str
+    bound: int
+
+    def __new__(cls, value: int, node: str, bound: int) -> "DataDependentSize":
+        size = super().__new__(cls, value)
+        size.node = node
+        size.bound = bound
+        return size
+
+    def __repr__(self) -> str:
+        return f"DataDependentSize({int(self)}, node={self.node!r}, bound={self.bound})"
 
 
 class Engine:
@@ -51,6 +69,12 @@ class Engine:
         return self._impl.backend
 
     @property
+    def device(self) -> int:
+        """The CUDA device ordinal the engine runs on (CUDA tensors bound to it
+        must be on that device); -1 on the CPU."""
+        return self._impl.device
+
+    @property
     def info(self) -> str:
         """The runtime's sentence on the path taken and, for the CPU, why not the GPU."""
         return self._impl.info
@@ -72,6 +96,14 @@ class Engine:
         in `inputs`; run() takes any shape inside a profile (docs/dynamic_shapes.md)."""
         return self._impl.profiles
 
+    @property
+    def num_data_dependent_sizes(self) -> int:
+        """How many sizes the data decides in a GPU plan computed at the bounds
+        (NonZero, NonMaxSuppression and the like; docs/dynamic_shapes.md): each
+        run's values are Context.data_dependent_sizes(). 0 for any other plan
+        (a CPU plan's data-dependent outputs say their sizes in their shapes)."""
+        return self._impl.num_data_dependent_sizes
+
     def input_index(self, name: str) -> int:
         """The position of input `name` in `inputs`; kiln.Error when there is none."""
         return self._impl.input_index(name)
@@ -90,7 +122,9 @@ class Engine:
     def run(self, inputs: Mapping[str, object]) -> Dict[str, "numpy.ndarray"]:  # noqa: F821
         """Runs once. `inputs` maps every input name to an array of exactly the
         model's dtype and shape (no silent conversion; a dynamic dim takes any size
-        inside a shape profile); returns {output name: ndarray}."""
+        inside a shape profile): a numpy array, or any object implementing DLPack
+        (a torch or CuPy tensor: host memory bound as it is, CUDA memory read in
+        place on a GPU engine); returns {output name: ndarray}."""
         if not isinstance(inputs, Mapping):
             raise Error(f"run() takes a dict of input name -> numpy array, not {type(inputs).__name__}")
         return self._impl.run(dict(inputs))
@@ -114,12 +148,15 @@ class Engine:
 
 
 class Context:
-    """One engine's runtime context kept across runs (kiln_context), for a KV
-    cache bound in place: one numpy buffer of the full capacity serves as a
-    past input and its present output (ORT GenAI's past_present_share_buffer).
-    Each run reads the past from the buffer's first positions along the
-    appended axis (as many as set_input_shape gave the input) and writes only
-    the new positions after them. Not for several threads at once."""
+    """One engine's runtime context kept across runs (kiln_context): tensors
+    bound ahead through DLPack (bind_input/bind_output; CUDA tensors read and
+    written in place), runs enqueued on a CUDA stream (enqueue), what the last
+    run did (launch_variants, data_dependent_sizes), and KV caches bound in
+    place: one buffer of the full capacity serves as a past input and its
+    present output (ORT GenAI's past_present_share_buffer). Each run reads the
+    past from the buffer's first positions along the appended axis (as many as
+    set_input_shape gave the input) and writes only the new positions after
+    them. Not for several threads at once."""
 
     def __init__(self, engine: Engine):
         self._impl = _kiln.Context(engine._impl)
@@ -159,9 +196,62 @@ class Context:
         self._impl.bind_in_place_device(input, output, ptr, nbytes=int(nbytes), shape=[int(d) for d in shape],
                                         dtype=dtype)
 
-    def run(self, inputs: Mapping[str, object]) -> Dict[str, "numpy.ndarray"]:  # noqa: F821
-        """Runs once with every input not bound in place; returns the outputs
-        not bound in place (those are written into their buffers)."""
+    def bind_input(self, name: str, tensor: object, *, stream: object = None) -> None:
+        """Binds `tensor`, any object implementing DLPack (`__dlpack__` and
+        `__dlpack_device__`: a numpy array, a torch or CuPy tensor), as input
+        `name` for the runs that follow (run, enqueue) until bound again; kiln
+        holds its buffer meanwhile. Host memory (CPU or pinned) is bound as a
+        host buffer; CUDA device memory, on a GPU engine, is read by the kernels
+        in place (kiln_context_bind_input_device: no copy; 256-byte aligned, as
+        allocators give it). The tensor must be C-contiguous and of the model's
+        dtype and shape (a dynamic input takes its shape from it); otherwise
+        kiln.Error naming the input. `stream`: the CUDA stream kiln will read
+        it on (the one given to enqueue), passed to `__dlpack__(stream=...)` so
+        that the producer orders its pending writes before it; run() uses the
+        context's own streams: finish writing first there (e.g.
+        torch.cuda.synchronize())."""
+        self._impl.bind_input(name, tensor, stream=stream)
+
+    def bind_output(self, name: str, tensor: object, *, stream: object = None) -> None:
+        """Binds `tensor` (as bind_input; writable, not a copy the producer
+        made) as output `name`: the runs that follow write into it, and run()
+        no longer returns that output. A CUDA tensor on a GPU engine is
+        written by the kernels in place; its shape must be the one the inputs
+        set give (output_shape)."""
+        self._impl.bind_output(name, tensor, stream=stream)
+
+    def enqueue(self, stream: object = None) -> None:
+        """Runs asynchronously on a CUDA `stream` (kiln_context_enqueue): an
+        int (a CUstream), a torch.cuda.Stream, a CuPy stream or any object with
+        `__cuda_stream__`; None: synchronously. Every input and output must be
+        bound ahead (bind_input/bind_output, bind_in_place): they must stay
+        untouched, and bound, until the stream's work is done (synchronize the
+        stream before reading the outputs or binding others). On a CPU engine
+        only None is taken, and the run is synchronous."""
+        self._impl.enqueue(stream)
+
+    def launch_variants(self) -> List[int]:
+        """The launch variants (kernels specialised for a profile's opt shape,
+        GEMM size buckets; compile(..., opt_variants=...)) the last run issued
+        in place of the shape-generic launches, as `kiln inspect` numbers them,
+        in launch order; [] on a CPU engine, for a plan without variants and
+        before a run."""
+        return list(self._impl.launch_variants())
+
+    def data_dependent_sizes(self) -> Dict[str, DataDependentSize]:
+        """{symbol: size} for each size the data decided in the last run of a
+        GPU plan computed at the bounds (Engine.num_data_dependent_sizes of them;
+        {} for other plans). kiln.Error before a run, after a failed one and
+        once an input is bound again."""
+        return {sym: DataDependentSize(value, node, bound)
+                for sym, node, bound, value in self._impl.data_dependent_sizes()}
+
+    def run(self, inputs: Optional[Mapping[str, object]] = None) -> Dict[str, "numpy.ndarray"]:  # noqa: F821
+        """Runs once with every input not bound ahead (bind_input, bind_in_place)
+        taken from `inputs` (as Engine.run's); returns the outputs not bound
+        ahead (those are written into their tensors and buffers)."""
+        if inputs is None:
+            inputs = {}
         if not isinstance(inputs, Mapping):
             raise Error(f"run() takes a dict of input name -> numpy array, not {type(inputs).__name__}")
         return self._impl.run(dict(inputs))
@@ -179,6 +269,7 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
     opt_shapes: Optional[Mapping[str, Sequence[int]]] = None,
     max_shapes: Optional[Mapping[str, Sequence[int]]] = None,
     profiles: Optional[Sequence[Mapping[str, Tuple[Sequence[int], Sequence[int], Sequence[int]]]]] = None,
+    opt_variants: str = "auto",
 ) -> Engine:
     """Compiles an ONNX model in process (the pipeline and checks of
     `kiln compile MODEL -o PLAN`) and loads the plan. precision: fp32 | tf32 |
@@ -196,12 +287,20 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
     one `add_optimization_profile` per profile) and trtexec's repeated flags:
     [{"x": (min, opt, max)}, ...], each a mapping of every dynamic input to its
     three shapes; the same form `Engine.profiles` returns. A run's shapes must
-    lie inside one profile. Give either profiles or min/opt/max_shapes."""
+    lie inside one profile. Give either profiles or min/opt/max_shapes.
+    opt_variants (with shape profiles, a GPU target; `--opt-variants`): auto
+    (launches specialised for each profile's opt shape where kiln's performance
+    model finds them faster) | all (for every shape-generic node) | none."""
 
     def dims(m: Optional[Mapping[str, Sequence[int]]]) -> Dict[str, List[int]]:
         return {str(k): [int(d) for d in v] for k, v in (m or {}).items()}
 
     fixed = dims(shapes)
+    if opt_variants not in ("auto", "all", "none"):
+        raise Error(f"opt_variants {opt_variants!r}: expected auto, all or none")
+    if opt_variants != "auto" and not (min_shapes or max_shapes or profiles):
+        raise Error(f"opt_variants={opt_variants!r} applies to shape profiles (min_shapes/max_shapes or profiles), "
+                    "and none is given")
     more = []
     if profiles is not None:
         if min_shapes or opt_shapes or max_shapes:
@@ -232,6 +331,7 @@ def compile(  # noqa: A001 (kiln.compile is the name users expect)
             dims(opt_shapes),
             dims(max_shapes),
             more,
+            opt_variants,
         )
     )
 

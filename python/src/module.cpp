@@ -20,95 +20,26 @@
 #include "kiln/kiln.hpp"
 #include "runtime/plan_format.h"
 #include "compiler/compile_model.h"
+#include "python/src/py_common.h"
+#include "python/src/run_context.h"
 
 namespace py = pybind11;
+using kiln_py::bind_feed;
+using kiln_py::numpy_dtype_name;
+using kiln_py::raise;
+using kiln_py::RunContext;
+using kiln_py::trim_data_dependent;
 
 namespace {
 
 // The Python exception class kiln.Error; set in the module initialiser.
 PyObject* g_error = nullptr;
 
-[[noreturn]] void raise(const std::string& msg) { throw kiln::Error(msg); }
-
-// numpy's name for a kiln dtype. numpy has no bfloat16: bf16 tensors travel
-// as their uint16 bit patterns (docs/python.md).
-const char* numpy_dtype_name(kiln_dtype d) {
-  switch (d) {
-    case KILN_F32:
-      return "float32";
-    case KILN_F16:
-      return "float16";
-    case KILN_BF16:
-      return "uint16";
-    case KILN_F64:
-      return "float64";
-    case KILN_I8:
-      return "int8";
-    case KILN_I16:
-      return "int16";
-    case KILN_I32:
-      return "int32";
-    case KILN_I64:
-      return "int64";
-    case KILN_U8:
-      return "uint8";
-    case KILN_U16:
-      return "uint16";
-    case KILN_U32:
-      return "uint32";
-    case KILN_U64:
-      return "uint64";
-    case KILN_BOOL:
-      return "bool";
-    case KILN_DTYPE_MAX_ENUM:
-      break;  // not a dtype
-    default:
-      return kiln_dtype_name(d);  // the low-bit types: ml_dtypes' names differ; kiln's own
-  }
-  return "unknown";
-}
-
-// The kiln dtype a numpy array's elements have, so that kiln's own binding
-// check compares it with the model's and reports a mismatch in its words.
-// `expected` resolves uint16, which is both u16 and bf16 bits.
-kiln_dtype kiln_dtype_of(const py::dtype& dt, kiln_dtype expected, const std::string& name) {
-  // Read through Python attributes: pybind11's descriptor accessors assume
-  // numpy 1's struct layout, which numpy 2 changed.
-  const char kind = dt.attr("kind").cast<std::string>()[0];
-  const auto size = dt.attr("itemsize").cast<int64_t>();
-  if (kind == 'b' && size == 1) return KILN_BOOL;
-  if (kind == 'f') {
-    if (size == 2) return KILN_F16;
-    if (size == 4) return KILN_F32;
-    if (size == 8) return KILN_F64;
-  }
-  if (kind == 'i') {
-    if (size == 1) return KILN_I8;
-    if (size == 2) return KILN_I16;
-    if (size == 4) return KILN_I32;
-    if (size == 8) return KILN_I64;
-  }
-  if (kind == 'u') {
-    if (size == 1) return KILN_U8;
-    if (size == 2) return expected == KILN_BF16 ? KILN_BF16 : KILN_U16;
-    if (size == 4) return KILN_U32;
-    if (size == 8) return KILN_U64;
-  }
-  raise("input \"" + name + "\": numpy dtype " + dt.attr("name").cast<std::string>() +
-        " has no kiln equivalent (expected " + numpy_dtype_name(expected) + ")");
-}
-
 py::list describe(const std::vector<kiln::TensorInfo>& ts) {
   py::list r;
   for (const kiln::TensorInfo& t : ts)
     r.append(py::make_tuple(t.name, numpy_dtype_name(t.dtype), py::tuple(py::cast(t.shape))));
   return r;
-}
-
-std::string names_of(const std::vector<kiln::TensorInfo>& ts) {
-  std::string s;
-  for (const auto& t : ts) s += (s.empty() ? "\"" : ", \"") + t.name + "\"";
-  return s;
 }
 
 std::string read_bytes(const std::string& path) {
@@ -124,57 +55,6 @@ kiln_backend parse_backend(const std::string& b) {
   if (b == "cpu") return KILN_BACKEND_CPU;
   if (b == "gpu") return KILN_BACKEND_GPU;
   raise("backend \"" + b + "\": expected auto, cpu or gpu");
-}
-
-// Binds `feed` to `ctx` (every input but those bound in place: the names in
-// `skip`) and fresh output arrays (into `result`; outputs in `skip` are
-// written into their in-place buffers instead). `keep` holds the contiguous
-// input arrays until the run ends; `bound` gets each dynamic output's shape as bound.
-void bind_feed(kiln::Context& ctx, const std::vector<kiln::TensorInfo>& inputs,
-               const std::vector<kiln::TensorInfo>& outputs, const std::set<std::string>& skip, const py::dict& feed,
-               py::dict& result, std::vector<py::array>& keep, std::map<std::string, std::vector<int64_t>>& bound) {
-  for (auto item : feed) {
-    const std::string key = py::str(item.first);
-    bool known = false;
-    for (const auto& t : inputs) known |= t.name == key;
-    if (!known) raise("unknown input \"" + key + "\"; the model's inputs are " + names_of(inputs));
-    if (skip.count(key)) raise("input \"" + key + "\" is bound in place: it is read from its buffer, not the feed");
-  }
-  for (const kiln::TensorInfo& t : inputs) {
-    if (skip.count(t.name)) continue;
-    if (!feed.contains(t.name)) raise("missing input \"" + t.name + "\"; the model's inputs are " + names_of(inputs));
-    py::array a = py::array::ensure(feed[py::str(t.name)], py::array::c_style);
-    if (!a) raise("input \"" + t.name + "\" is not convertible to a numpy array");
-    std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
-    ctx.bind_input(t.name, a.data(), kiln_dtype_of(a.dtype(), t.dtype, t.name), shape);
-    keep.push_back(std::move(a));
-  }
-  py::object np_empty = py::module_::import("numpy").attr("empty");
-  for (const kiln::TensorInfo& t : outputs) {
-    if (skip.count(t.name)) continue;
-    // A plan with shape profiles: the inputs bound above set the shapes.
-    std::vector<int64_t> shape = t.dynamic() ? ctx.output_shape(t.name) : t.shape;
-    // numpy.empty, not py::array(dtype, shape): pybind11 computes strides
-    // from numpy 1's descriptor layout, which numpy 2 changed.
-    py::array a = np_empty(py::tuple(py::cast(shape)), numpy_dtype_name(t.dtype));
-    ctx.bind_output(t.name, a.mutable_data(), t.dtype, shape);
-    result[py::str(t.name)] = a;
-    if (t.dynamic()) bound[t.name] = std::move(shape);
-  }
-}
-
-// Sizes decided by the data: an output bound at its upper bound holds the
-// run's real shape at the front of its buffer (a copy of that part).
-void trim_data_dependent(const kiln::Context& ctx, const std::map<std::string, std::vector<int64_t>>& bound,
-                         py::dict& result) {
-  for (const auto& [name, shape] : bound) {
-    std::vector<int64_t> real = ctx.output_shape(name);
-    if (real == shape) continue;
-    int64_t n = 1;
-    for (int64_t d : real) n *= d;
-    py::object flat = result[py::str(name)].attr("reshape")(-1);
-    result[py::str(name)] = flat[py::slice(0, n, 1)].attr("reshape")(py::tuple(py::cast(real))).attr("copy")();
-  }
 }
 
 // One loaded plan and its bytes (for save()). Immutable; run() makes a
@@ -252,9 +132,9 @@ class PyEngine {
   template <typename Go>
   void run_with(const py::dict& feed, py::dict& result, Go&& go) const {
     kiln::Context ctx(engine_);
-    std::vector<py::array> keep;  // the contiguous input arrays, alive until the run ends
+    kiln_py::FeedKeep keep;  // what the bindings read, alive until the run ends
     std::map<std::string, std::vector<int64_t>> bound;
-    bind_feed(ctx, inputs_, outputs_, {}, feed, result, keep, bound);
+    bind_feed(ctx, engine_.device(), inputs_, outputs_, {}, feed, result, keep, bound);
     {
       py::gil_scoped_release unlocked;
       go(ctx);
@@ -265,159 +145,6 @@ class PyEngine {
   std::string bytes_;
   kiln::Engine engine_;
   std::vector<kiln::TensorInfo> inputs_, outputs_;
-};
-
-// A context of an engine kept across runs (kiln::Context), for what one
-// run() cannot say: shapes set ahead and buffers bound in place (a KV cache,
-// kiln_context_bind_in_place). Not for several threads at once.
-class RunContext {
- public:
-  explicit RunContext(const PyEngine& e) : ctx_(e.engine()), inputs_(e.input_infos()), outputs_(e.output_infos()) {}
-
-  void set_input_shape(const std::string& name, const std::vector<int64_t>& shape) {
-    ctx_.set_input_shape(name, shape);
-  }
-  std::vector<int64_t> output_shape(const std::string& name) const { return ctx_.output_shape(name); }
-
-  // `buffer` serves as input `input` and output `output` and is kept alive
-  // while bound: a writable C-contiguous numpy array (host memory: a CPU
-  // engine), or an object exposing __cuda_array_interface__ (device memory:
-  // a torch or CuPy tensor on a GPU engine), in either case of the capacity
-  // shape (the input's shape with the appended axis at the most positions it
-  // holds).
-  void bind_in_place(const std::string& input, const std::string& output, const py::object& obj) {
-    if (py::hasattr(obj, "__cuda_array_interface__")) {
-      bind_cuda_array(input, output, obj);
-      return;
-    }
-    // An ndarray itself, never a converted copy: the caller reads the cache from it.
-    const bool ndarray = py::isinstance<py::array>(obj);
-    py::array buffer = ndarray ? py::reinterpret_borrow<py::array>(obj) : py::array();
-    if (!ndarray || !(buffer.flags() & py::array::c_style) || !buffer.writeable())
-      raise(pair_words(input, output) +
-            ": the buffer bound in place must be a writable C-contiguous numpy array (host memory) or an object "
-            "exposing __cuda_array_interface__ (device memory; a device pointer as an int: bind_in_place_device)");
-    std::vector<int64_t> capacity(buffer.shape(), buffer.shape() + buffer.ndim());
-    ctx_.bind_in_place(input, output, buffer.mutable_data(), kiln_dtype_of(buffer.dtype(), input_dtype(input), input),
-                       capacity);
-    keep_pair(input, output, buffer);
-  }
-
-  // A raw device pointer (an int: a CUdeviceptr of the engine's device, as
-  // torch's data_ptr() or cuMemAlloc give it) of `nbytes` bytes, holding
-  // `capacity` elements of `dtype` (numpy's name); GPU engines only. The
-  // caller keeps the allocation alive while it is bound.
-  void bind_in_place_device(const std::string& input, const std::string& output, const py::object& ptr, int64_t nbytes,
-                            const std::vector<int64_t>& capacity, const py::object& dtype) {
-    if (!py::isinstance<py::int_>(ptr))
-      raise(pair_words(input, output) + ": the device pointer must be an int, not " +
-            std::string(py::str(py::type::of(ptr).attr("__name__"))));
-    const auto address = ptr.cast<unsigned long long>();  // negative or too large: pybind11's TypeError
-    const py::dtype dt = py::module_::import("numpy").attr("dtype")(dtype);
-    bind_device(input, output, address, nbytes, capacity, dt, py::none());
-  }
-
-  std::vector<int64_t> input_shape(const std::string& name) const { return ctx_.input_shape(name); }
-
-  // Runs with `feed` (every input not bound in place); returns the outputs
-  // not bound in place.
-  py::dict run(const py::dict& feed) {
-    std::set<std::string> skip;
-    for (const auto& [in, pair] : pairs_) {
-      skip.insert(in);
-      skip.insert(pair.first);
-    }
-    py::dict result;
-    std::vector<py::array> keep;
-    std::map<std::string, std::vector<int64_t>> bound;
-    bind_feed(ctx_, inputs_, outputs_, skip, feed, result, keep, bound);
-    {
-      py::gil_scoped_release unlocked;
-      ctx_.run();
-    }
-    trim_data_dependent(ctx_, bound, result);
-    return result;
-  }
-
- private:
-  static std::string pair_words(const std::string& input, const std::string& output) {
-    return "input \"" + input + "\" and output \"" + output + "\"";
-  }
-
-  kiln_dtype input_dtype(const std::string& input) const {
-    for (const auto& t : inputs_)
-      if (t.name == input) return t.dtype;
-    return KILN_F32;  // an unknown name: kiln's own check names it
-  }
-
-  // __cuda_array_interface__ (version 2 or 3, as Numba documents it): a
-  // dense C-order buffer, writable (the present is written into it), no mask.
-  void bind_cuda_array(const std::string& input, const std::string& output, const py::object& obj) {
-    const std::string who = pair_words(input, output) + ": __cuda_array_interface__";
-    py::object iface_obj = obj.attr("__cuda_array_interface__");
-    if (!py::isinstance<py::dict>(iface_obj)) raise(who + " is not a dict");
-    py::dict iface = iface_obj;
-    for (const char* key : {"shape", "typestr", "data"})
-      if (!iface.contains(key)) raise(who + " has no \"" + key + "\"");
-    if (iface.contains("mask") && !iface["mask"].is_none()) raise(who + " has a mask; a masked buffer cannot be bound");
-    py::tuple data = iface["data"];
-    if (data.size() != 2) raise(who + ": \"data\" is not (pointer, read_only)");
-    if (data[1].cast<bool>()) raise(who + " is read-only; the present is written into the buffer");
-    std::vector<int64_t> capacity = iface["shape"].cast<std::vector<int64_t>>();
-    const py::dtype dt = py::module_::import("numpy").attr("dtype")(iface["typestr"]);
-    const auto item = dt.attr("itemsize").cast<int64_t>();
-    if (iface.contains("strides") && !iface["strides"].is_none()) {
-      // Strides in bytes; C-contiguous ones are allowed (dims of 1 may have any).
-      auto strides = iface["strides"].cast<std::vector<int64_t>>();
-      int64_t want = item;
-      for (size_t k = capacity.size(); k-- > 0;) {
-        if (k < strides.size() && capacity[k] != 1 && strides[k] != want)
-          raise(who + " is not C-contiguous (strides " + std::string(py::str(iface["strides"])) +
-                " bytes); bind a contiguous tensor (torch: .contiguous())");
-        want *= capacity[k];
-      }
-    }
-    int64_t nbytes = item;
-    for (int64_t d : capacity) nbytes *= d;
-    bind_device(input, output, data[0].cast<unsigned long long>(), nbytes, capacity, dt, obj);
-  }
-
-  // The checks kiln's runtime cannot make (it gets a pointer, not an
-  // allocation): the buffer's bytes cover the capacity. The runtime checks
-  // the rest (the engine runs on the GPU, the pair, dtype, dims, 256-byte
-  // alignment) and names the input in its message.
-  void bind_device(const std::string& input, const std::string& output, unsigned long long address, int64_t nbytes,
-                   const std::vector<int64_t>& capacity, const py::dtype& dt, const py::object& owner) {
-    const kiln_dtype kd = kiln_dtype_of(dt, input_dtype(input), input);
-    int64_t need = dt.attr("itemsize").cast<int64_t>();
-    for (int64_t d : capacity) {
-      if (d < 0)
-        raise(pair_words(input, output) + ": a negative dim in the capacity " +
-              std::string(py::str(py::cast(capacity))));
-      need *= d;
-    }
-    if (nbytes < need)
-      raise(pair_words(input, output) + ": the device buffer holds " + std::to_string(nbytes) + " bytes but " +
-            std::string(py::str(py::cast(capacity))) + " of " + dt.attr("name").cast<std::string>() + " needs " +
-            std::to_string(need));
-    ctx_.bind_in_place(input, output, reinterpret_cast<void*>(static_cast<uintptr_t>(address)), kd, capacity,
-                       KILN_MEMORY_DEVICE);
-    keep_pair(input, output, owner);
-  }
-
-  // Binding either of a pair again ends the pairing (the runtime's rule):
-  // drop any pair that shared a name with this one.
-  void keep_pair(const std::string& input, const std::string& output, const py::object& owner) {
-    for (auto it = pairs_.begin(); it != pairs_.end();)
-      it = it->second.first == output || it->first == input ? pairs_.erase(it) : std::next(it);
-    pairs_[input] = {output, owner};
-  }
-
-  kiln::Context ctx_;
-  std::vector<kiln::TensorInfo> inputs_, outputs_;
-  // input -> (output, the object holding the buffer: an array, a CUDA
-  // array's owner, or None for a raw pointer the caller keeps alive)
-  std::map<std::string, std::pair<std::string, py::object>> pairs_;
 };
 
 PyEngine load(const std::string& path, const std::string& backend) {
@@ -435,7 +162,8 @@ using ProfileMaps = std::tuple<ShapeMap, ShapeMap, ShapeMap>;
 PyEngine compile(const std::string& model, const std::string& precision, const ShapeMap& shapes,
                  const std::string& target, const std::string& backend, const std::string& cache_dir,
                  const std::string& tuning_cache, const ShapeMap& min_shapes, const ShapeMap& opt_shapes,
-                 const ShapeMap& max_shapes, const std::vector<ProfileMaps>& more_profiles) {
+                 const ShapeMap& max_shapes, const std::vector<ProfileMaps>& more_profiles,
+                 const std::string& opt_variants) {
   kiln_backend b = parse_backend(backend);
   std::vector<uint8_t> bytes;
   {
@@ -463,6 +191,7 @@ PyEngine compile(const std::string& model, const std::string& precision, const S
       o.more_profiles.push_back(std::move(r));
     }
     o.tuning.cache_file = tuning_cache;
+    o.opt_variants = opt_variants;  // checked by kiln/__init__.py (auto, all, none; all/none with a profile)
     bytes = kiln::compile_model(kiln::ModelSource::file(model), o).plan;
   }
   return PyEngine(std::string(bytes.begin(), bytes.end()), b);
@@ -518,9 +247,12 @@ PYBIND11_MODULE(_kiln, m) {
       .def_property_readonly("outputs", &PyEngine::outputs)
       .def_property_readonly("backend", &PyEngine::backend)
       .def_property_readonly("info", &PyEngine::info)
+      .def_property_readonly("device", [](const PyEngine& e) { return e.engine().device(); })
       .def_property_readonly("target", &PyEngine::target)
       .def_property_readonly("precision", &PyEngine::precision)
       .def_property_readonly("profiles", &PyEngine::profiles)
+      .def_property_readonly("num_data_dependent_sizes",
+                             [](const PyEngine& e) { return e.engine().num_data_dependent_sizes(); })
       .def("input_index", &PyEngine::input_index, py::arg("name"))
       .def("output_index", &PyEngine::output_index, py::arg("name"))
       .def("profile", &PyEngine::profile, py::arg("inputs"))
@@ -528,19 +260,35 @@ PYBIND11_MODULE(_kiln, m) {
       .def("save", &PyEngine::save, py::arg("path"))
       .def("run", &PyEngine::run, py::arg("inputs"));
   py::class_<RunContext>(m, "Context")
-      .def(py::init<const PyEngine&>(), py::arg("engine"), py::keep_alive<1, 2>())
+      .def(py::init([](const PyEngine& e) { return new RunContext(e.engine(), e.input_infos(), e.output_infos()); }),
+           py::arg("engine"), py::keep_alive<1, 2>())
       .def("set_input_shape", &RunContext::set_input_shape, py::arg("name"), py::arg("shape"))
       .def("input_shape", &RunContext::input_shape, py::arg("name"))
       .def("output_shape", &RunContext::output_shape, py::arg("name"))
       .def("bind_in_place", &RunContext::bind_in_place, py::arg("input"), py::arg("output"), py::arg("buffer"))
       .def("bind_in_place_device", &RunContext::bind_in_place_device, py::arg("input"), py::arg("output"),
            py::arg("ptr"), py::kw_only(), py::arg("nbytes"), py::arg("shape"), py::arg("dtype"))
+      .def(
+          "bind_input",
+          [](RunContext& c, const std::string& name, const py::object& t, const py::object& stream) {
+            c.bind(name, false, t, stream);
+          },
+          py::arg("name"), py::arg("tensor"), py::kw_only(), py::arg("stream") = py::none())
+      .def(
+          "bind_output",
+          [](RunContext& c, const std::string& name, const py::object& t, const py::object& stream) {
+            c.bind(name, true, t, stream);
+          },
+          py::arg("name"), py::arg("tensor"), py::kw_only(), py::arg("stream") = py::none())
+      .def("enqueue", &RunContext::enqueue, py::arg("stream") = py::none())
+      .def("launch_variants", &RunContext::launch_variants)
+      .def("data_dependent_sizes", &RunContext::data_dependent_sizes)
       .def("run", &RunContext::run, py::arg("inputs"));
   m.def("set_log_callback", &set_log_callback, py::arg("callback"));
   m.def("load", &load, py::arg("path"), py::arg("backend") = "auto");
   m.def("compile", &compile, py::arg("model"), py::arg("precision") = "fp32", py::arg("shapes") = ShapeMap{},
         py::arg("target") = "cpu", py::arg("backend") = "auto", py::arg("cache_dir") = "", py::arg("tuning_cache") = "",
         py::arg("min_shapes") = ShapeMap{}, py::arg("opt_shapes") = ShapeMap{}, py::arg("max_shapes") = ShapeMap{},
-        py::arg("more_profiles") = std::vector<ProfileMaps>{});
+        py::arg("more_profiles") = std::vector<ProfileMaps>{}, py::arg("opt_variants") = "auto");
   m.attr("__version__") = kiln_version();
 }

@@ -5,16 +5,13 @@ with KILN_MEMORY_DEVICE). The argument checks run on a CPU engine in this
 process; the GPU engine runs on the strict fake CUDA driver
 (tests/runtime/fake_cuda) in a child process, since NVRTC, which compiles
 the plan here, cannot share a process with the fake driver."""
-import json
-import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import kiln
+from fake_gpu import fake_cuda_dir, run_on_fake_gpu
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 KV_DECODER = ROOT / "tests" / "runtime" / "kv_decoder"
@@ -134,26 +131,12 @@ print(json.dumps(out))
 """
 
 
-def fake_cuda_dir():
-    """The folder holding the fake driver as libcuda.so.1: $KILN_FAKE_CUDA_DIR (ctest sets it)."""
-    d = os.environ.get("KILN_FAKE_CUDA_DIR")
-    if not d:
-        pytest.skip("KILN_FAKE_CUDA_DIR is not set (ctest python_pytest sets it to the fake driver's folder)")
-    if not (pathlib.Path(d) / "libcuda.so.1").exists():
-        pytest.fail(f"KILN_FAKE_CUDA_DIR={d} holds no libcuda.so.1")
-    return d
-
-
 def test_device_cache_binds_in_place_on_the_fake_driver(tmp_path):
-    fake = fake_cuda_dir()
+    fake_cuda_dir()
     eng = kiln.compile(KV_DECODER / "model.onnx", target="sm_90", backend="cpu", **PROFILE)
     plan = tmp_path / "kv_decoder.plan"
     eng.save(plan)
-    env = dict(os.environ, LD_LIBRARY_PATH=fake, FAKE_CUDA_DEVICE="h100")
-    child = subprocess.run([sys.executable, "-c", CHILD, str(plan)], env=env, capture_output=True,
-                           text=True, timeout=600)
-    assert child.returncode == 0, child.stderr
-    out = json.loads(child.stdout.strip().splitlines()[-1])
+    out = run_on_fake_gpu(CHILD, plan)
     assert out["backend"] == "gpu"
     errors = out["errors"]
     assert "host memory bound in place but the engine runs on the GPU" in errors["host"], errors

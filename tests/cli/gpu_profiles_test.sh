@@ -8,7 +8,10 @@
 # its head merge), the issue's CNN at fp32 and at fp16 (tensor cores). A model with a family
 # that is not shape-generic yet (scatter_elements) is refused for a GPU target,
 # naming the node and its op, with no plan written.
-# Usage: gpu_profiles_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim
+# Usage: gpu_profiles_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim|gpu
+# gpu (bench/gpu_lease.sh, on a machine with a GPU): the profile plans' runs
+# against ONNX Runtime are on the GPU (the runtime's GPU engine) instead of
+# on ref and sim; the steps that name sim still run on the simulator.
 kiln=$1
 t=$2
 py=$3
@@ -28,6 +31,7 @@ grep -q '^  step [0-9]*: x = ceil(.*batch.*/ [0-9]*), at most [0-9]* (symbols ba
 
 backends="ref"
 [ "$sim" = sim ] && backends="ref sim"
+[ "$sim" = gpu ] && backends="gpu"
 for be in $backends; do
   for b in 1 5 16; do
     run_plan "$dir/pw.plan" "$be" "pw.plan on $be at batch $b" "x=$dir/x_$b.npy"

@@ -12,7 +12,10 @@
 # (sizes from Shape ops) likewise, and resizes by non-integer scales
 # (floor(in * scale) over derived symbols) and cubic ones. A resize by 1.5
 # of a pooled height (no derived symbol spells it) is refused by name, exit 1.
-# Usage: gpu_spatial_profiles_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim
+# Usage: gpu_spatial_profiles_test.sh KILN TESTS_CLI_DIR VENV_PYTHON sim|nosim|gpu
+# gpu (bench/gpu_lease.sh, on a machine with a GPU): the profile plans' runs
+# against ONNX Runtime are on the GPU (the runtime's GPU engine) instead of
+# on ref and sim; the steps that name sim still run on the simulator.
 kiln=$1
 t=$2
 py=$3
@@ -21,6 +24,7 @@ sim=${4:-sim}
 "$py" "$t/make_spatial_cnn_model.py" "$dir" || fail "make_spatial_cnn_model.py"
 backends="ref"
 [ "$sim" = sim ] && backends="ref sim"
+[ "$sim" = gpu ] && backends="gpu"
 shapes="1x3x32x32 2x3x48x40 3x3x64x64 2x3x37x29"
 
 "$kiln" compile "$dir/seg_cnn.onnx" --target sm_90 --min-shapes x:1x3x16x16 --max-shapes x:4x3x64x64 \

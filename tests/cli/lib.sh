@@ -20,7 +20,8 @@
 #                  runs `$kiln run PLAN --backend BACKEND` on the inputs
 #                  NAME=FILE, its outputs in $dir/o (made anew), its report in
 #                  $out (for the caller's own checks), and fails with
-#                  "WHAT: exit N" unless it exits 0
+#                  "WHAT: exit N" unless it exits 0 (BACKEND gpu: and says
+#                  it ran on the GPU)
 #   matches_ort [--fp16] MODEL WHAT NAME=FILE...
 #                  fails with "WHAT: not ONNX Runtime's outputs" unless the
 #                  outputs in $dir/o equal ONNX Runtime's for MODEL on the
@@ -82,6 +83,8 @@ run_plan() {
   done
   rm -rf "$dir/o"
   "$kiln" run "$_plan" --backend "$_be" --inputs "$_ins" --outputs "$dir/o" >"$out" 2>&1 || fail "$_what: exit $?"
+  # On a GPU, the plan's kernels by the runtime's GPU engine, never a CPU fallback.
+  [ "$_be" != gpu ] || grep -q "^backend: gpu" "$out" || fail "$_what: did not run on the GPU"
 }
 # shellcheck disable=SC2154
 matches_ort() {

@@ -7,7 +7,10 @@
 # fp16, every launch shape-generic, and runs from each plan at three image
 # sizes (odd ones included) on the simulator and the CPU path, matching ONNX
 # Runtime (fp16 within its tolerance).
-# Usage: zoo_spatial_profiles_test.sh KILN ZOO_DIR TESTS_CLI_DIR VENV_PYTHON sim|nosim
+# Usage: zoo_spatial_profiles_test.sh KILN ZOO_DIR TESTS_CLI_DIR VENV_PYTHON sim|nosim|gpu
+# gpu (bench/gpu_lease.sh, on a machine with a GPU): the profile plans' runs
+# against ONNX Runtime are on the GPU (the runtime's GPU engine) instead of
+# on ref and sim; the steps that name sim still run on the simulator.
 kiln=$1
 zoo=$2
 t=$3
@@ -23,6 +26,7 @@ for s in [(1, 3, 64, 48), (2, 3, 45, 61), (3, 3, 96, 96)]:
 " || fail "inputs"
 backends="ref"
 [ "$sim" = sim ] && backends="ref sim"
+[ "$sim" = gpu ] && backends="gpu"
 for prec in fp32 fp16; do
   "$kiln" compile "$model" --target sm_90 --precision $prec --min-shapes input:1x3x32x32 \
     --max-shapes input:4x3x128x128 -o "$dir/fcn_$prec.plan" >"$out" 2>&1 || fail "compile ($prec) for sm_90: exit $?"

@@ -255,6 +255,9 @@ TEST_F(FakeGpuSafety, TheEngineRunsOnTheDeviceTheCallerChose) {
       << last_error();
   ASSERT_EQ(kiln_engine_info(e, &info), KILN_OK);
   EXPECT_NE(std::string(info).find(", device 1)"), std::string::npos) << info;
+  int ordinal = -1;
+  ASSERT_EQ(kiln_engine_device(e, &ordinal), KILN_OK);
+  EXPECT_EQ(ordinal, 1);
   kiln_context* c = nullptr;
   ASSERT_EQ(kiln_context_create(e, &c), KILN_OK) << last_error();
   auto feed = testing::random_inputs(*graph, 81);
@@ -277,6 +280,8 @@ TEST_F(FakeGpuSafety, TheEngineRunsOnTheDeviceTheCallerChose) {
   ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK) << last_error();
   ASSERT_EQ(kiln_engine_info(e, &info), KILN_OK);
   EXPECT_NE(std::string(info).find(", device 1)"), std::string::npos) << info;
+  ASSERT_EQ(kiln_engine_device(e, &ordinal), KILN_OK);
+  EXPECT_EQ(ordinal, 1);
   kiln_engine_destroy(e);
   void* popped = nullptr;
   fake().sym<int (*)(void**)>("cuCtxPopCurrent_v2")(&popped);
@@ -284,6 +289,8 @@ TEST_F(FakeGpuSafety, TheEngineRunsOnTheDeviceTheCallerChose) {
   ASSERT_EQ(kiln_engine_create_from_memory(bytes.data(), bytes.size(), KILN_BACKEND_GPU, &e), KILN_OK) << last_error();
   ASSERT_EQ(kiln_engine_info(e, &info), KILN_OK);
   EXPECT_EQ(std::string(info).find("device 1"), std::string::npos) << info;
+  ASSERT_EQ(kiln_engine_device(e, &ordinal), KILN_OK);
+  EXPECT_EQ(ordinal, 0);
   kiln_engine_destroy(e);
   EXPECT_EQ(stats()[5], 0) << "device allocations leaked";
 }

@@ -6,9 +6,27 @@
 # with `--backend ref` on the same seeded inputs. Exits 77 (ctest: skipped)
 # when there is no CUDA driver or device.
 # Then, on a real GPU only, --tune on tests/runtime/tuning_matmul.onnx.
-# Usage: gpu_test.sh KILN_BINARY
+#
+# --expected (bench/gpu_lease.sh, whose bundle has no BLAS for the reference
+# backend): each model runs on its test's own inputs and is compared with
+# the test's expected outputs (gpu_test_expected.py), the tuned plan with
+# ONNX Runtime's on the same inputs; PYTHON (default python3) needs numpy,
+# onnx and onnxruntime. --backend sim runs the plans on the CPU simulator
+# instead of the GPU: the comparisons themselves, checked without a GPU.
+# Usage: gpu_test.sh KILN_BINARY [--expected] [--backend gpu|sim]
 set -euo pipefail
 kiln=$1
+shift
+oracle=ref backend=gpu
+while (($#)); do
+  case $1 in
+    --expected) oracle=expected; shift ;;
+    --backend) backend=$2; shift 2 ;;
+    *) echo "gpu_test.sh: unknown argument '$1'" >&2; exit 1 ;;
+  esac
+done
+py=${PYTHON:-python3}
+here=$(cd "$(dirname "$0")" && pwd)
 data=${KILN_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}/node  # bench/gpu_run_all.sh passes a bundle's copy
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -27,7 +45,14 @@ for m in $models; do
     plan=$tmp/$m.$arch.plan
     "$kiln" compile "$data/$m/model.onnx" --target "$arch" -o "$plan" 2>"$tmp/compile.txt"
     grep -q "GPU kernels: none" "$tmp/compile.txt" && { echo "FAIL: $m has no GPU kernels"; cat "$tmp/compile.txt"; exit 1; }
-    if ! "$kiln" run "$plan" --backend gpu --iterations 3 --outputs "$tmp/gpu" >"$tmp/run.txt" 2>&1; then
+    ins=""
+    if [ "$oracle" = expected ]; then
+      for f in "$data/$m"/test_data_set_0/input_*.pb; do
+        ins="$ins${ins:+,}$("$py" -c "import onnx, sys; print(onnx.load_tensor(sys.argv[1]).name)" "$f"):$f"
+      done
+    fi
+    if ! "$kiln" run "$plan" --backend "$backend" --iterations 3 ${ins:+--inputs "$ins"} --outputs "$tmp/gpu" \
+         >"$tmp/run.txt" 2>&1; then
       if grep -Eq "no CUDA driver|no CUDA device|does not start" "$tmp/run.txt"; then
         echo "skipped: $(cat "$tmp/run.txt")"
         exit 77
@@ -35,6 +60,13 @@ for m in $models; do
       echo "FAIL: $m ($arch):"; cat "$tmp/run.txt"; exit 1
     fi
     head -1 "$tmp/run.txt"
+    grep -q "^backend: $backend" "$tmp/run.txt" || { echo "FAIL: $m ($arch) did not run on $backend"; cat "$tmp/run.txt"; exit 1; }
+    if [ "$oracle" = expected ]; then
+      "$py" "$here/gpu_test_expected.py" "$data/$m/test_data_set_0" "$tmp/gpu" "$m $arch" || exit 1
+      rm -rf "$tmp/gpu"
+      n=$((n + 1))
+      continue
+    fi
     "$kiln" run "$plan" --backend ref --outputs "$tmp/ref" >/dev/null
     python3 - "$tmp/gpu" "$tmp/ref" "$m $arch" <<'PY'
 import os, struct, sys
@@ -60,7 +92,8 @@ PY
     n=$((n + 1))
   done
 done
-echo "ok: $n plans on the GPU equal the reference"
+where=$( [ "$backend" = gpu ] && echo "the GPU" || echo "$backend")
+echo "ok: $n plans on $where equal $( [ "$oracle" = expected ] && echo "the tests' expected outputs" || echo the reference)"
 
 # Autotuning on the GPU (docs/tuning.md): --tune times the GEMM candidates of
 # tests/runtime/tuning_matmul.onnx (fp16, tensor cores) for the device's arch,
@@ -72,6 +105,23 @@ if [ -n "${a:-}" ] && [ "$tuned_arch" = "$a" ]; then
     -o "$tmp/tuned.plan" 2>"$tmp/tune.txt" || { echo "FAIL: --tune:"; cat "$tmp/tune.txt"; exit 1; }
   grep "^tuned " "$tmp/tune.txt"
   grep -q '"problem": "f16:b1:m64:n80:k96"' "$tmp/tuning.json" || { echo "FAIL: no winner stored"; exit 1; }
+  if [ "$oracle" = expected ]; then
+    # The fp16 plan against ONNX Runtime's fp32 outputs on the same inputs.
+    "$py" -c "
+import sys, numpy as np, onnx
+g = onnx.load(sys.argv[1]).graph
+init = {i.name for i in g.initializer}
+for k, i in enumerate(x for x in g.input if x.name not in init):
+    s = [d.dim_value for d in i.type.tensor_type.shape.dim]
+    np.save(sys.argv[2] + '/' + i.name + '.in.npy', np.random.default_rng(k).uniform(-1, 1, s).astype(np.float32))
+    print(i.name + '=' + sys.argv[2] + '/' + i.name + '.in.npy')" "$model" "$tmp" > "$tmp/inputs.txt"
+    "$kiln" run "$tmp/tuned.plan" --backend "$backend" --inputs "$(paste -sd, "$tmp/inputs.txt" | tr = :)" \
+      --outputs "$tmp/gpu" >/dev/null
+    # shellcheck disable=SC2046
+    "$py" "$here/gpu_test_expected.py" --ort "$model" "$tmp/gpu" "tuned plan" 2e-3,2e-3 $(cat "$tmp/inputs.txt") || exit 1
+    echo "ok: the tuned plan on $where equals ONNX Runtime"
+    exit 0
+  fi
   "$kiln" run "$tmp/tuned.plan" --backend gpu --outputs "$tmp/gpu" >/dev/null
   "$kiln" run "$tmp/tuned.plan" --backend ref --outputs "$tmp/ref" >/dev/null
   python3 - "$tmp/gpu/y.npy" "$tmp/ref/y.npy" <<'PY'

@@ -57,6 +57,15 @@ TEST(RuntimeApi, TellsThePlansTargetAndPrecision) {
   EXPECT_EQ(kiln_engine_precision(e.get(), nullptr), KILN_ERROR_INVALID_ARGUMENT);
 }
 
+TEST(RuntimeApi, ACpuEngineHasNoCudaDevice) {
+  std::vector<uint8_t> bytes = cnn_plan();
+  kiln::Engine e = kiln::Engine::from_memory(bytes.data(), bytes.size(), KILN_BACKEND_CPU);
+  EXPECT_EQ(e.device(), -1);
+  int d = 0;
+  EXPECT_EQ(kiln_engine_device(nullptr, &d), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_engine_device(e.get(), nullptr), KILN_ERROR_INVALID_ARGUMENT);
+}
+
 struct Logged {
   std::vector<std::pair<kiln_log_level, std::string>> lines;
 };

@@ -8,7 +8,8 @@
 // causal mask over [seq, past + seq]. Compiled once for sm_80 and sm_90
 // (NVRTC), run from the plan on the simulator at a prefill and two decode
 // steps, each equal to the reference backend on the specialised graph; and
-// RMSNorm over [1, seq, d] rows as one fused reduction kernel.
+// RMSNorm over [1, seq, d] rows as one fused reduction kernel; a causal mask
+// computed from ranges read as the attention's causal=1.
 #include <gtest/gtest.h>
 
 #include "backends/compare.h"
@@ -95,14 +96,16 @@ TEST(ShapeGenericKernels, RangeRotaryAndCausalMaskAtAnOffsetOnSimAtThreeShapes) 
       ranges += k.name.rfind("kiln_misc_range_", 0) == 0;
     }
     // range(0, seq) and range(0, past + seq) are computed in the kernels
-    // reading them (the positions' and the mask's: no launch of their own);
+    // reading them (no launch of their own): the kernels of the two rotary
+    // products each compute the positions and their cos or sin
+    // (rematerialize-symbolic), the mask's kernel its positions and keys;
     // range(past, past + seq) is a result, so a kernel of its own.
     EXPECT_EQ(ranges, 1) << arch;
     int fused_ranges = 0;
     for (const auto& n : g->nodes())
       if (n->op() == "fused")
         for (const auto& bn : n->body()->nodes()) fused_ranges += bn->op() == "range";
-    EXPECT_EQ(fused_ranges, 2) << arch;
+    EXPECT_EQ(fused_ranges, 4) << arch;
     // Every launch is shape-generic (each size or value follows the symbols).
     EXPECT_EQ(p.generic_launches.size(), p.steps.size()) << arch;
     if (arch != "sm_90") continue;
@@ -122,6 +125,76 @@ TEST(ShapeGenericKernels, RangeRotaryAndCausalMaskAtAnOffsetOnSimAtThreeShapes) 
       // range(past, past + seq) starts at past.
       EXPECT_EQ(got[3].data<int64_t>()[0], past);
     }
+  }
+}
+
+// A decoder's attention whose causal mask is computed from ranges (queries at
+// past..past+seq-1, keys at 0..past+seq-1), as Llama-style exports write
+// it: recognize-patterns proves it causal at every shape, so the attention
+// takes causal=1 and neither the mask nor its ranges get a kernel. The plan on
+// the simulator equals the reference backend on the graph as written (the
+// mask materialised) at prefills, a chunk and decode steps.
+const char* kMaskedAttention =
+    "graph @m(%q: f32[1,2,seq,16], %pk: f32[1,2,past,16], %kn: f32[1,2,seq,16], %v: f32[1,2,past+seq,16])"
+    " -> (f32[1,2,seq,16]) symbols(seq in [1, 8], past in [0, 32]) {\n"
+    "  %zero_i = const i64[] splat<0>\n"
+    "  %one_i = const i64[] splat<1>\n"
+    "  %n_q = const i64[] splat<seq>\n"
+    "  %n_k = const i64[] splat<past+seq>\n"
+    "  %past_v = const i64[] splat<past>\n"
+    "  %zero = const f32[] splat<0.0>\n"
+    "  %low = const f32[] splat<-3.4028235e+38>\n"
+    "  %scale = const f32[] splat<0.25>\n"
+    "  %r = range(%zero_i, %n_q, %one_i) : i64[seq]\n"
+    "  %pos = add(%r, %past_v) : i64[seq]\n"
+    "  %rows = reshape(%pos) {shape=[seq,1]} : i64[seq,1]\n"
+    "  %rk = range(%zero_i, %n_k, %one_i) : i64[past+seq]\n"
+    "  %cols = reshape(%rk) {shape=[1,past+seq]} : i64[1,past+seq]\n"
+    "  %allowed = less_or_equal(%cols, %rows) : bool[seq,past+seq]\n"
+    "  %mask = where(%allowed, %zero, %low) : f32[seq,past+seq]\n"
+    "  %k = concat(%pk, %kn) {axis=2} : f32[1,2,past+seq,16]\n"
+    "  %kt = transpose(%k) {perm=[0,1,3,2]} : f32[1,2,16,past+seq]\n"
+    "  %s = matmul(%q, %kt) : f32[1,2,seq,past+seq]\n"
+    "  %ss = mul(%s, %scale) : f32[1,2,seq,past+seq]\n"
+    "  %sm = add(%ss, %mask) : f32[1,2,seq,past+seq]\n"
+    "  %p = softmax(%sm) {axis=3} : f32[1,2,seq,past+seq]\n"
+    "  %o = matmul(%p, %v) : f32[1,2,seq,16]\n"
+    "  return %o\n"
+    "}\n";
+
+TEST(ShapeGenericKernels, CausalMaskFromRangesBecomesCausalAttentionOnSimAtSeveralPasts) {
+  auto g = compiled(kMaskedAttention, "sm_90");
+  int attentions = 0;
+  auto check = [&](const Node& n, const std::string& where) {
+    EXPECT_NE(n.op(), "range") << where << n.describe();
+    if (n.op() != "attention") return;
+    ++attentions;
+    EXPECT_EQ(n.attrs().get_int("causal", 0), 1) << n.describe();
+    EXPECT_EQ(n.num_inputs(), 3) << "the attention reads no mask: " << n.describe();
+  };
+  for (const auto& n : g->nodes()) {
+    check(*n, "");
+    if (n->op() == "fused")
+      for (const auto& bn : n->body()->nodes()) check(*bn, "in " + n->describe() + ": ");
+  }
+  EXPECT_EQ(attentions, 1);
+  PlanBuildOptions po{"sm_90", "fp32", {}};
+  po.profiles = {plan::Profile{{{"q", {1, 2, 1, 16}, {1, 2, 8, 16}, {1, 2, 8, 16}},
+                                {"pk", {1, 2, 0, 16}, {1, 2, 32, 16}, {1, 2, 32, 16}},
+                                {"kn", {1, 2, 1, 16}, {1, 2, 8, 16}, {1, 2, 8, 16}},
+                                {"v", {1, 2, 1, 16}, {1, 2, 40, 16}, {1, 2, 40, 16}}}}};
+  po.source_name = "m.onnx";
+  plan::Plan p = build_plan(*g, po);
+  ASSERT_TRUE(p.meta.gpu_kernels) << p.meta.no_gpu_reason;
+  EXPECT_EQ(p.generic_launches.size(), p.steps.size());
+  auto written = parse_graph(kMaskedAttention, "m.kir");  // the mask as the model computes it
+  for (auto [seq, past] : {std::pair<int64_t, int64_t>{8, 0}, {5, 0}, {3, 9}, {1, 8}, {1, 17}, {8, 32}}) {
+    std::unique_ptr<Graph> spec = specialize_graph(*written, {{"seq", seq}, {"past", past}}, op_registry());
+    const std::map<std::string, Tensor> feed = testing::random_inputs(*spec, static_cast<uint64_t>(seq * 100 + past));
+    std::vector<Tensor> want = ReferenceExecutor(*spec).run(feed);
+    std::vector<Tensor> got = run_plan_on_sim(p, *g, feed);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(compare_tensors(got[0], want[0], {1e-5, 1e-4}), "") << "seq " << seq << " past " << past;
   }
 }
 

@@ -131,6 +131,9 @@ KILN_API kiln_status kiln_engine_create_from_memory_on_device(const void* data, 
 KILN_API void kiln_engine_destroy(kiln_engine* engine);
 /* KILN_BACKEND_CPU or KILN_BACKEND_GPU: where this engine runs. */
 KILN_API kiln_status kiln_engine_backend(const kiln_engine* engine, kiln_backend* backend);
+/* The CUDA device ordinal a GPU engine runs on (the device its buffers
+ * must be on: zero-copy and in-place bindings); -1 on a CPU engine. */
+KILN_API kiln_status kiln_engine_device(const kiln_engine* engine, int* device);
 /* A sentence: the path taken and, for the CPU, why not the GPU. On the CPU
  * it is always "CPU reference path (REASON)": a stable form an application may
  * parse for REASON (kiln run's warning does). */

@@ -94,6 +94,12 @@ class Engine {
     check(kiln_engine_backend(get(), &b));
     return b;
   }
+  // The CUDA device ordinal of a GPU engine; -1 on the CPU.
+  int device() const {
+    int d = -1;
+    check(kiln_engine_device(get(), &d));
+    return d;
+  }
   std::string info() const {
     const char* t = nullptr;
     check(kiln_engine_info(get(), &t));

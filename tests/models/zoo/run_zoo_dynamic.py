@@ -8,6 +8,9 @@ shapes of its data sets on the simulator (the plan's own kernels and launch
 list) and on ref (the runtime's CPU path over the plan's graph), every output
 compared with ONNX Runtime's at the zoo's whole-model bounds (run_zoo.py's
 defaults, or the model's line in tolerances.txt, as the static zoo).
+--backends gpu (bench/gpu_lease.sh, on the device) runs the same plan on a
+real GPU instead (the runtime's GPU engine; never in CI), held to the same
+expected failures: the kernels are the simulator's.
 
 Held strictly both ways to tests/models/zoo/dynamic/expected_failures.txt
 (`model precision | text`): an unlisted failure fails the test, and so does a
@@ -15,7 +18,7 @@ listed model that passes or fails with another message. A refusal (a family
 with no shape-generic kernel yet, named by node) is listed with its message;
 a wrong answer is never listed.
 
-Usage: run_zoo_dynamic.py --kiln KILN --zoo DIR --precision fp32|fp16 [--json OUT] [models...]
+Usage: run_zoo_dynamic.py --kiln KILN --zoo DIR --precision fp32|fp16 [--backends sim,ref|gpu] [--json OUT] [models...]
 Needs numpy and onnx (the project's .venv).
 """
 import argparse
@@ -36,7 +39,9 @@ sys.path.insert(0, HERE)
 from run_zoo import read_table, tolerance, vacuous_bound  # noqa: E402
 
 TIMEOUT_S = 900
-BACKENDS = ("sim", "ref")
+BACKENDS = ("sim", "ref", "gpu")
+# What `kiln run` prints first when the backend ran the plan itself (no fallback).
+RAN_ON = {"sim": "backend: sim (the plan's kernels", "gpu": "backend: gpu"}
 
 
 def shapes_arg(shapes):
@@ -91,7 +96,7 @@ def compare(out_dir, data, tol):
     return worst, problems
 
 
-def run_model(kiln, folder, precision, tol, scratch):
+def run_model(kiln, folder, precision, tol, scratch, backends):
     with open(os.path.join(folder, "profile.json")) as f:
         prof = json.load(f)
     plan = os.path.join(scratch, "model.plan")
@@ -109,7 +114,7 @@ def run_model(kiln, folder, precision, tol, scratch):
     r["shape_generic_launches"] = int(m.group(1)) if m else None
     worst, problems = 0.0, []
     sets = sorted(d for d in os.listdir(folder) if d.startswith("test_data_set_"))
-    for be in BACKENDS:
+    for be in backends:
         for data_name in sets:
             data = os.path.join(folder, data_name)
             ins = []
@@ -122,8 +127,8 @@ def run_model(kiln, folder, precision, tol, scratch):
             entry = {"backend": be, "data": data_name, "symbols": sym.group(1) if sym else None}
             if rc != 0:
                 problems.append(f"{be} {data_name}: exit {rc}: {error_text(out)[:600]}")
-            elif be == "sim" and "backend: sim (the plan's kernels" not in out:
-                problems.append(f"sim {data_name}: did not run the plan's kernels")
+            elif be in RAN_ON and RAN_ON[be] not in out:
+                problems.append(f"{be} {data_name}: did not run the plan's kernels on {be}")
             else:
                 ratio, bad = compare(out_dir, data, tol)
                 entry["tol_ratio"] = round(ratio, 4)
@@ -140,9 +145,13 @@ def main():
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--zoo", required=True, help="folder of prepared dynamic zoo models (build/zoo_dynamic)")
     ap.add_argument("--precision", required=True, choices=("fp32", "fp16"))
+    ap.add_argument("--backends", default="sim,ref", help="comma-separated, of " + ",".join(BACKENDS))
     ap.add_argument("--json", help="write every model's result here")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
+    backends = [b for b in a.backends.split(",") if b]
+    if not backends or any(b not in BACKENDS for b in backends):
+        ap.error(f"--backends {a.backends!r}: expected a comma-separated list of {', '.join(BACKENDS)}")
     src = os.path.join(HERE, "dynamic")
     expected = read_table(os.path.join(src, "expected_failures.txt"), 2)
     suffix = ".skeleton.onnx"
@@ -166,7 +175,7 @@ def main():
                 r = {"passed": False, "refused": False, "seconds": 0, "message": vacuous}
             else:
                 with tempfile.TemporaryDirectory(prefix=f"kiln_zoo_dyn_{m}_") as scratch:
-                    r = run_model(a.kiln, folder, a.precision, tol, scratch)
+                    r = run_model(a.kiln, folder, a.precision, tol, scratch, backends)
         want = expected.get((m, a.precision))
         if r["passed"]:
             verdict = "pass" if want is None else "UNEXPECTED PASS (remove it from dynamic/expected_failures.txt)"
@@ -186,10 +195,10 @@ def main():
             problems.append(m)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"precision": a.precision, "target": "sm_90", "results": results}, f, indent=1, sort_keys=True)
+            json.dump({"precision": a.precision, "target": "sm_90", "backends": backends, "results": results}, f, indent=1, sort_keys=True)
     n_pass = sum(r["verdict"] == "pass" for r in results.values())
     n_ref = sum(r["verdict"] == "expected refusal" for r in results.values())
-    print(f"zoo dynamic [{a.precision}]: {n_pass} passed, {n_ref} expected refusals, {len(problems)} problems "
+    print(f"zoo dynamic [{a.precision}, {'+'.join(backends)}]: {n_pass} passed, {n_ref} expected refusals, {len(problems)} problems "
           f"of {len(results)} models, {sum(r['seconds'] for r in results.values()):.0f} s")
     sys.exit(1 if problems else 0)
 
