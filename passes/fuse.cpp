@@ -157,8 +157,9 @@ class Fuse : public Pass {
       again = true;
       if (grp.anchor) {
         EpilogueCut cut = longest_feasible_epilogue(s, grp, why);
-        if (cut.refused) {
-          barred_.emplace(std::make_pair(grp.anchor, cut.refused), cut.why);
+        // A pair barred already cannot be in the group again; sealing then
+        // still guarantees each round makes progress.
+        if (cut.refused && barred_.emplace(std::make_pair(grp.anchor, cut.refused), cut.why).second) {
           split_notes_.push_back(
               fmt::format("split back: a {} group of {} nodes: its epilogue ends before {} ({}), keeping {}: {}",
                           group_kind_name(grp), grp.nodes.size(), value_label(cut.refused->output(0)),
