@@ -95,6 +95,12 @@ KernelCheck check_kernels(const Graph& g, const ConformanceOptions& opts) {
 // --write-plans: the test's plan for --target, as `kiln compile -o` writes it.
 void write_test_plan(const TestCase& t, const Graph& g, const ConformanceOptions& opts) {
   const CompileOptions& c = opts.compile;
+  // A GPU plan needs a kernel for every node (no per-node CPU fallback), as
+  // kiln compile refuses: a CPU-only op is unsupported here, not a plan
+  // without GPU kernels.
+  if (std::vector<std::string> none = nodes_without_kernel_emitter(g); !none.empty())
+    throw Unsupported(
+        fmt::format("{}: no GPU kernel for {}", (fs::path(t.dir) / "model.onnx").string(), fmt::join(none, ", ")));
   plan::Plan p = build_plan(
       g, {c.pass.target, c.pass.precision, c.cache_dir, c.kernel_cache, {}, (fs::path(t.dir) / "model.onnx").string()});
   plan::write_plan_file((fs::path(opts.plans_dir) / (t.suite + "__" + t.name + ".plan")).string(), p);

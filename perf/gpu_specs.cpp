@@ -29,12 +29,15 @@ std::vector<GpuSpec> make_table() {
   h100.smem_per_block = 227 * 1024;
   h100.max_warps_per_sm = 64;
   h100.max_blocks_per_sm = 32;
-  h100.mma_sync_fraction = 0.6;
+  // kiln's mma.sync GEMM reached 219 of the 989 TFLOP/s (4096^3 fp16 micro
+  // benchmark, the 2026-11-27 H100 run; docs/perf_calibration.md).
+  h100.mma_sync_fraction = 0.22;
   h100.wgmma_fraction = 0.8;
   h100.boost_clock_ghz = 1.98;
-  // L2 read bandwidth: not published for Hopper; assumed to be the A100's
-  // 5120 bytes per clock (below) at the H100's boost clock.
-  h100.l2_gb_per_s = 5120 * 1.98;
+  // L2 to SM rate kiln's tiled kernels got: fitted to the per-kernel times of
+  // the 2026-11-27 H100 run (docs/perf_calibration.md); NVIDIA publishes no
+  // figure (the A100's 5120 bytes per clock at 1.98 GHz would be 10138).
+  h100.l2_gb_per_s = 4000;
   t.push_back(h100);
 
   // H200 SXM: NVIDIA H200 Tensor Core GPU data sheet (the same GH100 SMs and

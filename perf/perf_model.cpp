@@ -130,15 +130,20 @@ LaunchEstimate estimate_launch(const LaunchWork& w, const GpuSpec& g, const Mode
       e.latency_us = double(e.waves_run) * (double(w.tile.k_tiles) * per_tile + 2 * c.load_latency_us);
     } else {
       e.compute_us = w.flops / (math_peak_tflops(w.math, g) * 1e12 * sm_fill) * us;
-      e.latency_us = 2 * c.load_latency_us;  // load, then the dependent store
+      e.latency_us = 2 * c.l2_latency_us;  // load, then the dependent store
     }
     e.memory_us = w.bytes / (bandwidth * c.dram_efficiency * sm_fill) * us;
-    if (w.l2_bytes > 0 && g.l2_gb_per_s > 0)
-      e.l2_us = w.l2_bytes / (g.l2_gb_per_s * 1e9 * c.dram_efficiency * sm_fill) * us;
+    if (w.l2_bytes > 0 && g.l2_gb_per_s > 0) e.l2_us = w.l2_bytes / (g.l2_gb_per_s * 1e9 * sm_fill) * us;
   }
   if (w.tail_blocks > 0 && w.kind != WorkKind::Copy) {
-    const double tail_fill = double(std::min<int64_t>(w.tail_blocks, g.sms)) / g.sms;
-    e.tail_us = std::max(2 * c.load_latency_us, w.tail_bytes / (bandwidth * c.dram_efficiency * tail_fill) * us);
+    // One block per tile sums it: its warps read the partial sums an
+    // iteration at a time (a latency-bound stream, not the DRAM's rate). The
+    // tiles' last blocks run side by side where they are resident together:
+    // one after another only past a wave of them.
+    const double per_tile = w.tail_bytes / double(w.tail_blocks);
+    const int warps = static_cast<int>(ceil_div(std::max(w.threads, 1), kWarpSize));
+    const int64_t tail_waves = ceil_div(w.tail_blocks, int64_t(g.sms) * std::max(e.occ.blocks_per_sm, 1));
+    e.tail_us = 2 * c.l2_latency_us + double(tail_waves) * per_tile / (warps * c.tail_warp_bytes_per_us);
   }
   if (w.epilogue_width > 0 && w.tile.k_tiles > 0 && w.kind != WorkKind::Copy) {
     // Each block's epilogue runs after its k-loop: warp accesses of 32 x

@@ -18,11 +18,11 @@
 //              fraction of SMs that have a block);
 //   memory     bytes / (DRAM bandwidth x efficiency x the fraction of SMs
 //              that have a block);
-//   l2         attention: the bytes every block streams from L2 (its Q and
-//              K/V tiles) over the L2 bandwidth, likewise (GPUs with a
-//              figure in the table);
+//   l2         tiled: the bytes every block streams from L2 (a GEMM/conv
+//              block its A and B panels, an attention block its Q and K/V
+//              tiles) over the L2 rate, likewise (GPUs with a figure);
 //   latency    tiled: per wave, k-tiles x (load latency / (stages - 1)) plus
-//              a prologue/epilogue round trip; untiled: one round trip;
+//              a prologue/epilogue round trip; untiled: two L2 round trips;
 // and the estimate is the largest of the four (plus a folded split-K's
 // tail, which runs after them); its name is the bound, or "launch" when even
 // that is not above the per-node launch overhead.
@@ -89,11 +89,25 @@ struct LaunchWork {
 };
 
 // The assumptions that are not in a GPU table (docs/performance.md,
-// "Constants"); tests pass their own.
+// "Constants"; each calibrated against the first measured H100 run,
+// docs/perf_calibration.md); tests pass their own.
 struct ModelConstants {
-  double graph_node_overhead_us = 1.0;  // per CUDA Graph node (kernel or copy) in a replayed graph
-  double dram_efficiency = 0.9;         // the share of the data-sheet bandwidth a streaming kernel gets
-  double load_latency_us = 0.5;         // a global load's round trip under load (DRAM; L2 hits are faster)
+  // What one more kernel node adds to a replayed CUDA Graph beyond its own
+  // estimate: the smallest launch measured in a graph took 0.65 us in all.
+  double graph_node_overhead_us = 0.6;
+  // The share of the data-sheet DRAM bandwidth kiln's streaming kernels got:
+  // the layernorm 32 MB micro benchmark (67 MB in 29.7 us of graph replay).
+  double dram_efficiency = 0.67;
+  // A tiled kernel's operand load round trip under load (DRAM): each k-tile
+  // waits load_latency / (stages - 1), the prologue and epilogue one each.
+  double load_latency_us = 1.25;
+  // A round trip to data the previous kernel just wrote (in L2): an untiled
+  // kernel waits two (a load, then the dependent store), a folded split's
+  // tail two (its ticket, then its first partial sums).
+  double l2_latency_us = 0.85;
+  // The rate one warp of a folded split's last block reads the tile's partial
+  // sums at (its loads go out one iteration at a time): bytes per us.
+  double tail_warp_bytes_per_us = 5000;
   // The epilogue term: an SM issues one warp-wide load/store per clock and
   // its L1 moves 128 bytes per clock (sm_80/sm_90: 32 load/store units, a
   // 128-byte L1 data path).
@@ -112,12 +126,13 @@ struct LaunchEstimate {
   double waves = 0;       // blocks / (SMs x blocks per SM)
   int64_t waves_run = 0;  // ceil(waves): what the GPU executes
   double compute_us = 0, memory_us = 0, latency_us = 0;
-  // l2_bytes over the L2's bandwidth (GpuSpec::l2_gb_per_s, at the DRAM
-  // efficiency) times the share of SMs with a block; 0 without either.
+  // l2_bytes over the L2's rate (GpuSpec::l2_gb_per_s, an achieved rate)
+  // times the share of SMs with a block; 0 without either.
   double l2_us = 0;
-  // A folded split-K's tail, after the rest: a fence and a ticket (a round
-  // trip), then the partial sums (another), or their bytes over the SMs the
-  // tiles' last blocks run on, whichever is longer.
+  // A folded split-K's tail, after the rest: a ticket and the first partial
+  // sums (two L2 round trips), then a tile's tail bytes at its last block's
+  // rate (warps x tail_warp_bytes_per_us), once per wave of last blocks
+  // (tail_blocks / (SMs x blocks per SM), rounded up).
   double tail_us = 0;
   // The epilogue after each block's k-loop: the blocks the busiest SM holds at
   // once (a folded split: of its tiles' last blocks; earlier waves' epilogues

@@ -320,6 +320,11 @@ std::vector<StepWork> plan_work(const plan::Plan& p, const Graph& g) {
         if (aw.kind == WorkKind::Attention)
           w.l2_bytes = double(w.blocks) * double(aw.elem_bytes) *
                        (depth * double(aw.head_dims) + double(w.tile.bm) * double(aw.q_dims));
+        // GEMM/conv: each block streams its A (bm x depth) and B (depth x bn)
+        // panels through L2, whichever tiles share them.
+        else if (a && a->num_inputs() > 0 && a->input(0))
+          w.l2_bytes =
+              double(w.blocks) * double(dtype_size(a->input(0)->dtype())) * depth * double(w.tile.bm + w.tile.bn);
       }
     } else {
       w.math = Math::Fp32;

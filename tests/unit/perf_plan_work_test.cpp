@@ -89,6 +89,9 @@ TEST(PerfPlanWork, GatherMatmulAndCopy) {
   EXPECT_EQ(mm.tile.split, 1);
   EXPECT_DOUBLE_EQ(mm.block_flops, 2.0 * 64 * 64 * 768);
   EXPECT_EQ(mm.bytes, 8 * 256 * 2 + 8 * 768 * 2 + 768 * 256 * 2);
+  // Through L2: each of the 4 blocks streams its 64 x 768 A panel and its
+  // 768 x 64 B panel of f16 (the rows past M = 8 are padding it still loads).
+  EXPECT_DOUBLE_EQ(mm.l2_bytes, 4.0 * 2 * 768 * (64 + 64));
   // The copy reads and writes its bytes.
   EXPECT_EQ(w[2].work.kind, WorkKind::Copy);
   EXPECT_EQ(w[2].work.bytes, 2 * 4096);
@@ -135,6 +138,7 @@ TEST(PerfPlanWork, SplitKGemmAndReduction) {
   EXPECT_EQ(mm.tile.split, 8);
   EXPECT_DOUBLE_EQ(mm.block_flops, 2.0 * 64 * 64 * 96);
   EXPECT_EQ(mm.blocks, 32);
+  EXPECT_DOUBLE_EQ(mm.l2_bytes, 32.0 * 2 * 96 * (64 + 64));            // each split's 3 k-tiles of both panels
   EXPECT_EQ(mm.bytes, 8 * 768 * 2 + 768 * 256 * 2 + 8 * 8 * 256 * 4);  // A, B and the partial sums, not the result
   EXPECT_EQ(w[2].anchor, "split-K reduction");
   EXPECT_EQ(w[2].work.kind, WorkKind::Other);

@@ -148,7 +148,12 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
                          {"est_us", e.est_us},
                          {"bound", e.bound},
                          {"sol_us", e.sol_us},
-                         {"sol_pct", e.sol_pct}};
+                         {"sol_pct", e.sol_pct},
+                         // The work the terms above came from, so the model can be
+                         // refitted offline (bench/calibrate_perf_model.py).
+                         {"l2_bytes", w.l2_bytes},
+                         {"tail_bytes", w.tail_bytes},
+                         {"tail_blocks", w.tail_blocks}};
     if (w.tile.k_tiles > 0)
       jl["tile"] = {{"bm", w.tile.bm},
                     {"bn", w.tile.bn},
@@ -185,6 +190,14 @@ nlohmann::json report_plan_perf(const plan::Plan& p, const Graph& g, const std::
           {"kernel_us", pe.kernel_us},
           {"graph_overhead_us", pe.overhead_us},
           {"graph_node_overhead_us", c.graph_node_overhead_us},
+          {"constants",
+           {{"dram_efficiency", c.dram_efficiency},
+            {"load_latency_us", c.load_latency_us},
+            {"l2_latency_us", c.l2_latency_us},
+            {"tail_warp_bytes_per_us", c.tail_warp_bytes_per_us},
+            {"mma_sync_fraction", spec.mma_sync_fraction},
+            {"dram_gb_per_s", spec.dram_gb_per_s},
+            {"l2_gb_per_s", spec.l2_gb_per_s}}},
           {"sol_us", pe.sol_us},
           {"heavy_launches", pe.heavy},
           {"heavy_full_wave", pe.heavy_full_wave},
