@@ -214,6 +214,8 @@ CompileResult compile_model(const ModelSource& source, const CompileModelOptions
   refuse_string_tensors(
       *imported.graph, model,
       fmt::format("in a plan for target {} (run the model with kiln run --backend ref)", build.pass.target));
+  // Before the passes and kernels: a plan could not bind it (plan_writer.h).
+  if (o.write_plan) refuse_duplicate_output_names(*imported.graph, model);
   // Sizes decided by the data on a GPU target: the graph at the bounds, a
   // static graph whose counts are extra outputs (compiler/gpu_bounded_sizes.h);
   // the passes and kernels see nothing new.

@@ -18,6 +18,7 @@
 #include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/printer.h"
+#include "ir/short_name.h"
 #include "ir/specialize.h"
 #include "ir/string_values.h"
 #include "ir/symbolic_dim.h"
@@ -199,8 +200,23 @@ plan::Plan build_plan_capped(const Graph& g, const PlanBuildOptions& o, const Th
 
 }  // namespace
 
+void refuse_duplicate_output_names(const Graph& g, const std::string& model) {
+  std::unordered_map<std::string, size_t> first;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const std::string& name = g.outputs()[i]->name();
+    auto [it, fresh] = first.emplace(name, i);
+    if (!fresh)
+      fail(
+          "{}graph output \"{}\" is listed twice (outputs {} and {}): a plan's outputs are bound by name, so one name "
+          "cannot be two outputs; list it once (both hold the same values) or give the second its own name through "
+          "an Identity node (kiln run --backend ref or sim on the .onnx returns both, as ONNX Runtime does)",
+          model.empty() ? "" : model + ": ", short_name(name), it->second, i);
+  }
+}
+
 // The one thread cap: see plan_writer.h.
 plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o) {
+  refuse_duplicate_output_names(g, o.source_name);
   refuse_string_tensors(g, o.source_name, fmt::format("in a plan for target {} (plans store no strings)", o.target));
 #ifdef KILN_HAVE_CODEGEN
   ThreadCaps caps;

@@ -57,6 +57,16 @@ struct PlanBuildOptions {
 // naming `source_name`, the node, the kernel and the limit, never a plan.
 plan::Plan build_plan(const Graph& g, const PlanBuildOptions& o);
 
+// ONNX lets a model list one value twice in graph.output, and ONNX Runtime
+// then returns it twice; a plan could hold both (the second a copy), but the
+// runtime binds outputs by name (kiln_context_bind_output), so the second
+// could never be bound and every run would fail ("output is not bound").
+// Binding one buffer to both would make the GPU's output copy a copy onto
+// itself. So a plan refuses it up front: a kiln::Error naming `model` (if not
+// empty), the output and its positions, and what to change. The CPU backends
+// (kiln run --backend ref/sim on the .onnx) return both, as ONNX Runtime does.
+void refuse_duplicate_output_names(const Graph& g, const std::string& model);
+
 // A GPU plan with shape profiles needs a shape-generic kernel for every node
 // whose sizes are symbolic (codegen::why_not_shape_generic): throws
 // kiln::Unsupported naming `model` (if not empty), the first node without

@@ -1,5 +1,7 @@
 #include "compiler/plan_writer_profiles.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "compiler/compile.h"
@@ -46,8 +48,27 @@ std::unique_ptr<Graph> graph_at_largest_shapes(const Graph& g, const PlanBuildOp
   KILN_CHECK(!o.profiles.empty(), "a graph with symbolic dims needs its shape profiles");
   refuse_symbolic_constants(g, where);
   SymbolBindings largest;
-  for (const SymbolDecl& d : g.symbols()) largest[d.name] = d.max;
-  return specialize_graph(g, largest, op_registry());
+  std::vector<std::string> at;
+  for (const SymbolDecl& d : g.symbols()) {
+    largest[d.name] = d.max;
+    at.push_back(fmt::format("{}={}", d.name, d.max));
+  }
+  try {
+    return specialize_graph(g, largest, op_registry());
+  } catch (const Error& e) {
+    // The verifier's message names the node, not the model or the shapes
+    // that broke it: a node valid for every shape but the largest (a split
+    // whose constant parts sum to the smaller sizes) is the profile's fault.
+    std::vector<std::string> inputs;
+    for (const Value* in : g.inputs()) {
+      Shape s = in->shape();
+      for (int64_t& d : s)
+        if (is_symbolic_dim(d)) d = eval_dim(d, largest);
+      inputs.push_back(fmt::format("{} [{}]", in->name(), dims_str(s)));
+    }
+    fail("{}at the largest shapes of the shape profiles ({}; inputs {}): {}", where, fmt::join(at, ", "),
+         fmt::join(inputs, ", "), e.what());
+  }
 }
 
 void record_profiles(const Graph& g, const PlanBuildOptions& o, plan::Plan& p) {

@@ -33,10 +33,39 @@ int subgraph_depth(const onnx::GraphProto& g, int depth, int cap) {
   return deepest;
 }
 
+// Node names are unique within each graph (ONNX's IR spec: "within a
+// namespace, each name MUST be unique for each given graph"; onnx.checker
+// does not enforce it, ONNX Runtime refuses the model: "two nodes with same
+// node name"). kiln's messages, dumps and profiles name nodes, so two of one
+// name would make them ambiguous. An empty name is no name: exporters leave
+// many nodes unnamed. `where` says which graph: "" for the main one, else
+// "in the subgraph 'body' of node ..."; each subgraph is its own namespace.
+void check_node_names(const onnx::GraphProto& g, const std::string& file, const std::string& where) {
+  std::unordered_map<std::string, int> first;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    if (n.name().empty()) continue;
+    auto [it, fresh] = first.emplace(n.name(), i);
+    if (!fresh) {
+      const onnx::NodeProto& m = g.node(it->second);
+      fail(
+          "{}: nodes {} and {}{} are both named \"{}\" ({} and {}): ONNX requires node names to be unique within a "
+          "graph (ONNX Runtime refuses the model too); rename one, or leave it unnamed",
+          file, it->second, i, where, short_name(n.name()), short_name(m.op_type()), short_name(n.op_type()));
+    }
+  }
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      const std::string in = fmt::format(" in the subgraph '{}' of {}", short_name(a.name()), node_label(n));
+      if (a.has_g()) check_node_names(a.g(), file, in);
+      for (const auto& sg : a.graphs()) check_node_names(sg, file, in);
+    }
+}
+
 }  // namespace
 
 // Checks on the model's structure before anything is imported: nesting
-// depth, and SSA form of the main graph (every value defined once, every
+// depth, node names unique per graph, and SSA form of the main graph (every value defined once, every
 // operand defined, nodes in topological order, no cycles), each reported with
 // the names involved.
 void Importer::check_structure() {
@@ -44,6 +73,7 @@ void Importer::check_structure() {
   int cap = limits().max_subgraph_depth;
   if (int depth = subgraph_depth(g, 0, cap); depth > cap)
     fail("{}: subgraphs are nested more than {} deep (the limit, as in ONNX Runtime)", file_, cap);
+  check_node_names(g, file_, "");  // after the depth check: it walks the subgraphs
 
   auto label = [&](int i) { return node_label(g.node(i)); };
   // Who defines each name: -1 an initializer or graph input, else a node.

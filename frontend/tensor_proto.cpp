@@ -11,6 +11,7 @@
 
 #include "frontend/safe_path.h"
 #include "ir/error.h"
+#include "ir/short_name.h"
 #include "ir/limits.h"
 #include "ir/low_bit.h"
 
@@ -178,7 +179,13 @@ Tensor read_external(const onnx::TensorProto& p, const TensorType& type, const s
     }
   }
   if (location.empty()) fail("{}: external data has no location", ctx);
-  if (base_dir.empty()) fail("{}: external data is not allowed here (no model folder)", ctx);
+  // A model given as bytes (standard input, kiln_compile_memory without a
+  // folder) has nothing to resolve "location" against.
+  if (base_dir.empty())
+    fail(
+        "{}: its data is in the external file \"{}\", and this model has no folder to find it in (it was given as "
+        "bytes: standard input or memory); give the model's file path instead",
+        ctx, short_name(location));
   std::string path = resolve_external_data_path(base_dir, location, ctx);
   // Opened without following a symlink and measured on the open file, so a
   // path swapped after resolve_external_data_path's checks is not read.

@@ -153,6 +153,10 @@ AxisPlan plan_axis(const ResizeParams& p, size_t axis, int64_t in) {
         x = len_out > 1 ? (xr + 0.5) / scale - 0.5 : 0.0;
         break;
       case Coord::AlignCorners:
+        // len_out is fractional when scales were given (5 * 1.5 = 7.5 for 7
+        // elements), as in ONNX's reference and conformance data
+        // (onnx/onnx#2462); ONNX Runtime divides by the integer length
+        // (docs/ops.md, "Expected differences").
         x = len_out == 1 ? 0.0 : xr * (len_in - 1) / (len_out - 1);
         break;
       case Coord::Asymmetric:

@@ -29,10 +29,14 @@
 // attention kernel closes only when codegen can emit the union (e.g. a
 // max_pool reads overlapping windows and cannot also write its prologue's
 // values; an attention group with no recognised attention op in it is left
-// as softmax and matmul kernels). Every group left at the end is asked too;
-// one refused is split back: its anchor (for an anchorless group, each
-// member) is sealed, left alone, and the walk runs again. Each round seals at
-// least one more node, so this ends; usually no round is needed.
+// as softmax and matmul kernels). Every group left at the end is asked too.
+// An anchored group refused is cut: its longest epilogue prefix codegen
+// takes stays with the anchor, the op after it is barred from that anchor's
+// epilogue (it and what reads it fuse as they would after any kernel), and
+// the walk runs again. When even the anchor with no epilogue is refused, the
+// anchor is sealed, left alone; an anchorless group refused has each member
+// sealed. Each round bars or seals at least one more node, so this ends;
+// usually no round is needed.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -59,6 +63,7 @@ class Fuse : public Pass {
     why_not_generic_ = opts.why_not_shape_generic;
     ends_ = range_ends(g);
     sealed_.clear();
+    barred_.clear();
     split_notes_.clear();
     for (;;) {
       FusionState s(g);
@@ -96,6 +101,9 @@ class Fuse : public Pass {
   std::vector<SymbolBindings> ends_;
   // Nodes left alone after codegen refused the group they were in, and why.
   std::map<const Node*, std::string> sealed_;
+  // (anchor, op) pairs: the op may not join that anchor's epilogue, since
+  // codegen refused the epilogue with it (longest_feasible_epilogue); why.
+  std::map<std::pair<const Node*, const Node*>, std::string> barred_;
   std::vector<std::string> split_notes_;
 
   // A group holding a sealed node holds only it (nothing merges with it).
@@ -126,10 +134,11 @@ class Fuse : public Pass {
     return u;
   }
 
-  // Asks codegen about every group that would become a fused node; seals
-  // those it refuses. Returns true when the walk must run again; else the
-  // parts asked about, by group id, are in `asked` for outlining (a 100k-node
-  // chain's body is built once, not once to ask and once to outline).
+  // Asks codegen about every group that would become a fused node; cuts the
+  // epilogue of an anchored one it refuses, or seals. Returns true when the
+  // walk must run again; else the parts asked about, by group id, are in
+  // `asked` for outlining (a 100k-node chain's body is built once, not once
+  // to ask and once to outline).
   bool split_back(const FusionState& s, PassStats& stats, std::unordered_map<int, FusedParts>& asked) {
     if (!why_no_kernel_) return false;
     bool again = false;
@@ -144,17 +153,83 @@ class Fuse : public Pass {
       }
       asked.clear();  // the walk runs again: these groups change
       std::string sealed_why = "codegen refused the group it was in: " + why;
+      stats.count("groups-split-back");
+      again = true;
       if (grp.anchor) {
+        EpilogueCut cut = longest_feasible_epilogue(s, grp, why);
+        // A pair barred already cannot be in the group again; sealing then
+        // still guarantees each round makes progress.
+        if (cut.refused && barred_.emplace(std::make_pair(grp.anchor, cut.refused), cut.why).second) {
+          split_notes_.push_back(
+              fmt::format("split back: a {} group of {} nodes: its epilogue ends before {} ({}), keeping {}: {}",
+                          group_kind_name(grp), grp.nodes.size(), value_label(cut.refused->output(0)),
+                          cut.refused->op(), cut.kept, cut.why));
+          continue;
+        }
         sealed_.emplace(grp.anchor, sealed_why);
       } else {
         for (const Node* n : grp.nodes) sealed_.emplace(n, sealed_why);
       }
       split_notes_.push_back(
           fmt::format("split back: a {} group of {} nodes: {}", group_kind_name(grp), grp.nodes.size(), why));
-      stats.count("groups-split-back");
-      again = true;
     }
     return again;
+  }
+
+  struct EpilogueCut {
+    const Node* refused = nullptr;  // the epilogue op that ends the kept prefix; null: none kept
+    std::string why;                // codegen's answer with that op in
+    size_t kept = 0;                // nodes of the group kept with the anchor
+  };
+
+  // The group's anchored part (the anchor and what precedes it: prologue,
+  // attention scores and softmax) and its epilogue, in walk order. A prefix
+  // of the epilogue in that order holds the in-group producers of each of
+  // its ops, so it is a group the walk could have formed; the longest one
+  // codegen takes is found by bisection (the whole group is refused:
+  // `why_all`), so a long epilogue costs a few questions, not one per op.
+  // `refused` is null when the anchored part alone is refused too.
+  EpilogueCut longest_feasible_epilogue(const FusionState& s, const Group& grp, const std::string& why_all) const {
+    std::vector<Node*> members = grp.nodes;
+    std::sort(members.begin(), members.end(),
+              [&](const Node* a, const Node* b) { return s.position(a) < s.position(b); });
+    const int anchor_at = s.position(grp.anchor);
+    size_t core = 0;
+    while (core < members.size() && s.position(members[core]) <= anchor_at) ++core;
+    auto prefix = [&](size_t n) {
+      Group p;
+      p.anchor = grp.anchor;
+      p.kind = grp.kind;
+      p.nodes.assign(members.begin(), members.begin() + static_cast<std::ptrdiff_t>(n));
+      for (const Node* m : p.nodes) p.non_views += op_role(*m) != Role::View;
+      return p;
+    };
+    // The anchor alone is asked too, as a fused node with an empty epilogue:
+    // a refusal of the anchor itself (a grid too large at a range's high
+    // end) cannot be cured by cutting the epilogue.
+    auto refusal = [&](size_t n) {
+      Group p = prefix(n);
+      FusedParts parts = fused_parts(s.graph(), s, p);
+      return ask_codegen(why_no_kernel_, parts, p, ends_, why_not_generic_);
+    };
+    EpilogueCut cut;
+    if (core == members.size() || !refusal(core).empty()) return cut;
+    // Invariant: the prefix of `lo` members is taken, that of `hi` refused.
+    size_t lo = core, hi = members.size();
+    cut.why = why_all;
+    while (hi - lo > 1) {
+      size_t mid = lo + (hi - lo) / 2;
+      std::string why = refusal(mid);
+      if (why.empty()) {
+        lo = mid;
+      } else {
+        hi = mid;
+        cut.why = why;
+      }
+    }
+    cut.refused = members[hi - 1];
+    cut.kept = lo;
+    return cut;
   }
 
   void refuse(const FusionState& s, int producer_group, const Node& c, const std::string& why) {
@@ -214,7 +289,10 @@ class Fuse : public Pass {
               [&](int a, int b) { return s.position(s.group(a).anchor) > s.position(s.group(b).anchor); });
     for (size_t i = 0; i < anchored.size(); ++i) {
       int a = anchored[i];
-      std::string why = prologue_instead(s, a, c);
+      std::string why;
+      if (auto it = barred_.find({s.group(a).anchor, &c}); it != barred_.end())
+        why = "codegen refused the epilogue with it: " + it->second;
+      if (why.empty()) why = prologue_instead(s, a, c);
       if (why.empty()) why = computed_with_symbols(s, plain, c);
       if (why.empty()) why = check_epilogue(s, a, c);
       if (!why.empty()) {

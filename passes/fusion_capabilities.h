@@ -1,8 +1,9 @@
 // The contract between the fuser and codegen: before the fuse pass forms a
 // reduction-with-prologue or attention group, and once more for every group
 // it ends with, it asks "can a kernel be emitted for this fused node?". A
-// group codegen refuses is never formed, or is split back (its anchor, or for
-// an anchorless group every member, left alone), whatever the target.
+// group codegen refuses is never formed, or is split back (an anchored group
+// keeps the longest epilogue prefix codegen takes; an anchor refused alone,
+// or every member of an anchorless group, is left alone), whatever the target.
 //
 // passes/ must not depend on codegen/ (docs/architecture.md), so the question
 // is a plain function the pipeline hands over in PassOptions: the pipeline

@@ -16,6 +16,7 @@
 
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "ir/graph.h"
 #include "kiln/kiln.hpp"
 #include "runtime/plan_format.h"
@@ -43,6 +44,8 @@ py::list describe(const std::vector<kiln::TensorInfo>& ts) {
 }
 
 std::string read_bytes(const std::string& path) {
+  // A folder opens as a file on Linux and reads as nothing.
+  kiln::reject_directory(path, "a plan file");
   std::ifstream in(path, std::ios::binary);
   if (!in) raise(path + ": cannot open file");
   std::stringstream ss;
@@ -95,11 +98,12 @@ class PyEngine {
     return r;
   }
 
+  // As kiln compile -o (ir/file_io.h): a folder is named as one, and the plan
+  // is written beside and renamed, so a failed write keeps the old file and
+  // the message has the operating system's reason.
   void save(const std::string& path) const {
-    std::ofstream out(path, std::ios::binary);
-    if (!out) raise(path + ": cannot write file");
-    out.write(bytes_.data(), std::streamsize(bytes_.size()));
-    if (!out) raise(path + ": write failed");
+    kiln::reject_directory(path, "a plan file");
+    kiln::write_file(path, bytes_.data(), bytes_.size());
   }
 
   py::dict run(const py::dict& feed) const {

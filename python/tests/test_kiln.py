@@ -304,6 +304,22 @@ def test_bad_plan_path():
         kiln.load("/no/such.plan")
 
 
+def test_folders_where_files_belong(tmp_path, tiny):
+    # A folder opens as a file on Linux: each path is checked and named as one.
+    folder = tmp_path / "m.onnx"
+    folder.mkdir()
+    with pytest.raises(kiln.Error, match=r"m\.onnx: is a folder, not an ONNX model"):
+        kiln.compile(folder, target="cpu")
+    with pytest.raises(kiln.Error, match=r"m\.onnx: is a folder, not a plan file"):
+        kiln.load(folder)
+    with pytest.raises(kiln.Error, match=r"m\.onnx: is a folder, not a plan file"):
+        tiny.save(folder)
+    # save() writes as kiln compile -o does: beside, then renamed.
+    tiny.save(tmp_path / "m.plan")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "m.plan"]
+    assert kiln.load(tmp_path / "m.plan").outputs == tiny.outputs
+
+
 def test_corrupt_plan(tmp_path):
     bad = tmp_path / "bad.plan"
     bad.write_bytes(b"this is not a plan" * 10)

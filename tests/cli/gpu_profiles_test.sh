@@ -32,17 +32,10 @@ grep -q '^  step [0-9]*: x = ceil(.*batch.*/ [0-9]*), at most [0-9]* (symbols ba
 backends="ref"
 [ "$sim" = sim ] && backends="ref sim"
 [ "$sim" = gpu ] && backends="gpu"
-for be in $backends; do
-  for b in 1 5 16; do
-    run_plan "$dir/pw.plan" "$be" "pw.plan on $be at batch $b" "x=$dir/x_$b.npy"
-    grep -q "^symbols: batch=$b (range \[1, 16\])" "$out" || fail "pw.plan on $be at batch $b: no symbols line"
-    if [ "$be" = sim ]; then
-      grep -q "^backend: sim (the plan's kernels and launch list on the CPU simulator)" "$out" ||
-        fail "pw.plan on sim at batch $b did not run the plan's own kernels"
-    fi
-    matches_ort "$dir/pw.onnx" "pw.plan on $be at batch $b" "x=$dir/x_$b.npy"
-  done
-done
+pw_symbols() {
+  grep -q "^symbols: batch=$2 (range \[1, 16\])" "$out" || fail "pw.plan on $1 at batch $2: no symbols line"
+}
+runs_like_ort --check pw_symbols "$dir/pw.plan" "$dir/pw.onnx" "pw.plan (batch)" "$backends" "1 5 16" "x=$dir/x_{}.npy"
 # The dynamic-batch MLP (gemm, relu, gemm, matmul, softmax): compiled once for
 # sm_90, every launch shape-generic (the relu fused into its gemm's epilogue:
 # four launches), run at three batches on sim and ref.
@@ -51,12 +44,7 @@ done
 "$kiln" inspect "$dir/mlp.plan" >"$out" 2>&1 || fail "inspect mlp: exit $?"
 grep -q '^shape-generic launches: 4 ' "$out" || fail "the MLP's four launches are not all shape-generic"
 grep -q 'x = ceil(batch / [0-9]*) \* [0-9]* (symbols batch)' "$out" || fail "no GEMM grid of row tiles x column tiles"
-for be in $backends; do
-  for b in 1 9 200; do
-    run_plan "$dir/mlp.plan" "$be" "mlp.plan on $be at batch $b" "x=$dir/m_$b.npy"
-    matches_ort "$dir/mlp.onnx" "mlp.plan on $be at batch $b" "x=$dir/m_$b.npy"
-  done
-done
+runs_like_ort "$dir/mlp.plan" "$dir/mlp.onnx" "mlp.plan (batch)" "$backends" "1 9 200" "x=$dir/m_{}.npy"
 
 # The same MLP with tf32 allowed: its Gemms and MatMul on tensor cores
 # (mma.sync tf32) with a symbolic M, every launch shape-generic, within the
@@ -69,10 +57,7 @@ grep -q '^shape-generic launches: 4 ' "$out" || fail "the tf32 MLP's four launch
 [ "$(grep -c ' kiln_gemm_mma_.* sm_90 ' "$out")" -eq 2 ] || fail "the tf32 MLP's two Gemms are not on tensor cores"
 grep -q ' kiln_matmul_mma_.* sm_90 ' "$out" || fail "the tf32 MLP's MatMul is not on tensor cores"
 if [ "$sim" = sim ]; then
-  for b in 1 9 200; do
-    run_plan "$dir/mlp_tf32.plan" sim "mlp_tf32.plan on sim at batch $b" "x=$dir/m_$b.npy"
-    matches_ort --fp16 "$dir/mlp.onnx" "mlp_tf32.plan on sim at batch $b" "x=$dir/m_$b.npy"
-  done
+  runs_like_ort --fp16 "$dir/mlp_tf32.plan" "$dir/mlp.onnx" "mlp_tf32.plan (batch)" sim "1 9 200" "x=$dir/m_{}.npy"
 fi
 
 # The BERT-style encoder of cli_plan_profiles (embedding gather, layer norms,
@@ -86,6 +71,10 @@ fi
 # static plan: fewer launches, every one shape-generic. Each plan runs at
 # three (batch, seq) shapes on sim and ref against ONNX Runtime.
 enc=$dir/cnn/encoder.onnx
+enc_symbols() {
+  grep -q "^symbols: batch=${2%x*} (range \[1, 8\]), seq=${2#*x} (range \[1, 64\])" "$out" ||
+    fail "encoder on $1 at $2: no symbols line"
+}
 unfused=fold-constants,fold-control-flow,simplify,dce,cse,fold-constants,dce
 for prec in fp32 fp16; do
   passes=$unfused
@@ -128,15 +117,9 @@ for prec in fp32 fp16; do
     fi
     tol=
     [ "$prec" = fp16 ] && tol=--fp16
-    for be in $backends; do
-      for bs in 1x5 2x16 4x33; do
-        ids="input_ids=$dir/cnn/ids_$bs.npy" mask="attention_mask=$dir/cnn/mask_$bs.npy"
-        run_plan "$plan" "$be" "encoder ($prec, $pipe) on $be at $bs" "$ids" "$mask"
-        grep -q "^symbols: batch=${bs%x*} (range \[1, 8\]), seq=${bs#*x} (range \[1, 64\])" "$out" ||
-          fail "encoder ($prec, $pipe) on $be at $bs: no symbols line"
-        matches_ort $tol "$enc" "encoder ($prec, $pipe) on $be at $bs" "$ids" "$mask"
-      done
-    done
+    # shellcheck disable=SC2086
+    runs_like_ort $tol --check enc_symbols "$plan" "$enc" "encoder ($prec, $pipe)" "$backends" "1x5 2x16 4x33" \
+      "input_ids=$dir/cnn/ids_{}.npy" "attention_mask=$dir/cnn/mask_{}.npy"
   done
 done
 
@@ -159,13 +142,11 @@ grep -q "^shape-generic launches: $launches " "$out" || fail "the CNN's $launche
 # GEMM whose M is the images x 16x16 positions (row tiles over 256*batch).
 grep -q ' kiln_conv_nhwc_.* sm_90 ' "$out" || fail "the CNN's convs are not channels-last"
 grep -q 'x = ceil(256\*batch / [0-9]*) (symbols batch)' "$out" || fail "no conv grid of row tiles over the images' positions"
-for be in $backends; do
-  for b in 1 3 8; do
-    run_plan "$dir/cnn.plan" "$be" "cnn.plan on $be at batch $b" "x=$dir/cnn/x_$b.npy"
-    grep -q "^symbols: batch=$b (range \[1, 8\])" "$out" || fail "cnn.plan on $be at batch $b: no symbols line"
-    matches_ort "$dir/cnn/cnn.onnx" "cnn.plan on $be at batch $b" "x=$dir/cnn/x_$b.npy"
-  done
-done
+cnn_symbols() {
+  grep -q "^symbols: batch=$2 (range \[1, 8\])" "$out" || fail "cnn.plan on $1 at batch $2: no symbols line"
+}
+runs_like_ort --check cnn_symbols "$dir/cnn.plan" "$dir/cnn/cnn.onnx" "cnn.plan (batch)" "$backends" "1 3 8" \
+  "x=$dir/cnn/x_{}.npy"
 # The same CNN at fp16, compiled once for sm_90: its convs on tensor cores
 # (mma.sync implicit GEMMs over a symbolic batch of images) and its head's
 # Gemm too (a tensor-core GEMM with a symbolic M), within the fp16 tolerance
@@ -177,12 +158,8 @@ done
 grep -q ' kiln_gemm_mma_.* sm_90 ' "$out" || fail "the fp16 CNN's Gemm is not on tensor cores"
 launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]*\) kernel launches.*/\1/p' "$out")
 grep -q "^shape-generic launches: $launches " "$out" || fail "the fp16 CNN's $launches launches are not all shape-generic"
-for be in $backends; do
-  for b in 1 3 8; do
-    run_plan "$dir/cnn16.plan" "$be" "cnn16.plan on $be at batch $b" "x=$dir/cnn/x_$b.npy"
-    matches_ort --fp16 "$dir/cnn/cnn.onnx" "cnn16.plan (fp16) on $be at batch $b" "x=$dir/cnn/x_$b.npy"
-  done
-done
+runs_like_ort --fp16 "$dir/cnn16.plan" "$dir/cnn/cnn.onnx" "cnn16.plan (fp16, batch)" "$backends" "1 3 8" \
+  "x=$dir/cnn/x_{}.npy"
 
 # Launch variants (docs/dynamic_shapes.md "Specialised launches"): the CNN
 # (fp32) and the encoder (fp16) compiled with an opt shape and every node
@@ -202,32 +179,31 @@ if [ "$sim" = sim ]; then
   grep -q '^shape: the opt shape of profile 0 (batch=3); [1-9][0-9]* of its [0-9]* launches from launch variants' "$out" ||
     fail "inspect --perf does not model the opt shape's launch variants"
   grep -q '^plan: .*batch 3$' "$out" || fail "inspect --perf does not model batch 3"
-  for b in 3 1 8; do
-    run_plan "$dir/cnn_opt.plan" sim "cnn_opt.plan on sim at batch $b" "x=$dir/cnn/x_$b.npy"
-    if [ $b = 3 ]; then
+  cnn_variants() {
+    if [ "$2" = 3 ]; then
       grep -q '^launch variants: [1-9][0-9]* node(s) ran [1-9][0-9]* launch(es) specialised for the opt shape of profile 0 (batch=3)$' "$out" ||
         fail "cnn_opt.plan at batch 3 did not run its launch variants"
     else
-      grep -q '^launch variants: none at this shape' "$out" || fail "cnn_opt.plan at batch $b ran a launch variant"
+      grep -q '^launch variants: none at this shape' "$out" || fail "cnn_opt.plan at batch $2 ran a launch variant"
     fi
-    matches_ort "$dir/cnn/cnn.onnx" "cnn_opt.plan on sim at batch $b" "x=$dir/cnn/x_$b.npy"
-  done
+  }
+  runs_like_ort --check cnn_variants "$dir/cnn_opt.plan" "$dir/cnn/cnn.onnx" "cnn_opt.plan (batch)" sim "3 1 8" \
+    "x=$dir/cnn/x_{}.npy"
   passes=$unfused,precision,fold-constants,simplify,cse,dce,merge-sibling-matmuls,fuse,plan-memory
   "$kiln" compile "$enc" --target sm_90 --precision fp16 --passes $passes \
     --min-shapes input_ids:1x1,attention_mask:1x1 --opt-shapes input_ids:2x16,attention_mask:2x16 \
     --max-shapes input_ids:8x64,attention_mask:8x64 --opt-variants all -o "$dir/enc_opt.plan" >"$out" 2>&1 ||
     fail "compile the encoder with launch variants: exit $?"
-  for bs in 2x16 1x5 4x33; do
-    ids="input_ids=$dir/cnn/ids_$bs.npy" mask="attention_mask=$dir/cnn/mask_$bs.npy"
-    run_plan "$dir/enc_opt.plan" sim "enc_opt.plan on sim at $bs" "$ids" "$mask"
-    if [ $bs = 2x16 ]; then
+  enc_variants() {
+    if [ "$2" = 2x16 ]; then
       grep -q '^launch variants: [1-9][0-9]* node(s) ran [1-9][0-9]* launch(es) specialised for the opt shape of profile 0 (batch=2, seq=16)$' "$out" ||
         fail "enc_opt.plan at 2x16 did not run its launch variants"
     else
-      grep -q '^launch variants: none at this shape' "$out" || fail "enc_opt.plan at $bs ran a launch variant"
+      grep -q '^launch variants: none at this shape' "$out" || fail "enc_opt.plan at $2 ran a launch variant"
     fi
-    matches_ort --fp16 "$enc" "enc_opt.plan on sim at $bs" "$ids" "$mask"
-  done
+  }
+  runs_like_ort --fp16 --check enc_variants "$dir/enc_opt.plan" "$enc" "enc_opt.plan" sim "2x16 1x5 4x33" \
+    "input_ids=$dir/cnn/ids_{}.npy" "attention_mask=$dir/cnn/mask_{}.npy"
 fi
 expect_exit 1 "--opt-variants without a profile must exit 1" "$kiln" compile "$dir/cnn/cnn.onnx" --target sm_90 \
   --opt-variants all -o "$dir/no.plan"

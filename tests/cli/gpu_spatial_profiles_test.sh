@@ -42,21 +42,14 @@ grep -q ' kiln_conv_nhwc_.* sm_90 ' "$out" || fail "the convs are not channels-l
 grep -q 'x = ceil(batch\*height\*width / [0-9]*) (symbols batch, height, width)' "$out" ||
   fail "no conv grid over the images' height*width positions"
 grep -q 'height.plus2.div4\*width.plus2.div4' "$out" || fail "no grid over the strided windows' floor((height+2)/4)"
-for be in $backends; do
-  for s in $shapes; do
-    run_plan "$dir/seg.plan" "$be" "seg.plan on $be at $s" "x=$dir/x_$s.npy"
-    IFS=x read -r b c hh ww <<EOS
-$s
+seg_symbols() {
+  IFS=x read -r b c hh ww <<EOS
+$2
 EOS
-    grep -q "^symbols: batch=$b (range \[1, 4\]), height=$hh (range \[16, 64\]), width=$ww (range \[16, 64\])" "$out" ||
-      fail "seg.plan on $be at $s: no symbols line"
-    if [ "$be" = sim ]; then
-      grep -q "^backend: sim (the plan's kernels and launch list on the CPU simulator)" "$out" ||
-        fail "seg.plan on sim at $s did not run the plan's own kernels"
-    fi
-    matches_ort "$dir/seg_cnn.onnx" "seg.plan on $be at $s" "x=$dir/x_$s.npy"
-  done
-done
+  grep -q "^symbols: batch=$b (range \[1, 4\]), height=$hh (range \[16, 64\]), width=$ww (range \[16, 64\])" "$out" ||
+    fail "seg.plan on $1 at $2: no symbols line"
+}
+runs_like_ort --check seg_symbols "$dir/seg.plan" "$dir/seg_cnn.onnx" seg.plan "$backends" "$shapes" "x=$dir/x_{}.npy"
 
 # fp16: the convs (channels-last, M the images x positions) and the
 # conv_transpose (channels-first, N the positions) as tensor-core implicit
@@ -68,24 +61,15 @@ done
 grep -q ' kiln_conv_transpose_mma_.* sm_90 ' "$out" || fail "the fp16 conv_transpose is not on tensor cores"
 launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]*\) kernel launches.*/\1/p' "$out")
 grep -q "^shape-generic launches: $launches " "$out" || fail "not all $launches fp16 launches are shape-generic"
-for be in $backends; do
-  for s in $shapes; do
-    run_plan "$dir/seg16.plan" "$be" "seg16.plan on $be at $s" "x=$dir/x_$s.npy"
-    matches_ort --fp16 "$dir/seg_cnn_head.onnx" "seg16.plan (fp16) on $be at $s" "x=$dir/x_$s.npy"
-  done
-done
+runs_like_ort --fp16 "$dir/seg16.plan" "$dir/seg_cnn_head.onnx" "seg16.plan (fp16)" "$backends" "$shapes" \
+  "x=$dir/x_{}.npy"
 
 # Resize to sizes computed from Shape ops (another tensor's symbolic height
 # and width, as torchvision's segmentation heads do): linear, half_pixel,
 # the scale out/in per run.
 "$kiln" compile "$dir/seg_resize_like.onnx" --target sm_90 --min-shapes x:1x3x16x16 --max-shapes x:4x3x64x64 \
   -o "$dir/like.plan" >"$out" 2>&1 || fail "compile the resize-to-shape model for sm_90: exit $?"
-for be in $backends; do
-  for s in $shapes; do
-    run_plan "$dir/like.plan" "$be" "like.plan on $be at $s" "x=$dir/x_$s.npy"
-    matches_ort "$dir/seg_resize_like.onnx" "like.plan on $be at $s" "x=$dir/x_$s.npy"
-  done
-done
+runs_like_ort "$dir/like.plan" "$dir/seg_resize_like.onnx" like.plan "$backends" "$shapes" "x=$dir/x_{}.npy"
 
 # Resizes by non-integer scales (nearest 1.5, linear 0.75) and cubic ones
 # (1.5 x 1.25; 0.5 x 2.5 with exclude_outside): floor(in * scale) over
@@ -96,12 +80,7 @@ done
 grep -q 'height+height.div2' "$out" || fail "no size floor(1.5 * height) over a derived symbol"
 launches=$(sed -n 's/^GPU kernels: [0-9]* distinct, [0-9]* launch steps (\([0-9]*\) kernel launches.*/\1/p' "$out")
 [ "$launches" = 4 ] && grep -q "^shape-generic launches: 4 " "$out" || fail "not 4 shape-generic resize launches"
-for be in $backends; do
-  for s in $shapes; do
-    run_plan "$dir/r15.plan" "$be" "r15.plan on $be at $s" "x=$dir/x_$s.npy"
-    matches_ort "$dir/seg_resize15.onnx" "r15.plan on $be at $s" "x=$dir/x_$s.npy"
-  done
-done
+runs_like_ort "$dir/r15.plan" "$dir/seg_resize15.onnx" r15.plan "$backends" "$shapes" "x=$dir/x_{}.npy"
 
 # A shape outside the profile: exit 1 naming the dim and its range.
 "$py" -c "import numpy as np; np.save('$dir/x_big.npy', np.zeros((1, 3, 65, 32), np.float32))"

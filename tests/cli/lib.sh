@@ -27,6 +27,13 @@
 #                  outputs in $dir/o equal ONNX Runtime's for MODEL on the
 #                  same inputs (compare_outputs_ort.py; --fp16: within the
 #                  fp16 tolerance)
+#   runs_like_ort [--fp16] [--check FN] PLAN MODEL WHAT BACKENDS SHAPES NAME=FILE...
+#                  for each backend of BACKENDS and each shape of SHAPES
+#                  (words): run_plan PLAN there on the inputs NAME=FILE with
+#                  each {} replaced by the shape; on sim, fails unless the
+#                  plan's own kernels ran; calls `FN BACKEND SHAPE` (the
+#                  caller's checks of the run's report in $out); then
+#                  matches_ort MODEL. A run is named "WHAT on BACKEND at SHAPE"
 #   decoder_profile MAX
 #                  sets $min and $max, the --min-shapes and --max-shapes of
 #                  the zoo's llama_kv_prefill decoder: input_ids from 1x1 to
@@ -39,7 +46,7 @@
 #   decoder_pairs SEQ_PAST
 #                  sets $pairs to those inputs as NAME=FILE words (for
 #                  run_plan and matches_ort, unquoted)
-# expect_error, run_plan and matches_ort use the script's $kiln, $py (the venv's python)
+# expect_error, run_plan, matches_ort and runs_like_ort use the script's $kiln, $py (the venv's python)
 # and $t (this folder). A script that needs more in its failure report
 # defines its own fail after sourcing this file. expect_exit is for scripts
 # without `set -e` (which would end the script at the command's failure).
@@ -99,6 +106,50 @@ matches_ort() {
   # shellcheck disable=SC2086
   "$py" "$t/compare_outputs_ort.py" $_tol "$_model" "$dir/o" "$@" >"$out" 2>&1 ||
     fail "$_what: not ONNX Runtime's outputs"
+}
+runs_like_ort() {
+  _rl_tol=
+  _rl_check=
+  while :; do
+    case $1 in
+      --fp16)
+        _rl_tol=--fp16
+        shift
+        ;;
+      --check)
+        _rl_check=$2
+        shift 2
+        ;;
+      *) break ;;
+    esac
+  done
+  _rl_plan=$1
+  _rl_model=$2
+  _rl_what=$3
+  _rl_backends=$4
+  _rl_shapes=$5
+  shift 5
+  for _rl_be in $_rl_backends; do
+    for _rl_s in $_rl_shapes; do
+      _rl_ins=
+      for _rl_w in "$@"; do
+        case $_rl_w in
+          *"{}"*) _rl_w="${_rl_w%%"{}"*}$_rl_s${_rl_w#*"{}"}" ;;
+        esac
+        _rl_ins="$_rl_ins $_rl_w"
+      done
+      _rl_run="$_rl_what on $_rl_be at $_rl_s"
+      # shellcheck disable=SC2086
+      run_plan "$_rl_plan" "$_rl_be" "$_rl_run" $_rl_ins
+      if [ "$_rl_be" = sim ]; then
+        grep -q "^backend: sim (the plan's kernels and launch list on the CPU simulator)" "$out" ||
+          fail "$_rl_run did not run the plan's own kernels"
+      fi
+      [ -z "$_rl_check" ] || "$_rl_check" "$_rl_be" "$_rl_s"
+      # shellcheck disable=SC2086
+      matches_ort $_rl_tol "$_rl_model" "$_rl_run" $_rl_ins
+    done
+  done
 }
 decoder_caches="past_key_0 past_value_0 past_key_1 past_value_1"
 decoder_profile() {

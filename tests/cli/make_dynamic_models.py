@@ -11,6 +11,9 @@ Reshape targets computed from Shape):
                 chain, an output projection as Gemm over [batch*seq, 32] (a
                 Mul of two gathered dims), residual, LayerNormalization, a GELU
                 (Erf) FFN -> hidden [batch,seq,32]
+  split.onnx    x [n,4] -> Split into constant parts [2,2] along n: valid
+                only where n is 4 (a profile whose largest n is not 4 fails
+                the verifier at its largest shapes)
 Random weights, seeded.
     python tests/cli/make_dynamic_models.py DIR
 """
@@ -125,6 +128,13 @@ def encoder(path):
     save(helper.make_graph(nodes, "encoder", [ids, mask], [out], initializer=inits), path)
 
 
+def split_halves(path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])
+    outs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 4]) for name in ("first", "second")]
+    node = helper.make_node("Split", ["x", "parts"], ["first", "second"], name="halves", axis=0)
+    save(helper.make_graph([node], "split", [x], outs, initializer=[i64("parts", [2, 2])]), path)
+
+
 def inputs(dir_, batch, seq):
     """input_ids / attention_mask .npy files for one shape (the mask zeroes the tail of row 0)."""
     ids = rng.integers(0, 50, size=(batch, seq), dtype=np.int64)
@@ -138,6 +148,7 @@ if __name__ == "__main__":  # make_data_dependent_models.py imports the helpers 
     out_dir = sys.argv[1]
     cnn(os.path.join(out_dir, "cnn.onnx"))
     encoder(os.path.join(out_dir, "encoder.onnx"))
+    split_halves(os.path.join(out_dir, "split.onnx"))
     for b, s in ((1, 5), (2, 16), (4, 33)):
         inputs(out_dir, b, s)
     # CNN inputs at three batch sizes (plan_profiles_test.sh feeds a plan files).

@@ -131,4 +131,10 @@ grep -q '^shape-generic launches: [1-9]' "$out" || fail "the GPU plan has no sha
   fail "static compile: exit $?"
 "$kiln" inspect "$dir/static.plan" >"$out" 2>&1 || fail "inspect static: exit $?"
 grep -q 'shape profiles' "$out" && fail "a static plan has no profiles"
+
+# A node the verifier accepts for symbolic n but not at the profile's largest
+# shape (Split's constant parts sum to 4, the profile goes to 5): the error
+# names the model, the shapes and the node, exit 1.
+expect_error "$dir/split.onnx: at the largest shapes of the shape profiles (n=5; inputs x [5,4]): verifier: node \"halves\" (split): split [2,2] sums to 4 but dim 0 of f32[5,4] is 5" \
+  compile "$dir/split.onnx" --target cpu --min-shapes x:4x4 --max-shapes x:5x4 -o "$dir/split.plan"
 echo PASS

@@ -60,8 +60,11 @@ grep -q "^$dir/c.plan: plan written; GPU kernels: none" "$out" || fail "cpu plan
 
 expect_error "'0' is not a plan file name: -o writes the plan" bench "$model" -o 0
 expect_error "'99' is not a plan file name: -o writes the plan" compile "$model" -o 99
-expect_error "--backend gpu runs GPU kernels and --target cpu builds none: add --target auto, portable or sm_XX" run "$model" --backend gpu
-expect_error "--backend sim runs a plan's GPU kernels and --target cpu builds none" run "$model" --backend sim -o "$dir/x.plan"
+# (Without --target, the messages say none was given: cli_backend_flag.)
+expect_error "--backend gpu runs GPU kernels and --target cpu builds none: add --target auto, portable or sm_XX" \
+  run "$model" --backend gpu --target cpu
+expect_error "--backend sim runs GPU kernels and --target cpu builds none" \
+  run "$model" --backend sim --target cpu -o "$dir/x.plan"
 expect_error "$dir/no/such/m.plan: cannot write (--save-engine)" run "$model" --target sm_90 --save-engine "$dir/no/such/m.plan"
 expect_error "a plan is already compiled; --save-engine (-o) only applies when compiling an .onnx model (to keep" \
   run "$dir/m.plan" --save-engine "$dir/y.plan"

@@ -9,7 +9,8 @@ add(mc) declares them with make_corpus.py's helpers (mc is that module).
 import os
 
 import numpy as np
-from onnx import helper
+import onnx
+from onnx import TensorProto, helper
 
 
 def add(mc):
@@ -39,6 +40,48 @@ def add(mc):
             mc.model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [mc.vi("x", [2, 3]), mc.vi("x", [2, 3])],
                      [mc.vi("y", [2, 3])]),
             'model.onnx: graph input "x" is declared twice')
+
+    # --- node names twice in one graph (branch defects10): onnx.checker lets it
+    # pass, ONNX Runtime refuses it ("two nodes with same node name"); each
+    # subgraph is a namespace of its own, and unnamed nodes are no names --
+    first = helper.make_node("Relu", ["x"], ["a"], name="same")
+    second = helper.make_node("Neg", ["a"], ["y"], name="same")
+    mc.save("node_name_twice", mc.model([first, second], [mc.vi("x", [2, 3])], [mc.vi("y", [2, 3])]),
+            'model.onnx: nodes 0 and 1 are both named "same" (Relu and Neg): ONNX requires node names to be unique',
+            commands=("compile", "run", "dump-ir"))
+
+    def if_model(then_names):
+        def branch(name, op, names):
+            nodes = [helper.make_node(op, ["x"], [name + "_a"], name=names[0]),
+                     helper.make_node("Identity", [name + "_a"], [name + "_o"], name=names[1])]
+            return helper.make_graph(nodes, name, [], [mc.vi(name + "_o", [2])])
+        node = helper.make_node("If", ["c"], ["y"], name="n", then_branch=branch("then", "Relu", then_names),
+                                else_branch=branch("else", "Neg", ("n", "")))
+        return mc.model([node], [mc.vi("x", [2]), mc.vi("c", [], TensorProto.BOOL)], [mc.vi("y", [2])])
+
+    mc.save("node_name_twice_in_subgraph", if_model(("n", "n")),
+            "model.onnx: nodes 0 and 1 in the subgraph 'then_branch' of node \"n\" (If) are both named \"n\" "
+            "(Relu and Identity)", commands=("compile", "run", "dump-ir"))
+    # The main graph's "n" and each branch's "n" are in different graphs.
+    d = mc.case("valid_node_names_per_graph", "valid", commands=("compile", "run", "conformance"))
+    onnx.save(if_model(("n", "")), os.path.join(d, "model.onnx"))
+    x = np.array([-1, 2], np.float32)
+    mc.write_test_data(d, [("x", x), ("c", np.array(True))], [("y", np.maximum(x, 0))])
+    d = mc.case("valid_unnamed_nodes", "valid", commands=("compile", "run", "conformance"))
+    first.name, second.name = "", ""
+    onnx.save(mc.model([first, second], [mc.vi("x", [2, 3])], [mc.vi("y", [2, 3])]), os.path.join(d, "model.onnx"))
+    x = np.array([[-1, 0, 1], [2, -3, 4]], np.float32)
+    mc.write_test_data(d, [("x", x)], [("y", -np.maximum(x, 0))])
+
+    # --- a graph output listed twice: ONNX Runtime returns it twice, kiln's ref
+    # and sim backends too (tests/cli/duplicate_outputs_test.sh); a plan binds
+    # outputs by name and refuses it before compiling anything (branch defects10)
+    twice = mc.model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [mc.vi("x", [2, 3])],
+                     [mc.vi("y", [2, 3]), mc.vi("y", [2, 3])])
+    said = 'model.onnx: graph output "y" is listed twice (outputs 0 and 1): a plan\'s outputs are bound by name'
+    mc.save("graph_output_twice_in_a_plan", twice, said, commands=("compile",), args=["-o", "model.plan"])
+    mc.save("graph_output_twice_saved_engine", twice, said, commands=("run",),
+            args=["--target", "cpu", "--save-engine", "model.plan"])
 
     # --- flags as a shell or trtexec user types them ----------------------------
     save_relu("shapes_dimension_left_out", "--shapes: '' in 'x:2x3x' is not a dimension",

@@ -2,21 +2,12 @@
 // the fake driver is loaded).
 #pragma once
 #include "tests/runtime/fake_gpu_driver.h"
+#include "tests/unit/pointwise_reduction_plan.h"
 
 namespace kiln::fakegpu {
 
-inline constexpr const char* kGraph =
-    R"(graph @m(%x: f32[4,37], %b: f32[37]) -> (f32[4], f32[4,37], f32[148], f32[4,37], f32[4,37]) {
-    %w = const f32[37] dense<[0.5, -1.0, 2.0, 0.25, 1.5, -0.5, 3.0, 0.75, -2.0, 1.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.1, 2.2, 2.3, 2.4, 2.5, 2.6, 2.7, 2.8, 2.9]>
-    %h = add(%x, %b) : f32[4,37]
-    %t = mul(%h, %w) : f32[4,37]
-    %e = tanh(%t) : f32[4,37]
-    %s = reduce_max(%x) {axes=[1], keepdims=0} : f32[4]
-    %f = reshape(%e) {shape=[148]} : f32[148]
-    %p = softmax(%x) {axis=1} : f32[4,37]
-    %i = identity(%x) : f32[4,37]
-    return %s, %h, %f, %p, %i
-  })";
+// The plan round-trip tests' graph (tests/unit/pointwise_reduction_plan.h).
+inline constexpr const char* kGraph = testing::kPointwiseReductionGraph;
 
 inline std::unique_ptr<Graph> compiled_graph() {
   auto g = parse_graph(kGraph);

@@ -6,7 +6,7 @@
 //   limits): each is a kiln status with the CUDA error's text through the C
 //   API, the capture is ended, nothing leaks, and the next context or run on
 //   the same engine succeeds (sticky errors, after which nothing succeeds,
-//   are FakeGpuSticky's in fake_driver_rules_test.cpp);
+//   are FakeGpuSticky's in fake_gpu_sticky_test.cpp);
 // - enqueue on the caller's stream ordered against the context's streams,
 //   the device chosen by the caller, a destructor whose driver calls fail;
 // - one engine shared by 8 threads, each with its own context (stream, arena,

@@ -68,13 +68,7 @@ class FakeGpu : public ::testing::Test {
     return s;
   }
   std::vector<Tensor> run(rt::Context& ctx, const std::map<std::string, Tensor>& feed) {
-    const rt::Engine& e = ctx.engine();
-    for (const auto& d : e.inputs()) ctx.bind_input(d.name, feed.at(d.name).raw(), d.type, false);
-    std::vector<Tensor> outs;
-    for (const auto& d : e.outputs()) outs.emplace_back(d.type);
-    for (size_t i = 0; i < outs.size(); ++i) ctx.bind_output(e.outputs()[i].name, outs[i].raw(), outs[i].type(), false);
-    ctx.run();
-    return outs;
+    return testing::run_on_host(ctx, feed);
   }
   void expect_reference(const std::vector<Tensor>& got, const std::map<std::string, Tensor>& feed) {
     std::vector<Tensor> want = ReferenceExecutor(*graph).run(feed);

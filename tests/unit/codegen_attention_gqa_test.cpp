@@ -24,6 +24,7 @@
 #include "codegen/nvrtc/kernel_cache.h"
 #include "codegen/nvrtc/nvrtc_compiler.h"
 #include "ops/registry.h"
+#include "tests/unit/attention_sim_check.h"
 
 namespace kiln {
 namespace {
@@ -96,19 +97,8 @@ std::vector<GqaCase> gqa_cases() {
   return c;
 }
 
-Tensor random_tensor(DType dt, const Shape& s, uint64_t seed, bool is_mask) {
-  Tensor t(TensorType(dt, s));
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  for (int64_t i = 0; i < t.numel(); ++i) t.set_double(i, is_mask ? ((rng() % 5 == 0) ? -10000.0 : 0.0) : normal(rng));
-  return t;
-}
-
-bool close_enough(DType t, double got, double want) {
-  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
-  const double atol = t == DType::BF16 ? 8e-3 : 1e-3, rtol = t == DType::BF16 ? 1e-2 : 2e-3;
-  return std::fabs(got - want) <= atol + rtol * std::fabs(want);
-}
+using testing::attention_input;
+using testing::AttentionOnSim;
 
 AttrMap attrs_of(const GqaCase& c) {
   AttrMap a;
@@ -120,7 +110,6 @@ AttrMap attrs_of(const GqaCase& c) {
 
 TEST(CodegenAttentionGqa, PackedHeadsMatchReferenceOnSim) {
   const std::vector<GqaCase> cases = gqa_cases();
-  const OpDef& def = op_registry().get("attention");
   std::vector<codegen::KernelSource> sources;
   std::vector<codegen::AttentionKernel> kernels;
   for (const GqaCase& c : cases) {
@@ -148,63 +137,25 @@ TEST(CodegenAttentionGqa, PackedHeadsMatchReferenceOnSim) {
     const int64_t tiles = k.kv_splits > 1 ? k.tile_counters : int64_t{k.grid};
     if (c.packed > 1) EXPECT_LT(tiles, c.q[0] * c.q[1] * ((c.q[2] + 15) / 16)) << c.text;
   }
-  codegen::KernelCache cache;
-  for (std::string arch : {"sm_80", "sm_90"}) {
-    codegen::KernelCompiler compiler(arch, &cache);
-    std::vector<codegen::CompiledKernel> ks = compiler.compile(sources);
-    for (size_t i = 0; i < ks.size(); ++i) {
-      EXPECT_FALSE(ks[i].cubin.empty()) << cases[i].text;
-      EXPECT_EQ(ks[i].spill_bytes, 0) << cases[i].text << " on " << arch << "\n" << ks[i].log;
-      EXPECT_EQ(ks[i].log.find("warning"), std::string::npos) << cases[i].text << " on " << arch << ": " << ks[i].log;
-    }
-  }
+  std::vector<std::string> names;
+  for (const GqaCase& c : cases) names.push_back(c.text);
+  testing::expect_compiles_for_sm80_and_sm90(sources, names);
   codegen::SimCompiler sim;
   std::map<std::string, codegen::SimEntry> entries = sim.compile(sources);
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const GqaCase& c = cases[ci];
     const codegen::AttentionKernel& k = kernels[ci];
-    std::vector<Tensor> ins = {random_tensor(c.dt, c.q, 11 * ci + 1, false),
-                               random_tensor(c.dt, c.k, 11 * ci + 2, false),
-                               random_tensor(c.dt, c.k, 11 * ci + 3, false)};
-    if (!c.mask.empty()) ins.push_back(random_tensor(c.dt, c.mask, 300 + ci, true));
+    std::vector<Tensor> ins = {attention_input(c.dt, c.q, 11 * ci + 1, false),
+                               attention_input(c.dt, c.k, 11 * ci + 2, false),
+                               attention_input(c.dt, c.k, 11 * ci + 3, false)};
+    if (!c.mask.empty()) ins.push_back(attention_input(c.dt, c.mask, 300 + ci, true));
     if (c.masked_head >= 0)  // mask [B, H, 1, Sk]: query 0 of this head sees no key
       for (int64_t j = 0; j < c.mask[3]; ++j) ins[3].set_double(c.masked_head * c.mask[3] + j, -INFINITY);
     if (c.nan_key) ins[1].set_double(77 * c.k[3] + 5, NAN);
-    std::vector<const Tensor*> ptrs;
-    for (const Tensor& t : ins) ptrs.push_back(&t);
-    const TensorType out(c.dt, c.q);
-    Tensor want = evaluate_op(def, attrs_of(c), ptrs, {out}, "node")[0];
-    Tensor got(out);
-    std::memset(got.raw(), 0xa5, got.nbytes());
-    std::vector<void*> bufs = {got.raw()};
-    std::vector<long long> counts = {got.numel()};
-    for (const Tensor& t : ins) {
-      bufs.push_back(const_cast<void*>(t.raw()));
-      counts.push_back(t.numel());
-    }
-    std::vector<float> ws(static_cast<size_t>(k.workspace_f32), NAN);  // undefined when a node starts
-    std::vector<unsigned> tickets(static_cast<size_t>(k.tile_counters), 0u);
-    if (k.kv_splits > 1) {
-      bufs.push_back(ws.data());
-      counts.push_back(static_cast<long long>(ws.size()));
-      bufs.push_back(tickets.data());
-      counts.push_back(static_cast<long long>(tickets.size()));
-    }
-    sim::LaunchConfig cfg;
-    cfg.kernel = k.name;
-    cfg.grid = dim3(k.grid);
-    cfg.block = dim3(k.block);
-    ASSERT_NO_THROW(codegen::sim_launch(entries.at(k.name), cfg, bufs, counts)) << c.text;
-    EXPECT_EQ(std::count(tickets.begin(), tickets.end(), 0u), static_cast<long>(tickets.size())) << c.text;
-    int bad = 0, nans = 0;
-    std::string first;
-    for (int64_t i = 0; i < got.numel(); ++i) {
-      nans += std::isnan(got.get_double(i));
-      if (close_enough(c.dt, got.get_double(i), want.get_double(i))) continue;
-      if (bad++ == 0) first = fmt::format("element {}: got {} want {}", i, got.get_double(i), want.get_double(i));
-    }
-    if (c.masked_head >= 0 || c.nan_key) EXPECT_EQ(nans > 0, c.nan_to_zero == 0) << c.text;
-    EXPECT_EQ(bad, 0) << c.text << ": " << bad << " of " << got.numel() << " differ; " << first;
+    const AttentionOnSim r =
+        testing::run_attention_on_sim(entries.at(k.name), k, attrs_of(c), ins, TensorType(c.dt, c.q), c.text);
+    if (c.masked_head >= 0 || c.nan_key) EXPECT_EQ(r.got_nans > 0, c.nan_to_zero == 0) << c.text;
+    EXPECT_EQ(r.bad, 0) << c.text << ": " << r.bad << " of " << r.numel << " differ; " << r.first;
   }
 }
 

@@ -35,6 +35,7 @@
 #include "passes/pass.h"
 #include "tests/unit/pass_test_util.h"
 #include "backends/compare.h"
+#include "tests/unit/attention_sim_check.h"
 
 namespace kiln {
 namespace {
@@ -162,53 +163,12 @@ std::vector<Case> all_cases() {
   return c;
 }
 
-Tensor make(DType dt, const Shape& s, uint64_t seed, bool is_mask) {
-  Tensor t(TensorType(dt, s));
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    double v = normal(rng);
-    if (is_mask) v = (rng() % 5 == 0) ? -10000.0 : 0.0;  // BERT-style padding positions
-    t.set_double(i, v);
-  }
-  return t;
-}
-
-// Launches `k` on the simulator with `bufs`; a split-KV kernel also gets its
-// workspace (poisoned: undefined when a node starts) and its tile counters
-// (zero), which must be zero again afterwards.
-void sim_launch_attention(const codegen::SimEntry& entry, const codegen::AttentionKernel& k, std::vector<void*> bufs,
-                          std::vector<long long> counts, const std::string& what) {
-  std::vector<float> ws(static_cast<size_t>(k.workspace_f32), NAN);
-  std::vector<unsigned> tickets(static_cast<size_t>(k.tile_counters), 0u);
-  if (k.kv_splits > 1) {
-    bufs.push_back(ws.data());
-    counts.push_back(static_cast<long long>(ws.size()));
-    bufs.push_back(tickets.data());
-    counts.push_back(static_cast<long long>(tickets.size()));
-  }
-  sim::LaunchConfig cfg;
-  cfg.kernel = k.name;
-  cfg.grid = dim3(k.grid);
-  cfg.block = dim3(k.block);
-  ASSERT_NO_THROW(codegen::sim_launch(entry, cfg, bufs, counts)) << what;
-  EXPECT_EQ(std::count(tickets.begin(), tickets.end(), 0u), static_cast<long>(tickets.size()))
-      << what << ": the tile counters must be zero again";
-}
-
-bool close(DType t, double got, double want) {
-  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
-  if (std::isinf(got) || std::isinf(want)) return got == want;
-  double atol = 1e-5, rtol = 1e-4;
-  if (t == DType::F16) atol = 1e-3, rtol = 2e-3;
-  if (t == DType::BF16) atol = 8e-3, rtol = 1e-2;
-  if (t == DType::F64) atol = 1e-9, rtol = 1e-9;
-  return std::fabs(got - want) <= atol + rtol * std::fabs(want);
-}
+using testing::attention_input;
+using testing::AttentionOnSim;
+using testing::run_attention_on_sim;
 
 TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSim) {
   std::vector<Case> cases = all_cases();
-  const OpDef& def = op_registry().get("attention");
   std::vector<codegen::KernelSource> sources;
   std::vector<codegen::AttentionKernel> kernels;
   for (Case& c : cases) {
@@ -274,36 +234,21 @@ TEST(CodegenAttention, RealAndOddShapesCompileWithoutSpillsAndMatchReferenceOnSi
   int matched = 0;
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];
-    std::vector<Tensor> ins = {make(c.dt, c.q, 3 * ci + 1, false), make(c.dt, c.k, 3 * ci + 2, false),
-                               make(c.dt, c.v, 3 * ci + 3, false)};
-    if (!c.mask.empty()) ins.push_back(make(c.dt, c.mask, 100 + ci, true));
+    std::vector<Tensor> ins = {attention_input(c.dt, c.q, 3 * ci + 1, false),
+                               attention_input(c.dt, c.k, 3 * ci + 2, false),
+                               attention_input(c.dt, c.v, 3 * ci + 3, false)};
+    if (!c.mask.empty()) ins.push_back(attention_input(c.dt, c.mask, 100 + ci, true));
     if (c.special == Case::MaskedRow)  // row 4 of head 1: every key hidden
       for (int64_t j = 0; j < c.mask[3]; ++j) ins[3].set_double((c.mask[2] + 4) * c.mask[3] + j, -INFINITY);
     if (c.special == Case::NanScore) ins[1].set_double(16 * 40 + 3, NAN);  // key 40: a NaN score in every row
-    TensorType out(c.dt, {c.q[0], c.q[1], c.q[2], c.v[3]});
-    std::vector<const Tensor*> ptrs;
-    for (const Tensor& t : ins) ptrs.push_back(&t);
-    Tensor want = evaluate_op(def, c.attrs(), ptrs, {out}, "node")[0];
-    Tensor got(out);
-    std::memset(got.raw(), 0xa5, got.nbytes());
-    std::vector<void*> bufs = {got.raw()};
-    std::vector<long long> counts = {got.numel()};
-    for (const Tensor& t : ins) {
-      bufs.push_back(const_cast<void*>(t.raw()));
-      counts.push_back(t.numel());
-    }
-    if (kernels[ci].grid > 0) sim_launch_attention(entries.at(kernels[ci].name), kernels[ci], bufs, counts, c.text);
-    int bad = 0, nans = 0;
-    std::string first;
-    for (int64_t i = 0; i < got.numel(); ++i) {
-      nans += std::isnan(want.get_double(i));
-      if (close(c.dt, got.get_double(i), want.get_double(i))) continue;
-      if (bad++ == 0) first = fmt::format("element {}: got {} want {}", i, got.get_double(i), want.get_double(i));
-    }
+    const TensorType out(c.dt, {c.q[0], c.q[1], c.q[2], c.v[3]});
+    const AttentionOnSim r =
+        run_attention_on_sim(entries.at(kernels[ci].name), kernels[ci], c.attrs(), ins, out, c.text);
     if (c.special != Case::None || c.text.find("-> NaN") != std::string::npos) {
-      EXPECT_EQ(nans > 0, c.nan_to_zero == 0) << c.text << ": the special rows must be NaN exactly without nan_to_zero";
+      EXPECT_EQ(r.want_nans > 0, c.nan_to_zero == 0)
+          << c.text << ": the special rows must be NaN exactly without nan_to_zero";
     }
-    if (bad) ADD_FAILURE() << c.text << ": " << bad << " of " << got.numel() << " differ; " << first;
+    if (r.bad) ADD_FAILURE() << c.text << ": " << r.bad << " of " << r.numel << " differ; " << r.first;
     else ++matched;
   }
   fmt::print(
@@ -362,7 +307,6 @@ TEST(CodegenAttention, SplitKvDecodeMatchesReferenceOnSim) {
       {"no split: bert f16 mask", DType::F16, S{1, 12, 128, 64}, S{1, 12, 128, 64}, S{1, 12, 128, 64},
        S{1, 1, 128, 128}, 0.125, 0, 1},
   };
-  const OpDef& def = op_registry().get("attention");
   std::vector<codegen::KernelSource> sources;
   std::vector<codegen::AttentionKernel> kernels;
   for (const Case& c : cases) {
@@ -392,49 +336,25 @@ TEST(CodegenAttention, SplitKvDecodeMatchesReferenceOnSim) {
   // one long k-loop each; the split spreads them over (nearly) every SM.
   EXPECT_GE(int64_t{kernels[0].grid}, 132) << "decode split";
 
-  codegen::KernelCache cache;
-  for (std::string arch : {"sm_80", "sm_90"}) {
-    codegen::KernelCompiler compiler(arch, &cache);
-    std::vector<codegen::CompiledKernel> ks = compiler.compile(sources);
-    for (size_t i = 0; i < ks.size(); ++i) {
-      EXPECT_FALSE(ks[i].cubin.empty()) << cases[i].text;
-      EXPECT_EQ(ks[i].spill_bytes, 0) << cases[i].text << " on " << arch << "\n" << ks[i].log;
-      EXPECT_EQ(ks[i].log.find("warning"), std::string::npos) << cases[i].text << " on " << arch << ": " << ks[i].log;
-    }
-  }
+  std::vector<std::string> names;
+  for (const Case& c : cases) names.push_back(c.text);
+  testing::expect_compiles_for_sm80_and_sm90(sources, names);
   codegen::SimCompiler sim;
   std::map<std::string, codegen::SimEntry> entries = sim.compile(sources);
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];
     const codegen::AttentionKernel& k = kernels[ci];
-    std::vector<Tensor> ins = {make(c.dt, c.q, 7 * ci + 1, false), make(c.dt, c.k, 7 * ci + 2, false),
-                               make(c.dt, c.v, 7 * ci + 3, false)};
-    if (!c.mask.empty()) ins.push_back(make(c.dt, c.mask, 200 + ci, true));
+    std::vector<Tensor> ins = {attention_input(c.dt, c.q, 7 * ci + 1, false),
+                               attention_input(c.dt, c.k, 7 * ci + 2, false),
+                               attention_input(c.dt, c.v, 7 * ci + 3, false)};
+    if (!c.mask.empty()) ins.push_back(attention_input(c.dt, c.mask, 200 + ci, true));
     if (c.special == Case::MaskedRow)  // head 2's query: every key hidden
       for (int64_t j = 0; j < c.mask[3]; ++j) ins[3].set_double(2 * c.mask[3] + j, -INFINITY);
     if (c.special == Case::NanScore) ins[1].set_double(1234 * c.k[3] + 5, NAN);  // key 1234: a NaN score
-    TensorType out(c.dt, {c.q[0], c.q[1], c.q[2], c.v[3]});
-    std::vector<const Tensor*> ptrs;
-    for (const Tensor& t : ins) ptrs.push_back(&t);
-    Tensor want = evaluate_op(def, c.attrs(), ptrs, {out}, "node")[0];
-    Tensor got(out);
-    std::memset(got.raw(), 0xa5, got.nbytes());
-    std::vector<void*> bufs = {got.raw()};
-    std::vector<long long> counts = {got.numel()};
-    for (const Tensor& t : ins) {
-      bufs.push_back(const_cast<void*>(t.raw()));
-      counts.push_back(t.numel());
-    }
-    sim_launch_attention(entries.at(k.name), k, bufs, counts, c.text);
-    int bad = 0, nans = 0;
-    std::string first;
-    for (int64_t i = 0; i < got.numel(); ++i) {
-      nans += std::isnan(got.get_double(i));
-      if (close(c.dt, got.get_double(i), want.get_double(i))) continue;
-      if (bad++ == 0) first = fmt::format("element {}: got {} want {}", i, got.get_double(i), want.get_double(i));
-    }
-    if (c.special != Case::None) EXPECT_EQ(nans > 0, c.nan_to_zero == 0) << c.text;
-    EXPECT_EQ(bad, 0) << c.text << ": " << bad << " of " << got.numel() << " differ; " << first;
+    const TensorType out(c.dt, {c.q[0], c.q[1], c.q[2], c.v[3]});
+    const AttentionOnSim r = run_attention_on_sim(entries.at(k.name), k, c.attrs(), ins, out, c.text);
+    if (c.special != Case::None) EXPECT_EQ(r.got_nans > 0, c.nan_to_zero == 0) << c.text;
+    EXPECT_EQ(r.bad, 0) << c.text << ": " << r.bad << " of " << r.numel << " differ; " << r.first;
   }
 }
 

@@ -10,6 +10,7 @@
 #include "runtime/engine.h"
 #include "runtime/plan_graph.h"
 #include "tests/unit/plan_test_util.h"
+#include "tests/unit/pointwise_reduction_plan.h"
 #include "backends/compare.h"
 #include "backends/plan_sim.h"
 
@@ -19,12 +20,7 @@ namespace {
 std::vector<Tensor> run_engine(const rt::Engine& e, const std::map<std::string, Tensor>& feed) {
   auto shared = std::shared_ptr<const rt::Engine>(&e, [](const rt::Engine*) {});
   rt::Context ctx(shared);
-  for (const auto& d : e.inputs()) ctx.bind_input(d.name, feed.at(d.name).raw(), d.type, false);
-  std::vector<Tensor> outs;
-  for (const auto& d : e.outputs()) outs.emplace_back(d.type);
-  for (size_t i = 0; i < outs.size(); ++i) ctx.bind_output(e.outputs()[i].name, outs[i].raw(), outs[i].type(), false);
-  ctx.run();
-  return outs;
+  return testing::run_on_host(ctx, feed);
 }
 
 TEST(PlanRoundTrip, TinyCnnOnTheRuntimeCpuPathEqualsTheCompiledGraph) {
@@ -46,25 +42,11 @@ TEST(PlanRoundTrip, TinyCnnOnTheRuntimeCpuPathEqualsTheCompiledGraph) {
   EXPECT_EQ(print_graph(e->graph()), print_graph(*g));
 }
 
-// Pointwise chains (one fused kernel), a reduction and a softmax on the
-// input (their own kernels), a view (reshape, no launch) and an output that
-// is the input itself (a copy step).
-constexpr const char* kPointwiseReduction =
-    R"(graph @m(%x: f32[4,37], %b: f32[37]) -> (f32[4], f32[4,37], f32[148], f32[4,37], f32[4,37]) {
-    %w = const f32[37] dense<[0.5, -1.0, 2.0, 0.25, 1.5, -0.5, 3.0, 0.75, -2.0, 1.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.1, 2.2, 2.3, 2.4, 2.5, 2.6, 2.7, 2.8, 2.9]>
-    %h = add(%x, %b) : f32[4,37]
-    %t = mul(%h, %w) : f32[4,37]
-    %e = tanh(%t) : f32[4,37]
-    %s = reduce_max(%x) {axes=[1], keepdims=0} : f32[4]
-    %f = reshape(%e) {shape=[148]} : f32[148]
-    %p = softmax(%x) {axis=1} : f32[4,37]
-    %i = identity(%x) : f32[4,37]
-    return %s, %h, %f, %p, %i
-  })";
+using testing::kPointwiseReductionGraph;
 
 TEST(PlanRoundTrip, PlanKernelsAndLaunchListOnTheSimulatorEqualTheCompiledGraph) {
   if (!plan_sim_available()) GTEST_SKIP() << "kiln built without codegen: no GPU kernels in plans";
-  auto g = testing::compile_text(kPointwiseReduction, "sm_90");
+  auto g = testing::compile_text(kPointwiseReductionGraph, "sm_90");
   plan::Plan built = build_plan(*g, {"sm_90", "fp32", {}});
   ASSERT_TRUE(built.meta.gpu_kernels) << built.meta.no_gpu_reason << "\n" << print_graph(*g);
   EXPECT_EQ(built.meta.archs, std::vector<std::string>{"sm_90"});

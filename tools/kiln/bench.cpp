@@ -24,6 +24,7 @@
 #include "tools/kiln/compile_messages.h"
 #include "tools/kiln/inspect.h"
 #include "tools/kiln/inspect_plan.h"
+#include "tools/kiln/model_stdin.h"
 #include "tools/kiln/onnx_to_plan.h"
 #include "tools/kiln/output_paths.h"
 #include "compiler/plan_sniff.h"
@@ -129,7 +130,9 @@ CLI::App* register_bench(CLI::App& app, BenchOptions& o) {
 
 int run_bench(BenchOptions& o) {
   // (--batch and --shapes with a plan are refused in main, with the other compile flags.)
-  if (is_plan_file(o.model)) return run_bench_plan(o, PlanSource{o.model});
+  if (!is_stdin_arg(o.model) && is_plan_file(o.model)) return run_bench_plan(o, PlanSource{o.model});
+  const ModelSource source = model_source_of(o.model);  // "-": standard input (tools/kiln/model_stdin.h)
+  o.model = source.display_name;
   if (runs_through_plan(o.compile.pass.target, o.save_engine)) {
     // As trtexec --onnx: build the plan (saved when asked) and time it
     // through the runtime, as `kiln bench MODEL.plan` would.
@@ -142,7 +145,7 @@ int run_bench(BenchOptions& o) {
     co.build = o.compile;
     co.input_shapes = parse_shapes_flag(o.shapes);
     co.batch = o.batch;
-    CompileResult built = compile_to_plan(o.model, co, o.save_engine);
+    CompileResult built = compile_to_plan(source, co, o.save_engine);
     return run_bench_plan(o, PlanSource{o.model, &built.plan}, &built);
   }
   if (o.backend.empty() || o.backend == "auto") o.backend = "ref";
@@ -157,7 +160,7 @@ int run_bench(BenchOptions& o) {
   io.batch = o.batch;
   StderrCompileMessages messages(o.compile.show_progress);
   messages.attach(io, o.compile);
-  ImportResult r = import_checked(ModelSource::file(o.model), io);
+  ImportResult r = import_checked(source, io);
   // Before the passes: a Gather fused away still bounds the ids it reads.
   std::map<std::string, int64_t> bounds = index_bounds(*r.graph);
   std::map<std::string, SizeInput> sizes = size_inputs(*r.graph);

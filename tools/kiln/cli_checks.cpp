@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cctype>
 
 #include "ir/error.h"
 
@@ -78,6 +79,16 @@ void reject_compile_flags_for_plan(const CLI::App& cmd, const std::string& plan_
       "kiln compile MODEL.onnx {} ... -o {}",
       plan_path, fmt::join(given, ", "), given.size() == 1 ? "applies" : "apply",
       shapes ? " (a plan's shapes are fixed when it is compiled)" : "", given.front(), plan_path);
+}
+
+std::string check_backend_name(const std::string& name) {
+  static const std::vector<std::string> kBackends = {"auto", "gpu", "ref", "sim"};
+  if (std::find(kBackends.begin(), kBackends.end(), name) != kBackends.end()) return "";
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  const bool case_only = std::find(kBackends.begin(), kBackends.end(), lower) != kBackends.end();
+  return fmt::format("'{}' is not a backend (the backends: {}{})", name, fmt::join(kBackends, ", "),
+                     case_only ? fmt::format("; names are lower case: --backend {}", lower) : "");
 }
 
 }  // namespace kiln

@@ -1,5 +1,5 @@
 // Command lines that parse but mean nothing: an unknown subcommand, compile
-// flags given with an already compiled plan.
+// flags given with an already compiled plan, an unknown backend.
 // (A --shapes name that is no input: compiler/import_checked.h.)
 // Each is a user mistake that kiln used to accept silently (or answer with a
 // misleading message), so each is an error (exit 1) naming what exists.
@@ -32,5 +32,12 @@ std::string repeated_flag_error(const std::string& what);
 // --print-ir-*, --dump-dir, --stats, ...): a plan is already compiled and
 // would ignore them.
 void reject_compile_flags_for_plan(const CLI::App& cmd, const std::string& plan_path);
+
+// `kiln run --backend REF`: an unknown --backend used to be found only once
+// the run began, after the no-GPU warning and the import. For CLI11's check()
+// while the command line is parsed: "" for auto, gpu, ref or sim, else the
+// error naming the word and the backends (and the lower-case spelling when
+// only the case is wrong).
+std::string check_backend_name(const std::string& name);
 
 }  // namespace kiln

@@ -12,6 +12,7 @@
 #include "tools/kiln/commands.h"
 #include "tools/kiln/compile_flags.h"
 #include "tools/kiln/compile_messages.h"
+#include "tools/kiln/model_stdin.h"
 #include "tools/kiln/onnx_to_plan.h"
 #include "tools/kiln/output_paths.h"
 
@@ -54,6 +55,8 @@ CLI::App* register_compile(CLI::App& app, CompileCommand& c) {
 }
 
 int run_compile(CompileCommand& c) {
+  const ModelSource source = model_source_of(c.model);  // "-": standard input (tools/kiln/model_stdin.h)
+  c.model = source.display_name;                        // for the messages below
   CompileModelOptions o;
   o.build = c.copts;
   o.input_shapes = parse_shapes_flag(c.shapes);
@@ -73,7 +76,7 @@ int run_compile(CompileCommand& c) {
   o.opt_variants = c.opt_variants;
   StderrCompileMessages messages(c.copts.show_progress);  // log lines and progress on stderr
   messages.attach(o);
-  CompileResult r = compile_model(ModelSource::file(c.model), o);
+  CompileResult r = compile_model(source, o);
   if (!c.json_out.empty()) write_text_file(c.json_out, r.report.dump(2) + "\n");
   if (!c.plan_out.empty()) save_plan(c.plan_out, r);
   return 0;

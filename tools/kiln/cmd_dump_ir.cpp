@@ -19,6 +19,7 @@
 #include "tools/kiln/commands.h"
 #include "tools/kiln/compile_flags.h"
 #include "tools/kiln/compile_messages.h"
+#include "tools/kiln/model_stdin.h"
 
 namespace kiln {
 
@@ -48,18 +49,21 @@ int run_dump_ir(DumpIrCommand& c) {
   DotOptions dot;
   dot.fused_bodies = c.fused_bodies;
   dot.wrap = !c.no_wrap;
-  if (is_plan_file(c.model)) {
+  if (!is_stdin_arg(c.model) && is_plan_file(c.model)) {
     // The plan's optimized graph, as the runtime reads it back.
     plan::Plan p = plan::read_plan_file(c.model);
     std::cout << render_graph(*plan::load_graph(p, c.model), c.format, dot);
     return 0;
   }
+  const ModelSource source = model_source_of(c.model);  // "-": standard input (tools/kiln/model_stdin.h)
+  c.model = source.display_name;
   c.copts.pipeline.source = c.model;  // passes' errors name the model, as the importer's do
   ImportOptions io;
   io.input_shapes = parse_shapes_flag(c.shapes);
   StderrCompileMessages messages(c.copts.show_progress);
   messages.attach(io, c.copts);
-  ImportResult r = import_onnx_file(c.model, io);
+  ImportResult r = source.path.empty() ? import_onnx_bytes(source.bytes, source.base_dir, source.display_name, io)
+                                       : import_onnx_file(source.path, io);
   std::vector<std::string> names;
   for (const Value* v : r.graph->inputs()) names.push_back(v->name());
   check_shapes_names(io.input_shapes, names, c.model);

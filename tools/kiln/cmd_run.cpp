@@ -16,10 +16,12 @@
 #include "ir/error.h"
 #include "ir/specialize.h"
 #include "ops/registry.h"
+#include "tools/kiln/cli_checks.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/compare_ort.h"
 #include "tools/kiln/compile_flags.h"
 #include "tools/kiln/compile_messages.h"
+#include "tools/kiln/model_stdin.h"
 #include "tools/kiln/onnx_to_plan.h"
 #include "tools/kiln/output_report.h"
 #include "tools/kiln/run_inputs.h"
@@ -38,20 +40,40 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 // `kiln run MODEL.plan` runs it, on --backend auto (default: the GPU when
 // usable, else the runtime's CPU path, said on the backend line), gpu, ref or
 // sim (the plan's own kernels on the CPU simulator).
-int run_onnx_through_plan(RunCommand& c) {
+// --backend gpu (or sim through a plan) with a target that builds no GPU
+// kernels. The message says what the user gave: their --target, or none
+// (then the default of a machine without a GPU is the CPU, and blaming a
+// "--target cpu" they never typed would send them looking for it).
+[[noreturn]] void refuse_backend_without_kernels(const RunCommand& c, const std::string& backend) {
+  if (c.target_flag && c.target_flag->count() > 0)
+    fail("{}: --backend {} runs GPU kernels and --target {} builds none: add --target auto, portable or sm_XX ({})",
+         c.model, backend, c.copts.pass.target,
+         backend == "gpu" ? "kiln doctor names this GPU's arch" : "the simulator runs any GPU arch's kernels");
+  // No --target and a GPU present would have chosen it (choose_default_target).
+  if (backend == "gpu")
+    fail(
+        "{}: --backend gpu runs GPU kernels, and no --target was given: with no GPU here ({}) kiln run's default "
+        "target is the CPU, which builds none. Run it where a GPU is (there the default target is that GPU; kiln "
+        "doctor checks), build a plan for one here with `kiln compile {} --target sm_XX -o model.plan`, or run on "
+        "the CPU with --backend ref",
+        c.model, detect_local_gpu().why, c.model);
+  fail(
+      "{}: --backend {} runs a plan's GPU kernels, and no --target was given: kiln run's default target here is the "
+      "CPU, which builds none; add --target portable or sm_XX (the simulator runs any GPU arch's kernels)",
+      c.model, backend);
+}
+
+int run_onnx_through_plan(RunCommand& c, const ModelSource& source) {
   const std::string backend = c.backend.empty() ? "auto" : c.backend;
   if (!is_gpu_target(c.copts.pass.target) && (backend == "gpu" || backend == "sim"))
-    fail(
-        "{}: --backend {} runs a plan's GPU kernels and --target {} builds none: add --target auto, portable or sm_XX ({})",
-        c.model, backend, c.copts.pass.target,
-        backend == "gpu" ? "kiln doctor names this GPU's arch" : "the simulator runs any GPU arch's kernels");
+    refuse_backend_without_kernels(c, backend);
   std::string ort_exe = c.compare.empty() ? "" : ort_python();  // a missing ORT fails before the compile
   CompileModelOptions o;
   o.build = c.copts;
   o.input_shapes = parse_shapes_flag(c.shapes);
   set_shape_profiles(o, parse_shape_profiles(c.model, c.min_shapes, c.opt_shapes, c.max_shapes));
   o.batch = c.batch;
-  CompileResult built = compile_to_plan(c.model, o, c.save_engine);
+  CompileResult built = compile_to_plan(source, o, c.save_engine);
   std::cout << fmt::format("compile: {}; {} nodes -> {} nodes, GPU kernels: {}\n", build_times(built),
                            built.passes.nodes_in, built.passes.nodes_out,
                            built.plan_gpu_kernels ? fmt::format("{} for {}", built.plan_gpu_kernels, built.plan_target)
@@ -89,7 +111,7 @@ void choose_default_target(RunCommand& c) {
       "warning: {}: no GPU here ({}): running on the CPU reference backend, not on GPU kernels. For GPU kernels, "
       "run it where a GPU is (kiln doctor checks), or build a plan here with `kiln compile {} -o model.plan` (a "
       "portable GPU plan) and run that on a GPU machine; --backend ref asks for the CPU without this warning\n",
-      c.model, gpu.why, c.model);
+      c.model, gpu.why, c.model == kStdinName ? "-" : c.model);
 }
 
 }  // namespace
@@ -109,6 +131,7 @@ CLI::App* register_run(CLI::App& app, RunCommand& c) {
   run->add_option("--backend", c.backend,
                   "Backend: ref, sim (generated kernels on the CPU simulator); plans and GPU targets also auto "
                   "(their default: the GPU when usable, else ref) and gpu")
+      ->check(check_backend_name, "BACKEND")
       ->group("Runtime");
   add_input_flags(run, c.inputs, c.input_ranges);
   run->add_option("--outputs", c.outputs_dir,
@@ -168,7 +191,7 @@ int run_data_dependent(RunCommand& c, const Graph& g, const std::map<std::string
 }  // namespace
 
 int run_run(RunCommand& c) {
-  if (is_plan_file(c.model)) {
+  if (!is_stdin_arg(c.model) && is_plan_file(c.model)) {
     if (!c.compare.empty())
       fail("{}: --compare ort needs the ONNX model (ONNX Runtime cannot run a plan): kiln run MODEL.onnx --compare ort",
            c.model);
@@ -180,17 +203,22 @@ int run_run(RunCommand& c) {
     ro.iterations = c.iterations;
     return run_plan_command(PlanSource{c.model}, ro);
   }
+  // "-": the model from standard input (tools/kiln/model_stdin.h), named
+  // "<stdin>" in messages from here on.
+  const ModelSource source = model_source_of(c.model);
+  if (source.path.empty() && !c.compare.empty())
+    fail(
+        "{}: --compare ort runs ONNX Runtime on the model's file, and this model came from standard input: give "
+        "its path",
+        source.display_name);
+  c.model = source.display_name;
   choose_default_target(c);
   // With --min/--opt/--max-shapes through a plan, the plan carries the
   // profile (compile_model refuses a GPU target: no shape-generic kernels yet).
-  if (runs_through_plan(c.copts.pass.target, c.save_engine)) return run_onnx_through_plan(c);
+  if (runs_through_plan(c.copts.pass.target, c.save_engine)) return run_onnx_through_plan(c, source);
   std::string backend = c.backend;
   if (backend.empty() || backend == "auto") backend = "ref";
-  if (backend == "gpu")
-    fail(
-        "{}: --backend gpu runs GPU kernels and --target {} builds none: add --target auto, portable or sm_XX (kiln doctor names "
-        "this GPU's arch)",
-        c.model, c.copts.pass.target);
+  if (backend == "gpu") refuse_backend_without_kernels(c, backend);
   c.copts.pipeline.source = c.model;  // passes' errors name the model, as the importer's do
   auto t0 = std::chrono::steady_clock::now();
   std::string ort_exe = c.compare.empty() ? "" : ort_python();  // a missing ORT fails before the compile
@@ -203,7 +231,8 @@ int run_run(RunCommand& c) {
   io.batch = c.batch;
   StderrCompileMessages messages(c.copts.show_progress);
   messages.attach(io, c.copts);
-  ImportResult r = import_onnx_file(c.model, io);
+  ImportResult r = source.path.empty() ? import_onnx_bytes(source.bytes, source.base_dir, source.display_name, io)
+                                       : import_onnx_file(source.path, io);
   std::vector<std::string> names;
   for (const Value* v : r.graph->inputs()) names.push_back(v->name());
   check_shapes_names(io.input_shapes, names, c.model);

@@ -142,7 +142,14 @@ void write_op_docs(const std::string& path, const std::string& conformance_json)
        "- onnx 1.23 `test_dft_inverse`, `test_dft_inverse_opset19` (2): the expected data is numpy 2's complex64\n"
        "  ifft, whose rounding leaves 1.9e-7 where the exact result is 0 (kiln gives 3e-15): over the runner's atol\n"
        "  1e-7. ONNX Runtime fails its DFT tests on the same bound (onnx/onnx#4798); onnx's own ORT run sets a\n"
-       "  looser tolerance for them (onnx/onnx#5623, #5624; atol/rtol per test requested in onnx/onnx#5897).\n";
+       "  looser tolerance for them (onnx/onnx#5623, #5624; atol/rtol per test requested in onnx/onnx#5897).\n"
+       "- ONNX Runtime (kiln fails no conformance test for it): Resize with `coordinate_transformation_mode=align_corners`\n"
+       "  and `scales` whose resized length is fractional (5 * 1.5 = 7.5 for a 7-element result). ONNX's formula\n"
+       "  divides by `length_resized - 1`; the onnx package's reference implementation and the data of onnx's\n"
+       "  `test_resize_downsample_scales_{linear,cubic}_align_corners` take the fractional length (7.5, intended:\n"
+       "  onnx/onnx#2462), ONNX Runtime the integer one (7), and fails those two tests. kiln follows ONNX (reference\n"
+       "  backend, static and shape-generic kernels; tests/unit/codegen_resize_align_corners_test.cpp), so on such a\n"
+       "  model its result differs from ONNX Runtime's (linear 5 -> 7 of 0, 1, 4, 9, 16: last element 13.846, ORT 16).\n";
 
   // Every test that does not pass, with kiln's reason (the message without
   // the test folder's path, which differs between machines).

@@ -13,11 +13,13 @@
 
 #include "frontend/tensor_proto.h"
 #include "compiler/import_checked.h"
+#include "compiler/plan_writer.h"
 #include "ir/error.h"
 #include "ir/file_io.h"
 #include "ir/string_values.h"
 #include "tools/kiln/cli_checks.h"
 #include "tools/kiln/inspect_plan.h"
+#include "tools/kiln/model_stdin.h"
 #include "tools/kiln/output_paths.h"
 #include "compiler/plan_sniff.h"
 
@@ -25,13 +27,19 @@ namespace kiln {
 
 namespace {
 
-onnx::ModelProto read_model_proto(const std::string& path) {
+onnx::ModelProto read_model_proto(const ModelSource& src) {
+  onnx::ModelProto m;
+  if (src.path.empty()) {  // standard input (tools/kiln/model_stdin.h)
+    if (src.bytes.empty()) fail("{}: the file is empty, not an ONNX model", src.display_name);
+    if (!m.ParseFromString(src.bytes)) fail("{}: not a valid ONNX model (protobuf parse failed)", src.display_name);
+    return m;
+  }
+  const std::string& path = src.path;
   reject_directory(path, "an ONNX model or kiln plan file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open file", path);
   // An empty file parses as an empty model: say what it is, as compile does.
   if (in.peek() == std::ifstream::traits_type::eof()) fail("{}: the file is empty, not an ONNX model", path);
-  onnx::ModelProto m;
   if (!m.ParseFromIstream(&in)) fail("{}: not a valid ONNX model (protobuf parse failed)", path);
   return m;
 }
@@ -100,7 +108,7 @@ struct Checked {
 
 // The collecting import. Inputs with free dims that --shapes does not fix are
 // checked with those dims set to 1 when `fill_free_dims` (inspect).
-Checked check_model(const std::string& path, const onnx::ModelProto* proto, ImportOptions io, bool fill_free_dims) {
+Checked check_model(const ModelSource& src, const onnx::ModelProto* proto, ImportOptions io, bool fill_free_dims) {
   Checked c;
   if (fill_free_dims && proto) {
     std::set<std::string> inits;
@@ -115,7 +123,7 @@ Checked check_model(const std::string& path, const onnx::ModelProto* proto, Impo
       c.free_dims_note.push_back(vi.name());
     }
   }
-  CollectedImport ci = import_collecting(ModelSource::file(path), io);
+  CollectedImport ci = import_collecting(src, io);
   c.result = std::move(ci.result);
   c.problems = std::move(ci.problems);
   c.model_error = std::move(ci.model_error);
@@ -149,12 +157,14 @@ CLI::App* register_inspect(CLI::App& app, InspectOptions& o) {
 }
 
 int run_inspect(const InspectOptions& o) {
-  if (is_plan_file(o.model)) return run_inspect_plan(o);
+  if (!is_stdin_arg(o.model) && is_plan_file(o.model)) return run_inspect_plan(o);
+  const ModelSource src = model_source_of(o.model);  // "-": standard input
+  const std::string& model = src.display_name;
   if (o.perf || !o.gpu.empty())
     fail("{}: --perf and --gpu model a compiled plan; compile it first (kiln compile {} --target sm_90 -o M.plan)",
-         o.model, o.model);
+         model, o.model);
   auto t0 = std::chrono::steady_clock::now();
-  onnx::ModelProto m = read_model_proto(o.model);
+  onnx::ModelProto m = read_model_proto(src);
   const auto& g = m.graph();
   // A --shapes typo is found before anything is printed.
   ImportOptions io;
@@ -165,14 +175,14 @@ int run_inspect(const InspectOptions& o) {
     std::vector<std::string> inputs;
     for (const auto& vi : g.input())
       if (!inits.count(vi.name())) inputs.push_back(vi.name());
-    check_shapes_names(io.input_shapes, inputs, o.model);
+    check_shapes_names(io.input_shapes, inputs, model);
   }
   nlohmann::json j;
-  j["model"] = o.model;
+  j["model"] = model;
   j["ir_version"] = m.ir_version();
   j["producer"] = m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());
 
-  std::cout << fmt::format("model: {} (ONNX IR version {}{})\n", o.model, m.ir_version(),
+  std::cout << fmt::format("model: {} (ONNX IR version {}{})\n", model, m.ir_version(),
                            m.producer_name().empty() ? "" : ", from " + j["producer"].get<std::string>());
   std::vector<std::string> opsets;
   for (const auto& op : m.opset_import()) {
@@ -215,7 +225,7 @@ int run_inspect(const InspectOptions& o) {
     j["ops"][op] = n;
   }
 
-  Checked c = check_model(o.model, &m, io, true);
+  Checked c = check_model(src, &m, io, true);
   if (!c.free_dims_note.empty())
     std::cout << fmt::format("note: free dims of {} checked as 1 (set them with --shapes)\n",
                              fmt::join(c.free_dims_note, ", "));
@@ -231,15 +241,29 @@ int run_inspect(const InspectOptions& o) {
   std::optional<std::string> strings;
   if (c.result.graph) strings = first_string_value(*c.result.graph);
   if (strings) j["cpu_backends_only"] = fmt::format("{} holds {}", *strings, kStringsCpuOnly);
-  bool ok = c.problems.empty() && c.model_error.empty() && !strings;
+  // A value listed twice in graph.output: no plan takes it either
+  // (compiler/plan_writer.h); ref and sim return it twice.
+  std::string twice;
+  if (c.result.graph) {
+    try {
+      refuse_duplicate_output_names(*c.result.graph, model);
+    } catch (const Error& e) {
+      twice = e.what();
+      if (!strings) j["cpu_backends_only"] = twice;
+    }
+  }
+  bool ok = c.problems.empty() && c.model_error.empty() && !strings && twice.empty();
   j["supported"] = ok;
   if (!c.model_error.empty()) std::cout << "model problem: " << c.model_error << "\n";
   if (strings)
     std::cout << fmt::format(
         "coverage: {} holds {}: no plan target takes this model (run it with kiln run --backend ref)\n", *strings,
         kStringsCpuOnly);
+  if (!twice.empty())
+    std::cout << fmt::format("coverage: no plan target takes this model (kiln run --backend ref or sim runs it): {}\n",
+                             twice);
   if (c.problems.empty() && c.model_error.empty()) {
-    if (!strings) std::cout << "coverage: every node is supported\n";
+    if (!strings && twice.empty()) std::cout << "coverage: every node is supported\n";
   } else if (!c.problems.empty()) {
     std::cout << fmt::format("coverage: {} of {} nodes cannot be compiled:\n", c.problems.size(), g.node_size());
     for (const ImportProblem& p : c.problems)

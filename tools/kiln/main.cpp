@@ -28,6 +28,7 @@
 #include "tools/kiln/cli_checks.h"
 #include "tools/kiln/cli_style.h"
 #include "tools/kiln/commands.h"
+#include "tools/kiln/dump_dir_staging.h"
 #include "conformance/conformance.h"
 #include "tools/kiln/doctor.h"
 #include "tools/kiln/inspect.h"
@@ -93,8 +94,13 @@ int main(int argc, char** argv) {
     if (*run && kiln::is_plan_file(run_cmd.model)) kiln::reject_compile_flags_for_plan(*run, run_cmd.model);
     if (*dump && kiln::is_plan_file(dump_cmd.model)) kiln::reject_compile_flags_for_plan(*dump, dump_cmd.model);
     if (*bench && kiln::is_plan_file(bench_opts.model)) kiln::reject_compile_flags_for_plan(*bench, bench_opts.model);
+    // --dump-dir is written beside and moved into place when the command
+    // ends; an interrupt leaves none of it (tools/kiln/dump_dir_staging.h).
+    kiln::StagedDumpDir dump_dir(
+        {&compile_cmd.copts, &run_cmd.copts, &dump_cmd.copts, &opt_cmd.copts, &bench_opts.compile, &conf_opts.compile});
     // Every file and folder kiln will write, before any compile or run.
     for (const CLI::App* sub : app.get_subcommands()) kiln::check_output_flags(*sub);
+    dump_dir.begin();
     if (*compile) return kiln::run_compile(compile_cmd);
     if (*run) return kiln::run_run(run_cmd);
     if (*dump) return kiln::run_dump_ir(dump_cmd);

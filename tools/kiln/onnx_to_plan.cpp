@@ -39,11 +39,11 @@ void save_plan(const std::string& path, const CompileResult& r) {
                                               : "none (" + r.no_gpu_reason + ")");
 }
 
-CompileResult compile_to_plan(const std::string& model, CompileModelOptions o, const std::string& save_path) {
+CompileResult compile_to_plan(const ModelSource& model, CompileModelOptions o, const std::string& save_path) {
   StderrCompileMessages messages(o.build.show_progress);
   messages.attach(o);
   o.write_plan = true;
-  CompileResult r = compile_model(ModelSource::file(model), o);
+  CompileResult r = compile_model(model, o);
   if (!save_path.empty()) save_plan(save_path, r);
   return r;
 }

@@ -36,7 +36,10 @@ void save_plan(const std::string& path, const CompileResult& r);
 // Compiles `model` to a plan in memory (o.write_plan forced on) with the
 // messages on stderr, and writes it to `save_path` when that is not empty,
 // saying so on stderr as `kiln compile -o` does.
-CompileResult compile_to_plan(const std::string& model, CompileModelOptions o, const std::string& save_path);
+CompileResult compile_to_plan(const ModelSource& model, CompileModelOptions o, const std::string& save_path);
+inline CompileResult compile_to_plan(const std::string& model, CompileModelOptions o, const std::string& save_path) {
+  return compile_to_plan(ModelSource::file(model), std::move(o), save_path);
+}
 
 // "12.3 ms: import 1.0 ms, passes 2.0 ms, kernels 9.0 ms (emitted and NVRTC-compiled), plan 0.3 ms":
 // NVRTC's time is never counted as pass time.

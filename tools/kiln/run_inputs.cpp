@@ -15,6 +15,7 @@
 #include "ir/error.h"
 #include "ir/file_io.h"
 #include "ir/symbolic_dim.h"
+#include "tools/kiln/model_stdin.h"
 
 namespace kiln {
 
@@ -259,14 +260,15 @@ std::map<std::string, Tensor> make_run_inputs(const std::vector<std::pair<std::s
     uint64_t s = seed++;
     TensorType type = declared;
     if (auto it = files.find(name); it != files.end()) {
-      Tensor t = read_input_file(it->second);
+      Tensor t = is_stdin_arg(it->second) ? read_input_from_stdin(name) : read_input_file(it->second);
+      const std::string from = is_stdin_arg(it->second) ? std::string(kStdinName) : it->second;
       // A symbolic dim takes any size here; the symbols' ranges and
       // agreement are checked when they are bound (ir/specialize.h).
       bool fits = t.dtype() == type.dtype && t.rank() == type.rank();
       for (int i = 0; fits && i < t.rank(); ++i) fits = t.shape()[i] == type.shape[i] || is_symbolic_dim(type.shape[i]);
-      if (!fits) fail("--inputs: {} holds {} but input \"{}\" is {}", it->second, t.type().str(), name, type.str());
+      if (!fits) fail("--inputs: {} holds {} but input \"{}\" is {}", from, t.type().str(), name, type.str());
       feed[name] = std::move(t);
-      if (described) described->push_back(fmt::format("input \"{}\": {} from {}", name, type.str(), it->second));
+      if (described) described->push_back(fmt::format("input \"{}\": {} from {}", name, type.str(), from));
       continue;
     }
     if (auto g = o.generate_shapes.find(name); g != o.generate_shapes.end() && has_symbolic_dims(type.shape))

@@ -76,7 +76,7 @@ OpKernel emit_resize_generic(const AttrMap& a, const TensorType& in, const Tenso
     else if (ct == "half_pixel_symmetric")
       x = fmt::format("len_in{0} / 2 * (1 - (double)no{0} / len_out{0}) + ({1} + 0.5) / scale{0} - 0.5", d, xr);
     else if (ct == "pytorch_half_pixel") x = fmt::format("len_out{0} > 1 ? ({1} + 0.5) / scale{0} - 0.5 : 0.0", d, xr);
-    else if (ct == "align_corners")
+    else if (ct == "align_corners")  // the fractional len_out, as the reference's plan_axis (ops/resize_ops.cpp)
       x = fmt::format("len_out{0} == 1 ? 0.0 : {1} * (len_in{0} - 1) / (len_out{0} - 1)", d, xr);
     else if (ct == "asymmetric") x = fmt::format("{} / scale{}", xr, d);
     else if (ct == "tf_half_pixel_for_nn") x = fmt::format("({} + 0.5) / scale{}", xr, d);

@@ -18,7 +18,12 @@ listed model that passes or fails with another message. A refusal (a family
 with no shape-generic kernel yet, named by node) is listed with its message;
 a wrong answer is never listed.
 
-Usage: run_zoo_dynamic.py --kiln KILN --zoo DIR --precision fp32|fp16 [--backends sim,ref|gpu] [--json OUT] [models...]
+With --doc DOC (docs/dynamic_shapes.md), each passing model's row of the
+dynamic-zoo table must state its plan's shape-generic launches
+(doc_launch_counts.py); with --update-doc too, the rows get the plans' counts.
+
+Usage: run_zoo_dynamic.py --kiln KILN --zoo DIR --precision fp32|fp16 [--backends sim,ref|gpu] [--json OUT]
+       [--doc DOC [--update-doc]] [models...]
 Needs numpy and onnx (the project's .venv).
 """
 import argparse
@@ -36,6 +41,7 @@ from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import doc_launch_counts  # noqa: E402
 from run_zoo import read_table, tolerance, vacuous_bound  # noqa: E402
 
 TIMEOUT_S = 900
@@ -147,8 +153,12 @@ def main():
     ap.add_argument("--precision", required=True, choices=("fp32", "fp16"))
     ap.add_argument("--backends", default="sim,ref", help="comma-separated, of " + ",".join(BACKENDS))
     ap.add_argument("--json", help="write every model's result here")
+    ap.add_argument("--doc", help="docs/dynamic_shapes.md: its table must state each plan's launches")
+    ap.add_argument("--update-doc", action="store_true", help="with --doc: write the plans' launches into it")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
+    if a.update_doc and not a.doc:
+        ap.error("--update-doc needs --doc")
     backends = [b for b in a.backends.split(",") if b]
     if not backends or any(b not in BACKENDS for b in backends):
         ap.error(f"--backends {a.backends!r}: expected a comma-separated list of {', '.join(BACKENDS)}")
@@ -193,6 +203,14 @@ def main():
             print(f"  {r['message'][:1500]}", flush=True)
         if verdict not in ("pass", "expected refusal"):
             problems.append(m)
+    if a.doc and a.update_doc:
+        for m in doc_launch_counts.update(a.doc, a.precision, results):
+            print(f"{a.doc}: {m} [{a.precision}]: {results[m]['shape_generic_launches']} launches written")
+    elif a.doc:
+        stale = doc_launch_counts.check(a.doc, a.precision, results)
+        for line in stale:
+            print(line, flush=True)
+        problems += stale
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"precision": a.precision, "target": "sm_90", "backends": backends, "results": results}, f, indent=1, sort_keys=True)

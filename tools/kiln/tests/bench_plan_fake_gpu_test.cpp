@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/runtime/fake_gpu_util.h"
+#include "tests/unit/captured_output.h"
 #include "tools/kiln/bench.h"
 #include "tools/kiln/bench_plan.h"
 
@@ -31,9 +32,13 @@ TEST_F(FakeGpu, BenchOfAPlanReportsTheGpuComputeTimeOfEveryRun) {
   o.warmup_ms = 0;
   o.profile = true;
   o.json_path = json;
-  ::testing::internal::CaptureStdout();
-  int rc = run_bench_plan(o, PlanSource{o.model});
-  std::string out = ::testing::internal::GetCapturedStdout();
+  int rc = -1;
+  std::string out;
+  {
+    testing::CapturedOutput captured;  // ended even when the bench throws
+    rc = run_bench_plan(o, PlanSource{o.model});
+    out = captured.text();
+  }
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("Backend: gpu (GPU sm_90 (CUBIN, "), std::string::npos) << out;
   EXPECT_NE(out.find("GPU Compute Time: min = "), std::string::npos) << out;

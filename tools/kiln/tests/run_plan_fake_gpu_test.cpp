@@ -8,6 +8,7 @@
 
 #include "tests/runtime/bounded_size_plans.h"
 #include "tests/runtime/fake_gpu_util.h"
+#include "tests/unit/captured_output.h"
 #include "tools/kiln/run_plan.h"
 
 namespace kiln {
@@ -29,15 +30,17 @@ class FakeGpuRunPlan : public FakeGpu {
   static std::string run_plan(const std::string& path, const std::string& backend, PlanRunResult* result = nullptr) {
     RunPlanOptions o;
     o.backend = backend;
-    ::testing::internal::CaptureStdout();
     int rc = -1;
-    std::string error;
-    try {
-      rc = run_plan_command(PlanSource{path}, o, result);
-    } catch (const std::exception& e) {
-      error = e.what();
+    std::string error, out;
+    {
+      testing::CapturedOutput captured;
+      try {
+        rc = run_plan_command(PlanSource{path}, o, result);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      out = captured.text();
     }
-    std::string out = ::testing::internal::GetCapturedStdout();
     EXPECT_EQ(rc, 0) << backend << ": " << error << "\n" << out;
     return out;
   }
