@@ -118,23 +118,28 @@ TEST(ShapeGenericKernels, AttentionSplitKvFollowsThePastPerLaunch) {
     expect_on_sim_equal(p, *g, {{"seq", seq}, {"kv", past + seq}}, {2e-3, 2e-2});
 }
 
-// Grouped-query attention as a Llama-style decoder has it: 8 query heads on
-// 2 key/value heads, a causal decode step over past + seq keys.
+// Grouped-query attention as a Llama-style decoder has it: 32 query heads of
+// 128 on 8 key/value heads, a causal decode step over past + seq keys (up to
+// 2048: where kiln's calibrated model packs heads at the decode corner).
 TEST(ShapeGenericKernels, AttentionGroupedQueryDecodeStepsOnSimEqualTheReference) {
   const char* text =
-      "graph @m(%q: f16[1,8,seq,64], %k: f16[1,2,kv,64], %v: f16[1,2,kv,64]) -> (f16[1,8,seq,64]) "
-      "symbols(seq in [1, 8], kv in [1, 300]) {\n"
-      "  %o = attention(%q, %k, %v) {scale=0.125, causal=1} : f16[1,8,seq,64]\n"
+      "graph @m(%q: f16[1,32,seq,128], %k: f16[1,8,kv,128], %v: f16[1,8,kv,128]) -> (f16[1,32,seq,128]) "
+      "symbols(seq in [1, 8], kv in [1, 2048]) {\n"
+      "  %o = attention(%q, %k, %v) {scale=0.088388, causal=1} : f16[1,32,seq,128]\n"
       "  return %o\n"
       "}\n";
   auto g = compiled(text, "sm_90");
   plan::Plan p = gpu_plan(*g, "sm_90",
-                          {{{"q", {1, 8, 1, 64}, {1, 8, 1, 64}, {1, 8, 8, 64}},
-                            {"k", {1, 2, 1, 64}, {1, 2, 300, 64}, {1, 2, 300, 64}},
-                            {"v", {1, 2, 1, 64}, {1, 2, 300, 64}, {1, 2, 300, 64}}}});
-  // At the decode corner the cost terms pack the whole group of 4 into a block's rows.
-  EXPECT_NE(attention_kernel(p).source.find("grouped-query: 4 of the 4 heads of a key/value head packed"),
-            std::string::npos);
+                          {{{"q", {1, 32, 1, 128}, {1, 32, 1, 128}, {1, 32, 8, 128}},
+                            {"k", {1, 8, 1, 128}, {1, 8, 2048, 128}, {1, 8, 2048, 128}},
+                            {"v", {1, 8, 1, 128}, {1, 8, 2048, 128}, {1, 8, 2048, 128}}}});
+  // At the decode corner the model packs 2 heads of each group of 4 into a block's rows.
+  {
+    const std::string& src = attention_kernel(p).source;
+    const size_t at = src.find("grouped-query:");
+    EXPECT_NE(src.find("grouped-query: 2 of the 4 heads of a key/value head packed"), std::string::npos)
+        << (at == std::string::npos ? "" : src.substr(at, 80));
+  }
   for (auto [seq, past] : {std::pair<int64_t, int64_t>{8, 0}, {1, 5}, {1, 17}, {1, 290}})
     expect_on_sim_equal(p, *g, {{"seq", seq}, {"kv", past + seq}}, {2e-3, 2e-2});
 }
