@@ -20,7 +20,8 @@
 // Copied: nodes with one result, no region, and a pointwise, injective or
 // view role for the fuser (passes/fusion_state.h: a range is injective),
 // whose operands are constants or such nodes' results; at most kMaxCone
-// nodes per copy. Left alone: a value read by one node only (nothing to
+// nodes per copy; only for readers that can compute it in their own kernel
+// (absorbs_a_copy). Left alone: a value read by one node only (nothing to
 // share), and the original of a value that is a graph output (callers bind
 // it by name). A reader gets a copy of every node computing the value when
 // any of them has another reader. Originals nobody reads any more are erased.
@@ -45,6 +46,17 @@ bool copyable(const Node& n, const std::unordered_set<const Node*>& symbolic) {
   for (const Value* v : n.inputs())
     if (!v || (!v->is_constant() && !(v->producer() && symbolic.count(v->producer())))) return false;
   return true;
+}
+
+// Whether the fuser can compute a copied value inside the reader's own kernel:
+// a pointwise, injective, view or reduction reader. An anchor (attention,
+// GEMM, conv) or an opaque op reads its operands from memory, so a copy of
+// its own would be a kernel of its own: such readers share the original
+// (GPT-2's causal mask, read by every layer's attention, stays one kernel).
+bool absorbs_a_copy(const Node& reader) {
+  fusion::Role r = fusion::op_role(reader);
+  return r == fusion::Role::Pointwise || r == fusion::Role::Injective || r == fusion::Role::View ||
+         r == fusion::Role::Reduction;
 }
 
 class RematerializeSymbolic : public Pass {
@@ -80,7 +92,7 @@ class RematerializeSymbolic : public Pass {
     }
     bool changed = false;
     for (Node* c : g.node_list()) {
-      if (symbolic.count(c)) continue;
+      if (symbolic.count(c) || !absorbs_a_copy(*c)) continue;
       std::unordered_map<const Value*, Value*> copies;  // this reader's
       for (int i = 0; i < c->num_inputs(); ++i) {
         Value* v = c->input(i);
