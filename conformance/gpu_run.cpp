@@ -1,10 +1,10 @@
 #include "conformance/gpu_run.h"
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 
 #include "compiler/gpu_bounded_sizes.h"
+#include "conformance/engine_outputs.h"
 #include "compiler/plan_writer.h"
 #include "compiler/targets.h"
 #include "ir/data_dependent.h"
@@ -48,20 +48,9 @@ std::vector<Tensor> run_graph_on_gpu(Graph& imported, const std::map<std::string
       if (in == feed.end()) fail("{}: the plan's input '{}' has no value in the data set", model_path, t.name);
       ctx.bind_input(t.name, in->second.raw(), t.dtype, in->second.shape());
     }
-    for (const TensorInfo& t : engine.outputs()) {
-      std::vector<int64_t> shape = t.dynamic() ? ctx.output_shape(t.name) : t.shape;
-      results.emplace_back(t.name, Tensor(DType(t.dtype), shape));
-      ctx.bind_output(t.name, results.back().second.raw(), t.dtype, shape);
-    }
+    results = bind_host_outputs(engine, ctx);
     ctx.run();
-    // Sizes decided by the data: each output was bound at its bound and
-    // holds the run's real shape at the front of the buffer.
-    for (auto& [name, t] : results)
-      if (std::vector<int64_t> real = ctx.output_shape(name); real != t.shape()) {
-        Tensor trimmed(t.dtype(), real);
-        if (trimmed.nbytes()) std::memcpy(trimmed.raw(), t.raw(), trimmed.nbytes());
-        t = std::move(trimmed);
-      }
+    for (auto& [name, t] : results) trim_to_run_shape(ctx, name, t);  // sizes decided by the data
   } catch (const runtime_error& e) {
     fail("{}: {}", model_path, e.what());
   }

@@ -1,6 +1,5 @@
 #include "conformance/one_plan.h"
 
-#include <cstring>
 #include <fstream>
 #include <onnx/onnx_pb.h>
 #include <set>
@@ -8,6 +7,7 @@
 #include "backends/data_dependent_run.h"
 #include "backends/run_on_backend.h"
 #include "compiler/compile_model.h"
+#include "conformance/engine_outputs.h"
 #include "ir/data_dependent.h"
 #include "ir/error.h"
 #include "ir/specialize.h"
@@ -72,14 +72,8 @@ std::vector<std::vector<Tensor>> run_on_runtime(const std::vector<uint8_t>& plan
       for (size_t k = 0; k < outs.size(); ++k)
         ctx.bind_output(out_info[k].name, outs[k].raw(), out_info[k].dtype, outs[k].shape());
       ctx.run();
-      // Sizes decided by the data: bound at the upper bound, the real shape
-      // (at the front of the buffer) known after the run.
       for (size_t k = 0; k < outs.size(); ++k)
-        if (std::vector<int64_t> real = ctx.output_shape(out_info[k].name); real != outs[k].shape()) {
-          Tensor trimmed(outs[k].dtype(), real);
-          if (trimmed.nbytes()) std::memcpy(trimmed.raw(), outs[k].raw(), trimmed.nbytes());
-          outs[k] = std::move(trimmed);
-        }
+        trim_to_run_shape(ctx, out_info[k].name, outs[k]);  // sizes decided by the data
       all.push_back(std::move(outs));
     }
   } catch (const runtime_error& e) {

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <set>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
 
 #include "backends/data_dependent_run.h"
+#include "conformance/engine_outputs.h"
 #include "backends/run_on_backend.h"
 #include "ir/data_dependent.h"
 #include "ir/error.h"
@@ -137,25 +137,14 @@ int run_plan_command(const PlanSource& source, const RunPlanOptions& o, PlanRunR
       Context ctx(engine);
       for (const TensorInfo& t : engine.inputs())
         ctx.bind_input(t.name, feed.at(t.name).raw(), t.dtype, feed.at(t.name).shape());  // any shape in the profile
-      for (const TensorInfo& t : engine.outputs()) {
-        // A plan with profiles: the output's shape follows the inputs bound above.
-        std::vector<int64_t> shape = t.dynamic() ? ctx.output_shape(t.name) : t.shape;
-        results.emplace_back(t.name, Tensor(DType(t.dtype), shape));
-        ctx.bind_output(t.name, results.back().second.raw(), t.dtype, shape);
-      }
+      // A plan with profiles: the outputs' shapes follow the inputs bound above.
+      for (auto& out : bind_host_outputs(engine, ctx)) results.push_back(std::move(out));
       for (int i = 0; i < iters; ++i) {
         auto t0 = std::chrono::steady_clock::now();
         ctx.run();
         best = std::min(best, ms_since(t0));
       }
-      // Sizes decided by the data: each output was bound at its upper bound
-      // and holds the run's real shape at the front of the buffer.
-      for (auto& [name, t] : results)
-        if (std::vector<int64_t> real = ctx.output_shape(name); real != t.shape()) {
-          Tensor trimmed(t.dtype(), real);
-          if (trimmed.nbytes()) std::memcpy(trimmed.raw(), t.raw(), trimmed.nbytes());
-          t = std::move(trimmed);
-        }
+      for (auto& [name, t] : results) trim_to_run_shape(ctx, name, t);  // sizes decided by the data
       // Auto on the CPU: a warning when a GPU was there to use (issue 14: no
       // silent CPU), else the engine line says there is no GPU at all.
       std::string no_gpu;
