@@ -202,6 +202,17 @@ inline const std::map<std::string, const char*>& control_flow_graphs() {
   return gs;
 }
 
+// The IR text of a graph with symbols through the passes for sm_90, as a
+// plan with shape profiles compiles it.
+inline std::unique_ptr<Graph> symbolic_sm90_graph(const char* text) {
+  auto g = parse_graph(text);
+  CompileOptions o;
+  o.pass.target = "sm_90";
+  o.symbolic = true;
+  compile_graph(*g, o);
+  return g;
+}
+
 // A pointwise chain and a softmax over the static last axis with a symbolic
 // batch (fake_gpu_profiles_test.cpp), compiled once into a plan with one
 // shape profile, batch in [1, 16].
@@ -214,14 +225,7 @@ inline constexpr const char* kProfilePointwise =
     return %r
   })";
 
-inline std::unique_ptr<Graph> profile_pointwise_graph() {
-  auto g = parse_graph(kProfilePointwise);
-  CompileOptions o;
-  o.pass.target = "sm_90";
-  o.symbolic = true;
-  compile_graph(*g, o);
-  return g;
-}
+inline std::unique_ptr<Graph> profile_pointwise_graph() { return symbolic_sm90_graph(kProfilePointwise); }
 
 // A dynamic-batch MLP: gemm with a bias, relu, gemm with trans_b, matmul,
 // softmax; batch in [1, 64].
@@ -236,14 +240,7 @@ inline constexpr const char* kProfileMlp =
     return %y
   })";
 
-inline std::unique_ptr<Graph> profile_mlp_graph() {
-  auto g = parse_graph(kProfileMlp);
-  CompileOptions o;
-  o.pass.target = "sm_90";
-  o.symbolic = true;
-  compile_graph(*g, o);
-  return g;
-}
+inline std::unique_ptr<Graph> profile_mlp_graph() { return symbolic_sm90_graph(kProfileMlp); }
 
 // The issue's dynamic-batch CNN (tests/cli/make_dynamic_models.py): conv with
 // a bias, batch normalization (folded into it), relu, max pool, a strided
@@ -268,14 +265,7 @@ inline constexpr const char* kProfileCnn =
     return %y
   })";
 
-inline std::unique_ptr<Graph> profile_cnn_graph() {
-  auto g = parse_graph(kProfileCnn);
-  CompileOptions o;
-  o.pass.target = "sm_90";
-  o.symbolic = true;
-  compile_graph(*g, o);
-  return g;
-}
+inline std::unique_ptr<Graph> profile_cnn_graph() { return symbolic_sm90_graph(kProfileCnn); }
 
 inline plan::Plan profile_pointwise_plan() {
   PlanBuildOptions o{"sm_90", "fp32", {}};
