@@ -87,6 +87,7 @@ std::vector<FoldCase> fold_cases() {
 std::vector<codegen::NodeKernel> emit_split(const Node& n, int split, bool fold) {
   codegen::ScopedGemmTileChooser ch([&](const codegen::GemmProblem& p) {
     codegen::GemmTileConfig c = codegen::default_gemm_tile(p);
+    c.bk = p.math == codegen::GemmMath::Tf32 ? 16 : 32;  // the depth the cases' splits are counted in
     c.split_k = split;
     c.fold_split = fold;
     return std::optional<codegen::GemmTileConfig>(c);

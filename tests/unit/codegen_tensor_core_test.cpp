@@ -95,19 +95,19 @@ std::vector<Case> all_cases() {
     extra = true;
     mm("1,136", "136,200", "1,200", true);   // one row (a GEMV), several k-tiles
     mm("70,40", "40,130", "70,130", false);  // N % 8 != 0: B element by element
-    // 2 tiles x 9 k-tiles (f16, only here): split 3 ways by the model, each split a 4-stage pipeline
+    // 2 tiles x 5 k-tiles of 64 (f16, only here): unsplit by the model, a 6-stage ring of 64-deep
+    // k-tiles whose last one is partial (K = 264)
     mm("40,264", "264,72", "40,72", true);
-    if (p == Prec::F16) cs.back().want_split_k = 3;
     extra = false;
     // Split-K summed by a reduction kernel (which the calibrated model puts cheaper than a folded tail
     // here; codegen_split_k_fold_test.cpp emits the folded form of these): 11 splits of 3 k-tiles, the
-    // last of 2 (tf32: 32x32 tiles, 22 splits of 3), 16-byte partial stores and loads.
+    // last of 2 (tf32: 13 of 5 k-tiles of 16), 16-byte partial stores and loads; 16x32 tiles, a 6-stage ring.
     mm("40,1024", "1024,72", "40,72", true);
-    cs.back().want_split_k = p == Prec::Tf32 ? 22 : 11;
+    cs.back().want_split_k = p == Prec::Tf32 ? 13 : 7;
     // Split-K with a partial last k-tile (K = 2000), odd N (scalar partial stores and sums), 2 batches;
-    // tf32: 16x32 tiles, 125 k-tiles in 42 splits of 3.
+    // f16/bf16: 63 k-tiles of 32 in 13 splits of 5; tf32: 125 k-tiles of 16 in 25 splits of 5.
     mm("2,24,2000", "2,2000,21", "2,24,21", true);
-    cs.back().want_split_k = p == Prec::Tf32 ? 42 : 21;
+    cs.back().want_split_k = p == Prec::Tf32 ? 25 : 13;
     auto gemm = [&](const std::string& attrs, const std::string& a, const std::string& b, const std::string& c,
                     const std::string& y, bool dense) {
       const bool has_c = !c.empty();
@@ -137,13 +137,11 @@ std::vector<Case> all_cases() {
     const std::string d1 = "dilations=[1,1]", s1 = "strides=[1,1]", p0 = "pads=[0,0,0,0]";
     // NCHW: the weights (A) by cp.async when K % 8 == 0, the im2col B element by element.
     conv("2,16,9,11", "24,16,3,3", "24", d1 + ", pads=[1,1,1,1], strides=[2,2]", "2,24,5,6", "conv", "", false);
-    if (p == Prec::Tf32) cs.back().want_split_k = 3;  // 9 k-tiles of 16 (tf32): 3 splits of 3
     conv("1,8,10,9", "6,4,3,2", "", "dilations=[2,1], group=2, pads=[0,1,2,0], " + s1, "1,6,8,9", "conv", "", false);
     conv("1,5,7,7", "7,5,3,3", "7", d1 + ", " + p0 + ", " + s1, "1,7,5,5", "conv", "", false);  // odd channels
     // NHWC: im2col rows by cp.async (a chunk of 8 channels lies in one tap) when Cg % 8 == 0.
     conv("2,9,11,16", "24,3,3,16", "24", d1 + ", layout=\"nhwc\", pads=[1,1,1,1], strides=[2,2]", "2,5,6,24", "conv",
          "{nhwc}", true);
-    if (p == Prec::Tf32) cs.back().want_split_k = 3;
     conv("1,7,7,16", "12,1,1,8", "12", d1 + ", group=2, layout=\"nhwc\", " + p0 + ", " + s1, "1,7,7,12", "conv",
          "{nhwc}", true);
     conv("1,6,6,5", "7,3,3,5", "", "dilations=[2,2], layout=\"nhwc\", pads=[2,2,2,2], " + s1, "1,6,6,7", "conv",
@@ -165,12 +163,12 @@ std::vector<Case> all_cases() {
   }})",
             dt, cv, with_tf32(p, "dilations=[1,1], layout=\"nhwc\", pads=[1,1,1,1], strides=[1,1]")),
         true, true);
-    if (p == Prec::Tf32) cs.back().want_split_k = 3;  // 9 k-tiles of 16: 3 splits, the reduction runs the epilogue
-    // Split-K (1 tile x 18 k-tiles, 6 splits) under a conv epilogue: the reduction kernel adds the bias,
-    // the residual, relu and the cast after summing the splits.
+    // Split-K (1 tile of 16x32 x 72 k-tiles of 32 in 15 splits of 5; tf32 likewise) under a
+    // conv epilogue: the reduction kernel adds the bias, the residual, relu and the cast after summing
+    // the splits.
     add("split-K conv_epilogue nhwc: bias, residual, relu, cast",
         fmt::format(
-            R"(graph @m(%x: {0}[1,4,4,64], %w: {0}[32,3,3,64], %b: {0}[32], %r: {0}[1,4,4,32]{{nhwc}}) -> ({1}[1,4,4,32]{{nhwc}}) {{
+            R"(graph @m(%x: {0}[1,4,4,256], %w: {0}[32,3,3,256], %b: {0}[32], %r: {0}[1,4,4,32]{{nhwc}}) -> ({1}[1,4,4,32]{{nhwc}}) {{
     %c = conv(%x, %w, %b) {{{2}}} : {0}[1,4,4,32]{{nhwc}}
     %a = add(%c, %r) : {0}[1,4,4,32]{{nhwc}}
     %y = relu(%a) : {0}[1,4,4,32]{{nhwc}}
@@ -179,7 +177,7 @@ std::vector<Case> all_cases() {
   }})",
             dt, cv, with_tf32(p, "dilations=[1,1], layout=\"nhwc\", pads=[1,1,1,1], strides=[1,1]")),
         true, true);
-    cs.back().want_split_k = p == Prec::Tf32 ? 12 : 6;
+    cs.back().want_split_k = 15;
     add("gemm_epilogue: bias, residual, relu, cast",
         fmt::format(R"(graph @m(%x: {0}[40,64], %w: {0}[64,96], %b: {0}[96], %r: {0}[40,96]) -> ({1}[40,96]) {{
     %m = matmul(%x, %w){2} : {0}[40,96]
@@ -432,12 +430,16 @@ TEST(CodegenTensorCore, TileConfigurations) {
   // every SM (about 1.7 us + a graph node): ResNet-50's stage-4 3x3 conv (8 tiles of 64x64 x 144 k-tiles:
   // 29 splits of 5, a reduction kernel), BERT's FFN-down GEMM (24 tiles of 64x64 x 96 k-tiles: 14 of 7)
   // and QKV GEMM (72 tiles x 24 k-tiles: 4 of 6); the larger tiles stream fewer operand bytes through L2.
-  // Not: a short K (7 k-tiles), a full grid, the SIMT core. Below one wave the ring is as deep as the
-  // k-loop uses (4 stages; 3 for a K of two k-tiles, all in flight at once).
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 49, 512, 4608})), "64x64x32 w2x2 s4 split29");
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 768, 3072})), "64x64x32 w2x2 s4 split14");
+  // Not: a short K (7 k-tiles), a full grid, the SIMT core. The depth of the k-tile (32 or 64) and of
+  // the ring (2 to 6 stages, at most 96 KiB) are the model's too: below one wave each k-tile waits a
+  // load round trip / (stages - 1), so a sub-wave grid takes 64-deep k-tiles in a 5-6 deep ring (half
+  // the trips, each waiting a quarter of a round trip), and then fewer splits: the FFN-down GEMM 8 of
+  // 6 k-tiles, the stage-4 conv 18 of 4; the QKV GEMM no split at all (144 tiles of 32x64 reach every
+  // SM with 12 k-tiles of 64).
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 49, 512, 4608})), "64x64x64 w2x2 s5 split18");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 768, 3072})), "64x64x64 w2x2 s5 split8");
   EXPECT_EQ(default_gemm_tile({GemmMath::F16, 1, 49, 512, 224}).split_k, 1);
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 2304, 768})), "64x64x32 w2x2 s4 split4");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 128, 2304, 768})), "32x64x64 w1x2 s6");
   // The choice is the model's: the chosen split is the cheapest by gemm_tile_cost_us, and the fold the
   // old constants took for the FFN-down GEMM costs more than twice as much by the calibrated model.
   {
@@ -470,17 +472,17 @@ TEST(CodegenTensorCore, TileConfigurations) {
   // A smaller tile where the cost terms put it clearly faster: a lone 64x64 tile would pull all of a
   // 64x64x256 GEMM's operands through one SM; smaller blocks share them (down to 16x32 every tile leaves
   // the 8-k-tile loop the bound; 16x32's 8 blocks reach the most SMs at no more cost).
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 64, 64, 256})), "16x32x32 w1x1 s4");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 64, 64, 256})), "16x32x64 w1x1 s5");
   // Issue 18's sub-wave grids (fewer blocks than 132 SMs): where a sub-wave grid is latency-bound the
   // cost terms are flat across tiles (every block waits on the same k-loop), and a smaller tile that
   // gives a block to SMs the larger one leaves idle is taken at no more cost. ResNet-50's 1x1 convs at
   // batch 1: stage 3's conv3 (64 tiles of 64x64 -> 224 of 32x32), stage 2's conv3 (104 -> 200 of
   // 32x64), stage 1's conv1 (49 -> 196 of 32x32), stage 2's first conv1 (98 -> 196). A grid that
   // already reaches every SM keeps its tile unless a smaller one is clearly (3%) faster.
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 196, 1024, 256})), "32x32x32 w1x1 s4");
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 784, 512, 128})), "32x64x32 w1x2 s4");
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 3136, 64, 256})), "32x32x32 w1x1 s4");
-  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 3136, 128, 256})), "32x64x32 w1x2 s4");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 196, 1024, 256})), "32x32x64 w1x1 s5");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 784, 512, 128})), "32x64x32 w1x2 s5");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 3136, 64, 256})), "32x32x64 w1x1 s5");
+  EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 3136, 128, 256})), "32x64x64 w1x2 s5");
   EXPECT_EQ(gemm_tile_name(default_gemm_tile({GemmMath::F16, 1, 3136, 256, 64})), "64x64x32 w2x2 s3");
   // The split-K reduction's blocks: 256 threads, fewer where that leaves SMs without a block.
   EXPECT_EQ(split_k_reduction_threads(132 * 256), 256);
@@ -530,6 +532,47 @@ TEST(CodegenTensorCore, ChooserOverridesTheKernelTile) {
   std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
   std::vector<Tensor> got = sim.run(feed);
   EXPECT_EQ(compare_tensors(got.at(0), want.at(0), default_tolerance(DType::F16)), "");
+}
+
+// The deeper pipelines the chooser may take (64-deep k-tiles, rings of 5 and 6 stages, split or
+// folded) stay exact on the simulator where K is not a multiple of the k-tile (K = 200: a 64-deep
+// k-tile's last trip loads 8 real columns and zero-fills the rest) and across both B layouts; a ring
+// over the 96 KiB cap, 7 stages or a 64-deep tf32 tile are refused.
+TEST(CodegenTensorCore, DeepPipelinesMatchReferenceOnSim) {
+  for (const char* text : {R"(graph @m(%a: f16[40,200], %b: f16[200,72]) -> (f16[40,72]) {
+    %y = matmul(%a, %b) : f16[40,72]
+    return %y
+  })",
+                           R"(graph @m(%a: bf16[40,200], %b: bf16[72,200]) -> (bf16[40,72]) {
+    %y = gemm(%a, %b) {trans_b=1} : bf16[40,72]
+    return %y
+  })"}) {
+    auto g = parse_graph(text, "t.kir");
+    const Node& n = *g->nodes().front();
+    const codegen::KernelEmitter* e = codegen::emitter_for(n);
+    ASSERT_NE(e, nullptr);
+    std::map<std::string, Tensor> feed = inputs_for(*g, 7);
+    std::vector<Tensor> want = ReferenceExecutor(*g).run(feed);
+    const DType dt = g->outputs().at(0)->type().dtype;
+    for (codegen::GemmTileConfig c :
+         {codegen::GemmTileConfig{32, 32, 64, 1, 1, 6}, codegen::GemmTileConfig{64, 64, 64, 2, 2, 5},
+          codegen::GemmTileConfig{16, 32, 64, 1, 1, 4, 2}, codegen::GemmTileConfig{32, 32, 32, 1, 1, 6, 3},
+          codegen::GemmTileConfig{32, 32, 64, 1, 1, 5, 2, true}}) {
+      codegen::ScopedGemmTileChooser ch([&](const codegen::GemmProblem&) { return std::optional(c); });
+      std::vector<codegen::NodeKernel> ks = e->emit(n);
+      EXPECT_NE(ks.at(0).source.find("tile " + codegen::gemm_tile_name(c)), std::string::npos)
+          << codegen::gemm_tile_name(c);
+      codegen::SimExecutor sim(*g);
+      std::vector<Tensor> got = sim.run(feed);
+      EXPECT_EQ(compare_tensors(got.at(0), want.at(0), default_tolerance(dt)), "")
+          << codegen::gemm_tile_name(c) << " " << dtype_name(dt);
+    }
+  }
+  const codegen::GemmProblem p{codegen::GemmMath::F16, 1, 512, 512, 4096};
+  EXPECT_EQ(codegen::gemm_tile_invalid({64, 64, 64, 2, 2, 5}, p), "");  // 5 x 18 KiB
+  EXPECT_NE(codegen::gemm_tile_invalid({64, 64, 64, 2, 2, 6}, p).find("at most 98304"), std::string::npos);
+  EXPECT_NE(codegen::gemm_tile_invalid({64, 64, 32, 2, 2, 7}, p).find("2 to 6 pipeline stages"), std::string::npos);
+  EXPECT_NE(codegen::gemm_tile_invalid({64, 64, 64, 2, 2, 3}, {codegen::GemmMath::Tf32, 1, 512, 512, 4096}), "");
 }
 
 // A batch of A's matrices against one B is one GEMM of batch x M rows: ViT-B/16's sequence-first QKV

@@ -31,11 +31,11 @@
 namespace kiln {
 namespace {
 
-// M = b rows against a 512 x 256 weight: at b = 2 the shape-generic tile
+// M = b rows against a 2048 x 256 weight: at b = 2 the shape-generic tile
 // (chosen for thousands of rows, unsplit) leaves most SMs idle; the static
-// tile for 2 rows splits K.
+// tile for 2 rows splits K (its 32 k-tiles of 64 are a long wait unsplit).
 const char* kGemm =
-    "graph @m(%x: f16[b,512], %w: f16[512,256]) -> (f16[b,256]) symbols(b in [1, 64]) {\n"
+    "graph @m(%x: f16[b,2048], %w: f16[2048,256]) -> (f16[b,256]) symbols(b in [1, 64]) {\n"
     "  %y = matmul(%x, %w) : f16[b,256]\n"
     "  %r = relu(%y) : f16[b,256]\n"
     "  return %r\n"
@@ -52,7 +52,7 @@ std::unique_ptr<Graph> compiled(const char* text, const std::string& target) {
 
 plan::Plan gemm_plan(const Graph& g, const std::string& arch) {
   PlanBuildOptions po{arch, "fp16", {}};
-  po.profiles = {{{{"x", {1, 512}, {2, 512}, {64, 512}}}}};
+  po.profiles = {{{{"x", {1, 2048}, {2, 2048}, {64, 2048}}}}};
   po.source_name = "gemm.onnx";
   return build_plan(g, po);
 }

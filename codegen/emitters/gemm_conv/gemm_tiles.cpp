@@ -42,6 +42,13 @@ constexpr int64_t kMinSplitKTiles = 2;
 // charge (its L2 term charges the operand re-reads) -- unless it gives a
 // block to SMs the larger tile's grid leaves idle (sms_reached).
 constexpr double kSmallerTileGain = 0.97;
+// A tile whose grid gives a block to SMs the other grid leaves idle is taken
+// at up to this much more cost by the model: the model's per-kernel error is
+// 20-30% (docs/perf_calibration.md: log-RMS 0.19-0.28), so a difference of a
+// few percent is below what it can tell, while an SM without a block is
+// certain to add nothing to a latency- or L2-bound launch (BERT-base's FFN-up
+// GEMM: 96 tiles of 64x64 at 6.6 us by the model, 192 of 32x64 at 7.1 us).
+constexpr double kReachTolerance = 1.10;
 
 // SMs that get at least one block of `c`'s grid (tiles x splits, at most 132).
 int64_t sms_reached(const GemmProblem& p, const GemmTileConfig& c) {
@@ -58,26 +65,49 @@ int64_t wave_slots(const GemmProblem& p, GemmTileConfig c) {
   return int64_t(tile_choice_gpu().sms) * gemm_blocks_per_sm(p, c);
 }
 
-int stages_for(int64_t k_tiles, int64_t blocks, int64_t slots) {
-  // Below one wave of resident blocks shared memory limits nothing that runs
-  // (resident slots stay empty either way) and each block waits on its
-  // k-loop: the ring is as deep as the loop can use, every k-tile of a short
-  // K in flight at once, up to 4 stages (three tiles in flight: each k-tile
-  // waits a third of a round trip; kiln's performance model,
-  // docs/performance.md). From one wave on, 3 stages (2 for a K of one or
-  // two tiles) leave shared memory to the resident blocks.
+// The pipeline depth a tie goes to: below one wave of resident blocks, as
+// deep as the loop can use up to 4 stages (every k-tile of a short K in
+// flight at once); from one wave on, 3 stages (2 for a K of one or two
+// tiles), which leave shared memory to the resident blocks. The depths of the
+// plans the first H100 run measured (docs/perf_calibration.md).
+int tie_stages(int64_t k_tiles, int64_t blocks, int64_t slots) {
   if (blocks < slots) return static_cast<int>(std::clamp<int64_t>(k_tiles + 1, 2, 4));
   return k_tiles <= 2 ? 2 : 3;
 }
 
 // Tile `c` split in `split` parts (summed by a reduction kernel, or folded:
-// by the last block of each tile) with the pipeline stages_for gives it.
+// by the last block of each tile) with the pipeline depth kiln's performance
+// model puts fastest: 2 to kMaxGemmStages stages whose ring fits
+// kMaxGemmRingBytes; tie_stages where none is strictly faster (a
+// compute-bound grid of several waves, whose k-loop latency the model hides
+// at any depth). Below one wave of resident blocks a deeper ring costs
+// nothing that runs (resident slots stay empty either way) and each k-tile
+// waits load latency / (stages - 1); from one wave on the model's occupancy
+// charges the shared memory a deeper ring takes from the resident blocks
+// (docs/performance.md).
 GemmTileConfig with_split(const GemmProblem& p, GemmTileConfig c, int64_t split, bool fold) {
   c.split_k = static_cast<int>(split);
   c.fold_split = fold && split > 1;
   const SplitK sk = split_k_of(c, (p.K + c.bk - 1) / c.bk);
-  c.stages = stages_for(sk.k_tiles, blocks_of(p, c.bm, c.bn) * sk.splits, wave_slots(p, c));
-  return c;
+  // A ring deeper than the k-loop has k-tiles to fill it buys nothing.
+  const int deepest = static_cast<int>(std::clamp<int64_t>(sk.k_tiles + 1, 2, kMaxGemmStages));
+  auto fits = [&](int stages) {
+    GemmTileConfig t = c;
+    t.stages = stages;
+    return stages == 2 || gemm_ring_bytes(p, t) <= kMaxGemmRingBytes;
+  };
+  int tie = tie_stages(sk.k_tiles, blocks_of(p, c.bm, c.bn) * sk.splits, wave_slots(p, c));
+  while (tie > 2 && !fits(tie)) --tie;
+  c.stages = tie;
+  GemmTileConfig best = c;
+  double best_cost = gemm_tile_cost_us(p, c);
+  for (int stages = 2; stages <= deepest && fits(stages); ++stages) {
+    if (stages == tie) continue;
+    c.stages = stages;
+    const double cost = gemm_tile_cost_us(p, c);
+    if (cost < best_cost) best = c, best_cost = cost;
+  }
+  return best;
 }
 
 // The cheapest split of tile `c` for `p` (split_k, fold_split and stages set)
@@ -86,7 +116,7 @@ GemmTileConfig with_split(const GemmProblem& p, GemmTileConfig c, int64_t split,
 // least kMinSplitKTiles k-tiles) and the way its partial sums are summed (a
 // reduction kernel, or folded into the GEMM) that kiln's performance model
 // (gemm_tile_cost.h) puts fastest; the smallest split on a tie, and the reduction kernel on a tie.
-std::pair<GemmTileConfig, double> best_split(const GemmProblem& p, GemmTileConfig c) {
+std::pair<GemmTileConfig, double> best_split_at_depth(const GemmProblem& p, GemmTileConfig c) {
   const int64_t k_tiles_all = (p.K + c.bk - 1) / c.bk;
   const int64_t tiles = blocks_of(p, c.bm, c.bn);
   GemmTileConfig best = with_split(p, c, 1, false);
@@ -104,6 +134,35 @@ std::pair<GemmTileConfig, double> best_split(const GemmProblem& p, GemmTileConfi
     }
   }
   return {best, best_cost};
+}
+
+// The k-tile depths the chooser weighs for `c`'s math, the default first:
+// f16/bf16 32 or 64 (64- or 128-byte rows), tf32 16 or 32. A deeper k-tile
+// halves the k-loop's trips, each of which waits on its loads (the model's
+// latency term); its ring takes twice the shared memory per stage.
+std::vector<int> tile_depths(const GemmProblem& p, int default_bk) {
+  if (p.math == GemmMath::Simt) return {default_bk};
+  return {default_bk, default_bk * 2};
+}
+
+// The cheapest depth, split and pipeline of tile `c` (its bm, bn and warps)
+// for `p`, by best_split_at_depth at each of tile_depths; the default depth on
+// a tie.
+std::pair<GemmTileConfig, double> best_split(const GemmProblem& p, const GemmTileConfig& c) {
+  std::pair<GemmTileConfig, double> best{c, -1};
+  for (int bk : tile_depths(p, c.bk)) {
+    GemmTileConfig t = c;
+    t.bk = bk;
+    t.stages = 2;
+    t.split_k = 1;
+    t.fold_split = false;
+    if (!gemm_tile_invalid(t, p).empty()) continue;
+    auto at = best_split_at_depth(p, t);
+    if (best.second < 0 || at.second < best.second) best = at;
+  }
+  KILN_CHECK(best.second >= 0, "codegen: no valid depth for tile {} of GEMM {}", gemm_tile_name(c),
+             gemm_problem_key(p));
+  return best;
 }
 
 }  // namespace
@@ -140,6 +199,14 @@ int split_k_reduction_threads(int64_t items) {
   return 64;
 }
 
+int64_t gemm_ring_bytes(const GemmProblem& p, const GemmTileConfig& c) {
+  if (c.wgmma || p.math == GemmMath::Simt) return 0;
+  const int64_t esize = p.math == GemmMath::Tf32 ? 4 : 2, pad = 16 / esize;
+  // Either layout of a stage (emit_gemm_mma.cpp): [rows][BK + pad] or [BK][rows + 8].
+  auto stage = [&](int64_t rows) { return std::max(rows * (c.bk + pad), int64_t(c.bk) * (rows + 8)); };
+  return int64_t(c.stages) * (stage(c.bm) + stage(c.bn)) * esize;
+}
+
 SplitK split_k_of(const GemmTileConfig& c, int64_t k_tiles_all) {
   SplitK s;
   const int64_t want = std::clamp<int64_t>(c.split_k, 1, std::max<int64_t>(k_tiles_all, 1));
@@ -158,14 +225,16 @@ std::string gemm_tile_invalid(const GemmTileConfig& c, const GemmProblem& p) {
   }
   if (!one_of(c.bm, {16, 32, 64, 128}) || !one_of(c.bn, {16, 32, 64, 128}))
     return "tensor-core tiles are 16, 32, 64 or 128 each way";
-  if (!(p.math == GemmMath::Tf32 ? one_of(c.bk, {8, 16, 32}) : one_of(c.bk, {16, 32})))
-    return "tensor-core tile depth: 16 or 32 (tf32: 8, 16 or 32)";
+  if (!(p.math == GemmMath::Tf32 ? one_of(c.bk, {8, 16, 32}) : one_of(c.bk, {16, 32, 64})))
+    return "tensor-core tile depth: 16, 32 or 64 (tf32: 8, 16 or 32)";
   if (c.warps_m < 1 || c.warps_n < 1 || c.warps_m * c.warps_n > 8) return "1 to 8 warps";
   if (c.bm % c.warps_m || c.bn % c.warps_n) return "the warps must split the tile evenly";
   const int wtm = c.bm / c.warps_m, wtn = c.bn / c.warps_n;
   if (!one_of(wtm, {16, 32, 48, 64}) || !one_of(wtn, {16, 32}))
     return "warp tiles: 16 to 64 rows (multiples of 16), 16 or 32 columns";
-  if (c.stages < 2 || c.stages > 4) return "2 to 4 pipeline stages";
+  if (c.stages < 2 || c.stages > kMaxGemmStages) return fmt::format("2 to {} pipeline stages", kMaxGemmStages);
+  if (gemm_ring_bytes(p, c) > kMaxGemmRingBytes)
+    return fmt::format("a ring of {} bytes of shared memory; at most {}", gemm_ring_bytes(p, c), kMaxGemmRingBytes);
   const int64_t k_tiles = (p.K + c.bk - 1) / c.bk;
   if (c.split_k < 1 || c.split_k > kMaxSplitK || (c.split_k > 1 && c.split_k > k_tiles))
     return fmt::format("split-K of 1 to {} parts, at most one per k-tile ({})", kMaxSplitK, k_tiles);
@@ -234,7 +303,8 @@ GemmTileConfig default_gemm_tile(const GemmProblem& p) {
           !gemm_tile_invalid(t, p).empty())
         continue;
       auto [tc, tcost] = best_split(p, t);
-      if (tcost < cost * kSmallerTileGain || (tcost <= cost && sms_reached(p, tc) > sms_reached(p, best)))
+      if (tcost < cost * kSmallerTileGain ||
+          (tcost <= cost * kReachTolerance && sms_reached(p, tc) > sms_reached(p, best)))
         best = tc, cost = tcost;
     }
   }
@@ -277,6 +347,17 @@ std::vector<GemmTileConfig> gemm_tile_candidates(const GemmProblem& p) {
             add(c);
           }
         }
+      // The deeper pipelines the default may choose (a 6-deep ring, a 64-deep
+      // k-tile for f16/bf16), once per tile rather than for every depth.
+      for (auto [bk, stages] : {std::pair{bks[0], kMaxGemmStages}, std::pair{bks[0] * 2, 4}}) {
+        GemmTileConfig c;
+        c.bm = bm;
+        c.bn = bn;
+        c.bk = bk;
+        c.stages = stages;
+        default_warps(c);
+        add(c);
+      }
     }
   }
   return out;

@@ -26,6 +26,13 @@ enum class GemmMath { Simt, F16, BF16, Tf32 };
 // The most blocks one tile's K loop is split among (GemmTileConfig::split_k).
 inline constexpr int kMaxSplitK = 64;
 
+// The deepest shared-memory pipeline of the tensor-core core, and the most
+// shared memory its ring of stages may take: 96 KiB fits every target's
+// opt-in (sm_86 and sm_89 allow 99 KiB a block; sm_80 163, sm_90 227), so a
+// plan's tiles do not depend on the target it is built for.
+inline constexpr int kMaxGemmStages = 6;
+inline constexpr int64_t kMaxGemmRingBytes = 96 * 1024;
+
 struct GemmTileConfig {
   int bm = 64, bn = 64, bk = 16;
   int warps_m = 1, warps_n = 1;  // Simt: 8 warps in all (16 x 16 threads), the split is not used
@@ -77,6 +84,11 @@ struct GemmProblem {
   bool a_k_rows = false, b_k_rows = false;
 };
 
+// Shared memory of `c`'s ring of stages (tensor cores, mma.sync), for the
+// larger of the two layouts a stage may take ([rows][BK + pad] or
+// [BK][rows + 8]); 0 for SIMT and wgmma tiles.
+int64_t gemm_ring_bytes(const GemmProblem& p, const GemmTileConfig& c);
+
 // "f16", "bf16", "tf32", "simt".
 const char* gemm_math_name(GemmMath m);
 // A stable key of the problem ("f16:b1:m3136:n64:k576"), for tuning caches.
@@ -87,7 +99,8 @@ std::string gemm_tile_name(const GemmTileConfig& c);
 // Whether the core can build `c` for `p` (empty: yes; else why not). Tensor
 // cores: bm, bn in {16 (bm only), 32, 64, 128}, warp tiles of 16..64 rows and
 // 16..32 columns (at most 4 x 4 mma tiles), at most 8 warps, bk 16 or 32
-// (tf32: 8, 16 or 32), 2 to 4 stages. Simt: bm, bn in {16, 32, 64}, bk 16,
+// (tf32: 8, 16 or 32; f16/bf16 also 64), 2 to kMaxGemmStages stages in a ring of at most
+// kMaxGemmRingBytes. Simt: bm, bn in {16, 32, 64}, bk 16,
 // 1 stage.
 std::string gemm_tile_invalid(const GemmTileConfig& c, const GemmProblem& p);
 
