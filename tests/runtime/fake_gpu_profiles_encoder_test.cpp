@@ -76,7 +76,11 @@ plan::Plan encoder_plan(const Graph& g, const std::string& prec) {
 void expect_encoder_runs(const std::vector<uint8_t>& bytes, const Graph& g, const std::string& prec) {
   auto e = rt::Engine::load(bytes.data(), bytes.size(), "encoder.plan", rt::Backend::Gpu);
   rt::Context ctx(e);
-  const Tolerance tol = prec == "fp16" ? Tolerance{2.5e-3, 1e-3} : Tolerance{1e-5, 1e-4};
+  // fp16: a few units in the last place of values near 5 (an f16 ulp there is 0.0039): the reference
+  // rounds each node's result to f16 in graph order, the kernels sum in their tiles' order (when the
+  // tile chooser came to weigh k-tile depth and pipeline too, the new tiles moved one element of
+  // 3072 by 2 ulps: 0.0078 against the 0.0076 that rtol 1e-3 allowed).
+  const Tolerance tol = prec == "fp16" ? Tolerance{2.5e-3, 2e-3} : Tolerance{1e-5, 1e-4};
   for (auto [n, len] : {std::pair<int64_t, int64_t>{1, 1}, {5, 7}, {12, 16}}) {
     std::unique_ptr<Graph> at = specialize_graph(g, {{"batch", n}, {"s", len}}, op_registry());
     const std::map<std::string, Tensor> feed = testing::random_inputs(*at, static_cast<uint64_t>(n));
