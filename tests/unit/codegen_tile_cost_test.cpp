@@ -91,9 +91,9 @@ TEST_P(TileCostMatchesThePlan, ChooserAndInspectSeeTheSameLaunch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Gemms, TileCostMatchesThePlan,
-                         ::testing::Values(Case{512, 256, 256, "16x32x32 w1x1 s4"},
-                                           Case{128, 768, 3072, "64x64x32 w2x2 s4 split14"},
-                                           Case{1, 1000, 2048, "16x64x32 w1x2 s4 split22 fold"}),
+                         ::testing::Values(Case{512, 256, 256, "16x32x64 w1x1 s5"},
+                                           Case{128, 768, 3072, "64x64x64 w2x2 s5 split8"},
+                                           Case{1, 1000, 2048, "16x32x64 w1x1 s6 split7 fold"}),
                          [](const ::testing::TestParamInfo<Case>& i) {
                            return fmt::format("M{}_N{}_K{}", i.param.M, i.param.N, i.param.K);
                          });

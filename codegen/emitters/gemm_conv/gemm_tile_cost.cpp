@@ -39,7 +39,14 @@ int threads_of(const GemmTileConfig& c, GemmMath m) {
 // ptxas's registers, expected: the f32 accumulators of a thread's share of
 // the tile plus 64 for fragments and addresses (the mma.sync kernels of the
 // 2026-11-27 ResNet-50 and BERT-base plans: 72-125 against 80-128 by this).
-int expected_registers(const GemmTileConfig& c, int threads) { return std::min(255, c.bm * c.bn / threads + 64); }
+// A thread staging more than 4 16-byte chunks of each k-tile (a one-warp
+// tile, or a 64-deep k-tile) keeps about 4 more registers per further chunk
+// for their addresses (a one-warp 16x32x64 tile, 12 chunks a thread: ptxas
+// gave 133 registers).
+int expected_registers(const GemmTileConfig& c, int threads, int esize) {
+  const int chunks = (c.bm + c.bn) * c.bk * esize / 16 / threads;
+  return std::min(255, c.bm * c.bn / threads + 64 + 4 * std::max(0, chunks - 4));
+}
 
 // Shared memory per block, as the emitters size it (emit_gemm_mma.cpp,
 // emit_gemm_wgmma_tiled.cpp): the ring of A and B stages (BK rows padded by
@@ -82,7 +89,7 @@ perf::LaunchWork gemm_launch_work(const GemmProblem& p, const GemmTileConfig& c)
   w.bytes = operands + (split ? workspace : result);
   w.blocks = tiles * sk.splits;
   w.threads = threads_of(c, p.math);
-  w.registers = expected_registers(c, w.threads);
+  w.registers = c.wgmma ? expected_registers(c, w.threads, 0) : expected_registers(c, w.threads, element_bytes(p.math));
   w.smem_bytes = shared_bytes_of(p, c);
   w.tile.bm = c.bm;
   w.tile.bn = c.bn;
