@@ -91,10 +91,11 @@ GemmTileConfig with_split(const GemmProblem& p, GemmTileConfig c, int64_t split,
   const SplitK sk = split_k_of(c, (p.K + c.bk - 1) / c.bk);
   // A ring deeper than the k-loop has k-tiles to fill it buys nothing.
   const int deepest = static_cast<int>(std::clamp<int64_t>(sk.k_tiles + 1, 2, kMaxGemmStages));
+  // (best_split checked that 2 stages fit.)
   auto fits = [&](int stages) {
     GemmTileConfig t = c;
     t.stages = stages;
-    return stages == 2 || gemm_ring_bytes(p, t) <= kMaxGemmRingBytes;
+    return gemm_ring_bytes(p, t) <= kMaxGemmRingBytes;
   };
   int tie = tie_stages(sk.k_tiles, blocks_of(p, c.bm, c.bn) * sk.splits, wave_slots(p, c));
   while (tie > 2 && !fits(tie)) --tie;
@@ -328,18 +329,22 @@ std::vector<GemmTileConfig> gemm_tile_candidates(const GemmProblem& p) {
   }
   // Tiles no larger than twice the problem (larger ones only add padding).
   const std::vector<int> bks = p.math == GemmMath::Tf32 ? std::vector<int>{16, 32} : std::vector<int>{32, 16};
+  auto tile = [](int bm, int bn, int bk, int stages) {
+    GemmTileConfig c;
+    c.bm = bm;
+    c.bn = bn;
+    c.bk = bk;
+    c.stages = stages;
+    default_warps(c);
+    return c;
+  };
   for (int bm : {128, 64, 32, 16}) {
     if (bm > 16 && bm / 2 >= p.M) continue;
     for (int bn : {128, 64, 32, 16}) {
       if (bn > 16 && bn / 2 >= p.N) continue;
       for (int bk : bks)
         for (int stages : {3, 2, 4}) {
-          GemmTileConfig c;
-          c.bm = bm;
-          c.bn = bn;
-          c.bk = bk;
-          c.stages = stages;
-          default_warps(c);
+          GemmTileConfig c = tile(bm, bn, bk, stages);
           add(c);
           // The other warp split of a 128-row tile: 4 warps of 32 columns x 64 rows.
           if (bm == 128 && c.warps_m > 2) {
@@ -349,15 +354,8 @@ std::vector<GemmTileConfig> gemm_tile_candidates(const GemmProblem& p) {
         }
       // The deeper pipelines the default may choose (a 6-deep ring, a 64-deep
       // k-tile for f16/bf16), once per tile rather than for every depth.
-      for (auto [bk, stages] : {std::pair{bks[0], kMaxGemmStages}, std::pair{bks[0] * 2, 4}}) {
-        GemmTileConfig c;
-        c.bm = bm;
-        c.bn = bn;
-        c.bk = bk;
-        c.stages = stages;
-        default_warps(c);
-        add(c);
-      }
+      add(tile(bm, bn, bks[0], kMaxGemmStages));
+      add(tile(bm, bn, bks[0] * 2, 4));
     }
   }
   return out;
