@@ -87,6 +87,7 @@ std::string BodyEvaluator::value(const Value* v, const std::string& idx) {
     KILN_CHECK(syms_, "codegen: %{} holds a symbolic size, but the body is evaluated without symbols", v->name());
     return fmt::format("(({}){})", cuda_storage_type(v->dtype()), syms_->lit(sv->second));
   }
+  if (auto c = callers_.find(v); c != callers_.end()) return fmt::format("{}({})", c->second, idx);
   auto b = buffers_.find(v);
   if (b != buffers_.end()) return fmt::format("{}[{}]", b->second, idx);
   if (!v->producer()) fail("codegen: body value %{} is neither an input, a constant nor computed", v->name());

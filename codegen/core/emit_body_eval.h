@@ -50,6 +50,12 @@ class BodyEvaluator {
   BodyEvaluator(const Graph& body, const OpRegistry& ops, std::map<const Value*, std::string> buffers,
                 const KernelSymbols* syms = nullptr, std::map<const Value*, int64_t> scalars = {});
 
+  // Body input `v` is not read from a buffer but computed by `lambda`, a
+  // `[&](long long i) -> S` the caller defines before definitions() (a
+  // split-K GEMM's row-normalization kernel sums the partial results there:
+  // codegen/emitters/gemm_conv/emit_gemm_row_norm.h).
+  void computed_by(const Value* v, std::string lambda) { callers_[v] = std::move(lambda); }
+
   // An expression of v's storage type: v's element at flat index `idx` (an
   // integer expression, within v's shape). Defines the lambdas it needs.
   // Throws kiln::Unsupported for a node the evaluator cannot compute.
@@ -71,6 +77,7 @@ class BodyEvaluator {
   std::optional<KernelSymbols> syms_;  // a copy: the evaluator may outlive the caller's
   std::map<const Value*, int64_t> scalars_;
   std::map<const Value*, std::string> lambdas_;  // value -> lambda name
+  std::map<const Value*, std::string> callers_;  // computed_by: input -> the caller's lambda
   std::string defs_;
   std::set<DType> dtypes_;
   bool narrow_ = true;  // every value of the body has < 2^31 elements

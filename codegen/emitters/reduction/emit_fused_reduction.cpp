@@ -70,7 +70,7 @@ bool is_reduction_fused_with(const Node& n, const OpRegistry& ops, bool (*anchor
   return true;
 }
 
-FusedAnchor fused_anchor_io(const Node& n, const OpRegistry& ops) {
+FusedAnchor fused_anchor_io(const Node& n, const OpRegistry& ops, const std::map<const Value*, std::string>& computed) {
   if (n.op() != "fused" || !n.body()) fail("codegen: {} is not a fused node", n.describe());
   const Graph& body = *n.body();
   KILN_CHECK(body.inputs().size() == static_cast<size_t>(n.num_inputs()), "{}: body takes {} inputs, node gives {}",
@@ -95,7 +95,8 @@ FusedAnchor fused_anchor_io(const Node& n, const OpRegistry& ops) {
     io.buffers.push_back({names[v], v->dtype(), false, kernel_buffer_count(v->type())});
     io.dtypes.push_back(v->dtype());
   };
-  for (Value* v : body.inputs()) add_buffer(v);
+  for (Value* v : body.inputs())
+    if (!computed.count(v)) add_buffer(v);
   for (const auto& bn : body.nodes())
     for (Value* v : bn->inputs())
       if (v && v->is_constant() && !names.count(v)) {
@@ -125,6 +126,7 @@ FusedAnchor fused_anchor_io(const Node& n, const OpRegistry& ops) {
                 anchor.input(0)->type().str());
   const InjectiveSymbolsScope scope(syms.empty() ? nullptr : &syms);
   auto ev = std::make_shared<BodyEvaluator>(body, ops, names, syms.empty() ? nullptr : &syms);
+  for (const auto& [v, lambda] : computed) ev->computed_by(v, lambda);
 
   // Epilogue: values depending on an anchor result, by the result (root).
   std::map<const Value*, int> root;

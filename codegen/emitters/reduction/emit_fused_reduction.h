@@ -20,6 +20,8 @@
 // inverse index map), an epilogue op mixing two anchor results, prologue
 // results whose shape differs from operand 0's.
 #pragma once
+#include <map>
+#include <string>
 #include <vector>
 
 #include "codegen/emitters/reduction/emit_reduction.h"
@@ -42,7 +44,11 @@ bool is_reduction_fused(const Node& n, const OpRegistry& ops);
 // pools, argmax...): `anchor_ok(op)` instead of this emitter's list.
 bool is_reduction_fused_with(const Node& n, const OpRegistry& ops, bool (*anchor_ok)(const std::string& op));
 
-FusedAnchor fused_anchor_io(const Node& n, const OpRegistry& ops);
+// `computed`: body inputs that are no buffer but computed by a lambda of that
+// name, which the caller defines ahead of io.setup (BodyEvaluator::computed_by;
+// the buffers of the other inputs keep the inputs' order).
+FusedAnchor fused_anchor_io(const Node& n, const OpRegistry& ops,
+                            const std::map<const Value*, std::string>& computed = {});
 
 // The kernel of a fused reduction node whose anchor is reduce_*, softmax,
 // log_softmax or a normalization (emit_normalization); Unsupported for other
