@@ -148,6 +148,20 @@ double gemm_tile_cost_us(const GemmProblem& p, const GemmTileConfig& c) {
   return t;
 }
 
+double row_norm_launch_us(const GemmProblem& p, int in_bytes, int out_bytes) {
+  // As emit_rowwise.cpp launches it: a block per row.
+  const double mn = double(p.batch) * double(p.M) * double(p.N);
+  perf::LaunchWork w;
+  w.kind = perf::WorkKind::Other;
+  w.math = perf::Math::Fp32;
+  w.flops = 8.0 * mn;
+  w.bytes = mn * double(in_bytes + out_bytes);
+  w.blocks = p.batch * p.M;
+  w.threads = static_cast<int>(std::clamp<int64_t>(p.N / 8, 32, 256));
+  const perf::ModelConstants constants;
+  return perf::estimate_launch(w, tile_choice_gpu(), constants).est_us + constants.graph_node_overhead_us;
+}
+
 int gemm_blocks_per_sm(const GemmProblem& p, const GemmTileConfig& c) {
   return std::max(1, perf::occupancy(gemm_launch_work(p, c), tile_choice_gpu()).blocks_per_sm);
 }

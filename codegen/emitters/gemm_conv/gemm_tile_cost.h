@@ -34,6 +34,13 @@ perf::LaunchWork split_k_reduction_work(const GemmProblem& p, const GemmTileConf
 // reduction launch and its CUDA Graph node.
 double gemm_tile_cost_us(const GemmProblem& p, const GemmTileConfig& c);
 
+// The model's estimate (us) of a row normalization's own launch after the
+// GEMM `p` (a layer norm over each of the batch x M rows of N, reading
+// `in_bytes` and writing `out_bytes` per element) with its CUDA Graph node:
+// what a GEMM whose split-K reduction kernel normalizes its rows saves
+// (row_norm_gemm_tile).
+double row_norm_launch_us(const GemmProblem& p, int in_bytes, int out_bytes);
+
 // Resident blocks of `c`'s GEMM launch per SM by the model's occupancy
 // (registers, threads, shared memory); at least 1.
 int gemm_blocks_per_sm(const GemmProblem& p, const GemmTileConfig& c);

@@ -312,6 +312,44 @@ GemmTileConfig default_gemm_tile(const GemmProblem& p) {
   return best;
 }
 
+std::optional<GemmTileConfig> row_norm_gemm_tile(const GemmProblem& p, double norm_launch_us) {
+  if (p.math == GemmMath::Simt) return std::nullopt;
+  const GemmTileConfig def = default_gemm_tile(p);
+  const double alone = gemm_tile_cost_us(p, def) + norm_launch_us;
+  // The default's tile and its halvings (as default_gemm_tile weighs them),
+  // each at every depth and split of 2 or more parts with a reduction kernel.
+  GemmTileConfig base = def;
+  base.split_k = 1;
+  base.fold_split = false;
+  std::optional<GemmTileConfig> best;
+  double best_cost = 0;
+  for (auto [dm, dn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}, std::pair{4, 1},
+                        std::pair{1, 4}, std::pair{4, 2}, std::pair{2, 4}, std::pair{4, 4}}) {
+    GemmTileConfig t = base;
+    t.bm /= dm;
+    t.bn /= dn;
+    if (t.bm < 16 || t.bn < 32) continue;
+    default_warps(t);
+    for (int bk : tile_depths(p, def.bk)) {
+      t.bk = bk;
+      t.stages = 2;
+      if (!gemm_tile_invalid(t, p).empty()) continue;
+      const int64_t k_tiles_all = (p.K + t.bk - 1) / t.bk;
+      if (blocks_of(p, t.bm, t.bn) >= wave_slots(p, t)) continue;
+      for (int64_t s = 2; s <= std::min<int64_t>(kMaxSplitK, k_tiles_all / kMinSplitKTiles); ++s) {
+        GemmTileConfig c = t;
+        c.split_k = static_cast<int>(s);
+        if (split_k_of(c, k_tiles_all).splits != s) continue;
+        c = with_split(p, t, s, false);
+        const double cost = gemm_tile_cost_us(p, c);
+        if (!best || cost < best_cost) best = c, best_cost = cost;
+      }
+    }
+  }
+  if (!best || best_cost > alone) return std::nullopt;
+  return best;
+}
+
 std::vector<GemmTileConfig> gemm_tile_candidates(const GemmProblem& p) {
   std::vector<GemmTileConfig> out = {default_gemm_tile(p)};
   auto add = [&](const GemmTileConfig& c) {

@@ -107,6 +107,17 @@ std::string gemm_tile_invalid(const GemmTileConfig& c, const GemmProblem& p);
 // The default configuration (deterministic: a function of the problem only).
 GemmTileConfig default_gemm_tile(const GemmProblem& p);
 
+// The tile of a GEMM whose epilogue ends in a normalization of each result
+// row (a layer norm over N: BERT's "dense + bias + residual, then LayerNorm"),
+// which runs in the split-K reduction kernel (emit_gemm_row_norm.h): the
+// cheapest tensor-core tile split in 2 or more parts summed by a reduction
+// kernel, by the same model and candidates as default_gemm_tile. nullopt when
+// no such split exists (SIMT math, K of fewer than 4 k-tiles, a grid of a
+// wave or more) or when, by the model, it costs more than the default tile
+// plus a launch of the normalization's own (`norm_launch_us`, with its
+// graph node): then the layer norm stays a kernel of its own.
+std::optional<GemmTileConfig> row_norm_gemm_tile(const GemmProblem& p, double norm_launch_us);
+
 // Every valid configuration worth timing for `p`, the default first.
 std::vector<GemmTileConfig> gemm_tile_candidates(const GemmProblem& p);
 
