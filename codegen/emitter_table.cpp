@@ -13,6 +13,7 @@
 #include "codegen/emitters/gemm_conv/emit_einsum.h"
 #include "codegen/emitters/gemm_conv/emit_epilogue.h"
 #include "codegen/emitters/gemm_conv/emit_gemm.h"
+#include "codegen/emitters/gemm_conv/emit_gemm_row_norm.h"
 #include "codegen/emitters/pool_select_loss/emit_fused_pool.h"
 #include "codegen/emitters/pool_select_loss/emit_loss.h"
 #include "codegen/emitters/pool_select_loss/emit_pool.h"
@@ -138,7 +139,19 @@ std::vector<NodeKernel> from_compute(const std::vector<ComputeKernel>& ks, const
 Epilogue epilogue_of(const Node& n, std::vector<std::string> anchors) {
   return n.body() ? Epilogue::from_fused(n, op_registry(), anchors) : Epilogue::from_node(n);
 }
+// A matmul whose epilogue ends in a layer norm (emit_gemm_row_norm.h): the
+// split GEMM and the reduction kernel that normalizes, sharing the workspace.
+std::vector<NodeKernel> emit_gemm_row_norm_node(const Node& n) {
+  RowNormGemmKernels k = emit_gemm_row_norm(n, op_registry());
+  NodeKernel gemm = node_kernel(k.gemm);
+  gemm.shared_bytes = k.gemm.shared_bytes;
+  gemm.workspace_f32 = k.workspace_f32;
+  NodeKernel norm = node_kernel(k.norm, std::move(k.norm_constants));
+  norm.workspace_f32 = k.workspace_f32;
+  return {std::move(gemm), std::move(norm)};
+}
 std::vector<NodeKernel> emit_gemm_node(const Node& n) {
+  if (row_norm_of(n)) return emit_gemm_row_norm_node(n);
   Epilogue ep = epilogue_of(n, {"matmul", "gemm"});
   return from_compute(emit_matmul_gemm(ep), ep);
 }

@@ -263,6 +263,7 @@ class Fuse : public Pass {
     if (p < 0 || op_role(*in->producer()) == Role::Opaque) return;
     const Group& pg = s.group(p);
     std::string why;
+    if (pg.kind == GroupKind::Compute && !is_sealed(s, p)) return row_norm(s, p, r);
     if (pg.kind != GroupKind::Plain)
       why = fmt::format("{} and {} would be two anchors in one kernel", pg.anchor->op(), r.op());
     else if (is_sealed(s, p)) why = sealed_why(s, p);
@@ -270,6 +271,34 @@ class Fuse : public Pass {
     if (why.empty()) why = why_no_kernel(s, union_of(s, {s.group_of(&r), p}, &r, GroupKind::Reduction));
     if (!why.empty()) return refuse(s, p, r, why);
     s.merge(s.group_of(&r), p);
+  }
+
+  // A layer norm joining a matmul's epilogue (check_row_norm), where codegen
+  // emits the union (the split-K GEMM whose reduction kernel normalizes pays
+  // by the model); its result keeps the matmul's map id, so the ops after it
+  // (the cast to f16) join as epilogue ops.
+  void row_norm(FusionState& s, int a, Node& r) {
+    std::string why;
+    // Only codegen can say whether the split pays for the norm: a pipeline
+    // without it (the sanitizer build) keeps the norm a kernel of its own.
+    if (!why_no_kernel_)
+      why = fmt::format(
+          "{} and {} would be two anchors in one kernel (no codegen to weigh a split-K GEMM "
+          "normalizing its rows)",
+          s.group(a).anchor->op(), r.op());
+    if (auto it = barred_.find({s.group(a).anchor, &r}); why.empty() && it != barred_.end())
+      why = "codegen refused the epilogue with it: " + it->second;
+    if (why.empty()) why = check_row_norm(s, a, r);
+    if (why.empty()) {
+      Group u = union_of(s, {a, s.group_of(&r)}, s.group(a).anchor, GroupKind::Compute);
+      u.row_norm = &r;
+      why = why_no_kernel(s, u);
+    }
+    if (!why.empty()) return refuse(s, a, r, why);
+    const int id = s.map_id(r.input(0));
+    s.merge(a, s.group_of(&r));
+    s.group(a).row_norm = &r;
+    for (Value* o : r.outputs()) s.set_map_id(o, id);
   }
 
   void epilogue_or_plain(FusionState& s, Node& c) {
@@ -323,7 +352,11 @@ class Fuse : public Pass {
   // `a` writes anyway, is better read as that reduction's prologue than
   // stored as a second copy by `a` (fp16 models: the cast to f32 before a
   // layer norm of the residual stream). Returns why, or "".
-  static std::string prologue_instead(const FusionState& s, int a, const Node& c) {
+  // Unless that reduction is a layer norm that joins a's epilogue with c (a
+  // GEMM whose split-K reduction kernel normalizes, where codegen takes it):
+  // then c in the epilogue saves the norm's launch (ViT's residual stream,
+  // cast to f32 for its layer norm).
+  std::string prologue_instead(const FusionState& s, int a, const Node& c) const {
     if (c.num_outputs() != 1 || s.graph().is_output(c.output(0)) || !c.output(0)->has_uses()) return "";
     const Node* r = c.output(0)->uses()[0].user;
     if (op_role(*r) != Role::Reduction) return "";
@@ -335,11 +368,26 @@ class Fuse : public Pass {
       for (const Use& u : v->uses()) written |= u.user != &c && s.group_of(u.user) != a;
       // Only when the reduction can take c as its prologue; else c would be
       // a kernel of its own.
-      if (written && check_prologue(s, s.group_of(&c), *r).empty())
+      if (written && check_prologue(s, s.group_of(&c), *r).empty() && !norm_rides_with(s, a, c, *r, s.map_id(v)))
         return fmt::format("left to the {} as its prologue: the {} kernel writes {} anyway", r->op(),
                            s.group(a).anchor->op(), value_label(v));
     }
     return "";
+  }
+
+  // Whether layer norm `r`, reading pointwise op `c`'s result (whose in-group
+  // operand holds map id `x_map` of group `a`), would join a's epilogue with
+  // c: the structural rules and codegen's answer for the union.
+  bool norm_rides_with(const FusionState& s, int a, const Node& c, const Node& r, int x_map) const {
+    if (!why_no_kernel_ || r.op() != "layer_normalization" || op_role(c) != Role::Pointwise) return false;
+    const Group& g = s.group(a);
+    if (barred_.count({g.anchor, &c}) || barred_.count({g.anchor, &r})) return false;
+    if (!check_row_norm_at(s, a, r, x_map).empty()) return false;
+    const std::vector<int> parts = {a, s.group_of(&c), s.group_of(&r)};
+    if (s.would_cycle(parts)) return false;
+    Group u = union_of(s, parts, g.anchor, GroupKind::Compute);
+    u.row_norm = &r;
+    return why_no_kernel(s, u).empty();
   }
 
   // An op reading a value that a plain group of its own computes from the

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/symbolic_dim.h"
+
 namespace kiln::fusion {
 
 std::string group_kind_name(const Group& g) {
@@ -53,6 +55,11 @@ std::string check_epilogue(const FusionState& s, int gi, const Node& c) {
   // pointwise ops and reshapes there (codegen/emit_fused_reduction: moving an
   // element needs the inverse index map); a transpose/slice/gather after a
   // layer norm is its own kernel.
+  if (layout && g.row_norm)
+    return fmt::format(
+        "{} moves elements; after the layer norm {} the epilogue applies only pointwise ops and "
+        "reshapes",
+        c.op(), value_label(g.row_norm->output(0)));
   if (layout && g.kind == GroupKind::Reduction)
     return fmt::format("{} moves elements; a reduction epilogue applies only pointwise ops and reshapes", c.op());
   bool float_path = g.kind == GroupKind::Compute || g.kind == GroupKind::Attention;
@@ -103,6 +110,48 @@ std::string check_prologue(const FusionState& s, int p, const Node& r) {
                          type_label(in));
   }
   if (s.would_cycle({p, s.group_of(&r)})) return "would create a cycle (another operand depends on the group)";
+  return "";
+}
+
+std::string check_row_norm(const FusionState& s, int gi, const Node& r) {
+  std::string why = check_row_norm_at(s, gi, r, s.map_id(r.input(0)));
+  if (why.empty() && s.would_cycle({gi, s.group_of(&r)}))
+    why = "would create a cycle (another operand depends on the group)";
+  return why;
+}
+
+std::string check_row_norm_at(const FusionState& s, int gi, const Node& r, int x_map) {
+  const Group& g = s.group(gi);
+  if (g.kind != GroupKind::Compute || (g.anchor->op() != "matmul" && g.anchor->op() != "gemm"))
+    return fmt::format("{} and {} would be two anchors in one kernel", g.anchor->op(), r.op());
+  if (r.op() != "layer_normalization")
+    return fmt::format(
+        "{} and {} would be two anchors in one kernel (only a layer norm rides a GEMM's split-K "
+        "reduction)",
+        g.anchor->op(), r.op());
+  if (g.row_norm)
+    return fmt::format("the {}'s epilogue has a layer norm already ({})", g.anchor->op(),
+                       value_label(g.row_norm->output(0)));
+  const Value* x = r.input(0);
+  const Value* mm = g.anchor->output(0);
+  if (has_symbolic_dims(x->shape()) || has_symbolic_dims(mm->shape()))
+    return "a shape-generic GEMM is not split in K, which a layer norm in its epilogue needs";
+  // The map id says the elements are in the GEMM's order (reshapes keep it);
+  // the last dim, that a row of x is a row of the GEMM's result.
+  if (x_map != s.map_id(mm) || x->type().numel() != mm->type().numel() || x->shape().empty() ||
+      x->shape().back() != mm->shape().back())
+    return fmt::format("{} {} does not hold the {}'s rows in their order", value_label(x), x->type().str(),
+                       g.anchor->op());
+  int64_t axis = r.attrs().get_int("axis", -1);
+  if (axis < 0) axis += x->type().rank();
+  if (axis != x->type().rank() - 1)
+    return fmt::format("the layer norm normalizes from axis {}, not the GEMM's rows (the last axis)", axis);
+  for (int i = 1; i < r.num_inputs(); ++i)
+    if (r.input(i) && s.group_of_value(r.input(i)) == gi)
+      return fmt::format("the group also feeds operand {} of {}, not only its data", i, r.op());
+  for (int o = 1; o < r.num_outputs(); ++o)
+    if (r.output(o)->has_uses() || s.graph().is_output(r.output(o)))
+      return "the layer norm's mean or inverse deviation is used";
   return "";
 }
 

@@ -45,6 +45,9 @@ struct Group {
   GroupKind kind = GroupKind::Plain;
   bool alive = true;  // false once merged into another group
   int non_views = 0;  // members that are not views (reshape/identity)
+  // A Compute group's layer norm (check_row_norm): its epilogue then takes
+  // pointwise ops only, as a reduction's does.
+  const Node* row_norm = nullptr;
 };
 
 // Every node of a graph starts in a group of its own; merging joins them.
