@@ -137,16 +137,16 @@ TEST(GemmRowNorm, GemmWithCReshapeAndTheSumBeforeTheNormAsAResult) {
 // Where the GEMM cannot split (K of 2 k-tiles) or runs on the SIMT core (f32
 // without tf32), the layer norm stays a kernel of its own, and --stats says why.
 TEST(GemmRowNorm, NoSplitNoFusionAndTheNoteSaysWhy) {
-  const std::string short_k =
-      "graph @m(%x: f16[1,64,64], %w: f16[64,256], %s: f16[256], %t: f16[256]) -> (f16[1,64,256]) {\n"
-      "  %m = matmul(%x, %w) : f16[1,64,256]\n"
-      "  %y = layer_normalization(%m, %s, %t) {axis=-1, epsilon=1e-5} : f16[1,64,256]\n"
-      "  return %y\n}\n";
-  const std::string simt =
-      "graph @m(%x: f32[1,64,1024], %w: f32[1024,256], %s: f32[256], %t: f32[256]) -> (f32[1,64,256]) {\n"
-      "  %m = matmul(%x, %w) : f32[1,64,256]\n"
-      "  %y = layer_normalization(%m, %s, %t) {axis=-1, epsilon=1e-5} : f32[1,64,256]\n"
-      "  return %y\n}\n";
+  // [1, 64, K] x [K, 256], then a layer norm of each row, in `dt`.
+  auto matmul_norm = [](const char* dt, int64_t k) {
+    return fmt::format(
+        "graph @m(%x: {0}[1,64,{1}], %w: {0}[{1},256], %s: {0}[256], %t: {0}[256]) -> ({0}[1,64,256]) {{\n"
+        "  %m = matmul(%x, %w) : {0}[1,64,256]\n"
+        "  %y = layer_normalization(%m, %s, %t) {{axis=-1, epsilon=1e-5}} : {0}[1,64,256]\n"
+        "  return %y\n}}\n",
+        dt, k);
+  };
+  const std::string short_k = matmul_norm("f16", 64), simt = matmul_norm("f32", 1024);
   for (const auto& [text, reason] : {std::pair{short_k, "no split of this GEMM"}, std::pair{simt, "SIMT"}}) {
     Compiled c = compile_for(text, "sm_90");
     EXPECT_EQ(fused_with_layer_norm(*c.g), nullptr);
