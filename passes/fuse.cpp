@@ -273,29 +273,34 @@ class Fuse : public Pass {
     s.merge(s.group_of(&r), p);
   }
 
-  // A layer norm joining a matmul's epilogue (check_row_norm), where codegen
-  // emits the union (the split-K GEMM whose reduction kernel normalizes pays
-  // by the model); its result keeps the matmul's map id, so the ops after it
-  // (the cast to f16) join as epilogue ops.
-  void row_norm(FusionState& s, int a, Node& r) {
-    std::string why;
-    // Only codegen can say whether the split pays for the norm: a pipeline
-    // without it (the sanitizer build) keeps the norm a kernel of its own.
+  // Why layer norm `r` cannot join the epilogue of GEMM group `a` in the
+  // union of `parts` (a's, r's and any op joining with it), its data operand
+  // holding map id `x_map` of a: the structural rules (check_row_norm), then
+  // codegen, which alone says whether the split-K GEMM whose reduction kernel
+  // normalizes pays. "" when it can.
+  std::string row_norm_refusal(const FusionState& s, int a, const Node& r, int x_map,
+                               const std::vector<int>& parts) const {
+    Node* anchor = s.group(a).anchor;
+    // A pipeline without codegen (the sanitizer build) keeps the norm a kernel of its own.
     if (!why_no_kernel_)
-      why = fmt::format(
-          "{} and {} would be two anchors in one kernel (no codegen to weigh a split-K GEMM "
-          "normalizing its rows)",
-          s.group(a).anchor->op(), r.op());
-    if (auto it = barred_.find({s.group(a).anchor, &r}); why.empty() && it != barred_.end())
-      why = "codegen refused the epilogue with it: " + it->second;
-    if (why.empty()) why = check_row_norm(s, a, r);
-    if (why.empty()) {
-      Group u = union_of(s, {a, s.group_of(&r)}, s.group(a).anchor, GroupKind::Compute);
-      u.row_norm = &r;
-      why = why_no_kernel(s, u);
-    }
-    if (!why.empty()) return refuse(s, a, r, why);
+      return fmt::format(
+          "{} and {} would be two anchors in one kernel (no codegen to weigh a split-K GEMM normalizing its rows)",
+          anchor->op(), r.op());
+    if (auto it = barred_.find({anchor, &r}); it != barred_.end())
+      return "codegen refused the epilogue with it: " + it->second;
+    if (std::string why = check_row_norm(s, a, r, x_map); !why.empty()) return why;
+    if (s.would_cycle(parts)) return "would create a cycle (another operand depends on the group)";
+    Group u = union_of(s, parts, anchor, GroupKind::Compute);
+    u.row_norm = &r;
+    return why_no_kernel(s, u);
+  }
+
+  // A layer norm joining a GEMM's epilogue where row_norm_refusal has no
+  // objection; its result keeps the GEMM's map id, so the ops after it (the
+  // cast to f16) join as epilogue ops.
+  void row_norm(FusionState& s, int a, Node& r) {
     const int id = s.map_id(r.input(0));
+    if (std::string why = row_norm_refusal(s, a, r, id, {a, s.group_of(&r)}); !why.empty()) return refuse(s, a, r, why);
     s.merge(a, s.group_of(&r));
     s.group(a).row_norm = &r;
     for (Value* o : r.outputs()) s.set_map_id(o, id);
@@ -376,18 +381,11 @@ class Fuse : public Pass {
   }
 
   // Whether layer norm `r`, reading pointwise op `c`'s result (whose in-group
-  // operand holds map id `x_map` of group `a`), would join a's epilogue with
-  // c: the structural rules and codegen's answer for the union.
+  // operand holds map id `x_map` of group `a`), would join a's epilogue with c.
   bool norm_rides_with(const FusionState& s, int a, const Node& c, const Node& r, int x_map) const {
-    if (!why_no_kernel_ || r.op() != "layer_normalization" || op_role(c) != Role::Pointwise) return false;
-    const Group& g = s.group(a);
-    if (barred_.count({g.anchor, &c}) || barred_.count({g.anchor, &r})) return false;
-    if (!check_row_norm_at(s, a, r, x_map).empty()) return false;
-    const std::vector<int> parts = {a, s.group_of(&c), s.group_of(&r)};
-    if (s.would_cycle(parts)) return false;
-    Group u = union_of(s, parts, g.anchor, GroupKind::Compute);
-    u.row_norm = &r;
-    return why_no_kernel(s, u).empty();
+    if (r.op() != "layer_normalization" || op_role(c) != Role::Pointwise || barred_.count({s.group(a).anchor, &c}))
+      return false;
+    return row_norm_refusal(s, a, r, x_map, {a, s.group_of(&c), s.group_of(&r)}).empty();
   }
 
   // An op reading a value that a plain group of its own computes from the

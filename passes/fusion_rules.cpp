@@ -113,14 +113,7 @@ std::string check_prologue(const FusionState& s, int p, const Node& r) {
   return "";
 }
 
-std::string check_row_norm(const FusionState& s, int gi, const Node& r) {
-  std::string why = check_row_norm_at(s, gi, r, s.map_id(r.input(0)));
-  if (why.empty() && s.would_cycle({gi, s.group_of(&r)}))
-    why = "would create a cycle (another operand depends on the group)";
-  return why;
-}
-
-std::string check_row_norm_at(const FusionState& s, int gi, const Node& r, int x_map) {
+std::string check_row_norm(const FusionState& s, int gi, const Node& r, int x_map) {
   const Group& g = s.group(gi);
   if (g.kind != GroupKind::Compute || (g.anchor->op() != "matmul" && g.anchor->op() != "gemm"))
     return fmt::format("{} and {} would be two anchors in one kernel", g.anchor->op(), r.op());

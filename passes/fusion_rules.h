@@ -36,15 +36,14 @@ std::string check_epilogue(const FusionState& s, int g, const Node& c);
 std::string check_plain(const FusionState& s, int a, int b);
 // Plain group `p` becomes the prologue of reduction `r` (a singleton).
 std::string check_prologue(const FusionState& s, int p, const Node& r);
-// Layer norm `r` (a singleton) joins the epilogue of matmul group `g`, to run
+// Layer norm `r` (a singleton) joins the epilogue of GEMM group `g`, to run
 // in its split-K reduction kernel (docs/fusion.md, "A layer norm after a
 // matmul"; codegen decides whether the split pays): it normalizes the last
-// axis of an epilogue value holding the matmul's elements in their order, and
-// reads nothing else of the group.
-std::string check_row_norm(const FusionState& s, int g, const Node& r);
-// The same without the cycle check, for a data operand whose map id (not
-// set yet: its producer is still to join) would be `x_map`.
-std::string check_row_norm_at(const FusionState& s, int g, const Node& r, int x_map);
+// axis of an epilogue value holding the GEMM's elements in their order, and
+// reads nothing else of the group. `x_map` is the map id of its data operand
+// (given: when that operand's op is still to join, it has none yet). The
+// cycle check is the caller's, over the whole union.
+std::string check_row_norm(const FusionState& s, int g, const Node& r, int x_map);
 // matmul `m2` closes an attention kernel: its operand 0 comes from a softmax
 // group whose input comes from a matmul group. Sets `scores` and `probs`.
 std::string check_attention(const FusionState& s, const Node& m2, int& scores, int& probs);

@@ -199,9 +199,9 @@ RowNormGemmKernels emit_gemm_row_norm(const Node& n, const OpRegistry& ops) {
       std::optional<GemmTileConfig> c = row_norm_gemm_tile(prob, row_norm_launch_us(prob, in_bytes, out_bytes));
       if (!c)
         unsupported(
-            "codegen: {}: the layer norm after the matmul ({}) runs in the split-K reduction kernel, and by the "
+            "codegen: {}: the layer norm after the {} ({}) runs in the split-K reduction kernel, and by the "
             "performance model no split of this GEMM{} pays for it",
-            n.describe(), gemm_problem_key(prob),
+            n.describe(), anchor.op(), gemm_problem_key(prob),
             prob.math == GemmMath::Simt ? " (SIMT: f32 operands without tf32)" : "");
       return c;
     });
@@ -212,10 +212,10 @@ RowNormGemmKernels emit_gemm_row_norm(const Node& n, const OpRegistry& ops) {
              "codegen: {}: the split GEMM gave {} kernels", n.describe(), ks.size());
   out.gemm = std::move(ks[0]);
   out.workspace_f32 = out.gemm.workspace_f32;
-  out.splits = out.workspace_f32 / part;
+  const int64_t splits = out.workspace_f32 / part;
 
   // 2. The reduction kernel: the layer norm's row kernel reading its operand
-  // through the body, the matmul's elements summed from the workspace.
+  // through the body, the GEMM's elements summed from the workspace.
   Value* sum = nullptr;
   const Node& q = norm_node(s, n, sum);
   FusedAnchor fa = fused_anchor_io(q, ops, {{sum, "kiln_split_sum"}});
@@ -226,7 +226,7 @@ RowNormGemmKernels emit_gemm_row_norm(const Node& n, const OpRegistry& ops) {
                     "    float s = 0.0f;  // split order: the bits do not depend on which block ran first\n"
                     "    for (int k = 0; k < {}; ++k) s += ws[k * {}LL + i];\n"
                     "    return s;\n  }};\n",
-                    out.splits, part) +
+                    splits, part) +
                 fa.io.setup;
   std::vector<TensorType> operands, results;
   for (Value* v : fa.anchor->inputs()) operands.push_back(v->type());
@@ -235,7 +235,7 @@ RowNormGemmKernels emit_gemm_row_norm(const Node& n, const OpRegistry& ops) {
   out.norm_constants = fa.constants;
   if (deciding_only()) return out;
   // What kiln inspect --perf reads (perf/plan_work.cpp): the kernel is the
-  // split's reduction, touching every parameter but the matmul's operands.
+  // split's reduction, touching every parameter but the GEMM's A and B.
   const int nr = n.num_outputs(), ni = n.num_inputs(), nc = static_cast<int>(fa.constants.size());
   std::string touched = "// buffers:";
   for (int b = 0; b < nr + ni + nc + 1; ++b) {
@@ -243,12 +243,11 @@ RowNormGemmKernels emit_gemm_row_norm(const Node& n, const OpRegistry& ops) {
     const bool operand = in >= 0 && in < ni && (ep.anchor_slot(0) == in || ep.anchor_slot(1) == in);
     if (!operand) touched += fmt::format(" {}", b);
   }
-  out.norm.source =
-      fmt::format(
-          "// {}: split-K reduction of {} partial sums, then the epilogue and a layer norm of "
-          "each row of {}\n{}\n",
-          n.name().empty() ? std::string("matmul") : n.name(), out.splits, anchor.output(0)->type().str(), touched) +
-      out.norm.source;
+  out.norm.source = fmt::format(
+                        "// {}: split-K reduction of {} partial sums, then the epilogue and a layer norm of "
+                        "each row of {}\n{}\n",
+                        n.name().empty() ? anchor.op() : n.name(), splits, anchor.output(0)->type().str(), touched) +
+                    out.norm.source;
   return out;
 }
 

@@ -40,7 +40,6 @@ struct RowNormGemmKernels {
   ReductionKernel norm;                // their sums, the epilogue and the layer norm
   std::vector<Tensor> norm_constants;  // the norm kernel's buffers after the node's inputs
   int64_t workspace_f32 = 0;           // the partial sums, shared by both
-  int64_t splits = 0;
 };
 
 // The two kernels of `n` (row_norm_of(n) not null). Throws kiln::Unsupported

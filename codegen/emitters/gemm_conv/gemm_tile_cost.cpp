@@ -149,7 +149,8 @@ double gemm_tile_cost_us(const GemmProblem& p, const GemmTileConfig& c) {
 }
 
 double row_norm_launch_us(const GemmProblem& p, int in_bytes, int out_bytes) {
-  // As emit_rowwise.cpp launches it: a block per row.
+  // A block per row, as emit_rowwise.cpp launches it; its width only
+  // approximated (N / 8 threads, 32 to 256).
   const double mn = double(p.batch) * double(p.M) * double(p.N);
   perf::LaunchWork w;
   w.kind = perf::WorkKind::Other;

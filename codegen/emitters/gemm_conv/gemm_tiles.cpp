@@ -117,23 +117,30 @@ GemmTileConfig with_split(const GemmProblem& p, GemmTileConfig c, int64_t split,
 // least kMinSplitKTiles k-tiles) and the way its partial sums are summed (a
 // reduction kernel, or folded into the GEMM) that kiln's performance model
 // (gemm_tile_cost.h) puts fastest; the smallest split on a tie, and the reduction kernel on a tie.
-std::pair<GemmTileConfig, double> best_split_at_depth(const GemmProblem& p, GemmTileConfig c) {
+// The splits of 2 or more parts worth weighing for tile `c`: none where its
+// tiles fill a wave of resident blocks; else each part at least
+// kMinSplitKTiles k-tiles, a split that normalizes to a smaller one skipped.
+std::vector<int64_t> split_counts(const GemmProblem& p, const GemmTileConfig& c) {
   const int64_t k_tiles_all = (p.K + c.bk - 1) / c.bk;
-  const int64_t tiles = blocks_of(p, c.bm, c.bn);
+  std::vector<int64_t> out;
+  if (blocks_of(p, c.bm, c.bn) >= wave_slots(p, c)) return out;
+  for (int64_t s = 2; s <= std::min<int64_t>(kMaxSplitK, k_tiles_all / kMinSplitKTiles); ++s) {
+    GemmTileConfig t = c;
+    t.split_k = static_cast<int>(s);
+    if (split_k_of(t, k_tiles_all).splits == s) out.push_back(s);  // else the same split as a smaller s
+  }
+  return out;
+}
+
+std::pair<GemmTileConfig, double> best_split_at_depth(const GemmProblem& p, GemmTileConfig c) {
   GemmTileConfig best = with_split(p, c, 1, false);
   double best_cost = gemm_tile_cost_us(p, best);
-  if (tiles < wave_slots(p, c) && k_tiles_all >= 2 * kMinSplitKTiles) {
-    for (int64_t s = 2; s <= std::min<int64_t>(kMaxSplitK, k_tiles_all / kMinSplitKTiles); ++s) {
-      GemmTileConfig t = c;
-      t.split_k = static_cast<int>(s);
-      if (split_k_of(t, k_tiles_all).splits != s) continue;  // the same split as a smaller s
-      for (bool fold : {false, true}) {
-        const GemmTileConfig cand = with_split(p, c, s, fold);
-        const double cost = gemm_tile_cost_us(p, cand);
-        if (cost < best_cost) best = cand, best_cost = cost;
-      }
+  for (int64_t s : split_counts(p, c))
+    for (bool fold : {false, true}) {
+      const GemmTileConfig cand = with_split(p, c, s, fold);
+      const double cost = gemm_tile_cost_us(p, cand);
+      if (cost < best_cost) best = cand, best_cost = cost;
     }
-  }
   return {best, best_cost};
 }
 
@@ -316,8 +323,10 @@ std::optional<GemmTileConfig> row_norm_gemm_tile(const GemmProblem& p, double no
   if (p.math == GemmMath::Simt) return std::nullopt;
   const GemmTileConfig def = default_gemm_tile(p);
   const double alone = gemm_tile_cost_us(p, def) + norm_launch_us;
-  // The default's tile and its halvings (as default_gemm_tile weighs them),
-  // each at every depth and split of 2 or more parts with a reduction kernel.
+  // The default's tile and its halvings and quarterings (down to 16 rows / 32
+  // columns; default_gemm_tile also weighs eighths of the rows, and only
+  // shrinks that add blocks), each at every depth and split of 2 or more
+  // parts with a reduction kernel.
   GemmTileConfig base = def;
   base.split_k = 1;
   base.fold_split = false;
@@ -334,13 +343,8 @@ std::optional<GemmTileConfig> row_norm_gemm_tile(const GemmProblem& p, double no
       t.bk = bk;
       t.stages = 2;
       if (!gemm_tile_invalid(t, p).empty()) continue;
-      const int64_t k_tiles_all = (p.K + t.bk - 1) / t.bk;
-      if (blocks_of(p, t.bm, t.bn) >= wave_slots(p, t)) continue;
-      for (int64_t s = 2; s <= std::min<int64_t>(kMaxSplitK, k_tiles_all / kMinSplitKTiles); ++s) {
-        GemmTileConfig c = t;
-        c.split_k = static_cast<int>(s);
-        if (split_k_of(c, k_tiles_all).splits != s) continue;
-        c = with_split(p, t, s, false);
+      for (int64_t s : split_counts(p, t)) {
+        const GemmTileConfig c = with_split(p, t, s, false);
         const double cost = gemm_tile_cost_us(p, c);
         if (!best || cost < best_cost) best = c, best_cost = cost;
       }
